@@ -1,0 +1,69 @@
+//! The `locklab` binary: one entry point for every front end.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use locklab_backend::{bench, repl};
+use locklab_core::server::Profile;
+
+#[derive(Parser)]
+#[command(name = "locklab", version, about = "An interactive lab for Redis distributed locks")]
+struct Args {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// A redis-cli work-alike: lines on stdin, replies as `redis-cli --no-raw` prints them.
+    Cli {
+        /// Send the lines to a real server instead of the simulator.
+        #[arg(long, value_name = "redis://HOST:PORT")]
+        real: Option<String>,
+        /// The simulator's version profile.
+        #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
+        redis_version: String,
+    },
+    /// Lock cycles per second: simulator vs a real redis-server.
+    Bench {
+        /// The real server to compare with (default: none).
+        #[arg(long, value_name = "redis://HOST:PORT")]
+        redis: Option<String>,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
+}
+
+fn profile(s: &str) -> Result<Profile> {
+    match Profile::parse(s) {
+        Some(p) => Ok(p),
+        None => bail!("unknown --redis-version {s:?}: choose 7.0 or 8.4"),
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    match args.command {
+        Cmd::Cli { real, redis_version } => {
+            let mut target = match real {
+                Some(url) => repl::Target::real(&url).with_context(|| format!("connecting to {url}"))?,
+                None => repl::Target::sim(profile(&redis_version)?),
+            };
+            let stdin = std::io::stdin();
+            let interactive = stdin.is_terminal();
+            let mut input = stdin.lock();
+            let mut output = std::io::stdout().lock();
+            repl::run(&mut target, &mut input, &mut output, interactive)?;
+        }
+        Cmd::Bench { redis, seconds } => {
+            if !(seconds > 0.0 && seconds < 600.0) {
+                bail!("--seconds must be between 0 and 600");
+            }
+            print!("{}", bench::report(redis.as_deref(), Duration::from_secs_f64(seconds)));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The real side: one connection to a real redis-server, speaking core's
+//! [`Reply`].
+//!
+//! `locklab cli --real` and the differential tests both need the same thing
+//! from a real Redis: send an argv exactly as typed, get back what the server
+//! sent, *including its errors*, as a [`Reply`] that prints the way redis-cli
+//! prints it. The `redis` crate gets us most of the way, with three corners
+//! worth knowing:
+//!
+//! * **Server errors are replies, not failures.** `Cmd::query` turns a `-ERR …`
+//!   line into an `Err(RedisError)` whose display text is reworded
+//!   (`ResponseError: syntax error`). We go one level lower, to
+//!   [`ConnectionLike::req_packed_command`], which hands back the parsed
+//!   [`Value::ServerError`] untouched. redis-rs splits the error line at its
+//!   first space into a code and an optional detail and stores both verbatim,
+//!   so `code + " " + detail` rebuilds the line byte for byte (trailing
+//!   blanks included, as in `ERR unknown command 'FOO', with args beginning
+//!   with: 'a' `). Errors nested in an array (an `EXEC` whose second command
+//!   hit `WRONGTYPE`) are rebuilt the same way, element by element. Only I/O
+//!   and protocol failures become [`RealError`].
+//! * **`+OK` is special-cased** by redis-rs as [`Value::Okay`]; it becomes
+//!   `Reply::Status("OK")` again, while a bulk `"OK"` stays a bulk.
+//! * **The two RESP2 nulls collapse.** redis-rs parses both `$-1` (null bulk)
+//!   and `*-1` (null array) to [`Value::Nil`]. In the command set the lab uses
+//!   only `EXEC` answers `*-1` (after a `WATCH` fired, or … never otherwise:
+//!   Lua cannot produce a null array, it turns `false`/`nil` into `$-1`), so a
+//!   nil reply *to `EXEC`* is reported as [`Reply::NilArray`] and every other
+//!   nil as [`Reply::Nil`]. redis-cli prints both as `(nil)` anyway.
+//!
+//! The connection is opened without redis-rs's `CLIENT SETINFO` handshake:
+//! redis-server 7.0 does not know that subcommand and would count the two
+//! rejected calls in its `INFO` error statistics, which the lessons read.
+//!
+//! Status and error lines must be UTF-8 for redis-rs to parse them (bulk
+//! strings are binary-safe); a server that sends anything else is reported as
+//! a protocol error.
+
+use std::time::Duration;
+
+use locklab_core::reply::Reply;
+use redis::{ConnectionLike, IntoConnectionInfo, Value};
+use thiserror::Error;
+
+/// A failure to talk to the server at all. A reply the server sent, even an
+/// error reply, is never one of these.
+#[derive(Debug, Error)]
+pub enum RealError {
+    /// The URL could not be understood, or the connection could not be made.
+    #[error("cannot connect to {url}: {source}")]
+    Connect {
+        /// The URL given to [`RealConnection::open`].
+        url: String,
+        /// What redis-rs reported.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Reading or writing the socket failed, or the reply could not be parsed.
+    #[error("connection to redis-server failed: {0}")]
+    Transport(#[source] redis::RedisError),
+    /// The server sent a RESP3 value core's [`Reply`] has no place for.
+    #[error("unsupported reply from redis-server: {0}")]
+    Unsupported(String),
+    /// An empty argv cannot be sent (redis-cli ignores an empty line).
+    #[error("empty command")]
+    EmptyCommand,
+}
+
+/// How long to wait for the TCP connection itself.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One connection to a real redis-server. Commands run in order on the same
+/// socket, so `MULTI`/`WATCH` state lives as long as the value does.
+pub struct RealConnection {
+    conn: redis::Connection,
+}
+
+impl std::fmt::Debug for RealConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealConnection").finish_non_exhaustive()
+    }
+}
+
+impl RealConnection {
+    /// Connect to `url` (`redis://127.0.0.1:6379/`, with an optional database
+    /// number and credentials as redis-rs understands them).
+    pub fn open(url: &str) -> Result<Self, RealError> {
+        let connect_err = |source| RealError::Connect { url: url.to_owned(), source };
+        let info = url.into_connection_info().map_err(connect_err)?;
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
+        let client = redis::Client::open(info).map_err(connect_err)?;
+        let conn = client.get_connection_with_timeout(CONNECT_TIMEOUT).map_err(connect_err)?;
+        Ok(RealConnection { conn })
+    }
+
+    /// Wrap a connection opened elsewhere.
+    pub fn from_connection(conn: redis::Connection) -> Self {
+        RealConnection { conn }
+    }
+
+    /// Send one command, exactly these arguments, and return the server's
+    /// reply. Server errors come back as `Ok(Reply::Error(full line))`.
+    pub fn execute(&mut self, argv: &[Vec<u8>]) -> Result<Reply, RealError> {
+        let name = argv.first().ok_or(RealError::EmptyCommand)?;
+        let packed = pack_command(argv);
+        let value = self.conn.req_packed_command(&packed).map_err(RealError::Transport)?;
+        let is_exec = name.eq_ignore_ascii_case(b"exec");
+        match value {
+            Value::Nil if is_exec => Ok(Reply::NilArray),
+            other => value_to_reply(other),
+        }
+    }
+
+    /// Set (or clear) the socket's read timeout. `DEBUG SLEEP` and `WAIT`
+    /// legitimately block, so the default is no timeout.
+    pub fn set_read_timeout(&self, dur: Option<Duration>) -> Result<(), RealError> {
+        self.conn.set_read_timeout(dur).map_err(RealError::Transport)
+    }
+
+    /// Is the connection still usable as far as redis-rs knows?
+    pub fn is_open(&self) -> bool {
+        self.conn.is_open()
+    }
+}
+
+/// RESP2 multibulk framing of an argv: `*N\r\n` then `$len\r\narg\r\n` each.
+pub fn pack_command(argv: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + argv.iter().map(|a| a.len() + 16).sum::<usize>());
+    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    for arg in argv {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// The full error line redis-server sent, rebuilt from redis-rs's split.
+pub fn server_error_text(err: &redis::ServerError) -> String {
+    match err.details() {
+        Some(detail) => format!("{} {}", err.code(), detail),
+        None => err.code().to_owned(),
+    }
+}
+
+/// Convert a redis-rs value to core's reply, faithfully: status stays status,
+/// bulk stays bulk, errors (at any depth) stay error replies.
+pub fn value_to_reply(value: Value) -> Result<Reply, RealError> {
+    Ok(match value {
+        Value::Nil => Reply::Nil,
+        Value::Int(i) => Reply::Integer(i),
+        Value::BulkString(b) => Reply::Bulk(b),
+        Value::Okay => Reply::Status("OK".to_owned()),
+        Value::SimpleString(s) => Reply::Status(s),
+        Value::ServerError(e) => Reply::Error(server_error_text(&e)),
+        Value::Array(items) | Value::Set(items) => Reply::Array(
+            items.into_iter().map(value_to_reply).collect::<Result<_, _>>()?,
+        ),
+        Value::Map(pairs) => Reply::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| Ok((value_to_reply(k)?, value_to_reply(v)?)))
+                .collect::<Result<_, RealError>>()?,
+        ),
+        // RESP3-only shapes, lowered the way redis-server lowers them for a
+        // RESP2 client. The lab speaks RESP2, so these are defensive.
+        Value::Double(d) => Reply::Bulk(format_double(d).into_bytes()),
+        Value::Boolean(b) => Reply::Integer(i64::from(b)),
+        Value::VerbatimString { text, .. } => Reply::Bulk(text.into_bytes()),
+        Value::BigNumber(n) => Reply::Bulk(n.to_string().into_bytes()),
+        Value::Attribute { data, .. } => value_to_reply(*data)?,
+        other => return Err(RealError::Unsupported(format!("{other:?}"))),
+    })
+}
+
+/// A double as redis-server writes it in RESP2 (`%.17g`-ish; only for the
+/// defensive RESP3 arm above).
+fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        if d > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        d.to_string()
+    }
+}

@@ -1,0 +1,224 @@
+//! `locklab cli`: a redis-cli work-alike over the simulator or a real server.
+//!
+//! It reads lines, splits them with redis-cli's own rules, sends them on one
+//! connection (so MULTI and WATCH state carries from line to line) and prints
+//! each reply exactly as `redis-cli --no-raw` would. On a terminal it shows
+//! redis-cli's prompt, `(TX)` inside a transaction included; on a pipe it
+//! prints only replies, so `locklab cli < file` and `redis-cli --no-raw <
+//! file` can be compared byte for byte.
+
+use std::io::{BufRead, Write};
+
+use locklab_core::cli::{parse_line, render};
+use locklab_core::server::{ConnId, Node, Profile};
+use locklab_core::Reply;
+
+use crate::real::{RealConnection, RealError};
+
+/// The longest line accepted. redis-cli has no limit, but a lab shared by a
+/// room should not be one paste away from a hang; 1 MiB holds any script.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Where commands go.
+pub enum Target {
+    Sim { node: Box<Node>, conn: ConnId },
+    Real { conn: RealConnection, addr: String, in_multi: bool },
+}
+
+impl Target {
+    pub fn sim(profile: Profile) -> Target {
+        let mut node = Box::new(Node::new(profile));
+        let conn = node.connect();
+        Target::Sim { node, conn }
+    }
+
+    pub fn real(url: &str) -> Result<Target, RealError> {
+        let conn = RealConnection::open(url)?;
+        let addr = url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .to_owned();
+        Ok(Target::Real { conn, addr, in_multi: false })
+    }
+
+    /// redis-cli's prompt: `host:port> `, with `(TX)` inside MULTI.
+    pub fn prompt(&self) -> String {
+        match self {
+            Target::Sim { node, conn } => {
+                let tx = if node.in_multi(*conn) { "(TX)" } else { "" };
+                format!("sim:{}{tx}> ", node.profile())
+            }
+            Target::Real { addr, in_multi, .. } => {
+                let tx = if *in_multi { "(TX)" } else { "" };
+                format!("{addr}{tx}> ")
+            }
+        }
+    }
+
+    /// Send one argv; transport failures come back as an error reply so the
+    /// session goes on, as redis-cli's does.
+    pub fn execute(&mut self, argv: &[Vec<u8>]) -> Reply {
+        match self {
+            Target::Sim { node, conn } => node.execute(*conn, argv),
+            Target::Real { conn, in_multi, .. } => {
+                let reply = conn
+                    .execute(argv)
+                    .unwrap_or_else(|e| Reply::error(format!("ERR {e}")));
+                let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
+                match (name.as_slice(), &reply) {
+                    (b"multi", Reply::Status(_)) => *in_multi = true,
+                    (b"exec" | b"discard", _) => *in_multi = false,
+                    _ => {}
+                }
+                reply
+            }
+        }
+    }
+}
+
+/// What one input line produces.
+pub fn run_line(target: &mut Target, line: &[u8]) -> Option<String> {
+    if line.len() > MAX_LINE {
+        return Some(format!(
+            "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n",
+            line.len()
+        ));
+    }
+    let mut argv = match parse_line(line) {
+        Ok(argv) => argv,
+        Err(e) => return Some(format!("{e}\n")),
+    };
+    if argv.is_empty() {
+        return None;
+    }
+    // redis-cli: a leading number repeats the command that many times.
+    let mut repeat = 1;
+    if argv.len() > 1 {
+        if let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) {
+            if n <= 0 {
+                return Some("Invalid redis-cli repeat command option value.\n".into());
+            }
+            repeat = n;
+            argv.remove(0);
+        }
+    }
+    let mut out = String::new();
+    for _ in 0..repeat {
+        let reply = target.execute(&argv);
+        out.push_str(&render(&argv, &reply));
+    }
+    Some(out)
+}
+
+/// Is this line one of redis-cli's own `quit` / `exit`?
+fn is_quit(line: &[u8]) -> bool {
+    let t = line.trim_ascii();
+    t.eq_ignore_ascii_case(b"quit") || t.eq_ignore_ascii_case(b"exit")
+}
+
+/// The REPL: read `input` to the end (or `quit`), write replies to `output`.
+/// Lines longer than [`MAX_LINE`] are skipped to their end and answered with
+/// an error, without holding them in memory.
+pub fn run(
+    target: &mut Target,
+    input: &mut dyn BufRead,
+    output: &mut dyn Write,
+    interactive: bool,
+) -> std::io::Result<()> {
+    loop {
+        if interactive {
+            write!(output, "{}", target.prompt())?;
+            output.flush()?;
+        }
+        let (line, too_long) = match read_bounded_line(input)? {
+            Some(l) => l,
+            None => return Ok(()),
+        };
+        if too_long {
+            writeln!(output, "(error) ERR line too long: the limit is {MAX_LINE} bytes")?;
+            continue;
+        }
+        if is_quit(&line) {
+            return Ok(());
+        }
+        if let Some(text) = run_line(target, &line) {
+            output.write_all(text.as_bytes())?;
+            output.flush()?;
+        }
+    }
+}
+
+/// One line without its terminator, or `None` at end of input. A line over
+/// the limit is consumed and reported as too long.
+fn read_bounded_line(input: &mut dyn BufRead) -> std::io::Result<Option<(Vec<u8>, bool)>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    let mut saw_any = false;
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        saw_any = true;
+        let (chunk, done) = match buf.iter().position(|&c| c == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > MAX_LINE {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(buf.len());
+        input.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if !saw_any {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some((line, too_long)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(input: &str) -> String {
+        let mut t = Target::sim(Profile::V7_0);
+        let mut out = Vec::new();
+        run(&mut t, &mut input.as_bytes(), &mut out, false).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn keeps_transaction_state_across_lines() {
+        let out = session("MULTI\nSET k v\nGET k\nEXEC\n");
+        assert_eq!(out, "OK\nQUEUED\nQUEUED\n1) OK\n2) \"v\"\n");
+    }
+
+    #[test]
+    fn bad_quotes_and_repeat_and_quit() {
+        assert_eq!(session("SET k \"open\n"), "Invalid argument(s)\n");
+        assert_eq!(session("3 INCR n\nquit\nGET n\n"), "(integer) 1\n(integer) 2\n(integer) 3\n");
+    }
+
+    #[test]
+    fn over_long_lines_are_refused_not_buffered() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\nPING\n");
+        let mut t = Target::sim(Profile::V7_0);
+        let mut out = Vec::new();
+        run(&mut t, &mut input.as_slice(), &mut out, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("(error) ERR line too long"));
+        assert!(out.ends_with("PONG\n"));
+    }
+}

@@ -1,0 +1,97 @@
+//! Command implementations, one module per family, each function taking the
+//! whole argv (name included, arity already checked) and returning the
+//! reply. The shared parsing rules live here, because redis-server applies
+//! the same ones everywhere: `string2ll`'s idea of an integer, and the same
+//! handful of error texts.
+
+pub(crate) mod delex;
+pub(crate) mod hashes;
+pub(crate) mod keys;
+pub(crate) mod scripting;
+pub(crate) mod server;
+pub(crate) mod strings;
+
+use crate::reply::Reply;
+
+pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub(crate) const SYNTAX: &str = "ERR syntax error";
+pub(crate) const OVERFLOW: &str = "ERR increment or decrement would overflow";
+
+pub(crate) fn wrongtype() -> Reply {
+    Reply::error(WRONGTYPE)
+}
+
+pub(crate) fn not_integer() -> Reply {
+    Reply::error(NOT_INTEGER)
+}
+
+pub(crate) fn syntax_error() -> Reply {
+    Reply::error(SYNTAX)
+}
+
+/// redis-server's `string2ll`: an optional `-`, then digits with no leading
+/// zero (except `0` itself), nothing else — no `+`, no spaces, no `-0` — and
+/// within `i64`.
+pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parse an integer argument or produce the standard error reply.
+pub(crate) fn int_arg(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64(b).ok_or_else(not_integer)
+}
+
+/// ASCII case-insensitive comparison of an argument with an option name.
+pub(crate) fn is(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// Shorthand for building propagated argvs.
+pub(crate) fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_i64;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [&b"9223372036854775808"[..], b"-0", b"01", b"+1", b" 1", b"1 ", b"", b"1.0", b"-"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

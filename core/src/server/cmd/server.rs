@@ -1,0 +1,155 @@
+//! Server commands: PING, ECHO, INFO, DEBUG SLEEP, WAIT.
+//!
+//! `DEBUG SLEEP` and `WAIT` are the two ways a lone node lets time pass
+//! while a client waits. On the simulator they move the virtual clock, so a
+//! lesson can "sleep 30 seconds" instantly and deterministically.
+
+use super::{int_arg, is, parse_i64};
+use crate::reply::Reply;
+use crate::server::{Ctx, Role};
+
+/// `PING [message]`
+pub(crate) fn ping(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    match argv.len() {
+        1 => Reply::status("PONG"),
+        2 => Reply::Bulk(argv[1].clone()),
+        _ => Reply::error("ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+/// `ECHO message`
+pub(crate) fn echo(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    Reply::Bulk(argv[1].clone())
+}
+
+/// C's `strtod` on a prefix: `DEBUG SLEEP` does no validation, so `abc`
+/// sleeps for zero seconds and `0.5xyz` for half a second. Only the first
+/// 64 bytes are looked at, so a huge argument costs nothing.
+fn strtod_prefix(b: &[u8]) -> f64 {
+    let s: String = String::from_utf8_lossy(&b[..b.len().min(64)]).trim_start().to_owned();
+    (1..=s.len())
+        .rev()
+        .filter(|&i| s.is_char_boundary(i))
+        .find_map(|i| s[..i].parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .unwrap_or(0.0)
+}
+
+/// `DEBUG SLEEP seconds`: the server stops for that long. Here the virtual
+/// clock jumps ahead, which is how lessons make a lock expire on demand.
+pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let sub = &argv[1];
+    if is(sub, "SLEEP") && argv.len() == 3 {
+        let seconds = strtod_prefix(&argv[2]);
+        let ms = (seconds * 1_000_000.0) as i64 / 1000;
+        cx.e.block_for(ms.max(0) as u64);
+        return Reply::ok();
+    }
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
+/// `WAIT numreplicas timeout`: block until that many replicas acknowledged
+/// this connection's writes, or the timeout passes; reply how many did. A
+/// lone node has none: `WAIT 0 t` answers 0 at once, `WAIT n t` answers 0
+/// after `t` ms of virtual time. `WAIT n 0` would block forever on
+/// redis-server; the simulator refuses rather than hang.
+pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if cx.e.role() == Role::Replica {
+        return Reply::error(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        );
+    }
+    let replicas = match int_arg(&argv[1]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let timeout = match parse_i64(&argv[2]) {
+        Some(t) if t < 0 => return Reply::error("ERR timeout is negative"),
+        Some(t) => t as u64,
+        None => return Reply::error("ERR timeout is not an integer or out of range"),
+    };
+    let acked = 0;
+    if acked >= replicas {
+        return Reply::Integer(acked);
+    }
+    if timeout == 0 {
+        return Reply::error(
+            "ERR WAIT with timeout 0 would block forever: this simulated node has no replicas",
+        );
+    }
+    cx.e.block_for(timeout);
+    Reply::Integer(acked)
+}
+
+/// `INFO [section ...]`: the sections a lock lab needs — server, clients,
+/// stats, replication, keyspace — in redis-server's layout (`# Name`,
+/// `field:value` lines, CRLF, a blank line between sections).
+pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    const ALL: [&str; 5] = ["server", "clients", "stats", "replication", "keyspace"];
+    let wanted: Vec<String> = argv[1..].iter().map(|a| String::from_utf8_lossy(a).to_lowercase()).collect();
+    let everything = wanted.is_empty() || wanted.iter().any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let mut out = String::new();
+    for section in ALL {
+        if !everything && !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section_text(cx, section, &mut out);
+    }
+    Reply::Bulk(out.into_bytes())
+}
+
+fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
+    use std::fmt::Write;
+    let _ = write!(out, "{k}:{v}\r\n");
+}
+
+fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
+    let e = &*cx.e;
+    match section {
+        "server" => {
+            out.push_str("# Server\r\n");
+            kv(out, "redis_version", e.profile().version());
+            kv(out, "redis_mode", "standalone");
+            kv(out, "os", "locklab simulator");
+            kv(out, "arch_bits", 64);
+            kv(out, "locklab_profile", e.profile());
+            kv(out, "server_time_usec", e.now() * 1000);
+            kv(out, "hz", 10);
+        }
+        "clients" => {
+            out.push_str("# Clients\r\n");
+            kv(out, "connected_clients", e.clients());
+            kv(out, "blocked_clients", 0);
+        }
+        "stats" => {
+            out.push_str("# Stats\r\n");
+            let s = e.stats();
+            kv(out, "total_connections_received", s.connections_received);
+            kv(out, "total_commands_processed", s.commands_processed);
+            kv(out, "expired_keys", s.expired_keys);
+            kv(out, "keyspace_hits", s.keyspace_hits);
+            kv(out, "keyspace_misses", s.keyspace_misses);
+        }
+        "replication" => {
+            out.push_str("# Replication\r\n");
+            kv(out, "role", if e.role() == Role::Master { "master" } else { "slave" });
+            kv(out, "connected_slaves", 0);
+        }
+        "keyspace" => {
+            out.push_str("# Keyspace\r\n");
+            let now = e.now();
+            for (i, db) in e.dbs().iter().enumerate().filter(|(_, db)| !db.is_empty()) {
+                let ttls: Vec<u64> = db.keys().filter_map(|(_, en)| en.expires_at).map(|at| at.saturating_sub(now)).collect();
+                let avg = ttls.iter().sum::<u64>().checked_div(ttls.len() as u64).unwrap_or(0);
+                kv(out, &format!("db{i}"), format_args!("keys={},expires={},avg_ttl={}", db.len(), db.expires_count(), avg));
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,139 @@
+//! The keyspace: values, and the deadlines that make them disappear.
+//!
+//! Two maps, like mini-redis's `db.rs`: the entries by key, and an ordered
+//! set of `(deadline, key)` pairs. The second exists so that when the clock
+//! moves forward the node can find every key whose time is up by walking the
+//! front of one ordered set, instead of scanning the whole keyspace. Both are
+//! `BTreeMap`/`BTreeSet` rather than hash maps so that iteration order (what
+//! `KEYS` and `SCAN` show) is the same on every run and on every target,
+//! native and wasm32 alike.
+//!
+//! Times are absolute Unix milliseconds on the node's own clock. A key whose
+//! deadline is `d` still exists at `now == d` and is gone once `now > d`,
+//! which is redis-server's rule (`keyIsExpired`: `now > when`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a key holds. Redis has more types; the lock lessons need two.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A string. Integers are strings that happen to parse, as in Redis.
+    Str(Vec<u8>),
+    /// A hash, kept in insertion order: small hashes in redis-server are
+    /// listpacks, which `HGETALL` walks in insertion order, and the
+    /// differential tests compare that order.
+    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+impl Value {
+    /// The name `TYPE` reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+        }
+    }
+}
+
+/// One key's value and optional deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Value,
+    pub expires_at: Option<u64>,
+}
+
+/// Values by key, plus the expiry index.
+#[derive(Clone, Debug, Default)]
+pub struct Db {
+    entries: BTreeMap<Vec<u8>, Entry>,
+    deadlines: BTreeSet<(u64, Vec<u8>)>,
+}
+
+impl Db {
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.entries.get_mut(key)
+    }
+
+    /// Store a value, replacing any old one; `expires_at` replaces the old
+    /// deadline too (SET without KEEPTTL clears a TTL).
+    pub fn insert(&mut self, key: Vec<u8>, value: Value, expires_at: Option<u64>) {
+        if let Some(old) = self.entries.get(&key).and_then(|e| e.expires_at) {
+            self.deadlines.remove(&(old, key.clone()));
+        }
+        if let Some(at) = expires_at {
+            self.deadlines.insert((at, key.clone()));
+        }
+        self.entries.insert(key, Entry { value, expires_at });
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let entry = self.entries.remove(key)?;
+        if let Some(at) = entry.expires_at {
+            self.deadlines.remove(&(at, key.to_vec()));
+        }
+        Some(entry)
+    }
+
+    /// Change only the deadline of an existing key. Returns false if missing.
+    pub fn set_deadline(&mut self, key: &[u8], expires_at: Option<u64>) -> bool {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return false;
+        };
+        if let Some(old) = entry.expires_at {
+            self.deadlines.remove(&(old, key.to_vec()));
+        }
+        if let Some(at) = expires_at {
+            self.deadlines.insert((at, key.to_vec()));
+        }
+        entry.expires_at = expires_at;
+        true
+    }
+
+    /// The earliest deadline that has passed at `now`, if any.
+    pub fn first_expired(&self, now: u64) -> Option<(u64, Vec<u8>)> {
+        self.deadlines.first().filter(|(at, _)| *at < now).cloned()
+    }
+
+    /// The next deadline still in the future.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|(at, _)| *at)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn expires_count(&self) -> usize {
+        self.deadlines.len()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = (&Vec<u8>, &Entry)> {
+        self.entries.iter()
+    }
+
+    /// Entries from `cursor` (a key, exclusive) in key order: SCAN's walk.
+    pub fn range_after<'a>(
+        &'a self,
+        after: Option<&'a [u8]>,
+    ) -> impl Iterator<Item = (&'a Vec<u8>, &'a Entry)> + 'a {
+        use std::ops::Bound;
+        let start = match after {
+            Some(k) => Bound::Excluded(k.to_vec()),
+            None => Bound::Unbounded,
+        };
+        self.entries.range((start, Bound::Unbounded))
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.deadlines.clear();
+    }
+}

@@ -1,0 +1,804 @@
+//! One simulated Redis node.
+//!
+//! A [`Node`] is a redis-server in miniature: sixteen keyspaces, the command
+//! table, connections with their own transaction state, and the scripting
+//! engine. It has no socket and no clock of its own: whoever drives it (the
+//! CLI, the scenario world, the browser, `sim-server`) tells it what time it
+//! is with [`Node::set_time`], and hands it one argv at a time with
+//! [`Node::execute`]. Because nothing else can happen between two calls,
+//! every command — and every script — is atomic, exactly as on the single
+//! thread of redis-server.
+//!
+//! The node is split in two halves: the [`Engine`] (data, clock, statistics,
+//! watchers) and the [`Scripting`] state (Lua VM and caches). The split is
+//! not cosmetic: while a script runs, the Lua VM is borrowed, and its
+//! `redis.call` must still reach the data. Keeping them in separate fields
+//! lets both be borrowed mutably at once.
+//!
+//! ## Time
+//!
+//! Times are Unix milliseconds. The node starts at [`EPOCH_MS`] (so that
+//! `EXAT`/`PXAT` have a meaningful "now") and only ever moves forward. When
+//! time moves, keys whose deadline has passed are deleted at once, in
+//! deadline order, and each deletion is recorded as a [`NodeEvent`]: the
+//! timeline draws the moment a lock expired, not the moment somebody noticed.
+//!
+//! ## Replication
+//!
+//! Every change is also recorded the way redis-server propagates it to its
+//! replicas (relative TTLs rewritten to absolute `PXAT`/`PEXPIREAT`, an
+//! expiry as a `DEL`, a script as the writes it made). The scenario world
+//! drains these batches with [`Node::take_propagated`] and feeds them to
+//! replicas with a delay, which is how asynchronous replication loses a lock.
+
+mod cmd;
+pub mod db;
+pub mod glob;
+pub mod table;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::reply::Reply;
+use crate::script::Scripting;
+use db::Db;
+use table::{Command, Handler};
+
+/// 2026-01-01T00:00:00Z, where every simulated clock starts.
+pub const EPOCH_MS: u64 = 1_767_225_600_000;
+
+/// How many logical databases `SELECT` can choose from, as redis-server's
+/// default `databases 16`.
+pub const DATABASES: usize = 16;
+
+/// Which redis-server the node imitates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Profile {
+    /// Exactly redis-server 7.0.15, the version Debian ships and the
+    /// differential tests compare against.
+    #[serde(rename = "7.0")]
+    V7_0,
+    /// 7.0 plus what Redis 8.4 documents for locks: `DELEX`, `DIGEST` and
+    /// `SET … IFEQ|IFNE|IFDEQ|IFDNE`.
+    #[default]
+    #[serde(rename = "8.4")]
+    V8_4,
+}
+
+impl Profile {
+    /// The `redis_version` this profile reports in `INFO server`.
+    pub fn version(self) -> &'static str {
+        match self {
+            Profile::V7_0 => "7.0.15",
+            Profile::V8_4 => "8.4.0",
+        }
+    }
+
+    /// Parse `7.0` / `8.4` (as given to `--redis-version`).
+    pub fn parse(s: &str) -> Option<Profile> {
+        match s {
+            "7.0" | "7" | "7.0.15" => Some(Profile::V7_0),
+            "8.4" | "8" | "8.4.0" => Some(Profile::V8_4),
+            _ => None,
+        }
+    }
+
+    /// Does this profile have the Redis 8.4 compare-and-delete family?
+    pub fn has_8_4(self) -> bool {
+        self >= Profile::V8_4
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Profile::V7_0 => "7.0",
+            Profile::V8_4 => "8.4",
+        })
+    }
+}
+
+/// A connection to the node. Cheap to copy; meaningless on another node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ConnId(pub u64);
+
+/// Whether the node accepts writes or follows a master.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    #[default]
+    Master,
+    /// Rejects client writes with `READONLY`, applies replicated batches,
+    /// and — like a redis-server replica — never deletes expired keys itself:
+    /// it hides them and waits for the master's `DEL`.
+    Replica,
+}
+
+/// Something that happened inside the node that a client did not ask for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeEvent {
+    /// A key reached its deadline and was deleted.
+    Expired { db: u32, key: String, at_ms: u64 },
+}
+
+/// What a running script can do to the node: run one command, as
+/// `redis.call` / `redis.pcall` do. The node checks the command table
+/// (unknown command, arity, commands scripts may not call) and answers with
+/// redis-server's error texts, or with the command's own reply.
+pub trait ScriptHost {
+    fn call(&mut self, argv: &[Vec<u8>]) -> Reply;
+}
+
+/// Counters behind `INFO stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub commands_processed: u64,
+    pub connections_received: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub expired_keys: u64,
+}
+
+/// A key some connection is watching, and whether it had already expired at
+/// the moment of `WATCH` (redis-server 7.0 treats those specially).
+#[derive(Clone, Debug)]
+struct Watched {
+    db: usize,
+    key: Vec<u8>,
+    expired_at_watch: bool,
+}
+
+/// Per-connection state: the selected database and the transaction.
+#[derive(Clone, Debug, Default)]
+struct Conn {
+    db: usize,
+    /// `Some` between MULTI and EXEC/DISCARD: the queued argvs.
+    multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was rejected while queuing, so EXEC must abort.
+    multi_error: bool,
+    watched: Vec<Watched>,
+    name: Option<Vec<u8>>,
+}
+
+/// The data half of a node: keyspaces, clock, statistics, watchers and the
+/// replication stream. Command handlers receive it through [`Ctx`].
+#[derive(Debug)]
+pub struct Engine {
+    dbs: Vec<Db>,
+    profile: Profile,
+    role: Role,
+    now: u64,
+    /// Bumped on every change, as redis-server's `server.dirty`.
+    dirty: u64,
+    stats: Stats,
+    /// (db, key) → connections watching it.
+    watchers: BTreeMap<(usize, Vec<u8>), BTreeSet<ConnId>>,
+    /// Connections whose watched keys changed: their EXEC will fail.
+    dirty_cas: BTreeSet<ConnId>,
+    /// Wall time owed by the last command (DEBUG SLEEP, WAIT) to hosts that
+    /// follow a real clock.
+    stall_ms: u64,
+    /// The writes of the command being executed, as propagated.
+    propagating: Vec<Vec<Vec<u8>>>,
+    /// Finished batches waiting for [`Node::take_propagated`].
+    propagated: Vec<Vec<Vec<Vec<u8>>>>,
+    events: Vec<NodeEvent>,
+    /// Nesting depth of scripts (commands called from Lua).
+    script_depth: u32,
+    /// The database a running script has selected.
+    script_db: usize,
+    /// Open connections, for `INFO clients`.
+    clients: usize,
+}
+
+/// Everything a command handler may touch: the engine and the calling
+/// connection's database.
+pub(crate) struct Ctx<'a> {
+    pub(crate) e: &'a mut Engine,
+    pub(crate) db: usize,
+}
+
+/// A simulated redis-server.
+pub struct Node {
+    engine: Engine,
+    scripting: Scripting,
+    conns: BTreeMap<ConnId, Conn>,
+    next_conn: u64,
+}
+
+impl Node {
+    /// A fresh, empty node at [`EPOCH_MS`].
+    pub fn new(profile: Profile) -> Node {
+        Node {
+            engine: Engine {
+                dbs: (0..DATABASES).map(|_| Db::default()).collect(),
+                profile,
+                role: Role::Master,
+                now: EPOCH_MS,
+                dirty: 0,
+                stats: Stats::default(),
+                watchers: BTreeMap::new(),
+                dirty_cas: BTreeSet::new(),
+                stall_ms: 0,
+                propagating: Vec::new(),
+                propagated: Vec::new(),
+                events: Vec::new(),
+                script_depth: 0,
+                script_db: 0,
+                clients: 0,
+            },
+            scripting: Scripting::new(),
+            conns: BTreeMap::new(),
+            next_conn: 1,
+        }
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.engine.profile
+    }
+
+    pub fn role(&self) -> Role {
+        self.engine.role
+    }
+
+    /// Make the node a replica (read-only, no expiry of its own) or a master.
+    /// A promoted replica starts expiring the keys it hid.
+    pub fn set_role(&mut self, role: Role) {
+        self.engine.role = role;
+        if role == Role::Master {
+            self.engine.expire_due();
+        }
+    }
+
+    /// The node's clock, in Unix milliseconds.
+    pub fn now(&self) -> u64 {
+        self.engine.now
+    }
+
+    /// Move the node's clock to `ms` (never backwards: a node's clock that
+    /// jumps back only stalls its expiry, which [`Node::set_time`]'s caller
+    /// models by holding time still). Expired keys are deleted.
+    pub fn set_time(&mut self, ms: u64) {
+        if ms > self.engine.now {
+            self.engine.now = ms;
+        }
+        self.engine.expire_due();
+    }
+
+    /// Move the clock forward by `ms`.
+    pub fn advance(&mut self, ms: u64) {
+        self.set_time(self.engine.now.saturating_add(ms));
+    }
+
+    /// Force the clock to `ms`, even backwards: a clock jump. Deadlines are
+    /// absolute, so a jump forward expires keys early and a jump back keeps
+    /// them alive longer — the failure lessons 20 and 32 are about.
+    pub fn jump_clock(&mut self, ms: u64) {
+        self.engine.now = ms;
+        self.engine.expire_due();
+    }
+
+    /// The earliest key deadline, if any key has a TTL: when the next
+    /// expiry will happen. The world uses it to schedule its event.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.engine.dbs.iter().filter_map(Db::next_deadline).min()
+    }
+
+    /// Open a connection.
+    pub fn connect(&mut self) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.insert(id, Conn::default());
+        self.engine.stats.connections_received += 1;
+        self.engine.clients = self.conns.len();
+        id
+    }
+
+    /// Close a connection, dropping its transaction and watches.
+    pub fn disconnect(&mut self, conn: ConnId) {
+        self.unwatch_all(conn);
+        self.engine.dirty_cas.remove(&conn);
+        self.conns.remove(&conn);
+        self.engine.clients = self.conns.len();
+    }
+
+    /// Number of open connections.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Is this connection between MULTI and EXEC? (redis-cli shows `(TX)`.)
+    pub fn in_multi(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.multi.is_some())
+    }
+
+    /// The database a connection has selected.
+    pub fn selected_db(&self, conn: ConnId) -> usize {
+        self.conns.get(&conn).map_or(0, |c| c.db)
+    }
+
+    /// `SELECT` for a connection; the wire layer's command, but the state is
+    /// here. Returns false for an index out of range.
+    pub fn select(&mut self, conn: ConnId, db: usize) -> bool {
+        match self.conns.get_mut(&conn) {
+            Some(c) if db < DATABASES => {
+                c.db = db;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `CLIENT SETNAME` / `GETNAME` storage.
+    pub fn set_client_name(&mut self, conn: ConnId, name: Option<Vec<u8>>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.name = name;
+        }
+    }
+
+    pub fn client_name(&self, conn: ConnId) -> Option<&[u8]> {
+        self.conns.get(&conn).and_then(|c| c.name.as_deref())
+    }
+
+    /// `RESET`: leave MULTI, drop watches, select db 0, forget the name.
+    pub fn reset_conn(&mut self, conn: ConnId) {
+        self.unwatch_all(conn);
+        self.engine.dirty_cas.remove(&conn);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            *c = Conn::default();
+        }
+    }
+
+    /// `FLUSHDB` of one connection's database (the wire layer's command).
+    pub fn flush_db(&mut self, conn: ConnId) {
+        let db = self.selected_db(conn);
+        self.engine.flush(Some(db));
+    }
+
+    /// Empty every keyspace and forget scripts and functions: a node that
+    /// restarted without persistence.
+    pub fn wipe(&mut self) {
+        self.engine.flush(None);
+        self.scripting = Scripting::new();
+    }
+
+    /// Run one command for a connection and return its reply. An unknown
+    /// connection is opened implicitly, so a driver can use fixed ids.
+    pub fn execute(&mut self, conn: ConnId, argv: &[Vec<u8>]) -> Reply {
+        if !self.conns.contains_key(&conn) {
+            self.conns.insert(conn, Conn::default());
+            self.next_conn = self.next_conn.max(conn.0 + 1);
+            self.engine.clients = self.conns.len();
+        }
+        self.engine.stall_ms = 0;
+        let reply = self.process(conn, argv);
+        self.engine.finish_batch();
+        reply
+    }
+
+    /// Wall-clock milliseconds the last command wanted to block for
+    /// (`DEBUG SLEEP`, a `WAIT` that timed out). The virtual clock has
+    /// already moved; a host on real time may want to stall too.
+    pub fn last_stall_ms(&self) -> u64 {
+        self.engine.stall_ms
+    }
+
+    /// Batches of writes to send to replicas, oldest first.
+    pub fn take_propagated(&mut self) -> Vec<Vec<Vec<Vec<u8>>>> {
+        std::mem::take(&mut self.engine.propagated)
+    }
+
+    /// Things that happened on their own (expiries), oldest first.
+    pub fn take_events(&mut self) -> Vec<NodeEvent> {
+        std::mem::take(&mut self.engine.events)
+    }
+
+    /// Apply a batch the master propagated. Runs even on a replica (that is
+    /// the point) and is not itself propagated further.
+    pub fn apply_replicated(&mut self, batch: &[Vec<Vec<u8>>]) {
+        let role = self.engine.role;
+        self.engine.role = Role::Master;
+        for argv in batch {
+            let _ = self.engine.run_plain(0, argv);
+        }
+        self.engine.role = role;
+        self.engine.propagating.clear();
+        if role == Role::Master {
+            self.engine.finish_batch();
+        }
+    }
+
+    /// Read-only view of a key's value and deadline, for the world's
+    /// invariant checks and the timeline (no statistics, no expiry).
+    pub fn peek(&self, db: usize, key: &[u8]) -> Option<&db::Entry> {
+        let e = self.engine.dbs.get(db)?.get(key)?;
+        match e.expires_at {
+            Some(at) if at < self.engine.now => None,
+            _ => Some(e),
+        }
+    }
+
+    /// Number of keys in a database (expired keys excluded).
+    pub fn dbsize(&self, db: usize) -> usize {
+        self.engine.dbs.get(db).map_or(0, Db::len)
+    }
+
+    /// The `INFO stats` counters.
+    pub fn stats(&self) -> &Stats {
+        &self.engine.stats
+    }
+
+    fn unwatch_all(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        for w in c.watched.drain(..) {
+            let k = (w.db, w.key);
+            if let Some(set) = self.engine.watchers.get_mut(&k) {
+                set.remove(&conn);
+                if set.is_empty() {
+                    self.engine.watchers.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// redis-server's `processCommand`, reduced to what a node without
+    /// networking, ACLs or memory limits still has to decide.
+    fn process(&mut self, conn: ConnId, argv: &[Vec<u8>]) -> Reply {
+        if argv.is_empty() {
+            // redis-server ignores an empty multibulk; so does redis-cli.
+            return Reply::Nil;
+        }
+        let cmd = match table::lookup(argv, self.engine.profile) {
+            Ok(cmd) => cmd,
+            Err(err) => return self.reject(conn, err),
+        };
+        if !cmd.arity_ok(argv.len()) {
+            let msg = format!("wrong number of arguments for '{}' command", cmd.full_name(argv));
+            // A malformed EXEC ends the transaction on the spot
+            // (`execCommandAbort`) instead of merely dooming it.
+            if matches!(cmd.handler, Handler::Exec) && self.in_multi(conn) {
+                self.discard(conn);
+                return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
+            }
+            return self.reject(conn, Reply::error(format!("ERR {msg}")));
+        }
+        let in_multi = self.in_multi(conn);
+        if in_multi && !matches!(cmd.handler, Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch) {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.multi.get_or_insert_with(Vec::new).push(argv.to_vec());
+            }
+            return Reply::status("QUEUED");
+        }
+        self.call(conn, cmd, argv)
+    }
+
+    /// An error found before the command ran also dooms an open transaction
+    /// (`flagTransaction`): its EXEC will answer EXECABORT.
+    fn reject(&mut self, conn: ConnId, err: Reply) -> Reply {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.multi.is_some() {
+                c.multi_error = true;
+            }
+        }
+        err
+    }
+
+    /// Run a looked-up, arity-checked command now.
+    fn call(&mut self, conn: ConnId, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
+        self.engine.stats.commands_processed += 1;
+        let db = self.selected_db(conn);
+        match cmd.handler {
+            Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
+                Reply::error("READONLY You can't write against a read only replica.")
+            }
+            Handler::Plain(f) => f(&mut Ctx { e: &mut self.engine, db }, argv),
+            Handler::Script(f) => {
+                self.engine.script_db = db;
+                f(&mut self.scripting, &mut self.engine, argv)
+            }
+            Handler::Multi => match self.conns.get_mut(&conn) {
+                Some(c) if c.multi.is_some() => Reply::error("ERR MULTI calls can not be nested"),
+                Some(c) => {
+                    c.multi = Some(Vec::new());
+                    c.multi_error = false;
+                    Reply::ok()
+                }
+                None => Reply::ok(),
+            },
+            Handler::Discard => {
+                if !self.in_multi(conn) {
+                    return Reply::error("ERR DISCARD without MULTI");
+                }
+                self.discard(conn);
+                Reply::ok()
+            }
+            Handler::Watch => {
+                if self.in_multi(conn) {
+                    return Reply::error("ERR WATCH inside MULTI is not allowed");
+                }
+                for key in &argv[1..] {
+                    self.watch(conn, db, key);
+                }
+                Reply::ok()
+            }
+            Handler::Unwatch => {
+                self.unwatch_all(conn);
+                self.engine.dirty_cas.remove(&conn);
+                Reply::ok()
+            }
+            Handler::Exec => self.exec(conn),
+        }
+    }
+
+    fn watch(&mut self, conn: ConnId, db: usize, key: &[u8]) {
+        let expired = self.engine.dbs[db]
+            .get(key)
+            .and_then(|e| e.expires_at)
+            .is_some_and(|at| at < self.engine.now);
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        if c.watched.iter().any(|w| w.db == db && w.key == key) {
+            return;
+        }
+        c.watched.push(Watched { db, key: key.to_vec(), expired_at_watch: expired });
+        self.engine.watchers.entry((db, key.to_vec())).or_default().insert(conn);
+    }
+
+    fn discard(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.multi = None;
+            c.multi_error = false;
+        }
+        self.unwatch_all(conn);
+        self.engine.dirty_cas.remove(&conn);
+    }
+
+    fn exec(&mut self, conn: ConnId) -> Reply {
+        let Some(c) = self.conns.get(&conn) else {
+            return Reply::error("ERR EXEC without MULTI");
+        };
+        if c.multi.is_none() {
+            return Reply::error("ERR EXEC without MULTI");
+        }
+        // A watched key that expired since WATCH counts as changed (7.0's
+        // isWatchedKeyExpired), unless it was already expired when watched.
+        let now = self.engine.now;
+        let expired_since_watch = c.watched.iter().any(|w| {
+            !w.expired_at_watch
+                && self.engine.dbs[w.db]
+                    .get(&w.key)
+                    .and_then(|e| e.expires_at)
+                    .is_some_and(|at| at < now)
+        });
+        let aborted = c.multi_error;
+        let cas_failed = expired_since_watch || self.engine.dirty_cas.contains(&conn);
+        let queue = c.multi.clone().unwrap_or_default();
+        self.discard(conn);
+        if aborted {
+            return Reply::error("EXECABORT Transaction discarded because of previous errors.");
+        }
+        if cas_failed {
+            return Reply::NilArray;
+        }
+        let mut replies = Vec::with_capacity(queue.len());
+        for argv in &queue {
+            let reply = match table::lookup(argv, self.engine.profile) {
+                Ok(cmd) => self.call(conn, cmd, argv),
+                Err(err) => err,
+            };
+            replies.push(reply);
+        }
+        Reply::Array(replies)
+    }
+}
+
+impl Engine {
+    pub(crate) fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn write_denied(&self, cmd: &Command) -> bool {
+        self.role == Role::Replica && cmd.is_write()
+    }
+
+    /// The keyspace of database `db`.
+    pub(crate) fn db(&self, db: usize) -> &Db {
+        &self.dbs[db]
+    }
+
+    /// Delete every key whose deadline has passed (master only: a replica
+    /// waits for its master's DEL, as redis-server replicas do).
+    fn expire_due(&mut self) {
+        if self.role != Role::Master {
+            return;
+        }
+        for db in 0..self.dbs.len() {
+            while let Some((at, key)) = self.dbs[db].first_expired(self.now) {
+                self.expire_key(db, &key, at);
+            }
+        }
+        self.finish_batch();
+    }
+
+    fn expire_key(&mut self, db: usize, key: &[u8], at: u64) {
+        self.dbs[db].remove(key);
+        self.stats.expired_keys += 1;
+        self.events.push(NodeEvent::Expired {
+            db: db as u32,
+            key: String::from_utf8_lossy(key).into_owned(),
+            at_ms: at,
+        });
+        self.touch(db, key);
+        self.propagate(vec![b"DEL".to_vec(), key.to_vec()]);
+    }
+
+    /// A key is about to be read or written: if its time is up, it is gone
+    /// (lazy expiry). On a replica it is only hidden.
+    fn expire_if_needed(&mut self, db: usize, key: &[u8]) -> bool {
+        let at = match self.dbs[db].get(key).and_then(|e| e.expires_at) {
+            Some(at) if at < self.now => at,
+            _ => return false,
+        };
+        if self.role == Role::Master {
+            self.expire_key(db, key, at);
+        }
+        true
+    }
+
+    /// `lookupKeyRead`: the entry, counted as a keyspace hit or miss.
+    pub(crate) fn lookup_read(&mut self, db: usize, key: &[u8]) -> Option<&db::Entry> {
+        let found = self.lookup_write(db, key).is_some();
+        if found {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+        }
+        self.dbs[db].get(key)
+    }
+
+    /// `lookupKeyWrite`: the entry, after lazy expiry, with no statistics.
+    pub(crate) fn lookup_write(&mut self, db: usize, key: &[u8]) -> Option<&db::Entry> {
+        if self.expire_if_needed(db, key) {
+            return None;
+        }
+        self.dbs[db].get(key)
+    }
+
+    /// Store a value (replacing any TTL with `expires_at`) and signal it.
+    pub(crate) fn store(&mut self, db: usize, key: &[u8], value: db::Value, expires_at: Option<u64>) {
+        self.dbs[db].insert(key.to_vec(), value, expires_at);
+        self.modified(db, key);
+    }
+
+    /// Remove a key if present and signal it; returns whether it existed.
+    pub(crate) fn delete(&mut self, db: usize, key: &[u8]) -> bool {
+        if self.lookup_write(db, key).is_none() {
+            return false;
+        }
+        self.dbs[db].remove(key);
+        self.modified(db, key);
+        true
+    }
+
+    /// Change a key's deadline and signal it.
+    pub(crate) fn set_deadline(&mut self, db: usize, key: &[u8], at: Option<u64>) -> bool {
+        let changed = self.dbs[db].set_deadline(key, at);
+        if changed {
+            self.modified(db, key);
+        }
+        changed
+    }
+
+    /// `signalModifiedKey` + `server.dirty++`.
+    pub(crate) fn modified(&mut self, db: usize, key: &[u8]) {
+        self.dirty += 1;
+        self.touch(db, key);
+    }
+
+    /// Fail the EXEC of everyone watching this key.
+    fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.watchers.is_empty() {
+            return;
+        }
+        if let Some(conns) = self.watchers.get(&(db, key.to_vec())) {
+            self.dirty_cas.extend(conns.iter().copied());
+        }
+    }
+
+    /// Empty one database or all of them, failing the watchers of keys
+    /// that existed.
+    pub(crate) fn flush(&mut self, db: Option<usize>) {
+        let targets: Vec<usize> = match db {
+            Some(d) => vec![d],
+            None => (0..self.dbs.len()).collect(),
+        };
+        let watched: Vec<(usize, Vec<u8>)> = self.watchers.keys().cloned().collect();
+        for (d, key) in watched {
+            if targets.contains(&d) && self.dbs[d].get(&key).is_some() {
+                self.touch(d, &key);
+            }
+        }
+        for d in targets {
+            self.dirty += self.dbs[d].len() as u64;
+            self.dbs[d].clear();
+        }
+    }
+
+    /// Record one write for the replicas, as redis-server would send it.
+    pub(crate) fn propagate(&mut self, argv: Vec<Vec<u8>>) {
+        self.propagating.push(argv);
+    }
+
+    fn finish_batch(&mut self) {
+        if !self.propagating.is_empty() {
+            let batch = std::mem::take(&mut self.propagating);
+            self.propagated.push(batch);
+        }
+    }
+
+    pub(crate) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub(crate) fn role(&self) -> Role {
+        self.role
+    }
+
+    pub(crate) fn clients(&self) -> usize {
+        self.clients
+    }
+
+    pub(crate) fn dbs(&self) -> &[Db] {
+        &self.dbs
+    }
+
+    /// The virtual clock moves forward by a blocking command's duration.
+    pub(crate) fn block_for(&mut self, ms: u64) {
+        self.stall_ms = self.stall_ms.saturating_add(ms);
+        self.now = self.now.saturating_add(ms);
+        self.expire_due();
+    }
+
+    /// Run a plain command (no connection state) in database `db`: what
+    /// replication and scripts use.
+    fn run_plain(&mut self, db: usize, argv: &[Vec<u8>]) -> Reply {
+        let Ok(cmd) = table::lookup(argv, self.profile) else {
+            return Reply::error("ERR unknown command");
+        };
+        match cmd.handler {
+            Handler::Plain(f) if cmd.arity_ok(argv.len()) => f(&mut Ctx { e: self, db }, argv),
+            _ => Reply::error("ERR command not replicable"),
+        }
+    }
+}
+
+impl ScriptHost for Engine {
+    /// `scriptCall`: what `redis.call` may run, with 7.0's error texts.
+    fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        let Ok(cmd) = table::lookup(argv, self.profile) else {
+            return Reply::error("ERR Unknown Redis command called from script");
+        };
+        if !cmd.arity_ok(argv.len()) {
+            return Reply::error("ERR Wrong number of args calling Redis command from script");
+        }
+        if !cmd.allowed_in_scripts() {
+            return Reply::error("ERR This Redis command is not allowed from script");
+        }
+        if self.write_denied(cmd) {
+            return Reply::error("READONLY You can't write against a read only replica.");
+        }
+        let Handler::Plain(f) = cmd.handler else {
+            return Reply::error("ERR This Redis command is not allowed from script");
+        };
+        self.stats.commands_processed += 1;
+        self.script_depth += 1;
+        let db = self.script_db;
+        let reply = f(&mut Ctx { e: self, db }, argv);
+        self.script_depth -= 1;
+        reply
+    }
+}
+

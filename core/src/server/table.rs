@@ -1,0 +1,300 @@
+//! The command table: every command the node knows, with redis-server 7.0's
+//! arity, flags and key positions.
+//!
+//! Arity follows Redis's convention: a positive number is the exact argv
+//! length (command name included), a negative one a minimum (`-3` = "at
+//! least 3"). Key positions (first, last, step; last < 0 counts from the end)
+//! are what lets a proxy rewrite keys into a per-session prefix without
+//! understanding each command — the same information `COMMAND INFO` gives.
+
+use super::cmd;
+use super::Profile;
+use super::{Ctx, ScriptHost};
+use crate::reply::Reply;
+use crate::script::Scripting;
+
+/// How a command is carried out.
+#[derive(Clone, Copy)]
+pub(crate) enum Handler {
+    /// Only needs the data: runs the same way from a client, a transaction,
+    /// a script or the replication stream.
+    Plain(fn(&mut Ctx<'_>, &[Vec<u8>]) -> Reply),
+    /// Needs the Lua VM as well as the data.
+    Script(fn(&mut Scripting, &mut dyn ScriptHost, &[Vec<u8>]) -> Reply),
+    /// Connection-state commands, handled by the node itself.
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
+}
+
+/// Where a command's keys are in its argv.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// No keys.
+    None,
+    /// `first..=last` by `step`; `last` negative counts from the end (-1 is
+    /// the last argument).
+    Range { first: usize, last: isize, step: usize },
+    /// EVAL-style: `argv[at]` says how many keys follow it.
+    NumKeys { at: usize },
+}
+
+/// Command flags that matter to the simulator.
+pub mod flags {
+    /// Modifies data: refused on a replica, propagated.
+    pub const WRITE: u32 = 1;
+    /// Not callable from a Lua script.
+    pub const NOSCRIPT: u32 = 2;
+    /// Only available from profile 8.4 on.
+    pub const V8_4: u32 = 4;
+    /// Reads data.
+    pub const READONLY: u32 = 8;
+    /// Dangerous or administrative: what a lab proxy refuses by default.
+    pub const DANGEROUS: u32 = 16;
+}
+
+/// One row of the table.
+pub struct Command {
+    /// Lower-case name, as redis-server's `fullname`.
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    pub keys: Keys,
+    /// Subcommands of a container command (SCRIPT, FUNCTION, …): the names
+    /// lookup accepts; the handler checks their arity.
+    pub subcommands: &'static [&'static str],
+    pub(crate) handler: Handler,
+}
+
+impl Command {
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = self.arity as i64;
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    pub fn is_write(&self) -> bool {
+        self.flags & flags::WRITE != 0
+    }
+
+    pub fn allowed_in_scripts(&self) -> bool {
+        self.flags & flags::NOSCRIPT == 0
+    }
+
+    /// The name an error message uses: `get`, or `script|load` for a
+    /// subcommand of a container.
+    pub fn full_name(&self, argv: &[Vec<u8>]) -> String {
+        match argv.get(1) {
+            Some(sub) if !self.subcommands.is_empty() => {
+                format!("{}|{}", self.name, String::from_utf8_lossy(sub).to_lowercase())
+            }
+            _ => self.name.to_owned(),
+        }
+    }
+
+    /// The indexes of the keys in `argv`.
+    pub fn key_indexes(&self, argv: &[Vec<u8>]) -> Vec<usize> {
+        match self.keys {
+            Keys::None => Vec::new(),
+            Keys::Range { first, last, step } => {
+                let last = if last < 0 {
+                    argv.len() as isize + last
+                } else {
+                    last
+                };
+                if last < first as isize {
+                    return Vec::new();
+                }
+                (first..=last as usize).step_by(step.max(1)).filter(|&i| i < argv.len()).collect()
+            }
+            Keys::NumKeys { at } => {
+                let n = argv
+                    .get(at)
+                    .and_then(|a| std::str::from_utf8(a).ok())
+                    .and_then(|s| s.parse::<usize>().ok())
+                    .unwrap_or(0);
+                (at + 1..at + 1 + n).filter(|&i| i < argv.len()).collect()
+            }
+        }
+    }
+}
+
+const fn range(first: usize, last: isize, step: usize) -> Keys {
+    Keys::Range { first, last, step }
+}
+
+use flags::*;
+
+macro_rules! commands {
+    ($( $name:literal, $arity:expr, $flags:expr, $keys:expr, $subs:expr, $handler:expr; )*) => {
+        /// Every command, sorted by name for binary search.
+        pub static COMMANDS: &[Command] = &[
+            $( Command { name: $name, arity: $arity, flags: $flags, keys: $keys, subcommands: $subs, handler: $handler }, )*
+        ];
+    };
+}
+
+const NONE: &[&str] = &[];
+const ONE: Keys = range(1, 1, 1);
+const ALL: Keys = range(1, -1, 1);
+
+commands! {
+    "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize);
+    "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug);
+    "decr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::decr);
+    "decrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::decrby);
+    "del", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::del);
+    "delex", -2, WRITE | V8_4, ONE, NONE, Handler::Plain(cmd::delex::delex);
+    "digest", 2, READONLY | V8_4, ONE, NONE, Handler::Plain(cmd::delex::digest);
+    "discard", 1, NOSCRIPT, Keys::None, NONE, Handler::Discard;
+    "echo", 2, 0, Keys::None, NONE, Handler::Plain(cmd::server::echo);
+    "eval", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
+    "eval_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
+    "evalsha", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha);
+    "evalsha_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha);
+    "exec", 1, NOSCRIPT, Keys::None, NONE, Handler::Exec;
+    "exists", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::exists);
+    "expire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expire);
+    "expireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expireat);
+    "fcall", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
+    "fcall_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
+    "flushall", -1, WRITE | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::flushall);
+    "function", -2, NOSCRIPT, Keys::None, &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"], Handler::Script(cmd::scripting::function);
+    "get", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::get);
+    "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel);
+    "hdel", -3, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hdel);
+    "hexists", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hexists);
+    "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget);
+    "hgetall", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hgetall);
+    "hincrby", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hincrby);
+    "hlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hlen);
+    "hset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hset);
+    "incr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incr);
+    "incrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrby);
+    "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info);
+    "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys);
+    "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi;
+    "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist);
+    "pexpire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpire);
+    "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat);
+    "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping);
+    "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl);
+    "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan);
+    "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script);
+    "set", -3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::set);
+    "setnx", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setnx);
+    "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
+    "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl);
+    "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_);
+    "unwatch", 1, NOSCRIPT, Keys::None, NONE, Handler::Unwatch;
+    "wait", 3, NOSCRIPT, Keys::None, NONE, Handler::Plain(cmd::server::wait);
+    "watch", -2, NOSCRIPT, ALL, NONE, Handler::Watch;
+}
+
+/// Find a command by name, case-insensitively, without allocating for the
+/// common case. Commands of a later profile are unknown to an earlier one,
+/// so on profile 7.0 `DELEX` gets exactly 7.0's unknown-command error.
+pub fn find(name: &[u8], profile: Profile) -> Option<&'static Command> {
+    let mut buf = [0u8; 16];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let i = COMMANDS.binary_search_by(|c| c.name.as_bytes().cmp(lower)).ok()?;
+    let cmd = &COMMANDS[i];
+    if cmd.flags & V8_4 != 0 && !profile.has_8_4() {
+        return None;
+    }
+    Some(cmd)
+}
+
+/// Look up argv's command, or give redis-server's error for an unknown
+/// command or subcommand.
+pub(crate) fn lookup(argv: &[Vec<u8>], profile: Profile) -> Result<&'static Command, Reply> {
+    let name = argv.first().map(Vec::as_slice).unwrap_or_default();
+    let Some(cmd) = find(name, profile) else {
+        return Err(unknown_command(argv));
+    };
+    if let (false, Some(sub)) = (cmd.subcommands.is_empty(), argv.get(1)) {
+        let sub_lower = String::from_utf8_lossy(sub).to_lowercase();
+        if !cmd.subcommands.contains(&sub_lower.as_str()) {
+            return Err(Reply::error(sanitize(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                truncate(sub, 128),
+                cmd.name.to_uppercase()
+            ))));
+        }
+    }
+    Ok(cmd)
+}
+
+/// `unknown command 'x', with args beginning with: 'a' 'b' ` — each argument
+/// quoted and followed by a space, until 128 characters have been written.
+pub(crate) fn unknown_command(argv: &[Vec<u8>]) -> Reply {
+    let name = argv.first().map(Vec::as_slice).unwrap_or_default();
+    let mut args = String::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&truncate(a, room));
+        args.push_str("' ");
+    }
+    Reply::error(sanitize(format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        truncate(name, 128),
+        args
+    )))
+}
+
+/// `%.Ns` of a C string: at most `n` bytes, stopping at a NUL.
+fn truncate(b: &[u8], n: usize) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(n);
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// redis-server replaces CR and LF in error messages with spaces, so an
+/// error always fits on one protocol line.
+pub(crate) fn sanitize(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_for_binary_search() {
+        for w in COMMANDS.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+    }
+
+    #[test]
+    fn delex_exists_only_from_8_4() {
+        assert!(find(b"DELEX", Profile::V7_0).is_none());
+        assert!(find(b"delex", Profile::V8_4).is_some());
+    }
+
+    #[test]
+    fn key_positions() {
+        let argv: Vec<Vec<u8>> = ["EVAL", "s", "2", "a", "b", "x"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        assert_eq!(find(b"eval", Profile::V7_0).unwrap().key_indexes(&argv), vec![3, 4]);
+        let del: Vec<Vec<u8>> = ["DEL", "a", "b"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        assert_eq!(find(b"del", Profile::V7_0).unwrap().key_indexes(&del), vec![1, 2]);
+    }
+}

@@ -1,0 +1,26 @@
+//! # locklab-tests
+//!
+//! The end-to-end harness: locklab's simulator is only worth teaching with
+//! if it answers exactly as redis-server does, so these tests run the same
+//! commands on both and compare what redis-cli would print.
+//!
+//! # Layout
+//!
+//! * [`server`] — a `RedisServer` guard: a real redis-server on a free
+//!   loopback port for the duration of one test, killed on drop.
+//! * [`diff`] — the differential runner for `tests/diff/*.redis` command
+//!   files: parse, run on sim and real, collect every mismatch.
+//!
+//! The integration tests under `tests/tests/` use them:
+//! `differential.rs` (one test per command file, plus a check of our
+//! redis-cli rendering against the real `redis-cli` binary), `real.rs`
+//! (the real connection's reply conversion) and `proptest_diff.rs` (random
+//! command sequences on both sides).
+//!
+//! Everything needs `redis-server` and `redis-cli` on `PATH`; a missing
+//! binary fails the test with the command that installs it.
+
+pub mod diff;
+pub mod server;
+
+pub use server::RedisServer;

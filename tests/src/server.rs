@@ -1,0 +1,179 @@
+//! A real `redis-server` for one test, started on a free loopback port and
+//! killed when the guard drops (after redis-rs's `redis-test` crate).
+//!
+//! Each test gets its own server, so tests run in parallel without sharing
+//! a keyspace, and nothing is written to disk (`--save ''`, no AOF).
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a fresh server may take to answer `PING`.
+const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
+/// How often to retry while it starts.
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How many times to retry with a new port if the one we picked was taken.
+const PORT_ATTEMPTS: usize = 5;
+
+/// The panic message when there is no `redis-server` to run.
+pub const NOT_FOUND: &str = "redis-server not found: install it with \
+    `sudo apt-get install -y redis-server` (or run .ci/run, which installs it)";
+
+/// A running `redis-server`; killed in `Drop`.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+}
+
+/// Locate `redis-server` on `PATH` (or at `$REDIS_SERVER` if set).
+pub fn redis_server_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("REDIS_SERVER") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    find_on_path("redis-server")
+}
+
+/// Locate `redis-cli` on `PATH` (or at `$REDIS_CLI` if set).
+pub fn redis_cli_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("REDIS_CLI") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    find_on_path("redis-cli")
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
+}
+
+/// Ask the kernel for a free loopback port. There is a window between
+/// releasing it and redis-server binding it; [`RedisServer::start_with`]
+/// retries with a new port if redis-server exits early.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// Send `PING` on a fresh socket and check for `+PONG`.
+fn answers_ping(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while got.len() < 7 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    // A server still loading answers `-LOADING …`: not ready yet.
+    got.starts_with(b"+PONG\r\n")
+}
+
+impl RedisServer {
+    /// Start a server with the lab's default flags.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Start a server with extra command-line arguments appended (for
+    /// example `["--maxmemory", "10mb"]`).
+    pub fn start_with(extra_args: &[&str]) -> RedisServer {
+        Self::start_using(redis_server_binary(), extra_args)
+    }
+
+    /// Start a specific `redis-server` binary (`None`: there is none, which
+    /// panics with [`NOT_FOUND`]).
+    pub fn start_using(binary: Option<PathBuf>, extra_args: &[&str]) -> RedisServer {
+        let binary = binary.unwrap_or_else(|| panic!("{NOT_FOUND}"));
+        let mut last_failure = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            match Self::spawn(&binary, port, extra_args) {
+                Ok(server) => return server,
+                Err(why) => last_failure = why,
+            }
+        }
+        panic!("redis-server did not start after {PORT_ATTEMPTS} attempts: {last_failure}");
+    }
+
+    fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
+        let port_s = port.to_string();
+        let mut cmd = Command::new(binary);
+        cmd.args(["--port", &port_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+            .args(["--logfile", ""])
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // Run in a private directory so no stray dump.rdb lands in the repo.
+        let dir = std::env::temp_dir().join(format!("locklab-redis-{}-{port}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        cmd.current_dir(&dir);
+        let child = cmd.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                panic!("{NOT_FOUND}");
+            }
+            format!("spawn {}: {e}", binary.display())
+        })?;
+        let mut server = RedisServer { child, port };
+        let addr = server.addr();
+        let deadline = Instant::now() + STARTUP_DEADLINE;
+        loop {
+            if answers_ping(addr) {
+                return Ok(server);
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                // Most likely the port was taken between free_port and bind.
+                return Err(format!("redis-server on port {port} exited early: {status}"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "redis-server on port {port} did not answer PING within {STARTUP_DEADLINE:?}"
+                ));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// The TCP port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// `redis://127.0.0.1:port/`, for redis-rs.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The OS process id (for tests that pause or kill it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir =
+            std::env::temp_dir().join(format!("locklab-redis-{}-{}", std::process::id(), self.port));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
