@@ -8,8 +8,13 @@
 //!   real server.
 //! * [`real`] — one connection to a real redis-server through the `redis`
 //!   crate, answering in core's [`Reply`](locklab_core::Reply) type.
+//! * [`sim_server`] — `locklab sim-server`: the simulated node behind the
+//!   Redis wire protocol.
+//! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod bench;
+pub mod explore;
 pub mod real;
 pub mod repl;
+pub mod sim_server;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::{bench, repl};
+use locklab_backend::{bench, explore, repl, sim_server};
 use locklab_core::server::Profile;
 
 #[derive(Parser)]
@@ -26,6 +26,17 @@ enum Cmd {
         #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
         redis_version: String,
     },
+    /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
+    SimServer {
+        #[arg(long, default_value_t = 6390)]
+        port: u16,
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
+        redis_version: String,
+    },
+    /// Search schedules and faults for the shortest trace that breaks a lock invariant.
+    Explore(explore::ExploreArgs),
     /// Lock cycles per second: simulator vs a real redis-server.
     Bench {
         /// The real server to compare with (default: none).
@@ -58,6 +69,11 @@ fn main() -> Result<()> {
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
         }
+        Cmd::SimServer { port, bind, redis_version } => {
+            let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };
+            sim_server::run(cfg).with_context(|| format!("sim-server on {bind}:{port}"))?;
+        }
+        Cmd::Explore(args) => print!("{}", explore::run(&args)?),
         Cmd::Bench { redis, seconds } => {
             if !(seconds > 0.0 && seconds < 600.0) {
                 bail!("--seconds must be between 0 and 600");

@@ -63,6 +63,21 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
+    /// Replace CR and LF inside error texts with spaces, recursively, as
+    /// redis-server's `addReplyErrorFormat` does: an error is one protocol
+    /// line, whatever an argument it quotes contained.
+    pub fn sanitize_errors(&mut self) {
+        match self {
+            Reply::Error(e) if e.contains(['\r', '\n']) => *e = e.replace(['\r', '\n'], " "),
+            Reply::Array(items) => items.iter_mut().for_each(Reply::sanitize_errors),
+            Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
+                k.sanitize_errors();
+                v.sanitize_errors();
+            }),
+            _ => {}
+        }
+    }
+
     /// The reply as a RESP2 client sees it: maps become flat arrays.
     pub fn into_resp2(self) -> Reply {
         match self {

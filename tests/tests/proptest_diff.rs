@@ -228,7 +228,9 @@ fn script_of(lines: &[String]) -> Script {
 fn random_sequences_match_real_redis() {
     let server = RedisServer::start();
     let url = server.url();
-    let config = Config { cases: 64, failure_persistence: None, ..Config::default() };
+    // 64 cases by default (about a second); PROPTEST_CASES=5000 for a soak.
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&sequence(), |lines| {
         let script = script_of(&lines);

@@ -189,6 +189,11 @@ pub struct Engine {
     script_db: usize,
     /// Open connections, for `INFO clients`.
     clients: usize,
+    /// Keep the replication stream (only a master with replicas needs it;
+    /// off, it would grow without bound in a long `sim-server` run).
+    record_propagation: bool,
+    /// Keep expiry events for [`Node::take_events`].
+    record_events: bool,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -226,6 +231,8 @@ impl Node {
                 script_depth: 0,
                 script_db: 0,
                 clients: 0,
+                record_propagation: false,
+                record_events: false,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -371,7 +378,8 @@ impl Node {
             self.engine.clients = self.conns.len();
         }
         self.engine.stall_ms = 0;
-        let reply = self.process(conn, argv);
+        let mut reply = self.process(conn, argv);
+        reply.sanitize_errors();
         self.engine.finish_batch();
         reply
     }
@@ -383,12 +391,34 @@ impl Node {
         self.engine.stall_ms
     }
 
-    /// Batches of writes to send to replicas, oldest first.
+    /// Start or stop recording the replication stream for
+    /// [`Node::take_propagated`]. Off by default: a node without replicas
+    /// has nobody to send it to.
+    pub fn record_propagation(&mut self, on: bool) {
+        self.engine.record_propagation = on;
+        if !on {
+            self.engine.propagating.clear();
+            self.engine.propagated.clear();
+        }
+    }
+
+    /// Start or stop recording expiry events for [`Node::take_events`].
+    /// Off by default, for the same reason.
+    pub fn record_events(&mut self, on: bool) {
+        self.engine.record_events = on;
+        if !on {
+            self.engine.events.clear();
+        }
+    }
+
+    /// Batches of writes to send to replicas, oldest first. Always empty
+    /// unless [`Node::record_propagation`] was switched on.
     pub fn take_propagated(&mut self) -> Vec<Vec<Vec<Vec<u8>>>> {
         std::mem::take(&mut self.engine.propagated)
     }
 
-    /// Things that happened on their own (expiries), oldest first.
+    /// Things that happened on their own (expiries), oldest first. Always
+    /// empty unless [`Node::record_events`] was switched on.
     pub fn take_events(&mut self) -> Vec<NodeEvent> {
         std::mem::take(&mut self.engine.events)
     }
@@ -626,13 +656,15 @@ impl Engine {
     fn expire_key(&mut self, db: usize, key: &[u8], at: u64) {
         self.dbs[db].remove(key);
         self.stats.expired_keys += 1;
-        self.events.push(NodeEvent::Expired {
-            db: db as u32,
-            key: String::from_utf8_lossy(key).into_owned(),
-            at_ms: at,
-        });
+        if self.record_events {
+            self.events.push(NodeEvent::Expired {
+                db: db as u32,
+                key: String::from_utf8_lossy(key).into_owned(),
+                at_ms: at,
+            });
+        }
         self.touch(db, key);
-        self.propagate(vec![b"DEL".to_vec(), key.to_vec()]);
+        self.propagate(|| vec![b"DEL".to_vec(), key.to_vec()]);
     }
 
     /// A key is about to be read or written: if its time is up, it is gone
@@ -653,10 +685,11 @@ impl Engine {
         let found = self.lookup_write(db, key).is_some();
         if found {
             self.stats.keyspace_hits += 1;
+            self.dbs[db].get(key)
         } else {
             self.stats.keyspace_misses += 1;
+            None
         }
-        self.dbs[db].get(key)
     }
 
     /// `lookupKeyWrite`: the entry, after lazy expiry, with no statistics.
@@ -728,8 +761,10 @@ impl Engine {
     }
 
     /// Record one write for the replicas, as redis-server would send it.
-    pub(crate) fn propagate(&mut self, argv: Vec<Vec<u8>>) {
-        self.propagating.push(argv);
+    pub(crate) fn propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        if self.record_propagation {
+            self.propagating.push(argv());
+        }
     }
 
     fn finish_batch(&mut self) {

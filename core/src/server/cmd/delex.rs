@@ -80,7 +80,7 @@ pub(crate) fn delex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
     }
     cx.e.delete(db, key);
-    cx.e.propagate(super::strings::argv_del(key));
+    cx.e.propagate(|| super::strings::argv_del(key));
     Reply::Integer(1)
 }
 

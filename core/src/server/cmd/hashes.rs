@@ -49,7 +49,7 @@ pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
     }
     cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
-    cx.e.propagate(argv.to_vec());
+    cx.e.propagate(|| argv.to_vec());
     Reply::Integer(created)
 }
 
@@ -78,7 +78,7 @@ pub(crate) fn hdel(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         } else {
             cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
         }
-        cx.e.propagate(argv.to_vec());
+        cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(removed)
 }
@@ -140,6 +140,6 @@ pub(crate) fn hincrby(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         None => h.push((argv[2].clone(), text)),
     }
     cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
-    cx.e.propagate(argv.to_vec());
+    cx.e.propagate(|| argv.to_vec());
     Reply::Integer(new)
 }

@@ -21,7 +21,7 @@ pub(crate) fn del(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
     }
     if n > 0 {
-        cx.e.propagate(argv.to_vec());
+        cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(n)
 }
@@ -114,10 +114,10 @@ fn expire_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], base: i64, seconds: bool) 
     }
     if when <= cx.e.now() as i64 {
         cx.e.delete(cx.db, key);
-        cx.e.propagate(super::strings::argv_del(key));
+        cx.e.propagate(|| super::strings::argv_del(key));
     } else {
         cx.e.set_deadline(cx.db, key, Some(when as u64));
-        cx.e.propagate(super::argv(&[b"PEXPIREAT", key, when.to_string().as_bytes()]));
+        cx.e.propagate(|| super::argv(&[b"PEXPIREAT", key, when.to_string().as_bytes()]));
     }
     Reply::Integer(1)
 }
@@ -153,7 +153,7 @@ pub(crate) fn persist(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Integer(0);
     }
     cx.e.set_deadline(cx.db, &argv[1], None);
-    cx.e.propagate(argv.to_vec());
+    cx.e.propagate(|| argv.to_vec());
     Reply::Integer(1)
 }
 
@@ -233,7 +233,7 @@ pub(crate) fn flushall(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return syntax_error();
     }
     cx.e.flush(None);
-    cx.e.propagate(super::argv(&[b"FLUSHALL"]));
+    cx.e.propagate(|| super::argv(&[b"FLUSHALL"]));
     Reply::ok()
 }
 

@@ -171,14 +171,16 @@ pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     cx.e.store(cx.db, key, Value::Str(argv[2].clone()), deadline.or(keep));
     // Propagated as SET key value [PXAT ms | KEEPTTL], the way 7.0 does: a
     // replica must not restart a relative TTL from when it got the write.
-    let mut prop = super::argv(&[b"SET", key, &argv[2]]);
-    if let Some(at) = deadline {
-        prop.push(b"PXAT".to_vec());
-        prop.push(at.to_string().into_bytes());
-    } else if expiry == Expiry::KeepTtl {
-        prop.push(b"KEEPTTL".to_vec());
-    }
-    cx.e.propagate(prop);
+    cx.e.propagate(|| {
+        let mut prop = super::argv(&[b"SET", key, &argv[2]]);
+        if let Some(at) = deadline {
+            prop.push(b"PXAT".to_vec());
+            prop.push(at.to_string().into_bytes());
+        } else if expiry == Expiry::KeepTtl {
+            prop.push(b"KEEPTTL".to_vec());
+        }
+        prop
+    });
     if with_get {
         get_reply(old)
     } else {
@@ -227,7 +229,7 @@ pub(crate) fn setnx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Integer(0);
     }
     cx.e.store(cx.db, &argv[1], Value::Str(argv[2].clone()), None);
-    cx.e.propagate(argv.to_vec());
+    cx.e.propagate(|| argv.to_vec());
     Reply::Integer(1)
 }
 
@@ -239,7 +241,7 @@ pub(crate) fn getdel(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(None) => Reply::Nil,
         Ok(Some(v)) => {
             cx.e.delete(cx.db, &argv[1]);
-            cx.e.propagate(argv_del(&argv[1]));
+            cx.e.propagate(|| argv_del(&argv[1]));
             Reply::Bulk(v)
         }
     }
@@ -303,6 +305,6 @@ fn incr_by(cx: &mut Ctx<'_>, argv: &[Vec<u8>], by: i64) -> Reply {
         return Reply::error(OVERFLOW);
     };
     cx.e.store(cx.db, key, Value::Str(new.to_string().into_bytes()), ttl);
-    cx.e.propagate(argv.to_vec());
+    cx.e.propagate(|| argv.to_vec());
     Reply::Integer(new)
 }
