@@ -58,6 +58,11 @@ impl Reply {
         Reply::Bulk(b.into())
     }
 
+    /// A scalar that is not an error: nothing inside to sanitize.
+    pub fn is_plain(&self) -> bool {
+        !matches!(self, Reply::Error(_) | Reply::Array(_) | Reply::Map(_))
+    }
+
     /// Is this an error reply?
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))

@@ -379,7 +379,9 @@ impl Node {
         }
         self.engine.stall_ms = 0;
         let mut reply = self.process(conn, argv);
-        reply.sanitize_errors();
+        if !reply.is_plain() {
+            reply.sanitize_errors();
+        }
         self.engine.finish_batch();
         reply
     }
@@ -492,14 +494,16 @@ impl Node {
             }
             return self.reject(conn, Reply::error(format!("ERR {msg}")));
         }
-        let in_multi = self.in_multi(conn);
-        if in_multi && !matches!(cmd.handler, Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch) {
-            if let Some(c) = self.conns.get_mut(&conn) {
-                c.multi.get_or_insert_with(Vec::new).push(argv.to_vec());
+        let queues = !matches!(cmd.handler, Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch);
+        let db = match self.conns.get_mut(&conn) {
+            Some(Conn { multi: Some(queue), .. }) if queues => {
+                queue.push(argv.to_vec());
+                return Reply::status("QUEUED");
             }
-            return Reply::status("QUEUED");
-        }
-        self.call(conn, cmd, argv)
+            Some(c) => c.db,
+            None => 0,
+        };
+        self.call(conn, db, cmd, argv)
     }
 
     /// An error found before the command ran also dooms an open transaction
@@ -514,9 +518,8 @@ impl Node {
     }
 
     /// Run a looked-up, arity-checked command now.
-    fn call(&mut self, conn: ConnId, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
+    fn call(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         self.engine.stats.commands_processed += 1;
-        let db = self.selected_db(conn);
         match cmd.handler {
             Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
                 Reply::error("READONLY You can't write against a read only replica.")
@@ -612,7 +615,10 @@ impl Node {
         let mut replies = Vec::with_capacity(queue.len());
         for argv in &queue {
             let reply = match table::lookup(argv, self.engine.profile) {
-                Ok(cmd) => self.call(conn, cmd, argv),
+                Ok(cmd) => {
+                    let db = self.selected_db(conn);
+                    self.call(conn, db, cmd, argv)
+                }
                 Err(err) => err,
             };
             replies.push(reply);
@@ -702,7 +708,7 @@ impl Engine {
 
     /// Store a value (replacing any TTL with `expires_at`) and signal it.
     pub(crate) fn store(&mut self, db: usize, key: &[u8], value: db::Value, expires_at: Option<u64>) {
-        self.dbs[db].insert(key.to_vec(), value, expires_at);
+        self.dbs[db].insert(key, value, expires_at);
         self.modified(db, key);
     }
 

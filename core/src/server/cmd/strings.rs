@@ -148,26 +148,29 @@ pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
 
     let key = &argv[1];
-    let current = cx.e.lookup_write(cx.db, key).map(|e| (e.value.clone(), e.expires_at));
-    let proceed = match &cond {
-        SetCondition::Always => true,
-        SetCondition::Nx => current.is_none(),
-        SetCondition::Xx => current.is_some(),
-        SetCondition::IfEq(_) | SetCondition::IfNe(_) | SetCondition::IfDeq(_) | SetCondition::IfDne(_) => {
-            match super::delex::check_condition(current.as_ref().map(|c| &c.0), &cond) {
+    // Decide on a borrow of the current entry: cloning the old value just to
+    // test NX would cost an allocation on the hottest path there is.
+    let (proceed, keep) = {
+        let current = cx.e.lookup_write(cx.db, key);
+        let proceed = match &cond {
+            SetCondition::Always => true,
+            SetCondition::Nx => current.is_none(),
+            SetCondition::Xx => current.is_some(),
+            _ => match super::delex::check_condition(current.map(|c| &c.value), &cond) {
                 Ok(ok) => ok,
                 Err(e) => return e,
-            }
-        }
+            },
+        };
+        let keep = match expiry {
+            Expiry::KeepTtl => current.and_then(|c| c.expires_at),
+            _ => None,
+        };
+        (proceed, keep)
     };
     if !proceed {
         return if with_get { get_reply(old) } else { Reply::Nil };
     }
 
-    let keep = match expiry {
-        Expiry::KeepTtl => current.as_ref().and_then(|c| c.1),
-        _ => None,
-    };
     cx.e.store(cx.db, key, Value::Str(argv[2].clone()), deadline.or(keep));
     // Propagated as SET key value [PXAT ms | KEEPTTL], the way 7.0 does: a
     // replica must not restart a relative TTL from when it got the write.
