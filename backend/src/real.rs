@@ -84,12 +84,17 @@ impl RealConnection {
     /// Connect to `url` (`redis://127.0.0.1:6379/`, with an optional database
     /// number and credentials as redis-rs understands them).
     pub fn open(url: &str) -> Result<Self, RealError> {
-        let connect_err = |source| RealError::Connect { url: url.to_owned(), source };
+        let connect_err = |source| RealError::Connect {
+            url: url.to_owned(),
+            source,
+        };
         let info = url.into_connection_info().map_err(connect_err)?;
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
         let info = info.set_redis_settings(settings);
         let client = redis::Client::open(info).map_err(connect_err)?;
-        let conn = client.get_connection_with_timeout(CONNECT_TIMEOUT).map_err(connect_err)?;
+        let conn = client
+            .get_connection_with_timeout(CONNECT_TIMEOUT)
+            .map_err(connect_err)?;
         Ok(RealConnection { conn })
     }
 
@@ -103,7 +108,10 @@ impl RealConnection {
     pub fn execute(&mut self, argv: &[Vec<u8>]) -> Result<Reply, RealError> {
         let name = argv.first().ok_or(RealError::EmptyCommand)?;
         let packed = pack_command(argv);
-        let value = self.conn.req_packed_command(&packed).map_err(RealError::Transport)?;
+        let value = self
+            .conn
+            .req_packed_command(&packed)
+            .map_err(RealError::Transport)?;
         let is_exec = name.eq_ignore_ascii_case(b"exec");
         match value {
             Value::Nil if is_exec => Ok(Reply::NilArray),
@@ -114,7 +122,9 @@ impl RealConnection {
     /// Set (or clear) the socket's read timeout. `DEBUG SLEEP` and `WAIT`
     /// legitimately block, so the default is no timeout.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> Result<(), RealError> {
-        self.conn.set_read_timeout(dur).map_err(RealError::Transport)
+        self.conn
+            .set_read_timeout(dur)
+            .map_err(RealError::Transport)
     }
 
     /// Is the connection still usable as far as redis-rs knows?
@@ -154,7 +164,10 @@ pub fn value_to_reply(value: Value) -> Result<Reply, RealError> {
         Value::SimpleString(s) => Reply::Status(s),
         Value::ServerError(e) => Reply::Error(server_error_text(&e)),
         Value::Array(items) | Value::Set(items) => Reply::Array(
-            items.into_iter().map(value_to_reply).collect::<Result<_, _>>()?,
+            items
+                .into_iter()
+                .map(value_to_reply)
+                .collect::<Result<_, _>>()?,
         ),
         Value::Map(pairs) => Reply::Map(
             pairs
@@ -177,7 +190,11 @@ pub fn value_to_reply(value: Value) -> Result<Reply, RealError> {
 /// defensive RESP3 arm above).
 fn format_double(d: f64) -> String {
     if d.is_infinite() {
-        if d > 0.0 { "inf".into() } else { "-inf".into() }
+        if d > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else {
         d.to_string()
     }

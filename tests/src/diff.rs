@@ -61,7 +61,10 @@ impl Script {
     /// The command lines alone, annotations stripped, one per line: what the
     /// redis-cli pipe test feeds to `redis-cli`.
     pub fn plain_text(&self) -> String {
-        self.lines.iter().map(|l| format!("{}\n", l.source)).collect()
+        self.lines
+            .iter()
+            .map(|l| format!("{}\n", l.source))
+            .collect()
     }
 }
 
@@ -103,7 +106,10 @@ pub fn parse_script(name: &str, text: &str) -> Result<Script, String> {
         }
     }
     if errors.is_empty() {
-        Ok(Script { name: name.to_owned(), lines })
+        Ok(Script {
+            name: name.to_owned(),
+            lines,
+        })
     } else {
         Err(errors.join("\n"))
     }
@@ -181,7 +187,10 @@ pub fn run_real(script: &Script, conn: &mut RealConnection) -> Vec<Reply> {
         .iter()
         .map(|l| {
             conn.execute(&l.argv).unwrap_or_else(|e| {
-                panic!("{}:{}: {}: real redis failed: {e}", script.name, l.line_no, l.source)
+                panic!(
+                    "{}:{}: {}: real redis failed: {e}",
+                    script.name, l.line_no, l.source
+                )
             })
         })
         .collect()
@@ -250,14 +259,18 @@ pub fn diff_script(script: &Script, url: &str, profile: Profile) -> Vec<Mismatch
 
 /// What `redis-cli --no-raw` prints for these replies, one per line.
 pub fn cli_transcript(replies: &[Reply]) -> String {
-    replies.iter().map(|r| format!("{}\n", r.to_cli())).collect()
+    replies
+        .iter()
+        .map(|r| format!("{}\n", r.to_cli()))
+        .collect()
 }
 
 /// Pipe `input` through the real `redis-cli --no-raw -p port` and return
 /// its stdout.
 pub fn run_redis_cli(port: u16, input: &str) -> String {
-    let bin = crate::server::redis_cli_binary()
-        .unwrap_or_else(|| panic!("redis-cli not found: install it with `sudo apt-get install -y redis-tools`"));
+    let bin = crate::server::redis_cli_binary().unwrap_or_else(|| {
+        panic!("redis-cli not found: install it with `sudo apt-get install -y redis-tools`")
+    });
     let mut child = Command::new(bin)
         .args(["--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
         .stdin(Stdio::piped())
@@ -314,7 +327,11 @@ pub fn compare_cli_output(script: &Script, replies: &[Reply], cli_stdout: &str) 
     }
     let rest: Vec<&str> = cli_lines.collect();
     if !rest.is_empty() {
-        out.push_str(&format!("redis-cli printed {} extra line(s): {:?}\n", rest.len(), rest));
+        out.push_str(&format!(
+            "redis-cli printed {} extra line(s): {:?}\n",
+            rest.len(),
+            rest
+        ));
     }
     out
 }
@@ -330,8 +347,11 @@ mod tests {
             "# c\n\nSET k v\n  # indented comment\nPTTL k  #~5\nECHO \"a #~3\"\nGET '#'\n",
         )
         .unwrap();
-        let got: Vec<(usize, &str, Option<i64>)> =
-            s.lines.iter().map(|l| (l.line_no, l.source.as_str(), l.tolerance)).collect();
+        let got: Vec<(usize, &str, Option<i64>)> = s
+            .lines
+            .iter()
+            .map(|l| (l.line_no, l.source.as_str(), l.tolerance))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -354,23 +374,47 @@ mod tests {
             Ok(Reply::bulk("v")),
             Err("<sim panicked: x>".to_owned()),
         ];
-        let real = vec![Reply::Integer(996), Reply::Integer(994), Reply::bulk("v"), Reply::Nil];
+        let real = vec![
+            Reply::Integer(996),
+            Reply::Integer(994),
+            Reply::bulk("v"),
+            Reply::Nil,
+        ];
         let m = compare(&s, &sim, &real);
         assert_eq!(m.len(), 2, "{m:?}");
-        assert_eq!((m[0].line_no, m[0].sim.as_str(), m[0].real.as_str()), (2, "(integer) 1000", "(integer) 994"));
+        assert_eq!(
+            (m[0].line_no, m[0].sim.as_str(), m[0].real.as_str()),
+            (2, "(integer) 1000", "(integer) 994")
+        );
         assert_eq!((m[1].line_no, m[1].real.as_str()), (4, "(nil)"));
         let text = report(&m);
-        assert!(text.starts_with("2 mismatch(es)") && text.contains("t.redis:2: PTTL k"), "{text}");
+        assert!(
+            text.starts_with("2 mismatch(es)") && text.contains("t.redis:2: PTTL k"),
+            "{text}"
+        );
     }
 
     #[test]
     fn cli_output_is_matched_reply_by_reply() {
         let s = parse_script("t.redis", "KEYS *\nPTTL k  #~5\nGET k\n").unwrap();
-        let replies =
-            vec![Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b")]), Reply::Integer(100), Reply::Nil];
-        assert_eq!(compare_cli_output(&s, &replies, "1) \"a\"\n2) \"b\"\n(integer) 97\n(nil)\n"), "");
-        let bad = compare_cli_output(&s, &replies, "1) \"a\"\n2) \"b\"\n(integer) 90\n\"x\"\nextra\n");
-        assert!(bad.contains("t.redis:2:") && bad.contains("t.redis:3:") && bad.contains("extra"), "{bad}");
+        let replies = vec![
+            Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b")]),
+            Reply::Integer(100),
+            Reply::Nil,
+        ];
+        assert_eq!(
+            compare_cli_output(&s, &replies, "1) \"a\"\n2) \"b\"\n(integer) 97\n(nil)\n"),
+            ""
+        );
+        let bad = compare_cli_output(
+            &s,
+            &replies,
+            "1) \"a\"\n2) \"b\"\n(integer) 90\n\"x\"\nextra\n",
+        );
+        assert!(
+            bad.contains("t.redis:2:") && bad.contains("t.redis:3:") && bad.contains("extra"),
+            "{bad}"
+        );
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub fn redis_cli_binary() -> Option<PathBuf> {
 
 fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// Ask the kernel for a free loopback port. There is a window between
@@ -110,13 +112,22 @@ impl RedisServer {
     fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
         let port_s = port.to_string();
         let mut cmd = Command::new(binary);
-        cmd.args(["--port", &port_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes", "--daemonize", "no"])
-            .args(["--logfile", ""])
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        cmd.args([
+            "--port",
+            &port_s,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+        .args(["--logfile", ""])
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
         // Run in a private directory so no stray dump.rdb lands in the repo.
         let dir = std::env::temp_dir().join(format!("locklab-redis-{}-{port}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
@@ -136,7 +147,9 @@ impl RedisServer {
             }
             if let Ok(Some(status)) = server.child.try_wait() {
                 // Most likely the port was taken between free_port and bind.
-                return Err(format!("redis-server on port {port} exited early: {status}"));
+                return Err(format!(
+                    "redis-server on port {port} exited early: {status}"
+                ));
             }
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -172,8 +185,11 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let dir =
-            std::env::temp_dir().join(format!("locklab-redis-{}-{}", std::process::id(), self.port));
+        let dir = std::env::temp_dir().join(format!(
+            "locklab-redis-{}-{}",
+            std::process::id(),
+            self.port
+        ));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

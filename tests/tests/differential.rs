@@ -43,7 +43,10 @@ fn redis_cli_agrees(file: &str) {
         diff::run_redis_cli(server.port(), &script.plain_text())
     };
     let problems = diff::compare_cli_output(&script, &ours, &theirs);
-    assert!(problems.is_empty(), "{file}: our rendering differs from redis-cli:\n{problems}");
+    assert!(
+        problems.is_empty(),
+        "{file}: our rendering differs from redis-cli:\n{problems}"
+    );
 }
 
 macro_rules! per_file {
@@ -81,7 +84,10 @@ fn every_diff_file_has_a_test() {
         .collect();
     let mut listed: Vec<String> = FILES.iter().map(|s| (*s).to_owned()).collect();
     listed.sort();
-    assert_eq!(on_disk, listed, "add new tests/diff files to per_file! in differential.rs");
+    assert_eq!(
+        on_disk, listed,
+        "add new tests/diff files to per_file! in differential.rs"
+    );
 }
 
 #[test]
@@ -90,7 +96,12 @@ fn diff_files_are_well_formed() {
     for path in diff::script_files() {
         let s = diff::load(&path);
         let first = s.lines.first().map(|l| l.source.to_ascii_uppercase());
-        assert_eq!(first.as_deref(), Some("FLUSHALL"), "{} must start with FLUSHALL", s.name);
+        assert_eq!(
+            first.as_deref(),
+            Some("FLUSHALL"),
+            "{} must start with FLUSHALL",
+            s.name
+        );
         total += s.lines.len();
     }
     assert!(total >= 220, "only {total} diff lines");

@@ -4,10 +4,12 @@
 //! The generator stays inside what is deterministic on a real server: a
 //! small key space (`k1 k2 h1`), expiries far enough away that none fires
 //! during a case and whose `TTL` cannot land on a rounding boundary (whole
-//! seconds, or milliseconds that are multiples of 1000), absolute expiries
-//! only in the past, no `PTTL`. Everything else is fair game: conflicting
+//! seconds, or milliseconds that are multiples of 1000), no two equal
+//! expiry amounts in a case (see [`unique_amount`]), absolute expiries only
+//! in the past, no `PTTL`. Everything else is fair game: conflicting
 //! options, integers at the edges of i64, wrong types, wrong arities,
-//! transactions with queued errors, `WATCH` that fires.
+//! transactions with queued errors, `WATCH` that fires, and the two lock
+//! scripts (compare-and-delete, compare-and-PEXPIRE) on any key and token.
 
 use locklab_backend::real::RealConnection;
 use locklab_core::server::Profile;
@@ -26,7 +28,11 @@ fn quote(t: &str) -> String {
 }
 
 fn line(tokens: Vec<String>) -> String {
-    tokens.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" ")
+    tokens
+        .iter()
+        .map(|t| quote(t))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn s(x: &str) -> String {
@@ -82,9 +88,15 @@ fn set_option() -> impl Strategy<Value = Vec<String>> {
         Just(vec![s("GET")]),
         Just(vec![s("KEEPTTL")]),
         Just(vec![s("nx")]),
-        prop_oneof![Just(s("100")), Just(s("200")), Just(s("0")), Just(s("-1")), Just(s("x"))]
-            .prop_map(|n| vec![s("EX"), n]),
-        prop_oneof![Just(s("100000")), Just(s("300000")), Just(s("0"))]
+        prop_oneof![
+            Just(s("@S100")),
+            Just(s("@S200")),
+            Just(s("0")),
+            Just(s("-1")),
+            Just(s("x"))
+        ]
+        .prop_map(|n| vec![s("EX"), n]),
+        prop_oneof![Just(s("@M300")), Just(s("@M400")), Just(s("0"))]
             .prop_map(|n| vec![s("PX"), n]),
         prop_oneof![Just(s("1")), Just(s("0"))].prop_map(|n| vec![s("EXAT"), n]),
         Just(vec![s("PXAT"), s("1")]),
@@ -94,8 +106,19 @@ fn set_option() -> impl Strategy<Value = Vec<String>> {
 }
 
 fn expire_option() -> impl Strategy<Value = String> {
-    prop_oneof![Just(s("NX")), Just(s("XX")), Just(s("GT")), Just(s("LT")), Just(s("FOO"))]
+    prop_oneof![
+        Just(s("NX")),
+        Just(s("XX")),
+        Just(s("GT")),
+        Just(s("LT")),
+        Just(s("FOO"))
+    ]
 }
+
+const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    return redis.call('DEL', KEYS[1]) else return 0 end";
+const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 
 /// One plain command (no transaction control).
 fn command() -> impl Strategy<Value = Vec<String>> {
@@ -105,7 +128,7 @@ fn command() -> impl Strategy<Value = Vec<String>> {
             t.extend(opts.into_iter().flatten());
             t
         }),
-        3 => (key(), prop_oneof![Just(s("100")), Just(s("200")), Just(s("50")), Just(s("0")),
+        3 => (key(), prop_oneof![Just(s("@S100")), Just(s("@S200")), Just(s("@S500")), Just(s("0")),
                 Just(s("-1")), Just(s("x")), Just(s("9223372036854775807"))],
               prop::collection::vec(expire_option(), 0..3))
             .prop_map(|(k, n, opts)| {
@@ -113,7 +136,7 @@ fn command() -> impl Strategy<Value = Vec<String>> {
                 t.extend(opts);
                 t
             }),
-        1 => (key(), prop_oneof![Just(s("100000")), Just(s("250000"))],
+        1 => (key(), prop_oneof![Just(s("@M300")), Just(s("@M600"))],
               prop::collection::vec(expire_option(), 0..2))
             .prop_map(|(k, n, opts)| {
                 let mut t = vec![s("PEXPIRE"), k, n];
@@ -155,6 +178,10 @@ fn command() -> impl Strategy<Value = Vec<String>> {
         1 => key().prop_map(|k| vec![s("PERSIST"), k]),
         1 => (key(), value()).prop_map(|(k, v)| vec![s("SETNX"), k, v]),
         1 => key().prop_map(|k| vec![s("STRLEN"), k]),
+        // the lock scripts: compare-and-delete, compare-and-PEXPIRE
+        2 => (key(), value()).prop_map(|(k, v)| vec![s("EVAL"), s(UNLOCK), s("1"), k, v]),
+        1 => (key(), value(), prop_oneof![Just(s("@M300")), Just(s("0")), Just(s("x"))])
+            .prop_map(|(k, v, ms)| vec![s("EVAL"), s(RENEW), s("1"), k, v, ms]),
         // wrong arities
         2 => prop_oneof![
             Just(vec![s("GET")]),
@@ -202,9 +229,30 @@ fn step() -> impl Strategy<Value = Vec<Vec<String>>> {
     ]
 }
 
+/// Expiry amounts are generated as `@S<base>` (seconds) or `@M<base>`
+/// (milliseconds, a whole number of seconds) and made unique per line:
+/// base + line index. Two TTLs in a case then always differ by at least a
+/// second, so `GT`/`LT` never compare equal values, whose outcome on a real
+/// server depends on whether a millisecond ticked in between.
+fn unique_amount(token: &str, line: usize) -> String {
+    let (unit, base) = match (token.strip_prefix("@S"), token.strip_prefix("@M")) {
+        (Some(b), _) => (1, b),
+        (_, Some(b)) => (1000, b),
+        _ => return token.to_owned(),
+    };
+    let base: u64 = base.parse().expect("numeric base");
+    ((base + line as u64) * unit).to_string()
+}
+
 fn sequence() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(step(), 1..12).prop_map(|steps| {
-        let mut lines: Vec<String> = steps.into_iter().flatten().map(line).take(30).collect();
+        let mut lines: Vec<String> = steps
+            .into_iter()
+            .flatten()
+            .take(30)
+            .enumerate()
+            .map(|(i, tokens)| line(tokens.into_iter().map(|t| unique_amount(&t, i)).collect()))
+            .collect();
         // Never leave a transaction open: the next case's FLUSHALL runs on a
         // new connection anyway, but a dangling MULTI says nothing useful.
         lines.push(s("DISCARD"));
@@ -229,8 +277,15 @@ fn random_sequences_match_real_redis() {
     let server = RedisServer::start();
     let url = server.url();
     // 64 cases by default (about a second); PROPTEST_CASES=5000 for a soak.
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
-    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&sequence(), |lines| {
         let script = script_of(&lines);

@@ -12,7 +12,8 @@ use locklab_tests::RedisServer;
 
 fn run(conn: &mut RealConnection, line: &str) -> Reply {
     let argv = parse(line).expect("valid redis-cli line");
-    conn.execute(&argv).unwrap_or_else(|e| panic!("{line}: {e}"))
+    conn.execute(&argv)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
 fn err(s: &str) -> Reply {
@@ -48,29 +49,53 @@ fn server_errors_are_replies_with_the_exact_text() {
     let server = RedisServer::start();
     let mut c = RealConnection::open(&server.url()).unwrap();
     assert_eq!(run(&mut c, "SET k v XX NX"), err("ERR syntax error"));
-    assert_eq!(run(&mut c, "GET"), err("ERR wrong number of arguments for 'get' command"));
+    assert_eq!(
+        run(&mut c, "GET"),
+        err("ERR wrong number of arguments for 'get' command")
+    );
     assert_eq!(
         run(&mut c, "FOO a b"),
         err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
     );
-    assert_eq!(run(&mut c, "FOO"), err("ERR unknown command 'FOO', with args beginning with: "));
+    assert_eq!(
+        run(&mut c, "FOO"),
+        err("ERR unknown command 'FOO', with args beginning with: ")
+    );
     assert_eq!(run(&mut c, "HSET h f v"), Reply::Integer(1));
     assert_eq!(
         run(&mut c, "GET h"),
         err("WRONGTYPE Operation against a key holding the wrong kind of value")
     );
-    assert_eq!(run(&mut c, "INCR h"), err("WRONGTYPE Operation against a key holding the wrong kind of value"));
-    assert_eq!(run(&mut c, "SET k v EX 0"), err("ERR invalid expire time in 'set' command"));
+    assert_eq!(
+        run(&mut c, "INCR h"),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    assert_eq!(
+        run(&mut c, "SET k v EX 0"),
+        err("ERR invalid expire time in 'set' command")
+    );
     assert_eq!(run(&mut c, "SET n 9223372036854775807"), Reply::ok());
-    assert_eq!(run(&mut c, "INCR n"), err("ERR increment or decrement would overflow"));
-    assert_eq!(run(&mut c, "INCRBY n x"), err("ERR value is not an integer or out of range"));
+    assert_eq!(
+        run(&mut c, "INCR n"),
+        err("ERR increment or decrement would overflow")
+    );
+    assert_eq!(
+        run(&mut c, "INCRBY n x"),
+        err("ERR value is not an integer or out of range")
+    );
     assert_eq!(
         run(&mut c, "EVALSHA 0000000000000000000000000000000000000000 0"),
         err("NOSCRIPT No matching script. Please use EVAL.")
     );
     // Custom error codes from Lua keep their code.
-    assert_eq!(run(&mut c, "EVAL \"return redis.error_reply('MYERR x')\" 0"), err("MYERR x"));
-    assert_eq!(run(&mut c, "EVAL \"return {err='MYERR  two  spaces '}\" 0"), err("MYERR  two  spaces "));
+    assert_eq!(
+        run(&mut c, "EVAL \"return redis.error_reply('MYERR x')\" 0"),
+        err("MYERR x")
+    );
+    assert_eq!(
+        run(&mut c, "EVAL \"return {err='MYERR  two  spaces '}\" 0"),
+        err("MYERR  two  spaces ")
+    );
     // An error with no detail at all: the code alone.
     assert_eq!(run(&mut c, "EVAL \"return {err='LONE'}\" 0"), err("LONE"));
     assert_eq!(run(&mut c, "EXEC"), err("ERR EXEC without MULTI"));
@@ -82,9 +107,18 @@ fn server_errors_are_replies_with_the_exact_text() {
 fn lua_statuses_and_conversions() {
     let server = RedisServer::start();
     let mut c = RealConnection::open(&server.url()).unwrap();
-    assert_eq!(run(&mut c, "EVAL \"return redis.status_reply('FINE')\" 0"), Reply::status("FINE"));
-    assert_eq!(run(&mut c, "EVAL \"return redis.status_reply('OK')\" 0"), Reply::ok());
-    assert_eq!(run(&mut c, "EVAL \"return {ok='DONE'}\" 0"), Reply::status("DONE"));
+    assert_eq!(
+        run(&mut c, "EVAL \"return redis.status_reply('FINE')\" 0"),
+        Reply::status("FINE")
+    );
+    assert_eq!(
+        run(&mut c, "EVAL \"return redis.status_reply('OK')\" 0"),
+        Reply::ok()
+    );
+    assert_eq!(
+        run(&mut c, "EVAL \"return {ok='DONE'}\" 0"),
+        Reply::status("DONE")
+    );
     assert_eq!(run(&mut c, "EVAL \"return true\" 0"), Reply::Integer(1));
     assert_eq!(run(&mut c, "EVAL \"return false\" 0"), Reply::Nil);
     assert_eq!(run(&mut c, "EVAL \"return 3.99\" 0"), Reply::Integer(3));
@@ -98,7 +132,10 @@ fn lua_statuses_and_conversions() {
     );
     // An error nested inside an array reply stays an error element.
     assert_eq!(
-        run(&mut c, "EVAL \"return {1, redis.error_reply('E1 inner')}\" 0"),
+        run(
+            &mut c,
+            "EVAL \"return {1, redis.error_reply('E1 inner')}\" 0"
+        ),
         Reply::Array(vec![Reply::Integer(1), err("E1 inner")])
     );
 }
@@ -129,7 +166,10 @@ fn transactions_keep_nested_errors_and_nil_arrays() {
 
     // Errors while queueing abort the transaction.
     assert_eq!(run(&mut c, "MULTI"), Reply::ok());
-    assert_eq!(run(&mut c, "GET"), err("ERR wrong number of arguments for 'get' command"));
+    assert_eq!(
+        run(&mut c, "GET"),
+        err("ERR wrong number of arguments for 'get' command")
+    );
     assert_eq!(
         run(&mut c, "EXEC"),
         err("EXECABORT Transaction discarded because of previous errors.")
@@ -154,7 +194,10 @@ fn empty_argv_and_dead_server_are_transport_errors() {
     assert!(matches!(c.execute(&[]), Err(RealError::EmptyCommand)));
     drop(server);
     assert!(c.execute(&parse("PING").unwrap()).is_err());
-    assert!(matches!(RealConnection::open(&url), Err(RealError::Connect { .. })));
+    assert!(matches!(
+        RealConnection::open(&url),
+        Err(RealError::Connect { .. })
+    ));
 }
 
 #[test]
@@ -162,7 +205,10 @@ fn missing_binary_message_is_helpful() {
     for binary in [None, Some(PathBuf::from("/nonexistent/redis-server"))] {
         let payload = std::panic::catch_unwind(|| RedisServer::start_using(binary, &[]))
             .expect_err("start must panic without a binary");
-        let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+        let msg = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(msg, NOT_FOUND);
     }
     assert_eq!(

@@ -139,13 +139,11 @@ pub struct Stats {
     pub expired_keys: u64,
 }
 
-/// A key some connection is watching, and whether it had already expired at
-/// the moment of `WATCH` (redis-server 7.0 treats those specially).
+/// A key some connection is watching.
 #[derive(Clone, Debug)]
 struct Watched {
     db: usize,
     key: Vec<u8>,
-    expired_at_watch: bool,
 }
 
 /// Per-connection state: the selected database and the transaction.
@@ -171,8 +169,10 @@ pub struct Engine {
     /// Bumped on every change, as redis-server's `server.dirty`.
     dirty: u64,
     stats: Stats,
-    /// (db, key) → connections watching it.
-    watchers: BTreeMap<(usize, Vec<u8>), BTreeSet<ConnId>>,
+    /// (db, key) → the connections watching it, each with whether the key
+    /// had already expired when it was watched (redis-server 7.0 treats the
+    /// later deletion of such a key as "no change").
+    watchers: BTreeMap<(usize, Vec<u8>), BTreeMap<ConnId, bool>>,
     /// Connections whose watched keys changed: their EXEC will fail.
     dirty_cas: BTreeSet<ConnId>,
     /// Wall time owed by the last command (DEBUG SLEEP, WAIT) to hosts that
@@ -372,8 +372,8 @@ impl Node {
     /// Run one command for a connection and return its reply. An unknown
     /// connection is opened implicitly, so a driver can use fixed ids.
     pub fn execute(&mut self, conn: ConnId, argv: &[Vec<u8>]) -> Reply {
-        if !self.conns.contains_key(&conn) {
-            self.conns.insert(conn, Conn::default());
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.conns.entry(conn) {
+            slot.insert(Conn::default());
             self.next_conn = self.next_conn.max(conn.0 + 1);
             self.engine.clients = self.conns.len();
         }
@@ -486,9 +486,9 @@ impl Node {
         };
         if !cmd.arity_ok(argv.len()) {
             let msg = format!("wrong number of arguments for '{}' command", cmd.full_name(argv));
-            // A malformed EXEC ends the transaction on the spot
-            // (`execCommandAbort`) instead of merely dooming it.
-            if matches!(cmd.handler, Handler::Exec) && self.in_multi(conn) {
+            // A malformed EXEC ends any transaction on the spot
+            // (`execCommandAbort`), and says so even outside MULTI.
+            if matches!(cmd.handler, Handler::Exec) {
                 self.discard(conn);
                 return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
             }
@@ -572,8 +572,8 @@ impl Node {
         if c.watched.iter().any(|w| w.db == db && w.key == key) {
             return;
         }
-        c.watched.push(Watched { db, key: key.to_vec(), expired_at_watch: expired });
-        self.engine.watchers.entry((db, key.to_vec())).or_default().insert(conn);
+        c.watched.push(Watched { db, key: key.to_vec() });
+        self.engine.watchers.entry((db, key.to_vec())).or_default().insert(conn, expired);
     }
 
     fn discard(&mut self, conn: ConnId) {
@@ -596,7 +596,14 @@ impl Node {
         // isWatchedKeyExpired), unless it was already expired when watched.
         let now = self.engine.now;
         let expired_since_watch = c.watched.iter().any(|w| {
-            !w.expired_at_watch
+            let expired_at_watch = self
+                .engine
+                .watchers
+                .get(&(w.db, w.key.clone()))
+                .and_then(|m| m.get(&conn))
+                .copied()
+                .unwrap_or(false);
+            !expired_at_watch
                 && self.engine.dbs[w.db]
                     .get(&w.key)
                     .and_then(|e| e.expires_at)
@@ -737,13 +744,22 @@ impl Engine {
         self.touch(db, key);
     }
 
-    /// Fail the EXEC of everyone watching this key.
+    /// Fail the EXEC of everyone watching this key (`touchWatchedKey`) —
+    /// except where the key had already expired when watched and has now
+    /// merely been deleted: logically nothing changed.
     fn touch(&mut self, db: usize, key: &[u8]) {
         if self.watchers.is_empty() {
             return;
         }
-        if let Some(conns) = self.watchers.get(&(db, key.to_vec())) {
-            self.dirty_cas.extend(conns.iter().copied());
+        let gone = self.dbs[db].get(key).is_none();
+        if let Some(conns) = self.watchers.get_mut(&(db, key.to_vec())) {
+            for (conn, expired_at_watch) in conns.iter_mut() {
+                if *expired_at_watch && gone {
+                    *expired_at_watch = false;
+                    continue;
+                }
+                self.dirty_cas.insert(*conn);
+            }
         }
     }
 

@@ -3,13 +3,21 @@
 //! Lesson 29 builds a reentrant lock from a hash (owner → hold count), the
 //! way Redisson does; these are the commands its Lua script calls.
 
-use super::keys::hash_of;
-use super::{int_arg, parse_i64, OVERFLOW};
+use super::{int_arg, parse_i64, wrongtype, OVERFLOW};
 use crate::reply::Reply;
-use crate::server::db::Value;
+use crate::server::db::{Entry, Value};
 use crate::server::Ctx;
 
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A key's hash, `None` when the key is missing; WRONGTYPE for a string.
+fn hash_of(entry: Option<&Entry>) -> Result<Option<&Fields>, Reply> {
+    match entry.map(|e| &e.value) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(wrongtype()),
+    }
+}
 
 fn read<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Fields>, Reply> {
     let db = cx.db;
@@ -31,7 +39,7 @@ fn find<'a>(h: &'a Fields, field: &[u8]) -> Option<&'a Vec<u8>> {
 
 /// `HSET key field value [field value ...]`: the number of new fields.
 pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    if argv.len() % 2 != 0 {
+    if !argv.len().is_multiple_of(2) {
         return Reply::error("ERR wrong number of arguments for 'hset' command");
     }
     let (mut h, ttl) = match for_write(cx, &argv[1]) {

@@ -5,9 +5,8 @@
 //! renewed by moving its deadline (`PEXPIRE`), and a key's TTL as the server
 //! reports it (`PTTL`) is the only truthful answer to "do I still hold it?".
 
-use super::{int_arg, is, syntax_error, wrongtype};
+use super::{int_arg, is, syntax_error};
 use crate::reply::Reply;
-use crate::server::db::Value;
 use crate::server::glob::glob_match;
 use crate::server::Ctx;
 
@@ -90,7 +89,7 @@ fn expire_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], base: i64, seconds: bool) 
         Err(e) => return e,
     };
     if seconds {
-        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             return super::strings::invalid_expire(&name);
         }
         when *= 1000;
@@ -235,15 +234,4 @@ pub(crate) fn flushall(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     cx.e.flush(None);
     cx.e.propagate(|| super::argv(&[b"FLUSHALL"]));
     Reply::ok()
-}
-
-/// Read a hash, treating a missing key as empty; WRONGTYPE for a string.
-pub(crate) fn hash_of<'a>(
-    entry: Option<&'a crate::server::db::Entry>,
-) -> Result<Option<&'a Vec<(Vec<u8>, Vec<u8>)>>, Reply> {
-    match entry.map(|e| &e.value) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(wrongtype()),
-    }
 }
