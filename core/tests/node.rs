@@ -191,3 +191,13 @@ fn sixteen_databases() {
     n.execute(c, &parse("SET k fifteen").unwrap());
     assert!(n.execute(c, &parse("INFO keyspace").unwrap()).to_cli().contains("db15:keys=1"));
 }
+
+#[test]
+fn wait_inside_exec_answers_at_once() {
+    let mut n = Node::new(Profile::V7_0);
+    let before = n.now();
+    run(&mut n, "MULTI");
+    run(&mut n, "WAIT 1 5000");
+    assert_eq!(cli(&mut n, "EXEC"), "1) (integer) 0");
+    assert_eq!(n.now(), before);
+}

@@ -189,6 +189,9 @@ pub struct Engine {
     script_db: usize,
     /// Open connections, for `INFO clients`.
     clients: usize,
+    /// Running the commands of an EXEC: nothing may block (WAIT answers at
+    /// once, as redis-server does for a client in MULTI).
+    in_exec: bool,
     /// Keep the replication stream (only a master with replicas needs it;
     /// off, it would grow without bound in a long `sim-server` run).
     record_propagation: bool,
@@ -231,6 +234,7 @@ impl Node {
                 script_depth: 0,
                 script_db: 0,
                 clients: 0,
+                in_exec: false,
                 record_propagation: false,
                 record_events: false,
             },
@@ -620,6 +624,7 @@ impl Node {
             return Reply::NilArray;
         }
         let mut replies = Vec::with_capacity(queue.len());
+        self.engine.in_exec = true;
         for argv in &queue {
             let reply = match table::lookup(argv, self.engine.profile) {
                 Ok(cmd) => {
@@ -630,6 +635,7 @@ impl Node {
             };
             replies.push(reply);
         }
+        self.engine.in_exec = false;
         Reply::Array(replies)
     }
 }
@@ -802,6 +808,11 @@ impl Engine {
 
     pub(crate) fn role(&self) -> Role {
         self.role
+    }
+
+    /// Inside EXEC, where blocking commands answer at once.
+    pub(crate) fn in_exec(&self) -> bool {
+        self.in_exec
     }
 
     pub(crate) fn clients(&self) -> usize {

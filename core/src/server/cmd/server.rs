@@ -54,8 +54,12 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `WAIT numreplicas timeout`: block until that many replicas acknowledged
 /// this connection's writes, or the timeout passes; reply how many did. A
 /// lone node has none: `WAIT 0 t` answers 0 at once, `WAIT n t` answers 0
-/// after `t` ms of virtual time. `WAIT n 0` would block forever on
-/// redis-server; the simulator refuses rather than hang.
+/// after `t` ms of virtual time — the node's one clock, so on a lone node
+/// "A waited five seconds" is five seconds for everyone, as in a lesson.
+/// (Hosts with real concurrent clients, `sim-server` and the world, answer
+/// WAIT themselves.) Inside EXEC it answers at once, as redis-server does.
+/// `WAIT n 0` would block forever on redis-server; the simulator refuses
+/// rather than hang.
 pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if cx.e.role() == Role::Replica {
         return Reply::error(
@@ -72,7 +76,7 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         None => return Reply::error("ERR timeout is not an integer or out of range"),
     };
     let acked = 0;
-    if acked >= replicas {
+    if acked >= replicas || cx.e.in_exec() {
         return Reply::Integer(acked);
     }
     if timeout == 0 {

@@ -1,0 +1,326 @@
+//! One client connection: read, run every complete request under one lock,
+//! write every reply at once, repeat.
+//!
+//! The loop is written so that the expensive things happen once per batch
+//! (a `read`, a lock acquisition, a `write`) and the cheap things once per
+//! command (parse, run, encode into a reused buffer). Memory per connection
+//! is bounded: input is read only when the parser needs more, output is
+//! flushed whenever it passes [`OUT_HIGH_WATER`], and buffers that grew for
+//! one large request shrink back afterwards.
+
+use std::io;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use locklab_core::server::ConnId;
+use locklab_core::Reply;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::resp::{self, Parsed, Parser};
+use super::wire::{self, After, ClientInfo, Session};
+use super::{Shared, QUERY_BUFFER_LIMIT};
+
+/// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
+/// well under 1 KB, and an idle connection should cost little.
+const INITIAL_INPUT: usize = 4 * 1024;
+/// Room guaranteed for each read.
+const MIN_READ: usize = 1024;
+/// The most reserved at once for a large argument still arriving (the
+/// buffer doubles past that as needed; a client announcing `$536870912`
+/// does not get 512 MB for free).
+const MAX_READ_RESERVE: usize = 1024 * 1024;
+/// A buffer larger than this is released once it is empty again.
+const SHRINK_ABOVE: usize = 64 * 1024;
+/// Write out replies once this much has piled up, even mid-batch, so a
+/// pipeline of `GET`s of large values cannot make the output unbounded.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+/// At most this many commands per lock acquisition, so one client's huge
+/// pipeline cannot starve the others.
+const MAX_BATCH: usize = 1024;
+
+/// Why [`Conn::process`] stopped.
+enum Stop {
+    /// The buffer holds no complete request: flush and read.
+    NeedInput,
+    /// The batch is full: flush, then carry on with what is buffered.
+    Flush,
+    /// `QUIT` or a protocol error: flush and close.
+    Close,
+    /// This client's `DEBUG SLEEP` froze the server until then: its reply
+    /// (and any before it) goes out when the sleep is over.
+    Frozen(Instant),
+    /// `WAIT` timed out: replies before `split` go out now, the rest after
+    /// the wait.
+    Delay { split: usize, ms: u64 },
+}
+
+struct Conn {
+    sess: Session,
+    parser: Parser,
+    input: Vec<u8>,
+    /// How much of `input` has been parsed.
+    pos: usize,
+    out: Vec<u8>,
+    /// The last command's name and first argument, for `CLIENT LIST`.
+    last_argv: Vec<Vec<u8>>,
+}
+
+/// Takes the connection out of the node however the task ends (the client
+/// left, an I/O error, or the server aborting the task on shutdown).
+struct Registration {
+    shared: Arc<Shared>,
+    id: ConnId,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.node.disconnect(self.id);
+        st.clients.remove(&self.id);
+    }
+}
+
+/// Serve one client until it leaves.
+pub(super) async fn serve(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let laddr = stream.local_addr().unwrap_or(shared.env.local_addr);
+    let id = {
+        let mut st = shared.lock();
+        let id = st.node.connect();
+        let now = Instant::now();
+        st.clients.insert(
+            id,
+            ClientInfo {
+                addr: peer,
+                laddr,
+                fd: raw_fd(&stream),
+                since: now,
+                last: now,
+                last_cmd: "NULL".into(),
+                resp: 2,
+                lib_name: None,
+                lib_ver: None,
+            },
+        );
+        id
+    };
+    let _registration = Registration {
+        shared: Arc::clone(&shared),
+        id,
+    };
+    let mut conn = Conn {
+        sess: Session { id, resp3: false },
+        parser: Parser::new(),
+        input: Vec::with_capacity(INITIAL_INPUT),
+        pos: 0,
+        out: Vec::new(),
+        last_argv: Vec::new(),
+    };
+    // An I/O error means the client is gone; there is nobody to tell.
+    let _ = conn.run(&shared, &mut stream).await;
+}
+
+#[cfg(unix)]
+fn raw_fd(stream: &TcpStream) -> i64 {
+    use std::os::fd::AsRawFd;
+    i64::from(stream.as_raw_fd())
+}
+
+#[cfg(not(unix))]
+fn raw_fd(_stream: &TcpStream) -> i64 {
+    -1
+}
+
+impl Conn {
+    async fn run(&mut self, shared: &Shared, stream: &mut TcpStream) -> io::Result<()> {
+        loop {
+            match self.execute_buffered(shared).await {
+                Stop::NeedInput => {
+                    self.flush(stream).await?;
+                    self.compact();
+                    self.reserve_for_read();
+                    if stream.read_buf(&mut self.input).await? == 0 {
+                        return Ok(());
+                    }
+                    let pending = self.input.len() - self.pos + self.parser.partial_bytes();
+                    if pending > QUERY_BUFFER_LIMIT {
+                        // redis-server: "closing client that reached max
+                        // query buffer length", without a reply.
+                        return Ok(());
+                    }
+                }
+                Stop::Flush => self.flush(stream).await?,
+                Stop::Close => {
+                    self.flush(stream).await?;
+                    let _ = stream.shutdown().await;
+                    return Ok(());
+                }
+                Stop::Frozen(until) => {
+                    tokio::time::sleep_until(until.into()).await;
+                    self.flush(stream).await?;
+                }
+                Stop::Delay { split, ms } => {
+                    stream.write_all(&self.out[..split]).await?;
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    stream.write_all(&self.out[split..]).await?;
+                    self.out.clear();
+                }
+            }
+        }
+    }
+
+    /// Take the lock (waiting out a frozen server) and run what is buffered.
+    async fn execute_buffered(&mut self, shared: &Shared) -> Stop {
+        if self.pos >= self.input.len() {
+            // Nothing new to parse: no need to touch the lock.
+            return Stop::NeedInput;
+        }
+        loop {
+            let frozen = {
+                let mut st = shared.lock();
+                match st.frozen_until {
+                    Some(until) if until > Instant::now() => until,
+                    _ => {
+                        st.frozen_until = None;
+                        return self.process(&mut st, shared);
+                    }
+                }
+            };
+            // Someone's DEBUG SLEEP: wait without holding the lock or a
+            // thread, then look again.
+            tokio::time::sleep_until(frozen.into()).await;
+        }
+    }
+
+    /// Parse and run every complete request in the buffer (up to the batch
+    /// limits). Runs under the lock, never awaits.
+    fn process(&mut self, st: &mut wire::State, shared: &Shared) -> Stop {
+        let mut ran = 0;
+        let stop = loop {
+            if ran >= MAX_BATCH || self.out.len() >= OUT_HIGH_WATER {
+                break Stop::Flush;
+            }
+            match self.parser.parse(&self.input, &mut self.pos) {
+                Ok(Parsed::Incomplete) => break Stop::NeedInput,
+                Ok(Parsed::Empty) => continue,
+                Err(e) => {
+                    self.out.extend_from_slice(&e.reply_bytes());
+                    break Stop::Close;
+                }
+                Ok(Parsed::Command) => {
+                    ran += 1;
+                    let argv = self.parser.argv();
+                    remember(&mut self.last_argv, argv);
+                    let now_ms = shared.clock.now_ms();
+                    let (reply, after) = run_guarded(st, &mut self.sess, &shared.env, now_ms, argv);
+                    let resp3 = self.sess.resp3;
+                    match after {
+                        After::Continue => resp::encode(&mut self.out, &reply, resp3),
+                        After::Close => {
+                            resp::encode(&mut self.out, &reply, resp3);
+                            break Stop::Close;
+                        }
+                        After::FreezeServer(ms) => {
+                            resp::encode(&mut self.out, &reply, resp3);
+                            let now = Instant::now();
+                            let until = now
+                                .checked_add(Duration::from_millis(ms))
+                                .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
+                            st.frozen_until = Some(until);
+                            break Stop::Frozen(until);
+                        }
+                        After::DelayReply(ms) => {
+                            let split = self.out.len();
+                            resp::encode(&mut self.out, &reply, resp3);
+                            break Stop::Delay { split, ms };
+                        }
+                    }
+                }
+            }
+        };
+        if ran > 0 {
+            if let Some(info) = st.clients.get_mut(&self.sess.id) {
+                info.last = Instant::now();
+                info.last_cmd = wire::fullname(&self.last_argv, shared.env.profile);
+            }
+        }
+        stop
+    }
+
+    async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+        if !self.out.is_empty() {
+            stream.write_all(&self.out).await?;
+            self.out.clear();
+            if self.out.capacity() > SHRINK_ABOVE {
+                self.out = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop the parsed prefix of the input (only the unparsed tail moves),
+    /// and give back a buffer that grew for one large request.
+    fn compact(&mut self) {
+        if self.pos > 0 {
+            self.input.drain(..self.pos);
+            self.pos = 0;
+        }
+        if self.input.is_empty() && self.input.capacity() > SHRINK_ABOVE {
+            self.input = Vec::with_capacity(INITIAL_INPUT);
+        }
+    }
+
+    /// Make room for the next read: at least [`MIN_READ`], more while a
+    /// large argument is arriving (bounded per step, so the client pays in
+    /// bytes sent for the memory it gets).
+    fn reserve_for_read(&mut self) {
+        let pending = self.input.len() - self.pos;
+        let want = self
+            .parser
+            .bulk_remaining(pending)
+            .clamp(MIN_READ, MAX_READ_RESERVE);
+        if self.input.capacity() - self.input.len() < want {
+            self.input.reserve(want);
+        }
+    }
+}
+
+/// Keep the command name and its first argument (enough for `cmd=` in
+/// `CLIENT LIST`), reusing the buffers.
+fn remember(slot: &mut Vec<Vec<u8>>, argv: &[Vec<u8>]) {
+    let n = argv.len().min(2);
+    slot.resize_with(n, Vec::new);
+    for (dst, src) in slot.iter_mut().zip(argv) {
+        dst.clear();
+        dst.extend_from_slice(&src[..src.len().min(64)]);
+    }
+}
+
+/// Run one request; a panic inside the simulator becomes an error reply
+/// for this request instead of a dead server.
+fn run_guarded(
+    st: &mut wire::State,
+    sess: &mut Session,
+    env: &wire::Env,
+    now_ms: u64,
+    argv: &[Vec<u8>],
+) -> (Reply, After) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        wire::dispatch(st, sess, env, now_ms, argv)
+    })) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            (
+                Reply::error(format!("ERR locklab simulator internal error: {msg}")),
+                After::Continue,
+            )
+        }
+    }
+}

@@ -1,0 +1,1274 @@
+//! The commands that belong to the connection, not to the data: `HELLO`,
+//! `AUTH`, `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `CONFIG`,
+//! `FLUSHDB`.
+//!
+//! Core's [`Node`](locklab_core::server::Node) knows keys, clocks and
+//! transactions; it has never seen a socket. These commands are about the
+//! socket: which protocol it speaks, what it is called, which database it
+//! points at, what the server will tell a client library that probes it on
+//! connect. So they live in the wire layer, use only the node's public
+//! connection API ([`select`], [`set_client_name`], [`reset_conn`],
+//! [`flush_db`]) and answer with redis-server 7.0.15's exact texts.
+//! Everything else goes to the node, which also answers commands it does not
+//! know with redis-server's unknown-command error.
+//!
+//! One simplification is visible: inside `MULTI`, redis-server queues these
+//! commands like any other, but the queue lives in the node, which cannot
+//! run them at `EXEC`. Rather than reorder them silently, the wire layer
+//! passes them to the node, whose refusal dooms the transaction (`EXEC`
+//! answers `EXECABORT`), and says why in the error. `QUIT` and `RESET` run
+//! at once even inside `MULTI`, as on redis-server.
+//!
+//! [`select`]: locklab_core::server::Node::select
+//! [`set_client_name`]: locklab_core::server::Node::set_client_name
+//! [`reset_conn`]: locklab_core::server::Node::reset_conn
+//! [`flush_db`]: locklab_core::server::Node::flush_db
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use locklab_core::server::glob::glob_match;
+use locklab_core::server::table::{self, flags, Command, Keys};
+use locklab_core::server::{ConnId, Node, Profile, DATABASES};
+use locklab_core::Reply;
+
+use super::resp::{string2ll, PROTO_MAX_BULK_LEN};
+use super::QUERY_BUFFER_LIMIT;
+
+/// What the connection must do after sending a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    /// Carry on with the next request.
+    Continue,
+    /// `QUIT`: send the reply, then close.
+    Close,
+    /// `DEBUG SLEEP` (also inside `EXEC`): redis-server's one thread sleeps,
+    /// so every client waits this many milliseconds.
+    FreezeServer(u64),
+    /// `WAIT` that timed out: only this client waits (redis-server blocks
+    /// the client, not the server) before its reply is sent.
+    DelayReply(u64),
+}
+
+/// What the wire layer remembers about each connection for `CLIENT LIST`
+/// and `CLIENT INFO`. (The name and database live in the node.)
+#[derive(Debug, Clone)]
+pub(crate) struct ClientInfo {
+    pub(crate) addr: SocketAddr,
+    pub(crate) laddr: SocketAddr,
+    pub(crate) fd: i64,
+    pub(crate) since: Instant,
+    pub(crate) last: Instant,
+    /// `cmd=`: the last command, as redis-server's fullname (`client|list`).
+    pub(crate) last_cmd: String,
+    pub(crate) resp: u8,
+    pub(crate) lib_name: Option<Vec<u8>>,
+    pub(crate) lib_ver: Option<Vec<u8>>,
+}
+
+/// Everything behind the server's one lock: the node, the connections'
+/// wire-level records, and whether the server is frozen in a `DEBUG SLEEP`.
+pub(crate) struct State {
+    pub(crate) node: Node,
+    pub(crate) clients: BTreeMap<ConnId, ClientInfo>,
+    /// While `Some(t)` with `t` in the future, no command runs anywhere:
+    /// the `DEBUG SLEEP` of one client holds up all of them.
+    pub(crate) frozen_until: Option<Instant>,
+}
+
+/// What one connection knows about itself without the lock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Session {
+    pub(crate) id: ConnId,
+    /// Switched by `HELLO 3`, back by `HELLO 2` or `RESET`.
+    pub(crate) resp3: bool,
+}
+
+/// Facts about the server that never change while it runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    pub(crate) profile: Profile,
+    pub(crate) local_addr: SocketAddr,
+}
+
+/// One handler's view: the locked state, the connection, the server facts.
+struct Ctx<'a> {
+    st: &'a mut State,
+    sess: &'a mut Session,
+    env: &'a Env,
+}
+
+type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> (Reply, After);
+
+/// A row of the wire layer's own command table, shaped like core's so that
+/// `COMMAND` can describe both.
+struct WireCommand {
+    name: &'static str,
+    arity: i32,
+    /// `COMMAND INFO`'s flags and ACL categories, as redis-server 7.0 lists
+    /// them for this command.
+    flags: &'static [&'static str],
+    acl: &'static [&'static str],
+    /// `(name, arity)` of each subcommand, for containers.
+    subcommands: &'static [(&'static str, i32)],
+    /// Runs at once inside `MULTI` instead of being queued.
+    immediate_in_multi: bool,
+    handler: Handler,
+}
+
+const CONN_FLAGS: &[&str] = &[
+    "noscript",
+    "loading",
+    "stale",
+    "fast",
+    "no_auth",
+    "allow_busy",
+];
+
+static WIRE: &[WireCommand] = &[
+    WireCommand {
+        name: "auth",
+        arity: -2,
+        flags: CONN_FLAGS,
+        acl: &["@fast", "@connection"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: auth,
+    },
+    WireCommand {
+        name: "client",
+        arity: -2,
+        flags: &[],
+        acl: &["@slow"],
+        subcommands: &[
+            ("getname", 2),
+            ("help", 2),
+            ("id", 2),
+            ("info", 2),
+            ("list", -2),
+            ("no-evict", 3),
+            ("no-touch", 3),
+            ("setinfo", 4),
+            ("setname", 3),
+        ],
+        immediate_in_multi: false,
+        handler: client,
+    },
+    WireCommand {
+        name: "command",
+        arity: -1,
+        flags: &["loading", "stale"],
+        acl: &["@slow", "@connection"],
+        subcommands: &[
+            ("count", 2),
+            ("docs", -2),
+            ("getkeys", -3),
+            ("getkeysandflags", -3),
+            ("help", 2),
+            ("info", -2),
+            ("list", -2),
+        ],
+        immediate_in_multi: false,
+        handler: command,
+    },
+    WireCommand {
+        name: "config",
+        arity: -2,
+        flags: &[],
+        acl: &["@slow"],
+        subcommands: &[
+            ("get", -3),
+            ("help", 2),
+            ("resetstat", 2),
+            ("rewrite", 2),
+            ("set", -4),
+        ],
+        immediate_in_multi: false,
+        handler: config,
+    },
+    WireCommand {
+        name: "flushdb",
+        arity: -1,
+        flags: &["write"],
+        acl: &["@keyspace", "@write", "@slow", "@dangerous"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: flushdb,
+    },
+    WireCommand {
+        name: "hello",
+        arity: -1,
+        flags: CONN_FLAGS,
+        acl: &["@fast", "@connection"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: hello,
+    },
+    WireCommand {
+        name: "quit",
+        arity: -1,
+        flags: CONN_FLAGS,
+        acl: &["@fast", "@connection"],
+        subcommands: &[],
+        immediate_in_multi: true,
+        handler: quit,
+    },
+    WireCommand {
+        name: "reset",
+        arity: 1,
+        flags: &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        acl: &["@fast", "@connection"],
+        subcommands: &[],
+        immediate_in_multi: true,
+        handler: reset,
+    },
+    WireCommand {
+        name: "select",
+        arity: 2,
+        flags: &["loading", "stale", "fast"],
+        acl: &["@fast", "@connection"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: select,
+    },
+];
+
+/// The wire command called `name`, if it is one. Called for every request,
+/// so it compares lengths before bytes: `GET`/`SET`/`INCR` leave after a
+/// handful of integer comparisons.
+fn find(name: &[u8]) -> Option<&'static WireCommand> {
+    WIRE.iter()
+        .find(|w| w.name.len() == name.len() && w.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    }
+}
+
+fn wrong_args(fullname: &str) -> Reply {
+    Reply::error(format!(
+        "ERR wrong number of arguments for '{fullname}' command"
+    ))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `%.128s`: what redis-server quotes back of a user's argument.
+fn quoted(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(128);
+    text(&b[..end])
+}
+
+fn syntax_error() -> Reply {
+    Reply::error("ERR syntax error")
+}
+
+/// Run one request. The wire layer's own commands are answered here; the
+/// rest go to the node, on its clock, with the stall it reports turned into
+/// what the connection must do.
+pub(crate) fn dispatch(
+    st: &mut State,
+    sess: &mut Session,
+    env: &Env,
+    now_ms: u64,
+    argv: &[Vec<u8>],
+) -> (Reply, After) {
+    let Some(name) = argv.first() else {
+        return (Reply::Nil, After::Continue);
+    };
+    if let Some(w) = find(name) {
+        if !w.immediate_in_multi && st.node.in_multi(sess.id) {
+            return in_multi(st, sess, now_ms, w, argv);
+        }
+        if !arity_ok(w.arity, argv.len()) {
+            return (wrong_args(w.name), After::Continue);
+        }
+        let mut cx = Ctx { st, sess, env };
+        return (w.handler)(&mut cx, argv);
+    }
+    st.node.set_time(now_ms);
+    if let Some(timeout) = lone_wait_timeout(argv) {
+        return wait_on_wall_clock(st, sess, argv, timeout);
+    }
+    let reply = st.node.execute(sess.id, argv);
+    let stall = st.node.last_stall_ms();
+    let after = if stall == 0 {
+        After::Continue
+    } else if name.eq_ignore_ascii_case(b"wait") {
+        After::DelayReply(stall)
+    } else {
+        After::FreezeServer(stall)
+    };
+    (reply, after)
+}
+
+/// `WAIT n t` with `n > 0` and `t > 0`: on this node, which never has
+/// replicas, a wait that must time out. The timeout, if so.
+fn lone_wait_timeout(argv: &[Vec<u8>]) -> Option<u64> {
+    match argv {
+        [name, n, t] if name.eq_ignore_ascii_case(b"wait") => match (string2ll(n), string2ll(t)) {
+            (Some(n), Some(t)) if n > 0 && t > 0 => Some(t as u64),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A `WAIT` that will time out, kept off the node's clock.
+///
+/// The node models a timed-out `WAIT` by moving its virtual clock forward
+/// by the timeout: right for a lesson with one client, wrong for a server
+/// shared with others, whose keys would expire early (redis-server blocks
+/// the waiting client, not time). So the node is asked `WAIT 0 t` instead —
+/// the same argument checks, the same `0`, or the same `QUEUED` inside
+/// `MULTI`, with no clock change — and only this client's reply waits `t`
+/// milliseconds of wall time.
+fn wait_on_wall_clock(
+    st: &mut State,
+    sess: &mut Session,
+    argv: &[Vec<u8>],
+    timeout: u64,
+) -> (Reply, After) {
+    let probe = [argv[0].clone(), b"0".to_vec(), argv[2].clone()];
+    match st.node.execute(sess.id, &probe) {
+        reply @ Reply::Integer(_) => (reply, After::DelayReply(timeout)),
+        other => (other, After::Continue),
+    }
+}
+
+/// A wire command inside `MULTI` (see the module documentation): the node
+/// refuses what it does not know and dooms the transaction; we explain.
+fn in_multi(
+    st: &mut State,
+    sess: &mut Session,
+    now_ms: u64,
+    w: &WireCommand,
+    argv: &[Vec<u8>],
+) -> (Reply, After) {
+    st.node.set_time(now_ms);
+    match st.node.execute(sess.id, argv) {
+        Reply::Error(_) => (
+            Reply::error(format!(
+                "ERR '{}' inside MULTI is not supported by locklab sim-server (the transaction will abort at EXEC)",
+                w.name
+            )),
+            After::Continue,
+        ),
+        other => (other, After::Continue),
+    }
+}
+
+// ---------------------------------------------------------------- HELLO ---
+
+/// `validateClientName`: printable ASCII without spaces.
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+const BAD_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// A server without `requirepass` has one user, `default`, with `nopass`:
+/// any password works for it, and no other user exists.
+fn authenticate(user: &[u8]) -> Result<(), Reply> {
+    if user == b"default" {
+        Ok(())
+    } else {
+        Err(Reply::error(WRONGPASS))
+    }
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
+fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let mut ver = None;
+    if let Some(v) = argv.get(1) {
+        match string2ll(v) {
+            Some(v @ 2..=3) => ver = Some(v),
+            Some(_) => {
+                return (
+                    Reply::error("NOPROTO unsupported protocol version"),
+                    After::Continue,
+                )
+            }
+            None => {
+                return (
+                    Reply::error("ERR Protocol version is not an integer or out of range"),
+                    After::Continue,
+                )
+            }
+        }
+    }
+    let mut user = None;
+    let mut name = None;
+    let mut j = 2;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        let opt = &argv[j];
+        if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
+            user = Some(&argv[j + 1]);
+            j += 3;
+        } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
+            if !valid_name(&argv[j + 1]) {
+                return (Reply::error(BAD_NAME), After::Continue);
+            }
+            name = Some(&argv[j + 1]);
+            j += 2;
+        } else {
+            return (
+                Reply::error(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    quoted(opt)
+                )),
+                After::Continue,
+            );
+        }
+    }
+    if let Some(user) = user {
+        if let Err(e) = authenticate(user) {
+            return (e, After::Continue);
+        }
+    }
+    let id = cx.sess.id;
+    if let Some(name) = name {
+        cx.st
+            .node
+            .set_client_name(id, (!name.is_empty()).then(|| name.clone()));
+    }
+    if let Some(v) = ver {
+        cx.sess.resp3 = v == 3;
+        if let Some(info) = cx.st.clients.get_mut(&id) {
+            info.resp = v as u8;
+        }
+    }
+    let proto = if cx.sess.resp3 { 3 } else { 2 };
+    let pair = |k: &str, v: Reply| (Reply::bulk(k), v);
+    let reply = Reply::Map(vec![
+        pair("server", Reply::bulk("redis")),
+        pair("version", Reply::bulk(cx.env.profile.version())),
+        pair("proto", Reply::Integer(proto)),
+        pair("id", Reply::Integer(id.0 as i64)),
+        pair("mode", Reply::bulk("standalone")),
+        pair("role", Reply::bulk("master")),
+        pair("modules", Reply::Array(vec![])),
+    ]);
+    (reply, After::Continue)
+}
+
+/// `AUTH [username] password`
+fn auth(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let reply = match argv.len() {
+        2 => Reply::error(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ),
+        3 => match authenticate(&argv[1]) {
+            Ok(()) => Reply::ok(),
+            Err(e) => e,
+        },
+        _ => syntax_error(),
+    };
+    (reply, After::Continue)
+}
+
+// ------------------------------------------------------ SELECT, FLUSHDB ---
+
+/// `SELECT index`: 16 databases, as redis-server's default.
+fn select(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let reply = match string2ll(&argv[1]) {
+        None => Reply::error("ERR value is not an integer or out of range"),
+        Some(n) if i32::try_from(n).is_err() => {
+            Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647")
+        }
+        Some(n) => match usize::try_from(n) {
+            Ok(db) if db < DATABASES && cx.st.node.select(cx.sess.id, db) => Reply::ok(),
+            _ => Reply::error("ERR DB index is out of range"),
+        },
+    };
+    (reply, After::Continue)
+}
+
+/// `FLUSHDB [ASYNC|SYNC]`: the connection's selected database. (Both modes
+/// are instant here.)
+fn flushdb(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let ok = match argv.len() {
+        1 => true,
+        2 => argv[1].eq_ignore_ascii_case(b"ASYNC") || argv[1].eq_ignore_ascii_case(b"SYNC"),
+        _ => false,
+    };
+    if !ok {
+        return (syntax_error(), After::Continue);
+    }
+    cx.st.node.flush_db(cx.sess.id);
+    (Reply::ok(), After::Continue)
+}
+
+// ---------------------------------------------------------- QUIT, RESET ---
+
+/// `QUIT`: `+OK`, then the connection closes; pipelined requests after it
+/// are never run.
+fn quit(_cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> (Reply, After) {
+    (Reply::ok(), After::Close)
+}
+
+/// `RESET`: leave `MULTI`, forget `WATCH`es, database 0, no name, RESP2.
+fn reset(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> (Reply, After) {
+    cx.st.node.reset_conn(cx.sess.id);
+    cx.sess.resp3 = false;
+    if let Some(info) = cx.st.clients.get_mut(&cx.sess.id) {
+        info.resp = 2;
+    }
+    (Reply::status("RESET"), After::Continue)
+}
+
+// --------------------------------------------------------------- CLIENT ---
+
+/// The subcommand of a container, checked as redis-server does: unknown
+/// subcommand first, then the subcommand's own arity. `Err` is the reply.
+fn subcommand(w: &WireCommand, argv: &[Vec<u8>], profile: Profile) -> Result<&'static str, Reply> {
+    let sub = &argv[1];
+    let found = w.subcommands.iter().find(|(n, _)| {
+        n.as_bytes().eq_ignore_ascii_case(sub) && (profile.has_8_4() || !since_7_2(w.name, n))
+    });
+    match found {
+        None => Err(Reply::error(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            quoted(sub),
+            w.name.to_uppercase()
+        ))),
+        Some((n, arity)) if !arity_ok(*arity, argv.len()) => {
+            Err(wrong_args(&format!("{}|{n}", w.name)))
+        }
+        Some((n, _)) => Ok(n),
+    }
+}
+
+/// Subcommands redis-server 7.0 does not have (they came with 7.2): the
+/// 7.0 profile answers them with 7.0's unknown-subcommand error.
+fn since_7_2(container: &str, sub: &str) -> bool {
+    matches!(
+        (container, sub),
+        ("client", "setinfo") | ("client", "no-touch")
+    )
+}
+
+fn wire(name: &str) -> &'static WireCommand {
+    // The names passed here are this file's own table entries.
+    WIRE.iter().find(|w| w.name == name).unwrap_or(&WIRE[0])
+}
+
+/// `validateClientAttr` for `CLIENT SETINFO`: printable ASCII, no spaces.
+fn valid_attr(v: &[u8]) -> bool {
+    valid_name(v)
+}
+
+/// `CLIENT ID|GETNAME|SETNAME|SETINFO|INFO|LIST|NO-EVICT|NO-TOUCH|HELP`
+fn client(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let sub = match subcommand(wire("client"), argv, cx.env.profile) {
+        Ok(s) => s,
+        Err(e) => return (e, After::Continue),
+    };
+    let id = cx.sess.id;
+    let reply = match sub {
+        "id" => Reply::Integer(id.0 as i64),
+        "getname" => match cx.st.node.client_name(id) {
+            Some(n) => Reply::Bulk(n.to_vec()),
+            None => Reply::Nil,
+        },
+        "setname" => {
+            let name = &argv[2];
+            if valid_name(name) {
+                cx.st
+                    .node
+                    .set_client_name(id, (!name.is_empty()).then(|| name.clone()));
+                Reply::ok()
+            } else {
+                Reply::error(BAD_NAME)
+            }
+        }
+        "setinfo" => client_setinfo(cx, &argv[2], &argv[3]),
+        "info" => Reply::Bulk(client_line(cx.st, cx.env, id, Some("client|info")).into_bytes()),
+        "list" => client_list(cx, &argv[2..]),
+        "no-evict" | "no-touch" => {
+            if argv[2].eq_ignore_ascii_case(b"on") || argv[2].eq_ignore_ascii_case(b"off") {
+                Reply::ok()
+            } else {
+                syntax_error()
+            }
+        }
+        _ => help(&[
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "    * ID <client-id> [<client-id> ...]",
+            "      Return clients with the given IDs.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value> (Redis 7.2+ profiles)",
+            "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+            "NO-EVICT (ON|OFF)",
+            "    Accepted and ignored: the simulator never evicts clients.",
+            "(KILL, PAUSE, REPLY, TRACKING and the rest are not simulated.)",
+            "HELP",
+            "    Prints this help.",
+        ]),
+    };
+    (reply, After::Continue)
+}
+
+fn client_setinfo(cx: &mut Ctx<'_>, attr: &[u8], val: &[u8]) -> Reply {
+    let lib_name = if attr.eq_ignore_ascii_case(b"lib-name") {
+        true
+    } else if attr.eq_ignore_ascii_case(b"lib-ver") {
+        false
+    } else {
+        return Reply::error(format!("ERR Unrecognized option '{}'", quoted(attr)));
+    };
+    if !valid_attr(val) {
+        return Reply::error(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            quoted(attr)
+        ));
+    }
+    if let Some(info) = cx.st.clients.get_mut(&cx.sess.id) {
+        let slot = if lib_name {
+            &mut info.lib_name
+        } else {
+            &mut info.lib_ver
+        };
+        *slot = (!val.is_empty()).then(|| val.to_vec());
+    }
+    Reply::ok()
+}
+
+/// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]`
+fn client_list(cx: &mut Ctx<'_>, opts: &[Vec<u8>]) -> Reply {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut only_normal = true;
+    match opts {
+        [] => {}
+        [t, kind] if t.eq_ignore_ascii_case(b"TYPE") => {
+            let k = kind.to_ascii_lowercase();
+            match k.as_slice() {
+                b"normal" => {}
+                b"master" | b"replica" | b"slave" | b"pubsub" => only_normal = false,
+                _ => return Reply::error(format!("ERR Unknown client type '{}'", quoted(kind))),
+            }
+        }
+        [t, rest @ ..] if t.eq_ignore_ascii_case(b"ID") && !rest.is_empty() => {
+            let mut list = Vec::new();
+            for r in rest {
+                match string2ll(r) {
+                    Some(n) if n > 0 => list.push(n as u64),
+                    _ => return Reply::error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(list);
+        }
+        _ => return syntax_error(),
+    }
+    let mut out = String::new();
+    if only_normal {
+        let me = cx.sess.id;
+        let conns: Vec<ConnId> = cx.st.clients.keys().copied().collect();
+        for id in conns {
+            if ids.as_ref().is_some_and(|l| !l.contains(&id.0)) {
+                continue;
+            }
+            let current = (id == me).then_some("client|list");
+            out.push_str(&client_line(cx.st, cx.env, id, current));
+        }
+    }
+    Reply::Bulk(out.into_bytes())
+}
+
+/// One `CLIENT LIST` line, in redis-server 7.0's field order (7.2's
+/// `lib-name`/`lib-ver` appended on the 8.4 profile). Fields the simulator
+/// has no equivalent for (buffer sizes, memory) are reported as 0.
+fn client_line(st: &State, env: &Env, id: ConnId, current_cmd: Option<&str>) -> String {
+    let Some(info) = st.clients.get(&id) else {
+        return String::new();
+    };
+    let now = Instant::now();
+    let name = st.node.client_name(id).map(text).unwrap_or_default();
+    let multi = if st.node.in_multi(id) { 0 } else { -1 };
+    let flags = if st.node.in_multi(id) { "x" } else { "N" };
+    let cmd = current_cmd.unwrap_or(&info.last_cmd);
+    let mut line = format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
+         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+         cmd={} user=default redir=-1 resp={}",
+        id.0,
+        info.addr,
+        info.laddr,
+        info.fd,
+        name,
+        now.duration_since(info.since).as_secs(),
+        if current_cmd.is_some() { 0 } else { now.duration_since(info.last).as_secs() },
+        flags,
+        st.node.selected_db(id),
+        multi,
+        cmd,
+        info.resp,
+    );
+    if env.profile.has_8_4() {
+        let lib = |v: &Option<Vec<u8>>| v.as_deref().map(text).unwrap_or_default();
+        line.push_str(&format!(
+            " lib-name={} lib-ver={}",
+            lib(&info.lib_name),
+            lib(&info.lib_ver)
+        ));
+    }
+    line.push('\n');
+    line
+}
+
+fn help(lines: &[&str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::status(*l)).collect())
+}
+
+// -------------------------------------------------------------- COMMAND ---
+
+/// The core commands this profile has.
+fn core_commands(profile: Profile) -> impl Iterator<Item = &'static Command> {
+    table::COMMANDS
+        .iter()
+        .filter(move |c| table::find(c.name.as_bytes(), profile).is_some())
+        .filter(|c| find(c.name.as_bytes()).is_none())
+}
+
+/// A command as `COMMAND INFO` describes it, in 7.0's ten-field layout:
+/// name, arity, flags, first key, last key, key step, ACL categories, tips,
+/// key specs, subcommands. Core's table knows the first six (and whether a
+/// command reads, writes or is dangerous); tips and key specs are left
+/// empty, which clients treat as "no extra information".
+fn core_entry(c: &Command) -> Reply {
+    let mut fl = Vec::new();
+    let mut acl = Vec::new();
+    if c.flags & flags::WRITE != 0 {
+        fl.push("write");
+        acl.push("@write");
+    }
+    if c.flags & flags::READONLY != 0 {
+        fl.push("readonly");
+        acl.push("@read");
+    }
+    if c.flags & flags::NOSCRIPT != 0 {
+        fl.push("noscript");
+    }
+    if c.flags & flags::DANGEROUS != 0 {
+        acl.push("@dangerous");
+    }
+    let (first, last, step) = match c.keys {
+        Keys::None => (0, 0, 0),
+        Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
+        Keys::NumKeys { .. } => {
+            fl.push("movablekeys");
+            (0, 0, 0)
+        }
+    };
+    entry(c.name, c.arity, &fl, (first, last, step), &acl, Vec::new())
+}
+
+fn entry(
+    name: &str,
+    arity: i32,
+    fl: &[&str],
+    keys: (i64, i64, i64),
+    acl: &[&str],
+    subs: Vec<Reply>,
+) -> Reply {
+    let statuses = |v: &[&str]| Reply::Array(v.iter().map(|s| Reply::status(*s)).collect());
+    Reply::Array(vec![
+        Reply::bulk(name),
+        Reply::Integer(arity as i64),
+        statuses(fl),
+        Reply::Integer(keys.0),
+        Reply::Integer(keys.1),
+        Reply::Integer(keys.2),
+        statuses(acl),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(subs),
+    ])
+}
+
+fn wire_subs(
+    w: &WireCommand,
+    profile: Profile,
+) -> impl Iterator<Item = &'static (&'static str, i32)> + '_ {
+    w.subcommands
+        .iter()
+        .filter(move |(n, _)| profile.has_8_4() || !since_7_2(w.name, n))
+}
+
+fn wire_entry(w: &WireCommand, profile: Profile) -> Reply {
+    let subs = wire_subs(w, profile)
+        .map(|(n, a)| {
+            entry(
+                &format!("{}|{n}", w.name),
+                *a,
+                &["loading", "stale"],
+                (0, 0, 0),
+                w.acl,
+                Vec::new(),
+            )
+        })
+        .collect();
+    entry(w.name, w.arity, w.flags, (0, 0, 0), w.acl, subs)
+}
+
+/// The entry for a command name, core's or ours.
+fn entry_for(name: &[u8], profile: Profile) -> Option<Reply> {
+    if let Some(w) = find(name) {
+        return Some(wire_entry(w, profile));
+    }
+    table::find(name, profile).map(core_entry)
+}
+
+/// `(name, acl categories)` of every command and subcommand, for
+/// `COMMAND LIST`.
+fn all_names(profile: Profile) -> Vec<(String, Vec<&'static str>)> {
+    let mut out = Vec::new();
+    for c in core_commands(profile) {
+        let mut acl = Vec::new();
+        if c.flags & flags::WRITE != 0 {
+            acl.push("@write");
+        }
+        if c.flags & flags::READONLY != 0 {
+            acl.push("@read");
+        }
+        if c.flags & flags::DANGEROUS != 0 {
+            acl.push("@dangerous");
+        }
+        out.push((c.name.to_owned(), acl.clone()));
+        for s in c.subcommands {
+            out.push((format!("{}|{s}", c.name), acl.clone()));
+        }
+    }
+    for w in WIRE {
+        out.push((w.name.to_owned(), w.acl.to_vec()));
+        for (s, _) in wire_subs(w, profile) {
+            out.push((format!("{}|{s}", w.name), w.acl.to_vec()));
+        }
+    }
+    out
+}
+
+/// `COMMAND [COUNT|DOCS|INFO|LIST|GETKEYS|GETKEYSANDFLAGS|HELP]`: enough
+/// for client libraries that introspect the server on connect.
+fn command(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let profile = cx.env.profile;
+    let all_entries = || {
+        let mut v: Vec<Reply> = core_commands(profile).map(core_entry).collect();
+        v.extend(WIRE.iter().map(|w| wire_entry(w, profile)));
+        Reply::Array(v)
+    };
+    if argv.len() == 1 {
+        return (all_entries(), After::Continue);
+    }
+    let sub = match subcommand(wire("command"), argv, profile) {
+        Ok(s) => s,
+        Err(e) => return (e, After::Continue),
+    };
+    let reply = match sub {
+        "count" => Reply::Integer((core_commands(profile).count() + WIRE.len()) as i64),
+        // Real servers send each command's documentation; an empty map is
+        // what they send for names they do not know, and clients cope.
+        "docs" => Reply::Map(vec![]),
+        "info" if argv.len() == 2 => all_entries(),
+        "info" => Reply::Array(argv[2..].iter().map(|n| entry_for(n, profile).unwrap_or(Reply::Nil)).collect()),
+        "list" => command_list(profile, &argv[2..]),
+        "getkeys" | "getkeysandflags" => getkeys(profile, &argv[2..], sub == "getkeysandflags"),
+        _ => help(&[
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands (empty on the simulator).",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+            "HELP",
+            "    Prints this help.",
+        ]),
+    };
+    (reply, After::Continue)
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN pattern]`
+fn command_list(profile: Profile, opts: &[Vec<u8>]) -> Reply {
+    /// Which names `FILTERBY` keeps.
+    enum Filter {
+        All,
+        Pattern(Vec<u8>),
+        AclCategory(String),
+        /// `MODULE`: the simulator has no modules.
+        Nothing,
+    }
+    let filter = match opts {
+        [] => Filter::All,
+        [f, kind, arg] if f.eq_ignore_ascii_case(b"FILTERBY") => {
+            if kind.eq_ignore_ascii_case(b"PATTERN") {
+                Filter::Pattern(arg.clone())
+            } else if kind.eq_ignore_ascii_case(b"ACLCAT") {
+                Filter::AclCategory(format!("@{}", text(arg).to_lowercase()))
+            } else if kind.eq_ignore_ascii_case(b"MODULE") {
+                Filter::Nothing
+            } else {
+                return syntax_error();
+            }
+        }
+        _ => return syntax_error(),
+    };
+    let keep = |name: &str, acl: &[&str]| match &filter {
+        Filter::All => true,
+        Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
+        Filter::AclCategory(cat) => acl.contains(&cat.as_str()),
+        Filter::Nothing => false,
+    };
+    Reply::Array(
+        all_names(profile)
+            .iter()
+            .filter(|(n, acl)| keep(n, acl))
+            .map(|(n, _)| Reply::bulk(n.as_str()))
+            .collect(),
+    )
+}
+
+/// `COMMAND GETKEYS command arg ...`, from core's key positions.
+fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
+    let Some(name) = cmdline.first() else {
+        return Reply::error("ERR Invalid command specified");
+    };
+    let (arity, keys) = if let Some(c) = table::find(name, profile) {
+        (c.arity, Some(c))
+    } else if let Some(w) = find(name) {
+        (w.arity, None)
+    } else {
+        return Reply::error("ERR Invalid command specified");
+    };
+    if !arity_ok(arity, cmdline.len()) {
+        return Reply::error("ERR Invalid number of arguments specified for command");
+    }
+    let Some(c) = keys.filter(|c| c.keys != Keys::None) else {
+        return Reply::error("ERR The command has no key arguments");
+    };
+    let access = if c.flags & flags::WRITE != 0 {
+        "RW"
+    } else {
+        "RO"
+    };
+    // A `numkeys` that promises more keys than the command has yields no
+    // keys at all on redis-server (not the ones that are there).
+    let mut indexes = c.key_indexes(cmdline);
+    if let Keys::NumKeys { at } = c.keys {
+        let promised = cmdline.get(at).and_then(|n| string2ll(n)).unwrap_or(0);
+        if promised < 0 || promised as u64 > indexes.len() as u64 {
+            indexes.clear();
+        }
+    }
+    Reply::Array(
+        indexes
+            .into_iter()
+            .map(|i| {
+                let key = Reply::Bulk(cmdline[i].clone());
+                if with_flags {
+                    Reply::Array(vec![key, Reply::Array(vec![Reply::status(access)])])
+                } else {
+                    key
+                }
+            })
+            .collect(),
+    )
+}
+
+// --------------------------------------------------------------- CONFIG ---
+
+/// The settings `CONFIG GET` reports: what client libraries and tools read
+/// on connect (redis-benchmark reads `save` and `appendonly`), with the
+/// values that describe the simulator truthfully — no persistence, no
+/// memory limit, 16 databases, redis-server's protocol limits.
+fn config_params(env: &Env) -> Vec<(&'static str, String)> {
+    vec![
+        ("appendfsync", "everysec".into()),
+        ("appendonly", "no".into()),
+        ("bind", env.local_addr.ip().to_string()),
+        ("busy-reply-threshold", "5000".into()),
+        ("client-query-buffer-limit", QUERY_BUFFER_LIMIT.to_string()),
+        ("cluster-enabled", "no".into()),
+        ("databases", DATABASES.to_string()),
+        ("hz", "10".into()),
+        ("lua-time-limit", "5000".into()),
+        ("maxclients", "10000".into()),
+        ("maxmemory", "0".into()),
+        ("maxmemory-policy", "noeviction".into()),
+        ("notify-keyspace-events", String::new()),
+        ("port", env.local_addr.port().to_string()),
+        ("protected-mode", "yes".into()),
+        ("proto-max-bulk-len", PROTO_MAX_BULK_LEN.to_string()),
+        ("replica-read-only", "yes".into()),
+        ("requirepass", String::new()),
+        ("save", String::new()),
+        ("slave-read-only", "yes".into()),
+        ("tcp-keepalive", "300".into()),
+        ("timeout", "0".into()),
+    ]
+}
+
+/// `CONFIG GET pattern [pattern ...]` (read-only: the simulator's settings
+/// are fixed).
+fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let sub = match subcommand(wire("config"), argv, cx.env.profile) {
+        Ok(s) => s,
+        Err(e) => return (e, After::Continue),
+    };
+    let reply = match sub {
+        "get" => {
+            let pairs = config_params(cx.env)
+                .into_iter()
+                .filter(|(name, _)| {
+                    argv[2..]
+                        .iter()
+                        .any(|p| glob_match(p, name.as_bytes(), true))
+                })
+                .map(|(name, value)| (Reply::bulk(name), Reply::Bulk(value.into_bytes())))
+                .collect();
+            Reply::Map(pairs)
+        }
+        "set" => Reply::error(
+            "ERR CONFIG SET is not supported by locklab sim-server: its settings are fixed",
+        ),
+        "resetstat" => Reply::error("ERR CONFIG RESETSTAT is not supported by locklab sim-server"),
+        "rewrite" => Reply::error("ERR The server is running without a config file"),
+        _ => help(&[
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Not supported: the simulator's settings are fixed.",
+            "HELP",
+            "    Prints this help.",
+        ]),
+    };
+    (reply, After::Continue)
+}
+
+/// `cmd=` of `CLIENT LIST`: `get`, or `client|setname` for a container.
+pub(crate) fn fullname(argv: &[Vec<u8>], profile: Profile) -> String {
+    let Some(name) = argv.first() else {
+        return String::new();
+    };
+    let lower = text(name).to_lowercase();
+    let container = find(name).is_some_and(|w| !w.subcommands.is_empty())
+        || table::find(name, profile).is_some_and(|c| !c.subcommands.is_empty());
+    match argv.get(1) {
+        Some(sub) if container => format!("{lower}|{}", text(sub).to_lowercase()),
+        _ => lower,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(profile: Profile) -> (State, Session, Env) {
+        let mut node = Node::new(profile);
+        let id = node.connect();
+        let addr: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let now = Instant::now();
+        let mut clients = BTreeMap::new();
+        clients.insert(
+            id,
+            ClientInfo {
+                addr,
+                laddr: addr,
+                fd: 7,
+                since: now,
+                last: now,
+                last_cmd: String::new(),
+                resp: 2,
+                lib_name: None,
+                lib_ver: None,
+            },
+        );
+        let st = State {
+            node,
+            clients,
+            frozen_until: None,
+        };
+        (
+            st,
+            Session { id, resp3: false },
+            Env {
+                profile,
+                local_addr: addr,
+            },
+        )
+    }
+
+    fn run(st: &mut State, sess: &mut Session, env: &Env, line: &str) -> Reply {
+        let argv = locklab_core::cli::parse(line).unwrap();
+        dispatch(st, sess, env, locklab_core::server::EPOCH_MS, &argv).0
+    }
+
+    #[test]
+    fn wire_table_is_lower_case_and_unique() {
+        for w in WIRE {
+            assert_eq!(w.name, w.name.to_lowercase());
+            assert_eq!(WIRE.iter().filter(|x| x.name == w.name).count(), 1);
+        }
+    }
+
+    #[test]
+    fn hello_switches_protocol_and_names() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        let r = run(
+            &mut st,
+            &mut sess,
+            &env,
+            "HELLO 3 AUTH default pw SETNAME me",
+        );
+        assert!(matches!(r, Reply::Map(ref m) if m.len() == 7), "{r:?}");
+        assert!(sess.resp3);
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "CLIENT GETNAME"),
+            Reply::bulk("me")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "HELLO 4"),
+            Reply::error("NOPROTO unsupported protocol version")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "HELLO 3 AUTH default"),
+            Reply::error("ERR Syntax error in HELLO option 'AUTH'")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "RESET"),
+            Reply::status("RESET")
+        );
+        assert!(!sess.resp3);
+        assert_eq!(run(&mut st, &mut sess, &env, "CLIENT GETNAME"), Reply::Nil);
+    }
+
+    #[test]
+    fn select_and_client_setinfo_by_profile() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "SELECT 16"),
+            Reply::error("ERR DB index is out of range")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "SELECT 01"),
+            Reply::error("ERR value is not an integer or out of range")
+        );
+        assert_eq!(run(&mut st, &mut sess, &env, "SELECT 15"), Reply::ok());
+        assert_eq!(st.node.selected_db(sess.id), 15);
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "CLIENT SETINFO lib-name x"),
+            Reply::error("ERR unknown subcommand 'SETINFO'. Try CLIENT HELP.")
+        );
+        let (mut st, mut sess, env) = state(Profile::V8_4);
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "CLIENT SETINFO lib-name redis-rs"),
+            Reply::ok()
+        );
+        let Reply::Bulk(line) = run(&mut st, &mut sess, &env, "CLIENT INFO") else {
+            panic!()
+        };
+        assert!(String::from_utf8_lossy(&line).contains("lib-name=redis-rs"));
+    }
+
+    #[test]
+    fn wire_commands_inside_multi_doom_the_transaction() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        assert_eq!(run(&mut st, &mut sess, &env, "MULTI"), Reply::ok());
+        assert!(run(&mut st, &mut sess, &env, "SELECT 1").is_error());
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "SET k v"),
+            Reply::status("QUEUED")
+        );
+        assert!(
+            matches!(run(&mut st, &mut sess, &env, "EXEC"), Reply::Error(e) if e.starts_with("EXECABORT"))
+        );
+    }
+
+    #[test]
+    fn a_timed_out_wait_leaves_the_clock_alone() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        let argv = locklab_core::cli::parse("WAIT 1 500").unwrap();
+        let before = st.node.now();
+        let got = dispatch(&mut st, &mut sess, &env, before, &argv);
+        assert_eq!(got, (Reply::Integer(0), After::DelayReply(500)));
+        assert_eq!(st.node.now(), before, "other clients' TTLs must not jump");
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "WAIT 1 -1"),
+            Reply::error("ERR timeout is negative")
+        );
+        assert_eq!(run(&mut st, &mut sess, &env, "MULTI"), Reply::ok());
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "WAIT 1 500"),
+            Reply::status("QUEUED")
+        );
+    }
+
+    #[test]
+    fn command_count_and_getkeys() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        let Reply::Integer(n) = run(&mut st, &mut sess, &env, "COMMAND COUNT") else {
+            panic!()
+        };
+        let Reply::Array(all) = run(&mut st, &mut sess, &env, "COMMAND") else {
+            panic!()
+        };
+        assert_eq!(n as usize, all.len());
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "COMMAND GETKEYS set a b"),
+            Reply::Array(vec![Reply::bulk("a")])
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "COMMAND GETKEYS ping x y"),
+            Reply::error("ERR The command has no key arguments")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "COMMAND GETKEYS nosuch a"),
+            Reply::error("ERR Invalid command specified")
+        );
+        let r = run(&mut st, &mut sess, &env, "CONFIG GET save appendonly");
+        assert_eq!(
+            r,
+            Reply::Map(vec![
+                (Reply::bulk("appendonly"), Reply::bulk("no")),
+                (Reply::bulk("save"), Reply::bulk("")),
+            ])
+        );
+    }
+}

@@ -1,0 +1,1050 @@
+//! `locklab sim-server` against real clients and a real redis-server.
+//!
+//! Everything here goes over TCP to a sim-server started on a free port
+//! (its own runtime, [`sim_server::spawn`]), with the real tools: the
+//! `redis-cli` binary, the `redis` crate, `redis-benchmark`, and raw
+//! sockets for the protocol corners. Where redis-server is the reference,
+//! the same bytes go to a real redis-server and the answers must agree.
+//!
+//! * `redis_cli::<file>` — each `tests/diff/*.redis` file through the real
+//!   `redis-cli --no-raw`, to sim-server (profile 7.0) and to redis-server:
+//!   same stdout (`#~N` lines: integers within `N`).
+//! * `redis_rs_*` — the `redis` crate: sync connection, async multiplexed
+//!   connection, pipelines, and `redis::Script` doing a lock's acquire /
+//!   extend / release.
+//! * `redis_benchmark_runs` — `redis-benchmark -t set,get,incr -P 16`.
+//! * `malformed_*`, `thousand_idle_connections`, `resp3_*`, stalls, and the
+//!   connection commands.
+//!
+//! No fixed sleeps: every wait is a poll with a deadline.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use locklab_backend::sim_server::{self, Config, Server};
+use locklab_core::server::{Node, Profile};
+use locklab_tests::diff::{self, Script};
+use locklab_tests::RedisServer;
+
+/// How long any single network wait may take before the test fails.
+const IO_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn config(profile: Profile) -> Config {
+    Config {
+        bind: Ipv4Addr::LOCALHOST.into(),
+        port: 0,
+        profile,
+    }
+}
+
+/// A sim-server on a free port, on its own runtime; stopped on drop.
+fn sim(profile: Profile) -> Server {
+    sim_server::spawn(config(profile)).unwrap_or_else(|e| panic!("sim-server did not start: {e}"))
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
+    s.set_nodelay(true).expect("nodelay");
+    s
+}
+
+/// One RESP request, as clients send them.
+fn req(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Read exactly `want` bytes (never more, so the next reply stays in the
+/// socket), or fail with what did arrive.
+fn read_exact_bytes(s: &mut TcpStream, want: usize) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    while got.len() < want {
+        let room = (want - got.len()).min(buf.len());
+        match s.read(&mut buf[..room]) {
+            Ok(0) => panic!(
+                "connection closed after {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!(
+                "read failed ({e}) after {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    }
+    got
+}
+
+/// One reply line, without its CRLF.
+fn read_line(s: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        line.extend(read_exact_bytes(s, 1));
+    }
+    line.truncate(line.len() - 2);
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+/// Send `bytes` and expect exactly `reply` back.
+fn roundtrip(s: &mut TcpStream, bytes: &[u8], reply: &[u8]) {
+    s.write_all(bytes).expect("write");
+    let got = read_exact_bytes(s, reply.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(reply)
+    );
+}
+
+/// Send `bytes`, then read until the server closes the connection: what it
+/// said, and whether it did close within the timeout.
+fn send_until_close(addr: SocketAddr, bytes: &[u8]) -> (Vec<u8>, bool) {
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(3)))
+        .expect("read timeout");
+    s.write_all(bytes).expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            // A reset after the reply also means "closed".
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (got, true),
+            Err(_) => return (got, false),
+        }
+    }
+}
+
+/// Poll `f` until it returns `Some`, or fail after `IO_TIMEOUT`.
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Run a child process, failing (and killing it) if it takes longer than
+/// `limit`.
+fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait().expect("try_wait") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "timed out after {limit:?}: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+fn find_binary(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} not found: install it with `sudo apt-get install -y redis-tools`")
+        })
+}
+
+// ------------------------------------------------------------ redis-cli ---
+
+/// How many stdout lines redis-cli prints for each command of the script,
+/// from the simulator's own replies (same shapes as real ones when the two
+/// agree): lets a `#~N` tolerance apply to exactly that command's line.
+fn lines_per_command(script: &Script) -> Vec<usize> {
+    let mut node = Node::new(Profile::V7_0);
+    let conn = node.connect();
+    script
+        .lines
+        .iter()
+        .map(|l| {
+            let reply = node.execute(conn, &l.argv);
+            locklab_core::cli::render(&l.argv, &reply)
+                .lines()
+                .count()
+                .max(1)
+        })
+        .collect()
+}
+
+fn integer(line: &str) -> Option<i64> {
+    line.strip_prefix("(integer) ")?.parse().ok()
+}
+
+/// The file through the real redis-cli to a fresh redis-server and to a
+/// fresh sim-server: the same stdout, or a report of every difference.
+fn redis_cli_agrees(file: &str) {
+    let script = diff::load(&diff::diff_dir().join(file));
+    let input = script.plain_text();
+    let real = {
+        let server = RedisServer::start();
+        diff::run_redis_cli(server.port(), &input)
+    };
+    let ours = {
+        let server = sim(Profile::V7_0);
+        diff::run_redis_cli(server.port(), &input)
+    };
+    if !script.has_tolerances() {
+        assert!(
+            real == ours,
+            "{file}: redis-cli output differs\n{}",
+            line_diff(&real, &ours)
+        );
+        return;
+    }
+    let (mut r, mut o) = (real.lines(), ours.lines());
+    let mut problems = String::new();
+    for (line, n) in script.lines.iter().zip(lines_per_command(&script)) {
+        let rl: Vec<&str> = r.by_ref().take(n).collect();
+        let ol: Vec<&str> = o.by_ref().take(n).collect();
+        let same = match (line.tolerance, rl.as_slice(), ol.as_slice()) {
+            (Some(tol), [a], [b]) => match (integer(a), integer(b)) {
+                (Some(a), Some(b)) => a.abs_diff(b) <= tol as u64,
+                _ => a == b,
+            },
+            _ => rl == ol,
+        };
+        if !same {
+            problems.push_str(&format!(
+                "{file}:{}: {}\n  redis-server: {}\n  sim-server:   {}\n",
+                line.line_no,
+                line.source,
+                rl.join("\n                "),
+                ol.join("\n                ")
+            ));
+        }
+    }
+    let (rest_r, rest_o): (Vec<&str>, Vec<&str>) = (r.collect(), o.collect());
+    if rest_r != rest_o {
+        problems.push_str(&format!(
+            "trailing output differs: {rest_r:?} vs {rest_o:?}\n"
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{file}: redis-cli output differs\n{problems}"
+    );
+}
+
+/// The first differing lines of two transcripts, for a readable failure.
+fn line_diff(real: &str, ours: &str) -> String {
+    let (r, o): (Vec<&str>, Vec<&str>) = (real.lines().collect(), ours.lines().collect());
+    let mut out = format!(
+        "{} lines from redis-server, {} from sim-server\n",
+        r.len(),
+        o.len()
+    );
+    let mut shown = 0;
+    for i in 0..r.len().max(o.len()) {
+        let (a, b) = (
+            r.get(i).copied().unwrap_or("<none>"),
+            o.get(i).copied().unwrap_or("<none>"),
+        );
+        if a != b {
+            out.push_str(&format!(
+                "line {}:\n  redis-server: {a}\n  sim-server:   {b}\n",
+                i + 1
+            ));
+            shown += 1;
+            if shown == 20 {
+                out.push_str("…\n");
+                break;
+            }
+        }
+    }
+    out
+}
+
+macro_rules! per_file {
+    ($($name:ident => $file:literal,)*) => {
+        mod redis_cli {
+            $( #[test] fn $name() { super::redis_cli_agrees($file); } )*
+        }
+
+        /// Adding a `.redis` file without listing it here fails.
+        #[test]
+        fn every_diff_file_goes_through_redis_cli() {
+            let listed = [$($file),*];
+            for path in diff::script_files() {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                assert!(listed.contains(&name.as_str()), "{name} has no redis_cli test in tests/tests/sim_server.rs");
+            }
+        }
+    };
+}
+
+per_file! {
+    counters => "counters.redis",
+    errors => "errors.redis",
+    expire => "expire.redis",
+    hashes => "hashes.redis",
+    keys => "keys.redis",
+    locks => "locks.redis",
+    scripting => "scripting.redis",
+    set_options => "set_options.redis",
+    strings => "strings.redis",
+    transactions => "transactions.redis",
+}
+
+// ------------------------------------------------------------- redis-rs ---
+
+const EXTEND: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                      return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                       return redis.call('DEL', KEYS[1]) else return 0 end";
+
+#[test]
+fn redis_rs_sync_connection_and_lock_scripts() {
+    let server = sim(Profile::V7_0);
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut con = client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("connect");
+    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+
+    let pong: String = redis::cmd("PING").query(&mut con).expect("PING");
+    assert_eq!(pong, "PONG");
+
+    // Acquire: SET NX PX; the second owner is refused.
+    let acquire = |con: &mut redis::Connection, token: &str| -> Option<String> {
+        redis::cmd("SET")
+            .arg("lock:order")
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(30_000)
+            .query(con)
+            .expect("SET NX PX")
+    };
+    assert_eq!(acquire(&mut con, "token-A").as_deref(), Some("OK"));
+    assert_eq!(acquire(&mut con, "token-B"), None);
+
+    // Extend and release are compare-and-act scripts; redis::Script sends
+    // EVALSHA first and falls back to EVAL on NOSCRIPT.
+    let extend = redis::Script::new(EXTEND);
+    let release = redis::Script::new(RELEASE);
+    let n: i64 = extend
+        .key("lock:order")
+        .arg("token-B")
+        .arg(60_000)
+        .invoke(&mut con)
+        .expect("extend B");
+    assert_eq!(n, 0, "a stranger cannot extend");
+    let n: i64 = extend
+        .key("lock:order")
+        .arg("token-A")
+        .arg(60_000)
+        .invoke(&mut con)
+        .expect("extend A");
+    assert_eq!(n, 1);
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg("lock:order")
+        .query(&mut con)
+        .expect("PTTL");
+    assert!((30_000..=60_000).contains(&pttl), "extended PTTL {pttl}");
+    let exists: Vec<i64> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(extend.get_hash())
+        .query(&mut con)
+        .expect("SCRIPT EXISTS");
+    assert_eq!(exists, vec![1], "the fallback EVAL caches the script");
+
+    let n: i64 = release
+        .key("lock:order")
+        .arg("token-B")
+        .invoke(&mut con)
+        .expect("release B");
+    assert_eq!(n, 0, "a stranger cannot release");
+    let n: i64 = release
+        .key("lock:order")
+        .arg("token-A")
+        .invoke(&mut con)
+        .expect("release A");
+    assert_eq!(n, 1);
+    assert_eq!(
+        acquire(&mut con, "token-B").as_deref(),
+        Some("OK"),
+        "free again after release"
+    );
+}
+
+#[test]
+fn redis_rs_pipelines_plain_and_atomic() {
+    let server = sim(Profile::V7_0);
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut con = client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("connect");
+    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+
+    let (set, incr, get, missing): (String, i64, String, Option<String>) = redis::pipe()
+        .cmd("SET")
+        .arg("counter")
+        .arg(41)
+        .cmd("INCR")
+        .arg("counter")
+        .cmd("GET")
+        .arg("counter")
+        .cmd("GET")
+        .arg("nothing")
+        .query(&mut con)
+        .expect("pipeline");
+    assert_eq!(
+        (set.as_str(), incr, get.as_str(), missing),
+        ("OK", 42, "42", None)
+    );
+
+    // An atomic pipeline is MULTI … EXEC.
+    let (a, b): (i64, i64) = redis::pipe()
+        .atomic()
+        .incr("tx", 1)
+        .incr("tx", 10)
+        .query(&mut con)
+        .expect("atomic");
+    assert_eq!((a, b), (1, 11));
+
+    // Many pipelined commands come back in order.
+    let mut p = redis::pipe();
+    for _ in 0..500 {
+        p.incr("seq", 1);
+    }
+    let got: Vec<i64> = p.query(&mut con).expect("long pipeline");
+    assert_eq!(got, (1..=500).collect::<Vec<i64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_rs_async_multiplexed() {
+    // This one runs the server on the test's own runtime, through start().
+    let server = sim_server::start(config(Profile::V8_4))
+        .await
+        .expect("start");
+    let client = redis::Client::open(server.url()).expect("client");
+    let con = tokio::time::timeout(IO_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .expect("connect in time")
+        .expect("connect");
+
+    // Many tasks share one multiplexed connection; INCR is atomic.
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let mut con = con.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..100 {
+                let _: i64 = redis::cmd("INCR")
+                    .arg("hits")
+                    .query_async(&mut con)
+                    .await
+                    .expect("INCR");
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(IO_TIMEOUT, t)
+            .await
+            .expect("in time")
+            .expect("task");
+    }
+    let mut con = con;
+    let hits: i64 = redis::cmd("GET")
+        .arg("hits")
+        .query_async(&mut con)
+        .await
+        .expect("GET");
+    assert_eq!(hits, 800);
+
+    // The lock cycle, async.
+    let ok: Option<String> = redis::cmd("SET")
+        .arg("lock")
+        .arg("me")
+        .arg("NX")
+        .arg("PX")
+        .arg(10_000)
+        .query_async(&mut con)
+        .await
+        .expect("SET");
+    assert_eq!(ok.as_deref(), Some("OK"));
+    let released: i64 = redis::Script::new(RELEASE)
+        .key("lock")
+        .arg("me")
+        .invoke_async(&mut con)
+        .await
+        .expect("release");
+    assert_eq!(released, 1);
+
+    // redis-rs announced itself with CLIENT SETINFO (a 7.2+ command, so
+    // the 8.4 profile accepts it).
+    let info: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query_async(&mut con)
+        .await
+        .expect("CLIENT INFO");
+    assert!(info.contains("lib-name=redis-rs"), "{info}");
+}
+
+#[test]
+fn redis_rs_resp3_gets_maps() {
+    let server = sim(Profile::V7_0);
+    let client = redis::Client::open(format!("{}?protocol=resp3", server.url())).expect("client");
+    let mut con = client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("connect");
+    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let _: i64 = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut con)
+        .expect("HSET");
+    let v: redis::Value = redis::cmd("HGETALL")
+        .arg("h")
+        .query(&mut con)
+        .expect("HGETALL");
+    assert!(
+        matches!(v, redis::Value::Map(ref m) if m.len() == 1),
+        "{v:?}"
+    );
+    let v: redis::Value = redis::cmd("GET")
+        .arg("missing")
+        .query(&mut con)
+        .expect("GET");
+    assert_eq!(v, redis::Value::Nil);
+}
+
+// ------------------------------------------------------ redis-benchmark ---
+
+#[test]
+fn redis_benchmark_runs() {
+    let server = sim(Profile::V7_0);
+    let out = run_with_timeout(
+        Command::new(find_binary("redis-benchmark")).args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port().to_string(),
+            "-t",
+            "set,get,incr",
+            "-n",
+            "2000",
+            "-P",
+            "16",
+            "-q",
+        ]),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "redis-benchmark failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for test in ["SET", "GET", "INCR"] {
+        assert!(
+            stdout
+                .split(['\r', '\n'])
+                .any(|l| l.starts_with(&format!("{test}: ")) && l.contains("requests per second")),
+            "no {test} figure in {stdout:?}"
+        );
+    }
+    // The parsing helper the `locklab bench` report uses.
+    let lines =
+        sim_server::run_redis_benchmark(&find_binary("redis-benchmark"), server.port(), 2000)
+            .expect("bench");
+    assert_eq!(
+        lines.iter().map(|l| l.test.as_str()).collect::<Vec<_>>(),
+        ["SET", "GET", "INCR"]
+    );
+}
+
+// ------------------------------------------------------- protocol edges ---
+
+/// Byte sequences redis-server refuses or treats specially, each sent on a
+/// fresh connection to both servers: the same reply, and the same decision
+/// to close.
+const EDGE_CASES: &[(&str, &[u8], &[u8], bool)] = &[
+    (
+        "bad multibulk count",
+        b"*abc\r\n",
+        b"-ERR Protocol error: invalid multibulk length\r\n",
+        true,
+    ),
+    (
+        "negative bulk length",
+        b"*1\r\n$-5\r\n",
+        b"-ERR Protocol error: invalid bulk length\r\n",
+        true,
+    ),
+    (
+        "bulk over 512 MB",
+        b"*1\r\n$536870913\r\n",
+        b"-ERR Protocol error: invalid bulk length\r\n",
+        true,
+    ),
+    (
+        "count over INT_MAX",
+        b"*2147483648\r\n",
+        b"-ERR Protocol error: invalid multibulk length\r\n",
+        true,
+    ),
+    (
+        "no $ header",
+        b"*1\r\nPING\r\n",
+        b"-ERR Protocol error: expected '$', got 'P'\r\n",
+        true,
+    ),
+    (
+        "unbalanced quotes",
+        b"SET k \"v\r\n",
+        b"-ERR Protocol error: unbalanced quotes in request\r\n",
+        true,
+    ),
+    (
+        "after a good command",
+        b"PING\r\n*1\r\n$x\r\n",
+        b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n",
+        true,
+    ),
+    (
+        "QUIT ends the pipeline",
+        b"PING\r\nQUIT\r\nPING\r\n",
+        b"+PONG\r\n+OK\r\n",
+        true,
+    ),
+    (
+        "a top-level $ is an inline command",
+        b"$-5\r\n",
+        b"-ERR unknown command '$-5', with args beginning with: \r\n",
+        false,
+    ),
+    (
+        "empty requests are skipped",
+        b"*0\r\n*-1\r\n\r\n  \r\nPING\r\n",
+        b"+PONG\r\n",
+        false,
+    ),
+    (
+        "the bytes after a bulk are not checked",
+        b"*1\r\n$4\r\nPINGxxPING\r\n",
+        b"+PONG\r\n+PONG\r\n",
+        false,
+    ),
+];
+
+#[test]
+fn malformed_frames_close_only_their_connection() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let mut bystander = connect(server.local_addr());
+    roundtrip(&mut bystander, b"PING\r\n", b"+PONG\r\n");
+    for (what, input, want, closes) in EDGE_CASES {
+        let (ours, ours_closed) = send_until_close(server.local_addr(), input);
+        let (theirs, theirs_closed) = send_until_close(real.addr(), input);
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(want),
+            "{what}: sim-server's reply"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&theirs),
+            String::from_utf8_lossy(want),
+            "{what}: redis-server's reply"
+        );
+        assert_eq!(
+            (ours_closed, theirs_closed),
+            (*closes, *closes),
+            "{what}: closed (sim, real)"
+        );
+        // Another connection is still served.
+        roundtrip(
+            &mut bystander,
+            &req(&[b"ECHO", what.as_bytes()]),
+            format!("${}\r\n{what}\r\n", what.len()).as_bytes(),
+        );
+    }
+}
+
+#[test]
+fn too_big_inline_request_is_refused() {
+    let server = sim(Profile::V7_0);
+    let (got, closed) = send_until_close(server.local_addr(), &vec![b'x'; 70 * 1024]);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR Protocol error: too big inline request\r\n"
+    );
+    assert!(closed);
+    let mut header = b"*1\r\n$".to_vec();
+    header.extend(std::iter::repeat_n(b'1', 70 * 1024));
+    let (got, closed) = send_until_close(server.local_addr(), &header);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR Protocol error: too big bulk count string\r\n"
+    );
+    assert!(closed);
+}
+
+#[test]
+fn requests_split_anywhere_and_large_values() {
+    let server = sim(Profile::V7_0);
+    let mut s = connect(server.local_addr());
+    // One byte per write: the parser must keep its place.
+    let set = req(&[b"SET", b"k", b"hello"]);
+    for b in &set {
+        s.write_all(std::slice::from_ref(b)).expect("write");
+    }
+    assert_eq!(read_exact_bytes(&mut s, 5), b"+OK\r\n");
+    // A 4 MB value arrives over many reads and comes back intact.
+    let big: Vec<u8> = (0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    roundtrip(&mut s, &req(&[b"SET", b"big", &big]), b"+OK\r\n");
+    s.write_all(&req(&[b"GET", b"big"])).expect("write");
+    let header = format!("${}\r\n", big.len());
+    let got = read_exact_bytes(&mut s, header.len() + big.len() + 2);
+    assert!(got.starts_with(header.as_bytes()));
+    assert!(
+        got[header.len()..header.len() + big.len()] == big[..],
+        "value corrupted"
+    );
+    // 1000 pipelined requests in one write, answered in order.
+    let mut many = Vec::new();
+    for _ in 0..1000 {
+        many.extend_from_slice(&req(&[b"INCR", b"n"]));
+    }
+    s.write_all(&many).expect("write");
+    let want: String = (1..=1000).map(|i| format!(":{i}\r\n")).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&read_exact_bytes(&mut s, want.len())),
+        want
+    );
+}
+
+// ---------------------------------------------------------- connections ---
+
+fn connected_clients(s: &mut TcpStream) -> usize {
+    s.write_all(&req(&[b"INFO", b"clients"])).expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // `$<len>\r\n<text>\r\n`: read until the bulk is complete.
+    loop {
+        let n = s.read(&mut buf).expect("read INFO");
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((len, rest)) = text.strip_prefix('$').and_then(|t| t.split_once("\r\n")) {
+            let len: usize = len.parse().expect("bulk length");
+            if rest.len() >= len + 2 {
+                let line = rest
+                    .lines()
+                    .find(|l| l.starts_with("connected_clients:"))
+                    .expect("connected_clients");
+                return line["connected_clients:".len()..]
+                    .trim()
+                    .parse()
+                    .expect("number");
+            }
+        }
+    }
+}
+
+#[test]
+fn thousand_idle_connections() {
+    let server = sim(Profile::V7_0);
+    let mut control = connect(server.local_addr());
+    let idle: Vec<TcpStream> = (0..1000).map(|_| connect(server.local_addr())).collect();
+    poll("1001 connected clients", || {
+        (connected_clients(&mut control) == 1001).then_some(())
+    });
+    roundtrip(&mut control, b"PING\r\n", b"+PONG\r\n");
+    let mut first = idle[0].try_clone().expect("clone");
+    let mut last = idle[999].try_clone().expect("clone");
+    roundtrip(&mut first, b"PING\r\n", b"+PONG\r\n");
+    roundtrip(&mut last, b"PING\r\n", b"+PONG\r\n");
+    drop((idle, first, last));
+    poll("the idle clients to be gone", || {
+        (connected_clients(&mut control) == 1).then_some(())
+    });
+}
+
+#[test]
+fn resp3_after_hello_3() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let script: &[&[&[u8]]] = &[
+        &[b"HSET", b"h", b"f", b"v"],
+        &[b"HGETALL", b"h"],
+        &[b"GET", b"missing"],
+        &[b"HGETALL", b"missing"],
+        &[b"CONFIG", b"GET", b"appendonly"],
+        &[b"WATCH", b"h"],
+        &[b"MULTI"],
+        &[b"EXEC"],
+        &[b"RESET"],
+        &[b"GET", b"missing"],
+    ];
+    let mut input = req(&[b"HELLO", b"3"]);
+    for c in script {
+        input.extend_from_slice(&req(c));
+    }
+    let expected_tail =
+        "%1\r\n$1\r\nf\r\n$1\r\nv\r\n_\r\n%0\r\n%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n\
+                         +OK\r\n+OK\r\n*0\r\n+RESET\r\n$-1\r\n";
+    let mut outputs = Vec::new();
+    for addr in [server.local_addr(), real.addr()] {
+        let mut s = connect(addr);
+        s.write_all(&input).expect("write");
+        // HELLO's map (with this connection's id), then the rest.
+        let mut got = String::new();
+        while !got.ends_with(expected_tail) {
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {got:?}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+            assert!(got.len() < 4096, "unexpected reply: {got:?}");
+        }
+        assert!(got.starts_with("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n$5\r\nproto\r\n:3\r\n"), "{got:?}");
+        assert!(got.contains("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"), "{got:?}");
+        outputs.push(got);
+    }
+    // Both said the same after HELLO (":1" is HSET's reply).
+    let tail = |s: &str| s[s.find("*0\r\n:1\r\n").expect("HSET reply")..].to_owned();
+    assert_eq!(tail(&outputs[0]), tail(&outputs[1]));
+}
+
+/// The commands clients and tools send on connect, byte for byte as
+/// redis-server 7.0.15 answers them (ids excluded).
+#[test]
+fn connection_commands_agree_with_redis_server() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let lines: &[&[&[u8]]] = &[
+        &[b"HELLO", b"4"],
+        &[b"HELLO", b"abc"],
+        &[b"HELLO", b"2", b"AUTH", b"nobody", b"pw"],
+        &[b"HELLO", b"2", b"SETNAME", b"bad name"],
+        &[b"HELLO", b"2", b"FOO"],
+        &[b"AUTH", b"pw"],
+        &[b"AUTH", b"default", b"pw"],
+        &[b"AUTH", b"nobody", b"pw"],
+        &[b"AUTH", b"a", b"b", b"c"],
+        &[b"CLIENT"],
+        &[b"CLIENT", b"FOO"],
+        &[b"CLIENT", b"GETNAME"],
+        &[b"CLIENT", b"SETNAME", b"locker-1"],
+        &[b"CLIENT", b"GETNAME"],
+        &[b"CLIENT", b"SETNAME", b"a b"],
+        &[b"CLIENT", b"SETNAME"],
+        &[b"CLIENT", b"SETINFO", b"lib-name", b"x"],
+        &[b"CLIENT", b"NO-EVICT", b"on"],
+        &[b"SELECT"],
+        &[b"SELECT", b"16"],
+        &[b"SELECT", b"-1"],
+        &[b"SELECT", b"x"],
+        &[b"SELECT", b"2147483648"],
+        &[b"SET", b"where", b"db0"],
+        &[b"SELECT", b"3"],
+        &[b"GET", b"where"],
+        &[b"SET", b"where", b"db3"],
+        &[b"FLUSHDB", b"x"],
+        &[b"FLUSHDB", b"ASYNC"],
+        &[b"GET", b"where"],
+        &[b"SELECT", b"0"],
+        &[b"GET", b"where"],
+        &[b"COMMAND", b"FOO"],
+        &[b"COMMAND", b"COUNT", b"x"],
+        &[b"COMMAND", b"GETKEYS", b"set", b"k", b"v"],
+        &[b"COMMAND", b"GETKEYS", b"nosuch", b"a"],
+        &[b"COMMAND", b"GETKEYS", b"get", b"a", b"b"],
+        &[b"COMMAND", b"INFO", b"nosuch"],
+        &[b"COMMAND", b"DOCS", b"nosuch"],
+        &[b"CONFIG"],
+        &[b"CONFIG", b"GET"],
+        &[b"CONFIG", b"GET", b"databases"],
+        &[b"CONFIG", b"GET", b"save"],
+        &[b"CONFIG", b"GET", b"nosuch"],
+        &[b"CONFIG", b"FOO"],
+        &[b"MULTI"],
+        &[b"RESET"],
+        &[b"CLIENT", b"GETNAME"],
+        &[b"RESET", b"x"],
+        &[b"NOSUCHCOMMAND", b"arg"],
+        &[b"PING"],
+    ];
+    let mut input = Vec::new();
+    for l in lines {
+        input.extend_from_slice(&req(l));
+    }
+    let read_all = |addr: SocketAddr| -> String {
+        let mut s = connect(addr);
+        s.write_all(&input).expect("write");
+        s.write_all(b"ECHO end-of-test\r\n").expect("write");
+        let mut got = String::new();
+        let mut buf = [0u8; 4096];
+        while !got.ends_with("$11\r\nend-of-test\r\n") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {got:?}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        got
+    };
+    let ours = read_all(server.local_addr());
+    let theirs = read_all(real.addr());
+    assert!(
+        ours == theirs,
+        "replies differ:\n{}",
+        line_diff(&theirs.replace("\r\n", "\n"), &ours.replace("\r\n", "\n"))
+    );
+}
+
+// --------------------------------------------------------------- stalls ---
+
+#[test]
+fn debug_sleep_stalls_every_client() {
+    let server = sim(Profile::V7_0);
+    let mut sleeper = connect(server.local_addr());
+    let mut other = connect(server.local_addr());
+    let t0 = Instant::now();
+    // One write, so both run in one batch: once `marker` is visible the
+    // DEBUG SLEEP has begun.
+    let mut both = req(&[b"SET", b"marker", b"1"]);
+    both.extend_from_slice(&req(&[b"DEBUG", b"SLEEP", b"0.5"]));
+    sleeper.write_all(&both).expect("write");
+    let seen_at = poll("the marker", || {
+        other.write_all(&req(&[b"GET", b"marker"])).expect("write");
+        let got = read_exact_bytes(&mut other, 5);
+        if got.starts_with(b"$1") {
+            let _ = read_exact_bytes(&mut other, 2);
+            Some(t0.elapsed())
+        } else {
+            assert_eq!(got, b"$-1\r\n");
+            None
+        }
+    });
+    assert!(
+        seen_at >= Duration::from_millis(450),
+        "another client ran during DEBUG SLEEP ({seen_at:?})"
+    );
+    assert_eq!(read_exact_bytes(&mut sleeper, 10), b"+OK\r\n+OK\r\n");
+    assert!(t0.elapsed() >= Duration::from_millis(500));
+}
+
+#[test]
+fn wait_blocks_only_its_own_client() {
+    let server = sim(Profile::V7_0);
+    let mut waiter = connect(server.local_addr());
+    let mut other = connect(server.local_addr());
+    roundtrip(
+        &mut other,
+        &req(&[b"SET", b"lock", b"mine", b"PX", b"10000"]),
+        b"+OK\r\n",
+    );
+    let t0 = Instant::now();
+    waiter
+        .write_all(&req(&[b"WAIT", b"1", b"1500"]))
+        .expect("write");
+    // The server keeps serving others while WAIT is pending…
+    roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
+    let served_at = t0.elapsed();
+    // …and time does not jump for them: the lock keeps its TTL.
+    other.write_all(&req(&[b"PTTL", b"lock"])).expect("write");
+    let pttl: i64 = read_line(&mut other)
+        .strip_prefix(':')
+        .and_then(|n| n.parse().ok())
+        .expect("PTTL reply");
+    assert!(
+        pttl > 8000,
+        "another client's WAIT ate the lock's TTL: {pttl}"
+    );
+    // …and the waiter gets `:0` (no replicas) after the timeout.
+    assert_eq!(read_exact_bytes(&mut waiter, 4), b":0\r\n");
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "WAIT answered after {waited:?}"
+    );
+    assert!(
+        served_at < Duration::from_millis(1500),
+        "PING waited for WAIT ({served_at:?})"
+    );
+}
+
+#[test]
+fn ttls_follow_the_wall_clock() {
+    let server = sim(Profile::V7_0);
+    let mut s = connect(server.local_addr());
+    roundtrip(
+        &mut s,
+        &req(&[b"SET", b"lock", b"t", b"PX", b"100"]),
+        b"+OK\r\n",
+    );
+    let t0 = Instant::now();
+    poll("the lock to expire", || {
+        s.write_all(&req(&[b"EXISTS", b"lock"])).expect("write");
+        (read_exact_bytes(&mut s, 4) == b":0\r\n").then_some(())
+    });
+    assert!(
+        t0.elapsed() >= Duration::from_millis(90),
+        "expired early: {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn server_shutdown_closes_connections() {
+    let server = sim(Profile::V7_0);
+    let addr = server.local_addr();
+    let mut s = connect(addr);
+    roundtrip(&mut s, b"PING\r\n", b"+PONG\r\n");
+    drop(server);
+    let mut buf = [0u8; 16];
+    assert!(
+        matches!(s.read(&mut buf), Ok(0) | Err(_)),
+        "connection still open after shutdown"
+    );
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(),
+        "still accepting"
+    );
+}
+
+/// The throughput report `locklab bench` prints: redis-benchmark -P 16
+/// against a real redis-server and against sim-server. Figures are
+/// machine-dependent, so this only runs when asked for, in release mode:
+/// `cargo test --release -p locklab-tests --test sim_server benchmark_report -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement, not a check: run it in --release with --ignored"]
+fn benchmark_report() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let report = sim_server::benchmark(&find_binary("redis-benchmark"), real.port(), server.port())
+        .expect("benchmark");
+    println!("{report}");
+    assert!(
+        report.contains("SET") && report.contains("sim/real"),
+        "{report}"
+    );
+}
