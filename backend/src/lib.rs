@@ -11,10 +11,12 @@
 //! * [`sim_server`] — `locklab sim-server`: the simulated node behind the
 //!   Redis wire protocol.
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
+//! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod bench;
 pub mod explore;
+pub mod lessons;
 pub mod real;
 pub mod repl;
 pub mod sim_server;

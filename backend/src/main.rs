@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::{bench, explore, repl, sim_server};
+use locklab_backend::{bench, explore, lessons, repl, sim_server};
+use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
 
 #[derive(Parser)]
@@ -35,6 +36,16 @@ enum Cmd {
         #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
         redis_version: String,
     },
+    /// The lessons: `list`, `show ID`, `run ID [--lang zh|en] [--step N]`.
+    Lesson {
+        #[command(subcommand)]
+        action: LessonCmd,
+        /// Read lessons from this directory instead of the built-in ones.
+        #[arg(long, global = true)]
+        dir: Option<std::path::PathBuf>,
+        #[arg(long, global = true, default_value = "en", value_name = "zh|en")]
+        lang: String,
+    },
     /// Search schedules and faults for the shortest trace that breaks a lock invariant.
     Explore(explore::ExploreArgs),
     /// Lock cycles per second: simulator vs a real redis-server.
@@ -45,6 +56,24 @@ enum Cmd {
         /// Seconds per measurement.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum LessonCmd {
+    /// One lesson a line, starting with its catalogue id.
+    List,
+    /// A lesson's narration and steps.
+    Show { id: String },
+    /// Play a lesson on the simulator: transcript and swimlane; exits 1 when
+    /// an expected reply or the expected outcome does not happen.
+    Run {
+        id: String,
+        /// Stop after this step (1-based).
+        #[arg(long)]
+        step: Option<usize>,
+        #[arg(long)]
+        seed: Option<u64>,
     },
 }
 
@@ -72,6 +101,21 @@ fn main() -> Result<()> {
         Cmd::SimServer { port, bind, redis_version } => {
             let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };
             sim_server::run(cfg).with_context(|| format!("sim-server on {bind}:{port}"))?;
+        }
+        Cmd::Lesson { action, dir, lang } => {
+            let lang = Lang::parse(&lang).with_context(|| format!("unknown --lang {lang:?}: choose zh or en"))?;
+            let all = lessons::load(dir.as_ref())?;
+            match action {
+                LessonCmd::List => print!("{}", lessons::list(&all, lang)),
+                LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
+                LessonCmd::Run { id, step, seed } => {
+                    let (text, ok) = lessons::run(lessons::find(&all, &id)?, lang, step, seed)?;
+                    print!("{text}");
+                    if !ok {
+                        std::process::exit(1);
+                    }
+                }
+            }
         }
         Cmd::Explore(args) => print!("{}", explore::run(&args)?),
         Cmd::Bench { redis, seconds } => {

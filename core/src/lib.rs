@@ -15,10 +15,32 @@
 //!   replies and errors, transactions, and a version profile (7.0 or 8.4).
 //! * [`script`] — EVAL and FUNCTION: a real Lua 5.1 VM with Redis's sandbox
 //!   and its Lua ↔ RESP conversion rules.
+//! * [`rng`] — a tiny seeded SplitMix64, identical on native and wasm32:
+//!   every "random" choice in a world comes from it.
+//! * [`world`] — the scenario world: nodes (single, replicated with lag,
+//!   independent Redlock masters), links, clocks with offset and drift,
+//!   faults, and the discrete-event loop that steps them on one virtual
+//!   clock.
+//! * [`client`] — client programs as state machines: plain commands,
+//!   acquire/work/release with retry, fencing and watchdog, and Redlock.
+//! * [`resource`] — the protected resource, plain or fenced.
+//! * [`invariants`] — stale write, wrong release, deadlock, overlap.
+//! * [`trace`] — the serde event types every view renders.
+//! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
+//!   world, and text transcripts and swimlanes.
+//! * [`explore`] — the schedule and fault explorer behind `locklab explore`.
 
 pub mod cli;
+pub mod client;
+pub mod explore;
+pub mod invariants;
+pub mod lesson;
 pub mod reply;
+pub mod resource;
+pub mod rng;
 pub mod script;
 pub mod server;
+pub mod trace;
+pub mod world;
 
 pub use reply::Reply;

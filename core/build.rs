@@ -1,0 +1,28 @@
+//! Embed every lesson file of `lessons/` in the crate, so the CLI and the
+//! browser app carry the catalogue with them. Adding a lesson is adding a
+//! file: this script lists the directory again whenever it changes.
+
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lessons");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut out = String::from("/// The lesson files of `lessons/`, by file name.\npub static FILES: &[(&str, &str)] = &[\n");
+    for p in &files {
+        println!("cargo:rerun-if-changed={}", p.display());
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", p.display().to_string()));
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("lessons.rs");
+    std::fs::write(dest, out).expect("write lessons.rs");
+}

@@ -1,0 +1,331 @@
+//! What "the lock worked" means, checked on every event.
+//!
+//! A distributed lock promises mutual exclusion, but "two clients were
+//! inside at once" is not, on its own, a bug you can see: a client paused by
+//! a garbage collector *always* overlaps with the next holder for a while,
+//! and with fencing tokens that overlap is harmless. So the monitor records
+//! overlap (it is the root of everything else, and the timeline draws it as
+//! a band) and reports as violations only what actually does damage:
+//!
+//! * **stale-write** — the resource accepted a write from a holder after it
+//!   had accepted one from a *later* holder: a lost update, the thing
+//!   fencing exists to prevent.
+//! * **wrong-release** — a client's release removed a lock that another
+//!   client had acquired (bare `DEL`, `GET` then `DEL`, `GETDEL`).
+//! * **deadlock** — a lock key that can never expire while its owner is
+//!   gone (`SETNX` then a crash before `EXPIRE`), or, when a bound is set, a
+//!   key one owner keeps longer than that bound (an unbounded watchdog):
+//!   nobody else can ever acquire.
+//! * **overlap** — two clients believe they hold the lock at once; a
+//!   violation only when a scenario asks for strict mutual exclusion.
+//!
+//! "Later holder" needs an order the clients themselves cannot know. The
+//! world knows it: it watches the lock key on the node and numbers each
+//! acquisition as it *happens on the server* (the `Granted` event). Every
+//! client remembers the number of its latest grant; a write is judged by
+//! that number.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::trace::Actor;
+
+/// The invariants, with the stable names the explorer prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    StaleWrite,
+    WrongRelease,
+    Deadlock,
+    Overlap,
+}
+
+impl Invariant {
+    /// `stale-write`, `wrong-release`, `deadlock`, `overlap`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::StaleWrite => "stale-write",
+            Invariant::WrongRelease => "wrong-release",
+            Invariant::Deadlock => "deadlock",
+            Invariant::Overlap => "overlap",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Invariant> {
+        [Invariant::StaleWrite, Invariant::WrongRelease, Invariant::Deadlock, Invariant::Overlap]
+            .into_iter()
+            .find(|i| i.name() == s)
+    }
+}
+
+impl std::fmt::Display for Invariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A broken invariant: which, over what span of world time, who was
+/// involved, and a sentence saying why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub actors: Vec<Actor>,
+    pub detail: String,
+}
+
+/// What the monitor watches and how strict it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InvariantConfig {
+    /// The keys that are locks. Lock and Redlock programs add their own key;
+    /// plain command scenarios list theirs here.
+    pub lock_keys: Vec<String>,
+    /// Report overlap itself as a violation (strict mutual exclusion).
+    pub overlap_is_violation: bool,
+    /// A key held by one owner longer than this is a deadlock (for the
+    /// unbounded-watchdog lesson). `None`: no bound.
+    pub max_hold_ms: Option<u64>,
+}
+
+impl Default for InvariantConfig {
+    fn default() -> Self {
+        InvariantConfig { lock_keys: vec!["lock".to_owned()], overlap_is_violation: false, max_hold_ms: None }
+    }
+}
+
+/// The last accepted write from the latest holder seen so far.
+#[derive(Clone, Debug)]
+struct LatestWrite {
+    grant: u32,
+    client: u32,
+    at_ms: u64,
+    token: Option<i64>,
+}
+
+/// A change in who overlaps on a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlapChange {
+    pub clients: Vec<u32>,
+    pub begin: bool,
+    pub since_ms: u64,
+}
+
+/// The invariant state the world updates as events happen.
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    config: InvariantConfig,
+    grants: u32,
+    latest_grant: Vec<u32>,
+    /// key → clients that believe they hold it.
+    beliefs: BTreeMap<String, BTreeSet<u32>>,
+    /// key → when the current overlap began.
+    overlapping: BTreeMap<String, u64>,
+    latest_write: Option<LatestWrite>,
+    /// (node, key, held since) already reported as deadlocked.
+    deadlocks: BTreeSet<(u32, String, u64)>,
+    violations: Vec<Violation>,
+}
+
+impl Monitor {
+    pub fn new(config: InvariantConfig) -> Monitor {
+        Monitor { config, ..Monitor::default() }
+    }
+
+    pub fn config(&self) -> &InvariantConfig {
+        &self.config
+    }
+
+    /// Watch one more key as a lock.
+    pub fn watch_key(&mut self, key: &str) {
+        if !self.config.lock_keys.iter().any(|k| k == key) {
+            self.config.lock_keys.push(key.to_owned());
+        }
+    }
+
+    pub(crate) fn add_client(&mut self) {
+        self.latest_grant.push(0);
+    }
+
+    /// Number the next acquisition and remember it as `client`'s latest.
+    pub fn grant(&mut self, client: u32) -> u32 {
+        self.grants += 1;
+        if let Some(g) = self.latest_grant.get_mut(client as usize) {
+            *g = self.grants;
+        }
+        self.grants
+    }
+
+    /// The client's latest grant number (0: it never held the lock).
+    pub fn latest_grant(&self, client: u32) -> u32 {
+        self.latest_grant.get(client as usize).copied().unwrap_or(0)
+    }
+
+    /// Clients that believe they hold `key` now.
+    pub fn believers(&self, key: &str) -> Vec<u32> {
+        self.beliefs.get(key).map(|s| s.iter().copied().collect()).unwrap_or_default()
+    }
+
+    /// Does `client` believe it holds `key`?
+    pub fn believes(&self, key: &str, client: u32) -> bool {
+        self.beliefs.get(key).is_some_and(|s| s.contains(&client))
+    }
+
+    /// Record that `client` now believes (or no longer believes) it holds
+    /// `key`; returns an overlap that began or ended.
+    pub fn believe(&mut self, key: &str, client: u32, holds: bool, now: u64) -> Option<OverlapChange> {
+        let set = self.beliefs.entry(key.to_owned()).or_default();
+        let changed = if holds { set.insert(client) } else { set.remove(&client) };
+        if !changed {
+            return None;
+        }
+        let clients: Vec<u32> = set.iter().copied().collect();
+        match (self.overlapping.get(key).copied(), clients.len() >= 2) {
+            (None, true) => {
+                self.overlapping.insert(key.to_owned(), now);
+                Some(OverlapChange { clients, begin: true, since_ms: now })
+            }
+            (Some(since), false) => {
+                self.overlapping.remove(key);
+                Some(OverlapChange { clients, begin: false, since_ms: since })
+            }
+            _ => None,
+        }
+    }
+
+    /// The resource accepted a write from `client`: was it stale? `names`
+    /// renders the detail sentence.
+    pub fn accepted_write(
+        &mut self,
+        client: u32,
+        now: u64,
+        token: Option<i64>,
+        name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        let grant = self.latest_grant(client);
+        let mut violation = None;
+        if let Some(w) = &self.latest_write {
+            if w.grant > grant && w.client != client {
+                let tok = |t: Option<i64>| t.map_or("no token".to_owned(), |t| format!("token {t}"));
+                let reused = match (token, w.token) {
+                    (Some(a), Some(b)) if a == b => format!(" — fencing token {a} was handed out twice"),
+                    _ => String::new(),
+                };
+                violation = Some(Violation {
+                    invariant: Invariant::StaleWrite,
+                    from_ms: w.at_ms,
+                    to_ms: now,
+                    actors: vec![Actor::Client(client), Actor::Client(w.client), Actor::Resource],
+                    detail: format!(
+                        "the resource accepted {}'s write ({}, holder #{grant}) after {}'s ({}, holder #{}): {}'s update is lost{reused}",
+                        name(client),
+                        tok(token),
+                        name(w.client),
+                        tok(w.token),
+                        w.grant,
+                        name(w.client),
+                    ),
+                });
+            }
+        }
+        if self.latest_write.as_ref().is_none_or(|w| grant >= w.grant) {
+            self.latest_write = Some(LatestWrite { grant, client, at_ms: now, token });
+        }
+        violation
+    }
+
+    /// A lock key with no deadline on `node`, owned by `owner`, held since
+    /// `since`: report it once.
+    pub fn deadlock(&mut self, node: u32, key: &str, owner: u32, since: u64, now: u64, detail: String) -> Option<Violation> {
+        if !self.deadlocks.insert((node, key.to_owned(), since)) {
+            return None;
+        }
+        Some(Violation {
+            invariant: Invariant::Deadlock,
+            from_ms: since,
+            to_ms: now,
+            actors: vec![Actor::Client(owner), Actor::Node(node)],
+            detail,
+        })
+    }
+
+    /// Keep a violation the world found.
+    pub fn record(&mut self, v: Violation) {
+        self.violations.push(v);
+    }
+
+    /// Every violation so far, in order.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(i: u32) -> String {
+        ["A", "B", "C"][i as usize].to_owned()
+    }
+
+    #[test]
+    fn names_are_stable() {
+        for i in [Invariant::StaleWrite, Invariant::WrongRelease, Invariant::Deadlock, Invariant::Overlap] {
+            assert_eq!(Invariant::parse(i.name()), Some(i));
+        }
+        assert_eq!(serde_json_like(Invariant::StaleWrite), "stale-write");
+    }
+
+    fn serde_json_like(i: Invariant) -> &'static str {
+        i.name()
+    }
+
+    #[test]
+    fn overlap_begins_and_ends() {
+        let mut m = Monitor::new(InvariantConfig::default());
+        m.add_client();
+        m.add_client();
+        assert_eq!(m.believe("lock", 0, true, 10), None);
+        let b = m.believe("lock", 1, true, 20).expect("begins");
+        assert!(b.begin);
+        assert_eq!(b.clients, vec![0, 1]);
+        let e = m.believe("lock", 0, false, 30).expect("ends");
+        assert!(!e.begin);
+        assert_eq!(e.since_ms, 20);
+    }
+
+    #[test]
+    fn a_write_from_an_earlier_holder_after_a_later_one_is_stale() {
+        let mut m = Monitor::new(InvariantConfig::default());
+        m.add_client();
+        m.add_client();
+        assert_eq!(m.grant(0), 1);
+        assert_eq!(m.grant(1), 2);
+        assert!(m.accepted_write(1, 100, Some(34), &n).is_none());
+        let v = m.accepted_write(0, 120, Some(33), &n).expect("stale");
+        assert_eq!(v.invariant, Invariant::StaleWrite);
+        assert_eq!((v.from_ms, v.to_ms), (100, 120));
+        assert!(v.detail.contains("A's write"), "{}", v.detail);
+    }
+
+    #[test]
+    fn writes_in_holder_order_are_fine() {
+        let mut m = Monitor::new(InvariantConfig::default());
+        m.add_client();
+        m.add_client();
+        m.grant(0);
+        assert!(m.accepted_write(0, 10, None, &n).is_none());
+        m.grant(1);
+        assert!(m.accepted_write(1, 20, None, &n).is_none());
+        assert!(m.accepted_write(1, 30, None, &n).is_none());
+    }
+
+    #[test]
+    fn a_deadlock_is_reported_once() {
+        let mut m = Monitor::new(InvariantConfig::default());
+        assert!(m.deadlock(0, "lock", 0, 5, 10, "x".into()).is_some());
+        assert!(m.deadlock(0, "lock", 0, 5, 11, "x".into()).is_none());
+    }
+}

@@ -1,0 +1,125 @@
+//! Lock-health figures read off a trace: what the practice article (B 4.3)
+//! says to watch — acquire success rate (> 99.9 %), mean wait (< 50 ms),
+//! retries per acquisition (< 3) — plus the load on Redis (commands sent).
+//!
+//! Everything is derived from the trace, so the same numbers come out of a
+//! replay and nothing in the clients has to count for us.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::MetricsSpec;
+use crate::trace::{Actor, EventKind};
+use crate::world::World;
+
+/// The figures for a set of clients.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metrics {
+    /// Acquire attempts (`SET … NX`, `SETNX`) sent.
+    pub attempts: u64,
+    /// Times a client came to believe it held a lock.
+    pub acquisitions: u64,
+    /// Acquire cycles that ended without the lock (gave up).
+    pub failures: u64,
+    /// Sum of waits from the first attempt of a cycle to holding the lock.
+    pub wait_ms_total: u64,
+    /// Every command the clients sent: the load on Redis.
+    pub commands: u64,
+}
+
+fn is_acquire(cmd: &[String]) -> bool {
+    let Some(name) = cmd.first() else { return false };
+    name.eq_ignore_ascii_case("setnx")
+        || (name.eq_ignore_ascii_case("set") && cmd.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx")))
+}
+
+/// Measure `clients` over the trace from event `from` on.
+pub fn measure(world: &World, clients: &[u32], from: usize) -> Metrics {
+    let mut m = Metrics::default();
+    // client → (first attempt of the current cycle, attempts in it)
+    let mut cycle: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for e in world.trace().iter().skip(from) {
+        let Actor::Client(c) = e.actor else { continue };
+        if !clients.contains(&c) {
+            continue;
+        }
+        match &e.kind {
+            EventKind::Sent { commands, .. } => {
+                m.commands += commands.len() as u64;
+                if commands.iter().any(|c| is_acquire(c)) {
+                    m.attempts += 1;
+                    let entry = cycle.entry(c).or_insert((e.at_ms, 0));
+                    entry.1 += 1;
+                }
+            }
+            EventKind::Belief { holds: true, .. } => {
+                m.acquisitions += 1;
+                if let Some((start, _)) = cycle.remove(&c) {
+                    m.wait_ms_total += e.at_ms.saturating_sub(start);
+                }
+            }
+            EventKind::Done => {
+                if cycle.remove(&c).is_some() {
+                    m.failures += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+impl Metrics {
+    /// Acquisitions over acquire cycles, in percent (100 with no cycles).
+    pub fn success_pct(&self) -> f64 {
+        let cycles = self.acquisitions + self.failures;
+        if cycles == 0 {
+            100.0
+        } else {
+            self.acquisitions as f64 * 100.0 / cycles as f64
+        }
+    }
+
+    pub fn mean_wait_ms(&self) -> f64 {
+        if self.acquisitions == 0 {
+            0.0
+        } else {
+            self.wait_ms_total as f64 / self.acquisitions as f64
+        }
+    }
+
+    /// Attempts beyond the first, per acquisition.
+    pub fn mean_retries(&self) -> f64 {
+        if self.acquisitions == 0 {
+            0.0
+        } else {
+            self.attempts.saturating_sub(self.acquisitions) as f64 / self.acquisitions as f64
+        }
+    }
+
+    /// Does every bound the spec gives hold?
+    pub fn within(&self, spec: &MetricsSpec) -> bool {
+        spec.min_success_pct.is_none_or(|b| self.success_pct() >= b)
+            && spec.max_mean_wait_ms.is_none_or(|b| self.mean_wait_ms() <= b)
+            && spec.max_mean_retries.is_none_or(|b| self.mean_retries() <= b)
+            && spec.min_acquisitions.is_none_or(|b| self.acquisitions >= b)
+            && spec.max_commands.is_none_or(|b| self.commands <= b)
+            && spec.min_commands.is_none_or(|b| self.commands >= b)
+    }
+}
+
+impl fmt::Display for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "acquired {} of {} ({:.1} %), mean wait {:.1} ms, mean retries {:.2}, {} attempts, {} commands sent",
+            self.acquisitions,
+            self.acquisitions + self.failures,
+            self.success_pct(),
+            self.mean_wait_ms(),
+            self.mean_retries(),
+            self.attempts,
+            self.commands
+        )
+    }
+}

@@ -1,0 +1,530 @@
+//! Lessons: the experiments of the source articles as data.
+//!
+//! A lesson is a TOML file in `lessons/` (the format is documented in
+//! `lessons/README.md`). It names its source, the topology it needs, its
+//! actors, and an ordered list of steps — a redis-cli line typed by one
+//! client, a wait, a fault, a client program, a write to the protected
+//! resource — each with the reply the article expects where it states one,
+//! an explanation in Chinese and English, and optionally a quiz question. It
+//! ends with the outcome it teaches: which invariant breaks, or that it
+//! holds.
+//!
+//! Lessons are data so that adding one needs no Rust: the CLI reads the
+//! directory, the browser build embeds whatever files are there, and
+//! [`Lesson::parse`] checks a file completely (unknown fields, missing
+//! translations, actors that do not exist, steps that do two things) before
+//! anything runs.
+//!
+//! [`run::LessonRun`] plays a lesson on the simulated world, one step at a
+//! time, and [`render`] turns the result into a redis-cli transcript and a
+//! text swimlane.
+
+pub mod metrics;
+pub mod render;
+pub mod run;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::client::Program;
+use crate::invariants::Invariant;
+use crate::server::Profile;
+use crate::world::{Fault, LinkConfig, Persistence, ReplicationConfig};
+
+/// Text in both of the lab's languages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Text {
+    pub zh: String,
+    pub en: String,
+}
+
+/// Which language to show.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    pub fn parse(s: &str) -> Option<Lang> {
+        match s {
+            "en" => Some(Lang::En),
+            "zh" => Some(Lang::Zh),
+            _ => None,
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+}
+
+impl Text {
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.en,
+            Lang::Zh => &self.zh,
+        }
+    }
+}
+
+/// The catalogue's themes, in the order the lesson list shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Theme {
+    Basics,
+    Release,
+    Renewal,
+    Replication,
+    Redlock,
+    Fencing,
+    Patterns,
+    Interview,
+}
+
+impl Theme {
+    pub const ALL: [Theme; 8] = [
+        Theme::Basics,
+        Theme::Release,
+        Theme::Renewal,
+        Theme::Replication,
+        Theme::Redlock,
+        Theme::Fencing,
+        Theme::Patterns,
+        Theme::Interview,
+    ];
+
+    pub fn title(self) -> Text {
+        let (en, zh) = match self {
+            Theme::Basics => ("Basics", "基础"),
+            Theme::Release => ("Safe release", "安全释放"),
+            Theme::Renewal => ("TTL and renewal", "TTL 与续期"),
+            Theme::Replication => ("Replication and failover", "主从复制与故障切换"),
+            Theme::Redlock => ("Redlock", "Redlock"),
+            Theme::Fencing => ("Fencing and clocks", "Fencing 与时钟"),
+            Theme::Patterns => ("Patterns", "工程模式"),
+            Theme::Interview => ("Interview", "面试"),
+        };
+        Text { zh: zh.into(), en: en.into() }
+    }
+}
+
+/// Where in the articles a lesson comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// `A`, `B` or `C`: the three seed articles.
+    pub seed: String,
+    /// The seed file, e.g. `000_a8f0a0aeb4734a1d.txt`.
+    pub file: String,
+    /// The section, as the article numbers it (`6.2`, `§3`, `易错点`).
+    pub section: String,
+}
+
+/// The deployment a lesson needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LessonTopology {
+    #[default]
+    Single,
+    /// A master and one replica.
+    Replicated,
+    /// Five independent masters.
+    Redlock5,
+    /// A three-master Redis Cluster (simulated as one node that owns a
+    /// third of the slots).
+    Cluster3,
+}
+
+/// World settings a lesson may change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorldSettings {
+    /// Does the protected resource check fencing tokens?
+    pub fencing: bool,
+    pub persistence: Persistence,
+    pub link: Option<LinkConfig>,
+    pub replication: Option<ReplicationConfig>,
+    /// The lock keys the invariants watch (defaults to the keys that lock
+    /// programs use, plus `lock` keys named in `locks`).
+    pub locks: Vec<String>,
+    /// A key held longer than this by one owner counts as a deadlock.
+    pub max_hold_ms: Option<u64>,
+}
+
+/// What a step's reply should be.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Expect {
+    /// Exactly this redis-cli rendering (`OK`, `(nil)`, `(integer) 1`,
+    /// `"token-A-111"`, or a numbered array on several lines). For a write
+    /// step: `accepted` or `rejected`.
+    Exact(String),
+    /// An integer reply within `min..=max` — for "a positive number of
+    /// milliseconds" or "close to 20000".
+    Range { min: i64, max: i64 },
+}
+
+impl Expect {
+    /// Does `reply` (a redis-cli rendering) meet the expectation?
+    pub fn matches(&self, reply: &str) -> bool {
+        match self {
+            Expect::Exact(want) => want.trim_end() == reply.trim_end(),
+            Expect::Range { min, max } => reply
+                .strip_prefix("(integer) ")
+                .and_then(|n| n.trim().parse::<i64>().ok())
+                .is_some_and(|n| (*min..=*max).contains(&n)),
+        }
+    }
+
+    /// How the expectation is shown.
+    pub fn describe(&self) -> String {
+        match self {
+            Expect::Exact(s) => s.clone(),
+            Expect::Range { min, max } => format!("(integer) {min}..{max}"),
+        }
+    }
+}
+
+/// A quiz question asked before the step runs; its answer is the step's
+/// expected reply (or `answer`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quiz {
+    pub zh: String,
+    pub en: String,
+    /// Multiple-choice options, if the question is not "what is the reply".
+    #[serde(default)]
+    pub choices: Vec<String>,
+    /// The right answer when it is not the expected reply.
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// A write a client makes to the protected resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WriteSpec {
+    /// A fixed fencing token.
+    pub token: Option<i64>,
+    /// Use the last integer reply this client saw (the `INCR` just before).
+    pub token_from_last_reply: bool,
+    pub value: String,
+}
+
+/// Lock-health figures over the run so far (lessons 25–27): each bound that
+/// is given must hold for the step to pass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSpec {
+    /// The clients to count (default: all actors).
+    pub clients: Vec<String>,
+    /// Count only events after the previous `metrics` step.
+    pub since_last: bool,
+    pub min_success_pct: Option<f64>,
+    pub max_mean_wait_ms: Option<f64>,
+    pub max_mean_retries: Option<f64>,
+    pub min_acquisitions: Option<u64>,
+    pub max_commands: Option<u64>,
+    pub min_commands: Option<u64>,
+}
+
+impl Eq for MetricsSpec {}
+
+/// One step as written in a lesson file. Exactly one of `cmd`, `wait_ms`,
+/// `fault`, `program`, `write`, `hold`, `unhold`, `say`, `metrics` is given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Step {
+    /// The actor doing it (for `cmd`, `program`, `write`, `hold`, `unhold`).
+    pub client: Option<String>,
+    /// A redis-cli line.
+    pub cmd: Option<String>,
+    /// Which node a `cmd` goes to (index; default: the current master).
+    pub node: Option<u32>,
+    /// Let this much virtual time pass.
+    pub wait_ms: Option<u64>,
+    pub fault: Option<Fault>,
+    /// A client program (acquire with retry, watchdog, Redlock…), run until
+    /// it finishes unless `background`.
+    pub program: Option<Program>,
+    /// Start the program and go on at once.
+    pub background: bool,
+    pub write: Option<WriteSpec>,
+    /// From here on, `client` believes it holds this lock key.
+    pub hold: Option<String>,
+    /// From here on, it does not.
+    pub unhold: Option<String>,
+    /// Nothing happens: a point to make, or a question to ask (lessons 35,
+    /// 36). The text is shown like an explanation.
+    pub say: Option<Text>,
+    /// Show the lock-health figures so far, checked against bounds.
+    pub metrics: Option<MetricsSpec>,
+    pub expect: Option<Expect>,
+    pub explain: Option<Text>,
+    pub quiz: Option<Quiz>,
+}
+
+/// The kind of a step, once validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepKind<'a> {
+    Cmd { client: &'a str, line: &'a str, node: Option<u32> },
+    Wait(u64),
+    Fault(&'a Fault),
+    Program { client: &'a str, program: &'a Program, background: bool },
+    Write { client: &'a str, write: &'a WriteSpec },
+    Hold { client: &'a str, key: &'a str, holds: bool },
+    Say(&'a Text),
+    Metrics(&'a MetricsSpec),
+}
+
+impl Step {
+    /// What this step does, or why it is malformed.
+    pub fn kind(&self) -> Result<StepKind<'_>, String> {
+        let given = [
+            self.cmd.is_some(),
+            self.wait_ms.is_some(),
+            self.fault.is_some(),
+            self.program.is_some(),
+            self.write.is_some(),
+            self.hold.is_some(),
+            self.unhold.is_some(),
+            self.say.is_some(),
+            self.metrics.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
+        if given != 1 {
+            return Err(format!(
+                "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics ({given} given)"
+            ));
+        }
+        let client = || self.client.as_deref().ok_or_else(|| "this step needs a client".to_owned());
+        Ok(if let Some(line) = &self.cmd {
+            StepKind::Cmd { client: client()?, line, node: self.node }
+        } else if let Some(ms) = self.wait_ms {
+            StepKind::Wait(ms)
+        } else if let Some(f) = &self.fault {
+            StepKind::Fault(f)
+        } else if let Some(p) = &self.program {
+            StepKind::Program { client: client()?, program: p, background: self.background }
+        } else if let Some(w) = &self.write {
+            StepKind::Write { client: client()?, write: w }
+        } else if let Some(k) = &self.hold {
+            StepKind::Hold { client: client()?, key: k, holds: true }
+        } else if let Some(t) = &self.say {
+            StepKind::Say(t)
+        } else if let Some(m) = &self.metrics {
+            StepKind::Metrics(m)
+        } else {
+            StepKind::Hold { client: client()?, key: self.unhold.as_deref().unwrap_or_default(), holds: false }
+        })
+    }
+}
+
+/// The outcome a lesson teaches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    /// The invariant the lesson is about; `none` for lessons that only
+    /// demonstrate commands.
+    pub invariant: OutcomeInvariant,
+    /// Does it break (true) or hold (false)?
+    pub broken: bool,
+    pub explain: Text,
+}
+
+/// An invariant by name, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeInvariant {
+    StaleWrite,
+    WrongRelease,
+    Deadlock,
+    Overlap,
+    None,
+}
+
+impl OutcomeInvariant {
+    pub fn invariant(self) -> Option<Invariant> {
+        match self {
+            OutcomeInvariant::StaleWrite => Some(Invariant::StaleWrite),
+            OutcomeInvariant::WrongRelease => Some(Invariant::WrongRelease),
+            OutcomeInvariant::Deadlock => Some(Invariant::Deadlock),
+            OutcomeInvariant::Overlap => Some(Invariant::Overlap),
+            OutcomeInvariant::None => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.invariant().map_or("none", Invariant::name)
+    }
+}
+
+/// Whether and how a lesson runs against real redis-server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode", deny_unknown_fields)]
+pub enum RealRun {
+    /// Every step runs on a real server too.
+    #[default]
+    Yes,
+    /// It needs what a real server cannot do (a clock jump); say why.
+    No { why: Text },
+}
+
+/// A lesson file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lesson {
+    /// The catalogue id, `01`–`36`.
+    pub id: String,
+    pub theme: Theme,
+    pub title: Text,
+    pub narration: Text,
+    pub source: Source,
+    #[serde(default)]
+    pub topology: LessonTopology,
+    /// The simulator's profile (8.4 by default; DELEX needs it).
+    #[serde(default)]
+    pub profile: Profile,
+    pub actors: Vec<String>,
+    #[serde(default)]
+    pub world: WorldSettings,
+    #[serde(default)]
+    pub real: RealRun,
+    /// Seed for everything random in the run (tokens, jitter).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub steps: Vec<Step>,
+    pub outcome: Outcome,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A lesson file that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum LessonError {
+    #[error("lesson file: {0}")]
+    Parse(String),
+    #[error("lesson {id}: {msg}")]
+    Invalid { id: String, msg: String },
+    #[error("lesson {id}, step {step}: {msg}")]
+    Step { id: String, step: usize, msg: String },
+    #[error("no lesson {0:?}")]
+    NotFound(String),
+}
+
+impl Lesson {
+    /// Read and check a lesson file.
+    pub fn parse(toml_text: &str) -> Result<Lesson, LessonError> {
+        let lesson: Lesson = toml::from_str(toml_text).map_err(|e| LessonError::Parse(e.to_string()))?;
+        lesson.validate()?;
+        Ok(lesson)
+    }
+
+    /// Everything a file can get wrong that serde cannot see.
+    pub fn validate(&self) -> Result<(), LessonError> {
+        let invalid = |msg: String| LessonError::Invalid { id: self.id.clone(), msg };
+        if self.id.len() != 2 || !self.id.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid(format!("id {:?} must be two digits (01–36)", self.id)));
+        }
+        for (what, t) in [("title", &self.title), ("narration", &self.narration), ("outcome.explain", &self.outcome.explain)] {
+            if t.zh.trim().is_empty() || t.en.trim().is_empty() {
+                return Err(invalid(format!("{what} needs both zh and en")));
+            }
+        }
+        if self.actors.is_empty() {
+            return Err(invalid("a lesson needs at least one actor".into()));
+        }
+        if self.steps.is_empty() {
+            return Err(invalid("a lesson needs steps".into()));
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let bad = |msg: String| LessonError::Step { id: self.id.clone(), step: i + 1, msg };
+            let kind = step.kind().map_err(bad)?;
+            let client = match &kind {
+                StepKind::Cmd { client, .. }
+                | StepKind::Program { client, .. }
+                | StepKind::Write { client, .. }
+                | StepKind::Hold { client, .. } => Some(*client),
+                _ => None,
+            };
+            if let Some(c) = client {
+                if !self.actors.iter().any(|a| a == c) {
+                    return Err(bad(format!("client {c:?} is not among the actors {:?}", self.actors)));
+                }
+            }
+            if let StepKind::Cmd { line, .. } = &kind {
+                crate::cli::parse(line).map_err(|e| bad(format!("{line:?}: {e}")))?;
+            }
+            if let StepKind::Say(t) = &kind {
+                if t.zh.trim().is_empty() || t.en.trim().is_empty() {
+                    return Err(bad("say needs both zh and en".into()));
+                }
+            }
+            if let StepKind::Metrics(m) = &kind {
+                if let Some(c) = m.clients.iter().find(|c| !self.actors.contains(c)) {
+                    return Err(bad(format!("metrics: client {c:?} is not among the actors")));
+                }
+            }
+            if let Some(t) = &step.explain {
+                if t.zh.trim().is_empty() || t.en.trim().is_empty() {
+                    return Err(bad("explain needs both zh and en".into()));
+                }
+            }
+            if let Some(q) = &step.quiz {
+                if q.answer.is_none() && step.expect.is_none() {
+                    return Err(bad("a quiz needs an answer or an expected reply".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The step count, as the UI numbers steps (1-based, `end` = this).
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// The lesson files embedded at build time (see `core/build.rs`).
+pub mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/lessons.rs"));
+}
+
+/// The built-in catalogue: every file of `lessons/`, parsed and checked.
+pub fn builtin() -> Result<Vec<Lesson>, LessonError> {
+    catalogue(embedded::FILES)
+}
+
+/// All lessons, sorted by id; duplicate ids are an error.
+pub fn catalogue(files: &[(&str, &str)]) -> Result<Vec<Lesson>, LessonError> {
+    let mut lessons = Vec::with_capacity(files.len());
+    for (name, text) in files {
+        let lesson = Lesson::parse(text).map_err(|e| match e {
+            LessonError::Parse(m) => LessonError::Parse(format!("{name}: {m}")),
+            other => other,
+        })?;
+        lessons.push(lesson);
+    }
+    lessons.sort_by(|a, b| a.id.cmp(&b.id));
+    for w in lessons.windows(2) {
+        if w[0].id == w[1].id {
+            return Err(LessonError::Invalid { id: w[0].id.clone(), msg: "two lesson files have this id".into() });
+        }
+    }
+    Ok(lessons)
+}

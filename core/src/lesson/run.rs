@@ -1,0 +1,364 @@
+//! Playing a lesson on the simulated world, one step at a time.
+//!
+//! A [`LessonRun`] owns a [`World`] built for the lesson (its topology,
+//! profile, fencing and persistence) with one client per actor. Each call
+//! to [`LessonRun::step`] carries out the next step — a command typed at a
+//! client's console goes over the client's link to the node and the run
+//! waits for its reply, exactly as a person at redis-cli waits — and records
+//! what happened next to what the article says should happen.
+//!
+//! Everything is deterministic from the lesson's seed, so "go to step n" is
+//! "run a fresh copy to step n": that is how the browser steps back.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Lesson, LessonError, LessonTopology, Outcome, StepKind};
+use crate::client::{CommandsProgram, Program, Step as ProgramStep};
+use crate::invariants::Invariant;
+use crate::reply::Reply;
+use crate::trace::EventKind;
+use crate::world::{ClientId, Topology, World, WorldConfig};
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// 0-based position in the lesson.
+    pub index: usize,
+    /// The client that acted, if one did.
+    pub actor: Option<String>,
+    /// What the step was, as the transcript shows it: the redis-cli line,
+    /// `wait 31000 ms`, the fault, the program.
+    pub shown: String,
+    /// The reply as redis-cli prints it (`accepted`/`rejected` for a write;
+    /// none for waits and faults).
+    pub reply: Option<String>,
+    /// What the article expects, if it says.
+    pub expected: Option<String>,
+    /// The expectation held (or there was none).
+    pub ok: bool,
+    /// World time after the step, ms.
+    pub at_ms: u64,
+    /// Trace length after the step: the timeline shows events up to here.
+    pub trace_len: usize,
+}
+
+/// The lesson's outcome, checked against what the world observed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeCheck {
+    pub expected: Outcome,
+    /// The invariants the run saw broken (overlap included when it
+    /// happened, even where it is not a violation).
+    pub observed: Vec<Invariant>,
+    pub ok: bool,
+}
+
+/// A lesson being played.
+pub struct LessonRun {
+    lesson: Lesson,
+    world: World,
+    clients: BTreeMap<String, ClientId>,
+    last_integer: BTreeMap<String, i64>,
+    results: Vec<StepResult>,
+    /// Trace length at the last `metrics` step.
+    metrics_from: usize,
+}
+
+/// The world a lesson needs.
+pub fn world_config(lesson: &Lesson) -> WorldConfig {
+    let mut cfg = WorldConfig {
+        topology: match lesson.topology {
+            LessonTopology::Single | LessonTopology::Cluster3 => Topology::Single,
+            LessonTopology::Replicated => Topology::Replicated { replicas: 1 },
+            LessonTopology::Redlock5 => Topology::Redlock { masters: 5 },
+        },
+        profile: lesson.profile,
+        persistence: lesson.world.persistence,
+        fencing: lesson.world.fencing,
+        ..WorldConfig::default()
+    };
+    if let Some(link) = &lesson.world.link {
+        cfg.link = link.clone();
+        cfg.resource_link = link.clone();
+    }
+    if let Some(r) = &lesson.world.replication {
+        cfg.replication = r.clone();
+    }
+    cfg.invariants.lock_keys = lesson.world.locks.clone();
+    cfg.invariants.max_hold_ms = lesson.world.max_hold_ms;
+    cfg
+}
+
+impl LessonRun {
+    /// A fresh run at step 0 (nothing done yet), seeded by the lesson.
+    pub fn new(lesson: &Lesson) -> Result<LessonRun, LessonError> {
+        Self::with_seed(lesson, lesson.seed)
+    }
+
+    /// A fresh run with another seed (the URL's `seed=`).
+    pub fn with_seed(lesson: &Lesson, seed: u64) -> Result<LessonRun, LessonError> {
+        let invalid = |msg: String| LessonError::Invalid { id: lesson.id.clone(), msg };
+        lesson.validate()?;
+        let mut world = World::new(world_config(lesson), seed).map_err(|e| invalid(e.to_string()))?;
+        for key in &lesson.world.locks {
+            world.watch_key(key);
+        }
+        let mut clients = BTreeMap::new();
+        for name in &lesson.actors {
+            let id = world.add_client(name).map_err(|e| invalid(e.to_string()))?;
+            clients.insert(name.clone(), id);
+        }
+        Ok(LessonRun { lesson: lesson.clone(), world, clients, last_integer: BTreeMap::new(), results: Vec::new(), metrics_from: 0 })
+    }
+
+    /// Run a fresh copy to step `n` (0 = before the first step).
+    pub fn at_step(lesson: &Lesson, seed: u64, n: usize) -> Result<LessonRun, LessonError> {
+        let mut run = Self::with_seed(lesson, seed)?;
+        while run.results.len() < n && run.step()?.is_some() {}
+        Ok(run)
+    }
+
+    pub fn lesson(&self) -> &Lesson {
+        &self.lesson
+    }
+
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The world, for a console typing off script on the same run.
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    pub fn client(&self, name: &str) -> Option<ClientId> {
+        self.clients.get(name).copied()
+    }
+
+    pub fn results(&self) -> &[StepResult] {
+        &self.results
+    }
+
+    /// Steps done so far.
+    pub fn position(&self) -> usize {
+        self.results.len()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.results.len() >= self.lesson.steps.len()
+    }
+
+    /// Run every remaining step.
+    pub fn run_all(&mut self) -> Result<(), LessonError> {
+        while self.step()?.is_some() {}
+        Ok(())
+    }
+
+    /// Carry out the next step; `None` when the lesson is over.
+    pub fn step(&mut self) -> Result<Option<&StepResult>, LessonError> {
+        let index = self.results.len();
+        let Some(step) = self.lesson.steps.get(index).cloned() else {
+            return Ok(None);
+        };
+        let err = |msg: String| LessonError::Step { id: self.lesson.id.clone(), step: index + 1, msg };
+        let kind = step.kind().map_err(err)?;
+        let mut actor = None;
+        let mut bounds_ok = true;
+        let (shown, reply) = match kind {
+            StepKind::Cmd { client, line, node } => {
+                actor = Some(client.to_owned());
+                let c = self.client_id(client).map_err(err)?;
+                let node = node.unwrap_or_else(|| self.world.master());
+                let argv = crate::cli::parse(line).map_err(|e| err(e.to_string()))?;
+                let reply = self.world.request(c, node, argv).map_err(|e| err(e.to_string()))?;
+                if let Some(Reply::Integer(i)) = &reply {
+                    self.last_integer.insert(client.to_owned(), *i);
+                }
+                let text = match &reply {
+                    Some(r) => r.to_cli(),
+                    None => "(no reply: the request or its answer was lost)".to_owned(),
+                };
+                (line.to_owned(), Some(text))
+            }
+            StepKind::Wait(ms) => {
+                let t = self.world.now() + ms;
+                self.world.advance_to(t);
+                (format!("wait {ms} ms"), None)
+            }
+            StepKind::Fault(f) => {
+                let shown = format!("FAULT {}", f.describe(self.world.names()));
+                self.world.inject(f.clone()).map_err(|e| err(e.to_string()))?;
+                (shown, None)
+            }
+            StepKind::Program { client, program, background } => {
+                actor = Some(client.to_owned());
+                let c = self.client_id(client).map_err(err)?;
+                self.world.run_program(c, program.clone()).map_err(|e| err(e.to_string()))?;
+                if !background {
+                    self.run_until_done(c);
+                }
+                (describe_program(program), None)
+            }
+            StepKind::Write { client, write } => {
+                actor = Some(client.to_owned());
+                let c = self.client_id(client).map_err(err)?;
+                let token = if write.token_from_last_reply {
+                    self.last_integer.get(client).copied()
+                } else {
+                    write.token
+                };
+                let from = self.world.trace().len();
+                let program = Program::Commands(CommandsProgram {
+                    steps: vec![ProgramStep::Write { token, token_from_last_reply: false, value: write.value.clone() }],
+                });
+                self.world.run_program(c, program).map_err(|e| err(e.to_string()))?;
+                let verdict = self.run_until_write(c, from);
+                let shown = match token {
+                    Some(t) => format!("write {:?} to the resource with fencing token {t}", write.value),
+                    None => format!("write {:?} to the resource (no token)", write.value),
+                };
+                (shown, Some(verdict.to_owned()))
+            }
+            StepKind::Say(t) => (t.en.trim().to_owned(), None),
+            StepKind::Metrics(spec) => {
+                let from = if spec.since_last { self.metrics_from } else { 0 };
+                self.metrics_from = self.world.trace().len();
+                let names: Vec<String> =
+                    if spec.clients.is_empty() { self.lesson.actors.clone() } else { spec.clients.clone() };
+                let ids: Vec<u32> = names.iter().filter_map(|n| self.clients.get(n)).map(|c| c.0).collect();
+                let m = super::metrics::measure(&self.world, &ids, from);
+                bounds_ok = m.within(spec);
+                (format!("metrics for {}", names.join(", ")), Some(m.to_string()))
+            }
+            StepKind::Hold { client, key, holds } => {
+                actor = Some(client.to_owned());
+                let c = self.client_id(client).map_err(err)?;
+                let s = if holds {
+                    ProgramStep::Hold { key: key.to_owned() }
+                } else {
+                    ProgramStep::Unhold { key: key.to_owned() }
+                };
+                self.world
+                    .run_program(c, Program::Commands(CommandsProgram { steps: vec![s] }))
+                    .map_err(|e| err(e.to_string()))?;
+                let now = self.world.now();
+                self.world.advance_to(now);
+                let shown = if holds {
+                    format!("({client} now believes it holds {key})")
+                } else {
+                    format!("({client} no longer believes it holds {key})")
+                };
+                (shown, None)
+            }
+        };
+        let expected = step.expect.as_ref().map(|e| e.describe());
+        let ok = bounds_ok
+            && match (&step.expect, &reply) {
+                (Some(e), Some(r)) => e.matches(r),
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+        self.results.push(StepResult {
+            index,
+            actor,
+            shown,
+            reply,
+            expected,
+            ok,
+            at_ms: self.world.now(),
+            trace_len: self.world.trace().len(),
+        });
+        Ok(self.results.last())
+    }
+
+    fn client_id(&self, name: &str) -> Result<ClientId, String> {
+        self.clients.get(name).copied().ok_or_else(|| format!("unknown client {name:?}"))
+    }
+
+    /// Process the world until `c`'s program has finished (or crashed, or
+    /// nothing is left to happen).
+    fn run_until_done(&mut self, c: ClientId) {
+        loop {
+            let st = self.world.client_state(c);
+            if st.is_none_or(|s| s.done || s.crashed) {
+                return;
+            }
+            if !self.world.step_item() {
+                return;
+            }
+        }
+    }
+
+    /// Process the world until the resource has judged `c`'s write.
+    fn run_until_write(&mut self, c: ClientId, from: usize) -> &'static str {
+        loop {
+            let verdict = self.world.trace()[from..].iter().find_map(|e| match &e.kind {
+                EventKind::Write { client, accepted, .. } if *client == c.0 => Some(*accepted),
+                _ => None,
+            });
+            match verdict {
+                Some(true) => return "accepted",
+                Some(false) => return "rejected",
+                None if !self.world.step_item() => return "(the write never arrived)",
+                None => {}
+            }
+        }
+    }
+
+    /// The invariants broken so far, overlap included when it happened.
+    pub fn observed(&self) -> Vec<Invariant> {
+        let mut seen: Vec<Invariant> = self.world.violations().iter().map(|v| v.invariant).collect();
+        let overlapped = self.world.trace().iter().any(|e| matches!(e.kind, EventKind::Overlap { begin: true, .. }));
+        if overlapped {
+            seen.push(Invariant::Overlap);
+        }
+        seen.sort();
+        seen.dedup();
+        seen
+    }
+
+    /// Does what happened match the outcome the lesson teaches?
+    pub fn outcome(&self) -> OutcomeCheck {
+        let expected = self.lesson.outcome.clone();
+        let observed = self.observed();
+        let ok = match expected.invariant.invariant() {
+            Some(inv) => observed.contains(&inv) == expected.broken,
+            None => self.world.violations().is_empty(),
+        };
+        OutcomeCheck { expected, observed, ok }
+    }
+
+    /// Every expectation and the outcome held.
+    pub fn passed(&self) -> bool {
+        self.is_finished() && self.results.iter().all(|r| r.ok) && self.outcome().ok
+    }
+}
+
+fn describe_program(p: &Program) -> String {
+    match p {
+        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
+        Program::Lock(l) => {
+            let mut s = format!(
+                "program: lock {} ({} PX {}, release by {:?}",
+                l.key,
+                l.acquire.name(),
+                l.ttl_ms,
+                l.release
+            );
+            if let Some(w) = &l.watchdog {
+                s.push_str(&format!(
+                    ", watchdog every {} ms{}",
+                    w.interval_ms.unwrap_or(l.ttl_ms / 3),
+                    w.max_renewals.map(|m| format!(" at most {m} times")).unwrap_or_default()
+                ));
+            }
+            if l.fencing.is_on() {
+                s.push_str(", fencing token");
+            }
+            s.push(')');
+            s
+        }
+        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
+    }
+}

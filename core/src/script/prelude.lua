@@ -1,0 +1,921 @@
+-- locklab's copy of redis-server 7.0's Lua sandbox.
+--
+-- This chunk runs once in every Lua VM the simulator creates (chunk name
+-- "=locklab", which the error handler uses to recognise our own frames). It
+-- builds the two worlds a Redis script can live in:
+--
+--   * the EVAL world: KEYS, ARGV, `redis` (with the debugger stubs), and
+--     `__redis__err__handler`;
+--   * the FUNCTION world: `redis` without KEYS/ARGV, plus a separate set of
+--     globals seen only while FUNCTION LOAD runs the library's top level
+--     (just `redis.register_function`, `redis.log` and the version fields).
+--
+-- Redis locks its globals with a patched Lua ("readonly tables"). Stock Lua
+-- has no such thing, so we give scripts *proxies*: empty tables whose
+-- metatable reads through to the real table and refuses every write with
+-- Redis's own message. The real tables never leave this chunk.
+--
+-- Every builtin we replace that can raise an error is wrapped by a Rust
+-- trampoline (`C`). That matters for a subtle reason: `return f(x)` is a tail
+-- call, and a tail call into a *Lua* function erases the caller's frame, so
+-- the error would lose the script's line number. A tail call into a C
+-- function keeps it, just as redis-server's C builtins do. Inside a
+-- trampolined function the script is therefore three levels up:
+-- error(msg, 3).
+
+local rust, config = ...
+local C = rust.c
+
+local G = _G
+local type, select, error, tonumber, rawequal = type, select, error, tonumber, rawequal
+local raw_tostring, raw_rawget, raw_rawset, raw_next = tostring, rawget, rawset, next
+local raw_setmetatable, raw_getmetatable, raw_ipairs = setmetatable, getmetatable, ipairs
+local raw_pcall, raw_xpcall, setfenv = pcall, xpcall, setfenv
+local raw_loadstring = loadstring
+local getinfo, dbg_getmetatable = debug.getinfo, debug.getmetatable
+local string_lib, table_lib, math_lib, coroutine_lib = string, table, math, coroutine
+local sub, byte, find, format, lower, gsub = string.sub, string.byte, string.find, string.format, string.lower, string.gsub
+local floor = math.floor
+local concat = table.concat
+local INTERNAL = "=locklab"
+
+-- Strings as C sees them: up to the first NUL (redis-server builds its error
+-- and status texts with C string functions).
+local function cstr(s)
+  local z = find(s, "\0", 1, true)
+  if z then return sub(s, 1, z - 1) end
+  return s
+end
+
+-- sdstrim(s, "\r\n"): strip CR/LF from both ends.
+local function trim_crlf(s)
+  s = gsub(s, "^[\r\n]+", "")
+  s = gsub(s, "[\r\n]+$", "")
+  return s
+end
+
+-- luaPushErrorBuff: "-CODE message" or "message" becomes the error table
+-- {err = "CODE message"} that redis.pcall returns and redis.call raises.
+local function error_table(buf)
+  buf = cstr(buf)
+  local code, msg
+  if byte(buf, 1) == 45 then -- '-'
+    local sp = find(buf, " ", 1, true)
+    if sp then
+      code, msg = sub(buf, 2, sp - 1), sub(buf, sp + 1)
+    else
+      code, msg = "ERR", sub(buf, 2)
+    end
+  else
+    code, msg = "ERR", buf
+  end
+  return { err = code .. " " .. trim_crlf(msg) }
+end
+
+-- luaPushError + luaError.
+local function raise(msg)
+  error(error_table(msg), 0)
+end
+
+-- luaL_typename for argument i of n (a missing argument is "no value").
+local function argtype(n, i, v)
+  if i > n then return "no value" end
+  return type(v)
+end
+
+-- C's (int) cast of a double, as x86-64 performs it (out of range: INT_MIN).
+local function to_cint(x)
+  if x ~= x or x >= 2147483648 or x <= -2147483649 then return -2147483648 end
+  if x >= 0 then return floor(x) end
+  return -floor(-x)
+end
+
+--------------------------------------------------------------------------
+-- Readonly tables
+--------------------------------------------------------------------------
+
+local REAL = raw_setmetatable({}, { __mode = "k" })    -- proxy -> real table
+local FAKE_MT = raw_setmetatable({}, { __mode = "k" }) -- proxy -> what getmetatable says
+
+local function readonly_error()
+  error("Attempt to modify a readonly table", 2)
+end
+
+local function protect(real)
+  local proxy = raw_setmetatable({}, { __index = real, __newindex = readonly_error })
+  REAL[proxy] = real
+  return proxy
+end
+
+-- luaProtectedTableError: the __index of the globals table.
+local function missing_global(_, k)
+  local tk = type(k)
+  if tk ~= "string" and tk ~= "number" then
+    error("Second argument to luaProtectedTableError must be a string or number", 2)
+  end
+  error("Script attempted to access nonexistent global variable '" .. cstr(k .. "") .. "'", 2)
+end
+
+-- Strings keep their methods, but through the readonly `string`.
+local string_proxy = protect(string_lib)
+local string_mt = raw_getmetatable("")
+string_mt.__index = string_proxy
+local string_mt_proxy = protect(string_mt)
+
+--------------------------------------------------------------------------
+-- Deterministic tostring
+--------------------------------------------------------------------------
+
+-- redis-server prints real addresses ("table: 0x7f..."), which differ on
+-- every run; the simulator must replay exactly, so each run numbers the
+-- objects it prints instead.
+local RUN = 0
+local ids, id_count, id_run = nil, 0, -1
+local nan_text = rust.nan_text
+
+local function tostring_impl(v)
+  local tv = type(v)
+  if tv == "table" or tv == "function" or tv == "thread" or tv == "userdata" then
+    local mt = dbg_getmetatable(v)
+    if mt == nil or raw_rawget(mt, "__tostring") == nil then
+      if id_run ~= RUN then
+        ids, id_count, id_run = raw_setmetatable({}, { __mode = "k" }), 0, RUN
+      end
+      local s = ids[v]
+      if s == nil then
+        id_count = id_count + 1
+        s = tv .. ": 0x" .. format("%08x", 0x00a00000 + id_count * 0x40)
+        ids[v] = s
+      end
+      return s
+    end
+  elseif tv == "number" and v ~= v then
+    return nan_text(v)
+  end
+  return raw_tostring(v)
+end
+
+local function tostring_w(...)
+  if select("#", ...) == 0 then error("bad argument #1 to 'tostring' (value expected)", 3) end
+  return tostring_impl((...))
+end
+
+--------------------------------------------------------------------------
+-- Builtins that must see through proxies
+--------------------------------------------------------------------------
+
+local function getmetatable_w(...)
+  if select("#", ...) == 0 then error("bad argument #1 to 'getmetatable' (value expected)", 3) end
+  local v = ...
+  if v ~= nil and REAL[v] ~= nil then return FAKE_MT[v] end
+  local mt = raw_getmetatable(v)
+  if mt == string_mt then return string_mt_proxy end
+  return mt
+end
+
+local function setmetatable_w(...)
+  local n = select("#", ...)
+  local t, mt = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'setmetatable' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  local tm = type(mt)
+  if n < 2 or (tm ~= "nil" and tm ~= "table") then
+    error("bad argument #2 to 'setmetatable' (nil or table expected)", 3)
+  end
+  local cur = dbg_getmetatable(t)
+  if cur ~= nil and raw_rawget(cur, "__metatable") ~= nil then
+    error("cannot change a protected metatable", 3)
+  end
+  if REAL[t] ~= nil then error("Attempt to modify a readonly table", 0) end
+  return raw_setmetatable(t, mt)
+end
+
+local function next_w(...)
+  local n = select("#", ...)
+  local t, k = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'next' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  return raw_next(REAL[t] or t, k)
+end
+
+local function pairs_w(...)
+  local n = select("#", ...)
+  local t = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'pairs' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  local real = REAL[t]
+  if real ~= nil then
+    return function(_, k) return raw_next(real, k) end, t, nil
+  end
+  return raw_next, t, nil
+end
+
+local function ipairs_w(...)
+  local n = select("#", ...)
+  local t = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'ipairs' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  return raw_ipairs(t)
+end
+
+local function rawget_w(...)
+  local n = select("#", ...)
+  local t, k = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'rawget' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  if n < 2 then error("bad argument #2 to 'rawget' (value expected)", 3) end
+  return raw_rawget(REAL[t] or t, k)
+end
+
+local function rawset_w(...)
+  local n = select("#", ...)
+  local t, k, v = ...
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'rawset' (table expected, got " .. argtype(n, 1, t) .. ")", 3)
+  end
+  if n < 2 then error("bad argument #2 to 'rawset' (value expected)", 3) end
+  if n < 3 then error("bad argument #3 to 'rawset' (value expected)", 3) end
+  if REAL[t] ~= nil then error("Attempt to modify a readonly table", 0) end
+  if k == nil then error("table index is nil", 0) end
+  if k ~= k then error("table index is NaN", 0) end
+  return raw_rawset(t, k, v)
+end
+
+-- Redis's own pcall (luaRedisPcall): an error table with an `err` string is
+-- reported as that string, as Redis 6 scripts expect.
+local function pcall_fix(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == "table" then
+    local m = e.err
+    local tm = type(m)
+    if tm == "string" or tm == "number" then e = m end
+  end
+  return false, e
+end
+
+local function pcall_w(...)
+  if select("#", ...) == 0 then return false, "attempt to call a boolean value" end
+  return pcall_fix(raw_pcall(...))
+end
+
+-- 5.1's xpcall insists on its handler argument.
+local function xpcall_w(...)
+  if select("#", ...) < 2 then error("bad argument #2 to 'xpcall' (value expected)", 3) end
+  return raw_xpcall(...)
+end
+
+-- luaL_where(L, 1) from inside a trampolined function: the position of
+-- whoever called the trampoline (the first frame above the first C frame).
+local function where_caller()
+  local level = 2
+  while true do
+    local i = getinfo(level, "S")
+    if i == nil then return "" end
+    level = level + 1
+    if i.what == "C" then break end
+  end
+  local i = getinfo(level, "Sl")
+  if i and i.currentline > 0 then return i.short_src .. ":" .. i.currentline .. ": " end
+  return ""
+end
+
+-- coroutine.wrap as 5.1's auxwrap: a string error gets the caller's position.
+local raw_cocreate, raw_coresume = coroutine_lib.create, coroutine_lib.resume
+local function wrap_result(ok, ...)
+  if ok then return ... end
+  local e = ...
+  if type(e) == "string" or type(e) == "number" then e = where_caller() .. e end
+  error(e, 0)
+end
+local function cowrap_w(...)
+  local f = ...
+  if type(f) ~= "function" then
+    error("bad argument #1 to 'wrap' (Lua function expected)", 3)
+  end
+  local co = raw_cocreate(f)
+  return C(function(...) return wrap_result(raw_coresume(co, ...)) end)
+end
+
+-- luaO_chunkid, for the one message we have to build ourselves.
+local function chunkid(source)
+  source = cstr(source)
+  local c = byte(source, 1)
+  if c == 61 then -- '='
+    return sub(source, 2, 60)
+  elseif c == 64 then -- '@'
+    source = sub(source, 2)
+    local room = 60 - 8
+    if #source > room then return "..." .. sub(source, #source - room + 1) end
+    return source
+  end
+  local len = (find(source, "[\r\n]")) or (#source + 1)
+  len = len - 1
+  local room = 60 - 17
+  if len > room then len = room end
+  if len < #source then return '[string "' .. sub(source, 1, len) .. '..."]' end
+  return '[string "' .. source .. '"]'
+end
+
+-- Redis's Lua refuses precompiled chunks: they go to the text parser, which
+-- stops at the first byte.
+local function compile(src, chunkname, env)
+  if byte(src, 1) == 27 then
+    return nil, chunkid(chunkname) .. ":1: unexpected symbol near 'char(27)'"
+  end
+  local f, err = raw_loadstring(src, chunkname)
+  if f == nil then return nil, err end
+  setfenv(f, env)
+  return f
+end
+
+local function make_loadstring(env)
+  return function(...)
+    local n = select("#", ...)
+    local s, name = ...
+    local ts = type(s)
+    if ts == "number" then
+      s = s .. ""
+    elseif ts ~= "string" then
+      error("bad argument #1 to 'loadstring' (string expected, got " .. argtype(n, 1, s) .. ")", 3)
+    end
+    local tn = type(name)
+    if name == nil then
+      name = s
+    elseif tn == "number" then
+      name = name .. ""
+    elseif tn ~= "string" then
+      error("bad argument #2 to 'loadstring' (string expected, got " .. tn .. ")", 3)
+    end
+    return compile(s, name, env)
+  end
+end
+
+local function make_load(env)
+  return function(...)
+    local n = select("#", ...)
+    local reader, name = ...
+    if type(reader) ~= "function" then
+      error("bad argument #1 to 'load' (function expected, got " .. argtype(n, 1, reader) .. ")", 3)
+    end
+    local tn = type(name)
+    if name == nil then
+      name = "=(load)"
+    elseif tn == "number" then
+      name = name .. ""
+    elseif tn ~= "string" then
+      error("bad argument #2 to 'load' (string expected, got " .. tn .. ")", 3)
+    end
+    local parts = {}
+    local ok, err = raw_pcall(function()
+      while true do
+        local piece = reader()
+        if piece == nil then return end
+        local tp = type(piece)
+        if tp == "number" then
+          piece = piece .. ""
+        elseif tp ~= "string" then
+          error("reader function must return a string", 0)
+        end
+        if piece == "" then return end
+        parts[#parts + 1] = piece
+      end
+    end)
+    if not ok then return nil, err end
+    return compile(concat(parts), name, env)
+  end
+end
+
+-- Redis lets scripts call collectgarbage, but one script stopping the
+-- collector must not starve every later one (they share this VM), so "stop",
+-- "restart" and the tuning options are accepted and ignored.
+local raw_collectgarbage = collectgarbage
+local GC_OPTIONS = { stop = true, restart = true, collect = true, count = true, step = true,
+                     setpause = true, setstepmul = true }
+local function collectgarbage_w(...)
+  local n = select("#", ...)
+  local opt, arg = ...
+  if opt == nil then
+    opt = "collect"
+  elseif type(opt) == "number" then
+    opt = opt .. ""
+  elseif type(opt) ~= "string" then
+    error("bad argument #1 to 'collectgarbage' (string expected, got " .. argtype(n, 1, opt) .. ")", 3)
+  end
+  if not GC_OPTIONS[opt] then
+    error("bad argument #1 to 'collectgarbage' (invalid option '" .. cstr(opt) .. "')", 3)
+  end
+  if opt == "stop" or opt == "restart" then return 0 end
+  if opt == "setpause" or opt == "setstepmul" then return 200 end
+  if opt == "step" then
+    local k = tonumber(arg)
+    if arg ~= nil and k == nil then
+      error("bad argument #2 to 'collectgarbage' (number expected, got " .. argtype(n, 2, arg) .. ")", 3)
+    end
+    return raw_collectgarbage("step", k or 0)
+  end
+  return raw_collectgarbage(opt)
+end
+
+--------------------------------------------------------------------------
+-- math.random: Redis's own, on the deterministic redisLrand48 generator
+--------------------------------------------------------------------------
+
+local lrand48, srand48 = rust.lrand48, rust.srand48
+
+local function random_w(...)
+  local n = select("#", ...)
+  -- Redis draws the number before it looks at the arguments.
+  local r = (lrand48() % 2147483647) / 2147483647
+  if n == 0 then return r end
+  local a, b = ...
+  local l = tonumber(a)
+  if l == nil then
+    error("bad argument #1 to 'random' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
+  end
+  l = to_cint(l)
+  if n == 1 then
+    if not (1 <= l) then error("bad argument #1 to 'random' (interval is empty)", 3) end
+    return floor(r * l) + 1
+  elseif n == 2 then
+    local u = tonumber(b)
+    if u == nil then
+      error("bad argument #2 to 'random' (number expected, got " .. argtype(n, 2, b) .. ")", 3)
+    end
+    u = to_cint(u)
+    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 3) end
+    return floor(r * (u - l + 1)) + l
+  end
+  error("wrong number of arguments", 3)
+end
+
+local function randomseed_w(...)
+  local n = select("#", ...)
+  local a = ...
+  local s = tonumber(a)
+  if s == nil then
+    error("bad argument #1 to 'randomseed' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
+  end
+  srand48(to_cint(s))
+end
+
+math_lib.random = C(random_w)
+math_lib.randomseed = C(randomseed_w)
+
+--------------------------------------------------------------------------
+-- bit (LuaBitOp), as Redis bundles it
+--------------------------------------------------------------------------
+
+local bitop = rust.bitop
+
+-- barg: the argument as an unsigned 32-bit value (LuaBitOp's 2^52+2^51 trick).
+local function barg(fname, n, i, v)
+  local x = tonumber(v)
+  if x == nil then
+    error("bad argument #" .. i .. " to '" .. fname .. "' (number expected, got " .. argtype(n, i, v) .. ")", 4)
+  end
+  return (x + 6755399441055744) % 4294967296
+end
+
+local function bit_fold(fname, op)
+  return C(function(...)
+    local n = select("#", ...)
+    local acc = barg(fname, n, 1, (...))
+    for i = 2, n do acc = bitop(op, acc, barg(fname, n, i, (select(i, ...)))) end
+    return bitop("ret", acc, 0)
+  end)
+end
+
+local function bit_shift(fname, op)
+  return C(function(...)
+    local n = select("#", ...)
+    local a, s = ...
+    local b = barg(fname, n, 1, a)
+    return bitop(op, b, barg(fname, n, 2, s) % 32)
+  end)
+end
+
+local bit_lib = {
+  tobit = C(function(...) return bitop("ret", barg("tobit", select("#", ...), 1, (...)), 0) end),
+  bnot = C(function(...) return bitop("bnot", barg("bnot", select("#", ...), 1, (...)), 0) end),
+  band = bit_fold("band", "band"),
+  bor = bit_fold("bor", "bor"),
+  bxor = bit_fold("bxor", "bxor"),
+  lshift = bit_shift("lshift", "lshift"),
+  rshift = bit_shift("rshift", "rshift"),
+  arshift = bit_shift("arshift", "arshift"),
+  rol = bit_shift("rol", "rol"),
+  ror = bit_shift("ror", "ror"),
+  bswap = C(function(...) return bitop("bswap", barg("bswap", select("#", ...), 1, (...)), 0) end),
+  tohex = C(function(...)
+    local n = select("#", ...)
+    local a, w = ...
+    local b = barg("tohex", n, 1, a)
+    local digits = 8
+    if n >= 2 then
+      digits = barg("tohex", n, 2, w)
+      if digits >= 2147483648 then digits = digits - 4294967296 end
+    end
+    return rust.tohex(b, digits)
+  end),
+}
+
+--------------------------------------------------------------------------
+-- The redis.* API
+--------------------------------------------------------------------------
+
+local HOST_CALL, HOST_PCALL = rust.call, rust.pcall
+local in_script = rust.in_script
+
+local function status_reply(...)
+  local s = ...
+  if select("#", ...) ~= 1 or type(s) ~= "string" then
+    return error_table("wrong number or type of arguments")
+  end
+  return { ok = s }
+end
+
+local function error_reply(...)
+  local s = ...
+  if select("#", ...) ~= 1 or type(s) ~= "string" then
+    return error_table("wrong number or type of arguments")
+  end
+  s = cstr(s)
+  if byte(s, 1) ~= 45 then s = "-" .. s end
+  return error_table(s)
+end
+
+local sha1 = rust.sha1hex
+local function sha1hex(...)
+  if select("#", ...) ~= 1 then raise("wrong number of arguments") end
+  local s = ...
+  local t = type(s)
+  if t == "number" then
+    s = s .. ""
+  elseif t ~= "string" then
+    s = ""
+  end
+  return sha1(s)
+end
+
+-- redis.log: validated like redis-server; the simulator keeps no log file.
+local function log(...)
+  local n = select("#", ...)
+  if n < 2 then raise("redis.log() requires two arguments or more.") end
+  local level = tonumber((...))
+  if level == nil then raise("First argument must be a number (log level).") end
+  level = to_cint(level)
+  if level < 0 or level > 3 then raise("Invalid debug level.") end
+end
+
+local set_resp3 = rust.set_resp3
+local function setresp(...)
+  if not in_script() then raise("redis.setresp can only be called inside a script invocation") end
+  if select("#", ...) ~= 1 then raise("redis.setresp() requires one argument.") end
+  local resp = to_cint(tonumber((...)) or 0)
+  if resp ~= 2 and resp ~= 3 then raise("RESP version must be 2 or 3.") end
+  set_resp3(resp == 3)
+end
+
+local function set_repl(...)
+  if not in_script() then raise("redis.set_repl can only be called inside a script invocation") end
+  if select("#", ...) ~= 1 then raise("redis.set_repl() requires two arguments.") end
+  local flags = to_cint(tonumber((...)) or 0)
+  if flags < 0 or flags > 3 then
+    raise("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+  end
+end
+
+local acl_known = rust.acl_known
+local function acl_check_cmd(...)
+  if not in_script() then raise("redis.acl_check_cmd can only be called inside a script invocation") end
+  local known, err = acl_known(...)
+  if known == nil then raise(err) end
+  if not known then raise("Invalid command passed to redis.acl_check_cmd()") end
+  return true
+end
+
+local function add_common(t)
+  t.call = HOST_CALL
+  t.pcall = HOST_PCALL
+  t.log = C(log)
+  t.LOG_DEBUG, t.LOG_VERBOSE, t.LOG_NOTICE, t.LOG_WARNING = 0, 1, 2, 3
+  t.REDIS_VERSION = config.version
+  t.REDIS_VERSION_NUM = config.version_num
+  t.setresp = C(setresp)
+  t.sha1hex = C(sha1hex)
+  t.error_reply = C(error_reply)
+  t.status_reply = C(status_reply)
+  t.set_repl = C(set_repl)
+  t.REPL_NONE, t.REPL_AOF, t.REPL_SLAVE, t.REPL_REPLICA, t.REPL_ALL = 0, 1, 2, 2, 3
+  t.acl_check_cmd = C(acl_check_cmd)
+  return t
+end
+
+local eval_redis = add_common({})
+eval_redis.breakpoint = function() return false end -- no debugger session
+eval_redis.debug = function() end
+eval_redis.replicate_commands = function() return true end
+local function_redis = add_common({})
+
+--------------------------------------------------------------------------
+-- The error handler
+--------------------------------------------------------------------------
+
+-- __redis__err__handler, with one addition: our own Lua frames (the
+-- proxies' metamethods) stand in for redis-server's C functions, so they are
+-- skipped when looking for the script's line.
+local LAST_ERR = nil
+local function err_handler(err)
+  local level = 2
+  local function frame()
+    while true do
+      local i = getinfo(level, "nSl")
+      level = level + 1
+      if i == nil or i.source ~= INTERNAL then return i end
+    end
+  end
+  local i = frame()
+  if i and i.what == "C" then
+    i = frame()
+  elseif i and type(err) == "string" and i.currentline > 0 then
+    -- A runtime error the VM raised in this Lua frame: real Lua always
+    -- prefixes those with the position, omnilua forgets a few
+    -- ("table index is nil").
+    local where = i.short_src .. ":" .. i.currentline .. ":"
+    if sub(err, 1, #where) ~= where then err = where .. " " .. err end
+  end
+  if type(err) ~= "table" then
+    err = { err = "ERR " .. tostring_impl(err) }
+  end
+  if i then
+    err.source = i.source
+    err.line = i.currentline
+  end
+  LAST_ERR = err
+  return err
+end
+
+--------------------------------------------------------------------------
+-- The two worlds
+--------------------------------------------------------------------------
+
+coroutine_lib.wrap = C(cowrap_w)
+
+local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
+local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
+local C_tostring, C_getmetatable, C_setmetatable = C(tostring_w), C(getmetatable_w), C(setmetatable_w)
+local C_next, C_pairs, C_ipairs = C(next_w), C(pairs_w), C(ipairs_w)
+local C_rawget, C_rawset = C(rawget_w), C(rawset_w)
+
+-- The globals every script sees (Redis's allow lists, minus cjson, cmsgpack
+-- and struct, which the simulator does not bundle).
+local function base_globals(env)
+  local g = {
+    _G = env,
+    _VERSION = "Lua 5.1",
+    assert = assert,
+    bit = bit_proxy,
+    collectgarbage = C(collectgarbage_w),
+    coroutine = coroutine_proxy,
+    error = error,
+    gcinfo = gcinfo,
+    getmetatable = C_getmetatable,
+    ipairs = C_ipairs,
+    next = C_next,
+    pairs = C_pairs,
+    pcall = pcall_w,
+    rawequal = rawequal,
+    rawget = C_rawget,
+    rawset = C_rawset,
+    select = select,
+    setmetatable = C_setmetatable,
+    string = string_proxy,
+    table = table_proxy,
+    math = math_proxy,
+    tonumber = tonumber,
+    tostring = C_tostring,
+    type = type,
+    unpack = unpack,
+    xpcall = C(xpcall_w),
+  }
+  g.loadstring = C(make_loadstring(env))
+  g.load = C(make_load(env))
+  return g
+end
+
+-- EVAL: globals GE behind the proxy PE.
+local PE_mt = { __index = nil, __newindex = readonly_error }
+local PE = raw_setmetatable({}, PE_mt)
+local GE = base_globals(PE)
+GE.redis = protect(eval_redis)
+GE.__redis__err__handler = err_handler
+GE.KEYS, GE.ARGV = {}, {}
+raw_setmetatable(GE, { __index = missing_global })
+PE_mt.__index = GE
+REAL[PE] = GE
+FAKE_MT[PE] = protect({ __index = missing_global })
+
+-- FUNCTION: globals GF behind PF; while a library loads, PF reads LIB_API.
+local PF_mt = { __index = nil, __newindex = readonly_error }
+local PF = raw_setmetatable({}, PF_mt)
+local GF = base_globals(PF)
+GF.redis = protect(function_redis)
+raw_setmetatable(GF, { __index = missing_global })
+PF_mt.__index = GF
+REAL[PF] = GF
+FAKE_MT[PF] = FAKE_MT[PE]
+
+local LOADING = nil
+local FLAG_NAMES = { "no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys" }
+
+local function isstring(v)
+  local t = type(v)
+  return t == "string" or t == "number"
+end
+
+local function valid_name(name)
+  return name ~= "" and find(name, "^[%w_]+$") ~= nil
+end
+
+local function read_flags(t)
+  local flags = {}
+  local j = 1
+  while true do
+    local v = t[j]
+    if v == nil then break end
+    if not isstring(v) then return nil end
+    local s = lower(cstr(v .. ""))
+    local found = false
+    for bit_index, name in raw_ipairs(FLAG_NAMES) do
+      if s == name then
+        flags[bit_index] = true
+        found = true
+        break
+      end
+    end
+    if not found then return nil end
+    j = j + 1
+  end
+  return flags
+end
+
+-- redis.register_function, both calling conventions, with 7.0's checks in
+-- 7.0's order.
+local function register_function(...)
+  if LOADING == nil then
+    raise("redis.register_function can only be called on FUNCTION LOAD command")
+  end
+  local n = select("#", ...)
+  if n < 1 or n > 2 then raise("wrong number of arguments to redis.register_function") end
+  local name, desc, callback, flags
+  if n == 1 then
+    local args = ...
+    if type(args) ~= "table" then
+      raise("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+    end
+    for k, v in raw_next, args do
+      if not isstring(k) then raise("named argument key given to redis.register_function is not a string") end
+      local key = lower(cstr(k .. ""))
+      if key == "function_name" then
+        if not isstring(v) then raise("function_name argument given to redis.register_function must be a string") end
+        name = v .. ""
+      elseif key == "description" then
+        if not isstring(v) then raise("description argument given to redis.register_function must be a string") end
+        desc = v .. ""
+      elseif key == "callback" then
+        if type(v) ~= "function" then raise("callback argument given to redis.register_function must be a function") end
+        callback = v
+      elseif key == "flags" then
+        if type(v) ~= "table" then
+          raise("flags argument to redis.register_function must be a table representing function flags")
+        end
+        flags = read_flags(v)
+        if flags == nil then raise("unknown flag given") end
+      else
+        raise("unknown argument given to redis.register_function")
+      end
+    end
+    if name == nil then raise("redis.register_function must get a function name argument") end
+    if callback == nil then raise("redis.register_function must get a callback argument") end
+  else
+    local a, b = ...
+    if not isstring(a) then raise("first argument to redis.register_function must be a string") end
+    if type(b) ~= "function" then raise("second argument to redis.register_function must be a function") end
+    name, callback = a .. "", b
+  end
+  if not valid_name(name) then
+    raise("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+  end
+  if LOADING.names[name] then raise("Function already exists in the library") end
+  LOADING.names[name] = true
+  local f = flags or {}
+  LOADING.list[#LOADING.list + 1] = {
+    name = name,
+    description = desc,
+    callback = callback,
+    no_writes = f[1] == true,
+    allow_oom = f[2] == true,
+    allow_stale = f[3] == true,
+    no_cluster = f[4] == true,
+    allow_cross_slot_keys = f[5] == true,
+  }
+end
+
+local lib_redis = {
+  register_function = C(register_function),
+  log = C(log),
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = config.version,
+  REDIS_VERSION_NUM = config.version_num,
+}
+raw_setmetatable(lib_redis, { __index = missing_global })
+local LIB_API = raw_setmetatable({ redis = protect(lib_redis) }, { __index = missing_global })
+
+--------------------------------------------------------------------------
+-- Entry points for Rust
+--------------------------------------------------------------------------
+
+local entry = {}
+
+function entry.compile_eval(src)
+  return compile(src, "@user_script", PE)
+end
+
+-- EVAL: KEYS and ARGV are fresh tables every time (scripts may scribble on
+-- them), set behind the readonly proxy.
+function entry.run_eval(f, nkeys, ...)
+  RUN = RUN + 1
+  LAST_ERR = nil
+  local args = { ... }
+  local keys, argv = {}, {}
+  for i = 1, nkeys do keys[i] = args[i] end
+  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = args[i] end
+  GE.KEYS, GE.ARGV = keys, argv
+  return raw_xpcall(f, err_handler)
+end
+
+-- FCALL: the callback gets the two tables as arguments instead.
+function entry.run_fcall(callback, nkeys, ...)
+  RUN = RUN + 1
+  LAST_ERR = nil
+  PF_mt.__index = GF
+  local args = { ... }
+  local keys, argv = {}, {}
+  for i = 1, nkeys do keys[i] = args[i] end
+  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = args[i] end
+  return raw_xpcall(function() return callback(keys, argv) end, err_handler)
+end
+
+-- FUNCTION LOAD: compile and run the library's top level against LIB_API.
+-- Returns true, {registered...} or false, kind ("compile"/"run"), message.
+function entry.load_library(code)
+  RUN = RUN + 1
+  local f, err = compile(code, "@user_function", PF)
+  if f == nil then return false, "compile", err end
+  LOADING = { list = {}, names = {} }
+  PF_mt.__index = LIB_API
+  local ok, e = raw_pcall(f)
+  PF_mt.__index = GF
+  local loading = LOADING
+  LOADING = nil
+  if not ok then
+    -- luaExtractErrorInformation without a handler: no source, no line.
+    if type(e) == "string" or type(e) == "number" then return false, "run", "ERR " .. e end
+    if type(e) == "table" then
+      local m = e.err
+      if type(m) == "string" or type(m) == "number" then return false, "run", m .. "" end
+    end
+    return false, "run", nil
+  end
+  return true, loading.list
+end
+
+-- After the sandbox stopped a run midway, put the shared state back.
+function entry.recover()
+  LOADING = nil
+  PF_mt.__index = GF
+end
+
+function entry.last_error()
+  local e = LAST_ERR
+  LAST_ERR = nil
+  return e
+end
+
+function entry.clear_last_error()
+  LAST_ERR = nil
+end
+
+-- Remove what redis-server 7.0.15 does not offer from the VM itself, too.
+for _, name in raw_ipairs({ "print", "dofile", "loadfile", "debug", "getfenv", "setfenv", "newproxy",
+                            "module", "require", "package", "io", "os" }) do
+  raw_rawset(G, name, nil)
+end
+
+return entry

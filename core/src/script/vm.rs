@@ -1,0 +1,650 @@
+//! The Lua VM behind every script, and how one script run goes.
+//!
+//! # One VM per thread
+//!
+//! A Lua VM is expensive to build (the sandbox prelude alone creates a few
+//! hundred objects) and, being full of `Rc`s, it cannot leave its thread. A
+//! simulated node, on the other hand, should be cheap to create (the scenario
+//! explorer builds thousands) and free to move between threads (a server
+//! holds nodes behind a mutex). So [`Scripting`](super::Scripting) keeps only
+//! plain data — script bodies, library code, the random generator's state —
+//! and the VM lives here, in a thread-local, shared by every node on the
+//! thread and rebuilt on demand.
+//!
+//! Sharing is safe because of the very rule Redis 7 introduced: a script
+//! cannot change globals, so nothing one run does is visible to the next.
+//! Compiled EVAL scripts are cached by SHA1 (the body *is* the key), and
+//! FUNCTION libraries are loaded once per node, their callbacks kept here
+//! under the node's id. Anything missing — on a new thread, after a nested
+//! run, after `Clone` — is recompiled or reloaded from the plain data.
+//!
+//! # One run
+//!
+//! `redis.call` must reach the node's data, which the caller lends us as a
+//! `&mut dyn ScriptHost` for the duration of the command. Lua callbacks have
+//! to be `'static`, so the borrow is wrapped in an `omnilua` *scoped*
+//! function that is valid only while the run lasts; the long-lived
+//! `redis.call`/`redis.pcall` find it in `host` and forward to it. When the
+//! run ends the scope ends, and a stale reference can only produce a clean
+//! Lua error, never touch a dead borrow.
+//!
+//! A runaway script is stopped by the VM's instruction budget (`while true do
+//! end` would make redis-server answer BUSY to everybody until SCRIPT KILL;
+//! the simulator must never hang), and a memory-hungry one by its memory
+//! ceiling. Both are enforced inside the VM and cannot be caught by the
+//! script's own `pcall`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use omnilua::{Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason, Value, Variadic};
+
+use super::convert::{
+    cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua, trim_crlf,
+};
+use super::meta::ScriptFlags;
+use crate::reply::Reply;
+use crate::server::ScriptHost;
+
+/// The sandbox prelude: Redis's globals, readonly tables and `redis.*`.
+const PRELUDE: &str = include_str!("prelude.lua");
+
+/// How many Lua VM instructions one script run (or one FUNCTION LOAD) may
+/// execute — about a tenth of a second natively.
+pub const INSTRUCTION_LIMIT: u64 = 10_000_000;
+
+/// How much memory the Lua heap may hold.
+pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
+
+/// How often (in instructions) the budget is checked.
+const CHECK_INTERVAL: u32 = 10_000;
+
+/// The redis-server the scripts believe they run on (`redis.REDIS_VERSION`).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// `redis.REDIS_VERSION_NUM`: 0x07000f.
+pub const REDIS_VERSION_NUM: u32 = 0x07_00_0f;
+
+/// Compiled scripts kept per thread before the cache starts over.
+const COMPILED_CACHE_MAX: usize = 4096;
+
+/// The starting state of `redisLrand48`, as in redis-server's rand.c.
+pub(crate) const LRAND48_SEED: u64 = 0x1234_ABCD_330E;
+
+/// `redisLrand48`: the 48-bit linear congruential generator behind Redis's
+/// `math.random`, the same sequence on every platform.
+pub(crate) fn lrand48_next(state: &mut u64) -> u32 {
+    *state = state.wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB) & ((1 << 48) - 1);
+    (*state >> 17) as u32
+}
+
+/// `redisSrand48`.
+pub(crate) fn srand48_state(seed: i32) -> u64 {
+    (u64::from(seed as u32) << 16) | 0x330E
+}
+
+/// Which function a run calls.
+pub(crate) enum Target<'a> {
+    /// An EVAL script: KEYS and ARGV become globals.
+    Eval(&'a Function),
+    /// A FUNCTION callback: called as `callback(keys, args)`.
+    Fcall(&'a Function),
+}
+
+/// A function a library registered while it loaded.
+pub(crate) struct Registered {
+    pub(crate) name: String,
+    pub(crate) description: Option<Vec<u8>>,
+    pub(crate) flags: ScriptFlags,
+    pub(crate) callback: Function,
+}
+
+/// Why a library did not load; the text is the reply.
+pub(crate) struct LoadError(pub(crate) String);
+
+pub(crate) struct Vm {
+    lua: Lua,
+    sandbox: Sandbox,
+    compile_eval: Function,
+    run_eval: Function,
+    run_fcall: Function,
+    load_library: Function,
+    recover: Function,
+    last_error: Function,
+    /// The current run's scoped host function, while a run is in progress.
+    host: Rc<RefCell<Option<Function>>>,
+    rng: Rc<Cell<u64>>,
+    resp3: Rc<Cell<bool>>,
+    /// SHA1 → compiled EVAL script.
+    compiled: BTreeMap<String, Function>,
+    /// (node id, library) → its callbacks, in registration order.
+    libraries: BTreeMap<(u64, String), Vec<Function>>,
+}
+
+thread_local! {
+    static VM: RefCell<Option<Box<Vm>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with this thread's VM, building it if needed. The VM is taken out
+/// of its slot for the duration, so a nested use (a host that runs another
+/// node's script from inside `redis.call`) gets a VM of its own instead of a
+/// borrow panic.
+pub(crate) fn with_vm<R>(f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
+    let taken = VM.try_with(|slot| slot.try_borrow_mut().ok().and_then(|mut s| s.take())).ok().flatten();
+    let mut vm = match taken {
+        Some(vm) => vm,
+        None => Box::new(Vm::new().map_err(|e| format!("ERR the simulator could not start its Lua VM: {e}"))?),
+    };
+    let out = f(&mut vm);
+    let _ = VM.try_with(|slot| {
+        if let Ok(mut s) = slot.try_borrow_mut() {
+            if s.is_none() {
+                *s = Some(vm);
+            }
+        }
+    });
+    Ok(out)
+}
+
+/// Forget a node's libraries (when the node is dropped or flushed).
+pub(crate) fn forget_node(id: u64) {
+    let _ = VM.try_with(|slot| {
+        if let Ok(mut s) = slot.try_borrow_mut() {
+            if let Some(vm) = s.as_mut() {
+                vm.libraries.retain(|(owner, _), _| *owner != id);
+            }
+        }
+    });
+}
+
+fn internal(msg: &str) -> omnilua::Error {
+    omnilua::Error::from(LuaError::runtime(format_args!("{msg}")))
+}
+
+/// Raise `v` (usually an error table) as a Lua error from inside a Rust
+/// callback. A callback can only return errors it got from Lua, so the value
+/// is thrown once by a two-line Lua function and the resulting error handed
+/// back: the VM then re-raises the same table at the callback's C frame,
+/// exactly where redis-server's `luaError` raises it.
+fn raise_value(raise: &Function, v: Value) -> omnilua::Error {
+    match raise.call::<_, ()>(v) {
+        Err(e) => e,
+        Ok(()) => internal("error value was not raised"),
+    }
+}
+
+/// May this command run while the script is read-only? `scriptCall` checks
+/// write commands after lookup, arity and the no-script flag, so only a
+/// command that passes those is refused here; anything else goes to the
+/// host, which answers with the earlier error.
+fn denied_in_read_only(argv: &[Vec<u8>]) -> bool {
+    let Some(cmd) = argv.first().and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4)) else {
+        return false;
+    };
+    cmd.arity_ok(argv.len()) && cmd.allowed_in_scripts() && cmd.is_write()
+}
+
+/// `lookupCommand`, for `redis.acl_check_cmd`: the command (and, for a
+/// container, its subcommand) exists.
+fn command_known(argv: &[Vec<u8>]) -> bool {
+    let Some(cmd) = argv.first().and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4)) else {
+        return false;
+    };
+    match argv.get(1) {
+        Some(sub) if !cmd.subcommands.is_empty() => {
+            let sub = String::from_utf8_lossy(sub).to_lowercase();
+            cmd.subcommands.contains(&sub.as_str())
+        }
+        _ => true,
+    }
+}
+
+/// `bit.*` on unsigned 32-bit operands; results come back signed, as
+/// LuaBitOp's `BRET` does, except for the folding steps.
+fn bitop(op: &str, a: f64, b: f64) -> f64 {
+    let a = a as u64 as u32;
+    let b = b as u64 as u32;
+    let n = b & 31;
+    let signed = |x: u32| f64::from(x as i32);
+    match op {
+        "band" => f64::from(a & b),
+        "bor" => f64::from(a | b),
+        "bxor" => f64::from(a ^ b),
+        "bnot" => signed(!a),
+        "lshift" => signed(a << n),
+        "rshift" => signed(a >> n),
+        "arshift" => f64::from((a as i32) >> n),
+        "rol" => signed(a.rotate_left(n)),
+        "ror" => signed(a.rotate_right(n)),
+        "bswap" => signed(a.swap_bytes()),
+        _ => signed(a),
+    }
+}
+
+/// `bit.tohex(x, n)`: the low `n` hex digits, upper case for negative `n`.
+fn tohex(b: f64, n: f64) -> String {
+    let b = b as u64 as u32;
+    let mut n = n as i64 as i32;
+    let mut upper = false;
+    if n < 0 {
+        n = n.wrapping_neg();
+        upper = true;
+    }
+    let n = n.clamp(0, 8) as usize;
+    let full = if upper { format!("{b:08X}") } else { format!("{b:08x}") };
+    full[8 - n..].to_owned()
+}
+
+impl Vm {
+    fn new() -> omnilua::Result<Vm> {
+        let lua = Lua::try_new_versioned(LuaVersion::V51)?;
+        let sandbox = lua.install_sandbox(SandboxConfig {
+            instruction_limit: Some(INSTRUCTION_LIMIT),
+            memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
+            check_interval: CHECK_INTERVAL,
+            remove_globals: Vec::new(),
+        })?;
+        let host: Rc<RefCell<Option<Function>>> = Rc::new(RefCell::new(None));
+        let rng = Rc::new(Cell::new(LRAND48_SEED));
+        let resp3 = Rc::new(Cell::new(false));
+        let raise: Function = lua.load("return function(e) error(e, 0) end").set_name("=locklab").eval()?;
+
+        let rust = lua.create_table()?;
+        // C(f): a C-function trampoline around a Lua function (see prelude).
+        rust.raw_set(
+            "c",
+            lua.create_function(|lua, f: Function| {
+                lua.create_function(move |_, args: Variadic<Value>| f.call::<_, Variadic<Value>>(args))
+            })?,
+        )?;
+        {
+            let (slot, raise) = (host.clone(), raise.clone());
+            rust.raw_set(
+                "call",
+                lua.create_function(move |lua, args: Variadic<Value>| {
+                    let current = slot.borrow().clone();
+                    let Some(h) = current else {
+                        let t = error_table(lua, b"redis.call/pcall can only be called inside a script invocation", false)?;
+                        return Err(raise_value(&raise, Value::Table(t)));
+                    };
+                    let (v, is_err): (Value, bool) = h.call(args)?;
+                    if is_err {
+                        return Err(raise_value(&raise, v));
+                    }
+                    Ok(v)
+                })?,
+            )?;
+        }
+        {
+            let (slot, raise) = (host.clone(), raise.clone());
+            rust.raw_set(
+                "pcall",
+                lua.create_function(move |lua, args: Variadic<Value>| {
+                    let current = slot.borrow().clone();
+                    let Some(h) = current else {
+                        let t = error_table(lua, b"redis.call/pcall can only be called inside a script invocation", false)?;
+                        return Err(raise_value(&raise, Value::Table(t)));
+                    };
+                    let (v, _): (Value, bool) = h.call(args)?;
+                    Ok(v)
+                })?,
+            )?;
+        }
+        {
+            let slot = host.clone();
+            rust.raw_set("in_script", lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?)?;
+        }
+        rust.raw_set(
+            "sha1hex",
+            lua.create_function(|_, s: LuaString| Ok(sha1_smol::Sha1::from(s.as_bytes()?).digest().to_string()))?,
+        )?;
+        {
+            let rng = rng.clone();
+            rust.raw_set(
+                "lrand48",
+                lua.create_function(move |_, ()| {
+                    let mut state = rng.get();
+                    let v = lrand48_next(&mut state);
+                    rng.set(state);
+                    Ok(f64::from(v))
+                })?,
+            )?;
+        }
+        {
+            let rng = rng.clone();
+            rust.raw_set(
+                "srand48",
+                lua.create_function(move |_, seed: f64| {
+                    rng.set(srand48_state(seed as i64 as i32));
+                    Ok(())
+                })?,
+            )?;
+        }
+        {
+            let resp3 = resp3.clone();
+            rust.raw_set("set_resp3", lua.create_function(move |_, on: bool| {
+                resp3.set(on);
+                Ok(())
+            })?)?;
+        }
+        rust.raw_set(
+            "acl_known",
+            lua.create_function(|lua, args: Variadic<Value>| match lua_args_to_argv(&args) {
+                Err(msg) => Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
+                Ok(argv) => Ok((Value::Boolean(command_known(&argv)), Value::Nil)),
+            })?,
+        )?;
+        rust.raw_set(
+            "nan_text",
+            lua.create_function(|_, v: f64| Ok(if v.is_sign_negative() { "-nan" } else { "nan" }))?,
+        )?;
+        rust.raw_set("bitop", lua.create_function(|_, (op, a, b): (String, f64, f64)| Ok(bitop(&op, a, b)))?)?;
+        rust.raw_set("tohex", lua.create_function(|_, (b, n): (f64, f64)| Ok(tohex(b, n)))?)?;
+
+        let config = lua.create_table()?;
+        config.raw_set("version", REDIS_VERSION)?;
+        config.raw_set("version_num", f64::from(REDIS_VERSION_NUM))?;
+
+        let prelude = lua.load(PRELUDE).set_name("=locklab").into_function()?;
+        let entry: Table = prelude.call((rust, config))?;
+        sandbox.reset();
+        Ok(Vm {
+            compile_eval: entry.raw_get("compile_eval")?,
+            run_eval: entry.raw_get("run_eval")?,
+            run_fcall: entry.raw_get("run_fcall")?,
+            load_library: entry.raw_get("load_library")?,
+            recover: entry.raw_get("recover")?,
+            last_error: entry.raw_get("last_error")?,
+            lua,
+            sandbox,
+            host,
+            rng,
+            resp3,
+            compiled: BTreeMap::new(),
+            libraries: BTreeMap::new(),
+        })
+    }
+
+    /// The random generator's state, which belongs to the node.
+    pub(crate) fn set_rng(&self, state: u64) {
+        self.rng.set(state);
+    }
+
+    pub(crate) fn rng(&self) -> u64 {
+        self.rng.get()
+    }
+
+    /// Compile an EVAL body (without its shebang) into the cache under its
+    /// SHA1. The error is the reply text.
+    pub(crate) fn compile(&mut self, sha: &str, code: &[u8]) -> Result<Function, String> {
+        if let Some(f) = self.compiled.get(sha) {
+            return Ok(f.clone());
+        }
+        let src = self.lua.create_string(code).map_err(|e| format!("ERR {e}"))?;
+        let (f, msg): (Value, Value) = self.compile_eval.call(src).map_err(|e| format!("ERR {e}"))?;
+        match f {
+            Value::Function(f) => {
+                if self.compiled.len() >= COMPILED_CACHE_MAX {
+                    self.compiled.clear();
+                }
+                self.compiled.insert(sha.to_owned(), f.clone());
+                Ok(f)
+            }
+            _ => {
+                let msg = lua_string_bytes(&msg).unwrap_or_default();
+                let mut text = b"Error compiling script (new function): ".to_vec();
+                text.extend_from_slice(cstr(&msg));
+                Err(format!("ERR {}", one_line(trim_crlf(&text))))
+            }
+        }
+    }
+
+    /// Run a script or function. `read_only` refuses write commands;
+    /// `name` is what error messages call the script (its SHA1, or the
+    /// function's name).
+    pub(crate) fn run(
+        &mut self,
+        host: &mut dyn ScriptHost,
+        target: Target<'_>,
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        read_only: bool,
+        name: &str,
+    ) -> Reply {
+        self.sandbox.reset();
+        self.resp3.set(false);
+        let lua = self.lua.clone();
+        let resp3 = self.resp3.clone();
+        let slot = self.host.clone();
+        let (runner, f) = match target {
+            Target::Eval(f) => (&self.run_eval, f),
+            Target::Fcall(f) => (&self.run_fcall, f),
+        };
+        let result: omnilua::Result<(bool, Value)> = lua.scope(|scope| {
+            let host_fn = scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
+                let argv = match lua_args_to_argv(&call_args) {
+                    Ok(argv) => argv,
+                    Err(msg) => return Ok((Value::Table(error_table(lua, msg.as_bytes(), false)?), true)),
+                };
+                let reply = if read_only && denied_in_read_only(&argv) {
+                    Reply::error("ERR Write commands are not allowed from read-only scripts.")
+                } else {
+                    host.call(&argv)
+                };
+                reply_to_lua(lua, &reply, resp3.get())
+            })?;
+            *slot.borrow_mut() = Some(host_fn);
+            let mut call_args = Vec::with_capacity(2 + keys.len() + args.len());
+            call_args.push(Value::Function(f.clone()));
+            call_args.push(Value::Number(keys.len() as f64));
+            for a in keys.iter().chain(args) {
+                call_args.push(Value::String(lua.create_string(a)?));
+            }
+            runner.call::<_, (bool, Value)>(Variadic::from(call_args))
+        });
+        *self.host.borrow_mut() = None;
+        match result {
+            Ok((true, v)) => lua_to_reply(&v, self.resp3.get()),
+            Ok((false, e)) => error_reply(&e, name),
+            Err(err) => self.aborted(&err, name),
+        }
+    }
+
+    /// After the VM stopped a run (sandbox limits) or failed inside: restore
+    /// the shared state and explain.
+    fn aborted(&mut self, err: &omnilua::Error, name: &str) -> Reply {
+        let tripped = self.sandbox.tripped();
+        self.sandbox.reset();
+        if tripped == Some(TripReason::Memory) {
+            self.lua.gc_collect();
+            self.sandbox.reset();
+        }
+        let _ = self.recover.call::<_, ()>(());
+        let last: Value = self.last_error.call(()).unwrap_or(Value::Nil);
+        let text = match tripped {
+            Some(TripReason::Instructions) => format!(
+                "ERR Error running script: the simulator stopped it after {INSTRUCTION_LIMIT} instructions \
+                 (runaway script; Redis would reply BUSY and need SCRIPT KILL)"
+            ),
+            Some(TripReason::Memory) => format!(
+                "ERR Error running script: the simulator stopped it when its Lua memory passed {} MiB",
+                MEMORY_LIMIT_BYTES >> 20
+            ),
+            None => {
+                return Reply::Error(one_line(format!("ERR Error running script {name}, {err}").as_bytes()));
+            }
+        };
+        let mut line = text.into_bytes();
+        if let Value::Table(t) = &last {
+            line.extend_from_slice(&location(t, name));
+        }
+        Reply::Error(one_line(&line))
+    }
+
+    /// FUNCTION LOAD's engine part: compile the code and run its top level.
+    pub(crate) fn load_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, LoadError> {
+        self.sandbox.reset();
+        let src = self.lua.create_string(code).map_err(|e| LoadError(format!("ERR {e}")))?;
+        let result = self.load_library.call::<_, (bool, Value, Value)>(src);
+        let (ok, a, b) = match result {
+            Ok(r) => r,
+            Err(err) => {
+                let tripped = self.sandbox.tripped();
+                self.sandbox.reset();
+                if tripped == Some(TripReason::Memory) {
+                    self.lua.gc_collect();
+                    self.sandbox.reset();
+                }
+                let _ = self.recover.call::<_, ()>(());
+                return Err(LoadError(match tripped {
+                    // What redis-server's load hook raises after 500 ms.
+                    Some(TripReason::Instructions) => "ERR Error registering functions: ERR FUNCTION LOAD timeout".into(),
+                    Some(TripReason::Memory) => format!(
+                        "ERR Error registering functions: ERR the simulator stopped FUNCTION LOAD when its Lua memory passed {} MiB",
+                        MEMORY_LIMIT_BYTES >> 20
+                    ),
+                    None => one_line(format!("ERR Error registering functions: {err}").as_bytes()),
+                }));
+            }
+        };
+        if !ok {
+            let kind = lua_string_bytes(&a).unwrap_or_default();
+            let msg = lua_string_bytes(&b);
+            let text = if kind == b"compile" {
+                let mut t = b"ERR Error compiling function: ".to_vec();
+                t.extend_from_slice(cstr(&msg.unwrap_or_default()));
+                t
+            } else {
+                let mut t = b"ERR Error registering functions: ".to_vec();
+                match msg {
+                    Some(m) => t.extend_from_slice(cstr(&m)),
+                    // redis-server 7.0 crashes on an error value it cannot read.
+                    None => t.extend_from_slice(b"ERR unknown error (the library raised a value that is neither a string nor an error table)"),
+                }
+                t
+            };
+            return Err(LoadError(one_line(&text)));
+        }
+        let Value::Table(list) = a else {
+            return Err(LoadError("ERR No functions registered".into()));
+        };
+        let mut out = Vec::new();
+        let n = list.len().unwrap_or(0);
+        for i in 1..=n {
+            let Ok(entry) = list.raw_get::<_, Table>(i as i64) else { continue };
+            let flag = |k: &str| entry.raw_get::<_, Value>(k).is_ok_and(|v| matches!(v, Value::Boolean(true)));
+            let name = entry.raw_get::<_, Value>("name").ok().and_then(|v| lua_string_bytes(&v)).unwrap_or_default();
+            let description = entry.raw_get::<_, Value>("description").ok().and_then(|v| lua_string_bytes(&v));
+            let Ok(callback) = entry.raw_get::<_, Function>("callback") else { continue };
+            out.push(Registered {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                description,
+                flags: ScriptFlags {
+                    compat: false,
+                    no_writes: flag("no_writes"),
+                    allow_oom: flag("allow_oom"),
+                    allow_stale: flag("allow_stale"),
+                    no_cluster: flag("no_cluster"),
+                    allow_cross_slot_keys: flag("allow_cross_slot_keys"),
+                },
+                callback,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Keep a loaded library's callbacks for a node.
+    pub(crate) fn keep_library(&mut self, node: u64, library: &str, callbacks: Vec<Function>) {
+        self.libraries.insert((node, library.to_owned()), callbacks);
+    }
+
+    pub(crate) fn drop_library(&mut self, node: u64, library: &str) {
+        self.libraries.remove(&(node, library.to_owned()));
+    }
+
+    /// A node's library callback, reloading the library from its code if
+    /// this VM has not seen it (another thread, a clone, a fresh VM).
+    pub(crate) fn callback(&mut self, node: u64, library: &str, code: &[u8], index: usize) -> Result<Function, String> {
+        let key = (node, library.to_owned());
+        if !self.libraries.contains_key(&key) {
+            let registered = self.load_library(code).map_err(|e| e.0)?;
+            self.libraries.insert(key.clone(), registered.into_iter().map(|r| r.callback).collect());
+        }
+        self.libraries
+            .get(&key)
+            .and_then(|cbs| cbs.get(index))
+            .cloned()
+            .ok_or_else(|| "ERR Function not found".to_owned())
+    }
+}
+
+/// ` script: <name>, on <source>:<line>.` — the tail redis-server appends
+/// when the error handler found where the script was.
+fn location(t: &Table, name: &str) -> Vec<u8> {
+    let field = |k: &str| t.get::<_, Value>(k).ok().and_then(|v| lua_string_bytes(&v));
+    let (Some(source), Some(line)) = (field("source"), field("line")) else {
+        return Vec::new();
+    };
+    let mut out = b" script: ".to_vec();
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b", on ");
+    out.extend_from_slice(cstr(&source));
+    out.push(b':');
+    out.extend_from_slice(cstr(&line));
+    out.push(b'.');
+    out
+}
+
+/// `luaCallFunction`'s error path: the error table the handler built becomes
+/// `<err> script: <name>, on <source>:<line>.`
+fn error_reply(e: &Value, name: &str) -> Reply {
+    match e {
+        Value::Table(t) => {
+            let msg = t.get::<_, Value>("err").ok().and_then(|v| lua_string_bytes(&v));
+            let mut line = match msg {
+                Some(m) => cstr(&m).to_vec(),
+                // redis-server 7.0.15 crashes here (it formats a NULL).
+                None => b"ERR unknown error (the script raised a table without an 'err' field; redis-server 7.0 crashes on this)".to_vec(),
+            };
+            line.extend_from_slice(&location(t, name));
+            Reply::Error(one_line(&line))
+        }
+        other => {
+            // The handler failed to build a table ("error in error handling").
+            let msg = lua_string_bytes(other).unwrap_or_else(|| b"execution failure".to_vec());
+            let msg = cstr(&msg);
+            let msg = &msg[..msg.len().min(100)];
+            let mut line = format!("ERR Error running script {name}, ").into_bytes();
+            line.extend_from_slice(msg);
+            Reply::Error(one_line(trim_crlf(&line)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lrand48_is_redis_rand_c() {
+        let mut s = LRAND48_SEED;
+        // First value of the standard lrand48 sequence from its default seed.
+        assert_eq!(lrand48_next(&mut s), 851401618);
+        assert_eq!(srand48_state(1), 0x1_330E);
+        assert_eq!(srand48_state(-1), 0xFFFF_FFFF_330E);
+    }
+
+    #[test]
+    fn bit_ops() {
+        assert_eq!(bitop("ret", 4294967295.0, 0.0), -1.0);
+        assert_eq!(bitop("band", 12.0, 10.0), 8.0);
+        assert_eq!(bitop("lshift", 1.0, 31.0), -2147483648.0);
+        assert_eq!(bitop("rshift", 4294967295.0, 28.0), 15.0);
+        assert_eq!(bitop("arshift", 4294967295.0, 28.0), -1.0);
+        assert_eq!(bitop("bswap", 0x12345678 as f64, 0.0), 0x78563412 as f64);
+        assert_eq!(tohex(255.0, 8.0), "000000ff");
+        assert_eq!(tohex(255.0, -4.0), "00FF");
+        assert_eq!(tohex(255.0, 20.0), "000000ff");
+        assert_eq!(tohex(255.0, 0.0), "");
+    }
+}

@@ -1,0 +1,337 @@
+//! The trace: everything that happened in a world, in order.
+//!
+//! A trace is the one thing every locklab view renders. The timeline draws
+//! it as swimlanes (one per client, one per node, one for the resource), the
+//! console prints the commands and replies in it, the explorer prints it as
+//! a transcript. Because the world is deterministic, a trace is also a
+//! *proof*: replaying the same scenario from the same seed gives the same
+//! events, so "step back" is "replay to step n − 1", and a counterexample
+//! the explorer found can be handed to anyone and watched again.
+//!
+//! Each [`Event`] carries its step number, the world time in milliseconds,
+//! the actor whose lane it belongs to, and a typed payload ([`EventKind`]).
+//! Actors are indexes into the world's name tables ([`Names`]) rather than
+//! strings, so the explorer can produce hundreds of thousands of traces a
+//! minute without cloning names.
+
+use serde::{Deserialize, Serialize};
+
+use crate::invariants::Violation;
+use crate::reply::Reply;
+use crate::world::Fault;
+
+/// Whose lane an event is drawn in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// A client, by index into [`Names::clients`].
+    Client(u32),
+    /// A Redis node, by index into [`Names::nodes`].
+    Node(u32),
+    /// The protected resource (the database, file or API the lock guards).
+    Resource,
+    /// The world itself: faults, holder bookkeeping, invariant checks.
+    World,
+}
+
+/// One thing that happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the trace, from 0.
+    pub step: u64,
+    /// World time, in milliseconds since the run started. Node and client
+    /// clocks may disagree with it; that disagreement is what the clock
+    /// lessons are about.
+    pub at_ms: u64,
+    pub actor: Actor,
+    pub kind: EventKind,
+}
+
+/// Why a request never got an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossReason {
+    /// The link between client and node was cut.
+    LinkCut,
+    /// The node was down (crashed, or restarting) when the request arrived.
+    NodeDown,
+    /// The network dropped the reply (`drop_reply_permille`).
+    Dropped,
+}
+
+/// How a lock key came to change on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A client's command (or script, or transaction) ran on this node.
+    Command,
+    /// The node's own clock passed the key's deadline.
+    Expiry,
+    /// A replication batch from the master was applied.
+    Replication,
+    /// The node restarted without its data.
+    Restart,
+    /// A full resynchronisation replaced the node's data with its master's.
+    FullSync,
+    /// A replica was promoted and started expiring keys it had hidden.
+    Promotion,
+}
+
+/// What happened to a lock key on one node: the lock bars of the timeline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum LockChange {
+    /// The key now holds a (new) value. `owner` is the client that wrote it
+    /// (the world tracks this itself, so it is right even when every client
+    /// uses the same fixed value); `ttl_ms` is what `PTTL` would say.
+    Acquired { owner: Option<u32>, value: String, ttl_ms: Option<u64> },
+    /// Same value, new deadline: a renewal (or, with `SETNX` then `EXPIRE`,
+    /// the TTL arriving late).
+    Renewed { ttl_ms: Option<u64> },
+    /// The key is gone. `by` is the client whose command removed it, if a
+    /// command did.
+    Removed { by: Option<u32> },
+}
+
+/// The payload of an [`Event`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A client put a request on the wire: one command, or a pipeline
+    /// (`MULTI … EXEC` goes as one).
+    Sent { req: u64, node: u32, commands: Vec<Vec<String>> },
+    /// The node ran the request. This is the moment its effect happened,
+    /// which is what lock bars and holder order are measured from.
+    Executed { req: u64, client: u32, commands: Vec<Vec<String>>, replies: Vec<Reply> },
+    /// The request or its reply vanished.
+    Lost { req: u64, client: u32, node: u32, reason: LossReason },
+    /// The client's program saw the reply (after any pause it was in).
+    Received { req: u64, node: u32, replies: Vec<Reply> },
+    /// The client stopped waiting for a reply.
+    TimedOut { req: u64, node: u32 },
+    /// A key reached its deadline on this node's clock and was deleted.
+    Expired { key: String },
+    /// A lock key changed on this node.
+    Lock { key: String, change: LockChange, via: Via },
+    /// A replica applied a batch from its master (the replication arrow).
+    Replicated { from: u32, offset: u64, commands: Vec<Vec<String>> },
+    /// A batch that never arrived, because its master crashed first or the
+    /// replica stopped following it.
+    ReplicationLost { from: u32, offset: u64 },
+    /// The world's view of holders: this client became the `seq`-th holder
+    /// of `key` (on the current master, or on a majority for Redlock).
+    Granted { key: String, seq: u32 },
+    /// The client now believes it holds (or no longer holds) `key`.
+    Belief { key: String, holds: bool },
+    /// Two or more clients believe they hold `key` at once (`begin`), or
+    /// that stopped being true.
+    Overlap { key: String, clients: Vec<u32>, begin: bool, since_ms: u64 },
+    /// A client sent a write to the protected resource.
+    WriteSent { token: Option<i64>, value: String },
+    /// The resource accepted or rejected a write.
+    Write { client: u32, token: Option<i64>, value: String, accepted: bool },
+    /// A fault was injected.
+    Fault { fault: Fault },
+    /// A paused client runs again.
+    Resumed,
+    /// A crashed node is back, with or without its data.
+    Restarted { kept_data: bool },
+    /// A client program narrates a decision ("3/5 nodes, validity 978 ms").
+    Note { text: String },
+    /// A client program finished.
+    Done,
+    /// An invariant broke.
+    Violation { violation: Violation },
+}
+
+/// The names the indexes in a trace refer to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Names {
+    pub clients: Vec<String>,
+    pub nodes: Vec<String>,
+}
+
+impl Names {
+    pub fn client(&self, i: u32) -> &str {
+        self.clients.get(i as usize).map_or("?", String::as_str)
+    }
+
+    pub fn node(&self, i: u32) -> &str {
+        self.nodes.get(i as usize).map_or("?", String::as_str)
+    }
+
+    pub fn actor(&self, a: Actor) -> String {
+        match a {
+            Actor::Client(i) => self.client(i).to_owned(),
+            Actor::Node(i) => self.node(i).to_owned(),
+            Actor::Resource => "resource".to_owned(),
+            Actor::World => "world".to_owned(),
+        }
+    }
+}
+
+/// A whole trace with its name tables: what a driver hands to a view.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    pub names: Names,
+    pub events: Vec<Event>,
+}
+
+/// Arguments longer than this are shortened in one-line descriptions (a
+/// Lua script is data, not something to read on every line).
+const SHORT_ARG: usize = 44;
+
+/// `["SET", "lock", "x"]` → `SET lock x`, quoting like redis-cli would need;
+/// long arguments (scripts) are cut to their first characters and `…`.
+pub fn command_line(argv: &[String]) -> String {
+    let mut out = String::new();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let cut;
+        let a = if a.chars().count() > SHORT_ARG {
+            cut = format!("{}…", a.chars().take(SHORT_ARG - 4).collect::<String>());
+            &cut
+        } else {
+            a
+        };
+        let plain = !a.is_empty() && a.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'');
+        if plain {
+            out.push_str(a);
+        } else {
+            out.push('"');
+            for c in a.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+    }
+    out
+}
+
+fn commands_line(cmds: &[Vec<String>]) -> String {
+    cmds.iter().map(|c| command_line(c)).collect::<Vec<_>>().join(" | ")
+}
+
+fn replies_line(replies: &[Reply]) -> String {
+    replies
+        .iter()
+        .map(|r| r.to_cli().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn ttl_text(ttl: Option<u64>) -> String {
+    match ttl {
+        Some(ms) => format!("PTTL {ms}"),
+        None => "no TTL".to_owned(),
+    }
+}
+
+fn token_text(t: Option<i64>) -> String {
+    match t {
+        Some(t) => format!("token {t}"),
+        None => "no token".to_owned(),
+    }
+}
+
+impl Event {
+    /// One line of plain text, as the explorer's transcript prints it.
+    pub fn describe(&self, names: &Names) -> String {
+        let c = |i: u32| names.client(i).to_owned();
+        let n = |i: u32| names.node(i).to_owned();
+        match &self.kind {
+            EventKind::Sent { node, commands, .. } => format!("→ {}: {}", n(*node), commands_line(commands)),
+            EventKind::Executed { client, commands, replies, .. } => {
+                format!("runs {}'s {} ⇒ {}", c(*client), commands_line(commands), replies_line(replies))
+            }
+            EventKind::Lost { client, node, reason, .. } => {
+                let why = match reason {
+                    LossReason::LinkCut => "link cut",
+                    LossReason::NodeDown => "node down",
+                    LossReason::Dropped => "reply dropped",
+                };
+                format!("lost: {} ↔ {} ({why})", c(*client), n(*node))
+            }
+            EventKind::Received { node, replies, .. } => format!("← {}: {}", n(*node), replies_line(replies)),
+            EventKind::TimedOut { node, .. } => format!("timed out waiting for {}", n(*node)),
+            EventKind::Expired { key } => format!("key {key} expired"),
+            EventKind::Lock { key, change, via } => {
+                let via = match via {
+                    Via::Command => "",
+                    Via::Expiry => " (expiry)",
+                    Via::Replication => " (replication)",
+                    Via::Restart => " (restart without data)",
+                    Via::FullSync => " (full resync)",
+                    Via::Promotion => " (promotion)",
+                };
+                match change {
+                    LockChange::Acquired { owner, value, ttl_ms } => format!(
+                        "{key} = {value:?}, {}'s lock, {}{via}",
+                        owner.map_or("nobody".to_owned(), c),
+                        ttl_text(*ttl_ms)
+                    ),
+                    LockChange::Renewed { ttl_ms } => format!("{key} renewed, {}{via}", ttl_text(*ttl_ms)),
+                    LockChange::Removed { by } => match by {
+                        Some(b) => format!("{key} deleted by {}{via}", c(*b)),
+                        None => format!("{key} gone{via}"),
+                    },
+                }
+            }
+            EventKind::Replicated { from, offset, commands } => {
+                format!("applies {}'s batch #{offset}: {}", n(*from), commands_line(commands))
+            }
+            EventKind::ReplicationLost { from, offset } => {
+                format!("never receives {}'s batch #{offset}", n(*from))
+            }
+            EventKind::Granted { key, seq } => format!("holder #{seq} of {key} (world's view)"),
+            EventKind::Belief { key, holds } => {
+                if *holds {
+                    format!("believes it holds {key}")
+                } else {
+                    format!("stops believing it holds {key}")
+                }
+            }
+            EventKind::Overlap { key, clients, begin, since_ms } => {
+                let who = clients.iter().map(|&i| c(i)).collect::<Vec<_>>().join(" and ");
+                let all = if clients.len() == 2 { "both" } else { "all" };
+                if *begin {
+                    format!("overlap: {who} {all} believe they hold {key}")
+                } else {
+                    format!("overlap on {key} since {since_ms} ms ends")
+                }
+            }
+            EventKind::WriteSent { token, value } => format!("writes {value:?} to the resource ({})", token_text(*token)),
+            EventKind::Write { client, token, value, accepted } => format!(
+                "{} {}'s write {value:?} ({})",
+                if *accepted { "accepts" } else { "REJECTS" },
+                c(*client),
+                token_text(*token)
+            ),
+            EventKind::Fault { fault } => format!("FAULT {}", fault.describe(names)),
+            EventKind::Resumed => "resumes".to_owned(),
+            EventKind::Restarted { kept_data } => {
+                if *kept_data {
+                    "restarted with its data (AOF)".to_owned()
+                } else {
+                    "restarted EMPTY (no persistence)".to_owned()
+                }
+            }
+            EventKind::Note { text } => text.clone(),
+            EventKind::Done => "program finished".to_owned(),
+            EventKind::Violation { violation } => format!(
+                "VIOLATION {}: {} [{}–{} ms]",
+                violation.invariant.name(),
+                violation.detail,
+                violation.from_ms,
+                violation.to_ms
+            ),
+        }
+    }
+}

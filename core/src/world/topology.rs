@@ -1,0 +1,180 @@
+//! What the world is made of: the nodes, how they relate, and the knobs.
+//!
+//! Three shapes cover the lessons:
+//!
+//! * **single** — one redis-server. The lock is exactly as durable as that
+//!   process (and its persistence setting).
+//! * **replicated** — one master and its replicas, fed asynchronously with
+//!   a lag. Clients talk to whichever node is master; a failover promotes a
+//!   replica with whatever it has received, which may not include the lock.
+//! * **redlock** — N independent masters that know nothing of each other;
+//!   the client does the agreeing.
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::ClockConfig;
+use super::link::{LinkConfig, ReplicationConfig};
+use crate::invariants::InvariantConfig;
+use crate::server::Profile;
+
+/// Most replicas / masters a world may have (the lessons need 5).
+pub const MAX_NODES: u32 = 9;
+
+/// The nodes and their roles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Topology {
+    #[default]
+    Single,
+    /// Node 0 starts as master, nodes 1..=replicas as its replicas.
+    Replicated {
+        #[serde(default = "one")]
+        replicas: u32,
+    },
+    /// `masters` independent masters.
+    Redlock {
+        #[serde(default = "five")]
+        masters: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn five() -> u32 {
+    5
+}
+
+impl Topology {
+    pub fn node_count(self) -> u32 {
+        match self {
+            Topology::Single => 1,
+            Topology::Replicated { replicas } => 1 + replicas,
+            Topology::Redlock { masters } => masters,
+        }
+    }
+
+    /// Display names: `redis`; `master`, `replica1`…; `r1`…`r5`. The
+    /// replicated names are the *initial* roles: after a failover
+    /// `replica1` is the master, and the trace says so.
+    pub fn node_name(self, i: u32) -> String {
+        match self {
+            Topology::Single => "redis".to_owned(),
+            Topology::Replicated { .. } if i == 0 => "master".to_owned(),
+            Topology::Replicated { .. } => format!("replica{i}"),
+            Topology::Redlock { .. } => format!("r{}", i + 1),
+        }
+    }
+
+    /// Whose replica node `i` starts as.
+    pub fn initial_master_of(self, i: u32) -> Option<u32> {
+        match self {
+            Topology::Replicated { .. } if i > 0 => Some(0),
+            _ => None,
+        }
+    }
+
+    pub fn is_redlock(self) -> bool {
+        matches!(self, Topology::Redlock { .. })
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Topology::Single => "single".to_owned(),
+            Topology::Replicated { replicas } => format!("replicated (1 master, {replicas} replica{})", if replicas == 1 { "" } else { "s" }),
+            Topology::Redlock { masters } => format!("redlock{masters}"),
+        }
+    }
+}
+
+/// Does a restarted node come back with its data?
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Persistence {
+    /// AOF (`appendfsync always`, idealised): a restart loses nothing.
+    #[default]
+    #[serde(rename = "aof")]
+    Aof,
+    /// No persistence: a restarted node is empty — locks and counters gone.
+    #[serde(rename = "none", alias = "off")]
+    Off,
+}
+
+impl Persistence {
+    pub fn name(self) -> &'static str {
+        match self {
+            Persistence::Aof => "aof",
+            Persistence::Off => "none",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Persistence> {
+        match s {
+            "aof" => Some(Persistence::Aof),
+            "none" | "off" => Some(Persistence::Off),
+            _ => None,
+        }
+    }
+}
+
+/// A clock setting for one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeClock {
+    pub node: u32,
+    pub clock: ClockConfig,
+}
+
+/// A link setting for one client and one node (or, with `node: null`, the
+/// resource).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkOverride {
+    pub client: String,
+    #[serde(default)]
+    pub node: Option<u32>,
+    pub config: LinkConfig,
+}
+
+/// Everything about a world except its clients and faults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorldConfig {
+    pub topology: Topology,
+    pub profile: Profile,
+    pub persistence: Persistence,
+    /// Default client ↔ node link.
+    pub link: LinkConfig,
+    /// Default client ↔ resource link.
+    pub resource_link: LinkConfig,
+    pub links: Vec<LinkOverride>,
+    pub replication: ReplicationConfig,
+    pub node_clocks: Vec<NodeClock>,
+    /// Does the resource check fencing tokens?
+    pub fencing: bool,
+    pub invariants: InvariantConfig,
+    /// Nothing after this world time is processed.
+    pub horizon_ms: u64,
+    /// Stop after this many trace events.
+    pub max_events: u64,
+    /// Stop at the first violation (the explorer does).
+    pub stop_on_violation: bool,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            topology: Topology::Single,
+            profile: Profile::V8_4,
+            persistence: Persistence::Aof,
+            link: LinkConfig::default(),
+            resource_link: LinkConfig::default(),
+            links: Vec::new(),
+            replication: ReplicationConfig::default(),
+            node_clocks: Vec::new(),
+            fencing: false,
+            invariants: InvariantConfig::default(),
+            horizon_ms: 600_000,
+            max_events: 1_000_000,
+            stop_on_violation: false,
+        }
+    }
+}
