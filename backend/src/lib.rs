@@ -12,10 +12,12 @@
 //!   Redis wire protocol.
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
+//! * [`lesson_real`] — a lesson played on a real redis-server, time-compressed.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod bench;
 pub mod explore;
+pub mod lesson_real;
 pub mod lessons;
 pub mod real;
 pub mod repl;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::{bench, explore, lessons, repl, sim_server};
+use locklab_backend::{bench, explore, lesson_real, lessons, repl, sim_server};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
 
@@ -74,6 +74,12 @@ enum LessonCmd {
         step: Option<usize>,
         #[arg(long)]
         seed: Option<u64>,
+        /// Play it on this real server instead of the simulator.
+        #[arg(long, value_name = "redis://HOST:PORT")]
+        real: Option<String>,
+        /// Time compression on a real server (TTLs and waits divided by it).
+        #[arg(long, default_value_t = 100)]
+        compress: u64,
     },
 }
 
@@ -108,7 +114,15 @@ fn main() -> Result<()> {
             match action {
                 LessonCmd::List => print!("{}", lessons::list(&all, lang)),
                 LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
-                LessonCmd::Run { id, step, seed } => {
+                LessonCmd::Run { id, step: _, seed: _, real: Some(url), compress } => {
+                    let lesson = lessons::find(&all, &id)?;
+                    let report = lesson_real::run(lesson, &url, compress, false)?;
+                    print!("{}", report.transcript(lesson, lang));
+                    if !report.passed() {
+                        std::process::exit(1);
+                    }
+                }
+                LessonCmd::Run { id, step, seed, real: None, .. } => {
                     let (text, ok) = lessons::run(lessons::find(&all, &id)?, lang, step, seed)?;
                     print!("{text}");
                     if !ok {
