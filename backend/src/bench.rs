@@ -117,3 +117,21 @@ pub fn report(real: Option<&str>, budget: Duration) -> String {
     }
     out
 }
+
+/// `redis-benchmark -t set,get,incr -n 200000 -P 16 -q` against the real
+/// server on `real_port` and against a sim-server started here, with the
+/// ratio (issue target: sim-server ≥ 0.8× redis-server).
+pub fn wire_report(real_port: u16) -> std::io::Result<String> {
+    use crate::sim_server::{self, Config};
+    let Some(tool) = crate::redis_server::find_on_path("redis-benchmark") else {
+        return Ok("redis-benchmark not found: install redis-tools to compare sim-server with redis-server\n".into());
+    };
+    let sim = sim_server::spawn(Config {
+        bind: std::net::Ipv4Addr::LOCALHOST.into(),
+        port: 0,
+        profile: Profile::V7_0,
+    })?;
+    let mut out = String::from("\nredis-benchmark -t set,get,incr -n 200000 -P 16 -q, redis-server vs sim-server:\n");
+    out.push_str(&sim_server::benchmark(&tool, real_port, sim.port())?);
+    Ok(out)
+}

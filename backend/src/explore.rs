@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
-use locklab_core::explore::{Explorer, Finding, Spec, TopologyKind};
+use locklab_core::explore::{Explorer, FaultKind, Finding, Spec, TopologyKind};
 use locklab_core::world::{Persistence, Scenario};
 use thiserror::Error;
 
@@ -49,6 +49,9 @@ pub struct ExploreArgs {
     pub persistence: Option<String>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Only these fault kinds (comma-separated): pause, crash, restart, failover, clock-jump.
+    #[arg(long, value_delimiter = ',', value_parser = ["pause", "crash", "restart", "failover", "clock-jump"])]
+    pub fault_kinds: Vec<String>,
     /// Random walks after the exhaustive phase.
     #[arg(long)]
     pub walks: Option<u64>,
@@ -77,21 +80,29 @@ pub enum ExploreError {
 fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
     let text = std::fs::read_to_string(path).map_err(|source| ExploreError::Read { path: path.clone(), source })?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let (spec, scenario) = if is_toml {
+    // A bare scenario is recognised by its top-level `clients`; anything
+    // else must be a spec (which refuses unknown fields, so typos surface).
+    let (has_clients, spec, scenario) = if is_toml {
         (
+            toml::from_str::<toml::Table>(&text).is_ok_and(|t| t.contains_key("clients")),
             toml::from_str::<Spec>(&text).map_err(|e| e.to_string()),
             toml::from_str::<Scenario>(&text).map_err(|e| e.to_string()),
         )
     } else {
         (
+            serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("clients").is_some()),
             serde_json::from_str::<Spec>(&text).map_err(|e| e.to_string()),
             serde_json::from_str::<Scenario>(&text).map_err(|e| e.to_string()),
         )
     };
-    match (spec, scenario) {
-        (Ok(spec), _) => Ok(spec),
-        (Err(_), Ok(sc)) => Ok(Spec { seed: sc.seed, scenario: Some(sc), ..Spec::default() }),
-        (Err(spec), Err(scenario)) => Err(ExploreError::Parse { path: path.clone(), spec, scenario }),
+    match (has_clients, spec, scenario) {
+        (false, Ok(spec), _) => Ok(spec),
+        (true, _, Ok(sc)) => Ok(Spec { seed: sc.seed, scenario: Some(sc), ..Spec::default() }),
+        (_, spec, scenario) => Err(ExploreError::Parse {
+            path: path.clone(),
+            spec: spec.err().unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
+            scenario: scenario.err().unwrap_or_else(|| "it has no `clients` list".into()),
+        }),
     }
 }
 
@@ -128,6 +139,9 @@ pub fn spec_from_args(args: &ExploreArgs) -> Result<Spec, ExploreError> {
         if let Some(sc) = &mut spec.scenario {
             sc.seed = s;
         }
+    }
+    if !args.fault_kinds.is_empty() {
+        spec.fault_kinds = args.fault_kinds.iter().filter_map(|k| FaultKind::parse(k)).collect();
     }
     if let Some(w) = args.walks {
         spec.random_walks = w;
@@ -264,4 +278,107 @@ pub fn bench_report(seconds: f64) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, text: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("locklab-explore-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).expect("write temp file");
+        path
+    }
+
+    fn last_line(s: &str) -> &str {
+        s.lines().last().unwrap_or_default()
+    }
+
+    #[test]
+    fn flags_override_the_defaults() {
+        let args = ExploreArgs {
+            release: Some("get-del".into()),
+            fencing: Some("on".into()),
+            topology: Some("replicated".into()),
+            persistence: Some("none".into()),
+            fault_kinds: vec!["pause".into(), "clock-jump".into()],
+            seed: Some(9),
+            ..ExploreArgs::default()
+        };
+        let spec = spec_from_args(&args).expect("spec");
+        assert_eq!(spec.release, Release::GetThenDel);
+        assert!(spec.fencing);
+        assert_eq!(spec.topology, TopologyKind::Replicated);
+        assert_eq!(spec.persistence, Persistence::Off);
+        assert_eq!(spec.fault_kinds, vec![FaultKind::Pause, FaultKind::ClockJump]);
+        assert_eq!(spec.seed, 9);
+    }
+
+    #[test]
+    fn a_json_spec_file_with_flags_on_top() {
+        let path = temp("spec.json", r#"{ "release": "del", "fencing": true, "random_walks": 100, "exhaustive_seeds": 2 }"#);
+        let args = ExploreArgs { file: Some(path.clone()), threads: Some(2), ..ExploreArgs::default() };
+        let out = run(&args).expect("runs");
+        assert!(last_line(&out).starts_with("result: violated wrong-release (seed "), "{out}");
+        let held = ExploreArgs { release: Some("lua".into()), ..args };
+        assert!(last_line(&run(&held).expect("runs")).starts_with("result: held ("));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_toml_scenario_file() {
+        let path = temp(
+            "scenario.toml",
+            r#"
+seed = 4
+[world]
+fencing = false
+[[clients]]
+name = "A"
+program = { type = "lock", release = "del" }
+[[clients]]
+name = "B"
+start_ms = 3
+program = { type = "lock", release = "del" }
+"#,
+        );
+        let args = ExploreArgs { file: Some(path.clone()), walks: Some(50), threads: Some(1), ..ExploreArgs::default() };
+        let out = run(&args).expect("runs");
+        assert!(out.starts_with("locklab explore: scenario from file"), "{out}");
+        assert!(last_line(&out).starts_with("result: violated "), "{out}");
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn bad_files_and_flags_are_errors() {
+        let missing = ExploreArgs { file: Some("/nonexistent/locklab.json".into()), ..ExploreArgs::default() };
+        assert!(matches!(run(&missing), Err(ExploreError::Read { .. })));
+        let path = temp("bad.json", r#"{ "release": "sometimes" }"#);
+        let bad = ExploreArgs { file: Some(path.clone()), ..ExploreArgs::default() };
+        assert!(matches!(run(&bad), Err(ExploreError::Parse { .. })));
+        let _ = std::fs::remove_file(path);
+        assert!(matches!(run(&ExploreArgs { threads: Some(0), ..ExploreArgs::default() }), Err(ExploreError::Threads)));
+        assert!(matches!(run(&ExploreArgs { clients: Some(0), ..ExploreArgs::default() }), Err(ExploreError::Explore(_))));
+    }
+
+    #[test]
+    fn threads_do_not_change_the_answer() {
+        let args = |t| ExploreArgs { release: Some("getdel".into()), walks: Some(200), threads: Some(t), ..ExploreArgs::default() };
+        assert_eq!(run(&args(1)).expect("1"), run(&args(2)).expect("2"));
+    }
+
+    #[test]
+    fn bench_report_smoke() {
+        let r = bench_report(0.5);
+        assert!(r.contains("world events per second"), "{r}");
+        assert!(r.contains("schedules per minute"), "{r}");
+    }
+
+    /// The figures for the report: `cargo test --release -p locklab-backend
+    /// explore::tests::bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn bench() {
+        println!("{}", bench_report(10.0));
+    }
 }

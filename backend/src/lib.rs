@@ -13,6 +13,7 @@
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
 //! * [`lesson_real`] — a lesson played on a real redis-server, time-compressed.
+//! * [`redis_server`] — a real redis-server process on a free loopback port.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod bench;
@@ -20,5 +21,6 @@ pub mod explore;
 pub mod lesson_real;
 pub mod lessons;
 pub mod real;
+pub mod redis_server;
 pub mod repl;
 pub mod sim_server;

@@ -136,7 +136,22 @@ fn main() -> Result<()> {
             if !(seconds > 0.0 && seconds < 600.0) {
                 bail!("--seconds must be between 0 and 600");
             }
-            print!("{}", bench::report(redis.as_deref(), Duration::from_secs_f64(seconds)));
+            // Compare with the server given, or start one of our own.
+            let own = match &redis {
+                Some(_) => None,
+                None => match locklab_backend::redis_server::RedisServer::try_start(&[]) {
+                    Ok(s) => Some(s),
+                    Err(why) => {
+                        eprintln!("no real redis-server to compare with: {why}");
+                        None
+                    }
+                },
+            };
+            let url = redis.clone().or_else(|| own.as_ref().map(|s| s.url()));
+            print!("{}", bench::report(url.as_deref(), Duration::from_secs_f64(seconds)));
+            if let Some(server) = &own {
+                print!("{}", bench::wire_report(server.port())?);
+            }
         }
     }
     Ok(())

@@ -21,6 +21,8 @@
 //! binary fails the test with the command that installs it.
 
 pub mod diff;
-pub mod server;
+/// The redis-server guard lives in the backend (the bench and managed
+/// topologies use it too); tests reach it here as before.
+pub use locklab_backend::redis_server as server;
 
 pub use server::RedisServer;

@@ -1,8 +1,10 @@
-//! A real `redis-server` for one test, started on a free loopback port and
+//! A real `redis-server` process, started on a free loopback port and
 //! killed when the guard drops (after redis-rs's `redis-test` crate).
 //!
-//! Each test gets its own server, so tests run in parallel without sharing
-//! a keyspace, and nothing is written to disk (`--save ''`, no AOF).
+//! Tests get one each, so they run in parallel without sharing a keyspace;
+//! `locklab bench` starts one to compare with. Nothing is written to disk
+//! (`--save ''`, no AOF), and the process runs in a private temporary
+//! directory.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -46,7 +48,7 @@ pub fn redis_cli_binary() -> Option<PathBuf> {
     find_on_path("redis-cli")
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
@@ -56,7 +58,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// Ask the kernel for a free loopback port. There is a window between
 /// releasing it and redis-server binding it; [`RedisServer::start_with`]
 /// retries with a new port if redis-server exits early.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local_addr").port()
 }
@@ -98,15 +100,25 @@ impl RedisServer {
     /// panics with [`NOT_FOUND`]).
     pub fn start_using(binary: Option<PathBuf>, extra_args: &[&str]) -> RedisServer {
         let binary = binary.unwrap_or_else(|| panic!("{NOT_FOUND}"));
+        Self::try_start_using(&binary, extra_args).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// Start one without panicking: for binaries, which report and go on.
+    pub fn try_start(extra_args: &[&str]) -> Result<RedisServer, String> {
+        let binary = redis_server_binary().ok_or_else(|| NOT_FOUND.to_owned())?;
+        Self::try_start_using(&binary, extra_args)
+    }
+
+    fn try_start_using(binary: &PathBuf, extra_args: &[&str]) -> Result<RedisServer, String> {
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
-            match Self::spawn(&binary, port, extra_args) {
-                Ok(server) => return server,
+            match Self::spawn(binary, port, extra_args) {
+                Ok(server) => return Ok(server),
                 Err(why) => last_failure = why,
             }
         }
-        panic!("redis-server did not start after {PORT_ATTEMPTS} attempts: {last_failure}");
+        Err(format!("redis-server did not start after {PORT_ATTEMPTS} attempts: {last_failure}"))
     }
 
     fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
@@ -134,9 +146,10 @@ impl RedisServer {
         cmd.current_dir(&dir);
         let child = cmd.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                panic!("{NOT_FOUND}");
+                NOT_FOUND.to_owned()
+            } else {
+                format!("spawn {}: {e}", binary.display())
             }
-            format!("spawn {}: {e}", binary.display())
         })?;
         let mut server = RedisServer { child, port };
         let addr = server.addr();
