@@ -115,6 +115,8 @@ impl RedisServer {
             let port = free_port();
             match Self::spawn(binary, port, extra_args) {
                 Ok(server) => return Ok(server),
+                // No binary: another port will not help.
+                Err(why) if why == NOT_FOUND => return Err(why),
                 Err(why) => last_failure = why,
             }
         }

@@ -3,7 +3,7 @@
 //! deterministic and replayable.
 
 use locklab_core::client::{Acquire, Release};
-use locklab_core::explore::{explore, Explorer, Finding, Outcome, Report, Spec, TopologyKind};
+use locklab_core::explore::{explore, Explorer, FaultKind, Finding, Outcome, Report, Spec, TopologyKind};
 use locklab_core::trace::EventKind;
 use locklab_core::world::{Persistence, World};
 
@@ -79,8 +79,13 @@ fn without_fencing_a_paused_client_overwrites_the_next_holder() {
     let r = assert_violated(&spec(|s| {
         s.release = Release::Lua;
         s.fencing = false;
+        s.fault_kinds = vec![FaultKind::Pause];
     }), "stale-write");
-    assert!(r.transcript().contains("pause"), "{}", r.transcript());
+    let t = r.transcript();
+    assert!(t.contains("FAULT pause"), "{t}");
+    assert!(!t.contains("clock jumps"), "{t}");
+    // With every fault kind allowed, a clock jump on the node does it too.
+    assert_violated(&spec(|s| s.fencing = false), "stale-write");
 }
 
 #[test]

@@ -36,7 +36,7 @@ use crate::rng::Rng;
 use crate::trace::Trace;
 use crate::world::{At, ClockOf, Fault, Scenario, ScheduledFault, Topology, World, WorldError};
 
-pub use spec::{Spec, TopologyKind};
+pub use spec::{FaultKind, Spec, TopologyKind};
 
 /// Why an exploration cannot start.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -175,8 +175,15 @@ impl Explorer {
         spec.validate()?;
         let base = spec.base_scenario();
         World::from_scenario(&base)?;
-        let options = if spec.faults > 0 { fault_options(&base, spec.ttl_ms) } else { Vec::new() };
-        let exhaustive = base.clients.len() == 2 && spec.faults >= 1;
+        let options: Vec<Fault> = if spec.faults > 0 {
+            fault_options(&base, spec.ttl_ms)
+                .into_iter()
+                .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let exhaustive = base.clients.len() == 2 && spec.faults >= 1 && !options.is_empty();
         let mut blocks = Vec::new();
         let mut start = 0;
         let mut step_hint = 1;

@@ -40,6 +40,54 @@ impl TopologyKind {
     }
 }
 
+/// The families of faults the explorer may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Stop-the-world pauses of a client.
+    Pause,
+    /// Client crashes.
+    Crash,
+    /// Node restarts (with or without data, as `persistence` says).
+    Restart,
+    /// Master crash plus replica promotion.
+    Failover,
+    /// Node clock jumps.
+    ClockJump,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 5] =
+        [FaultKind::Pause, FaultKind::Crash, FaultKind::Restart, FaultKind::Failover, FaultKind::ClockJump];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Crash => "crash",
+            FaultKind::Restart => "restart",
+            FaultKind::Failover => "failover",
+            FaultKind::ClockJump => "clock-jump",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Which family a fault belongs to.
+    pub fn of(f: &crate::world::Fault) -> Option<FaultKind> {
+        use crate::world::Fault;
+        match f {
+            Fault::PauseClient { .. } => Some(FaultKind::Pause),
+            Fault::CrashClient { .. } => Some(FaultKind::Crash),
+            Fault::RestartNode { .. } | Fault::CrashNode { .. } => Some(FaultKind::Restart),
+            Fault::Failover { .. } | Fault::PromoteReplica { .. } => Some(FaultKind::Failover),
+            Fault::JumpClock { .. } | Fault::SetDrift { .. } => Some(FaultKind::ClockJump),
+            _ => None,
+        }
+    }
+}
+
 /// An exploration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -64,6 +112,8 @@ pub struct Spec {
     pub exhaustive_seeds: u32,
     /// Longest trace one schedule may produce.
     pub max_steps: u64,
+    /// Only these kinds of faults (empty: all of them).
+    pub fault_kinds: Vec<FaultKind>,
     /// A full scenario to explore instead of the shorthand.
     pub scenario: Option<Scenario>,
 }
@@ -83,6 +133,7 @@ impl Default for Spec {
             random_walks: 4_000,
             exhaustive_seeds: 8,
             max_steps: 2_000,
+            fault_kinds: Vec::new(),
             scenario: None,
         }
     }
@@ -194,8 +245,22 @@ impl Spec {
         Scenario { seed: self.seed, world, clients, faults: Vec::new() }
     }
 
+    /// Is this kind of fault allowed?
+    pub fn allows(&self, kind: FaultKind) -> bool {
+        self.fault_kinds.is_empty() || self.fault_kinds.contains(&kind)
+    }
+
     /// One line saying what is being explored.
     pub fn summary(&self) -> String {
+        let kinds = if self.fault_kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))
+        };
+        self.summary_base() + &kinds
+    }
+
+    fn summary_base(&self) -> String {
         match &self.scenario {
             Some(s) => format!(
                 "scenario from file: topology {}, {} clients ({}), fencing {}, persistence {}, fault budget {}, seed {}",
