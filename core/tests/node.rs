@@ -201,3 +201,20 @@ fn wait_inside_exec_answers_at_once() {
     assert_eq!(cli(&mut n, "EXEC"), "1) (integer) 0");
     assert_eq!(n.now(), before);
 }
+
+#[test]
+fn cluster_mode_checks_slots_and_script_keys() {
+    use locklab_core::server::cluster::{key_slot, ClusterConfig};
+    let mut n = Node::new(Profile::V7_0);
+    n.set_cluster(Some(ClusterConfig::first_of_three()));
+    // "bar" is slot 5061 (local), "foo" 12182 (elsewhere).
+    assert_eq!(key_slot(b"bar"), 5061);
+    assert_eq!(cli(&mut n, "SET bar 1"), "OK");
+    assert_eq!(cli(&mut n, "GET foo"), "(error) MOVED 12182 127.0.0.1:7002");
+    assert_eq!(cli(&mut n, "DEL bar foo"), "(error) CROSSSLOT Keys in request don't hash to the same slot");
+    // A script that builds a key name instead of declaring it.
+    let out = cli(&mut n, "EVAL \"return redis.call('GET', 'foo')\" 0");
+    assert!(out.starts_with("(error) ERR Script attempted to access a non local key in a cluster node script: "), "{out}");
+    // Declared, local keys are fine.
+    assert_eq!(cli(&mut n, "EVAL \"return redis.call('GET', KEYS[1])\" 1 bar"), "\"1\"");
+}

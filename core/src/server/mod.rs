@@ -31,6 +31,7 @@
 //! drains these batches with [`Node::take_propagated`] and feeds them to
 //! replicas with a delay, which is how asynchronous replication loses a lock.
 
+pub mod cluster;
 mod cmd;
 pub mod db;
 pub mod glob;
@@ -197,6 +198,11 @@ pub struct Engine {
     record_propagation: bool,
     /// Keep expiry events for [`Node::take_events`].
     record_events: bool,
+    /// Cluster mode: the slots this node owns.
+    cluster: Option<cluster::ClusterConfig>,
+    /// The slot the running script is bound to (its declared keys', or the
+    /// first key it touched).
+    script_slot: Option<u16>,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -237,6 +243,8 @@ impl Node {
                 in_exec: false,
                 record_propagation: false,
                 record_events: false,
+                cluster: None,
+                script_slot: None,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -397,6 +405,12 @@ impl Node {
         self.engine.stall_ms
     }
 
+    /// Run as one node of a Redis Cluster owning some slots (lesson 31), or
+    /// standalone (`None`, the default).
+    pub fn set_cluster(&mut self, cfg: Option<cluster::ClusterConfig>) {
+        self.engine.cluster = cfg;
+    }
+
     /// Start or stop recording the replication stream for
     /// [`Node::take_propagated`]. Off by default: a node without replicas
     /// has nobody to send it to.
@@ -498,6 +512,9 @@ impl Node {
             }
             return self.reject(conn, Reply::error(format!("ERR {msg}")));
         }
+        if let Some(err) = self.engine.cluster_redirect(cmd, argv) {
+            return self.reject(conn, err);
+        }
         let queues = !matches!(cmd.handler, Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch);
         let db = match self.conns.get_mut(&conn) {
             Some(Conn { multi: Some(queue), .. }) if queues => {
@@ -531,6 +548,9 @@ impl Node {
             Handler::Plain(f) => f(&mut Ctx { e: &mut self.engine, db }, argv),
             Handler::Script(f) => {
                 self.engine.script_db = db;
+                self.engine.script_slot = self.engine.cluster.as_ref().and_then(|_| {
+                    cmd.key_indexes(argv).first().map(|&i| cluster::key_slot(&argv[i]))
+                });
                 f(&mut self.scripting, &mut self.engine, argv)
             }
             Handler::Multi => match self.conns.get_mut(&conn) {
@@ -647,6 +667,39 @@ impl Engine {
 
     pub(crate) fn now(&self) -> u64 {
         self.now
+    }
+
+    /// In cluster mode, where a command's keys say it must go: `CROSSSLOT`
+    /// when they span slots, `MOVED` when their slot is another node's.
+    fn cluster_redirect(&self, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
+        let cfg = self.cluster.as_ref()?;
+        let mut slots = cmd.key_indexes(argv).into_iter().map(|i| cluster::key_slot(&argv[i]));
+        let first = slots.next()?;
+        if slots.any(|s| s != first) {
+            return Some(Reply::error("CROSSSLOT Keys in request don't hash to the same slot"));
+        }
+        (!cfg.owns(first)).then(|| Reply::error(format!("MOVED {first} {}", cfg.address_of(first))))
+    }
+
+    /// `scriptVerifyClusterState`: a key a script touches must be local,
+    /// and in the slot the script is bound to.
+    fn script_cluster_check(&mut self, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
+        let cfg = self.cluster.as_ref()?;
+        let mut slots = cmd.key_indexes(argv).into_iter().map(|i| cluster::key_slot(&argv[i]));
+        let first = slots.next()?;
+        if slots.any(|s| s != first) || !cfg.owns(first) {
+            return Some(Reply::error("ERR Script attempted to access a non local key in a cluster node"));
+        }
+        match self.script_slot {
+            None => {
+                self.script_slot = Some(first);
+                None
+            }
+            Some(bound) if bound != first => {
+                Some(Reply::error("ERR Script attempted to access keys that do not hash to the same slot"))
+            }
+            Some(_) => None,
+        }
     }
 
     fn write_denied(&self, cmd: &Command) -> bool {
@@ -857,6 +910,9 @@ impl ScriptHost for Engine {
         }
         if self.write_denied(cmd) {
             return Reply::error("READONLY You can't write against a read only replica.");
+        }
+        if let Some(err) = self.script_cluster_check(cmd, argv) {
+            return err;
         }
         let Handler::Plain(f) = cmd.handler else {
             return Reply::error("ERR This Redis command is not allowed from script");
