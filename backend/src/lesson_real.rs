@@ -29,6 +29,8 @@ use locklab_core::client::RELEASE_LUA;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, RealRun, StepKind};
 use locklab_core::resource::Resource;
+use locklab_core::server::{table, Profile};
+use locklab_core::trace::Names;
 use locklab_core::world::Fault;
 use locklab_core::Reply;
 use thiserror::Error;
@@ -112,6 +114,22 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Every key the lesson's commands name, by the command table's key
+/// positions (so `EVAL … 1 lock:order:1 token` yields only the lock key).
+fn lesson_keys(lesson: &Lesson) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for step in &lesson.steps {
+        let Some(argv) = step.cmd.as_deref().and_then(|l| parse(l).ok()) else { continue };
+        let Some(cmd) = argv.first().and_then(|n| table::find(n, Profile::V8_4)) else { continue };
+        for i in cmd.key_indexes(&argv) {
+            if !keys.contains(&argv[i]) {
+                keys.push(argv[i].clone());
+            }
+        }
+    }
+    keys
 }
 
 /// Does a script set a TTL? Then its large integer arguments are TTLs.
@@ -243,6 +261,15 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
             admin.execute(&cmd.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>())?;
         }
     }
+    // Start from a clean slate without touching anything else on a server
+    // that may be somebody's: delete exactly the keys the lesson uses.
+    let keys = lesson_keys(lesson);
+    if !keys.is_empty() {
+        let mut del = vec![b"DEL".to_vec()];
+        del.extend(keys);
+        admin.execute(&del)?;
+    }
+    let names = Names { clients: lesson.actors.clone(), nodes: vec!["redis".into()] };
     let has_8_4 = at_least_8_4(&version);
     let mut resource = Resource::new(lesson.world.fencing);
     let mut last_integer: BTreeMap<String, i64> = BTreeMap::new();
@@ -293,7 +320,7 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
                 if let Fault::CrashClient { client } = fault {
                     conns.insert(client.clone(), None);
                 }
-                (format!("FAULT {fault:?}"), None)
+                (format!("FAULT {}", fault.describe(&names)), None)
             }
             StepKind::Write { client, write } => {
                 actor = Some(client.to_owned());

@@ -38,6 +38,9 @@ pub fn measure(world: &World, clients: &[u32], from: usize) -> Metrics {
     let mut m = Metrics::default();
     // client → (first attempt of the current cycle, attempts in it)
     let mut cycle: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    // client → time of its last acquire request: a Redlock round sends to
+    // every master at the same instant, and that is one attempt, not five.
+    let mut last_attempt: BTreeMap<u32, u64> = BTreeMap::new();
     for e in world.trace().iter().skip(from) {
         let Actor::Client(c) = e.actor else { continue };
         if !clients.contains(&c) {
@@ -46,7 +49,7 @@ pub fn measure(world: &World, clients: &[u32], from: usize) -> Metrics {
         match &e.kind {
             EventKind::Sent { commands, .. } => {
                 m.commands += commands.len() as u64;
-                if commands.iter().any(|c| is_acquire(c)) {
+                if commands.iter().any(|c| is_acquire(c)) && last_attempt.insert(c, e.at_ms) != Some(e.at_ms) {
                     m.attempts += 1;
                     let entry = cycle.entry(c).or_insert((e.at_ms, 0));
                     entry.1 += 1;

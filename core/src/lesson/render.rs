@@ -38,7 +38,9 @@ pub fn transcript(run: &LessonRun, lang: Lang) -> String {
 
 fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, out: &mut String) {
     let who = r.actor.as_deref().unwrap_or("world");
-    let _ = writeln!(out, "[{:>8} ms] {who}> {}", r.at_ms, r.shown);
+    let step = run.lesson().steps.get(r.index);
+    let shown = step.and_then(|s| s.say.as_ref()).map_or(r.shown.as_str(), |t| t.get(lang).trim());
+    let _ = writeln!(out, "[{:>8} ms] {who}> {shown}", r.at_ms);
     if let Some(reply) = &r.reply {
         for line in reply.lines() {
             let _ = writeln!(out, "{:>14}{line}", "");
@@ -47,7 +49,7 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, out: &mut String) {
     if !r.ok {
         let _ = writeln!(out, "{:>14}✗ expected: {}", "", r.expected.as_deref().unwrap_or("?"));
     }
-    if let Some(explain) = run.lesson().steps.get(r.index).and_then(|s| s.explain.as_ref()) {
+    if let Some(explain) = step.and_then(|s| s.explain.as_ref()) {
         let _ = writeln!(out, "{:>14}# {}", "", explain.get(lang));
     }
 }
