@@ -157,10 +157,7 @@ pub fn search(explorer: &Explorer, threads: usize) -> Finding {
     }
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..shards).map(|k| s.spawn(move || explorer.search(k, shards))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .fold(Finding::default(), Finding::merge)
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).fold(Finding::default(), Finding::merge)
     })
 }
 
@@ -212,7 +209,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(' ');
         }
         out.push(c);
@@ -316,7 +313,8 @@ mod tests {
 
     #[test]
     fn a_json_spec_file_with_flags_on_top() {
-        let path = temp("spec.json", r#"{ "release": "del", "fencing": true, "random_walks": 100, "exhaustive_seeds": 2 }"#);
+        let path =
+            temp("spec.json", r#"{ "release": "del", "fencing": true, "random_walks": 100, "exhaustive_seeds": 2 }"#);
         let args = ExploreArgs { file: Some(path.clone()), threads: Some(2), ..ExploreArgs::default() };
         let out = run(&args).expect("runs");
         assert!(last_line(&out).starts_with("result: violated wrong-release (seed "), "{out}");
@@ -342,7 +340,8 @@ start_ms = 3
 program = { type = "lock", release = "del" }
 "#,
         );
-        let args = ExploreArgs { file: Some(path.clone()), walks: Some(50), threads: Some(1), ..ExploreArgs::default() };
+        let args =
+            ExploreArgs { file: Some(path.clone()), walks: Some(50), threads: Some(1), ..ExploreArgs::default() };
         let out = run(&args).expect("runs");
         assert!(out.starts_with("locklab explore: scenario from file"), "{out}");
         assert!(last_line(&out).starts_with("result: violated "), "{out}");
@@ -358,12 +357,20 @@ program = { type = "lock", release = "del" }
         assert!(matches!(run(&bad), Err(ExploreError::Parse { .. })));
         let _ = std::fs::remove_file(path);
         assert!(matches!(run(&ExploreArgs { threads: Some(0), ..ExploreArgs::default() }), Err(ExploreError::Threads)));
-        assert!(matches!(run(&ExploreArgs { clients: Some(0), ..ExploreArgs::default() }), Err(ExploreError::Explore(_))));
+        assert!(matches!(
+            run(&ExploreArgs { clients: Some(0), ..ExploreArgs::default() }),
+            Err(ExploreError::Explore(_))
+        ));
     }
 
     #[test]
     fn threads_do_not_change_the_answer() {
-        let args = |t| ExploreArgs { release: Some("getdel".into()), walks: Some(200), threads: Some(t), ..ExploreArgs::default() };
+        let args = |t| ExploreArgs {
+            release: Some("getdel".into()),
+            walks: Some(200),
+            threads: Some(t),
+            ..ExploreArgs::default()
+        };
         assert_eq!(run(&args(1)).expect("1"), run(&args(2)).expect("2"));
     }
 

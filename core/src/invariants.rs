@@ -238,7 +238,15 @@ impl Monitor {
 
     /// A lock key with no deadline on `node`, owned by `owner`, held since
     /// `since`: report it once.
-    pub fn deadlock(&mut self, node: u32, key: &str, owner: u32, since: u64, now: u64, detail: String) -> Option<Violation> {
+    pub fn deadlock(
+        &mut self,
+        node: u32,
+        key: &str,
+        owner: u32,
+        since: u64,
+        now: u64,
+        detail: String,
+    ) -> Option<Violation> {
         if !self.deadlocks.insert((node, key.to_owned(), since)) {
             return None;
         }

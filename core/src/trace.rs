@@ -220,11 +220,7 @@ fn commands_line(cmds: &[Vec<String>]) -> String {
 }
 
 fn replies_line(replies: &[Reply]) -> String {
-    replies
-        .iter()
-        .map(|r| r.to_cli().replace('\n', " "))
-        .collect::<Vec<_>>()
-        .join(" | ")
+    replies.iter().map(|r| r.to_cli().replace('\n', " ")).collect::<Vec<_>>().join(" | ")
 }
 
 fn ttl_text(ttl: Option<u64>) -> String {
@@ -307,7 +303,9 @@ impl Event {
                     format!("overlap on {key} since {since_ms} ms ends")
                 }
             }
-            EventKind::WriteSent { token, value } => format!("writes {value:?} to the resource ({})", token_text(*token)),
+            EventKind::WriteSent { token, value } => {
+                format!("writes {value:?} to the resource ({})", token_text(*token))
+            }
             EventKind::Write { client, token, value, accepted } => format!(
                 "{} {}'s write {value:?} ({})",
                 if *accepted { "accepts" } else { "REJECTS" },

@@ -35,26 +35,35 @@ fn assert_violated(s: &Spec, invariant: &str) -> Report {
 
 #[test]
 fn bare_del_releases_someone_elses_lock() {
-    assert_violated(&spec(|s| {
-        s.release = Release::Del;
-        s.fencing = true;
-    }), "wrong-release");
+    assert_violated(
+        &spec(|s| {
+            s.release = Release::Del;
+            s.fencing = true;
+        }),
+        "wrong-release",
+    );
 }
 
 #[test]
 fn get_then_del_releases_someone_elses_lock() {
-    assert_violated(&spec(|s| {
-        s.release = Release::GetThenDel;
-        s.fencing = true;
-    }), "wrong-release");
+    assert_violated(
+        &spec(|s| {
+            s.release = Release::GetThenDel;
+            s.fencing = true;
+        }),
+        "wrong-release",
+    );
 }
 
 #[test]
 fn getdel_releases_someone_elses_lock() {
-    assert_violated(&spec(|s| {
-        s.release = Release::Getdel;
-        s.fencing = true;
-    }), "wrong-release");
+    assert_violated(
+        &spec(|s| {
+            s.release = Release::Getdel;
+            s.fencing = true;
+        }),
+        "wrong-release",
+    );
 }
 
 #[test]
@@ -67,20 +76,26 @@ fn setnx_then_expire_with_a_crash_in_between_deadlocks() {
 
 #[test]
 fn the_safe_lua_release_still_fails_over_asynchronously() {
-    let r = assert_violated(&spec(|s| {
-        s.release = Release::Lua;
-        s.topology = TopologyKind::Replicated;
-    }), "stale-write");
+    let r = assert_violated(
+        &spec(|s| {
+            s.release = Release::Lua;
+            s.topology = TopologyKind::Replicated;
+        }),
+        "stale-write",
+    );
     assert!(r.transcript().contains("failover"), "{}", r.transcript());
 }
 
 #[test]
 fn without_fencing_a_paused_client_overwrites_the_next_holder() {
-    let r = assert_violated(&spec(|s| {
-        s.release = Release::Lua;
-        s.fencing = false;
-        s.fault_kinds = vec![FaultKind::Pause];
-    }), "stale-write");
+    let r = assert_violated(
+        &spec(|s| {
+            s.release = Release::Lua;
+            s.fencing = false;
+            s.fault_kinds = vec![FaultKind::Pause];
+        }),
+        "stale-write",
+    );
     let t = r.transcript();
     assert!(t.contains("FAULT pause"), "{t}");
     assert!(!t.contains("clock jumps"), "{t}");
@@ -111,11 +126,14 @@ fn delex_release_and_fencing_on_one_node_hold() {
 
 #[test]
 fn without_persistence_a_restart_reuses_the_fencing_token() {
-    let r = assert_violated(&spec(|s| {
-        s.release = Release::Lua;
-        s.fencing = true;
-        s.persistence = Persistence::Off;
-    }), "stale-write");
+    let r = assert_violated(
+        &spec(|s| {
+            s.release = Release::Lua;
+            s.fencing = true;
+            s.persistence = Persistence::Off;
+        }),
+        "stale-write",
+    );
     let t = r.transcript();
     assert!(t.contains("restarted EMPTY"), "{t}");
     assert!(t.contains("handed out twice"), "{t}");
@@ -140,7 +158,7 @@ fn the_counterexample_replays_exactly() {
     // And the scenario survives JSON, so it can be saved and shared.
     let json = serde_json::to_string(scenario).expect("ser");
     let back: locklab_core::world::Scenario = serde_json::from_str(&json).expect("de");
-    assert_eq!(&back, scenario);
+    assert_eq!(&back, &**scenario);
 }
 
 #[test]

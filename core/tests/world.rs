@@ -193,12 +193,29 @@ fn bad_scenarios_are_errors_not_panics() {
         ..Scenario::default()
     };
     assert!(matches!(World::from_scenario(&bad_client), Err(WorldError::UnknownClient(_))));
-    let dup = Scenario { clients: vec![client("A", 0, cmds(&["PING"])), client("A", 0, cmds(&["PING"]))], ..Scenario::default() };
+    let dup = Scenario {
+        clients: vec![client("A", 0, cmds(&["PING"])), client("A", 0, cmds(&["PING"]))],
+        ..Scenario::default()
+    };
     assert!(matches!(World::from_scenario(&dup), Err(WorldError::DuplicateClient(_))));
-    let big = Scenario { world: WorldConfig { topology: Topology::Redlock { masters: 40 }, ..Default::default() }, ..Scenario::default() };
+    let big = Scenario {
+        world: WorldConfig { topology: Topology::Redlock { masters: 40 }, ..Default::default() },
+        ..Scenario::default()
+    };
     assert!(matches!(World::from_scenario(&big), Err(WorldError::Topology(_))));
     let bad_prog = Scenario { clients: vec![client("A", 0, lock(|p| p.ttl_ms = 0))], ..Scenario::default() };
     assert!(matches!(World::from_scenario(&bad_prog), Err(WorldError::Program { .. })));
+    let bad_step = Scenario {
+        clients: vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![Step::Send { line: "PING".into(), node: Some(3), timeout_ms: None }],
+            }),
+        )],
+        ..Scenario::default()
+    };
+    assert!(matches!(World::from_scenario(&bad_step), Err(WorldError::Program { .. })));
     let bad_link = Scenario {
         clients: vec![client("A", 0, cmds(&["PING"]))],
         faults: vec![ScheduledFault {
@@ -265,9 +282,16 @@ fn pause_client_delays_everything_it_would_do_and_the_lock_expires_meanwhile() {
 
 #[test]
 fn an_open_ended_pause_lasts_until_resume_client() {
-    let mut sc = scenario(Topology::Single, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![Step::Sleep { ms: 10 }, Step::Send { line: "PING".into(), node: None, timeout_ms: None }],
-    }))]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![Step::Sleep { ms: 10 }, Step::Send { line: "PING".into(), node: None, timeout_ms: None }],
+            }),
+        )],
+    );
     sc.faults.push(ScheduledFault { at: At::Time(5), fault: Fault::PauseClient { client: "A".into(), ms: None } });
     sc.faults.push(ScheduledFault { at: At::Time(400), fault: Fault::ResumeClient { client: "A".into() } });
     let w = run(&sc);
@@ -287,7 +311,8 @@ fn crash_client_stops_it_for_good_and_its_lock_expires_by_ttl() {
     assert!(w.client_state(ClientId(0)).unwrap().crashed);
     let after: Vec<_> = w.trace().iter().filter(|e| e.at_ms > crash_at && e.actor == Actor::Client(0)).collect();
     assert!(after.is_empty(), "a crashed client does nothing: {after:?}");
-    let expired = w.trace().iter().find(|e| matches!(&e.kind, EventKind::Expired { key } if key == "lock")).expect("ttl");
+    let expired =
+        w.trace().iter().find(|e| matches!(&e.kind, EventKind::Expired { key } if key == "lock")).expect("ttl");
     assert!(expired.at_ms >= 1_000 && expired.at_ms <= 1_010, "{}", expired.at_ms);
     assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Granted { seq: 2, .. })), "B gets it after the TTL");
     assert!(w.violations().is_empty(), "a lock with a TTL heals a crash: {}", dump(&w));
@@ -308,17 +333,27 @@ fn crash_node_loses_requests_and_clients_time_out() {
 }
 
 fn restart_counter(keep: Option<bool>, persistence: Persistence) -> (Vec<Reply>, World) {
-    let mut sc = scenario(Topology::Single, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![
-            Step::Send { line: "SET lock A NX PX 60000".into(), node: None, timeout_ms: None },
-            Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
-            Step::Sleep { ms: 500 },
-            Step::Send { line: "GET lock".into(), node: None, timeout_ms: None },
-            Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
-        ],
-    }))]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![
+                    Step::Send { line: "SET lock A NX PX 60000".into(), node: None, timeout_ms: None },
+                    Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
+                    Step::Sleep { ms: 500 },
+                    Step::Send { line: "GET lock".into(), node: None, timeout_ms: None },
+                    Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
+                ],
+            }),
+        )],
+    );
     sc.world.persistence = persistence;
-    sc.faults.push(ScheduledFault { at: At::Time(100), fault: Fault::RestartNode { node: 0, down_ms: 50, keep_data: keep } });
+    sc.faults.push(ScheduledFault {
+        at: At::Time(100),
+        fault: Fault::RestartNode { node: 0, down_ms: 50, keep_data: keep },
+    });
     let w = run(&sc);
     (replies_of(&w, 0), w)
 }
@@ -336,7 +371,9 @@ fn restart_node_with_its_data_keeps_locks_and_counters() {
 fn restart_node_without_persistence_forgets_the_lock_and_reuses_counter_values() {
     let (r, w) = restart_counter(None, Persistence::Off);
     assert_eq!(r, vec![Reply::ok(), Reply::Integer(1), Reply::Nil, Reply::Integer(1)], "{}", dump(&w));
-    assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Lock { via: Via::Restart, change: LockChange::Removed { .. }, .. })));
+    assert!(kinds(&w)
+        .iter()
+        .any(|k| matches!(k, EventKind::Lock { via: Via::Restart, change: LockChange::Removed { .. }, .. })));
     let (r, _) = restart_counter(Some(false), Persistence::Aof);
     assert_eq!(r[2], Reply::Nil);
 }
@@ -366,27 +403,38 @@ fn replicas_follow_the_master_after_a_lag() {
         .filter(|e| matches!(&e.kind, EventKind::Replicated { commands, .. } if commands[0][0] == "DEL"))
         .count();
     assert_eq!(dels, 2, "the master's expiry reaches the replicas as DEL");
-    let expired_on = w.trace().iter().filter(|e| matches!(e.kind, EventKind::Expired { .. })).map(|e| e.actor).collect::<Vec<_>>();
+    let expired_on =
+        w.trace().iter().filter(|e| matches!(e.kind, EventKind::Expired { .. })).map(|e| e.actor).collect::<Vec<_>>();
     assert_eq!(expired_on, vec![Actor::Node(0)], "only the master expires keys itself");
     for e in &rep {
         assert!(e.at_ms >= 20, "lag: {}", e.at_ms);
         if let EventKind::Replicated { commands, .. } = &e.kind {
             assert_eq!(commands[0][0], "SET");
-            assert!(commands[0].iter().any(|a| a.eq_ignore_ascii_case("PXAT")), "relative TTLs become absolute: {commands:?}");
+            assert!(
+                commands[0].iter().any(|a| a.eq_ignore_ascii_case("PXAT")),
+                "relative TTLs become absolute: {commands:?}"
+            );
         }
     }
 }
 
 #[test]
 fn promote_replica_makes_it_the_master_clients_follow() {
-    let mut sc = replicated(1, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![
-            Step::Send { line: "SET k 1".into(), node: None, timeout_ms: None },
-            Step::Sleep { ms: 200 },
-            Step::Send { line: "SET k 2".into(), node: None, timeout_ms: None },
-            Step::Send { line: "SET k 3".into(), node: Some(0), timeout_ms: None },
-        ],
-    }))]);
+    let mut sc = replicated(
+        1,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![
+                    Step::Send { line: "SET k 1".into(), node: None, timeout_ms: None },
+                    Step::Sleep { ms: 200 },
+                    Step::Send { line: "SET k 2".into(), node: None, timeout_ms: None },
+                    Step::Send { line: "SET k 3".into(), node: Some(0), timeout_ms: None },
+                ],
+            }),
+        )],
+    );
     sc.faults.push(ScheduledFault { at: At::Time(100), fault: Fault::PromoteReplica { node: 1 } });
     let w = run(&sc);
     assert_eq!(w.master(), 1);
@@ -436,13 +484,20 @@ fn the_failover_story_two_holders_on_the_new_master() {
 
 #[test]
 fn cut_and_heal_a_client_link() {
-    let mut sc = scenario(Topology::Single, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![
-            Step::Send { line: "PING".into(), node: None, timeout_ms: Some(100) },
-            Step::Sleep { ms: 200 },
-            Step::Send { line: "PING".into(), node: None, timeout_ms: Some(100) },
-        ],
-    }))]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![
+                    Step::Send { line: "PING".into(), node: None, timeout_ms: Some(100) },
+                    Step::Sleep { ms: 200 },
+                    Step::Send { line: "PING".into(), node: None, timeout_ms: Some(100) },
+                ],
+            }),
+        )],
+    );
     let ends = || (Endpoint::Client("A".into()), Endpoint::Node(0));
     sc.faults.push(ScheduledFault { at: At::Time(0), fault: Fault::CutLink { a: ends().0, b: ends().1 } });
     sc.faults.push(ScheduledFault { at: At::Time(150), fault: Fault::HealLink { a: ends().1, b: ends().0 } });
@@ -455,9 +510,14 @@ fn cut_and_heal_a_client_link() {
 
 #[test]
 fn cut_replication_then_wait_times_out_and_heal_delivers_the_backlog() {
-    let mut sc = replicated(1, vec![client("A", 0, cmds(&["SET lock A PX 60000", "WAIT 1 300", "SET x 1", "WAIT 1 0"]))]);
-    sc.faults.push(ScheduledFault { at: At::Time(0), fault: Fault::CutLink { a: Endpoint::Node(0), b: Endpoint::Node(1) } });
-    sc.faults.push(ScheduledFault { at: At::Time(600), fault: Fault::HealLink { a: Endpoint::Node(0), b: Endpoint::Node(1) } });
+    let mut sc =
+        replicated(1, vec![client("A", 0, cmds(&["SET lock A PX 60000", "WAIT 1 300", "SET x 1", "WAIT 1 0"]))]);
+    sc.faults
+        .push(ScheduledFault { at: At::Time(0), fault: Fault::CutLink { a: Endpoint::Node(0), b: Endpoint::Node(1) } });
+    sc.faults.push(ScheduledFault {
+        at: At::Time(600),
+        fault: Fault::HealLink { a: Endpoint::Node(0), b: Endpoint::Node(1) },
+    });
     let w = run(&sc);
     let r = replies_of(&w, 0);
     assert_eq!(r, vec![Reply::ok(), Reply::Integer(0), Reply::ok(), Reply::Integer(1)], "{}", dump(&w));
@@ -483,16 +543,26 @@ fn wait_counts_real_acknowledgements() {
     let node_clock = single.node_state(0).unwrap().clock_ms;
     assert!(node_clock <= locklab_core::server::EPOCH_MS + single.now() + 1);
     // On a replica the node answers with its own error.
-    let on_replica = run(&replicated(1, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![Step::Send { line: "WAIT 1 10".into(), node: Some(1), timeout_ms: None }],
-    }))]));
+    let on_replica = run(&replicated(
+        1,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![Step::Send { line: "WAIT 1 10".into(), node: Some(1), timeout_ms: None }],
+            }),
+        )],
+    ));
     assert!(matches!(&replies_of(&on_replica, 0)[0], Reply::Error(e) if e.contains("replica")));
 }
 
 #[test]
 fn cut_link_to_the_resource_loses_writes() {
     let mut sc = scenario(Topology::Single, vec![client("A", 0, lock(|_| {}))]);
-    sc.faults.push(ScheduledFault { at: At::Time(0), fault: Fault::CutLink { a: Endpoint::Client("A".into()), b: Endpoint::Resource } });
+    sc.faults.push(ScheduledFault {
+        at: At::Time(0),
+        fault: Fault::CutLink { a: Endpoint::Client("A".into()), b: Endpoint::Resource },
+    });
     let w = run(&sc);
     assert!(w.resource().writes().is_empty());
     assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("lost"))));
@@ -500,9 +570,16 @@ fn cut_link_to_the_resource_loses_writes() {
 
 #[test]
 fn a_dropped_reply_is_not_a_failed_command() {
-    let mut sc = scenario(Topology::Single, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![Step::Send { line: "INCR n".into(), node: None, timeout_ms: Some(50) }],
-    }))]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![Step::Send { line: "INCR n".into(), node: None, timeout_ms: Some(50) }],
+            }),
+        )],
+    );
     sc.faults.push(ScheduledFault {
         at: At::Time(0),
         fault: Fault::SetLink {
@@ -527,11 +604,7 @@ fn expiry_time(clock: Option<Fault>, node_clock: ClockConfig) -> u64 {
         sc.faults.push(ScheduledFault { at: At::Time(100), fault: f });
     }
     let w = run(&sc);
-    w.trace()
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::Expired { .. }))
-        .map(|e| e.at_ms)
-        .expect("expires")
+    w.trace().iter().find(|e| matches!(e.kind, EventKind::Expired { .. })).map(|e| e.at_ms).expect("expires")
 }
 
 #[test]
@@ -549,14 +622,20 @@ fn a_node_expires_keys_by_its_own_clock() {
 }
 
 fn sleeper(clock: ClockConfig, fault: Option<Fault>) -> u64 {
-    let mut sc = scenario(Topology::Single, vec![ClientSpec {
-        name: "A".into(),
-        clock,
-        start_ms: 0,
-        program: Some(Program::Commands(CommandsProgram {
-            steps: vec![Step::Sleep { ms: 1_000 }, Step::Send { line: "PING".into(), node: None, timeout_ms: None }],
-        })),
-    }]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![ClientSpec {
+            name: "A".into(),
+            clock,
+            start_ms: 0,
+            program: Some(Program::Commands(CommandsProgram {
+                steps: vec![
+                    Step::Sleep { ms: 1_000 },
+                    Step::Send { line: "PING".into(), node: None, timeout_ms: None },
+                ],
+            })),
+        }],
+    );
     if let Some(f) = fault {
         sc.faults.push(ScheduledFault { at: At::Time(100), fault: f });
     }
@@ -578,10 +657,13 @@ fn a_client_measures_time_by_its_own_clock() {
 
 #[test]
 fn a_commands_program_reproduces_experiment_6_1() {
-    let sc = scenario(Topology::Single, vec![
-        client("A", 0, cmds(&["SET lock:order:1001 token-A-111 NX PX 30000", "GET lock:order:1001"])),
-        client("B", 50, cmds(&["SET lock:order:1001 token-B-222 NX PX 30000", "PTTL lock:order:1001"])),
-    ]);
+    let sc = scenario(
+        Topology::Single,
+        vec![
+            client("A", 0, cmds(&["SET lock:order:1001 token-A-111 NX PX 30000", "GET lock:order:1001"])),
+            client("B", 50, cmds(&["SET lock:order:1001 token-B-222 NX PX 30000", "PTTL lock:order:1001"])),
+        ],
+    );
     let w = run(&sc);
     assert_eq!(replies_of(&w, 0), vec![Reply::ok(), Reply::bulk("token-A-111")]);
     let b = replies_of(&w, 1);
@@ -592,14 +674,21 @@ fn a_commands_program_reproduces_experiment_6_1() {
 
 #[test]
 fn commands_can_hold_write_with_the_last_integer_and_unhold() {
-    let sc = scenario(Topology::Single, vec![client("A", 0, Program::Commands(CommandsProgram {
-        steps: vec![
-            Step::Hold { key: "lock".into() },
-            Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
-            Step::Write { token: None, token_from_last_reply: true, value: "v".into() },
-            Step::Unhold { key: "lock".into() },
-        ],
-    }))]);
+    let sc = scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            Program::Commands(CommandsProgram {
+                steps: vec![
+                    Step::Hold { key: "lock".into() },
+                    Step::Send { line: "INCR fence".into(), node: None, timeout_ms: None },
+                    Step::Write { token: None, token_from_last_reply: true, value: "v".into() },
+                    Step::Unhold { key: "lock".into() },
+                ],
+            }),
+        )],
+    );
     let w = run(&sc);
     assert_eq!(w.resource().writes()[0].token, Some(1));
     let beliefs = kinds(&w).iter().filter(|k| matches!(k, EventKind::Belief { .. })).count();
@@ -628,7 +717,10 @@ fn setnx_then_expire_has_a_window_without_ttl_and_a_crash_in_it_deadlocks() {
     let ok = run(&sc);
     let k = kinds(&ok);
     assert!(k.iter().any(|k| matches!(k, EventKind::Lock { change: LockChange::Acquired { ttl_ms: None, .. }, .. })));
-    assert!(k.iter().any(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { ttl_ms: Some(_) }, .. })), "EXPIRE arrives");
+    assert!(
+        k.iter().any(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { ttl_ms: Some(_) }, .. })),
+        "EXPIRE arrives"
+    );
     assert!(ok.violations().is_empty(), "{}", dump(&ok));
 
     let mut w = World::from_scenario(&sc).expect("valid");
@@ -671,7 +763,11 @@ fn retry_gaps(backoff: Backoff) -> Vec<u64> {
         .filter(|e| e.actor == Actor::Client(1) && matches!(e.kind, EventKind::Sent { .. }))
         .map(|e| e.at_ms)
         .collect();
-    assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text == "gave up after 5 attempts")), "{}", dump(&w));
+    assert!(
+        kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text == "gave up after 5 attempts")),
+        "{}",
+        dump(&w)
+    );
     sends.windows(2).map(|p| p[1] - p[0]).collect()
 }
 
@@ -688,13 +784,26 @@ fn acquire_with_retry_fixed_exponential_and_jittered() {
 
 #[test]
 fn acquire_gives_up_at_its_deadline() {
-    let sc = scenario(Topology::Single, vec![
-        client("A", 0, lock(|p| {
-            p.work = Work { min_ms: 2_000, max_ms: 2_000, hang: false };
-            p.ttl_ms = 10_000;
-        })),
-        client("B", 3, lock(|p| p.retry = Retry { max_attempts: None, backoff: Backoff::Fixed { ms: 100 }, deadline_ms: Some(450) })),
-    ]);
+    let sc = scenario(
+        Topology::Single,
+        vec![
+            client(
+                "A",
+                0,
+                lock(|p| {
+                    p.work = Work { min_ms: 2_000, max_ms: 2_000, hang: false };
+                    p.ttl_ms = 10_000;
+                }),
+            ),
+            client(
+                "B",
+                3,
+                lock(|p| {
+                    p.retry = Retry { max_attempts: None, backoff: Backoff::Fixed { ms: 100 }, deadline_ms: Some(450) }
+                }),
+            ),
+        ],
+    );
     let w = run(&sc);
     let gave_up = w
         .trace()
@@ -708,22 +817,33 @@ fn acquire_gives_up_at_its_deadline() {
 /// A holds the lock, stalls past its TTL (paused right after its acquire
 /// executed), B acquires; what does A's release do to B's lock?
 fn stale_release(release: Release, fenced: bool) -> World {
-    let mut sc = scenario(Topology::Single, vec![
-        client("A", 0, lock(move |p| {
-            p.release = release;
-            p.work = Work { min_ms: 100, max_ms: 100, hang: false };
-            if fenced {
-                p.fencing = Fencing::Transaction { counter: "fence".into() };
-            }
-        })),
-        client("B", 3, lock(move |p| {
-            p.release = release;
-            p.work = Work { min_ms: 800, max_ms: 800, hang: false };
-            if fenced {
-                p.fencing = Fencing::Transaction { counter: "fence".into() };
-            }
-        })),
-    ]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![
+            client(
+                "A",
+                0,
+                lock(move |p| {
+                    p.release = release;
+                    p.work = Work { min_ms: 100, max_ms: 100, hang: false };
+                    if fenced {
+                        p.fencing = Fencing::Transaction { counter: "fence".into() };
+                    }
+                }),
+            ),
+            client(
+                "B",
+                3,
+                lock(move |p| {
+                    p.release = release;
+                    p.work = Work { min_ms: 800, max_ms: 800, hang: false };
+                    if fenced {
+                        p.fencing = Fencing::Transaction { counter: "fence".into() };
+                    }
+                }),
+            ),
+        ],
+    );
     sc.world.fencing = fenced;
     let mut w = World::from_scenario(&sc).expect("valid");
     step_until(&mut w, |e| executed(e, 0, "SET") || executed(e, 0, "MULTI"));
@@ -744,7 +864,11 @@ fn bare_del_removes_the_next_holders_lock() {
 fn getdel_is_no_safer_and_says_so_too_late() {
     let w = stale_release(Release::Getdel, true);
     assert_eq!(first_violation(&w), Some(Invariant::WrongRelease));
-    assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("someone else's"))), "{}", dump(&w));
+    assert!(
+        kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("someone else's"))),
+        "{}",
+        dump(&w)
+    );
 }
 
 #[test]
@@ -772,16 +896,27 @@ fn lua_and_delex_releases_leave_the_next_holders_lock_alone() {
 
 #[test]
 fn get_then_del_loses_the_race_between_its_two_commands() {
-    let sc = scenario(Topology::Single, vec![
-        client("A", 0, lock(|p| {
-            p.release = Release::GetThenDel;
-            p.work = Work { min_ms: 300, max_ms: 300, hang: false };
-        })),
-        client("B", 3, lock(|p| {
-            p.release = Release::GetThenDel;
-            p.work = Work { min_ms: 500, max_ms: 500, hang: false };
-        })),
-    ]);
+    let sc = scenario(
+        Topology::Single,
+        vec![
+            client(
+                "A",
+                0,
+                lock(|p| {
+                    p.release = Release::GetThenDel;
+                    p.work = Work { min_ms: 300, max_ms: 300, hang: false };
+                }),
+            ),
+            client(
+                "B",
+                3,
+                lock(|p| {
+                    p.release = Release::GetThenDel;
+                    p.work = Work { min_ms: 500, max_ms: 500, hang: false };
+                }),
+            ),
+        ],
+    );
     let mut w = World::from_scenario(&sc).expect("valid");
     // A's GET has run and its answer ("still mine") is on the wire …
     step_until(&mut w, |e| executed(e, 0, "GET"));
@@ -811,10 +946,20 @@ fn a_fixed_token_cannot_tell_owners_apart_but_the_world_can() {
             p.work = Work { min_ms: 100, max_ms: 100, hang: false };
         }
     };
-    let mut sc = scenario(Topology::Single, vec![client("A", 0, lock(fixed(Release::Lua))), client("B", 3, lock(|p| {
-        fixed(Release::Lua)(p);
-        p.work = Work { min_ms: 800, max_ms: 800, hang: false };
-    }))]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![
+            client("A", 0, lock(fixed(Release::Lua))),
+            client(
+                "B",
+                3,
+                lock(|p| {
+                    fixed(Release::Lua)(p);
+                    p.work = Work { min_ms: 800, max_ms: 800, hang: false };
+                }),
+            ),
+        ],
+    );
     sc.faults.push(ScheduledFault { at: At::Step(3), fault: pause("A", 1_100) });
     let w = run(&sc);
     assert_eq!(first_violation(&w), Some(Invariant::WrongRelease), "the safe script deletes B's \"1\": {}", dump(&w));
@@ -830,9 +975,14 @@ fn watchdog_renews_while_working_and_stops_at_its_cap() {
         })
     };
     let w = run(&scenario(Topology::Single, vec![client("A", 0, worker(None)), client("B", 3, lock(|_| {}))]));
-    let renewals = kinds(&w).iter().filter(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { .. }, .. })).count();
+    let renewals =
+        kinds(&w).iter().filter(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { .. }, .. })).count();
     assert!(renewals >= 9, "every ttl/3 for 1000 ms: {renewals}");
-    assert!(w.violations().is_empty() && !kinds(&w).iter().any(|k| matches!(k, EventKind::Overlap { .. })), "{}", dump(&w));
+    assert!(
+        w.violations().is_empty() && !kinds(&w).iter().any(|k| matches!(k, EventKind::Overlap { .. })),
+        "{}",
+        dump(&w)
+    );
 
     let capped = run(&scenario(Topology::Single, vec![client("A", 0, worker(Some(2))), client("B", 3, lock(|_| {}))]));
     assert!(kinds(&capped).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("stops after 2"))));
@@ -841,41 +991,67 @@ fn watchdog_renews_while_working_and_stops_at_its_cap() {
 
 #[test]
 fn lua_watchdog_renews_too() {
-    let w = run(&scenario(Topology::Single, vec![client("A", 0, lock(|p| {
-        p.ttl_ms = 300;
-        p.work = Work { min_ms: 700, max_ms: 700, hang: false };
-        p.watchdog = Some(Watchdog { interval_ms: Some(100), max_renewals: None, renew: Renew::Lua });
-    }))]));
-    let renewed = kinds(&w).iter().filter(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { .. }, .. })).count();
+    let w = run(&scenario(
+        Topology::Single,
+        vec![client(
+            "A",
+            0,
+            lock(|p| {
+                p.ttl_ms = 300;
+                p.work = Work { min_ms: 700, max_ms: 700, hang: false };
+                p.watchdog = Some(Watchdog { interval_ms: Some(100), max_renewals: None, renew: Renew::Lua });
+            }),
+        )],
+    ));
+    let renewed =
+        kinds(&w).iter().filter(|k| matches!(k, EventKind::Lock { change: LockChange::Renewed { .. }, .. })).count();
     assert!(renewed >= 6, "{}", dump(&w));
 }
 
 #[test]
 fn a_paused_watchdog_cannot_renew_and_learns_it_lost_the_lock() {
-    let mut sc = scenario(Topology::Single, vec![
-        client("A", 0, lock(|p| {
-            p.ttl_ms = 300;
-            p.work = Work { min_ms: 2_000, max_ms: 2_000, hang: false };
-            p.watchdog = Some(Watchdog { interval_ms: None, max_renewals: None, renew: Renew::SetIfeq });
-        })),
-        client("B", 3, lock(|p| p.work = Work { min_ms: 1_000, max_ms: 1_000, hang: false })),
-    ]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![
+            client(
+                "A",
+                0,
+                lock(|p| {
+                    p.ttl_ms = 300;
+                    p.work = Work { min_ms: 2_000, max_ms: 2_000, hang: false };
+                    p.watchdog = Some(Watchdog { interval_ms: None, max_renewals: None, renew: Renew::SetIfeq });
+                }),
+            ),
+            client("B", 3, lock(|p| p.work = Work { min_ms: 1_000, max_ms: 1_000, hang: false })),
+        ],
+    );
     sc.faults.push(ScheduledFault { at: At::Time(150), fault: pause("A", 600) });
     let w = run(&sc);
-    assert!(kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("renewal refused"))), "{}", dump(&w));
+    assert!(
+        kinds(&w).iter().any(|k| matches!(k, EventKind::Note { text } if text.contains("renewal refused"))),
+        "{}",
+        dump(&w)
+    );
     assert!(w.resource().writes().iter().all(|x| x.client == 1), "A knows it lost the lock and does not write");
 }
 
 #[test]
 fn an_unbounded_watchdog_on_a_hung_worker_holds_the_lock_forever() {
-    let mut sc = scenario(Topology::Single, vec![
-        client("A", 0, lock(|p| {
-            p.ttl_ms = 300;
-            p.work = Work { min_ms: 0, max_ms: 0, hang: true };
-            p.watchdog = Some(Watchdog { interval_ms: None, max_renewals: None, renew: Renew::SetIfeq });
-        })),
-        client("B", 3, lock(|_| {})),
-    ]);
+    let mut sc = scenario(
+        Topology::Single,
+        vec![
+            client(
+                "A",
+                0,
+                lock(|p| {
+                    p.ttl_ms = 300;
+                    p.work = Work { min_ms: 0, max_ms: 0, hang: true };
+                    p.watchdog = Some(Watchdog { interval_ms: None, max_renewals: None, renew: Renew::SetIfeq });
+                }),
+            ),
+            client("B", 3, lock(|_| {})),
+        ],
+    );
     sc.world.invariants.max_hold_ms = Some(3_000);
     sc.world.horizon_ms = 10_000;
     let w = run(&sc);
@@ -938,7 +1114,8 @@ fn a_token_taken_after_the_lock_can_be_larger_than_the_next_holders() {
 
 #[test]
 fn a_lock_program_can_wait_for_its_replica() {
-    let sc = replicated(1, vec![client("A", 0, lock(|p| p.wait = Some(WaitReplicas { replicas: 1, timeout_ms: 500 })))]);
+    let sc =
+        replicated(1, vec![client("A", 0, lock(|p| p.wait = Some(WaitReplicas { replicas: 1, timeout_ms: 500 })))]);
     let w = run(&sc);
     let wait = w
         .trace()
@@ -984,10 +1161,14 @@ fn redlock_acquires_on_all_five_with_the_documented_validity() {
 
 #[test]
 fn redlock_fails_with_two_of_five_releases_everywhere_and_retries() {
-    let mut sc = redlock_world(vec![client("A", 0, redlock(|p| {
-        p.retry_count = 2;
-        p.release = Release::Delex;
-    }))]);
+    let mut sc = redlock_world(vec![client(
+        "A",
+        0,
+        redlock(|p| {
+            p.retry_count = 2;
+            p.release = Release::Delex;
+        }),
+    )]);
     for node in 0..3 {
         sc.faults.push(ScheduledFault { at: At::Time(0), fault: Fault::CrashNode { node } });
     }
@@ -1007,7 +1188,11 @@ fn redlock_fails_with_two_of_five_releases_everywhere_and_retries() {
 #[test]
 fn a_slow_node_costs_one_per_node_timeout_not_the_lease() {
     let mut sc = redlock_world(vec![client("A", 0, redlock(|p| p.per_node_timeout_ms = 30))]);
-    sc.world.links.push(LinkOverride { client: "A".into(), node: Some(4), config: LinkConfig { latency_ms: 500, jitter_ms: 0, drop_reply_permille: 0 } });
+    sc.world.links.push(LinkOverride {
+        client: "A".into(),
+        node: Some(4),
+        config: LinkConfig { latency_ms: 500, jitter_ms: 0, drop_reply_permille: 0 },
+    });
     let w = run(&sc);
     let n = notes(&w, 0);
     assert!(n[0].starts_with("4/5 nodes in 30 ms"), "{n:?}");
@@ -1016,11 +1201,15 @@ fn a_slow_node_costs_one_per_node_timeout_not_the_lease() {
 
 #[test]
 fn redlock_extends_on_a_majority() {
-    let sc = redlock_world(vec![client("A", 0, redlock(|p| {
-        p.ttl_ms = 300;
-        p.work = Work { min_ms: 800, max_ms: 800, hang: false };
-        p.extend = Some(Extend { every_ms: Some(100), max_extensions: None, renew: Renew::SetIfeq });
-    }))]);
+    let sc = redlock_world(vec![client(
+        "A",
+        0,
+        redlock(|p| {
+            p.ttl_ms = 300;
+            p.work = Work { min_ms: 800, max_ms: 800, hang: false };
+            p.extend = Some(Extend { every_ms: Some(100), max_extensions: None, renew: Renew::SetIfeq });
+        }),
+    )]);
     let w = run(&sc);
     let ext = notes(&w, 0).iter().filter(|t| t.starts_with("extended on 5/5")).count();
     assert!(ext >= 6, "{}", dump(&w));
@@ -1029,13 +1218,20 @@ fn redlock_extends_on_a_majority() {
 
 #[test]
 fn redlock_extension_without_a_majority_loses_the_lock() {
-    let mut sc = redlock_world(vec![client("A", 0, redlock(|p| {
-        p.ttl_ms = 300;
-        p.work = Work { min_ms: 800, max_ms: 800, hang: false };
-        p.extend = Some(Extend { every_ms: Some(100), max_extensions: None, renew: Renew::Lua });
-    }))]);
+    let mut sc = redlock_world(vec![client(
+        "A",
+        0,
+        redlock(|p| {
+            p.ttl_ms = 300;
+            p.work = Work { min_ms: 800, max_ms: 800, hang: false };
+            p.extend = Some(Extend { every_ms: Some(100), max_extensions: None, renew: Renew::Lua });
+        }),
+    )]);
     for node in 0..3 {
-        sc.faults.push(ScheduledFault { at: At::Time(50), fault: Fault::RestartNode { node, down_ms: 1, keep_data: Some(false) } });
+        sc.faults.push(ScheduledFault {
+            at: At::Time(50),
+            fault: Fault::RestartNode { node, down_ms: 1, keep_data: Some(false) },
+        });
     }
     let w = run(&sc);
     let n = notes(&w, 0);
@@ -1046,14 +1242,19 @@ fn redlock_extension_without_a_majority_loses_the_lock() {
 #[test]
 fn restarting_a_redlock_node_without_persistence_hands_out_a_second_majority() {
     let mut sc = redlock_world(vec![
-        client("A", 0, redlock(|p| {
-            p.nodes = vec![0, 1, 2];
-            p.work = Work { min_ms: 400, max_ms: 400, hang: false };
-        })),
+        client(
+            "A",
+            0,
+            redlock(|p| {
+                p.nodes = vec![0, 1, 2];
+                p.work = Work { min_ms: 400, max_ms: 400, hang: false };
+            }),
+        ),
         client("B", 5, redlock(|p| p.retry_delay_ms = 50)),
     ]);
     sc.world.persistence = Persistence::Off;
-    sc.faults.push(ScheduledFault { at: At::Time(30), fault: Fault::RestartNode { node: 2, down_ms: 10, keep_data: None } });
+    sc.faults
+        .push(ScheduledFault { at: At::Time(30), fault: Fault::RestartNode { node: 2, down_ms: 10, keep_data: None } });
     let w = run(&sc);
     // A took r1..r3 (3 of its 3, and a majority of 5); r3 forgets; B gets r3, r4, r5.
     let grants = kinds(&w).iter().filter(|k| matches!(k, EventKind::Granted { .. })).count();

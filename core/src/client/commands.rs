@@ -55,10 +55,7 @@ impl CommandsProgram {
     /// A program that sends these redis-cli lines to the master, in order.
     pub fn lines(lines: &[&str]) -> CommandsProgram {
         CommandsProgram {
-            steps: lines
-                .iter()
-                .map(|l| Step::Send { line: (*l).to_owned(), node: None, timeout_ms: None })
-                .collect(),
+            steps: lines.iter().map(|l| Step::Send { line: (*l).to_owned(), node: None, timeout_ms: None }).collect(),
         }
     }
 }
@@ -85,15 +82,18 @@ pub struct CommandsMachine {
 }
 
 impl CommandsMachine {
-    pub fn new(p: &CommandsProgram) -> Result<CommandsMachine, ProgramError> {
+    pub fn new(p: &CommandsProgram, nodes: u32) -> Result<CommandsMachine, ProgramError> {
         let mut steps = Vec::with_capacity(p.steps.len());
         for (i, s) in p.steps.iter().enumerate() {
             steps.push(match s {
                 Step::Send { line, node, timeout_ms } => {
-                    let argv = crate::cli::parse(line)
-                        .map_err(|_| ProgramError::BadLine { step: i, line: line.clone() })?;
+                    let argv =
+                        crate::cli::parse(line).map_err(|_| ProgramError::BadLine { step: i, line: line.clone() })?;
                     if argv.is_empty() {
                         return Err(ProgramError::EmptyLine { step: i });
+                    }
+                    if let Some(n) = node.filter(|&n| n >= nodes) {
+                        return Err(ProgramError::Invalid(format!("step {i}: no node {n}")));
                     }
                     let target = node.map_or(Target::Master, Target::Node);
                     Parsed::Send { argv, target, timeout_ms: *timeout_ms }

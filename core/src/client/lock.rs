@@ -354,7 +354,7 @@ impl LockMachine {
                     if self.p.acquire == Acquire::SetnxExpire {
                         self.phase = Phase::Expiring;
                         let ttl = self.p.ttl_ms;
-                        let cmd = if ttl % 1000 == 0 {
+                        let cmd = if ttl.is_multiple_of(1000) {
                             argv(&["EXPIRE", &self.p.key, &(ttl / 1000).to_string()])
                         } else {
                             argv(&["PEXPIRE", &self.p.key, &ttl.to_string()])

@@ -196,7 +196,7 @@ impl Machine {
     /// Check a program and get it ready to run.
     pub fn new(program: &Program, nodes: u32) -> Result<Machine, ProgramError> {
         Ok(match program {
-            Program::Commands(p) => Machine::Commands(commands::CommandsMachine::new(p)?),
+            Program::Commands(p) => Machine::Commands(commands::CommandsMachine::new(p, nodes)?),
             Program::Lock(p) => Machine::Lock(lock::LockMachine::new(p, nodes)?),
             Program::Redlock(p) => Machine::Redlock(redlock::RedlockMachine::new(p, nodes)?),
         })

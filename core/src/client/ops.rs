@@ -23,7 +23,8 @@ use super::{argv, Argv};
 use crate::reply::Reply;
 
 /// The compare-and-delete script from the Redis documentation, verbatim.
-pub const RELEASE_LUA: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend";
+pub const RELEASE_LUA: &str =
+    "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend";
 
 /// Compare-and-extend: renew only a lock that is still ours.
 pub const RENEW_LUA: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";

@@ -249,7 +249,12 @@ impl RedlockMachine {
             REL if self.p.release == Release::GetThenDel => {
                 if let (Some([Reply::Bulk(v)]), Some(&node)) = (replies, self.nodes.get(i)) {
                     if *v == self.token.as_bytes() {
-                        cx.send(REL_DEL + i as u32, Target::Node(node), vec![argv(&["DEL", &self.p.key])], Some(self.p.per_node_timeout_ms));
+                        cx.send(
+                            REL_DEL + i as u32,
+                            Target::Node(node),
+                            vec![argv(&["DEL", &self.p.key])],
+                            Some(self.p.per_node_timeout_ms),
+                        );
                     }
                 }
             }

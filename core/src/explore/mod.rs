@@ -233,7 +233,9 @@ impl Explorer {
     pub fn schedule(&self, index: u64) -> Scenario {
         let mut sc = self.base.clone();
         if index < self.exhaustive_total {
-            let b = self.blocks.iter().rev().find(|b| b.start <= index).unwrap_or(&self.blocks[0]);
+            let Some(b) = self.blocks.iter().rev().find(|b| b.start <= index) else {
+                return sc;
+            };
             sc.seed = b.seed;
             let off = index - b.start;
             let k = b.points.len() as u64;
@@ -344,15 +346,17 @@ impl Explorer {
                     trace = w.to_trace();
                     trace.events.truncate(b.steps as usize);
                 }
-                Outcome::Violated { invariant: b.invariant, seed: b.seed, steps: b.steps, index: b.index, scenario, trace }
+                Outcome::Violated {
+                    invariant: b.invariant,
+                    seed: b.seed,
+                    steps: b.steps,
+                    index: b.index,
+                    scenario: Box::new(scenario),
+                    trace,
+                }
             }
         };
-        Report {
-            summary: self.spec.summary(),
-            plan: self.plan(),
-            explored: f.explored,
-            outcome,
-        }
+        Report { summary: self.spec.summary(), plan: self.plan(), explored: f.explored, outcome }
     }
 
     /// One sentence on how the search space is made up.
@@ -381,7 +385,7 @@ impl Explorer {
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Outcome {
     /// A counterexample: replay `scenario` to see `trace` again.
-    Violated { invariant: Invariant, seed: u64, steps: u64, index: u64, scenario: Scenario, trace: Trace },
+    Violated { invariant: Invariant, seed: u64, steps: u64, index: u64, scenario: Box<Scenario>, trace: Trace },
     /// No schedule broke an invariant.
     Held,
 }
@@ -452,7 +456,9 @@ impl Report {
 
 fn explain(i: Invariant) -> &'static str {
     match i {
-        Invariant::StaleWrite => "the resource accepted a write from a holder after a later holder's write (a lost update)",
+        Invariant::StaleWrite => {
+            "the resource accepted a write from a holder after a later holder's write (a lost update)"
+        }
         Invariant::WrongRelease => "a client's release removed a lock another client had acquired",
         Invariant::Deadlock => "a lock that can never expire while its owner is gone (or is held past its bound)",
         Invariant::Overlap => "two clients believed they held the lock at once",

@@ -172,7 +172,9 @@ impl Spec {
             return bad(format!("max_steps must be 10 to {MAX_STEPS}"));
         }
         if self.scenario.is_none() && self.topology == TopologyKind::Redlock5 && self.acquire == Acquire::SetnxExpire {
-            return Err(ExploreError::Unsupported("--acquire setnx-expire with --topology redlock5 (Redlock always uses SET NX PX)".into()));
+            return Err(ExploreError::Unsupported(
+                "--acquire setnx-expire with --topology redlock5 (Redlock always uses SET NX PX)".into(),
+            ));
         }
         if let Some(s) = &self.scenario {
             if s.clients.is_empty() {

@@ -104,6 +104,12 @@ impl LessonRun {
         for key in &lesson.world.locks {
             world.watch_key(key);
         }
+        if lesson.topology == LessonTopology::Cluster3 {
+            // The simulator plays the first of three masters: it owns slots
+            // 0–5460 and answers MOVED for the rest, as that node would.
+            let cfg = crate::server::cluster::ClusterConfig::first_of_three();
+            world.set_node_cluster(0, Some(cfg)).map_err(|e| invalid(e.to_string()))?;
+        }
         let mut clients = BTreeMap::new();
         for name in &lesson.actors {
             let id = world.add_client(name).map_err(|e| invalid(e.to_string()))?;

@@ -42,12 +42,18 @@ pub enum Fault {
         #[serde(default)]
         ms: Option<u64>,
     },
-    ResumeClient { client: String },
+    ResumeClient {
+        client: String,
+    },
     /// Kill the client. Its locks stay until their TTL — if they have one.
-    CrashClient { client: String },
+    CrashClient {
+        client: String,
+    },
     /// Kill a node; it stays down. Requests to it are lost (clients time
     /// out), replication batches it had not yet sent are lost.
-    CrashNode { node: u32 },
+    CrashNode {
+        node: u32,
+    },
     /// Kill a node (if up) and bring it back after `down_ms`, with its data
     /// (`keep_data: true`, AOF) or empty (`false`), or as the world's
     /// persistence setting says (`null`).
@@ -59,7 +65,9 @@ pub enum Fault {
         keep_data: Option<bool>,
     },
     /// Make a replica the master, with whatever it has received so far.
-    PromoteReplica { node: u32 },
+    PromoteReplica {
+        node: u32,
+    },
     /// Sentinel's failover: crash the master, promote the replica that
     /// received the most (or `node`).
     Failover {
@@ -68,15 +76,31 @@ pub enum Fault {
     },
     /// Partition two endpoints (client–node, client–resource, or
     /// master–replica).
-    CutLink { a: Endpoint, b: Endpoint },
-    HealLink { a: Endpoint, b: Endpoint },
+    CutLink {
+        a: Endpoint,
+        b: Endpoint,
+    },
+    HealLink {
+        a: Endpoint,
+        b: Endpoint,
+    },
     /// Change a client–node or client–resource link's behaviour (a slow
     /// node, a lossy network).
-    SetLink { a: Endpoint, b: Endpoint, config: LinkConfig },
+    SetLink {
+        a: Endpoint,
+        b: Endpoint,
+        config: LinkConfig,
+    },
     /// Step a clock by `delta_ms` (negative: backwards).
-    JumpClock { of: ClockOf, delta_ms: i64 },
+    JumpClock {
+        of: ClockOf,
+        delta_ms: i64,
+    },
     /// Make a clock run fast or slow from now on.
-    SetDrift { of: ClockOf, ppm: i64 },
+    SetDrift {
+        of: ClockOf,
+        ppm: i64,
+    },
 }
 
 /// When a scheduled fault happens.

@@ -303,10 +303,7 @@ pub struct World {
 }
 
 fn text(commands: &[Argv]) -> Vec<Vec<String>> {
-    commands
-        .iter()
-        .map(|a| a.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect())
-        .collect()
+    commands.iter().map(|a| a.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect()).collect()
 }
 
 fn value_bytes(v: &Value) -> Vec<u8> {
@@ -499,10 +496,8 @@ impl World {
     /// Start a program on a client at world time `at_ms`.
     pub fn run_program_at(&mut self, client: ClientId, program: Program, at_ms: u64) -> Result<(), WorldError> {
         let c = self.check_client(client)?;
-        let machine = Machine::new(&program, self.nodes.len() as u32).map_err(|source| WorldError::Program {
-            client: self.names.client(c).to_owned(),
-            source,
-        })?;
+        let machine = Machine::new(&program, self.nodes.len() as u32)
+            .map_err(|source| WorldError::Program { client: self.names.client(c).to_owned(), source })?;
         for k in program.lock_keys() {
             self.watch_key(&k);
         }
@@ -547,9 +542,9 @@ impl World {
                 (Endpoint::Client(_), Endpoint::Node(_) | Endpoint::Resource)
                 | (Endpoint::Node(_) | Endpoint::Resource, Endpoint::Client(_)) => Ok(()),
                 (Endpoint::Node(x), Endpoint::Node(y)) if x != y => Ok(()),
-                _ => Err(WorldError::Invalid(
-                    "a link joins a client and a node (or the resource), or two nodes".into(),
-                )),
+                _ => {
+                    Err(WorldError::Invalid("a link joins a client and a node (or the resource), or two nodes".into()))
+                }
             }
         };
         match f {
@@ -616,9 +611,7 @@ impl World {
         let req = self.send(client, node, argv)?.0;
         let mut seen = self.events.len();
         loop {
-            let lost = self.events[seen..]
-                .iter()
-                .any(|e| matches!(e.kind, EventKind::Lost { req: r, .. } if r == req));
+            let lost = self.events[seen..].iter().any(|e| matches!(e.kind, EventKind::Lost { req: r, .. } if r == req));
             seen = self.events.len();
             if lost {
                 self.clients[client.0 as usize].pending.remove(&req);
@@ -903,7 +896,15 @@ impl World {
         }
     }
 
-    fn send_request(&mut self, c: u32, node: u32, commands: Vec<Argv>, tag: u32, manual: bool, timeout_ms: Option<u64>) -> u64 {
+    fn send_request(
+        &mut self,
+        c: u32,
+        node: u32,
+        commands: Vec<Argv>,
+        tag: u32,
+        manual: bool,
+        timeout_ms: Option<u64>,
+    ) -> u64 {
         let req = self.next_req;
         self.next_req += 1;
         self.emit(Actor::Client(c), EventKind::Sent { req, node, commands: text(&commands) });
@@ -1159,7 +1160,10 @@ impl World {
             (Some(o), None) => {
                 self.nodes[n].shadow.remove(key);
                 let by = cause.client();
-                self.emit(Actor::Node(node), EventKind::Lock { key: key.to_owned(), change: LockChange::Removed { by }, via });
+                self.emit(
+                    Actor::Node(node),
+                    EventKind::Lock { key: key.to_owned(), change: LockChange::Removed { by }, via },
+                );
                 self.check_wrong_release(node, key, by, &o);
                 if self.cfg.topology.is_redlock() {
                     self.recount_majority(key);
@@ -1668,11 +1672,8 @@ impl World {
             return;
         }
         self.deadlock_dirty = false;
-        let (first, last) = if self.cfg.topology.is_redlock() {
-            (0, self.nodes.len() as u32)
-        } else {
-            (self.master, self.master + 1)
-        };
+        let (first, last) =
+            if self.cfg.topology.is_redlock() { (0, self.nodes.len() as u32) } else { (self.master, self.master + 1) };
         let mut found = Vec::new();
         for node in first..last {
             let s = &self.nodes[node as usize];
@@ -1785,6 +1786,14 @@ impl World {
 
     /// A node, read-only (`peek`, `dbsize`, `stats`…). Mutate it only
     /// through the world, or replay breaks.
+    /// Make node `i` one node of a Redis Cluster owning some slots (lesson
+    /// 31), or standalone again.
+    pub fn set_node_cluster(&mut self, i: u32, cfg: Option<crate::server::cluster::ClusterConfig>) -> Result<(), WorldError> {
+        let n = self.check_node(i)?;
+        self.nodes[n as usize].node.set_cluster(cfg);
+        Ok(())
+    }
+
     pub fn node(&self, i: u32) -> Option<&Node> {
         self.nodes.get(i as usize).map(|s| &s.node)
     }

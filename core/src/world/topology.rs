@@ -82,7 +82,9 @@ impl Topology {
     pub fn name(self) -> String {
         match self {
             Topology::Single => "single".to_owned(),
-            Topology::Replicated { replicas } => format!("replicated (1 master, {replicas} replica{})", if replicas == 1 { "" } else { "s" }),
+            Topology::Replicated { replicas } => {
+                format!("replicated (1 master, {replicas} replica{})", if replicas == 1 { "" } else { "s" })
+            }
             Topology::Redlock { masters } => format!("redlock{masters}"),
         }
     }
