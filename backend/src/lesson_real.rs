@@ -24,14 +24,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use locklab_core::cli::parse;
+use locklab_core::cli::{parse, render};
+use locklab_core::lesson::run::NO_REPLY;
 use locklab_core::client::RELEASE_LUA;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, RealRun, StepKind};
 use locklab_core::resource::Resource;
 use locklab_core::server::{table, Profile};
 use locklab_core::trace::Names;
-use locklab_core::world::Fault;
+use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
@@ -106,7 +107,17 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
                 return Err(format!("step {} runs a client program, which only the simulator's world can drive", i + 1))
             }
             Ok(StepKind::Metrics(_)) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
-            Ok(StepKind::Fault(f)) if !matches!(f, Fault::PauseClient { .. } | Fault::ResumeClient { .. } | Fault::CrashClient { .. }) => {
+            Ok(StepKind::Fault(Fault::SetLink { config, .. }))
+                if !matches!(config.drop_reply_permille, 0 | 1000) =>
+            {
+                return Err(format!("step {} drops replies at random, which a real run cannot reproduce", i + 1))
+            }
+            Ok(StepKind::Fault(f))
+                if !matches!(
+                    f,
+                    Fault::PauseClient { .. } | Fault::ResumeClient { .. } | Fault::CrashClient { .. } | Fault::SetLink { .. }
+                ) =>
+            {
                 return Err(format!("step {} injects a fault a real server cannot take here: {f:?}", i + 1))
             }
             Err(e) => return Err(e),
@@ -271,6 +282,10 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
     }
     let names = Names { clients: lesson.actors.clone(), nodes: vec!["redis".into()] };
     let has_8_4 = at_least_8_4(&version);
+    // Clients whose replies the network drops (a `set_link` with
+    // drop_reply_permille = 1000): their commands still run on the server,
+    // they just never hear back — exactly the uncertainty of lesson 33.
+    let mut deaf: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut resource = Resource::new(lesson.world.fencing);
     let mut last_integer: BTreeMap<String, i64> = BTreeMap::new();
     let mut results = Vec::new();
@@ -307,18 +322,32 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
                     .and_then(Option::as_mut)
                     .ok_or_else(|| bad(format!("{client} has crashed")))?;
                 let reply = rescale(conn.execute(&sent)?, scale, f);
-                if let Reply::Integer(i) = reply {
-                    last_integer.insert(client.to_owned(), i);
+                if deaf.contains(client) {
+                    (line.to_owned(), Some(NO_REPLY.to_owned()))
+                } else {
+                    if let Reply::Integer(i) = reply {
+                        last_integer.insert(client.to_owned(), i);
+                    }
+                    (line.to_owned(), Some(render(&argv, &reply).trim_end_matches(['\r', '\n']).to_owned()))
                 }
-                (line.to_owned(), Some(reply.to_cli()))
             }
             StepKind::Wait(ms) => {
                 std::thread::sleep(Duration::from_millis(ms / factor.max(1)));
                 (format!("wait {ms} ms"), None)
             }
             StepKind::Fault(fault) => {
-                if let Fault::CrashClient { client } = fault {
-                    conns.insert(client.clone(), None);
+                match fault {
+                    Fault::CrashClient { client } => {
+                        conns.insert(client.clone(), None);
+                    }
+                    Fault::SetLink { a: Endpoint::Client(c), config, .. } | Fault::SetLink { b: Endpoint::Client(c), config, .. } => {
+                        if config.drop_reply_permille >= 1000 {
+                            deaf.insert(c.clone());
+                        } else {
+                            deaf.remove(c);
+                        }
+                    }
+                    _ => {}
                 }
                 (format!("FAULT {}", fault.describe(&names)), None)
             }

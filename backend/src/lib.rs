@@ -14,6 +14,7 @@
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
 //! * [`lesson_real`] — a lesson played on a real redis-server, time-compressed.
 //! * [`redis_server`] — a real redis-server process on a free loopback port.
+//! * [`web`] — `locklab serve`: the browser app (`dist/`) and its API.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod bench;
@@ -24,3 +25,6 @@ pub mod real;
 pub mod redis_server;
 pub mod repl;
 pub mod sim_server;
+pub mod web;
+pub mod session;
+pub mod topology;

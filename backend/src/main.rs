@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::{bench, explore, lesson_real, lessons, repl, sim_server};
+use locklab_backend::{bench, explore, lesson_real, lessons, repl, sim_server, web};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
 
@@ -26,6 +26,15 @@ enum Cmd {
         /// The simulator's version profile.
         #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
         redis_version: String,
+    },
+    /// The browser lab: serves dist/ (build it with `cargo xtask dist`).
+    Serve {
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        #[arg(long, default_value = "dist")]
+        dist: std::path::PathBuf,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -103,6 +112,13 @@ fn main() -> Result<()> {
             let mut input = stdin.lock();
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
+        }
+        Cmd::Serve { port, bind, dist } => {
+            if !dist.join("index.html").is_file() {
+                bail!("{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)", dist.display());
+            }
+            eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
+            tokio::runtime::Runtime::new()?.block_on(web::serve(bind, port, dist))?;
         }
         Cmd::SimServer { port, bind, redis_version } => {
             let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };

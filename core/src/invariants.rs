@@ -117,13 +117,18 @@ pub struct OverlapChange {
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
     config: InvariantConfig,
-    grants: u32,
-    latest_grant: Vec<u32>,
+    /// Grants so far, per lock key.
+    grants: BTreeMap<String, u32>,
+    /// Per client: the key of its latest grant and that grant's number.
+    latest_grant: Vec<(Option<String>, u32)>,
     /// key → clients that believe they hold it.
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     /// key → when the current overlap began.
     overlapping: BTreeMap<String, u64>,
-    latest_write: Option<LatestWrite>,
+    /// Per lock key: the last accepted write from its latest holder. Keys
+    /// are separate resources (stock item 1001 and item 1002): a holder of
+    /// one is never "later" than a holder of another.
+    latest_write: BTreeMap<String, LatestWrite>,
     /// (node, key, held since) already reported as deadlocked.
     deadlocks: BTreeSet<(u32, String, u64)>,
     violations: Vec<Violation>,
@@ -146,21 +151,25 @@ impl Monitor {
     }
 
     pub(crate) fn add_client(&mut self) {
-        self.latest_grant.push(0);
+        self.latest_grant.push((None, 0));
     }
 
-    /// Number the next acquisition and remember it as `client`'s latest.
-    pub fn grant(&mut self, client: u32) -> u32 {
-        self.grants += 1;
+    /// Number the next acquisition of `key` and remember it as `client`'s
+    /// latest.
+    pub fn grant(&mut self, client: u32, key: &str) -> u32 {
+        let n = self.grants.entry(key.to_owned()).or_default();
+        *n += 1;
+        let n = *n;
         if let Some(g) = self.latest_grant.get_mut(client as usize) {
-            *g = self.grants;
+            *g = (Some(key.to_owned()), n);
         }
-        self.grants
+        n
     }
 
-    /// The client's latest grant number (0: it never held the lock).
-    pub fn latest_grant(&self, client: u32) -> u32 {
-        self.latest_grant.get(client as usize).copied().unwrap_or(0)
+    /// The client's latest grant: its key and number (0: it never held a
+    /// lock).
+    pub fn latest_grant(&self, client: u32) -> (Option<&str>, u32) {
+        self.latest_grant.get(client as usize).map_or((None, 0), |(k, n)| (k.as_deref(), *n))
     }
 
     /// Clients that believe they hold `key` now.
@@ -204,9 +213,10 @@ impl Monitor {
         token: Option<i64>,
         name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
-        let grant = self.latest_grant(client);
+        let (key, grant) = self.latest_grant(client);
+        let key = key.unwrap_or_default().to_owned();
         let mut violation = None;
-        if let Some(w) = &self.latest_write {
+        if let Some(w) = self.latest_write.get(&key) {
             if w.grant > grant && w.client != client {
                 let tok = |t: Option<i64>| t.map_or("no token".to_owned(), |t| format!("token {t}"));
                 let reused = match (token, w.token) {
@@ -230,8 +240,8 @@ impl Monitor {
                 });
             }
         }
-        if self.latest_write.as_ref().is_none_or(|w| grant >= w.grant) {
-            self.latest_write = Some(LatestWrite { grant, client, at_ms: now, token });
+        if self.latest_write.get(&key).is_none_or(|w| grant >= w.grant) {
+            self.latest_write.insert(key, LatestWrite { grant, client, at_ms: now, token });
         }
         violation
     }

@@ -21,6 +21,9 @@ use crate::reply::Reply;
 use crate::trace::EventKind;
 use crate::world::{ClientId, Topology, World, WorldConfig};
 
+/// What a command step shows when its request or reply was lost.
+pub const NO_REPLY: &str = "(no reply: the request or its answer was lost)";
+
 /// What one step did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepResult {
@@ -177,13 +180,13 @@ impl LessonRun {
                 let c = self.client_id(client).map_err(err)?;
                 let node = node.unwrap_or_else(|| self.world.master());
                 let argv = crate::cli::parse(line).map_err(|e| err(e.to_string()))?;
-                let reply = self.world.request(c, node, argv).map_err(|e| err(e.to_string()))?;
+                let reply = self.world.request(c, node, argv.clone()).map_err(|e| err(e.to_string()))?;
                 if let Some(Reply::Integer(i)) = &reply {
                     self.last_integer.insert(client.to_owned(), *i);
                 }
                 let text = match &reply {
-                    Some(r) => r.to_cli(),
-                    None => "(no reply: the request or its answer was lost)".to_owned(),
+                    Some(r) => crate::cli::render(&argv, r).trim_end_matches(['\r', '\n']).to_owned(),
+                    None => NO_REPLY.to_owned(),
                 };
                 (line.to_owned(), Some(text))
             }

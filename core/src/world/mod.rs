@@ -1200,7 +1200,7 @@ impl World {
                     if self.cfg.topology.is_redlock() {
                         self.recount_majority(key);
                     } else if node == self.master {
-                        let seq = self.monitor.grant(c);
+                        let seq = self.monitor.grant(c, key);
                         self.emit(Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
                     }
                 }
@@ -1242,7 +1242,7 @@ impl World {
         let now_set: BTreeSet<u32> = counts.into_iter().filter(|&(_, n)| n >= quorum).map(|(c, _)| c).collect();
         let old = self.majority.get(key).cloned().unwrap_or_default();
         for &c in now_set.difference(&old) {
-            let seq = self.monitor.grant(c);
+            let seq = self.monitor.grant(c, key);
             self.emit(Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
         }
         self.majority.insert(key.to_owned(), now_set);
