@@ -1,0 +1,423 @@
+//! The free-play lab: three redis-cli sessions on one simulated node.
+//!
+//! This is the console's whole model, and it is plain Rust over
+//! `locklab-core` so it is tested natively: a [`Node`] (Redis 8.4 profile),
+//! one connection per client A/B/C, what each client typed and what came
+//! back, and a [`Trace`] in core's own vocabulary for the timeline, the same
+//! one the scenario world produces for lessons: every command the node ran
+//! (`Executed`), every expiry, and the life of every lock — a key set with
+//! `SET … NX` (or `SETNX`) is `Acquired` by its client, `Renewed` when its
+//! deadline moves, and `Removed` when it no longer holds that token.
+//!
+//! A line goes through exactly what `locklab cli` does with it (redis-cli's
+//! splitter, its repeat prefix, its `Invalid argument(s)`), and the reply is
+//! printed by core's `cli::render`, so what the browser shows is byte for
+//! byte what `redis-cli --no-raw` shows.
+
+use locklab_core::cli::{parse_line, render};
+use locklab_core::server::db::Value;
+use locklab_core::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
+use locklab_core::trace::{Actor, Event, EventKind, LockChange, Names, Trace, Via};
+use locklab_core::Reply;
+
+/// The longest line the console accepts (as `locklab cli`).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The clients of the lab, one redis-cli each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Client {
+    #[default]
+    A,
+    B,
+    C,
+}
+
+impl Client {
+    pub const ALL: [Client; 3] = [Client::A, Client::B, Client::C];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn letter(self) -> &'static str {
+        match self {
+            Client::A => "A",
+            Client::B => "B",
+            Client::C => "C",
+        }
+    }
+
+    fn actor_index(self) -> u32 {
+        self as u32
+    }
+}
+
+/// One line typed into one client's console and what it printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    /// The prompt shown before the line, as redis-cli printed it then.
+    pub prompt: String,
+    pub line: String,
+    /// What redis-cli printed, without the final newline (empty for `quit`).
+    pub output: String,
+    /// Milliseconds since the lab started.
+    pub at_ms: u64,
+}
+
+/// A lock the trace considers held: `key` still holds `token`.
+#[derive(Clone, Debug)]
+struct Held {
+    key: String,
+    token: String,
+    deadline: Option<u64>,
+}
+
+/// The lab: one node, three connections, and what happened.
+pub struct Lab {
+    node: Node,
+    conns: [ConnId; 3],
+    transcripts: [Vec<Exchange>; 3],
+    /// Lines each client typed, oldest first, for ↑/↓ (survives `clear`).
+    history: [Vec<String>; 3],
+    trace: Trace,
+    held: Vec<Held>,
+    next_req: u64,
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Lab::new()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const NODE: u32 = 0;
+
+impl Lab {
+    pub fn new() -> Lab {
+        let mut node = Node::new(Profile::V8_4);
+        node.record_events(true);
+        let conns = Client::ALL.map(|c| {
+            let conn = node.connect();
+            node.set_client_name(conn, Some(format!("client-{}", c.letter()).into_bytes()));
+            conn
+        });
+        let names = Names {
+            clients: Client::ALL.iter().map(|c| c.letter().to_owned()).collect(),
+            nodes: vec!["redis".to_owned()],
+        };
+        Lab {
+            node,
+            conns,
+            transcripts: Default::default(),
+            history: Default::default(),
+            trace: Trace { names, events: Vec::new() },
+            held: Vec::new(),
+            next_req: 0,
+        }
+    }
+
+    /// Milliseconds since the lab started.
+    pub fn now_ms(&self) -> u64 {
+        self.node.now().saturating_sub(EPOCH_MS)
+    }
+
+    /// redis-cli's prompt for `client`: `127.0.0.1:6379[db](TX)> `.
+    pub fn prompt(&self, client: Client) -> String {
+        let conn = self.conns[client.index()];
+        let db = self.node.selected_db(conn);
+        let db = if db == 0 { String::new() } else { format!("[{db}]") };
+        let tx = if self.node.in_multi(conn) { "(TX)" } else { "" };
+        format!("127.0.0.1:6379{db}{tx}> ")
+    }
+
+    pub fn transcript(&self, client: Client) -> &[Exchange] {
+        &self.transcripts[client.index()]
+    }
+
+    pub fn history(&self, client: Client) -> &[String] {
+        &self.history[client.index()]
+    }
+
+    /// Everything that happened, in core's trace types.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Run one typed line on `client`'s connection, as redis-cli would.
+    /// Blank lines are ignored (redis-cli prints a new prompt); `clear`
+    /// empties the client's screen; `quit`/`exit` end its connection and
+    /// open a new one, which is what redis-cli started again would do.
+    pub fn run(&mut self, client: Client, line: &str) {
+        let prompt = self.prompt(client);
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        // linenoise (redis-cli's line editor) skips a repeat of the last line.
+        let history = &mut self.history[client.index()];
+        if history.last().map(String::as_str) != Some(line) {
+            history.push(line.to_owned());
+        }
+        if trimmed.eq_ignore_ascii_case("clear") {
+            self.transcripts[client.index()].clear();
+            return;
+        }
+        let output = if trimmed.eq_ignore_ascii_case("quit") || trimmed.eq_ignore_ascii_case("exit") {
+            self.reconnect(client);
+            String::new()
+        } else {
+            self.execute_line(client, line)
+        };
+        let output = output.strip_suffix('\n').unwrap_or(&output).to_owned();
+        let at_ms = self.now_ms();
+        self.transcripts[client.index()].push(Exchange { prompt, line: line.to_owned(), output, at_ms });
+    }
+
+    /// Move the node's clock forward; keys whose deadline passes expire, in
+    /// deadline order, each at its own instant.
+    pub fn advance(&mut self, ms: u64) {
+        self.node.advance(ms);
+        self.collect_expirations();
+        self.check_locks(None);
+    }
+
+    fn reconnect(&mut self, client: Client) {
+        let old = self.conns[client.index()];
+        self.node.disconnect(old);
+        let conn = self.node.connect();
+        self.node.set_client_name(conn, Some(format!("client-{}", client.letter()).into_bytes()));
+        self.conns[client.index()] = conn;
+    }
+
+    /// `locklab cli`'s `run_line`: parse, the repeat prefix, execute, render.
+    fn execute_line(&mut self, client: Client, line: &str) -> String {
+        if line.len() > MAX_LINE {
+            return format!("(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n", line.len());
+        }
+        let mut argv = match parse_line(line.as_bytes()) {
+            Ok(argv) => argv,
+            Err(e) => return format!("{e}\n"),
+        };
+        if argv.is_empty() {
+            return String::new();
+        }
+        let mut repeat = 1;
+        if argv.len() > 1 {
+            if let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) {
+                if n <= 0 {
+                    return "Invalid redis-cli repeat command option value.\n".into();
+                }
+                // A typo like `100000 INCR n` must not freeze the tab.
+                repeat = n.min(1000);
+                argv.remove(0);
+            }
+        }
+        let conn = self.conns[client.index()];
+        let mut out = String::new();
+        for _ in 0..repeat {
+            let reply = self.node.execute(conn, &argv);
+            self.next_req += 1;
+            let commands = vec![argv.iter().map(|a| text(a)).collect()];
+            self.emit(
+                Actor::Node(NODE),
+                EventKind::Executed { req: self.next_req, client: client.actor_index(), commands, replies: vec![reply.clone()] },
+            );
+            self.collect_expirations();
+            self.check_locks(Some(client));
+            self.note_acquire(client, conn, &argv, &reply);
+            out.push_str(&render(&argv, &reply));
+        }
+        out
+    }
+
+    fn emit(&mut self, actor: Actor, kind: EventKind) {
+        let step = self.trace.events.len() as u64;
+        self.trace.events.push(Event { step, at_ms: self.now_ms(), actor, kind });
+    }
+
+    fn pttl(&self, key: &str) -> Option<u64> {
+        let deadline = self.node.peek(0, key.as_bytes())?.expires_at?;
+        Some(deadline.saturating_sub(self.node.now()))
+    }
+
+    /// A lock was acquired when `argv` was `SET key token … NX …` answered
+    /// `OK`, or `SETNX key token` answered `1`, on database 0.
+    fn note_acquire(&mut self, client: Client, conn: ConnId, argv: &[Vec<u8>], reply: &Reply) {
+        if argv.len() < 3 || self.node.selected_db(conn) != 0 || self.node.in_multi(conn) {
+            return;
+        }
+        let name = &argv[0];
+        let acquired = if name.eq_ignore_ascii_case(b"set") {
+            argv[3..].iter().any(|a| a.eq_ignore_ascii_case(b"nx")) && *reply == Reply::ok()
+        } else if name.eq_ignore_ascii_case(b"setnx") {
+            *reply == Reply::Integer(1)
+        } else {
+            false
+        };
+        if !acquired {
+            return;
+        }
+        let (key, token) = (text(&argv[1]), text(&argv[2]));
+        let ttl_ms = self.pttl(&key);
+        let deadline = self.node.peek(0, key.as_bytes()).and_then(|e| e.expires_at);
+        self.held.push(Held { key: key.clone(), token: token.clone(), deadline });
+        let change = LockChange::Acquired { owner: Some(client.actor_index()), value: token, ttl_ms };
+        self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+    }
+
+    /// Turn the node's expiry records into trace events. A held lock that
+    /// expired is removed at the instant of its deadline.
+    fn collect_expirations(&mut self) {
+        for event in self.node.take_events() {
+            #[allow(unreachable_patterns)] // NodeEvent will grow; only expiry matters here
+            let (db, key, at_ms) = match event {
+                NodeEvent::Expired { db, key, at_ms } => (db, key, at_ms),
+                _ => continue,
+            };
+            let at_ms = at_ms.saturating_sub(EPOCH_MS);
+            let step = self.trace.events.len() as u64;
+            let actor = Actor::Node(NODE);
+            self.trace.events.push(Event { step, at_ms, actor, kind: EventKind::Expired { key: key.clone() } });
+            if db != 0 {
+                continue;
+            }
+            let before = self.held.len();
+            self.held.retain(|h| h.key != key);
+            if self.held.len() != before {
+                let kind = EventKind::Lock { key, change: LockChange::Removed { by: None }, via: Via::Expiry };
+                self.trace.events.push(Event { step: step + 1, at_ms, actor, kind });
+            }
+        }
+    }
+
+    /// End every held lock whose key no longer holds its token (deleted or
+    /// overwritten, by `by`'s command), and note renewals.
+    fn check_locks(&mut self, by: Option<Client>) {
+        let mut removed = Vec::new();
+        let mut renewed = Vec::new();
+        for h in &mut self.held {
+            let entry = self.node.peek(0, h.key.as_bytes());
+            let holds = matches!(entry.map(|e| &e.value), Some(Value::Str(v)) if v.as_slice() == h.token.as_bytes());
+            if !holds {
+                removed.push(h.key.clone());
+            } else if entry.and_then(|e| e.expires_at) != h.deadline {
+                h.deadline = entry.and_then(|e| e.expires_at);
+                renewed.push(h.key.clone());
+            }
+        }
+        self.held.retain(|h| !removed.contains(&h.key));
+        for key in removed {
+            let change = LockChange::Removed { by: by.map(Client::actor_index) };
+            self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+        }
+        for key in renewed {
+            let change = LockChange::Renewed { ttl_ms: self.pttl(&key) };
+            self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last(lab: &Lab, c: Client) -> String {
+        lab.transcript(c).last().map(|e| e.output.clone()).unwrap_or_default()
+    }
+
+    /// The lock changes in the trace, as `(at_ms, key, change)`.
+    fn locks(lab: &Lab) -> Vec<(u64, String, LockChange)> {
+        lab.trace()
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Lock { key, change, .. } => Some((e.at_ms, key.clone(), change.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replies_render_as_redis_cli() {
+        let mut lab = Lab::new();
+        lab.run(Client::A, "SET lock:order:1 token-A-111 NX PX 30000");
+        assert_eq!(last(&lab, Client::A), "OK");
+        lab.run(Client::B, "SET lock:order:1 token-B-222 NX PX 30000");
+        assert_eq!(last(&lab, Client::B), "(nil)");
+        lab.run(Client::B, "GET lock:order:1");
+        assert_eq!(last(&lab, Client::B), "\"token-A-111\"");
+        lab.run(Client::C, "EXISTS lock:order:1");
+        assert_eq!(last(&lab, Client::C), "(integer) 1");
+        lab.run(Client::C, "SET k \"open");
+        assert_eq!(last(&lab, Client::C), "Invalid argument(s)");
+        lab.run(Client::C, "3 INCR n");
+        assert_eq!(last(&lab, Client::C), "(integer) 1\n(integer) 2\n(integer) 3");
+        lab.run(Client::C, "   ");
+        assert_eq!(lab.transcript(Client::C).len(), 3);
+        assert_eq!(lab.transcript(Client::A).len(), 1);
+        assert_eq!(lab.history(Client::C), ["EXISTS lock:order:1", "SET k \"open", "3 INCR n"]);
+        let executed = lab.trace().events.iter().filter(|e| matches!(e.kind, EventKind::Executed { .. })).count();
+        assert_eq!(executed, 7, "the unparsable line never reached the node; the repeat ran 3 times");
+    }
+
+    #[test]
+    fn prompt_follows_the_transaction() {
+        let mut lab = Lab::new();
+        assert_eq!(lab.prompt(Client::A), "127.0.0.1:6379> ");
+        lab.run(Client::A, "MULTI");
+        assert_eq!(lab.prompt(Client::A), "127.0.0.1:6379(TX)> ");
+        assert_eq!(lab.prompt(Client::B), "127.0.0.1:6379> ");
+        lab.run(Client::A, "SET lock t NX");
+        assert_eq!(lab.transcript(Client::A)[1].prompt, "127.0.0.1:6379(TX)> ");
+        assert_eq!(lab.transcript(Client::A)[1].output, "QUEUED");
+        // Queued, not acquired: no lock until EXEC runs it.
+        assert!(locks(&lab).is_empty());
+        lab.run(Client::A, "quit");
+        assert_eq!(lab.prompt(Client::A), "127.0.0.1:6379> ");
+        lab.run(Client::A, "clear");
+        assert!(lab.transcript(Client::A).is_empty());
+    }
+
+    #[test]
+    fn a_lock_is_acquired_renewed_expires_and_is_deleted() {
+        let mut lab = Lab::new();
+        lab.run(Client::A, "SET lock token-A-111 NX PX 10000");
+        lab.advance(1000);
+        lab.run(Client::A, "PEXPIRE lock 20000");
+        lab.advance(30_000);
+        lab.run(Client::B, "GET lock");
+        assert_eq!(last(&lab, Client::B), "(nil)");
+        lab.run(Client::B, "SETNX lock token-B-222");
+        lab.run(Client::C, "DEL lock");
+        let a = Some(Client::A.actor_index());
+        let b = Some(Client::B.actor_index());
+        let c = Some(Client::C.actor_index());
+        assert_eq!(
+            locks(&lab),
+            vec![
+                (0, "lock".into(), LockChange::Acquired { owner: a, value: "token-A-111".into(), ttl_ms: Some(10_000) }),
+                (1000, "lock".into(), LockChange::Renewed { ttl_ms: Some(20_000) }),
+                (21_000, "lock".into(), LockChange::Removed { by: None }),
+                (31_000, "lock".into(), LockChange::Acquired { owner: b, value: "token-B-222".into(), ttl_ms: None }),
+                (31_000, "lock".into(), LockChange::Removed { by: c }),
+            ]
+        );
+        assert!(lab.trace().events.iter().any(|e| e.at_ms == 21_000 && e.kind == EventKind::Expired { key: "lock".into() }));
+        let steps: Vec<u64> = lab.trace().events.iter().map(|e| e.step).collect();
+        assert_eq!(steps, (0..steps.len() as u64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn failed_or_plain_sets_are_no_locks() {
+        let mut lab = Lab::new();
+        lab.run(Client::A, "SET k v");
+        lab.run(Client::A, "SET k v NX");
+        lab.run(Client::A, "SET k2 v XX");
+        lab.run(Client::A, "SETNX k v2");
+        assert!(locks(&lab).is_empty());
+    }
+}

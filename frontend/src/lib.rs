@@ -1,0 +1,40 @@
+//! # locklab-frontend
+//!
+//! The browser face of locklab: a Yew app compiled to WebAssembly that runs
+//! `locklab-core` in the page. It owns no semantics. A line typed into the
+//! console goes to core's simulated Redis node and comes back rendered by
+//! core exactly as `redis-cli` prints it; the timeline draws what happened.
+//!
+//! # Layout
+//!
+//! * [`state`] — the one [`State`](state::State), the [`Action`](state::Action)s
+//!   (the user's intentions) and a thin `reduce`, shared with the components
+//!   through a context.
+//! * [`lab`] — the free-play lab: three redis-cli connections on one node,
+//!   their transcripts, and a core trace of what the node did. Plain Rust.
+//! * [`timeline`] — a core [`Trace`](locklab_core::trace::Trace) laid out as
+//!   swimlanes (lanes, lock bars, arrows, violation bands), for the SVG view.
+//! * [`editor`] — the console's input line with ↑/↓ history.
+//! * [`query`] — the view in the URL (`?lang=zh&lesson=05&step=end&seed=7&driver=sim`).
+//! * [`i18n`] — the UI string table, 中文 and English.
+//! * [`catalog`] — the lesson list until the lesson files replace it.
+//! * [`view`] — the components: header, lesson list, lesson panel, timeline,
+//!   console, clock, shortcuts overlay.
+//!
+//! Everything but [`view`] and [`run`] is ordinary Rust with native unit
+//! tests; the crate builds natively too (its binary does nothing there), so
+//! `cargo test --workspace` type-checks the components and runs those tests.
+
+pub mod catalog;
+pub mod editor;
+pub mod i18n;
+pub mod lab;
+pub mod query;
+pub mod state;
+pub mod timeline;
+pub mod view;
+
+/// Mount the app on `<body>`. Only meaningful in a browser.
+pub fn run() {
+    yew::Renderer::<view::app::App>::new().render();
+}

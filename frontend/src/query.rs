@@ -1,0 +1,147 @@
+//! The view in the URL: `?lang=zh&lesson=05&step=end&seed=7&driver=sim`.
+//!
+//! A link must reproduce what its sender saw, so everything that selects a
+//! view (not what was typed into the console) is read from the query string
+//! on load and written back with `history.replaceState` on every change.
+//! Parsing is forgiving — an unknown key or a malformed value is dropped,
+//! never an error page — and writing is canonical (fixed key order), so the
+//! same view always has the same URL.
+
+use crate::i18n::Lang;
+
+/// Which driver produces the trace. Only the simulator exists in the browser
+/// today; `driver=real` (a WebSocket to the backend) comes with the backend's
+/// session endpoint, and until then an unknown driver falls back to `sim`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Driver {
+    #[default]
+    Sim,
+}
+
+impl Driver {
+    pub fn code(self) -> &'static str {
+        match self {
+            Driver::Sim => "sim",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Driver> {
+        (s == "sim").then_some(Driver::Sim)
+    }
+}
+
+/// What the query string can say. `None` means "not given".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Query {
+    pub lang: Option<Lang>,
+    pub lesson: Option<String>,
+    pub step: Option<String>,
+    pub seed: Option<u64>,
+    pub driver: Option<Driver>,
+}
+
+/// Lesson ids and step names are short words; anything else is not ours.
+fn is_word(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `%XX` and `+` decoding, lossy on bad UTF-8 (the value is then rejected by
+/// the field's own check anyway).
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Query {
+    /// Parse `location.search` (with or without the leading `?`).
+    pub fn parse(search: &str) -> Query {
+        let mut q = Query::default();
+        for pair in search.trim_start_matches('?').split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = decode(v);
+            match decode(k).as_str() {
+                "lang" => q.lang = Lang::parse(&v),
+                "lesson" => q.lesson = is_word(&v).then_some(v),
+                "step" => q.step = is_word(&v).then_some(v),
+                "seed" => q.seed = v.parse().ok(),
+                "driver" => q.driver = Driver::parse(&v),
+                _ => {}
+            }
+        }
+        q
+    }
+
+    /// The canonical query string, `?` included; empty when nothing is set.
+    /// Values are words or numbers by construction, so nothing needs escaping.
+    pub fn to_search(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(lang) = self.lang {
+            parts.push(format!("lang={}", lang.code()));
+        }
+        if let Some(lesson) = &self.lesson {
+            parts.push(format!("lesson={lesson}"));
+        }
+        if let Some(step) = &self.step {
+            parts.push(format!("step={step}"));
+        }
+        if let Some(seed) = self.seed {
+            parts.push(format!("seed={seed}"));
+        }
+        if let Some(driver) = self.driver {
+            parts.push(format!("driver={}", driver.code()));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_the_documented_example() {
+        let s = "?lang=zh&lesson=05&step=end&seed=7&driver=sim";
+        let q = Query::parse(s);
+        assert_eq!(q.lang, Some(Lang::Zh));
+        assert_eq!(q.lesson.as_deref(), Some("05"));
+        assert_eq!(q.step.as_deref(), Some("end"));
+        assert_eq!(q.seed, Some(7));
+        assert_eq!(q.driver, Some(Driver::Sim));
+        assert_eq!(q.to_search(), s);
+    }
+
+    #[test]
+    fn is_forgiving_and_canonical() {
+        let q = Query::parse("driver=sim&x=1&seed=-3&lang=fr&lesson=%3Cscript%3E&&step=3&lang=en");
+        assert_eq!(q.to_search(), "?lang=en&step=3&driver=sim");
+        assert_eq!(Query::parse("").to_search(), "");
+        assert_eq!(Query::parse("?lesson=%30%35").lesson.as_deref(), Some("05"));
+        // A truncated escape is kept literally, then rejected as a word.
+        assert_eq!(Query::parse("?lesson=0%3").lesson, None);
+        assert_eq!(Query::parse("?lesson=%").lesson, None);
+        assert_eq!(Query::parse("?driver=real").driver, None);
+    }
+}

@@ -1,0 +1,136 @@
+//! The console: one redis-cli per client, in tabs, on the same node.
+
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+use crate::editor::LineEditor;
+use crate::i18n::Text;
+use crate::lab::Client;
+use crate::state::AppContext;
+
+#[derive(Properties, PartialEq)]
+pub struct ConsoleProps {
+    /// A line was entered on a client's console.
+    pub onrun: Callback<(Client, String)>,
+    /// A client's tab was chosen.
+    pub onselect: Callback<Client>,
+}
+
+#[function_component(Console)]
+pub fn console(props: &ConsoleProps) -> Html {
+    let state = use_context::<AppContext>().expect("AppContext is provided by App");
+    let lang = state.lang;
+    let client = state.active;
+    let editor = use_state(LineEditor::default);
+    let input_ref = use_node_ref();
+    let screen_ref = use_node_ref();
+
+    // Keep the newest reply in view, as a terminal does.
+    {
+        let screen_ref = screen_ref.clone();
+        use_effect_with((state.rev, client), move |_| {
+            if let Some(screen) = screen_ref.cast::<web_sys::Element>() {
+                screen.set_scroll_top(screen.scroll_height());
+            }
+        });
+    }
+
+    let lab = state.lab.borrow();
+    let prompt = lab.prompt(client);
+    let history = lab.history(client).to_vec();
+
+    let oninput = {
+        let editor = editor.clone();
+        Callback::from(move |e: InputEvent| {
+            let mut next = (*editor).clone();
+            next.edit(e.target_unchecked_into::<HtmlInputElement>().value());
+            editor.set(next);
+        })
+    };
+    let onkeydown = {
+        let editor = editor.clone();
+        let onrun = props.onrun.clone();
+        Callback::from(move |e: KeyboardEvent| {
+            let mut next = (*editor).clone();
+            match e.key().as_str() {
+                "Enter" => {
+                    e.prevent_default();
+                    onrun.emit((client, next.submit()));
+                }
+                "ArrowUp" => {
+                    e.prevent_default();
+                    next.up(&history);
+                }
+                "ArrowDown" => {
+                    e.prevent_default();
+                    next.down(&history);
+                }
+                _ => return,
+            }
+            editor.set(next);
+        })
+    };
+    let focus_input = {
+        let input_ref = input_ref.clone();
+        Callback::from(move |_: MouseEvent| {
+            // Leave a text selection alone: people copy replies out.
+            let selecting = web_sys::window()
+                .and_then(|w| w.get_selection().ok().flatten())
+                .is_some_and(|s| !s.is_collapsed());
+            if selecting {
+                return;
+            }
+            if let Some(input) = input_ref.cast::<HtmlInputElement>() {
+                let _ = input.focus();
+            }
+        })
+    };
+
+    html! {
+        <section class="console" data-testid="console" data-client={ client.letter() }>
+            <div class="console-head">
+                <h2>{ Text::Console.get(lang) }</h2>
+                <div class="tabs" role="tablist">
+                    { for Client::ALL.into_iter().map(|c| {
+                        let onselect = props.onselect.clone();
+                        let input_ref = input_ref.clone();
+                        html! {
+                            <button role="tab"
+                                class={ classes!("tab", format!("client-{}", c.letter()), (c == client).then_some("on")) }
+                                data-testid="console-tab" data-client={ c.letter() }
+                                aria-selected={ (c == client).to_string() }
+                                onclick={ move |_| {
+                                    onselect.emit(c);
+                                    if let Some(input) = input_ref.cast::<HtmlInputElement>() {
+                                        let _ = input.focus();
+                                    }
+                                } }
+                            >{ format!("{} {}", Text::Client.get(lang), c.letter()) }</button>
+                        }
+                    }) }
+                </div>
+                <span class="hint">{ Text::ConsoleHint.get(lang) }</span>
+            </div>
+            <div class="screen" ref={ screen_ref } onclick={ focus_input }>
+                { for lab.transcript(client).iter().map(|x| html! {
+                    <div class="exchange">
+                        <div class="typed" data-testid="console-command">
+                            <span class="prompt">{ &x.prompt }</span>{ &x.line }
+                        </div>
+                        if !x.output.is_empty() {
+                            <pre class={ classes!("reply", x.output.starts_with("(error)").then_some("error")) }
+                                data-testid="console-reply">{ &x.output }</pre>
+                        }
+                    </div>
+                }) }
+                <div class="input-line">
+                    <label class="prompt" for="console-input">{ prompt }</label>
+                    <input id="console-input" ref={ input_ref } data-testid="console-input"
+                        type="text" autocomplete="off" spellcheck="false" autocapitalize="off"
+                        placeholder={ Text::ConsolePlaceholder.get(lang) }
+                        value={ editor.text.clone() } {oninput} {onkeydown} />
+                </div>
+            </div>
+        </section>
+    }
+}

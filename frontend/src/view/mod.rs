@@ -1,0 +1,12 @@
+//! The components. Each reads what it shows from the shared
+//! [`AppContext`](crate::state::AppContext) and reports what the user did
+//! through `on<verb>` callbacks; only [`app::App`] dispatches actions.
+
+pub mod app;
+pub mod clock;
+pub mod console;
+pub mod header;
+pub mod help;
+pub mod lesson_list;
+pub mod lesson_panel;
+pub mod timeline;

@@ -1,0 +1,360 @@
+//! The browser app, end to end, in headless Chromium.
+//!
+//! `dist/` (built by `cargo xtask dist`; `./scripts/test` builds it first)
+//! is served by the backend's own `web::app` on a free loopback port, a
+//! `chromedriver` is started on another, and the test drives Chromium
+//! through WebDriver: the page renders, lines typed into the console come
+//! back exactly as redis-cli prints them, the clock expires a lock, the
+//! language switches, and a URL with query parameters reproduces the view
+//! after a reload. Screenshots land in `tests/out/`.
+//!
+//! Nothing sleeps for a fixed time: every wait polls for a condition with a
+//! deadline, so the test is as fast as the machine and fails with a message
+//! saying what never happened.
+
+use std::future::Future;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+/// Generous: the first page load also starts Chromium on a busy machine.
+const WAIT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(40);
+
+const INSTALL_HINT: &str = "install them with `sudo apt-get install -y chromium chromium-driver` \
+     (Debian), or run ./scripts/test, which installs what is missing";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The first of `candidates` that exists, on PATH or as an absolute path.
+fn find_program(candidates: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    candidates.iter().find_map(|c| {
+        let p = Path::new(c);
+        if p.is_absolute() {
+            p.is_file().then(|| p.to_path_buf())
+        } else {
+            std::env::split_paths(&path).map(|d| d.join(c)).find(|f| f.is_file())
+        }
+    })
+}
+
+fn newest_mtime(dir: &Path) -> Option<(SystemTime, PathBuf)> {
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(m) = entry.metadata().and_then(|m| m.modified()) {
+                if newest.as_ref().is_none_or(|(t, _)| m > *t) {
+                    newest = Some((m, path));
+                }
+            }
+        }
+    }
+    newest
+}
+
+/// `dist/`, built and newer than every source it is built from.
+fn require_dist() -> PathBuf {
+    let dist = std::env::var_os("LOCKLAB_DIST").map_or_else(|| root().join("dist"), PathBuf::from);
+    let index = dist.join("index.html");
+    let built = std::fs::metadata(&index).and_then(|m| m.modified()).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing: build the app first with `cargo xtask dist` (./scripts/test does)",
+            index.display()
+        )
+    });
+    for src in ["frontend", "core/src"] {
+        if let Some((t, path)) = newest_mtime(&root().join(src)) {
+            assert!(
+                t <= built,
+                "dist/ is older than {}: rebuild it with `cargo xtask dist` (./scripts/test does)",
+                path.display()
+            );
+        }
+    }
+    dist
+}
+
+/// A chromedriver process, killed (with the Chromium it started) on drop.
+struct Chromedriver {
+    child: Child,
+    port: u16,
+    profile: PathBuf,
+}
+
+impl Chromedriver {
+    fn start(chromedriver: &Path) -> Chromedriver {
+        use std::os::unix::process::CommandExt;
+        let port = free_port();
+        let profile = std::env::temp_dir().join(format!("locklab-chromium-{}-{port}", std::process::id()));
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group, so Drop can end Chromium with it.
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
+        let deadline = Instant::now() + WAIT;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen on port {port} within {WAIT:?}");
+            std::thread::sleep(POLL);
+        }
+        Chromedriver { child, port, profile }
+    }
+}
+
+impl Drop for Chromedriver {
+    fn drop(&mut self) {
+        // The group we created for it: chromedriver and its Chromium.
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Poll `probe` until it gives `Some`, or fail saying `what` never happened.
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {WAIT:?} waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn count(c: &Client, css: &str) -> usize {
+    c.find_all(Locator::Css(css)).await.map_or(0, |v| v.len())
+}
+
+async fn text(c: &Client, css: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or(Value::Null)
+}
+
+/// Type `line` into the console and return the reply it printed.
+async fn run(c: &Client, line: &str) -> String {
+    let before = count(c, "[data-testid=console-reply]").await;
+    let input = c.find(Locator::Css("[data-testid=console-input]")).await.unwrap();
+    input.send_keys(&format!("{line}{}", char::from(Key::Enter))).await.unwrap();
+    eventually(&format!("a reply to `{line}`"), || async {
+        let replies = c.find_all(Locator::Css("[data-testid=console-reply]")).await.ok()?;
+        if replies.len() > before {
+            replies.last()?.text().await.ok()
+        } else {
+            None
+        }
+    })
+    .await
+}
+
+async fn tab(c: &Client, client: &str) {
+    let css = format!("[data-testid=console-tab][data-client={client}]");
+    c.find(Locator::Css(&css)).await.unwrap().click().await.unwrap();
+    eventually(&format!("client {client}'s console"), || async {
+        let on = c.find(Locator::Css("[data-testid=console]")).await.ok()?.attr("data-client").await.ok()??;
+        (on == client).then_some(())
+    })
+    .await;
+}
+
+async fn press(c: &Client, key: char) {
+    let keys = KeyActions::new("keyboard".to_owned())
+        .then(KeyAction::Down { value: key })
+        .then(KeyAction::Up { value: key });
+    c.perform_actions(keys).await.unwrap();
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    let dir = root().join("tests/out");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = c.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
+    std::fs::write(dir.join(name), png).unwrap();
+}
+
+/// Load `url` and wait until the app has rendered and reported ready;
+/// returns the ready time in ms since navigation start.
+async fn open(c: &Client, url: &str) -> f64 {
+    c.goto(url).await.unwrap();
+    eventually("the app to render its console", || async {
+        c.find(Locator::Css("[data-testid=console-input]")).await.ok()
+    })
+    .await;
+    eventually("the app's ready mark", || async {
+        js(c, "return document.documentElement.dataset.readyMs || null").await.as_str()?.parse().ok()
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_in_headless_chromium() {
+    let started = Instant::now();
+    let dist = require_dist();
+    let chromium = find_program(&["chromium", "chromium-browser", "/usr/lib/chromium/chromium"])
+        .unwrap_or_else(|| panic!("Chromium is not installed: {INSTALL_HINT}"));
+    let chromedriver = find_program(&["chromedriver", "/usr/lib/chromium/chromedriver"])
+        .unwrap_or_else(|| panic!("chromedriver is not installed: {INSTALL_HINT}"));
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(locklab_backend::web::serve_listener(listener, dist));
+
+    let driver = Chromedriver::start(&chromedriver);
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1400,900", "--lang=en-US",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ],
+        }
+    });
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps.as_object().unwrap().clone())
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session with headless Chromium");
+
+    // The server: health, and the wasm with the type browsers insist on.
+    c.goto(&format!("{base}/api/health")).await.unwrap();
+    let health: Value = serde_json::from_str(&text(&c, "body").await.unwrap()).unwrap();
+    assert_eq!(health, json!({"ok": true, "driver": "sim"}));
+    c.goto(&format!("{base}/")).await.unwrap();
+    let wasm_type = js(
+        &c,
+        "const l = document.querySelector('link[rel=preload][href$=\".wasm\"]');\
+         return l ? fetch(l.href).then(r => r.headers.get('content-type')) : null",
+    )
+    .await;
+    assert_eq!(wasm_type, json!("application/wasm"));
+
+    // Renders: layout, lessons, timeline, console, badge.
+    let ready_ms = open(&c, &format!("{base}/?lang=en")).await;
+    assert_eq!(count(&c, "[data-testid=lesson-item]").await, 36);
+    assert_eq!(count(&c, "[data-testid=timeline]").await, 1);
+    assert_eq!(count(&c, "[data-testid=console]").await, 1);
+    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("simulator"));
+    assert_eq!(js(&c, "return document.documentElement.lang").await, json!("en"));
+
+    // The console speaks redis-cli.
+    assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
+    tab(&c, "B").await;
+    assert_eq!(run(&c, "SET lock:order:1 token-B-222 NX PX 30000").await, "(nil)");
+    assert_eq!(run(&c, "GET lock:order:1").await, "\"token-A-111\"");
+    assert_eq!(run(&c, "EXISTS lock:order:1").await, "(integer) 1");
+    assert_eq!(run(&c, "SET k \"open").await, "Invalid argument(s)");
+    assert_eq!(run(&c, "PTTL nosuchkey").await, "(integer) -2");
+    assert_eq!(count(&c, "[data-testid=lock-bar][data-owner=A][data-open=true]").await, 1);
+
+    // ↑ brings the last line back, ↓ the empty draft.
+    let input = c.find(Locator::Css("[data-testid=console-input]")).await.unwrap();
+    input.send_keys(&char::from(Key::Up).to_string()).await.unwrap();
+    eventually("↑ to recall the last line", || async {
+        (input.prop("value").await.ok()?? == "PTTL nosuchkey").then_some(())
+    })
+    .await;
+    input.send_keys(&char::from(Key::Down).to_string()).await.unwrap();
+    eventually("↓ to restore the draft", || async { input.prop("value").await.ok()??.is_empty().then_some(()) }).await;
+
+    // 31 s later the lock has expired (at 30 s it is still there, as in
+    // Redis: PTTL 0), and B gets it.
+    c.find(Locator::Css("[data-testid=advance-30000]")).await.unwrap().click().await.unwrap();
+    eventually("the clock at 30 s", || async {
+        (c.find(Locator::Css("[data-testid=clock-now]")).await.ok()?.attr("data-ms").await.ok()?? == "30000")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(count(&c, "[data-testid=lock-bar][data-open=true]").await, 1);
+    c.find(Locator::Css("[data-testid=advance-1000]")).await.unwrap().click().await.unwrap();
+    eventually("the lock bar to close at expiry", || async {
+        (count(&c, "[data-testid=lock-bar][data-open=false]").await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(count(&c, "[data-testid=expiry][data-key='lock:order:1']").await, 1);
+    assert_eq!(run(&c, "GET lock:order:1").await, "(nil)");
+    assert_eq!(run(&c, "SET lock:order:1 token-B-222 NX PX 30000").await, "OK");
+    tab(&c, "A").await;
+    assert_eq!(run(&c, "GET lock:order:1").await, "\"token-B-222\"");
+    screenshot(&c, "browser-console-en.png").await;
+
+    // Shortcuts: `?` opens the help (outside the console), Escape closes it.
+    js(&c, "document.activeElement.blur(); return null").await;
+    press(&c, '?').await;
+    eventually("the shortcuts overlay", || async { c.find(Locator::Css("[data-testid=help]")).await.ok() }).await;
+    press(&c, char::from(Key::Escape)).await;
+    eventually("the overlay to close", || async { (count(&c, "[data-testid=help]").await == 0).then_some(()) }).await;
+
+    // Language: the switch changes the page and the URL.
+    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]")).await.unwrap().click().await.unwrap();
+    eventually("the page in Chinese", || async {
+        (text(&c, "[data-testid=driver-badge]").await? == "模拟器").then_some(())
+    })
+    .await;
+    assert_eq!(js(&c, "return document.documentElement.lang").await, json!("zh-CN"));
+    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=zh&seed=1&driver=sim"));
+
+    // A link reproduces the view.
+    let query = "lang=zh&lesson=05&step=end&seed=7&driver=sim";
+    open(&c, &format!("{base}/?{query}")).await;
+    let selected = c.find(Locator::Css("[data-testid=lesson-item][aria-current=true]")).await.unwrap();
+    assert_eq!(selected.attr("data-lesson").await.unwrap().as_deref(), Some("05"));
+    assert_eq!(
+        c.find(Locator::Css("[data-testid=lesson-title]")).await.unwrap().attr("data-lesson").await.unwrap().as_deref(),
+        Some("05")
+    );
+    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
+    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("模拟器"));
+    assert_eq!(c.current_url().await.unwrap().query(), Some(query));
+    // Choosing another lesson rewrites the URL; a reload restores it.
+    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
+    eventually("the URL to follow the lesson", || async {
+        (c.current_url().await.ok()?.query()? == "lang=zh&lesson=07&seed=7&driver=sim").then_some(())
+    })
+    .await;
+    c.refresh().await.unwrap();
+    eventually("lesson 07 restored after a reload", || async {
+        let item = c.find(Locator::Css("[data-testid=lesson-item][aria-current=true]")).await.ok()?;
+        (item.attr("data-lesson").await.ok()??.as_str() == "07").then_some(())
+    })
+    .await;
+    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("模拟器"));
+    assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
+    screenshot(&c, "browser-lesson-zh.png").await;
+
+    c.close().await.unwrap();
+    drop(driver);
+    eprintln!(
+        "browser test: first interactive render {ready_ms:.0} ms after navigation start; whole test {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,550 @@
+//! # xtask
+//!
+//! locklab's build tasks, in Rust so that a fresh clone needs nothing but
+//! cargo (the `xtask` pattern: `cargo xtask <task>` is an alias in
+//! `.cargo/config.toml`).
+//!
+//! * `cargo xtask dist [--out DIR] [--no-opt]` — the browser app, built the
+//!   way Trunk builds it from `frontend/index.html`, without Trunk: cargo for
+//!   `wasm32-unknown-unknown` in the profile the page names
+//!   (`data-cargo-profile-release`, else `release`), wasm-bindgen (the library, the same
+//!   version as the `wasm-bindgen` crate in Cargo.lock) for `--target web`,
+//!   `wasm-opt -Oz` when it is on PATH, content-hashed file names, and an
+//!   `index.html` with the same module preloads and init script Trunk
+//!   injects. `dist/` is replaced whole, so nothing stale survives.
+//! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
+//!   people who use `trunk serve`: its wasm-bindgen version must equal
+//!   Cargo.lock's (or Trunk, run offline, fails; online, it downloads another
+//!   one), and the paths it names must exist. With `--build` and `trunk` on
+//!   PATH, also runs `trunk build --release --offline` into a temporary
+//!   directory and checks that a `.wasm` came out. CI runs the check rather
+//!   than spend a quarter of an hour installing Trunk.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Context, Result};
+
+/// The crate and binary the browser app is built from.
+const FRONTEND_PACKAGE: &str = "locklab-frontend";
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The wasm-bindgen this xtask links (`wasm-bindgen-cli-support`).
+const WASM_BINDGEN: &str = "0.2.130";
+/// The oldest binaryen trusted with wasm-bindgen's output: it must parse
+/// `table.fill` and keep the externref table's type. 108 does neither.
+const MIN_WASM_OPT: u32 = 116;
+
+fn usage() -> &'static str {
+    "usage: cargo xtask <task>\n\
+     \n\
+     tasks:\n  \
+       dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
+       check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n"
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    match args.first().map(String::as_str) {
+        Some("dist") => {
+            let mut out = root.join("dist");
+            let mut optimize = true;
+            let mut rest = args[1..].iter();
+            while let Some(arg) = rest.next() {
+                match arg.as_str() {
+                    "--out" => out = PathBuf::from(rest.next().context("--out needs a directory")?),
+                    "--no-opt" => optimize = false,
+                    other => bail!("unknown option {other}\n\n{}", usage()),
+                }
+            }
+            dist(&root, &out, optimize)
+        }
+        Some("check-trunk") => {
+            let build = match args.get(1).map(String::as_str) {
+                None => false,
+                Some("--build") => true,
+                Some(other) => bail!("unknown option {other}\n\n{}", usage()),
+            };
+            check_trunk(&root, build)
+        }
+        Some("help" | "-h" | "--help") => {
+            print!("{}", usage());
+            Ok(())
+        }
+        _ => {
+            eprint!("{}", usage());
+            std::process::exit(2);
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// The cargo that runs us (so `+toolchain` and rustup overrides carry over).
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Cargo's target directory, as cargo itself resolves it (CARGO_TARGET_DIR,
+/// config files, default).
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let out = Command::new(cargo())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()
+        .context("running cargo metadata")?;
+    ensure!(out.status.success(), "cargo metadata failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("parsing cargo metadata")?;
+    let dir = meta["target_directory"].as_str().context("cargo metadata has no target_directory")?;
+    Ok(PathBuf::from(dir))
+}
+
+/// Is `name` an executable somewhere on PATH?
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
+}
+
+/// `wasm-opt version 108 (version_108)` → 108.
+fn wasm_opt_version(wasm_opt: &Path) -> Option<u32> {
+    let out = Command::new(wasm_opt).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().find_map(|w| w.parse().ok())
+}
+
+fn gzip_len(bytes: &[u8]) -> Result<usize> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(bytes)?;
+    Ok(gz.finish()?.len())
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn report_size(what: &str, path: &Path) -> Result<(usize, usize)> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let gz = gzip_len(&bytes)?;
+    println!(
+        "  {what:<14} {:>11} bytes raw, {:>9} bytes gzipped  ({})",
+        thousands(bytes.len()),
+        thousands(gz),
+        path.file_name().unwrap_or_default().to_string_lossy()
+    );
+    Ok((bytes.len(), gz))
+}
+
+/// 64-bit FNV-1a, hex: a content hash for cache-busting file names (what
+/// Trunk's `filehash` does). Not for security.
+fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+// ---------------------------------------------------------------------------
+// dist
+
+fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
+    let started = Instant::now();
+    let index_src = root.join("frontend/index.html");
+    let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
+    let links = trunk_links(&html);
+    let rust = links
+        .iter()
+        .find(|l| l.rel() == "rust")
+        .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
+    let bin = rust.attrs.get("data-bin").cloned().unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
+    // The profile Trunk would use for `trunk build --release`.
+    let profile = rust
+        .attrs
+        .get("data-cargo-profile-release")
+        .or_else(|| rust.attrs.get("data-cargo-profile"))
+        .cloned()
+        .unwrap_or_else(|| "release".to_owned());
+
+    // 1. cargo, for wasm32, in the release profile.
+    println!("building {FRONTEND_PACKAGE} for {WASM_TARGET} (profile {profile})…");
+    let status = Command::new(cargo())
+        .args(["build", "--profile", &profile, "--target", WASM_TARGET, "-p", FRONTEND_PACKAGE, "--bin", &bin])
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    ensure!(status.success(), "cargo build for {WASM_TARGET} failed");
+    let wasm_in = target_dir(root)?.join(WASM_TARGET).join(&profile).join(format!("{bin}.wasm"));
+    let input = fs::read(&wasm_in).with_context(|| format!("reading {}", wasm_in.display()))?;
+
+    // 2. wasm-bindgen into a staging directory next to the output.
+    let stem = format!("{bin}-{}", content_hash(&input));
+    let staging = out.with_extension("staging");
+    if staging.exists() {
+        fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
+    }
+    fs::create_dir_all(&staging)?;
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_bytes(&stem, input)
+        .out_name(&stem)
+        .web(true)?
+        .typescript(false)
+        .remove_name_section(true)
+        .remove_producers_section(true)
+        .generate(&staging)
+        .context("wasm-bindgen")?;
+    let js = format!("{stem}.js");
+    let wasm = format!("{stem}_bg.wasm");
+    let wasm_path = staging.join(&wasm);
+
+    println!("sizes:");
+    report_size("wasm-bindgen", &wasm_path)?;
+
+    // 3. wasm-opt -Oz, when a new enough one is installed. Trunk runs it only
+    //    as `data-wasm-opt` asks; index.html says 0 because Debian's is too
+    //    old (see MIN_WASM_OPT), and after `opt-level = "z"` and LTO it saves
+    //    well under 1 % — so here it is a bonus, never a requirement.
+    if optimize {
+        match on_path("wasm-opt").map(|p| (wasm_opt_version(&p), p)) {
+            Some((Some(v), wasm_opt)) if v >= MIN_WASM_OPT => {
+                let tmp = staging.join(format!("{stem}.opt.wasm"));
+                let status = Command::new(&wasm_opt)
+                    .arg("-Oz")
+                    // What rustc enables by default for wasm32 and
+                    // wasm-bindgen's output uses; wasm-opt must keep them.
+                    .args([
+                        "--enable-bulk-memory",
+                        "--enable-mutable-globals",
+                        "--enable-nontrapping-float-to-int",
+                        "--enable-sign-ext",
+                        "--enable-reference-types",
+                        "--enable-multivalue",
+                    ])
+                    .arg(&wasm_path)
+                    .arg("-o")
+                    .arg(&tmp)
+                    .status()
+                    .context("running wasm-opt")?;
+                ensure!(status.success(), "wasm-opt failed");
+                fs::rename(&tmp, &wasm_path)?;
+                report_size("wasm-opt -Oz", &wasm_path)?;
+            }
+            Some((v, _)) => println!(
+                "  wasm-opt {} is older than version {MIN_WASM_OPT}: skipped (binaryen 108, Debian 12's, \
+                 cannot parse wasm-bindgen {WASM_BINDGEN}'s `table.fill` and rewrites its externref table \
+                 into a funcref one, which breaks the page)",
+                v.map_or("of unknown version".to_owned(), |v| v.to_string())
+            ),
+            None => println!("  wasm-opt is not on PATH: skipped -Oz (binaryen {MIN_WASM_OPT} or newer would run)"),
+        }
+    }
+
+    // 4. The other assets, and index.html as Trunk would write it.
+    let base = "/";
+    let mut page = String::with_capacity(html.len() + 1024);
+    let mut at = 0;
+    let mut head_extra = String::new();
+    for link in &links {
+        page.push_str(&html[at..link.start]);
+        at = link.end;
+        match link.rel() {
+            "rust" => {
+                head_extra.push_str(&format!(
+                    "<link rel=\"modulepreload\" href=\"{base}{js}\" crossorigin=\"anonymous\">\n\
+                     <link rel=\"preload\" href=\"{base}{wasm}\" crossorigin=\"anonymous\" as=\"fetch\" type=\"application/wasm\">\n"
+                ));
+            }
+            "css" | "copy-file" => {
+                let href = link.attrs.get("href").context("a data-trunk link without href")?;
+                let src = index_src.parent().unwrap_or(root).join(href);
+                let bytes = fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+                let file = Path::new(href).file_name().context("href names no file")?.to_string_lossy().into_owned();
+                let name = if link.rel() == "css" {
+                    let (name, ext) = file.rsplit_once('.').unwrap_or((&file, "css"));
+                    let name = format!("{name}-{}.{ext}", &content_hash(&bytes)[..16]);
+                    page.push_str(&format!("<link rel=\"stylesheet\" href=\"{base}{name}\">"));
+                    name
+                } else {
+                    file
+                };
+                fs::write(staging.join(&name), bytes)?;
+            }
+            other => bail!("frontend/index.html: <link data-trunk rel=\"{other}\"> is not supported by cargo xtask dist"),
+        }
+    }
+    page.push_str(&html[at..]);
+    let script = format!(
+        "<script type=\"module\">\n\
+         import init, * as bindings from '{base}{js}';\n\
+         const wasm = await init({{ module_or_path: '{base}{wasm}' }});\n\
+         window.wasmBindings = bindings;\n\
+         dispatchEvent(new CustomEvent(\"TrunkApplicationStarted\", {{detail: {{wasm}}}}));\n\
+         </script>"
+    );
+    let page = insert_before(&page, "</head>", &head_extra).context("frontend/index.html has no </head>")?;
+    let page = insert_before(&page, "</body>", &format!("{script}\n")).context("frontend/index.html has no </body>")?;
+    fs::write(staging.join("index.html"), page)?;
+
+    // 5. Swap the staging directory in.
+    if out.exists() {
+        fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
+    println!("dist ready in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
+    Ok(())
+}
+
+fn insert_before(page: &str, marker: &str, text: &str) -> Option<String> {
+    let at = page.rfind(marker)?;
+    Some(format!("{}{text}{}", &page[..at], &page[at..]))
+}
+
+/// One `<link data-trunk …>` tag: where it is in the page and its attributes.
+#[derive(Debug)]
+struct TrunkLink {
+    start: usize,
+    end: usize,
+    attrs: BTreeMap<String, String>,
+}
+
+impl TrunkLink {
+    fn rel(&self) -> &str {
+        self.attrs.get("rel").map(String::as_str).unwrap_or_default()
+    }
+}
+
+/// The `<link data-trunk …>` tags of a page, in order. A small scanner, not
+/// an HTML parser: enough for our own index.html (attributes quoted with `"`
+/// or `'`, or bare), and it skips `<!-- comments -->`.
+fn trunk_links(html: &str) -> Vec<TrunkLink> {
+    let mut links = Vec::new();
+    let mut i = 0;
+    while let Some(off) = html[i..].find('<') {
+        let start = i + off;
+        if html[start..].starts_with("<!--") {
+            i = html[start..].find("-->").map_or(html.len(), |e| start + e + 3);
+            continue;
+        }
+        let Some(len) = html[start..].find('>') else { break };
+        let end = start + len + 1;
+        let tag = &html[start + 1..end - 1];
+        i = end;
+        let Some(body) = tag.strip_prefix("link").filter(|b| b.starts_with(char::is_whitespace)) else {
+            continue;
+        };
+        let attrs = parse_attrs(body.trim_end_matches('/'));
+        if attrs.contains_key("data-trunk") {
+            links.push(TrunkLink { start, end, attrs });
+        }
+    }
+    links
+}
+
+fn parse_attrs(s: &str) -> BTreeMap<String, String> {
+    let mut attrs = BTreeMap::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            return attrs;
+        }
+        let name_start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b'=' {
+            i += 1;
+        }
+        let name = s[name_start..i].to_ascii_lowercase();
+        let mut value = String::new();
+        if i < b.len() && b[i] == b'=' {
+            i += 1;
+            if i < b.len() && (b[i] == b'"' || b[i] == b'\'') {
+                let q = b[i];
+                let v_start = i + 1;
+                i = v_start;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+                value = s[v_start..i.min(b.len())].to_owned();
+                i += 1;
+            } else {
+                let v_start = i;
+                while i < b.len() && !b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                value = s[v_start..i].to_owned();
+            }
+        }
+        if !name.is_empty() {
+            attrs.insert(name, value);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// check-trunk
+
+/// The versions of a package in Cargo.lock.
+fn locked_versions(root: &Path, package: &str) -> Result<Vec<String>> {
+    let lock = fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
+    let lock: toml::Table = lock.parse().context("parsing Cargo.lock")?;
+    let packages = lock.get("package").and_then(|p| p.as_array()).context("Cargo.lock has no [[package]]")?;
+    Ok(packages
+        .iter()
+        .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(package))
+        .filter_map(|p| p.get("version").and_then(|v| v.as_str()).map(str::to_owned))
+        .collect())
+}
+
+fn check_trunk(root: &Path, build: bool) -> Result<()> {
+    let trunk_toml = root.join("Trunk.toml");
+    let config: toml::Table = fs::read_to_string(&trunk_toml)
+        .context("reading Trunk.toml")?
+        .parse()
+        .context("parsing Trunk.toml")?;
+    let mut problems = Vec::new();
+
+    // The wasm-bindgen versions must agree three ways.
+    let wanted = config.get("tools").and_then(|t| t.get("wasm_bindgen")).and_then(|v| v.as_str());
+    let locked = locked_versions(root, "wasm-bindgen")?;
+    let support = locked_versions(root, "wasm-bindgen-cli-support")?;
+    match (wanted, locked.as_slice()) {
+        (None, _) => problems.push("Trunk.toml has no [tools] wasm_bindgen: trunk would download one".to_owned()),
+        (Some(w), [l]) if w == l => println!("ok: Trunk.toml [tools] wasm_bindgen = {w} = Cargo.lock's wasm-bindgen"),
+        (Some(w), [l]) => problems.push(format!("Trunk.toml [tools] wasm_bindgen = {w}, but Cargo.lock has wasm-bindgen {l}")),
+        (Some(_), []) => problems.push("Cargo.lock has no wasm-bindgen".to_owned()),
+        (Some(_), many) => problems.push(format!("Cargo.lock has several wasm-bindgen versions: {}", many.join(", "))),
+    }
+    if locked != [WASM_BINDGEN] {
+        problems.push(format!(
+            "xtask's WASM_BINDGEN is {WASM_BINDGEN} but Cargo.lock has wasm-bindgen {}: update the constant",
+            locked.join(", ")
+        ));
+    }
+    if support != locked {
+        problems.push(format!(
+            "Cargo.lock: wasm-bindgen-cli-support {} differs from wasm-bindgen {} (cargo xtask dist needs them equal)",
+            support.join(", "),
+            locked.join(", ")
+        ));
+    }
+
+    // Offline, so it never fetches anything.
+    let build_cfg = config.get("build");
+    if build_cfg.and_then(|b| b.get("offline")).and_then(|v| v.as_bool()) != Some(true) {
+        problems.push("Trunk.toml: [build] offline = true is missing".to_owned());
+    }
+
+    // The paths it names.
+    let target = build_cfg.and_then(|b| b.get("target")).and_then(|v| v.as_str()).unwrap_or("index.html");
+    let index = root.join(target);
+    match fs::read_to_string(&index) {
+        Err(e) => problems.push(format!("Trunk.toml [build] target = {target}: {e}")),
+        Ok(html) => {
+            println!("ok: [build] target = {target} exists");
+            let dir = index.parent().unwrap_or(root);
+            let links = trunk_links(&html);
+            if !links.iter().any(|l| l.rel() == "rust") {
+                problems.push(format!("{target} has no <link data-trunk rel=\"rust\">"));
+            }
+            for link in &links {
+                let href = link.attrs.get("href").map(String::as_str).unwrap_or(".");
+                let path = dir.join(href);
+                let path = if link.rel() == "rust" && path.is_dir() { path.join("Cargo.toml") } else { path };
+                if path.exists() {
+                    println!("ok: {target}: rel=\"{}\" → {}", link.rel(), path.strip_prefix(root).unwrap_or(&path).display());
+                } else {
+                    problems.push(format!("{target}: rel=\"{}\" href=\"{href}\": {} does not exist", link.rel(), path.display()));
+                }
+            }
+        }
+    }
+
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("error: {p}");
+        }
+        bail!("Trunk.toml check failed ({} problem(s))", problems.len());
+    }
+
+    if build {
+        match on_path("trunk") {
+            None => println!(
+                "trunk is not on PATH: skipped `trunk build` (cargo install trunk --version 0.21.14 --locked)"
+            ),
+            Some(trunk) => {
+                let tmp = std::env::temp_dir().join(format!("locklab-trunk-{}", std::process::id()));
+                let started = Instant::now();
+                let status = Command::new(trunk)
+                    .args(["build", "--release", "--offline", "--dist"])
+                    .arg(&tmp)
+                    .current_dir(root)
+                    .status()
+                    .context("running trunk")?;
+                let wasm = fs::read_dir(&tmp)
+                    .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "wasm")))
+                    .unwrap_or(false);
+                let _ = fs::remove_dir_all(&tmp);
+                ensure!(status.success(), "trunk build --release --offline failed");
+                ensure!(wasm, "trunk build produced no .wasm");
+                println!("ok: trunk build --release --offline produced a .wasm ({:.0} s)", started.elapsed().as_secs_f64());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_trunk_links_and_their_attributes() {
+        let html = r#"<head><!-- <link data-trunk rel="css" href="old.css"/> -->
+            <link data-trunk rel="rust" href="." data-bin="app" data-wasm-opt='z' />
+            <link rel="icon" href="x.png">
+            <link data-trunk rel=css href=style.css>
+            </head>"#;
+        let links = trunk_links(html);
+        assert_eq!(links.len(), 2);
+        assert_eq!(links[0].rel(), "rust");
+        assert_eq!(links[0].attrs["data-bin"], "app");
+        assert_eq!(links[0].attrs["data-wasm-opt"], "z");
+        assert_eq!(links[1].attrs["href"], "style.css");
+        assert!(html[links[1].start..links[1].end].starts_with("<link data-trunk rel=css"));
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(content_hash(b"").len(), 16);
+        assert_ne!(content_hash(b"a"), content_hash(b"b"));
+        assert_eq!(insert_before("<a></body>", "</body>", "x").as_deref(), Some("<a>x</body>"));
+    }
+
+    #[test]
+    fn the_repository_passes_its_own_trunk_check() {
+        check_trunk(&workspace_root(), false).unwrap();
+    }
+}
