@@ -319,8 +319,8 @@ mod tests {
         let mut m = Monitor::new(InvariantConfig::default());
         m.add_client();
         m.add_client();
-        assert_eq!(m.grant(0), 1);
-        assert_eq!(m.grant(1), 2);
+        assert_eq!(m.grant(0, "lock"), 1);
+        assert_eq!(m.grant(1, "lock"), 2);
         assert!(m.accepted_write(1, 100, Some(34), &n).is_none());
         let v = m.accepted_write(0, 120, Some(33), &n).expect("stale");
         assert_eq!(v.invariant, Invariant::StaleWrite);
@@ -333,11 +333,24 @@ mod tests {
         let mut m = Monitor::new(InvariantConfig::default());
         m.add_client();
         m.add_client();
-        m.grant(0);
+        m.grant(0, "lock");
         assert!(m.accepted_write(0, 10, None, &n).is_none());
-        m.grant(1);
+        m.grant(1, "lock");
         assert!(m.accepted_write(1, 20, None, &n).is_none());
         assert!(m.accepted_write(1, 30, None, &n).is_none());
+    }
+
+    #[test]
+    fn holders_of_different_keys_are_not_ordered() {
+        // Item 1001 and item 1002 are separate resources: B holding 1002
+        // after A took 1001 does not make A's write stale.
+        let mut m = Monitor::new(InvariantConfig::default());
+        m.add_client();
+        m.add_client();
+        m.grant(0, "stock_lock:1001");
+        m.grant(1, "stock_lock:1002");
+        assert!(m.accepted_write(1, 10, None, &n).is_none());
+        assert!(m.accepted_write(0, 20, None, &n).is_none());
     }
 
     #[test]

@@ -1301,7 +1301,7 @@ fn the_world_knows_holders_and_beliefs() {
     step_until(&mut w, |e| matches!(e.kind, EventKind::Belief { holds: true, .. }));
     assert_eq!(w.believers("lock"), vec![0]);
     assert_eq!(w.lock_owner(0, "lock"), Some(0));
-    assert_eq!(w.monitor().latest_grant(0), 1);
+    assert_eq!(w.monitor().latest_grant(0), (Some("lock"), 1));
     let view = &w.locks()[0];
     assert_eq!((view.node, view.owner), (0, Some(0)));
     assert!(view.ttl_ms.is_some_and(|t| t <= 1_000));

@@ -51,7 +51,10 @@ pub(crate) fn trim_crlf(mut b: &[u8]) -> &[u8] {
 /// An error or status line must stay one protocol line: CR and LF become
 /// spaces (`sdsmapchars(s, "\r\n", "  ", 2)`).
 pub(crate) fn one_line(b: &[u8]) -> String {
-    let mapped: Vec<u8> = b.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
+    let mapped: Vec<u8> = b
+        .iter()
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect();
     String::from_utf8_lossy(&mapped).into_owned()
 }
 
@@ -78,13 +81,21 @@ pub(crate) fn error_field(buf: &[u8]) -> Vec<u8> {
 /// Lua 5.1 shows numbers with `%.14g`; redis.call sends them with `%.17g`.
 pub(crate) fn fmt_g(v: f64, prec: usize) -> String {
     if v.is_nan() {
-        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
+        return if v.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf".into() } else { "inf".into() };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let p = prec.max(1);
     // The exponent %e would print decides between fixed and exponent form.
@@ -115,7 +126,7 @@ fn strip_zeros(s: &str) -> String {
 /// which is why `return 1e20` replies `(integer) -9223372036854775808`.
 pub(crate) fn double_to_i64(v: f64) -> i64 {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if v.is_nan() || v >= TWO_63 || v < -TWO_63 {
+    if v.is_nan() || !(-TWO_63..TWO_63).contains(&v) {
         i64::MIN
     } else {
         v as i64
@@ -171,7 +182,9 @@ pub(crate) fn lua_args_to_argv(args: &[Value]) -> Result<Vec<Vec<u8>>, &'static 
     let mut argv = Vec::with_capacity(args.len());
     for a in args {
         argv.push(match a {
-            Value::String(s) => s.as_bytes().map_err(|_| "Lua redis lib command arguments must be strings or integers")?,
+            Value::String(s) => s
+                .as_bytes()
+                .map_err(|_| "Lua redis lib command arguments must be strings or integers")?,
             Value::Number(n) => fmt_g(*n, 17).into_bytes(),
             Value::Integer(i) => i.to_string().into_bytes(),
             _ => return Err("Lua redis lib command arguments must be strings or integers"),
@@ -195,7 +208,11 @@ pub(crate) fn error_table(lua: &Lua, buf: &[u8], from_command: bool) -> omnilua:
 /// A command's reply as redis.call hands it to Lua. The flag says the reply
 /// was an error (redis.call raises it, redis.pcall returns it). With
 /// `redis.setresp(3)` nils stay nil and maps become `{map = {...}}`.
-pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<(Value, bool)> {
+pub(crate) fn reply_to_lua(
+    lua: &Lua,
+    reply: &Reply,
+    resp3: bool,
+) -> omnilua::Result<(Value, bool)> {
     if let Reply::Error(e) = reply {
         let mut buf = Vec::with_capacity(e.len() + 1);
         buf.push(b'-');
@@ -312,7 +329,9 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
         return Reply::Bulk(one_line(&s.as_bytes().unwrap_or_default()).into_bytes());
     }
     if let Value::Table(vt) = raw_field(t, "verbatim_string") {
-        if let (Value::String(_), Value::String(s)) = (raw_field(&vt, "format"), raw_field(&vt, "string")) {
+        if let (Value::String(_), Value::String(s)) =
+            (raw_field(&vt, "format"), raw_field(&vt, "string"))
+        {
             return Reply::Bulk(s.as_bytes().unwrap_or_default());
         }
     }
@@ -328,7 +347,12 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
     if let Value::Table(s) = raw_field(t, "set") {
         // A RESP2 client sees a set as an array of its members.
         let pairs = s.raw_pairs().unwrap_or_default();
-        return Reply::Array(pairs.iter().map(|(k, _)| to_reply(k, resp3, depth + 1)).collect());
+        return Reply::Array(
+            pairs
+                .iter()
+                .map(|(k, _)| to_reply(k, resp3, depth + 1))
+                .collect(),
+        );
     }
     let mut items = Vec::new();
     let mut j = 1i64;
@@ -360,7 +384,10 @@ mod tests {
         assert_eq!(fmt_g(1e15, 14), "1e+15");
         assert_eq!(fmt_g(123456789012345.0, 14), "1.2345678901234e+14");
         assert_eq!(fmt_g(2.0 / 3.0, 14), "0.66666666666667");
-        assert_eq!(fmt_g(9.2233720368547758e18, 14), "9.2233720368548e+18");
+        assert_eq!(
+            fmt_g(9_223_372_036_854_775_808.0, 14),
+            "9.2233720368548e+18"
+        );
         assert_eq!(fmt_g(0.0001, 14), "0.0001");
         assert_eq!(fmt_g(0.00001, 14), "1e-05");
         assert_eq!(fmt_g(5.0, 14), "5");
@@ -384,14 +411,28 @@ mod tests {
         assert_eq!(parse_ll(b"12"), Some(12));
         assert_eq!(parse_ll(b"-1"), Some(-1));
         assert_eq!(parse_ll(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"-", b"+1", b" 1", b"1 ", b"01", b"-0", b"1.5", b"abc", b"9223372036854775808"] {
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"1.5",
+            b"abc",
+            b"9223372036854775808",
+        ] {
             assert_eq!(parse_ll(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
 
     #[test]
     fn error_fields_follow_push_error_buff() {
-        assert_eq!(error_field(b"-WRONGTYPE Operation against"), b"WRONGTYPE Operation against");
+        assert_eq!(
+            error_field(b"-WRONGTYPE Operation against"),
+            b"WRONGTYPE Operation against"
+        );
         assert_eq!(error_field(b"oops"), b"ERR oops");
         assert_eq!(error_field(b"-NOSPACE"), b"ERR NOSPACE");
         assert_eq!(error_field(b"-ERR x\r\n"), b"ERR x");

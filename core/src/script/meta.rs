@@ -26,7 +26,13 @@ pub struct ScriptFlags {
 
 impl ScriptFlags {
     /// Flag names, as written in a shebang or `flags = {...}`.
-    pub const NAMES: [&'static str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+    pub const NAMES: [&'static str; 5] = [
+        "no-writes",
+        "allow-oom",
+        "allow-stale",
+        "no-cluster",
+        "allow-cross-slot-keys",
+    ];
 
     fn set(&mut self, name: &str) -> bool {
         match name {
@@ -42,8 +48,19 @@ impl ScriptFlags {
 
     /// The declared flags' names, in `scripts_flags_def` order.
     pub fn names(&self) -> Vec<&'static str> {
-        let on = [self.no_writes, self.allow_oom, self.allow_stale, self.no_cluster, self.allow_cross_slot_keys];
-        Self::NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect()
+        let on = [
+            self.no_writes,
+            self.allow_oom,
+            self.allow_stale,
+            self.no_cluster,
+            self.allow_cross_slot_keys,
+        ];
+        Self::NAMES
+            .iter()
+            .zip(on)
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect()
     }
 
     /// `scriptPrepareForRun`: a script that may write cannot run under
@@ -73,7 +90,13 @@ fn shebang_line(body: &[u8]) -> Option<(&[u8], usize)> {
 /// its shebang (0 without one). The error is the reply text.
 pub(crate) fn eval_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
     if !body.starts_with(b"#!") {
-        return Ok((ScriptFlags { compat: true, ..ScriptFlags::default() }, 0));
+        return Ok((
+            ScriptFlags {
+                compat: true,
+                ..ScriptFlags::default()
+            },
+            0,
+        ));
     }
     let Some((line, len)) = shebang_line(body) else {
         return Err("ERR Invalid script shebang".into());
@@ -83,12 +106,18 @@ pub(crate) fn eval_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> 
         _ => return Err("ERR Invalid engine in script shebang".into()),
     };
     if parts[0] != b"#!lua" {
-        return Err(format!("ERR Unexpected engine in script shebang: {}", String::from_utf8_lossy(&parts[0])));
+        return Err(format!(
+            "ERR Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(&parts[0])
+        ));
     }
     let mut flags = ScriptFlags::default();
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
-            return Err(format!("ERR Unknown lua shebang option: {}", String::from_utf8_lossy(part)));
+            return Err(format!(
+                "ERR Unknown lua shebang option: {}",
+                String::from_utf8_lossy(part)
+            ));
         };
         // sdssplitlen of an empty string yields no parts at all.
         if list.is_empty() {
@@ -96,7 +125,10 @@ pub(crate) fn eval_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> 
         }
         for name in list.split(|&c| c == b',') {
             if !flags.set(&String::from_utf8_lossy(name)) {
-                return Err(format!("ERR Unexpected flag in script shebang: {}", String::from_utf8_lossy(name)));
+                return Err(format!(
+                    "ERR Unexpected flag in script shebang: {}",
+                    String::from_utf8_lossy(name)
+                ));
             }
         }
     }
@@ -129,17 +161,26 @@ pub(crate) fn library_header(payload: &[u8]) -> Result<LibraryHeader, String> {
     for part in &parts[1..] {
         if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
             if name.is_some() {
-                return Err("ERR Invalid metadata value, name argument was given multiple times".into());
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                );
             }
             name = Some(part[5..].to_vec());
             continue;
         }
-        return Err(format!("ERR Invalid metadata value given: {}", String::from_utf8_lossy(part)));
+        return Err(format!(
+            "ERR Invalid metadata value given: {}",
+            String::from_utf8_lossy(part)
+        ));
     }
     let Some(name) = name else {
         return Err("ERR Library name was not given".into());
     };
-    Ok(LibraryHeader { name, engine, code_start: len })
+    Ok(LibraryHeader {
+        name,
+        engine,
+        code_start: len,
+    })
 }
 
 /// `functionsVerifyName`: letters, digits and underscores, at least one.
@@ -160,18 +201,50 @@ mod tests {
         assert!(f.no_writes && !f.compat);
         assert_eq!(len, 21);
         assert!(eval_shebang(b"#!lua flags=\nreturn 1").unwrap().0 == ScriptFlags::default());
-        assert!(eval_shebang(b"#!lua \"flags=no-writes\"\nreturn 1").unwrap().0.no_writes);
+        assert!(
+            eval_shebang(b"#!lua \"flags=no-writes\"\nreturn 1")
+                .unwrap()
+                .0
+                .no_writes
+        );
         let err = |b: &[u8]| eval_shebang(b).unwrap_err();
         assert_eq!(err(b"#!lua"), "ERR Invalid script shebang");
-        assert_eq!(err(b"#!lua flags=bogus\nx"), "ERR Unexpected flag in script shebang: bogus");
-        assert_eq!(err(b"#!lua flags=no-writes,\nx"), "ERR Unexpected flag in script shebang: ");
-        assert_eq!(err(b"#!lua flags=NO-WRITES\nx"), "ERR Unexpected flag in script shebang: NO-WRITES");
-        assert_eq!(err(b"#!lua foo=bar\nx"), "ERR Unknown lua shebang option: foo=bar");
-        assert_eq!(err(b"#!lua name=x\nx"), "ERR Unknown lua shebang option: name=x");
-        assert_eq!(err(b"#!python\nx"), "ERR Unexpected engine in script shebang: #!python");
-        assert_eq!(err(b"#! \nx"), "ERR Unexpected engine in script shebang: #!");
-        assert_eq!(err(b"#!lua \"unbalanced\nx"), "ERR Invalid engine in script shebang");
-        assert_eq!(err(b"#!lua fl\rags=x\nx"), "ERR Unknown lua shebang option: fl");
+        assert_eq!(
+            err(b"#!lua flags=bogus\nx"),
+            "ERR Unexpected flag in script shebang: bogus"
+        );
+        assert_eq!(
+            err(b"#!lua flags=no-writes,\nx"),
+            "ERR Unexpected flag in script shebang: "
+        );
+        assert_eq!(
+            err(b"#!lua flags=NO-WRITES\nx"),
+            "ERR Unexpected flag in script shebang: NO-WRITES"
+        );
+        assert_eq!(
+            err(b"#!lua foo=bar\nx"),
+            "ERR Unknown lua shebang option: foo=bar"
+        );
+        assert_eq!(
+            err(b"#!lua name=x\nx"),
+            "ERR Unknown lua shebang option: name=x"
+        );
+        assert_eq!(
+            err(b"#!python\nx"),
+            "ERR Unexpected engine in script shebang: #!python"
+        );
+        assert_eq!(
+            err(b"#! \nx"),
+            "ERR Unexpected engine in script shebang: #!"
+        );
+        assert_eq!(
+            err(b"#!lua \"unbalanced\nx"),
+            "ERR Invalid engine in script shebang"
+        );
+        assert_eq!(
+            err(b"#!lua fl\rags=x\nx"),
+            "ERR Unknown lua shebang option: fl"
+        );
     }
 
     #[test]
@@ -185,8 +258,14 @@ mod tests {
         assert_eq!(err(b"return 1"), "ERR Missing library metadata");
         assert_eq!(err(b"#!lua name=x"), "ERR Invalid library metadata");
         assert_eq!(err(b"#!lua\nreturn 1"), "ERR Library name was not given");
-        assert_eq!(err(b"#!lua name=x name=y\n"), "ERR Invalid metadata value, name argument was given multiple times");
-        assert_eq!(err(b"#!lua name=x foo=bar\n"), "ERR Invalid metadata value given: foo=bar");
+        assert_eq!(
+            err(b"#!lua name=x name=y\n"),
+            "ERR Invalid metadata value, name argument was given multiple times"
+        );
+        assert_eq!(
+            err(b"#!lua name=x foo=bar\n"),
+            "ERR Invalid metadata value given: foo=bar"
+        );
         assert!(valid_name(b"lock_lib1"));
         assert!(!valid_name(b"bad-name"));
         assert!(!valid_name(b""));

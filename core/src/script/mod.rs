@@ -38,6 +38,23 @@
 //! would keep running it and answer BUSY to everyone else), and the Lua
 //! heap is capped at [`MEMORY_LIMIT_BYTES`].
 //!
+//! # Known differences from redis-server 7.0.15
+//!
+//! Checked against a real server (see `tests.rs`); what remains:
+//!
+//! * `cjson`, `cmsgpack` and `struct` are not bundled (`bit` is);
+//! * FUNCTION LIST orders libraries by name (redis-server's hash order is
+//!   random per process) and functions by registration;
+//! * `tostring(t)` numbers objects per run instead of printing addresses;
+//! * a few builtin error wordings come from omnilua (`math.min()`,
+//!   `string.char(256)`, `string.format('%z')`), `string.dump`'s bytecode
+//!   differs, and `0/0 .. ''` prints `nan` where glibc prints `-nan`;
+//! * readonly globals are proxies, so `table.insert(string, x)` is not
+//!   refused; a returned table nests at most 1000 levels;
+//! * SCRIPT DEBUG YES/SYNC, FUNCTION DUMP/RESTORE are refused with a clear
+//!   error; `redis.setresp(3)` changes the conversions, but a RESP3 client
+//!   still sees RESP2 types (the reply type has no booleans or doubles).
+//!
 //! # Layout
 //!
 //! * `mod.rs` — [`Scripting`], a node's scripting state, as plain data.
@@ -60,8 +77,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::reply::Reply;
 use crate::server::ScriptHost;
 use meta::{library_header, valid_name, ScriptFlags};
-pub use vm::{INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
 use vm::{with_vm, Target};
+pub use vm::{INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
 
 /// Node ids for the per-thread VM's library table. Only identity matters
 /// (they never reach a reply), so a global counter is fine.
@@ -91,6 +108,8 @@ pub struct Library {
     pub name: String,
     pub code: Vec<u8>,
     pub functions: Vec<FunctionInfo>,
+    /// Where the Lua code starts in `code` (at the header's newline).
+    code_start: usize,
 }
 
 /// A node's scripting state: the script cache, the function libraries and
@@ -138,7 +157,8 @@ impl Scripting {
 
     /// Is this SHA1 (any case) in the script cache? (SCRIPT EXISTS)
     pub fn script_exists(&self, sha: &[u8]) -> bool {
-        self.scripts.contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+        self.scripts
+            .contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
     }
 
     /// Forget every cached script (SCRIPT FLUSH). redis-server also rebuilds
@@ -151,7 +171,7 @@ impl Scripting {
     /// Add a script to the cache without running it (SCRIPT LOAD, and the
     /// first half of EVAL). Returns its SHA1 or the error reply.
     pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
-        let sha = sha1_smol::Sha1::from(body).digest().to_string();
+        let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
         }
@@ -159,12 +179,26 @@ impl Scripting {
         with_vm(|vm| vm.compile(&sha, &body[code_start..]))
             .and_then(|r| r)
             .map_err(Reply::Error)?;
-        self.scripts.insert(sha.clone(), Script { body: body.to_vec(), flags, code_start });
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                body: body.to_vec(),
+                flags,
+                code_start,
+            },
+        );
         Ok(sha)
     }
 
     /// EVAL / EVAL_RO: cache the script if new, then run it.
-    pub fn eval(&mut self, host: &mut dyn ScriptHost, body: &[u8], keys: &[Vec<u8>], args: &[Vec<u8>], ro: bool) -> Reply {
+    pub fn eval(
+        &mut self,
+        host: &mut dyn ScriptHost,
+        body: &[u8],
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        ro: bool,
+    ) -> Reply {
         match self.script_load(body) {
             Ok(sha) => self.run_cached(host, &sha, keys, args, ro),
             Err(reply) => reply,
@@ -172,7 +206,14 @@ impl Scripting {
     }
 
     /// EVALSHA / EVALSHA_RO: run a cached script, or NOSCRIPT.
-    pub fn evalsha(&mut self, host: &mut dyn ScriptHost, sha: &[u8], keys: &[Vec<u8>], args: &[Vec<u8>], ro: bool) -> Reply {
+    pub fn evalsha(
+        &mut self,
+        host: &mut dyn ScriptHost,
+        sha: &[u8],
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        ro: bool,
+    ) -> Reply {
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
         if !self.scripts.contains_key(&sha) {
             return noscript();
@@ -180,7 +221,14 @@ impl Scripting {
         self.run_cached(host, &sha, keys, args, ro)
     }
 
-    fn run_cached(&mut self, host: &mut dyn ScriptHost, sha: &str, keys: &[Vec<u8>], args: &[Vec<u8>], ro: bool) -> Reply {
+    fn run_cached(
+        &mut self,
+        host: &mut dyn ScriptHost,
+        sha: &str,
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        ro: bool,
+    ) -> Reply {
         let Some(script) = self.scripts.get(sha) else {
             return noscript();
         };
@@ -210,10 +258,11 @@ impl Scripting {
 
     /// Is there a function by this name (any case)?
     pub fn function_exists(&self, name: &[u8]) -> bool {
-        self.functions.contains_key(&String::from_utf8_lossy(name).to_ascii_lowercase())
+        self.functions
+            .contains_key(&String::from_utf8_lossy(name).to_ascii_lowercase())
     }
 
-    /// FUNCTION LOAD [REPLACE]: the library's name, or the error.
+    /// `FUNCTION LOAD [REPLACE]`: the library's name, or the error.
     pub fn function_load(&mut self, payload: &[u8], replace: bool) -> Reply {
         let header = match library_header(payload) {
             Ok(h) => h,
@@ -226,7 +275,10 @@ impl Scripting {
         }
         let name = String::from_utf8_lossy(&header.name).into_owned();
         if !header.engine.eq_ignore_ascii_case(b"LUA") {
-            return Reply::Error(format!("ERR Engine '{}' not found", String::from_utf8_lossy(&header.engine)));
+            return Reply::Error(format!(
+                "ERR Engine '{}' not found",
+                String::from_utf8_lossy(&header.engine)
+            ));
         }
         if self.libraries.contains_key(&name) && !replace {
             return Reply::Error(format!("ERR Library '{name}' already exists"));
@@ -253,8 +305,13 @@ impl Scripting {
             code: payload.to_vec(),
             functions: loaded
                 .iter()
-                .map(|r| FunctionInfo { name: r.name.clone(), description: r.description.clone(), flags: r.flags })
+                .map(|r| FunctionInfo {
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                    flags: r.flags,
+                })
                 .collect(),
+            code_start: header.code_start,
         };
         let callbacks = loaded.into_iter().map(|r| r.callback).collect();
         let id = self.id;
@@ -283,7 +340,7 @@ impl Scripting {
         vm::forget_node(self.id);
     }
 
-    /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: one map per library
+    /// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`: one map per library
     /// (`library_name`, `engine`, `functions`, and `library_code`), each
     /// function a map of `name`, `description` and `flags`.
     pub fn function_list(&self, pattern: Option<&[u8]>, with_code: bool) -> Reply {
@@ -291,7 +348,9 @@ impl Scripting {
         let libs = self
             .libraries
             .values()
-            .filter(|l| pattern.is_none_or(|p| crate::server::glob::glob_match(p, l.name.as_bytes(), true)))
+            .filter(|l| {
+                pattern.is_none_or(|p| crate::server::glob::glob_match(p, l.name.as_bytes(), true))
+            })
             .map(|l| {
                 let functions = l
                     .functions
@@ -299,9 +358,17 @@ impl Scripting {
                     .map(|f| {
                         Reply::Map(vec![
                             (bulk("name"), bulk(&f.name)),
-                            (bulk("description"), f.description.clone().map_or(Reply::Nil, Reply::Bulk)),
+                            (
+                                bulk("description"),
+                                f.description.clone().map_or(Reply::Nil, Reply::Bulk),
+                            ),
                             // A RESP3 set of statuses; RESP2 shows an array.
-                            (bulk("flags"), Reply::Array(f.flags.names().into_iter().map(Reply::status).collect())),
+                            (
+                                bulk("flags"),
+                                Reply::Array(
+                                    f.flags.names().into_iter().map(Reply::status).collect(),
+                                ),
+                            ),
                         ])
                     })
                     .collect();
@@ -330,7 +397,10 @@ impl Scripting {
                 Reply::Map(vec![(
                     bulk("LUA"),
                     Reply::Map(vec![
-                        (bulk("libraries_count"), Reply::Integer(self.libraries.len() as i64)),
+                        (
+                            bulk("libraries_count"),
+                            Reply::Integer(self.libraries.len() as i64),
+                        ),
                         (bulk("functions_count"), Reply::Integer(n_functions as i64)),
                     ]),
                 )]),
@@ -340,8 +410,19 @@ impl Scripting {
 
     /// FCALL / FCALL_RO (the caller has checked that the function exists and
     /// parsed numkeys).
-    pub fn fcall(&mut self, host: &mut dyn ScriptHost, name: &[u8], keys: &[Vec<u8>], args: &[Vec<u8>], ro: bool) -> Reply {
-        let Some((lib, index)) = self.functions.get(&String::from_utf8_lossy(name).to_ascii_lowercase()).cloned() else {
+    pub fn fcall(
+        &mut self,
+        host: &mut dyn ScriptHost,
+        name: &[u8],
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        ro: bool,
+    ) -> Reply {
+        let Some((lib, index)) = self
+            .functions
+            .get(&String::from_utf8_lossy(name).to_ascii_lowercase())
+            .cloned()
+        else {
             return Reply::error("ERR Function not found");
         };
         let Some(library) = self.libraries.get(&lib) else {
@@ -354,7 +435,7 @@ impl Scripting {
             return Reply::error(e);
         }
         let read_only = info.flags.read_only_run(ro);
-        let code = library.code.get(meta_code_start(&library.code)..).unwrap_or_default();
+        let code = library.code.get(library.code_start..).unwrap_or_default();
         let (id, rng) = (self.id, self.rng);
         let fname = info.name.clone();
         let out = with_vm(|vm| {
@@ -379,16 +460,24 @@ impl Scripting {
         self.functions.clear();
         for (lib, l) in &self.libraries {
             for (i, f) in l.functions.iter().enumerate() {
-                self.functions.entry(f.name.to_ascii_lowercase()).or_insert_with(|| (lib.clone(), i));
+                self.functions
+                    .entry(f.name.to_ascii_lowercase())
+                    .or_insert_with(|| (lib.clone(), i));
             }
         }
     }
 }
 
-/// Where a stored library's Lua code starts (its header parsed when it was
-/// loaded, so this cannot fail).
-fn meta_code_start(code: &[u8]) -> usize {
-    library_header(code).map(|h| h.code_start).unwrap_or(0)
+/// The SHA1 of `data` in lower-case hex: a script's name in the cache.
+pub fn sha1_hex(data: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha1_smol::Sha1::from(data).digest().bytes();
+    let mut out = String::with_capacity(40);
+    for b in digest {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 fn noscript() -> Reply {

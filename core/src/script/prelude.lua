@@ -847,29 +847,43 @@ function entry.compile_eval(src)
   return compile(src, "@user_script", PE)
 end
 
--- EVAL: KEYS and ARGV are fresh tables every time (scripts may scribble on
--- them), set behind the readonly proxy.
+-- KEYS and ARGV (or a function's two arguments) are fresh tables every
+-- time: scripts may scribble on them.
+local function split_args(nkeys, ...)
+  local argv = { ... }
+  local keys = {}
+  if nkeys > 0 then
+    local n = #argv
+    for i = 1, nkeys do keys[i] = argv[i] end
+    for i = 1, n - nkeys do argv[i] = argv[i + nkeys] end
+    for i = n - nkeys + 1, n do argv[i] = nil end
+  end
+  return keys, argv
+end
+
 function entry.run_eval(f, nkeys, ...)
   RUN = RUN + 1
   LAST_ERR = nil
-  local args = { ... }
-  local keys, argv = {}, {}
-  for i = 1, nkeys do keys[i] = args[i] end
-  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = args[i] end
-  GE.KEYS, GE.ARGV = keys, argv
+  GE.KEYS, GE.ARGV = split_args(nkeys, ...)
   return raw_xpcall(f, err_handler)
 end
 
--- FCALL: the callback gets the two tables as arguments instead.
+-- FCALL: the callback gets the two tables as arguments. (5.1's xpcall
+-- passes no arguments, hence the little trampoline and its upvalues.)
+local CUR_CB, CUR_KEYS, CUR_ARGV
+local function fcall_body()
+  local cb, keys, argv = CUR_CB, CUR_KEYS, CUR_ARGV
+  CUR_CB, CUR_KEYS, CUR_ARGV = nil, nil, nil
+  return cb(keys, argv)
+end
+
 function entry.run_fcall(callback, nkeys, ...)
   RUN = RUN + 1
   LAST_ERR = nil
   PF_mt.__index = GF
-  local args = { ... }
-  local keys, argv = {}, {}
-  for i = 1, nkeys do keys[i] = args[i] end
-  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = args[i] end
-  return raw_xpcall(function() return callback(keys, argv) end, err_handler)
+  CUR_CB = callback
+  CUR_KEYS, CUR_ARGV = split_args(nkeys, ...)
+  return raw_xpcall(fcall_body, err_handler)
 end
 
 -- FUNCTION LOAD: compile and run the library's top level against LIB_API.

@@ -1,5 +1,5 @@
 //! Scripts against a tiny fake node, with the replies redis-server 7.0.15
-//! gave for the same input.
+//! gave for the same input (`redis_cases.rs`, recorded from a real server).
 
 use std::collections::BTreeMap;
 
@@ -12,13 +12,20 @@ use crate::server::ScriptHost;
 #[derive(Default)]
 pub(super) struct Fake {
     strings: BTreeMap<Vec<u8>, Vec<u8>>,
-    hashes: BTreeMap<Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>>,
+    hashes: BTreeMap<Vec<u8>, Hash>,
 }
+
+/// A hash as field/value pairs, in insertion order.
+type Hash = Vec<(Vec<u8>, Vec<u8>)>;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 impl ScriptHost for Fake {
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        if argv[0].eq_ignore_ascii_case(b"flushall") {
+            *self = Fake::default();
+            return Reply::ok();
+        }
         let Some(cmd) = crate::server::table::find(&argv[0], crate::server::Profile::V7_0) else {
             return Reply::error("ERR Unknown Redis command called from script");
         };
@@ -36,22 +43,63 @@ impl ScriptHost for Fake {
                 if self.hashes.contains_key(&key) {
                     return Reply::error(WRONGTYPE);
                 }
-                self.strings.get(&key).cloned().map_or(Reply::Nil, Reply::Bulk)
+                self.strings
+                    .get(&key)
+                    .cloned()
+                    .map_or(Reply::Nil, Reply::Bulk)
             }
             "set" => {
+                // SET key value [NX|XX] [PX ms|EX s] [GET] — TTLs are accepted
+                // and ignored (the fake has no clock).
+                let (mut nx, mut xx, mut get) = (false, false, false);
+                let mut i = 3;
+                while i < argv.len() {
+                    match argv[i].to_ascii_lowercase().as_slice() {
+                        b"nx" => nx = true,
+                        b"xx" => xx = true,
+                        b"get" => get = true,
+                        b"px" | b"ex" if i + 1 < argv.len() => i += 1,
+                        _ => return Reply::error("ERR syntax error"),
+                    }
+                    i += 1;
+                }
+                let old = self.strings.get(&key).cloned();
+                let exists = old.is_some() || self.hashes.contains_key(&key);
+                if (nx && exists) || (xx && !exists) {
+                    return if get {
+                        old.map_or(Reply::Nil, Reply::Bulk)
+                    } else {
+                        Reply::Nil
+                    };
+                }
+                self.hashes.remove(&key);
                 self.strings.insert(key, argv[2].clone());
-                Reply::ok()
+                if get {
+                    old.map_or(Reply::Nil, Reply::Bulk)
+                } else {
+                    Reply::ok()
+                }
             }
             "del" => {
                 let mut n = 0;
                 for k in &argv[1..] {
-                    n += i64::from(self.strings.remove(k).is_some() || self.hashes.remove(k).is_some());
+                    n += i64::from(
+                        self.strings.remove(k).is_some() || self.hashes.remove(k).is_some(),
+                    );
                 }
                 Reply::Integer(n)
             }
-            "exists" => Reply::Integer(argv[1..].iter().filter(|k| self.strings.contains_key(*k) || self.hashes.contains_key(*k)).count() as i64),
+            "exists" => Reply::Integer(
+                argv[1..]
+                    .iter()
+                    .filter(|k| self.strings.contains_key(*k) || self.hashes.contains_key(*k))
+                    .count() as i64,
+            ),
             "incr" => {
-                let v = self.strings.get(&key).map_or(Some(0), |v| String::from_utf8_lossy(v).parse::<i64>().ok());
+                let v = self
+                    .strings
+                    .get(&key)
+                    .map_or(Some(0), |v| String::from_utf8_lossy(v).parse::<i64>().ok());
                 match v {
                     Some(v) => {
                         self.strings.insert(key, (v + 1).to_string().into_bytes());
@@ -68,7 +116,11 @@ impl ScriptHost for Fake {
             "hgetall" => Reply::Map(
                 self.hashes
                     .get(&key)
-                    .map(|h| h.iter().map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone()))).collect())
+                    .map(|h| {
+                        h.iter()
+                            .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
+                            .collect()
+                    })
                     .unwrap_or_default(),
             ),
             _ => Reply::error("ERR the fake node does not implement this command"),
@@ -76,14 +128,15 @@ impl ScriptHost for Fake {
     }
 }
 
-fn argv(args: &[&str]) -> Vec<Vec<u8>> {
-    args.iter().map(|a| a.as_bytes().to_vec()).collect()
-}
-
 /// Run one command line through the scripting commands.
 pub(super) fn run(s: &mut Scripting, h: &mut Fake, args: &[&str]) -> Reply {
+    let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    run_bytes(s, h, &argv)
+}
+
+fn run_bytes(s: &mut Scripting, h: &mut Fake, args: &[&[u8]]) -> Reply {
     use crate::server::table::{find, Handler};
-    let argv = argv(args);
+    let argv: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
     // Through the command table, as the node dispatches them.
     match find(&argv[0], crate::server::Profile::V7_0).map(|c| c.handler) {
         Some(Handler::Script(f)) => f(s, h, &argv),
@@ -96,4 +149,298 @@ fn smoke() {
     let (mut s, mut h) = (Scripting::new(), Fake::default());
     let r = run(&mut s, &mut h, &["EVAL", "return 1", "0"]);
     assert_eq!(r, Reply::Integer(1));
+}
+
+/// A reply as the table writes it (RESP2 view: maps are flat arrays).
+#[derive(Debug)]
+enum R {
+    I(i64),
+    B(&'static [u8]),
+    S(&'static [u8]),
+    E(&'static [u8]),
+    N,
+    A(&'static [R]),
+}
+use R::*;
+
+fn same(expected: &R, got: &Reply) -> bool {
+    match (expected, got) {
+        (I(a), Reply::Integer(b)) => a == b,
+        (B(a), Reply::Bulk(b)) => *a == b.as_slice(),
+        (S(a), Reply::Status(b)) => String::from_utf8_lossy(a) == *b,
+        (E(a), Reply::Error(b)) => String::from_utf8_lossy(a) == *b,
+        (N, Reply::Nil | Reply::NilArray) => true,
+        (A(a), Reply::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y)),
+        (A(_), Reply::Map(_)) => same(expected, &got.clone().into_resp2()),
+        _ => false,
+    }
+}
+
+const CASES: &[(bool, &[&[u8]], R)] = include!("redis_cases.rs");
+
+#[test]
+fn replies_match_redis_server_7_0() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let mut failures = Vec::new();
+    for (checked, argv, expected) in CASES {
+        let got = run_bytes(&mut s, &mut h, argv);
+        if *checked && !same(expected, &got) {
+            let shown: Vec<String> = argv
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            failures.push(format!(
+                "{shown:?}\n  redis: {expected:?}\n  sim:   {got:?}"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
+}
+
+fn err_text(r: Reply) -> String {
+    match r {
+        Reply::Error(e) => e,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn runaway_scripts_stop_with_a_clear_error_and_the_vm_survives() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &["EVAL", "local x = 0\nwhile true do\n  x = x + 1\nend", "0"],
+    ));
+    assert!(
+        e.starts_with(
+            "ERR Error running script: the simulator stopped it after 10000000 instructions"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("script: a26678af0d7a323cd31c55bd79d8ad906cae8ef6, on @user_script:3."),
+        "{e}"
+    );
+    // The script's own pcall cannot swallow the stop.
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &[
+            "EVAL",
+            "pcall(function() while true do end end) return 'escaped'",
+            "0",
+        ],
+    ));
+    assert!(e.contains("stopped it after"), "{e}");
+    // Memory is capped too.
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &["EVAL", "return string.rep('x', 1e9)", "0"],
+    ));
+    assert!(e.contains("Lua memory passed 32 MiB"), "{e}");
+    // FUNCTION LOAD gets redis-server's own timeout text.
+    assert_eq!(
+        err_text(run(
+            &mut s,
+            &mut h,
+            &["FUNCTION", "LOAD", "#!lua name=spin\nwhile true do end"]
+        )),
+        "ERR Error registering functions: ERR FUNCTION LOAD timeout"
+    );
+    // And everything still works afterwards.
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "k"]
+        ),
+        Reply::ok()
+    );
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]
+        ),
+        Reply::bulk("v")
+    );
+}
+
+#[test]
+fn writes_before_an_error_stay() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &[
+            "EVAL",
+            "redis.call('set', 'a', '1')\nerror('after write')",
+            "0",
+        ],
+    ));
+    assert!(
+        e.starts_with("ERR user_script:2: after write script: "),
+        "{e}"
+    );
+    assert_eq!(h.call(&[b"get".to_vec(), b"a".to_vec()]), Reply::bulk("1"));
+}
+
+#[test]
+fn scripting_is_plain_data_that_moves_between_threads_and_clones() {
+    fn is_send<T: Send>() {}
+    is_send::<Scripting>();
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let lib = "#!lua name=locklib\nlocal n = 0\nredis.register_function('count', function() n = n + 1 return n end)";
+    assert_eq!(
+        run(&mut s, &mut h, &["FUNCTION", "LOAD", lib]),
+        Reply::bulk("locklib")
+    );
+    assert_eq!(
+        run(&mut s, &mut h, &["FCALL", "count", "0"]),
+        Reply::Integer(1)
+    );
+    assert_eq!(
+        run(&mut s, &mut h, &["FCALL", "count", "0"]),
+        Reply::Integer(2)
+    );
+    let sha = match run(&mut s, &mut h, &["SCRIPT", "LOAD", "return ARGV[1]"]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    // A clone has the same scripts and libraries (its library state starts over).
+    let mut c = s.clone();
+    assert_eq!(
+        run(&mut c, &mut h, &["FCALL", "count", "0"]),
+        Reply::Integer(1)
+    );
+    assert_eq!(
+        run(&mut c, &mut h, &["EVALSHA", &sha, "0", "x"]),
+        Reply::bulk("x")
+    );
+    // Another thread has its own VM: scripts recompile, libraries reload.
+    let handle = std::thread::spawn(move || {
+        let mut h = Fake::default();
+        (
+            run(&mut s, &mut h, &["EVALSHA", &sha, "0", "y"]),
+            run(&mut s, &mut h, &["FCALL", "COUNT", "0"]),
+        )
+    });
+    let (r1, r2) = handle.join().unwrap();
+    assert_eq!(r1, Reply::bulk("y"));
+    assert_eq!(r2, Reply::Integer(1));
+}
+
+#[test]
+fn random_numbers_are_redis_sequence_and_survive_script_flush() {
+    // A fresh redis-server 7.0.15 answers these in this order.
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return math.random(1,6)", "0"]),
+        Reply::Integer(3)
+    );
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "math.randomseed(42) return math.random(1000)", "0"]
+        ),
+        Reply::Integer(745)
+    );
+    assert_eq!(run(&mut s, &mut h, &["SCRIPT", "FLUSH"]), Reply::ok());
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return math.random(1000)", "0"]),
+        Reply::Integer(343)
+    );
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "return tostring(math.random())", "0"]
+        ),
+        Reply::bulk("0.11108528222474")
+    );
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "math.randomseed(1) return {math.random(100), math.random(100), tostring(math.random())}", "0"]),
+        Reply::Array(vec![Reply::Integer(5), Reply::Integer(46), Reply::bulk("0.83481721851733")])
+    );
+}
+
+#[test]
+fn tostring_of_tables_is_deterministic() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let script = "local t = {} return {tostring(t), tostring(t), tostring({})}";
+    let a = run(&mut s, &mut h, &["EVAL", script, "0"]);
+    let b = run(&mut s, &mut h, &["EVAL", script, "0"]);
+    assert_eq!(a, b);
+    let Reply::Array(items) = a else { panic!() };
+    assert_eq!(items[0], items[1]);
+    assert_ne!(items[0], items[2]);
+}
+
+#[test]
+fn binary_scripts_and_arguments_are_bytes() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let argv: Vec<&[u8]> = vec![
+        b"EVAL",
+        b"return {ARGV[1], #ARGV[1]}",
+        b"0",
+        b"\xff\x00\xfe",
+    ];
+    assert_eq!(
+        run_bytes(&mut s, &mut h, &argv),
+        Reply::Array(vec![
+            Reply::bulk(b"\xff\x00\xfe".to_vec()),
+            Reply::Integer(3)
+        ])
+    );
+    let argv: Vec<&[u8]> = vec![b"EVAL", b"return '\xff\xfe'", b"0"];
+    assert_eq!(
+        run_bytes(&mut s, &mut h, &argv),
+        Reply::bulk(b"\xff\xfe".to_vec())
+    );
+    let argv: Vec<&[u8]> = vec![b"EVAL", b"\xff\xfe", b"0"];
+    let e = err_text(run_bytes(&mut s, &mut h, &argv));
+    assert!(
+        e.starts_with("ERR Error compiling script (new function): user_script:1:"),
+        "{e}"
+    );
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Any bytes as a script, any bytes as arguments: a reply, never a panic.
+        #[test]
+        fn any_script(body in proptest::collection::vec(any::<u8>(), 0..64), arg in proptest::collection::vec(any::<u8>(), 0..16)) {
+            let (mut s, mut h) = (Scripting::new(), Fake::default());
+            let argv: Vec<&[u8]> = vec![b"EVAL", &body, b"1", &arg, &arg];
+            let _ = run_bytes(&mut s, &mut h, &argv);
+            let argv: Vec<&[u8]> = vec![b"FUNCTION", b"LOAD", &body];
+            let _ = run_bytes(&mut s, &mut h, &argv);
+        }
+
+        /// Scripts made of Lua-ish tokens exercise the parser and the VM.
+        #[test]
+        fn lua_soup(tokens in proptest::collection::vec(prop::sample::select(vec![
+            "return", "redis.call", "redis.pcall", "(", ")", "'get'", "'set'", "KEYS[1]", "ARGV[1]", "{", "}", ",",
+            "1", "0/0", "nil", "true", "error", "pcall", "local x =", "x", "..", "==", "if", "then", "end", "for i=1,3 do",
+            "string.rep", "tostring", "setmetatable", "{err='E x'}", "{ok='y'}", "function()", "\n", "..'a'", "#",
+        ]), 0..24)) {
+            let (mut s, mut h) = (Scripting::new(), Fake::default());
+            let body = tokens.join(" ");
+            let _ = run(&mut s, &mut h, &["EVAL", &body, "1", "k", "v"]);
+        }
+    }
 }

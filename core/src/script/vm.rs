@@ -38,10 +38,14 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use omnilua::{Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason, Value, Variadic};
+use omnilua::{
+    Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason,
+    Value, Variadic,
+};
 
 use super::convert::{
-    cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua, trim_crlf,
+    cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua,
+    trim_crlf,
 };
 use super::meta::ScriptFlags;
 use crate::reply::Reply;
@@ -130,10 +134,15 @@ thread_local! {
 /// node's script from inside `redis.call`) gets a VM of its own instead of a
 /// borrow panic.
 pub(crate) fn with_vm<R>(f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
-    let taken = VM.try_with(|slot| slot.try_borrow_mut().ok().and_then(|mut s| s.take())).ok().flatten();
+    let taken = VM
+        .try_with(|slot| slot.try_borrow_mut().ok().and_then(|mut s| s.take()))
+        .ok()
+        .flatten();
     let mut vm = match taken {
         Some(vm) => vm,
-        None => Box::new(Vm::new().map_err(|e| format!("ERR the simulator could not start its Lua VM: {e}"))?),
+        None => Box::new(
+            Vm::new().map_err(|e| format!("ERR the simulator could not start its Lua VM: {e}"))?,
+        ),
     };
     let out = f(&mut vm);
     let _ = VM.try_with(|slot| {
@@ -178,7 +187,10 @@ fn raise_value(raise: &Function, v: Value) -> omnilua::Error {
 /// command that passes those is refused here; anything else goes to the
 /// host, which answers with the earlier error.
 fn denied_in_read_only(argv: &[Vec<u8>]) -> bool {
-    let Some(cmd) = argv.first().and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4)) else {
+    let Some(cmd) = argv
+        .first()
+        .and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4))
+    else {
         return false;
     };
     cmd.arity_ok(argv.len()) && cmd.allowed_in_scripts() && cmd.is_write()
@@ -187,7 +199,10 @@ fn denied_in_read_only(argv: &[Vec<u8>]) -> bool {
 /// `lookupCommand`, for `redis.acl_check_cmd`: the command (and, for a
 /// container, its subcommand) exists.
 fn command_known(argv: &[Vec<u8>]) -> bool {
-    let Some(cmd) = argv.first().and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4)) else {
+    let Some(cmd) = argv
+        .first()
+        .and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4))
+    else {
         return false;
     };
     match argv.get(1) {
@@ -231,7 +246,11 @@ fn tohex(b: f64, n: f64) -> String {
         upper = true;
     }
     let n = n.clamp(0, 8) as usize;
-    let full = if upper { format!("{b:08X}") } else { format!("{b:08x}") };
+    let full = if upper {
+        format!("{b:08X}")
+    } else {
+        format!("{b:08x}")
+    };
     full[8 - n..].to_owned()
 }
 
@@ -247,14 +266,19 @@ impl Vm {
         let host: Rc<RefCell<Option<Function>>> = Rc::new(RefCell::new(None));
         let rng = Rc::new(Cell::new(LRAND48_SEED));
         let resp3 = Rc::new(Cell::new(false));
-        let raise: Function = lua.load("return function(e) error(e, 0) end").set_name("=locklab").eval()?;
+        let raise: Function = lua
+            .load("return function(e) error(e, 0) end")
+            .set_name("=locklab")
+            .eval()?;
 
         let rust = lua.create_table()?;
         // C(f): a C-function trampoline around a Lua function (see prelude).
         rust.raw_set(
             "c",
             lua.create_function(|lua, f: Function| {
-                lua.create_function(move |_, args: Variadic<Value>| f.call::<_, Variadic<Value>>(args))
+                lua.create_function(move |_, args: Variadic<Value>| {
+                    f.call::<_, Variadic<Value>>(args)
+                })
             })?,
         )?;
         {
@@ -262,9 +286,15 @@ impl Vm {
             rust.raw_set(
                 "call",
                 lua.create_function(move |lua, args: Variadic<Value>| {
-                    let current = slot.borrow().clone();
-                    let Some(h) = current else {
-                        let t = error_table(lua, b"redis.call/pcall can only be called inside a script invocation", false)?;
+                    // A shared borrow for the whole call: only a run's start
+                    // and end replace the host function.
+                    let current = slot.borrow();
+                    let Some(h) = current.as_ref() else {
+                        let t = error_table(
+                            lua,
+                            b"redis.call/pcall can only be called inside a script invocation",
+                            false,
+                        )?;
                         return Err(raise_value(&raise, Value::Table(t)));
                     };
                     let (v, is_err): (Value, bool) = h.call(args)?;
@@ -280,9 +310,13 @@ impl Vm {
             rust.raw_set(
                 "pcall",
                 lua.create_function(move |lua, args: Variadic<Value>| {
-                    let current = slot.borrow().clone();
-                    let Some(h) = current else {
-                        let t = error_table(lua, b"redis.call/pcall can only be called inside a script invocation", false)?;
+                    let current = slot.borrow();
+                    let Some(h) = current.as_ref() else {
+                        let t = error_table(
+                            lua,
+                            b"redis.call/pcall can only be called inside a script invocation",
+                            false,
+                        )?;
                         return Err(raise_value(&raise, Value::Table(t)));
                     };
                     let (v, _): (Value, bool) = h.call(args)?;
@@ -292,11 +326,14 @@ impl Vm {
         }
         {
             let slot = host.clone();
-            rust.raw_set("in_script", lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?)?;
+            rust.raw_set(
+                "in_script",
+                lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?,
+            )?;
         }
         rust.raw_set(
             "sha1hex",
-            lua.create_function(|_, s: LuaString| Ok(sha1_smol::Sha1::from(s.as_bytes()?).digest().to_string()))?,
+            lua.create_function(|_, s: LuaString| Ok(super::sha1_hex(&s.as_bytes()?)))?,
         )?;
         {
             let rng = rng.clone();
@@ -322,10 +359,13 @@ impl Vm {
         }
         {
             let resp3 = resp3.clone();
-            rust.raw_set("set_resp3", lua.create_function(move |_, on: bool| {
-                resp3.set(on);
-                Ok(())
-            })?)?;
+            rust.raw_set(
+                "set_resp3",
+                lua.create_function(move |_, on: bool| {
+                    resp3.set(on);
+                    Ok(())
+                })?,
+            )?;
         }
         rust.raw_set(
             "acl_known",
@@ -338,8 +378,14 @@ impl Vm {
             "nan_text",
             lua.create_function(|_, v: f64| Ok(if v.is_sign_negative() { "-nan" } else { "nan" }))?,
         )?;
-        rust.raw_set("bitop", lua.create_function(|_, (op, a, b): (String, f64, f64)| Ok(bitop(&op, a, b)))?)?;
-        rust.raw_set("tohex", lua.create_function(|_, (b, n): (f64, f64)| Ok(tohex(b, n)))?)?;
+        rust.raw_set(
+            "bitop",
+            lua.create_function(|_, (op, a, b): (String, f64, f64)| Ok(bitop(&op, a, b)))?,
+        )?;
+        rust.raw_set(
+            "tohex",
+            lua.create_function(|_, (b, n): (f64, f64)| Ok(tohex(b, n)))?,
+        )?;
 
         let config = lua.create_table()?;
         config.raw_set("version", REDIS_VERSION)?;
@@ -380,8 +426,14 @@ impl Vm {
         if let Some(f) = self.compiled.get(sha) {
             return Ok(f.clone());
         }
-        let src = self.lua.create_string(code).map_err(|e| format!("ERR {e}"))?;
-        let (f, msg): (Value, Value) = self.compile_eval.call(src).map_err(|e| format!("ERR {e}"))?;
+        let src = self
+            .lua
+            .create_string(code)
+            .map_err(|e| format!("ERR {e}"))?;
+        let (f, msg): (Value, Value) = self
+            .compile_eval
+            .call(src)
+            .map_err(|e| format!("ERR {e}"))?;
         match f {
             Value::Function(f) => {
                 if self.compiled.len() >= COMPILED_CACHE_MAX {
@@ -421,18 +473,24 @@ impl Vm {
             Target::Fcall(f) => (&self.run_fcall, f),
         };
         let result: omnilua::Result<(bool, Value)> = lua.scope(|scope| {
-            let host_fn = scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
-                let argv = match lua_args_to_argv(&call_args) {
-                    Ok(argv) => argv,
-                    Err(msg) => return Ok((Value::Table(error_table(lua, msg.as_bytes(), false)?), true)),
-                };
-                let reply = if read_only && denied_in_read_only(&argv) {
-                    Reply::error("ERR Write commands are not allowed from read-only scripts.")
-                } else {
-                    host.call(&argv)
-                };
-                reply_to_lua(lua, &reply, resp3.get())
-            })?;
+            let host_fn =
+                scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
+                    let argv = match lua_args_to_argv(&call_args) {
+                        Ok(argv) => argv,
+                        Err(msg) => {
+                            return Ok((
+                                Value::Table(error_table(lua, msg.as_bytes(), false)?),
+                                true,
+                            ))
+                        }
+                    };
+                    let reply = if read_only && denied_in_read_only(&argv) {
+                        Reply::error("ERR Write commands are not allowed from read-only scripts.")
+                    } else {
+                        host.call(&argv)
+                    };
+                    reply_to_lua(lua, &reply, resp3.get())
+                })?;
             *slot.borrow_mut() = Some(host_fn);
             let mut call_args = Vec::with_capacity(2 + keys.len() + args.len());
             call_args.push(Value::Function(f.clone()));
@@ -484,7 +542,10 @@ impl Vm {
     /// FUNCTION LOAD's engine part: compile the code and run its top level.
     pub(crate) fn load_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, LoadError> {
         self.sandbox.reset();
-        let src = self.lua.create_string(code).map_err(|e| LoadError(format!("ERR {e}")))?;
+        let src = self
+            .lua
+            .create_string(code)
+            .map_err(|e| LoadError(format!("ERR {e}")))?;
         let result = self.load_library.call::<_, (bool, Value, Value)>(src);
         let (ok, a, b) = match result {
             Ok(r) => r,
@@ -531,11 +592,26 @@ impl Vm {
         let mut out = Vec::new();
         let n = list.len().unwrap_or(0);
         for i in 1..=n {
-            let Ok(entry) = list.raw_get::<_, Table>(i as i64) else { continue };
-            let flag = |k: &str| entry.raw_get::<_, Value>(k).is_ok_and(|v| matches!(v, Value::Boolean(true)));
-            let name = entry.raw_get::<_, Value>("name").ok().and_then(|v| lua_string_bytes(&v)).unwrap_or_default();
-            let description = entry.raw_get::<_, Value>("description").ok().and_then(|v| lua_string_bytes(&v));
-            let Ok(callback) = entry.raw_get::<_, Function>("callback") else { continue };
+            let Ok(entry) = list.raw_get::<_, Table>(i as i64) else {
+                continue;
+            };
+            let flag = |k: &str| {
+                entry
+                    .raw_get::<_, Value>(k)
+                    .is_ok_and(|v| matches!(v, Value::Boolean(true)))
+            };
+            let name = entry
+                .raw_get::<_, Value>("name")
+                .ok()
+                .and_then(|v| lua_string_bytes(&v))
+                .unwrap_or_default();
+            let description = entry
+                .raw_get::<_, Value>("description")
+                .ok()
+                .and_then(|v| lua_string_bytes(&v));
+            let Ok(callback) = entry.raw_get::<_, Function>("callback") else {
+                continue;
+            };
             out.push(Registered {
                 name: String::from_utf8_lossy(&name).into_owned(),
                 description,
@@ -564,11 +640,20 @@ impl Vm {
 
     /// A node's library callback, reloading the library from its code if
     /// this VM has not seen it (another thread, a clone, a fresh VM).
-    pub(crate) fn callback(&mut self, node: u64, library: &str, code: &[u8], index: usize) -> Result<Function, String> {
+    pub(crate) fn callback(
+        &mut self,
+        node: u64,
+        library: &str,
+        code: &[u8],
+        index: usize,
+    ) -> Result<Function, String> {
         let key = (node, library.to_owned());
         if !self.libraries.contains_key(&key) {
             let registered = self.load_library(code).map_err(|e| e.0)?;
-            self.libraries.insert(key.clone(), registered.into_iter().map(|r| r.callback).collect());
+            self.libraries.insert(
+                key.clone(),
+                registered.into_iter().map(|r| r.callback).collect(),
+            );
         }
         self.libraries
             .get(&key)
@@ -600,7 +685,10 @@ fn location(t: &Table, name: &str) -> Vec<u8> {
 fn error_reply(e: &Value, name: &str) -> Reply {
     match e {
         Value::Table(t) => {
-            let msg = t.get::<_, Value>("err").ok().and_then(|v| lua_string_bytes(&v));
+            let msg = t
+                .get::<_, Value>("err")
+                .ok()
+                .and_then(|v| lua_string_bytes(&v));
             let mut line = match msg {
                 Some(m) => cstr(&m).to_vec(),
                 // redis-server 7.0.15 crashes here (it formats a NULL).

@@ -14,7 +14,8 @@ use crate::script::Scripting;
 use crate::server::ScriptHost;
 
 fn is_ro(argv: &[Vec<u8>]) -> bool {
-    argv.first().is_some_and(|name| name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(b"_ro"))
+    argv.first()
+        .is_some_and(|name| name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(b"_ro"))
 }
 
 fn text(b: &[u8]) -> String {
@@ -28,7 +29,9 @@ fn c128(b: &[u8]) -> String {
 }
 
 fn wrong_args(full_name: &str) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{full_name}' command"))
+    Reply::Error(format!(
+        "ERR wrong number of arguments for '{full_name}' command"
+    ))
 }
 
 /// Redis's arity rule: positive is exact, negative is a minimum.
@@ -41,9 +44,12 @@ fn arity_ok(arity: i64, argc: usize) -> bool {
     }
 }
 
+/// A script's keys and its other arguments.
+type KeysAndArgs<'a> = (&'a [Vec<u8>], &'a [Vec<u8>]);
+
 /// Split `numkeys key... arg...` (argv[2] onwards). `bad` is the error for a
 /// numkeys that is not an integer: EVAL and FCALL word it differently.
-fn split_keys<'a>(argv: &'a [Vec<u8>], bad: &str) -> Result<(&'a [Vec<u8>], &'a [Vec<u8>]), Reply> {
+fn split_keys<'a>(argv: &'a [Vec<u8>], bad: &str) -> Result<KeysAndArgs<'a>, Reply> {
     let Some(numkeys) = argv.get(2) else {
         return Err(wrong_args(&text(&argv[0]).to_lowercase()));
     };
@@ -52,7 +58,9 @@ fn split_keys<'a>(argv: &'a [Vec<u8>], bad: &str) -> Result<(&'a [Vec<u8>], &'a 
     };
     let available = argv.len() as i64 - 3;
     if n > available {
-        return Err(Reply::error("ERR Number of keys can't be greater than number of args"));
+        return Err(Reply::error(
+            "ERR Number of keys can't be greater than number of args",
+        ));
     }
     if n < 0 {
         return Err(Reply::error("ERR Number of keys can't be negative"));
@@ -156,7 +164,10 @@ const FUNCTION_HELP: &[&str] = &[
 
 /// A subcommand's name (lower case) and arity, or the unknown-subcommand
 /// error.
-fn subcommand(argv: &[Vec<u8>], table: &[(&'static str, i64)]) -> Result<(&'static str, i64), Reply> {
+fn subcommand(
+    argv: &[Vec<u8>],
+    table: &[(&'static str, i64)],
+) -> Result<(&'static str, i64), Reply> {
     let container = text(&argv[0]).to_uppercase();
     let Some(sub) = argv.get(1) else {
         return Err(wrong_args(&container.to_lowercase()));
@@ -166,7 +177,11 @@ fn subcommand(argv: &[Vec<u8>], table: &[(&'static str, i64)]) -> Result<(&'stat
         Some(&(name, arity)) if arity_ok(arity, argv.len()) => Ok((name, arity)),
         Some(&(name, _)) => Err(wrong_args(&format!("{}|{name}", container.to_lowercase()))),
         None => Err(Reply::Error(one_line(
-            format!("ERR unknown subcommand '{}'. Try {container} HELP.", c128(sub)).as_bytes(),
+            format!(
+                "ERR unknown subcommand '{}'. Try {container} HELP.",
+                c128(sub)
+            )
+            .as_bytes(),
         ))),
     }
 }
@@ -185,7 +200,14 @@ fn syntax_error(argv: &[Vec<u8>]) -> Reply {
 
 /// `SCRIPT LOAD|EXISTS|FLUSH|KILL|DEBUG|HELP`.
 pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
-    const SUBS: &[(&str, i64)] = &[("debug", 3), ("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)];
+    const SUBS: &[(&str, i64)] = &[
+        ("debug", 3),
+        ("exists", -3),
+        ("flush", -2),
+        ("help", 2),
+        ("kill", 2),
+        ("load", 3),
+    ];
     let (sub, _) = match subcommand(argv, SUBS) {
         Ok(sub) => sub,
         Err(reply) => return reply,
@@ -195,7 +217,11 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
         "flush" => {
             let ok = match argv.get(2) {
                 None => argv.len() == 2,
-                Some(mode) => argv.len() == 3 && (mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async")),
+                Some(mode) => {
+                    argv.len() == 3
+                        && (mode.eq_ignore_ascii_case(b"sync")
+                            || mode.eq_ignore_ascii_case(b"async"))
+                }
             };
             if !ok {
                 return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
@@ -203,7 +229,12 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
             s.script_flush();
             Reply::ok()
         }
-        "exists" => Reply::Array(argv[2..].iter().map(|sha| Reply::Integer(i64::from(s.script_exists(sha)))).collect()),
+        "exists" => Reply::Array(
+            argv[2..]
+                .iter()
+                .map(|sha| Reply::Integer(i64::from(s.script_exists(sha))))
+                .collect(),
+        ),
         "load" => match s.script_load(&argv[2]) {
             Ok(sha) => Reply::bulk(sha.into_bytes()),
             Err(reply) => reply,
@@ -254,7 +285,9 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
                     replace = true;
                     continue;
                 }
-                return Reply::Error(one_line(format!("ERR Unknown option given: {}", text(arg)).as_bytes()));
+                return Reply::Error(one_line(
+                    format!("ERR Unknown option given: {}", text(arg)).as_bytes(),
+                ));
             }
             if pos >= argv.len() {
                 return Reply::error("ERR Function code is missing");
@@ -277,7 +310,9 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
                     i += 1;
                     pattern = Some(&argv[i]);
                 } else {
-                    return Reply::Error(one_line(format!("ERR Unknown argument {}", text(arg)).as_bytes()));
+                    return Reply::Error(one_line(
+                        format!("ERR Unknown argument {}", text(arg)).as_bytes(),
+                    ));
                 }
                 i += 1;
             }
@@ -289,7 +324,9 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
             }
             let ok = match argv.get(2) {
                 None => true,
-                Some(mode) => mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async"),
+                Some(mode) => {
+                    mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async")
+                }
             };
             if !ok {
                 return Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
@@ -336,7 +373,11 @@ mod tests {
     impl ScriptHost for Fake {
         fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
             match argv[0].to_ascii_lowercase().as_slice() {
-                b"get" => self.0.get(&argv[1]).cloned().map_or(Reply::Nil, Reply::Bulk),
+                b"get" => self
+                    .0
+                    .get(&argv[1])
+                    .cloned()
+                    .map_or(Reply::Nil, Reply::Bulk),
                 b"set" => {
                     self.0.insert(argv[1].clone(), argv[2].clone());
                     Reply::ok()
@@ -367,16 +408,38 @@ mod tests {
     #[test]
     fn numkeys_errors() {
         let (mut s, mut h) = (Scripting::new(), Fake::default());
-        assert_eq!(err(run(&mut s, &mut h, &["EVAL", "return 1", "-1"])), "ERR Number of keys can't be negative");
-        assert_eq!(err(run(&mut s, &mut h, &["EVAL", "return 1", "2", "a"])), "ERR Number of keys can't be greater than number of args");
-        assert_eq!(err(run(&mut s, &mut h, &["EVAL", "return 1", "abc"])), "ERR value is not an integer or out of range");
-        assert_eq!(err(run(&mut s, &mut h, &["EVAL", "return 1", " 1", "a"])), "ERR value is not an integer or out of range");
-        assert_eq!(err(run(&mut s, &mut h, &["EVALSHA", "abc", "abc"])), "NOSCRIPT No matching script. Please use EVAL.");
         assert_eq!(
-            err(run(&mut s, &mut h, &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "abc"])),
+            err(run(&mut s, &mut h, &["EVAL", "return 1", "-1"])),
+            "ERR Number of keys can't be negative"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["EVAL", "return 1", "2", "a"])),
+            "ERR Number of keys can't be greater than number of args"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["EVAL", "return 1", "abc"])),
             "ERR value is not an integer or out of range"
         );
-        assert_eq!(err(run(&mut s, &mut h, &["FCALL", "nosuch", "x"])), "ERR Function not found");
+        assert_eq!(
+            err(run(&mut s, &mut h, &["EVAL", "return 1", " 1", "a"])),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["EVALSHA", "abc", "abc"])),
+            "NOSCRIPT No matching script. Please use EVAL."
+        );
+        assert_eq!(
+            err(run(
+                &mut s,
+                &mut h,
+                &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "abc"]
+            )),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FCALL", "nosuch", "x"])),
+            "ERR Function not found"
+        );
     }
 
     #[test]
@@ -387,25 +450,82 @@ mod tests {
             Reply::bulk("b534286061d4b9e4026607613b95c06c06015ae8")
         );
         assert_eq!(
-            run(&mut s, &mut h, &["SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8", "B534286061D4B9E4026607613B95C06C06015AE8", "e0e1"]),
-            Reply::Array(vec![Reply::Integer(1), Reply::Integer(1), Reply::Integer(0)])
+            run(
+                &mut s,
+                &mut h,
+                &[
+                    "SCRIPT",
+                    "EXISTS",
+                    "b534286061d4b9e4026607613b95c06c06015ae8",
+                    "B534286061D4B9E4026607613B95C06C06015AE8",
+                    "e0e1"
+                ]
+            ),
+            Reply::Array(vec![
+                Reply::Integer(1),
+                Reply::Integer(1),
+                Reply::Integer(0)
+            ])
         );
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "LOAD"])), "ERR wrong number of arguments for 'script|load' command");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "LOAD", "a", "b"])), "ERR wrong number of arguments for 'script|load' command");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "EXISTS"])), "ERR wrong number of arguments for 'script|exists' command");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "FOO"])), "ERR unknown subcommand 'FOO'. Try SCRIPT HELP.");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "KILL"])), "NOTBUSY No scripts in execution right now.");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "KILL", "x"])), "ERR wrong number of arguments for 'script|kill' command");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "LAZY"])), "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "SYNC", "x"])), "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
-        assert_eq!(err(run(&mut s, &mut h, &["SCRIPT", "DEBUG", "MAYBE"])), "ERR Use SCRIPT DEBUG YES/SYNC/NO");
-        assert_eq!(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "ASYNC"]), Reply::ok());
         assert_eq!(
-            run(&mut s, &mut h, &["SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8"]),
+            err(run(&mut s, &mut h, &["SCRIPT", "LOAD"])),
+            "ERR wrong number of arguments for 'script|load' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "LOAD", "a", "b"])),
+            "ERR wrong number of arguments for 'script|load' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "EXISTS"])),
+            "ERR wrong number of arguments for 'script|exists' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "FOO"])),
+            "ERR unknown subcommand 'FOO'. Try SCRIPT HELP."
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "KILL"])),
+            "NOTBUSY No scripts in execution right now."
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "KILL", "x"])),
+            "ERR wrong number of arguments for 'script|kill' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "LAZY"])),
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "SYNC", "x"])),
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["SCRIPT", "DEBUG", "MAYBE"])),
+            "ERR Use SCRIPT DEBUG YES/SYNC/NO"
+        );
+        assert_eq!(
+            run(&mut s, &mut h, &["SCRIPT", "FLUSH", "ASYNC"]),
+            Reply::ok()
+        );
+        assert_eq!(
+            run(
+                &mut s,
+                &mut h,
+                &[
+                    "SCRIPT",
+                    "EXISTS",
+                    "b534286061d4b9e4026607613b95c06c06015ae8"
+                ]
+            ),
             Reply::Array(vec![Reply::Integer(0)])
         );
-        let Reply::Array(lines) = run(&mut s, &mut h, &["script", "help"]) else { panic!() };
-        assert_eq!(lines[0], Reply::status("SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"));
+        let Reply::Array(lines) = run(&mut s, &mut h, &["script", "help"]) else {
+            panic!()
+        };
+        assert_eq!(
+            lines[0],
+            Reply::status("SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+        );
         assert_eq!(lines.last(), Some(&Reply::status("    Prints this help.")));
         assert_eq!(lines.len(), SCRIPT_HELP.len() + 3);
     }
@@ -413,27 +533,78 @@ mod tests {
     #[test]
     fn function_subcommands() {
         let (mut s, mut h) = (Scripting::new(), Fake::default());
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "LOAD"])), "ERR wrong number of arguments for 'function|load' command");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "LOAD", "REPLACE"])), "ERR Missing library metadata");
         assert_eq!(
-            err(run(&mut s, &mut h, &["FUNCTION", "LOAD", "BOGUS", "#!lua name=q\nredis.register_function('q', function() end)"])),
+            err(run(&mut s, &mut h, &["FUNCTION", "LOAD"])),
+            "ERR wrong number of arguments for 'function|load' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "LOAD", "REPLACE"])),
+            "ERR Missing library metadata"
+        );
+        assert_eq!(
+            err(run(
+                &mut s,
+                &mut h,
+                &[
+                    "FUNCTION",
+                    "LOAD",
+                    "BOGUS",
+                    "#!lua name=q\nredis.register_function('q', function() end)"
+                ]
+            )),
             "ERR Unknown option given: BOGUS"
         );
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "DELETE"])), "ERR wrong number of arguments for 'function|delete' command");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "DELETE", "nosuch"])), "ERR Library not found");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "LIST", "LIBRARYNAME"])), "ERR library name argument was not given");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "LIST", "BOGUS"])), "ERR Unknown argument BOGUS");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"])), "ERR Unknown argument WITHCODE");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "FLUSH", "BOGUS"])), "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "DELETE"])),
+            "ERR wrong number of arguments for 'function|delete' command"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "DELETE", "nosuch"])),
+            "ERR Library not found"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "LIST", "LIBRARYNAME"])),
+            "ERR library name argument was not given"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "LIST", "BOGUS"])),
+            "ERR Unknown argument BOGUS"
+        );
+        assert_eq!(
+            err(run(
+                &mut s,
+                &mut h,
+                &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"]
+            )),
+            "ERR Unknown argument WITHCODE"
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "FLUSH", "BOGUS"])),
+            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+        );
         assert_eq!(
             err(run(&mut s, &mut h, &["FUNCTION", "FLUSH", "SYNC", "X"])),
             "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP."
         );
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "FOO"])), "ERR unknown subcommand 'FOO'. Try FUNCTION HELP.");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "KILL"])), "NOTBUSY No scripts in execution right now.");
-        assert_eq!(err(run(&mut s, &mut h, &["FUNCTION", "HELP", "x"])), "ERR wrong number of arguments for 'function|help' command");
-        assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LIST"]), Reply::Array(vec![]));
-        let Reply::Array(lines) = run(&mut s, &mut h, &["FUNCTION", "HELP"]) else { panic!() };
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "FOO"])),
+            "ERR unknown subcommand 'FOO'. Try FUNCTION HELP."
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "KILL"])),
+            "NOTBUSY No scripts in execution right now."
+        );
+        assert_eq!(
+            err(run(&mut s, &mut h, &["FUNCTION", "HELP", "x"])),
+            "ERR wrong number of arguments for 'function|help' command"
+        );
+        assert_eq!(
+            run(&mut s, &mut h, &["FUNCTION", "LIST"]),
+            Reply::Array(vec![])
+        );
+        let Reply::Array(lines) = run(&mut s, &mut h, &["FUNCTION", "HELP"]) else {
+            panic!()
+        };
         assert_eq!(lines.len(), FUNCTION_HELP.len() + 3);
     }
 }
