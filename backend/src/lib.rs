@@ -26,5 +26,3 @@ pub mod redis_server;
 pub mod repl;
 pub mod sim_server;
 pub mod web;
-pub mod session;
-pub mod topology;
