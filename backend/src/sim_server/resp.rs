@@ -111,39 +111,8 @@ impl ProtocolError {
 }
 
 /// C's `string2ll` (util.c): the only integer syntax redis-server accepts
-/// on the wire. No sign but `-`, no leading zeros, no `-0`, at most 20
-/// characters, no overflow.
-pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() >= 21 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if negative {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
+/// in a frame header — core's, so the wire and the commands agree.
+pub(crate) use locklab_core::server::string2ll;
 
 /// Where the parser is inside a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -136,29 +136,7 @@ pub(crate) fn double_to_i64(v: f64) -> i64 {
 /// `string2ll`, the strict integer parser behind every numkeys argument: an
 /// optional minus, no plus, no blanks, no leading zeros, no overflow.
 pub(crate) fn parse_ll(b: &[u8]) -> Option<i64> {
-    let (neg, digits) = match b {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, b),
-    };
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    if digits[0] == b'0' {
-        return (digits.len() == 1 && !neg).then_some(0);
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
+    crate::server::string2ll(b)
 }
 
 /// The text of a Lua value that `lua_isstring` accepts (a string, or a

@@ -46,6 +46,11 @@ use crate::script::Scripting;
 use db::Db;
 use table::{Command, Handler};
 
+/// redis-server's `string2ll`: the one integer syntax Redis accepts (an
+/// optional `-`, digits without a leading zero, within `i64`). The wire
+/// layer and the scripting engine parse with it too.
+pub use cmd::parse_i64 as string2ll;
+
 /// 2026-01-01T00:00:00Z, where every simulated clock starts.
 pub const EPOCH_MS: u64 = 1_767_225_600_000;
 

@@ -33,7 +33,7 @@ pub(crate) fn syntax_error() -> Reply {
 /// redis-server's `string2ll`: an optional `-`, then digits with no leading
 /// zero (except `0` itself), nothing else — no `+`, no spaces, no `-0` — and
 /// within `i64`.
-pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
