@@ -15,8 +15,13 @@
 //! * [`lesson_real`] — a lesson played on a real redis-server, time-compressed.
 //! * [`redis_server`] — a real redis-server process on a free loopback port.
 //! * [`web`] — `locklab serve`: the browser app (`dist/`) and its API.
+//! * [`session`] — a sandboxed lab session on real servers: key prefix,
+//!   ACL user, refused commands, limits, and the same trace events.
+//! * [`topology`] — managed redis-server topologies and real faults.
+//! * [`api`] — `/api/real/health` and the `/api/session` WebSocket.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
+pub mod api;
 pub mod bench;
 pub mod explore;
 pub mod lesson_real;
@@ -24,5 +29,7 @@ pub mod lessons;
 pub mod real;
 pub mod redis_server;
 pub mod repl;
+pub mod session;
 pub mod sim_server;
+pub mod topology;
 pub mod web;

@@ -29,6 +29,10 @@ enum Cmd {
     },
     /// The browser lab: serves dist/ (build it with `cargo xtask dist`).
     Serve {
+        /// A real server for the "real" driver (never killed or reconfigured);
+        /// without it the real driver starts managed servers of its own.
+        #[arg(long, value_name = "redis://HOST:PORT")]
+        redis: Option<String>,
         #[arg(long, default_value_t = 8080)]
         port: u16,
         #[arg(long, default_value = "127.0.0.1")]
@@ -113,12 +117,13 @@ fn main() -> Result<()> {
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
         }
-        Cmd::Serve { port, bind, dist } => {
+        Cmd::Serve { redis, port, bind, dist } => {
             if !dist.join("index.html").is_file() {
                 bail!("{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)", dist.display());
             }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
-            tokio::runtime::Runtime::new()?.block_on(web::serve(bind, port, dist))?;
+            let api = locklab_backend::api::api_router(locklab_backend::api::ApiState::new(redis));
+            tokio::runtime::Runtime::new()?.block_on(web::serve(bind, port, dist, api))?;
         }
         Cmd::SimServer { port, bind, redis_version } => {
             let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };
@@ -165,6 +170,9 @@ fn main() -> Result<()> {
             };
             let url = redis.clone().or_else(|| own.as_ref().map(|s| s.url()));
             print!("{}", bench::report(url.as_deref(), Duration::from_secs_f64(seconds)));
+            if let Some(url) = &url {
+                print!("\nthrough a lab session (prefix + ACL + checks) vs direct:\n{}", locklab_backend::session::bench_backend(url, seconds));
+            }
             if let Some(server) = &own {
                 print!("{}", bench::wire_report(server.port())?);
             }

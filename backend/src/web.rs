@@ -48,8 +48,9 @@ pub async fn serve_listener(listener: tokio::net::TcpListener, dist: PathBuf) ->
     axum::serve(listener, app(dist)).await
 }
 
-/// Bind `bind:port` and serve `dist` until the process ends.
-pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf) -> std::io::Result<()> {
+/// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis
+/// API) — until the process ends.
+pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf, extra: Router) -> std::io::Result<()> {
     if !dist.join("index.html").is_file() {
         eprintln!(
             "warning: {} has no index.html; build the app with `cargo xtask dist`",
@@ -58,5 +59,5 @@ pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf) -> std::io::Result<()
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port)).await?;
     eprintln!("locklab: serving {} at http://{}/", dist.display(), listener.local_addr()?);
-    serve_listener(listener, dist).await
+    axum::serve(listener, app(dist).merge(extra)).await
 }

@@ -1,0 +1,802 @@
+//! A lab session on real redis-server nodes: the backend half of the
+//! `RealDriver`.
+//!
+//! # Why a session is more than a connection
+//!
+//! The browser lets anyone type any redis-cli line, and the server it runs
+//! on may be someone's own Redis (`locklab serve --redis URL`). So a session
+//! is a *sandbox* built from three independent walls, each of which would
+//! stop most mistakes alone:
+//!
+//! 1. **The lab's command table.** Every argv is looked up in core's
+//!    [`table`] before anything is sent. A command the lab does not teach
+//!    (`CONFIG`, `CLIENT`, `SHUTDOWN`, …: [`table::find`] returns `None`) or
+//!    one flagged [`flags::DANGEROUS`] (`FLUSHALL`, `KEYS`, `DEBUG`) is
+//!    refused *here*, with a redis-style error, and never reaches Redis. A
+//!    few subcommands that change server-global state shared by every
+//!    session (`FUNCTION FLUSH|DELETE|RESTORE|KILL`, `SCRIPT KILL`) are
+//!    refused too. `SCRIPT FLUSH` is allowed on purpose: lessons use it to
+//!    show `NOSCRIPT`, and the worst it does to a neighbour is make its next
+//!    `EVALSHA` fall back to `EVAL`, which is exactly what correct clients do.
+//! 2. **A key prefix.** Every key position the table knows (`SET k`, `DEL k1
+//!    k2`, `EVAL … numkeys k…`, `WATCH k…`) is rewritten to
+//!    `lab:<session-id>:k`, so two sessions typing `SET lock A` never touch
+//!    the same key. Replies are shown unprefixed: any bulk string that starts
+//!    with the prefix (a `SCAN` result, a script returning `KEYS[1]`) has it
+//!    cut off again, and `SCAN` gets a `MATCH` clause that confines it.
+//! 3. **An ACL user** per session, `lab-<id>`, with
+//!    `~lab:<id>:* +@all -@dangerous +info`, made by the server's own
+//!    credentials and deleted when the session drops. This is the wall that
+//!    holds inside Lua: a script that calls `redis.call('FLUSHALL')` or
+//!    touches an undeclared key outside the prefix is refused by Redis
+//!    itself (`ERR The user executing the script can't run this command…`),
+//!    because redis-server checks ACLs for every command a script runs.
+//!    `+info` is added back because `INFO` is in `@dangerous` on 7.0 and the
+//!    metrics lesson reads `INFO stats`.
+//!
+//! Sizes and rates are bounded by [`Limits`]: a line, an argv, a script, a
+//! token bucket of commands per second (which waits briefly for a token
+//! before refusing, so a fast but honest client sees backpressure rather
+//! than errors), and the number of live sessions ([`SessionPool`]).
+//!
+//! # Trace
+//!
+//! Every command becomes core's trace events, so the timeline renders a
+//! real run like a simulated one: `Sent` (client lane) when it goes on the
+//! wire, `Executed` (node lane) and `Received` (client lane) when the reply
+//! is back. A real server does not say *when* inside the round trip it ran
+//! the command, so `Executed` is stamped at the midpoint of the round trip
+//! — an estimate, and the only honest one. `at_ms` is wall time since the
+//! session started. A refused command yields a `Note` and no `Sent`: it
+//! never left the backend. A node that cannot be reached yields `Lost`
+//! with reason `node_down`, and the next command reconnects (and re-creates
+//! the ACL user, which a restart without persistence has forgotten).
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use locklab_core::cli;
+use locklab_core::reply::Reply;
+use locklab_core::server::table::{self, flags};
+use locklab_core::server::Profile;
+use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
+use thiserror::Error;
+
+use crate::real::{RealConnection, RealError};
+
+/// Bounds on what one session may send.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Longest redis-cli line accepted, in bytes.
+    pub max_line: usize,
+    /// Most arguments in one argv (command name included).
+    pub max_args: usize,
+    /// Longest script body (`EVAL`, `SCRIPT LOAD`, `FUNCTION LOAD`).
+    pub max_script: usize,
+    /// Most bytes in one argv, all arguments together.
+    pub max_argv_bytes: usize,
+    /// Sustained commands per second per session (token bucket refill).
+    /// `f64::INFINITY` disables the limit (the bench does, to measure the
+    /// checks rather than the limit).
+    pub commands_per_sec: f64,
+    /// Bucket size: how many commands may go at once after a quiet spell.
+    pub burst: f64,
+    /// How long a command may wait for a token before it is refused.
+    pub max_wait: Duration,
+    /// Most live sessions in one [`SessionPool`].
+    pub max_sessions: usize,
+    /// How long to wait for a reply before calling a node unreachable (a
+    /// SIGSTOPped server accepts the bytes and never answers).
+    pub reply_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line: 64 * 1024,
+            max_args: 1024,
+            max_script: 64 * 1024,
+            max_argv_bytes: 256 * 1024,
+            commands_per_sec: 200.0,
+            burst: 200.0,
+            max_wait: Duration::from_millis(500),
+            max_sessions: 64,
+            reply_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a session refused or failed a command. Each one also has a
+/// redis-style error line ([`SessionError::to_reply`]) for the console.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// The command is not one the lab teaches, or it is dangerous.
+    #[error("ERR locklab: '{name}' is not allowed in a lab session ({why})")]
+    NotAllowed { name: String, why: &'static str },
+    /// A size limit.
+    #[error("ERR locklab: {what} is {got} bytes or items, the limit is {limit}")]
+    TooLarge { what: &'static str, got: usize, limit: usize },
+    /// The token bucket stayed empty for longer than `max_wait`.
+    #[error("ERR locklab: rate limit of {0} commands per second exceeded, slow down")]
+    RateLimited(f64),
+    /// The line could not be split into arguments (unbalanced quotes).
+    #[error("ERR locklab: Invalid argument(s)")]
+    BadLine,
+    /// An empty line.
+    #[error("ERR locklab: empty command")]
+    Empty,
+    /// There is no node with this index in the session.
+    #[error("ERR locklab: no node {0} in this session")]
+    NoNode(u32),
+    /// Too many live sessions.
+    #[error("ERR locklab: too many lab sessions ({0}), try again later")]
+    TooManySessions(usize),
+    /// A client name that is empty or too long.
+    #[error("ERR locklab: a client name must be 1 to 32 characters")]
+    BadClient,
+    /// The node could not be reached, or stopped answering.
+    #[error("ERR locklab: node {node} ({addr}) is unreachable: {source}. The session reconnects on the next command.")]
+    Unreachable {
+        node: String,
+        addr: String,
+        #[source]
+        source: RealError,
+    },
+    /// The session's ACL user could not be set up on a node.
+    #[error("ERR locklab: cannot set up the session's ACL user on {node}: {text}")]
+    Setup { node: String, text: String },
+}
+
+impl SessionError {
+    /// The error as the console shows it: a Redis error reply.
+    pub fn to_reply(&self) -> Reply {
+        Reply::Error(self.to_string())
+    }
+}
+
+/// A node a session may talk to: a display name and the URL to reach it
+/// with *administrative* credentials (used only to create and delete the
+/// session's ACL user; commands go through the ACL user's connection).
+#[derive(Clone, Debug)]
+pub struct NodeTarget {
+    pub name: String,
+    pub url: String,
+}
+
+impl NodeTarget {
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        NodeTarget { name: name.into(), url: url.into() }
+    }
+}
+
+/// Counts live sessions and hands out new ones within [`Limits`].
+/// Cloning shares the count.
+#[derive(Clone, Debug)]
+pub struct SessionPool {
+    live: Arc<AtomicUsize>,
+    limits: Limits,
+}
+
+impl Default for SessionPool {
+    fn default() -> Self {
+        SessionPool::new(Limits::default())
+    }
+}
+
+impl SessionPool {
+    pub fn new(limits: Limits) -> Self {
+        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// How many sessions are open now.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// Open a session on `nodes`: make its ACL user on each reachable node.
+    /// A node that is down now is not an error — it is set up when the
+    /// first command reaches it.
+    pub fn open(&self, nodes: Vec<NodeTarget>) -> Result<Session, SessionError> {
+        let max = self.limits.max_sessions;
+        let taken = self
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
+        if taken.is_err() {
+            return Err(SessionError::TooManySessions(max));
+        }
+        let slot = Slot(self.live.clone());
+        let id = random_hex(12);
+        let password = random_hex(32);
+        let names = Names {
+            clients: Vec::new(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        };
+        let mut session = Session {
+            prefix: format!("lab:{id}:"),
+            user: format!("lab-{id}"),
+            id,
+            password,
+            nodes: nodes.into_iter().map(|target| NodeSlot { target, admin: None, user_ready: false }).collect(),
+            conns: HashMap::new(),
+            clients: BTreeMap::new(),
+            names,
+            limits: self.limits.clone(),
+            bucket: Bucket::new(self.limits.burst),
+            started: Instant::now(),
+            step: 0,
+            req: 0,
+            events: Vec::new(),
+            _slot: slot,
+        };
+        for i in 0..session.nodes.len() {
+            match session.ensure_user(i) {
+                Ok(()) => {}
+                // Down now: retried on first use.
+                Err(SessionError::Unreachable { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(session)
+    }
+}
+
+/// Gives a pool slot back when the session drops.
+#[derive(Debug)]
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Debug)]
+struct NodeSlot {
+    target: NodeTarget,
+    /// The administrative connection, kept to re-create the ACL user.
+    admin: Option<RealConnection>,
+    /// Has the ACL user been made since the admin connection opened?
+    user_ready: bool,
+}
+
+/// A token bucket: `tokens` refill at `rate` per second up to `burst`.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(burst: f64) -> Self {
+        Bucket { tokens: burst, last: Instant::now() }
+    }
+
+    /// Take a token, waiting up to `max_wait` for one.
+    fn take(&mut self, rate: f64, burst: f64, max_wait: Duration) -> bool {
+        if rate.is_infinite() {
+            return true;
+        }
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * rate).min(burst);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return true;
+        }
+        let wait = Duration::from_secs_f64((1.0 - self.tokens) / rate.max(f64::MIN_POSITIVE));
+        if wait > max_wait {
+            return false;
+        }
+        // Backpressure: the token will be there after `wait`.
+        std::thread::sleep(wait);
+        self.last = Instant::now();
+        self.tokens = 0.0;
+        true
+    }
+}
+
+/// One lab session: clients A, B, … each with their own connection per
+/// node (so `MULTI`/`WATCH` state is per client, as in Redis), all under
+/// the session's prefix and ACL user.
+#[derive(Debug)]
+pub struct Session {
+    id: String,
+    prefix: String,
+    user: String,
+    password: String,
+    nodes: Vec<NodeSlot>,
+    /// (client index, node index) → connection authenticated as the user.
+    conns: HashMap<(u32, u32), RealConnection>,
+    clients: BTreeMap<String, u32>,
+    names: Names,
+    limits: Limits,
+    bucket: Bucket,
+    started: Instant,
+    step: u64,
+    req: u64,
+    events: Vec<Event>,
+    _slot: Slot,
+}
+
+impl Session {
+    /// The session id (hex), as in the prefix and the ACL user name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `lab:<id>:`, prepended to every key.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `lab-<id>`, the session's ACL user.
+    pub fn acl_user(&self) -> &str {
+        &self.user
+    }
+
+    /// The names the trace's actor indexes refer to.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// The events recorded since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Record something that happened to the world (a fault injected on a
+    /// managed node), in the world's lane.
+    pub fn note_world(&mut self, text: impl Into<String>) {
+        let at_ms = self.now_ms();
+        self.push(at_ms, Actor::World, EventKind::Note { text: text.into() });
+    }
+
+    /// Run one redis-cli line as `client` on node `node`.
+    pub fn run_line(&mut self, client: &str, node: u32, line: &str) -> Result<Reply, SessionError> {
+        if line.len() > self.limits.max_line {
+            let e = SessionError::TooLarge { what: "the line", got: line.len(), limit: self.limits.max_line };
+            self.note(client, &e);
+            return Err(e);
+        }
+        let argv = match cli::parse(line) {
+            Ok(a) if a.is_empty() => return Err(SessionError::Empty),
+            Ok(a) => a,
+            Err(_) => {
+                self.note(client, &SessionError::BadLine);
+                return Err(SessionError::BadLine);
+            }
+        };
+        self.run(client, node, &argv)
+    }
+
+    /// Run one argv as `client` on node `node`: check it, rewrite its keys,
+    /// send it, and record the trace. A server error reply is `Ok` (it is
+    /// Redis's answer); `Err` is the session refusing or failing.
+    pub fn run(&mut self, client: &str, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
+        let c = self.client_index(client)?;
+        let result = self.run_inner(c, node, argv);
+        if let Err(e) = &result {
+            if !matches!(e, SessionError::Unreachable { .. }) {
+                let at_ms = self.now_ms();
+                self.push(at_ms, Actor::Client(c), EventKind::Note { text: e.to_string() });
+            }
+        }
+        result
+    }
+
+    fn run_inner(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
+        let n = node as usize;
+        if n >= self.nodes.len() {
+            return Err(SessionError::NoNode(node));
+        }
+        let rewritten = self.check_and_rewrite(argv)?;
+        if !self.bucket.take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait) {
+            return Err(SessionError::RateLimited(self.limits.commands_per_sec));
+        }
+        let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
+        self.req += 1;
+        let req = self.req;
+        let sent_at = self.now_ms();
+        self.push(sent_at, Actor::Client(c), EventKind::Sent { req, node, commands: shown.clone() });
+        let outcome = self.conn(c, n).and_then(|conn| conn.execute(&rewritten));
+        let back_at = self.now_ms();
+        match outcome {
+            Ok(mut reply) => {
+                self.unprefix(&mut reply);
+                let mid = sent_at + (back_at - sent_at) / 2;
+                self.push(
+                    mid,
+                    Actor::Node(node),
+                    EventKind::Executed { req, client: c, commands: shown, replies: vec![reply.clone()] },
+                );
+                self.push(back_at, Actor::Client(c), EventKind::Received { req, node, replies: vec![reply.clone()] });
+                Ok(reply)
+            }
+            Err(source) => {
+                // Forget every connection to this node: the socket is dead
+                // (or its server restarted and forgot our ACL user).
+                self.conns.retain(|&(_, nn), _| nn != node);
+                self.nodes[n].admin = None;
+                self.nodes[n].user_ready = false;
+                self.push(
+                    back_at,
+                    Actor::Client(c),
+                    EventKind::Lost { req, client: c, node, reason: LossReason::NodeDown },
+                );
+                Err(self.unreachable(n, source))
+            }
+        }
+    }
+
+    fn unreachable(&self, n: usize, source: RealError) -> SessionError {
+        let t = &self.nodes[n].target;
+        SessionError::Unreachable { node: t.name.clone(), addr: display_addr(&t.url), source }
+    }
+
+    /// The connection of client `c` to node `n`, opened (and authenticated
+    /// as the session's user) on first use.
+    fn conn(&mut self, c: u32, n: usize) -> Result<&mut RealConnection, RealError> {
+        let key = (c, n as u32);
+        if !self.conns.contains_key(&key) {
+            if let Err(e) = self.ensure_user(n) {
+                return Err(match e {
+                    SessionError::Unreachable { source, .. } => source,
+                    other => RealError::Unsupported(other.to_string()),
+                });
+            }
+            let conn = self.open_user_conn(n)?;
+            self.conns.insert(key, conn);
+        }
+        self.conns.get_mut(&key).ok_or(RealError::EmptyCommand)
+    }
+
+    fn open_user_conn(&self, n: usize) -> Result<RealConnection, RealError> {
+        let mut conn = RealConnection::open(&self.nodes[n].target.url)?;
+        conn.set_read_timeout(Some(self.limits.reply_timeout))?;
+        let auth = [b"AUTH".to_vec(), self.user.clone().into_bytes(), self.password.clone().into_bytes()];
+        match conn.execute(&auth)? {
+            Reply::Error(text) => Err(RealError::Unsupported(format!("AUTH as the session user failed: {text}"))),
+            _ => Ok(conn),
+        }
+    }
+
+    /// Make (or re-make) the ACL user on node `n` through its admin
+    /// connection. `ACL SETUSER` is idempotent, and after a restart without
+    /// persistence the user is gone, so this runs whenever the admin
+    /// connection is new.
+    fn ensure_user(&mut self, n: usize) -> Result<(), SessionError> {
+        if self.nodes[n].user_ready && self.nodes[n].admin.is_some() {
+            return Ok(());
+        }
+        let url = self.nodes[n].target.url.clone();
+        let mut admin = RealConnection::open(&url).map_err(|source| self.unreachable(n, source))?;
+        admin
+            .set_read_timeout(Some(self.limits.reply_timeout))
+            .map_err(|source| self.unreachable(n, source))?;
+        let rules = acl_rules(&self.user, &self.password, &self.prefix);
+        let mut argv: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
+        argv.extend(rules.into_iter().map(String::into_bytes));
+        match admin.execute(&argv) {
+            Ok(Reply::Error(text)) => {
+                return Err(SessionError::Setup { node: self.nodes[n].target.name.clone(), text })
+            }
+            Ok(_) => {}
+            Err(source) => return Err(self.unreachable(n, source)),
+        }
+        self.nodes[n].admin = Some(admin);
+        self.nodes[n].user_ready = true;
+        Ok(())
+    }
+
+    fn client_index(&mut self, client: &str) -> Result<u32, SessionError> {
+        if client.is_empty() || client.chars().count() > 32 {
+            return Err(SessionError::BadClient);
+        }
+        if let Some(&i) = self.clients.get(client) {
+            return Ok(i);
+        }
+        if self.clients.len() >= 16 {
+            return Err(SessionError::BadClient);
+        }
+        let i = self.names.clients.len() as u32;
+        self.names.clients.push(client.to_owned());
+        self.clients.insert(client.to_owned(), i);
+        Ok(i)
+    }
+
+    /// The first wall: is this argv one the lab allows, and within limits?
+    /// If so, its keys under the prefix.
+    fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, SessionError> {
+        let name_bytes = argv.first().ok_or(SessionError::Empty)?;
+        let name = String::from_utf8_lossy(name_bytes).to_uppercase();
+        let l = &self.limits;
+        if argv.len() > l.max_args {
+            return Err(SessionError::TooLarge { what: "the argument count", got: argv.len(), limit: l.max_args });
+        }
+        let total: usize = argv.iter().map(Vec::len).sum();
+        if total > l.max_argv_bytes {
+            return Err(SessionError::TooLarge { what: "the command", got: total, limit: l.max_argv_bytes });
+        }
+        // The table of the newest profile: DELEX passes through, and a 7.0
+        // server answers it with its own unknown-command error.
+        let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
+            return Err(SessionError::NotAllowed { name, why: "the lab's command table does not have it" });
+        };
+        if cmd.flags & flags::DANGEROUS != 0 {
+            return Err(SessionError::NotAllowed { name, why: "it is dangerous or administrative" });
+        }
+        let sub = argv.get(1).map(|s| String::from_utf8_lossy(s).to_lowercase()).unwrap_or_default();
+        let global = match cmd.name {
+            "function" => matches!(sub.as_str(), "flush" | "delete" | "restore" | "kill"),
+            "script" => sub == "kill",
+            _ => false,
+        };
+        if global {
+            return Err(SessionError::NotAllowed {
+                name: format!("{name} {}", sub.to_uppercase()),
+                why: "it changes server-wide state other sessions share",
+            });
+        }
+        // Script bodies.
+        let body = match (cmd.name, sub.as_str()) {
+            ("eval" | "eval_ro", _) => argv.get(1),
+            ("script", "load") | ("function", "load") => argv.last(),
+            _ => None,
+        };
+        if let Some(b) = body {
+            if b.len() > l.max_script {
+                return Err(SessionError::TooLarge { what: "the script", got: b.len(), limit: l.max_script });
+            }
+        }
+        let mut out = argv.to_vec();
+        for i in cmd.key_indexes(argv) {
+            let mut k = self.prefix.as_bytes().to_vec();
+            k.extend_from_slice(&argv[i]);
+            out[i] = k;
+        }
+        if cmd.name == "scan" {
+            self.confine_scan(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// `SCAN` takes no keys, and ACL key patterns do not filter what it
+    /// returns, so confine it with `MATCH`: the user's pattern under the
+    /// prefix, or the prefix alone. The prefix (`lab:<hex>:`) has no glob
+    /// characters, so it matches itself literally.
+    fn confine_scan(&self, argv: &mut Vec<Vec<u8>>) {
+        let mut i = 2;
+        let mut found = false;
+        while i + 1 < argv.len() {
+            if argv[i].eq_ignore_ascii_case(b"match") {
+                let mut p = self.prefix.as_bytes().to_vec();
+                p.extend_from_slice(&argv[i + 1]);
+                argv[i + 1] = p;
+                found = true;
+            }
+            i += 2;
+        }
+        if !found {
+            argv.push(b"MATCH".to_vec());
+            argv.push(format!("{}*", self.prefix).into_bytes());
+        }
+    }
+
+    /// Cut the prefix off every bulk string that starts with it.
+    fn unprefix(&self, reply: &mut Reply) {
+        let p = self.prefix.as_bytes();
+        match reply {
+            Reply::Bulk(b) if b.starts_with(p) => {
+                b.drain(..p.len());
+            }
+            Reply::Array(items) => items.iter_mut().for_each(|r| self.unprefix(r)),
+            Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
+                self.unprefix(k);
+                self.unprefix(v);
+            }),
+            _ => {}
+        }
+    }
+
+    fn note(&mut self, client: &str, e: &SessionError) {
+        if let Ok(c) = self.client_index(client) {
+            let at_ms = self.now_ms();
+            self.push(at_ms, Actor::Client(c), EventKind::Note { text: e.to_string() });
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn push(&mut self, at_ms: u64, actor: Actor, kind: EventKind) {
+        self.events.push(Event { step: self.step, at_ms, actor, kind });
+        self.step += 1;
+    }
+}
+
+impl Drop for Session {
+    /// Delete the ACL user on every node we can still reach (this also
+    /// closes the user's connections), and the session's keys with it.
+    fn drop(&mut self) {
+        self.conns.clear();
+        for n in 0..self.nodes.len() {
+            let admin = match self.nodes[n].admin.take() {
+                Some(a) => Some(a),
+                None => RealConnection::open(&self.nodes[n].target.url).ok(),
+            };
+            let Some(mut admin) = admin else { continue };
+            let _ = admin.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = admin.execute(&[b"ACL".to_vec(), b"DELUSER".to_vec(), self.user.clone().into_bytes()]);
+            // Tidy the keys: SCAN under the prefix, UNLINK what it finds.
+            let mut cursor = b"0".to_vec();
+            for _ in 0..1000 {
+                let scan = [
+                    b"SCAN".to_vec(),
+                    cursor.clone(),
+                    b"MATCH".to_vec(),
+                    format!("{}*", self.prefix).into_bytes(),
+                    b"COUNT".to_vec(),
+                    b"1000".to_vec(),
+                ];
+                let Ok(Reply::Array(parts)) = admin.execute(&scan) else { break };
+                let (Some(Reply::Bulk(next)), Some(Reply::Array(keys))) = (parts.first(), parts.get(1)) else { break };
+                let mut unlink = vec![b"UNLINK".to_vec()];
+                unlink.extend(keys.iter().filter_map(|k| match k {
+                    Reply::Bulk(b) => Some(b.clone()),
+                    _ => None,
+                }));
+                if unlink.len() > 1 {
+                    let _ = admin.execute(&unlink);
+                }
+                if next.as_slice() == b"0" {
+                    break;
+                }
+                cursor = next.clone();
+            }
+        }
+    }
+}
+
+/// The session user's ACL rules, in `ACL SETUSER` order. `reset` first so
+/// re-applying is exact, whatever the user had before.
+pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
+    vec![
+        user.to_owned(),
+        "reset".to_owned(),
+        "on".to_owned(),
+        format!(">{password}"),
+        format!("~{prefix}*"),
+        "resetchannels".to_owned(),
+        "+@all".to_owned(),
+        "-@dangerous".to_owned(),
+        "+info".to_owned(),
+    ]
+}
+
+/// `host:port` of a redis URL, for messages (never the credentials).
+fn display_addr(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.trim_end_matches('/').split('/').next().unwrap_or(rest).to_owned()
+}
+
+/// `n` hex digits from the standard library's randomly keyed SipHash
+/// (`RandomState` is seeded from the OS per process and perturbed per
+/// instance): unguessable enough for a per-session ACL password on
+/// loopback, without another dependency.
+pub fn random_hex(n: usize) -> String {
+    let mut out = String::with_capacity(n + 16);
+    let mut counter = 0u64;
+    while out.len() < n {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(counter);
+        h.write_u128(Instant::now().elapsed().as_nanos());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+        counter += 1;
+    }
+    out.truncate(n);
+    out
+}
+
+/// The compare-and-delete release every lesson ends with.
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+
+/// Lock cycles per second (`SET lock tok NX PX 10000`, then the
+/// compare-and-delete `EVAL`) for `seconds` each: directly with the `redis`
+/// crate, then through a lab [`Session`] on the same server (table check,
+/// key prefix, ACL user, trace events; the rate limit lifted, since the
+/// point is to measure what the walls cost, not the limit). Returns a short
+/// report with the overhead in percent; the target is ≤ 15 %.
+pub fn bench_backend(url: &str, seconds: f64) -> String {
+    let secs = if seconds.is_finite() && seconds > 0.0 { seconds.min(600.0) } else { 1.0 };
+    let dur = Duration::from_secs_f64(secs);
+    let direct_as = |auth: Option<(&str, &str)>| -> Result<f64, String> {
+        let mut c = RealConnection::open(url).map_err(|e| e.to_string())?;
+        if let Some((u, p)) = auth {
+            c.execute(&[b"AUTH".to_vec(), u.as_bytes().to_vec(), p.as_bytes().to_vec()]).map_err(|e| e.to_string())?;
+        }
+        let set: Vec<Vec<u8>> = ["SET", "bench:direct:lock", "tok", "NX", "PX", "10000"].iter().map(|a| a.as_bytes().to_vec()).collect();
+        let del: Vec<Vec<u8>> = ["EVAL", RELEASE, "1", "bench:direct:lock", "tok"].iter().map(|a| a.as_bytes().to_vec()).collect();
+        let start = Instant::now();
+        let mut n = 0u64;
+        while start.elapsed() < dur {
+            c.execute(&set).map_err(|e| e.to_string())?;
+            c.execute(&del).map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    };
+    let direct = direct_as(None);
+    // The same, authenticated as an ACL user with the session's rules:
+    // separates what Redis's ACL checks cost from what the session costs.
+    let acl = (|| -> Result<f64, String> {
+        let user = format!("bench-{}", random_hex(8));
+        let pw = random_hex(16);
+        let mut admin = RealConnection::open(url).map_err(|e| e.to_string())?;
+        let mut argv: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
+        argv.extend(acl_rules(&user, &pw, "bench:direct:").into_iter().map(String::into_bytes));
+        admin.execute(&argv).map_err(|e| e.to_string())?;
+        let r = direct_as(Some((&user, &pw)));
+        let _ = admin.execute(&[b"ACL".to_vec(), b"DELUSER".to_vec(), user.into_bytes()]);
+        r
+    })();
+    let through = (|| -> Result<f64, String> {
+        let pool = SessionPool::new(Limits { commands_per_sec: f64::INFINITY, ..Limits::default() });
+        let mut s = pool.open(vec![NodeTarget::new("redis", url)]).map_err(|e| e.to_string())?;
+        let set: Vec<Vec<u8>> = ["SET", "lock", "tok", "NX", "PX", "10000"].iter().map(|a| a.as_bytes().to_vec()).collect();
+        let del: Vec<Vec<u8>> = ["EVAL", RELEASE, "1", "lock", "tok"].iter().map(|a| a.as_bytes().to_vec()).collect();
+        let start = Instant::now();
+        let mut n = 0u64;
+        while start.elapsed() < dur {
+            s.run("A", 0, &set).map_err(|e| e.to_string())?;
+            s.run("A", 0, &del).map_err(|e| e.to_string())?;
+            // A browser drains events after every command; so do we.
+            s.take_events();
+            n += 1;
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    })();
+    match (direct, through) {
+        (Ok(d), Ok(t)) => {
+            let overhead = if d > 0.0 { (d - t) / d * 100.0 } else { 0.0 };
+            let acl = acl.map_or_else(|e| format!("failed: {e}"), |a| format!("{a:.0}"));
+            format!(
+                "lock cycles/s on {}: direct {d:.0}, direct as an ACL user {acl}, through a lab session {t:.0}, overhead {overhead:.1} % (target <= 15 %)\n",
+                display_addr(url)
+            )
+        }
+        (Err(e), _) | (_, Err(e)) => format!("backend bench on {} failed: {e}\n", display_addr(url)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_addr_hides_credentials() {
+        assert_eq!(display_addr("redis://u:p@127.0.0.1:6379/0"), "127.0.0.1:6379");
+        assert_eq!(display_addr("redis://127.0.0.1:7000/"), "127.0.0.1:7000");
+    }
+
+    #[test]
+    fn random_hex_is_hex_and_varies() {
+        let a = random_hex(32);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, random_hex(32));
+    }
+}
