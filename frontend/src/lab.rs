@@ -39,6 +39,11 @@ impl Client {
         self as usize
     }
 
+    /// The client of a console tab (out of range: the last one).
+    pub fn from_index(i: usize) -> Client {
+        Client::ALL[i.min(Client::ALL.len() - 1)]
+    }
+
     pub fn letter(self) -> &'static str {
         match self {
             Client::A => "A",

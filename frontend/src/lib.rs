@@ -17,7 +17,9 @@
 //! * [`editor`] — the console's input line with ↑/↓ history.
 //! * [`query`] — the view in the URL (`?lang=zh&lesson=05&step=end&seed=7&driver=sim`).
 //! * [`i18n`] — the UI string table, 中文 and English.
-//! * [`catalog`] — the lesson list until the lesson files replace it.
+//! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
+//! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
+//!   replayed to step back, plus lines typed off script on the same world.
 //! * [`view`] — the components: header, lesson list, lesson panel, timeline,
 //!   console, clock, shortcuts overlay.
 //!
@@ -30,6 +32,7 @@ pub mod editor;
 pub mod i18n;
 pub mod lab;
 pub mod query;
+pub mod session;
 pub mod state;
 pub mod timeline;
 pub mod view;

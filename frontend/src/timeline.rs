@@ -193,6 +193,18 @@ pub struct Bar {
     pub title: String,
 }
 
+/// A stretch of time a lane spent paused, crashed or cut off: shaded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub lane: usize,
+    pub x0: f64,
+    pub x1: f64,
+    /// `paused`, `crashed`, `down`, `cut`.
+    pub kind: &'static str,
+    pub open: bool,
+    pub title: String,
+}
+
 /// A broken invariant, across all lanes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Band {
@@ -219,12 +231,19 @@ pub struct Layout {
     pub arrows: Vec<Arrow>,
     pub marks: Vec<Mark>,
     pub bands: Vec<Band>,
+    pub spans: Vec<Span>,
     pub now_x: f64,
+    /// The SVG's width in its own units: [`VIEW_W`] times the zoom.
+    pub width: f64,
+    /// Marks folded into a neighbour closer than a pixel (see [`merge_marks`]).
+    pub merged: usize,
 }
 
 /// The time axis: linear in time plus a slot per event (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Axis {
+    /// The plot's width in SVG units (wider when zoomed in).
+    plot_w: f64,
     span_ms: u64,
     k: f64,
     nudge: f64,
@@ -234,13 +253,18 @@ pub struct Axis {
 
 impl Axis {
     pub fn new(times: &[u64], latest_ms: u64) -> Axis {
+        Axis::zoomed(times, latest_ms, 1.0)
+    }
+
+    /// The axis `zoom` times as wide as the view.
+    pub fn zoomed(times: &[u64], latest_ms: u64, zoom: f64) -> Axis {
         let span = (latest_ms + 5_000).div_ceil(10_000) * 10_000;
         let span_ms = span.max(30_000);
         let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
         for &t in times {
             *counts.entry(t.min(span_ms)).or_default() += 1;
         }
-        let plot = VIEW_W - LABEL_W - RIGHT_PAD;
+        let plot = (VIEW_W - LABEL_W - RIGHT_PAD) * zoom.max(1.0);
         let nudge = if times.is_empty() { 0.0 } else { NUDGE.min(plot * 0.5 / times.len() as f64) };
         let k = (plot - times.len() as f64 * nudge) / span_ms as f64;
         let mut before = 0;
@@ -252,7 +276,7 @@ impl Axis {
                 entry
             })
             .collect();
-        Axis { span_ms, k, nudge, instants }
+        Axis { plot_w: plot, span_ms, k, nudge, instants }
     }
 
     fn slots_before(&self, t: u64) -> usize {
@@ -279,7 +303,8 @@ impl Axis {
 
     /// At most 8 ticks on round values, 0 included.
     pub fn ticks(&self) -> Vec<u64> {
-        let step = TICK_STEPS.into_iter().find(|s| self.span_ms / s <= 8).unwrap_or(self.span_ms);
+        let max = (8.0 * self.plot_w / (VIEW_W - LABEL_W - RIGHT_PAD)).round().max(8.0) as u64;
+        let step = TICK_STEPS.into_iter().find(|s| self.span_ms / s <= max).unwrap_or(self.span_ms);
         (0..=self.span_ms / step).map(|i| i * step).collect()
     }
 }
@@ -309,6 +334,54 @@ fn commands_text(commands: &[Vec<String>]) -> String {
 
 /// Lay `trace` out, with `now_ms` as the present (open bars end there).
 pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
+    layout_zoomed(trace, now_ms, lang, 1.0)
+}
+
+/// Fold marks that land within a pixel of the previous kept mark on the
+/// same lane (same kind of mark) into it: the tooltip counts them, and the
+/// DOM stays bounded by the plot's width, not by the trace's length.
+/// Arrows get the same treatment. Returns how many marks were folded.
+pub fn merge_marks(marks: &mut Vec<Mark>, arrows: &mut Vec<Arrow>) -> usize {
+    let before = marks.len();
+    let mut kept: Vec<Mark> = Vec::with_capacity(marks.len());
+    let mut last: HashMap<(usize, std::mem::Discriminant<MarkKind>), (usize, usize)> = HashMap::new();
+    for m in marks.drain(..) {
+        let slot = (m.lane, std::mem::discriminant(&m.kind));
+        match last.get_mut(&slot) {
+            Some((i, n)) if (m.x - kept[*i].x).abs() < 1.0 => *n += 1,
+            _ => {
+                if let Some((i, n)) = last.get(&slot) {
+                    if *n > 0 {
+                        kept[*i].title.push_str(&format!(" (+{n})"));
+                    }
+                }
+                last.insert(slot, (kept.len(), 0));
+                kept.push(m);
+            }
+        }
+    }
+    for (i, n) in last.values() {
+        if *n > 0 {
+            kept[*i].title.push_str(&format!(" (+{n})"));
+        }
+    }
+    *marks = kept;
+    let mut prev: HashMap<(u8, i64, i64), f64> = HashMap::new();
+    arrows.retain(|a| {
+        let key = (a.kind as u8, a.y1 as i64, a.y2 as i64);
+        match prev.get(&key) {
+            Some(&x) if (a.x1 - x).abs() < 1.0 => false,
+            _ => {
+                prev.insert(key, a.x1);
+                true
+            }
+        }
+    });
+    before - marks.len()
+}
+
+/// [`layout`] with the time axis `zoom` (≥ 1) times as wide as the view.
+pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layout {
     let names = &trace.names;
     let events = &trace.events;
 
@@ -383,7 +456,7 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
         }
     }
     let times: Vec<u64> = events.iter().map(|e| e.at_ms).collect();
-    let axis = Axis::new(&times, latest);
+    let axis = Axis::zoomed(&times, latest, zoom);
     let mut nth: HashMap<u64, usize> = HashMap::new();
     let xs: Vec<f64> = events
         .iter()
@@ -399,6 +472,9 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
     let mut arrows = Vec::new();
     let mut bars: Vec<Bar> = Vec::new();
     let mut bands = Vec::new();
+    let mut spans: Vec<Span> = Vec::new();
+    // Open spans by (lane, what ends them).
+    let mut open_spans: HashMap<(usize, String), usize> = HashMap::new();
     // Open bars by (lane, key); sent requests by req; last write sent by client.
     let mut open: HashMap<(usize, String), usize> = HashMap::new();
     let mut sent: HashMap<u64, (f64, usize, String)> = HashMap::new();
@@ -564,7 +640,39 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
                     mark(l, MarkKind::Lost, None, None);
                 }
             }
-            EventKind::Fault { .. } => {
+            EventKind::Fault { fault } => {
+                use locklab_core::world::fault::Endpoint;
+                use locklab_core::world::Fault as F;
+                let endpoint_lane = |e: &Endpoint| match e {
+                    Endpoint::Client(name) => {
+                        names.clients.iter().position(|n| n == name).and_then(|c| lane_of(LaneKind::Client(c as u32)))
+                    }
+                    Endpoint::Node(n) => lane_of(LaneKind::Node(*n)),
+                    Endpoint::Resource => lane_of(LaneKind::Resource),
+                };
+                let link_key = |a: &Endpoint, b: &Endpoint| format!("cut:{a:?}-{b:?}");
+                type Open = Option<(usize, &'static str, String)>;
+                let (start, end): (Open, Option<(usize, String)>) = match (fault, lane) {
+                    (F::PauseClient { .. }, Some(l)) => (Some((l, "paused", "resume".into())), None),
+                    (F::ResumeClient { .. }, Some(l)) => (None, Some((l, "resume".into()))),
+                    (F::CrashClient { .. }, Some(l)) => (Some((l, "crashed", "never".into())), None),
+                    (F::CrashNode { .. } | F::RestartNode { .. }, Some(l)) => (Some((l, "down", "restart".into())), None),
+                    (F::CutLink { a, b }, _) => (endpoint_lane(a).map(|l| (l, "cut", link_key(a, b))), None),
+                    (F::HealLink { a, b }, _) => (None, endpoint_lane(a).map(|l| (l, link_key(a, b)))),
+                    _ => (None, None),
+                };
+                if let Some((l, key)) = end {
+                    if let Some(i) = open_spans.remove(&(l, key)) {
+                        spans[i].x1 = x.max(spans[i].x0 + 2.0);
+                        spans[i].open = false;
+                    }
+                }
+                if let Some((l, kind, key)) = start {
+                    open_spans.entry((l, key)).or_insert_with(|| {
+                        spans.push(Span { lane: l, x0: x, x1: now_x.max(x + 2.0), kind, open: true, title: title.clone() });
+                        spans.len() - 1
+                    });
+                }
                 let l = lane.unwrap_or(0);
                 if !lanes.is_empty() {
                     mark(l, MarkKind::Fault, Some("⚡".to_owned()), None);
@@ -572,6 +680,13 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
             }
             EventKind::Resumed | EventKind::Restarted { .. } | EventKind::Note { .. } => {
                 if let Some(l) = lane {
+                    let key = if matches!(e.kind, EventKind::Resumed) { "resume" } else { "restart" };
+                    if !matches!(e.kind, EventKind::Note { .. }) {
+                        if let Some(i) = open_spans.remove(&(l, key.to_owned())) {
+                            spans[i].x1 = x.max(spans[i].x0 + 2.0);
+                            spans[i].open = false;
+                        }
+                    }
                     mark(l, MarkKind::Info, None, None);
                 }
             }
@@ -589,13 +704,39 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
     }
 
     let ticks = axis.ticks().into_iter().map(|t| Tick { x: axis.x(t), label: seconds(t) }).collect();
-    Layout { height, span_ms: axis.span_ms, lanes, ticks, bars, arrows, marks, bands, now_x }
+    let merged = merge_marks(&mut marks, &mut arrows);
+    let width = LABEL_W + axis.plot_w + RIGHT_PAD;
+    Layout { height, span_ms: axis.span_ms, lanes, ticks, bars, arrows, marks, bands, spans, now_x, width, merged }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lab::{Client, Lab};
+
+    #[test]
+    fn ten_thousand_events_stay_within_a_bounded_dom() {
+        let mut lab = Lab::new();
+        for i in 0..3_400 {
+            lab.run(Client::from_index(i % 3), &format!("SET k{i} v"));
+        }
+        let trace = lab.trace();
+        assert!(trace.events.len() >= 3_400);
+        let mut big = trace.clone();
+        while big.events.len() < 10_000 {
+            let mut more = trace.events.clone();
+            let n = big.events.len() as u64;
+            for e in &mut more {
+                e.step += n;
+            }
+            big.events.extend(more);
+        }
+        let l = layout(&big, 0, Lang::En);
+        assert!(l.marks.len() <= 3 * 900, "{} marks for {} events", l.marks.len(), big.events.len());
+        assert!(l.merged > 5_000);
+        let z = layout_zoomed(&big, 0, Lang::En, 4.0);
+        assert!(z.width > l.width * 3.0 && z.marks.len() > l.marks.len(), "{} {}", z.marks.len(), l.marks.len());
+    }
 
     #[test]
     fn seconds_read_naturally() {

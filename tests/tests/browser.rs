@@ -351,10 +351,93 @@ async fn the_app_in_headless_chromium() {
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
     screenshot(&c, "browser-lesson-zh.png").await;
 
+    // Lesson 07, step by step: the step list and the console show the
+    // article's replies (1, OK, 0, "token-B-222").
+    let lesson_ms = open(&c, &format!("{base}/?lang=en&lesson=07")).await;
+    assert_eq!(count(&c, "[data-testid=step]").await, 5);
+    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("0"));
+    assert!(text(&c, "[data-testid=narration]").await.unwrap().contains("compare-and-delete"));
+    for n in 1..=5 {
+        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        eventually(&format!("step {n} of lesson 07"), || async {
+            (count(&c, "[data-testid=step-reply]").await == n).then_some(())
+        })
+        .await;
+    }
+    let mut replies = Vec::new();
+    for r in c.find_all(Locator::Css("[data-testid=step-reply]")).await.unwrap() {
+        replies.push(r.text().await.unwrap().trim_start_matches("actual").trim().to_owned());
+    }
+    assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\""]);
+    assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
+    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
+    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=sim"));
+    let mut console = Vec::new();
+    for r in c.find_all(Locator::Css("[data-testid=console-reply]")).await.unwrap() {
+        console.push(r.text().await.unwrap());
+    }
+    assert_eq!(console, ["OK", "(integer) 1", "(integer) 0", "\"token-B-222\""], "client A's console");
+    // Off script, on the same world: B sees its own lock.
+    tab(&c, "B").await;
+    assert_eq!(run(&c, "GET lock:order:1001").await, "\"token-B-222\"");
+    // Keys: ← steps back (a replay), Home restarts, → steps on.
+    js(&c, "document.activeElement.blur(); return null").await;
+    press(&c, char::from(Key::Left)).await;
+    eventually("← to step back", || async { (text(&c, "[data-testid=step-name]").await? == "4").then_some(()) }).await;
+    press(&c, char::from(Key::Home)).await;
+    eventually("Home to restart", || async { (text(&c, "[data-testid=step-name]").await? == "0").then_some(()) }).await;
+    press(&c, char::from(Key::Right)).await;
+    eventually("→ to step on", || async { (text(&c, "[data-testid=step-name]").await? == "1").then_some(()) }).await;
+    // Play runs to the end by itself (at 8×).
+    c.find_all(Locator::Css("[data-testid=speed]")).await.unwrap().last().unwrap().click().await.unwrap();
+    press(&c, ' ').await;
+    eventually("play to reach the end", || async { (text(&c, "[data-testid=step-name]").await? == "end").then_some(()) }).await;
+    screenshot(&c, "browser-lesson-07-en.png").await;
+
+    // Lesson 05 at its end: two holders on the node, and the violation band.
+    let t05 = Instant::now();
+    open(&c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7&driver=sim")).await;
+    let interactive_05 = t05.elapsed();
+    assert!(count(&c, "[data-testid=lock-bar]").await >= 2, "lock bars for A and B");
+    assert!(count(&c, "[data-testid=lock-bar][data-owner=B]").await >= 1);
+    assert!(count(&c, "[data-testid=lock-bar][data-owner=C]").await >= 1);
+    assert!(count(&c, "[data-testid=violation]").await >= 1, "the violation band");
+    assert!(count(&c, "[data-testid=timeline-span][data-kind=paused]").await >= 1, "A's pause is shaded");
+    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=05&step=end&seed=7&driver=sim"));
+    screenshot(&c, "browser-lesson-05-en.png").await;
+    // The fault toolbox acts on the same world; export offers the SVG.
+    let before = js(&c, "return document.querySelector('[data-testid=timeline]').dataset.events").await;
+    c.find(Locator::Css("[data-testid=fault-crash]")).await.unwrap().click().await.unwrap();
+    eventually("the crash in the trace", || async {
+        let now = js(&c, "return document.querySelector('[data-testid=timeline]').dataset.events").await;
+        (now != before).then_some(())
+    })
+    .await;
+    c.find(Locator::Css("[data-testid=export-svg]")).await.unwrap().click().await.unwrap();
+    let href = js(&c, "return document.querySelector('[data-testid=export-svg]').getAttribute('href')").await;
+    assert!(href.as_str().unwrap_or_default().starts_with("data:image/svg+xml"), "{href}");
+    // Language switch on a lesson, then a reload from the URL.
+    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]")).await.unwrap().click().await.unwrap();
+    eventually("the lesson in Chinese", || async {
+        (text(&c, "[data-testid=narration]").await?.contains("临界区")).then_some(())
+    })
+    .await;
+    c.refresh().await.unwrap();
+    eventually("lesson 05 at its end after a reload, in Chinese", || async {
+        let t = text(&c, "[data-testid=step-name]").await?;
+        let n = text(&c, "[data-testid=narration]").await?;
+        (t == "end" && n.contains("临界区") && count(&c, "[data-testid=violation]").await >= 1).then_some(())
+    })
+    .await;
+    screenshot(&c, "browser-lesson-05-zh.png").await;
+
     c.close().await.unwrap();
     drop(driver);
     eprintln!(
-        "browser test: first interactive render {ready_ms:.0} ms after navigation start; whole test {:.1} s",
+        "browser test: first interactive render {ready_ms:.0} ms after navigation start; \
+         lesson 07 interactive at {lesson_ms:.0} ms; lesson 05 at step=end loaded and interactive in {:.0} ms; \
+         whole test {:.1} s",
+        interactive_05.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
     );
 }

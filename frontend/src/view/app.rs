@@ -7,11 +7,10 @@ use web_sys::KeyboardEvent;
 use yew::prelude::*;
 
 use crate::i18n::Lang;
-use crate::lab::Client;
 use crate::query::Query;
-use crate::state::{Action, AppContext, State, Transport};
+use crate::state::{Action, AppContext, State, Transport, SPEEDS, STEP_MS};
 use crate::view::{
-    clock::Clock, console::Console, header::Header, help::Help, lesson_list::LessonList,
+    clock::Clock, console::Console, faults::Faults, header::Header, help::Help, lesson_list::LessonList,
     lesson_panel::LessonPanel, timeline::Timeline,
 };
 
@@ -40,6 +39,7 @@ fn shortcut(e: &KeyboardEvent) -> Option<Action> {
         "ArrowLeft" => Some(Action::Transport(Transport::Back)),
         "ArrowRight" => Some(Action::Transport(Transport::Forward)),
         "Home" => Some(Action::Transport(Transport::Home)),
+        "End" => Some(Action::Transport(Transport::End)),
         _ => None,
     }
 }
@@ -67,6 +67,19 @@ pub fn app() -> Html {
                 let _ = root.set_attribute("data-ready-ms", &format!("{ms:.1}"));
             }
             move || drop(listener)
+        });
+    }
+
+    // Play: one step per STEP_MS / speed, while playing. Each step is a new
+    // revision, which re-arms the timer; pausing drops it.
+    {
+        let dispatcher = state.dispatcher();
+        let delay = (STEP_MS / SPEEDS[state.speed]) as u32;
+        use_effect_with((state.playing, state.rev, delay), move |&(playing, _, delay)| {
+            let timer = playing.then(|| {
+                gloo_timers::callback::Timeout::new(delay, move || dispatcher.dispatch(Action::Transport(Transport::Tick)))
+            });
+            move || drop(timer)
         });
     }
 
@@ -111,11 +124,27 @@ pub fn app() -> Html {
     };
     let onrun = {
         let s = state.clone();
-        Callback::from(move |(client, line): (Client, String)| s.dispatch(Action::Run { client, line }))
+        Callback::from(move |(tab, line): (usize, String)| s.dispatch(Action::Run { tab, line }))
     };
     let onselect_client = {
         let s = state.clone();
-        Callback::from(move |c: Client| s.dispatch(Action::SelectClient(c)))
+        Callback::from(move |c: usize| s.dispatch(Action::SelectClient(c)))
+    };
+    let onclose_lesson = {
+        let s = state.clone();
+        Callback::from(move |()| s.dispatch(Action::CloseLesson))
+    };
+    let onspeed = {
+        let s = state.clone();
+        Callback::from(move |i: usize| s.dispatch(Action::SetSpeed(i)))
+    };
+    let onquiz = {
+        let s = state.clone();
+        Callback::from(move |()| s.dispatch(Action::ToggleQuiz))
+    };
+    let oninject = {
+        let s = state.clone();
+        Callback::from(move |f: locklab_core::world::Fault| s.dispatch(Action::Inject(f)))
     };
     let onadvance = {
         let s = state.clone();
@@ -132,10 +161,13 @@ pub fn app() -> Html {
             <div class="app" data-testid="app" data-lang={ state.lang.code() }>
                 <Header {onlang} {onhelp} />
                 <div class="body">
-                    <LessonList onselect={ onselect_lesson } />
+                    <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     <main>
-                        <LessonPanel {onmove} />
-                        <Timeline />
+                        <LessonPanel {onmove} {onspeed} {onquiz} />
+                        <div class="stage">
+                            <Timeline />
+                            <Faults {oninject} />
+                        </div>
                         <div class="bench">
                             <Console {onrun} onselect={ onselect_client } />
                             <Clock {onadvance} {onreset} />

@@ -16,7 +16,10 @@ pub struct ClockProps {
 pub fn clock(props: &ClockProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let now = state.lab.borrow().now_ms();
+    let now = match &state.session {
+        Some(s) => s.borrow().now_ms(),
+        None => state.lab.borrow().now_ms(),
+    };
     html! {
         <div class="clock" data-testid="clock" title={ Text::ClockHint.get(lang) }>
             <span class="label">{ Text::Clock.get(lang) }</span>
@@ -31,9 +34,11 @@ pub fn clock(props: &ClockProps) -> Html {
                     </button>
                 }
             }) }
-            <button class="quiet" data-testid="reset-lab" onclick={ props.onreset.reform(|_| ()) }>
-                { Text::ResetLab.get(lang) }
-            </button>
+            if state.session.is_none() {
+                <button class="quiet" data-testid="reset-lab" onclick={ props.onreset.reform(|_| ()) }>
+                    { Text::ResetLab.get(lang) }
+                </button>
+            }
         </div>
     }
 }

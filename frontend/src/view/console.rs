@@ -1,4 +1,6 @@
-//! The console: one redis-cli per client, in tabs, on the same node.
+//! The console: one redis-cli per client, in tabs. In the free lab they
+//! share one node; in a lesson each tab is one of the lesson's actors on the
+//! lesson's own world, so the user can go off script between steps.
 
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
@@ -11,16 +13,16 @@ use crate::state::AppContext;
 #[derive(Properties, PartialEq)]
 pub struct ConsoleProps {
     /// A line was entered on a client's console.
-    pub onrun: Callback<(Client, String)>,
+    pub onrun: Callback<(usize, String)>,
     /// A client's tab was chosen.
-    pub onselect: Callback<Client>,
+    pub onselect: Callback<usize>,
 }
 
 #[function_component(Console)]
 pub fn console(props: &ConsoleProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let client = state.active;
+    let tab = state.active;
     let editor = use_state(LineEditor::default);
     let input_ref = use_node_ref();
     let screen_ref = use_node_ref();
@@ -28,16 +30,29 @@ pub fn console(props: &ConsoleProps) -> Html {
     // Keep the newest reply in view, as a terminal does.
     {
         let screen_ref = screen_ref.clone();
-        use_effect_with((state.rev, client), move |_| {
+        use_effect_with((state.rev, tab), move |_| {
             if let Some(screen) = screen_ref.cast::<web_sys::Element>() {
                 screen.set_scroll_top(screen.scroll_height());
             }
         });
     }
 
-    let lab = state.lab.borrow();
-    let prompt = lab.prompt(client);
-    let history = lab.history(client).to_vec();
+    // Tabs, prompt, history and transcript: the lesson's actors or the lab's clients.
+    let (tabs, prompt, history, transcript) = match &state.session {
+        Some(s) => {
+            let s = s.borrow();
+            let tab = tab.min(s.actors().len().saturating_sub(1));
+            (s.actors().to_vec(), crate::session::PROMPT.to_owned(), s.history(tab).to_vec(), s.transcript(tab))
+        }
+        None => {
+            let lab = state.lab.borrow();
+            let c = Client::from_index(tab);
+            let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();
+            (tabs, lab.prompt(c), lab.history(c).to_vec(), lab.transcript(c).to_vec())
+        }
+    };
+    let tab = tab.min(tabs.len().saturating_sub(1));
+    let hint = if state.session.is_some() { Text::ConsoleLessonHint } else { Text::ConsoleHint };
 
     let oninput = {
         let editor = editor.clone();
@@ -55,7 +70,7 @@ pub fn console(props: &ConsoleProps) -> Html {
             match e.key().as_str() {
                 "Enter" => {
                     e.prevent_default();
-                    onrun.emit((client, next.submit()));
+                    onrun.emit((tab, next.submit()));
                 }
                 "ArrowUp" => {
                     e.prevent_default();
@@ -87,32 +102,32 @@ pub fn console(props: &ConsoleProps) -> Html {
     };
 
     html! {
-        <section class="console" data-testid="console" data-client={ client.letter() }>
+        <section class="console" data-testid="console" data-client={ tabs.get(tab).cloned() }>
             <div class="console-head">
                 <h2>{ Text::Console.get(lang) }</h2>
                 <div class="tabs" role="tablist">
-                    { for Client::ALL.into_iter().map(|c| {
+                    { for tabs.iter().enumerate().map(|(c, name)| {
                         let onselect = props.onselect.clone();
                         let input_ref = input_ref.clone();
                         html! {
                             <button role="tab"
-                                class={ classes!("tab", format!("client-{}", c.letter()), (c == client).then_some("on")) }
-                                data-testid="console-tab" data-client={ c.letter() }
-                                aria-selected={ (c == client).to_string() }
+                                class={ classes!("tab", format!("client-{c}"), (c == tab).then_some("on")) }
+                                data-testid="console-tab" data-client={ name.clone() }
+                                aria-selected={ (c == tab).to_string() }
                                 onclick={ move |_| {
                                     onselect.emit(c);
                                     if let Some(input) = input_ref.cast::<HtmlInputElement>() {
                                         let _ = input.focus();
                                     }
                                 } }
-                            >{ format!("{} {}", Text::Client.get(lang), c.letter()) }</button>
+                            >{ if name.chars().count() <= 2 { format!("{} {name}", Text::Client.get(lang)) } else { name.clone() } }</button>
                         }
                     }) }
                 </div>
-                <span class="hint">{ Text::ConsoleHint.get(lang) }</span>
+                <span class="hint">{ hint.get(lang) }</span>
             </div>
             <div class="screen" ref={ screen_ref } onclick={ focus_input }>
-                { for lab.transcript(client).iter().map(|x| html! {
+                { for transcript.iter().map(|x| html! {
                     <div class="exchange">
                         <div class="typed" data-testid="console-command">
                             <span class="prompt">{ &x.prompt }</span>{ &x.line }

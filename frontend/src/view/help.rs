@@ -19,6 +19,7 @@ pub fn help(props: &HelpProps) -> Html {
         ("←", Text::HelpBack),
         ("→", Text::HelpForward),
         ("Home", Text::HelpHome),
+        ("End", Text::HelpEnd),
         ("?", Text::HelpHelp),
         ("Esc", Text::HelpClose),
         ("↑ ↓", Text::HelpHistory),

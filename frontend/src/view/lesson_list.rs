@@ -1,4 +1,5 @@
-//! The lesson list, grouped by theme.
+//! The lesson list from the lesson files, grouped by theme, each with the
+//! article it comes from (seed and section).
 
 use yew::prelude::*;
 
@@ -9,33 +10,41 @@ use crate::state::AppContext;
 #[derive(Properties, PartialEq)]
 pub struct LessonListProps {
     pub onselect: Callback<String>,
+    pub onclose: Callback<()>,
 }
 
 #[function_component(LessonList)]
 pub fn lesson_list(props: &LessonListProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
+    let current = state.lesson_id();
     html! {
         <nav class="lessons" data-testid="lesson-list">
             <h2>{ Text::Lessons.get(lang) }</h2>
+            <button class={ classes!("lesson", "free", current.is_none().then_some("selected")) }
+                data-testid="free-lab" onclick={ props.onclose.reform(|_| ()) }>
+                <span class="title">{ Text::FreeLab.get(lang) }</span>
+            </button>
             { for Theme::ALL.into_iter().map(|theme| html! {
-                <section class="theme" data-theme={ theme.slug() }>
-                    <h3>{ theme.title(lang) }</h3>
+                <section class="theme" data-theme={ catalog::theme_slug(theme) }>
+                    <h3>{ catalog::theme_title(theme, lang) }</h3>
                     <ul>
                         { for catalog::by_theme(theme).map(|l| {
-                            let selected = state.lesson.as_deref() == Some(l.id);
-                            let id = l.id.to_owned();
+                            let selected = current.as_deref() == Some(l.id.as_str());
+                            let id = l.id.clone();
                             html! {
                                 <li>
                                     <button
                                         class={ classes!("lesson", selected.then_some("selected")) }
                                         data-testid="lesson-item"
-                                        data-lesson={ l.id }
+                                        data-lesson={ l.id.clone() }
                                         aria-current={ selected.then_some("true") }
+                                        title={ catalog::text(&l.title, lang).to_owned() }
                                         onclick={ props.onselect.reform(move |_| id.clone()) }
                                     >
-                                        <span class="id">{ l.id }</span>
-                                        <span class="title">{ l.title(lang) }</span>
+                                        <span class="id">{ &l.id }</span>
+                                        <span class="title">{ catalog::text(&l.title, lang) }</span>
+                                        <span class="source" data-testid="lesson-source">{ catalog::source_label(l, lang) }</span>
                                     </button>
                                 </li>
                             }

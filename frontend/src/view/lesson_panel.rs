@@ -1,49 +1,239 @@
-//! The selected lesson's title and the step transport.
+//! The selected lesson: title, source, narration, the transport (step,
+//! play at 0.25×–8×, scrub, restart), the step list with expected and
+//! actual replies, interview-mode predictions, and the outcome.
 
+use std::collections::BTreeMap;
+
+use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
 use crate::catalog;
 use crate::i18n::Text;
-use crate::state::{AppContext, Transport};
+use crate::session::{self, prediction_matches};
+use crate::state::{AppContext, Transport, SPEEDS};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonPanelProps {
     pub onmove: Callback<Transport>,
+    pub onspeed: Callback<usize>,
+    pub onquiz: Callback<()>,
 }
 
 #[function_component(LessonPanel)]
 pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let lesson = state.lesson.as_deref().and_then(catalog::find);
-    let button = |t: Transport, label: &'static str, title: Text| {
+    // Interview mode's predictions, by step index (view state: scoring is
+    // `prediction_matches`, tested natively).
+    let guesses = use_state(BTreeMap::<usize, String>::new);
+    let draft = use_state(String::new);
+    let lesson_id = state.lesson_id();
+    {
+        let guesses = guesses.clone();
+        use_effect_with(lesson_id.clone(), move |_| guesses.set(BTreeMap::new()));
+    }
+
+    let Some(session) = state.session.as_ref() else {
+        return html! {
+            <section class="lesson-panel" data-testid="lesson-panel">
+                <div class="lesson-heading">
+                    <h1 class="muted">{ Text::PickLesson.get(lang) }</h1>
+                </div>
+            </section>
+        };
+    };
+    let s = session.borrow();
+    let l = s.lesson;
+    let pos = s.position();
+    let len = s.len();
+    let results = s.results();
+
+    let button = |t: Transport, label: &'static str, title: Text, testid: &'static str| {
         let onmove = props.onmove.clone();
         html! {
-            <button class="transport" title={ title.get(lang) } disabled={ lesson.is_none() }
-                onclick={ move |_| onmove.emit(t) }>{ label }</button>
+            <button class="transport" title={ title.get(lang) } aria-label={ title.get(lang) }
+                data-testid={ testid } onclick={ move |_| onmove.emit(t) }>{ label }</button>
         }
     };
+    let onscrub = {
+        let onmove = props.onmove.clone();
+        Callback::from(move |e: InputEvent| {
+            let v = e.target_unchecked_into::<HtmlInputElement>().value();
+            if let Ok(n) = v.parse::<usize>() {
+                onmove.emit(Transport::Seek(n));
+            }
+        })
+    };
+
+    // The next step, when interview mode asks for a prediction first.
+    let next = l.steps.get(pos);
+    let asks = state.quiz
+        && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
+        && !guesses.contains_key(&pos);
+    let submit = {
+        let guesses = guesses.clone();
+        let draft = draft.clone();
+        let onmove = props.onmove.clone();
+        Callback::from(move |guess: String| {
+            let mut g = (*guesses).clone();
+            g.insert(pos, guess);
+            guesses.set(g);
+            draft.set(String::new());
+            onmove.emit(Transport::Forward);
+        })
+    };
+    let quiz_box = if asks {
+        let st = next.expect("asks implies a next step");
+        let question = st.quiz.as_ref().map(|q| if lang == crate::i18n::Lang::Zh { q.zh.clone() } else { q.en.clone() });
+        let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
+        let oninput = {
+            let draft = draft.clone();
+            Callback::from(move |e: InputEvent| draft.set(e.target_unchecked_into::<HtmlInputElement>().value()))
+        };
+        let onsubmit = {
+            let submit = submit.clone();
+            let draft = draft.clone();
+            Callback::from(move |e: SubmitEvent| {
+                e.prevent_default();
+                submit.emit((*draft).clone());
+            })
+        };
+        html! {
+            <form class="quiz" data-testid="quiz" {onsubmit}>
+                <div class="question">{ question.unwrap_or_else(|| session::preview(l, pos)) }</div>
+                if choices.is_empty() {
+                    <label>{ Text::Predict.get(lang) }
+                        <input type="text" data-testid="quiz-input" value={ (*draft).clone() } {oninput}
+                            autocomplete="off" spellcheck="false" />
+                    </label>
+                    <button type="submit" data-testid="quiz-check">{ Text::Check.get(lang) }</button>
+                } else {
+                    { for choices.into_iter().map(|c| {
+                        let submit = submit.clone();
+                        let label = c.clone();
+                        html! { <button type="button" class="choice" data-testid="quiz-choice"
+                            onclick={ move |_| submit.emit(c.clone()) }>{ label }</button> }
+                    }) }
+                }
+            </form>
+        }
+    } else {
+        html! {}
+    };
+    let scored: Vec<bool> = guesses
+        .iter()
+        .filter_map(|(i, g)| results.get(*i).and_then(|r| r.reply.as_deref()).map(|r| prediction_matches(g, r)))
+        .collect();
+
+    let steps = l.steps.iter().enumerate().map(|(i, st)| {
+        let r = results.get(i);
+        let done = r.is_some();
+        let class = classes!(
+            "step",
+            if done { "done" } else { "pending" },
+            (i + 1 == pos).then_some("current"),
+            (i == pos).then_some("next"),
+            r.is_some_and(|r| !r.ok).then_some("mismatch"),
+        );
+        let shown = r.map_or_else(|| session::preview(l, i), |r| r.shown.clone());
+        let expected = st.expect.as_ref().map(|e| e.describe());
+        let hide_expected = state.quiz && !done;
+        let guess = guesses.get(&i).cloned();
+        let onmove = props.onmove.clone();
+        html! {
+            <li {class} data-testid="step" data-index={ i.to_string() }
+                data-ok={ r.map(|r| r.ok.to_string()) }
+                onclick={ move |_| onmove.emit(Transport::Seek(i + 1)) }>
+                <span class="n">{ i + 1 }</span>
+                if let Some(actor) = &st.client {
+                    <span class="actor">{ actor }</span>
+                }
+                <code class="shown">{ shown }</code>
+                <div class="replies">
+                    if let (Some(e), false) = (&expected, hide_expected) {
+                        <span class="expected" data-testid="step-expected">
+                            <span class="k">{ Text::Expected.get(lang) }</span>{ e }
+                        </span>
+                    }
+                    if let Some(reply) = r.and_then(|r| r.reply.clone()) {
+                        <span class="actual" data-testid="step-reply">
+                            <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
+                        </span>
+                        if let Some(g) = guess {
+                            if prediction_matches(&g, &reply) {
+                                <span class="verdict right" data-testid="quiz-verdict">{ format!("✓ {}", Text::Right.get(lang)) }</span>
+                            } else {
+                                <span class="verdict wrong" data-testid="quiz-verdict">{ format!("✗ {g} — {}", Text::Wrong.get(lang)) }</span>
+                            }
+                        }
+                    }
+                    if r.is_some_and(|r| !r.ok) {
+                        <span class="mismatch-mark" data-testid="step-mismatch">{ format!("⚠ {}", Text::Mismatch.get(lang)) }</span>
+                    }
+                </div>
+                if let (Some(t), true) = (&st.explain, done) {
+                    <p class="explain">{ catalog::text(t, lang) }</p>
+                }
+                if let (Some(t), true) = (&st.say, !done) {
+                    <p class="explain">{ catalog::text(t, lang) }</p>
+                }
+            </li>
+        }
+    });
+
+    let outcome = s.run().outcome();
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
             <div class="lesson-heading">
-                { match lesson {
-                    Some(l) => html! {
-                        <h1 data-testid="lesson-title" data-lesson={ l.id }>
-                            <span class="id">{ l.id }</span>{ l.title(lang) }
-                        </h1>
-                    },
-                    None => html! { <h1 class="muted">{ Text::PickLesson.get(lang) }</h1> },
-                } }
-                <p class="note">{ Text::LessonsSoon.get(lang) }</p>
+                <h1 data-testid="lesson-title" data-lesson={ l.id.clone() }>
+                    <span class="id">{ &l.id }</span>{ catalog::text(&l.title, lang) }
+                </h1>
+                <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
+                <p class="narration" data-testid="narration">{ catalog::text(&l.narration, lang) }</p>
+                if let Some(e) = &s.error {
+                    <p class="error">{ e }</p>
+                }
             </div>
             <div class="transport-row">
-                { button(Transport::Home, "⇤", Text::HelpHome) }
-                { button(Transport::Back, "←", Text::HelpBack) }
-                { button(Transport::TogglePlay, if state.playing { "❚❚" } else { "▶" }, Text::HelpPlay) }
-                { button(Transport::Forward, "→", Text::HelpForward) }
-                if let Some(step) = &state.step {
-                    <span class="step-name" data-testid="step-name">{ step }</span>
+                { button(Transport::Home, "⇤", Text::Restart, "restart") }
+                { button(Transport::Back, "←", Text::HelpBack, "step-back") }
+                { button(Transport::TogglePlay, if state.playing { "❚❚" } else { "▶" }, Text::HelpPlay, "play") }
+                { button(Transport::Forward, "→", Text::HelpForward, "step-forward") }
+                { button(Transport::End, "⇥", Text::HelpEnd, "end") }
+                <input type="range" class="scrub" data-testid="scrub" min="0" max={ len.to_string() }
+                    value={ pos.to_string() } title={ Text::Scrub.get(lang) } oninput={ onscrub } />
+                <span class="counter"><span data-testid="step-name">{ state.step().unwrap_or_else(|| "0".into()) }</span>
+                    { format!(" / {len}") }</span>
+                <span class="speeds" role="group" aria-label={ Text::Speed.get(lang) }>
+                    { for SPEEDS.iter().enumerate().map(|(i, sp)| {
+                        let onspeed = props.onspeed.clone();
+                        html! { <button class={ classes!("speed", (i == state.speed).then_some("on")) }
+                            data-testid="speed" onclick={ move |_| onspeed.emit(i) }>{ format!("{sp}×") }</button> }
+                    }) }
+                </span>
+                <label class="quiz-toggle">
+                    <input type="checkbox" data-testid="quiz-mode" checked={ state.quiz }
+                        onchange={ props.onquiz.reform(|_| ()) } />
+                    { Text::QuizMode.get(lang) }
+                </label>
+                if state.quiz && !scored.is_empty() {
+                    <span class="score" data-testid="quiz-score">
+                        { format!("{} {}/{}", Text::Score.get(lang), scored.iter().filter(|x| **x).count(), scored.len()) }
+                    </span>
                 }
+            </div>
+            { quiz_box }
+            <h2 class="steps-title">{ Text::Steps.get(lang) }</h2>
+            <ol class="steps" data-testid="steps">{ for steps }</ol>
+            <div class={ classes!("outcome", s.is_finished().then_some(if outcome.ok { "held" } else { "failed" })) }
+                data-testid="outcome" data-ok={ s.is_finished().then(|| outcome.ok.to_string()) }>
+                <h3>{ Text::Outcome.get(lang) }</h3>
+                if s.is_finished() {
+                    <p>{ catalog::text(&outcome.expected.explain, lang) }</p>
+                } else {
+                    <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
+                }
+                <p class="note">{ Text::OffScript.get(lang) }</p>
             </div>
         </section>
     }

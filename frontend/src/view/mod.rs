@@ -5,6 +5,7 @@
 pub mod app;
 pub mod clock;
 pub mod console;
+pub mod faults;
 pub mod header;
 pub mod help;
 pub mod lesson_list;

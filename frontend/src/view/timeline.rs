@@ -1,15 +1,20 @@
 //! The timeline: core's trace drawn as swimlanes, in SVG.
 //!
-//! Geometry comes from [`crate::timeline::layout`]; this only draws. Shapes
+//! Geometry comes from [`crate::timeline::layout_zoomed`] (memoised on the
+//! state's revision, the language and the zoom); this only draws. Shapes
 //! carry stable `data-testid`s (`timeline`, `lock-bar`, `violation`,
-//! `expiry`, `timeline-command`) and `<title>` tooltips with the event as the
-//! explorer would print it.
+//! `expiry`, `timeline-command`, `timeline-span`) and `<title>` tooltips
+//! with the event as the explorer would print it. Marks are drawn per lane
+//! by [`LaneMarks`], which Yew skips when a lane's marks did not change.
+//! Zoom widens the axis; the panel scrolls to pan.
+
+use std::rc::Rc;
 
 use yew::prelude::*;
 
 use crate::i18n::Text;
 use crate::state::AppContext;
-use crate::timeline::{layout, ArrowKind, BarEnd, MarkKind, AXIS_H, LABEL_W, VIEW_W};
+use crate::timeline::{layout_zoomed, ArrowKind, BarEnd, Layout, Mark, MarkKind, AXIS_H, LABEL_W};
 
 fn f(v: f64) -> String {
     format!("{v:.1}")
@@ -19,15 +24,151 @@ fn owner_class(owner: Option<u32>) -> String {
     owner.map_or_else(|| "owner-none".to_owned(), |o| format!("owner-{}", o % 6))
 }
 
+const ZOOMS: [f64; 6] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+
+/// The styles an exported SVG carries with it (the page's stylesheet
+/// does not travel with the file).
+const EXPORT_CSS: &str = "text{font:11px sans-serif}.tick line{stroke:#e3e6ea}.tick text{fill:#6b7280}\
+.lane-bg{fill:none}.lane.node .lane-bg{fill:#f7f8fa}.lane-line{stroke:#d5d9df;stroke-dasharray:2 4}\
+.lane-label{font-weight:600;font-size:12px}.held{fill:#2563eb;fill-opacity:.26;stroke:#2563eb}\
+.ttl{fill:none;stroke:#2563eb;stroke-dasharray:4 3}.band rect{fill:#dc2626;fill-opacity:.12;stroke:#dc2626}\
+.band text{fill:#dc2626;font-weight:600;font-size:10px}.mark circle{fill:#2563eb;stroke:#fff}\
+.mark.error circle,.mark.rejected rect{fill:#dc2626}.mark.accepted rect{fill:#059669}.mark.fault path{fill:#d97706}\
+.span rect{fill:#9ca3af;fill-opacity:.25}.arrow{stroke:#8a94a3}.now{stroke:#2563eb}.mark-label,.bar-label{font:10px monospace}";
+
+/// `data:` URL of an SVG document, percent-encoded.
+pub fn svg_data_url(markup: &str) -> String {
+    let mut out = String::from("data:image/svg+xml;charset=utf-8,");
+    for b in markup.bytes() {
+        if b.is_ascii_alphanumeric() || b" -_.~/:=;,()!*'".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[derive(Properties, PartialEq)]
+struct LaneMarksProps {
+    marks: Rc<Vec<Mark>>,
+}
+
+/// One lane's marks. Its props compare by value, so a render that leaves a
+/// lane's marks as they were does not touch that lane's DOM.
+#[function_component(LaneMarks)]
+fn lane_marks(props: &LaneMarksProps) -> Html {
+    // Labels under command dots only where the previous one on the lane is
+    // far enough away to stay readable.
+    let mut last_label = f64::NEG_INFINITY;
+    let marks = props.marks.iter().map(|m| {
+        let show_label = m.label.is_some() && m.x - last_label >= 96.0;
+        if show_label {
+            last_label = m.x;
+        }
+        let label = show_label.then(|| m.label.clone()).flatten();
+        let (class, testid, shape) = match &m.kind {
+            MarkKind::Command(t) | MarkKind::Reply(t) | MarkKind::Executed(t) => {
+                let r = if matches!(m.kind, MarkKind::Command(_)) { "5" } else { "3.5" };
+                (t.class(), "timeline-command", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r={ r } /> })
+            }
+            MarkKind::Expired { .. } => (
+                "expired",
+                "expiry",
+                html! { <path d={ format!("M{} {} l5 5 l-5 5 l-5 -5 z", f(m.x), f(m.y - 5.0)) } /> },
+            ),
+            MarkKind::Lost | MarkKind::TimedOut => (
+                "lost",
+                "timeline-lost",
+                html! { <path d={ format!("M{} {} l8 8 m0 -8 l-8 8", f(m.x - 4.0), f(m.y - 4.0)) } /> },
+            ),
+            MarkKind::Fault => (
+                "fault",
+                "timeline-fault",
+                html! { <path d={ format!("M{} {} l6 0 l-6 12 l-6 -12 z", f(m.x), f(m.y - 6.0)) } /> },
+            ),
+            MarkKind::Write { accepted } => (
+                if *accepted { "accepted" } else { "rejected" },
+                "timeline-write",
+                html! { <rect x={ f(m.x - 5.0) } y={ f(m.y - 5.0) } width="10" height="10" rx="2" /> },
+            ),
+            MarkKind::Info => ("info", "timeline-info", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r="2.5" /> }),
+        };
+        let key = match &m.kind {
+            MarkKind::Expired { key } => Some(key.clone()),
+            _ => None,
+        };
+        html! {
+            <g class={ classes!("mark", class, owner_class(m.client)) } data-testid={ testid } data-key={ key } tabindex="0">
+                <title>{ &m.title }</title>
+                { shape }
+                if let Some(label) = label {
+                    <text class="mark-label" x={ f(m.x - 4.0) } y={ f(m.y + 19.0) }>{ label }</text>
+                }
+            </g>
+        }
+    });
+    html! { <g class="lane-marks">{ for marks }</g> }
+}
+
 #[function_component(Timeline)]
 pub fn timeline() -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let lab = state.lab.borrow();
-    let trace = lab.trace();
-    let l = layout(trace, lab.now_ms(), lang);
-    let plot_end = VIEW_W - 28.0;
+    let zoom = use_state(|| 0usize);
+    let svg_ref = use_node_ref();
+    // Yew delegates events, so `current_target` is not the link: keep a ref.
+    let link_ref = use_node_ref();
+    let z = ZOOMS[*zoom];
+    type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
+    let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
+        let state = state.clone();
+        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id()), move |_| {
+            let (trace, now) = match &state.session {
+                Some(s) => {
+                    let s = s.borrow();
+                    (s.trace(), s.now_ms())
+                }
+                None => {
+                    let lab = state.lab.borrow();
+                    (lab.trace().clone(), lab.now_ms())
+                }
+            };
+            let l = layout_zoomed(&trace, now, lang, z);
+            let mut per_lane = vec![Vec::new(); l.lanes.len()];
+            for m in &l.marks {
+                per_lane[m.lane].push(m.clone());
+            }
+            let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
+            (Rc::new(l), Rc::new(per_lane), trace.events.len())
+        });
+        (memo.0.clone(), memo.1.clone(), memo.2)
+    };
+    let plot_end = l.width - 28.0;
     let bottom = l.height - 4.0;
+    let onzoom = |d: isize| {
+        let zoom = zoom.clone();
+        Callback::from(move |_: MouseEvent| {
+            let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
+            zoom.set(if d == 0 { 0 } else { i });
+        })
+    };
+    let file = format!("locklab-{}.svg", state.lesson_id().unwrap_or_else(|| "lab".into()));
+    let onexport = {
+        let svg_ref = svg_ref.clone();
+        let link_ref = link_ref.clone();
+        Callback::from(move |_: MouseEvent| {
+            let (Some(svg), Some(a)) = (svg_ref.cast::<web_sys::Element>(), link_ref.cast::<web_sys::Element>()) else {
+                return;
+            };
+            let markup = svg.outer_html();
+            let markup = match markup.find('>') {
+                Some(i) => format!("{}><style>{EXPORT_CSS}</style>{}", &markup[..i], &markup[i + 1..]),
+                None => markup,
+            };
+            let _ = a.set_attribute("href", &svg_data_url(&markup));
+        })
+    };
 
     let ticks = l.ticks.iter().map(|t| {
         html! {
@@ -40,7 +181,7 @@ pub fn timeline() -> Html {
     let lanes = l.lanes.iter().map(|lane| {
         html! {
             <g class={ classes!("lane", lane.class()) }>
-                <rect class="lane-bg" x="0" y={ f(lane.y) } width={ f(VIEW_W) } height={ f(lane.height) } />
+                <rect class="lane-bg" x="0" y={ f(lane.y) } width={ f(l.width) } height={ f(lane.height) } />
                 <line class="lane-line" x1={ f(LABEL_W) } x2={ f(plot_end) } y1={ f(lane.mid()) } y2={ f(lane.mid()) } />
                 <text class="lane-label" x="10" y={ f(lane.mid() + 4.0) }>{ &lane.label }</text>
             </g>
@@ -52,6 +193,9 @@ pub fn timeline() -> Html {
                 <title>{ &b.title }</title>
                 <rect x={ f(b.x0) } y={ f(AXIS_H) } width={ f(b.x1 - b.x0) } height={ f(l.height - AXIS_H - 6.0) } />
                 <text x={ f(b.x0 + 3.0) } y={ f(AXIS_H + 11.0) }>{ format!("{} {}", Text::Violation.get(lang), b.name) }</text>
+                <text class="band-explain" x={ f(b.x0 + 3.0) } y={ f(l.height - 10.0) }>
+                    { b.title.split_once(": ").map_or(b.title.as_str(), |(_, rest)| rest) }
+                </text>
             </g>
         }
     });
@@ -92,71 +236,44 @@ pub fn timeline() -> Html {
                 marker-end="url(#arrowhead)" />
         }
     });
-    // Labels under command dots only where the previous one on the lane is
-    // far enough away to stay readable.
-    let mut last_label = vec![f64::NEG_INFINITY; l.lanes.len()];
-    let marks = l.marks.iter().map(|m| {
-        let show_label = m.label.is_some() && m.x - last_label[m.lane] >= 96.0;
-        if show_label {
-            last_label[m.lane] = m.x;
-        }
-        let label = show_label.then(|| m.label.clone()).flatten();
-        let (class, testid, shape) = match &m.kind {
-            MarkKind::Command(t) | MarkKind::Reply(t) | MarkKind::Executed(t) => {
-                let r = if matches!(m.kind, MarkKind::Command(_)) { "5" } else { "3.5" };
-                (t.class(), "timeline-command", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r={ r } /> })
-            }
-            MarkKind::Expired { .. } => (
-                "expired",
-                "expiry",
-                html! { <path d={ format!("M{} {} l5 5 l-5 5 l-5 -5 z", f(m.x), f(m.y - 5.0)) } /> },
-            ),
-            MarkKind::Lost | MarkKind::TimedOut => (
-                "lost",
-                "timeline-lost",
-                html! { <path d={ format!("M{} {} l8 8 m0 -8 l-8 8", f(m.x - 4.0), f(m.y - 4.0)) } /> },
-            ),
-            MarkKind::Fault => (
-                "fault",
-                "timeline-fault",
-                html! { <path d={ format!("M{} {} l6 0 l-6 12 l-6 -12 z", f(m.x), f(m.y - 6.0)) } /> },
-            ),
-            MarkKind::Write { accepted } => (
-                if *accepted { "accepted" } else { "rejected" },
-                "timeline-write",
-                html! { <rect x={ f(m.x - 5.0) } y={ f(m.y - 5.0) } width="10" height="10" rx="2" /> },
-            ),
-            MarkKind::Info => ("info", "timeline-info", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r="2.5" /> }),
-        };
-        let key = match &m.kind {
-            MarkKind::Expired { key } => Some(key.clone()),
-            _ => None,
-        };
+    let spans = l.spans.iter().map(|sp| {
+        let lane = &l.lanes[sp.lane];
         html! {
-            <g class={ classes!("mark", class, owner_class(m.client)) } data-testid={ testid } data-key={ key }>
-                <title>{ &m.title }</title>
-                { shape }
-                if let Some(label) = label {
-                    <text class="mark-label" x={ f(m.x - 4.0) } y={ f(m.y + 19.0) }>{ label }</text>
-                }
+            <g class={ classes!("span", sp.kind) } data-testid="timeline-span" data-kind={ sp.kind } data-open={ sp.open.to_string() }>
+                <title>{ &sp.title }</title>
+                <rect x={ f(sp.x0) } y={ f(lane.y + 3.0) } width={ f(sp.x1 - sp.x0) } height={ f(lane.height - 6.0) } />
             </g>
         }
     });
-    let empty = trace.events.is_empty();
+    let marks = per_lane.iter().map(|m| html! { <LaneMarks marks={ m.clone() } /> });
+    let empty = events == 0;
     let first_mid = l.lanes.first().map_or(AXIS_H + 20.0, |lane| lane.mid());
 
     html! {
         <section class="timeline-panel">
-            <h2>{ Text::Timeline.get(lang) }</h2>
-            <svg class="timeline" data-testid="timeline" viewBox={ format!("0 0 {VIEW_W} {}", f(l.height)) }
+            <div class="timeline-head">
+                <h2>{ Text::Timeline.get(lang) }</h2>
+                <span class="axis-note">{ "ms" }</span>
+                <div class="spacer" />
+                <button class="quiet" data-testid="zoom-out" title={ Text::ZoomOut.get(lang) } onclick={ onzoom(-1) }>{ "−" }</button>
+                <span class="zoom" data-testid="zoom">{ format!("{z}×") }</span>
+                <button class="quiet" data-testid="zoom-in" title={ Text::ZoomIn.get(lang) } onclick={ onzoom(1) }>{ "+" }</button>
+                <button class="quiet" data-testid="zoom-reset" onclick={ onzoom(0) }>{ Text::ZoomReset.get(lang) }</button>
+                <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
+            </div>
+            <div class="timeline-scroll">
+            <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
+                viewBox={ format!("0 0 {} {}", f(l.width), f(l.height)) }
+                style={ format!("width: {:.0}%", z * 100.0) }
                 role="img" aria-label={ Text::Timeline.get(lang) } data-span-ms={ l.span_ms.to_string() }
-                data-events={ trace.events.len().to_string() }>
+                data-events={ events.to_string() } data-marks={ l.marks.len().to_string() }>
                 <defs>
                     <marker id="arrowhead" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto">
                         <path d="M0 0 L8 4 L0 8 z" />
                     </marker>
                 </defs>
                 { for lanes }
+                { for spans }
                 <g class="axis">{ for ticks }</g>
                 { for bands }
                 { for bars }
@@ -167,6 +284,7 @@ pub fn timeline() -> Html {
                     <text class="empty" x={ f(LABEL_W + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
                 }
             </svg>
+            </div>
         </section>
     }
 }
