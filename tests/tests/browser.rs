@@ -234,7 +234,7 @@ async fn the_app_in_headless_chromium() {
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--window-size=1400,900", "--lang=en-US",
+                "--no-first-run", "--window-size=1400,1300", "--lang=en-US",
                 format!("--user-data-dir={}", driver.profile.display()),
             ],
         }

@@ -145,9 +145,9 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 data-ok={ r.map(|r| r.ok.to_string()) }
                 onclick={ move |_| onmove.emit(Transport::Seek(i + 1)) }>
                 <span class="n">{ i + 1 }</span>
-                if let Some(actor) = &st.client {
-                    <span class="actor">{ actor }</span>
-                }
+                // Faults, waits and notes belong to no client: keep the
+                // column so the step text stays in its own.
+                <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
                 <code class="shown">{ shown }</code>
                 <div class="replies">
                     if let (Some(e), false) = (&expected, hide_expected) {
