@@ -147,6 +147,23 @@ pub struct Work {
     pub hang: bool,
 }
 
+impl Work {
+    /// Enter the critical section: `tag` fires when the work is done, after
+    /// a duration drawn from `min_ms..=max_ms` — never, if the work hangs.
+    pub(crate) fn start(&self, cx: &mut Ctx<'_>, tag: u32) {
+        if !self.hang {
+            let d = cx.rng.between(self.min_ms, self.max_ms);
+            cx.timer(tag, d);
+        }
+    }
+}
+
+/// How often a lease is renewed: as configured, or every third of the TTL
+/// (Redisson's watchdog default), and never more often than every 1 ms.
+pub(crate) fn renew_every(configured_ms: Option<u64>, ttl_ms: u64) -> u64 {
+    configured_ms.unwrap_or(ttl_ms / 3).max(1)
+}
+
 impl Default for Work {
     fn default() -> Self {
         Work { min_ms: 50, max_ms: 400, hang: false }
@@ -452,17 +469,14 @@ impl LockMachine {
 
     fn start_work(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Working;
-        if !self.p.work.hang {
-            let d = cx.rng.between(self.p.work.min_ms, self.p.work.max_ms);
-            cx.timer(T_WORK, d);
-        }
+        self.p.work.start(cx, T_WORK);
         if self.p.watchdog.is_some() {
             cx.timer(T_WATCHDOG, self.watchdog_interval());
         }
     }
 
     fn watchdog_interval(&self) -> u64 {
-        self.p.watchdog.and_then(|w| w.interval_ms).unwrap_or(self.p.ttl_ms / 3).max(1)
+        renew_every(self.p.watchdog.and_then(|w| w.interval_ms), self.p.ttl_ms)
     }
 
     fn renew(&mut self, cx: &mut Ctx<'_>) {

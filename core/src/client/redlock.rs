@@ -303,17 +303,14 @@ impl RedlockMachine {
 
     fn start_work(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Working;
-        if !self.p.work.hang {
-            let d = cx.rng.between(self.p.work.min_ms, self.p.work.max_ms);
-            cx.timer(T_WORK, d);
-        }
+        self.p.work.start(cx, T_WORK);
         if self.p.extend.is_some() {
             cx.timer(T_EXTEND, self.extend_every());
         }
     }
 
     fn extend_every(&self) -> u64 {
-        self.p.extend.and_then(|e| e.every_ms).unwrap_or(self.p.ttl_ms / 3).max(1)
+        super::lock::renew_every(self.p.extend.and_then(|e| e.every_ms), self.p.ttl_ms)
     }
 
     fn extend(&mut self, cx: &mut Ctx<'_>) {
