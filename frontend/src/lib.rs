@@ -18,8 +18,14 @@
 //! * [`query`] — the view in the URL (`?lang=zh&lesson=05&step=end&seed=7&driver=sim`).
 //! * [`i18n`] — the UI string table, 中文 and English.
 //! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
+//! * [`driver`] — the seam: [`LessonDriver`](driver::LessonDriver), what
+//!   every view reads a lesson from, whichever driver plays it.
 //! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
 //!   replayed to step back, plus lines typed off script on the same world.
+//! * [`real`] — the real driver's model (sans-IO): the `/api/session`
+//!   protocol, the lesson run on real redis-server, reconnect state.
+//! * [`socket`] — the real driver's browser I/O: the WebSocket and the
+//!   `/api/health` fetch.
 //! * [`view`] — the components: header, lesson list, lesson panel, timeline,
 //!   console, clock, shortcuts overlay.
 //!
@@ -28,11 +34,14 @@
 //! `cargo test --workspace` type-checks the components and runs those tests.
 
 pub mod catalog;
+pub mod driver;
 pub mod editor;
 pub mod i18n;
 pub mod lab;
 pub mod query;
+pub mod real;
 pub mod session;
+pub mod socket;
 pub mod state;
 pub mod timeline;
 pub mod view;

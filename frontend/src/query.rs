@@ -9,24 +9,28 @@
 
 use crate::i18n::Lang;
 
-/// Which driver produces the trace. Only the simulator exists in the browser
-/// today; `driver=real` (a WebSocket to the backend) comes with the backend's
-/// session endpoint, and until then an unknown driver falls back to `sim`.
+/// Which driver produces the trace: the simulator in the page (the
+/// default), or real redis-server through the backend's WebSocket
+/// (`driver=real`). An unknown driver falls back to `sim`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Driver {
     #[default]
     Sim,
+    Real,
 }
 
 impl Driver {
+    pub const ALL: [Driver; 2] = [Driver::Sim, Driver::Real];
+
     pub fn code(self) -> &'static str {
         match self {
             Driver::Sim => "sim",
+            Driver::Real => "real",
         }
     }
 
     pub fn parse(s: &str) -> Option<Driver> {
-        (s == "sim").then_some(Driver::Sim)
+        Driver::ALL.into_iter().find(|d| d.code() == s)
     }
 }
 
@@ -142,6 +146,7 @@ mod tests {
         // A truncated escape is kept literally, then rejected as a word.
         assert_eq!(Query::parse("?lesson=0%3").lesson, None);
         assert_eq!(Query::parse("?lesson=%").lesson, None);
-        assert_eq!(Query::parse("?driver=real").driver, None);
+        assert_eq!(Query::parse("?driver=real").driver, Some(Driver::Real));
+        assert_eq!(Query::parse("?driver=mock").driver, None);
     }
 }

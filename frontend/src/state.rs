@@ -3,14 +3,16 @@
 //! As in Yew's `function_todomvc` example: a [`State`], an [`Action`] enum
 //! naming what the user meant ("run this line on client B", "advance the
 //! clock 10 s", "show me lesson 05 in Chinese"), and a thin
-//! [`Reducible::reduce`] that calls into [`Lab`](crate::lab::Lab) and the
-//! other plain modules, so the logic is tested natively without a browser.
+//! [`Reducible::reduce`] that calls into [`Lab`](crate::lab::Lab), the
+//! lesson's [`LessonDriver`] and the other plain modules, so the logic is
+//! tested natively without a browser.
 //!
-//! The [`Lab`] holds a simulated Redis node with a Lua VM inside, which is
-//! neither cheap nor possible to clone. So the state keeps it behind
-//! `Rc<RefCell<…>>`, mutates it in place in `reduce`, and bumps
-//! [`State::rev`], which is what equality (and so re-rendering) looks at.
-//! Nothing else ever borrows it mutably, and no borrow lives across a
+//! The [`Lab`] and the simulator's [`Session`] hold a simulated Redis node
+//! with a Lua VM inside, which is neither cheap nor possible to clone; the
+//! [`RealDriver`] holds a WebSocket's worth of state. So the state keeps
+//! them behind `Rc<RefCell<…>>`, mutates them in place in `reduce`, and
+//! bumps [`State::rev`], which is what equality (and so re-rendering) looks
+//! at. Nothing else ever borrows them mutably, and no borrow lives across a
 //! render.
 
 use std::cell::RefCell;
@@ -20,9 +22,11 @@ use locklab_core::world::Fault;
 use yew::prelude::*;
 
 use crate::catalog;
+use crate::driver::LessonDriver;
 use crate::i18n::Lang;
 use crate::lab::{Client, Lab};
 use crate::query::{Driver, Query};
+use crate::real::{Health, RealDriver};
 use crate::session::{self, Session};
 
 /// The seed a view uses when the URL gives none.
@@ -35,13 +39,21 @@ pub const CLOCK_STEPS_MS: [u64; 3] = [1_000, 10_000, 30_000];
 pub const SPEEDS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 pub const STEP_MS: f64 = 1_200.0;
 
+/// A lesson being played, by whichever driver.
+pub type Played = Rc<RefCell<dyn LessonDriver>>;
+
 #[derive(Clone)]
 pub struct State {
     pub lang: Lang,
-    /// The selected lesson, playing on the simulator; `None`: the free lab.
-    pub session: Option<Rc<RefCell<Session>>>,
+    /// The selected lesson; `None`: the free lab. On the real driver this
+    /// is the same object as [`State::real`].
+    pub session: Option<Played>,
     pub seed: u64,
     pub driver: Driver,
+    /// The real driver's link and session, while `driver` is real.
+    pub real: Option<Rc<RefCell<RealDriver>>>,
+    /// Bumped to make the app open a new WebSocket (a reconnect).
+    pub connection: u32,
     /// The console tab in front (a lab client, or a lesson actor, by index).
     pub active: usize,
     pub help_open: bool,
@@ -51,25 +63,30 @@ pub struct State {
     /// Interview mode: predict each command's reply before it runs.
     pub quiz: bool,
     pub lab: Rc<RefCell<Lab>>,
-    /// Bumped on every change to `lab` or `session`.
+    /// Bumped on every change to `lab`, `session` or `real`.
     pub rev: u64,
     /// The last thing that could not be done (a fault the world refused).
     pub notice: Option<String>,
 }
 
+fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => std::ptr::addr_eq(Rc::as_ptr(a), Rc::as_ptr(b)),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 impl PartialEq for State {
     fn eq(&self, other: &Self) -> bool {
-        let same_session = match (&self.session, &other.session) {
-            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
         self.rev == other.rev
             && Rc::ptr_eq(&self.lab, &other.lab)
-            && same_session
+            && same(&self.session, &other.session)
+            && same(&self.real, &other.real)
             && self.lang == other.lang
             && self.seed == other.seed
             && self.driver == other.driver
+            && self.connection == other.connection
             && self.active == other.active
             && self.help_open == other.help_open
             && self.playing == other.playing
@@ -79,20 +96,40 @@ impl PartialEq for State {
     }
 }
 
+/// `lesson` at `pos` steps done, on `driver`.
+fn play(lesson: &'static locklab_core::lesson::Lesson, seed: u64, pos: usize, real: Option<&Rc<RefCell<RealDriver>>>) -> Played {
+    match real {
+        Some(r) => {
+            {
+                let mut d = r.borrow_mut();
+                d.start_lesson(lesson);
+                d.goto(pos);
+            }
+            r.clone()
+        }
+        None => Rc::new(RefCell::new(Session::new(lesson, seed, pos))),
+    }
+}
+
 impl State {
     /// The state a URL describes; `fallback_lang` (the browser's language)
     /// applies when the URL names none.
     pub fn from_query(q: &Query, fallback_lang: Lang) -> State {
         let seed = q.seed.unwrap_or(DEFAULT_SEED);
+        let lang = q.lang.unwrap_or(fallback_lang);
+        let driver = q.driver.unwrap_or_default();
+        let real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(lang))));
         let session = q.lesson.as_deref().and_then(catalog::find).map(|l| {
             let pos = session::parse_step(q.step.as_deref(), l.steps.len());
-            Rc::new(RefCell::new(Session::new(l, seed, pos)))
+            play(l, seed, pos, real.as_ref())
         });
         State {
-            lang: q.lang.unwrap_or(fallback_lang),
+            lang,
             session,
             seed,
-            driver: q.driver.unwrap_or_default(),
+            driver,
+            real,
+            connection: 0,
             active: 0,
             help_open: false,
             playing: false,
@@ -105,7 +142,7 @@ impl State {
     }
 
     pub fn lesson_id(&self) -> Option<String> {
-        self.session.as_ref().map(|s| s.borrow().lesson.id.clone())
+        self.session.as_ref().map(|s| s.borrow().lesson().id.clone())
     }
 
     /// The step as the URL names it (`3`, `end`).
@@ -161,6 +198,25 @@ pub enum Action {
     ToggleQuiz,
     /// A fault from the toolbox, now, on the lesson's world.
     Inject(Fault),
+    /// Simulator or real redis-server.
+    SetDriver(Driver),
+    /// What happened to the real driver's WebSocket or health check.
+    Real(RealInput),
+    /// A fault on a managed real node: `pause`, `crash`, `promote`…
+    RealFault { fault: String, node: u32 },
+    /// Replace the managed real topology.
+    RealTopology(String),
+    /// Open a new WebSocket now (the reconnect timer fired, or the user asked).
+    Reconnect,
+}
+
+/// The real driver's inputs, from the app's socket and fetch glue.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RealInput {
+    Opened,
+    Message(String),
+    Closed(String),
+    Health(Result<Health, String>),
 }
 
 impl Reducible for State {
@@ -170,16 +226,24 @@ impl Reducible for State {
         let mut next = (*self).clone();
         next.notice = None;
         match action {
-            Action::SetLang(lang) => next.lang = lang,
+            Action::SetLang(lang) => {
+                next.lang = lang;
+                if let Some(r) = &next.real {
+                    r.borrow_mut().set_lang(lang);
+                }
+            }
             Action::SelectLesson(id) => {
                 if let Some(l) = catalog::find(&id).filter(|_| next.lesson_id().as_deref() != Some(id.as_str())) {
-                    next.session = Some(Rc::new(RefCell::new(Session::new(l, next.seed, 0))));
+                    next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.active = 0;
                     next.rev += 1;
                 }
             }
             Action::CloseLesson => {
+                if let Some(r) = &next.real {
+                    r.borrow_mut().close_lesson();
+                }
                 next.session = None;
                 next.playing = false;
                 next.active = 0;
@@ -187,9 +251,10 @@ impl Reducible for State {
             }
             Action::SelectClient(tab) => next.active = tab,
             Action::Run { tab, line } => {
-                match &next.session {
-                    Some(s) => s.borrow_mut().run_line(tab, &line),
-                    None => next.lab.borrow_mut().run(Client::from_index(tab), &line),
+                match (&next.session, &next.real) {
+                    (Some(s), _) => s.borrow_mut().run_line(tab, &line),
+                    (None, Some(r)) => r.borrow_mut().type_line(Client::from_index(tab).letter(), &line),
+                    (None, None) => next.lab.borrow_mut().run(Client::from_index(tab), &line),
                 }
                 next.active = tab;
                 next.rev += 1;
@@ -223,7 +288,8 @@ impl Reducible for State {
                         next.playing = !next.playing;
                     }
                     Transport::Tick => {
-                        if next.playing && !s.forward() {
+                        // A real step still on its way: let it land first.
+                        if next.playing && !s.is_busy() && !s.forward() {
                             next.playing = false;
                         }
                         if s.is_finished() {
@@ -256,9 +322,63 @@ impl Reducible for State {
             }
             Action::Inject(fault) => {
                 if let Some(s) = &next.session {
-                    if let Err(e) = s.borrow_mut().inject(fault) {
-                        next.notice = Some(e);
+                    let mut s = s.borrow_mut();
+                    if let Some(sim) = s.as_any_mut().downcast_mut::<Session>() {
+                        if let Err(e) = sim.inject(fault) {
+                            next.notice = Some(e);
+                        }
+                        next.rev += 1;
                     }
+                }
+            }
+            Action::SetDriver(driver) => {
+                if driver != next.driver {
+                    let at = next.session.as_ref().map(|s| {
+                        let s = s.borrow();
+                        (s.lesson(), s.position())
+                    });
+                    next.driver = driver;
+                    next.real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(next.lang))));
+                    next.connection += 1;
+                    // The same lesson, from its start on the new driver (a
+                    // real run cannot jump into the middle of one).
+                    next.session = at.map(|(l, _)| play(l, next.seed, 0, next.real.as_ref()));
+                    next.playing = false;
+                    next.rev += 1;
+                }
+            }
+            Action::Real(input) => {
+                if let Some(r) = &next.real {
+                    let mut r = r.borrow_mut();
+                    match input {
+                        RealInput::Opened => r.opened(),
+                        RealInput::Message(text) => r.receive(&text),
+                        RealInput::Closed(reason) => {
+                            r.lost(reason);
+                            next.playing = false;
+                        }
+                        RealInput::Health(h) => r.health_result(h),
+                    }
+                    next.rev += 1;
+                }
+            }
+            Action::RealFault { fault, node } => {
+                if let Some(r) = &next.real {
+                    r.borrow_mut().fault(&fault, node);
+                    next.rev += 1;
+                }
+            }
+            Action::RealTopology(kind) => {
+                if let Some(r) = &next.real {
+                    r.borrow_mut().topology(&kind);
+                    next.session = None;
+                    next.rev += 1;
+                }
+            }
+            Action::Reconnect => {
+                if let Some(r) = &next.real {
+                    r.borrow_mut().connecting();
+                    next.connection += 1;
                     next.rev += 1;
                 }
             }

@@ -214,19 +214,12 @@ async fn open(c: &Client, url: &str) -> f64 {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_app_in_headless_chromium() {
-    let started = Instant::now();
-    let dist = require_dist();
+/// Headless Chromium under a fresh chromedriver, and a WebDriver session on it.
+async fn browser() -> (Chromedriver, Client) {
     let chromium = find_program(&["chromium", "chromium-browser", "/usr/lib/chromium/chromium"])
         .unwrap_or_else(|| panic!("Chromium is not installed: {INSTALL_HINT}"));
     let chromedriver = find_program(&["chromedriver", "/usr/lib/chromium/chromedriver"])
         .unwrap_or_else(|| panic!("chromedriver is not installed: {INSTALL_HINT}"));
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(locklab_backend::web::serve_listener(listener, dist));
-
     let driver = Chromedriver::start(&chromedriver);
     let caps = json!({
         "goog:chromeOptions": {
@@ -244,6 +237,17 @@ async fn the_app_in_headless_chromium() {
         .connect(&format!("http://127.0.0.1:{}", driver.port))
         .await
         .expect("a WebDriver session with headless Chromium");
+    (driver, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_in_headless_chromium() {
+    let started = Instant::now();
+    let dist = require_dist();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(locklab_backend::web::serve_listener(listener, dist));
+    let (driver, c) = browser().await;
 
     // The server: health, and the wasm with the type browsers insist on.
     c.goto(&format!("{base}/api/health")).await.unwrap();
@@ -263,7 +267,7 @@ async fn the_app_in_headless_chromium() {
     assert_eq!(count(&c, "[data-testid=lesson-item]").await, 36);
     assert_eq!(count(&c, "[data-testid=timeline]").await, 1);
     assert_eq!(count(&c, "[data-testid=console]").await, 1);
-    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("simulator"));
+    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("simulator"));
     assert_eq!(js(&c, "return document.documentElement.lang").await, json!("en"));
 
     // The console speaks redis-cli.
@@ -317,7 +321,7 @@ async fn the_app_in_headless_chromium() {
     // Language: the switch changes the page and the URL.
     c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]")).await.unwrap().click().await.unwrap();
     eventually("the page in Chinese", || async {
-        (text(&c, "[data-testid=driver-badge]").await? == "模拟器").then_some(())
+        (text(&c, "[data-testid=driver][aria-pressed=true]").await? == "模拟器").then_some(())
     })
     .await;
     assert_eq!(js(&c, "return document.documentElement.lang").await, json!("zh-CN"));
@@ -333,7 +337,7 @@ async fn the_app_in_headless_chromium() {
         Some("05")
     );
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
-    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("模拟器"));
+    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("模拟器"));
     assert_eq!(c.current_url().await.unwrap().query(), Some(query));
     // Choosing another lesson rewrites the URL; a reload restores it.
     c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
@@ -347,7 +351,7 @@ async fn the_app_in_headless_chromium() {
         (item.attr("data-lesson").await.ok()??.as_str() == "07").then_some(())
     })
     .await;
-    assert_eq!(text(&c, "[data-testid=driver-badge]").await.as_deref(), Some("模拟器"));
+    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("模拟器"));
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
     screenshot(&c, "browser-lesson-zh.png").await;
 
@@ -440,4 +444,159 @@ async fn the_app_in_headless_chromium() {
         interactive_05.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `locklab serve` as the real driver needs it — `dist/` plus the
+/// real-Redis API, managed servers started from the redis-server binary —
+/// on its own runtime, so the test can take the whole backend away
+/// (every WebSocket with it, as when the process dies) and bring it back on
+/// the same port.
+struct Backend {
+    runtime: Option<tokio::runtime::Runtime>,
+    port: u16,
+}
+
+impl Backend {
+    fn start(dist: &Path, port: u16) -> Backend {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        // The old runtime closes its listener in the background: retry.
+        let deadline = Instant::now() + WAIT;
+        let std_listener = loop {
+            match std::net::TcpListener::bind(("127.0.0.1", port)) {
+                Ok(l) => break l,
+                Err(e) => assert!(Instant::now() < deadline, "binding port {port} again: {e}"),
+            }
+            std::thread::sleep(POLL);
+        };
+        std_listener.set_nonblocking(true).unwrap();
+        let port = std_listener.local_addr().unwrap().port();
+        let app = locklab_backend::web::app(dist.to_path_buf())
+            .merge(locklab_backend::api::api_router(locklab_backend::api::ApiState::new(None)));
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            axum::serve(listener, app).await
+        });
+        Backend { runtime: Some(runtime), port }
+    }
+
+    /// Gone at once: the listener and every connection, mid-session.
+    fn kill(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The text of every element matching `css`, in order.
+async fn texts(c: &Client, css: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in c.find_all(Locator::Css(css)).await.unwrap_or_default() {
+        out.push(e.text().await.unwrap_or_default());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_driver_in_headless_chromium() {
+    let dist = require_dist();
+    locklab_tests::server::redis_server_binary().expect(locklab_tests::server::NOT_FOUND);
+    let mut backend = Backend::start(&dist, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (driver, c) = browser().await;
+
+    // The switch: the free lab's console on a real, managed redis-server.
+    open(&c, &format!("{base}/?lang=en")).await;
+    c.find(Locator::Css("[data-testid=driver][data-driver=real]")).await.unwrap().click().await.unwrap();
+    let badge = eventually("the real server's badge", || async {
+        let b = c.find(Locator::Css("[data-testid=real-server][data-state=ok]")).await.ok()?;
+        let t = b.text().await.ok()?;
+        t.contains("redis 7.").then_some(t)
+    })
+    .await;
+    assert!(badge.contains("managed"), "{badge}");
+    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&seed=1&driver=real"));
+    assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
+    tab(&c, "B").await;
+    assert_eq!(run(&c, "SET lock:order:1 token-B-222 NX PX 30000").await, "(nil)");
+    assert_eq!(run(&c, "GET lock:order:1").await, "\"token-A-111\"");
+    // The sandbox: refused before it reaches Redis, in redis-cli's shape.
+    assert!(run(&c, "FLUSHALL").await.starts_with("(error)"));
+    assert!(count(&c, "[data-testid=lock-bar][data-owner=A]").await >= 1, "the real lock on the timeline");
+    // Lessons the backend cannot play are marked.
+    eventually("lesson 20 marked simulator-only", || async {
+        (count(&c, "[data-testid=lesson-item][data-lesson='20'] [data-testid=sim-only]").await == 1).then_some(())
+    })
+    .await;
+
+    // Lesson 07 on real redis-server, step by step, with the article's replies.
+    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
+    eventually("lesson 07 accepted by the backend", || async {
+        (count(&c, "[data-testid=step-busy]").await == 0 && count(&c, "[data-testid=step]").await == 5).then_some(())
+    })
+    .await;
+    for n in 1..=5 {
+        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        eventually(&format!("real step {n} of lesson 07"), || async {
+            (count(&c, "[data-testid=step-reply]").await == n).then_some(())
+        })
+        .await;
+    }
+    let replies: Vec<String> = texts(&c, "[data-testid=step-reply]")
+        .await
+        .into_iter()
+        .map(|r| r.trim_start_matches("actual").trim().to_owned())
+        .collect();
+    assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\""]);
+    assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
+    assert!(!texts(&c, "[data-testid=step-note]").await.is_empty(), "time compression shown per step");
+    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=real"));
+    eventually("the outcome", || async {
+        (c.find(Locator::Css("[data-testid=outcome]")).await.ok()?.attr("data-ok").await.ok()?? == "true").then_some(())
+    })
+    .await;
+    assert!(count(&c, "[data-testid=lock-bar]").await >= 2, "A's and B's locks from the real run");
+    // Off script on the real run: B sees its own lock.
+    tab(&c, "B").await;
+    assert_eq!(run(&c, "GET lock:order:1001").await, "\"token-B-222\"");
+    // A step back is a fresh real run played to step 4.
+    js(&c, "document.activeElement.blur(); return null").await;
+    press(&c, char::from(Key::Left)).await;
+    eventually("← to replay to step 4", || async {
+        (text(&c, "[data-testid=step-name]").await? == "4" && count(&c, "[data-testid=step-busy]").await == 0)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(count(&c, "[data-testid=step-reply]").await, 4);
+    screenshot(&c, "browser-real-lesson-07-en.png").await;
+
+    // The backend goes away: a banner says so; it comes back: the banner
+    // goes and the lesson is played again to where it was.
+    backend.kill();
+    eventually("the lost-connection banner", || async {
+        (c.find(Locator::Css("[data-testid=real-banner][data-kind=backend]")).await.ok()?).text().await.ok()
+    })
+    .await;
+    screenshot(&c, "browser-real-banner-en.png").await;
+    let _backend = Backend::start(&dist, backend.port);
+    eventually("the banner to go after the reconnect", || async {
+        (count(&c, "[data-testid=real-banner]").await == 0
+            && count(&c, "[data-testid=real-server][data-state=ok]").await == 1)
+            .then_some(())
+    })
+    .await;
+    eventually("lesson 07 replayed to step 4 on the new session", || async {
+        (count(&c, "[data-testid=step-reply]").await == 4 && count(&c, "[data-testid=step-busy]").await == 0)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("4"));
+
+    c.close().await.unwrap();
+    drop(driver);
 }

@@ -1,18 +1,25 @@
 //! The root: owns the reducer, provides it, routes callbacks to actions,
-//! keeps the URL in step, and listens for the keyboard shortcuts.
+//! keeps the URL in step, listens for the keyboard shortcuts, and owns the
+//! real driver's WebSocket (opened, flushed, reconnected with backoff, and
+//! its health polled, all as effects of the state).
 
 use gloo_events::EventListener;
 use wasm_bindgen::JsCast;
 use web_sys::KeyboardEvent;
 use yew::prelude::*;
 
-use crate::i18n::Lang;
-use crate::query::Query;
-use crate::state::{Action, AppContext, State, Transport, SPEEDS, STEP_MS};
+use crate::i18n::{Lang, Text};
+use crate::query::{Driver, Query};
+use crate::real::{reconnect_delay_ms, Link};
+use crate::socket::{self, Socket};
+use crate::state::{Action, AppContext, RealInput, State, Transport, SPEEDS, STEP_MS};
 use crate::view::{
     clock::Clock, console::Console, faults::Faults, header::Header, help::Help, lesson_list::LessonList,
     lesson_panel::LessonPanel, timeline::Timeline,
 };
+
+/// How often the real driver re-reads `/api/health`.
+const HEALTH_POLL_MS: u32 = 5_000;
 
 /// The state the page's URL asks for.
 fn initial_state() -> State {
@@ -78,6 +85,60 @@ pub fn app() -> Html {
         use_effect_with((state.playing, state.rev, delay), move |&(playing, _, delay)| {
             let timer = playing.then(|| {
                 gloo_timers::callback::Timeout::new(delay, move || dispatcher.dispatch(Action::Transport(Transport::Tick)))
+            });
+            move || drop(timer)
+        });
+    }
+
+    // The real driver's socket: one per (driver, connection number), so a
+    // reconnect is a new number and switching back to the simulator drops it.
+    let socket = use_mut_ref(|| None::<Socket>);
+    {
+        let socket = socket.clone();
+        let dispatcher = state.dispatcher();
+        use_effect_with((state.driver, state.connection), move |&(driver, _)| {
+            socket.borrow_mut().take();
+            let report = Callback::from(move |input: RealInput| dispatcher.dispatch(Action::Real(input)));
+            let mut poll = None;
+            if driver == Driver::Real {
+                match socket::session_url().map(|url| Socket::open(&url, report.clone())) {
+                    Some(Ok(s)) => *socket.borrow_mut() = Some(s),
+                    Some(Err(e)) => report.emit(RealInput::Closed(e)),
+                    None => report.emit(RealInput::Closed("this page has no address to reach the backend at".into())),
+                }
+                // Redis can go away while the socket stays up (a crashed
+                // server behind `--redis`): the health check notices.
+                socket::fetch_health(report.clone());
+                poll = Some(gloo_timers::callback::Interval::new(HEALTH_POLL_MS, move || socket::fetch_health(report.clone())));
+            }
+            move || {
+                drop(poll);
+                socket.borrow_mut().take();
+            }
+        });
+    }
+    // Frames the real driver wants sent, after every change.
+    {
+        let socket = socket.clone();
+        let real = state.real.clone();
+        use_effect_with(state.rev, move |_| {
+            if let (Some(real), Some(socket)) = (real, socket.borrow().as_ref()) {
+                for frame in real.borrow_mut().take_outbox() {
+                    socket.send(&frame);
+                }
+            }
+        });
+    }
+    // A lost link: reconnect after the backoff.
+    let lost = state.real.as_ref().and_then(|r| match &r.borrow().link {
+        Link::Lost { attempt, .. } => Some(*attempt),
+        _ => None,
+    });
+    {
+        let dispatcher = state.dispatcher();
+        use_effect_with(lost, move |lost| {
+            let timer = lost.map(|attempt| {
+                gloo_timers::callback::Timeout::new(reconnect_delay_ms(attempt), move || dispatcher.dispatch(Action::Reconnect))
             });
             move || drop(timer)
         });
@@ -154,19 +215,60 @@ pub fn app() -> Html {
         let s = state.clone();
         Callback::from(move |()| s.dispatch(Action::ResetLab))
     };
+    let ondriver = {
+        let s = state.clone();
+        Callback::from(move |d: Driver| s.dispatch(Action::SetDriver(d)))
+    };
+    let onreal = {
+        let s = state.clone();
+        Callback::from(move |(fault, node): (String, u32)| s.dispatch(Action::RealFault { fault, node }))
+    };
+    let ontopology = {
+        let s = state.clone();
+        Callback::from(move |kind: String| s.dispatch(Action::RealTopology(kind)))
+    };
+    let onreconnect = {
+        let s = state.clone();
+        Callback::from(move |_: MouseEvent| s.dispatch(Action::Reconnect))
+    };
+    let banner = state.real.as_ref().and_then(|r| {
+        let r = r.borrow();
+        let lang = state.lang;
+        let problem = r.problem()?;
+        Some(match &r.link {
+            Link::Lost { attempt, .. } => {
+                let secs = format!("{:.1}", f64::from(reconnect_delay_ms(*attempt)) / 1000.0);
+                html! {
+                    <div class="banner" role="alert" data-testid="real-banner" data-kind="backend">
+                        <strong>{ Text::RealLost.get(lang) }</strong>
+                        <span class="why">{ problem }</span>
+                        <span class="when">{ Text::RealReconnecting.get(lang).replace("{}", &secs) }</span>
+                        <button onclick={ onreconnect.clone() } data-testid="reconnect">{ Text::RealReconnectNow.get(lang) }</button>
+                    </div>
+                }
+            }
+            _ => html! {
+                <div class="banner" role="alert" data-testid="real-banner" data-kind="redis">
+                    <strong>{ Text::RealRedisDown.get(lang) }</strong>
+                    <span class="why">{ problem }</span>
+                </div>
+            },
+        })
+    });
     let context: AppContext = state.clone();
 
     html! {
         <ContextProvider<AppContext> {context}>
             <div class="app" data-testid="app" data-lang={ state.lang.code() }>
-                <Header {onlang} {onhelp} />
+                <Header {onlang} {onhelp} {ondriver} />
+                { banner.unwrap_or_default() }
                 <div class="body">
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     <main>
                         <LessonPanel {onmove} {onspeed} {onquiz} />
                         <div class="stage">
                             <Timeline />
-                            <Faults {oninject} />
+                            <Faults {oninject} {onreal} {ontopology} />
                         </div>
                         <div class="bench">
                             <Console {onrun} onselect={ onselect_client } />

@@ -16,9 +16,14 @@ pub struct ClockProps {
 pub fn clock(props: &ClockProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let now = match &state.session {
-        Some(s) => s.borrow().now_ms(),
-        None => state.lab.borrow().now_ms(),
+    // Real time passes by itself: no buttons to move it.
+    let (now, virtual_clock) = match (&state.session, &state.real) {
+        (Some(s), _) => {
+            let s = s.borrow();
+            (s.now_ms(), s.has_virtual_clock())
+        }
+        (None, Some(r)) => (r.borrow().last_ms(), false),
+        (None, None) => (state.lab.borrow().now_ms(), true),
     };
     html! {
         <div class="clock" data-testid="clock" title={ Text::ClockHint.get(lang) }>
@@ -26,7 +31,10 @@ pub fn clock(props: &ClockProps) -> Html {
             <span class="now" data-testid="clock-now" data-ms={ now.to_string() }>
                 { format!("t = {}", seconds(now)) }
             </span>
-            { for CLOCK_STEPS_MS.into_iter().map(|ms| {
+            if !virtual_clock {
+                <span class="hint" data-testid="clock-real">{ Text::RealClock.get(lang) }</span>
+            }
+            { for CLOCK_STEPS_MS.into_iter().filter(|_| virtual_clock).map(|ms| {
                 let onadvance = props.onadvance.clone();
                 html! {
                     <button data-testid={ format!("advance-{ms}") } onclick={ move |_| onadvance.emit(ms) }>
@@ -34,7 +42,7 @@ pub fn clock(props: &ClockProps) -> Html {
                     </button>
                 }
             }) }
-            if state.session.is_none() {
+            if state.session.is_none() && state.real.is_none() {
                 <button class="quiet" data-testid="reset-lab" onclick={ props.onreset.reform(|_| ()) }>
                     { Text::ResetLab.get(lang) }
                 </button>

@@ -38,13 +38,19 @@ pub fn console(props: &ConsoleProps) -> Html {
     }
 
     // Tabs, prompt, history and transcript: the lesson's actors or the lab's clients.
-    let (tabs, prompt, history, transcript) = match &state.session {
-        Some(s) => {
+    let (tabs, prompt, history, transcript) = match (&state.session, &state.real) {
+        (Some(s), _) => {
             let s = s.borrow();
             let tab = tab.min(s.actors().len().saturating_sub(1));
-            (s.actors().to_vec(), crate::session::PROMPT.to_owned(), s.history(tab).to_vec(), s.transcript(tab))
+            (s.actors().to_vec(), s.prompt(), s.history(tab).to_vec(), s.transcript(tab))
         }
-        None => {
+        (None, Some(r)) => {
+            let r = r.borrow();
+            let c = Client::from_index(tab).letter();
+            let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();
+            (tabs, crate::real::PROMPT.to_owned(), r.client_history(c).to_vec(), r.free_transcript(c))
+        }
+        (None, None) => {
             let lab = state.lab.borrow();
             let c = Client::from_index(tab);
             let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();

@@ -1,24 +1,109 @@
 //! The fault toolbox beside the timeline: pause/resume a client, crash a
 //! node, promote a replica, cut/heal a client's link, jump a clock — each
 //! applied to the lesson's world at the current time, and so in the trace.
+//!
+//! On the real driver the toolbox acts on real processes instead: pause
+//! (SIGSTOP), resume, crash (SIGKILL), restart without persistence, promote
+//! a replica, cut replication — on the servers the backend manages, and on
+//! nothing at all when it was given the user's own server, which the lab
+//! never kills or reconfigures (and the toolbox says so).
 
 use locklab_core::world::{ClockOf, Endpoint, Fault};
 use yew::prelude::*;
 
 use crate::i18n::Text;
+use crate::session::Session;
 use crate::state::AppContext;
 
 #[derive(Properties, PartialEq)]
 pub struct FaultsProps {
     pub oninject: Callback<Fault>,
+    /// A fault on a managed real node: (`pause`|`resume`|`crash`|…, node).
+    pub onreal: Callback<(String, u32)>,
+    /// A new managed real topology.
+    pub ontopology: Callback<String>,
+}
+
+/// The real toolbox: the managed nodes and what can be done to each.
+fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
+    let lang = state.lang;
+    let Some(real) = &state.real else { return html! {} };
+    let r = real.borrow();
+    let external = r.health.as_ref().is_some_and(|h| h.is_external());
+    let nodes = r.session.as_ref().map(|s| s.nodes.clone()).unwrap_or_default();
+    let topology = r.session.as_ref().map(|s| s.topology.clone()).unwrap_or_default();
+    let fire = |fault: &'static str, node: u32, label: String, disabled: bool| {
+        let onreal = props.onreal.clone();
+        html! {
+            <button class="fault" data-testid={ format!("real-{fault}") } {disabled}
+                onclick={ move |_| onreal.emit((fault.to_owned(), node)) }>{ label }</button>
+        }
+    };
+    html! {
+        <section class="faults" data-testid="faults">
+            <h2>{ Text::Faults.get(lang) }</h2>
+            if external {
+                <p class="hint" data-testid="real-external">{ Text::RealExternal.get(lang) }</p>
+            } else {
+                <p class="hint">{ Text::RealFaultsHint.get(lang) }</p>
+                if state.session.is_none() {
+                    <div class="fault-row" role="group" aria-label={ Text::RealTopology.get(lang) }>
+                        { for ["single", "replicated", "redlock5", "cluster3"].into_iter().map(|kind| {
+                            let ontopology = props.ontopology.clone();
+                            html! {
+                                <button class={ classes!("fault", (kind == topology).then_some("on")) }
+                                    data-testid="real-topology" data-kind={ kind }
+                                    onclick={ move |_| ontopology.emit(kind.to_owned()) }>{ kind }</button>
+                            }
+                        }) }
+                    </div>
+                }
+                <div class="fault-group">
+                    { for nodes.iter().enumerate().map(|(i, n)| {
+                        let i = i as u32;
+                        let down = n.state == "down";
+                        let paused = n.state == "paused";
+                        let replica = n.role.contains("replica");
+                        html! {
+                            <div class="fault-row" data-testid="real-node" data-state={ n.state.clone() }>
+                                <span class="node-name" title={ n.url.clone() }>{ format!("{} :{}", n.name, n.port) }</span>
+                                if paused {
+                                    { fire("resume", i, Text::RealResume.get(lang).to_owned(), false) }
+                                } else {
+                                    { fire("pause", i, Text::RealPause.get(lang).to_owned(), down) }
+                                }
+                                if down {
+                                    { fire("restart", i, Text::RealRestart.get(lang).to_owned(), false) }
+                                } else {
+                                    { fire("crash", i, Text::CrashNode.get(lang).to_owned(), false) }
+                                }
+                                if replica {
+                                    { fire("promote", i, Text::PromoteReplica.get(lang).to_owned(), down) }
+                                    { fire("cut_replication", i, Text::RealCutReplication.get(lang).to_owned(), down) }
+                                    { fire("heal_replication", i, Text::HealLink.get(lang).to_owned(), down) }
+                                }
+                            </div>
+                        }
+                    }) }
+                </div>
+            }
+            if let Some(e) = &r.last_error {
+                <p class="error" data-testid="fault-error">{ e }</p>
+            }
+        </section>
+    }
 }
 
 #[function_component(Faults)]
 pub fn faults(props: &FaultsProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
+    if state.real.is_some() {
+        return real_faults(props, &state);
+    }
     let Some(session) = &state.session else { return html! {} };
     let s = session.borrow();
+    let Some(s) = s.as_any().downcast_ref::<Session>() else { return html! {} };
     let (clients, nodes, master) = (s.clients(), s.nodes(), s.master());
     let fire = |fault: Fault, label: String, testid: &'static str, disabled: bool| {
         let oninject = props.oninject.clone();

@@ -1,14 +1,46 @@
-//! The top bar: name, driver badge, language switch, shortcuts button.
+//! The top bar: name, driver switch (with what the real driver runs on),
+//! language switch, shortcuts button.
 
 use yew::prelude::*;
 
 use crate::i18n::{Lang, Text};
+use crate::query::Driver;
+use crate::real::Link;
 use crate::state::AppContext;
 
 #[derive(Properties, PartialEq)]
 pub struct HeaderProps {
     pub onlang: Callback<Lang>,
     pub onhelp: Callback<()>,
+    pub ondriver: Callback<Driver>,
+}
+
+/// What the real driver is connected to: `redis 7.0.15 · managed single`.
+fn real_badge(state: &AppContext) -> Html {
+    let lang = state.lang;
+    let Some(real) = &state.real else { return html! {} };
+    let r = real.borrow();
+    let (class, text) = match (&r.link, r.problem()) {
+        (Link::Open, None) => {
+            let version = r
+                .run_info()
+                .map(|(v, _)| v)
+                .filter(|v| !v.is_empty())
+                .or_else(|| r.health.as_ref().and_then(|h| h.version.clone()))
+                .map_or_else(String::new, |v| format!("redis {v}"));
+            let topology = r.session.as_ref().map(|s| s.topology.clone()).unwrap_or_default();
+            let place = match r.health.as_ref() {
+                Some(h) if h.is_external() => Text::RealExternalShort.get(lang).to_owned(),
+                Some(_) => format!("{} {topology}", Text::RealManaged.get(lang)),
+                None => topology,
+            };
+            let factor = r.run_info().map(|(_, f)| f).filter(|f| *f > 1).map(|f| format!(" · {} ÷{f}", Text::RealTime.get(lang)));
+            ("ok", format!("{version} · {place}{}", factor.unwrap_or_default()))
+        }
+        (Link::Connecting { .. }, _) => ("pending", Text::RealConnecting.get(lang).to_owned()),
+        _ => ("down", Text::RealOffline.get(lang).to_owned()),
+    };
+    html! { <span class={ classes!("badge", "server", class) } data-testid="real-server" data-state={ class }>{ text }</span> }
 }
 
 #[function_component(Header)]
@@ -21,9 +53,19 @@ pub fn header(props: &HeaderProps) -> Html {
                 <span class="wordmark">{ "locklab" }</span>
                 <span class="tagline">{ Text::Tagline.get(lang) }</span>
             </div>
-            <span class="badge driver" data-testid="driver-badge" title={ Text::DriverTitle.get(lang) }>
-                { Text::DriverSim.get(lang) }
-            </span>
+            <div class="segmented driver" role="group" aria-label={ Text::DriverTitle.get(lang) }
+                title={ Text::DriverTitle.get(lang) } data-testid="driver-switch" data-driver={ state.driver.code() }>
+                { for Driver::ALL.into_iter().map(|d| {
+                    let ondriver = props.ondriver.clone();
+                    let label = match d { Driver::Sim => Text::DriverSim, Driver::Real => Text::DriverReal };
+                    html! {
+                        <button class={ classes!((d == state.driver).then_some("on")) } data-driver={ d.code() }
+                            data-testid="driver" aria-pressed={ (d == state.driver).to_string() }
+                            onclick={ move |_| ondriver.emit(d) }>{ label.get(lang) }</button>
+                    }
+                }) }
+            </div>
+            { real_badge(&state) }
             <div class="spacer" />
             <div class="segmented" role="group" aria-label={ Text::LangSwitchLabel.get(lang) } data-testid="lang-switch">
                 { for Lang::ALL.into_iter().map(|l| {

@@ -18,6 +18,15 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
     let current = state.lesson_id();
+    // On the real driver: the lessons this backend cannot play, and why.
+    let health = state.real.as_ref().and_then(|r| r.borrow().health.clone());
+    let sim_only = |id: &str| -> Option<String> {
+        let h = health.as_ref()?;
+        if h.lessons.iter().any(|l| l == id) {
+            return None;
+        }
+        Some(h.unsupported.get(id).cloned().unwrap_or_else(|| Text::RealSimOnly.get(lang).to_owned()))
+    };
     html! {
         <nav class="lessons" data-testid="lesson-list">
             <h2>{ Text::Lessons.get(lang) }</h2>
@@ -32,10 +41,11 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
                         { for catalog::by_theme(theme).map(|l| {
                             let selected = current.as_deref() == Some(l.id.as_str());
                             let id = l.id.clone();
+                            let why_not = sim_only(&l.id);
                             html! {
                                 <li>
                                     <button
-                                        class={ classes!("lesson", selected.then_some("selected")) }
+                                        class={ classes!("lesson", selected.then_some("selected"), why_not.is_some().then_some("sim-only")) }
                                         data-testid="lesson-item"
                                         data-lesson={ l.id.clone() }
                                         aria-current={ selected.then_some("true") }
@@ -45,6 +55,9 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
                                         <span class="id">{ &l.id }</span>
                                         <span class="title">{ catalog::text(&l.title, lang) }</span>
                                         <span class="source" data-testid="lesson-source">{ catalog::source_label(l, lang) }</span>
+                                        if let Some(why) = why_not {
+                                            <span class="sim-only" data-testid="sim-only" title={ why }>{ Text::RealSimOnly.get(lang) }</span>
+                                        }
                                     </button>
                                 </li>
                             }

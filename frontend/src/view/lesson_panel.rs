@@ -43,7 +43,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         };
     };
     let s = session.borrow();
-    let l = s.lesson;
+    let l = s.lesson();
     let pos = s.position();
     let len = s.len();
     let results = s.results();
@@ -167,6 +167,9 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                             }
                         }
                     }
+                    if let Some(note) = s.step_note(i) {
+                        <span class="driver-note" data-testid="step-note">{ note }</span>
+                    }
                     if r.is_some_and(|r| !r.ok) {
                         <span class="mismatch-mark" data-testid="step-mismatch">{ format!("⚠ {}", Text::Mismatch.get(lang)) }</span>
                     }
@@ -181,7 +184,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         }
     });
 
-    let outcome = s.run().outcome();
+    let outcome = s.outcome();
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
             <div class="lesson-heading">
@@ -190,8 +193,11 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 </h1>
                 <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
                 <p class="narration" data-testid="narration">{ catalog::text(&l.narration, lang) }</p>
-                if let Some(e) = &s.error {
-                    <p class="error">{ e }</p>
+                if let Some(e) = s.error() {
+                    <p class="error" data-testid="lesson-error">{ e }</p>
+                }
+                if let Some(n) = s.notice() {
+                    <p class="driver-notice" data-testid="driver-notice">{ n }</p>
                 }
             </div>
             <div class="transport-row">
@@ -203,7 +209,10 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 <input type="range" class="scrub" data-testid="scrub" min="0" max={ len.to_string() }
                     value={ pos.to_string() } title={ Text::Scrub.get(lang) } oninput={ onscrub } />
                 <span class="counter"><span data-testid="step-name">{ state.step().unwrap_or_else(|| "0".into()) }</span>
-                    { format!(" / {len}") }</span>
+                    { format!(" / {len}") }
+                    if s.is_busy() {
+                        <span class="busy" data-testid="step-busy" title={ Text::RealBusy.get(lang) }>{ " …" }</span>
+                    }</span>
                 <span class="speeds" role="group" aria-label={ Text::Speed.get(lang) }>
                     { for SPEEDS.iter().enumerate().map(|(i, sp)| {
                         let onspeed = props.onspeed.clone();
@@ -225,11 +234,11 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             { quiz_box }
             <h2 class="steps-title">{ Text::Steps.get(lang) }</h2>
             <ol class="steps" data-testid="steps">{ for steps }</ol>
-            <div class={ classes!("outcome", s.is_finished().then_some(if outcome.ok { "held" } else { "failed" })) }
-                data-testid="outcome" data-ok={ s.is_finished().then(|| outcome.ok.to_string()) }>
+            <div class={ classes!("outcome", outcome.map(|ok| if ok { "held" } else { "failed" })) }
+                data-testid="outcome" data-ok={ outcome.map(|ok| ok.to_string()) }>
                 <h3>{ Text::Outcome.get(lang) }</h3>
-                if s.is_finished() {
-                    <p>{ catalog::text(&outcome.expected.explain, lang) }</p>
+                if outcome.is_some() {
+                    <p>{ catalog::text(&l.outcome.explain, lang) }</p>
                 } else {
                     <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
                 }

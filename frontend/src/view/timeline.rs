@@ -124,12 +124,16 @@ pub fn timeline() -> Html {
     let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
         let state = state.clone();
         let memo = use_memo((state.rev, lang, *zoom, state.lesson_id()), move |_| {
-            let (trace, now) = match &state.session {
-                Some(s) => {
+            let (trace, now) = match (&state.session, &state.real) {
+                (Some(s), _) => {
                     let s = s.borrow();
                     (s.trace(), s.now_ms())
                 }
-                None => {
+                (None, Some(r)) => {
+                    let r = r.borrow();
+                    (r.session_trace(), r.last_ms())
+                }
+                (None, None) => {
                     let lab = state.lab.borrow();
                     (lab.trace().clone(), lab.now_ms())
                 }

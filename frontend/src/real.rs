@@ -1,0 +1,814 @@
+//! The real driver's model: what the page knows about its WebSocket to
+//! `locklab serve`, and the lesson it plays there on real redis-server.
+//!
+//! Like core's client programs, this is sans-IO: it never touches a socket
+//! or a timer. The app hands it what happened — the socket opened, a text
+//! frame arrived, the socket closed, `/api/health` answered — and takes the
+//! frames it wants sent from [`RealDriver::take_outbox`]. So the protocol
+//! (documented in the backend's `api.rs`) is tested natively, message by
+//! message, without a browser or a server.
+//!
+//! # What "real" changes for the user
+//!
+//! * **No rewinding time.** A step back, a scrub, or Home restarts the
+//!   lesson on fresh keys (a new lab session, so a new key prefix) and
+//!   plays it again up to the step asked for. The simulator replays
+//!   instantly; here each step is a round trip and the lesson's waits are
+//!   real (compressed) sleeps.
+//! * **Compressed time.** The backend divides TTLs and waits by a factor
+//!   (100× by default) and multiplies PTTL replies back; the notice above
+//!   the steps says so, and each step it changed carries its note.
+//! * **Connection loss is expected.** A demo laptop sleeps, the backend is
+//!   restarted, redis-server is killed on purpose. The driver records why
+//!   the link went away, the app shows a banner and reconnects with
+//!   backoff, and on reconnect the lesson is played again to where the user
+//!   was — on a fresh session, because the old one died with its socket.
+
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+
+use locklab_core::lesson::run::StepResult;
+use locklab_core::lesson::{Lesson, StepKind};
+use locklab_core::trace::{Event, Names, Trace};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::driver::LessonDriver;
+use crate::i18n::Lang;
+use crate::lab::Exchange;
+
+/// Reconnect delays: 0.5 s, 1 s, 2 s, then every 4 s.
+pub fn reconnect_delay_ms(attempt: u32) -> u32 {
+    500u32.saturating_mul(1 << attempt.min(3))
+}
+
+/// A node of the backend's topology, as `hello` and `topology` list it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub port: u16,
+    /// `master`, `replica`, `cluster-master`…
+    #[serde(default)]
+    pub role: String,
+    /// `up`, `paused` or `down`.
+    #[serde(default)]
+    pub state: String,
+}
+
+/// `GET /api/health`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Health {
+    /// The user's server answers, or (managed) a redis-server binary is
+    /// there to start servers from.
+    #[serde(default)]
+    pub reachable: bool,
+    pub version: Option<String>,
+    /// `external` (the user's own server: never killed or reconfigured) or
+    /// `managed` (servers the backend starts on loopback ports).
+    #[serde(default)]
+    pub topology: String,
+    /// Lessons this backend can play.
+    #[serde(default)]
+    pub lessons: Vec<String>,
+    /// Why the others cannot, by lesson id.
+    #[serde(default)]
+    pub unsupported: BTreeMap<String, String>,
+    pub error: Option<String>,
+}
+
+impl Health {
+    /// Parse the endpoint's JSON. A backend without the real driver (a
+    /// bare file server) answers something else; that is "not available".
+    pub fn parse(json: &str) -> Result<Health, String> {
+        serde_json::from_str::<Health>(json)
+            .map_err(|e| format!("the backend's /api/health did not describe a real driver ({e})"))
+    }
+
+    pub fn is_external(&self) -> bool {
+        self.topology == "external"
+    }
+}
+
+/// A frame from the backend (`api.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    Hello {
+        session: String,
+        prefix: String,
+        topology: String,
+        #[serde(default)]
+        nodes: Vec<NodeInfo>,
+        names: Names,
+    },
+    Event {
+        event: Event,
+    },
+    Reply {
+        client: String,
+        text: String,
+    },
+    Names {
+        names: Names,
+    },
+    Topology {
+        kind: String,
+        #[serde(default)]
+        nodes: Vec<NodeInfo>,
+    },
+    Error {
+        message: String,
+    },
+    Lesson {
+        id: String,
+        steps: usize,
+        #[serde(default)]
+        server_version: String,
+        #[serde(default)]
+        factor: u64,
+        #[serde(default)]
+        topology: String,
+        #[serde(default)]
+        nodes: Vec<NodeInfo>,
+        names: Names,
+        notice: Option<String>,
+    },
+    Step {
+        result: StepResult,
+        note: Option<String>,
+    },
+    LessonDone {
+        passed: bool,
+    },
+    /// A message this page does not know (a newer backend): ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The WebSocket's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Opening; `attempt` counts reconnects (0: the first connection).
+    Connecting { attempt: u32 },
+    Open,
+    /// Closed; the app reconnects after [`reconnect_delay_ms`]`(attempt)`.
+    Lost { reason: String, attempt: u32 },
+}
+
+/// The session the backend opened for this tab.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub id: String,
+    /// Every key this tab touches is stored under it (`lab:<id>:`).
+    pub prefix: String,
+    /// `single`, `replicated`, `redlock5`, `cluster3`, or `external`.
+    pub topology: String,
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// The lesson run on the backend.
+#[derive(Debug)]
+struct Run {
+    lesson: &'static Lesson,
+    /// The backend accepted the lesson (its `lesson` message arrived).
+    started: bool,
+    results: Vec<StepResult>,
+    notes: BTreeMap<usize, String>,
+    notice: Option<String>,
+    server_version: String,
+    factor: u64,
+    /// Steps the user wants done; the driver asks for one at a time until
+    /// it has them.
+    target: usize,
+    /// A `lesson_step` is on its way.
+    stepping: bool,
+    passed: Option<bool>,
+    error: Option<String>,
+    /// Trace length when the run started: the lesson's timeline starts there.
+    trace_from: usize,
+}
+
+/// A line typed off script, waiting for or holding its reply.
+#[derive(Clone, Debug)]
+struct Typed {
+    client: String,
+    /// Lesson steps done when it was typed (its place in the transcript).
+    after_steps: usize,
+    exchange: Exchange,
+    answered: bool,
+}
+
+/// The real driver: link, session, trace, consoles and the lesson run.
+#[derive(Debug)]
+pub struct RealDriver {
+    pub link: Link,
+    pub health: Option<Health>,
+    /// Why `/api/health` could not be read, when it could not.
+    pub health_error: Option<String>,
+    pub session: Option<SessionInfo>,
+    lang: Lang,
+    outbox: Vec<String>,
+    names: Names,
+    events: Vec<Event>,
+    typed: Vec<Typed>,
+    history: BTreeMap<String, Vec<String>>,
+    run: Option<Run>,
+    /// The last `error` frame that belonged to no lesson step or command.
+    pub last_error: Option<String>,
+}
+
+/// What the free lab's console shows on the real driver: clients A, B, C.
+pub const FREE_CLIENTS: [&str; 3] = ["A", "B", "C"];
+
+/// The prompt of the real driver's consoles (the backend's server, as
+/// redis-cli would name a local one).
+pub const PROMPT: &str = "real> ";
+
+impl RealDriver {
+    pub fn new(lang: Lang) -> RealDriver {
+        RealDriver {
+            link: Link::Connecting { attempt: 0 },
+            health: None,
+            health_error: None,
+            session: None,
+            lang,
+            outbox: Vec::new(),
+            names: Names::default(),
+            events: Vec::new(),
+            typed: Vec::new(),
+            history: BTreeMap::new(),
+            run: None,
+            last_error: None,
+        }
+    }
+
+    /// The frames to send now (only while the link is open).
+    pub fn take_outbox(&mut self) -> Vec<String> {
+        if self.link == Link::Open {
+            std::mem::take(&mut self.outbox)
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn send(&mut self, msg: serde_json::Value) {
+        if self.link == Link::Open {
+            self.outbox.push(msg.to_string());
+        }
+    }
+
+    pub fn set_lang(&mut self, lang: Lang) {
+        self.lang = lang;
+    }
+
+    /// The reconnect attempt the link is on (for the banner and backoff).
+    pub fn attempt(&self) -> u32 {
+        match &self.link {
+            Link::Connecting { attempt } | Link::Lost { attempt, .. } => *attempt,
+            Link::Open => 0,
+        }
+    }
+
+    /// The socket is being (re)opened.
+    pub fn connecting(&mut self) {
+        let attempt = match &self.link {
+            Link::Lost { attempt, .. } => attempt + 1,
+            Link::Connecting { attempt } => *attempt,
+            Link::Open => 0,
+        };
+        self.link = Link::Connecting { attempt };
+    }
+
+    /// The socket opened: a lesson in progress is started again (the old
+    /// session died with the old socket) and played to where it was.
+    pub fn opened(&mut self) {
+        self.link = Link::Open;
+        self.last_error = None;
+        if let Some(run) = &self.run {
+            let (lesson, target) = (run.lesson, run.target.max(run.results.len()));
+            self.start_lesson(lesson);
+            if let Some(run) = self.run.as_mut() {
+                run.target = target;
+            }
+        }
+    }
+
+    /// The socket closed or failed.
+    pub fn lost(&mut self, reason: String) {
+        let attempt = self.attempt();
+        self.link = Link::Lost { reason, attempt };
+        self.outbox.clear();
+        // Replies that will never come.
+        for t in self.typed.iter_mut().filter(|t| !t.answered) {
+            t.answered = true;
+            t.exchange.output = "(error) the connection to the lab backend was lost".to_owned();
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.stepping = false;
+        }
+    }
+
+    /// `/api/health` answered (or could not be read).
+    pub fn health_result(&mut self, result: Result<Health, String>) {
+        match result {
+            Ok(h) => {
+                self.health = Some(h);
+                self.health_error = None;
+            }
+            Err(e) => self.health_error = Some(e),
+        }
+    }
+
+    /// Is the real driver usable right now?
+    pub fn is_ready(&self) -> bool {
+        self.link == Link::Open && self.health.as_ref().is_none_or(|h| h.reachable)
+    }
+
+    /// What is wrong, for the banner: the backend or Redis gone.
+    pub fn problem(&self) -> Option<String> {
+        if let Link::Lost { reason, .. } = &self.link {
+            return Some(reason.clone());
+        }
+        if let Some(e) = &self.health_error {
+            return Some(e.clone());
+        }
+        match &self.health {
+            Some(h) if !h.reachable => Some(h.error.clone().unwrap_or_else(|| "redis-server is not reachable".to_owned())),
+            _ => None,
+        }
+    }
+
+    /// Play `lesson` on the backend from the start.
+    pub fn start_lesson(&mut self, lesson: &'static Lesson) {
+        self.typed.clear();
+        let trace_from = self.events.len();
+        self.run = Some(Run {
+            lesson,
+            started: false,
+            results: Vec::new(),
+            notes: BTreeMap::new(),
+            notice: None,
+            server_version: String::new(),
+            factor: 0,
+            target: 0,
+            stepping: false,
+            passed: None,
+            error: None,
+            trace_from,
+        });
+        // Not open yet: `opened` sends it.
+        let mut msg = json!({ "type": "lesson", "id": lesson.id });
+        if self.lang == Lang::Zh {
+            msg["lang"] = json!("zh");
+        }
+        self.send(msg);
+    }
+
+    /// Back to the free lab (the lesson's session stays until the next one).
+    pub fn close_lesson(&mut self) {
+        self.run = None;
+        self.typed.clear();
+    }
+
+    pub fn has_lesson(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Ask for the next step if the user wants more than have arrived.
+    fn pump(&mut self) {
+        let Some(run) = self.run.as_mut() else { return };
+        if run.started && !run.stepping && run.error.is_none() && run.results.len() < run.target.min(run.lesson.steps.len())
+        {
+            run.stepping = true;
+            self.send(json!({ "type": "lesson_step" }));
+        }
+    }
+
+
+    /// A frame from the backend.
+    pub fn receive(&mut self, text: &str) {
+        let msg = match serde_json::from_str::<ServerMsg>(text) {
+            Ok(m) => m,
+            Err(e) => {
+                self.last_error = Some(format!("the backend sent a message this page cannot read: {e}"));
+                return;
+            }
+        };
+        match msg {
+            ServerMsg::Hello { session, prefix, topology, nodes, names } => {
+                self.session = Some(SessionInfo { id: session, prefix, topology, nodes });
+                self.names = names;
+                self.events.clear();
+                if let Some(run) = self.run.as_mut() {
+                    run.trace_from = 0;
+                }
+            }
+            ServerMsg::Event { event } => self.events.push(event),
+            ServerMsg::Names { names } => self.names = names,
+            ServerMsg::Topology { kind, nodes } => {
+                if let Some(s) = self.session.as_mut() {
+                    s.topology = kind;
+                    s.nodes = nodes;
+                }
+            }
+            ServerMsg::Reply { client, text } => {
+                if let Some(t) = self.typed.iter_mut().find(|t| !t.answered && t.client == client) {
+                    t.answered = true;
+                    t.exchange.output = text.trim_end_matches(['\r', '\n']).to_owned();
+                }
+            }
+            ServerMsg::Error { message } => {
+                // An error answers whatever was waiting: the lesson's start
+                // or step, else a typed line, else nobody in particular.
+                if let Some(run) = self.run.as_mut().filter(|r| !r.started || r.stepping) {
+                    run.error = Some(message);
+                    run.stepping = false;
+                } else if let Some(t) = self.typed.iter_mut().find(|t| !t.answered) {
+                    t.answered = true;
+                    t.exchange.output = format!("(error) {message}");
+                } else {
+                    self.last_error = Some(message);
+                }
+            }
+            ServerMsg::Lesson { id, server_version, factor, topology, nodes, names, notice, .. } => {
+                if let Some(run) = self.run.as_mut().filter(|r| r.lesson.id == id) {
+                    run.started = true;
+                    run.server_version = server_version;
+                    run.factor = factor;
+                    run.notice = notice;
+                    run.error = None;
+                }
+                self.names = names;
+                if let Some(s) = self.session.as_mut() {
+                    s.topology = topology;
+                    s.nodes = nodes;
+                }
+                self.pump();
+            }
+            ServerMsg::Step { result, note } => {
+                if let Some(run) = self.run.as_mut() {
+                    run.stepping = false;
+                    if let Some(note) = note {
+                        run.notes.insert(result.index, note);
+                    }
+                    run.results.push(result);
+                }
+                self.pump();
+            }
+            ServerMsg::LessonDone { passed } => {
+                if let Some(run) = self.run.as_mut() {
+                    run.passed = Some(passed);
+                }
+            }
+            ServerMsg::Unknown => {}
+        }
+    }
+
+    /// A typed line for `client`, on the backend's session.
+    pub fn type_line(&mut self, client: &str, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        let h = self.history.entry(client.to_owned()).or_default();
+        if h.last().map(String::as_str) != Some(line) {
+            h.push(line.to_owned());
+        }
+        let after_steps = self.run.as_ref().map_or(0, |r| r.results.len());
+        let mut exchange = Exchange { prompt: PROMPT.to_owned(), line: line.to_owned(), output: String::new(), at_ms: 0 };
+        let answered = if self.link == Link::Open {
+            self.send(json!({ "type": "command", "client": client, "line": line }));
+            false
+        } else {
+            exchange.output = "(error) not connected to the lab backend".to_owned();
+            true
+        };
+        self.typed.push(Typed { client: client.to_owned(), after_steps, exchange, answered });
+    }
+
+    /// A fault on a managed node (`pause`, `resume`, `crash`, `restart`,
+    /// `cut_replication`, `heal_replication`, `promote`).
+    pub fn fault(&mut self, fault: &str, node: u32) {
+        self.send(json!({ "type": "fault", "fault": fault, "node": node }));
+    }
+
+    /// Replace the managed topology (`single`, `replicated`, `redlock5`, `cluster3`).
+    pub fn topology(&mut self, kind: &str) {
+        self.run = None;
+        self.typed.clear();
+        self.send(json!({ "type": "topology", "kind": kind }));
+    }
+
+    /// The free lab's console for `client`.
+    pub fn free_transcript(&self, client: &str) -> Vec<Exchange> {
+        self.typed.iter().filter(|t| t.client == client).map(|t| t.exchange.clone()).collect()
+    }
+
+    pub fn client_history(&self, client: &str) -> &[String] {
+        self.history.get(client).map_or(&[], Vec::as_slice)
+    }
+
+    /// Everything this tab's session did (the free lab's timeline).
+    pub fn session_trace(&self) -> Trace {
+        Trace { names: self.names.clone(), events: self.events.clone() }
+    }
+
+    /// The newest event's time: the timeline's "now".
+    pub fn last_ms(&self) -> u64 {
+        self.events.last().map_or(0, |e| e.at_ms)
+    }
+
+    /// `7.0.15 · ×100`: what the lesson runs on.
+    pub fn run_info(&self) -> Option<(String, u64)> {
+        self.run.as_ref().filter(|r| r.started).map(|r| (r.server_version.clone(), r.factor))
+    }
+
+    fn run(&self) -> Option<&Run> {
+        self.run.as_ref()
+    }
+}
+
+/// The lesson the driver runs. Only meaningful while [`RealDriver::has_lesson`].
+impl LessonDriver for RealDriver {
+    fn lesson(&self) -> &'static Lesson {
+        self.run().map(|r| r.lesson).expect("the real driver is a lesson driver only while it runs a lesson")
+    }
+
+    fn position(&self) -> usize {
+        self.run().map_or(0, |r| r.results.len())
+    }
+
+    fn results(&self) -> &[StepResult] {
+        self.run().map_or(&[], |r| r.results.as_slice())
+    }
+
+    fn outcome(&self) -> Option<bool> {
+        let run = self.run()?;
+        if run.results.len() < run.lesson.steps.len() {
+            return None;
+        }
+        Some(run.passed.unwrap_or_else(|| run.results.iter().all(|r| r.ok)))
+    }
+
+    fn error(&self) -> Option<String> {
+        self.run().and_then(|r| r.error.clone())
+    }
+
+    fn notice(&self) -> Option<String> {
+        self.run().and_then(|r| r.notice.clone())
+    }
+
+    fn step_note(&self, index: usize) -> Option<String> {
+        self.run().and_then(|r| r.notes.get(&index).cloned())
+    }
+
+    fn trace(&self) -> Trace {
+        let from = self.run().map_or(0, |r| r.trace_from).min(self.events.len());
+        Trace { names: self.names.clone(), events: self.events[from..].to_vec() }
+    }
+
+    fn now_ms(&self) -> u64 {
+        let last_step = self.results().last().map_or(0, |r| r.at_ms);
+        last_step.max(self.last_ms())
+    }
+
+    fn history(&self, actor: usize) -> &[String] {
+        self.actors().get(actor).map_or(&[], |a| self.client_history(a))
+    }
+
+    fn transcript(&self, actor: usize) -> Vec<Exchange> {
+        let Some(run) = self.run() else { return Vec::new() };
+        let Some(name) = run.lesson.actors.get(actor) else { return Vec::new() };
+        // The lesson's own commands for this actor, then the typed lines,
+        // each in its place between steps.
+        let mut rows: VecDeque<(usize, Exchange)> = VecDeque::new();
+        for r in &run.results {
+            let is_cmd = matches!(run.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
+            if is_cmd && r.actor.as_deref() == Some(name.as_str()) {
+                rows.push_back((
+                    r.index + 1,
+                    Exchange {
+                        prompt: PROMPT.to_owned(),
+                        line: r.shown.clone(),
+                        output: r.reply.clone().unwrap_or_default(),
+                        at_ms: r.at_ms,
+                    },
+                ));
+            }
+        }
+        let mut out: Vec<(usize, u8, Exchange)> = rows.into_iter().map(|(n, e)| (n, 0, e)).collect();
+        out.extend(self.typed.iter().filter(|t| &t.client == name).map(|t| (t.after_steps, 1, t.exchange.clone())));
+        out.sort_by_key(|(n, k, _)| (*n, *k));
+        out.into_iter().map(|(_, _, e)| e).collect()
+    }
+
+    fn prompt(&self) -> String {
+        PROMPT.to_owned()
+    }
+
+    /// The backend has not accepted the lesson yet, or a step the user
+    /// asked for has not arrived.
+    fn is_busy(&self) -> bool {
+        self.run().is_some_and(|r| {
+            r.error.is_none() && (!r.started || r.stepping || r.results.len() < r.target.min(r.lesson.steps.len()))
+        })
+    }
+
+    fn forward(&mut self) -> bool {
+        let Some(run) = self.run.as_mut() else { return false };
+        if run.error.is_some() || run.results.len() >= run.lesson.steps.len() {
+            return false;
+        }
+        // Presses while a step is on its way add up: three presses, three steps.
+        run.target = (run.target.max(run.results.len()) + 1).min(run.lesson.steps.len());
+        self.pump();
+        true
+    }
+
+    fn goto(&mut self, n: usize) {
+        let Some(run) = self.run.as_ref() else { return };
+        let n = n.min(run.lesson.steps.len());
+        if n < run.results.len() || run.error.is_some() {
+            // Real time cannot be rewound: start again and play to n.
+            let lesson = run.lesson;
+            self.start_lesson(lesson);
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.target = n;
+        }
+        self.pump();
+    }
+
+    fn run_line(&mut self, actor: usize, line: &str) {
+        let Some(name) = self.run().and_then(|r| r.lesson.actors.get(actor).cloned()) else { return };
+        self.type_line(&name, line);
+    }
+
+    fn advance(&mut self, _ms: u64) {}
+
+    fn has_virtual_clock(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    fn open() -> RealDriver {
+        let mut d = RealDriver::new(Lang::En);
+        d.opened();
+        d.receive(r#"{"type":"hello","session":"s1","prefix":"lab:s1:","topology":"single","nodes":[{"name":"redis","url":"redis://127.0.0.1:7001","port":7001,"role":"master","state":"up"}],"names":{"clients":[],"nodes":["redis"]}}"#);
+        d
+    }
+
+    fn step_json(index: usize, reply: &str, ok: bool) -> String {
+        json!({ "type": "step", "result": {
+            "index": index, "actor": "A", "shown": format!("cmd {index}"), "reply": reply,
+            "expected": reply, "ok": ok, "at_ms": 100 * index as u64, "trace_len": index + 1 },
+            "note": if index == 0 { json!("PX 30000 sent as PX 300 (time ÷100)") } else { json!(null) } })
+        .to_string()
+    }
+
+    #[test]
+    fn a_lesson_is_started_then_stepped_one_request_at_a_time() {
+        let mut d = open();
+        let l = catalog::find("01").unwrap();
+        d.start_lesson(l);
+        let out = d.take_outbox();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].contains(r#""type":"lesson""#) && out[0].contains(r#""id":"01""#), "{out:?}");
+        // Asking before the backend accepted queues the wish.
+        assert!(d.forward());
+        assert!(d.take_outbox().is_empty());
+        assert!(d.is_busy());
+        d.receive(&json!({"type":"lesson","id":"01","steps":l.steps.len(),"server_version":"7.0.15","factor":100,
+            "topology":"single","nodes":[],"names":{"clients":["A","B"],"nodes":["redis"]},"notice":null}).to_string());
+        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
+        // A second forward while the first is in flight sends nothing more yet.
+        d.forward();
+        assert!(d.take_outbox().is_empty());
+        d.receive(&step_json(0, "OK", true));
+        assert_eq!(d.position(), 1);
+        assert_eq!(d.step_note(0).as_deref(), Some("PX 30000 sent as PX 300 (time ÷100)"));
+        // The second wish is served now.
+        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
+        d.receive(&step_json(1, "(nil)", true));
+        assert_eq!(d.position(), 2);
+        assert!(d.take_outbox().is_empty());
+        assert!(!d.is_busy());
+        assert_eq!(d.run_info(), Some(("7.0.15".to_owned(), 100)));
+    }
+
+    #[test]
+    fn stepping_back_restarts_on_the_backend_and_replays_to_the_step() {
+        let mut d = open();
+        let l = catalog::find("01").unwrap();
+        d.start_lesson(l);
+        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":"n"}).to_string());
+        d.goto(2);
+        d.receive(&step_json(0, "OK", true));
+        d.receive(&step_json(1, "OK", true));
+        d.take_outbox();
+        d.back();
+        assert_eq!(d.position(), 0, "results are cleared until the replay arrives");
+        let out = d.take_outbox();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].contains(r#""type":"lesson""#));
+        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
+        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
+        d.receive(&step_json(0, "OK", true));
+        assert_eq!(d.position(), 1);
+        assert!(d.take_outbox().is_empty(), "one step back from 2 is 1");
+    }
+
+    #[test]
+    fn an_unsupported_lesson_shows_the_backends_reason() {
+        let mut d = open();
+        d.start_lesson(catalog::find("20").unwrap());
+        d.take_outbox();
+        d.receive(r#"{"type":"error","message":"lesson 20 cannot run on a real server: it needs a clock jump"}"#);
+        assert!(d.error().unwrap().contains("clock jump"));
+        assert!(!d.forward());
+        assert!(!d.is_busy());
+    }
+
+    #[test]
+    fn typed_lines_get_their_replies_in_order_per_client() {
+        let mut d = open();
+        d.type_line("A", "SET k v NX");
+        d.type_line("B", "GET k");
+        d.type_line("A", "GET k");
+        let out = d.take_outbox();
+        assert_eq!(out.len(), 3);
+        assert!(out[1].contains(r#""client":"B""#) && out[1].contains("GET k"));
+        d.receive(r#"{"type":"reply","client":"A","text":"OK"}"#);
+        d.receive(r#"{"type":"reply","client":"B","text":"\"v\""}"#);
+        d.receive(r#"{"type":"reply","client":"A","text":"\"v\""}"#);
+        let a: Vec<_> = d.free_transcript("A").into_iter().map(|e| e.output).collect();
+        assert_eq!(a, ["OK", "\"v\""]);
+        assert_eq!(d.free_transcript("B")[0].output, "\"v\"");
+        assert_eq!(d.client_history("A"), ["SET k v NX", "GET k"]);
+    }
+
+    #[test]
+    fn losing_the_link_answers_what_was_waiting_and_reconnecting_replays_the_lesson() {
+        let mut d = open();
+        let l = catalog::find("01").unwrap();
+        d.start_lesson(l);
+        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
+        d.goto(1);
+        d.receive(&step_json(0, "OK", true));
+        d.type_line("A", "GET k");
+        d.take_outbox();
+        d.lost("the lab backend went away".into());
+        assert_eq!(d.problem().as_deref(), Some("the lab backend went away"));
+        assert!(d.transcript(0).iter().any(|e| e.output.contains("lost")));
+        // Offline: a line is answered at once, nothing is queued.
+        d.type_line("A", "PING");
+        assert!(d.take_outbox().is_empty());
+        d.connecting();
+        assert_eq!(d.attempt(), 1);
+        d.opened();
+        assert_eq!(d.problem(), None);
+        let out = d.take_outbox();
+        assert!(out[0].contains(r#""type":"lesson""#), "{out:?}");
+        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
+        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()], "played again to where the user was");
+    }
+
+    #[test]
+    fn events_make_the_trace_and_unknown_messages_are_ignored() {
+        let mut d = open();
+        d.receive(r#"{"type":"event","event":{"step":0,"at_ms":5,"actor":{"client":0},"kind":{"type":"note","text":"hi"}}}"#);
+        d.receive(r#"{"type":"something_new","x":1}"#);
+        assert_eq!(d.session_trace().events.len(), 1);
+        assert_eq!(d.last_ms(), 5);
+        assert_eq!(d.last_error, None);
+        d.receive("not json");
+        assert!(d.last_error.is_some());
+    }
+
+    #[test]
+    fn health_and_backoff() {
+        let h = Health::parse(r#"{"reachable":false,"version":null,"topology":"external","lessons":["01"],"error":"Connection refused"}"#).unwrap();
+        assert!(h.is_external());
+        let mut d = open();
+        d.health_result(Ok(h));
+        assert_eq!(d.problem().as_deref(), Some("Connection refused"));
+        assert!(!d.is_ready());
+        assert!(Health::parse(r#"{"ok":true,"driver":"sim"}"#).is_ok_and(|h| !h.reachable));
+        assert_eq!([0, 1, 2, 3, 9].map(reconnect_delay_ms), [500, 1000, 2000, 4000, 4000]);
+    }
+}

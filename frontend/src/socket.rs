@@ -1,0 +1,96 @@
+//! The browser side of the real driver's I/O: the WebSocket to
+//! `/api/session` and the `/api/health` fetch. Everything they report goes
+//! to the reducer as a [`RealInput`]; the protocol itself lives, sans-IO
+//! and natively tested, in [`real`](crate::real).
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{CloseEvent, MessageEvent, WebSocket};
+use yew::Callback;
+
+use crate::state::RealInput;
+
+/// `ws://host/api/session` for the page's own origin (`wss:` under https).
+pub fn session_url() -> Option<String> {
+    let location = web_sys::window()?.location();
+    let scheme = if location.protocol().ok()? == "https:" { "wss" } else { "ws" };
+    Some(format!("{scheme}://{}/api/session", location.host().ok()?))
+}
+
+/// An open WebSocket and the handlers it calls. Dropping it closes the
+/// socket and detaches the handlers first, so a socket being replaced
+/// (a reconnect, a switch back to the simulator) reports nothing more.
+pub struct Socket {
+    ws: WebSocket,
+    _on_open: Closure<dyn FnMut()>,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_close: Closure<dyn FnMut(CloseEvent)>,
+}
+
+impl Socket {
+    pub fn open(url: &str, report: Callback<RealInput>) -> Result<Socket, String> {
+        let ws = WebSocket::new(url).map_err(|e| format!("cannot open {url}: {e:?}"))?;
+        let on_open = {
+            let report = report.clone();
+            Closure::<dyn FnMut()>::new(move || report.emit(RealInput::Opened))
+        };
+        let on_message = {
+            let report = report.clone();
+            Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+                if let Some(text) = e.data().as_string() {
+                    report.emit(RealInput::Message(text));
+                }
+            })
+        };
+        let on_close = {
+            let host = url.to_owned();
+            Closure::<dyn FnMut(CloseEvent)>::new(move |e: CloseEvent| {
+                // 1006 is "closed abnormally": the usual way a backend that
+                // was stopped or never started shows up.
+                let why = if e.reason().is_empty() { format!("code {}", e.code()) } else { e.reason() };
+                report.emit(RealInput::Closed(format!("{host} closed ({why})")));
+            })
+        };
+        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        Ok(Socket { ws, _on_open: on_open, _on_message: on_message, _on_close: on_close })
+    }
+
+    /// Send one text frame; false when the socket is not open.
+    pub fn send(&self, text: &str) -> bool {
+        self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_str(text).is_ok()
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.ws.set_onopen(None);
+        self.ws.set_onmessage(None);
+        self.ws.set_onclose(None);
+        let _ = self.ws.close();
+    }
+}
+
+/// Fetch `/api/health` and report what it says.
+pub fn fetch_health(report: Callback<RealInput>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        report.emit(RealInput::Health(health().await));
+    });
+}
+
+async fn health() -> Result<crate::real::Health, String> {
+    use wasm_bindgen_futures::JsFuture;
+    let window = web_sys::window().ok_or("no window")?;
+    let response = JsFuture::from(window.fetch_with_str("/api/health"))
+        .await
+        .map_err(|_| "the lab backend is not answering /api/health".to_owned())?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
+    if !response.ok() {
+        return Err(format!("/api/health answered HTTP {}", response.status()));
+    }
+    let text = JsFuture::from(response.text().map_err(|_| "unreadable /api/health".to_owned())?)
+        .await
+        .map_err(|_| "unreadable /api/health".to_owned())?;
+    crate::real::Health::parse(&text.as_string().unwrap_or_default())
+}
