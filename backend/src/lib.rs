@@ -4,8 +4,10 @@
 //! sockets, real redis-server processes. The semantics all live in
 //! `locklab-core`; this crate only moves bytes and time in and out.
 //!
-//! * [`repl`] — `locklab cli`: redis-cli's front end over the simulator or a
-//!   real server.
+//! * [`repl`] — `locklab cli`: redis-cli's front end over the simulator, a
+//!   real server, or a lab backend's session.
+//! * [`via`] — `locklab cli --via URL`: a running `locklab serve`'s
+//!   `/api/session` WebSocket as the REPL's target.
 //! * [`real`] — one connection to a real redis-server through the `redis`
 //!   crate, answering in core's [`Reply`](locklab_core::Reply) type.
 //! * [`sim_server`] — `locklab sim-server`: the simulated node behind the
@@ -32,4 +34,5 @@ pub mod repl;
 pub mod session;
 pub mod sim_server;
 pub mod topology;
+pub mod via;
 pub mod web;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use locklab_backend::via::Via;
 use locklab_backend::{bench, explore, lesson_real, lessons, repl, sim_server, web};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
@@ -21,8 +22,17 @@ enum Cmd {
     /// A redis-cli work-alike: lines on stdin, replies as `redis-cli --no-raw` prints them.
     Cli {
         /// Send the lines to a real server instead of the simulator.
-        #[arg(long, value_name = "redis://HOST:PORT")]
+        #[arg(long, value_name = "redis://HOST:PORT", conflicts_with = "via")]
         real: Option<String>,
+        /// Use a running `locklab serve`'s lab session (its /api/session
+        /// WebSocket): prefixed keys, refused commands, managed topologies
+        /// and faults, as in the browser. Lab commands start with `:`.
+        #[arg(long, value_name = "http://HOST:PORT")]
+        via: Option<String>,
+        /// With --via: seconds to wait for the backend to connect and for
+        /// each reply (starting a topology gets 4×).
+        #[arg(long, default_value_t = 30.0, requires = "via", value_name = "SECONDS")]
+        timeout: f64,
         /// The simulator's version profile.
         #[arg(long, default_value = "8.4", value_name = "7.0|8.4")]
         redis_version: String,
@@ -106,10 +116,17 @@ fn profile(s: &str) -> Result<Profile> {
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {
-        Cmd::Cli { real, redis_version } => {
-            let mut target = match real {
-                Some(url) => repl::Target::real(&url).with_context(|| format!("connecting to {url}"))?,
-                None => repl::Target::sim(profile(&redis_version)?),
+        Cmd::Cli { real, via, timeout, redis_version } => {
+            if !(timeout > 0.0 && timeout <= 3600.0) {
+                bail!("--timeout must be between 0 and 3600 seconds");
+            }
+            let mut target = match (real, via) {
+                (Some(url), _) => repl::Target::real(&url).with_context(|| format!("connecting to {url}"))?,
+                (None, Some(url)) => {
+                    let timeout = Duration::from_secs_f64(timeout);
+                    repl::Target::Via(Box::new(Via::connect(&url, timeout, Box::new(std::io::stderr()))?))
+                }
+                (None, None) => repl::Target::sim(profile(&redis_version)?),
             };
             let stdin = std::io::stdin();
             let interactive = stdin.is_terminal();

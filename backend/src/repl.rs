@@ -1,4 +1,5 @@
-//! `locklab cli`: a redis-cli work-alike over the simulator or a real server.
+//! `locklab cli`: a redis-cli work-alike over the simulator, a real server,
+//! or a running lab backend's session (`--via`).
 //!
 //! It reads lines, splits them with redis-cli's own rules, sends them on one
 //! connection (so MULTI and WATCH state carries from line to line) and prints
@@ -6,14 +7,24 @@
 //! redis-cli's prompt, `(TX)` inside a transaction included; on a pipe it
 //! prints only replies, so `locklab cli < file` and `redis-cli --no-raw <
 //! file` can be compared byte for byte.
+//!
+//! The three [`Target`]s share everything but the last step: reading
+//! bounded lines, `quit`, the line limit, redis-cli's parse errors and its
+//! repeat count all happen here once. The simulator and a real server
+//! answer with a [`Reply`] that is rendered here; a lab backend renders its
+//! replies itself, so [`Via`] hands back text. Only `--via` has lab
+//! commands (`:client B`, `:fault pause 0`): on the other targets a line
+//! starting with `:` goes to Redis like any other, as in redis-cli.
 
 use std::io::{BufRead, Write};
 
 use locklab_core::cli::{parse_line, render};
 use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
+use thiserror::Error;
 
 use crate::real::{RealConnection, RealError};
+use crate::via::{Via, ViaError};
 
 /// The longest line accepted. redis-cli has no limit, but a lab shared by a
 /// room should not be one paste away from a hang; 1 MiB holds any script.
@@ -23,6 +34,20 @@ pub const MAX_LINE: usize = 1 << 20;
 pub enum Target {
     Sim { node: Box<Node>, conn: ConnId },
     Real { conn: RealConnection, addr: String, in_multi: bool },
+    /// A `locklab serve` lab session over its WebSocket.
+    Via(Box<Via>),
+}
+
+/// Why the REPL stopped before the end of its input.
+#[derive(Debug, Error)]
+pub enum ReplError {
+    /// Reading stdin or writing stdout failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The lab backend went away or stopped answering: there is no session
+    /// left to send the next line to, so going on would only print errors.
+    #[error(transparent)]
+    Via(#[from] ViaError),
 }
 
 impl Target {
@@ -52,13 +77,27 @@ impl Target {
                 let tx = if *in_multi { "(TX)" } else { "" };
                 format!("{addr}{tx}> ")
             }
+            Target::Via(via) => via.prompt(),
         }
     }
 
-    /// Send one argv; transport failures come back as an error reply so the
-    /// session goes on, as redis-cli's does.
-    pub fn execute(&mut self, argv: &[Vec<u8>]) -> Reply {
+    /// One command's output, as redis-cli prints it. `line` is the typed
+    /// text when it is exactly `argv` (no repeat count) and UTF-8, for a
+    /// lab backend, which takes lines rather than argvs.
+    fn answer(&mut self, argv: &[Vec<u8>], line: Option<&str>) -> Result<String, ViaError> {
         match self {
+            Target::Via(via) => via.command(argv, line),
+            _ => Ok(render(argv, &self.execute(argv))),
+        }
+    }
+
+    /// Send one argv to the simulator or a real server; transport failures
+    /// come back as an error reply so the session goes on, as redis-cli's
+    /// does. A lab backend answers text, not a [`Reply`], and goes through
+    /// [`Target::answer`] instead; it never gets here.
+    fn execute(&mut self, argv: &[Vec<u8>]) -> Reply {
+        match self {
+            Target::Via(_) => Reply::error("ERR locklab: a lab backend takes lines, not argvs"),
             Target::Sim { node, conn } => node.execute(*conn, argv),
             Target::Real { conn, in_multi, .. } => {
                 let reply = conn
@@ -76,38 +115,43 @@ impl Target {
     }
 }
 
-/// What one input line produces.
-pub fn run_line(target: &mut Target, line: &[u8]) -> Option<String> {
+/// What one input line produces. `Err` only when a lab backend is gone.
+pub fn run_line(target: &mut Target, line: &[u8]) -> Result<Option<String>, ViaError> {
     if line.len() > MAX_LINE {
-        return Some(format!(
+        return Ok(Some(format!(
             "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n",
             line.len()
-        ));
+        )));
+    }
+    if let Target::Via(via) = target {
+        if let Some(lab) = line.trim_ascii_start().strip_prefix(b":") {
+            return via.lab_command(lab).map(Some);
+        }
     }
     let mut argv = match parse_line(line) {
         Ok(argv) => argv,
-        Err(e) => return Some(format!("{e}\n")),
+        Err(e) => return Ok(Some(format!("{e}\n"))),
     };
     if argv.is_empty() {
-        return None;
+        return Ok(None);
     }
     // redis-cli: a leading number repeats the command that many times.
     let mut repeat = 1;
     if argv.len() > 1 {
         if let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) {
             if n <= 0 {
-                return Some("Invalid redis-cli repeat command option value.\n".into());
+                return Ok(Some("Invalid redis-cli repeat command option value.\n".into()));
             }
             repeat = n;
             argv.remove(0);
         }
     }
+    let text = (repeat == 1).then(|| std::str::from_utf8(line).ok()).flatten();
     let mut out = String::new();
     for _ in 0..repeat {
-        let reply = target.execute(&argv);
-        out.push_str(&render(&argv, &reply));
+        out.push_str(&target.answer(&argv, text)?);
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// Is this line one of redis-cli's own `quit` / `exit`?
@@ -124,7 +168,7 @@ pub fn run(
     input: &mut dyn BufRead,
     output: &mut dyn Write,
     interactive: bool,
-) -> std::io::Result<()> {
+) -> Result<(), ReplError> {
     loop {
         if interactive {
             write!(output, "{}", target.prompt())?;
@@ -141,7 +185,7 @@ pub fn run(
         if is_quit(&line) {
             return Ok(());
         }
-        if let Some(text) = run_line(target, &line) {
+        if let Some(text) = run_line(target, &line)? {
             output.write_all(text.as_bytes())?;
             output.flush()?;
         }
