@@ -195,3 +195,31 @@ impl LessonDriver for Session {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    /// What the browser does with every lesson, through the seam the views
+    /// use: play it to the end, check every expected reply and the
+    /// outcome, lay out its timeline, and step back once.
+    #[test]
+    fn every_lesson_plays_to_the_end_through_the_seam() {
+        for lesson in catalog::all() {
+            let mut d: Box<dyn LessonDriver> = Box::new(Session::new(lesson, crate::state::DEFAULT_SEED, 0));
+            while d.forward() {}
+            assert_eq!(d.error(), None, "lesson {}", lesson.id);
+            assert!(d.is_finished(), "lesson {} stopped at step {}", lesson.id, d.position());
+            for r in d.results() {
+                assert!(r.ok, "lesson {} step {}: {:?} expected, got {:?}", lesson.id, r.index + 1, r.expected, r.reply);
+            }
+            assert_eq!(d.outcome(), Some(true), "lesson {}'s outcome", lesson.id);
+            let layout = crate::timeline::layout(&d.trace(), d.now_ms(), crate::i18n::Lang::En);
+            assert!(!layout.lanes.is_empty(), "lesson {} has a timeline", lesson.id);
+            let end = d.position();
+            d.back();
+            assert_eq!(d.position(), end - 1, "lesson {} steps back", lesson.id);
+        }
+    }
+}

@@ -439,4 +439,40 @@ mod tests {
         let s = reduce(s, Action::Transport(Transport::Home));
         assert!(!s.playing);
     }
+
+    #[test]
+    fn the_driver_switch_moves_the_lesson_to_the_real_driver() {
+        let s = State::from_query(&Query::parse("?lesson=07&step=2"), Lang::En);
+        assert_eq!(s.step().as_deref(), Some("2"));
+        let s = reduce(s, Action::SetDriver(Driver::Real));
+        assert_eq!(s.query().to_search(), "?lang=en&lesson=07&seed=1&driver=real");
+        assert_eq!(s.connection, 1);
+        let real = s.real.clone().unwrap();
+        // The same object plays the lesson: what the socket brings moves it.
+        let s = reduce(s, Action::Real(RealInput::Opened));
+        assert!(real.borrow_mut().take_outbox()[0].contains(r#""id":"07""#));
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        let s = reduce(
+            s,
+            Action::Real(RealInput::Message(
+                r#"{"type":"lesson","id":"07","steps":5,"names":{"clients":["A","B"],"nodes":["redis"]},"notice":null}"#.into(),
+            )),
+        );
+        assert_eq!(real.borrow_mut().take_outbox(), [r#"{"type":"lesson_step"}"#]);
+        let step = r#"{"type":"step","result":{"index":0,"actor":"A","shown":"SET","reply":"OK","expected":"OK","ok":true,"at_ms":0,"trace_len":1},"note":null}"#;
+        let s = reduce(s, Action::Real(RealInput::Message(step.into())));
+        assert_eq!(s.step().as_deref(), Some("1"));
+        // Lost: play stops, the banner has its reason; Reconnect opens anew.
+        let s = reduce(s, Action::Transport(Transport::TogglePlay));
+        let s = reduce(s, Action::Real(RealInput::Closed("gone".into())));
+        assert!(!s.playing);
+        assert_eq!(real.borrow().problem().as_deref(), Some("gone"));
+        let s = reduce(s, Action::Reconnect);
+        assert_eq!(s.connection, 2);
+        // Back to the simulator: a fresh simulated run of the same lesson.
+        let s = reduce(s, Action::SetDriver(Driver::Sim));
+        assert!(s.real.is_none());
+        assert_eq!(s.lesson_id().as_deref(), Some("07"));
+        assert_eq!(s.step(), None);
+    }
 }
