@@ -154,6 +154,20 @@ pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
     }
 }
 
+/// The compression a CLI run uses when none is given: 100×, except for
+/// the Redlock lessons. Their client programs schedule extensions and
+/// releases with ~100 lesson ms to spare before the next step checks the
+/// servers (lesson 19: the extension at 9.9 s, the check at 10 s), and
+/// every Redlock round is ten real round trips; at 100× a single wall
+/// millisecond is already 100 lesson ms, at 10× it is 10.
+pub fn default_factor(lesson: &Lesson) -> u64 {
+    if lesson.topology == LessonTopology::Redlock5 {
+        10
+    } else {
+        100
+    }
+}
+
 /// Can the runner play this lesson on a managed topology of the kind it
 /// names? `Err` says why not: the lesson's own text when it is marked
 /// `real = no`, else which step needs what.

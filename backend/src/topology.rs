@@ -295,7 +295,7 @@ impl Topology {
                     let mp = m.nodes[0].port;
                     ("replica".to_owned(), vec!["--replicaof".into(), "127.0.0.1".into(), mp.to_string()], Some(mp))
                 }
-                TopologyKind::Redlock5 => (format!("m{}", i + 1), vec![], None),
+                TopologyKind::Redlock5 => (format!("r{}", i + 1), vec![], None),
                 TopologyKind::Cluster3 => (
                     format!("c{}", i + 1),
                     vec![

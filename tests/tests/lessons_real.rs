@@ -93,11 +93,11 @@ fn supported_multi_node_lessons_are_the_catalogue_claims() {
 /// extension and the next step (lesson 19: extension at 9.9 s, check at
 /// 10 s), and every extension is five round trips plus five peeks; at 100×
 /// a single wall millisecond on a loaded machine is already 100 lesson ms.
-/// At 10× the same lesson has ten times the margin and still takes about
-/// two wall seconds.
+/// At 5× the same lesson has twenty times the margin (100 lesson ms are
+/// 20 wall ms) and still takes only about four wall seconds.
 fn factor(l: &Lesson) -> u64 {
     if l.topology == LessonTopology::Redlock5 {
-        10
+        5
     } else {
         100
     }
