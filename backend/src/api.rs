@@ -65,6 +65,14 @@
 //!   A `lesson_step` with no lesson, or after the last step, gets
 //!   `{"type":"error",…}`.
 //!
+//! A lesson's background program (a Redlock holder working, extending,
+//! releasing) keeps running between two `lesson_step` messages, as a real
+//! process would: its events arrive as `event` messages of their own,
+//! whenever its timers fire. Lesson time is wall time × factor, so time a
+//! person spends between two steps is lesson time too (a 30 s TTL is
+//! 300 ms at 100×); the Redlock lessons (17, 19, 21) need `"factor":10`
+//! to keep their programs' timing within what the lesson checks.
+//!
 //! `command` and `fault` messages during a run go to the run's session and
 //! topology (the console can go off script), and their events are stamped
 //! in lesson time too. A `topology` message ends the run.
@@ -494,6 +502,28 @@ impl Lab {
         }
     }
 
+    /// When a running lesson's background program next needs serving.
+    fn program_deadline(&self) -> Option<std::time::Instant> {
+        self.run.as_ref().and_then(RealLessonRun::next_deadline)
+    }
+
+    /// Serve the lesson's background programs (their timers that are due):
+    /// the events that produced.
+    fn serve_programs(&mut self) -> Vec<ServerMsg> {
+        let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
+        else {
+            return Vec::new();
+        };
+        let mut env = RealEnv { session, topology };
+        let served = run.serve(&mut env);
+        let mut out: Vec<ServerMsg> = run.take_events().into_iter().map(|event| ServerMsg::Event { event }).collect();
+        if let Err(e) = served {
+            self.run = None;
+            out.push(ServerMsg::Error { message: format!("{e}; the run is over (send a lesson message to start again)") });
+        }
+        out
+    }
+
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
         self.run = None;
@@ -553,18 +583,24 @@ async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
     let mut lab = Some(Lab::new(state));
-    while let Some(Ok(msg)) = rx.next().await {
-        let text = match msg {
-            Message::Text(t) => t.to_string(),
-            Message::Close(_) => break,
-            _ => continue,
+    loop {
+        // A lesson's background program (a Redlock holder working, then
+        // extending or releasing) keeps running between two `lesson_step`
+        // messages, as it would in a real process: wake at its next timer
+        // and serve it, sending its events as they happen.
+        let due = lab.as_ref().and_then(Lab::program_deadline);
+        let incoming = match due {
+            Some(at) => tokio::select! {
+                m = rx.next() => Some(m),
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => None,
+            },
+            None => Some(rx.next().await),
         };
-        let replies = match serde_json::from_str::<ClientMsg>(&text) {
-            Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
-            Ok(msg) => {
+        let replies = match incoming {
+            None => {
                 let Some(mut l) = lab.take() else { break };
                 match tokio::task::spawn_blocking(move || {
-                    let out = l.handle(msg);
+                    let out = l.serve_programs();
                     (l, out)
                 })
                 .await
@@ -574,6 +610,32 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                         out
                     }
                     Err(_) => break,
+                }
+            }
+            Some(None | Some(Err(_))) => break,
+            Some(Some(Ok(msg))) => {
+                let text = match msg {
+                    Message::Text(t) => t.to_string(),
+                    Message::Close(_) => break,
+                    _ => continue,
+                };
+                match serde_json::from_str::<ClientMsg>(&text) {
+                    Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
+                    Ok(msg) => {
+                        let Some(mut l) = lab.take() else { break };
+                        match tokio::task::spawn_blocking(move || {
+                            let out = l.handle(msg);
+                            (l, out)
+                        })
+                        .await
+                        {
+                            Ok((l, out)) => {
+                                lab = Some(l);
+                                out
+                            }
+                            Err(_) => break,
+                        }
+                    }
                 }
             }
         };

@@ -464,6 +464,23 @@ impl RealLessonRun {
         std::mem::take(&mut self.events)
     }
 
+    /// When a background program next has a timer or timeout due (wall
+    /// clock), so a caller that is idle between steps can [`serve`] it on
+    /// time.
+    ///
+    /// [`serve`]: RealLessonRun::serve
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.programs.iter().flatten().filter_map(Running::next_deadline).min()
+    }
+
+    /// Serve the background programs whose timers are due, between steps;
+    /// their events are in [`take_events`](RealLessonRun::take_events).
+    pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
+        self.pump(env, None)?;
+        self.drain(env);
+        Ok(())
+    }
+
     /// Lesson time of a session-clock instant.
     pub fn lesson_ms(&self, session_ms: u64) -> u64 {
         session_ms.saturating_sub(self.origin_ms).saturating_mul(self.factor)
@@ -1133,10 +1150,6 @@ impl RealLessonRun {
             }
         }
         Ok(())
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.programs.iter().flatten().filter_map(Running::next_deadline).min()
     }
 
     /// Serve the programs: what is due now (`until: None`), or everything

@@ -150,7 +150,11 @@ impl Played {
 }
 
 async fn play(ws: &mut Ws, id: &str) -> Played {
-    send(ws, json!({"type":"lesson","id":id})).await;
+    play_at(ws, json!({"type":"lesson","id":id})).await
+}
+
+async fn play_at(ws: &mut Ws, start: Value) -> Played {
+    send(ws, start).await;
     let got = until(ws, "lesson").await;
     let hello = got.iter().find(|m| m["type"] == "hello").cloned().unwrap_or_else(|| panic!("no hello: {got:?}"));
     let lesson = got.last().unwrap().clone();
@@ -276,5 +280,38 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     assert_eq!(second.lesson["nodes"][0]["state"], "up");
     assert_eq!(first.replies(), second.replies());
     assert_eq!(second.done["passed"], true, "{:?}", second.results());
+
+    // Redlock on five real masters (10×: see lesson_real::default_factor),
+    // three of which the lesson crashes; then again on the reset topology.
+    let redlock = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    assert_eq!(redlock.lesson["topology"], "redlock5");
+    assert_eq!(redlock.lesson["names"]["nodes"], json!(["r1", "r2", "r3", "r4", "r5"]));
+    assert_eq!(redlock.done["passed"], true, "{:?}", redlock.results());
+    assert!(redlock.events().iter().any(|e| e["kind"]["type"] == "granted"), "a majority grant");
+    let again = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    assert_eq!(again.done["passed"], true, "{:?}", again.results());
+
+    // A background program runs on between steps: start A's Redlock
+    // (step 2, background, 3 s of work) and send nothing more; its release
+    // arrives on its own.
+    send(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    until(&mut ws, "lesson").await;
+    for _ in 0..2 {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        until(&mut ws, "step").await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut removed = 0;
+    while removed < 5 {
+        assert!(std::time::Instant::now() < deadline, "A's release never came");
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next()).await.expect("event in time").unwrap().unwrap();
+        let Message::Text(t) = msg else { continue };
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["type"], "event", "{v}");
+        if v["event"]["kind"]["type"] == "lock" && v["event"]["kind"]["change"]["change"] == "removed" {
+            assert_eq!(v["event"]["kind"]["change"]["by"], 0, "removed by A: {v}");
+            removed += 1;
+        }
+    }
     ws.close(None).await.unwrap();
 }
