@@ -25,6 +25,58 @@
 //! after a start or a fault; `{"type":"error","message":…}` for anything
 //! the lab refused that is not a command reply.
 //!
+//! # Lessons on the real driver
+//!
+//! A lesson plays step by step on real servers ([`RealLessonRun`]), so the
+//! browser's step list, timeline and console work on a real run as on the
+//! simulator's.
+//!
+//! In:
+//!
+//! * `{"type":"lesson","id":"05","factor":100,"lang":"en"}` — `factor`
+//!   (time compression, 1–10000, default 100) and `lang` (`en` or `zh`:
+//!   the language of a refusal's reason, default `en`) are optional. Starts
+//!   the lesson from scratch on a **fresh session** (fresh key prefix and
+//!   ACL user: nothing typed before leaks in). Managed backend: the
+//!   lesson's topology (`single|replicated|redlock5|cluster3`, as the
+//!   lesson file says) is started, unless the current managed topology is
+//!   already that kind — then it is [`Topology::reset`]: nodes an earlier
+//!   run crashed are restarted, a promoted replica follows its master
+//!   again, every dataset is flushed, so a re-run behaves like the first
+//!   run. With `--redis URL` only single-topology lessons run.
+//! * `{"type":"lesson_step"}` — run the next step.
+//!
+//! Out:
+//!
+//! * on `lesson`: `{"type":"hello",…}` for the new session, then
+//!   `{"type":"lesson","id":"05","steps":14,"server_version":"7.0.15",
+//!   "factor":100,"topology":"single","nodes":[NodeInfo…],"names":{Names},
+//!   "notice":null}` — `notice` is a run-wide remark such as "DELEX needs
+//!   Redis 8.4; this server is 7.0.15, so the lab sends the Lua
+//!   compare-and-delete instead". Or `{"type":"error","message":"lesson 20
+//!   cannot run on a real server: <the lesson's own reason>"}`.
+//! * on `lesson_step`: zero or more `{"type":"event","event":{Event}}` — the
+//!   events the simulator's trace has for such a step (`sent`, `executed`,
+//!   `received`, `lock` acquired/renewed/removed, `granted`, `belief`,
+//!   `overlap`, `fault`, `write`, `note`…) with `at_ms` in **lesson time**
+//!   (wall ms since the run started × factor); then
+//!   `{"type":"step","result":{StepResult},"note":null|"sent as SET … PX 150 at 100×"}`;
+//!   after the last step also `{"type":"lesson_done","passed":true|false}`.
+//!   A `lesson_step` with no lesson, or after the last step, gets
+//!   `{"type":"error",…}`.
+//!
+//! A lesson's background program (a Redlock holder working, extending,
+//! releasing) keeps running between two `lesson_step` messages, as a real
+//! process would: its events arrive as `event` messages of their own,
+//! whenever its timers fire. Lesson time is wall time × factor, so time a
+//! person spends between two steps is lesson time too (a 30 s TTL is
+//! 300 ms at 100×); the Redlock lessons (17, 19, 21) need `"factor":10`
+//! to keep their programs' timing within what the lesson checks.
+//!
+//! `command` and `fault` messages during a run go to the run's session and
+//! topology (the console can go off script), and their events are stamped
+//! in lesson time too. A `topology` message ends the run.
+//!
 //! Sessions call the synchronous `redis` crate, so each message is handled
 //! on tokio's blocking pool (`spawn_blocking`), never on the async workers.
 
@@ -41,9 +93,16 @@ use locklab_core::reply::Reply;
 use locklab_core::trace::{Event, Names};
 use serde::{Deserialize, Serialize};
 
+use locklab_core::lesson::run::StepResult;
+use locklab_core::lesson::{Lang, Lesson};
+
+use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
+
+/// Time compression when a `lesson` message gives none.
+const DEFAULT_FACTOR: u64 = 100;
 
 /// Most managed topologies alive at once across all WebSockets (each is up
 /// to five processes).
@@ -69,9 +128,11 @@ impl ApiState {
     }
 }
 
-/// `/api/real/health` and `/api/session`. Merge it into the web app's router.
+/// `/api/health` (and its older name `/api/real/health`) and
+/// `/api/session`. Merge it into the web app's router.
 pub fn api_router(state: ApiState) -> Router {
     Router::new()
+        .route("/api/health", get(health))
         .route("/api/real/health", get(health))
         .route("/api/session", get(session_ws))
         .with_state(state)
@@ -87,8 +148,13 @@ pub struct RealHealth {
     pub version: Option<String>,
     /// `external` or `managed`.
     pub topology: String,
-    /// Ids of the lessons that can run on one real server.
+    /// Ids of the lessons this backend can play on real servers: on a
+    /// managed backend every lesson the runner supports, on its own
+    /// topology; with `--redis` the single-node ones.
     pub lessons: Vec<String>,
+    /// Every other lesson, with the reason it cannot run here.
+    #[serde(default)]
+    pub unsupported: std::collections::BTreeMap<String, String>,
     /// Why not reachable, when it is not.
     pub error: Option<String>,
 }
@@ -102,6 +168,7 @@ async fn health(State(state): State<ApiState>) -> Json<RealHealth> {
             version: None,
             topology: "unknown".into(),
             lessons: Vec::new(),
+            unsupported: Default::default(),
             error: Some(e.to_string()),
         });
     Json(h)
@@ -109,14 +176,24 @@ async fn health(State(state): State<ApiState>) -> Json<RealHealth> {
 
 /// The health report, synchronously (also for the CLI).
 pub fn real_health(redis: Option<&str>) -> RealHealth {
-    let lessons = locklab_core::lesson::builtin()
-        .map(|all| {
-            all.iter()
-                .filter(|l| crate::lesson_real::check_supported(l).is_ok())
-                .map(|l| l.id.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    let target = match redis {
+        Some(url) => Topology::external(url),
+        None => Topology::External(String::new()),
+    };
+    let mut lessons = Vec::new();
+    let mut unsupported = std::collections::BTreeMap::new();
+    for l in locklab_core::lesson::builtin().unwrap_or_default() {
+        let verdict = match redis {
+            Some(_) => lesson_real::check_target(&l, &target, Lang::En),
+            None => lesson_real::check_supported(&l),
+        };
+        match verdict {
+            Ok(()) => lessons.push(l.id.clone()),
+            Err(why) => {
+                unsupported.insert(l.id.clone(), why);
+            }
+        }
+    }
     match redis {
         Some(url) => {
             let probe = RealConnection::open(url).and_then(|mut c| {
@@ -131,6 +208,7 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                         .find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_owned())),
                     topology: "external".into(),
                     lessons,
+                    unsupported,
                     error: None,
                 },
                 Ok(other) => RealHealth {
@@ -138,6 +216,7 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                     version: None,
                     topology: "external".into(),
                     lessons,
+                    unsupported,
                     error: Some(other.to_cli()),
                 },
                 Err(e) => RealHealth {
@@ -145,6 +224,7 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                     version: None,
                     topology: "external".into(),
                     lessons,
+                    unsupported,
                     error: Some(e.to_string()),
                 },
             }
@@ -161,6 +241,7 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                 version,
                 topology: "managed".into(),
                 lessons,
+                unsupported,
             }
         }
     }
@@ -184,6 +265,14 @@ enum ClientMsg {
         #[serde(default)]
         node: u32,
     },
+    Lesson {
+        id: String,
+        #[serde(default)]
+        factor: Option<u64>,
+        #[serde(default)]
+        lang: Option<String>,
+    },
+    LessonStep,
 }
 
 /// A message to the browser.
@@ -195,6 +284,18 @@ enum ServerMsg {
     Reply { client: String, text: String },
     Names { names: Names },
     Topology { kind: String, nodes: Vec<NodeInfo> },
+    Lesson {
+        id: String,
+        steps: usize,
+        server_version: String,
+        factor: u64,
+        topology: String,
+        nodes: Vec<NodeInfo>,
+        names: Names,
+        notice: Option<String>,
+    },
+    Step { result: StepResult, note: Option<String> },
+    LessonDone { passed: bool },
     Error { message: String },
 }
 
@@ -210,8 +311,9 @@ impl Drop for ManagedSlot {
 
 /// One WebSocket's lab. Field order matters for drop: the session (ACL
 /// user cleanup needs the servers) goes before the topology.
-#[derive(Debug)]
 struct Lab {
+    /// The lesson being played on `session`, if any.
+    run: Option<RealLessonRun>,
     session: Option<Session>,
     topology: Option<Topology>,
     _slot: Option<ManagedSlot>,
@@ -220,7 +322,7 @@ struct Lab {
 
 impl Lab {
     fn new(state: ApiState) -> Self {
-        Lab { session: None, topology: None, _slot: None, state }
+        Lab { run: None, session: None, topology: None, _slot: None, state }
     }
 
     fn handle(&mut self, msg: ClientMsg) -> Vec<ServerMsg> {
@@ -237,7 +339,11 @@ impl Lab {
                 if s.names().clients.len() != clients_before {
                     out.push(ServerMsg::Names { names: s.names().clone() });
                 }
-                out.extend(s.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+                let mut events = s.take_events();
+                if let Some(run) = self.run.as_mut() {
+                    events = run.restamp(events);
+                }
+                out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
                 out.push(ServerMsg::Reply { client, text: reply.to_cli() });
             }
             ClientMsg::Topology { kind } => {
@@ -275,19 +381,152 @@ impl Lab {
                     Ok(text) => {
                         if let Some(s) = self.session.as_mut() {
                             s.note_world(text);
-                            out.extend(s.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+                            let mut events = s.take_events();
+                            if let Some(run) = self.run.as_mut() {
+                                events = run.restamp(events);
+                            }
+                            out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
                         }
                         out.push(ServerMsg::Topology { kind: topo.kind_name().into(), nodes: topo.nodes() });
                     }
                     Err(e) => out.push(ServerMsg::Error { message: e.to_string() }),
                 }
             }
+            ClientMsg::Lesson { id, factor, lang } => {
+                if let Err(message) = self.start_lesson(&id, factor, lang.as_deref(), &mut out) {
+                    out.push(ServerMsg::Error { message });
+                }
+            }
+            ClientMsg::LessonStep => self.lesson_step(&mut out),
+        }
+        out
+    }
+
+    /// `lesson`: a fresh session on the lesson's topology, and a run at
+    /// step 0.
+    fn start_lesson(&mut self, id: &str, factor: Option<u64>, lang: Option<&str>, out: &mut Vec<ServerMsg>) -> Result<(), String> {
+        self.run = None;
+        let lang = match lang {
+            None => Lang::En,
+            Some(l) => Lang::parse(l).ok_or_else(|| format!("unknown lang {l:?}: en or zh"))?,
+        };
+        let factor = factor.unwrap_or(DEFAULT_FACTOR);
+        if !(1..=10_000).contains(&factor) {
+            return Err(format!("factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"));
+        }
+        let lesson = find_lesson(id)?;
+        let unsupported = |why: String| RealLessonError::Unsupported { id: lesson.id.clone(), why }.to_string();
+        lesson_real::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        // Nothing from before may leak in: a new session, and (managed) the
+        // lesson's topology as new.
+        self.session = None;
+        match self.state.redis.clone() {
+            Some(url) => {
+                let external = Topology::external(url);
+                lesson_real::check_target(&lesson, &external, lang).map_err(unsupported)?;
+                if !matches!(self.topology, Some(Topology::External(_))) {
+                    self.topology = None;
+                    self._slot = None;
+                    self.topology = Some(external);
+                }
+            }
+            None => {
+                let kind = lesson_real::topology_kind(&lesson);
+                let reused = match self.topology.as_mut() {
+                    Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
+                    _ => false,
+                };
+                if !reused {
+                    self.start_managed(kind)?;
+                }
+            }
+        }
+        self.ensure_session(out)?;
+        let (Some(session), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else {
+            return Err("no session".into());
+        };
+        let mut env = RealEnv { session, topology };
+        let run = RealLessonRun::start(&lesson, &mut env, factor, lang).map_err(|e| e.to_string())?;
+        out.push(ServerMsg::Lesson {
+            id: lesson.id.clone(),
+            steps: run.steps(),
+            server_version: run.server_version().to_owned(),
+            factor: run.factor(),
+            // The lesson's kind (the hello says whether it is the user's
+            // server): what the browser lays its lanes out by.
+            topology: lesson_real::topology_kind(&lesson).as_str().into(),
+            nodes: topology.nodes(),
+            names: session.names().clone(),
+            notice: run.notice().map(str::to_owned),
+        });
+        self.run = Some(run);
+        Ok(())
+    }
+
+    /// `lesson_step`: the next step's events, its result, and at the end
+    /// whether the lesson passed.
+    fn lesson_step(&mut self, out: &mut Vec<ServerMsg>) {
+        let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
+        else {
+            out.push(ServerMsg::Error {
+                message: "no lesson is running: send {\"type\":\"lesson\",\"id\":\"05\"} first".into(),
+            });
+            return;
+        };
+        if run.is_finished() {
+            out.push(ServerMsg::Error {
+                message: format!(
+                    "lesson {} is finished ({} steps): send a lesson message to play it again",
+                    run.lesson().id,
+                    run.steps()
+                ),
+            });
+            return;
+        }
+        let mut env = RealEnv { session, topology };
+        let stepped = run.step(&mut env);
+        out.extend(run.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+        match stepped {
+            Ok(Some((result, note))) => {
+                out.push(ServerMsg::Step { result, note });
+                if run.is_finished() {
+                    out.push(ServerMsg::LessonDone { passed: run.passed() });
+                }
+            }
+            Ok(None) => out.push(ServerMsg::Error { message: "the lesson has no more steps".into() }),
+            Err(e) => {
+                // The run cannot go on from a step it could not carry out.
+                self.run = None;
+                out.push(ServerMsg::Error { message: format!("{e}; the run is over (send a lesson message to start again)") });
+            }
+        }
+    }
+
+    /// When a running lesson's background program next needs serving.
+    fn program_deadline(&self) -> Option<std::time::Instant> {
+        self.run.as_ref().and_then(RealLessonRun::next_deadline)
+    }
+
+    /// Serve the lesson's background programs (their timers that are due):
+    /// the events that produced.
+    fn serve_programs(&mut self) -> Vec<ServerMsg> {
+        let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
+        else {
+            return Vec::new();
+        };
+        let mut env = RealEnv { session, topology };
+        let served = run.serve(&mut env);
+        let mut out: Vec<ServerMsg> = run.take_events().into_iter().map(|event| ServerMsg::Event { event }).collect();
+        if let Err(e) = served {
+            self.run = None;
+            out.push(ServerMsg::Error { message: format!("{e}; the run is over (send a lesson message to start again)") });
         }
         out
     }
 
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
+        self.run = None;
         self.session = None;
         self.topology = None;
         self._slot = None;
@@ -330,6 +569,12 @@ impl Lab {
     }
 }
 
+/// A built-in lesson by id (`5` is `05`).
+fn find_lesson(id: &str) -> Result<Lesson, String> {
+    let all = locklab_core::lesson::builtin().map_err(|e| e.to_string())?;
+    crate::lessons::find(&all, id.trim()).cloned().map_err(|e| e.to_string())
+}
+
 async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl IntoResponse {
     let max = state.pool.limits().max_line + 4096;
     ws.max_message_size(max).on_upgrade(move |socket| run_socket(socket, state))
@@ -338,18 +583,24 @@ async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
     let mut lab = Some(Lab::new(state));
-    while let Some(Ok(msg)) = rx.next().await {
-        let text = match msg {
-            Message::Text(t) => t.to_string(),
-            Message::Close(_) => break,
-            _ => continue,
+    loop {
+        // A lesson's background program (a Redlock holder working, then
+        // extending or releasing) keeps running between two `lesson_step`
+        // messages, as it would in a real process: wake at its next timer
+        // and serve it, sending its events as they happen.
+        let due = lab.as_ref().and_then(Lab::program_deadline);
+        let incoming = match due {
+            Some(at) => tokio::select! {
+                m = rx.next() => Some(m),
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => None,
+            },
+            None => Some(rx.next().await),
         };
-        let replies = match serde_json::from_str::<ClientMsg>(&text) {
-            Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
-            Ok(msg) => {
+        let replies = match incoming {
+            None => {
                 let Some(mut l) = lab.take() else { break };
                 match tokio::task::spawn_blocking(move || {
-                    let out = l.handle(msg);
+                    let out = l.serve_programs();
                     (l, out)
                 })
                 .await
@@ -359,6 +610,32 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                         out
                     }
                     Err(_) => break,
+                }
+            }
+            Some(None | Some(Err(_))) => break,
+            Some(Some(Ok(msg))) => {
+                let text = match msg {
+                    Message::Text(t) => t.to_string(),
+                    Message::Close(_) => break,
+                    _ => continue,
+                };
+                match serde_json::from_str::<ClientMsg>(&text) {
+                    Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
+                    Ok(msg) => {
+                        let Some(mut l) = lab.take() else { break };
+                        match tokio::task::spawn_blocking(move || {
+                            let out = l.handle(msg);
+                            (l, out)
+                        })
+                        .await
+                        {
+                            Ok((l, out)) => {
+                                lab = Some(l);
+                                out
+                            }
+                            Err(_) => break,
+                        }
+                    }
                 }
             }
         };

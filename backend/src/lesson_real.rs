@@ -1,44 +1,91 @@
-//! Playing a lesson against a real redis-server.
+//! Playing a lesson against real redis-server processes, step by step.
 //!
 //! Trainees must see that the simulator is not inventing things, so the
-//! single-node lessons also run step by step on a real server: one
-//! connection per actor, the same redis-cli lines, the replies printed the
-//! same way and checked against the same expectations. Two things differ,
-//! and the transcript says so wherever they apply:
+//! lessons also run on real servers: one connection per actor (through a
+//! lab [`Session`], so keys live under a fresh prefix and a fresh ACL
+//! user), the same redis-cli lines, the replies printed the same way and
+//! checked against the same expectations. [`RealLessonRun`] is the
+//! stepwise runner — the real twin of core's `LessonRun` — which the
+//! `/api/session` WebSocket drives one `lesson_step` at a time, and
+//! [`run`] / [`run_on`] loop over it for `locklab lesson run --real` and
+//! the tests.
+//!
+//! Several things differ from the simulator, and the transcript says so
+//! wherever they apply:
 //!
 //! * **Time is compressed.** Waiting 31 real seconds for a lock to expire
 //!   makes a dull demo and a slow test, so TTLs and waits are divided by a
 //!   factor (100× by default): `PX 15000` is sent as `PX 150`, `EX 30` as
-//!   `PX 300`, a wait of 31 000 ms sleeps 310 ms, and `PTTL`/`TTL` replies
-//!   are multiplied back. Script arguments are compressed when the script
-//!   sets a TTL (it mentions `px`, `pexpire` or `expire`) and the argument
-//!   is an integer of at least 100.
+//!   `PX 300`, `WAIT 1 5000` as `WAIT 1 50`, a wait of 31 000 ms sleeps
+//!   310 ms, and `PTTL`/`TTL` replies are multiplied back. Script arguments
+//!   are compressed when the script sets a TTL (it mentions `px`, `pexpire`
+//!   or `expire`) and the argument is an integer of at least 100. Lesson
+//!   time is wall time since the run started × the factor — including any
+//!   time a person spends between two steps, which is why a browser should
+//!   step promptly (or pick a smaller factor) when a TTL matters.
 //! * **Redis 8.4 commands on an older server.** `DELEX key IFEQ token` is
 //!   unknown to 7.x; the runner says so and sends the Lua compare-and-delete
 //!   instead, which answers the same 1 or 0.
+//! * **Faults are real.** `failover` SIGKILLs the master and promotes the
+//!   replica (`REPLICAOF NO ONE`), and commands without a `node` follow the
+//!   new master, as a Sentinel-aware client would; `cut_link` between two
+//!   nodes cuts the replica's replication; `crash_node` and `restart_node`
+//!   kill and restart the process (empty: nothing persists); `cut_link`
+//!   between a client and a node makes the lab drop that client's requests
+//!   to that node, so the client sees its timeout — which is all a
+//!   partition ever looks like from the client's side.
+//! * **Replication lag is made deterministic.** On loopback a replica has a
+//!   write within microseconds, so a lesson that declares a replication lag
+//!   (`world.replication`, lesson 15: "the master crashes before the write
+//!   reaches the replica") would lose the race it teaches. The runner
+//!   therefore cuts replication before the first step and restores it at
+//!   the first wait at least as long as the lag; a failover that comes
+//!   first loses exactly the writes the lesson says are lost.
+//! * **Client programs run on the real clock.** Core's programs are
+//!   sans-IO state machines; the runner feeds them replies from the real
+//!   servers and fires their timers on the compressed wall clock. A
+//!   background program keeps running while later steps execute (its timers
+//!   are served during every step and every wait). A request to a live node
+//!   always gets its answer on loopback; only a cut link or a dead node
+//!   makes a program see its per-node timeout.
+//! * **Lock events are observed, not modelled.** After every command the
+//!   runner reads the lesson's lock keys on each live node (through the
+//!   administrative connection, bypassing the session's rate limit) and
+//!   turns what changed into core's `Lock` events — `Acquired`, `Renewed`,
+//!   `Removed` by a command, by expiry or by replication — plus `Granted`,
+//!   `Belief`, `Overlap`, `Fault`, `WriteSent`/`Write`, so the timeline of a
+//!   real run reads like the simulator's. An expiry is stamped at the
+//!   deadline the server's `PTTL` implied.
 //!
-//! What a real server cannot do — a client program, a clock jump, a crashed
-//! node — is refused up front with the lesson's own explanation, not
-//! approximated.
+//! What a real server cannot do — a clock jump, a slow link, random reply
+//! loss, metrics off the simulator's trace — is refused up front with the
+//! lesson's own explanation, not approximated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use locklab_core::cli::{parse, render};
-use locklab_core::lesson::run::NO_REPLY;
-use locklab_core::client::RELEASE_LUA;
-use locklab_core::lesson::run::StepResult;
+use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
+use locklab_core::lesson::run::{StepResult, NO_REPLY};
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, RealRun, StepKind};
 use locklab_core::resource::Resource;
-use locklab_core::server::{table, Profile};
-use locklab_core::trace::Names;
+use locklab_core::rng::Rng;
+use locklab_core::server::EPOCH_MS;
+use locklab_core::trace::{Actor, Event, EventKind, LockChange, LossReason, Via};
 use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
 use crate::real::{RealConnection, RealError};
+use crate::session::{Limits, Session, SessionError, SessionPool};
+use crate::topology::{self, NodeState, Topology, TopologyError, TopologyKind};
 
-/// Why a lesson cannot run on a real server.
+/// The longest a foreground program may run before the runner gives up on
+/// it (wall time): a program that never finishes is a lesson bug, and a
+/// step must not hang.
+const PROGRAM_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Why a lesson cannot run, or stopped, on real servers.
 #[derive(Debug, Error)]
 pub enum RealLessonError {
     #[error("lesson {id} cannot run on a real server: {why}")]
@@ -47,6 +94,10 @@ pub enum RealLessonError {
     Step { id: String, step: usize, msg: String },
     #[error(transparent)]
     Real(#[from] RealError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
 }
 
 /// A finished real run.
@@ -55,8 +106,8 @@ pub struct RealReport {
     pub server_version: String,
     pub factor: u64,
     pub results: Vec<StepResult>,
-    /// Per step, what was actually sent when it differs from the lesson
-    /// (compressed TTLs, the DELEX fallback).
+    /// Per step, what was actually sent or done when it differs from the
+    /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
     pub notes: BTreeMap<usize, String>,
 }
 
@@ -93,32 +144,90 @@ impl RealReport {
     }
 }
 
-/// Can this lesson run on one real server? `Err` says why not.
-pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
-    if let RealRun::No { why } = &lesson.real {
-        return Err(why.en.clone());
+/// The managed topology a lesson needs.
+pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
+    match lesson.topology {
+        LessonTopology::Single => TopologyKind::Single,
+        LessonTopology::Replicated => TopologyKind::Replicated,
+        LessonTopology::Redlock5 => TopologyKind::Redlock5,
+        LessonTopology::Cluster3 => TopologyKind::Cluster3,
     }
-    if lesson.topology != LessonTopology::Single {
-        return Err(format!("it needs the {:?} topology (managed real topologies come with the backend)", lesson.topology));
+}
+
+/// The compression a CLI run uses when none is given: 100×, except for
+/// the Redlock lessons. Their client programs schedule extensions and
+/// releases with ~100 lesson ms to spare before the next step checks the
+/// servers (lesson 19: the extension at 9.9 s, the check at 10 s), and
+/// every Redlock round is ten real round trips; at 100× a single wall
+/// millisecond is already 100 lesson ms, at 10× it is 10.
+pub fn default_factor(lesson: &Lesson) -> u64 {
+    if lesson.topology == LessonTopology::Redlock5 {
+        10
+    } else {
+        100
+    }
+}
+
+/// Can the runner play this lesson on a managed topology of the kind it
+/// names? `Err` says why not: the lesson's own text when it is marked
+/// `real = no`, else which step needs what.
+pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
+    check_supported_lang(lesson, Lang::En)
+}
+
+/// [`check_supported`], with the lesson's own why-not text in `lang`.
+pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
+    if let RealRun::No { why } = &lesson.real {
+        return Err(why.get(lang).trim().to_owned());
+    }
+    if lesson.topology == LessonTopology::Cluster3 {
+        return Err("it needs a three-master cluster; the real runner does not route commands across cluster nodes yet".into());
     }
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind() {
-            Ok(StepKind::Program { .. }) => {
-                return Err(format!("step {} runs a client program, which only the simulator's world can drive", i + 1))
-            }
             Ok(StepKind::Metrics(_)) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
             Ok(StepKind::Fault(Fault::SetLink { config, .. }))
                 if !matches!(config.drop_reply_permille, 0 | 1000) =>
             {
                 return Err(format!("step {} drops replies at random, which a real run cannot reproduce", i + 1))
             }
+            Ok(StepKind::Fault(Fault::SetLink { a, b, .. }))
+                if !matches!((a, b), (Endpoint::Client(_), Endpoint::Node(_)) | (Endpoint::Node(_), Endpoint::Client(_))) =>
+            {
+                return Err(format!("step {} changes a link the lab has no handle on", i + 1))
+            }
+            Ok(StepKind::Fault(Fault::RestartNode { keep_data: Some(true), .. })) => {
+                return Err(format!("step {} restarts a node with its data, and managed nodes have no persistence", i + 1))
+            }
+            Ok(StepKind::Fault(Fault::RestartNode { keep_data: None, .. })) if lesson.world.persistence != Default::default() => {
+                return Err(format!("step {} restarts a node with persistence, and managed nodes have none", i + 1))
+            }
             Ok(StepKind::Fault(f))
                 if !matches!(
                     f,
-                    Fault::PauseClient { .. } | Fault::ResumeClient { .. } | Fault::CrashClient { .. } | Fault::SetLink { .. }
+                    Fault::PauseClient { .. }
+                        | Fault::ResumeClient { .. }
+                        | Fault::CrashClient { .. }
+                        | Fault::SetLink { .. }
+                        | Fault::CrashNode { .. }
+                        | Fault::RestartNode { .. }
+                        | Fault::PromoteReplica { .. }
+                        | Fault::Failover { .. }
+                        | Fault::CutLink { .. }
+                        | Fault::HealLink { .. }
                 ) =>
             {
-                return Err(format!("step {} injects a fault a real server cannot take here: {f:?}", i + 1))
+                return Err(format!("step {} injects a fault a real server cannot take: {f:?}", i + 1))
+            }
+            Ok(StepKind::Fault(Fault::CutLink { a, b } | Fault::HealLink { a, b }))
+                if matches!(a, Endpoint::Resource) || matches!(b, Endpoint::Resource) =>
+            {
+                return Err(format!("step {} partitions the resource, which is simulated even on a real run", i + 1))
+            }
+            Ok(StepKind::Fault(Fault::Failover { .. } | Fault::PromoteReplica { .. }))
+                if lesson.topology != LessonTopology::Replicated =>
+            {
+                return Err(format!("step {} fails over, which needs the replicated topology", i + 1))
             }
             Err(e) => return Err(e),
             _ => {}
@@ -127,20 +236,1016 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
     Ok(())
 }
 
-/// Every key the lesson's commands name, by the command table's key
-/// positions (so `EVAL … 1 lock:order:1 token` yields only the lock key).
-fn lesson_keys(lesson: &Lesson) -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> = Vec::new();
+/// [`check_supported`] on this particular topology: the user's own server
+/// (`External`) takes single-node lessons only (the lab never faults it),
+/// a managed one must be the lesson's kind.
+pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
+    check_supported_lang(lesson, lang)?;
+    match topology.kind() {
+        None if lesson.topology != LessonTopology::Single => Err(format!(
+            "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
+            topology_kind(lesson).as_str()
+        )),
+        None => Ok(()),
+        Some(k) if k != topology_kind(lesson) => {
+            Err(format!("it needs the {} topology, not {}", topology_kind(lesson).as_str(), k.as_str()))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Every lock key a lesson's invariants watch: `world.locks` and the keys
+/// of its programs, as core's world watches them.
+fn watched_keys(lesson: &Lesson) -> Vec<String> {
+    let mut keys = lesson.world.locks.clone();
     for step in &lesson.steps {
-        let Some(argv) = step.cmd.as_deref().and_then(|l| parse(l).ok()) else { continue };
-        let Some(cmd) = argv.first().and_then(|n| table::find(n, Profile::V8_4)) else { continue };
-        for i in cmd.key_indexes(&argv) {
-            if !keys.contains(&argv[i]) {
-                keys.push(argv[i].clone());
+        if let Some(p) = &step.program {
+            for k in p.lock_keys() {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
             }
         }
     }
     keys
+}
+
+/// What a real run reaches its servers through: the session (prefix, ACL
+/// user, trace) and the topology (faults, node states). Borrowed for each
+/// step, so the WebSocket's lab keeps owning both between steps and can
+/// send off-script console commands to the same session.
+pub struct RealEnv<'a> {
+    pub session: &'a mut Session,
+    pub topology: &'a mut Topology,
+}
+
+/// Why a lock key changed on a node, as far as the runner can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// A command of client `client` ran on `node`.
+    Cmd { client: u32, node: u32 },
+    /// `node` restarted without its data.
+    Restart(u32),
+    /// Nothing the runner did: expiry (or replication, on a replica).
+    None,
+}
+
+/// What the runner last saw of a lock key on one node.
+#[derive(Clone, Debug)]
+struct Shadow {
+    value: String,
+    /// Session-clock ms at which `PTTL` says it expires.
+    deadline: Option<u64>,
+    owner: Option<u32>,
+}
+
+/// A client program being driven against the real servers.
+struct Running {
+    client: String,
+    cid: u32,
+    machine: Machine,
+    rng: Rng,
+    inbox: VecDeque<Input>,
+    /// Timers by tag, due at a wall instant.
+    timers: BTreeMap<u32, Instant>,
+    /// Requests the lab dropped (a cut link): `Failed` at the client's
+    /// timeout.
+    fails: Vec<(u32, Instant)>,
+    done: bool,
+}
+
+impl Running {
+    fn next_deadline(&self) -> Option<Instant> {
+        if self.done {
+            return None;
+        }
+        self.timers.values().chain(self.fails.iter().map(|(_, t)| t)).min().copied()
+    }
+}
+
+/// A lesson being played on real servers, one step at a time.
+pub struct RealLessonRun {
+    lesson: Lesson,
+    factor: u64,
+    version: String,
+    has_8_4: bool,
+    notice: Option<String>,
+    /// Session-clock ms when the run started: lesson time 0.
+    origin_ms: u64,
+    /// Node the lesson's commands without a `node` go to.
+    master: u32,
+    deaf: BTreeSet<String>,
+    crashed: BTreeSet<String>,
+    /// Client ↔ node links the lab is dropping requests on.
+    cut: BTreeSet<(String, u32)>,
+    resource: Resource,
+    last_integer: BTreeMap<String, i64>,
+    results: Vec<StepResult>,
+    notes: BTreeMap<usize, String>,
+    watch: Vec<String>,
+    shadow: Vec<BTreeMap<String, Shadow>>,
+    beliefs: BTreeMap<String, BTreeSet<u32>>,
+    overlap_since: BTreeMap<String, u64>,
+    grants: BTreeMap<String, u32>,
+    majority: BTreeMap<String, BTreeSet<u32>>,
+    /// Replication held back to play a declared lag (see the module doc):
+    /// the lag in lesson ms, while it is held.
+    held_replication: Option<u64>,
+    programs: Vec<Option<Running>>,
+    events: Vec<Event>,
+    last_at: u64,
+}
+
+impl RealLessonRun {
+    /// Get ready to play `lesson` on `env`, compressing time by `factor`.
+    /// The session should be fresh (the lesson's keys then start absent)
+    /// and a managed topology freshly started or [`Topology::reset`].
+    pub fn start(lesson: &Lesson, env: &mut RealEnv<'_>, factor: u64, lang: Lang) -> Result<RealLessonRun, RealLessonError> {
+        check_target(lesson, env.topology, lang).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+        let factor = factor.clamp(1, 10_000);
+        let nodes = env.topology.nodes();
+        let first = nodes.first().map(|n| n.url.clone()).unwrap_or_default();
+        let version = server_version(&mut RealConnection::open(&first)?)?;
+        let has_8_4 = at_least_8_4(&version);
+        let uses_delex = lesson
+            .steps
+            .iter()
+            .any(|s| s.cmd.as_deref().is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX")));
+        let notice = (uses_delex && !has_8_4).then(|| {
+            format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
+        });
+        for a in &lesson.actors {
+            env.session.client(a)?;
+            for n in 0..nodes.len() as u32 {
+                // Best effort: a node that is down is connected to later.
+                let _ = env.session.connect(a, n);
+            }
+        }
+        let mut run = RealLessonRun {
+            lesson: lesson.clone(),
+            factor,
+            version,
+            has_8_4,
+            notice,
+            origin_ms: env.session.elapsed_ms(),
+            master: 0,
+            deaf: BTreeSet::new(),
+            crashed: BTreeSet::new(),
+            cut: BTreeSet::new(),
+            resource: Resource::new(lesson.world.fencing),
+            last_integer: BTreeMap::new(),
+            results: Vec::new(),
+            notes: BTreeMap::new(),
+            watch: watched_keys(lesson),
+            shadow: vec![BTreeMap::new(); nodes.len()],
+            beliefs: BTreeMap::new(),
+            overlap_since: BTreeMap::new(),
+            grants: BTreeMap::new(),
+            majority: BTreeMap::new(),
+            held_replication: None,
+            programs: Vec::new(),
+            events: Vec::new(),
+            last_at: 0,
+        };
+        if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
+            if r.lag_ms > 0 {
+                let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
+                env.session.note_world(format!("{text}: the lesson's replica lags {} ms, loopback replication takes microseconds", r.lag_ms));
+                run.held_replication = Some(r.lag_ms);
+                run.notes.insert(
+                    0,
+                    format!(
+                        "replication held back: the lesson's replica lags {} ms and loopback replication would win the race the lesson shows, so it is cut until a wait of {} ms",
+                        r.lag_ms, r.lag_ms
+                    ),
+                );
+                run.drain(env);
+            }
+        }
+        Ok(run)
+    }
+
+    pub fn lesson(&self) -> &Lesson {
+        &self.lesson
+    }
+
+    pub fn steps(&self) -> usize {
+        self.lesson.steps.len()
+    }
+
+    pub fn server_version(&self) -> &str {
+        &self.version
+    }
+
+    pub fn factor(&self) -> u64 {
+        self.factor
+    }
+
+    /// A run-wide notice (the DELEX fallback), for the browser's banner.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
+    }
+
+    pub fn results(&self) -> &[StepResult] {
+        &self.results
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.results.len() >= self.lesson.steps.len()
+    }
+
+    /// Every step done so far met its expectation.
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(|r| r.ok)
+    }
+
+    /// The events since the last call, `at_ms` in lesson time.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// When a background program next has a timer or timeout due (wall
+    /// clock), so a caller that is idle between steps can [`serve`] it on
+    /// time.
+    ///
+    /// [`serve`]: RealLessonRun::serve
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.programs.iter().flatten().filter_map(Running::next_deadline).min()
+    }
+
+    /// Serve the background programs whose timers are due, between steps;
+    /// their events are in [`take_events`](RealLessonRun::take_events).
+    pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
+        self.pump(env, None)?;
+        self.drain(env);
+        Ok(())
+    }
+
+    /// Lesson time of a session-clock instant.
+    pub fn lesson_ms(&self, session_ms: u64) -> u64 {
+        session_ms.saturating_sub(self.origin_ms).saturating_mul(self.factor)
+    }
+
+    /// Session events (an off-script console command) restamped in lesson
+    /// time, so they sit on the same axis as the lesson's own.
+    pub fn restamp(&mut self, events: Vec<Event>) -> Vec<Event> {
+        events
+            .into_iter()
+            .map(|mut e| {
+                e.at_ms = self.lesson_ms(e.at_ms).max(self.last_at);
+                self.last_at = e.at_ms;
+                e
+            })
+            .collect()
+    }
+
+    /// Everything so far, as a report (notes included).
+    pub fn report(&self) -> RealReport {
+        RealReport {
+            server_version: self.version.clone(),
+            factor: self.factor,
+            results: self.results.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+
+    /// Add to step `index`'s note (a step can have two: replication held
+    /// back, and a compressed TTL).
+    fn add_note(&mut self, index: usize, note: String) {
+        self.notes
+            .entry(index)
+            .and_modify(|n| {
+                n.push_str("; ");
+                n.push_str(&note);
+            })
+            .or_insert(note);
+    }
+
+    /// Stop lesson time for `d` of wall time that the lab spent, not the
+    /// lesson: shift the origin and every program timer.
+    fn freeze(&mut self, d: Duration) {
+        self.origin_ms += d.as_millis() as u64;
+        for p in self.programs.iter_mut().flatten() {
+            for t in p.timers.values_mut() {
+                *t += d;
+            }
+            for (_, t) in &mut p.fails {
+                *t += d;
+            }
+        }
+    }
+
+    fn now_lesson(&self, env: &RealEnv<'_>) -> u64 {
+        self.lesson_ms(env.session.elapsed_ms())
+    }
+
+    /// Wall time for `ms` of lesson time.
+    fn wall(&self, ms: u64) -> Duration {
+        Duration::from_micros(ms.saturating_mul(1000) / self.factor)
+    }
+
+    /// Move the session's new events into ours, restamped.
+    fn drain(&mut self, env: &mut RealEnv<'_>) {
+        let events = env.session.take_events();
+        let events = self.restamp(events);
+        self.events.extend(events);
+    }
+
+    fn record(&mut self, env: &mut RealEnv<'_>, at: Option<u64>, actor: Actor, kind: EventKind) {
+        env.session.record(at, actor, kind);
+    }
+
+    /// Carry out the next step: its result and the note on what was sent
+    /// differently; `None` when the lesson is over. Background programs
+    /// are served first, so their timers that fell due meanwhile fire now.
+    pub fn step(&mut self, env: &mut RealEnv<'_>) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
+        let index = self.results.len();
+        let Some(step) = self.lesson.steps.get(index).cloned() else {
+            return Ok(None);
+        };
+        let id = self.lesson.id.clone();
+        let bad = |msg: String| RealLessonError::Step { id: id.clone(), step: index + 1, msg };
+        self.pump(env, None)?;
+        let kind = step.kind().map_err(bad)?;
+        let mut actor = None;
+        let (shown, reply) = match kind {
+            StepKind::Cmd { client, line, node } => {
+                actor = Some(client.to_owned());
+                if self.crashed.contains(client) {
+                    return Err(bad(format!("{client} has crashed")));
+                }
+                let argv = parse(line).map_err(|e| bad(e.to_string()))?;
+                let node = node.unwrap_or(self.master);
+                let reply = self.exec(env, client, node, &argv, Some(index)).map_err(bad)?;
+                let text = match reply {
+                    _ if self.deaf.contains(client) => NO_REPLY.to_owned(),
+                    None => NO_REPLY.to_owned(),
+                    Some(r) => {
+                        if let Reply::Integer(i) = r {
+                            self.last_integer.insert(client.to_owned(), i);
+                        }
+                        render(&argv, &r).trim_end_matches(['\r', '\n']).to_owned()
+                    }
+                };
+                (line.to_owned(), Some(text))
+            }
+            StepKind::Wait(ms) => {
+                let until = Instant::now() + self.wall(ms);
+                self.pump(env, Some(until))?;
+                self.observe(env, None, Cause::None);
+                if let Some(lag) = self.held_replication.filter(|lag| ms >= *lag) {
+                    let text = env.topology.fault(topology::Fault::HealReplication { node: 1 })?;
+                    env.session.note_world(format!("{text}: {lag} ms of lag have passed"));
+                    self.held_replication = None;
+                    self.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
+                }
+                (format!("wait {ms} ms"), None)
+            }
+            StepKind::Fault(fault) => {
+                let shown = format!("FAULT {}", fault.describe(env.session.names()));
+                self.record(env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
+                let before = Instant::now();
+                let result = self.fault(env, fault);
+                // A fault is an instant in the lesson; starting a process or
+                // promoting a replica takes milliseconds of wall time, which
+                // ×100 would be seconds the lesson never had. Lesson time and
+                // the programs' timers stand still meanwhile (the servers'
+                // TTLs cannot, which costs them those few milliseconds).
+                let spent = before.elapsed().saturating_sub(self.wall(fault_wait(fault)));
+                self.freeze(spent);
+                if let Some(note) = result.map_err(bad)? {
+                    self.add_note(index, note);
+                }
+                self.observe(env, None, Cause::None);
+                (shown, None)
+            }
+            StepKind::Program { client, program, background } => {
+                actor = Some(client.to_owned());
+                let slot = self.launch(env, client, program).map_err(bad)?;
+                if !background {
+                    self.run_until_done(env, slot).map_err(bad)?;
+                }
+                (describe_program(program), None)
+            }
+            StepKind::Write { client, write } => {
+                actor = Some(client.to_owned());
+                let token = if write.token_from_last_reply { self.last_integer.get(client).copied() } else { write.token };
+                let cid = env.session.client(client)?;
+                let accepted = self.write(env, cid, token, write.value.clone());
+                let shown = match token {
+                    Some(t) => format!("write {:?} to the resource with fencing token {t}", write.value),
+                    None => format!("write {:?} to the resource (no token)", write.value),
+                };
+                (shown, Some(if accepted { "accepted" } else { "rejected" }.to_owned()))
+            }
+            StepKind::Hold { client, key, holds } => {
+                actor = Some(client.to_owned());
+                let cid = env.session.client(client)?;
+                self.belief(env, cid, key, holds);
+                let shown = if holds {
+                    format!("({client} now believes it holds {key})")
+                } else {
+                    format!("({client} no longer believes it holds {key})")
+                };
+                (shown, None)
+            }
+            StepKind::Say(t) => (t.en.trim().to_owned(), None),
+            StepKind::Metrics(_) => return Err(bad("metrics are refused by check_supported".into())),
+        };
+        self.drain(env);
+        let expected = step.expect.as_ref().map(|e| e.describe());
+        let ok = match (&step.expect, &reply) {
+            (Some(e), Some(r)) => e.matches(r),
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        let result = StepResult {
+            index,
+            actor,
+            shown,
+            reply,
+            expected,
+            ok,
+            at_ms: self.now_lesson(env).max(self.last_at),
+            trace_len: 0,
+        };
+        self.results.push(result.clone());
+        Ok(Some((result, self.notes.get(&index).cloned())))
+    }
+
+    /// Send one command as `client` to `node`, compressed, and observe the
+    /// lock keys it may have changed. `None` when it got no reply (a cut
+    /// link, a dead node). `note_at`: the step whose note says what was
+    /// sent instead.
+    fn exec(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        client: &str,
+        node: u32,
+        argv: &[Vec<u8>],
+        note_at: Option<usize>,
+    ) -> Result<Option<Reply>, String> {
+        let f = self.factor as i64;
+        let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
+        let (mut sent, scale) = compress(argv, f);
+        let mut note = None;
+        if is_delex && !self.has_8_4 {
+            let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
+            if !ifeq {
+                return Err(format!("DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent", self.version));
+            }
+            sent = vec![b"EVAL".to_vec(), RELEASE_LUA.as_bytes().to_vec(), b"1".to_vec(), sent[1].clone(), sent[3].clone()];
+            note = Some(format!("DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead", self.version));
+        } else if sent != argv {
+            note = Some(format!("sent as {} at {}×", words(&sent), self.factor));
+        }
+        if let (Some(i), Some(n)) = (note_at, note) {
+            self.add_note(i, n);
+        }
+        let cid = env.session.client(client).map_err(|e| e.to_string())?;
+        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if self.cut.contains(&(client.to_owned(), node)) {
+            // The lab is the network here: the request never arrives.
+            self.record(env, None, Actor::Client(cid), EventKind::Sent { req: 0, node, commands: vec![shown] });
+            self.record(env, None, Actor::Client(cid), EventKind::Lost { req: 0, client: cid, node, reason: LossReason::LinkCut });
+            self.drain(env);
+            return Ok(None);
+        }
+        let outcome = env.session.run(client, node, &sent);
+        // The trace shows the lesson's command and the reply as the lesson
+        // reads it (PTTL scaled back), like the simulator's.
+        let reply = match outcome {
+            Ok(r) => Some(rescale(r, scale, f)),
+            Err(SessionError::Unreachable { .. }) => None,
+            Err(e) => Some(e.to_reply()),
+        };
+        let events = env.session.take_events();
+        let mut events = self.restamp(events);
+        for e in &mut events {
+            match &mut e.kind {
+                EventKind::Sent { commands, .. } => *commands = vec![shown.clone()],
+                EventKind::Executed { commands, replies, .. } => {
+                    *commands = vec![shown.clone()];
+                    if let Some(r) = &reply {
+                        *replies = vec![r.clone()];
+                    }
+                }
+                EventKind::Received { replies, .. } => {
+                    if let Some(r) = &reply {
+                        *replies = vec![r.clone()];
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.events.extend(events);
+        if reply.is_some() {
+            self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+        }
+        Ok(reply)
+    }
+
+    /// Read the watched keys on `only` (or every live node) and turn what
+    /// changed into lock events.
+    fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
+        if self.watch.is_empty() {
+            return;
+        }
+        let infos = env.topology.nodes();
+        for (n, info) in infos.iter().enumerate() {
+            let n = n as u32;
+            if only.is_some_and(|o| o != n) || info.state != NodeState::Up {
+                continue;
+            }
+            let replica = info.role == "replica";
+            for key in self.watch.clone() {
+                let Ok(cur) = env.session.peek(n, &key) else { continue };
+                self.update_shadow(env, n, &key, cur, cause, replica);
+            }
+        }
+        if env.topology.kind() == Some(TopologyKind::Redlock5) {
+            for key in self.watch.clone() {
+                self.recount_majority(env, &key);
+            }
+        }
+        self.drain(env);
+    }
+
+    fn update_shadow(&mut self, env: &mut RealEnv<'_>, n: u32, key: &str, cur: Option<(String, i64)>, cause: Cause, replica: bool) {
+        let now = env.session.elapsed_ms();
+        let by = match cause {
+            Cause::Cmd { client, node } if node == n => Some(client),
+            _ => None,
+        };
+        let via = match cause {
+            _ if by.is_some() => Via::Command,
+            Cause::Restart(r) if r == n => Via::Restart,
+            _ if replica => Via::Replication,
+            _ => Via::Expiry,
+        };
+        let Some(map) = self.shadow.get_mut(n as usize) else { return };
+        let old = map.get(key).cloned();
+        match (old, cur) {
+            (None, None) => {}
+            (Some(o), None) => {
+                map.remove(key);
+                let at = if via == Via::Expiry { o.deadline.map_or(now, |d| d.min(now)) } else { now };
+                let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Removed { by }, via };
+                self.record(env, Some(at), Actor::Node(n), kind);
+            }
+            (old, Some((value, pttl))) => {
+                let deadline = u64::try_from(pttl).ok().map(|p| now + p);
+                let ttl_ms = u64::try_from(pttl).ok().map(|p| p * self.factor);
+                if let Some(o) = old.as_ref().filter(|o| o.value == value) {
+                    let moved = match (o.deadline, deadline) {
+                        (Some(a), Some(b)) => a.abs_diff(b) > 2,
+                        (None, None) => false,
+                        _ => true,
+                    };
+                    if moved {
+                        if let Some(s) = map.get_mut(key) {
+                            s.deadline = deadline;
+                        }
+                        let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Renewed { ttl_ms }, via };
+                        self.record(env, Some(now), Actor::Node(n), kind);
+                    }
+                    return;
+                }
+                let owner = match by {
+                    Some(c) => Some(c),
+                    None if replica => self
+                        .shadow
+                        .iter()
+                        .filter_map(|m| m.get(key))
+                        .find(|s| s.value == value && s.owner.is_some())
+                        .and_then(|s| s.owner),
+                    None => None,
+                };
+                if let Some(map) = self.shadow.get_mut(n as usize) {
+                    map.insert(key.to_owned(), Shadow { value: value.clone(), deadline, owner });
+                }
+                let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Acquired { owner, value, ttl_ms }, via };
+                self.record(env, Some(now), Actor::Node(n), kind);
+                if let (Some(c), false) = (by, env.topology.kind() == Some(TopologyKind::Redlock5)) {
+                    if n == self.master {
+                        let seq = self.grants.entry(key.to_owned()).or_default();
+                        *seq += 1;
+                        let seq = *seq;
+                        self.record(env, Some(now), Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Redlock: who holds `key` on a majority of the live masters now?
+    fn recount_majority(&mut self, env: &mut RealEnv<'_>, key: &str) {
+        let infos = env.topology.nodes();
+        let quorum = infos.len() / 2 + 1;
+        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+        for (n, info) in infos.iter().enumerate() {
+            if info.state != NodeState::Up {
+                continue;
+            }
+            if let Some(o) = self.shadow.get(n).and_then(|m| m.get(key)).and_then(|s| s.owner) {
+                *counts.entry(o).or_default() += 1;
+            }
+        }
+        let now_set: BTreeSet<u32> = counts.into_iter().filter(|&(_, c)| c >= quorum).map(|(c, _)| c).collect();
+        let old = self.majority.get(key).cloned().unwrap_or_default();
+        for &c in now_set.difference(&old) {
+            let seq = self.grants.entry(key.to_owned()).or_default();
+            *seq += 1;
+            let seq = *seq;
+            self.record(env, None, Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
+        }
+        self.majority.insert(key.to_owned(), now_set);
+    }
+
+    /// A client starts or stops believing it holds `key`; two believers at
+    /// once is the overlap the timeline paints red.
+    fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
+        self.record(env, None, Actor::Client(cid), EventKind::Belief { key: key.to_owned(), holds });
+        let set = self.beliefs.entry(key.to_owned()).or_default();
+        if holds {
+            set.insert(cid);
+        } else {
+            set.remove(&cid);
+        }
+        let clients: Vec<u32> = set.iter().copied().collect();
+        let now = self.now_lesson(env);
+        match (clients.len() >= 2, self.overlap_since.get(key).copied()) {
+            (true, None) => {
+                self.overlap_since.insert(key.to_owned(), now);
+                let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: true, since_ms: now };
+                self.record(env, None, Actor::World, kind);
+            }
+            (false, Some(since)) => {
+                self.overlap_since.remove(key);
+                let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: false, since_ms: since };
+                self.record(env, None, Actor::World, kind);
+            }
+            _ => {}
+        }
+    }
+
+    /// A write to the protected resource (simulated even on a real run:
+    /// it is the business system, not Redis).
+    fn write(&mut self, env: &mut RealEnv<'_>, cid: u32, token: Option<i64>, value: String) -> bool {
+        self.record(env, None, Actor::Client(cid), EventKind::WriteSent { token, value: value.clone() });
+        let at = self.now_lesson(env);
+        let accepted = self.resource.write(cid, at, token, value.clone());
+        self.record(env, None, Actor::Resource, EventKind::Write { client: cid, token, value, accepted });
+        accepted
+    }
+
+    /// Carry out a fault on the real topology. `Some(note)` when the real
+    /// fault differs from the simulator's in a way the transcript shows.
+    fn fault(&mut self, env: &mut RealEnv<'_>, fault: &Fault) -> Result<Option<String>, String> {
+        let topo = |env: &mut RealEnv<'_>, f: topology::Fault| -> Result<String, String> {
+            let text = env.topology.fault(f).map_err(|e| e.to_string())?;
+            env.session.note_world(text.clone());
+            Ok(text)
+        };
+        match fault {
+            Fault::PauseClient { .. } | Fault::ResumeClient { .. } => {
+                // The client simply sends nothing: the lesson's own waits
+                // are the pause.
+                Ok(None)
+            }
+            Fault::CrashClient { client } => {
+                self.crashed.insert(client.clone());
+                let cid = env.session.client(client).map_err(|e| e.to_string())?;
+                for p in self.programs.iter_mut().flatten().filter(|p| p.cid == cid) {
+                    p.done = true;
+                }
+                let held: Vec<String> =
+                    self.beliefs.iter().filter(|(_, s)| s.contains(&cid)).map(|(k, _)| k.clone()).collect();
+                for k in held {
+                    self.belief(env, cid, &k, false);
+                }
+                Ok(None)
+            }
+            Fault::SetLink { a, b, config } => {
+                let ((Endpoint::Client(c), _) | (_, Endpoint::Client(c))) = (a, b) else { return Ok(None) };
+                if config.drop_reply_permille >= 1000 {
+                    self.deaf.insert(c.clone());
+                } else {
+                    self.deaf.remove(c);
+                }
+                Ok(None)
+            }
+            Fault::CrashNode { node } => {
+                topo(env, topology::Fault::Crash { node: *node })?;
+                env.session.forget_node(*node);
+                Ok(None)
+            }
+            Fault::RestartNode { node, down_ms, .. } => {
+                topo(env, topology::Fault::Crash { node: *node })?;
+                std::thread::sleep(self.wall(*down_ms));
+                topo(env, topology::Fault::Restart { node: *node })?;
+                env.session.forget_node(*node);
+                if let Some(m) = self.shadow.get_mut(*node as usize) {
+                    // Its data is gone: say so in the trace.
+                    let keys: Vec<String> = m.keys().cloned().collect();
+                    for k in keys {
+                        self.update_shadow(env, *node, &k, None, Cause::Restart(*node), false);
+                    }
+                }
+                Ok(Some(format!("restarted the process on the same port after {} ms, empty (no persistence)", down_ms / self.factor)))
+            }
+            Fault::PromoteReplica { node } => {
+                topo(env, topology::Fault::Promote { node: *node })?;
+                self.master = *node;
+                Ok(None)
+            }
+            Fault::Failover { node } => {
+                let infos = env.topology.nodes();
+                let target = node
+                    .or_else(|| infos.iter().position(|n| n.role == "replica").map(|i| i as u32))
+                    .ok_or("no replica to fail over to")?;
+                let old = self.master;
+                topo(env, topology::Fault::Crash { node: old })?;
+                env.session.forget_node(old);
+                topo(env, topology::Fault::Promote { node: target })?;
+                self.master = target;
+                self.held_replication = None;
+                Ok(Some(format!(
+                    "SIGKILL to {} and REPLICAOF NO ONE on {}; commands without a node now go to {}",
+                    infos[old as usize].name, infos[target as usize].name, infos[target as usize].name
+                )))
+            }
+            Fault::CutLink { a, b } | Fault::HealLink { a, b } => {
+                let heal = matches!(fault, Fault::HealLink { .. });
+                match (a, b) {
+                    (Endpoint::Node(x), Endpoint::Node(y)) => {
+                        let infos = env.topology.nodes();
+                        let replica = [*x, *y]
+                            .into_iter()
+                            .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == "replica"))
+                            .ok_or("neither node is a replica: only replication links between nodes can be cut")?;
+                        if heal {
+                            topo(env, topology::Fault::HealReplication { node: replica })?;
+                        } else {
+                            topo(env, topology::Fault::CutReplication { node: replica })?;
+                        }
+                        Ok(None)
+                    }
+                    (Endpoint::Client(c), Endpoint::Node(n)) | (Endpoint::Node(n), Endpoint::Client(c)) => {
+                        if heal {
+                            self.cut.remove(&(c.clone(), *n));
+                        } else {
+                            self.cut.insert((c.clone(), *n));
+                        }
+                        Ok(None)
+                    }
+                    _ => Err("only node–node and client–node links can be cut on a real run".into()),
+                }
+            }
+            other => Err(format!("a real run cannot inject {other:?}")),
+        }
+    }
+
+    // ----- client programs -------------------------------------------------
+
+    fn launch(&mut self, env: &mut RealEnv<'_>, client: &str, program: &Program) -> Result<usize, String> {
+        if self.crashed.contains(client) {
+            return Err(format!("{client} has crashed"));
+        }
+        let nodes = env.topology.nodes().len() as u32;
+        let machine = Machine::new(program, nodes).map_err(|e| e.to_string())?;
+        let cid = env.session.client(client).map_err(|e| e.to_string())?;
+        for k in program.lock_keys() {
+            if !self.watch.contains(&k) {
+                self.watch.push(k);
+            }
+        }
+        // The simulator's stream for this client, so tokens and jitter
+        // are drawn the same way.
+        let rng = Rng::derive(self.lesson.seed, 1_000 + u64::from(cid));
+        let mut inbox = VecDeque::new();
+        inbox.push_back(Input::Start);
+        self.programs.push(Some(Running {
+            client: client.to_owned(),
+            cid,
+            machine,
+            rng,
+            inbox,
+            timers: BTreeMap::new(),
+            fails: Vec::new(),
+            done: false,
+        }));
+        let slot = self.programs.len() - 1;
+        self.feed(env, slot)?;
+        Ok(slot)
+    }
+
+    /// Hand program `slot` its pending inputs, carrying out its actions
+    /// (whose replies queue more inputs) until it has nothing left to do.
+    fn feed(&mut self, env: &mut RealEnv<'_>, slot: usize) -> Result<(), String> {
+        let Some(mut p) = self.programs.get_mut(slot).and_then(Option::take) else { return Ok(()) };
+        let nodes = env.topology.nodes().len() as u32;
+        let mut result = Ok(());
+        while let Some(input) = p.inbox.pop_front() {
+            if p.done {
+                break;
+            }
+            let mut out = Vec::new();
+            {
+                let now = EPOCH_MS + self.now_lesson(env);
+                let mut cx = Ctx::new(now, &mut p.rng, &p.client, nodes, &mut out);
+                p.machine.handle(&mut cx, input);
+            }
+            for action in out {
+                if let Err(e) = self.apply(env, &mut p, action) {
+                    result = Err(e);
+                }
+            }
+        }
+        self.programs[slot] = Some(p);
+        result
+    }
+
+    fn apply(&mut self, env: &mut RealEnv<'_>, p: &mut Running, action: Action) -> Result<(), String> {
+        match action {
+            Action::Send { tag, target, commands, timeout_ms } => {
+                let node = match target {
+                    Target::Master => self.master,
+                    Target::Node(n) => n,
+                };
+                if self.cut.contains(&(p.client.clone(), node)) {
+                    let shown = commands.iter().map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()).collect();
+                    self.record(env, None, Actor::Client(p.cid), EventKind::Sent { req: 0, node, commands: shown });
+                    self.record(
+                        env,
+                        None,
+                        Actor::Client(p.cid),
+                        EventKind::Lost { req: 0, client: p.cid, node, reason: LossReason::LinkCut },
+                    );
+                    if let Some(t) = timeout_ms {
+                        p.fails.push((tag, Instant::now() + self.wall(t)));
+                    }
+                    return Ok(());
+                }
+                let mut replies = Vec::new();
+                for argv in &commands {
+                    match self.exec(env, &p.client, node, argv, None)? {
+                        Some(r) => replies.push(r),
+                        None => {
+                            // A dead node: connection refused, at once.
+                            p.inbox.push_back(Input::Failed { tag });
+                            return Ok(());
+                        }
+                    }
+                }
+                p.inbox.push_back(Input::Reply { tag, replies });
+            }
+            Action::Timer { tag, after_ms } => {
+                p.timers.insert(tag, Instant::now() + self.wall(after_ms));
+            }
+            Action::Cancel { tag } => {
+                p.timers.remove(&tag);
+            }
+            Action::Write { token, value } => {
+                self.write(env, p.cid, token, value);
+            }
+            Action::Hold { key } => self.belief(env, p.cid, &key, true),
+            Action::Unhold { key } => self.belief(env, p.cid, &key, false),
+            Action::Note(text) => self.record(env, None, Actor::Client(p.cid), EventKind::Note { text }),
+            Action::Done => {
+                p.done = true;
+                self.record(env, None, Actor::Client(p.cid), EventKind::Done);
+            }
+        }
+        Ok(())
+    }
+
+    /// Fire every timer and timeout that is due, in every program.
+    fn fire_due(&mut self, env: &mut RealEnv<'_>) -> Result<(), String> {
+        for slot in 0..self.programs.len() {
+            let now = Instant::now();
+            let Some(p) = self.programs[slot].as_mut() else { continue };
+            if p.done {
+                continue;
+            }
+            let mut due: Vec<(Instant, Input)> = Vec::new();
+            p.timers.retain(|&tag, &mut t| {
+                let fire = t <= now;
+                if fire {
+                    due.push((t, Input::Timer { tag }));
+                }
+                !fire
+            });
+            p.fails.retain(|&(tag, t)| {
+                let fire = t <= now;
+                if fire {
+                    due.push((t, Input::Failed { tag }));
+                }
+                !fire
+            });
+            due.sort_by_key(|(t, _)| *t);
+            p.inbox.extend(due.into_iter().map(|(_, i)| i));
+            if !p.inbox.is_empty() {
+                self.feed(env, slot)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Serve the programs: what is due now (`until: None`), or everything
+    /// that falls due until `until` (a wait step), sleeping in between.
+    fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), RealLessonError> {
+        let (id, step) = (self.lesson.id.clone(), self.results.len() + 1);
+        let bad = |msg: String| RealLessonError::Step { id: id.clone(), step, msg };
+        loop {
+            self.fire_due(env).map_err(bad)?;
+            let now = Instant::now();
+            let next = self.next_deadline();
+            let Some(u) = until else {
+                if next.is_some_and(|d| d <= now) {
+                    continue;
+                }
+                return Ok(());
+            };
+            if now >= u {
+                return Ok(());
+            }
+            let wake = next.map_or(u, |d| d.min(u));
+            if wake > now {
+                std::thread::sleep(wake - now);
+            }
+        }
+    }
+
+    /// Serve every program until the one in `slot` has finished.
+    fn run_until_done(&mut self, env: &mut RealEnv<'_>, slot: usize) -> Result<(), String> {
+        let deadline = Instant::now() + PROGRAM_DEADLINE;
+        loop {
+            self.fire_due(env)?;
+            let Some(p) = self.programs.get(slot).and_then(Option::as_ref) else { return Ok(()) };
+            if p.done {
+                return Ok(());
+            }
+            let Some(next) = self.next_deadline() else {
+                return Err(format!("{}'s program is waiting for something that will never come", p.client));
+            };
+            if Instant::now() >= deadline {
+                return Err(format!("{}'s program did not finish within {} s", p.client, PROGRAM_DEADLINE.as_secs()));
+            }
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            }
+        }
+    }
+}
+
+/// Lesson time a fault itself lasts (a restart's `down_ms`): not frozen.
+fn fault_wait(f: &Fault) -> u64 {
+    match f {
+        Fault::RestartNode { down_ms, .. } => *down_ms,
+        _ => 0,
+    }
+}
+
+fn describe_program(p: &Program) -> String {
+    match p {
+        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
+        Program::Lock(l) => format!("program: lock {} (PX {})", l.key, l.ttl_ms),
+        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
+    }
+}
+
+/// Play `lesson` on the user's server at `url` (single-node lessons only),
+/// compressing time by `factor`. With `flush`, the server is emptied first
+/// (a test server only: it clears function libraries a previous run left).
+pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
+    let mut topology = Topology::external(url);
+    check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+    if flush {
+        let mut admin = RealConnection::open(url)?;
+        for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
+            admin.execute(&cmd.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>())?;
+        }
+    }
+    run_on(lesson, &mut topology, factor)
+}
+
+/// Start the managed topology `lesson` needs, play it there, and stop it.
+pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
+    check_supported(lesson).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+    let mut topology = Topology::start(topology_kind(lesson))?;
+    run_on(lesson, &mut topology, factor)
+}
+
+/// Play `lesson` to the end on `topology`, through a fresh session.
+pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
+    let pool = SessionPool::new(Limits { commands_per_sec: f64::INFINITY, ..Limits::default() });
+    let mut session = pool.open(topology.targets())?;
+    let mut env = RealEnv { session: &mut session, topology };
+    let mut run = RealLessonRun::start(lesson, &mut env, factor, Lang::En)?;
+    while run.step(&mut env)?.is_some() {}
+    Ok(run.report())
 }
 
 /// Does a script set a TTL? Then its large integer arguments are TTLs.
@@ -189,6 +1294,14 @@ fn compress(argv: &[Vec<u8>], f: i64) -> (Vec<Vec<u8>>, Scale) {
                 let ms = if name == b"EXPIRE" { n.saturating_mul(1000) } else { n };
                 out[0] = b"PEXPIRE".to_vec();
                 out[2] = div(ms);
+            }
+            (out, Scale::None)
+        }
+        // `WAIT numreplicas timeout`: the timeout is lesson time too (0
+        // means "block forever" and stays 0).
+        b"WAIT" if out.len() >= 3 => {
+            if let Some(n) = int(&out[2]).filter(|n| *n > 0) {
+                out[2] = div(n);
             }
             (out, Scale::None)
         }
@@ -254,129 +1367,6 @@ fn at_least_8_4(version: &str) -> bool {
     let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (major, minor) >= (8, 4)
-}
-
-/// Run `lesson` on the server at `url`, compressing time by `factor`. With
-/// `flush`, the server is emptied first (a managed test server only).
-pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
-    check_supported(lesson).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
-    let f = factor.max(1) as i64;
-    let mut conns: BTreeMap<String, Option<RealConnection>> = BTreeMap::new();
-    for a in &lesson.actors {
-        conns.insert(a.clone(), Some(RealConnection::open(url)?));
-    }
-    let mut admin = RealConnection::open(url)?;
-    let version = server_version(&mut admin)?;
-    if flush {
-        for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
-            admin.execute(&cmd.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>())?;
-        }
-    }
-    // Start from a clean slate without touching anything else on a server
-    // that may be somebody's: delete exactly the keys the lesson uses.
-    let keys = lesson_keys(lesson);
-    if !keys.is_empty() {
-        let mut del = vec![b"DEL".to_vec()];
-        del.extend(keys);
-        admin.execute(&del)?;
-    }
-    let names = Names { clients: lesson.actors.clone(), nodes: vec!["redis".into()] };
-    let has_8_4 = at_least_8_4(&version);
-    // Clients whose replies the network drops (a `set_link` with
-    // drop_reply_permille = 1000): their commands still run on the server,
-    // they just never hear back — exactly the uncertainty of lesson 33.
-    let mut deaf: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    let mut resource = Resource::new(lesson.world.fencing);
-    let mut last_integer: BTreeMap<String, i64> = BTreeMap::new();
-    let mut results = Vec::new();
-    let mut notes = BTreeMap::new();
-    let start = Instant::now();
-    // Lesson time: real elapsed time, scaled back up.
-    let lesson_ms = |start: Instant| start.elapsed().as_millis() as u64 * factor.max(1);
-
-    for (index, step) in lesson.steps.iter().enumerate() {
-        let bad = |msg: String| RealLessonError::Step { id: lesson.id.clone(), step: index + 1, msg };
-        let kind = step.kind().map_err(bad)?;
-        let mut actor = None;
-        let (shown, reply) = match kind {
-            StepKind::Cmd { client, line, .. } => {
-                actor = Some(client.to_owned());
-                let argv = parse(line).map_err(|e| bad(e.to_string()))?;
-                let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
-                let (mut sent, scale) = compress(&argv, f);
-                if is_delex && !has_8_4 {
-                    let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
-                    if !ifeq {
-                        return Err(bad(format!("DELEX needs Redis 8.4; this server is {version} and only IFEQ has a Lua equivalent")));
-                    }
-                    sent = vec![b"EVAL".to_vec(), RELEASE_LUA.as_bytes().to_vec(), b"1".to_vec(), sent[1].clone(), sent[3].clone()];
-                    notes.insert(
-                        index,
-                        format!("DELEX needs Redis 8.4; this server is {version}: sent the Lua compare-and-delete instead"),
-                    );
-                } else if sent != argv {
-                    notes.insert(index, format!("sent as {} at {factor}×", words(&sent)));
-                }
-                let conn = conns
-                    .get_mut(client)
-                    .and_then(Option::as_mut)
-                    .ok_or_else(|| bad(format!("{client} has crashed")))?;
-                let reply = rescale(conn.execute(&sent)?, scale, f);
-                if deaf.contains(client) {
-                    (line.to_owned(), Some(NO_REPLY.to_owned()))
-                } else {
-                    if let Reply::Integer(i) = reply {
-                        last_integer.insert(client.to_owned(), i);
-                    }
-                    (line.to_owned(), Some(render(&argv, &reply).trim_end_matches(['\r', '\n']).to_owned()))
-                }
-            }
-            StepKind::Wait(ms) => {
-                std::thread::sleep(Duration::from_millis(ms / factor.max(1)));
-                (format!("wait {ms} ms"), None)
-            }
-            StepKind::Fault(fault) => {
-                match fault {
-                    Fault::CrashClient { client } => {
-                        conns.insert(client.clone(), None);
-                    }
-                    Fault::SetLink { a: Endpoint::Client(c), config, .. } | Fault::SetLink { b: Endpoint::Client(c), config, .. } => {
-                        if config.drop_reply_permille >= 1000 {
-                            deaf.insert(c.clone());
-                        } else {
-                            deaf.remove(c);
-                        }
-                    }
-                    _ => {}
-                }
-                (format!("FAULT {}", fault.describe(&names)), None)
-            }
-            StepKind::Write { client, write } => {
-                actor = Some(client.to_owned());
-                let token = if write.token_from_last_reply { last_integer.get(client).copied() } else { write.token };
-                let who = lesson.actors.iter().position(|a| a == client).unwrap_or(0) as u32;
-                let accepted = resource.write(who, lesson_ms(start), token, write.value.clone());
-                (
-                    format!("write {:?} to the resource (token {token:?})", write.value),
-                    Some(if accepted { "accepted" } else { "rejected" }.to_owned()),
-                )
-            }
-            StepKind::Hold { client, key, holds } => {
-                actor = Some(client.to_owned());
-                (format!("({client} {} {key})", if holds { "now believes it holds" } else { "no longer holds" }), None)
-            }
-            StepKind::Say(t) => (t.en.trim().to_owned(), None),
-            StepKind::Program { .. } | StepKind::Metrics(_) => unreachable!("refused by check_supported"),
-        };
-        let expected = step.expect.as_ref().map(|e| e.describe());
-        let ok = match (&step.expect, &reply) {
-            (Some(e), Some(r)) => e.matches(r),
-            (Some(_), None) => false,
-            (None, _) => true,
-        };
-        results.push(StepResult { index, actor, shown, reply, expected, ok, at_ms: lesson_ms(start), trace_len: 0 });
-    }
-    Ok(RealReport { server_version: version, factor, results, notes })
 }
 
 #[cfg(test)]

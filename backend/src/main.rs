@@ -97,12 +97,16 @@ enum LessonCmd {
         step: Option<usize>,
         #[arg(long)]
         seed: Option<u64>,
-        /// Play it on this real server instead of the simulator.
-        #[arg(long, value_name = "redis://HOST:PORT")]
+        /// Play it on real redis-server instead of the simulator: on this
+        /// server (single-node lessons), or with `--real` alone on a managed
+        /// topology of the lesson's kind that locklab starts and stops.
+        #[arg(long, value_name = "redis://HOST:PORT", num_args = 0..=1, default_missing_value = "")]
         real: Option<String>,
         /// Time compression on a real server (TTLs and waits divided by it).
-        #[arg(long, default_value_t = 100)]
-        compress: u64,
+        /// Default 100, or 10 for the Redlock lessons, whose programs' timers
+        /// leave ~100 lesson ms of slack (one wall millisecond at 100×).
+        #[arg(long)]
+        compress: Option<u64>,
     },
 }
 
@@ -154,7 +158,12 @@ fn main() -> Result<()> {
                 LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
                 LessonCmd::Run { id, step: _, seed: _, real: Some(url), compress } => {
                     let lesson = lessons::find(&all, &id)?;
-                    let report = lesson_real::run(lesson, &url, compress, false)?;
+                    let compress = compress.unwrap_or_else(|| lesson_real::default_factor(lesson));
+                    let report = if url.is_empty() {
+                        lesson_real::run_managed(lesson, compress)?
+                    } else {
+                        lesson_real::run(lesson, &url, compress, false)?
+                    };
                     print!("{}", report.transcript(lesson, lang));
                     if !report.passed() {
                         std::process::exit(1);

@@ -358,6 +358,94 @@ impl Session {
         self.push(at_ms, Actor::World, EventKind::Note { text: text.into() });
     }
 
+    /// Wall milliseconds since the session started: the clock its events
+    /// are stamped with.
+    pub fn elapsed_ms(&self) -> u64 {
+        self.now_ms()
+    }
+
+    /// Register `client` (so a lesson's actors get the trace indexes in
+    /// the lesson's order) and return its index.
+    pub fn client(&mut self, client: &str) -> Result<u32, SessionError> {
+        self.client_index(client)
+    }
+
+    /// Record an event the session itself cannot see (a lock key changing,
+    /// a belief, a write to the resource), at `at_ms` on the session clock
+    /// or now. A lesson runner builds the rest of the simulator's trace
+    /// with this.
+    pub fn record(&mut self, at_ms: Option<u64>, actor: Actor, kind: EventKind) {
+        let at_ms = at_ms.unwrap_or_else(|| self.now_ms());
+        self.push(at_ms, actor, kind);
+    }
+
+    /// Look at a key of this session on node `n` without going through the
+    /// session user (no rate limit, no trace): its value (`GET`, or the
+    /// type's name for a non-string) and `PTTL`. `None` when the key does
+    /// not exist. A lesson runner calls this after every step to turn what
+    /// the server now holds into lock events.
+    pub fn peek(&mut self, node: u32, key: &str) -> Result<Option<(String, i64)>, SessionError> {
+        let n = node as usize;
+        if n >= self.nodes.len() {
+            return Err(SessionError::NoNode(node));
+        }
+        self.ensure_user(n)?;
+        let full = format!("{}{key}", self.prefix).into_bytes();
+        let result = (|| {
+            let admin = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand)?;
+            // One round trip, not three: a runner peeks after every command,
+            // and on a compressed clock each round trip is lesson time.
+            let argv = [b"EVAL".to_vec(), PEEK_LUA.as_bytes().to_vec(), b"1".to_vec(), full.clone()];
+            match admin.execute(&argv)? {
+                Reply::Array(parts) => {
+                    let value = match parts.first() {
+                        Some(Reply::Bulk(b)) => String::from_utf8_lossy(b).into_owned(),
+                        Some(other) => other.to_cli(),
+                        None => return Ok(None),
+                    };
+                    let pttl = match parts.get(1) {
+                        Some(Reply::Integer(p)) => *p,
+                        _ => -1,
+                    };
+                    Ok::<_, RealError>(Some((value, pttl)))
+                }
+                _ => Ok(None),
+            }
+        })();
+        result.map_err(|source| {
+            self.nodes[n].admin = None;
+            self.nodes[n].user_ready = false;
+            self.unreachable(n, source)
+        })
+    }
+
+    /// Open `client`'s connection to node `node` now rather than on its
+    /// first command, so a timed run does not count connecting and `AUTH`
+    /// as lesson time.
+    pub fn connect(&mut self, client: &str, node: u32) -> Result<(), SessionError> {
+        let c = self.client_index(client)?;
+        let n = node as usize;
+        if n >= self.nodes.len() {
+            return Err(SessionError::NoNode(node));
+        }
+        match self.conn(c, n) {
+            Ok(_) => Ok(()),
+            Err(source) => Err(self.unreachable(n, source)),
+        }
+    }
+
+    /// Drop every connection to node `node`: its process was killed or
+    /// restarted, so the sockets are dead and (after a restart without
+    /// persistence) the ACL user is gone. The next command reconnects and
+    /// re-creates the user instead of failing once on a dead socket.
+    pub fn forget_node(&mut self, node: u32) {
+        self.conns.retain(|&(_, n), _| n != node);
+        if let Some(slot) = self.nodes.get_mut(node as usize) {
+            slot.admin = None;
+            slot.user_ready = false;
+        }
+    }
+
     /// Run one redis-cli line as `client` on node `node`.
     pub fn run_line(&mut self, client: &str, node: u32, line: &str) -> Result<Reply, SessionError> {
         if line.len() > self.limits.max_line {
@@ -710,6 +798,14 @@ pub fn random_hex(n: usize) -> String {
     out.truncate(n);
     out
 }
+
+/// [`Session::peek`]'s script: value (or `(type)` for a non-string) and
+/// `PTTL` of a key, or nil when it does not exist.
+const PEEK_LUA: &str = "local t = redis.call('TYPE', KEYS[1])['ok'] \
+if t == 'none' then return nil end \
+local p = redis.call('PTTL', KEYS[1]) \
+if t == 'string' then return {redis.call('GET', KEYS[1]), p} end \
+return {'(' .. t .. ')', p}";
 
 /// The compare-and-delete release every lesson ends with.
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";

@@ -61,7 +61,7 @@ use crate::session::NodeTarget;
 /// How long a node may take to answer after start, a replica to link up,
 /// or a cluster to become `ok`.
 const READY_DEADLINE: Duration = Duration::from_secs(20);
-const POLL: Duration = Duration::from_millis(20);
+const POLL: Duration = Duration::from_millis(5);
 
 /// The shapes a managed topology can take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +166,9 @@ pub struct ManagedNode {
     state: NodeState,
     /// The master's port, for a replica.
     master: Option<u16>,
+    /// `extra` and `master` as the topology was built, so [`Topology::reset`]
+    /// can undo a promotion.
+    original: (Vec<String>, Option<u16>),
 }
 
 impl ManagedNode {
@@ -292,7 +295,7 @@ impl Topology {
                     let mp = m.nodes[0].port;
                     ("replica".to_owned(), vec!["--replicaof".into(), "127.0.0.1".into(), mp.to_string()], Some(mp))
                 }
-                TopologyKind::Redlock5 => (format!("m{}", i + 1), vec![], None),
+                TopologyKind::Redlock5 => (format!("r{}", i + 1), vec![], None),
                 TopologyKind::Cluster3 => (
                     format!("c{}", i + 1),
                     vec![
@@ -345,6 +348,62 @@ impl Topology {
                 })
                 .collect(),
         }
+    }
+
+    /// The managed kind, `None` for the user's server.
+    pub fn kind(&self) -> Option<TopologyKind> {
+        match self {
+            Topology::External(_) => None,
+            Topology::Managed(m) => Some(m.kind),
+        }
+    }
+
+    /// Put a managed topology back the way [`Topology::start`] left it, so
+    /// a lesson played again behaves like the first time: every node that
+    /// an earlier run crashed is started again, a paused one resumed, a
+    /// promoted replica (or one whose replication was cut) made to follow
+    /// its master again, and every dataset, script cache and function
+    /// library emptied. Ports stay the same, so the node list the browser
+    /// has stays right. The user's server is refused, as every fault is.
+    pub fn reset(&mut self) -> Result<(), TopologyError> {
+        let m = match self {
+            Topology::External(url) => return Err(TopologyError::External(url.clone())),
+            Topology::Managed(m) => m,
+        };
+        let f = TopologyError::Fault;
+        for node in &mut m.nodes {
+            if node.state == NodeState::Paused {
+                node.signal("-CONT").map_err(f)?;
+                node.state = NodeState::Up;
+            }
+            if node.child.is_none() || node.state == NodeState::Down {
+                // Restart as a master even if it was a replica: it is
+                // pointed back at its master below, once the master is up.
+                let (extra, master) = node.original.clone();
+                node.extra = extra.into_iter().filter(|_| master.is_none()).collect();
+                node.master = None;
+                node.spawn().map_err(f)?;
+            }
+        }
+        for node in &mut m.nodes {
+            for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
+                // A replica refuses writes (FUNCTION FLUSH) while it follows;
+                // the full resync below empties it anyway.
+                let _ = command(node.port, cmd);
+            }
+            let (extra, master) = node.original.clone();
+            node.extra = extra;
+            if let Some(mp) = master {
+                expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &mp.to_string()]).map_err(f)?;
+                node.master = Some(mp);
+            }
+        }
+        for node in &m.nodes {
+            if node.master.is_some() {
+                wait_link_up(node.port)?;
+            }
+        }
+        Ok(())
     }
 
     /// The nodes as a session's targets.
@@ -432,6 +491,7 @@ fn start_node(root: &std::path::Path, name: &str, extra: Vec<String>, master: Op
             child: None,
             state: NodeState::Down,
             master,
+            original: (extra.clone(), master),
         };
         match node.spawn() {
             Ok(()) => return Ok(node),

@@ -110,3 +110,208 @@ async fn websocket_managed_topology_and_faults() {
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "OK");
     ws.close(None).await.unwrap();
 }
+
+/// `GET path` on the API, parsed.
+async fn get_json(addr: std::net::SocketAddr, path: &'static str) -> Value {
+    let body = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    })
+    .await
+    .unwrap();
+    serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+}
+
+/// A whole lesson over the WebSocket: the `lesson` message, then per step
+/// every message up to its `step` (events first), then `lesson_done`.
+struct Played {
+    hello: Value,
+    lesson: Value,
+    steps: Vec<Vec<Value>>,
+    done: Value,
+}
+
+impl Played {
+    fn results(&self) -> Vec<&Value> {
+        self.steps.iter().map(|m| &m.last().unwrap()["result"]).collect()
+    }
+
+    fn replies(&self) -> Vec<Value> {
+        self.results().iter().map(|r| r["reply"].clone()).collect()
+    }
+
+    fn events(&self) -> Vec<&Value> {
+        self.steps.iter().flatten().filter(|m| m["type"] == "event").map(|m| &m["event"]).collect()
+    }
+}
+
+async fn play(ws: &mut Ws, id: &str) -> Played {
+    play_at(ws, json!({"type":"lesson","id":id})).await
+}
+
+async fn play_at(ws: &mut Ws, start: Value) -> Played {
+    send(ws, start).await;
+    let got = until(ws, "lesson").await;
+    let hello = got.iter().find(|m| m["type"] == "hello").cloned().unwrap_or_else(|| panic!("no hello: {got:?}"));
+    let lesson = got.last().unwrap().clone();
+    let n = lesson["steps"].as_u64().unwrap_or_else(|| panic!("{lesson}"));
+    let mut steps = Vec::new();
+    for i in 0..n {
+        send(ws, json!({"type":"lesson_step"})).await;
+        let msgs = until(ws, "step").await;
+        assert!(msgs.iter().all(|m| m["type"] == "event" || m["type"] == "step"), "step {}: {msgs:?}", i + 1);
+        steps.push(msgs);
+    }
+    let done = until(ws, "lesson_done").await.pop().unwrap();
+    Played { hello, lesson, steps, done }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lessons_play_step_by_step_over_the_websocket() {
+    let server = RedisServer::start();
+    let addr = serve(ApiState::new(Some(server.url()))).await;
+
+    let health = get_json(addr, "/api/health").await;
+    let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(lessons.contains(&"05") && !lessons.contains(&"15"), "{health}");
+    assert!(health["unsupported"]["15"].as_str().unwrap().contains("replicated"), "{health}");
+    assert!(health["unsupported"]["20"].is_string(), "{health}");
+    assert_eq!(get_json(addr, "/api/real/health").await["lessons"], health["lessons"]);
+
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    send(&mut ws, json!({"type":"lesson_step"})).await;
+    assert!(until(&mut ws, "error").await.last().unwrap()["message"].as_str().unwrap().contains("no lesson"));
+
+    let first = play(&mut ws, "05").await;
+    assert_eq!(first.lesson["id"], "05");
+    assert_eq!(first.lesson["server_version"], "7.0.15");
+    assert_eq!(first.lesson["factor"], 100);
+    assert_eq!(first.lesson["topology"], "single");
+    assert_eq!(first.lesson["names"]["clients"], json!(["A", "B", "C"]));
+    assert!(first.lesson["notice"].is_null());
+    for r in first.results() {
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    assert_eq!(first.done, json!({"type":"lesson_done","passed":true}));
+    // The first step's TTL was compressed, and the note says so.
+    assert!(first.steps[0].last().unwrap()["note"].as_str().unwrap().contains("PX 300"), "{:?}", first.steps[0]);
+    // Lock events, as the simulator's trace has them: A's lock acquired by
+    // a command, removed by expiry, B's acquired, B's removed by A's DEL.
+    let locks: Vec<(&str, &str)> = first
+        .events()
+        .iter()
+        .filter(|e| e["kind"]["type"] == "lock")
+        .map(|e| (e["kind"]["change"]["change"].as_str().unwrap(), e["kind"]["via"].as_str().unwrap()))
+        .collect();
+    assert!(locks.contains(&("acquired", "command")), "{locks:?}");
+    assert!(locks.contains(&("removed", "expiry")), "{locks:?}");
+    assert!(locks.contains(&("removed", "command")), "{locks:?}");
+    assert!(first.events().iter().any(|e| e["kind"]["type"] == "executed"));
+    // Lesson time: after the 31 000 ms wait, the axis is past 31 s.
+    let after_wait = first.results().iter().find(|r| r["shown"] == "wait 31000 ms").unwrap()["at_ms"].as_u64().unwrap();
+    assert!(after_wait >= 31_000, "{after_wait}");
+
+    send(&mut ws, json!({"type":"lesson_step"})).await;
+    assert!(until(&mut ws, "error").await.last().unwrap()["message"].as_str().unwrap().contains("finished"));
+    // Off script on the run's session.
+    send(&mut ws, json!({"type":"command","client":"C","line":"EXISTS lock:order:1"})).await;
+    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(integer) 1");
+
+    // Again: a fresh session, the same replies.
+    let second = play(&mut ws, "05").await;
+    assert_ne!(first.hello["prefix"], second.hello["prefix"]);
+    assert_eq!(first.replies(), second.replies());
+    assert_eq!(second.done["passed"], true);
+
+    // Lesson 08 on 7.0: the DELEX notice.
+    send(&mut ws, json!({"type":"lesson","id":"08"})).await;
+    let l = until(&mut ws, "lesson").await.pop().unwrap();
+    assert!(l["notice"].as_str().unwrap().contains("DELEX needs Redis 8.4; this server is 7.0.15"), "{l}");
+
+    // Refusals: the lesson's own reason, in either language; a topology
+    // the user's server cannot be; bad input.
+    let why = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "20").unwrap();
+    let locklab_core::lesson::RealRun::No { why } = why.real else { panic!("lesson 20 is real = no") };
+    send(&mut ws, json!({"type":"lesson","id":"20"})).await;
+    let m = until(&mut ws, "error").await.pop().unwrap();
+    assert_eq!(m["message"], format!("lesson 20 cannot run on a real server: {}", why.en.trim()));
+    send(&mut ws, json!({"type":"lesson","id":"20","lang":"zh"})).await;
+    let m = until(&mut ws, "error").await.pop().unwrap();
+    assert_eq!(m["message"], format!("lesson 20 cannot run on a real server: {}", why.zh.trim()));
+    send(&mut ws, json!({"type":"lesson","id":"15"})).await;
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("replicated"));
+    send(&mut ws, json!({"type":"lesson","id":"99"})).await;
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("99"));
+    send(&mut ws, json!({"type":"lesson","id":"05","factor":0})).await;
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("factor"));
+    send(&mut ws, json!({"type":"lesson_step"})).await;
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("no lesson"));
+    ws.close(None).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicated_lesson_replays_on_a_reset_managed_topology() {
+    let addr = serve(ApiState::new(None)).await;
+    let health = get_json(addr, "/api/health").await;
+    let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for id in ["05", "15", "16", "17", "19", "21"] {
+        assert!(lessons.contains(&id), "{id}: {health}");
+    }
+    for id in ["18", "20", "31"] {
+        assert!(health["unsupported"][id].is_string(), "{id}: {health}");
+    }
+
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let first = play(&mut ws, "15").await;
+    assert_eq!(first.lesson["topology"], "replicated");
+    assert_eq!(first.lesson["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(first.done["passed"], true, "{:?}", first.results());
+    assert!(first.events().iter().any(|e| e["kind"]["type"] == "fault"));
+    assert!(first.events().iter().any(|e| e["kind"]["type"] == "overlap" && e["kind"]["begin"] == true));
+    // The failover crashed the master and promoted the replica; a re-run
+    // gets them back as they were, on the same ports.
+    let second = play(&mut ws, "15").await;
+    assert_eq!(first.lesson["nodes"][0]["port"], second.lesson["nodes"][0]["port"]);
+    assert_eq!(second.lesson["nodes"][1]["role"], "replica");
+    assert_eq!(second.lesson["nodes"][0]["state"], "up");
+    assert_eq!(first.replies(), second.replies());
+    assert_eq!(second.done["passed"], true, "{:?}", second.results());
+
+    // Redlock on five real masters (10×: see lesson_real::default_factor),
+    // three of which the lesson crashes; then again on the reset topology.
+    let redlock = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    assert_eq!(redlock.lesson["topology"], "redlock5");
+    assert_eq!(redlock.lesson["names"]["nodes"], json!(["r1", "r2", "r3", "r4", "r5"]));
+    assert_eq!(redlock.done["passed"], true, "{:?}", redlock.results());
+    assert!(redlock.events().iter().any(|e| e["kind"]["type"] == "granted"), "a majority grant");
+    let again = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    assert_eq!(again.done["passed"], true, "{:?}", again.results());
+
+    // A background program runs on between steps: start A's Redlock
+    // (step 2, background, 3 s of work) and send nothing more; its release
+    // arrives on its own.
+    send(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    until(&mut ws, "lesson").await;
+    for _ in 0..2 {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        until(&mut ws, "step").await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut removed = 0;
+    while removed < 5 {
+        assert!(std::time::Instant::now() < deadline, "A's release never came");
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next()).await.expect("event in time").unwrap().unwrap();
+        let Message::Text(t) = msg else { continue };
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["type"], "event", "{v}");
+        if v["event"]["kind"]["type"] == "lock" && v["event"]["kind"]["change"]["change"] == "removed" {
+            assert_eq!(v["event"]["kind"]["change"]["by"], 0, "removed by A: {v}");
+            removed += 1;
+        }
+    }
+    ws.close(None).await.unwrap();
+}
