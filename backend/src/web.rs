@@ -3,30 +3,16 @@
 //! The app is static files — `dist/`, built by `cargo xtask dist` or
 //! `trunk build` — so this is a file server with correct content types
 //! (`application/wasm` matters: browsers refuse to stream-compile a module
-//! served as anything else) and a health endpoint. The WebSocket session
-//! (`/api/session`) and topology control will join it under `/api/`.
+//! served as anything else). `/api/health` and the `/api/session`
+//! WebSocket come from [`api`](crate::api), merged in by [`serve`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::Serialize;
+use axum::Router;
 use tower_http::services::ServeDir;
-
-/// `GET /api/health`.
-#[derive(Debug, Serialize)]
-struct Health {
-    ok: bool,
-    /// The driver a fresh browser session gets.
-    driver: &'static str,
-}
-
-async fn health() -> Json<Health> {
-    Json(Health { ok: true, driver: "sim" })
-}
 
 async fn not_found() -> (StatusCode, &'static str) {
     (
@@ -35,17 +21,10 @@ async fn not_found() -> (StatusCode, &'static str) {
     )
 }
 
-/// The routes: `/api/health`, and every other path from `dist`
-/// (`/` is `dist/index.html`).
+/// Every path from `dist` (`/` is `dist/index.html`).
 pub fn app(dist: PathBuf) -> Router {
     Router::new()
-        .route("/api/health", get(health))
         .fallback_service(ServeDir::new(dist).not_found_service(not_found.into_service()))
-}
-
-/// Serve [`app`] on an already bound listener (tests bind port 0).
-pub async fn serve_listener(listener: tokio::net::TcpListener, dist: PathBuf) -> std::io::Result<()> {
-    axum::serve(listener, app(dist)).await
 }
 
 /// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis

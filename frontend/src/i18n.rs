@@ -157,6 +157,8 @@ pub enum Text {
     RealReconnectNow,
     RealRedisDown,
     RealSimOnly,
+    RealFactorHint,
+    RealConsoleHint,
 }
 
 impl Text {
@@ -195,6 +197,14 @@ impl Text {
             Text::RealReconnectNow => ("立即重连", "reconnect now"),
             Text::RealRedisDown => ("后端连不上 Redis", "The backend cannot reach Redis"),
             Text::RealSimOnly => ("仅模拟器", "simulator only"),
+            Text::RealConsoleHint => (
+                "每个客户端是真实 redis-server 上的一条连接；键存放在本会话的前缀下，显示时去掉前缀",
+                "each client is a connection to real redis-server; keys live under this session's prefix, shown without it",
+            ),
+            Text::RealFactorHint => (
+                "时间压缩：TTL 与等待除以这个倍数。真实服务器上，你在两步之间花的时间也算课程时间：÷100 时 15 s 的锁只剩 150 ms，点下一步之前就过期了。",
+                "Time compression: TTLs and waits are divided by it. On a real server the time you spend between steps is lesson time too: at ÷100 a 15 s lock lasts 150 ms and is gone before your next click.",
+            ),
             Text::LangSwitchLabel => ("界面语言", "Language"),
             Text::Lessons => ("课程", "Lessons"),
             Text::LessonsSoon => (

@@ -37,6 +37,12 @@ use crate::driver::LessonDriver;
 use crate::i18n::Lang;
 use crate::lab::Exchange;
 
+/// Time compressions the page offers. 1× is the default because a person
+/// stepping through a lesson spends real seconds between steps, and on a
+/// real server those seconds are lesson time too: at 100× a 15 s TTL is
+/// 150 ms, gone before the next click. Faster factors suit waits and play.
+pub const FACTORS: [u64; 3] = [1, 10, 100];
+
 /// Reconnect delays: 0.5 s, 1 s, 2 s, then every 4 s.
 pub fn reconnect_delay_ms(attempt: u32) -> u32 {
     500u32.saturating_mul(1 << attempt.min(3))
@@ -210,6 +216,8 @@ pub struct RealDriver {
     pub health_error: Option<String>,
     pub session: Option<SessionInfo>,
     lang: Lang,
+    /// Time compression for lesson runs (one of [`FACTORS`]).
+    factor: u64,
     outbox: Vec<String>,
     names: Names,
     events: Vec<Event>,
@@ -235,6 +243,7 @@ impl RealDriver {
             health_error: None,
             session: None,
             lang,
+            factor: FACTORS[0],
             outbox: Vec::new(),
             names: Names::default(),
             events: Vec::new(),
@@ -262,6 +271,22 @@ impl RealDriver {
 
     pub fn set_lang(&mut self, lang: Lang) {
         self.lang = lang;
+    }
+
+    pub fn factor(&self) -> u64 {
+        self.factor
+    }
+
+    /// A new time compression: a lesson in progress starts again with it
+    /// (a run cannot change speed halfway).
+    pub fn set_factor(&mut self, factor: u64) {
+        if factor == self.factor || factor == 0 {
+            return;
+        }
+        self.factor = factor;
+        if let Some(lesson) = self.run.as_ref().map(|r| r.lesson) {
+            self.start_lesson(lesson);
+        }
     }
 
     /// The reconnect attempt the link is on (for the banner and backoff).
@@ -360,7 +385,7 @@ impl RealDriver {
             trace_from,
         });
         // Not open yet: `opened` sends it.
-        let mut msg = json!({ "type": "lesson", "id": lesson.id });
+        let mut msg = json!({ "type": "lesson", "id": lesson.id, "factor": self.factor });
         if self.lang == Lang::Zh {
             msg["lang"] = json!("zh");
         }
@@ -689,6 +714,7 @@ mod tests {
         let out = d.take_outbox();
         assert_eq!(out.len(), 1);
         assert!(out[0].contains(r#""type":"lesson""#) && out[0].contains(r#""id":"01""#), "{out:?}");
+        assert!(out[0].contains(r#""factor":1"#), "real time unless asked: {out:?}");
         // Asking before the backend accepted queues the wish.
         assert!(d.forward());
         assert!(d.take_outbox().is_empty());

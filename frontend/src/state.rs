@@ -206,6 +206,8 @@ pub enum Action {
     RealFault { fault: String, node: u32 },
     /// Replace the managed real topology.
     RealTopology(String),
+    /// The real driver's time compression.
+    RealFactor(u64),
     /// Open a new WebSocket now (the reconnect timer fired, or the user asked).
     Reconnect,
 }
@@ -372,6 +374,13 @@ impl Reducible for State {
                 if let Some(r) = &next.real {
                     r.borrow_mut().topology(&kind);
                     next.session = None;
+                    next.rev += 1;
+                }
+            }
+            Action::RealFactor(f) => {
+                if let Some(r) = &next.real {
+                    r.borrow_mut().set_factor(f);
+                    next.playing = false;
                     next.rev += 1;
                 }
             }

@@ -1,7 +1,8 @@
 //! The browser app, end to end, in headless Chromium.
 //!
 //! `dist/` (built by `cargo xtask dist`; `./scripts/test` builds it first)
-//! is served by the backend's own `web::app` on a free loopback port, a
+//! is served by the backend's own `web::app` and real-Redis API on a free
+//! loopback port (managed redis-servers for the real driver), a
 //! `chromedriver` is started on another, and the test drives Chromium
 //! through WebDriver: the page renders, lines typed into the console come
 //! back exactly as redis-cli prints them, the clock expires a lock, the
@@ -244,15 +245,15 @@ async fn browser() -> (Chromedriver, Client) {
 async fn the_app_in_headless_chromium() {
     let started = Instant::now();
     let dist = require_dist();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(locklab_backend::web::serve_listener(listener, dist));
+    let backend = Backend::start(&dist, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
     let (driver, c) = browser().await;
 
     // The server: health, and the wasm with the type browsers insist on.
     c.goto(&format!("{base}/api/health")).await.unwrap();
     let health: Value = serde_json::from_str(&text(&c, "body").await.unwrap()).unwrap();
-    assert_eq!(health, json!({"ok": true, "driver": "sim"}));
+    assert_eq!(health["topology"], json!("managed"), "{health}");
+    assert!(health["lessons"].as_array().is_some_and(|l| l.len() > 20), "{health}");
     c.goto(&format!("{base}/")).await.unwrap();
     let wasm_type = js(
         &c,
@@ -527,7 +528,8 @@ async fn the_real_driver_in_headless_chromium() {
     assert_eq!(run(&c, "GET lock:order:1").await, "\"token-A-111\"");
     // The sandbox: refused before it reaches Redis, in redis-cli's shape.
     assert!(run(&c, "FLUSHALL").await.starts_with("(error)"));
-    assert!(count(&c, "[data-testid=lock-bar][data-owner=A]").await >= 1, "the real lock on the timeline");
+    let events = js(&c, "return Number(document.querySelector('[data-testid=timeline]').dataset.events)").await;
+    assert!(events.as_f64().is_some_and(|n| n >= 4.0), "the real commands on the timeline: {events}");
     // Lessons the backend cannot play are marked.
     eventually("lesson 20 marked simulator-only", || async {
         (count(&c, "[data-testid=lesson-item][data-lesson='20'] [data-testid=sim-only]").await == 1).then_some(())
@@ -554,7 +556,7 @@ async fn the_real_driver_in_headless_chromium() {
         .collect();
     assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\""]);
     assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
-    assert!(!texts(&c, "[data-testid=step-note]").await.is_empty(), "time compression shown per step");
+    assert!(texts(&c, "[data-testid=step-note]").await.is_empty(), "real time (1×): nothing was changed");
     assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=real"));
     eventually("the outcome", || async {
         (c.find(Locator::Css("[data-testid=outcome]")).await.ok()?.attr("data-ok").await.ok()?? == "true").then_some(())
@@ -574,6 +576,23 @@ async fn the_real_driver_in_headless_chromium() {
     .await;
     assert_eq!(count(&c, "[data-testid=step-reply]").await, 4);
     screenshot(&c, "browser-real-lesson-07-en.png").await;
+    // 10× time: the run starts again, and each step says what was sent instead.
+    c.find(Locator::Css("[data-testid=factor][data-factor='10']")).await.unwrap().click().await.unwrap();
+    eventually("the run restarted at 10×", || async {
+        (count(&c, "[data-testid=step-reply]").await == 0 && count(&c, "[data-testid=step-busy]").await == 0).then_some(())
+    })
+    .await;
+    c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+    let note = eventually("the compression note on step 1", || async { text(&c, "[data-testid=step-note]").await }).await;
+    assert!(note.contains("PX 1500"), "{note}");
+    c.find(Locator::Css("[data-testid=factor][data-factor='1']")).await.unwrap().click().await.unwrap();
+    for n in 1..=4 {
+        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        eventually(&format!("real step {n} again"), || async {
+            (count(&c, "[data-testid=step-reply]").await == n).then_some(())
+        })
+        .await;
+    }
 
     // The backend goes away: a banner says so; it comes back: the banner
     // goes and the lesson is played again to where it was.

@@ -227,6 +227,10 @@ pub fn app() -> Html {
         let s = state.clone();
         Callback::from(move |kind: String| s.dispatch(Action::RealTopology(kind)))
     };
+    let onfactor = {
+        let s = state.clone();
+        Callback::from(move |f: u64| s.dispatch(Action::RealFactor(f)))
+    };
     let onreconnect = {
         let s = state.clone();
         Callback::from(move |_: MouseEvent| s.dispatch(Action::Reconnect))
@@ -265,7 +269,7 @@ pub fn app() -> Html {
                 <div class="body">
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     <main>
-                        <LessonPanel {onmove} {onspeed} {onquiz} />
+                        <LessonPanel {onmove} {onspeed} {onquiz} {onfactor} />
                         <div class="stage">
                             <Timeline />
                             <Faults {oninject} {onreal} {ontopology} />

@@ -58,7 +58,11 @@ pub fn console(props: &ConsoleProps) -> Html {
         }
     };
     let tab = tab.min(tabs.len().saturating_sub(1));
-    let hint = if state.session.is_some() { Text::ConsoleLessonHint } else { Text::ConsoleHint };
+    let hint = match (state.real.is_some(), state.session.is_some()) {
+        (true, _) => Text::RealConsoleHint,
+        (false, true) => Text::ConsoleLessonHint,
+        (false, false) => Text::ConsoleHint,
+    };
 
     let oninput = {
         let editor = editor.clone();

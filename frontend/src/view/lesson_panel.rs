@@ -17,6 +17,8 @@ pub struct LessonPanelProps {
     pub onmove: Callback<Transport>,
     pub onspeed: Callback<usize>,
     pub onquiz: Callback<()>,
+    /// The real driver's time compression was chosen.
+    pub onfactor: Callback<u64>,
 }
 
 #[function_component(LessonPanel)]
@@ -220,6 +222,19 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                             data-testid="speed" onclick={ move |_| onspeed.emit(i) }>{ format!("{sp}×") }</button> }
                     }) }
                 </span>
+                if let Some(real) = &state.real {
+                    <span class="speeds factors" role="group" aria-label={ Text::RealTime.get(lang) }
+                        title={ Text::RealFactorHint.get(lang) }>
+                        <span class="k">{ Text::RealTime.get(lang) }</span>
+                        { for crate::real::FACTORS.into_iter().map(|f| {
+                            let onfactor = props.onfactor.clone();
+                            let on = real.borrow().factor() == f;
+                            html! { <button class={ classes!("speed", on.then_some("on")) } data-testid="factor"
+                                data-factor={ f.to_string() } aria-pressed={ on.to_string() }
+                                onclick={ move |_| onfactor.emit(f) }>{ format!("{f}×") }</button> }
+                        }) }
+                    </span>
+                }
                 <label class="quiz-toggle">
                     <input type="checkbox" data-testid="quiz-mode" checked={ state.quiz }
                         onchange={ props.onquiz.reform(|_| ()) } />
