@@ -234,7 +234,10 @@ impl Text {
             Text::Right => ("答对了", "right"),
             Text::Wrong => ("不对，实际是", "not quite; the reply is"),
             Text::FreeLab => ("自由实验", "free lab"),
-            Text::OffScript => ("可以在控制台里脱离脚本操作；后退或重放会丢弃这些命令。", "You may go off script in the console; stepping back replays the lesson without those lines."),
+            Text::OffScript => (
+                "可以在控制台、故障注入和时钟里脱离脚本操作；后退后再前进会重放这些操作，在较早的步骤做新操作会丢弃其后的记录。",
+                "You may go off script with the console, the faults and the clock; stepping back and forward replays what you did, and doing something new at an earlier step drops what came after it.",
+            ),
             Text::ConsoleLessonHint => ("每个客户端连到本课的同一个模拟世界", "each client is connected to this lesson's simulated world"),
             Text::Source => ("出处", "source"),
             Text::Scrub => ("拖动到任一步", "scrub to any step"),

@@ -19,7 +19,8 @@
 //! * [`i18n`] — the UI string table, 中文 and English.
 //! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
 //! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
-//!   replayed to step back, plus lines typed off script on the same world.
+//!   replayed to step back, with the user's off-script lines, faults and
+//!   clock moves kept as history and replayed too.
 //! * [`view`] — the components: header, lesson list, lesson panel, timeline,
 //!   console, clock, shortcuts overlay.
 //!

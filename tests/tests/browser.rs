@@ -431,6 +431,8 @@ async fn the_app_in_headless_chromium() {
     .await;
     screenshot(&c, "browser-lesson-05-zh.png").await;
 
+    off_script_survives_a_step_back(&c, &base).await;
+
     c.close().await.unwrap();
     drop(driver);
     eprintln!(
@@ -440,4 +442,34 @@ async fn the_app_in_headless_chromium() {
         interactive_05.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
     );
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
+}
+
+async fn step_to(c: &Client, name: &str) {
+    eventually(&format!("step {name}"), || async { (text(c, "[data-testid=step-name]").await? == name).then_some(()) }).await;
+}
+
+/// Lesson 07: a line typed off script, then a step back and forward: the
+/// console shows it again (the session replays it).
+async fn off_script_survives_a_step_back(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=07&step=3")).await;
+    tab(c, "B").await;
+    assert_eq!(run(c, "GET lock:order:1001").await, "\"token-B-222\"");
+    js(c, "document.activeElement.blur(); return null").await;
+    click(c, "[data-testid=step-back]").await;
+    step_to(c, "2").await;
+    eventually("B's console without the later line", || async {
+        (count(c, "[data-testid=console-reply]").await == 0).then_some(())
+    })
+    .await;
+    click(c, "[data-testid=step-forward]").await;
+    step_to(c, "3").await;
+    eventually("the off-script line back in B's console", || async {
+        let replies = c.find_all(Locator::Css("[data-testid=console-reply]")).await.ok()?;
+        (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
+    })
+    .await;
 }
