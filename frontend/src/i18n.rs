@@ -136,6 +136,9 @@ pub enum Text {
     Scrub,
     Restart,
     Score,
+    ScoreHint,
+    ScoreReset,
+    YourPrediction,
 }
 
 impl Text {
@@ -243,6 +246,12 @@ impl Text {
             Text::Scrub => ("拖动到任一步", "scrub to any step"),
             Text::Restart => ("重新开始", "restart"),
             Text::Score => ("得分", "score"),
+            Text::ScoreHint => (
+                "每一步只计第一次预测；后退重答不重复计分",
+                "only each step's first prediction counts; stepping back to answer again does not count twice",
+            ),
+            Text::ScoreReset => ("清零", "reset score"),
+            Text::YourPrediction => ("你的预测", "you said"),
         };
         match lang {
             Lang::Zh => zh,

@@ -21,6 +21,8 @@
 //! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
 //!   replayed to step back, with the user's off-script lines, faults and
 //!   clock moves kept as history and replayed too.
+//! * [`score`] — interview mode's per-lesson score (first prediction per
+//!   step), as stored in `localStorage`.
 //! * [`view`] — the components: header, lesson list, lesson panel, timeline,
 //!   console, clock, shortcuts overlay.
 //!
@@ -33,6 +35,7 @@ pub mod editor;
 pub mod i18n;
 pub mod lab;
 pub mod query;
+pub mod score;
 pub mod session;
 pub mod state;
 pub mod timeline;

@@ -21,7 +21,7 @@
 
 use locklab_core::cli;
 use locklab_core::lesson::run::{LessonRun, StepResult};
-use locklab_core::lesson::{Lesson, StepKind};
+use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
 use locklab_core::trace::Trace;
 use locklab_core::world::Fault;
 
@@ -483,9 +483,47 @@ pub fn prediction_matches(guess: &str, reply: &str) -> bool {
     !guess.trim().is_empty() && norm(guess) == norm(reply)
 }
 
+/// Is a prediction for `step` right, given the reply it got? A quiz with
+/// its own answer (a multiple choice such as `(integer) > 0`) is judged by
+/// that answer; a reply the lesson expects within a range (a PTTL) by the
+/// range; anything else by the reply itself.
+pub fn prediction_right(step: &Step, guess: &str, reply: &str) -> bool {
+    if let Some(answer) = step.quiz.as_ref().and_then(|q| q.answer.as_deref()) {
+        return prediction_matches(guess, answer);
+    }
+    if let Some(range @ Expect::Range { .. }) = &step.expect {
+        let as_integer = guess.trim().strip_prefix("(integer)").unwrap_or(guess).trim();
+        if range.matches(&format!("(integer) {as_integer}")) {
+            return true;
+        }
+    }
+    prediction_matches(guess, reply)
+}
+
 #[cfg(test)]
 mod prediction_tests {
     use super::prediction_matches as m;
+    use super::prediction_right;
+    use crate::catalog;
+
+    #[test]
+    fn quiz_answers_and_ranges_judge_predictions() {
+        let l = catalog::find("01").unwrap();
+        let (set, pttl) = (&l.steps[0], &l.steps[4]);
+        assert!(prediction_right(set, "ok", "OK"));
+        assert!(!prediction_right(set, "(nil)", "OK"));
+        assert!(prediction_right(pttl, "(integer) > 0", "(integer) 29998"), "the quiz's own answer");
+        assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
+        let range = locklab_core::lesson::Step {
+            client: Some("A".into()),
+            cmd: Some("PTTL k".into()),
+            expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),
+            ..Default::default()
+        };
+        assert!(prediction_right(&range, "30000", "(integer) 29998"), "a number within the expected range");
+        assert!(prediction_right(&range, "(integer) 29998", "(integer) 29998"));
+        assert!(!prediction_right(&range, "-1", "(integer) 29998"));
+    }
 
     #[test]
     fn predictions_are_read_generously() {

@@ -432,6 +432,7 @@ async fn the_app_in_headless_chromium() {
     screenshot(&c, "browser-lesson-05-zh.png").await;
 
     off_script_survives_a_step_back(&c, &base).await;
+    interview_mode_keeps_score(&c, &base).await;
 
     c.close().await.unwrap();
     drop(driver);
@@ -442,6 +443,10 @@ async fn the_app_in_headless_chromium() {
         interactive_05.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
     );
+}
+
+async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
 
 async fn click(c: &Client, css: &str) {
@@ -470,6 +475,74 @@ async fn off_script_survives_a_step_back(c: &Client, base: &str) {
     eventually("the off-script line back in B's console", || async {
         let replies = c.find_all(Locator::Css("[data-testid=console-reply]")).await.ok()?;
         (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
+    })
+    .await;
+}
+
+/// Interview mode on lesson 01: a right and a wrong prediction, the
+/// verdicts and the lesson's explanation, a step back that asks again
+/// without counting twice, the score in the panel and the lesson list, a
+/// reload that keeps it, and a reset.
+async fn interview_mode_keeps_score(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=01")).await;
+    js(c, "localStorage.clear(); return null").await;
+    click(c, "[data-testid=quiz-mode]").await;
+    let predict = |guess: &'static str| async move {
+        let input = eventually("the prediction box", || async {
+            c.find(Locator::Css("[data-testid=quiz] [data-testid=quiz-input]")).await.ok()
+        })
+        .await;
+        input.send_keys(&format!("{guess}{}", char::from(Key::Enter))).await.unwrap();
+    };
+    predict("OK").await;
+    step_to(c, "1").await;
+    eventually("the right verdict", || async {
+        (count(c, "[data-testid=prediction][data-right=true]").await == 1).then_some(())
+    })
+    .await;
+    // Step 2 (A believes it holds the lock) asks nothing.
+    assert_eq!(count(c, "[data-testid=quiz]").await, 0);
+    click(c, "[data-testid=step-forward]").await;
+    step_to(c, "2").await;
+    predict("OK").await;
+    step_to(c, "3").await;
+    let wrong = eventually("the wrong verdict", || async {
+        text(c, "[data-testid=prediction][data-right=false]").await
+    })
+    .await;
+    assert!(wrong.contains("(nil)"), "the verdict names the reply: {wrong}");
+    let explain = text(c, "[data-testid=step][data-index='2'] [data-testid=step-explain]").await.unwrap();
+    assert!(explain.contains("the NX condition fails"), "{explain}");
+    let score = || async {
+        Some((attr(c, "[data-testid=score]", "data-right").await?, attr(c, "[data-testid=score]", "data-total").await?))
+    };
+    eventually("score 1/2", || async { (score().await? == ("1".into(), "2".into())).then_some(()) }).await;
+    let in_list = "[data-testid=lesson-item][data-lesson='01'] [data-testid=lesson-score]";
+    eventually("1/2 in the lesson list", || async { (text(c, in_list).await? == "1/2").then_some(()) }).await;
+
+    // Back one step: asked again; right this time, but the first try counts.
+    click(c, "[data-testid=step-back]").await;
+    step_to(c, "2").await;
+    predict("nil").await;
+    step_to(c, "3").await;
+    eventually("the new verdict", || async {
+        (count(c, "[data-testid=step][data-index='2'] [data-testid=prediction][data-right=true]").await == 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(score().await, Some(("1".to_owned(), "2".to_owned())), "no step counts twice");
+    screenshot(c, "browser-interview-en.png").await;
+
+    c.refresh().await.unwrap();
+    eventually("the score after a reload", || async {
+        (score().await? == ("1".into(), "2".into()) && text(c, in_list).await? == "1/2").then_some(())
+    })
+    .await;
+    let stored = js(c, "return localStorage.getItem('locklab.score.01')").await;
+    assert_eq!(stored, json!("1-0"));
+    click(c, "[data-testid=score-reset]").await;
+    eventually("the score reset", || async {
+        (count(c, "[data-testid=score]").await == 0 && count(c, in_list).await == 0).then_some(())
     })
     .await;
 }
