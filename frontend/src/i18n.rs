@@ -139,6 +139,8 @@ pub enum Text {
     ScoreHint,
     ScoreReset,
     YourPrediction,
+    HelpPan,
+    TimelinePan,
 }
 
 impl Text {
@@ -252,6 +254,8 @@ impl Text {
             ),
             Text::ScoreReset => ("清零", "reset score"),
             Text::YourPrediction => ("你的预测", "you said"),
+            Text::HelpPan => ("时间线（获得焦点时）：左右平移；放大后也可拖动", "timeline (when focused): pan; when zoomed in, drag it too"),
+            Text::TimelinePan => ("时间线：放大后可拖动或用 Shift+←/→ 平移", "timeline: when zoomed in, drag or use Shift+←/→ to pan"),
         };
         match lang {
             Lang::Zh => zh,

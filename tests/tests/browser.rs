@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::actions::{InputSource, KeyAction, KeyActions, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
@@ -433,6 +433,7 @@ async fn the_app_in_headless_chromium() {
 
     off_script_survives_a_step_back(&c, &base).await;
     interview_mode_keeps_score(&c, &base).await;
+    timeline_pans(&c, &base).await;
 
     c.close().await.unwrap();
     drop(driver);
@@ -545,4 +546,34 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
         (count(c, "[data-testid=score]").await == 0 && count(c, in_list).await == 0).then_some(())
     })
     .await;
+}
+
+/// The timeline, zoomed in, pans by dragging and with Shift+→ (which does
+/// not step the lesson).
+async fn timeline_pans(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7")).await;
+    click(c, "[data-testid=zoom-in]").await;
+    click(c, "[data-testid=zoom-in]").await;
+    eventually("4× zoom", || async { (text(c, "[data-testid=zoom]").await? == "4×").then_some(()) }).await;
+    let scroll = "document.querySelector('[data-testid=timeline-scroll]')";
+    let left = || async { js(c, &format!("return {scroll}.scrollLeft")).await.as_f64() };
+    assert_eq!(left().await, Some(0.0));
+    let plot = c.find(Locator::Css("[data-testid=timeline-scroll]")).await.unwrap();
+    let drag = MouseActions::new("mouse".to_owned())
+        .then(PointerAction::MoveToElement { element: plot, duration: None, x: 100.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
+        .then(PointerAction::MoveBy { duration: Some(Duration::from_millis(100)), x: -300.0, y: 0.0 })
+        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    c.perform_actions(drag).await.unwrap();
+    let dragged = eventually("the drag to pan", || async { left().await.filter(|x| *x >= 250.0) }).await;
+    assert!(!js(c, &format!("return {scroll}.classList.contains('dragging')")).await.as_bool().unwrap());
+    js(c, &format!("{scroll}.focus(); return null")).await;
+    let keys = KeyActions::new("keyboard".to_owned())
+        .then(KeyAction::Down { value: Key::Shift.into() })
+        .then(KeyAction::Down { value: Key::Right.into() })
+        .then(KeyAction::Up { value: Key::Right.into() })
+        .then(KeyAction::Up { value: Key::Shift.into() });
+    c.perform_actions(keys).await.unwrap();
+    eventually("Shift+→ to pan", || async { left().await.filter(|x| *x > dragged) }).await;
+    assert_eq!(text(c, "[data-testid=step-name]").await.as_deref(), Some("end"), "Shift+→ is not a step");
 }
