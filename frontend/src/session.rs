@@ -25,6 +25,7 @@ use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
 use locklab_core::trace::Trace;
 use locklab_core::world::Fault;
 
+use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
 
 /// The prompt a lesson console shows (the lesson's node, as redis-cli names it).
@@ -320,35 +321,10 @@ impl Session {
     }
 }
 
-/// How a step reads before it has run.
-pub fn preview(lesson: &Lesson, index: usize) -> String {
-    let Some(step) = lesson.steps.get(index) else { return String::new() };
-    match step.kind() {
-        Ok(StepKind::Cmd { line, .. }) => line.to_owned(),
-        Ok(StepKind::Wait(ms)) => format!("wait {ms} ms"),
-        Ok(StepKind::Fault(f)) => {
-            let json = fault_kind(f);
-            format!("FAULT {json}")
-        }
-        Ok(StepKind::Program { .. }) => "program".to_owned(),
-        Ok(StepKind::Write { write, .. }) => format!("write {:?} to the resource", write.value),
-        Ok(StepKind::Hold { client, key, holds }) => {
-            if holds {
-                format!("({client} now believes it holds {key})")
-            } else {
-                format!("({client} no longer believes it holds {key})")
-            }
-        }
-        Ok(StepKind::Say(t)) => t.en.trim().to_owned(),
-        Ok(StepKind::Metrics(_)) => "metrics".to_owned(),
-        Err(e) => e,
-    }
-}
-
-/// A fault's kind in words, without a world to name its actors.
-fn fault_kind(f: &Fault) -> String {
-    let dbg = format!("{f:?}");
-    dbg.split([' ', '{', '(']).next().unwrap_or_default().to_owned()
+/// How step `index` reads in `lang`, before or after it ran: the command
+/// line, or the world step worded by [`i18n::shown`].
+pub fn step_text(run: &LessonRun, index: usize, lang: Lang) -> String {
+    run.shown(index).map(|s| i18n::shown(&s, run.world().names(), lang)).unwrap_or_default()
 }
 
 #[cfg(test)]

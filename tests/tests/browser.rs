@@ -434,6 +434,7 @@ async fn the_app_in_headless_chromium() {
     off_script_survives_a_step_back(&c, &base).await;
     interview_mode_keeps_score(&c, &base).await;
     timeline_pans(&c, &base).await;
+    world_steps_read_in_chinese(&c, &base).await;
 
     c.close().await.unwrap();
     drop(driver);
@@ -478,6 +479,18 @@ async fn off_script_survives_a_step_back(c: &Client, base: &str) {
         (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
     })
     .await;
+}
+
+/// Lesson 05 in Chinese: its world steps (a fault, a wait, a belief) are
+/// worded in Chinese too.
+async fn world_steps_read_in_chinese(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=zh&lesson=05")).await;
+    let mut shown = Vec::new();
+    for el in c.find_all(Locator::Css("[data-testid=step] .shown")).await.unwrap() {
+        shown.push(el.text().await.unwrap());
+    }
+    assert!(shown.iter().any(|s| s.starts_with("故障：暂停 A")), "{shown:?}");
+    assert!(shown.iter().all(|s| !s.starts_with("FAULT") && !s.contains("believes")), "{shown:?}");
 }
 
 /// Interview mode on lesson 01: a right and a wrong prediction, the

@@ -126,7 +126,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         };
         html! {
             <form class="quiz" data-testid="quiz" {onsubmit}>
-                <div class="question">{ question.unwrap_or_else(|| session::preview(l, pos)) }</div>
+                <div class="question">{ question.unwrap_or_else(|| session::step_text(s.run(), pos, lang)) }</div>
                 if choices.is_empty() {
                     <label>{ Text::Predict.get(lang) }
                         <input type="text" data-testid="quiz-input" value={ (*draft).clone() } {oninput}
@@ -166,7 +166,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             (i == pos).then_some("next"),
             r.is_some_and(|r| !r.ok).then_some("mismatch"),
         );
-        let shown = r.map_or_else(|| session::preview(l, i), |r| r.shown.clone());
+        let shown = session::step_text(s.run(), i, lang);
         let expected = st.expect.as_ref().map(|e| e.describe());
         let hide_expected = state.quiz && !done;
         let guess = judged.get(&i).cloned();
@@ -210,9 +210,6 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 </div>
                 if let (Some(t), true) = (&st.explain, done) {
                     <p class="explain" data-testid="step-explain">{ catalog::text(t, lang) }</p>
-                }
-                if let (Some(t), true) = (&st.say, !done) {
-                    <p class="explain">{ catalog::text(t, lang) }</p>
                 }
             </li>
         }
