@@ -148,6 +148,7 @@ pub enum Text {
     YourPrediction,
     HelpPan,
     TimelinePan,
+    OffScriptDone,
 }
 
 impl Text {
@@ -262,6 +263,7 @@ impl Text {
             Text::ScoreReset => ("清零", "reset score"),
             Text::YourPrediction => ("你的预测", "you said"),
             Text::HelpPan => ("时间线（获得焦点时）：左右平移；放大后也可拖动", "timeline (when focused): pan; when zoomed in, drag it too"),
+            Text::OffScriptDone => ("本次运行中脱离脚本的操作：", "off-script actions in this run:"),
             Text::TimelinePan => ("时间线：放大后可拖动或用 Shift+←/→ 平移", "timeline: when zoomed in, drag or use Shift+←/→ to pan"),
         };
         match lang {

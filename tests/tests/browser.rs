@@ -6,7 +6,9 @@
 //! through WebDriver: the page renders, lines typed into the console come
 //! back exactly as redis-cli prints them, the clock expires a lock, the
 //! language switches, and a URL with query parameters reproduces the view
-//! after a reload. Screenshots land in `tests/out/`.
+//! after a reload; in a lesson, off-script lines survive a step back, interview
+//! mode keeps a score across a reload, the timeline pans, and 中文 mode words
+//! the world steps in Chinese. Screenshots land in `tests/out/`.
 //!
 //! Nothing sleeps for a fixed time: every wait polls for a condition with a
 //! deadline, so the test is as fast as the machine and fails with a message
@@ -479,6 +481,7 @@ async fn off_script_survives_a_step_back(c: &Client, base: &str) {
         (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
     })
     .await;
+    assert_eq!(attr(c, "[data-testid=off-script-count]", "data-count").await.as_deref(), Some("1"));
 }
 
 /// Lesson 05 in Chinese: its world steps (a fault, a wait, a belief) are

@@ -216,6 +216,8 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     });
 
     let outcome = s.run().outcome();
+    // The outcome is judged on this run, so say when the user changed it.
+    let off_script = s.off_script().count();
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
             <div class="lesson-heading">
@@ -270,6 +272,11 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                     <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
                 }
                 <p class="note">{ Text::OffScript.get(lang) }</p>
+                if off_script > 0 {
+                    <p class="note off-script" data-testid="off-script-count" data-count={ off_script.to_string() }>
+                        { format!("{} {off_script}", Text::OffScriptDone.get(lang)) }
+                    </p>
+                }
             </div>
         </section>
     }
