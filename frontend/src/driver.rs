@@ -22,8 +22,9 @@ use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
 use locklab_core::trace::Trace;
 
+use crate::i18n::Lang;
 use crate::lab::Exchange;
-use crate::session::Session;
+use crate::session::{self, Session};
 
 /// A lesson being played, by either driver.
 pub trait LessonDriver {
@@ -51,6 +52,12 @@ pub trait LessonDriver {
     /// showed what the lesson says it shows.
     fn outcome(&self) -> Option<bool>;
 
+    /// Off-script actions (typed lines, faults, clock moves) the run so far
+    /// carries, which the outcome was judged with.
+    fn off_script_count(&self) -> usize {
+        0
+    }
+
     /// Why the run cannot go on (a lesson the driver cannot play, a lost
     /// connection), if it cannot.
     fn error(&self) -> Option<String>;
@@ -65,6 +72,10 @@ pub trait LessonDriver {
     fn step_note(&self, _index: usize) -> Option<String> {
         None
     }
+
+    /// How step `index` reads in `lang`: the command line, or the world
+    /// step (a fault, a wait, a program) worded in that language.
+    fn step_text(&self, index: usize, lang: Lang) -> String;
 
     /// Everything that happened so far, for the timeline.
     fn trace(&self) -> Trace;
@@ -143,8 +154,16 @@ impl LessonDriver for Session {
         Session::is_finished(self).then(|| self.run().outcome().ok)
     }
 
+    fn off_script_count(&self) -> usize {
+        self.off_script().count()
+    }
+
     fn error(&self) -> Option<String> {
         self.error.clone()
+    }
+
+    fn step_text(&self, index: usize, lang: Lang) -> String {
+        session::step_text(self.run(), index, lang)
     }
 
     fn trace(&self) -> Trace {

@@ -4,9 +4,16 @@
 //! [`Text::get`] is one `match` with both languages on the same line, so a
 //! missing translation is a compile error rather than a blank button, and a
 //! reviewer reads the pair together. Lesson narration does not live here: it
-//! comes with each lesson's data file.
+//! comes with each lesson's data file. What a lesson step does (a wait, a
+//! fault, a client's belief) comes from core as parameters ([`Shown`]) and
+//! is worded here by [`shown`], so 中文 mode is Chinese there too.
 
 use std::fmt;
+
+use locklab_core::client::Program;
+use locklab_core::lesson::run::Shown;
+use locklab_core::trace::Names;
+use locklab_core::world::{ClockOf, Endpoint, Fault};
 
 /// The two languages of the lab. The articles the lessons come from are
 /// Chinese; the code, the commands and the replies are the same in both.
@@ -159,6 +166,12 @@ pub enum Text {
     RealSimOnly,
     RealFactorHint,
     RealConsoleHint,
+    ScoreHint,
+    ScoreReset,
+    YourPrediction,
+    HelpPan,
+    TimelinePan,
+    OffScriptDone,
 }
 
 impl Text {
@@ -291,17 +304,126 @@ impl Text {
             Text::Right => ("答对了", "right"),
             Text::Wrong => ("不对，实际是", "not quite; the reply is"),
             Text::FreeLab => ("自由实验", "free lab"),
-            Text::OffScript => ("可以在控制台里脱离脚本操作；后退或重放会丢弃这些命令。", "You may go off script in the console; stepping back replays the lesson without those lines."),
+            Text::OffScript => (
+                "可以在控制台、故障注入和时钟里脱离脚本操作；后退后再前进会重放这些操作，在较早的步骤做新操作会丢弃其后的记录。",
+                "You may go off script with the console, the faults and the clock; stepping back and forward replays what you did, and doing something new at an earlier step drops what came after it.",
+            ),
             Text::ConsoleLessonHint => ("每个客户端连到本课的同一个模拟世界", "each client is connected to this lesson's simulated world"),
             Text::Source => ("出处", "source"),
             Text::Scrub => ("拖动到任一步", "scrub to any step"),
             Text::Restart => ("重新开始", "restart"),
             Text::Score => ("得分", "score"),
+            Text::ScoreHint => (
+                "每一步只计第一次预测；后退重答不重复计分",
+                "only each step's first prediction counts; stepping back to answer again does not count twice",
+            ),
+            Text::ScoreReset => ("清零", "reset score"),
+            Text::YourPrediction => ("你的预测", "you said"),
+            Text::HelpPan => ("时间线（获得焦点时）：左右平移；放大后也可拖动", "timeline (when focused): pan; when zoomed in, drag it too"),
+            Text::OffScriptDone => ("本次运行中脱离脚本的操作：", "off-script actions in this run:"),
+            Text::TimelinePan => ("时间线：放大后可拖动或用 Shift+←/→ 平移", "timeline: when zoomed in, drag or use Shift+←/→ to pan"),
         };
         match lang {
             Lang::Zh => zh,
             Lang::En => en,
         }
+    }
+}
+
+/// A lesson step in `lang`: core's English wording ([`Shown::english`],
+/// what the CLI transcript prints), or the same parameters worded in
+/// Chinese. Commands, keys, values and node names stay as typed.
+pub fn shown(step: &Shown, names: &Names, lang: Lang) -> String {
+    if lang == Lang::En {
+        return step.english(names);
+    }
+    match step {
+        Shown::Cmd { line } => (*line).to_owned(),
+        Shown::Wait { ms } => format!("等待 {ms} ms"),
+        Shown::Fault(f) => format!("故障：{}", fault_zh(f, names)),
+        Shown::Program(p) => program_zh(p),
+        Shown::Write { value, token: Some(t), .. } => format!("向受保护资源写入 {value:?}，携带 fencing 令牌 {t}"),
+        Shown::Write { value, from_last_reply: true, .. } => {
+            format!("向受保护资源写入 {value:?}，携带上一条回复中的 fencing 令牌")
+        }
+        Shown::Write { value, .. } => format!("向受保护资源写入 {value:?}（不带令牌）"),
+        Shown::Hold { client, key, holds: true } => format!("（{client} 此时认为自己持有 {key}）"),
+        Shown::Hold { client, key, holds: false } => format!("（{client} 不再认为自己持有 {key}）"),
+        Shown::Say(t) => t.zh.trim().to_owned(),
+        Shown::Metrics { clients } => format!("{} 的锁健康指标", clients.join("、")),
+    }
+}
+
+fn endpoint_zh(e: &Endpoint, names: &Names) -> String {
+    match e {
+        Endpoint::Client(c) => c.clone(),
+        Endpoint::Node(n) => names.node(*n).to_owned(),
+        Endpoint::Resource => "受保护资源".to_owned(),
+    }
+}
+
+fn clock_zh(c: &ClockOf, names: &Names) -> String {
+    match c {
+        ClockOf::Client(c) => c.clone(),
+        ClockOf::Node(n) => names.node(*n).to_owned(),
+    }
+}
+
+/// [`Fault::describe`] in Chinese.
+fn fault_zh(f: &Fault, names: &Names) -> String {
+    let link = |a: &Endpoint, b: &Endpoint| format!("{} ↔ {}", endpoint_zh(a, names), endpoint_zh(b, names));
+    match f {
+        Fault::PauseClient { client, ms: Some(ms) } => format!("暂停 {client} {ms} ms（GC）"),
+        Fault::PauseClient { client, ms: None } => format!("暂停 {client}"),
+        Fault::ResumeClient { client } => format!("恢复 {client}"),
+        Fault::CrashClient { client } => format!("{client} 崩溃"),
+        Fault::CrashNode { node } => format!("{} 宕机", names.node(*node)),
+        Fault::RestartNode { node, down_ms, keep_data } => format!(
+            "{} 宕机 {down_ms} ms 后重启{}",
+            names.node(*node),
+            match keep_data {
+                Some(true) => "，保留数据",
+                Some(false) => "，数据丢失",
+                None => "",
+            }
+        ),
+        Fault::PromoteReplica { node } => format!("提升 {} 为主节点", names.node(*node)),
+        Fault::Failover { node: Some(n) } => format!("故障切换到 {}", names.node(*n)),
+        Fault::Failover { node: None } => "故障切换（主节点宕机，提升数据最全的从节点）".to_owned(),
+        Fault::CutLink { a, b } => format!("断开 {}", link(a, b)),
+        Fault::HealLink { a, b } => format!("恢复 {}", link(a, b)),
+        Fault::SetLink { a, b, config } => format!(
+            "链路 {}：{} ms ± {} ms，丢失 {}‰ 的回复",
+            link(a, b),
+            config.latency_ms,
+            config.jitter_ms,
+            config.drop_reply_permille
+        ),
+        Fault::JumpClock { of, delta_ms } => format!("{} 的时钟跳变 {delta_ms:+} ms", clock_zh(of, names)),
+        Fault::SetDrift { of, ppm } => format!("{} 的时钟漂移 {ppm:+} ppm", clock_zh(of, names)),
+    }
+}
+
+/// Core's program description in Chinese; option names (`set-nx-px`,
+/// `Lua`) stay as the lesson files spell them.
+fn program_zh(p: &Program) -> String {
+    match p {
+        Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
+        Program::Lock(l) => {
+            let mut s = format!("程序：对 {} 加锁（{} PX {}，释放方式 {:?}", l.key, l.acquire.name(), l.ttl_ms, l.release);
+            if let Some(w) = &l.watchdog {
+                s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
+                if let Some(m) = w.max_renewals {
+                    s.push_str(&format!("，最多 {m} 次"));
+                }
+            }
+            if l.fencing.is_on() {
+                s.push_str("，带 fencing 令牌");
+            }
+            s.push('）');
+            s
+        }
+        Program::Redlock(r) => format!("程序：在 {} 上执行 Redlock（TTL {} ms）", r.key, r.ttl_ms),
     }
 }
 
@@ -319,6 +441,36 @@ mod tests {
         for lang in Lang::ALL {
             assert_eq!(Lang::parse(lang.code()), Some(lang));
         }
+    }
+
+    #[test]
+    fn world_steps_read_in_chinese_and_as_core_words_them_in_english() {
+        use locklab_core::lesson::run::LessonRun;
+        for lesson in crate::catalog::all() {
+            let mut run = LessonRun::new(lesson).unwrap();
+            let before: Vec<String> =
+                (0..lesson.len()).map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh)).collect();
+            run.run_all().unwrap();
+            let names = run.world().names();
+            for r in run.results() {
+                let step = run.shown(r.index).unwrap();
+                assert_eq!(shown(&step, names, Lang::En), r.shown, "lesson {} step {}", lesson.id, r.index + 1);
+                let zh = shown(&step, names, Lang::Zh);
+                // Commands are typed text, and a note is the lesson's own 中文.
+                if !matches!(step, Shown::Cmd { .. } | Shown::Say(_)) {
+                    assert!(zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "lesson {}: {zh}", lesson.id);
+                    assert!(!zh.contains("FAULT") && !zh.contains("believes") && !zh.starts_with("wait "), "{zh}");
+                }
+                if !matches!(step, Shown::Write { .. }) {
+                    assert_eq!(before[r.index], zh, "a step reads the same before and after it runs");
+                }
+            }
+        }
+        let l = crate::catalog::find("05").unwrap();
+        let run = LessonRun::new(l).unwrap();
+        let zh: Vec<String> = (0..l.len()).map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh)).collect();
+        assert!(zh.iter().any(|s| s.starts_with("故障：暂停 A")), "{zh:?}");
+        assert!(zh.iter().any(|s| s.starts_with("等待 ")), "{zh:?}");
     }
 
     #[test]

@@ -21,11 +21,14 @@
 //! * [`driver`] — the seam: [`LessonDriver`](driver::LessonDriver), what
 //!   every view reads a lesson from, whichever driver plays it.
 //! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
-//!   replayed to step back, plus lines typed off script on the same world.
+//!   replayed to step back, with the user's off-script lines, faults and
+//!   clock moves kept as history and replayed too.
 //! * [`real`] — the real driver's model (sans-IO): the `/api/session`
 //!   protocol, the lesson run on real redis-server, reconnect state.
 //! * [`socket`] — the real driver's browser I/O: the WebSocket and the
 //!   `/api/health` fetch.
+//! * [`score`] — interview mode's per-lesson score (first prediction per
+//!   step), as stored in `localStorage`.
 //! * [`view`] — the components: header, lesson list, lesson panel, timeline,
 //!   console, clock, shortcuts overlay.
 //!
@@ -40,6 +43,7 @@ pub mod i18n;
 pub mod lab;
 pub mod query;
 pub mod real;
+pub mod score;
 pub mod session;
 pub mod socket;
 pub mod state;

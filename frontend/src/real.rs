@@ -27,7 +27,7 @@
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 
-use locklab_core::lesson::run::StepResult;
+use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Lesson, StepKind};
 use locklab_core::trace::{Event, Names, Trace};
 use serde::Deserialize;
@@ -36,6 +36,7 @@ use serde_json::json;
 use crate::driver::LessonDriver;
 use crate::i18n::Lang;
 use crate::lab::Exchange;
+use crate::session;
 
 /// Time compressions the page offers. 1× is the default because a person
 /// stepping through a lesson spends real seconds between steps, and on a
@@ -176,9 +177,11 @@ pub struct SessionInfo {
 }
 
 /// The lesson run on the backend.
-#[derive(Debug)]
 struct Run {
     lesson: &'static Lesson,
+    /// The lesson on the simulator, never stepped: core's wording of each
+    /// step (`step_text`), which does not depend on who runs it.
+    wording: Option<LessonRun>,
     /// The backend accepted the lesson (its `lesson` message arrived).
     started: bool,
     results: Vec<StepResult>,
@@ -208,7 +211,6 @@ struct Typed {
 }
 
 /// The real driver: link, session, trace, consoles and the lesson run.
-#[derive(Debug)]
 pub struct RealDriver {
     pub link: Link,
     pub health: Option<Health>,
@@ -372,6 +374,7 @@ impl RealDriver {
         let trace_from = self.events.len();
         self.run = Some(Run {
             lesson,
+            wording: LessonRun::with_seed(lesson, 1).ok(),
             started: false,
             results: Vec::new(),
             notes: BTreeMap::new(),
@@ -587,6 +590,16 @@ impl LessonDriver for RealDriver {
 
     fn step_note(&self, index: usize) -> Option<String> {
         self.run().and_then(|r| r.notes.get(&index).cloned())
+    }
+
+    fn step_text(&self, index: usize, lang: Lang) -> String {
+        let Some(run) = self.run() else { return String::new() };
+        match (&run.wording, run.results.get(index)) {
+            // English as the backend sent it (it knows the real tokens).
+            (_, Some(r)) if lang == Lang::En => r.shown.clone(),
+            (Some(w), _) => session::step_text(w, index, lang),
+            (None, r) => r.map(|r| r.shown.clone()).unwrap_or_default(),
+        }
     }
 
     fn trace(&self) -> Trace {

@@ -1,20 +1,31 @@
 //! A lesson being played in the page: core's [`LessonRun`] plus what the
-//! user typed off script on the same world.
+//! user did off script on the same world.
 //!
 //! Stepping forward is `run.step()`. Every other move — back, restart, a
-//! scrub to step n, a reload with `?step=n` — is a fresh
-//! `LessonRun::at_step(lesson, seed, n)`: the simulator is deterministic, so
-//! replaying is how the lab goes back in time. Lines typed in the console go
-//! to the same world (`world_mut().request`) and appear in the trace; a
-//! replay starts from the lesson alone, so they are gone after a step back
-//! (the user is told so in the console hint).
+//! scrub to step n, a reload with `?step=n` — is a replay: a fresh
+//! `LessonRun` stepped to n. The simulator is deterministic, so replaying is
+//! how the lab goes back in time.
+//!
+//! What the user does off script — a line typed in a console, a fault from
+//! the toolbox, a move of the clock — goes to the same world and is kept in
+//! the session's history, each with the step position it was made at. A
+//! replay to step n re-applies, in order, every recorded action made at a
+//! position ≤ n, right after the step it followed, so the world (and the
+//! console transcript) come back exactly as they were. Actions made after n
+//! stay in the history while the user only moves — stepping forward again
+//! brings them back, like redo — and are dropped when the user does
+//! something new at n: a new action truncates the future, as in an editor's
+//! undo history. The history lives as long as the session (choosing a
+//! lesson or reloading the page starts afresh: the URL carries the step,
+//! not what was typed).
 
 use locklab_core::cli;
 use locklab_core::lesson::run::{LessonRun, StepResult};
-use locklab_core::lesson::{Lesson, StepKind};
+use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
 use locklab_core::trace::Trace;
 use locklab_core::world::Fault;
 
+use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
 
 /// The prompt a lesson console shows (the lesson's node, as redis-cli names it).
@@ -40,19 +51,40 @@ pub fn step_param(pos: usize, len: usize) -> Option<String> {
     }
 }
 
-/// A line typed off script, and when (trace length after it).
+/// Something the user did off script.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OffScript {
+    /// A line typed at an actor's console (by index into the lesson's actors).
+    Line { actor: usize, line: String },
+    /// A fault from the toolbox.
+    Fault(Fault),
+    /// The clock moved forward by this many ms.
+    Advance(u64),
+}
+
+/// An off-script action in the session's history.
 #[derive(Clone, Debug)]
-struct Typed {
-    actor: usize,
-    trace_len: usize,
-    exchange: Exchange,
+struct Recorded {
+    /// Steps done when it was made: a replay applies it right after that step.
+    pos: usize,
+    /// World time when it was made. A replay reproduces it (tested), so it
+    /// is what the console shows, not an input.
+    at_ms: u64,
+    action: OffScript,
+    /// For a line: what the console printed, and the trace length after it
+    /// (where it sits among the lesson's own commands). Filled in each time
+    /// the action is applied.
+    shown: Option<(usize, Exchange)>,
 }
 
 pub struct Session {
     pub lesson: &'static Lesson,
     pub seed: u64,
     run: LessonRun,
-    typed: Vec<Typed>,
+    /// Off-script actions, in the order made; sorted by `pos`, because a new
+    /// action drops every one made at a later position. The ones with
+    /// `pos <= position()` are applied to `run`, the rest wait for a redo.
+    log: Vec<Recorded>,
     history: Vec<Vec<String>>,
     /// Why the run could not be built or stepped, if it could not.
     pub error: Option<String>,
@@ -65,7 +97,7 @@ impl Session {
             Ok(run) => (run, None),
             Err(e) => (LessonRun::with_seed(lesson, seed).expect("a lesson that validates builds"), Some(e.to_string())),
         };
-        Session { lesson, seed, run, typed: Vec::new(), history: vec![Vec::new(); lesson.actors.len()], error }
+        Session { lesson, seed, run, log: Vec::new(), history: vec![Vec::new(); lesson.actors.len()], error }
     }
 
     pub fn run(&self) -> &LessonRun {
@@ -93,10 +125,11 @@ impl Session {
         self.run.results()
     }
 
-    /// Replay to `n` steps done.
+    /// Go to `n` steps done: forward by stepping, back by a replay. Either
+    /// way the off-script actions recorded up to `n` are applied.
     pub fn goto(&mut self, n: usize) {
         let n = n.min(self.len());
-        if n == self.position() && self.typed.is_empty() {
+        if n == self.position() {
             return;
         }
         if n > self.position() && self.error.is_none() {
@@ -107,19 +140,78 @@ impl Session {
             }
             return;
         }
-        let history = std::mem::take(&mut self.history);
-        *self = Session::new(self.lesson, self.seed, n);
-        self.history = history;
+        self.replay(n);
     }
 
-    /// One step forward; false at the end or on an error.
+    /// A fresh run to `n` steps, re-applying the recorded actions on the way.
+    fn replay(&mut self, n: usize) {
+        self.error = None;
+        self.run = match LessonRun::with_seed(self.lesson, self.seed) {
+            Ok(run) => run,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                return;
+            }
+        };
+        self.apply_recorded();
+        while self.position() < n && self.forward() {}
+    }
+
+    /// One step forward, then the recorded actions made right after it;
+    /// false at the end or on an error.
     pub fn forward(&mut self) -> bool {
         match self.run.step() {
-            Ok(Some(_)) => true,
+            Ok(Some(_)) => {
+                self.apply_recorded();
+                true
+            }
             Ok(None) => false,
             Err(e) => {
                 self.error = Some(e.to_string());
                 false
+            }
+        }
+    }
+
+    /// Apply the recorded actions made at the current position.
+    fn apply_recorded(&mut self) {
+        let pos = self.position();
+        for i in 0..self.log.len() {
+            if self.log[i].pos == pos {
+                let action = self.log[i].action.clone();
+                // It worked when it was made, and the world is as it was then.
+                let shown = self.apply(&action).ok().flatten();
+                self.log[i].shown = shown;
+            }
+        }
+    }
+
+    /// Do an off-script action now and record it, dropping the actions a
+    /// step back had left for a redo. Nothing is recorded if the world
+    /// refuses it.
+    fn record(&mut self, action: OffScript) -> Result<(), String> {
+        let pos = self.position();
+        let at_ms = self.now_ms();
+        let shown = self.apply(&action)?;
+        self.log.retain(|r| r.pos <= pos);
+        self.log.push(Recorded { pos, at_ms, action, shown });
+        Ok(())
+    }
+
+    /// Carry out an action on the world; a line gives its console row.
+    fn apply(&mut self, action: &OffScript) -> Result<Option<(usize, Exchange)>, String> {
+        match action {
+            OffScript::Line { actor, line } => Ok(Some(self.send_line(*actor, line))),
+            OffScript::Fault(fault) => {
+                self.run.world_mut().inject(fault.clone()).map_err(|e| e.to_string())?;
+                let now = self.run.world().now();
+                self.run.world_mut().advance_to(now);
+                Ok(None)
+            }
+            OffScript::Advance(ms) => {
+                let t = self.run.world().now() + ms;
+                self.run.world_mut().advance_to(t);
+                Ok(None)
             }
         }
     }
@@ -146,9 +238,7 @@ impl Session {
 
     /// A line typed at `actor`'s console, on the lesson's world, to its master.
     pub fn run_line(&mut self, actor: usize, line: &str) {
-        let Some(name) = self.lesson.actors.get(actor) else { return };
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
+        if actor >= self.lesson.actors.len() || line.trim().is_empty() {
             return;
         }
         if let Some(h) = self.history.get_mut(actor) {
@@ -156,11 +246,20 @@ impl Session {
                 h.push(line.to_owned());
             }
         }
+        if matches!(cli::parse(line), Ok(argv) if argv.is_empty()) {
+            return;
+        }
+        let _ = self.record(OffScript::Line { actor, line: line.to_owned() });
+    }
+
+    /// Send a line to the world as `actor`: its console row, and the trace
+    /// length after it.
+    fn send_line(&mut self, actor: usize, line: &str) -> (usize, Exchange) {
+        let name = self.lesson.actors[actor].clone();
         let output = match cli::parse(line) {
             Err(e) => e.to_string(),
-            Ok(argv) if argv.is_empty() => return,
             Ok(argv) => {
-                let client = self.run.client(name);
+                let client = self.run.client(&name);
                 let node = self.run.world().master();
                 match client.map(|c| self.run.world_mut().request(c, node, argv.clone())) {
                     Some(Ok(Some(reply))) => cli::render(&argv, &reply),
@@ -171,21 +270,25 @@ impl Session {
             }
         };
         let output = output.trim_end_matches(['\r', '\n']).to_owned();
-        let at_ms = self.now_ms();
-        let trace_len = self.run.world().trace().len();
-        self.typed.push(Typed {
-            actor,
-            trace_len,
-            exchange: Exchange { prompt: PROMPT.to_owned(), line: line.to_owned(), output, at_ms },
-        });
+        let exchange = Exchange { prompt: PROMPT.to_owned(), line: line.to_owned(), output, at_ms: self.now_ms() };
+        (self.run.world().trace().len(), exchange)
     }
 
     /// Apply a fault now, as the fault toolbox asks.
     pub fn inject(&mut self, fault: Fault) -> Result<(), String> {
-        self.run.world_mut().inject(fault).map_err(|e| e.to_string())?;
-        let now = self.run.world().now();
-        self.run.world_mut().advance_to(now);
-        Ok(())
+        self.record(OffScript::Fault(fault))
+    }
+
+    /// Let `ms` of world time pass (the clock buttons).
+    pub fn advance(&mut self, ms: u64) {
+        let _ = self.record(OffScript::Advance(ms));
+    }
+
+    /// The off-script actions applied to the world now, with the step
+    /// position and world time each was made at.
+    pub fn off_script(&self) -> impl Iterator<Item = (usize, u64, &OffScript)> {
+        let pos = self.position();
+        self.log.iter().filter(move |r| r.pos <= pos).map(|r| (r.pos, r.at_ms, &r.action))
     }
 
     /// What `actor`'s console shows: the lesson's commands for that client
@@ -205,43 +308,23 @@ impl Session {
                 rows.push((r.trace_len, 0, exchange));
             }
         }
-        for t in self.typed.iter().filter(|t| t.actor == actor) {
-            rows.push((t.trace_len, 1, t.exchange.clone()));
+        let pos = self.position();
+        for r in self.log.iter().filter(|r| r.pos <= pos) {
+            if let (OffScript::Line { actor: a, .. }, Some((trace_len, exchange))) = (&r.action, &r.shown) {
+                if *a == actor {
+                    rows.push((*trace_len, 1, exchange.clone()));
+                }
+            }
         }
         rows.sort_by_key(|(len, k, _)| (*len, *k));
         rows.into_iter().map(|(_, _, e)| e).collect()
     }
 }
 
-/// How a step reads before it has run.
-pub fn preview(lesson: &Lesson, index: usize) -> String {
-    let Some(step) = lesson.steps.get(index) else { return String::new() };
-    match step.kind() {
-        Ok(StepKind::Cmd { line, .. }) => line.to_owned(),
-        Ok(StepKind::Wait(ms)) => format!("wait {ms} ms"),
-        Ok(StepKind::Fault(f)) => {
-            let json = fault_kind(f);
-            format!("FAULT {json}")
-        }
-        Ok(StepKind::Program { .. }) => "program".to_owned(),
-        Ok(StepKind::Write { write, .. }) => format!("write {:?} to the resource", write.value),
-        Ok(StepKind::Hold { client, key, holds }) => {
-            if holds {
-                format!("({client} now believes it holds {key})")
-            } else {
-                format!("({client} no longer believes it holds {key})")
-            }
-        }
-        Ok(StepKind::Say(t)) => t.en.trim().to_owned(),
-        Ok(StepKind::Metrics(_)) => "metrics".to_owned(),
-        Err(e) => e,
-    }
-}
-
-/// A fault's kind in words, without a world to name its actors.
-fn fault_kind(f: &Fault) -> String {
-    let dbg = format!("{f:?}");
-    dbg.split([' ', '{', '(']).next().unwrap_or_default().to_owned()
+/// How step `index` reads in `lang`, before or after it ran: the command
+/// line, or the world step worded by [`i18n::shown`].
+pub fn step_text(run: &LessonRun, index: usize, lang: Lang) -> String {
+    run.shown(index).map(|s| i18n::shown(&s, run.world().names(), lang)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -259,15 +342,84 @@ mod tests {
         assert!(s.results().iter().all(|r| r.ok));
         assert_eq!(s.transcript(0).len(), 4);
         assert_eq!(s.transcript(1).len(), 1);
-        s.run_line(1, "GET lock:order:1001");
-        assert_eq!(s.transcript(1).last().unwrap().output, "\"token-B-222\"");
-        s.back();
-        assert_eq!(s.position(), 4);
-        assert_eq!(s.transcript(1).len(), 1, "off-script lines are gone after a replay");
         s.goto(2);
         assert_eq!(s.position(), 2);
         s.goto(5);
         assert!(s.is_finished());
+    }
+
+    /// B's console after lesson 07's third step (B's SET), as a list of lines.
+    fn lines(s: &Session, actor: usize) -> Vec<(String, String)> {
+        s.transcript(actor).into_iter().map(|x| (x.line, x.output)).collect()
+    }
+
+    #[test]
+    fn off_script_lines_come_back_after_a_step_back_and_forward() {
+        let l = catalog::find("07").unwrap();
+        let mut s = Session::new(l, 1, 3);
+        s.run_line(1, "GET lock:order:1001");
+        s.run_line(1, "PTTL lock:order:1001");
+        let typed = lines(&s, 1);
+        assert_eq!(typed.len(), 3);
+        assert_eq!(typed[1].1, "\"token-B-222\"");
+        let at: Vec<_> = s.off_script().map(|(pos, at_ms, _)| (pos, at_ms)).collect();
+        s.forward();
+        let at_4 = lines(&s, 1);
+
+        s.back();
+        assert_eq!(s.position(), 3);
+        assert_eq!(lines(&s, 1), typed, "a step back keeps what was typed before it");
+        s.goto(1);
+        assert_eq!(lines(&s, 1), [], "back before the lines: not applied");
+        assert_eq!(s.off_script().count(), 0);
+        s.goto(4);
+        assert_eq!(lines(&s, 1), at_4, "forward again: the same lines, the same replies");
+        let again: Vec<_> = s.off_script().map(|(pos, at_ms, _)| (pos, at_ms)).collect();
+        assert_eq!(again, at, "made at step 3, at the same world time");
+        s.goto(0);
+        s.goto(5);
+        assert_eq!(s.transcript(0).last().unwrap().output, "\"token-B-222\"", "the lesson still ends as written");
+    }
+
+    #[test]
+    fn replays_reproduce_what_off_script_actions_did() {
+        // A's compare-and-delete (step 4) fails if A's own lock expired
+        // first: the clock and the console change the lesson's outcome, and
+        // a replay must keep that.
+        let l = catalog::find("07").unwrap();
+        let mut s = Session::new(l, 1, 1);
+        s.advance(20_000);
+        s.run_line(1, "SET lock:order:1001 mine NX PX 60000");
+        while s.forward() {}
+        let end: Vec<_> = s.results().iter().map(|r| r.reply.clone()).collect();
+        assert_ne!(end[4].as_deref(), Some("\"token-B-222\""), "B's SET at step 3 met B's own key");
+        let trace = s.trace().events.len();
+        s.goto(2);
+        s.goto(5);
+        assert_eq!(s.results().iter().map(|r| r.reply.clone()).collect::<Vec<_>>(), end);
+        assert_eq!(s.trace().events.len(), trace);
+        assert_eq!(s.now_ms(), s.results()[4].at_ms);
+    }
+
+    #[test]
+    fn a_new_action_after_a_step_back_drops_the_later_ones() {
+        let l = catalog::find("07").unwrap();
+        let mut s = Session::new(l, 1, 4);
+        s.run_line(0, "PTTL lock:order:1001");
+        s.inject(Fault::PauseClient { client: "B".into(), ms: None }).unwrap();
+        assert!(s.clients()[1].paused);
+        s.goto(2);
+        assert!(!s.clients()[1].paused, "the pause was made at step 4");
+        s.goto(4);
+        assert!(s.clients()[1].paused, "and comes back with it");
+        s.goto(2);
+        s.run_line(1, "EXISTS lock:order:1001");
+        s.goto(5);
+        assert!(!s.clients()[1].paused, "a new action at step 2 dropped the future");
+        assert!(lines(&s, 0).iter().all(|(line, _)| !line.starts_with("PTTL")));
+        assert_eq!(s.off_script().map(|(pos, _, _)| pos).collect::<Vec<_>>(), [2]);
+        assert!(s.inject(Fault::CrashNode { node: 9 }).is_err());
+        assert_eq!(s.off_script().count(), 1, "a refused fault is not recorded");
     }
 
     #[test]
@@ -307,9 +459,47 @@ pub fn prediction_matches(guess: &str, reply: &str) -> bool {
     !guess.trim().is_empty() && norm(guess) == norm(reply)
 }
 
+/// Is a prediction for `step` right, given the reply it got? A quiz with
+/// its own answer (a multiple choice such as `(integer) > 0`) is judged by
+/// that answer; a reply the lesson expects within a range (a PTTL) by the
+/// range; anything else by the reply itself.
+pub fn prediction_right(step: &Step, guess: &str, reply: &str) -> bool {
+    if let Some(answer) = step.quiz.as_ref().and_then(|q| q.answer.as_deref()) {
+        return prediction_matches(guess, answer);
+    }
+    if let Some(range @ Expect::Range { .. }) = &step.expect {
+        let as_integer = guess.trim().strip_prefix("(integer)").unwrap_or(guess).trim();
+        if range.matches(&format!("(integer) {as_integer}")) {
+            return true;
+        }
+    }
+    prediction_matches(guess, reply)
+}
+
 #[cfg(test)]
 mod prediction_tests {
     use super::prediction_matches as m;
+    use super::prediction_right;
+    use crate::catalog;
+
+    #[test]
+    fn quiz_answers_and_ranges_judge_predictions() {
+        let l = catalog::find("01").unwrap();
+        let (set, pttl) = (&l.steps[0], &l.steps[4]);
+        assert!(prediction_right(set, "ok", "OK"));
+        assert!(!prediction_right(set, "(nil)", "OK"));
+        assert!(prediction_right(pttl, "(integer) > 0", "(integer) 29998"), "the quiz's own answer");
+        assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
+        let range = locklab_core::lesson::Step {
+            client: Some("A".into()),
+            cmd: Some("PTTL k".into()),
+            expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),
+            ..Default::default()
+        };
+        assert!(prediction_right(&range, "30000", "(integer) 29998"), "a number within the expected range");
+        assert!(prediction_right(&range, "(integer) 29998", "(integer) 29998"));
+        assert!(!prediction_right(&range, "-1", "(integer) 29998"));
+    }
 
     #[test]
     fn predictions_are_read_generously() {
@@ -373,12 +563,6 @@ impl Session {
 
     pub fn master(&self) -> u32 {
         self.run.world().master()
-    }
-
-    /// Let `ms` of world time pass.
-    pub fn advance(&mut self, ms: u64) {
-        let t = self.run.world().now() + ms;
-        self.run.world_mut().advance_to(t);
     }
 }
 

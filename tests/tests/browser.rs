@@ -7,7 +7,9 @@
 //! through WebDriver: the page renders, lines typed into the console come
 //! back exactly as redis-cli prints them, the clock expires a lock, the
 //! language switches, and a URL with query parameters reproduces the view
-//! after a reload. Screenshots land in `tests/out/`.
+//! after a reload; in a lesson, off-script lines survive a step back, interview
+//! mode keeps a score across a reload, the timeline pans, and 中文 mode words
+//! the world steps in Chinese. Screenshots land in `tests/out/`.
 //!
 //! Nothing sleeps for a fixed time: every wait polls for a condition with a
 //! deadline, so the test is as fast as the machine and fails with a message
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::actions::{InputSource, KeyAction, KeyActions, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
@@ -436,6 +438,11 @@ async fn the_app_in_headless_chromium() {
     .await;
     screenshot(&c, "browser-lesson-05-zh.png").await;
 
+    off_script_survives_a_step_back(&c, &base).await;
+    interview_mode_keeps_score(&c, &base).await;
+    timeline_pans(&c, &base).await;
+    world_steps_read_in_chinese(&c, &base).await;
+
     c.close().await.unwrap();
     drop(driver);
     eprintln!(
@@ -618,4 +625,147 @@ async fn the_real_driver_in_headless_chromium() {
 
     c.close().await.unwrap();
     drop(driver);
+async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
+}
+
+async fn step_to(c: &Client, name: &str) {
+    eventually(&format!("step {name}"), || async { (text(c, "[data-testid=step-name]").await? == name).then_some(()) }).await;
+}
+
+/// Lesson 07: a line typed off script, then a step back and forward: the
+/// console shows it again (the session replays it).
+async fn off_script_survives_a_step_back(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=07&step=3")).await;
+    tab(c, "B").await;
+    assert_eq!(run(c, "GET lock:order:1001").await, "\"token-B-222\"");
+    js(c, "document.activeElement.blur(); return null").await;
+    click(c, "[data-testid=step-back]").await;
+    step_to(c, "2").await;
+    eventually("B's console without the later line", || async {
+        (count(c, "[data-testid=console-reply]").await == 0).then_some(())
+    })
+    .await;
+    click(c, "[data-testid=step-forward]").await;
+    step_to(c, "3").await;
+    eventually("the off-script line back in B's console", || async {
+        let replies = c.find_all(Locator::Css("[data-testid=console-reply]")).await.ok()?;
+        (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
+    })
+    .await;
+    assert_eq!(attr(c, "[data-testid=off-script-count]", "data-count").await.as_deref(), Some("1"));
+}
+
+/// Lesson 05 in Chinese: its world steps (a fault, a wait, a belief) are
+/// worded in Chinese too.
+async fn world_steps_read_in_chinese(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=zh&lesson=05")).await;
+    let mut shown = Vec::new();
+    for el in c.find_all(Locator::Css("[data-testid=step] .shown")).await.unwrap() {
+        shown.push(el.text().await.unwrap());
+    }
+    assert!(shown.iter().any(|s| s.starts_with("故障：暂停 A")), "{shown:?}");
+    assert!(shown.iter().all(|s| !s.starts_with("FAULT") && !s.contains("believes")), "{shown:?}");
+}
+
+/// Interview mode on lesson 01: a right and a wrong prediction, the
+/// verdicts and the lesson's explanation, a step back that asks again
+/// without counting twice, the score in the panel and the lesson list, a
+/// reload that keeps it, and a reset.
+async fn interview_mode_keeps_score(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=01")).await;
+    js(c, "localStorage.clear(); return null").await;
+    click(c, "[data-testid=quiz-mode]").await;
+    let predict = |guess: &'static str| async move {
+        let input = eventually("the prediction box", || async {
+            c.find(Locator::Css("[data-testid=quiz] [data-testid=quiz-input]")).await.ok()
+        })
+        .await;
+        input.send_keys(&format!("{guess}{}", char::from(Key::Enter))).await.unwrap();
+    };
+    predict("OK").await;
+    step_to(c, "1").await;
+    eventually("the right verdict", || async {
+        (count(c, "[data-testid=prediction][data-right=true]").await == 1).then_some(())
+    })
+    .await;
+    // Step 2 (A believes it holds the lock) asks nothing.
+    assert_eq!(count(c, "[data-testid=quiz]").await, 0);
+    click(c, "[data-testid=step-forward]").await;
+    step_to(c, "2").await;
+    predict("OK").await;
+    step_to(c, "3").await;
+    let wrong = eventually("the wrong verdict", || async {
+        text(c, "[data-testid=prediction][data-right=false]").await
+    })
+    .await;
+    assert!(wrong.contains("(nil)"), "the verdict names the reply: {wrong}");
+    let explain = text(c, "[data-testid=step][data-index='2'] [data-testid=step-explain]").await.unwrap();
+    assert!(explain.contains("the NX condition fails"), "{explain}");
+    let score = || async {
+        Some((attr(c, "[data-testid=score]", "data-right").await?, attr(c, "[data-testid=score]", "data-total").await?))
+    };
+    eventually("score 1/2", || async { (score().await? == ("1".into(), "2".into())).then_some(()) }).await;
+    let in_list = "[data-testid=lesson-item][data-lesson='01'] [data-testid=lesson-score]";
+    eventually("1/2 in the lesson list", || async { (text(c, in_list).await? == "1/2").then_some(()) }).await;
+
+    // Back one step: asked again; right this time, but the first try counts.
+    click(c, "[data-testid=step-back]").await;
+    step_to(c, "2").await;
+    predict("nil").await;
+    step_to(c, "3").await;
+    eventually("the new verdict", || async {
+        (count(c, "[data-testid=step][data-index='2'] [data-testid=prediction][data-right=true]").await == 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(score().await, Some(("1".to_owned(), "2".to_owned())), "no step counts twice");
+    screenshot(c, "browser-interview-en.png").await;
+
+    c.refresh().await.unwrap();
+    eventually("the score after a reload", || async {
+        (score().await? == ("1".into(), "2".into()) && text(c, in_list).await? == "1/2").then_some(())
+    })
+    .await;
+    let stored = js(c, "return localStorage.getItem('locklab.score.01')").await;
+    assert_eq!(stored, json!("1-0"));
+    click(c, "[data-testid=score-reset]").await;
+    eventually("the score reset", || async {
+        (count(c, "[data-testid=score]").await == 0 && count(c, in_list).await == 0).then_some(())
+    })
+    .await;
+}
+
+/// The timeline, zoomed in, pans by dragging and with Shift+→ (which does
+/// not step the lesson).
+async fn timeline_pans(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7")).await;
+    click(c, "[data-testid=zoom-in]").await;
+    click(c, "[data-testid=zoom-in]").await;
+    eventually("4× zoom", || async { (text(c, "[data-testid=zoom]").await? == "4×").then_some(()) }).await;
+    let scroll = "document.querySelector('[data-testid=timeline-scroll]')";
+    let left = || async { js(c, &format!("return {scroll}.scrollLeft")).await.as_f64() };
+    assert_eq!(left().await, Some(0.0));
+    let plot = c.find(Locator::Css("[data-testid=timeline-scroll]")).await.unwrap();
+    let drag = MouseActions::new("mouse".to_owned())
+        .then(PointerAction::MoveToElement { element: plot, duration: None, x: 100.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
+        .then(PointerAction::MoveBy { duration: Some(Duration::from_millis(100)), x: -300.0, y: 0.0 })
+        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    c.perform_actions(drag).await.unwrap();
+    let dragged = eventually("the drag to pan", || async { left().await.filter(|x| *x >= 250.0) }).await;
+    assert!(!js(c, &format!("return {scroll}.classList.contains('dragging')")).await.as_bool().unwrap());
+    js(c, &format!("{scroll}.focus(); return null")).await;
+    let keys = KeyActions::new("keyboard".to_owned())
+        .then(KeyAction::Down { value: Key::Shift.into() })
+        .then(KeyAction::Down { value: Key::Right.into() })
+        .then(KeyAction::Up { value: Key::Right.into() })
+        .then(KeyAction::Up { value: Key::Shift.into() });
+    c.perform_actions(keys).await.unwrap();
+    eventually("Shift+→ to pan", || async { left().await.filter(|x| *x > dragged) }).await;
+    assert_eq!(text(c, "[data-testid=step-name]").await.as_deref(), Some("end"), "Shift+→ is not a step");
 }

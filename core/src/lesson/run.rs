@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lesson, LessonError, LessonTopology, Outcome, StepKind};
+use super::{Lesson, LessonError, LessonTopology, Outcome, StepKind, Text};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
 use crate::invariants::Invariant;
 use crate::reply::Reply;
-use crate::trace::EventKind;
-use crate::world::{ClientId, Topology, World, WorldConfig};
+use crate::trace::{EventKind, Names};
+use crate::world::{ClientId, Fault, Topology, World, WorldConfig};
 
 /// What a command step shows when its request or reply was lost.
 pub const NO_REPLY: &str = "(no reply: the request or its answer was lost)";
@@ -47,6 +47,48 @@ pub struct StepResult {
     pub trace_len: usize,
 }
 
+/// What a step does, as parameters rather than words: the same thing
+/// [`StepResult::shown`] says in English, for a view that words it in its
+/// own language (the browser's 中文 mode). [`Shown::english`] is the one
+/// place core's wording lives, so the transcript and a view built on this
+/// cannot drift apart.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shown<'a> {
+    /// A redis-cli line: the same in every language.
+    Cmd { line: &'a str },
+    Wait { ms: u64 },
+    Fault(&'a Fault),
+    Program(&'a Program),
+    /// A write to the protected resource. `token` is the fencing token it
+    /// carries; `from_last_reply` marks a step that has not run yet and will
+    /// take its token from the client's last integer reply.
+    Write { value: &'a str, token: Option<i64>, from_last_reply: bool },
+    Hold { client: &'a str, key: &'a str, holds: bool },
+    Say(&'a Text),
+    Metrics { clients: Vec<String> },
+}
+
+impl Shown<'_> {
+    /// Core's English wording, as the transcript prints it.
+    pub fn english(&self, names: &Names) -> String {
+        match self {
+            Shown::Cmd { line } => (*line).to_owned(),
+            Shown::Wait { ms } => format!("wait {ms} ms"),
+            Shown::Fault(f) => format!("FAULT {}", f.describe(names)),
+            Shown::Program(p) => describe_program(p),
+            Shown::Write { value, token: Some(t), .. } => format!("write {value:?} to the resource with fencing token {t}"),
+            Shown::Write { value, from_last_reply: true, .. } => {
+                format!("write {value:?} to the resource with the fencing token from its last reply")
+            }
+            Shown::Write { value, .. } => format!("write {value:?} to the resource (no token)"),
+            Shown::Hold { client, key, holds: true } => format!("({client} now believes it holds {key})"),
+            Shown::Hold { client, key, holds: false } => format!("({client} no longer believes it holds {key})"),
+            Shown::Say(t) => t.en.trim().to_owned(),
+            Shown::Metrics { clients } => format!("metrics for {}", clients.join(", ")),
+        }
+    }
+}
+
 /// The lesson's outcome, checked against what the world observed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeCheck {
@@ -66,6 +108,9 @@ pub struct LessonRun {
     results: Vec<StepResult>,
     /// Trace length at the last `metrics` step.
     metrics_from: usize,
+    /// The fencing token each write step carried, by step index: one taken
+    /// from a reply is known only once the step ran.
+    write_tokens: BTreeMap<usize, Option<i64>>,
 }
 
 /// The world a lesson needs.
@@ -118,7 +163,15 @@ impl LessonRun {
             let id = world.add_client(name).map_err(|e| invalid(e.to_string()))?;
             clients.insert(name.clone(), id);
         }
-        Ok(LessonRun { lesson: lesson.clone(), world, clients, last_integer: BTreeMap::new(), results: Vec::new(), metrics_from: 0 })
+        Ok(LessonRun {
+            lesson: lesson.clone(),
+            world,
+            clients,
+            last_integer: BTreeMap::new(),
+            results: Vec::new(),
+            metrics_from: 0,
+            write_tokens: BTreeMap::new(),
+        })
     }
 
     /// Run a fresh copy to step `n` (0 = before the first step).
@@ -164,6 +217,31 @@ impl LessonRun {
         Ok(())
     }
 
+    /// What step `index` does (or did, once it ran), in parameters; `None`
+    /// for a step that does not exist or is malformed.
+    pub fn shown(&self, index: usize) -> Option<Shown<'_>> {
+        let step = self.lesson.steps.get(index)?;
+        Some(match step.kind().ok()? {
+            StepKind::Cmd { line, .. } => Shown::Cmd { line },
+            StepKind::Wait(ms) => Shown::Wait { ms },
+            StepKind::Fault(f) => Shown::Fault(f),
+            StepKind::Program { program, .. } => Shown::Program(program),
+            StepKind::Write { write, .. } => match self.write_tokens.get(&index) {
+                Some(token) => Shown::Write { value: &write.value, token: *token, from_last_reply: false },
+                None => Shown::Write {
+                    value: &write.value,
+                    token: write.token.filter(|_| !write.token_from_last_reply),
+                    from_last_reply: write.token_from_last_reply,
+                },
+            },
+            StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
+            StepKind::Say(t) => Shown::Say(t),
+            StepKind::Metrics(spec) => Shown::Metrics {
+                clients: if spec.clients.is_empty() { self.lesson.actors.clone() } else { spec.clients.clone() },
+            },
+        })
+    }
+
     /// Carry out the next step; `None` when the lesson is over.
     pub fn step(&mut self) -> Result<Option<&StepResult>, LessonError> {
         let index = self.results.len();
@@ -174,7 +252,7 @@ impl LessonRun {
         let kind = step.kind().map_err(err)?;
         let mut actor = None;
         let mut bounds_ok = true;
-        let (shown, reply) = match kind {
+        let reply = match kind {
             StepKind::Cmd { client, line, node } => {
                 actor = Some(client.to_owned());
                 let c = self.client_id(client).map_err(err)?;
@@ -188,17 +266,16 @@ impl LessonRun {
                     Some(r) => crate::cli::render(&argv, r).trim_end_matches(['\r', '\n']).to_owned(),
                     None => NO_REPLY.to_owned(),
                 };
-                (line.to_owned(), Some(text))
+                Some(text)
             }
             StepKind::Wait(ms) => {
                 let t = self.world.now() + ms;
                 self.world.advance_to(t);
-                (format!("wait {ms} ms"), None)
+                None
             }
             StepKind::Fault(f) => {
-                let shown = format!("FAULT {}", f.describe(self.world.names()));
                 self.world.inject(f.clone()).map_err(|e| err(e.to_string()))?;
-                (shown, None)
+                None
             }
             StepKind::Program { client, program, background } => {
                 actor = Some(client.to_owned());
@@ -207,7 +284,7 @@ impl LessonRun {
                 if !background {
                     self.run_until_done(c);
                 }
-                (describe_program(program), None)
+                None
             }
             StepKind::Write { client, write } => {
                 actor = Some(client.to_owned());
@@ -223,13 +300,10 @@ impl LessonRun {
                 });
                 self.world.run_program(c, program).map_err(|e| err(e.to_string()))?;
                 let verdict = self.run_until_write(c, from);
-                let shown = match token {
-                    Some(t) => format!("write {:?} to the resource with fencing token {t}", write.value),
-                    None => format!("write {:?} to the resource (no token)", write.value),
-                };
-                (shown, Some(verdict.to_owned()))
+                self.write_tokens.insert(index, token);
+                Some(verdict.to_owned())
             }
-            StepKind::Say(t) => (t.en.trim().to_owned(), None),
+            StepKind::Say(_) => None,
             StepKind::Metrics(spec) => {
                 let from = if spec.since_last { self.metrics_from } else { 0 };
                 self.metrics_from = self.world.trace().len();
@@ -238,7 +312,7 @@ impl LessonRun {
                 let ids: Vec<u32> = names.iter().filter_map(|n| self.clients.get(n)).map(|c| c.0).collect();
                 let m = super::metrics::measure(&self.world, &ids, from);
                 bounds_ok = m.within(spec);
-                (format!("metrics for {}", names.join(", ")), Some(m.to_string()))
+                Some(m.to_string())
             }
             StepKind::Hold { client, key, holds } => {
                 actor = Some(client.to_owned());
@@ -253,14 +327,11 @@ impl LessonRun {
                     .map_err(|e| err(e.to_string()))?;
                 let now = self.world.now();
                 self.world.advance_to(now);
-                let shown = if holds {
-                    format!("({client} now believes it holds {key})")
-                } else {
-                    format!("({client} no longer believes it holds {key})")
-                };
-                (shown, None)
+                None
             }
         };
+        // Worded after the step, with the world's names and the token used.
+        let shown = self.shown(index).map(|s| s.english(self.world.names())).unwrap_or_default();
         let expected = step.expect.as_ref().map(|e| e.describe());
         let ok = bounds_ok
             && match (&step.expect, &reply) {

@@ -20,6 +20,7 @@ pub fn help(props: &HelpProps) -> Html {
         ("→", Text::HelpForward),
         ("Home", Text::HelpHome),
         ("End", Text::HelpEnd),
+        ("Shift+← →", Text::HelpPan),
         ("?", Text::HelpHelp),
         ("Esc", Text::HelpClose),
         ("↑ ↓", Text::HelpHistory),

@@ -1,11 +1,13 @@
 //! The lesson list from the lesson files, grouped by theme, each with the
-//! article it comes from (seed and section).
+//! article it comes from (seed and section), and its interview score once
+//! the user has predicted some of its steps.
 
 use yew::prelude::*;
 
 use crate::catalog::{self, Theme};
 use crate::i18n::Text;
 use crate::state::AppContext;
+use crate::view::score::{self as stored, use_score_changes};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonListProps {
@@ -27,6 +29,7 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
         }
         Some(h.unsupported.get(id).cloned().unwrap_or_else(|| Text::RealSimOnly.get(lang).to_owned()))
     };
+    use_score_changes();
     html! {
         <nav class="lessons" data-testid="lesson-list">
             <h2>{ Text::Lessons.get(lang) }</h2>
@@ -54,6 +57,10 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
                                     >
                                         <span class="id">{ &l.id }</span>
                                         <span class="title">{ catalog::text(&l.title, lang) }</span>
+                                        if let Some(score) = stored::load(&l.id).label() {
+                                            <span class="lesson-score" data-testid="lesson-score"
+                                                title={ Text::Score.get(lang) }>{ score }</span>
+                                        }
                                         <span class="source" data-testid="lesson-source">{ catalog::source_label(l, lang) }</span>
                                         if let Some(why) = why_not {
                                             <span class="sim-only" data-testid="sim-only" title={ why }>{ Text::RealSimOnly.get(lang) }</span>

@@ -1,6 +1,7 @@
 //! The selected lesson: title, source, narration, the transport (step,
 //! play at 0.25×–8×, scrub, restart), the step list with expected and
-//! actual replies, interview-mode predictions, and the outcome.
+//! actual replies, interview-mode predictions with the lesson's score, and
+//! the outcome.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +10,9 @@ use yew::prelude::*;
 
 use crate::catalog;
 use crate::i18n::Text;
-use crate::session::{self, prediction_matches};
+use crate::session::prediction_right;
 use crate::state::{AppContext, Transport, SPEEDS};
+use crate::view::score::{self as stored, use_score_changes};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonPanelProps {
@@ -25,14 +27,37 @@ pub struct LessonPanelProps {
 pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    // Interview mode's predictions, by step index (view state: scoring is
-    // `prediction_matches`, tested natively).
-    let guesses = use_state(BTreeMap::<usize, String>::new);
+    // Interview mode's latest prediction per step, tagged with the lesson
+    // they were made in (so a lesson change drops them in the same render).
+    // Only those for steps already done count: a step back asks again. The
+    // judging is `prediction_right` and the score `crate::score`, both
+    // tested natively; the score is what `localStorage` holds.
+    let guesses = use_state(|| (None::<String>, BTreeMap::<usize, String>::new()));
     let draft = use_state(String::new);
     let lesson_id = state.lesson_id();
+    use_score_changes();
+    let pos_now = state.session.as_ref().map_or(0, |s| s.borrow().position());
+    let judged: BTreeMap<usize, String> = if guesses.0 == lesson_id {
+        guesses.1.range(..pos_now).map(|(i, g)| (*i, g.clone())).collect()
+    } else {
+        BTreeMap::new()
+    };
+    // Count each step's first verdict in the stored score.
     {
-        let guesses = guesses.clone();
-        use_effect_with(lesson_id.clone(), move |_| guesses.set(BTreeMap::new()));
+        let state = state.clone();
+        use_effect_with((lesson_id.clone(), judged.clone()), move |(id, judged)| {
+            let (Some(id), Some(session)) = (id, &state.session) else { return };
+            let s = session.borrow();
+            let mut score = stored::load(id);
+            let mut changed = false;
+            for (i, g) in judged {
+                let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
+                changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
+            }
+            if changed {
+                stored::save(id, &score);
+            }
+        });
     }
 
     let Some(session) = state.session.as_ref() else {
@@ -71,15 +96,16 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let next = l.steps.get(pos);
     let asks = state.quiz
         && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
-        && !guesses.contains_key(&pos);
+        && !judged.contains_key(&pos);
     let submit = {
         let guesses = guesses.clone();
         let draft = draft.clone();
         let onmove = props.onmove.clone();
+        let lesson_id = lesson_id.clone();
         Callback::from(move |guess: String| {
-            let mut g = (*guesses).clone();
+            let mut g = if guesses.0 == lesson_id { guesses.1.clone() } else { BTreeMap::new() };
             g.insert(pos, guess);
-            guesses.set(g);
+            guesses.set((lesson_id.clone(), g));
             draft.set(String::new());
             onmove.emit(Transport::Forward);
         })
@@ -102,7 +128,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         };
         html! {
             <form class="quiz" data-testid="quiz" {onsubmit}>
-                <div class="question">{ question.unwrap_or_else(|| session::preview(l, pos)) }</div>
+                <div class="question">{ question.unwrap_or_else(|| s.step_text(pos, lang)) }</div>
                 if choices.is_empty() {
                     <label>{ Text::Predict.get(lang) }
                         <input type="text" data-testid="quiz-input" value={ (*draft).clone() } {oninput}
@@ -122,10 +148,15 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     } else {
         html! {}
     };
-    let scored: Vec<bool> = guesses
-        .iter()
-        .filter_map(|(i, g)| results.get(*i).and_then(|r| r.reply.as_deref()).map(|r| prediction_matches(g, r)))
-        .collect();
+    let score = stored::load(&l.id);
+    let onreset = {
+        let guesses = guesses.clone();
+        let id = l.id.clone();
+        Callback::from(move |_: MouseEvent| {
+            stored::reset(&id);
+            guesses.set((None, BTreeMap::new()));
+        })
+    };
 
     let steps = l.steps.iter().enumerate().map(|(i, st)| {
         let r = results.get(i);
@@ -137,10 +168,12 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             (i == pos).then_some("next"),
             r.is_some_and(|r| !r.ok).then_some("mismatch"),
         );
-        let shown = r.map_or_else(|| session::preview(l, i), |r| r.shown.clone());
+        let shown = s.step_text(i, lang);
         let expected = st.expect.as_ref().map(|e| e.describe());
         let hide_expected = state.quiz && !done;
-        let guess = guesses.get(&i).cloned();
+        let guess = judged.get(&i).cloned();
+        let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).or_else(|| r.and_then(|r| r.reply.clone()));
+        let right = guess.as_ref().map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
         let onmove = props.onmove.clone();
         html! {
             <li {class} data-testid="step" data-index={ i.to_string() }
@@ -161,13 +194,17 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                         <span class="actual" data-testid="step-reply">
                             <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
                         </span>
-                        if let Some(g) = guess {
-                            if prediction_matches(&g, &reply) {
-                                <span class="verdict right" data-testid="quiz-verdict">{ format!("✓ {}", Text::Right.get(lang)) }</span>
+                    }
+                    if let (Some(g), Some(right)) = (&guess, right) {
+                        <span class={ classes!("verdict", if right { "right" } else { "wrong" }) } data-testid="prediction"
+                            data-right={ right.to_string() }>
+                            <span class="k">{ Text::YourPrediction.get(lang) }</span>{ g }
+                            if right {
+                                { format!(" ✓ {}", Text::Right.get(lang)) }
                             } else {
-                                <span class="verdict wrong" data-testid="quiz-verdict">{ format!("✗ {g} — {}", Text::Wrong.get(lang)) }</span>
+                                { format!(" ✗ {} {}", Text::Wrong.get(lang), answer.clone().unwrap_or_default()) }
                             }
-                        }
+                        </span>
                     }
                     if let Some(note) = s.step_note(i) {
                         <span class="driver-note" data-testid="step-note">{ note }</span>
@@ -177,16 +214,15 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                     }
                 </div>
                 if let (Some(t), true) = (&st.explain, done) {
-                    <p class="explain">{ catalog::text(t, lang) }</p>
-                }
-                if let (Some(t), true) = (&st.say, !done) {
-                    <p class="explain">{ catalog::text(t, lang) }</p>
+                    <p class="explain" data-testid="step-explain">{ catalog::text(t, lang) }</p>
                 }
             </li>
         }
     });
 
     let outcome = s.outcome();
+    // The outcome is judged on this run, so say when the user changed it.
+    let off_script = s.off_script_count();
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
             <div class="lesson-heading">
@@ -240,10 +276,12 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                         onchange={ props.onquiz.reform(|_| ()) } />
                     { Text::QuizMode.get(lang) }
                 </label>
-                if state.quiz && !scored.is_empty() {
-                    <span class="score" data-testid="quiz-score">
-                        { format!("{} {}/{}", Text::Score.get(lang), scored.iter().filter(|x| **x).count(), scored.len()) }
+                if let Some(label) = score.label() {
+                    <span class="score" data-testid="score" data-right={ score.right().to_string() }
+                        data-total={ score.total().to_string() } title={ Text::ScoreHint.get(lang) }>
+                        { format!("{} {label}", Text::Score.get(lang)) }
                     </span>
+                    <button class="quiet score-reset" data-testid="score-reset" onclick={ onreset }>{ Text::ScoreReset.get(lang) }</button>
                 }
             </div>
             { quiz_box }
@@ -258,6 +296,11 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                     <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
                 }
                 <p class="note">{ Text::OffScript.get(lang) }</p>
+                if off_script > 0 {
+                    <p class="note off-script" data-testid="off-script-count" data-count={ off_script.to_string() }>
+                        { format!("{} {off_script}", Text::OffScriptDone.get(lang)) }
+                    </p>
+                }
             </div>
         </section>
     }

@@ -6,10 +6,19 @@
 //! `expiry`, `timeline-command`, `timeline-span`) and `<title>` tooltips
 //! with the event as the explorer would print it. Marks are drawn per lane
 //! by [`LaneMarks`], which Yew skips when a lane's marks did not change.
-//! Zoom widens the axis; the panel scrolls to pan.
+//! Zoom widens the axis (a fresh layout, so labels stay their size); the
+//! panel scrolls to pan, by scroll bar, by dragging the plot, or with
+//! Shift+←/→ while the timeline has focus (plain ←/→ stay the step keys).
+//!
+//! Panning never re-renders: the drag lives in a `use_mut_ref`, and each
+//! pointer move only sets the scroll container's `scrollLeft` — the
+//! browser moves the already-drawn SVG, so a 10 000-event trace pans as
+//! smoothly as an empty one. The grab/grabbing cursor is a class set on the
+//! element directly, for the same reason.
 
 use std::rc::Rc;
 
+use web_sys::Element;
 use yew::prelude::*;
 
 use crate::i18n::Text;
@@ -25,6 +34,18 @@ fn owner_class(owner: Option<u32>) -> String {
 }
 
 const ZOOMS: [f64; 6] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+
+/// Shift+←/→ pans by this share of the visible width.
+const KEY_PAN: f64 = 0.25;
+
+/// A drag in progress: the pointer, where it went down, and the scroll
+/// position then.
+#[derive(Clone, Copy)]
+struct Drag {
+    pointer: i32,
+    x: i32,
+    scroll: i32,
+}
 
 /// The styles an exported SVG carries with it (the page's stylesheet
 /// does not travel with the file).
@@ -120,6 +141,60 @@ pub fn timeline() -> Html {
     // Yew delegates events, so `current_target` is not the link: keep a ref.
     let link_ref = use_node_ref();
     let z = ZOOMS[*zoom];
+    let scroll_ref = use_node_ref();
+    let drag = use_mut_ref(|| None::<Drag>);
+    // At 1× the plot fits: nothing to pan, and no grab cursor to promise it.
+    let pannable = *zoom > 0;
+    let onpointerdown = {
+        let (scroll_ref, drag) = (scroll_ref.clone(), drag.clone());
+        Callback::from(move |e: PointerEvent| {
+            let Some(el) = scroll_ref.cast::<Element>().filter(|_| pannable && e.button() == 0) else { return };
+            // Capture: the drag goes on when the pointer leaves the plot.
+            let _ = el.set_pointer_capture(e.pointer_id());
+            let _ = el.class_list().add_1("dragging");
+            *drag.borrow_mut() = Some(Drag { pointer: e.pointer_id(), x: e.client_x(), scroll: el.scroll_left() });
+        })
+    };
+    let onpointermove = {
+        let (scroll_ref, drag) = (scroll_ref.clone(), drag.clone());
+        Callback::from(move |e: PointerEvent| {
+            let Some(d) = *drag.borrow() else { return };
+            if let (true, Some(el)) = (d.pointer == e.pointer_id(), scroll_ref.cast::<Element>()) {
+                el.set_scroll_left(d.scroll - (e.client_x() - d.x));
+            }
+        })
+    };
+    let onpointerup = {
+        let (scroll_ref, drag) = (scroll_ref.clone(), drag.clone());
+        Callback::from(move |e: PointerEvent| {
+            if drag.borrow_mut().take().is_some() {
+                if let Some(el) = scroll_ref.cast::<Element>() {
+                    let _ = el.release_pointer_capture(e.pointer_id());
+                    let _ = el.class_list().remove_1("dragging");
+                }
+            }
+        })
+    };
+    let onkeydown = {
+        let scroll_ref = scroll_ref.clone();
+        Callback::from(move |e: KeyboardEvent| {
+            let dir = match e.key().as_str() {
+                "ArrowLeft" => -1.0,
+                "ArrowRight" => 1.0,
+                _ => return,
+            };
+            if !e.shift_key() || e.ctrl_key() || e.meta_key() || e.alt_key() {
+                return;
+            }
+            // Ours, not the page's step shortcut (a listener on the document).
+            e.prevent_default();
+            e.stop_propagation();
+            if let Some(el) = scroll_ref.cast::<Element>() {
+                let by = (f64::from(el.client_width()) * KEY_PAN).round() as i32;
+                el.set_scroll_left(el.scroll_left() + dir as i32 * by);
+            }
+        })
+    };
     type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
     let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
         let state = state.clone();
@@ -265,7 +340,10 @@ pub fn timeline() -> Html {
                 <button class="quiet" data-testid="zoom-reset" onclick={ onzoom(0) }>{ Text::ZoomReset.get(lang) }</button>
                 <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
             </div>
-            <div class="timeline-scroll">
+            <div class={ classes!("timeline-scroll", pannable.then_some("pannable")) } ref={ scroll_ref }
+                data-testid="timeline-scroll" tabindex="0" aria-label={ Text::TimelinePan.get(lang) }
+                {onpointerdown} {onpointermove} onpointerup={ onpointerup.clone() } onpointercancel={ onpointerup }
+                {onkeydown}>
             <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
                 viewBox={ format!("0 0 {} {}", f(l.width), f(l.height)) }
                 style={ format!("width: {:.0}%", z * 100.0) }
