@@ -625,6 +625,8 @@ async fn the_real_driver_in_headless_chromium() {
 
     c.close().await.unwrap();
     drop(driver);
+}
+
 async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
     c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
