@@ -344,7 +344,14 @@ impl Lab {
                     events = run.restamp(events);
                 }
                 out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
-                out.push(ServerMsg::Reply { client, text: reply.to_cli() });
+                // As redis-cli prints it for this command (INFO raw, not a quoted bulk).
+                let text = match locklab_core::cli::parse(&line) {
+                    Ok(argv) if !argv.is_empty() => {
+                        locklab_core::cli::render(&argv, &reply).trim_end_matches(['\r', '\n']).to_owned()
+                    }
+                    _ => reply.to_cli(),
+                };
+                out.push(ServerMsg::Reply { client, text });
             }
             ClientMsg::Topology { kind } => {
                 let Some(kind) = TopologyKind::parse(&kind) else {

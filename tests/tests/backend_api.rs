@@ -79,6 +79,11 @@ async fn websocket_session_streams_events_and_replies() {
 
     send(&mut ws, json!({"type":"command","client":"B","line":"SET k w NX"})).await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(nil)");
+    // Rendered for the command, as redis-cli does: INFO is raw text.
+    send(&mut ws, json!({"type":"command","client":"B","line":"INFO server"})).await;
+    let info = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert_eq!(info.lines().next(), Some("# Server"), "{info}");
+    assert!(info.contains("redis_version:7.0.15"), "{info}");
     send(&mut ws, json!({"type":"command","client":"B","line":"FLUSHALL"})).await;
     let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
     assert!(text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"), "{text}");
