@@ -15,7 +15,10 @@
 //!    refused *here*, with a redis-style error, and never reaches Redis. A
 //!    few subcommands that change server-global state shared by every
 //!    session (`FUNCTION FLUSH|DELETE|RESTORE|KILL`, `SCRIPT KILL`) are
-//!    refused too. `SCRIPT FLUSH` is allowed on purpose: lessons use it to
+//!    refused too. Function libraries are server-wide as well, so a
+//!    session owns the libraries it loads: `FUNCTION LOAD REPLACE` of a
+//!    library another session (or the server's owner) loaded is refused,
+//!    and a session's libraries are deleted when it ends. `SCRIPT FLUSH` is allowed on purpose: lessons use it to
 //!    show `NOSCRIPT`, and the worst it does to a neighbour is make its next
 //!    `EVALSHA` fall back to `EVAL`, which is exactly what correct clients do.
 //! 2. **A key prefix.** Every key position the table knows (`SET k`, `DEL k1
@@ -113,6 +116,12 @@ impl Default for Limits {
 /// redis-style error line ([`SessionError::to_reply`]) for the console.
 #[derive(Debug, Error)]
 pub enum SessionError {
+    /// `FUNCTION LOAD REPLACE` of a library this session did not load.
+    #[error(
+        "ERR locklab: library '{0}' was not loaded by this lab session; FUNCTION LOAD REPLACE would replace it for \
+         everyone on this server (load it under another name)"
+    )]
+    NotYourLibrary(String),
     /// The command is not one the lab teaches, or it is dangerous.
     #[error("ERR locklab: '{name}' is not allowed in a lab session ({why})")]
     NotAllowed { name: String, why: &'static str },
@@ -178,6 +187,20 @@ impl NodeTarget {
 pub struct SessionPool {
     live: Arc<AtomicUsize>,
     limits: Limits,
+    libraries: Libraries,
+}
+
+/// Which session loaded which function library, by (node URL, library
+/// name): Redis keeps libraries server-wide, outside any key prefix.
+type Libraries = Arc<std::sync::Mutex<HashMap<(String, String), String>>>;
+
+/// The library name in a `FUNCTION LOAD` body: its first line is
+/// `#!<engine> name=<library> …`, as Redis itself requires.
+fn library_name(body: &[u8]) -> Option<String> {
+    let first = body.split(|&b| b == b'\n').next()?;
+    let first = std::str::from_utf8(first).ok()?;
+    let rest = first.strip_prefix("#!")?;
+    rest.split_whitespace().skip(1).find_map(|w| w.strip_prefix("name=")).map(str::to_owned)
 }
 
 impl Default for SessionPool {
@@ -188,7 +211,7 @@ impl Default for SessionPool {
 
 impl SessionPool {
     pub fn new(limits: Limits) -> Self {
-        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits }
+        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits, libraries: Libraries::default() }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -233,6 +256,7 @@ impl SessionPool {
             step: 0,
             req: 0,
             events: Vec::new(),
+            libraries: self.libraries.clone(),
             _slot: slot,
         };
         for i in 0..session.nodes.len() {
@@ -322,6 +346,7 @@ pub struct Session {
     step: u64,
     req: u64,
     events: Vec<Event>,
+    libraries: Libraries,
     _slot: Slot,
 }
 
@@ -485,6 +510,7 @@ impl Session {
             return Err(SessionError::NoNode(node));
         }
         let rewritten = self.check_and_rewrite(argv)?;
+        let loads = self.check_library(n, argv)?;
         if !self.bucket.take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait) {
             return Err(SessionError::RateLimited(self.limits.commands_per_sec));
         }
@@ -497,6 +523,10 @@ impl Session {
         let back_at = self.now_ms();
         match outcome {
             Ok(mut reply) => {
+                if let (Some(lib), Reply::Bulk(_)) = (&loads, &reply) {
+                    let url = self.nodes[n].target.url.clone();
+                    self.libraries.lock().unwrap_or_else(|e| e.into_inner()).insert((url, lib.clone()), self.id.clone());
+                }
                 self.unprefix(&mut reply);
                 let mid = sent_at + (back_at - sent_at) / 2;
                 self.push(
@@ -519,6 +549,47 @@ impl Session {
                     EventKind::Lost { req, client: c, node, reason: LossReason::NodeDown },
                 );
                 Err(self.unreachable(n, source))
+            }
+        }
+    }
+
+    /// For `FUNCTION LOAD`: the library it loads (to record as this
+    /// session's once Redis accepts it), after refusing a `REPLACE` of a
+    /// library that is not this session's — another session's, or one
+    /// that was on the server before the lab (asked with `FUNCTION LIST`).
+    fn check_library(&mut self, n: usize, argv: &[Vec<u8>]) -> Result<Option<String>, SessionError> {
+        let is = |i: usize, word: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
+        if !(is(0, "function") && is(1, "load") && argv.len() >= 3) {
+            return Ok(None);
+        }
+        let Some(lib) = argv.last().and_then(|b| library_name(b)) else { return Ok(None) };
+        if !argv[2..argv.len() - 1].iter().any(|a| a.eq_ignore_ascii_case(b"replace")) {
+            return Ok(Some(lib));
+        }
+        let url = self.nodes[n].target.url.clone();
+        let owner = self.libraries.lock().unwrap_or_else(|e| e.into_inner()).get(&(url, lib.clone())).cloned();
+        match owner {
+            Some(id) if id == self.id => Ok(Some(lib)),
+            Some(_) => Err(SessionError::NotYourLibrary(lib)),
+            None => {
+                self.ensure_user(n)?;
+                let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
+                let list = [b"FUNCTION".to_vec(), b"LIST".to_vec()];
+                let exists = match admin.execute(&list) {
+                    // Each library is a map-like array: …, "library_name", name, ….
+                    Ok(Reply::Array(libs)) => libs.iter().any(|l| {
+                        matches!(l, Reply::Array(f) if f.windows(2).any(|w| matches!(
+                            (&w[0], &w[1]),
+                            (Reply::Bulk(k), Reply::Bulk(v)) if k == b"library_name" && v == lib.as_bytes()
+                        )))
+                    }),
+                    _ => false,
+                };
+                if exists {
+                    Err(SessionError::NotYourLibrary(lib))
+                } else {
+                    Ok(Some(lib))
+                }
             }
         }
     }
@@ -723,6 +794,20 @@ impl Drop for Session {
             let Some(mut admin) = admin else { continue };
             let _ = admin.set_read_timeout(Some(Duration::from_secs(2)));
             let _ = admin.execute(&[b"ACL".to_vec(), b"DELUSER".to_vec(), self.user.clone().into_bytes()]);
+            // The function libraries this session loaded on this node.
+            let url = self.nodes[n].target.url.clone();
+            let mine: Vec<String> = {
+                let mut libs = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+                let mine: Vec<String> =
+                    libs.iter().filter(|((u, _), id)| *u == url && **id == self.id).map(|((_, l), _)| l.clone()).collect();
+                for l in &mine {
+                    libs.remove(&(url.clone(), l.clone()));
+                }
+                mine
+            };
+            for l in mine {
+                let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), l.into_bytes()]);
+            }
             // Tidy the keys: SCAN under the prefix, UNLINK what it finds.
             let mut cursor = b"0".to_vec();
             for _ in 0..1000 {

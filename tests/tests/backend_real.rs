@@ -87,6 +87,42 @@ fn dangerous_commands_are_refused_and_outside_keys_survive() {
     assert_eq!(pool.live(), 0);
 }
 
+/// Function libraries are server-wide: a session owns the ones it loads,
+/// may replace only those, and takes them with it when it ends — and a
+/// library that was on the server before the lab is nobody's to replace.
+#[test]
+fn function_libraries_belong_to_the_session_that_loaded_them() {
+    let server = RedisServer::start();
+    let mut admin = RealConnection::open(&server.url()).unwrap();
+    let lib = |name: &str, ret: &str| {
+        format!("FUNCTION LOAD REPLACE \"#!lua name={name}\\nredis.register_function('{name}_f', function() return {ret} end)\"")
+    };
+    direct(&mut admin, &lib("theirs", "1"));
+    let pool = SessionPool::default();
+    let mut a = pool.open(one_node(&server.url())).unwrap();
+    let mut b = pool.open(one_node(&server.url())).unwrap();
+    let load = lib("locklib", "1").replace("LOAD REPLACE", "LOAD");
+    assert_eq!(a.run_line("A", 0, &load).unwrap(), Reply::bulk("locklib"));
+    // A replaces its own; B may call it (functions are shared) but not replace it.
+    assert_eq!(a.run_line("A", 0, &lib("locklib", "2")).unwrap(), Reply::bulk("locklib"));
+    assert_eq!(b.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Integer(2));
+    let err = b.run_line("A", 0, &lib("locklib", "3")).unwrap_err();
+    assert!(matches!(&err, SessionError::NotYourLibrary(l) if l == "locklib"), "{err}");
+    assert!(err.to_string().starts_with("ERR locklab: library 'locklib' was not loaded by this lab session"), "{err}");
+    assert!(matches!(b.run_line("A", 0, &lib("theirs", "3")), Err(SessionError::NotYourLibrary(_))));
+    // Loading an existing library without REPLACE: Redis's own answer.
+    let r = b.run_line("A", 0, &load).unwrap();
+    assert_eq!(r, Reply::Error("ERR Library 'locklib' already exists".into()));
+    assert_eq!(b.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Integer(2), "unchanged");
+    drop(a);
+    // A's library went with it; the server's own stayed.
+    assert!(matches!(direct(&mut admin, "FCALL locklib_f 0"), Reply::Error(e) if e.contains("Function not found")));
+    assert_eq!(direct(&mut admin, "FCALL theirs_f 0"), Reply::Integer(1));
+    // Now nobody owns locklib: B may load it and then replace it.
+    assert_eq!(b.run_line("A", 0, &lib("locklib", "4")).unwrap(), Reply::bulk("locklib"));
+    assert_eq!(b.run_line("A", 0, &lib("locklib", "5")).unwrap(), Reply::bulk("locklib"));
+}
+
 #[test]
 fn limits_are_enforced() {
     let server = RedisServer::start();
