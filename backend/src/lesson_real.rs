@@ -254,6 +254,28 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
     }
 }
 
+/// The function libraries a lesson's `FUNCTION LOAD` steps define.
+fn function_libraries(lesson: &Lesson) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in lesson.steps.iter().filter_map(|s| s.cmd.as_deref()) {
+        let Ok(argv) = parse(line) else { continue };
+        let is_load = argv.len() >= 3
+            && argv[0].eq_ignore_ascii_case(b"FUNCTION")
+            && argv[1].eq_ignore_ascii_case(b"LOAD");
+        if !is_load {
+            continue;
+        }
+        let body = String::from_utf8_lossy(argv.last().map_or(&[][..], Vec::as_slice)).into_owned();
+        let shebang = body.lines().next().unwrap_or_default();
+        if let Some(name) = shebang.split_whitespace().find_map(|w| w.strip_prefix("name=")) {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
 /// Every lock key a lesson's invariants watch: `world.locks` and the keys
 /// of its programs, as core's world watches them.
 fn watched_keys(lesson: &Lesson) -> Vec<String> {
@@ -374,6 +396,18 @@ impl RealLessonRun {
         let notice = (uses_delex && !has_8_4).then(|| {
             format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
         });
+        // Function libraries are server-wide, not under the session's
+        // prefix, so an earlier run of this lesson left its library behind
+        // and `FUNCTION LOAD` would now say "already exists". Delete the
+        // libraries this lesson loads itself (by the names in its own
+        // `#!lua name=` lines, nothing else).
+        for name in function_libraries(lesson) {
+            for n in &nodes {
+                if let Ok(mut admin) = RealConnection::open(&n.url) {
+                    let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), name.clone().into_bytes()]);
+                }
+            }
+        }
         for a in &lesson.actors {
             env.session.client(a)?;
             for n in 0..nodes.len() as u32 {
