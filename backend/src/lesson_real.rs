@@ -376,6 +376,10 @@ pub struct RealLessonRun {
     programs: Vec<Option<Running>>,
     events: Vec<Event>,
     last_at: u64,
+    /// Events handed out so far (the run's and the console's): a step's
+    /// `trace_len`, as in the simulator, so the timeline can show the
+    /// events up to a step.
+    emitted: usize,
 }
 
 impl RealLessonRun {
@@ -440,6 +444,7 @@ impl RealLessonRun {
             programs: Vec::new(),
             events: Vec::new(),
             last_at: 0,
+            emitted: 0,
         };
         if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
             if r.lag_ms > 0 {
@@ -523,6 +528,7 @@ impl RealLessonRun {
     /// Session events (an off-script console command) restamped in lesson
     /// time, so they sit on the same axis as the lesson's own.
     pub fn restamp(&mut self, events: Vec<Event>) -> Vec<Event> {
+        self.emitted += events.len();
         events
             .into_iter()
             .map(|mut e| {
@@ -701,7 +707,7 @@ impl RealLessonRun {
             expected,
             ok,
             at_ms: self.now_lesson(env).max(self.last_at),
-            trace_len: 0,
+            trace_len: self.emitted,
         };
         self.results.push(result.clone());
         Ok(Some((result, self.notes.get(&index).cloned())))
