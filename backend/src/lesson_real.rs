@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
 use locklab_core::lesson::run::{StepResult, NO_REPLY};
-use locklab_core::lesson::{Lang, Lesson, LessonTopology, RealRun, StepKind};
+use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
@@ -109,11 +109,18 @@ pub struct RealReport {
     /// Per step, what was actually sent or done when it differs from the
     /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
     pub notes: BTreeMap<usize, String>,
+    /// Did the lesson's outcome happen, where a real run can tell: an
+    /// `overlap` lesson is judged by the clients' beliefs, exactly as the
+    /// simulator judges it. `None` for the other invariants (stale write,
+    /// wrong release, deadlock), which the simulator derives from its own
+    /// model of every node and which a real run does not rebuild.
+    pub outcome: Option<bool>,
 }
 
 impl RealReport {
+    /// Every expectation held, and the outcome too where it is judged.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok)
+        self.results.iter().all(|r| r.ok) && self.outcome != Some(false)
     }
 
     /// The transcript, in the simulator's layout, with the real run's notes.
@@ -139,6 +146,16 @@ impl RealReport {
             if !r.ok {
                 out.push_str(&format!("{:>14}✗ expected: {}\n", "", r.expected.as_deref().unwrap_or("?")));
             }
+        }
+        let expected = format!(
+            "{} {}",
+            lesson.outcome.invariant.name(),
+            if lesson.outcome.broken { "broken" } else { "held" }
+        );
+        match self.outcome {
+            Some(true) => out.push_str(&format!("\noutcome: expected {expected} ✓\n")),
+            Some(false) => out.push_str(&format!("\noutcome: expected {expected} ✗ MISMATCH\n")),
+            None => out.push_str(&format!("\noutcome: expected {expected} (not judged on a real run)\n")),
         }
         out
     }
@@ -368,6 +385,8 @@ pub struct RealLessonRun {
     shadow: Vec<BTreeMap<String, Shadow>>,
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     overlap_since: BTreeMap<String, u64>,
+    /// Two clients believed they held the same key at some point.
+    overlapped: bool,
     grants: BTreeMap<String, u32>,
     majority: BTreeMap<String, BTreeSet<u32>>,
     /// Replication held back to play a declared lag (see the module doc):
@@ -438,6 +457,7 @@ impl RealLessonRun {
             shadow: vec![BTreeMap::new(); nodes.len()],
             beliefs: BTreeMap::new(),
             overlap_since: BTreeMap::new(),
+            overlapped: false,
             grants: BTreeMap::new(),
             majority: BTreeMap::new(),
             held_replication: None,
@@ -493,9 +513,19 @@ impl RealLessonRun {
         self.results.len() >= self.lesson.steps.len()
     }
 
-    /// Every step done so far met its expectation.
+    /// Every step done so far met its expectation, and (once finished)
+    /// the outcome held where a real run can judge it.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok)
+        self.results.iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
+    }
+
+    /// The lesson's outcome, where a real run can judge it (see
+    /// [`RealReport::outcome`]).
+    pub fn outcome(&self) -> Option<bool> {
+        match self.lesson.outcome.invariant {
+            OutcomeInvariant::Overlap => Some(self.overlapped == self.lesson.outcome.broken),
+            _ => None,
+        }
     }
 
     /// The events since the last call, `at_ms` in lesson time.
@@ -546,6 +576,7 @@ impl RealLessonRun {
             factor: self.factor,
             results: self.results.clone(),
             notes: self.notes.clone(),
+            outcome: if self.is_finished() { self.outcome() } else { None },
         }
     }
 
@@ -916,6 +947,7 @@ impl RealLessonRun {
         let now = self.now_lesson(env);
         match (clients.len() >= 2, self.overlap_since.get(key).copied()) {
             (true, None) => {
+                self.overlapped = true;
                 self.overlap_since.insert(key.to_owned(), now);
                 let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: true, since_ms: now };
                 self.record(env, None, Actor::World, kind);
