@@ -1036,15 +1036,21 @@ impl RealLessonRun {
                 let target = node
                     .or_else(|| infos.iter().position(|n| n.role == "replica").map(|i| i as u32))
                     .ok_or("no replica to fail over to")?;
+                if target as usize >= infos.len() || target == self.master {
+                    return Err(format!("cannot fail over to node {target}"));
+                }
                 let old = self.master;
                 topo(env, topology::Fault::Crash { node: old })?;
                 env.session.forget_node(old);
                 topo(env, topology::Fault::Promote { node: target })?;
                 self.master = target;
                 self.held_replication = None;
+                let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
                 Ok(Some(format!(
                     "SIGKILL to {} and REPLICAOF NO ONE on {}; commands without a node now go to {}",
-                    infos[old as usize].name, infos[target as usize].name, infos[target as usize].name
+                    name(old),
+                    name(target),
+                    name(target)
                 )))
             }
             Fault::CutLink { a, b } | Fault::HealLink { a, b } => {
@@ -1467,6 +1473,33 @@ mod tests {
         let release = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 k 12345"#;
         let (sent, _) = compress(&argv(release), 100);
         assert_eq!(sent.last().unwrap(), b"12345", "a script that sets no TTL keeps its arguments");
+    }
+
+    #[test]
+    fn wait_timeouts_are_compressed_but_forever_stays_forever() {
+        let (sent, _) = compress(&argv("WAIT 1 5000"), 100);
+        assert_eq!(words(&sent), "WAIT 1 50");
+        let (sent, _) = compress(&argv("WAIT 1 0"), 100);
+        assert_eq!(words(&sent), "WAIT 1 0");
+    }
+
+    #[test]
+    fn the_libraries_a_lesson_loads_are_found_by_their_shebang() {
+        let l = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "30").unwrap();
+        assert_eq!(function_libraries(&l), ["locklib"]);
+    }
+
+    #[test]
+    fn support_follows_the_lesson_files() {
+        let all = locklab_core::lesson::builtin().unwrap();
+        let get = |id: &str| all.iter().find(|l| l.id == id).unwrap();
+        assert!(check_supported(get("15")).is_ok());
+        assert!(check_supported(get("21")).is_ok());
+        let RealRun::No { why } = &get("20").real else { panic!("20 is simulator-only") };
+        assert_eq!(check_supported_lang(get("20"), Lang::Zh).unwrap_err(), why.zh.trim());
+        let external = Topology::external("redis://127.0.0.1:1/");
+        assert!(check_target(get("05"), &external, Lang::En).is_ok());
+        assert!(check_target(get("15"), &external, Lang::En).unwrap_err().contains("replicated"));
     }
 
     #[test]
