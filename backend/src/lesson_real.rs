@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
 use locklab_core::lesson::run::{StepResult, NO_REPLY};
-use locklab_core::lesson::{Lang, Lesson, LessonTopology, RealRun, StepKind};
+use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
@@ -109,11 +109,18 @@ pub struct RealReport {
     /// Per step, what was actually sent or done when it differs from the
     /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
     pub notes: BTreeMap<usize, String>,
+    /// Did the lesson's outcome happen, where a real run can tell: an
+    /// `overlap` lesson is judged by the clients' beliefs, exactly as the
+    /// simulator judges it. `None` for the other invariants (stale write,
+    /// wrong release, deadlock), which the simulator derives from its own
+    /// model of every node and which a real run does not rebuild.
+    pub outcome: Option<bool>,
 }
 
 impl RealReport {
+    /// Every expectation held, and the outcome too where it is judged.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok)
+        self.results.iter().all(|r| r.ok) && self.outcome != Some(false)
     }
 
     /// The transcript, in the simulator's layout, with the real run's notes.
@@ -139,6 +146,16 @@ impl RealReport {
             if !r.ok {
                 out.push_str(&format!("{:>14}✗ expected: {}\n", "", r.expected.as_deref().unwrap_or("?")));
             }
+        }
+        let expected = format!(
+            "{} {}",
+            lesson.outcome.invariant.name(),
+            if lesson.outcome.broken { "broken" } else { "held" }
+        );
+        match self.outcome {
+            Some(true) => out.push_str(&format!("\noutcome: expected {expected} ✓\n")),
+            Some(false) => out.push_str(&format!("\noutcome: expected {expected} ✗ MISMATCH\n")),
+            None => out.push_str(&format!("\noutcome: expected {expected} (not judged on a real run)\n")),
         }
         out
     }
@@ -254,6 +271,28 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
     }
 }
 
+/// The function libraries a lesson's `FUNCTION LOAD` steps define.
+fn function_libraries(lesson: &Lesson) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in lesson.steps.iter().filter_map(|s| s.cmd.as_deref()) {
+        let Ok(argv) = parse(line) else { continue };
+        let is_load = argv.len() >= 3
+            && argv[0].eq_ignore_ascii_case(b"FUNCTION")
+            && argv[1].eq_ignore_ascii_case(b"LOAD");
+        if !is_load {
+            continue;
+        }
+        let body = String::from_utf8_lossy(argv.last().map_or(&[][..], Vec::as_slice)).into_owned();
+        let shebang = body.lines().next().unwrap_or_default();
+        if let Some(name) = shebang.split_whitespace().find_map(|w| w.strip_prefix("name=")) {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
 /// Every lock key a lesson's invariants watch: `world.locks` and the keys
 /// of its programs, as core's world watches them.
 fn watched_keys(lesson: &Lesson) -> Vec<String> {
@@ -346,6 +385,8 @@ pub struct RealLessonRun {
     shadow: Vec<BTreeMap<String, Shadow>>,
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     overlap_since: BTreeMap<String, u64>,
+    /// Two clients believed they held the same key at some point.
+    overlapped: bool,
     grants: BTreeMap<String, u32>,
     majority: BTreeMap<String, BTreeSet<u32>>,
     /// Replication held back to play a declared lag (see the module doc):
@@ -354,6 +395,10 @@ pub struct RealLessonRun {
     programs: Vec<Option<Running>>,
     events: Vec<Event>,
     last_at: u64,
+    /// Events handed out so far (the run's and the console's): a step's
+    /// `trace_len`, as in the simulator, so the timeline can show the
+    /// events up to a step.
+    emitted: usize,
 }
 
 impl RealLessonRun {
@@ -374,6 +419,18 @@ impl RealLessonRun {
         let notice = (uses_delex && !has_8_4).then(|| {
             format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
         });
+        // Function libraries are server-wide, not under the session's
+        // prefix, so an earlier run of this lesson left its library behind
+        // and `FUNCTION LOAD` would now say "already exists". Delete the
+        // libraries this lesson loads itself (by the names in its own
+        // `#!lua name=` lines, nothing else).
+        for name in function_libraries(lesson) {
+            for n in &nodes {
+                if let Ok(mut admin) = RealConnection::open(&n.url) {
+                    let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), name.clone().into_bytes()]);
+                }
+            }
+        }
         for a in &lesson.actors {
             env.session.client(a)?;
             for n in 0..nodes.len() as u32 {
@@ -400,12 +457,14 @@ impl RealLessonRun {
             shadow: vec![BTreeMap::new(); nodes.len()],
             beliefs: BTreeMap::new(),
             overlap_since: BTreeMap::new(),
+            overlapped: false,
             grants: BTreeMap::new(),
             majority: BTreeMap::new(),
             held_replication: None,
             programs: Vec::new(),
             events: Vec::new(),
             last_at: 0,
+            emitted: 0,
         };
         if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
             if r.lag_ms > 0 {
@@ -454,9 +513,19 @@ impl RealLessonRun {
         self.results.len() >= self.lesson.steps.len()
     }
 
-    /// Every step done so far met its expectation.
+    /// Every step done so far met its expectation, and (once finished)
+    /// the outcome held where a real run can judge it.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok)
+        self.results.iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
+    }
+
+    /// The lesson's outcome, where a real run can judge it (see
+    /// [`RealReport::outcome`]).
+    pub fn outcome(&self) -> Option<bool> {
+        match self.lesson.outcome.invariant {
+            OutcomeInvariant::Overlap => Some(self.overlapped == self.lesson.outcome.broken),
+            _ => None,
+        }
     }
 
     /// The events since the last call, `at_ms` in lesson time.
@@ -489,6 +558,7 @@ impl RealLessonRun {
     /// Session events (an off-script console command) restamped in lesson
     /// time, so they sit on the same axis as the lesson's own.
     pub fn restamp(&mut self, events: Vec<Event>) -> Vec<Event> {
+        self.emitted += events.len();
         events
             .into_iter()
             .map(|mut e| {
@@ -506,6 +576,7 @@ impl RealLessonRun {
             factor: self.factor,
             results: self.results.clone(),
             notes: self.notes.clone(),
+            outcome: if self.is_finished() { self.outcome() } else { None },
         }
     }
 
@@ -667,7 +738,7 @@ impl RealLessonRun {
             expected,
             ok,
             at_ms: self.now_lesson(env).max(self.last_at),
-            trace_len: 0,
+            trace_len: self.emitted,
         };
         self.results.push(result.clone());
         Ok(Some((result, self.notes.get(&index).cloned())))
@@ -876,6 +947,7 @@ impl RealLessonRun {
         let now = self.now_lesson(env);
         match (clients.len() >= 2, self.overlap_since.get(key).copied()) {
             (true, None) => {
+                self.overlapped = true;
                 self.overlap_since.insert(key.to_owned(), now);
                 let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: true, since_ms: now };
                 self.record(env, None, Actor::World, kind);
@@ -964,15 +1036,21 @@ impl RealLessonRun {
                 let target = node
                     .or_else(|| infos.iter().position(|n| n.role == "replica").map(|i| i as u32))
                     .ok_or("no replica to fail over to")?;
+                if target as usize >= infos.len() || target == self.master {
+                    return Err(format!("cannot fail over to node {target}"));
+                }
                 let old = self.master;
                 topo(env, topology::Fault::Crash { node: old })?;
                 env.session.forget_node(old);
                 topo(env, topology::Fault::Promote { node: target })?;
                 self.master = target;
                 self.held_replication = None;
+                let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
                 Ok(Some(format!(
                     "SIGKILL to {} and REPLICAOF NO ONE on {}; commands without a node now go to {}",
-                    infos[old as usize].name, infos[target as usize].name, infos[target as usize].name
+                    name(old),
+                    name(target),
+                    name(target)
                 )))
             }
             Fault::CutLink { a, b } | Fault::HealLink { a, b } => {
@@ -1395,6 +1473,33 @@ mod tests {
         let release = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 k 12345"#;
         let (sent, _) = compress(&argv(release), 100);
         assert_eq!(sent.last().unwrap(), b"12345", "a script that sets no TTL keeps its arguments");
+    }
+
+    #[test]
+    fn wait_timeouts_are_compressed_but_forever_stays_forever() {
+        let (sent, _) = compress(&argv("WAIT 1 5000"), 100);
+        assert_eq!(words(&sent), "WAIT 1 50");
+        let (sent, _) = compress(&argv("WAIT 1 0"), 100);
+        assert_eq!(words(&sent), "WAIT 1 0");
+    }
+
+    #[test]
+    fn the_libraries_a_lesson_loads_are_found_by_their_shebang() {
+        let l = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "30").unwrap();
+        assert_eq!(function_libraries(&l), ["locklib"]);
+    }
+
+    #[test]
+    fn support_follows_the_lesson_files() {
+        let all = locklab_core::lesson::builtin().unwrap();
+        let get = |id: &str| all.iter().find(|l| l.id == id).unwrap();
+        assert!(check_supported(get("15")).is_ok());
+        assert!(check_supported(get("21")).is_ok());
+        let RealRun::No { why } = &get("20").real else { panic!("20 is simulator-only") };
+        assert_eq!(check_supported_lang(get("20"), Lang::Zh).unwrap_err(), why.zh.trim());
+        let external = Topology::external("redis://127.0.0.1:1/");
+        assert!(check_target(get("05"), &external, Lang::En).is_ok());
+        assert!(check_target(get("15"), &external, Lang::En).unwrap_err().contains("replicated"));
     }
 
     #[test]

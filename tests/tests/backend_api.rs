@@ -216,6 +216,9 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     assert!(locks.contains(&("removed", "expiry")), "{locks:?}");
     assert!(locks.contains(&("removed", "command")), "{locks:?}");
     assert!(first.events().iter().any(|e| e["kind"]["type"] == "executed"));
+    // trace_len counts the events sent so far, as the simulator's does.
+    let last = first.results().last().unwrap()["trace_len"].as_u64().unwrap();
+    assert_eq!(last as usize, first.events().len());
     // Lesson time: after the 31 000 ms wait, the axis is past 31 s.
     let after_wait = first.results().iter().find(|r| r["shown"] == "wait 31000 ms").unwrap()["at_ms"].as_u64().unwrap();
     assert!(after_wait >= 31_000, "{after_wait}");
