@@ -466,6 +466,11 @@ struct Backend {
 
 impl Backend {
     fn start(dist: &Path, port: u16) -> Backend {
+        Backend::start_with(dist, port, None)
+    }
+
+    /// `redis`: the user's own server (`locklab serve --redis URL`).
+    fn start_with(dist: &Path, port: u16, redis: Option<String>) -> Backend {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         // The old runtime closes its listener in the background: retry.
         let deadline = Instant::now() + WAIT;
@@ -479,7 +484,7 @@ impl Backend {
         std_listener.set_nonblocking(true).unwrap();
         let port = std_listener.local_addr().unwrap().port();
         let app = locklab_backend::web::app(dist.to_path_buf())
-            .merge(locklab_backend::api::api_router(locklab_backend::api::ApiState::new(None)));
+            .merge(locklab_backend::api::api_router(locklab_backend::api::ApiState::new(redis)));
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
             axum::serve(listener, app).await
@@ -623,6 +628,42 @@ async fn the_real_driver_in_headless_chromium() {
     .await;
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("4"));
 
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// On the user's own server: no fault buttons, and when that server dies
+/// behind a running backend, the banner says it is Redis that went away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_driver_says_when_redis_goes_away() {
+    let dist = require_dist();
+    let server = locklab_tests::RedisServer::start();
+    let backend = Backend::start_with(&dist, 0, Some(server.url()));
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (driver, c) = browser().await;
+    open(&c, &format!("{base}/?lang=en&driver=real")).await;
+    let badge = eventually("the badge of the user's own server", || async {
+        let t = text(&c, "[data-testid=real-server][data-state=ok]").await?;
+        t.contains("your own server").then_some(t)
+    })
+    .await;
+    assert!(badge.contains("redis 7."), "{badge}");
+    assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
+    assert_eq!(count(&c, "[data-testid=real-external]").await, 1, "the toolbox says it touches nothing");
+    assert_eq!(count(&c, "[data-testid=real-crash]").await, 0);
+    // Lessons needing more than one node are marked simulator-only here.
+    eventually("lesson 15 marked simulator-only", || async {
+        (count(&c, "[data-testid=lesson-item][data-lesson='15'] [data-testid=sim-only]").await == 1).then_some(())
+    })
+    .await;
+    drop(server);
+    let banner = eventually("the Redis-is-gone banner", || async {
+        text(&c, "[data-testid=real-banner][data-kind=redis]").await
+    })
+    .await;
+    assert!(banner.contains("cannot reach Redis"), "{banner}");
+    assert!(run(&c, "GET lock:order:1").await.starts_with("(error)"), "a command says so too");
+    screenshot(&c, "browser-real-redis-gone-en.png").await;
     c.close().await.unwrap();
     drop(driver);
 }

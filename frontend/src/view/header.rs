@@ -37,6 +37,7 @@ fn real_badge(state: &AppContext) -> Html {
             let factor = r.run_info().map(|(_, f)| f).filter(|f| *f > 1).map(|f| format!(" · {} ÷{f}", Text::RealTime.get(lang)));
             ("ok", format!("{version} · {place}{}", factor.unwrap_or_default()))
         }
+        (Link::Open, Some(_)) => ("down", Text::RealRedisShort.get(lang).to_owned()),
         (Link::Connecting { .. }, _) => ("pending", Text::RealConnecting.get(lang).to_owned()),
         _ => ("down", Text::RealOffline.get(lang).to_owned()),
     };
