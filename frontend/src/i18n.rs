@@ -166,6 +166,7 @@ pub enum Text {
     RealSimOnly,
     RealFactorHint,
     RealConsoleHint,
+    RealRedisShort,
     ScoreHint,
     ScoreReset,
     YourPrediction,
@@ -210,6 +211,7 @@ impl Text {
             Text::RealReconnectNow => ("立即重连", "reconnect now"),
             Text::RealRedisDown => ("后端连不上 Redis", "The backend cannot reach Redis"),
             Text::RealSimOnly => ("仅模拟器", "simulator only"),
+            Text::RealRedisShort => ("连不上 Redis", "Redis unreachable"),
             Text::RealConsoleHint => (
                 "每个客户端是真实 redis-server 上的一条连接；键存放在本会话的前缀下，显示时去掉前缀",
                 "each client is a connection to real redis-server; keys live under this session's prefix, shown without it",
