@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn arrays_are_numbered_and_nested_like_redis_cli() {
         assert_eq!(Reply::Array(vec![]).to_cli(), "(empty array)");
-        let items: Vec<Reply> = (1..=10).map(|i| Reply::Integer(i)).collect();
+        let items: Vec<Reply> = (1..=10).map(Reply::Integer).collect();
         let text = Reply::Array(items).to_cli();
         assert!(text.starts_with(" 1) (integer) 1\n 2) (integer) 2"));
         assert!(text.ends_with("10) (integer) 10"));

@@ -61,11 +61,7 @@ pub fn measure(world: &World, clients: &[u32], from: usize) -> Metrics {
                     m.wait_ms_total += e.at_ms.saturating_sub(start);
                 }
             }
-            EventKind::Done => {
-                if cycle.remove(&c).is_some() {
-                    m.failures += 1;
-                }
-            }
+            EventKind::Done if cycle.remove(&c).is_some() => m.failures += 1,
             _ => {}
         }
     }

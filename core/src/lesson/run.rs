@@ -127,11 +127,11 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
         ..WorldConfig::default()
     };
     if let Some(link) = &lesson.world.link {
-        cfg.link = link.clone();
-        cfg.resource_link = link.clone();
+        cfg.link = *link;
+        cfg.resource_link = *link;
     }
     if let Some(r) = &lesson.world.replication {
-        cfg.replication = r.clone();
+        cfg.replication = *r;
     }
     cfg.invariants.lock_keys = lesson.world.locks.clone();
     cfg.invariants.max_hold_ms = lesson.world.max_hold_ms;
