@@ -9,7 +9,8 @@
 //!   `wasm32-unknown-unknown` in the profile the page names
 //!   (`data-cargo-profile-release`, else `release`), wasm-bindgen (the library, the same
 //!   version as the `wasm-bindgen` crate in Cargo.lock) for `--target web`,
-//!   `wasm-opt -Oz` when it is on PATH, content-hashed file names, and an
+//!   wasm-opt at the page's `data-wasm-opt` level with its
+//!   `data-wasm-opt-params` when it is on PATH, content-hashed file names, and an
 //!   `index.html` with the same module preloads and init script Trunk
 //!   injects. `dist/` is replaced whole, so nothing stale survives.
 //! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
@@ -35,9 +36,12 @@ const FRONTEND_PACKAGE: &str = "locklab-frontend";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// The wasm-bindgen this xtask links (`wasm-bindgen-cli-support`).
 const WASM_BINDGEN: &str = "0.2.130";
-/// The oldest binaryen trusted with wasm-bindgen's output: it must parse
-/// `table.fill` and keep the externref table's type. 108 does neither.
-const MIN_WASM_OPT: u32 = 116;
+/// The oldest binaryen trusted with a module that has an externref table
+/// (what wasm-bindgen makes when the code is built with reference types):
+/// it must parse wasm-bindgen's `table.fill` and keep the table's type, and
+/// 108, Debian 12's, does neither. `.cargo/config.toml` builds without
+/// reference types, so there is no such table and any binaryen will do.
+const MIN_WASM_OPT_EXTERNREF: u32 = 116;
 
 fn usage() -> &'static str {
     "usage: cargo xtask <task>\n\
@@ -219,43 +223,10 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     println!("sizes:");
     report_size("wasm-bindgen", &wasm_path)?;
 
-    // 3. wasm-opt -Oz, when a new enough one is installed. Trunk runs it only
-    //    as `data-wasm-opt` asks; index.html says 0 because Debian's is too
-    //    old (see MIN_WASM_OPT), and after `opt-level = "z"` and LTO it saves
-    //    well under 1 % — so here it is a bonus, never a requirement.
+    // 3. wasm-opt, as index.html asks Trunk to run it (`data-wasm-opt`,
+    //    `data-wasm-opt-params`), so both tools ship the same module.
     if optimize {
-        match on_path("wasm-opt").map(|p| (wasm_opt_version(&p), p)) {
-            Some((Some(v), wasm_opt)) if v >= MIN_WASM_OPT => {
-                let tmp = staging.join(format!("{stem}.opt.wasm"));
-                let status = Command::new(&wasm_opt)
-                    .arg("-Oz")
-                    // What rustc enables by default for wasm32 and
-                    // wasm-bindgen's output uses; wasm-opt must keep them.
-                    .args([
-                        "--enable-bulk-memory",
-                        "--enable-mutable-globals",
-                        "--enable-nontrapping-float-to-int",
-                        "--enable-sign-ext",
-                        "--enable-reference-types",
-                        "--enable-multivalue",
-                    ])
-                    .arg(&wasm_path)
-                    .arg("-o")
-                    .arg(&tmp)
-                    .status()
-                    .context("running wasm-opt")?;
-                ensure!(status.success(), "wasm-opt failed");
-                fs::rename(&tmp, &wasm_path)?;
-                report_size("wasm-opt -Oz", &wasm_path)?;
-            }
-            Some((v, _)) => println!(
-                "  wasm-opt {} is older than version {MIN_WASM_OPT}: skipped (binaryen 108, Debian 12's, \
-                 cannot parse wasm-bindgen {WASM_BINDGEN}'s `table.fill` and rewrites its externref table \
-                 into a funcref one, which breaks the page)",
-                v.map_or("of unknown version".to_owned(), |v| v.to_string())
-            ),
-            None => println!("  wasm-opt is not on PATH: skipped -Oz (binaryen {MIN_WASM_OPT} or newer would run)"),
-        }
+        wasm_opt(rust, &wasm_path)?;
     }
 
     // 4. The other assets, and index.html as Trunk would write it.
@@ -311,6 +282,134 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
     println!("dist ready in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
     Ok(())
+}
+
+/// Run wasm-opt on wasm-bindgen's output in place, at the level and with the
+/// feature flags of the page's `<link data-trunk rel="rust">` (Trunk passes
+/// the same two to it). Skipped, with the reason, when wasm-opt is missing,
+/// when the page turns it off, or when the module has an externref table and
+/// binaryen is too old for one (see [`MIN_WASM_OPT_EXTERNREF`]).
+fn wasm_opt(rust: &TrunkLink, wasm_path: &Path) -> Result<()> {
+    let level = rust.attrs.get("data-wasm-opt").map(String::as_str).unwrap_or("0");
+    if level == "0" {
+        println!("  wasm-opt: skipped (index.html: data-wasm-opt=\"0\")");
+        return Ok(());
+    }
+    let Some(wasm_opt) = on_path("wasm-opt") else {
+        println!("  wasm-opt is not on PATH: skipped -O{level} (Debian: apt-get install binaryen)");
+        return Ok(());
+    };
+    let version = wasm_opt_version(&wasm_opt);
+    let bytes = fs::read(wasm_path)?;
+    if has_externref_table(&bytes)? && version.is_none_or(|v| v < MIN_WASM_OPT_EXTERNREF) {
+        println!(
+            "  wasm-opt {}: skipped; the module has an externref table (built with reference types: \
+             is RUSTFLAGS replacing .cargo/config.toml's?), which binaryen older than \
+             {MIN_WASM_OPT_EXTERNREF} cannot parse and would break",
+            version.map_or("of unknown version".to_owned(), |v| v.to_string())
+        );
+        return Ok(());
+    }
+    let params: Vec<&str> = rust.attrs.get("data-wasm-opt-params").map_or(Vec::new(), |p| p.split_whitespace().collect());
+    let tmp = wasm_path.with_extension("opt.wasm");
+    let status = Command::new(&wasm_opt)
+        .arg(format!("-O{level}"))
+        .args(&params)
+        .arg(wasm_path)
+        .arg("-o")
+        .arg(&tmp)
+        .status()
+        .context("running wasm-opt")?;
+    ensure!(status.success(), "wasm-opt -O{level} {} failed", params.join(" "));
+    fs::rename(&tmp, wasm_path)?;
+    report_size(&format!("wasm-opt -O{level}"), wasm_path)?;
+    Ok(())
+}
+
+/// Does the module declare a table of `externref` (wasm-bindgen's JS object
+/// table)? Reads the table section, and the imports for an imported table.
+fn has_externref_table(wasm: &[u8]) -> Result<bool> {
+    const EXTERNREF: u8 = 0x6f;
+    fn leb(b: &[u8], at: &mut usize) -> Result<u32> {
+        let (mut value, mut shift) = (0u32, 0);
+        loop {
+            let byte = *b.get(*at).context("truncated wasm module")?;
+            *at += 1;
+            value |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+            shift += 7;
+        }
+    }
+    fn skip_name(b: &[u8], at: &mut usize) -> Result<()> {
+        let len = leb(b, at)? as usize;
+        *at += len;
+        Ok(())
+    }
+    ensure!(wasm.starts_with(b"\0asm"), "not a wasm module");
+    let mut at = 8;
+    while at < wasm.len() {
+        let id = wasm[at];
+        at += 1;
+        let size = leb(wasm, &mut at)? as usize;
+        let body = wasm.get(at..at + size).context("truncated wasm section")?;
+        at += size;
+        let mut i = 0;
+        match id {
+            // import: module, name, kind; a table import is kind 1 + its type.
+            2 => {
+                for _ in 0..leb(body, &mut i)? {
+                    skip_name(body, &mut i)?;
+                    skip_name(body, &mut i)?;
+                    let kind = *body.get(i).context("truncated import")?;
+                    i += 1;
+                    match kind {
+                        0 => {
+                            leb(body, &mut i)?;
+                        }
+                        1 => {
+                            if body.get(i) == Some(&EXTERNREF) {
+                                return Ok(true);
+                            }
+                            let flags = *body.get(i + 1).context("truncated import")?;
+                            i += 2;
+                            leb(body, &mut i)?;
+                            if flags & 1 == 1 {
+                                leb(body, &mut i)?;
+                            }
+                        }
+                        2 => {
+                            let flags = *body.get(i).context("truncated import")?;
+                            i += 1;
+                            leb(body, &mut i)?;
+                            if flags & 1 == 1 {
+                                leb(body, &mut i)?;
+                            }
+                        }
+                        3 => i += 2,
+                        other => bail!("unknown import kind {other}"),
+                    }
+                }
+            }
+            // table: each entry starts with its element type.
+            4 => {
+                for _ in 0..leb(body, &mut i)? {
+                    if body.get(i) == Some(&EXTERNREF) {
+                        return Ok(true);
+                    }
+                    let flags = *body.get(i + 1).context("truncated table")?;
+                    i += 2;
+                    leb(body, &mut i)?;
+                    if flags & 1 == 1 {
+                        leb(body, &mut i)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(false)
 }
 
 fn insert_before(page: &str, marker: &str, text: &str) -> Option<String> {
