@@ -20,8 +20,8 @@
 //! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
 //! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
 //!   replayed to step back, plus lines typed off script on the same world.
-//! * [`view`] — the components: header, lesson list, lesson panel, timeline,
-//!   console, clock, shortcuts overlay.
+//! * [`view`] — the components: the loading screen, header, lesson list,
+//!   lesson panel, timeline, console, clock, shortcuts overlay.
 //!
 //! Everything but [`view`] and [`run`] is ordinary Rust with native unit
 //! tests; the crate builds natively too (its binary does nothing there), so
@@ -37,7 +37,8 @@ pub mod state;
 pub mod timeline;
 pub mod view;
 
-/// Mount the app on `<body>`. Only meaningful in a browser.
+/// Mount the app on `<body>`: the lessons first, then the lab. Only
+/// meaningful in a browser.
 pub fn run() {
-    yew::Renderer::<view::app::App>::new().render();
+    yew::Renderer::<view::loading::Loading>::new().render();
 }

@@ -13,6 +13,10 @@
 //!   `data-wasm-opt-params` when it is on PATH, content-hashed file names, and an
 //!   `index.html` with the same module preloads and init script Trunk
 //!   injects. `dist/` is replaced whole, so nothing stale survives.
+//!   The lesson catalogue goes next to it as a JSON file the page links
+//!   (see `add_lessons`).
+//! * `cargo xtask lessons [DIR]` — that catalogue alone, into a page Trunk
+//!   has built (`Trunk.toml`'s post_build hook runs it).
 //! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
 //!   people who use `trunk serve`: its wasm-bindgen version must equal
 //!   Cargo.lock's (or Trunk, run offline, fails; online, it downloads another
@@ -34,6 +38,9 @@ use anyhow::{bail, ensure, Context, Result};
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The `id` of the page's link to the lesson catalogue (the frontend's
+/// `catalog::LINK_ID`).
+const LESSONS_LINK_ID: &str = "locklab-lessons";
 /// The wasm-bindgen this xtask links (`wasm-bindgen-cli-support`).
 const WASM_BINDGEN: &str = "0.2.130";
 /// The oldest binaryen trusted with a module that has an externref table
@@ -48,6 +55,7 @@ fn usage() -> &'static str {
      \n\
      tasks:\n  \
        dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
+       lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
        check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n"
 }
 
@@ -67,6 +75,16 @@ fn main() -> Result<()> {
                 }
             }
             dist(&root, &out, optimize)
+        }
+        // Trunk's post_build hook (Trunk.toml): the lessons into its staging directory.
+        Some("lessons") => {
+            let dir = match args.get(1) {
+                Some(dir) => PathBuf::from(dir),
+                None => PathBuf::from(std::env::var_os("TRUNK_STAGING_DIR").context("lessons needs a directory (or TRUNK_STAGING_DIR)")?),
+            };
+            let name = add_lessons(&dir)?;
+            println!("lessons: {}", dir.join(name).display());
+            Ok(())
         }
         Some("check-trunk") => {
             let build = match args.get(1).map(String::as_str) {
@@ -274,6 +292,8 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     let page = insert_before(&page, "</head>", &head_extra).context("frontend/index.html has no </head>")?;
     let page = insert_before(&page, "</body>", &format!("{script}\n")).context("frontend/index.html has no </body>")?;
     fs::write(staging.join("index.html"), page)?;
+    let lessons = add_lessons(&staging)?;
+    report_size("lessons", &staging.join(lessons))?;
 
     // 5. Swap the staging directory in.
     if out.exists() {
@@ -410,6 +430,28 @@ fn has_externref_table(wasm: &[u8]) -> Result<bool> {
         }
     }
     Ok(false)
+}
+
+/// Write the lesson catalogue into a built page's directory as
+/// `lessons-<hash>.json` (core's `lesson::to_json` of the checked
+/// `lessons/*.toml`) and link it from the directory's `index.html` as
+/// `<link id="locklab-lessons" rel="preload">`: the browser starts the fetch
+/// while the wasm is still coming, and the app reads the file's name from
+/// the link. `cargo xtask dist` calls this on its staging directory, and
+/// Trunk through its post_build hook (`cargo xtask lessons`) on its own.
+fn add_lessons(dir: &Path) -> Result<String> {
+    let lessons = locklab_core::lesson::builtin().context("lessons/")?;
+    let json = locklab_core::lesson::to_json(&lessons);
+    let name = format!("lessons-{}.json", content_hash(json.as_bytes()));
+    fs::write(dir.join(&name), &json)?;
+    let index = dir.join("index.html");
+    let page = fs::read_to_string(&index).with_context(|| format!("reading {}", index.display()))?;
+    let link = format!(
+        "<link id=\"{LESSONS_LINK_ID}\" rel=\"preload\" href=\"/{name}\" as=\"fetch\" type=\"application/json\" crossorigin=\"anonymous\">\n"
+    );
+    let page = insert_before(&page, "</head>", &link).with_context(|| format!("{} has no </head>", index.display()))?;
+    fs::write(&index, page)?;
+    Ok(name)
 }
 
 fn insert_before(page: &str, marker: &str, text: &str) -> Option<String> {
@@ -554,6 +596,24 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
         problems.push("Trunk.toml: [build] offline = true is missing".to_owned());
     }
 
+    // The lessons are not a Trunk asset: its post_build hook adds them.
+    let hooked = config.get("hooks").and_then(|h| h.as_array()).is_some_and(|hooks| {
+        hooks.iter().any(|h| {
+            let args: Vec<&str> = h
+                .get("command_arguments")
+                .and_then(|a| a.as_array())
+                .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+            h.get("stage").and_then(|s| s.as_str()) == Some("post_build")
+                && h.get("command").and_then(|c| c.as_str()) == Some("cargo")
+                && args == ["xtask", "lessons"]
+        })
+    });
+    if hooked {
+        println!("ok: Trunk.toml's post_build hook runs `cargo xtask lessons`");
+    } else {
+        problems.push("Trunk.toml has no post_build hook running `cargo xtask lessons`: the page would have no lessons".to_owned());
+    }
+
     // The paths it names.
     let target = build_cfg.and_then(|b| b.get("target")).and_then(|v| v.as_str()).unwrap_or("index.html");
     let index = root.join(target);
@@ -600,12 +660,15 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
                     .current_dir(root)
                     .status()
                     .context("running trunk")?;
-                let wasm = fs::read_dir(&tmp)
-                    .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "wasm")))
-                    .unwrap_or(false);
+                let names: Vec<String> = fs::read_dir(&tmp)
+                    .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                    .unwrap_or_default();
+                let wasm = names.iter().any(|n| n.ends_with(".wasm"));
+                let lessons = names.iter().any(|n| n.starts_with("lessons-") && n.ends_with(".json"));
                 let _ = fs::remove_dir_all(&tmp);
                 ensure!(status.success(), "trunk build --release --offline failed");
                 ensure!(wasm, "trunk build produced no .wasm");
+                ensure!(lessons, "trunk build produced no lessons-*.json (its post_build hook did not run)");
                 println!("ok: trunk build --release --offline produced a .wasm ({:.0} s)", started.elapsed().as_secs_f64());
             }
         }

@@ -10,4 +10,5 @@ pub mod header;
 pub mod help;
 pub mod lesson_list;
 pub mod lesson_panel;
+pub mod loading;
 pub mod timeline;
