@@ -706,6 +706,17 @@ mod tests {
     }
 
     #[test]
+    fn finds_an_externref_table() {
+        let module = |sections: &[u8]| [b"\0asm\x01\0\0\0".as_slice(), sections].concat();
+        // A table section with one table of (funcref | externref), min 1.
+        assert!(!has_externref_table(&module(&[4, 4, 1, 0x70, 0, 1])).unwrap());
+        assert!(has_externref_table(&module(&[4, 4, 1, 0x6f, 0, 1])).unwrap());
+        // An imported externref table: module "m", name "t", kind 1.
+        assert!(has_externref_table(&module(&[2, 9, 1, 1, b'm', 1, b't', 1, 0x6f, 0, 1])).unwrap());
+        assert!(has_externref_table(b"not wasm").is_err());
+    }
+
+    #[test]
     fn the_repository_passes_its_own_trunk_check() {
         check_trunk(&workspace_root(), false).unwrap();
     }
