@@ -1,10 +1,14 @@
-//! Embed every lesson file of `lessons/` in the crate, so the CLI and the
-//! browser app carry the catalogue with them. Adding a lesson is adding a
-//! file: this script lists the directory again whenever it changes.
+//! Embed every lesson file of `lessons/` in the crate (feature `toml`), so
+//! the CLI carries the catalogue with it. Adding a lesson is adding a file:
+//! this script lists the directory again whenever it changes.
 
 use std::path::Path;
 
 fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var_os("CARGO_FEATURE_TOML").is_none() {
+        return;
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lessons");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)

@@ -15,11 +15,13 @@ ensure_browser_packages() {
     fi
 }
 
-# dist/: the browser app, built without Trunk by `cargo xtask dist` (it runs
-# wasm-opt too when Debian's binaryen is installed, and says so when not),
-# after checking that Trunk.toml still agrees with Cargo.lock.
+# dist/: the browser app, built without Trunk by `cargo xtask dist` (with
+# wasm-opt -Oz from Debian's binaryen, as index.html asks; the xtask says so
+# and goes on without it if it is missing), after checking that Trunk.toml
+# still agrees with Cargo.lock.
 build_dist() {
     ensure_wasm_target
+    ensure_debian wasm-opt:binaryen
     cargo xtask check-trunk
     cargo xtask dist
 }

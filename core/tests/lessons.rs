@@ -57,3 +57,15 @@ fn the_catalogue_has_all_36_lessons_built_in() {
         assert!(l.source.file.ends_with(".txt") && ["A", "B", "C"].contains(&l.source.seed.as_str()), "lesson {}", l.id);
     }
 }
+
+/// The browser app gets the catalogue as JSON: it must come back exactly as
+/// the TOML files read, every field and every enum shape (untagged expects,
+/// tagged faults and programs, defaults) included.
+#[test]
+fn the_catalogue_survives_its_json_form() {
+    let lessons = locklab_core::lesson::builtin().unwrap();
+    let json = locklab_core::lesson::to_json(&lessons);
+    assert_eq!(locklab_core::lesson::from_json(&json).unwrap(), lessons);
+    let err = locklab_core::lesson::from_json("[{\"id\": \"01\"}]").unwrap_err();
+    assert!(err.to_string().starts_with("lesson file: missing field"), "{err}");
+}

@@ -1,10 +1,13 @@
 //! The lesson list, from the lesson files themselves.
 //!
-//! `locklab_core::lesson::builtin()` parses the 36 `lessons/*.toml` files
-//! embedded in core at build time; this module keeps them for the page's
-//! lifetime (parsed once, on first use) and answers the list's questions:
-//! which lessons a theme has, what a lesson is called in a language, and
-//! where in the source article it comes from.
+//! In the browser the 36 `lessons/*.toml` files arrive as one JSON file that
+//! `cargo xtask dist` (or Trunk's hook) writes from core's checked catalogue
+//! and the page links as `<link id="locklab-lessons">`; [`fetch`] loads it
+//! before the app mounts (`view::loading`). Natively (the unit tests) the
+//! catalogue is core's embedded lesson files. This module keeps the lessons
+//! for the page's lifetime and answers the list's questions: which lessons a
+//! theme has, what a lesson is called in a language, and where in the
+//! source article it comes from.
 
 use std::sync::OnceLock;
 
@@ -15,14 +18,43 @@ use crate::i18n::{Lang, Text};
 
 static LESSONS: OnceLock<Vec<Lesson>> = OnceLock::new();
 
-/// Every lesson, in id order. A lesson file that fails to parse is a build
-/// bug caught by core's tests; the page then shows an empty list, not a panic.
+/// The `id` of the `<link>` whose `href` is the lesson catalogue's URL.
+pub const LINK_ID: &str = "locklab-lessons";
+
+/// Keep the catalogue for the page's lifetime (the first one installed wins).
+pub fn install(lessons: Vec<Lesson>) {
+    let _ = LESSONS.set(lessons);
+}
+
+/// Every lesson, in id order; empty until the catalogue is installed.
 pub fn all() -> &'static [Lesson] {
-    LESSONS.get_or_init(|| {
-        let mut v = lesson::builtin().unwrap_or_default();
-        v.sort_by(|a, b| a.id.cmp(&b.id));
-        v
-    })
+    #[cfg(not(target_arch = "wasm32"))]
+    if LESSONS.get().is_none() {
+        install(lesson::builtin().expect("core's tests check the lesson files"));
+    }
+    LESSONS.get().map_or(&[], Vec::as_slice)
+}
+
+/// Fetch the catalogue the page links and check it. The error says what
+/// failed, for the page to show. Only meaningful in a browser.
+pub async fn fetch() -> Result<Vec<Lesson>, String> {
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_futures::JsFuture;
+
+    let window = web_sys::window().ok_or("no window")?;
+    let url = window
+        .document()
+        .and_then(|d| d.get_element_by_id(LINK_ID))
+        .and_then(|l| l.get_attribute("href"))
+        .ok_or_else(|| format!("the page has no <link id=\"{LINK_ID}\"> naming the lesson file"))?;
+    let failed = |e: wasm_bindgen::JsValue| format!("{url}: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")));
+    let response: web_sys::Response =
+        JsFuture::from(window.fetch_with_str(&url)).await.map_err(failed)?.dyn_into().map_err(failed)?;
+    if !response.ok() {
+        return Err(format!("{url}: HTTP {} {}", response.status(), response.status_text()));
+    }
+    let text = JsFuture::from(response.text().map_err(failed)?).await.map_err(failed)?;
+    lesson::from_json(&text.as_string().unwrap_or_default()).map_err(|e| format!("{url}: {e}"))
 }
 
 /// Look a lesson up by id.

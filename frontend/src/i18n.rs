@@ -67,6 +67,9 @@ impl fmt::Display for Lang {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Text {
     Tagline,
+    LessonsLoading,
+    LessonsFailed,
+    LessonsReload,
     DriverSim,
     DriverTitle,
     LangSwitchLabel,
@@ -180,6 +183,9 @@ impl Text {
     pub fn get(self, lang: Lang) -> &'static str {
         let (zh, en) = match self {
             Text::Tagline => ("Redis 分布式锁实验室", "Redis distributed locks, hands on"),
+            Text::LessonsLoading => ("正在加载课程…", "Loading the lessons…"),
+            Text::LessonsFailed => ("课程加载失败", "The lessons could not be loaded"),
+            Text::LessonsReload => ("请刷新页面重试。", "Reload the page to try again."),
             Text::DriverSim => ("模拟器", "simulator"),
             Text::DriverTitle => (
                 "模拟器：命令在浏览器内的模拟 Redis 8.4 节点上执行，时间是虚拟的；真实 Redis：同样的课程经后端在真实 redis-server 上执行",

@@ -29,8 +29,8 @@
 //!   `/api/health` fetch.
 //! * [`score`] — interview mode's per-lesson score (first prediction per
 //!   step), as stored in `localStorage`.
-//! * [`view`] — the components: header, lesson list, lesson panel, timeline,
-//!   console, clock, shortcuts overlay.
+//! * [`view`] — the components: the loading screen, header, lesson list,
+//!   lesson panel, timeline, console, clock, shortcuts overlay.
 //!
 //! Everything but [`view`] and [`run`] is ordinary Rust with native unit
 //! tests; the crate builds natively too (its binary does nothing there), so
@@ -50,7 +50,8 @@ pub mod state;
 pub mod timeline;
 pub mod view;
 
-/// Mount the app on `<body>`. Only meaningful in a browser.
+/// Mount the app on `<body>`: the lessons first, then the lab. Only
+/// meaningful in a browser.
 pub fn run() {
-    yew::Renderer::<view::app::App>::new().render();
+    yew::Renderer::<view::loading::Loading>::new().render();
 }

@@ -442,11 +442,31 @@ async fn the_app_in_headless_chromium() {
     interview_mode_keeps_score(&c, &base).await;
     timeline_pans(&c, &base).await;
     world_steps_read_in_chinese(&c, &base).await;
+    // The lessons are a file of their own: without it the page says what
+    // failed instead of showing an empty lab.
+    let broken = std::env::temp_dir().join(format!("locklab-dist-without-lessons-{}", std::process::id()));
+    std::fs::create_dir_all(&broken).unwrap();
+    for entry in std::fs::read_dir(&dist).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("lessons-") && name.ends_with(".json")) {
+            std::fs::copy(entry.path(), broken.join(&name)).unwrap();
+        }
+    }
+    let broken_backend = Backend::start(&broken, 0);
+    let broken_base = format!("http://127.0.0.1:{}", broken_backend.port);
+    c.goto(&format!("{broken_base}/?lang=en")).await.unwrap();
+    let error = eventually("the page to say the lessons could not be loaded", || async {
+        text(&c, "[data-testid=load-error]").await
+    })
+    .await;
+    assert!(error.contains("The lessons could not be loaded") && error.contains("/lessons-"), "{error}");
+    assert_eq!(count(&c, "[data-testid=console-input]").await, 0);
+    std::fs::remove_dir_all(&broken).unwrap();
 
     c.close().await.unwrap();
     drop(driver);
     eprintln!(
-        "browser test: first interactive render {ready_ms:.0} ms after navigation start; \
+        "browser test: first interactive render (lessons fetched, lesson list shown) {ready_ms:.0} ms after navigation start; \
          lesson 07 interactive at {lesson_ms:.0} ms; lesson 05 at step=end loaded and interactive in {:.0} ms; \
          whole test {:.1} s",
         interactive_05.as_secs_f64() * 1000.0,

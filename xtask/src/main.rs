@@ -9,9 +9,14 @@
 //!   `wasm32-unknown-unknown` in the profile the page names
 //!   (`data-cargo-profile-release`, else `release`), wasm-bindgen (the library, the same
 //!   version as the `wasm-bindgen` crate in Cargo.lock) for `--target web`,
-//!   `wasm-opt -Oz` when it is on PATH, content-hashed file names, and an
+//!   wasm-opt at the page's `data-wasm-opt` level with its
+//!   `data-wasm-opt-params` when it is on PATH, content-hashed file names, and an
 //!   `index.html` with the same module preloads and init script Trunk
 //!   injects. `dist/` is replaced whole, so nothing stale survives.
+//!   The lesson catalogue goes next to it as a JSON file the page links
+//!   (see `add_lessons`).
+//! * `cargo xtask lessons [DIR]` — that catalogue alone, into a page Trunk
+//!   has built (`Trunk.toml`'s post_build hook runs it).
 //! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
 //!   people who use `trunk serve`: its wasm-bindgen version must equal
 //!   Cargo.lock's (or Trunk, run offline, fails; online, it downloads another
@@ -33,17 +38,24 @@ use anyhow::{bail, ensure, Context, Result};
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The `id` of the page's link to the lesson catalogue (the frontend's
+/// `catalog::LINK_ID`).
+const LESSONS_LINK_ID: &str = "locklab-lessons";
 /// The wasm-bindgen this xtask links (`wasm-bindgen-cli-support`).
 const WASM_BINDGEN: &str = "0.2.130";
-/// The oldest binaryen trusted with wasm-bindgen's output: it must parse
-/// `table.fill` and keep the externref table's type. 108 does neither.
-const MIN_WASM_OPT: u32 = 116;
+/// The oldest binaryen trusted with a module that has an externref table
+/// (what wasm-bindgen makes when the code is built with reference types):
+/// it must parse wasm-bindgen's `table.fill` and keep the table's type, and
+/// 108, Debian 12's, does neither. `.cargo/config.toml` builds without
+/// reference types, so there is no such table and any binaryen will do.
+const MIN_WASM_OPT_EXTERNREF: u32 = 116;
 
 fn usage() -> &'static str {
     "usage: cargo xtask <task>\n\
      \n\
      tasks:\n  \
        dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
+       lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
        check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n"
 }
 
@@ -63,6 +75,16 @@ fn main() -> Result<()> {
                 }
             }
             dist(&root, &out, optimize)
+        }
+        // Trunk's post_build hook (Trunk.toml): the lessons into its staging directory.
+        Some("lessons") => {
+            let dir = match args.get(1) {
+                Some(dir) => PathBuf::from(dir),
+                None => PathBuf::from(std::env::var_os("TRUNK_STAGING_DIR").context("lessons needs a directory (or TRUNK_STAGING_DIR)")?),
+            };
+            let name = add_lessons(&dir)?;
+            println!("lessons: {}", dir.join(name).display());
+            Ok(())
         }
         Some("check-trunk") => {
             let build = match args.get(1).map(String::as_str) {
@@ -219,43 +241,10 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     println!("sizes:");
     report_size("wasm-bindgen", &wasm_path)?;
 
-    // 3. wasm-opt -Oz, when a new enough one is installed. Trunk runs it only
-    //    as `data-wasm-opt` asks; index.html says 0 because Debian's is too
-    //    old (see MIN_WASM_OPT), and after `opt-level = "z"` and LTO it saves
-    //    well under 1 % — so here it is a bonus, never a requirement.
+    // 3. wasm-opt, as index.html asks Trunk to run it (`data-wasm-opt`,
+    //    `data-wasm-opt-params`), so both tools ship the same module.
     if optimize {
-        match on_path("wasm-opt").map(|p| (wasm_opt_version(&p), p)) {
-            Some((Some(v), wasm_opt)) if v >= MIN_WASM_OPT => {
-                let tmp = staging.join(format!("{stem}.opt.wasm"));
-                let status = Command::new(&wasm_opt)
-                    .arg("-Oz")
-                    // What rustc enables by default for wasm32 and
-                    // wasm-bindgen's output uses; wasm-opt must keep them.
-                    .args([
-                        "--enable-bulk-memory",
-                        "--enable-mutable-globals",
-                        "--enable-nontrapping-float-to-int",
-                        "--enable-sign-ext",
-                        "--enable-reference-types",
-                        "--enable-multivalue",
-                    ])
-                    .arg(&wasm_path)
-                    .arg("-o")
-                    .arg(&tmp)
-                    .status()
-                    .context("running wasm-opt")?;
-                ensure!(status.success(), "wasm-opt failed");
-                fs::rename(&tmp, &wasm_path)?;
-                report_size("wasm-opt -Oz", &wasm_path)?;
-            }
-            Some((v, _)) => println!(
-                "  wasm-opt {} is older than version {MIN_WASM_OPT}: skipped (binaryen 108, Debian 12's, \
-                 cannot parse wasm-bindgen {WASM_BINDGEN}'s `table.fill` and rewrites its externref table \
-                 into a funcref one, which breaks the page)",
-                v.map_or("of unknown version".to_owned(), |v| v.to_string())
-            ),
-            None => println!("  wasm-opt is not on PATH: skipped -Oz (binaryen {MIN_WASM_OPT} or newer would run)"),
-        }
+        wasm_opt(rust, &wasm_path)?;
     }
 
     // 4. The other assets, and index.html as Trunk would write it.
@@ -303,6 +292,8 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     let page = insert_before(&page, "</head>", &head_extra).context("frontend/index.html has no </head>")?;
     let page = insert_before(&page, "</body>", &format!("{script}\n")).context("frontend/index.html has no </body>")?;
     fs::write(staging.join("index.html"), page)?;
+    let lessons = add_lessons(&staging)?;
+    report_size("lessons", &staging.join(lessons))?;
 
     // 5. Swap the staging directory in.
     if out.exists() {
@@ -311,6 +302,156 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
     println!("dist ready in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
     Ok(())
+}
+
+/// Run wasm-opt on wasm-bindgen's output in place, at the level and with the
+/// feature flags of the page's `<link data-trunk rel="rust">` (Trunk passes
+/// the same two to it). Skipped, with the reason, when wasm-opt is missing,
+/// when the page turns it off, or when the module has an externref table and
+/// binaryen is too old for one (see [`MIN_WASM_OPT_EXTERNREF`]).
+fn wasm_opt(rust: &TrunkLink, wasm_path: &Path) -> Result<()> {
+    let level = rust.attrs.get("data-wasm-opt").map(String::as_str).unwrap_or("0");
+    if level == "0" {
+        println!("  wasm-opt: skipped (index.html: data-wasm-opt=\"0\")");
+        return Ok(());
+    }
+    let Some(wasm_opt) = on_path("wasm-opt") else {
+        println!("  wasm-opt is not on PATH: skipped -O{level} (Debian: apt-get install binaryen)");
+        return Ok(());
+    };
+    let version = wasm_opt_version(&wasm_opt);
+    let bytes = fs::read(wasm_path)?;
+    if has_externref_table(&bytes)? && version.is_none_or(|v| v < MIN_WASM_OPT_EXTERNREF) {
+        println!(
+            "  wasm-opt {}: skipped; the module has an externref table (built with reference types: \
+             is RUSTFLAGS replacing .cargo/config.toml's?), which binaryen older than \
+             {MIN_WASM_OPT_EXTERNREF} cannot parse and would break",
+            version.map_or("of unknown version".to_owned(), |v| v.to_string())
+        );
+        return Ok(());
+    }
+    let params: Vec<&str> = rust.attrs.get("data-wasm-opt-params").map_or(Vec::new(), |p| p.split_whitespace().collect());
+    let tmp = wasm_path.with_extension("opt.wasm");
+    let status = Command::new(&wasm_opt)
+        .arg(format!("-O{level}"))
+        .args(&params)
+        .arg(wasm_path)
+        .arg("-o")
+        .arg(&tmp)
+        .status()
+        .context("running wasm-opt")?;
+    ensure!(status.success(), "wasm-opt -O{level} {} failed", params.join(" "));
+    fs::rename(&tmp, wasm_path)?;
+    report_size(&format!("wasm-opt -O{level}"), wasm_path)?;
+    Ok(())
+}
+
+/// Does the module declare a table of `externref` (wasm-bindgen's JS object
+/// table)? Reads the table section, and the imports for an imported table.
+fn has_externref_table(wasm: &[u8]) -> Result<bool> {
+    const EXTERNREF: u8 = 0x6f;
+    fn leb(b: &[u8], at: &mut usize) -> Result<u32> {
+        let (mut value, mut shift) = (0u32, 0);
+        loop {
+            let byte = *b.get(*at).context("truncated wasm module")?;
+            *at += 1;
+            value |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+            shift += 7;
+        }
+    }
+    fn skip_name(b: &[u8], at: &mut usize) -> Result<()> {
+        let len = leb(b, at)? as usize;
+        *at += len;
+        Ok(())
+    }
+    ensure!(wasm.starts_with(b"\0asm"), "not a wasm module");
+    let mut at = 8;
+    while at < wasm.len() {
+        let id = wasm[at];
+        at += 1;
+        let size = leb(wasm, &mut at)? as usize;
+        let body = wasm.get(at..at + size).context("truncated wasm section")?;
+        at += size;
+        let mut i = 0;
+        match id {
+            // import: module, name, kind; a table import is kind 1 + its type.
+            2 => {
+                for _ in 0..leb(body, &mut i)? {
+                    skip_name(body, &mut i)?;
+                    skip_name(body, &mut i)?;
+                    let kind = *body.get(i).context("truncated import")?;
+                    i += 1;
+                    match kind {
+                        0 => {
+                            leb(body, &mut i)?;
+                        }
+                        1 => {
+                            if body.get(i) == Some(&EXTERNREF) {
+                                return Ok(true);
+                            }
+                            let flags = *body.get(i + 1).context("truncated import")?;
+                            i += 2;
+                            leb(body, &mut i)?;
+                            if flags & 1 == 1 {
+                                leb(body, &mut i)?;
+                            }
+                        }
+                        2 => {
+                            let flags = *body.get(i).context("truncated import")?;
+                            i += 1;
+                            leb(body, &mut i)?;
+                            if flags & 1 == 1 {
+                                leb(body, &mut i)?;
+                            }
+                        }
+                        3 => i += 2,
+                        other => bail!("unknown import kind {other}"),
+                    }
+                }
+            }
+            // table: each entry starts with its element type.
+            4 => {
+                for _ in 0..leb(body, &mut i)? {
+                    if body.get(i) == Some(&EXTERNREF) {
+                        return Ok(true);
+                    }
+                    let flags = *body.get(i + 1).context("truncated table")?;
+                    i += 2;
+                    leb(body, &mut i)?;
+                    if flags & 1 == 1 {
+                        leb(body, &mut i)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(false)
+}
+
+/// Write the lesson catalogue into a built page's directory as
+/// `lessons-<hash>.json` (core's `lesson::to_json` of the checked
+/// `lessons/*.toml`) and link it from the directory's `index.html` as
+/// `<link id="locklab-lessons" rel="preload">`: the browser starts the fetch
+/// while the wasm is still coming, and the app reads the file's name from
+/// the link. `cargo xtask dist` calls this on its staging directory, and
+/// Trunk through its post_build hook (`cargo xtask lessons`) on its own.
+fn add_lessons(dir: &Path) -> Result<String> {
+    let lessons = locklab_core::lesson::builtin().context("lessons/")?;
+    let json = locklab_core::lesson::to_json(&lessons);
+    let name = format!("lessons-{}.json", content_hash(json.as_bytes()));
+    fs::write(dir.join(&name), &json)?;
+    let index = dir.join("index.html");
+    let page = fs::read_to_string(&index).with_context(|| format!("reading {}", index.display()))?;
+    let link = format!(
+        "<link id=\"{LESSONS_LINK_ID}\" rel=\"preload\" href=\"/{name}\" as=\"fetch\" type=\"application/json\" crossorigin=\"anonymous\">\n"
+    );
+    let page = insert_before(&page, "</head>", &link).with_context(|| format!("{} has no </head>", index.display()))?;
+    fs::write(&index, page)?;
+    Ok(name)
 }
 
 fn insert_before(page: &str, marker: &str, text: &str) -> Option<String> {
@@ -455,6 +596,24 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
         problems.push("Trunk.toml: [build] offline = true is missing".to_owned());
     }
 
+    // The lessons are not a Trunk asset: its post_build hook adds them.
+    let hooked = config.get("hooks").and_then(|h| h.as_array()).is_some_and(|hooks| {
+        hooks.iter().any(|h| {
+            let args: Vec<&str> = h
+                .get("command_arguments")
+                .and_then(|a| a.as_array())
+                .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+            h.get("stage").and_then(|s| s.as_str()) == Some("post_build")
+                && h.get("command").and_then(|c| c.as_str()) == Some("cargo")
+                && args == ["xtask", "lessons"]
+        })
+    });
+    if hooked {
+        println!("ok: Trunk.toml's post_build hook runs `cargo xtask lessons`");
+    } else {
+        problems.push("Trunk.toml has no post_build hook running `cargo xtask lessons`: the page would have no lessons".to_owned());
+    }
+
     // The paths it names.
     let target = build_cfg.and_then(|b| b.get("target")).and_then(|v| v.as_str()).unwrap_or("index.html");
     let index = root.join(target);
@@ -501,12 +660,15 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
                     .current_dir(root)
                     .status()
                     .context("running trunk")?;
-                let wasm = fs::read_dir(&tmp)
-                    .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "wasm")))
-                    .unwrap_or(false);
+                let names: Vec<String> = fs::read_dir(&tmp)
+                    .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                    .unwrap_or_default();
+                let wasm = names.iter().any(|n| n.ends_with(".wasm"));
+                let lessons = names.iter().any(|n| n.starts_with("lessons-") && n.ends_with(".json"));
                 let _ = fs::remove_dir_all(&tmp);
                 ensure!(status.success(), "trunk build --release --offline failed");
                 ensure!(wasm, "trunk build produced no .wasm");
+                ensure!(lessons, "trunk build produced no lessons-*.json (its post_build hook did not run)");
                 println!("ok: trunk build --release --offline produced a .wasm ({:.0} s)", started.elapsed().as_secs_f64());
             }
         }
@@ -541,6 +703,17 @@ mod tests {
         assert_eq!(content_hash(b"").len(), 16);
         assert_ne!(content_hash(b"a"), content_hash(b"b"));
         assert_eq!(insert_before("<a></body>", "</body>", "x").as_deref(), Some("<a>x</body>"));
+    }
+
+    #[test]
+    fn finds_an_externref_table() {
+        let module = |sections: &[u8]| [b"\0asm\x01\0\0\0".as_slice(), sections].concat();
+        // A table section with one table of (funcref | externref), min 1.
+        assert!(!has_externref_table(&module(&[4, 4, 1, 0x70, 0, 1])).unwrap());
+        assert!(has_externref_table(&module(&[4, 4, 1, 0x6f, 0, 1])).unwrap());
+        // An imported externref table: module "m", name "t", kind 1.
+        assert!(has_externref_table(&module(&[2, 9, 1, 1, b'm', 1, b't', 1, 0x6f, 0, 1])).unwrap());
+        assert!(has_externref_table(b"not wasm").is_err());
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! ends with the outcome it teaches: which invariant breaks, or that it
 //! holds.
 //!
-//! Lessons are data so that adding one needs no Rust: the CLI reads the
-//! directory, the browser build embeds whatever files are there, and
-//! [`Lesson::parse`] checks a file completely (unknown fields, missing
-//! translations, actors that do not exist, steps that do two things) before
-//! anything runs.
+//! Lessons are data so that adding one needs no Rust: the CLI embeds
+//! whatever files are there (feature `toml`), and `Lesson::parse` checks a
+//! file completely (unknown fields, missing translations, actors that do not
+//! exist, steps that do two things) before anything runs. The browser app
+//! gets the same lessons, parsed and checked at build time, as one JSON
+//! file ([`to_json`], [`from_json`]): lessons are data there too, fetched
+//! rather than compiled into the wasm with a TOML parser.
 //!
 //! [`run::LessonRun`] plays a lesson on the simulated world, one step at a
 //! time, and [`render`] turns the result into a redis-cli transcript and a
@@ -425,6 +427,7 @@ pub enum LessonError {
 
 impl Lesson {
     /// Read and check a lesson file.
+    #[cfg(feature = "toml")]
     pub fn parse(toml_text: &str) -> Result<Lesson, LessonError> {
         let lesson: Lesson = toml::from_str(toml_text).map_err(|e| LessonError::Parse(e.to_string()))?;
         lesson.validate()?;
@@ -501,16 +504,19 @@ impl Lesson {
 }
 
 /// The lesson files embedded at build time (see `core/build.rs`).
+#[cfg(feature = "toml")]
 pub mod embedded {
     include!(concat!(env!("OUT_DIR"), "/lessons.rs"));
 }
 
 /// The built-in catalogue: every file of `lessons/`, parsed and checked.
+#[cfg(feature = "toml")]
 pub fn builtin() -> Result<Vec<Lesson>, LessonError> {
     catalogue(embedded::FILES)
 }
 
 /// All lessons, sorted by id; duplicate ids are an error.
+#[cfg(feature = "toml")]
 pub fn catalogue(files: &[(&str, &str)]) -> Result<Vec<Lesson>, LessonError> {
     let mut lessons = Vec::with_capacity(files.len());
     for (name, text) in files {
@@ -520,6 +526,26 @@ pub fn catalogue(files: &[(&str, &str)]) -> Result<Vec<Lesson>, LessonError> {
         })?;
         lessons.push(lesson);
     }
+    sorted_catalogue(lessons)
+}
+
+/// A catalogue as one JSON array, for the browser app (`cargo xtask dist`
+/// writes it from [`builtin`]).
+pub fn to_json(lessons: &[Lesson]) -> String {
+    serde_json::to_string(lessons).expect("lessons always serialise")
+}
+
+/// Read a catalogue written by [`to_json`], checking every lesson as
+/// `Lesson::parse` does, and sort it by id.
+pub fn from_json(json: &str) -> Result<Vec<Lesson>, LessonError> {
+    let lessons: Vec<Lesson> = serde_json::from_str(json).map_err(|e| LessonError::Parse(e.to_string()))?;
+    for lesson in &lessons {
+        lesson.validate()?;
+    }
+    sorted_catalogue(lessons)
+}
+
+fn sorted_catalogue(mut lessons: Vec<Lesson>) -> Result<Vec<Lesson>, LessonError> {
     lessons.sort_by(|a, b| a.id.cmp(&b.id));
     for w in lessons.windows(2) {
         if w[0].id == w[1].id {

@@ -56,7 +56,9 @@ pub fn app() -> Html {
     let state = use_reducer(initial_state);
 
     // Once, after the first render: shortcuts, and the "ready" mark the
-    // browser test reads (milliseconds since navigation start).
+    // browser test reads (milliseconds since navigation start). The lab
+    // mounts once the lessons are fetched (view::loading), so the mark is
+    // the time to an interactive lesson list.
     {
         let dispatcher = state.dispatcher();
         use_effect_with((), move |_| {

@@ -11,4 +11,5 @@ pub mod help;
 pub mod lesson_list;
 pub mod lesson_panel;
 pub mod score;
+pub mod loading;
 pub mod timeline;
