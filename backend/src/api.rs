@@ -604,21 +604,10 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
             None => Some(rx.next().await),
         };
         let replies = match incoming {
-            None => {
-                let Some(mut l) = lab.take() else { break };
-                match tokio::task::spawn_blocking(move || {
-                    let out = l.serve_programs();
-                    (l, out)
-                })
-                .await
-                {
-                    Ok((l, out)) => {
-                        lab = Some(l);
-                        out
-                    }
-                    Err(_) => break,
-                }
-            }
+            None => match blocking(&mut lab, Lab::serve_programs).await {
+                Some(out) => out,
+                None => break,
+            },
             Some(None | Some(Err(_))) => break,
             Some(Some(Ok(msg))) => {
                 let text = match msg {
@@ -628,21 +617,10 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 };
                 match serde_json::from_str::<ClientMsg>(&text) {
                     Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
-                    Ok(msg) => {
-                        let Some(mut l) = lab.take() else { break };
-                        match tokio::task::spawn_blocking(move || {
-                            let out = l.handle(msg);
-                            (l, out)
-                        })
-                        .await
-                        {
-                            Ok((l, out)) => {
-                                lab = Some(l);
-                                out
-                            }
-                            Err(_) => break,
-                        }
-                    }
+                    Ok(msg) => match blocking(&mut lab, move |l| l.handle(msg)).await {
+                        Some(out) => out,
+                        None => break,
+                    },
                 }
             }
         };
@@ -654,6 +632,24 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         }
     }
     drop_lab(lab).await;
+}
+
+/// Run `work` on the lab on tokio's blocking pool (sessions call the
+/// synchronous `redis` crate). `None` when there is no lab or the work
+/// panicked (the lab is dropped with it): the socket then ends.
+async fn blocking(
+    lab: &mut Option<Lab>,
+    work: impl FnOnce(&mut Lab) -> Vec<ServerMsg> + Send + 'static,
+) -> Option<Vec<ServerMsg>> {
+    let mut l = lab.take()?;
+    let (l, out) = tokio::task::spawn_blocking(move || {
+        let out = work(&mut l);
+        (l, out)
+    })
+    .await
+    .ok()?;
+    *lab = Some(l);
+    Some(out)
 }
 
 /// Dropping a lab deletes ACL users and kills processes: blocking work.

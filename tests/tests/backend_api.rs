@@ -46,20 +46,7 @@ async fn websocket_session_streams_events_and_replies() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
-    let health: RealHealth = {
-        let url = format!("http://{addr}/api/real/health");
-        let body = tokio::task::spawn_blocking(move || {
-            use std::io::{Read, Write};
-            let mut s = std::net::TcpStream::connect(url.trim_start_matches("http://").split('/').next().unwrap()).unwrap();
-            write!(s, "GET /api/real/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            out
-        })
-        .await
-        .unwrap();
-        serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap()).unwrap()
-    };
+    let health: RealHealth = serde_json::from_value(get_json(addr, "/api/real/health").await).unwrap();
     assert!(health.reachable);
     assert_eq!(health.version.as_deref(), Some("7.0.15"));
     assert_eq!(health.topology, "external");
