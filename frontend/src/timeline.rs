@@ -212,6 +212,34 @@ pub struct Band {
     pub x1: f64,
     pub name: &'static str,
     pub title: String,
+    /// The one line drawn in the band, in the page's language.
+    pub explain: String,
+}
+
+/// A violation in one line. English is core's own sentence (it names
+/// tokens and times); Chinese says what broke and who was involved, from
+/// the violation's kind and actors, and keeps core's sentence for the
+/// tooltip.
+fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core::trace::Names, lang: Lang) -> String {
+    use locklab_core::invariants::Invariant;
+    if lang == Lang::En {
+        return v.detail.clone();
+    }
+    let who: Vec<String> = v
+        .actors
+        .iter()
+        .map(|&a| match a {
+            locklab_core::trace::Actor::Resource => "受保护资源".to_owned(),
+            a => names.actor(a),
+        })
+        .collect();
+    let who = who.join("、");
+    match v.invariant {
+        Invariant::StaleWrite => format!("受保护资源接受了已失去锁的持有者的写入（{who}）"),
+        Invariant::WrongRelease => format!("锁被并不持有它的客户端释放了（{who}）"),
+        Invariant::Deadlock => format!("锁既不过期也没人释放，其他客户端永远拿不到（{who}）"),
+        Invariant::Overlap => format!("{who} 同时认为自己持有这把锁"),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -696,7 +724,8 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                     x0,
                     x1: axis.x_after(violation.to_ms).max(x0 + 4.0),
                     name: violation.invariant.name(),
-                    title: title.clone(),
+                    explain: violation_line(violation, names, lang),
+                    title: if lang == Lang::En { title.clone() } else { format!("{}\n{title}", violation_line(violation, names, lang)) },
                 });
             }
             EventKind::Granted { .. } | EventKind::Overlap { .. } | EventKind::Done => {}
@@ -713,6 +742,19 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
 mod tests {
     use super::*;
     use crate::lab::{Client, Lab};
+
+    #[test]
+    fn violation_bands_explain_themselves_in_the_pages_language() {
+        let l = crate::catalog::find("05").unwrap();
+        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let (en, zh) = (layout(&s.trace(), s.now_ms(), Lang::En), layout(&s.trace(), s.now_ms(), Lang::Zh));
+        assert!(!en.bands.is_empty());
+        for (e, z) in en.bands.iter().zip(&zh.bands) {
+            assert!(e.explain.is_ascii() && !e.explain.is_empty(), "{}", e.explain);
+            assert!(!z.explain.is_ascii(), "{}", z.explain);
+            assert!(z.title.contains(&e.explain), "the tooltip keeps core's sentence: {}", z.title);
+        }
+    }
 
     #[test]
     fn ten_thousand_events_stay_within_a_bounded_dom() {

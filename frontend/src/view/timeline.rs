@@ -273,7 +273,7 @@ pub fn timeline() -> Html {
                 <rect x={ f(b.x0) } y={ f(AXIS_H) } width={ f(b.x1 - b.x0) } height={ f(l.height - AXIS_H - 6.0) } />
                 <text x={ f(b.x0 + 3.0) } y={ f(AXIS_H + 11.0) }>{ format!("{} {}", Text::Violation.get(lang), b.name) }</text>
                 <text class="band-explain" x={ f(b.x0 + 3.0) } y={ f(l.height - 10.0) }>
-                    { b.title.split_once(": ").map_or(b.title.as_str(), |(_, rest)| rest) }
+                    { &b.explain }
                 </text>
             </g>
         }
