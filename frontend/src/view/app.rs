@@ -41,6 +41,8 @@ fn shortcut(e: &KeyboardEvent) -> Option<Action> {
     match e.key().as_str() {
         "Escape" => Some(Action::CloseHelp),
         _ if typing => None,
+        // Shift+←/→ pans the timeline (when it has focus), never steps.
+        "ArrowLeft" | "ArrowRight" if e.shift_key() => None,
         "?" => Some(Action::ToggleHelp),
         " " => Some(Action::Transport(Transport::TogglePlay)),
         "ArrowLeft" => Some(Action::Transport(Transport::Back)),
