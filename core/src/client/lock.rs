@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ops::{Release, Renew};
-use super::{acquired, argv, unique_token, Argv, Ctx, Input, ProgramError, Target};
+use super::{acquired, argv, Argv, Ctx, Input, ProgramError, Target};
 use crate::reply::Reply;
 
 /// How the lock is taken.
@@ -67,6 +67,18 @@ pub enum Token {
     Unique,
     /// The same value for every client and every acquisition.
     Fixed(String),
+}
+
+impl Token {
+    /// The token for acquisition `cycle` (from 0). A unique one is drawn
+    /// from the seeded RNG: what `/dev/urandom` would give a real client,
+    /// but replayable.
+    pub(crate) fn for_cycle(&self, cx: &mut Ctx<'_>, cycle: u32) -> String {
+        match self {
+            Token::Unique => format!("{}-{}-{:06x}", cx.name, cycle + 1, cx.rng.below(1 << 24)),
+            Token::Fixed(v) => v.clone(),
+        }
+    }
 }
 
 /// Where a fencing token comes from.
@@ -334,10 +346,7 @@ impl LockMachine {
         self.cycle_start = cx.now;
         self.fence = None;
         self.renewals = 0;
-        self.token = match &self.p.token {
-            Token::Unique => unique_token(cx, self.cycle),
-            Token::Fixed(v) => v.clone(),
-        };
+        self.token = self.p.token.for_cycle(cx, self.cycle);
         self.attempt_acquire(cx);
     }
 

@@ -217,12 +217,6 @@ pub fn argv(parts: &[&str]) -> Argv {
     parts.iter().map(|p| p.as_bytes().to_vec()).collect()
 }
 
-/// A lock token unique to this client, cycle and draw: what
-/// `/dev/urandom` would give a real client, but replayable.
-pub(crate) fn unique_token(cx: &mut Ctx<'_>, cycle: u32) -> String {
-    format!("{}-{}-{:06x}", cx.name, cycle + 1, cx.rng.below(1 << 24))
-}
-
 /// `OK` from SET, or `1` from SETNX: the acquire worked.
 pub(crate) fn acquired(reply: &Reply) -> bool {
     match reply {

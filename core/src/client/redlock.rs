@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lock::{Fencing, Token, Work};
 use super::ops::{Release, Renew};
-use super::{acquired, argv, unique_token, Ctx, Input, ProgramError, Target};
+use super::{acquired, argv, Ctx, Input, ProgramError, Target};
 use crate::reply::Reply;
 
 /// Extend the lock on a majority while working.
@@ -207,10 +207,7 @@ impl RedlockMachine {
         self.attempt = 0;
         self.fence = None;
         self.extensions = 0;
-        self.token = match &self.p.token {
-            Token::Unique => unique_token(cx, self.cycle),
-            Token::Fixed(v) => v.clone(),
-        };
+        self.token = self.p.token.for_cycle(cx, self.cycle);
         self.attempt_acquire(cx);
     }
 
