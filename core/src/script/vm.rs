@@ -281,10 +281,12 @@ impl Vm {
                 })
             })?,
         )?;
-        {
+        // call and pcall: the same host function; call raises the error
+        // reply it gets back, pcall returns it as a value.
+        for (name, raises) in [("call", true), ("pcall", false)] {
             let (slot, raise) = (host.clone(), raise.clone());
             rust.raw_set(
-                "call",
+                name,
                 lua.create_function(move |lua, args: Variadic<Value>| {
                     // A shared borrow for the whole call: only a run's start
                     // and end replace the host function.
@@ -298,28 +300,9 @@ impl Vm {
                         return Err(raise_value(&raise, Value::Table(t)));
                     };
                     let (v, is_err): (Value, bool) = h.call(args)?;
-                    if is_err {
+                    if is_err && raises {
                         return Err(raise_value(&raise, v));
                     }
-                    Ok(v)
-                })?,
-            )?;
-        }
-        {
-            let (slot, raise) = (host.clone(), raise.clone());
-            rust.raw_set(
-                "pcall",
-                lua.create_function(move |lua, args: Variadic<Value>| {
-                    let current = slot.borrow();
-                    let Some(h) = current.as_ref() else {
-                        let t = error_table(
-                            lua,
-                            b"redis.call/pcall can only be called inside a script invocation",
-                            false,
-                        )?;
-                        return Err(raise_value(&raise, Value::Table(t)));
-                    };
-                    let (v, _): (Value, bool) = h.call(args)?;
                     Ok(v)
                 })?,
             )?;
