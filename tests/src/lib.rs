@@ -21,6 +21,28 @@
 //! binary fails the test with the command that installs it.
 
 pub mod diff;
+
+/// Every command file of `tests/diff/`, as `name => "file",`, handed to the
+/// caller's macro `$m`: the differential suite and the sim-server suite each
+/// make one test per file from the one list (and each fails when a file on
+/// disk is missing from it).
+#[macro_export]
+macro_rules! with_diff_files {
+    ($m:ident) => {
+        $m! {
+            counters => "counters.redis",
+            errors => "errors.redis",
+            expire => "expire.redis",
+            hashes => "hashes.redis",
+            keys => "keys.redis",
+            locks => "locks.redis",
+            scripting => "scripting.redis",
+            set_options => "set_options.redis",
+            strings => "strings.redis",
+            transactions => "transactions.redis",
+        }
+    };
+}
 /// The redis-server guard lives in the backend (the bench and managed
 /// topologies use it too); tests reach it here as before.
 pub use locklab_backend::redis_server as server;

@@ -63,18 +63,7 @@ macro_rules! per_file {
     };
 }
 
-per_file! {
-    counters => "counters.redis",
-    errors => "errors.redis",
-    expire => "expire.redis",
-    hashes => "hashes.redis",
-    keys => "keys.redis",
-    locks => "locks.redis",
-    scripting => "scripting.redis",
-    set_options => "set_options.redis",
-    strings => "strings.redis",
-    transactions => "transactions.redis",
-}
+locklab_tests::with_diff_files!(per_file);
 
 #[test]
 fn every_diff_file_has_a_test() {
@@ -86,7 +75,7 @@ fn every_diff_file_has_a_test() {
     listed.sort();
     assert_eq!(
         on_disk, listed,
-        "add new tests/diff files to per_file! in differential.rs"
+        "add new tests/diff files to with_diff_files! in tests/src/lib.rs"
     );
 }
 

@@ -294,26 +294,23 @@ macro_rules! per_file {
             let listed = [$($file),*];
             for path in diff::script_files() {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                assert!(listed.contains(&name.as_str()), "{name} has no redis_cli test in tests/tests/sim_server.rs");
+                assert!(listed.contains(&name.as_str()), "{name} is not in with_diff_files! (tests/src/lib.rs)");
             }
         }
     };
 }
 
-per_file! {
-    counters => "counters.redis",
-    errors => "errors.redis",
-    expire => "expire.redis",
-    hashes => "hashes.redis",
-    keys => "keys.redis",
-    locks => "locks.redis",
-    scripting => "scripting.redis",
-    set_options => "set_options.redis",
-    strings => "strings.redis",
-    transactions => "transactions.redis",
-}
+locklab_tests::with_diff_files!(per_file);
 
 // ------------------------------------------------------------- redis-rs ---
+
+/// A redis-rs connection to `url` with the suite's timeouts.
+fn redis_rs(url: &str) -> redis::Connection {
+    let client = redis::Client::open(url).expect("client");
+    let con = client.get_connection_with_timeout(IO_TIMEOUT).expect("connect");
+    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    con
+}
 
 const EXTEND: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                       return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
@@ -323,11 +320,7 @@ const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 #[test]
 fn redis_rs_sync_connection_and_lock_scripts() {
     let server = sim(Profile::V7_0);
-    let client = redis::Client::open(server.url()).expect("client");
-    let mut con = client
-        .get_connection_with_timeout(IO_TIMEOUT)
-        .expect("connect");
-    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let mut con = redis_rs(&server.url());
 
     let pong: String = redis::cmd("PING").query(&mut con).expect("PING");
     assert_eq!(pong, "PONG");
@@ -398,11 +391,7 @@ fn redis_rs_sync_connection_and_lock_scripts() {
 #[test]
 fn redis_rs_pipelines_plain_and_atomic() {
     let server = sim(Profile::V7_0);
-    let client = redis::Client::open(server.url()).expect("client");
-    let mut con = client
-        .get_connection_with_timeout(IO_TIMEOUT)
-        .expect("connect");
-    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let mut con = redis_rs(&server.url());
 
     let (set, incr, get, missing): (String, i64, String, Option<String>) = redis::pipe()
         .cmd("SET")
@@ -511,11 +500,7 @@ async fn redis_rs_async_multiplexed() {
 #[test]
 fn redis_rs_resp3_gets_maps() {
     let server = sim(Profile::V7_0);
-    let client = redis::Client::open(format!("{}?protocol=resp3", server.url())).expect("client");
-    let mut con = client
-        .get_connection_with_timeout(IO_TIMEOUT)
-        .expect("connect");
-    con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let mut con = redis_rs(&format!("{}?protocol=resp3", server.url()));
     let _: i64 = redis::cmd("HSET")
         .arg("h")
         .arg("f")
