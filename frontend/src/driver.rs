@@ -190,10 +190,6 @@ impl LessonDriver for Session {
         Session::goto(self, n)
     }
 
-    fn back(&mut self) {
-        Session::back(self)
-    }
-
     fn run_line(&mut self, actor: usize, line: &str) {
         Session::run_line(self, actor, line)
     }

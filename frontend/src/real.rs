@@ -25,7 +25,7 @@
 //!   was — on a fresh session, because the old one died with its socket.
 
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Lesson, StepKind};
@@ -372,9 +372,14 @@ impl RealDriver {
     pub fn start_lesson(&mut self, lesson: &'static Lesson) {
         self.typed.clear();
         let trace_from = self.events.len();
+        // A restart of the same lesson (a step back, a reconnect) keeps its wording.
+        let wording = match self.run.take() {
+            Some(old) if std::ptr::eq(old.lesson, lesson) => old.wording,
+            _ => LessonRun::with_seed(lesson, 1).ok(),
+        };
         self.run = Some(Run {
             lesson,
-            wording: LessonRun::with_seed(lesson, 1).ok(),
+            wording,
             started: false,
             results: Vec::new(),
             notes: BTreeMap::new(),
@@ -621,22 +626,19 @@ impl LessonDriver for RealDriver {
         let Some(name) = run.lesson.actors.get(actor) else { return Vec::new() };
         // The lesson's own commands for this actor, then the typed lines,
         // each in its place between steps.
-        let mut rows: VecDeque<(usize, Exchange)> = VecDeque::new();
+        let mut out: Vec<(usize, u8, Exchange)> = Vec::new();
         for r in &run.results {
             let is_cmd = matches!(run.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
             if is_cmd && r.actor.as_deref() == Some(name.as_str()) {
-                rows.push_back((
-                    r.index + 1,
-                    Exchange {
-                        prompt: PROMPT.to_owned(),
-                        line: r.shown.clone(),
-                        output: r.reply.clone().unwrap_or_default(),
-                        at_ms: r.at_ms,
-                    },
-                ));
+                let exchange = Exchange {
+                    prompt: PROMPT.to_owned(),
+                    line: r.shown.clone(),
+                    output: r.reply.clone().unwrap_or_default(),
+                    at_ms: r.at_ms,
+                };
+                out.push((r.index + 1, 0, exchange));
             }
         }
-        let mut out: Vec<(usize, u8, Exchange)> = rows.into_iter().map(|(n, e)| (n, 0, e)).collect();
         out.extend(self.typed.iter().filter(|t| &t.client == name).map(|t| (t.after_steps, 1, t.exchange.clone())));
         out.sort_by_key(|(n, k, _)| (*n, *k));
         out.into_iter().map(|(_, _, e)| e).collect()
