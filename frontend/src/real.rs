@@ -349,11 +349,6 @@ impl RealDriver {
         }
     }
 
-    /// Is the real driver usable right now?
-    pub fn is_ready(&self) -> bool {
-        self.link == Link::Open && self.health.as_ref().is_none_or(|h| h.reachable)
-    }
-
     /// What is wrong, for the banner: the backend or Redis gone.
     pub fn problem(&self) -> Option<String> {
         if let Link::Lost { reason, .. } = &self.link {
@@ -404,10 +399,6 @@ impl RealDriver {
     pub fn close_lesson(&mut self) {
         self.run = None;
         self.typed.clear();
-    }
-
-    pub fn has_lesson(&self) -> bool {
-        self.run.is_some()
     }
 
     /// Ask for the next step if the user wants more than have arrived.
@@ -563,7 +554,7 @@ impl RealDriver {
     }
 }
 
-/// The lesson the driver runs. Only meaningful while [`RealDriver::has_lesson`].
+/// The lesson the driver runs. Only meaningful between `start_lesson` and `close_lesson`.
 impl LessonDriver for RealDriver {
     fn lesson(&self) -> &'static Lesson {
         self.run().map(|r| r.lesson).expect("the real driver is a lesson driver only while it runs a lesson")
@@ -848,7 +839,6 @@ mod tests {
         let mut d = open();
         d.health_result(Ok(h));
         assert_eq!(d.problem().as_deref(), Some("Connection refused"));
-        assert!(!d.is_ready());
         assert!(Health::parse(r#"{"ok":true,"driver":"sim"}"#).is_ok_and(|h| !h.reachable));
         assert_eq!([0, 1, 2, 3, 9].map(reconnect_delay_ms), [500, 1000, 2000, 4000, 4000]);
     }

@@ -335,16 +335,13 @@ impl Reducible for State {
             }
             Action::SetDriver(driver) => {
                 if driver != next.driver {
-                    let at = next.session.as_ref().map(|s| {
-                        let s = s.borrow();
-                        (s.lesson(), s.position())
-                    });
+                    let lesson = next.session.as_ref().map(|s| s.borrow().lesson());
                     next.driver = driver;
                     next.real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(next.lang))));
                     next.connection += 1;
                     // The same lesson, from its start on the new driver (a
                     // real run cannot jump into the middle of one).
-                    next.session = at.map(|(l, _)| play(l, next.seed, 0, next.real.as_ref()));
+                    next.session = lesson.map(|l| play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.rev += 1;
                 }
