@@ -563,7 +563,7 @@ impl Lab {
             }
         }
         let Some(topo) = self.topology.as_ref() else { return Err("no topology".into()) };
-        let s = self.state.pool.open(topo.targets()).map_err(|e: SessionError| e.to_string())?;
+        let s = self.state.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
         out.push(ServerMsg::Hello {
             session: s.id().into(),
             prefix: s.prefix().into(),

@@ -57,6 +57,14 @@
 //!   real run reads like the simulator's. An expiry is stamped at the
 //!   deadline the server's `PTTL` implied.
 //!
+//! * **A cluster is routed.** Lesson 31 runs on a real three-master
+//!   cluster, through a session that keeps keys as typed (a prefix would
+//!   move them to other hash slots; see the session module) and sends a
+//!   command with keys to the node serving their slot, as a cluster client
+//!   does; a command without keys goes to node 1, the node the simulator
+//!   plays. So a 0-key script that builds its key inside Lua gets the
+//!   cluster's own `non local key` error.
+//!
 //! What a real server cannot do — a clock jump, a slow link, random reply
 //! loss, metrics off the simulator's trace — is refused up front with the
 //! lesson's own explanation, not approximated.
@@ -196,9 +204,6 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
 pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     if let RealRun::No { why } = &lesson.real {
         return Err(why.get(lang).trim().to_owned());
-    }
-    if lesson.topology == LessonTopology::Cluster3 {
-        return Err("it needs a three-master cluster; the real runner does not route commands across cluster nodes yet".into());
     }
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind() {
@@ -774,6 +779,8 @@ impl RealLessonRun {
             self.add_note(i, n);
         }
         let cid = env.session.client(client).map_err(|e| e.to_string())?;
+        // On a cluster the command goes where its keys' slot lives.
+        let node = env.session.route(node, &sent);
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         if self.cut.contains(&(client.to_owned(), node)) {
             // The lab is the network here: the request never arrives.
@@ -1319,7 +1326,7 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
 /// Play `lesson` to the end on `topology`, through a fresh session.
 pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
     let pool = SessionPool::new(Limits { commands_per_sec: f64::INFINITY, ..Limits::default() });
-    let mut session = pool.open(topology.targets())?;
+    let mut session = pool.open_on(topology)?;
     let mut env = RealEnv { session: &mut session, topology };
     let mut run = RealLessonRun::start(lesson, &mut env, factor, Lang::En)?;
     while run.step(&mut env)?.is_some() {}

@@ -37,6 +37,26 @@
 //!    `+info` is added back because `INFO` is in `@dangerous` on 7.0 and the
 //!    metrics lesson reads `INFO stats`.
 //!
+//! # A managed cluster is the session's own
+//!
+//! Lesson 31 is about what a real cluster does with a script's keys, and
+//! two of the walls above would change its answers. A prefix moves a key
+//! to another hash slot (`lab:<id>:lock:order:1001` is not in slot 3766),
+//! and it cannot reach a key a script builds itself or takes from `ARGV`,
+//! which is exactly the mistake the lesson shows; and the ACL's key
+//! pattern is checked *before* the cluster's locality rule inside a
+//! script, so `redis.call('incr', 'fence:order:1001')` would come back as
+//! an ACL error instead of Redis's `non local key` error. So a session on
+//! a managed `cluster3` ([`Confinement::OwnCluster`]) uses the keys as
+//! typed, with an ACL user on `~*` that still has `-@dangerous`. That is
+//! safe because the cluster is the session's alone: the backend starts it
+//! for one WebSocket (or one CLI run), resets it before every lesson and
+//! kills it with its owner, so there is no one else's key to reach. The
+//! command table and the ACL's command rules stay as they are. Such a
+//! session also behaves like a cluster client (`redis-cli -c`): a command
+//! with keys goes to the node that owns their slot (read from `CLUSTER
+//! SLOTS`), and a `MOVED` or `ASK` that still comes back is followed.
+//!
 //! Sizes and rates are bounded by [`Limits`]: a line, an argv, a script, a
 //! token bucket of commands per second (which waits briefly for a token
 //! before refusing, so a fast but honest client sees backpressure rather
@@ -63,12 +83,14 @@ use std::time::{Duration, Instant};
 
 use locklab_core::cli;
 use locklab_core::reply::Reply;
+use locklab_core::server::cluster::key_slot;
 use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use thiserror::Error;
 
 use crate::real::{RealConnection, RealError};
+use crate::topology::{Topology, TopologyKind};
 
 /// Bounds on what one session may send.
 #[derive(Clone, Debug)]
@@ -181,6 +203,18 @@ impl NodeTarget {
     }
 }
 
+/// How a session keeps its keys apart from everything else on the servers
+/// (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Shared servers: keys under `lab:<id>:`, an ACL user on that prefix.
+    Prefix,
+    /// A managed cluster started for this session's owner alone: keys as
+    /// typed (so their hash slots are the lesson's), an ACL user on `~*`
+    /// without `@dangerous`, and commands routed by slot.
+    OwnCluster,
+}
+
 /// Counts live sessions and hands out new ones within [`Limits`].
 /// Cloning shares the count.
 #[derive(Clone, Debug)]
@@ -223,10 +257,26 @@ impl SessionPool {
         self.live.load(Ordering::SeqCst)
     }
 
-    /// Open a session on `nodes`: make its ACL user on each reachable node.
-    /// A node that is down now is not an error — it is set up when the
-    /// first command reaches it.
+    /// Open a session on `nodes`, each key under the session's prefix: make
+    /// its ACL user on each reachable node. A node that is down now is not
+    /// an error — it is set up when the first command reaches it.
     pub fn open(&self, nodes: Vec<NodeTarget>) -> Result<Session, SessionError> {
+        self.open_with(nodes, Confinement::Prefix)
+    }
+
+    /// Open a session on `topology`'s nodes, confined as that topology
+    /// needs: a managed cluster is the session's own
+    /// ([`Confinement::OwnCluster`]), everything else gets the prefix.
+    pub fn open_on(&self, topology: &Topology) -> Result<Session, SessionError> {
+        let confinement = match topology.kind() {
+            Some(TopologyKind::Cluster3) => Confinement::OwnCluster,
+            _ => Confinement::Prefix,
+        };
+        self.open_with(topology.targets(), confinement)
+    }
+
+    /// Open a session on `nodes`, confined as `confinement` says.
+    pub fn open_with(&self, nodes: Vec<NodeTarget>, confinement: Confinement) -> Result<Session, SessionError> {
         let max = self.limits.max_sessions;
         let taken = self
             .live
@@ -242,7 +292,12 @@ impl SessionPool {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         };
         let mut session = Session {
-            prefix: format!("lab:{id}:"),
+            prefix: match confinement {
+                Confinement::Prefix => format!("lab:{id}:"),
+                Confinement::OwnCluster => String::new(),
+            },
+            confinement,
+            slots: Vec::new(),
             user: format!("lab-{id}"),
             id,
             password,
@@ -332,7 +387,13 @@ impl Bucket {
 #[derive(Debug)]
 pub struct Session {
     id: String,
+    /// `lab:<id>:`, or empty on the session's own cluster.
     prefix: String,
+    confinement: Confinement,
+    /// The cluster's slot ranges and the node serving each, from `CLUSTER
+    /// SLOTS`, loaded on first use and dropped when a `MOVED` says it is
+    /// stale. Empty unless [`Confinement::OwnCluster`].
+    slots: Vec<(u16, u16, u32)>,
     user: String,
     password: String,
     nodes: Vec<NodeSlot>,
@@ -356,7 +417,8 @@ impl Session {
         &self.id
     }
 
-    /// `lab:<id>:`, prepended to every key.
+    /// `lab:<id>:`, prepended to every key (empty on the session's own
+    /// cluster).
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -492,9 +554,40 @@ impl Session {
     /// Run one argv as `client` on node `node`: check it, rewrite its keys,
     /// send it, and record the trace. A server error reply is `Ok` (it is
     /// Redis's answer); `Err` is the session refusing or failing.
+    ///
+    /// On the session's own cluster, a command with keys goes to the node
+    /// that serves their slot whatever `node` says (a note records the
+    /// routing), and a `MOVED` or `ASK` reply is followed, as `redis-cli -c`
+    /// follows it: the redirect is in the trace, the reply is the final one.
     pub fn run(&mut self, client: &str, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
         let c = self.client_index(client)?;
-        let result = self.run_inner(c, node, argv);
+        let routed = self.route(node, argv);
+        if routed != node {
+            let text = format!(
+                "routed to {} by the slot of its first key, as a cluster client routes it",
+                self.nodes[routed as usize].target.name
+            );
+            let at_ms = self.now_ms();
+            self.push(at_ms, Actor::Client(c), EventKind::Note { text });
+        }
+        let mut result = self.run_inner(c, routed, argv);
+        for _ in 0..MAX_REDIRECTS {
+            let Ok(Reply::Error(e)) = &result else { break };
+            let Some((to, ask, text)) = self.redirect(e) else { break };
+            let at_ms = self.now_ms();
+            self.push(at_ms, Actor::Client(c), EventKind::Note { text });
+            if ask {
+                // ASK: this one command, on the importing node, after ASKING.
+                let asking = self.conn(c, to as usize).and_then(|conn| conn.execute(&[b"ASKING".to_vec()]));
+                if let Err(source) = asking {
+                    return Err(self.unreachable(to as usize, source));
+                }
+            } else {
+                // MOVED: the slot has a new owner for good; re-read them all.
+                self.slots.clear();
+            }
+            result = self.run_inner(c, to, argv);
+        }
         if let Err(e) = &result {
             if !matches!(e, SessionError::Unreachable { .. }) {
                 let at_ms = self.now_ms();
@@ -502,6 +595,77 @@ impl Session {
             }
         }
         result
+    }
+
+    /// The node `argv` goes to: `node`, except that on the session's own
+    /// cluster a command with keys goes to the node serving its first
+    /// key's slot (Redis answers `CROSSSLOT` there if the others differ).
+    /// A lesson runner asks first, so that it watches the right node.
+    pub fn route(&mut self, node: u32, argv: &[Vec<u8>]) -> u32 {
+        if self.confinement != Confinement::OwnCluster {
+            return node;
+        }
+        let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else { return node };
+        let Some(&first) = cmd.key_indexes(argv).first() else { return node };
+        let slot = key_slot(&argv[first]);
+        if self.slots.is_empty() {
+            self.load_slots();
+        }
+        self.slots.iter().find(|&&(lo, hi, _)| (lo..=hi).contains(&slot)).map_or(node, |&(_, _, n)| n)
+    }
+
+    /// Read the slot map with `CLUSTER SLOTS` from the first node that
+    /// answers. Best effort: without a map, commands go where they are
+    /// sent and a `MOVED` brings them to the right node.
+    fn load_slots(&mut self) {
+        for n in 0..self.nodes.len() {
+            if self.ensure_user(n).is_err() {
+                continue;
+            }
+            let Some(admin) = self.nodes[n].admin.as_mut() else { continue };
+            let Ok(Reply::Array(ranges)) = admin.execute(&[b"CLUSTER".to_vec(), b"SLOTS".to_vec()]) else { continue };
+            let mut slots = Vec::new();
+            for range in &ranges {
+                // [start, end, [ip, port, id], replicas…]
+                let Reply::Array(parts) = range else { continue };
+                let (Some(Reply::Integer(lo)), Some(Reply::Integer(hi)), Some(Reply::Array(master))) =
+                    (parts.first(), parts.get(1), parts.get(2))
+                else {
+                    continue;
+                };
+                let (Some(Reply::Bulk(ip)), Some(Reply::Integer(port))) = (master.first(), master.get(1)) else { continue };
+                let addr = format!("{}:{port}", String::from_utf8_lossy(ip));
+                if let (Some(node), Ok(lo), Ok(hi)) = (self.node_at(&addr), u16::try_from(*lo), u16::try_from(*hi)) {
+                    slots.push((lo, hi, node));
+                }
+            }
+            self.slots = slots;
+            return;
+        }
+    }
+
+    /// The node whose address is `host:port`.
+    fn node_at(&self, addr: &str) -> Option<u32> {
+        self.nodes.iter().position(|n| display_addr(&n.target.url) == addr).map(|i| i as u32)
+    }
+
+    /// For a `MOVED <slot> <host:port>` or `ASK …` error on the session's
+    /// own cluster: the node to follow to, whether it is an `ASK`, and the
+    /// line `redis-cli -c` prints for it.
+    fn redirect(&self, error: &str) -> Option<(u32, bool, String)> {
+        if self.confinement != Confinement::OwnCluster {
+            return None;
+        }
+        let mut words = error.split(' ');
+        let ask = match words.next()? {
+            "MOVED" => false,
+            "ASK" => true,
+            _ => return None,
+        };
+        let slot = words.next()?;
+        let addr = words.next()?;
+        let to = self.node_at(addr)?;
+        Some((to, ask, format!("-> Redirected to slot [{slot}] located at {addr}")))
     }
 
     fn run_inner(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
@@ -715,6 +879,10 @@ impl Session {
             }
         }
         let mut out = argv.to_vec();
+        if self.confinement == Confinement::OwnCluster {
+            // Keys as typed: the cluster holds nobody else's.
+            return Ok(out);
+        }
         for i in cmd.key_indexes(argv) {
             let mut k = self.prefix.as_bytes().to_vec();
             k.extend_from_slice(&argv[i]);
@@ -751,6 +919,9 @@ impl Session {
     /// Cut the prefix off every bulk string that starts with it.
     fn unprefix(&self, reply: &mut Reply) {
         let p = self.prefix.as_bytes();
+        if p.is_empty() {
+            return;
+        }
         match reply {
             Reply::Bulk(b) if b.starts_with(p) => {
                 b.drain(..p.len());
@@ -808,6 +979,11 @@ impl Drop for Session {
             for l in mine {
                 let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), l.into_bytes()]);
             }
+            if self.confinement == Confinement::OwnCluster {
+                // Every key on the session's own cluster is the session's.
+                let _ = admin.execute(&[b"FLUSHALL".to_vec()]);
+                continue;
+            }
             // Tidy the keys: SCAN under the prefix, UNLINK what it finds.
             let mut cursor = b"0".to_vec();
             for _ in 0..1000 {
@@ -837,6 +1013,11 @@ impl Drop for Session {
         }
     }
 }
+
+/// How many `MOVED`/`ASK` redirects one command may follow (`redis-cli -c`
+/// follows without a bound; a loop between two confused nodes must not
+/// hang a session).
+const MAX_REDIRECTS: usize = 5;
 
 /// The session user's ACL rules, in `ACL SETUSER` order. `reset` first so
 /// re-applying is exact, whatever the user had before.

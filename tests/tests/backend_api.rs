@@ -253,10 +253,10 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     let addr = serve(ApiState::new(None)).await;
     let health = get_json(addr, "/api/health").await;
     let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    for id in ["05", "15", "16", "17", "19", "21"] {
+    for id in ["05", "15", "16", "17", "19", "21", "31"] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
-    for id in ["18", "20", "31"] {
+    for id in ["18", "20"] {
         assert!(health["unsupported"][id].is_string(), "{id}: {health}");
     }
 
@@ -308,5 +308,43 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
             removed += 1;
         }
     }
+    ws.close(None).await.unwrap();
+}
+
+/// Lesson 31 over the WebSocket on a real three-master cluster, then the
+/// console on the same cluster: keys keep their hash slots (no prefix on
+/// the lab's own cluster), a keyed command goes to the node serving its
+/// slot, and the dangerous commands are still refused, in a script too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_lesson_and_console_on_a_real_cluster() {
+    let addr = serve(ApiState::new(None)).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let played = play(&mut ws, "31").await;
+    assert_eq!(played.lesson["topology"], "cluster3");
+    assert_eq!(played.lesson["names"]["nodes"], json!(["c1", "c2", "c3"]));
+    assert_eq!(played.hello["prefix"], "", "the lab's own cluster keeps the keys as typed");
+    assert_eq!(played.done["passed"], true, "{:?}", played.results());
+    let replies: Vec<String> = played.results().iter().filter_map(|r| r["reply"].as_str().map(str::to_owned)).collect();
+    assert!(replies.iter().any(|r| r == "(error) CROSSSLOT Keys in request don't hash to the same slot"), "{replies:?}");
+    assert!(replies.iter().any(|r| r.starts_with("(error) ERR Script attempted to access a non local key")), "{replies:?}");
+
+    // foo is in slot 12182, served by c3: asked of c1, it goes to c3.
+    send(&mut ws, json!({"type":"command","client":"A","line":"SET foo bar","node":0})).await;
+    let got = until(&mut ws, "reply").await;
+    assert_eq!(got.last().unwrap()["text"], "OK");
+    let executed = got.iter().find(|m| m["event"]["kind"]["type"] == "executed").unwrap();
+    assert_eq!(executed["event"]["actor"], json!({"node": 2}), "{got:?}");
+    assert!(
+        got.iter().any(|m| m["event"]["kind"]["text"].as_str().is_some_and(|t| t.starts_with("routed to c3"))),
+        "{got:?}"
+    );
+    send(&mut ws, json!({"type":"command","client":"A","line":"FLUSHALL"})).await;
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"), "{text}");
+    send(&mut ws, json!({"type":"command","client":"A","line":"EVAL \"return redis.call('FLUSHALL')\" 0"})).await;
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("can't run this command"), "{text}");
+    send(&mut ws, json!({"type":"command","client":"B","line":"GET foo","node":1})).await;
+    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "\"bar\"");
     ws.close(None).await.unwrap();
 }

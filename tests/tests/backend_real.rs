@@ -280,6 +280,55 @@ fn cluster3_forms_and_refuses_undeclared_keys() {
     assert!(e.starts_with("ERR Script attempted to access a non local key in a cluster node"), "{e}");
 }
 
+/// A session on the lab's own cluster behaves like `redis-cli -c`: keys as
+/// typed, routed by slot, and a `MOVED` from a stale slot map followed.
+#[test]
+fn cluster3_session_routes_by_slot_and_follows_moved() {
+    let topo = Topology::start(TopologyKind::Cluster3).unwrap();
+    let pool = SessionPool::default();
+    let mut s = pool.open_on(&topo).unwrap();
+    assert_eq!(s.prefix(), "");
+    let port = |i: u32| topo.managed_node(i).unwrap().port();
+    let mut admin: Vec<RealConnection> =
+        (0..3).map(|i| RealConnection::open(&format!("redis://127.0.0.1:{}/", port(i))).unwrap()).collect();
+    // bar is in slot 5061 (c1), foo in 12182 (c3).
+    assert_eq!(s.run_line("A", 2, "SET bar 1").unwrap(), Reply::ok());
+    assert_eq!(direct(&mut admin[0], "GET bar"), Reply::bulk("1"));
+    assert_eq!(s.run_line("A", 0, "SET foo 2").unwrap(), Reply::ok());
+    assert_eq!(direct(&mut admin[2], "GET foo"), Reply::bulk("2"));
+    let events = s.take_events();
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if text.starts_with("routed to c1"))));
+
+    // Move slot 12182's neighbour, the empty slot of "baz" (4813, c1), to
+    // c2 behind the session's back: its cached map is now stale, c1
+    // answers MOVED, and the session follows it.
+    assert_eq!(locklab_core::server::cluster::key_slot(b"baz"), 4813);
+    let Reply::Bulk(c2_id) = direct(&mut admin[1], "CLUSTER MYID") else { panic!("c2 has an id") };
+    let c2_id = String::from_utf8(c2_id).unwrap();
+    for c in &mut admin {
+        assert_eq!(direct(c, &format!("CLUSTER SETSLOT 4813 NODE {c2_id}")), Reply::ok());
+    }
+    assert_eq!(s.run_line("A", 0, "SET baz 3").unwrap(), Reply::ok());
+    assert_eq!(direct(&mut admin[1], "GET baz"), Reply::bulk("3"));
+    let events = s.take_events();
+    let moved = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Executed { replies, .. }
+            if matches!(replies.first(), Some(Reply::Error(t)) if t.starts_with("MOVED 4813 ")))
+    });
+    assert!(moved, "{events:?}");
+    let followed = format!("-> Redirected to slot [4813] located at 127.0.0.1:{}", port(1));
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if *text == followed)), "{events:?}");
+
+    // The walls that stay: the table, and the ACL's command rules in Lua.
+    assert!(matches!(s.run_line("A", 0, "FLUSHALL"), Err(SessionError::NotAllowed { .. })));
+    let r = s.run_line("A", 0, "EVAL \"return redis.call('FLUSHALL')\" 0").unwrap();
+    assert!(matches!(&r, Reply::Error(e) if e.contains("can't run this command")), "{r:?}");
+    // Dropping the session empties the cluster it owned.
+    drop(s);
+    assert_eq!(direct(&mut admin[1], "DBSIZE"), Reply::Integer(0));
+    assert_eq!(direct(&mut admin[2], "DBSIZE"), Reply::Integer(0));
+}
+
 #[test]
 fn bench_backend_reports_both_rates() {
     let server = RedisServer::start();

@@ -17,8 +17,9 @@ const SINGLE_NODE: &[&str] = &[
 ];
 
 /// LESSONS.md: 15–16 on a real master and replica; 17, 19 and 21 on five
-/// real masters (18 and 20 are simulator-only, with reasons).
-const MANAGED: &[&str] = &["15", "16", "17", "19", "21"];
+/// real masters (18 and 20 are simulator-only, with reasons); 31 on a real
+/// three-master cluster.
+const MANAGED: &[&str] = &["15", "16", "17", "19", "21", "31"];
 
 fn lesson(id: &str) -> Lesson {
     builtin().expect("lessons parse").into_iter().find(|l| l.id == id).expect("lesson exists")
@@ -136,4 +137,12 @@ fn lesson_19_redlock_extension_on_five_real_masters() {
 #[test]
 fn lesson_21_restart_without_persistence_on_five_real_masters() {
     managed("21");
+}
+
+/// The cluster's own answers: 1 for the undeclared key that happens to be
+/// local, CROSSSLOT for two declared keys in different slots, `non local
+/// key` for a key built inside the script, and success with a hash tag.
+#[test]
+fn lesson_31_script_keys_on_a_real_three_master_cluster() {
+    managed("31");
 }
