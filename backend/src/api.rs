@@ -34,7 +34,8 @@
 //! In:
 //!
 //! * `{"type":"lesson","id":"05","factor":100,"lang":"en"}` — `factor`
-//!   (time compression, 1–10000, default 100) and `lang` (`en` or `zh`:
+//!   (time compression, 1–10000; by default 100, or 10 for the Redlock
+//!   lessons, as `locklab lesson run --real` chooses) and `lang` (`en` or `zh`:
 //!   the language of a refusal's reason, default `en`) are optional. Starts
 //!   the lesson from scratch on a **fresh session** (fresh key prefix and
 //!   ACL user: nothing typed before leaks in). Managed backend: the
@@ -89,6 +90,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
+use locklab_core::cli::{self, MAX_CONSOLE_REPEAT};
 use locklab_core::reply::Reply;
 use locklab_core::trace::{Event, Names};
 use serde::{Deserialize, Serialize};
@@ -100,9 +102,6 @@ use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
-
-/// Time compression when a `lesson` message gives none.
-const DEFAULT_FACTOR: u64 = 100;
 
 /// Most managed topologies alive at once across all WebSockets (each is up
 /// to five processes).
@@ -335,7 +334,7 @@ impl Lab {
                 }
                 let Some(s) = self.session.as_mut() else { return out };
                 let clients_before = s.names().clients.len();
-                let reply = s.run_line(&client, node, &line).unwrap_or_else(|e| e.to_reply());
+                let text = console_line(s, &client, node, &line, self.state.pool.limits().max_line);
                 if s.names().clients.len() != clients_before {
                     out.push(ServerMsg::Names { names: s.names().clone() });
                 }
@@ -344,13 +343,6 @@ impl Lab {
                     events = run.restamp(events);
                 }
                 out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
-                // As redis-cli prints it for this command (INFO raw, not a quoted bulk).
-                let text = match locklab_core::cli::parse(&line) {
-                    Ok(argv) if !argv.is_empty() => {
-                        locklab_core::cli::render(&argv, &reply).trim_end_matches(['\r', '\n']).to_owned()
-                    }
-                    _ => reply.to_cli(),
-                };
                 out.push(ServerMsg::Reply { client, text });
             }
             ClientMsg::Topology { kind } => {
@@ -417,11 +409,11 @@ impl Lab {
             None => Lang::En,
             Some(l) => Lang::parse(l).ok_or_else(|| format!("unknown lang {l:?}: en or zh"))?,
         };
-        let factor = factor.unwrap_or(DEFAULT_FACTOR);
+        let lesson = find_lesson(id)?;
+        let factor = factor.unwrap_or_else(|| lesson_real::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
             return Err(format!("factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"));
         }
-        let lesson = find_lesson(id)?;
         let unsupported = |why: String| RealLessonError::Unsupported { id: lesson.id.clone(), why }.to_string();
         lesson_real::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
@@ -574,6 +566,28 @@ impl Lab {
         self.session = Some(s);
         Ok(())
     }
+}
+
+/// One console line, as redis-cli runs it: split into arguments, a repeat
+/// prefix (`3 INCR n`, at most [`MAX_CONSOLE_REPEAT`] times, as the
+/// simulator's console), every reply rendered for its command (INFO raw,
+/// not a quoted bulk). A line the session refuses before splitting it (too
+/// long, unbalanced quotes, empty) gets the session's own error.
+fn console_line(s: &mut Session, client: &str, node: u32, line: &str, max_line: usize) -> String {
+    let argv = (line.len() <= max_line).then(|| cli::parse(line).ok()).flatten().filter(|a| !a.is_empty());
+    let Some(mut argv) = argv else {
+        return s.run_line(client, node, line).unwrap_or_else(|e| e.to_reply()).to_cli();
+    };
+    let repeat = match cli::take_repeat(&mut argv) {
+        Ok(n) => n.min(MAX_CONSOLE_REPEAT),
+        Err(e) => return e.to_string(),
+    };
+    let mut text = String::new();
+    for _ in 0..repeat {
+        let reply = s.run(client, node, &argv).unwrap_or_else(|e| e.to_reply());
+        text.push_str(&cli::render(&argv, &reply));
+    }
+    text.trim_end_matches(['\r', '\n']).to_owned()
 }
 
 /// A built-in lesson by id (`5` is `05`).

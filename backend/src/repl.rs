@@ -18,7 +18,7 @@
 
 use std::io::{BufRead, Write};
 
-use locklab_core::cli::{parse_line, render};
+use locklab_core::cli::{parse_line, render, take_repeat};
 use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
 use thiserror::Error;
@@ -136,16 +136,10 @@ pub fn run_line(target: &mut Target, line: &[u8]) -> Result<Option<String>, ViaE
         return Ok(None);
     }
     // redis-cli: a leading number repeats the command that many times.
-    let mut repeat = 1;
-    if argv.len() > 1 {
-        if let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) {
-            if n <= 0 {
-                return Ok(Some("Invalid redis-cli repeat command option value.\n".into()));
-            }
-            repeat = n;
-            argv.remove(0);
-        }
-    }
+    let repeat = match take_repeat(&mut argv) {
+        Ok(n) => n,
+        Err(e) => return Ok(Some(format!("{e}\n"))),
+    };
     let text = (repeat == 1).then(|| std::str::from_utf8(line).ok()).flatten();
     let mut out = String::new();
     for _ in 0..repeat {

@@ -23,6 +23,9 @@ pub enum CliError {
     /// Unbalanced quotes, or a closing quote glued to the next word.
     #[error("Invalid argument(s)")]
     InvalidArguments,
+    /// A repeat count of zero or less (`0 PING`).
+    #[error("Invalid redis-cli repeat command option value.")]
+    InvalidRepeat,
 }
 
 /// C's `isspace`, which sdssplitargs uses to skip blanks between arguments.
@@ -120,6 +123,28 @@ pub fn parse_line(line: &[u8]) -> Result<Vec<Vec<u8>>, CliError> {
     }
 }
 
+/// The most times a browser console (either driver) runs one line: a typo
+/// like `100000 INCR n` must not freeze the tab, nor send a real server
+/// through the lab more than the rate limit would refuse anyway.
+pub const MAX_CONSOLE_REPEAT: u64 = 1000;
+
+/// redis-cli's repeat prefix: in `3 INCR n` the leading number is not an
+/// argument but how many times to send `INCR n`. Like redis-cli, only a
+/// first argument that is an integer *and* has more arguments after it
+/// counts (`INCR` alone, or a lone `3`, is a command), and zero or less is
+/// refused. Takes the count off `argv` and returns it (1 without one).
+pub fn take_repeat(argv: &mut Vec<Vec<u8>>) -> Result<u64, CliError> {
+    if argv.len() < 2 {
+        return Ok(1);
+    }
+    let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) else { return Ok(1) };
+    if n <= 0 {
+        return Err(CliError::InvalidRepeat);
+    }
+    argv.remove(0);
+    Ok(n as u64)
+}
+
 /// Convenience for tests and lessons: parse a `&str` line.
 pub fn parse(line: &str) -> Result<Vec<Vec<u8>>, CliError> {
     parse_line(line.as_bytes())
@@ -189,5 +214,21 @@ mod tests {
     fn bad_hex_escape_keeps_the_letter() {
         // `\xZZ` is not a hex escape, so `\x` is the escaped letter x.
         assert_eq!(args(r#"ECHO "\xZZ""#), ["ECHO", "xZZ"]);
+    }
+
+    #[test]
+    fn repeat_prefix() {
+        let mut argv = parse("3 INCR n").unwrap();
+        assert_eq!(take_repeat(&mut argv), Ok(3));
+        assert_eq!(argv, parse("INCR n").unwrap());
+        for line in ["INCR n", "3", "x 3"] {
+            let mut argv = parse(line).unwrap();
+            let before = argv.clone();
+            assert_eq!(take_repeat(&mut argv), Ok(1), "{line}");
+            assert_eq!(argv, before);
+        }
+        let mut argv = parse("0 PING").unwrap();
+        assert_eq!(take_repeat(&mut argv), Err(CliError::InvalidRepeat));
+        assert_eq!(CliError::InvalidRepeat.to_string(), "Invalid redis-cli repeat command option value.");
     }
 }

@@ -14,7 +14,7 @@
 //! printed by core's `cli::render`, so what the browser shows is byte for
 //! byte what `redis-cli --no-raw` shows.
 
-use locklab_core::cli::{parse_line, render};
+use locklab_core::cli::{parse_line, render, take_repeat, MAX_CONSOLE_REPEAT};
 use locklab_core::server::db::Value;
 use locklab_core::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
 use locklab_core::trace::{Actor, Event, EventKind, LockChange, Names, Trace, Via};
@@ -210,17 +210,10 @@ impl Lab {
         if argv.is_empty() {
             return String::new();
         }
-        let mut repeat = 1;
-        if argv.len() > 1 {
-            if let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) {
-                if n <= 0 {
-                    return "Invalid redis-cli repeat command option value.\n".into();
-                }
-                // A typo like `100000 INCR n` must not freeze the tab.
-                repeat = n.min(1000);
-                argv.remove(0);
-            }
-        }
+        let repeat = match take_repeat(&mut argv) {
+            Ok(n) => n.min(MAX_CONSOLE_REPEAT),
+            Err(e) => return format!("{e}\n"),
+        };
         let conn = self.conns[client.index()];
         let mut out = String::new();
         for _ in 0..repeat {

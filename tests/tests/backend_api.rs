@@ -74,6 +74,15 @@ async fn websocket_session_streams_events_and_replies() {
     send(&mut ws, json!({"type":"command","client":"B","line":"FLUSHALL"})).await;
     let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
     assert!(text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"), "{text}");
+    // redis-cli's repeat prefix, as the simulator's console has it.
+    send(&mut ws, json!({"type":"command","client":"B","line":"3 INCR n"})).await;
+    let got = until(&mut ws, "reply").await;
+    assert_eq!(got.last().unwrap()["text"], "(integer) 1\n(integer) 2\n(integer) 3");
+    assert_eq!(got.iter().filter(|m| m["event"]["kind"]["type"] == "sent").count(), 3, "{got:?}");
+    send(&mut ws, json!({"type":"command","client":"B","line":"0 INCR n"})).await;
+    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "Invalid redis-cli repeat command option value.");
+    send(&mut ws, json!({"type":"command","client":"B","line":"SET k \"open"})).await;
+    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(error) ERR locklab: Invalid argument(s)");
 
     // The user's own server: faults refused.
     send(&mut ws, json!({"type":"fault","fault":"crash","node":0})).await;
@@ -283,7 +292,9 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     assert_eq!(redlock.lesson["names"]["nodes"], json!(["r1", "r2", "r3", "r4", "r5"]));
     assert_eq!(redlock.done["passed"], true, "{:?}", redlock.results());
     assert!(redlock.events().iter().any(|e| e["kind"]["type"] == "granted"), "a majority grant");
-    let again = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
+    // Without a factor, a Redlock lesson gets its own default of 10×.
+    let again = play(&mut ws, "17").await;
+    assert_eq!(again.lesson["factor"], 10);
     assert_eq!(again.done["passed"], true, "{:?}", again.results());
 
     // A background program runs on between steps: start A's Redlock
