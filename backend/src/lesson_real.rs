@@ -79,11 +79,12 @@ use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealR
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
-use locklab_core::trace::{Actor, Event, EventKind, LockChange, LossReason, Via};
+use locklab_core::trace::{Actor, Event, EventKind, LossReason};
 use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
+use crate::observe::{Cause, LockWatch};
 use crate::real::{RealConnection, RealError};
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{self, NodeState, Topology, TopologyError, TopologyKind};
@@ -323,26 +324,6 @@ pub struct RealEnv<'a> {
     pub topology: &'a mut Topology,
 }
 
-/// Why a lock key changed on a node, as far as the runner can tell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cause {
-    /// A command of client `client` ran on `node`.
-    Cmd { client: u32, node: u32 },
-    /// `node` restarted without its data.
-    Restart(u32),
-    /// Nothing the runner did: expiry (or replication, on a replica).
-    None,
-}
-
-/// What the runner last saw of a lock key on one node.
-#[derive(Clone, Debug)]
-struct Shadow {
-    value: String,
-    /// Session-clock ms at which `PTTL` says it expires.
-    deadline: Option<u64>,
-    owner: Option<u32>,
-}
-
 /// A client program being driven against the real servers.
 struct Running {
     client: String,
@@ -386,8 +367,8 @@ pub struct RealLessonRun {
     last_integer: BTreeMap<String, i64>,
     results: Vec<StepResult>,
     notes: BTreeMap<usize, String>,
-    watch: Vec<String>,
-    shadow: Vec<BTreeMap<String, Shadow>>,
+    /// The lesson's lock keys on every node, as last seen.
+    locks: LockWatch,
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     overlap_since: BTreeMap<String, u64>,
     /// Two clients believed they held the same key at some point.
@@ -458,8 +439,7 @@ impl RealLessonRun {
             last_integer: BTreeMap::new(),
             results: Vec::new(),
             notes: BTreeMap::new(),
-            watch: watched_keys(lesson),
-            shadow: vec![BTreeMap::new(); nodes.len()],
+            locks: LockWatch::new(watched_keys(lesson), nodes.len(), factor),
             beliefs: BTreeMap::new(),
             overlap_since: BTreeMap::new(),
             overlapped: false,
@@ -824,96 +804,25 @@ impl RealLessonRun {
     }
 
     /// Read the watched keys on `only` (or every live node) and turn what
-    /// changed into lock events.
+    /// changed into lock events; a lock a client's command set on the
+    /// master is a grant (Redlock's grants are counted by majority).
     fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
-        if self.watch.is_empty() {
-            return;
-        }
         let infos = env.topology.nodes();
-        for (n, info) in infos.iter().enumerate() {
-            let n = n as u32;
-            if only.is_some_and(|o| o != n) || info.state != NodeState::Up {
-                continue;
-            }
-            let replica = info.role == "replica";
-            for key in self.watch.clone() {
-                let Ok(cur) = env.session.peek(n, &key) else { continue };
-                self.update_shadow(env, n, &key, cur, cause, replica);
-            }
+        let acquired = self.locks.observe(env.session, &infos, only, cause);
+        let redlock = env.topology.kind() == Some(TopologyKind::Redlock5);
+        let master = self.master;
+        for a in acquired.into_iter().filter(|a| !redlock && a.node == master) {
+            let seq = self.grants.entry(a.key.clone()).or_default();
+            *seq += 1;
+            let seq = *seq;
+            self.record(env, None, Actor::Client(a.client), EventKind::Granted { key: a.key, seq });
         }
-        if env.topology.kind() == Some(TopologyKind::Redlock5) {
-            for key in self.watch.clone() {
+        if redlock {
+            for key in self.locks.keys().to_vec() {
                 self.recount_majority(env, &key);
             }
         }
         self.drain(env);
-    }
-
-    fn update_shadow(&mut self, env: &mut RealEnv<'_>, n: u32, key: &str, cur: Option<(String, i64)>, cause: Cause, replica: bool) {
-        let now = env.session.elapsed_ms();
-        let by = match cause {
-            Cause::Cmd { client, node } if node == n => Some(client),
-            _ => None,
-        };
-        let via = match cause {
-            _ if by.is_some() => Via::Command,
-            Cause::Restart(r) if r == n => Via::Restart,
-            _ if replica => Via::Replication,
-            _ => Via::Expiry,
-        };
-        let Some(map) = self.shadow.get_mut(n as usize) else { return };
-        let old = map.get(key).cloned();
-        match (old, cur) {
-            (None, None) => {}
-            (Some(o), None) => {
-                map.remove(key);
-                let at = if via == Via::Expiry { o.deadline.map_or(now, |d| d.min(now)) } else { now };
-                let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Removed { by }, via };
-                self.record(env, Some(at), Actor::Node(n), kind);
-            }
-            (old, Some((value, pttl))) => {
-                let deadline = u64::try_from(pttl).ok().map(|p| now + p);
-                let ttl_ms = u64::try_from(pttl).ok().map(|p| p * self.factor);
-                if let Some(o) = old.as_ref().filter(|o| o.value == value) {
-                    let moved = match (o.deadline, deadline) {
-                        (Some(a), Some(b)) => a.abs_diff(b) > 2,
-                        (None, None) => false,
-                        _ => true,
-                    };
-                    if moved {
-                        if let Some(s) = map.get_mut(key) {
-                            s.deadline = deadline;
-                        }
-                        let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Renewed { ttl_ms }, via };
-                        self.record(env, Some(now), Actor::Node(n), kind);
-                    }
-                    return;
-                }
-                let owner = match by {
-                    Some(c) => Some(c),
-                    None if replica => self
-                        .shadow
-                        .iter()
-                        .filter_map(|m| m.get(key))
-                        .find(|s| s.value == value && s.owner.is_some())
-                        .and_then(|s| s.owner),
-                    None => None,
-                };
-                if let Some(map) = self.shadow.get_mut(n as usize) {
-                    map.insert(key.to_owned(), Shadow { value: value.clone(), deadline, owner });
-                }
-                let kind = EventKind::Lock { key: key.to_owned(), change: LockChange::Acquired { owner, value, ttl_ms }, via };
-                self.record(env, Some(now), Actor::Node(n), kind);
-                if let (Some(c), false) = (by, env.topology.kind() == Some(TopologyKind::Redlock5)) {
-                    if n == self.master {
-                        let seq = self.grants.entry(key.to_owned()).or_default();
-                        *seq += 1;
-                        let seq = *seq;
-                        self.record(env, Some(now), Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
-                    }
-                }
-            }
-        }
     }
 
     /// Redlock: who holds `key` on a majority of the live masters now?
@@ -925,7 +834,7 @@ impl RealLessonRun {
             if info.state != NodeState::Up {
                 continue;
             }
-            if let Some(o) = self.shadow.get(n).and_then(|m| m.get(key)).and_then(|s| s.owner) {
+            if let Some(o) = self.locks.owner_on(n, key) {
                 *counts.entry(o).or_default() += 1;
             }
         }
@@ -1024,13 +933,8 @@ impl RealLessonRun {
                 std::thread::sleep(self.wall(*down_ms));
                 topo(env, topology::Fault::Restart { node: *node })?;
                 env.session.forget_node(*node);
-                if let Some(m) = self.shadow.get_mut(*node as usize) {
-                    // Its data is gone: say so in the trace.
-                    let keys: Vec<String> = m.keys().cloned().collect();
-                    for k in keys {
-                        self.update_shadow(env, *node, &k, None, Cause::Restart(*node), false);
-                    }
-                }
+                // Its data is gone: say so in the trace.
+                self.locks.forget_node(env.session, *node);
                 Ok(Some(format!("restarted the process on the same port after {} ms, empty (no persistence)", down_ms / self.factor)))
             }
             Fault::PromoteReplica { node } => {
@@ -1101,9 +1005,7 @@ impl RealLessonRun {
         let machine = Machine::new(program, nodes).map_err(|e| e.to_string())?;
         let cid = env.session.client(client).map_err(|e| e.to_string())?;
         for k in program.lock_keys() {
-            if !self.watch.contains(&k) {
-                self.watch.push(k);
-            }
+            self.locks.add(&k);
         }
         // The simulator's stream for this client, so tokens and jitter
         // are drawn the same way.

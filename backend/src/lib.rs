@@ -20,6 +20,8 @@
 //! * [`session`] — a sandboxed lab session on real servers: key prefix,
 //!   ACL user, refused commands, limits, and the same trace events.
 //! * [`topology`] — managed redis-server topologies and real faults.
+//! * [`observe`] — lock keys watched on real servers, turned into the
+//!   simulator's `Lock` events.
 //! * [`api`] — `/api/real/health` and the `/api/session` WebSocket.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
@@ -28,6 +30,7 @@ pub mod bench;
 pub mod explore;
 pub mod lesson_real;
 pub mod lessons;
+pub mod observe;
 pub mod real;
 pub mod redis_server;
 pub mod repl;
