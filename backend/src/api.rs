@@ -92,6 +92,8 @@ use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
 use locklab_core::cli::{self, MAX_CONSOLE_REPEAT};
 use locklab_core::reply::Reply;
+use locklab_core::server::table::{self, flags};
+use locklab_core::server::Profile;
 use locklab_core::trace::{Event, Names};
 use serde::{Deserialize, Serialize};
 
@@ -99,6 +101,7 @@ use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
 use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
+use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
@@ -314,6 +317,10 @@ struct Lab {
     /// The lesson being played on `session`, if any.
     run: Option<RealLessonRun>,
     session: Option<Session>,
+    /// Free play's locks: the keys a client took with `SET … NX` or
+    /// `SETNX` on `session`, watched as the simulator's console watches
+    /// them, so they get lock bars too. Made with each session.
+    free: LockWatch,
     topology: Option<Topology>,
     _slot: Option<ManagedSlot>,
     state: ApiState,
@@ -321,7 +328,7 @@ struct Lab {
 
 impl Lab {
     fn new(state: ApiState) -> Self {
-        Lab { run: None, session: None, topology: None, _slot: None, state }
+        Lab { run: None, session: None, free: LockWatch::new(Vec::new(), 0, 1), topology: None, _slot: None, state }
     }
 
     fn handle(&mut self, msg: ClientMsg) -> Vec<ServerMsg> {
@@ -332,15 +339,35 @@ impl Lab {
                     out.push(ServerMsg::Reply { client, text: Reply::Error(e).to_cli() });
                     return out;
                 }
-                let Some(s) = self.session.as_mut() else { return out };
+                let (Some(s), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else { return out };
                 let clients_before = s.names().clients.len();
-                let text = console_line(s, &client, node, &line, self.state.pool.limits().max_line);
+                let (run, free) = (&mut self.run, &mut self.free);
+                // After each command, the lock keys it may have changed: the
+                // lesson's during a run, free play's otherwise.
+                let text = console_line(s, &client, node, &line, self.state.pool.limits().max_line, |s, cid, node, argv, reply| {
+                    match run.as_mut() {
+                        Some(run) => run.observe_console(&mut RealEnv { session: s, topology: &mut *topology }, cid, node),
+                        None => {
+                            let took = acquired_key(argv, reply);
+                            if let Some(key) = &took {
+                                free.add(key);
+                            }
+                            if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
+                                free.observe(s, &topology.nodes(), Some(node), Cause::Cmd { client: cid, node });
+                            }
+                        }
+                    }
+                });
                 if s.names().clients.len() != clients_before {
                     out.push(ServerMsg::Names { names: s.names().clone() });
                 }
                 let mut events = s.take_events();
                 if let Some(run) = self.run.as_mut() {
-                    events = run.restamp(events);
+                    // The run's observer drained the command's events into
+                    // its own, restamped; what is left came after.
+                    let late = run.restamp(events);
+                    events = run.take_events();
+                    events.extend(late);
                 }
                 out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
                 out.push(ServerMsg::Reply { client, text });
@@ -501,16 +528,30 @@ impl Lab {
         }
     }
 
-    /// When a running lesson's background program next needs serving.
+    /// When a running lesson's background program next needs serving, or
+    /// (in free play) a watched lock is due to expire.
     fn program_deadline(&self) -> Option<std::time::Instant> {
-        self.run.as_ref().and_then(RealLessonRun::next_deadline)
+        match (&self.run, &self.session) {
+            (Some(run), _) => run.next_deadline(),
+            (None, Some(s)) => self.free.next_deadline().map(|d| {
+                // A millisecond late, so the key is surely gone when we look.
+                let wait = d.saturating_sub(s.elapsed_ms()) + 1;
+                std::time::Instant::now() + std::time::Duration::from_millis(wait)
+            }),
+            (None, None) => None,
+        }
     }
 
-    /// Serve the lesson's background programs (their timers that are due):
-    /// the events that produced.
+    /// Serve the lesson's background programs (their timers that are due),
+    /// or look at free play's locks that are due to expire: the events
+    /// that produced.
     fn serve_programs(&mut self) -> Vec<ServerMsg> {
         let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
         else {
+            if let (None, Some(s), Some(t)) = (&self.run, self.session.as_mut(), self.topology.as_ref()) {
+                self.free.observe(s, &t.nodes(), None, Cause::None);
+                return s.take_events().into_iter().map(|event| ServerMsg::Event { event }).collect();
+            }
             return Vec::new();
         };
         let mut env = RealEnv { session, topology };
@@ -556,6 +597,7 @@ impl Lab {
         }
         let Some(topo) = self.topology.as_ref() else { return Err("no topology".into()) };
         let s = self.state.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
+        self.free = LockWatch::new(Vec::new(), topo.nodes().len(), 1);
         out.push(ServerMsg::Hello {
             session: s.id().into(),
             prefix: s.prefix().into(),
@@ -573,7 +615,16 @@ impl Lab {
 /// simulator's console), every reply rendered for its command (INFO raw,
 /// not a quoted bulk). A line the session refuses before splitting it (too
 /// long, unbalanced quotes, empty) gets the session's own error.
-fn console_line(s: &mut Session, client: &str, node: u32, line: &str, max_line: usize) -> String {
+/// `after` runs after each command that got a reply, with the client's
+/// index and the node the command went to (a cluster routes it by slot).
+fn console_line(
+    s: &mut Session,
+    client: &str,
+    node: u32,
+    line: &str,
+    max_line: usize,
+    mut after: impl FnMut(&mut Session, u32, u32, &[Vec<u8>], &Reply),
+) -> String {
     let argv = (line.len() <= max_line).then(|| cli::parse(line).ok()).flatten().filter(|a| !a.is_empty());
     let Some(mut argv) = argv else {
         return s.run_line(client, node, line).unwrap_or_else(|e| e.to_reply()).to_cli();
@@ -584,10 +635,27 @@ fn console_line(s: &mut Session, client: &str, node: u32, line: &str, max_line: 
     };
     let mut text = String::new();
     for _ in 0..repeat {
-        let reply = s.run(client, node, &argv).unwrap_or_else(|e| e.to_reply());
+        let routed = s.route(node, &argv);
+        let reply = match s.run(client, node, &argv) {
+            Ok(reply) => {
+                if let Ok(cid) = s.client(client) {
+                    after(s, cid, routed, &argv, &reply);
+                }
+                reply
+            }
+            Err(e) => e.to_reply(),
+        };
         text.push_str(&cli::render(&argv, &reply));
     }
     text.trim_end_matches(['\r', '\n']).to_owned()
+}
+
+/// Can `argv` change a lock key? A write, a script or function (whatever
+/// it touches), or `EXEC` (whatever it queued). Reads cannot, so free play
+/// does not look after them.
+fn may_change_locks(argv: &[Vec<u8>]) -> bool {
+    let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else { return false };
+    cmd.flags & flags::WRITE != 0 || matches!(cmd.name, "eval" | "evalsha" | "fcall" | "exec")
 }
 
 /// A built-in lesson by id (`5` is `05`).
@@ -608,7 +676,8 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         // A lesson's background program (a Redlock holder working, then
         // extending or releasing) keeps running between two `lesson_step`
         // messages, as it would in a real process: wake at its next timer
-        // and serve it, sending its events as they happen.
+        // and serve it, sending its events as they happen. In free play,
+        // wake when a watched lock is due to expire, so its bar ends then.
         let due = lab.as_ref().and_then(Lab::program_deadline);
         let incoming = match due {
             Some(at) => tokio::select! {

@@ -803,6 +803,14 @@ impl RealLessonRun {
         Ok(reply)
     }
 
+    /// After an off-script console command of client `cid` on `node`: the
+    /// lesson's lock keys it may have changed, now rather than at the next
+    /// step. Its events (the command's too) are in
+    /// [`take_events`](RealLessonRun::take_events).
+    pub fn observe_console(&mut self, env: &mut RealEnv<'_>, cid: u32, node: u32) {
+        self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+    }
+
     /// Read the watched keys on `only` (or every live node) and turn what
     /// changed into lock events; a lock a client's command set on the
     /// master is a grant (Redlock's grants are counted by majority).

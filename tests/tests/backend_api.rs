@@ -61,7 +61,8 @@ async fn websocket_session_streams_events_and_replies() {
         .filter(|m| m["type"] == "event")
         .map(|m| m["event"]["kind"]["type"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["sent", "executed", "received"], "{got:?}");
+    // SET … NX answered OK: a lock taken, observed on the server.
+    assert_eq!(kinds, ["sent", "executed", "received", "lock"], "{got:?}");
     assert_eq!(got.last().unwrap(), &json!({"type":"reply","client":"A","text":"OK"}));
 
     send(&mut ws, json!({"type":"command","client":"B","line":"SET k w NX"})).await;
@@ -357,5 +358,56 @@ async fn cluster_lesson_and_console_on_a_real_cluster() {
     assert!(text.contains("can't run this command"), "{text}");
     send(&mut ws, json!({"type":"command","client":"B","line":"GET foo","node":1})).await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "\"bar\"");
+    ws.close(None).await.unwrap();
+}
+
+/// Free play on the real driver has lock bars, as the simulator's console
+/// does: a `SET … NX` that answers OK is a lock taken, a `DEL` of it ends
+/// it at once, and an expiry ends it on its own, without anyone typing.
+/// During a lesson run, an off-script command that removes the lesson's
+/// lock shows at once, not at the next step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
+    let server = RedisServer::start();
+    let addr = serve(ApiState::new(Some(server.url()))).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let lock_events = |got: &[Value]| -> Vec<String> {
+        got.iter()
+            .filter(|m| m["type"] == "event" && m["event"]["kind"]["type"] == "lock")
+            .map(|m| {
+                let k = &m["event"]["kind"];
+                format!("{} {} {}", k["key"].as_str().unwrap(), k["change"]["change"].as_str().unwrap(), k["via"].as_str().unwrap())
+            })
+            .collect()
+    };
+    send(&mut ws, json!({"type":"command","client":"A","line":"SET lock A NX PX 60000"})).await;
+    let got = until(&mut ws, "reply").await;
+    assert_eq!(lock_events(&got), ["lock acquired command"], "{got:?}");
+    // A read does not change it; a DEL by B ends it, by B.
+    send(&mut ws, json!({"type":"command","client":"B","line":"GET lock"})).await;
+    assert!(lock_events(&until(&mut ws, "reply").await).is_empty());
+    send(&mut ws, json!({"type":"command","client":"B","line":"DEL lock"})).await;
+    let got = until(&mut ws, "reply").await;
+    assert_eq!(lock_events(&got), ["lock removed command"], "{got:?}");
+    let removed = got.iter().find(|m| m["event"]["kind"]["type"] == "lock").unwrap();
+    assert_eq!(removed["event"]["kind"]["change"]["by"], 1, "B is client 1: {removed}");
+
+    // Expiry with nobody typing: the backend looks when the TTL runs out.
+    send(&mut ws, json!({"type":"command","client":"A","line":"SET lock2 A NX PX 200"})).await;
+    assert_eq!(lock_events(&until(&mut ws, "reply").await), ["lock2 acquired command"]);
+    let got = until(&mut ws, "event").await;
+    assert_eq!(lock_events(&got), ["lock2 removed expiry"], "{got:?}");
+
+    // A lesson run: lesson 07's lock, deleted off script by B.
+    send(&mut ws, json!({"type":"lesson","id":"07","factor":1})).await;
+    until(&mut ws, "lesson").await;
+    for _ in 0..3 {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        until(&mut ws, "step").await;
+    }
+    send(&mut ws, json!({"type":"command","client":"B","line":"DEL lock:order:1001"})).await;
+    let got = until(&mut ws, "reply").await;
+    assert_eq!(got.last().unwrap()["text"], "(integer) 1");
+    assert_eq!(lock_events(&got), ["lock:order:1001 removed command"], "{got:?}");
     ws.close(None).await.unwrap();
 }
