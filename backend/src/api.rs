@@ -126,6 +126,13 @@ impl ApiState {
     pub fn with_limits(redis: Option<String>, limits: Limits) -> Self {
         ApiState { redis, pool: SessionPool::new(limits), managed: Arc::new(AtomicUsize::new(0)) }
     }
+
+    /// Lab sessions open right now, over all WebSockets: a socket's
+    /// session is dropped (and its ACL user deleted) a little after the
+    /// socket closes, which a caller that stops the server can wait for.
+    pub fn live_sessions(&self) -> usize {
+        self.pool.live()
+    }
 }
 
 /// `/api/health` (and its older name `/api/real/health`) and
