@@ -669,5 +669,22 @@ async fn drop_lab(lab: Option<Lab>) {
 /// Serve [`api_router`] alone on an already bound listener (tests bind
 /// port 0; the lead's `serve` merges the router into the web app instead).
 pub async fn serve_listener(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
-    axum::serve(listener, api_router(state)).await
+    axum::serve(no_delay(listener), api_router(state)).await
+}
+
+/// `listener`, with Nagle's algorithm off on every connection it accepts.
+///
+/// A command's answer is several small WebSocket frames (its events, then
+/// its reply). With Nagle on, a frame written while the one before is not
+/// yet acknowledged waits for that ACK, and the peer delays its ACK (40 ms
+/// on Linux) while it waits for more data it could piggyback on: every
+/// command then took some 40 ms over loopback, ~11 lock cycles/s instead of
+/// thousands. The lab is interactive and latency is what the timeline
+/// shows, so every write goes out at once.
+pub fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        // Best effort: a socket that refuses is still correct, only slower.
+        let _ = tcp.set_nodelay(true);
+    })
 }
