@@ -591,8 +591,15 @@ fn find_lesson(id: &str) -> Result<Lesson, String> {
 
 async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl IntoResponse {
     let max = state.pool.limits().max_line + 4096;
-    ws.max_message_size(max).on_upgrade(move |socket| run_socket(socket, state))
+    ws.max_message_size(max).read_buffer_size(READ_BUFFER).on_upgrade(move |socket| run_socket(socket, state))
 }
+
+/// The WebSocket's read buffer. tungstenite zero-fills up to this much
+/// before *every* read of the socket, and its default (128 KiB) made that
+/// memset a visible share of a command's cost; a command message is a few
+/// hundred bytes. A larger message (a script up to `max_line`) still
+/// arrives whole, only in more reads.
+const READ_BUFFER: usize = 8 * 1024;
 
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
@@ -631,14 +638,29 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 }
             }
         };
-        for r in replies {
-            let Ok(json) = serde_json::to_string(&r) else { continue };
-            if tx.send(Message::Text(json.into())).await.is_err() {
-                return drop_lab(lab).await;
-            }
+        if send_all(&mut tx, replies).await.is_err() {
+            return drop_lab(lab).await;
         }
     }
     drop_lab(lab).await;
+}
+
+/// Send one message's answer: every message its own text frame, as the
+/// clients expect, but queued first and flushed once, so a command's
+/// events and reply leave in one write (one syscall, one wake-up of the
+/// peer) rather than one per frame.
+async fn send_all(
+    tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    replies: Vec<ServerMsg>,
+) -> Result<(), axum::Error> {
+    if replies.is_empty() {
+        return Ok(());
+    }
+    for r in replies {
+        let Ok(json) = serde_json::to_string(&r) else { continue };
+        tx.feed(Message::Text(json.into())).await?;
+    }
+    tx.flush().await
 }
 
 /// Run `work` on the lab on tokio's blocking pool (sessions call the
