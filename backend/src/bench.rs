@@ -157,10 +157,13 @@ pub fn wire_report(real_port: u16) -> std::io::Result<String> {
 /// the figure shows throughput rather than one client's latency.
 pub const CONCURRENT_CLIENTS: usize = 8;
 
-/// Every figure is measured in this many rounds that alternate between the
-/// paths, so a burst of other load on the machine hits all of them rather
-/// than one; the best round is reported.
-const ROUNDS: u32 = 3;
+/// Every figure is measured in this many short rounds that alternate
+/// between the paths, so a burst of other load on the machine hits all of
+/// them rather than one; the best round is reported. Many rounds, because
+/// a loopback round trip on a small VM is bimodal (a core woken from idle
+/// answers several times slower than a busy one), and a few long rounds
+/// could give one path only slow phases and another only fast ones.
+const ROUNDS: u32 = 10;
 
 /// The target: the backend adds at most this much, in percent.
 const TARGET_PERCENT: f64 = 15.0;
