@@ -128,6 +128,13 @@ impl ApiState {
     pub fn with_limits(redis: Option<String>, limits: Limits) -> Self {
         ApiState { redis, pool: SessionPool::new(limits), managed: Arc::new(AtomicUsize::new(0)) }
     }
+
+    /// Lab sessions open right now, over all WebSockets: a socket's
+    /// session is dropped (and its ACL user deleted) a little after the
+    /// socket closes, which a caller that stops the server can wait for.
+    pub fn live_sessions(&self) -> usize {
+        self.pool.live()
+    }
 }
 
 /// `/api/health` (and its older name `/api/real/health`) and
@@ -666,8 +673,15 @@ fn find_lesson(id: &str) -> Result<Lesson, String> {
 
 async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl IntoResponse {
     let max = state.pool.limits().max_line + 4096;
-    ws.max_message_size(max).on_upgrade(move |socket| run_socket(socket, state))
+    ws.max_message_size(max).read_buffer_size(READ_BUFFER).on_upgrade(move |socket| run_socket(socket, state))
 }
+
+/// The WebSocket's read buffer. tungstenite zero-fills up to this much
+/// before *every* read of the socket, and its default (128 KiB) made that
+/// memset a visible share of a command's cost; a command message is a few
+/// hundred bytes. A larger message (a script up to `max_line`) still
+/// arrives whole, only in more reads.
+const READ_BUFFER: usize = 8 * 1024;
 
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
@@ -707,14 +721,29 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 }
             }
         };
-        for r in replies {
-            let Ok(json) = serde_json::to_string(&r) else { continue };
-            if tx.send(Message::Text(json.into())).await.is_err() {
-                return drop_lab(lab).await;
-            }
+        if send_all(&mut tx, replies).await.is_err() {
+            return drop_lab(lab).await;
         }
     }
     drop_lab(lab).await;
+}
+
+/// Send one message's answer: every message its own text frame, as the
+/// clients expect, but queued first and flushed once, so a command's
+/// events and reply leave in one write (one syscall, one wake-up of the
+/// peer) rather than one per frame.
+async fn send_all(
+    tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    replies: Vec<ServerMsg>,
+) -> Result<(), axum::Error> {
+    if replies.is_empty() {
+        return Ok(());
+    }
+    for r in replies {
+        let Ok(json) = serde_json::to_string(&r) else { continue };
+        tx.feed(Message::Text(json.into())).await?;
+    }
+    tx.flush().await
 }
 
 /// Run `work` on the lab on tokio's blocking pool (sessions call the
@@ -745,5 +774,22 @@ async fn drop_lab(lab: Option<Lab>) {
 /// Serve [`api_router`] alone on an already bound listener (tests bind
 /// port 0; the lead's `serve` merges the router into the web app instead).
 pub async fn serve_listener(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
-    axum::serve(listener, api_router(state)).await
+    axum::serve(no_delay(listener), api_router(state)).await
+}
+
+/// `listener`, with Nagle's algorithm off on every connection it accepts.
+///
+/// A command's answer is several small WebSocket frames (its events, then
+/// its reply). With Nagle on, a frame written while the one before is not
+/// yet acknowledged waits for that ACK, and the peer delays its ACK (40 ms
+/// on Linux) while it waits for more data it could piggyback on: every
+/// command then took some 40 ms over loopback, ~11 lock cycles/s instead of
+/// thousands. The lab is interactive and latency is what the timeline
+/// shows, so every write goes out at once.
+pub fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        // Best effort: a socket that refuses is still correct, only slower.
+        let _ = tcp.set_nodelay(true);
+    })
 }

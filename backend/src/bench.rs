@@ -7,13 +7,26 @@
 //! redis-server over loopback, one round trip per command, as a client
 //! library would do it. Numbers are wall-clock and belong here, never in a
 //! test.
+//!
+//! [`backend_report`] then asks what the lab's backend costs on top of that
+//! real server: the same lock cycle direct, through a lab session in this
+//! process, and through the `/api/session` WebSocket a browser uses, with
+//! one client and with several.
 
 use std::time::{Duration, Instant};
 
 use locklab_core::server::{Node, Profile};
 use locklab_core::Reply;
 
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use thiserror::Error;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use crate::api::{serve_listener, ApiState};
 use crate::real::{RealConnection, RealError};
+use crate::session::{acl_rules, display_addr, Limits, NodeTarget, SessionError, SessionPool};
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =
@@ -134,4 +147,384 @@ pub fn wire_report(real_port: u16) -> std::io::Result<String> {
     let mut out = String::from("\nredis-benchmark -t set,get,incr -n 200000 -P 16 -q, redis-server vs sim-server:\n");
     out.push_str(&sim_server::benchmark(&tool, real_port, sim.port())?);
     Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// The backend's cost: direct vs a lab session vs the WebSocket.
+
+/// Clients in the concurrent figures: enough to keep a single-threaded
+/// redis-server busy while each client waits out its own round trips, so
+/// the figure shows throughput rather than one client's latency.
+pub const CONCURRENT_CLIENTS: usize = 8;
+
+/// Every figure is measured in this many short rounds that alternate
+/// between the paths, so a burst of other load on the machine hits all of
+/// them rather than one; the best round is reported. Many rounds, because
+/// a loopback round trip on a small VM is bimodal (a core woken from idle
+/// answers several times slower than a busy one), and a few long rounds
+/// could give one path only slow phases and another only fast ones.
+const ROUNDS: u32 = 10;
+
+/// The target: the backend adds at most this much, in percent.
+const TARGET_PERCENT: f64 = 15.0;
+
+/// The lock cycle as the console sends it (the release is the Lua
+/// compare-and-delete), and what redis-cli prints for each half.
+const ACQUIRE_LINE: &str = "SET lock tok NX PX 10000";
+const RELEASE_LINE: &str =
+    "EVAL \"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end\" 1 lock tok";
+
+/// Why one figure of [`backend_report`] could not be measured.
+#[derive(Debug, Error)]
+pub enum BackendBenchError {
+    #[error(transparent)]
+    Real(#[from] RealError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("WebSocket: {0}")]
+    WebSocket(#[from] tungstenite::Error),
+    /// A cycle did not acquire and release the lock: its rate would not be
+    /// a rate of lock cycles.
+    #[error("lock cycle misbehaved: {0}")]
+    Misbehaved(String),
+    #[error("the backend closed the WebSocket")]
+    Closed,
+}
+
+/// The four ways the bench sends a lock cycle to the same server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// The `redis` crate, one connection per client, no lab in between.
+    Direct,
+    /// The same, authenticated as a user with a session's ACL rules: what
+    /// Redis's own ACL checks cost, apart from what the lab costs.
+    DirectAcl,
+    /// [`Session::run_line`](crate::session::Session::run_line) in this process: table check, key prefix,
+    /// ACL user, trace events; no network hop of its own.
+    Session,
+    /// `/api/session` served on a loopback port, a WebSocket client per
+    /// lab client: what a browser or `locklab cli --via` goes through.
+    WebSocket,
+}
+
+impl Path {
+    const ALL: [Path; 4] = [Path::Direct, Path::DirectAcl, Path::Session, Path::WebSocket];
+
+    fn label(self) -> &'static str {
+        match self {
+            Path::Direct => "direct (redis crate)",
+            Path::DirectAcl => "direct as an ACL user",
+            Path::Session => "lab session, in-process",
+            Path::WebSocket => "backend over WebSocket",
+        }
+    }
+
+    fn measure(self, url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+        match self {
+            Path::Direct => direct_cycles(url, None, clients, budget),
+            Path::DirectAcl => {
+                let user = format!("bench-{}", crate::session::random_hex(8));
+                let pw = crate::session::random_hex(16);
+                let mut admin = RealConnection::open(url)?;
+                let mut argv = args(&["ACL", "SETUSER"]);
+                argv.extend(acl_rules(&user, &pw, "bench:direct:").into_iter().map(String::into_bytes));
+                expect(admin.execute(&argv)?, &Reply::ok(), "ACL SETUSER")?;
+                let r = direct_cycles(url, Some((&user, &pw)), clients, budget);
+                let _ = admin.execute(&args(&["ACL", "DELUSER", &user]));
+                r
+            }
+            Path::Session => session_cycles(url, clients, budget),
+            Path::WebSocket => websocket_cycles(url, clients, budget),
+        }
+    }
+}
+
+/// `Ok` when the server answered `want`.
+fn expect(got: Reply, want: &Reply, what: &str) -> Result<(), BackendBenchError> {
+    if &got == want {
+        Ok(())
+    } else {
+        Err(BackendBenchError::Misbehaved(format!("{what} answered {}", got.to_cli())))
+    }
+}
+
+/// Run `cycle` for every client on a thread of its own until `budget` has
+/// passed, and return the cycles per second of all of them together. Each
+/// client runs one cycle before the clock starts (a session's first command
+/// creates its ACL user, which is not what is measured).
+fn threaded<C: Send>(
+    clients: Vec<C>,
+    budget: Duration,
+    cycle: impl Fn(&mut C) -> Result<(), BackendBenchError> + Sync,
+) -> Result<f64, BackendBenchError> {
+    let barrier = std::sync::Barrier::new(clients.len() + 1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .into_iter()
+            .map(|mut c| {
+                let (barrier, cycle) = (&barrier, &cycle);
+                scope.spawn(move || -> Result<u64, BackendBenchError> {
+                    let warm = cycle(&mut c);
+                    // Every thread reaches the barrier, failed or not, or
+                    // the others would wait for it forever.
+                    barrier.wait();
+                    warm?;
+                    let deadline = Instant::now() + budget;
+                    let mut n = 0u64;
+                    while Instant::now() < deadline {
+                        cycle(&mut c)?;
+                        n += 1;
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut total = 0u64;
+        let mut failure = None;
+        for w in workers {
+            match w.join() {
+                Ok(Ok(n)) => total += n,
+                Ok(Err(e)) => failure = failure.or(Some(e)),
+                Err(_) => failure = failure.or(Some(BackendBenchError::Misbehaved("a client thread panicked".into()))),
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(total as f64 / start.elapsed().as_secs_f64()),
+        }
+    })
+}
+
+/// Lock cycles per second with the `redis` crate straight to the server,
+/// one connection (and key) per client.
+fn direct_cycles(url: &str, auth: Option<(&str, &str)>, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+    let mut conns = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let mut c = RealConnection::open(url)?;
+        if let Some((user, pw)) = auth {
+            expect(c.execute(&args(&["AUTH", user, pw]))?, &Reply::ok(), "AUTH")?;
+        }
+        let key = format!("bench:direct:{i}:lock");
+        let acquire = args(&["SET", &key, "tok", "NX", "PX", "10000"]);
+        let release = args(&["EVAL", RELEASE, "1", &key, "tok"]);
+        conns.push((c, acquire, release));
+    }
+    threaded(conns, budget, |(c, acquire, release)| {
+        expect(c.execute(acquire)?, &Reply::ok(), "SET NX")?;
+        expect(c.execute(release)?, &Reply::Integer(1), "the release")
+    })
+}
+
+/// Limits for the bench's sessions: the defaults, without the rate limit
+/// (the point is what the walls cost, not the limit).
+fn unlimited() -> Limits {
+    Limits { commands_per_sec: f64::INFINITY, max_sessions: CONCURRENT_CLIENTS + 1, ..Limits::default() }
+}
+
+/// Lock cycles per second through lab sessions in this process, one per
+/// client, each line parsed as the console sends it; the events are drained
+/// after every cycle, as the WebSocket does after every command.
+fn session_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+    let pool = SessionPool::new(unlimited());
+    let mut sessions = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        sessions.push(pool.open(vec![NodeTarget::new("redis", url)])?);
+    }
+    threaded(sessions, budget, |s| {
+        expect(s.run_line("A", 0, ACQUIRE_LINE)?, &Reply::ok(), "SET NX")?;
+        expect(s.run_line("A", 0, RELEASE_LINE)?, &Reply::Integer(1), "the release")?;
+        s.take_events();
+        Ok(())
+    })
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// What the bench reads of a server message.
+#[derive(Deserialize)]
+struct Incoming {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Send one `command` message and read messages until its `reply`, which
+/// must be `want` (as redis-cli prints it). Every message is parsed, as a
+/// browser parses every one.
+async fn ws_command(ws: &mut Ws, msg: &tungstenite::Utf8Bytes, want: &str) -> Result<(), BackendBenchError> {
+    ws.send(Message::Text(msg.clone())).await?;
+    loop {
+        let frame = ws.next().await.ok_or(BackendBenchError::Closed)??;
+        let Message::Text(text) = frame else { continue };
+        let m: Incoming = serde_json::from_str(&text).map_err(|e| BackendBenchError::Misbehaved(format!("bad message: {e}")))?;
+        match m.kind.as_str() {
+            "reply" if m.text.as_deref() == Some(want) => return Ok(()),
+            "reply" => return Err(BackendBenchError::Misbehaved(format!("reply {:?}, expected {want:?}", m.text))),
+            "error" => return Err(BackendBenchError::Misbehaved(m.message.unwrap_or_default())),
+            _ => {}
+        }
+    }
+}
+
+/// One lock cycle over a WebSocket.
+async fn ws_cycle(ws: &mut Ws, acquire: &tungstenite::Utf8Bytes, release: &tungstenite::Utf8Bytes) -> Result<(), BackendBenchError> {
+    ws_command(ws, acquire, "OK").await?;
+    ws_command(ws, release, "(integer) 1").await
+}
+
+/// Lock cycles per second through `/api/session`: the API router served on
+/// a loopback port of a runtime of its own, one WebSocket (so one lab
+/// session) per client, every command a `command` message answered by its
+/// events and its `reply`.
+fn websocket_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
+        let server = tokio::spawn(serve_listener(listener, state.clone()));
+        let command = |line: &str| -> tungstenite::Utf8Bytes {
+            serde_json::json!({"type": "command", "client": "A", "line": line}).to_string().into()
+        };
+        let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
+        let mut sockets = Vec::with_capacity(clients);
+        for _ in 0..clients {
+            // As a browser connects: Nagle off (browsers set TCP_NODELAY),
+            // and a read buffer that tungstenite does not zero-fill 128 KiB
+            // of before every read, a client-side cost a browser does not
+            // have and which is not the backend's.
+            let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
+            let ws_url = format!("ws://{addr}/api/session");
+            let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
+            // The first command opens the session (and its ACL user).
+            ws_cycle(&mut ws, &acquire, &release).await?;
+            sockets.push(ws);
+        }
+        let start = Instant::now();
+        let deadline = start + budget;
+        // A task per client, so they run side by side like separate browsers.
+        let tasks: Vec<_> = sockets
+            .into_iter()
+            .map(|mut ws| {
+                let (acquire, release) = (acquire.clone(), release.clone());
+                tokio::spawn(async move {
+                    let mut n = 0u64;
+                    while Instant::now() < deadline {
+                        ws_cycle(&mut ws, &acquire, &release).await?;
+                        n += 1;
+                    }
+                    Ok::<(u64, Ws), BackendBenchError>((n, ws))
+                })
+            })
+            .collect();
+        let mut total = 0u64;
+        let mut failure = None;
+        let mut done = Vec::with_capacity(clients);
+        for t in tasks {
+            match t.await {
+                Ok(Ok((n, ws))) => {
+                    total += n;
+                    done.push(ws);
+                }
+                Ok(Err(e)) => failure = failure.or(Some(e)),
+                Err(e) => failure = failure.or(Some(BackendBenchError::Misbehaved(format!("a client task failed: {e}")))),
+            }
+        }
+        let rate = total as f64 / start.elapsed().as_secs_f64();
+        // Close politely and let the backend drop its labs, which deletes
+        // their ACL users on the server; then stop serving.
+        for mut ws in done {
+            let _ = ws.close(None).await;
+        }
+        let wait = Instant::now() + Duration::from_secs(5);
+        while state.live_sessions() > 0 && Instant::now() < wait {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        server.abort();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(rate),
+        }
+    })
+}
+
+/// One figure: the best round's rate, or why it could not be measured.
+type Figure = Result<f64, String>;
+
+/// Lock cycles per second (`SET lock tok NX PX 10000`, then the Lua
+/// compare-and-delete `EVAL`) on the server at `url`, four ways: directly
+/// with the `redis` crate; directly as an ACL user with a session's rules;
+/// through a lab [`Session`](crate::session::Session) in this process (table check, key prefix, ACL
+/// user, trace events); and through the backend's `/api/session`
+/// WebSocket, as a browser drives it. Each with one client and with
+/// [`CONCURRENT_CLIENTS`], the rate limit lifted (the point is what the lab
+/// costs, not the limit), about `seconds` per figure. Returns a report
+/// with each path's overhead against direct; the target is that
+/// the backend adds at most 15 %.
+pub fn backend_report(url: &str, seconds: f64) -> String {
+    let secs = if seconds.is_finite() && seconds > 0.0 { seconds.min(600.0) } else { 1.0 };
+    let round = Duration::from_secs_f64(secs / f64::from(ROUNDS));
+    let counts = [1, CONCURRENT_CLIENTS];
+    let mut best: Vec<Vec<Figure>> = counts.iter().map(|_| Path::ALL.iter().map(|_| Ok(0.0)).collect()).collect();
+    for _ in 0..ROUNDS {
+        for (ci, &clients) in counts.iter().enumerate() {
+            for (pi, path) in Path::ALL.iter().enumerate() {
+                let slot = &mut best[ci][pi];
+                if let Ok(so_far) = *slot {
+                    *slot = path.measure(url, clients, round).map(|r| r.max(so_far)).map_err(|e| e.to_string());
+                }
+            }
+        }
+    }
+    let mut out = format!(
+        "lock cycles/s on {} (SET NX PX + EVAL release; best of {ROUNDS} alternating rounds of {:.2} s):\n",
+        display_addr(url),
+        round.as_secs_f64()
+    );
+    out.push_str(&format!("{:<26}{:>12}{:>10}{:>14}{:>10}\n", "", "1 client", "overhead", format!("{CONCURRENT_CLIENTS} clients"), "overhead"));
+    let overhead = |ci: usize, pi: usize| -> Option<f64> {
+        match (&best[ci][0], &best[ci][pi]) {
+            (Ok(d), Ok(t)) if *d > 0.0 => Some((d - t) / d * 100.0),
+            _ => None,
+        }
+    };
+    let mut failures = String::new();
+    for (pi, path) in Path::ALL.iter().enumerate() {
+        out.push_str(&format!("{:<26}", path.label()));
+        for (ci, width) in [(0, 12), (1, 14)] {
+            let rate = match &best[ci][pi] {
+                Ok(r) => format!("{r:.0}"),
+                Err(e) => {
+                    failures.push_str(&format!("{}, {} client(s): failed: {e}\n", path.label(), counts[ci]));
+                    "failed".into()
+                }
+            };
+            let over = match (pi, overhead(ci, pi)) {
+                (0, _) => "-".to_owned(),
+                (_, Some(o)) => format!("{o:.1} %"),
+                (_, None) => "?".to_owned(),
+            };
+            out.push_str(&format!("{rate:>width$}{over:>10}"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&failures);
+    let verdict = |ci: usize| match overhead(ci, Path::WebSocket as usize) {
+        Some(o) if o <= TARGET_PERCENT => format!("{o:.1} %, met"),
+        Some(o) => format!("{o:.1} %, NOT met"),
+        None => "not measured".to_owned(),
+    };
+    out.push_str(&format!(
+        "target: the backend (WebSocket) adds at most {TARGET_PERCENT:.0} % to direct: 1 client {}; {CONCURRENT_CLIENTS} clients {}\n",
+        verdict(0),
+        verdict(1)
+    ));
+    out
 }

@@ -197,7 +197,7 @@ fn main() -> Result<()> {
             let url = redis.clone().or_else(|| own.as_ref().map(|s| s.url()));
             print!("{}", bench::report(url.as_deref(), Duration::from_secs_f64(seconds)));
             if let Some(url) = &url {
-                print!("\nthrough a lab session (prefix + ACL + checks) vs direct:\n{}", locklab_backend::session::bench_backend(url, seconds));
+                print!("\nthe backend vs direct (lab session: prefix + ACL + checks + trace; WebSocket: /api/session):\n{}", bench::backend_report(url, seconds));
             }
             if let Some(server) = &own {
                 print!("{}", bench::wire_report(server.port())?);

@@ -1036,7 +1036,7 @@ pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
 }
 
 /// `host:port` of a redis URL, for messages (never the credentials).
-fn display_addr(url: &str) -> String {
+pub(crate) fn display_addr(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
     rest.trim_end_matches('/').split('/').next().unwrap_or(rest).to_owned()
@@ -1072,77 +1072,6 @@ if t == 'none' then return nil end \
 local p = redis.call('PTTL', KEYS[1]) \
 if t == 'string' then return {redis.call('GET', KEYS[1]), p} end \
 return {'(' .. t .. ')', p}";
-
-/// The compare-and-delete release every lesson ends with.
-const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
-
-/// Lock cycles per second (`SET lock tok NX PX 10000`, then the
-/// compare-and-delete `EVAL`) for `seconds` each: directly with the `redis`
-/// crate, then through a lab [`Session`] on the same server (table check,
-/// key prefix, ACL user, trace events; the rate limit lifted, since the
-/// point is to measure what the walls cost, not the limit). Returns a short
-/// report with the overhead in percent; the target is ≤ 15 %.
-pub fn bench_backend(url: &str, seconds: f64) -> String {
-    let secs = if seconds.is_finite() && seconds > 0.0 { seconds.min(600.0) } else { 1.0 };
-    let dur = Duration::from_secs_f64(secs);
-    let direct_as = |auth: Option<(&str, &str)>| -> Result<f64, String> {
-        let mut c = RealConnection::open(url).map_err(|e| e.to_string())?;
-        if let Some((u, p)) = auth {
-            c.execute(&[b"AUTH".to_vec(), u.as_bytes().to_vec(), p.as_bytes().to_vec()]).map_err(|e| e.to_string())?;
-        }
-        let set: Vec<Vec<u8>> = ["SET", "bench:direct:lock", "tok", "NX", "PX", "10000"].iter().map(|a| a.as_bytes().to_vec()).collect();
-        let del: Vec<Vec<u8>> = ["EVAL", RELEASE, "1", "bench:direct:lock", "tok"].iter().map(|a| a.as_bytes().to_vec()).collect();
-        let start = Instant::now();
-        let mut n = 0u64;
-        while start.elapsed() < dur {
-            c.execute(&set).map_err(|e| e.to_string())?;
-            c.execute(&del).map_err(|e| e.to_string())?;
-            n += 1;
-        }
-        Ok(n as f64 / start.elapsed().as_secs_f64())
-    };
-    let direct = direct_as(None);
-    // The same, authenticated as an ACL user with the session's rules:
-    // separates what Redis's ACL checks cost from what the session costs.
-    let acl = (|| -> Result<f64, String> {
-        let user = format!("bench-{}", random_hex(8));
-        let pw = random_hex(16);
-        let mut admin = RealConnection::open(url).map_err(|e| e.to_string())?;
-        let mut argv: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
-        argv.extend(acl_rules(&user, &pw, "bench:direct:").into_iter().map(String::into_bytes));
-        admin.execute(&argv).map_err(|e| e.to_string())?;
-        let r = direct_as(Some((&user, &pw)));
-        let _ = admin.execute(&[b"ACL".to_vec(), b"DELUSER".to_vec(), user.into_bytes()]);
-        r
-    })();
-    let through = (|| -> Result<f64, String> {
-        let pool = SessionPool::new(Limits { commands_per_sec: f64::INFINITY, ..Limits::default() });
-        let mut s = pool.open(vec![NodeTarget::new("redis", url)]).map_err(|e| e.to_string())?;
-        let set: Vec<Vec<u8>> = ["SET", "lock", "tok", "NX", "PX", "10000"].iter().map(|a| a.as_bytes().to_vec()).collect();
-        let del: Vec<Vec<u8>> = ["EVAL", RELEASE, "1", "lock", "tok"].iter().map(|a| a.as_bytes().to_vec()).collect();
-        let start = Instant::now();
-        let mut n = 0u64;
-        while start.elapsed() < dur {
-            s.run("A", 0, &set).map_err(|e| e.to_string())?;
-            s.run("A", 0, &del).map_err(|e| e.to_string())?;
-            // A browser drains events after every command; so do we.
-            s.take_events();
-            n += 1;
-        }
-        Ok(n as f64 / start.elapsed().as_secs_f64())
-    })();
-    match (direct, through) {
-        (Ok(d), Ok(t)) => {
-            let overhead = if d > 0.0 { (d - t) / d * 100.0 } else { 0.0 };
-            let acl = acl.map_or_else(|e| format!("failed: {e}"), |a| format!("{a:.0}"));
-            format!(
-                "lock cycles/s on {}: direct {d:.0}, direct as an ACL user {acl}, through a lab session {t:.0}, overhead {overhead:.1} % (target <= 15 %)\n",
-                display_addr(url)
-            )
-        }
-        (Err(e), _) | (_, Err(e)) => format!("backend bench on {} failed: {e}\n", display_addr(url)),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -38,5 +38,6 @@ pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf, extra: Router) -> std
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port)).await?;
     eprintln!("locklab: serving {} at http://{}/", dist.display(), listener.local_addr()?);
-    axum::serve(listener, app(dist).merge(extra)).await
+    // Nagle off, as for the API alone: see `api::no_delay`.
+    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra)).await
 }

@@ -332,7 +332,12 @@ fn cluster3_session_routes_by_slot_and_follows_moved() {
 #[test]
 fn bench_backend_reports_both_rates() {
     let server = RedisServer::start();
-    let report = locklab_backend::session::bench_backend(&server.url(), 0.5);
-    assert!(report.contains("direct") && report.contains("overhead"), "{report}");
+    let report = locklab_backend::bench::backend_report(&server.url(), 0.5);
+    // Its parts, never its speed: direct, the in-process session, the
+    // WebSocket, each path's overhead and the target.
+    for part in ["direct", "lab session", "WebSocket", "overhead", "target"] {
+        assert!(report.contains(part), "{part:?} missing from:\n{report}");
+    }
+    assert!(!report.contains("failed"), "{report}");
     eprintln!("{report}");
 }
