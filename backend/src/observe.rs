@@ -104,18 +104,38 @@ impl LockWatch {
         let mut acquired = Vec::new();
         for (n, info) in nodes.iter().enumerate() {
             let n = n as u32;
-            if only.is_some_and(|o| o != n) || info.state != NodeState::Up {
+            if only.is_some_and(|o| o != n) {
                 continue;
             }
             let replica = info.role == "replica";
             for key in self.keys.clone() {
-                let Ok(cur) = session.peek(n, &key) else { continue };
-                if let Some(a) = self.update(session, n, &key, cur, cause, replica) {
-                    acquired.push(a);
+                let cur = match info.state {
+                    NodeState::Up => session.peek(n, &key).ok(),
+                    _ => None,
+                };
+                match cur {
+                    Some(cur) => {
+                        if let Some(a) = self.update(session, n, &key, cur, cause, replica) {
+                            acquired.push(a);
+                        }
+                    }
+                    None => self.unknown(session.elapsed_ms(), n, &key),
                 }
             }
         }
         acquired
+    }
+
+    /// Node `n` cannot be read now (down, paused, unreachable): a deadline
+    /// of `key` there that has passed is no longer one to wait for, or
+    /// free play would wake every millisecond to look at a node that does
+    /// not answer. The key's fate shows when the node answers again.
+    fn unknown(&mut self, now: u64, n: u32, key: &str) {
+        if let Some(s) = self.shadow.get_mut(n as usize).and_then(|m| m.get_mut(key)) {
+            if s.deadline.is_some_and(|d| d <= now) {
+                s.deadline = None;
+            }
+        }
     }
 
     /// Node `n` restarted without its data: every key it had is gone.
