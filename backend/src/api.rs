@@ -642,11 +642,10 @@ fn console_line(
     };
     let mut text = String::new();
     for _ in 0..repeat {
-        let routed = s.route(node, &argv);
-        let reply = match s.run(client, node, &argv) {
-            Ok(reply) => {
+        let reply = match s.run_routed(client, node, &argv) {
+            Ok((at, reply)) => {
                 if let Ok(cid) = s.client(client) {
-                    after(s, cid, routed, &argv, &reply);
+                    after(s, cid, at, &argv, &reply);
                 }
                 reply
             }

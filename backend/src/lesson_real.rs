@@ -769,11 +769,13 @@ impl RealLessonRun {
             self.drain(env);
             return Ok(None);
         }
-        let outcome = env.session.run(client, node, &sent);
+        let outcome = env.session.run_routed(client, node, &sent);
+        // Where it ran: a redirect on a cluster can move it after all.
+        let node = outcome.as_ref().map_or(node, |&(at, _)| at);
         // The trace shows the lesson's command and the reply as the lesson
         // reads it (PTTL scaled back), like the simulator's.
         let reply = match outcome {
-            Ok(r) => Some(rescale(r, scale, f)),
+            Ok((_, r)) => Some(rescale(r, scale, f)),
             Err(SessionError::Unreachable { .. }) => None,
             Err(e) => Some(e.to_reply()),
         };

@@ -560,6 +560,14 @@ impl Session {
     /// routing), and a `MOVED` or `ASK` reply is followed, as `redis-cli -c`
     /// follows it: the redirect is in the trace, the reply is the final one.
     pub fn run(&mut self, client: &str, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
+        self.run_routed(client, node, argv).map(|(_, reply)| reply)
+    }
+
+    /// [`run`](Session::run), and the node whose reply it is: on the
+    /// session's own cluster, after routing by slot and following any
+    /// redirect, that is where the command ran, so it is where a lock
+    /// watcher must look.
+    pub fn run_routed(&mut self, client: &str, node: u32, argv: &[Vec<u8>]) -> Result<(u32, Reply), SessionError> {
         let c = self.client_index(client)?;
         let routed = self.route(node, argv);
         if routed != node {
@@ -570,6 +578,7 @@ impl Session {
             let at_ms = self.now_ms();
             self.push(at_ms, Actor::Client(c), EventKind::Note { text });
         }
+        let mut at = routed;
         let mut result = self.run_inner(c, routed, argv);
         for _ in 0..MAX_REDIRECTS {
             let Ok(Reply::Error(e)) = &result else { break };
@@ -586,6 +595,7 @@ impl Session {
                 // MOVED: the slot has a new owner for good; re-read them all.
                 self.slots.clear();
             }
+            at = to;
             result = self.run_inner(c, to, argv);
         }
         if let Err(e) = &result {
@@ -594,13 +604,14 @@ impl Session {
                 self.push(at_ms, Actor::Client(c), EventKind::Note { text: e.to_string() });
             }
         }
-        result
+        result.map(|reply| (at, reply))
     }
 
     /// The node `argv` goes to: `node`, except that on the session's own
     /// cluster a command with keys goes to the node serving its first
     /// key's slot (Redis answers `CROSSSLOT` there if the others differ).
-    /// A lesson runner asks first, so that it watches the right node.
+    /// A lesson runner asks first, to know which client–node link the
+    /// command takes.
     pub fn route(&mut self, node: u32, argv: &[Vec<u8>]) -> u32 {
         if self.confinement != Confinement::OwnCluster {
             return node;
