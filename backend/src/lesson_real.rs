@@ -74,7 +74,8 @@ use std::time::{Duration, Instant};
 
 use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
-use locklab_core::lesson::run::{StepResult, NO_REPLY};
+use locklab_core::invariants::{Invariant, Violation};
+use locklab_core::lesson::run::{overlap_is_violation, StepResult, NO_REPLY};
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
@@ -371,6 +372,8 @@ pub struct RealLessonRun {
     locks: LockWatch,
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     overlap_since: BTreeMap<String, u64>,
+    /// Everyone who took part in the overlap still going on, per key.
+    overlap_who: BTreeMap<String, BTreeSet<u32>>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
     grants: BTreeMap<String, u32>,
@@ -442,6 +445,7 @@ impl RealLessonRun {
             locks: LockWatch::new(watched_keys(lesson), nodes.len(), factor),
             beliefs: BTreeMap::new(),
             overlap_since: BTreeMap::new(),
+            overlap_who: BTreeMap::new(),
             overlapped: false,
             grants: BTreeMap::new(),
             majority: BTreeMap::new(),
@@ -875,6 +879,7 @@ impl RealLessonRun {
             (true, None) => {
                 self.overlapped = true;
                 self.overlap_since.insert(key.to_owned(), now);
+                self.overlap_who.insert(key.to_owned(), clients.iter().copied().collect());
                 let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: true, since_ms: now };
                 self.record(env, None, Actor::World, kind);
             }
@@ -882,6 +887,26 @@ impl RealLessonRun {
                 self.overlap_since.remove(key);
                 let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: false, since_ms: since };
                 self.record(env, None, Actor::World, kind);
+                // Core's world stretches an overlap violation while it
+                // lasts; events here stream out as they happen, so the
+                // violation is recorded once, with its whole span, when
+                // the overlap ends.
+                if overlap_is_violation(&self.lesson) {
+                    let who = self.overlap_who.remove(key).unwrap_or_default();
+                    let names: Vec<String> = who.iter().map(|&c| env.session.names().client(c).to_owned()).collect();
+                    let violation = Violation {
+                        invariant: Invariant::Overlap,
+                        from_ms: since,
+                        to_ms: now,
+                        actors: who.iter().map(|&c| Actor::Client(c)).collect(),
+                        detail: format!("{} all believe they hold {key}", names.join(" and ")),
+                    };
+                    self.record(env, None, Actor::World, EventKind::Violation { violation });
+                }
+            }
+            (true, Some(_)) => {
+                let who = self.overlap_who.entry(key.to_owned()).or_default();
+                who.extend(clients);
             }
             _ => {}
         }

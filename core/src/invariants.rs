@@ -246,14 +246,16 @@ impl Monitor {
         violation
     }
 
-    /// A lock key with no deadline on `node`, owned by `owner`, held since
-    /// `since`: report it once.
+    /// A lock key on `node`, owned by `owner` and held since `since`, that
+    /// nobody else can acquire from `from` on: report it once.
+    #[allow(clippy::too_many_arguments)]
     pub fn deadlock(
         &mut self,
         node: u32,
         key: &str,
         owner: u32,
         since: u64,
+        from: u64,
         now: u64,
         detail: String,
     ) -> Option<Violation> {
@@ -262,7 +264,7 @@ impl Monitor {
         }
         Some(Violation {
             invariant: Invariant::Deadlock,
-            from_ms: since,
+            from_ms: from.min(now),
             to_ms: now,
             actors: vec![Actor::Client(owner), Actor::Node(node)],
             detail,
@@ -272,6 +274,13 @@ impl Monitor {
     /// Keep a violation the world found.
     pub fn record(&mut self, v: Violation) {
         self.violations.push(v);
+    }
+
+    /// A violation still going on lasts until `to_ms` so far.
+    pub(crate) fn extend(&mut self, index: usize, to_ms: u64) {
+        if let Some(v) = self.violations.get_mut(index) {
+            v.to_ms = v.to_ms.max(to_ms);
+        }
     }
 
     /// Every violation so far, in order.
@@ -356,7 +365,7 @@ mod tests {
     #[test]
     fn a_deadlock_is_reported_once() {
         let mut m = Monitor::new(InvariantConfig::default());
-        assert!(m.deadlock(0, "lock", 0, 5, 10, "x".into()).is_some());
-        assert!(m.deadlock(0, "lock", 0, 5, 11, "x".into()).is_none());
+        assert!(m.deadlock(0, "lock", 0, 5, 5, 10, "x".into()).is_some());
+        assert!(m.deadlock(0, "lock", 0, 5, 5, 11, "x".into()).is_none());
     }
 }

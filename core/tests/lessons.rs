@@ -3,7 +3,9 @@
 
 use locklab_core::lesson::render::{swimlane, transcript};
 use locklab_core::lesson::run::LessonRun;
+use locklab_core::invariants::Invariant;
 use locklab_core::lesson::{catalogue, Lang};
+use locklab_core::trace::Actor;
 
 fn lesson_files() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../lessons");
@@ -68,4 +70,74 @@ fn the_catalogue_survives_its_json_form() {
     assert_eq!(locklab_core::lesson::from_json(&json).unwrap(), lessons);
     let err = locklab_core::lesson::from_json("[{\"id\": \"01\"}]").unwrap_err();
     assert!(err.to_string().starts_with("lesson file: missing field"), "{err}");
+}
+
+fn played(id: &str) -> LessonRun {
+    let lesson = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == id).expect("lesson exists");
+    let mut run = LessonRun::new(&lesson).expect("lesson builds");
+    run.run_all().expect("lesson runs");
+    run
+}
+
+/// The overlap violations of a run, as (clients, from, to).
+fn overlaps(run: &LessonRun) -> Vec<(Vec<String>, u64, u64)> {
+    let names = run.world().names();
+    run.world()
+        .violations()
+        .iter()
+        .filter(|v| v.invariant == Invariant::Overlap)
+        .map(|v| {
+            let mut who: Vec<String> = v
+                .actors
+                .iter()
+                .filter_map(|a| match a {
+                    Actor::Client(c) => Some(names.client(*c).to_owned()),
+                    _ => None,
+                })
+                .collect();
+            who.sort();
+            (who, v.from_ms, v.to_ms)
+        })
+        .collect()
+}
+
+/// Issue 17 (5): lesson 05 goes on until B and C both act inside the
+/// critical section, so their overlap is a violation with a duration.
+#[test]
+fn lesson_05_b_and_c_hold_together_for_two_seconds() {
+    let run = played("05");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let bc: Vec<_> = overlaps(&run).into_iter().filter(|(who, ..)| who == &["B", "C"]).collect();
+    assert_eq!(bc.len(), 1, "{:?}", run.world().violations());
+    let (_, from, to) = bc[0];
+    assert!(to - from >= 2_000, "B and C overlap {from}..{to}");
+    assert!(run.world().violations().iter().any(|v| v.invariant == Invariant::WrongRelease));
+}
+
+/// Issue 17 (5): the outcomes of 13, 15 and 16 say "two holders"; the run's
+/// violations must hold that overlap, and it must last.
+#[test]
+fn two_holder_outcomes_are_overlap_violations_with_a_duration() {
+    for (id, pair, at_least) in [("13", ["A", "B"], 14_000), ("15", ["A", "B"], 1), ("16", ["B", "C"], 1_000)] {
+        let run = played(id);
+        assert!(run.passed(), "{}", transcript(&run, Lang::En));
+        let found = overlaps(&run).into_iter().find(|(who, ..)| who == &pair);
+        let (_, from, to) = found.unwrap_or_else(|| panic!("lesson {id}: no {pair:?} overlap in {:?}", run.world().violations()));
+        assert!(to - from >= at_least, "lesson {id}: {pair:?} overlap {from}..{to}");
+    }
+}
+
+/// Issue 17 (5): lesson 14's deadlock starts at the 60 s bound (the first
+/// 60 s were a legitimate hold) and lasts to the end of the run.
+#[test]
+fn lesson_14_deadlock_covers_the_time_after_the_cap() {
+    let run = played("14");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let d: Vec<_> = run.world().violations().iter().filter(|v| v.invariant == Invariant::Deadlock).collect();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].from_ms, 60_000 + 3, "A took the lock at 3 ms; the bound passed 60 s later");
+    assert!(d[0].to_ms >= 70_000, "{:?}", d[0]);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../lessons/14-unbounded-watchdog.toml")).unwrap();
+    assert!(!text.contains("永远是新鲜") && text.contains("剩余时间总被重置为 30 s"));
+    assert!(!text.contains("took it at once"));
 }

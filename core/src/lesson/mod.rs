@@ -158,6 +158,10 @@ pub struct WorldSettings {
     pub locks: Vec<String>,
     /// A key held longer than this by one owner counts as a deadlock.
     pub max_hold_ms: Option<u64>,
+    /// Is two clients believing they hold a lock at once itself a
+    /// violation (strict mutual exclusion), with the span they overlapped?
+    /// Default: yes when the lesson's outcome is about overlap.
+    pub overlap_is_violation: Option<bool>,
 }
 
 /// What a step's reply should be.

@@ -135,7 +135,14 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
     }
     cfg.invariants.lock_keys = lesson.world.locks.clone();
     cfg.invariants.max_hold_ms = lesson.world.max_hold_ms;
+    cfg.invariants.overlap_is_violation = overlap_is_violation(lesson);
     cfg
+}
+
+/// Does this lesson count an overlap as a violation (see
+/// [`super::WorldSettings::overlap_is_violation`])?
+pub fn overlap_is_violation(lesson: &Lesson) -> bool {
+    lesson.world.overlap_is_violation.unwrap_or(lesson.outcome.invariant == super::OutcomeInvariant::Overlap)
 }
 
 impl LessonRun {

@@ -300,6 +300,29 @@ pub struct World {
     /// Something the deadlock check depends on changed (a lock shadow, a
     /// client's liveness) since it last ran.
     deadlock_dirty: bool,
+    /// Violations still going on (an overlap whose holders still both
+    /// believe, a deadlock whose key is still held): their span's end
+    /// follows the clock until the condition stops, so the timeline can
+    /// paint how long two clients were inside, not the instant it began.
+    ongoing: Vec<Ongoing>,
+}
+
+/// A violation whose condition still holds.
+#[derive(Clone, Debug)]
+struct Ongoing {
+    what: OngoingKind,
+    /// Index in the monitor's violations.
+    violation: usize,
+    /// Index of its `Violation` event in the trace.
+    event: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum OngoingKind {
+    /// Two or more clients believe they hold this key.
+    Overlap(String),
+    /// This node still has this key, held by the same owner since then.
+    Deadlock { node: u32, key: String, since: u64 },
 }
 
 fn text(commands: &[Argv]) -> Vec<Vec<String>> {
@@ -408,6 +431,7 @@ impl World {
             halted: false,
             first_violation: None,
             deadlock_dirty: false,
+            ongoing: Vec::new(),
         })
     }
 
@@ -668,8 +692,36 @@ impl World {
         }
         if !self.halted {
             self.now = self.now.max(t.min(self.cfg.horizon_ms));
+            self.extend_ongoing();
         }
         self.cursor = self.events.len();
+    }
+
+    /// Stretch the span of every violation still going on to now; drop
+    /// those whose condition has stopped (their span ends at the item that
+    /// stopped it, which is now: this runs after every item).
+    fn extend_ongoing(&mut self) {
+        if self.ongoing.is_empty() {
+            return;
+        }
+        let now = self.now;
+        let ongoing = std::mem::take(&mut self.ongoing);
+        for o in ongoing {
+            self.monitor.extend(o.violation, now);
+            if let Some(EventKind::Violation { violation }) = self.events.get_mut(o.event).map(|e| &mut e.kind) {
+                violation.to_ms = violation.to_ms.max(now);
+            }
+            let still = match &o.what {
+                OngoingKind::Overlap(key) => self.monitor.believers(key).len() >= 2,
+                OngoingKind::Deadlock { node, key, since } => {
+                    let slot = &self.nodes[*node as usize];
+                    !slot.down && slot.shadow.get(key).is_some_and(|sh| sh.owner.is_some() && sh.since == *since)
+                }
+            };
+            if still {
+                self.ongoing.push(o);
+            }
+        }
     }
 
     /// Run until nothing more happens; returns the number of events.
@@ -733,6 +785,15 @@ impl World {
     fn violate(&mut self, v: Violation) {
         self.monitor.record(v.clone());
         self.emit(Actor::World, EventKind::Violation { violation: v });
+    }
+
+    /// Record a violation whose condition lasts: its span grows with the
+    /// clock until [`World::extend_ongoing`] sees the condition stop.
+    fn violate_ongoing(&mut self, v: Violation, what: OngoingKind) {
+        let violation = self.monitor.violations().len();
+        let event = self.events.len();
+        self.violate(v);
+        self.ongoing.push(Ongoing { what, violation, event });
     }
 
     fn process(&mut self, item: Item) {
@@ -953,7 +1014,7 @@ impl World {
                     actors: clients.iter().map(|&i| Actor::Client(i)).collect(),
                     detail: format!("{} all believe they hold {key}", who.join(" and ")),
                 };
-                self.violate(v);
+                self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));
             }
         }
     }
@@ -1667,6 +1728,7 @@ impl World {
     }
 
     fn after_item(&mut self) {
+        self.extend_ongoing();
         let max_hold = self.monitor.config().max_hold_ms;
         if self.halted || !(self.deadlock_dirty || max_hold.is_some()) {
             return;
@@ -1705,8 +1767,13 @@ impl World {
                     self.now - since
                 ),
             };
-            if let Some(v) = self.monitor.deadlock(node, &key, owner, since, self.now, detail) {
-                self.violate(v);
+            // A key past its bound is a deadlock from the moment the bound
+            // passed, not from when it was taken: the first `max` ms were a
+            // legitimate hold.
+            let from = bound.map_or(since, |max| since + max);
+            if let Some(v) = self.monitor.deadlock(node, &key, owner, since, from, self.now, detail) {
+                let what = OngoingKind::Deadlock { node, key: key.clone(), since };
+                self.violate_ongoing(v, what);
                 if self.halted {
                     return;
                 }
