@@ -141,3 +141,122 @@ fn lesson_14_deadlock_covers_the_time_after_the_cap() {
     assert!(!text.contains("永远是新鲜") && text.contains("剩余时间总被重置为 30 s"));
     assert!(!text.contains("took it at once"));
 }
+
+fn text_of(file: &str) -> String {
+    std::fs::read_to_string(format!("{}/../lessons/{file}", env!("CARGO_MANIFEST_DIR"))).expect("lesson file")
+}
+
+/// Each step's (actor, reply), in order.
+fn replies(run: &LessonRun) -> Vec<(String, String)> {
+    run.results()
+        .iter()
+        .filter_map(|r| Some((r.actor.clone().unwrap_or_default(), r.reply.clone()?)))
+        .collect()
+}
+
+/// Issue 17 (1): the fencing token comes with the grant (one script, SET NX
+/// + INCR), and a second act shows the race a separate INCR allows: B gets
+/// 35, the stale A then gets 36 and its write lands after B's.
+#[test]
+fn lesson_22_issues_the_token_with_the_grant_and_shows_the_incr_race() {
+    let run = played("22");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let got = replies(&run);
+    let want: Vec<(&str, &str)> = vec![
+        ("B", "OK"),
+        ("A", "(integer) 33"),
+        ("B", "(integer) -2"),
+        ("B", "(integer) 34"),
+        ("B", "accepted"),
+        ("A", "rejected"),
+        ("B", "(integer) 1"),
+        ("A", "OK"),
+        ("B", "OK"),
+        ("B", "(integer) 35"),
+        ("B", "accepted"),
+        ("A", "(integer) 36"),
+        ("A", "accepted"),
+    ];
+    let got: Vec<(&str, &str)> = got.iter().map(|(a, r)| (a.as_str(), r.as_str())).collect();
+    assert_eq!(got, want);
+    let lesson = run.lesson();
+    let grant = lesson.steps.iter().filter_map(|s| s.cmd.as_deref()).find(|c| c.contains("33") || c.contains("token-A-111"));
+    let grant = grant.expect("A's grant");
+    assert!(grant.starts_with("EVAL") && grant.contains("\"NX\"") && grant.contains("incr"), "{grant}");
+    let stale: Vec<_> = run.world().violations().iter().filter(|v| v.invariant == Invariant::StaleWrite).collect();
+    assert_eq!(stale.len(), 1, "only act two's write is stale: {stale:?}");
+    assert!(stale[0].detail.contains("A's write (token 36"), "{}", stale[0].detail);
+}
+
+/// Issue 17 (2): lesson 18 says what its figures show: attempts are rounds
+/// (10 commands each), 150 → 140 commands, retries 2.00 → 1.80, and only
+/// the mean wait falls markedly (≈416 → ≈148 ms).
+#[test]
+fn lesson_18_states_the_figures_it_measures() {
+    let run = played("18");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let metrics: Vec<&str> = run
+        .results()
+        .iter()
+        .filter(|r| r.shown.starts_with("metrics"))
+        .filter_map(|r| r.reply.as_deref())
+        .collect();
+    assert_eq!(metrics.len(), 4);
+    assert!(metrics[2].contains("mean wait 415.6 ms, mean retries 2.00, 15 attempts, 150 commands"), "{}", metrics[2]);
+    assert!(metrics[3].contains("mean wait 147.6 ms, mean retries 1.80, 14 attempts, 140 commands"), "{}", metrics[3]);
+    let text = text_of("18-redlock-timeouts-backoff.toml");
+    assert!(!text.contains("÷ 5") && !text.contains("明显下降") && !text.contains("drop markedly"));
+    assert!(text.contains("15 次 attempt = 5 个客户端 × 3 轮") && text.contains("150 条降到 140 条"));
+}
+
+/// Issue 17 (3): in lesson 04 B's release answers 1 (deleting C's lock) and
+/// the 0 — the LOCK_ALREADY_RELEASED — comes when C finds the key gone.
+#[test]
+fn lesson_04_gets_its_zero_only_when_the_key_is_gone() {
+    let run = played("04");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let evals: Vec<(String, String)> = run
+        .results()
+        .iter()
+        .filter(|r| r.shown.starts_with("EVAL"))
+        .map(|r| (r.actor.clone().unwrap(), r.reply.clone().unwrap()))
+        .collect();
+    let want = [("A", "(integer) 1"), ("B", "(integer) 1"), ("C", "(integer) 0")];
+    assert_eq!(evals, want.map(|(a, r)| (a.to_owned(), r.to_owned())));
+    let text = text_of("04-fixed-value.toml");
+    assert!(!text.contains("B 之后解锁时只得到 0") && !text.contains("when B later releases it gets 0"));
+}
+
+/// Issue 17 (4): lesson 07 runs 6.1's SET and 6.2's four commands, then the
+/// bare DEL its title promises, which deletes B's lock.
+#[test]
+fn lesson_07_runs_the_dangerous_del_it_names() {
+    let run = played("07");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let del = run.results().iter().find(|r| r.shown == "DEL lock:order:1001").expect("a bare DEL step");
+    assert_eq!(del.reply.as_deref(), Some("(integer) 1"));
+    assert!(run.world().violations().iter().any(|v| v.invariant == Invariant::WrongRelease));
+    let text = text_of("07-experiment-6-2.toml");
+    assert!(!text.contains("五条") && text.contains("6.2 节的四条命令"));
+}
+
+/// Issue 17 (6): the texts of 11, 13, 15, 20, 21 and 25.
+#[test]
+fn corrected_texts_of_lessons_11_13_15_20_21_25() {
+    let t11 = text_of("11-ttl-is-work-budget.toml");
+    assert!(!t11.contains("P999 = 8 s") && t11.contains("原文没有给出") && t11.contains("P999 = 12 s"));
+    assert!(t11.contains("NX PX 20000") && !t11.contains("NX PX 15000"));
+    let t13 = text_of("13-watchdog-renewal.toml");
+    assert!(t13.contains("tryLock(5, 30, TimeUnit.SECONDS)") && t13.contains("不会中断或通知业务线程"));
+    let t15 = text_of("15-failover-two-holders.toml");
+    assert!(!t15.contains("先回复 OK，再把写入发给 replica") && t15.contains("不等 replica 确认就回复 OK"));
+    let t20 = text_of("20-clock-jump-redlock.toml");
+    assert!(!t20.contains("一步校正") && t20.contains("步进（step）校时"));
+    let t21 = text_of("21-restart-without-persistence.toml");
+    assert!(!t21.contains("修复方向（antirez 的回应）") && t21.contains("Performance, crash recovery and fsync"));
+    let t25 = text_of("25-lock-granularity.toml");
+    assert!(!t25.contains("两三次") && t25.contains("3.40"));
+    let run = played("25");
+    let global = run.results().iter().find(|r| r.shown.starts_with("metrics")).and_then(|r| r.reply.clone());
+    assert!(global.unwrap_or_default().contains("mean retries 3.40"));
+}

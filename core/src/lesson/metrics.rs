@@ -100,7 +100,9 @@ impl Metrics {
     pub fn within(&self, spec: &MetricsSpec) -> bool {
         spec.min_success_pct.is_none_or(|b| self.success_pct() >= b)
             && spec.max_mean_wait_ms.is_none_or(|b| self.mean_wait_ms() <= b)
+            && spec.min_mean_wait_ms.is_none_or(|b| self.mean_wait_ms() >= b)
             && spec.max_mean_retries.is_none_or(|b| self.mean_retries() <= b)
+            && spec.min_mean_retries.is_none_or(|b| self.mean_retries() >= b)
             && spec.min_acquisitions.is_none_or(|b| self.acquisitions >= b)
             && spec.max_commands.is_none_or(|b| self.commands <= b)
             && spec.min_commands.is_none_or(|b| self.commands >= b)

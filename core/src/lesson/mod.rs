@@ -235,7 +235,11 @@ pub struct MetricsSpec {
     pub since_last: bool,
     pub min_success_pct: Option<f64>,
     pub max_mean_wait_ms: Option<f64>,
+    /// A lower bound too, for a lesson that states a figure (18: "the
+    /// mean wait is about 416 ms") rather than a ceiling.
+    pub min_mean_wait_ms: Option<f64>,
     pub max_mean_retries: Option<f64>,
+    pub min_mean_retries: Option<f64>,
     pub min_acquisitions: Option<u64>,
     pub max_commands: Option<u64>,
     pub min_commands: Option<u64>,
