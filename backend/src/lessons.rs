@@ -2,9 +2,13 @@
 
 use std::path::PathBuf;
 
-use locklab_core::lesson::render::{swimlane, transcript};
+use std::io::{BufRead, Write};
+
+use locklab_core::client::{Program, RedlockProgram};
+use locklab_core::lesson::render::{self, swimlane_in, transcript};
+use locklab_core::lesson::rounds;
 use locklab_core::lesson::run::LessonRun;
-use locklab_core::lesson::{builtin, catalogue, Lang, Lesson, LessonError};
+use locklab_core::lesson::{builtin, catalogue, Lang, Lesson, LessonError, Quiz, Step};
 
 /// Where lessons come from: the files built into the binary, or a directory
 /// (to try a lesson being written without rebuilding).
@@ -45,21 +49,69 @@ pub fn list(lessons: &[Lesson], lang: Lang) -> String {
         .collect()
 }
 
-/// The lesson's narration and steps, without running it.
+/// The lesson's narration and steps, without running it: what each step
+/// does (in `lang`), its expected reply, its quiz with choices and answer,
+/// and for a Redlock program the parameters its decision depends on.
 pub fn show(lesson: &Lesson, lang: Lang) -> String {
-    let mut out = format!("lesson {} — {}\n\n{}\n", lesson.id, lesson.title.get(lang), lesson.narration.get(lang).trim());
-    out.push_str(&format!("\nactors: {}   topology: {:?}\n\n", lesson.actors.join(", "), lesson.topology));
+    let zh = lang == Lang::Zh;
+    let mut out = if zh {
+        format!("第 {} 课 — {}\n\n{}\n", lesson.id, lesson.title.zh, lesson.narration.zh.trim())
+    } else {
+        format!("lesson {} — {}\n\n{}\n", lesson.id, lesson.title.en, lesson.narration.en.trim())
+    };
+    let topology = format!("{:?}", lesson.topology).to_lowercase();
+    if zh {
+        out.push_str(&format!("\n角色：{}   拓扑：{topology}\n\n", lesson.actors.join("、")));
+    } else {
+        out.push_str(&format!("\nactors: {}   topology: {topology}\n\n", lesson.actors.join(", ")));
+    }
+    let run = match LessonRun::new(lesson) {
+        Ok(run) => run,
+        Err(e) => return format!("{out}{e}\n"),
+    };
+    let names = run.world().names();
     for (i, s) in lesson.steps.iter().enumerate() {
-        let what = match s.kind() {
-            Ok(k) => format!("{k:?}"),
-            Err(e) => e,
-        };
-        out.push_str(&format!("{:>3}. {what}\n", i + 1));
+        let what = run.shown(i).map(|sh| sh.text(names, lang)).unwrap_or_default();
+        let who = s.client.as_deref().map(|c| format!("{c}: ")).unwrap_or_default();
+        let node = s.node.map(|n| format!("@{} ", names.node(n))).unwrap_or_default();
+        out.push_str(&format!("{:>3}. {who}{node}{what}\n", i + 1));
+        if let Some(Program::Redlock(r)) = &s.program {
+            out.push_str(&format!("     {}\n", redlock_params(r, run.world().node_count(), lang)));
+        }
         if let Some(e) = &s.expect {
-            out.push_str(&format!("     expect: {}\n", e.describe()));
+            let label = if zh { "期望" } else { "expect" };
+            out.push_str(&format!("     {label}: {}\n", e.describe()));
+        }
+        if let Some(q) = &s.quiz {
+            for l in render::quiz_lines(s, q, lang) {
+                out.push_str(&format!("     {l}\n"));
+            }
         }
     }
     out
+}
+
+/// A Redlock program's parameters and the arithmetic it decides by
+/// (redis.io, "Distributed Locks with Redis": drift = TTL × 1 % + 2 ms).
+fn redlock_params(r: &RedlockProgram, world_nodes: u32, lang: Lang) -> String {
+    let n = if r.nodes.is_empty() { world_nodes } else { r.nodes.len() as u32 };
+    let drift = rounds::drift_ms(r.ttl_ms);
+    match lang {
+        Lang::En => format!(
+            "{n} masters, per-node timeout {} ms, majority {} of {n}; drift = {} × 1 % + 2 = {drift} ms; validity = {} − elapsed − {drift} ms",
+            r.per_node_timeout_ms,
+            n / 2 + 1,
+            r.ttl_ms,
+            r.ttl_ms
+        ),
+        Lang::Zh => format!(
+            "{n} 个 master，每节点超时 {} ms，多数派 {n} 中至少 {} 个；漂移余量 = {} × 1 % + 2 = {drift} ms；有效时间 = {} − 耗时 − {drift} ms",
+            r.per_node_timeout_ms,
+            n / 2 + 1,
+            r.ttl_ms,
+            r.ttl_ms
+        ),
+    }
 }
 
 /// Run a lesson to the end (or to step `upto`); the transcript and the
@@ -70,7 +122,159 @@ pub fn run(lesson: &Lesson, lang: Lang, upto: Option<usize>, seed: Option<u64>) 
     let run = LessonRun::at_step(lesson, seed, n)?;
     let mut out = transcript(&run, lang);
     out.push('\n');
-    out.push_str(&swimlane(&run, 72));
+    out.push_str(&swimlane_in(&run, 72, lang));
     let ok = run.results().iter().all(|r| r.ok) && (n < lesson.len() || run.outcome().ok);
     Ok((out, ok))
+}
+
+/// Does `guess` answer the quiz before `step`? A choice may be given by
+/// its number or its text (in either language); a free answer is compared
+/// with the expected reply as redis-cli prints it.
+pub fn is_right(step: &Step, q: &Quiz, guess: &str) -> bool {
+    let guess = guess.trim();
+    let right_en = render::quiz_answer(step, q, Lang::En);
+    let right_zh = render::quiz_answer(step, q, Lang::Zh);
+    if !q.choices.is_empty() {
+        let picked = guess
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| q.choices.get(i).map(|en| (en.clone(), q.choices_in(Lang::Zh)[i].to_owned())));
+        if let Some((en, zh)) = picked {
+            return en == right_en || zh == right_zh;
+        }
+    }
+    if guess == right_en || guess == right_zh {
+        return true;
+    }
+    step.expect.as_ref().is_some_and(|e| e.matches(guess))
+}
+
+/// `lesson run ID --quiz`: before each step that asks something (a quiz,
+/// or a command whose reply the article states), ask on `output`, read one
+/// line from `input`, say whether it was right, then play the step. Ends
+/// with the transcript's outcome and the score.
+pub fn quiz(
+    lesson: &Lesson,
+    lang: Lang,
+    input: &mut dyn BufRead,
+    output: &mut dyn Write,
+) -> Result<(u32, u32), LessonError> {
+    let mut run = LessonRun::new(lesson)?;
+    let (mut right, mut asked) = (0, 0);
+    let io = |e: std::io::Error| LessonError::Parse(format!("terminal: {e}"));
+    let zh = lang == Lang::Zh;
+    writeln!(output, "{}\n", if zh { &lesson.title.zh } else { &lesson.title.en }).map_err(io)?;
+    while !run.is_finished() {
+        let i = run.position();
+        let step = lesson.steps[i].clone();
+        let question = match (&step.quiz, &step.cmd, &step.expect) {
+            (Some(q), ..) => Some((q.question(lang).to_owned(), q.clone())),
+            (None, Some(cmd), Some(_)) => Some((
+                if zh { format!("{} 执行 {cmd}，回复是什么？", step.client.as_deref().unwrap_or("?")) } else { format!("{} runs {cmd}. What is the reply?", step.client.as_deref().unwrap_or("?")) },
+                Quiz { zh: String::new(), en: String::new(), choices: Vec::new(), choices_zh: Vec::new(), answer: None, answer_zh: None },
+            )),
+            _ => None,
+        };
+        if let Some((text, q)) = question {
+            asked += 1;
+            writeln!(output, "{} {}", if zh { "？" } else { "?" }, text.trim()).map_err(io)?;
+            for (n, c) in q.choices_in(lang).iter().enumerate() {
+                writeln!(output, "  {}. {c}", n + 1).map_err(io)?;
+            }
+            write!(output, "{}", if zh { "你的答案> " } else { "your answer> " }).map_err(io)?;
+            output.flush().map_err(io)?;
+            let mut line = String::new();
+            input.read_line(&mut line).map_err(io)?;
+            let answer = render::quiz_answer(&step, &q, lang);
+            if is_right(&step, &q, &line) {
+                right += 1;
+                writeln!(output, "✓ {}", if zh { "答对了" } else { "right" }).map_err(io)?;
+            } else {
+                writeln!(output, "✗ {}{answer}", if zh { "答案是：" } else { "the answer is: " }).map_err(io)?;
+            }
+        }
+        run.step()?;
+        let before = render::transcript_lines(&run, lang);
+        let last: Vec<&str> = step_block(&before);
+        for l in last {
+            writeln!(output, "{l}").map_err(io)?;
+        }
+        writeln!(output).map_err(io)?;
+    }
+    for l in render::outcome_lines(&run, lang) {
+        writeln!(output, "{l}").map_err(io)?;
+    }
+    if zh {
+        writeln!(output, "\n得分：{right} / {asked}").map_err(io)?;
+    } else {
+        writeln!(output, "\nscore: {right} / {asked}").map_err(io)?;
+    }
+    Ok((right, asked))
+}
+
+/// The lines of the last step in a transcript: from its `[   … ms]` line
+/// to the next blank line (the quiz before it was just asked).
+fn step_block(lines: &[render::Line]) -> Vec<&str> {
+    let body: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+    let start = body.iter().rposition(|l| l.starts_with('[')).unwrap_or(0);
+    let end = body[start..].iter().position(|l| l.is_empty()).map_or(body.len(), |p| start + p);
+    body[start..end].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lesson(id: &str) -> Lesson {
+        builtin().unwrap().into_iter().find(|l| l.id == id).unwrap()
+    }
+
+    /// `lesson show` lists each step in words, with its quiz, its choices
+    /// and its answer, and a Redlock program's arithmetic.
+    #[test]
+    fn show_prints_quizzes_and_redlock_parameters() {
+        let en = show(&lesson("17"), Lang::En);
+        assert!(en.contains("? quiz: "), "{en}");
+        assert!(en.contains("choices: 0/5 | 2/5 | 3/5 | 5/5") && en.contains("answer: 0/5"), "{en}");
+        assert!(en.contains("5 masters, per-node timeout 50 ms, majority 3 of 5; drift = 10000 × 1 % + 2 = 102 ms"), "{en}");
+        assert!(!en.contains("Cmd {"), "no Debug output: {en}");
+        let zh = show(&lesson("22"), Lang::Zh);
+        assert!(zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"), "{zh}");
+        assert!(zh.contains("第 22 课"), "{zh}");
+    }
+
+    /// `lesson run ID --quiz` asks, checks (by number or text) and scores.
+    #[test]
+    fn quiz_mode_asks_and_scores() {
+        let l = lesson("22");
+        let asked = l.steps.iter().filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some())).count();
+        // Everything right: replies typed as redis-cli prints them, the
+        // fencing question answered by its choice number (2 = rejected).
+        let answers: Vec<String> = l
+            .steps
+            .iter()
+            .filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some()))
+            .map(|s| match &s.quiz {
+                Some(q) if !q.choices.is_empty() => {
+                    let right = render::quiz_answer(s, q, Lang::En);
+                    (q.choices.iter().position(|c| *c == right).unwrap() + 1).to_string()
+                }
+                _ => s.expect.as_ref().unwrap().describe(),
+            })
+            .collect();
+        let mut input = std::io::Cursor::new(answers.join("\n") + "\n");
+        let mut out = Vec::new();
+        let (right, n) = quiz(&l, Lang::En, &mut input, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!((right as usize, n as usize), (asked, asked), "{text}");
+        assert!(text.contains("score: ") && text.contains("outcome: "), "{text}");
+        // Everything wrong, in Chinese.
+        let mut input = std::io::Cursor::new("x\n".repeat(asked));
+        let mut out = Vec::new();
+        let (right, _) = quiz(&l, Lang::Zh, &mut input, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(right, 0, "{text}");
+        assert!(text.contains("✗ 答案是：被拒绝") && text.contains("得分：0 /"), "{text}");
+    }
 }

@@ -107,6 +107,10 @@ enum LessonCmd {
         /// leave ~100 lesson ms of slack (one wall millisecond at 100×).
         #[arg(long)]
         compress: Option<u64>,
+        /// Ask each quiz (and each reply the article states) on the
+        /// terminal before playing the step, then show the score.
+        #[arg(long)]
+        quiz: bool,
     },
 }
 
@@ -156,7 +160,7 @@ fn main() -> Result<()> {
             match action {
                 LessonCmd::List => print!("{}", lessons::list(&all, lang)),
                 LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
-                LessonCmd::Run { id, step: _, seed: _, real: Some(url), compress } => {
+                LessonCmd::Run { id, real: Some(url), compress, .. } => {
                     let lesson = lessons::find(&all, &id)?;
                     let compress = compress.unwrap_or_else(|| lesson_real::default_factor(lesson));
                     let report = if url.is_empty() {
@@ -168,6 +172,11 @@ fn main() -> Result<()> {
                     if !report.passed() {
                         std::process::exit(1);
                     }
+                }
+                LessonCmd::Run { id, real: None, quiz: true, .. } => {
+                    let lesson = lessons::find(&all, &id)?;
+                    let stdin = std::io::stdin();
+                    lessons::quiz(lesson, lang, &mut stdin.lock(), &mut std::io::stdout())?;
                 }
                 LessonCmd::Run { id, step, seed, real: None, .. } => {
                     let (text, ok) = lessons::run(lessons::find(&all, &id)?, lang, step, seed)?;

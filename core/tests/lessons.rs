@@ -1,7 +1,7 @@
 //! Every lesson in `lessons/` plays on the simulator with all its
 //! expectations met and the outcome it teaches.
 
-use locklab_core::lesson::render::{swimlane, transcript};
+use locklab_core::lesson::render::{swimlane, swimlane_in, transcript, transcript_lines, LineKind};
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::{catalogue, Lang};
@@ -154,9 +154,9 @@ fn replies(run: &LessonRun) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Issue 17 (1): the fencing token comes with the grant (one script, SET NX
-/// + INCR), and a second act shows the race a separate INCR allows: B gets
-/// 35, the stale A then gets 36 and its write lands after B's.
+/// Issue 17 (1): the fencing token comes with the grant (one script: SET
+/// NX, then INCR), and a second act shows the race a separate INCR allows:
+/// B gets 35, the stale A then gets 36 and its write lands after B's.
 #[test]
 fn lesson_22_issues_the_token_with_the_grant_and_shows_the_incr_race() {
     let run = played("22");
@@ -259,4 +259,137 @@ fn corrected_texts_of_lessons_11_13_15_20_21_25() {
     let run = played("25");
     let global = run.results().iter().find(|r| r.shown.starts_with("metrics")).and_then(|r| r.reply.clone());
     assert!(global.unwrap_or_default().contains("mean retries 3.40"));
+}
+
+fn has_cjk(s: &str) -> bool {
+    s.chars().any(|c| matches!(c, '\u{3000}'..='\u{303f}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}'))
+}
+
+/// Issue 17 (Chinese throughout): in a zh transcript every line the runner
+/// writes itself is Chinese; only commands as typed and replies as
+/// redis-cli prints them may be Latin-only. Every lesson, every line.
+#[test]
+fn zh_transcripts_have_no_latin_only_runner_line() {
+    let files = lesson_files();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let mut bad = Vec::new();
+    for lesson in catalogue(&refs).unwrap() {
+        let mut run = LessonRun::new(&lesson).unwrap();
+        run.run_all().unwrap();
+        for line in transcript_lines(&run, Lang::Zh) {
+            if line.kind == LineKind::Runner && !line.text.trim().is_empty() && !has_cjk(&line.text) {
+                bad.push(format!("{}: {}", lesson.id, line.text));
+            }
+        }
+        let lane = swimlane_in(&run, 40, Lang::Zh);
+        if let Some(l) = lane.lines().find(|l| l.starts_with("time") || l.starts_with("violations")) {
+            bad.push(format!("{} swimlane: {l}", lesson.id));
+        }
+    }
+    assert!(bad.is_empty(), "{} Latin-only runner line(s):\n{}", bad.len(), bad.join("\n"));
+}
+
+/// Issue 17 (mechanics): every Redlock round of lessons 17–21 is shown with
+/// each node's answer, and the transcript's arithmetic (validity = TTL −
+/// elapsed − drift, drift = TTL × 1 % + 2 ms, majority N/2 + 1) is the one
+/// the program decided by: its own note says the same figures.
+#[test]
+fn redlock_rounds_show_the_arithmetic_the_program_decided_by() {
+    for id in ["17", "18", "19", "20", "21"] {
+        let run = played(id);
+        let rounds = locklab_core::lesson::rounds::rounds(run.lesson(), run.world().trace(), run.world().names());
+        assert!(!rounds.is_empty(), "lesson {id}");
+        for r in &rounds {
+            assert_eq!(r.drift_ms, r.ttl_ms / 100 + 2);
+            assert_eq!(r.majority, r.nodes / 2 + 1);
+            assert_eq!(r.answers.len() as u32, r.nodes, "lesson {id}: {r:?}");
+            let note = if r.extend {
+                format!("{}/{} nodes, validity {} ms", r.yes, r.nodes, r.validity_ms)
+            } else {
+                format!("{}/{} nodes in {} ms, validity {} ms", r.yes, r.nodes, r.elapsed_ms, r.validity_ms)
+            };
+            if r.extend && !r.held {
+                assert!(r.note.starts_with(&format!("extension failed ({}/{}", r.yes, r.nodes)), "{id}: {} vs {r:?}", r.note);
+            } else {
+                assert!(r.note.contains(&note), "lesson {id}: note {:?}, rebuilt {note:?}", r.note);
+            }
+            assert_eq!(r.held, r.yes >= r.majority && r.validity_ms > 0, "lesson {id}: {r:?}");
+        }
+        let en = transcript(&run, Lang::En);
+        assert!(en.contains("validity = TTL − elapsed − drift"), "lesson {id}");
+    }
+    // Lesson 17's C: r4 and r5 crashed, so they time out at the 50 ms
+    // per-node timeout, and 3 of 5 is a majority.
+    let run = played("17");
+    let en = transcript(&run, Lang::En);
+    assert!(en.contains("Redlock round by C on lock:order:1001: r1 OK"), "{en}");
+    assert!(en.contains("r4 timed out (50 ms), r5 timed out (50 ms)"), "{en}");
+    assert!(en.contains("3/5 yes, majority 3 reached; elapsed 50 ms"), "{en}");
+    assert!(en.contains("10000 − 50 − 102 = 9848 ms → lock acquired"), "{en}");
+    assert!(en.contains("C@r1> GET lock:order:1001"), "the node a command went to: {en}");
+    // Lesson 20 and 21: the writes behind the stale-write verdict.
+    for id in ["20", "21"] {
+        let en = transcript(&played(id), Lang::En);
+        let writes = en.lines().filter(|l| l.contains(" wrote \"") && l.ends_with("accepted")).count();
+        assert!(writes >= 2, "lesson {id}: {en}");
+    }
+}
+
+/// Issue 17: the outcome line reads as a sentence, in both languages.
+#[test]
+fn the_outcome_line_is_a_sentence() {
+    let en = transcript(&played("01"), Lang::En);
+    let line = en.lines().find(|l| l.starts_with("outcome:")).unwrap();
+    assert!(!line.contains("observed [") && !line.contains("expected "), "{line}");
+    let held = transcript(&played("17"), Lang::En);
+    assert!(held.contains("outcome: mutual exclusion: held — A, C held the lock one at a time, never two at once"), "{held}");
+    let broken = transcript(&played("05"), Lang::En);
+    assert!(broken.contains("outcome: only the owner releases: broken — A's command removed the lock lock:order:1"), "{broken}");
+    let zh = transcript(&played("13"), Lang::Zh);
+    assert!(zh.contains("结论：互斥：被破坏——A 和 B 同时认为自己持有这把锁"), "{zh}");
+}
+
+/// Issue 17: quiz choices have separate zh and en forms; a lesson whose
+/// answer is not among its choices is refused; transcripts print quizzes.
+#[test]
+fn quiz_choices_are_bilingual_and_checked() {
+    let lessons = locklab_core::lesson::builtin().unwrap();
+    let l36 = lessons.iter().find(|l| l.id == "36").unwrap();
+    let q = l36.steps.iter().find_map(|s| s.quiz.as_ref().filter(|q| !q.choices.is_empty())).unwrap();
+    assert!(q.choices.iter().all(|c| !has_cjk(c)), "{:?}", q.choices);
+    assert!(q.choices_zh.iter().all(|c| has_cjk(c)), "{:?}", q.choices_zh);
+    assert_eq!(q.choices.len(), q.choices_zh.len());
+    for l in &lessons {
+        for s in &l.steps {
+            for c in s.quiz.iter().flat_map(|q| &q.choices) {
+                assert!(!has_cjk(c) || !c.contains(" / "), "lesson {}: a choice still written \"zh / en\": {c}", l.id);
+            }
+        }
+    }
+    let bad = r#"
+id = "99"
+theme = "basics"
+title = { zh = "题", en = "t" }
+narration = { zh = "叙", en = "n" }
+source = { seed = "A", file = "x.txt", section = "1" }
+actors = ["A"]
+[[steps]]
+client = "A"
+cmd = "SET k v NX"
+expect = "OK"
+quiz = { zh = "问？", en = "Q?", choices = [{ zh = "一", en = "one" }, "OK2"] }
+[outcome]
+invariant = "none"
+broken = false
+explain = { zh = "解", en = "e" }
+"#;
+    let err = locklab_core::lesson::Lesson::parse(bad).unwrap_err();
+    assert!(err.to_string().contains("not one of its choices"), "{err}");
+    let good = bad.replace("\"OK2\"", "\"OK\"");
+    locklab_core::lesson::Lesson::parse(&good).expect("the answer is a choice");
+    let zh = transcript(&played("22"), Lang::Zh);
+    assert!(zh.contains("？测验：资源端已接受过 34") && zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"), "{zh}");
+    let en = transcript(&played("22"), Lang::En);
+    assert!(en.contains("choices: accepted | rejected") && en.contains("answer: rejected"), "{en}");
+    assert!(zh.contains("向受保护资源写入 \"订单 1001：B 已支付\""), "values are written in zh too: {zh}");
 }

@@ -109,6 +109,25 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// The figures in `lang` (the English is the `Display` form).
+    pub fn text(&self, lang: super::Lang) -> String {
+        match lang {
+            super::Lang::En => self.to_string(),
+            super::Lang::Zh => format!(
+                "获得锁 {} / {} 次（{:.1} %），平均等待 {:.1} ms，平均重试 {:.2} 次，加锁尝试 {} 次，发出命令 {} 条",
+                self.acquisitions,
+                self.acquisitions + self.failures,
+                self.success_pct(),
+                self.mean_wait_ms(),
+                self.mean_retries(),
+                self.attempts,
+                self.commands
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

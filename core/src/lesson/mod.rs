@@ -23,6 +23,7 @@
 
 pub mod metrics;
 pub mod render;
+pub mod rounds;
 pub mod run;
 
 use serde::{Deserialize, Serialize};
@@ -198,30 +199,169 @@ impl Expect {
     }
 }
 
+/// A text a lesson file may give once for both languages (`"(integer) 1"`,
+/// `"5–50 ms"`) or in each (`{ zh = "…", en = "…" }`): quiz choices and
+/// answers, values written to the resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Localized {
+    Same(String),
+    Both(Text),
+}
+
+impl Localized {
+    pub fn get(&self, lang: Lang) -> &str {
+        match self {
+            Localized::Same(s) => s,
+            Localized::Both(t) => t.get(lang),
+        }
+    }
+}
+
 /// A quiz question asked before the step runs; its answer is the step's
 /// expected reply (or `answer`).
+///
+/// Choices and the answer have a Chinese and an English form each. The
+/// English (or language-neutral) forms are `choices` and `answer`, the
+/// Chinese ones `choices_zh` and `answer_zh` (empty / none: the same as the
+/// English); a lesson file writes each choice once, as a string or as
+/// `{ zh, en }`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawQuiz", into = "RawQuiz")]
 pub struct Quiz {
     pub zh: String,
     pub en: String,
     /// Multiple-choice options, if the question is not "what is the reply".
-    #[serde(default)]
     pub choices: Vec<String>,
+    pub choices_zh: Vec<String>,
     /// The right answer when it is not the expected reply.
-    #[serde(default)]
     pub answer: Option<String>,
+    pub answer_zh: Option<String>,
+}
+
+impl Quiz {
+    /// The question in `lang`.
+    pub fn question(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.en,
+            Lang::Zh => &self.zh,
+        }
+    }
+
+    /// The choices in `lang`.
+    pub fn choices_in(&self, lang: Lang) -> Vec<&str> {
+        match lang {
+            Lang::Zh if self.choices_zh.len() == self.choices.len() => self.choices_zh.iter().map(String::as_str).collect(),
+            _ => self.choices.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The answer in `lang`, when the quiz states one.
+    pub fn answer_in(&self, lang: Lang) -> Option<&str> {
+        match lang {
+            Lang::Zh => self.answer_zh.as_deref().or(self.answer.as_deref()),
+            Lang::En => self.answer.as_deref(),
+        }
+    }
+}
+
+/// A quiz as a lesson file writes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuiz {
+    zh: String,
+    en: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    choices: Vec<Localized>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<Localized>,
+}
+
+fn localized(en: String, zh: Option<String>) -> Localized {
+    match zh {
+        Some(zh) if zh != en => Localized::Both(Text { zh, en }),
+        _ => Localized::Same(en),
+    }
+}
+
+impl From<RawQuiz> for Quiz {
+    fn from(r: RawQuiz) -> Quiz {
+        let en = |l: &Localized| l.get(Lang::En).to_owned();
+        let zh = |l: &Localized| l.get(Lang::Zh).to_owned();
+        Quiz {
+            zh: r.zh,
+            en: r.en,
+            choices: r.choices.iter().map(en).collect(),
+            choices_zh: r.choices.iter().map(zh).collect(),
+            answer: r.answer.as_ref().map(en),
+            answer_zh: r.answer.as_ref().map(zh),
+        }
+    }
+}
+
+impl From<Quiz> for RawQuiz {
+    fn from(q: Quiz) -> RawQuiz {
+        let mut zh = q.choices_zh.into_iter();
+        RawQuiz {
+            zh: q.zh,
+            en: q.en,
+            choices: q.choices.into_iter().map(|en| localized(en, zh.next())).collect(),
+            answer: q.answer.map(|en| localized(en, q.answer_zh)),
+        }
+    }
 }
 
 /// A write a client makes to the protected resource.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "RawWrite", into = "RawWrite")]
 pub struct WriteSpec {
     /// A fixed fencing token.
     pub token: Option<i64>,
     /// Use the last integer reply this client saw (the `INCR` just before).
     pub token_from_last_reply: bool,
+    /// What is written, in English (what the trace records) …
     pub value: String,
+    /// … and in Chinese, when the file gives it (`value = { zh, en }`).
+    pub value_zh: Option<String>,
+}
+
+impl WriteSpec {
+    pub fn value_in(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::Zh => self.value_zh.as_deref().unwrap_or(&self.value),
+            Lang::En => &self.value,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWrite {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    token_from_last_reply: bool,
+    value: Localized,
+}
+
+impl From<RawWrite> for WriteSpec {
+    fn from(r: RawWrite) -> WriteSpec {
+        WriteSpec {
+            token: r.token,
+            token_from_last_reply: r.token_from_last_reply,
+            value: r.value.get(Lang::En).to_owned(),
+            value_zh: match r.value {
+                Localized::Both(t) => Some(t.zh),
+                Localized::Same(_) => None,
+            },
+        }
+    }
+}
+
+impl From<WriteSpec> for RawWrite {
+    fn from(w: WriteSpec) -> RawWrite {
+        RawWrite { token: w.token, token_from_last_reply: w.token_from_last_reply, value: localized(w.value, w.value_zh) }
+    }
 }
 
 /// Lock-health figures over the run so far (lessons 25–27): each bound that
@@ -495,6 +635,24 @@ impl Lesson {
             if let Some(q) = &step.quiz {
                 if q.answer.is_none() && step.expect.is_none() {
                     return Err(bad("a quiz needs an answer or an expected reply".into()));
+                }
+                if q.zh.trim().is_empty() || q.en.trim().is_empty() {
+                    return Err(bad("a quiz needs its question in both zh and en".into()));
+                }
+                if !q.choices.is_empty() {
+                    let right = q.answer.clone().or_else(|| step.expect.as_ref().map(Expect::describe)).unwrap_or_default();
+                    let at = q.choices.iter().position(|c| *c == right);
+                    let Some(at) = at else {
+                        return Err(bad(format!("the quiz's answer {right:?} is not one of its choices")));
+                    };
+                    if q.answer_zh.as_ref().is_some_and(|zh| q.choices_zh.get(at) != Some(zh)) {
+                        return Err(bad("the quiz's zh answer is not the zh form of its answer's choice".into()));
+                    }
+                }
+            }
+            if let StepKind::Write { write, .. } = &kind {
+                if write.value_zh.is_none() {
+                    return Err(bad("a write's value needs both forms: value = { zh = \"…\", en = \"…\" }".into()));
                 }
             }
         }

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lesson, LessonError, LessonTopology, Outcome, StepKind, Text};
+use super::metrics::Metrics;
+use super::{Lang, Lesson, LessonError, LessonTopology, Outcome, StepKind, Text};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
 use crate::invariants::Invariant;
 use crate::reply::Reply;
@@ -62,13 +63,41 @@ pub enum Shown<'a> {
     /// A write to the protected resource. `token` is the fencing token it
     /// carries; `from_last_reply` marks a step that has not run yet and will
     /// take its token from the client's last integer reply.
-    Write { value: &'a str, token: Option<i64>, from_last_reply: bool },
+    Write { value: &'a str, token: Option<i64>, from_last_reply: bool, value_zh: &'a str },
     Hold { client: &'a str, key: &'a str, holds: bool },
     Say(&'a Text),
     Metrics { clients: Vec<String> },
 }
 
 impl Shown<'_> {
+    /// The step in `lang`: [`Shown::english`] or [`Shown::chinese`].
+    pub fn text(&self, names: &Names, lang: Lang) -> String {
+        match lang {
+            Lang::En => self.english(names),
+            Lang::Zh => self.chinese(names),
+        }
+    }
+
+    /// Core's Chinese wording: the same parameters as [`Shown::english`];
+    /// commands, keys, node names and option names stay as typed.
+    pub fn chinese(&self, names: &Names) -> String {
+        match self {
+            Shown::Cmd { line } => (*line).to_owned(),
+            Shown::Wait { ms } => format!("等待 {ms} ms"),
+            Shown::Fault(f) => format!("故障：{}", f.describe_zh(names)),
+            Shown::Program(p) => describe_program_zh(p),
+            Shown::Write { value_zh, token: Some(t), .. } => format!("向受保护资源写入 {value_zh:?}，携带 fencing 令牌 {t}"),
+            Shown::Write { value_zh, from_last_reply: true, .. } => {
+                format!("向受保护资源写入 {value_zh:?}，携带上一条回复中的 fencing 令牌")
+            }
+            Shown::Write { value_zh, .. } => format!("向受保护资源写入 {value_zh:?}（不带令牌）"),
+            Shown::Hold { client, key, holds: true } => format!("（{client} 此时认为自己持有 {key}）"),
+            Shown::Hold { client, key, holds: false } => format!("（{client} 不再认为自己持有 {key}）"),
+            Shown::Say(t) => t.zh.trim().to_owned(),
+            Shown::Metrics { clients } => format!("{} 的锁健康指标", clients.join("、")),
+        }
+    }
+
     /// Core's English wording, as the transcript prints it.
     pub fn english(&self, names: &Names) -> String {
         match self {
@@ -111,6 +140,9 @@ pub struct LessonRun {
     /// The fencing token each write step carried, by step index: one taken
     /// from a reply is known only once the step ran.
     write_tokens: BTreeMap<usize, Option<i64>>,
+    /// The figures each `metrics` step measured, by step index, for a view
+    /// that words them in its own language.
+    metrics: BTreeMap<usize, Metrics>,
 }
 
 /// The world a lesson needs.
@@ -178,6 +210,7 @@ impl LessonRun {
             results: Vec::new(),
             metrics_from: 0,
             write_tokens: BTreeMap::new(),
+            metrics: BTreeMap::new(),
         })
     }
 
@@ -209,6 +242,11 @@ impl LessonRun {
         &self.results
     }
 
+    /// The figures a `metrics` step measured (once it ran).
+    pub fn metrics_at(&self, index: usize) -> Option<&Metrics> {
+        self.metrics.get(&index)
+    }
+
     /// Steps done so far.
     pub fn position(&self) -> usize {
         self.results.len()
@@ -234,9 +272,15 @@ impl LessonRun {
             StepKind::Fault(f) => Shown::Fault(f),
             StepKind::Program { program, .. } => Shown::Program(program),
             StepKind::Write { write, .. } => match self.write_tokens.get(&index) {
-                Some(token) => Shown::Write { value: &write.value, token: *token, from_last_reply: false },
+                Some(token) => Shown::Write {
+                    value: &write.value,
+                    token: *token,
+                    from_last_reply: false,
+                    value_zh: write.value_in(Lang::Zh),
+                },
                 None => Shown::Write {
                     value: &write.value,
+                    value_zh: write.value_in(Lang::Zh),
                     token: write.token.filter(|_| !write.token_from_last_reply),
                     from_last_reply: write.token_from_last_reply,
                 },
@@ -319,7 +363,9 @@ impl LessonRun {
                 let ids: Vec<u32> = names.iter().filter_map(|n| self.clients.get(n)).map(|c| c.0).collect();
                 let m = super::metrics::measure(&self.world, &ids, from);
                 bounds_ok = m.within(spec);
-                Some(m.to_string())
+                let text = m.to_string();
+                self.metrics.insert(index, m);
+                Some(text)
             }
             StepKind::Hold { client, key, holds } => {
                 actor = Some(client.to_owned());
@@ -447,5 +493,26 @@ fn describe_program(p: &Program) -> String {
             s
         }
         Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
+    }
+}
+
+fn describe_program_zh(p: &Program) -> String {
+    match p {
+        Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
+        Program::Lock(l) => {
+            let mut s = format!("程序：对 {} 加锁（{} PX {}，释放方式 {:?}", l.key, l.acquire.name(), l.ttl_ms, l.release);
+            if let Some(w) = &l.watchdog {
+                s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
+                if let Some(m) = w.max_renewals {
+                    s.push_str(&format!("，最多 {m} 次"));
+                }
+            }
+            if l.fencing.is_on() {
+                s.push_str("，带 fencing 令牌");
+            }
+            s.push('）');
+            s
+        }
+        Program::Redlock(r) => format!("程序：在 {} 上执行 Redlock（TTL {} ms）", r.key, r.ttl_ms),
     }
 }

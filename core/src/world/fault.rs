@@ -136,7 +136,49 @@ fn clock_of(c: &ClockOf, names: &Names) -> String {
     }
 }
 
+fn endpoint_zh(e: &Endpoint, names: &Names) -> String {
+    match e {
+        Endpoint::Resource => "受保护资源".to_owned(),
+        other => endpoint(other, names),
+    }
+}
+
 impl Fault {
+    /// [`Fault::describe`] in Chinese (node and client names as they are).
+    pub fn describe_zh(&self, names: &Names) -> String {
+        let link = |a: &Endpoint, b: &Endpoint| format!("{} ↔ {}", endpoint_zh(a, names), endpoint_zh(b, names));
+        match self {
+            Fault::PauseClient { client, ms: Some(ms) } => format!("暂停 {client} {ms} ms（GC）"),
+            Fault::PauseClient { client, ms: None } => format!("暂停 {client}"),
+            Fault::ResumeClient { client } => format!("恢复 {client}"),
+            Fault::CrashClient { client } => format!("{client} 崩溃"),
+            Fault::CrashNode { node } => format!("{} 宕机", names.node(*node)),
+            Fault::RestartNode { node, down_ms, keep_data } => format!(
+                "{} 宕机 {down_ms} ms 后重启{}",
+                names.node(*node),
+                match keep_data {
+                    Some(true) => "，保留数据",
+                    Some(false) => "，数据丢失",
+                    None => "",
+                }
+            ),
+            Fault::PromoteReplica { node } => format!("提升 {} 为主节点", names.node(*node)),
+            Fault::Failover { node: Some(n) } => format!("故障切换到 {}", names.node(*n)),
+            Fault::Failover { node: None } => "故障切换（主节点宕机，提升数据最全的从节点）".to_owned(),
+            Fault::CutLink { a, b } => format!("断开 {}", link(a, b)),
+            Fault::HealLink { a, b } => format!("恢复 {}", link(a, b)),
+            Fault::SetLink { a, b, config } => format!(
+                "链路 {}：{} ms ± {} ms，丢失 {}‰ 的回复",
+                link(a, b),
+                config.latency_ms,
+                config.jitter_ms,
+                config.drop_reply_permille
+            ),
+            Fault::JumpClock { of, delta_ms } => format!("{} 的时钟跳变 {delta_ms:+} ms", clock_of(of, names)),
+            Fault::SetDrift { of, ppm } => format!("{} 的时钟漂移 {ppm:+} ppm", clock_of(of, names)),
+        }
+    }
+
     /// A short sentence for transcripts.
     pub fn describe(&self, names: &Names) -> String {
         match self {

@@ -1,0 +1,266 @@
+//! Redlock rounds read back off a trace, for the transcript and the step
+//! list of lessons 17–21.
+//!
+//! A Redlock program decides from figures a trainee should see: which node
+//! answered what and when, how long the round took, the validity that is
+//! left, and whether that is a majority. The program itself only leaves a
+//! one-line note; the rest is in the trace (every `Sent`, `Received`,
+//! `TimedOut` of its requests), so a round is rebuilt here from those
+//! events rather than recorded twice.
+//!
+//! The arithmetic is the one the Redis documentation gives ("Distributed
+//! Locks with Redis", the Redlock algorithm, step 3 and the paragraph on
+//! clock drift): `elapsed = now − T1`, `drift = TTL × 1 % + 2 ms` (1 % of
+//! the TTL for clock drift between processes, plus 2 ms for the
+//! millisecond granularity of expires), `validity = TTL − elapsed − drift`;
+//! the lock is held when at least `N/2 + 1` nodes said yes and the
+//! validity is still positive. `core/src/client/redlock.rs` decides with
+//! the same formula; the lesson tests check both agree.
+
+use std::collections::BTreeMap;
+
+use super::Lang;
+use crate::client::{Program, RedlockProgram};
+use crate::reply::Reply;
+use crate::trace::{Actor, Event, EventKind, Names};
+
+use super::Lesson;
+
+/// How a node answered one request of a round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The reply, as redis-cli prints it.
+    Reply(String),
+    /// The client stopped waiting (the per-node timeout).
+    TimedOut,
+    /// No answer by the time the round was decided.
+    Pending,
+}
+
+/// One node's part in a round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAnswer {
+    pub node: u32,
+    pub answer: Answer,
+    /// When the answer came, after the round started (ms).
+    pub after_ms: u64,
+    /// Did the node say yes (`OK` to `SET NX`, `1` to an extension)?
+    pub yes: bool,
+}
+
+/// One acquisition or extension round of a Redlock client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Round {
+    pub client: u32,
+    pub key: String,
+    /// An extension round rather than an acquisition.
+    pub extend: bool,
+    /// World time the requests went out (T1).
+    pub start_ms: u64,
+    pub answers: Vec<NodeAnswer>,
+    pub yes: u32,
+    pub nodes: u32,
+    pub majority: u32,
+    pub ttl_ms: u64,
+    pub elapsed_ms: u64,
+    pub drift_ms: u64,
+    pub validity_ms: i64,
+    /// The program's decision: the lock is held (extended).
+    pub held: bool,
+    /// The program's own note for this round.
+    pub note: String,
+    /// Index in the trace of the decision.
+    pub at_event: usize,
+}
+
+/// `TTL × 1 % + 2 ms`, as the Redis documentation sizes the drift margin.
+pub fn drift_ms(ttl_ms: u64) -> u64 {
+    ttl_ms / 100 + 2
+}
+
+/// The Redlock programs of a lesson, by client name and key.
+fn programs(lesson: &Lesson) -> Vec<(&str, &RedlockProgram)> {
+    lesson
+        .steps
+        .iter()
+        .filter_map(|s| match (&s.client, &s.program) {
+            (Some(c), Some(Program::Redlock(r))) => Some((c.as_str(), r)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_acquire(cmd: &[String]) -> bool {
+    cmd.first().is_some_and(|c| c.eq_ignore_ascii_case("set")) && cmd.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx"))
+}
+
+fn is_extend(cmd: &[String]) -> bool {
+    let name = cmd.first().map(|c| c.to_ascii_lowercase()).unwrap_or_default();
+    (name == "eval" && cmd.get(1).is_some_and(|s| s.contains("pexpire")))
+        || name == "pexpire"
+        || (name == "set" && cmd.iter().any(|a| a.eq_ignore_ascii_case("ifeq")))
+}
+
+/// Every Redlock round in `trace` (up to `upto` events).
+pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
+    let progs = programs(lesson);
+    if progs.is_empty() {
+        return Vec::new();
+    }
+    let params = |client: &str, key: &str| progs.iter().find(|(c, p)| *c == client && p.key == key).map(|(_, p)| *p);
+    let mut open: BTreeMap<u32, Round> = BTreeMap::new();
+    // req → (client, command) for requests in an open round.
+    let mut reqs: BTreeMap<u64, (u32, Vec<Vec<u8>>)> = BTreeMap::new();
+    let mut done = Vec::new();
+    for (i, e) in trace.iter().enumerate() {
+        let Actor::Client(c) = e.actor else { continue };
+        let name = names.client(c);
+        match &e.kind {
+            EventKind::Sent { req, node, commands } => {
+                let Some(cmd) = commands.first() else { continue };
+                let (acq, ext) = (is_acquire(cmd), is_extend(cmd));
+                if !(acq || ext) {
+                    continue;
+                }
+                let key_at = if cmd[0].eq_ignore_ascii_case("eval") { 3 } else { 1 };
+                let Some(key) = cmd.get(key_at) else { continue };
+                let Some(p) = params(name, key) else { continue };
+                let round = open.entry(c).or_insert_with(|| Round {
+                    client: c,
+                    key: key.clone(),
+                    extend: ext,
+                    start_ms: e.at_ms,
+                    answers: Vec::new(),
+                    yes: 0,
+                    nodes: 0,
+                    majority: 0,
+                    ttl_ms: p.ttl_ms,
+                    elapsed_ms: 0,
+                    drift_ms: drift_ms(p.ttl_ms),
+                    validity_ms: 0,
+                    held: false,
+                    note: String::new(),
+                    at_event: i,
+                });
+                round.answers.push(NodeAnswer { node: *node, answer: Answer::Pending, after_ms: 0, yes: false });
+                let argv = cmd.iter().map(|a| a.as_bytes().to_vec()).collect();
+                reqs.insert(*req, (c, argv));
+            }
+            EventKind::Received { req, node, replies } => {
+                let Some((_, argv)) = reqs.remove(req) else { continue };
+                let Some(round) = open.get_mut(&c) else { continue };
+                let Some(reply) = replies.first() else { continue };
+                if let Some(a) = round.answers.iter_mut().find(|a| a.node == *node && a.answer == Answer::Pending) {
+                    let text = crate::cli::render(&argv, reply).trim_end().to_owned();
+                    a.yes = matches!(reply, Reply::Status(s) if s == "OK") || *reply == Reply::Integer(1);
+                    a.answer = Answer::Reply(text);
+                    a.after_ms = e.at_ms - round.start_ms;
+                }
+            }
+            EventKind::TimedOut { req, node } => {
+                if reqs.remove(req).is_none() {
+                    continue;
+                }
+                let Some(round) = open.get_mut(&c) else { continue };
+                if let Some(a) = round.answers.iter_mut().find(|a| a.node == *node && a.answer == Answer::Pending) {
+                    a.answer = Answer::TimedOut;
+                    a.after_ms = e.at_ms - round.start_ms;
+                }
+            }
+            EventKind::Note { text } => {
+                let decided = text.contains(" nodes in ") || text.starts_with("extended on") || text.starts_with("extension failed");
+                if !decided {
+                    continue;
+                }
+                let Some(mut r) = open.remove(&c) else { continue };
+                reqs.retain(|_, (owner, _)| *owner != c);
+                r.nodes = r.answers.len() as u32;
+                r.majority = r.nodes / 2 + 1;
+                r.yes = r.answers.iter().filter(|a| a.yes).count() as u32;
+                r.elapsed_ms = e.at_ms - r.start_ms;
+                r.validity_ms = r.ttl_ms as i64 - r.elapsed_ms as i64 - r.drift_ms as i64;
+                r.held = text.ends_with("lock acquired") || text.starts_with("extended on");
+                r.note = text.clone();
+                r.at_event = i;
+                done.push(r);
+            }
+            _ => {}
+        }
+    }
+    done
+}
+
+impl Round {
+    /// The round in a few lines: each node's answer, then the arithmetic
+    /// and the verdict.
+    pub fn lines(&self, names: &Names, lang: Lang) -> Vec<String> {
+        let who = names.client(self.client);
+        let answers: Vec<String> = self
+            .answers
+            .iter()
+            .map(|a| {
+                let node = names.node(a.node);
+                match (&a.answer, lang) {
+                    (Answer::Reply(r), _) => format!("{node} {r} ({} ms)", a.after_ms),
+                    (Answer::TimedOut, Lang::En) => format!("{node} timed out ({} ms)", a.after_ms),
+                    (Answer::TimedOut, Lang::Zh) => format!("{node} 超时（{} ms）", a.after_ms),
+                    (Answer::Pending, Lang::En) => format!("{node} no answer yet"),
+                    (Answer::Pending, Lang::Zh) => format!("{node} 尚未回复"),
+                }
+            })
+            .collect();
+        let formula = format!(
+            "{} − {} − {} = {} ms",
+            self.ttl_ms, self.elapsed_ms, self.drift_ms, self.validity_ms
+        );
+        let enough = self.yes >= self.majority;
+        match lang {
+            Lang::En => vec![
+                format!(
+                    "Redlock {} by {who} on {}: {}",
+                    if self.extend { "extension" } else { "round" },
+                    self.key,
+                    answers.join(", ")
+                ),
+                format!(
+                    "  {}/{} yes, majority {} {}; elapsed {} ms; drift {} ms = TTL × 1 % + 2 ms; validity = TTL − elapsed − drift = {formula} → {}",
+                    self.yes,
+                    self.nodes,
+                    self.majority,
+                    if enough { "reached" } else { "not reached" },
+                    self.elapsed_ms,
+                    self.drift_ms,
+                    match (self.held, self.extend) {
+                        (true, false) => "lock acquired",
+                        (true, true) => "extended",
+                        (false, false) => "not acquired",
+                        (false, true) => "extension failed",
+                    }
+                ),
+            ],
+            Lang::Zh => vec![
+                format!(
+                    "{who} 的 Redlock {}（{}）：{}",
+                    if self.extend { "续期" } else { "加锁轮次" },
+                    self.key,
+                    answers.join("，")
+                ),
+                format!(
+                    "  同意 {}/{}，多数派需 {} 个{}；耗时 {} ms；漂移余量 {} ms = TTL × 1 % + 2 ms；有效时间 = TTL − 耗时 − 漂移 = {formula} → {}",
+                    self.yes,
+                    self.nodes,
+                    self.majority,
+                    if enough { "，已达到" } else { "，未达到" },
+                    self.elapsed_ms,
+                    self.drift_ms,
+                    match (self.held, self.extend) {
+                        (true, false) => "加锁成功",
+                        (true, true) => "续期成功",
+                        (false, false) => "加锁失败",
+                        (false, true) => "续期失败",
+                    }
+                ),
+            ],
+        }
+    }
+}
