@@ -19,7 +19,7 @@ const SINGLE_NODE: &[&str] = &[
 /// LESSONS.md: 15–16 on a real master and replica; 17, 19 and 21 on five
 /// real masters (18 and 20 are simulator-only, with reasons); 31 on a real
 /// three-master cluster.
-const MANAGED: &[&str] = &["15", "16", "17", "19", "21", "31"];
+const MANAGED: &[&str] = &["15", "16", "17", "19", "21", "31", "37"];
 
 fn lesson(id: &str) -> Lesson {
     builtin().expect("lessons parse").into_iter().find(|l| l.id == id).expect("lesson exists")
@@ -137,6 +137,13 @@ fn lesson_19_redlock_extension_on_five_real_masters() {
 #[test]
 fn lesson_21_restart_without_persistence_on_five_real_masters() {
     managed("21");
+}
+
+/// Lesson 37 (issue 17): a holder crashes, two and then three of five real
+/// masters are SIGKILLed; Redlock locks with 3 of 5 and not with 2.
+#[test]
+fn lesson_37_three_properties_on_five_real_masters() {
+    managed("37");
 }
 
 /// The cluster's own answers: 1 for the undeclared key that happens to be

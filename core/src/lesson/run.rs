@@ -19,7 +19,7 @@ use super::{Lang, Lesson, LessonError, LessonTopology, Outcome, StepKind, Text};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
 use crate::invariants::Invariant;
 use crate::reply::Reply;
-use crate::trace::{EventKind, Names};
+use crate::trace::{Actor, EventKind, Names};
 use crate::world::{ClientId, Fault, Topology, World, WorldConfig};
 
 /// What a command step shows when its request or reply was lost.
@@ -331,9 +331,10 @@ impl LessonRun {
             StepKind::Program { client, program, background } => {
                 actor = Some(client.to_owned());
                 let c = self.client_id(client).map_err(err)?;
+                let from = self.world.trace().len();
                 self.world.run_program(c, program.clone()).map_err(|e| err(e.to_string()))?;
                 if !background {
-                    self.run_until_done(c);
+                    self.run_until_done(c, from);
                 }
                 None
             }
@@ -409,14 +410,22 @@ impl LessonRun {
         self.clients.get(name).copied().ok_or_else(|| format!("unknown client {name:?}"))
     }
 
-    /// Process the world until `c`'s program has finished (or crashed, or
-    /// nothing is left to happen).
-    fn run_until_done(&mut self, c: ClientId) {
+    /// Process the world until the program `c` started at trace position
+    /// `from` has finished (its `Done` event), or `c` crashed, or nothing
+    /// is left to happen. Watching for this program's own `Done` matters
+    /// when the client ran a program before: until the new one starts, the
+    /// client's state still says the old one is done.
+    fn run_until_done(&mut self, c: ClientId, from: usize) {
+        let mut seen = from;
         loop {
-            let st = self.world.client_state(c);
-            if st.is_none_or(|s| s.done || s.crashed) {
+            if self.world.client_state(c).is_none_or(|s| s.crashed) {
                 return;
             }
+            let trace = self.world.trace();
+            if trace[seen..].iter().any(|e| e.actor == Actor::Client(c.0) && e.kind == EventKind::Done) {
+                return;
+            }
+            seen = trace.len();
             if !self.world.step_item() {
                 return;
             }
