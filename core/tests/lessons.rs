@@ -396,3 +396,16 @@ explain = { zh = "解", en = "e" }
     assert!(en.contains("choices: accepted | rejected") && en.contains("answer: rejected"), "{en}");
     assert!(zh.contains("向受保护资源写入 \"订单 1001：B 已支付\""), "values are written in zh too: {zh}");
 }
+
+/// Lesson 42 measures B §6's claim on the simulator's clock: lock + unlock
+/// is two round trips (14 ms each over a 7 ms one-way link, 2 ms over a
+/// 1 ms one), and two lock attempts in one script are one round trip.
+#[test]
+fn lesson_42_measures_round_trips_per_lock_cycle() {
+    let run = played("42");
+    assert!(run.passed(), "{}", transcript(&run, Lang::En));
+    let cmds: Vec<u64> = run.results().iter().filter(|r| r.reply.is_some() && !r.shown.starts_with("metrics")).map(|r| r.at_ms).collect();
+    assert_eq!(cmds, vec![14, 28, 42, 44, 46], "step end times");
+    let text = text_of("42-performance-practice.toml");
+    assert!(text.contains("≈ 28 ms") && text.contains("约 4 ms") && text.contains("250 000"));
+}
