@@ -75,7 +75,8 @@ use std::time::{Duration, Instant};
 use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
 use locklab_core::invariants::{Invariant, Violation};
-use locklab_core::lesson::run::{overlap_is_violation, StepResult, NO_REPLY};
+use locklab_core::lesson::render;
+use locklab_core::lesson::run::{overlap_is_violation, LessonRun, StepResult, NO_REPLY};
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
@@ -134,39 +135,68 @@ impl RealReport {
     }
 
     /// The transcript, in the simulator's layout, with the real run's notes.
+    /// In Chinese the runner's own words come from core (the same wording
+    /// as the simulator's transcript); commands and replies stay as they
+    /// are, and the notes on what was sent (compressed TTLs, fallbacks)
+    /// stay in English.
     pub fn transcript(&self, lesson: &Lesson, lang: Lang) -> String {
-        let mut out = format!(
-            "lesson {} — {}\nreal redis-server {}, time compressed {}×\n\n",
-            lesson.id,
-            lesson.title.get(lang),
-            self.server_version,
-            self.factor
-        );
+        let zh = lang == Lang::Zh;
+        let mut out = if zh {
+            format!(
+                "第 {} 课 — {}\n真实 redis-server {}，时间压缩 {}×\n\n",
+                lesson.id, lesson.title.zh, self.server_version, self.factor
+            )
+        } else {
+            format!(
+                "lesson {} — {}\nreal redis-server {}, time compressed {}×\n\n",
+                lesson.id, lesson.title.en, self.server_version, self.factor
+            )
+        };
+        // Core's wording of each step, with the world's names.
+        let sim = LessonRun::new(lesson).ok();
         for r in &self.results {
-            let who = r.actor.as_deref().unwrap_or("world");
-            out.push_str(&format!("[{:>8} ms] {who}> {}\n", r.at_ms, r.shown));
+            let who = r.actor.as_deref().unwrap_or(if zh { "环境" } else { "world" });
+            let is_write = lesson.steps.get(r.index).is_some_and(|s| s.write.is_some());
+            let shown = match (&sim, zh) {
+                (Some(run), true) => run.shown(r.index).map_or(r.shown.clone(), |s| s.text(run.world().names(), lang)),
+                _ => r.shown.clone(),
+            };
+            out.push_str(&format!("[{:>8} ms] {who}> {shown}\n", r.at_ms));
             if let Some(note) = self.notes.get(&r.index) {
                 out.push_str(&format!("{:>14}({note})\n", ""));
             }
             if let Some(reply) = &r.reply {
                 for line in reply.lines() {
+                    let line = match (zh && is_write, line) {
+                        (true, "accepted") => "被接受",
+                        (true, "rejected") => "被拒绝",
+                        _ => line,
+                    };
                     out.push_str(&format!("{:>14}{line}\n", ""));
                 }
             }
             if !r.ok {
-                out.push_str(&format!("{:>14}✗ expected: {}\n", "", r.expected.as_deref().unwrap_or("?")));
+                let label = if zh { "✗ 期望：" } else { "✗ expected: " };
+                out.push_str(&format!("{:>14}{label}{}\n", "", r.expected.as_deref().unwrap_or("?")));
             }
         }
-        let expected = format!(
-            "{} {}",
-            lesson.outcome.invariant.name(),
-            if lesson.outcome.broken { "broken" } else { "held" }
-        );
-        match self.outcome {
-            Some(true) => out.push_str(&format!("\noutcome: expected {expected} ✓\n")),
-            Some(false) => out.push_str(&format!("\noutcome: expected {expected} ✗ MISMATCH\n")),
-            None => out.push_str(&format!("\noutcome: expected {expected} (not judged on a real run)\n")),
-        }
+        let name = render::invariant_name(lesson.outcome.invariant, lang);
+        let want = match (zh, lesson.outcome.broken) {
+            (false, true) => "broken",
+            (false, false) => "held",
+            (true, true) => "被破坏",
+            (true, false) => "成立",
+        };
+        out.push_str(&match (self.outcome, zh) {
+            (Some(true), false) => format!("\noutcome: {name}: {want}, as the lesson teaches ✓\n"),
+            (Some(true), true) => format!("\n结论：{name}：{want}，与本课要讲的一致 ✓\n"),
+            (Some(false), false) => format!("\noutcome: {name}: the lesson says {want}, the run shows otherwise ✗ MISMATCH\n"),
+            (Some(false), true) => format!("\n结论：{name}：本课说它应当{want}，这次运行不是这样 ✗ 不一致\n"),
+            (None, false) => format!(
+                "\noutcome: {name}: the lesson says {want}; not judged on a real run (the simulator derives it from its model of every node)\n"
+            ),
+            (None, true) => format!("\n结论：{name}：本课说它应当{want}；真实运行不作判定（模拟器根据它对每个节点的模型得出）\n"),
+        });
         out
     }
 }

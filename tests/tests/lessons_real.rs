@@ -153,3 +153,19 @@ fn lesson_37_three_properties_on_five_real_masters() {
 fn lesson_31_script_keys_on_a_real_three_master_cluster() {
     managed("31");
 }
+
+/// Issue 17: a real run's transcript in Chinese words the runner's own
+/// lines as the simulator's does (commands and replies as they are).
+#[test]
+fn a_real_transcript_reads_in_chinese() {
+    let server = RedisServer::start();
+    let l = lesson("05");
+    let report = lesson_real::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
+    let zh = report.transcript(&l, Lang::Zh);
+    assert!(zh.starts_with("第 05 课") && zh.contains("真实 redis-server"), "{zh}");
+    assert!(zh.contains("环境> 故障：暂停 A 35000 ms（GC）") && zh.contains("环境> 等待 31000 ms"), "{zh}");
+    assert!(zh.contains("（B 此时认为自己持有 lock:order:1）"), "{zh}");
+    assert!(zh.contains("向受保护资源写入 \"订单 1：B 已发货\"") && zh.contains("被接受"), "{zh}");
+    assert!(zh.contains("\n结论：只有持有者能释放："), "{zh}");
+    assert!(!zh.contains("world>") && !zh.contains("outcome:"), "{zh}");
+}
