@@ -86,7 +86,8 @@ use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
@@ -101,6 +102,7 @@ use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
 use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
+use crate::origin::OriginPolicy;
 use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
@@ -116,6 +118,7 @@ pub struct ApiState {
     redis: Option<String>,
     pool: SessionPool,
     managed: Arc<AtomicUsize>,
+    origins: Arc<OriginPolicy>,
 }
 
 impl ApiState {
@@ -126,7 +129,19 @@ impl ApiState {
     }
 
     pub fn with_limits(redis: Option<String>, limits: Limits) -> Self {
-        ApiState { redis, pool: SessionPool::new(limits), managed: Arc::new(AtomicUsize::new(0)) }
+        ApiState {
+            redis,
+            pool: SessionPool::new(limits),
+            managed: Arc::new(AtomicUsize::new(0)),
+            origins: Arc::new(OriginPolicy::default()),
+        }
+    }
+
+    /// Also accept WebSockets from these origins (`--allow-origin`), besides
+    /// the lab's own.
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Self {
+        self.origins = Arc::new(OriginPolicy::new(origins));
+        self
     }
 
     /// Lab sessions open right now, over all WebSockets: a socket's
@@ -670,9 +685,16 @@ fn find_lesson(id: &str) -> Result<Lesson, String> {
     crate::lessons::find(&all, id.trim()).cloned().map_err(|e| e.to_string())
 }
 
-async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl IntoResponse {
+async fn session_ws(State(state): State<ApiState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Err(why) = state.origins.check(header(header::ORIGIN), header(header::HOST)) {
+        return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
+    }
     let max = state.pool.limits().max_line + 4096;
-    ws.max_message_size(max).read_buffer_size(READ_BUFFER).on_upgrade(move |socket| run_socket(socket, state))
+    ws.max_message_size(max)
+        .read_buffer_size(READ_BUFFER)
+        .on_upgrade(move |socket| run_socket(socket, state))
+        .into_response()
 }
 
 /// The WebSocket's read buffer. tungstenite zero-fills up to this much

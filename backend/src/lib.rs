@@ -23,6 +23,7 @@
 //! * [`observe`] — lock keys watched on real servers, turned into the
 //!   simulator's `Lock` events.
 //! * [`api`] — `/api/real/health` and the `/api/session` WebSocket.
+//! * [`origin`] — which pages may open a lab session (`Origin` vs `Host`).
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod api;
@@ -31,6 +32,7 @@ pub mod explore;
 pub mod lesson_real;
 pub mod lessons;
 pub mod observe;
+pub mod origin;
 pub mod real;
 pub mod redis_server;
 pub mod repl;

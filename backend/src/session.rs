@@ -89,7 +89,7 @@ use locklab_core::server::Profile;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use thiserror::Error;
 
-use crate::real::{RealConnection, RealError};
+use crate::real::{display_addr, RealConnection, RealError};
 use crate::topology::{Topology, TopologyKind};
 
 /// Bounds on what one session may send.
@@ -1046,12 +1046,6 @@ pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
     ]
 }
 
-/// `host:port` of a redis URL, for messages (never the credentials).
-pub(crate) fn display_addr(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    rest.trim_end_matches('/').split('/').next().unwrap_or(rest).to_owned()
-}
 
 /// `n` hex digits from the standard library's randomly keyed SipHash
 /// (`RandomState` is seeded from the OS per process and perturbed per
@@ -1092,6 +1086,10 @@ mod tests {
     fn display_addr_hides_credentials() {
         assert_eq!(display_addr("redis://u:p@127.0.0.1:6379/0"), "127.0.0.1:6379");
         assert_eq!(display_addr("redis://127.0.0.1:7000/"), "127.0.0.1:7000");
+        // A password with '@' or '/' in it (redis-rs takes the last '@'
+        // before the path as the end of the credentials).
+        assert_eq!(display_addr("redis://u:p@ss@10.0.0.1:6380"), "10.0.0.1:6380");
+        assert_eq!(crate::real::public_url("redis://default:s3cret@h:1/0?protocol=resp3"), "redis://h:1");
     }
 
     #[test]

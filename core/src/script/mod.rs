@@ -78,7 +78,7 @@ use crate::reply::Reply;
 use crate::server::ScriptHost;
 use meta::{library_header, valid_name, ScriptFlags};
 use vm::{with_vm, Target};
-pub use vm::{INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
+pub use vm::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
 
 /// Node ids for the per-thread VM's library table. Only identity matters
 /// (they never reach a reply), so a global counter is fine.
