@@ -119,6 +119,9 @@ pub struct ApiState {
     pool: SessionPool,
     managed: Arc<AtomicUsize>,
     origins: Arc<OriginPolicy>,
+    /// Set once when the backend stops: every socket ends its lab (its
+    /// session cleaned up, its managed servers stopped) and closes.
+    stop: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl ApiState {
@@ -134,6 +137,7 @@ impl ApiState {
             pool: SessionPool::new(limits),
             managed: Arc::new(AtomicUsize::new(0)),
             origins: Arc::new(OriginPolicy::default()),
+            stop: Arc::new(tokio::sync::watch::channel(false).0),
         }
     }
 
@@ -149,6 +153,27 @@ impl ApiState {
     /// socket closes, which a caller that stops the server can wait for.
     pub fn live_sessions(&self) -> usize {
         self.pool.live()
+    }
+
+    /// Managed topologies running now, over all WebSockets.
+    pub fn live_topologies(&self) -> usize {
+        self.managed.load(Ordering::SeqCst)
+    }
+
+    /// Ended sessions whose cleanup waits for a busy or unreachable server.
+    pub fn pending_cleanups(&self) -> usize {
+        self.pool.pending_cleanups()
+    }
+
+    /// End every lab: each socket tells its client, cleans up its session
+    /// and stops its managed servers, then closes. For a backend that is
+    /// stopping (SIGTERM, Ctrl-C); wait for [`live_topologies`] and
+    /// [`live_sessions`] to reach 0 afterwards.
+    ///
+    /// [`live_topologies`]: ApiState::live_topologies
+    /// [`live_sessions`]: ApiState::live_sessions
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
     }
 }
 
@@ -395,6 +420,15 @@ impl Lab {
                 out.push(ServerMsg::Reply { client, text });
             }
             ClientMsg::Topology { kind } => {
+                if self.state.redis.is_some() {
+                    out.push(ServerMsg::Error {
+                        message: "topology changes are refused: this lab plays on your own server (--redis) and starts \
+                                  no redis-server of its own; start `locklab serve` without --redis for managed \
+                                  topologies"
+                            .into(),
+                    });
+                    return out;
+                }
                 let Some(kind) = TopologyKind::parse(&kind) else {
                     out.push(ServerMsg::Error { message: format!("unknown topology {kind:?}: single, replicated, redlock5 or cluster3") });
                     return out;
@@ -706,28 +740,46 @@ const READ_BUFFER: usize = 8 * 1024;
 
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
+    let idle = state.pool.limits().idle_timeout;
+    let mut stop = state.stop.subscribe();
     let mut lab = Some(Lab::new(state));
+    let mut last = std::time::Instant::now();
     loop {
         // A lesson's background program (a Redlock holder working, then
         // extending or releasing) keeps running between two `lesson_step`
         // messages, as it would in a real process: wake at its next timer
         // and serve it, sending its events as they happen. In free play,
         // wake when a watched lock is due to expire, so its bar ends then.
+        // And wake when the socket has been idle too long.
+        let idle_at = last + idle;
         let due = lab.as_ref().and_then(Lab::program_deadline);
-        let incoming = match due {
-            Some(at) => tokio::select! {
-                m = rx.next() => Some(m),
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => None,
-            },
-            None => Some(rx.next().await),
+        let wake = due.map_or(idle_at, |d| d.min(idle_at));
+        if *stop.borrow() {
+            let _ = send_all(&mut tx, vec![ServerMsg::Error { message: STOPPING.into() }]).await;
+            break;
+        }
+        let incoming = tokio::select! {
+            m = rx.next() => Some(m),
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => None,
+            _ = stop.changed() => continue,
         };
         let replies = match incoming {
+            None if std::time::Instant::now() >= idle_at => {
+                let message = format!(
+                    "this lab session was idle for {} s and has ended (its keys are deleted); send a message to \
+                     start a new one",
+                    idle.as_secs()
+                );
+                let _ = send_all(&mut tx, vec![ServerMsg::Error { message }]).await;
+                break;
+            }
             None => match blocking(&mut lab, Lab::serve_programs).await {
                 Some(out) => out,
                 None => break,
             },
             Some(None | Some(Err(_))) => break,
             Some(Some(Ok(msg))) => {
+                last = std::time::Instant::now();
                 let text = match msg {
                     Message::Text(t) => t.to_string(),
                     Message::Close(_) => break,
@@ -748,6 +800,9 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
     }
     drop_lab(lab).await;
 }
+
+/// What a socket says when the backend stops.
+const STOPPING: &str = "the lab backend is stopping: this session has ended (its keys are deleted)";
 
 /// Send one message's answer: every message its own text frame, as the
 /// clients expect, but queued first and flushed once, so a command's

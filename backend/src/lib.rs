@@ -20,6 +20,7 @@
 //! * [`session`] — a sandboxed lab session on real servers: key prefix,
 //!   ACL user, refused commands, limits, and the same trace events.
 //! * [`topology`] — managed redis-server topologies and real faults.
+//! * [`reaper`] — pid files, so no managed redis-server outlives its backend.
 //! * [`observe`] — lock keys watched on real servers, turned into the
 //!   simulator's `Lock` events.
 //! * [`api`] — `/api/real/health` and the `/api/session` WebSocket.
@@ -34,6 +35,7 @@ pub mod lessons;
 pub mod observe;
 pub mod origin;
 pub mod real;
+pub mod reaper;
 pub mod redis_server;
 pub mod repl;
 pub mod session;

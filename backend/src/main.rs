@@ -124,6 +124,22 @@ fn profile(s: &str) -> Result<Profile> {
     }
 }
 
+/// SIGTERM or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {
@@ -156,10 +172,31 @@ fn main() -> Result<()> {
                     if redis.is_some() { " on your Redis" } else { " and start redis-server processes here" }
                 );
             }
+            let reaped = locklab_backend::reaper::reap(false);
+            if reaped > 0 {
+                eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
+            }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
             let state = locklab_backend::api::ApiState::new(redis).allow_origins(allow_origin);
-            let api = locklab_backend::api::api_router(state);
-            tokio::runtime::Runtime::new()?.block_on(web::serve(bind, port, dist, api))?;
+            let api = locklab_backend::api::api_router(state.clone());
+            let served = tokio::runtime::Runtime::new()?.block_on(async {
+                let stopping = state.clone();
+                let stop = async move {
+                    stop_signal().await;
+                    eprintln!("locklab: stopping: ending every lab session and managed redis-server");
+                    stopping.shutdown();
+                };
+                let served = web::serve(bind, port, dist, api, stop).await;
+                // The sockets have closed; their labs drop on the blocking
+                // pool. Wait for that (bounded), then kill what is left.
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+                while (state.live_topologies() > 0 || state.live_sessions() > 0) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                served
+            });
+            locklab_backend::reaper::reap(true);
+            served?;
         }
         Cmd::SimServer { port, bind, redis_version } => {
             let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };

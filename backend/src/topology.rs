@@ -191,6 +191,9 @@ impl ManagedNode {
         let child = Command::new(&binary)
             .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--logfile", ""])
+            // Serve SCRIPT KILL after the lab's script budget (a session's
+            // runaway script is killed then) rather than after 5 s.
+            .args(["--busy-reply-threshold", "1000"])
             .args(&self.extra)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
@@ -198,6 +201,7 @@ impl ManagedNode {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
+        crate::reaper::record(child.id(), self.port);
         self.child = Some(child);
         let deadline = Instant::now() + READY_DEADLINE;
         loop {
@@ -223,6 +227,7 @@ impl ManagedNode {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            crate::reaper::forget(child.id());
         }
         self.state = NodeState::Down;
     }
