@@ -66,6 +66,7 @@ pub fn reap(mine: bool) -> usize {
             let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             killed += 1;
         }
+        // Gone, reused by another program, or killed now: the file is done.
         let _ = std::fs::remove_file(&path);
     }
     killed
@@ -80,9 +81,26 @@ fn alive(pid: u32) -> bool {
 fn is_managed_redis(pid: u32, port: &str) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-    let redis = args.first().is_some_and(|a| a.ends_with(b"redis-server") || a.starts_with(b"redis-server"));
+    // The program, as started (`/usr/bin/redis-server`) or as retitled
+    // (`/usr/bin/redis-server 127.0.0.1:6379`).
+    let program = args.first().and_then(|a| a.split(|&b| b == b' ').next()).unwrap_or_default();
+    let redis = program.ends_with(b"redis-server");
     // redis-server rewrites its argv to "redis-server 127.0.0.1:<port>".
     let on_port = args.windows(2).any(|w| w[0] == b"--port" && w[1] == port.as_bytes())
         || args.iter().any(|a| a.ends_with(format!(":{port}").as_bytes()));
     redis && on_port
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redis_server_is_known_by_its_title_or_its_arguments() {
+        let server = crate::redis_server::RedisServer::start();
+        let port = server.port().to_string();
+        assert!(is_managed_redis(server.pid(), &port));
+        assert!(!is_managed_redis(server.pid(), "1"));
+        assert!(!is_managed_redis(std::process::id(), &port));
+    }
 }

@@ -12,30 +12,34 @@
 //!    [`table`] before anything is sent. A command the lab does not teach
 //!    (`CONFIG`, `CLIENT`, `SHUTDOWN`, …: [`table::find`] returns `None`) or
 //!    one flagged [`flags::DANGEROUS`] (`FLUSHALL`, `KEYS`, `DEBUG`) is
-//!    refused *here*, with a redis-style error, and never reaches Redis. A
-//!    few subcommands that change server-global state shared by every
-//!    session (`FUNCTION FLUSH|DELETE|RESTORE|KILL`, `SCRIPT KILL`) are
-//!    refused too. Function libraries are server-wide as well, so a
-//!    session owns the libraries it loads: `FUNCTION LOAD REPLACE` of a
-//!    library another session (or the server's owner) loaded is refused,
-//!    and a session's libraries are deleted when it ends. `SCRIPT FLUSH` is allowed on purpose: lessons use it to
-//!    show `NOSCRIPT`, and the worst it does to a neighbour is make its next
-//!    `EVALSHA` fall back to `EVAL`, which is exactly what correct clients do.
+//!    refused *here*, with a redis-style error, and never reaches Redis; so
+//!    are the commands that reach past the session (`RANDOMKEY`, `SELECT`,
+//!    `MOVE`, `COPY`, `DBSIZE`, `SCRIPT KILL`). Function libraries are
+//!    server-wide, so a session's live in a namespace of its own
+//!    ([`functions`]): it can neither replace, delete nor shadow one it did
+//!    not load, and they are deleted when it ends. `SCRIPT FLUSH` is allowed
+//!    on purpose: lessons use it to show `NOSCRIPT`, and the worst it does to
+//!    a neighbour is make its next `EVALSHA` fall back to `EVAL`, which is
+//!    exactly what correct clients do.
 //! 2. **A key prefix.** Every key position the table knows (`SET k`, `DEL k1
 //!    k2`, `EVAL … numkeys k…`, `WATCH k…`) is rewritten to
 //!    `lab:<session-id>:k`, so two sessions typing `SET lock A` never touch
-//!    the same key. Replies are shown unprefixed: any bulk string that starts
-//!    with the prefix (a `SCAN` result, a script returning `KEYS[1]`) has it
-//!    cut off again, and `SCAN` gets a `MATCH` clause that confines it.
-//! 3. **An ACL user** per session, `lab-<id>`, with
-//!    `~lab:<id>:* +@all -@dangerous +info`, made by the server's own
-//!    credentials and deleted when the session drops. This is the wall that
-//!    holds inside Lua: a script that calls `redis.call('FLUSHALL')` or
-//!    touches an undeclared key outside the prefix is refused by Redis
-//!    itself (`ERR The user executing the script can't run this command…`),
-//!    because redis-server checks ACLs for every command a script runs.
-//!    `+info` is added back because `INFO` is in `@dangerous` on 7.0 and the
-//!    metrics lesson reads `INFO stats`.
+//!    the same key. `SCAN` is run by the lab on its admin connection with a
+//!    `MATCH` that confines it to the prefix, and its keys are shown
+//!    unprefixed; every other reply is shown exactly as Redis sent it (a
+//!    value that starts with the prefix is a value).
+//! 3. **An ACL user** per session, `lab-<id>`, with [`acl_rules`]
+//!    (`~lab:<id>:* +@all -@dangerous +info`, and no `SCAN`, `RANDOMKEY`,
+//!    `SELECT`, `MOVE`, …), made by the server's own credentials and deleted
+//!    when the session drops. This is the wall that holds inside Lua: a
+//!    script that calls `redis.call('FLUSHALL')` or touches a key outside
+//!    the prefix is refused by Redis itself, because redis-server checks
+//!    ACLs for every command a script runs.
+//!
+//! Scripts get two more: each runs first on core's simulator on a copy of
+//! the session's keys ([`preflight`]), and one that runs past the budget on
+//! Redis anyway is killed ([`watchdog`]). What a session leaves when it ends
+//! is cleaned up, later if the server was busy ([`janitor`]).
 //!
 //! # A managed cluster is the session's own
 //!
@@ -100,7 +104,7 @@ mod watchdog;
 use functions::Scoped;
 use janitor::{Cleanup, Janitor};
 use preflight::{Preflight, Verdict};
-use watchdog::Watchdog;
+use watchdog::{Killer, Watchdog};
 
 /// Bounds on what one session may send.
 #[derive(Clone, Debug)]
@@ -335,6 +339,7 @@ impl SessionPool {
             preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes),
             multi: HashMap::new(),
             originals: BTreeMap::new(),
+            killers: HashMap::new(),
             janitor: self.janitor.clone(),
             confinement,
             slots: Vec::new(),
@@ -439,6 +444,8 @@ pub struct Session {
     /// The session's libraries as the user wrote them, by name: what
     /// `FUNCTION LIST WITHCODE` shows.
     originals: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Per node, the admin connection script watchdogs use.
+    killers: HashMap<usize, Killer>,
     janitor: Janitor,
     confinement: Confinement,
     /// The cluster's slot ranges and the node serving each, from `CLUSTER
@@ -591,6 +598,7 @@ impl Session {
     /// re-creates the user instead of failing once on a dead socket.
     pub fn forget_node(&mut self, node: u32) {
         self.conns.retain(|&(_, n), _| n != node);
+        self.killers.remove(&(node as usize));
         if let Some(slot) = self.nodes.get_mut(node as usize) {
             slot.admin = None;
             slot.user_ready = false;
@@ -787,9 +795,14 @@ impl Session {
         let req = self.req;
         let sent_at = self.now_ms();
         self.push(sent_at, Actor::Client(c), EventKind::Sent { req, node, commands: shown.clone() });
-        let watchdog = checked.map(|(_, sent)| {
-            Watchdog::start(self.nodes[n].target.url.clone(), sent, self.limits.script_budget)
-        });
+        let watchdog = match checked {
+            Some((_, sent)) => {
+                let url = self.nodes[n].target.url.clone();
+                let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
+                Some(Watchdog::start(killer, url, sent, self.limits.script_budget))
+            }
+            None => None,
+        };
         let scan = argv[0].eq_ignore_ascii_case(b"scan");
         let outcome = if scan {
             // The session's SCAN: the ACL user may not SCAN (its results
@@ -834,6 +847,7 @@ impl Session {
                 // (or its server restarted and forgot our ACL user).
                 self.conns.retain(|&(_, nn), _| nn != node);
                 self.multi.retain(|&(_, nn), _| nn != node);
+                self.killers.remove(&n);
                 self.nodes[n].admin = None;
                 self.nodes[n].user_ready = false;
                 self.push(
@@ -844,6 +858,28 @@ impl Session {
                 Err(self.unreachable(n, source))
             }
         }
+    }
+
+    /// Node `n`'s connection for script watchdogs, opened now if needed,
+    /// and seen to answer `PING`: the server runs no script right before
+    /// the session's goes out, which is what lets the watchdog take a
+    /// running `EVAL` for the session's own.
+    fn killer(&mut self, n: usize) -> Result<Killer, RealError> {
+        let ping = [b"PING".to_vec()];
+        if let Some(k) = self.killers.get(&n) {
+            let mut conn = k.lock().unwrap_or_else(|e| e.into_inner());
+            if matches!(conn.execute(&ping), Ok(Reply::Status(_))) {
+                return Ok(k.clone());
+            }
+            *conn = watchdog::open_killer(&self.nodes[n].target.url)?;
+            drop(conn);
+            return Ok(k.clone());
+        }
+        let mut conn = watchdog::open_killer(&self.nodes[n].target.url)?;
+        conn.execute(&ping)?;
+        let k: Killer = std::sync::Arc::new(std::sync::Mutex::new(conn));
+        self.killers.insert(n, k.clone());
+        Ok(k)
     }
 
     /// Run `batch` (user view) on the simulator, on a copy of the session's
@@ -876,7 +912,10 @@ impl Session {
                 }
             }
         };
-        Ok(self.preflight.check(&snapshot, batch))
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Ok(self.preflight.check(now_ms, &snapshot, batch))
     }
 
     /// Bookkeeping after Redis answered `argv` (sent as `sent`): the

@@ -108,9 +108,12 @@ impl Preflight {
     }
 
     /// Run `batch` (one command, or a transaction's queued commands) on a
-    /// copy of the session's keys, and judge it.
-    pub fn check(&mut self, snapshot: &[Entry], batch: &[Vec<Vec<u8>>]) -> Verdict {
+    /// copy of the session's keys, at `now_ms` (Unix ms: the real server's
+    /// `TIME`, so a script that waits for a date behaves the same here),
+    /// and judge it.
+    pub fn check(&mut self, now_ms: u64, snapshot: &[Entry], batch: &[Vec<Vec<u8>>]) -> Verdict {
         let c = self.conn;
+        self.node.set_time(now_ms);
         self.node.execute(c, &[b"FLUSHALL".to_vec()]);
         for e in snapshot {
             let (key, pttl) = match e {
@@ -275,8 +278,11 @@ mod tests {
     use super::*;
     use locklab_core::cli::parse;
 
+    /// 2026-12-03, later than the simulator's epoch.
+    const NOW: u64 = 1_796_300_000_000;
+
     fn check(p: &mut Preflight, snapshot: &[Entry], line: &str) -> Verdict {
-        p.check(snapshot, &[parse(line).unwrap()])
+        p.check(NOW, snapshot, &[parse(line).unwrap()])
     }
 
     #[test]
@@ -284,7 +290,7 @@ mod tests {
         let mut p = Preflight::new(1000, 4096);
         assert!(matches!(check(&mut p, &[], "EVAL \"while true do end\" 0"), Verdict::Refuse(w) if w.contains("BUSY")));
         assert!(matches!(
-            check(&mut p, &[], "EVAL \"local s = string.rep('x', 2^20) local t = {} for i = 1, 200 do t[i] = s .. i end return 1\" 0"),
+            check(&mut p, &[], "EVAL \"local t = {} for i = 1, 200 do t[i] = string.rep('x', 2^20) .. i end return #t\" 0"),
             Verdict::Refuse(w) if w.contains("memory")
         ));
         assert!(matches!(
@@ -296,6 +302,11 @@ mod tests {
             Verdict::Refuse(w) if w.contains("does not have")
         ));
         assert_eq!(check(&mut p, &[], "EVAL \"redis.log(redis.LOG_WARNING, 'one line') return 1\" 0"), Verdict::Send);
+        // A loop that waits for a date: the simulator's clock is the wall clock.
+        assert!(matches!(
+            check(&mut p, &[], "EVAL \"redis.call('set', 'w', 1) while tonumber(redis.call('TIME')[1]) > 1780000000 do end\" 0"),
+            Verdict::Refuse(_)
+        ));
     }
 
     #[test]
@@ -307,7 +318,7 @@ mod tests {
         assert!(matches!(check(&mut p, &armed, line), Verdict::Refuse(_)));
         // A transaction is checked whole: the SET before the script arms it.
         let batch = [parse("SET k 1").unwrap(), parse(line).unwrap()];
-        assert!(matches!(p.check(&[], &batch), Verdict::Refuse(_)));
+        assert!(matches!(p.check(NOW, &[], &batch), Verdict::Refuse(_)));
     }
 
     #[test]

@@ -5,11 +5,14 @@
 //! than on the simulator. Each command that runs Lua is sent with a
 //! watchdog: a thread that waits for the command's reply for the budget
 //! ([`Limits::script_budget`](super::Limits), 1 s by default) and, if none
-//! came, asks the server with `FUNCTION STATS` what script is running. Only
-//! when that script's command is the one this session sent (its argv is
-//! the session's, prefixed keys and all) does it send `SCRIPT KILL` or
-//! `FUNCTION KILL` — never to another client's script, and never from the
-//! session user, whose ACL has no such right.
+//! came, asks the server with `FUNCTION STATS` what script is running. A
+//! function is killed (`FUNCTION KILL`) only when its command is the one
+//! this session sent (its argv, namespaced names and prefixed keys and
+//! all). For an `EVAL` redis-server 7.0 says nothing but BUSY; the session's
+//! script has then been in flight for the whole budget on a server that was
+//! idle when it was sent, so the running script is taken to be the
+//! session's and killed with `SCRIPT KILL`. Kills go through an admin
+//! connection, never the session user, whose ACL has no such right.
 //!
 //! redis-server answers nobody while a script runs until its
 //! `busy-reply-threshold` (`lua-time-limit`, 5 s by default) has passed;
@@ -20,7 +23,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -38,8 +41,11 @@ pub(super) struct Watchdog {
 
 impl Watchdog {
     /// Watch `sent` (the argvs as sent: one command, or a transaction's
-    /// queued ones) on the server at `admin_url` for `budget`.
-    pub(super) fn start(admin_url: String, sent: Vec<Vec<Vec<u8>>>, budget: Duration) -> Watchdog {
+    /// queued ones) for `budget`, asking through `killer`: an admin
+    /// connection opened *before* the script was sent, because a server
+    /// busy with a script accepts no new connection until its busy
+    /// threshold has passed. `admin_url` reopens it if it broke.
+    pub(super) fn start(killer: Killer, admin_url: String, sent: Vec<Vec<Vec<u8>>>, budget: Duration) -> Watchdog {
         let (tx, rx) = mpsc::channel::<()>();
         let killed = Arc::new(AtomicBool::new(false));
         let flag = killed.clone();
@@ -49,27 +55,43 @@ impl Watchdog {
             }
             // Over budget. Keep asking until the reply is in (the server
             // answers only after its busy threshold) or the kill landed.
-            let Ok(mut admin) = RealConnection::open(&admin_url) else { return };
-            let _ = admin.set_read_timeout(Some(Duration::from_secs(30)));
+            let mut admin = killer.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                let Ok(stats) = admin.execute(&[b"FUNCTION".to_vec(), b"STATS".to_vec()]) else { return };
+                let stats = match admin.execute(&[b"FUNCTION".to_vec(), b"STATS".to_vec()]) {
+                    Ok(stats) => stats,
+                    Err(_) => {
+                        // A broken connection: a fresh one for next time.
+                        if let Ok(fresh) = open_killer(&admin_url) {
+                            *admin = fresh;
+                        }
+                        return;
+                    }
+                };
                 if rx.try_recv() != Err(mpsc::TryRecvError::Empty) {
                     return;
                 }
-                match running_command(&stats) {
-                    Some(cmd) if sent.contains(&cmd) => {
-                        let fcall = cmd.first().is_some_and(|n| n.to_ascii_lowercase().starts_with(b"fcall"));
-                        let kill: &[u8] = if fcall { b"FUNCTION" } else { b"SCRIPT" };
-                        flag.store(true, Ordering::SeqCst);
-                        // NOTBUSY (it just ended) or UNKILLABLE (it wrote):
-                        // nothing more the lab can do without SHUTDOWN.
-                        let _ = admin.execute(&[kill.to_vec(), b"KILL".to_vec()]);
-                        return;
-                    }
-                    // Somebody else's script, or none: ours has not started
-                    // yet or already ended. Look again shortly.
-                    _ => {}
+                let kill: Option<&[u8]> = match running_command(&stats) {
+                    // A function: `FUNCTION STATS` names its command, so
+                    // only the session's own is killed.
+                    Running::Function(cmd) if sent.contains(&cmd) => Some(b"FUNCTION"),
+                    // An EVAL: redis-server 7.0 does not say whose
+                    // (`FUNCTION STATS` answers BUSY while one runs). The
+                    // session's own script has been in flight for the whole
+                    // budget and the server was idle when it was sent (the
+                    // pre-flight's snapshot was just answered), so the
+                    // script running now is the session's.
+                    Running::Eval if sent.iter().any(|argv| is_eval(argv)) => Some(b"SCRIPT"),
+                    _ => None,
+                };
+                if let Some(kill) = kill {
+                    flag.store(true, Ordering::SeqCst);
+                    // NOTBUSY (it just ended) or UNKILLABLE (it wrote):
+                    // nothing more the lab can do without SHUTDOWN.
+                    let _ = admin.execute(&[kill.to_vec(), b"KILL".to_vec()]);
+                    return;
                 }
+                // Somebody else's function, or nothing: ours has not
+                // started yet or already ended. Look again shortly.
                 if !matches!(rx.recv_timeout(Duration::from_millis(100)), Err(mpsc::RecvTimeoutError::Timeout)) {
                     return;
                 }
@@ -89,14 +111,51 @@ impl Watchdog {
     }
 }
 
-/// The argv of the script `FUNCTION STATS` says is running, if any.
-fn running_command(stats: &Reply) -> Option<Vec<Vec<u8>>> {
-    let Reply::Array(top) = stats else { return None };
-    let pos = top.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"running_script"))?;
-    let Some(Reply::Array(running)) = top.get(pos + 1) else { return None };
-    let cpos = running.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"command"))?;
-    let Some(Reply::Array(argv)) = running.get(cpos + 1) else { return None };
-    Some(argv.iter().filter_map(|a| if let Reply::Bulk(b) = a { Some(b.clone()) } else { None }).collect())
+/// The admin connection a session's watchdogs ask and kill through, one
+/// per node, opened before the first script goes to it.
+pub(super) type Killer = Arc<Mutex<RealConnection>>;
+
+/// Open a [`Killer`] connection.
+pub(super) fn open_killer(admin_url: &str) -> Result<RealConnection, crate::real::RealError> {
+    let conn = RealConnection::open(admin_url)?;
+    // Long enough to outwait a busy threshold raised well above the default.
+    conn.set_read_timeout(Some(Duration::from_secs(60)))?;
+    Ok(conn)
+}
+
+/// What `FUNCTION STATS` says is running.
+#[derive(Debug, PartialEq, Eq)]
+enum Running {
+    Nothing,
+    /// A function, with the command that called it.
+    Function(Vec<Vec<u8>>),
+    /// An `EVAL` script (redis-server 7.0 answers `FUNCTION STATS` with
+    /// BUSY while one runs).
+    Eval,
+}
+
+/// Read a `FUNCTION STATS` reply.
+fn running_command(stats: &Reply) -> Running {
+    let Reply::Array(top) = stats else {
+        return match stats {
+            Reply::Error(e) if e.starts_with("BUSY") => Running::Eval,
+            _ => Running::Nothing,
+        };
+    };
+    let Some(pos) = top.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"running_script")) else {
+        return Running::Nothing;
+    };
+    let Some(Reply::Array(running)) = top.get(pos + 1) else { return Running::Nothing };
+    let Some(cpos) = running.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"command")) else {
+        return Running::Nothing;
+    };
+    let Some(Reply::Array(argv)) = running.get(cpos + 1) else { return Running::Nothing };
+    Running::Function(argv.iter().filter_map(|a| if let Reply::Bulk(b) = a { Some(b.clone()) } else { None }).collect())
+}
+
+/// Is `argv` an `EVAL` family command (killed with `SCRIPT KILL`)?
+fn is_eval(argv: &[Vec<u8>]) -> bool {
+    argv.first().is_some_and(|n| n.to_ascii_lowercase().starts_with(b"eval"))
 }
 
 #[cfg(test)]
@@ -112,7 +171,7 @@ mod tests {
                 b("name"),
                 b("f_1234"),
                 b("command"),
-                Reply::Array(vec![b("EVAL"), b("while true do end"), b("0")]),
+                Reply::Array(vec![b("FCALL"), b("spin"), b("0")]),
                 b("duration_ms"),
                 Reply::Integer(5001),
             ]),
@@ -121,9 +180,11 @@ mod tests {
         ]);
         assert_eq!(
             running_command(&stats),
-            Some(vec![b"EVAL".to_vec(), b"while true do end".to_vec(), b"0".to_vec()])
+            Running::Function(vec![b"FCALL".to_vec(), b"spin".to_vec(), b"0".to_vec()])
         );
         let idle = Reply::Array(vec![b("running_script"), Reply::Nil, b("engines"), Reply::Array(vec![])]);
-        assert_eq!(running_command(&idle), None);
+        assert_eq!(running_command(&idle), Running::Nothing);
+        let eval = Reply::Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into());
+        assert_eq!(running_command(&eval), Running::Eval);
     }
 }

@@ -315,7 +315,8 @@ impl Scripting {
         };
         let callbacks = loaded.into_iter().map(|r| r.callback).collect();
         let id = self.id;
-        let _ = with_vm(|vm| vm.keep_library(id, &name, callbacks));
+        let code = payload.get(header.code_start..).unwrap_or_default();
+        let _ = with_vm(|vm| vm.keep_library(id, &name, code, callbacks));
         self.libraries.insert(name.clone(), library);
         self.reindex();
         Reply::bulk(name.into_bytes())

@@ -136,8 +136,9 @@ pub(crate) struct Vm {
     resp3: Rc<Cell<bool>>,
     /// SHA1 → compiled EVAL script.
     compiled: BTreeMap<String, Function>,
-    /// (node id, library) → its callbacks, in registration order.
-    libraries: BTreeMap<(u64, String), Vec<Function>>,
+    /// (node, library) → the code the callbacks were loaded from, and the
+    /// callbacks.
+    libraries: BTreeMap<(u64, String), (Vec<u8>, Vec<Function>)>,
 }
 
 thread_local! {
@@ -634,9 +635,10 @@ impl Vm {
         Ok(out)
     }
 
-    /// Keep a loaded library's callbacks for a node.
-    pub(crate) fn keep_library(&mut self, node: u64, library: &str, callbacks: Vec<Function>) {
-        self.libraries.insert((node, library.to_owned()), callbacks);
+    /// Keep a loaded library's callbacks for a node, with the code they
+    /// came from.
+    pub(crate) fn keep_library(&mut self, node: u64, library: &str, code: &[u8], callbacks: Vec<Function>) {
+        self.libraries.insert((node, library.to_owned()), (code.to_vec(), callbacks));
     }
 
     pub(crate) fn drop_library(&mut self, node: u64, library: &str) {
@@ -644,7 +646,9 @@ impl Vm {
     }
 
     /// A node's library callback, reloading the library from its code if
-    /// this VM has not seen it (another thread, a clone, a fresh VM).
+    /// this VM has not seen it (another thread, a clone, a fresh VM) or has
+    /// an older version of it: a `FUNCTION LOAD REPLACE` run on another
+    /// thread replaced the library there, not in this thread's VM.
     pub(crate) fn callback(
         &mut self,
         node: u64,
@@ -653,16 +657,16 @@ impl Vm {
         index: usize,
     ) -> Result<Function, String> {
         let key = (node, library.to_owned());
-        if !self.libraries.contains_key(&key) {
+        if self.libraries.get(&key).is_none_or(|(seen, _)| seen.as_slice() != code) {
             let registered = self.load_library(code).map_err(|e| e.0)?;
             self.libraries.insert(
                 key.clone(),
-                registered.into_iter().map(|r| r.callback).collect(),
+                (code.to_vec(), registered.into_iter().map(|r| r.callback).collect()),
             );
         }
         self.libraries
             .get(&key)
-            .and_then(|cbs| cbs.get(index))
+            .and_then(|(_, cbs)| cbs.get(index))
             .cloned()
             .ok_or_else(|| "ERR Function not found".to_owned())
     }
