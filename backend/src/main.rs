@@ -56,6 +56,13 @@ enum Cmd {
         /// page (reached by IP address or localhost) is always accepted.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// How long a lab session's script may run on Redis before the lab
+        /// kills it (Redis serves the kill only after its busy-reply-threshold).
+        #[arg(long, value_name = "MS", default_value_t = 1000)]
+        script_budget_ms: u64,
+        /// Close a lab session's WebSocket after this many idle seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        idle_timeout: u64,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -161,7 +168,7 @@ fn main() -> Result<()> {
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
         }
-        Cmd::Serve { redis, port, bind, dist, allow_origin } => {
+        Cmd::Serve { redis, port, bind, dist, allow_origin, script_budget_ms, idle_timeout } => {
             if !dist.join("index.html").is_file() {
                 bail!("{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)", dist.display());
             }
@@ -177,7 +184,12 @@ fn main() -> Result<()> {
                 eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
             }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
-            let state = locklab_backend::api::ApiState::new(redis).allow_origins(allow_origin);
+            let limits = locklab_backend::session::Limits {
+                script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
+                idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
+                ..Default::default()
+            };
+            let state = locklab_backend::api::ApiState::with_limits(redis, limits).allow_origins(allow_origin);
             let api = locklab_backend::api::api_router(state.clone());
             let served = tokio::runtime::Runtime::new()?.block_on(async {
                 let stopping = state.clone();

@@ -38,7 +38,9 @@ impl OriginPolicy {
     /// Accept the lab's own origin and `extra` (`--allow-origin`, e.g.
     /// `http://lab.example:8080`).
     pub fn new(extra: impl IntoIterator<Item = String>) -> Self {
-        OriginPolicy { extra: extra.into_iter().filter_map(|o| normalise(&o)).collect() }
+        OriginPolicy {
+            extra: extra.into_iter().filter_map(|o| normalise(&o)).collect(),
+        }
     }
 
     /// May a WebSocket handshake with these `Origin` and `Host` headers
@@ -51,7 +53,9 @@ impl OriginPolicy {
                  (start the lab with --allow-origin {origin} to allow it)"
             ))
         };
-        let Some(norm) = normalise(origin) else { return refused() };
+        let Some(norm) = normalise(origin) else {
+            return refused();
+        };
         if self.extra.contains(&norm) {
             return Ok(());
         }
@@ -117,7 +121,9 @@ mod tests {
         assert!(p.check(Some("http://127.0.0.1:8080"), Some("127.0.0.1:8080")).is_ok());
         assert!(p.check(Some("http://localhost:8080"), Some("localhost:8080")).is_ok());
         assert!(p.check(Some("http://[::1]:8080"), Some("[::1]:8080")).is_ok());
-        assert!(p.check(Some("http://192.168.1.5:8080"), Some("192.168.1.5:8080")).is_ok());
+        assert!(p
+            .check(Some("http://192.168.1.5:8080"), Some("192.168.1.5:8080"))
+            .is_ok());
         assert!(p.check(Some("HTTP://LOCALHOST:8080/"), Some("localhost:8080")).is_ok());
         assert!(p.check(Some("http://127.0.0.1"), Some("127.0.0.1:80")).is_ok());
         // Not a browser: nothing to hijack.
@@ -139,7 +145,10 @@ mod tests {
         ] {
             let host = (!host.is_empty()).then_some(host);
             let err = p.check(Some(origin), host).unwrap_err();
-            assert!(err.contains("only be opened from the lab's own page"), "{origin}: {err}");
+            assert!(
+                err.contains("only be opened from the lab's own page"),
+                "{origin}: {err}"
+            );
         }
         assert!(p.check(Some("http://127.0.0.1:8080"), None).is_err());
     }
@@ -148,6 +157,8 @@ mod tests {
     fn allowed_origins_are_added() {
         let p = OriginPolicy::new(["http://Lab.example:8080/".to_owned()]);
         assert!(p.check(Some("http://lab.example:8080"), Some("127.0.0.1:8080")).is_ok());
-        assert!(p.check(Some("http://lab.example:8081"), Some("127.0.0.1:8080")).is_err());
+        assert!(p
+            .check(Some("http://lab.example:8081"), Some("127.0.0.1:8080"))
+            .is_err());
     }
 }

@@ -26,7 +26,12 @@ pub fn runtime_dir() -> PathBuf {
 fn uid() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:").map(|r| r.split_whitespace().next().unwrap_or("0").to_owned())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("Uid:")
+                    .map(|r| r.split_whitespace().next().unwrap_or("0").to_owned())
+            })
+        })
         .unwrap_or_else(|| "0".into())
 }
 
@@ -34,7 +39,10 @@ fn uid() -> String {
 pub fn record(pid: u32, port: u16) {
     let dir = runtime_dir();
     if std::fs::create_dir_all(&dir).is_ok() {
-        let _ = std::fs::write(dir.join(format!("{pid}.pid")), format!("{port}\n{}\n", std::process::id()));
+        let _ = std::fs::write(
+            dir.join(format!("{pid}.pid")),
+            format!("{port}\n{}\n", std::process::id()),
+        );
     }
 }
 
@@ -47,13 +55,23 @@ pub fn forget(pid: u32) {
 /// with `mine`, this backend's own: the last step of a shutdown). Returns
 /// how many processes were killed.
 pub fn reap(mine: bool) -> usize {
-    let Ok(entries) = std::fs::read_dir(runtime_dir()) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(runtime_dir()) else {
+        return 0;
+    };
     let me = std::process::id();
     let mut killed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(pid) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Some(pid) = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let mut lines = text.lines();
         let (Some(port), Some(owner)) = (lines.next(), lines.next().and_then(|o| o.parse::<u32>().ok())) else {
             continue;
@@ -79,11 +97,16 @@ fn alive(pid: u32) -> bool {
 /// Is `pid` still a redis-server listening on `port` as the lab starts
 /// them (`--port <port>` on its command line)?
 fn is_managed_redis(pid: u32, port: &str) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     // The program, as started (`/usr/bin/redis-server`) or as retitled
     // (`/usr/bin/redis-server 127.0.0.1:6379`).
-    let program = args.first().and_then(|a| a.split(|&b| b == b' ').next()).unwrap_or_default();
+    let program = args
+        .first()
+        .and_then(|a| a.split(|&b| b == b' ').next())
+        .unwrap_or_default();
     let redis = program.ends_with(b"redis-server");
     // redis-server rewrites its argv to "redis-server 127.0.0.1:<port>".
     let on_port = args.windows(2).any(|w| w[0] == b"--port" && w[1] == port.as_bytes())

@@ -26,7 +26,11 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn serve(dir: &Path, port: u16) -> Child {
@@ -61,16 +65,32 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Start `kind` through the backend's WebSocket; the managed nodes' ports.
 fn start_topology(port: u16, kind: &str) -> Vec<u16> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/api/session")).await.unwrap();
-        ws.send(Message::Text(json!({"type":"topology","kind":kind}).to_string().into())).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/api/session"))
+            .await
+            .unwrap();
+        ws.send(Message::Text(json!({"type":"topology","kind":kind}).to_string().into()))
+            .await
+            .unwrap();
         loop {
-            let msg = tokio::time::timeout(DEADLINE, ws.next()).await.unwrap().unwrap().unwrap();
+            let msg = tokio::time::timeout(DEADLINE, ws.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
             let Message::Text(t) = msg else { continue };
             let v: Value = serde_json::from_str(&t).unwrap();
             if v["type"] == "hello" {
-                let ports: Vec<u16> = v["nodes"].as_array().unwrap().iter().map(|n| n["port"].as_u64().unwrap() as u16).collect();
+                let ports: Vec<u16> = v["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n["port"].as_u64().unwrap() as u16)
+                    .collect();
                 // Keep the socket open: the topology lives as long as it.
                 std::mem::forget(ws);
                 return ports;
@@ -80,7 +100,10 @@ fn start_topology(port: u16, kind: &str) -> Vec<u16> {
 }
 
 fn signal(child: &Child, sig: &str) {
-    Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
 }
 
 #[test]
@@ -112,7 +135,9 @@ fn a_restarted_backend_reaps_what_a_killed_one_left() {
     assert!(nodes.iter().all(|&p| listening(p)), "the orphans are still there");
     let port = free_port();
     let mut again = serve(&dir, port);
-    wait_until("the next backend reaps the orphans", || nodes.iter().all(|&p| !listening(p)));
+    wait_until("the next backend reaps the orphans", || {
+        nodes.iter().all(|&p| !listening(p))
+    });
     signal(&again, "-TERM");
     let _ = again.wait();
 }

@@ -21,7 +21,10 @@ pub async fn serve(state: ApiState) -> std::net::SocketAddr {
 
 /// Open `/api/session` as a non-browser client (no `Origin`).
 pub async fn connect(addr: std::net::SocketAddr) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap().0
+    tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap()
+        .0
 }
 
 pub async fn send(ws: &mut Ws, v: Value) {

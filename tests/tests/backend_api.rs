@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use locklab_backend::api::{ApiState, RealHealth};
 use locklab_tests::RedisServer;
 use serde_json::{json, Value};

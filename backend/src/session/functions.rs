@@ -192,14 +192,24 @@ mod tests {
 
     #[test]
     fn payloads_redis_refuses_are_not_sent() {
-        for payload in ["return 1", "#!lua\nreturn 1", "#!lua name=a-b\nreturn 1", "#!lua name=\n", "#!lua name=a name=b\n"] {
+        for payload in [
+            "return 1",
+            "#!lua\nreturn 1",
+            "#!lua name=a-b\nreturn 1",
+            "#!lua name=\n",
+            "#!lua name=a name=b\n",
+        ] {
             assert_eq!(scope_library(payload.as_bytes(), "lab_abc_"), None, "{payload}");
         }
     }
 
     #[test]
     fn line_numbers_stay_the_users() {
-        let scoped = scope_library(b"#!lua name=l\nredis.register_function('f', function() return 1 end)\n-- 3", "lab_x_").unwrap();
+        let scoped = scope_library(
+            b"#!lua name=l\nredis.register_function('f', function() return 1 end)\n-- 3",
+            "lab_x_",
+        )
+        .unwrap();
         let text = String::from_utf8(scoped).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
@@ -210,9 +220,18 @@ mod tests {
     #[test]
     fn commands_are_rewritten_into_the_namespace() {
         let ns = "lab_abc_";
-        assert_eq!(scope_command(&argv("FCALL acquire 1 k v"), ns), Scoped::Send(argv("FCALL lab_abc_acquire 1 k v")));
-        assert_eq!(scope_command(&argv("fcall_ro f 0"), ns), Scoped::Send(argv("fcall_ro lab_abc_f 0")));
-        assert_eq!(scope_command(&argv("FUNCTION DELETE ownerlib"), ns), Scoped::Send(argv("FUNCTION DELETE lab_abc_ownerlib")));
+        assert_eq!(
+            scope_command(&argv("FCALL acquire 1 k v"), ns),
+            Scoped::Send(argv("FCALL lab_abc_acquire 1 k v"))
+        );
+        assert_eq!(
+            scope_command(&argv("fcall_ro f 0"), ns),
+            Scoped::Send(argv("fcall_ro lab_abc_f 0"))
+        );
+        assert_eq!(
+            scope_command(&argv("FUNCTION DELETE ownerlib"), ns),
+            Scoped::Send(argv("FUNCTION DELETE lab_abc_ownerlib"))
+        );
         assert_eq!(
             scope_command(&argv("FUNCTION LIST"), ns),
             Scoped::Send(argv("FUNCTION LIST LIBRARYNAME lab_abc_*"))

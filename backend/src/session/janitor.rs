@@ -37,10 +37,16 @@ impl Cleanup {
     /// Clean every node, through its admin connection when there is one.
     /// Returns the nodes where it did not finish.
     pub(crate) fn run(&self, admins: Vec<Option<RealConnection>>) -> Cleanup {
-        let mut left = Cleanup { nodes: Vec::new(), ..self.clone() };
+        let mut left = Cleanup {
+            nodes: Vec::new(),
+            ..self.clone()
+        };
         let mut admins = admins.into_iter();
         for target in &self.nodes {
-            let admin = admins.next().flatten().or_else(|| RealConnection::open(&target.url).ok());
+            let admin = admins
+                .next()
+                .flatten()
+                .or_else(|| RealConnection::open(&target.url).ok());
             let done = admin.is_some_and(|mut a| {
                 let _ = a.set_read_timeout(Some(Duration::from_secs(2)));
                 self.clean(&mut a)
@@ -69,7 +75,12 @@ impl Cleanup {
             return ok(admin.execute(&[bytes("FLUSHALL")])) && ok(admin.execute(&[bytes("FUNCTION"), bytes("FLUSH")]));
         }
         // The libraries in the session's namespace, whoever listed them.
-        let list = admin.execute(&[bytes("FUNCTION"), bytes("LIST"), bytes("LIBRARYNAME"), bytes(&format!("{}*", self.ns))]);
+        let list = admin.execute(&[
+            bytes("FUNCTION"),
+            bytes("LIST"),
+            bytes("LIBRARYNAME"),
+            bytes(&format!("{}*", self.ns)),
+        ]);
         let Ok(Reply::Array(libs)) = list else { return false };
         for lib in libs {
             let Reply::Array(pairs) = lib else { continue };
@@ -86,9 +97,20 @@ impl Cleanup {
         // The keys: SCAN under the prefix, UNLINK what it finds.
         let mut cursor = b"0".to_vec();
         for _ in 0..10_000 {
-            let scan = [bytes("SCAN"), cursor.clone(), bytes("MATCH"), bytes(&format!("{}*", self.prefix)), bytes("COUNT"), bytes("1000")];
-            let Ok(Reply::Array(parts)) = admin.execute(&scan) else { return false };
-            let (Some(Reply::Bulk(next)), Some(Reply::Array(keys))) = (parts.first(), parts.get(1)) else { return false };
+            let scan = [
+                bytes("SCAN"),
+                cursor.clone(),
+                bytes("MATCH"),
+                bytes(&format!("{}*", self.prefix)),
+                bytes("COUNT"),
+                bytes("1000"),
+            ];
+            let Ok(Reply::Array(parts)) = admin.execute(&scan) else {
+                return false;
+            };
+            let (Some(Reply::Bulk(next)), Some(Reply::Array(keys))) = (parts.first(), parts.get(1)) else {
+                return false;
+            };
             let mut unlink = vec![bytes("UNLINK")];
             unlink.extend(keys.iter().filter_map(|k| match k {
                 Reply::Bulk(b) => Some(b.clone()),
@@ -122,7 +144,9 @@ impl Janitor {
         drop(pending);
         if start {
             let me = self.clone();
-            let _ = std::thread::Builder::new().name("locklab-janitor".into()).spawn(move || me.work());
+            let _ = std::thread::Builder::new()
+                .name("locklab-janitor".into())
+                .spawn(move || me.work());
         }
     }
 

@@ -50,8 +50,16 @@ pub enum Verdict {
 /// session's prefix).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    String { key: Vec<u8>, value: Vec<u8>, pttl: i64 },
-    Hash { key: Vec<u8>, fields: Vec<Vec<u8>>, pttl: i64 },
+    String {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        pttl: i64,
+    },
+    Hash {
+        key: Vec<u8>,
+        fields: Vec<Vec<u8>>,
+        pttl: i64,
+    },
 }
 
 /// The simulator a session checks its scripts on, and the keys it copies.
@@ -65,14 +73,18 @@ pub struct Preflight {
 
 impl std::fmt::Debug for Preflight {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Preflight").field("keys", &self.keys.len()).finish_non_exhaustive()
+        f.debug_struct("Preflight")
+            .field("keys", &self.keys.len())
+            .finish_non_exhaustive()
     }
 }
 
 /// Does running `argv` run Lua code (or could, inside `EXEC`)?
 pub fn runs_lua(argv: &[Vec<u8>]) -> bool {
     let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"].iter().any(|w| is(0, w))
+    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]
+        .iter()
+        .any(|w| is(0, w))
         || (is(0, "function") && is(1, "load"))
 }
 
@@ -80,13 +92,21 @@ impl Preflight {
     pub fn new(max_keys: usize, max_log_bytes: u64) -> Self {
         let mut node = Node::new(Profile::V7_0);
         let conn = node.connect();
-        Preflight { node, conn, keys: BTreeSet::new(), max_keys, max_log_bytes }
+        Preflight {
+            node,
+            conn,
+            keys: BTreeSet::new(),
+            max_keys,
+            max_log_bytes,
+        }
     }
 
     /// Remember the keys `argv` names (the table's key positions), so the
     /// next check copies them.
     pub fn track(&mut self, argv: &[Vec<u8>]) {
-        let Some(cmd) = argv.first().and_then(|n| table::find(n, Profile::V8_4)) else { return };
+        let Some(cmd) = argv.first().and_then(|n| table::find(n, Profile::V8_4)) else {
+            return;
+        };
         for i in cmd.key_indexes(argv) {
             if self.keys.len() > self.max_keys {
                 return;
@@ -129,7 +149,8 @@ impl Preflight {
                 }
             };
             if pttl > 0 {
-                self.node.execute(c, &[b"PEXPIRE".to_vec(), key.clone(), pttl.to_string().into_bytes()]);
+                self.node
+                    .execute(c, &[b"PEXPIRE".to_vec(), key.clone(), pttl.to_string().into_bytes()]);
             }
         }
         let (log0, unknown0) = (logged_bytes(), self.node.unknown_script_calls());
@@ -145,7 +166,12 @@ impl Preflight {
             };
         }
         let logged = logged_bytes().saturating_sub(log0);
-        let verdict = self.judge(&replies, logged, self.node.unknown_script_calls() > unknown0, !transaction);
+        let verdict = self.judge(
+            &replies,
+            logged,
+            self.node.unknown_script_calls() > unknown0,
+            !transaction,
+        );
         // Keys a checked script made without naming them: copy them next time.
         if let Reply::Array(keys) = self.node.execute(c, &[b"KEYS".to_vec(), b"*".to_vec()]) {
             for k in keys {
@@ -209,7 +235,9 @@ impl Preflight {
             return;
         }
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-        if is(0, "script") && (is(1, "load") || is(1, "flush")) || is(0, "function") && (is(1, "delete") || is(1, "load")) {
+        if is(0, "script") && (is(1, "load") || is(1, "flush"))
+            || is(0, "function") && (is(1, "delete") || is(1, "load"))
+        {
             self.node.execute(self.conn, argv);
         }
     }
@@ -249,7 +277,12 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
         Reply::Bulk(b) if b == b"toobig" => {
             return Err("a key of the session is too big to copy for the check every script gets".into())
         }
-        other => return Err(format!("the lab could not read the session's keys: {}", other.to_cli().trim_end())),
+        other => {
+            return Err(format!(
+                "the lab could not read the session's keys: {}",
+                other.to_cli().trim_end()
+            ))
+        }
     };
     let mut out = Vec::new();
     for item in items {
@@ -259,12 +292,21 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
         else {
             continue;
         };
-        let Some(key) = usize::try_from(*i).ok().and_then(|i| keys.get(i - 1)) else { continue };
+        let Some(key) = usize::try_from(*i).ok().and_then(|i| keys.get(i - 1)) else {
+            continue;
+        };
         match (t.as_slice(), parts.get(3)) {
-            (b"string", Some(Reply::Bulk(v))) => out.push(Entry::String { key: key.clone(), value: v.clone(), pttl: *pttl }),
+            (b"string", Some(Reply::Bulk(v))) => out.push(Entry::String {
+                key: key.clone(),
+                value: v.clone(),
+                pttl: *pttl,
+            }),
             (b"hash", Some(Reply::Array(f))) => out.push(Entry::Hash {
                 key: key.clone(),
-                fields: f.iter().filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None }).collect(),
+                fields: f
+                    .iter()
+                    .filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None })
+                    .collect(),
                 pttl: *pttl,
             }),
             _ => {}
@@ -301,10 +343,21 @@ mod tests {
             check(&mut p, &[], "EVAL \"pcall(redis.call, 'nosuchcommand') return 1\" 0"),
             Verdict::Refuse(w) if w.contains("does not have")
         ));
-        assert_eq!(check(&mut p, &[], "EVAL \"redis.log(redis.LOG_WARNING, 'one line') return 1\" 0"), Verdict::Send);
+        assert_eq!(
+            check(
+                &mut p,
+                &[],
+                "EVAL \"redis.log(redis.LOG_WARNING, 'one line') return 1\" 0"
+            ),
+            Verdict::Send
+        );
         // A loop that waits for a date: the simulator's clock is the wall clock.
         assert!(matches!(
-            check(&mut p, &[], "EVAL \"redis.call('set', 'w', 1) while tonumber(redis.call('TIME')[1]) > 1780000000 do end\" 0"),
+            check(
+                &mut p,
+                &[],
+                "EVAL \"redis.call('set', 'w', 1) while tonumber(redis.call('TIME')[1]) > 1780000000 do end\" 0"
+            ),
             Verdict::Refuse(_)
         ));
     }
@@ -312,8 +365,13 @@ mod tests {
     #[test]
     fn the_check_sees_the_sessions_keys() {
         let mut p = Preflight::new(1000, 4096);
-        let armed = [Entry::String { key: b"k".to_vec(), value: b"1".to_vec(), pttl: -1 }];
-        let line = "EVAL \"redis.call('set', 'w', 1) if redis.call('get', 'k') == '1' then while true do end end return 1\" 0";
+        let armed = [Entry::String {
+            key: b"k".to_vec(),
+            value: b"1".to_vec(),
+            pttl: -1,
+        }];
+        let line =
+            "EVAL \"redis.call('set', 'w', 1) if redis.call('get', 'k') == '1' then while true do end end return 1\" 0";
         assert_eq!(check(&mut p, &[], line), Verdict::Send);
         assert!(matches!(check(&mut p, &armed, line), Verdict::Refuse(_)));
         // A transaction is checked whole: the SET before the script arms it.
@@ -328,7 +386,10 @@ mod tests {
             check(&mut p, &[], "EVALSHA ffffffffffffffffffffffffffffffffffffffff 0"),
             Verdict::Answer(Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()))
         );
-        assert_eq!(check(&mut p, &[], "FCALL nosuch 0"), Verdict::Answer(Reply::Error("ERR Function not found".into())));
+        assert_eq!(
+            check(&mut p, &[], "FCALL nosuch 0"),
+            Verdict::Answer(Reply::Error("ERR Function not found".into()))
+        );
         let load = parse("SCRIPT LOAD \"return 1\"").unwrap();
         let sha = p.answer(&load);
         let Reply::Bulk(sha) = sha else { panic!() };

@@ -49,54 +49,59 @@ impl Watchdog {
         let (tx, rx) = mpsc::channel::<()>();
         let killed = Arc::new(AtomicBool::new(false));
         let flag = killed.clone();
-        let spawned = thread::Builder::new().name("locklab-script-watchdog".into()).spawn(move || {
-            if !matches!(rx.recv_timeout(budget), Err(mpsc::RecvTimeoutError::Timeout)) {
-                return;
-            }
-            // Over budget. Keep asking until the reply is in (the server
-            // answers only after its busy threshold) or the kill landed.
-            let mut admin = killer.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
-                let stats = match admin.execute(&[b"FUNCTION".to_vec(), b"STATS".to_vec()]) {
-                    Ok(stats) => stats,
-                    Err(_) => {
-                        // A broken connection: a fresh one for next time.
-                        if let Ok(fresh) = open_killer(&admin_url) {
-                            *admin = fresh;
+        let spawned = thread::Builder::new()
+            .name("locklab-script-watchdog".into())
+            .spawn(move || {
+                if !matches!(rx.recv_timeout(budget), Err(mpsc::RecvTimeoutError::Timeout)) {
+                    return;
+                }
+                // Over budget. Keep asking until the reply is in (the server
+                // answers only after its busy threshold) or the kill landed.
+                let mut admin = killer.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    let stats = match admin.execute(&[b"FUNCTION".to_vec(), b"STATS".to_vec()]) {
+                        Ok(stats) => stats,
+                        Err(_) => {
+                            // A broken connection: a fresh one for next time.
+                            if let Ok(fresh) = open_killer(&admin_url) {
+                                *admin = fresh;
+                            }
+                            return;
                         }
+                    };
+                    if rx.try_recv() != Err(mpsc::TryRecvError::Empty) {
                         return;
                     }
-                };
-                if rx.try_recv() != Err(mpsc::TryRecvError::Empty) {
-                    return;
+                    let kill: Option<&[u8]> = match running_command(&stats) {
+                        // A function: `FUNCTION STATS` names its command, so
+                        // only the session's own is killed.
+                        Running::Function(cmd) if sent.contains(&cmd) => Some(b"FUNCTION"),
+                        // An EVAL: redis-server 7.0 does not say whose
+                        // (`FUNCTION STATS` answers BUSY while one runs). The
+                        // session's own script has been in flight for the whole
+                        // budget and the server was idle when it was sent (the
+                        // pre-flight's snapshot was just answered), so the
+                        // script running now is the session's.
+                        Running::Eval if sent.iter().any(|argv| is_eval(argv)) => Some(b"SCRIPT"),
+                        _ => None,
+                    };
+                    if let Some(kill) = kill {
+                        flag.store(true, Ordering::SeqCst);
+                        // NOTBUSY (it just ended) or UNKILLABLE (it wrote):
+                        // nothing more the lab can do without SHUTDOWN.
+                        let _ = admin.execute(&[kill.to_vec(), b"KILL".to_vec()]);
+                        return;
+                    }
+                    // Somebody else's function, or nothing: ours has not
+                    // started yet or already ended. Look again shortly.
+                    if !matches!(
+                        rx.recv_timeout(Duration::from_millis(100)),
+                        Err(mpsc::RecvTimeoutError::Timeout)
+                    ) {
+                        return;
+                    }
                 }
-                let kill: Option<&[u8]> = match running_command(&stats) {
-                    // A function: `FUNCTION STATS` names its command, so
-                    // only the session's own is killed.
-                    Running::Function(cmd) if sent.contains(&cmd) => Some(b"FUNCTION"),
-                    // An EVAL: redis-server 7.0 does not say whose
-                    // (`FUNCTION STATS` answers BUSY while one runs). The
-                    // session's own script has been in flight for the whole
-                    // budget and the server was idle when it was sent (the
-                    // pre-flight's snapshot was just answered), so the
-                    // script running now is the session's.
-                    Running::Eval if sent.iter().any(|argv| is_eval(argv)) => Some(b"SCRIPT"),
-                    _ => None,
-                };
-                if let Some(kill) = kill {
-                    flag.store(true, Ordering::SeqCst);
-                    // NOTBUSY (it just ended) or UNKILLABLE (it wrote):
-                    // nothing more the lab can do without SHUTDOWN.
-                    let _ = admin.execute(&[kill.to_vec(), b"KILL".to_vec()]);
-                    return;
-                }
-                // Somebody else's function, or nothing: ours has not
-                // started yet or already ended. Look again shortly.
-                if !matches!(rx.recv_timeout(Duration::from_millis(100)), Err(mpsc::RecvTimeoutError::Timeout)) {
-                    return;
-                }
-            }
-        });
+            });
         if spawned.is_err() {
             // No thread: no watchdog, as before; the reply timeout still
             // bounds how long the session waits.
@@ -142,20 +147,35 @@ fn running_command(stats: &Reply) -> Running {
             _ => Running::Nothing,
         };
     };
-    let Some(pos) = top.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"running_script")) else {
+    let Some(pos) = top
+        .iter()
+        .position(|r| matches!(r, Reply::Bulk(b) if b == b"running_script"))
+    else {
         return Running::Nothing;
     };
-    let Some(Reply::Array(running)) = top.get(pos + 1) else { return Running::Nothing };
-    let Some(cpos) = running.iter().position(|r| matches!(r, Reply::Bulk(b) if b == b"command")) else {
+    let Some(Reply::Array(running)) = top.get(pos + 1) else {
         return Running::Nothing;
     };
-    let Some(Reply::Array(argv)) = running.get(cpos + 1) else { return Running::Nothing };
-    Running::Function(argv.iter().filter_map(|a| if let Reply::Bulk(b) = a { Some(b.clone()) } else { None }).collect())
+    let Some(cpos) = running
+        .iter()
+        .position(|r| matches!(r, Reply::Bulk(b) if b == b"command"))
+    else {
+        return Running::Nothing;
+    };
+    let Some(Reply::Array(argv)) = running.get(cpos + 1) else {
+        return Running::Nothing;
+    };
+    Running::Function(
+        argv.iter()
+            .filter_map(|a| if let Reply::Bulk(b) = a { Some(b.clone()) } else { None })
+            .collect(),
+    )
 }
 
 /// Is `argv` an `EVAL` family command (killed with `SCRIPT KILL`)?
 fn is_eval(argv: &[Vec<u8>]) -> bool {
-    argv.first().is_some_and(|n| n.to_ascii_lowercase().starts_with(b"eval"))
+    argv.first()
+        .is_some_and(|n| n.to_ascii_lowercase().starts_with(b"eval"))
 }
 
 #[cfg(test)]
@@ -182,9 +202,16 @@ mod tests {
             running_command(&stats),
             Running::Function(vec![b"FCALL".to_vec(), b"spin".to_vec(), b"0".to_vec()])
         );
-        let idle = Reply::Array(vec![b("running_script"), Reply::Nil, b("engines"), Reply::Array(vec![])]);
+        let idle = Reply::Array(vec![
+            b("running_script"),
+            Reply::Nil,
+            b("engines"),
+            Reply::Array(vec![]),
+        ]);
         assert_eq!(running_command(&idle), Running::Nothing);
-        let eval = Reply::Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into());
+        let eval = Reply::Error(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into(),
+        );
         assert_eq!(running_command(&eval), Running::Eval);
     }
 }
