@@ -440,7 +440,7 @@ pub struct Session {
     preflight: Preflight,
     /// Per (client, node) link in `MULTI`: the queued commands, as typed
     /// and as sent, checked whole at `EXEC`.
-    multi: HashMap<(u32, u32), Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)>>,
+    multi: HashMap<(u32, u32), Vec<(Argv, Argv)>>,
     /// The session's libraries as the user wrote them, by name: what
     /// `FUNCTION LIST WITHCODE` shows.
     originals: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -765,7 +765,7 @@ impl Session {
         let link = (c, node);
         let queued = self.multi.get(&link);
         let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
-        let checked: Option<(Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>)> = match queued {
+        let checked: Option<(Vec<Argv>, Vec<Argv>)> = match queued {
             None if preflight::runs_lua(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
             Some(q) if is_exec && q.iter().any(|(user, _)| preflight::runs_lua(user)) => {
                 Some(q.iter().cloned().unzip())
@@ -1338,6 +1338,9 @@ const OUTSIDE_THE_SESSION: &[(&str, &str)] = &[
     ("copy", "it can copy into another database"),
     ("dbsize", "it counts keys outside the session; SCAN lists the session's keys"),
 ];
+
+/// One command's arguments.
+type Argv = Vec<Vec<u8>>;
 
 /// What [`Session::check_and_rewrite`] decided.
 enum Rewritten {
