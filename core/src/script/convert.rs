@@ -201,7 +201,52 @@ pub(crate) fn reply_to_lua(
 }
 
 fn reply_value(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<Value> {
+    let rich = matches!(
+        reply,
+        Reply::Double(_)
+            | Reply::Boolean(_)
+            | Reply::Set(_)
+            | Reply::BigNumber(_)
+            | Reply::Verbatim { .. }
+            | Reply::Push(_)
+            | Reply::Pairs(_)
+    );
+    if rich && !resp3 {
+        // A RESP2 script's fake client got the RESP2 shape.
+        return reply_value(lua, &reply.clone().into_resp2(), false);
+    }
+    let tagged = |name: &str, v: Value| -> omnilua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(name, v)?;
+        Ok(Value::Table(t))
+    };
     Ok(match reply {
+        // RESP3 shapes (`redisProtocolToLuaType_*` in script_lua.c).
+        Reply::Double(d) => tagged("double", Value::Number(d.parse::<f64>().unwrap_or(f64::NAN)))?,
+        Reply::Boolean(b) => Value::Boolean(*b),
+        Reply::BigNumber(n) => tagged("big_number", Value::String(lua.create_string(n.as_bytes())?))?,
+        Reply::Verbatim { format, text } => {
+            let inner = lua.create_table()?;
+            inner.raw_set("format", lua.create_string(format.as_bytes())?)?;
+            inner.raw_set("string", lua.create_string(text)?)?;
+            tagged("verbatim_string", Value::Table(inner))?
+        }
+        Reply::Set(items) => {
+            let inner = lua.create_table()?;
+            for item in items {
+                let k = reply_value(lua, item, resp3)?;
+                if !matches!(k, Value::Nil) {
+                    inner.raw_set(k, true)?;
+                }
+            }
+            tagged("set", Value::Table(inner))?
+        }
+        Reply::Push(items) => reply_value(lua, &Reply::Array(items.clone()), resp3)?,
+        Reply::Pairs(pairs) => reply_value(
+            lua,
+            &Reply::Array(pairs.iter().map(|(k, v)| Reply::Array(vec![k.clone(), v.clone()])).collect()),
+            resp3,
+        )?,
         Reply::Integer(i) => Value::Number(*i as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(b)?),
         Reply::Nil | Reply::NilArray => {
