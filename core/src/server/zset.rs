@@ -95,54 +95,11 @@ impl ZSet {
     }
 }
 
-/// A score as redis-server 7.0 prints it in a RESP2 reply or a listpack:
-/// `addReplyDouble`'s `%.17g`, with `inf`/`-inf` spelled out.
+/// A score as redis-server 7.0 prints it in a reply or a listpack:
+/// `addReplyDouble`'s `%.17g`, with `inf`/`-inf` spelled out — the same
+/// formatting the scripting engine uses for `redis.call` arguments.
 pub fn format_score(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    format_g17(d)
-}
-
-/// C's `printf("%.17g", d)` for a finite `d`: 17 significant digits,
-/// exponent form when the exponent is below -4 or at least 17, trailing
-/// zeros (and a trailing dot) removed. Rust's `{:.16e}` is correctly
-/// rounded, as glibc's printf is, so the digits are the same.
-pub fn format_g17(d: f64) -> String {
-    if d.is_nan() {
-        return if d.is_sign_negative() { "-nan".into() } else { "nan".into() };
-    }
-    let sci = format!("{:.16e}", d);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
-    let sign = if neg { "-" } else { "" };
-    if !(-4..17).contains(&exp) {
-        let mut m = format!("{}.{}", &digits[..1], &digits[1..]);
-        trim_fraction(&mut m);
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{m}e{esign}{:02}", exp.abs());
-    }
-    let mut s = if exp >= 0 {
-        let int_len = exp as usize + 1;
-        format!("{}.{}", &digits[..int_len], &digits[int_len..])
-    } else {
-        format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-    };
-    trim_fraction(&mut s);
-    format!("{sign}{s}")
-}
-
-fn trim_fraction(s: &mut String) {
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
+    crate::script::convert::fmt_g(d, 17)
 }
 
 #[cfg(test)]
@@ -164,7 +121,7 @@ mod tests {
             (-2.5, "-2.5"),
             (3.0e-310, "2.9999999999999908e-310"),
         ] {
-            assert_eq!(format_g17(d), want, "{d}");
+            assert_eq!(format_score(d), want, "{d}");
         }
     }
 
