@@ -8,6 +8,7 @@
 //!
 //! * [`server`] — a `RedisServer` guard: a real redis-server on a free
 //!   loopback port for the duration of one test, killed on drop.
+//! * [`ws`] — a client of the backend's `/api/session` WebSocket.
 //! * [`diff`] — the differential runner for `tests/diff/*.redis` command
 //!   files: parse, run on sim and real, collect every mismatch.
 //!
@@ -21,6 +22,7 @@
 //! binary fails the test with the command that installs it.
 
 pub mod diff;
+pub mod ws;
 
 /// Every command file of `tests/diff/`, as `name => "file",`, handed to the
 /// caller's macro `$m`: the differential suite and the sim-server suite each

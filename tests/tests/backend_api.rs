@@ -4,49 +4,19 @@
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use locklab_backend::api::{serve_listener, ApiState, RealHealth};
+use locklab_backend::api::{ApiState, RealHealth};
 use locklab_tests::RedisServer;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn serve(state: ApiState) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { serve_listener(listener, state).await.unwrap() });
-    addr
-}
-
-async fn send(ws: &mut Ws, v: Value) {
-    ws.send(Message::Text(v.to_string().into())).await.unwrap();
-}
-
-/// Messages until (and including) the first whose type is `until`.
-async fn until(ws: &mut Ws, until: &str) -> Vec<Value> {
-    let mut got = Vec::new();
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
-            .await
-            .expect("message in time")
-            .expect("socket open")
-            .unwrap();
-        let Message::Text(t) = msg else { continue };
-        let v: Value = serde_json::from_str(&t).unwrap();
-        let done = v["type"] == until;
-        got.push(v);
-        if done {
-            return got;
-        }
-    }
-}
+use locklab_tests::ws::{send, serve, until, Ws};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_session_streams_events_and_replies() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
-    let health: RealHealth = serde_json::from_value(get_json(addr, "/api/real/health").await).unwrap();
+    let health: RealHealth = serde_json::from_value(locklab_tests::ws::get_json(addr, "/api/real/health").await).unwrap();
     assert!(health.reachable);
     assert_eq!(health.version.as_deref(), Some("7.0.15"));
     assert_eq!(health.topology, "external");
@@ -113,21 +83,6 @@ async fn websocket_managed_topology_and_faults() {
     ws.close(None).await.unwrap();
 }
 
-/// `GET path` on the API, parsed.
-async fn get_json(addr: std::net::SocketAddr, path: &'static str) -> Value {
-    let body = tokio::task::spawn_blocking(move || {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        out
-    })
-    .await
-    .unwrap();
-    serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap()).unwrap()
-}
-
 /// A whole lesson over the WebSocket: the `lesson` message, then per step
 /// every message up to its `step` (events first), then `lesson_done`.
 struct Played {
@@ -177,12 +132,12 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
-    let health = get_json(addr, "/api/health").await;
+    let health = locklab_tests::ws::get_json(addr, "/api/health").await;
     let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(lessons.contains(&"05") && !lessons.contains(&"15"), "{health}");
     assert!(health["unsupported"]["15"].as_str().unwrap().contains("replicated"), "{health}");
     assert!(health["unsupported"]["20"].is_string(), "{health}");
-    assert_eq!(get_json(addr, "/api/real/health").await["lessons"], health["lessons"]);
+    assert_eq!(locklab_tests::ws::get_json(addr, "/api/real/health").await["lessons"], health["lessons"]);
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
     send(&mut ws, json!({"type":"lesson_step"})).await;
@@ -261,7 +216,7 @@ async fn lessons_play_step_by_step_over_the_websocket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     let addr = serve(ApiState::new(None)).await;
-    let health = get_json(addr, "/api/health").await;
+    let health = locklab_tests::ws::get_json(addr, "/api/health").await;
     let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     for id in ["05", "15", "16", "17", "19", "21", "31"] {
         assert!(lessons.contains(&id), "{id}: {health}");

@@ -78,7 +78,7 @@ use crate::reply::Reply;
 use crate::server::ScriptHost;
 use meta::{library_header, valid_name, ScriptFlags};
 use vm::{with_vm, Target};
-pub use vm::{INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
+pub use vm::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
 
 /// Node ids for the per-thread VM's library table. Only identity matters
 /// (they never reach a reply), so a global counter is fine.
@@ -315,7 +315,8 @@ impl Scripting {
         };
         let callbacks = loaded.into_iter().map(|r| r.callback).collect();
         let id = self.id;
-        let _ = with_vm(|vm| vm.keep_library(id, &name, callbacks));
+        let code = payload.get(header.code_start..).unwrap_or_default();
+        let _ = with_vm(|vm| vm.keep_library(id, &name, code, callbacks));
         self.libraries.insert(name.clone(), library);
         self.reindex();
         Reply::bulk(name.into_bytes())

@@ -350,6 +350,28 @@ fn scripting_is_plain_data_that_moves_between_threads_and_clones() {
     assert_eq!(r2, Reply::Integer(1));
 }
 
+/// A library replaced on another thread is not run in its old version
+/// here: the real driver handles a session's messages on tokio's blocking
+/// pool, so its simulator moves between threads (lesson 30 on the real
+/// driver got "Function not found" for the `release` its REPLACE added).
+#[test]
+fn a_library_replaced_on_another_thread_runs_its_new_version() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let v1 = "#!lua name=lib\nredis.register_function('a', function() return 'a1' end)";
+    let v2 = "#!lua name=lib\nredis.register_function('a', function() return 'a2' end)\nredis.register_function('b', function() return 'b2' end)";
+    assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LOAD", v1]), Reply::bulk("lib"));
+    assert_eq!(run(&mut s, &mut h, &["FCALL", "a", "0"]), Reply::bulk("a1"));
+    let mut s = std::thread::spawn(move || {
+        let mut h = Fake::default();
+        assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LOAD", "REPLACE", v2]), Reply::bulk("lib"));
+        s
+    })
+    .join()
+    .unwrap();
+    assert_eq!(run(&mut s, &mut h, &["FCALL", "a", "0"]), Reply::bulk("a2"));
+    assert_eq!(run(&mut s, &mut h, &["FCALL", "b", "0"]), Reply::bulk("b2"));
+}
+
 #[test]
 fn random_numbers_are_redis_sequence_and_survive_script_flush() {
     // A fresh redis-server 7.0.15 answers these in this order.

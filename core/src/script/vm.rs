@@ -64,6 +64,21 @@ pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
 /// How often (in instructions) the budget is checked.
 const CHECK_INTERVAL: u32 = 10_000;
 
+thread_local! {
+    /// Bytes `redis.log` was asked to write on this thread (its message,
+    /// plus one per call), whatever the level: see [`logged_bytes`].
+    static LOGGED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many bytes scripts run on this thread have asked `redis.log` to
+/// write so far (the message lengths, plus one per call). The simulator
+/// keeps no log, but a host that checks a script here before a real
+/// redis-server runs it (the lab's real driver) reads the difference
+/// across one run: on the real server each of those calls is a log line.
+pub fn logged_bytes() -> u64 {
+    LOGGED.with(Cell::get)
+}
+
 /// The redis-server the scripts believe they run on (`redis.REDIS_VERSION`).
 pub const REDIS_VERSION: &str = "7.0.15";
 /// `redis.REDIS_VERSION_NUM`: 0x07000f.
@@ -121,8 +136,9 @@ pub(crate) struct Vm {
     resp3: Rc<Cell<bool>>,
     /// SHA1 → compiled EVAL script.
     compiled: BTreeMap<String, Function>,
-    /// (node id, library) → its callbacks, in registration order.
-    libraries: BTreeMap<(u64, String), Vec<Function>>,
+    /// (node, library) → the code the callbacks were loaded from, and the
+    /// callbacks.
+    libraries: BTreeMap<(u64, String), (Vec<u8>, Vec<Function>)>,
 }
 
 thread_local! {
@@ -314,6 +330,13 @@ impl Vm {
                 lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?,
             )?;
         }
+        rust.raw_set(
+            "note_log",
+            lua.create_function(|_, bytes: f64| {
+                LOGGED.with(|l| l.set(l.get().saturating_add(bytes.max(0.0) as u64 + 1)));
+                Ok(())
+            })?,
+        )?;
         rust.raw_set(
             "sha1hex",
             lua.create_function(|_, s: LuaString| Ok(super::sha1_hex(&s.as_bytes()?)))?,
@@ -612,9 +635,10 @@ impl Vm {
         Ok(out)
     }
 
-    /// Keep a loaded library's callbacks for a node.
-    pub(crate) fn keep_library(&mut self, node: u64, library: &str, callbacks: Vec<Function>) {
-        self.libraries.insert((node, library.to_owned()), callbacks);
+    /// Keep a loaded library's callbacks for a node, with the code they
+    /// came from.
+    pub(crate) fn keep_library(&mut self, node: u64, library: &str, code: &[u8], callbacks: Vec<Function>) {
+        self.libraries.insert((node, library.to_owned()), (code.to_vec(), callbacks));
     }
 
     pub(crate) fn drop_library(&mut self, node: u64, library: &str) {
@@ -622,7 +646,9 @@ impl Vm {
     }
 
     /// A node's library callback, reloading the library from its code if
-    /// this VM has not seen it (another thread, a clone, a fresh VM).
+    /// this VM has not seen it (another thread, a clone, a fresh VM) or has
+    /// an older version of it: a `FUNCTION LOAD REPLACE` run on another
+    /// thread replaced the library there, not in this thread's VM.
     pub(crate) fn callback(
         &mut self,
         node: u64,
@@ -631,16 +657,16 @@ impl Vm {
         index: usize,
     ) -> Result<Function, String> {
         let key = (node, library.to_owned());
-        if !self.libraries.contains_key(&key) {
+        if self.libraries.get(&key).is_none_or(|(seen, _)| seen.as_slice() != code) {
             let registered = self.load_library(code).map_err(|e| e.0)?;
             self.libraries.insert(
                 key.clone(),
-                registered.into_iter().map(|r| r.callback).collect(),
+                (code.to_vec(), registered.into_iter().map(|r| r.callback).collect()),
             );
         }
         self.libraries
             .get(&key)
-            .and_then(|cbs| cbs.get(index))
+            .and_then(|(_, cbs)| cbs.get(index))
             .cloned()
             .ok_or_else(|| "ERR Function not found".to_owned())
     }

@@ -1,0 +1,341 @@
+//! The real driver pointed at somebody's own Redis, attacked as a web page,
+//! a lab session or a script would attack it (SECURITY.md's threat model).
+//! Every test here failed before the sandbox had the wall it checks.
+//!
+//! The "owner's server" is a real redis-server with data of its own; the lab
+//! runs as `locklab serve --redis URL` would run it (`ApiState::new(Some(url))`).
+
+use std::time::Duration;
+
+use locklab_backend::api::ApiState;
+use locklab_backend::real::RealConnection;
+use locklab_backend::session::Limits;
+use locklab_core::reply::Reply;
+use locklab_tests::ws::{connect, get_json, send, serve, until, Ws};
+use locklab_tests::RedisServer;
+use serde_json::{json, Value};
+
+const PASSWORD: &str = "s3cret-owner-pw";
+
+/// The owner's server, with a password and data the lab must not touch.
+struct Owner {
+    server: RedisServer,
+    conn: RealConnection,
+}
+
+impl Owner {
+    fn start(password: bool) -> Owner {
+        let server = RedisServer::start();
+        let mut conn = RealConnection::open(&server.url()).unwrap();
+        let mut owner = |line: &str| conn.execute(&locklab_core::cli::parse(line).unwrap()).unwrap();
+        owner("SET owner:secret production-data");
+        owner("SET lab:owner:x not-a-lab-key");
+        owner("FUNCTION LOAD \"#!lua name=ownerlib\nredis.register_function('ownerfn', function() return 'owner' end)\"");
+        owner("FUNCTION LOAD \"#!lua name=locklib\nredis.register_function('ownerlock', function() return 'owner lock' end)\"");
+        if password {
+            owner(&format!("CONFIG SET requirepass {PASSWORD}"));
+            owner(&format!("AUTH {PASSWORD}"));
+        }
+        Owner { server, conn }
+    }
+
+    fn url(&self, password: bool) -> String {
+        match password {
+            true => format!("redis://default:{PASSWORD}@127.0.0.1:{}/", self.server.port()),
+            false => self.server.url(),
+        }
+    }
+
+    fn run(&mut self, line: &str) -> Reply {
+        self.conn.execute(&locklab_core::cli::parse(line).unwrap()).unwrap()
+    }
+
+    /// The owner's data, libraries and functions are as they were.
+    fn assert_untouched(&mut self) {
+        assert_eq!(self.run("GET owner:secret"), Reply::bulk("production-data"));
+        assert_eq!(self.run("FCALL ownerfn 0"), Reply::bulk("owner"));
+        assert_eq!(self.run("FCALL ownerlock 0"), Reply::bulk("owner lock"));
+        let Reply::Array(libs) = self.run("FUNCTION LIST") else { panic!() };
+        assert_eq!(libs.len(), 2, "only the owner's libraries remain: {libs:?}");
+    }
+}
+
+/// One console line as client `A`: the reply text.
+async fn line(ws: &mut Ws, text: &str) -> String {
+    send(ws, json!({"type":"command","client":"A","line":text})).await;
+    until(ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned()
+}
+
+fn all_text(msgs: &[Value]) -> String {
+    msgs.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owners_password_never_leaves_the_backend() {
+    let mut owner = Owner::start(true);
+    let addr = serve(ApiState::new(Some(owner.url(true)))).await;
+    let mut seen = Vec::new();
+    seen.push(get_json(addr, "/api/health").await);
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type":"command","client":"A","line":"SET k v NX"})).await;
+    seen.extend(until(&mut ws, "reply").await);
+    send(&mut ws, json!({"type":"fault","fault":"crash","node":0})).await;
+    seen.extend(until(&mut ws, "error").await);
+    send(&mut ws, json!({"type":"topology","kind":"single"})).await;
+    seen.extend(until(&mut ws, "error").await);
+    send(&mut ws, json!({"type":"lesson","id":"05"})).await;
+    seen.extend(until(&mut ws, "lesson").await);
+    send(&mut ws, json!({"type":"lesson_step"})).await;
+    seen.extend(until(&mut ws, "step").await);
+    let text = all_text(&seen);
+    assert!(!text.contains(PASSWORD), "the password leaked: {text}");
+    assert!(text.contains(&format!("redis://127.0.0.1:{}", owner.server.port())), "{text}");
+    assert!(text.contains("topology changes are refused"), "{text}");
+    // A server that cannot be reached: the error names it without the password.
+    let dead = format!("redis://default:{PASSWORD}@127.0.0.1:1/");
+    let health = get_json(serve(ApiState::new(Some(dead))).await, "/api/health").await;
+    assert_eq!(health["reachable"], false);
+    assert!(!health.to_string().contains(PASSWORD), "{health}");
+    drop(ws);
+    owner.assert_untouched();
+}
+
+/// A WebSocket handshake with these headers: the HTTP status.
+async fn handshake(addr: std::net::SocketAddr, origin: Option<&str>, host: &str) -> u16 {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{addr}/api/session").into_client_request().unwrap();
+    req.headers_mut().insert("host", host.parse().unwrap());
+    if let Some(o) = origin {
+        req.headers_mut().insert("origin", o.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((_, resp)) => resp.status().as_u16(),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => resp.status().as_u16(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_labs_own_page_may_open_a_session() {
+    let owner = Owner::start(false);
+    let addr = serve(ApiState::new(Some(owner.server.url())).allow_origins(["http://lab.example:9".to_owned()])).await;
+    let host = addr.to_string();
+    assert_eq!(handshake(addr, Some(&format!("http://{host}")), &host).await, 101);
+    assert_eq!(handshake(addr, None, &host).await, 101, "not a browser: nothing to hijack");
+    assert_eq!(handshake(addr, Some("http://lab.example:9"), &host).await, 101, "--allow-origin");
+    // Any other web page the speaker visits.
+    assert_eq!(handshake(addr, Some("https://evil.example"), &host).await, 403);
+    // DNS rebinding: the page's own name resolving to 127.0.0.1.
+    let rebound = format!("evil.example:{}", addr.port());
+    assert_eq!(handshake(addr, Some(&format!("http://{rebound}")), &rebound).await, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn libraries_are_the_sessions_own_whatever_the_spelling() {
+    let mut owner = Owner::start(false);
+    let addr = serve(ApiState::new(Some(owner.server.url()))).await;
+    let mut ws = connect(addr).await;
+    for spelling in ["name=ownerlib", "NAME=ownerlib", "Name=ownerlib", "\\\"name=ownerlib\\\""] {
+        let planted = format!(
+            "FUNCTION LOAD REPLACE \"#!lua {spelling}\nredis.register_function('ownerfn', function() return 'planted' end)\""
+        );
+        assert_eq!(line(&mut ws, &planted).await, "\"ownerlib\"", "{spelling}");
+        assert_eq!(owner.run("FCALL ownerfn 0"), Reply::bulk("owner"), "{spelling}");
+        // The session calls its own function of that name.
+        assert_eq!(line(&mut ws, "FCALL ownerfn 0").await, "\"planted\"");
+    }
+    // A library of another name registering `acquire`: gone with the session.
+    let acquire = "FUNCTION LOAD \"#!lua name=other\nredis.register_function('acquire', function() return 1 end)\"";
+    assert_eq!(line(&mut ws, acquire).await, "\"other\"");
+    let list = line(&mut ws, "FUNCTION LIST").await;
+    assert!(list.contains("ownerlib") && list.contains("other") && !list.contains("locklib"), "{list}");
+    assert!(!list.contains("lab_"), "names are shown as typed: {list}");
+    for refused in ["FUNCTION FLUSH", "FUNCTION DELETE locklib", "FUNCTION DUMP", "FUNCTION KILL", "SCRIPT KILL"] {
+        let reply = line(&mut ws, refused).await;
+        assert!(reply.starts_with("(error)"), "{refused}: {reply}");
+    }
+    drop(ws);
+    wait_for(|| {
+        let Ok(Reply::Array(libs)) = RealConnection::open(&owner.server.url()).and_then(|mut c| c.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec()])) else { return false };
+        libs.len() == 2
+    })
+    .await;
+    owner.assert_untouched();
+    // Lesson 30 (which loads `locklib`) plays on a server whose owner has a
+    // `locklib`, twice at once, and leaves the owner's alone.
+    let mut a = connect(addr).await;
+    let mut b = connect(addr).await;
+    let mut steps = Vec::new();
+    for ws in [&mut a, &mut b] {
+        send(ws, json!({"type":"lesson","id":"30","factor":10})).await;
+        steps.push(until(ws, "lesson").await.last().unwrap()["steps"].as_u64().unwrap());
+    }
+    for (ws, steps) in [&mut a, &mut b].into_iter().zip(steps) {
+        for _ in 0..steps {
+            send(ws, json!({"type":"lesson_step"})).await;
+            let got = until(ws, "step").await;
+            let result = &got.last().unwrap()["result"];
+            assert_eq!(result["ok"], true, "{result}");
+        }
+        let done = until(ws, "lesson_done").await;
+        assert_eq!(done.last().unwrap()["passed"], true, "{done:?}");
+    }
+    drop((a, b));
+    wait_for(|| {
+        let Ok(Reply::Array(libs)) = RealConnection::open(&owner.server.url()).and_then(|mut c| c.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec()])) else { return false };
+        libs.len() == 2
+    })
+    .await;
+    owner.assert_untouched();
+}
+
+/// Poll `done` until it holds (a session's cleanup runs after its socket
+/// closed).
+async fn wait_for(mut done: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("condition not reached in 30 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_cannot_hold_flood_or_escape() {
+    let mut owner = Owner::start(false);
+    let addr = serve(ApiState::new(Some(owner.server.url()))).await;
+    let mut ws = connect(addr).await;
+    // Caught by the pre-flight: never sent.
+    for (script, why) in [
+        ("EVAL \"while true do end\" 0", "BUSY"),
+        ("EVAL \"local t = {} for i = 1, 100 do t[i] = string.rep('x', 2^20) .. i end return #t\" 0", "memory"),
+        ("EVAL \"for i = 1, 100000 do redis.log(redis.LOG_WARNING, 'flood') end\" 0", "redis.log"),
+        ("EVAL \"redis.call('set', KEYS[1], 1) while true do end\" 1 k", "BUSY"),
+    ] {
+        let reply = line(&mut ws, script).await;
+        assert!(reply.contains("was not sent to Redis") && reply.contains(why), "{script}: {reply}");
+        assert_eq!(owner.run("PING"), Reply::Status("PONG".into()));
+    }
+    let Reply::Bulk(info) = owner.run("INFO memory") else { panic!() };
+    let lua: u64 = String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_lua:").map(|v| v.trim().parse().unwrap()))
+        .unwrap();
+    assert!(lua < 8 << 20, "used_memory_lua {lua}");
+    // A transaction is checked whole: the SET arms the loop at EXEC.
+    line(&mut ws, "MULTI").await;
+    line(&mut ws, "SET k 1").await;
+    line(&mut ws, "EVAL \"redis.call('set', 'w', 1) if redis.call('get', KEYS[1]) == '1' then while true do end end\" 1 k").await;
+    let exec = line(&mut ws, "EXEC").await;
+    assert!(exec.contains("was not sent to Redis"), "{exec}");
+    // Inside Lua the ACL holds: no keys, databases or scans beyond the session.
+    for (script, refused) in [
+        ("return redis.call('SCAN', '0')", "scan"),
+        ("return redis.call('RANDOMKEY')", "randomkey"),
+        ("return redis.call('SELECT', '2')", "select"),
+        ("return redis.call('MOVE', KEYS[1], '1')", "move"),
+        ("return redis.call('GET', 'owner:secret')", "no permissions"),
+    ] {
+        let reply = line(&mut ws, &format!("EVAL \"{script}\" 1 k")).await;
+        let refused_by = ["can't run this command", "can't access at least one of the keys", "was not sent to Redis"];
+        assert!(reply.starts_with("(error)") && refused_by.iter().any(|r| reply.contains(r)), "{refused}: {reply}");
+    }
+    // And the ACL itself says so.
+    let Reply::Array(users) = owner.run("ACL LIST") else { panic!() };
+    let lab = users.iter().map(|u| u.to_cli()).find(|u| u.contains("user lab-")).expect("the session's ACL user");
+    for denied in ["-scan", "-randomkey", "-select", "-move", "-keys", "-dbsize", "-copy"] {
+        assert!(lab.contains(denied), "{denied} in {lab}");
+    }
+    // The session's own SCAN lists the session's keys, and values are shown
+    // exactly as stored (a value that starts with the prefix is a value).
+    line(&mut ws, "SET mine 1").await;
+    let scan = line(&mut ws, "SCAN 0 COUNT 1000").await;
+    assert!(scan.contains("\"mine\"") && !scan.contains("owner") && !scan.contains("lab:"), "{scan}");
+    for refused in ["RANDOMKEY", "SELECT 2", "MOVE k 1", "DBSIZE", "KEYS *"] {
+        assert!(line(&mut ws, refused).await.starts_with("(error) ERR locklab"), "{refused}");
+    }
+    owner.assert_untouched();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_are_shown_as_stored_and_clients_are_counted() {
+    let owner = Owner::start(false);
+    let addr = serve(ApiState::new(Some(owner.server.url()))).await;
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type":"command","client":"A","line":"PING"})).await;
+    let got = until(&mut ws, "reply").await;
+    let prefix = got.iter().find(|m| m["type"] == "hello").unwrap()["prefix"].as_str().unwrap().to_owned();
+    line(&mut ws, &format!("SET v {prefix}tail")).await;
+    assert_eq!(line(&mut ws, "GET v").await, format!("\"{prefix}tail\""));
+    for i in 1..16 {
+        send(&mut ws, json!({"type":"command","client":format!("C{i}"),"line":"PING"})).await;
+        until(&mut ws, "reply").await;
+    }
+    send(&mut ws, json!({"type":"command","client":"C16","line":"PING"})).await;
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("at most 16 clients"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_the_simulator_cannot_see_is_killed() {
+    // The simulator says `os:locklab simulator`, Redis names the kernel: a
+    // script that loops only on Redis gets past the pre-flight, and the
+    // watchdog must kill it (after the server's busy threshold, 5 s here).
+    let mut owner = Owner::start(false);
+    let addr = serve(ApiState::new(Some(owner.server.url()))).await;
+    let mut ws = connect(addr).await;
+    let sneaky = "EVAL \"if string.find(redis.call('INFO', 'server'), 'os:Linux', 1, true) then while true do end end return 1\" 0";
+    let reply = line(&mut ws, sneaky).await;
+    assert!(reply.contains("was killed"), "{reply}");
+    assert_eq!(owner.run("PING"), Reply::Status("PONG".into()));
+    assert_eq!(line(&mut ws, "PING").await, "PONG");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_play_lock_watching_costs_one_round_trip_per_command() {
+    let mut owner = Owner::start(false);
+    let limits = Limits { commands_per_sec: f64::INFINITY, ..Limits::default() };
+    let addr = serve(ApiState::with_limits(Some(owner.server.url()), limits)).await;
+    let mut ws = connect(addr).await;
+    owner.run("CONFIG RESETSTAT");
+    const LOCKS: usize = 600;
+    for i in 0..LOCKS {
+        send(&mut ws, json!({"type":"command","client":"A","line":format!("SET lock{i} v NX PX 600000")})).await;
+    }
+    for _ in 0..LOCKS {
+        until(&mut ws, "reply").await;
+    }
+    let Reply::Bulk(stats) = owner.run("INFO commandstats") else { panic!() };
+    let evals: u64 = String::from_utf8_lossy(&stats)
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_eval:calls=").map(|v| v.split(',').next().unwrap().parse().unwrap()))
+        .unwrap_or(0);
+    assert!(evals <= 2 * LOCKS as u64, "{evals} EVALs for {LOCKS} commands");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_are_freed() {
+    let owner = Owner::start(false);
+    let limits = Limits { idle_timeout: Duration::from_secs(2), ..Limits::default() };
+    let max = limits.max_sessions;
+    let state = ApiState::with_limits(Some(owner.server.url()), limits);
+    let addr = serve(state.clone()).await;
+    let mut idle = Vec::new();
+    for _ in 0..max {
+        let mut ws = connect(addr).await;
+        assert_eq!(line(&mut ws, "PING").await, "PONG");
+        idle.push(ws);
+    }
+    let mut late = connect(addr).await;
+    assert!(line(&mut late, "PING").await.contains("too many lab sessions"));
+    // They idle out, tell their clients, and free their places.
+    for ws in &mut idle {
+        let end = until(ws, "error").await;
+        assert!(end.last().unwrap()["message"].as_str().unwrap().contains("idle"));
+    }
+    wait_for(|| state.live_sessions() == 0).await;
+    drop(late);
+    let mut fresh = connect(addr).await;
+    assert_eq!(line(&mut fresh, "PING").await, "PONG");
+}
