@@ -114,6 +114,11 @@ pub(crate) fn timeout_reply(kind: &BlockKind) -> Reply {
 }
 
 impl Engine {
+    /// How many clients are blocked (`INFO`'s `blocked_clients`).
+    pub(crate) fn blocked_count(&self) -> usize {
+        self.blocking.count()
+    }
+
     /// May the running command block? Not inside EXEC or a script.
     pub(crate) fn may_block(&self) -> bool {
         !self.in_exec && self.script_depth == 0

@@ -134,7 +134,7 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "clients" => {
             out.push_str("# Clients\r\n");
             kv(out, "connected_clients", e.clients());
-            kv(out, "blocked_clients", 0);
+            kv(out, "blocked_clients", e.blocked_count());
         }
         "stats" => {
             out.push_str("# Stats\r\n");
