@@ -33,7 +33,11 @@ pub(crate) enum BlockKind {
     /// BLPOP / BRPOP: reply `[key, element]`.
     Pop { left: bool },
     /// BLMOVE / BRPOPLPUSH: push onto `dst`, reply the element.
-    Move { dst: Vec<u8>, from_left: bool, to_left: bool },
+    Move {
+        dst: Vec<u8>,
+        from_left: bool,
+        to_left: bool,
+    },
 }
 
 /// What a blocking command leaves on the engine when it would block.
@@ -146,10 +150,17 @@ impl Engine {
 
     fn serve_key(&mut self, db: usize, key: &[u8]) {
         loop {
-            let Some(conn) = self.blocking.queues.get(&(db, key.to_vec())).and_then(|q| q.front().copied()) else {
+            let Some(conn) = self
+                .blocking
+                .queues
+                .get(&(db, key.to_vec()))
+                .and_then(|q| q.front().copied())
+            else {
                 return;
             };
-            let Some(b) = self.blocking.clients.get(&conn) else { return };
+            let Some(b) = self.blocking.clients.get(&conn) else {
+                return;
+            };
             let kind = b.kind.clone();
             let Some(reply) = super::cmd::lists::serve_blocked(self, db, key, &kind) else {
                 return;
@@ -175,7 +186,10 @@ impl Engine {
             .collect();
         for conn in due {
             if let Some(b) = self.blocking.remove(conn) {
-                self.outbound.push(Outbound { conn, reply: timeout_reply(&b.kind) });
+                self.outbound.push(Outbound {
+                    conn,
+                    reply: timeout_reply(&b.kind),
+                });
             }
         }
     }
@@ -230,7 +244,12 @@ impl Node {
     /// The earliest deadline of a blocked client: when the host should
     /// move the clock so that it times out.
     pub fn next_block_deadline(&self) -> Option<u64> {
-        self.engine.blocking.clients.values().filter_map(|b| b.deadline).min()
+        self.engine
+            .blocking
+            .clients
+            .values()
+            .filter_map(|b| b.deadline)
+            .min()
     }
 
     /// After a command: park the connection if its command asked to block
@@ -241,7 +260,12 @@ impl Node {
             if self.host_blocks {
                 let db = self.selected_db(conn);
                 for key in &req.keys {
-                    self.engine.blocking.queues.entry((db, key.clone())).or_default().push_back(conn);
+                    self.engine
+                        .blocking
+                        .queues
+                        .entry((db, key.clone()))
+                        .or_default()
+                        .push_back(conn);
                 }
                 self.engine.blocking.clients.insert(
                     conn,

@@ -141,7 +141,11 @@ impl LongDouble {
             return Err(LdError::Invalid);
         }
         if mant.is_zero() {
-            return Ok(LongDouble { neg, mant: 0, exp: 0 });
+            return Ok(LongDouble {
+                neg,
+                mant: 0,
+                exp: 0,
+            });
         }
         // value = mant × radix^(exp - frac_digits) (hex: 16^-frac × 2^exp)
         let (num, den) = if hex {
@@ -177,7 +181,11 @@ impl LongDouble {
             // ERANGE: overflow to HUGE_VAL or underflow to zero.
             None => Err(LdError::Invalid),
             Some((0, _)) => Err(LdError::Invalid),
-            Some((m, e)) => Ok(LongDouble { neg, mant: m, exp: e }),
+            Some((m, e)) => Ok(LongDouble {
+                neg,
+                mant: m,
+                exp: e,
+            }),
         }
     }
 
@@ -194,7 +202,11 @@ impl LongDouble {
         let (sign, mag) = sum.into_parts();
         if mag.is_zero() {
             // Round to nearest: x + (-x) is +0, and -0 + -0 is -0.
-            return Some(LongDouble { neg: self.neg && other.neg, mant: 0, exp: 0 });
+            return Some(LongDouble {
+                neg: self.neg && other.neg,
+                mant: 0,
+                exp: 0,
+            });
         }
         let (num, den) = if base >= 0 {
             (mag << base as usize, BigUint::one())
@@ -202,7 +214,11 @@ impl LongDouble {
             (mag, BigUint::one() << (-base) as usize)
         };
         let (m, e) = round(&num, &den)?;
-        Some(LongDouble { neg: sign == Sign::Minus, mant: m, exp: e })
+        Some(LongDouble {
+            neg: sign == Sign::Minus,
+            mant: m,
+            exp: e,
+        })
     }
 
     /// The nearest `f64` (for timeouts, where the precision is moot).
@@ -277,8 +293,14 @@ mod tests {
 
     #[test]
     fn invalid_inputs() {
-        for bad in ["", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", "."] {
-            assert_eq!(LongDouble::parse(bad.as_bytes()), Err(LdError::Invalid), "{bad:?}");
+        for bad in [
+            "", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", ".",
+        ] {
+            assert_eq!(
+                LongDouble::parse(bad.as_bytes()),
+                Err(LdError::Invalid),
+                "{bad:?}"
+            );
         }
         assert_eq!(LongDouble::parse(b"-inf"), Err(LdError::Infinite));
     }

@@ -40,7 +40,9 @@ fn bulk(b: &[u8]) -> Reply {
 impl PubSub {
     /// `clientSubscriptionsCount`: channels plus patterns.
     pub(crate) fn count(&self, conn: ConnId) -> usize {
-        self.clients.get(&conn).map_or(0, |s| s.channels.len() + s.patterns.len())
+        self.clients
+            .get(&conn)
+            .map_or(0, |s| s.channels.len() + s.patterns.len())
     }
 
     /// In RESP2 a subscribed connection may only run a few commands.
@@ -61,7 +63,10 @@ impl PubSub {
         let subs = self.clients.entry(conn).or_default();
         if !subs.channels.iter().any(|c| c == channel) {
             subs.channels.push(channel.to_vec());
-            self.channels.entry(channel.to_vec()).or_default().push(conn);
+            self.channels
+                .entry(channel.to_vec())
+                .or_default()
+                .push(conn);
         }
         self.confirm("subscribe", Some(channel), conn)
     }
@@ -102,7 +107,13 @@ impl PubSub {
     pub(crate) fn channels_of(&self, conn: ConnId, patterns: bool) -> Vec<Vec<u8>> {
         self.clients
             .get(&conn)
-            .map(|s| if patterns { s.patterns.clone() } else { s.channels.clone() })
+            .map(|s| {
+                if patterns {
+                    s.patterns.clone()
+                } else {
+                    s.channels.clone()
+                }
+            })
             .unwrap_or_default()
     }
 
@@ -146,7 +157,12 @@ impl PubSub {
             if glob_match(pattern, channel, false) {
                 out.push(Outbound {
                     conn: *conn,
-                    reply: Reply::Push(vec![bulk(b"pmessage"), bulk(pattern), bulk(channel), bulk(message)]),
+                    reply: Reply::Push(vec![
+                        bulk(b"pmessage"),
+                        bulk(pattern),
+                        bulk(channel),
+                        bulk(message),
+                    ]),
                 });
                 n += 1;
             }
@@ -169,7 +185,11 @@ impl PubSub {
 
     /// `PUBSUB NUMPAT`: patterns subscribed by anyone, counted once each.
     pub(crate) fn numpat(&self) -> usize {
-        self.patterns.iter().map(|(p, _)| p).collect::<BTreeSet<_>>().len()
+        self.patterns
+            .iter()
+            .map(|(p, _)| p)
+            .collect::<BTreeSet<_>>()
+            .len()
     }
 }
 

@@ -45,7 +45,11 @@ pub struct ZSet {
 impl PartialEq for ZSet {
     fn eq(&self, other: &Self) -> bool {
         self.scores.len() == other.scores.len()
-            && self.scores.iter().zip(&other.scores).all(|((a, x), (b, y))| a == b && x.to_bits() == y.to_bits())
+            && self
+                .scores
+                .iter()
+                .zip(&other.scores)
+                .all(|((a, x), (b, y))| a == b && x.to_bits() == y.to_bits())
     }
 }
 

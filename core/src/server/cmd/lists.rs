@@ -17,7 +17,11 @@ use crate::server::{Ctx, Engine};
 type List = VecDeque<Vec<u8>>;
 
 /// The key's list and TTL for a change; `None` when missing.
-fn list_for_write(e: &mut Engine, db: usize, key: &[u8]) -> Result<Option<(List, Option<u64>)>, Reply> {
+fn list_for_write(
+    e: &mut Engine,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<(List, Option<u64>)>, Reply> {
     match e.lookup_write(db, key) {
         None => Ok(None),
         Some(entry) => match &entry.value {
@@ -92,7 +96,9 @@ pub(crate) fn rpushx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
     if argv.len() > 3 {
-        return Reply::error(format!("ERR wrong number of arguments for '{name}' command"));
+        return Reply::error(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
     }
     let count = match argv.get(2).map(|c| int_arg(c)) {
         None => None,
@@ -102,11 +108,21 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     };
     let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
         Ok(Some(x)) => x,
-        Ok(None) => return if count.is_some() { Reply::NilArray } else { Reply::Nil },
+        Ok(None) => {
+            return if count.is_some() {
+                Reply::NilArray
+            } else {
+                Reply::Nil
+            }
+        }
         Err(e) => return e,
     };
     let Some(count) = count else {
-        let v = if left { list.pop_front() } else { list.pop_back() };
+        let v = if left {
+            list.pop_front()
+        } else {
+            list.pop_back()
+        };
         put(cx.e, cx.db, &argv[1], list, ttl);
         cx.e.propagate(|| argv.to_vec());
         return v.map_or(Reply::Nil, Reply::Bulk);
@@ -116,7 +132,13 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     }
     let n = count.min(list.len());
     let popped: Vec<Reply> = (0..n)
-        .filter_map(|_| if left { list.pop_front() } else { list.pop_back() })
+        .filter_map(|_| {
+            if left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            }
+        })
         .map(Reply::Bulk)
         .collect();
     put(cx.e, cx.db, &argv[1], list, ttl);
@@ -180,8 +202,15 @@ pub(crate) fn lindex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     match read_list(cx, &argv[1]) {
         Ok(Some(l)) => {
-            let i = if index < 0 { index + l.len() as i64 } else { index };
-            usize::try_from(i).ok().and_then(|i| l.get(i)).map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
+            let i = if index < 0 {
+                index + l.len() as i64
+            } else {
+                index
+            };
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| l.get(i))
+                .map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
         }
         Ok(None) => Reply::Nil,
         Err(e) => e,
@@ -200,7 +229,11 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
-    let limit = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs() as usize
+    };
     let mut removed = 0;
     let keep = |v: &Vec<u8>, removed: &mut usize| {
         if *removed < limit && *v == argv[3] {
@@ -211,7 +244,11 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
     };
     let kept: List = if count < 0 {
-        let mut k: Vec<Vec<u8>> = list.into_iter().rev().filter(|v| keep(v, &mut removed)).collect();
+        let mut k: Vec<Vec<u8>> = list
+            .into_iter()
+            .rev()
+            .filter(|v| keep(v, &mut removed))
+            .collect();
         k.reverse();
         k.into()
     } else {
@@ -237,7 +274,14 @@ fn position(arg: &[u8]) -> Result<bool, Reply> {
 
 /// `lmoveGenericCommand`: pop from `src`, push onto `dst`, reply the
 /// element; nil when `src` is missing. Both keys are type-checked first.
-fn lmove_generic(e: &mut Engine, db: usize, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Reply {
+fn lmove_generic(
+    e: &mut Engine,
+    db: usize,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Reply {
     let (mut list, ttl) = match list_for_write(e, db, src) {
         Ok(Some(x)) => x,
         Ok(None) => return Reply::Nil,
@@ -246,7 +290,11 @@ fn lmove_generic(e: &mut Engine, db: usize, src: &[u8], dst: &[u8], from_left: b
     if let Err(err) = list_for_write(e, db, dst) {
         return err;
     }
-    let Some(v) = (if from_left { list.pop_front() } else { list.pop_back() }) else {
+    let Some(v) = (if from_left {
+        list.pop_front()
+    } else {
+        list.pop_back()
+    }) else {
         return Reply::Nil;
     };
     put(e, db, src, list, ttl);
@@ -302,7 +350,8 @@ fn bpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     for key in keys {
         match list_for_write(cx.e, cx.db, key) {
             Ok(Some(_)) => {
-                return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left }).unwrap_or(Reply::NilArray);
+                return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left })
+                    .unwrap_or(Reply::NilArray);
             }
             Ok(None) => {}
             Err(e) => return e,
@@ -331,7 +380,14 @@ pub(crate) fn brpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `blmoveGenericCommand`
-fn bmove(cx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, timeout: &[u8]) -> Reply {
+fn bmove(
+    cx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+    timeout: &[u8],
+) -> Reply {
     let (timeout_ms, deadline) = match deadline(cx.e, timeout) {
         Ok(d) => d,
         Err(e) => return e,
@@ -341,9 +397,18 @@ fn bmove(cx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: boo
         Ok(Some(_)) => return lmove_generic(cx.e, cx.db, src, dst, from_left, to_left),
         Ok(None) => {}
     }
-    let kind = BlockKind::Move { dst: dst.to_vec(), from_left, to_left };
+    let kind = BlockKind::Move {
+        dst: dst.to_vec(),
+        from_left,
+        to_left,
+    };
     if cx.e.may_block() {
-        cx.e.blocking.request = Some(BlockRequest { keys: vec![src.to_vec()], deadline, timeout_ms, kind });
+        cx.e.blocking.request = Some(BlockRequest {
+            keys: vec![src.to_vec()],
+            deadline,
+            timeout_ms,
+            kind,
+        });
     }
     Reply::Nil
 }
@@ -365,16 +430,32 @@ pub(crate) fn brpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `serveClientBlockedOnList`: pop one element of the list at `key` for a
 /// blocked client; `None` if there is no list there (nothing to serve).
 /// Propagated as the non-blocking command, as redis-server rewrites it.
-pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockKind) -> Option<Reply> {
+pub(crate) fn serve_blocked(
+    e: &mut Engine,
+    db: usize,
+    key: &[u8],
+    kind: &BlockKind,
+) -> Option<Reply> {
     match kind {
         BlockKind::Pop { left } => {
             let (mut list, ttl) = list_for_write(e, db, key).ok()??;
-            let v = if *left { list.pop_front() } else { list.pop_back() }?;
+            let v = if *left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            }?;
             put(e, db, key, list, ttl);
             e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
-            Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
+            Some(Reply::Array(vec![
+                Reply::Bulk(key.to_vec()),
+                Reply::Bulk(v),
+            ]))
         }
-        BlockKind::Move { dst, from_left, to_left } => {
+        BlockKind::Move {
+            dst,
+            from_left,
+            to_left,
+        } => {
             list_for_write(e, db, key).ok()??;
             Some(lmove_generic(e, db, key, dst, *from_left, *to_left))
         }

@@ -41,7 +41,11 @@ fn each_or_all(cx: &mut Ctx<'_>, argv: &[Vec<u8>], patterns: bool, op: Op) -> Re
     }
     let mine = cx.e.pubsub.channels_of(conn, patterns);
     if mine.is_empty() {
-        let kind = if patterns { "punsubscribe" } else { "unsubscribe" };
+        let kind = if patterns {
+            "punsubscribe"
+        } else {
+            "unsubscribe"
+        };
         return cx.e.pubsub.confirm(kind, None, conn);
     }
     each(cx, &mine, op)
@@ -116,13 +120,24 @@ pub(crate) fn pubsub(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             return wrong();
         }
         let pattern = argv.get(2).map(Vec::as_slice).filter(|p| *p != b"*");
-        return Reply::Array(cx.e.pubsub.active_channels(pattern).into_iter().map(Reply::Bulk).collect());
+        return Reply::Array(
+            cx.e.pubsub
+                .active_channels(pattern)
+                .into_iter()
+                .map(Reply::Bulk)
+                .collect(),
+        );
     }
     if is(sub, "NUMSUB") {
         return Reply::Array(
             argv[2..]
                 .iter()
-                .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Integer(cx.e.pubsub.numsub(c) as i64)])
+                .flat_map(|c| {
+                    [
+                        Reply::Bulk(c.clone()),
+                        Reply::Integer(cx.e.pubsub.numsub(c) as i64),
+                    ]
+                })
                 .collect(),
         );
     }
@@ -140,7 +155,12 @@ pub(crate) fn pubsub(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Array(Vec::new());
     }
     if is(sub, "SHARDNUMSUB") {
-        return Reply::Array(argv[2..].iter().flat_map(|c| [Reply::Bulk(c.clone()), Reply::Integer(0)]).collect());
+        return Reply::Array(
+            argv[2..]
+                .iter()
+                .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Integer(0)])
+                .collect(),
+        );
     }
     Reply::error(format!(
         "ERR unknown subcommand '{}'. Try PUBSUB HELP.",

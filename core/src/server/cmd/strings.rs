@@ -472,8 +472,11 @@ fn check_string_length(size: u64, append: u64) -> Result<(), Reply> {
     Ok(())
 }
 
+/// A string value and its deadline.
+type StrEntry = (Vec<u8>, Option<u64>);
+
 /// The key's string and TTL for an in-place change; WRONGTYPE otherwise.
-fn string_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<(Vec<u8>, Option<u64>)>, Reply> {
+fn string_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<StrEntry>, Reply> {
     match cx.e.lookup_write(cx.db, key) {
         None => Ok(None),
         Some(e) => match &e.value {

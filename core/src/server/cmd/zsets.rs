@@ -78,7 +78,7 @@ fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
     if nx && xx {
         return Reply::error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if ((gt || lt) && nx) || (gt && lt) {
         return Reply::error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if incr && rest.len() > 2 {
@@ -230,12 +230,25 @@ impl ScoreRange {
             _ => strtod_full(b).map(|v| (v, false)),
         };
         let ((min, minex), (max, maxex)) = (bound(min)?, bound(max)?);
-        Some(ScoreRange { min, minex, max, maxex })
+        Some(ScoreRange {
+            min,
+            minex,
+            max,
+            maxex,
+        })
     }
 
     fn contains(&self, s: f64) -> bool {
-        let above = if self.minex { s > self.min } else { s >= self.min };
-        let below = if self.maxex { s < self.max } else { s <= self.max };
+        let above = if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        };
+        let below = if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        };
         above && below
     }
 }
@@ -289,7 +302,12 @@ enum RangeType {
 
 /// `zrangeGenericCommand`: `fixed` is the range type a legacy command
 /// implies (ZRANGEBYSCORE), `rev` its direction (ZREVRANGE…).
-fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Option<bool>) -> Reply {
+fn zrange_generic(
+    cx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    fixed: RangeType,
+    rev: Option<bool>,
+) -> Reply {
     let mut rangetype = fixed;
     let mut direction = rev;
     let mut withscores = false;
@@ -322,10 +340,14 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
         rangetype = RangeType::Rank;
     }
     if limit != -1 && rangetype == RangeType::Rank {
-        return Reply::error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        return Reply::error(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
     }
     if withscores && rangetype == RangeType::Lex {
-        return Reply::error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return Reply::error(
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        );
     }
     let (mut minarg, mut maxarg) = (&argv[2], &argv[3]);
     if rev && rangetype != RangeType::Rank {
@@ -393,9 +415,19 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
         }
     };
     if withscores {
-        Reply::Pairs(picked.into_iter().map(|(m, s)| (Reply::Bulk(m.to_vec()), double(s))).collect())
+        Reply::Pairs(
+            picked
+                .into_iter()
+                .map(|(m, s)| (Reply::Bulk(m.to_vec()), double(s)))
+                .collect(),
+        )
     } else {
-        Reply::Array(picked.into_iter().map(|(m, _)| Reply::Bulk(m.to_vec())).collect())
+        Reply::Array(
+            picked
+                .into_iter()
+                .map(|(m, _)| Reply::Bulk(m.to_vec()))
+                .collect(),
+        )
     }
 }
 
@@ -440,7 +472,9 @@ pub(crate) fn zcount(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::error("ERR min or max is not a float");
     };
     match read_zset(cx, &argv[1]) {
-        Ok(z) => Reply::Integer(z.map_or(0, |z| z.iter().filter(|(_, s)| r.contains(*s)).count() as i64)),
+        Ok(z) => Reply::Integer(z.map_or(0, |z| {
+            z.iter().filter(|(_, s)| r.contains(*s)).count() as i64
+        })),
         Err(e) => e,
     }
 }
@@ -450,7 +484,12 @@ pub(crate) fn zremrangebyscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let Some(r) = ScoreRange::parse(&argv[2], &argv[3]) else {
         return Reply::error("ERR min or max is not a float");
     };
-    remove_where(cx, argv, |z| z.iter().filter(|(_, s)| r.contains(*s)).map(|(m, _)| m.to_vec()).collect())
+    remove_where(cx, argv, |z| {
+        z.iter()
+            .filter(|(_, s)| r.contains(*s))
+            .map(|(m, _)| m.to_vec())
+            .collect()
+    })
 }
 
 /// `ZREMRANGEBYRANK key start stop`: rank indexes as ZRANGE's.
@@ -467,12 +506,20 @@ pub(crate) fn zremrangebyrank(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             return Vec::new();
         }
         let end = end.min(len - 1);
-        z.iter().skip(start as usize).take((end - start + 1) as usize).map(|(m, _)| m.to_vec()).collect()
+        z.iter()
+            .skip(start as usize)
+            .take((end - start + 1) as usize)
+            .map(|(m, _)| m.to_vec())
+            .collect()
     })
 }
 
 /// Remove the members `victims` picks; reply how many.
-fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>) -> Reply {
+fn remove_where(
+    cx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>,
+) -> Reply {
     let (mut z, ttl) = match zset_for_write(cx, &argv[1]) {
         Ok(Some(x)) => x,
         Ok(None) => return Reply::Integer(0),
