@@ -293,3 +293,93 @@ impl Node {
         self.engine.blocking.remove(conn);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::reply::Reply;
+    use crate::server::{ConnId, Node, Outbound, Profile};
+
+    fn argv(line: &str) -> Vec<Vec<u8>> {
+        line.split(' ').map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_lone_node_times_out_on_its_virtual_clock() {
+        let mut n = Node::new(Profile::V7_0);
+        let c = ConnId(1);
+        n.execute(c, &argv("SET k v PX 1500"));
+        let t0 = n.now();
+        assert_eq!(n.execute(c, &argv("BLPOP q 2")), Reply::NilArray);
+        assert_eq!(n.now(), t0 + 2000);
+        assert_eq!(
+            n.execute(c, &argv("GET k")),
+            Reply::Nil,
+            "time moved for everyone"
+        );
+        assert_eq!(n.execute(c, &argv("BLMOVE q d LEFT LEFT 0.5")), Reply::Nil);
+        assert!(
+            matches!(n.execute(c, &argv("BLPOP q 0")), Reply::Error(e) if e.contains("block forever"))
+        );
+    }
+
+    #[test]
+    fn blocked_clients_are_served_first_come_first_served() {
+        let mut n = Node::new(Profile::V7_0);
+        let (a, b, c, p) = (ConnId(1), ConnId(2), ConnId(3), ConnId(4));
+        assert_eq!(n.execute_or_block(a, &argv("BLPOP q 0")), None);
+        assert_eq!(n.execute_or_block(b, &argv("BRPOP other q 0")), None);
+        assert_eq!(
+            n.execute_or_block(c, &argv("BLMOVE q dst LEFT RIGHT 0")),
+            None
+        );
+        assert_eq!(n.blocked_clients(), 3);
+        n.disconnect(c);
+        assert_eq!(n.execute(p, &argv("RPUSH q x y z")), Reply::Integer(3));
+        let bulk = |s: &str| Reply::bulk(s);
+        assert_eq!(
+            n.take_outbound(),
+            vec![
+                Outbound {
+                    conn: a,
+                    reply: Reply::Array(vec![bulk("q"), bulk("x")])
+                },
+                Outbound {
+                    conn: b,
+                    reply: Reply::Array(vec![bulk("q"), bulk("z")])
+                },
+            ]
+        );
+        assert_eq!(
+            n.execute(p, &argv("LRANGE q 0 -1")),
+            Reply::Array(vec![bulk("y")])
+        );
+        assert_eq!(n.blocked_clients(), 0);
+    }
+
+    #[test]
+    fn timeouts_follow_the_clock_and_multi_never_blocks() {
+        let mut n = Node::new(Profile::V7_0);
+        let (a, b) = (ConnId(1), ConnId(2));
+        assert_eq!(n.execute_or_block(a, &argv("BLPOP q 1")), None);
+        n.advance(1000);
+        assert!(
+            n.take_outbound().is_empty(),
+            "due only once past the deadline"
+        );
+        n.advance(1);
+        assert_eq!(
+            n.take_outbound(),
+            vec![Outbound {
+                conn: a,
+                reply: Reply::NilArray
+            }]
+        );
+        n.execute_or_block(b, &argv("MULTI"));
+        n.execute_or_block(b, &argv("BLPOP q 0"));
+        assert_eq!(
+            n.execute_or_block(b, &argv("EXEC")),
+            Some(Reply::Array(vec![Reply::NilArray]))
+        );
+        assert!(!n.is_blocked(b));
+    }
+}
