@@ -35,6 +35,28 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// `%N …` in RESP3; a flat array of 2N elements in RESP2.
     Map(Vec<(Reply, Reply)>),
+    /// `,1.5` in RESP3; a bulk string in RESP2. Kept as the text
+    /// redis-server prints (`addReplyDouble`: `%.17g`, `inf`, `-inf`), so
+    /// that replies stay comparable and serialisable.
+    Double(String),
+    /// `#t` / `#f` in RESP3; `:1` / `:0` in RESP2 (`addReplyBool`).
+    Boolean(bool),
+    /// `~N …` in RESP3 (SMEMBERS); an array in RESP2.
+    Set(Vec<Reply>),
+    /// `(123…` in RESP3; a bulk string in RESP2.
+    BigNumber(String),
+    /// `=N txt:…` in RESP3; a bulk string of the text alone in RESP2.
+    Verbatim {
+        format: String,
+        #[serde(with = "bytes_as_text")]
+        text: Vec<u8>,
+    },
+    /// `>N …` in RESP3: an out-of-band message (pub/sub); an array in RESP2.
+    Push(Vec<Reply>),
+    /// Pairs that RESP3 sends as an array of two-element arrays and RESP2
+    /// as one flat array: `ZRANGE … WITHSCORES` (redis-server writes
+    /// `addReplyArrayLen(c,2)` per pair only when `c->resp > 2`).
+    Pairs(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -60,7 +82,10 @@ impl Reply {
 
     /// A scalar that is not an error: nothing inside to sanitize.
     pub fn is_plain(&self) -> bool {
-        !matches!(self, Reply::Error(_) | Reply::Array(_) | Reply::Map(_))
+        !matches!(
+            self,
+            Reply::Error(_) | Reply::Array(_) | Reply::Map(_) | Reply::Set(_) | Reply::Push(_) | Reply::Pairs(_)
+        )
     }
 
     /// Is this an error reply?
@@ -74,8 +99,10 @@ impl Reply {
     pub fn sanitize_errors(&mut self) {
         match self {
             Reply::Error(e) if e.contains(['\r', '\n']) => *e = e.replace(['\r', '\n'], " "),
-            Reply::Array(items) => items.iter_mut().for_each(Reply::sanitize_errors),
-            Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
+            Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+                items.iter_mut().for_each(Reply::sanitize_errors)
+            }
+            Reply::Map(pairs) | Reply::Pairs(pairs) => pairs.iter_mut().for_each(|(k, v)| {
                 k.sanitize_errors();
                 v.sanitize_errors();
             }),
@@ -83,9 +110,23 @@ impl Reply {
         }
     }
 
-    /// The reply as a RESP2 client sees it: maps become flat arrays.
+    /// The reply as a RESP2 client sees it: maps become flat arrays, sets
+    /// and pushes arrays, doubles and big numbers bulk strings, booleans
+    /// integers — what redis-server sends a RESP2 client for each.
     pub fn into_resp2(self) -> Reply {
         match self {
+            Reply::Pairs(pairs) => Reply::Array(
+                pairs
+                    .into_iter()
+                    .flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()])
+                    .collect(),
+            ),
+            Reply::Set(items) | Reply::Push(items) => {
+                Reply::Array(items.into_iter().map(Reply::into_resp2).collect())
+            }
+            Reply::Double(d) | Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
+            Reply::Boolean(b) => Reply::Integer(i64::from(b)),
+            Reply::Verbatim { text, .. } => Reply::Bulk(text),
             Reply::Map(pairs) => Reply::Array(
                 pairs
                     .into_iter()
@@ -135,7 +176,14 @@ fn format_tty(r: &Reply, prefix: &str, out: &mut String) {
             out.push('\n');
         }
         Reply::Nil | Reply::NilArray => out.push_str("(nil)\n"),
-        Reply::Map(_) => format_tty(&r.clone().into_resp2(), prefix, out),
+        Reply::Map(_)
+        | Reply::Set(_)
+        | Reply::Push(_)
+        | Reply::Pairs(_)
+        | Reply::Double(_)
+        | Reply::Boolean(_)
+        | Reply::BigNumber(_)
+        | Reply::Verbatim { .. } => format_tty(&r.clone().into_resp2(), prefix, out),
         Reply::Array(items) => {
             if items.is_empty() {
                 out.push_str("(empty array)\n");

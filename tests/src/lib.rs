@@ -37,10 +37,14 @@ macro_rules! with_diff_files {
             expire => "expire.redis",
             hashes => "hashes.redis",
             keys => "keys.redis",
+            keys_more => "keys_more.redis",
+            lists => "lists.redis",
             locks => "locks.redis",
             scripting => "scripting.redis",
             set_options => "set_options.redis",
+            sets_zsets => "sets_zsets.redis",
             strings => "strings.redis",
+            strings_more => "strings_more.redis",
             transactions => "transactions.redis",
         }
     };

@@ -1033,3 +1033,243 @@ fn benchmark_report() {
         "{report}"
     );
 }
+
+// ------------------------------------------------- issue 20: lock libraries
+
+/// Where the lock libraries get installed for these tests (once; later runs
+/// reuse them): a Python venv and an npm prefix, with pinned versions.
+fn lock_libs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("locklibs")
+}
+
+fn libs_src(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("libs").join(name)
+}
+
+/// `python3 -m venv` + `pip install` of the pinned packages, if missing.
+fn python_with(packages: &[&str]) -> PathBuf {
+    let venv = lock_libs_dir().join("venv");
+    let python = venv.join("bin").join("python");
+    if !python.exists() {
+        let out = run_with_timeout(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            Duration::from_secs(300),
+        );
+        assert!(out.status.success(), "python3 -m venv: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = run_with_timeout(
+        Command::new(&python).args(["-m", "pip", "install", "-q"]).args(packages),
+        Duration::from_secs(600),
+    );
+    assert!(out.status.success(), "pip install {packages:?} (PyPI must be reachable): {}", String::from_utf8_lossy(&out.stderr));
+    python
+}
+
+/// `npm install` of the pinned packages into a prefix, if missing; the
+/// directory to put in `NODE_PATH`.
+fn node_modules_with(packages: &[&str]) -> PathBuf {
+    let prefix = lock_libs_dir().join("node");
+    std::fs::create_dir_all(&prefix).expect("mkdir");
+    let modules = prefix.join("node_modules");
+    let have = packages.iter().all(|p| {
+        let (name, version) = p.rsplit_once('@').unwrap_or((p, ""));
+        std::fs::read_to_string(modules.join(name).join("package.json"))
+            .is_ok_and(|s| s.contains(&format!("\"version\": \"{version}\"")))
+    });
+    if !have {
+        let out = run_with_timeout(
+            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).arg("--no-save").args(packages),
+            Duration::from_secs(600),
+        );
+        assert!(out.status.success(), "npm install {packages:?} (npm must be reachable): {}", String::from_utf8_lossy(&out.stderr));
+    }
+    modules
+}
+
+/// Run a library check against sim-server and against a real
+/// redis-server; the two transcripts must be equal line for line.
+fn same_transcript(mut cmd: impl FnMut(&str) -> Command) {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let mut transcripts = Vec::new();
+    for url in [real.url(), server.url()] {
+        let out = run_with_timeout(&mut cmd(&url), Duration::from_secs(120));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{url}: exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        transcripts.push(stdout);
+    }
+    assert!(transcripts[0].lines().count() >= 6, "too short:\n{}", transcripts[0]);
+    assert_eq!(transcripts[1], transcripts[0], "sim-server (left) vs redis-server (right)");
+}
+
+/// python-redis-lock 4.0.1 (redis-py 8.1.0), unchanged: a blocking acquire
+/// waits in `BLPOP lock-signal:…`, and the release script's `LPUSH` wakes
+/// it (issue 20: BLPOP was unknown, and the script stopped at `lpush`).
+#[test]
+fn python_redis_lock_blocking_acquire_and_release() {
+    let python = python_with(&["redis==8.1.0", "python-redis-lock==4.0.1"]);
+    same_transcript(|url| {
+        let mut c = Command::new(&python);
+        c.arg(libs_src("python_redis_lock.py")).arg(url);
+        c
+    });
+}
+
+/// redis-semaphore 5.8.0's Semaphore with ioredis 6.1.0, unchanged: its
+/// acquire script is ZREMRANGEBYSCORE / ZCARD / ZADD / PEXPIRE, its release
+/// ZREM (issue 20: all unknown before).
+#[test]
+fn redis_semaphore_with_ioredis() {
+    let modules = node_modules_with(&["ioredis@6.1.0", "redis-semaphore@5.8.0"]);
+    same_transcript(|url| {
+        let mut c = Command::new("node");
+        c.env("NODE_PATH", &modules).arg(libs_src("redis_semaphore.js")).arg(url);
+        c
+    });
+}
+
+/// Read whatever arrives until `done` says the transcript is complete.
+fn read_until(s: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !done(&got) {
+        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("read ({e}) after {:?}", String::from_utf8_lossy(&got)));
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
+/// RESP3 from Lua and from the new commands, byte for byte as redis-server
+/// 7.0.15 sends them after `HELLO 3` (issue 20: `{double=3.5}` came back as
+/// `$3 3.5`, booleans as integers, sets as arrays, big numbers and verbatim
+/// strings as bulk strings).
+#[test]
+fn resp3_types_byte_for_byte() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let script: &[&[&[u8]]] = &[
+        &[b"EVAL", b"return {double=3.5}", b"0"],
+        &[b"EVAL", b"return {double=0.1}", b"0"],
+        &[b"EVAL", b"redis.setresp(3); return true", b"0"],
+        &[b"EVAL", b"redis.setresp(3); return false", b"0"],
+        &[b"EVAL", b"return true", b"0"],
+        &[b"EVAL", b"return {set={a=true}}", b"0"],
+        &[b"EVAL", b"return {big_number='123'}", b"0"],
+        &[b"EVAL", b"return {verbatim_string={format='txt', string='hi'}}", b"0"],
+        &[b"EVAL", b"return {verbatim_string={format='markdown', string='x'}}", b"0"],
+        &[b"ZADD", b"z", b"1.5", b"a", b"2", b"b"],
+        &[b"ZSCORE", b"z", b"a"],
+        &[b"ZINCRBY", b"z", b"0.1", b"a"],
+        &[b"ZADD", b"z", b"INCR", b"1", b"b"],
+        &[b"ZRANGE", b"z", b"0", b"-1", b"WITHSCORES"],
+        &[b"ZRANGEBYSCORE", b"z", b"-inf", b"+inf", b"WITHSCORES"],
+        &[b"SADD", b"s", b"1", b"2"],
+        &[b"SMEMBERS", b"s"],
+        &[b"EVAL", b"redis.setresp(3); return redis.call('zscore', KEYS[1], 'a')", b"1", b"z"],
+        &[b"EVAL", b"redis.setresp(3); return redis.call('smembers', KEYS[1])", b"1", b"s"],
+        &[b"EVAL", b"redis.setresp(3); return type(redis.call('zscore', KEYS[1], 'a'))", b"1", b"z"],
+        &[b"EVAL", b"return type(redis.call('zscore', KEYS[1], 'a'))", b"1", b"z"],
+        &[b"EVAL", b"redis.setresp(3); return redis.call('zrange', KEYS[1], 0, -1, 'withscores')", b"1", b"z"],
+        &[b"BLPOP", b"nothing", b"0.01"],
+        &[b"LPOP", b"nothing", b"2"],
+        &[b"PING", b"end"],
+    ];
+    let mut input = req(&[b"HELLO", b"3"]);
+    for c in script {
+        input.extend_from_slice(&req(c));
+    }
+    let mut outputs = Vec::new();
+    for addr in [real.addr(), server.local_addr()] {
+        let mut s = connect(addr);
+        s.write_all(&input).expect("write");
+        let got = read_until(&mut s, |g| g.ends_with(b"$3\r\nend\r\n"));
+        // Skip HELLO's map (it holds the connection id).
+        let text = String::from_utf8_lossy(&got).into_owned();
+        let at = text.find("*0\r\n,3.5\r\n").unwrap_or_else(|| panic!("{addr}: {text:?}"));
+        outputs.push(text[at + 4..].to_owned());
+    }
+    assert_eq!(outputs[1], outputs[0], "sim-server (left) vs redis-server (right)");
+    assert!(outputs[0].contains("#t\r\n#f\r\n") && outputs[0].contains("~1\r\n") && outputs[0].contains("=6\r\ntxt:hi\r\n"));
+}
+
+/// Clients blocked on one key are served in the order they blocked, each
+/// with its own element, the second key of a BLPOP included; a client in
+/// RESP3 subscribed to a channel gets `>` pushes, a RESP2 one arrays, and a
+/// RESP2 subscriber may not run other commands. Bytes as redis-server's.
+#[test]
+fn blocked_clients_and_pubsub_across_connections() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let mut outputs = Vec::new();
+    for addr in [real.addr(), server.local_addr()] {
+        let mut admin = connect(addr);
+        roundtrip(&mut admin, &req(&[b"FLUSHALL"]), b"+OK\r\n");
+        let blocked_count = |admin: &mut TcpStream| {
+            admin.write_all(&req(&[b"INFO", b"clients"])).expect("write");
+            let info = String::from_utf8_lossy(&read_until(admin, |g| g.ends_with(b"\r\n\r\n"))).into_owned();
+            info.lines()
+                .find_map(|l| l.strip_prefix("blocked_clients:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        let mut waiters = Vec::new();
+        for (i, keys) in [&[&b"q1"[..], b"q2"][..], &[b"q2"], &[b"q2", b"q1"]].iter().enumerate() {
+            let mut w = connect(addr);
+            let mut args: Vec<&[u8]> = vec![b"BLPOP"];
+            args.extend_from_slice(keys);
+            args.push(b"0");
+            w.write_all(&req(&args)).expect("write");
+            // Block one at a time, so the order is known.
+            poll("waiter blocked", || (blocked_count(&mut admin) == i + 1).then_some(()));
+            waiters.push(w);
+        }
+        let mut sub2 = connect(addr);
+        sub2.write_all(&req(&[b"SUBSCRIBE", b"ch", b"other"])).expect("write");
+        let confirm2 = read_until(&mut sub2, |g| g.ends_with(b":2\r\n"));
+        let mut sub3 = connect(addr);
+        sub3.write_all(&req(&[b"HELLO", b"3"])).expect("write");
+        read_until(&mut sub3, |g| g.ends_with(b"*0\r\n"));
+        sub3.write_all(&req(&[b"PSUBSCRIBE", b"c*"])).expect("write");
+        let confirm3 = read_until(&mut sub3, |g| g.ends_with(b":1\r\n"));
+
+        admin.write_all(&req(&[b"RPUSH", b"q2", b"a", b"b", b"c"])).expect("write");
+        let pushed = read_until(&mut admin, |g| g.ends_with(b"\r\n"));
+        let served: Vec<Vec<u8>> = waiters
+            .iter_mut()
+            .map(|w| read_until(w, |g| g.len() >= 4 && g.ends_with(b"\r\n") && g.iter().filter(|&&c| c == b'\n').count() >= 5))
+            .collect();
+        admin.write_all(&req(&[b"PUBLISH", b"ch", b"hello"])).expect("write");
+        let receivers = read_until(&mut admin, |g| g.ends_with(b"\r\n"));
+        let msg2 = read_until(&mut sub2, |g| g.ends_with(b"hello\r\n"));
+        let msg3 = read_until(&mut sub3, |g| g.ends_with(b"hello\r\n"));
+        sub2.write_all(&req(&[b"GET", b"x"])).expect("write");
+        let refused = read_until(&mut sub2, |g| g.ends_with(b"\r\n"));
+        sub2.write_all(&req(&[b"PING"])).expect("write");
+        let pong = read_until(&mut sub2, |g| g.ends_with(b"$0\r\n\r\n"));
+        admin.write_all(&req(&[b"PUBSUB", b"NUMSUB", b"ch", b"other", b"none"])).expect("write");
+        let numsub = read_until(&mut admin, |g| g.ends_with(b":0\r\n"));
+        let all = [confirm2, confirm3, pushed, served.concat(), receivers, msg2, msg3, refused, pong, numsub];
+        outputs.push(all.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>());
+    }
+    assert_eq!(outputs[1], outputs[0], "sim-server (left) vs redis-server (right)");
+    assert!(outputs[0][3].starts_with("*2\r\n$2\r\nq2\r\n$1\r\na\r\n"), "{:?}", outputs[0][3]);
+}
+
+/// A blocked client times out on the node's clock with the nil of its
+/// command, and only it waits: another client is answered meanwhile.
+#[test]
+fn blocking_pop_times_out_alone() {
+    let server = sim(Profile::V7_0);
+    let mut w = connect(server.local_addr());
+    let mut other = connect(server.local_addr());
+    w.write_all(&req(&[b"BLPOP", b"k", b"0.2"])).expect("write");
+    w.write_all(&req(&[b"BLMOVE", b"k", b"d", b"LEFT", b"LEFT", b"0.1"])).expect("write");
+    roundtrip(&mut other, &req(&[b"PING"]), b"+PONG\r\n");
+    assert_eq!(read_until(&mut w, |g| g.ends_with(b"$-1\r\n")), b"*-1\r\n$-1\r\n");
+}

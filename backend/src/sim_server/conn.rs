@@ -18,6 +18,7 @@ use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, After, ClientInfo, Session};
@@ -55,6 +56,9 @@ enum Stop {
     /// `WAIT` timed out: replies before `split` go out now, the rest after
     /// the wait.
     Delay { split: usize, ms: u64 },
+    /// A blocking command is waiting: flush, then wait for its reply (no
+    /// further request of this client runs meanwhile, as in redis-server).
+    Blocked,
 }
 
 struct Conn {
@@ -66,6 +70,9 @@ struct Conn {
     out: Vec<u8>,
     /// The last command's name and first argument, for `CLIENT LIST`.
     last_argv: Vec<Vec<u8>>,
+    /// What other connections' commands produced for this one (a served
+    /// `BLPOP`, pub/sub messages), already encoded.
+    inbox: UnboundedReceiver<Vec<u8>>,
 }
 
 /// Takes the connection out of the node however the task ends (the client
@@ -80,15 +87,18 @@ impl Drop for Registration {
         let mut st = self.shared.lock();
         st.node.disconnect(self.id);
         st.clients.remove(&self.id);
+        st.outboxes.remove(&self.id);
     }
 }
 
 /// Serve one client until it leaves.
 pub(super) async fn serve(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     let laddr = stream.local_addr().unwrap_or(shared.env.local_addr);
+    let (outbox, inbox) = unbounded_channel();
     let id = {
         let mut st = shared.lock();
         let id = st.node.connect();
+        st.outboxes.insert(id, outbox);
         let now = Instant::now();
         st.clients.insert(
             id,
@@ -117,6 +127,7 @@ pub(super) async fn serve(shared: Arc<Shared>, mut stream: TcpStream, peer: Sock
         pos: 0,
         out: Vec::new(),
         last_argv: Vec::new(),
+        inbox,
     };
     // An I/O error means the client is gone; there is nobody to tell.
     let _ = conn.run(&shared, &mut stream).await;
@@ -141,8 +152,11 @@ impl Conn {
                     self.flush(stream).await?;
                     self.compact();
                     self.reserve_for_read();
-                    if stream.read_buf(&mut self.input).await? == 0 {
-                        return Ok(());
+                    tokio::select! {
+                        n = stream.read_buf(&mut self.input) => if n? == 0 {
+                            return Ok(());
+                        },
+                        Some(bytes) = self.inbox.recv() => stream.write_all(&bytes).await?,
                     }
                     let pending = self.input.len() - self.pos + self.parser.partial_bytes();
                     if pending > QUERY_BUFFER_LIMIT {
@@ -160,6 +174,12 @@ impl Conn {
                 Stop::Frozen(until) => {
                     tokio::time::sleep_until(until.into()).await;
                     self.flush(stream).await?;
+                }
+                Stop::Blocked => {
+                    self.flush(stream).await?;
+                    if !self.wait_unblocked(shared, stream).await? {
+                        return Ok(());
+                    }
                 }
                 Stop::Delay { split, ms } => {
                     stream.write_all(&self.out[..split]).await?;
@@ -216,7 +236,9 @@ impl Conn {
                     let now_ms = shared.clock.now_ms();
                     let (reply, after) = run_guarded(st, &mut self.sess, &shared.env, now_ms, argv);
                     let resp3 = self.sess.resp3;
+                    route(st, self.sess.id, &mut self.out);
                     match after {
+                        After::Block => break Stop::Blocked,
                         After::Continue => resp::encode(&mut self.out, &reply, resp3),
                         After::Close => {
                             resp::encode(&mut self.out, &reply, resp3);
@@ -247,6 +269,46 @@ impl Conn {
             }
         }
         stop
+    }
+
+    /// Wait while this connection is blocked (`BLPOP` …): until another
+    /// client's command serves it (its reply arrives in the inbox) or its
+    /// timeout passes on the node's clock. Input that arrives meanwhile is
+    /// buffered, not run. `false` if the client left.
+    async fn wait_unblocked(&mut self, shared: &Shared, stream: &mut TcpStream) -> io::Result<bool> {
+        loop {
+            let deadline = {
+                let st = shared.lock();
+                if !st.node.is_blocked(self.sess.id) {
+                    return Ok(true);
+                }
+                // Timeouts are due once the clock is past the deadline.
+                st.node
+                    .next_block_deadline()
+                    .map(|ms| shared.clock.instant_at(ms.saturating_add(1)))
+            };
+            let timer = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            self.reserve_for_read();
+            tokio::select! {
+                Some(bytes) = self.inbox.recv() => stream.write_all(&bytes).await?,
+                n = stream.read_buf(&mut self.input) => if n? == 0 {
+                    return Ok(false);
+                },
+                () = timer => {
+                    {
+                        let mut st = shared.lock();
+                        st.node.set_time(shared.clock.now_ms());
+                        route(&mut st, self.sess.id, &mut self.out);
+                    }
+                    self.flush(stream).await?;
+                }
+            }
+        }
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
@@ -283,6 +345,24 @@ impl Conn {
             .clamp(MIN_READ, MAX_READ_RESERVE);
         if self.input.capacity() - self.input.len() < want {
             self.input.reserve(want);
+        }
+    }
+}
+
+/// Hand out what the node produced for connections besides the running
+/// command's reply: entries for `me` go into its output now (before the
+/// reply, as redis-server writes them during the command), the others are
+/// encoded in their receiver's protocol and sent to its inbox.
+fn route(st: &mut wire::State, me: ConnId, out: &mut Vec<u8>) {
+    for o in st.node.take_outbound() {
+        let resp3 = st.clients.get(&o.conn).is_some_and(|c| c.resp == 3);
+        if o.conn == me {
+            resp::encode(out, &o.reply, resp3);
+        } else if let Some(tx) = st.outboxes.get(&o.conn) {
+            let mut bytes = Vec::new();
+            resp::encode(&mut bytes, &o.reply, resp3);
+            // A receiver that just left has nobody to tell.
+            let _ = tx.send(bytes);
         }
     }
 }

@@ -105,6 +105,12 @@ impl Clock {
         }
     }
 
+    /// The monotonic instant at which [`Clock::now_ms`] reaches `ms`.
+    fn instant_at(&self, ms: u64) -> Instant {
+        let after = Duration::from_millis(ms.saturating_sub(self.base_ms));
+        self.start.checked_add(after).unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+
     fn now_ms(&self) -> u64 {
         let elapsed = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.base_ms.saturating_add(elapsed)
@@ -188,6 +194,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
             node: Node::new(cfg.profile),
             clients: BTreeMap::new(),
             frozen_until: None,
+            outboxes: BTreeMap::new(),
         }),
         env: wire::Env {
             profile: cfg.profile,

@@ -482,6 +482,35 @@ pub(crate) fn encode(out: &mut Vec<u8>, reply: &Reply, resp3: bool) {
                 encode(out, v, resp3);
             }
         }
+        // RESP3's other types, as redis-server writes them
+        // (`addReplyDouble`, `addReplyBool`, `addReplySetLen`,
+        // `addReplyBigNum`, `addReplyVerbatim`, `addReplyPushLen`); a RESP2
+        // client gets them lowered.
+        Reply::Double(d) if resp3 => push_line(out, b',', d),
+        Reply::Boolean(b) if resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Reply::BigNumber(n) if resp3 => push_line(out, b'(', n),
+        Reply::Verbatim { format, text } if resp3 => {
+            push_header(out, b'=', text.len() + 4);
+            out.extend_from_slice(format.as_bytes());
+            out.push(b':');
+            out.extend_from_slice(text);
+            out.extend_from_slice(b"\r\n");
+        }
+        Reply::Set(items) | Reply::Push(items) if resp3 => {
+            push_header(out, if matches!(reply, Reply::Set(_)) { b'~' } else { b'>' }, items.len());
+            for item in items {
+                encode(out, item, resp3);
+            }
+        }
+        Reply::Pairs(pairs) if resp3 => {
+            push_header(out, b'*', pairs.len());
+            for (k, v) in pairs {
+                out.extend_from_slice(b"*2\r\n");
+                encode(out, k, resp3);
+                encode(out, v, resp3);
+            }
+        }
+        other => encode(out, &other.clone().into_resp2(), false),
     }
 }
 

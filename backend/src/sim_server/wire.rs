@@ -49,6 +49,9 @@ pub(crate) enum After {
     /// `WAIT` that timed out: only this client waits (redis-server blocks
     /// the client, not the server) before its reply is sent.
     DelayReply(u64),
+    /// A blocking command (`BLPOP` …) found nothing: no reply now; the
+    /// node hands it out later as an outbound reply (see `conn`).
+    Block,
 }
 
 /// What the wire layer remembers about each connection for `CLIENT LIST`
@@ -75,6 +78,9 @@ pub(crate) struct State {
     /// While `Some(t)` with `t` in the future, no command runs anywhere:
     /// the `DEBUG SLEEP` of one client holds up all of them.
     pub(crate) frozen_until: Option<Instant>,
+    /// Where to send what the node produces for a connection outside its
+    /// own request (a served `BLPOP`, a pub/sub message): encoded bytes.
+    pub(crate) outboxes: BTreeMap<ConnId, tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
 }
 
 /// What one connection knows about itself without the lock.
@@ -304,7 +310,9 @@ pub(crate) fn dispatch(
     if let Some(timeout) = lone_wait_timeout(argv) {
         return wait_on_wall_clock(st, sess, argv, timeout);
     }
-    let reply = st.node.execute(sess.id, argv);
+    let Some(reply) = st.node.execute_or_block(sess.id, argv) else {
+        return (Reply::Nil, After::Block);
+    };
     let stall = st.node.last_stall_ms();
     let after = if stall == 0 {
         After::Continue
@@ -450,6 +458,7 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     }
     if let Some(v) = ver {
         cx.sess.resp3 = v == 3;
+        cx.st.node.set_resp3(id, v == 3);
         if let Some(info) = cx.st.clients.get_mut(&id) {
             info.resp = v as u8;
         }
@@ -1124,6 +1133,7 @@ mod tests {
             node,
             clients,
             frozen_until: None,
+                outboxes: BTreeMap::new(),
         };
         (
             st,

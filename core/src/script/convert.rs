@@ -201,7 +201,52 @@ pub(crate) fn reply_to_lua(
 }
 
 fn reply_value(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<Value> {
+    let rich = matches!(
+        reply,
+        Reply::Double(_)
+            | Reply::Boolean(_)
+            | Reply::Set(_)
+            | Reply::BigNumber(_)
+            | Reply::Verbatim { .. }
+            | Reply::Push(_)
+            | Reply::Pairs(_)
+    );
+    if rich && !resp3 {
+        // A RESP2 script's fake client got the RESP2 shape.
+        return reply_value(lua, &reply.clone().into_resp2(), false);
+    }
+    let tagged = |name: &str, v: Value| -> omnilua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(name, v)?;
+        Ok(Value::Table(t))
+    };
     Ok(match reply {
+        // RESP3 shapes (`redisProtocolToLuaType_*` in script_lua.c).
+        Reply::Double(d) => tagged("double", Value::Number(d.parse::<f64>().unwrap_or(f64::NAN)))?,
+        Reply::Boolean(b) => Value::Boolean(*b),
+        Reply::BigNumber(n) => tagged("big_number", Value::String(lua.create_string(n.as_bytes())?))?,
+        Reply::Verbatim { format, text } => {
+            let inner = lua.create_table()?;
+            inner.raw_set("format", lua.create_string(format.as_bytes())?)?;
+            inner.raw_set("string", lua.create_string(text)?)?;
+            tagged("verbatim_string", Value::Table(inner))?
+        }
+        Reply::Set(items) => {
+            let inner = lua.create_table()?;
+            for item in items {
+                let k = reply_value(lua, item, resp3)?;
+                if !matches!(k, Value::Nil) {
+                    inner.raw_set(k, true)?;
+                }
+            }
+            tagged("set", Value::Table(inner))?
+        }
+        Reply::Push(items) => reply_value(lua, &Reply::Array(items.clone()), resp3)?,
+        Reply::Pairs(pairs) => reply_value(
+            lua,
+            &Reply::Array(pairs.iter().map(|(k, v)| Reply::Array(vec![k.clone(), v.clone()])).collect()),
+            resp3,
+        )?,
         Reply::Integer(i) => Value::Number(*i as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(b)?),
         Reply::Nil | Reply::NilArray => {
@@ -270,13 +315,11 @@ fn to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
     }
     match v {
         Value::String(s) => Reply::Bulk(s.as_bytes().unwrap_or_default()),
-        Value::Boolean(b) => {
-            if resp3 || *b {
-                Reply::Integer(i64::from(*b))
-            } else {
-                Reply::Nil
-            }
-        }
+        // After redis.setresp(3) a boolean is a RESP3 boolean (`:1`/`:0`
+        // to a RESP2 client); before, true is 1 and false is nil.
+        Value::Boolean(b) if resp3 => Reply::Boolean(*b),
+        Value::Boolean(true) => Reply::Integer(1),
+        Value::Boolean(false) => Reply::Nil,
         Value::Number(n) => Reply::Integer(double_to_i64(*n)),
         Value::Integer(i) => Reply::Integer(*i),
         Value::Table(t) => table_to_reply(t, resp3, depth),
@@ -300,17 +343,25 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
         return Reply::Status(one_line(cstr(&s.as_bytes().unwrap_or_default())));
     }
     if let Value::Number(d) = raw_field(t, "double") {
-        // A RESP2 client gets a double as a bulk string, "%.17g".
-        return Reply::Bulk(fmt_g(d, 17).into_bytes());
+        // addReplyDouble: `,%.17g` to RESP3, a bulk string to RESP2.
+        return Reply::Double(fmt_g(d, 17));
     }
     if let Value::String(s) = raw_field(t, "big_number") {
-        return Reply::Bulk(one_line(&s.as_bytes().unwrap_or_default()).into_bytes());
+        return Reply::BigNumber(one_line(&s.as_bytes().unwrap_or_default()));
     }
     if let Value::Table(vt) = raw_field(t, "verbatim_string") {
-        if let (Value::String(_), Value::String(s)) =
+        if let (Value::String(f), Value::String(s)) =
             (raw_field(&vt, "format"), raw_field(&vt, "string"))
         {
-            return Reply::Bulk(s.as_bytes().unwrap_or_default());
+            // addReplyVerbatim: exactly three format characters, from a C
+            // string, padded with spaces.
+            let f = f.as_bytes().unwrap_or_default();
+            let mut format: Vec<u8> = cstr(&f).iter().copied().take(3).collect();
+            format.resize(3, b' ');
+            return Reply::Verbatim {
+                format: String::from_utf8_lossy(&format).into_owned(),
+                text: s.as_bytes().unwrap_or_default(),
+            };
         }
     }
     if let Value::Table(m) = raw_field(t, "map") {
@@ -323,9 +374,9 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
         );
     }
     if let Value::Table(s) = raw_field(t, "set") {
-        // A RESP2 client sees a set as an array of its members.
+        // addReplySetLen: `~N` to RESP3, an array to RESP2.
         let pairs = s.raw_pairs().unwrap_or_default();
-        return Reply::Array(
+        return Reply::Set(
             pairs
                 .iter()
                 .map(|(k, _)| to_reply(k, resp3, depth + 1))

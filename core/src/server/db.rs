@@ -12,9 +12,12 @@
 //! deadline is `d` still exists at `now == d` and is gone once `now > d`,
 //! which is redis-server's rule (`keyIsExpired`: `now > when`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// What a key holds. Redis has more types; the lock lessons need two.
+pub use super::zset::ZSet;
+
+/// What a key holds: the five types lock libraries use (python-redis-lock
+/// signals through a list, redis-semaphore counts holders in a sorted set).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A string. Integers are strings that happen to parse, as in Redis.
@@ -23,6 +26,14 @@ pub enum Value {
     /// listpacks, which `HGETALL` walks in insertion order, and the
     /// differential tests compare that order.
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A list, head first (`LPUSH` pushes at the front).
+    List(VecDeque<Vec<u8>>),
+    /// A set. `SMEMBERS` order in redis-server 7.0 is an intset's numeric
+    /// order or a hash table's (seeded at random per process), so only the
+    /// former is worth imitating; see `cmd::sets`.
+    Set(BTreeSet<Vec<u8>>),
+    /// A sorted set: members ordered by (score, member).
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -31,6 +42,29 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// Commands that rebuild this value under `key` on an empty node (no
+    /// TTL): what a full resynchronisation sends a replica.
+    pub fn restore_argvs(&self, key: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        let with = |cmd: &[u8], items: &mut dyn Iterator<Item = Vec<u8>>| {
+            let mut a = vec![cmd.to_vec(), key.to_vec()];
+            a.extend(items);
+            vec![a]
+        };
+        match self {
+            Value::Str(v) => vec![vec![b"SET".to_vec(), key.to_vec(), v.clone()]],
+            Value::Hash(h) => with(b"HSET", &mut h.iter().flat_map(|(f, v)| [f.clone(), v.clone()])),
+            Value::List(l) => with(b"RPUSH", &mut l.iter().cloned()),
+            Value::Set(s) => with(b"SADD", &mut s.iter().cloned()),
+            Value::ZSet(z) => with(
+                b"ZADD",
+                &mut z.iter().flat_map(|(m, s)| [super::zset::format_score(s).into_bytes(), m.to_vec()]),
+            ),
         }
     }
 }

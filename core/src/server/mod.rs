@@ -31,11 +31,15 @@
 //! drains these batches with [`Node::take_propagated`] and feeds them to
 //! replicas with a delay, which is how asynchronous replication loses a lock.
 
+mod blocking;
 pub mod cluster;
 mod cmd;
 pub mod db;
 pub mod glob;
+mod pubsub;
+mod longdouble;
 pub mod table;
+pub mod zset;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,6 +49,8 @@ use crate::reply::Reply;
 use crate::script::Scripting;
 use db::Db;
 use table::{Command, Handler};
+
+pub use blocking::Outbound;
 
 /// redis-server's `string2ll`: the one integer syntax Redis accepts (an
 /// optional `-`, digits without a leading zero, within `i64`). The wire
@@ -208,6 +214,17 @@ pub struct Engine {
     /// The slot the running script is bound to (its declared keys', or the
     /// first key it touched).
     script_slot: Option<u16>,
+    /// xorshift64 state for RANDOMKEY and SPOP-like choices: seeded, so a
+    /// run is reproducible.
+    rng: u64,
+    /// Clients parked in BLPOP and friends (see `blocking`).
+    blocking: blocking::Blocking,
+    /// Replies and pushes for other connections, for the host to deliver.
+    outbound: Vec<Outbound>,
+    /// Channels and patterns, and which connections speak RESP3.
+    pubsub: pubsub::PubSub,
+    /// The connection whose command is running.
+    conn: Option<ConnId>,
     /// Commands scripts asked for that the simulator does not know (even
     /// under `redis.pcall`): a host that checks a script here before a real
     /// server runs it cannot vouch for a script that did (see
@@ -228,6 +245,9 @@ pub struct Node {
     scripting: Scripting,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: u64,
+    /// The current command runs for a host that can hold its reply back
+    /// (see [`Node::execute_or_block`]).
+    host_blocks: bool,
 }
 
 impl Node {
@@ -255,11 +275,17 @@ impl Node {
                 record_events: false,
                 cluster: None,
                 script_slot: None,
+                rng: 0x9E37_79B9_7F4A_7C15,
+                blocking: blocking::Blocking::default(),
+                outbound: Vec::new(),
+                pubsub: pubsub::PubSub::default(),
+                conn: None,
                 unknown_script_calls: 0,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
             next_conn: 1,
+            host_blocks: false,
         }
     }
 
@@ -293,6 +319,7 @@ impl Node {
             self.engine.now = ms;
         }
         self.engine.expire_due();
+        self.engine.expire_blocked();
     }
 
     /// Move the clock forward by `ms`.
@@ -326,6 +353,9 @@ impl Node {
 
     /// Close a connection, dropping its transaction and watches.
     pub fn disconnect(&mut self, conn: ConnId) {
+        self.unblock(conn);
+        self.engine.pubsub.drop_conn(conn);
+        self.engine.pubsub.set_resp3(conn, false);
         self.unwatch_all(conn);
         self.engine.dirty_cas.remove(&conn);
         self.conns.remove(&conn);
@@ -359,6 +389,17 @@ impl Node {
         }
     }
 
+    /// The connection's protocol (`HELLO 2|3`): a RESP2 connection with
+    /// subscriptions may only run the pub/sub commands, PING, QUIT and RESET.
+    pub fn set_resp3(&mut self, conn: ConnId, on: bool) {
+        self.engine.pubsub.set_resp3(conn, on);
+    }
+
+    /// How many channels and patterns the connection is subscribed to.
+    pub fn subscriptions(&self, conn: ConnId) -> usize {
+        self.engine.pubsub.count(conn)
+    }
+
     /// `CLIENT SETNAME` / `GETNAME` storage.
     pub fn set_client_name(&mut self, conn: ConnId, name: Option<Vec<u8>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -372,6 +413,8 @@ impl Node {
 
     /// `RESET`: leave MULTI, drop watches, select db 0, forget the name.
     pub fn reset_conn(&mut self, conn: ConnId) {
+        self.engine.pubsub.drop_conn(conn);
+        self.engine.pubsub.set_resp3(conn, false);
         self.unwatch_all(conn);
         self.engine.dirty_cas.remove(&conn);
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -401,7 +444,10 @@ impl Node {
             self.engine.clients = self.conns.len();
         }
         self.engine.stall_ms = 0;
+        self.engine.conn = Some(conn);
         let mut reply = self.process(conn, argv);
+        self.engine.conn = None;
+        self.settle_blocking(conn, &mut reply);
         if !reply.is_plain() {
             reply.sanitize_errors();
         }
@@ -520,6 +566,21 @@ impl Node {
             Ok(cmd) => cmd,
             Err(err) => return self.reject(conn, err),
         };
+        // processCommand: RESP2 subscribers are confined (RESP3 ones not).
+        if self.engine.pubsub.restricted(conn)
+            && !matches!(
+                cmd.name,
+                "ping" | "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
+            )
+        {
+            return self.reject(
+                conn,
+                Reply::error(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    cmd.full_name(argv)
+                )),
+            );
+        }
         if !cmd.arity_ok(argv.len()) {
             let msg = format!("wrong number of arguments for '{}' command", cmd.full_name(argv));
             // A malformed EXEC ends any transaction on the spot
@@ -687,6 +748,16 @@ impl Engine {
         self.now
     }
 
+    /// The next number of the node's seeded generator (xorshift64).
+    pub(crate) fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
     /// In cluster mode, where a command's keys say it must go: `CROSSSLOT`
     /// when they span slots, `MOVED` when their slot is another node's.
     fn cluster_redirect(&self, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
@@ -792,8 +863,12 @@ impl Engine {
 
     /// Store a value (replacing any TTL with `expires_at`) and signal it.
     pub(crate) fn store(&mut self, db: usize, key: &[u8], value: db::Value, expires_at: Option<u64>) {
+        let list = matches!(value, db::Value::List(_));
         self.dbs[db].insert(key, value, expires_at);
         self.modified(db, key);
+        if list {
+            self.signal_ready(db, key);
+        }
     }
 
     /// Remove a key if present and signal it; returns whether it existed.

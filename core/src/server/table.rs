@@ -53,6 +53,10 @@ pub mod flags {
     pub const READONLY: u32 = 8;
     /// Dangerous or administrative: what a lab proxy refuses by default.
     pub const DANGEROUS: u32 = 16;
+    /// May block the client (BLPOP …): never blocks inside MULTI.
+    pub const BLOCKING: u32 = 32;
+    /// Publish/subscribe.
+    pub const PUBSUB: u32 = 64;
 }
 
 /// One row of the table.
@@ -143,8 +147,16 @@ macro_rules! commands {
 const NONE: &[&str] = &[];
 const ONE: Keys = range(1, 1, 1);
 const ALL: Keys = range(1, -1, 1);
+/// Source and destination (RENAME, COPY, LMOVE …).
+const TWO: Keys = range(1, 2, 1);
 
 commands! {
+    "append", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::append);
+    "blmove", 6, WRITE | NOSCRIPT | BLOCKING, TWO, NONE, Handler::Plain(cmd::lists::blmove);
+    "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop);
+    "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop);
+    "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush);
+    "copy", -3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::copy);
     "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize);
     "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug);
     "decr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::decr);
@@ -162,12 +174,16 @@ commands! {
     "exists", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::exists);
     "expire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expire);
     "expireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expireat);
+    "expiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::expiretime);
     "fcall", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
     "fcall_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
     "flushall", -1, WRITE | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::flushall);
     "function", -2, NOSCRIPT, Keys::None, &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"], Handler::Script(cmd::scripting::function);
     "get", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::get);
     "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel);
+    "getex", -2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getex);
+    "getrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange);
+    "getset", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getset);
     "hdel", -3, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hdel);
     "hexists", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hexists);
     "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget);
@@ -177,24 +193,75 @@ commands! {
     "hset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hset);
     "incr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incr);
     "incrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrby);
+    "incrbyfloat", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat);
     "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info);
     "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys);
+    "lindex", 3, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lindex);
+    "llen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::lists::llen);
+    "lmove", 5, WRITE, TWO, NONE, Handler::Plain(cmd::lists::lmove);
+    "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop);
+    "lpush", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpush);
+    "lpushx", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpushx);
+    "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange);
+    "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem);
+    "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget);
+    "mset", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset);
+    "msetnx", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx);
     "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi;
+    "object", -2, READONLY, range(2, 2, 1), &["encoding", "freq", "help", "refcount"], Handler::Plain(cmd::keys::object);
     "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist);
     "pexpire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpire);
     "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat);
+    "pexpiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pexpiretime);
     "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping);
+    "psetex", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::psetex);
+    "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe);
     "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl);
+    "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish);
+    "pubsub", -2, PUBSUB, Keys::None, &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"], Handler::Plain(cmd::pubsub::pubsub);
+    "punsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::punsubscribe);
+    "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey);
+    "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename);
+    "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx);
+    "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop);
+    "rpoplpush", 3, WRITE, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush);
+    "rpush", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpush);
+    "rpushx", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpushx);
+    "sadd", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::sadd);
     "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan);
+    "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard);
     "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script);
     "set", -3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::set);
+    "setex", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setex);
     "setnx", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setnx);
+    "setrange", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setrange);
+    "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember);
+    "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers);
+    "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
+    "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);
+    "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch);
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl);
     "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_);
+    "unlink", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::unlink);
+    "unsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::unsubscribe);
     "unwatch", 1, NOSCRIPT, Keys::None, NONE, Handler::Unwatch;
     "wait", 3, NOSCRIPT, Keys::None, NONE, Handler::Plain(cmd::server::wait);
     "watch", -2, NOSCRIPT, ALL, NONE, Handler::Watch;
+    "zadd", -4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zadd);
+    "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard);
+    "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount);
+    "zincrby", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zincrby);
+    "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange);
+    "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore);
+    "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank);
+    "zrem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zrem);
+    "zremrangebyrank", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyrank);
+    "zremrangebyscore", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyscore);
+    "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange);
+    "zrevrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebyscore);
+    "zrevrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrank);
+    "zscore", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zscore);
 }
 
 /// Find a command by name, case-insensitively, without allocating for the

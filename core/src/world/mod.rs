@@ -344,6 +344,17 @@ fn value_bytes(v: &Value) -> Vec<u8> {
             }
             out
         }
+        // The lock shadows only read strings and hashes; other types show
+        // as the commands that would rebuild them.
+        other => other
+            .restore_argvs(b"")
+            .concat()
+            .iter()
+            .skip(2)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect::<Vec<_>>()
+            .join(",")
+            .into_bytes(),
     }
 }
 
@@ -1391,13 +1402,8 @@ impl World {
                     }
                     batch.push(a);
                 }
-                Value::Hash(fields) => {
-                    let mut a = vec![b"HSET".to_vec(), k.clone()];
-                    for (f, v) in fields {
-                        a.push(f.clone());
-                        a.push(v.clone());
-                    }
-                    batch.push(a);
+                other => {
+                    batch.extend(other.restore_argvs(&k));
                     if let Some(at) = e.expires_at {
                         batch.push(vec![b"PEXPIREAT".to_vec(), k.clone(), at.to_string().into_bytes()]);
                     }

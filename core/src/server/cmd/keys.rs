@@ -1,5 +1,6 @@
-//! Generic key commands: DEL, EXISTS, TYPE, the EXPIRE family, TTL, PTTL,
-//! PERSIST, KEYS, SCAN, DBSIZE, FLUSHALL.
+//! Generic key commands: DEL, UNLINK, EXISTS, TOUCH, TYPE, the EXPIRE family,
+//! TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, RENAME, RENAMENX, COPY,
+//! RANDOMKEY, OBJECT, KEYS, SCAN, DBSIZE, FLUSHALL.
 //!
 //! The expiry commands are the heart of the renewal lessons: a lock is
 //! renewed by moving its deadline (`PEXPIRE`), and a key's TTL as the server
@@ -7,6 +8,7 @@
 
 use super::{int_arg, is, syntax_error};
 use crate::reply::Reply;
+use crate::server::db::Value;
 use crate::server::glob::glob_match;
 use crate::server::Ctx;
 
@@ -234,4 +236,201 @@ pub(crate) fn flushall(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     cx.e.flush(None);
     cx.e.propagate(|| super::argv(&[b"FLUSHALL"]));
     Reply::ok()
+}
+
+/// `EXPIRETIME key`: the absolute Unix time in seconds; -1 / -2.
+pub(crate) fn expiretime(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    expiretime_generic(cx, &argv[1], false)
+}
+
+/// `PEXPIRETIME key`: the absolute Unix time in milliseconds; -1 / -2.
+pub(crate) fn pexpiretime(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    expiretime_generic(cx, &argv[1], true)
+}
+
+/// `ttlGenericCommand` with `output_abs`: seconds rounded to nearest.
+fn expiretime_generic(cx: &mut Ctx<'_>, key: &[u8], ms: bool) -> Reply {
+    let Some(entry) = cx.e.lookup_read(cx.db, key) else {
+        return Reply::Integer(-2);
+    };
+    match entry.expires_at {
+        None => Reply::Integer(-1),
+        Some(at) => {
+            let at = at as i64;
+            Reply::Integer(if ms { at } else { (at + 500) / 1000 })
+        }
+    }
+}
+
+/// `UNLINK key [key ...]`: DEL (the memory is freed at once anyway).
+pub(crate) fn unlink(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    del(cx, argv)
+}
+
+/// `TOUCH key [key ...]`: how many exist.
+pub(crate) fn touch(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    exists(cx, argv)
+}
+
+/// `renameGenericCommand`: the value and its TTL move; RENAMENX does not
+/// overwrite. The same name is a no-op on an existing key.
+fn rename_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], nx: bool) -> Reply {
+    let (src, dst) = (&argv[1], &argv[2]);
+    let Some(entry) = cx.e.lookup_write(cx.db, src).cloned() else {
+        return Reply::error("ERR no such key");
+    };
+    let done = || if nx { Reply::Integer(1) } else { Reply::ok() };
+    if src == dst {
+        return if nx { Reply::Integer(0) } else { Reply::ok() };
+    }
+    if cx.e.lookup_write(cx.db, dst).is_some() {
+        if nx {
+            return Reply::Integer(0);
+        }
+        cx.e.delete(cx.db, dst);
+    }
+    cx.e.delete(cx.db, src);
+    cx.e.store(cx.db, dst, entry.value, entry.expires_at);
+    cx.e.propagate(|| argv.to_vec());
+    done()
+}
+
+/// `RENAME key newkey`
+pub(crate) fn rename(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    rename_generic(cx, argv, false)
+}
+
+/// `RENAMENX key newkey`
+pub(crate) fn renamenx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    rename_generic(cx, argv, true)
+}
+
+/// `COPY source destination [DB db] [REPLACE]`: 1 if copied (value and
+/// TTL), 0 if the source is missing or the destination exists.
+pub(crate) fn copy(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let mut replace = false;
+    let mut dst_db = cx.db;
+    let mut j = 3;
+    while j < argv.len() {
+        if is(&argv[j], "REPLACE") {
+            replace = true;
+        } else if is(&argv[j], "DB") && j + 1 < argv.len() {
+            // getIntFromObjectOrReply, then selectDb.
+            match super::parse_i64(&argv[j + 1]) {
+                Some(n) if i32::try_from(n).is_ok() => match usize::try_from(n) {
+                    Ok(d) if d < crate::server::DATABASES => dst_db = d,
+                    _ => return Reply::error("ERR DB index is out of range"),
+                },
+                _ => return super::not_integer(),
+            }
+            j += 1;
+        } else {
+            return syntax_error();
+        }
+        j += 1;
+    }
+    let (src, dst) = (&argv[1], &argv[2]);
+    if dst_db == cx.db && src == dst {
+        return Reply::error("ERR source and destination objects are the same");
+    }
+    let Some(entry) = cx.e.lookup_read(cx.db, src).cloned() else {
+        return Reply::Integer(0);
+    };
+    if cx.e.lookup_write(dst_db, dst).is_some() {
+        if !replace {
+            return Reply::Integer(0);
+        }
+        cx.e.delete(dst_db, dst);
+    }
+    cx.e.store(dst_db, dst, entry.value, entry.expires_at);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Integer(1)
+}
+
+/// `RANDOMKEY`: a key chosen with the node's seeded generator (nil when
+/// the database is empty). Expired keys are skipped, as `dbRandomKey`
+/// deletes them when it meets them.
+pub(crate) fn randomkey(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> Reply {
+    let now = cx.e.now();
+    let live: Vec<Vec<u8>> = cx
+        .e
+        .db(cx.db)
+        .keys()
+        .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if live.is_empty() {
+        return Reply::Nil;
+    }
+    let i = (cx.e.random() % live.len() as u64) as usize;
+    Reply::Bulk(live[i].clone())
+}
+
+/// `OBJECT ENCODING|FREQ|REFCOUNT|HELP`. Encodings follow redis-server
+/// 7.0's rules from the value as it is now (small integer strings `int`,
+/// up to 44 bytes `embstr`; lists always `quicklist`; small sets of
+/// integers `intset`; small hashes and sorted sets `listpack`). redis-server
+/// never converts back to the compact encoding, and a string modified in
+/// place (APPEND, SETRANGE) becomes `raw`; the simulator does not track a
+/// value's history, so those two cases differ. IDLETIME is not offered:
+/// the node keeps no access times.
+pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let sub = String::from_utf8_lossy(&argv[1]).to_lowercase();
+    if sub == "help" && argv.len() == 2 {
+        return Reply::Array(
+            [
+                "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "ENCODING <key>",
+                "    Return the kind of internal representation used in order to store the value",
+                "    associated with a <key>.",
+                "FREQ <key>",
+                "    Return the access frequency index of the <key>. The returned integer is",
+                "    proportional to the logarithm of the recent access frequency of the key.",
+                "IDLETIME <key>",
+                "    Return the idle time of the <key>, that is the approximated number of",
+                "    seconds elapsed since the last access to the key.",
+                "REFCOUNT <key>",
+                "    Return the number of references of the value associated with the specified",
+                "    <key>.",
+                "HELP",
+                "    Print this help.",
+            ]
+            .iter()
+            .map(|l| Reply::status(*l))
+            .collect(),
+        );
+    }
+    if argv.len() != 3 || sub == "help" {
+        return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
+    }
+    let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
+        return Reply::Nil;
+    };
+    match sub.as_str() {
+        "encoding" => Reply::Bulk(encoding(&entry.value).as_bytes().to_vec()),
+        "refcount" => Reply::Integer(match &entry.value {
+            // OBJ_SHARED_INTEGERS: 0..9999 are shared, refcount INT_MAX.
+            Value::Str(v) if super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
+            _ => 1,
+        }),
+        _ => Reply::error(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+    }
+}
+
+/// The encoding name `OBJECT ENCODING` reports (see [`object`]).
+fn encoding(v: &Value) -> &'static str {
+    match v {
+        Value::Str(s) if s.len() <= 20 && super::parse_i64(s).is_some() => "int",
+        Value::Str(s) if s.len() <= 44 => "embstr",
+        Value::Str(_) => "raw",
+        Value::Hash(h) if h.len() <= 128 && h.iter().all(|(f, v)| f.len() <= 64 && v.len() <= 64) => "listpack",
+        Value::Hash(_) => "hashtable",
+        Value::List(_) => "quicklist",
+        Value::Set(s) if s.len() <= 512 && s.iter().all(|m| super::parse_i64(m).is_some()) => "intset",
+        Value::Set(_) => "hashtable",
+        Value::ZSet(z) if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) => "listpack",
+        Value::ZSet(_) => "skiplist",
+    }
 }

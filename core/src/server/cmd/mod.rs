@@ -7,9 +7,13 @@
 pub(crate) mod delex;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod lists;
+pub(crate) mod pubsub;
 pub(crate) mod scripting;
 pub(crate) mod server;
+pub(crate) mod sets;
 pub(crate) mod strings;
+pub(crate) mod zsets;
 
 use crate::reply::Reply;
 
@@ -69,6 +73,44 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
 /// Parse an integer argument or produce the standard error reply.
 pub(crate) fn int_arg(b: &[u8]) -> Result<i64, Reply> {
     parse_i64(b).ok_or_else(not_integer)
+}
+
+/// C's `strtod` over the whole argument (leading blanks allowed, as
+/// `strtod` skips them): `None` if anything is left over or it is NaN.
+/// No range check: `1e400` is infinity, as `zslParseRange` takes it.
+pub(crate) fn strtod_full(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    if s.is_empty() || s.contains('_') {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// `getDoubleFromObject`: the whole argument is a double, no leading
+/// blank, not NaN, and not out of range (`ERANGE`: a finite-looking
+/// number that overflows to infinity or underflows to zero).
+pub(crate) fn parse_double(b: &[u8]) -> Option<f64> {
+    if b.first().is_none_or(|c| c.is_ascii_whitespace() || *c == 0x0b) {
+        return None;
+    }
+    let v = strtod_full(b)?;
+    let text = String::from_utf8_lossy(b).to_ascii_lowercase();
+    let spelled_inf = text.trim_start_matches(['+', '-']).starts_with("inf");
+    if v.is_infinite() && !spelled_inf {
+        return None;
+    }
+    let mantissa = text.split(['e']).next().unwrap_or_default();
+    if v == 0.0 && mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)) {
+        return None;
+    }
+    Some(v)
+}
+
+/// [`parse_double`] or `ERR value is not a valid float`.
+pub(crate) fn double_arg(b: &[u8]) -> Result<f64, Reply> {
+    parse_double(b).ok_or_else(|| Reply::error("ERR value is not a valid float"))
 }
 
 /// ASCII case-insensitive comparison of an argument with an option name.

@@ -9,7 +9,12 @@ use crate::reply::Reply;
 use crate::server::{Ctx, Role};
 
 /// `PING [message]`
-pub(crate) fn ping(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+pub(crate) fn ping(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    // A RESP2 subscriber gets ["pong", message] (pingCommand).
+    if argv.len() <= 2 && cx.e.conn().is_some_and(|c| cx.e.pubsub.restricted(c)) {
+        let msg = argv.get(1).cloned().unwrap_or_default();
+        return Reply::Array(vec![Reply::bulk("pong"), Reply::Bulk(msg)]);
+    }
     match argv.len() {
         1 => Reply::status("PONG"),
         2 => Reply::Bulk(argv[1].clone()),
@@ -129,7 +134,7 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "clients" => {
             out.push_str("# Clients\r\n");
             kv(out, "connected_clients", e.clients());
-            kv(out, "blocked_clients", 0);
+            kv(out, "blocked_clients", e.blocked_count());
         }
         "stats" => {
             out.push_str("# Stats\r\n");

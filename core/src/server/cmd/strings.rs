@@ -1,6 +1,7 @@
-//! String commands: GET, SET and its options, SETNX, GETDEL, STRLEN and
-//! the INCR family. `SET key token NX PX ttl` — the atomic lock acquire every
-//! lesson starts from — lives here.
+//! String commands: GET, SET and its options, SETNX, SETEX, PSETEX, GETEX,
+//! GETSET, GETDEL, MSET, MSETNX, MGET, APPEND, GETRANGE, SETRANGE, STRLEN and
+//! the INCR family with INCRBYFLOAT. `SET key token NX PX ttl` — the atomic
+//! lock acquire every lesson starts from — lives here.
 
 use super::{argv, int_arg, is, not_integer, parse_i64, syntax_error, wrongtype, OVERFLOW};
 use crate::reply::Reply;
@@ -310,4 +311,301 @@ fn incr_by(cx: &mut Ctx<'_>, argv: &[Vec<u8>], by: i64) -> Reply {
     cx.e.store(cx.db, key, Value::Str(new.to_string().into_bytes()), ttl);
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(new)
+}
+
+/// `setGenericCommand` for SETEX / PSETEX: the expire is validated the way
+/// SET's is (`getExpireMillisecondsOrReply`), then the value stored with
+/// its deadline; propagated as `SET key value PXAT ms`.
+fn set_with_ttl(cx: &mut Ctx<'_>, argv: &[Vec<u8>], seconds: bool) -> Reply {
+    let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
+    let Some(mut ms) = parse_i64(&argv[2]) else { return not_integer() };
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return invalid_expire(&name);
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    let at = ms.wrapping_add(cx.e.now() as i64);
+    if at <= 0 {
+        return invalid_expire(&name);
+    }
+    let key = &argv[1];
+    cx.e.store(cx.db, key, Value::Str(argv[3].clone()), Some(at as u64));
+    cx.e.propagate(|| super::argv(&[b"SET", key, &argv[3], b"PXAT", at.to_string().as_bytes()]));
+    Reply::ok()
+}
+
+/// `SETEX key seconds value`
+pub(crate) fn setex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    set_with_ttl(cx, argv, true)
+}
+
+/// `PSETEX key milliseconds value`
+pub(crate) fn psetex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    set_with_ttl(cx, argv, false)
+}
+
+/// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`: GET that also
+/// sets or clears the TTL. `parseExtendedStringArgumentsOrReply` in its
+/// COMMAND_GET mode: one option at most (the same one repeated is
+/// accepted), anything else a syntax error; then the key; then the time.
+pub(crate) fn getex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let mut persist = false;
+    let mut expiry: Option<((bool, bool), &[u8])> = None;
+    let mut j = 2;
+    while j < argv.len() {
+        let opt = argv[j].as_slice();
+        let next = argv.get(j + 1);
+        if is(opt, "PERSIST") && expiry.is_none() {
+            persist = true;
+        } else if let (Some(kind), Some(v), false) = (expiry_option(opt), next, persist) {
+            if expiry.is_some_and(|(k, _)| k != kind) {
+                return syntax_error();
+            }
+            expiry = Some((kind, v));
+            j += 1;
+        } else {
+            return syntax_error();
+        }
+        j += 1;
+    }
+    let key = &argv[1];
+    let value = match read_string(cx, key) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Reply::Nil,
+        Err(e) => return e,
+    };
+    let now = cx.e.now() as i64;
+    if let Some(((seconds, absolute), raw)) = expiry {
+        let Some(mut ms) = parse_i64(raw) else { return not_integer() };
+        if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+            return invalid_expire("getex");
+        }
+        if seconds {
+            ms *= 1000;
+        }
+        if !absolute {
+            ms = ms.wrapping_add(now);
+        }
+        if ms <= 0 {
+            return invalid_expire("getex");
+        }
+        // checkAlreadyExpired: only an absolute time can be in the past.
+        if absolute && ms <= now {
+            cx.e.delete(cx.db, key);
+            cx.e.propagate(|| argv_del(key));
+        } else {
+            cx.e.set_deadline(cx.db, key, Some(ms as u64));
+            cx.e.propagate(|| super::argv(&[b"PEXPIREAT", key, ms.to_string().as_bytes()]));
+        }
+    } else if persist && cx.e.lookup_write(cx.db, key).is_some_and(|e| e.expires_at.is_some()) {
+        cx.e.set_deadline(cx.db, key, None);
+        cx.e.propagate(|| super::argv(&[b"PERSIST", key]));
+    }
+    Reply::Bulk(value)
+}
+
+/// `GETSET key value`: the old value (or nil); the new one replaces it
+/// and any TTL (`setKey` without KEEPTTL).
+pub(crate) fn getset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let old = match read_string(cx, &argv[1]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    cx.e.store(cx.db, &argv[1], Value::Str(argv[2].clone()), None);
+    cx.e.propagate(|| super::argv(&[b"SET", &argv[1], &argv[2]]));
+    old.map_or(Reply::Nil, Reply::Bulk)
+}
+
+/// `msetGenericCommand`: an even argv is an arity error; MSETNX writes
+/// nothing if any key exists.
+fn mset_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], nx: bool) -> Reply {
+    if argv.len().is_multiple_of(2) {
+        let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
+        return Reply::error(format!("ERR wrong number of arguments for '{name}' command"));
+    }
+    if nx && argv[1..].chunks(2).any(|p| cx.e.lookup_write(cx.db, &p[0]).is_some()) {
+        return Reply::Integer(0);
+    }
+    for pair in argv[1..].chunks(2) {
+        cx.e.store(cx.db, &pair[0], Value::Str(pair[1].clone()), None);
+    }
+    cx.e.propagate(|| argv.to_vec());
+    if nx {
+        Reply::Integer(1)
+    } else {
+        Reply::ok()
+    }
+}
+
+/// `MSET key value [key value ...]`
+pub(crate) fn mset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    mset_generic(cx, argv, false)
+}
+
+/// `MSETNX key value [key value ...]`
+pub(crate) fn msetnx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    mset_generic(cx, argv, true)
+}
+
+/// `MGET key [key ...]`: nil for a missing key and for one of another type.
+pub(crate) fn mget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let db = cx.db;
+    Reply::Array(
+        argv[1..]
+            .iter()
+            .map(|k| match cx.e.lookup_read(db, k).map(|e| &e.value) {
+                Some(Value::Str(v)) => Reply::Bulk(v.clone()),
+                _ => Reply::Nil,
+            })
+            .collect(),
+    )
+}
+
+/// `proto-max-bulk-len`: the largest string a client may build.
+const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
+
+fn check_string_length(size: u64, append: u64) -> Result<(), Reply> {
+    if size.saturating_add(append) > PROTO_MAX_BULK_LEN {
+        return Err(Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
+    }
+    Ok(())
+}
+
+/// A string value and its deadline.
+type StrEntry = (Vec<u8>, Option<u64>);
+
+/// The key's string and TTL for an in-place change; WRONGTYPE otherwise.
+fn string_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<StrEntry>, Reply> {
+    match cx.e.lookup_write(cx.db, key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Str(v) => Ok(Some((v.clone(), e.expires_at))),
+            _ => Err(wrongtype()),
+        },
+    }
+}
+
+/// `APPEND key value`: the new length.
+pub(crate) fn append(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (mut v, ttl) = match string_for_write(cx, &argv[1]) {
+        Ok(Some(x)) => x,
+        Ok(None) => (Vec::new(), None),
+        Err(e) => return e,
+    };
+    if let Err(e) = check_string_length(v.len() as u64, argv[2].len() as u64) {
+        return e;
+    }
+    v.extend_from_slice(&argv[2]);
+    let len = v.len() as i64;
+    cx.e.store(cx.db, &argv[1], Value::Str(v), ttl);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Integer(len)
+}
+
+/// `GETRANGE key start end`: redis-server's index arithmetic, including
+/// "both negative and start > end gives an empty string".
+pub(crate) fn getrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (mut start, mut end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match read_string(cx, &argv[1]) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Reply::Bulk(Vec::new()),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Reply::Bulk(Vec::new());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        return Reply::Bulk(Vec::new());
+    }
+    Reply::Bulk(s[start as usize..=end as usize].to_vec())
+}
+
+/// `SETRANGE key offset value`: the new length; zero-padded.
+pub(crate) fn setrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let offset = match int_arg(&argv[2]) {
+        Ok(n) if n < 0 => return Reply::error("ERR offset is out of range"),
+        Ok(n) => n as u64,
+        Err(e) => return e,
+    };
+    let value = &argv[3];
+    let current = match string_for_write(cx, &argv[1]) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let Some((mut s, ttl)) = current else {
+        if value.is_empty() {
+            return Reply::Integer(0);
+        }
+        if let Err(e) = check_string_length(offset, value.len() as u64) {
+            return e;
+        }
+        let mut s = vec![0u8; offset as usize];
+        s.extend_from_slice(value);
+        let len = s.len() as i64;
+        cx.e.store(cx.db, &argv[1], Value::Str(s), None);
+        cx.e.propagate(|| argv.to_vec());
+        return Reply::Integer(len);
+    };
+    if value.is_empty() {
+        return Reply::Integer(s.len() as i64);
+    }
+    if let Err(e) = check_string_length(offset, value.len() as u64) {
+        return e;
+    }
+    let end = offset as usize + value.len();
+    if s.len() < end {
+        s.resize(end, 0);
+    }
+    s[offset as usize..end].copy_from_slice(value);
+    let len = s.len() as i64;
+    cx.e.store(cx.db, &argv[1], Value::Str(s), ttl);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Integer(len)
+}
+
+/// `INCRBYFLOAT key increment`: computed in x87 long double and printed
+/// with `%.17Lf` like redis-server (see `server::longdouble`); the TTL
+/// survives; propagated as `SET key value KEEPTTL`.
+pub(crate) fn incrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    use crate::server::longdouble::{LdError, LongDouble};
+    const INVALID: &str = "ERR value is not a valid float";
+    const NAN_INF: &str = "ERR increment would produce NaN or Infinity";
+    let current = match string_for_write(cx, &argv[1]) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let ttl = current.as_ref().and_then(|c| c.1);
+    let value = match current.as_ref().map(|c| LongDouble::parse(&c.0)) {
+        None => LongDouble::parse(b"0"),
+        Some(v) => v,
+    };
+    let incr = LongDouble::parse(&argv[2]);
+    let sum = match (value, incr) {
+        (Err(LdError::Invalid), _) | (_, Err(LdError::Invalid)) => return Reply::error(INVALID),
+        (Err(LdError::Infinite), _) | (_, Err(LdError::Infinite)) => return Reply::error(NAN_INF),
+        (Ok(a), Ok(b)) => match a.add(&b) {
+            Some(s) => s,
+            None => return Reply::error(NAN_INF),
+        },
+    };
+    let text = sum.to_human().into_bytes();
+    cx.e.store(cx.db, &argv[1], Value::Str(text.clone()), ttl);
+    cx.e.propagate(|| super::argv(&[b"SET", &argv[1], &text, b"KEEPTTL"]));
+    Reply::Bulk(text)
 }

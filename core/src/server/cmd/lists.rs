@@ -1,0 +1,463 @@
+//! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE,
+//! LINDEX, LREM, LMOVE, RPOPLPUSH and the blocking BLPOP, BRPOP, BLMOVE,
+//! BRPOPLPUSH (see `server::blocking` for how a client waits).
+//!
+//! python-redis-lock is built on them: a waiter sleeps in
+//! `BLPOP lock-signal:<name> <timeout>`, and the release script pushes one
+//! element there to wake exactly one waiter.
+
+use std::collections::VecDeque;
+
+use super::{int_arg, is, syntax_error, wrongtype};
+use crate::reply::Reply;
+use crate::server::blocking::{parse_timeout, BlockKind, BlockRequest};
+use crate::server::db::Value;
+use crate::server::{Ctx, Engine};
+
+type List = VecDeque<Vec<u8>>;
+
+/// The key's list and TTL for a change; `None` when missing.
+fn list_for_write(
+    e: &mut Engine,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<(List, Option<u64>)>, Reply> {
+    match e.lookup_write(db, key) {
+        None => Ok(None),
+        Some(entry) => match &entry.value {
+            Value::List(l) => Ok(Some((l.clone(), entry.expires_at))),
+            _ => Err(wrongtype()),
+        },
+    }
+}
+
+/// Store a changed list; an emptied list is deleted, as in redis-server.
+fn put(e: &mut Engine, db: usize, key: &[u8], list: List, ttl: Option<u64>) {
+    if list.is_empty() {
+        e.delete(db, key);
+    } else {
+        e.store(db, key, Value::List(list), ttl);
+    }
+}
+
+fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
+    let db = cx.db;
+    match cx.e.lookup_read(db, key).map(|e| &e.value) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(wrongtype()),
+    }
+}
+
+/// `pushGenericCommand`: the new length. The X variants push only onto an
+/// existing list.
+fn push(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool, only_existing: bool) -> Reply {
+    let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
+        Ok(Some(x)) => x,
+        Ok(None) if only_existing => return Reply::Integer(0),
+        Ok(None) => (List::new(), None),
+        Err(e) => return e,
+    };
+    for v in &argv[2..] {
+        if left {
+            list.push_front(v.clone());
+        } else {
+            list.push_back(v.clone());
+        }
+    }
+    let len = list.len() as i64;
+    cx.e.store(cx.db, &argv[1], Value::List(list), ttl);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Integer(len)
+}
+
+/// `LPUSH key element [element ...]`
+pub(crate) fn lpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    push(cx, argv, true, false)
+}
+
+/// `RPUSH key element [element ...]`
+pub(crate) fn rpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    push(cx, argv, false, false)
+}
+
+/// `LPUSHX key element [element ...]`
+pub(crate) fn lpushx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    push(cx, argv, true, true)
+}
+
+/// `RPUSHX key element [element ...]`
+pub(crate) fn rpushx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    push(cx, argv, false, true)
+}
+
+/// `popGenericCommand`: `LPOP key [count]`. Without a count, a bulk (nil
+/// when missing); with one, an array (nil array when missing).
+fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
+    let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
+    if argv.len() > 3 {
+        return Reply::error(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
+    }
+    let count = match argv.get(2).map(|c| int_arg(c)) {
+        None => None,
+        Some(Ok(n)) if n >= 0 => Some(n as usize),
+        Some(Ok(_)) => return Reply::error("ERR value is out of range, must be positive"),
+        Some(Err(e)) => return e,
+    };
+    let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            return if count.is_some() {
+                Reply::NilArray
+            } else {
+                Reply::Nil
+            }
+        }
+        Err(e) => return e,
+    };
+    let Some(count) = count else {
+        let v = if left {
+            list.pop_front()
+        } else {
+            list.pop_back()
+        };
+        put(cx.e, cx.db, &argv[1], list, ttl);
+        cx.e.propagate(|| argv.to_vec());
+        return v.map_or(Reply::Nil, Reply::Bulk);
+    };
+    if count == 0 {
+        return Reply::Array(Vec::new());
+    }
+    let n = count.min(list.len());
+    let popped: Vec<Reply> = (0..n)
+        .filter_map(|_| {
+            if left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            }
+        })
+        .map(Reply::Bulk)
+        .collect();
+    put(cx.e, cx.db, &argv[1], list, ttl);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Array(popped)
+}
+
+/// `LPOP key [count]`
+pub(crate) fn lpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    pop(cx, argv, true)
+}
+
+/// `RPOP key [count]`
+pub(crate) fn rpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    pop(cx, argv, false)
+}
+
+/// `LLEN key`
+pub(crate) fn llen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    match read_list(cx, &argv[1]) {
+        Ok(l) => Reply::Integer(l.map_or(0, |l| l.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+/// `LRANGE key start stop`: `addListRangeReply`'s index rules.
+pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (mut start, mut end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let list = match read_list(cx, &argv[1]) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Reply::Array(Vec::new()),
+        Err(e) => return e,
+    };
+    let len = list.len() as i64;
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    if start > end || start >= len {
+        return Reply::Array(Vec::new());
+    }
+    end = end.min(len - 1);
+    Reply::Array(
+        list.range(start as usize..=end as usize)
+            .map(|v| Reply::Bulk(v.clone()))
+            .collect(),
+    )
+}
+
+/// `LINDEX key index`
+pub(crate) fn lindex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let index = match int_arg(&argv[2]) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    match read_list(cx, &argv[1]) {
+        Ok(Some(l)) => {
+            let i = if index < 0 {
+                index + l.len() as i64
+            } else {
+                index
+            };
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| l.get(i))
+                .map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
+        }
+        Ok(None) => Reply::Nil,
+        Err(e) => e,
+    }
+}
+
+/// `LREM key count element`: from the head for count > 0, from the tail
+/// for count < 0, all for 0.
+pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let count = match int_arg(&argv[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let (list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
+        Ok(Some(x)) => x,
+        Ok(None) => return Reply::Integer(0),
+        Err(e) => return e,
+    };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs() as usize
+    };
+    let mut removed = 0;
+    let keep = |v: &Vec<u8>, removed: &mut usize| {
+        if *removed < limit && *v == argv[3] {
+            *removed += 1;
+            false
+        } else {
+            true
+        }
+    };
+    let kept: List = if count < 0 {
+        let mut k: Vec<Vec<u8>> = list
+            .into_iter()
+            .rev()
+            .filter(|v| keep(v, &mut removed))
+            .collect();
+        k.reverse();
+        k.into()
+    } else {
+        list.into_iter().filter(|v| keep(v, &mut removed)).collect()
+    };
+    if removed > 0 {
+        put(cx.e, cx.db, &argv[1], kept, ttl);
+        cx.e.propagate(|| argv.to_vec());
+    }
+    Reply::Integer(removed as i64)
+}
+
+/// `getListPositionFromObjectOrReply`: LEFT or RIGHT.
+fn position(arg: &[u8]) -> Result<bool, Reply> {
+    if is(arg, "LEFT") {
+        Ok(true)
+    } else if is(arg, "RIGHT") {
+        Ok(false)
+    } else {
+        Err(syntax_error())
+    }
+}
+
+/// `lmoveGenericCommand`: pop from `src`, push onto `dst`, reply the
+/// element; nil when `src` is missing. Both keys are type-checked first.
+fn lmove_generic(
+    e: &mut Engine,
+    db: usize,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Reply {
+    let (mut list, ttl) = match list_for_write(e, db, src) {
+        Ok(Some(x)) => x,
+        Ok(None) => return Reply::Nil,
+        Err(err) => return err,
+    };
+    if let Err(err) = list_for_write(e, db, dst) {
+        return err;
+    }
+    let Some(v) = (if from_left {
+        list.pop_front()
+    } else {
+        list.pop_back()
+    }) else {
+        return Reply::Nil;
+    };
+    put(e, db, src, list, ttl);
+    let (mut target, dttl) = match list_for_write(e, db, dst) {
+        Ok(Some(x)) => x,
+        _ => (List::new(), None),
+    };
+    if to_left {
+        target.push_front(v.clone());
+    } else {
+        target.push_back(v.clone());
+    }
+    e.store(db, dst, Value::List(target), dttl);
+    let side = |left: bool| if left { &b"LEFT"[..] } else { b"RIGHT" };
+    e.propagate(|| super::argv(&[b"LMOVE", src, dst, side(from_left), side(to_left)]));
+    Reply::Bulk(v)
+}
+
+/// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`
+pub(crate) fn lmove(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (from, to) = match (position(&argv[3]), position(&argv[4])) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    lmove_generic(cx.e, cx.db, &argv[1], &argv[2], from, to)
+}
+
+/// `RPOPLPUSH source destination`
+pub(crate) fn rpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    lmove_generic(cx.e, cx.db, &argv[1], &argv[2], false, true)
+}
+
+/// The timeout argument as an absolute deadline (`None`: forever).
+fn deadline(e: &Engine, arg: &[u8]) -> Result<(u64, Option<u64>), Reply> {
+    let ms = parse_timeout(arg)?;
+    if ms == 0 {
+        return Ok((0, None));
+    }
+    if ms > i64::MAX as u64 - e.now() {
+        return Err(Reply::error("ERR timeout is out of range"));
+    }
+    Ok((ms, Some(e.now() + ms)))
+}
+
+/// `blockingPopGenericCommand`: pop from the first non-empty list of
+/// `keys`, or block on all of them.
+fn bpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
+    let keys = &argv[1..argv.len() - 1];
+    let (timeout_ms, deadline) = match deadline(cx.e, &argv[argv.len() - 1]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    for key in keys {
+        match list_for_write(cx.e, cx.db, key) {
+            Ok(Some(_)) => {
+                return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left })
+                    .unwrap_or(Reply::NilArray);
+            }
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    if !cx.e.may_block() {
+        return Reply::NilArray;
+    }
+    cx.e.blocking.request = Some(BlockRequest {
+        keys: keys.to_vec(),
+        deadline,
+        timeout_ms,
+        kind: BlockKind::Pop { left },
+    });
+    Reply::NilArray
+}
+
+/// `BLPOP key [key ...] timeout`
+pub(crate) fn blpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    bpop(cx, argv, true)
+}
+
+/// `BRPOP key [key ...] timeout`
+pub(crate) fn brpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    bpop(cx, argv, false)
+}
+
+/// `blmoveGenericCommand`
+fn bmove(
+    cx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+    timeout: &[u8],
+) -> Reply {
+    let (timeout_ms, deadline) = match deadline(cx.e, timeout) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match list_for_write(cx.e, cx.db, src) {
+        Err(e) => return e,
+        Ok(Some(_)) => return lmove_generic(cx.e, cx.db, src, dst, from_left, to_left),
+        Ok(None) => {}
+    }
+    let kind = BlockKind::Move {
+        dst: dst.to_vec(),
+        from_left,
+        to_left,
+    };
+    if cx.e.may_block() {
+        cx.e.blocking.request = Some(BlockRequest {
+            keys: vec![src.to_vec()],
+            deadline,
+            timeout_ms,
+            kind,
+        });
+    }
+    Reply::Nil
+}
+
+/// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`
+pub(crate) fn blmove(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (from, to) = match (position(&argv[3]), position(&argv[4])) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    bmove(cx, &argv[1], &argv[2], from, to, &argv[5])
+}
+
+/// `BRPOPLPUSH source destination timeout`
+pub(crate) fn brpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    bmove(cx, &argv[1], &argv[2], false, true, &argv[3])
+}
+
+/// `serveClientBlockedOnList`: pop one element of the list at `key` for a
+/// blocked client; `None` if there is no list there (nothing to serve).
+/// Propagated as the non-blocking command, as redis-server rewrites it.
+pub(crate) fn serve_blocked(
+    e: &mut Engine,
+    db: usize,
+    key: &[u8],
+    kind: &BlockKind,
+) -> Option<Reply> {
+    match kind {
+        BlockKind::Pop { left } => {
+            let (mut list, ttl) = list_for_write(e, db, key).ok()??;
+            let v = if *left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            }?;
+            put(e, db, key, list, ttl);
+            e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
+            Some(Reply::Array(vec![
+                Reply::Bulk(key.to_vec()),
+                Reply::Bulk(v),
+            ]))
+        }
+        BlockKind::Move {
+            dst,
+            from_left,
+            to_left,
+        } => {
+            list_for_write(e, db, key).ok()??;
+            Some(lmove_generic(e, db, key, dst, *from_left, *to_left))
+        }
+    }
+}
