@@ -46,20 +46,51 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// One key of the session as the snapshot read it (names without the
-/// session's prefix).
+/// One key of the session as the snapshot read it (its name without the
+/// session's prefix): its type, its contents as the command that makes it
+/// again takes them, and its `PTTL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
-    String {
-        key: Vec<u8>,
-        value: Vec<u8>,
-        pttl: i64,
-    },
-    Hash {
-        key: Vec<u8>,
-        fields: Vec<Vec<u8>>,
-        pttl: i64,
-    },
+pub struct Entry {
+    pub key: Vec<u8>,
+    pub kind: Kind,
+    /// A string's value; a hash's fields and values, a list's elements in
+    /// order, a set's members, a sorted set's score and member pairs.
+    pub items: Vec<Vec<u8>>,
+    pub pttl: i64,
+}
+
+/// The types the snapshot copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Hash,
+    List,
+    Set,
+    Zset,
+}
+
+impl Kind {
+    fn parse(name: &[u8]) -> Option<Kind> {
+        Some(match name {
+            b"string" => Kind::String,
+            b"hash" => Kind::Hash,
+            b"list" => Kind::List,
+            b"set" => Kind::Set,
+            b"zset" => Kind::Zset,
+            _ => return None,
+        })
+    }
+
+    /// The command that makes the key again from its items.
+    fn restore(self) -> &'static [u8] {
+        match self {
+            Kind::String => b"SET",
+            Kind::Hash => b"HSET",
+            Kind::List => b"RPUSH",
+            Kind::Set => b"SADD",
+            Kind::Zset => b"ZADD",
+        }
+    }
 }
 
 /// The simulator a session checks its scripts on, and the keys it copies.
@@ -136,21 +167,14 @@ impl Preflight {
         self.node.set_time(now_ms);
         self.node.execute(c, &[b"FLUSHALL".to_vec()]);
         for e in snapshot {
-            let (key, pttl) = match e {
-                Entry::String { key, value, pttl } => {
-                    self.node.execute(c, &[b"SET".to_vec(), key.clone(), value.clone()]);
-                    (key, *pttl)
-                }
-                Entry::Hash { key, fields, pttl } => {
-                    let mut argv = vec![b"HSET".to_vec(), key.clone()];
-                    argv.extend(fields.iter().cloned());
-                    self.node.execute(c, &argv);
-                    (key, *pttl)
-                }
-            };
-            if pttl > 0 {
-                self.node
-                    .execute(c, &[b"PEXPIRE".to_vec(), key.clone(), pttl.to_string().into_bytes()]);
+            let mut argv = vec![e.kind.restore().to_vec(), e.key.clone()];
+            argv.extend(e.items.iter().cloned());
+            self.node.execute(c, &argv);
+            if e.pttl > 0 {
+                self.node.execute(
+                    c,
+                    &[b"PEXPIRE".to_vec(), e.key.clone(), e.pttl.to_string().into_bytes()],
+                );
             }
         }
         let (log0, unknown0) = (logged_bytes(), self.node.unknown_script_calls());
@@ -250,21 +274,29 @@ impl Preflight {
 }
 
 /// The admin script that reads the session's keys for a check: for each
-/// key, `{type, pttl, value}` (a string's value, a hash's fields as a flat
-/// list), `{type, pttl}` for other types, nothing for a missing key. A
-/// value over 1 MiB is reported as `toobig`.
+/// existing key of a type the simulator copies, `{i, type, pttl, items}`
+/// (items as [`Entry::items`]). A key too big to copy (a value over 1 MiB,
+/// more than 10 000 items) makes it answer `toobig`.
 pub const SNAPSHOT_LUA: &str = "local out = {} \
+local size = {hash = 'HLEN', list = 'LLEN', set = 'SCARD', zset = 'ZCARD'} \
 for i, k in ipairs(KEYS) do \
   local t = redis.call('TYPE', k)['ok'] \
-  if t ~= 'none' then \
-    local p = redis.call('PTTL', k) \
-    if t == 'string' then \
-      if redis.call('STRLEN', k) > 1048576 then return 'toobig' end \
-      out[#out + 1] = {i, t, p, redis.call('GET', k)} \
-    elseif t == 'hash' then \
-      if redis.call('HLEN', k) > 10000 then return 'toobig' end \
-      out[#out + 1] = {i, t, p, redis.call('HGETALL', k)} \
+  local p = redis.call('PTTL', k) \
+  if t == 'string' then \
+    if redis.call('STRLEN', k) > 1048576 then return 'toobig' end \
+    out[#out + 1] = {i, t, p, {redis.call('GET', k)}} \
+  elseif size[t] then \
+    if redis.call(size[t], k) > 10000 then return 'toobig' end \
+    local items \
+    if t == 'hash' then items = redis.call('HGETALL', k) \
+    elseif t == 'list' then items = redis.call('LRANGE', k, 0, -1) \
+    elseif t == 'set' then items = redis.call('SMEMBERS', k) \
+    else \
+      local flat = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES') \
+      items = {} \
+      for j = 1, #flat, 2 do items[#items + 1] = flat[j + 1] items[#items + 1] = flat[j] end \
     end \
+    out[#out + 1] = {i, t, p, items} \
   end \
 end \
 return out";
@@ -287,30 +319,27 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
     let mut out = Vec::new();
     for item in items {
         let Reply::Array(parts) = item else { continue };
-        let (Some(Reply::Integer(i)), Some(Reply::Bulk(t)), Some(Reply::Integer(pttl))) =
-            (parts.first(), parts.get(1), parts.get(2))
+        let (Some(Reply::Integer(i)), Some(Reply::Bulk(t)), Some(Reply::Integer(pttl)), Some(Reply::Array(raw))) =
+            (parts.first(), parts.get(1), parts.get(2), parts.get(3))
         else {
             continue;
         };
-        let Some(key) = usize::try_from(*i).ok().and_then(|i| keys.get(i - 1)) else {
+        let (Some(key), Some(kind)) = (
+            usize::try_from(*i).ok().and_then(|i| keys.get(i.checked_sub(1)?)),
+            Kind::parse(t),
+        ) else {
             continue;
         };
-        match (t.as_slice(), parts.get(3)) {
-            (b"string", Some(Reply::Bulk(v))) => out.push(Entry::String {
-                key: key.clone(),
-                value: v.clone(),
-                pttl: *pttl,
-            }),
-            (b"hash", Some(Reply::Array(f))) => out.push(Entry::Hash {
-                key: key.clone(),
-                fields: f
-                    .iter()
-                    .filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None })
-                    .collect(),
-                pttl: *pttl,
-            }),
-            _ => {}
-        }
+        let items = raw
+            .iter()
+            .filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None })
+            .collect();
+        out.push(Entry {
+            key: key.clone(),
+            kind,
+            items,
+            pttl: *pttl,
+        });
     }
     Ok(out)
 }
@@ -365,9 +394,10 @@ mod tests {
     #[test]
     fn the_check_sees_the_sessions_keys() {
         let mut p = Preflight::new(1000, 4096);
-        let armed = [Entry::String {
+        let armed = [Entry {
             key: b"k".to_vec(),
-            value: b"1".to_vec(),
+            kind: Kind::String,
+            items: vec![b"1".to_vec()],
             pttl: -1,
         }];
         let line =
@@ -395,6 +425,36 @@ mod tests {
         let Reply::Bulk(sha) = sha else { panic!() };
         let line = format!("EVALSHA {} 0", String::from_utf8(sha).unwrap());
         assert_eq!(check(&mut p, &[], &line), Verdict::Send);
+    }
+
+    #[test]
+    fn lists_sets_and_sorted_sets_are_copied_too() {
+        let mut p = Preflight::new(1000, 4096);
+        let line = "EVAL \"redis.call('set', 'w', 1) if redis.call('llen', 'l') + redis.call('scard', 's') + \
+                    redis.call('zcard', 'z') == 6 then while true do end end return 1\" 0";
+        let bulks = |xs: &[&str]| xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let copy = [
+            Entry {
+                key: b"l".to_vec(),
+                kind: Kind::List,
+                items: bulks(&["a", "b"]),
+                pttl: -1,
+            },
+            Entry {
+                key: b"s".to_vec(),
+                kind: Kind::Set,
+                items: bulks(&["a", "b"]),
+                pttl: 5000,
+            },
+            Entry {
+                key: b"z".to_vec(),
+                kind: Kind::Zset,
+                items: bulks(&["1", "a", "2.5", "b"]),
+                pttl: -1,
+            },
+        ];
+        assert_eq!(check(&mut p, &copy[..2], line), Verdict::Send);
+        assert!(matches!(check(&mut p, &copy, line), Verdict::Refuse(_)));
     }
 
     #[test]
