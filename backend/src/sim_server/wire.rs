@@ -26,6 +26,8 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use locklab_core::server::glob::glob_match;
@@ -43,9 +45,6 @@ pub(crate) enum After {
     Continue,
     /// `QUIT`: send the reply, then close.
     Close,
-    /// `DEBUG SLEEP` (also inside `EXEC`): redis-server's one thread sleeps,
-    /// so every client waits this many milliseconds.
-    FreezeServer(u64),
     /// `WAIT` that timed out: only this client waits (redis-server blocks
     /// the client, not the server) before its reply is sent.
     DelayReply(u64),
@@ -68,14 +67,18 @@ pub(crate) struct ClientInfo {
 }
 
 /// Everything behind the server's one lock: the node, the connections'
-/// wire-level records, and whether the server is frozen in a `DEBUG SLEEP`.
+/// wire-level records.
 pub(crate) struct State {
     pub(crate) node: Node,
     pub(crate) clients: BTreeMap<ConnId, ClientInfo>,
-    /// While `Some(t)` with `t` in the future, no command runs anywhere:
-    /// the `DEBUG SLEEP` of one client holds up all of them.
-    pub(crate) frozen_until: Option<Instant>,
 }
+
+/// `busy-reply-threshold` (alias `lua-time-limit`) at start, in ms.
+pub(crate) const BUSY_REPLY_THRESHOLD_MS: u64 = 5000;
+
+/// What redis-server 7.0 answers to `DEBUG` unless started with
+/// `enable-debug-command` (its default).
+pub(crate) const DEBUG_REFUSED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
 /// What one connection knows about itself without the lock.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +93,9 @@ pub(crate) struct Session {
 pub(crate) struct Env {
     pub(crate) profile: Profile,
     pub(crate) local_addr: SocketAddr,
+    /// `busy-reply-threshold`, shared with the connections that read it
+    /// while a script holds the node.
+    pub(crate) busy_threshold_ms: Arc<AtomicU64>,
 }
 
 /// One handler's view: the locked state, the connection, the server facts.
@@ -300,18 +306,28 @@ pub(crate) fn dispatch(
         let mut cx = Ctx { st, sess, env };
         return (w.handler)(&mut cx, argv);
     }
+    if name.eq_ignore_ascii_case(b"debug") && argv.len() >= 2 {
+        // processCommand's CMD_PROTECTED check, after arity: refused, and a
+        // transaction in progress is doomed (flagTransaction).
+        if st.node.in_multi(sess.id) {
+            let _ = st
+                .node
+                .execute(sess.id, &[b"locklab-debug-refused".to_vec()]);
+        }
+        return (Reply::error(DEBUG_REFUSED), After::Continue);
+    }
     st.node.set_time(now_ms);
     if let Some(timeout) = lone_wait_timeout(argv) {
         return wait_on_wall_clock(st, sess, argv, timeout);
     }
     let reply = st.node.execute(sess.id, argv);
+    // With DEBUG refused, a stall can only be a WAIT's: it delays this
+    // client's reply, never the server.
     let stall = st.node.last_stall_ms();
     let after = if stall == 0 {
         After::Continue
-    } else if name.eq_ignore_ascii_case(b"wait") {
-        After::DelayReply(stall)
     } else {
-        After::FreezeServer(stall)
+        After::DelayReply(stall)
     };
     (reply, after)
 }
@@ -1022,12 +1038,18 @@ fn config_params(env: &Env) -> Vec<(&'static str, String)> {
         ("appendfsync", "everysec".into()),
         ("appendonly", "no".into()),
         ("bind", env.local_addr.ip().to_string()),
-        ("busy-reply-threshold", "5000".into()),
+        (
+            "busy-reply-threshold",
+            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
+        ),
         ("client-query-buffer-limit", QUERY_BUFFER_LIMIT.to_string()),
         ("cluster-enabled", "no".into()),
         ("databases", DATABASES.to_string()),
         ("hz", "10".into()),
-        ("lua-time-limit", "5000".into()),
+        (
+            "lua-time-limit",
+            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
+        ),
         ("maxclients", "10000".into()),
         ("maxmemory", "0".into()),
         ("maxmemory-policy", "noeviction".into()),
@@ -1044,8 +1066,8 @@ fn config_params(env: &Env) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// `CONFIG GET pattern [pattern ...]` (read-only: the simulator's settings
-/// are fixed).
+/// `CONFIG GET pattern [pattern ...]`; `CONFIG SET` only for
+/// `busy-reply-threshold` / `lua-time-limit` (the other settings are fixed).
 fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     let sub = match subcommand(wire("config"), argv, cx.env.profile) {
         Ok(s) => s,
@@ -1064,9 +1086,7 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
                 .collect();
             Reply::Map(pairs)
         }
-        "set" => Reply::error(
-            "ERR CONFIG SET is not supported by locklab sim-server: its settings are fixed",
-        ),
+        "set" => config_set(cx.env, &argv[2..]),
         "resetstat" => Reply::error("ERR CONFIG RESETSTAT is not supported by locklab sim-server"),
         "rewrite" => Reply::error("ERR The server is running without a config file"),
         _ => help(&[
@@ -1080,6 +1100,35 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
         ]),
     };
     (reply, After::Continue)
+}
+
+/// `CONFIG SET name value [name value ...]` for the busy threshold.
+fn config_set(env: &Env, pairs: &[Vec<u8>]) -> Reply {
+    if pairs.len() % 2 != 0 {
+        return wrong_args("config|set");
+    }
+    let mut value = None;
+    for pair in pairs.chunks(2) {
+        let name = text(&pair[0]).to_lowercase();
+        if name != "busy-reply-threshold" && name != "lua-time-limit" {
+            return Reply::error(
+                "ERR CONFIG SET is not supported by locklab sim-server for this setting: only busy-reply-threshold (lua-time-limit) can change",
+            );
+        }
+        match string2ll(&pair[1]) {
+            Some(ms) if ms >= 0 => value = Some(ms as u64),
+            _ => {
+                return Reply::Error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - argument couldn't be parsed into an integer",
+                    text(&pair[0])
+                ))
+            }
+        }
+    }
+    if let Some(ms) = value {
+        env.busy_threshold_ms.store(ms, Ordering::Relaxed);
+    }
+    Reply::ok()
 }
 
 /// `cmd=` of `CLIENT LIST`: `get`, or `client|setname` for a container.
@@ -1120,17 +1169,14 @@ mod tests {
                 lib_ver: None,
             },
         );
-        let st = State {
-            node,
-            clients,
-            frozen_until: None,
-        };
+        let st = State { node, clients };
         (
             st,
             Session { id, resp3: false },
             Env {
                 profile,
                 local_addr: addr,
+                busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
             },
         )
     }
