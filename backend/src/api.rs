@@ -86,7 +86,8 @@ use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
@@ -101,6 +102,7 @@ use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
 use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
+use crate::origin::OriginPolicy;
 use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
@@ -116,6 +118,10 @@ pub struct ApiState {
     redis: Option<String>,
     pool: SessionPool,
     managed: Arc<AtomicUsize>,
+    origins: Arc<OriginPolicy>,
+    /// Set once when the backend stops: every socket ends its lab (its
+    /// session cleaned up, its managed servers stopped) and closes.
+    stop: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl ApiState {
@@ -126,7 +132,20 @@ impl ApiState {
     }
 
     pub fn with_limits(redis: Option<String>, limits: Limits) -> Self {
-        ApiState { redis, pool: SessionPool::new(limits), managed: Arc::new(AtomicUsize::new(0)) }
+        ApiState {
+            redis,
+            pool: SessionPool::new(limits),
+            managed: Arc::new(AtomicUsize::new(0)),
+            origins: Arc::new(OriginPolicy::default()),
+            stop: Arc::new(tokio::sync::watch::channel(false).0),
+        }
+    }
+
+    /// Also accept WebSockets from these origins (`--allow-origin`), besides
+    /// the lab's own.
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Self {
+        self.origins = Arc::new(OriginPolicy::new(origins));
+        self
     }
 
     /// Lab sessions open right now, over all WebSockets: a socket's
@@ -134,6 +153,27 @@ impl ApiState {
     /// socket closes, which a caller that stops the server can wait for.
     pub fn live_sessions(&self) -> usize {
         self.pool.live()
+    }
+
+    /// Managed topologies running now, over all WebSockets.
+    pub fn live_topologies(&self) -> usize {
+        self.managed.load(Ordering::SeqCst)
+    }
+
+    /// Ended sessions whose cleanup waits for a busy or unreachable server.
+    pub fn pending_cleanups(&self) -> usize {
+        self.pool.pending_cleanups()
+    }
+
+    /// End every lab: each socket tells its client, cleans up its session
+    /// and stops its managed servers, then closes. For a backend that is
+    /// stopping (SIGTERM, Ctrl-C); wait for [`live_topologies`] and
+    /// [`live_sessions`] to reach 0 afterwards.
+    ///
+    /// [`live_topologies`]: ApiState::live_topologies
+    /// [`live_sessions`]: ApiState::live_sessions
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
     }
 }
 
@@ -380,6 +420,15 @@ impl Lab {
                 out.push(ServerMsg::Reply { client, text });
             }
             ClientMsg::Topology { kind } => {
+                if self.state.redis.is_some() {
+                    out.push(ServerMsg::Error {
+                        message: "topology changes are refused: this lab plays on your own server (--redis) and starts \
+                                  no redis-server of its own; start `locklab serve` without --redis for managed \
+                                  topologies"
+                            .into(),
+                    });
+                    return out;
+                }
                 let Some(kind) = TopologyKind::parse(&kind) else {
                     out.push(ServerMsg::Error { message: format!("unknown topology {kind:?}: single, replicated, redlock5 or cluster3") });
                     return out;
@@ -670,9 +719,16 @@ fn find_lesson(id: &str) -> Result<Lesson, String> {
     crate::lessons::find(&all, id.trim()).cloned().map_err(|e| e.to_string())
 }
 
-async fn session_ws(State(state): State<ApiState>, ws: WebSocketUpgrade) -> impl IntoResponse {
+async fn session_ws(State(state): State<ApiState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Err(why) = state.origins.check(header(header::ORIGIN), header(header::HOST)) {
+        return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
+    }
     let max = state.pool.limits().max_line + 4096;
-    ws.max_message_size(max).read_buffer_size(READ_BUFFER).on_upgrade(move |socket| run_socket(socket, state))
+    ws.max_message_size(max)
+        .read_buffer_size(READ_BUFFER)
+        .on_upgrade(move |socket| run_socket(socket, state))
+        .into_response()
 }
 
 /// The WebSocket's read buffer. tungstenite zero-fills up to this much
@@ -684,28 +740,46 @@ const READ_BUFFER: usize = 8 * 1024;
 
 async fn run_socket(socket: WebSocket, state: ApiState) {
     let (mut tx, mut rx) = socket.split();
+    let idle = state.pool.limits().idle_timeout;
+    let mut stop = state.stop.subscribe();
     let mut lab = Some(Lab::new(state));
+    let mut last = std::time::Instant::now();
     loop {
         // A lesson's background program (a Redlock holder working, then
         // extending or releasing) keeps running between two `lesson_step`
         // messages, as it would in a real process: wake at its next timer
         // and serve it, sending its events as they happen. In free play,
         // wake when a watched lock is due to expire, so its bar ends then.
+        // And wake when the socket has been idle too long.
+        let idle_at = last + idle;
         let due = lab.as_ref().and_then(Lab::program_deadline);
-        let incoming = match due {
-            Some(at) => tokio::select! {
-                m = rx.next() => Some(m),
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => None,
-            },
-            None => Some(rx.next().await),
+        let wake = due.map_or(idle_at, |d| d.min(idle_at));
+        if *stop.borrow() {
+            let _ = send_all(&mut tx, vec![ServerMsg::Error { message: STOPPING.into() }]).await;
+            break;
+        }
+        let incoming = tokio::select! {
+            m = rx.next() => Some(m),
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => None,
+            _ = stop.changed() => continue,
         };
         let replies = match incoming {
+            None if std::time::Instant::now() >= idle_at => {
+                let message = format!(
+                    "this lab session was idle for {} s and has ended (its keys are deleted); send a message to \
+                     start a new one",
+                    idle.as_secs()
+                );
+                let _ = send_all(&mut tx, vec![ServerMsg::Error { message }]).await;
+                break;
+            }
             None => match blocking(&mut lab, Lab::serve_programs).await {
                 Some(out) => out,
                 None => break,
             },
             Some(None | Some(Err(_))) => break,
             Some(Some(Ok(msg))) => {
+                last = std::time::Instant::now();
                 let text = match msg {
                     Message::Text(t) => t.to_string(),
                     Message::Close(_) => break,
@@ -726,6 +800,9 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
     }
     drop_lab(lab).await;
 }
+
+/// What a socket says when the backend stops.
+const STOPPING: &str = "the lab backend is stopping: this session has ended (its keys are deleted)";
 
 /// Send one message's answer: every message its own text frame, as the
 /// clients expect, but queued first and flushed once, so a command's

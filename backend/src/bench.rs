@@ -25,8 +25,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::api::{serve_listener, ApiState};
-use crate::real::{RealConnection, RealError};
-use crate::session::{acl_rules, display_addr, Limits, NodeTarget, SessionError, SessionPool};
+use crate::real::{display_addr, RealConnection, RealError};
+use crate::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =

@@ -277,28 +277,6 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
     }
 }
 
-/// The function libraries a lesson's `FUNCTION LOAD` steps define.
-fn function_libraries(lesson: &Lesson) -> Vec<String> {
-    let mut names = Vec::new();
-    for line in lesson.steps.iter().filter_map(|s| s.cmd.as_deref()) {
-        let Ok(argv) = parse(line) else { continue };
-        let is_load = argv.len() >= 3
-            && argv[0].eq_ignore_ascii_case(b"FUNCTION")
-            && argv[1].eq_ignore_ascii_case(b"LOAD");
-        if !is_load {
-            continue;
-        }
-        let body = String::from_utf8_lossy(argv.last().map_or(&[][..], Vec::as_slice)).into_owned();
-        let shebang = body.lines().next().unwrap_or_default();
-        if let Some(name) = shebang.split_whitespace().find_map(|w| w.strip_prefix("name=")) {
-            if !names.iter().any(|n| n == name) {
-                names.push(name.to_owned());
-            }
-        }
-    }
-    names
-}
-
 /// Every lock key a lesson's invariants watch: `world.locks` and the keys
 /// of its programs, as core's world watches them.
 fn watched_keys(lesson: &Lesson) -> Vec<String> {
@@ -395,7 +373,8 @@ impl RealLessonRun {
         check_target(lesson, env.topology, lang).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
         let factor = factor.clamp(1, 10_000);
         let nodes = env.topology.nodes();
-        let first = nodes.first().map(|n| n.url.clone()).unwrap_or_default();
+        // The URL as given (with its credentials), not the one shown.
+        let first = env.topology.targets().first().map(|t| t.url.clone()).unwrap_or_default();
         let version = server_version(&mut RealConnection::open(&first)?)?;
         let has_8_4 = at_least_8_4(&version);
         let uses_delex = lesson
@@ -405,18 +384,9 @@ impl RealLessonRun {
         let notice = (uses_delex && !has_8_4).then(|| {
             format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
         });
-        // Function libraries are server-wide, not under the session's
-        // prefix, so an earlier run of this lesson left its library behind
-        // and `FUNCTION LOAD` would now say "already exists". Delete the
-        // libraries this lesson loads itself (by the names in its own
-        // `#!lua name=` lines, nothing else).
-        for name in function_libraries(lesson) {
-            for n in &nodes {
-                if let Ok(mut admin) = RealConnection::open(&n.url) {
-                    let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), name.clone().into_bytes()]);
-                }
-            }
-        }
+        // Function libraries need no tidying here: a session's live in its
+        // own namespace (`lab_<id>_…`) and go with it, so a run never
+        // touches a library it did not load (the owner's `locklib` least).
         for a in &lesson.actors {
             env.session.client(a)?;
             for n in 0..nodes.len() as u32 {
@@ -1400,12 +1370,6 @@ mod tests {
         assert_eq!(words(&sent), "WAIT 1 50");
         let (sent, _) = compress(&argv("WAIT 1 0"), 100);
         assert_eq!(words(&sent), "WAIT 1 0");
-    }
-
-    #[test]
-    fn the_libraries_a_lesson_loads_are_found_by_their_shebang() {
-        let l = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "30").unwrap();
-        assert_eq!(function_libraries(&l), ["locklib"]);
     }
 
     #[test]

@@ -20,9 +20,11 @@
 //! * [`session`] — a sandboxed lab session on real servers: key prefix,
 //!   ACL user, refused commands, limits, and the same trace events.
 //! * [`topology`] — managed redis-server topologies and real faults.
+//! * [`reaper`] — pid files, so no managed redis-server outlives its backend.
 //! * [`observe`] — lock keys watched on real servers, turned into the
 //!   simulator's `Lock` events.
 //! * [`api`] — `/api/real/health` and the `/api/session` WebSocket.
+//! * [`origin`] — which pages may open a lab session (`Origin` vs `Host`).
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 
 pub mod api;
@@ -31,7 +33,9 @@ pub mod explore;
 pub mod lesson_real;
 pub mod lessons;
 pub mod observe;
+pub mod origin;
 pub mod real;
+pub mod reaper;
 pub mod redis_server;
 pub mod repl;
 pub mod session;

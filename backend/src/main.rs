@@ -45,10 +45,17 @@ enum Cmd {
         redis: Option<String>,
         #[arg(long, default_value_t = 8080)]
         port: u16,
+        /// The address to listen on. The default is loopback only; any other
+        /// address lets other machines reach the lab (and through it, Redis).
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
         #[arg(long, default_value = "dist")]
         dist: std::path::PathBuf,
+        /// Also accept lab sessions from pages of this origin (e.g.
+        /// `http://lab.example:8080` behind a proxy); repeatable. The lab's own
+        /// page (reached by IP address or localhost) is always accepted.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -117,6 +124,22 @@ fn profile(s: &str) -> Result<Profile> {
     }
 }
 
+/// SIGTERM or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {
@@ -138,13 +161,42 @@ fn main() -> Result<()> {
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
         }
-        Cmd::Serve { redis, port, bind, dist } => {
+        Cmd::Serve { redis, port, bind, dist, allow_origin } => {
             if !dist.join("index.html").is_file() {
                 bail!("{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)", dist.display());
             }
+            if !bind.is_loopback() {
+                eprintln!(
+                    "warning: --bind {bind} lets other machines open lab sessions{}; \
+                     use it only on a network you trust",
+                    if redis.is_some() { " on your Redis" } else { " and start redis-server processes here" }
+                );
+            }
+            let reaped = locklab_backend::reaper::reap(false);
+            if reaped > 0 {
+                eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
+            }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
-            let api = locklab_backend::api::api_router(locklab_backend::api::ApiState::new(redis));
-            tokio::runtime::Runtime::new()?.block_on(web::serve(bind, port, dist, api))?;
+            let state = locklab_backend::api::ApiState::new(redis).allow_origins(allow_origin);
+            let api = locklab_backend::api::api_router(state.clone());
+            let served = tokio::runtime::Runtime::new()?.block_on(async {
+                let stopping = state.clone();
+                let stop = async move {
+                    stop_signal().await;
+                    eprintln!("locklab: stopping: ending every lab session and managed redis-server");
+                    stopping.shutdown();
+                };
+                let served = web::serve(bind, port, dist, api, stop).await;
+                // The sockets have closed; their labs drop on the blocking
+                // pool. Wait for that (bounded), then kill what is left.
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+                while (state.live_topologies() > 0 || state.live_sessions() > 0) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                served
+            });
+            locklab_backend::reaper::reap(true);
+            served?;
         }
         Cmd::SimServer { port, bind, redis_version } => {
             let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };

@@ -108,18 +108,20 @@ impl LockWatch {
                 continue;
             }
             let replica = info.role == "replica";
-            for key in self.keys.clone() {
-                let cur = match info.state {
-                    NodeState::Up => session.peek(n, &key).ok(),
-                    _ => None,
-                };
-                match cur {
+            let keys = self.keys.clone();
+            // One round trip for every watched key on this node.
+            let seen = match info.state {
+                NodeState::Up => session.peek_many(n, &keys).ok(),
+                _ => None,
+            };
+            for (i, key) in keys.iter().enumerate() {
+                match seen.as_ref().and_then(|s| s.get(i)) {
                     Some(cur) => {
-                        if let Some(a) = self.update(session, n, &key, cur, cause, replica) {
+                        if let Some(a) = self.update(session, n, key, cur.clone(), cause, replica) {
                             acquired.push(a);
                         }
                     }
-                    None => self.unknown(session.elapsed_ms(), n, &key),
+                    None => self.unknown(session.elapsed_ms(), n, key),
                 }
             }
         }

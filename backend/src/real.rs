@@ -48,7 +48,8 @@ pub enum RealError {
     /// The URL could not be understood, or the connection could not be made.
     #[error("cannot connect to {url}: {source}")]
     Connect {
-        /// The URL given to [`RealConnection::open`].
+        /// The URL given to [`RealConnection::open`], without credentials
+        /// ([`public_url`]): this text reaches browsers and logs.
         url: String,
         /// What redis-rs reported.
         #[source]
@@ -63,6 +64,25 @@ pub enum RealError {
     /// An empty argv cannot be sent (redis-cli ignores an empty line).
     #[error("empty command")]
     EmptyCommand,
+}
+
+/// `host:port` of a redis URL: what may be shown of it anywhere (a
+/// message, an error, a log line, the health report). The user name,
+/// password, database and query of `redis://user:pass@host:port/2?…` stay in
+/// the backend: a lab page is served to a browser that also visits other
+/// sites, and `locklab serve --redis URL` may carry the owner's password.
+pub fn display_addr(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    // The last '@' first: a password may hold '/', '?' or '#' unescaped,
+    // and cutting the path before it would show part of the password.
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest).to_owned()
+}
+
+/// A redis URL as it may be shown: `redis://host:port`, never credentials.
+pub fn public_url(url: &str) -> String {
+    let scheme = url.split_once("://").map_or("redis", |(s, _)| s);
+    format!("{scheme}://{}", display_addr(url))
 }
 
 /// How long to wait for the TCP connection itself.
@@ -85,7 +105,7 @@ impl RealConnection {
     /// number and credentials as redis-rs understands them).
     pub fn open(url: &str) -> Result<Self, RealError> {
         let connect_err = |source| RealError::Connect {
-            url: url.to_owned(),
+            url: public_url(url),
             source,
         };
         let info = url.into_connection_info().map_err(connect_err)?;

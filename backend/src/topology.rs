@@ -54,7 +54,7 @@ use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::real::RealConnection;
+use crate::real::{public_url, RealConnection};
 use crate::redis_server::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
 use crate::session::NodeTarget;
 
@@ -191,6 +191,9 @@ impl ManagedNode {
         let child = Command::new(&binary)
             .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--logfile", ""])
+            // Serve SCRIPT KILL after the lab's script budget (a session's
+            // runaway script is killed then) rather than after 5 s.
+            .args(["--busy-reply-threshold", "1000"])
             .args(&self.extra)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
@@ -198,6 +201,7 @@ impl ManagedNode {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
+        crate::reaper::record(child.id(), self.port);
         self.child = Some(child);
         let deadline = Instant::now() + READY_DEADLINE;
         loop {
@@ -223,6 +227,7 @@ impl ManagedNode {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            crate::reaper::forget(child.id());
         }
         self.state = NodeState::Down;
     }
@@ -331,7 +336,7 @@ impl Topology {
         match self {
             Topology::External(url) => vec![NodeInfo {
                 name: "redis".into(),
-                url: url.clone(),
+                url: public_url(url),
                 port: 0,
                 role: "external".into(),
                 state: NodeState::Up,
@@ -367,7 +372,7 @@ impl Topology {
     /// has stays right. The user's server is refused, as every fault is.
     pub fn reset(&mut self) -> Result<(), TopologyError> {
         let m = match self {
-            Topology::External(url) => return Err(TopologyError::External(url.clone())),
+            Topology::External(url) => return Err(TopologyError::External(public_url(url))),
             Topology::Managed(m) => m,
         };
         let f = TopologyError::Fault;
@@ -407,8 +412,14 @@ impl Topology {
     }
 
     /// The nodes as a session's targets.
+    /// The nodes as a session's targets: with the URL *as given* (the
+    /// owner's credentials, for the admin connection), which
+    /// [`nodes`](Topology::nodes) never shows.
     pub fn targets(&self) -> Vec<NodeTarget> {
-        self.nodes().into_iter().map(|n| NodeTarget::new(n.name, n.url)).collect()
+        match self {
+            Topology::External(url) => vec![NodeTarget::new("redis", url.clone())],
+            Topology::Managed(_) => self.nodes().into_iter().map(|n| NodeTarget::new(n.name, n.url)).collect(),
+        }
     }
 
     /// A managed node, for tests and the API.
@@ -422,7 +433,7 @@ impl Topology {
     /// Inject a fault; the answer says what was done, for the trace.
     pub fn fault(&mut self, fault: Fault) -> Result<String, TopologyError> {
         let m = match self {
-            Topology::External(url) => return Err(TopologyError::External(url.clone())),
+            Topology::External(url) => return Err(TopologyError::External(public_url(url))),
             Topology::Managed(m) => m,
         };
         let i = fault.node();

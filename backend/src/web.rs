@@ -28,8 +28,14 @@ pub fn app(dist: PathBuf) -> Router {
 }
 
 /// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis
-/// API) — until the process ends.
-pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf, extra: Router) -> std::io::Result<()> {
+/// API) — until `stop` completes and every connection has closed.
+pub async fn serve(
+    bind: IpAddr,
+    port: u16,
+    dist: PathBuf,
+    extra: Router,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     if !dist.join("index.html").is_file() {
         eprintln!(
             "warning: {} has no index.html; build the app with `cargo xtask dist`",
@@ -39,5 +45,5 @@ pub async fn serve(bind: IpAddr, port: u16, dist: PathBuf, extra: Router) -> std
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port)).await?;
     eprintln!("locklab: serving {} at http://{}/", dist.display(), listener.local_addr()?);
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra)).await
+    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra)).with_graceful_shutdown(stop).await
 }

@@ -137,15 +137,20 @@ pub(crate) fn eval_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> 
 
 /// What `functionExtractLibMetaData` finds in a library's first line.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct LibraryHeader {
-    pub(crate) name: Vec<u8>,
-    pub(crate) engine: Vec<u8>,
+pub struct LibraryHeader {
+    pub name: Vec<u8>,
+    pub engine: Vec<u8>,
     /// Where the Lua code starts: the newline ending the header.
-    pub(crate) code_start: usize,
+    pub code_start: usize,
 }
 
-/// Parse a FUNCTION LOAD payload's `#!<engine> name=<library>` line.
-pub(crate) fn library_header(payload: &[u8]) -> Result<LibraryHeader, String> {
+/// Parse a FUNCTION LOAD payload's `#!<engine> name=<library>` line,
+/// exactly as redis-server's `functionExtractLibMetaData` does (the line is
+/// split as `sdssplitargs` splits it, `name=` in any case, the payload read
+/// as a C string). Public because the real driver must find the library
+/// name Redis will find, whatever spelling Redis accepts, to keep a lab
+/// session's libraries its own.
+pub fn library_header(payload: &[u8]) -> Result<LibraryHeader, String> {
     if !payload.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
@@ -184,7 +189,7 @@ pub(crate) fn library_header(payload: &[u8]) -> Result<LibraryHeader, String> {
 }
 
 /// `functionsVerifyName`: letters, digits and underscores, at least one.
-pub(crate) fn valid_name(name: &[u8]) -> bool {
+pub fn valid_name(name: &[u8]) -> bool {
     !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 

@@ -81,7 +81,8 @@ pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
 use vm::{with_vm, Target};
 pub use vm::{
-    INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM,
+    logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION,
+    REDIS_VERSION_NUM,
 };
 
 /// Node ids for the per-thread VM's library table. Only identity matters

@@ -551,6 +551,7 @@ local function error_reply(...)
 end
 
 local sha1 = rust.sha1hex
+local note_log = rust.note_log
 local function sha1hex(...)
   if select("#", ...) ~= 1 then raise("wrong number of arguments") end
   local s = ...
@@ -571,6 +572,12 @@ local function log(...)
   if level == nil then raise("First argument must be a number (log level).") end
   level = to_cint(level)
   if level < 0 or level > 3 then raise("Invalid debug level.") end
+  local total = 0
+  for i = 2, n do
+    local v = select(i, ...)
+    if type(v) == "string" or type(v) == "number" then total = total + #tostring(v) end
+  end
+  note_log(total)
 end
 
 local set_resp3 = rust.set_resp3

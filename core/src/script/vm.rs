@@ -98,6 +98,21 @@ struct Work {
     control: RefCell<Option<Arc<ScriptControl>>>,
 }
 
+thread_local! {
+    /// Bytes `redis.log` was asked to write on this thread (its message,
+    /// plus one per call), whatever the level: see [`logged_bytes`].
+    static LOGGED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many bytes scripts run on this thread have asked `redis.log` to
+/// write so far (the message lengths, plus one per call). The simulator
+/// keeps no log, but a host that checks a script here before a real
+/// redis-server runs it (the lab's real driver) reads the difference
+/// across one run: on the real server each of those calls is a log line.
+pub fn logged_bytes() -> u64 {
+    LOGGED.with(Cell::get)
+}
+
 /// The redis-server the scripts believe they run on (`redis.REDIS_VERSION`).
 pub const REDIS_VERSION: &str = "7.0.15";
 /// `redis.REDIS_VERSION_NUM`: 0x07000f.
@@ -437,6 +452,13 @@ impl Vm {
                 lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?,
             )?;
         }
+        rust.raw_set(
+            "note_log",
+            lua.create_function(|_, bytes: f64| {
+                LOGGED.with(|l| l.set(l.get().saturating_add(bytes.max(0.0) as u64 + 1)));
+                Ok(())
+            })?,
+        )?;
         rust.raw_set(
             "sha1hex",
             lua.create_function(|_, s: LuaString| Ok(super::sha1_hex(&s.as_bytes()?)))?,

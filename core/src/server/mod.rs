@@ -208,6 +208,11 @@ pub struct Engine {
     /// The slot the running script is bound to (its declared keys', or the
     /// first key it touched).
     script_slot: Option<u16>,
+    /// Commands scripts asked for that the simulator does not know (even
+    /// under `redis.pcall`): a host that checks a script here before a real
+    /// server runs it cannot vouch for a script that did (see
+    /// [`Node::unknown_script_calls`]).
+    unknown_script_calls: u64,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -250,6 +255,7 @@ impl Node {
                 record_events: false,
                 cluster: None,
                 script_slot: None,
+                unknown_script_calls: 0,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -479,6 +485,13 @@ impl Node {
     }
 
     /// The `INFO stats` counters.
+    /// How many times a script called a command this simulator does not
+    /// have, since the node was made. A real server may have it, so the
+    /// script's run there may go another way than here.
+    pub fn unknown_script_calls(&self) -> u64 {
+        self.engine.unknown_script_calls
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.engine.stats
     }
@@ -905,6 +918,7 @@ impl ScriptHost for Engine {
     /// `scriptCall`: what `redis.call` may run, with 7.0's error texts.
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
         let Ok(cmd) = table::lookup(argv, self.profile) else {
+            self.unknown_script_calls += 1;
             return Reply::error("ERR Unknown Redis command called from script");
         };
         if !cmd.arity_ok(argv.len()) {

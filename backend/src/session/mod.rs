@@ -89,8 +89,18 @@ use locklab_core::server::Profile;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use thiserror::Error;
 
-use crate::real::{RealConnection, RealError};
+use crate::real::{display_addr, RealConnection, RealError};
 use crate::topology::{Topology, TopologyKind};
+
+pub mod functions;
+mod janitor;
+pub mod preflight;
+mod watchdog;
+
+use functions::Scoped;
+use janitor::{Cleanup, Janitor};
+use preflight::{Preflight, Verdict};
+use watchdog::Watchdog;
 
 /// Bounds on what one session may send.
 #[derive(Clone, Debug)]
@@ -116,6 +126,23 @@ pub struct Limits {
     /// How long to wait for a reply before calling a node unreachable (a
     /// SIGSTOPped server accepts the bytes and never answers).
     pub reply_timeout: Duration,
+    /// How long a session's script or function may run on Redis before
+    /// the lab kills it (`SCRIPT KILL` / `FUNCTION KILL`, see
+    /// [`watchdog`]). Redis serves the kill only after its own
+    /// `busy-reply-threshold`, so on a server left at the default the
+    /// kill lands after about 5 s.
+    pub script_budget: Duration,
+    /// A WebSocket with no message for this long is closed and its session
+    /// ended (its keys, ACL user and libraries deleted).
+    pub idle_timeout: Duration,
+    /// Most bytes one script may ask `redis.log` to write (as the
+    /// simulator counts them in the pre-flight).
+    pub max_log_bytes: u64,
+    /// Most keys a session may name and still have its scripts checked
+    /// (each check copies them into the simulator).
+    pub max_tracked_keys: usize,
+    /// Most clients (A, B, …) in one session.
+    pub max_clients: usize,
 }
 
 impl Default for Limits {
@@ -130,6 +157,11 @@ impl Default for Limits {
             max_wait: Duration::from_millis(500),
             max_sessions: 64,
             reply_timeout: Duration::from_secs(10),
+            script_budget: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(600),
+            max_log_bytes: 4096,
+            max_tracked_keys: 10_000,
+            max_clients: 16,
         }
     }
 }
@@ -138,12 +170,19 @@ impl Default for Limits {
 /// redis-style error line ([`SessionError::to_reply`]) for the console.
 #[derive(Debug, Error)]
 pub enum SessionError {
-    /// `FUNCTION LOAD REPLACE` of a library this session did not load.
+    /// A script the pre-flight on the simulator refused (see
+    /// [`preflight`]).
+    #[error("ERR locklab: the script was not sent to Redis: {0}")]
+    ScriptRefused(String),
+    /// A script ran past the budget and the lab killed it.
     #[error(
-        "ERR locklab: library '{0}' was not loaded by this lab session; FUNCTION LOAD REPLACE would replace it for \
-         everyone on this server (load it under another name)"
+        "ERR locklab: the script ran past the lab's budget of {budget_ms} ms and was killed so the server could \
+         serve everyone again; Redis answered: {reply}"
     )]
-    NotYourLibrary(String),
+    ScriptKilled { budget_ms: u64, reply: String },
+    /// The session has as many clients as it may.
+    #[error("ERR locklab: a lab session has at most {0} clients (A, B, …); use one of them")]
+    TooManyClients(usize),
     /// The command is not one the lab teaches, or it is dangerous.
     #[error("ERR locklab: '{name}' is not allowed in a lab session ({why})")]
     NotAllowed { name: String, why: &'static str },
@@ -221,20 +260,7 @@ pub enum Confinement {
 pub struct SessionPool {
     live: Arc<AtomicUsize>,
     limits: Limits,
-    libraries: Libraries,
-}
-
-/// Which session loaded which function library, by (node URL, library
-/// name): Redis keeps libraries server-wide, outside any key prefix.
-type Libraries = Arc<std::sync::Mutex<HashMap<(String, String), String>>>;
-
-/// The library name in a `FUNCTION LOAD` body: its first line is
-/// `#!<engine> name=<library> …`, as Redis itself requires.
-fn library_name(body: &[u8]) -> Option<String> {
-    let first = body.split(|&b| b == b'\n').next()?;
-    let first = std::str::from_utf8(first).ok()?;
-    let rest = first.strip_prefix("#!")?;
-    rest.split_whitespace().skip(1).find_map(|w| w.strip_prefix("name=")).map(str::to_owned)
+    janitor: Janitor,
 }
 
 impl Default for SessionPool {
@@ -245,7 +271,7 @@ impl Default for SessionPool {
 
 impl SessionPool {
     pub fn new(limits: Limits) -> Self {
-        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits, libraries: Libraries::default() }
+        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits, janitor: Janitor::default() }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -255,6 +281,12 @@ impl SessionPool {
     /// How many sessions are open now.
     pub fn live(&self) -> usize {
         self.live.load(Ordering::SeqCst)
+    }
+
+    /// How many ended sessions still wait for their cleanup (their server
+    /// was busy or down when they ended; retried every few seconds).
+    pub fn pending_cleanups(&self) -> usize {
+        self.janitor.pending()
     }
 
     /// Open a session on `nodes`, each key under the session's prefix: make
@@ -296,6 +328,14 @@ impl SessionPool {
                 Confinement::Prefix => format!("lab:{id}:"),
                 Confinement::OwnCluster => String::new(),
             },
+            ns: match confinement {
+                Confinement::Prefix => functions::namespace(&id),
+                Confinement::OwnCluster => String::new(),
+            },
+            preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes),
+            multi: HashMap::new(),
+            originals: BTreeMap::new(),
+            janitor: self.janitor.clone(),
             confinement,
             slots: Vec::new(),
             user: format!("lab-{id}"),
@@ -311,7 +351,6 @@ impl SessionPool {
             step: 0,
             req: 0,
             events: Vec::new(),
-            libraries: self.libraries.clone(),
             _slot: slot,
         };
         for i in 0..session.nodes.len() {
@@ -389,6 +428,18 @@ pub struct Session {
     id: String,
     /// `lab:<id>:`, or empty on the session's own cluster.
     prefix: String,
+    /// `lab_<id>_`: the namespace of the session's function libraries and
+    /// functions ([`functions`]), or empty on the session's own cluster.
+    ns: String,
+    /// The simulator every script runs on before Redis runs it.
+    preflight: Preflight,
+    /// Per (client, node) link in `MULTI`: the queued commands, as typed
+    /// and as sent, checked whole at `EXEC`.
+    multi: HashMap<(u32, u32), Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)>>,
+    /// The session's libraries as the user wrote them, by name: what
+    /// `FUNCTION LIST WITHCODE` shows.
+    originals: BTreeMap<Vec<u8>, Vec<u8>>,
+    janitor: Janitor,
     confinement: Confinement,
     /// The cluster's slot ranges and the node serving each, from `CLUSTER
     /// SLOTS`, loaded on first use and dropped when a `MOVED` says it is
@@ -407,7 +458,6 @@ pub struct Session {
     step: u64,
     req: u64,
     events: Vec<Event>,
-    libraries: Libraries,
     _slot: Slot,
 }
 
@@ -472,38 +522,52 @@ impl Session {
     /// not exist. A lesson runner calls this after every step to turn what
     /// the server now holds into lock events.
     pub fn peek(&mut self, node: u32, key: &str) -> Result<Option<(String, i64)>, SessionError> {
+        Ok(self.peek_many(node, &[key.to_owned()])?.pop().flatten())
+    }
+
+    /// [`peek`](Session::peek) for several keys in one round trip (one
+    /// `EVAL`), whatever their number: a watcher looks at every lock key
+    /// after a command, and one round trip per key made free play cost
+    /// quadratically many as locks piled up.
+    pub fn peek_many(&mut self, node: u32, keys: &[String]) -> Result<Vec<Option<(String, i64)>>, SessionError> {
         let n = node as usize;
         if n >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
         }
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         self.ensure_user(n)?;
-        let full = format!("{}{key}", self.prefix).into_bytes();
-        let result = (|| {
-            let admin = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand)?;
-            // One round trip, not three: a runner peeks after every command,
-            // and on a compressed clock each round trip is lesson time.
-            let argv = [b"EVAL".to_vec(), PEEK_LUA.as_bytes().to_vec(), b"1".to_vec(), full.clone()];
-            match admin.execute(&argv)? {
-                Reply::Array(parts) => {
+        let mut argv = vec![b"EVAL".to_vec(), PEEK_LUA.as_bytes().to_vec(), keys.len().to_string().into_bytes()];
+        argv.extend(keys.iter().map(|k| format!("{}{k}", self.prefix).into_bytes()));
+        let result = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand).and_then(|a| a.execute(&argv));
+        let reply = result.map_err(|source| {
+            self.nodes[n].admin = None;
+            self.nodes[n].user_ready = false;
+            self.unreachable(n, source)
+        })?;
+        let Reply::Array(items) = reply else {
+            return Err(SessionError::Setup { node: self.nodes[n].target.name.clone(), text: reply.to_cli() });
+        };
+        Ok(keys
+            .iter()
+            .enumerate()
+            .map(|(i, _)| match items.get(i) {
+                Some(Reply::Array(parts)) if !parts.is_empty() => {
                     let value = match parts.first() {
                         Some(Reply::Bulk(b)) => String::from_utf8_lossy(b).into_owned(),
                         Some(other) => other.to_cli(),
-                        None => return Ok(None),
+                        None => return None,
                     };
                     let pttl = match parts.get(1) {
                         Some(Reply::Integer(p)) => *p,
                         _ => -1,
                     };
-                    Ok::<_, RealError>(Some((value, pttl)))
+                    Some((value, pttl))
                 }
-                _ => Ok(None),
-            }
-        })();
-        result.map_err(|source| {
-            self.nodes[n].admin = None;
-            self.nodes[n].user_ready = false;
-            self.unreachable(n, source)
-        })
+                _ => None,
+            })
+            .collect())
     }
 
     /// Open `client`'s connection to node `node` now rather than on its
@@ -684,25 +748,78 @@ impl Session {
         if n >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
         }
-        let rewritten = self.check_and_rewrite(argv)?;
-        let loads = self.check_library(n, argv)?;
+        let rewritten = match self.check_and_rewrite(argv)? {
+            Rewritten::Send(r) => r,
+            // Metadata Redis refuses: the simulator's answer is Redis's.
+            Rewritten::Answer => return Ok(self.preflight.answer(argv)),
+        };
+        // Lua runs on the simulator first: alone, or a transaction whole.
+        let link = (c, node);
+        let queued = self.multi.get(&link);
+        let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
+        let checked: Option<(Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>)> = match queued {
+            None if preflight::runs_lua(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
+            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::runs_lua(user)) => {
+                Some(q.iter().cloned().unzip())
+            }
+            _ => None,
+        };
+        if let Some((batch, _)) = &checked {
+            match self.preflight_check(n, batch)? {
+                Verdict::Send => {}
+                Verdict::Answer(reply) => return Ok(reply),
+                Verdict::Refuse(why) => {
+                    if is_exec {
+                        // The transaction is over either way: discard it.
+                        self.multi.remove(&link);
+                        let _ = self.conn(c, n).and_then(|conn| conn.execute(&[b"DISCARD".to_vec()]));
+                    }
+                    return Err(SessionError::ScriptRefused(why));
+                }
+            }
+        }
         if !self.bucket.take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait) {
             return Err(SessionError::RateLimited(self.limits.commands_per_sec));
         }
+        self.preflight.track(argv);
         let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
         self.req += 1;
         let req = self.req;
         let sent_at = self.now_ms();
         self.push(sent_at, Actor::Client(c), EventKind::Sent { req, node, commands: shown.clone() });
-        let outcome = self.conn(c, n).and_then(|conn| conn.execute(&rewritten));
+        let watchdog = checked.map(|(_, sent)| {
+            Watchdog::start(self.nodes[n].target.url.clone(), sent, self.limits.script_budget)
+        });
+        let scan = argv[0].eq_ignore_ascii_case(b"scan");
+        let outcome = if scan {
+            // The session's SCAN: the ACL user may not SCAN (its results
+            // are not confined by key patterns), so the admin connection
+            // runs it, confined by MATCH to the session's prefix.
+            self.ensure_user(n).map_err(|e| match e {
+                SessionError::Unreachable { source, .. } => source,
+                other => RealError::Unsupported(other.to_string()),
+            })
+            .and_then(|()| self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand))
+            .and_then(|admin| admin.execute(&rewritten))
+        } else {
+            self.conn(c, n).and_then(|conn| conn.execute(&rewritten))
+        };
+        let killed = watchdog.is_some_and(Watchdog::done);
         let back_at = self.now_ms();
         match outcome {
             Ok(mut reply) => {
-                if let (Some(lib), Reply::Bulk(_)) = (&loads, &reply) {
-                    let url = self.nodes[n].target.url.clone();
-                    self.libraries.lock().unwrap_or_else(|e| e.into_inner()).insert((url, lib.clone()), self.id.clone());
+                self.after_reply(link, argv, &rewritten, &reply);
+                if let Err(e) = self.check_loaded(n, argv, &reply) {
+                    reply = e.to_reply();
                 }
-                self.unprefix(&mut reply);
+                if killed {
+                    reply = SessionError::ScriptKilled {
+                        budget_ms: self.limits.script_budget.as_millis() as u64,
+                        reply: self.unscope_text(&reply.to_cli()),
+                    }
+                    .to_reply();
+                }
+                self.unscope(argv, &mut reply, scan);
                 let mid = sent_at + (back_at - sent_at) / 2;
                 self.push(
                     mid,
@@ -716,6 +833,7 @@ impl Session {
                 // Forget every connection to this node: the socket is dead
                 // (or its server restarted and forgot our ACL user).
                 self.conns.retain(|&(_, nn), _| nn != node);
+                self.multi.retain(|&(_, nn), _| nn != node);
                 self.nodes[n].admin = None;
                 self.nodes[n].user_ready = false;
                 self.push(
@@ -728,45 +846,93 @@ impl Session {
         }
     }
 
-    /// For `FUNCTION LOAD`: the library it loads (to record as this
-    /// session's once Redis accepts it), after refusing a `REPLACE` of a
-    /// library that is not this session's — another session's, or one
-    /// that was on the server before the lab (asked with `FUNCTION LIST`).
-    fn check_library(&mut self, n: usize, argv: &[Vec<u8>]) -> Result<Option<String>, SessionError> {
-        let is = |i: usize, word: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
-        if !(is(0, "function") && is(1, "load") && argv.len() >= 3) {
-            return Ok(None);
-        }
-        let Some(lib) = argv.last().and_then(|b| library_name(b)) else { return Ok(None) };
-        if !argv[2..argv.len() - 1].iter().any(|a| a.eq_ignore_ascii_case(b"replace")) {
-            return Ok(Some(lib));
-        }
-        let url = self.nodes[n].target.url.clone();
-        let owner = self.libraries.lock().unwrap_or_else(|e| e.into_inner()).get(&(url, lib.clone())).cloned();
-        match owner {
-            Some(id) if id == self.id => Ok(Some(lib)),
-            Some(_) => Err(SessionError::NotYourLibrary(lib)),
-            None => {
-                self.ensure_user(n)?;
-                let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
-                let list = [b"FUNCTION".to_vec(), b"LIST".to_vec()];
-                let exists = match admin.execute(&list) {
-                    // Each library is a map-like array: …, "library_name", name, ….
-                    Ok(Reply::Array(libs)) => libs.iter().any(|l| {
-                        matches!(l, Reply::Array(f) if f.windows(2).any(|w| matches!(
-                            (&w[0], &w[1]),
-                            (Reply::Bulk(k), Reply::Bulk(v)) if k == b"library_name" && v == lib.as_bytes()
-                        )))
-                    }),
-                    _ => false,
-                };
-                if exists {
-                    Err(SessionError::NotYourLibrary(lib))
-                } else {
-                    Ok(Some(lib))
+    /// Run `batch` (user view) on the simulator, on a copy of the session's
+    /// keys read from node `n`.
+    fn preflight_check(&mut self, n: usize, batch: &[Vec<Vec<u8>>]) -> Result<Verdict, SessionError> {
+        let keys = match self.preflight.keys() {
+            Ok(k) => k,
+            Err(why) => return Ok(Verdict::Refuse(why)),
+        };
+        let snapshot = if keys.is_empty() {
+            Vec::new()
+        } else {
+            self.ensure_user(n)?;
+            let mut argv = vec![
+                b"EVAL".to_vec(),
+                preflight::SNAPSHOT_LUA.as_bytes().to_vec(),
+                keys.len().to_string().into_bytes(),
+            ];
+            argv.extend(keys.iter().map(|k| [self.prefix.as_bytes(), k].concat()));
+            let read = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand).and_then(|a| a.execute(&argv));
+            match read {
+                Ok(reply) => match preflight::parse_snapshot(&keys, &reply) {
+                    Ok(s) => s,
+                    Err(why) => return Ok(Verdict::Refuse(why)),
+                },
+                Err(source) => {
+                    self.nodes[n].admin = None;
+                    self.nodes[n].user_ready = false;
+                    return Err(self.unreachable(n, source));
+                }
+            }
+        };
+        Ok(self.preflight.check(&snapshot, batch))
+    }
+
+    /// Bookkeeping after Redis answered `argv` (sent as `sent`): the
+    /// transaction queue of the link, the simulator's scripts and
+    /// libraries, the originals of the session's libraries.
+    fn after_reply(&mut self, link: (u32, u32), argv: &[Vec<u8>], sent: &[Vec<u8>], reply: &Reply) {
+        let name = argv[0].to_ascii_lowercase();
+        match name.as_slice() {
+            b"multi" if *reply == Reply::ok() => {
+                self.multi.insert(link, Vec::new());
+            }
+            b"exec" | b"discard" => {
+                self.multi.remove(&link);
+            }
+            _ => {
+                if let Some(q) = self.multi.get_mut(&link) {
+                    if matches!(reply, Reply::Status(s) if s == "QUEUED") {
+                        q.push((argv.to_vec(), sent.to_vec()));
+                    }
                 }
             }
         }
+        if !self.multi.contains_key(&link) {
+            self.preflight.mirror(argv, reply);
+        }
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        if is(0, "function") && is(1, "load") && !matches!(reply, Reply::Error(_)) {
+            if let Ok(h) = locklab_core::script::meta::library_header(&argv[argv.len() - 1]) {
+                self.originals.insert(h.name, argv[argv.len() - 1].clone());
+            }
+        }
+    }
+
+    /// After a `FUNCTION LOAD` Redis accepted: every function the library
+    /// registered must be in the session's namespace (the shim puts them
+    /// there; a library that got around it is deleted again).
+    fn check_loaded(&mut self, n: usize, argv: &[Vec<u8>], reply: &Reply) -> Result<(), SessionError> {
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        let Reply::Bulk(lib) = reply else { return Ok(()) };
+        if !(is(0, "function") && is(1, "load")) || self.ns.is_empty() {
+            return Ok(());
+        }
+        let ns = self.ns.as_bytes().to_vec();
+        let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
+        let list = admin.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec(), b"LIBRARYNAME".to_vec(), lib.clone()]);
+        let names = function_names(list.as_ref().ok());
+        if lib.starts_with(&ns) && !names.is_empty() && names.iter().all(|f| f.starts_with(&ns)) {
+            return Ok(());
+        }
+        if lib.starts_with(&ns) {
+            let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), lib.clone()]);
+        }
+        Err(SessionError::ScriptRefused(
+            "a library of a lab session must register its functions with redis.register_function; it was deleted again"
+                .into(),
+        ))
     }
 
     fn unreachable(&self, n: usize, source: RealError) -> SessionError {
@@ -836,8 +1002,8 @@ impl Session {
         if let Some(&i) = self.clients.get(client) {
             return Ok(i);
         }
-        if self.clients.len() >= 16 {
-            return Err(SessionError::BadClient);
+        if self.clients.len() >= self.limits.max_clients {
+            return Err(SessionError::TooManyClients(self.limits.max_clients));
         }
         let i = self.names.clients.len() as u32;
         self.names.clients.push(client.to_owned());
@@ -846,8 +1012,9 @@ impl Session {
     }
 
     /// The first wall: is this argv one the lab allows, and within limits?
-    /// If so, its keys under the prefix.
-    fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, SessionError> {
+    /// If so, its keys under the prefix and its function names in the
+    /// session's namespace.
+    fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Rewritten, SessionError> {
         let name_bytes = argv.first().ok_or(SessionError::Empty)?;
         let name = String::from_utf8_lossy(name_bytes).to_uppercase();
         let l = &self.limits;
@@ -866,16 +1033,14 @@ impl Session {
         if cmd.flags & flags::DANGEROUS != 0 {
             return Err(SessionError::NotAllowed { name, why: "it is dangerous or administrative" });
         }
+        if let Some(why) = OUTSIDE_THE_SESSION.iter().find(|(n, _)| *n == cmd.name).map(|(_, why)| *why) {
+            return Err(SessionError::NotAllowed { name, why });
+        }
         let sub = argv.get(1).map(|s| String::from_utf8_lossy(s).to_lowercase()).unwrap_or_default();
-        let global = match cmd.name {
-            "function" => matches!(sub.as_str(), "flush" | "delete" | "restore" | "kill"),
-            "script" => sub == "kill",
-            _ => false,
-        };
-        if global {
+        if cmd.name == "script" && sub == "kill" {
             return Err(SessionError::NotAllowed {
-                name: format!("{name} {}", sub.to_uppercase()),
-                why: "it changes server-wide state other sessions share",
+                name: "SCRIPT KILL".into(),
+                why: "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
             });
         }
         // Script bodies.
@@ -889,10 +1054,17 @@ impl Session {
                 return Err(SessionError::TooLarge { what: "the script", got: b.len(), limit: l.max_script });
             }
         }
-        let mut out = argv.to_vec();
+        let mut out = match functions::scope_command(argv, &self.ns) {
+            Scoped::Untouched => argv.to_vec(),
+            Scoped::Send(scoped) => scoped,
+            Scoped::BadLibrary => return Ok(Rewritten::Answer),
+            Scoped::Refused(why) => {
+                return Err(SessionError::NotAllowed { name: format!("{name} {}", sub.to_uppercase()), why })
+            }
+        };
         if self.confinement == Confinement::OwnCluster {
             // Keys as typed: the cluster holds nobody else's.
-            return Ok(out);
+            return Ok(Rewritten::Send(out));
         }
         for i in cmd.key_indexes(argv) {
             let mut k = self.prefix.as_bytes().to_vec();
@@ -902,7 +1074,7 @@ impl Session {
         if cmd.name == "scan" {
             self.confine_scan(&mut out);
         }
-        Ok(out)
+        Ok(Rewritten::Send(out))
     }
 
     /// `SCAN` takes no keys, and ACL key patterns do not filter what it
@@ -927,23 +1099,86 @@ impl Session {
         }
     }
 
-    /// Cut the prefix off every bulk string that starts with it.
-    fn unprefix(&self, reply: &mut Reply) {
-        let p = self.prefix.as_bytes();
-        if p.is_empty() {
+    /// Show a reply as the session's user typed things: the keys of a
+    /// `SCAN` without the prefix, the session's library and function names
+    /// without the namespace (and a library's code as the user wrote it),
+    /// both cut out of error texts. Values are shown exactly as stored: a
+    /// value that happens to start with the prefix is a value.
+    fn unscope(&self, argv: &[Vec<u8>], reply: &mut Reply, scan: bool) {
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        if let Reply::Error(text) = reply {
+            *text = self.unscope_text(text);
             return;
         }
-        match reply {
-            Reply::Bulk(b) if b.starts_with(p) => {
-                b.drain(..p.len());
+        if scan {
+            if let Reply::Array(parts) = reply {
+                if let Some(Reply::Array(keys)) = parts.get_mut(1) {
+                    for k in keys {
+                        strip(k, self.prefix.as_bytes());
+                    }
+                }
             }
-            Reply::Array(items) => items.iter_mut().for_each(|r| self.unprefix(r)),
-            Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
-                self.unprefix(k);
-                self.unprefix(v);
-            }),
+        } else if is(0, "function") && (is(1, "load") || is(1, "list")) && !self.ns.is_empty() {
+            self.unscope_functions(reply);
+        }
+    }
+
+    /// `FUNCTION LOAD`'s reply (the library name) or `FUNCTION LIST`'s
+    /// (libraries as `library_name`, `engine`, `functions`, `library_code`
+    /// pairs; each function as `name`, `description`, `flags` pairs).
+    fn unscope_functions(&self, reply: &mut Reply) {
+        match reply {
+            Reply::Bulk(_) => strip(reply, self.ns.as_bytes()),
+            Reply::Array(libraries) => {
+                for lib in libraries {
+                    if let Reply::Array(pairs) = lib {
+                        self.unscope_pairs(pairs);
+                    }
+                }
+            }
             _ => {}
         }
+    }
+
+    fn unscope_pairs(&self, pairs: &mut [Reply]) {
+        let mut library = Vec::new();
+        for pair in pairs.chunks_mut(2) {
+            let [Reply::Bulk(key), value] = pair else { continue };
+            match key.as_slice() {
+                b"library_name" | b"name" => {
+                    strip(value, self.ns.as_bytes());
+                    if let Reply::Bulk(v) = value {
+                        library = v.clone();
+                    }
+                }
+                b"library_code" => {
+                    if let Some(original) = self.originals.get(&library) {
+                        *value = Reply::Bulk(original.clone());
+                    }
+                }
+                b"functions" => {
+                    if let Reply::Array(fs) = value {
+                        for f in fs {
+                            if let Reply::Array(fp) = f {
+                                self.unscope_pairs(fp);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An error text without the session's prefix and namespace.
+    fn unscope_text(&self, text: &str) -> String {
+        let mut t = text.to_owned();
+        for p in [&self.prefix, &self.ns] {
+            if !p.is_empty() {
+                t = t.replace(p.as_str(), "");
+            }
+        }
+        t
     }
 
     fn note(&mut self, client: &str, e: &SessionError) {
@@ -964,63 +1199,23 @@ impl Session {
 }
 
 impl Drop for Session {
-    /// Delete the ACL user on every node we can still reach (this also
-    /// closes the user's connections), and the session's keys with it.
+    /// Delete the ACL user on every node (this also closes the user's
+    /// connections), the session's keys and its function libraries. A node
+    /// that is busy (a script the lab could not kill) or down now is left
+    /// to the pool's janitor, which tries again every few seconds.
     fn drop(&mut self) {
         self.conns.clear();
-        for n in 0..self.nodes.len() {
-            let admin = match self.nodes[n].admin.take() {
-                Some(a) => Some(a),
-                None => RealConnection::open(&self.nodes[n].target.url).ok(),
-            };
-            let Some(mut admin) = admin else { continue };
-            let _ = admin.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = admin.execute(&[b"ACL".to_vec(), b"DELUSER".to_vec(), self.user.clone().into_bytes()]);
-            // The function libraries this session loaded on this node.
-            let url = self.nodes[n].target.url.clone();
-            let mine: Vec<String> = {
-                let mut libs = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
-                let mine: Vec<String> =
-                    libs.iter().filter(|((u, _), id)| *u == url && **id == self.id).map(|((_, l), _)| l.clone()).collect();
-                for l in &mine {
-                    libs.remove(&(url.clone(), l.clone()));
-                }
-                mine
-            };
-            for l in mine {
-                let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), l.into_bytes()]);
-            }
-            if self.confinement == Confinement::OwnCluster {
-                // Every key on the session's own cluster is the session's.
-                let _ = admin.execute(&[b"FLUSHALL".to_vec()]);
-                continue;
-            }
-            // Tidy the keys: SCAN under the prefix, UNLINK what it finds.
-            let mut cursor = b"0".to_vec();
-            for _ in 0..1000 {
-                let scan = [
-                    b"SCAN".to_vec(),
-                    cursor.clone(),
-                    b"MATCH".to_vec(),
-                    format!("{}*", self.prefix).into_bytes(),
-                    b"COUNT".to_vec(),
-                    b"1000".to_vec(),
-                ];
-                let Ok(Reply::Array(parts)) = admin.execute(&scan) else { break };
-                let (Some(Reply::Bulk(next)), Some(Reply::Array(keys))) = (parts.first(), parts.get(1)) else { break };
-                let mut unlink = vec![b"UNLINK".to_vec()];
-                unlink.extend(keys.iter().filter_map(|k| match k {
-                    Reply::Bulk(b) => Some(b.clone()),
-                    _ => None,
-                }));
-                if unlink.len() > 1 {
-                    let _ = admin.execute(&unlink);
-                }
-                if next.as_slice() == b"0" {
-                    break;
-                }
-                cursor = next.clone();
-            }
+        let cleanup = Cleanup {
+            nodes: self.nodes.iter().map(|n| n.target.clone()).collect(),
+            user: self.user.clone(),
+            prefix: self.prefix.clone(),
+            ns: self.ns.clone(),
+            own_cluster: self.confinement == Confinement::OwnCluster,
+        };
+        let admins: Vec<Option<RealConnection>> = self.nodes.iter_mut().map(|n| n.admin.take()).collect();
+        let left = cleanup.run(admins);
+        if !left.nodes.is_empty() {
+            self.janitor.hand_over(left);
         }
     }
 }
@@ -1032,8 +1227,18 @@ const MAX_REDIRECTS: usize = 5;
 
 /// The session user's ACL rules, in `ACL SETUSER` order. `reset` first so
 /// re-applying is exact, whatever the user had before.
+///
+/// Key patterns confine what a command *names*; they do not confine what
+/// `SCAN` or `RANDOMKEY` *return*, nor the database `SELECT`, `MOVE`,
+/// `COPY … DB` and `SWAPDB` reach, and they hold inside Lua too, where the
+/// lab's command table does not look. So those are denied here as well
+/// (the lab runs a session's `SCAN` itself, confined to the prefix), with
+/// `DBSIZE` and `PUBSUB`, which count or name what is not the session's,
+/// and the `FUNCTION` and `SCRIPT` subcommands that reach every library or
+/// another client's script. `+info` is added back because `INFO` is in
+/// `@dangerous` on 7.0 and the metrics lesson reads `INFO stats`.
 pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
-    vec![
+    let mut rules = vec![
         user.to_owned(),
         "reset".to_owned(),
         "on".to_owned(),
@@ -1043,15 +1248,85 @@ pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
         "+@all".to_owned(),
         "-@dangerous".to_owned(),
         "+info".to_owned(),
-    ]
+    ];
+    rules.extend(ACL_DENIED.iter().map(|c| format!("-{c}")));
+    rules
 }
 
-/// `host:port` of a redis URL, for messages (never the credentials).
-pub(crate) fn display_addr(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    rest.trim_end_matches('/').split('/').next().unwrap_or(rest).to_owned()
+/// Commands (and subcommands) the session user may not run, anywhere.
+pub const ACL_DENIED: &[&str] = &[
+    "scan",
+    "keys",
+    "randomkey",
+    "select",
+    "move",
+    "swapdb",
+    "copy",
+    "dbsize",
+    "pubsub",
+    "function|flush",
+    "function|dump",
+    "function|restore",
+    "function|stats",
+    "function|kill",
+    "script|kill",
+];
+
+/// Commands the lab's table knows that reach past the session, refused
+/// before they are sent (the ACL refuses them inside Lua), and why.
+const OUTSIDE_THE_SESSION: &[(&str, &str)] = &[
+    ("randomkey", "it returns keys outside the session; SCAN lists the session's keys"),
+    ("select", "a lab session stays in its database"),
+    ("move", "a lab session stays in its database"),
+    ("swapdb", "a lab session stays in its database"),
+    ("copy", "it can copy into another database"),
+    ("dbsize", "it counts keys outside the session; SCAN lists the session's keys"),
+];
+
+/// What [`Session::check_and_rewrite`] decided.
+enum Rewritten {
+    /// Send this argv.
+    Send(Vec<Vec<u8>>),
+    /// Do not send; the simulator's answer is Redis's (a `FUNCTION LOAD`
+    /// whose metadata Redis refuses).
+    Answer,
 }
+
+/// Cut `prefix` off a bulk string that starts with it.
+fn strip(reply: &mut Reply, prefix: &[u8]) {
+    if let Reply::Bulk(b) = reply {
+        if !prefix.is_empty() && b.starts_with(prefix) {
+            b.drain(..prefix.len());
+        }
+    }
+}
+
+/// The function names in a `FUNCTION LIST` reply.
+fn function_names(list: Option<&Reply>) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let Some(Reply::Array(libs)) = list else { return out };
+    for lib in libs {
+        let Reply::Array(pairs) = lib else { continue };
+        for pair in pairs.chunks(2) {
+            if let [Reply::Bulk(k), Reply::Array(fs)] = pair {
+                if k == b"functions" {
+                    for f in fs {
+                        let Reply::Array(fp) = f else { continue };
+                        for p in fp.chunks(2) {
+                            if let [Reply::Bulk(k), Reply::Bulk(v)] = p {
+                                if k == b"name" {
+                                    out.push(v.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 
 /// `n` hex digits from the standard library's randomly keyed SipHash
 /// (`RandomState` is seeded from the OS per process and perturbed per
@@ -1076,13 +1351,17 @@ pub fn random_hex(n: usize) -> String {
     out
 }
 
-/// [`Session::peek`]'s script: value (or `(type)` for a non-string) and
-/// `PTTL` of a key, or nil when it does not exist.
-const PEEK_LUA: &str = "local t = redis.call('TYPE', KEYS[1])['ok'] \
-if t == 'none' then return nil end \
-local p = redis.call('PTTL', KEYS[1]) \
-if t == 'string' then return {redis.call('GET', KEYS[1]), p} end \
-return {'(' .. t .. ')', p}";
+/// [`Session::peek_many`]'s script: for each key, its value (or
+/// `(type)` for a non-string) and `PTTL`, or an empty table when it does
+/// not exist.
+const PEEK_LUA: &str = "local out = {} \
+for i, k in ipairs(KEYS) do \
+  local t = redis.call('TYPE', k)['ok'] \
+  if t == 'none' then out[i] = {} \
+  elseif t == 'string' then out[i] = {redis.call('GET', k), redis.call('PTTL', k)} \
+  else out[i] = {'(' .. t .. ')', redis.call('PTTL', k)} end \
+end \
+return out";
 
 #[cfg(test)]
 mod tests {
@@ -1092,6 +1371,10 @@ mod tests {
     fn display_addr_hides_credentials() {
         assert_eq!(display_addr("redis://u:p@127.0.0.1:6379/0"), "127.0.0.1:6379");
         assert_eq!(display_addr("redis://127.0.0.1:7000/"), "127.0.0.1:7000");
+        // A password with '@' or '/' in it (redis-rs takes the last '@'
+        // before the path as the end of the credentials).
+        assert_eq!(display_addr("redis://u:p@ss@10.0.0.1:6380"), "10.0.0.1:6380");
+        assert_eq!(crate::real::public_url("redis://default:s3cret@h:1/0?protocol=resp3"), "redis://h:1");
     }
 
     #[test]

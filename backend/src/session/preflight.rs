@@ -1,0 +1,338 @@
+//! Every script a session sends is run on core's simulator first.
+//!
+//! # Why
+//!
+//! A script owns redis-server while it runs: `EVAL "while true do end" 0`
+//! makes it answer `BUSY` to everybody, `string.rep('x', 2^30)` grows its
+//! Lua heap by gigabytes, a loop of `redis.log` fills the owner's log, and
+//! Redis has no limit on any of them. `SCRIPT KILL` (see
+//! [`watchdog`](super::watchdog)) ends a runaway only if it has not written
+//! yet — after one write it is `UNKILLABLE` and only `SHUTDOWN NOSAVE`
+//! stops it, which the lab will never send to someone's own server.
+//!
+//! core's simulator runs the same Lua 5.1 with Redis's API, answers as
+//! redis-server 7.0.15 does (the differential suites prove it), and stops a
+//! script at an instruction budget ([`INSTRUCTION_LIMIT`], about a tenth of
+//! a second) and a memory ceiling ([`MEMORY_LIMIT_BYTES`]). So before a
+//! script reaches Redis it runs here, on a copy of the session's own keys:
+//! one that the simulator had to stop, that called `redis.log` for more than
+//! [`Limits::max_log_bytes`](super::Limits), or that called a command the
+//! simulator does not have (so its run on Redis could go another way) is
+//! refused and never sent. `MULTI … EXEC` is checked whole at `EXEC`, as
+//! the state a queued script sees depends on what was queued before it.
+//!
+//! The copy is made of the keys the session has named in its commands
+//! (and those its checked scripts created), read in one `EVAL` on the admin
+//! connection: strings and hashes with their TTLs. Nothing here scans the
+//! server's keyspace, which may be large and is not the lab's.
+
+use std::collections::BTreeSet;
+
+use locklab_core::reply::Reply;
+use locklab_core::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
+use locklab_core::server::table;
+use locklab_core::server::{ConnId, Node, Profile};
+
+/// What the check says about a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send it.
+    Send,
+    /// Do not send it; this is Redis's answer (a `NOSCRIPT` for a script
+    /// this session never loaded, a function it never loaded, metadata
+    /// Redis refuses).
+    Answer(Reply),
+    /// Do not send it: why.
+    Refuse(String),
+}
+
+/// One key of the session as the snapshot read it (names without the
+/// session's prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    String { key: Vec<u8>, value: Vec<u8>, pttl: i64 },
+    Hash { key: Vec<u8>, fields: Vec<Vec<u8>>, pttl: i64 },
+}
+
+/// The simulator a session checks its scripts on, and the keys it copies.
+pub struct Preflight {
+    node: Node,
+    conn: ConnId,
+    keys: BTreeSet<Vec<u8>>,
+    max_keys: usize,
+    max_log_bytes: u64,
+}
+
+impl std::fmt::Debug for Preflight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preflight").field("keys", &self.keys.len()).finish_non_exhaustive()
+    }
+}
+
+/// Does running `argv` run Lua code (or could, inside `EXEC`)?
+pub fn runs_lua(argv: &[Vec<u8>]) -> bool {
+    let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"].iter().any(|w| is(0, w))
+        || (is(0, "function") && is(1, "load"))
+}
+
+impl Preflight {
+    pub fn new(max_keys: usize, max_log_bytes: u64) -> Self {
+        let mut node = Node::new(Profile::V7_0);
+        let conn = node.connect();
+        Preflight { node, conn, keys: BTreeSet::new(), max_keys, max_log_bytes }
+    }
+
+    /// Remember the keys `argv` names (the table's key positions), so the
+    /// next check copies them.
+    pub fn track(&mut self, argv: &[Vec<u8>]) {
+        let Some(cmd) = argv.first().and_then(|n| table::find(n, Profile::V8_4)) else { return };
+        for i in cmd.key_indexes(argv) {
+            if self.keys.len() > self.max_keys {
+                return;
+            }
+            self.keys.insert(argv[i].clone());
+        }
+    }
+
+    /// The keys to copy before a check, or why there are too many.
+    pub fn keys(&self) -> Result<Vec<Vec<u8>>, String> {
+        if self.keys.len() > self.max_keys {
+            return Err(format!(
+                "the session has named more than {} keys, too many to copy for the check every script gets \
+                 before it runs on Redis",
+                self.max_keys
+            ));
+        }
+        Ok(self.keys.iter().cloned().collect())
+    }
+
+    /// Run `batch` (one command, or a transaction's queued commands) on a
+    /// copy of the session's keys, and judge it.
+    pub fn check(&mut self, snapshot: &[Entry], batch: &[Vec<Vec<u8>>]) -> Verdict {
+        let c = self.conn;
+        self.node.execute(c, &[b"FLUSHALL".to_vec()]);
+        for e in snapshot {
+            let (key, pttl) = match e {
+                Entry::String { key, value, pttl } => {
+                    self.node.execute(c, &[b"SET".to_vec(), key.clone(), value.clone()]);
+                    (key, *pttl)
+                }
+                Entry::Hash { key, fields, pttl } => {
+                    let mut argv = vec![b"HSET".to_vec(), key.clone()];
+                    argv.extend(fields.iter().cloned());
+                    self.node.execute(c, &argv);
+                    (key, *pttl)
+                }
+            };
+            if pttl > 0 {
+                self.node.execute(c, &[b"PEXPIRE".to_vec(), key.clone(), pttl.to_string().into_bytes()]);
+            }
+        }
+        let (log0, unknown0) = (logged_bytes(), self.node.unknown_script_calls());
+        let transaction = batch.len() > 1;
+        if transaction {
+            self.node.execute(c, &[b"MULTI".to_vec()]);
+        }
+        let mut replies: Vec<Reply> = batch.iter().map(|argv| self.node.execute(c, argv)).collect();
+        if transaction {
+            replies = match self.node.execute(c, &[b"EXEC".to_vec()]) {
+                Reply::Array(r) => r,
+                other => vec![other],
+            };
+        }
+        let logged = logged_bytes().saturating_sub(log0);
+        let verdict = self.judge(&replies, logged, self.node.unknown_script_calls() > unknown0, !transaction);
+        // Keys a checked script made without naming them: copy them next time.
+        if let Reply::Array(keys) = self.node.execute(c, &[b"KEYS".to_vec(), b"*".to_vec()]) {
+            for k in keys {
+                if let Reply::Bulk(k) = k {
+                    if self.keys.len() <= self.max_keys {
+                        self.keys.insert(k);
+                    }
+                }
+            }
+        }
+        verdict
+    }
+
+    fn judge(&self, replies: &[Reply], logged: u64, unknown: bool, alone: bool) -> Verdict {
+        for r in replies {
+            let Reply::Error(text) = r else { continue };
+            if text.contains("the simulator stopped it after") || text.contains("FUNCTION LOAD timeout") {
+                return Verdict::Refuse(format!(
+                    "it did not finish within {INSTRUCTION_LIMIT} Lua instructions on the lab's simulator, so on \
+                     Redis it would hold the server (BUSY) for everyone"
+                ));
+            }
+            if text.contains("Lua memory passed") {
+                return Verdict::Refuse(format!(
+                    "its Lua memory passed {} MiB on the lab's simulator",
+                    MEMORY_LIMIT_BYTES >> 20
+                ));
+            }
+        }
+        if unknown {
+            return Verdict::Refuse(
+                "it calls a command the lab's simulator does not have, so the lab cannot check what it would do \
+                 to the server"
+                    .into(),
+            );
+        }
+        if logged > self.max_log_bytes {
+            return Verdict::Refuse(format!(
+                "it writes {logged} bytes with redis.log, more than the {} a lab session may write to the server's log",
+                self.max_log_bytes
+            ));
+        }
+        // Answers the simulator gives for the session's own state, which is
+        // all a session may reach: a script or function it never loaded,
+        // a library Redis would refuse.
+        if alone {
+            if let Some(Reply::Error(text)) = replies.first() {
+                if text.starts_with("NOSCRIPT") || text == "ERR Function not found" {
+                    return Verdict::Answer(Reply::Error(text.clone()));
+                }
+            }
+        }
+        Verdict::Send
+    }
+
+    /// Keep the simulator's script cache and libraries as the session's
+    /// are on Redis: after Redis accepted `argv`, the same on the
+    /// simulator (a checked `EVAL` or `FUNCTION LOAD` already did it).
+    pub fn mirror(&mut self, argv: &[Vec<u8>], real: &Reply) {
+        if matches!(real, Reply::Error(_)) {
+            return;
+        }
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        if is(0, "script") && (is(1, "load") || is(1, "flush")) || is(0, "function") && (is(1, "delete") || is(1, "load")) {
+            self.node.execute(self.conn, argv);
+        }
+    }
+
+    /// The answer the simulator gives to `argv` on its own (for a
+    /// `FUNCTION LOAD` whose metadata the lab will not send).
+    pub fn answer(&mut self, argv: &[Vec<u8>]) -> Reply {
+        self.node.execute(self.conn, argv)
+    }
+}
+
+/// The admin script that reads the session's keys for a check: for each
+/// key, `{type, pttl, value}` (a string's value, a hash's fields as a flat
+/// list), `{type, pttl}` for other types, nothing for a missing key. A
+/// value over 1 MiB is reported as `toobig`.
+pub const SNAPSHOT_LUA: &str = "local out = {} \
+for i, k in ipairs(KEYS) do \
+  local t = redis.call('TYPE', k)['ok'] \
+  if t ~= 'none' then \
+    local p = redis.call('PTTL', k) \
+    if t == 'string' then \
+      if redis.call('STRLEN', k) > 1048576 then return 'toobig' end \
+      out[#out + 1] = {i, t, p, redis.call('GET', k)} \
+    elseif t == 'hash' then \
+      if redis.call('HLEN', k) > 10000 then return 'toobig' end \
+      out[#out + 1] = {i, t, p, redis.call('HGETALL', k)} \
+    end \
+  end \
+end \
+return out";
+
+/// The entries of a [`SNAPSHOT_LUA`] reply; `keys` are the names it was
+/// asked for, without the prefix.
+pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, String> {
+    let items = match reply {
+        Reply::Array(items) => items,
+        Reply::Bulk(b) if b == b"toobig" => {
+            return Err("a key of the session is too big to copy for the check every script gets".into())
+        }
+        other => return Err(format!("the lab could not read the session's keys: {}", other.to_cli().trim_end())),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Reply::Array(parts) = item else { continue };
+        let (Some(Reply::Integer(i)), Some(Reply::Bulk(t)), Some(Reply::Integer(pttl))) =
+            (parts.first(), parts.get(1), parts.get(2))
+        else {
+            continue;
+        };
+        let Some(key) = usize::try_from(*i).ok().and_then(|i| keys.get(i - 1)) else { continue };
+        match (t.as_slice(), parts.get(3)) {
+            (b"string", Some(Reply::Bulk(v))) => out.push(Entry::String { key: key.clone(), value: v.clone(), pttl: *pttl }),
+            (b"hash", Some(Reply::Array(f))) => out.push(Entry::Hash {
+                key: key.clone(),
+                fields: f.iter().filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None }).collect(),
+                pttl: *pttl,
+            }),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locklab_core::cli::parse;
+
+    fn check(p: &mut Preflight, snapshot: &[Entry], line: &str) -> Verdict {
+        p.check(snapshot, &[parse(line).unwrap()])
+    }
+
+    #[test]
+    fn runaway_and_memory_bombs_are_refused() {
+        let mut p = Preflight::new(1000, 4096);
+        assert!(matches!(check(&mut p, &[], "EVAL \"while true do end\" 0"), Verdict::Refuse(w) if w.contains("BUSY")));
+        assert!(matches!(
+            check(&mut p, &[], "EVAL \"local s = string.rep('x', 2^20) local t = {} for i = 1, 200 do t[i] = s .. i end return 1\" 0"),
+            Verdict::Refuse(w) if w.contains("memory")
+        ));
+        assert!(matches!(
+            check(&mut p, &[], "EVAL \"for i = 1, 1000 do redis.log(redis.LOG_WARNING, 'flood flood flood') end\" 0"),
+            Verdict::Refuse(w) if w.contains("redis.log")
+        ));
+        assert!(matches!(
+            check(&mut p, &[], "EVAL \"pcall(redis.call, 'nosuchcommand') return 1\" 0"),
+            Verdict::Refuse(w) if w.contains("does not have")
+        ));
+        assert_eq!(check(&mut p, &[], "EVAL \"redis.log(redis.LOG_WARNING, 'one line') return 1\" 0"), Verdict::Send);
+    }
+
+    #[test]
+    fn the_check_sees_the_sessions_keys() {
+        let mut p = Preflight::new(1000, 4096);
+        let armed = [Entry::String { key: b"k".to_vec(), value: b"1".to_vec(), pttl: -1 }];
+        let line = "EVAL \"redis.call('set', 'w', 1) if redis.call('get', 'k') == '1' then while true do end end return 1\" 0";
+        assert_eq!(check(&mut p, &[], line), Verdict::Send);
+        assert!(matches!(check(&mut p, &armed, line), Verdict::Refuse(_)));
+        // A transaction is checked whole: the SET before the script arms it.
+        let batch = [parse("SET k 1").unwrap(), parse(line).unwrap()];
+        assert!(matches!(p.check(&[], &batch), Verdict::Refuse(_)));
+    }
+
+    #[test]
+    fn unknown_scripts_and_functions_are_answered_here() {
+        let mut p = Preflight::new(1000, 4096);
+        assert_eq!(
+            check(&mut p, &[], "EVALSHA ffffffffffffffffffffffffffffffffffffffff 0"),
+            Verdict::Answer(Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()))
+        );
+        assert_eq!(check(&mut p, &[], "FCALL nosuch 0"), Verdict::Answer(Reply::Error("ERR Function not found".into())));
+        let load = parse("SCRIPT LOAD \"return 1\"").unwrap();
+        let sha = p.answer(&load);
+        let Reply::Bulk(sha) = sha else { panic!() };
+        let line = format!("EVALSHA {} 0", String::from_utf8(sha).unwrap());
+        assert_eq!(check(&mut p, &[], &line), Verdict::Send);
+    }
+
+    #[test]
+    fn keys_are_tracked_and_bounded() {
+        let mut p = Preflight::new(3, 4096);
+        p.track(&parse("SET a 1").unwrap());
+        p.track(&parse("DEL b c").unwrap());
+        assert_eq!(p.keys().unwrap().len(), 3);
+        p.track(&parse("SET d 1").unwrap());
+        p.track(&parse("SET e 1").unwrap());
+        assert!(p.keys().is_err());
+    }
+}
