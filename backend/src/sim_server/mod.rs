@@ -32,13 +32,13 @@
 //!   at start (or core's [`EPOCH_MS`] if the machine's clock is earlier) and
 //!   `elapsed` comes from the monotonic clock. So TTLs run in real time, `EXAT`/`PXAT` with real Unix times
 //!   work, and a wall-clock jump on the host never jumps the node.
-//! * **Stalls.** `DEBUG` is refused with redis-server 7.0's own text, as a
-//!   server started without `enable-debug-command` does: a `DEBUG SLEEP
-//!   1e300` must not freeze a server others share (the simulator's virtual
-//!   clock, in the browser and `locklab cli`, still sleeps). A `WAIT` that
-//!   times out only blocks its own client on redis-server, so only that
-//!   client's reply is delayed, and the node's clock is left alone (see
-//!   `wire`); a client that leaves while it waits is freed at once.
+//! * **Stalls.** `DEBUG SLEEP` freezes redis-server's only thread, so every
+//!   client waits; on a shared sim-server, `DEBUG SLEEP 1e300` would freeze
+//!   everyone until a restart. So only the sleeping client waits (its reply
+//!   and what it sent after come after the sleep, in wall time), and the
+//!   others carry on. A `WAIT` that times out only blocks its own client on
+//!   redis-server too. Both leave the node's clock alone (see `wire`), and
+//!   a client that leaves while it waits is freed at once.
 //! * **Busy scripts.** A script holds the node, as in redis-server, on the
 //!   thread that runs it (`block_in_place`, so the runtime's other tasks
 //!   move on). Past `busy-reply-threshold` (`lua-time-limit`, 5000 ms,

@@ -76,10 +76,6 @@ pub(crate) struct State {
 /// `busy-reply-threshold` (alias `lua-time-limit`) at start, in ms.
 pub(crate) const BUSY_REPLY_THRESHOLD_MS: u64 = 5000;
 
-/// What redis-server 7.0 answers to `DEBUG` unless started with
-/// `enable-debug-command` (its default).
-pub(crate) const DEBUG_REFUSED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
-
 /// What one connection knows about itself without the lock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Session {
@@ -306,23 +302,16 @@ pub(crate) fn dispatch(
         let mut cx = Ctx { st, sess, env };
         return (w.handler)(&mut cx, argv);
     }
-    if name.eq_ignore_ascii_case(b"debug") && argv.len() >= 2 {
-        // processCommand's CMD_PROTECTED check, after arity: refused, and a
-        // transaction in progress is doomed (flagTransaction).
-        if st.node.in_multi(sess.id) {
-            let _ = st
-                .node
-                .execute(sess.id, &[b"locklab-debug-refused".to_vec()]);
-        }
-        return (Reply::error(DEBUG_REFUSED), After::Continue);
-    }
     st.node.set_time(now_ms);
+    if let Some(ms) = debug_sleep_ms(argv) {
+        return sleep_on_wall_clock(st, sess, argv, ms);
+    }
     if let Some(timeout) = lone_wait_timeout(argv) {
         return wait_on_wall_clock(st, sess, argv, timeout);
     }
     let reply = st.node.execute(sess.id, argv);
-    // With DEBUG refused, a stall can only be a WAIT's: it delays this
-    // client's reply, never the server.
+    // A stall left here is a WAIT's or a DEBUG SLEEP's inside EXEC: it
+    // delays this client's reply, never the server.
     let stall = st.node.last_stall_ms();
     let after = if stall == 0 {
         After::Continue
@@ -341,6 +330,44 @@ fn lone_wait_timeout(argv: &[Vec<u8>]) -> Option<u64> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// `DEBUG SLEEP <seconds>` outside a transaction: the sleep in ms
+/// (`strtod` semantics: what does not parse sleeps 0).
+fn debug_sleep_ms(argv: &[Vec<u8>]) -> Option<u64> {
+    match argv {
+        [name, sub, secs]
+            if name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"sleep") =>
+        {
+            let secs: f64 = std::str::from_utf8(secs).ok()?.trim().parse().ok()?;
+            let ms = secs * 1000.0;
+            // `as` saturates: 1e300 s is u64::MAX ms, a sleep that never ends.
+            (ms >= 1.0).then_some(ms as u64)
+        }
+        _ => None,
+    }
+}
+
+/// `DEBUG SLEEP`, kept off the node's clock and off the other clients.
+///
+/// redis-server's one thread sleeps, so every client waits: on a server
+/// shared by a classroom, `DEBUG SLEEP 1e300` would freeze everyone until a
+/// restart. Here only the sleeping client waits — its reply, and what it
+/// sent after, come after the sleep of wall time, when keys have expired as
+/// they would have — while the others carry on; a client that leaves is
+/// freed at once. The node is asked `DEBUG SLEEP 0` (the same replies, the
+/// same `QUEUED` inside `MULTI`, no clock change).
+fn sleep_on_wall_clock(
+    st: &mut State,
+    sess: &mut Session,
+    argv: &[Vec<u8>],
+    ms: u64,
+) -> (Reply, After) {
+    let probe = [argv[0].clone(), argv[1].clone(), b"0".to_vec()];
+    match st.node.execute(sess.id, &probe) {
+        reply @ Reply::Status(_) => (reply, After::DelayReply(ms)),
+        other => (other, After::Continue),
     }
 }
 

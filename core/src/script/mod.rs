@@ -79,11 +79,11 @@ use crate::reply::Reply;
 use crate::server::ScriptHost;
 pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
-use vm::{with_vm, Target};
 pub use vm::{
     logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION,
     REDIS_VERSION_NUM,
 };
+use vm::{with_vm, Target};
 
 /// Node ids for the per-thread VM's library table. Only identity matters
 /// (they never reach a reply), so a global counter is fine.
