@@ -114,6 +114,47 @@ pub struct Config {
     pub profile: Profile,
 }
 
+/// Feed `chunks` to the request parser as a connection receives them
+/// (parse what is complete, keep the rest, compact as `conn` does), encode
+/// a reply per command in RESP2 and RESP3, and return how many commands
+/// parsed; `None` when the parser refused the stream (the connection would
+/// close). For the fuzzer (`locklab-fuzz`): it must never panic, and the
+/// parser's pending state must stay within the query-buffer limit.
+#[doc(hidden)]
+pub fn fuzz_resp(chunks: &[&[u8]]) -> Option<usize> {
+    let mut parser = resp::Parser::new();
+    let mut input: Vec<u8> = Vec::new();
+    let mut pos = 0;
+    let mut commands = 0;
+    let mut out = Vec::new();
+    for chunk in chunks {
+        input.extend_from_slice(chunk);
+        loop {
+            match parser.parse(&input, &mut pos) {
+                Ok(resp::Parsed::Incomplete) => break,
+                Ok(resp::Parsed::Empty) => {}
+                Ok(resp::Parsed::Command) => {
+                    commands += 1;
+                    let reply = locklab_core::Reply::Array(
+                        parser.argv().iter().map(|a| locklab_core::Reply::Bulk(a.clone())).collect(),
+                    );
+                    out.clear();
+                    resp::encode(&mut out, &reply, commands % 2 == 0);
+                }
+                Err(e) => {
+                    let _ = e.reply_bytes();
+                    return None;
+                }
+            }
+            assert!(pos <= input.len(), "the parser ran past its input");
+        }
+        assert!(parser.partial_bytes() <= input.len() + QUERY_BUFFER_LIMIT);
+        input.drain(..pos);
+        pos = 0;
+    }
+    Some(commands)
+}
+
 /// The wall clock the node follows: Unix milliseconds, never going back.
 #[derive(Debug)]
 struct Clock {

@@ -627,3 +627,24 @@ fn a_host_can_kill_a_running_script_unless_it_wrote() {
         Reply::Integer(2)
     );
 }
+
+#[test]
+fn many_distinct_scripts_never_fill_the_heap_for_good() {
+    // Found by locklab-fuzz: compiled scripts are cached in the Lua heap;
+    // once enough distinct ones filled it, every later script failed with
+    // the memory error, `return 1` included.
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let filler = "x".repeat(100_000);
+    for i in 0..400 {
+        let body = format!("return #'{filler}' + {i}");
+        assert_eq!(
+            run(&mut s, &mut h, &["EVAL", &body, "0"]),
+            Reply::Integer(100_000 + i),
+            "script {i}"
+        );
+    }
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return 1", "0"]),
+        Reply::Integer(1)
+    );
+}

@@ -121,6 +121,11 @@ pub const REDIS_VERSION_NUM: u32 = 0x07_00_0f;
 /// Compiled scripts kept per thread before the cache starts over.
 const COMPILED_CACHE_MAX: usize = 4096;
 
+/// Source bytes of compiled scripts kept per thread before the cache starts
+/// over: the compiled functions live in the Lua heap, which must keep room
+/// for the scripts' own data.
+const COMPILED_CACHE_BYTES: usize = MEMORY_LIMIT_BYTES / 8;
+
 /// The starting state of `redisLrand48`, as in redis-server's rand.c.
 pub(crate) const LRAND48_SEED: u64 = 0x1234_ABCD_330E;
 
@@ -173,6 +178,8 @@ pub(crate) struct Vm {
     limit: u64,
     /// SHA1 → compiled EVAL script.
     compiled: BTreeMap<String, Function>,
+    /// The source bytes behind `compiled`.
+    compiled_bytes: usize,
     /// (node id, library) → its callbacks, in registration order.
     libraries: BTreeMap<(u64, String), Vec<Function>>,
 }
@@ -539,8 +546,21 @@ impl Vm {
             rng,
             resp3,
             compiled: BTreeMap::new(),
+            compiled_bytes: 0,
             libraries: BTreeMap::new(),
         })
+    }
+
+    /// After the heap passed its ceiling: drop the compiled scripts and the
+    /// loaded libraries (both come back from the plain data on next use),
+    /// collect, and refill the budget. Without this, a heap filled by the
+    /// cache of many distinct scripts would fail every later script.
+    fn shed(&mut self) {
+        self.compiled.clear();
+        self.compiled_bytes = 0;
+        self.libraries.clear();
+        self.lua.gc_collect();
+        self.sandbox.reset();
     }
 
     /// Ready the budget for a run: this thread's limit and control, a full
@@ -585,15 +605,24 @@ impl Vm {
             .lua
             .create_string(code)
             .map_err(|e| format!("ERR {e}"))?;
-        let (f, msg): (Value, Value) = self
-            .compile_eval
-            .call(src)
-            .map_err(|e| format!("ERR {e}"))?;
+        let compiled = match self.compile_eval.call::<_, (Value, Value)>(src.clone()) {
+            // The heap was full of other scripts: make room, try once more.
+            Err(_) if self.sandbox.tripped() == Some(TripReason::Memory) => {
+                self.shed();
+                self.compile_eval.call(src)
+            }
+            other => other,
+        };
+        let (f, msg) = compiled.map_err(|e| format!("ERR {e}"))?;
         match f {
             Value::Function(f) => {
-                if self.compiled.len() >= COMPILED_CACHE_MAX {
+                if self.compiled.len() >= COMPILED_CACHE_MAX
+                    || self.compiled_bytes + code.len() > COMPILED_CACHE_BYTES
+                {
                     self.compiled.clear();
+                    self.compiled_bytes = 0;
                 }
+                self.compiled_bytes += code.len();
                 self.compiled.insert(sha.to_owned(), f.clone());
                 Ok(f)
             }
@@ -683,8 +712,7 @@ impl Vm {
         self.work.ballast.borrow_mut().take();
         self.sandbox.reset();
         if tripped == Some(TripReason::Memory) {
-            self.lua.gc_collect();
-            self.sandbox.reset();
+            self.shed();
         }
         let _ = self.recover.call::<_, ()>(());
         let last: Value = self.last_error.call(()).unwrap_or(Value::Nil);
@@ -728,8 +756,7 @@ impl Vm {
                 self.work.ballast.borrow_mut().take();
                 self.sandbox.reset();
                 if tripped == Some(TripReason::Memory) {
-                    self.lua.gc_collect();
-                    self.sandbox.reset();
+                    self.shed();
                 }
                 let _ = self.recover.call::<_, ()>(());
                 return Err(LoadError(match tripped {
