@@ -133,7 +133,8 @@ pub fn cli_line(rng: &mut Rng) -> Vec<u8> {
     ];
     let mut out = Vec::new();
     for _ in 0..rng.below(12) {
-        out.extend_from_slice(*rng.pick(PIECES));
+        let piece = rng.pick::<&[u8]>(PIECES);
+        out.extend_from_slice(piece);
     }
     out
 }
@@ -469,7 +470,8 @@ impl Lua {
         ];
         let mut p = String::new();
         for _ in 0..self.rng.below(10) {
-            p.push_str(*self.rng.pick(ITEMS));
+            let item = self.rng.pick::<&str>(ITEMS);
+            p.push_str(item);
         }
         if self.rng.one_in(30) {
             let n = *self.rng.pick(&[100usize, 1999, 2001, 20000]);

@@ -1131,7 +1131,7 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
 
 /// `CONFIG SET name value [name value ...]` for the busy threshold.
 fn config_set(env: &Env, pairs: &[Vec<u8>]) -> Reply {
-    if pairs.len() % 2 != 0 {
+    if !pairs.len().is_multiple_of(2) {
         return wrong_args("config|set");
     }
     let mut value = None;
