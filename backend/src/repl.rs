@@ -17,6 +17,8 @@
 //! starting with `:` goes to Redis like any other, as in redis-cli.
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 
 use locklab_core::cli::{parse_line, render, take_repeat};
 use locklab_core::server::{ConnId, Node, Profile};
@@ -32,8 +34,15 @@ pub const MAX_LINE: usize = 1 << 20;
 
 /// Where commands go.
 pub enum Target {
-    Sim { node: Box<Node>, conn: ConnId },
-    Real { conn: RealConnection, addr: String, in_multi: bool },
+    Sim {
+        node: Box<Node>,
+        conn: ConnId,
+    },
+    Real {
+        conn: RealConnection,
+        addr: String,
+        in_multi: bool,
+    },
     /// A `locklab serve` lab session over its WebSocket.
     Via(Box<Via>),
 }
@@ -63,7 +72,11 @@ impl Target {
             .trim_start_matches("redis://")
             .trim_end_matches('/')
             .to_owned();
-        Ok(Target::Real { conn, addr, in_multi: false })
+        Ok(Target::Real {
+            conn,
+            addr,
+            in_multi: false,
+        })
     }
 
     /// redis-cli's prompt: `host:port> `, with `(TX)` inside MULTI.
@@ -103,7 +116,10 @@ impl Target {
                 let reply = conn
                     .execute(argv)
                     .unwrap_or_else(|e| Reply::error(format!("ERR {e}")));
-                let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
+                let name = argv
+                    .first()
+                    .map(|n| n.to_ascii_lowercase())
+                    .unwrap_or_default();
                 match (name.as_slice(), &reply) {
                     (b"multi", Reply::Status(_)) => *in_multi = true,
                     (b"exec" | b"discard", _) => *in_multi = false,
@@ -115,37 +131,90 @@ impl Target {
     }
 }
 
-/// What one input line produces. `Err` only when a lab backend is gone.
-pub fn run_line(target: &mut Target, line: &[u8]) -> Result<Option<String>, ViaError> {
+/// Set by Ctrl-C while a line runs (see [`run`]).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// A line is running: Ctrl-C stops it rather than the program.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Ctrl-C as in redis-cli: it stops a repeated command (`1000000000 INCR
+/// x`) and, at the prompt, ends the program. Installed once, for an
+/// interactive session; on a pipe the default signal action already stops
+/// everything.
+fn install_ctrl_c() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = std::thread::Builder::new().name("ctrl-c".into()).spawn(|| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    if RUNNING.load(Ordering::SeqCst) {
+                        INTERRUPTED.store(true, Ordering::SeqCst);
+                    } else {
+                        std::process::exit(130);
+                    }
+                }
+            });
+        });
+    });
+}
+
+/// Run one input line, writing each reply as it comes (a repeated command
+/// streams, as redis-cli's does, in bounded memory) until the line is done
+/// or `stop` is set. `Err` when the output fails or a lab backend is gone.
+pub fn run_line(
+    target: &mut Target,
+    line: &[u8],
+    output: &mut dyn Write,
+    stop: &AtomicBool,
+) -> Result<(), ReplError> {
     if line.len() > MAX_LINE {
-        return Ok(Some(format!(
-            "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n",
+        writeln!(
+            output,
+            "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}",
             line.len()
-        )));
+        )?;
+        return Ok(());
     }
     if let Target::Via(via) = target {
         if let Some(lab) = line.trim_ascii_start().strip_prefix(b":") {
-            return via.lab_command(lab).map(Some);
+            output.write_all(via.lab_command(lab)?.as_bytes())?;
+            return Ok(());
         }
     }
     let mut argv = match parse_line(line) {
         Ok(argv) => argv,
-        Err(e) => return Ok(Some(format!("{e}\n"))),
+        Err(e) => {
+            writeln!(output, "{e}")?;
+            return Ok(());
+        }
     };
     if argv.is_empty() {
-        return Ok(None);
+        return Ok(());
     }
     // redis-cli: a leading number repeats the command that many times.
     let repeat = match take_repeat(&mut argv) {
         Ok(n) => n,
-        Err(e) => return Ok(Some(format!("{e}\n"))),
+        Err(e) => {
+            writeln!(output, "{e}")?;
+            return Ok(());
+        }
     };
-    let text = (repeat == 1).then(|| std::str::from_utf8(line).ok()).flatten();
-    let mut out = String::new();
+    let text = (repeat == 1)
+        .then(|| std::str::from_utf8(line).ok())
+        .flatten();
     for _ in 0..repeat {
-        out.push_str(&target.answer(&argv, text)?);
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        output.write_all(target.answer(&argv, text)?.as_bytes())?;
+        output.flush()?;
     }
-    Ok(Some(out))
+    Ok(())
 }
 
 /// Is this line one of redis-cli's own `quit` / `exit`?
@@ -163,6 +232,9 @@ pub fn run(
     output: &mut dyn Write,
     interactive: bool,
 ) -> Result<(), ReplError> {
+    if interactive {
+        install_ctrl_c();
+    }
     loop {
         if interactive {
             write!(output, "{}", target.prompt())?;
@@ -173,16 +245,21 @@ pub fn run(
             None => return Ok(()),
         };
         if too_long {
-            writeln!(output, "(error) ERR line too long: the limit is {MAX_LINE} bytes")?;
+            writeln!(
+                output,
+                "(error) ERR line too long: the limit is {MAX_LINE} bytes"
+            )?;
             continue;
         }
         if is_quit(&line) {
             return Ok(());
         }
-        if let Some(text) = run_line(target, &line)? {
-            output.write_all(text.as_bytes())?;
-            output.flush()?;
-        }
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        RUNNING.store(true, Ordering::SeqCst);
+        let ran = run_line(target, &line, output, &INTERRUPTED);
+        RUNNING.store(false, Ordering::SeqCst);
+        ran?;
+        output.flush()?;
     }
 }
 
@@ -245,7 +322,49 @@ mod tests {
     #[test]
     fn bad_quotes_and_repeat_and_quit() {
         assert_eq!(session("SET k \"open\n"), "Invalid argument(s)\n");
-        assert_eq!(session("3 INCR n\nquit\nGET n\n"), "(integer) 1\n(integer) 2\n(integer) 3\n");
+        assert_eq!(
+            session("3 INCR n\nquit\nGET n\n"),
+            "(integer) 1\n(integer) 2\n(integer) 3\n"
+        );
+    }
+
+    /// A sink that sets `stop` once it has seen `after` lines, and counts
+    /// what it got.
+    struct Tripwire<'a> {
+        lines: usize,
+        after: usize,
+        stop: &'a AtomicBool,
+    }
+
+    impl Write for Tripwire<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.lines += buf.iter().filter(|&&c| c == b'\n').count();
+            if self.lines >= self.after {
+                self.stop.store(true, Ordering::SeqCst);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn repeated_commands_stream_and_stop() {
+        // Issue 16: `1000000000 INCR x` printed nothing and grew to 770 MB;
+        // redis-cli prints each reply as it comes, and Ctrl-C stops it.
+        let mut t = Target::sim(Profile::V7_0);
+        let stop = AtomicBool::new(false);
+        let mut sink = Tripwire {
+            lines: 0,
+            after: 1000,
+            stop: &stop,
+        };
+        run_line(&mut t, b"1000000000 INCR x", &mut sink, &stop).unwrap();
+        assert_eq!(sink.lines, 1000);
+        let mut out = Vec::new();
+        run_line(&mut t, b"GET x", &mut out, &AtomicBool::new(false)).unwrap();
+        assert_eq!(out, b"\"1000\"\n");
     }
 
     #[test]

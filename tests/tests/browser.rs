@@ -832,3 +832,26 @@ async fn timeline_pans(c: &Client, base: &str) {
     eventually("Shift+→ to pan", || async { left().await.filter(|x| *x > dragged) }).await;
     assert_eq!(text(c, "[data-testid=step-name]").await.as_deref(), Some("end"), "Shift+→ is not a step");
 }
+
+/// Issue 16: the scripts that aborted or froze the simulator, typed into the
+/// browser app's console: the wasm build answers each with an error (a
+/// stack overflow would have killed the page) and stays interactive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_scripts_leave_the_page_interactive() {
+    let dist = require_dist();
+    let backend = Backend::start(&dist, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (_driver, c) = browser().await;
+    open(&c, &format!("{base}/?lang=en")).await;
+    let deep = run(&c, "EVAL \"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}\" 0").await;
+    assert!(deep.contains("pattern too complex"), "{deep}");
+    // Up to the bound, the matcher runs natively in the page.
+    let bound = run(&c, "EVAL \"return {string.find(string.rep('a', 1999), string.rep('a?', 1999))}\" 0").await;
+    assert!(bound.contains("(integer) 1999"), "{bound}");
+    let native = run(&c, "EVAL \"local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y', 1, true) end\" 0").await;
+    assert!(native.contains("the simulator stopped it after"), "{native}");
+    let sort = run(&c, "EVAL \"local t = {} for i = 1, 200000 do t[i] = (i * 7919) % 200000 end for i = 1, 200 do table.sort(t) end\" 0").await;
+    assert!(sort.contains("the simulator stopped it after"), "{sort}");
+    assert_eq!(run(&c, "PING").await, "PONG");
+    assert_eq!(run(&c, "SET k v").await, "OK");
+}

@@ -307,7 +307,9 @@ locklab_tests::with_diff_files!(per_file);
 /// A redis-rs connection to `url` with the suite's timeouts.
 fn redis_rs(url: &str) -> redis::Connection {
     let client = redis::Client::open(url).expect("client");
-    let con = client.get_connection_with_timeout(IO_TIMEOUT).expect("connect");
+    let con = client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("connect");
     con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
     con
 }
@@ -907,34 +909,203 @@ fn connection_commands_agree_with_redis_server() {
 
 // --------------------------------------------------------------- stalls ---
 
+/// Send each request on `s` and collect the reply lines (simple replies
+/// only: status, error, integer).
+fn lines_for(s: &mut TcpStream, requests: &[&[&[u8]]]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| {
+            s.write_all(&req(r)).expect("write");
+            read_line(s)
+        })
+        .collect()
+}
+
 #[test]
-fn debug_sleep_stalls_every_client() {
+fn debug_sleep_holds_only_its_own_client() {
+    // Issue 16: `DEBUG SLEEP 1e300` froze sim-server for everyone until a
+    // restart. Only the sleeper waits now, and leaving frees it.
     let server = sim(Profile::V7_0);
-    let mut sleeper = connect(server.local_addr());
     let mut other = connect(server.local_addr());
-    let t0 = Instant::now();
-    // One write, so both run in one batch: once `marker` is visible the
-    // DEBUG SLEEP has begun.
-    let mut both = req(&[b"SET", b"marker", b"1"]);
-    both.extend_from_slice(&req(&[b"DEBUG", b"SLEEP", b"0.5"]));
-    sleeper.write_all(&both).expect("write");
-    let seen_at = poll("the marker", || {
-        other.write_all(&req(&[b"GET", b"marker"])).expect("write");
-        let got = read_exact_bytes(&mut other, 5);
-        if got.starts_with(b"$1") {
-            let _ = read_exact_bytes(&mut other, 2);
-            Some(t0.elapsed())
-        } else {
-            assert_eq!(got, b"$-1\r\n");
-            None
-        }
+    let mut forever = connect(server.local_addr());
+    forever
+        .write_all(&req(&[b"DEBUG", b"SLEEP", b"1e300"]))
+        .expect("write");
+    poll("the sleeper to sleep", || {
+        other.write_all(&req(&[b"CLIENT", b"LIST"])).expect("write");
+        let header = read_line(&mut other);
+        let len: usize = header[1..].parse().expect("bulk length");
+        let body = read_exact_bytes(&mut other, len + 2);
+        String::from_utf8_lossy(&body)
+            .contains("cmd=debug")
+            .then_some(())
     });
-    assert!(
-        seen_at >= Duration::from_millis(450),
-        "another client ran during DEBUG SLEEP ({seen_at:?})"
+    roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
+    // A short sleep: the sleeper's later commands run after it, on a
+    // clock that moved in wall time (its key has expired, as on Redis).
+    let mut short = connect(server.local_addr());
+    let mut batch = req(&[b"SET", b"k", b"v", b"PX", b"100"]);
+    batch.extend(req(&[b"DEBUG", b"SLEEP", b"0.3"]));
+    batch.extend(req(&[b"GET", b"k"]));
+    roundtrip(&mut short, &batch, b"+OK\r\n+OK\r\n$-1\r\n");
+    drop(forever);
+    poll("the sleeper to be freed", || {
+        (connected_clients(&mut other) == 2).then_some(())
+    });
+}
+
+/// One busy script, seen from a second client: the texts redis-server
+/// 7.0.15 gives (and sim-server must give) for BUSY, KILL and NOTBUSY.
+fn busy_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut runner = connect(addr);
+    let mut other = connect(addr);
+    let mut out = lines_for(
+        &mut other,
+        &[
+            &[b"CONFIG", b"SET", b"busy-reply-threshold", b"50"],
+            &[b"SCRIPT", b"KILL"],
+            &[b"FUNCTION", b"KILL"],
+        ],
     );
-    assert_eq!(read_exact_bytes(&mut sleeper, 10), b"+OK\r\n+OK\r\n");
-    assert!(t0.elapsed() >= Duration::from_millis(500));
+    let until_busy = |other: &mut TcpStream| {
+        poll("a BUSY reply", || {
+            other.write_all(b"PING\r\n").expect("write");
+            let line = read_line(other);
+            line.starts_with("-BUSY").then_some(line)
+        })
+    };
+    // A pure Lua loop that never ends: killable.
+    runner
+        .write_all(&req(&[
+            b"EVAL",
+            b"local x = 0\nwhile true do\n  x = x + 1\nend",
+            b"0",
+        ]))
+        .expect("write");
+    out.push(until_busy(&mut other));
+    out.extend(lines_for(
+        &mut other,
+        &[
+            &[b"GET", b"k"],
+            &[b"FUNCTION", b"KILL"],
+            &[b"SCRIPT", b"FLUSH"],
+            &[b"SCRIPT", b"KILL"],
+        ],
+    ));
+    out.push(read_line(&mut runner));
+    out.extend(lines_for(&mut other, &[&[b"PING"], &[b"SCRIPT", b"KILL"]]));
+    // A function: FUNCTION KILL, not SCRIPT KILL.
+    out.extend(lines_for(
+        &mut other,
+        &[&[
+            b"FUNCTION",
+            b"LOAD",
+            b"REPLACE",
+            b"#!lua name=spin\nredis.register_function('spin', function() while true do end end)",
+        ]],
+    ));
+    runner
+        .write_all(&req(&[b"FCALL", b"spin", b"0"]))
+        .expect("write");
+    out.push(until_busy(&mut other));
+    out.extend(lines_for(
+        &mut other,
+        &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]],
+    ));
+    out.push(read_line(&mut runner));
+    // A script that wrote cannot be killed; this one ends by itself.
+    runner
+        .write_all(&req(&[
+            b"EVAL",
+            b"redis.call('set', 'k', 'v') for i = 1, 100000000 do end return 1",
+            b"0",
+        ]))
+        .expect("write");
+    out.push(until_busy(&mut other));
+    out.extend(lines_for(
+        &mut other,
+        &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]],
+    ));
+    out.push(read_line(&mut runner));
+    out.extend(lines_for(&mut other, &[&[b"GET", b"k"]]));
+    out
+}
+
+#[test]
+fn busy_scripts_answer_busy_and_script_kill_as_redis_server_does() {
+    // Issue 16: a busy script froze every sim-server client; redis-server
+    // answers them BUSY past busy-reply-threshold and takes SCRIPT KILL.
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = busy_transcript(server.local_addr());
+    let theirs = busy_transcript(real.addr());
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.iter().any(|l| l.starts_with("-UNKILLABLE")),
+        "{ours:?}"
+    );
+    assert!(
+        ours.iter()
+            .any(|l| l.starts_with("-ERR Script killed by user with SCRIPT KILL...")),
+        "{ours:?}"
+    );
+}
+
+#[test]
+fn hostile_scripts_leave_the_server_up() {
+    // Issue 16: the first aborted sim-server (stack overflow), the second
+    // froze it for 25-30 s (uncounted native work).
+    let server = sim(Profile::V7_0);
+    let mut s = connect(server.local_addr());
+    s.write_all(&req(&[
+        b"EVAL",
+        b"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}",
+        b"0",
+    ]))
+    .expect("write");
+    let line = read_line(&mut s);
+    assert!(line.contains("pattern too complex"), "{line}");
+    s.write_all(&req(&[
+        b"EVAL",
+        b"local s = string.rep('x', 4000000) for i = 1, 8000000 do s:find('y', 1, true) end",
+        b"0",
+    ]))
+    .expect("write");
+    let line = read_line(&mut s);
+    assert!(line.contains("the simulator stopped it after"), "{line}");
+    roundtrip(&mut s, b"PING\r\n", b"+PONG\r\n");
+}
+
+#[test]
+fn clients_that_leave_while_waiting_are_freed() {
+    // Issue 16: `WAIT 1 9223372036854775807` then a disconnect leaked the
+    // connection (300 of them exhausted the file descriptors).
+    let server = sim(Profile::V7_0);
+    let mut watcher = connect(server.local_addr());
+    let waiters: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut c = connect(server.local_addr());
+            c.write_all(&req(&[b"WAIT", b"1", b"9223372036854775807"]))
+                .expect("write");
+            c
+        })
+        .collect();
+    // Every one of them is waiting (CLIENT LIST shows its last command)…
+    poll("the clients to wait", || {
+        watcher
+            .write_all(&req(&[b"CLIENT", b"LIST"]))
+            .expect("write");
+        let header = read_line(&mut watcher);
+        let len: usize = header[1..].parse().expect("bulk length");
+        let body = read_exact_bytes(&mut watcher, len + 2);
+        let waiting = String::from_utf8_lossy(&body).matches("cmd=wait").count();
+        (waiting == 50).then_some(())
+    });
+    // …and leaves.
+    drop(waiters);
+    poll("the waiting clients to be freed", || {
+        (connected_clients(&mut watcher) == 1).then_some(())
+    });
 }
 
 #[test]

@@ -56,7 +56,9 @@ fn usage() -> &'static str {
      tasks:\n  \
        dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
        lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
-       check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n"
+       check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n  \
+       fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
+     fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n"
 }
 
 fn main() -> Result<()> {
@@ -94,6 +96,7 @@ fn main() -> Result<()> {
             };
             check_trunk(&root, build)
         }
+        Some("fuzz") => fuzz(&root, &args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{}", usage());
             Ok(())
@@ -102,6 +105,61 @@ fn main() -> Result<()> {
             eprint!("{}", usage());
             std::process::exit(2);
         }
+    }
+}
+
+/// `cargo xtask fuzz`: the `locklab-fuzz` binary as a child, so that an
+/// abort (a stack overflow kills the whole process) is reported with the
+/// seed and the last input index the fuzzer logged, instead of ending
+/// the run silently. Defaults: 10 M inputs, seed 1, the engine compared
+/// with a real redis-server (`--no-diff` to skip it).
+fn fuzz(root: &Path, args: &[String]) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut fwd: Vec<String> = Vec::new();
+    let (mut inputs, mut diff, mut seed) = ("10000000".to_owned(), true, "1".to_owned());
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--inputs" => inputs = rest.next().context("--inputs needs a number")?.clone(),
+            "--seed" => seed = rest.next().context("--seed needs a number")?.clone(),
+            "--target" => fwd.extend(["--target".to_owned(), rest.next().context("--target needs a name")?.clone()]),
+            "--no-diff" => diff = false,
+            other => bail!("unknown option {other}\n\n{}", usage()),
+        }
+    }
+    fwd.extend(["--inputs".to_owned(), inputs, "--seed".to_owned(), seed.clone()]);
+    if diff {
+        fwd.push("--diff".to_owned());
+    }
+    let started = Instant::now();
+    let mut child = Command::new(cargo())
+        .args(["run", "--release", "-q", "-p", "locklab-fuzz", "--"])
+        .args(&fwd)
+        .current_dir(root)
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting locklab-fuzz")?;
+    let mut last = String::new();
+    if let Some(err) = child.stderr.take() {
+        for line in BufReader::new(err).lines() {
+            let line = line?;
+            if line.split(' ').nth(1).is_some_and(|n| n.parse::<u64>().is_ok()) {
+                last = line;
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    }
+    let status = child.wait()?;
+    println!("fuzz: {:.0?} elapsed", started.elapsed());
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(1) => bail!("the fuzzer found crashes or mismatches (see above; inputs kept in fuzz/regressions/)"),
+        _ => bail!(
+            "the fuzzer died ({status}) — an abort, such as a stack overflow — at or after input `{last}` of seed {seed}; \
+             reproduce with `cargo run --release -p locklab-fuzz -- --seed {seed} --target <target> --inputs <index+10000>`"
+        ),
     }
 }
 

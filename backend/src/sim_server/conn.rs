@@ -11,9 +11,10 @@
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
+use locklab_core::script::set_thread_limits;
 use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,7 +23,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, After, ClientInfo, Session};
-use super::{Shared, QUERY_BUFFER_LIMIT};
+use super::{Busy, Shared, QUERY_BUFFER_LIMIT, SCRIPT_WORK_LIMIT};
 
 /// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
 /// well under 1 KB, and an idle connection should cost little.
@@ -50,9 +51,6 @@ enum Stop {
     Flush,
     /// `QUIT` or a protocol error: flush and close.
     Close,
-    /// This client's `DEBUG SLEEP` froze the server until then: its reply
-    /// (and any before it) goes out when the sleep is over.
-    Frozen(Instant),
     /// `WAIT` timed out: replies before `split` go out now, the rest after
     /// the wait.
     Delay { split: usize, ms: u64 },
@@ -83,11 +81,28 @@ struct Registration {
 }
 
 impl Drop for Registration {
+    /// Never waits for the lock (a script may hold it for seconds): if it
+    /// is taken, the next holder frees the connection.
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
-        st.node.disconnect(self.id);
-        st.clients.remove(&self.id);
-        st.outboxes.remove(&self.id);
+        match self.shared.state.try_lock() {
+            Ok(mut st) => {
+                st.node.disconnect(self.id);
+                st.clients.remove(&self.id);
+                st.outboxes.remove(&self.id);
+            }
+            Err(TryLockError::Poisoned(p)) => {
+                let mut st = p.into_inner();
+                st.node.disconnect(self.id);
+                st.clients.remove(&self.id);
+                st.outboxes.remove(&self.id);
+            }
+            Err(TryLockError::WouldBlock) => self
+                .shared
+                .gone
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.id),
+        }
     }
 }
 
@@ -171,10 +186,6 @@ impl Conn {
                     let _ = stream.shutdown().await;
                     return Ok(());
                 }
-                Stop::Frozen(until) => {
-                    tokio::time::sleep_until(until.into()).await;
-                    self.flush(stream).await?;
-                }
                 Stop::Blocked => {
                     self.flush(stream).await?;
                     if !self.wait_unblocked(shared, stream).await? {
@@ -183,7 +194,24 @@ impl Conn {
                 }
                 Stop::Delay { split, ms } => {
                     stream.write_all(&self.out[..split]).await?;
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    // Wait, but notice a client that leaves: redis-server
+                    // frees a blocked client at once, whatever its timeout.
+                    let timeout = tokio::time::sleep(Duration::from_millis(ms));
+                    tokio::pin!(timeout);
+                    loop {
+                        tokio::select! {
+                            _ = &mut timeout => break,
+                            read = stream.read_buf(&mut self.input) => {
+                                if read? == 0 {
+                                    return Ok(());
+                                }
+                                let pending = self.input.len() - self.pos + self.parser.partial_bytes();
+                                if pending > QUERY_BUFFER_LIMIT {
+                                    return Ok(());
+                                }
+                            }
+                        }
+                    }
                     stream.write_all(&self.out[split..]).await?;
                     self.out.clear();
                 }
@@ -191,32 +219,90 @@ impl Conn {
         }
     }
 
-    /// Take the lock (waiting out a frozen server) and run what is buffered.
+    /// Take the lock and run what is buffered. The lock is only ever
+    /// tried: while a script holds it, this task waits without holding a
+    /// thread, and past `busy-reply-threshold` answers as redis-server's
+    /// `processEventsWhileBlocked` does (BUSY, or a KILL).
     async fn execute_buffered(&mut self, shared: &Shared) -> Stop {
         if self.pos >= self.input.len() {
             // Nothing new to parse: no need to touch the lock.
             return Stop::NeedInput;
         }
+        let mut tries = 0u32;
         loop {
-            let frozen = {
-                let mut st = shared.lock();
-                match st.frozen_until {
-                    Some(until) if until > Instant::now() => until,
-                    _ => {
-                        st.frozen_until = None;
-                        return self.process(&mut st, shared);
-                    }
+            match shared.state.try_lock() {
+                Ok(mut st) => return self.process(&mut st, shared),
+                Err(TryLockError::Poisoned(p)) => return self.process(&mut p.into_inner(), shared),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            if let Some(stop) = self.answer_while_busy(shared) {
+                return stop;
+            }
+            // Another batch is short: yield a few times, then poll gently.
+            tries += 1;
+            if tries < 64 {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    }
+
+    /// While a script has held the node past the threshold: answer the
+    /// buffered requests without the node. `None` when not busy (or not
+    /// yet), or when the next request must wait for the node after all.
+    fn answer_while_busy(&mut self, shared: &Shared) -> Option<Stop> {
+        let eval = {
+            let busy = shared.busy();
+            let b = busy.as_ref()?;
+            let threshold = shared
+                .env
+                .busy_threshold_ms
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if b.since.elapsed() < Duration::from_millis(threshold) {
+                return None;
+            }
+            b.eval
+        };
+        let mut answered = 0;
+        loop {
+            if self.out.len() >= OUT_HIGH_WATER {
+                return Some(Stop::Flush);
+            }
+            let before = self.pos;
+            match self.parser.parse(&self.input, &mut self.pos) {
+                Ok(Parsed::Incomplete) => return Some(Stop::NeedInput),
+                Ok(Parsed::Empty) => continue,
+                Err(e) => {
+                    self.out.extend_from_slice(&e.reply_bytes());
+                    return Some(Stop::Close);
                 }
-            };
-            // Someone's DEBUG SLEEP: wait without holding the lock or a
-            // thread, then look again.
-            tokio::time::sleep_until(frozen.into()).await;
+                Ok(Parsed::Command) => {
+                    let reply = match busy_reply(self.parser.argv(), eval, shared) {
+                        Some(r) => r,
+                        None => {
+                            // An allow-busy command that needs the node
+                            // (AUTH, HELLO, MULTI...): it waits for it.
+                            self.pos = before;
+                            self.parser = Parser::new();
+                            return if answered > 0 {
+                                Some(Stop::Flush)
+                            } else {
+                                None
+                            };
+                        }
+                    };
+                    answered += 1;
+                    resp::encode(&mut self.out, &reply, self.sess.resp3);
+                }
+            }
         }
     }
 
     /// Parse and run every complete request in the buffer (up to the batch
     /// limits). Runs under the lock, never awaits.
     fn process(&mut self, st: &mut wire::State, shared: &Shared) -> Stop {
+        shared.reap(st);
         let mut ran = 0;
         let stop = loop {
             if ran >= MAX_BATCH || self.out.len() >= OUT_HIGH_WATER {
@@ -234,7 +320,10 @@ impl Conn {
                     let argv = self.parser.argv();
                     remember(&mut self.last_argv, argv);
                     let now_ms = shared.clock.now_ms();
-                    let (reply, after) = run_guarded(st, &mut self.sess, &shared.env, now_ms, argv);
+                    let (reply, after) = match script_kind(argv) {
+                        Some(eval) => run_script(st, &mut self.sess, shared, now_ms, argv, eval),
+                        None => run_guarded(st, &mut self.sess, &shared.env, now_ms, argv),
+                    };
                     let resp3 = self.sess.resp3;
                     route(st, self.sess.id, &mut self.out);
                     match after {
@@ -243,15 +332,6 @@ impl Conn {
                         After::Close => {
                             resp::encode(&mut self.out, &reply, resp3);
                             break Stop::Close;
-                        }
-                        After::FreezeServer(ms) => {
-                            resp::encode(&mut self.out, &reply, resp3);
-                            let now = Instant::now();
-                            let until = now
-                                .checked_add(Duration::from_millis(ms))
-                                .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
-                            st.frozen_until = Some(until);
-                            break Stop::Frozen(until);
                         }
                         After::DelayReply(ms) => {
                             let split = self.out.len();
@@ -278,7 +358,7 @@ impl Conn {
     async fn wait_unblocked(&mut self, shared: &Shared, stream: &mut TcpStream) -> io::Result<bool> {
         loop {
             let deadline = {
-                let st = shared.lock();
+                let st = lock_soon(shared).await;
                 if !st.node.is_blocked(self.sess.id) {
                     return Ok(true);
                 }
@@ -301,7 +381,7 @@ impl Conn {
                 },
                 () = timer => {
                     {
-                        let mut st = shared.lock();
+                        let mut st = lock_soon(shared).await;
                         st.node.set_time(shared.clock.now_ms());
                         route(&mut st, self.sess.id, &mut self.out);
                     }
@@ -349,6 +429,18 @@ impl Conn {
     }
 }
 
+/// The node's lock, waited for without holding a runtime thread: a busy
+/// script may hold it for seconds (see `execute_buffered`).
+async fn lock_soon(shared: &Shared) -> std::sync::MutexGuard<'_, wire::State> {
+    loop {
+        match shared.state.try_lock() {
+            Ok(st) => return st,
+            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(TryLockError::WouldBlock) => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+    }
+}
+
 /// Hand out what the node produced for connections besides the running
 /// command's reply: entries for `me` go into its output now (before the
 /// reply, as redis-server writes them during the command), the others are
@@ -376,6 +468,108 @@ fn remember(slot: &mut Vec<Vec<u8>>, argv: &[Vec<u8>]) {
         dst.clear();
         dst.extend_from_slice(&src[..src.len().min(64)]);
     }
+}
+
+/// Is this a script (EVAL family: true, FCALL family: false)?
+fn script_kind(argv: &[Vec<u8>]) -> Option<bool> {
+    let name = argv.first()?;
+    for (n, eval) in [
+        (&b"eval"[..], true),
+        (b"evalsha", true),
+        (b"eval_ro", true),
+        (b"evalsha_ro", true),
+        (b"fcall", false),
+        (b"fcall_ro", false),
+    ] {
+        if name.eq_ignore_ascii_case(n) {
+            return Some(eval);
+        }
+    }
+    None
+}
+
+/// Run a script: announce it to the other connections, let it be killed,
+/// and keep the runtime's other tasks moving while it holds this thread.
+fn run_script(
+    st: &mut wire::State,
+    sess: &mut Session,
+    shared: &Shared,
+    now_ms: u64,
+    argv: &[Vec<u8>],
+    eval: bool,
+) -> (Reply, After) {
+    shared.control.reset();
+    *shared.busy() = Some(Busy {
+        since: Instant::now(),
+        eval,
+    });
+    set_thread_limits(Some(Arc::clone(&shared.control)), SCRIPT_WORK_LIMIT);
+    let mut run = || run_guarded(st, sess, &shared.env, now_ms, argv);
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let out = if multi_thread {
+        tokio::task::block_in_place(run)
+    } else {
+        run()
+    };
+    *shared.busy() = None;
+    set_thread_limits(None, locklab_core::script::INSTRUCTION_LIMIT);
+    shared.control.reset();
+    out
+}
+
+/// The reply to a request that arrives while a script is busy
+/// (`processCommand`'s `isInsideYieldingLongCommand` check and
+/// `scriptKill`), or `None` for an allow-busy command that needs the node.
+fn busy_reply(argv: &[Vec<u8>], eval: bool, shared: &Shared) -> Option<Reply> {
+    const SLOW_EVAL: &str =
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    const SLOW_SCRIPT: &str =
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+    let busy = || Reply::error(if eval { SLOW_EVAL } else { SLOW_SCRIPT });
+    let name = String::from_utf8_lossy(argv.first()?).to_ascii_lowercase();
+    let kill_of = |container: &str| {
+        name == container && argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"kill")
+    };
+    let kill_eval = kill_of("script");
+    if kill_eval || kill_of("function") {
+        let reply = if shared.control.wrote() {
+            Reply::error(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. \
+                 You can either wait the script termination or kill the server in a hard way using \
+                 the SHUTDOWN NOSAVE command.",
+            )
+        } else if kill_eval && !eval {
+            Reply::error(SLOW_SCRIPT)
+        } else if !kill_eval && eval {
+            Reply::error(SLOW_EVAL)
+        } else {
+            shared.control.kill();
+            Reply::ok()
+        };
+        return Some(reply);
+    }
+    // CMD_ALLOW_BUSY commands wait for the node (the simulator has no
+    // event loop to serve them from inside the script).
+    let allow_busy = matches!(
+        name.as_str(),
+        "auth"
+            | "hello"
+            | "quit"
+            | "reset"
+            | "multi"
+            | "discard"
+            | "watch"
+            | "unwatch"
+            | "shutdown"
+    ) || (name == "function"
+        && argv
+            .get(1)
+            .is_some_and(|s| s.eq_ignore_ascii_case(b"stats")));
+    if allow_busy {
+        return None;
+    }
+    Some(busy())
 }
 
 /// Run one request; a panic inside the simulator becomes an error reply

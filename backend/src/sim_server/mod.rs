@@ -5,7 +5,7 @@
 //! # Shape
 //!
 //! ```text
-//!  TCP ──▶ connection task ──(one lock per batch)──▶ State { Node, clients, frozen_until }
+//!  TCP ──▶ connection task ──(one lock per batch)──▶ State { Node, clients, outboxes }
 //!          parse ▸ run ▸ encode                        │
 //!          ◀── one write per batch ───────────────────┘
 //! ```
@@ -33,12 +33,25 @@
 //!   `elapsed` comes from the monotonic clock. So TTLs run in real time, `EXAT`/`PXAT` with real Unix times
 //!   work, and a wall-clock jump on the host never jumps the node.
 //! * **Stalls.** `DEBUG SLEEP` freezes redis-server's only thread, so every
-//!   client waits. The node moves its virtual clock at once and reports the
-//!   stall; the server then marks itself frozen until the wall clock catches
-//!   up, and no command of any connection runs until then (the connections
-//!   wait asynchronously, no thread is blocked). A `WAIT` that times out only
-//!   blocks its own client on redis-server, so only that client's reply is
-//!   delayed, and the node's clock is left alone (see `wire`).
+//!   client waits; on a shared sim-server, `DEBUG SLEEP 1e300` would freeze
+//!   everyone until a restart. So only the sleeping client waits (its reply
+//!   and what it sent after come after the sleep, in wall time), and the
+//!   others carry on. A `WAIT` that times out only blocks its own client on
+//!   redis-server too. Both leave the node's clock alone (see `wire`), and
+//!   a client that leaves while it waits is freed at once.
+//! * **Busy scripts.** A script holds the node, as in redis-server, on the
+//!   thread that runs it (`block_in_place`, so the runtime's other tasks
+//!   move on). Past `busy-reply-threshold` (`lua-time-limit`, 5000 ms,
+//!   settable with `CONFIG SET`) every other client gets redis-server's
+//!   `-BUSY` reply, and `SCRIPT KILL` / `FUNCTION KILL` stop the script
+//!   through core's [`ScriptControl`] (`UNKILLABLE` once it wrote). A
+//!   script nobody kills is stopped by core after [`SCRIPT_WORK_LIMIT`]
+//!   instructions (about half a minute of work).
+//! * **Limits.** At most [`MAX_CLIENTS`] connections (redis-server's
+//!   `maxclients`; the next gets `-ERR max number of clients reached`), each
+//!   with a 4 KB input buffer that grows only for a request in progress (up
+//!   to `client-query-buffer-limit`) and a reply buffer flushed every
+//!   64 KB.
 //!
 //! # Layout
 //!
@@ -60,7 +73,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use locklab_core::server::{Node, Profile, EPOCH_MS};
+use locklab_core::script::ScriptControl;
+use locklab_core::server::{ConnId, Node, Profile, EPOCH_MS};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -71,6 +85,21 @@ pub use bench::{benchmark, run_redis_benchmark, BenchLine};
 /// does not yet form a complete command (1 GB, redis-server's default). A
 /// client over it is disconnected without a reply, as redis-server does.
 pub const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
+
+/// `maxclients`: connections served at once. One more is told so and closed,
+/// as redis-server does, so a flood of idle clients cannot exhaust the
+/// process's file descriptors.
+pub const MAX_CLIENTS: usize = 10_000;
+
+/// The work budget of one script on sim-server (instructions plus native
+/// work): far past `busy-reply-threshold`, so that BUSY and SCRIPT KILL
+/// happen as in redis-server, yet finite, so a script nobody kills still
+/// ends (after about half a minute natively).
+pub const SCRIPT_WORK_LIMIT: u64 = 3_000_000_000;
+
+/// Stack for the runtime's threads: scripts run on them, and Lua's pattern
+/// matcher recurses natively (core bounds the depth for smaller stacks).
+const THREAD_STACK: usize = 8 << 20;
 
 /// After a failed `accept` (most likely out of file descriptors), wait this
 /// long before trying again instead of spinning.
@@ -83,6 +112,47 @@ pub struct Config {
     /// 0 picks a free port (see [`Server::local_addr`]).
     pub port: u16,
     pub profile: Profile,
+}
+
+/// Feed `chunks` to the request parser as a connection receives them
+/// (parse what is complete, keep the rest, compact as `conn` does), encode
+/// a reply per command in RESP2 and RESP3, and return how many commands
+/// parsed; `None` when the parser refused the stream (the connection would
+/// close). For the fuzzer (`locklab-fuzz`): it must never panic, and the
+/// parser's pending state must stay within the query-buffer limit.
+#[doc(hidden)]
+pub fn fuzz_resp(chunks: &[&[u8]]) -> Option<usize> {
+    let mut parser = resp::Parser::new();
+    let mut input: Vec<u8> = Vec::new();
+    let mut pos = 0;
+    let mut commands = 0;
+    let mut out = Vec::new();
+    for chunk in chunks {
+        input.extend_from_slice(chunk);
+        loop {
+            match parser.parse(&input, &mut pos) {
+                Ok(resp::Parsed::Incomplete) => break,
+                Ok(resp::Parsed::Empty) => {}
+                Ok(resp::Parsed::Command) => {
+                    commands += 1;
+                    let reply = locklab_core::Reply::Array(
+                        parser.argv().iter().map(|a| locklab_core::Reply::Bulk(a.clone())).collect(),
+                    );
+                    out.clear();
+                    resp::encode(&mut out, &reply, commands % 2 == 0);
+                }
+                Err(e) => {
+                    let _ = e.reply_bytes();
+                    return None;
+                }
+            }
+            assert!(pos <= input.len(), "the parser ran past its input");
+        }
+        assert!(parser.partial_bytes() <= input.len() + QUERY_BUFFER_LIMIT);
+        input.drain(..pos);
+        pos = 0;
+    }
+    Some(commands)
 }
 
 /// The wall clock the node follows: Unix milliseconds, never going back.
@@ -117,11 +187,25 @@ impl Clock {
     }
 }
 
+/// The script running now, for the clients it keeps waiting.
+struct Busy {
+    since: Instant,
+    /// EVAL (true) or FCALL: which BUSY text, which KILL.
+    eval: bool,
+}
+
 /// What every connection task shares.
 struct Shared {
     state: Mutex<wire::State>,
     env: wire::Env,
     clock: Clock,
+    /// Set while a script runs (it holds `state`).
+    busy: Mutex<Option<Busy>>,
+    /// How the running script is killed, and whether it wrote.
+    control: Arc<ScriptControl>,
+    /// Connections that left while the node was held: taken out of the
+    /// node by the next holder of the lock.
+    gone: Mutex<Vec<ConnId>>,
 }
 
 impl Shared {
@@ -130,6 +214,20 @@ impl Shared {
     /// the best thing we have, so keep serving.
     fn lock(&self) -> MutexGuard<'_, wire::State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn busy(&self) -> MutexGuard<'_, Option<Busy>> {
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Free the connections that left while someone else held the node.
+    fn reap(&self, st: &mut wire::State) {
+        let gone = std::mem::take(&mut *self.gone.lock().unwrap_or_else(PoisonError::into_inner));
+        for id in gone {
+            st.node.disconnect(id);
+            st.clients.remove(&id);
+            st.outboxes.remove(&id);
+        }
     }
 }
 
@@ -193,14 +291,19 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         state: Mutex::new(wire::State {
             node: Node::new(cfg.profile),
             clients: BTreeMap::new(),
-            frozen_until: None,
             outboxes: BTreeMap::new(),
         }),
         env: wire::Env {
             profile: cfg.profile,
             local_addr,
+            busy_threshold_ms: Arc::new(std::sync::atomic::AtomicU64::new(
+                wire::BUSY_REPLY_THRESHOLD_MS,
+            )),
         },
         clock: Clock::new(),
+        busy: Mutex::new(None),
+        control: Arc::new(ScriptControl::new()),
+        gone: Mutex::new(Vec::new()),
     });
     let (tx, rx) = oneshot::channel();
     tokio::spawn(accept_loop(listener, shared, rx));
@@ -217,6 +320,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
 pub fn spawn(cfg: Config) -> io::Result<Server> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(THREAD_STACK)
         .thread_name("sim-server")
         .enable_all()
         .build()?;
@@ -227,7 +331,11 @@ pub fn spawn(cfg: Config) -> io::Result<Server> {
 
 /// `locklab sim-server`: serve until Ctrl-C (or SIGTERM).
 pub fn run(cfg: Config) -> io::Result<()> {
+    // At least two workers: a busy script holds one.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_stack_size(THREAD_STACK)
         .thread_name("sim-server")
         .enable_all()
         .build()?;
@@ -278,6 +386,13 @@ async fn accept_loop(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
+                Ok((mut stream, _)) if conns.len() >= MAX_CLIENTS => {
+                    // acceptCommonHandler: told, then closed.
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncWriteExt;
+                        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+                    });
+                }
                 Ok((stream, peer)) => {
                     // Replies are written whole, once per batch: Nagle's
                     // delay would only add latency (redis-server sets it too).

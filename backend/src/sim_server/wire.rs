@@ -26,6 +26,8 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use locklab_core::server::glob::glob_match;
@@ -43,9 +45,6 @@ pub(crate) enum After {
     Continue,
     /// `QUIT`: send the reply, then close.
     Close,
-    /// `DEBUG SLEEP` (also inside `EXEC`): redis-server's one thread sleeps,
-    /// so every client waits this many milliseconds.
-    FreezeServer(u64),
     /// `WAIT` that timed out: only this client waits (redis-server blocks
     /// the client, not the server) before its reply is sent.
     DelayReply(u64),
@@ -71,17 +70,17 @@ pub(crate) struct ClientInfo {
 }
 
 /// Everything behind the server's one lock: the node, the connections'
-/// wire-level records, and whether the server is frozen in a `DEBUG SLEEP`.
+/// wire-level records.
 pub(crate) struct State {
     pub(crate) node: Node,
     pub(crate) clients: BTreeMap<ConnId, ClientInfo>,
-    /// While `Some(t)` with `t` in the future, no command runs anywhere:
-    /// the `DEBUG SLEEP` of one client holds up all of them.
-    pub(crate) frozen_until: Option<Instant>,
     /// Where to send what the node produces for a connection outside its
     /// own request (a served `BLPOP`, a pub/sub message): encoded bytes.
     pub(crate) outboxes: BTreeMap<ConnId, tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
 }
+
+/// `busy-reply-threshold` (alias `lua-time-limit`) at start, in ms.
+pub(crate) const BUSY_REPLY_THRESHOLD_MS: u64 = 5000;
 
 /// What one connection knows about itself without the lock.
 #[derive(Debug, Clone, Copy)]
@@ -96,6 +95,9 @@ pub(crate) struct Session {
 pub(crate) struct Env {
     pub(crate) profile: Profile,
     pub(crate) local_addr: SocketAddr,
+    /// `busy-reply-threshold`, shared with the connections that read it
+    /// while a script holds the node.
+    pub(crate) busy_threshold_ms: Arc<AtomicU64>,
 }
 
 /// One handler's view: the locked state, the connection, the server facts.
@@ -307,19 +309,22 @@ pub(crate) fn dispatch(
         return (w.handler)(&mut cx, argv);
     }
     st.node.set_time(now_ms);
+    if let Some(ms) = debug_sleep_ms(argv) {
+        return sleep_on_wall_clock(st, sess, argv, ms);
+    }
     if let Some(timeout) = lone_wait_timeout(argv) {
         return wait_on_wall_clock(st, sess, argv, timeout);
     }
     let Some(reply) = st.node.execute_or_block(sess.id, argv) else {
         return (Reply::Nil, After::Block);
     };
+    // A stall left here is a WAIT's or a DEBUG SLEEP's inside EXEC: it
+    // delays this client's reply, never the server.
     let stall = st.node.last_stall_ms();
     let after = if stall == 0 {
         After::Continue
-    } else if name.eq_ignore_ascii_case(b"wait") {
-        After::DelayReply(stall)
     } else {
-        After::FreezeServer(stall)
+        After::DelayReply(stall)
     };
     (reply, after)
 }
@@ -333,6 +338,44 @@ fn lone_wait_timeout(argv: &[Vec<u8>]) -> Option<u64> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// `DEBUG SLEEP <seconds>` outside a transaction: the sleep in ms
+/// (`strtod` semantics: what does not parse sleeps 0).
+fn debug_sleep_ms(argv: &[Vec<u8>]) -> Option<u64> {
+    match argv {
+        [name, sub, secs]
+            if name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"sleep") =>
+        {
+            let secs: f64 = std::str::from_utf8(secs).ok()?.trim().parse().ok()?;
+            let ms = secs * 1000.0;
+            // `as` saturates: 1e300 s is u64::MAX ms, a sleep that never ends.
+            (ms >= 1.0).then_some(ms as u64)
+        }
+        _ => None,
+    }
+}
+
+/// `DEBUG SLEEP`, kept off the node's clock and off the other clients.
+///
+/// redis-server's one thread sleeps, so every client waits: on a server
+/// shared by a classroom, `DEBUG SLEEP 1e300` would freeze everyone until a
+/// restart. Here only the sleeping client waits — its reply, and what it
+/// sent after, come after the sleep of wall time, when keys have expired as
+/// they would have — while the others carry on; a client that leaves is
+/// freed at once. The node is asked `DEBUG SLEEP 0` (the same replies, the
+/// same `QUEUED` inside `MULTI`, no clock change).
+fn sleep_on_wall_clock(
+    st: &mut State,
+    sess: &mut Session,
+    argv: &[Vec<u8>],
+    ms: u64,
+) -> (Reply, After) {
+    let probe = [argv[0].clone(), argv[1].clone(), b"0".to_vec()];
+    match st.node.execute(sess.id, &probe) {
+        reply @ Reply::Status(_) => (reply, After::DelayReply(ms)),
+        other => (other, After::Continue),
     }
 }
 
@@ -1031,12 +1074,18 @@ fn config_params(env: &Env) -> Vec<(&'static str, String)> {
         ("appendfsync", "everysec".into()),
         ("appendonly", "no".into()),
         ("bind", env.local_addr.ip().to_string()),
-        ("busy-reply-threshold", "5000".into()),
+        (
+            "busy-reply-threshold",
+            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
+        ),
         ("client-query-buffer-limit", QUERY_BUFFER_LIMIT.to_string()),
         ("cluster-enabled", "no".into()),
         ("databases", DATABASES.to_string()),
         ("hz", "10".into()),
-        ("lua-time-limit", "5000".into()),
+        (
+            "lua-time-limit",
+            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
+        ),
         ("maxclients", "10000".into()),
         ("maxmemory", "0".into()),
         ("maxmemory-policy", "noeviction".into()),
@@ -1053,8 +1102,8 @@ fn config_params(env: &Env) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// `CONFIG GET pattern [pattern ...]` (read-only: the simulator's settings
-/// are fixed).
+/// `CONFIG GET pattern [pattern ...]`; `CONFIG SET` only for
+/// `busy-reply-threshold` / `lua-time-limit` (the other settings are fixed).
 fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     let sub = match subcommand(wire("config"), argv, cx.env.profile) {
         Ok(s) => s,
@@ -1073,9 +1122,7 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
                 .collect();
             Reply::Map(pairs)
         }
-        "set" => Reply::error(
-            "ERR CONFIG SET is not supported by locklab sim-server: its settings are fixed",
-        ),
+        "set" => config_set(cx.env, &argv[2..]),
         "resetstat" => Reply::error("ERR CONFIG RESETSTAT is not supported by locklab sim-server"),
         "rewrite" => Reply::error("ERR The server is running without a config file"),
         _ => help(&[
@@ -1089,6 +1136,35 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
         ]),
     };
     (reply, After::Continue)
+}
+
+/// `CONFIG SET name value [name value ...]` for the busy threshold.
+fn config_set(env: &Env, pairs: &[Vec<u8>]) -> Reply {
+    if !pairs.len().is_multiple_of(2) {
+        return wrong_args("config|set");
+    }
+    let mut value = None;
+    for pair in pairs.chunks(2) {
+        let name = text(&pair[0]).to_lowercase();
+        if name != "busy-reply-threshold" && name != "lua-time-limit" {
+            return Reply::error(
+                "ERR CONFIG SET is not supported by locklab sim-server for this setting: only busy-reply-threshold (lua-time-limit) can change",
+            );
+        }
+        match string2ll(&pair[1]) {
+            Some(ms) if ms >= 0 => value = Some(ms as u64),
+            _ => {
+                return Reply::Error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - argument couldn't be parsed into an integer",
+                    text(&pair[0])
+                ))
+            }
+        }
+    }
+    if let Some(ms) = value {
+        env.busy_threshold_ms.store(ms, Ordering::Relaxed);
+    }
+    Reply::ok()
 }
 
 /// `cmd=` of `CLIENT LIST`: `get`, or `client|setname` for a container.
@@ -1129,18 +1205,14 @@ mod tests {
                 lib_ver: None,
             },
         );
-        let st = State {
-            node,
-            clients,
-            frozen_until: None,
-                outboxes: BTreeMap::new(),
-        };
+        let st = State { node, clients, outboxes: BTreeMap::new() };
         (
             st,
             Session { id, resp3: false },
             Env {
                 profile,
                 local_addr: addr,
+                busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
             },
         )
     }

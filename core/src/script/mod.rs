@@ -67,6 +67,7 @@
 //! The command syntax (argv parsing, subcommands, arity) lives next to the
 //! other commands, in `server/cmd/scripting.rs`.
 
+pub mod control;
 pub mod convert;
 pub mod meta;
 mod vm;
@@ -76,9 +77,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::reply::Reply;
 use crate::server::ScriptHost;
+pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
+pub use vm::{
+    logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION,
+    REDIS_VERSION_NUM,
+};
 use vm::{with_vm, Target};
-pub use vm::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM};
 
 /// Node ids for the per-thread VM's library table. Only identity matters
 /// (they never reach a reply), so a global counter is fine.

@@ -674,6 +674,134 @@ end
 
 coroutine_lib.wrap = C(cowrap_w)
 
+--------------------------------------------------------------------------
+-- Native work in the budget, and bounded pattern recursion
+--------------------------------------------------------------------------
+
+-- The VM's instruction budget counts Lua instructions, not the work a
+-- builtin does inside one: `s:find("y", 1, true)` on a 4 MB string, or
+-- `table.sort` of a million items, is one instruction. Those builtins are
+-- wrapped here to charge their work first (rust.charge stops the run,
+-- uncatchably, once instructions plus native work pass the budget).
+-- Pattern matching is charged by the matcher itself, step by step, so a
+-- plain find (or a pattern without specials, which lstrlib also searches
+-- with memchr) is charged for the bytes it scanned. Lua 5.1's matcher recurses once per pattern item with a
+-- suffix (and per capture), natively: a pattern that would recurse deeper
+-- than rust.pattern_ok allows is refused with Lua 5.2's "pattern too
+-- complex" instead of overflowing the stack.
+local RAW = {
+  find = string_lib.find, match = string_lib.match, gmatch = string_lib.gmatch,
+  gsub = string_lib.gsub, rep = string_lib.rep, upper = string_lib.upper,
+  lower = string_lib.lower, reverse = string_lib.reverse,
+  sort = table_lib.sort, concat = table_lib.concat,
+}
+local charge, pattern_ok = rust.charge, rust.pattern_ok
+local function pass(...) return ... end
+local SPECIALS = "[%^%$%*%+%?%.%(%[%%%-]"
+local function check_pattern(p)
+  local tp = type(p)
+  if (tp == "string" or tp == "number") and not pattern_ok(p .. "") then
+    error("pattern too complex", 3)
+  end
+end
+local function find_w(...)
+  local s, p, init, plain = ...
+  if type(s) == "string" and type(p) == "string" and (plain or not find(p, SPECIALS)) then
+    -- A plain search (memchr-fast, but uncounted by the VM): charge the
+    -- bytes it scanned.
+    local a, b = RAW.find(...)
+    if a == nil then
+      charge(#s)
+      return nil
+    end
+    charge(a)
+    return a, b
+  end
+  check_pattern(p)
+  return pass(RAW.find(...))
+end
+local function match_w(...)
+  local _, p = ...
+  check_pattern(p)
+  return pass(RAW.match(...))
+end
+local function gmatch_w(...)
+  local _, p = ...
+  check_pattern(p)
+  return pass(RAW.gmatch(...))
+end
+local function gsub_w(...)
+  local _, p = ...
+  check_pattern(p)
+  return pass(RAW.gsub(...))
+end
+local function len_of(s)
+  local ts = type(s)
+  if ts == "string" then return #s end
+  if ts == "number" then return #(s .. "") end
+  return 0
+end
+local function rep_w(...)
+  local s, n = ...
+  if type(n) == "number" and n > 0 then
+    -- Past the memory ceiling the VM's own memory stop answers instead.
+    local total = len_of(s) * n
+    if total <= config.memory_limit then charge(total) end
+  end
+  return pass(RAW.rep(...))
+end
+local function upper_w(...)
+  charge(len_of((...)))
+  return pass(RAW.upper(...))
+end
+local function lower_w(...)
+  charge(len_of((...)))
+  return pass(RAW.lower(...))
+end
+local function reverse_w(...)
+  charge(len_of((...)))
+  return pass(RAW.reverse(...))
+end
+local function sort_w(...)
+  local t = ...
+  if type(t) == "table" then
+    local n = #t
+    if n > 1 then charge(n * (floor(math_lib.log(n) / math_lib.log(2)) + 1)) end
+  end
+  return pass(RAW.sort(...))
+end
+local function concat_w(...)
+  local t = ...
+  if type(t) == "table" then charge(#t) end
+  return pass(RAW.concat(...))
+end
+string_lib.find, string_lib.match, string_lib.gmatch, string_lib.gsub =
+  C(find_w), C(match_w), C(gmatch_w), C(gsub_w)
+string_lib.rep, string_lib.upper, string_lib.lower, string_lib.reverse =
+  C(rep_w), C(upper_w), C(lower_w), C(reverse_w)
+table_lib.sort, table_lib.concat = C(sort_w), C(concat_w)
+
+-- SCRIPT KILL / FUNCTION KILL: redis-server's luaMaskCountHook, every
+-- config.tick_interval instructions. When the host asked for a kill,
+-- remember where the script was (for the error's location) and have the
+-- run stopped; rust.kill makes the VM's own abort fire, which pcall cannot
+-- catch.
+local tick, kill = rust.tick, rust.kill
+debug.sethook(function()
+  if tick() then
+    local level, i = 2, nil
+    while true do
+      i = getinfo(level, "Sl")
+      if i == nil or (i.source ~= INTERNAL and i.what ~= "C") then break end
+      level = level + 1
+    end
+    local e = { err = "ERR Script killed by user with SCRIPT KILL..." }
+    if i then e.source, e.line = i.source, i.currentline end
+    LAST_ERR = e
+    kill()
+  end
+end, "", config.tick_interval)
+
 local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
 local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
 local C_tostring, C_getmetatable, C_setmetatable = C(tostring_w), C(getmetatable_w), C(setmetatable_w)

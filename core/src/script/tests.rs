@@ -478,3 +478,207 @@ mod never_panics {
         }
     }
 }
+
+/// Run `f` on a thread with a small stack (a browser's or a tokio
+/// worker's, not the test harness's), so a native recursion that would
+/// overflow a real deployment overflows here too.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn deep_patterns_get_a_lua_error_instead_of_a_stack_overflow() {
+    on_small_stack(|| {
+        let (mut s, mut h) = (Scripting::new(), Fake::default());
+        // Issue 16: redis-server answers 1, 20000 on its 8 MB stack; the
+        // simulator refuses as Lua 5.2 does rather than overflow.
+        for n in [20_000, 100_000] {
+            for f in ["find", "match", "gmatch", "gsub"] {
+                let body = if f == "gsub" {
+                    format!(
+                        "return {{string.gsub(string.rep('a', {n}), string.rep('a?', {n}), 'x')}}"
+                    )
+                } else if f == "gmatch" {
+                    format!("for m in string.gmatch(string.rep('a', {n}), string.rep('a?', {n})) do end")
+                } else {
+                    format!("return {{string.{f}(string.rep('a', {n}), string.rep('a?', {n}))}}")
+                };
+                let e = err_text(run(&mut s, &mut h, &["EVAL", &body, "0"]));
+                assert!(e.contains("pattern too complex"), "{f} {n}: {e}");
+            }
+            let e = err_text(run(
+                &mut s,
+                &mut h,
+                &[
+                    "EVAL",
+                    &format!("return ('a'):find(string.rep('(', {n}))"),
+                    "0",
+                ],
+            ));
+            assert!(e.contains("pattern too complex"), "{e}");
+        }
+        // Up to the bound the matcher runs, natively, on this small stack.
+        let n = super::MAX_PATTERN_DEPTH - 1;
+        let body = format!("return {{string.find(string.rep('a', {n}), string.rep('a?', {n}))}}");
+        assert_eq!(
+            run(&mut s, &mut h, &["EVAL", &body, "0"]),
+            Reply::Array(vec![Reply::Integer(1), Reply::Integer(n as i64)])
+        );
+        let body = format!(
+            "return (string.rep('a', {n})):match(string.rep('(a)', 30) .. string.rep('a-', 1000))"
+        );
+        assert_eq!(
+            run(&mut s, &mut h, &["EVAL", &body, "0"]),
+            Reply::bulk(b"a".to_vec())
+        );
+    });
+}
+
+#[test]
+fn wrapped_builtins_keep_their_results_and_error_texts() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let cases: &[(&str, Reply)] = &[
+        (
+            "return {('a.b.c'):find('.', 2, true)}",
+            Reply::Array(vec![Reply::Integer(2), Reply::Integer(2)]),
+        ),
+        (
+            "return {('a%b\\0c'):find('%b\\0', 1, true)}",
+            Reply::Array(vec![Reply::Integer(2), Reply::Integer(4)]),
+        ),
+        ("return {('abc'):find('', 10, true)}", Reply::Array(vec![])),
+        (
+            "return {('abc'):find('', 4, true)}",
+            Reply::Array(vec![Reply::Integer(4), Reply::Integer(3)]),
+        ),
+        ("return {('abc'):find('b', -1, true)}", Reply::Array(vec![])),
+        (
+            "local t = {3, 1, 2} table.sort(t) return table.concat(t, ',')",
+            Reply::bulk(b"1,2,3".to_vec()),
+        ),
+        (
+            "return string.rep('ab', 3) .. ('x'):upper() .. ('Y'):lower() .. ('ab'):reverse()",
+            Reply::bulk(b"abababXyba".to_vec()),
+        ),
+        (
+            "return {string.gsub('hello', 'l+', 'L')}",
+            Reply::Array(vec![Reply::bulk(b"heLo".to_vec()), Reply::Integer(1)]),
+        ),
+    ];
+    for (body, want) in cases {
+        assert_eq!(&run(&mut s, &mut h, &["EVAL", body, "0"]), want, "{body}");
+    }
+}
+
+#[test]
+fn native_work_counts_in_the_budget() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    // Issue 16: each of these froze sim-server for 25-50 s; every
+    // builtin call was one instruction.
+    for body in [
+        "local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y', 1, true) end",
+        "local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y') end",
+        "local t = {} for i = 1, 200000 do t[i] = (i * 7919) % 200000 end for i = 1, 200 do table.sort(t) end",
+        "local s = string.rep('x', 4000000) for i = 1, 8000 do local u = s:upper() end",
+        "local t = {} for i = 1, 100000 do t[i] = 'x' end for i = 1, 8000 do local u = table.concat(t) end",
+        "for i = 1, 8000 do local u = string.rep('x', 4000000) end",
+        // pcall cannot swallow the stop.
+        "local s = string.rep('x', 4000000) for i = 1, 8000 do pcall(string.find, s, 'y', 1, true) end",
+    ] {
+        let r = run(&mut s, &mut h, &["EVAL", body, "0"]);
+        assert!(
+            matches!(&r, Reply::Error(e) if e.starts_with("ERR Error running script: the simulator stopped it after 10000000 instructions")),
+            "{body}: {r:?}"
+        );
+    }
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return 1", "0"]),
+        Reply::Integer(1)
+    );
+}
+
+#[test]
+fn a_host_can_kill_a_running_script_unless_it_wrote() {
+    use super::{set_thread_limits, ScriptControl};
+    use std::sync::Arc;
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let control = Arc::new(ScriptControl::new());
+    // A budget far beyond the kill, as sim-server sets it.
+    set_thread_limits(Some(control.clone()), 2_000_000_000);
+    control.kill();
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &["EVAL", "local x = 0\nwhile true do\n  x = x + 1\nend", "0"],
+    ));
+    assert_eq!(
+        e,
+        "ERR Script killed by user with SCRIPT KILL... script: a26678af0d7a323cd31c55bd79d8ad906cae8ef6, on @user_script:3."
+    );
+    // pcall cannot catch the kill either.
+    let e = err_text(run(
+        &mut s,
+        &mut h,
+        &[
+            "EVAL",
+            "while true do pcall(function() while true do end end) end",
+            "0",
+        ],
+    ));
+    assert!(
+        e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+        "{e}"
+    );
+    control.reset();
+    assert!(!control.wrote());
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "redis.call('set', 'k', 'v') return 1", "0"]
+        ),
+        Reply::Integer(1)
+    );
+    assert!(control.wrote());
+    control.reset();
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "return redis.call('get', 'k')", "0"]
+        ),
+        Reply::bulk(b"v".to_vec())
+    );
+    assert!(!control.wrote());
+    set_thread_limits(None, super::INSTRUCTION_LIMIT);
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return 2", "0"]),
+        Reply::Integer(2)
+    );
+}
+
+#[test]
+fn many_distinct_scripts_never_fill_the_heap_for_good() {
+    // Found by locklab-fuzz: compiled scripts are cached in the Lua heap;
+    // once enough distinct ones filled it, every later script failed with
+    // the memory error, `return 1` included.
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    let filler = "x".repeat(100_000);
+    for i in 0..400 {
+        let body = format!("return #'{filler}' + {i}");
+        assert_eq!(
+            run(&mut s, &mut h, &["EVAL", &body, "0"]),
+            Reply::Integer(100_000 + i),
+            "script {i}"
+        );
+    }
+    assert_eq!(
+        run(&mut s, &mut h, &["EVAL", "return 1", "0"]),
+        Reply::Integer(1)
+    );
+}

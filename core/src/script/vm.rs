@@ -37,12 +37,14 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use omnilua::{
     Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason,
     Value, Variadic,
 };
 
+use super::control::{pattern_depth, thread_control, thread_limit, ScriptControl};
 use super::convert::{
     cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua,
     trim_crlf,
@@ -61,8 +63,40 @@ pub const INSTRUCTION_LIMIT: u64 = 10_000_000;
 /// How much memory the Lua heap may hold.
 pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
 
-/// How often (in instructions) the budget is checked.
+/// How often (in instructions) the budget is checked, and the count hook
+/// that notices SCRIPT KILL runs.
 const CHECK_INTERVAL: u32 = 10_000;
+
+/// The deepest native recursion a pattern may cause (see
+/// [`pattern_depth`]). Lua 5.1's matcher has no guard and redis-server
+/// relies on its 8 MB C stack; the simulator also runs on a browser's and a
+/// tokio worker's smaller stacks, so deeper patterns get Lua 5.2's
+/// "pattern too complex". Real scripts stay far below (Lua 5.2+ stops at
+/// 200).
+pub const MAX_PATTERN_DEPTH: usize = 2_000;
+
+/// Why the simulator itself ended a run (the VM reports a memory trip).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Abort {
+    /// SCRIPT KILL / FUNCTION KILL.
+    Killed,
+    /// Instructions plus native work passed the budget.
+    Budget,
+}
+
+/// The current run's work account, shared with the Rust callbacks.
+#[derive(Default)]
+struct Work {
+    /// Native work charged by the wrapped builtins.
+    native: Cell<u64>,
+    /// The run's budget (instructions plus native work).
+    limit: Cell<u64>,
+    abort: Cell<Option<Abort>>,
+    /// Holds the VM over its memory ceiling so that its next budget check
+    /// aborts the run (see `kill` in `Vm::new`).
+    ballast: RefCell<Option<LuaString>>,
+    control: RefCell<Option<Arc<ScriptControl>>>,
+}
 
 thread_local! {
     /// Bytes `redis.log` was asked to write on this thread (its message,
@@ -86,6 +120,11 @@ pub const REDIS_VERSION_NUM: u32 = 0x07_00_0f;
 
 /// Compiled scripts kept per thread before the cache starts over.
 const COMPILED_CACHE_MAX: usize = 4096;
+
+/// Source bytes of compiled scripts kept per thread before the cache starts
+/// over: the compiled functions live in the Lua heap, which must keep room
+/// for the scripts' own data.
+const COMPILED_CACHE_BYTES: usize = MEMORY_LIMIT_BYTES / 8;
 
 /// The starting state of `redisLrand48`, as in redis-server's rand.c.
 pub(crate) const LRAND48_SEED: u64 = 0x1234_ABCD_330E;
@@ -134,8 +173,13 @@ pub(crate) struct Vm {
     host: Rc<RefCell<Option<Function>>>,
     rng: Rc<Cell<u64>>,
     resp3: Rc<Cell<bool>>,
+    work: Rc<Work>,
+    /// The instruction limit the sandbox is armed with.
+    limit: u64,
     /// SHA1 → compiled EVAL script.
     compiled: BTreeMap<String, Function>,
+    /// The source bytes behind `compiled`.
+    compiled_bytes: usize,
     /// (node, library) → the code the callbacks were loaded from, and the
     /// callbacks.
     libraries: BTreeMap<(u64, String), (Vec<u8>, Vec<Function>)>,
@@ -210,6 +254,13 @@ fn denied_in_read_only(argv: &[Vec<u8>]) -> bool {
         return false;
     };
     cmd.arity_ok(argv.len()) && cmd.allowed_in_scripts() && cmd.is_write()
+}
+
+/// Would this call dirty the dataset (`CMD_WRITE`, arity passed)?
+fn is_write_call(argv: &[Vec<u8>]) -> bool {
+    argv.first()
+        .and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4))
+        .is_some_and(|cmd| cmd.arity_ok(argv.len()) && cmd.allowed_in_scripts() && cmd.is_write())
 }
 
 /// `lookupCommand`, for `redis.acl_check_cmd`: the command (and, for a
@@ -287,7 +338,86 @@ impl Vm {
             .set_name("=locklab")
             .eval()?;
 
+        // omnilua's own uncatchable abort, on demand: string.rep asks the
+        // sandbox for room first, and a request past the ceiling trips it
+        // at once (tripped = memory, pcall re-raises) without allocating.
+        let raw_rep: Function = lua.globals().get::<_, Table>("string")?.get("rep")?;
+        let work = Rc::new(Work::default());
+        work.limit.set(INSTRUCTION_LIMIT);
+        let trip = move |rep: &Function| -> omnilua::Error {
+            match rep.call::<_, Value>(("x", MEMORY_LIMIT_BYTES as f64 + 1.0)) {
+                Err(e) => e,
+                Ok(_) => internal("the run's budget is spent"),
+            }
+        };
+
         let rust = lua.create_table()?;
+        {
+            // charge(n): native work done (or about to be) by a builtin.
+            let (work, sandbox, rep) = (work.clone(), sandbox.clone(), raw_rep.clone());
+            rust.raw_set(
+                "charge",
+                lua.create_function(move |_, n: f64| {
+                    if work.abort.get().is_some() {
+                        return Err(trip(&rep));
+                    }
+                    let n = if n.is_finite() && n > 0.0 {
+                        n.min(u64::MAX as f64) as u64
+                    } else {
+                        0
+                    };
+                    let native = work.native.get().saturating_add(n);
+                    work.native.set(native);
+                    let used = sandbox.instructions_used().unwrap_or(0);
+                    if used.saturating_add(native) >= work.limit.get() {
+                        work.abort.set(Some(Abort::Budget));
+                        return Err(trip(&rep));
+                    }
+                    Ok(())
+                })?,
+            )?;
+        }
+        rust.raw_set(
+            "pattern_ok",
+            lua.create_function(|_, p: LuaString| {
+                Ok(pattern_depth(&p.as_bytes()?) <= MAX_PATTERN_DEPTH)
+            })?,
+        )?;
+        {
+            // tick(): the count hook; true when the host asked for a kill.
+            let work = work.clone();
+            rust.raw_set(
+                "tick",
+                lua.create_function(move |_, ()| {
+                    let killed = work
+                        .control
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|c| c.kill_requested());
+                    if killed {
+                        work.abort.set(Some(Abort::Killed));
+                    }
+                    Ok(killed)
+                })?,
+            )?;
+        }
+        {
+            // kill(): end the run. A hook cannot raise (omnilua drops a
+            // hook's error), so the VM is pushed past its memory ceiling
+            // instead; its next budget check, at most CHECK_INTERVAL
+            // instructions later, aborts the run as only the sandbox can.
+            let work = work.clone();
+            rust.raw_set(
+                "kill",
+                lua.create_function(move |lua, ()| {
+                    if work.ballast.borrow().is_none() {
+                        let s = lua.create_string(vec![0u8; MEMORY_LIMIT_BYTES + 1])?;
+                        *work.ballast.borrow_mut() = Some(s);
+                    }
+                    Ok(())
+                })?,
+            )?;
+        }
         // C(f): a C-function trampoline around a Lua function (see prelude).
         rust.raw_set(
             "c",
@@ -396,6 +526,8 @@ impl Vm {
         let config = lua.create_table()?;
         config.raw_set("version", REDIS_VERSION)?;
         config.raw_set("version_num", f64::from(REDIS_VERSION_NUM))?;
+        config.raw_set("tick_interval", f64::from(CHECK_INTERVAL))?;
+        config.raw_set("memory_limit", MEMORY_LIMIT_BYTES as f64)?;
 
         let prelude = lua.load(PRELUDE).set_name("=locklab").into_function()?;
         let entry: Table = prelude.call((rust, config))?;
@@ -409,12 +541,50 @@ impl Vm {
             last_error: entry.raw_get("last_error")?,
             lua,
             sandbox,
+            work,
+            limit: INSTRUCTION_LIMIT,
             host,
             rng,
             resp3,
             compiled: BTreeMap::new(),
+            compiled_bytes: 0,
             libraries: BTreeMap::new(),
         })
+    }
+
+    /// After the heap passed its ceiling: drop the compiled scripts and the
+    /// loaded libraries (both come back from the plain data on next use),
+    /// collect, and refill the budget. Without this, a heap filled by the
+    /// cache of many distinct scripts would fail every later script.
+    fn shed(&mut self) {
+        self.compiled.clear();
+        self.compiled_bytes = 0;
+        self.libraries.clear();
+        self.lua.gc_collect();
+        self.sandbox.reset();
+    }
+
+    /// Ready the budget for a run: this thread's limit and control, a full
+    /// budget, no native work yet.
+    fn arm(&mut self) {
+        let limit = thread_limit();
+        if limit != self.limit {
+            if let Ok(sandbox) = self.lua.install_sandbox(SandboxConfig {
+                instruction_limit: Some(limit),
+                memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
+                check_interval: CHECK_INTERVAL,
+                remove_globals: Vec::new(),
+            }) {
+                self.sandbox = sandbox;
+                self.limit = limit;
+            }
+        }
+        self.sandbox.reset();
+        self.work.native.set(0);
+        self.work.limit.set(self.limit);
+        self.work.abort.set(None);
+        self.work.ballast.borrow_mut().take();
+        *self.work.control.borrow_mut() = thread_control();
     }
 
     /// The random generator's state, which belongs to the node.
@@ -436,15 +606,24 @@ impl Vm {
             .lua
             .create_string(code)
             .map_err(|e| format!("ERR {e}"))?;
-        let (f, msg): (Value, Value) = self
-            .compile_eval
-            .call(src)
-            .map_err(|e| format!("ERR {e}"))?;
+        let compiled = match self.compile_eval.call::<_, (Value, Value)>(src.clone()) {
+            // The heap was full of other scripts: make room, try once more.
+            Err(_) if self.sandbox.tripped() == Some(TripReason::Memory) => {
+                self.shed();
+                self.compile_eval.call(src)
+            }
+            other => other,
+        };
+        let (f, msg) = compiled.map_err(|e| format!("ERR {e}"))?;
         match f {
             Value::Function(f) => {
-                if self.compiled.len() >= COMPILED_CACHE_MAX {
+                if self.compiled.len() >= COMPILED_CACHE_MAX
+                    || self.compiled_bytes + code.len() > COMPILED_CACHE_BYTES
+                {
                     self.compiled.clear();
+                    self.compiled_bytes = 0;
                 }
+                self.compiled_bytes += code.len();
                 self.compiled.insert(sha.to_owned(), f.clone());
                 Ok(f)
             }
@@ -469,9 +648,11 @@ impl Vm {
         read_only: bool,
         name: &str,
     ) -> Reply {
-        self.sandbox.reset();
+        self.arm();
         self.resp3.set(false);
         let lua = self.lua.clone();
+        let control = self.work.control.borrow().clone();
+        let work = self.work.clone();
         let resp3 = self.resp3.clone();
         let slot = self.host.clone();
         let (runner, f) = match target {
@@ -490,9 +671,19 @@ impl Vm {
                             ))
                         }
                     };
+                    if work.abort.get().is_some() {
+                        return Err(internal("the run is being stopped"));
+                    }
                     let reply = if read_only && denied_in_read_only(&argv) {
                         Reply::error("ERR Write commands are not allowed from read-only scripts.")
                     } else {
+                        if let Some(c) = &control {
+                            // scriptCall sets SCRIPT_WRITE_DIRTY once a
+                            // write command passed its checks.
+                            if is_write_call(&argv) {
+                                c.mark_wrote();
+                            }
+                        }
                         host.call(&argv)
                     };
                     reply_to_lua(lua, &reply, resp3.get())
@@ -518,23 +709,26 @@ impl Vm {
     /// the shared state and explain.
     fn aborted(&mut self, err: &omnilua::Error, name: &str) -> Reply {
         let tripped = self.sandbox.tripped();
+        let abort = self.work.abort.take();
+        self.work.ballast.borrow_mut().take();
         self.sandbox.reset();
         if tripped == Some(TripReason::Memory) {
-            self.lua.gc_collect();
-            self.sandbox.reset();
+            self.shed();
         }
         let _ = self.recover.call::<_, ()>(());
         let last: Value = self.last_error.call(()).unwrap_or(Value::Nil);
-        let text = match tripped {
-            Some(TripReason::Instructions) => format!(
-                "ERR Error running script: the simulator stopped it after {INSTRUCTION_LIMIT} instructions \
-                 (runaway script; Redis would reply BUSY and need SCRIPT KILL)"
+        let text = match (abort, tripped) {
+            (Some(Abort::Killed), _) => "ERR Script killed by user with SCRIPT KILL...".to_owned(),
+            (Some(Abort::Budget), _) | (None, Some(TripReason::Instructions)) => format!(
+                "ERR Error running script: the simulator stopped it after {} instructions \
+                 (runaway script; Redis would reply BUSY and need SCRIPT KILL)",
+                self.limit
             ),
-            Some(TripReason::Memory) => format!(
+            (None, Some(TripReason::Memory)) => format!(
                 "ERR Error running script: the simulator stopped it when its Lua memory passed {} MiB",
                 MEMORY_LIMIT_BYTES >> 20
             ),
-            None => {
+            (None, None) => {
                 return Reply::Error(one_line(format!("ERR Error running script {name}, {err}").as_bytes()));
             }
         };
@@ -547,7 +741,7 @@ impl Vm {
 
     /// FUNCTION LOAD's engine part: compile the code and run its top level.
     pub(crate) fn load_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, LoadError> {
-        self.sandbox.reset();
+        self.arm();
         let src = self
             .lua
             .create_string(code)
@@ -556,11 +750,14 @@ impl Vm {
         let (ok, a, b) = match result {
             Ok(r) => r,
             Err(err) => {
-                let tripped = self.sandbox.tripped();
+                let tripped = match self.work.abort.take() {
+                    Some(_) => Some(TripReason::Instructions),
+                    None => self.sandbox.tripped(),
+                };
+                self.work.ballast.borrow_mut().take();
                 self.sandbox.reset();
                 if tripped == Some(TripReason::Memory) {
-                    self.lua.gc_collect();
-                    self.sandbox.reset();
+                    self.shed();
                 }
                 let _ = self.recover.call::<_, ()>(());
                 return Err(LoadError(match tripped {

@@ -1,0 +1,1 @@
+return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}

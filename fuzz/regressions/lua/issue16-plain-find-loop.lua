@@ -1,0 +1,1 @@
+local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y', 1, true) end

@@ -1,0 +1,1 @@
+local t = {} for i = 1, 200000 do t[i] = (i * 7919) % 200000 end for i = 1, 200 do table.sort(t) end

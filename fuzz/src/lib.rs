@@ -1,0 +1,315 @@
+//! # Fuzzing locklab on stable Rust
+//!
+//! Everything a user can hand the simulator — bytes on a RESP socket, a
+//! redis-cli line, a lesson file, a sequence of commands, a Lua script —
+//! goes through a generator here, seeded and deterministic, so a failure is
+//! reproduced by its target, seed and index. Each input runs under
+//! `catch_unwind`: a panic is a crash, saved under `fuzz/regressions/` and
+//! replayed by the tests from then on. An abort (a stack overflow) ends the
+//! process; `cargo xtask fuzz` runs the fuzzer as a child and reports the
+//! seed and the last index logged.
+//!
+//! Time per input is bounded by work, not by a clock: the parsers are
+//! linear in their input, and a script by the VM's budget (instructions
+//! plus the native work of string and table builtins); the engine target
+//! checks after each script that the VM still answers.
+//!
+//! The engine target also compares its replies with a real redis-server
+//! 7.0.15 when one is given (`--diff`), on the commands the differential
+//! suite (`tests/diff/*.redis`) covers.
+//!
+//! No coverage feedback (that needs nightly's sanitizer instrumentation):
+//! the generators are grammar-based instead, built from what the inputs
+//! look like — valid frames and lines bent at random places, lesson files
+//! cut and spliced, Lua programs from a small grammar of statements and
+//! builtin calls.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use locklab_backend::real::RealConnection;
+use locklab_core::cli::{parse_line, take_repeat};
+use locklab_core::lesson::Lesson;
+use locklab_core::server::{Node, Profile};
+use locklab_core::Reply;
+
+pub mod gen;
+
+pub use gen::Rng;
+
+/// What is fuzzed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// sim-server's request parser and reply encoder.
+    Resp,
+    /// redis-cli's line syntax and repeat prefix.
+    Cli,
+    /// Lesson files.
+    Lesson,
+    /// The command engine: random argv sequences on a node.
+    Engine,
+    /// Random Lua programs through EVAL.
+    Lua,
+}
+
+impl Target {
+    pub const ALL: [Target; 5] = [
+        Target::Resp,
+        Target::Cli,
+        Target::Lesson,
+        Target::Engine,
+        Target::Lua,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Resp => "resp",
+            Target::Cli => "cli",
+            Target::Lesson => "lesson",
+            Target::Engine => "engine",
+            Target::Lua => "lua",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    /// Inputs of this target cost about this many of the cheapest one
+    /// (a `--inputs` budget is shared out in inverse proportion).
+    pub fn weight(self) -> u64 {
+        match self {
+            Target::Resp | Target::Cli => 1,
+            Target::Lesson => 8,
+            Target::Engine => 4,
+            Target::Lua => 40,
+        }
+    }
+}
+
+/// One input that made the simulator panic or disagree with redis-server.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub target: Target,
+    pub index: u64,
+    pub what: String,
+    /// Where the input was saved, if it was.
+    pub saved: Option<PathBuf>,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub tried: u64,
+    pub findings: Vec<Finding>,
+    /// Replies compared with redis-server.
+    pub compared: u64,
+}
+
+/// Where crash inputs are kept: `fuzz/regressions/<target>/`.
+pub fn regressions_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions")
+}
+
+/// Run `count` inputs of `target` from `seed`. With `real`, the engine's
+/// replies are compared with that redis-server's. `save` keeps crash inputs.
+pub fn fuzz(
+    target: Target,
+    seed: u64,
+    count: u64,
+    mut real: Option<&mut RealConnection>,
+    save: bool,
+    mut progress: impl FnMut(u64),
+) -> Report {
+    let mut report = Report::default();
+    let lessons = gen::lesson_corpus();
+    let mut node = Node::new(Profile::V7_0);
+    let mut conn = node.connect();
+    for index in 0..count {
+        if index % 10_000 == 0 {
+            progress(index);
+        }
+        let input = generate(target, seed, index, &lessons);
+        report.tried += 1;
+        let outcome = catch_unwind(AssertUnwindSafe(|| match target {
+            Target::Engine => engine(&mut node, &mut conn, &input, real.as_deref_mut()),
+            _ => run_one(target, &mut node, conn, &input),
+        }));
+        let what = match outcome {
+            Ok(Ok(compared)) => {
+                report.compared += compared;
+                continue;
+            }
+            Ok(Err(mismatch)) => mismatch,
+            Err(payload) => format!("panic: {}", panic_text(&payload)),
+        };
+        let saved = save.then(|| save_input(target, &input)).flatten();
+        report.findings.push(Finding {
+            target,
+            index,
+            what,
+            saved,
+        });
+        // Start over from a clean node after a failure.
+        node = Node::new(Profile::V7_0);
+        conn = node.connect();
+    }
+    report
+}
+
+/// Input number `index` of `target` from `seed`: how a finding is
+/// reproduced.
+pub fn input(target: Target, seed: u64, index: u64) -> Vec<u8> {
+    generate(target, seed, index, &gen::lesson_corpus())
+}
+
+fn generate(target: Target, seed: u64, index: u64, lessons: &[String]) -> Vec<u8> {
+    let mut rng = Rng::new(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ target as u64);
+    match target {
+        Target::Resp => gen::resp_input(&mut rng),
+        Target::Cli => gen::cli_line(&mut rng),
+        Target::Lesson => gen::lesson_text(&mut rng, lessons),
+        Target::Engine => gen::argv_sequence(&mut rng),
+        Target::Lua => gen::lua_program(&mut rng),
+    }
+}
+
+/// Run one input of a target other than the differential engine. `Err`
+/// only for a broken invariant that is not a panic.
+pub fn run_one(
+    target: Target,
+    node: &mut Node,
+    conn: locklab_core::server::ConnId,
+    input: &[u8],
+) -> Result<u64, String> {
+    match target {
+        Target::Resp => {
+            let chunks = gen::split_chunks(input);
+            let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+            let _ = locklab_backend::sim_server::fuzz_resp(&refs);
+        }
+        Target::Cli => {
+            if let Ok(mut argv) = parse_line(input) {
+                let _ = take_repeat(&mut argv);
+                let _ = locklab_core::cli::render(&argv, &Reply::Nil);
+            }
+        }
+        Target::Lesson => {
+            let text = String::from_utf8_lossy(input);
+            let _ = Lesson::parse(&text);
+        }
+        Target::Engine => {
+            for argv in gen::decode_sequence(input) {
+                let _ = node.execute(conn, &argv);
+            }
+        }
+        Target::Lua => {
+            let argv = vec![
+                b"EVAL".to_vec(),
+                input.to_vec(),
+                b"1".to_vec(),
+                b"k".to_vec(),
+                b"1".to_vec(),
+            ];
+            let _ = node.execute(conn, &argv);
+            // The VM is still whole after whatever the script did.
+            let check = node.execute(
+                conn,
+                &[b"EVAL".to_vec(), b"return 1".to_vec(), b"0".to_vec()],
+            );
+            if check != Reply::Integer(1) {
+                return Err(format!("the VM broke: `return 1` answered {check:?}"));
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The engine target: run the sequence on the node; with a real server,
+/// on both from an empty keyspace, and compare reply by reply.
+fn engine(
+    node: &mut Node,
+    conn: &mut locklab_core::server::ConnId,
+    input: &[u8],
+    real: Option<&mut RealConnection>,
+) -> Result<u64, String> {
+    let seq = gen::decode_sequence(input);
+    let Some(real) = real else {
+        for argv in &seq {
+            let _ = node.execute(*conn, argv);
+        }
+        return Ok(0);
+    };
+    // A fresh node and a flushed server for each sequence.
+    *node = Node::new(Profile::V7_0);
+    *conn = node.connect();
+    real.execute(&[b"FLUSHALL".to_vec()])
+        .map_err(|e| format!("redis-server: {e}"))?;
+    let mut compared = 0;
+    for argv in &seq {
+        let ours = flatten(node.execute(*conn, argv));
+        let theirs = flatten(
+            real.execute(argv)
+                .map_err(|e| format!("redis-server: {e}"))?,
+        );
+        if ours != theirs {
+            // Leave no transaction open on the real connection.
+            let _ = real.execute(&[b"DISCARD".to_vec()]);
+            return Err(format!(
+                "differs from redis-server on {}: ours {ours:?}, redis-server {theirs:?}",
+                gen::show_argv(argv)
+            ));
+        }
+        compared += 1;
+    }
+    let _ = real.execute(&[b"DISCARD".to_vec()]);
+    Ok(compared)
+}
+
+/// RESP2 shapes: a map is its flattened pairs.
+fn flatten(r: Reply) -> Reply {
+    match r {
+        Reply::Map(pairs) => Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [flatten(k), flatten(v)])
+                .collect(),
+        ),
+        Reply::Array(items) => Reply::Array(items.into_iter().map(flatten).collect()),
+        other => other,
+    }
+}
+
+fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic)".to_owned())
+}
+
+/// Keep a crash input as `regressions/<target>/<hash>.bin`.
+fn save_input(target: Target, input: &[u8]) -> Option<PathBuf> {
+    let dir = regressions_dir().join(target.name());
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!(
+        "{}.bin",
+        &locklab_core::script::sha1_hex(input)[..16]
+    ));
+    std::fs::write(&path, input).ok()?;
+    Some(path)
+}
+
+/// Every kept regression input, with its target.
+pub fn regressions() -> Vec<(Target, PathBuf)> {
+    let mut out = Vec::new();
+    for t in Target::ALL {
+        let Ok(entries) = std::fs::read_dir(regressions_dir().join(t.name())) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        out.extend(files.into_iter().map(|p| (t, p)));
+    }
+    out
+}

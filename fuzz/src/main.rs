@@ -1,0 +1,112 @@
+//! `locklab-fuzz`: run the fuzz targets for a number of inputs and report.
+//!
+//! ```text
+//! locklab-fuzz [--inputs N] [--seed S] [--target resp|cli|lesson|engine|lua] [--diff] [--no-save]
+//! ```
+//!
+//! `--inputs` is shared among the targets by their cost (a Lua program
+//! costs about forty RESP frames); `--diff` starts a redis-server and
+//! compares the engine's replies with it. Progress goes to stderr as
+//! `<target> <index>` lines, so whoever runs this (cargo xtask fuzz) can
+//! name the input an abort happened at. Exit status 1 when anything was
+//! found.
+
+use anyhow::{bail, Context, Result};
+use locklab_backend::real::RealConnection;
+use locklab_backend::redis_server::RedisServer;
+use locklab_core::server::{Node, Profile};
+use locklab_fuzz::{fuzz, regressions, run_one, Target};
+
+fn main() -> Result<()> {
+    let mut inputs: u64 = 100_000;
+    let mut seed: u64 = 1;
+    let mut only: Option<Target> = None;
+    let mut diff = false;
+    let mut save = true;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--inputs" => inputs = args.next().context("--inputs needs a number")?.parse()?,
+            "--seed" => seed = args.next().context("--seed needs a number")?.parse()?,
+            "--target" => {
+                let t = args.next().context("--target needs a name")?;
+                only = Some(Target::parse(&t).with_context(|| format!("unknown target {t}"))?);
+            }
+            "--diff" => diff = true,
+            "--no-save" => save = false,
+            other => bail!("unknown option {other}"),
+        }
+    }
+    let targets: Vec<Target> = only.map_or_else(|| Target::ALL.to_vec(), |t| vec![t]);
+
+    // Every kept crash first.
+    let mut node = Node::new(Profile::V7_0);
+    let conn = node.connect();
+    let kept = regressions();
+    for (t, path) in &kept {
+        let input = std::fs::read(path)?;
+        if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_one(*t, &mut node, conn, &input)
+        }))
+        .map_err(|_| "panic".to_owned())
+        .and_then(|r| r)
+        {
+            bail!("regression {} fails again: {e}", path.display());
+        }
+    }
+    println!("regressions: {} kept inputs replayed, all fine", kept.len());
+
+    let server = if diff {
+        Some(RedisServer::start())
+    } else {
+        None
+    };
+    let mut real = match &server {
+        Some(s) => Some(RealConnection::open(&s.url()).context("connecting to redis-server")?),
+        None => None,
+    };
+    // Shares inverse to cost: a Lua program costs about forty RESP frames.
+    let total_share: f64 = targets.iter().map(|t| 1.0 / t.weight() as f64).sum();
+    let (mut tried, mut found, mut compared) = (0u64, 0usize, 0u64);
+    for t in targets {
+        let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
+        let real = if t == Target::Engine {
+            real.as_mut()
+        } else {
+            None
+        };
+        let report = fuzz(t, seed, count, real, save, |i| {
+            eprintln!("{} {i}", t.name())
+        });
+        println!(
+            "{:<7} {:>10} inputs, {} found{}",
+            t.name(),
+            report.tried,
+            report.findings.len(),
+            if report.compared > 0 {
+                format!(", {} replies equal to redis-server's", report.compared)
+            } else {
+                String::new()
+            }
+        );
+        for f in report.findings.iter().take(20) {
+            println!(
+                "  #{}: {}{}",
+                f.index,
+                f.what,
+                f.saved
+                    .as_ref()
+                    .map(|p| format!(" (kept as {})", p.display()))
+                    .unwrap_or_default()
+            );
+        }
+        tried += report.tried;
+        found += report.findings.len();
+        compared += report.compared;
+    }
+    println!("total: {tried} inputs tried, {found} crashes or mismatches found, {compared} replies compared");
+    if found > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
