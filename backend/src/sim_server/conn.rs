@@ -436,8 +436,11 @@ async fn lock_soon(shared: &Shared) -> std::sync::MutexGuard<'_, wire::State> {
         match shared.state.try_lock() {
             Ok(st) => return st,
             Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-            Err(TryLockError::WouldBlock) => tokio::time::sleep(Duration::from_millis(1)).await,
+            Err(TryLockError::WouldBlock) => {}
         }
+        // Outside the match: its guard-typed temporary must not live
+        // across the await (the future would not be `Send`).
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
