@@ -437,17 +437,29 @@ pub struct Axis {
     x_left: f64,
     plot_w: f64,
     font: f64,
+    /// The x of each event given to [`Axis::fit_lanes`], in its order.
+    pub event_x: Vec<f64>,
 }
 
 impl Axis {
-    /// An axis from `x_left`, `plot_w` pixels wide, for events at `times`
-    /// (sorted; only those that draw a mark), running to at least `now_ms`.
+    /// [`Axis::fit_lanes`] for events all on one lane.
     pub fn fit(times: &[u64], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
-        let first = times.first().copied().unwrap_or(0).min(now_ms);
+        let events: Vec<(u64, u32)> = times.iter().map(|&t| (t, 0)).collect();
+        Axis::fit_lanes(&events, now_ms, x_left, plot_w, style)
+    }
+
+    /// An axis from `x_left`, `plot_w` pixels wide, for `events` (instant
+    /// and lane of each event that draws a mark, in time order), running to
+    /// at least `now_ms`. Inside a burst, events on different lanes share a
+    /// column until one lane needs a second one: order still reads left to
+    /// right, and a request (client → node → client) takes two columns, not
+    /// three. [`Axis::event_x`] has each event's x.
+    pub fn fit_lanes(events: &[(u64, u32)], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
+        let first = events.first().map_or(0, |e| e.0).min(now_ms);
         // A trace that starts late (the real driver's clock ran before the
         // first step) starts where it starts.
         let start_ms = if first >= 5_000 { first - first % 1_000 } else { 0 };
-        let last = times.last().copied().unwrap_or(0).max(now_ms);
+        let last = events.last().map_or(0, |e| e.0).max(now_ms);
         let raw = last.saturating_sub(start_ms).max(1_000);
         // A little room after the last event, so its mark is not on the edge.
         let end_ms = start_ms + raw + (raw / 25).clamp(1, 2_000);
@@ -455,17 +467,35 @@ impl Axis {
         let mut slot = style.slot();
         let mut k = plot_w / span;
         let mut segs = Vec::new();
+        let mut event_x = vec![0.0; events.len()];
         for _ in 0..4 {
-            // Clusters of instants closer together than a slot.
-            let mut clusters: Vec<(u64, u64, Vec<u64>)> = Vec::new();
-            for &t in times {
+            // Clusters of events closer together than a slot: (t0, t1, indices).
+            let mut clusters: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+            for (i, &(t, _)) in events.iter().enumerate() {
                 match clusters.last_mut() {
-                    Some((_, t1, ts)) if ((t - *t1) as f64) * k < slot => {
+                    Some((_, t1, ix)) if ((t - *t1) as f64) * k < slot => {
                         *t1 = t;
-                        ts.push(t);
+                        ix.push(i);
                     }
-                    _ => clusters.push((t, t, vec![t])),
+                    _ => clusters.push((t, t, vec![i])),
                 }
+            }
+            // Columns inside each burst: a new one when a lane repeats.
+            let mut col_of = vec![0usize; events.len()];
+            let mut cols_of: Vec<Vec<u64>> = Vec::new();
+            for (_, _, ix) in &clusters {
+                let mut cols: Vec<u64> = Vec::new();
+                let mut used: Vec<u32> = Vec::new();
+                for &i in ix {
+                    let (t, lane) = events[i];
+                    if cols.is_empty() || used.contains(&lane) {
+                        cols.push(t);
+                        used.clear();
+                    }
+                    used.push(lane);
+                    col_of[i] = cols.len() - 1;
+                }
+                cols_of.push(cols);
             }
             // Long idle stretches between clusters.
             let mut gaps = Vec::new();
@@ -479,18 +509,18 @@ impl Axis {
             if end_ms - prev >= 60_000 && (end_ms - prev) as f64 > span * 0.5 {
                 gaps.push((prev, end_ms));
             }
-            let bursts: Vec<&(u64, u64, Vec<u64>)> = clusters.iter().filter(|c| c.2.len() > 1).collect();
-            let burst_events: usize = bursts.iter().map(|c| c.2.len()).sum();
+            let is_burst = |c: usize| cols_of[c].len() > 1 || clusters[c].2.len() > 1;
+            let burst_cols: usize = (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| cols_of[c].len()).sum();
             let gap_w = style.gap_w().min(plot_w * 0.15);
             let fixed_gaps = gaps.len() as f64 * gap_w;
-            // Bursts may take up to 60 % of the plot; slots shrink beyond that.
-            if burst_events > 0 {
-                slot = slot.min((plot_w - fixed_gaps) * 0.6 / burst_events as f64);
+            // Bursts may take up to half the plot; slots shrink beyond that.
+            if burst_cols > 0 {
+                slot = slot.min((plot_w - fixed_gaps) * 0.5 / burst_cols as f64);
             }
-            let fixed = fixed_gaps + burst_events as f64 * slot;
+            let fixed = fixed_gaps + burst_cols as f64 * slot;
             let linear_ms: u64 = span as u64
                 - gaps.iter().map(|(a, b)| b - a).sum::<u64>()
-                - bursts.iter().map(|c| c.1 - c.0).sum::<u64>();
+                - (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| clusters[c].1 - clusters[c].0).sum::<u64>();
             let new_k = (plot_w - fixed).max(plot_w * 0.2) / linear_ms.max(1) as f64;
             // Segments, left to right.
             segs.clear();
@@ -500,17 +530,19 @@ impl Axis {
                 segs.push(Seg { t0, t1, x0: *x, x1: *x + w, kind });
                 *x += w;
             };
-            let mut breaks: Vec<(u64, u64, Option<Vec<u64>>)> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
-            breaks.extend(bursts.iter().map(|c| (c.0, c.1, Some(c.2.clone()))));
+            let mut breaks: Vec<(u64, u64, Option<usize>)> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
+            breaks.extend((0..clusters.len()).filter(|&c| is_burst(c)).map(|c| (clusters[c].0, clusters[c].1, Some(c))));
             breaks.sort_by_key(|b| b.0);
-            for (b0, b1, ts) in breaks {
+            let mut burst_x0 = vec![None; clusters.len()];
+            for (b0, b1, c) in breaks {
                 if b0 > t {
                     push(&mut segs, t, b0, (b0 - t) as f64 * new_k, SegKind::Linear, &mut x);
                 }
-                match ts {
-                    Some(ts) => {
-                        let w = ts.len() as f64 * slot;
-                        push(&mut segs, b0, b1, w, SegKind::Burst { times: ts, slot }, &mut x);
+                match c {
+                    Some(c) => {
+                        burst_x0[c] = Some(x);
+                        let w = cols_of[c].len() as f64 * slot;
+                        push(&mut segs, b0, b1, w, SegKind::Burst { times: cols_of[c].clone(), slot }, &mut x);
                     }
                     None => push(&mut segs, b0, b1, gap_w, SegKind::Gap, &mut x),
                 }
@@ -521,11 +553,20 @@ impl Axis {
             }
             let converged = (new_k - k).abs() <= k * 1e-9;
             k = new_k;
+            let axis = Axis { segs: segs.clone(), k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x: Vec::new() };
+            for (c, (_, _, ix)) in clusters.iter().enumerate() {
+                for &i in ix {
+                    event_x[i] = match burst_x0[c] {
+                        Some(x0) => x0 + (col_of[i] as f64 + 0.5) * slot,
+                        None => axis.x(events[i].0),
+                    };
+                }
+            }
             if converged {
                 break;
             }
         }
-        Axis { segs, k, start_ms, end_ms, x_left, plot_w, font: style.font }
+        Axis { segs, k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x }
     }
 
     /// x at the start of instant `t` (before its events).
@@ -557,26 +598,14 @@ impl Axis {
         }
     }
 
-    /// x of the `nth` slotted event at instant `t`, centred in its slot.
-    pub fn x_event(&self, t: u64, nth: usize) -> f64 {
-        let t = t.clamp(self.start_ms, self.end_ms);
-        match self.segs.iter().find(|s| s.t0 <= t && t <= s.t1 && matches!(s.kind, SegKind::Burst { .. })) {
-            Some(Seg { x0, kind: SegKind::Burst { times, slot }, .. }) => {
-                let before = times.iter().filter(|&&u| u < t).count();
-                x0 + (before + nth) as f64 * slot + slot / 2.0
-            }
-            _ => self.x(t),
-        }
-    }
-
     /// The right end of the plot.
     pub fn x_end(&self) -> f64 {
         self.x_left + self.plot_w
     }
 
-    /// Round instants, at least ~80 px apart, on linear stretches only.
+    /// Round instants, at least ~60 px apart, on linear stretches only.
     pub fn ticks(&self) -> Vec<u64> {
-        let min_px = self.font * 6.0;
+        let min_px = self.font * 4.5;
         let step = TICK_STEPS.into_iter().find(|&s| s as f64 * self.k >= min_px).unwrap_or(3_600_000);
         let mut out = Vec::new();
         let mut last_x = f64::NEG_INFINITY;
@@ -606,7 +635,7 @@ impl Axis {
                             Lang::En => format!("{len} with nothing happening, squeezed"),
                             Lang::Zh => format!("{len} 无事发生，已压缩"),
                         };
-                        ("gap", Some(format!("⫽ {len}")), title)
+                        ("gap", Some(len), title)
                     }
                     SegKind::Burst { times, .. } => {
                         let when = if s.t0 == s.t1 {
@@ -796,25 +825,27 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let row_y = |lane: &Lane, row: usize| lane.y + 6.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
 
     // The axis fits the events that draw something, and the present.
-    let times: Vec<u64> = {
-        let mut t: Vec<u64> = events.iter().filter(|e| has_slot(&e.kind)).map(|e| e.at_ms).collect();
-        t.sort_unstable();
-        t
+    let lane_key = |a: Actor| match a {
+        Actor::Client(c) => c,
+        Actor::Node(n) => 1_000 + n,
+        Actor::Resource => 2_000,
+        Actor::World => 3_000,
     };
-    let axis = Axis::fit(&times, now_ms, label_w, plot_w, style);
-    let mut nth: HashMap<u64, usize> = HashMap::new();
+    let mut order: Vec<usize> = (0..events.len()).filter(|&i| has_slot(&events[i].kind)).collect();
+    order.sort_by_key(|&i| events[i].at_ms);
+    let slotted: Vec<(u64, u32)> = order.iter().map(|&i| (events[i].at_ms, lane_key(events[i].actor))).collect();
+    let axis = Axis::fit_lanes(&slotted, now_ms, label_w, plot_w, style);
+    let mut x_of: HashMap<usize, f64> = order.iter().zip(&axis.event_x).map(|(&i, &x)| (i, x)).collect();
     let mut last_x: HashMap<u64, f64> = HashMap::new();
-    let xs: Vec<f64> = events
-        .iter()
-        .map(|e| {
-            if has_slot(&e.kind) {
-                let n = nth.entry(e.at_ms).or_default();
-                *n += 1;
-                let x = axis.x_event(e.at_ms, *n - 1);
-                last_x.insert(e.at_ms, x);
-                x
-            } else {
-                last_x.get(&e.at_ms).copied().unwrap_or_else(|| axis.x(e.at_ms))
+    let xs: Vec<f64> = (0..events.len())
+        .map(|i| {
+            let e = &events[i];
+            match x_of.remove(&i) {
+                Some(x) => {
+                    last_x.insert(e.at_ms, x);
+                    x
+                }
+                None => last_x.get(&e.at_ms).copied().unwrap_or_else(|| axis.x(e.at_ms)),
             }
         })
         .collect();
@@ -1269,9 +1300,6 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         put(b.x0, lanes_top, format!("⚠ {}", b.heading), "violation", b.title.clone(), &mut callouts);
     }
     notes.sort_by(|a, b| a.0.total_cmp(&b.0));
-    if std::env::var("TL_DEBUG").is_ok() {
-        eprintln!("notes {:?}", notes.iter().map(|n| (n.0, &n.2)).collect::<Vec<_>>());
-    }
     for (x, y, text, kind, title) in notes {
         put(x, y, text, kind, title, &mut callouts);
     }
@@ -1392,7 +1420,7 @@ pub fn legend_text(kind: &str, lang: Lang) -> &'static str {
         "down" => ("宕机", "down"),
         "cut" => ("网络断开", "link cut"),
         "violation" => ("违反不变量", "invariant broken"),
-        "break" => ("⫽ 时间轴断开（展开或压缩）", "⫽ axis break (spread or squeezed)"),
+        "break" => ("时间轴断开（同一时刻展开 / 空闲压缩）", "axis break (one instant spread / idle squeezed)"),
         _ => ("", ""),
     };
     if lang == Lang::Zh {
@@ -1464,10 +1492,14 @@ mod tests {
         for g in &gaps[1..] {
             assert!((g - axis.k).abs() < 1e-9, "{gaps:?} k = {}", axis.k);
         }
-        let e: Vec<f64> = (0..3).map(|n| axis.x_event(0, n)).collect();
+        let e = &axis.event_x;
         assert!(e[0] < e[1] && e[1] < e[2] && e[2] < axis.x_after(0), "{e:?}");
-        assert!(e[1] - e[0] >= 20.0, "a burst's events get a slot each: {e:?}");
-        assert!(axis.x_after(0) < axis.x(5_000) && axis.x(5_000) < axis.x_event(10_000, 0));
+        assert!(e[1] - e[0] >= 20.0, "a burst's events get a slot each on one lane: {e:?}");
+        assert!(axis.x_after(0) < axis.x(5_000) && axis.x(5_000) < e[3]);
+        // On different lanes, a burst's events share columns.
+        let lanes = Axis::fit_lanes(&[(0, 0), (1, 1000), (2, 0)], 10_000, 150.0, 800.0, st);
+        assert_eq!(lanes.event_x[0], lanes.event_x[1]);
+        assert!(lanes.event_x[2] > lanes.event_x[1]);
         assert!((axis.x_end() - 950.0).abs() < 1e-6);
         assert!(axis.x(31_000) <= axis.x_end() && axis.x(31_000) > axis.x_end() - 40.0, "fitted, not padded");
         assert_eq!(axis.breaks(Lang::En).len(), 1);
@@ -1482,7 +1514,7 @@ mod tests {
         assert_eq!(axis.start_ms, 100_000, "the idle time before the first event is not on the axis");
         let b = axis.breaks(Lang::En);
         let gap = b.iter().find(|b| b.kind == "gap").expect("a squeezed gap");
-        assert_eq!(gap.label.as_deref(), Some("⫽ 599 s"));
+        assert_eq!(gap.label.as_deref(), Some("599 s"));
         assert!(gap.x1 - gap.x0 < 100.0);
         assert!(axis.x(101_000) - axis.x(100_000) > 100.0, "the busy second keeps its width");
     }

@@ -1,7 +1,9 @@
 //! The timeline: core's trace drawn as swimlanes, in SVG.
 //!
-//! Geometry comes from [`crate::timeline::layout_zoomed`] (memoised on the
-//! state's revision, the language and the zoom); this only draws. Shapes
+//! Geometry comes from [`crate::timeline::layout_in`] (memoised on the
+//! state's revision, the language, the zoom, the width the page gives the
+//! timeline and presenter mode); this only draws, one SVG unit per CSS
+//! pixel (the SVG is as wide as its layout, never scaled to fit). Shapes
 //! carry stable `data-testid`s (`timeline`, `lock-bar`, `violation`,
 //! `expiry`, `timeline-command`, `timeline-span`) and `<title>` tooltips
 //! with the event as the explorer would print it. Marks are drawn per lane
@@ -74,7 +76,7 @@ fn export_css() -> String {
 .mark.expired path{fill:#6b7280}.mark.lost path{stroke:#c53030;stroke-width:2.5;fill:none}.mark.info circle{fill:#9aa5b1}\
 .span rect{fill:#9ca3af;fill-opacity:.25}.span.down rect,.span.crashed rect{fill:#c53030;fill-opacity:.1}\
 .arrow{stroke:#6b7280;stroke-width:1.2}.arrow.replication{stroke:#7c3aed;stroke-width:2}.arrow.lost{stroke:#c53030;stroke-dasharray:4 3}\
-.now{stroke:#3a5ccc;stroke-width:2}.break rect{fill:#eef1f5}.break text{fill:#4b5563}\
+.now{stroke:#3a5ccc;stroke-width:2}.break rect{fill:#3a5ccc;fill-opacity:.12}.break-mark{stroke:#4b5563;stroke-width:1.6;fill:none}.break text{fill:#4b5563}\
 .export-title{font:700 18px sans-serif}.legend text{fill:#374151}",
     );
     for (i, c) in OWNER_COLOURS.iter().enumerate() {
@@ -170,6 +172,12 @@ fn lane_marks(props: &LaneMarksProps) -> Html {
     html! { <g class="lane-marks">{ for marks }</g> }
 }
 
+/// The axis break mark `⫽`, drawn (fonts may lack the glyph).
+fn break_mark(x: f64, y: f64, s: f64) -> String {
+    let (dx, dy) = (3.0 * s, 6.0 * s);
+    format!("M{} {} l{} -{} M{} {} l{} -{}", f(x - dx - 1.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy), f(x - dx + 2.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy))
+}
+
 /// The swatch for a legend entry, at (x, y) = its left middle.
 fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
     let (w, h) = (22.0 * s, 12.0 * s);
@@ -209,6 +217,7 @@ fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
             html! { <g class={ classes!("span", kind.to_owned()) }><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> }
         }
         "violation" => html! { <g class="band"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> },
+        "break" => html! { <g class="break burst"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /><path class="break-mark" d={ break_mark(x + w / 2.0, y, s * 0.8) } /></g> },
         _ => html! {},
     }
 }
@@ -439,6 +448,10 @@ pub fn timeline() -> Html {
             img.set_src(&svg_data_url(&markup));
         })
     };
+    let onpresent = {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::TogglePresent))
+    };
     let onlegend = {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::ToggleLegend))
@@ -457,8 +470,9 @@ pub fn timeline() -> Html {
         html! {
             <g class={ classes!("break", b.kind) } data-testid="axis-break" data-from={ b.from_ms.to_string() } data-to={ b.to_ms.to_string() }>
                 <title>{ &b.title }</title>
-                <rect x={ f(b.x0) } y={ f(axis_y - 2.0) } width={ f(b.x1 - b.x0) } height={ f(bottom - axis_y + 2.0) } />
-                <text class="break-mark" x={ f(b.x0) } y={ f(axis_y + 4.0 * s) } text-anchor="middle">{ "⫽" }</text>
+                <rect x={ f(b.x0) } y={ f(axis_y - 5.0 * s) } width={ f(b.x1 - b.x0) } height={ f(10.0 * s) } />
+                <path class="break-mark" d={ break_mark(b.x0, axis_y, s) } />
+                <path class="break-mark" d={ break_mark(b.x1, axis_y, s) } />
                 if let Some(label) = &b.label {
                     <text class="break-label" x={ f((b.x0 + b.x1) / 2.0) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ label }</text>
                 }
@@ -578,6 +592,9 @@ pub fn timeline() -> Html {
                 <button class={ classes!("quiet", state.legend.then_some("on")) } data-testid="legend-toggle"
                     aria-pressed={ state.legend.to_string() } onclick={ onlegend }>{ Text::Legend.get(lang) }</button>
                 <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
+                if !state.present {
+                    <button class="quiet present-toggle" data-testid="present" onclick={ onpresent }>{ Text::Present.get(lang) }</button>
+                }
                 <a class="button quiet" ref={ png_ref } data-testid="export-png" download={ format!("locklab-{lesson}.png") } href="#" onclick={ onpng }>{ Text::ExportPng.get(lang) }</a>
             </div>
             <div class={ classes!("timeline-scroll", pannable.then_some("pannable")) } ref={ scroll_ref }
