@@ -71,13 +71,13 @@ impl Style {
     }
     /// A lock bar's row (the bar is [`Style::bar_h`] tall).
     fn bar_row(self) -> f64 {
-        (self.font + 10.0).round()
+        (self.font + 8.0).round()
     }
     pub fn bar_h(self) -> f64 {
         self.font + 6.0
     }
     fn label_row(self) -> f64 {
-        (self.font * 1.35).round()
+        (self.font * 1.3).round()
     }
     fn callout_row(self) -> f64 {
         (self.font * 1.5).round()
@@ -460,7 +460,7 @@ impl Axis {
         // first step) starts where it starts.
         let start_ms = if first >= 5_000 { first - first % 1_000 } else { 0 };
         let last = events.last().map_or(0, |e| e.0).max(now_ms);
-        let raw = last.saturating_sub(start_ms).max(1_000);
+        let raw = last.saturating_sub(start_ms).max(10);
         // A little room after the last event, so its mark is not on the edge.
         let end_ms = start_ms + raw + (raw / 25).clamp(1, 2_000);
         let span = (end_ms - start_ms) as f64;
@@ -603,21 +603,32 @@ impl Axis {
         self.x_left + self.plot_w
     }
 
-    /// Round instants, at least ~60 px apart, on linear stretches only.
+    /// Round instants, at least ~60 px apart (closer when bursts leave
+    /// little linear room), on linear stretches only.
     pub fn ticks(&self) -> Vec<u64> {
-        let min_px = self.font * 4.5;
-        let step = TICK_STEPS.into_iter().find(|&s| s as f64 * self.k >= min_px).unwrap_or(3_600_000);
         let mut out = Vec::new();
-        let mut last_x = f64::NEG_INFINITY;
-        let mut t = self.start_ms.div_ceil(step) * step;
-        while t <= self.end_ms {
-            let linear = self.segs.iter().any(|s| s.kind == SegKind::Linear && s.t0 <= t && t <= s.t1);
-            let x = self.x(t);
-            if linear && x - last_x >= min_px * 0.9 {
-                out.push(t);
-                last_x = x;
+        for share in [1.0, 0.6, 0.35] {
+            let min_px = self.font * 4.5 * share;
+            let step = TICK_STEPS.into_iter().find(|&s| s as f64 * self.k >= min_px).unwrap_or(3_600_000);
+            out.clear();
+            let mut last_end = f64::NEG_INFINITY;
+            let mut t = self.start_ms.div_ceil(step) * step;
+            while t <= self.end_ms {
+                // On a linear stretch, and not at an instant a break covers.
+                let linear = self.segs.iter().any(|s| s.kind == SegKind::Linear && s.t0 <= t && t <= s.t1)
+                    && !self.segs.iter().any(|s| s.kind != SegKind::Linear && s.t0 <= t && t <= s.t1);
+                let x = self.x(t);
+                // Far enough from the last that their labels do not touch.
+                let half = text_w(&seconds(t), self.font) / 2.0;
+                if linear && x - half >= last_end + self.font * 0.8 {
+                    out.push(t);
+                    last_end = x + half;
+                }
+                t += step;
             }
-            t += step;
+            if out.len() >= 3 {
+                break;
+            }
         }
         out
     }
@@ -797,8 +808,8 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let mut y = lanes_top;
     let mut push_lane = |kind, label: String, rows: usize| {
         let rows = rows.clamp(1, MAX_ROWS) as f64;
-        let height = 6.0 + rows * style.bar_row() + 2.0 * style.label_row() + 8.0;
-        let mark_y = y + 6.0 + style.bar_row() / 2.0;
+        let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
+        let mark_y = y + 4.0 + style.bar_row() / 2.0;
         lanes.push(Lane { kind, label, role: None, y, height, mark_y });
         y += height;
     };
@@ -822,7 +833,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         Actor::Resource => lane_of(LaneKind::Resource),
         Actor::World => None,
     };
-    let row_y = |lane: &Lane, row: usize| lane.y + 6.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
+    let row_y = |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
 
     // The axis fits the events that draw something, and the present.
     let lane_key = |a: Actor| match a {
@@ -873,7 +884,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let mut best_token: Option<i64> = None;
     let mut roles: HashMap<usize, String> = HashMap::new();
 
-    for (e, &x) in events.iter().zip(&xs) {
+    for (i, (e, &x)) in events.iter().zip(&xs).enumerate() {
         let title = format!("t = {} · {}: {}", seconds(e.at_ms), names.actor(e.actor), e.describe(names));
         let lane = actor_lane(e.actor);
         let mut mark = |lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>| {
@@ -1160,7 +1171,36 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                         }
                         (l, word("promote", "提升"))
                     }
-                    F::Failover { node: None } => (lane, word("failover", "故障转移")),
+                    F::Failover { node: None } => {
+                        // Sentinel's choice: the master (node 0) goes down;
+                        // the promoted replica is the next node to run a
+                        // client's command.
+                        let master = lane_of(LaneKind::Node(0));
+                        if let Some(m) = master {
+                            roles.insert(m, if zh { "宕机" } else { "down" }.to_owned());
+                        }
+                        let promoted = events[i + 1..].iter().find_map(|later| match (&later.kind, later.actor) {
+                            (EventKind::Executed { .. }, Actor::Node(n)) if n != 0 => Some(n),
+                            _ => None,
+                        });
+                        if let Some((n, l)) = promoted.and_then(|n| lane_of(LaneKind::Node(n)).map(|l| (n, l))) {
+                            roles.insert(l, if zh { "已提升为主" } else { "now master" }.to_owned());
+                            let missing: Vec<String> = held
+                                .iter()
+                                .filter(|((m, k), _)| *m != n && !held.contains_key(&(n, k.clone())))
+                                .filter_map(|(_, o)| o.map(|o| names.client(o).to_owned()))
+                                .collect();
+                            let who = names.node(n);
+                            let text = match (lang, missing.first()) {
+                                (Lang::En, Some(o)) => format!("{who} promoted — it never saw {o}'s lock"),
+                                (Lang::En, None) => format!("{who} promoted to master"),
+                                (Lang::Zh, Some(o)) => format!("{who} 被提升为主——它从未收到 {o} 的锁"),
+                                (Lang::Zh, None) => format!("{who} 被提升为主节点"),
+                            };
+                            notes.push((x, lanes[l].mid(), text, "promoted", title.clone()));
+                        }
+                        (master, word("failover", "故障转移"))
+                    }
                     F::CutLink { a, .. } => (endpoint_lane(a), word("cut", "断开")),
                     F::HealLink { a, .. } => (endpoint_lane(a), word("heal", "恢复连接")),
                     _ => (lane, None),
@@ -1238,7 +1278,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for m in &marks {
         let Some(text) = &m.label else { continue };
         let lane = &lanes[m.lane];
-        let base = lane.y + 6.0 + bar_rows_of(lane, style) * style.bar_row();
+        let base = lane.y + 4.0 + bar_rows_of(lane, style) * style.bar_row();
         let short_name = text.split_whitespace().next().unwrap_or_default().to_owned();
         for candidate in [text.clone(), short_name] {
             let w = text_w(&candidate, font);
@@ -1303,6 +1343,38 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for (x, y, text, kind, title) in notes {
         put(x, y, text, kind, title, &mut callouts);
     }
+
+    // Take back the room nobody used: callout rows with no callout, and
+    // label rows a lane did not need (node lanes rarely label their marks).
+    // Each lane keeps room for its name and role.
+    let used = crow.iter().rposition(|r| !r.is_empty()).map_or(0, |r| r + 1);
+    let dy = (CALLOUT_ROWS - used) as f64 * style.callout_row();
+    let old: Vec<(f64, f64)> = lanes.iter().map(|l| (l.y, l.height)).collect();
+    let mut y = lanes_top - dy;
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        let label_rows = rows[i].iter().filter(|&&end| end > f64::NEG_INFINITY).count() as f64;
+        let bars_h = bar_rows_of(lane, style) * style.bar_row();
+        let need = (8.0 + bars_h + label_rows * style.label_row()).max(font * 2.9 + 8.0);
+        lane.mark_y += y - lane.y;
+        lane.y = y;
+        lane.height = need.min(lane.height);
+        y += lane.height;
+    }
+    let remap = |v: f64| match old.iter().position(|&(y0, h)| v >= y0 && v < y0 + h) {
+        Some(i) => v - old[i].0 + lanes[i].y,
+        None if v >= lanes_bottom => v - lanes_bottom + y,
+        None => v,
+    };
+    bars.iter_mut().for_each(|b| b.y = remap(b.y));
+    marks.iter_mut().for_each(|m| m.y = remap(m.y));
+    for a in &mut arrows {
+        a.y1 = remap(a.y1);
+        a.y2 = remap(a.y2);
+    }
+    labels.iter_mut().for_each(|l| l.y = remap(l.y));
+    callouts.iter_mut().for_each(|c| c.y_to = remap(c.y_to));
+    let lanes_top = lanes_top - dy;
+    let lanes_bottom = y;
 
     // The legend: what this timeline draws, one entry per kind of mark.
     let mut kinds: Vec<&'static str> = Vec::new();
@@ -1395,7 +1467,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
 
 /// How many bar rows a lane has (from its height).
 fn bar_rows_of(lane: &Lane, style: Style) -> f64 {
-    ((lane.height - 14.0 - 2.0 * style.label_row()) / style.bar_row()).round()
+    ((lane.height - 8.0 - 2.0 * style.label_row()) / style.bar_row()).round().max(1.0)
 }
 
 /// The legend's words for a kind of mark.
@@ -1506,6 +1578,9 @@ mod tests {
         // Fitted to the events: 2 s of events fill the plot, no padding to 30 s.
         let short = Axis::fit(&[0, 500, 2_000], 2_000, 150.0, 800.0, st);
         assert!(short.end_ms <= 2_200, "{}", short.end_ms);
+        // 20 ms of events: a millisecond axis, no burst needed.
+        let ms = Axis::fit(&[0, 2, 5, 9, 20], 20, 150.0, 800.0, st);
+        assert!(ms.breaks(Lang::En).is_empty() && ms.end_ms < 30, "{:?}", ms.breaks(Lang::En));
     }
 
     #[test]

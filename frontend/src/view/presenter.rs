@@ -55,7 +55,11 @@ pub fn caption(props: &CaptionProps) -> Html {
                     if let Some(a) = actor {
                         <span class="caption-actor">{ a }</span>
                     }
-                    <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
+                    if current.is_some_and(|i| l.steps[i].cmd.is_some()) {
+                        <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
+                    } else {
+                        <span class="caption-say" data-testid="caption-command">{ cmd }</span>
+                    }
                     if let Some(r) = reply {
                         <span class="caption-arrow">{ "→" }</span>
                         <code class="caption-reply" data-testid="caption-reply">{ r }</code>
@@ -68,14 +72,13 @@ pub fn caption(props: &CaptionProps) -> Html {
                 <p class="caption-explain" data-testid="caption-explain">{ e }</p>
             }
             <div class="caption-keys">
-                <button class="quiet" data-testid="present-back" onclick={ mv(Transport::Back) }>{ "◀" }</button>
-                <button class="quiet" data-testid="present-forward" onclick={ mv(Transport::Forward) }>{ "▶" }</button>
+                <button class="quiet step-keys" data-testid="present-back" onclick={ mv(Transport::Back) }>{ "◀" }</button>
+                <button class="quiet step-keys" data-testid="present-forward" onclick={ mv(Transport::Forward) }>{ "▶" }</button>
                 if finished && next_exists {
                     <button class="next-lesson" data-testid="next-lesson" onclick={ props.onnext.reform(|_| ()) }>
                         { Text::NextLesson.get(lang) }
                     </button>
                 }
-                <span class="spacer" />
                 <span class="caption-hint">{ Text::PresentHint.get(lang) }</span>
                 <button class="quiet" data-testid="theme" onclick={ props.ontheme.reform(|_| ()) }>{ Text::Theme.get(lang) }</button>
                 <button class="quiet" data-testid="present-exit" onclick={ props.onexit.reform(|_| ()) }>{ Text::PresentExit.get(lang) }</button>

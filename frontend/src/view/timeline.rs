@@ -238,16 +238,25 @@ pub fn timeline() -> Html {
     // The width the page gives the timeline, in CSS pixels: the layout is
     // made for it, so nothing is scaled.
     let width = use_state(|| 0.0f64);
+    // Presenter mode: the height left for the plot, so it fits the screen.
+    let room = use_state(|| 0.0f64);
     {
-        let (scroll_ref, width) = (scroll_ref.clone(), width.clone());
-        use_effect_with(state.present, move |_| {
+        let (scroll_ref, width, room) = (scroll_ref.clone(), width.clone(), room.clone());
+        // Again after every change: the caption above it changes height.
+        use_effect_with((state.present, state.rev, state.legend), move |_| {
             let measure = {
-                let (scroll_ref, width) = (scroll_ref.clone(), width.clone());
+                let (scroll_ref, width, room) = (scroll_ref.clone(), width.clone(), room.clone());
                 move || {
                     if let Some(el) = scroll_ref.cast::<Element>() {
                         let w = f64::from(el.client_width()).floor();
                         if w > 0.0 && (w - *width).abs() >= 1.0 {
                             width.set(w);
+                        }
+                        let top = el.get_bounding_client_rect().top();
+                        let inner = web_sys::window().and_then(|w| w.inner_height().ok()).and_then(|h| h.as_f64()).unwrap_or(0.0);
+                        let h = (inner - top - 16.0).max(200.0).floor();
+                        if (h - *room).abs() >= 1.0 {
+                            room.set(h);
                         }
                     }
                 }
@@ -314,7 +323,8 @@ pub fn timeline() -> Html {
     type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
     let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
         let state = state.clone();
-        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id(), view_w as u32, state.present), move |_| {
+        let room = *room;
+        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id(), view_w as u32, state.present, room as u32, state.legend), move |_| {
             let (trace, now) = match (&state.session, &state.real) {
                 (Some(s), _) => {
                     let s = s.borrow();
@@ -329,7 +339,18 @@ pub fn timeline() -> Html {
                     (lab.trace().clone(), lab.now_ms())
                 }
             };
-            let l = layout_in(&trace, now, lang, view_w, z, style);
+            // Presenter mode: the biggest type (19 px down to 13 px) at
+            // which the whole timeline fits the screen's height.
+            let mut l = layout_in(&trace, now, lang, view_w, z, style);
+            if style == Style::PRESENT && room > 0.0 {
+                for font in [17.0, 15.5, 14.0, 13.0] {
+                    let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
+                    if fits {
+                        break;
+                    }
+                    l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                }
+            }
             let mut per_lane = vec![Vec::new(); l.lanes.len()];
             for m in &l.marks {
                 per_lane[m.lane].push(m.clone());
@@ -349,6 +370,7 @@ pub fn timeline() -> Html {
             }
         });
     }
+    let style = l.style;
     let s = style.font / 14.0;
     let plot_end = l.plot_end;
     let bottom = l.lanes_bottom;
