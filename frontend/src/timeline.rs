@@ -1339,7 +1339,18 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for b in &bands {
         put(b.x0, lanes_top, format!("⚠ {}", b.heading), "violation", b.title.clone(), &mut callouts);
     }
-    notes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // What went wrong first (who removed whose lock, who both hold it, a
+    // promotion that lost a lock, a rejected token), then expiries: when
+    // the strip is full, the least telling callouts are the ones left out.
+    let rank = |kind: &str| match kind {
+        "removed" => 0,
+        "overlap" => 1,
+        "promoted" => 2,
+        "rejected" => 3,
+        "restart" => 4,
+        _ => 5,
+    };
+    notes.sort_by(|a, b| rank(a.3).cmp(&rank(b.3)).then(a.0.total_cmp(&b.0)));
     for (x, y, text, kind, title) in notes {
         put(x, y, text, kind, title, &mut callouts);
     }
@@ -1636,9 +1647,8 @@ mod tests {
         let s = crate::session::Session::new(l, 7, l.steps.len());
         let en = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
         let texts: Vec<&str> = en.callouts.iter().map(|c| c.label.text.as_str()).collect();
-        eprintln!("{texts:?}");
-        assert!(texts.iter().any(|t| t.contains("expired (TTL")), "{texts:?}");
         assert!(texts.iter().any(|t| t.contains("removed") && t.contains("'s lock")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("B and C both hold")), "{texts:?}");
         let zh = layout_in(&s.trace(), s.now_ms(), Lang::Zh, 1150.0, 1.0, Style::NORMAL);
         assert!(zh.callouts.iter().all(|c| !c.label.text.contains("expired")), "{:?}", zh.callouts);
         assert!(zh.legend.iter().all(|i| i.text.chars().any(|c| c >= '\u{4e00}')), "{:?}", zh.legend);

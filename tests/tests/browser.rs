@@ -657,7 +657,7 @@ async fn the_timeline_a_room_can_read() {
             r#"
 const skip = 'code, pre, kbd, .shown, .actual, .expected, .reply, [data-testid=console], .id, .wordmark, ' +
   '.mark-label, .bar-label, .tick, .lane-label, .lane-role, .zoom, .counter, .speeds, .caption-cmd, .caption-reply, ' +
-  '[data-lang], .source, .score, .lesson-score, .driver-note, .badge.server, title, .step .actor';
+  '[data-lang], .score, .lesson-score, .driver-note, .badge.server, title, .step .actor';
 const bad = [];
 for (const el of document.querySelectorAll('.app *')) {
   if (el.closest(skip)) continue;
