@@ -52,6 +52,27 @@ impl Invariant {
         }
     }
 
+    /// What a person calls it, for the timeline's violation band and the
+    /// outcome box: both drivers and the CLI show the same words.
+    pub fn title(self) -> &'static str {
+        match self {
+            Invariant::StaleWrite => "stale write accepted",
+            Invariant::WrongRelease => "lock deleted by a non-owner",
+            Invariant::Deadlock => "lock never expires",
+            Invariant::Overlap => "two holders",
+        }
+    }
+
+    /// [`Invariant::title`] in Chinese.
+    pub fn title_zh(self) -> &'static str {
+        match self {
+            Invariant::StaleWrite => "过期写入被接受",
+            Invariant::WrongRelease => "锁被非持有者删除",
+            Invariant::Deadlock => "锁永不过期",
+            Invariant::Overlap => "两个持有者",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Invariant> {
         [Invariant::StaleWrite, Invariant::WrongRelease, Invariant::Deadlock, Invariant::Overlap]
             .into_iter()

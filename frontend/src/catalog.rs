@@ -110,10 +110,15 @@ pub fn theme_slug(theme: Theme) -> &'static str {
 /// Where the lesson comes from: `seed A · §6.2`.
 pub fn source_label(l: &Lesson, lang: Lang) -> String {
     let (seed, sec) = match lang {
-        Lang::Zh => ("种子", "§"),
+        Lang::Zh => ("来源", "§"),
         Lang::En => ("seed", "§"),
     };
-    format!("{seed} {} · {sec}{}", l.source.seed, l.source.section)
+    // The lesson files write cross-references in English ("also B 3.2").
+    let section = match lang {
+        Lang::Zh => l.source.section.replace("also ", "另见 "),
+        Lang::En => l.source.section.clone(),
+    };
+    format!("{seed} {} · {sec}{section}", l.source.seed)
 }
 
 #[cfg(test)]
@@ -133,5 +138,7 @@ mod tests {
         assert_eq!(find("05").map(|l| l.theme), Some(Theme::Release));
         assert!(find("99").is_none());
         assert_eq!(source_label(find("07").unwrap(), Lang::En), "seed A · §6.2");
+        assert!(source_label(find("01").unwrap(), Lang::Zh).starts_with("来源 A"));
+        assert!(!source_label(find("01").unwrap(), Lang::Zh).contains("also"));
     }
 }

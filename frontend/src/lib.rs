@@ -41,6 +41,7 @@ pub mod driver;
 pub mod editor;
 pub mod i18n;
 pub mod lab;
+pub mod markdown;
 pub mod query;
 pub mod real;
 pub mod score;

@@ -42,6 +42,10 @@ pub struct Query {
     pub step: Option<String>,
     pub seed: Option<u64>,
     pub driver: Option<Driver>,
+    /// Presenter mode (`present=1`): the timeline fills the screen.
+    pub present: bool,
+    /// The projector theme (`theme=dark`); light when absent.
+    pub dark: bool,
 }
 
 /// Lesson ids and step names are short words; anything else is not ours.
@@ -88,6 +92,8 @@ impl Query {
                 "step" => q.step = is_word(&v).then_some(v),
                 "seed" => q.seed = v.parse().ok(),
                 "driver" => q.driver = Driver::parse(&v),
+                "present" => q.present = v == "1",
+                "theme" => q.dark = v == "dark",
                 _ => {}
             }
         }
@@ -112,6 +118,12 @@ impl Query {
         }
         if let Some(driver) = self.driver {
             parts.push(format!("driver={}", driver.code()));
+        }
+        if self.present {
+            parts.push("present=1".to_owned());
+        }
+        if self.dark {
+            parts.push("theme=dark".to_owned());
         }
         if parts.is_empty() {
             String::new()
@@ -148,5 +160,9 @@ mod tests {
         assert_eq!(Query::parse("?lesson=%").lesson, None);
         assert_eq!(Query::parse("?driver=real").driver, Some(Driver::Real));
         assert_eq!(Query::parse("?driver=mock").driver, None);
+        let p = Query::parse("?lesson=05&present=1&theme=dark");
+        assert!(p.present && p.dark);
+        assert_eq!(p.to_search(), "?lesson=05&present=1&theme=dark");
+        assert!(!Query::parse("?present=0&theme=light").present);
     }
 }

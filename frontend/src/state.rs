@@ -67,6 +67,15 @@ pub struct State {
     pub rev: u64,
     /// The last thing that could not be done (a fault the world refused).
     pub notice: Option<String>,
+    /// Presenter mode: the timeline full screen, a caption, no sidebar.
+    pub present: bool,
+    /// The dark projector theme.
+    pub dark: bool,
+    /// The timeline's legend is shown.
+    pub legend: bool,
+    /// Interview mode: the step waiting for an answer; stepping past it
+    /// is blocked until it has one.
+    pub quiz_gate: Option<usize>,
 }
 
 fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
@@ -93,6 +102,10 @@ impl PartialEq for State {
             && self.speed == other.speed
             && self.quiz == other.quiz
             && self.notice == other.notice
+            && self.present == other.present
+            && self.dark == other.dark
+            && self.legend == other.legend
+            && self.quiz_gate == other.quiz_gate
     }
 }
 
@@ -138,6 +151,10 @@ impl State {
             lab: Rc::new(RefCell::new(Lab::new())),
             rev: 0,
             notice: None,
+            present: q.present,
+            dark: q.dark,
+            legend: true,
+            quiz_gate: None,
         }
     }
 
@@ -159,6 +176,8 @@ impl State {
             step: self.step(),
             seed: Some(self.seed),
             driver: Some(self.driver),
+            present: self.present,
+            dark: self.dark,
         }
     }
 }
@@ -210,6 +229,15 @@ pub enum Action {
     RealFactor(u64),
     /// Open a new WebSocket now (the reconnect timer fired, or the user asked).
     Reconnect,
+    /// Presenter mode on or off (`p`).
+    TogglePresent,
+    /// The light or dark projector theme.
+    ToggleTheme,
+    ToggleLegend,
+    /// The lesson after this one, from its start.
+    NextLesson,
+    /// Interview mode's question is waiting at this step (or none is).
+    QuizGate(Option<usize>),
 }
 
 /// The real driver's inputs, from the app's socket and fetch glue.
@@ -282,6 +310,19 @@ impl Reducible for State {
                     return Rc::new(next);
                 };
                 let mut s = s.borrow_mut();
+                // Interview mode: nothing moves past an unanswered question.
+                let pos = s.position();
+                let blocked = next.quiz
+                    && next.quiz_gate == Some(pos)
+                    && match t {
+                        Transport::Forward | Transport::End | Transport::Tick | Transport::TogglePlay => true,
+                        Transport::Seek(n) => n > pos,
+                        Transport::Back | Transport::Home => false,
+                    };
+                if blocked {
+                    next.playing = false;
+                    return Rc::new(next);
+                }
                 match t {
                     Transport::TogglePlay => {
                         if !next.playing && s.is_finished() {
@@ -381,6 +422,21 @@ impl Reducible for State {
                     next.rev += 1;
                 }
             }
+            Action::QuizGate(g) => next.quiz_gate = g,
+            Action::TogglePresent => next.present = !next.present,
+            Action::ToggleTheme => next.dark = !next.dark,
+            Action::ToggleLegend => next.legend = !next.legend,
+            Action::NextLesson => {
+                let id = next.lesson_id();
+                let lessons = catalog::all();
+                let after = id.and_then(|id| lessons.iter().position(|l| l.id == id)).and_then(|i| lessons.get(i + 1));
+                if let Some(l) = after {
+                    next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
+                    next.playing = false;
+                    next.active = 0;
+                    next.rev += 1;
+                }
+            }
             Action::Reconnect => {
                 if let Some(r) = &next.real {
                     r.borrow_mut().connecting();
@@ -438,6 +494,21 @@ mod tests {
         assert_eq!(s.step().as_deref(), Some("1"));
         let s = reduce(s, Action::ToggleHelp);
         assert!(s.help_open);
+        // Interview mode: a waiting question blocks stepping on, not back.
+        let s = reduce(s, Action::ToggleQuiz);
+        let s = reduce(s, Action::QuizGate(Some(1)));
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        assert_eq!(s.step().as_deref(), Some("1"), "blocked");
+        let s = reduce(s, Action::Transport(Transport::End));
+        assert_eq!(s.step().as_deref(), Some("1"), "blocked");
+        let s = reduce(s, Action::QuizGate(None));
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        assert_eq!(s.step().as_deref(), Some("2"));
+        let s = reduce(s, Action::ToggleQuiz);
+        let s = reduce(s, Action::TogglePresent);
+        assert!(s.present && s.query().to_search().contains("present=1"));
+        let s = reduce(s, Action::NextLesson);
+        assert_eq!(s.lesson_id().as_deref(), Some("08"));
         let s = reduce(s, Action::ResetLab);
         assert!(s.lab.borrow().transcript(Client::B).is_empty());
         let s = reduce(s, Action::Transport(Transport::TogglePlay));

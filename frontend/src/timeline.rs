@@ -12,15 +12,29 @@
 //! client. Requests are arrows when they took time (client → node → client),
 //! dots when they did not. Violations are red bands across every lane.
 //!
+//! ## Sizes
+//!
+//! Everything is laid out in CSS pixels for the width the page gives the
+//! timeline (the SVG's `viewBox` is its size in pixels, never scaled), so a
+//! 13 px label is 13 px on a projector and browser zoom makes it bigger.
+//! [`Style`] carries the type size; presenter mode passes a bigger one.
+//!
 //! ## The time axis
 //!
-//! Virtual time is mostly idle and then very busy: a whole lesson's commands
-//! can share one millisecond until somebody moves the clock. A linear axis
-//! would pile them up, so every instant that has events gets a slot of
-//! fixed width per event on top of the linear part: x grows with time *and*
-//! with the number of events so far. The axis stays monotonic — order and
-//! duration both read left to right — and ticks are placed through the same
-//! mapping.
+//! Linear: one millisecond is the same width everywhere a tick is drawn.
+//! It is fitted to the events (from the first one when the trace does not
+//! start at 0, as on the real driver, to the last one or "now"). Two honest
+//! exceptions, both drawn on the axis with a break mark `⫽`:
+//!
+//! * a **burst** — events closer together than a mark's width (a whole
+//!   request, sent, run and answered within a few milliseconds) — is spread
+//!   out so each gets its own slot; the break names the instant;
+//! * a long **idle gap** (≥ 60 s and more than half of the run, typically a
+//!   real-driver session left open) is squeezed to a fixed width with its
+//!   length written on it.
+//!
+//! Ticks are only placed on linear stretches, so two ticks 10 s apart with
+//! no break between them are always the same distance apart.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -30,19 +44,68 @@ use locklab_core::Reply;
 
 use crate::i18n::{Lang, Text};
 
-pub const VIEW_W: f64 = 960.0;
-pub const LABEL_W: f64 = 118.0;
-const RIGHT_PAD: f64 = 28.0;
-pub const AXIS_H: f64 = 26.0;
-const LANE_H: f64 = 42.0;
-const ROW_H: f64 = 18.0;
-/// Rows of lock bars per lane before keys start sharing the last one.
+/// The type size and everything measured from it, in CSS pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Style {
+    /// The labels' font size.
+    pub font: f64,
+}
+
+impl Style {
+    /// The page's timeline: 14 px labels (≥ 13 px, readable from a room).
+    pub const NORMAL: Style = Style { font: 14.0 };
+    /// Presenter mode.
+    pub const PRESENT: Style = Style { font: 19.0 };
+
+    fn s(self) -> f64 {
+        self.font / 14.0
+    }
+    pub fn label_w(self) -> f64 {
+        150.0 * self.s()
+    }
+    pub fn axis_h(self) -> f64 {
+        30.0 * self.s()
+    }
+    fn right_pad(self) -> f64 {
+        20.0 * self.s()
+    }
+    /// A lock bar's row (the bar is [`Style::bar_h`] tall).
+    fn bar_row(self) -> f64 {
+        (self.font + 8.0).round()
+    }
+    pub fn bar_h(self) -> f64 {
+        self.font + 6.0
+    }
+    fn label_row(self) -> f64 {
+        (self.font * 1.3).round()
+    }
+    fn callout_row(self) -> f64 {
+        (self.font * 1.5).round()
+    }
+    /// The width one event gets inside a burst.
+    fn slot(self) -> f64 {
+        24.0 * self.s()
+    }
+    fn gap_w(self) -> f64 {
+        84.0 * self.s()
+    }
+}
+
+/// Labels are drawn in the monospace face; Chinese is full width. A
+/// generous estimate, so labels laid out apart never touch in the browser.
+pub fn text_w(text: &str, font: f64) -> f64 {
+    text.chars().map(|c| if c >= '\u{2e80}' { font * 1.02 } else { font * 0.62 }).sum::<f64>()
+}
+
+/// Lock bar rows per lane before keys share the last one.
 const MAX_ROWS: usize = 4;
-/// The widest slot an event gets on the axis.
-const NUDGE: f64 = 11.0;
+/// Callout rows above the lanes.
+const CALLOUT_ROWS: usize = 4;
 /// Tick spacings to choose from, in ms.
-const TICK_STEPS: [u64; 11] =
-    [500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000];
+const TICK_STEPS: [u64; 20] = [
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+    1_800_000,
+];
 
 /// `12 s`, `1.5 s`, `0.25 s`: virtual time for people.
 pub fn seconds(ms: u64) -> String {
@@ -66,13 +129,17 @@ pub enum LaneKind {
 pub struct Lane {
     pub kind: LaneKind,
     pub label: String,
+    /// What the node became (`master`, `down`), under its name.
+    pub role: Option<String>,
     pub y: f64,
     pub height: f64,
+    /// Where its marks sit: the middle of its first bar row.
+    pub mark_y: f64,
 }
 
 impl Lane {
     pub fn mid(&self) -> f64 {
-        self.y + self.height / 2.0
+        self.mark_y
     }
 
     /// CSS class: `client-0`, `node-1`, `resource`.
@@ -214,6 +281,32 @@ pub struct Band {
     pub title: String,
     /// The one line drawn in the band, in the page's language.
     pub explain: String,
+    /// Its human title with who was involved: `two holders (B, C)`.
+    pub heading: String,
+}
+
+/// A text on the plot, laid out so no two overlap: `x` is where it starts,
+/// `y` its baseline, `w` its estimated width.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub text: String,
+    /// `mark-label`, `bar-label`, `callout`, `band-title`.
+    pub class: &'static str,
+    pub title: String,
+}
+
+/// A plain-language sentence above the lanes, with a leader line down to
+/// the moment it is about.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Callout {
+    pub label: Label,
+    pub at_x: f64,
+    pub y_to: f64,
+    /// `violation`, `expired`, `removed`, `overlap`, `rejected`, `promoted`, `restart`.
+    pub kind: &'static str,
 }
 
 /// A violation in one line. English is core's own sentence (it names
@@ -246,6 +339,7 @@ fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core:
 pub struct Tick {
     pub x: f64,
     pub label: String,
+    pub ms: u64,
 }
 
 /// Everything the SVG needs.
@@ -255,85 +349,321 @@ pub struct Layout {
     pub span_ms: u64,
     pub lanes: Vec<Lane>,
     pub ticks: Vec<Tick>,
+    pub breaks: Vec<AxisBreak>,
     pub bars: Vec<Bar>,
     pub arrows: Vec<Arrow>,
     pub marks: Vec<Mark>,
     pub bands: Vec<Band>,
     pub spans: Vec<Span>,
+    /// Mark and bar labels, laid out apart.
+    pub labels: Vec<Label>,
+    pub callouts: Vec<Callout>,
+    /// The legend's entries for what this timeline draws.
+    pub legend: Vec<LegendItem>,
     pub now_x: f64,
-    /// The SVG's width in its own units: [`VIEW_W`] times the zoom.
+    /// The SVG's width in CSS pixels (wider than the view when zoomed in).
     pub width: f64,
+    pub plot_end: f64,
+    pub lanes_top: f64,
+    pub lanes_bottom: f64,
+    pub style: Style,
     /// Marks folded into a neighbour closer than a pixel (see [`merge_marks`]).
     pub merged: usize,
 }
 
-/// The time axis: linear in time plus a slot per event (see the module docs).
+/// One legend entry: which swatch, what it says, where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LegendItem {
+    pub kind: &'static str,
+    pub text: String,
+    pub x: f64,
+    pub y: f64,
+}
+
+/// Whether an event draws a mark, and so needs room of its own on the axis.
+fn has_slot(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Lock { .. }
+            | EventKind::Granted { .. }
+            | EventKind::Belief { .. }
+            | EventKind::Overlap { .. }
+            | EventKind::Done
+            | EventKind::Violation { .. }
+    )
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum SegKind {
+    Linear,
+    /// Events spread one slot each; `times` are their instants, in order.
+    Burst { times: Vec<u64>, slot: f64 },
+    /// Idle time squeezed to a fixed width.
+    Gap,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Seg {
+    t0: u64,
+    t1: u64,
+    x0: f64,
+    x1: f64,
+    kind: SegKind,
+}
+
+/// Where the axis is not linear, drawn with a break mark `⫽`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AxisBreak {
+    pub x0: f64,
+    pub x1: f64,
+    /// `burst` or `gap`.
+    pub kind: &'static str,
+    /// Written on the axis (a gap's length), when there is room.
+    pub label: Option<String>,
+    pub title: String,
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
+/// The time axis: linear, with bursts spread and long idle gaps squeezed
+/// (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Axis {
-    /// The plot's width in SVG units (wider when zoomed in).
+    segs: Vec<Seg>,
+    /// Pixels per millisecond on the linear stretches.
+    pub k: f64,
+    pub start_ms: u64,
+    pub end_ms: u64,
+    x_left: f64,
     plot_w: f64,
-    span_ms: u64,
-    k: f64,
-    nudge: f64,
-    /// at_ms → (slots before this instant, events at it).
-    instants: BTreeMap<u64, (usize, usize)>,
+    font: f64,
+    /// The x of each event given to [`Axis::fit_lanes`], in its order.
+    pub event_x: Vec<f64>,
 }
 
 impl Axis {
-    pub fn new(times: &[u64], latest_ms: u64) -> Axis {
-        Axis::zoomed(times, latest_ms, 1.0)
+    /// [`Axis::fit_lanes`] for events all on one lane.
+    pub fn fit(times: &[u64], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
+        let events: Vec<(u64, u32)> = times.iter().map(|&t| (t, 0)).collect();
+        Axis::fit_lanes(&events, now_ms, x_left, plot_w, style)
     }
 
-    /// The axis `zoom` times as wide as the view.
-    pub fn zoomed(times: &[u64], latest_ms: u64, zoom: f64) -> Axis {
-        let span = (latest_ms + 5_000).div_ceil(10_000) * 10_000;
-        let span_ms = span.max(30_000);
-        let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
-        for &t in times {
-            *counts.entry(t.min(span_ms)).or_default() += 1;
+    /// An axis from `x_left`, `plot_w` pixels wide, for `events` (instant
+    /// and lane of each event that draws a mark, in time order), running to
+    /// at least `now_ms`. Inside a burst, events on different lanes share a
+    /// column until one lane needs a second one: order still reads left to
+    /// right, and a request (client → node → client) takes two columns, not
+    /// three. [`Axis::event_x`] has each event's x.
+    pub fn fit_lanes(events: &[(u64, u32)], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
+        let first = events.first().map_or(0, |e| e.0).min(now_ms);
+        // A trace that starts late (the real driver's clock ran before the
+        // first step) starts where it starts.
+        let start_ms = if first >= 5_000 { first - first % 1_000 } else { 0 };
+        let last = events.last().map_or(0, |e| e.0).max(now_ms);
+        let raw = last.saturating_sub(start_ms).max(10);
+        // A little room after the last event, so its mark is not on the edge.
+        let end_ms = start_ms + raw + (raw / 25).clamp(1, 2_000);
+        let span = (end_ms - start_ms) as f64;
+        let mut slot = style.slot();
+        let mut k = plot_w / span;
+        let mut segs = Vec::new();
+        let mut event_x = vec![0.0; events.len()];
+        for _ in 0..4 {
+            // Clusters of events closer together than a slot: (t0, t1, indices).
+            let mut clusters: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+            for (i, &(t, _)) in events.iter().enumerate() {
+                match clusters.last_mut() {
+                    Some((_, t1, ix)) if ((t - *t1) as f64) * k < slot => {
+                        *t1 = t;
+                        ix.push(i);
+                    }
+                    _ => clusters.push((t, t, vec![i])),
+                }
+            }
+            // Columns inside each burst: a new one when a lane repeats.
+            let mut col_of = vec![0usize; events.len()];
+            let mut cols_of: Vec<Vec<u64>> = Vec::new();
+            for (_, _, ix) in &clusters {
+                let mut cols: Vec<u64> = Vec::new();
+                let mut used: Vec<u32> = Vec::new();
+                for &i in ix {
+                    let (t, lane) = events[i];
+                    if cols.is_empty() || used.contains(&lane) {
+                        cols.push(t);
+                        used.clear();
+                    }
+                    used.push(lane);
+                    col_of[i] = cols.len() - 1;
+                }
+                cols_of.push(cols);
+            }
+            // Long idle stretches between clusters.
+            let mut gaps = Vec::new();
+            let mut prev = start_ms;
+            for (t0, t1, _) in &clusters {
+                if t0 - prev >= 60_000 && (t0 - prev) as f64 > span * 0.5 {
+                    gaps.push((prev, *t0));
+                }
+                prev = *t1;
+            }
+            if end_ms - prev >= 60_000 && (end_ms - prev) as f64 > span * 0.5 {
+                gaps.push((prev, end_ms));
+            }
+            let is_burst = |c: usize| cols_of[c].len() > 1 || clusters[c].2.len() > 1;
+            let burst_cols: usize = (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| cols_of[c].len()).sum();
+            let gap_w = style.gap_w().min(plot_w * 0.15);
+            let fixed_gaps = gaps.len() as f64 * gap_w;
+            // Bursts may take up to half the plot; slots shrink beyond that.
+            if burst_cols > 0 {
+                slot = slot.min((plot_w - fixed_gaps) * 0.5 / burst_cols as f64);
+            }
+            let fixed = fixed_gaps + burst_cols as f64 * slot;
+            let linear_ms: u64 = span as u64
+                - gaps.iter().map(|(a, b)| b - a).sum::<u64>()
+                - (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| clusters[c].1 - clusters[c].0).sum::<u64>();
+            let new_k = (plot_w - fixed).max(plot_w * 0.2) / linear_ms.max(1) as f64;
+            // Segments, left to right.
+            segs.clear();
+            let mut x = x_left;
+            let mut t = start_ms;
+            let push = |segs: &mut Vec<Seg>, t0: u64, t1: u64, w: f64, kind: SegKind, x: &mut f64| {
+                segs.push(Seg { t0, t1, x0: *x, x1: *x + w, kind });
+                *x += w;
+            };
+            let mut breaks: Vec<(u64, u64, Option<usize>)> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
+            breaks.extend((0..clusters.len()).filter(|&c| is_burst(c)).map(|c| (clusters[c].0, clusters[c].1, Some(c))));
+            breaks.sort_by_key(|b| b.0);
+            let mut burst_x0 = vec![None; clusters.len()];
+            for (b0, b1, c) in breaks {
+                if b0 > t {
+                    push(&mut segs, t, b0, (b0 - t) as f64 * new_k, SegKind::Linear, &mut x);
+                }
+                match c {
+                    Some(c) => {
+                        burst_x0[c] = Some(x);
+                        let w = cols_of[c].len() as f64 * slot;
+                        push(&mut segs, b0, b1, w, SegKind::Burst { times: cols_of[c].clone(), slot }, &mut x);
+                    }
+                    None => push(&mut segs, b0, b1, gap_w, SegKind::Gap, &mut x),
+                }
+                t = b1;
+            }
+            if end_ms > t {
+                push(&mut segs, t, end_ms, (end_ms - t) as f64 * new_k, SegKind::Linear, &mut x);
+            }
+            let converged = (new_k - k).abs() <= k * 1e-9;
+            k = new_k;
+            let axis = Axis { segs: segs.clone(), k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x: Vec::new() };
+            for (c, (_, _, ix)) in clusters.iter().enumerate() {
+                for &i in ix {
+                    event_x[i] = match burst_x0[c] {
+                        Some(x0) => x0 + (col_of[i] as f64 + 0.5) * slot,
+                        None => axis.x(events[i].0),
+                    };
+                }
+            }
+            if converged {
+                break;
+            }
         }
-        let plot = (VIEW_W - LABEL_W - RIGHT_PAD) * zoom.max(1.0);
-        let nudge = if times.is_empty() { 0.0 } else { NUDGE.min(plot * 0.5 / times.len() as f64) };
-        let k = (plot - times.len() as f64 * nudge) / span_ms as f64;
-        let mut before = 0;
-        let instants = counts
-            .into_iter()
-            .map(|(t, n)| {
-                let entry = (t, (before, n));
-                before += n;
-                entry
-            })
-            .collect();
-        Axis { plot_w: plot, span_ms, k, nudge, instants }
-    }
-
-    fn slots_before(&self, t: u64) -> usize {
-        self.instants.range(..t).map(|(_, &(_, n))| n).sum()
+        Axis { segs, k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x }
     }
 
     /// x at the start of instant `t` (before its events).
     pub fn x(&self, t: u64) -> f64 {
-        let t = t.min(self.span_ms);
-        LABEL_W + t as f64 * self.k + self.slots_before(t) as f64 * self.nudge
+        let t = t.clamp(self.start_ms, self.end_ms);
+        match self.segs.iter().find(|s| t <= s.t1) {
+            Some(s) => Axis::within(s, t, false),
+            None => self.x_left + self.plot_w,
+        }
     }
 
     /// x just after the events of instant `t`.
     pub fn x_after(&self, t: u64) -> f64 {
-        let t = t.min(self.span_ms);
-        let at = self.instants.get(&t).map_or(0, |&(_, n)| n);
-        self.x(t) + at as f64 * self.nudge
+        let t = t.clamp(self.start_ms, self.end_ms);
+        match self.segs.iter().rev().find(|s| s.t0 <= t) {
+            Some(s) => Axis::within(s, t, true),
+            None => self.x_left,
+        }
     }
 
-    /// x of the `nth` event of instant `t`, centred in its slot.
-    pub fn x_event(&self, t: u64, nth: usize) -> f64 {
-        self.x(t) + (nth as f64 + 0.5) * self.nudge
+    fn within(s: &Seg, t: u64, after: bool) -> f64 {
+        match &s.kind {
+            SegKind::Linear | SegKind::Gap if s.t1 == s.t0 => s.x0,
+            SegKind::Linear | SegKind::Gap => s.x0 + (s.x1 - s.x0) * (t - s.t0) as f64 / (s.t1 - s.t0) as f64,
+            SegKind::Burst { times, slot } => {
+                let n = times.iter().filter(|&&u| if after { u <= t } else { u < t }).count();
+                s.x0 + n as f64 * slot
+            }
+        }
     }
 
-    /// At most 8 ticks on round values, 0 included.
+    /// The right end of the plot.
+    pub fn x_end(&self) -> f64 {
+        self.x_left + self.plot_w
+    }
+
+    /// Round instants, at least ~60 px apart (closer when bursts leave
+    /// little linear room), on linear stretches only.
     pub fn ticks(&self) -> Vec<u64> {
-        let max = (8.0 * self.plot_w / (VIEW_W - LABEL_W - RIGHT_PAD)).round().max(8.0) as u64;
-        let step = TICK_STEPS.into_iter().find(|s| self.span_ms / s <= max).unwrap_or(self.span_ms);
-        (0..=self.span_ms / step).map(|i| i * step).collect()
+        let mut out = Vec::new();
+        for share in [1.0, 0.6, 0.35] {
+            let min_px = self.font * 4.5 * share;
+            let step = TICK_STEPS.into_iter().find(|&s| s as f64 * self.k >= min_px).unwrap_or(3_600_000);
+            out.clear();
+            let mut last_end = f64::NEG_INFINITY;
+            let mut t = self.start_ms.div_ceil(step) * step;
+            while t <= self.end_ms {
+                // On a linear stretch, and not at an instant a break covers.
+                let linear = self.segs.iter().any(|s| s.kind == SegKind::Linear && s.t0 <= t && t <= s.t1)
+                    && !self.segs.iter().any(|s| s.kind != SegKind::Linear && s.t0 <= t && t <= s.t1);
+                let x = self.x(t);
+                // Far enough from the last that their labels do not touch.
+                let half = text_w(&seconds(t), self.font) / 2.0;
+                if linear && x - half >= last_end + self.font * 0.8 {
+                    out.push(t);
+                    last_end = x + half;
+                }
+                t += step;
+            }
+            if out.len() >= 3 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The axis's breaks, for drawing.
+    pub fn breaks(&self, lang: Lang) -> Vec<AxisBreak> {
+        self.segs
+            .iter()
+            .filter_map(|s| {
+                let (kind, label, title) = match &s.kind {
+                    SegKind::Linear => return None,
+                    SegKind::Gap => {
+                        let len = seconds(s.t1 - s.t0);
+                        let title = match lang {
+                            Lang::En => format!("{len} with nothing happening, squeezed"),
+                            Lang::Zh => format!("{len} 无事发生，已压缩"),
+                        };
+                        ("gap", Some(len), title)
+                    }
+                    SegKind::Burst { times, .. } => {
+                        let when = if s.t0 == s.t1 {
+                            seconds(s.t0)
+                        } else {
+                            format!("{}–{}", seconds(s.t0), seconds(s.t1))
+                        };
+                        let title = match lang {
+                            Lang::En => format!("{} events at {when}, spread out so each can be seen", times.len()),
+                            Lang::Zh => format!("{when} 的 {} 个事件，展开以便逐个查看", times.len()),
+                        };
+                        ("burst", None, title)
+                    }
+                };
+                Some(AxisBreak { x0: s.x0, x1: s.x1, kind, label, title, from_ms: s.t0, to_ms: s.t1 })
+            })
+            .collect()
     }
 }
 
@@ -410,8 +740,37 @@ pub fn merge_marks(marks: &mut Vec<Mark>, arrows: &mut Vec<Arrow>) -> usize {
 
 /// [`layout`] with the time axis `zoom` (≥ 1) times as wide as the view.
 pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layout {
+    layout_in(trace, now_ms, lang, 960.0, zoom, Style::NORMAL)
+}
+
+/// The leftmost row (of `rows`, each holding where its last text ends)
+/// where a text from `x0`, `w` wide, fits; that row now ends after it.
+fn place(rows: &mut [f64], x0: f64, w: f64, gap: f64) -> Option<usize> {
+    let i = rows.iter().position(|&end| end + gap <= x0)?;
+    rows[i] = x0 + w;
+    Some(i)
+}
+
+/// Who, in words: `B and C`, `A, B and C`; `B 和 C` in Chinese.
+fn who_list(who: &[String], lang: Lang) -> String {
+    let and = match lang {
+        Lang::En => " and ",
+        Lang::Zh => " 和 ",
+    };
+    match who {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{}{and}{last}", init.join(if lang == Lang::Zh { "、" } else { ", " })),
+    }
+}
+
+/// Lay `trace` out in a view `width` CSS pixels wide, the time axis `zoom`
+/// (≥ 1) times that, with `now_ms` as the present (open bars end there).
+pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, style: Style) -> Layout {
     let names = &trace.names;
     let events = &trace.events;
+    let font = style.font;
+    let zh = lang == Lang::Zh;
 
     // Lanes and their rows: one row per lock key on a node, per believed key
     // on a client.
@@ -439,11 +798,19 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
     let row_of = |keys: Option<&Vec<&str>>, key: &str| {
         keys.and_then(|k| k.iter().position(|&x| x == key)).unwrap_or(0).min(MAX_ROWS - 1)
     };
+    let label_w = style.label_w();
+    let view_w = width.max(label_w + 200.0);
+    let plot_w = (view_w - label_w - style.right_pad()) * zoom.max(1.0);
+    let svg_w = label_w + plot_w + style.right_pad();
+    let callouts_top = style.axis_h();
+    let lanes_top = callouts_top + CALLOUT_ROWS as f64 * style.callout_row() + 4.0;
     let mut lanes = Vec::new();
-    let mut y = AXIS_H;
+    let mut y = lanes_top;
     let mut push_lane = |kind, label: String, rows: usize| {
-        let height = LANE_H.max(rows.min(MAX_ROWS) as f64 * ROW_H + 14.0);
-        lanes.push(Lane { kind, label, y, height });
+        let rows = rows.clamp(1, MAX_ROWS) as f64;
+        let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
+        let mark_y = y + 4.0 + style.bar_row() / 2.0;
+        lanes.push(Lane { kind, label, role: None, y, height, mark_y });
         y += height;
     };
     for (i, name) in names.clients.iter().enumerate() {
@@ -458,7 +825,7 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
     if resource {
         push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1);
     }
-    let height = y + 6.0;
+    let lanes_bottom = y;
     let lane_of = |kind: LaneKind| lanes.iter().position(|l| l.kind == kind);
     let actor_lane = |a: Actor| match a {
         Actor::Client(c) => lane_of(LaneKind::Client(c)),
@@ -466,41 +833,42 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
         Actor::Resource => lane_of(LaneKind::Resource),
         Actor::World => None,
     };
-    let row_y = |lane: &Lane, row: usize, rows: usize| {
-        let rows = rows.clamp(1, MAX_ROWS) as f64;
-        lane.mid() - rows * ROW_H / 2.0 + row as f64 * ROW_H + 1.0
-    };
+    let row_y = |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
 
-    // The axis covers the present, every event, deadlines and violations.
-    let mut latest = now_ms;
-    for e in events {
-        latest = latest.max(e.at_ms);
-        match &e.kind {
-            EventKind::Lock { change: LockChange::Acquired { ttl_ms: Some(t), .. } | LockChange::Renewed { ttl_ms: Some(t) }, .. } => {
-                latest = latest.max(e.at_ms + t);
+    // The axis fits the events that draw something, and the present.
+    let lane_key = |a: Actor| match a {
+        Actor::Client(c) => c,
+        Actor::Node(n) => 1_000 + n,
+        Actor::Resource => 2_000,
+        Actor::World => 3_000,
+    };
+    let mut order: Vec<usize> = (0..events.len()).filter(|&i| has_slot(&events[i].kind)).collect();
+    order.sort_by_key(|&i| events[i].at_ms);
+    let slotted: Vec<(u64, u32)> = order.iter().map(|&i| (events[i].at_ms, lane_key(events[i].actor))).collect();
+    let axis = Axis::fit_lanes(&slotted, now_ms, label_w, plot_w, style);
+    let mut x_of: HashMap<usize, f64> = order.iter().zip(&axis.event_x).map(|(&i, &x)| (i, x)).collect();
+    let mut last_x: HashMap<u64, f64> = HashMap::new();
+    let xs: Vec<f64> = (0..events.len())
+        .map(|i| {
+            let e = &events[i];
+            match x_of.remove(&i) {
+                Some(x) => {
+                    last_x.insert(e.at_ms, x);
+                    x
+                }
+                None => last_x.get(&e.at_ms).copied().unwrap_or_else(|| axis.x(e.at_ms)),
             }
-            EventKind::Violation { violation } => latest = latest.max(violation.to_ms),
-            _ => {}
-        }
-    }
-    let times: Vec<u64> = events.iter().map(|e| e.at_ms).collect();
-    let axis = Axis::zoomed(&times, latest, zoom);
-    let mut nth: HashMap<u64, usize> = HashMap::new();
-    let xs: Vec<f64> = events
-        .iter()
-        .map(|e| {
-            let n = nth.entry(e.at_ms).or_default();
-            *n += 1;
-            axis.x_event(e.at_ms, *n - 1)
         })
         .collect();
-    let now_x = axis.x_after(now_ms);
+    let now_x = axis.x_after(now_ms).min(axis.x_end());
 
     let mut marks = Vec::new();
     let mut arrows = Vec::new();
     let mut bars: Vec<Bar> = Vec::new();
     let mut bands = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
+    // Callout candidates: (x, lane y, text, kind, title).
+    let mut notes: Vec<(f64, f64, String, &'static str, String)> = Vec::new();
     // Open spans by (lane, what ends them).
     let mut open_spans: HashMap<(usize, String), usize> = HashMap::new();
     // Open bars by (lane, key); sent requests by req; last write sent by client.
@@ -508,8 +876,15 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
     let mut sent: HashMap<u64, (f64, usize, String)> = HashMap::new();
     let mut executed: HashMap<u64, (f64, usize)> = HashMap::new();
     let mut write_sent: HashMap<u32, (f64, usize)> = HashMap::new();
+    // What each node holds (key → owner), the last TTL set per key, the
+    // last command each client ran, the highest token the resource took.
+    let mut held: HashMap<(u32, String), Option<u32>> = HashMap::new();
+    let mut ttl_of: HashMap<(usize, String), u64> = HashMap::new();
+    let mut last_cmd: HashMap<u32, String> = HashMap::new();
+    let mut best_token: Option<i64> = None;
+    let mut roles: HashMap<usize, String> = HashMap::new();
 
-    for (e, &x) in events.iter().zip(&xs) {
+    for (i, (e, &x)) in events.iter().zip(&xs).enumerate() {
         let title = format!("t = {} · {}: {}", seconds(e.at_ms), names.actor(e.actor), e.describe(names));
         let lane = actor_lane(e.actor);
         let mut mark = |lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>| {
@@ -526,6 +901,9 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
             }
             EventKind::Executed { req, client, commands, replies } => {
                 let tone = Tone::of(replies);
+                if let Some(name) = commands.first().and_then(|c| c.first()) {
+                    last_cmd.insert(*client, name.to_uppercase());
+                }
                 match (sent.get(req), lane) {
                     (Some(&(sx, sl, _)), Some(nl)) => {
                         arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[nl].mid(), kind: ArrowKind::Request });
@@ -562,25 +940,34 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                     if let Some(&(sx, sl, _)) = sent.get(req) {
                         arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Lost });
                     }
-                    mark(l, MarkKind::Lost, None, Some(*client));
+                    mark(l, MarkKind::Lost, Some(if zh { "丢失" } else { "lost" }.to_owned()), Some(*client));
                 }
             }
             EventKind::TimedOut { .. } => {
                 if let (Some(l), Actor::Client(c)) = (lane, e.actor) {
-                    mark(l, MarkKind::TimedOut, None, Some(c));
+                    mark(l, MarkKind::TimedOut, Some(if zh { "超时" } else { "timeout" }.to_owned()), Some(c));
                 }
             }
             EventKind::Expired { key } => {
                 if let Some(l) = lane {
-                    mark(l, MarkKind::Expired { key: key.clone() }, Some(format!("{key} {}", Text::LockExpired.get(lang))), None);
+                    let ttl = ttl_of.get(&(l, key.clone())).map(|&t| seconds(t));
+                    let text = match (lang, ttl) {
+                        (Lang::En, Some(t)) => format!("{key} expired (TTL {t})"),
+                        (Lang::En, None) => format!("{key} expired"),
+                        (Lang::Zh, Some(t)) => format!("{key} 过期（TTL {t}）"),
+                        (Lang::Zh, None) => format!("{key} 过期"),
+                    };
+                    notes.push((x, lanes[l].mid(), text, "expired", title.clone()));
+                    mark(l, MarkKind::Expired { key: key.clone() }, None, None);
                 }
             }
             EventKind::Lock { key, change, via } => {
                 let Some(l) = lane else { continue };
-                let rows = match e.actor {
-                    Actor::Node(n) => node_keys.get(&n),
+                let node = match e.actor {
+                    Actor::Node(n) => Some(n),
                     _ => None,
                 };
+                let rows = node.and_then(|n| node_keys.get(&n));
                 let end_open = |bars: &mut Vec<Bar>, open: &mut HashMap<(usize, String), usize>, end: BarEnd| {
                     if let Some(i) = open.remove(&(l, key.clone())) {
                         bars[i].x1 = x.max(bars[i].x0 + 2.0);
@@ -591,13 +978,20 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                 match change {
                     LockChange::Acquired { owner, value, ttl_ms } => {
                         end_open(&mut bars, &mut open, BarEnd::Gone);
+                        if let Some(n) = node {
+                            held.insert((n, key.clone()), *owner);
+                        }
+                        match ttl_ms {
+                            Some(t) => ttl_of.insert((l, key.clone()), *t),
+                            None => ttl_of.remove(&(l, key.clone())),
+                        };
                         let who = owner.map_or("?".to_owned(), |o| names.client(o).to_owned());
                         open.insert((l, key.clone()), bars.len());
                         bars.push(Bar {
                             lane: l,
                             x0: x,
                             x1: now_x.max(x + 2.0),
-                            y: row_y(&lanes[l], row_of(rows, key), rows.map_or(1, Vec::len)),
+                            y: row_y(&lanes[l], row_of(rows, key)),
                             deadline_x: ttl_ms.map(|t| axis.x(e.at_ms + t)),
                             key: key.clone(),
                             owner: *owner,
@@ -608,11 +1002,26 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                         });
                     }
                     LockChange::Renewed { ttl_ms } => {
+                        if let Some(t) = ttl_ms {
+                            ttl_of.insert((l, key.clone()), *t);
+                        }
                         if let Some(&i) = open.get(&(l, key.clone())) {
                             bars[i].deadline_x = ttl_ms.map(|t| axis.x(e.at_ms + t));
                         }
                     }
-                    LockChange::Removed { .. } => {
+                    LockChange::Removed { by } => {
+                        let owner = node.and_then(|n| held.remove(&(n, key.clone()))).flatten();
+                        if let (Via::Command, Some(by), Some(owner)) = (via, by, owner) {
+                            if *by != owner {
+                                let cmd = last_cmd.get(by).cloned().unwrap_or_else(|| "DEL".to_owned());
+                                let (b, o) = (names.client(*by), names.client(owner));
+                                let text = match lang {
+                                    Lang::En => format!("{b}'s {cmd} removed {o}'s lock"),
+                                    Lang::Zh => format!("{b} 的 {cmd} 删除了 {o} 的锁"),
+                                };
+                                notes.push((x, lanes[l].mid(), text, "removed", title.clone()));
+                            }
+                        }
                         end_open(&mut bars, &mut open, if *via == Via::Expiry { BarEnd::Expired } else { BarEnd::Gone });
                     }
                 }
@@ -628,7 +1037,7 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                             lane: l,
                             x0: x,
                             x1: now_x.max(x + 2.0),
-                            y: row_y(&lanes[l], row_of(keys, key), keys.map_or(1, Vec::len)),
+                            y: row_y(&lanes[l], row_of(keys, key)),
                             deadline_x: None,
                             key: key.clone(),
                             owner: Some(c),
@@ -643,18 +1052,44 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                     bars[i].end = Some(BarEnd::Gone);
                 }
             }
+            EventKind::Overlap { key, clients, begin: true, .. } => {
+                let who: Vec<String> = clients.iter().map(|&c| names.client(c).to_owned()).collect();
+                let text = match lang {
+                    Lang::En => format!("{} {} hold {key}", who_list(&who, lang), if who.len() > 2 { "all" } else { "both" }),
+                    Lang::Zh => format!("{} 同时持有 {key}", who_list(&who, lang)),
+                };
+                let y = clients.first().and_then(|&c| lane_of(LaneKind::Client(c))).map_or(lanes_top, |l| lanes[l].mid());
+                notes.push((x, y, text, "overlap", title.clone()));
+            }
             EventKind::WriteSent { .. } => {
                 if let (Some(l), Actor::Client(c)) = (lane, e.actor) {
                     write_sent.insert(c, (x, l));
                     mark(l, MarkKind::Info, None, Some(c));
                 }
             }
-            EventKind::Write { client, accepted, .. } => {
+            EventKind::Write { client, accepted, token, .. } => {
                 if let Some(l) = lane {
                     if let Some((sx, sl)) = write_sent.remove(client) {
                         arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Write });
                     }
-                    mark(l, MarkKind::Write { accepted: *accepted }, None, Some(*client));
+                    let who = names.client(*client);
+                    let label = match token {
+                        Some(t) => format!("{who} #{t} {}", if *accepted { "✓" } else { "✗" }),
+                        None => format!("{who} {}", if *accepted { "✓" } else { "✗" }),
+                    };
+                    if let (false, Some(t), Some(best)) = (accepted, token, best_token) {
+                        let text = match lang {
+                            Lang::En => format!("token {t} rejected (< {best})"),
+                            Lang::Zh => format!("令牌 {t} 被拒绝（< {best}）"),
+                        };
+                        notes.push((x, lanes[l].mid(), text, "rejected", title.clone()));
+                    }
+                    if *accepted {
+                        if let Some(t) = token {
+                            best_token = Some(best_token.map_or(*t, |b| b.max(*t)));
+                        }
+                    }
+                    mark(l, MarkKind::Write { accepted: *accepted }, Some(label), Some(*client));
                 }
             }
             EventKind::Replicated { from, .. } => {
@@ -665,7 +1100,7 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
             }
             EventKind::ReplicationLost { .. } => {
                 if let Some(l) = lane {
-                    mark(l, MarkKind::Lost, None, None);
+                    mark(l, MarkKind::Lost, Some(if zh { "复制丢失" } else { "repl. lost" }.to_owned()), None);
                 }
             }
             EventKind::Fault { fault } => {
@@ -701,9 +1136,77 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                         spans.len() - 1
                     });
                 }
-                let l = lane.unwrap_or(0);
-                if !lanes.is_empty() {
-                    mark(l, MarkKind::Fault, Some("⚡".to_owned()), None);
+                // What the fault is called on its lane.
+                let word = |en: &str, zh_: &str| Some(if zh { zh_ } else { en }.to_owned());
+                let (l, label) = match fault {
+                    F::PauseClient { .. } => (lane, word("pause", "暂停")),
+                    F::ResumeClient { .. } => (lane, word("resume", "恢复")),
+                    F::CrashClient { .. } => (lane, word("crash", "崩溃")),
+                    F::CrashNode { node } => {
+                        let l = lane_of(LaneKind::Node(*node));
+                        if let Some(l) = l {
+                            roles.insert(l, if zh { "宕机" } else { "down" }.to_owned());
+                        }
+                        (l, word("crash", "崩溃"))
+                    }
+                    F::RestartNode { node, .. } => (lane_of(LaneKind::Node(*node)), word("restart", "重启")),
+                    F::PromoteReplica { node } | F::Failover { node: Some(node) } => {
+                        let l = lane_of(LaneKind::Node(*node));
+                        if let Some(l) = l {
+                            roles.insert(l, if zh { "已提升为主" } else { "now master" }.to_owned());
+                            // What the old master held that this one never saw.
+                            let missing: Vec<String> = held
+                                .iter()
+                                .filter(|((n, k), _)| *n != *node && !held.contains_key(&(*node, k.clone())))
+                                .filter_map(|(_, o)| o.map(|o| names.client(o).to_owned()))
+                                .collect();
+                            let who = names.node(*node);
+                            let text = match (lang, missing.first()) {
+                                (Lang::En, Some(o)) => format!("{who} promoted — it never saw {o}'s lock"),
+                                (Lang::En, None) => format!("{who} promoted to master"),
+                                (Lang::Zh, Some(o)) => format!("{who} 被提升为主——它从未收到 {o} 的锁"),
+                                (Lang::Zh, None) => format!("{who} 被提升为主节点"),
+                            };
+                            notes.push((x, lanes[l].mid(), text, "promoted", title.clone()));
+                        }
+                        (l, word("promote", "提升"))
+                    }
+                    F::Failover { node: None } => {
+                        // Sentinel's choice: the master (node 0) goes down;
+                        // the promoted replica is the next node to run a
+                        // client's command.
+                        let master = lane_of(LaneKind::Node(0));
+                        if let Some(m) = master {
+                            roles.insert(m, if zh { "宕机" } else { "down" }.to_owned());
+                        }
+                        let promoted = events[i + 1..].iter().find_map(|later| match (&later.kind, later.actor) {
+                            (EventKind::Executed { .. }, Actor::Node(n)) if n != 0 => Some(n),
+                            _ => None,
+                        });
+                        if let Some((n, l)) = promoted.and_then(|n| lane_of(LaneKind::Node(n)).map(|l| (n, l))) {
+                            roles.insert(l, if zh { "已提升为主" } else { "now master" }.to_owned());
+                            let missing: Vec<String> = held
+                                .iter()
+                                .filter(|((m, k), _)| *m != n && !held.contains_key(&(n, k.clone())))
+                                .filter_map(|(_, o)| o.map(|o| names.client(o).to_owned()))
+                                .collect();
+                            let who = names.node(n);
+                            let text = match (lang, missing.first()) {
+                                (Lang::En, Some(o)) => format!("{who} promoted — it never saw {o}'s lock"),
+                                (Lang::En, None) => format!("{who} promoted to master"),
+                                (Lang::Zh, Some(o)) => format!("{who} 被提升为主——它从未收到 {o} 的锁"),
+                                (Lang::Zh, None) => format!("{who} 被提升为主节点"),
+                            };
+                            notes.push((x, lanes[l].mid(), text, "promoted", title.clone()));
+                        }
+                        (master, word("failover", "故障转移"))
+                    }
+                    F::CutLink { a, .. } => (endpoint_lane(a), word("cut", "断开")),
+                    F::HealLink { a, .. } => (endpoint_lane(a), word("heal", "恢复连接")),
+                    _ => (lane, None),
+                };
+                if let Some(l) = l.or(lane).or((!lanes.is_empty()).then_some(0)) {
+                    mark(l, MarkKind::Fault, label, None);
                 }
             }
             EventKind::Resumed | EventKind::Restarted { .. } | EventKind::Note { .. } => {
@@ -715,27 +1218,299 @@ pub fn layout_zoomed(trace: &Trace, now_ms: u64, lang: Lang, zoom: f64) -> Layou
                             spans[i].open = false;
                         }
                     }
+                    if let (EventKind::Restarted { kept_data }, Actor::Node(n)) = (&e.kind, e.actor) {
+                        roles.remove(&l);
+                        if !kept_data {
+                            held.retain(|(node, _), _| *node != n);
+                            let who = names.node(n);
+                            let text = match lang {
+                                Lang::En => format!("{who} restarted empty"),
+                                Lang::Zh => format!("{who} 重启后数据为空"),
+                            };
+                            notes.push((x, lanes[l].mid(), text, "restart", title.clone()));
+                        }
+                    }
                     mark(l, MarkKind::Info, None, None);
                 }
             }
             EventKind::Violation { violation } => {
                 let x0 = axis.x(violation.from_ms);
+                let who: Vec<String> = violation
+                    .actors
+                    .iter()
+                    .filter(|a| matches!(a, Actor::Client(_)))
+                    .map(|&a| names.actor(a))
+                    .collect();
+                let t = if zh { violation.invariant.title_zh() } else { violation.invariant.title() };
+                let heading = if who.is_empty() {
+                    t.to_owned()
+                } else if zh {
+                    format!("{t}（{}）", who.join("、"))
+                } else {
+                    format!("{t} ({})", who.join(", "))
+                };
                 bands.push(Band {
                     x0,
-                    x1: axis.x_after(violation.to_ms).max(x0 + 4.0),
+                    x1: axis.x_after(violation.to_ms).max(x0 + 4.0).min(axis.x_end()),
                     name: violation.invariant.name(),
                     explain: violation_line(violation, names, lang),
+                    heading,
                     title: if lang == Lang::En { title.clone() } else { format!("{}\n{title}", violation_line(violation, names, lang)) },
                 });
             }
-            EventKind::Granted { .. } | EventKind::Overlap { .. } | EventKind::Done => {}
+            EventKind::Overlap { .. } | EventKind::Granted { .. } | EventKind::Done => {}
+        }
+    }
+    for (l, role) in roles {
+        lanes[l].role = Some(role);
+    }
+
+    let plot_end = axis.x_end();
+    let ticks: Vec<Tick> = axis.ticks().into_iter().map(|t| Tick { x: axis.x(t), label: seconds(t), ms: t }).collect();
+    let breaks = axis.breaks(lang);
+    let merged = merge_marks(&mut marks, &mut arrows);
+
+    // Labels under the marks: two rows per lane; a label that fits in
+    // neither is shortened to the command's name, then left to its tooltip.
+    let mut labels = Vec::new();
+    let gap = font * 0.6;
+    let mut rows: Vec<[f64; 2]> = vec![[f64::NEG_INFINITY; 2]; lanes.len()];
+    for m in &marks {
+        let Some(text) = &m.label else { continue };
+        let lane = &lanes[m.lane];
+        let base = lane.y + 4.0 + bar_rows_of(lane, style) * style.bar_row();
+        let short_name = text.split_whitespace().next().unwrap_or_default().to_owned();
+        for candidate in [text.clone(), short_name] {
+            let w = text_w(&candidate, font);
+            let x0 = (m.x - font * 0.4).min(plot_end - w).max(label_w);
+            if let Some(r) = place(&mut rows[m.lane], x0, w, gap) {
+                labels.push(Label {
+                    x: x0,
+                    y: base + (r as f64 + 1.0) * style.label_row() - 4.0,
+                    w,
+                    text: candidate,
+                    class: "mark-label",
+                    title: m.title.clone(),
+                });
+                break;
+            }
+        }
+    }
+    // Bar labels: inside the bar, `key · owner` or just the owner (keys
+    // beyond MAX_ROWS share a row, so a row remembers where its last ended).
+    let mut bar_rows: HashMap<(usize, i64), f64> = HashMap::new();
+    for b in &bars {
+        let room = (b.x1.min(plot_end) - b.x0) - font * 0.6;
+        let full = format!("{} · {}", b.key, b.owner_name);
+        let text = [full, b.owner_name.clone()].into_iter().find(|t| !t.is_empty() && text_w(t, font) <= room);
+        let end = bar_rows.entry((b.lane, b.y.round() as i64)).or_insert(f64::NEG_INFINITY);
+        let text = text.filter(|_| *end + gap <= b.x0);
+        if let Some(text) = text {
+            *end = b.x0 + font * 0.3 + text_w(&text, font);
+            labels.push(Label {
+                x: b.x0 + font * 0.3,
+                y: b.y + style.bar_h() / 2.0 + font * 0.36,
+                w: text_w(&text, font),
+                text,
+                class: "bar-label",
+                title: b.title.clone(),
+            });
         }
     }
 
-    let ticks = axis.ticks().into_iter().map(|t| Tick { x: axis.x(t), label: seconds(t) }).collect();
-    let merged = merge_marks(&mut marks, &mut arrows);
-    let width = LABEL_W + axis.plot_w + RIGHT_PAD;
-    Layout { height, span_ms: axis.span_ms, lanes, ticks, bars, arrows, marks, bands, spans, now_x, width, merged }
+    // Callouts: violation titles first (always shown, moved left rather
+    // than cut off at the edge), then the sentences, in time order.
+    let mut callouts = Vec::new();
+    let mut crow: Vec<Vec<(f64, f64)>> = vec![Vec::new(); CALLOUT_ROWS];
+    let mut put = |x: f64, y_to: f64, text: String, kind: &'static str, title: String, callouts: &mut Vec<Callout>| {
+        let w = text_w(&text, font);
+        // Starting at the moment, or ending there, in the first row free.
+        let starts = [(x - font * 0.3).min(plot_end - w).max(label_w), (x + font * 0.3 - w).max(label_w)];
+        let spot = (0..CALLOUT_ROWS).find_map(|r| {
+            starts.iter().find(|&&x0| crow[r].iter().all(|&(a, b)| x0 + w + gap * 2.0 <= a || b + gap * 2.0 <= x0)).map(|&x0| (r, x0))
+        });
+        if let Some((r, x0)) = spot {
+            crow[r].push((x0, x0 + w));
+            let y = callouts_top + (r as f64 + 1.0) * style.callout_row() - font * 0.4;
+            let class = if kind == "violation" { "band-title" } else { "callout" };
+            callouts.push(Callout { label: Label { x: x0, y, w, text, class, title }, at_x: x, y_to, kind });
+        }
+    };
+    for b in &bands {
+        put(b.x0, lanes_top, format!("⚠ {}", b.heading), "violation", b.title.clone(), &mut callouts);
+    }
+    // What went wrong first (who removed whose lock, who both hold it, a
+    // promotion that lost a lock, a rejected token), then expiries: when
+    // the strip is full, the least telling callouts are the ones left out.
+    let rank = |kind: &str| match kind {
+        "removed" => 0,
+        "overlap" => 1,
+        "promoted" => 2,
+        "rejected" => 3,
+        "restart" => 4,
+        _ => 5,
+    };
+    notes.sort_by(|a, b| rank(a.3).cmp(&rank(b.3)).then(a.0.total_cmp(&b.0)));
+    for (x, y, text, kind, title) in notes {
+        put(x, y, text, kind, title, &mut callouts);
+    }
+
+    // Take back the room nobody used: callout rows with no callout, and
+    // label rows a lane did not need (node lanes rarely label their marks).
+    // Each lane keeps room for its name and role.
+    let used = crow.iter().rposition(|r| !r.is_empty()).map_or(0, |r| r + 1);
+    let dy = (CALLOUT_ROWS - used) as f64 * style.callout_row();
+    let old: Vec<(f64, f64)> = lanes.iter().map(|l| (l.y, l.height)).collect();
+    let mut y = lanes_top - dy;
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        let label_rows = rows[i].iter().filter(|&&end| end > f64::NEG_INFINITY).count() as f64;
+        let bars_h = bar_rows_of(lane, style) * style.bar_row();
+        let need = (8.0 + bars_h + label_rows * style.label_row()).max(font * 2.9 + 8.0);
+        lane.mark_y += y - lane.y;
+        lane.y = y;
+        lane.height = need.min(lane.height);
+        y += lane.height;
+    }
+    let remap = |v: f64| match old.iter().position(|&(y0, h)| v >= y0 && v < y0 + h) {
+        Some(i) => v - old[i].0 + lanes[i].y,
+        None if v >= lanes_bottom => v - lanes_bottom + y,
+        None => v,
+    };
+    bars.iter_mut().for_each(|b| b.y = remap(b.y));
+    marks.iter_mut().for_each(|m| m.y = remap(m.y));
+    for a in &mut arrows {
+        a.y1 = remap(a.y1);
+        a.y2 = remap(a.y2);
+    }
+    labels.iter_mut().for_each(|l| l.y = remap(l.y));
+    callouts.iter_mut().for_each(|c| c.y_to = remap(c.y_to));
+    let lanes_top = lanes_top - dy;
+    let lanes_bottom = y;
+
+    // The legend: what this timeline draws, one entry per kind of mark.
+    let mut kinds: Vec<&'static str> = Vec::new();
+    let mut add = |k: &'static str| {
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    };
+    for b in &bars {
+        if b.belief {
+            add("belief");
+        } else {
+            add("held");
+            if b.deadline_x.is_some() || b.end == Some(BarEnd::Expired) {
+                add("ttl");
+            }
+        }
+    }
+    for m in &marks {
+        match &m.kind {
+            MarkKind::Command(Tone::Nil) | MarkKind::Reply(Tone::Nil) | MarkKind::Executed(Tone::Nil) => add("nil"),
+            MarkKind::Command(Tone::Error) | MarkKind::Reply(Tone::Error) | MarkKind::Executed(Tone::Error) => add("error"),
+            MarkKind::Command(_) | MarkKind::Reply(_) | MarkKind::Executed(_) => add("command"),
+            MarkKind::Expired { .. } => add("expired"),
+            MarkKind::Lost | MarkKind::TimedOut => add("lost"),
+            MarkKind::Fault => add("fault"),
+            MarkKind::Write { accepted: true } => add("accepted"),
+            MarkKind::Write { accepted: false } => add("rejected"),
+            MarkKind::Info => add("info"),
+        }
+    }
+    for a in &arrows {
+        add(match a.kind {
+            ArrowKind::Replication => "replication",
+            ArrowKind::Lost => "lost-arrow",
+            _ => "arrow",
+        });
+    }
+    for sp in &spans {
+        add(match sp.kind {
+            "down" | "crashed" => "down",
+            "cut" => "cut",
+            _ => "paused",
+        });
+    }
+    if !bands.is_empty() {
+        add("violation");
+    }
+    if !breaks.is_empty() {
+        add("break");
+    }
+    let mut legend = Vec::new();
+    let (mut lx, mut ly) = (label_w, lanes_bottom + font * 1.9);
+    let legend_end = label_w + (view_w - label_w - style.right_pad());
+    for k in kinds {
+        let text = legend_text(k, lang).to_owned();
+        let w = font * 2.2 + text_w(&text, font) + font * 1.4;
+        if lx + w > legend_end && lx > label_w {
+            lx = label_w;
+            ly += font * 1.7;
+        }
+        legend.push(LegendItem { kind: k, text, x: lx, y: ly });
+        lx += w;
+    }
+    let height = if legend.is_empty() { lanes_bottom + 8.0 } else { ly + font * 0.9 };
+
+    Layout {
+        height,
+        span_ms: axis.end_ms - axis.start_ms,
+        lanes,
+        ticks,
+        breaks,
+        bars,
+        arrows,
+        marks,
+        bands,
+        spans,
+        labels,
+        callouts,
+        legend,
+        now_x,
+        width: svg_w,
+        plot_end,
+        lanes_top,
+        lanes_bottom,
+        style,
+        merged,
+    }
+}
+
+/// How many bar rows a lane has (from its height).
+fn bar_rows_of(lane: &Lane, style: Style) -> f64 {
+    ((lane.height - 8.0 - 2.0 * style.label_row()) / style.bar_row()).round().max(1.0)
+}
+
+/// The legend's words for a kind of mark.
+pub fn legend_text(kind: &str, lang: Lang) -> &'static str {
+    let (zh, en) = match kind {
+        "held" => ("锁在节点上（颜色 = 持有者）", "lock held on the node (colour = owner)"),
+        "ttl" => ("剩余 TTL", "TTL left"),
+        "belief" => ("客户端认为自己持有", "client believes it holds"),
+        "command" => ("命令 / 回复", "command / reply"),
+        "nil" => ("没有效果（nil、0）", "did nothing (nil, 0)"),
+        "error" => ("错误回复", "error reply"),
+        "expired" => ("键过期", "key expired"),
+        "lost" => ("丢失 / 超时", "lost / timed out"),
+        "fault" => ("注入的故障", "fault injected"),
+        "accepted" => ("写入被接受", "write accepted"),
+        "rejected" => ("写入被拒绝", "write rejected"),
+        "info" => ("其他事件", "other event"),
+        "arrow" => ("请求与回复", "request and reply"),
+        "lost-arrow" => ("丢失的消息", "lost message"),
+        "replication" => ("复制", "replication"),
+        "paused" => ("暂停", "paused"),
+        "down" => ("宕机", "down"),
+        "cut" => ("网络断开", "link cut"),
+        "violation" => ("违反不变量", "invariant broken"),
+        "break" => ("时间轴断开（同一时刻展开 / 空闲压缩）", "axis break (one instant spread / idle squeezed)"),
+        _ => ("", ""),
+    };
+    if lang == Lang::Zh {
+        zh
+    } else {
+        en
+    }
 }
 
 #[cfg(test)]
@@ -789,17 +1564,94 @@ mod tests {
     }
 
     #[test]
-    fn the_axis_is_monotonic_and_makes_room_for_busy_instants() {
-        let axis = Axis::new(&[0, 0, 0, 10_000], 10_000);
-        assert_eq!(axis.span_ms, 30_000);
-        assert_eq!(axis.ticks(), vec![0, 5_000, 10_000, 15_000, 20_000, 25_000, 30_000]);
-        assert_eq!(axis.x(0), LABEL_W);
-        let e: Vec<f64> = (0..3).map(|n| axis.x_event(0, n)).collect();
-        assert!(e[0] < e[1] && e[1] < e[2] && e[2] < axis.x_after(0));
-        assert!(axis.x_after(0) < axis.x(5_000) && axis.x(5_000) < axis.x_event(10_000, 0));
-        // Everything fits: the linear part and all the slots.
-        assert!((axis.x_after(30_000) - (VIEW_W - RIGHT_PAD)).abs() < 1e-6);
-        assert!(Axis::new(&[], 41_000).ticks().len() <= 9);
+    fn the_axis_is_linear_between_breaks_and_spreads_bursts() {
+        let st = Style::NORMAL;
+        let axis = Axis::fit(&[0, 0, 0, 10_000, 31_000], 31_000, 150.0, 800.0, st);
+        let ticks = axis.ticks();
+        assert!(ticks.len() >= 4, "{ticks:?}");
+        let gaps: Vec<f64> = ticks.windows(2).map(|w| (axis.x(w[1]) - axis.x(w[0])) / (w[1] - w[0]) as f64).collect();
+        // The burst at 0 sits before the first tick after it; every pair
+        // of ticks after that is equally far apart per millisecond.
+        for g in &gaps[1..] {
+            assert!((g - axis.k).abs() < 1e-9, "{gaps:?} k = {}", axis.k);
+        }
+        let e = &axis.event_x;
+        assert!(e[0] < e[1] && e[1] < e[2] && e[2] < axis.x_after(0), "{e:?}");
+        assert!(e[1] - e[0] >= 20.0, "a burst's events get a slot each on one lane: {e:?}");
+        assert!(axis.x_after(0) < axis.x(5_000) && axis.x(5_000) < e[3]);
+        // On different lanes, a burst's events share columns.
+        let lanes = Axis::fit_lanes(&[(0, 0), (1, 1000), (2, 0)], 10_000, 150.0, 800.0, st);
+        assert_eq!(lanes.event_x[0], lanes.event_x[1]);
+        assert!(lanes.event_x[2] > lanes.event_x[1]);
+        assert!((axis.x_end() - 950.0).abs() < 1e-6);
+        assert!(axis.x(31_000) <= axis.x_end() && axis.x(31_000) > axis.x_end() - 40.0, "fitted, not padded");
+        assert_eq!(axis.breaks(Lang::En).len(), 1);
+        // Fitted to the events: 2 s of events fill the plot, no padding to 30 s.
+        let short = Axis::fit(&[0, 500, 2_000], 2_000, 150.0, 800.0, st);
+        assert!(short.end_ms <= 2_200, "{}", short.end_ms);
+        // 20 ms of events: a millisecond axis, no burst needed.
+        let ms = Axis::fit(&[0, 2, 5, 9, 20], 20, 150.0, 800.0, st);
+        assert!(ms.breaks(Lang::En).is_empty() && ms.end_ms < 30, "{:?}", ms.breaks(Lang::En));
+    }
+
+    #[test]
+    fn long_idle_gaps_are_squeezed_with_their_length_written() {
+        let axis = Axis::fit(&[100_000, 101_000, 700_000], 700_000, 150.0, 800.0, Style::NORMAL);
+        assert_eq!(axis.start_ms, 100_000, "the idle time before the first event is not on the axis");
+        let b = axis.breaks(Lang::En);
+        let gap = b.iter().find(|b| b.kind == "gap").expect("a squeezed gap");
+        assert_eq!(gap.label.as_deref(), Some("599 s"));
+        assert!(gap.x1 - gap.x0 < 100.0);
+        assert!(axis.x(101_000) - axis.x(100_000) > 100.0, "the busy second keeps its width");
+    }
+
+    /// Every pair of labels (mark, bar, callout) on one line is apart.
+    fn assert_no_overlap(l: &Layout, what: &str) {
+        let mut all: Vec<&Label> = l.labels.iter().collect();
+        all.extend(l.callouts.iter().map(|c| &c.label));
+        for (i, a) in all.iter().enumerate() {
+            assert!(a.x >= 0.0 && a.x + a.w <= l.width + 0.5, "{what}: {a:?} outside 0..{}", l.width);
+            for b in &all[i + 1..] {
+                let same_line = (a.y - b.y).abs() < l.style.font;
+                let apart = a.x + a.w <= b.x || b.x + b.w <= a.x;
+                assert!(!same_line || apart, "{what}: {a:?} overlaps {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lessons_lay_out_without_overlapping_labels_and_with_titled_bands() {
+        for id in ["02", "05", "13", "15", "16", "17", "22", "25"] {
+            let l = crate::catalog::find(id).unwrap();
+            let s = crate::session::Session::new(l, 1, l.steps.len());
+            for (w, st) in [(990.0, Style::NORMAL), (1150.0, Style::NORMAL), (1240.0, Style::PRESENT)] {
+                for lang in [Lang::En, Lang::Zh] {
+                    let lay = layout_in(&s.trace(), s.now_ms(), lang, w, 1.0, st);
+                    assert_no_overlap(&lay, &format!("lesson {id} at {w} px, {lang:?}"));
+                    for b in &lay.bands {
+                        assert!(
+                            lay.callouts.iter().any(|c| c.kind == "violation" && c.label.text.contains(&b.heading)),
+                            "lesson {id}: band {} has its title drawn",
+                            b.heading
+                        );
+                    }
+                    assert!(!lay.legend.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn callouts_say_what_happened_in_the_pages_language() {
+        let l = crate::catalog::find("05").unwrap();
+        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let en = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
+        let texts: Vec<&str> = en.callouts.iter().map(|c| c.label.text.as_str()).collect();
+        assert!(texts.iter().any(|t| t.contains("removed") && t.contains("'s lock")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("B and C both hold")), "{texts:?}");
+        let zh = layout_in(&s.trace(), s.now_ms(), Lang::Zh, 1150.0, 1.0, Style::NORMAL);
+        assert!(zh.callouts.iter().all(|c| !c.label.text.contains("expired")), "{:?}", zh.callouts);
+        assert!(zh.legend.iter().all(|i| i.text.chars().any(|c| c >= '\u{4e00}')), "{:?}", zh.legend);
     }
 
     #[test]

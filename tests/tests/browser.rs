@@ -474,6 +474,208 @@ async fn the_app_in_headless_chromium() {
     );
 }
 
+/// Sets the page's viewport to `w`×`h` CSS pixels (the window, less its
+/// frame, which headless Chromium may or may not count).
+async fn viewport(c: &Client, w: u32, h: u32) {
+    c.set_window_size(w, h).await.unwrap();
+    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
+    let (iw, ih) = (inner[0].as_u64().unwrap() as u32, inner[1].as_u64().unwrap() as u32);
+    if (iw, ih) != (w, h) {
+        c.set_window_size(w + (w - iw), h + (h - ih)).await.unwrap();
+    }
+    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
+    assert_eq!(inner, json!([w, h]), "the viewport");
+}
+
+/// What the timeline measures in the browser: the smallest computed font
+/// size of its texts, overlapping label boxes, and the axis's spacing.
+const TIMELINE_PROBE: &str = r#"
+const svg = document.querySelector('[data-testid=timeline]');
+const texts = [...svg.querySelectorAll('text')];
+const minFont = Math.min(...texts.map(t => parseFloat(getComputedStyle(t).fontSize)));
+const labels = [...svg.querySelectorAll('text.tl-label, .tick text, .lane-label, .lane-role, .break-label')]
+  .map(t => ({ r: t.getBoundingClientRect(), text: t.textContent }))
+  .filter(l => l.r.width > 0);
+const overlaps = [];
+for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+  const a = labels[i].r, b = labels[j].r;
+  const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+  const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+  if (w > 1 && h > 1) overlaps.push(labels[i].text + ' / ' + labels[j].text);
+}
+const ticks = [...svg.querySelectorAll('.tick')].map(t => ({ ms: +t.dataset.ms, x: t.querySelector('line').getBoundingClientRect().left }));
+const breaks = [...svg.querySelectorAll('[data-testid=axis-break]')]
+  .map(b => ({ from: +b.dataset.from, to: +b.dataset.to, w: b.querySelector('rect').getBoundingClientRect().width }));
+// Between neighbouring ticks: the pixels and milliseconds of the linear
+// stretch, i.e. less every marked break (a spread burst, a squeezed gap).
+const perMs = [];
+for (let i = 0; i + 1 < ticks.length; i++) {
+  const [a, b] = [ticks[i], ticks[i + 1]];
+  const inside = breaks.filter(br => br.from >= a.ms && br.to <= b.ms);
+  perMs.push([b.x - a.x - inside.reduce((s, br) => s + br.w, 0), b.ms - a.ms - inside.reduce((s, br) => s + br.to - br.from, 0)]);
+}
+const svgBox = svg.getBoundingClientRect();
+const titles = [...svg.querySelectorAll('[data-testid=band-title]')].map(t => {
+  const r = t.getBoundingClientRect();
+  return { text: t.textContent, inside: r.left >= svgBox.left - 0.5 && r.right <= svgBox.right + 0.5 };
+});
+return { minFont, labels: labels.length, overlaps, perMs, titles,
+  bands: svg.querySelectorAll('[data-testid=violation]').length,
+  legend: svg.querySelectorAll('[data-testid=legend] .legend-item').length,
+  svgWidth: svgBox.width, viewBox: svg.getAttribute('viewBox') };
+"#;
+
+/// Issue 15: the timeline a room can read, at 1280×720 and 1440×900, in
+/// normal and presenter mode: label sizes, no overlaps, a linear axis,
+/// titled violation bands, the caption, the quiz gate, Space, the export,
+/// and 中文 labels; screenshots of 05, 15, 17 and 22 in both modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_a_room_can_read() {
+    let dist = require_dist();
+    let backend = Backend::start(&dist, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (driver, c) = browser().await;
+    let mut banded = Vec::new();
+    for (w, h) in [(1280, 720), (1440, 900)] {
+        viewport(&c, w, h).await;
+        for id in ["05", "13", "15", "16", "17", "22", "25"] {
+            open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7")).await;
+            eventually(&format!("lesson {id}'s timeline"), || async {
+                (count(&c, "[data-testid=timeline] .lane").await > 0).then_some(())
+            })
+            .await;
+            let p = js(&c, TIMELINE_PROBE).await;
+            let what = format!("lesson {id} at {w}×{h}: {p}");
+            assert!(p["minFont"].as_f64().unwrap() >= 13.0, "every timeline text ≥ 13 px: {what}");
+            assert!(p["labels"].as_u64().unwrap() >= 5, "{what}");
+            assert_eq!(p["overlaps"], json!([]), "no two labels overlap: {what}");
+            // [pixels, milliseconds] of linear axis between neighbouring
+            // ticks: one scale everywhere, to the rounding of a pixel.
+            let pairs: Vec<(f64, f64)> = p["perMs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap()))
+                .collect();
+            let (px0, ms0) = *pairs.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or_else(|| panic!("two ticks: {what}"));
+            let k = px0 / ms0;
+            for (px, ms) in &pairs {
+                assert!((px - k * ms).abs() < 1.0, "the axis is linear between its marked breaks: {what}");
+            }
+            assert!(p["legend"].as_u64().unwrap() >= 3, "the legend: {what}");
+            assert!(p["svgWidth"].as_f64().unwrap() > w as f64 * 0.6, "the timeline spans the content width: {what}");
+            if p["bands"].as_u64().unwrap() > 0 {
+                let titles = p["titles"].as_array().unwrap();
+                assert!(!titles.is_empty(), "a band has its title: {what}");
+                assert!(titles.iter().all(|t| t["inside"] == json!(true)), "never cut off: {what}");
+                if w == 1280 {
+                    banded.push(id);
+                }
+            }
+            if ["05", "15", "17", "22"].contains(&id) {
+                screenshot(&c, &format!("timeline-{id}-normal-{w}x{h}.png")).await;
+                open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7&present=1")).await;
+                eventually("the caption", || async { c.find(Locator::Css("[data-testid=caption]")).await.ok() }).await;
+                screenshot(&c, &format!("timeline-{id}-present-{w}x{h}.png")).await;
+                let hidden = js(&c, "return getComputedStyle(document.querySelector('[data-testid=lesson-list]')).display").await;
+                assert_eq!(hidden, json!("none"), "presenter mode hides the sidebar");
+                assert!(text(&c, "[data-testid=caption-command]").await.is_some_and(|t| !t.is_empty()), "the caption");
+                let p = js(&c, TIMELINE_PROBE).await;
+                assert!(p["minFont"].as_f64().unwrap() >= 13.0, "presenter mode: {p}");
+                // Every lane on the screen (the legend may need a scroll on a
+                // 720 px projector when a lesson has eight lanes).
+                let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+                assert!(fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0, "presenter mode fits the lanes on the screen: {fits} {p}");
+                assert_eq!(p["overlaps"], json!([]), "no overlaps in presenter mode either: {p}");
+            }
+        }
+    }
+    assert!(banded.contains(&"05"), "lesson 05 shows its band: {banded:?}");
+    eprintln!("timeline: lessons with a titled violation band at their end: {banded:?}");
+
+    // `p` toggles presenter mode; PageDown steps; the dark theme.
+    viewport(&c, 1280, 720).await;
+    open(&c, &format!("{base}/?lang=en&lesson=05&seed=7")).await;
+    js(&c, "document.activeElement.blur(); return null").await;
+    press(&c, 'p').await;
+    eventually("presenter mode by key", || async {
+        (attr(&c, "[data-testid=app]", "data-present").await? == "true").then_some(())
+    })
+    .await;
+    press(&c, char::from(Key::PageDown)).await;
+    step_to(&c, "1").await;
+    click(&c, "[data-testid=theme]").await;
+    eventually("the dark theme", || async {
+        js(&c, "return document.querySelector('[data-testid=app]').classList.contains('dark') || null").await.as_bool()
+    })
+    .await;
+    screenshot(&c, "timeline-05-present-dark-1280x720.png").await;
+    press(&c, 'p').await;
+
+    // Space plays, and never scrolls the page.
+    open(&c, &format!("{base}/?lang=en&lesson=05&seed=7")).await;
+    js(&c, "const m = document.querySelector('main'); m.scrollTop = 120; return null").await;
+    click(&c, ".steps-title").await;
+    let before = js(&c, "return document.querySelector('main').scrollTop").await;
+    assert!(before.as_f64().unwrap() > 0.0, "main scrolls at 1280×720");
+    press(&c, ' ').await;
+    eventually("Space to start playing", || async { (text(&c, "[data-testid=step-name]").await? != "0").then_some(()) }).await;
+    let after = js(&c, "return document.querySelector('main').scrollTop").await;
+    assert_eq!(before, after, "Space does not scroll");
+    assert_eq!(js(&c, "return document.scrollingElement.scrollTop").await, json!(0));
+
+    // The export: owner colours, the title with the lesson id, the legend.
+    open(&c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7")).await;
+    click(&c, "[data-testid=export-svg]").await;
+    let href = js(&c, "return decodeURIComponent(document.querySelector('[data-testid=export-svg]').getAttribute('href'))").await;
+    let svg = href.as_str().unwrap();
+    assert!(svg.starts_with("data:image/svg+xml"), "{svg}");
+    assert!(svg.contains("data-testid=\"legend\""), "the legend travels with the file");
+    assert!(svg.contains("locklab 05"), "the title names the lesson");
+    let owners: std::collections::BTreeSet<&str> =
+        ["owner-0", "owner-1", "owner-2"].into_iter().filter(|o| svg.contains(&format!("bar {o}"))).collect();
+    assert!(owners.len() >= 2, "two owners' bars: {owners:?}");
+    assert!(svg.contains("#c4631b") && svg.contains("#2e8b57"), "with their colours");
+
+    // Interview mode: the question blocks stepping until it is answered.
+    open(&c, &format!("{base}/?lang=en&lesson=01")).await;
+    click(&c, "[data-testid=quiz-mode]").await;
+    eventually("the question", || async { c.find(Locator::Css("[data-testid=quiz]")).await.ok() }).await;
+    js(&c, "document.activeElement.blur(); return null").await;
+    press(&c, char::from(Key::Right)).await;
+    click(&c, "[data-testid=step-forward]").await;
+    // Give a wrongly unblocked step every chance to land before looking.
+    click(&c, "[data-testid=quiz-mode]").await;
+    click(&c, "[data-testid=quiz-mode]").await;
+    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("0"), "the quiz blocks stepping");
+
+    // 中文: no Latin-only label except commands, keys, replies and names.
+    for id in ["05", "15"] {
+        open(&c, &format!("{base}/?lang=zh&lesson={id}&step=end&seed=7")).await;
+        let latin = js(
+            &c,
+            r#"
+const skip = 'code, pre, kbd, .shown, .actual, .expected, .reply, [data-testid=console], .id, .wordmark, ' +
+  '.mark-label, .bar-label, .tick, .lane-label, .lane-role, .zoom, .counter, .speeds, .caption-cmd, .caption-reply, ' +
+  '[data-lang], .score, .lesson-score, .driver-note, .badge.server, title, .step .actor';
+const bad = [];
+for (const el of document.querySelectorAll('.app *')) {
+  if (el.closest(skip)) continue;
+  const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+  if (!own || /[\u2e80-\u9fff]/.test(own)) continue;
+  if (/[A-Za-z]{3,}/.test(own) && el.getClientRects().length) bad.push(el.tagName + ': ' + own);
+}
+return bad;
+"#,
+        )
+        .await;
+        assert_eq!(latin, json!([]), "lesson {id} in 中文");
+        screenshot(&c, &format!("timeline-{id}-zh-1280x720.png")).await;
+    }
+    c.close().await.unwrap();
+    drop(driver);
+}
+
 /// `locklab serve` as the real driver needs it — `dist/` plus the
 /// real-Redis API, managed servers started from the redis-server binary —
 /// on its own runtime, so the test can take the whole backend away
@@ -812,6 +1014,17 @@ async fn timeline_pans(c: &Client, base: &str) {
     eventually("4× zoom", || async { (text(c, "[data-testid=zoom]").await? == "4×").then_some(()) }).await;
     let scroll = "document.querySelector('[data-testid=timeline-scroll]')";
     let left = || async { js(c, &format!("return {scroll}.scrollLeft")).await.as_f64() };
+    // Zoom keeps the present (the end of the lesson) in view.
+    let now_in_view = js(
+        c,
+        &format!(
+            "const s = {scroll}.getBoundingClientRect(), n = document.querySelector('.timeline .now').getBoundingClientRect(); \
+             return n.left >= s.left && n.left <= s.right"
+        ),
+    )
+    .await;
+    assert_eq!(now_in_view, json!(true), "zooming keeps the current step in view");
+    js(c, &format!("{scroll}.scrollLeft = 0; return null")).await;
     assert_eq!(left().await, Some(0.0));
     let plot = c.find(Locator::Css("[data-testid=timeline-scroll]")).await.unwrap();
     let drag = MouseActions::new("mouse".to_owned())

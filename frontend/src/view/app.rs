@@ -15,7 +15,7 @@ use crate::socket::{self, Socket};
 use crate::state::{Action, AppContext, RealInput, State, Transport, SPEEDS, STEP_MS};
 use crate::view::{
     clock::Clock, console::Console, faults::Faults, header::Header, help::Help, lesson_list::LessonList,
-    lesson_panel::LessonPanel, timeline::Timeline,
+    lesson_panel::LessonPanel, presenter::Caption, timeline::Timeline,
 };
 
 /// How often the real driver re-reads `/api/health`.
@@ -44,6 +44,9 @@ fn shortcut(e: &KeyboardEvent) -> Option<Action> {
         // Shift+←/→ pans the timeline (when it has focus), never steps.
         "ArrowLeft" | "ArrowRight" if e.shift_key() => None,
         "?" => Some(Action::ToggleHelp),
+        "p" | "P" => Some(Action::TogglePresent),
+        "PageDown" => Some(Action::Transport(Transport::Forward)),
+        "PageUp" => Some(Action::Transport(Transport::Back)),
         " " => Some(Action::Transport(Transport::TogglePlay)),
         "ArrowLeft" => Some(Action::Transport(Transport::Back)),
         "ArrowRight" => Some(Action::Transport(Transport::Forward)),
@@ -66,7 +69,10 @@ pub fn app() -> Html {
         use_effect_with((), move |_| {
             let document = web_sys::window().and_then(|w| w.document());
             let listener = document.as_ref().map(|doc| {
-                EventListener::new(doc, "keydown", move |e| {
+                // Not passive: a shortcut's preventDefault must keep Space
+                // and PageDown from scrolling the page.
+                let options = gloo_events::EventListenerOptions::enable_prevent_default();
+                EventListener::new_with_options(doc, "keydown", options, move |e| {
                     if let Some(action) = e.dyn_ref::<KeyboardEvent>().and_then(shortcut) {
                         e.prevent_default();
                         dispatcher.dispatch(action);
@@ -235,6 +241,22 @@ pub fn app() -> Html {
         let s = state.clone();
         Callback::from(move |f: u64| s.dispatch(Action::RealFactor(f)))
     };
+    let ongate = {
+        let s = state.clone();
+        Callback::from(move |g: Option<usize>| s.dispatch(Action::QuizGate(g)))
+    };
+    let onnext = {
+        let s = state.clone();
+        Callback::from(move |()| s.dispatch(Action::NextLesson))
+    };
+    let ontheme = {
+        let s = state.clone();
+        Callback::from(move |()| s.dispatch(Action::ToggleTheme))
+    };
+    let onpresent = {
+        let s = state.clone();
+        Callback::from(move |()| s.dispatch(Action::TogglePresent))
+    };
     let onreconnect = {
         let s = state.clone();
         Callback::from(move |_: MouseEvent| s.dispatch(Action::Reconnect))
@@ -267,17 +289,21 @@ pub fn app() -> Html {
 
     html! {
         <ContextProvider<AppContext> {context}>
-            <div class="app" data-testid="app" data-lang={ state.lang.code() }>
+            <div class={ classes!("app", state.present.then_some("presenting"), state.dark.then_some("dark")) }
+                data-testid="app" data-lang={ state.lang.code() } data-present={ state.present.to_string() }>
                 <Header {onlang} {onhelp} {ondriver} />
                 { banner.unwrap_or_default() }
                 <div class="body">
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     <main>
-                        <LessonPanel {onmove} {onspeed} {onquiz} {onfactor} />
+                        <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} />
                         <div class="stage">
                             <Timeline />
-                            <Faults {oninject} {onreal} {ontopology} />
+                            if state.present {
+                                <Caption onmove={ onmove } {onnext} {ontheme} onexit={ onpresent.clone() } />
+                            }
                         </div>
+                        <Faults {oninject} {onreal} {ontopology} />
                         <div class="bench">
                             <Console {onrun} onselect={ onselect_client } />
                             <Clock {onadvance} {onreset} />

@@ -21,6 +21,9 @@ pub struct LessonPanelProps {
     pub onquiz: Callback<()>,
     /// The real driver's time compression was chosen.
     pub onfactor: Callback<u64>,
+    /// Interview mode: the step `Some(i)` waits for an answer (stepping
+    /// on is blocked until then), or none does.
+    pub ongate: Callback<Option<usize>>,
 }
 
 #[function_component(LessonPanel)]
@@ -34,6 +37,8 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     // tested natively; the score is what `localStorage` holds.
     let guesses = use_state(|| (None::<String>, BTreeMap::<usize, String>::new()));
     let draft = use_state(String::new);
+    let expanded = use_state(|| false);
+    let steps_ref = use_node_ref();
     let lesson_id = state.lesson_id();
     use_score_changes();
     let pos_now = state.session.as_ref().map_or(0, |s| s.borrow().position());
@@ -60,6 +65,29 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         });
     }
 
+    // The step list keeps the current step in view (its own scroll only,
+    // never the page's).
+    {
+        let steps_ref = steps_ref.clone();
+        use_effect_with((pos_now, lesson_id.clone()), move |_| {
+            if let Some(list) = steps_ref.cast::<web_sys::HtmlElement>() {
+                let current = list
+                    .query_selector(".step.current")
+                    .ok()
+                    .flatten()
+                    .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok());
+                if let Some(li) = current {
+                    let (top, h) = (li.offset_top(), li.offset_height());
+                    let (view, height) = (list.scroll_top(), list.client_height());
+                    if top < view || top + h > view + height {
+                        list.set_scroll_top((top - height / 3).max(0));
+                    }
+                } else if pos_now == 0 {
+                    list.set_scroll_top(0);
+                }
+            }
+        });
+    }
     let Some(session) = state.session.as_ref() else {
         return html! {
             <section class="lesson-panel" data-testid="lesson-panel">
@@ -97,16 +125,23 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let asks = state.quiz
         && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
         && !judged.contains_key(&pos);
+    {
+        let ongate = props.ongate.clone();
+        let gate = asks.then_some(pos);
+        use_effect_with(gate, move |g| ongate.emit(*g));
+    }
     let submit = {
         let guesses = guesses.clone();
         let draft = draft.clone();
         let onmove = props.onmove.clone();
+        let ongate = props.ongate.clone();
         let lesson_id = lesson_id.clone();
         Callback::from(move |guess: String| {
             let mut g = if guesses.0 == lesson_id { guesses.1.clone() } else { BTreeMap::new() };
             g.insert(pos, guess);
             guesses.set((lesson_id.clone(), g));
             draft.set(String::new());
+            ongate.emit(None);
             onmove.emit(Transport::Forward);
         })
     };
@@ -129,6 +164,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         html! {
             <form class="quiz" data-testid="quiz" {onsubmit}>
                 <div class="question">{ question.unwrap_or_else(|| s.step_text(pos, lang)) }</div>
+                <div class="quiz-note" data-testid="quiz-blocks">{ Text::QuizBlocks.get(lang) }</div>
                 if choices.is_empty() {
                     <label>{ Text::Predict.get(lang) }
                         <input type="text" data-testid="quiz-input" value={ (*draft).clone() } {oninput}
@@ -214,13 +250,52 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                     }
                 </div>
                 if let (Some(t), true) = (&st.explain, done) {
-                    <p class="explain" data-testid="step-explain">{ catalog::text(t, lang) }</p>
+                    <div class="explain" data-testid="step-explain">{ crate::markdown::render(catalog::text(t, lang)) }</div>
                 }
             </li>
         }
     });
 
     let outcome = s.outcome();
+    // What this run shows, from the invariant monitor's violations.
+    let run_shows = {
+        let trace = s.trace();
+        let mut seen: Vec<String> = Vec::new();
+        for e in &trace.events {
+            if let locklab_core::trace::EventKind::Violation { violation: v } = &e.kind {
+                let t = if lang == crate::i18n::Lang::Zh { v.invariant.title_zh() } else { v.invariant.title() };
+                let who: Vec<String> = v
+                    .actors
+                    .iter()
+                    .filter(|a| matches!(a, locklab_core::trace::Actor::Client(_)))
+                    .map(|&a| trace.names.actor(a))
+                    .collect();
+                let line = if who.is_empty() { t.to_owned() } else { format!("{t} ({})", who.join(", ")) };
+                if !seen.contains(&line) {
+                    seen.push(line);
+                }
+            }
+        }
+        if seen.is_empty() {
+            Text::RunHeld.get(lang).to_owned()
+        } else {
+            format!("{}{}", Text::RunShowed.get(lang), seen.join("; "))
+        }
+    };
+    // Interview mode's misses, for the review at the end.
+    let missed: Vec<(usize, String, String, String)> = judged
+        .iter()
+        .filter_map(|(&i, g)| {
+            let st = l.steps.get(i)?;
+            let reply = results.get(i).and_then(|r| r.reply.clone()).unwrap_or_default();
+            if prediction_right(st, g, &reply) {
+                return None;
+            }
+            let q = st.quiz.as_ref().map(|q| if lang == crate::i18n::Lang::Zh { q.zh.clone() } else { q.en.clone() });
+            let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).unwrap_or(reply);
+            Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
+        })
+        .collect();
     // The outcome is judged on this run, so say when the user changed it.
     let off_script = s.off_script_count();
     html! {
@@ -230,7 +305,14 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                     <span class="id">{ &l.id }</span>{ catalog::text(&l.title, lang) }
                 </h1>
                 <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
-                <p class="narration" data-testid="narration">{ catalog::text(&l.narration, lang) }</p>
+                <div class={ classes!("narration", (!*expanded).then_some("clamped")) } data-testid="narration"
+                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                    { crate::markdown::render(catalog::text(&l.narration, lang)) }
+                </div>
+                <button class="more" data-testid="narration-more" aria-expanded={ expanded.to_string() }
+                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                    { if *expanded { Text::Less.get(lang) } else { Text::More.get(lang) } }
+                </button>
                 if let Some(e) = s.error() {
                     <p class="error" data-testid="lesson-error">{ e }</p>
                 }
@@ -285,13 +367,25 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 }
             </div>
             { quiz_box }
+            <div class="lesson-details">
             <h2 class="steps-title">{ Text::Steps.get(lang) }</h2>
-            <ol class="steps" data-testid="steps">{ for steps }</ol>
+            <ol class="steps" data-testid="steps" ref={ steps_ref }>{ for steps }</ol>
+            if state.quiz && pos == len && !missed.is_empty() {
+                <div class="missed" data-testid="missed">
+                    <h3>{ Text::Missed.get(lang) }</h3>
+                    <ul>{ for missed.iter().map(|(i, q, g, a)| html! {
+                        <li data-testid="missed-item"><span class="n">{ i + 1 }</span>{ " " }{ q }
+                            <span class="verdict wrong">{ format!(" ✗ {g}") }</span>
+                            <span class="verdict right">{ format!(" ✓ {a}") }</span></li>
+                    }) }</ul>
+                </div>
+            }
             <div class={ classes!("outcome", outcome.map(|ok| if ok { "held" } else { "failed" })) }
                 data-testid="outcome" data-ok={ outcome.map(|ok| ok.to_string()) }>
                 <h3>{ Text::Outcome.get(lang) }</h3>
                 if outcome.is_some() {
-                    <p>{ catalog::text(&l.outcome.explain, lang) }</p>
+                    <p class="run-shows" data-testid="run-shows">{ run_shows.clone() }</p>
+                    <p>{ format!("{}{}", Text::ArticleExpects.get(lang), catalog::text(&l.outcome.explain, lang)) }</p>
                 } else {
                     <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
                 }
@@ -301,6 +395,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                         { format!("{} {off_script}", Text::OffScriptDone.get(lang)) }
                     </p>
                 }
+            </div>
             </div>
         </section>
     }

@@ -12,4 +12,5 @@ pub mod lesson_list;
 pub mod lesson_panel;
 pub mod score;
 pub mod loading;
+pub mod presenter;
 pub mod timeline;

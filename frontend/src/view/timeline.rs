@@ -1,7 +1,9 @@
 //! The timeline: core's trace drawn as swimlanes, in SVG.
 //!
-//! Geometry comes from [`crate::timeline::layout_zoomed`] (memoised on the
-//! state's revision, the language and the zoom); this only draws. Shapes
+//! Geometry comes from [`crate::timeline::layout_in`] (memoised on the
+//! state's revision, the language, the zoom, the width the page gives the
+//! timeline and presenter mode); this only draws, one SVG unit per CSS
+//! pixel (the SVG is as wide as its layout, never scaled to fit). Shapes
 //! carry stable `data-testid`s (`timeline`, `lock-bar`, `violation`,
 //! `expiry`, `timeline-command`, `timeline-span`) and `<title>` tooltips
 //! with the event as the explorer would print it. Marks are drawn per lane
@@ -18,12 +20,13 @@
 
 use std::rc::Rc;
 
+use wasm_bindgen::JsCast;
 use web_sys::Element;
 use yew::prelude::*;
 
 use crate::i18n::Text;
 use crate::state::AppContext;
-use crate::timeline::{layout_zoomed, ArrowKind, BarEnd, Layout, Mark, MarkKind, AXIS_H, LABEL_W};
+use crate::timeline::{layout_in, ArrowKind, BarEnd, Layout, Mark, MarkKind, Style};
 
 fn f(v: f64) -> String {
     format!("{v:.1}")
@@ -38,6 +41,9 @@ const ZOOMS: [f64; 6] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 /// Shift+←/→ pans by this share of the visible width.
 const KEY_PAN: f64 = 0.25;
 
+/// The owners' colours, as the page's stylesheet has them (`--a`, `--b`…).
+const OWNER_COLOURS: [&str; 6] = ["#2f6fd1", "#c4631b", "#2e8b57", "#8b5cf6", "#0e7490", "#a16207"];
+
 /// A drag in progress: the pointer, where it went down, and the scroll
 /// position then.
 #[derive(Clone, Copy)]
@@ -47,15 +53,40 @@ struct Drag {
     scroll: i32,
 }
 
-/// The styles an exported SVG carries with it (the page's stylesheet
-/// does not travel with the file).
-const EXPORT_CSS: &str = "text{font:11px sans-serif}.tick line{stroke:#e3e6ea}.tick text{fill:#6b7280}\
-.lane-bg{fill:none}.lane.node .lane-bg{fill:#f7f8fa}.lane-line{stroke:#d5d9df;stroke-dasharray:2 4}\
-.lane-label{font-weight:600;font-size:12px}.held{fill:#2563eb;fill-opacity:.26;stroke:#2563eb}\
-.ttl{fill:none;stroke:#2563eb;stroke-dasharray:4 3}.band rect{fill:#dc2626;fill-opacity:.12;stroke:#dc2626}\
-.band text{fill:#dc2626;font-weight:600;font-size:10px}.mark circle{fill:#2563eb;stroke:#fff}\
-.mark.error circle,.mark.rejected rect{fill:#dc2626}.mark.accepted rect{fill:#059669}.mark.fault path{fill:#d97706}\
-.span rect{fill:#9ca3af;fill-opacity:.25}.arrow{stroke:#8a94a3}.now{stroke:#2563eb}.mark-label,.bar-label{font:10px monospace}";
+/// Where to keep the view after a zoom: this share of the plot's width at
+/// this many pixels from the view's left edge.
+#[derive(Clone, Copy)]
+struct Anchor {
+    share: f64,
+    offset: f64,
+}
+
+/// The styles an exported SVG carries with it (the page's stylesheet does
+/// not travel with the file): the same colours, owners included, and the
+/// same type sizes (≥ 12 px at the file's natural size).
+fn export_css() -> String {
+    let mut css = String::from(
+        "text{font:14px ui-monospace,'DejaVu Sans Mono',monospace;fill:#1f2933}\
+.tick line{stroke:#e3e6ea}.tick text{fill:#4b5563}.axis-line{stroke:#9aa5b1}\
+.lane-line{stroke:#d5d9df;stroke-dasharray:2 4}.lane.node .lane-bg{fill:#f4f5f7}.lane.resource .lane-bg{fill:#fbf8f1}.lane-bg{fill:none}\
+.lane-label{font:600 15px sans-serif;fill:#374151}.lane-role{font:13px sans-serif;fill:#6b7280}\
+.band rect{fill:#c53030;fill-opacity:.12;stroke:#c53030;stroke-opacity:.5}.band-title{fill:#c53030;font-weight:700}\
+.callout{fill:#1f2933}.leader{stroke:#9aa5b1;stroke-dasharray:3 3}.mark-label{fill:#4b5563}\
+.mark.error circle,.mark.rejected rect{fill:#c53030}.mark.accepted rect{fill:#2e8b57}.mark.fault path{fill:#d97706}\
+.mark.expired path{fill:#6b7280}.mark.lost path{stroke:#c53030;stroke-width:2.5;fill:none}.mark.info circle{fill:#9aa5b1}\
+.span rect{fill:#9ca3af;fill-opacity:.25}.span.down rect,.span.crashed rect{fill:#c53030;fill-opacity:.1}\
+.arrow{stroke:#6b7280;stroke-width:1.2}.arrow.replication{stroke:#7c3aed;stroke-width:2}.arrow.lost{stroke:#c53030;stroke-dasharray:4 3}\
+.now{stroke:#3a5ccc;stroke-width:2}.break rect{fill:#3a5ccc;fill-opacity:.12}.break-mark{stroke:#4b5563;stroke-width:1.6;fill:none}.break text{fill:#4b5563}\
+.export-title{font:700 18px sans-serif}.legend text{fill:#374151}",
+    );
+    for (i, c) in OWNER_COLOURS.iter().enumerate() {
+        css.push_str(&format!(
+            ".owner-{i} .held{{fill:{c};fill-opacity:.3;stroke:{c}}}.owner-{i} .ttl{{fill:none;stroke:{c};stroke-dasharray:5 3}}\
+.owner-{i}.mark circle{{fill:{c};stroke:#fff}}.owner-{i}.mark.nil circle{{fill:#fff;stroke:{c};stroke-width:2}}"
+        ));
+    }
+    css
+}
 
 /// `data:` URL of an SVG document, percent-encoded.
 pub fn svg_data_url(markup: &str) -> String {
@@ -70,50 +101,62 @@ pub fn svg_data_url(markup: &str) -> String {
     out
 }
 
+/// The timeline as a standalone SVG file: a title line with the lesson id,
+/// then the plot and its legend, with the styles inlined.
+fn export_markup(svg: &Element, title: &str) -> String {
+    let w: f64 = svg.get_attribute("width").and_then(|w| w.parse().ok()).unwrap_or(960.0);
+    let h: f64 = svg.get_attribute("height").and_then(|h| h.parse().ok()).unwrap_or(400.0);
+    let top = 34.0;
+    let esc = title.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{:.0}\" viewBox=\"0 0 {w:.0} {:.0}\">\
+<style>{}</style><rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\
+<text class=\"export-title\" x=\"12\" y=\"24\">{esc}</text><g transform=\"translate(0 {top})\">{}</g></svg>",
+        h + top,
+        h + top,
+        export_css(),
+        svg.inner_html()
+    )
+}
+
 #[derive(Properties, PartialEq)]
 struct LaneMarksProps {
     marks: Rc<Vec<Mark>>,
+    r: f64,
 }
 
 /// One lane's marks. Its props compare by value, so a render that leaves a
 /// lane's marks as they were does not touch that lane's DOM.
 #[function_component(LaneMarks)]
 fn lane_marks(props: &LaneMarksProps) -> Html {
-    // Labels under command dots only where the previous one on the lane is
-    // far enough away to stay readable.
-    let mut last_label = f64::NEG_INFINITY;
+    let r = props.r;
     let marks = props.marks.iter().map(|m| {
-        let show_label = m.label.is_some() && m.x - last_label >= 96.0;
-        if show_label {
-            last_label = m.x;
-        }
-        let label = show_label.then(|| m.label.clone()).flatten();
         let (class, testid, shape) = match &m.kind {
             MarkKind::Command(t) | MarkKind::Reply(t) | MarkKind::Executed(t) => {
-                let r = if matches!(m.kind, MarkKind::Command(_)) { "5" } else { "3.5" };
-                (t.class(), "timeline-command", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r={ r } /> })
+                let rr = if matches!(m.kind, MarkKind::Command(_)) { r } else { r * 0.7 };
+                (t.class(), "timeline-command", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r={ f(rr) } /> })
             }
             MarkKind::Expired { .. } => (
                 "expired",
                 "expiry",
-                html! { <path d={ format!("M{} {} l5 5 l-5 5 l-5 -5 z", f(m.x), f(m.y - 5.0)) } /> },
+                html! { <path d={ format!("M{} {} l{r} {r} l-{r} {r} l-{r} -{r} z", f(m.x), f(m.y - r)) } /> },
             ),
             MarkKind::Lost | MarkKind::TimedOut => (
                 "lost",
                 "timeline-lost",
-                html! { <path d={ format!("M{} {} l8 8 m0 -8 l-8 8", f(m.x - 4.0), f(m.y - 4.0)) } /> },
+                html! { <path d={ format!("M{} {} l{d} {d} m0 -{d} l-{d} {d}", f(m.x - r), f(m.y - r), d = f(2.0 * r)) } /> },
             ),
             MarkKind::Fault => (
                 "fault",
                 "timeline-fault",
-                html! { <path d={ format!("M{} {} l6 0 l-6 12 l-6 -12 z", f(m.x), f(m.y - 6.0)) } /> },
+                html! { <path d={ format!("M{} {} l{r} 0 l-{r} {} l-{r} -{} z", f(m.x), f(m.y - r), f(2.0 * r), f(2.0 * r)) } /> },
             ),
             MarkKind::Write { accepted } => (
                 if *accepted { "accepted" } else { "rejected" },
                 "timeline-write",
-                html! { <rect x={ f(m.x - 5.0) } y={ f(m.y - 5.0) } width="10" height="10" rx="2" /> },
+                html! { <rect x={ f(m.x - r) } y={ f(m.y - r) } width={ f(2.0 * r) } height={ f(2.0 * r) } rx="2" /> },
             ),
-            MarkKind::Info => ("info", "timeline-info", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r="2.5" /> }),
+            MarkKind::Info => ("info", "timeline-info", html! { <circle cx={ f(m.x) } cy={ f(m.y) } r={ f(r * 0.45) } /> }),
         };
         let key = match &m.kind {
             MarkKind::Expired { key } => Some(key.clone()),
@@ -123,13 +166,60 @@ fn lane_marks(props: &LaneMarksProps) -> Html {
             <g class={ classes!("mark", class, owner_class(m.client)) } data-testid={ testid } data-key={ key } tabindex="0">
                 <title>{ &m.title }</title>
                 { shape }
-                if let Some(label) = label {
-                    <text class="mark-label" x={ f(m.x - 4.0) } y={ f(m.y + 19.0) }>{ label }</text>
-                }
             </g>
         }
     });
     html! { <g class="lane-marks">{ for marks }</g> }
+}
+
+/// The axis break mark `⫽`, drawn (fonts may lack the glyph).
+fn break_mark(x: f64, y: f64, s: f64) -> String {
+    let (dx, dy) = (3.0 * s, 6.0 * s);
+    format!("M{} {} l{} -{} M{} {} l{} -{}", f(x - dx - 1.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy), f(x - dx + 2.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy))
+}
+
+/// The swatch for a legend entry, at (x, y) = its left middle.
+fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
+    let (w, h) = (22.0 * s, 12.0 * s);
+    let top = y - h / 2.0;
+    match kind {
+        "held" => html! { <g class="bar owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
+        "ttl" => html! { <g class="bar owner-0"><rect class="ttl" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
+        "belief" => html! { <g class="bar belief owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
+        "command" => html! { <g class="mark ok owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
+        "nil" => html! { <g class="mark nil owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
+        "error" => html! { <g class="mark error"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
+        "expired" => {
+            let r = 6.0 * s;
+            html! { <g class="mark expired"><path d={ format!("M{} {} l{r} {r} l-{r} {r} l-{r} -{r} z", f(x + w / 2.0), f(y - r)) } /></g> }
+        }
+        "lost" => {
+            let r = 5.0 * s;
+            html! { <g class="mark lost"><path d={ format!("M{} {} l{d} {d} m0 -{d} l-{d} {d}", f(x + w / 2.0 - r), f(y - r), d = f(2.0 * r)) } /></g> }
+        }
+        "fault" => {
+            let r = 6.0 * s;
+            html! { <g class="mark fault"><path d={ format!("M{} {} l{r} 0 l-{r} {} l-{r} -{} z", f(x + w / 2.0), f(y - r), f(2.0 * r), f(2.0 * r)) } /></g> }
+        }
+        "accepted" | "rejected" => {
+            html! { <g class={ classes!("mark", kind.to_owned()) }><rect x={ f(x + w / 2.0 - 6.0 * s) } y={ f(y - 6.0 * s) } width={ f(12.0 * s) } height={ f(12.0 * s) } rx="2" /></g> }
+        }
+        "info" => html! { <g class="mark info"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(3.0 * s) } /></g> },
+        "arrow" | "lost-arrow" | "replication" => {
+            let class = match kind {
+                "arrow" => "request",
+                "lost-arrow" => "lost",
+                _ => "replication",
+            };
+            html! { <line class={ classes!("arrow", class) } x1={ f(x) } y1={ f(y) } x2={ f(x + w) } y2={ f(y) } marker-end="url(#arrowhead)" /> }
+        }
+        "paused" | "down" | "cut" => {
+            html! { <g class={ classes!("span", kind.to_owned()) }><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> }
+        }
+        "violation" => html! { <g class="band"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> },
+        "break" => html! { <g class="break burst"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /><path class="break-mark" d={ break_mark(x + w / 2.0, y, s * 0.8) } /></g> },
+        _ => html! {},
+    }
 }
 
 #[function_component(Timeline)]
@@ -140,9 +230,44 @@ pub fn timeline() -> Html {
     let svg_ref = use_node_ref();
     // Yew delegates events, so `current_target` is not the link: keep a ref.
     let link_ref = use_node_ref();
+    let png_ref = use_node_ref();
     let z = ZOOMS[*zoom];
     let scroll_ref = use_node_ref();
     let drag = use_mut_ref(|| None::<Drag>);
+    let anchor = use_mut_ref(|| None::<Anchor>);
+    // The width the page gives the timeline, in CSS pixels: the layout is
+    // made for it, so nothing is scaled.
+    let width = use_state(|| 0.0f64);
+    // Presenter mode: the height left for the plot, so it fits the screen.
+    let room = use_state(|| 0.0f64);
+    {
+        let (scroll_ref, width, room) = (scroll_ref.clone(), width.clone(), room.clone());
+        // Again after every change: the caption above it changes height.
+        use_effect_with((state.present, state.rev, state.legend), move |_| {
+            let measure = {
+                let (scroll_ref, width, room) = (scroll_ref.clone(), width.clone(), room.clone());
+                move || {
+                    if let Some(el) = scroll_ref.cast::<Element>() {
+                        let w = f64::from(el.client_width()).floor();
+                        if w > 0.0 && (w - *width).abs() >= 1.0 {
+                            width.set(w);
+                        }
+                        let top = el.get_bounding_client_rect().top();
+                        let inner = web_sys::window().and_then(|w| w.inner_height().ok()).and_then(|h| h.as_f64()).unwrap_or(0.0);
+                        let h = (inner - top - 16.0).max(200.0).floor();
+                        if (h - *room).abs() >= 1.0 {
+                            room.set(h);
+                        }
+                    }
+                }
+            };
+            measure();
+            let listener = web_sys::window().map(|w| gloo_events::EventListener::new(&w, "resize", move |_| measure()));
+            move || drop(listener)
+        });
+    }
+    let style = if state.present { Style::PRESENT } else { Style::NORMAL };
+    let view_w = if *width > 0.0 { *width } else { 960.0 };
     // At 1× the plot fits: nothing to pan, and no grab cursor to promise it.
     let pannable = *zoom > 0;
     let onpointerdown = {
@@ -198,7 +323,8 @@ pub fn timeline() -> Html {
     type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
     let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
         let state = state.clone();
-        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id()), move |_| {
+        let room = *room;
+        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id(), view_w as u32, state.present, room as u32, state.legend), move |_| {
             let (trace, now) = match (&state.session, &state.real) {
                 (Some(s), _) => {
                     let s = s.borrow();
@@ -213,7 +339,18 @@ pub fn timeline() -> Html {
                     (lab.trace().clone(), lab.now_ms())
                 }
             };
-            let l = layout_zoomed(&trace, now, lang, z);
+            // Presenter mode: the biggest type (19 px down to 13 px) at
+            // which the whole timeline fits the screen's height.
+            let mut l = layout_in(&trace, now, lang, view_w, z, style);
+            if style == Style::PRESENT && room > 0.0 {
+                for font in [17.0, 15.5, 14.0, 13.0] {
+                    let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
+                    if fits {
+                        break;
+                    }
+                    l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                }
+            }
             let mut per_lane = vec![Vec::new(); l.lanes.len()];
             for m in &l.marks {
                 per_lane[m.lane].push(m.clone());
@@ -223,37 +360,144 @@ pub fn timeline() -> Html {
         });
         (memo.0.clone(), memo.1.clone(), memo.2)
     };
-    let plot_end = l.width - 28.0;
-    let bottom = l.height - 4.0;
+    // After a zoom: keep the anchor (the pointer, or the present) in place.
+    {
+        let (scroll_ref, anchor) = (scroll_ref.clone(), anchor.clone());
+        let w = l.width;
+        use_effect_with((*zoom, w as u32), move |_| {
+            if let (Some(a), Some(el)) = (anchor.borrow_mut().take(), scroll_ref.cast::<Element>()) {
+                el.set_scroll_left((a.share * w - a.offset).max(0.0) as i32);
+            }
+        });
+    }
+    let style = l.style;
+    let s = style.font / 14.0;
+    let plot_end = l.plot_end;
+    let bottom = l.lanes_bottom;
     let onzoom = |d: isize| {
-        let zoom = zoom.clone();
+        let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
+        let (now_x, width) = (l.now_x, l.width);
         Callback::from(move |_: MouseEvent| {
             let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
+            // Zoom around the present (the current step), centred.
+            if let Some(el) = scroll_ref.cast::<Element>() {
+                let view = f64::from(el.client_width());
+                *anchor.borrow_mut() = Some(Anchor { share: now_x / width, offset: view / 2.0 });
+            }
             zoom.set(if d == 0 { 0 } else { i });
         })
     };
-    let file = format!("locklab-{}.svg", state.lesson_id().unwrap_or_else(|| "lab".into()));
-    let onexport = {
-        let svg_ref = svg_ref.clone();
-        let link_ref = link_ref.clone();
-        Callback::from(move |_: MouseEvent| {
-            let (Some(svg), Some(a)) = (svg_ref.cast::<web_sys::Element>(), link_ref.cast::<web_sys::Element>()) else {
+    // Ctrl+wheel zooms around the pointer.
+    let onwheel = {
+        let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
+        let width = l.width;
+        Callback::from(move |e: WheelEvent| {
+            if !e.ctrl_key() {
                 return;
-            };
-            let markup = svg.outer_html();
-            let markup = match markup.find('>') {
-                Some(i) => format!("{}><style>{EXPORT_CSS}</style>{}", &markup[..i], &markup[i + 1..]),
-                None => markup,
-            };
-            let _ = a.set_attribute("href", &svg_data_url(&markup));
+            }
+            e.prevent_default();
+            let Some(el) = scroll_ref.cast::<Element>() else { return };
+            let offset = f64::from(e.client_x()) - el.get_bounding_client_rect().left();
+            let share = (f64::from(el.scroll_left()) + offset) / width;
+            let d = if e.delta_y() < 0.0 { 1 } else { -1 };
+            let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
+            if i != *zoom {
+                *anchor.borrow_mut() = Some(Anchor { share, offset });
+                zoom.set(i);
+            }
         })
     };
+    let lesson = state.lesson_id().unwrap_or_else(|| "lab".into());
+    let title = {
+        let t = state
+            .session
+            .as_ref()
+            .map(|s| crate::catalog::text(&s.borrow().lesson().title, lang).to_owned())
+            .unwrap_or_else(|| Text::Timeline.get(lang).to_owned());
+        format!("locklab {lesson} · {t}")
+    };
+    let file = format!("locklab-{lesson}.svg");
+    let onexport = {
+        let (svg_ref, link_ref, title) = (svg_ref.clone(), link_ref.clone(), title.clone());
+        Callback::from(move |_: MouseEvent| {
+            let (Some(svg), Some(a)) = (svg_ref.cast::<Element>(), link_ref.cast::<Element>()) else {
+                return;
+            };
+            let _ = a.set_attribute("href", &svg_data_url(&export_markup(&svg, &title)));
+        })
+    };
+    // PNG: the same SVG drawn on a canvas at twice its size; the link gets
+    // the PNG once the image has loaded, and is clicked again then.
+    let onpng = {
+        let (svg_ref, png_ref, title) = (svg_ref.clone(), png_ref.clone(), title.clone());
+        Callback::from(move |e: MouseEvent| {
+            let (Some(svg), Some(a)) = (svg_ref.cast::<Element>(), png_ref.cast::<web_sys::HtmlElement>()) else {
+                return;
+            };
+            if a.get_attribute("data-ready").as_deref() == Some("1") {
+                let _ = a.remove_attribute("data-ready");
+                return;
+            }
+            e.prevent_default();
+            let markup = export_markup(&svg, &title);
+            let Ok(img) = web_sys::HtmlImageElement::new() else { return };
+            let img2 = img.clone();
+            let onload = wasm_bindgen::closure::Closure::once_into_js(move || {
+                let doc = web_sys::window().and_then(|w| w.document());
+                let canvas = doc
+                    .and_then(|d| d.create_element("canvas").ok())
+                    .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+                let Some(canvas) = canvas else { return };
+                let (w, h) = (img2.natural_width(), img2.natural_height());
+                canvas.set_width(w * 2);
+                canvas.set_height(h * 2);
+                let ctx = canvas
+                    .get_context("2d")
+                    .ok()
+                    .flatten()
+                    .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok());
+                if let Some(ctx) = ctx {
+                    let _ = ctx.scale(2.0, 2.0);
+                    let _ = ctx.draw_image_with_html_image_element(&img2, 0.0, 0.0);
+                    if let Ok(url) = canvas.to_data_url_with_type("image/png") {
+                        let _ = a.set_attribute("href", &url);
+                        let _ = a.set_attribute("data-ready", "1");
+                        a.click();
+                    }
+                }
+            });
+            img.set_onload(Some(onload.unchecked_ref()));
+            img.set_src(&svg_data_url(&markup));
+        })
+    };
+    let onpresent = {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::TogglePresent))
+    };
+    let onlegend = {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::ToggleLegend))
+    };
 
+    let axis_y = style.axis_h() - 4.0;
     let ticks = l.ticks.iter().map(|t| {
         html! {
-            <g class="tick">
-                <line x1={ f(t.x) } x2={ f(t.x) } y1={ f(AXIS_H - 4.0) } y2={ f(bottom) } />
-                <text x={ f(t.x) } y="14" text-anchor="middle">{ &t.label }</text>
+            <g class="tick" data-ms={ t.ms.to_string() }>
+                <line x1={ f(t.x) } x2={ f(t.x) } y1={ f(axis_y) } y2={ f(bottom) } />
+                <text class="tick-label" x={ f(t.x) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ &t.label }</text>
+            </g>
+        }
+    });
+    let breaks = l.breaks.iter().map(|b| {
+        html! {
+            <g class={ classes!("break", b.kind) } data-testid="axis-break" data-from={ b.from_ms.to_string() } data-to={ b.to_ms.to_string() }>
+                <title>{ &b.title }</title>
+                <rect x={ f(b.x0) } y={ f(axis_y - 5.0 * s) } width={ f(b.x1 - b.x0) } height={ f(10.0 * s) } />
+                <path class="break-mark" d={ break_mark(b.x0, axis_y, s) } />
+                <path class="break-mark" d={ break_mark(b.x1, axis_y, s) } />
+                if let Some(label) = &b.label {
+                    <text class="break-label" x={ f((b.x0 + b.x1) / 2.0) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ label }</text>
+                }
             </g>
         }
     });
@@ -261,23 +505,23 @@ pub fn timeline() -> Html {
         html! {
             <g class={ classes!("lane", lane.class()) }>
                 <rect class="lane-bg" x="0" y={ f(lane.y) } width={ f(l.width) } height={ f(lane.height) } />
-                <line class="lane-line" x1={ f(LABEL_W) } x2={ f(plot_end) } y1={ f(lane.mid()) } y2={ f(lane.mid()) } />
-                <text class="lane-label" x="10" y={ f(lane.mid() + 4.0) }>{ &lane.label }</text>
+                <line class="lane-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(lane.mid()) } y2={ f(lane.mid()) } />
+                <text class="lane-label" x="10" y={ f(lane.mid() + 5.0 * s) }>{ &lane.label }</text>
+                if let Some(role) = &lane.role {
+                    <text class="lane-role" x="10" y={ f(lane.mid() + 5.0 * s + style.font * 1.3) }>{ role }</text>
+                }
             </g>
         }
     });
     let bands = l.bands.iter().map(|b| {
         html! {
-            <g class="band" data-testid="violation" data-invariant={ b.name }>
+            <g class="band" data-testid="violation" data-invariant={ b.name } data-title={ b.heading.clone() }>
                 <title>{ &b.title }</title>
-                <rect x={ f(b.x0) } y={ f(AXIS_H) } width={ f(b.x1 - b.x0) } height={ f(l.height - AXIS_H - 6.0) } />
-                <text x={ f(b.x0 + 3.0) } y={ f(AXIS_H + 11.0) }>{ format!("{} {}", Text::Violation.get(lang), b.name) }</text>
-                <text class="band-explain" x={ f(b.x0 + 3.0) } y={ f(l.height - 10.0) }>
-                    { &b.explain }
-                </text>
+                <rect x={ f(b.x0) } y={ f(l.lanes_top) } width={ f(b.x1 - b.x0) } height={ f(bottom - l.lanes_top) } />
             </g>
         }
     });
+    let bh = style.bar_h();
     let bars = l.bars.iter().map(|b| {
         let end = match b.end {
             None => "open",
@@ -290,14 +534,9 @@ pub fn timeline() -> Html {
                 data-key={ b.key.clone() } data-owner={ b.owner_name.clone() }
                 data-open={ b.end.is_none().to_string() } data-end={ end }>
                 <title>{ &b.title }</title>
-                <rect class="held" x={ f(b.x0) } y={ f(b.y) } width={ f(b.x1 - b.x0) } height="16" rx="3" />
+                <rect class="held" x={ f(b.x0) } y={ f(b.y) } width={ f(b.x1 - b.x0) } height={ f(bh) } rx="3" />
                 if let Some(dx) = b.deadline_x {
-                    <rect class="ttl" x={ f(b.x1) } y={ f(b.y) } width={ f((dx - b.x1).max(0.0)) } height="16" rx="3" />
-                }
-                if b.x1 - b.x0 > 70.0 {
-                    <text class="bar-label" x={ f(b.x0 + 5.0) } y={ f(b.y + 12.0) }>
-                        { format!("{} · {}", b.key, b.owner_name) }
-                    </text>
+                    <rect class="ttl" x={ f(b.x1) } y={ f(b.y) } width={ f((dx.min(plot_end) - b.x1).max(0.0)) } height={ f(bh) } rx="3" />
                 }
             </g>
         }
@@ -324,31 +563,72 @@ pub fn timeline() -> Html {
             </g>
         }
     });
-    let marks = per_lane.iter().map(|m| html! { <LaneMarks marks={ m.clone() } /> });
+    let labels = l.labels.iter().map(|t| {
+        html! {
+            <text class={ classes!("tl-label", t.class) } data-testid="timeline-label" x={ f(t.x) } y={ f(t.y) }
+                data-w={ f(t.w) }>
+                <title>{ &t.title }</title>
+                { &t.text }
+            </text>
+        }
+    });
+    let callouts = l.callouts.iter().map(|c| {
+        let t = &c.label;
+        html! {
+            <g class={ classes!("callout-g", c.kind) } data-testid="callout" data-kind={ c.kind }>
+                <line class="leader" x1={ f(c.at_x) } x2={ f(c.at_x) } y1={ f(t.y + 4.0) } y2={ f(c.y_to) } />
+                <text class={ classes!("tl-label", t.class) } data-testid={ if c.kind == "violation" { "band-title" } else { "timeline-label" } }
+                    x={ f(t.x) } y={ f(t.y) }>
+                    <title>{ &t.title }</title>
+                    { &t.text }
+                </text>
+            </g>
+        }
+    });
+    let legend = state.legend.then(|| {
+        let items = l.legend.iter().map(|it| {
+            html! {
+                <g class="legend-item" data-kind={ it.kind }>
+                    { swatch(it.kind, it.x, it.y - style.font * 0.35, s) }
+                    <text class="tl-label legend-text" x={ f(it.x + 28.0 * s) } y={ f(it.y) }>{ &it.text }</text>
+                </g>
+            }
+        });
+        html! { <g class="legend" data-testid="legend">{ for items }</g> }
+    });
+    let height = if state.legend { l.height } else { l.lanes_bottom + 8.0 };
+    let marks = per_lane.iter().map(|m| html! { <LaneMarks marks={ m.clone() } r={ 6.0 * s } /> });
     let empty = events == 0;
-    let first_mid = l.lanes.first().map_or(AXIS_H + 20.0, |lane| lane.mid());
+    let first_mid = l.lanes.first().map_or(l.lanes_top + 20.0, |lane| lane.mid());
 
     html! {
         <section class="timeline-panel">
             <div class="timeline-head">
                 <h2>{ Text::Timeline.get(lang) }</h2>
-                <span class="axis-note">{ "ms" }</span>
+                <span class="axis-note" data-testid="axis-unit">{ Text::AxisUnit.get(lang) }</span>
                 <div class="spacer" />
-                <button class="quiet" data-testid="zoom-out" title={ Text::ZoomOut.get(lang) } onclick={ onzoom(-1) }>{ "−" }</button>
+                <button class="quiet" data-testid="zoom-out" title={ Text::ZoomOut.get(lang) } aria-label={ Text::ZoomOut.get(lang) } onclick={ onzoom(-1) }>{ "−" }</button>
                 <span class="zoom" data-testid="zoom">{ format!("{z}×") }</span>
-                <button class="quiet" data-testid="zoom-in" title={ Text::ZoomIn.get(lang) } onclick={ onzoom(1) }>{ "+" }</button>
+                <button class="quiet" data-testid="zoom-in" title={ Text::ZoomIn.get(lang) } aria-label={ Text::ZoomIn.get(lang) } onclick={ onzoom(1) }>{ "+" }</button>
                 <button class="quiet" data-testid="zoom-reset" onclick={ onzoom(0) }>{ Text::ZoomReset.get(lang) }</button>
+                <button class={ classes!("quiet", state.legend.then_some("on")) } data-testid="legend-toggle"
+                    aria-pressed={ state.legend.to_string() } onclick={ onlegend }>{ Text::Legend.get(lang) }</button>
                 <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
+                if !state.present {
+                    <button class="quiet present-toggle" data-testid="present" onclick={ onpresent }>{ Text::Present.get(lang) }</button>
+                }
+                <a class="button quiet" ref={ png_ref } data-testid="export-png" download={ format!("locklab-{lesson}.png") } href="#" onclick={ onpng }>{ Text::ExportPng.get(lang) }</a>
             </div>
             <div class={ classes!("timeline-scroll", pannable.then_some("pannable")) } ref={ scroll_ref }
                 data-testid="timeline-scroll" tabindex="0" aria-label={ Text::TimelinePan.get(lang) }
                 {onpointerdown} {onpointermove} onpointerup={ onpointerup.clone() } onpointercancel={ onpointerup }
-                {onkeydown}>
+                {onkeydown} {onwheel}>
             <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
-                viewBox={ format!("0 0 {} {}", f(l.width), f(l.height)) }
-                style={ format!("width: {:.0}%", z * 100.0) }
+                width={ f(l.width) } height={ f(height) }
+                viewBox={ format!("0 0 {} {}", f(l.width), f(height)) }
                 role="img" aria-label={ Text::Timeline.get(lang) } data-span-ms={ l.span_ms.to_string() }
-                data-events={ events.to_string() } data-marks={ l.marks.len().to_string() }>
+                data-events={ events.to_string() } data-marks={ l.marks.len().to_string() }
+                style={ format!("font-size: {}px", style.font) }>
                 <defs>
                     <marker id="arrowhead" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto">
                         <path d="M0 0 L8 4 L0 8 z" />
@@ -356,15 +636,22 @@ pub fn timeline() -> Html {
                 </defs>
                 { for lanes }
                 { for spans }
-                <g class="axis">{ for ticks }</g>
+                <g class="axis">
+                    <line class="axis-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(axis_y) } y2={ f(axis_y) } />
+                    { for ticks }
+                    { for breaks }
+                </g>
                 { for bands }
                 { for bars }
                 { for arrows }
                 { for marks }
-                <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(AXIS_H - 6.0) } y2={ f(l.height - 2.0) } />
+                { for labels }
+                { for callouts }
+                <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
                 if empty {
-                    <text class="empty" x={ f(LABEL_W + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
+                    <text class="empty" x={ f(style.label_w() + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
                 }
+                { legend.unwrap_or_default() }
             </svg>
             </div>
         </section>
