@@ -10,10 +10,8 @@
 
 use std::fmt;
 
-use locklab_core::client::Program;
 use locklab_core::lesson::run::Shown;
 use locklab_core::trace::Names;
-use locklab_core::world::{ClockOf, Endpoint, Fault};
 
 /// The two languages of the lab. The articles the lessons come from are
 /// Chinese; the code, the commands and the replies are the same in both.
@@ -370,100 +368,13 @@ impl Text {
     }
 }
 
-/// A lesson step in `lang`: core's English wording ([`Shown::english`],
-/// what the CLI transcript prints), or the same parameters worded in
-/// Chinese. Commands, keys, values and node names stay as typed.
+/// A lesson step in `lang`: core's wording of it ([`Shown::english`], what
+/// the CLI transcript prints, or [`Shown::chinese`]). Commands, keys,
+/// values and node names stay as typed.
 pub fn shown(step: &Shown, names: &Names, lang: Lang) -> String {
-    if lang == Lang::En {
-        return step.english(names);
-    }
-    match step {
-        Shown::Cmd { line } => (*line).to_owned(),
-        Shown::Wait { ms } => format!("等待 {ms} ms"),
-        Shown::Fault(f) => format!("故障：{}", fault_zh(f, names)),
-        Shown::Program(p) => program_zh(p),
-        Shown::Write { value, token: Some(t), .. } => format!("向受保护资源写入 {value:?}，携带 fencing 令牌 {t}"),
-        Shown::Write { value, from_last_reply: true, .. } => {
-            format!("向受保护资源写入 {value:?}，携带上一条回复中的 fencing 令牌")
-        }
-        Shown::Write { value, .. } => format!("向受保护资源写入 {value:?}（不带令牌）"),
-        Shown::Hold { client, key, holds: true } => format!("（{client} 此时认为自己持有 {key}）"),
-        Shown::Hold { client, key, holds: false } => format!("（{client} 不再认为自己持有 {key}）"),
-        Shown::Say(t) => t.zh.trim().to_owned(),
-        Shown::Metrics { clients } => format!("{} 的锁健康指标", clients.join("、")),
-    }
-}
-
-fn endpoint_zh(e: &Endpoint, names: &Names) -> String {
-    match e {
-        Endpoint::Client(c) => c.clone(),
-        Endpoint::Node(n) => names.node(*n).to_owned(),
-        Endpoint::Resource => "受保护资源".to_owned(),
-    }
-}
-
-fn clock_zh(c: &ClockOf, names: &Names) -> String {
-    match c {
-        ClockOf::Client(c) => c.clone(),
-        ClockOf::Node(n) => names.node(*n).to_owned(),
-    }
-}
-
-/// [`Fault::describe`] in Chinese.
-fn fault_zh(f: &Fault, names: &Names) -> String {
-    let link = |a: &Endpoint, b: &Endpoint| format!("{} ↔ {}", endpoint_zh(a, names), endpoint_zh(b, names));
-    match f {
-        Fault::PauseClient { client, ms: Some(ms) } => format!("暂停 {client} {ms} ms（GC）"),
-        Fault::PauseClient { client, ms: None } => format!("暂停 {client}"),
-        Fault::ResumeClient { client } => format!("恢复 {client}"),
-        Fault::CrashClient { client } => format!("{client} 崩溃"),
-        Fault::CrashNode { node } => format!("{} 宕机", names.node(*node)),
-        Fault::RestartNode { node, down_ms, keep_data } => format!(
-            "{} 宕机 {down_ms} ms 后重启{}",
-            names.node(*node),
-            match keep_data {
-                Some(true) => "，保留数据",
-                Some(false) => "，数据丢失",
-                None => "",
-            }
-        ),
-        Fault::PromoteReplica { node } => format!("提升 {} 为主节点", names.node(*node)),
-        Fault::Failover { node: Some(n) } => format!("故障切换到 {}", names.node(*n)),
-        Fault::Failover { node: None } => "故障切换（主节点宕机，提升数据最全的从节点）".to_owned(),
-        Fault::CutLink { a, b } => format!("断开 {}", link(a, b)),
-        Fault::HealLink { a, b } => format!("恢复 {}", link(a, b)),
-        Fault::SetLink { a, b, config } => format!(
-            "链路 {}：{} ms ± {} ms，丢失 {}‰ 的回复",
-            link(a, b),
-            config.latency_ms,
-            config.jitter_ms,
-            config.drop_reply_permille
-        ),
-        Fault::JumpClock { of, delta_ms } => format!("{} 的时钟跳变 {delta_ms:+} ms", clock_zh(of, names)),
-        Fault::SetDrift { of, ppm } => format!("{} 的时钟漂移 {ppm:+} ppm", clock_zh(of, names)),
-    }
-}
-
-/// Core's program description in Chinese; option names (`set-nx-px`,
-/// `Lua`) stay as the lesson files spell them.
-fn program_zh(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
-        Program::Lock(l) => {
-            let mut s = format!("程序：对 {} 加锁（{} PX {}，释放方式 {:?}", l.key, l.acquire.name(), l.ttl_ms, l.release);
-            if let Some(w) = &l.watchdog {
-                s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
-                if let Some(m) = w.max_renewals {
-                    s.push_str(&format!("，最多 {m} 次"));
-                }
-            }
-            if l.fencing.is_on() {
-                s.push_str("，带 fencing 令牌");
-            }
-            s.push('）');
-            s
-        }
-        Program::Redlock(r) => format!("程序：在 {} 上执行 Redlock（TTL {} ms）", r.key, r.ttl_ms),
+    match lang {
+        Lang::En => step.english(names),
+        Lang::Zh => step.chinese(names),
     }
 }
 

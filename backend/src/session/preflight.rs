@@ -361,7 +361,7 @@ mod tests {
         let mut p = Preflight::new(1000, 4096);
         assert!(matches!(check(&mut p, &[], "EVAL \"while true do end\" 0"), Verdict::Refuse(w) if w.contains("BUSY")));
         assert!(matches!(
-            check(&mut p, &[], "EVAL \"local t = {} for i = 1, 200 do t[i] = string.rep('x', 2^20) .. i end return #t\" 0"),
+            check(&mut p, &[], "EVAL \"local s = string.rep('x', 2^16) for i = 1, 30 do s = s .. s end return #s\" 0"),
             Verdict::Refuse(w) if w.contains("memory")
         ));
         assert!(matches!(

@@ -575,6 +575,27 @@ fn wrapped_builtins_keep_their_results_and_error_texts() {
     }
 }
 
+/// `s = s .. s` doubles a string in one instruction: the memory ceiling is
+/// checked when a long string is made (the vendored VM's fix), not only
+/// every 10 000 instructions, so doubling stops at the ceiling instead of
+/// taking the process down (sixteen doublings were 4 GiB before).
+#[test]
+fn doubling_a_string_stops_at_the_memory_ceiling() {
+    let (mut s, mut h) = (Scripting::new(), Fake::default());
+    for body in [
+        "local s = string.rep('x', 2^16) for i = 1, 30 do s = s .. s end return #s",
+        "local s = 'xxxxxxxxxxxxxxxx' for i = 1, 40 do s = string.format('%s%s', s, s) end return #s",
+        "local s = string.rep('x', 2^16) for i = 1, 30 do s = s:gsub('x', 'xx') end return #s",
+    ] {
+        let r = run(&mut s, &mut h, &["EVAL", body, "0"]);
+        assert!(
+            matches!(&r, Reply::Error(e) if e.contains("the simulator stopped it")),
+            "{body}: {r:?}"
+        );
+    }
+    assert_eq!(run(&mut s, &mut h, &["EVAL", "return 1", "0"]), Reply::Integer(1));
+}
+
 #[test]
 fn native_work_counts_in_the_budget() {
     let (mut s, mut h) = (Scripting::new(), Fake::default());

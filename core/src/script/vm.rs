@@ -64,7 +64,9 @@ pub const INSTRUCTION_LIMIT: u64 = 10_000_000;
 pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
 
 /// How often (in instructions) the budget is checked, and the count hook
-/// that notices SCRIPT KILL runs.
+/// that notices SCRIPT KILL runs. (A long string is checked against the
+/// memory ceiling when it is made, by the vendored VM: see
+/// `vendor/README.md`.)
 const CHECK_INTERVAL: u32 = 10_000;
 
 /// The deepest native recursion a pattern may cause (see
