@@ -134,6 +134,24 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Lesson 07's replies, step by step: the article's safe release of 6.2,
+/// then the bare DEL its title promises, which takes B's lock.
+const LESSON_07_REPLIES: [&str; 7] = ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\"", "(integer) 1", "(nil)"];
+
+/// How many steps lesson 07 has, from its file.
+fn lesson_07_steps() -> usize {
+    locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "07").unwrap().steps.len()
+}
+
+/// What the step counter shows after `n` of `steps` steps.
+fn step_label(n: usize, steps: usize) -> String {
+    if n == steps {
+        "end".to_owned()
+    } else {
+        n.to_string()
+    }
+}
+
 /// Poll `probe` until it gives `Some`, or fail saying `what` never happened.
 async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
 where
@@ -363,13 +381,15 @@ async fn the_app_in_headless_chromium() {
     // Lesson 07, step by step: the step list and the console show the
     // article's replies (1, OK, 0, "token-B-222").
     let lesson_ms = open(&c, &format!("{base}/?lang=en&lesson=07")).await;
-    assert_eq!(count(&c, "[data-testid=step]").await, 5);
+    let steps = lesson_07_steps();
+    assert_eq!(count(&c, "[data-testid=step]").await, steps);
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("0"));
     assert!(text(&c, "[data-testid=narration]").await.unwrap().contains("compare-and-delete"));
-    for n in 1..=5 {
+    for n in 1..=steps {
         c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        let label = step_label(n, steps);
         eventually(&format!("step {n} of lesson 07"), || async {
-            (count(&c, "[data-testid=step-reply]").await == n).then_some(())
+            (text(&c, "[data-testid=step-name]").await? == label).then_some(())
         })
         .await;
     }
@@ -377,7 +397,7 @@ async fn the_app_in_headless_chromium() {
     for r in c.find_all(Locator::Css("[data-testid=step-reply]")).await.unwrap() {
         replies.push(r.text().await.unwrap().trim_start_matches("actual").trim().to_owned());
     }
-    assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\""]);
+    assert_eq!(replies, LESSON_07_REPLIES);
     assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
     assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=sim"));
@@ -385,14 +405,15 @@ async fn the_app_in_headless_chromium() {
     for r in c.find_all(Locator::Css("[data-testid=console-reply]")).await.unwrap() {
         console.push(r.text().await.unwrap());
     }
-    assert_eq!(console, ["OK", "(integer) 1", "(integer) 0", "\"token-B-222\""], "client A's console");
-    // Off script, on the same world: B sees its own lock.
+    assert_eq!(console, ["OK", "(integer) 1", "(integer) 0", "\"token-B-222\"", "(integer) 1"], "client A's console");
+    // Off script, on the same world: A's bare DEL took B's lock.
     tab(&c, "B").await;
-    assert_eq!(run(&c, "GET lock:order:1001").await, "\"token-B-222\"");
+    assert_eq!(run(&c, "GET lock:order:1001").await, "(nil)");
     // Keys: ← steps back (a replay), Home restarts, → steps on.
     js(&c, "document.activeElement.blur(); return null").await;
     press(&c, char::from(Key::Left)).await;
-    eventually("← to step back", || async { (text(&c, "[data-testid=step-name]").await? == "4").then_some(()) }).await;
+    let back = (steps - 1).to_string();
+    eventually("← to step back", || async { (text(&c, "[data-testid=step-name]").await? == back).then_some(()) }).await;
     press(&c, char::from(Key::Home)).await;
     eventually("Home to restart", || async { (text(&c, "[data-testid=step-name]").await? == "0").then_some(()) }).await;
     press(&c, char::from(Key::Right)).await;
@@ -773,15 +794,19 @@ async fn the_real_driver_in_headless_chromium() {
     .await;
 
     // Lesson 07 on real redis-server, step by step, with the article's replies.
+    let steps = lesson_07_steps();
     c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
     eventually("lesson 07 accepted by the backend", || async {
-        (count(&c, "[data-testid=step-busy]").await == 0 && count(&c, "[data-testid=step]").await == 5).then_some(())
+        (count(&c, "[data-testid=step-busy]").await == 0 && count(&c, "[data-testid=step]").await == steps)
+            .then_some(())
     })
     .await;
-    for n in 1..=5 {
+    for n in 1..=steps {
         c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        let label = step_label(n, steps);
         eventually(&format!("real step {n} of lesson 07"), || async {
-            (count(&c, "[data-testid=step-reply]").await == n).then_some(())
+            (text(&c, "[data-testid=step-name]").await? == label && count(&c, "[data-testid=step-busy]").await == 0)
+                .then_some(())
         })
         .await;
     }
@@ -790,7 +815,7 @@ async fn the_real_driver_in_headless_chromium() {
         .into_iter()
         .map(|r| r.trim_start_matches("actual").trim().to_owned())
         .collect();
-    assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\""]);
+    assert_eq!(replies, LESSON_07_REPLIES);
     assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
     assert!(texts(&c, "[data-testid=step-note]").await.is_empty(), "real time (1×): nothing was changed");
     assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=real"));
@@ -799,18 +824,20 @@ async fn the_real_driver_in_headless_chromium() {
     })
     .await;
     assert!(count(&c, "[data-testid=lock-bar]").await >= 2, "A's and B's locks from the real run");
-    // Off script on the real run: B sees its own lock.
+    // Off script on the real run: A's bare DEL took B's lock.
     tab(&c, "B").await;
-    assert_eq!(run(&c, "GET lock:order:1001").await, "\"token-B-222\"");
-    // A step back is a fresh real run played to step 4.
+    assert_eq!(run(&c, "GET lock:order:1001").await, "(nil)");
+    // A step back is a fresh real run played to the step before the end.
     js(&c, "document.activeElement.blur(); return null").await;
     press(&c, char::from(Key::Left)).await;
-    eventually("← to replay to step 4", || async {
-        (text(&c, "[data-testid=step-name]").await? == "4" && count(&c, "[data-testid=step-busy]").await == 0)
+    let back = (steps - 1).to_string();
+    eventually("← to replay to the step before the end", || async {
+        (text(&c, "[data-testid=step-name]").await? == back && count(&c, "[data-testid=step-busy]").await == 0)
             .then_some(())
     })
     .await;
-    assert_eq!(count(&c, "[data-testid=step-reply]").await, 4);
+    // Every step but the last (B's unhold) has a reply.
+    assert_eq!(count(&c, "[data-testid=step-reply]").await, LESSON_07_REPLIES.len());
     screenshot(&c, "browser-real-lesson-07-en.png").await;
     // 10× time: the run starts again, and each step says what was sent instead.
     c.find(Locator::Css("[data-testid=factor][data-factor='10']")).await.unwrap().click().await.unwrap();
