@@ -20,11 +20,18 @@ fn main() {
         })
         .unwrap_or_default();
     files.sort();
-    let mut out = String::from("/// The lesson files of `lessons/`, by file name.\npub static FILES: &[(&str, &str)] = &[\n");
+    let mut out =
+        String::from("/// The lesson files of `lessons/`, by file name.\npub static FILES: &[(&str, &str)] = &[\n");
     for p in &files {
         println!("cargo:rerun-if-changed={}", p.display());
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", p.display().to_string()));
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            p.display().to_string()
+        ));
     }
     out.push_str("];\n");
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("lessons.rs");

@@ -102,8 +102,8 @@ use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
 use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
-use crate::origin::OriginPolicy;
 use crate::observe::{acquired_key, Cause, LockWatch};
+use crate::origin::OriginPolicy;
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
@@ -282,7 +282,8 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
             let version = crate::redis_server::redis_server_binary().and_then(|b| {
                 let out = std::process::Command::new(b).arg("--version").output().ok()?;
                 let text = String::from_utf8_lossy(&out.stdout).into_owned();
-                text.split_whitespace().find_map(|w| w.strip_prefix("v=").map(str::to_owned))
+                text.split_whitespace()
+                    .find_map(|w| w.strip_prefix("v=").map(str::to_owned))
             });
             RealHealth {
                 reachable: version.is_some(),
@@ -328,11 +329,27 @@ enum ClientMsg {
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ServerMsg {
-    Hello { session: String, prefix: String, topology: String, nodes: Vec<NodeInfo>, names: Names },
-    Event { event: Event },
-    Reply { client: String, text: String },
-    Names { names: Names },
-    Topology { kind: String, nodes: Vec<NodeInfo> },
+    Hello {
+        session: String,
+        prefix: String,
+        topology: String,
+        nodes: Vec<NodeInfo>,
+        names: Names,
+    },
+    Event {
+        event: Event,
+    },
+    Reply {
+        client: String,
+        text: String,
+    },
+    Names {
+        names: Names,
+    },
+    Topology {
+        kind: String,
+        nodes: Vec<NodeInfo>,
+    },
     Lesson {
         id: String,
         steps: usize,
@@ -343,9 +360,16 @@ enum ServerMsg {
         names: Names,
         notice: Option<String>,
     },
-    Step { result: StepResult, note: Option<String> },
-    LessonDone { passed: bool },
-    Error { message: String },
+    Step {
+        result: StepResult,
+        note: Option<String>,
+    },
+    LessonDone {
+        passed: bool,
+    },
+    Error {
+        message: String,
+    },
 }
 
 /// A managed-topology slot, given back on drop.
@@ -375,7 +399,14 @@ struct Lab {
 
 impl Lab {
     fn new(state: ApiState) -> Self {
-        Lab { run: None, session: None, free: LockWatch::new(Vec::new(), 0, 1), topology: None, _slot: None, state }
+        Lab {
+            run: None,
+            session: None,
+            free: LockWatch::new(Vec::new(), 0, 1),
+            topology: None,
+            _slot: None,
+            state,
+        }
     }
 
     fn handle(&mut self, msg: ClientMsg) -> Vec<ServerMsg> {
@@ -383,17 +414,34 @@ impl Lab {
         match msg {
             ClientMsg::Command { client, line, node } => {
                 if let Err(e) = self.ensure_session(&mut out) {
-                    out.push(ServerMsg::Reply { client, text: Reply::Error(e).to_cli() });
+                    out.push(ServerMsg::Reply {
+                        client,
+                        text: Reply::Error(e).to_cli(),
+                    });
                     return out;
                 }
-                let (Some(s), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else { return out };
+                let (Some(s), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else {
+                    return out;
+                };
                 let clients_before = s.names().clients.len();
                 let (run, free) = (&mut self.run, &mut self.free);
                 // After each command, the lock keys it may have changed: the
                 // lesson's during a run, free play's otherwise.
-                let text = console_line(s, &client, node, &line, self.state.pool.limits().max_line, |s, cid, node, argv, reply| {
-                    match run.as_mut() {
-                        Some(run) => run.observe_console(&mut RealEnv { session: s, topology: &mut *topology }, cid, node),
+                let text = console_line(
+                    s,
+                    &client,
+                    node,
+                    &line,
+                    self.state.pool.limits().max_line,
+                    |s, cid, node, argv, reply| match run.as_mut() {
+                        Some(run) => run.observe_console(
+                            &mut RealEnv {
+                                session: s,
+                                topology: &mut *topology,
+                            },
+                            cid,
+                            node,
+                        ),
                         None => {
                             let took = acquired_key(argv, reply);
                             if let Some(key) = &took {
@@ -403,10 +451,12 @@ impl Lab {
                                 free.observe(s, &topology.nodes(), Some(node), Cause::Cmd { client: cid, node });
                             }
                         }
-                    }
-                });
+                    },
+                );
                 if s.names().clients.len() != clients_before {
-                    out.push(ServerMsg::Names { names: s.names().clone() });
+                    out.push(ServerMsg::Names {
+                        names: s.names().clone(),
+                    });
                 }
                 let mut events = s.take_events();
                 if let Some(run) = self.run.as_mut() {
@@ -422,15 +472,18 @@ impl Lab {
             ClientMsg::Topology { kind } => {
                 if self.state.redis.is_some() {
                     out.push(ServerMsg::Error {
-                        message: "topology changes are refused: this lab plays on your own server (--redis) and starts \
+                        message:
+                            "topology changes are refused: this lab plays on your own server (--redis) and starts \
                                   no redis-server of its own; start `locklab serve` without --redis for managed \
                                   topologies"
-                            .into(),
+                                .into(),
                     });
                     return out;
                 }
                 let Some(kind) = TopologyKind::parse(&kind) else {
-                    out.push(ServerMsg::Error { message: format!("unknown topology {kind:?}: single, replicated, redlock5 or cluster3") });
+                    out.push(ServerMsg::Error {
+                        message: format!("unknown topology {kind:?}: single, replicated, redlock5 or cluster3"),
+                    });
                     return out;
                 };
                 if let Err(message) = self.start_managed(kind) {
@@ -451,12 +504,16 @@ impl Lab {
                     "heal_replication" => Fault::HealReplication { node },
                     "promote" => Fault::Promote { node },
                     other => {
-                        out.push(ServerMsg::Error { message: format!("unknown fault {other:?}") });
+                        out.push(ServerMsg::Error {
+                            message: format!("unknown fault {other:?}"),
+                        });
                         return out;
                     }
                 };
                 let Some(topo) = self.topology.as_mut() else {
-                    out.push(ServerMsg::Error { message: "no topology yet: send a command or a topology message first".into() });
+                    out.push(ServerMsg::Error {
+                        message: "no topology yet: send a command or a topology message first".into(),
+                    });
                     return out;
                 };
                 match topo.fault(fault) {
@@ -469,7 +526,10 @@ impl Lab {
                             }
                             out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
                         }
-                        out.push(ServerMsg::Topology { kind: topo.kind_name().into(), nodes: topo.nodes() });
+                        out.push(ServerMsg::Topology {
+                            kind: topo.kind_name().into(),
+                            nodes: topo.nodes(),
+                        });
                     }
                     Err(e) => out.push(ServerMsg::Error { message: e.to_string() }),
                 }
@@ -486,7 +546,13 @@ impl Lab {
 
     /// `lesson`: a fresh session on the lesson's topology, and a run at
     /// step 0.
-    fn start_lesson(&mut self, id: &str, factor: Option<u64>, lang: Option<&str>, out: &mut Vec<ServerMsg>) -> Result<(), String> {
+    fn start_lesson(
+        &mut self,
+        id: &str,
+        factor: Option<u64>,
+        lang: Option<&str>,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), String> {
         self.run = None;
         let lang = match lang {
             None => Lang::En,
@@ -495,9 +561,17 @@ impl Lab {
         let lesson = find_lesson(id)?;
         let factor = factor.unwrap_or_else(|| lesson_real::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
-            return Err(format!("factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"));
+            return Err(format!(
+                "factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"
+            ));
         }
-        let unsupported = |why: String| RealLessonError::Unsupported { id: lesson.id.clone(), why }.to_string();
+        let unsupported = |why: String| {
+            RealLessonError::Unsupported {
+                id: lesson.id.clone(),
+                why,
+            }
+            .to_string()
+        };
         lesson_real::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
@@ -548,7 +622,8 @@ impl Lab {
     /// `lesson_step`: the next step's events, its result, and at the end
     /// whether the lesson passed.
     fn lesson_step(&mut self, out: &mut Vec<ServerMsg>) {
-        let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
+        let (Some(run), Some(session), Some(topology)) =
+            (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
         else {
             out.push(ServerMsg::Error {
                 message: "no lesson is running: send {\"type\":\"lesson\",\"id\":\"05\"} first".into(),
@@ -575,11 +650,15 @@ impl Lab {
                     out.push(ServerMsg::LessonDone { passed: run.passed() });
                 }
             }
-            Ok(None) => out.push(ServerMsg::Error { message: "the lesson has no more steps".into() }),
+            Ok(None) => out.push(ServerMsg::Error {
+                message: "the lesson has no more steps".into(),
+            }),
             Err(e) => {
                 // The run cannot go on from a step it could not carry out.
                 self.run = None;
-                out.push(ServerMsg::Error { message: format!("{e}; the run is over (send a lesson message to start again)") });
+                out.push(ServerMsg::Error {
+                    message: format!("{e}; the run is over (send a lesson message to start again)"),
+                });
             }
         }
     }
@@ -602,20 +681,31 @@ impl Lab {
     /// or look at free play's locks that are due to expire: the events
     /// that produced.
     fn serve_programs(&mut self) -> Vec<ServerMsg> {
-        let (Some(run), Some(session), Some(topology)) = (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
+        let (Some(run), Some(session), Some(topology)) =
+            (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
         else {
             if let (None, Some(s), Some(t)) = (&self.run, self.session.as_mut(), self.topology.as_ref()) {
                 self.free.observe(s, &t.nodes(), None, Cause::None);
-                return s.take_events().into_iter().map(|event| ServerMsg::Event { event }).collect();
+                return s
+                    .take_events()
+                    .into_iter()
+                    .map(|event| ServerMsg::Event { event })
+                    .collect();
             }
             return Vec::new();
         };
         let mut env = RealEnv { session, topology };
         let served = run.serve(&mut env);
-        let mut out: Vec<ServerMsg> = run.take_events().into_iter().map(|event| ServerMsg::Event { event }).collect();
+        let mut out: Vec<ServerMsg> = run
+            .take_events()
+            .into_iter()
+            .map(|event| ServerMsg::Event { event })
+            .collect();
         if let Err(e) = served {
             self.run = None;
-            out.push(ServerMsg::Error { message: format!("{e}; the run is over (send a lesson message to start again)") });
+            out.push(ServerMsg::Error {
+                message: format!("{e}; the run is over (send a lesson message to start again)"),
+            });
         }
         out
     }
@@ -628,10 +718,14 @@ impl Lab {
         self._slot = None;
         let managed = &self.state.managed;
         if managed
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < MAX_MANAGED).then_some(n + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_MANAGED).then_some(n + 1)
+            })
             .is_err()
         {
-            return Err(format!("too many managed topologies running ({MAX_MANAGED}); close another lab tab"));
+            return Err(format!(
+                "too many managed topologies running ({MAX_MANAGED}); close another lab tab"
+            ));
         }
         let slot = ManagedSlot(managed.clone());
         let topo = Topology::start(kind).map_err(|e| e.to_string())?;
@@ -651,7 +745,9 @@ impl Lab {
                 None => self.start_managed(TopologyKind::Single)?,
             }
         }
-        let Some(topo) = self.topology.as_ref() else { return Err("no topology".into()) };
+        let Some(topo) = self.topology.as_ref() else {
+            return Err("no topology".into());
+        };
         let s = self.state.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
         self.free = LockWatch::new(Vec::new(), topo.nodes().len(), 1);
         out.push(ServerMsg::Hello {
@@ -681,7 +777,10 @@ fn console_line(
     max_line: usize,
     mut after: impl FnMut(&mut Session, u32, u32, &[Vec<u8>], &Reply),
 ) -> String {
-    let argv = (line.len() <= max_line).then(|| cli::parse(line).ok()).flatten().filter(|a| !a.is_empty());
+    let argv = (line.len() <= max_line)
+        .then(|| cli::parse(line).ok())
+        .flatten()
+        .filter(|a| !a.is_empty());
     let Some(mut argv) = argv else {
         return s.run_line(client, node, line).unwrap_or_else(|e| e.to_reply()).to_cli();
     };
@@ -709,14 +808,18 @@ fn console_line(
 /// it touches), or `EXEC` (whatever it queued). Reads cannot, so free play
 /// does not look after them.
 fn may_change_locks(argv: &[Vec<u8>]) -> bool {
-    let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else { return false };
+    let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else {
+        return false;
+    };
     cmd.flags & flags::WRITE != 0 || matches!(cmd.name, "eval" | "evalsha" | "fcall" | "exec")
 }
 
 /// A built-in lesson by id (`5` is `05`).
 fn find_lesson(id: &str) -> Result<Lesson, String> {
     let all = locklab_core::lesson::builtin().map_err(|e| e.to_string())?;
-    crate::lessons::find(&all, id.trim()).cloned().map_err(|e| e.to_string())
+    crate::lessons::find(&all, id.trim())
+        .cloned()
+        .map_err(|e| e.to_string())
 }
 
 async fn session_ws(State(state): State<ApiState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
@@ -755,7 +858,13 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         let due = lab.as_ref().and_then(Lab::program_deadline);
         let wake = due.map_or(idle_at, |d| d.min(idle_at));
         if *stop.borrow() {
-            let _ = send_all(&mut tx, vec![ServerMsg::Error { message: STOPPING.into() }]).await;
+            let _ = send_all(
+                &mut tx,
+                vec![ServerMsg::Error {
+                    message: STOPPING.into(),
+                }],
+            )
+            .await;
             break;
         }
         let incoming = tokio::select! {
@@ -786,7 +895,9 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                     _ => continue,
                 };
                 match serde_json::from_str::<ClientMsg>(&text) {
-                    Err(e) => vec![ServerMsg::Error { message: format!("bad message: {e}") }],
+                    Err(e) => vec![ServerMsg::Error {
+                        message: format!("bad message: {e}"),
+                    }],
                     Ok(msg) => match blocking(&mut lab, move |l| l.handle(msg)).await {
                         Some(out) => out,
                         None => break,

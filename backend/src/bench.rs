@@ -74,7 +74,11 @@ pub fn sim_lock_cycles(budget: Duration) -> Result<f64, String> {
     let first = node.execute(c, &acquire);
     let second = node.execute(c, &release);
     if first != Reply::ok() || second != Reply::Integer(1) {
-        return Err(format!("lock cycle misbehaved: {} / {}", first.to_cli(), second.to_cli()));
+        return Err(format!(
+            "lock cycle misbehaved: {} / {}",
+            first.to_cli(),
+            second.to_cli()
+        ));
     }
     Ok(rate(budget, 1_000, |_| {
         node.execute(c, &acquire);
@@ -87,7 +91,12 @@ pub fn real_lock_cycles(url: &str, budget: Duration) -> Result<f64, RealError> {
     let mut conn = RealConnection::open(url)?;
     let sha = match conn.execute(&args(&["SCRIPT", "LOAD", RELEASE]))? {
         Reply::Bulk(s) => String::from_utf8_lossy(&s).into_owned(),
-        other => return Err(RealError::Unsupported(format!("SCRIPT LOAD answered {}", other.to_cli()))),
+        other => {
+            return Err(RealError::Unsupported(format!(
+                "SCRIPT LOAD answered {}",
+                other.to_cli()
+            )))
+        }
     };
     let acquire = args(&["SET", "lock:bench", "token-1", "NX", "PX", "30000"]);
     let release = args(&["EVALSHA", &sha, "1", "lock:bench", "token-1"]);
@@ -110,17 +119,25 @@ pub fn real_lock_cycles(url: &str, budget: Duration) -> Result<f64, RealError> {
 pub fn report(real: Option<&str>, budget: Duration) -> String {
     let mut out = String::new();
     let simple = sim_simple_ops(budget);
-    out.push_str(&format!("simulator, simple commands (SET/GET):  {simple:>12.0} ops/s  (target ≥ 5 000 000)\n"));
+    out.push_str(&format!(
+        "simulator, simple commands (SET/GET):  {simple:>12.0} ops/s  (target ≥ 5 000 000)\n"
+    ));
     let sim = sim_lock_cycles(budget);
     match &sim {
-        Ok(s) => out.push_str(&format!("simulator, lock cycles (SET NX PX + EVALSHA release): {s:>10.0} cycles/s\n")),
+        Ok(s) => out.push_str(&format!(
+            "simulator, lock cycles (SET NX PX + EVALSHA release): {s:>10.0} cycles/s\n"
+        )),
         Err(e) => out.push_str(&format!("simulator, lock cycles: failed: {e}\n")),
     }
     match real {
-        None => out.push_str("real redis-server: not measured (pass --redis redis://127.0.0.1:PORT or install redis-server)\n"),
+        None => out.push_str(
+            "real redis-server: not measured (pass --redis redis://127.0.0.1:PORT or install redis-server)\n",
+        ),
         Some(url) => match real_lock_cycles(url, budget) {
             Ok(r) => {
-                out.push_str(&format!("real redis-server {url}, lock cycles over loopback: {r:>10.0} cycles/s\n"));
+                out.push_str(&format!(
+                    "real redis-server {url}, lock cycles over loopback: {r:>10.0} cycles/s\n"
+                ));
                 if let Ok(s) = sim {
                     out.push_str(&format!("ratio simulator / real: {:.1}×\n", s / r));
                 }
@@ -229,7 +246,11 @@ impl Path {
                 let pw = crate::session::random_hex(16);
                 let mut admin = RealConnection::open(url)?;
                 let mut argv = args(&["ACL", "SETUSER"]);
-                argv.extend(acl_rules(&user, &pw, "bench:direct:").into_iter().map(String::into_bytes));
+                argv.extend(
+                    acl_rules(&user, &pw, "bench:direct:")
+                        .into_iter()
+                        .map(String::into_bytes),
+                );
                 expect(admin.execute(&argv)?, &Reply::ok(), "ACL SETUSER")?;
                 let r = direct_cycles(url, Some((&user, &pw)), clients, budget);
                 let _ = admin.execute(&args(&["ACL", "DELUSER", &user]));
@@ -246,7 +267,10 @@ fn expect(got: Reply, want: &Reply, what: &str) -> Result<(), BackendBenchError>
     if &got == want {
         Ok(())
     } else {
-        Err(BackendBenchError::Misbehaved(format!("{what} answered {}", got.to_cli())))
+        Err(BackendBenchError::Misbehaved(format!(
+            "{what} answered {}",
+            got.to_cli()
+        )))
     }
 }
 
@@ -301,7 +325,12 @@ fn threaded<C: Send>(
 
 /// Lock cycles per second with the `redis` crate straight to the server,
 /// one connection (and key) per client.
-fn direct_cycles(url: &str, auth: Option<(&str, &str)>, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+fn direct_cycles(
+    url: &str,
+    auth: Option<(&str, &str)>,
+    clients: usize,
+    budget: Duration,
+) -> Result<f64, BackendBenchError> {
     let mut conns = Vec::with_capacity(clients);
     for i in 0..clients {
         let mut c = RealConnection::open(url)?;
@@ -322,7 +351,11 @@ fn direct_cycles(url: &str, auth: Option<(&str, &str)>, clients: usize, budget: 
 /// Limits for the bench's sessions: the defaults, without the rate limit
 /// (the point is what the walls cost, not the limit).
 fn unlimited() -> Limits {
-    Limits { commands_per_sec: f64::INFINITY, max_sessions: CONCURRENT_CLIENTS + 1, ..Limits::default() }
+    Limits {
+        commands_per_sec: f64::INFINITY,
+        max_sessions: CONCURRENT_CLIENTS + 1,
+        ..Limits::default()
+    }
 }
 
 /// Lock cycles per second through lab sessions in this process, one per
@@ -363,10 +396,16 @@ async fn ws_command(ws: &mut Ws, msg: &tungstenite::Utf8Bytes, want: &str) -> Re
     loop {
         let frame = ws.next().await.ok_or(BackendBenchError::Closed)??;
         let Message::Text(text) = frame else { continue };
-        let m: Incoming = serde_json::from_str(&text).map_err(|e| BackendBenchError::Misbehaved(format!("bad message: {e}")))?;
+        let m: Incoming =
+            serde_json::from_str(&text).map_err(|e| BackendBenchError::Misbehaved(format!("bad message: {e}")))?;
         match m.kind.as_str() {
             "reply" if m.text.as_deref() == Some(want) => return Ok(()),
-            "reply" => return Err(BackendBenchError::Misbehaved(format!("reply {:?}, expected {want:?}", m.text))),
+            "reply" => {
+                return Err(BackendBenchError::Misbehaved(format!(
+                    "reply {:?}, expected {want:?}",
+                    m.text
+                )))
+            }
             "error" => return Err(BackendBenchError::Misbehaved(m.message.unwrap_or_default())),
             _ => {}
         }
@@ -374,7 +413,11 @@ async fn ws_command(ws: &mut Ws, msg: &tungstenite::Utf8Bytes, want: &str) -> Re
 }
 
 /// One lock cycle over a WebSocket.
-async fn ws_cycle(ws: &mut Ws, acquire: &tungstenite::Utf8Bytes, release: &tungstenite::Utf8Bytes) -> Result<(), BackendBenchError> {
+async fn ws_cycle(
+    ws: &mut Ws,
+    acquire: &tungstenite::Utf8Bytes,
+    release: &tungstenite::Utf8Bytes,
+) -> Result<(), BackendBenchError> {
     ws_command(ws, acquire, "OK").await?;
     ws_command(ws, release, "(integer) 1").await
 }
@@ -391,7 +434,9 @@ fn websocket_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, 
         let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
         let server = tokio::spawn(serve_listener(listener, state.clone()));
         let command = |line: &str| -> tungstenite::Utf8Bytes {
-            serde_json::json!({"type": "command", "client": "A", "line": line}).to_string().into()
+            serde_json::json!({"type": "command", "client": "A", "line": line})
+                .to_string()
+                .into()
         };
         let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
         let mut sockets = Vec::with_capacity(clients);
@@ -434,7 +479,11 @@ fn websocket_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, 
                     done.push(ws);
                 }
                 Ok(Err(e)) => failure = failure.or(Some(e)),
-                Err(e) => failure = failure.or(Some(BackendBenchError::Misbehaved(format!("a client task failed: {e}")))),
+                Err(e) => {
+                    failure = failure.or(Some(BackendBenchError::Misbehaved(format!(
+                        "a client task failed: {e}"
+                    ))))
+                }
             }
         }
         let rate = total as f64 / start.elapsed().as_secs_f64();
@@ -469,16 +518,26 @@ type Figure = Result<f64, String>;
 /// with each path's overhead against direct; the target is that
 /// the backend adds at most 15 %.
 pub fn backend_report(url: &str, seconds: f64) -> String {
-    let secs = if seconds.is_finite() && seconds > 0.0 { seconds.min(600.0) } else { 1.0 };
+    let secs = if seconds.is_finite() && seconds > 0.0 {
+        seconds.min(600.0)
+    } else {
+        1.0
+    };
     let round = Duration::from_secs_f64(secs / f64::from(ROUNDS));
     let counts = [1, CONCURRENT_CLIENTS];
-    let mut best: Vec<Vec<Figure>> = counts.iter().map(|_| Path::ALL.iter().map(|_| Ok(0.0)).collect()).collect();
+    let mut best: Vec<Vec<Figure>> = counts
+        .iter()
+        .map(|_| Path::ALL.iter().map(|_| Ok(0.0)).collect())
+        .collect();
     for _ in 0..ROUNDS {
         for (ci, &clients) in counts.iter().enumerate() {
             for (pi, path) in Path::ALL.iter().enumerate() {
                 let slot = &mut best[ci][pi];
                 if let Ok(so_far) = *slot {
-                    *slot = path.measure(url, clients, round).map(|r| r.max(so_far)).map_err(|e| e.to_string());
+                    *slot = path
+                        .measure(url, clients, round)
+                        .map(|r| r.max(so_far))
+                        .map_err(|e| e.to_string());
                 }
             }
         }
@@ -488,7 +547,14 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
         display_addr(url),
         round.as_secs_f64()
     );
-    out.push_str(&format!("{:<26}{:>12}{:>10}{:>14}{:>10}\n", "", "1 client", "overhead", format!("{CONCURRENT_CLIENTS} clients"), "overhead"));
+    out.push_str(&format!(
+        "{:<26}{:>12}{:>10}{:>14}{:>10}\n",
+        "",
+        "1 client",
+        "overhead",
+        format!("{CONCURRENT_CLIENTS} clients"),
+        "overhead"
+    ));
     let overhead = |ci: usize, pi: usize| -> Option<f64> {
         match (&best[ci][0], &best[ci][pi]) {
             (Ok(d), Ok(t)) if *d > 0.0 => Some((d - t) / d * 100.0),

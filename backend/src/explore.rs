@@ -70,7 +70,11 @@ pub enum ExploreError {
         source: std::io::Error,
     },
     #[error("{path} is neither an exploration spec nor a scenario:\n  as a spec: {spec}\n  as a scenario: {scenario}")]
-    Parse { path: PathBuf, spec: String, scenario: String },
+    Parse {
+        path: PathBuf,
+        spec: String,
+        scenario: String,
+    },
     #[error("--threads must be 1 to 64")]
     Threads,
     #[error(transparent)]
@@ -78,7 +82,10 @@ pub enum ExploreError {
 }
 
 fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ExploreError::Read { path: path.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ExploreError::Read {
+        path: path.clone(),
+        source,
+    })?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     // A bare scenario is recognised by its top-level `clients`; anything
     // else must be a spec (which refuses unknown fields, so typos surface).
@@ -97,10 +104,16 @@ fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
     };
     match (has_clients, spec, scenario) {
         (false, Ok(spec), _) => Ok(spec),
-        (true, _, Ok(sc)) => Ok(Spec { seed: sc.seed, scenario: Some(sc), ..Spec::default() }),
+        (true, _, Ok(sc)) => Ok(Spec {
+            seed: sc.seed,
+            scenario: Some(sc),
+            ..Spec::default()
+        }),
         (_, spec, scenario) => Err(ExploreError::Parse {
             path: path.clone(),
-            spec: spec.err().unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
+            spec: spec
+                .err()
+                .unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
             scenario: scenario.err().unwrap_or_else(|| "it has no `clients` list".into()),
         }),
     }
@@ -156,8 +169,13 @@ pub fn search(explorer: &Explorer, threads: usize) -> Finding {
         return explorer.search(0, 1);
     }
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..shards).map(|k| s.spawn(move || explorer.search(k, shards))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).fold(Finding::default(), Finding::merge)
+        let handles: Vec<_> = (0..shards)
+            .map(|k| s.spawn(move || explorer.search(k, shards)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .fold(Finding::default(), Finding::merge)
     })
 }
 
@@ -202,7 +220,9 @@ fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
-    per_thread.iter().fold((0, 0), |(s, e), f| (s + f.explored, e + f.events))
+    per_thread
+        .iter()
+        .fold((0, 0), |(s, e), f| (s + f.explored, e + f.events))
 }
 
 fn thousands(n: u64) -> String {
@@ -220,16 +240,42 @@ fn thousands(n: u64) -> String {
 /// World events per second and explorer schedules per minute for the
 /// two-client scenarios, on two threads, `seconds` in total.
 pub fn bench_report(seconds: f64) -> String {
-    let seconds = if seconds.is_finite() { seconds.clamp(0.2, 600.0) } else { 2.0 };
+    let seconds = if seconds.is_finite() {
+        seconds.clamp(0.2, 600.0)
+    } else {
+        2.0
+    };
     let threads = 2;
     let cases: [(&str, Spec); 4] = [
         (
             "single, lua release, fencing on (held: nothing pruned)",
-            Spec { release: Release::Lua, fencing: true, ..Spec::default() },
+            Spec {
+                release: Release::Lua,
+                fencing: true,
+                ..Spec::default()
+            },
         ),
-        ("single, bare DEL", Spec { release: Release::Del, ..Spec::default() }),
-        ("single, setnx-expire", Spec { acquire: Acquire::SetnxExpire, ..Spec::default() }),
-        ("replicated, lua release, failover", Spec { topology: TopologyKind::Replicated, ..Spec::default() }),
+        (
+            "single, bare DEL",
+            Spec {
+                release: Release::Del,
+                ..Spec::default()
+            },
+        ),
+        (
+            "single, setnx-expire",
+            Spec {
+                acquire: Acquire::SetnxExpire,
+                ..Spec::default()
+            },
+        ),
+        (
+            "replicated, lua release, failover",
+            Spec {
+                topology: TopologyKind::Replicated,
+                ..Spec::default()
+            },
+        ),
     ];
     let slice = Duration::from_secs_f64(seconds / (cases.len() as f64 + 1.0));
     let mut out = format!("locklab explore benchmark: {threads} threads, {seconds:.1} s\n");
@@ -313,12 +359,24 @@ mod tests {
 
     #[test]
     fn a_json_spec_file_with_flags_on_top() {
-        let path =
-            temp("spec.json", r#"{ "release": "del", "fencing": true, "random_walks": 100, "exhaustive_seeds": 2 }"#);
-        let args = ExploreArgs { file: Some(path.clone()), threads: Some(2), ..ExploreArgs::default() };
+        let path = temp(
+            "spec.json",
+            r#"{ "release": "del", "fencing": true, "random_walks": 100, "exhaustive_seeds": 2 }"#,
+        );
+        let args = ExploreArgs {
+            file: Some(path.clone()),
+            threads: Some(2),
+            ..ExploreArgs::default()
+        };
         let out = run(&args).expect("runs");
-        assert!(last_line(&out).starts_with("result: violated wrong-release (seed "), "{out}");
-        let held = ExploreArgs { release: Some("lua".into()), ..args };
+        assert!(
+            last_line(&out).starts_with("result: violated wrong-release (seed "),
+            "{out}"
+        );
+        let held = ExploreArgs {
+            release: Some("lua".into()),
+            ..args
+        };
         assert!(last_line(&run(&held).expect("runs")).starts_with("result: held ("));
         let _ = std::fs::remove_file(path);
     }
@@ -340,8 +398,12 @@ start_ms = 3
 program = { type = "lock", release = "del" }
 "#,
         );
-        let args =
-            ExploreArgs { file: Some(path.clone()), walks: Some(50), threads: Some(1), ..ExploreArgs::default() };
+        let args = ExploreArgs {
+            file: Some(path.clone()),
+            walks: Some(50),
+            threads: Some(1),
+            ..ExploreArgs::default()
+        };
         let out = run(&args).expect("runs");
         assert!(out.starts_with("locklab explore: scenario from file"), "{out}");
         assert!(last_line(&out).starts_with("result: violated "), "{out}");
@@ -350,15 +412,30 @@ program = { type = "lock", release = "del" }
 
     #[test]
     fn bad_files_and_flags_are_errors() {
-        let missing = ExploreArgs { file: Some("/nonexistent/locklab.json".into()), ..ExploreArgs::default() };
+        let missing = ExploreArgs {
+            file: Some("/nonexistent/locklab.json".into()),
+            ..ExploreArgs::default()
+        };
         assert!(matches!(run(&missing), Err(ExploreError::Read { .. })));
         let path = temp("bad.json", r#"{ "release": "sometimes" }"#);
-        let bad = ExploreArgs { file: Some(path.clone()), ..ExploreArgs::default() };
+        let bad = ExploreArgs {
+            file: Some(path.clone()),
+            ..ExploreArgs::default()
+        };
         assert!(matches!(run(&bad), Err(ExploreError::Parse { .. })));
         let _ = std::fs::remove_file(path);
-        assert!(matches!(run(&ExploreArgs { threads: Some(0), ..ExploreArgs::default() }), Err(ExploreError::Threads)));
         assert!(matches!(
-            run(&ExploreArgs { clients: Some(0), ..ExploreArgs::default() }),
+            run(&ExploreArgs {
+                threads: Some(0),
+                ..ExploreArgs::default()
+            }),
+            Err(ExploreError::Threads)
+        ));
+        assert!(matches!(
+            run(&ExploreArgs {
+                clients: Some(0),
+                ..ExploreArgs::default()
+            }),
             Err(ExploreError::Explore(_))
         ));
     }

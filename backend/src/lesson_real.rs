@@ -158,7 +158,9 @@ impl RealReport {
             let who = r.actor.as_deref().unwrap_or(if zh { "环境" } else { "world" });
             let is_write = lesson.steps.get(r.index).is_some_and(|s| s.write.is_some());
             let shown = match (&sim, zh) {
-                (Some(run), true) => run.shown(r.index).map_or(r.shown.clone(), |s| s.text(run.world().names(), lang)),
+                (Some(run), true) => run
+                    .shown(r.index)
+                    .map_or(r.shown.clone(), |s| s.text(run.world().names(), lang)),
                 _ => r.shown.clone(),
             };
             out.push_str(&format!("[{:>8} ms] {who}> {shown}\n", r.at_ms));
@@ -240,21 +242,35 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind() {
             Ok(StepKind::Metrics(_)) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
-            Ok(StepKind::Fault(Fault::SetLink { config, .. }))
-                if !matches!(config.drop_reply_permille, 0 | 1000) =>
-            {
-                return Err(format!("step {} drops replies at random, which a real run cannot reproduce", i + 1))
+            Ok(StepKind::Fault(Fault::SetLink { config, .. })) if !matches!(config.drop_reply_permille, 0 | 1000) => {
+                return Err(format!(
+                    "step {} drops replies at random, which a real run cannot reproduce",
+                    i + 1
+                ))
             }
             Ok(StepKind::Fault(Fault::SetLink { a, b, .. }))
-                if !matches!((a, b), (Endpoint::Client(_), Endpoint::Node(_)) | (Endpoint::Node(_), Endpoint::Client(_))) =>
+                if !matches!(
+                    (a, b),
+                    (Endpoint::Client(_), Endpoint::Node(_)) | (Endpoint::Node(_), Endpoint::Client(_))
+                ) =>
             {
                 return Err(format!("step {} changes a link the lab has no handle on", i + 1))
             }
-            Ok(StepKind::Fault(Fault::RestartNode { keep_data: Some(true), .. })) => {
-                return Err(format!("step {} restarts a node with its data, and managed nodes have no persistence", i + 1))
+            Ok(StepKind::Fault(Fault::RestartNode {
+                keep_data: Some(true), ..
+            })) => {
+                return Err(format!(
+                    "step {} restarts a node with its data, and managed nodes have no persistence",
+                    i + 1
+                ))
             }
-            Ok(StepKind::Fault(Fault::RestartNode { keep_data: None, .. })) if lesson.world.persistence != Default::default() => {
-                return Err(format!("step {} restarts a node with persistence, and managed nodes have none", i + 1))
+            Ok(StepKind::Fault(Fault::RestartNode { keep_data: None, .. }))
+                if lesson.world.persistence != Default::default() =>
+            {
+                return Err(format!(
+                    "step {} restarts a node with persistence, and managed nodes have none",
+                    i + 1
+                ))
             }
             Ok(StepKind::Fault(f))
                 if !matches!(
@@ -271,17 +287,26 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
                         | Fault::HealLink { .. }
                 ) =>
             {
-                return Err(format!("step {} injects a fault a real server cannot take: {f:?}", i + 1))
+                return Err(format!(
+                    "step {} injects a fault a real server cannot take: {f:?}",
+                    i + 1
+                ))
             }
             Ok(StepKind::Fault(Fault::CutLink { a, b } | Fault::HealLink { a, b }))
                 if matches!(a, Endpoint::Resource) || matches!(b, Endpoint::Resource) =>
             {
-                return Err(format!("step {} partitions the resource, which is simulated even on a real run", i + 1))
+                return Err(format!(
+                    "step {} partitions the resource, which is simulated even on a real run",
+                    i + 1
+                ))
             }
             Ok(StepKind::Fault(Fault::Failover { .. } | Fault::PromoteReplica { .. }))
                 if lesson.topology != LessonTopology::Replicated =>
             {
-                return Err(format!("step {} fails over, which needs the replicated topology", i + 1))
+                return Err(format!(
+                    "step {} fails over, which needs the replicated topology",
+                    i + 1
+                ))
             }
             Err(e) => return Err(e),
             _ => {}
@@ -353,7 +378,11 @@ impl Running {
         if self.done {
             return None;
         }
-        self.timers.values().chain(self.fails.iter().map(|(_, t)| t)).min().copied()
+        self.timers
+            .values()
+            .chain(self.fails.iter().map(|(_, t)| t))
+            .min()
+            .copied()
     }
 }
 
@@ -402,20 +431,36 @@ impl RealLessonRun {
     /// Get ready to play `lesson` on `env`, compressing time by `factor`.
     /// The session should be fresh (the lesson's keys then start absent)
     /// and a managed topology freshly started or [`Topology::reset`].
-    pub fn start(lesson: &Lesson, env: &mut RealEnv<'_>, factor: u64, lang: Lang) -> Result<RealLessonRun, RealLessonError> {
-        check_target(lesson, env.topology, lang).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+    pub fn start(
+        lesson: &Lesson,
+        env: &mut RealEnv<'_>,
+        factor: u64,
+        lang: Lang,
+    ) -> Result<RealLessonRun, RealLessonError> {
+        check_target(lesson, env.topology, lang).map_err(|why| RealLessonError::Unsupported {
+            id: lesson.id.clone(),
+            why,
+        })?;
         let factor = factor.clamp(1, 10_000);
         let nodes = env.topology.nodes();
         // The URL as given (with its credentials), not the one shown.
-        let first = env.topology.targets().first().map(|t| t.url.clone()).unwrap_or_default();
+        let first = env
+            .topology
+            .targets()
+            .first()
+            .map(|t| t.url.clone())
+            .unwrap_or_default();
         let version = server_version(&mut RealConnection::open(&first)?)?;
         let has_8_4 = at_least_8_4(&version);
-        let uses_delex = lesson
-            .steps
-            .iter()
-            .any(|s| s.cmd.as_deref().is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX")));
+        let uses_delex = lesson.steps.iter().any(|s| {
+            s.cmd
+                .as_deref()
+                .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
+        });
         let notice = (uses_delex && !has_8_4).then(|| {
-            format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
+            format!(
+                "DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead"
+            )
         });
         // Function libraries need no tidying here: a session's live in its
         // own namespace (`lab_<id>_…`) and go with it, so a run never
@@ -458,7 +503,10 @@ impl RealLessonRun {
         if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
             if r.lag_ms > 0 {
                 let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
-                env.session.note_world(format!("{text}: the lesson's replica lags {} ms, loopback replication takes microseconds", r.lag_ms));
+                env.session.note_world(format!(
+                    "{text}: the lesson's replica lags {} ms, loopback replication takes microseconds",
+                    r.lag_ms
+                ));
                 run.held_replication = Some(r.lag_ms);
                 run.notes.insert(
                     0,
@@ -624,7 +672,11 @@ impl RealLessonRun {
             return Ok(None);
         };
         let id = self.lesson.id.clone();
-        let bad = |msg: String| RealLessonError::Step { id: id.clone(), step: index + 1, msg };
+        let bad = |msg: String| RealLessonError::Step {
+            id: id.clone(),
+            step: index + 1,
+            msg,
+        };
         self.pump(env, None)?;
         let kind = step.kind().map_err(bad)?;
         let mut actor = None;
@@ -679,7 +731,11 @@ impl RealLessonRun {
                 self.observe(env, None, Cause::None);
                 (shown, None)
             }
-            StepKind::Program { client, program, background } => {
+            StepKind::Program {
+                client,
+                program,
+                background,
+            } => {
                 actor = Some(client.to_owned());
                 let slot = self.launch(env, client, program).map_err(bad)?;
                 if !background {
@@ -689,7 +745,11 @@ impl RealLessonRun {
             }
             StepKind::Write { client, write } => {
                 actor = Some(client.to_owned());
-                let token = if write.token_from_last_reply { self.last_integer.get(client).copied() } else { write.token };
+                let token = if write.token_from_last_reply {
+                    self.last_integer.get(client).copied()
+                } else {
+                    write.token
+                };
                 let cid = env.session.client(client)?;
                 let accepted = self.write(env, cid, token, write.value.clone());
                 let shown = match token {
@@ -752,10 +812,22 @@ impl RealLessonRun {
         if is_delex && !self.has_8_4 {
             let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
             if !ifeq {
-                return Err(format!("DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent", self.version));
+                return Err(format!(
+                    "DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent",
+                    self.version
+                ));
             }
-            sent = vec![b"EVAL".to_vec(), RELEASE_LUA.as_bytes().to_vec(), b"1".to_vec(), sent[1].clone(), sent[3].clone()];
-            note = Some(format!("DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead", self.version));
+            sent = vec![
+                b"EVAL".to_vec(),
+                RELEASE_LUA.as_bytes().to_vec(),
+                b"1".to_vec(),
+                sent[1].clone(),
+                sent[3].clone(),
+            ];
+            note = Some(format!(
+                "DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead",
+                self.version
+            ));
         } else if sent != argv {
             note = Some(format!("sent as {} at {}×", words(&sent), self.factor));
         }
@@ -768,8 +840,27 @@ impl RealLessonRun {
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         if self.cut.contains(&(client.to_owned(), node)) {
             // The lab is the network here: the request never arrives.
-            self.record(env, None, Actor::Client(cid), EventKind::Sent { req: 0, node, commands: vec![shown] });
-            self.record(env, None, Actor::Client(cid), EventKind::Lost { req: 0, client: cid, node, reason: LossReason::LinkCut });
+            self.record(
+                env,
+                None,
+                Actor::Client(cid),
+                EventKind::Sent {
+                    req: 0,
+                    node,
+                    commands: vec![shown],
+                },
+            );
+            self.record(
+                env,
+                None,
+                Actor::Client(cid),
+                EventKind::Lost {
+                    req: 0,
+                    client: cid,
+                    node,
+                    reason: LossReason::LinkCut,
+                },
+            );
             self.drain(env);
             return Ok(None);
         }
@@ -829,7 +920,12 @@ impl RealLessonRun {
             let seq = self.grants.entry(a.key.clone()).or_default();
             *seq += 1;
             let seq = *seq;
-            self.record(env, None, Actor::Client(a.client), EventKind::Granted { key: a.key, seq });
+            self.record(
+                env,
+                None,
+                Actor::Client(a.client),
+                EventKind::Granted { key: a.key, seq },
+            );
         }
         if redlock {
             for key in self.locks.keys().to_vec() {
@@ -852,13 +948,25 @@ impl RealLessonRun {
                 *counts.entry(o).or_default() += 1;
             }
         }
-        let now_set: BTreeSet<u32> = counts.into_iter().filter(|&(_, c)| c >= quorum).map(|(c, _)| c).collect();
+        let now_set: BTreeSet<u32> = counts
+            .into_iter()
+            .filter(|&(_, c)| c >= quorum)
+            .map(|(c, _)| c)
+            .collect();
         let old = self.majority.get(key).cloned().unwrap_or_default();
         for &c in now_set.difference(&old) {
             let seq = self.grants.entry(key.to_owned()).or_default();
             *seq += 1;
             let seq = *seq;
-            self.record(env, None, Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
+            self.record(
+                env,
+                None,
+                Actor::Client(c),
+                EventKind::Granted {
+                    key: key.to_owned(),
+                    seq,
+                },
+            );
         }
         self.majority.insert(key.to_owned(), now_set);
     }
@@ -866,7 +974,15 @@ impl RealLessonRun {
     /// A client starts or stops believing it holds `key`; two believers at
     /// once is the overlap the timeline paints red.
     fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
-        self.record(env, None, Actor::Client(cid), EventKind::Belief { key: key.to_owned(), holds });
+        self.record(
+            env,
+            None,
+            Actor::Client(cid),
+            EventKind::Belief {
+                key: key.to_owned(),
+                holds,
+            },
+        );
         let set = self.beliefs.entry(key.to_owned()).or_default();
         if holds {
             set.insert(cid);
@@ -879,13 +995,24 @@ impl RealLessonRun {
             (true, None) => {
                 self.overlapped = true;
                 self.overlap_since.insert(key.to_owned(), now);
-                self.overlap_who.insert(key.to_owned(), clients.iter().copied().collect());
-                let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: true, since_ms: now };
+                self.overlap_who
+                    .insert(key.to_owned(), clients.iter().copied().collect());
+                let kind = EventKind::Overlap {
+                    key: key.to_owned(),
+                    clients,
+                    begin: true,
+                    since_ms: now,
+                };
                 self.record(env, None, Actor::World, kind);
             }
             (false, Some(since)) => {
                 self.overlap_since.remove(key);
-                let kind = EventKind::Overlap { key: key.to_owned(), clients, begin: false, since_ms: since };
+                let kind = EventKind::Overlap {
+                    key: key.to_owned(),
+                    clients,
+                    begin: false,
+                    since_ms: since,
+                };
                 self.record(env, None, Actor::World, kind);
                 // Core's world stretches an overlap violation while it
                 // lasts; events here stream out as they happen, so the
@@ -915,10 +1042,28 @@ impl RealLessonRun {
     /// A write to the protected resource (simulated even on a real run:
     /// it is the business system, not Redis).
     fn write(&mut self, env: &mut RealEnv<'_>, cid: u32, token: Option<i64>, value: String) -> bool {
-        self.record(env, None, Actor::Client(cid), EventKind::WriteSent { token, value: value.clone() });
+        self.record(
+            env,
+            None,
+            Actor::Client(cid),
+            EventKind::WriteSent {
+                token,
+                value: value.clone(),
+            },
+        );
         let at = self.now_lesson(env);
         let accepted = self.resource.write(cid, at, token, value.clone());
-        self.record(env, None, Actor::Resource, EventKind::Write { client: cid, token, value, accepted });
+        self.record(
+            env,
+            None,
+            Actor::Resource,
+            EventKind::Write {
+                client: cid,
+                token,
+                value,
+                accepted,
+            },
+        );
         accepted
     }
 
@@ -942,15 +1087,21 @@ impl RealLessonRun {
                 for p in self.programs.iter_mut().flatten().filter(|p| p.cid == cid) {
                     p.done = true;
                 }
-                let held: Vec<String> =
-                    self.beliefs.iter().filter(|(_, s)| s.contains(&cid)).map(|(k, _)| k.clone()).collect();
+                let held: Vec<String> = self
+                    .beliefs
+                    .iter()
+                    .filter(|(_, s)| s.contains(&cid))
+                    .map(|(k, _)| k.clone())
+                    .collect();
                 for k in held {
                     self.belief(env, cid, &k, false);
                 }
                 Ok(None)
             }
             Fault::SetLink { a, b, config } => {
-                let ((Endpoint::Client(c), _) | (_, Endpoint::Client(c))) = (a, b) else { return Ok(None) };
+                let ((Endpoint::Client(c), _) | (_, Endpoint::Client(c))) = (a, b) else {
+                    return Ok(None);
+                };
                 if config.drop_reply_permille >= 1000 {
                     self.deaf.insert(c.clone());
                 } else {
@@ -970,7 +1121,10 @@ impl RealLessonRun {
                 env.session.forget_node(*node);
                 // Its data is gone: say so in the trace.
                 self.locks.forget_node(env.session, *node);
-                Ok(Some(format!("restarted the process on the same port after {} ms, empty (no persistence)", down_ms / self.factor)))
+                Ok(Some(format!(
+                    "restarted the process on the same port after {} ms, empty (no persistence)",
+                    down_ms / self.factor
+                )))
             }
             Fault::PromoteReplica { node } => {
                 topo(env, topology::Fault::Promote { node: *node })?;
@@ -1065,7 +1219,9 @@ impl RealLessonRun {
     /// Hand program `slot` its pending inputs, carrying out its actions
     /// (whose replies queue more inputs) until it has nothing left to do.
     fn feed(&mut self, env: &mut RealEnv<'_>, slot: usize) -> Result<(), String> {
-        let Some(mut p) = self.programs.get_mut(slot).and_then(Option::take) else { return Ok(()) };
+        let Some(mut p) = self.programs.get_mut(slot).and_then(Option::take) else {
+            return Ok(());
+        };
         let nodes = env.topology.nodes().len() as u32;
         let mut result = Ok(());
         while let Some(input) = p.inbox.pop_front() {
@@ -1090,19 +1246,41 @@ impl RealLessonRun {
 
     fn apply(&mut self, env: &mut RealEnv<'_>, p: &mut Running, action: Action) -> Result<(), String> {
         match action {
-            Action::Send { tag, target, commands, timeout_ms } => {
+            Action::Send {
+                tag,
+                target,
+                commands,
+                timeout_ms,
+            } => {
                 let node = match target {
                     Target::Master => self.master,
                     Target::Node(n) => n,
                 };
                 if self.cut.contains(&(p.client.clone(), node)) {
-                    let shown = commands.iter().map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()).collect();
-                    self.record(env, None, Actor::Client(p.cid), EventKind::Sent { req: 0, node, commands: shown });
+                    let shown = commands
+                        .iter()
+                        .map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+                        .collect();
                     self.record(
                         env,
                         None,
                         Actor::Client(p.cid),
-                        EventKind::Lost { req: 0, client: p.cid, node, reason: LossReason::LinkCut },
+                        EventKind::Sent {
+                            req: 0,
+                            node,
+                            commands: shown,
+                        },
+                    );
+                    self.record(
+                        env,
+                        None,
+                        Actor::Client(p.cid),
+                        EventKind::Lost {
+                            req: 0,
+                            client: p.cid,
+                            node,
+                            reason: LossReason::LinkCut,
+                        },
                     );
                     if let Some(t) = timeout_ms {
                         p.fails.push((tag, Instant::now() + self.wall(t)));
@@ -1146,7 +1324,9 @@ impl RealLessonRun {
     fn fire_due(&mut self, env: &mut RealEnv<'_>) -> Result<(), String> {
         for slot in 0..self.programs.len() {
             let now = Instant::now();
-            let Some(p) = self.programs[slot].as_mut() else { continue };
+            let Some(p) = self.programs[slot].as_mut() else {
+                continue;
+            };
             if p.done {
                 continue;
             }
@@ -1178,7 +1358,11 @@ impl RealLessonRun {
     /// that falls due until `until` (a wait step), sleeping in between.
     fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), RealLessonError> {
         let (id, step) = (self.lesson.id.clone(), self.results.len() + 1);
-        let bad = |msg: String| RealLessonError::Step { id: id.clone(), step, msg };
+        let bad = |msg: String| RealLessonError::Step {
+            id: id.clone(),
+            step,
+            msg,
+        };
         loop {
             self.fire_due(env).map_err(bad)?;
             let now = Instant::now();
@@ -1204,15 +1388,24 @@ impl RealLessonRun {
         let deadline = Instant::now() + PROGRAM_DEADLINE;
         loop {
             self.fire_due(env)?;
-            let Some(p) = self.programs.get(slot).and_then(Option::as_ref) else { return Ok(()) };
+            let Some(p) = self.programs.get(slot).and_then(Option::as_ref) else {
+                return Ok(());
+            };
             if p.done {
                 return Ok(());
             }
             let Some(next) = self.next_deadline() else {
-                return Err(format!("{}'s program is waiting for something that will never come", p.client));
+                return Err(format!(
+                    "{}'s program is waiting for something that will never come",
+                    p.client
+                ));
             };
             if Instant::now() >= deadline {
-                return Err(format!("{}'s program did not finish within {} s", p.client, PROGRAM_DEADLINE.as_secs()));
+                return Err(format!(
+                    "{}'s program did not finish within {} s",
+                    p.client,
+                    PROGRAM_DEADLINE.as_secs()
+                ));
             }
             let now = Instant::now();
             if next > now {
@@ -1243,7 +1436,10 @@ fn describe_program(p: &Program) -> String {
 /// (a test server only: it clears function libraries a previous run left).
 pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
     let mut topology = Topology::external(url);
-    check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+    check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    })?;
     if flush {
         let mut admin = RealConnection::open(url)?;
         for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
@@ -1255,16 +1451,25 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
 
 /// Start the managed topology `lesson` needs, play it there, and stop it.
 pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
-    check_supported(lesson).map_err(|why| RealLessonError::Unsupported { id: lesson.id.clone(), why })?;
+    check_supported(lesson).map_err(|why| RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    })?;
     let mut topology = Topology::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)
 }
 
 /// Play `lesson` to the end on `topology`, through a fresh session.
 pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
-    let pool = SessionPool::new(Limits { commands_per_sec: f64::INFINITY, ..Limits::default() });
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
     let mut session = pool.open_on(topology)?;
-    let mut env = RealEnv { session: &mut session, topology };
+    let mut env = RealEnv {
+        session: &mut session,
+        topology,
+    };
     let mut run = RealLessonRun::start(lesson, &mut env, factor, Lang::En)?;
     while run.step(&mut env)?.is_some() {}
     Ok(run.report())
@@ -1416,7 +1621,11 @@ mod tests {
         assert_eq!(sent.last().unwrap(), b"200");
         let release = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 k 12345"#;
         let (sent, _) = compress(&argv(release), 100);
-        assert_eq!(sent.last().unwrap(), b"12345", "a script that sets no TTL keeps its arguments");
+        assert_eq!(
+            sent.last().unwrap(),
+            b"12345",
+            "a script that sets no TTL keeps its arguments"
+        );
     }
 
     #[test]
@@ -1433,11 +1642,15 @@ mod tests {
         let get = |id: &str| all.iter().find(|l| l.id == id).unwrap();
         assert!(check_supported(get("15")).is_ok());
         assert!(check_supported(get("21")).is_ok());
-        let RealRun::No { why } = &get("20").real else { panic!("20 is simulator-only") };
+        let RealRun::No { why } = &get("20").real else {
+            panic!("20 is simulator-only")
+        };
         assert_eq!(check_supported_lang(get("20"), Lang::Zh).unwrap_err(), why.zh.trim());
         let external = Topology::external("redis://127.0.0.1:1/");
         assert!(check_target(get("05"), &external, Lang::En).is_ok());
-        assert!(check_target(get("15"), &external, Lang::En).unwrap_err().contains("replicated"));
+        assert!(check_target(get("15"), &external, Lang::En)
+            .unwrap_err()
+            .contains("replicated"));
     }
 
     #[test]

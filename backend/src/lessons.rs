@@ -55,15 +55,28 @@ pub fn list(lessons: &[Lesson], lang: Lang) -> String {
 pub fn show(lesson: &Lesson, lang: Lang) -> String {
     let zh = lang == Lang::Zh;
     let mut out = if zh {
-        format!("第 {} 课 — {}\n\n{}\n", lesson.id, lesson.title.zh, lesson.narration.zh.trim())
+        format!(
+            "第 {} 课 — {}\n\n{}\n",
+            lesson.id,
+            lesson.title.zh,
+            lesson.narration.zh.trim()
+        )
     } else {
-        format!("lesson {} — {}\n\n{}\n", lesson.id, lesson.title.en, lesson.narration.en.trim())
+        format!(
+            "lesson {} — {}\n\n{}\n",
+            lesson.id,
+            lesson.title.en,
+            lesson.narration.en.trim()
+        )
     };
     let topology = format!("{:?}", lesson.topology).to_lowercase();
     if zh {
         out.push_str(&format!("\n角色：{}   拓扑：{topology}\n\n", lesson.actors.join("、")));
     } else {
-        out.push_str(&format!("\nactors: {}   topology: {topology}\n\n", lesson.actors.join(", ")));
+        out.push_str(&format!(
+            "\nactors: {}   topology: {topology}\n\n",
+            lesson.actors.join(", ")
+        ));
     }
     let run = match LessonRun::new(lesson) {
         Ok(run) => run,
@@ -94,7 +107,11 @@ pub fn show(lesson: &Lesson, lang: Lang) -> String {
 /// A Redlock program's parameters and the arithmetic it decides by
 /// (redis.io, "Distributed Locks with Redis": drift = TTL × 1 % + 2 ms).
 fn redlock_params(r: &RedlockProgram, world_nodes: u32, lang: Lang) -> String {
-    let n = if r.nodes.is_empty() { world_nodes } else { r.nodes.len() as u32 };
+    let n = if r.nodes.is_empty() {
+        world_nodes
+    } else {
+        r.nodes.len() as u32
+    };
     let drift = rounds::drift_ms(r.ttl_ms);
     match lang {
         Lang::En => format!(
@@ -139,7 +156,11 @@ pub fn is_right(step: &Step, q: &Quiz, guess: &str) -> bool {
             .parse::<usize>()
             .ok()
             .and_then(|i| i.checked_sub(1))
-            .and_then(|i| q.choices.get(i).map(|en| (en.clone(), q.choices_in(Lang::Zh)[i].to_owned())));
+            .and_then(|i| {
+                q.choices
+                    .get(i)
+                    .map(|en| (en.clone(), q.choices_in(Lang::Zh)[i].to_owned()))
+            });
         if let Some((en, zh)) = picked {
             return en == right_en || zh == right_zh;
         }
@@ -171,8 +192,22 @@ pub fn quiz(
         let question = match (&step.quiz, &step.cmd, &step.expect) {
             (Some(q), ..) => Some((q.question(lang).to_owned(), q.clone())),
             (None, Some(cmd), Some(_)) => Some((
-                if zh { format!("{} 执行 {cmd}，回复是什么？", step.client.as_deref().unwrap_or("?")) } else { format!("{} runs {cmd}. What is the reply?", step.client.as_deref().unwrap_or("?")) },
-                Quiz { zh: String::new(), en: String::new(), choices: Vec::new(), choices_zh: Vec::new(), answer: None, answer_zh: None },
+                if zh {
+                    format!("{} 执行 {cmd}，回复是什么？", step.client.as_deref().unwrap_or("?"))
+                } else {
+                    format!(
+                        "{} runs {cmd}. What is the reply?",
+                        step.client.as_deref().unwrap_or("?")
+                    )
+                },
+                Quiz {
+                    zh: String::new(),
+                    en: String::new(),
+                    choices: Vec::new(),
+                    choices_zh: Vec::new(),
+                    answer: None,
+                    answer_zh: None,
+                },
             )),
             _ => None,
         };
@@ -218,7 +253,10 @@ pub fn quiz(
 fn step_block(lines: &[render::Line]) -> Vec<&str> {
     let body: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     let start = body.iter().rposition(|l| l.starts_with('[')).unwrap_or(0);
-    let end = body[start..].iter().position(|l| l.is_empty()).map_or(body.len(), |p| start + p);
+    let end = body[start..]
+        .iter()
+        .position(|l| l.is_empty())
+        .map_or(body.len(), |p| start + p);
     body[start..end].to_vec()
 }
 
@@ -236,11 +274,20 @@ mod tests {
     fn show_prints_quizzes_and_redlock_parameters() {
         let en = show(&lesson("17"), Lang::En);
         assert!(en.contains("? quiz: "), "{en}");
-        assert!(en.contains("choices: 0/5 | 2/5 | 3/5 | 5/5") && en.contains("answer: 0/5"), "{en}");
-        assert!(en.contains("5 masters, per-node timeout 50 ms, majority 3 of 5; drift = 10000 × 1 % + 2 = 102 ms"), "{en}");
+        assert!(
+            en.contains("choices: 0/5 | 2/5 | 3/5 | 5/5") && en.contains("answer: 0/5"),
+            "{en}"
+        );
+        assert!(
+            en.contains("5 masters, per-node timeout 50 ms, majority 3 of 5; drift = 10000 × 1 % + 2 = 102 ms"),
+            "{en}"
+        );
         assert!(!en.contains("Cmd {"), "no Debug output: {en}");
         let zh = show(&lesson("22"), Lang::Zh);
-        assert!(zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"), "{zh}");
+        assert!(
+            zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"),
+            "{zh}"
+        );
         assert!(zh.contains("第 22 课"), "{zh}");
     }
 
@@ -248,7 +295,11 @@ mod tests {
     #[test]
     fn quiz_mode_asks_and_scores() {
         let l = lesson("22");
-        let asked = l.steps.iter().filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some())).count();
+        let asked = l
+            .steps
+            .iter()
+            .filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some()))
+            .count();
         // Everything right: replies typed as redis-cli prints them, the
         // fencing question answered by its choice number (2 = rejected).
         let answers: Vec<String> = l
@@ -275,6 +326,9 @@ mod tests {
         let (right, _) = quiz(&l, Lang::Zh, &mut input, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(right, 0, "{text}");
-        assert!(text.contains("✗ 答案是：被拒绝") && text.contains("得分：0 /"), "{text}");
+        assert!(
+            text.contains("✗ 答案是：被拒绝") && text.contains("得分：0 /"),
+            "{text}"
+        );
     }
 }

@@ -154,7 +154,12 @@ async fn stop_signal() {
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {
-        Cmd::Cli { real, via, timeout, redis_version } => {
+        Cmd::Cli {
+            real,
+            via,
+            timeout,
+            redis_version,
+        } => {
             if !(timeout > 0.0 && timeout <= 3600.0) {
                 bail!("--timeout must be between 0 and 3600 seconds");
             }
@@ -172,15 +177,30 @@ fn main() -> Result<()> {
             let mut output = std::io::stdout().lock();
             repl::run(&mut target, &mut input, &mut output, interactive)?;
         }
-        Cmd::Serve { redis, port, bind, dist, allow_origin, script_budget_ms, idle_timeout } => {
+        Cmd::Serve {
+            redis,
+            port,
+            bind,
+            dist,
+            allow_origin,
+            script_budget_ms,
+            idle_timeout,
+        } => {
             if !dist.join("index.html").is_file() {
-                bail!("{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)", dist.display());
+                bail!(
+                    "{} has no index.html: build the app with `cargo xtask dist` (./scripts/lab does)",
+                    dist.display()
+                );
             }
             if !bind.is_loopback() {
                 eprintln!(
                     "warning: --bind {bind} lets other machines open lab sessions{}; \
                      use it only on a network you trust",
-                    if redis.is_some() { " on your Redis" } else { " and start redis-server processes here" }
+                    if redis.is_some() {
+                        " on your Redis"
+                    } else {
+                        " and start redis-server processes here"
+                    }
                 );
             }
             let reaped = locklab_backend::reaper::reap(false);
@@ -206,7 +226,9 @@ fn main() -> Result<()> {
                 // The sockets have closed; their labs drop on the blocking
                 // pool. Wait for that (bounded), then kill what is left.
                 let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-                while (state.live_topologies() > 0 || state.live_sessions() > 0) && tokio::time::Instant::now() < deadline {
+                while (state.live_topologies() > 0 || state.live_sessions() > 0)
+                    && tokio::time::Instant::now() < deadline
+                {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
                 served
@@ -214,8 +236,16 @@ fn main() -> Result<()> {
             locklab_backend::reaper::reap(true);
             served?;
         }
-        Cmd::SimServer { port, bind, redis_version } => {
-            let cfg = sim_server::Config { bind, port, profile: profile(&redis_version)? };
+        Cmd::SimServer {
+            port,
+            bind,
+            redis_version,
+        } => {
+            let cfg = sim_server::Config {
+                bind,
+                port,
+                profile: profile(&redis_version)?,
+            };
             sim_server::run(cfg).with_context(|| format!("sim-server on {bind}:{port}"))?;
         }
         Cmd::Lesson { action, dir, lang } => {
@@ -224,7 +254,12 @@ fn main() -> Result<()> {
             match action {
                 LessonCmd::List => print!("{}", lessons::list(&all, lang)),
                 LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
-                LessonCmd::Run { id, real: Some(url), compress, .. } => {
+                LessonCmd::Run {
+                    id,
+                    real: Some(url),
+                    compress,
+                    ..
+                } => {
                     let lesson = lessons::find(&all, &id)?;
                     let compress = compress.unwrap_or_else(|| lesson_real::default_factor(lesson));
                     let report = if url.is_empty() {
@@ -237,12 +272,23 @@ fn main() -> Result<()> {
                         std::process::exit(1);
                     }
                 }
-                LessonCmd::Run { id, real: None, quiz: true, .. } => {
+                LessonCmd::Run {
+                    id,
+                    real: None,
+                    quiz: true,
+                    ..
+                } => {
                     let lesson = lessons::find(&all, &id)?;
                     let stdin = std::io::stdin();
                     lessons::quiz(lesson, lang, &mut stdin.lock(), &mut std::io::stdout())?;
                 }
-                LessonCmd::Run { id, step, seed, real: None, .. } => {
+                LessonCmd::Run {
+                    id,
+                    step,
+                    seed,
+                    real: None,
+                    ..
+                } => {
                     let (text, ok) = lessons::run(lessons::find(&all, &id)?, lang, step, seed)?;
                     print!("{text}");
                     if !ok {

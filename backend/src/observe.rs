@@ -70,7 +70,11 @@ impl LockWatch {
     /// Watch `keys` on `nodes` nodes; `factor` is the run's time compression
     /// (1 for free play).
     pub fn new(keys: Vec<String>, nodes: usize, factor: u64) -> LockWatch {
-        LockWatch { factor: factor.max(1), keys, shadow: vec![BTreeMap::new(); nodes] }
+        LockWatch {
+            factor: factor.max(1),
+            keys,
+            shadow: vec![BTreeMap::new(); nodes],
+        }
     }
 
     /// Watch one more key (a program's lock, a key a client just took).
@@ -94,13 +98,23 @@ impl LockWatch {
     /// expire: free play looks again then, so the lock bar ends on time
     /// even when nobody types.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.shadow.iter().flat_map(BTreeMap::values).filter_map(|s| s.deadline).min()
+        self.shadow
+            .iter()
+            .flat_map(BTreeMap::values)
+            .filter_map(|s| s.deadline)
+            .min()
     }
 
     /// Read the watched keys on `only` (or every live node) and record what
     /// changed as `Lock` events in the session's trace. Returns the keys a
     /// client's command set.
-    pub fn observe(&mut self, session: &mut Session, nodes: &[NodeInfo], only: Option<u32>, cause: Cause) -> Vec<Acquired> {
+    pub fn observe(
+        &mut self,
+        session: &mut Session,
+        nodes: &[NodeInfo],
+        only: Option<u32>,
+        cause: Cause,
+    ) -> Vec<Acquired> {
         let mut acquired = Vec::new();
         for (n, info) in nodes.iter().enumerate() {
             let n = n as u32;
@@ -142,7 +156,11 @@ impl LockWatch {
 
     /// Node `n` restarted without its data: every key it had is gone.
     pub fn forget_node(&mut self, session: &mut Session, n: u32) {
-        let keys: Vec<String> = self.shadow.get(n as usize).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let keys: Vec<String> = self
+            .shadow
+            .get(n as usize)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         for k in keys {
             self.update(session, n, &k, None, Cause::Restart(n), false);
         }
@@ -173,13 +191,25 @@ impl LockWatch {
         let map = self.shadow.get_mut(n as usize)?;
         let old = map.get(key).cloned();
         let record = |session: &mut Session, at: u64, change: LockChange| {
-            session.record(Some(at), Actor::Node(n), EventKind::Lock { key: key.to_owned(), change, via });
+            session.record(
+                Some(at),
+                Actor::Node(n),
+                EventKind::Lock {
+                    key: key.to_owned(),
+                    change,
+                    via,
+                },
+            );
         };
         match (old, cur) {
             (None, None) => None,
             (Some(o), None) => {
                 map.remove(key);
-                let at = if via == Via::Expiry { o.deadline.map_or(now, |d| d.min(now)) } else { now };
+                let at = if via == Via::Expiry {
+                    o.deadline.map_or(now, |d| d.min(now))
+                } else {
+                    now
+                };
                 record(session, at, LockChange::Removed { by });
                 None
             }
@@ -213,9 +243,20 @@ impl LockWatch {
                         .and_then(|s| s.owner),
                     None => None,
                 };
-                self.shadow[n as usize].insert(key.to_owned(), Shadow { value: value.clone(), deadline, owner });
+                self.shadow[n as usize].insert(
+                    key.to_owned(),
+                    Shadow {
+                        value: value.clone(),
+                        deadline,
+                        owner,
+                    },
+                );
                 record(session, now, LockChange::Acquired { owner, value, ttl_ms });
-                by.map(|client| Acquired { node: n, key: key.to_owned(), client })
+                by.map(|client| Acquired {
+                    node: n,
+                    key: key.to_owned(),
+                    client,
+                })
             }
         }
     }

@@ -128,10 +128,7 @@ impl RealConnection {
     pub fn execute(&mut self, argv: &[Vec<u8>]) -> Result<Reply, RealError> {
         let name = argv.first().ok_or(RealError::EmptyCommand)?;
         let packed = pack_command(argv);
-        let value = self
-            .conn
-            .req_packed_command(&packed)
-            .map_err(RealError::Transport)?;
+        let value = self.conn.req_packed_command(&packed).map_err(RealError::Transport)?;
         let is_exec = name.eq_ignore_ascii_case(b"exec");
         match value {
             Value::Nil if is_exec => Ok(Reply::NilArray),
@@ -142,9 +139,7 @@ impl RealConnection {
     /// Set (or clear) the socket's read timeout. `DEBUG SLEEP` and `WAIT`
     /// legitimately block, so the default is no timeout.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> Result<(), RealError> {
-        self.conn
-            .set_read_timeout(dur)
-            .map_err(RealError::Transport)
+        self.conn.set_read_timeout(dur).map_err(RealError::Transport)
     }
 
     /// Is the connection still usable as far as redis-rs knows?
@@ -183,12 +178,9 @@ pub fn value_to_reply(value: Value) -> Result<Reply, RealError> {
         Value::Okay => Reply::Status("OK".to_owned()),
         Value::SimpleString(s) => Reply::Status(s),
         Value::ServerError(e) => Reply::Error(server_error_text(&e)),
-        Value::Array(items) | Value::Set(items) => Reply::Array(
-            items
-                .into_iter()
-                .map(value_to_reply)
-                .collect::<Result<_, _>>()?,
-        ),
+        Value::Array(items) | Value::Set(items) => {
+            Reply::Array(items.into_iter().map(value_to_reply).collect::<Result<_, _>>()?)
+        }
         Value::Map(pairs) => Reply::Map(
             pairs
                 .into_iter()

@@ -120,7 +120,9 @@ impl RedisServer {
                 Err(why) => last_failure = why,
             }
         }
-        Err(format!("redis-server did not start after {PORT_ATTEMPTS} attempts: {last_failure}"))
+        Err(format!(
+            "redis-server did not start after {PORT_ATTEMPTS} attempts: {last_failure}"
+        ))
     }
 
     fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
@@ -162,9 +164,7 @@ impl RedisServer {
             }
             if let Ok(Some(status)) = server.child.try_wait() {
                 // Most likely the port was taken between free_port and bind.
-                return Err(format!(
-                    "redis-server on port {port} exited early: {status}"
-                ));
+                return Err(format!("redis-server on port {port} exited early: {status}"));
             }
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -200,11 +200,7 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let dir = std::env::temp_dir().join(format!(
-            "locklab-redis-{}-{}",
-            std::process::id(),
-            self.port
-        ));
+        let dir = std::env::temp_dir().join(format!("locklab-redis-{}-{}", std::process::id(), self.port));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

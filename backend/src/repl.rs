@@ -68,10 +68,7 @@ impl Target {
 
     pub fn real(url: &str) -> Result<Target, RealError> {
         let conn = RealConnection::open(url)?;
-        let addr = url
-            .trim_start_matches("redis://")
-            .trim_end_matches('/')
-            .to_owned();
+        let addr = url.trim_start_matches("redis://").trim_end_matches('/').to_owned();
         Ok(Target::Real {
             conn,
             addr,
@@ -113,13 +110,8 @@ impl Target {
             Target::Via(_) => Reply::error("ERR locklab: a lab backend takes lines, not argvs"),
             Target::Sim { node, conn } => node.execute(*conn, argv),
             Target::Real { conn, in_multi, .. } => {
-                let reply = conn
-                    .execute(argv)
-                    .unwrap_or_else(|e| Reply::error(format!("ERR {e}")));
-                let name = argv
-                    .first()
-                    .map(|n| n.to_ascii_lowercase())
-                    .unwrap_or_default();
+                let reply = conn.execute(argv).unwrap_or_else(|e| Reply::error(format!("ERR {e}")));
+                let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
                 match (name.as_slice(), &reply) {
                     (b"multi", Reply::Status(_)) => *in_multi = true,
                     (b"exec" | b"discard", _) => *in_multi = false,
@@ -144,10 +136,7 @@ fn install_ctrl_c() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = std::thread::Builder::new().name("ctrl-c".into()).spawn(|| {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
                 return;
             };
             rt.block_on(async {
@@ -166,12 +155,7 @@ fn install_ctrl_c() {
 /// Run one input line, writing each reply as it comes (a repeated command
 /// streams, as redis-cli's does, in bounded memory) until the line is done
 /// or `stop` is set. `Err` when the output fails or a lab backend is gone.
-pub fn run_line(
-    target: &mut Target,
-    line: &[u8],
-    output: &mut dyn Write,
-    stop: &AtomicBool,
-) -> Result<(), ReplError> {
+pub fn run_line(target: &mut Target, line: &[u8], output: &mut dyn Write, stop: &AtomicBool) -> Result<(), ReplError> {
     if line.len() > MAX_LINE {
         writeln!(
             output,
@@ -204,9 +188,7 @@ pub fn run_line(
             return Ok(());
         }
     };
-    let text = (repeat == 1)
-        .then(|| std::str::from_utf8(line).ok())
-        .flatten();
+    let text = (repeat == 1).then(|| std::str::from_utf8(line).ok()).flatten();
     for _ in 0..repeat {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -245,10 +227,7 @@ pub fn run(
             None => return Ok(()),
         };
         if too_long {
-            writeln!(
-                output,
-                "(error) ERR line too long: the limit is {MAX_LINE} bytes"
-            )?;
+            writeln!(output, "(error) ERR line too long: the limit is {MAX_LINE} bytes")?;
             continue;
         }
         if is_quit(&line) {

@@ -98,14 +98,28 @@ impl TopologyKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 pub enum Fault {
-    Pause { node: u32 },
-    Resume { node: u32 },
-    Crash { node: u32 },
-    Restart { node: u32 },
+    Pause {
+        node: u32,
+    },
+    Resume {
+        node: u32,
+    },
+    Crash {
+        node: u32,
+    },
+    Restart {
+        node: u32,
+    },
     /// `node` is the replica whose link to its master is cut.
-    CutReplication { node: u32 },
-    HealReplication { node: u32 },
-    Promote { node: u32 },
+    CutReplication {
+        node: u32,
+    },
+    HealReplication {
+        node: u32,
+    },
+    Promote {
+        node: u32,
+    },
 }
 
 impl Fault {
@@ -189,7 +203,16 @@ impl ManagedNode {
         let _ = std::fs::create_dir_all(&self.dir);
         let port = self.port.to_string();
         let child = Command::new(&binary)
-            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .args(["--daemonize", "no", "--logfile", ""])
             // Serve SCRIPT KILL after the lab's script budget (a session's
             // runaway script is killed then) rather than after 5 s.
@@ -216,7 +239,10 @@ impl ManagedNode {
                 return Err(format!("redis-server on port {} exited early: {status}", self.port));
             }
             if Instant::now() >= deadline {
-                return Err(format!("redis-server on port {} did not answer PING in time", self.port));
+                return Err(format!(
+                    "redis-server on port {} did not answer PING in time",
+                    self.port
+                ));
             }
             std::thread::sleep(POLL);
         }
@@ -285,7 +311,11 @@ impl Topology {
             std::process::id(),
             crate::session::random_hex(8)
         ));
-        let mut m = Managed { kind, nodes: Vec::new(), root };
+        let mut m = Managed {
+            kind,
+            nodes: Vec::new(),
+            root,
+        };
         let count = match kind {
             TopologyKind::Single => 1,
             TopologyKind::Replicated => 2,
@@ -298,7 +328,11 @@ impl Topology {
                 TopologyKind::Replicated if i == 0 => ("master".to_owned(), vec![], None),
                 TopologyKind::Replicated => {
                     let mp = m.nodes[0].port;
-                    ("replica".to_owned(), vec!["--replicaof".into(), "127.0.0.1".into(), mp.to_string()], Some(mp))
+                    (
+                        "replica".to_owned(),
+                        vec!["--replicaof".into(), "127.0.0.1".into(), mp.to_string()],
+                        Some(mp),
+                    )
                 }
                 TopologyKind::Redlock5 => (format!("r{}", i + 1), vec![], None),
                 TopologyKind::Cluster3 => (
@@ -348,7 +382,11 @@ impl Topology {
                     name: n.name.clone(),
                     url: n.url(),
                     port: n.port,
-                    role: if n.master.is_some() { "replica".into() } else { "master".into() },
+                    role: if n.master.is_some() {
+                        "replica".into()
+                    } else {
+                        "master".into()
+                    },
                     state: n.state,
                 })
                 .collect(),
@@ -418,7 +456,11 @@ impl Topology {
     pub fn targets(&self) -> Vec<NodeTarget> {
         match self {
             Topology::External(url) => vec![NodeTarget::new("redis", url.clone())],
-            Topology::Managed(_) => self.nodes().into_iter().map(|n| NodeTarget::new(n.name, n.url)).collect(),
+            Topology::Managed(_) => self
+                .nodes()
+                .into_iter()
+                .map(|n| NodeTarget::new(n.name, n.url))
+                .collect(),
         }
     }
 
@@ -469,10 +511,15 @@ impl Topology {
                 }
                 let nowhere = free_port().to_string();
                 expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &nowhere]).map_err(f)?;
-                Ok(format!("{name}: replication from its master cut (now following an address where nobody listens)"))
+                Ok(format!(
+                    "{name}: replication from its master cut (now following an address where nobody listens)"
+                ))
             }
             Fault::HealReplication { .. } => {
-                let mp = node.master.ok_or_else(|| f(format!("{name} is not a replica")))?.to_string();
+                let mp = node
+                    .master
+                    .ok_or_else(|| f(format!("{name} is not a replica")))?
+                    .to_string();
                 expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &mp]).map_err(f)?;
                 Ok(format!("{name}: replication from its master restored"))
             }
@@ -490,7 +537,12 @@ impl Topology {
     }
 }
 
-fn start_node(root: &std::path::Path, name: &str, extra: Vec<String>, master: Option<u16>) -> Result<ManagedNode, TopologyError> {
+fn start_node(
+    root: &std::path::Path,
+    name: &str,
+    extra: Vec<String>,
+    master: Option<u16>,
+) -> Result<ManagedNode, TopologyError> {
     let mut last = String::new();
     for _ in 0..5 {
         let port = free_port();
@@ -516,7 +568,8 @@ fn start_node(root: &std::path::Path, name: &str, extra: Vec<String>, master: Op
 /// One command on a fresh connection to a loopback port.
 pub fn command(port: u16, argv: &[&str]) -> Result<Reply, String> {
     let mut conn = RealConnection::open(&format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
-    conn.set_read_timeout(Some(Duration::from_secs(2))).map_err(|e| e.to_string())?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
     let argv: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     conn.execute(&argv).map_err(|e| e.to_string())
 }
@@ -533,8 +586,11 @@ pub fn info_field(port: u16, section: &str, field: &str) -> Option<String> {
     let reply = command(port, &["INFO", section]).ok()?;
     let Reply::Bulk(text) = reply else { return None };
     let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')).map(|v| v.trim().to_owned()))
+    text.lines().find_map(|l| {
+        l.strip_prefix(field)
+            .and_then(|r| r.strip_prefix(':'))
+            .map(|v| v.trim().to_owned())
+    })
 }
 
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool) -> Result<(), TopologyError> {

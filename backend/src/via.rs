@@ -83,10 +83,22 @@ pub enum ViaError {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Incoming {
-    Hello { session: String, prefix: String, topology: String, nodes: Vec<NodeInfo> },
-    Reply { text: String },
-    Topology { kind: String, nodes: Vec<NodeInfo> },
-    Error { message: String },
+    Hello {
+        session: String,
+        prefix: String,
+        topology: String,
+        nodes: Vec<NodeInfo>,
+    },
+    Reply {
+        text: String,
+    },
+    Topology {
+        kind: String,
+        nodes: Vec<NodeInfo>,
+    },
+    Error {
+        message: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -140,7 +152,11 @@ pub struct Via {
 
 impl std::fmt::Debug for Via {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Via").field("url", &self.url).field("client", &self.client).field("node", &self.node).finish()
+        f.debug_struct("Via")
+            .field("url", &self.url)
+            .field("client", &self.client)
+            .field("node", &self.node)
+            .finish()
     }
 }
 
@@ -148,7 +164,10 @@ impl std::fmt::Debug for Via {
 /// path defaults to [`DEFAULT_PATH`]. TLS is refused rather than silently
 /// downgraded: `locklab serve` only speaks plain HTTP.
 pub fn normalize_url(url: &str) -> Result<(String, String), ViaError> {
-    let bad = |why: &str| ViaError::BadUrl { url: url.to_owned(), why: why.to_owned() };
+    let bad = |why: &str| ViaError::BadUrl {
+        url: url.to_owned(),
+        why: why.to_owned(),
+    };
     let rest = if let Some(r) = url.strip_prefix("http://").or_else(|| url.strip_prefix("ws://")) {
         r
     } else if url.starts_with("https://") || url.starts_with("wss://") {
@@ -166,7 +185,11 @@ pub fn normalize_url(url: &str) -> Result<(String, String), ViaError> {
     if authority.contains('@') {
         return Err(bad("the lab backend takes no user or password"));
     }
-    let path = if path.is_empty() || path == "/" { DEFAULT_PATH } else { path };
+    let path = if path.is_empty() || path == "/" {
+        DEFAULT_PATH
+    } else {
+        path
+    };
     let ws = format!("ws://{authority}{path}");
     ws.parse::<tungstenite::http::Uri>().map_err(|e| bad(&e.to_string()))?;
     Ok((ws, authority.to_owned()))
@@ -213,15 +236,28 @@ impl Via {
     /// typing anything.
     pub fn connect(url: &str, timeout: Duration, notices: Box<dyn Write>) -> Result<Via, ViaError> {
         let (ws_url, backend) = normalize_url(url)?;
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ViaError::Runtime)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(ViaError::Runtime)?;
         // Timers need the runtime: build them inside `block_on`.
-        let connect = rt.block_on(async {
-            tokio::time::timeout(timeout, tokio_tungstenite::connect_async(ws_url.as_str())).await
-        });
+        let connect = rt
+            .block_on(async { tokio::time::timeout(timeout, tokio_tungstenite::connect_async(ws_url.as_str())).await });
         let ws = match connect {
             Ok(Ok((ws, _response))) => ws,
-            Ok(Err(e)) => return Err(ViaError::Connect { url: ws_url, why: handshake_error(&e) }),
-            Err(_) => return Err(ViaError::Timeout { url: ws_url, what: "the WebSocket handshake", secs: timeout.as_secs_f64() }),
+            Ok(Err(e)) => {
+                return Err(ViaError::Connect {
+                    url: ws_url,
+                    why: handshake_error(&e),
+                })
+            }
+            Err(_) => {
+                return Err(ViaError::Timeout {
+                    url: ws_url,
+                    what: "the WebSocket handshake",
+                    secs: timeout.as_secs_f64(),
+                })
+            }
         };
         let mut via = Via {
             rt,
@@ -240,7 +276,9 @@ impl Via {
         match via.request(ping, Until::Reply, timeout * TOPOLOGY_FACTOR, "the first command")? {
             Outcome::Reply(text) if via.session.is_some() && text == "PONG" => {}
             Outcome::Reply(text) | Outcome::Error(text) => {
-                via.notice(&format!("locklab: the backend opened no session yet: {text}\nlocklab: each command will try again"));
+                via.notice(&format!(
+                    "locklab: the backend opened no session yet: {text}\nlocklab: each command will try again"
+                ));
             }
             Outcome::Hello | Outcome::Topology => {}
         }
@@ -255,7 +293,11 @@ impl Via {
             Some(n) => host_port(&n.url),
             None => format!("{} (lab backend)", self.backend),
         };
-        let tx = if self.in_multi.contains(&(self.client.clone(), self.node)) { "(TX)" } else { "" };
+        let tx = if self.in_multi.contains(&(self.client.clone(), self.node)) {
+            "(TX)"
+        } else {
+            ""
+        };
         format!("{}@{server}{tx}> ", self.client)
     }
 
@@ -273,16 +315,28 @@ impl Via {
         // session's own limit text, so it reads the same either way.
         let limit = Limits::default().max_line;
         if text.len() > limit {
-            let e = SessionError::TooLarge { what: "the line", got: text.len(), limit };
+            let e = SessionError::TooLarge {
+                what: "the line",
+                got: text.len(),
+                limit,
+            };
             return Ok(format!("{}\n", e.to_reply().to_cli()));
         }
         let msg = self.command_json(&text);
         if msg.len() > limit + 4096 {
-            let e = SessionError::TooLarge { what: "the message", got: msg.len(), limit: limit + 4096 };
+            let e = SessionError::TooLarge {
+                what: "the message",
+                got: msg.len(),
+                limit: limit + 4096,
+            };
             return Ok(format!("{}\n", e.to_reply().to_cli()));
         }
         // The first command may start a managed topology.
-        let wait = if self.session.is_none() { self.timeout * TOPOLOGY_FACTOR } else { self.timeout };
+        let wait = if self.session.is_none() {
+            self.timeout * TOPOLOGY_FACTOR
+        } else {
+            self.timeout
+        };
         let text = match self.request(msg, Until::Reply, wait, "a command")? {
             Outcome::Reply(t) => t,
             Outcome::Error(m) => lab_error(&m),
@@ -295,7 +349,10 @@ impl Via {
     /// A lab command (the line after its `:`), clearly not Redis: what it
     /// prints on stdout, newline included.
     pub fn lab_command(&mut self, line: &[u8]) -> Result<String, ViaError> {
-        let words: Vec<String> = String::from_utf8_lossy(line).split_whitespace().map(str::to_owned).collect();
+        let words: Vec<String> = String::from_utf8_lossy(line)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         match words.as_slice() {
             ["help"] | ["?"] => Ok(LAB_HELP.to_owned()),
@@ -358,10 +415,7 @@ impl Via {
         let Some(s) = &self.session else {
             return format!("no lab session yet on {}\n", self.url);
         };
-        let mut out = format!(
-            "lab session {} on {}\ntopology {}\n",
-            s.id, self.url, s.topology
-        );
+        let mut out = format!("lab session {} on {}\ntopology {}\n", s.id, self.url, s.topology);
         out.push_str(&self.nodes_text());
         out.push_str(&format!(
             "keys are stored as {p}KEY and shown without {p}\n",
@@ -413,45 +467,88 @@ impl Via {
     /// wherever they come.
     fn request(&mut self, msg: String, until: Until, wait: Duration, what: &'static str) -> Result<Outcome, ViaError> {
         let Some(mut ws) = self.ws.take() else {
-            return Err(ViaError::Lost { url: self.url.clone(), why: "the connection is closed".into() });
+            return Err(ViaError::Lost {
+                url: self.url.clone(),
+                why: "the connection is closed".into(),
+            });
         };
         let deadline = Instant::now() + wait;
         let url = self.url.clone();
-        let lost = |e: tungstenite::Error| ViaError::Lost { url: url.clone(), why: socket_error(&e) };
-        let sent = self.rt.block_on(async { tokio::time::timeout_at(deadline, ws.send(Message::Text(msg.into()))).await });
+        let lost = |e: tungstenite::Error| ViaError::Lost {
+            url: url.clone(),
+            why: socket_error(&e),
+        };
+        let sent = self
+            .rt
+            .block_on(async { tokio::time::timeout_at(deadline, ws.send(Message::Text(msg.into()))).await });
         match sent {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(lost(e)),
-            Err(_) => return Err(ViaError::Timeout { url: self.url.clone(), what, secs: wait.as_secs_f64() }),
+            Err(_) => {
+                return Err(ViaError::Timeout {
+                    url: self.url.clone(),
+                    what,
+                    secs: wait.as_secs_f64(),
+                })
+            }
         }
         loop {
-            let next = self.rt.block_on(async { tokio::time::timeout_at(deadline, ws.next()).await });
+            let next = self
+                .rt
+                .block_on(async { tokio::time::timeout_at(deadline, ws.next()).await });
             let text = match next {
-                Err(_) => return Err(ViaError::Timeout { url: self.url.clone(), what, secs: wait.as_secs_f64() }),
-                Ok(None) => return Err(ViaError::Lost { url: self.url.clone(), why: "the connection closed".into() }),
+                Err(_) => {
+                    return Err(ViaError::Timeout {
+                        url: self.url.clone(),
+                        what,
+                        secs: wait.as_secs_f64(),
+                    })
+                }
+                Ok(None) => {
+                    return Err(ViaError::Lost {
+                        url: self.url.clone(),
+                        why: "the connection closed".into(),
+                    })
+                }
                 Ok(Some(Err(e))) => return Err(lost(e)),
                 Ok(Some(Ok(Message::Close(frame)))) => {
                     let why = match frame {
                         Some(f) if !f.reason.is_empty() => format!("it closed the session ({})", f.reason),
                         _ => "it closed the session".into(),
                     };
-                    return Err(ViaError::Lost { url: self.url.clone(), why });
+                    return Err(ViaError::Lost {
+                        url: self.url.clone(),
+                        why,
+                    });
                 }
                 Ok(Some(Ok(Message::Text(t)))) => t,
                 Ok(Some(Ok(_))) => continue,
             };
             // A message this client cannot read is not worth ending the
             // session for: the reply it waits for may still come.
-            let Ok(incoming) = serde_json::from_str::<Incoming>(&text) else { continue };
+            let Ok(incoming) = serde_json::from_str::<Incoming>(&text) else {
+                continue;
+            };
             match incoming {
-                Incoming::Hello { session, prefix, topology, nodes } => {
-                    self.session = Some(SessionInfo { id: session, prefix, topology });
+                Incoming::Hello {
+                    session,
+                    prefix,
+                    topology,
+                    nodes,
+                } => {
+                    self.session = Some(SessionInfo {
+                        id: session,
+                        prefix,
+                        topology,
+                    });
                     self.nodes = nodes;
                     self.node = 0;
                     self.in_multi.clear();
                     let text = self.session_text();
                     let text: String = text.lines().map(|l| format!("locklab: {l}\n")).collect();
-                    self.notice(&format!("{text}locklab: lab commands (not Redis) start with ':' — try :help"));
+                    self.notice(&format!(
+                        "{text}locklab: lab commands (not Redis) start with ':' — try :help"
+                    ));
                     if until == Until::HelloOrError {
                         self.ws = Some(ws);
                         return Ok(Outcome::Hello);
@@ -489,7 +586,9 @@ impl Drop for Via {
     /// WebSocket closes, and a clean close lets it do so at once.
     fn drop(&mut self) {
         if let Some(mut ws) = self.ws.take() {
-            let _ = self.rt.block_on(async { tokio::time::timeout(CLOSE_TIMEOUT, ws.close(None)).await });
+            let _ = self
+                .rt
+                .block_on(async { tokio::time::timeout(CLOSE_TIMEOUT, ws.close(None)).await });
         }
     }
 }
@@ -547,14 +646,26 @@ mod tests {
         assert_eq!(ok("http://127.0.0.1:8080"), "ws://127.0.0.1:8080/api/session");
         assert_eq!(ok("http://127.0.0.1:8080/"), "ws://127.0.0.1:8080/api/session");
         assert_eq!(ok("ws://localhost:9/lab/ws"), "ws://localhost:9/lab/ws");
-        for bad in ["127.0.0.1:8080", "https://h:1", "wss://h:1", "http://", "http://u:p@h:1", "ftp://h"] {
+        for bad in [
+            "127.0.0.1:8080",
+            "https://h:1",
+            "wss://h:1",
+            "http://",
+            "http://u:p@h:1",
+            "ftp://h",
+        ] {
             assert!(matches!(normalize_url(bad), Err(ViaError::BadUrl { .. })), "{bad}");
         }
     }
 
     #[test]
     fn quoting_round_trips_through_the_parser() {
-        let argv: Vec<Vec<u8>> = vec![b"SET".to_vec(), b"k \"q\" \\".to_vec(), vec![0xff, b'\n', 0x01, b'x'], Vec::new()];
+        let argv: Vec<Vec<u8>> = vec![
+            b"SET".to_vec(),
+            b"k \"q\" \\".to_vec(),
+            vec![0xff, b'\n', 0x01, b'x'],
+            Vec::new(),
+        ];
         let line = quote_argv(&argv);
         assert!(line.is_ascii());
         assert_eq!(locklab_core::cli::parse(&line).unwrap(), argv);

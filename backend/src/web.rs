@@ -23,8 +23,7 @@ async fn not_found() -> (StatusCode, &'static str) {
 
 /// Every path from `dist` (`/` is `dist/index.html`).
 pub fn app(dist: PathBuf) -> Router {
-    Router::new()
-        .fallback_service(ServeDir::new(dist).not_found_service(not_found.into_service()))
+    Router::new().fallback_service(ServeDir::new(dist).not_found_service(not_found.into_service()))
 }
 
 /// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis
@@ -43,7 +42,13 @@ pub async fn serve(
         );
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port)).await?;
-    eprintln!("locklab: serving {} at http://{}/", dist.display(), listener.local_addr()?);
+    eprintln!(
+        "locklab: serving {} at http://{}/",
+        dist.display(),
+        listener.local_addr()?
+    );
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra)).with_graceful_shutdown(stop).await
+    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra))
+        .with_graceful_shutdown(stop)
+        .await
 }

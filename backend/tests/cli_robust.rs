@@ -34,7 +34,10 @@ fn deep_patterns_and_native_loops_get_errors_not_an_abort() {
     assert!(status.success(), "{status}: {out}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
-    assert!(lines[0].starts_with("(error) ERR ") && lines[0].contains("pattern too complex"), "{out}");
+    assert!(
+        lines[0].starts_with("(error) ERR ") && lines[0].contains("pattern too complex"),
+        "{out}"
+    );
     assert!(lines[1].contains("the simulator stopped it after"), "{out}");
     assert_eq!(lines[2], "PONG");
 }

@@ -31,7 +31,11 @@ struct Backend {
 
 impl Backend {
     fn start(state: ApiState) -> Backend {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();
         rt.spawn(async move { serve_listener(listener, state).await.unwrap() });
@@ -170,7 +174,10 @@ EXEC
         ("(error) ERR locklab: unknown lab command ':nonsense'", false),
         ("OK", true),
         ("\"v\"", true),
-        ("(error) ERR locklab: the line is 70005 bytes or items, the limit is 65536", true),
+        (
+            "(error) ERR locklab: the line is 70005 bytes or items, the limit is 65536",
+            true,
+        ),
         ("PONG", true),
     ];
     assert_eq!(lines.len(), want.len(), "{out}");
@@ -253,10 +260,17 @@ fn silent_backends_time_out() {
     let url = format!("http://{}", mute.local_addr().unwrap());
     let (status, _, err) = run_script(&["cli", "--via", &url, "--timeout", "0.5"], b"PING\n");
     assert!(!status.success());
-    assert!(err.contains("did not answer the WebSocket handshake within 0.5 s"), "{err}");
+    assert!(
+        err.contains("did not answer the WebSocket handshake within 0.5 s"),
+        "{err}"
+    );
 
     // Completes the WebSocket handshake, then never answers a message.
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let url = format!("ws://{}/api/session", listener.local_addr().unwrap());
     rt.spawn(async move {
@@ -281,12 +295,21 @@ fn bad_urls_and_flags_are_refused_at_once() {
     assert!(!status.success());
     assert!(err.contains("bad --via URL \"ftp://127.0.0.1:1\""), "{err}");
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let (status, _, err) = run_script(&["cli", "--via", &format!("http://{closed}")], b"");
     assert!(!status.success());
-    assert!(err.contains(&format!("cannot reach the lab backend at ws://{closed}/api/session")), "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the lab backend at ws://{closed}/api/session")),
+        "{err}"
+    );
 
-    let (status, _, err) = run_script(&["cli", "--via", "http://127.0.0.1:1", "--real", "redis://127.0.0.1:1"], b"");
+    let (status, _, err) = run_script(
+        &["cli", "--via", "http://127.0.0.1:1", "--real", "redis://127.0.0.1:1"],
+        b"",
+    );
     assert!(!status.success());
     assert!(err.contains("cannot be used with"), "{err}");
 }

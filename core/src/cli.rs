@@ -137,7 +137,9 @@ pub fn take_repeat(argv: &mut Vec<Vec<u8>>) -> Result<u64, CliError> {
     if argv.len() < 2 {
         return Ok(1);
     }
-    let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) else { return Ok(1) };
+    let Some(n) = std::str::from_utf8(&argv[0]).ok().and_then(|s| s.parse::<i64>().ok()) else {
+        return Ok(1);
+    };
     if n <= 0 {
         return Err(CliError::InvalidRepeat);
     }
@@ -229,6 +231,9 @@ mod tests {
         }
         let mut argv = parse("0 PING").unwrap();
         assert_eq!(take_repeat(&mut argv), Err(CliError::InvalidRepeat));
-        assert_eq!(CliError::InvalidRepeat.to_string(), "Invalid redis-cli repeat command option value.");
+        assert_eq!(
+            CliError::InvalidRepeat.to_string(),
+            "Invalid redis-cli repeat command option value."
+        );
     }
 }

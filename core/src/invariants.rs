@@ -74,9 +74,14 @@ impl Invariant {
     }
 
     pub fn parse(s: &str) -> Option<Invariant> {
-        [Invariant::StaleWrite, Invariant::WrongRelease, Invariant::Deadlock, Invariant::Overlap]
-            .into_iter()
-            .find(|i| i.name() == s)
+        [
+            Invariant::StaleWrite,
+            Invariant::WrongRelease,
+            Invariant::Deadlock,
+            Invariant::Overlap,
+        ]
+        .into_iter()
+        .find(|i| i.name() == s)
     }
 }
 
@@ -113,7 +118,11 @@ pub struct InvariantConfig {
 
 impl Default for InvariantConfig {
     fn default() -> Self {
-        InvariantConfig { lock_keys: vec!["lock".to_owned()], overlap_is_violation: false, max_hold_ms: None }
+        InvariantConfig {
+            lock_keys: vec!["lock".to_owned()],
+            overlap_is_violation: false,
+            max_hold_ms: None,
+        }
     }
 }
 
@@ -157,7 +166,10 @@ pub struct Monitor {
 
 impl Monitor {
     pub fn new(config: InvariantConfig) -> Monitor {
-        Monitor { config, ..Monitor::default() }
+        Monitor {
+            config,
+            ..Monitor::default()
+        }
     }
 
     pub fn config(&self) -> &InvariantConfig {
@@ -190,12 +202,17 @@ impl Monitor {
     /// The client's latest grant: its key and number (0: it never held a
     /// lock).
     pub fn latest_grant(&self, client: u32) -> (Option<&str>, u32) {
-        self.latest_grant.get(client as usize).map_or((None, 0), |(k, n)| (k.as_deref(), *n))
+        self.latest_grant
+            .get(client as usize)
+            .map_or((None, 0), |(k, n)| (k.as_deref(), *n))
     }
 
     /// Clients that believe they hold `key` now.
     pub fn believers(&self, key: &str) -> Vec<u32> {
-        self.beliefs.get(key).map(|s| s.iter().copied().collect()).unwrap_or_default()
+        self.beliefs
+            .get(key)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Does `client` believe it holds `key`?
@@ -215,11 +232,19 @@ impl Monitor {
         match (self.overlapping.get(key).copied(), clients.len() >= 2) {
             (None, true) => {
                 self.overlapping.insert(key.to_owned(), now);
-                Some(OverlapChange { clients, begin: true, since_ms: now })
+                Some(OverlapChange {
+                    clients,
+                    begin: true,
+                    since_ms: now,
+                })
             }
             (Some(since), false) => {
                 self.overlapping.remove(key);
-                Some(OverlapChange { clients, begin: false, since_ms: since })
+                Some(OverlapChange {
+                    clients,
+                    begin: false,
+                    since_ms: since,
+                })
             }
             _ => None,
         }
@@ -262,7 +287,15 @@ impl Monitor {
             }
         }
         if self.latest_write.get(&key).is_none_or(|w| grant >= w.grant) {
-            self.latest_write.insert(key, LatestWrite { grant, client, at_ms: now, token });
+            self.latest_write.insert(
+                key,
+                LatestWrite {
+                    grant,
+                    client,
+                    at_ms: now,
+                    token,
+                },
+            );
         }
         violation
     }
@@ -320,7 +353,12 @@ mod tests {
 
     #[test]
     fn names_are_stable() {
-        for i in [Invariant::StaleWrite, Invariant::WrongRelease, Invariant::Deadlock, Invariant::Overlap] {
+        for i in [
+            Invariant::StaleWrite,
+            Invariant::WrongRelease,
+            Invariant::Deadlock,
+            Invariant::Overlap,
+        ] {
             assert_eq!(Invariant::parse(i.name()), Some(i));
         }
         assert_eq!(serde_json_like(Invariant::StaleWrite), "stale-write");

@@ -121,9 +121,7 @@ impl Reply {
                     .flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()])
                     .collect(),
             ),
-            Reply::Set(items) | Reply::Push(items) => {
-                Reply::Array(items.into_iter().map(Reply::into_resp2).collect())
-            }
+            Reply::Set(items) | Reply::Push(items) => Reply::Array(items.into_iter().map(Reply::into_resp2).collect()),
             Reply::Double(d) | Reply::BigNumber(d) => Reply::Bulk(d.into_bytes()),
             Reply::Boolean(b) => Reply::Integer(i64::from(b)),
             Reply::Verbatim { text, .. } => Reply::Bulk(text),
@@ -263,7 +261,10 @@ mod tests {
         assert_eq!(Reply::Integer(-2).to_cli(), "(integer) -2");
         assert_eq!(Reply::bulk("token-A-111").to_cli(), "\"token-A-111\"");
         assert_eq!(Reply::error("ERR syntax error").to_cli(), "(error) ERR syntax error");
-        assert_eq!(Reply::bulk(b"a\"b\\\n\x01\xff".to_vec()).to_cli(), r#""a\"b\\\n\x01\xff""#);
+        assert_eq!(
+            Reply::bulk(b"a\"b\\\n\x01\xff".to_vec()).to_cli(),
+            r#""a\"b\\\n\x01\xff""#
+        );
     }
 
     #[test]

@@ -42,7 +42,11 @@ pub struct Resource {
 impl Resource {
     /// A resource that checks fencing tokens (`fenced`) or accepts all.
     pub fn new(fenced: bool) -> Resource {
-        Resource { fenced, highest: None, writes: Vec::new() }
+        Resource {
+            fenced,
+            highest: None,
+            writes: Vec::new(),
+        }
     }
 
     pub fn is_fenced(&self) -> bool {
@@ -65,7 +69,13 @@ impl Resource {
                 self.highest = Some(self.highest.map_or(t, |h| h.max(t)));
             }
         }
-        self.writes.push(ResourceWrite { client, at_ms, token, value, accepted });
+        self.writes.push(ResourceWrite {
+            client,
+            at_ms,
+            token,
+            value,
+            accepted,
+        });
         accepted
     }
 

@@ -35,7 +35,9 @@ impl Rng {
     /// A generator for `seed`. Seeds that differ in one bit give unrelated
     /// streams, so `seed`, `seed + 1`, … are fine as distinct runs.
     pub fn new(seed: u64) -> Rng {
-        Rng { state: mix(seed ^ 0x6C6F_636B_6C61_6221) }
+        Rng {
+            state: mix(seed ^ 0x6C6F_636B_6C61_6221),
+        }
     }
 
     /// An independent stream derived from `seed` and a stream number,

@@ -84,7 +84,11 @@ pub enum LockChange {
     /// The key now holds a (new) value. `owner` is the client that wrote it
     /// (the world tracks this itself, so it is right even when every client
     /// uses the same fixed value); `ttl_ms` is what `PTTL` would say.
-    Acquired { owner: Option<u32>, value: String, ttl_ms: Option<u64> },
+    Acquired {
+        owner: Option<u32>,
+        value: String,
+        ttl_ms: Option<u64>,
+    },
     /// Same value, new deadline: a renewal (or, with `SETNX` then `EXPIRE`,
     /// the TTL arriving late).
     Renewed { ttl_ms: Option<u64> },
@@ -99,12 +103,26 @@ pub enum LockChange {
 pub enum EventKind {
     /// A client put a request on the wire: one command, or a pipeline
     /// (`MULTI … EXEC` goes as one).
-    Sent { req: u64, node: u32, commands: Vec<Vec<String>> },
+    Sent {
+        req: u64,
+        node: u32,
+        commands: Vec<Vec<String>>,
+    },
     /// The node ran the request. This is the moment its effect happened,
     /// which is what lock bars and holder order are measured from.
-    Executed { req: u64, client: u32, commands: Vec<Vec<String>>, replies: Vec<Reply> },
+    Executed {
+        req: u64,
+        client: u32,
+        commands: Vec<Vec<String>>,
+        replies: Vec<Reply>,
+    },
     /// The request or its reply vanished.
-    Lost { req: u64, client: u32, node: u32, reason: LossReason },
+    Lost {
+        req: u64,
+        client: u32,
+        node: u32,
+        reason: LossReason,
+    },
     /// The client's program saw the reply (after any pause it was in).
     Received { req: u64, node: u32, replies: Vec<Reply> },
     /// The client stopped waiting for a reply.
@@ -114,7 +132,11 @@ pub enum EventKind {
     /// A lock key changed on this node.
     Lock { key: String, change: LockChange, via: Via },
     /// A replica applied a batch from its master (the replication arrow).
-    Replicated { from: u32, offset: u64, commands: Vec<Vec<String>> },
+    Replicated {
+        from: u32,
+        offset: u64,
+        commands: Vec<Vec<String>>,
+    },
     /// A batch that never arrived, because its master crashed first or the
     /// replica stopped following it.
     ReplicationLost { from: u32, offset: u64 },
@@ -125,11 +147,21 @@ pub enum EventKind {
     Belief { key: String, holds: bool },
     /// Two or more clients believe they hold `key` at once (`begin`), or
     /// that stopped being true.
-    Overlap { key: String, clients: Vec<u32>, begin: bool, since_ms: u64 },
+    Overlap {
+        key: String,
+        clients: Vec<u32>,
+        begin: bool,
+        since_ms: u64,
+    },
     /// A client sent a write to the protected resource.
     WriteSent { token: Option<i64>, value: String },
     /// The resource accepted or rejected a write.
-    Write { client: u32, token: Option<i64>, value: String, accepted: bool },
+    Write {
+        client: u32,
+        token: Option<i64>,
+        value: String,
+        accepted: bool,
+    },
     /// A fault was injected.
     Fault { fault: Fault },
     /// A paused client runs again.
@@ -220,7 +252,11 @@ fn commands_line(cmds: &[Vec<String>]) -> String {
 }
 
 fn replies_line(replies: &[Reply]) -> String {
-    replies.iter().map(|r| r.to_cli().replace('\n', " ")).collect::<Vec<_>>().join(" | ")
+    replies
+        .iter()
+        .map(|r| r.to_cli().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 fn ttl_text(ttl: Option<u64>) -> String {
@@ -244,10 +280,22 @@ impl Event {
         let n = |i: u32| names.node(i).to_owned();
         match &self.kind {
             EventKind::Sent { node, commands, .. } => format!("→ {}: {}", n(*node), commands_line(commands)),
-            EventKind::Executed { client, commands, replies, .. } => {
-                format!("runs {}'s {} ⇒ {}", c(*client), commands_line(commands), replies_line(replies))
+            EventKind::Executed {
+                client,
+                commands,
+                replies,
+                ..
+            } => {
+                format!(
+                    "runs {}'s {} ⇒ {}",
+                    c(*client),
+                    commands_line(commands),
+                    replies_line(replies)
+                )
             }
-            EventKind::Lost { client, node, reason, .. } => {
+            EventKind::Lost {
+                client, node, reason, ..
+            } => {
                 let why = match reason {
                     LossReason::LinkCut => "link cut",
                     LossReason::NodeDown => "node down",
@@ -294,7 +342,12 @@ impl Event {
                     format!("stops believing it holds {key}")
                 }
             }
-            EventKind::Overlap { key, clients, begin, since_ms } => {
+            EventKind::Overlap {
+                key,
+                clients,
+                begin,
+                since_ms,
+            } => {
                 let who = clients.iter().map(|&i| c(i)).collect::<Vec<_>>().join(" and ");
                 let all = if clients.len() == 2 { "both" } else { "all" };
                 if *begin {
@@ -306,7 +359,12 @@ impl Event {
             EventKind::WriteSent { token, value } => {
                 format!("writes {value:?} to the resource ({})", token_text(*token))
             }
-            EventKind::Write { client, token, value, accepted } => format!(
+            EventKind::Write {
+                client,
+                token,
+                value,
+                accepted,
+            } => format!(
                 "{} {}'s write {value:?} ({})",
                 if *accepted { "accepts" } else { "REJECTS" },
                 c(*client),

@@ -29,7 +29,11 @@ fn result(s: &Spec) -> (String, Report) {
 fn assert_violated(s: &Spec, invariant: &str) -> Report {
     let (line, report) = result(s);
     let prefix = format!("result: violated {invariant} (seed ");
-    assert!(line.starts_with(&prefix) && line.ends_with(" steps)"), "{line}\n{}", report.transcript());
+    assert!(
+        line.starts_with(&prefix) && line.ends_with(" steps)"),
+        "{line}\n{}",
+        report.transcript()
+    );
     report
 }
 
@@ -111,7 +115,12 @@ fn token_lua_release_and_fencing_on_one_node_hold() {
     });
     let (line, report) = result(&s);
     let ex = Explorer::new(&s).expect("explorer");
-    assert_eq!(line, format!("result: held ({} schedules explored)", ex.total()), "{}", report.transcript());
+    assert_eq!(
+        line,
+        format!("result: held ({} schedules explored)", ex.total()),
+        "{}",
+        report.transcript()
+    );
     assert!(ex.total() >= 5_000, "a real bound: {}", ex.total());
 }
 
@@ -143,7 +152,14 @@ fn without_persistence_a_restart_reuses_the_fencing_token() {
 fn the_counterexample_replays_exactly() {
     let s = spec(|s| s.release = Release::Del);
     let report = explore(&s).expect("explores");
-    let Outcome::Violated { scenario, trace, steps, invariant, .. } = &report.outcome else {
+    let Outcome::Violated {
+        scenario,
+        trace,
+        steps,
+        invariant,
+        ..
+    } = &report.outcome
+    else {
         panic!("expected a violation");
     };
     assert_eq!(trace.events.len() as u64, *steps);
@@ -176,7 +192,10 @@ fn sharding_does_not_change_the_answer() {
     assert_eq!(one.explored, ex.total());
     assert_eq!(ex.report(&one).transcript(), ex.report(&merged).transcript());
     // Same spec, same transcript.
-    assert_eq!(explore(&s).expect("a").transcript(), explore(&s).expect("b").transcript());
+    assert_eq!(
+        explore(&s).expect("a").transcript(),
+        explore(&s).expect("b").transcript()
+    );
 }
 
 #[test]
@@ -213,7 +232,10 @@ fn bad_specs_are_errors() {
     }))
     .is_err());
     let json = r#"{ "release": "lua", "fencing": true, "bogus": 1 }"#;
-    assert!(serde_json::from_str::<Spec>(json).is_err(), "unknown fields are refused");
+    assert!(
+        serde_json::from_str::<Spec>(json).is_err(),
+        "unknown fields are refused"
+    );
     let ok: Spec = serde_json::from_str(r#"{ "release": "get-del", "topology": "redlock5" }"#).expect("spec");
     assert_eq!((ok.release, ok.topology), (Release::GetThenDel, TopologyKind::Redlock5));
 }

@@ -1,9 +1,9 @@
 //! Every lesson in `lessons/` plays on the simulator with all its
 //! expectations met and the outcome it teaches.
 
+use locklab_core::invariants::Invariant;
 use locklab_core::lesson::render::{swimlane, swimlane_in, transcript, transcript_lines, LineKind};
 use locklab_core::lesson::run::LessonRun;
-use locklab_core::invariants::Invariant;
 use locklab_core::lesson::{catalogue, Lang};
 use locklab_core::trace::Actor;
 
@@ -33,7 +33,12 @@ fn every_lesson_passes_on_the_simulator() {
             failures.push(format!("{}\n{}", transcript(&run, Lang::En), swimlane(&run, 60)));
         }
     }
-    assert!(failures.is_empty(), "{} lesson(s) failed:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} lesson(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -59,7 +64,11 @@ fn the_catalogue_has_all_36_lessons_built_in() {
     let want: Vec<String> = (1..=ids.len()).map(|i| format!("{i:02}")).collect();
     assert_eq!(ids, want);
     for l in &lessons {
-        assert!(l.source.file.ends_with(".txt") && ["A", "B", "C"].contains(&l.source.seed.as_str()), "lesson {}", l.id);
+        assert!(
+            l.source.file.ends_with(".txt") && ["A", "B", "C"].contains(&l.source.seed.as_str()),
+            "lesson {}",
+            l.id
+        );
     }
 }
 
@@ -76,7 +85,11 @@ fn the_catalogue_survives_its_json_form() {
 }
 
 fn played(id: &str) -> LessonRun {
-    let lesson = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == id).expect("lesson exists");
+    let lesson = locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.id == id)
+        .expect("lesson exists");
     let mut run = LessonRun::new(&lesson).expect("lesson builds");
     run.run_all().expect("lesson runs");
     run
@@ -110,22 +123,34 @@ fn overlaps(run: &LessonRun) -> Vec<(Vec<String>, u64, u64)> {
 fn lesson_05_b_and_c_hold_together_for_two_seconds() {
     let run = played("05");
     assert!(run.passed(), "{}", transcript(&run, Lang::En));
-    let bc: Vec<_> = overlaps(&run).into_iter().filter(|(who, ..)| who == &["B", "C"]).collect();
+    let bc: Vec<_> = overlaps(&run)
+        .into_iter()
+        .filter(|(who, ..)| who == &["B", "C"])
+        .collect();
     assert_eq!(bc.len(), 1, "{:?}", run.world().violations());
     let (_, from, to) = bc[0];
     assert!(to - from >= 2_000, "B and C overlap {from}..{to}");
-    assert!(run.world().violations().iter().any(|v| v.invariant == Invariant::WrongRelease));
+    assert!(run
+        .world()
+        .violations()
+        .iter()
+        .any(|v| v.invariant == Invariant::WrongRelease));
 }
 
 /// Issue 17 (5): the outcomes of 13, 15 and 16 say "two holders"; the run's
 /// violations must hold that overlap, and it must last.
 #[test]
 fn two_holder_outcomes_are_overlap_violations_with_a_duration() {
-    for (id, pair, at_least) in [("13", ["A", "B"], 14_000), ("15", ["A", "B"], 1), ("16", ["B", "C"], 1_000)] {
+    for (id, pair, at_least) in [
+        ("13", ["A", "B"], 14_000),
+        ("15", ["A", "B"], 1),
+        ("16", ["B", "C"], 1_000),
+    ] {
         let run = played(id);
         assert!(run.passed(), "{}", transcript(&run, Lang::En));
         let found = overlaps(&run).into_iter().find(|(who, ..)| who == &pair);
-        let (_, from, to) = found.unwrap_or_else(|| panic!("lesson {id}: no {pair:?} overlap in {:?}", run.world().violations()));
+        let (_, from, to) =
+            found.unwrap_or_else(|| panic!("lesson {id}: no {pair:?} overlap in {:?}", run.world().violations()));
         assert!(to - from >= at_least, "lesson {id}: {pair:?} overlap {from}..{to}");
     }
 }
@@ -136,11 +161,24 @@ fn two_holder_outcomes_are_overlap_violations_with_a_duration() {
 fn lesson_14_deadlock_covers_the_time_after_the_cap() {
     let run = played("14");
     assert!(run.passed(), "{}", transcript(&run, Lang::En));
-    let d: Vec<_> = run.world().violations().iter().filter(|v| v.invariant == Invariant::Deadlock).collect();
+    let d: Vec<_> = run
+        .world()
+        .violations()
+        .iter()
+        .filter(|v| v.invariant == Invariant::Deadlock)
+        .collect();
     assert_eq!(d.len(), 1, "{d:?}");
-    assert_eq!(d[0].from_ms, 60_000 + 3, "A took the lock at 3 ms; the bound passed 60 s later");
+    assert_eq!(
+        d[0].from_ms,
+        60_000 + 3,
+        "A took the lock at 3 ms; the bound passed 60 s later"
+    );
     assert!(d[0].to_ms >= 70_000, "{:?}", d[0]);
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../lessons/14-unbounded-watchdog.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lessons/14-unbounded-watchdog.toml"
+    ))
+    .unwrap();
     assert!(!text.contains("永远是新鲜") && text.contains("剩余时间总被重置为 30 s"));
     assert!(!text.contains("took it at once"));
 }
@@ -183,10 +221,22 @@ fn lesson_22_issues_the_token_with_the_grant_and_shows_the_incr_race() {
     let got: Vec<(&str, &str)> = got.iter().map(|(a, r)| (a.as_str(), r.as_str())).collect();
     assert_eq!(got, want);
     let lesson = run.lesson();
-    let grant = lesson.steps.iter().filter_map(|s| s.cmd.as_deref()).find(|c| c.contains("33") || c.contains("token-A-111"));
+    let grant = lesson
+        .steps
+        .iter()
+        .filter_map(|s| s.cmd.as_deref())
+        .find(|c| c.contains("33") || c.contains("token-A-111"));
     let grant = grant.expect("A's grant");
-    assert!(grant.starts_with("EVAL") && grant.contains("\"NX\"") && grant.contains("incr"), "{grant}");
-    let stale: Vec<_> = run.world().violations().iter().filter(|v| v.invariant == Invariant::StaleWrite).collect();
+    assert!(
+        grant.starts_with("EVAL") && grant.contains("\"NX\"") && grant.contains("incr"),
+        "{grant}"
+    );
+    let stale: Vec<_> = run
+        .world()
+        .violations()
+        .iter()
+        .filter(|v| v.invariant == Invariant::StaleWrite)
+        .collect();
     assert_eq!(stale.len(), 1, "only act two's write is stale: {stale:?}");
     assert!(stale[0].detail.contains("A's write (token 36"), "{}", stale[0].detail);
 }
@@ -205,8 +255,16 @@ fn lesson_18_states_the_figures_it_measures() {
         .filter_map(|r| r.reply.as_deref())
         .collect();
     assert_eq!(metrics.len(), 4);
-    assert!(metrics[2].contains("mean wait 415.6 ms, mean retries 2.00, 15 attempts, 150 commands"), "{}", metrics[2]);
-    assert!(metrics[3].contains("mean wait 147.6 ms, mean retries 1.80, 14 attempts, 140 commands"), "{}", metrics[3]);
+    assert!(
+        metrics[2].contains("mean wait 415.6 ms, mean retries 2.00, 15 attempts, 150 commands"),
+        "{}",
+        metrics[2]
+    );
+    assert!(
+        metrics[3].contains("mean wait 147.6 ms, mean retries 1.80, 14 attempts, 140 commands"),
+        "{}",
+        metrics[3]
+    );
     let text = text_of("18-redlock-timeouts-backoff.toml");
     assert!(!text.contains("÷ 5") && !text.contains("明显下降") && !text.contains("drop markedly"));
     assert!(text.contains("15 次 attempt = 5 个客户端 × 3 轮") && text.contains("150 条降到 140 条"));
@@ -236,9 +294,17 @@ fn lesson_04_gets_its_zero_only_when_the_key_is_gone() {
 fn lesson_07_runs_the_dangerous_del_it_names() {
     let run = played("07");
     assert!(run.passed(), "{}", transcript(&run, Lang::En));
-    let del = run.results().iter().find(|r| r.shown == "DEL lock:order:1001").expect("a bare DEL step");
+    let del = run
+        .results()
+        .iter()
+        .find(|r| r.shown == "DEL lock:order:1001")
+        .expect("a bare DEL step");
     assert_eq!(del.reply.as_deref(), Some("(integer) 1"));
-    assert!(run.world().violations().iter().any(|v| v.invariant == Invariant::WrongRelease));
+    assert!(run
+        .world()
+        .violations()
+        .iter()
+        .any(|v| v.invariant == Invariant::WrongRelease));
     let text = text_of("07-experiment-6-2.toml");
     assert!(!text.contains("五条") && text.contains("6.2 节的四条命令"));
 }
@@ -260,12 +326,17 @@ fn corrected_texts_of_lessons_11_13_15_20_21_25() {
     let t25 = text_of("25-lock-granularity.toml");
     assert!(!t25.contains("两三次") && t25.contains("3.40"));
     let run = played("25");
-    let global = run.results().iter().find(|r| r.shown.starts_with("metrics")).and_then(|r| r.reply.clone());
+    let global = run
+        .results()
+        .iter()
+        .find(|r| r.shown.starts_with("metrics"))
+        .and_then(|r| r.reply.clone());
     assert!(global.unwrap_or_default().contains("mean retries 3.40"));
 }
 
 fn has_cjk(s: &str) -> bool {
-    s.chars().any(|c| matches!(c, '\u{3000}'..='\u{303f}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}'))
+    s.chars()
+        .any(|c| matches!(c, '\u{3000}'..='\u{303f}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}'))
 }
 
 /// Issue 17 (Chinese throughout): in a zh transcript every line the runner
@@ -285,11 +356,19 @@ fn zh_transcripts_have_no_latin_only_runner_line() {
             }
         }
         let lane = swimlane_in(&run, 40, Lang::Zh);
-        if let Some(l) = lane.lines().find(|l| l.starts_with("time") || l.starts_with("violations")) {
+        if let Some(l) = lane
+            .lines()
+            .find(|l| l.starts_with("time") || l.starts_with("violations"))
+        {
             bad.push(format!("{} swimlane: {l}", lesson.id));
         }
     }
-    assert!(bad.is_empty(), "{} Latin-only runner line(s):\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} Latin-only runner line(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// Issue 17 (mechanics): every Redlock round of lessons 17–21 is shown with
@@ -309,12 +388,23 @@ fn redlock_rounds_show_the_arithmetic_the_program_decided_by() {
             let note = if r.extend {
                 format!("{}/{} nodes, validity {} ms", r.yes, r.nodes, r.validity_ms)
             } else {
-                format!("{}/{} nodes in {} ms, validity {} ms", r.yes, r.nodes, r.elapsed_ms, r.validity_ms)
+                format!(
+                    "{}/{} nodes in {} ms, validity {} ms",
+                    r.yes, r.nodes, r.elapsed_ms, r.validity_ms
+                )
             };
             if r.extend && !r.held {
-                assert!(r.note.starts_with(&format!("extension failed ({}/{}", r.yes, r.nodes)), "{id}: {} vs {r:?}", r.note);
+                assert!(
+                    r.note.starts_with(&format!("extension failed ({}/{}", r.yes, r.nodes)),
+                    "{id}: {} vs {r:?}",
+                    r.note
+                );
             } else {
-                assert!(r.note.contains(&note), "lesson {id}: note {:?}, rebuilt {note:?}", r.note);
+                assert!(
+                    r.note.contains(&note),
+                    "lesson {id}: note {:?}, rebuilt {note:?}",
+                    r.note
+                );
             }
             assert_eq!(r.held, r.yes >= r.majority && r.validity_ms > 0, "lesson {id}: {r:?}");
         }
@@ -329,11 +419,17 @@ fn redlock_rounds_show_the_arithmetic_the_program_decided_by() {
     assert!(en.contains("r4 timed out (50 ms), r5 timed out (50 ms)"), "{en}");
     assert!(en.contains("3/5 yes, majority 3 reached; elapsed 50 ms"), "{en}");
     assert!(en.contains("10000 − 50 − 102 = 9848 ms → lock acquired"), "{en}");
-    assert!(en.contains("C@r1> GET lock:order:1001"), "the node a command went to: {en}");
+    assert!(
+        en.contains("C@r1> GET lock:order:1001"),
+        "the node a command went to: {en}"
+    );
     // Lesson 20 and 21: the writes behind the stale-write verdict.
     for id in ["20", "21"] {
         let en = transcript(&played(id), Lang::En);
-        let writes = en.lines().filter(|l| l.contains(" wrote \"") && l.ends_with("accepted")).count();
+        let writes = en
+            .lines()
+            .filter(|l| l.contains(" wrote \"") && l.ends_with("accepted"))
+            .count();
         assert!(writes >= 2, "lesson {id}: {en}");
     }
 }
@@ -345,9 +441,15 @@ fn the_outcome_line_is_a_sentence() {
     let line = en.lines().find(|l| l.starts_with("outcome:")).unwrap();
     assert!(!line.contains("observed [") && !line.contains("expected "), "{line}");
     let held = transcript(&played("17"), Lang::En);
-    assert!(held.contains("outcome: mutual exclusion: held — A, C held the lock one at a time, never two at once"), "{held}");
+    assert!(
+        held.contains("outcome: mutual exclusion: held — A, C held the lock one at a time, never two at once"),
+        "{held}"
+    );
     let broken = transcript(&played("05"), Lang::En);
-    assert!(broken.contains("outcome: only the owner releases: broken — A's command removed the lock lock:order:1"), "{broken}");
+    assert!(
+        broken.contains("outcome: only the owner releases: broken — A's command removed the lock lock:order:1"),
+        "{broken}"
+    );
     let zh = transcript(&played("13"), Lang::Zh);
     assert!(zh.contains("结论：互斥：被破坏——A 和 B 同时认为自己持有这把锁"), "{zh}");
 }
@@ -358,14 +460,22 @@ fn the_outcome_line_is_a_sentence() {
 fn quiz_choices_are_bilingual_and_checked() {
     let lessons = locklab_core::lesson::builtin().unwrap();
     let l36 = lessons.iter().find(|l| l.id == "36").unwrap();
-    let q = l36.steps.iter().find_map(|s| s.quiz.as_ref().filter(|q| !q.choices.is_empty())).unwrap();
+    let q = l36
+        .steps
+        .iter()
+        .find_map(|s| s.quiz.as_ref().filter(|q| !q.choices.is_empty()))
+        .unwrap();
     assert!(q.choices.iter().all(|c| !has_cjk(c)), "{:?}", q.choices);
     assert!(q.choices_zh.iter().all(|c| has_cjk(c)), "{:?}", q.choices_zh);
     assert_eq!(q.choices.len(), q.choices_zh.len());
     for l in &lessons {
         for s in &l.steps {
             for c in s.quiz.iter().flat_map(|q| &q.choices) {
-                assert!(!has_cjk(c) || !c.contains(" / "), "lesson {}: a choice still written \"zh / en\": {c}", l.id);
+                assert!(
+                    !has_cjk(c) || !c.contains(" / "),
+                    "lesson {}: a choice still written \"zh / en\": {c}",
+                    l.id
+                );
             }
         }
     }
@@ -391,10 +501,19 @@ explain = { zh = "解", en = "e" }
     let good = bad.replace("\"OK2\"", "\"OK\"");
     locklab_core::lesson::Lesson::parse(&good).expect("the answer is a choice");
     let zh = transcript(&played("22"), Lang::Zh);
-    assert!(zh.contains("？测验：资源端已接受过 34") && zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"), "{zh}");
+    assert!(
+        zh.contains("？测验：资源端已接受过 34") && zh.contains("选项：被接受 | 被拒绝") && zh.contains("答案：被拒绝"),
+        "{zh}"
+    );
     let en = transcript(&played("22"), Lang::En);
-    assert!(en.contains("choices: accepted | rejected") && en.contains("answer: rejected"), "{en}");
-    assert!(zh.contains("向受保护资源写入 \"订单 1001：B 已支付\""), "values are written in zh too: {zh}");
+    assert!(
+        en.contains("choices: accepted | rejected") && en.contains("answer: rejected"),
+        "{en}"
+    );
+    assert!(
+        zh.contains("向受保护资源写入 \"订单 1001：B 已支付\""),
+        "values are written in zh too: {zh}"
+    );
 }
 
 /// Lesson 42 measures B §6's claim on the simulator's clock: lock + unlock
@@ -404,7 +523,12 @@ explain = { zh = "解", en = "e" }
 fn lesson_42_measures_round_trips_per_lock_cycle() {
     let run = played("42");
     assert!(run.passed(), "{}", transcript(&run, Lang::En));
-    let cmds: Vec<u64> = run.results().iter().filter(|r| r.reply.is_some() && !r.shown.starts_with("metrics")).map(|r| r.at_ms).collect();
+    let cmds: Vec<u64> = run
+        .results()
+        .iter()
+        .filter(|r| r.reply.is_some() && !r.shown.starts_with("metrics"))
+        .map(|r| r.at_ms)
+        .collect();
     assert_eq!(cmds, vec![14, 28, 42, 44, 46], "step end times");
     let text = text_of("42-performance-practice.toml");
     assert!(text.contains("≈ 28 ms") && text.contains("约 4 ms") && text.contains("250 000"));

@@ -41,11 +41,17 @@ fn delex_other_conditions_and_errors() {
         other => panic!("DIGEST gave {other:?}"),
     };
     assert_eq!(digest.len(), 16);
-    assert_eq!(cli(&mut n, "DELEX k IFDNE {digest}".replace("{digest}", &digest).as_str()), "(integer) 0");
+    assert_eq!(
+        cli(&mut n, "DELEX k IFDNE {digest}".replace("{digest}", &digest).as_str()),
+        "(integer) 0"
+    );
     assert_eq!(cli(&mut n, &format!("DELEX k IFDEQ {digest}")), "(integer) 1");
     // Without a condition DELEX is DEL, whatever the type.
     run(&mut n, "HSET h f v");
-    assert_eq!(cli(&mut n, "DELEX h IFEQ v"), "(error) WRONGTYPE Operation against a key holding the wrong kind of value");
+    assert_eq!(
+        cli(&mut n, "DELEX h IFEQ v"),
+        "(error) WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
     assert_eq!(cli(&mut n, "DELEX h"), "(integer) 1");
     assert_eq!(cli(&mut n, "DELEX k IFEQ"), "(error) ERR syntax error");
     assert_eq!(cli(&mut n, "DELEX k FOO bar"), "(error) ERR syntax error");
@@ -97,7 +103,11 @@ fn virtual_clock_expires_keys_and_reports_when() {
     assert_eq!(cli(&mut n, "PTTL lock:order:1"), "(integer) -2");
     assert_eq!(
         n.take_events(),
-        vec![NodeEvent::Expired { db: 0, key: "lock:order:1".into(), at_ms: EPOCH_MS + 30_000 }]
+        vec![NodeEvent::Expired {
+            db: 0,
+            key: "lock:order:1".into(),
+            at_ms: EPOCH_MS + 30_000
+        }]
     );
     // DEBUG SLEEP moves the same clock.
     run(&mut n, "SET k v PX 100");
@@ -124,7 +134,16 @@ fn writes_are_propagated_as_redis_does() {
     let batches: Vec<Vec<String>> = n
         .take_propagated()
         .into_iter()
-        .map(|b| b.iter().map(|argv| argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")).collect())
+        .map(|b| {
+            b.iter()
+                .map(|argv| {
+                    argv.iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect()
+        })
         .collect();
     let t = EPOCH_MS;
     assert_eq!(
@@ -148,7 +167,10 @@ fn replica_applies_batches_refuses_writes_and_waits_for_del() {
         replica.apply_replicated(&batch);
     }
     assert_eq!(cli(&mut replica, "GET lock"), "\"tok\"");
-    assert_eq!(cli(&mut replica, "SET x y"), "(error) READONLY You can't write against a read only replica.");
+    assert_eq!(
+        cli(&mut replica, "SET x y"),
+        "(error) READONLY You can't write against a read only replica."
+    );
     // The replica's clock passes the deadline: the key is hidden, not deleted.
     replica.advance(2_000);
     assert_eq!(cli(&mut replica, "GET lock"), "(nil)");
@@ -189,7 +211,10 @@ fn sixteen_databases() {
     assert!(!n.select(c, 16));
     assert_eq!(n.execute(c, &parse("GET k").unwrap()), Reply::Nil);
     n.execute(c, &parse("SET k fifteen").unwrap());
-    assert!(n.execute(c, &parse("INFO keyspace").unwrap()).to_cli().contains("db15:keys=1"));
+    assert!(n
+        .execute(c, &parse("INFO keyspace").unwrap())
+        .to_cli()
+        .contains("db15:keys=1"));
 }
 
 #[test]
@@ -211,10 +236,16 @@ fn cluster_mode_checks_slots_and_script_keys() {
     assert_eq!(key_slot(b"bar"), 5061);
     assert_eq!(cli(&mut n, "SET bar 1"), "OK");
     assert_eq!(cli(&mut n, "GET foo"), "(error) MOVED 12182 127.0.0.1:7002");
-    assert_eq!(cli(&mut n, "DEL bar foo"), "(error) CROSSSLOT Keys in request don't hash to the same slot");
+    assert_eq!(
+        cli(&mut n, "DEL bar foo"),
+        "(error) CROSSSLOT Keys in request don't hash to the same slot"
+    );
     // A script that builds a key name instead of declaring it.
     let out = cli(&mut n, "EVAL \"return redis.call('GET', 'foo')\" 0");
-    assert!(out.starts_with("(error) ERR Script attempted to access a non local key in a cluster node script: "), "{out}");
+    assert!(
+        out.starts_with("(error) ERR Script attempted to access a non local key in a cluster node script: "),
+        "{out}"
+    );
     // Declared, local keys are fine.
     assert_eq!(cli(&mut n, "EVAL \"return redis.call('GET', KEYS[1])\" 1 bar"), "\"1\"");
 }

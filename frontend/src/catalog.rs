@@ -11,8 +11,8 @@
 
 use std::sync::OnceLock;
 
-use locklab_core::lesson::{self, Lesson};
 pub use locklab_core::lesson::Theme;
+use locklab_core::lesson::{self, Lesson};
 
 use crate::i18n::{Lang, Text};
 
@@ -48,8 +48,11 @@ pub async fn fetch() -> Result<Vec<Lesson>, String> {
         .and_then(|l| l.get_attribute("href"))
         .ok_or_else(|| format!("the page has no <link id=\"{LINK_ID}\"> naming the lesson file"))?;
     let failed = |e: wasm_bindgen::JsValue| format!("{url}: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")));
-    let response: web_sys::Response =
-        JsFuture::from(window.fetch_with_str(&url)).await.map_err(failed)?.dyn_into().map_err(failed)?;
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(&url))
+        .await
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(failed)?;
     if !response.ok() {
         return Err(format!("{url}: HTTP {} {}", response.status(), response.status_text()));
     }

@@ -227,7 +227,14 @@ mod tests {
             assert_eq!(d.error(), None, "lesson {}", lesson.id);
             assert!(d.is_finished(), "lesson {} stopped at step {}", lesson.id, d.position());
             for r in d.results() {
-                assert!(r.ok, "lesson {} step {}: {:?} expected, got {:?}", lesson.id, r.index + 1, r.expected, r.reply);
+                assert!(
+                    r.ok,
+                    "lesson {} step {}: {:?} expected, got {:?}",
+                    lesson.id,
+                    r.index + 1,
+                    r.expected,
+                    r.reply
+                );
             }
             assert_eq!(d.outcome(), Some(true), "lesson {}'s outcome", lesson.id);
             let layout = crate::timeline::layout(&d.trace(), d.now_ms(), crate::i18n::Lang::En);

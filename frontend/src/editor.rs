@@ -23,7 +23,9 @@ impl LineEditor {
 
     /// ↑: the previous history line (stays on the oldest).
     pub fn up(&mut self, history: &[String]) {
-        let Some(last) = history.len().checked_sub(1) else { return };
+        let Some(last) = history.len().checked_sub(1) else {
+            return;
+        };
         let pos = match self.pos {
             None => {
                 self.draft = std::mem::take(&mut self.text);

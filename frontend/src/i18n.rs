@@ -399,18 +399,32 @@ mod tests {
         use locklab_core::lesson::run::LessonRun;
         for lesson in crate::catalog::all() {
             let mut run = LessonRun::new(lesson).unwrap();
-            let before: Vec<String> =
-                (0..lesson.len()).map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh)).collect();
+            let before: Vec<String> = (0..lesson.len())
+                .map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh))
+                .collect();
             run.run_all().unwrap();
             let names = run.world().names();
             for r in run.results() {
                 let step = run.shown(r.index).unwrap();
-                assert_eq!(shown(&step, names, Lang::En), r.shown, "lesson {} step {}", lesson.id, r.index + 1);
+                assert_eq!(
+                    shown(&step, names, Lang::En),
+                    r.shown,
+                    "lesson {} step {}",
+                    lesson.id,
+                    r.index + 1
+                );
                 let zh = shown(&step, names, Lang::Zh);
                 // Commands are typed text, and a note is the lesson's own 中文.
                 if !matches!(step, Shown::Cmd { .. } | Shown::Say(_)) {
-                    assert!(zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "lesson {}: {zh}", lesson.id);
-                    assert!(!zh.contains("FAULT") && !zh.contains("believes") && !zh.starts_with("wait "), "{zh}");
+                    assert!(
+                        zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                        "lesson {}: {zh}",
+                        lesson.id
+                    );
+                    assert!(
+                        !zh.contains("FAULT") && !zh.contains("believes") && !zh.starts_with("wait "),
+                        "{zh}"
+                    );
                 }
                 if !matches!(step, Shown::Write { .. }) {
                     assert_eq!(before[r.index], zh, "a step reads the same before and after it runs");
@@ -419,7 +433,9 @@ mod tests {
         }
         let l = crate::catalog::find("05").unwrap();
         let run = LessonRun::new(l).unwrap();
-        let zh: Vec<String> = (0..l.len()).map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh)).collect();
+        let zh: Vec<String> = (0..l.len())
+            .map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh))
+            .collect();
         assert!(zh.iter().any(|s| s.starts_with("故障：暂停 A")), "{zh:?}");
         assert!(zh.iter().any(|s| s.starts_with("等待 ")), "{zh:?}");
     }

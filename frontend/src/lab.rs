@@ -119,7 +119,10 @@ impl Lab {
             conns,
             transcripts: Default::default(),
             history: Default::default(),
-            trace: Trace { names, events: Vec::new() },
+            trace: Trace {
+                names,
+                events: Vec::new(),
+            },
             held: Vec::new(),
             next_req: 0,
         }
@@ -179,7 +182,12 @@ impl Lab {
         };
         let output = output.strip_suffix('\n').unwrap_or(&output).to_owned();
         let at_ms = self.now_ms();
-        self.transcripts[client.index()].push(Exchange { prompt, line: line.to_owned(), output, at_ms });
+        self.transcripts[client.index()].push(Exchange {
+            prompt,
+            line: line.to_owned(),
+            output,
+            at_ms,
+        });
     }
 
     /// Move the node's clock forward; keys whose deadline passes expire, in
@@ -194,14 +202,18 @@ impl Lab {
         let old = self.conns[client.index()];
         self.node.disconnect(old);
         let conn = self.node.connect();
-        self.node.set_client_name(conn, Some(format!("client-{}", client.letter()).into_bytes()));
+        self.node
+            .set_client_name(conn, Some(format!("client-{}", client.letter()).into_bytes()));
         self.conns[client.index()] = conn;
     }
 
     /// `locklab cli`'s `run_line`: parse, the repeat prefix, execute, render.
     fn execute_line(&mut self, client: Client, line: &str) -> String {
         if line.len() > MAX_LINE {
-            return format!("(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n", line.len());
+            return format!(
+                "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n",
+                line.len()
+            );
         }
         let mut argv = match parse_line(line.as_bytes()) {
             Ok(argv) => argv,
@@ -222,7 +234,12 @@ impl Lab {
             let commands = vec![argv.iter().map(|a| text(a)).collect()];
             self.emit(
                 Actor::Node(NODE),
-                EventKind::Executed { req: self.next_req, client: client.actor_index(), commands, replies: vec![reply.clone()] },
+                EventKind::Executed {
+                    req: self.next_req,
+                    client: client.actor_index(),
+                    commands,
+                    replies: vec![reply.clone()],
+                },
             );
             self.collect_expirations();
             self.check_locks(Some(client));
@@ -234,7 +251,12 @@ impl Lab {
 
     fn emit(&mut self, actor: Actor, kind: EventKind) {
         let step = self.trace.events.len() as u64;
-        self.trace.events.push(Event { step, at_ms: self.now_ms(), actor, kind });
+        self.trace.events.push(Event {
+            step,
+            at_ms: self.now_ms(),
+            actor,
+            kind,
+        });
     }
 
     fn pttl(&self, key: &str) -> Option<u64> {
@@ -262,9 +284,24 @@ impl Lab {
         let (key, token) = (text(&argv[1]), text(&argv[2]));
         let ttl_ms = self.pttl(&key);
         let deadline = self.node.peek(0, key.as_bytes()).and_then(|e| e.expires_at);
-        self.held.push(Held { key: key.clone(), token: token.clone(), deadline });
-        let change = LockChange::Acquired { owner: Some(client.actor_index()), value: token, ttl_ms };
-        self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+        self.held.push(Held {
+            key: key.clone(),
+            token: token.clone(),
+            deadline,
+        });
+        let change = LockChange::Acquired {
+            owner: Some(client.actor_index()),
+            value: token,
+            ttl_ms,
+        };
+        self.emit(
+            Actor::Node(NODE),
+            EventKind::Lock {
+                key,
+                change,
+                via: Via::Command,
+            },
+        );
     }
 
     /// Turn the node's expiry records into trace events. A held lock that
@@ -279,15 +316,29 @@ impl Lab {
             let at_ms = at_ms.saturating_sub(EPOCH_MS);
             let step = self.trace.events.len() as u64;
             let actor = Actor::Node(NODE);
-            self.trace.events.push(Event { step, at_ms, actor, kind: EventKind::Expired { key: key.clone() } });
+            self.trace.events.push(Event {
+                step,
+                at_ms,
+                actor,
+                kind: EventKind::Expired { key: key.clone() },
+            });
             if db != 0 {
                 continue;
             }
             let before = self.held.len();
             self.held.retain(|h| h.key != key);
             if self.held.len() != before {
-                let kind = EventKind::Lock { key, change: LockChange::Removed { by: None }, via: Via::Expiry };
-                self.trace.events.push(Event { step: step + 1, at_ms, actor, kind });
+                let kind = EventKind::Lock {
+                    key,
+                    change: LockChange::Removed { by: None },
+                    via: Via::Expiry,
+                };
+                self.trace.events.push(Event {
+                    step: step + 1,
+                    at_ms,
+                    actor,
+                    kind,
+                });
             }
         }
     }
@@ -309,12 +360,30 @@ impl Lab {
         }
         self.held.retain(|h| !removed.contains(&h.key));
         for key in removed {
-            let change = LockChange::Removed { by: by.map(Client::actor_index) };
-            self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+            let change = LockChange::Removed {
+                by: by.map(Client::actor_index),
+            };
+            self.emit(
+                Actor::Node(NODE),
+                EventKind::Lock {
+                    key,
+                    change,
+                    via: Via::Command,
+                },
+            );
         }
         for key in renewed {
-            let change = LockChange::Renewed { ttl_ms: self.pttl(&key) };
-            self.emit(Actor::Node(NODE), EventKind::Lock { key, change, via: Via::Command });
+            let change = LockChange::Renewed {
+                ttl_ms: self.pttl(&key),
+            };
+            self.emit(
+                Actor::Node(NODE),
+                EventKind::Lock {
+                    key,
+                    change,
+                    via: Via::Command,
+                },
+            );
         }
     }
 }
@@ -357,9 +426,20 @@ mod tests {
         lab.run(Client::C, "   ");
         assert_eq!(lab.transcript(Client::C).len(), 3);
         assert_eq!(lab.transcript(Client::A).len(), 1);
-        assert_eq!(lab.history(Client::C), ["EXISTS lock:order:1", "SET k \"open", "3 INCR n"]);
-        let executed = lab.trace().events.iter().filter(|e| matches!(e.kind, EventKind::Executed { .. })).count();
-        assert_eq!(executed, 7, "the unparsable line never reached the node; the repeat ran 3 times");
+        assert_eq!(
+            lab.history(Client::C),
+            ["EXISTS lock:order:1", "SET k \"open", "3 INCR n"]
+        );
+        let executed = lab
+            .trace()
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Executed { .. }))
+            .count();
+        assert_eq!(
+            executed, 7,
+            "the unparsable line never reached the node; the repeat ran 3 times"
+        );
     }
 
     #[test]
@@ -397,14 +477,34 @@ mod tests {
         assert_eq!(
             locks(&lab),
             vec![
-                (0, "lock".into(), LockChange::Acquired { owner: a, value: "token-A-111".into(), ttl_ms: Some(10_000) }),
+                (
+                    0,
+                    "lock".into(),
+                    LockChange::Acquired {
+                        owner: a,
+                        value: "token-A-111".into(),
+                        ttl_ms: Some(10_000)
+                    }
+                ),
                 (1000, "lock".into(), LockChange::Renewed { ttl_ms: Some(20_000) }),
                 (21_000, "lock".into(), LockChange::Removed { by: None }),
-                (31_000, "lock".into(), LockChange::Acquired { owner: b, value: "token-B-222".into(), ttl_ms: None }),
+                (
+                    31_000,
+                    "lock".into(),
+                    LockChange::Acquired {
+                        owner: b,
+                        value: "token-B-222".into(),
+                        ttl_ms: None
+                    }
+                ),
                 (31_000, "lock".into(), LockChange::Removed { by: c }),
             ]
         );
-        assert!(lab.trace().events.iter().any(|e| e.at_ms == 21_000 && e.kind == EventKind::Expired { key: "lock".into() }));
+        assert!(lab
+            .trace()
+            .events
+            .iter()
+            .any(|e| e.at_ms == 21_000 && e.kind == EventKind::Expired { key: "lock".into() }));
         let steps: Vec<u64> = lab.trace().events.iter().map(|e| e.step).collect();
         assert_eq!(steps, (0..steps.len() as u64).collect::<Vec<_>>());
     }

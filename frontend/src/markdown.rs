@@ -20,7 +20,9 @@ pub enum Block {
 }
 
 fn is_cjk(c: char) -> bool {
-    ('\u{2e80}'..='\u{9fff}').contains(&c) || ('\u{ff00}'..='\u{ffef}').contains(&c) || ('\u{3000}'..='\u{303f}').contains(&c)
+    ('\u{2e80}'..='\u{9fff}').contains(&c)
+        || ('\u{ff00}'..='\u{ffef}').contains(&c)
+        || ('\u{3000}'..='\u{303f}').contains(&c)
 }
 
 /// Lines of one paragraph joined: a space between words, none between
@@ -63,10 +65,13 @@ pub fn inlines(text: &str) -> Vec<Inline> {
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
         let found = match c {
-            '`' => rest[1..].find('`').map(|end| (Inline::Code(rest[1..1 + end].to_owned()), 2 + end)),
-            '*' if rest.starts_with("**") => {
-                rest[2..].find("**").filter(|&e| e > 0).map(|end| (Inline::Strong(rest[2..2 + end].to_owned()), 4 + end))
-            }
+            '`' => rest[1..]
+                .find('`')
+                .map(|end| (Inline::Code(rest[1..1 + end].to_owned()), 2 + end)),
+            '*' if rest.starts_with("**") => rest[2..]
+                .find("**")
+                .filter(|&e| e > 0)
+                .map(|end| (Inline::Strong(rest[2..2 + end].to_owned()), 4 + end)),
             '*' => rest[1..]
                 .find('*')
                 .filter(|&e| e > 0 && !rest[1..].starts_with(' '))
@@ -105,7 +110,10 @@ pub fn parse(text: &str) -> Vec<Block> {
     };
     let flush_list = |list: &mut Option<(bool, Vec<Vec<&str>>)>, blocks: &mut Vec<Block>| {
         if let Some((ordered, items)) = list.take() {
-            blocks.push(Block::List { ordered, items: items.iter().map(|i| inlines(&join_lines(i))).collect() });
+            blocks.push(Block::List {
+                ordered,
+                items: items.iter().map(|i| inlines(&join_lines(i))).collect(),
+            });
         }
     };
     for line in text.lines() {
@@ -148,8 +156,12 @@ pub fn render(text: &str) -> Html {
         .iter()
         .map(|b| match b {
             Block::Para(p) => html! { <p>{ inline_html(p) }</p> },
-            Block::List { ordered: false, items } => html! { <ul>{ for items.iter().map(|i| html! { <li>{ inline_html(i) }</li> }) }</ul> },
-            Block::List { ordered: true, items } => html! { <ol>{ for items.iter().map(|i| html! { <li>{ inline_html(i) }</li> }) }</ol> },
+            Block::List { ordered: false, items } => {
+                html! { <ul>{ for items.iter().map(|i| html! { <li>{ inline_html(i) }</li> }) }</ul> }
+            }
+            Block::List { ordered: true, items } => {
+                html! { <ol>{ for items.iter().map(|i| html! { <li>{ inline_html(i) }</li> }) }</ol> }
+            }
         })
         .collect()
 }

@@ -159,10 +159,15 @@ pub enum ServerMsg {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Link {
     /// Opening; `attempt` counts reconnects (0: the first connection).
-    Connecting { attempt: u32 },
+    Connecting {
+        attempt: u32,
+    },
     Open,
     /// Closed; the app reconnects after [`reconnect_delay_ms`]`(attempt)`.
-    Lost { reason: String, attempt: u32 },
+    Lost {
+        reason: String,
+        attempt: u32,
+    },
 }
 
 /// The session the backend opened for this tab.
@@ -358,7 +363,11 @@ impl RealDriver {
             return Some(e.clone());
         }
         match &self.health {
-            Some(h) if !h.reachable => Some(h.error.clone().unwrap_or_else(|| "redis-server is not reachable".to_owned())),
+            Some(h) if !h.reachable => Some(
+                h.error
+                    .clone()
+                    .unwrap_or_else(|| "redis-server is not reachable".to_owned()),
+            ),
             _ => None,
         }
     }
@@ -404,13 +413,15 @@ impl RealDriver {
     /// Ask for the next step if the user wants more than have arrived.
     fn pump(&mut self) {
         let Some(run) = self.run.as_mut() else { return };
-        if run.started && !run.stepping && run.error.is_none() && run.results.len() < run.target.min(run.lesson.steps.len())
+        if run.started
+            && !run.stepping
+            && run.error.is_none()
+            && run.results.len() < run.target.min(run.lesson.steps.len())
         {
             run.stepping = true;
             self.send(json!({ "type": "lesson_step" }));
         }
     }
-
 
     /// A frame from the backend.
     pub fn receive(&mut self, text: &str) {
@@ -422,8 +433,19 @@ impl RealDriver {
             }
         };
         match msg {
-            ServerMsg::Hello { session, prefix, topology, nodes, names } => {
-                self.session = Some(SessionInfo { id: session, prefix, topology, nodes });
+            ServerMsg::Hello {
+                session,
+                prefix,
+                topology,
+                nodes,
+                names,
+            } => {
+                self.session = Some(SessionInfo {
+                    id: session,
+                    prefix,
+                    topology,
+                    nodes,
+                });
                 self.names = names;
                 self.events.clear();
                 if let Some(run) = self.run.as_mut() {
@@ -457,7 +479,16 @@ impl RealDriver {
                     self.last_error = Some(message);
                 }
             }
-            ServerMsg::Lesson { id, server_version, factor, topology, nodes, names, notice, .. } => {
+            ServerMsg::Lesson {
+                id,
+                server_version,
+                factor,
+                topology,
+                nodes,
+                names,
+                notice,
+                ..
+            } => {
                 if let Some(run) = self.run.as_mut().filter(|r| r.lesson.id == id) {
                     run.started = true;
                     run.server_version = server_version;
@@ -501,7 +532,12 @@ impl RealDriver {
             h.push(line.to_owned());
         }
         let after_steps = self.run.as_ref().map_or(0, |r| r.results.len());
-        let mut exchange = Exchange { prompt: PROMPT.to_owned(), line: line.to_owned(), output: String::new(), at_ms: 0 };
+        let mut exchange = Exchange {
+            prompt: PROMPT.to_owned(),
+            line: line.to_owned(),
+            output: String::new(),
+            at_ms: 0,
+        };
         let answered = if self.link == Link::Open {
             self.send(json!({ "type": "command", "client": client, "line": line }));
             false
@@ -509,7 +545,12 @@ impl RealDriver {
             exchange.output = "(error) not connected to the lab backend".to_owned();
             true
         };
-        self.typed.push(Typed { client: client.to_owned(), after_steps, exchange, answered });
+        self.typed.push(Typed {
+            client: client.to_owned(),
+            after_steps,
+            exchange,
+            answered,
+        });
     }
 
     /// A fault on a managed node (`pause`, `resume`, `crash`, `restart`,
@@ -527,7 +568,11 @@ impl RealDriver {
 
     /// The free lab's console for `client`.
     pub fn free_transcript(&self, client: &str) -> Vec<Exchange> {
-        self.typed.iter().filter(|t| t.client == client).map(|t| t.exchange.clone()).collect()
+        self.typed
+            .iter()
+            .filter(|t| t.client == client)
+            .map(|t| t.exchange.clone())
+            .collect()
     }
 
     pub fn client_history(&self, client: &str) -> &[String] {
@@ -536,7 +581,10 @@ impl RealDriver {
 
     /// Everything this tab's session did (the free lab's timeline).
     pub fn session_trace(&self) -> Trace {
-        Trace { names: self.names.clone(), events: self.events.clone() }
+        Trace {
+            names: self.names.clone(),
+            events: self.events.clone(),
+        }
     }
 
     /// The newest event's time: the timeline's "now".
@@ -546,7 +594,10 @@ impl RealDriver {
 
     /// `7.0.15 · ×100`: what the lesson runs on.
     pub fn run_info(&self) -> Option<(String, u64)> {
-        self.run.as_ref().filter(|r| r.started).map(|r| (r.server_version.clone(), r.factor))
+        self.run
+            .as_ref()
+            .filter(|r| r.started)
+            .map(|r| (r.server_version.clone(), r.factor))
     }
 
     fn run(&self) -> Option<&Run> {
@@ -557,7 +608,9 @@ impl RealDriver {
 /// The lesson the driver runs. Only meaningful between `start_lesson` and `close_lesson`.
 impl LessonDriver for RealDriver {
     fn lesson(&self) -> &'static Lesson {
-        self.run().map(|r| r.lesson).expect("the real driver is a lesson driver only while it runs a lesson")
+        self.run()
+            .map(|r| r.lesson)
+            .expect("the real driver is a lesson driver only while it runs a lesson")
     }
 
     fn position(&self) -> usize {
@@ -600,7 +653,10 @@ impl LessonDriver for RealDriver {
 
     fn trace(&self) -> Trace {
         let from = self.run().map_or(0, |r| r.trace_from).min(self.events.len());
-        Trace { names: self.names.clone(), events: self.events[from..].to_vec() }
+        Trace {
+            names: self.names.clone(),
+            events: self.events[from..].to_vec(),
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -614,7 +670,9 @@ impl LessonDriver for RealDriver {
 
     fn transcript(&self, actor: usize) -> Vec<Exchange> {
         let Some(run) = self.run() else { return Vec::new() };
-        let Some(name) = run.lesson.actors.get(actor) else { return Vec::new() };
+        let Some(name) = run.lesson.actors.get(actor) else {
+            return Vec::new();
+        };
         // The lesson's own commands for this actor, then the typed lines,
         // each in its place between steps.
         let mut out: Vec<(usize, u8, Exchange)> = Vec::new();
@@ -630,7 +688,12 @@ impl LessonDriver for RealDriver {
                 out.push((r.index + 1, 0, exchange));
             }
         }
-        out.extend(self.typed.iter().filter(|t| &t.client == name).map(|t| (t.after_steps, 1, t.exchange.clone())));
+        out.extend(
+            self.typed
+                .iter()
+                .filter(|t| &t.client == name)
+                .map(|t| (t.after_steps, 1, t.exchange.clone())),
+        );
         out.sort_by_key(|(n, k, _)| (*n, *k));
         out.into_iter().map(|(_, _, e)| e).collect()
     }
@@ -673,7 +736,9 @@ impl LessonDriver for RealDriver {
     }
 
     fn run_line(&mut self, actor: usize, line: &str) {
-        let Some(name) = self.run().and_then(|r| r.lesson.actors.get(actor).cloned()) else { return };
+        let Some(name) = self.run().and_then(|r| r.lesson.actors.get(actor).cloned()) else {
+            return;
+        };
         self.type_line(&name, line);
     }
 
@@ -719,14 +784,20 @@ mod tests {
         d.start_lesson(l);
         let out = d.take_outbox();
         assert_eq!(out.len(), 1);
-        assert!(out[0].contains(r#""type":"lesson""#) && out[0].contains(r#""id":"01""#), "{out:?}");
+        assert!(
+            out[0].contains(r#""type":"lesson""#) && out[0].contains(r#""id":"01""#),
+            "{out:?}"
+        );
         assert!(out[0].contains(r#""factor":1"#), "real time unless asked: {out:?}");
         // Asking before the backend accepted queues the wish.
         assert!(d.forward());
         assert!(d.take_outbox().is_empty());
         assert!(d.is_busy());
-        d.receive(&json!({"type":"lesson","id":"01","steps":l.steps.len(),"server_version":"7.0.15","factor":100,
-            "topology":"single","nodes":[],"names":{"clients":["A","B"],"nodes":["redis"]},"notice":null}).to_string());
+        d.receive(
+            &json!({"type":"lesson","id":"01","steps":l.steps.len(),"server_version":"7.0.15","factor":100,
+            "topology":"single","nodes":[],"names":{"clients":["A","B"],"nodes":["redis"]},"notice":null})
+            .to_string(),
+        );
         assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
         // A second forward while the first is in flight sends nothing more yet.
         d.forward();
@@ -748,7 +819,10 @@ mod tests {
         let mut d = open();
         let l = catalog::find("01").unwrap();
         d.start_lesson(l);
-        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":"n"}).to_string());
+        d.receive(
+            &json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":"n"})
+                .to_string(),
+        );
         d.goto(2);
         d.receive(&step_json(0, "OK", true));
         d.receive(&step_json(1, "OK", true));
@@ -758,7 +832,10 @@ mod tests {
         let out = d.take_outbox();
         assert_eq!(out.len(), 1);
         assert!(out[0].contains(r#""type":"lesson""#));
-        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
+        d.receive(
+            &json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null})
+                .to_string(),
+        );
         assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
         d.receive(&step_json(0, "OK", true));
         assert_eq!(d.position(), 1);
@@ -799,7 +876,10 @@ mod tests {
         let mut d = open();
         let l = catalog::find("01").unwrap();
         d.start_lesson(l);
-        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
+        d.receive(
+            &json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null})
+                .to_string(),
+        );
         d.goto(1);
         d.receive(&step_json(0, "OK", true));
         d.type_line("A", "GET k");
@@ -816,14 +896,23 @@ mod tests {
         assert_eq!(d.problem(), None);
         let out = d.take_outbox();
         assert!(out[0].contains(r#""type":"lesson""#), "{out:?}");
-        d.receive(&json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null}).to_string());
-        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()], "played again to where the user was");
+        d.receive(
+            &json!({"type":"lesson","id":"01","steps":3,"names":{"clients":["A"],"nodes":["redis"]},"notice":null})
+                .to_string(),
+        );
+        assert_eq!(
+            d.take_outbox(),
+            vec![r#"{"type":"lesson_step"}"#.to_owned()],
+            "played again to where the user was"
+        );
     }
 
     #[test]
     fn events_make_the_trace_and_unknown_messages_are_ignored() {
         let mut d = open();
-        d.receive(r#"{"type":"event","event":{"step":0,"at_ms":5,"actor":{"client":0},"kind":{"type":"note","text":"hi"}}}"#);
+        d.receive(
+            r#"{"type":"event","event":{"step":0,"at_ms":5,"actor":{"client":0},"kind":{"type":"note","text":"hi"}}}"#,
+        );
         d.receive(r#"{"type":"something_new","x":1}"#);
         assert_eq!(d.session_trace().events.len(), 1);
         assert_eq!(d.last_ms(), 5);
@@ -834,7 +923,10 @@ mod tests {
 
     #[test]
     fn health_and_backoff() {
-        let h = Health::parse(r#"{"reachable":false,"version":null,"topology":"external","lessons":["01"],"error":"Connection refused"}"#).unwrap();
+        let h = Health::parse(
+            r#"{"reachable":false,"version":null,"topology":"external","lessons":["01"],"error":"Connection refused"}"#,
+        )
+        .unwrap();
         assert!(h.is_external());
         let mut d = open();
         d.health_result(Ok(h));

@@ -108,7 +108,11 @@ mod tests {
         s.record(4, false);
         assert_eq!(s.encode(), "-1--0");
         assert_eq!(Score::parse(&s.encode()), s);
-        assert_eq!(Score::parse("1x0").label().as_deref(), Some("1/2"), "damage reads as unanswered");
+        assert_eq!(
+            Score::parse("1x0").label().as_deref(),
+            Some("1/2"),
+            "damage reads as unanswered"
+        );
         assert_eq!(key("07"), "locklab.score.07");
     }
 }

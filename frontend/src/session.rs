@@ -95,9 +95,19 @@ impl Session {
     pub fn new(lesson: &'static Lesson, seed: u64, pos: usize) -> Session {
         let (run, error) = match LessonRun::at_step(lesson, seed, pos) {
             Ok(run) => (run, None),
-            Err(e) => (LessonRun::with_seed(lesson, seed).expect("a lesson that validates builds"), Some(e.to_string())),
+            Err(e) => (
+                LessonRun::with_seed(lesson, seed).expect("a lesson that validates builds"),
+                Some(e.to_string()),
+            ),
         };
-        Session { lesson, seed, run, log: Vec::new(), history: vec![Vec::new(); lesson.actors.len()], error }
+        Session {
+            lesson,
+            seed,
+            run,
+            log: Vec::new(),
+            history: vec![Vec::new(); lesson.actors.len()],
+            error,
+        }
     }
 
     pub fn run(&self) -> &LessonRun {
@@ -194,7 +204,12 @@ impl Session {
         let at_ms = self.now_ms();
         let shown = self.apply(&action)?;
         self.log.retain(|r| r.pos <= pos);
-        self.log.push(Recorded { pos, at_ms, action, shown });
+        self.log.push(Recorded {
+            pos,
+            at_ms,
+            action,
+            shown,
+        });
         Ok(())
     }
 
@@ -249,7 +264,10 @@ impl Session {
         if matches!(cli::parse(line), Ok(argv) if argv.is_empty()) {
             return;
         }
-        let _ = self.record(OffScript::Line { actor, line: line.to_owned() });
+        let _ = self.record(OffScript::Line {
+            actor,
+            line: line.to_owned(),
+        });
     }
 
     /// Send a line to the world as `actor`: its console row, and the trace
@@ -270,7 +288,12 @@ impl Session {
             }
         };
         let output = output.trim_end_matches(['\r', '\n']).to_owned();
-        let exchange = Exchange { prompt: PROMPT.to_owned(), line: line.to_owned(), output, at_ms: self.now_ms() };
+        let exchange = Exchange {
+            prompt: PROMPT.to_owned(),
+            line: line.to_owned(),
+            output,
+            at_ms: self.now_ms(),
+        };
         (self.run.world().trace().len(), exchange)
     }
 
@@ -288,13 +311,18 @@ impl Session {
     /// position and world time each was made at.
     pub fn off_script(&self) -> impl Iterator<Item = (usize, u64, &OffScript)> {
         let pos = self.position();
-        self.log.iter().filter(move |r| r.pos <= pos).map(|r| (r.pos, r.at_ms, &r.action))
+        self.log
+            .iter()
+            .filter(move |r| r.pos <= pos)
+            .map(|r| (r.pos, r.at_ms, &r.action))
     }
 
     /// What `actor`'s console shows: the lesson's commands for that client
     /// (with their replies) and the lines typed off script, in order.
     pub fn transcript(&self, actor: usize) -> Vec<Exchange> {
-        let Some(name) = self.lesson.actors.get(actor) else { return Vec::new() };
+        let Some(name) = self.lesson.actors.get(actor) else {
+            return Vec::new();
+        };
         let mut rows: Vec<(usize, usize, Exchange)> = Vec::new();
         for r in self.results() {
             let is_cmd = matches!(self.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
@@ -324,7 +352,9 @@ impl Session {
 /// How step `index` reads in `lang`, before or after it ran: the command
 /// line, or the world step worded by [`i18n::shown`].
 pub fn step_text(run: &LessonRun, index: usize, lang: Lang) -> String {
-    run.shown(index).map(|s| i18n::shown(&s, run.world().names(), lang)).unwrap_or_default()
+    run.shown(index)
+        .map(|s| i18n::shown(&s, run.world().names(), lang))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -340,7 +370,18 @@ mod tests {
         let replies: Vec<_> = s.results().iter().filter_map(|r| r.reply.clone()).collect();
         // The safe release of 6.2, then the dangerous bare DEL the title
         // promises (issue 17): it removes B's lock.
-        assert_eq!(replies, ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\"", "(integer) 1", "(nil)"]);
+        assert_eq!(
+            replies,
+            [
+                "OK",
+                "(integer) 1",
+                "OK",
+                "(integer) 0",
+                "\"token-B-222\"",
+                "(integer) 1",
+                "(nil)"
+            ]
+        );
         assert!(s.results().iter().all(|r| r.ok));
         // The bare DEL and its aftermath add one line to A and one to B.
         assert_eq!(s.transcript(0).len(), 5);
@@ -381,7 +422,11 @@ mod tests {
         assert_eq!(again, at, "made at step 3, at the same world time");
         s.goto(0);
         s.goto(5);
-        assert_eq!(s.transcript(0).last().unwrap().output, "\"token-B-222\"", "the lesson still ends as written");
+        assert_eq!(
+            s.transcript(0).last().unwrap().output,
+            "\"token-B-222\"",
+            "the lesson still ends as written"
+        );
     }
 
     #[test]
@@ -395,7 +440,11 @@ mod tests {
         s.run_line(1, "SET lock:order:1001 mine NX PX 60000");
         while s.forward() {}
         let end: Vec<_> = s.results().iter().map(|r| r.reply.clone()).collect();
-        assert_ne!(end[4].as_deref(), Some("\"token-B-222\""), "B's SET at step 3 met B's own key");
+        assert_ne!(
+            end[4].as_deref(),
+            Some("\"token-B-222\""),
+            "B's SET at step 3 met B's own key"
+        );
         let trace = s.trace().events.len();
         s.goto(2);
         s.goto(end.len());
@@ -409,7 +458,11 @@ mod tests {
         let l = catalog::find("07").unwrap();
         let mut s = Session::new(l, 1, 4);
         s.run_line(0, "PTTL lock:order:1001");
-        s.inject(Fault::PauseClient { client: "B".into(), ms: None }).unwrap();
+        s.inject(Fault::PauseClient {
+            client: "B".into(),
+            ms: None,
+        })
+        .unwrap();
         assert!(s.clients()[1].paused);
         s.goto(2);
         assert!(!s.clients()[1].paused, "the pause was made at step 4");
@@ -491,7 +544,10 @@ mod prediction_tests {
         let (set, pttl) = (&l.steps[0], &l.steps[4]);
         assert!(prediction_right(set, "ok", "OK"));
         assert!(!prediction_right(set, "(nil)", "OK"));
-        assert!(prediction_right(pttl, "(integer) > 0", "(integer) 29998"), "the quiz's own answer");
+        assert!(
+            prediction_right(pttl, "(integer) > 0", "(integer) 29998"),
+            "the quiz's own answer"
+        );
         assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
         let range = locklab_core::lesson::Step {
             client: Some("A".into()),
@@ -499,7 +555,10 @@ mod prediction_tests {
             expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),
             ..Default::default()
         };
-        assert!(prediction_right(&range, "30000", "(integer) 29998"), "a number within the expected range");
+        assert!(
+            prediction_right(&range, "30000", "(integer) 29998"),
+            "a number within the expected range"
+        );
         assert!(prediction_right(&range, "(integer) 29998", "(integer) 29998"));
         assert!(!prediction_right(&range, "-1", "(integer) 29998"));
     }
@@ -579,12 +638,21 @@ mod fault_tests {
     fn toolbox_faults_land_in_the_trace() {
         let l = catalog::find("07").unwrap();
         let mut s = Session::new(l, 1, 1);
-        s.inject(Fault::PauseClient { client: "A".into(), ms: None }).unwrap();
+        s.inject(Fault::PauseClient {
+            client: "A".into(),
+            ms: None,
+        })
+        .unwrap();
         assert!(s.clients()[0].paused);
         s.inject(Fault::ResumeClient { client: "A".into() }).unwrap();
         s.inject(Fault::CrashNode { node: 0 }).unwrap();
         assert!(s.nodes()[0].down);
-        let faults = s.trace().events.iter().filter(|e| matches!(e.kind, EventKind::Fault { .. })).count();
+        let faults = s
+            .trace()
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Fault { .. }))
+            .count();
         assert_eq!(faults, 3);
         let layout = crate::timeline::layout(&s.trace(), s.now_ms(), crate::i18n::Lang::En);
         assert!(layout.spans.iter().any(|sp| sp.kind == "paused" && !sp.open));

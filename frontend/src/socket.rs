@@ -13,7 +13,11 @@ use crate::state::RealInput;
 /// `ws://host/api/session` for the page's own origin (`wss:` under https).
 pub fn session_url() -> Option<String> {
     let location = web_sys::window()?.location();
-    let scheme = if location.protocol().ok()? == "https:" { "wss" } else { "ws" };
+    let scheme = if location.protocol().ok()? == "https:" {
+        "wss"
+    } else {
+        "ws"
+    };
     Some(format!("{scheme}://{}/api/session", location.host().ok()?))
 }
 
@@ -47,14 +51,23 @@ impl Socket {
             Closure::<dyn FnMut(CloseEvent)>::new(move |e: CloseEvent| {
                 // 1006 is "closed abnormally": the usual way a backend that
                 // was stopped or never started shows up.
-                let why = if e.reason().is_empty() { format!("code {}", e.code()) } else { e.reason() };
+                let why = if e.reason().is_empty() {
+                    format!("code {}", e.code())
+                } else {
+                    e.reason()
+                };
                 report.emit(RealInput::Closed(format!("{host} closed ({why})")));
             })
         };
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
         ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        Ok(Socket { ws, _on_open: on_open, _on_message: on_message, _on_close: on_close })
+        Ok(Socket {
+            ws,
+            _on_open: on_open,
+            _on_message: on_message,
+            _on_close: on_close,
+        })
     }
 
     /// Send one text frame; false when the socket is not open.

@@ -110,7 +110,12 @@ impl PartialEq for State {
 }
 
 /// `lesson` at `pos` steps done, on `driver`.
-fn play(lesson: &'static locklab_core::lesson::Lesson, seed: u64, pos: usize, real: Option<&Rc<RefCell<RealDriver>>>) -> Played {
+fn play(
+    lesson: &'static locklab_core::lesson::Lesson,
+    seed: u64,
+    pos: usize,
+    real: Option<&Rc<RefCell<RealDriver>>>,
+) -> Played {
     match real {
         Some(r) => {
             {
@@ -205,7 +210,10 @@ pub enum Action {
     CloseLesson,
     SelectClient(usize),
     /// Run a typed line on a console tab's connection.
-    Run { tab: usize, line: String },
+    Run {
+        tab: usize,
+        line: String,
+    },
     /// Move the node's clock forward.
     Advance(u64),
     /// A fresh node and empty consoles.
@@ -222,7 +230,10 @@ pub enum Action {
     /// What happened to the real driver's WebSocket or health check.
     Real(RealInput),
     /// A fault on a managed real node: `pause`, `crash`, `promote`…
-    RealFault { fault: String, node: u32 },
+    RealFault {
+        fault: String,
+        node: u32,
+    },
     /// Replace the managed real topology.
     RealTopology(String),
     /// The real driver's time compression.
@@ -429,7 +440,9 @@ impl Reducible for State {
             Action::NextLesson => {
                 let id = next.lesson_id();
                 let lessons = catalog::all();
-                let after = id.and_then(|id| lessons.iter().position(|l| l.id == id)).and_then(|i| lessons.get(i + 1));
+                let after = id
+                    .and_then(|id| lessons.iter().position(|l| l.id == id))
+                    .and_then(|i| lessons.get(i + 1));
                 if let Some(l) = after {
                     next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
@@ -474,7 +487,13 @@ mod tests {
         let s = State::from_query(&Query::default(), Lang::En);
         let s = reduce(s, Action::SetLang(Lang::Zh));
         assert_eq!(s.lang, Lang::Zh);
-        let s = reduce(s, Action::Run { tab: 1, line: "SET lock t NX PX 1000".into() });
+        let s = reduce(
+            s,
+            Action::Run {
+                tab: 1,
+                line: "SET lock t NX PX 1000".into(),
+            },
+        );
         assert_eq!((s.active, s.rev), (1, 1));
         assert_eq!(s.lab.borrow().transcript(Client::B)[0].output, "OK");
         let before = s.clone();

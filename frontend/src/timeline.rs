@@ -94,7 +94,9 @@ impl Style {
 /// Labels are drawn in the monospace face; Chinese is full width. A
 /// generous estimate, so labels laid out apart never touch in the browser.
 pub fn text_w(text: &str, font: f64) -> f64 {
-    text.chars().map(|c| if c >= '\u{2e80}' { font * 1.02 } else { font * 0.62 }).sum::<f64>()
+    text.chars()
+        .map(|c| if c >= '\u{2e80}' { font * 1.02 } else { font * 0.62 })
+        .sum::<f64>()
 }
 
 /// Lock bar rows per lane before keys share the last one.
@@ -167,7 +169,10 @@ impl Tone {
     fn of(replies: &[Reply]) -> Tone {
         if replies.iter().any(Reply::is_error) {
             Tone::Error
-        } else if replies.iter().all(|r| matches!(r, Reply::Nil | Reply::NilArray | Reply::Integer(0))) {
+        } else if replies
+            .iter()
+            .all(|r| matches!(r, Reply::Nil | Reply::NilArray | Reply::Integer(0)))
+        {
             Tone::Nil
         } else {
             Tone::Ok
@@ -193,11 +198,15 @@ pub enum MarkKind {
     Executed(Tone),
     /// The client got the reply.
     Reply(Tone),
-    Expired { key: String },
+    Expired {
+        key: String,
+    },
     Lost,
     TimedOut,
     Fault,
-    Write { accepted: bool },
+    Write {
+        accepted: bool,
+    },
     /// Notes, resumes, restarts, replication batches: a small dot.
     Info,
 }
@@ -397,7 +406,10 @@ fn has_slot(kind: &EventKind) -> bool {
 enum SegKind {
     Linear,
     /// Events spread one slot each; `times` are their instants, in order.
-    Burst { times: Vec<u64>, slot: f64 },
+    Burst {
+        times: Vec<u64>,
+        slot: f64,
+    },
     /// Idle time squeezed to a fixed width.
     Gap,
 }
@@ -510,7 +522,10 @@ impl Axis {
                 gaps.push((prev, end_ms));
             }
             let is_burst = |c: usize| cols_of[c].len() > 1 || clusters[c].2.len() > 1;
-            let burst_cols: usize = (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| cols_of[c].len()).sum();
+            let burst_cols: usize = (0..clusters.len())
+                .filter(|&c| is_burst(c))
+                .map(|c| cols_of[c].len())
+                .sum();
             let gap_w = style.gap_w().min(plot_w * 0.15);
             let fixed_gaps = gaps.len() as f64 * gap_w;
             // Bursts may take up to half the plot; slots shrink beyond that.
@@ -520,18 +535,31 @@ impl Axis {
             let fixed = fixed_gaps + burst_cols as f64 * slot;
             let linear_ms: u64 = span as u64
                 - gaps.iter().map(|(a, b)| b - a).sum::<u64>()
-                - (0..clusters.len()).filter(|&c| is_burst(c)).map(|c| clusters[c].1 - clusters[c].0).sum::<u64>();
+                - (0..clusters.len())
+                    .filter(|&c| is_burst(c))
+                    .map(|c| clusters[c].1 - clusters[c].0)
+                    .sum::<u64>();
             let new_k = (plot_w - fixed).max(plot_w * 0.2) / linear_ms.max(1) as f64;
             // Segments, left to right.
             segs.clear();
             let mut x = x_left;
             let mut t = start_ms;
             let push = |segs: &mut Vec<Seg>, t0: u64, t1: u64, w: f64, kind: SegKind, x: &mut f64| {
-                segs.push(Seg { t0, t1, x0: *x, x1: *x + w, kind });
+                segs.push(Seg {
+                    t0,
+                    t1,
+                    x0: *x,
+                    x1: *x + w,
+                    kind,
+                });
                 *x += w;
             };
             let mut breaks: Vec<(u64, u64, Option<usize>)> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
-            breaks.extend((0..clusters.len()).filter(|&c| is_burst(c)).map(|c| (clusters[c].0, clusters[c].1, Some(c))));
+            breaks.extend(
+                (0..clusters.len())
+                    .filter(|&c| is_burst(c))
+                    .map(|c| (clusters[c].0, clusters[c].1, Some(c))),
+            );
             breaks.sort_by_key(|b| b.0);
             let mut burst_x0 = vec![None; clusters.len()];
             for (b0, b1, c) in breaks {
@@ -542,18 +570,44 @@ impl Axis {
                     Some(c) => {
                         burst_x0[c] = Some(x);
                         let w = cols_of[c].len() as f64 * slot;
-                        push(&mut segs, b0, b1, w, SegKind::Burst { times: cols_of[c].clone(), slot }, &mut x);
+                        push(
+                            &mut segs,
+                            b0,
+                            b1,
+                            w,
+                            SegKind::Burst {
+                                times: cols_of[c].clone(),
+                                slot,
+                            },
+                            &mut x,
+                        );
                     }
                     None => push(&mut segs, b0, b1, gap_w, SegKind::Gap, &mut x),
                 }
                 t = b1;
             }
             if end_ms > t {
-                push(&mut segs, t, end_ms, (end_ms - t) as f64 * new_k, SegKind::Linear, &mut x);
+                push(
+                    &mut segs,
+                    t,
+                    end_ms,
+                    (end_ms - t) as f64 * new_k,
+                    SegKind::Linear,
+                    &mut x,
+                );
             }
             let converged = (new_k - k).abs() <= k * 1e-9;
             k = new_k;
-            let axis = Axis { segs: segs.clone(), k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x: Vec::new() };
+            let axis = Axis {
+                segs: segs.clone(),
+                k,
+                start_ms,
+                end_ms,
+                x_left,
+                plot_w,
+                font: style.font,
+                event_x: Vec::new(),
+            };
             for (c, (_, _, ix)) in clusters.iter().enumerate() {
                 for &i in ix {
                     event_x[i] = match burst_x0[c] {
@@ -566,7 +620,16 @@ impl Axis {
                 break;
             }
         }
-        Axis { segs, k, start_ms, end_ms, x_left, plot_w, font: style.font, event_x }
+        Axis {
+            segs,
+            k,
+            start_ms,
+            end_ms,
+            x_left,
+            plot_w,
+            font: style.font,
+            event_x,
+        }
     }
 
     /// x at the start of instant `t` (before its events).
@@ -609,14 +672,23 @@ impl Axis {
         let mut out = Vec::new();
         for share in [1.0, 0.6, 0.35] {
             let min_px = self.font * 4.5 * share;
-            let step = TICK_STEPS.into_iter().find(|&s| s as f64 * self.k >= min_px).unwrap_or(3_600_000);
+            let step = TICK_STEPS
+                .into_iter()
+                .find(|&s| s as f64 * self.k >= min_px)
+                .unwrap_or(3_600_000);
             out.clear();
             let mut last_end = f64::NEG_INFINITY;
             let mut t = self.start_ms.div_ceil(step) * step;
             while t <= self.end_ms {
                 // On a linear stretch, and not at an instant a break covers.
-                let linear = self.segs.iter().any(|s| s.kind == SegKind::Linear && s.t0 <= t && t <= s.t1)
-                    && !self.segs.iter().any(|s| s.kind != SegKind::Linear && s.t0 <= t && t <= s.t1);
+                let linear = self
+                    .segs
+                    .iter()
+                    .any(|s| s.kind == SegKind::Linear && s.t0 <= t && t <= s.t1)
+                    && !self
+                        .segs
+                        .iter()
+                        .any(|s| s.kind != SegKind::Linear && s.t0 <= t && t <= s.t1);
                 let x = self.x(t);
                 // Far enough from the last that their labels do not touch.
                 let half = text_w(&seconds(t), self.font) / 2.0;
@@ -661,7 +733,15 @@ impl Axis {
                         ("burst", None, title)
                     }
                 };
-                Some(AxisBreak { x0: s.x0, x1: s.x1, kind, label, title, from_ms: s.t0, to_ms: s.t1 })
+                Some(AxisBreak {
+                    x0: s.x0,
+                    x1: s.x1,
+                    kind,
+                    label,
+                    title,
+                    from_ms: s.t0,
+                    to_ms: s.t1,
+                })
             })
             .collect()
     }
@@ -683,7 +763,11 @@ pub fn short(line: &str) -> String {
 }
 
 fn replies_text(replies: &[Reply]) -> String {
-    replies.iter().map(|r| r.to_cli().replace('\n', " ")).collect::<Vec<_>>().join(" | ")
+    replies
+        .iter()
+        .map(|r| r.to_cli().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 fn commands_text(commands: &[Vec<String>]) -> String {
@@ -796,7 +880,9 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         }
     }
     let row_of = |keys: Option<&Vec<&str>>, key: &str| {
-        keys.and_then(|k| k.iter().position(|&x| x == key)).unwrap_or(0).min(MAX_ROWS - 1)
+        keys.and_then(|k| k.iter().position(|&x| x == key))
+            .unwrap_or(0)
+            .min(MAX_ROWS - 1)
     };
     let label_w = style.label_w();
     let view_w = width.max(label_w + 200.0);
@@ -810,12 +896,23 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         let rows = rows.clamp(1, MAX_ROWS) as f64;
         let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
         let mark_y = y + 4.0 + style.bar_row() / 2.0;
-        lanes.push(Lane { kind, label, role: None, y, height, mark_y });
+        lanes.push(Lane {
+            kind,
+            label,
+            role: None,
+            y,
+            height,
+            mark_y,
+        });
         y += height;
     };
     for (i, name) in names.clients.iter().enumerate() {
         let i = i as u32;
-        let label = if name.chars().count() <= 2 { format!("{} {name}", Text::Client.get(lang)) } else { name.clone() };
+        let label = if name.chars().count() <= 2 {
+            format!("{} {name}", Text::Client.get(lang))
+        } else {
+            name.clone()
+        };
         push_lane(LaneKind::Client(i), label, client_keys.get(&i).map_or(1, Vec::len));
     }
     for (i, name) in names.nodes.iter().enumerate() {
@@ -833,7 +930,8 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         Actor::Resource => lane_of(LaneKind::Resource),
         Actor::World => None,
     };
-    let row_y = |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
+    let row_y =
+        |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
 
     // The axis fits the events that draw something, and the present.
     let lane_key = |a: Actor| match a {
@@ -844,7 +942,10 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     };
     let mut order: Vec<usize> = (0..events.len()).filter(|&i| has_slot(&events[i].kind)).collect();
     order.sort_by_key(|&i| events[i].at_ms);
-    let slotted: Vec<(u64, u32)> = order.iter().map(|&i| (events[i].at_ms, lane_key(events[i].actor))).collect();
+    let slotted: Vec<(u64, u32)> = order
+        .iter()
+        .map(|&i| (events[i].at_ms, lane_key(events[i].actor)))
+        .collect();
     let axis = Axis::fit_lanes(&slotted, now_ms, label_w, plot_w, style);
     let mut x_of: HashMap<usize, f64> = order.iter().zip(&axis.event_x).map(|(&i, &x)| (i, x)).collect();
     let mut last_x: HashMap<u64, f64> = HashMap::new();
@@ -885,11 +986,24 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let mut roles: HashMap<usize, String> = HashMap::new();
 
     for (i, (e, &x)) in events.iter().zip(&xs).enumerate() {
-        let title = format!("t = {} · {}: {}", seconds(e.at_ms), names.actor(e.actor), e.describe(names));
+        let title = format!(
+            "t = {} · {}: {}",
+            seconds(e.at_ms),
+            names.actor(e.actor),
+            e.describe(names)
+        );
         let lane = actor_lane(e.actor);
         let mut mark = |lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>| {
             let y = lanes[lane].mid();
-            marks.push(Mark { lane, x, y, kind, label, title: title.clone(), client });
+            marks.push(Mark {
+                lane,
+                x,
+                y,
+                kind,
+                label,
+                title: title.clone(),
+                client,
+            });
         };
         match &e.kind {
             EventKind::Sent { req, commands, .. } => {
@@ -899,14 +1013,25 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     sent.insert(*req, (x, l, line));
                 }
             }
-            EventKind::Executed { req, client, commands, replies } => {
+            EventKind::Executed {
+                req,
+                client,
+                commands,
+                replies,
+            } => {
                 let tone = Tone::of(replies);
                 if let Some(name) = commands.first().and_then(|c| c.first()) {
                     last_cmd.insert(*client, name.to_uppercase());
                 }
                 match (sent.get(req), lane) {
                     (Some(&(sx, sl, _)), Some(nl)) => {
-                        arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[nl].mid(), kind: ArrowKind::Request });
+                        arrows.push(Arrow {
+                            x1: sx,
+                            y1: lanes[sl].mid(),
+                            x2: x,
+                            y2: lanes[nl].mid(),
+                            kind: ArrowKind::Request,
+                        });
                         mark(nl, MarkKind::Executed(tone), None, Some(*client));
                         executed.insert(*req, (x, nl));
                     }
@@ -930,7 +1055,13 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             EventKind::Received { req, replies, .. } => {
                 if let (Some(l), Actor::Client(c)) = (lane, e.actor) {
                     if let Some(&(ex, el)) = executed.get(req) {
-                        arrows.push(Arrow { x1: ex, y1: lanes[el].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Reply });
+                        arrows.push(Arrow {
+                            x1: ex,
+                            y1: lanes[el].mid(),
+                            x2: x,
+                            y2: lanes[l].mid(),
+                            kind: ArrowKind::Reply,
+                        });
                     }
                     mark(l, MarkKind::Reply(Tone::of(replies)), None, Some(c));
                 }
@@ -938,14 +1069,30 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             EventKind::Lost { req, client, .. } => {
                 if let Some(l) = lane {
                     if let Some(&(sx, sl, _)) = sent.get(req) {
-                        arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Lost });
+                        arrows.push(Arrow {
+                            x1: sx,
+                            y1: lanes[sl].mid(),
+                            x2: x,
+                            y2: lanes[l].mid(),
+                            kind: ArrowKind::Lost,
+                        });
                     }
-                    mark(l, MarkKind::Lost, Some(if zh { "丢失" } else { "lost" }.to_owned()), Some(*client));
+                    mark(
+                        l,
+                        MarkKind::Lost,
+                        Some(if zh { "丢失" } else { "lost" }.to_owned()),
+                        Some(*client),
+                    );
                 }
             }
             EventKind::TimedOut { .. } => {
                 if let (Some(l), Actor::Client(c)) = (lane, e.actor) {
-                    mark(l, MarkKind::TimedOut, Some(if zh { "超时" } else { "timeout" }.to_owned()), Some(c));
+                    mark(
+                        l,
+                        MarkKind::TimedOut,
+                        Some(if zh { "超时" } else { "timeout" }.to_owned()),
+                        Some(c),
+                    );
                 }
             }
             EventKind::Expired { key } => {
@@ -1022,12 +1169,22 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                                 notes.push((x, lanes[l].mid(), text, "removed", title.clone()));
                             }
                         }
-                        end_open(&mut bars, &mut open, if *via == Via::Expiry { BarEnd::Expired } else { BarEnd::Gone });
+                        end_open(
+                            &mut bars,
+                            &mut open,
+                            if *via == Via::Expiry {
+                                BarEnd::Expired
+                            } else {
+                                BarEnd::Gone
+                            },
+                        );
                     }
                 }
             }
             EventKind::Belief { key, holds } => {
-                let (Some(l), Actor::Client(c)) = (lane, e.actor) else { continue };
+                let (Some(l), Actor::Client(c)) = (lane, e.actor) else {
+                    continue;
+                };
                 let slot = (l, format!("belief:{key}"));
                 if *holds {
                     if let Entry::Vacant(vacant) = open.entry(slot) {
@@ -1052,13 +1209,25 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     bars[i].end = Some(BarEnd::Gone);
                 }
             }
-            EventKind::Overlap { key, clients, begin: true, .. } => {
+            EventKind::Overlap {
+                key,
+                clients,
+                begin: true,
+                ..
+            } => {
                 let who: Vec<String> = clients.iter().map(|&c| names.client(c).to_owned()).collect();
                 let text = match lang {
-                    Lang::En => format!("{} {} hold {key}", who_list(&who, lang), if who.len() > 2 { "all" } else { "both" }),
+                    Lang::En => format!(
+                        "{} {} hold {key}",
+                        who_list(&who, lang),
+                        if who.len() > 2 { "all" } else { "both" }
+                    ),
                     Lang::Zh => format!("{} 同时持有 {key}", who_list(&who, lang)),
                 };
-                let y = clients.first().and_then(|&c| lane_of(LaneKind::Client(c))).map_or(lanes_top, |l| lanes[l].mid());
+                let y = clients
+                    .first()
+                    .and_then(|&c| lane_of(LaneKind::Client(c)))
+                    .map_or(lanes_top, |l| lanes[l].mid());
                 notes.push((x, y, text, "overlap", title.clone()));
             }
             EventKind::WriteSent { .. } => {
@@ -1067,10 +1236,21 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     mark(l, MarkKind::Info, None, Some(c));
                 }
             }
-            EventKind::Write { client, accepted, token, .. } => {
+            EventKind::Write {
+                client,
+                accepted,
+                token,
+                ..
+            } => {
                 if let Some(l) = lane {
                     if let Some((sx, sl)) = write_sent.remove(client) {
-                        arrows.push(Arrow { x1: sx, y1: lanes[sl].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Write });
+                        arrows.push(Arrow {
+                            x1: sx,
+                            y1: lanes[sl].mid(),
+                            x2: x,
+                            y2: lanes[l].mid(),
+                            kind: ArrowKind::Write,
+                        });
                     }
                     let who = names.client(*client);
                     let label = match token {
@@ -1094,22 +1274,35 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             }
             EventKind::Replicated { from, .. } => {
                 if let (Some(l), Some(fl)) = (lane, lane_of(LaneKind::Node(*from))) {
-                    arrows.push(Arrow { x1: x, y1: lanes[fl].mid(), x2: x, y2: lanes[l].mid(), kind: ArrowKind::Replication });
+                    arrows.push(Arrow {
+                        x1: x,
+                        y1: lanes[fl].mid(),
+                        x2: x,
+                        y2: lanes[l].mid(),
+                        kind: ArrowKind::Replication,
+                    });
                     mark(l, MarkKind::Info, None, None);
                 }
             }
             EventKind::ReplicationLost { .. } => {
                 if let Some(l) = lane {
-                    mark(l, MarkKind::Lost, Some(if zh { "复制丢失" } else { "repl. lost" }.to_owned()), None);
+                    mark(
+                        l,
+                        MarkKind::Lost,
+                        Some(if zh { "复制丢失" } else { "repl. lost" }.to_owned()),
+                        None,
+                    );
                 }
             }
             EventKind::Fault { fault } => {
                 use locklab_core::world::fault::Endpoint;
                 use locklab_core::world::Fault as F;
                 let endpoint_lane = |e: &Endpoint| match e {
-                    Endpoint::Client(name) => {
-                        names.clients.iter().position(|n| n == name).and_then(|c| lane_of(LaneKind::Client(c as u32)))
-                    }
+                    Endpoint::Client(name) => names
+                        .clients
+                        .iter()
+                        .position(|n| n == name)
+                        .and_then(|c| lane_of(LaneKind::Client(c as u32))),
                     Endpoint::Node(n) => lane_of(LaneKind::Node(*n)),
                     Endpoint::Resource => lane_of(LaneKind::Resource),
                 };
@@ -1119,7 +1312,9 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     (F::PauseClient { .. }, Some(l)) => (Some((l, "paused", "resume".into())), None),
                     (F::ResumeClient { .. }, Some(l)) => (None, Some((l, "resume".into()))),
                     (F::CrashClient { .. }, Some(l)) => (Some((l, "crashed", "never".into())), None),
-                    (F::CrashNode { .. } | F::RestartNode { .. }, Some(l)) => (Some((l, "down", "restart".into())), None),
+                    (F::CrashNode { .. } | F::RestartNode { .. }, Some(l)) => {
+                        (Some((l, "down", "restart".into())), None)
+                    }
                     (F::CutLink { a, b }, _) => (endpoint_lane(a).map(|l| (l, "cut", link_key(a, b))), None),
                     (F::HealLink { a, b }, _) => (None, endpoint_lane(a).map(|l| (l, link_key(a, b)))),
                     _ => (None, None),
@@ -1132,7 +1327,14 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                 }
                 if let Some((l, kind, key)) = start {
                     open_spans.entry((l, key)).or_insert_with(|| {
-                        spans.push(Span { lane: l, x0: x, x1: now_x.max(x + 2.0), kind, open: true, title: title.clone() });
+                        spans.push(Span {
+                            lane: l,
+                            x0: x,
+                            x1: now_x.max(x + 2.0),
+                            kind,
+                            open: true,
+                            title: title.clone(),
+                        });
                         spans.len() - 1
                     });
                 }
@@ -1179,10 +1381,12 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                         if let Some(m) = master {
                             roles.insert(m, if zh { "宕机" } else { "down" }.to_owned());
                         }
-                        let promoted = events[i + 1..].iter().find_map(|later| match (&later.kind, later.actor) {
-                            (EventKind::Executed { .. }, Actor::Node(n)) if n != 0 => Some(n),
-                            _ => None,
-                        });
+                        let promoted = events[i + 1..]
+                            .iter()
+                            .find_map(|later| match (&later.kind, later.actor) {
+                                (EventKind::Executed { .. }, Actor::Node(n)) if n != 0 => Some(n),
+                                _ => None,
+                            });
                         if let Some((n, l)) = promoted.and_then(|n| lane_of(LaneKind::Node(n)).map(|l| (n, l))) {
                             roles.insert(l, if zh { "已提升为主" } else { "now master" }.to_owned());
                             let missing: Vec<String> = held
@@ -1211,7 +1415,11 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             }
             EventKind::Resumed | EventKind::Restarted { .. } | EventKind::Note { .. } => {
                 if let Some(l) = lane {
-                    let key = if matches!(e.kind, EventKind::Resumed) { "resume" } else { "restart" };
+                    let key = if matches!(e.kind, EventKind::Resumed) {
+                        "resume"
+                    } else {
+                        "restart"
+                    };
                     if !matches!(e.kind, EventKind::Note { .. }) {
                         if let Some(i) = open_spans.remove(&(l, key.to_owned())) {
                             spans[i].x1 = x.max(spans[i].x0 + 2.0);
@@ -1241,7 +1449,11 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     .filter(|a| matches!(a, Actor::Client(_)))
                     .map(|&a| names.actor(a))
                     .collect();
-                let t = if zh { violation.invariant.title_zh() } else { violation.invariant.title() };
+                let t = if zh {
+                    violation.invariant.title_zh()
+                } else {
+                    violation.invariant.title()
+                };
                 let heading = if who.is_empty() {
                     t.to_owned()
                 } else if zh {
@@ -1255,7 +1467,11 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                     name: violation.invariant.name(),
                     explain: violation_line(violation, names, lang),
                     heading,
-                    title: if lang == Lang::En { title.clone() } else { format!("{}\n{title}", violation_line(violation, names, lang)) },
+                    title: if lang == Lang::En {
+                        title.clone()
+                    } else {
+                        format!("{}\n{title}", violation_line(violation, names, lang))
+                    },
                 });
             }
             EventKind::Overlap { .. } | EventKind::Granted { .. } | EventKind::Done => {}
@@ -1266,7 +1482,15 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     }
 
     let plot_end = axis.x_end();
-    let ticks: Vec<Tick> = axis.ticks().into_iter().map(|t| Tick { x: axis.x(t), label: seconds(t), ms: t }).collect();
+    let ticks: Vec<Tick> = axis
+        .ticks()
+        .into_iter()
+        .map(|t| Tick {
+            x: axis.x(t),
+            label: seconds(t),
+            ms: t,
+        })
+        .collect();
     let breaks = axis.breaks(lang);
     let merged = merge_marks(&mut marks, &mut arrows);
 
@@ -1302,8 +1526,12 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for b in &bars {
         let room = (b.x1.min(plot_end) - b.x0) - font * 0.6;
         let full = format!("{} · {}", b.key, b.owner_name);
-        let text = [full, b.owner_name.clone()].into_iter().find(|t| !t.is_empty() && text_w(t, font) <= room);
-        let end = bar_rows.entry((b.lane, b.y.round() as i64)).or_insert(f64::NEG_INFINITY);
+        let text = [full, b.owner_name.clone()]
+            .into_iter()
+            .find(|t| !t.is_empty() && text_w(t, font) <= room);
+        let end = bar_rows
+            .entry((b.lane, b.y.round() as i64))
+            .or_insert(f64::NEG_INFINITY);
         let text = text.filter(|_| *end + gap <= b.x0);
         if let Some(text) = text {
             *end = b.x0 + font * 0.3 + text_w(&text, font);
@@ -1325,19 +1553,48 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let mut put = |x: f64, y_to: f64, text: String, kind: &'static str, title: String, callouts: &mut Vec<Callout>| {
         let w = text_w(&text, font);
         // Starting at the moment, or ending there, in the first row free.
-        let starts = [(x - font * 0.3).min(plot_end - w).max(label_w), (x + font * 0.3 - w).max(label_w)];
+        let starts = [
+            (x - font * 0.3).min(plot_end - w).max(label_w),
+            (x + font * 0.3 - w).max(label_w),
+        ];
         let spot = (0..CALLOUT_ROWS).find_map(|r| {
-            starts.iter().find(|&&x0| crow[r].iter().all(|&(a, b)| x0 + w + gap * 2.0 <= a || b + gap * 2.0 <= x0)).map(|&x0| (r, x0))
+            starts
+                .iter()
+                .find(|&&x0| {
+                    crow[r]
+                        .iter()
+                        .all(|&(a, b)| x0 + w + gap * 2.0 <= a || b + gap * 2.0 <= x0)
+                })
+                .map(|&x0| (r, x0))
         });
         if let Some((r, x0)) = spot {
             crow[r].push((x0, x0 + w));
             let y = callouts_top + (r as f64 + 1.0) * style.callout_row() - font * 0.4;
             let class = if kind == "violation" { "band-title" } else { "callout" };
-            callouts.push(Callout { label: Label { x: x0, y, w, text, class, title }, at_x: x, y_to, kind });
+            callouts.push(Callout {
+                label: Label {
+                    x: x0,
+                    y,
+                    w,
+                    text,
+                    class,
+                    title,
+                },
+                at_x: x,
+                y_to,
+                kind,
+            });
         }
     };
     for b in &bands {
-        put(b.x0, lanes_top, format!("⚠ {}", b.heading), "violation", b.title.clone(), &mut callouts);
+        put(
+            b.x0,
+            lanes_top,
+            format!("⚠ {}", b.heading),
+            "violation",
+            b.title.clone(),
+            &mut callouts,
+        );
     }
     // What went wrong first (who removed whose lock, who both hold it, a
     // promotion that lost a lock, a rejected token), then expiries: when
@@ -1407,7 +1664,9 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for m in &marks {
         match &m.kind {
             MarkKind::Command(Tone::Nil) | MarkKind::Reply(Tone::Nil) | MarkKind::Executed(Tone::Nil) => add("nil"),
-            MarkKind::Command(Tone::Error) | MarkKind::Reply(Tone::Error) | MarkKind::Executed(Tone::Error) => add("error"),
+            MarkKind::Command(Tone::Error) | MarkKind::Reply(Tone::Error) | MarkKind::Executed(Tone::Error) => {
+                add("error")
+            }
             MarkKind::Command(_) | MarkKind::Reply(_) | MarkKind::Executed(_) => add("command"),
             MarkKind::Expired { .. } => add("expired"),
             MarkKind::Lost | MarkKind::TimedOut => add("lost"),
@@ -1447,10 +1706,19 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             lx = label_w;
             ly += font * 1.7;
         }
-        legend.push(LegendItem { kind: k, text, x: lx, y: ly });
+        legend.push(LegendItem {
+            kind: k,
+            text,
+            x: lx,
+            y: ly,
+        });
         lx += w;
     }
-    let height = if legend.is_empty() { lanes_bottom + 8.0 } else { ly + font * 0.9 };
+    let height = if legend.is_empty() {
+        lanes_bottom + 8.0
+    } else {
+        ly + font * 0.9
+    };
 
     Layout {
         height,
@@ -1478,7 +1746,9 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
 
 /// How many bar rows a lane has (from its height).
 fn bar_rows_of(lane: &Lane, style: Style) -> f64 {
-    ((lane.height - 8.0 - 2.0 * style.label_row()) / style.bar_row()).round().max(1.0)
+    ((lane.height - 8.0 - 2.0 * style.label_row()) / style.bar_row())
+        .round()
+        .max(1.0)
 }
 
 /// The legend's words for a kind of mark.
@@ -1503,7 +1773,10 @@ pub fn legend_text(kind: &str, lang: Lang) -> &'static str {
         "down" => ("宕机", "down"),
         "cut" => ("网络断开", "link cut"),
         "violation" => ("违反不变量", "invariant broken"),
-        "break" => ("时间轴断开（同一时刻展开 / 空闲压缩）", "axis break (one instant spread / idle squeezed)"),
+        "break" => (
+            "时间轴断开（同一时刻展开 / 空闲压缩）",
+            "axis break (one instant spread / idle squeezed)",
+        ),
         _ => ("", ""),
     };
     if lang == Lang::Zh {
@@ -1522,12 +1795,19 @@ mod tests {
     fn violation_bands_explain_themselves_in_the_pages_language() {
         let l = crate::catalog::find("05").unwrap();
         let s = crate::session::Session::new(l, 7, l.steps.len());
-        let (en, zh) = (layout(&s.trace(), s.now_ms(), Lang::En), layout(&s.trace(), s.now_ms(), Lang::Zh));
+        let (en, zh) = (
+            layout(&s.trace(), s.now_ms(), Lang::En),
+            layout(&s.trace(), s.now_ms(), Lang::Zh),
+        );
         assert!(!en.bands.is_empty());
         for (e, z) in en.bands.iter().zip(&zh.bands) {
             assert!(e.explain.is_ascii() && !e.explain.is_empty(), "{}", e.explain);
             assert!(!z.explain.is_ascii(), "{}", z.explain);
-            assert!(z.title.contains(&e.explain), "the tooltip keeps core's sentence: {}", z.title);
+            assert!(
+                z.title.contains(&e.explain),
+                "the tooltip keeps core's sentence: {}",
+                z.title
+            );
         }
     }
 
@@ -1549,10 +1829,20 @@ mod tests {
             big.events.extend(more);
         }
         let l = layout(&big, 0, Lang::En);
-        assert!(l.marks.len() <= 3 * 900, "{} marks for {} events", l.marks.len(), big.events.len());
+        assert!(
+            l.marks.len() <= 3 * 900,
+            "{} marks for {} events",
+            l.marks.len(),
+            big.events.len()
+        );
         assert!(l.merged > 5_000);
         let z = layout_zoomed(&big, 0, Lang::En, 4.0);
-        assert!(z.width > l.width * 3.0 && z.marks.len() > l.marks.len(), "{} {}", z.marks.len(), l.marks.len());
+        assert!(
+            z.width > l.width * 3.0 && z.marks.len() > l.marks.len(),
+            "{} {}",
+            z.marks.len(),
+            l.marks.len()
+        );
     }
 
     #[test]
@@ -1569,7 +1859,10 @@ mod tests {
         let axis = Axis::fit(&[0, 0, 0, 10_000, 31_000], 31_000, 150.0, 800.0, st);
         let ticks = axis.ticks();
         assert!(ticks.len() >= 4, "{ticks:?}");
-        let gaps: Vec<f64> = ticks.windows(2).map(|w| (axis.x(w[1]) - axis.x(w[0])) / (w[1] - w[0]) as f64).collect();
+        let gaps: Vec<f64> = ticks
+            .windows(2)
+            .map(|w| (axis.x(w[1]) - axis.x(w[0])) / (w[1] - w[0]) as f64)
+            .collect();
         // The burst at 0 sits before the first tick after it; every pair
         // of ticks after that is equally far apart per millisecond.
         for g in &gaps[1..] {
@@ -1577,32 +1870,48 @@ mod tests {
         }
         let e = &axis.event_x;
         assert!(e[0] < e[1] && e[1] < e[2] && e[2] < axis.x_after(0), "{e:?}");
-        assert!(e[1] - e[0] >= 20.0, "a burst's events get a slot each on one lane: {e:?}");
+        assert!(
+            e[1] - e[0] >= 20.0,
+            "a burst's events get a slot each on one lane: {e:?}"
+        );
         assert!(axis.x_after(0) < axis.x(5_000) && axis.x(5_000) < e[3]);
         // On different lanes, a burst's events share columns.
         let lanes = Axis::fit_lanes(&[(0, 0), (1, 1000), (2, 0)], 10_000, 150.0, 800.0, st);
         assert_eq!(lanes.event_x[0], lanes.event_x[1]);
         assert!(lanes.event_x[2] > lanes.event_x[1]);
         assert!((axis.x_end() - 950.0).abs() < 1e-6);
-        assert!(axis.x(31_000) <= axis.x_end() && axis.x(31_000) > axis.x_end() - 40.0, "fitted, not padded");
+        assert!(
+            axis.x(31_000) <= axis.x_end() && axis.x(31_000) > axis.x_end() - 40.0,
+            "fitted, not padded"
+        );
         assert_eq!(axis.breaks(Lang::En).len(), 1);
         // Fitted to the events: 2 s of events fill the plot, no padding to 30 s.
         let short = Axis::fit(&[0, 500, 2_000], 2_000, 150.0, 800.0, st);
         assert!(short.end_ms <= 2_200, "{}", short.end_ms);
         // 20 ms of events: a millisecond axis, no burst needed.
         let ms = Axis::fit(&[0, 2, 5, 9, 20], 20, 150.0, 800.0, st);
-        assert!(ms.breaks(Lang::En).is_empty() && ms.end_ms < 30, "{:?}", ms.breaks(Lang::En));
+        assert!(
+            ms.breaks(Lang::En).is_empty() && ms.end_ms < 30,
+            "{:?}",
+            ms.breaks(Lang::En)
+        );
     }
 
     #[test]
     fn long_idle_gaps_are_squeezed_with_their_length_written() {
         let axis = Axis::fit(&[100_000, 101_000, 700_000], 700_000, 150.0, 800.0, Style::NORMAL);
-        assert_eq!(axis.start_ms, 100_000, "the idle time before the first event is not on the axis");
+        assert_eq!(
+            axis.start_ms, 100_000,
+            "the idle time before the first event is not on the axis"
+        );
         let b = axis.breaks(Lang::En);
         let gap = b.iter().find(|b| b.kind == "gap").expect("a squeezed gap");
         assert_eq!(gap.label.as_deref(), Some("599 s"));
         assert!(gap.x1 - gap.x0 < 100.0);
-        assert!(axis.x(101_000) - axis.x(100_000) > 100.0, "the busy second keeps its width");
+        assert!(
+            axis.x(101_000) - axis.x(100_000) > 100.0,
+            "the busy second keeps its width"
+        );
     }
 
     /// Every pair of labels (mark, bar, callout) on one line is apart.
@@ -1610,7 +1919,11 @@ mod tests {
         let mut all: Vec<&Label> = l.labels.iter().collect();
         all.extend(l.callouts.iter().map(|c| &c.label));
         for (i, a) in all.iter().enumerate() {
-            assert!(a.x >= 0.0 && a.x + a.w <= l.width + 0.5, "{what}: {a:?} outside 0..{}", l.width);
+            assert!(
+                a.x >= 0.0 && a.x + a.w <= l.width + 0.5,
+                "{what}: {a:?} outside 0..{}",
+                l.width
+            );
             for b in &all[i + 1..] {
                 let same_line = (a.y - b.y).abs() < l.style.font;
                 let apart = a.x + a.w <= b.x || b.x + b.w <= a.x;
@@ -1624,13 +1937,19 @@ mod tests {
         for id in ["02", "05", "13", "15", "16", "17", "22", "25"] {
             let l = crate::catalog::find(id).unwrap();
             let s = crate::session::Session::new(l, 1, l.steps.len());
-            for (w, st) in [(990.0, Style::NORMAL), (1150.0, Style::NORMAL), (1240.0, Style::PRESENT)] {
+            for (w, st) in [
+                (990.0, Style::NORMAL),
+                (1150.0, Style::NORMAL),
+                (1240.0, Style::PRESENT),
+            ] {
                 for lang in [Lang::En, Lang::Zh] {
                     let lay = layout_in(&s.trace(), s.now_ms(), lang, w, 1.0, st);
                     assert_no_overlap(&lay, &format!("lesson {id} at {w} px, {lang:?}"));
                     for b in &lay.bands {
                         assert!(
-                            lay.callouts.iter().any(|c| c.kind == "violation" && c.label.text.contains(&b.heading)),
+                            lay.callouts
+                                .iter()
+                                .any(|c| c.kind == "violation" && c.label.text.contains(&b.heading)),
                             "lesson {id}: band {} has its title drawn",
                             b.heading
                         );
@@ -1647,13 +1966,29 @@ mod tests {
         let s = crate::session::Session::new(l, 7, l.steps.len());
         let en = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
         let texts: Vec<&str> = en.callouts.iter().map(|c| c.label.text.as_str()).collect();
-        assert!(texts.iter().any(|t| t.contains("removed") && t.contains("'s lock")), "{texts:?}");
+        assert!(
+            texts.iter().any(|t| t.contains("removed") && t.contains("'s lock")),
+            "{texts:?}"
+        );
         // B and C holding together: a titled band now (lesson 05 records the
         // overlap as a violation), or the callout where there is room.
-        assert!(texts.iter().any(|t| t.contains("B and C both hold") || t.contains("two holders (B, C)")), "{texts:?}");
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("B and C both hold") || t.contains("two holders (B, C)")),
+            "{texts:?}"
+        );
         let zh = layout_in(&s.trace(), s.now_ms(), Lang::Zh, 1150.0, 1.0, Style::NORMAL);
-        assert!(zh.callouts.iter().all(|c| !c.label.text.contains("expired")), "{:?}", zh.callouts);
-        assert!(zh.legend.iter().all(|i| i.text.chars().any(|c| c >= '\u{4e00}')), "{:?}", zh.legend);
+        assert!(
+            zh.callouts.iter().all(|c| !c.label.text.contains("expired")),
+            "{:?}",
+            zh.callouts
+        );
+        assert!(
+            zh.legend.iter().all(|i| i.text.chars().any(|c| c >= '\u{4e00}')),
+            "{:?}",
+            zh.legend
+        );
     }
 
     #[test]
@@ -1668,7 +2003,10 @@ mod tests {
         assert_eq!(labels, ["client A", "client B", "client C", "redis"]);
         assert_eq!(l.bars.len(), 2);
         let (a, b) = (&l.bars[0], &l.bars[1]);
-        assert_eq!((a.owner, a.end, b.owner, b.end), (Some(0), Some(BarEnd::Expired), Some(1), None));
+        assert_eq!(
+            (a.owner, a.end, b.owner, b.end),
+            (Some(0), Some(BarEnd::Expired), Some(1), None)
+        );
         assert!(a.x1 <= b.x0 && b.x1 >= b.x0 && a.lane == 3 && b.lane == 3);
         assert!(b.deadline_x.unwrap() > b.x1);
         let tones: Vec<_> = l
@@ -1680,7 +2018,11 @@ mod tests {
             })
             .collect();
         assert_eq!(tones, [(0, Tone::Ok), (1, Tone::Nil), (1, Tone::Ok)]);
-        assert!(l.marks.iter().any(|m| m.kind == MarkKind::Expired { key: "lock:order:1".into() } && m.lane == 3));
+        assert!(l.marks.iter().any(|m| m.kind
+            == MarkKind::Expired {
+                key: "lock:order:1".into()
+            }
+            && m.lane == 3));
         assert!(l.bands.is_empty());
         assert_eq!(short("set lock:order:1 token-A-111 NX PX 30000"), "SET lock:order:1");
         assert_eq!(short("get a-very-long-key-name-indeed"), "GET a-very-long-key-n…");

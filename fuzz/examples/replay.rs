@@ -9,13 +9,7 @@ fn main() {
     let c = node.connect();
     let r = node.execute(
         c,
-        &[
-            b"EVAL".to_vec(),
-            input,
-            b"1".to_vec(),
-            b"k".to_vec(),
-            b"1".to_vec(),
-        ],
+        &[b"EVAL".to_vec(), input, b"1".to_vec(), b"k".to_vec(), b"1".to_vec()],
     );
     println!("{r:?}");
     for _ in 0..3 {

@@ -63,9 +63,7 @@ pub fn resp_input(rng: &mut Rng) -> Vec<u8> {
                     out.extend_from_slice(format!("*{announced}\r\n").as_bytes());
                 }
                 for _ in 0..args {
-                    let arg: Vec<u8> = (0..rng.below(12))
-                        .map(|_| *rng.pick(b"abcSETGET01 \r\n$*"))
-                        .collect();
+                    let arg: Vec<u8> = (0..rng.below(12)).map(|_| *rng.pick(b"abcSETGET01 \r\n$*")).collect();
                     let len = if rng.one_in(12) {
                         rng.pick(&["-1", "-5", "536870913", "99999999999999999999", "3x"])
                             .to_string()
@@ -465,8 +463,8 @@ impl Lua {
 
     fn pattern(&mut self) -> String {
         const ITEMS: &[&str] = &[
-            "a", ".", "%a", "%d", "%s", "%w", "[abc]", "[^x]", "[%a_]", "(", ")", "()", "%b()",
-            "%f[%w]", "%1", "^", "$", "*", "+", "-", "?", "%", "[", "]", "x",
+            "a", ".", "%a", "%d", "%s", "%w", "[abc]", "[^x]", "[%a_]", "(", ")", "()", "%b()", "%f[%w]", "%1", "^",
+            "$", "*", "+", "-", "?", "%", "[", "]", "x",
         ];
         let mut p = String::new();
         for _ in 0..self.rng.below(10) {
@@ -489,9 +487,9 @@ impl Lua {
             0..=3 => self.atom(),
             4 => {
                 let (a, b) = (self.expr(), self.expr());
-                let op = *self.rng.pick(&[
-                    "+", "-", "*", "/", "%", "^", "..", "==", "<", "<=", "and", "or",
-                ]);
+                let op = *self
+                    .rng
+                    .pick(&["+", "-", "*", "/", "%", "^", "..", "==", "<", "<=", "and", "or"]);
                 format!("({a} {op} {b})")
             }
             5 => {
@@ -538,9 +536,7 @@ impl Lua {
             }
             10 => {
                 let a = self.expr();
-                let cmd = *self
-                    .rng
-                    .pick(&["get", "incr", "del", "hget", "nosuch", "set"]);
+                let cmd = *self.rng.pick(&["get", "incr", "del", "hget", "nosuch", "set"]);
                 format!("redis.pcall('{cmd}', {a})")
             }
             11 => {
@@ -558,8 +554,7 @@ impl Lua {
                 let a = self.expr();
                 format!(
                     "string.format({}, {a})",
-                    self.rng
-                        .pick(&["'%d'", "'%s'", "'%5.2f'", "'%q'", "'%x'", "'%'"])
+                    self.rng.pick(&["'%d'", "'%s'", "'%5.2f'", "'%q'", "'%x'", "'%'"])
                 )
             }
         };

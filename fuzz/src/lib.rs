@@ -53,13 +53,7 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 5] = [
-        Target::Resp,
-        Target::Cli,
-        Target::Lesson,
-        Target::Engine,
-        Target::Lua,
-    ];
+    pub const ALL: [Target; 5] = [Target::Resp, Target::Cli, Target::Lesson, Target::Engine, Target::Lua];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -213,10 +207,7 @@ pub fn run_one(
             ];
             let _ = node.execute(conn, &argv);
             // The VM is still whole after whatever the script did.
-            let check = node.execute(
-                conn,
-                &[b"EVAL".to_vec(), b"return 1".to_vec(), b"0".to_vec()],
-            );
+            let check = node.execute(conn, &[b"EVAL".to_vec(), b"return 1".to_vec(), b"0".to_vec()]);
             if check != Reply::Integer(1) {
                 return Err(format!("the VM broke: `return 1` answered {check:?}"));
             }
@@ -248,10 +239,7 @@ fn engine(
     let mut compared = 0;
     for argv in &seq {
         let ours = flatten(node.execute(*conn, argv));
-        let theirs = flatten(
-            real.execute(argv)
-                .map_err(|e| format!("redis-server: {e}"))?,
-        );
+        let theirs = flatten(real.execute(argv).map_err(|e| format!("redis-server: {e}"))?);
         if ours != theirs {
             // Leave no transaction open on the real connection.
             let _ = real.execute(&[b"DISCARD".to_vec()]);
@@ -269,12 +257,7 @@ fn engine(
 /// RESP2 shapes: a map is its flattened pairs.
 fn flatten(r: Reply) -> Reply {
     match r {
-        Reply::Map(pairs) => Reply::Array(
-            pairs
-                .into_iter()
-                .flat_map(|(k, v)| [flatten(k), flatten(v)])
-                .collect(),
-        ),
+        Reply::Map(pairs) => Reply::Array(pairs.into_iter().flat_map(|(k, v)| [flatten(k), flatten(v)]).collect()),
         Reply::Array(items) => Reply::Array(items.into_iter().map(flatten).collect()),
         other => other,
     }
@@ -292,10 +275,7 @@ fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
 fn save_input(target: Target, input: &[u8]) -> Option<PathBuf> {
     let dir = regressions_dir().join(target.name());
     std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(format!(
-        "{}.bin",
-        &locklab_core::script::sha1_hex(input)[..16]
-    ));
+    let path = dir.join(format!("{}.bin", &locklab_core::script::sha1_hex(input)[..16]));
     std::fs::write(&path, input).ok()?;
     Some(path)
 }

@@ -45,22 +45,16 @@ fn main() -> Result<()> {
     let kept = regressions();
     for (t, path) in &kept {
         let input = std::fs::read(path)?;
-        if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_one(*t, &mut node, conn, &input)
-        }))
-        .map_err(|_| "panic".to_owned())
-        .and_then(|r| r)
+        if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_one(*t, &mut node, conn, &input)))
+            .map_err(|_| "panic".to_owned())
+            .and_then(|r| r)
         {
             bail!("regression {} fails again: {e}", path.display());
         }
     }
     println!("regressions: {} kept inputs replayed, all fine", kept.len());
 
-    let server = if diff {
-        Some(RedisServer::start())
-    } else {
-        None
-    };
+    let server = if diff { Some(RedisServer::start()) } else { None };
     let mut real = match &server {
         Some(s) => Some(RealConnection::open(&s.url()).context("connecting to redis-server")?),
         None => None,
@@ -70,14 +64,8 @@ fn main() -> Result<()> {
     let (mut tried, mut found, mut compared) = (0u64, 0usize, 0u64);
     for t in targets {
         let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
-        let real = if t == Target::Engine {
-            real.as_mut()
-        } else {
-            None
-        };
-        let report = fuzz(t, seed, count, real, save, |i| {
-            eprintln!("{} {i}", t.name())
-        });
+        let real = if t == Target::Engine { real.as_mut() } else { None };
+        let report = fuzz(t, seed, count, real, save, |i| eprintln!("{} {i}", t.name()));
         println!(
             "{:<7} {:>10} inputs, {} found{}",
             t.name(),

@@ -14,12 +14,7 @@ fn kept_regressions_stay_fixed() {
     let conn = node.connect();
     for (target, path) in regressions() {
         let input = std::fs::read(&path).expect("read a regression input");
-        assert_eq!(
-            run_one(target, &mut node, conn, &input),
-            Ok(0),
-            "{}",
-            path.display()
-        );
+        assert_eq!(run_one(target, &mut node, conn, &input), Ok(0), "{}", path.display());
     }
 }
 

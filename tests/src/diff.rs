@@ -61,10 +61,7 @@ impl Script {
     /// The command lines alone, annotations stripped, one per line: what the
     /// redis-cli pipe test feeds to `redis-cli`.
     pub fn plain_text(&self) -> String {
-        self.lines
-            .iter()
-            .map(|l| format!("{}\n", l.source))
-            .collect()
+        self.lines.iter().map(|l| format!("{}\n", l.source)).collect()
     }
 }
 
@@ -117,12 +114,10 @@ pub fn parse_script(name: &str, text: &str) -> Result<Script, String> {
 
 /// Read and parse one `.redis` file; panics with every parse error.
 pub fn load(path: &Path) -> Script {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let name = path
+        .file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     parse_script(&name, &text).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -186,12 +181,8 @@ pub fn run_real(script: &Script, conn: &mut RealConnection) -> Vec<Reply> {
         .lines
         .iter()
         .map(|l| {
-            conn.execute(&l.argv).unwrap_or_else(|e| {
-                panic!(
-                    "{}:{}: {}: real redis failed: {e}",
-                    script.name, l.line_no, l.source
-                )
-            })
+            conn.execute(&l.argv)
+                .unwrap_or_else(|e| panic!("{}:{}: {}: real redis failed: {e}", script.name, l.line_no, l.source))
         })
         .collect()
 }
@@ -259,18 +250,14 @@ pub fn diff_script(script: &Script, url: &str, profile: Profile) -> Vec<Mismatch
 
 /// What `redis-cli --no-raw` prints for these replies, one per line.
 pub fn cli_transcript(replies: &[Reply]) -> String {
-    replies
-        .iter()
-        .map(|r| format!("{}\n", r.to_cli()))
-        .collect()
+    replies.iter().map(|r| format!("{}\n", r.to_cli())).collect()
 }
 
 /// Pipe `input` through the real `redis-cli --no-raw -p port` and return
 /// its stdout.
 pub fn run_redis_cli(port: u16, input: &str) -> String {
-    let bin = crate::server::redis_cli_binary().unwrap_or_else(|| {
-        panic!("redis-cli not found: install it with `sudo apt-get install -y redis-tools`")
-    });
+    let bin = crate::server::redis_cli_binary()
+        .unwrap_or_else(|| panic!("redis-cli not found: install it with `sudo apt-get install -y redis-tools`"));
     let mut child = Command::new(bin)
         .args(["--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
         .stdin(Stdio::piped())
@@ -327,11 +314,7 @@ pub fn compare_cli_output(script: &Script, replies: &[Reply], cli_stdout: &str) 
     }
     let rest: Vec<&str> = cli_lines.collect();
     if !rest.is_empty() {
-        out.push_str(&format!(
-            "redis-cli printed {} extra line(s): {:?}\n",
-            rest.len(),
-            rest
-        ));
+        out.push_str(&format!("redis-cli printed {} extra line(s): {:?}\n", rest.len(), rest));
     }
     out
 }
@@ -374,12 +357,7 @@ mod tests {
             Ok(Reply::bulk("v")),
             Err("<sim panicked: x>".to_owned()),
         ];
-        let real = vec![
-            Reply::Integer(996),
-            Reply::Integer(994),
-            Reply::bulk("v"),
-            Reply::Nil,
-        ];
+        let real = vec![Reply::Integer(996), Reply::Integer(994), Reply::bulk("v"), Reply::Nil];
         let m = compare(&s, &sim, &real);
         assert_eq!(m.len(), 2, "{m:?}");
         assert_eq!(
@@ -406,11 +384,7 @@ mod tests {
             compare_cli_output(&s, &replies, "1) \"a\"\n2) \"b\"\n(integer) 97\n(nil)\n"),
             ""
         );
-        let bad = compare_cli_output(
-            &s,
-            &replies,
-            "1) \"a\"\n2) \"b\"\n(integer) 90\n\"x\"\nextra\n",
-        );
+        let bad = compare_cli_output(&s, &replies, "1) \"a\"\n2) \"b\"\n(integer) 90\n\"x\"\nextra\n");
         assert!(
             bad.contains("t.redis:2:") && bad.contains("t.redis:3:") && bad.contains("extra"),
             "{bad}"

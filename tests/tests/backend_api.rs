@@ -16,16 +16,26 @@ async fn websocket_session_streams_events_and_replies() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
-    let health: RealHealth = serde_json::from_value(locklab_tests::ws::get_json(addr, "/api/real/health").await).unwrap();
+    let health: RealHealth =
+        serde_json::from_value(locklab_tests::ws::get_json(addr, "/api/real/health").await).unwrap();
     assert!(health.reachable);
     assert_eq!(health.version.as_deref(), Some("7.0.15"));
     assert_eq!(health.topology, "external");
     assert!(!health.lessons.is_empty());
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
-    send(&mut ws, json!({"type":"command","client":"A","line":"SET k v NX PX 100000"})).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"SET k v NX PX 100000"}),
+    )
+    .await;
     let got = until(&mut ws, "reply").await;
-    assert!(got.iter().any(|m| m["type"] == "hello" && m["topology"] == "external"), "{got:?}");
+    assert!(
+        got.iter().any(|m| m["type"] == "hello" && m["topology"] == "external"),
+        "{got:?}"
+    );
     let kinds: Vec<&str> = got
         .iter()
         .filter(|m| m["type"] == "event")
@@ -39,21 +49,40 @@ async fn websocket_session_streams_events_and_replies() {
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(nil)");
     // Rendered for the command, as redis-cli does: INFO is raw text.
     send(&mut ws, json!({"type":"command","client":"B","line":"INFO server"})).await;
-    let info = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    let info = until(&mut ws, "reply").await.last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(info.lines().next(), Some("# Server"), "{info}");
     assert!(info.contains("redis_version:7.0.15"), "{info}");
     send(&mut ws, json!({"type":"command","client":"B","line":"FLUSHALL"})).await;
-    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
-    assert!(text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"), "{text}");
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"),
+        "{text}"
+    );
     // redis-cli's repeat prefix, as the simulator's console has it.
     send(&mut ws, json!({"type":"command","client":"B","line":"3 INCR n"})).await;
     let got = until(&mut ws, "reply").await;
     assert_eq!(got.last().unwrap()["text"], "(integer) 1\n(integer) 2\n(integer) 3");
-    assert_eq!(got.iter().filter(|m| m["event"]["kind"]["type"] == "sent").count(), 3, "{got:?}");
+    assert_eq!(
+        got.iter().filter(|m| m["event"]["kind"]["type"] == "sent").count(),
+        3,
+        "{got:?}"
+    );
     send(&mut ws, json!({"type":"command","client":"B","line":"0 INCR n"})).await;
-    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "Invalid redis-cli repeat command option value.");
+    assert_eq!(
+        until(&mut ws, "reply").await.last().unwrap()["text"],
+        "Invalid redis-cli repeat command option value."
+    );
     send(&mut ws, json!({"type":"command","client":"B","line":"SET k \"open"})).await;
-    assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(error) ERR locklab: Invalid argument(s)");
+    assert_eq!(
+        until(&mut ws, "reply").await.last().unwrap()["text"],
+        "(error) ERR locklab: Invalid argument(s)"
+    );
 
     // The user's own server: faults refused.
     send(&mut ws, json!({"type":"fault","fault":"crash","node":0})).await;
@@ -67,18 +96,32 @@ async fn websocket_session_streams_events_and_replies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_managed_topology_and_faults() {
     let addr = serve(ApiState::new(None)).await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
     send(&mut ws, json!({"type":"topology","kind":"replicated"})).await;
     let hello = until(&mut ws, "hello").await.pop().unwrap();
     assert_eq!(hello["topology"], "replicated");
     assert_eq!(hello["nodes"].as_array().unwrap().len(), 2);
-    send(&mut ws, json!({"type":"command","client":"A","line":"SET lock A","node":0})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"SET lock A","node":0}),
+    )
+    .await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "OK");
     send(&mut ws, json!({"type":"fault","fault":"promote","node":1})).await;
     let got = until(&mut ws, "topology").await;
-    assert!(got.iter().any(|m| m["type"] == "event" && m["event"]["actor"] == "world"), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|m| m["type"] == "event" && m["event"]["actor"] == "world"),
+        "{got:?}"
+    );
     assert_eq!(got.last().unwrap()["nodes"][1]["role"], "master");
-    send(&mut ws, json!({"type":"command","client":"B","line":"SET lock B","node":1})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"B","line":"SET lock B","node":1}),
+    )
+    .await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "OK");
     ws.close(None).await.unwrap();
 }
@@ -102,7 +145,12 @@ impl Played {
     }
 
     fn events(&self) -> Vec<&Value> {
-        self.steps.iter().flatten().filter(|m| m["type"] == "event").map(|m| &m["event"]).collect()
+        self.steps
+            .iter()
+            .flatten()
+            .filter(|m| m["type"] == "event")
+            .map(|m| &m["event"])
+            .collect()
     }
 }
 
@@ -113,18 +161,31 @@ async fn play(ws: &mut Ws, id: &str) -> Played {
 async fn play_at(ws: &mut Ws, start: Value) -> Played {
     send(ws, start).await;
     let got = until(ws, "lesson").await;
-    let hello = got.iter().find(|m| m["type"] == "hello").cloned().unwrap_or_else(|| panic!("no hello: {got:?}"));
+    let hello = got
+        .iter()
+        .find(|m| m["type"] == "hello")
+        .cloned()
+        .unwrap_or_else(|| panic!("no hello: {got:?}"));
     let lesson = got.last().unwrap().clone();
     let n = lesson["steps"].as_u64().unwrap_or_else(|| panic!("{lesson}"));
     let mut steps = Vec::new();
     for i in 0..n {
         send(ws, json!({"type":"lesson_step"})).await;
         let msgs = until(ws, "step").await;
-        assert!(msgs.iter().all(|m| m["type"] == "event" || m["type"] == "step"), "step {}: {msgs:?}", i + 1);
+        assert!(
+            msgs.iter().all(|m| m["type"] == "event" || m["type"] == "step"),
+            "step {}: {msgs:?}",
+            i + 1
+        );
         steps.push(msgs);
     }
     let done = until(ws, "lesson_done").await.pop().unwrap();
-    Played { hello, lesson, steps, done }
+    Played {
+        hello,
+        lesson,
+        steps,
+        done,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,15 +194,31 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
     let health = locklab_tests::ws::get_json(addr, "/api/health").await;
-    let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let lessons: Vec<&str> = health["lessons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert!(lessons.contains(&"05") && !lessons.contains(&"15"), "{health}");
-    assert!(health["unsupported"]["15"].as_str().unwrap().contains("replicated"), "{health}");
+    assert!(
+        health["unsupported"]["15"].as_str().unwrap().contains("replicated"),
+        "{health}"
+    );
     assert!(health["unsupported"]["20"].is_string(), "{health}");
-    assert_eq!(locklab_tests::ws::get_json(addr, "/api/real/health").await["lessons"], health["lessons"]);
+    assert_eq!(
+        locklab_tests::ws::get_json(addr, "/api/real/health").await["lessons"],
+        health["lessons"]
+    );
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
     send(&mut ws, json!({"type":"lesson_step"})).await;
-    assert!(until(&mut ws, "error").await.last().unwrap()["message"].as_str().unwrap().contains("no lesson"));
+    assert!(until(&mut ws, "error").await.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("no lesson"));
 
     let first = play(&mut ws, "05").await;
     assert_eq!(first.lesson["id"], "05");
@@ -155,14 +232,26 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     }
     assert_eq!(first.done, json!({"type":"lesson_done","passed":true}));
     // The first step's TTL was compressed, and the note says so.
-    assert!(first.steps[0].last().unwrap()["note"].as_str().unwrap().contains("PX 300"), "{:?}", first.steps[0]);
+    assert!(
+        first.steps[0].last().unwrap()["note"]
+            .as_str()
+            .unwrap()
+            .contains("PX 300"),
+        "{:?}",
+        first.steps[0]
+    );
     // Lock events, as the simulator's trace has them: A's lock acquired by
     // a command, removed by expiry, B's acquired, B's removed by A's DEL.
     let locks: Vec<(&str, &str)> = first
         .events()
         .iter()
         .filter(|e| e["kind"]["type"] == "lock")
-        .map(|e| (e["kind"]["change"]["change"].as_str().unwrap(), e["kind"]["via"].as_str().unwrap()))
+        .map(|e| {
+            (
+                e["kind"]["change"]["change"].as_str().unwrap(),
+                e["kind"]["via"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert!(locks.contains(&("acquired", "command")), "{locks:?}");
     assert!(locks.contains(&("removed", "expiry")), "{locks:?}");
@@ -172,14 +261,23 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     let last = first.results().last().unwrap()["trace_len"].as_u64().unwrap();
     assert_eq!(last as usize, first.events().len());
     // Lesson time: after the 31 000 ms wait, the axis is past 31 s.
-    let after_wait = first.results().iter().find(|r| r["shown"] == "wait 31000 ms").unwrap()["at_ms"].as_u64().unwrap();
+    let after_wait = first.results().iter().find(|r| r["shown"] == "wait 31000 ms").unwrap()["at_ms"]
+        .as_u64()
+        .unwrap();
     assert!(after_wait >= 31_000, "{after_wait}");
 
     send(&mut ws, json!({"type":"lesson_step"})).await;
-    assert!(until(&mut ws, "error").await.last().unwrap()["message"].as_str().unwrap().contains("finished"));
+    assert!(until(&mut ws, "error").await.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("finished"));
     // Off script on the run's session: lesson 05 ends with C releasing
     // its lock (issue 17: B and C act inside before they let go).
-    send(&mut ws, json!({"type":"command","client":"C","line":"EXISTS lock:order:1"})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"C","line":"EXISTS lock:order:1"}),
+    )
+    .await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "(integer) 0");
 
     // Again: a fresh session, the same replies.
@@ -191,26 +289,56 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     // Lesson 08 on 7.0: the DELEX notice.
     send(&mut ws, json!({"type":"lesson","id":"08"})).await;
     let l = until(&mut ws, "lesson").await.pop().unwrap();
-    assert!(l["notice"].as_str().unwrap().contains("DELEX needs Redis 8.4; this server is 7.0.15"), "{l}");
+    assert!(
+        l["notice"]
+            .as_str()
+            .unwrap()
+            .contains("DELEX needs Redis 8.4; this server is 7.0.15"),
+        "{l}"
+    );
 
     // Refusals: the lesson's own reason, in either language; a topology
     // the user's server cannot be; bad input.
-    let why = locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "20").unwrap();
-    let locklab_core::lesson::RealRun::No { why } = why.real else { panic!("lesson 20 is real = no") };
+    let why = locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.id == "20")
+        .unwrap();
+    let locklab_core::lesson::RealRun::No { why } = why.real else {
+        panic!("lesson 20 is real = no")
+    };
     send(&mut ws, json!({"type":"lesson","id":"20"})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
-    assert_eq!(m["message"], format!("lesson 20 cannot run on a real server: {}", why.en.trim()));
+    assert_eq!(
+        m["message"],
+        format!("lesson 20 cannot run on a real server: {}", why.en.trim())
+    );
     send(&mut ws, json!({"type":"lesson","id":"20","lang":"zh"})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
-    assert_eq!(m["message"], format!("lesson 20 cannot run on a real server: {}", why.zh.trim()));
+    assert_eq!(
+        m["message"],
+        format!("lesson 20 cannot run on a real server: {}", why.zh.trim())
+    );
     send(&mut ws, json!({"type":"lesson","id":"15"})).await;
-    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("replicated"));
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("replicated"));
     send(&mut ws, json!({"type":"lesson","id":"99"})).await;
-    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("99"));
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("99"));
     send(&mut ws, json!({"type":"lesson","id":"05","factor":0})).await;
-    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("factor"));
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("factor"));
     send(&mut ws, json!({"type":"lesson_step"})).await;
-    assert!(until(&mut ws, "error").await.pop().unwrap()["message"].as_str().unwrap().contains("no lesson"));
+    assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("no lesson"));
     ws.close(None).await.unwrap();
 }
 
@@ -218,7 +346,12 @@ async fn lessons_play_step_by_step_over_the_websocket() {
 async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     let addr = serve(ApiState::new(None)).await;
     let health = locklab_tests::ws::get_json(addr, "/api/health").await;
-    let lessons: Vec<&str> = health["lessons"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let lessons: Vec<&str> = health["lessons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     for id in ["05", "15", "16", "17", "19", "21", "31"] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
@@ -226,13 +359,18 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
         assert!(health["unsupported"][id].is_string(), "{id}: {health}");
     }
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
     let first = play(&mut ws, "15").await;
     assert_eq!(first.lesson["topology"], "replicated");
     assert_eq!(first.lesson["nodes"].as_array().unwrap().len(), 2);
     assert_eq!(first.done["passed"], true, "{:?}", first.results());
     assert!(first.events().iter().any(|e| e["kind"]["type"] == "fault"));
-    assert!(first.events().iter().any(|e| e["kind"]["type"] == "overlap" && e["kind"]["begin"] == true));
+    assert!(first
+        .events()
+        .iter()
+        .any(|e| e["kind"]["type"] == "overlap" && e["kind"]["begin"] == true));
     // The failover crashed the master and promoted the replica; a re-run
     // gets them back as they were, on the same ports.
     let second = play(&mut ws, "15").await;
@@ -248,7 +386,10 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     assert_eq!(redlock.lesson["topology"], "redlock5");
     assert_eq!(redlock.lesson["names"]["nodes"], json!(["r1", "r2", "r3", "r4", "r5"]));
     assert_eq!(redlock.done["passed"], true, "{:?}", redlock.results());
-    assert!(redlock.events().iter().any(|e| e["kind"]["type"] == "granted"), "a majority grant");
+    assert!(
+        redlock.events().iter().any(|e| e["kind"]["type"] == "granted"),
+        "a majority grant"
+    );
     // Without a factor, a Redlock lesson gets its own default of 10×.
     let again = play(&mut ws, "17").await;
     assert_eq!(again.lesson["factor"], 10);
@@ -267,7 +408,11 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     let mut removed = 0;
     while removed < 5 {
         assert!(std::time::Instant::now() < deadline, "A's release never came");
-        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next()).await.expect("event in time").unwrap().unwrap();
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .expect("event in time")
+            .unwrap()
+            .unwrap();
         let Message::Text(t) = msg else { continue };
         let v: Value = serde_json::from_str(&t).unwrap();
         assert_eq!(v["type"], "event", "{v}");
@@ -286,33 +431,75 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_lesson_and_console_on_a_real_cluster() {
     let addr = serve(ApiState::new(None)).await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
     let played = play(&mut ws, "31").await;
     assert_eq!(played.lesson["topology"], "cluster3");
     assert_eq!(played.lesson["names"]["nodes"], json!(["c1", "c2", "c3"]));
-    assert_eq!(played.hello["prefix"], "", "the lab's own cluster keeps the keys as typed");
+    assert_eq!(
+        played.hello["prefix"], "",
+        "the lab's own cluster keeps the keys as typed"
+    );
     assert_eq!(played.done["passed"], true, "{:?}", played.results());
-    let replies: Vec<String> = played.results().iter().filter_map(|r| r["reply"].as_str().map(str::to_owned)).collect();
-    assert!(replies.iter().any(|r| r == "(error) CROSSSLOT Keys in request don't hash to the same slot"), "{replies:?}");
-    assert!(replies.iter().any(|r| r.starts_with("(error) ERR Script attempted to access a non local key")), "{replies:?}");
+    let replies: Vec<String> = played
+        .results()
+        .iter()
+        .filter_map(|r| r["reply"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        replies
+            .iter()
+            .any(|r| r == "(error) CROSSSLOT Keys in request don't hash to the same slot"),
+        "{replies:?}"
+    );
+    assert!(
+        replies
+            .iter()
+            .any(|r| r.starts_with("(error) ERR Script attempted to access a non local key")),
+        "{replies:?}"
+    );
 
     // foo is in slot 12182, served by c3: asked of c1, it goes to c3.
-    send(&mut ws, json!({"type":"command","client":"A","line":"SET foo bar","node":0})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"SET foo bar","node":0}),
+    )
+    .await;
     let got = until(&mut ws, "reply").await;
     assert_eq!(got.last().unwrap()["text"], "OK");
     let executed = got.iter().find(|m| m["event"]["kind"]["type"] == "executed").unwrap();
     assert_eq!(executed["event"]["actor"], json!({"node": 2}), "{got:?}");
     assert!(
-        got.iter().any(|m| m["event"]["kind"]["text"].as_str().is_some_and(|t| t.starts_with("routed to c3"))),
+        got.iter().any(|m| m["event"]["kind"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("routed to c3"))),
         "{got:?}"
     );
     send(&mut ws, json!({"type":"command","client":"A","line":"FLUSHALL"})).await;
-    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
-    assert!(text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"), "{text}");
-    send(&mut ws, json!({"type":"command","client":"A","line":"EVAL \"return redis.call('FLUSHALL')\" 0"})).await;
-    let text = until(&mut ws, "reply").await.last().unwrap()["text"].as_str().unwrap().to_owned();
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("(error) ERR locklab: 'FLUSHALL' is not allowed"),
+        "{text}"
+    );
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"EVAL \"return redis.call('FLUSHALL')\" 0"}),
+    )
+    .await;
+    let text = until(&mut ws, "reply").await.last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(text.contains("can't run this command"), "{text}");
-    send(&mut ws, json!({"type":"command","client":"B","line":"GET foo","node":1})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"B","line":"GET foo","node":1}),
+    )
+    .await;
     assert_eq!(until(&mut ws, "reply").await.last().unwrap()["text"], "\"bar\"");
     ws.close(None).await.unwrap();
 }
@@ -326,17 +513,28 @@ async fn cluster_lesson_and_console_on_a_real_cluster() {
 async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session")).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
     let lock_events = |got: &[Value]| -> Vec<String> {
         got.iter()
             .filter(|m| m["type"] == "event" && m["event"]["kind"]["type"] == "lock")
             .map(|m| {
                 let k = &m["event"]["kind"];
-                format!("{} {} {}", k["key"].as_str().unwrap(), k["change"]["change"].as_str().unwrap(), k["via"].as_str().unwrap())
+                format!(
+                    "{} {} {}",
+                    k["key"].as_str().unwrap(),
+                    k["change"]["change"].as_str().unwrap(),
+                    k["via"].as_str().unwrap()
+                )
             })
             .collect()
     };
-    send(&mut ws, json!({"type":"command","client":"A","line":"SET lock A NX PX 60000"})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"SET lock A NX PX 60000"}),
+    )
+    .await;
     let got = until(&mut ws, "reply").await;
     assert_eq!(lock_events(&got), ["lock acquired command"], "{got:?}");
     // A read does not change it; a DEL by B ends it, by B.
@@ -349,7 +547,11 @@ async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
     assert_eq!(removed["event"]["kind"]["change"]["by"], 1, "B is client 1: {removed}");
 
     // Expiry with nobody typing: the backend looks when the TTL runs out.
-    send(&mut ws, json!({"type":"command","client":"A","line":"SET lock2 A NX PX 200"})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"A","line":"SET lock2 A NX PX 200"}),
+    )
+    .await;
     assert_eq!(lock_events(&until(&mut ws, "reply").await), ["lock2 acquired command"]);
     let got = until(&mut ws, "event").await;
     assert_eq!(lock_events(&got), ["lock2 removed expiry"], "{got:?}");
@@ -361,7 +563,11 @@ async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
         send(&mut ws, json!({"type":"lesson_step"})).await;
         until(&mut ws, "step").await;
     }
-    send(&mut ws, json!({"type":"command","client":"B","line":"DEL lock:order:1001"})).await;
+    send(
+        &mut ws,
+        json!({"type":"command","client":"B","line":"DEL lock:order:1001"}),
+    )
+    .await;
     let got = until(&mut ws, "reply").await;
     assert_eq!(got.last().unwrap()["text"], "(integer) 1");
     assert_eq!(lock_events(&got), ["lock:order:1001 removed command"], "{got:?}");

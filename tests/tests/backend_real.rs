@@ -38,7 +38,15 @@ fn dangerous_commands_are_refused_and_outside_keys_survive() {
 
     let pool = SessionPool::default();
     let mut s = pool.open(one_node(&server.url())).unwrap();
-    for line in ["FLUSHALL", "CONFIG SET maxmemory 1", "KEYS *", "KEYS lab:other:*", "DEBUG SLEEP 0", "FLUSHDB", "SHUTDOWN"] {
+    for line in [
+        "FLUSHALL",
+        "CONFIG SET maxmemory 1",
+        "KEYS *",
+        "KEYS lab:other:*",
+        "DEBUG SLEEP 0",
+        "FLUSHDB",
+        "SHUTDOWN",
+    ] {
         let err = s.run_line("A", 0, line).unwrap_err();
         assert!(matches!(err, SessionError::NotAllowed { .. }), "{line}: {err}");
         let text = err.to_string();
@@ -51,10 +59,20 @@ fn dangerous_commands_are_refused_and_outside_keys_survive() {
     );
     // The third wall: Redis's own ACL, inside Lua.
     let r = s.run_line("A", 0, "EVAL \"return redis.call('FLUSHALL')\" 0").unwrap();
-    assert!(matches!(&r, Reply::Error(e) if e.contains("can't run this command")), "{r:?}");
-    let r = s.run_line("A", 0, "EVAL \"return redis.call('GET','outside')\" 0").unwrap();
-    assert!(matches!(&r, Reply::Error(e) if e.contains("can't access at least one of the keys")), "{r:?}");
-    let r = s.run_line("A", 0, "EVAL \"return redis.call('SET','outside','x')\" 0").unwrap();
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("can't run this command")),
+        "{r:?}"
+    );
+    let r = s
+        .run_line("A", 0, "EVAL \"return redis.call('GET','outside')\" 0")
+        .unwrap();
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("can't access at least one of the keys")),
+        "{r:?}"
+    );
+    let r = s
+        .run_line("A", 0, "EVAL \"return redis.call('SET','outside','x')\" 0")
+        .unwrap();
     assert!(r.is_error(), "{r:?}");
     // Server-wide function state is refused before Redis.
     assert!(s.run_line("A", 0, "FUNCTION FLUSH").is_err());
@@ -62,9 +80,19 @@ fn dangerous_commands_are_refused_and_outside_keys_survive() {
     assert_eq!(s.run_line("A", 0, "SET lock A NX PX 10000").unwrap(), Reply::ok());
     assert_eq!(s.run_line("A", 0, "GET lock").unwrap(), Reply::bulk("A"));
     let r = s.run_line("A", 0, "SCAN 0 COUNT 1000").unwrap();
-    assert_eq!(r, Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![Reply::bulk("lock")])]));
-    assert_eq!(s.run_line("A", 0, "EVAL \"return KEYS[1]\" 1 lock").unwrap(), Reply::bulk("lock"));
-    assert!(s.run_line("A", 0, "INFO stats").unwrap().to_cli().contains("total_commands_processed"));
+    assert_eq!(
+        r,
+        Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![Reply::bulk("lock")])])
+    );
+    assert_eq!(
+        s.run_line("A", 0, "EVAL \"return KEYS[1]\" 1 lock").unwrap(),
+        Reply::bulk("lock")
+    );
+    assert!(s
+        .run_line("A", 0, "INFO stats")
+        .unwrap()
+        .to_cli()
+        .contains("total_commands_processed"));
     // The real key is under the prefix.
     let real_key = format!("{}lock", s.prefix());
     assert_eq!(direct(&mut admin, &format!("GET {real_key}")), Reply::bulk("A"));
@@ -74,7 +102,9 @@ fn dangerous_commands_are_refused_and_outside_keys_survive() {
     assert!(events.iter().any(|e| matches!(e.kind, EventKind::Sent { .. })));
     assert!(events.iter().any(|e| matches!(e.kind, EventKind::Executed { .. })));
     assert!(events.iter().any(|e| matches!(e.kind, EventKind::Received { .. })));
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("FLUSHALL"))));
+    assert!(events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("FLUSHALL"))));
     assert!(events.windows(2).all(|w| w[0].step + 1 == w[1].step));
 
     let user = s.acl_user().to_owned();
@@ -106,14 +136,27 @@ fn function_libraries_belong_to_the_session_that_loaded_them() {
     let mut b = pool.open(one_node(&server.url())).unwrap();
     let load = lib("locklib", "1").replace("LOAD REPLACE", "LOAD");
     assert_eq!(a.run_line("A", 0, &load).unwrap(), Reply::bulk("locklib"));
-    assert_eq!(a.run_line("A", 0, &lib("locklib", "2")).unwrap(), Reply::bulk("locklib"));
+    assert_eq!(
+        a.run_line("A", 0, &lib("locklib", "2")).unwrap(),
+        Reply::bulk("locklib")
+    );
     assert_eq!(a.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Integer(2));
     // B sees none of A's: it loads and replaces a `locklib` of its own.
-    assert_eq!(b.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Error("ERR Function not found".into()));
+    assert_eq!(
+        b.run_line("A", 0, "FCALL locklib_f 0").unwrap(),
+        Reply::Error("ERR Function not found".into())
+    );
     assert_eq!(b.run_line("A", 0, &load).unwrap(), Reply::bulk("locklib"));
-    assert_eq!(b.run_line("A", 0, &lib("locklib", "3")).unwrap(), Reply::bulk("locklib"));
+    assert_eq!(
+        b.run_line("A", 0, &lib("locklib", "3")).unwrap(),
+        Reply::bulk("locklib")
+    );
     assert_eq!(b.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Integer(3));
-    assert_eq!(a.run_line("A", 0, "FCALL locklib_f 0").unwrap(), Reply::Integer(2), "A's unchanged");
+    assert_eq!(
+        a.run_line("A", 0, "FCALL locklib_f 0").unwrap(),
+        Reply::Integer(2),
+        "A's unchanged"
+    );
     // Replacing the server's library makes B one of its own of that name.
     assert_eq!(b.run_line("A", 0, &lib("theirs", "9")).unwrap(), Reply::bulk("theirs"));
     assert_eq!(direct(&mut admin, "FCALL theirs_f 0"), Reply::Integer(1));
@@ -123,7 +166,9 @@ fn function_libraries_belong_to_the_session_that_loaded_them() {
     drop(a);
     drop(b);
     // The sessions' libraries went with them; the server's own stayed.
-    let Reply::Array(libs) = direct(&mut admin, "FUNCTION LIST") else { panic!() };
+    let Reply::Array(libs) = direct(&mut admin, "FUNCTION LIST") else {
+        panic!()
+    };
     assert_eq!(libs.len(), 1, "{libs:?}");
     assert_eq!(direct(&mut admin, "FCALL theirs_f 0"), Reply::Integer(1));
 }
@@ -131,7 +176,13 @@ fn function_libraries_belong_to_the_session_that_loaded_them() {
 #[test]
 fn limits_are_enforced() {
     let server = RedisServer::start();
-    let limits = Limits { commands_per_sec: 5.0, burst: 5.0, max_wait: Duration::from_millis(1), max_sessions: 2, ..Limits::default() };
+    let limits = Limits {
+        commands_per_sec: 5.0,
+        burst: 5.0,
+        max_wait: Duration::from_millis(1),
+        max_sessions: 2,
+        ..Limits::default()
+    };
     let pool = SessionPool::new(limits);
     let mut s = pool.open(one_node(&server.url())).unwrap();
     let long = format!("SET k {}", "x".repeat(64 * 1024));
@@ -139,8 +190,14 @@ fn limits_are_enforced() {
     let many = vec![b"DEL".to_vec(); 1025];
     assert!(matches!(s.run("A", 0, &many), Err(SessionError::TooLarge { .. })));
     let script = vec![b"EVAL".to_vec(), vec![b' '; 64 * 1024 + 1], b"0".to_vec()];
-    assert!(matches!(s.run("A", 0, &script), Err(SessionError::TooLarge { what: "the script", .. })));
-    assert!(matches!(s.run_line("A", 0, "SET \"unbalanced"), Err(SessionError::BadLine)));
+    assert!(matches!(
+        s.run("A", 0, &script),
+        Err(SessionError::TooLarge { what: "the script", .. })
+    ));
+    assert!(matches!(
+        s.run_line("A", 0, "SET \"unbalanced"),
+        Err(SessionError::BadLine)
+    ));
     // The bucket: 5 go, the 6th within a millisecond is refused.
     let mut refused = 0;
     for _ in 0..8 {
@@ -150,7 +207,10 @@ fn limits_are_enforced() {
     }
     assert!(refused >= 2, "refused {refused}");
     let _s2 = pool.open(one_node(&server.url())).unwrap();
-    assert!(matches!(pool.open(one_node(&server.url())), Err(SessionError::TooManySessions(2))));
+    assert!(matches!(
+        pool.open(one_node(&server.url())),
+        Err(SessionError::TooManySessions(2))
+    ));
 }
 
 #[test]
@@ -193,7 +253,10 @@ fn session_survives_its_server_dying() {
     let err = s.run_line("A", 0, "GET lock").unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, SessionError::Unreachable { .. }), "{text}");
-    assert!(text.contains("is unreachable") && text.contains("reconnects on the next command"), "{text}");
+    assert!(
+        text.contains("is unreachable") && text.contains("reconnects on the next command"),
+        "{text}"
+    );
     assert!(s.take_events().iter().any(|e| matches!(e.kind, EventKind::Lost { .. })));
     topo.fault(Fault::Restart { node: 0 }).unwrap();
     // Restarted without persistence: empty, and the ACL user is re-made.
@@ -205,11 +268,17 @@ fn session_survives_its_server_dying() {
 #[test]
 fn paused_server_times_out_then_resumes() {
     let mut topo = Topology::start(TopologyKind::Single).unwrap();
-    let pool = SessionPool::new(Limits { reply_timeout: Duration::from_millis(300), ..Limits::default() });
+    let pool = SessionPool::new(Limits {
+        reply_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
     let mut s = pool.open(topo.targets()).unwrap();
     assert_eq!(s.run_line("A", 0, "SET lock A").unwrap(), Reply::ok());
     topo.fault(Fault::Pause { node: 0 }).unwrap();
-    assert!(matches!(s.run_line("A", 0, "GET lock"), Err(SessionError::Unreachable { .. })));
+    assert!(matches!(
+        s.run_line("A", 0, "GET lock"),
+        Err(SessionError::Unreachable { .. })
+    ));
     topo.fault(Fault::Resume { node: 0 }).unwrap();
     assert_eq!(s.run_line("A", 0, "GET lock").unwrap(), Reply::bulk("A"));
 }
@@ -232,21 +301,27 @@ fn replicated_topology_replicates_cuts_and_promotes() {
     let pool = SessionPool::default();
     let mut s = pool.open(topo.targets()).unwrap();
     assert_eq!(s.run_line("A", 0, "SET lock A PX 60000").unwrap(), Reply::ok());
-    poll("replication to the replica", || s.run_line("B", 1, "GET lock").unwrap() == Reply::bulk("A"));
+    poll("replication to the replica", || {
+        s.run_line("B", 1, "GET lock").unwrap() == Reply::bulk("A")
+    });
     let r = s.run_line("B", 1, "SET lock B").unwrap();
     assert!(matches!(&r, Reply::Error(e) if e.starts_with("READONLY")), "{r:?}");
 
     // Cut: the master's next write does not arrive.
     topo.fault(Fault::CutReplication { node: 1 }).unwrap();
     let replica = topo.managed_node(1).unwrap().port();
-    poll("link down", || topology::info_field(replica, "replication", "master_link_status").as_deref() == Some("down"));
+    poll("link down", || {
+        topology::info_field(replica, "replication", "master_link_status").as_deref() == Some("down")
+    });
     assert_eq!(s.run_line("A", 0, "SET lock A2 PX 60000").unwrap(), Reply::ok());
     assert_eq!(s.run_line("B", 1, "GET lock").unwrap(), Reply::bulk("A"));
     topo.fault(Fault::HealReplication { node: 1 }).unwrap();
     poll("heal", || s.run_line("B", 1, "GET lock").unwrap() == Reply::bulk("A2"));
 
     topo.fault(Fault::Promote { node: 1 }).unwrap();
-    poll("promotion", || topology::info_field(replica, "replication", "role").as_deref() == Some("master"));
+    poll("promotion", || {
+        topology::info_field(replica, "replication", "role").as_deref() == Some("master")
+    });
     assert_eq!(s.run_line("B", 1, "SET lock B").unwrap(), Reply::ok());
     assert_eq!(topo.nodes()[1].role, "master");
 }
@@ -260,7 +335,10 @@ fn redlock5_starts_five_independent_masters() {
     let mut s = pool.open(topo.targets()).unwrap();
     for i in 0..5u32 {
         let port = topo.managed_node(i).unwrap().port();
-        assert_eq!(topology::info_field(port, "replication", "role").as_deref(), Some("master"));
+        assert_eq!(
+            topology::info_field(port, "replication", "role").as_deref(),
+            Some("master")
+        );
         assert_eq!(s.run_line("A", i, "SET lock A NX PX 10000").unwrap(), Reply::ok());
     }
     // Independent: a key deleted on one is still on the others.
@@ -282,7 +360,10 @@ fn cluster3_forms_and_refuses_undeclared_keys() {
         }
     }
     let e = saw.expect("some key lives on another node");
-    assert!(e.starts_with("ERR Script attempted to access a non local key in a cluster node"), "{e}");
+    assert!(
+        e.starts_with("ERR Script attempted to access a non local key in a cluster node"),
+        "{e}"
+    );
 }
 
 /// A session on the lab's own cluster behaves like `redis-cli -c`: keys as
@@ -294,21 +375,26 @@ fn cluster3_session_routes_by_slot_and_follows_moved() {
     let mut s = pool.open_on(&topo).unwrap();
     assert_eq!(s.prefix(), "");
     let port = |i: u32| topo.managed_node(i).unwrap().port();
-    let mut admin: Vec<RealConnection> =
-        (0..3).map(|i| RealConnection::open(&format!("redis://127.0.0.1:{}/", port(i))).unwrap()).collect();
+    let mut admin: Vec<RealConnection> = (0..3)
+        .map(|i| RealConnection::open(&format!("redis://127.0.0.1:{}/", port(i))).unwrap())
+        .collect();
     // bar is in slot 5061 (c1), foo in 12182 (c3).
     assert_eq!(s.run_line("A", 2, "SET bar 1").unwrap(), Reply::ok());
     assert_eq!(direct(&mut admin[0], "GET bar"), Reply::bulk("1"));
     assert_eq!(s.run_line("A", 0, "SET foo 2").unwrap(), Reply::ok());
     assert_eq!(direct(&mut admin[2], "GET foo"), Reply::bulk("2"));
     let events = s.take_events();
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if text.starts_with("routed to c1"))));
+    assert!(events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Note { text } if text.starts_with("routed to c1"))));
 
     // Move slot 12182's neighbour, the empty slot of "baz" (4813, c1), to
     // c2 behind the session's back: its cached map is now stale, c1
     // answers MOVED, and the session follows it.
     assert_eq!(locklab_core::server::cluster::key_slot(b"baz"), 4813);
-    let Reply::Bulk(c2_id) = direct(&mut admin[1], "CLUSTER MYID") else { panic!("c2 has an id") };
+    let Reply::Bulk(c2_id) = direct(&mut admin[1], "CLUSTER MYID") else {
+        panic!("c2 has an id")
+    };
     let c2_id = String::from_utf8(c2_id).unwrap();
     for c in &mut admin {
         assert_eq!(direct(c, &format!("CLUSTER SETSLOT 4813 NODE {c2_id}")), Reply::ok());
@@ -322,12 +408,23 @@ fn cluster3_session_routes_by_slot_and_follows_moved() {
     });
     assert!(moved, "{events:?}");
     let followed = format!("-> Redirected to slot [4813] located at 127.0.0.1:{}", port(1));
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if *text == followed)), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Note { text } if *text == followed)),
+        "{events:?}"
+    );
 
     // The walls that stay: the table, and the ACL's command rules in Lua.
-    assert!(matches!(s.run_line("A", 0, "FLUSHALL"), Err(SessionError::NotAllowed { .. })));
+    assert!(matches!(
+        s.run_line("A", 0, "FLUSHALL"),
+        Err(SessionError::NotAllowed { .. })
+    ));
     let r = s.run_line("A", 0, "EVAL \"return redis.call('FLUSHALL')\" 0").unwrap();
-    assert!(matches!(&r, Reply::Error(e) if e.contains("can't run this command")), "{r:?}");
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("can't run this command")),
+        "{r:?}"
+    );
     // Dropping the session empties the cluster it owned.
     drop(s);
     assert_eq!(direct(&mut admin[1], "DBSIZE"), Reply::Integer(0));

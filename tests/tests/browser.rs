@@ -72,12 +72,14 @@ fn newest_mtime(dir: &Path) -> Option<(SystemTime, PathBuf)> {
 fn require_dist() -> PathBuf {
     let dist = std::env::var_os("LOCKLAB_DIST").map_or_else(|| root().join("dist"), PathBuf::from);
     let index = dist.join("index.html");
-    let built = std::fs::metadata(&index).and_then(|m| m.modified()).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing: build the app first with `cargo xtask dist` (./scripts/test does)",
-            index.display()
-        )
-    });
+    let built = std::fs::metadata(&index)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| {
+            panic!(
+                "{} is missing: build the app first with `cargo xtask dist` (./scripts/test does)",
+                index.display()
+            )
+        });
     for src in ["frontend", "core/src"] {
         if let Some((t, path)) = newest_mtime(&root().join(src)) {
             assert!(
@@ -113,7 +115,10 @@ impl Chromedriver {
             .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
         let deadline = Instant::now() + WAIT;
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen on port {port} within {WAIT:?}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within {WAIT:?}"
+            );
             std::thread::sleep(POLL);
         }
         Chromedriver { child, port, profile }
@@ -123,7 +128,9 @@ impl Chromedriver {
 impl Drop for Chromedriver {
     fn drop(&mut self) {
         // The group we created for it: chromedriver and its Chromium.
-        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
@@ -131,16 +138,34 @@ impl Drop for Chromedriver {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Lesson 07's replies, step by step: the article's safe release of 6.2,
 /// then the bare DEL its title promises, which takes B's lock.
-const LESSON_07_REPLIES: [&str; 7] = ["OK", "(integer) 1", "OK", "(integer) 0", "\"token-B-222\"", "(integer) 1", "(nil)"];
+const LESSON_07_REPLIES: [&str; 7] = [
+    "OK",
+    "(integer) 1",
+    "OK",
+    "(integer) 0",
+    "\"token-B-222\"",
+    "(integer) 1",
+    "(nil)",
+];
 
 /// How many steps lesson 07 has, from its file.
 fn lesson_07_steps() -> usize {
-    locklab_core::lesson::builtin().unwrap().into_iter().find(|l| l.id == "07").unwrap().steps.len()
+    locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.id == "07")
+        .unwrap()
+        .steps
+        .len()
 }
 
 /// What the step counter shows after `n` of `steps` steps.
@@ -184,7 +209,10 @@ async fn js(c: &Client, script: &str) -> Value {
 async fn run(c: &Client, line: &str) -> String {
     let before = count(c, "[data-testid=console-reply]").await;
     let input = c.find(Locator::Css("[data-testid=console-input]")).await.unwrap();
-    input.send_keys(&format!("{line}{}", char::from(Key::Enter))).await.unwrap();
+    input
+        .send_keys(&format!("{line}{}", char::from(Key::Enter)))
+        .await
+        .unwrap();
     eventually(&format!("a reply to `{line}`"), || async {
         let replies = c.find_all(Locator::Css("[data-testid=console-reply]")).await.ok()?;
         if replies.len() > before {
@@ -200,7 +228,13 @@ async fn tab(c: &Client, client: &str) {
     let css = format!("[data-testid=console-tab][data-client={client}]");
     c.find(Locator::Css(&css)).await.unwrap().click().await.unwrap();
     eventually(&format!("client {client}'s console"), || async {
-        let on = c.find(Locator::Css("[data-testid=console]")).await.ok()?.attr("data-client").await.ok()??;
+        let on = c
+            .find(Locator::Css("[data-testid=console]"))
+            .await
+            .ok()?
+            .attr("data-client")
+            .await
+            .ok()??;
         (on == client).then_some(())
     })
     .await;
@@ -230,7 +264,11 @@ async fn open(c: &Client, url: &str) -> f64 {
     })
     .await;
     eventually("the app's ready mark", || async {
-        js(c, "return document.documentElement.dataset.readyMs || null").await.as_str()?.parse().ok()
+        js(c, "return document.documentElement.dataset.readyMs || null")
+            .await
+            .as_str()?
+            .parse()
+            .ok()
     })
     .await
 }
@@ -290,7 +328,10 @@ async fn the_app_in_headless_chromium() {
     assert_eq!(count(&c, "[data-testid=lesson-item]").await, lessons);
     assert_eq!(count(&c, "[data-testid=timeline]").await, 1);
     assert_eq!(count(&c, "[data-testid=console]").await, 1);
-    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("simulator"));
+    assert_eq!(
+        text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(),
+        Some("simulator")
+    );
     assert_eq!(js(&c, "return document.documentElement.lang").await, json!("en"));
 
     // The console speaks redis-cli.
@@ -301,7 +342,10 @@ async fn the_app_in_headless_chromium() {
     assert_eq!(run(&c, "EXISTS lock:order:1").await, "(integer) 1");
     assert_eq!(run(&c, "SET k \"open").await, "Invalid argument(s)");
     assert_eq!(run(&c, "PTTL nosuchkey").await, "(integer) -2");
-    assert_eq!(count(&c, "[data-testid=lock-bar][data-owner=A][data-open=true]").await, 1);
+    assert_eq!(
+        count(&c, "[data-testid=lock-bar][data-owner=A][data-open=true]").await,
+        1
+    );
 
     // ↑ brings the last line back, ↓ the empty draft.
     let input = c.find(Locator::Css("[data-testid=console-input]")).await.unwrap();
@@ -311,18 +355,37 @@ async fn the_app_in_headless_chromium() {
     })
     .await;
     input.send_keys(&char::from(Key::Down).to_string()).await.unwrap();
-    eventually("↓ to restore the draft", || async { input.prop("value").await.ok()??.is_empty().then_some(()) }).await;
+    eventually("↓ to restore the draft", || async {
+        input.prop("value").await.ok()??.is_empty().then_some(())
+    })
+    .await;
 
     // 31 s later the lock has expired (at 30 s it is still there, as in
     // Redis: PTTL 0), and B gets it.
-    c.find(Locator::Css("[data-testid=advance-30000]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=advance-30000]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the clock at 30 s", || async {
-        (c.find(Locator::Css("[data-testid=clock-now]")).await.ok()?.attr("data-ms").await.ok()?? == "30000")
+        (c.find(Locator::Css("[data-testid=clock-now]"))
+            .await
+            .ok()?
+            .attr("data-ms")
+            .await
+            .ok()??
+            == "30000")
             .then_some(())
     })
     .await;
     assert_eq!(count(&c, "[data-testid=lock-bar][data-open=true]").await, 1);
-    c.find(Locator::Css("[data-testid=advance-1000]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=advance-1000]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the lock bar to close at expiry", || async {
         (count(&c, "[data-testid=lock-bar][data-open=false]").await == 1).then_some(())
     })
@@ -337,44 +400,81 @@ async fn the_app_in_headless_chromium() {
     // Shortcuts: `?` opens the help (outside the console), Escape closes it.
     js(&c, "document.activeElement.blur(); return null").await;
     press(&c, '?').await;
-    eventually("the shortcuts overlay", || async { c.find(Locator::Css("[data-testid=help]")).await.ok() }).await;
+    eventually("the shortcuts overlay", || async {
+        c.find(Locator::Css("[data-testid=help]")).await.ok()
+    })
+    .await;
     press(&c, char::from(Key::Escape)).await;
-    eventually("the overlay to close", || async { (count(&c, "[data-testid=help]").await == 0).then_some(()) }).await;
+    eventually("the overlay to close", || async {
+        (count(&c, "[data-testid=help]").await == 0).then_some(())
+    })
+    .await;
 
     // Language: the switch changes the page and the URL.
-    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the page in Chinese", || async {
         (text(&c, "[data-testid=driver][aria-pressed=true]").await? == "模拟器").then_some(())
     })
     .await;
     assert_eq!(js(&c, "return document.documentElement.lang").await, json!("zh-CN"));
-    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=zh&seed=1&driver=sim"));
+    assert_eq!(
+        c.current_url().await.unwrap().query(),
+        Some("lang=zh&seed=1&driver=sim")
+    );
 
     // A link reproduces the view.
     let query = "lang=zh&lesson=05&step=end&seed=7&driver=sim";
     open(&c, &format!("{base}/?{query}")).await;
-    let selected = c.find(Locator::Css("[data-testid=lesson-item][aria-current=true]")).await.unwrap();
+    let selected = c
+        .find(Locator::Css("[data-testid=lesson-item][aria-current=true]"))
+        .await
+        .unwrap();
     assert_eq!(selected.attr("data-lesson").await.unwrap().as_deref(), Some("05"));
     assert_eq!(
-        c.find(Locator::Css("[data-testid=lesson-title]")).await.unwrap().attr("data-lesson").await.unwrap().as_deref(),
+        c.find(Locator::Css("[data-testid=lesson-title]"))
+            .await
+            .unwrap()
+            .attr("data-lesson")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("05")
     );
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
-    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("模拟器"));
+    assert_eq!(
+        text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(),
+        Some("模拟器")
+    );
     assert_eq!(c.current_url().await.unwrap().query(), Some(query));
     // Choosing another lesson rewrites the URL; a reload restores it.
-    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the URL to follow the lesson", || async {
         (c.current_url().await.ok()?.query()? == "lang=zh&lesson=07&seed=7&driver=sim").then_some(())
     })
     .await;
     c.refresh().await.unwrap();
     eventually("lesson 07 restored after a reload", || async {
-        let item = c.find(Locator::Css("[data-testid=lesson-item][aria-current=true]")).await.ok()?;
+        let item = c
+            .find(Locator::Css("[data-testid=lesson-item][aria-current=true]"))
+            .await
+            .ok()?;
         (item.attr("data-lesson").await.ok()??.as_str() == "07").then_some(())
     })
     .await;
-    assert_eq!(text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(), Some("模拟器"));
+    assert_eq!(
+        text(&c, "[data-testid=driver][aria-pressed=true]").await.as_deref(),
+        Some("模拟器")
+    );
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
     screenshot(&c, "browser-lesson-zh.png").await;
 
@@ -384,9 +484,17 @@ async fn the_app_in_headless_chromium() {
     let steps = lesson_07_steps();
     assert_eq!(count(&c, "[data-testid=step]").await, steps);
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("0"));
-    assert!(text(&c, "[data-testid=narration]").await.unwrap().contains("compare-and-delete"));
+    assert!(text(&c, "[data-testid=narration]")
+        .await
+        .unwrap()
+        .contains("compare-and-delete"));
     for n in 1..=steps {
-        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("[data-testid=step-forward]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         let label = step_label(n, steps);
         eventually(&format!("step {n} of lesson 07"), || async {
             (text(&c, "[data-testid=step-name]").await? == label).then_some(())
@@ -400,12 +508,19 @@ async fn the_app_in_headless_chromium() {
     assert_eq!(replies, LESSON_07_REPLIES);
     assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("end"));
-    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=sim"));
+    assert_eq!(
+        c.current_url().await.unwrap().query(),
+        Some("lang=en&lesson=07&step=end&seed=1&driver=sim")
+    );
     let mut console = Vec::new();
     for r in c.find_all(Locator::Css("[data-testid=console-reply]")).await.unwrap() {
         console.push(r.text().await.unwrap());
     }
-    assert_eq!(console, ["OK", "(integer) 1", "(integer) 0", "\"token-B-222\"", "(integer) 1"], "client A's console");
+    assert_eq!(
+        console,
+        ["OK", "(integer) 1", "(integer) 0", "\"token-B-222\"", "(integer) 1"],
+        "client A's console"
+    );
     // Off script, on the same world: A's bare DEL took B's lock.
     tab(&c, "B").await;
     assert_eq!(run(&c, "GET lock:order:1001").await, "(nil)");
@@ -413,15 +528,34 @@ async fn the_app_in_headless_chromium() {
     js(&c, "document.activeElement.blur(); return null").await;
     press(&c, char::from(Key::Left)).await;
     let back = (steps - 1).to_string();
-    eventually("← to step back", || async { (text(&c, "[data-testid=step-name]").await? == back).then_some(()) }).await;
+    eventually("← to step back", || async {
+        (text(&c, "[data-testid=step-name]").await? == back).then_some(())
+    })
+    .await;
     press(&c, char::from(Key::Home)).await;
-    eventually("Home to restart", || async { (text(&c, "[data-testid=step-name]").await? == "0").then_some(()) }).await;
+    eventually("Home to restart", || async {
+        (text(&c, "[data-testid=step-name]").await? == "0").then_some(())
+    })
+    .await;
     press(&c, char::from(Key::Right)).await;
-    eventually("→ to step on", || async { (text(&c, "[data-testid=step-name]").await? == "1").then_some(()) }).await;
+    eventually("→ to step on", || async {
+        (text(&c, "[data-testid=step-name]").await? == "1").then_some(())
+    })
+    .await;
     // Play runs to the end by itself (at 8×).
-    c.find_all(Locator::Css("[data-testid=speed]")).await.unwrap().last().unwrap().click().await.unwrap();
+    c.find_all(Locator::Css("[data-testid=speed]"))
+        .await
+        .unwrap()
+        .last()
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     press(&c, ' ').await;
-    eventually("play to reach the end", || async { (text(&c, "[data-testid=step-name]").await? == "end").then_some(()) }).await;
+    eventually("play to reach the end", || async {
+        (text(&c, "[data-testid=step-name]").await? == "end").then_some(())
+    })
+    .await;
     screenshot(&c, "browser-lesson-07-en.png").await;
 
     // Lesson 05 at its end: two holders on the node, and the violation band.
@@ -432,22 +566,58 @@ async fn the_app_in_headless_chromium() {
     assert!(count(&c, "[data-testid=lock-bar][data-owner=B]").await >= 1);
     assert!(count(&c, "[data-testid=lock-bar][data-owner=C]").await >= 1);
     assert!(count(&c, "[data-testid=violation]").await >= 1, "the violation band");
-    assert!(count(&c, "[data-testid=timeline-span][data-kind=paused]").await >= 1, "A's pause is shaded");
-    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=05&step=end&seed=7&driver=sim"));
+    assert!(
+        count(&c, "[data-testid=timeline-span][data-kind=paused]").await >= 1,
+        "A's pause is shaded"
+    );
+    assert_eq!(
+        c.current_url().await.unwrap().query(),
+        Some("lang=en&lesson=05&step=end&seed=7&driver=sim")
+    );
     screenshot(&c, "browser-lesson-05-en.png").await;
     // The fault toolbox acts on the same world; export offers the SVG.
-    let before = js(&c, "return document.querySelector('[data-testid=timeline]').dataset.events").await;
-    c.find(Locator::Css("[data-testid=fault-crash]")).await.unwrap().click().await.unwrap();
+    let before = js(
+        &c,
+        "return document.querySelector('[data-testid=timeline]').dataset.events",
+    )
+    .await;
+    c.find(Locator::Css("[data-testid=fault-crash]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the crash in the trace", || async {
-        let now = js(&c, "return document.querySelector('[data-testid=timeline]').dataset.events").await;
+        let now = js(
+            &c,
+            "return document.querySelector('[data-testid=timeline]').dataset.events",
+        )
+        .await;
         (now != before).then_some(())
     })
     .await;
-    c.find(Locator::Css("[data-testid=export-svg]")).await.unwrap().click().await.unwrap();
-    let href = js(&c, "return document.querySelector('[data-testid=export-svg]').getAttribute('href')").await;
-    assert!(href.as_str().unwrap_or_default().starts_with("data:image/svg+xml"), "{href}");
+    c.find(Locator::Css("[data-testid=export-svg]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let href = js(
+        &c,
+        "return document.querySelector('[data-testid=export-svg]').getAttribute('href')",
+    )
+    .await;
+    assert!(
+        href.as_str().unwrap_or_default().starts_with("data:image/svg+xml"),
+        "{href}"
+    );
     // Language switch on a lesson, then a reload from the URL.
-    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=lang-switch] [data-lang=zh]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the lesson in Chinese", || async {
         (text(&c, "[data-testid=narration]").await?.contains("临界区")).then_some(())
     })
@@ -482,7 +652,10 @@ async fn the_app_in_headless_chromium() {
         text(&c, "[data-testid=load-error]").await
     })
     .await;
-    assert!(error.contains("The lessons could not be loaded") && error.contains("/lessons-"), "{error}");
+    assert!(
+        error.contains("The lessons could not be loaded") && error.contains("/lessons-"),
+        "{error}"
+    );
     assert_eq!(count(&c, "[data-testid=console-input]").await, 0);
     std::fs::remove_dir_all(&broken).unwrap();
 
@@ -569,7 +742,10 @@ async fn the_timeline_a_room_can_read() {
             .await;
             let p = js(&c, TIMELINE_PROBE).await;
             let what = format!("lesson {id} at {w}×{h}: {p}");
-            assert!(p["minFont"].as_f64().unwrap() >= 13.0, "every timeline text ≥ 13 px: {what}");
+            assert!(
+                p["minFont"].as_f64().unwrap() >= 13.0,
+                "every timeline text ≥ 13 px: {what}"
+            );
             assert!(p["labels"].as_u64().unwrap() >= 5, "{what}");
             assert_eq!(p["overlaps"], json!([]), "no two labels overlap: {what}");
             // [pixels, milliseconds] of linear axis between neighbouring
@@ -580,17 +756,29 @@ async fn the_timeline_a_room_can_read() {
                 .iter()
                 .map(|v| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap()))
                 .collect();
-            let (px0, ms0) = *pairs.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or_else(|| panic!("two ticks: {what}"));
+            let (px0, ms0) = *pairs
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or_else(|| panic!("two ticks: {what}"));
             let k = px0 / ms0;
             for (px, ms) in &pairs {
-                assert!((px - k * ms).abs() < 1.0, "the axis is linear between its marked breaks: {what}");
+                assert!(
+                    (px - k * ms).abs() < 1.0,
+                    "the axis is linear between its marked breaks: {what}"
+                );
             }
             assert!(p["legend"].as_u64().unwrap() >= 3, "the legend: {what}");
-            assert!(p["svgWidth"].as_f64().unwrap() > w as f64 * 0.6, "the timeline spans the content width: {what}");
+            assert!(
+                p["svgWidth"].as_f64().unwrap() > w as f64 * 0.6,
+                "the timeline spans the content width: {what}"
+            );
             if p["bands"].as_u64().unwrap() > 0 {
                 let titles = p["titles"].as_array().unwrap();
                 assert!(!titles.is_empty(), "a band has its title: {what}");
-                assert!(titles.iter().all(|t| t["inside"] == json!(true)), "never cut off: {what}");
+                assert!(
+                    titles.iter().all(|t| t["inside"] == json!(true)),
+                    "never cut off: {what}"
+                );
                 if w == 1280 {
                     banded.push(id);
                 }
@@ -598,17 +786,32 @@ async fn the_timeline_a_room_can_read() {
             if ["05", "15", "17", "22"].contains(&id) {
                 screenshot(&c, &format!("timeline-{id}-normal-{w}x{h}.png")).await;
                 open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7&present=1")).await;
-                eventually("the caption", || async { c.find(Locator::Css("[data-testid=caption]")).await.ok() }).await;
+                eventually("the caption", || async {
+                    c.find(Locator::Css("[data-testid=caption]")).await.ok()
+                })
+                .await;
                 screenshot(&c, &format!("timeline-{id}-present-{w}x{h}.png")).await;
-                let hidden = js(&c, "return getComputedStyle(document.querySelector('[data-testid=lesson-list]')).display").await;
+                let hidden = js(
+                    &c,
+                    "return getComputedStyle(document.querySelector('[data-testid=lesson-list]')).display",
+                )
+                .await;
                 assert_eq!(hidden, json!("none"), "presenter mode hides the sidebar");
-                assert!(text(&c, "[data-testid=caption-command]").await.is_some_and(|t| !t.is_empty()), "the caption");
+                assert!(
+                    text(&c, "[data-testid=caption-command]")
+                        .await
+                        .is_some_and(|t| !t.is_empty()),
+                    "the caption"
+                );
                 let p = js(&c, TIMELINE_PROBE).await;
                 assert!(p["minFont"].as_f64().unwrap() >= 13.0, "presenter mode: {p}");
                 // Every lane on the screen (the legend may need a scroll on a
                 // 720 px projector when a lesson has eight lanes).
                 let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
-                assert!(fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0, "presenter mode fits the lanes on the screen: {fits} {p}");
+                assert!(
+                    fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
+                    "presenter mode fits the lanes on the screen: {fits} {p}"
+                );
                 assert_eq!(p["overlaps"], json!([]), "no overlaps in presenter mode either: {p}");
             }
         }
@@ -629,7 +832,12 @@ async fn the_timeline_a_room_can_read() {
     step_to(&c, "1").await;
     click(&c, "[data-testid=theme]").await;
     eventually("the dark theme", || async {
-        js(&c, "return document.querySelector('[data-testid=app]').classList.contains('dark') || null").await.as_bool()
+        js(
+            &c,
+            "return document.querySelector('[data-testid=app]').classList.contains('dark') || null",
+        )
+        .await
+        .as_bool()
     })
     .await;
     screenshot(&c, "timeline-05-present-dark-1280x720.png").await;
@@ -637,12 +845,19 @@ async fn the_timeline_a_room_can_read() {
 
     // Space plays, and never scrolls the page.
     open(&c, &format!("{base}/?lang=en&lesson=05&seed=7")).await;
-    js(&c, "const m = document.querySelector('main'); m.scrollTop = 120; return null").await;
+    js(
+        &c,
+        "const m = document.querySelector('main'); m.scrollTop = 120; return null",
+    )
+    .await;
     click(&c, ".steps-title").await;
     let before = js(&c, "return document.querySelector('main').scrollTop").await;
     assert!(before.as_f64().unwrap() > 0.0, "main scrolls at 1280×720");
     press(&c, ' ').await;
-    eventually("Space to start playing", || async { (text(&c, "[data-testid=step-name]").await? != "0").then_some(()) }).await;
+    eventually("Space to start playing", || async {
+        (text(&c, "[data-testid=step-name]").await? != "0").then_some(())
+    })
+    .await;
     let after = js(&c, "return document.querySelector('main').scrollTop").await;
     assert_eq!(before, after, "Space does not scroll");
     assert_eq!(js(&c, "return document.scrollingElement.scrollTop").await, json!(0));
@@ -650,27 +865,43 @@ async fn the_timeline_a_room_can_read() {
     // The export: owner colours, the title with the lesson id, the legend.
     open(&c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7")).await;
     click(&c, "[data-testid=export-svg]").await;
-    let href = js(&c, "return decodeURIComponent(document.querySelector('[data-testid=export-svg]').getAttribute('href'))").await;
+    let href = js(
+        &c,
+        "return decodeURIComponent(document.querySelector('[data-testid=export-svg]').getAttribute('href'))",
+    )
+    .await;
     let svg = href.as_str().unwrap();
     assert!(svg.starts_with("data:image/svg+xml"), "{svg}");
-    assert!(svg.contains("data-testid=\"legend\""), "the legend travels with the file");
+    assert!(
+        svg.contains("data-testid=\"legend\""),
+        "the legend travels with the file"
+    );
     assert!(svg.contains("locklab 05"), "the title names the lesson");
-    let owners: std::collections::BTreeSet<&str> =
-        ["owner-0", "owner-1", "owner-2"].into_iter().filter(|o| svg.contains(&format!("bar {o}"))).collect();
+    let owners: std::collections::BTreeSet<&str> = ["owner-0", "owner-1", "owner-2"]
+        .into_iter()
+        .filter(|o| svg.contains(&format!("bar {o}")))
+        .collect();
     assert!(owners.len() >= 2, "two owners' bars: {owners:?}");
     assert!(svg.contains("#c4631b") && svg.contains("#2e8b57"), "with their colours");
 
     // Interview mode: the question blocks stepping until it is answered.
     open(&c, &format!("{base}/?lang=en&lesson=01")).await;
     click(&c, "[data-testid=quiz-mode]").await;
-    eventually("the question", || async { c.find(Locator::Css("[data-testid=quiz]")).await.ok() }).await;
+    eventually("the question", || async {
+        c.find(Locator::Css("[data-testid=quiz]")).await.ok()
+    })
+    .await;
     js(&c, "document.activeElement.blur(); return null").await;
     press(&c, char::from(Key::Right)).await;
     click(&c, "[data-testid=step-forward]").await;
     // Give a wrongly unblocked step every chance to land before looking.
     click(&c, "[data-testid=quiz-mode]").await;
     click(&c, "[data-testid=quiz-mode]").await;
-    assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("0"), "the quiz blocks stepping");
+    assert_eq!(
+        text(&c, "[data-testid=step-name]").await.as_deref(),
+        Some("0"),
+        "the quiz blocks stepping"
+    );
 
     // 中文: no Latin-only label except commands, keys, replies and names.
     for id in ["05", "15"] {
@@ -716,7 +947,11 @@ impl Backend {
 
     /// `redis`: the user's own server (`locklab serve --redis URL`).
     fn start_with(dist: &Path, port: u16, redis: Option<String>) -> Backend {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         // The old runtime closes its listener in the background: retry.
         let deadline = Instant::now() + WAIT;
         let std_listener = loop {
@@ -728,13 +963,17 @@ impl Backend {
         };
         std_listener.set_nonblocking(true).unwrap();
         let port = std_listener.local_addr().unwrap().port();
-        let app = locklab_backend::web::app(dist.to_path_buf())
-            .merge(locklab_backend::api::api_router(locklab_backend::api::ApiState::new(redis)));
+        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::api::api_router(
+            locklab_backend::api::ApiState::new(redis),
+        ));
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
             axum::serve(listener, app).await
         });
-        Backend { runtime: Some(runtime), port }
+        Backend {
+            runtime: Some(runtime),
+            port,
+        }
     }
 
     /// Gone at once: the listener and every connection, mid-session.
@@ -770,23 +1009,41 @@ async fn the_real_driver_in_headless_chromium() {
 
     // The switch: the free lab's console on a real, managed redis-server.
     open(&c, &format!("{base}/?lang=en")).await;
-    c.find(Locator::Css("[data-testid=driver][data-driver=real]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=driver][data-driver=real]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let badge = eventually("the real server's badge", || async {
-        let b = c.find(Locator::Css("[data-testid=real-server][data-state=ok]")).await.ok()?;
+        let b = c
+            .find(Locator::Css("[data-testid=real-server][data-state=ok]"))
+            .await
+            .ok()?;
         let t = b.text().await.ok()?;
         t.contains("redis 7.").then_some(t)
     })
     .await;
     assert!(badge.contains("managed"), "{badge}");
-    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&seed=1&driver=real"));
+    assert_eq!(
+        c.current_url().await.unwrap().query(),
+        Some("lang=en&seed=1&driver=real")
+    );
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
     tab(&c, "B").await;
     assert_eq!(run(&c, "SET lock:order:1 token-B-222 NX PX 30000").await, "(nil)");
     assert_eq!(run(&c, "GET lock:order:1").await, "\"token-A-111\"");
     // The sandbox: refused before it reaches Redis, in redis-cli's shape.
     assert!(run(&c, "FLUSHALL").await.starts_with("(error)"));
-    let events = js(&c, "return Number(document.querySelector('[data-testid=timeline]').dataset.events)").await;
-    assert!(events.as_f64().is_some_and(|n| n >= 4.0), "the real commands on the timeline: {events}");
+    let events = js(
+        &c,
+        "return Number(document.querySelector('[data-testid=timeline]').dataset.events)",
+    )
+    .await;
+    assert!(
+        events.as_f64().is_some_and(|n| n >= 4.0),
+        "the real commands on the timeline: {events}"
+    );
     // Lessons the backend cannot play are marked.
     eventually("lesson 20 marked simulator-only", || async {
         (count(&c, "[data-testid=lesson-item][data-lesson='20'] [data-testid=sim-only]").await == 1).then_some(())
@@ -795,14 +1052,24 @@ async fn the_real_driver_in_headless_chromium() {
 
     // Lesson 07 on real redis-server, step by step, with the article's replies.
     let steps = lesson_07_steps();
-    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='07']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("lesson 07 accepted by the backend", || async {
         (count(&c, "[data-testid=step-busy]").await == 0 && count(&c, "[data-testid=step]").await == steps)
             .then_some(())
     })
     .await;
     for n in 1..=steps {
-        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("[data-testid=step-forward]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         let label = step_label(n, steps);
         eventually(&format!("real step {n} of lesson 07"), || async {
             (text(&c, "[data-testid=step-name]").await? == label && count(&c, "[data-testid=step-busy]").await == 0)
@@ -817,13 +1084,29 @@ async fn the_real_driver_in_headless_chromium() {
         .collect();
     assert_eq!(replies, LESSON_07_REPLIES);
     assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
-    assert!(texts(&c, "[data-testid=step-note]").await.is_empty(), "real time (1×): nothing was changed");
-    assert_eq!(c.current_url().await.unwrap().query(), Some("lang=en&lesson=07&step=end&seed=1&driver=real"));
+    assert!(
+        texts(&c, "[data-testid=step-note]").await.is_empty(),
+        "real time (1×): nothing was changed"
+    );
+    assert_eq!(
+        c.current_url().await.unwrap().query(),
+        Some("lang=en&lesson=07&step=end&seed=1&driver=real")
+    );
     eventually("the outcome", || async {
-        (c.find(Locator::Css("[data-testid=outcome]")).await.ok()?.attr("data-ok").await.ok()?? == "true").then_some(())
+        (c.find(Locator::Css("[data-testid=outcome]"))
+            .await
+            .ok()?
+            .attr("data-ok")
+            .await
+            .ok()??
+            == "true")
+            .then_some(())
     })
     .await;
-    assert!(count(&c, "[data-testid=lock-bar]").await >= 2, "A's and B's locks from the real run");
+    assert!(
+        count(&c, "[data-testid=lock-bar]").await >= 2,
+        "A's and B's locks from the real run"
+    );
     // Off script on the real run: A's bare DEL took B's lock.
     tab(&c, "B").await;
     assert_eq!(run(&c, "GET lock:order:1001").await, "(nil)");
@@ -840,17 +1123,41 @@ async fn the_real_driver_in_headless_chromium() {
     assert_eq!(count(&c, "[data-testid=step-reply]").await, LESSON_07_REPLIES.len());
     screenshot(&c, "browser-real-lesson-07-en.png").await;
     // 10× time: the run starts again, and each step says what was sent instead.
-    c.find(Locator::Css("[data-testid=factor][data-factor='10']")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=factor][data-factor='10']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("the run restarted at 10×", || async {
-        (count(&c, "[data-testid=step-reply]").await == 0 && count(&c, "[data-testid=step-busy]").await == 0).then_some(())
+        (count(&c, "[data-testid=step-reply]").await == 0 && count(&c, "[data-testid=step-busy]").await == 0)
+            .then_some(())
     })
     .await;
-    c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
-    let note = eventually("the compression note on step 1", || async { text(&c, "[data-testid=step-note]").await }).await;
+    c.find(Locator::Css("[data-testid=step-forward]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let note = eventually("the compression note on step 1", || async {
+        text(&c, "[data-testid=step-note]").await
+    })
+    .await;
     assert!(note.contains("PX 1500"), "{note}");
-    c.find(Locator::Css("[data-testid=factor][data-factor='1']")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("[data-testid=factor][data-factor='1']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     for n in 1..=4 {
-        c.find(Locator::Css("[data-testid=step-forward]")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("[data-testid=step-forward]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         eventually(&format!("real step {n} again"), || async {
             (count(&c, "[data-testid=step-reply]").await == n).then_some(())
         })
@@ -861,7 +1168,12 @@ async fn the_real_driver_in_headless_chromium() {
     // goes and the lesson is played again to where it was.
     backend.kill();
     eventually("the lost-connection banner", || async {
-        (c.find(Locator::Css("[data-testid=real-banner][data-kind=backend]")).await.ok()?).text().await.ok()
+        (c.find(Locator::Css("[data-testid=real-banner][data-kind=backend]"))
+            .await
+            .ok()?)
+        .text()
+        .await
+        .ok()
     })
     .await;
     screenshot(&c, "browser-real-banner-en.png").await;
@@ -900,7 +1212,11 @@ async fn the_real_driver_says_when_redis_goes_away() {
     .await;
     assert!(badge.contains("redis 7."), "{badge}");
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
-    assert_eq!(count(&c, "[data-testid=real-external]").await, 1, "the toolbox says it touches nothing");
+    assert_eq!(
+        count(&c, "[data-testid=real-external]").await,
+        1,
+        "the toolbox says it touches nothing"
+    );
     assert_eq!(count(&c, "[data-testid=real-crash]").await, 0);
     // Lessons needing more than one node are marked simulator-only here.
     eventually("lesson 15 marked simulator-only", || async {
@@ -913,7 +1229,10 @@ async fn the_real_driver_says_when_redis_goes_away() {
     })
     .await;
     assert!(banner.contains("cannot reach Redis"), "{banner}");
-    assert!(run(&c, "GET lock:order:1").await.starts_with("(error)"), "a command says so too");
+    assert!(
+        run(&c, "GET lock:order:1").await.starts_with("(error)"),
+        "a command says so too"
+    );
     screenshot(&c, "browser-real-redis-gone-en.png").await;
     c.close().await.unwrap();
     drop(driver);
@@ -924,11 +1243,19 @@ async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
 }
 
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap();
 }
 
 async fn step_to(c: &Client, name: &str) {
-    eventually(&format!("step {name}"), || async { (text(c, "[data-testid=step-name]").await? == name).then_some(()) }).await;
+    eventually(&format!("step {name}"), || async {
+        (text(c, "[data-testid=step-name]").await? == name).then_some(())
+    })
+    .await;
 }
 
 /// Lesson 07: a line typed off script, then a step back and forward: the
@@ -951,7 +1278,10 @@ async fn off_script_survives_a_step_back(c: &Client, base: &str) {
         (replies.last()?.text().await.ok()? == "\"token-B-222\"").then_some(())
     })
     .await;
-    assert_eq!(attr(c, "[data-testid=off-script-count]", "data-count").await.as_deref(), Some("1"));
+    assert_eq!(
+        attr(c, "[data-testid=off-script-count]", "data-count").await.as_deref(),
+        Some("1")
+    );
 }
 
 /// Lesson 05 in Chinese: its world steps (a fault, a wait, a belief) are
@@ -963,7 +1293,10 @@ async fn world_steps_read_in_chinese(c: &Client, base: &str) {
         shown.push(el.text().await.unwrap());
     }
     assert!(shown.iter().any(|s| s.starts_with("故障：暂停 A")), "{shown:?}");
-    assert!(shown.iter().all(|s| !s.starts_with("FAULT") && !s.contains("believes")), "{shown:?}");
+    assert!(
+        shown.iter().all(|s| !s.starts_with("FAULT") && !s.contains("believes")),
+        "{shown:?}"
+    );
 }
 
 /// Interview mode on lesson 01: a right and a wrong prediction, the
@@ -976,10 +1309,15 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
     click(c, "[data-testid=quiz-mode]").await;
     let predict = |guess: &'static str| async move {
         let input = eventually("the prediction box", || async {
-            c.find(Locator::Css("[data-testid=quiz] [data-testid=quiz-input]")).await.ok()
+            c.find(Locator::Css("[data-testid=quiz] [data-testid=quiz-input]"))
+                .await
+                .ok()
         })
         .await;
-        input.send_keys(&format!("{guess}{}", char::from(Key::Enter))).await.unwrap();
+        input
+            .send_keys(&format!("{guess}{}", char::from(Key::Enter)))
+            .await
+            .unwrap();
     };
     predict("OK").await;
     step_to(c, "1").await;
@@ -998,14 +1336,25 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
     })
     .await;
     assert!(wrong.contains("(nil)"), "the verdict names the reply: {wrong}");
-    let explain = text(c, "[data-testid=step][data-index='2'] [data-testid=step-explain]").await.unwrap();
+    let explain = text(c, "[data-testid=step][data-index='2'] [data-testid=step-explain]")
+        .await
+        .unwrap();
     assert!(explain.contains("the NX condition fails"), "{explain}");
     let score = || async {
-        Some((attr(c, "[data-testid=score]", "data-right").await?, attr(c, "[data-testid=score]", "data-total").await?))
+        Some((
+            attr(c, "[data-testid=score]", "data-right").await?,
+            attr(c, "[data-testid=score]", "data-total").await?,
+        ))
     };
-    eventually("score 1/2", || async { (score().await? == ("1".into(), "2".into())).then_some(()) }).await;
+    eventually("score 1/2", || async {
+        (score().await? == ("1".into(), "2".into())).then_some(())
+    })
+    .await;
     let in_list = "[data-testid=lesson-item][data-lesson='01'] [data-testid=lesson-score]";
-    eventually("1/2 in the lesson list", || async { (text(c, in_list).await? == "1/2").then_some(()) }).await;
+    eventually("1/2 in the lesson list", || async {
+        (text(c, in_list).await? == "1/2").then_some(())
+    })
+    .await;
 
     // Back one step: asked again; right this time, but the first try counts.
     click(c, "[data-testid=step-back]").await;
@@ -1013,11 +1362,20 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
     predict("nil").await;
     step_to(c, "3").await;
     eventually("the new verdict", || async {
-        (count(c, "[data-testid=step][data-index='2'] [data-testid=prediction][data-right=true]").await == 1)
+        (count(
+            c,
+            "[data-testid=step][data-index='2'] [data-testid=prediction][data-right=true]",
+        )
+        .await
+            == 1)
             .then_some(())
     })
     .await;
-    assert_eq!(score().await, Some(("1".to_owned(), "2".to_owned())), "no step counts twice");
+    assert_eq!(
+        score().await,
+        Some(("1".to_owned(), "2".to_owned())),
+        "no step counts twice"
+    );
     screenshot(c, "browser-interview-en.png").await;
 
     c.refresh().await.unwrap();
@@ -1040,7 +1398,10 @@ async fn timeline_pans(c: &Client, base: &str) {
     open(c, &format!("{base}/?lang=en&lesson=05&step=end&seed=7")).await;
     click(c, "[data-testid=zoom-in]").await;
     click(c, "[data-testid=zoom-in]").await;
-    eventually("4× zoom", || async { (text(c, "[data-testid=zoom]").await? == "4×").then_some(()) }).await;
+    eventually("4× zoom", || async {
+        (text(c, "[data-testid=zoom]").await? == "4×").then_some(())
+    })
+    .await;
     let scroll = "document.querySelector('[data-testid=timeline-scroll]')";
     let left = || async { js(c, &format!("return {scroll}.scrollLeft")).await.as_f64() };
     // Zoom keeps the present (the end of the lesson) in view.
@@ -1057,22 +1418,50 @@ async fn timeline_pans(c: &Client, base: &str) {
     assert_eq!(left().await, Some(0.0));
     let plot = c.find(Locator::Css("[data-testid=timeline-scroll]")).await.unwrap();
     let drag = MouseActions::new("mouse".to_owned())
-        .then(PointerAction::MoveToElement { element: plot, duration: None, x: 100.0, y: 0.0 })
-        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
-        .then(PointerAction::MoveBy { duration: Some(Duration::from_millis(100)), x: -300.0, y: 0.0 })
-        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+        .then(PointerAction::MoveToElement {
+            element: plot,
+            duration: None,
+            x: 100.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::MoveBy {
+            duration: Some(Duration::from_millis(100)),
+            x: -300.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
     c.perform_actions(drag).await.unwrap();
     let dragged = eventually("the drag to pan", || async { left().await.filter(|x| *x >= 250.0) }).await;
-    assert!(!js(c, &format!("return {scroll}.classList.contains('dragging')")).await.as_bool().unwrap());
+    assert!(!js(c, &format!("return {scroll}.classList.contains('dragging')"))
+        .await
+        .as_bool()
+        .unwrap());
     js(c, &format!("{scroll}.focus(); return null")).await;
     let keys = KeyActions::new("keyboard".to_owned())
-        .then(KeyAction::Down { value: Key::Shift.into() })
-        .then(KeyAction::Down { value: Key::Right.into() })
-        .then(KeyAction::Up { value: Key::Right.into() })
-        .then(KeyAction::Up { value: Key::Shift.into() });
+        .then(KeyAction::Down {
+            value: Key::Shift.into(),
+        })
+        .then(KeyAction::Down {
+            value: Key::Right.into(),
+        })
+        .then(KeyAction::Up {
+            value: Key::Right.into(),
+        })
+        .then(KeyAction::Up {
+            value: Key::Shift.into(),
+        });
     c.perform_actions(keys).await.unwrap();
     eventually("Shift+→ to pan", || async { left().await.filter(|x| *x > dragged) }).await;
-    assert_eq!(text(c, "[data-testid=step-name]").await.as_deref(), Some("end"), "Shift+→ is not a step");
+    assert_eq!(
+        text(c, "[data-testid=step-name]").await.as_deref(),
+        Some("end"),
+        "Shift+→ is not a step"
+    );
 }
 
 /// Issue 16: the scripts that aborted or froze the simulator, typed into the
@@ -1085,12 +1474,24 @@ async fn hostile_scripts_leave_the_page_interactive() {
     let base = format!("http://127.0.0.1:{}", backend.port);
     let (_driver, c) = browser().await;
     open(&c, &format!("{base}/?lang=en")).await;
-    let deep = run(&c, "EVAL \"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}\" 0").await;
+    let deep = run(
+        &c,
+        "EVAL \"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}\" 0",
+    )
+    .await;
     assert!(deep.contains("pattern too complex"), "{deep}");
     // Up to the bound, the matcher runs natively in the page.
-    let bound = run(&c, "EVAL \"return {string.find(string.rep('a', 1999), string.rep('a?', 1999))}\" 0").await;
+    let bound = run(
+        &c,
+        "EVAL \"return {string.find(string.rep('a', 1999), string.rep('a?', 1999))}\" 0",
+    )
+    .await;
     assert!(bound.contains("(integer) 1999"), "{bound}");
-    let native = run(&c, "EVAL \"local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y', 1, true) end\" 0").await;
+    let native = run(
+        &c,
+        "EVAL \"local s = string.rep('x', 4000000) for i = 1, 8000 do s:find('y', 1, true) end\" 0",
+    )
+    .await;
     assert!(native.contains("the simulator stopped it after"), "{native}");
     let sort = run(&c, "EVAL \"local t = {} for i = 1, 200000 do t[i] = (i * 7919) % 200000 end for i = 1, 200 do table.sort(t) end\" 0").await;
     assert!(sort.contains("the simulator stopped it after"), "{sort}");

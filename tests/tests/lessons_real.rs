@@ -22,7 +22,11 @@ const SINGLE_NODE: &[&str] = &[
 const MANAGED: &[&str] = &["15", "16", "17", "19", "21", "31", "37"];
 
 fn lesson(id: &str) -> Lesson {
-    builtin().expect("lessons parse").into_iter().find(|l| l.id == id).expect("lesson exists")
+    builtin()
+        .expect("lessons parse")
+        .into_iter()
+        .find(|l| l.id == id)
+        .expect("lesson exists")
 }
 
 /// Every expectation holds, and every reply the simulator gives for a
@@ -35,10 +39,9 @@ fn check(lesson: &Lesson, report: &RealReport) -> Result<(), String> {
         .iter()
         .zip(sim.results())
         .filter(|(real, sim)| {
-            let ttl_like = lesson.steps[real.index]
-                .cmd
-                .as_deref()
-                .is_some_and(|c| c.to_ascii_uppercase().starts_with("PTTL") || c.to_ascii_uppercase().starts_with("TTL"));
+            let ttl_like = lesson.steps[real.index].cmd.as_deref().is_some_and(|c| {
+                c.to_ascii_uppercase().starts_with("PTTL") || c.to_ascii_uppercase().starts_with("TTL")
+            });
             !ttl_like && real.reply != sim.reply
         })
         .map(|(r, s)| format!("step {}: real {:?} vs sim {:?}", r.index + 1, r.reply, s.reply))
@@ -48,7 +51,11 @@ fn check(lesson: &Lesson, report: &RealReport) -> Result<(), String> {
     if judged && report.passed() && mismatched.is_empty() && report.results.len() == lesson.steps.len() {
         Ok(())
     } else {
-        Err(format!("{}\n{}", report.transcript(lesson, Lang::En), mismatched.join("\n")))
+        Err(format!(
+            "{}\n{}",
+            report.transcript(lesson, Lang::En),
+            mismatched.join("\n")
+        ))
     }
 }
 
@@ -75,7 +82,12 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
             Err(e) => failures.push(format!("lesson {}: {e}", lesson.id)),
         }
     }
-    assert!(failures.is_empty(), "{} failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
     assert!(ran >= SINGLE_NODE.len(), "only {ran} lessons ran on the real server");
 }
 
@@ -163,9 +175,15 @@ fn a_real_transcript_reads_in_chinese() {
     let report = lesson_real::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
     let zh = report.transcript(&l, Lang::Zh);
     assert!(zh.starts_with("第 05 课") && zh.contains("真实 redis-server"), "{zh}");
-    assert!(zh.contains("环境> 故障：暂停 A 35000 ms（GC）") && zh.contains("环境> 等待 31000 ms"), "{zh}");
+    assert!(
+        zh.contains("环境> 故障：暂停 A 35000 ms（GC）") && zh.contains("环境> 等待 31000 ms"),
+        "{zh}"
+    );
     assert!(zh.contains("（B 此时认为自己持有 lock:order:1）"), "{zh}");
-    assert!(zh.contains("向受保护资源写入 \"订单 1：B 已发货\"") && zh.contains("被接受"), "{zh}");
+    assert!(
+        zh.contains("向受保护资源写入 \"订单 1：B 已发货\"") && zh.contains("被接受"),
+        "{zh}"
+    );
     assert!(zh.contains("\n结论：只有持有者能释放："), "{zh}");
     assert!(!zh.contains("world>") && !zh.contains("outcome:"), "{zh}");
 }

@@ -28,11 +28,7 @@ fn quote(t: &str) -> String {
 }
 
 fn line(tokens: Vec<String>) -> String {
-    tokens
-        .iter()
-        .map(|t| quote(t))
-        .collect::<Vec<_>>()
-        .join(" ")
+    tokens.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" ")
 }
 
 fn s(x: &str) -> String {
@@ -96,8 +92,7 @@ fn set_option() -> impl Strategy<Value = Vec<String>> {
             Just(s("x"))
         ]
         .prop_map(|n| vec![s("EX"), n]),
-        prop_oneof![Just(s("@M300")), Just(s("@M400")), Just(s("0"))]
-            .prop_map(|n| vec![s("PX"), n]),
+        prop_oneof![Just(s("@M300")), Just(s("@M400")), Just(s("0"))].prop_map(|n| vec![s("PX"), n]),
         prop_oneof![Just(s("1")), Just(s("0"))].prop_map(|n| vec![s("EXAT"), n]),
         Just(vec![s("PXAT"), s("1")]),
         Just(vec![s("EX")]),

@@ -12,8 +12,7 @@ use locklab_tests::RedisServer;
 
 fn run(conn: &mut RealConnection, line: &str) -> Reply {
     let argv = parse(line).expect("valid redis-cli line");
-    conn.execute(&argv)
-        .unwrap_or_else(|e| panic!("{line}: {e}"))
+    conn.execute(&argv).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
 fn err(s: &str) -> Reply {
@@ -75,10 +74,7 @@ fn server_errors_are_replies_with_the_exact_text() {
         err("ERR invalid expire time in 'set' command")
     );
     assert_eq!(run(&mut c, "SET n 9223372036854775807"), Reply::ok());
-    assert_eq!(
-        run(&mut c, "INCR n"),
-        err("ERR increment or decrement would overflow")
-    );
+    assert_eq!(run(&mut c, "INCR n"), err("ERR increment or decrement would overflow"));
     assert_eq!(
         run(&mut c, "INCRBY n x"),
         err("ERR value is not an integer or out of range")
@@ -111,14 +107,8 @@ fn lua_statuses_and_conversions() {
         run(&mut c, "EVAL \"return redis.status_reply('FINE')\" 0"),
         Reply::status("FINE")
     );
-    assert_eq!(
-        run(&mut c, "EVAL \"return redis.status_reply('OK')\" 0"),
-        Reply::ok()
-    );
-    assert_eq!(
-        run(&mut c, "EVAL \"return {ok='DONE'}\" 0"),
-        Reply::status("DONE")
-    );
+    assert_eq!(run(&mut c, "EVAL \"return redis.status_reply('OK')\" 0"), Reply::ok());
+    assert_eq!(run(&mut c, "EVAL \"return {ok='DONE'}\" 0"), Reply::status("DONE"));
     assert_eq!(run(&mut c, "EVAL \"return true\" 0"), Reply::Integer(1));
     assert_eq!(run(&mut c, "EVAL \"return false\" 0"), Reply::Nil);
     assert_eq!(run(&mut c, "EVAL \"return 3.99\" 0"), Reply::Integer(3));
@@ -132,10 +122,7 @@ fn lua_statuses_and_conversions() {
     );
     // An error nested inside an array reply stays an error element.
     assert_eq!(
-        run(
-            &mut c,
-            "EVAL \"return {1, redis.error_reply('E1 inner')}\" 0"
-        ),
+        run(&mut c, "EVAL \"return {1, redis.error_reply('E1 inner')}\" 0"),
         Reply::Array(vec![Reply::Integer(1), err("E1 inner")])
     );
 }
@@ -194,10 +181,7 @@ fn empty_argv_and_dead_server_are_transport_errors() {
     assert!(matches!(c.execute(&[]), Err(RealError::EmptyCommand)));
     drop(server);
     assert!(c.execute(&parse("PING").unwrap()).is_err());
-    assert!(matches!(
-        RealConnection::open(&url),
-        Err(RealError::Connect { .. })
-    ));
+    assert!(matches!(RealConnection::open(&url), Err(RealError::Connect { .. })));
 }
 
 #[test]
@@ -205,10 +189,7 @@ fn missing_binary_message_is_helpful() {
     for binary in [None, Some(PathBuf::from("/nonexistent/redis-server"))] {
         let payload = std::panic::catch_unwind(|| RedisServer::start_using(binary, &[]))
             .expect_err("start must panic without a binary");
-        let msg = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
+        let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
         assert_eq!(msg, NOT_FOUND);
     }
     assert_eq!(

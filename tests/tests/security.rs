@@ -57,7 +57,8 @@ impl Owner {
     async fn wait_for_only_its_libraries(&mut self) {
         let url = self.server.url();
         wait_for(|| {
-            let list = RealConnection::open(&url).and_then(|mut c| c.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec()]));
+            let list =
+                RealConnection::open(&url).and_then(|mut c| c.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec()]));
             matches!(list, Ok(Reply::Array(libs)) if libs.len() == 2)
         })
         .await;
@@ -339,7 +340,10 @@ async fn values_are_shown_as_stored_and_clients_are_counted() {
         .to_owned();
     line(&mut ws, &format!("SET v {prefix}tail")).await;
     assert_eq!(line(&mut ws, "GET v").await, format!("\"{prefix}tail\""));
-    assert_eq!(line(&mut ws, "EVAL \"return redis.call('GET', KEYS[1])\" 1 v").await, format!("\"{prefix}tail\""));
+    assert_eq!(
+        line(&mut ws, "EVAL \"return redis.call('GET', KEYS[1])\" 1 v").await,
+        format!("\"{prefix}tail\"")
+    );
     // A declared key a script returns is a key name: shown as typed.
     assert_eq!(line(&mut ws, "EVAL \"return KEYS[1]\" 1 v").await, "\"v\"");
     for i in 1..16 {
@@ -377,7 +381,10 @@ async fn a_runaway_the_simulator_cannot_see_is_killed() {
                 return 1 end)\"";
     assert_eq!(line(&mut ws, spin).await, "\"spinlib\"");
     let reply = line(&mut ws, "FCALL spin 0").await;
-    assert!(reply.contains("was killed") && reply.contains("script: spin,"), "{reply}");
+    assert!(
+        reply.contains("was killed") && reply.contains("script: spin,"),
+        "{reply}"
+    );
     assert_eq!(owner.run("PING"), Reply::Status("PONG".into()));
 }
 

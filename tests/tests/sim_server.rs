@@ -71,15 +71,9 @@ fn read_exact_bytes(s: &mut TcpStream, want: usize) -> Vec<u8> {
     while got.len() < want {
         let room = (want - got.len()).min(buf.len());
         match s.read(&mut buf[..room]) {
-            Ok(0) => panic!(
-                "connection closed after {:?}",
-                String::from_utf8_lossy(&got)
-            ),
+            Ok(0) => panic!("connection closed after {:?}", String::from_utf8_lossy(&got)),
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => panic!(
-                "read failed ({e}) after {:?}",
-                String::from_utf8_lossy(&got)
-            ),
+            Err(e) => panic!("read failed ({e}) after {:?}", String::from_utf8_lossy(&got)),
         }
     }
     got
@@ -99,18 +93,14 @@ fn read_line(s: &mut TcpStream) -> String {
 fn roundtrip(s: &mut TcpStream, bytes: &[u8], reply: &[u8]) {
     s.write_all(bytes).expect("write");
     let got = read_exact_bytes(s, reply.len());
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        String::from_utf8_lossy(reply)
-    );
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(reply));
 }
 
 /// Send `bytes`, then read until the server closes the connection: what it
 /// said, and whether it did close within the timeout.
 fn send_until_close(addr: SocketAddr, bytes: &[u8]) -> (Vec<u8>, bool) {
     let mut s = connect(addr);
-    s.set_read_timeout(Some(Duration::from_secs(3)))
-        .expect("read timeout");
+    s.set_read_timeout(Some(Duration::from_secs(3))).expect("read timeout");
     s.write_all(bytes).expect("write");
     let mut got = Vec::new();
     let mut buf = [0u8; 8192];
@@ -153,10 +143,7 @@ fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let out = child.wait_with_output().expect("output");
-                panic!(
-                    "timed out after {limit:?}: {}",
-                    String::from_utf8_lossy(&out.stdout)
-                );
+                panic!("timed out after {limit:?}: {}", String::from_utf8_lossy(&out.stdout));
             }
             None => std::thread::sleep(Duration::from_millis(10)),
         }
@@ -168,9 +155,7 @@ fn find_binary(name: &str) -> PathBuf {
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!("{name} not found: install it with `sudo apt-get install -y redis-tools`")
-        })
+        .unwrap_or_else(|| panic!("{name} not found: install it with `sudo apt-get install -y redis-tools`"))
 }
 
 // ------------------------------------------------------------ redis-cli ---
@@ -186,10 +171,7 @@ fn lines_per_command(script: &Script) -> Vec<usize> {
         .iter()
         .map(|l| {
             let reply = node.execute(conn, &l.argv);
-            locklab_core::cli::render(&l.argv, &reply)
-                .lines()
-                .count()
-                .max(1)
+            locklab_core::cli::render(&l.argv, &reply).lines().count().max(1)
         })
         .collect()
 }
@@ -243,24 +225,15 @@ fn redis_cli_agrees(file: &str) {
     }
     let (rest_r, rest_o): (Vec<&str>, Vec<&str>) = (r.collect(), o.collect());
     if rest_r != rest_o {
-        problems.push_str(&format!(
-            "trailing output differs: {rest_r:?} vs {rest_o:?}\n"
-        ));
+        problems.push_str(&format!("trailing output differs: {rest_r:?} vs {rest_o:?}\n"));
     }
-    assert!(
-        problems.is_empty(),
-        "{file}: redis-cli output differs\n{problems}"
-    );
+    assert!(problems.is_empty(), "{file}: redis-cli output differs\n{problems}");
 }
 
 /// The first differing lines of two transcripts, for a readable failure.
 fn line_diff(real: &str, ours: &str) -> String {
     let (r, o): (Vec<&str>, Vec<&str>) = (real.lines().collect(), ours.lines().collect());
-    let mut out = format!(
-        "{} lines from redis-server, {} from sim-server\n",
-        r.len(),
-        o.len()
-    );
+    let mut out = format!("{} lines from redis-server, {} from sim-server\n", r.len(), o.len());
     let mut shown = 0;
     for i in 0..r.len().max(o.len()) {
         let (a, b) = (
@@ -268,10 +241,7 @@ fn line_diff(real: &str, ours: &str) -> String {
             o.get(i).copied().unwrap_or("<none>"),
         );
         if a != b {
-            out.push_str(&format!(
-                "line {}:\n  redis-server: {a}\n  sim-server:   {b}\n",
-                i + 1
-            ));
+            out.push_str(&format!("line {}:\n  redis-server: {a}\n  sim-server:   {b}\n", i + 1));
             shown += 1;
             if shown == 20 {
                 out.push_str("…\n");
@@ -307,9 +277,7 @@ locklab_tests::with_diff_files!(per_file);
 /// A redis-rs connection to `url` with the suite's timeouts.
 fn redis_rs(url: &str) -> redis::Connection {
     let client = redis::Client::open(url).expect("client");
-    let con = client
-        .get_connection_with_timeout(IO_TIMEOUT)
-        .expect("connect");
+    let con = client.get_connection_with_timeout(IO_TIMEOUT).expect("connect");
     con.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
     con
 }
@@ -359,10 +327,7 @@ fn redis_rs_sync_connection_and_lock_scripts() {
         .invoke(&mut con)
         .expect("extend A");
     assert_eq!(n, 1);
-    let pttl: i64 = redis::cmd("PTTL")
-        .arg("lock:order")
-        .query(&mut con)
-        .expect("PTTL");
+    let pttl: i64 = redis::cmd("PTTL").arg("lock:order").query(&mut con).expect("PTTL");
     assert!((30_000..=60_000).contains(&pttl), "extended PTTL {pttl}");
     let exists: Vec<i64> = redis::cmd("SCRIPT")
         .arg("EXISTS")
@@ -407,10 +372,7 @@ fn redis_rs_pipelines_plain_and_atomic() {
         .arg("nothing")
         .query(&mut con)
         .expect("pipeline");
-    assert_eq!(
-        (set.as_str(), incr, get.as_str(), missing),
-        ("OK", 42, "42", None)
-    );
+    assert_eq!((set.as_str(), incr, get.as_str(), missing), ("OK", 42, "42", None));
 
     // An atomic pipeline is MULTI … EXEC.
     let (a, b): (i64, i64) = redis::pipe()
@@ -433,9 +395,7 @@ fn redis_rs_pipelines_plain_and_atomic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_rs_async_multiplexed() {
     // This one runs the server on the test's own runtime, through start().
-    let server = sim_server::start(config(Profile::V8_4))
-        .await
-        .expect("start");
+    let server = sim_server::start(config(Profile::V8_4)).await.expect("start");
     let client = redis::Client::open(server.url()).expect("client");
     let con = tokio::time::timeout(IO_TIMEOUT, client.get_multiplexed_async_connection())
         .await
@@ -463,11 +423,7 @@ async fn redis_rs_async_multiplexed() {
             .expect("task");
     }
     let mut con = con;
-    let hits: i64 = redis::cmd("GET")
-        .arg("hits")
-        .query_async(&mut con)
-        .await
-        .expect("GET");
+    let hits: i64 = redis::cmd("GET").arg("hits").query_async(&mut con).await.expect("GET");
     assert_eq!(hits, 800);
 
     // The lock cycle, async.
@@ -509,18 +465,9 @@ fn redis_rs_resp3_gets_maps() {
         .arg("v")
         .query(&mut con)
         .expect("HSET");
-    let v: redis::Value = redis::cmd("HGETALL")
-        .arg("h")
-        .query(&mut con)
-        .expect("HGETALL");
-    assert!(
-        matches!(v, redis::Value::Map(ref m) if m.len() == 1),
-        "{v:?}"
-    );
-    let v: redis::Value = redis::cmd("GET")
-        .arg("missing")
-        .query(&mut con)
-        .expect("GET");
+    let v: redis::Value = redis::cmd("HGETALL").arg("h").query(&mut con).expect("HGETALL");
+    assert!(matches!(v, redis::Value::Map(ref m) if m.len() == 1), "{v:?}");
+    let v: redis::Value = redis::cmd("GET").arg("missing").query(&mut con).expect("GET");
     assert_eq!(v, redis::Value::Nil);
 }
 
@@ -561,9 +508,7 @@ fn redis_benchmark_runs() {
         );
     }
     // The parsing helper the `locklab bench` report uses.
-    let lines =
-        sim_server::run_redis_benchmark(&find_binary("redis-benchmark"), server.port(), 2000)
-            .expect("bench");
+    let lines = sim_server::run_redis_benchmark(&find_binary("redis-benchmark"), server.port(), 2000).expect("bench");
     assert_eq!(
         lines.iter().map(|l| l.test.as_str()).collect::<Vec<_>>(),
         ["SET", "GET", "INCR"]
@@ -724,10 +669,7 @@ fn requests_split_anywhere_and_large_values() {
     }
     s.write_all(&many).expect("write");
     let want: String = (1..=1000).map(|i| format!(":{i}\r\n")).collect();
-    assert_eq!(
-        String::from_utf8_lossy(&read_exact_bytes(&mut s, want.len())),
-        want
-    );
+    assert_eq!(String::from_utf8_lossy(&read_exact_bytes(&mut s, want.len())), want);
 }
 
 // ---------------------------------------------------------- connections ---
@@ -749,10 +691,7 @@ fn connected_clients(s: &mut TcpStream) -> usize {
                     .lines()
                     .find(|l| l.starts_with("connected_clients:"))
                     .expect("connected_clients");
-                return line["connected_clients:".len()..]
-                    .trim()
-                    .parse()
-                    .expect("number");
+                return line["connected_clients:".len()..].trim().parse().expect("number");
             }
         }
     }
@@ -797,8 +736,7 @@ fn resp3_after_hello_3() {
     for c in script {
         input.extend_from_slice(&req(c));
     }
-    let expected_tail =
-        "%1\r\n$1\r\nf\r\n$1\r\nv\r\n_\r\n%0\r\n%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n\
+    let expected_tail = "%1\r\n$1\r\nf\r\n$1\r\nv\r\n_\r\n%0\r\n%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n\
                          +OK\r\n+OK\r\n*0\r\n+RESET\r\n$-1\r\n";
     let mut outputs = Vec::new();
     for addr in [server.local_addr(), real.addr()] {
@@ -813,8 +751,16 @@ fn resp3_after_hello_3() {
             got.push_str(&String::from_utf8_lossy(&buf[..n]));
             assert!(got.len() < 4096, "unexpected reply: {got:?}");
         }
-        assert!(got.starts_with("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n$5\r\nproto\r\n:3\r\n"), "{got:?}");
-        assert!(got.contains("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"), "{got:?}");
+        assert!(
+            got.starts_with(
+                "%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n$5\r\nproto\r\n:3\r\n"
+            ),
+            "{got:?}"
+        );
+        assert!(
+            got.contains("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"),
+            "{got:?}"
+        );
         outputs.push(got);
     }
     // Both said the same after HELLO (":1" is HSET's reply).
@@ -928,17 +874,13 @@ fn debug_sleep_holds_only_its_own_client() {
     let server = sim(Profile::V7_0);
     let mut other = connect(server.local_addr());
     let mut forever = connect(server.local_addr());
-    forever
-        .write_all(&req(&[b"DEBUG", b"SLEEP", b"1e300"]))
-        .expect("write");
+    forever.write_all(&req(&[b"DEBUG", b"SLEEP", b"1e300"])).expect("write");
     poll("the sleeper to sleep", || {
         other.write_all(&req(&[b"CLIENT", b"LIST"])).expect("write");
         let header = read_line(&mut other);
         let len: usize = header[1..].parse().expect("bulk length");
         let body = read_exact_bytes(&mut other, len + 2);
-        String::from_utf8_lossy(&body)
-            .contains("cmd=debug")
-            .then_some(())
+        String::from_utf8_lossy(&body).contains("cmd=debug").then_some(())
     });
     roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
     // A short sleep: the sleeper's later commands run after it, on a
@@ -976,11 +918,7 @@ fn busy_transcript(addr: SocketAddr) -> Vec<String> {
     };
     // A pure Lua loop that never ends: killable.
     runner
-        .write_all(&req(&[
-            b"EVAL",
-            b"local x = 0\nwhile true do\n  x = x + 1\nend",
-            b"0",
-        ]))
+        .write_all(&req(&[b"EVAL", b"local x = 0\nwhile true do\n  x = x + 1\nend", b"0"]))
         .expect("write");
     out.push(until_busy(&mut other));
     out.extend(lines_for(
@@ -1004,14 +942,9 @@ fn busy_transcript(addr: SocketAddr) -> Vec<String> {
             b"#!lua name=spin\nredis.register_function('spin', function() while true do end end)",
         ]],
     ));
-    runner
-        .write_all(&req(&[b"FCALL", b"spin", b"0"]))
-        .expect("write");
+    runner.write_all(&req(&[b"FCALL", b"spin", b"0"])).expect("write");
     out.push(until_busy(&mut other));
-    out.extend(lines_for(
-        &mut other,
-        &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]],
-    ));
+    out.extend(lines_for(&mut other, &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]]));
     out.push(read_line(&mut runner));
     // A script that wrote cannot be killed; this one ends by itself.
     runner
@@ -1022,10 +955,7 @@ fn busy_transcript(addr: SocketAddr) -> Vec<String> {
         ]))
         .expect("write");
     out.push(until_busy(&mut other));
-    out.extend(lines_for(
-        &mut other,
-        &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]],
-    ));
+    out.extend(lines_for(&mut other, &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]]));
     out.push(read_line(&mut runner));
     out.extend(lines_for(&mut other, &[&[b"GET", b"k"]]));
     out
@@ -1040,10 +970,7 @@ fn busy_scripts_answer_busy_and_script_kill_as_redis_server_does() {
     let ours = busy_transcript(server.local_addr());
     let theirs = busy_transcript(real.addr());
     assert_eq!(ours, theirs);
-    assert!(
-        ours.iter().any(|l| l.starts_with("-UNKILLABLE")),
-        "{ours:?}"
-    );
+    assert!(ours.iter().any(|l| l.starts_with("-UNKILLABLE")), "{ours:?}");
     assert!(
         ours.iter()
             .any(|l| l.starts_with("-ERR Script killed by user with SCRIPT KILL...")),
@@ -1092,9 +1019,7 @@ fn clients_that_leave_while_waiting_are_freed() {
         .collect();
     // Every one of them is waiting (CLIENT LIST shows its last command)…
     poll("the clients to wait", || {
-        watcher
-            .write_all(&req(&[b"CLIENT", b"LIST"]))
-            .expect("write");
+        watcher.write_all(&req(&[b"CLIENT", b"LIST"])).expect("write");
         let header = read_line(&mut watcher);
         let len: usize = header[1..].parse().expect("bulk length");
         let body = read_exact_bytes(&mut watcher, len + 2);
@@ -1119,9 +1044,7 @@ fn wait_blocks_only_its_own_client() {
         b"+OK\r\n",
     );
     let t0 = Instant::now();
-    waiter
-        .write_all(&req(&[b"WAIT", b"1", b"1500"]))
-        .expect("write");
+    waiter.write_all(&req(&[b"WAIT", b"1", b"1500"])).expect("write");
     // The server keeps serving others while WAIT is pending…
     roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
     let served_at = t0.elapsed();
@@ -1131,17 +1054,11 @@ fn wait_blocks_only_its_own_client() {
         .strip_prefix(':')
         .and_then(|n| n.parse().ok())
         .expect("PTTL reply");
-    assert!(
-        pttl > 8000,
-        "another client's WAIT ate the lock's TTL: {pttl}"
-    );
+    assert!(pttl > 8000, "another client's WAIT ate the lock's TTL: {pttl}");
     // …and the waiter gets `:0` (no replicas) after the timeout.
     assert_eq!(read_exact_bytes(&mut waiter, 4), b":0\r\n");
     let waited = t0.elapsed();
-    assert!(
-        waited >= Duration::from_millis(1500),
-        "WAIT answered after {waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(1500), "WAIT answered after {waited:?}");
     assert!(
         served_at < Duration::from_millis(1500),
         "PING waited for WAIT ({served_at:?})"
@@ -1152,11 +1069,7 @@ fn wait_blocks_only_its_own_client() {
 fn ttls_follow_the_wall_clock() {
     let server = sim(Profile::V7_0);
     let mut s = connect(server.local_addr());
-    roundtrip(
-        &mut s,
-        &req(&[b"SET", b"lock", b"t", b"PX", b"100"]),
-        b"+OK\r\n",
-    );
+    roundtrip(&mut s, &req(&[b"SET", b"lock", b"t", b"PX", b"100"]), b"+OK\r\n");
     let t0 = Instant::now();
     poll("the lock to expire", || {
         s.write_all(&req(&[b"EXISTS", b"lock"])).expect("write");
@@ -1196,13 +1109,9 @@ fn server_shutdown_closes_connections() {
 fn benchmark_report() {
     let server = sim(Profile::V7_0);
     let real = RedisServer::start();
-    let report = sim_server::benchmark(&find_binary("redis-benchmark"), real.port(), server.port())
-        .expect("benchmark");
+    let report = sim_server::benchmark(&find_binary("redis-benchmark"), real.port(), server.port()).expect("benchmark");
     println!("{report}");
-    assert!(
-        report.contains("SET") && report.contains("sim/real"),
-        "{report}"
-    );
+    assert!(report.contains("SET") && report.contains("sim/real"), "{report}");
 }
 
 // ------------------------------------------------- issue 20: lock libraries
@@ -1226,13 +1135,23 @@ fn python_with(packages: &[&str]) -> PathBuf {
             Command::new("python3").args(["-m", "venv"]).arg(&venv),
             Duration::from_secs(300),
         );
-        assert!(out.status.success(), "python3 -m venv: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "python3 -m venv: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let out = run_with_timeout(
-        Command::new(&python).args(["-m", "pip", "install", "-q"]).args(packages),
+        Command::new(&python)
+            .args(["-m", "pip", "install", "-q"])
+            .args(packages),
         Duration::from_secs(600),
     );
-    assert!(out.status.success(), "pip install {packages:?} (PyPI must be reachable): {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pip install {packages:?} (PyPI must be reachable): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     python
 }
 
@@ -1249,10 +1168,19 @@ fn node_modules_with(packages: &[&str]) -> PathBuf {
     });
     if !have {
         let out = run_with_timeout(
-            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).arg("--no-save").args(packages),
+            Command::new("npm")
+                .arg("install")
+                .arg("--prefix")
+                .arg(&prefix)
+                .arg("--no-save")
+                .args(packages),
             Duration::from_secs(600),
         );
-        assert!(out.status.success(), "npm install {packages:?} (npm must be reachable): {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "npm install {packages:?} (npm must be reachable): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     modules
 }
@@ -1275,7 +1203,10 @@ fn same_transcript(mut cmd: impl FnMut(&str) -> Command) {
         transcripts.push(stdout);
     }
     assert!(transcripts[0].lines().count() >= 6, "too short:\n{}", transcripts[0]);
-    assert_eq!(transcripts[1], transcripts[0], "sim-server (left) vs redis-server (right)");
+    assert_eq!(
+        transcripts[1], transcripts[0],
+        "sim-server (left) vs redis-server (right)"
+    );
 }
 
 /// python-redis-lock 4.0.1 (redis-py 8.1.0), unchanged: a blocking acquire
@@ -1299,7 +1230,9 @@ fn redis_semaphore_with_ioredis() {
     let modules = node_modules_with(&["ioredis@6.1.0", "redis-semaphore@5.8.0"]);
     same_transcript(|url| {
         let mut c = Command::new("node");
-        c.env("NODE_PATH", &modules).arg(libs_src("redis_semaphore.js")).arg(url);
+        c.env("NODE_PATH", &modules)
+            .arg(libs_src("redis_semaphore.js"))
+            .arg(url);
         c
     });
 }
@@ -1309,7 +1242,9 @@ fn read_until(s: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     while !done(&got) {
-        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("read ({e}) after {:?}", String::from_utf8_lossy(&got)));
+        let n = s
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("read ({e}) after {:?}", String::from_utf8_lossy(&got)));
         assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
         got.extend_from_slice(&buf[..n]);
     }
@@ -1333,7 +1268,11 @@ fn resp3_types_byte_for_byte() {
         &[b"EVAL", b"return {set={a=true}}", b"0"],
         &[b"EVAL", b"return {big_number='123'}", b"0"],
         &[b"EVAL", b"return {verbatim_string={format='txt', string='hi'}}", b"0"],
-        &[b"EVAL", b"return {verbatim_string={format='markdown', string='x'}}", b"0"],
+        &[
+            b"EVAL",
+            b"return {verbatim_string={format='markdown', string='x'}}",
+            b"0",
+        ],
         &[b"ZADD", b"z", b"1.5", b"a", b"2", b"b"],
         &[b"ZSCORE", b"z", b"a"],
         &[b"ZINCRBY", b"z", b"0.1", b"a"],
@@ -1342,11 +1281,31 @@ fn resp3_types_byte_for_byte() {
         &[b"ZRANGEBYSCORE", b"z", b"-inf", b"+inf", b"WITHSCORES"],
         &[b"SADD", b"s", b"1", b"2"],
         &[b"SMEMBERS", b"s"],
-        &[b"EVAL", b"redis.setresp(3); return redis.call('zscore', KEYS[1], 'a')", b"1", b"z"],
-        &[b"EVAL", b"redis.setresp(3); return redis.call('smembers', KEYS[1])", b"1", b"s"],
-        &[b"EVAL", b"redis.setresp(3); return type(redis.call('zscore', KEYS[1], 'a'))", b"1", b"z"],
+        &[
+            b"EVAL",
+            b"redis.setresp(3); return redis.call('zscore', KEYS[1], 'a')",
+            b"1",
+            b"z",
+        ],
+        &[
+            b"EVAL",
+            b"redis.setresp(3); return redis.call('smembers', KEYS[1])",
+            b"1",
+            b"s",
+        ],
+        &[
+            b"EVAL",
+            b"redis.setresp(3); return type(redis.call('zscore', KEYS[1], 'a'))",
+            b"1",
+            b"z",
+        ],
         &[b"EVAL", b"return type(redis.call('zscore', KEYS[1], 'a'))", b"1", b"z"],
-        &[b"EVAL", b"redis.setresp(3); return redis.call('zrange', KEYS[1], 0, -1, 'withscores')", b"1", b"z"],
+        &[
+            b"EVAL",
+            b"redis.setresp(3); return redis.call('zrange', KEYS[1], 0, -1, 'withscores')",
+            b"1",
+            b"z",
+        ],
         &[b"BLPOP", b"nothing", b"0.01"],
         &[b"LPOP", b"nothing", b"2"],
         &[b"PING", b"end"],
@@ -1362,11 +1321,15 @@ fn resp3_types_byte_for_byte() {
         let got = read_until(&mut s, |g| g.ends_with(b"$3\r\nend\r\n"));
         // Skip HELLO's map (it holds the connection id).
         let text = String::from_utf8_lossy(&got).into_owned();
-        let at = text.find("*0\r\n,3.5\r\n").unwrap_or_else(|| panic!("{addr}: {text:?}"));
+        let at = text
+            .find("*0\r\n,3.5\r\n")
+            .unwrap_or_else(|| panic!("{addr}: {text:?}"));
         outputs.push(text[at + 4..].to_owned());
     }
     assert_eq!(outputs[1], outputs[0], "sim-server (left) vs redis-server (right)");
-    assert!(outputs[0].contains("#t\r\n#f\r\n") && outputs[0].contains("~1\r\n") && outputs[0].contains("=6\r\ntxt:hi\r\n"));
+    assert!(
+        outputs[0].contains("#t\r\n#f\r\n") && outputs[0].contains("~1\r\n") && outputs[0].contains("=6\r\ntxt:hi\r\n")
+    );
 }
 
 /// Clients blocked on one key are served in the order they blocked, each
@@ -1409,11 +1372,17 @@ fn blocked_clients_and_pubsub_across_connections() {
         sub3.write_all(&req(&[b"PSUBSCRIBE", b"c*"])).expect("write");
         let confirm3 = read_until(&mut sub3, |g| g.ends_with(b":1\r\n"));
 
-        admin.write_all(&req(&[b"RPUSH", b"q2", b"a", b"b", b"c"])).expect("write");
+        admin
+            .write_all(&req(&[b"RPUSH", b"q2", b"a", b"b", b"c"]))
+            .expect("write");
         let pushed = read_until(&mut admin, |g| g.ends_with(b"\r\n"));
         let served: Vec<Vec<u8>> = waiters
             .iter_mut()
-            .map(|w| read_until(w, |g| g.len() >= 4 && g.ends_with(b"\r\n") && g.iter().filter(|&&c| c == b'\n').count() >= 5))
+            .map(|w| {
+                read_until(w, |g| {
+                    g.len() >= 4 && g.ends_with(b"\r\n") && g.iter().filter(|&&c| c == b'\n').count() >= 5
+                })
+            })
             .collect();
         admin.write_all(&req(&[b"PUBLISH", b"ch", b"hello"])).expect("write");
         let receivers = read_until(&mut admin, |g| g.ends_with(b"\r\n"));
@@ -1423,13 +1392,34 @@ fn blocked_clients_and_pubsub_across_connections() {
         let refused = read_until(&mut sub2, |g| g.ends_with(b"\r\n"));
         sub2.write_all(&req(&[b"PING"])).expect("write");
         let pong = read_until(&mut sub2, |g| g.ends_with(b"$0\r\n\r\n"));
-        admin.write_all(&req(&[b"PUBSUB", b"NUMSUB", b"ch", b"other", b"none"])).expect("write");
+        admin
+            .write_all(&req(&[b"PUBSUB", b"NUMSUB", b"ch", b"other", b"none"]))
+            .expect("write");
         let numsub = read_until(&mut admin, |g| g.ends_with(b":0\r\n"));
-        let all = [confirm2, confirm3, pushed, served.concat(), receivers, msg2, msg3, refused, pong, numsub];
-        outputs.push(all.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>());
+        let all = [
+            confirm2,
+            confirm3,
+            pushed,
+            served.concat(),
+            receivers,
+            msg2,
+            msg3,
+            refused,
+            pong,
+            numsub,
+        ];
+        outputs.push(
+            all.iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(outputs[1], outputs[0], "sim-server (left) vs redis-server (right)");
-    assert!(outputs[0][3].starts_with("*2\r\n$2\r\nq2\r\n$1\r\na\r\n"), "{:?}", outputs[0][3]);
+    assert!(
+        outputs[0][3].starts_with("*2\r\n$2\r\nq2\r\n$1\r\na\r\n"),
+        "{:?}",
+        outputs[0][3]
+    );
 }
 
 /// A blocked client times out on the node's clock with the nil of its
@@ -1440,7 +1430,8 @@ fn blocking_pop_times_out_alone() {
     let mut w = connect(server.local_addr());
     let mut other = connect(server.local_addr());
     w.write_all(&req(&[b"BLPOP", b"k", b"0.2"])).expect("write");
-    w.write_all(&req(&[b"BLMOVE", b"k", b"d", b"LEFT", b"LEFT", b"0.1"])).expect("write");
+    w.write_all(&req(&[b"BLMOVE", b"k", b"d", b"LEFT", b"LEFT", b"0.1"]))
+        .expect("write");
     roundtrip(&mut other, &req(&[b"PING"]), b"+PONG\r\n");
     assert_eq!(read_until(&mut w, |g| g.ends_with(b"$-1\r\n")), b"*-1\r\n$-1\r\n");
 }

@@ -82,7 +82,10 @@ fn main() -> Result<()> {
         Some("lessons") => {
             let dir = match args.get(1) {
                 Some(dir) => PathBuf::from(dir),
-                None => PathBuf::from(std::env::var_os("TRUNK_STAGING_DIR").context("lessons needs a directory (or TRUNK_STAGING_DIR)")?),
+                None => PathBuf::from(
+                    std::env::var_os("TRUNK_STAGING_DIR")
+                        .context("lessons needs a directory (or TRUNK_STAGING_DIR)")?,
+                ),
             };
             let name = add_lessons(&dir)?;
             println!("lessons: {}", dir.join(name).display());
@@ -123,7 +126,10 @@ fn fuzz(root: &Path, args: &[String]) -> Result<()> {
         match a.as_str() {
             "--inputs" => inputs = rest.next().context("--inputs needs a number")?.clone(),
             "--seed" => seed = rest.next().context("--seed needs a number")?.clone(),
-            "--target" => fwd.extend(["--target".to_owned(), rest.next().context("--target needs a name")?.clone()]),
+            "--target" => fwd.extend([
+                "--target".to_owned(),
+                rest.next().context("--target needs a name")?.clone(),
+            ]),
             "--no-diff" => diff = false,
             other => bail!("unknown option {other}\n\n{}", usage()),
         }
@@ -183,16 +189,24 @@ fn target_dir(root: &Path) -> Result<PathBuf> {
         .current_dir(root)
         .output()
         .context("running cargo metadata")?;
-    ensure!(out.status.success(), "cargo metadata failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success(),
+        "cargo metadata failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("parsing cargo metadata")?;
-    let dir = meta["target_directory"].as_str().context("cargo metadata has no target_directory")?;
+    let dir = meta["target_directory"]
+        .as_str()
+        .context("cargo metadata has no target_directory")?;
     Ok(PathBuf::from(dir))
 }
 
 /// Is `name` an executable somewhere on PATH?
 fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// `wasm-opt version 108 (version_108)` → 108.
@@ -256,7 +270,11 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
         .iter()
         .find(|l| l.rel() == "rust")
         .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
-    let bin = rust.attrs.get("data-bin").cloned().unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
+    let bin = rust
+        .attrs
+        .get("data-bin")
+        .cloned()
+        .unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
     // The profile Trunk would use for `trunk build --release`.
     let profile = rust
         .attrs
@@ -268,12 +286,25 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     // 1. cargo, for wasm32, in the release profile.
     println!("building {FRONTEND_PACKAGE} for {WASM_TARGET} (profile {profile})…");
     let status = Command::new(cargo())
-        .args(["build", "--profile", &profile, "--target", WASM_TARGET, "-p", FRONTEND_PACKAGE, "--bin", &bin])
+        .args([
+            "build",
+            "--profile",
+            &profile,
+            "--target",
+            WASM_TARGET,
+            "-p",
+            FRONTEND_PACKAGE,
+            "--bin",
+            &bin,
+        ])
         .current_dir(root)
         .status()
         .context("running cargo build")?;
     ensure!(status.success(), "cargo build for {WASM_TARGET} failed");
-    let wasm_in = target_dir(root)?.join(WASM_TARGET).join(&profile).join(format!("{bin}.wasm"));
+    let wasm_in = target_dir(root)?
+        .join(WASM_TARGET)
+        .join(&profile)
+        .join(format!("{bin}.wasm"));
     let input = fs::read(&wasm_in).with_context(|| format!("reading {}", wasm_in.display()))?;
 
     // 2. wasm-bindgen into a staging directory next to the output.
@@ -324,7 +355,11 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
                 let href = link.attrs.get("href").context("a data-trunk link without href")?;
                 let src = index_src.parent().unwrap_or(root).join(href);
                 let bytes = fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
-                let file = Path::new(href).file_name().context("href names no file")?.to_string_lossy().into_owned();
+                let file = Path::new(href)
+                    .file_name()
+                    .context("href names no file")?
+                    .to_string_lossy()
+                    .into_owned();
                 let name = if link.rel() == "css" {
                     let (name, ext) = file.rsplit_once('.').unwrap_or((&file, "css"));
                     let name = format!("{name}-{}.{ext}", &content_hash(&bytes)[..16]);
@@ -335,7 +370,9 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
                 };
                 fs::write(staging.join(&name), bytes)?;
             }
-            other => bail!("frontend/index.html: <link data-trunk rel=\"{other}\"> is not supported by cargo xtask dist"),
+            other => {
+                bail!("frontend/index.html: <link data-trunk rel=\"{other}\"> is not supported by cargo xtask dist")
+            }
         }
     }
     page.push_str(&html[at..]);
@@ -358,7 +395,11 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
         fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
     }
     fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
-    println!("dist ready in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
+    println!(
+        "dist ready in {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
     Ok(())
 }
 
@@ -388,7 +429,10 @@ fn wasm_opt(rust: &TrunkLink, wasm_path: &Path) -> Result<()> {
         );
         return Ok(());
     }
-    let params: Vec<&str> = rust.attrs.get("data-wasm-opt-params").map_or(Vec::new(), |p| p.split_whitespace().collect());
+    let params: Vec<&str> = rust
+        .attrs
+        .get("data-wasm-opt-params")
+        .map_or(Vec::new(), |p| p.split_whitespace().collect());
     let tmp = wasm_path.with_extension("opt.wasm");
     let status = Command::new(&wasm_opt)
         .arg(format!("-O{level}"))
@@ -607,7 +651,10 @@ fn parse_attrs(s: &str) -> BTreeMap<String, String> {
 fn locked_versions(root: &Path, package: &str) -> Result<Vec<String>> {
     let lock = fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
     let lock: toml::Table = lock.parse().context("parsing Cargo.lock")?;
-    let packages = lock.get("package").and_then(|p| p.as_array()).context("Cargo.lock has no [[package]]")?;
+    let packages = lock
+        .get("package")
+        .and_then(|p| p.as_array())
+        .context("Cargo.lock has no [[package]]")?;
     Ok(packages
         .iter()
         .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(package))
@@ -624,15 +671,23 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
     let mut problems = Vec::new();
 
     // The wasm-bindgen versions must agree three ways.
-    let wanted = config.get("tools").and_then(|t| t.get("wasm_bindgen")).and_then(|v| v.as_str());
+    let wanted = config
+        .get("tools")
+        .and_then(|t| t.get("wasm_bindgen"))
+        .and_then(|v| v.as_str());
     let locked = locked_versions(root, "wasm-bindgen")?;
     let support = locked_versions(root, "wasm-bindgen-cli-support")?;
     match (wanted, locked.as_slice()) {
         (None, _) => problems.push("Trunk.toml has no [tools] wasm_bindgen: trunk would download one".to_owned()),
         (Some(w), [l]) if w == l => println!("ok: Trunk.toml [tools] wasm_bindgen = {w} = Cargo.lock's wasm-bindgen"),
-        (Some(w), [l]) => problems.push(format!("Trunk.toml [tools] wasm_bindgen = {w}, but Cargo.lock has wasm-bindgen {l}")),
+        (Some(w), [l]) => problems.push(format!(
+            "Trunk.toml [tools] wasm_bindgen = {w}, but Cargo.lock has wasm-bindgen {l}"
+        )),
         (Some(_), []) => problems.push("Cargo.lock has no wasm-bindgen".to_owned()),
-        (Some(_), many) => problems.push(format!("Cargo.lock has several wasm-bindgen versions: {}", many.join(", "))),
+        (Some(_), many) => problems.push(format!(
+            "Cargo.lock has several wasm-bindgen versions: {}",
+            many.join(", ")
+        )),
     }
     if locked != [WASM_BINDGEN] {
         problems.push(format!(
@@ -669,11 +724,17 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
     if hooked {
         println!("ok: Trunk.toml's post_build hook runs `cargo xtask lessons`");
     } else {
-        problems.push("Trunk.toml has no post_build hook running `cargo xtask lessons`: the page would have no lessons".to_owned());
+        problems.push(
+            "Trunk.toml has no post_build hook running `cargo xtask lessons`: the page would have no lessons"
+                .to_owned(),
+        );
     }
 
     // The paths it names.
-    let target = build_cfg.and_then(|b| b.get("target")).and_then(|v| v.as_str()).unwrap_or("index.html");
+    let target = build_cfg
+        .and_then(|b| b.get("target"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("index.html");
     let index = root.join(target);
     match fs::read_to_string(&index) {
         Err(e) => problems.push(format!("Trunk.toml [build] target = {target}: {e}")),
@@ -687,11 +748,23 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
             for link in &links {
                 let href = link.attrs.get("href").map(String::as_str).unwrap_or(".");
                 let path = dir.join(href);
-                let path = if link.rel() == "rust" && path.is_dir() { path.join("Cargo.toml") } else { path };
-                if path.exists() {
-                    println!("ok: {target}: rel=\"{}\" → {}", link.rel(), path.strip_prefix(root).unwrap_or(&path).display());
+                let path = if link.rel() == "rust" && path.is_dir() {
+                    path.join("Cargo.toml")
                 } else {
-                    problems.push(format!("{target}: rel=\"{}\" href=\"{href}\": {} does not exist", link.rel(), path.display()));
+                    path
+                };
+                if path.exists() {
+                    println!(
+                        "ok: {target}: rel=\"{}\" → {}",
+                        link.rel(),
+                        path.strip_prefix(root).unwrap_or(&path).display()
+                    );
+                } else {
+                    problems.push(format!(
+                        "{target}: rel=\"{}\" href=\"{href}\": {} does not exist",
+                        link.rel(),
+                        path.display()
+                    ));
                 }
             }
         }
@@ -706,9 +779,9 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
 
     if build {
         match on_path("trunk") {
-            None => println!(
-                "trunk is not on PATH: skipped `trunk build` (cargo install trunk --version 0.21.14 --locked)"
-            ),
+            None => {
+                println!("trunk is not on PATH: skipped `trunk build` (cargo install trunk --version 0.21.14 --locked)")
+            }
             Some(trunk) => {
                 let tmp = std::env::temp_dir().join(format!("locklab-trunk-{}", std::process::id()));
                 let started = Instant::now();
@@ -719,15 +792,25 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
                     .status()
                     .context("running trunk")?;
                 let names: Vec<String> = fs::read_dir(&tmp)
-                    .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                    .map(|d| {
+                        d.flatten()
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let wasm = names.iter().any(|n| n.ends_with(".wasm"));
                 let lessons = names.iter().any(|n| n.starts_with("lessons-") && n.ends_with(".json"));
                 let _ = fs::remove_dir_all(&tmp);
                 ensure!(status.success(), "trunk build --release --offline failed");
                 ensure!(wasm, "trunk build produced no .wasm");
-                ensure!(lessons, "trunk build produced no lessons-*.json (its post_build hook did not run)");
-                println!("ok: trunk build --release --offline produced a .wasm ({:.0} s)", started.elapsed().as_secs_f64());
+                ensure!(
+                    lessons,
+                    "trunk build produced no lessons-*.json (its post_build hook did not run)"
+                );
+                println!(
+                    "ok: trunk build --release --offline produced a .wasm ({:.0} s)",
+                    started.elapsed().as_secs_f64()
+                );
             }
         }
     }
@@ -760,7 +843,10 @@ mod tests {
         assert_eq!(thousands(12), "12");
         assert_eq!(content_hash(b"").len(), 16);
         assert_ne!(content_hash(b"a"), content_hash(b"b"));
-        assert_eq!(insert_before("<a></body>", "</body>", "x").as_deref(), Some("<a>x</body>"));
+        assert_eq!(
+            insert_before("<a></body>", "</body>", "x").as_deref(),
+            Some("<a>x</body>")
+        );
     }
 
     #[test]

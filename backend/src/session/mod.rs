@@ -192,7 +192,11 @@ pub enum SessionError {
     NotAllowed { name: String, why: &'static str },
     /// A size limit.
     #[error("ERR locklab: {what} is {got} bytes or items, the limit is {limit}")]
-    TooLarge { what: &'static str, got: usize, limit: usize },
+    TooLarge {
+        what: &'static str,
+        got: usize,
+        limit: usize,
+    },
     /// The token bucket stayed empty for longer than `max_wait`.
     #[error("ERR locklab: rate limit of {0} commands per second exceeded, slow down")]
     RateLimited(f64),
@@ -242,7 +246,10 @@ pub struct NodeTarget {
 
 impl NodeTarget {
     pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
-        NodeTarget { name: name.into(), url: url.into() }
+        NodeTarget {
+            name: name.into(),
+            url: url.into(),
+        }
     }
 }
 
@@ -275,7 +282,11 @@ impl Default for SessionPool {
 
 impl SessionPool {
     pub fn new(limits: Limits) -> Self {
-        SessionPool { live: Arc::new(AtomicUsize::new(0)), limits, janitor: Janitor::default() }
+        SessionPool {
+            live: Arc::new(AtomicUsize::new(0)),
+            limits,
+            janitor: Janitor::default(),
+        }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -346,7 +357,14 @@ impl SessionPool {
             user: format!("lab-{id}"),
             id,
             password,
-            nodes: nodes.into_iter().map(|target| NodeSlot { target, admin: None, user_ready: false }).collect(),
+            nodes: nodes
+                .into_iter()
+                .map(|target| NodeSlot {
+                    target,
+                    admin: None,
+                    user_ready: false,
+                })
+                .collect(),
             conns: HashMap::new(),
             clients: BTreeMap::new(),
             names,
@@ -398,7 +416,10 @@ struct Bucket {
 
 impl Bucket {
     fn new(burst: f64) -> Self {
-        Bucket { tokens: burst, last: Instant::now() }
+        Bucket {
+            tokens: burst,
+            last: Instant::now(),
+        }
     }
 
     /// Take a token, waiting up to `max_wait` for one.
@@ -545,16 +566,27 @@ impl Session {
             return Ok(Vec::new());
         }
         self.ensure_user(n)?;
-        let mut argv = vec![b"EVAL".to_vec(), PEEK_LUA.as_bytes().to_vec(), keys.len().to_string().into_bytes()];
+        let mut argv = vec![
+            b"EVAL".to_vec(),
+            PEEK_LUA.as_bytes().to_vec(),
+            keys.len().to_string().into_bytes(),
+        ];
         argv.extend(keys.iter().map(|k| format!("{}{k}", self.prefix).into_bytes()));
-        let result = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand).and_then(|a| a.execute(&argv));
+        let result = self.nodes[n]
+            .admin
+            .as_mut()
+            .ok_or(RealError::EmptyCommand)
+            .and_then(|a| a.execute(&argv));
         let reply = result.map_err(|source| {
             self.nodes[n].admin = None;
             self.nodes[n].user_ready = false;
             self.unreachable(n, source)
         })?;
         let Reply::Array(items) = reply else {
-            return Err(SessionError::Setup { node: self.nodes[n].target.name.clone(), text: reply.to_cli() });
+            return Err(SessionError::Setup {
+                node: self.nodes[n].target.name.clone(),
+                text: reply.to_cli(),
+            });
         };
         Ok(keys
             .iter()
@@ -608,7 +640,11 @@ impl Session {
     /// Run one redis-cli line as `client` on node `node`.
     pub fn run_line(&mut self, client: &str, node: u32, line: &str) -> Result<Reply, SessionError> {
         if line.len() > self.limits.max_line {
-            let e = SessionError::TooLarge { what: "the line", got: line.len(), limit: self.limits.max_line };
+            let e = SessionError::TooLarge {
+                what: "the line",
+                got: line.len(),
+                limit: self.limits.max_line,
+            };
             self.note(client, &e);
             return Err(e);
         }
@@ -659,7 +695,9 @@ impl Session {
             self.push(at_ms, Actor::Client(c), EventKind::Note { text });
             if ask {
                 // ASK: this one command, on the importing node, after ASKING.
-                let asking = self.conn(c, to as usize).and_then(|conn| conn.execute(&[b"ASKING".to_vec()]));
+                let asking = self
+                    .conn(c, to as usize)
+                    .and_then(|conn| conn.execute(&[b"ASKING".to_vec()]));
                 if let Err(source) = asking {
                     return Err(self.unreachable(to as usize, source));
                 }
@@ -688,13 +726,20 @@ impl Session {
         if self.confinement != Confinement::OwnCluster {
             return node;
         }
-        let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else { return node };
-        let Some(&first) = cmd.key_indexes(argv).first() else { return node };
+        let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else {
+            return node;
+        };
+        let Some(&first) = cmd.key_indexes(argv).first() else {
+            return node;
+        };
         let slot = key_slot(&argv[first]);
         if self.slots.is_empty() {
             self.load_slots();
         }
-        self.slots.iter().find(|&&(lo, hi, _)| (lo..=hi).contains(&slot)).map_or(node, |&(_, _, n)| n)
+        self.slots
+            .iter()
+            .find(|&&(lo, hi, _)| (lo..=hi).contains(&slot))
+            .map_or(node, |&(_, _, n)| n)
     }
 
     /// Read the slot map with `CLUSTER SLOTS` from the first node that
@@ -705,8 +750,12 @@ impl Session {
             if self.ensure_user(n).is_err() {
                 continue;
             }
-            let Some(admin) = self.nodes[n].admin.as_mut() else { continue };
-            let Ok(Reply::Array(ranges)) = admin.execute(&[b"CLUSTER".to_vec(), b"SLOTS".to_vec()]) else { continue };
+            let Some(admin) = self.nodes[n].admin.as_mut() else {
+                continue;
+            };
+            let Ok(Reply::Array(ranges)) = admin.execute(&[b"CLUSTER".to_vec(), b"SLOTS".to_vec()]) else {
+                continue;
+            };
             let mut slots = Vec::new();
             for range in &ranges {
                 // [start, end, [ip, port, id], replicas…]
@@ -716,7 +765,9 @@ impl Session {
                 else {
                     continue;
                 };
-                let (Some(Reply::Bulk(ip)), Some(Reply::Integer(port))) = (master.first(), master.get(1)) else { continue };
+                let (Some(Reply::Bulk(ip)), Some(Reply::Integer(port))) = (master.first(), master.get(1)) else {
+                    continue;
+                };
                 let addr = format!("{}:{port}", String::from_utf8_lossy(ip));
                 if let (Some(node), Ok(lo), Ok(hi)) = (self.node_at(&addr), u16::try_from(*lo), u16::try_from(*hi)) {
                     slots.push((lo, hi, node));
@@ -729,7 +780,10 @@ impl Session {
 
     /// The node whose address is `host:port`.
     fn node_at(&self, addr: &str) -> Option<u32> {
-        self.nodes.iter().position(|n| display_addr(&n.target.url) == addr).map(|i| i as u32)
+        self.nodes
+            .iter()
+            .position(|n| display_addr(&n.target.url) == addr)
+            .map(|i| i as u32)
     }
 
     /// For a `MOVED <slot> <host:port>` or `ASK …` error on the session's
@@ -790,7 +844,10 @@ impl Session {
                 }
             }
         }
-        if !self.bucket.take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait) {
+        if !self
+            .bucket
+            .take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait)
+        {
             return Err(SessionError::RateLimited(self.limits.commands_per_sec));
         }
         self.preflight.track(argv);
@@ -798,7 +855,15 @@ impl Session {
         self.req += 1;
         let req = self.req;
         let sent_at = self.now_ms();
-        self.push(sent_at, Actor::Client(c), EventKind::Sent { req, node, commands: shown.clone() });
+        self.push(
+            sent_at,
+            Actor::Client(c),
+            EventKind::Sent {
+                req,
+                node,
+                commands: shown.clone(),
+            },
+        );
         let watchdog = match checked {
             Some((_, sent)) => {
                 let url = self.nodes[n].target.url.clone();
@@ -812,12 +877,13 @@ impl Session {
             // The session's SCAN: the ACL user may not SCAN (its results
             // are not confined by key patterns), so the admin connection
             // runs it, confined by MATCH to the session's prefix.
-            self.ensure_user(n).map_err(|e| match e {
-                SessionError::Unreachable { source, .. } => source,
-                other => RealError::Unsupported(other.to_string()),
-            })
-            .and_then(|()| self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand))
-            .and_then(|admin| admin.execute(&rewritten))
+            self.ensure_user(n)
+                .map_err(|e| match e {
+                    SessionError::Unreachable { source, .. } => source,
+                    other => RealError::Unsupported(other.to_string()),
+                })
+                .and_then(|()| self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand))
+                .and_then(|admin| admin.execute(&rewritten))
         } else {
             self.conn(c, n).and_then(|conn| conn.execute(&rewritten))
         };
@@ -841,9 +907,22 @@ impl Session {
                 self.push(
                     mid,
                     Actor::Node(node),
-                    EventKind::Executed { req, client: c, commands: shown, replies: vec![reply.clone()] },
+                    EventKind::Executed {
+                        req,
+                        client: c,
+                        commands: shown,
+                        replies: vec![reply.clone()],
+                    },
                 );
-                self.push(back_at, Actor::Client(c), EventKind::Received { req, node, replies: vec![reply.clone()] });
+                self.push(
+                    back_at,
+                    Actor::Client(c),
+                    EventKind::Received {
+                        req,
+                        node,
+                        replies: vec![reply.clone()],
+                    },
+                );
                 Ok(reply)
             }
             Err(source) => {
@@ -857,7 +936,12 @@ impl Session {
                 self.push(
                     back_at,
                     Actor::Client(c),
-                    EventKind::Lost { req, client: c, node, reason: LossReason::NodeDown },
+                    EventKind::Lost {
+                        req,
+                        client: c,
+                        node,
+                        reason: LossReason::NodeDown,
+                    },
                 );
                 Err(self.unreachable(n, source))
             }
@@ -903,7 +987,11 @@ impl Session {
                 keys.len().to_string().into_bytes(),
             ];
             argv.extend(keys.iter().map(|k| [self.prefix.as_bytes(), k].concat()));
-            let read = self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand).and_then(|a| a.execute(&argv));
+            let read = self.nodes[n]
+                .admin
+                .as_mut()
+                .ok_or(RealError::EmptyCommand)
+                .and_then(|a| a.execute(&argv));
             match read {
                 Ok(reply) => match preflight::parse_snapshot(&keys, &reply) {
                     Ok(s) => s,
@@ -964,7 +1052,12 @@ impl Session {
         }
         let ns = self.ns.as_bytes().to_vec();
         let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
-        let list = admin.execute(&[b"FUNCTION".to_vec(), b"LIST".to_vec(), b"LIBRARYNAME".to_vec(), lib.clone()]);
+        let list = admin.execute(&[
+            b"FUNCTION".to_vec(),
+            b"LIST".to_vec(),
+            b"LIBRARYNAME".to_vec(),
+            lib.clone(),
+        ]);
         let names = function_names(list.as_ref().ok());
         if lib.starts_with(&ns) && !names.is_empty() && names.iter().all(|f| f.starts_with(&ns)) {
             return Ok(());
@@ -980,7 +1073,11 @@ impl Session {
 
     fn unreachable(&self, n: usize, source: RealError) -> SessionError {
         let t = &self.nodes[n].target;
-        SessionError::Unreachable { node: t.name.clone(), addr: display_addr(&t.url), source }
+        SessionError::Unreachable {
+            node: t.name.clone(),
+            addr: display_addr(&t.url),
+            source,
+        }
     }
 
     /// The connection of client `c` to node `n`, opened (and authenticated
@@ -1003,9 +1100,15 @@ impl Session {
     fn open_user_conn(&self, n: usize) -> Result<RealConnection, RealError> {
         let mut conn = RealConnection::open(&self.nodes[n].target.url)?;
         conn.set_read_timeout(Some(self.limits.reply_timeout))?;
-        let auth = [b"AUTH".to_vec(), self.user.clone().into_bytes(), self.password.clone().into_bytes()];
+        let auth = [
+            b"AUTH".to_vec(),
+            self.user.clone().into_bytes(),
+            self.password.clone().into_bytes(),
+        ];
         match conn.execute(&auth)? {
-            Reply::Error(text) => Err(RealError::Unsupported(format!("AUTH as the session user failed: {text}"))),
+            Reply::Error(text) => Err(RealError::Unsupported(format!(
+                "AUTH as the session user failed: {text}"
+            ))),
             _ => Ok(conn),
         }
     }
@@ -1028,7 +1131,10 @@ impl Session {
         argv.extend(rules.into_iter().map(String::into_bytes));
         match admin.execute(&argv) {
             Ok(Reply::Error(text)) => {
-                return Err(SessionError::Setup { node: self.nodes[n].target.name.clone(), text })
+                return Err(SessionError::Setup {
+                    node: self.nodes[n].target.name.clone(),
+                    text,
+                })
             }
             Ok(_) => {}
             Err(source) => return Err(self.unreachable(n, source)),
@@ -1062,28 +1168,50 @@ impl Session {
         let name = String::from_utf8_lossy(name_bytes).to_uppercase();
         let l = &self.limits;
         if argv.len() > l.max_args {
-            return Err(SessionError::TooLarge { what: "the argument count", got: argv.len(), limit: l.max_args });
+            return Err(SessionError::TooLarge {
+                what: "the argument count",
+                got: argv.len(),
+                limit: l.max_args,
+            });
         }
         let total: usize = argv.iter().map(Vec::len).sum();
         if total > l.max_argv_bytes {
-            return Err(SessionError::TooLarge { what: "the command", got: total, limit: l.max_argv_bytes });
+            return Err(SessionError::TooLarge {
+                what: "the command",
+                got: total,
+                limit: l.max_argv_bytes,
+            });
         }
         // The table of the newest profile: DELEX passes through, and a 7.0
         // server answers it with its own unknown-command error.
         let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
-            return Err(SessionError::NotAllowed { name, why: "the lab's command table does not have it" });
+            return Err(SessionError::NotAllowed {
+                name,
+                why: "the lab's command table does not have it",
+            });
         };
         if cmd.flags & flags::DANGEROUS != 0 {
-            return Err(SessionError::NotAllowed { name, why: "it is dangerous or administrative" });
+            return Err(SessionError::NotAllowed {
+                name,
+                why: "it is dangerous or administrative",
+            });
         }
-        if let Some(why) = OUTSIDE_THE_SESSION.iter().find(|(n, _)| *n == cmd.name).map(|(_, why)| *why) {
+        if let Some(why) = OUTSIDE_THE_SESSION
+            .iter()
+            .find(|(n, _)| *n == cmd.name)
+            .map(|(_, why)| *why)
+        {
             return Err(SessionError::NotAllowed { name, why });
         }
-        let sub = argv.get(1).map(|s| String::from_utf8_lossy(s).to_lowercase()).unwrap_or_default();
+        let sub = argv
+            .get(1)
+            .map(|s| String::from_utf8_lossy(s).to_lowercase())
+            .unwrap_or_default();
         if cmd.name == "script" && sub == "kill" {
             return Err(SessionError::NotAllowed {
                 name: "SCRIPT KILL".into(),
-                why: "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
+                why:
+                    "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
             });
         }
         // Script bodies.
@@ -1094,7 +1222,11 @@ impl Session {
         };
         if let Some(b) = body {
             if b.len() > l.max_script {
-                return Err(SessionError::TooLarge { what: "the script", got: b.len(), limit: l.max_script });
+                return Err(SessionError::TooLarge {
+                    what: "the script",
+                    got: b.len(),
+                    limit: l.max_script,
+                });
             }
         }
         let mut out = match functions::scope_command(argv, &self.ns) {
@@ -1102,7 +1234,10 @@ impl Session {
             Scoped::Send(scoped) => scoped,
             Scoped::BadLibrary => return Ok(Rewritten::Answer),
             Scoped::Refused(why) => {
-                return Err(SessionError::NotAllowed { name: format!("{name} {}", sub.to_uppercase()), why })
+                return Err(SessionError::NotAllowed {
+                    name: format!("{name} {}", sub.to_uppercase()),
+                    why,
+                })
             }
         };
         if self.confinement == Confinement::OwnCluster {
@@ -1249,7 +1384,12 @@ impl Session {
     }
 
     fn push(&mut self, at_ms: u64, actor: Actor, kind: EventKind) {
-        self.events.push(Event { step: self.step, at_ms, actor, kind });
+        self.events.push(Event {
+            step: self.step,
+            at_ms,
+            actor,
+            kind,
+        });
         self.step += 1;
     }
 }
@@ -1331,12 +1471,18 @@ pub const ACL_DENIED: &[&str] = &[
 /// Commands the lab's table knows that reach past the session, refused
 /// before they are sent (the ACL refuses them inside Lua), and why.
 const OUTSIDE_THE_SESSION: &[(&str, &str)] = &[
-    ("randomkey", "it returns keys outside the session; SCAN lists the session's keys"),
+    (
+        "randomkey",
+        "it returns keys outside the session; SCAN lists the session's keys",
+    ),
     ("select", "a lab session stays in its database"),
     ("move", "a lab session stays in its database"),
     ("swapdb", "a lab session stays in its database"),
     ("copy", "it can copy into another database"),
-    ("dbsize", "it counts keys outside the session; SCAN lists the session's keys"),
+    (
+        "dbsize",
+        "it counts keys outside the session; SCAN lists the session's keys",
+    ),
 ];
 
 /// One command's arguments.
@@ -1404,7 +1550,6 @@ fn function_names(list: Option<&Reply>) -> Vec<Vec<u8>> {
     out
 }
 
-
 /// `n` hex digits from the standard library's randomly keyed SipHash
 /// (`RandomState` is seeded from the OS per process and perturbed per
 /// instance): unguessable enough for a per-session ACL password on
@@ -1451,7 +1596,10 @@ mod tests {
         // A password with '@' or '/' in it (redis-rs takes the last '@'
         // before the path as the end of the credentials).
         assert_eq!(display_addr("redis://u:p@ss@10.0.0.1:6380"), "10.0.0.1:6380");
-        assert_eq!(crate::real::public_url("redis://default:s3cret@h:1/0?protocol=resp3"), "redis://h:1");
+        assert_eq!(
+            crate::real::public_url("redis://default:s3cret@h:1/0?protocol=resp3"),
+            "redis://h:1"
+        );
     }
 
     #[test]

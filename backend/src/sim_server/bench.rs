@@ -29,20 +29,10 @@ pub struct BenchLine {
 /// Run `redis-benchmark -t set,get,incr -n REQUESTS -P 16 -q` against
 /// `127.0.0.1:port` and parse its figures. A non-zero exit, or output with
 /// no figures, is an error carrying what redis-benchmark said.
-pub fn run_redis_benchmark(
-    redis_benchmark: &Path,
-    port: u16,
-    requests: u64,
-) -> io::Result<Vec<BenchLine>> {
+pub fn run_redis_benchmark(redis_benchmark: &Path, port: u16, requests: u64) -> io::Result<Vec<BenchLine>> {
     let out = Command::new(redis_benchmark)
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-t", TESTS])
-        .args([
-            "-n",
-            &requests.to_string(),
-            "-P",
-            &PIPELINE.to_string(),
-            "-q",
-        ])
+        .args(["-n", &requests.to_string(), "-P", &PIPELINE.to_string(), "-q"])
         .stdin(Stdio::null())
         .output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -93,14 +83,8 @@ pub fn benchmark(redis_benchmark: &Path, real_port: u16, sim_port: u16) -> io::R
     let mut real = Vec::new();
     let mut sim = Vec::new();
     for _ in 0..ROUNDS {
-        keep_best(
-            &mut real,
-            run_redis_benchmark(redis_benchmark, real_port, REQUESTS)?,
-        );
-        keep_best(
-            &mut sim,
-            run_redis_benchmark(redis_benchmark, sim_port, REQUESTS)?,
-        );
+        keep_best(&mut real, run_redis_benchmark(redis_benchmark, real_port, REQUESTS)?);
+        keep_best(&mut sim, run_redis_benchmark(redis_benchmark, sim_port, REQUESTS)?);
     }
     Ok(report(&real, &sim))
 }

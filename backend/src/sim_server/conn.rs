@@ -255,10 +255,7 @@ impl Conn {
         let eval = {
             let busy = shared.busy();
             let b = busy.as_ref()?;
-            let threshold = shared
-                .env
-                .busy_threshold_ms
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let threshold = shared.env.busy_threshold_ms.load(std::sync::atomic::Ordering::Relaxed);
             if b.since.elapsed() < Duration::from_millis(threshold) {
                 return None;
             }
@@ -285,11 +282,7 @@ impl Conn {
                             // (AUTH, HELLO, MULTI...): it waits for it.
                             self.pos = before;
                             self.parser = Parser::new();
-                            return if answered > 0 {
-                                Some(Stop::Flush)
-                            } else {
-                                None
-                            };
+                            return if answered > 0 { Some(Stop::Flush) } else { None };
                         }
                     };
                     answered += 1;
@@ -419,10 +412,7 @@ impl Conn {
     /// bytes sent for the memory it gets).
     fn reserve_for_read(&mut self) {
         let pending = self.input.len() - self.pos;
-        let want = self
-            .parser
-            .bulk_remaining(pending)
-            .clamp(MIN_READ, MAX_READ_RESERVE);
+        let want = self.parser.bulk_remaining(pending).clamp(MIN_READ, MAX_READ_RESERVE);
         if self.input.capacity() - self.input.len() < want {
             self.input.reserve(want);
         }
@@ -525,15 +515,12 @@ fn run_script(
 /// (`processCommand`'s `isInsideYieldingLongCommand` check and
 /// `scriptKill`), or `None` for an allow-busy command that needs the node.
 fn busy_reply(argv: &[Vec<u8>], eval: bool, shared: &Shared) -> Option<Reply> {
-    const SLOW_EVAL: &str =
-        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
     const SLOW_SCRIPT: &str =
         "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
     let busy = || Reply::error(if eval { SLOW_EVAL } else { SLOW_SCRIPT });
     let name = String::from_utf8_lossy(argv.first()?).to_ascii_lowercase();
-    let kill_of = |container: &str| {
-        name == container && argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"kill")
-    };
+    let kill_of = |container: &str| name == container && argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"kill");
     let kill_eval = kill_of("script");
     if kill_eval || kill_of("function") {
         let reply = if shared.control.wrote() {
@@ -556,19 +543,8 @@ fn busy_reply(argv: &[Vec<u8>], eval: bool, shared: &Shared) -> Option<Reply> {
     // event loop to serve them from inside the script).
     let allow_busy = matches!(
         name.as_str(),
-        "auth"
-            | "hello"
-            | "quit"
-            | "reset"
-            | "multi"
-            | "discard"
-            | "watch"
-            | "unwatch"
-            | "shutdown"
-    ) || (name == "function"
-        && argv
-            .get(1)
-            .is_some_and(|s| s.eq_ignore_ascii_case(b"stats")));
+        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" | "shutdown"
+    ) || (name == "function" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"stats")));
     if allow_busy {
         return None;
     }
@@ -584,9 +560,7 @@ fn run_guarded(
     now_ms: u64,
     argv: &[Vec<u8>],
 ) -> (Reply, After) {
-    match catch_unwind(AssertUnwindSafe(|| {
-        wire::dispatch(st, sess, env, now_ms, argv)
-    })) {
+    match catch_unwind(AssertUnwindSafe(|| wire::dispatch(st, sess, env, now_ms, argv))) {
         Ok(r) => r,
         Err(payload) => {
             let msg = payload

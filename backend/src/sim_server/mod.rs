@@ -136,7 +136,11 @@ pub fn fuzz_resp(chunks: &[&[u8]]) -> Option<usize> {
                 Ok(resp::Parsed::Command) => {
                     commands += 1;
                     let reply = locklab_core::Reply::Array(
-                        parser.argv().iter().map(|a| locklab_core::Reply::Bulk(a.clone())).collect(),
+                        parser
+                            .argv()
+                            .iter()
+                            .map(|a| locklab_core::Reply::Bulk(a.clone()))
+                            .collect(),
                     );
                     out.clear();
                     resp::encode(&mut out, &reply, commands % 2 == 0);
@@ -178,7 +182,9 @@ impl Clock {
     /// The monotonic instant at which [`Clock::now_ms`] reaches `ms`.
     fn instant_at(&self, ms: u64) -> Instant {
         let after = Duration::from_millis(ms.saturating_sub(self.base_ms));
-        self.start.checked_add(after).unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+        self.start
+            .checked_add(after)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
     }
 
     fn now_ms(&self) -> u64 {
@@ -296,9 +302,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         env: wire::Env {
             profile: cfg.profile,
             local_addr,
-            busy_threshold_ms: Arc::new(std::sync::atomic::AtomicU64::new(
-                wire::BUSY_REPLY_THRESHOLD_MS,
-            )),
+            busy_threshold_ms: Arc::new(std::sync::atomic::AtomicU64::new(wire::BUSY_REPLY_THRESHOLD_MS)),
         },
         clock: Clock::new(),
         busy: Mutex::new(None),
@@ -376,11 +380,7 @@ async fn stop_signal() -> io::Result<()> {
 
 /// Accept connections until told to stop; each runs in its own task. The
 /// tasks live in a [`JoinSet`], so stopping the server ends them all.
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: oneshot::Receiver<()>,
-) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {

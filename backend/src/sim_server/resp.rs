@@ -121,10 +121,7 @@ enum State {
     Idle,
     /// Inside `*<count>`: `remaining` arguments still due, and the length
     /// of the one being read once its `$<len>` header has been seen.
-    Multibulk {
-        remaining: usize,
-        bulk: Option<usize>,
-    },
+    Multibulk { remaining: usize, bulk: Option<usize> },
 }
 
 /// What [`Parser::parse`] found.
@@ -188,9 +185,7 @@ impl Parser {
     /// read: lets the reader size its next read for a large bulk string.
     pub(crate) fn bulk_remaining(&self, available: usize) -> usize {
         match self.state {
-            State::Multibulk {
-                bulk: Some(len), ..
-            } => (len + 2).saturating_sub(available),
+            State::Multibulk { bulk: Some(len), .. } => (len + 2).saturating_sub(available),
             _ => 0,
         }
     }
@@ -293,8 +288,7 @@ impl Parser {
             Some(l) => l,
             None => &rest[..nl],
         };
-        let argv =
-            locklab_core::cli::parse_line(line).map_err(|_| ProtocolError::UnbalancedQuotes)?;
+        let argv = locklab_core::cli::parse_line(line).map_err(|_| ProtocolError::UnbalancedQuotes)?;
         self.advance(pos, nl + 1);
         if argv.is_empty() {
             return Ok(Parsed::Empty);
@@ -325,11 +319,7 @@ impl Parser {
     }
 
     /// `*<count>\r\n`: `Some(0)` for an empty request.
-    fn multibulk_header(
-        &mut self,
-        buf: &[u8],
-        pos: &mut usize,
-    ) -> Result<Option<usize>, ProtocolError> {
+    fn multibulk_header(&mut self, buf: &[u8], pos: &mut usize) -> Result<Option<usize>, ProtocolError> {
         let Some(cr) = self.header_line(buf, *pos, ProtocolError::TooBigMbulkCount)? else {
             return Ok(None);
         };
@@ -348,8 +338,7 @@ impl Parser {
             let len = match bulk {
                 Some(len) => len,
                 None => {
-                    let Some(cr) = self.header_line(buf, *pos, ProtocolError::TooBigBulkCount)?
-                    else {
+                    let Some(cr) = self.header_line(buf, *pos, ProtocolError::TooBigBulkCount)? else {
                         return Ok(Parsed::Incomplete);
                     };
                     let line = &buf[*pos..*pos + cr];
@@ -497,7 +486,11 @@ pub(crate) fn encode(out: &mut Vec<u8>, reply: &Reply, resp3: bool) {
             out.extend_from_slice(b"\r\n");
         }
         Reply::Set(items) | Reply::Push(items) if resp3 => {
-            push_header(out, if matches!(reply, Reply::Set(_)) { b'~' } else { b'>' }, items.len());
+            push_header(
+                out,
+                if matches!(reply, Reply::Set(_)) { b'~' } else { b'>' },
+                items.len(),
+            );
             for item in items {
                 encode(out, item, resp3);
             }
@@ -563,13 +556,9 @@ mod tests {
 
     #[test]
     fn multibulk_and_inline() {
-        let (cmds, err) =
-            parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n  \r\n*0\r\n*-1\r\nECHO \"a b\"\n");
+        let (cmds, err) = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n  \r\n*0\r\n*-1\r\nECHO \"a b\"\n");
         assert_eq!(err, None);
-        assert_eq!(
-            cmds,
-            vec![vec!["GET", "k"], vec!["PING"], vec!["ECHO", "a b"]]
-        );
+        assert_eq!(cmds, vec![vec!["GET", "k"], vec!["PING"], vec!["ECHO", "a b"]]);
     }
 
     #[test]
@@ -590,10 +579,7 @@ mod tests {
             }
         }
         assert_eq!(cmds.len(), 3);
-        assert_eq!(
-            cmds[0],
-            vec![b"SET".to_vec(), b"k".to_vec(), b"hello".to_vec()]
-        );
+        assert_eq!(cmds[0], vec![b"SET".to_vec(), b"k".to_vec(), b"hello".to_vec()]);
     }
 
     #[test]
@@ -619,17 +605,9 @@ mod tests {
         ];
         for (input, want) in cases {
             let (_, err) = parse_all(input);
-            assert_eq!(
-                err.as_ref(),
-                Some(want),
-                "{:?}",
-                String::from_utf8_lossy(input)
-            );
+            assert_eq!(err.as_ref(), Some(want), "{:?}", String::from_utf8_lossy(input));
         }
-        assert_eq!(
-            parse_all(&[b'x'; INLINE_MAX + 1]).1,
-            Some(ProtocolError::TooBigInline)
-        );
+        assert_eq!(parse_all(&[b'x'; INLINE_MAX + 1]).1, Some(ProtocolError::TooBigInline));
         assert_eq!(parse_all(&[b'x'; INLINE_MAX]).1, None);
         let mut big = b"*1\r\n$".to_vec();
         big.extend(std::iter::repeat_n(b'1', INLINE_MAX + 1));
@@ -643,20 +621,14 @@ mod tests {
     #[test]
     fn commands_before_an_error_still_count() {
         let (cmds, err) = parse_all(b"PING\r\n*1\r\n$x\r\n");
-        assert_eq!(
-            (cmds.len(), err),
-            (1, Some(ProtocolError::InvalidBulkLength))
-        );
+        assert_eq!((cmds.len(), err), (1, Some(ProtocolError::InvalidBulkLength)));
     }
 
     #[test]
     fn a_huge_count_allocates_nothing_up_front() {
         let mut p = Parser::new();
         let mut pos = 0;
-        assert_eq!(
-            p.parse(b"*2147483647\r\n", &mut pos),
-            Ok(Parsed::Incomplete)
-        );
+        assert_eq!(p.parse(b"*2147483647\r\n", &mut pos), Ok(Parsed::Incomplete));
         assert_eq!(p.args.capacity(), 0);
     }
 
@@ -671,10 +643,7 @@ mod tests {
         assert_eq!(enc(&Reply::ok(), false), "+OK\r\n");
         assert_eq!(enc(&Reply::error("ERR a\r\nb"), false), "-ERR a  b\r\n");
         assert_eq!(enc(&Reply::Integer(-42), false), ":-42\r\n");
-        assert_eq!(
-            enc(&Reply::Integer(i64::MIN), false),
-            ":-9223372036854775808\r\n"
-        );
+        assert_eq!(enc(&Reply::Integer(i64::MIN), false), ":-9223372036854775808\r\n");
         assert_eq!(enc(&Reply::bulk("hi"), false), "$2\r\nhi\r\n");
         assert_eq!(enc(&Reply::Nil, false), "$-1\r\n");
         assert_eq!(enc(&Reply::NilArray, false), "*-1\r\n");

@@ -125,14 +125,7 @@ struct WireCommand {
     handler: Handler,
 }
 
-const CONN_FLAGS: &[&str] = &[
-    "noscript",
-    "loading",
-    "stale",
-    "fast",
-    "no_auth",
-    "allow_busy",
-];
+const CONN_FLAGS: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"];
 
 static WIRE: &[WireCommand] = &[
     WireCommand {
@@ -185,13 +178,7 @@ static WIRE: &[WireCommand] = &[
         arity: -2,
         flags: &[],
         acl: &["@slow"],
-        subcommands: &[
-            ("get", -3),
-            ("help", 2),
-            ("resetstat", 2),
-            ("rewrite", 2),
-            ("set", -4),
-        ],
+        subcommands: &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)],
         immediate_in_multi: false,
         handler: config,
     },
@@ -225,14 +212,7 @@ static WIRE: &[WireCommand] = &[
     WireCommand {
         name: "reset",
         arity: 1,
-        flags: &[
-            "noscript",
-            "loading",
-            "stale",
-            "fast",
-            "no_auth",
-            "allow_busy",
-        ],
+        flags: &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
         acl: &["@fast", "@connection"],
         subcommands: &[],
         immediate_in_multi: true,
@@ -266,9 +246,7 @@ fn arity_ok(arity: i32, argc: usize) -> bool {
 }
 
 fn wrong_args(fullname: &str) -> Reply {
-    Reply::error(format!(
-        "ERR wrong number of arguments for '{fullname}' command"
-    ))
+    Reply::error(format!("ERR wrong number of arguments for '{fullname}' command"))
 }
 
 fn text(b: &[u8]) -> String {
@@ -288,13 +266,7 @@ fn syntax_error() -> Reply {
 /// Run one request. The wire layer's own commands are answered here; the
 /// rest go to the node, on its clock, with the stall it reports turned into
 /// what the connection must do.
-pub(crate) fn dispatch(
-    st: &mut State,
-    sess: &mut Session,
-    env: &Env,
-    now_ms: u64,
-    argv: &[Vec<u8>],
-) -> (Reply, After) {
+pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u64, argv: &[Vec<u8>]) -> (Reply, After) {
     let Some(name) = argv.first() else {
         return (Reply::Nil, After::Continue);
     };
@@ -345,9 +317,7 @@ fn lone_wait_timeout(argv: &[Vec<u8>]) -> Option<u64> {
 /// (`strtod` semantics: what does not parse sleeps 0).
 fn debug_sleep_ms(argv: &[Vec<u8>]) -> Option<u64> {
     match argv {
-        [name, sub, secs]
-            if name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"sleep") =>
-        {
+        [name, sub, secs] if name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"sleep") => {
             let secs: f64 = std::str::from_utf8(secs).ok()?.trim().parse().ok()?;
             let ms = secs * 1000.0;
             // `as` saturates: 1e300 s is u64::MAX ms, a sleep that never ends.
@@ -366,12 +336,7 @@ fn debug_sleep_ms(argv: &[Vec<u8>]) -> Option<u64> {
 /// they would have — while the others carry on; a client that leaves is
 /// freed at once. The node is asked `DEBUG SLEEP 0` (the same replies, the
 /// same `QUEUED` inside `MULTI`, no clock change).
-fn sleep_on_wall_clock(
-    st: &mut State,
-    sess: &mut Session,
-    argv: &[Vec<u8>],
-    ms: u64,
-) -> (Reply, After) {
+fn sleep_on_wall_clock(st: &mut State, sess: &mut Session, argv: &[Vec<u8>], ms: u64) -> (Reply, After) {
     let probe = [argv[0].clone(), argv[1].clone(), b"0".to_vec()];
     match st.node.execute(sess.id, &probe) {
         reply @ Reply::Status(_) => (reply, After::DelayReply(ms)),
@@ -388,12 +353,7 @@ fn sleep_on_wall_clock(
 /// the same argument checks, the same `0`, or the same `QUEUED` inside
 /// `MULTI`, with no clock change — and only this client's reply waits `t`
 /// milliseconds of wall time.
-fn wait_on_wall_clock(
-    st: &mut State,
-    sess: &mut Session,
-    argv: &[Vec<u8>],
-    timeout: u64,
-) -> (Reply, After) {
+fn wait_on_wall_clock(st: &mut State, sess: &mut Session, argv: &[Vec<u8>], timeout: u64) -> (Reply, After) {
     let probe = [argv[0].clone(), b"0".to_vec(), argv[2].clone()];
     match st.node.execute(sess.id, &probe) {
         reply @ Reply::Integer(_) => (reply, After::DelayReply(timeout)),
@@ -403,13 +363,7 @@ fn wait_on_wall_clock(
 
 /// A wire command inside `MULTI` (see the module documentation): the node
 /// refuses what it does not know and dooms the transaction; we explain.
-fn in_multi(
-    st: &mut State,
-    sess: &mut Session,
-    now_ms: u64,
-    w: &WireCommand,
-    argv: &[Vec<u8>],
-) -> (Reply, After) {
+fn in_multi(st: &mut State, sess: &mut Session, now_ms: u64, w: &WireCommand, argv: &[Vec<u8>]) -> (Reply, After) {
     st.node.set_time(now_ms);
     match st.node.execute(sess.id, argv) {
         Reply::Error(_) => (
@@ -449,12 +403,7 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     if let Some(v) = argv.get(1) {
         match string2ll(v) {
             Some(v @ 2..=3) => ver = Some(v),
-            Some(_) => {
-                return (
-                    Reply::error("NOPROTO unsupported protocol version"),
-                    After::Continue,
-                )
-            }
+            Some(_) => return (Reply::error("NOPROTO unsupported protocol version"), After::Continue),
             None => {
                 return (
                     Reply::error("ERR Protocol version is not an integer or out of range"),
@@ -480,10 +429,7 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
             j += 2;
         } else {
             return (
-                Reply::error(format!(
-                    "ERR Syntax error in HELLO option '{}'",
-                    quoted(opt)
-                )),
+                Reply::error(format!("ERR Syntax error in HELLO option '{}'", quoted(opt))),
                 After::Continue,
             );
         }
@@ -495,9 +441,7 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     }
     let id = cx.sess.id;
     if let Some(name) = name {
-        cx.st
-            .node
-            .set_client_name(id, (!name.is_empty()).then(|| name.clone()));
+        cx.st.node.set_client_name(id, (!name.is_empty()).then(|| name.clone()));
     }
     if let Some(v) = ver {
         cx.sess.resp3 = v == 3;
@@ -592,18 +536,17 @@ fn reset(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> (Reply, After) {
 /// subcommand first, then the subcommand's own arity. `Err` is the reply.
 fn subcommand(w: &WireCommand, argv: &[Vec<u8>], profile: Profile) -> Result<&'static str, Reply> {
     let sub = &argv[1];
-    let found = w.subcommands.iter().find(|(n, _)| {
-        n.as_bytes().eq_ignore_ascii_case(sub) && (profile.has_8_4() || !since_7_2(w.name, n))
-    });
+    let found = w
+        .subcommands
+        .iter()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub) && (profile.has_8_4() || !since_7_2(w.name, n)));
     match found {
         None => Err(Reply::error(format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             quoted(sub),
             w.name.to_uppercase()
         ))),
-        Some((n, arity)) if !arity_ok(*arity, argv.len()) => {
-            Err(wrong_args(&format!("{}|{n}", w.name)))
-        }
+        Some((n, arity)) if !arity_ok(*arity, argv.len()) => Err(wrong_args(&format!("{}|{n}", w.name))),
         Some((n, _)) => Ok(n),
     }
 }
@@ -611,10 +554,7 @@ fn subcommand(w: &WireCommand, argv: &[Vec<u8>], profile: Profile) -> Result<&'s
 /// Subcommands redis-server 7.0 does not have (they came with 7.2): the
 /// 7.0 profile answers them with 7.0's unknown-subcommand error.
 fn since_7_2(container: &str, sub: &str) -> bool {
-    matches!(
-        (container, sub),
-        ("client", "setinfo") | ("client", "no-touch")
-    )
+    matches!((container, sub), ("client", "setinfo") | ("client", "no-touch"))
 }
 
 fn wire(name: &str) -> &'static WireCommand {
@@ -643,9 +583,7 @@ fn client(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
         "setname" => {
             let name = &argv[2];
             if valid_name(name) {
-                cx.st
-                    .node
-                    .set_client_name(id, (!name.is_empty()).then(|| name.clone()));
+                cx.st.node.set_client_name(id, (!name.is_empty()).then(|| name.clone()));
                 Reply::ok()
             } else {
                 Reply::error(BAD_NAME)
@@ -777,7 +715,11 @@ fn client_line(st: &State, env: &Env, id: ConnId, current_cmd: Option<&str>) -> 
         info.fd,
         name,
         now.duration_since(info.since).as_secs(),
-        if current_cmd.is_some() { 0 } else { now.duration_since(info.last).as_secs() },
+        if current_cmd.is_some() {
+            0
+        } else {
+            now.duration_since(info.last).as_secs()
+        },
         flags,
         st.node.selected_db(id),
         multi,
@@ -843,14 +785,7 @@ fn core_entry(c: &Command) -> Reply {
     entry(c.name, c.arity, &fl, (first, last, step), &acl, Vec::new())
 }
 
-fn entry(
-    name: &str,
-    arity: i32,
-    fl: &[&str],
-    keys: (i64, i64, i64),
-    acl: &[&str],
-    subs: Vec<Reply>,
-) -> Reply {
+fn entry(name: &str, arity: i32, fl: &[&str], keys: (i64, i64, i64), acl: &[&str], subs: Vec<Reply>) -> Reply {
     let statuses = |v: &[&str]| Reply::Array(v.iter().map(|s| Reply::status(*s)).collect());
     Reply::Array(vec![
         Reply::bulk(name),
@@ -866,10 +801,7 @@ fn entry(
     ])
 }
 
-fn wire_subs(
-    w: &WireCommand,
-    profile: Profile,
-) -> impl Iterator<Item = &'static (&'static str, i32)> + '_ {
+fn wire_subs(w: &WireCommand, profile: Profile) -> impl Iterator<Item = &'static (&'static str, i32)> + '_ {
     w.subcommands
         .iter()
         .filter(move |(n, _)| profile.has_8_4() || !since_7_2(w.name, n))
@@ -950,7 +882,12 @@ fn command(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
         // what they send for names they do not know, and clients cope.
         "docs" => Reply::Map(vec![]),
         "info" if argv.len() == 2 => all_entries(),
-        "info" => Reply::Array(argv[2..].iter().map(|n| entry_for(n, profile).unwrap_or(Reply::Nil)).collect()),
+        "info" => Reply::Array(
+            argv[2..]
+                .iter()
+                .map(|n| entry_for(n, profile).unwrap_or(Reply::Nil))
+                .collect(),
+        ),
         "list" => command_list(profile, &argv[2..]),
         "getkeys" | "getkeysandflags" => getkeys(profile, &argv[2..], sub == "getkeysandflags"),
         _ => help(&[
@@ -1034,11 +971,7 @@ fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
     let Some(c) = keys.filter(|c| c.keys != Keys::None) else {
         return Reply::error("ERR The command has no key arguments");
     };
-    let access = if c.flags & flags::WRITE != 0 {
-        "RW"
-    } else {
-        "RO"
-    };
+    let access = if c.flags & flags::WRITE != 0 { "RW" } else { "RO" };
     // A `numkeys` that promises more keys than the command has yields no
     // keys at all on redis-server (not the ones that are there).
     let mut indexes = c.key_indexes(cmdline);
@@ -1113,11 +1046,7 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
         "get" => {
             let pairs = config_params(cx.env)
                 .into_iter()
-                .filter(|(name, _)| {
-                    argv[2..]
-                        .iter()
-                        .any(|p| glob_match(p, name.as_bytes(), true))
-                })
+                .filter(|(name, _)| argv[2..].iter().any(|p| glob_match(p, name.as_bytes(), true)))
                 .map(|(name, value)| (Reply::bulk(name), Reply::Bulk(value.into_bytes())))
                 .collect();
             Reply::Map(pairs)
@@ -1205,7 +1134,11 @@ mod tests {
                 lib_ver: None,
             },
         );
-        let st = State { node, clients, outboxes: BTreeMap::new() };
+        let st = State {
+            node,
+            clients,
+            outboxes: BTreeMap::new(),
+        };
         (
             st,
             Session { id, resp3: false },
@@ -1233,18 +1166,10 @@ mod tests {
     #[test]
     fn hello_switches_protocol_and_names() {
         let (mut st, mut sess, env) = state(Profile::V7_0);
-        let r = run(
-            &mut st,
-            &mut sess,
-            &env,
-            "HELLO 3 AUTH default pw SETNAME me",
-        );
+        let r = run(&mut st, &mut sess, &env, "HELLO 3 AUTH default pw SETNAME me");
         assert!(matches!(r, Reply::Map(ref m) if m.len() == 7), "{r:?}");
         assert!(sess.resp3);
-        assert_eq!(
-            run(&mut st, &mut sess, &env, "CLIENT GETNAME"),
-            Reply::bulk("me")
-        );
+        assert_eq!(run(&mut st, &mut sess, &env, "CLIENT GETNAME"), Reply::bulk("me"));
         assert_eq!(
             run(&mut st, &mut sess, &env, "HELLO 4"),
             Reply::error("NOPROTO unsupported protocol version")
@@ -1253,10 +1178,7 @@ mod tests {
             run(&mut st, &mut sess, &env, "HELLO 3 AUTH default"),
             Reply::error("ERR Syntax error in HELLO option 'AUTH'")
         );
-        assert_eq!(
-            run(&mut st, &mut sess, &env, "RESET"),
-            Reply::status("RESET")
-        );
+        assert_eq!(run(&mut st, &mut sess, &env, "RESET"), Reply::status("RESET"));
         assert!(!sess.resp3);
         assert_eq!(run(&mut st, &mut sess, &env, "CLIENT GETNAME"), Reply::Nil);
     }
@@ -1294,13 +1216,8 @@ mod tests {
         let (mut st, mut sess, env) = state(Profile::V7_0);
         assert_eq!(run(&mut st, &mut sess, &env, "MULTI"), Reply::ok());
         assert!(run(&mut st, &mut sess, &env, "SELECT 1").is_error());
-        assert_eq!(
-            run(&mut st, &mut sess, &env, "SET k v"),
-            Reply::status("QUEUED")
-        );
-        assert!(
-            matches!(run(&mut st, &mut sess, &env, "EXEC"), Reply::Error(e) if e.starts_with("EXECABORT"))
-        );
+        assert_eq!(run(&mut st, &mut sess, &env, "SET k v"), Reply::status("QUEUED"));
+        assert!(matches!(run(&mut st, &mut sess, &env, "EXEC"), Reply::Error(e) if e.starts_with("EXECABORT")));
     }
 
     #[test]
@@ -1316,10 +1233,7 @@ mod tests {
             Reply::error("ERR timeout is negative")
         );
         assert_eq!(run(&mut st, &mut sess, &env, "MULTI"), Reply::ok());
-        assert_eq!(
-            run(&mut st, &mut sess, &env, "WAIT 1 500"),
-            Reply::status("QUEUED")
-        );
+        assert_eq!(run(&mut st, &mut sess, &env, "WAIT 1 500"), Reply::status("QUEUED"));
     }
 
     #[test]

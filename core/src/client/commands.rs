@@ -55,16 +55,31 @@ impl CommandsProgram {
     /// A program that sends these redis-cli lines to the master, in order.
     pub fn lines(lines: &[&str]) -> CommandsProgram {
         CommandsProgram {
-            steps: lines.iter().map(|l| Step::Send { line: (*l).to_owned(), node: None, timeout_ms: None }).collect(),
+            steps: lines
+                .iter()
+                .map(|l| Step::Send {
+                    line: (*l).to_owned(),
+                    node: None,
+                    timeout_ms: None,
+                })
+                .collect(),
         }
     }
 }
 
 #[derive(Clone, Debug)]
 enum Parsed {
-    Send { argv: Argv, target: Target, timeout_ms: Option<u64> },
+    Send {
+        argv: Argv,
+        target: Target,
+        timeout_ms: Option<u64>,
+    },
     Sleep(u64),
-    Write { token: Option<i64>, from_reply: bool, value: String },
+    Write {
+        token: Option<i64>,
+        from_reply: bool,
+        value: String,
+    },
     Hold(String),
     Unhold(String),
 }
@@ -87,8 +102,10 @@ impl CommandsMachine {
         for (i, s) in p.steps.iter().enumerate() {
             steps.push(match s {
                 Step::Send { line, node, timeout_ms } => {
-                    let argv =
-                        crate::cli::parse(line).map_err(|_| ProgramError::BadLine { step: i, line: line.clone() })?;
+                    let argv = crate::cli::parse(line).map_err(|_| ProgramError::BadLine {
+                        step: i,
+                        line: line.clone(),
+                    })?;
                     if argv.is_empty() {
                         return Err(ProgramError::EmptyLine { step: i });
                     }
@@ -96,17 +113,32 @@ impl CommandsMachine {
                         return Err(ProgramError::Invalid(format!("step {i}: no node {n}")));
                     }
                     let target = node.map_or(Target::Master, Target::Node);
-                    Parsed::Send { argv, target, timeout_ms: *timeout_ms }
+                    Parsed::Send {
+                        argv,
+                        target,
+                        timeout_ms: *timeout_ms,
+                    }
                 }
                 Step::Sleep { ms } => Parsed::Sleep(*ms),
-                Step::Write { token, token_from_last_reply, value } => {
-                    Parsed::Write { token: *token, from_reply: *token_from_last_reply, value: value.clone() }
-                }
+                Step::Write {
+                    token,
+                    token_from_last_reply,
+                    value,
+                } => Parsed::Write {
+                    token: *token,
+                    from_reply: *token_from_last_reply,
+                    value: value.clone(),
+                },
                 Step::Hold { key } => Parsed::Hold(key.clone()),
                 Step::Unhold { key } => Parsed::Unhold(key.clone()),
             });
         }
-        Ok(CommandsMachine { steps, next: 0, last_integer: None, finished: false })
+        Ok(CommandsMachine {
+            steps,
+            next: 0,
+            last_integer: None,
+            finished: false,
+        })
     }
 
     pub fn handle(&mut self, cx: &mut Ctx<'_>, input: Input) {
@@ -129,7 +161,11 @@ impl CommandsMachine {
         while let Some(step) = self.steps.get(self.next).cloned() {
             self.next += 1;
             match step {
-                Parsed::Send { argv, target, timeout_ms } => {
+                Parsed::Send {
+                    argv,
+                    target,
+                    timeout_ms,
+                } => {
                     cx.send(SEND, target, vec![argv], timeout_ms);
                     return;
                 }
@@ -137,7 +173,11 @@ impl CommandsMachine {
                     cx.timer(SLEEP, ms);
                     return;
                 }
-                Parsed::Write { token, from_reply, value } => {
+                Parsed::Write {
+                    token,
+                    from_reply,
+                    value,
+                } => {
                     let token = if from_reply { self.last_integer } else { token };
                     cx.write(token, value);
                 }

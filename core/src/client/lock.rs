@@ -54,7 +54,9 @@ impl Acquire {
     }
 
     pub fn parse(s: &str) -> Option<Acquire> {
-        [Acquire::SetNxPx, Acquire::SetnxExpire].into_iter().find(|a| a.name() == s)
+        [Acquire::SetNxPx, Acquire::SetnxExpire]
+            .into_iter()
+            .find(|a| a.name() == s)
     }
 }
 
@@ -114,7 +116,10 @@ pub enum Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff::Jittered { base_ms: 25, max_ms: 200 }
+        Backoff::Jittered {
+            base_ms: 25,
+            max_ms: 200,
+        }
     }
 }
 
@@ -143,7 +148,11 @@ pub struct Retry {
 
 impl Default for Retry {
     fn default() -> Self {
-        Retry { max_attempts: None, backoff: Backoff::default(), deadline_ms: Some(5_000) }
+        Retry {
+            max_attempts: None,
+            backoff: Backoff::default(),
+            deadline_ms: Some(5_000),
+        }
     }
 }
 
@@ -178,7 +187,11 @@ pub(crate) fn renew_every(configured_ms: Option<u64>, ttl_ms: u64) -> u64 {
 
 impl Default for Work {
     fn default() -> Self {
-        Work { min_ms: 50, max_ms: 400, hang: false }
+        Work {
+            min_ms: 50,
+            max_ms: 400,
+            hang: false,
+        }
     }
 }
 
@@ -444,7 +457,11 @@ impl LockMachine {
 
     fn failed_attempt(&mut self, cx: &mut Ctx<'_>) {
         let out_of_attempts = self.p.retry.max_attempts.is_some_and(|m| self.attempt >= m);
-        let out_of_time = self.p.retry.deadline_ms.is_some_and(|d| cx.now.saturating_sub(self.cycle_start) >= d);
+        let out_of_time = self
+            .p
+            .retry
+            .deadline_ms
+            .is_some_and(|d| cx.now.saturating_sub(self.cycle_start) >= d);
         if out_of_attempts || out_of_time {
             cx.note(format!("gave up after {} attempts", self.attempt));
             self.next_cycle(cx);

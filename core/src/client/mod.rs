@@ -115,7 +115,12 @@ pub enum Action {
     /// Send a request (one command, or a pipeline executed back to back) and
     /// give up after `timeout_ms` on the client's clock (`None`: wait
     /// forever, like redis-cli).
-    Send { tag: u32, target: Target, commands: Vec<Argv>, timeout_ms: Option<u64> },
+    Send {
+        tag: u32,
+        target: Target,
+        commands: Vec<Argv>,
+        timeout_ms: Option<u64>,
+    },
     /// Fire `Input::Timer { tag }` after `after_ms` on the client's clock;
     /// replaces a pending timer with the same tag.
     Timer { tag: u32, after_ms: u64 },
@@ -148,11 +153,22 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub fn new(now: u64, rng: &'a mut Rng, name: &'a str, nodes: u32, out: &'a mut Vec<Action>) -> Ctx<'a> {
-        Ctx { now, rng, name, nodes, out }
+        Ctx {
+            now,
+            rng,
+            name,
+            nodes,
+            out,
+        }
     }
 
     pub fn send(&mut self, tag: u32, target: Target, commands: Vec<Argv>, timeout_ms: Option<u64>) {
-        self.out.push(Action::Send { tag, target, commands, timeout_ms });
+        self.out.push(Action::Send {
+            tag,
+            target,
+            commands,
+            timeout_ms,
+        });
     }
 
     pub fn timer(&mut self, tag: u32, after_ms: u64) {

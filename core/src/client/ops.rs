@@ -66,9 +66,16 @@ impl Release {
     }
 
     pub fn parse(s: &str) -> Option<Release> {
-        [Release::Del, Release::GetThenDel, Release::Getdel, Release::Lua, Release::Delex, Release::Keep]
-            .into_iter()
-            .find(|r| r.name() == s)
+        [
+            Release::Del,
+            Release::GetThenDel,
+            Release::Getdel,
+            Release::Lua,
+            Release::Delex,
+            Release::Keep,
+        ]
+        .into_iter()
+        .find(|r| r.name() == s)
     }
 
     /// The first (for `GetThenDel`, the only compare-free) command of the

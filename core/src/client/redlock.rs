@@ -138,7 +138,11 @@ pub struct RedlockMachine {
 
 impl RedlockMachine {
     pub fn new(p: &RedlockProgram, nodes: u32) -> Result<RedlockMachine, ProgramError> {
-        let list: Vec<u32> = if p.nodes.is_empty() { (0..nodes).collect() } else { p.nodes.clone() };
+        let list: Vec<u32> = if p.nodes.is_empty() {
+            (0..nodes).collect()
+        } else {
+            p.nodes.clone()
+        };
         if list.is_empty() {
             return Err(ProgramError::Invalid("redlock: no nodes".into()));
         }
@@ -149,7 +153,9 @@ impl RedlockMachine {
             return Err(ProgramError::Invalid("redlock: too many nodes".into()));
         }
         if p.ttl_ms == 0 || p.key.is_empty() {
-            return Err(ProgramError::Invalid("redlock: needs a key and a positive ttl_ms".into()));
+            return Err(ProgramError::Invalid(
+                "redlock: needs a key and a positive ttl_ms".into(),
+            ));
         }
         if p.work.min_ms > p.work.max_ms {
             return Err(ProgramError::Invalid("redlock: work.min_ms > work.max_ms".into()));
@@ -214,11 +220,20 @@ impl RedlockMachine {
     fn attempt_acquire(&mut self, cx: &mut Ctx<'_>) {
         self.attempt += 1;
         self.phase = Phase::Acquiring;
-        self.round = Round { start: cx.now, outstanding: self.n(), oks: 0 };
+        self.round = Round {
+            start: cx.now,
+            outstanding: self.n(),
+            oks: 0,
+        };
         let ttl = self.p.ttl_ms.to_string();
         for (i, &node) in self.nodes.iter().enumerate() {
             let cmd = argv(&["SET", &self.p.key, &self.token, "NX", "PX", &ttl]);
-            cx.send(ACQ + i as u32, Target::Node(node), vec![cmd], Some(self.p.per_node_timeout_ms));
+            cx.send(
+                ACQ + i as u32,
+                Target::Node(node),
+                vec![cmd],
+                Some(self.p.per_node_timeout_ms),
+            );
         }
     }
 
@@ -281,7 +296,12 @@ impl RedlockMachine {
             if let Fencing::IncrAfter { counter } | Fencing::Transaction { counter } = &self.p.fencing {
                 self.phase = Phase::Fencing;
                 let cmd = argv(&["INCR", counter]);
-                cx.send(INCR, Target::Node(self.nodes[0]), vec![cmd], Some(self.p.per_node_timeout_ms));
+                cx.send(
+                    INCR,
+                    Target::Node(self.nodes[0]),
+                    vec![cmd],
+                    Some(self.p.per_node_timeout_ms),
+                );
             } else {
                 self.start_work(cx);
             }
@@ -293,7 +313,11 @@ impl RedlockMachine {
             self.next_cycle(cx);
             return;
         }
-        let delay = if self.p.retry_jitter { cx.rng.below(self.p.retry_delay_ms + 1) } else { self.p.retry_delay_ms };
+        let delay = if self.p.retry_jitter {
+            cx.rng.below(self.p.retry_delay_ms + 1)
+        } else {
+            self.p.retry_delay_ms
+        };
         self.phase = Phase::Backoff;
         cx.timer(T_RETRY, delay);
     }
@@ -312,10 +336,19 @@ impl RedlockMachine {
 
     fn extend(&mut self, cx: &mut Ctx<'_>) {
         let Some(e) = self.p.extend else { return };
-        self.extending = Some(Round { start: cx.now, outstanding: self.n(), oks: 0 });
+        self.extending = Some(Round {
+            start: cx.now,
+            outstanding: self.n(),
+            oks: 0,
+        });
         for (i, &node) in self.nodes.iter().enumerate() {
             let cmd = e.renew.command(&self.p.key, &self.token, self.p.ttl_ms);
-            cx.send(EXT + i as u32, Target::Node(node), vec![cmd], Some(self.p.per_node_timeout_ms));
+            cx.send(
+                EXT + i as u32,
+                Target::Node(node),
+                vec![cmd],
+                Some(self.p.per_node_timeout_ms),
+            );
         }
     }
 
@@ -328,7 +361,11 @@ impl RedlockMachine {
         if r.oks >= self.quorum() && validity > 0 && in_time {
             self.validity_end = r.start + validity as u64;
             self.extensions += 1;
-            cx.note(format!("extended on {}/{} nodes, validity {validity} ms", r.oks, self.n()));
+            cx.note(format!(
+                "extended on {}/{} nodes, validity {validity} ms",
+                r.oks,
+                self.n()
+            ));
             if e.max_extensions.is_none_or(|m| self.extensions < m) {
                 cx.timer(T_EXTEND, self.extend_every());
             }
@@ -360,9 +397,16 @@ impl RedlockMachine {
     /// Release on every node, without waiting: the lock is given up either
     /// way, and a node that does not answer will let the key expire.
     fn release_all(&mut self, cx: &mut Ctx<'_>) {
-        let Some(cmd) = self.p.release.first_command(&self.p.key, &self.token) else { return };
+        let Some(cmd) = self.p.release.first_command(&self.p.key, &self.token) else {
+            return;
+        };
         for (i, &node) in self.nodes.iter().enumerate() {
-            cx.send(REL + i as u32, Target::Node(node), vec![cmd.clone()], Some(self.p.per_node_timeout_ms));
+            cx.send(
+                REL + i as u32,
+                Target::Node(node),
+                vec![cmd.clone()],
+                Some(self.p.per_node_timeout_ms),
+            );
         }
     }
 

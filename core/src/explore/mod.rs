@@ -87,7 +87,11 @@ impl Finding {
             (Some(a), Some(b)) => Some(if b.beats(&a) { b } else { a }),
             (a, b) => a.or(b),
         };
-        Finding { best, explored: self.explored + other.explored, events: self.events + other.events }
+        Finding {
+            best,
+            explored: self.explored + other.explored,
+            events: self.events + other.events,
+        }
     }
 
     fn offer(&mut self, b: Best) {
@@ -140,12 +144,22 @@ pub fn fault_options(base: &Scenario, ttl: u64) -> Vec<Fault> {
     let mut v = Vec::new();
     for c in &base.clients {
         for ms in [ttl / 2, ttl, ttl * 5 / 4, ttl * 3 / 2, ttl * 2, ttl * 3] {
-            v.push(Fault::PauseClient { client: c.name.clone(), ms: Some(ms) });
+            v.push(Fault::PauseClient {
+                client: c.name.clone(),
+                ms: Some(ms),
+            });
         }
         v.push(Fault::CrashClient { client: c.name.clone() });
     }
-    let restart = |node| Fault::RestartNode { node, down_ms: ttl / 10, keep_data: None };
-    let jump = |node| Fault::JumpClock { of: ClockOf::Node(node), delta_ms: ttl as i64 };
+    let restart = |node| Fault::RestartNode {
+        node,
+        down_ms: ttl / 10,
+        keep_data: None,
+    };
+    let jump = |node| Fault::JumpClock {
+        of: ClockOf::Node(node),
+        delta_ms: ttl as i64,
+    };
     match base.world.topology {
         Topology::Single => {
             v.push(restart(0));
@@ -203,16 +217,32 @@ impl Explorer {
                 }
             }
             step_hint = step_hint.max(w.trace().len() as u64);
-            let len = 1 + if exhaustive { options.len() as u64 * points.len() as u64 } else { 0 };
+            let len = 1 + if exhaustive {
+                options.len() as u64 * points.len() as u64
+            } else {
+                0
+            };
             // Keep the exhaustive phase bounded: later seeds are dropped
             // once the budget is spent (the first seed always runs).
             if s > 0 && start + len > MAX_EXHAUSTIVE {
                 break;
             }
-            blocks.push(Block { seed, points: if exhaustive { points } else { Vec::new() }, start });
+            blocks.push(Block {
+                seed,
+                points: if exhaustive { points } else { Vec::new() },
+                start,
+            });
             start += len;
         }
-        Ok(Explorer { spec: spec.clone(), base, options, blocks, exhaustive_total: start, step_hint, exhaustive })
+        Ok(Explorer {
+            spec: spec.clone(),
+            base,
+            options,
+            blocks,
+            exhaustive_total: start,
+            step_hint,
+            exhaustive,
+        })
     }
 
     pub fn spec(&self) -> &Spec {
@@ -244,7 +274,10 @@ impl Explorer {
                 let opt = (j / k) as usize;
                 let step = b.points[(j % k) as usize];
                 if let Some(f) = self.options.get(opt) {
-                    sc.faults.push(ScheduledFault { at: At::Step(step), fault: f.clone() });
+                    sc.faults.push(ScheduledFault {
+                        at: At::Step(step),
+                        fault: f.clone(),
+                    });
                 }
             }
             return sc;
@@ -283,7 +316,10 @@ impl Explorer {
             sc.world.max_events = sc.world.max_events.min(l);
         }
         let Ok(mut w) = World::from_scenario(&sc) else {
-            return RunOutcome { events: 0, violation: None };
+            return RunOutcome {
+                events: 0,
+                violation: None,
+            };
         };
         let events = w.run() as u64;
         let violation = w.first_violation_step().and_then(|step| {
@@ -326,7 +362,12 @@ impl Explorer {
         f.events += out.events;
         if let Some((steps, invariant)) = out.violation {
             let seed = self.schedule_seed(index);
-            f.offer(Best { steps, index, invariant, seed });
+            f.offer(Best {
+                steps,
+                index,
+                invariant,
+                seed,
+            });
         }
     }
 
@@ -356,7 +397,12 @@ impl Explorer {
                 }
             }
         };
-        Report { summary: self.spec.summary(), plan: self.plan(), explored: f.explored, outcome }
+        Report {
+            summary: self.spec.summary(),
+            plan: self.plan(),
+            explored: f.explored,
+            outcome,
+        }
     }
 
     /// One sentence on how the search space is made up.
@@ -385,7 +431,14 @@ impl Explorer {
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Outcome {
     /// A counterexample: replay `scenario` to see `trace` again.
-    Violated { invariant: Invariant, seed: u64, steps: u64, index: u64, scenario: Box<Scenario>, trace: Trace },
+    Violated {
+        invariant: Invariant,
+        seed: u64,
+        steps: u64,
+        index: u64,
+        scenario: Box<Scenario>,
+        trace: Trace,
+    },
     /// No schedule broke an invariant.
     Held,
 }
@@ -404,7 +457,9 @@ impl Report {
     /// `result: held (K schedules explored)`.
     pub fn result_line(&self) -> String {
         match &self.outcome {
-            Outcome::Violated { invariant, seed, steps, .. } => {
+            Outcome::Violated {
+                invariant, seed, steps, ..
+            } => {
                 format!("result: violated {} (seed {seed}, {steps} steps)", invariant.name())
             }
             Outcome::Held => format!("result: held ({} schedules explored)", self.explored),
@@ -416,7 +471,14 @@ impl Report {
         let mut out = String::new();
         out.push_str(&format!("locklab explore: {}\n", self.summary));
         out.push_str(&format!("searched {}\n", self.plan));
-        if let Outcome::Violated { index, scenario, trace, invariant, .. } = &self.outcome {
+        if let Outcome::Violated {
+            index,
+            scenario,
+            trace,
+            invariant,
+            ..
+        } = &self.outcome
+        {
             let faults: Vec<String> = scenario
                 .faults
                 .iter()
@@ -431,7 +493,11 @@ impl Report {
             out.push_str(&format!(
                 "shortest counterexample: schedule #{index}, world seed {}, {}\n",
                 scenario.seed,
-                if faults.is_empty() { "no faults".to_owned() } else { format!("faults: {}", faults.join("; ")) }
+                if faults.is_empty() {
+                    "no faults".to_owned()
+                } else {
+                    format!("faults: {}", faults.join("; "))
+                }
             ));
             out.push_str(&format!("it breaks {}: {}\n\n", invariant.name(), explain(*invariant)));
             out.push_str(&format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor"));

@@ -36,7 +36,9 @@ impl TopologyKind {
     }
 
     pub fn parse(s: &str) -> Option<TopologyKind> {
-        [TopologyKind::Single, TopologyKind::Replicated, TopologyKind::Redlock5].into_iter().find(|t| t.name() == s)
+        [TopologyKind::Single, TopologyKind::Replicated, TopologyKind::Redlock5]
+            .into_iter()
+            .find(|t| t.name() == s)
     }
 }
 
@@ -57,8 +59,13 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 5] =
-        [FaultKind::Pause, FaultKind::Crash, FaultKind::Restart, FaultKind::Failover, FaultKind::ClockJump];
+    pub const ALL: [FaultKind; 5] = [
+        FaultKind::Pause,
+        FaultKind::Crash,
+        FaultKind::Restart,
+        FaultKind::Failover,
+        FaultKind::ClockJump,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -210,13 +217,23 @@ impl Spec {
             horizon_ms: ttl.saturating_mul(60),
             ..WorldConfig::default()
         };
-        let work = Work { min_ms: ttl / 20, max_ms: ttl * 2 / 5, hang: false };
+        let work = Work {
+            min_ms: ttl / 20,
+            max_ms: ttl * 2 / 5,
+            hang: false,
+        };
         let program = match self.topology {
             TopologyKind::Redlock5 => Program::Redlock(RedlockProgram {
                 ttl_ms: ttl,
                 retry_count: 8,
                 retry_delay_ms: ttl / 5,
-                fencing: if self.fencing { Fencing::IncrAfter { counter: "fence".into() } } else { Fencing::Off },
+                fencing: if self.fencing {
+                    Fencing::IncrAfter {
+                        counter: "fence".into(),
+                    }
+                } else {
+                    Fencing::Off
+                },
                 work,
                 release: self.release,
                 ..RedlockProgram::default()
@@ -224,10 +241,19 @@ impl Spec {
             _ => Program::Lock(LockProgram {
                 ttl_ms: ttl,
                 acquire: self.acquire,
-                fencing: if self.fencing { Fencing::Transaction { counter: "fence".into() } } else { Fencing::Off },
+                fencing: if self.fencing {
+                    Fencing::Transaction {
+                        counter: "fence".into(),
+                    }
+                } else {
+                    Fencing::Off
+                },
                 retry: Retry {
                     max_attempts: None,
-                    backoff: Backoff::Jittered { base_ms: ttl / 40, max_ms: ttl / 5 },
+                    backoff: Backoff::Jittered {
+                        base_ms: ttl / 40,
+                        max_ms: ttl / 5,
+                    },
                     deadline_ms: Some(ttl * 5),
                 },
                 work,
@@ -244,7 +270,12 @@ impl Spec {
                 program: Some(program.clone()),
             })
             .collect();
-        Scenario { seed: self.seed, world, clients, faults: Vec::new() }
+        Scenario {
+            seed: self.seed,
+            world,
+            clients,
+            faults: Vec::new(),
+        }
     }
 
     /// Is this kind of fault allowed?
@@ -257,7 +288,10 @@ impl Spec {
         let kinds = if self.fault_kinds.is_empty() {
             String::new()
         } else {
-            format!(" ({})", self.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))
+            format!(
+                " ({})",
+                self.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )
         };
         self.summary_base() + &kinds
     }

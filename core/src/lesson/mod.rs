@@ -114,7 +114,10 @@ impl Theme {
             Theme::Patterns => ("Patterns", "工程模式"),
             Theme::Interview => ("Interview", "面试"),
         };
-        Text { zh: zh.into(), en: en.into() }
+        Text {
+            zh: zh.into(),
+            en: en.into(),
+        }
     }
 }
 
@@ -251,7 +254,9 @@ impl Quiz {
     /// The choices in `lang`.
     pub fn choices_in(&self, lang: Lang) -> Vec<&str> {
         match lang {
-            Lang::Zh if self.choices_zh.len() == self.choices.len() => self.choices_zh.iter().map(String::as_str).collect(),
+            Lang::Zh if self.choices_zh.len() == self.choices.len() => {
+                self.choices_zh.iter().map(String::as_str).collect()
+            }
             _ => self.choices.iter().map(String::as_str).collect(),
         }
     }
@@ -360,7 +365,11 @@ impl From<RawWrite> for WriteSpec {
 
 impl From<WriteSpec> for RawWrite {
     fn from(w: WriteSpec) -> RawWrite {
-        RawWrite { token: w.token, token_from_last_reply: w.token_from_last_reply, value: localized(w.value, w.value_zh) }
+        RawWrite {
+            token: w.token,
+            token_from_last_reply: w.token_from_last_reply,
+            value: localized(w.value, w.value_zh),
+        }
     }
 }
 
@@ -424,12 +433,27 @@ pub struct Step {
 /// The kind of a step, once validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StepKind<'a> {
-    Cmd { client: &'a str, line: &'a str, node: Option<u32> },
+    Cmd {
+        client: &'a str,
+        line: &'a str,
+        node: Option<u32>,
+    },
     Wait(u64),
     Fault(&'a Fault),
-    Program { client: &'a str, program: &'a Program, background: bool },
-    Write { client: &'a str, write: &'a WriteSpec },
-    Hold { client: &'a str, key: &'a str, holds: bool },
+    Program {
+        client: &'a str,
+        program: &'a Program,
+        background: bool,
+    },
+    Write {
+        client: &'a str,
+        write: &'a WriteSpec,
+    },
+    Hold {
+        client: &'a str,
+        key: &'a str,
+        holds: bool,
+    },
     Say(&'a Text),
     Metrics(&'a MetricsSpec),
 }
@@ -456,25 +480,48 @@ impl Step {
                 "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics ({given} given)"
             ));
         }
-        let client = || self.client.as_deref().ok_or_else(|| "this step needs a client".to_owned());
+        let client = || {
+            self.client
+                .as_deref()
+                .ok_or_else(|| "this step needs a client".to_owned())
+        };
         Ok(if let Some(line) = &self.cmd {
-            StepKind::Cmd { client: client()?, line, node: self.node }
+            StepKind::Cmd {
+                client: client()?,
+                line,
+                node: self.node,
+            }
         } else if let Some(ms) = self.wait_ms {
             StepKind::Wait(ms)
         } else if let Some(f) = &self.fault {
             StepKind::Fault(f)
         } else if let Some(p) = &self.program {
-            StepKind::Program { client: client()?, program: p, background: self.background }
+            StepKind::Program {
+                client: client()?,
+                program: p,
+                background: self.background,
+            }
         } else if let Some(w) = &self.write {
-            StepKind::Write { client: client()?, write: w }
+            StepKind::Write {
+                client: client()?,
+                write: w,
+            }
         } else if let Some(k) = &self.hold {
-            StepKind::Hold { client: client()?, key: k, holds: true }
+            StepKind::Hold {
+                client: client()?,
+                key: k,
+                holds: true,
+            }
         } else if let Some(t) = &self.say {
             StepKind::Say(t)
         } else if let Some(m) = &self.metrics {
             StepKind::Metrics(m)
         } else {
-            StepKind::Hold { client: client()?, key: self.unhold.as_deref().unwrap_or_default(), holds: false }
+            StepKind::Hold {
+                client: client()?,
+                key: self.unhold.as_deref().unwrap_or_default(),
+                holds: false,
+            }
         })
     }
 }
@@ -584,11 +631,18 @@ impl Lesson {
 
     /// Everything a file can get wrong that serde cannot see.
     pub fn validate(&self) -> Result<(), LessonError> {
-        let invalid = |msg: String| LessonError::Invalid { id: self.id.clone(), msg };
+        let invalid = |msg: String| LessonError::Invalid {
+            id: self.id.clone(),
+            msg,
+        };
         if self.id.len() != 2 || !self.id.bytes().all(|b| b.is_ascii_digit()) {
             return Err(invalid(format!("id {:?} must be two digits (01–36)", self.id)));
         }
-        for (what, t) in [("title", &self.title), ("narration", &self.narration), ("outcome.explain", &self.outcome.explain)] {
+        for (what, t) in [
+            ("title", &self.title),
+            ("narration", &self.narration),
+            ("outcome.explain", &self.outcome.explain),
+        ] {
             if t.zh.trim().is_empty() || t.en.trim().is_empty() {
                 return Err(invalid(format!("{what} needs both zh and en")));
             }
@@ -600,7 +654,11 @@ impl Lesson {
             return Err(invalid("a lesson needs steps".into()));
         }
         for (i, step) in self.steps.iter().enumerate() {
-            let bad = |msg: String| LessonError::Step { id: self.id.clone(), step: i + 1, msg };
+            let bad = |msg: String| LessonError::Step {
+                id: self.id.clone(),
+                step: i + 1,
+                msg,
+            };
             let kind = step.kind().map_err(bad)?;
             let client = match &kind {
                 StepKind::Cmd { client, .. }
@@ -640,19 +698,27 @@ impl Lesson {
                     return Err(bad("a quiz needs its question in both zh and en".into()));
                 }
                 if !q.choices.is_empty() {
-                    let right = q.answer.clone().or_else(|| step.expect.as_ref().map(Expect::describe)).unwrap_or_default();
+                    let right = q
+                        .answer
+                        .clone()
+                        .or_else(|| step.expect.as_ref().map(Expect::describe))
+                        .unwrap_or_default();
                     let at = q.choices.iter().position(|c| *c == right);
                     let Some(at) = at else {
                         return Err(bad(format!("the quiz's answer {right:?} is not one of its choices")));
                     };
                     if q.answer_zh.as_ref().is_some_and(|zh| q.choices_zh.get(at) != Some(zh)) {
-                        return Err(bad("the quiz's zh answer is not the zh form of its answer's choice".into()));
+                        return Err(bad(
+                            "the quiz's zh answer is not the zh form of its answer's choice".into()
+                        ));
                     }
                 }
             }
             if let StepKind::Write { write, .. } = &kind {
                 if write.value_zh.is_none() {
-                    return Err(bad("a write's value needs both forms: value = { zh = \"…\", en = \"…\" }".into()));
+                    return Err(bad(
+                        "a write's value needs both forms: value = { zh = \"…\", en = \"…\" }".into(),
+                    ));
                 }
             }
         }
@@ -715,7 +781,10 @@ fn sorted_catalogue(mut lessons: Vec<Lesson>) -> Result<Vec<Lesson>, LessonError
     lessons.sort_by(|a, b| a.id.cmp(&b.id));
     for w in lessons.windows(2) {
         if w[0].id == w[1].id {
-            return Err(LessonError::Invalid { id: w[0].id.clone(), msg: "two lesson files have this id".into() });
+            return Err(LessonError::Invalid {
+                id: w[0].id.clone(),
+                msg: "two lesson files have this id".into(),
+            });
         }
     }
     Ok(lessons)

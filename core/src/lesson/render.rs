@@ -106,11 +106,16 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
             lines.runner(l);
         }
     }
-    let shown = run.shown(r.index).map(|s| s.text(names, lang)).unwrap_or_else(|| r.shown.clone());
+    let shown = run
+        .shown(r.index)
+        .map(|s| s.text(names, lang))
+        .unwrap_or_else(|| r.shown.clone());
     let is_cmd = matches!(kind, Some(StepKind::Cmd { .. }));
     // A command on a topology with several nodes says where it went.
     let at = if is_cmd && lesson.topology != LessonTopology::Single {
-        node_of(run, from, r.trace_len).map(|n| format!("@{}", names.node(n))).unwrap_or_default()
+        node_of(run, from, r.trace_len)
+            .map(|n| format!("@{}", names.node(n)))
+            .unwrap_or_default()
     } else {
         String::new()
     };
@@ -146,7 +151,11 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
     }
     if !r.ok {
         let expected = r.expected.as_deref().unwrap_or("?");
-        let expected = if matches!(kind, Some(StepKind::Write { .. })) { verdict(expected, lang) } else { expected.to_owned() };
+        let expected = if matches!(kind, Some(StepKind::Write { .. })) {
+            verdict(expected, lang)
+        } else {
+            expected.to_owned()
+        };
         lines.runner(match lang {
             Lang::En => format!("{PAD}✗ expected: {expected}"),
             Lang::Zh => format!("{PAD}✗ 期望：{expected}"),
@@ -169,17 +178,28 @@ fn node_of(run: &LessonRun, from: usize, to: usize) -> Option<u32> {
 /// the resource's verdict: the writes behind a stale-write verdict.
 fn program_writes(run: &LessonRun, from: usize, to: usize, lang: Lang) -> Vec<String> {
     let names = run.world().names();
-    let Some(events) = run.world().trace().get(from..to) else { return Vec::new() };
+    let Some(events) = run.world().trace().get(from..to) else {
+        return Vec::new();
+    };
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Write { client, token, value, accepted } => {
+            EventKind::Write {
+                client,
+                token,
+                value,
+                accepted,
+            } => {
                 let who = names.client(*client);
                 let v = verdict(if *accepted { "accepted" } else { "rejected" }, lang);
                 Some(match (lang, token) {
-                    (Lang::En, Some(t)) => format!("[{:>8} ms] {who} wrote {value:?} with fencing token {t}: {v}", e.at_ms),
+                    (Lang::En, Some(t)) => {
+                        format!("[{:>8} ms] {who} wrote {value:?} with fencing token {t}: {v}", e.at_ms)
+                    }
                     (Lang::En, None) => format!("[{:>8} ms] {who} wrote {value:?} (no token): {v}", e.at_ms),
-                    (Lang::Zh, Some(t)) => format!("[{:>8} ms] {who} 写入资源 {value:?}，fencing 令牌 {t}：{v}", e.at_ms),
+                    (Lang::Zh, Some(t)) => {
+                        format!("[{:>8} ms] {who} 写入资源 {value:?}，fencing 令牌 {t}：{v}", e.at_ms)
+                    }
                     (Lang::Zh, None) => format!("[{:>8} ms] {who} 写入资源 {value:?}（不带令牌）：{v}", e.at_ms),
                 })
             }
@@ -330,7 +350,10 @@ pub fn violation_sentence(v: &Violation, names: &Names, lang: Lang) -> String {
     match (v.invariant, lang) {
         (Invariant::Overlap, Lang::En) => format!("{w} both believed they held the lock, {span}"),
         (Invariant::Overlap, Lang::Zh) => format!("{w} 同时认为自己持有这把锁（{span}）"),
-        (Invariant::StaleWrite, Lang::En) => format!("{} (the resource accepted an earlier holder's write after a later holder's, {span})", v.detail),
+        (Invariant::StaleWrite, Lang::En) => format!(
+            "{} (the resource accepted an earlier holder's write after a later holder's, {span})",
+            v.detail
+        ),
         (Invariant::StaleWrite, Lang::Zh) => {
             let first = v.actors.first().map(|a| names.actor(*a)).unwrap_or_default();
             format!("资源在后来的持有者写入之后，又接受了较早持有者 {first} 的写入（{w}，{span}）")
@@ -351,13 +374,18 @@ pub fn violation_sentence(v: &Violation, names: &Names, lang: Lang) -> String {
 fn outcome_evidence(run: &LessonRun, inv: OutcomeInvariant, broken: bool, names: &Names, lang: Lang) -> String {
     let world = run.world();
     if broken {
-        let v = world.violations().iter().find(|v| inv.invariant().is_none_or(|i| v.invariant == i));
+        let v = world
+            .violations()
+            .iter()
+            .find(|v| inv.invariant().is_none_or(|i| v.invariant == i));
         if let Some(v) = v {
             return violation_sentence(v, names, lang);
         }
         // Overlap seen in the beliefs but not a violation in this lesson.
         let overlap = world.trace().iter().find_map(|e| match &e.kind {
-            EventKind::Overlap { clients, begin: true, .. } => Some(clients.clone()),
+            EventKind::Overlap {
+                clients, begin: true, ..
+            } => Some(clients.clone()),
             _ => None,
         });
         let actors: Vec<Actor> = overlap.unwrap_or_default().into_iter().map(Actor::Client).collect();
@@ -391,7 +419,9 @@ fn outcome_evidence(run: &LessonRun, inv: OutcomeInvariant, broken: bool, names:
         (OutcomeInvariant::Overlap, Lang::Zh) => format!("{list} 轮流持锁，从未有两个同时持有"),
         (OutcomeInvariant::Deadlock, Lang::En) => "every lock could be acquired again".to_owned(),
         (OutcomeInvariant::Deadlock, Lang::Zh) => "每把锁都能被再次获取".to_owned(),
-        (OutcomeInvariant::StaleWrite, Lang::En) => "the resource never accepted an earlier holder's write after a later holder's".to_owned(),
+        (OutcomeInvariant::StaleWrite, Lang::En) => {
+            "the resource never accepted an earlier holder's write after a later holder's".to_owned()
+        }
         (OutcomeInvariant::StaleWrite, Lang::Zh) => "资源从未在后来持有者写入之后接受较早持有者的写入".to_owned(),
         (OutcomeInvariant::WrongRelease, Lang::En) => "no client removed a lock another had acquired".to_owned(),
         (OutcomeInvariant::WrongRelease, Lang::Zh) => "没有客户端删除别人获得的锁".to_owned(),
@@ -420,9 +450,7 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
     let mut lanes: BTreeMap<String, Vec<(u64, u64, char)>> = BTreeMap::new();
     let mut open_belief: BTreeMap<(u32, String), u64> = BTreeMap::new();
     let mut open_lock: BTreeMap<(u32, String), (u64, char)> = BTreeMap::new();
-    let initial = |i: Option<u32>| {
-        i.and_then(|c| names.client(c).chars().next()).unwrap_or('?')
-    };
+    let initial = |i: Option<u32>| i.and_then(|c| names.client(c).chars().next()).unwrap_or('?');
     for e in trace {
         match (&e.kind, e.actor) {
             (EventKind::Belief { key, holds }, Actor::Client(c)) => {
@@ -430,7 +458,10 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
                 if *holds {
                     open_belief.entry(k).or_insert(e.at_ms);
                 } else if let Some(from) = open_belief.remove(&k) {
-                    lanes.entry(format!("{} ({key})", names.client(c))).or_default().push((from, e.at_ms, '█'));
+                    lanes
+                        .entry(format!("{} ({key})", names.client(c)))
+                        .or_default()
+                        .push((from, e.at_ms, '█'));
                 }
             }
             (EventKind::Lock { key, change, .. }, Actor::Node(n)) => {
@@ -455,13 +486,22 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
         }
     }
     for ((c, key), from) in open_belief {
-        lanes.entry(format!("{} ({key})", names.client(c))).or_default().push((from, end + 1, '█'));
+        lanes
+            .entry(format!("{} ({key})", names.client(c)))
+            .or_default()
+            .push((from, end + 1, '█'));
     }
     for ((n, key), (from, ch)) in open_lock {
-        lanes.entry(format!("{} {key}", names.node(n))).or_default().push((from, end + 1, ch));
+        lanes
+            .entry(format!("{} {key}", names.node(n)))
+            .or_default()
+            .push((from, end + 1, ch));
     }
-    let violations: Vec<(u64, u64, char)> =
-        world.violations().iter().map(|v| (v.from_ms, v.to_ms.max(v.from_ms + 1), '!')).collect();
+    let violations: Vec<(u64, u64, char)> = world
+        .violations()
+        .iter()
+        .map(|v| (v.from_ms, v.to_ms.max(v.from_ms + 1), '!'))
+        .collect();
     if !violations.is_empty() {
         let label = if lang == Lang::Zh { "违规" } else { "violations" };
         lanes.insert(label.to_owned(), violations);
@@ -470,7 +510,12 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
     let label_width = lanes.keys().map(|k| k.chars().count()).max().unwrap_or(4).max(4);
     let mut out = String::new();
     let time = if lang == Lang::Zh { "时间" } else { "time" };
-    let _ = writeln!(out, "{time:label_width$}  0 ms{:>w$}", format!("{end} ms"), w = width - 4);
+    let _ = writeln!(
+        out,
+        "{time:label_width$}  0 ms{:>w$}",
+        format!("{end} ms"),
+        w = width - 4
+    );
     for (label, spans) in &lanes {
         let mut row = vec!['·'; width];
         for &(from, to, ch) in spans {

@@ -91,7 +91,8 @@ fn programs(lesson: &Lesson) -> Vec<(&str, &RedlockProgram)> {
 }
 
 fn is_acquire(cmd: &[String]) -> bool {
-    cmd.first().is_some_and(|c| c.eq_ignore_ascii_case("set")) && cmd.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx"))
+    cmd.first().is_some_and(|c| c.eq_ignore_ascii_case("set"))
+        && cmd.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx"))
 }
 
 fn is_extend(cmd: &[String]) -> bool {
@@ -107,7 +108,12 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
     if progs.is_empty() {
         return Vec::new();
     }
-    let params = |client: &str, key: &str| progs.iter().find(|(c, p)| *c == client && p.key == key).map(|(_, p)| *p);
+    let params = |client: &str, key: &str| {
+        progs
+            .iter()
+            .find(|(c, p)| *c == client && p.key == key)
+            .map(|(_, p)| *p)
+    };
     let mut open: BTreeMap<u32, Round> = BTreeMap::new();
     // req → (client, command) for requests in an open round.
     let mut reqs: BTreeMap<u64, (u32, Vec<Vec<u8>>)> = BTreeMap::new();
@@ -142,7 +148,12 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
                     note: String::new(),
                     at_event: i,
                 });
-                round.answers.push(NodeAnswer { node: *node, answer: Answer::Pending, after_ms: 0, yes: false });
+                round.answers.push(NodeAnswer {
+                    node: *node,
+                    answer: Answer::Pending,
+                    after_ms: 0,
+                    yes: false,
+                });
                 let argv = cmd.iter().map(|a| a.as_bytes().to_vec()).collect();
                 reqs.insert(*req, (c, argv));
             }
@@ -150,7 +161,11 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
                 let Some((_, argv)) = reqs.remove(req) else { continue };
                 let Some(round) = open.get_mut(&c) else { continue };
                 let Some(reply) = replies.first() else { continue };
-                if let Some(a) = round.answers.iter_mut().find(|a| a.node == *node && a.answer == Answer::Pending) {
+                if let Some(a) = round
+                    .answers
+                    .iter_mut()
+                    .find(|a| a.node == *node && a.answer == Answer::Pending)
+                {
                     let text = crate::cli::render(&argv, reply).trim_end().to_owned();
                     a.yes = matches!(reply, Reply::Status(s) if s == "OK") || *reply == Reply::Integer(1);
                     a.answer = Answer::Reply(text);
@@ -162,13 +177,19 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
                     continue;
                 }
                 let Some(round) = open.get_mut(&c) else { continue };
-                if let Some(a) = round.answers.iter_mut().find(|a| a.node == *node && a.answer == Answer::Pending) {
+                if let Some(a) = round
+                    .answers
+                    .iter_mut()
+                    .find(|a| a.node == *node && a.answer == Answer::Pending)
+                {
                     a.answer = Answer::TimedOut;
                     a.after_ms = e.at_ms - round.start_ms;
                 }
             }
             EventKind::Note { text } => {
-                let decided = text.contains(" nodes in ") || text.starts_with("extended on") || text.starts_with("extension failed");
+                let decided = text.contains(" nodes in ")
+                    || text.starts_with("extended on")
+                    || text.starts_with("extension failed");
                 if !decided {
                     continue;
                 }

@@ -56,17 +56,32 @@ pub struct StepResult {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shown<'a> {
     /// A redis-cli line: the same in every language.
-    Cmd { line: &'a str },
-    Wait { ms: u64 },
+    Cmd {
+        line: &'a str,
+    },
+    Wait {
+        ms: u64,
+    },
     Fault(&'a Fault),
     Program(&'a Program),
     /// A write to the protected resource. `token` is the fencing token it
     /// carries; `from_last_reply` marks a step that has not run yet and will
     /// take its token from the client's last integer reply.
-    Write { value: &'a str, token: Option<i64>, from_last_reply: bool, value_zh: &'a str },
-    Hold { client: &'a str, key: &'a str, holds: bool },
+    Write {
+        value: &'a str,
+        token: Option<i64>,
+        from_last_reply: bool,
+        value_zh: &'a str,
+    },
+    Hold {
+        client: &'a str,
+        key: &'a str,
+        holds: bool,
+    },
     Say(&'a Text),
-    Metrics { clients: Vec<String> },
+    Metrics {
+        clients: Vec<String>,
+    },
 }
 
 impl Shown<'_> {
@@ -86,13 +101,29 @@ impl Shown<'_> {
             Shown::Wait { ms } => format!("等待 {ms} ms"),
             Shown::Fault(f) => format!("故障：{}", f.describe_zh(names)),
             Shown::Program(p) => describe_program_zh(p),
-            Shown::Write { value_zh, token: Some(t), .. } => format!("向受保护资源写入 {value_zh:?}，携带 fencing 令牌 {t}"),
-            Shown::Write { value_zh, from_last_reply: true, .. } => {
+            Shown::Write {
+                value_zh,
+                token: Some(t),
+                ..
+            } => format!("向受保护资源写入 {value_zh:?}，携带 fencing 令牌 {t}"),
+            Shown::Write {
+                value_zh,
+                from_last_reply: true,
+                ..
+            } => {
                 format!("向受保护资源写入 {value_zh:?}，携带上一条回复中的 fencing 令牌")
             }
             Shown::Write { value_zh, .. } => format!("向受保护资源写入 {value_zh:?}（不带令牌）"),
-            Shown::Hold { client, key, holds: true } => format!("（{client} 此时认为自己持有 {key}）"),
-            Shown::Hold { client, key, holds: false } => format!("（{client} 不再认为自己持有 {key}）"),
+            Shown::Hold {
+                client,
+                key,
+                holds: true,
+            } => format!("（{client} 此时认为自己持有 {key}）"),
+            Shown::Hold {
+                client,
+                key,
+                holds: false,
+            } => format!("（{client} 不再认为自己持有 {key}）"),
             Shown::Say(t) => t.zh.trim().to_owned(),
             Shown::Metrics { clients } => format!("{} 的锁健康指标", clients.join("、")),
         }
@@ -105,13 +136,27 @@ impl Shown<'_> {
             Shown::Wait { ms } => format!("wait {ms} ms"),
             Shown::Fault(f) => format!("FAULT {}", f.describe(names)),
             Shown::Program(p) => describe_program(p),
-            Shown::Write { value, token: Some(t), .. } => format!("write {value:?} to the resource with fencing token {t}"),
-            Shown::Write { value, from_last_reply: true, .. } => {
+            Shown::Write {
+                value, token: Some(t), ..
+            } => format!("write {value:?} to the resource with fencing token {t}"),
+            Shown::Write {
+                value,
+                from_last_reply: true,
+                ..
+            } => {
                 format!("write {value:?} to the resource with the fencing token from its last reply")
             }
             Shown::Write { value, .. } => format!("write {value:?} to the resource (no token)"),
-            Shown::Hold { client, key, holds: true } => format!("({client} now believes it holds {key})"),
-            Shown::Hold { client, key, holds: false } => format!("({client} no longer believes it holds {key})"),
+            Shown::Hold {
+                client,
+                key,
+                holds: true,
+            } => format!("({client} now believes it holds {key})"),
+            Shown::Hold {
+                client,
+                key,
+                holds: false,
+            } => format!("({client} no longer believes it holds {key})"),
             Shown::Say(t) => t.en.trim().to_owned(),
             Shown::Metrics { clients } => format!("metrics for {}", clients.join(", ")),
         }
@@ -174,7 +219,10 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
 /// Does this lesson count an overlap as a violation (see
 /// [`super::WorldSettings::overlap_is_violation`])?
 pub fn overlap_is_violation(lesson: &Lesson) -> bool {
-    lesson.world.overlap_is_violation.unwrap_or(lesson.outcome.invariant == super::OutcomeInvariant::Overlap)
+    lesson
+        .world
+        .overlap_is_violation
+        .unwrap_or(lesson.outcome.invariant == super::OutcomeInvariant::Overlap)
 }
 
 impl LessonRun {
@@ -185,7 +233,10 @@ impl LessonRun {
 
     /// A fresh run with another seed (the URL's `seed=`).
     pub fn with_seed(lesson: &Lesson, seed: u64) -> Result<LessonRun, LessonError> {
-        let invalid = |msg: String| LessonError::Invalid { id: lesson.id.clone(), msg };
+        let invalid = |msg: String| LessonError::Invalid {
+            id: lesson.id.clone(),
+            msg,
+        };
         lesson.validate()?;
         let mut world = World::new(world_config(lesson), seed).map_err(|e| invalid(e.to_string()))?;
         for key in &lesson.world.locks {
@@ -195,7 +246,9 @@ impl LessonRun {
             // The simulator plays the first of three masters: it owns slots
             // 0–5460 and answers MOVED for the rest, as that node would.
             let cfg = crate::server::cluster::ClusterConfig::first_of_three();
-            world.set_node_cluster(0, Some(cfg)).map_err(|e| invalid(e.to_string()))?;
+            world
+                .set_node_cluster(0, Some(cfg))
+                .map_err(|e| invalid(e.to_string()))?;
         }
         let mut clients = BTreeMap::new();
         for name in &lesson.actors {
@@ -288,7 +341,11 @@ impl LessonRun {
             StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
             StepKind::Say(t) => Shown::Say(t),
             StepKind::Metrics(spec) => Shown::Metrics {
-                clients: if spec.clients.is_empty() { self.lesson.actors.clone() } else { spec.clients.clone() },
+                clients: if spec.clients.is_empty() {
+                    self.lesson.actors.clone()
+                } else {
+                    spec.clients.clone()
+                },
             },
         })
     }
@@ -299,7 +356,11 @@ impl LessonRun {
         let Some(step) = self.lesson.steps.get(index).cloned() else {
             return Ok(None);
         };
-        let err = |msg: String| LessonError::Step { id: self.lesson.id.clone(), step: index + 1, msg };
+        let err = |msg: String| LessonError::Step {
+            id: self.lesson.id.clone(),
+            step: index + 1,
+            msg,
+        };
         let kind = step.kind().map_err(err)?;
         let mut actor = None;
         let mut bounds_ok = true;
@@ -309,7 +370,10 @@ impl LessonRun {
                 let c = self.client_id(client).map_err(err)?;
                 let node = node.unwrap_or_else(|| self.world.master());
                 let argv = crate::cli::parse(line).map_err(|e| err(e.to_string()))?;
-                let reply = self.world.request(c, node, argv.clone()).map_err(|e| err(e.to_string()))?;
+                let reply = self
+                    .world
+                    .request(c, node, argv.clone())
+                    .map_err(|e| err(e.to_string()))?;
                 if let Some(Reply::Integer(i)) = &reply {
                     self.last_integer.insert(client.to_owned(), *i);
                 }
@@ -328,11 +392,17 @@ impl LessonRun {
                 self.world.inject(f.clone()).map_err(|e| err(e.to_string()))?;
                 None
             }
-            StepKind::Program { client, program, background } => {
+            StepKind::Program {
+                client,
+                program,
+                background,
+            } => {
                 actor = Some(client.to_owned());
                 let c = self.client_id(client).map_err(err)?;
                 let from = self.world.trace().len();
-                self.world.run_program(c, program.clone()).map_err(|e| err(e.to_string()))?;
+                self.world
+                    .run_program(c, program.clone())
+                    .map_err(|e| err(e.to_string()))?;
                 if !background {
                     self.run_until_done(c, from);
                 }
@@ -348,7 +418,11 @@ impl LessonRun {
                 };
                 let from = self.world.trace().len();
                 let program = Program::Commands(CommandsProgram {
-                    steps: vec![ProgramStep::Write { token, token_from_last_reply: false, value: write.value.clone() }],
+                    steps: vec![ProgramStep::Write {
+                        token,
+                        token_from_last_reply: false,
+                        value: write.value.clone(),
+                    }],
                 });
                 self.world.run_program(c, program).map_err(|e| err(e.to_string()))?;
                 let verdict = self.run_until_write(c, from);
@@ -359,8 +433,11 @@ impl LessonRun {
             StepKind::Metrics(spec) => {
                 let from = if spec.since_last { self.metrics_from } else { 0 };
                 self.metrics_from = self.world.trace().len();
-                let names: Vec<String> =
-                    if spec.clients.is_empty() { self.lesson.actors.clone() } else { spec.clients.clone() };
+                let names: Vec<String> = if spec.clients.is_empty() {
+                    self.lesson.actors.clone()
+                } else {
+                    spec.clients.clone()
+                };
                 let ids: Vec<u32> = names.iter().filter_map(|n| self.clients.get(n)).map(|c| c.0).collect();
                 let m = super::metrics::measure(&self.world, &ids, from);
                 bounds_ok = m.within(spec);
@@ -385,7 +462,10 @@ impl LessonRun {
             }
         };
         // Worded after the step, with the world's names and the token used.
-        let shown = self.shown(index).map(|s| s.english(self.world.names())).unwrap_or_default();
+        let shown = self
+            .shown(index)
+            .map(|s| s.english(self.world.names()))
+            .unwrap_or_default();
         let expected = step.expect.as_ref().map(|e| e.describe());
         let ok = bounds_ok
             && match (&step.expect, &reply) {
@@ -407,7 +487,10 @@ impl LessonRun {
     }
 
     fn client_id(&self, name: &str) -> Result<ClientId, String> {
-        self.clients.get(name).copied().ok_or_else(|| format!("unknown client {name:?}"))
+        self.clients
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("unknown client {name:?}"))
     }
 
     /// Process the world until the program `c` started at trace position
@@ -422,7 +505,10 @@ impl LessonRun {
                 return;
             }
             let trace = self.world.trace();
-            if trace[seen..].iter().any(|e| e.actor == Actor::Client(c.0) && e.kind == EventKind::Done) {
+            if trace[seen..]
+                .iter()
+                .any(|e| e.actor == Actor::Client(c.0) && e.kind == EventKind::Done)
+            {
                 return;
             }
             seen = trace.len();
@@ -451,7 +537,11 @@ impl LessonRun {
     /// The invariants broken so far, overlap included when it happened.
     pub fn observed(&self) -> Vec<Invariant> {
         let mut seen: Vec<Invariant> = self.world.violations().iter().map(|v| v.invariant).collect();
-        let overlapped = self.world.trace().iter().any(|e| matches!(e.kind, EventKind::Overlap { begin: true, .. }));
+        let overlapped = self
+            .world
+            .trace()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Overlap { begin: true, .. }));
         if overlapped {
             seen.push(Invariant::Overlap);
         }
@@ -492,7 +582,9 @@ fn describe_program(p: &Program) -> String {
                 s.push_str(&format!(
                     ", watchdog every {} ms{}",
                     w.interval_ms.unwrap_or(l.ttl_ms / 3),
-                    w.max_renewals.map(|m| format!(" at most {m} times")).unwrap_or_default()
+                    w.max_renewals
+                        .map(|m| format!(" at most {m} times"))
+                        .unwrap_or_default()
                 ));
             }
             if l.fencing.is_on() {
@@ -509,7 +601,13 @@ fn describe_program_zh(p: &Program) -> String {
     match p {
         Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
         Program::Lock(l) => {
-            let mut s = format!("程序：对 {} 加锁（{} PX {}，释放方式 {:?}", l.key, l.acquire.name(), l.ttl_ms, l.release);
+            let mut s = format!(
+                "程序：对 {} 加锁（{} PX {}，释放方式 {:?}",
+                l.key,
+                l.acquire.name(),
+                l.ttl_ms,
+                l.release
+            );
             if let Some(w) = &l.watchdog {
                 s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
                 if let Some(m) = w.max_renewals {

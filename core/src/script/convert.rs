@@ -91,11 +91,7 @@ pub(crate) fn fmt_g(v: f64, prec: usize) -> String {
         return if v < 0.0 { "-inf".into() } else { "inf".into() };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     let p = prec.max(1);
     // The exponent %e would print decides between fixed and exponent form.
@@ -186,11 +182,7 @@ pub(crate) fn error_table(lua: &Lua, buf: &[u8], from_command: bool) -> omnilua:
 /// A command's reply as redis.call hands it to Lua. The flag says the reply
 /// was an error (redis.call raises it, redis.pcall returns it). With
 /// `redis.setresp(3)` nils stay nil and maps become `{map = {...}}`.
-pub(crate) fn reply_to_lua(
-    lua: &Lua,
-    reply: &Reply,
-    resp3: bool,
-) -> omnilua::Result<(Value, bool)> {
+pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<(Value, bool)> {
     if let Reply::Error(e) = reply {
         let mut buf = Vec::with_capacity(e.len() + 1);
         buf.push(b'-');
@@ -244,7 +236,12 @@ fn reply_value(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<Value> 
         Reply::Push(items) => reply_value(lua, &Reply::Array(items.clone()), resp3)?,
         Reply::Pairs(pairs) => reply_value(
             lua,
-            &Reply::Array(pairs.iter().map(|(k, v)| Reply::Array(vec![k.clone(), v.clone()])).collect()),
+            &Reply::Array(
+                pairs
+                    .iter()
+                    .map(|(k, v)| Reply::Array(vec![k.clone(), v.clone()]))
+                    .collect(),
+            ),
             resp3,
         )?,
         Reply::Integer(i) => Value::Number(*i as f64),
@@ -350,9 +347,7 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
         return Reply::BigNumber(one_line(&s.as_bytes().unwrap_or_default()));
     }
     if let Value::Table(vt) = raw_field(t, "verbatim_string") {
-        if let (Value::String(f), Value::String(s)) =
-            (raw_field(&vt, "format"), raw_field(&vt, "string"))
-        {
+        if let (Value::String(f), Value::String(s)) = (raw_field(&vt, "format"), raw_field(&vt, "string")) {
             // addReplyVerbatim: exactly three format characters, from a C
             // string, padded with spaces.
             let f = f.as_bytes().unwrap_or_default();
@@ -376,12 +371,7 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
     if let Value::Table(s) = raw_field(t, "set") {
         // addReplySetLen: `~N` to RESP3, an array to RESP2.
         let pairs = s.raw_pairs().unwrap_or_default();
-        return Reply::Set(
-            pairs
-                .iter()
-                .map(|(k, _)| to_reply(k, resp3, depth + 1))
-                .collect(),
-        );
+        return Reply::Set(pairs.iter().map(|(k, _)| to_reply(k, resp3, depth + 1)).collect());
     }
     let mut items = Vec::new();
     let mut j = 1i64;
@@ -413,10 +403,7 @@ mod tests {
         assert_eq!(fmt_g(1e15, 14), "1e+15");
         assert_eq!(fmt_g(123456789012345.0, 14), "1.2345678901234e+14");
         assert_eq!(fmt_g(2.0 / 3.0, 14), "0.66666666666667");
-        assert_eq!(
-            fmt_g(9_223_372_036_854_775_808.0, 14),
-            "9.2233720368548e+18"
-        );
+        assert_eq!(fmt_g(9_223_372_036_854_775_808.0, 14), "9.2233720368548e+18");
         assert_eq!(fmt_g(0.0001, 14), "0.0001");
         assert_eq!(fmt_g(0.00001, 14), "1e-05");
         assert_eq!(fmt_g(5.0, 14), "5");

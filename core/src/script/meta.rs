@@ -166,9 +166,7 @@ pub fn library_header(payload: &[u8]) -> Result<LibraryHeader, String> {
     for part in &parts[1..] {
         if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
             if name.is_some() {
-                return Err(
-                    "ERR Invalid metadata value, name argument was given multiple times".into(),
-                );
+                return Err("ERR Invalid metadata value, name argument was given multiple times".into());
             }
             name = Some(part[5..].to_vec());
             continue;
@@ -226,30 +224,12 @@ mod tests {
             err(b"#!lua flags=NO-WRITES\nx"),
             "ERR Unexpected flag in script shebang: NO-WRITES"
         );
-        assert_eq!(
-            err(b"#!lua foo=bar\nx"),
-            "ERR Unknown lua shebang option: foo=bar"
-        );
-        assert_eq!(
-            err(b"#!lua name=x\nx"),
-            "ERR Unknown lua shebang option: name=x"
-        );
-        assert_eq!(
-            err(b"#!python\nx"),
-            "ERR Unexpected engine in script shebang: #!python"
-        );
-        assert_eq!(
-            err(b"#! \nx"),
-            "ERR Unexpected engine in script shebang: #!"
-        );
-        assert_eq!(
-            err(b"#!lua \"unbalanced\nx"),
-            "ERR Invalid engine in script shebang"
-        );
-        assert_eq!(
-            err(b"#!lua fl\rags=x\nx"),
-            "ERR Unknown lua shebang option: fl"
-        );
+        assert_eq!(err(b"#!lua foo=bar\nx"), "ERR Unknown lua shebang option: foo=bar");
+        assert_eq!(err(b"#!lua name=x\nx"), "ERR Unknown lua shebang option: name=x");
+        assert_eq!(err(b"#!python\nx"), "ERR Unexpected engine in script shebang: #!python");
+        assert_eq!(err(b"#! \nx"), "ERR Unexpected engine in script shebang: #!");
+        assert_eq!(err(b"#!lua \"unbalanced\nx"), "ERR Invalid engine in script shebang");
+        assert_eq!(err(b"#!lua fl\rags=x\nx"), "ERR Unknown lua shebang option: fl");
     }
 
     #[test]

@@ -80,8 +80,7 @@ use crate::server::ScriptHost;
 pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
 pub use vm::{
-    logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION,
-    REDIS_VERSION_NUM,
+    logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM,
 };
 use vm::{with_vm, Target};
 
@@ -354,9 +353,7 @@ impl Scripting {
         let libs = self
             .libraries
             .values()
-            .filter(|l| {
-                pattern.is_none_or(|p| crate::server::glob::glob_match(p, l.name.as_bytes(), true))
-            })
+            .filter(|l| pattern.is_none_or(|p| crate::server::glob::glob_match(p, l.name.as_bytes(), true)))
             .map(|l| {
                 let functions = l
                     .functions
@@ -371,9 +368,7 @@ impl Scripting {
                             // A RESP3 set of statuses; RESP2 shows an array.
                             (
                                 bulk("flags"),
-                                Reply::Array(
-                                    f.flags.names().into_iter().map(Reply::status).collect(),
-                                ),
+                                Reply::Array(f.flags.names().into_iter().map(Reply::status).collect()),
                             ),
                         ])
                     })
@@ -403,10 +398,7 @@ impl Scripting {
                 Reply::Map(vec![(
                     bulk("LUA"),
                     Reply::Map(vec![
-                        (
-                            bulk("libraries_count"),
-                            Reply::Integer(self.libraries.len() as i64),
-                        ),
+                        (bulk("libraries_count"), Reply::Integer(self.libraries.len() as i64)),
                         (bulk("functions_count"), Reply::Integer(n_functions as i64)),
                     ]),
                 )]),

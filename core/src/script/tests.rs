@@ -43,10 +43,7 @@ impl ScriptHost for Fake {
                 if self.hashes.contains_key(&key) {
                     return Reply::error(WRONGTYPE);
                 }
-                self.strings
-                    .get(&key)
-                    .cloned()
-                    .map_or(Reply::Nil, Reply::Bulk)
+                self.strings.get(&key).cloned().map_or(Reply::Nil, Reply::Bulk)
             }
             "set" => {
                 // SET key value [NX|XX] [PX ms|EX s] [GET] — TTLs are accepted
@@ -83,9 +80,7 @@ impl ScriptHost for Fake {
             "del" => {
                 let mut n = 0;
                 for k in &argv[1..] {
-                    n += i64::from(
-                        self.strings.remove(k).is_some() || self.hashes.remove(k).is_some(),
-                    );
+                    n += i64::from(self.strings.remove(k).is_some() || self.hashes.remove(k).is_some());
                 }
                 Reply::Integer(n)
             }
@@ -197,13 +192,8 @@ fn replies_match_redis_server_7_0() {
     for (checked, argv, expected) in CASES {
         let got = run_bytes(&mut s, &mut h, argv);
         if *checked && !same(expected, &got) {
-            let shown: Vec<String> = argv
-                .iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            failures.push(format!(
-                "{shown:?}\n  redis: {expected:?}\n  sim:   {got:?}"
-            ));
+            let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            failures.push(format!("{shown:?}\n  redis: {expected:?}\n  sim:   {got:?}"));
         }
     }
     assert!(
@@ -231,9 +221,7 @@ fn runaway_scripts_stop_with_a_clear_error_and_the_vm_survives() {
         &["EVAL", "local x = 0\nwhile true do\n  x = x + 1\nend", "0"],
     ));
     assert!(
-        e.starts_with(
-            "ERR Error running script: the simulator stopped it after 10000000 instructions"
-        ),
+        e.starts_with("ERR Error running script: the simulator stopped it after 10000000 instructions"),
         "{e}"
     );
     assert!(
@@ -244,19 +232,11 @@ fn runaway_scripts_stop_with_a_clear_error_and_the_vm_survives() {
     let e = err_text(run(
         &mut s,
         &mut h,
-        &[
-            "EVAL",
-            "pcall(function() while true do end end) return 'escaped'",
-            "0",
-        ],
+        &["EVAL", "pcall(function() while true do end end) return 'escaped'", "0"],
     ));
     assert!(e.contains("stopped it after"), "{e}");
     // Memory is capped too.
-    let e = err_text(run(
-        &mut s,
-        &mut h,
-        &["EVAL", "return string.rep('x', 1e9)", "0"],
-    ));
+    let e = err_text(run(&mut s, &mut h, &["EVAL", "return string.rep('x', 1e9)", "0"]));
     assert!(e.contains("Lua memory passed 32 MiB"), "{e}");
     // FUNCTION LOAD gets redis-server's own timeout text.
     assert_eq!(
@@ -277,11 +257,7 @@ fn runaway_scripts_stop_with_a_clear_error_and_the_vm_survives() {
         Reply::ok()
     );
     assert_eq!(
-        run(
-            &mut s,
-            &mut h,
-            &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]
-        ),
+        run(&mut s, &mut h, &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]),
         Reply::bulk("v")
     );
 }
@@ -292,16 +268,9 @@ fn writes_before_an_error_stay() {
     let e = err_text(run(
         &mut s,
         &mut h,
-        &[
-            "EVAL",
-            "redis.call('set', 'a', '1')\nerror('after write')",
-            "0",
-        ],
+        &["EVAL", "redis.call('set', 'a', '1')\nerror('after write')", "0"],
     ));
-    assert!(
-        e.starts_with("ERR user_script:2: after write script: "),
-        "{e}"
-    );
+    assert!(e.starts_with("ERR user_script:2: after write script: "), "{e}");
     assert_eq!(h.call(&[b"get".to_vec(), b"a".to_vec()]), Reply::bulk("1"));
 }
 
@@ -311,32 +280,17 @@ fn scripting_is_plain_data_that_moves_between_threads_and_clones() {
     is_send::<Scripting>();
     let (mut s, mut h) = (Scripting::new(), Fake::default());
     let lib = "#!lua name=locklib\nlocal n = 0\nredis.register_function('count', function() n = n + 1 return n end)";
-    assert_eq!(
-        run(&mut s, &mut h, &["FUNCTION", "LOAD", lib]),
-        Reply::bulk("locklib")
-    );
-    assert_eq!(
-        run(&mut s, &mut h, &["FCALL", "count", "0"]),
-        Reply::Integer(1)
-    );
-    assert_eq!(
-        run(&mut s, &mut h, &["FCALL", "count", "0"]),
-        Reply::Integer(2)
-    );
+    assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LOAD", lib]), Reply::bulk("locklib"));
+    assert_eq!(run(&mut s, &mut h, &["FCALL", "count", "0"]), Reply::Integer(1));
+    assert_eq!(run(&mut s, &mut h, &["FCALL", "count", "0"]), Reply::Integer(2));
     let sha = match run(&mut s, &mut h, &["SCRIPT", "LOAD", "return ARGV[1]"]) {
         Reply::Bulk(b) => String::from_utf8(b).unwrap(),
         other => panic!("{other:?}"),
     };
     // A clone has the same scripts and libraries (its library state starts over).
     let mut c = s.clone();
-    assert_eq!(
-        run(&mut c, &mut h, &["FCALL", "count", "0"]),
-        Reply::Integer(1)
-    );
-    assert_eq!(
-        run(&mut c, &mut h, &["EVALSHA", &sha, "0", "x"]),
-        Reply::bulk("x")
-    );
+    assert_eq!(run(&mut c, &mut h, &["FCALL", "count", "0"]), Reply::Integer(1));
+    assert_eq!(run(&mut c, &mut h, &["EVALSHA", &sha, "0", "x"]), Reply::bulk("x"));
     // Another thread has its own VM: scripts recompile, libraries reload.
     let handle = std::thread::spawn(move || {
         let mut h = Fake::default();
@@ -363,7 +317,10 @@ fn a_library_replaced_on_another_thread_runs_its_new_version() {
     assert_eq!(run(&mut s, &mut h, &["FCALL", "a", "0"]), Reply::bulk("a1"));
     let mut s = std::thread::spawn(move || {
         let mut h = Fake::default();
-        assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LOAD", "REPLACE", v2]), Reply::bulk("lib"));
+        assert_eq!(
+            run(&mut s, &mut h, &["FUNCTION", "LOAD", "REPLACE", v2]),
+            Reply::bulk("lib")
+        );
         s
     })
     .join()
@@ -394,16 +351,24 @@ fn random_numbers_are_redis_sequence_and_survive_script_flush() {
         Reply::Integer(343)
     );
     assert_eq!(
-        run(
-            &mut s,
-            &mut h,
-            &["EVAL", "return tostring(math.random())", "0"]
-        ),
+        run(&mut s, &mut h, &["EVAL", "return tostring(math.random())", "0"]),
         Reply::bulk("0.11108528222474")
     );
     assert_eq!(
-        run(&mut s, &mut h, &["EVAL", "math.randomseed(1) return {math.random(100), math.random(100), tostring(math.random())}", "0"]),
-        Reply::Array(vec![Reply::Integer(5), Reply::Integer(46), Reply::bulk("0.83481721851733")])
+        run(
+            &mut s,
+            &mut h,
+            &[
+                "EVAL",
+                "math.randomseed(1) return {math.random(100), math.random(100), tostring(math.random())}",
+                "0"
+            ]
+        ),
+        Reply::Array(vec![
+            Reply::Integer(5),
+            Reply::Integer(46),
+            Reply::bulk("0.83481721851733")
+        ])
     );
 }
 
@@ -422,24 +387,13 @@ fn tostring_of_tables_is_deterministic() {
 #[test]
 fn binary_scripts_and_arguments_are_bytes() {
     let (mut s, mut h) = (Scripting::new(), Fake::default());
-    let argv: Vec<&[u8]> = vec![
-        b"EVAL",
-        b"return {ARGV[1], #ARGV[1]}",
-        b"0",
-        b"\xff\x00\xfe",
-    ];
+    let argv: Vec<&[u8]> = vec![b"EVAL", b"return {ARGV[1], #ARGV[1]}", b"0", b"\xff\x00\xfe"];
     assert_eq!(
         run_bytes(&mut s, &mut h, &argv),
-        Reply::Array(vec![
-            Reply::bulk(b"\xff\x00\xfe".to_vec()),
-            Reply::Integer(3)
-        ])
+        Reply::Array(vec![Reply::bulk(b"\xff\x00\xfe".to_vec()), Reply::Integer(3)])
     );
     let argv: Vec<&[u8]> = vec![b"EVAL", b"return '\xff\xfe'", b"0"];
-    assert_eq!(
-        run_bytes(&mut s, &mut h, &argv),
-        Reply::bulk(b"\xff\xfe".to_vec())
-    );
+    assert_eq!(run_bytes(&mut s, &mut h, &argv), Reply::bulk(b"\xff\xfe".to_vec()));
     let argv: Vec<&[u8]> = vec![b"EVAL", b"\xff\xfe", b"0"];
     let e = err_text(run_bytes(&mut s, &mut h, &argv));
     assert!(
@@ -500,9 +454,7 @@ fn deep_patterns_get_a_lua_error_instead_of_a_stack_overflow() {
         for n in [20_000, 100_000] {
             for f in ["find", "match", "gmatch", "gsub"] {
                 let body = if f == "gsub" {
-                    format!(
-                        "return {{string.gsub(string.rep('a', {n}), string.rep('a?', {n}), 'x')}}"
-                    )
+                    format!("return {{string.gsub(string.rep('a', {n}), string.rep('a?', {n}), 'x')}}")
                 } else if f == "gmatch" {
                     format!("for m in string.gmatch(string.rep('a', {n}), string.rep('a?', {n})) do end")
                 } else {
@@ -514,11 +466,7 @@ fn deep_patterns_get_a_lua_error_instead_of_a_stack_overflow() {
             let e = err_text(run(
                 &mut s,
                 &mut h,
-                &[
-                    "EVAL",
-                    &format!("return ('a'):find(string.rep('(', {n}))"),
-                    "0",
-                ],
+                &["EVAL", &format!("return ('a'):find(string.rep('(', {n}))"), "0"],
             ));
             assert!(e.contains("pattern too complex"), "{e}");
         }
@@ -529,13 +477,8 @@ fn deep_patterns_get_a_lua_error_instead_of_a_stack_overflow() {
             run(&mut s, &mut h, &["EVAL", &body, "0"]),
             Reply::Array(vec![Reply::Integer(1), Reply::Integer(n as i64)])
         );
-        let body = format!(
-            "return (string.rep('a', {n})):match(string.rep('(a)', 30) .. string.rep('a-', 1000))"
-        );
-        assert_eq!(
-            run(&mut s, &mut h, &["EVAL", &body, "0"]),
-            Reply::bulk(b"a".to_vec())
-        );
+        let body = format!("return (string.rep('a', {n})):match(string.rep('(a)', 30) .. string.rep('a-', 1000))");
+        assert_eq!(run(&mut s, &mut h, &["EVAL", &body, "0"]), Reply::bulk(b"a".to_vec()));
     });
 }
 
@@ -617,10 +560,7 @@ fn native_work_counts_in_the_budget() {
             "{body}: {r:?}"
         );
     }
-    assert_eq!(
-        run(&mut s, &mut h, &["EVAL", "return 1", "0"]),
-        Reply::Integer(1)
-    );
+    assert_eq!(run(&mut s, &mut h, &["EVAL", "return 1", "0"]), Reply::Integer(1));
 }
 
 #[test]
@@ -645,42 +585,24 @@ fn a_host_can_kill_a_running_script_unless_it_wrote() {
     let e = err_text(run(
         &mut s,
         &mut h,
-        &[
-            "EVAL",
-            "while true do pcall(function() while true do end end) end",
-            "0",
-        ],
+        &["EVAL", "while true do pcall(function() while true do end end) end", "0"],
     ));
-    assert!(
-        e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
-        "{e}"
-    );
+    assert!(e.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{e}");
     control.reset();
     assert!(!control.wrote());
     assert_eq!(
-        run(
-            &mut s,
-            &mut h,
-            &["EVAL", "redis.call('set', 'k', 'v') return 1", "0"]
-        ),
+        run(&mut s, &mut h, &["EVAL", "redis.call('set', 'k', 'v') return 1", "0"]),
         Reply::Integer(1)
     );
     assert!(control.wrote());
     control.reset();
     assert_eq!(
-        run(
-            &mut s,
-            &mut h,
-            &["EVAL", "return redis.call('get', 'k')", "0"]
-        ),
+        run(&mut s, &mut h, &["EVAL", "return redis.call('get', 'k')", "0"]),
         Reply::bulk(b"v".to_vec())
     );
     assert!(!control.wrote());
     set_thread_limits(None, super::INSTRUCTION_LIMIT);
-    assert_eq!(
-        run(&mut s, &mut h, &["EVAL", "return 2", "0"]),
-        Reply::Integer(2)
-    );
+    assert_eq!(run(&mut s, &mut h, &["EVAL", "return 2", "0"]), Reply::Integer(2));
 }
 
 #[test]
@@ -698,8 +620,5 @@ fn many_distinct_scripts_never_fill_the_heap_for_good() {
             "script {i}"
         );
     }
-    assert_eq!(
-        run(&mut s, &mut h, &["EVAL", "return 1", "0"]),
-        Reply::Integer(1)
-    );
+    assert_eq!(run(&mut s, &mut h, &["EVAL", "return 1", "0"]), Reply::Integer(1));
 }

@@ -40,14 +40,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use omnilua::{
-    Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason,
-    Value, Variadic,
+    Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason, Value, Variadic,
 };
 
 use super::control::{pattern_depth, thread_control, thread_limit, ScriptControl};
 use super::convert::{
-    cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua,
-    trim_crlf,
+    cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua, trim_crlf,
 };
 use super::meta::ScriptFlags;
 use crate::reply::Reply;
@@ -202,9 +200,7 @@ pub(crate) fn with_vm<R>(f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
         .flatten();
     let mut vm = match taken {
         Some(vm) => vm,
-        None => Box::new(
-            Vm::new().map_err(|e| format!("ERR the simulator could not start its Lua VM: {e}"))?,
-        ),
+        None => Box::new(Vm::new().map_err(|e| format!("ERR the simulator could not start its Lua VM: {e}"))?),
     };
     let out = f(&mut vm);
     let _ = VM.try_with(|slot| {
@@ -315,11 +311,7 @@ fn tohex(b: f64, n: f64) -> String {
         upper = true;
     }
     let n = n.clamp(0, 8) as usize;
-    let full = if upper {
-        format!("{b:08X}")
-    } else {
-        format!("{b:08x}")
-    };
+    let full = if upper { format!("{b:08X}") } else { format!("{b:08x}") };
     full[8 - n..].to_owned()
 }
 
@@ -381,9 +373,7 @@ impl Vm {
         }
         rust.raw_set(
             "pattern_ok",
-            lua.create_function(|_, p: LuaString| {
-                Ok(pattern_depth(&p.as_bytes()?) <= MAX_PATTERN_DEPTH)
-            })?,
+            lua.create_function(|_, p: LuaString| Ok(pattern_depth(&p.as_bytes()?) <= MAX_PATTERN_DEPTH))?,
         )?;
         {
             // tick(): the count hook; true when the host asked for a kill.
@@ -391,11 +381,7 @@ impl Vm {
             rust.raw_set(
                 "tick",
                 lua.create_function(move |_, ()| {
-                    let killed = work
-                        .control
-                        .borrow()
-                        .as_ref()
-                        .is_some_and(|c| c.kill_requested());
+                    let killed = work.control.borrow().as_ref().is_some_and(|c| c.kill_requested());
                     if killed {
                         work.abort.set(Some(Abort::Killed));
                     }
@@ -424,9 +410,7 @@ impl Vm {
         rust.raw_set(
             "c",
             lua.create_function(|lua, f: Function| {
-                lua.create_function(move |_, args: Variadic<Value>| {
-                    f.call::<_, Variadic<Value>>(args)
-                })
+                lua.create_function(move |_, args: Variadic<Value>| f.call::<_, Variadic<Value>>(args))
             })?,
         )?;
         // call and pcall: the same host function; call raises the error
@@ -520,10 +504,7 @@ impl Vm {
             "bitop",
             lua.create_function(|_, (op, a, b): (String, f64, f64)| Ok(bitop(&op, a, b)))?,
         )?;
-        rust.raw_set(
-            "tohex",
-            lua.create_function(|_, (b, n): (f64, f64)| Ok(tohex(b, n)))?,
-        )?;
+        rust.raw_set("tohex", lua.create_function(|_, (b, n): (f64, f64)| Ok(tohex(b, n)))?)?;
 
         let config = lua.create_table()?;
         config.raw_set("version", REDIS_VERSION)?;
@@ -604,10 +585,7 @@ impl Vm {
         if let Some(f) = self.compiled.get(sha) {
             return Ok(f.clone());
         }
-        let src = self
-            .lua
-            .create_string(code)
-            .map_err(|e| format!("ERR {e}"))?;
+        let src = self.lua.create_string(code).map_err(|e| format!("ERR {e}"))?;
         let compiled = match self.compile_eval.call::<_, (Value, Value)>(src.clone()) {
             // The heap was full of other scripts: make room, try once more.
             Err(_) if self.sandbox.tripped() == Some(TripReason::Memory) => {
@@ -619,8 +597,7 @@ impl Vm {
         let (f, msg) = compiled.map_err(|e| format!("ERR {e}"))?;
         match f {
             Value::Function(f) => {
-                if self.compiled.len() >= COMPILED_CACHE_MAX
-                    || self.compiled_bytes + code.len() > COMPILED_CACHE_BYTES
+                if self.compiled.len() >= COMPILED_CACHE_MAX || self.compiled_bytes + code.len() > COMPILED_CACHE_BYTES
                 {
                     self.compiled.clear();
                     self.compiled_bytes = 0;
@@ -662,34 +639,28 @@ impl Vm {
             Target::Fcall(f) => (&self.run_fcall, f),
         };
         let result: omnilua::Result<(bool, Value)> = lua.scope(|scope| {
-            let host_fn =
-                scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
-                    let argv = match lua_args_to_argv(&call_args) {
-                        Ok(argv) => argv,
-                        Err(msg) => {
-                            return Ok((
-                                Value::Table(error_table(lua, msg.as_bytes(), false)?),
-                                true,
-                            ))
+            let host_fn = scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
+                let argv = match lua_args_to_argv(&call_args) {
+                    Ok(argv) => argv,
+                    Err(msg) => return Ok((Value::Table(error_table(lua, msg.as_bytes(), false)?), true)),
+                };
+                if work.abort.get().is_some() {
+                    return Err(internal("the run is being stopped"));
+                }
+                let reply = if read_only && denied_in_read_only(&argv) {
+                    Reply::error("ERR Write commands are not allowed from read-only scripts.")
+                } else {
+                    if let Some(c) = &control {
+                        // scriptCall sets SCRIPT_WRITE_DIRTY once a
+                        // write command passed its checks.
+                        if is_write_call(&argv) {
+                            c.mark_wrote();
                         }
-                    };
-                    if work.abort.get().is_some() {
-                        return Err(internal("the run is being stopped"));
                     }
-                    let reply = if read_only && denied_in_read_only(&argv) {
-                        Reply::error("ERR Write commands are not allowed from read-only scripts.")
-                    } else {
-                        if let Some(c) = &control {
-                            // scriptCall sets SCRIPT_WRITE_DIRTY once a
-                            // write command passed its checks.
-                            if is_write_call(&argv) {
-                                c.mark_wrote();
-                            }
-                        }
-                        host.call(&argv)
-                    };
-                    reply_to_lua(lua, &reply, resp3.get())
-                })?;
+                    host.call(&argv)
+                };
+                reply_to_lua(lua, &reply, resp3.get())
+            })?;
             *slot.borrow_mut() = Some(host_fn);
             let mut call_args = Vec::with_capacity(2 + keys.len() + args.len());
             call_args.push(Value::Function(f.clone()));
@@ -785,7 +756,9 @@ impl Vm {
                 match msg {
                     Some(m) => t.extend_from_slice(cstr(&m)),
                     // redis-server 7.0 crashes on an error value it cannot read.
-                    None => t.extend_from_slice(b"ERR unknown error (the library raised a value that is neither a string nor an error table)"),
+                    None => t.extend_from_slice(
+                        b"ERR unknown error (the library raised a value that is neither a string nor an error table)",
+                    ),
                 }
                 t
             };
@@ -837,7 +810,8 @@ impl Vm {
     /// Keep a loaded library's callbacks for a node, with the code they
     /// came from.
     pub(crate) fn keep_library(&mut self, node: u64, library: &str, code: &[u8], callbacks: Vec<Function>) {
-        self.libraries.insert((node, library.to_owned()), (code.to_vec(), callbacks));
+        self.libraries
+            .insert((node, library.to_owned()), (code.to_vec(), callbacks));
     }
 
     pub(crate) fn drop_library(&mut self, node: u64, library: &str) {
@@ -848,13 +822,7 @@ impl Vm {
     /// this VM has not seen it (another thread, a clone, a fresh VM) or has
     /// an older version of it: a `FUNCTION LOAD REPLACE` run on another
     /// thread replaced the library there, not in this thread's VM.
-    pub(crate) fn callback(
-        &mut self,
-        node: u64,
-        library: &str,
-        code: &[u8],
-        index: usize,
-    ) -> Result<Function, String> {
+    pub(crate) fn callback(&mut self, node: u64, library: &str, code: &[u8], index: usize) -> Result<Function, String> {
         let key = (node, library.to_owned());
         if self.libraries.get(&key).is_none_or(|(seen, _)| seen.as_slice() != code) {
             let registered = self.load_library(code).map_err(|e| e.0)?;
@@ -893,10 +861,7 @@ fn location(t: &Table, name: &str) -> Vec<u8> {
 fn error_reply(e: &Value, name: &str) -> Reply {
     match e {
         Value::Table(t) => {
-            let msg = t
-                .get::<_, Value>("err")
-                .ok()
-                .and_then(|v| lua_string_bytes(&v));
+            let msg = t.get::<_, Value>("err").ok().and_then(|v| lua_string_bytes(&v));
             let mut line = match msg {
                 Some(m) => cstr(&m).to_vec(),
                 // redis-server 7.0.15 crashes here (it formats a NULL).

@@ -244,12 +244,7 @@ impl Node {
     /// The earliest deadline of a blocked client: when the host should
     /// move the clock so that it times out.
     pub fn next_block_deadline(&self) -> Option<u64> {
-        self.engine
-            .blocking
-            .clients
-            .values()
-            .filter_map(|b| b.deadline)
-            .min()
+        self.engine.blocking.clients.values().filter_map(|b| b.deadline).min()
     }
 
     /// After a command: park the connection if its command asked to block
@@ -311,15 +306,9 @@ mod tests {
         let t0 = n.now();
         assert_eq!(n.execute(c, &argv("BLPOP q 2")), Reply::NilArray);
         assert_eq!(n.now(), t0 + 2000);
-        assert_eq!(
-            n.execute(c, &argv("GET k")),
-            Reply::Nil,
-            "time moved for everyone"
-        );
+        assert_eq!(n.execute(c, &argv("GET k")), Reply::Nil, "time moved for everyone");
         assert_eq!(n.execute(c, &argv("BLMOVE q d LEFT LEFT 0.5")), Reply::Nil);
-        assert!(
-            matches!(n.execute(c, &argv("BLPOP q 0")), Reply::Error(e) if e.contains("block forever"))
-        );
+        assert!(matches!(n.execute(c, &argv("BLPOP q 0")), Reply::Error(e) if e.contains("block forever")));
     }
 
     #[test]
@@ -328,10 +317,7 @@ mod tests {
         let (a, b, c, p) = (ConnId(1), ConnId(2), ConnId(3), ConnId(4));
         assert_eq!(n.execute_or_block(a, &argv("BLPOP q 0")), None);
         assert_eq!(n.execute_or_block(b, &argv("BRPOP other q 0")), None);
-        assert_eq!(
-            n.execute_or_block(c, &argv("BLMOVE q dst LEFT RIGHT 0")),
-            None
-        );
+        assert_eq!(n.execute_or_block(c, &argv("BLMOVE q dst LEFT RIGHT 0")), None);
         assert_eq!(n.blocked_clients(), 3);
         n.disconnect(c);
         assert_eq!(n.execute(p, &argv("RPUSH q x y z")), Reply::Integer(3));
@@ -349,10 +335,7 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(
-            n.execute(p, &argv("LRANGE q 0 -1")),
-            Reply::Array(vec![bulk("y")])
-        );
+        assert_eq!(n.execute(p, &argv("LRANGE q 0 -1")), Reply::Array(vec![bulk("y")]));
         assert_eq!(n.blocked_clients(), 0);
     }
 
@@ -362,10 +345,7 @@ mod tests {
         let (a, b) = (ConnId(1), ConnId(2));
         assert_eq!(n.execute_or_block(a, &argv("BLPOP q 1")), None);
         n.advance(1000);
-        assert!(
-            n.take_outbound().is_empty(),
-            "due only once past the deadline"
-        );
+        assert!(n.take_outbound().is_empty(), "due only once past the deadline");
         n.advance(1);
         assert_eq!(
             n.take_outbound(),

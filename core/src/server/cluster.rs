@@ -31,7 +31,10 @@ impl ClusterConfig {
     pub fn first_of_three() -> ClusterConfig {
         ClusterConfig {
             owned: 0..=5460,
-            others: vec![(5461..=10922, "127.0.0.1:7001".into()), (10923..=16383, "127.0.0.1:7002".into())],
+            others: vec![
+                (5461..=10922, "127.0.0.1:7001".into()),
+                (10923..=16383, "127.0.0.1:7002".into()),
+            ],
         }
     }
 
@@ -41,7 +44,10 @@ impl ClusterConfig {
 
     /// Where a slot lives, for `MOVED`.
     pub fn address_of(&self, slot: u16) -> &str {
-        self.others.iter().find(|(r, _)| r.contains(&slot)).map_or("127.0.0.1:0", |(_, a)| a.as_str())
+        self.others
+            .iter()
+            .find(|(r, _)| r.contains(&slot))
+            .map_or("127.0.0.1:0", |(_, a)| a.as_str())
     }
 }
 
@@ -51,7 +57,11 @@ fn crc16(data: &[u8]) -> u16 {
     for &b in data {
         crc ^= (b as u16) << 8;
         for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
         }
     }
     crc

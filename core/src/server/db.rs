@@ -63,7 +63,9 @@ impl Value {
             Value::Set(s) => with(b"SADD", &mut s.iter().cloned()),
             Value::ZSet(z) => with(
                 b"ZADD",
-                &mut z.iter().flat_map(|(m, s)| [super::zset::format_score(s).into_bytes(), m.to_vec()]),
+                &mut z
+                    .iter()
+                    .flat_map(|(m, s)| [super::zset::format_score(s).into_bytes(), m.to_vec()]),
             ),
         }
     }
@@ -164,10 +166,7 @@ impl Db {
     }
 
     /// Entries from `cursor` (a key, exclusive) in key order: SCAN's walk.
-    pub fn range_after<'a>(
-        &'a self,
-        after: Option<&'a [u8]>,
-    ) -> impl Iterator<Item = (&'a Vec<u8>, &'a Entry)> + 'a {
+    pub fn range_after<'a>(&'a self, after: Option<&'a [u8]>) -> impl Iterator<Item = (&'a Vec<u8>, &'a Entry)> + 'a {
         use std::ops::Bound;
         let start = match after {
             Some(k) => Bound::Excluded(k.to_vec()),

@@ -141,11 +141,7 @@ impl LongDouble {
             return Err(LdError::Invalid);
         }
         if mant.is_zero() {
-            return Ok(LongDouble {
-                neg,
-                mant: 0,
-                exp: 0,
-            });
+            return Ok(LongDouble { neg, mant: 0, exp: 0 });
         }
         // value = mant × radix^(exp - frac_digits) (hex: 16^-frac × 2^exp)
         let (num, den) = if hex {
@@ -181,11 +177,7 @@ impl LongDouble {
             // ERANGE: overflow to HUGE_VAL or underflow to zero.
             None => Err(LdError::Invalid),
             Some((0, _)) => Err(LdError::Invalid),
-            Some((m, e)) => Ok(LongDouble {
-                neg,
-                mant: m,
-                exp: e,
-            }),
+            Some((m, e)) => Ok(LongDouble { neg, mant: m, exp: e }),
         }
     }
 
@@ -293,14 +285,8 @@ mod tests {
 
     #[test]
     fn invalid_inputs() {
-        for bad in [
-            "", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", ".",
-        ] {
-            assert_eq!(
-                LongDouble::parse(bad.as_bytes()),
-                Err(LdError::Invalid),
-                "{bad:?}"
-            );
+        for bad in ["", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", "."] {
+            assert_eq!(LongDouble::parse(bad.as_bytes()), Err(LdError::Invalid), "{bad:?}");
         }
         assert_eq!(LongDouble::parse(b"-inf"), Err(LdError::Infinite));
     }

@@ -36,8 +36,8 @@ pub mod cluster;
 mod cmd;
 pub mod db;
 pub mod glob;
-mod pubsub;
 mod longdouble;
+mod pubsub;
 pub mod table;
 pub mod zset;
 
@@ -594,7 +594,10 @@ impl Node {
         if let Some(err) = self.engine.cluster_redirect(cmd, argv) {
             return self.reject(conn, err);
         }
-        let queues = !matches!(cmd.handler, Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch);
+        let queues = !matches!(
+            cmd.handler,
+            Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch
+        );
         let db = match self.conns.get_mut(&conn) {
             Some(Conn { multi: Some(queue), .. }) if queues => {
                 queue.push(argv.to_vec());
@@ -624,12 +627,20 @@ impl Node {
             Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
                 Reply::error("READONLY You can't write against a read only replica.")
             }
-            Handler::Plain(f) => f(&mut Ctx { e: &mut self.engine, db }, argv),
+            Handler::Plain(f) => f(
+                &mut Ctx {
+                    e: &mut self.engine,
+                    db,
+                },
+                argv,
+            ),
             Handler::Script(f) => {
                 self.engine.script_db = db;
-                self.engine.script_slot = self.engine.cluster.as_ref().and_then(|_| {
-                    cmd.key_indexes(argv).first().map(|&i| cluster::key_slot(&argv[i]))
-                });
+                self.engine.script_slot = self
+                    .engine
+                    .cluster
+                    .as_ref()
+                    .and_then(|_| cmd.key_indexes(argv).first().map(|&i| cluster::key_slot(&argv[i])));
                 f(&mut self.scripting, &mut self.engine, argv)
             }
             Handler::Multi => match self.conns.get_mut(&conn) {
@@ -676,7 +687,11 @@ impl Node {
             return;
         }
         c.watched.push(Watched { db, key: key.to_vec() });
-        self.engine.watchers.entry((db, key.to_vec())).or_default().insert(conn, expired);
+        self.engine
+            .watchers
+            .entry((db, key.to_vec()))
+            .or_default()
+            .insert(conn, expired);
     }
 
     fn discard(&mut self, conn: ConnId) {
@@ -777,16 +792,18 @@ impl Engine {
         let mut slots = cmd.key_indexes(argv).into_iter().map(|i| cluster::key_slot(&argv[i]));
         let first = slots.next()?;
         if slots.any(|s| s != first) || !cfg.owns(first) {
-            return Some(Reply::error("ERR Script attempted to access a non local key in a cluster node"));
+            return Some(Reply::error(
+                "ERR Script attempted to access a non local key in a cluster node",
+            ));
         }
         match self.script_slot {
             None => {
                 self.script_slot = Some(first);
                 None
             }
-            Some(bound) if bound != first => {
-                Some(Reply::error("ERR Script attempted to access keys that do not hash to the same slot"))
-            }
+            Some(bound) if bound != first => Some(Reply::error(
+                "ERR Script attempted to access keys that do not hash to the same slot",
+            )),
             Some(_) => None,
         }
     }
@@ -1019,4 +1036,3 @@ impl ScriptHost for Engine {
         reply
     }
 }
-

@@ -63,10 +63,7 @@ impl PubSub {
         let subs = self.clients.entry(conn).or_default();
         if !subs.channels.iter().any(|c| c == channel) {
             subs.channels.push(channel.to_vec());
-            self.channels
-                .entry(channel.to_vec())
-                .or_default()
-                .push(conn);
+            self.channels.entry(channel.to_vec()).or_default().push(conn);
         }
         self.confirm("subscribe", Some(channel), conn)
     }
@@ -157,12 +154,7 @@ impl PubSub {
             if glob_match(pattern, channel, false) {
                 out.push(Outbound {
                     conn: *conn,
-                    reply: Reply::Push(vec![
-                        bulk(b"pmessage"),
-                        bulk(pattern),
-                        bulk(channel),
-                        bulk(message),
-                    ]),
+                    reply: Reply::Push(vec![bulk(b"pmessage"), bulk(pattern), bulk(channel), bulk(message)]),
                 });
                 n += 1;
             }
@@ -185,11 +177,7 @@ impl PubSub {
 
     /// `PUBSUB NUMPAT`: patterns subscribed by anyone, counted once each.
     pub(crate) fn numpat(&self) -> usize {
-        self.patterns
-            .iter()
-            .map(|(p, _)| p)
-            .collect::<BTreeSet<_>>()
-            .len()
+        self.patterns.iter().map(|(p, _)| p).collect::<BTreeSet<_>>().len()
     }
 }
 

@@ -107,15 +107,14 @@ impl Command {
         match self.keys {
             Keys::None => Vec::new(),
             Keys::Range { first, last, step } => {
-                let last = if last < 0 {
-                    argv.len() as isize + last
-                } else {
-                    last
-                };
+                let last = if last < 0 { argv.len() as isize + last } else { last };
                 if last < first as isize {
                     return Vec::new();
                 }
-                (first..=last as usize).step_by(step.max(1)).filter(|&i| i < argv.len()).collect()
+                (first..=last as usize)
+                    .step_by(step.max(1))
+                    .filter(|&i| i < argv.len())
+                    .collect()
             }
             Keys::NumKeys { at } => {
                 let n = argv
@@ -359,7 +358,10 @@ mod tests {
 
     #[test]
     fn key_positions() {
-        let argv: Vec<Vec<u8>> = ["EVAL", "s", "2", "a", "b", "x"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let argv: Vec<Vec<u8>> = ["EVAL", "s", "2", "a", "b", "x"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
         assert_eq!(find(b"eval", Profile::V7_0).unwrap().key_indexes(&argv), vec![3, 4]);
         let del: Vec<Vec<u8>> = ["DEL", "a", "b"].iter().map(|s| s.as_bytes().to_vec()).collect();
         assert_eq!(find(b"del", Profile::V7_0).unwrap().key_indexes(&del), vec![1, 2]);

@@ -122,7 +122,13 @@ mod tests {
 
     #[test]
     fn offset_and_drift() {
-        let c = Clock::new(1000, ClockConfig { offset_ms: -10, drift_ppm: 100_000 });
+        let c = Clock::new(
+            1000,
+            ClockConfig {
+                offset_ms: -10,
+                drift_ppm: 100_000,
+            },
+        );
         assert_eq!(c.local(0), 990);
         assert_eq!(c.local(1000), 990 + 1100);
         let t = c.when(2090, 0);
@@ -131,7 +137,13 @@ mod tests {
 
     #[test]
     fn a_slow_clock_fires_timers_late() {
-        let c = Clock::new(0, ClockConfig { offset_ms: 0, drift_ppm: -500_000 });
+        let c = Clock::new(
+            0,
+            ClockConfig {
+                offset_ms: 0,
+                drift_ppm: -500_000,
+            },
+        );
         assert_eq!(c.when(100, 0), 200);
     }
 
@@ -149,7 +161,13 @@ mod tests {
     #[test]
     fn when_is_exact_for_many_rates() {
         for ppm in [-900_000, -333_333, -1, 0, 7, 12_345, 999_999, 5_000_000] {
-            let c = Clock::new(77, ClockConfig { offset_ms: 3, drift_ppm: ppm });
+            let c = Clock::new(
+                77,
+                ClockConfig {
+                    offset_ms: 3,
+                    drift_ppm: ppm,
+                },
+            );
             for target in [80, 81, 100, 1_000, 12_345] {
                 let t = c.when(target, 0);
                 assert!(c.local(t) >= target, "ppm {ppm} target {target}");

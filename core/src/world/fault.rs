@@ -153,7 +153,11 @@ impl Fault {
             Fault::ResumeClient { client } => format!("恢复 {client}"),
             Fault::CrashClient { client } => format!("{client} 崩溃"),
             Fault::CrashNode { node } => format!("{} 宕机", names.node(*node)),
-            Fault::RestartNode { node, down_ms, keep_data } => format!(
+            Fault::RestartNode {
+                node,
+                down_ms,
+                keep_data,
+            } => format!(
                 "{} 宕机 {down_ms} ms 后重启{}",
                 names.node(*node),
                 match keep_data {
@@ -187,7 +191,11 @@ impl Fault {
             Fault::ResumeClient { client } => format!("resume {client}"),
             Fault::CrashClient { client } => format!("crash {client}"),
             Fault::CrashNode { node } => format!("crash {}", names.node(*node)),
-            Fault::RestartNode { node, down_ms, keep_data } => format!(
+            Fault::RestartNode {
+                node,
+                down_ms,
+                keep_data,
+            } => format!(
                 "restart {} after {down_ms} ms{}",
                 names.node(*node),
                 match keep_data {

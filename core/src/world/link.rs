@@ -27,7 +27,11 @@ pub struct LinkConfig {
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig { latency_ms: 1, jitter_ms: 2, drop_reply_permille: 0 }
+        LinkConfig {
+            latency_ms: 1,
+            jitter_ms: 2,
+            drop_reply_permille: 0,
+        }
     }
 }
 
@@ -42,7 +46,10 @@ pub struct ReplicationConfig {
 
 impl Default for ReplicationConfig {
     fn default() -> Self {
-        ReplicationConfig { lag_ms: 20, jitter_ms: 20 }
+        ReplicationConfig {
+            lag_ms: 20,
+            jitter_ms: 20,
+        }
     }
 }
 
@@ -55,7 +62,9 @@ pub(crate) struct Lane {
 impl Lane {
     /// When a message sent now arrives, keeping the lane in order.
     pub(crate) fn transit(&mut self, now: u64, latency: u64, jitter: u64, rng: &mut Rng) -> u64 {
-        let t = now.saturating_add(latency).saturating_add(rng.below(jitter.saturating_add(1)));
+        let t = now
+            .saturating_add(latency)
+            .saturating_add(rng.below(jitter.saturating_add(1)));
         let t = t.max(self.last_arrival);
         self.last_arrival = t;
         t
@@ -73,14 +82,21 @@ pub(crate) struct Link {
 
 impl Link {
     pub(crate) fn new(config: LinkConfig) -> Link {
-        Link { config, cut: false, out: Lane::default(), back: Lane::default() }
+        Link {
+            config,
+            cut: false,
+            out: Lane::default(),
+            back: Lane::default(),
+        }
     }
 
     pub(crate) fn send_time(&mut self, now: u64, rng: &mut Rng) -> u64 {
-        self.out.transit(now, self.config.latency_ms, self.config.jitter_ms, rng)
+        self.out
+            .transit(now, self.config.latency_ms, self.config.jitter_ms, rng)
     }
 
     pub(crate) fn reply_time(&mut self, now: u64, rng: &mut Rng) -> u64 {
-        self.back.transit(now, self.config.latency_ms, self.config.jitter_ms, rng)
+        self.back
+            .transit(now, self.config.latency_ms, self.config.jitter_ms, rng)
     }
 }

@@ -106,17 +106,62 @@ pub enum WorldError {
 /// What is waiting in the queue.
 #[derive(Clone, Debug)]
 enum Item {
-    Start { client: u32, machine: Box<Machine>, exits: bool },
-    Timer { client: u32, tag: u32, gen: u64 },
-    Timeout { client: u32, req: u64, gen: u64 },
-    AtNode { client: u32, node: u32, req: u64, inc: u32, commands: Vec<Argv> },
-    AtClient { client: u32, node: u32, req: u64, replies: Vec<Reply> },
-    AtResource { client: u32, token: Option<i64>, value: String },
-    AtReplica { from: u32, to: u32, inc: u32, offset: u64, batch: Vec<Argv>, origin: Option<u32> },
-    Tick { node: u32 },
-    WaitTimeout { id: u64 },
-    Resume { client: u32, gen: u64 },
-    NodeUp { node: u32, keep: bool, gen: u64 },
+    Start {
+        client: u32,
+        machine: Box<Machine>,
+        exits: bool,
+    },
+    Timer {
+        client: u32,
+        tag: u32,
+        gen: u64,
+    },
+    Timeout {
+        client: u32,
+        req: u64,
+        gen: u64,
+    },
+    AtNode {
+        client: u32,
+        node: u32,
+        req: u64,
+        inc: u32,
+        commands: Vec<Argv>,
+    },
+    AtClient {
+        client: u32,
+        node: u32,
+        req: u64,
+        replies: Vec<Reply>,
+    },
+    AtResource {
+        client: u32,
+        token: Option<i64>,
+        value: String,
+    },
+    AtReplica {
+        from: u32,
+        to: u32,
+        inc: u32,
+        offset: u64,
+        batch: Vec<Argv>,
+        origin: Option<u32>,
+    },
+    Tick {
+        node: u32,
+    },
+    WaitTimeout {
+        id: u64,
+    },
+    Resume {
+        client: u32,
+        gen: u64,
+    },
+    NodeUp {
+        node: u32,
+        keep: bool,
+        gen: u64,
+    },
     Fault(Fault),
 }
 
@@ -326,7 +371,10 @@ enum OngoingKind {
 }
 
 fn text(commands: &[Argv]) -> Vec<Vec<String>> {
-    commands.iter().map(|a| a.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect()).collect()
+    commands
+        .iter()
+        .map(|a| a.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect())
+        .collect()
 }
 
 fn value_bytes(v: &Value) -> Vec<u8> {
@@ -385,7 +433,13 @@ impl World {
         let mut names = Names::default();
         let mut nodes = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let clock_cfg = cfg.node_clocks.iter().rev().find(|c| c.node == i).map(|c| c.clock).unwrap_or_default();
+            let clock_cfg = cfg
+                .node_clocks
+                .iter()
+                .rev()
+                .find(|c| c.node == i)
+                .map(|c| c.clock)
+                .unwrap_or_default();
             let clock = Clock::new(EPOCH_MS, clock_cfg);
             let mut node = Node::new(cfg.profile);
             // The world wants every expiry (for the trace) and, where a
@@ -500,11 +554,17 @@ impl World {
 
     /// The client called `name`.
     pub fn client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.clients.iter().position(|c| c == name).map(|i| ClientId(i as u32))
+        self.names
+            .clients
+            .iter()
+            .position(|c| c == name)
+            .map(|i| ClientId(i as u32))
     }
 
     fn client_index(&self, name: &str) -> Result<u32, WorldError> {
-        self.client_id(name).map(|c| c.0).ok_or_else(|| WorldError::UnknownClient(name.to_owned()))
+        self.client_id(name)
+            .map(|c| c.0)
+            .ok_or_else(|| WorldError::UnknownClient(name.to_owned()))
     }
 
     fn check_client(&self, c: ClientId) -> Result<u32, WorldError> {
@@ -531,13 +591,22 @@ impl World {
     /// Start a program on a client at world time `at_ms`.
     pub fn run_program_at(&mut self, client: ClientId, program: Program, at_ms: u64) -> Result<(), WorldError> {
         let c = self.check_client(client)?;
-        let machine = Machine::new(&program, self.nodes.len() as u32)
-            .map_err(|source| WorldError::Program { client: self.names.client(c).to_owned(), source })?;
+        let machine = Machine::new(&program, self.nodes.len() as u32).map_err(|source| WorldError::Program {
+            client: self.names.client(c).to_owned(),
+            source,
+        })?;
         for k in program.lock_keys() {
             self.watch_key(&k);
         }
         let exits = program.exits_when_done();
-        self.push(at_ms.max(self.now), Item::Start { client: c, machine: Box::new(machine), exits });
+        self.push(
+            at_ms.max(self.now),
+            Item::Start {
+                client: c,
+                machine: Box::new(machine),
+                exits,
+            },
+        );
         Ok(())
     }
 
@@ -577,9 +646,9 @@ impl World {
                 (Endpoint::Client(_), Endpoint::Node(_) | Endpoint::Resource)
                 | (Endpoint::Node(_) | Endpoint::Resource, Endpoint::Client(_)) => Ok(()),
                 (Endpoint::Node(x), Endpoint::Node(y)) if x != y => Ok(()),
-                _ => {
-                    Err(WorldError::Invalid("a link joins a client and a node (or the resource), or two nodes".into()))
-                }
+                _ => Err(WorldError::Invalid(
+                    "a link joins a client and a node (or the resource), or two nodes".into(),
+                )),
             }
         };
         match f {
@@ -646,7 +715,9 @@ impl World {
         let req = self.send(client, node, argv)?.0;
         let mut seen = self.events.len();
         loop {
-            let lost = self.events[seen..].iter().any(|e| matches!(e.kind, EventKind::Lost { req: r, .. } if r == req));
+            let lost = self.events[seen..]
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::Lost { req: r, .. } if r == req));
             seen = self.events.len();
             if lost {
                 self.clients[client.0 as usize].pending.remove(&req);
@@ -695,7 +766,10 @@ impl World {
     /// Process everything up to world time `t` and move the clock there.
     pub fn advance_to(&mut self, t: u64) {
         loop {
-            let fault_due = self.step_faults.first().is_some_and(|(s, _)| *s <= self.events.len() as u64);
+            let fault_due = self
+                .step_faults
+                .first()
+                .is_some_and(|(s, _)| *s <= self.events.len() as u64);
             let item_due = self.queue.first_key_value().is_some_and(|(k, _)| k.0 <= t);
             if !(fault_due || item_due) || !self.process_next() {
                 break;
@@ -726,7 +800,11 @@ impl World {
                 OngoingKind::Overlap(key) => self.monitor.believers(key).len() >= 2,
                 OngoingKind::Deadlock { node, key, since } => {
                     let slot = &self.nodes[*node as usize];
-                    !slot.down && slot.shadow.get(key).is_some_and(|sh| sh.owner.is_some() && sh.since == *since)
+                    !slot.down
+                        && slot
+                            .shadow
+                            .get(key)
+                            .is_some_and(|sh| sh.owner.is_some() && sh.since == *since)
                 }
             };
             if still {
@@ -755,7 +833,11 @@ impl World {
             self.halted = true;
             return false;
         }
-        if self.step_faults.first().is_some_and(|(s, _)| *s <= self.events.len() as u64) {
+        if self
+            .step_faults
+            .first()
+            .is_some_and(|(s, _)| *s <= self.events.len() as u64)
+        {
             let (_, f) = self.step_faults.remove(0);
             self.apply_fault(f);
             self.after_item();
@@ -786,7 +868,12 @@ impl World {
                 self.halted = true;
             }
         }
-        self.events.push(Event { step, at_ms: self.now, actor, kind });
+        self.events.push(Event {
+            step,
+            at_ms: self.now,
+            actor,
+            kind,
+        });
     }
 
     fn note(&mut self, actor: Actor, text: impl Into<String>) {
@@ -813,11 +900,22 @@ impl World {
             return;
         }
         match item {
-            Item::AtNode { client, node, req, inc, commands } => self.at_node(client, node, req, inc, commands),
+            Item::AtNode {
+                client,
+                node,
+                req,
+                inc,
+                commands,
+            } => self.at_node(client, node, req, inc, commands),
             Item::AtResource { client, token, value } => self.at_resource(client, token, value),
-            Item::AtReplica { from, to, inc, offset, batch, origin } => {
-                self.at_replica(from, to, inc, offset, batch, origin)
-            }
+            Item::AtReplica {
+                from,
+                to,
+                inc,
+                offset,
+                batch,
+                origin,
+            } => self.at_replica(from, to, inc, offset, batch, origin),
             Item::Tick { node } => {
                 self.nodes[node as usize].tick_at = None;
                 self.sync_node(node);
@@ -873,7 +971,10 @@ impl World {
             }
             Item::Timeout { req, gen, .. } => {
                 let slot = &mut self.clients[ci];
-                let matches = slot.pending.get(&req).is_some_and(|p| p.timeout.map(|t| t.0) == Some(gen));
+                let matches = slot
+                    .pending
+                    .get(&req)
+                    .is_some_and(|p| p.timeout.map(|t| t.0) == Some(gen));
                 if matches {
                     if let Some(p) = slot.pending.remove(&req) {
                         self.emit(Actor::Client(c), EventKind::TimedOut { req, node: p.node });
@@ -885,13 +986,28 @@ impl World {
             }
             Item::AtClient { node, req, replies, .. } => {
                 if self.clients[ci].links[node as usize].cut {
-                    self.emit(Actor::Client(c), EventKind::Lost { req, client: c, node, reason: LossReason::LinkCut });
+                    self.emit(
+                        Actor::Client(c),
+                        EventKind::Lost {
+                            req,
+                            client: c,
+                            node,
+                            reason: LossReason::LinkCut,
+                        },
+                    );
                     return;
                 }
                 let Some(p) = self.clients[ci].pending.remove(&req) else {
                     return;
                 };
-                self.emit(Actor::Client(c), EventKind::Received { req, node, replies: replies.clone() });
+                self.emit(
+                    Actor::Client(c),
+                    EventKind::Received {
+                        req,
+                        node,
+                        replies: replies.clone(),
+                    },
+                );
                 if !p.manual {
                     self.drive(c, Input::Reply { tag: p.tag, replies });
                 }
@@ -923,7 +1039,12 @@ impl World {
     fn apply_action(&mut self, c: u32, action: Action) {
         let ci = c as usize;
         match action {
-            Action::Send { tag, target, commands, timeout_ms } => {
+            Action::Send {
+                tag,
+                target,
+                commands,
+                timeout_ms,
+            } => {
                 let node = match target {
                     Target::Master => self.master,
                     Target::Node(n) => n,
@@ -947,7 +1068,13 @@ impl World {
                 self.clients[ci].timers.remove(&tag);
             }
             Action::Write { token, value } => {
-                self.emit(Actor::Client(c), EventKind::WriteSent { token, value: value.clone() });
+                self.emit(
+                    Actor::Client(c),
+                    EventKind::WriteSent {
+                        token,
+                        value: value.clone(),
+                    },
+                );
                 let r = self.nodes.len();
                 let link = &mut self.clients[ci].links[r];
                 if link.cut {
@@ -955,7 +1082,14 @@ impl World {
                     return;
                 }
                 let t = link.send_time(self.now, &mut self.net);
-                self.push(t, Item::AtResource { client: c, token, value });
+                self.push(
+                    t,
+                    Item::AtResource {
+                        client: c,
+                        token,
+                        value,
+                    },
+                );
             }
             Action::Hold { key } => self.believe(c, &key, true),
             Action::Unhold { key } => self.believe(c, &key, false),
@@ -979,7 +1113,14 @@ impl World {
     ) -> u64 {
         let req = self.next_req;
         self.next_req += 1;
-        self.emit(Actor::Client(c), EventKind::Sent { req, node, commands: text(&commands) });
+        self.emit(
+            Actor::Client(c),
+            EventKind::Sent {
+                req,
+                node,
+                commands: text(&commands),
+            },
+        );
         let ci = c as usize;
         let now = self.now;
         let timeout = timeout_ms.map(|ms| {
@@ -991,15 +1132,40 @@ impl World {
             let t = self.clients[ci].clock.when(due, now);
             self.push(t, Item::Timeout { client: c, req, gen });
         }
-        self.clients[ci].pending.insert(req, Pending { tag, node, manual, timeout });
+        self.clients[ci].pending.insert(
+            req,
+            Pending {
+                tag,
+                node,
+                manual,
+                timeout,
+            },
+        );
         let link = &mut self.clients[ci].links[node as usize];
         if link.cut {
-            self.emit(Actor::Client(c), EventKind::Lost { req, client: c, node, reason: LossReason::LinkCut });
+            self.emit(
+                Actor::Client(c),
+                EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::LinkCut,
+                },
+            );
             return req;
         }
         let t = link.send_time(now, &mut self.net);
         let inc = self.nodes[node as usize].inc;
-        self.push(t, Item::AtNode { client: c, node, req, inc, commands });
+        self.push(
+            t,
+            Item::AtNode {
+                client: c,
+                node,
+                req,
+                inc,
+                commands,
+            },
+        );
         req
     }
 
@@ -1008,13 +1174,24 @@ impl World {
             return;
         }
         let change = self.monitor.believe(key, c, holds, self.now);
-        self.emit(Actor::Client(c), EventKind::Belief { key: key.to_owned(), holds });
+        self.emit(
+            Actor::Client(c),
+            EventKind::Belief {
+                key: key.to_owned(),
+                holds,
+            },
+        );
         if let Some(ch) = change {
             let begin = ch.begin;
             let clients = ch.clients.clone();
             self.emit(
                 Actor::World,
-                EventKind::Overlap { key: key.to_owned(), clients: ch.clients, begin, since_ms: ch.since_ms },
+                EventKind::Overlap {
+                    key: key.to_owned(),
+                    clients: ch.clients,
+                    begin,
+                    since_ms: ch.since_ms,
+                },
             );
             if begin && self.monitor.config().overlap_is_violation {
                 let who: Vec<&str> = clients.iter().map(|&i| self.names.client(i)).collect();
@@ -1056,8 +1233,12 @@ impl World {
         slot.machine = None;
         slot.timers.clear();
         slot.pending.clear();
-        let conns: Vec<(usize, ConnId)> =
-            slot.conns.iter_mut().enumerate().filter_map(|(n, c)| c.take().map(|c| (n, c))).collect();
+        let conns: Vec<(usize, ConnId)> = slot
+            .conns
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(n, c)| c.take().map(|c| (n, c)))
+            .collect();
         for (n, conn) in conns {
             if !self.nodes[n].down {
                 self.nodes[n].node.disconnect(conn);
@@ -1098,7 +1279,9 @@ impl World {
     }
 
     fn client_gone(&self, c: u32) -> bool {
-        self.clients.get(c as usize).is_some_and(|s| s.crashed || (s.done && s.exits))
+        self.clients
+            .get(c as usize)
+            .is_some_and(|s| s.crashed || (s.done && s.exits))
     }
 
     // ----- nodes ----------------------------------------------------------
@@ -1116,11 +1299,27 @@ impl World {
     fn at_node(&mut self, c: u32, node: u32, req: u64, inc: u32, commands: Vec<Argv>) {
         let n = node as usize;
         if self.nodes[n].down || self.nodes[n].inc != inc {
-            self.emit(Actor::Node(node), EventKind::Lost { req, client: c, node, reason: LossReason::NodeDown });
+            self.emit(
+                Actor::Node(node),
+                EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::NodeDown,
+                },
+            );
             return;
         }
         if self.clients[c as usize].links[n].cut {
-            self.emit(Actor::Node(node), EventKind::Lost { req, client: c, node, reason: LossReason::LinkCut });
+            self.emit(
+                Actor::Node(node),
+                EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::LinkCut,
+                },
+            );
             return;
         }
         self.sync_node(node);
@@ -1131,7 +1330,12 @@ impl World {
         let replies: Vec<Reply> = commands.iter().map(|a| self.nodes[n].node.execute(conn, a)).collect();
         self.emit(
             Actor::Node(node),
-            EventKind::Executed { req, client: c, commands: text(&commands), replies: replies.clone() },
+            EventKind::Executed {
+                req,
+                client: c,
+                commands: text(&commands),
+                replies: replies.clone(),
+            },
         );
         self.node_effects(node, Cause::Client(c));
         self.reply_to(c, node, req, replies);
@@ -1140,15 +1344,39 @@ impl World {
     fn reply_to(&mut self, c: u32, node: u32, req: u64, replies: Vec<Reply>) {
         let link = &mut self.clients[c as usize].links[node as usize];
         if link.cut {
-            self.emit(Actor::Node(node), EventKind::Lost { req, client: c, node, reason: LossReason::LinkCut });
+            self.emit(
+                Actor::Node(node),
+                EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::LinkCut,
+                },
+            );
             return;
         }
         if self.net.chance_permille(link.config.drop_reply_permille) {
-            self.emit(Actor::Node(node), EventKind::Lost { req, client: c, node, reason: LossReason::Dropped });
+            self.emit(
+                Actor::Node(node),
+                EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::Dropped,
+                },
+            );
             return;
         }
         let t = link.reply_time(self.now, &mut self.net);
-        self.push(t, Item::AtClient { client: c, node, req, replies });
+        self.push(
+            t,
+            Item::AtClient {
+                client: c,
+                node,
+                req,
+                replies,
+            },
+        );
     }
 
     /// Bring a node's clock to the present; expiries happen here.
@@ -1220,7 +1448,10 @@ impl World {
     fn observe_key(&mut self, node: u32, key: &str, cause: Cause) {
         let n = node as usize;
         let node_now = self.nodes[n].node.now();
-        let cur = self.nodes[n].node.peek(0, key.as_bytes()).map(|e| (value_bytes(&e.value), e.expires_at));
+        let cur = self.nodes[n]
+            .node
+            .peek(0, key.as_bytes())
+            .map(|e| (value_bytes(&e.value), e.expires_at));
         let old = self.nodes[n].shadow.get(key).cloned();
         let ttl = |d: Option<u64>| d.map(|d| d.saturating_sub(node_now));
         let via = cause.via();
@@ -1234,7 +1465,11 @@ impl World {
                 let by = cause.client();
                 self.emit(
                     Actor::Node(node),
-                    EventKind::Lock { key: key.to_owned(), change: LockChange::Removed { by }, via },
+                    EventKind::Lock {
+                        key: key.to_owned(),
+                        change: LockChange::Removed { by },
+                        via,
+                    },
                 );
                 self.check_wrong_release(node, key, by, &o);
                 if self.cfg.topology.is_redlock() {
@@ -1249,7 +1484,14 @@ impl World {
                                 s.deadline = deadline;
                             }
                             let change = LockChange::Renewed { ttl_ms: ttl(deadline) };
-                            self.emit(Actor::Node(node), EventKind::Lock { key: key.to_owned(), change, via });
+                            self.emit(
+                                Actor::Node(node),
+                                EventKind::Lock {
+                                    key: key.to_owned(),
+                                    change,
+                                    via,
+                                },
+                            );
                         }
                         return;
                     }
@@ -1266,14 +1508,35 @@ impl World {
                     value: String::from_utf8_lossy(&value).into_owned(),
                     ttl_ms: ttl(deadline),
                 };
-                self.nodes[n].shadow.insert(key.to_owned(), Shadow { owner, value, deadline, since: self.now });
-                self.emit(Actor::Node(node), EventKind::Lock { key: key.to_owned(), change, via });
+                self.nodes[n].shadow.insert(
+                    key.to_owned(),
+                    Shadow {
+                        owner,
+                        value,
+                        deadline,
+                        since: self.now,
+                    },
+                );
+                self.emit(
+                    Actor::Node(node),
+                    EventKind::Lock {
+                        key: key.to_owned(),
+                        change,
+                        via,
+                    },
+                );
                 if let (Cause::Client(c), Some(_)) = (cause, owner) {
                     if self.cfg.topology.is_redlock() {
                         self.recount_majority(key);
                     } else if node == self.master {
                         let seq = self.monitor.grant(c, key);
-                        self.emit(Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
+                        self.emit(
+                            Actor::Client(c),
+                            EventKind::Granted {
+                                key: key.to_owned(),
+                                seq,
+                            },
+                        );
                     }
                 }
             }
@@ -1281,7 +1544,9 @@ impl World {
     }
 
     fn check_wrong_release(&mut self, node: u32, key: &str, by: Option<u32>, old: &Shadow) {
-        let (Some(by), Some(owner)) = (by, old.owner) else { return };
+        let (Some(by), Some(owner)) = (by, old.owner) else {
+            return;
+        };
         if by == owner {
             return;
         }
@@ -1311,11 +1576,21 @@ impl World {
                 *counts.entry(o).or_default() += 1;
             }
         }
-        let now_set: BTreeSet<u32> = counts.into_iter().filter(|&(_, n)| n >= quorum).map(|(c, _)| c).collect();
+        let now_set: BTreeSet<u32> = counts
+            .into_iter()
+            .filter(|&(_, n)| n >= quorum)
+            .map(|(c, _)| c)
+            .collect();
         let old = self.majority.get(key).cloned().unwrap_or_default();
         for &c in now_set.difference(&old) {
             let seq = self.monitor.grant(c, key);
-            self.emit(Actor::Client(c), EventKind::Granted { key: key.to_owned(), seq });
+            self.emit(
+                Actor::Client(c),
+                EventKind::Granted {
+                    key: key.to_owned(),
+                    seq,
+                },
+            );
         }
         self.majority.insert(key.to_owned(), now_set);
     }
@@ -1340,7 +1615,17 @@ impl World {
                     continue;
                 }
                 let t = link.lane.transit(self.now, lag.lag_ms, lag.jitter_ms, &mut self.net);
-                self.push(t, Item::AtReplica { from: master, to: r, inc, offset, batch: batch.clone(), origin });
+                self.push(
+                    t,
+                    Item::AtReplica {
+                        from: master,
+                        to: r,
+                        inc,
+                        offset,
+                        batch: batch.clone(),
+                        origin,
+                    },
+                );
             }
         }
     }
@@ -1358,7 +1643,14 @@ impl World {
         r.node.apply_replicated(&batch);
         let _ = r.node.take_propagated();
         r.applied = offset;
-        self.emit(Actor::Node(to), EventKind::Replicated { from, offset, commands: text(&batch) });
+        self.emit(
+            Actor::Node(to),
+            EventKind::Replicated {
+                from,
+                offset,
+                commands: text(&batch),
+            },
+        );
         self.node_effects(to, Cause::Replication(origin));
         self.check_waiters(from);
     }
@@ -1392,7 +1684,9 @@ impl World {
         self.node_effects(src, Cause::Expiry);
         let mut batch: Vec<Argv> = Vec::new();
         for k in keys {
-            let Some(e) = self.nodes[s].node.peek(0, &k) else { continue };
+            let Some(e) = self.nodes[s].node.peek(0, &k) else {
+                continue;
+            };
             match &e.value {
                 Value::Str(v) => {
                     let mut a = vec![b"SET".to_vec(), k.clone(), v.clone()];
@@ -1424,12 +1718,24 @@ impl World {
     fn flush_backlog(&mut self, master: u32, replica: u32) {
         let lag = self.cfg.replication;
         let inc = self.nodes[master as usize].inc;
-        let Some(link) = self.repl.get_mut(&(master, replica)) else { return };
+        let Some(link) = self.repl.get_mut(&(master, replica)) else {
+            return;
+        };
         let backlog = std::mem::take(&mut link.backlog);
         let mut items = Vec::new();
         for (offset, batch, origin) in backlog {
             let t = link.lane.transit(self.now, lag.lag_ms, lag.jitter_ms, &mut self.net);
-            items.push((t, Item::AtReplica { from: master, to: replica, inc, offset, batch, origin }));
+            items.push((
+                t,
+                Item::AtReplica {
+                    from: master,
+                    to: replica,
+                    inc,
+                    offset,
+                    batch,
+                    origin,
+                },
+            ));
         }
         for (t, item) in items {
             self.push(t, item);
@@ -1437,7 +1743,10 @@ impl World {
     }
 
     fn acked(&self, master: u32, target: u64) -> u64 {
-        self.nodes.iter().filter(|r| r.master_of == Some(master) && !r.down && r.applied >= target).count() as u64
+        self.nodes
+            .iter()
+            .filter(|r| r.master_of == Some(master) && !r.down && r.applied >= target)
+            .count() as u64
     }
 
     /// `WAIT numreplicas timeout` on a master, answered from real
@@ -1460,7 +1769,15 @@ impl World {
         let target = self.nodes[node as usize].offset;
         let id = self.next_wait;
         self.next_wait += 1;
-        let w = Waiter { id, node, client: c, req, target, need, argv: argv.clone() };
+        let w = Waiter {
+            id,
+            node,
+            client: c,
+            req,
+            target,
+            need,
+            argv: argv.clone(),
+        };
         let acked = self.acked(node, target);
         if need == 0 || acked >= need {
             self.finish_wait(w, acked);
@@ -1477,7 +1794,12 @@ impl World {
         let replies = vec![Reply::Integer(acked as i64)];
         self.emit(
             Actor::Node(w.node),
-            EventKind::Executed { req: w.req, client: w.client, commands: text(&[w.argv]), replies: replies.clone() },
+            EventKind::Executed {
+                req: w.req,
+                client: w.client,
+                commands: text(&[w.argv]),
+                replies: replies.clone(),
+            },
         );
         self.reply_to(w.client, w.node, w.req, replies);
     }
@@ -1539,7 +1861,11 @@ impl World {
                 self.crash_node(node);
                 self.nodes[node as usize].up_gen += 1;
             }
-            Fault::RestartNode { node, down_ms, keep_data } => {
+            Fault::RestartNode {
+                node,
+                down_ms,
+                keep_data,
+            } => {
                 let keep = keep_data.unwrap_or(self.cfg.persistence == Persistence::Aof);
                 self.crash_node(node);
                 let s = &mut self.nodes[node as usize];
@@ -1600,7 +1926,9 @@ impl World {
             (None, Some(c)) => (c, other(a)),
             _ => return,
         };
-        let (Ok(c), Some(to)) = (self.client_index(&name), to) else { return };
+        let (Ok(c), Some(to)) = (self.client_index(&name), to) else {
+            return;
+        };
         if let Some(l) = self.clients[c as usize].links.get_mut(to) {
             f(l);
         }
@@ -1669,8 +1997,9 @@ impl World {
         match self.nodes[n].master_of {
             Some(m) => self.full_sync(m, node),
             None => {
-                let followers: Vec<u32> =
-                    (0..self.nodes.len() as u32).filter(|&r| self.nodes[r as usize].master_of == Some(node)).collect();
+                let followers: Vec<u32> = (0..self.nodes.len() as u32)
+                    .filter(|&r| self.nodes[r as usize].master_of == Some(node))
+                    .collect();
                 for r in followers {
                     self.full_sync(node, r);
                 }
@@ -1719,14 +2048,27 @@ impl World {
     fn at_resource(&mut self, c: u32, token: Option<i64>, value: String) {
         let r = self.nodes.len();
         if self.clients[c as usize].links[r].cut {
-            self.note(Actor::Resource, format!("{}'s write is lost: link cut", self.names.client(c)));
+            self.note(
+                Actor::Resource,
+                format!("{}'s write is lost: link cut", self.names.client(c)),
+            );
             return;
         }
         let accepted = self.resource.write(c, self.now, token, value.clone());
-        self.emit(Actor::Resource, EventKind::Write { client: c, token, value, accepted });
+        self.emit(
+            Actor::Resource,
+            EventKind::Write {
+                client: c,
+                token,
+                value,
+                accepted,
+            },
+        );
         if accepted {
             let names = &self.names;
-            let v = self.monitor.accepted_write(c, self.now, token, &|i| names.client(i).to_owned());
+            let v = self
+                .monitor
+                .accepted_write(c, self.now, token, &|i| names.client(i).to_owned());
             if let Some(v) = v {
                 self.violate(v);
             }
@@ -1740,8 +2082,11 @@ impl World {
             return;
         }
         self.deadlock_dirty = false;
-        let (first, last) =
-            if self.cfg.topology.is_redlock() { (0, self.nodes.len() as u32) } else { (self.master, self.master + 1) };
+        let (first, last) = if self.cfg.topology.is_redlock() {
+            (0, self.nodes.len() as u32)
+        } else {
+            (self.master, self.master + 1)
+        };
         let mut found = Vec::new();
         for node in first..last {
             let s = &self.nodes[node as usize];
@@ -1778,7 +2123,11 @@ impl World {
             // legitimate hold.
             let from = bound.map_or(since, |max| since + max);
             if let Some(v) = self.monitor.deadlock(node, &key, owner, since, from, self.now, detail) {
-                let what = OngoingKind::Deadlock { node, key: key.clone(), since };
+                let what = OngoingKind::Deadlock {
+                    node,
+                    key: key.clone(),
+                    since,
+                };
                 self.violate_ongoing(v, what);
                 if self.halted {
                     return;
@@ -1813,7 +2162,10 @@ impl World {
 
     /// The stepped-to events with their name tables, for a view.
     pub fn to_trace(&self) -> Trace {
-        Trace { names: self.names.clone(), events: self.trace().to_vec() }
+        Trace {
+            names: self.names.clone(),
+            events: self.trace().to_vec(),
+        }
     }
 
     /// Did the world stop (horizon, event limit, or a violation with
@@ -1861,7 +2213,11 @@ impl World {
     /// through the world, or replay breaks.
     /// Make node `i` one node of a Redis Cluster owning some slots (lesson
     /// 31), or standalone again.
-    pub fn set_node_cluster(&mut self, i: u32, cfg: Option<crate::server::cluster::ClusterConfig>) -> Result<(), WorldError> {
+    pub fn set_node_cluster(
+        &mut self,
+        i: u32,
+        cfg: Option<crate::server::cluster::ClusterConfig>,
+    ) -> Result<(), WorldError> {
         let n = self.check_node(i)?;
         self.nodes[n as usize].node.set_cluster(cfg);
         Ok(())

@@ -83,7 +83,10 @@ impl Topology {
         match self {
             Topology::Single => "single".to_owned(),
             Topology::Replicated { replicas } => {
-                format!("replicated (1 master, {replicas} replica{})", if replicas == 1 { "" } else { "s" })
+                format!(
+                    "replicated (1 master, {replicas} replica{})",
+                    if replicas == 1 { "" } else { "s" }
+                )
             }
             Topology::Redlock { masters } => format!("redlock{masters}"),
         }

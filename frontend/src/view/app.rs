@@ -24,8 +24,13 @@ const HEALTH_POLL_MS: u32 = 5_000;
 /// The state the page's URL asks for.
 fn initial_state() -> State {
     let window = web_sys::window();
-    let search = window.as_ref().and_then(|w| w.location().search().ok()).unwrap_or_default();
-    let browser_lang = window.and_then(|w| w.navigator().language()).and_then(|l| Lang::parse(&l));
+    let search = window
+        .as_ref()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let browser_lang = window
+        .and_then(|w| w.navigator().language())
+        .and_then(|l| Lang::parse(&l));
     State::from_query(&Query::parse(&search), browser_lang.unwrap_or_default())
 }
 
@@ -94,7 +99,9 @@ pub fn app() -> Html {
         let delay = (STEP_MS / SPEEDS[state.speed]) as u32;
         use_effect_with((state.playing, state.rev, delay), move |&(playing, _, delay)| {
             let timer = playing.then(|| {
-                gloo_timers::callback::Timeout::new(delay, move || dispatcher.dispatch(Action::Transport(Transport::Tick)))
+                gloo_timers::callback::Timeout::new(delay, move || {
+                    dispatcher.dispatch(Action::Transport(Transport::Tick))
+                })
             });
             move || drop(timer)
         });
@@ -114,12 +121,16 @@ pub fn app() -> Html {
                 match socket::session_url().map(|url| Socket::open(&url, report.clone())) {
                     Some(Ok(s)) => *socket.borrow_mut() = Some(s),
                     Some(Err(e)) => report.emit(RealInput::Closed(e)),
-                    None => report.emit(RealInput::Closed("this page has no address to reach the backend at".into())),
+                    None => report.emit(RealInput::Closed(
+                        "this page has no address to reach the backend at".into(),
+                    )),
                 }
                 // Redis can go away while the socket stays up (a crashed
                 // server behind `--redis`): the health check notices.
                 socket::fetch_health(report.clone());
-                poll = Some(gloo_timers::callback::Interval::new(HEALTH_POLL_MS, move || socket::fetch_health(report.clone())));
+                poll = Some(gloo_timers::callback::Interval::new(HEALTH_POLL_MS, move || {
+                    socket::fetch_health(report.clone())
+                }));
             }
             move || {
                 drop(poll);
@@ -148,7 +159,9 @@ pub fn app() -> Html {
         let dispatcher = state.dispatcher();
         use_effect_with(lost, move |lost| {
             let timer = lost.map(|attempt| {
-                gloo_timers::callback::Timeout::new(reconnect_delay_ms(attempt), move || dispatcher.dispatch(Action::Reconnect))
+                gloo_timers::callback::Timeout::new(reconnect_delay_ms(attempt), move || {
+                    dispatcher.dispatch(Action::Reconnect)
+                })
             });
             move || drop(timer)
         });

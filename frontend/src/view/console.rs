@@ -42,13 +42,23 @@ pub fn console(props: &ConsoleProps) -> Html {
         (Some(s), _) => {
             let s = s.borrow();
             let tab = tab.min(s.actors().len().saturating_sub(1));
-            (s.actors().to_vec(), s.prompt(), s.history(tab).to_vec(), s.transcript(tab))
+            (
+                s.actors().to_vec(),
+                s.prompt(),
+                s.history(tab).to_vec(),
+                s.transcript(tab),
+            )
         }
         (None, Some(r)) => {
             let r = r.borrow();
             let c = Client::from_index(tab).letter();
             let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();
-            (tabs, crate::real::PROMPT.to_owned(), r.client_history(c).to_vec(), r.free_transcript(c))
+            (
+                tabs,
+                crate::real::PROMPT.to_owned(),
+                r.client_history(c).to_vec(),
+                r.free_transcript(c),
+            )
         }
         (None, None) => {
             let lab = state.lab.borrow();

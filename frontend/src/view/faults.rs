@@ -103,7 +103,9 @@ pub fn faults(props: &FaultsProps) -> Html {
     }
     let Some(session) = &state.session else { return html! {} };
     let s = session.borrow();
-    let Some(s) = s.as_any().downcast_ref::<Session>() else { return html! {} };
+    let Some(s) = s.as_any().downcast_ref::<Session>() else {
+        return html! {};
+    };
     let (clients, nodes, master) = (s.clients(), s.nodes(), s.master());
     let fire = |fault: Fault, label: String, testid: &'static str, disabled: bool| {
         let oninject = props.oninject.clone();

@@ -34,7 +34,11 @@ fn real_badge(state: &AppContext) -> Html {
                 Some(_) => format!("{} {topology}", Text::RealManaged.get(lang)),
                 None => topology,
             };
-            let factor = r.run_info().map(|(_, f)| f).filter(|f| *f > 1).map(|f| format!(" · {} ÷{f}", Text::RealTime.get(lang)));
+            let factor = r
+                .run_info()
+                .map(|(_, f)| f)
+                .filter(|f| *f > 1)
+                .map(|f| format!(" · {} ÷{f}", Text::RealTime.get(lang)));
             ("ok", format!("{version} · {place}{}", factor.unwrap_or_default()))
         }
         (Link::Open, Some(_)) => ("down", Text::RealRedisShort.get(lang).to_owned()),

@@ -27,7 +27,12 @@ pub fn lesson_list(props: &LessonListProps) -> Html {
         if h.lessons.iter().any(|l| l == id) {
             return None;
         }
-        Some(h.unsupported.get(id).cloned().unwrap_or_else(|| Text::RealSimOnly.get(lang).to_owned()))
+        Some(
+            h.unsupported
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| Text::RealSimOnly.get(lang).to_owned()),
+        )
     };
     use_score_changes();
     html! {

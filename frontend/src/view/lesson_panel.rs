@@ -51,7 +51,9 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     {
         let state = state.clone();
         use_effect_with((lesson_id.clone(), judged.clone()), move |(id, judged)| {
-            let (Some(id), Some(session)) = (id, &state.session) else { return };
+            let (Some(id), Some(session)) = (id, &state.session) else {
+                return;
+            };
             let s = session.borrow();
             let mut score = stored::load(id);
             let mut changed = false;
@@ -137,7 +139,11 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         let ongate = props.ongate.clone();
         let lesson_id = lesson_id.clone();
         Callback::from(move |guess: String| {
-            let mut g = if guesses.0 == lesson_id { guesses.1.clone() } else { BTreeMap::new() };
+            let mut g = if guesses.0 == lesson_id {
+                guesses.1.clone()
+            } else {
+                BTreeMap::new()
+            };
             g.insert(pos, guess);
             guesses.set((lesson_id.clone(), g));
             draft.set(String::new());
@@ -147,7 +153,13 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     };
     let quiz_box = if asks {
         let st = next.expect("asks implies a next step");
-        let question = st.quiz.as_ref().map(|q| if lang == crate::i18n::Lang::Zh { q.zh.clone() } else { q.en.clone() });
+        let question = st.quiz.as_ref().map(|q| {
+            if lang == crate::i18n::Lang::Zh {
+                q.zh.clone()
+            } else {
+                q.en.clone()
+            }
+        });
         let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
         let oninput = {
             let draft = draft.clone();
@@ -263,14 +275,22 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         let mut seen: Vec<String> = Vec::new();
         for e in &trace.events {
             if let locklab_core::trace::EventKind::Violation { violation: v } = &e.kind {
-                let t = if lang == crate::i18n::Lang::Zh { v.invariant.title_zh() } else { v.invariant.title() };
+                let t = if lang == crate::i18n::Lang::Zh {
+                    v.invariant.title_zh()
+                } else {
+                    v.invariant.title()
+                };
                 let who: Vec<String> = v
                     .actors
                     .iter()
                     .filter(|a| matches!(a, locklab_core::trace::Actor::Client(_)))
                     .map(|&a| trace.names.actor(a))
                     .collect();
-                let line = if who.is_empty() { t.to_owned() } else { format!("{t} ({})", who.join(", ")) };
+                let line = if who.is_empty() {
+                    t.to_owned()
+                } else {
+                    format!("{t} ({})", who.join(", "))
+                };
                 if !seen.contains(&line) {
                     seen.push(line);
                 }
@@ -291,7 +311,13 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             if prediction_right(st, g, &reply) {
                 return None;
             }
-            let q = st.quiz.as_ref().map(|q| if lang == crate::i18n::Lang::Zh { q.zh.clone() } else { q.en.clone() });
+            let q = st.quiz.as_ref().map(|q| {
+                if lang == crate::i18n::Lang::Zh {
+                    q.zh.clone()
+                } else {
+                    q.en.clone()
+                }
+            });
             let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).unwrap_or(reply);
             Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
         })

@@ -10,7 +10,7 @@ pub mod header;
 pub mod help;
 pub mod lesson_list;
 pub mod lesson_panel;
-pub mod score;
 pub mod loading;
 pub mod presenter;
+pub mod score;
 pub mod timeline;

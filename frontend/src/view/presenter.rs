@@ -36,7 +36,9 @@ pub fn caption(props: &CaptionProps) -> Html {
     let command = current.map(|i| s.step_text(i, lang));
     let actor = current.and_then(|i| l.steps[i].client.clone());
     let reply = current.and_then(|i| s.results().get(i).and_then(|r| r.reply.clone()));
-    let explain = current.and_then(|i| l.steps[i].explain.as_ref()).map(|t| catalog::text(t, lang).to_owned());
+    let explain = current
+        .and_then(|i| l.steps[i].explain.as_ref())
+        .map(|t| catalog::text(t, lang).to_owned());
     let first_line = explain.map(|e| e.lines().next().unwrap_or_default().to_owned());
     let finished = pos == len;
     let next_exists = {

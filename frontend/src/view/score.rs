@@ -23,7 +23,9 @@ fn storage() -> Option<web_sys::Storage> {
 
 /// A lesson's score as stored (empty if none).
 pub fn load(lesson: &str) -> Score {
-    storage().and_then(|s| s.get_item(&score::key(lesson)).ok().flatten()).map_or_else(Score::default, |v| Score::parse(&v))
+    storage()
+        .and_then(|s| s.get_item(&score::key(lesson)).ok().flatten())
+        .map_or_else(Score::default, |v| Score::parse(&v))
 }
 
 /// Store a lesson's score and tell the page.
@@ -57,8 +59,12 @@ pub fn use_score_changes() -> u32 {
         let changes = changes.clone();
         use_effect_with((), move |_| {
             let listeners = web_sys::window().map(|w| {
-                let bump = |changes: UseStateHandle<u32>| move |_: &web_sys::Event| changes.set(changes.wrapping_add(1));
-                [EventListener::new(&w, CHANGED, bump(changes.clone())), EventListener::new(&w, "storage", bump(changes))]
+                let bump =
+                    |changes: UseStateHandle<u32>| move |_: &web_sys::Event| changes.set(changes.wrapping_add(1));
+                [
+                    EventListener::new(&w, CHANGED, bump(changes.clone())),
+                    EventListener::new(&w, "storage", bump(changes)),
+                ]
             });
             move || drop(listeners)
         });

@@ -105,7 +105,10 @@ pub fn svg_data_url(markup: &str) -> String {
 /// then the plot and its legend, with the styles inlined.
 fn export_markup(svg: &Element, title: &str) -> String {
     let w: f64 = svg.get_attribute("width").and_then(|w| w.parse().ok()).unwrap_or(960.0);
-    let h: f64 = svg.get_attribute("height").and_then(|h| h.parse().ok()).unwrap_or(400.0);
+    let h: f64 = svg
+        .get_attribute("height")
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(400.0);
     let top = 34.0;
     let esc = title.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     format!(
@@ -175,7 +178,17 @@ fn lane_marks(props: &LaneMarksProps) -> Html {
 /// The axis break mark `⫽`, drawn (fonts may lack the glyph).
 fn break_mark(x: f64, y: f64, s: f64) -> String {
     let (dx, dy) = (3.0 * s, 6.0 * s);
-    format!("M{} {} l{} -{} M{} {} l{} -{}", f(x - dx - 1.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy), f(x - dx + 2.5 * s), f(y + dy), f(2.0 * dx), f(2.0 * dy))
+    format!(
+        "M{} {} l{} -{} M{} {} l{} -{}",
+        f(x - dx - 1.5 * s),
+        f(y + dy),
+        f(2.0 * dx),
+        f(2.0 * dy),
+        f(x - dx + 2.5 * s),
+        f(y + dy),
+        f(2.0 * dx),
+        f(2.0 * dy)
+    )
 }
 
 /// The swatch for a legend entry, at (x, y) = its left middle.
@@ -183,11 +196,21 @@ fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
     let (w, h) = (22.0 * s, 12.0 * s);
     let top = y - h / 2.0;
     match kind {
-        "held" => html! { <g class="bar owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
-        "ttl" => html! { <g class="bar owner-0"><rect class="ttl" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
-        "belief" => html! { <g class="bar belief owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> },
-        "command" => html! { <g class="mark ok owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
-        "nil" => html! { <g class="mark nil owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
+        "held" => {
+            html! { <g class="bar owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> }
+        }
+        "ttl" => {
+            html! { <g class="bar owner-0"><rect class="ttl" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> }
+        }
+        "belief" => {
+            html! { <g class="bar belief owner-0"><rect class="held" x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } rx="2" /></g> }
+        }
+        "command" => {
+            html! { <g class="mark ok owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> }
+        }
+        "nil" => {
+            html! { <g class="mark nil owner-0"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> }
+        }
         "error" => html! { <g class="mark error"><circle cx={ f(x + w / 2.0) } cy={ f(y) } r={ f(6.0 * s) } /></g> },
         "expired" => {
             let r = 6.0 * s;
@@ -217,7 +240,9 @@ fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
             html! { <g class={ classes!("span", kind.to_owned()) }><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> }
         }
         "violation" => html! { <g class="band"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /></g> },
-        "break" => html! { <g class="break burst"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /><path class="break-mark" d={ break_mark(x + w / 2.0, y, s * 0.8) } /></g> },
+        "break" => {
+            html! { <g class="break burst"><rect x={ f(x) } y={ f(top) } width={ f(w) } height={ f(h) } /><path class="break-mark" d={ break_mark(x + w / 2.0, y, s * 0.8) } /></g> }
+        }
         _ => html! {},
     }
 }
@@ -253,7 +278,10 @@ pub fn timeline() -> Html {
                             width.set(w);
                         }
                         let top = el.get_bounding_client_rect().top();
-                        let inner = web_sys::window().and_then(|w| w.inner_height().ok()).and_then(|h| h.as_f64()).unwrap_or(0.0);
+                        let inner = web_sys::window()
+                            .and_then(|w| w.inner_height().ok())
+                            .and_then(|h| h.as_f64())
+                            .unwrap_or(0.0);
                         let h = (inner - top - 16.0).max(200.0).floor();
                         if (h - *room).abs() >= 1.0 {
                             room.set(h);
@@ -273,11 +301,17 @@ pub fn timeline() -> Html {
     let onpointerdown = {
         let (scroll_ref, drag) = (scroll_ref.clone(), drag.clone());
         Callback::from(move |e: PointerEvent| {
-            let Some(el) = scroll_ref.cast::<Element>().filter(|_| pannable && e.button() == 0) else { return };
+            let Some(el) = scroll_ref.cast::<Element>().filter(|_| pannable && e.button() == 0) else {
+                return;
+            };
             // Capture: the drag goes on when the pointer leaves the plot.
             let _ = el.set_pointer_capture(e.pointer_id());
             let _ = el.class_list().add_1("dragging");
-            *drag.borrow_mut() = Some(Drag { pointer: e.pointer_id(), x: e.client_x(), scroll: el.scroll_left() });
+            *drag.borrow_mut() = Some(Drag {
+                pointer: e.pointer_id(),
+                x: e.client_x(),
+                scroll: el.scroll_left(),
+            });
         })
     };
     let onpointermove = {
@@ -324,40 +358,52 @@ pub fn timeline() -> Html {
     let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
         let state = state.clone();
         let room = *room;
-        let memo = use_memo((state.rev, lang, *zoom, state.lesson_id(), view_w as u32, state.present, room as u32, state.legend), move |_| {
-            let (trace, now) = match (&state.session, &state.real) {
-                (Some(s), _) => {
-                    let s = s.borrow();
-                    (s.trace(), s.now_ms())
-                }
-                (None, Some(r)) => {
-                    let r = r.borrow();
-                    (r.session_trace(), r.last_ms())
-                }
-                (None, None) => {
-                    let lab = state.lab.borrow();
-                    (lab.trace().clone(), lab.now_ms())
-                }
-            };
-            // Presenter mode: the biggest type (19 px down to 13 px) at
-            // which the whole timeline fits the screen's height.
-            let mut l = layout_in(&trace, now, lang, view_w, z, style);
-            if style == Style::PRESENT && room > 0.0 {
-                for font in [17.0, 15.5, 14.0, 13.0] {
-                    let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
-                    if fits {
-                        break;
+        let memo = use_memo(
+            (
+                state.rev,
+                lang,
+                *zoom,
+                state.lesson_id(),
+                view_w as u32,
+                state.present,
+                room as u32,
+                state.legend,
+            ),
+            move |_| {
+                let (trace, now) = match (&state.session, &state.real) {
+                    (Some(s), _) => {
+                        let s = s.borrow();
+                        (s.trace(), s.now_ms())
                     }
-                    l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                    (None, Some(r)) => {
+                        let r = r.borrow();
+                        (r.session_trace(), r.last_ms())
+                    }
+                    (None, None) => {
+                        let lab = state.lab.borrow();
+                        (lab.trace().clone(), lab.now_ms())
+                    }
+                };
+                // Presenter mode: the biggest type (19 px down to 13 px) at
+                // which the whole timeline fits the screen's height.
+                let mut l = layout_in(&trace, now, lang, view_w, z, style);
+                if style == Style::PRESENT && room > 0.0 {
+                    for font in [17.0, 15.5, 14.0, 13.0] {
+                        let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
+                        if fits {
+                            break;
+                        }
+                        l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                    }
                 }
-            }
-            let mut per_lane = vec![Vec::new(); l.lanes.len()];
-            for m in &l.marks {
-                per_lane[m.lane].push(m.clone());
-            }
-            let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
-            (Rc::new(l), Rc::new(per_lane), trace.events.len())
-        });
+                let mut per_lane = vec![Vec::new(); l.lanes.len()];
+                for m in &l.marks {
+                    per_lane[m.lane].push(m.clone());
+                }
+                let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
+                (Rc::new(l), Rc::new(per_lane), trace.events.len())
+            },
+        );
         (memo.0.clone(), memo.1.clone(), memo.2)
     };
     // After a zoom: keep the anchor (the pointer, or the present) in place.
@@ -382,7 +428,10 @@ pub fn timeline() -> Html {
             // Zoom around the present (the current step), centred.
             if let Some(el) = scroll_ref.cast::<Element>() {
                 let view = f64::from(el.client_width());
-                *anchor.borrow_mut() = Some(Anchor { share: now_x / width, offset: view / 2.0 });
+                *anchor.borrow_mut() = Some(Anchor {
+                    share: now_x / width,
+                    offset: view / 2.0,
+                });
             }
             zoom.set(if d == 0 { 0 } else { i });
         })
@@ -440,7 +489,9 @@ pub fn timeline() -> Html {
             }
             e.prevent_default();
             let markup = export_markup(&svg, &title);
-            let Ok(img) = web_sys::HtmlImageElement::new() else { return };
+            let Ok(img) = web_sys::HtmlImageElement::new() else {
+                return;
+            };
             let img2 = img.clone();
             let onload = wasm_bindgen::closure::Closure::once_into_js(move || {
                 let doc = web_sys::window().and_then(|w| w.document());
@@ -597,7 +648,9 @@ pub fn timeline() -> Html {
         html! { <g class="legend" data-testid="legend">{ for items }</g> }
     });
     let height = if state.legend { l.height } else { l.lanes_bottom + 8.0 };
-    let marks = per_lane.iter().map(|m| html! { <LaneMarks marks={ m.clone() } r={ 6.0 * s } /> });
+    let marks = per_lane
+        .iter()
+        .map(|m| html! { <LaneMarks marks={ m.clone() } r={ 6.0 * s } /> });
     let empty = events == 0;
     let first_mid = l.lanes.first().map_or(l.lanes_top + 20.0, |lane| lane.mid());
 

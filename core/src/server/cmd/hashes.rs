@@ -64,7 +64,9 @@ pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `HGET key field`
 pub(crate) fn hget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     match read(cx, &argv[1]) {
-        Ok(h) => h.and_then(|h| find(h, &argv[2])).map_or(Reply::Nil, |v| Reply::Bulk(v.clone())),
+        Ok(h) => h
+            .and_then(|h| find(h, &argv[2]))
+            .map_or(Reply::Nil, |v| Reply::Bulk(v.clone())),
         Err(e) => e,
     }
 }

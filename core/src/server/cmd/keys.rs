@@ -29,13 +29,18 @@ pub(crate) fn del(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `EXISTS key [key ...]`: repeated keys count repeatedly.
 pub(crate) fn exists(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let n = argv[1..].iter().filter(|k| cx.e.lookup_read(cx.db, k).is_some()).count();
+    let n = argv[1..]
+        .iter()
+        .filter(|k| cx.e.lookup_read(cx.db, k).is_some())
+        .count();
     Reply::Integer(n as i64)
 }
 
 /// `TYPE key`
 pub(crate) fn type_(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let name = cx.e.lookup_read(cx.db, &argv[1]).map_or("none", |e| e.value.type_name());
+    let name =
+        cx.e.lookup_read(cx.db, &argv[1])
+            .map_or("none", |e| e.value.type_name());
     Reply::status(name)
 }
 
@@ -149,7 +154,9 @@ fn ttl_generic(cx: &mut Ctx<'_>, key: &[u8], ms: bool) -> Reply {
 
 /// `PERSIST key`: 1 if a TTL was removed.
 pub(crate) fn persist(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let has_ttl = cx.e.lookup_write(cx.db, &argv[1]).is_some_and(|e| e.expires_at.is_some());
+    let has_ttl =
+        cx.e.lookup_write(cx.db, &argv[1])
+            .is_some_and(|e| e.expires_at.is_some());
     if !has_ttl {
         return Reply::Integer(0);
     }
@@ -163,14 +170,13 @@ pub(crate) fn keys(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let now = cx.e.now();
     let pattern = &argv[1];
     let all = pattern.as_slice() == b"*";
-    let found = cx
-        .e
-        .db(cx.db)
-        .keys()
-        .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
-        .filter(|(k, _)| all || glob_match(pattern, k, false))
-        .map(|(k, _)| Reply::Bulk(k.clone()))
-        .collect();
+    let found =
+        cx.e.db(cx.db)
+            .keys()
+            .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
+            .filter(|(k, _)| all || glob_match(pattern, k, false))
+            .map(|(k, _)| Reply::Bulk(k.clone()))
+            .collect();
     Reply::Array(found)
 }
 
@@ -352,13 +358,12 @@ pub(crate) fn copy(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// deletes them when it meets them.
 pub(crate) fn randomkey(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> Reply {
     let now = cx.e.now();
-    let live: Vec<Vec<u8>> = cx
-        .e
-        .db(cx.db)
-        .keys()
-        .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
-        .map(|(k, _)| k.clone())
-        .collect();
+    let live: Vec<Vec<u8>> =
+        cx.e.db(cx.db)
+            .keys()
+            .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
+            .map(|(k, _)| k.clone())
+            .collect();
     if live.is_empty() {
         return Reply::Nil;
     }

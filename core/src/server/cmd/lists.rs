@@ -17,11 +17,7 @@ use crate::server::{Ctx, Engine};
 type List = VecDeque<Vec<u8>>;
 
 /// The key's list and TTL for a change; `None` when missing.
-fn list_for_write(
-    e: &mut Engine,
-    db: usize,
-    key: &[u8],
-) -> Result<Option<(List, Option<u64>)>, Reply> {
+fn list_for_write(e: &mut Engine, db: usize, key: &[u8]) -> Result<Option<(List, Option<u64>)>, Reply> {
     match e.lookup_write(db, key) {
         None => Ok(None),
         Some(entry) => match &entry.value {
@@ -96,9 +92,7 @@ pub(crate) fn rpushx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
     if argv.len() > 3 {
-        return Reply::error(format!(
-            "ERR wrong number of arguments for '{name}' command"
-        ));
+        return Reply::error(format!("ERR wrong number of arguments for '{name}' command"));
     }
     let count = match argv.get(2).map(|c| int_arg(c)) {
         None => None,
@@ -108,21 +102,11 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     };
     let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
         Ok(Some(x)) => x,
-        Ok(None) => {
-            return if count.is_some() {
-                Reply::NilArray
-            } else {
-                Reply::Nil
-            }
-        }
+        Ok(None) => return if count.is_some() { Reply::NilArray } else { Reply::Nil },
         Err(e) => return e,
     };
     let Some(count) = count else {
-        let v = if left {
-            list.pop_front()
-        } else {
-            list.pop_back()
-        };
+        let v = if left { list.pop_front() } else { list.pop_back() };
         put(cx.e, cx.db, &argv[1], list, ttl);
         cx.e.propagate(|| argv.to_vec());
         return v.map_or(Reply::Nil, Reply::Bulk);
@@ -132,13 +116,7 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     }
     let n = count.min(list.len());
     let popped: Vec<Reply> = (0..n)
-        .filter_map(|_| {
-            if left {
-                list.pop_front()
-            } else {
-                list.pop_back()
-            }
-        })
+        .filter_map(|_| if left { list.pop_front() } else { list.pop_back() })
         .map(Reply::Bulk)
         .collect();
     put(cx.e, cx.db, &argv[1], list, ttl);
@@ -202,11 +180,7 @@ pub(crate) fn lindex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     match read_list(cx, &argv[1]) {
         Ok(Some(l)) => {
-            let i = if index < 0 {
-                index + l.len() as i64
-            } else {
-                index
-            };
+            let i = if index < 0 { index + l.len() as i64 } else { index };
             usize::try_from(i)
                 .ok()
                 .and_then(|i| l.get(i))
@@ -244,11 +218,7 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
     };
     let kept: List = if count < 0 {
-        let mut k: Vec<Vec<u8>> = list
-            .into_iter()
-            .rev()
-            .filter(|v| keep(v, &mut removed))
-            .collect();
+        let mut k: Vec<Vec<u8>> = list.into_iter().rev().filter(|v| keep(v, &mut removed)).collect();
         k.reverse();
         k.into()
     } else {
@@ -274,14 +244,7 @@ fn position(arg: &[u8]) -> Result<bool, Reply> {
 
 /// `lmoveGenericCommand`: pop from `src`, push onto `dst`, reply the
 /// element; nil when `src` is missing. Both keys are type-checked first.
-fn lmove_generic(
-    e: &mut Engine,
-    db: usize,
-    src: &[u8],
-    dst: &[u8],
-    from_left: bool,
-    to_left: bool,
-) -> Reply {
+fn lmove_generic(e: &mut Engine, db: usize, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Reply {
     let (mut list, ttl) = match list_for_write(e, db, src) {
         Ok(Some(x)) => x,
         Ok(None) => return Reply::Nil,
@@ -290,11 +253,7 @@ fn lmove_generic(
     if let Err(err) = list_for_write(e, db, dst) {
         return err;
     }
-    let Some(v) = (if from_left {
-        list.pop_front()
-    } else {
-        list.pop_back()
-    }) else {
+    let Some(v) = (if from_left { list.pop_front() } else { list.pop_back() }) else {
         return Reply::Nil;
     };
     put(e, db, src, list, ttl);
@@ -350,8 +309,7 @@ fn bpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
     for key in keys {
         match list_for_write(cx.e, cx.db, key) {
             Ok(Some(_)) => {
-                return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left })
-                    .unwrap_or(Reply::NilArray);
+                return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left }).unwrap_or(Reply::NilArray);
             }
             Ok(None) => {}
             Err(e) => return e,
@@ -380,14 +338,7 @@ pub(crate) fn brpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `blmoveGenericCommand`
-fn bmove(
-    cx: &mut Ctx<'_>,
-    src: &[u8],
-    dst: &[u8],
-    from_left: bool,
-    to_left: bool,
-    timeout: &[u8],
-) -> Reply {
+fn bmove(cx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, timeout: &[u8]) -> Reply {
     let (timeout_ms, deadline) = match deadline(cx.e, timeout) {
         Ok(d) => d,
         Err(e) => return e,
@@ -430,26 +381,14 @@ pub(crate) fn brpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `serveClientBlockedOnList`: pop one element of the list at `key` for a
 /// blocked client; `None` if there is no list there (nothing to serve).
 /// Propagated as the non-blocking command, as redis-server rewrites it.
-pub(crate) fn serve_blocked(
-    e: &mut Engine,
-    db: usize,
-    key: &[u8],
-    kind: &BlockKind,
-) -> Option<Reply> {
+pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockKind) -> Option<Reply> {
     match kind {
         BlockKind::Pop { left } => {
             let (mut list, ttl) = list_for_write(e, db, key).ok()??;
-            let v = if *left {
-                list.pop_front()
-            } else {
-                list.pop_back()
-            }?;
+            let v = if *left { list.pop_front() } else { list.pop_back() }?;
             put(e, db, key, list, ttl);
             e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
-            Some(Reply::Array(vec![
-                Reply::Bulk(key.to_vec()),
-                Reply::Bulk(v),
-            ]))
+            Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
         }
         BlockKind::Move {
             dst,

@@ -132,7 +132,17 @@ mod tests {
         assert_eq!(parse_i64(b"0"), Some(0));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
-        for bad in [&b"9223372036854775808"[..], b"-0", b"01", b"+1", b" 1", b"1 ", b"", b"1.0", b"-"] {
+        for bad in [
+            &b"9223372036854775808"[..],
+            b"-0",
+            b"01",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"",
+            b"1.0",
+            b"-",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

@@ -41,11 +41,7 @@ fn each_or_all(cx: &mut Ctx<'_>, argv: &[Vec<u8>], patterns: bool, op: Op) -> Re
     }
     let mine = cx.e.pubsub.channels_of(conn, patterns);
     if mine.is_empty() {
-        let kind = if patterns {
-            "punsubscribe"
-        } else {
-            "unsubscribe"
-        };
+        let kind = if patterns { "punsubscribe" } else { "unsubscribe" };
         return cx.e.pubsub.confirm(kind, None, conn);
     }
     each(cx, &mine, op)
@@ -132,12 +128,7 @@ pub(crate) fn pubsub(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Array(
             argv[2..]
                 .iter()
-                .flat_map(|c| {
-                    [
-                        Reply::Bulk(c.clone()),
-                        Reply::Integer(cx.e.pubsub.numsub(c) as i64),
-                    ]
-                })
+                .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Integer(cx.e.pubsub.numsub(c) as i64)])
                 .collect(),
         );
     }

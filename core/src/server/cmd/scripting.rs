@@ -29,9 +29,7 @@ fn c128(b: &[u8]) -> String {
 }
 
 fn wrong_args(full_name: &str) -> Reply {
-    Reply::Error(format!(
-        "ERR wrong number of arguments for '{full_name}' command"
-    ))
+    Reply::Error(format!("ERR wrong number of arguments for '{full_name}' command"))
 }
 
 /// Redis's arity rule: positive is exact, negative is a minimum.
@@ -58,9 +56,7 @@ fn split_keys<'a>(argv: &'a [Vec<u8>], bad: &str) -> Result<KeysAndArgs<'a>, Rep
     };
     let available = argv.len() as i64 - 3;
     if n > available {
-        return Err(Reply::error(
-            "ERR Number of keys can't be greater than number of args",
-        ));
+        return Err(Reply::error("ERR Number of keys can't be greater than number of args"));
     }
     if n < 0 {
         return Err(Reply::error("ERR Number of keys can't be negative"));
@@ -164,10 +160,7 @@ const FUNCTION_HELP: &[&str] = &[
 
 /// A subcommand's name (lower case) and arity, or the unknown-subcommand
 /// error.
-fn subcommand(
-    argv: &[Vec<u8>],
-    table: &[(&'static str, i64)],
-) -> Result<(&'static str, i64), Reply> {
+fn subcommand(argv: &[Vec<u8>], table: &[(&'static str, i64)]) -> Result<(&'static str, i64), Reply> {
     let container = text(&argv[0]).to_uppercase();
     let Some(sub) = argv.get(1) else {
         return Err(wrong_args(&container.to_lowercase()));
@@ -177,11 +170,7 @@ fn subcommand(
         Some(&(name, arity)) if arity_ok(arity, argv.len()) => Ok((name, arity)),
         Some(&(name, _)) => Err(wrong_args(&format!("{}|{name}", container.to_lowercase()))),
         None => Err(Reply::Error(one_line(
-            format!(
-                "ERR unknown subcommand '{}'. Try {container} HELP.",
-                c128(sub)
-            )
-            .as_bytes(),
+            format!("ERR unknown subcommand '{}'. Try {container} HELP.", c128(sub)).as_bytes(),
         ))),
     }
 }
@@ -218,9 +207,7 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
             let ok = match argv.get(2) {
                 None => argv.len() == 2,
                 Some(mode) => {
-                    argv.len() == 3
-                        && (mode.eq_ignore_ascii_case(b"sync")
-                            || mode.eq_ignore_ascii_case(b"async"))
+                    argv.len() == 3 && (mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async"))
                 }
             };
             if !ok {
@@ -285,9 +272,7 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
                     replace = true;
                     continue;
                 }
-                return Reply::Error(one_line(
-                    format!("ERR Unknown option given: {}", text(arg)).as_bytes(),
-                ));
+                return Reply::Error(one_line(format!("ERR Unknown option given: {}", text(arg)).as_bytes()));
             }
             if pos >= argv.len() {
                 return Reply::error("ERR Function code is missing");
@@ -310,9 +295,7 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
                     i += 1;
                     pattern = Some(&argv[i]);
                 } else {
-                    return Reply::Error(one_line(
-                        format!("ERR Unknown argument {}", text(arg)).as_bytes(),
-                    ));
+                    return Reply::Error(one_line(format!("ERR Unknown argument {}", text(arg)).as_bytes()));
                 }
                 i += 1;
             }
@@ -324,9 +307,7 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
             }
             let ok = match argv.get(2) {
                 None => true,
-                Some(mode) => {
-                    mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async")
-                }
+                Some(mode) => mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async"),
             };
             if !ok {
                 return Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
@@ -373,11 +354,7 @@ mod tests {
     impl ScriptHost for Fake {
         fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
             match argv[0].to_ascii_lowercase().as_slice() {
-                b"get" => self
-                    .0
-                    .get(&argv[1])
-                    .cloned()
-                    .map_or(Reply::Nil, Reply::Bulk),
+                b"get" => self.0.get(&argv[1]).cloned().map_or(Reply::Nil, Reply::Bulk),
                 b"set" => {
                     self.0.insert(argv[1].clone(), argv[2].clone());
                     Reply::ok()
@@ -461,11 +438,7 @@ mod tests {
                     "e0e1"
                 ]
             ),
-            Reply::Array(vec![
-                Reply::Integer(1),
-                Reply::Integer(1),
-                Reply::Integer(0)
-            ])
+            Reply::Array(vec![Reply::Integer(1), Reply::Integer(1), Reply::Integer(0)])
         );
         assert_eq!(
             err(run(&mut s, &mut h, &["SCRIPT", "LOAD"])),
@@ -503,19 +476,12 @@ mod tests {
             err(run(&mut s, &mut h, &["SCRIPT", "DEBUG", "MAYBE"])),
             "ERR Use SCRIPT DEBUG YES/SYNC/NO"
         );
-        assert_eq!(
-            run(&mut s, &mut h, &["SCRIPT", "FLUSH", "ASYNC"]),
-            Reply::ok()
-        );
+        assert_eq!(run(&mut s, &mut h, &["SCRIPT", "FLUSH", "ASYNC"]), Reply::ok());
         assert_eq!(
             run(
                 &mut s,
                 &mut h,
-                &[
-                    "SCRIPT",
-                    "EXISTS",
-                    "b534286061d4b9e4026607613b95c06c06015ae8"
-                ]
+                &["SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8"]
             ),
             Reply::Array(vec![Reply::Integer(0)])
         );
@@ -571,11 +537,7 @@ mod tests {
             "ERR Unknown argument BOGUS"
         );
         assert_eq!(
-            err(run(
-                &mut s,
-                &mut h,
-                &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"]
-            )),
+            err(run(&mut s, &mut h, &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"])),
             "ERR Unknown argument WITHCODE"
         );
         assert_eq!(
@@ -598,10 +560,7 @@ mod tests {
             err(run(&mut s, &mut h, &["FUNCTION", "HELP", "x"])),
             "ERR wrong number of arguments for 'function|help' command"
         );
-        assert_eq!(
-            run(&mut s, &mut h, &["FUNCTION", "LIST"]),
-            Reply::Array(vec![])
-        );
+        assert_eq!(run(&mut s, &mut h, &["FUNCTION", "LIST"]), Reply::Array(vec![]));
         let Reply::Array(lines) = run(&mut s, &mut h, &["FUNCTION", "HELP"]) else {
             panic!()
         };

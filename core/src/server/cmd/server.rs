@@ -85,9 +85,7 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Integer(acked);
     }
     if timeout == 0 {
-        return Reply::error(
-            "ERR WAIT with timeout 0 would block forever: this simulated node has no replicas",
-        );
+        return Reply::error("ERR WAIT with timeout 0 would block forever: this simulated node has no replicas");
     }
     cx.e.block_for(timeout);
     Reply::Integer(acked)
@@ -98,8 +96,14 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `field:value` lines, CRLF, a blank line between sections).
 pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     const ALL: [&str; 5] = ["server", "clients", "stats", "replication", "keyspace"];
-    let wanted: Vec<String> = argv[1..].iter().map(|a| String::from_utf8_lossy(a).to_lowercase()).collect();
-    let everything = wanted.is_empty() || wanted.iter().any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let wanted: Vec<String> = argv[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_lowercase())
+        .collect();
+    let everything = wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
     let mut out = String::new();
     for section in ALL {
         if !everything && !wanted.iter().any(|w| w == section) {
@@ -154,9 +158,17 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             out.push_str("# Keyspace\r\n");
             let now = e.now();
             for (i, db) in e.dbs().iter().enumerate().filter(|(_, db)| !db.is_empty()) {
-                let ttls: Vec<u64> = db.keys().filter_map(|(_, en)| en.expires_at).map(|at| at.saturating_sub(now)).collect();
+                let ttls: Vec<u64> = db
+                    .keys()
+                    .filter_map(|(_, en)| en.expires_at)
+                    .map(|at| at.saturating_sub(now))
+                    .collect();
                 let avg = ttls.iter().sum::<u64>().checked_div(ttls.len() as u64).unwrap_or(0);
-                kv(out, &format!("db{i}"), format_args!("keys={},expires={},avg_ttl={}", db.len(), db.expires_count(), avg));
+                kv(
+                    out,
+                    &format!("db{i}"),
+                    format_args!("keys={},expires={},avg_ttl={}", db.len(), db.expires_count(), avg),
+                );
             }
         }
         _ => {}

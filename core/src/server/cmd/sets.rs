@@ -73,12 +73,7 @@ pub(crate) fn srem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 pub(crate) fn smembers(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     match read_set(cx, &argv[1]) {
         Ok(None) => Reply::Set(Vec::new()),
-        Ok(Some(s)) => Reply::Set(
-            ordered(s)
-                .into_iter()
-                .map(|m| Reply::Bulk(m.clone()))
-                .collect(),
-        ),
+        Ok(Some(s)) => Reply::Set(ordered(s).into_iter().map(|m| Reply::Bulk(m.clone())).collect()),
         Err(e) => e,
     }
 }

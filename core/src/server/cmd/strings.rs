@@ -53,8 +53,14 @@ enum Expiry {
     Clear,
     KeepTtl,
     /// EX/PX: relative, in ms; EXAT/PXAT: absolute, in ms.
-    Relative { ms: i64, seconds: bool },
-    Absolute { ms: i64, seconds: bool },
+    Relative {
+        ms: i64,
+        seconds: bool,
+    },
+    Absolute {
+        ms: i64,
+        seconds: bool,
+    },
 }
 
 /// `SET key value [NX | XX | IFEQ v | IFNE v | IFDEQ d | IFDNE d] [GET]
@@ -77,9 +83,15 @@ pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         let has_expiry = !matches!(expiry, Expiry::Clear);
         let exp_kind = |unit_seconds: bool, absolute: bool| {
             if absolute {
-                Expiry::Absolute { ms: 0, seconds: unit_seconds }
+                Expiry::Absolute {
+                    ms: 0,
+                    seconds: unit_seconds,
+                }
             } else {
-                Expiry::Relative { ms: 0, seconds: unit_seconds }
+                Expiry::Relative {
+                    ms: 0,
+                    seconds: unit_seconds,
+                }
             }
         };
         let same_expiry = |e: Expiry, seconds: bool, absolute: bool| match e {
@@ -117,7 +129,9 @@ pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let now = cx.e.now() as i64;
     let deadline = match (expiry, expire_arg) {
         (Expiry::Relative { seconds, .. } | Expiry::Absolute { seconds, .. }, Some(raw)) => {
-            let Some(mut ms) = parse_i64(raw) else { return not_integer() };
+            let Some(mut ms) = parse_i64(raw) else {
+                return not_integer();
+            };
             if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
                 return invalid_expire("set");
             }
@@ -318,7 +332,9 @@ fn incr_by(cx: &mut Ctx<'_>, argv: &[Vec<u8>], by: i64) -> Reply {
 /// its deadline; propagated as `SET key value PXAT ms`.
 fn set_with_ttl(cx: &mut Ctx<'_>, argv: &[Vec<u8>], seconds: bool) -> Reply {
     let name = String::from_utf8_lossy(&argv[0]).to_lowercase();
-    let Some(mut ms) = parse_i64(&argv[2]) else { return not_integer() };
+    let Some(mut ms) = parse_i64(&argv[2]) else {
+        return not_integer();
+    };
     if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
         return invalid_expire(&name);
     }
@@ -377,7 +393,9 @@ pub(crate) fn getex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     let now = cx.e.now() as i64;
     if let Some(((seconds, absolute), raw)) = expiry {
-        let Some(mut ms) = parse_i64(raw) else { return not_integer() };
+        let Some(mut ms) = parse_i64(raw) else {
+            return not_integer();
+        };
         if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
             return invalid_expire("getex");
         }
@@ -467,7 +485,9 @@ const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
 
 fn check_string_length(size: u64, append: u64) -> Result<(), Reply> {
     if size.saturating_add(append) > PROTO_MAX_BULK_LEN {
-        return Err(Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
+        return Err(Reply::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
     }
     Ok(())
 }

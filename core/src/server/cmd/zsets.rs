@@ -230,25 +230,12 @@ impl ScoreRange {
             _ => strtod_full(b).map(|v| (v, false)),
         };
         let ((min, minex), (max, maxex)) = (bound(min)?, bound(max)?);
-        Some(ScoreRange {
-            min,
-            minex,
-            max,
-            maxex,
-        })
+        Some(ScoreRange { min, minex, max, maxex })
     }
 
     fn contains(&self, s: f64) -> bool {
-        let above = if self.minex {
-            s > self.min
-        } else {
-            s >= self.min
-        };
-        let below = if self.maxex {
-            s < self.max
-        } else {
-            s <= self.max
-        };
+        let above = if self.minex { s > self.min } else { s >= self.min };
+        let below = if self.maxex { s < self.max } else { s <= self.max };
         above && below
     }
 }
@@ -302,12 +289,7 @@ enum RangeType {
 
 /// `zrangeGenericCommand`: `fixed` is the range type a legacy command
 /// implies (ZRANGEBYSCORE), `rev` its direction (ZREVRANGE…).
-fn zrange_generic(
-    cx: &mut Ctx<'_>,
-    argv: &[Vec<u8>],
-    fixed: RangeType,
-    rev: Option<bool>,
-) -> Reply {
+fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Option<bool>) -> Reply {
     let mut rangetype = fixed;
     let mut direction = rev;
     let mut withscores = false;
@@ -340,14 +322,10 @@ fn zrange_generic(
         rangetype = RangeType::Rank;
     }
     if limit != -1 && rangetype == RangeType::Rank {
-        return Reply::error(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        );
+        return Reply::error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
     }
     if withscores && rangetype == RangeType::Lex {
-        return Reply::error(
-            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-        );
+        return Reply::error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
     }
     let (mut minarg, mut maxarg) = (&argv[2], &argv[3]);
     if rev && rangetype != RangeType::Rank {
@@ -422,12 +400,7 @@ fn zrange_generic(
                 .collect(),
         )
     } else {
-        Reply::Array(
-            picked
-                .into_iter()
-                .map(|(m, _)| Reply::Bulk(m.to_vec()))
-                .collect(),
-        )
+        Reply::Array(picked.into_iter().map(|(m, _)| Reply::Bulk(m.to_vec())).collect())
     }
 }
 
@@ -472,9 +445,7 @@ pub(crate) fn zcount(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::error("ERR min or max is not a float");
     };
     match read_zset(cx, &argv[1]) {
-        Ok(z) => Reply::Integer(z.map_or(0, |z| {
-            z.iter().filter(|(_, s)| r.contains(*s)).count() as i64
-        })),
+        Ok(z) => Reply::Integer(z.map_or(0, |z| z.iter().filter(|(_, s)| r.contains(*s)).count() as i64)),
         Err(e) => e,
     }
 }
@@ -515,11 +486,7 @@ pub(crate) fn zremrangebyrank(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// Remove the members `victims` picks; reply how many.
-fn remove_where(
-    cx: &mut Ctx<'_>,
-    argv: &[Vec<u8>],
-    victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>,
-) -> Reply {
+fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>) -> Reply {
     let (mut z, ttl) = match zset_for_write(cx, &argv[1]) {
         Ok(Some(x)) => x,
         Ok(None) => return Reply::Integer(0),
