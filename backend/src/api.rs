@@ -91,14 +91,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
-use locklab_core::cli::{self, MAX_CONSOLE_REPEAT};
+use locklab_core::cli::CliError;
+use locklab_core::console;
+use locklab_core::protocol::{Backing, ClientMsg, FaultKind, Health, ServerMsg};
 use locklab_core::reply::Reply;
 use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
-use locklab_core::trace::{Event, Names};
-use serde::{Deserialize, Serialize};
 
-use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
 use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
@@ -106,7 +105,7 @@ use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::origin::OriginPolicy;
 use crate::real::RealConnection;
 use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
+use crate::topology::{Fault, Topology, TopologyKind};
 
 /// Most managed topologies alive at once across all WebSockets (each is up
 /// to five processes).
@@ -187,35 +186,14 @@ pub fn api_router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// `GET /api/real/health`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct RealHealth {
-    /// The user's server answers `PING`, or (no `--redis`) a `redis-server`
-    /// binary is there to start managed ones.
-    pub reachable: bool,
-    /// `redis_version` of the user's server, or of the binary.
-    pub version: Option<String>,
-    /// `external` or `managed`.
-    pub topology: String,
-    /// Ids of the lessons this backend can play on real servers: on a
-    /// managed backend every lesson the runner supports, on its own
-    /// topology; with `--redis` the single-node ones.
-    pub lessons: Vec<String>,
-    /// Every other lesson, with the reason it cannot run here.
-    #[serde(default)]
-    pub unsupported: std::collections::BTreeMap<String, String>,
-    /// Why not reachable, when it is not.
-    pub error: Option<String>,
-}
-
-async fn health(State(state): State<ApiState>) -> Json<RealHealth> {
+async fn health(State(state): State<ApiState>) -> Json<Health> {
     let redis = state.redis.clone();
     let h = tokio::task::spawn_blocking(move || real_health(redis.as_deref()))
         .await
-        .unwrap_or_else(|e| RealHealth {
+        .unwrap_or_else(|e| Health {
             reachable: false,
             version: None,
-            topology: "unknown".into(),
+            topology: Backing::Unknown,
             lessons: Vec::new(),
             unsupported: Default::default(),
             error: Some(e.to_string()),
@@ -224,7 +202,7 @@ async fn health(State(state): State<ApiState>) -> Json<RealHealth> {
 }
 
 /// The health report, synchronously (also for the CLI).
-pub fn real_health(redis: Option<&str>) -> RealHealth {
+pub fn real_health(redis: Option<&str>) -> Health {
     let target = match redis {
         Some(url) => Topology::external(url),
         None => Topology::External(String::new()),
@@ -250,28 +228,28 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                 c.execute(&[b"INFO".to_vec(), b"server".to_vec()])
             });
             match probe {
-                Ok(Reply::Bulk(text)) => RealHealth {
+                Ok(Reply::Bulk(text)) => Health {
                     reachable: true,
                     version: String::from_utf8_lossy(&text)
                         .lines()
                         .find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_owned())),
-                    topology: "external".into(),
+                    topology: Backing::External,
                     lessons,
                     unsupported,
                     error: None,
                 },
-                Ok(other) => RealHealth {
+                Ok(other) => Health {
                     reachable: true,
                     version: None,
-                    topology: "external".into(),
+                    topology: Backing::External,
                     lessons,
                     unsupported,
                     error: Some(other.to_cli()),
                 },
-                Err(e) => RealHealth {
+                Err(e) => Health {
                     reachable: false,
                     version: None,
-                    topology: "external".into(),
+                    topology: Backing::External,
                     lessons,
                     unsupported,
                     error: Some(e.to_string()),
@@ -285,91 +263,16 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
                 text.split_whitespace()
                     .find_map(|w| w.strip_prefix("v=").map(str::to_owned))
             });
-            RealHealth {
+            Health {
                 reachable: version.is_some(),
                 error: version.is_none().then(|| crate::redis_server::NOT_FOUND.to_owned()),
                 version,
-                topology: "managed".into(),
+                topology: Backing::Managed,
                 lessons,
                 unsupported,
             }
         }
     }
-}
-
-/// A message from the browser.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum ClientMsg {
-    Command {
-        client: String,
-        line: String,
-        #[serde(default)]
-        node: u32,
-    },
-    Topology {
-        kind: String,
-    },
-    Fault {
-        fault: String,
-        #[serde(default)]
-        node: u32,
-    },
-    Lesson {
-        id: String,
-        #[serde(default)]
-        factor: Option<u64>,
-        #[serde(default)]
-        lang: Option<String>,
-    },
-    LessonStep,
-}
-
-/// A message to the browser.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum ServerMsg {
-    Hello {
-        session: String,
-        prefix: String,
-        topology: String,
-        nodes: Vec<NodeInfo>,
-        names: Names,
-    },
-    Event {
-        event: Event,
-    },
-    Reply {
-        client: String,
-        text: String,
-    },
-    Names {
-        names: Names,
-    },
-    Topology {
-        kind: String,
-        nodes: Vec<NodeInfo>,
-    },
-    Lesson {
-        id: String,
-        steps: usize,
-        server_version: String,
-        factor: u64,
-        topology: String,
-        nodes: Vec<NodeInfo>,
-        names: Names,
-        notice: Option<String>,
-    },
-    Step {
-        result: StepResult,
-        note: Option<String>,
-    },
-    LessonDone {
-        passed: bool,
-    },
-    Error {
-        message: String,
-    },
 }
 
 /// A managed-topology slot, given back on drop.
@@ -480,12 +383,6 @@ impl Lab {
                     });
                     return out;
                 }
-                let Some(kind) = TopologyKind::parse(&kind) else {
-                    out.push(ServerMsg::Error {
-                        message: format!("unknown topology {kind:?}: single, replicated, redlock5 or cluster3"),
-                    });
-                    return out;
-                };
                 if let Err(message) = self.start_managed(kind) {
                     out.push(ServerMsg::Error { message });
                     return out;
@@ -495,21 +392,7 @@ impl Lab {
                 }
             }
             ClientMsg::Fault { fault, node } => {
-                let fault = match fault.as_str() {
-                    "pause" => Fault::Pause { node },
-                    "resume" => Fault::Resume { node },
-                    "crash" => Fault::Crash { node },
-                    "restart" => Fault::Restart { node },
-                    "cut_replication" => Fault::CutReplication { node },
-                    "heal_replication" => Fault::HealReplication { node },
-                    "promote" => Fault::Promote { node },
-                    other => {
-                        out.push(ServerMsg::Error {
-                            message: format!("unknown fault {other:?}"),
-                        });
-                        return out;
-                    }
-                };
+                let fault = real_fault(fault, node);
                 let Some(topo) = self.topology.as_mut() else {
                     out.push(ServerMsg::Error {
                         message: "no topology yet: send a command or a topology message first".into(),
@@ -527,7 +410,7 @@ impl Lab {
                             out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
                         }
                         out.push(ServerMsg::Topology {
-                            kind: topo.kind_name().into(),
+                            kind: topo.served(),
                             nodes: topo.nodes(),
                         });
                     }
@@ -535,7 +418,7 @@ impl Lab {
                 }
             }
             ClientMsg::Lesson { id, factor, lang } => {
-                if let Err(message) = self.start_lesson(&id, factor, lang.as_deref(), &mut out) {
+                if let Err(message) = self.start_lesson(&id, factor, lang, &mut out) {
                     out.push(ServerMsg::Error { message });
                 }
             }
@@ -550,14 +433,11 @@ impl Lab {
         &mut self,
         id: &str,
         factor: Option<u64>,
-        lang: Option<&str>,
+        lang: Option<Lang>,
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), String> {
         self.run = None;
-        let lang = match lang {
-            None => Lang::En,
-            Some(l) => Lang::parse(l).ok_or_else(|| format!("unknown lang {l:?}: en or zh"))?,
-        };
+        let lang = lang.unwrap_or_default();
         let lesson = find_lesson(id)?;
         let factor = factor.unwrap_or_else(|| lesson_real::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
@@ -610,7 +490,7 @@ impl Lab {
             factor: run.factor(),
             // The lesson's kind (the hello says whether it is the user's
             // server): what the browser lays its lanes out by.
-            topology: lesson_real::topology_kind(&lesson).as_str().into(),
+            topology: lesson_real::topology_kind(&lesson).into(),
             nodes: topology.nodes(),
             names: session.names().clone(),
             notice: run.notice().map(str::to_owned),
@@ -753,7 +633,7 @@ impl Lab {
         out.push(ServerMsg::Hello {
             session: s.id().into(),
             prefix: s.prefix().into(),
-            topology: topo.kind_name().into(),
+            topology: topo.served(),
             nodes: topo.nodes(),
             names: s.names().clone(),
         });
@@ -762,13 +642,13 @@ impl Lab {
     }
 }
 
-/// One console line, as redis-cli runs it: split into arguments, a repeat
-/// prefix (`3 INCR n`, at most [`MAX_CONSOLE_REPEAT`] times, as the
-/// simulator's console), every reply rendered for its command (INFO raw,
-/// not a quoted bulk). A line the session refuses before splitting it (too
-/// long, unbalanced quotes, empty) gets the session's own error.
-/// `after` runs after each command that got a reply, with the client's
-/// index and the node the command went to (a cluster routes it by slot).
+/// One console line, down core's one console path ([`console::run`]: the
+/// split, the repeat prefix at most [`console::Limits::BROWSER`] times,
+/// redis-cli's rendering). A line the session refuses before splitting it
+/// (too long for the session, unbalanced quotes, empty) gets the session's
+/// own error, which also notes it on the client's lane. `after` runs after
+/// each command that got a reply, with the client's index and the node the
+/// command went to (a cluster routes it by slot).
 fn console_line(
     s: &mut Session,
     client: &str,
@@ -777,31 +657,45 @@ fn console_line(
     max_line: usize,
     mut after: impl FnMut(&mut Session, u32, u32, &[Vec<u8>], &Reply),
 ) -> String {
-    let argv = (line.len() <= max_line)
-        .then(|| cli::parse(line).ok())
-        .flatten()
-        .filter(|a| !a.is_empty());
-    let Some(mut argv) = argv else {
-        return s.run_line(client, node, line).unwrap_or_else(|e| e.to_reply()).to_cli();
+    let limits = console::Limits {
+        max_line,
+        ..console::Limits::BROWSER
     };
-    let repeat = match cli::take_repeat(&mut argv) {
-        Ok(n) => n.min(MAX_CONSOLE_REPEAT),
-        Err(e) => return e.to_string(),
-    };
-    let mut text = String::new();
-    for _ in 0..repeat {
-        let reply = match s.run_routed(client, node, &argv) {
+    match console::read(line.as_bytes(), limits) {
+        console::Typed::Run { .. } => {}
+        // redis-cli's own refusal of a repeat count: nothing was sent.
+        console::Typed::Refused(why @ console::Refusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
+        _ => {
+            if let Err(e) = s.run_line(client, node, line) {
+                return e.to_reply().to_cli();
+            }
+        }
+    }
+    let text = console::run(line.as_bytes(), limits, |argv| {
+        Some(match s.run_routed(client, node, argv) {
             Ok((at, reply)) => {
                 if let Ok(cid) = s.client(client) {
-                    after(s, cid, at, &argv, &reply);
+                    after(s, cid, at, argv, &reply);
                 }
                 reply
             }
             Err(e) => e.to_reply(),
-        };
-        text.push_str(&cli::render(&argv, &reply));
-    }
+        })
+    });
     text.trim_end_matches(['\r', '\n']).to_owned()
+}
+
+/// The fault a `fault` message asks for, on node `node`.
+fn real_fault(kind: FaultKind, node: u32) -> Fault {
+    match kind {
+        FaultKind::Pause => Fault::Pause { node },
+        FaultKind::Resume => Fault::Resume { node },
+        FaultKind::Crash => Fault::Crash { node },
+        FaultKind::Restart => Fault::Restart { node },
+        FaultKind::CutReplication => Fault::CutReplication { node },
+        FaultKind::HealReplication => Fault::HealReplication { node },
+        FaultKind::Promote => Fault::Promote { node },
+    }
 }
 
 /// Can `argv` change a lock key? A write, a script or function (whatever
@@ -894,10 +788,8 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                     Message::Close(_) => break,
                     _ => continue,
                 };
-                match serde_json::from_str::<ClientMsg>(&text) {
-                    Err(e) => vec![ServerMsg::Error {
-                        message: format!("bad message: {e}"),
-                    }],
+                match ClientMsg::from_json(&text) {
+                    Err(message) => vec![ServerMsg::Error { message }],
                     Ok(msg) => match blocking(&mut lab, move |l| l.handle(msg)).await {
                         Some(out) => out,
                         None => break,

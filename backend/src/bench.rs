@@ -19,7 +19,7 @@ use locklab_core::server::{Node, Profile};
 use locklab_core::Reply;
 
 use futures_util::{SinkExt, StreamExt};
-use serde::Deserialize;
+use locklab_core::protocol::{ClientMsg, ServerMsg};
 use thiserror::Error;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -377,17 +377,6 @@ fn session_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, Ba
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// What the bench reads of a server message.
-#[derive(Deserialize)]
-struct Incoming {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
 /// Send one `command` message and read messages until its `reply`, which
 /// must be `want` (as redis-cli prints it). Every message is parsed, as a
 /// browser parses every one.
@@ -396,17 +385,16 @@ async fn ws_command(ws: &mut Ws, msg: &tungstenite::Utf8Bytes, want: &str) -> Re
     loop {
         let frame = ws.next().await.ok_or(BackendBenchError::Closed)??;
         let Message::Text(text) = frame else { continue };
-        let m: Incoming =
+        let m: ServerMsg =
             serde_json::from_str(&text).map_err(|e| BackendBenchError::Misbehaved(format!("bad message: {e}")))?;
-        match m.kind.as_str() {
-            "reply" if m.text.as_deref() == Some(want) => return Ok(()),
-            "reply" => {
+        match m {
+            ServerMsg::Reply { text, .. } if text == want => return Ok(()),
+            ServerMsg::Reply { text, .. } => {
                 return Err(BackendBenchError::Misbehaved(format!(
-                    "reply {:?}, expected {want:?}",
-                    m.text
+                    "reply {text:?}, expected {want:?}"
                 )))
             }
-            "error" => return Err(BackendBenchError::Misbehaved(m.message.unwrap_or_default())),
+            ServerMsg::Error { message } => return Err(BackendBenchError::Misbehaved(message)),
             _ => {}
         }
     }
@@ -434,9 +422,12 @@ fn websocket_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, 
         let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
         let server = tokio::spawn(serve_listener(listener, state.clone()));
         let command = |line: &str| -> tungstenite::Utf8Bytes {
-            serde_json::json!({"type": "command", "client": "A", "line": line})
-                .to_string()
-                .into()
+            let msg = ClientMsg::Command {
+                client: "A".into(),
+                line: line.to_owned(),
+                node: 0,
+            };
+            serde_json::to_string(&msg).unwrap_or_default().into()
         };
         let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
         let mut sockets = Vec::with_capacity(clients);

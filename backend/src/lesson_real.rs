@@ -89,7 +89,7 @@ use thiserror::Error;
 use crate::observe::{Cause, LockWatch};
 use crate::real::{RealConnection, RealError};
 use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{self, NodeState, Topology, TopologyError, TopologyKind};
+use crate::topology::{self, NodeState, Role, Topology, TopologyError, TopologyKind};
 
 /// The longest a foreground program may run before the runner gives up on
 /// it (wall time): a program that never finishes is a lesson bug, and a
@@ -1134,7 +1134,7 @@ impl RealLessonRun {
             Fault::Failover { node } => {
                 let infos = env.topology.nodes();
                 let target = node
-                    .or_else(|| infos.iter().position(|n| n.role == "replica").map(|i| i as u32))
+                    .or_else(|| infos.iter().position(|n| n.role == Role::Replica).map(|i| i as u32))
                     .ok_or("no replica to fail over to")?;
                 if target as usize >= infos.len() || target == self.master {
                     return Err(format!("cannot fail over to node {target}"));
@@ -1160,7 +1160,7 @@ impl RealLessonRun {
                         let infos = env.topology.nodes();
                         let replica = [*x, *y]
                             .into_iter()
-                            .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == "replica"))
+                            .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == Role::Replica))
                             .ok_or("neither node is a replica: only replication links between nodes can be cut")?;
                         if heal {
                             topo(env, topology::Fault::HealReplication { node: replica })?;

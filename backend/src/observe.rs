@@ -121,7 +121,7 @@ impl LockWatch {
             if only.is_some_and(|o| o != n) {
                 continue;
             }
-            let replica = info.role == "replica";
+            let replica = info.role == locklab_core::protocol::Role::Replica;
             let keys = self.keys.clone();
             // One round trip for every watched key on this node.
             let seen = match info.state {

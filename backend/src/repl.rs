@@ -9,8 +9,9 @@
 //! file` can be compared byte for byte.
 //!
 //! The three [`Target`]s share everything but the last step: reading
-//! bounded lines, `quit`, the line limit, redis-cli's parse errors and its
-//! repeat count all happen here once. The simulator and a real server
+//! bounded lines and `quit` happen here, the line limit, redis-cli's parse
+//! errors and its repeat count in core's one console path
+//! ([`locklab_core::console`], which the browser's consoles use too). The simulator and a real server
 //! answer with a [`Reply`] that is rendered here; a lab backend renders its
 //! replies itself, so [`Via`] hands back text. Only `--via` has lab
 //! commands (`:client B`, `:fault pause 0`): on the other targets a line
@@ -20,17 +21,14 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-use locklab_core::cli::{parse_line, render, take_repeat};
+use locklab_core::cli::render;
+use locklab_core::console::{self, Limits, Typed, MAX_LINE};
 use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
 use thiserror::Error;
 
 use crate::real::{RealConnection, RealError};
 use crate::via::{Via, ViaError};
-
-/// The longest line accepted. redis-cli has no limit, but a lab shared by a
-/// room should not be one paste away from a hang; 1 MiB holds any script.
-pub const MAX_LINE: usize = 1 << 20;
 
 /// Where commands go.
 pub enum Target {
@@ -156,37 +154,20 @@ fn install_ctrl_c() {
 /// streams, as redis-cli's does, in bounded memory) until the line is done
 /// or `stop` is set. `Err` when the output fails or a lab backend is gone.
 pub fn run_line(target: &mut Target, line: &[u8], output: &mut dyn Write, stop: &AtomicBool) -> Result<(), ReplError> {
-    if line.len() > MAX_LINE {
-        writeln!(
-            output,
-            "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}",
-            line.len()
-        )?;
-        return Ok(());
-    }
+    // The lab commands of `--via` are not Redis: they skip the console.
     if let Target::Via(via) = target {
         if let Some(lab) = line.trim_ascii_start().strip_prefix(b":") {
             output.write_all(via.lab_command(lab)?.as_bytes())?;
             return Ok(());
         }
     }
-    let mut argv = match parse_line(line) {
-        Ok(argv) => argv,
-        Err(e) => {
-            writeln!(output, "{e}")?;
+    let (argv, repeat) = match console::read(line, Limits::REPL) {
+        Typed::Empty => return Ok(()),
+        Typed::Refused(why) => {
+            writeln!(output, "{why}")?;
             return Ok(());
         }
-    };
-    if argv.is_empty() {
-        return Ok(());
-    }
-    // redis-cli: a leading number repeats the command that many times.
-    let repeat = match take_repeat(&mut argv) {
-        Ok(n) => n,
-        Err(e) => {
-            writeln!(output, "{e}")?;
-            return Ok(());
-        }
+        Typed::Run { argv, repeat } => (argv, repeat),
     };
     let text = (repeat == 1).then(|| std::str::from_utf8(line).ok()).flatten();
     for _ in 0..repeat {

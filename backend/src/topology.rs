@@ -63,36 +63,9 @@ use crate::session::NodeTarget;
 const READY_DEADLINE: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(5);
 
-/// The shapes a managed topology can take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TopologyKind {
-    Single,
-    Replicated,
-    Redlock5,
-    Cluster3,
-}
-
-impl TopologyKind {
-    pub fn parse(s: &str) -> Option<TopologyKind> {
-        match s {
-            "single" => Some(TopologyKind::Single),
-            "replicated" => Some(TopologyKind::Replicated),
-            "redlock5" => Some(TopologyKind::Redlock5),
-            "cluster3" => Some(TopologyKind::Cluster3),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TopologyKind::Single => "single",
-            TopologyKind::Replicated => "replicated",
-            TopologyKind::Redlock5 => "redlock5",
-            TopologyKind::Cluster3 => "cluster3",
-        }
-    }
-}
+/// The shapes a managed topology can take: the protocol's type, so the
+/// page, the CLI and the backend name them alike.
+pub use locklab_core::protocol::TopologyKind;
 
 /// A fault to inject on node `node` (an index into [`Topology::nodes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,24 +121,8 @@ pub enum TopologyError {
     Fault(String),
 }
 
-/// What a node is now, as far as we arranged it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeState {
-    Up,
-    Paused,
-    Down,
-}
-
-/// A node as the API reports it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct NodeInfo {
-    pub name: String,
-    pub url: String,
-    pub port: u16,
-    pub role: String,
-    pub state: NodeState,
-}
+/// A node's state and how the API reports a node: the protocol's types.
+pub use locklab_core::protocol::{NodeInfo, NodeState, Role};
 
 /// One managed redis-server process.
 #[derive(Debug)]
@@ -365,6 +322,14 @@ impl Topology {
         }
     }
 
+    /// What the protocol calls this topology.
+    pub fn served(&self) -> locklab_core::protocol::Served {
+        match self {
+            Topology::External(_) => locklab_core::protocol::Served::External,
+            Topology::Managed(m) => m.kind.into(),
+        }
+    }
+
     /// The nodes, in index order.
     pub fn nodes(&self) -> Vec<NodeInfo> {
         match self {
@@ -372,7 +337,7 @@ impl Topology {
                 name: "redis".into(),
                 url: public_url(url),
                 port: 0,
-                role: "external".into(),
+                role: Role::External,
                 state: NodeState::Up,
             }],
             Topology::Managed(m) => m
@@ -383,9 +348,9 @@ impl Topology {
                     url: n.url(),
                     port: n.port,
                     role: if n.master.is_some() {
-                        "replica".into()
+                        Role::Replica
                     } else {
-                        "master".into()
+                        Role::Master
                     },
                     state: n.state,
                 })

@@ -13,10 +13,10 @@
 //!
 //! # The protocol as seen from here
 //!
-//! The messages are documented in [`crate::api`]; this module keeps its own
-//! client-side types on purpose, so the server's message enum can grow
-//! (lessons, new events) without this client failing to parse: a message
-//! type it does not know is skipped. The backend answers one message at a
+//! The messages are core's [`locklab_core::protocol`], the one definition
+//! the backend and the browser also compile; a message type this build
+//! does not know arrives as [`ServerMsg::Unknown`] and is skipped, so a
+//! newer backend can say more. The backend answers one message at a
 //! time and sends everything a message caused before reading the next, and
 //! each kind of request ends with a known message (`reply` for a command,
 //! `hello` or `error` for a topology, `topology` or `error` for a fault),
@@ -35,7 +35,6 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use serde::Deserialize;
 use thiserror::Error;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
@@ -44,7 +43,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::session::{Limits, SessionError};
-use crate::topology::{NodeInfo, NodeState};
+use locklab_core::protocol::{ClientMsg, FaultKind, NodeInfo, Served, ServerMsg, TopologyKind};
 
 /// The path `locklab serve` mounts the session WebSocket on.
 pub const DEFAULT_PATH: &str = "/api/session";
@@ -78,37 +77,12 @@ pub enum ViaError {
     Runtime(std::io::Error),
 }
 
-/// What the backend sends, as far as this client cares. Unknown types (and
-/// `event`/`names`, which only the browser's timeline uses) are `Other`.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Incoming {
-    Hello {
-        session: String,
-        prefix: String,
-        topology: String,
-        nodes: Vec<NodeInfo>,
-    },
-    Reply {
-        text: String,
-    },
-    Topology {
-        kind: String,
-        nodes: Vec<NodeInfo>,
-    },
-    Error {
-        message: String,
-    },
-    #[serde(other)]
-    Other,
-}
-
 /// The lab session the backend opened for this WebSocket (its `hello`).
 #[derive(Debug, Clone)]
 struct SessionInfo {
     id: String,
     prefix: String,
-    topology: String,
+    topology: Served,
 }
 
 /// Which message ends a request.
@@ -375,7 +349,13 @@ impl Via {
                 Err(_) => Ok(lab_error_line(&format!("':node' takes a node number, not {n:?}"))),
             },
             ["topology", kind] => {
-                let msg = serde_json::json!({"type": "topology", "kind": kind}).to_string();
+                let Some(kind) = TopologyKind::parse(kind) else {
+                    return Ok(lab_error_line(&format!(
+                        "unknown topology {kind:?}: {}",
+                        TopologyKind::choices()
+                    )));
+                };
+                let msg = to_json(&ClientMsg::Topology { kind });
                 match self.request(msg, Until::HelloOrError, self.timeout * TOPOLOGY_FACTOR, "the topology")? {
                     Outcome::Hello => Ok("OK\n".into()),
                     Outcome::Error(m) => Ok(lab_error_line(&m)),
@@ -391,7 +371,13 @@ impl Via {
                         Err(_) => return Ok(lab_error_line(&format!("':fault' takes a node number, not {n:?}"))),
                     },
                 };
-                let msg = serde_json::json!({"type": "fault", "fault": fault, "node": node}).to_string();
+                let Some(fault) = FaultKind::parse(fault) else {
+                    return Ok(lab_error_line(&format!(
+                        "unknown fault {fault:?}: {}",
+                        FaultKind::choices()
+                    )));
+                };
+                let msg = to_json(&ClientMsg::Fault { fault, node });
                 match self.request(msg, Until::TopologyOrError, self.timeout * TOPOLOGY_FACTOR, "the fault")? {
                     Outcome::Topology => Ok("OK\n".into()),
                     Outcome::Error(m) => Ok(lab_error_line(&m)),
@@ -407,7 +393,11 @@ impl Via {
     }
 
     fn command_json(&self, line: &str) -> String {
-        serde_json::json!({"type": "command", "client": self.client, "line": line, "node": self.node}).to_string()
+        to_json(&ClientMsg::Command {
+            client: self.client.clone(),
+            line: line.to_owned(),
+            node: self.node,
+        })
     }
 
     /// The session's `hello`, for `:session` and for the notice.
@@ -428,14 +418,7 @@ impl Via {
         self.nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| {
-                let state = match n.state {
-                    NodeState::Up => "up",
-                    NodeState::Paused => "paused",
-                    NodeState::Down => "down",
-                };
-                format!("node {i}: {} {} ({}, {state})\n", n.name, host_port(&n.url), n.role)
-            })
+            .map(|(i, n)| format!("node {i}: {} {} ({}, {})\n", n.name, host_port(&n.url), n.role, n.state))
             .collect()
     }
 
@@ -526,15 +509,16 @@ impl Via {
             };
             // A message this client cannot read is not worth ending the
             // session for: the reply it waits for may still come.
-            let Ok(incoming) = serde_json::from_str::<Incoming>(&text) else {
+            let Ok(incoming) = serde_json::from_str::<ServerMsg>(&text) else {
                 continue;
             };
             match incoming {
-                Incoming::Hello {
+                ServerMsg::Hello {
                     session,
                     prefix,
                     topology,
                     nodes,
+                    ..
                 } => {
                     self.session = Some(SessionInfo {
                         id: session,
@@ -554,10 +538,10 @@ impl Via {
                         return Ok(Outcome::Hello);
                     }
                 }
-                Incoming::Topology { kind, nodes } => {
+                ServerMsg::Topology { kind, nodes } => {
                     self.nodes = nodes;
                     if let Some(s) = self.session.as_mut() {
-                        s.topology = kind.clone();
+                        s.topology = kind;
                     }
                     let text: String = self.nodes_text().lines().map(|l| format!("locklab: {l}\n")).collect();
                     self.notice(&format!("locklab: topology {kind}\n{text}"));
@@ -566,16 +550,16 @@ impl Via {
                         return Ok(Outcome::Topology);
                     }
                 }
-                Incoming::Reply { text } if until == Until::Reply => {
+                ServerMsg::Reply { text, .. } if until == Until::Reply => {
                     self.ws = Some(ws);
                     return Ok(Outcome::Reply(text));
                 }
                 // Nothing follows an `error`: it ends any request.
-                Incoming::Error { message } => {
+                ServerMsg::Error { message } => {
                     self.ws = Some(ws);
                     return Ok(Outcome::Error(message));
                 }
-                Incoming::Reply { .. } | Incoming::Other => {}
+                _ => {}
             }
         }
     }
@@ -591,6 +575,12 @@ impl Drop for Via {
                 .block_on(async { tokio::time::timeout(CLOSE_TIMEOUT, ws.close(None)).await });
         }
     }
+}
+
+/// A message as its JSON text frame.
+fn to_json(msg: &ClientMsg) -> String {
+    // A `ClientMsg` is strings, numbers and enums: it always serialises.
+    serde_json::to_string(msg).unwrap_or_default()
 }
 
 /// The backend's `error` message in redis-cli's error shape (no newline).
@@ -679,9 +669,9 @@ mod tests {
 
     #[test]
     fn unknown_messages_are_skipped() {
-        let m: Incoming = serde_json::from_str(r#"{"type":"lesson_step","step":3,"x":{"y":1}}"#).unwrap();
-        assert!(matches!(m, Incoming::Other));
-        let m: Incoming = serde_json::from_str(r#"{"type":"reply","client":"A","text":"OK"}"#).unwrap();
-        assert!(matches!(m, Incoming::Reply { text } if text == "OK"));
+        let m: ServerMsg = serde_json::from_str(r#"{"type":"lesson_step","step":3,"x":{"y":1}}"#).unwrap();
+        assert!(matches!(m, ServerMsg::Unknown));
+        let m: ServerMsg = serde_json::from_str(r#"{"type":"reply","client":"A","text":"OK"}"#).unwrap();
+        assert!(matches!(m, ServerMsg::Reply { text, .. } if text == "OK"));
     }
 }

@@ -32,9 +32,11 @@
 
 pub mod cli;
 pub mod client;
+pub mod console;
 pub mod explore;
 pub mod invariants;
 pub mod lesson;
+pub mod protocol;
 pub mod reply;
 pub mod resource;
 pub mod rng;

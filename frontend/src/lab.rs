@@ -9,19 +9,17 @@
 //! `SET … NX` (or `SETNX`) is `Acquired` by its client, `Renewed` when its
 //! deadline moves, and `Removed` when it no longer holds that token.
 //!
-//! A line goes through exactly what `locklab cli` does with it (redis-cli's
-//! splitter, its repeat prefix, its `Invalid argument(s)`), and the reply is
-//! printed by core's `cli::render`, so what the browser shows is byte for
-//! byte what `redis-cli --no-raw` shows.
+//! A line goes down core's one console path ([`console::run`], which
+//! `locklab cli` and the real driver's console use too: redis-cli's
+//! splitter, its repeat prefix, its `Invalid argument(s)`, its rendering),
+//! so what the browser shows is byte for byte what `redis-cli --no-raw`
+//! shows.
 
-use locklab_core::cli::{parse_line, render, take_repeat, MAX_CONSOLE_REPEAT};
+use locklab_core::console;
 use locklab_core::server::db::Value;
 use locklab_core::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
 use locklab_core::trace::{Actor, Event, EventKind, LockChange, Names, Trace, Via};
 use locklab_core::Reply;
-
-/// The longest line the console accepts (as `locklab cli`).
-pub const MAX_LINE: usize = 1 << 20;
 
 /// The clients of the lab, one redis-cli each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -207,29 +205,12 @@ impl Lab {
         self.conns[client.index()] = conn;
     }
 
-    /// `locklab cli`'s `run_line`: parse, the repeat prefix, execute, render.
+    /// One console line down core's one console path (parse, the repeat
+    /// prefix, limits, render): each command executed and traced.
     fn execute_line(&mut self, client: Client, line: &str) -> String {
-        if line.len() > MAX_LINE {
-            return format!(
-                "(error) ERR line too long: {} bytes, the limit is {MAX_LINE}\n",
-                line.len()
-            );
-        }
-        let mut argv = match parse_line(line.as_bytes()) {
-            Ok(argv) => argv,
-            Err(e) => return format!("{e}\n"),
-        };
-        if argv.is_empty() {
-            return String::new();
-        }
-        let repeat = match take_repeat(&mut argv) {
-            Ok(n) => n.min(MAX_CONSOLE_REPEAT),
-            Err(e) => return format!("{e}\n"),
-        };
         let conn = self.conns[client.index()];
-        let mut out = String::new();
-        for _ in 0..repeat {
-            let reply = self.node.execute(conn, &argv);
+        console::run(line.as_bytes(), console::Limits::BROWSER, |argv| {
+            let reply = self.node.execute(conn, argv);
             self.next_req += 1;
             let commands = vec![argv.iter().map(|a| text(a)).collect()];
             self.emit(
@@ -243,10 +224,9 @@ impl Lab {
             );
             self.collect_expirations();
             self.check_locks(Some(client));
-            self.note_acquire(client, conn, &argv, &reply);
-            out.push_str(&render(&argv, &reply));
-        }
-        out
+            self.note_acquire(client, conn, argv, &reply);
+            Some(reply)
+        })
     }
 
     fn emit(&mut self, actor: Actor, kind: EventKind) {

@@ -29,9 +29,8 @@ use std::collections::BTreeMap;
 
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Lesson, StepKind};
+use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Names, Trace};
-use serde::Deserialize;
-use serde_json::json;
 
 use crate::driver::LessonDriver;
 use crate::i18n::Lang;
@@ -49,110 +48,15 @@ pub fn reconnect_delay_ms(attempt: u32) -> u32 {
     500u32.saturating_mul(1 << attempt.min(3))
 }
 
-/// A node of the backend's topology, as `hello` and `topology` list it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct NodeInfo {
-    pub name: String,
-    #[serde(default)]
-    pub url: String,
-    #[serde(default)]
-    pub port: u16,
-    /// `master`, `replica`, `cluster-master`…
-    #[serde(default)]
-    pub role: String,
-    /// `up`, `paused` or `down`.
-    #[serde(default)]
-    pub state: String,
-}
+/// `GET /api/health`, and a node as `hello` and `topology` list it: the
+/// protocol's types.
+pub use locklab_core::protocol::{Health, NodeInfo};
 
-/// `GET /api/health`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct Health {
-    /// The user's server answers, or (managed) a redis-server binary is
-    /// there to start servers from.
-    #[serde(default)]
-    pub reachable: bool,
-    pub version: Option<String>,
-    /// `external` (the user's own server: never killed or reconfigured) or
-    /// `managed` (servers the backend starts on loopback ports).
-    #[serde(default)]
-    pub topology: String,
-    /// Lessons this backend can play.
-    #[serde(default)]
-    pub lessons: Vec<String>,
-    /// Why the others cannot, by lesson id.
-    #[serde(default)]
-    pub unsupported: BTreeMap<String, String>,
-    pub error: Option<String>,
-}
-
-impl Health {
-    /// Parse the endpoint's JSON. A backend without the real driver (a
-    /// bare file server) answers something else; that is "not available".
-    pub fn parse(json: &str) -> Result<Health, String> {
-        serde_json::from_str::<Health>(json)
-            .map_err(|e| format!("the backend's /api/health did not describe a real driver ({e})"))
-    }
-
-    pub fn is_external(&self) -> bool {
-        self.topology == "external"
-    }
-}
-
-/// A frame from the backend (`api.rs`).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMsg {
-    Hello {
-        session: String,
-        prefix: String,
-        topology: String,
-        #[serde(default)]
-        nodes: Vec<NodeInfo>,
-        names: Names,
-    },
-    Event {
-        event: Event,
-    },
-    Reply {
-        client: String,
-        text: String,
-    },
-    Names {
-        names: Names,
-    },
-    Topology {
-        kind: String,
-        #[serde(default)]
-        nodes: Vec<NodeInfo>,
-    },
-    Error {
-        message: String,
-    },
-    Lesson {
-        id: String,
-        steps: usize,
-        #[serde(default)]
-        server_version: String,
-        #[serde(default)]
-        factor: u64,
-        #[serde(default)]
-        topology: String,
-        #[serde(default)]
-        nodes: Vec<NodeInfo>,
-        names: Names,
-        notice: Option<String>,
-    },
-    Step {
-        result: StepResult,
-        note: Option<String>,
-    },
-    LessonDone {
-        passed: bool,
-    },
-    /// A message this page does not know (a newer backend): ignored.
-    #[serde(other)]
-    Unknown,
+/// Parse `/api/health`'s JSON. A backend without the real driver (a bare
+/// file server) answers something else; that is "not available".
+pub fn parse_health(json: &str) -> Result<Health, String> {
+    serde_json::from_str::<Health>(json)
+        .map_err(|e| format!("the backend's /api/health did not describe a real driver ({e})"))
 }
 
 /// The WebSocket's state.
@@ -176,8 +80,8 @@ pub struct SessionInfo {
     pub id: String,
     /// Every key this tab touches is stored under it (`lab:<id>:`).
     pub prefix: String,
-    /// `single`, `replicated`, `redlock5`, `cluster3`, or `external`.
-    pub topology: String,
+    /// A managed kind, or the user's own server.
+    pub topology: Served,
     pub nodes: Vec<NodeInfo>,
 }
 
@@ -270,9 +174,10 @@ impl RealDriver {
         }
     }
 
-    fn send(&mut self, msg: serde_json::Value) {
+    fn send(&mut self, msg: ClientMsg) {
         if self.link == Link::Open {
-            self.outbox.push(msg.to_string());
+            // Strings, numbers and enums: it always serialises.
+            self.outbox.push(serde_json::to_string(&msg).unwrap_or_default());
         }
     }
 
@@ -397,11 +302,11 @@ impl RealDriver {
             trace_from,
         });
         // Not open yet: `opened` sends it.
-        let mut msg = json!({ "type": "lesson", "id": lesson.id, "factor": self.factor });
-        if self.lang == Lang::Zh {
-            msg["lang"] = json!("zh");
-        }
-        self.send(msg);
+        self.send(ClientMsg::Lesson {
+            id: lesson.id.clone(),
+            factor: Some(self.factor),
+            lang: (self.lang == Lang::Zh).then_some(locklab_core::lesson::Lang::Zh),
+        });
     }
 
     /// Back to the free lab (the lesson's session stays until the next one).
@@ -419,7 +324,7 @@ impl RealDriver {
             && run.results.len() < run.target.min(run.lesson.steps.len())
         {
             run.stepping = true;
-            self.send(json!({ "type": "lesson_step" }));
+            self.send(ClientMsg::LessonStep);
         }
     }
 
@@ -539,7 +444,11 @@ impl RealDriver {
             at_ms: 0,
         };
         let answered = if self.link == Link::Open {
-            self.send(json!({ "type": "command", "client": client, "line": line }));
+            self.send(ClientMsg::Command {
+                client: client.to_owned(),
+                line: line.to_owned(),
+                node: 0,
+            });
             false
         } else {
             exchange.output = "(error) not connected to the lab backend".to_owned();
@@ -553,17 +462,16 @@ impl RealDriver {
         });
     }
 
-    /// A fault on a managed node (`pause`, `resume`, `crash`, `restart`,
-    /// `cut_replication`, `heal_replication`, `promote`).
-    pub fn fault(&mut self, fault: &str, node: u32) {
-        self.send(json!({ "type": "fault", "fault": fault, "node": node }));
+    /// A fault on a managed node.
+    pub fn fault(&mut self, fault: FaultKind, node: u32) {
+        self.send(ClientMsg::Fault { fault, node });
     }
 
-    /// Replace the managed topology (`single`, `replicated`, `redlock5`, `cluster3`).
-    pub fn topology(&mut self, kind: &str) {
+    /// Replace the managed topology.
+    pub fn topology(&mut self, kind: TopologyKind) {
         self.run = None;
         self.typed.clear();
-        self.send(json!({ "type": "topology", "kind": kind }));
+        self.send(ClientMsg::Topology { kind });
     }
 
     /// The free lab's console for `client`.
@@ -761,6 +669,7 @@ impl LessonDriver for RealDriver {
 mod tests {
     use super::*;
     use crate::catalog;
+    use serde_json::json;
 
     fn open() -> RealDriver {
         let mut d = RealDriver::new(Lang::En);
@@ -923,7 +832,7 @@ mod tests {
 
     #[test]
     fn health_and_backoff() {
-        let h = Health::parse(
+        let h = parse_health(
             r#"{"reachable":false,"version":null,"topology":"external","lessons":["01"],"error":"Connection refused"}"#,
         )
         .unwrap();
@@ -931,7 +840,7 @@ mod tests {
         let mut d = open();
         d.health_result(Ok(h));
         assert_eq!(d.problem().as_deref(), Some("Connection refused"));
-        assert!(Health::parse(r#"{"ok":true,"driver":"sim"}"#).is_ok_and(|h| !h.reachable));
+        assert!(parse_health(r#"{"ok":true,"driver":"sim"}"#).is_ok_and(|h| !h.reachable));
         assert_eq!([0, 1, 2, 3, 9].map(reconnect_delay_ms), [500, 1000, 2000, 4000, 4000]);
     }
 }

@@ -19,11 +19,12 @@
 //! lesson or reloading the page starts afresh: the URL carries the step,
 //! not what was typed).
 
-use locklab_core::cli;
+use locklab_core::console;
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
 use locklab_core::trace::Trace;
 use locklab_core::world::Fault;
+use locklab_core::Reply;
 
 use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
@@ -261,7 +262,7 @@ impl Session {
                 h.push(line.to_owned());
             }
         }
-        if matches!(cli::parse(line), Ok(argv) if argv.is_empty()) {
+        if console::read(line.as_bytes(), console::Limits::BROWSER) == console::Typed::Empty {
             return;
         }
         let _ = self.record(OffScript::Line {
@@ -274,19 +275,17 @@ impl Session {
     /// length after it.
     fn send_line(&mut self, actor: usize, line: &str) -> (usize, Exchange) {
         let name = self.lesson.actors[actor].clone();
-        let output = match cli::parse(line) {
-            Err(e) => e.to_string(),
-            Ok(argv) => {
-                let client = self.run.client(&name);
-                let node = self.run.world().master();
-                match client.map(|c| self.run.world_mut().request(c, node, argv.clone())) {
-                    Some(Ok(Some(reply))) => cli::render(&argv, &reply),
-                    Some(Ok(None)) => locklab_core::lesson::run::NO_REPLY.to_owned(),
-                    Some(Err(e)) => format!("(error) {e}"),
-                    None => format!("(error) no client {name}"),
-                }
-            }
-        };
+        // Core's one console path, as the free lab's: a repeat prefix
+        // (`3 INCR n`) repeats the command rather than sending `3`.
+        let client = self.run.client(&name);
+        let node = self.run.world().master();
+        let output = console::run(line.as_bytes(), console::Limits::BROWSER, |argv| match client {
+            Some(c) => match self.run.world_mut().request(c, node, argv.to_vec()) {
+                Ok(reply) => reply,
+                Err(e) => Some(Reply::Error(e.to_string())),
+            },
+            None => Some(Reply::Error(format!("no client {name}"))),
+        });
         let output = output.trim_end_matches(['\r', '\n']).to_owned();
         let exchange = Exchange {
             prompt: PROMPT.to_owned(),
@@ -451,6 +450,21 @@ mod tests {
         assert_eq!(s.results().iter().map(|r| r.reply.clone()).collect::<Vec<_>>(), end);
         assert_eq!(s.trace().events.len(), trace);
         assert_eq!(s.now_ms(), s.results().last().unwrap().at_ms);
+    }
+
+    #[test]
+    fn the_lesson_console_repeats_a_line_as_the_free_console_does() {
+        // Issue 14: `3 INCR n` was sent as a command named `3`.
+        let l = catalog::find("07").unwrap();
+        let mut s = Session::new(l, 1, 0);
+        s.run_line(0, "3 INCR n");
+        let typed = lines(&s, 0);
+        assert_eq!(typed.last().unwrap().1, "(integer) 1\n(integer) 2\n(integer) 3");
+        s.run_line(0, "0 INCR n");
+        assert_eq!(
+            lines(&s, 0).last().unwrap().1,
+            "Invalid redis-cli repeat command option value."
+        );
     }
 
     #[test]

@@ -105,5 +105,5 @@ async fn health() -> Result<crate::real::Health, String> {
     let text = JsFuture::from(response.text().map_err(|_| "unreadable /api/health".to_owned())?)
         .await
         .map_err(|_| "unreadable /api/health".to_owned())?;
-    crate::real::Health::parse(&text.as_string().unwrap_or_default())
+    crate::real::parse_health(&text.as_string().unwrap_or_default())
 }

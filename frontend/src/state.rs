@@ -18,6 +18,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use locklab_core::protocol::{FaultKind, TopologyKind};
 use locklab_core::world::Fault;
 use yew::prelude::*;
 
@@ -229,13 +230,13 @@ pub enum Action {
     SetDriver(Driver),
     /// What happened to the real driver's WebSocket or health check.
     Real(RealInput),
-    /// A fault on a managed real node: `pause`, `crash`, `promote`…
+    /// A fault on a managed real node.
     RealFault {
-        fault: String,
+        fault: FaultKind,
         node: u32,
     },
     /// Replace the managed real topology.
-    RealTopology(String),
+    RealTopology(TopologyKind),
     /// The real driver's time compression.
     RealFactor(u64),
     /// Open a new WebSocket now (the reconnect timer fired, or the user asked).
@@ -415,13 +416,13 @@ impl Reducible for State {
             }
             Action::RealFault { fault, node } => {
                 if let Some(r) = &next.real {
-                    r.borrow_mut().fault(&fault, node);
+                    r.borrow_mut().fault(fault, node);
                     next.rev += 1;
                 }
             }
             Action::RealTopology(kind) => {
                 if let Some(r) = &next.real {
-                    r.borrow_mut().topology(&kind);
+                    r.borrow_mut().topology(kind);
                     next.session = None;
                     next.rev += 1;
                 }

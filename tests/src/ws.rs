@@ -1,10 +1,18 @@
 //! A client of the backend's `/api/session` WebSocket and `/api/health`,
 //! for the API and security suites.
+//!
+//! The suites write their messages as raw JSON on purpose — it is the wire
+//! format an already-loaded page speaks, and must keep working — but every
+//! message the backend sends is also read as core's typed
+//! [`ServerMsg`](locklab_core::protocol::ServerMsg), so a message the
+//! protocol type cannot read (or does not know) fails the suite, not a
+//! page in the field.
 
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use locklab_backend::api::{serve_listener, ApiState};
+use locklab_core::protocol::{ClientMsg, ServerMsg};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -31,6 +39,13 @@ pub async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::Text(v.to_string().into())).await.unwrap();
 }
 
+/// Send a typed message, as the page and `cli --via` do.
+pub async fn send_msg(ws: &mut Ws, msg: &ClientMsg) {
+    ws.send(Message::Text(serde_json::to_string(msg).unwrap().into()))
+        .await
+        .unwrap();
+}
+
 /// Messages until (and including) the first whose type is `until`.
 pub async fn until(ws: &mut Ws, until: &str) -> Vec<Value> {
     let mut got = Vec::new();
@@ -42,6 +57,13 @@ pub async fn until(ws: &mut Ws, until: &str) -> Vec<Value> {
             .unwrap();
         let Message::Text(t) = msg else { continue };
         let v: Value = serde_json::from_str(&t).unwrap();
+        let typed: ServerMsg =
+            serde_json::from_str(&t).unwrap_or_else(|e| panic!("the protocol type cannot read {t}: {e}"));
+        assert_ne!(
+            typed,
+            ServerMsg::Unknown,
+            "a message type the protocol does not declare: {t}"
+        );
         let done = v["type"] == until;
         got.push(v);
         if done {

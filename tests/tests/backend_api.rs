@@ -4,23 +4,23 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use locklab_backend::api::{ApiState, RealHealth};
+use locklab_backend::api::ApiState;
+use locklab_core::protocol::{ClientMsg, Health};
 use locklab_tests::RedisServer;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use locklab_tests::ws::{send, serve, until, Ws};
+use locklab_tests::ws::{send, send_msg, serve, until, Ws};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_session_streams_events_and_replies() {
     let server = RedisServer::start();
     let addr = serve(ApiState::new(Some(server.url()))).await;
 
-    let health: RealHealth =
-        serde_json::from_value(locklab_tests::ws::get_json(addr, "/api/real/health").await).unwrap();
+    let health: Health = serde_json::from_value(locklab_tests::ws::get_json(addr, "/api/real/health").await).unwrap();
     assert!(health.reachable);
     assert_eq!(health.version.as_deref(), Some("7.0.15"));
-    assert_eq!(health.topology, "external");
+    assert_eq!(health.topology, locklab_core::protocol::Backing::External);
     assert!(!health.lessons.is_empty());
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
@@ -90,6 +90,31 @@ async fn websocket_session_streams_events_and_replies() {
     assert!(m.last().unwrap()["message"].as_str().unwrap().contains("never kills"));
     send(&mut ws, json!({"type":"nonsense"})).await;
     until(&mut ws, "error").await;
+    // What the protocol does not declare is refused with the choices there are.
+    send(&mut ws, json!({"type":"topology","kind":"ring7"})).await;
+    assert_eq!(
+        until(&mut ws, "error").await.last().unwrap()["message"],
+        "unknown topology \"ring7\": single, replicated, redlock5 or cluster3"
+    );
+    send(&mut ws, json!({"type":"fault","fault":"unplug","node":0})).await;
+    assert!(until(&mut ws, "error").await.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown fault \"unplug\": pause, resume"));
+    // A typed message, as the page and `cli --via` send them.
+    send_msg(
+        &mut ws,
+        &ClientMsg::Command {
+            client: "A".into(),
+            line: "3 INCR typed:n".into(),
+            node: 0,
+        },
+    )
+    .await;
+    assert_eq!(
+        until(&mut ws, "reply").await.last().unwrap()["text"],
+        "(integer) 1\n(integer) 2\n(integer) 3"
+    );
     ws.close(None).await.unwrap();
 }
 

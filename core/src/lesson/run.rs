@@ -23,7 +23,7 @@ use crate::trace::{Actor, EventKind, Names};
 use crate::world::{ClientId, Fault, Topology, World, WorldConfig};
 
 /// What a command step shows when its request or reply was lost.
-pub const NO_REPLY: &str = "(no reply: the request or its answer was lost)";
+pub use crate::console::NO_REPLY;
 
 /// What one step did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 //! its health polled, all as effects of the state).
 
 use gloo_events::EventListener;
+use locklab_core::protocol::{FaultKind, TopologyKind};
 use wasm_bindgen::JsCast;
 use web_sys::KeyboardEvent;
 use yew::prelude::*;
@@ -244,11 +245,11 @@ pub fn app() -> Html {
     };
     let onreal = {
         let s = state.clone();
-        Callback::from(move |(fault, node): (String, u32)| s.dispatch(Action::RealFault { fault, node }))
+        Callback::from(move |(fault, node): (FaultKind, u32)| s.dispatch(Action::RealFault { fault, node }))
     };
     let ontopology = {
         let s = state.clone();
-        Callback::from(move |kind: String| s.dispatch(Action::RealTopology(kind)))
+        Callback::from(move |kind: TopologyKind| s.dispatch(Action::RealTopology(kind)))
     };
     let onfactor = {
         let s = state.clone();

@@ -8,6 +8,7 @@
 //! nothing at all when it was given the user's own server, which the lab
 //! never kills or reconfigures (and the toolbox says so).
 
+use locklab_core::protocol::{FaultKind, NodeState, Role, TopologyKind};
 use locklab_core::world::{ClockOf, Endpoint, Fault};
 use yew::prelude::*;
 
@@ -19,9 +20,9 @@ use crate::state::AppContext;
 pub struct FaultsProps {
     pub oninject: Callback<Fault>,
     /// A fault on a managed real node: (`pause`|`resume`|`crash`|…, node).
-    pub onreal: Callback<(String, u32)>,
+    pub onreal: Callback<(FaultKind, u32)>,
     /// A new managed real topology.
-    pub ontopology: Callback<String>,
+    pub ontopology: Callback<TopologyKind>,
 }
 
 /// The real toolbox: the managed nodes and what can be done to each.
@@ -31,12 +32,12 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
     let r = real.borrow();
     let external = r.health.as_ref().is_some_and(|h| h.is_external());
     let nodes = r.session.as_ref().map(|s| s.nodes.clone()).unwrap_or_default();
-    let topology = r.session.as_ref().map(|s| s.topology.clone()).unwrap_or_default();
-    let fire = |fault: &'static str, node: u32, label: String, disabled: bool| {
+    let topology = r.session.as_ref().map(|s| s.topology).unwrap_or_default();
+    let fire = |fault: FaultKind, node: u32, label: String, disabled: bool| {
         let onreal = props.onreal.clone();
         html! {
             <button class="fault" data-testid={ format!("real-{fault}") } {disabled}
-                onclick={ move |_| onreal.emit((fault.to_owned(), node)) }>{ label }</button>
+                onclick={ move |_| onreal.emit((fault, node)) }>{ label }</button>
         }
     };
     html! {
@@ -48,12 +49,12 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
                 <p class="hint">{ Text::RealFaultsHint.get(lang) }</p>
                 if state.session.is_none() {
                     <div class="fault-row" role="group" aria-label={ Text::RealTopology.get(lang) }>
-                        { for ["single", "replicated", "redlock5", "cluster3"].into_iter().map(|kind| {
+                        { for TopologyKind::ALL.into_iter().map(|kind| {
                             let ontopology = props.ontopology.clone();
                             html! {
-                                <button class={ classes!("fault", (kind == topology).then_some("on")) }
-                                    data-testid="real-topology" data-kind={ kind }
-                                    onclick={ move |_| ontopology.emit(kind.to_owned()) }>{ kind }</button>
+                                <button class={ classes!("fault", (topology.managed() == Some(kind)).then_some("on")) }
+                                    data-testid="real-topology" data-kind={ kind.as_str() }
+                                    onclick={ move |_| ontopology.emit(kind) }>{ kind.as_str() }</button>
                             }
                         }) }
                     </div>
@@ -61,26 +62,26 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
                 <div class="fault-group">
                     { for nodes.iter().enumerate().map(|(i, n)| {
                         let i = i as u32;
-                        let down = n.state == "down";
-                        let paused = n.state == "paused";
-                        let replica = n.role.contains("replica");
+                        let down = n.state == NodeState::Down;
+                        let paused = n.state == NodeState::Paused;
+                        let replica = n.role == Role::Replica;
                         html! {
-                            <div class="fault-row" data-testid="real-node" data-state={ n.state.clone() }>
+                            <div class="fault-row" data-testid="real-node" data-state={ n.state.as_str() }>
                                 <span class="node-name" title={ n.url.clone() }>{ format!("{} :{}", n.name, n.port) }</span>
                                 if paused {
-                                    { fire("resume", i, Text::RealResume.get(lang).to_owned(), false) }
+                                    { fire(FaultKind::Resume, i, Text::RealResume.get(lang).to_owned(), false) }
                                 } else {
-                                    { fire("pause", i, Text::RealPause.get(lang).to_owned(), down) }
+                                    { fire(FaultKind::Pause, i, Text::RealPause.get(lang).to_owned(), down) }
                                 }
                                 if down {
-                                    { fire("restart", i, Text::RealRestart.get(lang).to_owned(), false) }
+                                    { fire(FaultKind::Restart, i, Text::RealRestart.get(lang).to_owned(), false) }
                                 } else {
-                                    { fire("crash", i, Text::CrashNode.get(lang).to_owned(), false) }
+                                    { fire(FaultKind::Crash, i, Text::CrashNode.get(lang).to_owned(), false) }
                                 }
                                 if replica {
-                                    { fire("promote", i, Text::PromoteReplica.get(lang).to_owned(), down) }
-                                    { fire("cut_replication", i, Text::RealCutReplication.get(lang).to_owned(), down) }
-                                    { fire("heal_replication", i, Text::HealLink.get(lang).to_owned(), down) }
+                                    { fire(FaultKind::Promote, i, Text::PromoteReplica.get(lang).to_owned(), down) }
+                                    { fire(FaultKind::CutReplication, i, Text::RealCutReplication.get(lang).to_owned(), down) }
+                                    { fire(FaultKind::HealReplication, i, Text::HealLink.get(lang).to_owned(), down) }
                                 }
                             </div>
                         }

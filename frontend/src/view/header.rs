@@ -28,7 +28,7 @@ fn real_badge(state: &AppContext) -> Html {
                 .filter(|v| !v.is_empty())
                 .or_else(|| r.health.as_ref().and_then(|h| h.version.clone()))
                 .map_or_else(String::new, |v| format!("redis {v}"));
-            let topology = r.session.as_ref().map(|s| s.topology.clone()).unwrap_or_default();
+            let topology = r.session.as_ref().map(|s| s.topology.to_string()).unwrap_or_default();
             let place = match r.health.as_ref() {
                 Some(h) if h.is_external() => Text::RealExternalShort.get(lang).to_owned(),
                 Some(_) => format!("{} {topology}", Text::RealManaged.get(lang)),
