@@ -21,6 +21,13 @@ ensure_debian() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# rustfmt and clippy, which scripts/test runs first (a minimal rustup
+# profile has neither).
+ensure_rust_tools() {
+    cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+    cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+}
+
 ensure_wasm_target() {
     rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
         || rustup target add wasm32-unknown-unknown
