@@ -11,7 +11,7 @@
 //! 1. **The lab's command table.** Every argv is looked up in core's
 //!    [`table`] before anything is sent. A command the lab does not teach
 //!    (`CONFIG`, `CLIENT`, `SHUTDOWN`, …: [`table::find`] returns `None`) or
-//!    one flagged [`flags::DANGEROUS`] (`FLUSHALL`, `KEYS`, `DEBUG`) is
+//!    one flagged [`table::flags::DANGEROUS`] (`FLUSHALL`, `KEYS`, `DEBUG`) is
 //!    refused *here*, with a redis-style error, and never reaches Redis; so
 //!    are the commands that reach past the session (`RANDOMKEY`, `SELECT`,
 //!    `MOVE`, `COPY`, `DBSIZE`, `SCRIPT KILL`). Function libraries are
@@ -88,20 +88,21 @@ use std::time::{Duration, Instant};
 use locklab_core::cli;
 use locklab_core::reply::Reply;
 use locklab_core::server::cluster::key_slot;
-use locklab_core::server::table::{self, flags};
+use locklab_core::server::table;
 use locklab_core::server::Profile;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use thiserror::Error;
 
 use crate::real::{display_addr, RealConnection, RealError};
 use crate::topology::{Topology, TopologyKind};
+use sandbox::{Rewritten, Sandbox};
 
 pub mod functions;
 mod janitor;
 pub mod preflight;
+pub mod sandbox;
 mod watchdog;
 
-use functions::Scoped;
 use janitor::{Cleanup, Janitor};
 use preflight::{Preflight, Verdict};
 use watchdog::{Killer, Watchdog};
@@ -339,20 +340,11 @@ impl SessionPool {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         };
         let mut session = Session {
-            prefix: match confinement {
-                Confinement::Prefix => format!("lab:{id}:"),
-                Confinement::OwnCluster => String::new(),
-            },
-            ns: match confinement {
-                Confinement::Prefix => functions::namespace(&id),
-                Confinement::OwnCluster => String::new(),
-            },
+            sandbox: Sandbox::new(&id, confinement, self.limits.clone()),
             preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes),
             multi: HashMap::new(),
-            originals: BTreeMap::new(),
             killers: HashMap::new(),
             janitor: self.janitor.clone(),
-            confinement,
             slots: Vec::new(),
             user: format!("lab-{id}"),
             id,
@@ -368,7 +360,6 @@ impl SessionPool {
             conns: HashMap::new(),
             clients: BTreeMap::new(),
             names,
-            limits: self.limits.clone(),
             bucket: Bucket::new(self.limits.burst),
             started: Instant::now(),
             step: 0,
@@ -452,23 +443,17 @@ impl Bucket {
 #[derive(Debug)]
 pub struct Session {
     id: String,
-    /// `lab:<id>:`, or empty on the session's own cluster.
-    prefix: String,
-    /// `lab_<id>_`: the namespace of the session's function libraries and
-    /// functions ([`functions`]), or empty on the session's own cluster.
-    ns: String,
+    /// The prefix, the namespace, the limits: what an argv may be and how
+    /// it is rewritten, and how a reply is shown back ([`sandbox`]).
+    sandbox: Sandbox,
     /// The simulator every script runs on before Redis runs it.
     preflight: Preflight,
     /// Per (client, node) link in `MULTI`: the queued commands, as typed
     /// and as sent, checked whole at `EXEC`.
     multi: HashMap<(u32, u32), Vec<(Argv, Argv)>>,
-    /// The session's libraries as the user wrote them, by name: what
-    /// `FUNCTION LIST WITHCODE` shows.
-    originals: BTreeMap<Vec<u8>, Vec<u8>>,
     /// Per node, the admin connection script watchdogs use.
     killers: HashMap<usize, Killer>,
     janitor: Janitor,
-    confinement: Confinement,
     /// The cluster's slot ranges and the node serving each, from `CLUSTER
     /// SLOTS`, loaded on first use and dropped when a `MOVED` says it is
     /// stale. Empty unless [`Confinement::OwnCluster`].
@@ -480,7 +465,6 @@ pub struct Session {
     conns: HashMap<(u32, u32), RealConnection>,
     clients: BTreeMap<String, u32>,
     names: Names,
-    limits: Limits,
     bucket: Bucket,
     started: Instant,
     step: u64,
@@ -498,7 +482,7 @@ impl Session {
     /// `lab:<id>:`, prepended to every key (empty on the session's own
     /// cluster).
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        &self.sandbox.prefix
     }
 
     /// `lab-<id>`, the session's ACL user.
@@ -571,7 +555,7 @@ impl Session {
             PEEK_LUA.as_bytes().to_vec(),
             keys.len().to_string().into_bytes(),
         ];
-        argv.extend(keys.iter().map(|k| format!("{}{k}", self.prefix).into_bytes()));
+        argv.extend(keys.iter().map(|k| format!("{}{k}", self.sandbox.prefix).into_bytes()));
         let result = self.nodes[n]
             .admin
             .as_mut()
@@ -639,11 +623,11 @@ impl Session {
 
     /// Run one redis-cli line as `client` on node `node`.
     pub fn run_line(&mut self, client: &str, node: u32, line: &str) -> Result<Reply, SessionError> {
-        if line.len() > self.limits.max_line {
+        if line.len() > self.sandbox.limits.max_line {
             let e = SessionError::TooLarge {
                 what: "the line",
                 got: line.len(),
-                limit: self.limits.max_line,
+                limit: self.sandbox.limits.max_line,
             };
             self.note(client, &e);
             return Err(e);
@@ -723,7 +707,7 @@ impl Session {
     /// A lesson runner asks first, to know which client–node link the
     /// command takes.
     pub fn route(&mut self, node: u32, argv: &[Vec<u8>]) -> u32 {
-        if self.confinement != Confinement::OwnCluster {
+        if self.sandbox.confinement != Confinement::OwnCluster {
             return node;
         }
         let Some(cmd) = argv.first().and_then(|name| table::find(name, Profile::V8_4)) else {
@@ -790,7 +774,7 @@ impl Session {
     /// own cluster: the node to follow to, whether it is an `ASK`, and the
     /// line `redis-cli -c` prints for it.
     fn redirect(&self, error: &str) -> Option<(u32, bool, String)> {
-        if self.confinement != Confinement::OwnCluster {
+        if self.sandbox.confinement != Confinement::OwnCluster {
             return None;
         }
         let mut words = error.split(' ');
@@ -810,7 +794,7 @@ impl Session {
         if n >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
         }
-        let rewritten = match self.check_and_rewrite(argv)? {
+        let rewritten = match self.sandbox.check_and_rewrite(argv)? {
             Rewritten::Send(r) => r,
             // Metadata Redis refuses: the simulator's answer is Redis's.
             Rewritten::Answer => return Ok(self.preflight.answer(argv)),
@@ -829,7 +813,7 @@ impl Session {
         // On the session's own cluster there is nobody else to protect (the
         // watchdog still kills a runaway), and a copy of keys in several
         // slots cannot be read in one script.
-        let own = self.confinement == Confinement::OwnCluster;
+        let own = self.sandbox.confinement == Confinement::OwnCluster;
         if let Some((batch, _)) = checked.as_ref().filter(|_| !own) {
             match self.preflight_check(n, batch)? {
                 Verdict::Send => {}
@@ -844,11 +828,12 @@ impl Session {
                 }
             }
         }
-        if !self
-            .bucket
-            .take(self.limits.commands_per_sec, self.limits.burst, self.limits.max_wait)
-        {
-            return Err(SessionError::RateLimited(self.limits.commands_per_sec));
+        if !self.bucket.take(
+            self.sandbox.limits.commands_per_sec,
+            self.sandbox.limits.burst,
+            self.sandbox.limits.max_wait,
+        ) {
+            return Err(SessionError::RateLimited(self.sandbox.limits.commands_per_sec));
         }
         self.preflight.track(argv);
         let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
@@ -868,7 +853,7 @@ impl Session {
             Some((_, sent)) => {
                 let url = self.nodes[n].target.url.clone();
                 let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(killer, url, sent, self.limits.script_budget))
+                Some(Watchdog::start(killer, url, sent, self.sandbox.limits.script_budget))
             }
             None => None,
         };
@@ -897,12 +882,12 @@ impl Session {
                 }
                 if killed {
                     reply = SessionError::ScriptKilled {
-                        budget_ms: self.limits.script_budget.as_millis() as u64,
-                        reply: self.unscope_text(&reply.to_cli()),
+                        budget_ms: self.sandbox.limits.script_budget.as_millis() as u64,
+                        reply: self.sandbox.unscope_text(&reply.to_cli()),
                     }
                     .to_reply();
                 }
-                self.unscope(argv, &mut reply, scan);
+                self.sandbox.unscope(argv, &mut reply, scan);
                 let mid = sent_at + (back_at - sent_at) / 2;
                 self.push(
                     mid,
@@ -986,7 +971,7 @@ impl Session {
                 preflight::SNAPSHOT_LUA.as_bytes().to_vec(),
                 keys.len().to_string().into_bytes(),
             ];
-            argv.extend(keys.iter().map(|k| [self.prefix.as_bytes(), k].concat()));
+            argv.extend(keys.iter().map(|k| [self.sandbox.prefix.as_bytes(), k].concat()));
             let read = self.nodes[n]
                 .admin
                 .as_mut()
@@ -1036,7 +1021,7 @@ impl Session {
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
         if is(0, "function") && is(1, "load") && !matches!(reply, Reply::Error(_)) {
             if let Ok(h) = locklab_core::script::meta::library_header(&argv[argv.len() - 1]) {
-                self.originals.insert(h.name, argv[argv.len() - 1].clone());
+                self.sandbox.originals.insert(h.name, argv[argv.len() - 1].clone());
             }
         }
     }
@@ -1047,10 +1032,10 @@ impl Session {
     fn check_loaded(&mut self, n: usize, argv: &[Vec<u8>], reply: &Reply) -> Result<(), SessionError> {
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
         let Reply::Bulk(lib) = reply else { return Ok(()) };
-        if !(is(0, "function") && is(1, "load")) || self.ns.is_empty() {
+        if !(is(0, "function") && is(1, "load")) || self.sandbox.ns.is_empty() {
             return Ok(());
         }
-        let ns = self.ns.as_bytes().to_vec();
+        let ns = self.sandbox.ns.as_bytes().to_vec();
         let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
         let list = admin.execute(&[
             b"FUNCTION".to_vec(),
@@ -1099,7 +1084,7 @@ impl Session {
 
     fn open_user_conn(&self, n: usize) -> Result<RealConnection, RealError> {
         let mut conn = RealConnection::open(&self.nodes[n].target.url)?;
-        conn.set_read_timeout(Some(self.limits.reply_timeout))?;
+        conn.set_read_timeout(Some(self.sandbox.limits.reply_timeout))?;
         let auth = [
             b"AUTH".to_vec(),
             self.user.clone().into_bytes(),
@@ -1124,9 +1109,9 @@ impl Session {
         let url = self.nodes[n].target.url.clone();
         let mut admin = RealConnection::open(&url).map_err(|source| self.unreachable(n, source))?;
         admin
-            .set_read_timeout(Some(self.limits.reply_timeout))
+            .set_read_timeout(Some(self.sandbox.limits.reply_timeout))
             .map_err(|source| self.unreachable(n, source))?;
-        let rules = acl_rules(&self.user, &self.password, &self.prefix);
+        let rules = acl_rules(&self.user, &self.password, &self.sandbox.prefix);
         let mut argv: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
         argv.extend(rules.into_iter().map(String::into_bytes));
         match admin.execute(&argv) {
@@ -1151,225 +1136,13 @@ impl Session {
         if let Some(&i) = self.clients.get(client) {
             return Ok(i);
         }
-        if self.clients.len() >= self.limits.max_clients {
-            return Err(SessionError::TooManyClients(self.limits.max_clients));
+        if self.clients.len() >= self.sandbox.limits.max_clients {
+            return Err(SessionError::TooManyClients(self.sandbox.limits.max_clients));
         }
         let i = self.names.clients.len() as u32;
         self.names.clients.push(client.to_owned());
         self.clients.insert(client.to_owned(), i);
         Ok(i)
-    }
-
-    /// The first wall: is this argv one the lab allows, and within limits?
-    /// If so, its keys under the prefix and its function names in the
-    /// session's namespace.
-    fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Rewritten, SessionError> {
-        let name_bytes = argv.first().ok_or(SessionError::Empty)?;
-        let name = String::from_utf8_lossy(name_bytes).to_uppercase();
-        let l = &self.limits;
-        if argv.len() > l.max_args {
-            return Err(SessionError::TooLarge {
-                what: "the argument count",
-                got: argv.len(),
-                limit: l.max_args,
-            });
-        }
-        let total: usize = argv.iter().map(Vec::len).sum();
-        if total > l.max_argv_bytes {
-            return Err(SessionError::TooLarge {
-                what: "the command",
-                got: total,
-                limit: l.max_argv_bytes,
-            });
-        }
-        // The table of the newest profile: DELEX passes through, and a 7.0
-        // server answers it with its own unknown-command error.
-        let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
-            return Err(SessionError::NotAllowed {
-                name,
-                why: "the lab's command table does not have it",
-            });
-        };
-        if cmd.flags & flags::DANGEROUS != 0 {
-            return Err(SessionError::NotAllowed {
-                name,
-                why: "it is dangerous or administrative",
-            });
-        }
-        if let Some(why) = OUTSIDE_THE_SESSION
-            .iter()
-            .find(|(n, _)| *n == cmd.name)
-            .map(|(_, why)| *why)
-        {
-            return Err(SessionError::NotAllowed { name, why });
-        }
-        let sub = argv
-            .get(1)
-            .map(|s| String::from_utf8_lossy(s).to_lowercase())
-            .unwrap_or_default();
-        if cmd.name == "script" && sub == "kill" {
-            return Err(SessionError::NotAllowed {
-                name: "SCRIPT KILL".into(),
-                why:
-                    "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
-            });
-        }
-        // Script bodies.
-        let body = match (cmd.name, sub.as_str()) {
-            ("eval" | "eval_ro", _) => argv.get(1),
-            ("script", "load") | ("function", "load") => argv.last(),
-            _ => None,
-        };
-        if let Some(b) = body {
-            if b.len() > l.max_script {
-                return Err(SessionError::TooLarge {
-                    what: "the script",
-                    got: b.len(),
-                    limit: l.max_script,
-                });
-            }
-        }
-        let mut out = match functions::scope_command(argv, &self.ns) {
-            Scoped::Untouched => argv.to_vec(),
-            Scoped::Send(scoped) => scoped,
-            Scoped::BadLibrary => return Ok(Rewritten::Answer),
-            Scoped::Refused(why) => {
-                return Err(SessionError::NotAllowed {
-                    name: format!("{name} {}", sub.to_uppercase()),
-                    why,
-                })
-            }
-        };
-        if self.confinement == Confinement::OwnCluster {
-            // Keys as typed: the cluster holds nobody else's.
-            return Ok(Rewritten::Send(out));
-        }
-        for i in cmd.key_indexes(argv) {
-            let mut k = self.prefix.as_bytes().to_vec();
-            k.extend_from_slice(&argv[i]);
-            out[i] = k;
-        }
-        if cmd.name == "scan" {
-            self.confine_scan(&mut out);
-        }
-        Ok(Rewritten::Send(out))
-    }
-
-    /// `SCAN` takes no keys, and ACL key patterns do not filter what it
-    /// returns, so confine it with `MATCH`: the user's pattern under the
-    /// prefix, or the prefix alone. The prefix (`lab:<hex>:`) has no glob
-    /// characters, so it matches itself literally.
-    fn confine_scan(&self, argv: &mut Vec<Vec<u8>>) {
-        let mut i = 2;
-        let mut found = false;
-        while i + 1 < argv.len() {
-            if argv[i].eq_ignore_ascii_case(b"match") {
-                let mut p = self.prefix.as_bytes().to_vec();
-                p.extend_from_slice(&argv[i + 1]);
-                argv[i + 1] = p;
-                found = true;
-            }
-            i += 2;
-        }
-        if !found {
-            argv.push(b"MATCH".to_vec());
-            argv.push(format!("{}*", self.prefix).into_bytes());
-        }
-    }
-
-    /// Show a reply as the session's user typed things: the keys of a
-    /// `SCAN` without the prefix, the session's library and function names
-    /// without the namespace (and a library's code as the user wrote it),
-    /// both cut out of error texts. Values are shown exactly as stored: a
-    /// value that happens to start with the prefix is a value.
-    fn unscope(&self, argv: &[Vec<u8>], reply: &mut Reply, scan: bool) {
-        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-        if let Reply::Error(text) = reply {
-            *text = self.unscope_text(text);
-            return;
-        }
-        if scan {
-            if let Reply::Array(parts) = reply {
-                if let Some(Reply::Array(keys)) = parts.get_mut(1) {
-                    for k in keys {
-                        strip(k, self.prefix.as_bytes());
-                    }
-                }
-            }
-        } else if is(0, "function") && (is(1, "load") || is(1, "list")) && !self.ns.is_empty() {
-            self.unscope_functions(reply);
-        } else if !self.prefix.is_empty() && preflight::runs_lua(argv) {
-            // A script that returns one of its declared keys (`return
-            // KEYS[1]`) shows it as the user declared it: exactly those
-            // names, not every string that happens to start the same.
-            let keys: Vec<(Vec<u8>, &Vec<u8>)> = argv
-                .first()
-                .and_then(|n| table::find(n, Profile::V8_4))
-                .map(|cmd| cmd.key_indexes(argv))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|i| ([self.prefix.as_bytes(), &argv[i]].concat(), &argv[i]))
-                .collect();
-            unscope_keys(reply, &keys);
-        }
-    }
-
-    /// `FUNCTION LOAD`'s reply (the library name) or `FUNCTION LIST`'s
-    /// (libraries as `library_name`, `engine`, `functions`, `library_code`
-    /// pairs; each function as `name`, `description`, `flags` pairs).
-    fn unscope_functions(&self, reply: &mut Reply) {
-        match reply {
-            Reply::Bulk(_) => strip(reply, self.ns.as_bytes()),
-            Reply::Array(libraries) => {
-                for lib in libraries {
-                    if let Reply::Array(pairs) = lib {
-                        self.unscope_pairs(pairs);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn unscope_pairs(&self, pairs: &mut [Reply]) {
-        let mut library = Vec::new();
-        for pair in pairs.chunks_mut(2) {
-            let [Reply::Bulk(key), value] = pair else { continue };
-            match key.as_slice() {
-                b"library_name" | b"name" => {
-                    strip(value, self.ns.as_bytes());
-                    if let Reply::Bulk(v) = value {
-                        library = v.clone();
-                    }
-                }
-                b"library_code" => {
-                    if let Some(original) = self.originals.get(&library) {
-                        *value = Reply::Bulk(original.clone());
-                    }
-                }
-                b"functions" => {
-                    if let Reply::Array(fs) = value {
-                        for f in fs {
-                            if let Reply::Array(fp) = f {
-                                self.unscope_pairs(fp);
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// An error text without the session's prefix and namespace.
-    fn unscope_text(&self, text: &str) -> String {
-        let mut t = text.to_owned();
-        for p in [&self.prefix, &self.ns] {
-            if !p.is_empty() {
-                t = t.replace(p.as_str(), "");
-            }
-        }
-        t
     }
 
     fn note(&mut self, client: &str, e: &SessionError) {
@@ -1404,9 +1177,9 @@ impl Drop for Session {
         let cleanup = Cleanup {
             nodes: self.nodes.iter().map(|n| n.target.clone()).collect(),
             user: self.user.clone(),
-            prefix: self.prefix.clone(),
-            ns: self.ns.clone(),
-            own_cluster: self.confinement == Confinement::OwnCluster,
+            prefix: self.sandbox.prefix.clone(),
+            ns: self.sandbox.ns.clone(),
+            own_cluster: self.sandbox.confinement == Confinement::OwnCluster,
         };
         let admins: Vec<Option<RealConnection>> = self.nodes.iter_mut().map(|n| n.admin.take()).collect();
         let left = cleanup.run(admins);
@@ -1468,61 +1241,8 @@ pub const ACL_DENIED: &[&str] = &[
     "script|kill",
 ];
 
-/// Commands the lab's table knows that reach past the session, refused
-/// before they are sent (the ACL refuses them inside Lua), and why.
-const OUTSIDE_THE_SESSION: &[(&str, &str)] = &[
-    (
-        "randomkey",
-        "it returns keys outside the session; SCAN lists the session's keys",
-    ),
-    ("select", "a lab session stays in its database"),
-    ("move", "a lab session stays in its database"),
-    ("swapdb", "a lab session stays in its database"),
-    ("copy", "it can copy into another database"),
-    (
-        "dbsize",
-        "it counts keys outside the session; SCAN lists the session's keys",
-    ),
-];
-
 /// One command's arguments.
 type Argv = Vec<Vec<u8>>;
-
-/// What [`Session::check_and_rewrite`] decided.
-enum Rewritten {
-    /// Send this argv.
-    Send(Vec<Vec<u8>>),
-    /// Do not send; the simulator's answer is Redis's (a `FUNCTION LOAD`
-    /// whose metadata Redis refuses).
-    Answer,
-}
-
-/// Every bulk string of `reply` that is exactly one of `keys`' stored
-/// names, shown as its typed name.
-fn unscope_keys(reply: &mut Reply, keys: &[(Vec<u8>, &Vec<u8>)]) {
-    match reply {
-        Reply::Bulk(b) => {
-            if let Some((_, typed)) = keys.iter().find(|(stored, _)| stored == b) {
-                *b = (*typed).clone();
-            }
-        }
-        Reply::Array(items) => items.iter_mut().for_each(|r| unscope_keys(r, keys)),
-        Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
-            unscope_keys(k, keys);
-            unscope_keys(v, keys);
-        }),
-        _ => {}
-    }
-}
-
-/// Cut `prefix` off a bulk string that starts with it.
-fn strip(reply: &mut Reply, prefix: &[u8]) {
-    if let Reply::Bulk(b) = reply {
-        if !prefix.is_empty() && b.starts_with(prefix) {
-            b.drain(..prefix.len());
-        }
-    }
-}
 
 /// The function names in a `FUNCTION LIST` reply.
 fn function_names(list: Option<&Reply>) -> Vec<Vec<u8>> {
