@@ -97,7 +97,7 @@ fn alive(pid: u32) -> bool {
 
 /// Is `pid` still a redis-server (or a redis-sentinel) listening on `port`
 /// as the lab starts them (`--port <port>` on its command line)?
-fn is_managed_redis(pid: u32, port: &str) -> bool {
+pub(crate) fn is_managed_redis(pid: u32, port: &str) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };

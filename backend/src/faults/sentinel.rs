@@ -405,3 +405,38 @@ fn pairs(reply: &Reply) -> Vec<(String, String)> {
 pub fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, port))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentinel_is_recorded_and_known_to_the_reaper_by_its_port() {
+        let master = crate::redis_server::RedisServer::start();
+        let root = std::env::temp_dir().join(format!("locklab-sentinel-unit-{}", std::process::id()));
+        let binary = redis_sentinel_binary().expect(SENTINEL_NOT_FOUND);
+        let mut p = spawn_sentinel(&binary, &root, master.port()).unwrap();
+        let pid = p.child.as_ref().unwrap().id();
+        let port = p.port.to_string();
+        // Known by its `--port` argument or, once retitled, by
+        // `redis-sentinel 127.0.0.1:<port> [sentinel]`.
+        assert!(crate::reaper::is_managed_redis(pid, &port));
+        assert!(!crate::reaper::is_managed_redis(pid, "1"));
+        let record = std::fs::read_to_string(crate::reaper::runtime_dir().join(format!("{pid}.pid"))).unwrap();
+        assert!(record.starts_with(&format!("{port}\n")));
+        // It watches the master it was given.
+        let master_addr = command(p.port, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME]).unwrap();
+        assert_eq!(
+            master_addr,
+            Reply::Array(vec![
+                Reply::Bulk(b"127.0.0.1".to_vec()),
+                Reply::Bulk(master.port().to_string().into_bytes())
+            ])
+        );
+        let mut child = p.child.take().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        crate::reaper::forget(pid);
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
