@@ -411,3 +411,44 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
         );
     }
 }
+
+#[test]
+fn a_paused_master_is_failed_over_then_demoted_by_sentinel_and_a_forced_failover_goes_back() {
+    let mut topo = Topology::start(TopologyKind::Sentinel).unwrap();
+    let (master, replica) = (port_of(&topo, 0), port_of(&topo, 1));
+
+    // A GC pause long enough for Sentinel: it fails over, and the old
+    // master, resumed, still thinks it is master until Sentinel tells it.
+    let since = topo.sentinel_events().len();
+    topo.fault(Fault::Pause { node: 0 }).unwrap();
+    topo.await_failover(since, Duration::from_secs(60)).unwrap();
+    assert_eq!(topo.discover_master().unwrap().port(), replica);
+    topo.fault(Fault::Resume { node: 0 }).unwrap();
+    let since = topo.sentinel_events().len();
+    poll(
+        "Sentinel to make the old master a replica",
+        Duration::from_secs(60),
+        || matches!(topology::command(master, &["ROLE"]), Ok(Reply::Array(r)) if r.first() == Some(&Reply::Bulk(b"slave".to_vec()))),
+    );
+    poll("+convert-to-slave", Duration::from_secs(10), || {
+        topo.sentinel_events()[since..]
+            .iter()
+            .any(|e| e.event == "+convert-to-slave")
+    });
+    poll("the old master to sync", Duration::from_secs(30), || {
+        topology::info_field(master, "replication", "master_link_status").as_deref() == Some("up")
+    });
+
+    // SENTINEL FAILOVER: Sentinel's own promotion, on request. Sentinel
+    // refuses while its view of the replica is stale (NOGOODSLAVE), so ask
+    // until it accepts.
+    let since = topo.sentinel_events().len();
+    poll("Sentinel to accept SENTINEL FAILOVER", Duration::from_secs(30), || {
+        topo.sentinel_failover().is_ok()
+    });
+    let said = topo.await_failover(since, Duration::from_secs(60)).unwrap();
+    assert!(said.contains("master is master now"), "{said}");
+    assert_eq!(topo.discover_master().unwrap().port(), master);
+    let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role).collect();
+    assert_eq!(roles, ["master", "replica"]);
+}
