@@ -45,6 +45,7 @@
 
 #define FILE_LEN 64
 #define MAPPING_NONE ((volatile int64_t *)1)
+#define MAX_SHIFT_NS ((int64_t)50 * 365 * 24 * 3600 * 1000000000)
 
 /* NULL: not tried yet; MAPPING_NONE: no file (no shift); else the mapping. */
 static volatile int64_t *mapping;
@@ -95,8 +96,21 @@ static int64_t shift_ns(int64_t real_ns) {
         if (__atomic_load_n(&m[0], __ATOMIC_RELAXED) != seq) {
             continue;
         }
-        __int128 drift = (__int128)(real_ns - anchor) * ppm / 1000000;
-        return offset + (int64_t)drift;
+        /* The backend keeps the drift where core does and the shift within
+         * ±50 years; clamp here too, so no file content can make the
+         * arithmetic overflow. */
+        if (ppm < -900000) {
+            ppm = -900000;
+        } else if (ppm > 10000000) {
+            ppm = 10000000;
+        }
+        __int128 shift = (__int128)offset + ((__int128)real_ns - anchor) * ppm / 1000000;
+        if (shift > MAX_SHIFT_NS) {
+            shift = MAX_SHIFT_NS;
+        } else if (shift < -MAX_SHIFT_NS) {
+            shift = -MAX_SHIFT_NS;
+        }
+        return (int64_t)shift;
     }
 }
 

@@ -90,6 +90,16 @@ fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
         "TIME {t} is not the real time − 30 s"
     );
 
+    // An absurd jump is bounded (±50 years), and the server lives on.
+    topo.shift_clock(0, i64::MAX).unwrap();
+    assert_eq!(topo.clock_shift_ms(0).unwrap(), 50 * 365 * 24 * 3600 * 1000);
+    let (b, t, _) = bracketed_time(port);
+    assert!(t >= b + 50 * 365 * 24 * 3600 * 1_000_000 - 1_000);
+    assert_eq!(
+        topology::command(port, &["PING"]).unwrap(),
+        Reply::Status("PONG".into())
+    );
+
     // reset puts the real clock back.
     topo.reset().unwrap();
     assert_eq!(topo.clock_shift_ms(0).unwrap(), 0);

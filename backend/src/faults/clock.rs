@@ -37,6 +37,10 @@ pub const PRELOAD_NAME: &str = "liblocklab_clockshift.so";
 const MIN_DRIFT_PPM: i64 = -900_000;
 const MAX_DRIFT_PPM: i64 = 10_000_000;
 const FILE_LEN: usize = 64;
+/// The shift is kept within ±50 years, so `real + shift` stays a valid
+/// time after 1970 in the server's 64-bit arithmetic whatever jumps it is
+/// asked for.
+const MAX_SHIFT_NS: i64 = 50 * 365 * 24 * 3600 * 1_000_000_000;
 
 /// Write the preload library into `dir` and return its path (each
 /// topology keeps its own copy in its temporary directory).
@@ -95,7 +99,8 @@ impl ClockShift {
     /// The shift at real time `now_ns`.
     fn shift_at(&self, now_ns: i64) -> i64 {
         let drift = i128::from(now_ns - self.anchor_ns) * i128::from(self.drift_ppm) / 1_000_000;
-        self.offset_ns.saturating_add(i64::try_from(drift).unwrap_or(i64::MAX))
+        let shift = i128::from(self.offset_ns) + drift;
+        shift.clamp(-i128::from(MAX_SHIFT_NS), i128::from(MAX_SHIFT_NS)) as i64
     }
 
     /// How far the process's clock is from the real one now, in ms.
@@ -112,7 +117,10 @@ impl ClockShift {
     /// operator setting the date would.
     pub fn jump(&mut self, delta_ms: i64) -> io::Result<()> {
         let now = real_now_ns();
-        self.offset_ns = self.shift_at(now).saturating_add(delta_ms.saturating_mul(1_000_000));
+        self.offset_ns = self
+            .shift_at(now)
+            .saturating_add(delta_ms.saturating_mul(1_000_000))
+            .clamp(-MAX_SHIFT_NS, MAX_SHIFT_NS);
         self.anchor_ns = now;
         self.publish()
     }
@@ -173,6 +181,10 @@ mod tests {
         assert_eq!(i64::from_le_bytes(bytes[16..24].try_into().unwrap()), 100_000);
         c.set_drift(i64::MIN).unwrap();
         assert_eq!(c.drift_ppm(), MIN_DRIFT_PPM);
+        c.jump(i64::MAX).unwrap();
+        assert_eq!(c.shift_at(c.anchor_ns), MAX_SHIFT_NS);
+        c.jump(i64::MIN).unwrap();
+        assert_eq!(c.shift_at(c.anchor_ns), -MAX_SHIFT_NS);
         let _ = std::fs::remove_dir_all(dir);
     }
 }
