@@ -738,7 +738,8 @@ impl Topology {
     }
 
     /// The sentinels of a `sentinel` topology, as nodes the API can list
-    /// (empty for every other kind).
+    /// (empty for every other kind). [`reset`](Topology::reset) starts
+    /// fresh sentinels, on new ports.
     pub fn sentinel_nodes(&self) -> Vec<NodeInfo> {
         let Ok(s) = self.sentinels() else {
             return Vec::new();

@@ -75,6 +75,10 @@ pub struct SentinelEvent {
     pub sentinel: u32,
     /// Milliseconds since the sentinels started.
     pub at_ms: u64,
+    /// The wall-clock time it was read, in ms since the epoch (the
+    /// backend's own clock, never shifted), to place it among a real
+    /// session's events.
+    pub unix_ms: u64,
     /// The channel: `+sdown`, `+odown`, `+switch-master`, …
     pub event: String,
     /// The message, as Sentinel wrote it
@@ -374,6 +378,9 @@ fn listen(index: u32, port: u16, epoch: Instant, log: Arc<Mutex<Log>>, stop: Arc
             log.events.push(SentinelEvent {
                 sentinel: index,
                 at_ms: epoch.elapsed().as_millis() as u64,
+                unix_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
                 event,
                 detail,
             });
