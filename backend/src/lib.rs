@@ -20,6 +20,8 @@
 //! * [`session`] — a sandboxed lab session on real servers: key prefix,
 //!   ACL user, refused commands, limits, and the same trace events.
 //! * [`topology`] — managed redis-server topologies and real faults.
+//! * [`faults`] — the faults behind them that need more than a signal: a
+//!   delaying link proxy, a clock shift, failover by Redis Sentinel.
 //! * [`reaper`] — pid files, so no managed redis-server outlives its backend.
 //! * [`observe`] — lock keys watched on real servers, turned into the
 //!   simulator's `Lock` events.
@@ -30,6 +32,7 @@
 pub mod api;
 pub mod bench;
 pub mod explore;
+pub mod faults;
 pub mod lesson_real;
 pub mod lessons;
 pub mod observe;

@@ -1,4 +1,5 @@
-//! No managed redis-server outlives the backend that started it.
+//! No managed redis-server (or redis-sentinel) outlives the backend that
+//! started it.
 //!
 //! A managed topology kills its processes when it drops, and `locklab
 //! serve` drops every lab when it gets SIGTERM or SIGINT. A backend killed
@@ -94,23 +95,28 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Is `pid` still a redis-server listening on `port` as the lab starts
-/// them (`--port <port>` on its command line)?
-fn is_managed_redis(pid: u32, port: &str) -> bool {
+/// Is `pid` still a redis-server (or a redis-sentinel) listening on `port`
+/// as the lab starts them (`--port <port>` on its command line)?
+pub(crate) fn is_managed_redis(pid: u32, port: &str) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     // The program, as started (`/usr/bin/redis-server`) or as retitled
-    // (`/usr/bin/redis-server 127.0.0.1:6379`).
+    // (`/usr/bin/redis-server 127.0.0.1:6379`,
+    // `redis-sentinel 127.0.0.1:26379 [sentinel]`).
     let program = args
         .first()
         .and_then(|a| a.split(|&b| b == b' ').next())
         .unwrap_or_default();
-    let redis = program.ends_with(b"redis-server");
+    let redis = program.ends_with(b"redis-server") || program.ends_with(b"redis-sentinel");
     // redis-server rewrites its argv to "redis-server 127.0.0.1:<port>".
+    let suffix = format!(":{port}");
     let on_port = args.windows(2).any(|w| w[0] == b"--port" && w[1] == port.as_bytes())
-        || args.iter().any(|a| a.ends_with(format!(":{port}").as_bytes()));
+        || args
+            .iter()
+            .flat_map(|a| a.split(|&b| b == b' '))
+            .any(|w| w.ends_with(suffix.as_bytes()));
     redis && on_port
 }
 

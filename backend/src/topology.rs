@@ -15,6 +15,10 @@
 //! * `cluster3` — three `--cluster-enabled` masters joined by
 //!   `redis-cli --cluster create … --cluster-replicas 0`, ready once every
 //!   node reports `cluster_state:ok`.
+//! * `sentinel` — `replicated` plus three `redis-sentinel` processes
+//!   watching it ([`crate::faults::sentinel`]): crash or pause the master
+//!   and Sentinel itself fails over; ready once every sentinel knows the
+//!   replica and the other two.
 //!
 //! Nothing persists (`--save ''`, no AOF), each process runs in its own
 //! temporary directory, and everything is killed when the [`Topology`]
@@ -41,6 +45,21 @@
 //!   then resyncs, partially if the backlog still covers the gap.
 //! * **promote** — `REPLICAOF NO ONE` on the replica: it becomes a master
 //!   with whatever it had received, which is how a failover loses a lock.
+//!   This is the *fast path*: the lab decides, instantly. On a `sentinel`
+//!   topology the *real path* is Sentinel's own failover
+//!   ([`Topology::await_failover`] after a crash or pause of the master,
+//!   or [`Topology::sentinel_failover`]); a manual promote there is undone
+//!   by Sentinel, which still knows the old master.
+//! * **slow or lossy link** — a delaying proxy between one client and one
+//!   node ([`Topology::set_link`], [`crate::faults::proxy`]): latency and
+//!   jitter per direction, lost requests or lost replies. The client must
+//!   connect through [`Topology::link_url`]; other clients are untouched,
+//!   as in the simulator, where links are per client and node.
+//! * **clock jump and drift** — every managed redis-server runs with
+//!   [`crate::faults::clock`]'s preload library, which adds a shift to its
+//!   `CLOCK_REALTIME` read from a file the backend rewrites
+//!   ([`Topology::shift_clock`], [`Topology::drift_clock`]). Keys expire
+//!   and `TIME` answers by the shifted clock; nothing else changes.
 //!
 //! A user's own server ([`Topology::External`]) is never killed, paused or
 //! reconfigured: every fault on it is refused with a message saying so.
@@ -54,6 +73,9 @@ use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
+use crate::faults::proxy::{LinkFault, LinkProxy, LinkStats};
+use crate::faults::sentinel::{SentinelEvent, Sentinels};
 use crate::real::{public_url, RealConnection};
 use crate::redis_server::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
 use crate::session::NodeTarget;
@@ -93,6 +115,16 @@ pub enum Fault {
     Promote {
         node: u32,
     },
+    /// Step the node's clock by `delta_ms` (negative: back).
+    JumpClock {
+        node: u32,
+        delta_ms: i64,
+    },
+    /// Make the node's clock run `ppm` parts per million fast from now on.
+    DriftClock {
+        node: u32,
+        ppm: i64,
+    },
 }
 
 impl Fault {
@@ -104,7 +136,9 @@ impl Fault {
             | Fault::Restart { node }
             | Fault::CutReplication { node }
             | Fault::HealReplication { node }
-            | Fault::Promote { node } => node,
+            | Fault::Promote { node }
+            | Fault::JumpClock { node, .. }
+            | Fault::DriftClock { node, .. } => node,
         }
     }
 }
@@ -140,6 +174,11 @@ pub struct ManagedNode {
     /// `extra` and `master` as the topology was built, so [`Topology::reset`]
     /// can undo a promotion.
     original: (Vec<String>, Option<u16>),
+    /// The shift of its `CLOCK_REALTIME` (kept across restarts, as a
+    /// machine's wrong clock is).
+    clock: ClockShift,
+    /// The preload library that applies it.
+    preload: PathBuf,
 }
 
 impl ManagedNode {
@@ -175,6 +214,8 @@ impl ManagedNode {
             // runaway script is killed then) rather than after 5 s.
             .args(["--busy-reply-threshold", "1000"])
             .args(&self.extra)
+            .env("LD_PRELOAD", &self.preload)
+            .env(CLOCK_FILE_ENV, self.clock.path())
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -235,10 +276,19 @@ pub struct Managed {
     kind: TopologyKind,
     nodes: Vec<ManagedNode>,
     root: PathBuf,
+    /// The preload library every node runs with.
+    preload: PathBuf,
+    /// Link proxies by (client, node), started on first use.
+    links: std::collections::BTreeMap<(String, u32), LinkProxy>,
+    /// The `sentinel` kind's sentinels.
+    sentinels: Option<Sentinels>,
 }
 
 impl Drop for Managed {
     fn drop(&mut self) {
+        // Sentinels first, so none of them reacts to the nodes going.
+        self.sentinels = None;
+        self.links.clear();
         for n in &mut self.nodes {
             // A stopped process dies of SIGKILL too; no SIGCONT needed.
             n.kill();
@@ -268,22 +318,27 @@ impl Topology {
             std::process::id(),
             crate::session::random_hex(8)
         ));
+        let preload = clock::install_preload(&root)
+            .map_err(|e| TopologyError::Start(format!("writing the clock preload library: {e}")))?;
         let mut m = Managed {
             kind,
             nodes: Vec::new(),
             root,
+            preload,
+            links: Default::default(),
+            sentinels: None,
         };
         let count = match kind {
             TopologyKind::Single => 1,
-            TopologyKind::Replicated => 2,
+            TopologyKind::Replicated | TopologyKind::Sentinel => 2,
             TopologyKind::Redlock5 => 5,
             TopologyKind::Cluster3 => 3,
         };
         for i in 0..count {
             let (name, extra, master) = match kind {
                 TopologyKind::Single => ("master".to_owned(), vec![], None),
-                TopologyKind::Replicated if i == 0 => ("master".to_owned(), vec![], None),
-                TopologyKind::Replicated => {
+                TopologyKind::Replicated | TopologyKind::Sentinel if i == 0 => ("master".to_owned(), vec![], None),
+                TopologyKind::Replicated | TopologyKind::Sentinel => {
                     let mp = m.nodes[0].port;
                     (
                         "replica".to_owned(),
@@ -303,11 +358,15 @@ impl Topology {
                     None,
                 ),
             };
-            let node = start_node(&m.root, &name, extra, master)?;
+            let node = start_node(&m.root, &m.preload, &name, extra, master)?;
             m.nodes.push(node);
         }
         match kind {
             TopologyKind::Replicated => wait_link_up(m.nodes[1].port)?,
+            TopologyKind::Sentinel => {
+                wait_link_up(m.nodes[1].port)?;
+                m.sentinels = Some(Sentinels::start(&m.root, m.nodes[0].port, 1).map_err(TopologyError::Start)?);
+            }
             TopologyKind::Cluster3 => form_cluster(&m.nodes)?,
             _ => {}
         }
@@ -347,10 +406,12 @@ impl Topology {
                     name: n.name.clone(),
                     url: n.url(),
                     port: n.port,
-                    role: if n.master.is_some() {
-                        Role::Replica
-                    } else {
-                        Role::Master
+                    role: match &m.sentinels {
+                        // Sentinel decides who is master, not the lab.
+                        Some(s) if s.master_port() == n.port => Role::Master,
+                        Some(_) => Role::Replica,
+                        None if n.master.is_some() => Role::Replica,
+                        None => Role::Master,
                     },
                     state: n.state,
                 })
@@ -379,7 +440,16 @@ impl Topology {
             Topology::Managed(m) => m,
         };
         let f = TopologyError::Fault;
+        // Sentinels would fight the reset (and remember the failover):
+        // they are started afresh once the nodes are as at the start.
+        let had_sentinels = m.sentinels.take().is_some();
+        for link in m.links.values() {
+            link.set(LinkFault::default());
+        }
         for node in &mut m.nodes {
+            node.clock
+                .reset()
+                .map_err(|e| f(format!("resetting {}'s clock: {e}", node.name)))?;
             if node.state == NodeState::Paused {
                 node.signal("-CONT").map_err(f)?;
                 node.state = NodeState::Up;
@@ -404,12 +474,20 @@ impl Topology {
             if let Some(mp) = master {
                 expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &mp.to_string()]).map_err(f)?;
                 node.master = Some(mp);
+            } else if had_sentinels {
+                // Sentinel may have made the old master a replica.
+                expect_ok(node.port, &["REPLICAOF", "NO", "ONE"]).map_err(f)?;
+                node.master = None;
             }
         }
         for node in &m.nodes {
             if node.master.is_some() {
                 wait_link_up(node.port)?;
             }
+        }
+        if had_sentinels {
+            m.sentinels =
+                Some(Sentinels::start(&m.root, m.nodes[0].port, m.nodes.len() - 1).map_err(TopologyError::Start)?);
         }
         Ok(())
     }
@@ -465,7 +543,9 @@ impl Topology {
             Fault::Restart { .. } => {
                 node.kill();
                 node.spawn().map_err(f)?;
-                if let Some(_mp) = node.master {
+                // Under Sentinel, a restarted old master comes back a master
+                // until Sentinel converts it; nobody here waits for that.
+                if node.master.is_some() && m.sentinels.is_none() {
                     wait_link_up(node.port)?;
                 }
                 Ok(format!("{name} restarted on port {} without its data", node.port))
@@ -498,12 +578,200 @@ impl Topology {
                 node.extra.clear();
                 Ok(format!("{name} promoted to master (REPLICAOF NO ONE)"))
             }
+            Fault::JumpClock { delta_ms, .. } => {
+                node.clock
+                    .jump(delta_ms)
+                    .map_err(|e| f(format!("moving {name}'s clock: {e}")))?;
+                Ok(format!(
+                    "{name}'s clock jumps {delta_ms:+} ms (now {:+} ms off)",
+                    node.clock.shift_ms()
+                ))
+            }
+            Fault::DriftClock { ppm, .. } => {
+                node.clock
+                    .set_drift(ppm)
+                    .map_err(|e| f(format!("setting {name}'s clock drift: {e}")))?;
+                Ok(format!("{name}'s clock drifts {:+} ppm", node.clock.drift_ppm()))
+            }
         }
+    }
+
+    fn managed_mut(&mut self) -> Result<&mut Managed, TopologyError> {
+        match self {
+            Topology::External(url) => Err(TopologyError::External(public_url(url))),
+            Topology::Managed(m) => Ok(m),
+        }
+    }
+
+    fn managed_ref(&self) -> Result<&Managed, TopologyError> {
+        match self {
+            Topology::External(url) => Err(TopologyError::External(public_url(url))),
+            Topology::Managed(m) => Ok(m),
+        }
+    }
+
+    /// Step node `node`'s clock by `delta_ms` (an NTP step, a hand-set
+    /// date): its `TIME` and its key expiry move at once. The answer says
+    /// what was done, for the trace.
+    pub fn shift_clock(&mut self, node: u32, delta_ms: i64) -> Result<String, TopologyError> {
+        self.fault(Fault::JumpClock { node, delta_ms })
+    }
+
+    /// Make node `node`'s clock run `ppm` parts per million fast (negative:
+    /// slow) from now on, keeping what it gained so far.
+    pub fn drift_clock(&mut self, node: u32, ppm: i64) -> Result<String, TopologyError> {
+        self.fault(Fault::DriftClock { node, ppm })
+    }
+
+    /// How far node `node`'s clock is from the real one, in ms.
+    pub fn clock_shift_ms(&self, node: u32) -> Result<i64, TopologyError> {
+        let m = self.managed_ref()?;
+        let n = m.nodes.get(node as usize).ok_or(TopologyError::NoNode(node))?;
+        Ok(n.clock.shift_ms())
+    }
+
+    /// The address client `client` reaches node `node` at: the node itself
+    /// seen through its own link proxy (started here, plain, if it is not
+    /// yet), so [`set_link`](Topology::set_link) can slow it later. A client
+    /// that never needs a faulty link connects to the node directly and
+    /// pays nothing.
+    pub fn link_url(&mut self, client: &str, node: u32) -> Result<String, TopologyError> {
+        Ok(self.link(client, node)?.url())
+    }
+
+    /// Make the link from client `client` to node `node` slow or lossy
+    /// (`LinkFault::default()`: a plain link again). Applies to the next
+    /// message on every connection through [`link_url`](Topology::link_url).
+    pub fn set_link(&mut self, client: &str, node: u32, fault: LinkFault) -> Result<String, TopologyError> {
+        let (name, proxy) = {
+            let name = self
+                .managed_ref()?
+                .nodes
+                .get(node as usize)
+                .ok_or(TopologyError::NoNode(node))?
+                .name
+                .clone();
+            (name, self.link(client, node)?)
+        };
+        proxy.set(fault);
+        let f = proxy.fault();
+        Ok(format!(
+            "link {client} ↔ {name}: latency {} ms, jitter {} ms, requests lost {}‰, replies lost {}‰ (through a proxy on port {})",
+            f.latency_ms,
+            f.jitter_ms,
+            f.drop_request_permille,
+            f.drop_reply_permille,
+            proxy.addr().port()
+        ))
+    }
+
+    /// What went through the link from `client` to `node`, if it has a proxy.
+    pub fn link_stats(&self, client: &str, node: u32) -> Option<LinkStats> {
+        let m = self.managed_ref().ok()?;
+        m.links.get(&(client.to_owned(), node)).map(LinkProxy::stats)
+    }
+
+    fn link(&mut self, client: &str, node: u32) -> Result<&LinkProxy, TopologyError> {
+        let m = self.managed_mut()?;
+        let port = m.nodes.get(node as usize).ok_or(TopologyError::NoNode(node))?.port;
+        let key = (client.to_owned(), node);
+        if !m.links.contains_key(&key) {
+            // A fixed seed per (client, node): the same run loses the same
+            // messages.
+            let seed = client.bytes().fold(u64::from(node) ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+            let proxy = LinkProxy::start(
+                SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+                LinkFault::default(),
+                seed,
+            )
+            .map_err(|e| TopologyError::Fault(format!("starting a link proxy: {e}")))?;
+            m.links.insert(key.clone(), proxy);
+        }
+        Ok(&m.links[&key])
+    }
+
+    fn sentinels(&self) -> Result<&Sentinels, TopologyError> {
+        let m = self.managed_ref()?;
+        m.sentinels
+            .as_ref()
+            .ok_or_else(|| TopologyError::Fault(format!("a {} topology has no sentinels", m.kind.as_str())))
+    }
+
+    /// The sentinels of a `sentinel` topology, as nodes the API can list
+    /// (empty for every other kind). [`reset`](Topology::reset) starts
+    /// fresh sentinels, on new ports.
+    pub fn sentinel_nodes(&self) -> Vec<NodeInfo> {
+        let Ok(s) = self.sentinels() else {
+            return Vec::new();
+        };
+        s.ports()
+            .into_iter()
+            .zip(s.pids())
+            .enumerate()
+            .map(|(i, (port, pid))| NodeInfo {
+                name: format!("s{}", i + 1),
+                url: format!("redis://127.0.0.1:{port}/"),
+                port,
+                role: Role::Sentinel,
+                state: if pid.is_some() { NodeState::Up } else { NodeState::Down },
+            })
+            .collect()
+    }
+
+    /// Every event the sentinels published since they started (since the
+    /// last [`reset`](Topology::reset)): `+sdown`, `+odown`,
+    /// `+failover-end`, `+switch-master`, …, in the order read.
+    pub fn sentinel_events(&self) -> Vec<SentinelEvent> {
+        self.sentinels().map(Sentinels::events).unwrap_or_default()
+    }
+
+    /// The master as a client library finds it: through the sentinels
+    /// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, then `ROLE` on the answer).
+    pub fn discover_master(&self) -> Result<SocketAddr, TopologyError> {
+        self.sentinels()?.discover_master().map_err(TopologyError::Fault)
+    }
+
+    /// Ask Sentinel to fail over now (`SENTINEL FAILOVER`): Sentinel's
+    /// own promotion, without waiting for the master to look down.
+    pub fn sentinel_failover(&mut self) -> Result<String, TopologyError> {
+        self.sentinels()?.force_failover().map_err(TopologyError::Fault)?;
+        Ok("Sentinel asked to fail over (SENTINEL FAILOVER)".into())
+    }
+
+    /// Wait (at most `within`) for the sentinels to announce a new master
+    /// (`+switch-master`) among their events from index `since` on, as they
+    /// do after a crash or pause of the master, or
+    /// [`sentinel_failover`](Topology::sentinel_failover); then record the
+    /// new roles. The answer says which node is master now.
+    pub fn await_failover(&mut self, since: usize, within: Duration) -> Result<String, TopologyError> {
+        let event = self
+            .sentinels()?
+            .wait_event("+switch-master", since, within)
+            .ok_or_else(|| TopologyError::Fault(format!("Sentinel did not fail over within {within:?}")))?;
+        let master = self.sentinels()?.master_port();
+        let m = self.managed_mut()?;
+        for node in &mut m.nodes {
+            if node.port == master {
+                node.master = None;
+                node.extra.clear();
+            } else {
+                node.master = Some(master);
+            }
+        }
+        let name = m.nodes.iter().find(|n| n.port == master).map(|n| n.name.clone());
+        Ok(format!(
+            "Sentinel failed over: {} is master now ({})",
+            name.unwrap_or_else(|| format!("port {master}")),
+            event.text()
+        ))
     }
 }
 
 fn start_node(
     root: &std::path::Path,
+    preload: &std::path::Path,
     name: &str,
     extra: Vec<String>,
     master: Option<u16>,
@@ -511,11 +779,17 @@ fn start_node(
     let mut last = String::new();
     for _ in 0..5 {
         let port = free_port();
+        let dir = root.join(format!("{name}-{port}"));
+        std::fs::create_dir_all(&dir).map_err(|e| TopologyError::Start(format!("{}: {e}", dir.display())))?;
+        let clock = ClockShift::create(&dir.join("clock"))
+            .map_err(|e| TopologyError::Start(format!("creating {name}'s clock file: {e}")))?;
         let mut node = ManagedNode {
             name: name.to_owned(),
             port,
             extra: extra.clone(),
-            dir: root.join(format!("{name}-{port}")),
+            dir,
+            clock,
+            preload: preload.to_owned(),
             child: None,
             state: NodeState::Down,
             master,

@@ -618,7 +618,7 @@ const LAB_HELP: &str = "\
 Lab commands (not Redis; they act on the lab session, not on a server):
   :client NAME          act as client NAME (A, B, ...): its own connections, its own MULTI
   :node N               send commands to node N of the topology (default 0)
-  :topology KIND        a fresh managed topology and session: single, replicated, redlock5, cluster3
+  :topology KIND        a fresh managed topology and session: single, replicated, redlock5, cluster3, sentinel
   :fault FAULT [N]      pause, resume, crash, restart, cut_replication, heal_replication, promote
                         on node N (default: the current node)
   :session              the session id, key prefix, topology and nodes

@@ -38,15 +38,19 @@ pub enum TopologyKind {
     Redlock5,
     /// A three-master Redis Cluster.
     Cluster3,
+    /// A master, a replica and three Redis Sentinels that fail over by
+    /// themselves (real servers only).
+    Sentinel,
 }
 
 impl TopologyKind {
     /// Every kind, in the order the page lists them.
-    pub const ALL: [TopologyKind; 4] = [
+    pub const ALL: [TopologyKind; 5] = [
         TopologyKind::Single,
         TopologyKind::Replicated,
         TopologyKind::Redlock5,
         TopologyKind::Cluster3,
+        TopologyKind::Sentinel,
     ];
 
     /// The wire name (`redlock5`), or `None` for a name no kind has.
@@ -61,10 +65,11 @@ impl TopologyKind {
             TopologyKind::Replicated => "replicated",
             TopologyKind::Redlock5 => "redlock5",
             TopologyKind::Cluster3 => "cluster3",
+            TopologyKind::Sentinel => "sentinel",
         }
     }
 
-    /// "single, replicated, redlock5 or cluster3": for an error that says
+    /// "single, replicated, redlock5, cluster3 or sentinel": for an error that says
     /// what would have been accepted.
     pub fn choices() -> String {
         or_list(TopologyKind::ALL.iter().map(|k| k.as_str()))
@@ -96,6 +101,7 @@ pub enum Served {
     Replicated,
     Redlock5,
     Cluster3,
+    Sentinel,
     /// A kind this build does not know (a newer backend), or none said.
     #[default]
     #[serde(other)]
@@ -110,6 +116,7 @@ impl Served {
             Served::Replicated => Some(TopologyKind::Replicated),
             Served::Redlock5 => Some(TopologyKind::Redlock5),
             Served::Cluster3 => Some(TopologyKind::Cluster3),
+            Served::Sentinel => Some(TopologyKind::Sentinel),
             Served::External | Served::Unknown => None,
         }
     }
@@ -135,6 +142,7 @@ impl From<TopologyKind> for Served {
             TopologyKind::Replicated => Served::Replicated,
             TopologyKind::Redlock5 => Served::Redlock5,
             TopologyKind::Cluster3 => Served::Cluster3,
+            TopologyKind::Sentinel => Served::Sentinel,
         }
     }
 }
@@ -152,6 +160,8 @@ pub enum Role {
     #[default]
     Master,
     Replica,
+    /// A Redis Sentinel watching the master (the `sentinel` topology).
+    Sentinel,
     /// The user's own server: the lab does not know, and does not change,
     /// what it is.
     External,
@@ -164,6 +174,7 @@ impl Role {
         match self {
             Role::Master => "master",
             Role::Replica => "replica",
+            Role::Sentinel => "sentinel",
             Role::External => "external",
             Role::Unknown => "unknown",
         }
@@ -522,7 +533,7 @@ mod tests {
         let refused = |json: &str| ClientMsg::from_json(json).unwrap_err();
         assert_eq!(
             refused(r#"{"type":"topology","kind":"ring7"}"#),
-            "unknown topology \"ring7\": single, replicated, redlock5 or cluster3"
+            "unknown topology \"ring7\": single, replicated, redlock5, cluster3 or sentinel"
         );
         assert_eq!(
             refused(r#"{"type":"fault","fault":"unplug","node":0}"#),
@@ -542,7 +553,7 @@ mod tests {
         .unwrap();
         assert_eq!((n.role, n.state), (Role::Unknown, NodeState::Unknown));
         let h: ServerMsg = serde_json::from_str(
-            r#"{"type":"hello","session":"s","prefix":"lab:s:","topology":"sentinel3","names":{"clients":[],"nodes":[]}}"#,
+            r#"{"type":"hello","session":"s","prefix":"lab:s:","topology":"ring7","names":{"clients":[],"nodes":[]}}"#,
         )
         .unwrap();
         assert!(
@@ -568,7 +579,7 @@ mod tests {
             assert_eq!(FaultKind::parse(f.as_str()), Some(f));
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{f}\""));
         }
-        assert_eq!(TopologyKind::choices(), "single, replicated, redlock5 or cluster3");
+        assert_eq!(TopologyKind::choices(), "single, replicated, redlock5, cluster3 or sentinel");
         assert_eq!(Served::External.managed(), None);
     }
 }

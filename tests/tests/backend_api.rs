@@ -94,7 +94,7 @@ async fn websocket_session_streams_events_and_replies() {
     send(&mut ws, json!({"type":"topology","kind":"ring7"})).await;
     assert_eq!(
         until(&mut ws, "error").await.last().unwrap()["message"],
-        "unknown topology \"ring7\": single, replicated, redlock5 or cluster3"
+        "unknown topology \"ring7\": single, replicated, redlock5, cluster3 or sentinel"
     );
     send(&mut ws, json!({"type":"fault","fault":"unplug","node":0})).await;
     assert!(until(&mut ws, "error").await.last().unwrap()["message"]
