@@ -12,11 +12,15 @@
 //!   wasm-opt at the page's `data-wasm-opt` level with its
 //!   `data-wasm-opt-params` when it is on PATH, content-hashed file names, and an
 //!   `index.html` with the same module preloads and init script Trunk
-//!   injects. `dist/` is replaced whole, so nothing stale survives.
+//!   injects. `dist/` is replaced whole, so nothing stale survives. Every
+//!   file gets precompressed `.gz` and `.br` copies (see `compress`) and
+//!   the sizes a browser downloads are printed last.
 //!   The lesson catalogue goes next to it as a JSON file the page links
 //!   (see `add_lessons`).
 //! * `cargo xtask lessons [DIR]` — that catalogue alone, into a page Trunk
 //!   has built (`Trunk.toml`'s post_build hook runs it).
+//! * `cargo xtask bloat [WASM]` — a size profile of the page's `.wasm` by
+//!   crate and module, raw and gzipped (see `bloat`).
 //! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
 //!   people who use `trunk serve`: its wasm-bindgen version must equal
 //!   Cargo.lock's (or Trunk, run offline, fails; online, it downloads another
