@@ -155,7 +155,7 @@ pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
             body.len(),
         ));
     }
-    largest.sort_by(|a, b| b.1.cmp(&a.1));
+    largest.sort_by_key(|f| std::cmp::Reverse(f.1));
     largest.truncate(top);
     let mut groups: BTreeMap<&str, Part> = BTreeMap::new();
     for (name, part) in &parts {
@@ -168,7 +168,7 @@ pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
         for (name, part) in parts {
             rows.push((name, part.functions, part.bytes.len(), crate::gzip_len(&part.bytes)?));
         }
-        rows.sort_by(|a, b| b.3.cmp(&a.3));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.3));
         Ok(rows)
     };
     let groups = table(groups.into_iter().map(|(g, p)| (g.to_owned(), p)).collect())?;
