@@ -10,9 +10,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use axum::handler::HandlerWithoutStateExt;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::Router;
 use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 async fn not_found() -> (StatusCode, &'static str) {
     (
@@ -21,9 +22,25 @@ async fn not_found() -> (StatusCode, &'static str) {
     )
 }
 
-/// Every path from `dist` (`/` is `dist/index.html`).
+/// Every path from `dist` (`/` is `dist/index.html`), compressed when the
+/// browser accepts it: `cargo xtask dist` writes `NAME.br` and `NAME.gz`
+/// next to each file, and `ServeDir` sends the one the request's
+/// `Accept-Encoding` prefers (brotli over gzip at equal weight) with its
+/// `Content-Encoding` and the original's content type, or the file itself
+/// when none is accepted or none was made (a `dist/` from `trunk build`).
+/// Every response says `Vary: Accept-Encoding`, so a cache between the two
+/// never hands a brotli body to a client that did not ask for one.
 pub fn app(dist: PathBuf) -> Router {
-    Router::new().fallback_service(ServeDir::new(dist).not_found_service(not_found.into_service()))
+    let files = ServeDir::new(dist)
+        .precompressed_br()
+        .precompressed_gzip()
+        .not_found_service(not_found.into_service());
+    Router::new()
+        .fallback_service(files)
+        .layer(SetResponseHeaderLayer::appending(
+            header::VARY,
+            HeaderValue::from_static("accept-encoding"),
+        ))
 }
 
 /// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis

@@ -12,11 +12,15 @@
 //!   wasm-opt at the page's `data-wasm-opt` level with its
 //!   `data-wasm-opt-params` when it is on PATH, content-hashed file names, and an
 //!   `index.html` with the same module preloads and init script Trunk
-//!   injects. `dist/` is replaced whole, so nothing stale survives.
+//!   injects. `dist/` is replaced whole, so nothing stale survives. Every
+//!   file gets precompressed `.gz` and `.br` copies (see `compress`) and
+//!   the sizes a browser downloads are printed last.
 //!   The lesson catalogue goes next to it as a JSON file the page links
 //!   (see `add_lessons`).
 //! * `cargo xtask lessons [DIR]` — that catalogue alone, into a page Trunk
 //!   has built (`Trunk.toml`'s post_build hook runs it).
+//! * `cargo xtask bloat [WASM]` — a size profile of the page's `.wasm` by
+//!   crate and module, raw and gzipped (see `bloat`).
 //! * `cargo xtask check-trunk [--build]` — keeps `Trunk.toml` honest for
 //!   people who use `trunk serve`: its wasm-bindgen version must equal
 //!   Cargo.lock's (or Trunk, run offline, fails; online, it downloads another
@@ -28,12 +32,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
+
+mod bloat;
+mod compress;
 
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
@@ -57,6 +63,7 @@ fn usage() -> &'static str {
        dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
        lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
        check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n  \
+       bloat [WASM]                  what is in the app's .wasm, by crate and module (default: build it with names)\n  \
        fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
      fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n"
 }
@@ -100,6 +107,7 @@ fn main() -> Result<()> {
             check_trunk(&root, build)
         }
         Some("fuzz") => fuzz(&root, &args[1..]),
+        Some("bloat") => bloat(&root, args.get(1).map(Path::new)),
         Some("help" | "-h" | "--help") => {
             print!("{}", usage());
             Ok(())
@@ -217,9 +225,7 @@ fn wasm_opt_version(wasm_opt: &Path) -> Option<u32> {
 }
 
 fn gzip_len(bytes: &[u8]) -> Result<usize> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(bytes)?;
-    Ok(gz.finish()?.len())
+    Ok(compress::gzip(bytes)?.len())
 }
 
 /// `1234567` → `1,234,567`.
@@ -284,28 +290,7 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
         .unwrap_or_else(|| "release".to_owned());
 
     // 1. cargo, for wasm32, in the release profile.
-    println!("building {FRONTEND_PACKAGE} for {WASM_TARGET} (profile {profile})…");
-    let status = Command::new(cargo())
-        .args([
-            "build",
-            "--profile",
-            &profile,
-            "--target",
-            WASM_TARGET,
-            "-p",
-            FRONTEND_PACKAGE,
-            "--bin",
-            &bin,
-        ])
-        .current_dir(root)
-        .status()
-        .context("running cargo build")?;
-    ensure!(status.success(), "cargo build for {WASM_TARGET} failed");
-    let wasm_in = target_dir(root)?
-        .join(WASM_TARGET)
-        .join(&profile)
-        .join(format!("{bin}.wasm"));
-    let input = fs::read(&wasm_in).with_context(|| format!("reading {}", wasm_in.display()))?;
+    let input = build_wasm(root, &profile, &bin, &[])?;
 
     // 2. wasm-bindgen into a staging directory next to the output.
     let stem = format!("{bin}-{}", content_hash(&input));
@@ -314,15 +299,7 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
         fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
     }
     fs::create_dir_all(&staging)?;
-    wasm_bindgen_cli_support::Bindgen::new()
-        .input_bytes(&stem, input)
-        .out_name(&stem)
-        .web(true)?
-        .typescript(false)
-        .remove_name_section(true)
-        .remove_producers_section(true)
-        .generate(&staging)
-        .context("wasm-bindgen")?;
+    bindgen(input, &stem, &staging, false)?;
     let js = format!("{stem}.js");
     let wasm = format!("{stem}_bg.wasm");
     let wasm_path = staging.join(&wasm);
@@ -333,7 +310,7 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     // 3. wasm-opt, as index.html asks Trunk to run it (`data-wasm-opt`,
     //    `data-wasm-opt-params`), so both tools ship the same module.
     if optimize {
-        wasm_opt(rust, &wasm_path)?;
+        wasm_opt(rust, &wasm_path, false)?;
     }
 
     // 4. The other assets, and index.html as Trunk would write it.
@@ -390,7 +367,33 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     let lessons = add_lessons(&staging)?;
     report_size("lessons", &staging.join(lessons))?;
 
-    // 5. Swap the staging directory in.
+    // 5. Every file the page serves is in `staging` by now: each gets its
+    //    precompressed `.gz` and `.br` (see `compress`), and the sizes a
+    //    browser downloads are the last thing said.
+    println!("final sizes (what is served; .gz and .br written next to each file):");
+    println!("  {:<44} {:>11} {:>11} {:>11}", "file", "raw", "gzip", "brotli");
+    let (mut raw, mut gz, mut br) = (0, 0, 0);
+    for file in compress::precompress(&staging)? {
+        println!(
+            "  {:<44} {:>11} {:>11} {:>11}",
+            file.name,
+            thousands(file.raw),
+            thousands(file.gzip),
+            thousands(file.brotli)
+        );
+        raw += file.raw;
+        gz += file.gzip;
+        br += file.brotli;
+    }
+    println!(
+        "  {:<44} {:>11} {:>11} {:>11}",
+        "total",
+        thousands(raw),
+        thousands(gz),
+        thousands(br)
+    );
+
+    // 6. Swap the staging directory in.
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
     }
@@ -403,12 +406,114 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask bloat [WASM]`: the size profile of a module (see
+/// [`bloat`](mod@bloat)). Without a file, the browser app is built as `dist`
+/// builds it but with its symbol names kept (profile `wasm-size`: the page's
+/// profile with `strip = "debuginfo"`, given to cargo with `--config`), run
+/// through wasm-bindgen and wasm-opt with names kept, and that is profiled:
+/// the same code as the page's, plus a name section.
+fn bloat(root: &Path, wasm: Option<&Path>) -> Result<()> {
+    let bytes = match wasm {
+        Some(path) => fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        None => {
+            let index_src = root.join("frontend/index.html");
+            let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
+            let links = trunk_links(&html);
+            let rust = links
+                .iter()
+                .find(|l| l.rel() == "rust")
+                .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
+            let bin = rust.attrs.get("data-bin").map_or(FRONTEND_PACKAGE, String::as_str);
+            let profile = rust
+                .attrs
+                .get("data-cargo-profile-release")
+                .map_or("release", String::as_str);
+            let inherits = format!("profile.wasm-size.inherits=\"{profile}\"");
+            let input = build_wasm(
+                root,
+                "wasm-size",
+                bin,
+                &[
+                    "--config",
+                    &inherits,
+                    "--config",
+                    "profile.wasm-size.strip=\"debuginfo\"",
+                ],
+            )?;
+            let dir = target_dir(root)?.join("bloat");
+            fs::create_dir_all(&dir)?;
+            bindgen(
+                bloat::without_custom_section(&input, "target_features")?,
+                bin,
+                &dir,
+                true,
+            )?;
+            let path = dir.join(format!("{bin}_bg.wasm"));
+            println!("sizes (with a name section):");
+            report_size("wasm-bindgen", &path)?;
+            wasm_opt(rust, &path, true)?;
+            fs::read(&path)?
+        }
+    };
+    let report = bloat::breakdown(&bytes, 30)?;
+    println!(
+        "module: {} bytes raw, {} bytes gzipped",
+        thousands(bytes.len()),
+        thousands(gzip_len(&bytes)?)
+    );
+    report.print();
+    Ok(())
+}
+
+/// `cargo build` of the browser app's binary for wasm32 in `profile`
+/// (`extra`: more cargo arguments, such as `--config`); the module's bytes.
+fn build_wasm(root: &Path, profile: &str, bin: &str, extra: &[&str]) -> Result<Vec<u8>> {
+    println!("building {FRONTEND_PACKAGE} for {WASM_TARGET} (profile {profile})…");
+    let status = Command::new(cargo())
+        .args([
+            "build",
+            "--profile",
+            profile,
+            "--target",
+            WASM_TARGET,
+            "-p",
+            FRONTEND_PACKAGE,
+            "--bin",
+            bin,
+        ])
+        .args(extra)
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    ensure!(status.success(), "cargo build for {WASM_TARGET} failed");
+    let wasm_in = target_dir(root)?
+        .join(WASM_TARGET)
+        .join(profile)
+        .join(format!("{bin}.wasm"));
+    fs::read(&wasm_in).with_context(|| format!("reading {}", wasm_in.display()))
+}
+
+/// wasm-bindgen (the library) for `--target web`: `{stem}.js` and
+/// `{stem}_bg.wasm` in `dir`; `keep_names` keeps the `name` section (for
+/// `cargo xtask bloat`).
+fn bindgen(input: Vec<u8>, stem: &str, dir: &Path, keep_names: bool) -> Result<()> {
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_bytes(stem, input)
+        .out_name(stem)
+        .web(true)?
+        .typescript(false)
+        .remove_name_section(!keep_names)
+        .remove_producers_section(true)
+        .generate(dir)
+        .context("wasm-bindgen")
+}
+
 /// Run wasm-opt on wasm-bindgen's output in place, at the level and with the
 /// feature flags of the page's `<link data-trunk rel="rust">` (Trunk passes
 /// the same two to it). Skipped, with the reason, when wasm-opt is missing,
 /// when the page turns it off, or when the module has an externref table and
 /// binaryen is too old for one (see [`MIN_WASM_OPT_EXTERNREF`]).
-fn wasm_opt(rust: &TrunkLink, wasm_path: &Path) -> Result<()> {
+fn wasm_opt(rust: &TrunkLink, wasm_path: &Path, keep_names: bool) -> Result<()> {
     let level = rust.attrs.get("data-wasm-opt").map(String::as_str).unwrap_or("0");
     if level == "0" {
         println!("  wasm-opt: skipped (index.html: data-wasm-opt=\"0\")");
@@ -437,6 +542,7 @@ fn wasm_opt(rust: &TrunkLink, wasm_path: &Path) -> Result<()> {
     let status = Command::new(&wasm_opt)
         .arg(format!("-O{level}"))
         .args(&params)
+        .args(keep_names.then_some("--debuginfo"))
         .arg(wasm_path)
         .arg("-o")
         .arg(&tmp)
