@@ -35,6 +35,8 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
+mod redis_suite;
+
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -100,6 +102,7 @@ fn main() -> Result<()> {
             check_trunk(&root, build)
         }
         Some("fuzz") => fuzz(&root, &args[1..]),
+        Some("redis-suite") => redis_suite::run(&root, &args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{}", usage());
             Ok(())

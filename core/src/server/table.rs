@@ -236,6 +236,7 @@ commands! {
     "setrange", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setrange);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember);
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers);
+    "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop);
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);

@@ -8,6 +8,7 @@
 
 use super::{int_arg, is, syntax_error};
 use crate::reply::Reply;
+use crate::server::config::Config;
 use crate::server::db::Value;
 use crate::server::glob::glob_match;
 use crate::server::Ctx;
@@ -408,11 +409,12 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if argv.len() != 3 || sub == "help" {
         return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
     }
+    let cfg = cx.e.config.clone();
     let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
         return Reply::Nil;
     };
     match sub.as_str() {
-        "encoding" => Reply::Bulk(encoding(&entry.value).as_bytes().to_vec()),
+        "encoding" => Reply::Bulk(encoding(&entry.value, &cfg).as_bytes().to_vec()),
         "refcount" => Reply::Integer(match &entry.value {
             // OBJ_SHARED_INTEGERS: 0..9999 are shared, refcount INT_MAX.
             Value::Str(v) if super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
@@ -424,18 +426,23 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// The encoding name `OBJECT ENCODING` reports (see [`object`]).
-fn encoding(v: &Value) -> &'static str {
+/// The encoding name `OBJECT ENCODING` reports (see [`object`]), with the
+/// thresholds `CONFIG SET` may have changed (`hash-max-listpack-entries` …).
+fn encoding(v: &Value, cfg: &Config) -> &'static str {
+    let (hn, hv) = (cfg.hash_max_listpack_entries(), cfg.hash_max_listpack_value());
+    let (zn, zv) = (cfg.zset_max_listpack_entries(), cfg.zset_max_listpack_value());
     match v {
         Value::Str(s) if s.len() <= 20 && super::parse_i64(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
-        Value::Hash(h) if h.len() <= 128 && h.iter().all(|(f, v)| f.len() <= 64 && v.len() <= 64) => "listpack",
+        Value::Hash(h) if h.len() <= hn && h.iter().all(|(f, v)| f.len() <= hv && v.len() <= hv) => "listpack",
         Value::Hash(_) => "hashtable",
         Value::List(_) => "quicklist",
-        Value::Set(s) if s.len() <= 512 && s.iter().all(|m| super::parse_i64(m).is_some()) => "intset",
+        Value::Set(s) if s.len() <= cfg.set_max_intset_entries() && s.iter().all(|m| super::parse_i64(m).is_some()) => {
+            "intset"
+        }
         Value::Set(_) => "hashtable",
-        Value::ZSet(z) if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) => "listpack",
+        Value::ZSet(z) if z.len() <= zn && z.iter().all(|(m, _)| m.len() <= zv) => "listpack",
         Value::ZSet(_) => "skiplist",
     }
 }
