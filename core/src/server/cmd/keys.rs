@@ -446,3 +446,56 @@ fn encoding(v: &Value, cfg: &Config) -> &'static str {
         Value::ZSet(_) => "skiplist",
     }
 }
+
+/// `MEMORY USAGE key [SAMPLES count]` (object.c `memoryCommand`): the
+/// arguments are checked as redis-server checks them, a missing key is
+/// nil, and the size is an *estimate* in the shape of `objectComputeSize`
+/// (object header, key, and each element with its allocator overhead for
+/// the encoding `OBJECT ENCODING` reports). redis-server's figure depends on
+/// jemalloc's size classes and its own history of the value, so the two
+/// agree on the order of magnitude, not to the byte.
+pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if is(&argv[1], "USAGE") && argv.len() < 3 {
+        return Reply::error("ERR wrong number of arguments for 'memory|usage' command");
+    }
+    if !is(&argv[1], "USAGE") {
+        return Reply::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try MEMORY HELP.",
+            String::from_utf8_lossy(&argv[1])
+        ));
+    }
+    let mut j = 3;
+    while j < argv.len() {
+        if is(&argv[j], "SAMPLES") && j + 1 < argv.len() {
+            match super::parse_i64(&argv[j + 1]) {
+                None => return super::not_integer(),
+                Some(n) if n < 0 => return syntax_error(),
+                Some(_) => j += 2,
+            }
+        } else {
+            return syntax_error();
+        }
+    }
+    let cfg = cx.e.config.clone();
+    let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
+        return Reply::Nil;
+    };
+    // An allocation of n bytes, rounded up to 8 as jemalloc's small classes.
+    let alloc = |n: usize| n.div_ceil(8) * 8;
+    const ROBJ: usize = 16;
+    const DICT_ENTRY: usize = 24;
+    let elem = |b: &[u8]| alloc(b.len() + 9);
+    let value = match (&entry.value, encoding(&entry.value, &cfg)) {
+        (Value::Str(_), "int") => ROBJ,
+        (Value::Str(s), "embstr") => alloc(ROBJ + 3 + s.len() + 1),
+        (Value::Str(s), _) => ROBJ + alloc(s.len() + 9),
+        (Value::Hash(h), "listpack") => ROBJ + alloc(7 + h.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>()),
+        (Value::Hash(h), _) => ROBJ + 96 + h.iter().map(|(f, v)| DICT_ENTRY + 8 + elem(f) + elem(v)).sum::<usize>(),
+        (Value::List(l), _) => ROBJ + 48 + alloc(7 + l.iter().map(|e| e.len() + 2).sum::<usize>()),
+        (Value::Set(s), "intset") => ROBJ + alloc(8 + 8 * s.len()),
+        (Value::Set(s), _) => ROBJ + 96 + s.iter().map(|m| DICT_ENTRY + 8 + elem(m)).sum::<usize>(),
+        (Value::ZSet(z), "listpack") => ROBJ + alloc(7 + z.iter().map(|(m, _)| m.len() + 12).sum::<usize>()),
+        (Value::ZSet(z), _) => ROBJ + 160 + z.iter().map(|(m, _)| DICT_ENTRY + 48 + elem(m)).sum::<usize>(),
+    };
+    Reply::Integer((value + alloc(argv[2].len() + 4)) as i64)
+}
