@@ -1575,3 +1575,79 @@ fn blocking_pop_times_out_alone() {
     roundtrip(&mut other, &req(&[b"PING"]), b"+PONG\r\n");
     assert_eq!(read_until(&mut w, |g| g.ends_with(b"$-1\r\n")), b"*-1\r\n$-1\r\n");
 }
+
+/// Redisson 3.27.2's RLock, unchanged (issue 20, item 4): `lock()` and
+/// reentry (its hash script), `tryLock` that waits on
+/// `SUBSCRIBE redisson_lock__channel:{…}` and is woken by the unlock
+/// script's `PUBLISH`, and watchdog renewal past `lockWatchdogTimeout`;
+/// the transcript on sim-server must equal redis-server's. The program is
+/// tests/java/redisson-rlock, built with Maven into this target directory
+/// (a private local repository; offline once resolved). Where Maven cannot
+/// resolve Redisson (no route to Maven Central) the test says so and
+/// skips; any other Maven or Java failure fails it.
+#[test]
+fn redisson_rlock_against_sim_server() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("java")
+        .join("redisson-rlock");
+    let work = lock_libs_dir().join("redisson-rlock");
+    let repo = lock_libs_dir().join("m2");
+    let classpath_file = work.join("classpath.txt");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    let mvn = |offline: bool| {
+        let mut c = Command::new("mvn");
+        c.arg("-B").arg("-q").arg("-f").arg(src.join("pom.xml"));
+        c.arg(format!("-Dmaven.repo.local={}", repo.display()));
+        c.arg(format!("-DbuildDirectory={}", work.display()));
+        if offline {
+            c.arg("-o");
+        }
+        c.args(["package", "dependency:build-classpath"]);
+        c.arg(format!("-Dmdep.outputFile={}", classpath_file.display()));
+        c
+    };
+    let started = std::time::Instant::now();
+    let offline = classpath_file.exists();
+    let out = match Command::new("mvn").arg("-v").output() {
+        Ok(_) => run_with_timeout(&mut mvn(offline), Duration::from_secs(900)),
+        Err(e) => {
+            eprintln!("SKIPPED redisson_rlock_against_sim_server: no mvn on PATH ({e})");
+            return;
+        }
+    };
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        let unresolved = [
+            "Could not resolve",
+            "Could not transfer",
+            "Non-resolvable",
+            "No plugin found",
+        ];
+        if unresolved.iter().any(|m| log.contains(m)) {
+            let why = log
+                .lines()
+                .find(|l| unresolved.iter().any(|m| l.contains(m)))
+                .unwrap_or("");
+            eprintln!("SKIPPED redisson_rlock_against_sim_server: Maven cannot resolve Redisson here: {why}");
+            return;
+        }
+        panic!("mvn failed:\n{log}");
+    }
+    eprintln!(
+        "mvn ({}) took {:.1} s",
+        if offline { "offline" } else { "first resolve" },
+        started.elapsed().as_secs_f64()
+    );
+    let deps = std::fs::read_to_string(&classpath_file).expect("classpath.txt");
+    let classes = work.join("classes");
+    let cp = format!("{}:{}", classes.display(), deps.trim());
+    same_transcript(|url| {
+        let mut c = Command::new("java");
+        c.arg("-cp").arg(&cp).arg("locklab.RLockCheck").arg(url);
+        c
+    });
+}

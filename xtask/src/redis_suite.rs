@@ -52,7 +52,7 @@ struct Count {
     log: PathBuf,
 }
 
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let mut tree = std::env::var_os("LOCKLAB_REDIS_TREE").map(PathBuf::from);
     let mut logs: Option<PathBuf> = None;
     let (mut sim, mut real) = (true, true);
