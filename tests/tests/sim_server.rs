@@ -853,6 +853,146 @@ fn connection_commands_agree_with_redis_server() {
     );
 }
 
+/// `CONFIG SET` / `CONFIG GET` (issue 20, item 3) byte for byte against
+/// redis-server 7.0.15: the settings the simulator honours (the encoding
+/// thresholds, which `OBJECT ENCODING` then follows; `lua-time-limit`; the
+/// `lazyfree-lazy-*` switches), redis-server's errors for unknown,
+/// immutable and protected parameters, bad values and bounds, duplicates,
+/// an alias set next to its name, and a failed `CONFIG SET` changing
+/// nothing. Each `CONFIG GET` names one parameter (redis-server's order for
+/// several is its dict's).
+#[test]
+fn config_set_and_get_agree_with_redis_server() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let lines: &[&[&[u8]]] = &[
+        &[b"CONFIG", b"SET", b"nosuch", b"1"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"4", b"nosuch", b"1"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-entries"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"4", b"x"],
+        &[b"CONFIG", b"SET", b"daemonize", b"yes"],
+        &[b"CONFIG", b"SET", b"databases", b"16"],
+        &[b"CONFIG", b"SET", b"dir", b"/tmp"],
+        &[b"CONFIG", b"SET", b"hash-max-ziplist-value", b"abc"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"-1"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"1.5"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"-1"],
+        &[b"CONFIG", b"SET", b"set-max-intset-entries", b"99999999999999999"],
+        &[b"CONFIG", b"GET", b"set-max-intset-entries"],
+        &[b"CONFIG", b"SET", b"lua-time-limit", b"-5"],
+        &[b"CONFIG", b"SET", b"list-max-listpack-size", b"3000000000"],
+        &[b"CONFIG", b"SET", b"list-compress-depth", b"-1"],
+        &[b"CONFIG", b"SET", b"lazyfree-lazy-user-del", b"maybe"],
+        &[b"CONFIG", b"SET", b"lazyfree-lazy-user-del", b"YES"],
+        &[b"CONFIG", b"GET", b"lazyfree-lazy-user-del"],
+        &[b"CONFIG", b"SET", b"maxmemory", b"0", b"maxmemory", b"0"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"hash-max-ziplist-value",
+            b"10",
+            b"hash-max-listpack-value",
+            b"20",
+        ],
+        &[b"CONFIG", b"GET", b"hash-max-ziplist-value"],
+        &[b"CONFIG", b"GET", b"HASH-MAX-LISTPACK-VALUE"],
+        &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"1kb"],
+        &[b"CONFIG", b"GET", b"hash-max-listpack-value"],
+        &[b"CONFIG", b"SET", b"zset-max-listpack-value", b"2K"],
+        &[b"CONFIG", b"GET", b"zset-max-ziplist-value"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"zset-max-listpack-entries",
+            b"7",
+            b"lazyfree-lazy-expire",
+            b"x",
+        ],
+        &[b"CONFIG", b"GET", b"zset-max-listpack-entries"],
+        &[b"CONFIG", b"SET", b"lua-time-limit", b"1234"],
+        &[b"CONFIG", b"GET", b"busy-reply-threshold"],
+        &[b"CONFIG", b"SET", b"appendonly", b"no"],
+        &[b"CONFIG", b"SET", b"save", b""],
+        &[b"CONFIG", b"GET", b"appendonly"],
+        &[b"CONFIG", b"GET", b"maxmemory-policy"],
+        &[b"CONFIG", b"GET", b"list-max-ziplist-size"],
+        &[b"CONFIG", b"GET", b"nosuch*"],
+        // OBJECT ENCODING follows the thresholds.
+        &[
+            b"CONFIG",
+            b"SET",
+            b"hash-max-ziplist-entries",
+            b"2",
+            b"hash-max-listpack-value",
+            b"8",
+        ],
+        &[b"HSET", b"h1", b"a", b"1", b"b", b"2"],
+        &[b"OBJECT", b"ENCODING", b"h1"],
+        &[b"HSET", b"h2", b"a", b"1", b"b", b"2", b"c", b"3"],
+        &[b"OBJECT", b"ENCODING", b"h2"],
+        &[b"HSET", b"h3", b"a", b"123456789"],
+        &[b"OBJECT", b"ENCODING", b"h3"],
+        &[b"CONFIG", b"SET", b"set-max-intset-entries", b"2"],
+        &[b"SADD", b"s1", b"1", b"2"],
+        &[b"OBJECT", b"ENCODING", b"s1"],
+        &[b"SADD", b"s2", b"1", b"2", b"3"],
+        &[b"OBJECT", b"ENCODING", b"s2"],
+        &[b"CONFIG", b"SET", b"zset-max-ziplist-entries", b"1"],
+        &[b"ZADD", b"z1", b"1", b"a"],
+        &[b"OBJECT", b"ENCODING", b"z1"],
+        &[b"ZADD", b"z2", b"1", b"a", b"2", b"b"],
+        &[b"OBJECT", b"ENCODING", b"z2"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"hash-max-listpack-entries",
+            b"512",
+            b"hash-max-listpack-value",
+            b"64",
+        ],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"set-max-intset-entries",
+            b"512",
+            b"zset-max-listpack-entries",
+            b"128",
+        ],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"zset-max-listpack-value",
+            b"64",
+            b"lua-time-limit",
+            b"5000",
+        ],
+    ];
+    let mut input = Vec::new();
+    for l in lines {
+        input.extend_from_slice(&req(l));
+    }
+    let read_all = |addr: SocketAddr| -> String {
+        let mut s = connect(addr);
+        s.write_all(&input).expect("write");
+        s.write_all(b"ECHO end-of-test\r\n").expect("write");
+        let mut got = String::new();
+        let mut buf = [0u8; 4096];
+        while !got.ends_with("$11\r\nend-of-test\r\n") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {got:?}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        got
+    };
+    let ours = read_all(server.local_addr());
+    let theirs = read_all(real.addr());
+    assert!(
+        ours == theirs,
+        "replies differ:\n{}",
+        line_diff(&theirs.replace("\r\n", "\n"), &ours.replace("\r\n", "\n"))
+    );
+}
+
 // --------------------------------------------------------------- stalls ---
 
 /// Send each request on `s` and collect the reply lines (simple replies
@@ -1434,4 +1574,80 @@ fn blocking_pop_times_out_alone() {
         .expect("write");
     roundtrip(&mut other, &req(&[b"PING"]), b"+PONG\r\n");
     assert_eq!(read_until(&mut w, |g| g.ends_with(b"$-1\r\n")), b"*-1\r\n$-1\r\n");
+}
+
+/// Redisson 3.27.2's RLock, unchanged (issue 20, item 4): `lock()` and
+/// reentry (its hash script), `tryLock` that waits on
+/// `SUBSCRIBE redisson_lock__channel:{…}` and is woken by the unlock
+/// script's `PUBLISH`, and watchdog renewal past `lockWatchdogTimeout`;
+/// the transcript on sim-server must equal redis-server's. The program is
+/// tests/java/redisson-rlock, built with Maven into this target directory
+/// (a private local repository; offline once resolved). Where Maven cannot
+/// resolve Redisson (no route to Maven Central) the test says so and
+/// skips; any other Maven or Java failure fails it.
+#[test]
+fn redisson_rlock_against_sim_server() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("java")
+        .join("redisson-rlock");
+    let work = lock_libs_dir().join("redisson-rlock");
+    let repo = lock_libs_dir().join("m2");
+    let classpath_file = work.join("classpath.txt");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    let mvn = |offline: bool| {
+        let mut c = Command::new("mvn");
+        c.arg("-B").arg("-q").arg("-f").arg(src.join("pom.xml"));
+        c.arg(format!("-Dmaven.repo.local={}", repo.display()));
+        c.arg(format!("-DbuildDirectory={}", work.display()));
+        if offline {
+            c.arg("-o");
+        }
+        c.args(["package", "dependency:build-classpath"]);
+        c.arg(format!("-Dmdep.outputFile={}", classpath_file.display()));
+        c
+    };
+    let started = std::time::Instant::now();
+    let offline = classpath_file.exists();
+    let out = match Command::new("mvn").arg("-v").output() {
+        Ok(_) => run_with_timeout(&mut mvn(offline), Duration::from_secs(900)),
+        Err(e) => {
+            eprintln!("SKIPPED redisson_rlock_against_sim_server: no mvn on PATH ({e})");
+            return;
+        }
+    };
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        let unresolved = [
+            "Could not resolve",
+            "Could not transfer",
+            "Non-resolvable",
+            "No plugin found",
+        ];
+        if unresolved.iter().any(|m| log.contains(m)) {
+            let why = log
+                .lines()
+                .find(|l| unresolved.iter().any(|m| l.contains(m)))
+                .unwrap_or("");
+            eprintln!("SKIPPED redisson_rlock_against_sim_server: Maven cannot resolve Redisson here: {why}");
+            return;
+        }
+        panic!("mvn failed:\n{log}");
+    }
+    eprintln!(
+        "mvn ({}) took {:.1} s",
+        if offline { "offline" } else { "first resolve" },
+        started.elapsed().as_secs_f64()
+    );
+    let deps = std::fs::read_to_string(&classpath_file).expect("classpath.txt");
+    let classes = work.join("classes");
+    let cp = format!("{}:{}", classes.display(), deps.trim());
+    same_transcript(|url| {
+        let mut c = Command::new("java");
+        c.arg("-cp").arg(&cp).arg("locklab.RLockCheck").arg(url);
+        c
+    });
 }

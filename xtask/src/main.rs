@@ -40,6 +40,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 mod bloat;
 mod compress;
+mod redis_suite;
 
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
@@ -64,6 +65,8 @@ fn usage() -> &'static str {
        lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
        check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n  \
        bloat [WASM]                  what is in the app's .wasm, by crate and module (default: build it with names)\n  \
+       redis-suite --tree DIR [--logs DIR] [--only sim|real]\n                                \
+     run Redis 7.0.15's own tests on sim-server and redis-server; print both [ok] counts\n  \
        fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
      fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n"
 }
@@ -108,6 +111,7 @@ fn main() -> Result<()> {
         }
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("bloat") => bloat(&root, args.get(1).map(Path::new)),
+        Some("redis-suite") => redis_suite::run(&root, &args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{}", usage());
             Ok(())

@@ -35,8 +35,7 @@ use locklab_core::server::table::{self, flags, Command, Keys};
 use locklab_core::server::{ConnId, Node, Profile, DATABASES};
 use locklab_core::Reply;
 
-use super::resp::{string2ll, PROTO_MAX_BULK_LEN};
-use super::QUERY_BUFFER_LIMIT;
+use super::resp::string2ll;
 
 /// What the connection must do after sending a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -998,45 +997,23 @@ fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
 
 // --------------------------------------------------------------- CONFIG ---
 
-/// The settings `CONFIG GET` reports: what client libraries and tools read
-/// on connect (redis-benchmark reads `save` and `appendonly`), with the
-/// values that describe the simulator truthfully — no persistence, no
-/// memory limit, 16 databases, redis-server's protocol limits.
-fn config_params(env: &Env) -> Vec<(&'static str, String)> {
-    vec![
-        ("appendfsync", "everysec".into()),
-        ("appendonly", "no".into()),
+/// What only the server knows: where it listens and runs. Core's table
+/// ([`Node::config`]) holds everything else, with the simulator's values.
+fn wire_params(env: &Env) -> [(&'static str, String); 3] {
+    let dir = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "/".into());
+    [
         ("bind", env.local_addr.ip().to_string()),
-        (
-            "busy-reply-threshold",
-            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
-        ),
-        ("client-query-buffer-limit", QUERY_BUFFER_LIMIT.to_string()),
-        ("cluster-enabled", "no".into()),
-        ("databases", DATABASES.to_string()),
-        ("hz", "10".into()),
-        (
-            "lua-time-limit",
-            env.busy_threshold_ms.load(Ordering::Relaxed).to_string(),
-        ),
-        ("maxclients", "10000".into()),
-        ("maxmemory", "0".into()),
-        ("maxmemory-policy", "noeviction".into()),
-        ("notify-keyspace-events", String::new()),
+        ("dir", dir),
         ("port", env.local_addr.port().to_string()),
-        ("protected-mode", "yes".into()),
-        ("proto-max-bulk-len", PROTO_MAX_BULK_LEN.to_string()),
-        ("replica-read-only", "yes".into()),
-        ("requirepass", String::new()),
-        ("save", String::new()),
-        ("slave-read-only", "yes".into()),
-        ("tcp-keepalive", "300".into()),
-        ("timeout", "0".into()),
     ]
 }
 
-/// `CONFIG GET pattern [pattern ...]`; `CONFIG SET` only for
-/// `busy-reply-threshold` / `lua-time-limit` (the other settings are fixed).
+/// `CONFIG GET pattern [pattern ...]` and `CONFIG SET` through core's
+/// parameter table (redis-server 7.0.15's, with its error texts); a
+/// changed `busy-reply-threshold` is copied to where the connections read
+/// it while a script holds the node.
 fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     let sub = match subcommand(wire("config"), argv, cx.env.profile) {
         Ok(s) => s,
@@ -1044,56 +1021,51 @@ fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     };
     let reply = match sub {
         "get" => {
-            let pairs = config_params(cx.env)
+            let own = wire_params(cx.env);
+            let pairs = cx
+                .st
+                .node
+                .config()
+                .get(&argv[2..])
                 .into_iter()
-                .filter(|(name, _)| argv[2..].iter().any(|p| glob_match(p, name.as_bytes(), true)))
-                .map(|(name, value)| (Reply::bulk(name), Reply::Bulk(value.into_bytes())))
+                .map(|(name, value)| {
+                    let value = own
+                        .iter()
+                        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(&name))
+                        .map_or(value, |(_, v)| v.clone());
+                    (Reply::Bulk(name), Reply::Bulk(value.into_bytes()))
+                })
                 .collect();
             Reply::Map(pairs)
         }
-        "set" => config_set(cx.env, &argv[2..]),
-        "resetstat" => Reply::error("ERR CONFIG RESETSTAT is not supported by locklab sim-server"),
+        "set" => match cx.st.node.config_set(&argv[2..]) {
+            Ok(()) => {
+                let ms = cx.st.node.config().busy_reply_threshold_ms();
+                cx.env.busy_threshold_ms.store(ms, Ordering::Relaxed);
+                Reply::ok()
+            }
+            Err(e) => Reply::Error(format!("ERR {e}")),
+        },
+        "resetstat" => {
+            cx.st.node.reset_stats();
+            Reply::ok()
+        }
         "rewrite" => Reply::error("ERR The server is running without a config file"),
         _ => help(&[
             "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "GET <pattern>",
             "    Return parameters matching the glob-like <pattern> and their values.",
             "SET <directive> <value>",
-            "    Not supported: the simulator's settings are fixed.",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
             "HELP",
             "    Prints this help.",
         ]),
     };
     (reply, After::Continue)
-}
-
-/// `CONFIG SET name value [name value ...]` for the busy threshold.
-fn config_set(env: &Env, pairs: &[Vec<u8>]) -> Reply {
-    if !pairs.len().is_multiple_of(2) {
-        return wrong_args("config|set");
-    }
-    let mut value = None;
-    for pair in pairs.chunks(2) {
-        let name = text(&pair[0]).to_lowercase();
-        if name != "busy-reply-threshold" && name != "lua-time-limit" {
-            return Reply::error(
-                "ERR CONFIG SET is not supported by locklab sim-server for this setting: only busy-reply-threshold (lua-time-limit) can change",
-            );
-        }
-        match string2ll(&pair[1]) {
-            Some(ms) if ms >= 0 => value = Some(ms as u64),
-            _ => {
-                return Reply::Error(format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{}') - argument couldn't be parsed into an integer",
-                    text(&pair[0])
-                ))
-            }
-        }
-    }
-    if let Some(ms) = value {
-        env.busy_threshold_ms.store(ms, Ordering::Relaxed);
-    }
-    Reply::ok()
 }
 
 /// `cmd=` of `CLIENT LIST`: `get`, or `client|setname` for a container.

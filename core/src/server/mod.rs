@@ -34,6 +34,7 @@
 mod blocking;
 pub mod cluster;
 mod cmd;
+pub mod config;
 pub mod db;
 pub mod glob;
 mod longdouble;
@@ -230,6 +231,15 @@ pub struct Engine {
     /// server runs it cannot vouch for a script that did (see
     /// [`Node::unknown_script_calls`]).
     unknown_script_calls: u64,
+    /// `CONFIG GET` / `CONFIG SET` parameters (the encoding thresholds are
+    /// read by `OBJECT ENCODING`).
+    config: config::Config,
+    /// `DEBUG SET-ACTIVE-EXPIRE 0` turns off deleting keys when the clock
+    /// passes their deadline: they then expire only when touched (lazily).
+    pub(crate) active_expire: bool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `noscript`
+    /// commands (the Redis test suite uses it to reach `DEBUG PROTOCOL`).
+    pub(crate) script_deny_disabled: bool,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -281,6 +291,9 @@ impl Node {
                 pubsub: pubsub::PubSub::default(),
                 conn: None,
                 unknown_script_calls: 0,
+                config: config::Config::default(),
+                active_expire: true,
+                script_deny_disabled: false,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -460,6 +473,22 @@ impl Node {
     /// already moved; a host on real time may want to stall too.
     pub fn last_stall_ms(&self) -> u64 {
         self.engine.stall_ms
+    }
+
+    /// The node's `CONFIG` parameters.
+    pub fn config(&self) -> &config::Config {
+        &self.engine.config
+    }
+
+    /// `CONFIG SET name value …`, all or nothing (see [`config::Config::set`]);
+    /// `Err` is redis-server's error text without the `ERR ` prefix.
+    pub fn config_set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
+        self.engine.config.set(args)
+    }
+
+    /// `CONFIG RESETSTAT`: the `INFO stats` counters back to zero.
+    pub fn reset_stats(&mut self) {
+        self.engine.stats = Stats::default();
     }
 
     /// Run as one node of a Redis Cluster owning some slots (lesson 31), or
@@ -820,7 +849,7 @@ impl Engine {
     /// Delete every key whose deadline has passed (master only: a replica
     /// waits for its master's DEL, as redis-server replicas do).
     fn expire_due(&mut self) {
-        if self.role != Role::Master {
+        if self.role != Role::Master || !self.active_expire {
             return;
         }
         for db in 0..self.dbs.len() {
@@ -1016,7 +1045,7 @@ impl ScriptHost for Engine {
         if !cmd.arity_ok(argv.len()) {
             return Reply::error("ERR Wrong number of args calling Redis command from script");
         }
-        if !cmd.allowed_in_scripts() {
+        if !cmd.allowed_in_scripts() && !self.script_deny_disabled {
             return Reply::error("ERR This Redis command is not allowed from script");
         }
         if self.write_denied(cmd) {

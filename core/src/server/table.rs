@@ -188,8 +188,16 @@ commands! {
     "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget);
     "hgetall", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hgetall);
     "hincrby", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hincrby);
+    "hincrbyfloat", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hincrbyfloat);
+    "hkeys", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hkeys);
     "hlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hlen);
+    "hmget", -3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hmget);
+    "hmset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hmset);
+    "hrandfield", -2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hrandfield);
     "hset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hset);
+    "hsetnx", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hsetnx);
+    "hstrlen", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hstrlen);
+    "hvals", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hvals);
     "incr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incr);
     "incrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrby);
     "incrbyfloat", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat);
@@ -203,6 +211,7 @@ commands! {
     "lpushx", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpushx);
     "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange);
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem);
+    "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget);
     "mset", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset);
     "msetnx", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx);
@@ -236,6 +245,7 @@ commands! {
     "setrange", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setrange);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember);
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers);
+    "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop);
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);

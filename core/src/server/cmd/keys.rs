@@ -8,6 +8,7 @@
 
 use super::{int_arg, is, syntax_error};
 use crate::reply::Reply;
+use crate::server::config::Config;
 use crate::server::db::Value;
 use crate::server::glob::glob_match;
 use crate::server::Ctx;
@@ -408,11 +409,12 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if argv.len() != 3 || sub == "help" {
         return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
     }
+    let cfg = cx.e.config.clone();
     let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
         return Reply::Nil;
     };
     match sub.as_str() {
-        "encoding" => Reply::Bulk(encoding(&entry.value).as_bytes().to_vec()),
+        "encoding" => Reply::Bulk(encoding(&entry.value, &cfg).as_bytes().to_vec()),
         "refcount" => Reply::Integer(match &entry.value {
             // OBJ_SHARED_INTEGERS: 0..9999 are shared, refcount INT_MAX.
             Value::Str(v) if super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
@@ -424,18 +426,76 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// The encoding name `OBJECT ENCODING` reports (see [`object`]).
-fn encoding(v: &Value) -> &'static str {
+/// The encoding name `OBJECT ENCODING` reports (see [`object`]), with the
+/// thresholds `CONFIG SET` may have changed (`hash-max-listpack-entries` …).
+fn encoding(v: &Value, cfg: &Config) -> &'static str {
+    let (hn, hv) = (cfg.hash_max_listpack_entries(), cfg.hash_max_listpack_value());
+    let (zn, zv) = (cfg.zset_max_listpack_entries(), cfg.zset_max_listpack_value());
     match v {
         Value::Str(s) if s.len() <= 20 && super::parse_i64(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
-        Value::Hash(h) if h.len() <= 128 && h.iter().all(|(f, v)| f.len() <= 64 && v.len() <= 64) => "listpack",
+        Value::Hash(h) if h.len() <= hn && h.iter().all(|(f, v)| f.len() <= hv && v.len() <= hv) => "listpack",
         Value::Hash(_) => "hashtable",
         Value::List(_) => "quicklist",
-        Value::Set(s) if s.len() <= 512 && s.iter().all(|m| super::parse_i64(m).is_some()) => "intset",
+        Value::Set(s) if s.len() <= cfg.set_max_intset_entries() && s.iter().all(|m| super::parse_i64(m).is_some()) => {
+            "intset"
+        }
         Value::Set(_) => "hashtable",
-        Value::ZSet(z) if z.len() <= 128 && z.iter().all(|(m, _)| m.len() <= 64) => "listpack",
+        Value::ZSet(z) if z.len() <= zn && z.iter().all(|(m, _)| m.len() <= zv) => "listpack",
         Value::ZSet(_) => "skiplist",
     }
+}
+
+/// `MEMORY USAGE key [SAMPLES count]` (object.c `memoryCommand`): the
+/// arguments are checked as redis-server checks them, a missing key is
+/// nil, and the size is an *estimate* in the shape of `objectComputeSize`
+/// (object header, key, and each element with its allocator overhead for
+/// the encoding `OBJECT ENCODING` reports). redis-server's figure depends on
+/// jemalloc's size classes and its own history of the value, so the two
+/// agree on the order of magnitude, not to the byte.
+pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if is(&argv[1], "USAGE") && argv.len() < 3 {
+        return Reply::error("ERR wrong number of arguments for 'memory|usage' command");
+    }
+    if !is(&argv[1], "USAGE") {
+        return Reply::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try MEMORY HELP.",
+            String::from_utf8_lossy(&argv[1])
+        ));
+    }
+    let mut j = 3;
+    while j < argv.len() {
+        if is(&argv[j], "SAMPLES") && j + 1 < argv.len() {
+            match super::parse_i64(&argv[j + 1]) {
+                None => return super::not_integer(),
+                Some(n) if n < 0 => return syntax_error(),
+                Some(_) => j += 2,
+            }
+        } else {
+            return syntax_error();
+        }
+    }
+    let cfg = cx.e.config.clone();
+    let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
+        return Reply::Nil;
+    };
+    // An allocation of n bytes, rounded up to 8 as jemalloc's small classes.
+    let alloc = |n: usize| n.div_ceil(8) * 8;
+    const ROBJ: usize = 16;
+    const DICT_ENTRY: usize = 24;
+    let elem = |b: &[u8]| alloc(b.len() + 9);
+    let value = match (&entry.value, encoding(&entry.value, &cfg)) {
+        (Value::Str(_), "int") => ROBJ,
+        (Value::Str(s), "embstr") => alloc(ROBJ + 3 + s.len() + 1),
+        (Value::Str(s), _) => ROBJ + alloc(s.len() + 9),
+        (Value::Hash(h), "listpack") => ROBJ + alloc(7 + h.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>()),
+        (Value::Hash(h), _) => ROBJ + 96 + h.iter().map(|(f, v)| DICT_ENTRY + 8 + elem(f) + elem(v)).sum::<usize>(),
+        (Value::List(l), _) => ROBJ + 48 + alloc(7 + l.iter().map(|e| e.len() + 2).sum::<usize>()),
+        (Value::Set(s), "intset") => ROBJ + alloc(8 + 8 * s.len()),
+        (Value::Set(s), _) => ROBJ + 96 + s.iter().map(|m| DICT_ENTRY + 8 + elem(m)).sum::<usize>(),
+        (Value::ZSet(z), "listpack") => ROBJ + alloc(7 + z.iter().map(|(m, _)| m.len() + 12).sum::<usize>()),
+        (Value::ZSet(z), _) => ROBJ + 160 + z.iter().map(|(m, _)| DICT_ENTRY + 48 + elem(m)).sum::<usize>(),
+    };
+    Reply::Integer((value + alloc(argv[2].len() + 4)) as i64)
 }

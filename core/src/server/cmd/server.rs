@@ -50,10 +50,70 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         cx.e.block_for(ms.max(0) as u64);
         return Reply::ok();
     }
+    if is(sub, "SET-ACTIVE-EXPIRE") && argv.len() == 3 {
+        cx.e.active_expire = atoi(&argv[2]) != 0;
+        return Reply::ok();
+    }
+    if is(sub, "SET-DISABLE-DENY-SCRIPTS") && argv.len() == 3 {
+        cx.e.script_deny_disabled = atoi(&argv[2]) != 0;
+        return Reply::ok();
+    }
+    if is(sub, "PROTOCOL") && argv.len() == 3 {
+        return debug_protocol(&argv[2]);
+    }
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
         String::from_utf8_lossy(sub)
     ))
+}
+
+/// C's `atoi`: optional blanks and sign, then digits, stopping at the
+/// first other byte (`DEBUG SET-ACTIVE-EXPIRE` reads its flag with it).
+fn atoi(b: &[u8]) -> i64 {
+    let s = String::from_utf8_lossy(b);
+    let s = s.trim_start();
+    let (neg, rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = rest
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add((d - b'0') as i64));
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+/// `DEBUG PROTOCOL <type>` (debug.c): one reply of each RESP3 type, for
+/// testing clients and the Lua conversions. Two differ: `attrib` sends only
+/// the reply that follows redis-server's attribute (the node has no
+/// attribute type; scripts never see attributes anyway), and `push` is
+/// refused (it answers with two replies, which the node cannot).
+fn debug_protocol(name: &[u8]) -> Reply {
+    let ints = || (0..3).map(Reply::Integer).collect::<Vec<_>>();
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match lower.as_str() {
+        "string" => Reply::bulk("Hello World"),
+        "integer" => Reply::Integer(12345),
+        "double" => Reply::Double("3.141".into()),
+        "bignum" => Reply::BigNumber("1234567999999999999999999999999999999".into()),
+        "null" => Reply::Nil,
+        "array" => Reply::Array(ints()),
+        "set" => Reply::Set(ints()),
+        "map" => Reply::Map((0..3).map(|j| (Reply::Integer(j), Reply::Boolean(j == 1))).collect()),
+        "attrib" => Reply::bulk("Some real reply following the attribute"),
+        "push" => Reply::error("ERR DEBUG PROTOCOL push is not supported by the simulator"),
+        "true" => Reply::Boolean(true),
+        "false" => Reply::Boolean(false),
+        "verbatim" => Reply::Verbatim { format: "txt".into(), text: b"This is a verbatim\nstring".to_vec() },
+        _ => Reply::error(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
 }
 
 /// `WAIT numreplicas timeout`: block until that many replicas acknowledged

@@ -1,4 +1,4 @@
-//! Set commands: SADD, SREM, SMEMBERS, SISMEMBER, SCARD.
+//! Set commands: SADD, SREM, SMEMBERS, SISMEMBER, SCARD, SPOP.
 //!
 //! Member order: redis-server 7.0 keeps a small set of integers as an
 //! intset, sorted numerically, and anything else in a hash table whose
@@ -107,5 +107,59 @@ pub(crate) fn scard(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     match read_set(cx, &argv[1]) {
         Ok(s) => Reply::Integer(s.map_or(0, |s| s.len() as i64)),
         Err(e) => e,
+    }
+}
+
+/// `SPOP key [count]` (t_set.c `spopCommand` / `spopWithCountCommand`):
+/// removes members chosen with the node's seeded generator. Without a
+/// count: one member or nil, propagated as `SREM key member`. With one: a
+/// set reply (an empty one for a missing key or a count of 0), the whole
+/// set when the count covers it (then the key is deleted and the deletion
+/// propagated as `DEL`, as redis-server does), otherwise the chosen members,
+/// propagated as one `SREM`.
+pub(crate) fn spop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if argv.len() > 3 {
+        return super::syntax_error();
+    }
+    let count = match argv.get(2) {
+        None => None,
+        Some(c) => match parse_i64(c) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Reply::error("ERR value is out of range, must be positive"),
+        },
+    };
+    let (mut s, ttl) = match set_for_write(cx, &argv[1]) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if s.is_empty() || count == Some(0) {
+        return match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Set(Vec::new()),
+        };
+    }
+    let take = count.unwrap_or(1).min(s.len() as u64) as usize;
+    let mut popped = Members::new();
+    for _ in 0..take {
+        let i = (cx.e.random() % s.len() as u64) as usize;
+        let m = s.iter().nth(i).cloned().unwrap_or_default();
+        s.remove(&m);
+        popped.insert(m);
+    }
+    if s.is_empty() {
+        cx.e.delete(cx.db, &argv[1]);
+    } else {
+        cx.e.store(cx.db, &argv[1], Value::Set(s.clone()), ttl);
+    }
+    if count.is_some() && s.is_empty() {
+        cx.e.propagate(|| vec![b"DEL".to_vec(), argv[1].clone()]);
+    } else {
+        let mut srem = vec![b"SREM".to_vec(), argv[1].clone()];
+        srem.extend(popped.iter().cloned());
+        cx.e.propagate(|| srem);
+    }
+    match count {
+        None => Reply::Bulk(popped.into_iter().next().unwrap_or_default()),
+        Some(_) => Reply::Set(ordered(&popped).into_iter().map(|m| Reply::Bulk(m.clone())).collect()),
     }
 }

@@ -1,0 +1,221 @@
+//! `cargo xtask redis-suite`: Redis 7.0.15's own test suite against
+//! `locklab sim-server` and against redis-server, side by side.
+//!
+//! The suite (`tests/` of the redis source tree, run by its `runtest` Tcl
+//! driver) is the most thorough description of redis-server's behaviour
+//! there is; how many of its tests pass on the simulator, next to how many
+//! pass on the real server in the same mode, measures how far the simulator
+//! is from a drop-in stand-in. It is not part of `scripts/test`: it needs
+//! the redis source tree and tclsh, and takes minutes.
+//!
+//! Both servers run in the suite's external mode, `runtest --host 127.0.0.1
+//! --port P --singledb --durable --clients 1`, on the seven files issue 20
+//! names ([`FILES`]). redis-server starts with no persistence and with
+//! `enable-debug-command yes` (many tests call `DEBUG`); sim-server with
+//! `--redis-version 7.0`. `--durable` keeps a failing test from aborting
+//! its file, so the counts are per test. The full logs go to `--logs DIR`
+//! (default: a fresh temporary directory), with ANSI colours removed.
+//!
+//! Getting a tree: with a clone of github.com/redis/redis,
+//! `git -C redis archive 7.0.15 | tar x -C /tmp/redis-7.0.15`.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+
+/// The test files, as `--single` arguments.
+const FILES: &[&str] = &[
+    "unit/type/incr",
+    "unit/expire",
+    "unit/multi",
+    "unit/scripting",
+    "unit/functions",
+    "unit/type/hash",
+    "unit/keyspace",
+];
+
+const USAGE: &str = "usage: cargo xtask redis-suite --tree DIR [--logs DIR] [--only sim|real]\n\
+    \n\
+    runs Redis 7.0.15's test suite (seven files) against `locklab sim-server` and redis-server\n\
+    and prints each one's [ok] count and their ratio. DIR is a redis 7.0.15 source tree\n\
+    (or set LOCKLAB_REDIS_TREE); redis-server and tclsh must be on PATH.\n";
+
+/// One server's result.
+struct Count {
+    ok: usize,
+    err: usize,
+    secs: f64,
+    log: PathBuf,
+}
+
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
+    let mut tree = std::env::var_os("LOCKLAB_REDIS_TREE").map(PathBuf::from);
+    let mut logs: Option<PathBuf> = None;
+    let (mut sim, mut real) = (true, true);
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--tree" => tree = Some(PathBuf::from(rest.next().context("--tree needs a directory")?)),
+            "--logs" => logs = Some(PathBuf::from(rest.next().context("--logs needs a directory")?)),
+            "--only" => match rest.next().map(String::as_str) {
+                Some("sim") => real = false,
+                Some("real") => sim = false,
+                _ => bail!("--only takes sim or real\n\n{USAGE}"),
+            },
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown option {other}\n\n{USAGE}"),
+        }
+    }
+    let tree = tree.context(format!("no redis source tree given\n\n{USAGE}"))?;
+    ensure!(
+        tree.join("runtest").is_file() && tree.join("tests/test_helper.tcl").is_file(),
+        "{} is not a redis source tree (no runtest / tests/test_helper.tcl)",
+        tree.display()
+    );
+    let logs = match logs {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("locklab-redis-suite-{}", std::process::id())),
+    };
+    fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+
+    let mut real_count = None;
+    if real {
+        let dir = logs.join("redis-server-data");
+        fs::create_dir_all(&dir)?;
+        let port = free_port()?;
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--enable-debug-command", "yes", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting redis-server (is it on PATH?)")?;
+        real_count = Some(suite(&tree, child, port, &logs.join("redis-server.log"))?);
+    }
+    let mut sim_count = None;
+    if sim {
+        let status = Command::new("cargo")
+            .current_dir(root)
+            .args(["build", "--release", "-q", "-p", "locklab-backend", "--bin", "locklab"])
+            .status()
+            .context("running cargo build")?;
+        ensure!(status.success(), "building locklab failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+        let port = free_port()?;
+        let child = Command::new(target.join("release/locklab"))
+            .args(["sim-server", "--port", &port.to_string(), "--redis-version", "7.0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting locklab sim-server")?;
+        sim_count = Some(suite(&tree, child, port, &logs.join("sim-server.log"))?);
+    }
+
+    println!();
+    for (name, c) in [("redis-server 7.0.15", &real_count), ("locklab sim-server", &sim_count)] {
+        if let Some(c) = c {
+            println!(
+                "{name:<20} [ok] {:>4}  [err] {:>4}  ({:.0} s, log {})",
+                c.ok,
+                c.err,
+                c.secs,
+                c.log.display()
+            );
+        }
+    }
+    if let (Some(r), Some(s)) = (&real_count, &sim_count) {
+        let pct = if r.ok == 0 {
+            0.0
+        } else {
+            100.0 * s.ok as f64 / r.ok as f64
+        };
+        println!("sim-server / redis-server: {} / {} = {pct:.1} %", s.ok, r.ok);
+    }
+    Ok(())
+}
+
+/// Run the suite against the server `child` listens as on `port`, then stop
+/// it. The log is kept without colour codes.
+fn suite(tree: &Path, mut child: Child, port: u16, log: &Path) -> Result<Count> {
+    let result = (|| {
+        wait_for_port(port, &mut child)?;
+        let started = Instant::now();
+        let mut cmd = Command::new("./runtest");
+        cmd.current_dir(tree)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--singledb", "--durable", "--clients", "1"]);
+        for f in FILES {
+            cmd.args(["--single", f]);
+        }
+        eprintln!("running the suite against port {port} (a few minutes)…");
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .context("running runtest (is tclsh installed?)")?;
+        let text = strip_ansi(&String::from_utf8_lossy(&out.stdout)) + &String::from_utf8_lossy(&out.stderr);
+        fs::write(log, &text).with_context(|| format!("writing {}", log.display()))?;
+        let count = |tag: &str| text.lines().filter(|l| l.starts_with(tag)).count();
+        Ok(Count {
+            ok: count("[ok]"),
+            err: count("[err]"),
+            secs: started.elapsed().as_secs_f64(),
+            log: log.into(),
+        })
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// A port nobody listens on now (the OS picks it).
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Wait until the server accepts connections (at most ten seconds).
+fn wait_for_port(port: u16, child: &mut Child) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("the server exited before listening on port {port}: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("nothing listens on port {port} after 10 s")
+}
+
+/// Remove ANSI colour sequences (`ESC [ … m`), which runtest prints.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
