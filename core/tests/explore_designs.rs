@@ -160,3 +160,69 @@ fn bad_design_files_are_errors() {
     let long = format!("[scripts]\nrelease = '''\n{}'''\n", "-- x\n".repeat(5000));
     assert!(designs::parse(&long).is_err());
 }
+
+/// The counterexample becomes a lesson the lesson runner plays: the same
+/// invariant breaks, the fault is one of its steps, and it survives JSON
+/// (the page carries it to the timeline that way).
+#[test]
+fn the_counterexample_plays_as_a_lesson() {
+    use locklab_core::explore::lesson::{counterexample_lesson, ToLessonError};
+    use locklab_core::lesson::run::LessonRun;
+    for file in [
+        "01-bare-del.toml",
+        "02-get-then-del.toml",
+        "03-setnx-then-expire.toml",
+        "04-no-fencing.toml",
+        "05-replicated-failover.toml",
+        "08-own-lua-forgot-token.toml",
+    ] {
+        let spec = design(file);
+        let report = explore(&spec).expect("explores");
+        let Outcome::Violated {
+            invariant, scenario, ..
+        } = &report.outcome
+        else {
+            panic!("{file} held");
+        };
+        let lesson = counterexample_lesson(&spec, &report).unwrap_or_else(|e| panic!("{file}: {e}"));
+        lesson.validate().expect("a valid lesson");
+        assert_eq!(lesson.seed, scenario.seed);
+        assert_eq!(
+            lesson.steps.iter().filter(|s| s.fault.is_some()).count(),
+            scenario.faults.len(),
+            "{file}: every fault is a step"
+        );
+        let json = locklab_core::lesson::to_json(std::slice::from_ref(&lesson));
+        let back = locklab_core::lesson::from_json(&json).expect("round trip");
+        let mut run = LessonRun::new(&back[0]).expect("runs");
+        run.run_all().expect("plays");
+        assert!(run.observed().contains(invariant), "{file}");
+        assert!(run.outcome().ok && run.passed(), "{file}: the lesson's outcome holds");
+    }
+    let held = design("06-fenced-single.toml");
+    let report = explore(&held).expect("explores");
+    assert_eq!(counterexample_lesson(&held, &report), Err(ToLessonError::Held));
+}
+
+#[test]
+fn kleppmanns_redlock_counterexample_plays_as_a_lesson() {
+    let spec = design("07-redlock5-gc-pause.toml");
+    let report = explore(&spec).expect("explores");
+    assert!(
+        matches!(
+            report.outcome,
+            Outcome::Violated {
+                invariant: Invariant::StaleWrite,
+                ..
+            }
+        ),
+        "{}",
+        report.transcript()
+    );
+    let lesson = locklab_core::explore::lesson::counterexample_lesson(&spec, &report).expect("a lesson");
+    assert_eq!(lesson.topology, locklab_core::lesson::LessonTopology::Redlock5);
+    assert!(lesson
+        .steps
+        .iter()
+        .any(|s| matches!(s.fault, Some(locklab_core::world::Fault::PauseClient { .. }))));
+}

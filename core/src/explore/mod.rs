@@ -28,6 +28,7 @@
 
 #[cfg(feature = "toml")]
 pub mod designs;
+pub mod lesson;
 pub mod spec;
 
 use serde::{Deserialize, Serialize};
