@@ -226,3 +226,36 @@ fn kleppmanns_redlock_counterexample_plays_as_a_lesson() {
         .iter()
         .any(|s| matches!(s.fault, Some(locklab_core::world::Fault::PauseClient { .. }))));
 }
+
+/// The worker's sliced search reports exactly what the one-call search
+/// (and so the CLI, whose threads merge to the same answer) reports.
+#[test]
+fn a_sliced_job_gives_the_same_report() {
+    use locklab_core::explore::job::Job;
+    for file in [
+        "01-bare-del.toml",
+        "06-fenced-single.toml",
+        "08-own-lua-forgot-token.toml",
+    ] {
+        let spec = design(file);
+        let mut job = Job::new(&spec).expect("job");
+        let mut slices = 0;
+        while !job.step(97) {
+            slices += 1;
+            let p = job.progress();
+            assert!(p.explored <= p.total);
+        }
+        assert!(slices > 10, "{file}: sliced");
+        let r = job.result();
+        assert_eq!(r.transcript, explore(&spec).expect("explores").transcript(), "{file}");
+        match r.report.outcome {
+            Outcome::Held => {
+                assert!(r
+                    .bound
+                    .starts_with(&format!("held for {} schedules within this bound", r.report.explored)));
+                assert!(r.lesson.is_none());
+            }
+            Outcome::Violated { .. } => assert!(r.lesson.is_some(), "{file}: {:?}", r.lesson_error),
+        }
+    }
+}

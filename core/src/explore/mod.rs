@@ -28,6 +28,9 @@
 
 #[cfg(feature = "toml")]
 pub mod designs;
+#[cfg(feature = "toml")]
+pub mod drill;
+pub mod job;
 pub mod lesson;
 pub mod spec;
 
