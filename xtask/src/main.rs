@@ -35,6 +35,8 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
+mod worker;
+
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -389,6 +391,7 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     fs::write(staging.join("index.html"), page)?;
     let lessons = add_lessons(&staging)?;
     report_size("lessons", &staging.join(lessons))?;
+    worker::build(root, &staging, &profile, rust, optimize)?;
 
     // 5. Swap the staging directory in.
     if out.exists() {

@@ -10,9 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExploreError, Spec};
+#[cfg(feature = "toml")]
+use super::ExploreError;
+use super::Spec;
 
 /// The design files, by file name.
+#[cfg(feature = "toml")]
 pub static FILES: &[(&str, &str)] = &[
     (
         "01-bare-del.toml",
@@ -63,6 +66,7 @@ pub struct Design {
 
 /// Read a design file: a TOML [`Spec`], checked (scripts compiled) before
 /// anything runs.
+#[cfg(feature = "toml")]
 pub fn parse(text: &str) -> Result<Spec, ExploreError> {
     let spec: Spec = toml::from_str(text).map_err(|e| ExploreError::Invalid(e.to_string()))?;
     spec.validate()?;
@@ -70,6 +74,7 @@ pub fn parse(text: &str) -> Result<Spec, ExploreError> {
 }
 
 /// Every built-in design, parsed.
+#[cfg(feature = "toml")]
 pub fn builtin() -> Result<Vec<Design>, ExploreError> {
     FILES
         .iter()

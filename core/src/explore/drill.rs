@@ -10,11 +10,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExploreError, Spec};
+#[cfg(feature = "toml")]
+use super::ExploreError;
+use super::Spec;
 use crate::invariants::Invariant;
 use crate::lesson::Text;
 
 /// The drill files, by file name.
+#[cfg(feature = "toml")]
 pub static FILES: &[(&str, &str)] = &[
     (
         "01-bare-del.toml",
@@ -110,6 +113,7 @@ pub fn score(guess: Invariant, found: Option<Invariant>) -> Score {
 }
 
 /// Read a drill file.
+#[cfg(feature = "toml")]
 pub fn parse(text: &str) -> Result<Drill, ExploreError> {
     let d: Drill = toml::from_str(text).map_err(|e| ExploreError::Invalid(e.to_string()))?;
     d.design.validate()?;
@@ -123,6 +127,7 @@ pub fn parse(text: &str) -> Result<Drill, ExploreError> {
 }
 
 /// Every built-in drill.
+#[cfg(feature = "toml")]
 pub fn builtin() -> Result<Vec<DrillFile>, ExploreError> {
     FILES
         .iter()
@@ -136,9 +141,9 @@ pub fn builtin() -> Result<Vec<DrillFile>, ExploreError> {
         .collect()
 }
 
-/// Drill number `n` of a shuffled round (deterministic from the seed, so a
-/// shared link gives the same drill).
-pub fn pick(seed: u64, n: u64) -> usize {
-    let mut rng = crate::rng::Rng::derive(seed, 0xd1_11 + n);
-    rng.below(FILES.len() as u64) as usize
+/// Question `n` of a round over `len` drills, drawn from the seed (so a
+/// shared link asks the same drill).
+pub fn pick(seed: u64, n: u64, len: usize) -> usize {
+    let mut rng = crate::rng::Rng::derive(seed, 0xd111 + n);
+    rng.below(len.max(1) as u64) as usize
 }

@@ -26,9 +26,7 @@
 //! answer as one sequential search, because "fewest steps, then earliest
 //! index" does not depend on who looked first.
 
-#[cfg(feature = "toml")]
 pub mod designs;
-#[cfg(feature = "toml")]
 pub mod drill;
 pub mod job;
 pub mod lesson;
