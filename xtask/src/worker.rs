@@ -23,7 +23,7 @@ const STEM: &str = "explore-worker";
 /// answers `catalog` and runs `start` jobs in slices, posting progress and
 /// yielding between slices so a `cancel` is seen (the page may also simply
 /// terminate the worker). Every payload is core's serde JSON.
-pub const MAIN_JS: &str = r#"// locklab explore worker (written by cargo xtask dist; see xtask/src/worker.rs)
+pub(crate) const MAIN_JS: &str = r#"// locklab explore worker (written by cargo xtask dist; see xtask/src/worker.rs)
 import init, { Job, catalog } from './explore-worker.js';
 const ready = init({ module_or_path: new URL('./explore-worker_bg.wasm', import.meta.url) });
 let job = null;
@@ -67,7 +67,7 @@ ready.then(() => post({ type: 'ready' }), (err) => post({ type: 'error', message
 /// Build the worker into `out` (the staging dist directory), with the
 /// page's profile and wasm-opt settings (`rust`, its `<link data-trunk
 /// rel="rust">`).
-pub fn build(root: &Path, out: &Path, profile: &str, rust: &TrunkLink, optimize: bool) -> Result<()> {
+pub(crate) fn build(root: &Path, out: &Path, profile: &str, rust: &TrunkLink, optimize: bool) -> Result<()> {
     println!("building {PACKAGE} for {WASM_TARGET} (profile {profile})…");
     let status = Command::new(cargo())
         .args([
