@@ -411,6 +411,32 @@ program = { type = "lock", release = "del" }
     }
 
     #[test]
+    fn a_design_file_with_the_users_own_lua() {
+        let path = temp(
+            "design.toml",
+            "fencing = true\nexhaustive_seeds = 2\nrandom_walks = 100\n[scripts]\nrelease = '''\nreturn redis.call('DEL', KEYS[1])\n'''\n",
+        );
+        let args = ExploreArgs {
+            file: Some(path.clone()),
+            threads: Some(2),
+            ..ExploreArgs::default()
+        };
+        let out = run(&args).expect("runs");
+        assert!(out.contains("own Lua: release"), "{out}");
+        assert!(
+            last_line(&out).starts_with("result: violated wrong-release (seed "),
+            "{out}"
+        );
+        std::fs::write(&path, "[scripts]\nrelease = 'return redis.call(\"DEL\", KEYS[1]'\n").expect("rewrite");
+        let err = run(&args).expect_err("does not compile").to_string();
+        assert!(
+            err.starts_with("the release script does not compile: (error) ERR Error compiling script (new function): user_script:1: "),
+            "{err}"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
     fn bad_files_and_flags_are_errors() {
         let missing = ExploreArgs {
             file: Some("/nonexistent/locklab.json".into()),

@@ -29,6 +29,8 @@
 //!   `/api/health` fetch.
 //! * [`score`] — interview mode's per-lesson score (first prediction per
 //!   step), as stored in `localStorage`.
+//! * [`explore`] — "break my lock": the explorer in a Web Worker, the
+//!   counterexample played as a lesson, the interview drill.
 //! * [`view`] — the components: the loading screen, header, lesson list,
 //!   lesson panel, timeline, console, clock, shortcuts overlay.
 //!
@@ -39,6 +41,7 @@
 pub mod catalog;
 pub mod driver;
 pub mod editor;
+pub mod explore;
 pub mod i18n;
 pub mod lab;
 pub mod markdown;

@@ -77,6 +77,8 @@ pub struct State {
     /// Interview mode: the step waiting for an answer; stepping past it
     /// is blocked until it has one.
     pub quiz_gate: Option<usize>,
+    /// The explore screen ("break my lock") is open.
+    pub explore: bool,
 }
 
 fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
@@ -107,6 +109,7 @@ impl PartialEq for State {
             && self.dark == other.dark
             && self.legend == other.legend
             && self.quiz_gate == other.quiz_gate
+            && self.explore == other.explore
     }
 }
 
@@ -161,6 +164,7 @@ impl State {
             dark: q.dark,
             legend: true,
             quiz_gate: None,
+            explore: false,
         }
     }
 
@@ -250,6 +254,10 @@ pub enum Action {
     NextLesson,
     /// Interview mode's question is waiting at this step (or none is).
     QuizGate(Option<usize>),
+    /// Open or close the explore screen.
+    Explore(bool),
+    /// Play an explorer counterexample on the timeline (simulator).
+    PlayLesson(Rc<locklab_core::lesson::Lesson>),
 }
 
 /// The real driver's inputs, from the app's socket and fetch glue.
@@ -281,6 +289,21 @@ impl Reducible for State {
                     next.active = 0;
                     next.rev += 1;
                 }
+            }
+            Action::Explore(open) => {
+                next.explore = open;
+                next.playing = false;
+            }
+            Action::PlayLesson(lesson) => {
+                // The session holds `&'static` lessons (the catalogue's);
+                // a counterexample is made on demand, so each one played
+                // is leaked — a few kilobytes per press of "play".
+                let lesson: &'static locklab_core::lesson::Lesson = Box::leak(Box::new((*lesson).clone()));
+                next.session = Some(play(lesson, lesson.seed, 0, None));
+                next.explore = false;
+                next.playing = false;
+                next.active = 0;
+                next.rev += 1;
             }
             Action::CloseLesson => {
                 if let Some(r) = &next.real {

@@ -41,6 +41,7 @@ use anyhow::{bail, ensure, Context, Result};
 mod bloat;
 mod compress;
 mod redis_suite;
+mod worker;
 
 /// The crate and binary the browser app is built from.
 const FRONTEND_PACKAGE: &str = "locklab-frontend";
@@ -370,6 +371,7 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     fs::write(staging.join("index.html"), page)?;
     let lessons = add_lessons(&staging)?;
     report_size("lessons", &staging.join(lessons))?;
+    worker::build(root, &staging, &profile, rust, optimize)?;
 
     // 5. Every file the page serves is in `staging` by now: each gets its
     //    precompressed `.gz` and `.br` (see `compress`), and the sizes a

@@ -29,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ops::{Release, Renew};
+use super::scripts::LockScripts;
 use super::{acquired, argv, Argv, Ctx, Input, ProgramError, Target};
 use crate::reply::Reply;
 
@@ -229,6 +230,15 @@ pub struct LockProgram {
     pub release: Release,
     pub watchdog: Option<Watchdog>,
     pub wait: Option<WaitReplicas>,
+    /// The user's own acquire/release/extend scripts, used instead of
+    /// `acquire`, `release` and the watchdog's `renew` where given.
+    pub scripts: Option<LockScripts>,
+    /// Before writing, check on the client's own clock that the lease has
+    /// not run out since the acquire was sent, and skip the write if it
+    /// has. The check and the write are two moments (the write is sent on
+    /// the next turn of the client's loop), so a pause can still fall
+    /// between them — which is Kleppmann's point about checking.
+    pub check_validity: bool,
     /// Acquire–work–release this many times.
     pub cycles: u32,
     /// Pause between cycles.
@@ -252,6 +262,8 @@ impl Default for LockProgram {
             release: Release::default(),
             watchdog: None,
             wait: None,
+            scripts: None,
+            check_validity: false,
             cycles: 1,
             think_ms: 0,
             timeout_ms: 200,
@@ -273,6 +285,7 @@ const T_BACKOFF: u32 = 1;
 const T_WORK: u32 = 2;
 const T_WATCHDOG: u32 = 3;
 const T_THINK: u32 = 4;
+const T_WRITE: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -296,6 +309,9 @@ pub struct LockMachine {
     cycle: u32,
     attempt: u32,
     cycle_start: u64,
+    /// Client time at which the successful acquire was sent.
+    attempt_sent: u64,
+    acquired_at: u64,
     token: String,
     fence: Option<i64>,
     renewals: u32,
@@ -323,6 +339,8 @@ impl LockMachine {
             cycle: 0,
             attempt: 0,
             cycle_start: 0,
+            attempt_sent: 0,
+            acquired_at: 0,
             token: String::new(),
             fence: None,
             renewals: 0,
@@ -336,6 +354,7 @@ impl LockMachine {
                 (T_BACKOFF, Phase::Backoff) => self.attempt_acquire(cx),
                 (T_THINK, Phase::Idle) => self.begin_cycle(cx),
                 (T_WORK, Phase::Working) => self.work_done(cx),
+                (T_WRITE, Phase::Working) => self.write_and_release(cx),
                 (T_WATCHDOG, Phase::Working) => self.renew(cx),
                 _ => {}
             },
@@ -366,10 +385,13 @@ impl LockMachine {
     fn attempt_acquire(&mut self, cx: &mut Ctx<'_>) {
         self.attempt += 1;
         self.phase = Phase::Acquiring;
+        self.attempt_sent = cx.now;
         let key = self.p.key.as_str();
-        let first = match self.p.acquire {
-            Acquire::SetNxPx => argv(&["SET", key, &self.token, "NX", "PX", &self.p.ttl_ms.to_string()]),
-            Acquire::SetnxExpire => argv(&["SETNX", key, &self.token]),
+        let script = self.p.scripts.as_ref().and_then(|s| s.acquire.as_deref());
+        let first = match (script, self.p.acquire) {
+            (Some(src), _) => LockScripts::eval(src, key, &self.token, self.p.ttl_ms),
+            (None, Acquire::SetNxPx) => argv(&["SET", key, &self.token, "NX", "PX", &self.p.ttl_ms.to_string()]),
+            (None, Acquire::SetnxExpire) => argv(&["SETNX", key, &self.token]),
         };
         let commands = match &self.p.fencing {
             Fencing::Transaction { counter } => {
@@ -389,8 +411,9 @@ impl LockMachine {
                 };
                 if ok {
                     self.fence = fence;
+                    self.acquired_at = self.attempt_sent;
                     cx.hold(&self.p.key);
-                    if self.p.acquire == Acquire::SetnxExpire {
+                    if self.p.acquire == Acquire::SetnxExpire && self.script(|s| &s.acquire).is_none() {
                         self.phase = Phase::Expiring;
                         let ttl = self.p.ttl_ms;
                         let cmd = if ttl.is_multiple_of(1000) {
@@ -416,6 +439,10 @@ impl LockMachine {
             (WAIT, Phase::Waiting) => self.start_work(cx),
             (RENEW, Phase::Working) => self.renewed(cx, replies),
             (REL, Phase::Releasing) => {
+                if self.script(|s| &s.release).is_some() {
+                    self.next_cycle(cx);
+                    return;
+                }
                 match (self.p.release, replies) {
                     (Release::GetThenDel, Some([Reply::Bulk(v)])) if *v == self.token.as_bytes() => {
                         // The check passed — on the client, a round trip ago.
@@ -507,7 +534,10 @@ impl LockMachine {
 
     fn renew(&mut self, cx: &mut Ctx<'_>) {
         let Some(w) = self.p.watchdog else { return };
-        let cmd = w.renew.command(&self.p.key, &self.token, self.p.ttl_ms);
+        let cmd = match self.script(|s| &s.extend) {
+            Some(src) => LockScripts::eval(src, &self.p.key, &self.token, self.p.ttl_ms),
+            None => w.renew.command(&self.p.key, &self.token, self.p.ttl_ms),
+        };
         self.send(cx, RENEW, vec![cmd]);
     }
 
@@ -533,13 +563,46 @@ impl LockMachine {
         }
     }
 
+    /// One of the user's scripts, if given.
+    fn script(&self, which: impl Fn(&LockScripts) -> &Option<String>) -> Option<&str> {
+        self.p.scripts.as_ref().and_then(|s| which(s).as_deref())
+    }
+
     fn work_done(&mut self, cx: &mut Ctx<'_>) {
+        if self.p.write && self.p.check_validity {
+            let elapsed = cx.now.saturating_sub(self.acquired_at);
+            if elapsed >= self.p.ttl_ms {
+                cx.note(format!(
+                    "validity check: {elapsed} ms since the acquire, TTL {} ms: the lease is gone, no write",
+                    self.p.ttl_ms
+                ));
+                self.release(cx);
+            } else {
+                cx.note(format!(
+                    "validity check: {} ms of the lease left: write",
+                    self.p.ttl_ms - elapsed
+                ));
+                cx.timer(T_WRITE, 0);
+            }
+            return;
+        }
+        self.write_and_release(cx);
+    }
+
+    fn write_and_release(&mut self, cx: &mut Ctx<'_>) {
         if self.p.write {
             cx.write(self.fence, format!("{}#{}", cx.name, self.cycle + 1));
         }
+        self.release(cx);
+    }
+
+    fn release(&mut self, cx: &mut Ctx<'_>) {
         cx.cancel(T_WATCHDOG);
         cx.unhold(&self.p.key);
-        match self.p.release.first_command(&self.p.key, &self.token) {
+        let script = self
+            .script(|s| &s.release)
+            .map(|src| LockScripts::eval(src, &self.p.key, &self.token, self.p.ttl_ms));
+        match script.or_else(|| self.p.release.first_command(&self.p.key, &self.token)) {
             Some(cmd) => {
                 self.phase = Phase::Releasing;
                 self.send(cx, REL, vec![cmd]);

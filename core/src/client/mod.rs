@@ -31,6 +31,7 @@ pub mod commands;
 pub mod lock;
 pub mod ops;
 pub mod redlock;
+pub mod scripts;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -42,6 +43,7 @@ pub use commands::{CommandsProgram, Step};
 pub use lock::{Acquire, Backoff, Fencing, LockProgram, Retry, Token, WaitReplicas, Watchdog, Work};
 pub use ops::{Release, Renew, RELEASE_LUA, RENEW_LUA};
 pub use redlock::{Extend, RedlockProgram};
+pub use scripts::{LockScripts, ScriptRole};
 
 /// One command: its arguments as bytes.
 pub type Argv = Vec<Vec<u8>>;

@@ -26,6 +26,10 @@
 //! answer as one sequential search, because "fewest steps, then earliest
 //! index" does not depend on who looked first.
 
+pub mod designs;
+pub mod drill;
+pub mod job;
+pub mod lesson;
 pub mod spec;
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +49,10 @@ pub enum ExploreError {
     Invalid(String),
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// A user's script does not compile: `reply` is what redis-cli prints
+    /// for `SCRIPT LOAD` of it on redis-server 7.0.
+    #[error("the {role} script does not compile: {reply}")]
+    Script { role: &'static str, reply: String },
     #[error(transparent)]
     World(#[from] WorldError),
 }

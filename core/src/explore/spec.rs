@@ -10,7 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::ExploreError;
-use crate::client::{Acquire, Backoff, Fencing, LockProgram, Program, RedlockProgram, Release, Retry, Work};
+use crate::client::{
+    Acquire, Backoff, Fencing, LockProgram, LockScripts, Program, RedlockProgram, Release, Retry, Token, Watchdog, Work,
+};
 use crate::world::{ClientSpec, Persistence, Scenario, Topology, WorldConfig};
 
 /// The topologies the explorer's shorthand knows.
@@ -123,6 +125,26 @@ pub struct Spec {
     pub fault_kinds: Vec<FaultKind>,
     /// A full scenario to explore instead of the shorthand.
     pub scenario: Option<Scenario>,
+    /// A name for the design (shown in the page and the transcript).
+    pub name: Option<String>,
+    /// Renewal: none (absent), or a watchdog renewing every `interval_ms`
+    /// (default a third of the TTL) up to `max_renewals` times (absent: no
+    /// cap — Redisson's default).
+    pub watchdog: Option<Watchdog>,
+    /// The user's own acquire / release / extend scripts ("bring your own
+    /// lock"); each one given replaces the built-in variant.
+    pub scripts: Option<LockScripts>,
+    /// The token source: unique per acquisition, or one fixed value.
+    pub token: Token,
+    /// Retry and backoff (absent: jittered exponential from TTL/40 to
+    /// TTL/5, giving up after five TTLs).
+    pub retry: Option<Retry>,
+    /// Does the work check, on its own clock, that the lease is still valid
+    /// before it writes?
+    pub check_validity: bool,
+    /// The critical section hangs (a stuck business thread): the case a
+    /// watchdog without a cap turns into a lock held forever.
+    pub work_hangs: bool,
 }
 
 impl Default for Spec {
@@ -142,6 +164,13 @@ impl Default for Spec {
             max_steps: 2_000,
             fault_kinds: Vec::new(),
             scenario: None,
+            name: None,
+            watchdog: None,
+            scripts: None,
+            token: Token::Unique,
+            retry: None,
+            check_validity: false,
+            work_hangs: false,
         }
     }
 }
@@ -151,6 +180,8 @@ pub const MAX_CLIENTS: u32 = 8;
 pub const MAX_FAULTS: u32 = 4;
 pub const MAX_RANDOM_WALKS: u64 = 100_000_000;
 pub const MAX_STEPS: u64 = 100_000;
+/// The longest script a design may carry.
+pub const MAX_SCRIPT: usize = 16 * 1024;
 
 fn client_name(i: u32) -> String {
     const LETTERS: &[u8] = b"ABCDEFGH";
@@ -183,6 +214,41 @@ impl Spec {
                 "--acquire setnx-expire with --topology redlock5 (Redlock always uses SET NX PX)".into(),
             ));
         }
+        let custom = self.watchdog.is_some()
+            || self.scripts.is_some()
+            || self.token != Token::Unique
+            || self.retry.is_some()
+            || self.check_validity
+            || self.work_hangs;
+        if self.scenario.is_some() && custom {
+            return bad("a design with a full scenario sets its clients' programs there, not with watchdog, scripts, token, retry, check_validity or work_hangs".into());
+        }
+        if self.scenario.is_none() && self.topology == TopologyKind::Redlock5 && custom {
+            return Err(ExploreError::Unsupported(
+                "watchdog, scripts, token, retry, check_validity or work_hangs with --topology redlock5 (the Redlock client has its own)".into(),
+            ));
+        }
+        if let Some(w) = &self.watchdog {
+            if w.interval_ms.is_some_and(|i| i == 0 || i >= self.ttl_ms) {
+                return bad("watchdog.interval_ms must be between 1 and the TTL".into());
+            }
+        }
+        if let Some(scripts) = &self.scripts {
+            if scripts.extend.is_some() && self.watchdog.is_none() {
+                return bad("an extend script needs a watchdog to call it: add [watchdog]".into());
+            }
+            if let Some((role, src)) = scripts.given().into_iter().find(|(_, s)| s.len() > MAX_SCRIPT) {
+                return bad(format!(
+                    "the {} script is {} bytes; at most {MAX_SCRIPT}",
+                    role.name(),
+                    src.len()
+                ));
+            }
+            scripts.check().map_err(|(role, reply)| ExploreError::Script {
+                role: role.name(),
+                reply,
+            })?;
+        }
         if let Some(s) = &self.scenario {
             if s.clients.is_empty() {
                 return bad("the scenario has no clients".into());
@@ -208,7 +274,7 @@ impl Spec {
             TopologyKind::Replicated => Topology::Replicated { replicas: 1 },
             TopologyKind::Redlock5 => Topology::Redlock { masters: 5 },
         };
-        let world = WorldConfig {
+        let mut world = WorldConfig {
             topology,
             persistence: self.persistence,
             fencing: self.fencing,
@@ -217,10 +283,15 @@ impl Spec {
             horizon_ms: ttl.saturating_mul(60),
             ..WorldConfig::default()
         };
+        if self.watchdog.is_some() || self.work_hangs {
+            // A lease that renews itself can outlive its owner's progress:
+            // ten TTLs in one hand is a lock that never comes back.
+            world.invariants.max_hold_ms = Some(ttl.saturating_mul(10));
+        }
         let work = Work {
             min_ms: ttl / 20,
             max_ms: ttl * 2 / 5,
-            hang: false,
+            hang: self.work_hangs,
         };
         let program = match self.topology {
             TopologyKind::Redlock5 => Program::Redlock(RedlockProgram {
@@ -248,17 +319,21 @@ impl Spec {
                 } else {
                     Fencing::Off
                 },
-                retry: Retry {
+                retry: self.retry.unwrap_or(Retry {
                     max_attempts: None,
                     backoff: Backoff::Jittered {
                         base_ms: ttl / 40,
                         max_ms: ttl / 5,
                     },
                     deadline_ms: Some(ttl * 5),
-                },
+                }),
                 work,
                 release: self.release,
                 timeout_ms: ttl / 5,
+                token: self.token.clone(),
+                watchdog: self.watchdog,
+                scripts: self.scripts.clone(),
+                check_validity: self.check_validity,
                 ..LockProgram::default()
             }),
         };
@@ -285,6 +360,34 @@ impl Spec {
 
     /// One line saying what is being explored.
     pub fn summary(&self) -> String {
+        let mut extras = Vec::new();
+        if let Some(n) = &self.name {
+            extras.push(format!("design {n:?}"));
+        }
+        if let Some(w) = &self.watchdog {
+            extras.push(match w.max_renewals {
+                Some(m) => format!("watchdog capped at {m} renewals"),
+                None => "watchdog without a cap".to_owned(),
+            });
+        }
+        if let Some(sc) = &self.scripts {
+            let roles: Vec<&str> = sc.given().iter().map(|(r, _)| r.name()).collect();
+            extras.push(format!("own Lua: {}", roles.join(", ")));
+        }
+        if let Token::Fixed(v) = &self.token {
+            extras.push(format!("fixed token {v:?}"));
+        }
+        if self.check_validity {
+            extras.push("work checks validity".to_owned());
+        }
+        if self.work_hangs {
+            extras.push("work hangs".to_owned());
+        }
+        let extras = if extras.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", extras.join(", "))
+        };
         let kinds = if self.fault_kinds.is_empty() {
             String::new()
         } else {
@@ -293,7 +396,7 @@ impl Spec {
                 self.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
             )
         };
-        self.summary_base() + &kinds
+        self.summary_base() + &kinds + &extras
     }
 
     fn summary_base(&self) -> String {

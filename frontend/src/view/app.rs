@@ -299,6 +299,18 @@ pub fn app() -> Html {
             },
         })
     });
+    let onexplore_open = {
+        let d = state.dispatcher();
+        Callback::from(move |_: MouseEvent| d.dispatch(Action::Explore(true)))
+    };
+    let onexplore_close = {
+        let d = state.dispatcher();
+        Callback::from(move |_: ()| d.dispatch(Action::Explore(false)))
+    };
+    let onexplore_play = {
+        let d = state.dispatcher();
+        Callback::from(move |l| d.dispatch(Action::PlayLesson(l)))
+    };
     let context: AppContext = state.clone();
 
     html! {
@@ -309,7 +321,16 @@ pub fn app() -> Html {
                 { banner.unwrap_or_default() }
                 <div class="body">
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
+                    if state.explore {
+                        <main>
+                            <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed }
+                                onplay={ onexplore_play } onclose={ onexplore_close } />
+                        </main>
+                    } else {
                     <main>
+                        <button class="explore-open" data-testid="explore-open" onclick={ onexplore_open }>
+                            { if state.lang == Lang::Zh { "攻破我的锁：探索器" } else { "Break my lock: the explorer" } }
+                        </button>
                         <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} />
                         <div class="stage">
                             <Timeline />
@@ -323,6 +344,7 @@ pub fn app() -> Html {
                             <Clock {onadvance} {onreset} />
                         </div>
                     </main>
+                    }
                 </div>
                 if state.help_open {
                     <Help {onclose} />

@@ -1,0 +1,117 @@
+//! An exploration in slices: what the browser's Web Worker runs.
+//!
+//! The page must never freeze, and the user must be able to stop a search,
+//! so the worker does not call [`super::explore`] once; it asks a [`Job`]
+//! for a few hundred schedules at a time and posts [`Progress`] between
+//! slices. The schedules are visited in index order with the same pruning
+//! as [`super::Explorer::search`]`(0, 1)`, so a finished job reports
+//! exactly what `locklab explore` prints for the same design and seed (the
+//! CLI's threads split the same index space and merge to the same answer).
+
+use serde::{Deserialize, Serialize};
+
+use super::lesson::counterexample_lesson;
+use super::{ExploreError, Explorer, Finding, Outcome, Report, Spec};
+use crate::invariants::Invariant;
+use crate::lesson::Lesson;
+
+/// A search under way.
+#[derive(Clone, Debug)]
+pub struct Job {
+    explorer: Explorer,
+    finding: Finding,
+    next: u64,
+}
+
+/// Where a job is: schedules tried of the total, and the best so far.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub explored: u64,
+    pub total: u64,
+    /// Steps of the shortest violating run so far, and what it broke.
+    pub best: Option<(u64, Invariant)>,
+}
+
+/// A finished job: the report, its transcript (the CLI's text), and the
+/// counterexample as a lesson the timeline can play.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub report: Report,
+    pub transcript: String,
+    pub result_line: String,
+    /// How far a design that held was searched, stated as a bound.
+    pub bound: String,
+    pub lesson: Option<Lesson>,
+    /// Why there is no lesson for a violation (it could not be replayed).
+    pub lesson_error: Option<String>,
+}
+
+impl Job {
+    pub fn new(spec: &Spec) -> Result<Job, ExploreError> {
+        Ok(Job {
+            explorer: Explorer::new(spec)?,
+            finding: Finding::default(),
+            next: 0,
+        })
+    }
+
+    /// Look at up to `n` more schedules; `true` once every one was.
+    pub fn step(&mut self, n: u64) -> bool {
+        let end = self.next.saturating_add(n).min(self.explorer.total());
+        self.finding = self.explorer.search_range(self.next..end, self.finding);
+        self.next = end;
+        self.is_done()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.next >= self.explorer.total()
+    }
+
+    pub fn progress(&self) -> Progress {
+        Progress {
+            explored: self.finding.explored,
+            total: self.explorer.total(),
+            best: self.finding.best.map(|b| (b.steps, b.invariant)),
+        }
+    }
+
+    /// The report so far (final once [`Job::is_done`]).
+    pub fn result(&self) -> JobResult {
+        let report = self.explorer.report(&self.finding);
+        let (lesson, lesson_error) = match &report.outcome {
+            Outcome::Held => (None, None),
+            Outcome::Violated { .. } => match counterexample_lesson(self.explorer.spec(), &report) {
+                Ok(l) => (Some(l), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        JobResult {
+            transcript: report.transcript(),
+            result_line: report.result_line(),
+            bound: bound(self.explorer.spec(), report.explored),
+            report,
+            lesson,
+            lesson_error,
+        }
+    }
+}
+
+/// "Held for N schedules within this bound: …" — what was searched, never
+/// a claim that the design is correct.
+pub fn bound(spec: &Spec, explored: u64) -> String {
+    let kinds = if spec.fault_kinds.is_empty() {
+        "any fault kind".to_owned()
+    } else {
+        spec.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    };
+    format!(
+        "held for {explored} schedules within this bound: {} clients, at most {} fault(s) per schedule ({kinds}), \
+         every single fault at every point of {} seeds' fault-free runs plus {} random walks, runs of at most {} steps. \
+         A bound, not a proof.",
+        spec.scenario.as_ref().map_or(spec.clients as usize, |s| s.clients.len()),
+        spec.faults,
+        spec.exhaustive_seeds,
+        spec.random_walks,
+        spec.max_steps
+    )
+}

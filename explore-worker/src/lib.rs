@@ -1,0 +1,110 @@
+//! # locklab-explore-worker
+//!
+//! The explorer for the browser's explore screen, as its own wasm module.
+//! It runs in a Web Worker (`explore-worker-main.js`, written by
+//! `cargo xtask dist` through `xtask/src/worker.rs`), so a search of ten
+//! thousand schedules never blocks the page, and it is fetched only when
+//! the screen opens, so the page's first load does not grow by the
+//! explorer, the TOML parser and the design files.
+//!
+//! Everything here is a thin binding over `locklab_core::explore`: the
+//! worker's loop asks a [`Job`] for a slice of schedules, posts the
+//! progress, and yields, so a `cancel` message (or `Worker.terminate`) is
+//! seen between slices. Results cross to the page as JSON of core's serde
+//! types, which the page decodes with the same core.
+
+use locklab_core::explore::{designs, drill, job, ExploreError, Spec};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+/// The built-in designs and drills, for the screen's lists.
+#[derive(Serialize)]
+pub struct Catalog {
+    pub designs: Vec<designs::Design>,
+    pub drills: Vec<drill::DrillFile>,
+}
+
+/// The catalogue as JSON (`{"designs": [...], "drills": [...]}`).
+pub fn catalog_json() -> Result<String, ExploreError> {
+    let c = Catalog {
+        designs: designs::builtin()?,
+        drills: drill::builtin()?,
+    };
+    serde_json::to_string(&c).map_err(|e| ExploreError::Invalid(e.to_string()))
+}
+
+/// Read a design: TOML (what the editor holds), or JSON of a [`Spec`].
+pub fn read_design(text: &str) -> Result<Spec, ExploreError> {
+    if text.trim_start().starts_with('{') {
+        let spec: Spec = serde_json::from_str(text).map_err(|e| ExploreError::Invalid(e.to_string()))?;
+        spec.validate()?;
+        Ok(spec)
+    } else {
+        designs::parse(text)
+    }
+}
+
+#[wasm_bindgen(js_name = catalog)]
+pub fn js_catalog() -> Result<String, JsValue> {
+    catalog_json().map_err(|e| JsValue::from_str(&e.to_string()))
+}
+
+/// A search under way.
+#[wasm_bindgen]
+pub struct Job {
+    inner: job::Job,
+}
+
+#[wasm_bindgen]
+impl Job {
+    /// Start on a design; an error (a TOML mistake, a script that does not
+    /// compile, as redis-server words it) comes back as a string.
+    #[wasm_bindgen(constructor)]
+    pub fn new(design: &str) -> Result<Job, JsValue> {
+        let spec = read_design(design).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let inner = job::Job::new(&spec).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        Ok(Job { inner })
+    }
+
+    /// Search up to `n` more schedules; `true` when the search is complete.
+    pub fn step(&mut self, n: u32) -> bool {
+        self.inner.step(u64::from(n))
+    }
+
+    /// `{"explored": …, "total": …, "best": [steps, "invariant"] | null}`.
+    pub fn progress(&self) -> String {
+        serde_json::to_string(&self.inner.progress()).unwrap_or_default()
+    }
+
+    /// The finished result (core's `JobResult`) as JSON.
+    pub fn result(&self) -> String {
+        serde_json::to_string(&self.inner.result()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_has_the_designs_and_drills() {
+        let json = catalog_json().expect("catalog");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        assert!(v["designs"].as_array().is_some_and(|a| a.len() >= 9));
+        assert!(v["drills"].as_array().is_some_and(|a| a.len() >= 10));
+    }
+
+    #[test]
+    fn designs_in_toml_and_json_and_errors_as_redis_says() {
+        let toml = read_design("release = \"del\"").expect("toml");
+        let json = read_design(r#"{ "release": "del" }"#).expect("json");
+        assert_eq!(toml, json);
+        let e = read_design("[scripts]\nrelease = 'return redis.call(\"DEL\", KEYS[1]'").expect_err("compile");
+        assert!(
+            e.to_string().contains(
+                "(error) ERR Error compiling script (new function): user_script:1: ')' expected near '<eof>'"
+            ),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! The browser side of the explore worker: start it, post to it, hear it.
+//!
+//! Messages both ways are JSON text (see `xtask/src/worker.rs` for the
+//! other end), decoded by [`WorkerEvent::parse`]. Dropping an
+//! [`ExploreWorker`] terminates the worker, which is also the hard cancel:
+//! a search in the middle of a slice stops at once.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use yew::Callback;
+
+use super::{WorkerEvent, WORKER_URL};
+
+pub struct ExploreWorker {
+    worker: web_sys::Worker,
+    _onmessage: Closure<dyn FnMut(web_sys::MessageEvent)>,
+    _onerror: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl ExploreWorker {
+    /// Start the worker (a module worker: the wasm-bindgen output is an ES
+    /// module) and ask it for the catalogue.
+    pub fn spawn(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
+        let opts = web_sys::WorkerOptions::new();
+        opts.set_type(web_sys::WorkerType::Module);
+        let worker = web_sys::Worker::new_with_options(WORKER_URL, &opts)
+            .map_err(|e| format!("cannot start the worker: {e:?}"))?;
+        let on_msg = on.clone();
+        let onmessage = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
+            let text = e.data().as_string().unwrap_or_default();
+            on_msg.emit(WorkerEvent::parse(&text));
+        });
+        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        let onerror = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
+            on.emit(WorkerEvent::Error(format!(
+                "the explore worker ({WORKER_URL}) failed to load or crashed"
+            )));
+        });
+        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        let w = ExploreWorker {
+            worker,
+            _onmessage: onmessage,
+            _onerror: onerror,
+        };
+        w.post(&serde_json::json!({ "type": "catalog" }));
+        Ok(w)
+    }
+
+    fn post(&self, msg: &serde_json::Value) {
+        let _ = self.worker.post_message(&JsValue::from_str(&msg.to_string()));
+    }
+
+    /// Explore a design (TOML or JSON text).
+    pub fn start(&self, design: &str) {
+        self.post(&serde_json::json!({ "type": "start", "design": design }));
+    }
+
+    /// Stop between slices.
+    pub fn cancel(&self) {
+        self.post(&serde_json::json!({ "type": "cancel" }));
+    }
+}
+
+impl Drop for ExploreWorker {
+    fn drop(&mut self) {
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
+        self.worker.terminate();
+    }
+}

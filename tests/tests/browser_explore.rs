@@ -1,0 +1,441 @@
+//! Issue 19: the explore screen in headless Chromium.
+//!
+//! The page opens "break my lock", the explorer runs in its Web Worker
+//! (a second wasm module), and for each classic design the page's result
+//! line equals what `locklab explore FILE` prints for the same file and
+//! seed; a long search can be cancelled (the worker stops counting); a
+//! user's script that does not compile shows redis-server's error; the
+//! counterexample plays as a lesson on the timeline. Screenshots at
+//! 1280×720 and 1440×900 land in `tests/out/`, and every label of the
+//! screen is at least 13 px.
+//!
+//! The harness (chromedriver, the backend on a free port, polling with a
+//! deadline) is browser.rs's, copied: integration tests cannot share a
+//! module without a library change.
+
+use std::future::Future;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(90);
+const POLL: Duration = Duration::from_millis(40);
+
+const INSTALL_HINT: &str = "install them with `sudo apt-get install -y chromium chromium-driver` \
+     (Debian), or run ./scripts/test, which installs what is missing";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The first of `candidates` that exists, on PATH or as an absolute path.
+fn find_program(candidates: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    candidates.iter().find_map(|c| {
+        let p = Path::new(c);
+        if p.is_absolute() {
+            p.is_file().then(|| p.to_path_buf())
+        } else {
+            std::env::split_paths(&path).map(|d| d.join(c)).find(|f| f.is_file())
+        }
+    })
+}
+
+fn newest_mtime(dir: &Path) -> Option<(SystemTime, PathBuf)> {
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(m) = entry.metadata().and_then(|m| m.modified()) {
+                if newest.as_ref().is_none_or(|(t, _)| m > *t) {
+                    newest = Some((m, path));
+                }
+            }
+        }
+    }
+    newest
+}
+
+/// `dist/`, built and newer than every source it is built from.
+fn require_dist() -> PathBuf {
+    let dist = std::env::var_os("LOCKLAB_DIST").map_or_else(|| root().join("dist"), PathBuf::from);
+    let index = dist.join("index.html");
+    let built = std::fs::metadata(&index)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| {
+            panic!(
+                "{} is missing: build the app first with `cargo xtask dist` (./scripts/test does)",
+                index.display()
+            )
+        });
+    for src in ["frontend", "core/src"] {
+        if let Some((t, path)) = newest_mtime(&root().join(src)) {
+            assert!(
+                t <= built,
+                "dist/ is older than {}: rebuild it with `cargo xtask dist` (./scripts/test does)",
+                path.display()
+            );
+        }
+    }
+    dist
+}
+
+/// A chromedriver process, killed (with the Chromium it started) on drop.
+struct Chromedriver {
+    child: Child,
+    port: u16,
+    profile: PathBuf,
+}
+
+impl Chromedriver {
+    fn start(chromedriver: &Path) -> Chromedriver {
+        use std::os::unix::process::CommandExt;
+        let port = free_port();
+        let profile = std::env::temp_dir().join(format!("locklab-chromium-{}-{port}", std::process::id()));
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group, so Drop can end Chromium with it.
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
+        let deadline = Instant::now() + WAIT;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within {WAIT:?}"
+            );
+            std::thread::sleep(POLL);
+        }
+        Chromedriver { child, port, profile }
+    }
+}
+
+impl Drop for Chromedriver {
+    fn drop(&mut self) {
+        // The group we created for it: chromedriver and its Chromium.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {WAIT:?} waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn text(c: &Client, css: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or(Value::Null)
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    let dir = root().join("tests/out");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = c.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
+    std::fs::write(dir.join(name), png).unwrap();
+}
+
+/// Headless Chromium under a fresh chromedriver, and a WebDriver session on it.
+async fn browser() -> (Chromedriver, Client) {
+    let chromium = find_program(&["chromium", "chromium-browser", "/usr/lib/chromium/chromium"])
+        .unwrap_or_else(|| panic!("Chromium is not installed: {INSTALL_HINT}"));
+    let chromedriver = find_program(&["chromedriver", "/usr/lib/chromium/chromedriver"])
+        .unwrap_or_else(|| panic!("chromedriver is not installed: {INSTALL_HINT}"));
+    let driver = Chromedriver::start(&chromedriver);
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1400,1300", "--lang=en-US",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ],
+        }
+    });
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps.as_object().unwrap().clone())
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session with headless Chromium");
+    (driver, c)
+}
+
+async fn viewport(c: &Client, w: u32, h: u32) {
+    c.set_window_size(w, h).await.unwrap();
+    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
+    let (iw, ih) = (inner[0].as_u64().unwrap() as u32, inner[1].as_u64().unwrap() as u32);
+    if (iw, ih) != (w, h) {
+        c.set_window_size(w + (w - iw), h + (h - ih)).await.unwrap();
+    }
+    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
+    assert_eq!(inner, json!([w, h]), "the viewport");
+}
+
+/// `locklab serve` as the real driver needs it — `dist/` plus the
+/// real-Redis API, managed servers started from the redis-server binary —
+/// on its own runtime, so the test can take the whole backend away
+/// (every WebSocket with it, as when the process dies) and bring it back on
+/// the same port.
+struct Backend {
+    runtime: Option<tokio::runtime::Runtime>,
+    port: u16,
+}
+
+impl Backend {
+    fn start(dist: &Path, port: u16) -> Backend {
+        Backend::start_with(dist, port, None)
+    }
+
+    /// `redis`: the user's own server (`locklab serve --redis URL`).
+    fn start_with(dist: &Path, port: u16, redis: Option<String>) -> Backend {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        // The old runtime closes its listener in the background: retry.
+        let deadline = Instant::now() + WAIT;
+        let std_listener = loop {
+            match std::net::TcpListener::bind(("127.0.0.1", port)) {
+                Ok(l) => break l,
+                Err(e) => assert!(Instant::now() < deadline, "binding port {port} again: {e}"),
+            }
+            std::thread::sleep(POLL);
+        };
+        std_listener.set_nonblocking(true).unwrap();
+        let port = std_listener.local_addr().unwrap().port();
+        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::api::api_router(
+            locklab_backend::api::ApiState::new(redis),
+        ));
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            axum::serve(listener, app).await
+        });
+        Backend {
+            runtime: Some(runtime),
+            port,
+        }
+    }
+
+    /// Gone at once: the listener and every connection, mid-session.
+    fn kill(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `locklab explore FILE`'s result line, from the CLI's own code.
+fn cli_result(file: &str) -> String {
+    let args = locklab_backend::explore::ExploreArgs {
+        file: Some(root().join("explore/designs").join(file)),
+        ..Default::default()
+    };
+    let out = locklab_backend::explore::run(&args).expect("the CLI explores");
+    out.lines().last().unwrap_or_default().to_owned()
+}
+
+async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
+}
+
+async fn status(c: &Client) -> String {
+    attr(c, "[data-testid=explore]", "data-status")
+        .await
+        .unwrap_or_default()
+}
+
+async fn wait_status(c: &Client, want: &[&str]) -> String {
+    eventually(&format!("the explore screen to be {want:?}"), || async {
+        let s = status(c).await;
+        want.contains(&s.as_str()).then_some(s)
+    })
+    .await
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
+}
+
+async fn select_design(c: &Client, index: usize) {
+    let js_select = format!(
+        "const s = document.querySelector('[data-testid=explore-design]'); s.value = '{index}'; \
+         s.dispatchEvent(new Event('change', {{ bubbles: true }})); return s.value;"
+    );
+    js(c, &js_select).await;
+}
+
+/// The smallest computed font size of the screen's visible texts.
+const FONT_PROBE: &str = r#"
+const els = [...document.querySelectorAll('[data-testid=explore] *')]
+  .filter(e => e.getBoundingClientRect().width > 0 && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()));
+return Math.min(...els.map(e => parseFloat(getComputedStyle(e).fontSize)));
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn break_my_lock_in_headless_chromium() {
+    let dist = require_dist();
+    assert!(
+        dist.join("explore-worker_bg.wasm").is_file(),
+        "dist has the explore worker"
+    );
+    let backend = Backend::start(&dist, 0);
+    let (driver, c) = browser().await;
+    let base = format!("http://127.0.0.1:{}/", backend.port);
+    c.goto(&base).await.unwrap();
+    eventually("the app", || async {
+        c.find(Locator::Css("[data-testid=explore-open]")).await.ok()
+    })
+    .await;
+    // The first load does not fetch the worker.
+    let fetched = js(&c, "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('explore-worker')).length").await;
+    assert_eq!(fetched, json!(0), "the worker is loaded only when the screen opens");
+    click(&c, "[data-testid=explore-open]").await;
+    wait_status(&c, &["idle"]).await;
+    let designs = js(
+        &c,
+        "return document.querySelectorAll('[data-testid=explore-design] option').length",
+    )
+    .await;
+    assert!(designs.as_u64().unwrap_or(0) >= 10, "{designs}");
+
+    // The six classic designs: the page's verdict is the CLI's, line for line.
+    let files = [
+        "01-bare-del.toml",
+        "02-get-then-del.toml",
+        "03-setnx-then-expire.toml",
+        "04-no-fencing.toml",
+        "05-replicated-failover.toml",
+        "06-fenced-single.toml",
+    ];
+    for (i, file) in files.iter().enumerate() {
+        select_design(&c, i).await;
+        click(&c, "[data-testid=explore-run]").await;
+        wait_status(&c, &["done"]).await;
+        let line = text(&c, "[data-testid=explore-resultline]").await.unwrap_or_default();
+        assert_eq!(line, cli_result(file), "{file}");
+        let result = attr(&c, "[data-testid=explore-result]", "data-result")
+            .await
+            .unwrap_or_default();
+        assert_eq!(result, if i == 5 { "held" } else { "violated" }, "{file}");
+        if i == 0 {
+            viewport(&c, 1280, 720).await;
+            screenshot(&c, "explore-violated-1280x720.png").await;
+            let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
+            assert!(min >= 13.0, "smallest label {min} px");
+        }
+        if i == 5 {
+            let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
+            assert!(
+                verdict.starts_with("held for ") && verdict.contains("A bound, not a proof."),
+                "{verdict}"
+            );
+            viewport(&c, 1440, 900).await;
+            screenshot(&c, "explore-held-1440x900.png").await;
+            let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
+            assert!(min >= 13.0, "smallest label {min} px");
+        }
+    }
+
+    // Cancel: Redlock's search is long; stop it and watch the count stand still.
+    select_design(&c, 6).await;
+    click(&c, "[data-testid=explore-run]").await;
+    eventually("the search to make progress", || async {
+        let n: u64 = attr(&c, "[data-testid=explore-progress]", "data-explored")
+            .await?
+            .parse()
+            .ok()?;
+        (n > 0).then_some(())
+    })
+    .await;
+    click(&c, "[data-testid=explore-cancel]").await;
+    wait_status(&c, &["cancelled"]).await;
+    let at = attr(&c, "[data-testid=explore-progress]", "data-explored").await;
+    let total = js(
+        &c,
+        "return document.querySelector('[data-testid=explore-progress] progress').max",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        attr(&c, "[data-testid=explore-progress]", "data-explored").await,
+        at,
+        "the worker stopped"
+    );
+    assert_ne!(at.as_deref(), total.as_str(), "cancelled before the end");
+
+    // Bring your own lock: a script that does not compile, as Redis says it.
+    js(
+        &c,
+        "const t = document.querySelector('[data-testid=explore-editor]'); \
+         t.value = \"[scripts]\\nrelease = 'return redis.call(\\\"DEL\\\", KEYS[1]'\\n\"; \
+         t.dispatchEvent(new InputEvent('input', { bubbles: true })); return 1;",
+    )
+    .await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["error"]).await;
+    let err = text(&c, "[data-testid=explore-error]").await.unwrap_or_default();
+    assert_eq!(
+        err,
+        "the release script does not compile: (error) ERR Error compiling script (new function): user_script:1: ')' expected near '<eof>'"
+    );
+
+    // The counterexample on the timeline.
+    select_design(&c, 0).await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["done"]).await;
+    click(&c, "[data-testid=explore-play]").await;
+    eventually("the counterexample lesson", || async {
+        let h = text(&c, ".lesson-heading").await?;
+        h.contains("Counterexample").then_some(())
+    })
+    .await;
+    viewport(&c, 1280, 720).await;
+    screenshot(&c, "explore-lesson-1280x720.png").await;
+
+    c.close().await.unwrap();
+    drop(driver);
+}
