@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::observe::Held;
 use crate::trace::Actor;
 
 /// The invariants, with the stable names the explorer prints.
@@ -322,6 +323,36 @@ impl Monitor {
             to_ms: now,
             actors: vec![Actor::Client(owner), Actor::Node(node)],
             detail,
+        })
+    }
+
+    /// `by`'s command removed (or overwrote) on `node` the lock `held` that
+    /// another client acquired: a wrong release, from the lock's acquisition
+    /// to now. `None` when the observer knew no owner or `by` was it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn wrong_release(
+        &mut self,
+        node: u32,
+        key: &str,
+        by: u32,
+        held: &Held,
+        now: u64,
+        client: &dyn Fn(u32) -> String,
+        node_name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        let owner = held.owner.filter(|&o| o != by)?;
+        Some(Violation {
+            invariant: Invariant::WrongRelease,
+            from_ms: held.since,
+            to_ms: now,
+            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
+            detail: format!(
+                "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
+                client(by),
+                client(owner),
+                node_name(node),
+                held.since
+            ),
         })
     }
 
