@@ -402,7 +402,7 @@ impl Lab {
         Lab {
             run: None,
             session: None,
-            free: LockWatch::new(Vec::new(), 0, 1),
+            free: LockWatch::free(0),
             topology: None,
             _slot: None,
             state,
@@ -444,7 +444,7 @@ impl Lab {
                         ),
                         None => {
                             let took = acquired_key(argv, reply);
-                            if let Some(key) = &took {
+                            if let Some((key, _)) = &took {
                                 free.add(key);
                             }
                             if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
@@ -749,7 +749,7 @@ impl Lab {
             return Err("no topology".into());
         };
         let s = self.state.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
-        self.free = LockWatch::new(Vec::new(), topo.nodes().len(), 1);
+        self.free = LockWatch::free(topo.nodes().len());
         out.push(ServerMsg::Hello {
             session: s.id().into(),
             prefix: s.prefix().into(),

@@ -74,10 +74,12 @@ use std::time::{Duration, Instant};
 
 use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
-use locklab_core::invariants::{Invariant, Violation};
+use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
+use locklab_core::lesson::compress::{compress, rescale, words};
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, LessonRun, StepResult, NO_REPLY};
 use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
+use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
@@ -89,7 +91,7 @@ use thiserror::Error;
 use crate::observe::{Cause, LockWatch};
 use crate::real::{RealConnection, RealError};
 use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{self, NodeState, Topology, TopologyError, TopologyKind};
+use crate::topology::{self, Topology, TopologyError, TopologyKind};
 
 /// The longest a foreground program may run before the runner gives up on
 /// it (wall time): a program that never finishes is a lesson bug, and a
@@ -405,16 +407,18 @@ pub struct RealLessonRun {
     last_integer: BTreeMap<String, i64>,
     results: Vec<StepResult>,
     notes: BTreeMap<usize, String>,
-    /// The lesson's lock keys on every node, as last seen.
+    /// The lesson's lock keys on every node, as last seen (core's lock
+    /// observer: grants, Redlock majority, wrong releases).
     locks: LockWatch,
-    beliefs: BTreeMap<String, BTreeSet<u32>>,
-    overlap_since: BTreeMap<String, u64>,
-    /// Everyone who took part in the overlap still going on, per key.
-    overlap_who: BTreeMap<String, BTreeSet<u32>>,
+    /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
+    /// writes — the simulator's own.
+    monitor: Monitor,
+    /// Overlap violations still going on, by key: recorded with their span
+    /// when the overlap ends or the lesson's last step has run (events
+    /// stream out as they happen, and an event once sent is not amended).
+    ongoing: BTreeMap<String, Violation>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
-    grants: BTreeMap<String, u32>,
-    majority: BTreeMap<String, BTreeSet<u32>>,
     /// Replication held back to play a declared lag (see the module doc):
     /// the lag in lesson ms, while it is held.
     held_replication: Option<u64>,
@@ -487,13 +491,19 @@ impl RealLessonRun {
             last_integer: BTreeMap::new(),
             results: Vec::new(),
             notes: BTreeMap::new(),
-            locks: LockWatch::new(watched_keys(lesson), nodes.len(), factor),
-            beliefs: BTreeMap::new(),
-            overlap_since: BTreeMap::new(),
-            overlap_who: BTreeMap::new(),
+            locks: LockWatch::new(
+                watched_keys(lesson),
+                nodes.len(),
+                factor,
+                lesson.topology == LessonTopology::Redlock5,
+            ),
+            monitor: Monitor::new(InvariantConfig {
+                lock_keys: watched_keys(lesson),
+                overlap_is_violation: overlap_is_violation(lesson),
+                max_hold_ms: lesson.world.max_hold_ms,
+            }),
+            ongoing: BTreeMap::new(),
             overlapped: false,
-            grants: BTreeMap::new(),
-            majority: BTreeMap::new(),
             held_replication: None,
             programs: Vec::new(),
             events: Vec::new(),
@@ -772,6 +782,14 @@ impl RealLessonRun {
             StepKind::Say(t) => (t.en.trim().to_owned(), None),
             StepKind::Metrics(_) => return Err(bad("metrics are refused by check_supported".into())),
         };
+        if self.results.len() + 1 >= self.lesson.steps.len() {
+            // The last step: an overlap still going on ends with the lesson,
+            // so its violation band is drawn (lesson 15: A and B both hold).
+            let now = self.now_lesson(env);
+            for key in self.ongoing.keys().cloned().collect::<Vec<_>>() {
+                self.end_overlap(env, &key, now);
+            }
+        }
         self.drain(env);
         let expected = step.expect.as_ref().map(|e| e.describe());
         let ok = match (&step.expect, &reply) {
@@ -909,71 +927,64 @@ impl RealLessonRun {
     }
 
     /// Read the watched keys on `only` (or every live node) and turn what
-    /// changed into lock events; a lock a client's command set on the
-    /// master is a grant (Redlock's grants are counted by majority).
+    /// changed into lock events; core's observer says which change is a
+    /// grant (on the master, or by Redlock majority) and which a wrong
+    /// release.
     fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
         let infos = env.topology.nodes();
-        let acquired = self.locks.observe(env.session, &infos, only, cause);
-        let redlock = env.topology.kind() == Some(TopologyKind::Redlock5);
-        let master = self.master;
-        for a in acquired.into_iter().filter(|a| !redlock && a.node == master) {
-            let seq = self.grants.entry(a.key.clone()).or_default();
-            *seq += 1;
-            let seq = *seq;
-            self.record(
-                env,
-                None,
-                Actor::Client(a.client),
-                EventKind::Granted { key: a.key, seq },
-            );
-        }
-        if redlock {
-            for key in self.locks.keys().to_vec() {
-                self.recount_majority(env, &key);
-            }
-        }
+        let observed = self.locks.observe(env.session, &infos, only, cause);
+        self.judge(env, observed);
         self.drain(env);
     }
 
-    /// Redlock: who holds `key` on a majority of the live masters now?
-    fn recount_majority(&mut self, env: &mut RealEnv<'_>, key: &str) {
-        let infos = env.topology.nodes();
-        let quorum = infos.len() / 2 + 1;
-        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-        for (n, info) in infos.iter().enumerate() {
-            if info.state != NodeState::Up {
-                continue;
-            }
-            if let Some(o) = self.locks.owner_on(n, key) {
-                *counts.entry(o).or_default() += 1;
+    /// What the lock observer saw beyond lock bars: numbered grants and
+    /// wrong releases, through core's monitor as the simulator does.
+    fn judge(&mut self, env: &mut RealEnv<'_>, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock { .. } => {}
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.record(env, None, Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease {
+                    node,
+                    key,
+                    by,
+                    mut held,
+                } => {
+                    // The observer's clock is the session's; the trace's is
+                    // the lesson's.
+                    held.since = self.lesson_ms(held.since);
+                    let now = self.now_lesson(env);
+                    let names = env.session.names().clone();
+                    let v =
+                        self.monitor
+                            .wrong_release(node, &key, by, &held, now, &|i| names.client(i).to_owned(), &|i| {
+                                names.node(i).to_owned()
+                            });
+                    if let Some(v) = v {
+                        self.violate(env, v);
+                    }
+                }
             }
         }
-        let now_set: BTreeSet<u32> = counts
-            .into_iter()
-            .filter(|&(_, c)| c >= quorum)
-            .map(|(c, _)| c)
-            .collect();
-        let old = self.majority.get(key).cloned().unwrap_or_default();
-        for &c in now_set.difference(&old) {
-            let seq = self.grants.entry(key.to_owned()).or_default();
-            *seq += 1;
-            let seq = *seq;
-            self.record(
-                env,
-                None,
-                Actor::Client(c),
-                EventKind::Granted {
-                    key: key.to_owned(),
-                    seq,
-                },
-            );
-        }
-        self.majority.insert(key.to_owned(), now_set);
+    }
+
+    fn violate(&mut self, env: &mut RealEnv<'_>, violation: Violation) {
+        self.monitor.record(violation.clone());
+        self.record(env, None, Actor::World, EventKind::Violation { violation });
     }
 
     /// A client starts or stops believing it holds `key`; two believers at
-    /// once is the overlap the timeline paints red.
+    /// once is the overlap the timeline paints red (core's monitor decides,
+    /// as in the simulator).
     fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
+        if self.monitor.believes(key, cid) == holds {
+            return;
+        }
+        let now = self.now_lesson(env);
+        let change = self.monitor.believe(key, cid, holds, now);
         self.record(
             env,
             None,
@@ -983,59 +994,38 @@ impl RealLessonRun {
                 holds,
             },
         );
-        let set = self.beliefs.entry(key.to_owned()).or_default();
-        if holds {
-            set.insert(cid);
-        } else {
-            set.remove(&cid);
+        let Some(ch) = change else { return };
+        self.overlapped |= ch.begin;
+        let clients = ch.clients.clone();
+        self.record(
+            env,
+            None,
+            Actor::World,
+            EventKind::Overlap {
+                key: key.to_owned(),
+                clients: ch.clients,
+                begin: ch.begin,
+                since_ms: ch.since_ms,
+            },
+        );
+        if !self.monitor.config().overlap_is_violation {
+            return;
         }
-        let clients: Vec<u32> = set.iter().copied().collect();
-        let now = self.now_lesson(env);
-        match (clients.len() >= 2, self.overlap_since.get(key).copied()) {
-            (true, None) => {
-                self.overlapped = true;
-                self.overlap_since.insert(key.to_owned(), now);
-                self.overlap_who
-                    .insert(key.to_owned(), clients.iter().copied().collect());
-                let kind = EventKind::Overlap {
-                    key: key.to_owned(),
-                    clients,
-                    begin: true,
-                    since_ms: now,
-                };
-                self.record(env, None, Actor::World, kind);
-            }
-            (false, Some(since)) => {
-                self.overlap_since.remove(key);
-                let kind = EventKind::Overlap {
-                    key: key.to_owned(),
-                    clients,
-                    begin: false,
-                    since_ms: since,
-                };
-                self.record(env, None, Actor::World, kind);
-                // Core's world stretches an overlap violation while it
-                // lasts; events here stream out as they happen, so the
-                // violation is recorded once, with its whole span, when
-                // the overlap ends.
-                if overlap_is_violation(&self.lesson) {
-                    let who = self.overlap_who.remove(key).unwrap_or_default();
-                    let names: Vec<String> = who.iter().map(|&c| env.session.names().client(c).to_owned()).collect();
-                    let violation = Violation {
-                        invariant: Invariant::Overlap,
-                        from_ms: since,
-                        to_ms: now,
-                        actors: who.iter().map(|&c| Actor::Client(c)).collect(),
-                        detail: format!("{} all believe they hold {key}", names.join(" and ")),
-                    };
-                    self.record(env, None, Actor::World, EventKind::Violation { violation });
-                }
-            }
-            (true, Some(_)) => {
-                let who = self.overlap_who.entry(key.to_owned()).or_default();
-                who.extend(clients);
-            }
-            _ => {}
+        if ch.begin {
+            let names = env.session.names().clone();
+            let v = Monitor::overlap_violation(key, &clients, now, &|i| names.client(i).to_owned());
+            self.ongoing.insert(key.to_owned(), v);
+        } else {
+            self.end_overlap(env, key, now);
+        }
+    }
+
+    /// An overlap violation is over (or the lesson is): record it with its
+    /// whole span, everyone who took part in it named.
+    fn end_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
+        if let Some(mut v) = self.ongoing.remove(key) {
+            v.to_ms = now;
+            self.violate(env, v);
         }
     }
 
@@ -1064,6 +1054,17 @@ impl RealLessonRun {
                 accepted,
             },
         );
+        if accepted {
+            // Judged by grant order, as in the simulator: a write from an
+            // earlier holder after a later one's is a lost update.
+            let names = env.session.names().clone();
+            if let Some(v) = self
+                .monitor
+                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+            {
+                self.violate(env, v);
+            }
+        }
         accepted
     }
 
@@ -1088,10 +1089,11 @@ impl RealLessonRun {
                     p.done = true;
                 }
                 let held: Vec<String> = self
-                    .beliefs
+                    .locks
+                    .keys()
                     .iter()
-                    .filter(|(_, s)| s.contains(&cid))
-                    .map(|(k, _)| k.clone())
+                    .filter(|k| self.monitor.believes(k, cid))
+                    .cloned()
                     .collect();
                 for k in held {
                     self.belief(env, cid, &k, false);
@@ -1120,7 +1122,8 @@ impl RealLessonRun {
                 topo(env, topology::Fault::Restart { node: *node })?;
                 env.session.forget_node(*node);
                 // Its data is gone: say so in the trace.
-                self.locks.forget_node(env.session, *node);
+                let observed = self.locks.forget_node(env.session, *node);
+                self.judge(env, observed);
                 Ok(Some(format!(
                     "restarted the process on the same port after {} ms, empty (no persistence)",
                     down_ms / self.factor
@@ -1129,6 +1132,7 @@ impl RealLessonRun {
             Fault::PromoteReplica { node } => {
                 topo(env, topology::Fault::Promote { node: *node })?;
                 self.master = *node;
+                self.locks.set_master(*node);
                 Ok(None)
             }
             Fault::Failover { node } => {
@@ -1144,6 +1148,7 @@ impl RealLessonRun {
                 env.session.forget_node(old);
                 topo(env, topology::Fault::Promote { node: target })?;
                 self.master = target;
+                self.locks.set_master(target);
                 self.held_replication = None;
                 let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
                 Ok(Some(format!(
@@ -1195,6 +1200,7 @@ impl RealLessonRun {
         let cid = env.session.client(client).map_err(|e| e.to_string())?;
         for k in program.lock_keys() {
             self.locks.add(&k);
+            self.monitor.watch_key(&k);
         }
         // The simulator's stream for this client, so tokens and jitter
         // are drawn the same way.
@@ -1475,106 +1481,6 @@ pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<R
     Ok(run.report())
 }
 
-/// Does a script set a TTL? Then its large integer arguments are TTLs.
-fn script_sets_ttl(body: &[u8]) -> bool {
-    let lower = String::from_utf8_lossy(body).to_lowercase();
-    lower.contains("pexpire") || lower.contains("expire") || lower.contains("'px'") || lower.contains("\"px\"")
-}
-
-fn int(a: &[u8]) -> Option<i64> {
-    std::str::from_utf8(a).ok()?.parse().ok()
-}
-
-/// What a command's reply needs done to it after compression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scale {
-    None,
-    /// A PTTL: multiply back.
-    Ms,
-    /// A TTL sent as PTTL: multiply back and round to seconds as TTL does.
-    SecondsFromMs,
-}
-
-/// Rewrite one argv for time compression by `f`. Returns the argv to send,
-/// how to scale the reply, and whether anything changed.
-fn compress(argv: &[Vec<u8>], f: i64) -> (Vec<Vec<u8>>, Scale) {
-    let mut out = argv.to_vec();
-    let name = argv.first().map(|n| n.to_ascii_uppercase()).unwrap_or_default();
-    let div = |n: i64| ((n / f).max(1)).to_string().into_bytes();
-    match name.as_slice() {
-        b"SET" => {
-            let mut i = 3;
-            while i + 1 < out.len() {
-                let opt = out[i].to_ascii_uppercase();
-                if let (b"PX" | b"EX", Some(n)) = (opt.as_slice(), int(&out[i + 1])) {
-                    let ms = if opt == b"EX" { n.saturating_mul(1000) } else { n };
-                    out[i] = b"PX".to_vec();
-                    out[i + 1] = div(ms);
-                    i += 1;
-                }
-                i += 1;
-            }
-            (out, Scale::None)
-        }
-        b"PEXPIRE" | b"EXPIRE" if out.len() >= 3 => {
-            if let Some(n) = int(&out[2]) {
-                let ms = if name == b"EXPIRE" { n.saturating_mul(1000) } else { n };
-                out[0] = b"PEXPIRE".to_vec();
-                out[2] = div(ms);
-            }
-            (out, Scale::None)
-        }
-        // `WAIT numreplicas timeout`: the timeout is lesson time too (0
-        // means "block forever" and stays 0).
-        b"WAIT" if out.len() >= 3 => {
-            if let Some(n) = int(&out[2]).filter(|n| *n > 0) {
-                out[2] = div(n);
-            }
-            (out, Scale::None)
-        }
-        b"PTTL" => (out, Scale::Ms),
-        b"TTL" => {
-            out[0] = b"PTTL".to_vec();
-            (out, Scale::SecondsFromMs)
-        }
-        b"EVAL" | b"EVALSHA" | b"FCALL" if out.len() >= 3 => {
-            let sets_ttl = name != b"EVAL" || script_sets_ttl(&out[1]);
-            if let (true, Some(numkeys)) = (sets_ttl, int(&out[2])) {
-                let first_arg = 3 + numkeys.max(0) as usize;
-                for a in out.iter_mut().skip(first_arg) {
-                    if let Some(n) = int(a).filter(|n| *n >= 100) {
-                        *a = div(n);
-                    }
-                }
-            }
-            (out, Scale::None)
-        }
-        _ => (out, Scale::None),
-    }
-}
-
-fn rescale(reply: Reply, scale: Scale, f: i64) -> Reply {
-    match (scale, reply) {
-        (Scale::Ms, Reply::Integer(n)) if n >= 0 => Reply::Integer(n * f),
-        (Scale::SecondsFromMs, Reply::Integer(n)) if n >= 0 => Reply::Integer((n * f + 500) / 1000),
-        (_, r) => r,
-    }
-}
-
-fn words(argv: &[Vec<u8>]) -> String {
-    argv.iter()
-        .map(|a| {
-            let s = String::from_utf8_lossy(a);
-            if s.contains([' ', '"', '\'', '\n']) || s.is_empty() {
-                format!("{s:?}")
-            } else {
-                s.into_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The server's `redis_version`.
 fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
     let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
@@ -1602,38 +1508,6 @@ mod tests {
 
     fn argv(s: &str) -> Vec<Vec<u8>> {
         parse(s).unwrap()
-    }
-
-    #[test]
-    fn ttls_are_compressed_and_replies_scaled_back() {
-        let (sent, _) = compress(&argv("SET lock:order:1001 token-A-111 NX PX 15000"), 100);
-        assert_eq!(words(&sent), "SET lock:order:1001 token-A-111 NX PX 150");
-        let (sent, _) = compress(&argv("SET k v EX 30 NX"), 100);
-        assert_eq!(words(&sent), "SET k v PX 300 NX");
-        let (sent, _) = compress(&argv("EXPIRE k 10"), 100);
-        assert_eq!(words(&sent), "PEXPIRE k 100");
-        let (sent, scale) = compress(&argv("TTL k"), 100);
-        assert_eq!(words(&sent), "PTTL k");
-        assert_eq!(rescale(Reply::Integer(150), scale, 100), Reply::Integer(15));
-        assert_eq!(rescale(Reply::Integer(-2), scale, 100), Reply::Integer(-2));
-        let renew = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end' 1 lock:job:9 token-C 20000"#;
-        let (sent, _) = compress(&argv(renew), 100);
-        assert_eq!(sent.last().unwrap(), b"200");
-        let release = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 k 12345"#;
-        let (sent, _) = compress(&argv(release), 100);
-        assert_eq!(
-            sent.last().unwrap(),
-            b"12345",
-            "a script that sets no TTL keeps its arguments"
-        );
-    }
-
-    #[test]
-    fn wait_timeouts_are_compressed_but_forever_stays_forever() {
-        let (sent, _) = compress(&argv("WAIT 1 5000"), 100);
-        assert_eq!(words(&sent), "WAIT 1 50");
-        let (sent, _) = compress(&argv("WAIT 1 0"), 100);
-        assert_eq!(words(&sent), "WAIT 1 0");
     }
 
     #[test]

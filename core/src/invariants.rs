@@ -184,7 +184,7 @@ impl Monitor {
         }
     }
 
-    pub(crate) fn add_client(&mut self) {
+    pub fn add_client(&mut self) {
         self.latest_grant.push((None, 0));
     }
 
@@ -194,6 +194,11 @@ impl Monitor {
         let n = self.grants.entry(key.to_owned()).or_default();
         *n += 1;
         let n = *n;
+        // A client the caller never added (a real session's console client)
+        // still has its grant remembered.
+        if self.latest_grant.len() <= client as usize {
+            self.latest_grant.resize(client as usize + 1, (None, 0));
+        }
         if let Some(g) = self.latest_grant.get_mut(client as usize) {
             *g = (Some(key.to_owned()), n);
         }
@@ -361,8 +366,22 @@ impl Monitor {
         self.violations.push(v);
     }
 
+    /// Two or more clients believe they hold `key` since `now`: the overlap
+    /// violation a strict-mutual-exclusion lesson reports, worded once for
+    /// both drivers.
+    pub fn overlap_violation(key: &str, clients: &[u32], now: u64, name: &dyn Fn(u32) -> String) -> Violation {
+        let who: Vec<String> = clients.iter().map(|&i| name(i)).collect();
+        Violation {
+            invariant: Invariant::Overlap,
+            from_ms: now,
+            to_ms: now,
+            actors: clients.iter().map(|&i| Actor::Client(i)).collect(),
+            detail: format!("{} all believe they hold {key}", who.join(" and ")),
+        }
+    }
+
     /// A violation still going on lasts until `to_ms` so far.
-    pub(crate) fn extend(&mut self, index: usize, to_ms: u64) {
+    pub fn extend(&mut self, index: usize, to_ms: u64) {
         if let Some(v) = self.violations.get_mut(index) {
             v.to_ms = v.to_ms.max(to_ms);
         }

@@ -184,6 +184,11 @@ impl LockObserver {
         self.keys.iter().any(|k| k == key)
     }
 
+    /// Are the nodes independent masters (grants by majority)?
+    pub fn is_redlock(&self) -> bool {
+        self.redlock
+    }
+
     /// The node whose locks count as grants (after a promotion, the new
     /// master).
     pub fn set_master(&mut self, node: u32) {

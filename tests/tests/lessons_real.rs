@@ -131,6 +131,63 @@ fn lesson_15_failover_on_a_real_master_and_replica() {
     managed("15");
 }
 
+/// Issue 14/15: lesson 15 on the real driver draws its violation band. The
+/// overlap of A and B never ends (the lesson stops with both holding), so
+/// a run that records an overlap violation only when the overlap ends drew
+/// none; and the real run's violations are the simulator's, from the same
+/// monitor (two holders, and A's write accepted after B's: stale).
+#[test]
+fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
+    use locklab_backend::lesson_real::{RealEnv, RealLessonRun};
+    use locklab_backend::session::{Limits, SessionPool};
+    use locklab_backend::topology::Topology;
+    use locklab_core::invariants::Invariant;
+    use locklab_core::trace::{Actor, EventKind};
+
+    let l = lesson("15");
+    let mut topology = Topology::start(lesson_real::topology_kind(&l)).expect("a master and a replica");
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
+    let mut session = pool.open_on(&topology).expect("a session");
+    let mut env = RealEnv {
+        session: &mut session,
+        topology: &mut topology,
+    };
+    let mut run = RealLessonRun::start(&l, &mut env, 100, Lang::En).expect("lesson 15 starts");
+    let mut events = Vec::new();
+    while run.step(&mut env).expect("a step").is_some() {
+        events.extend(run.take_events());
+    }
+    let bands: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Violation { violation } => Some(violation.clone()),
+            _ => None,
+        })
+        .collect();
+    let two = bands
+        .iter()
+        .find(|v| v.invariant == Invariant::Overlap)
+        .unwrap_or_else(|| panic!("no two-holders band in the real run: {bands:?}"));
+    assert_eq!(two.actors, vec![Actor::Client(0), Actor::Client(1)], "A and B: {two:?}");
+    let last = events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+    assert!(
+        two.to_ms >= last,
+        "the band reaches the end of the run ({last} ms): {two:?}"
+    );
+    let mut real: Vec<Invariant> = bands.iter().map(|v| v.invariant).collect();
+    real.sort();
+    real.dedup();
+    let mut sim = LessonRun::new(&l).expect("sim run");
+    sim.run_all().expect("sim runs");
+    let mut simulated: Vec<Invariant> = sim.world().violations().iter().map(|v| v.invariant).collect();
+    simulated.sort();
+    simulated.dedup();
+    assert_eq!(real, simulated, "the same monitor on both drivers");
+}
+
 #[test]
 fn lesson_16_wait_on_a_real_master_and_replica() {
     managed("16");

@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::client::{Action, Argv, Ctx, Input, Machine, Program, ProgramError, Target};
-use crate::invariants::{Invariant, InvariantConfig, Monitor, Violation};
+use crate::invariants::{InvariantConfig, Monitor, Violation};
 use crate::observe::{Cause, LockObserver, Observed, Scope, Seen};
 use crate::reply::Reply;
 use crate::resource::Resource;
@@ -1155,14 +1155,8 @@ impl World {
                 },
             );
             if begin && self.monitor.config().overlap_is_violation {
-                let who: Vec<&str> = clients.iter().map(|&i| self.names.client(i)).collect();
-                let v = Violation {
-                    invariant: Invariant::Overlap,
-                    from_ms: self.now,
-                    to_ms: self.now,
-                    actors: clients.iter().map(|&i| Actor::Client(i)).collect(),
-                    detail: format!("{} all believe they hold {key}", who.join(" and ")),
-                };
+                let names = &self.names;
+                let v = Monitor::overlap_violation(key, &clients, self.now, &|i| names.client(i).to_owned());
                 self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));
             }
         }
