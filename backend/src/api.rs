@@ -101,10 +101,10 @@ use serde::{Deserialize, Serialize};
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
 
-use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::origin::OriginPolicy;
 use crate::real::RealConnection;
+use crate::real_env::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, NodeInfo, Topology, TopologyKind};
 
@@ -233,8 +233,8 @@ pub fn real_health(redis: Option<&str>) -> RealHealth {
     let mut unsupported = std::collections::BTreeMap::new();
     for l in locklab_core::lesson::builtin().unwrap_or_default() {
         let verdict = match redis {
-            Some(_) => lesson_real::check_target(&l, &target, Lang::En),
-            None => lesson_real::check_supported(&l),
+            Some(_) => real_env::check_target(&l, &target, Lang::En),
+            None => real_env::check_supported(&l),
         };
         match verdict {
             Ok(()) => lessons.push(l.id.clone()),
@@ -559,7 +559,7 @@ impl Lab {
             Some(l) => Lang::parse(l).ok_or_else(|| format!("unknown lang {l:?}: en or zh"))?,
         };
         let lesson = find_lesson(id)?;
-        let factor = factor.unwrap_or_else(|| lesson_real::default_factor(&lesson));
+        let factor = factor.unwrap_or_else(|| real_env::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
             return Err(format!(
                 "factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"
@@ -572,14 +572,14 @@ impl Lab {
             }
             .to_string()
         };
-        lesson_real::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        real_env::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
         match self.state.redis.clone() {
             Some(url) => {
                 let external = Topology::external(url);
-                lesson_real::check_target(&lesson, &external, lang).map_err(unsupported)?;
+                real_env::check_target(&lesson, &external, lang).map_err(unsupported)?;
                 if !matches!(self.topology, Some(Topology::External(_))) {
                     self.topology = None;
                     self._slot = None;
@@ -587,7 +587,7 @@ impl Lab {
                 }
             }
             None => {
-                let kind = lesson_real::topology_kind(&lesson);
+                let kind = real_env::topology_kind(&lesson);
                 let reused = match self.topology.as_mut() {
                     Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
                     _ => false,
@@ -610,7 +610,7 @@ impl Lab {
             factor: run.factor(),
             // The lesson's kind (the hello says whether it is the user's
             // server): what the browser lays its lanes out by.
-            topology: lesson_real::topology_kind(&lesson).as_str().into(),
+            topology: real_env::topology_kind(&lesson).as_str().into(),
             nodes: topology.nodes(),
             names: session.names().clone(),
             notice: run.notice().map(str::to_owned),

@@ -1,14 +1,19 @@
-//! Playing a lesson against real redis-server processes, step by step.
+//! Real redis-server sessions as a lesson's environment.
 //!
 //! Trainees must see that the simulator is not inventing things, so the
 //! lessons also run on real servers: one connection per actor (through a
 //! lab [`Session`], so keys live under a fresh prefix and a fresh ACL
 //! user), the same redis-cli lines, the replies printed the same way and
-//! checked against the same expectations. [`RealLessonRun`] is the
-//! stepwise runner — the real twin of core's `LessonRun` — which the
-//! `/api/session` WebSocket drives one `lesson_step` at a time, and
-//! [`run`] / [`run_on`] loop over it for `locklab lesson run --real` and
-//! the tests.
+//! checked against the same expectations. The steps are interpreted by
+//! core ([`Progress::step`], the simulator's own interpreter); this module
+//! is only what a step *does* on real servers — the core
+//! [`Environment`] implemented over a session and a topology — plus the
+//! client programs' host on the wall clock. Lock keys are read back and
+//! judged by core's lock observer and invariant monitor, so the grants,
+//! Redlock majority, beliefs, overlaps and violation bands are the
+//! simulator's. [`RealLessonRun`] is the stepwise run the `/api/session`
+//! WebSocket drives one `lesson_step` at a time, and [`run`] / [`run_on`]
+//! loop over it for `locklab lesson run --real` and the tests.
 //!
 //! Several things differ from the simulator, and the transcript says so
 //! wherever they apply:
@@ -19,7 +24,8 @@
 //!   `PX 300`, `WAIT 1 5000` as `WAIT 1 50`, a wait of 31 000 ms sleeps
 //!   310 ms, and `PTTL`/`TTL` replies are multiplied back. Script arguments
 //!   are compressed when the script sets a TTL (it mentions `px`, `pexpire`
-//!   or `expire`) and the argument is an integer of at least 100. Lesson
+//!   or `expire`) and the argument is an integer of at least 100 (core's
+//!   pure rewrite, `locklab_core::lesson::compress`). Lesson
 //!   time is wall time since the run started × the factor — including any
 //!   time a person spends between two steps, which is why a browser should
 //!   step promptly (or pick a smaller factor) when a TTL matters.
@@ -53,7 +59,8 @@
 //!   administrative connection, bypassing the session's rate limit) and
 //!   turns what changed into core's `Lock` events — `Acquired`, `Renewed`,
 //!   `Removed` by a command, by expiry or by replication — plus `Granted`,
-//!   `Belief`, `Overlap`, `Fault`, `WriteSent`/`Write`, so the timeline of a
+//!   `Belief`, `Overlap`, `Violation` (core's monitor: two holders, a
+//!   stale write, a wrong release), `Fault`, `WriteSent`/`Write`, so the timeline of a
 //!   real run reads like the simulator's. An expiry is stamped at the
 //!   deadline the server's `PTTL` implied.
 //!
@@ -72,18 +79,20 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words};
+use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::render;
-use locklab_core::lesson::run::{overlap_is_violation, LessonRun, StepResult, NO_REPLY};
-use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
+use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::{
+    Lang, Lesson, LessonError, LessonTopology, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
+};
 use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
-use locklab_core::trace::{Actor, Event, EventKind, LossReason};
+use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
@@ -404,8 +413,8 @@ pub struct RealLessonRun {
     /// Client ↔ node links the lab is dropping requests on.
     cut: BTreeSet<(String, u32)>,
     resource: Resource,
-    last_integer: BTreeMap<String, i64>,
-    results: Vec<StepResult>,
+    /// Core's step interpreter: the lesson's steps and their results.
+    progress: Progress,
     notes: BTreeMap<usize, String>,
     /// The lesson's lock keys on every node, as last seen (core's lock
     /// observer: grants, Redlock majority, wrong releases).
@@ -488,8 +497,7 @@ impl RealLessonRun {
             crashed: BTreeSet::new(),
             cut: BTreeSet::new(),
             resource: Resource::new(lesson.world.fencing),
-            last_integer: BTreeMap::new(),
-            results: Vec::new(),
+            progress: Progress::new(lesson),
             notes: BTreeMap::new(),
             locks: LockWatch::new(
                 watched_keys(lesson),
@@ -553,17 +561,17 @@ impl RealLessonRun {
     }
 
     pub fn results(&self) -> &[StepResult] {
-        &self.results
+        self.progress.results()
     }
 
     pub fn is_finished(&self) -> bool {
-        self.results.len() >= self.lesson.steps.len()
+        self.progress.is_finished()
     }
 
     /// Every step done so far met its expectation, and (once finished)
     /// the outcome held where a real run can judge it.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
+        self.results().iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
     }
 
     /// The lesson's outcome, where a real run can judge it (see
@@ -592,7 +600,12 @@ impl RealLessonRun {
     /// Serve the background programs whose timers are due, between steps;
     /// their events are in [`take_events`](RealLessonRun::take_events).
     pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
-        self.pump(env, None)?;
+        let step = self.results().len() + 1;
+        self.pump(env, None).map_err(|msg| RealLessonError::Step {
+            id: self.lesson.id.clone(),
+            step,
+            msg,
+        })?;
         self.drain(env);
         Ok(())
     }
@@ -621,7 +634,7 @@ impl RealLessonRun {
         RealReport {
             server_version: self.version.clone(),
             factor: self.factor,
-            results: self.results.clone(),
+            results: self.results().to_vec(),
             notes: self.notes.clone(),
             outcome: if self.is_finished() { self.outcome() } else { None },
         }
@@ -673,142 +686,27 @@ impl RealLessonRun {
         env.session.record(at, actor, kind);
     }
 
-    /// Carry out the next step: its result and the note on what was sent
-    /// differently; `None` when the lesson is over. Background programs
-    /// are served first, so their timers that fell due meanwhile fire now.
+    /// Carry out the next step (core's interpreter, on this environment):
+    /// its result and the note on what was sent differently; `None` when
+    /// the lesson is over. Background programs are served first, so their
+    /// timers that fell due meanwhile fire now.
     pub fn step(&mut self, env: &mut RealEnv<'_>) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
-        let index = self.results.len();
-        let Some(step) = self.lesson.steps.get(index).cloned() else {
-            return Ok(None);
-        };
-        let id = self.lesson.id.clone();
-        let bad = |msg: String| RealLessonError::Step {
-            id: id.clone(),
-            step: index + 1,
-            msg,
-        };
-        self.pump(env, None)?;
-        let kind = step.kind().map_err(bad)?;
-        let mut actor = None;
-        let (shown, reply) = match kind {
-            StepKind::Cmd { client, line, node } => {
-                actor = Some(client.to_owned());
-                if self.crashed.contains(client) {
-                    return Err(bad(format!("{client} has crashed")));
-                }
-                let argv = parse(line).map_err(|e| bad(e.to_string()))?;
-                let node = node.unwrap_or(self.master);
-                let reply = self.exec(env, client, node, &argv, Some(index)).map_err(bad)?;
-                let text = match reply {
-                    _ if self.deaf.contains(client) => NO_REPLY.to_owned(),
-                    None => NO_REPLY.to_owned(),
-                    Some(r) => {
-                        if let Reply::Integer(i) = r {
-                            self.last_integer.insert(client.to_owned(), i);
-                        }
-                        render(&argv, &r).trim_end_matches(['\r', '\n']).to_owned()
-                    }
-                };
-                (line.to_owned(), Some(text))
+        let mut progress = std::mem::replace(&mut self.progress, Progress::new(&self.lesson));
+        let result = progress.step(&mut Stepping { run: self, env }).map(|r| r.cloned());
+        self.progress = progress;
+        match result {
+            Ok(Some(r)) => {
+                let note = self.notes.get(&r.index).cloned();
+                Ok(Some((r, note)))
             }
-            StepKind::Wait(ms) => {
-                let until = Instant::now() + self.wall(ms);
-                self.pump(env, Some(until))?;
-                self.observe(env, None, Cause::None);
-                if let Some(lag) = self.held_replication.filter(|lag| ms >= *lag) {
-                    let text = env.topology.fault(topology::Fault::HealReplication { node: 1 })?;
-                    env.session.note_world(format!("{text}: {lag} ms of lag have passed"));
-                    self.held_replication = None;
-                    self.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
-                }
-                (format!("wait {ms} ms"), None)
-            }
-            StepKind::Fault(fault) => {
-                let shown = format!("FAULT {}", fault.describe(env.session.names()));
-                self.record(env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
-                let before = Instant::now();
-                let result = self.fault(env, fault);
-                // A fault is an instant in the lesson; starting a process or
-                // promoting a replica takes milliseconds of wall time, which
-                // ×100 would be seconds the lesson never had. Lesson time and
-                // the programs' timers stand still meanwhile (the servers'
-                // TTLs cannot, which costs them those few milliseconds).
-                let spent = before.elapsed().saturating_sub(self.wall(fault_wait(fault)));
-                self.freeze(spent);
-                if let Some(note) = result.map_err(bad)? {
-                    self.add_note(index, note);
-                }
-                self.observe(env, None, Cause::None);
-                (shown, None)
-            }
-            StepKind::Program {
-                client,
-                program,
-                background,
-            } => {
-                actor = Some(client.to_owned());
-                let slot = self.launch(env, client, program).map_err(bad)?;
-                if !background {
-                    self.run_until_done(env, slot).map_err(bad)?;
-                }
-                (describe_program(program), None)
-            }
-            StepKind::Write { client, write } => {
-                actor = Some(client.to_owned());
-                let token = if write.token_from_last_reply {
-                    self.last_integer.get(client).copied()
-                } else {
-                    write.token
-                };
-                let cid = env.session.client(client)?;
-                let accepted = self.write(env, cid, token, write.value.clone());
-                let shown = match token {
-                    Some(t) => format!("write {:?} to the resource with fencing token {t}", write.value),
-                    None => format!("write {:?} to the resource (no token)", write.value),
-                };
-                (shown, Some(if accepted { "accepted" } else { "rejected" }.to_owned()))
-            }
-            StepKind::Hold { client, key, holds } => {
-                actor = Some(client.to_owned());
-                let cid = env.session.client(client)?;
-                self.belief(env, cid, key, holds);
-                let shown = if holds {
-                    format!("({client} now believes it holds {key})")
-                } else {
-                    format!("({client} no longer believes it holds {key})")
-                };
-                (shown, None)
-            }
-            StepKind::Say(t) => (t.en.trim().to_owned(), None),
-            StepKind::Metrics(_) => return Err(bad("metrics are refused by check_supported".into())),
-        };
-        if self.results.len() + 1 >= self.lesson.steps.len() {
-            // The last step: an overlap still going on ends with the lesson,
-            // so its violation band is drawn (lesson 15: A and B both hold).
-            let now = self.now_lesson(env);
-            for key in self.ongoing.keys().cloned().collect::<Vec<_>>() {
-                self.end_overlap(env, &key, now);
-            }
+            Ok(None) => Ok(None),
+            Err(LessonError::Step { id, step, msg }) => Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => Err(RealLessonError::Step {
+                id: self.lesson.id.clone(),
+                step: self.results().len() + 1,
+                msg: e.to_string(),
+            }),
         }
-        self.drain(env);
-        let expected = step.expect.as_ref().map(|e| e.describe());
-        let ok = match (&step.expect, &reply) {
-            (Some(e), Some(r)) => e.matches(r),
-            (Some(_), None) => false,
-            (None, _) => true,
-        };
-        let result = StepResult {
-            index,
-            actor,
-            shown,
-            reply,
-            expected,
-            ok,
-            at_ms: self.now_lesson(env).max(self.last_at),
-            trace_len: self.emitted,
-        };
-        self.results.push(result.clone());
-        Ok(Some((result, self.notes.get(&index).cloned())))
     }
 
     /// Send one command as `client` to `node`, compressed, and observe the
@@ -1362,15 +1260,9 @@ impl RealLessonRun {
 
     /// Serve the programs: what is due now (`until: None`), or everything
     /// that falls due until `until` (a wait step), sleeping in between.
-    fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), RealLessonError> {
-        let (id, step) = (self.lesson.id.clone(), self.results.len() + 1);
-        let bad = |msg: String| RealLessonError::Step {
-            id: id.clone(),
-            step,
-            msg,
-        };
+    fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), String> {
         loop {
-            self.fire_due(env).map_err(bad)?;
+            self.fire_due(env)?;
             let now = Instant::now();
             let next = self.next_deadline();
             let Some(u) = until else {
@@ -1421,19 +1313,130 @@ impl RealLessonRun {
     }
 }
 
+/// The real servers as core's lesson [`Environment`], for one step: the
+/// run's state and the session and topology it borrows.
+struct Stepping<'r, 'e, 'b> {
+    run: &'r mut RealLessonRun,
+    env: &'e mut RealEnv<'b>,
+}
+
+impl Environment for Stepping<'_, '_, '_> {
+    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+        self.run.pump(self.env, None)
+    }
+
+    fn command(
+        &mut self,
+        index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let run = &mut *self.run;
+        if run.crashed.contains(client) {
+            return Err(format!("{client} has crashed"));
+        }
+        let node = node.unwrap_or(run.master);
+        let reply = run.exec(self.env, client, node, argv, Some(index))?;
+        // A client whose replies are all dropped ran the command and never
+        // heard back.
+        Ok(reply.filter(|_| !run.deaf.contains(client)))
+    }
+
+    fn wait(&mut self, index: usize, ms: u64) -> Result<(), String> {
+        let run = &mut *self.run;
+        let until = Instant::now() + run.wall(ms);
+        run.pump(self.env, Some(until))?;
+        run.observe(self.env, None, Cause::None);
+        if let Some(lag) = run.held_replication.filter(|lag| ms >= *lag) {
+            let text = self
+                .env
+                .topology
+                .fault(topology::Fault::HealReplication { node: 1 })
+                .map_err(|e| e.to_string())?;
+            self.env
+                .session
+                .note_world(format!("{text}: {lag} ms of lag have passed"));
+            run.held_replication = None;
+            run.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
+        }
+        Ok(())
+    }
+
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
+        let run = &mut *self.run;
+        run.record(self.env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
+        let before = Instant::now();
+        let result = run.fault(self.env, fault);
+        // A fault is an instant in the lesson; starting a process or
+        // promoting a replica takes milliseconds of wall time, which ×100
+        // would be seconds the lesson never had. Lesson time and the
+        // programs' timers stand still meanwhile (the servers' TTLs cannot,
+        // which costs them those few milliseconds).
+        let spent = before.elapsed().saturating_sub(run.wall(fault_wait(fault)));
+        run.freeze(spent);
+        if let Some(note) = result? {
+            run.add_note(index, note);
+        }
+        run.observe(self.env, None, Cause::None);
+        Ok(())
+    }
+
+    fn launch(&mut self, _index: usize, client: &str, program: &Program, background: bool) -> Result<(), String> {
+        let slot = self.run.launch(self.env, client, program)?;
+        if !background {
+            self.run.run_until_done(self.env, slot)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        let accepted = self.run.write(self.env, cid, token, value.to_owned());
+        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+    }
+
+    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        self.run.belief(self.env, cid, key, holds);
+        Ok(())
+    }
+
+    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
+        Err("metrics are refused by check_supported".into())
+    }
+
+    fn end_step(&mut self, _index: usize, last: bool) {
+        let run = &mut *self.run;
+        if last {
+            // An overlap still going on ends with the lesson, so its
+            // violation band is drawn (lesson 15: A and B both hold).
+            let now = run.now_lesson(self.env);
+            for key in run.ongoing.keys().cloned().collect::<Vec<_>>() {
+                run.end_overlap(self.env, &key, now);
+            }
+        }
+        run.drain(self.env);
+    }
+
+    fn now(&self) -> u64 {
+        self.run.now_lesson(self.env).max(self.run.last_at)
+    }
+
+    fn trace_len(&self) -> usize {
+        self.run.emitted
+    }
+
+    fn names(&self) -> &Names {
+        self.env.session.names()
+    }
+}
+
 /// Lesson time a fault itself lasts (a restart's `down_ms`): not frozen.
 fn fault_wait(f: &Fault) -> u64 {
     match f {
         Fault::RestartNode { down_ms, .. } => *down_ms,
         _ => 0,
-    }
-}
-
-fn describe_program(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
-        Program::Lock(l) => format!("program: lock {} (PX {})", l.key, l.ttl_ms),
-        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
     }
 }
 
