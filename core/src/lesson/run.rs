@@ -1,14 +1,26 @@
-//! Playing a lesson on the simulated world, one step at a time.
+//! Playing a lesson, one step at a time, on either driver.
 //!
-//! A [`LessonRun`] owns a [`World`] built for the lesson (its topology,
-//! profile, fencing and persistence) with one client per actor. Each call
-//! to [`LessonRun::step`] carries out the next step — a command typed at a
-//! client's console goes over the client's link to the node and the run
-//! waits for its reply, exactly as a person at redis-cli waits — and records
-//! what happened next to what the article says should happen.
+//! [`Progress`] is the one step interpreter: it reads a step, asks an
+//! [`Environment`] to do it, and records what happened next to what the
+//! article says should happen. [`SimEnv`] is the simulated world, and the
+//! backend's real environment is real redis-server sessions, so a step
+//! means the same thing on both drivers.
 //!
-//! Everything is deterministic from the lesson's seed, so "go to step n" is
-//! "run a fresh copy to step n": that is how the browser steps back.
+//! A [`LessonRun`] is a lesson on the simulated world: a [`World`] built for
+//! the lesson (its topology, profile, fencing and persistence) with one
+//! client per actor. A command typed at a client's console goes over the
+//! client's link to the node and the run waits for its reply, exactly as a
+//! person at redis-cli waits. Everything is deterministic from the lesson's
+//! seed, so "go to step n" is "run a fresh copy to step n": that is how the
+//! browser steps back.
+//!
+//! The environment is a synchronous trait rather than sans-IO effects: a
+//! real step blocks on its servers (and a foreground program runs to its
+//! end inside `launch`). Handing out effects would let an asynchronous
+//! session drive background programs truly concurrently (issue 18), but it
+//! turns every step and every client program into a resumable state
+//! machine; the trait keeps the interpreter in one place today and is the
+//! seam such a driver would replace.
 
 use std::collections::BTreeMap;
 
