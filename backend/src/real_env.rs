@@ -1509,10 +1509,6 @@ fn at_least_8_4(version: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        parse(s).unwrap()
-    }
-
     #[test]
     fn support_follows_the_lesson_files() {
         let all = locklab_core::lesson::builtin().unwrap();

@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(words(&sent), "FCALL renew 1 k tok 300");
         let (sent, _) = compress(&argv("SET k v PX 50"), 100);
         assert_eq!(words(&sent), "SET k v PX 1", "never below 1 ms");
-        let (sent, scale) = compress(&argv("PTTL k"), 100);
+        let (_, scale) = compress(&argv("PTTL k"), 100);
         assert_eq!(rescale(Reply::Integer(42), scale, 100), Reply::Integer(4200));
         assert_eq!(words(&argv("SET k 'a b'")), "SET k \"a b\"");
     }
