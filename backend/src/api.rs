@@ -100,10 +100,10 @@ use locklab_core::server::Profile;
 
 use locklab_core::lesson::{Lang, Lesson};
 
-use crate::lesson_real::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::observe::{acquired_key, Cause, LockWatch};
 use crate::origin::OriginPolicy;
 use crate::real::RealConnection;
+use crate::real_env::{self, RealEnv, RealLessonError, RealLessonRun};
 use crate::session::{Limits, Session, SessionError, SessionPool};
 use crate::topology::{Fault, Topology, TopologyKind};
 
@@ -211,8 +211,8 @@ pub fn real_health(redis: Option<&str>) -> Health {
     let mut unsupported = std::collections::BTreeMap::new();
     for l in locklab_core::lesson::builtin().unwrap_or_default() {
         let verdict = match redis {
-            Some(_) => lesson_real::check_target(&l, &target, Lang::En),
-            None => lesson_real::check_supported(&l),
+            Some(_) => real_env::check_target(&l, &target, Lang::En),
+            None => real_env::check_supported(&l),
         };
         match verdict {
             Ok(()) => lessons.push(l.id.clone()),
@@ -305,7 +305,7 @@ impl Lab {
         Lab {
             run: None,
             session: None,
-            free: LockWatch::new(Vec::new(), 0, 1),
+            free: LockWatch::free(0),
             topology: None,
             _slot: None,
             state,
@@ -347,7 +347,7 @@ impl Lab {
                         ),
                         None => {
                             let took = acquired_key(argv, reply);
-                            if let Some(key) = &took {
+                            if let Some((key, _)) = &took {
                                 free.add(key);
                             }
                             if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
@@ -439,7 +439,7 @@ impl Lab {
         self.run = None;
         let lang = lang.unwrap_or_default();
         let lesson = find_lesson(id)?;
-        let factor = factor.unwrap_or_else(|| lesson_real::default_factor(&lesson));
+        let factor = factor.unwrap_or_else(|| real_env::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
             return Err(format!(
                 "factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"
@@ -452,14 +452,14 @@ impl Lab {
             }
             .to_string()
         };
-        lesson_real::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        real_env::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
         match self.state.redis.clone() {
             Some(url) => {
                 let external = Topology::external(url);
-                lesson_real::check_target(&lesson, &external, lang).map_err(unsupported)?;
+                real_env::check_target(&lesson, &external, lang).map_err(unsupported)?;
                 if !matches!(self.topology, Some(Topology::External(_))) {
                     self.topology = None;
                     self._slot = None;
@@ -467,7 +467,7 @@ impl Lab {
                 }
             }
             None => {
-                let kind = lesson_real::topology_kind(&lesson);
+                let kind = real_env::topology_kind(&lesson);
                 let reused = match self.topology.as_mut() {
                     Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
                     _ => false,
@@ -490,7 +490,7 @@ impl Lab {
             factor: run.factor(),
             // The lesson's kind (the hello says whether it is the user's
             // server): what the browser lays its lanes out by.
-            topology: lesson_real::topology_kind(&lesson).into(),
+            topology: real_env::topology_kind(&lesson).into(),
             nodes: topology.nodes(),
             names: session.names().clone(),
             notice: run.notice().map(str::to_owned),
@@ -629,7 +629,7 @@ impl Lab {
             return Err("no topology".into());
         };
         let s = self.state.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
-        self.free = LockWatch::new(Vec::new(), topo.nodes().len(), 1);
+        self.free = LockWatch::free(topo.nodes().len());
         out.push(ServerMsg::Hello {
             session: s.id().into(),
             prefix: s.prefix().into(),

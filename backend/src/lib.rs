@@ -14,7 +14,9 @@
 //!   Redis wire protocol.
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
-//! * [`lesson_real`] — a lesson played on a real redis-server, time-compressed.
+//! * [`real_env`] — real redis-server sessions as the lesson runner's environment
+//!   (core's step interpreter, lock observer and monitor; real faults and
+//!   time compression).
 //! * [`redis_server`] — a real redis-server process on a free loopback port.
 //! * [`web`] — `locklab serve`: the browser app (`dist/`) and its API.
 //! * [`session`] — a sandboxed lab session on real servers: key prefix,
@@ -33,11 +35,11 @@ pub mod api;
 pub mod bench;
 pub mod explore;
 pub mod faults;
-pub mod lesson_real;
 pub mod lessons;
 pub mod observe;
 pub mod origin;
 pub mod real;
+pub mod real_env;
 pub mod reaper;
 pub mod redis_server;
 pub mod repl;

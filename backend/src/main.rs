@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use locklab_backend::via::Via;
-use locklab_backend::{bench, explore, lesson_real, lessons, repl, sim_server, web};
+use locklab_backend::{bench, explore, lessons, real_env, repl, sim_server, web};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
 
@@ -261,11 +261,11 @@ fn main() -> Result<()> {
                     ..
                 } => {
                     let lesson = lessons::find(&all, &id)?;
-                    let compress = compress.unwrap_or_else(|| lesson_real::default_factor(lesson));
+                    let compress = compress.unwrap_or_else(|| real_env::default_factor(lesson));
                     let report = if url.is_empty() {
-                        lesson_real::run_managed(lesson, compress)?
+                        real_env::run_managed(lesson, compress)?
                     } else {
-                        lesson_real::run(lesson, &url, compress, false)?
+                        real_env::run(lesson, &url, compress, false)?
                     };
                     print!("{}", report.transcript(lesson, lang));
                     if !report.passed() {

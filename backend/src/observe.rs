@@ -8,22 +8,23 @@
 //! command it reads the keys it watches (value and `PTTL`, one `EVAL` per
 //! key, through the session's administrative connection so it neither
 //! counts against the rate limit nor shows in the trace), compares them
-//! with what it saw last time — the *shadow* — and turns the difference
-//! into core's `Lock` events. The cause is inferred: a key that changed on
+//! with what it saw last time — the *shadow*, kept by core's one lock
+//! observer ([`LockObserver`], the same comparison the simulator and the
+//! browser's free lab make) — and turns the difference into core's `Lock`
+//! events. The cause is inferred: a key that changed on
 //! the node a client's command just ran on changed by that command; one
 //! that vanished on its own expired (stamped at the deadline its `PTTL`
 //! implied, not when the lab noticed); on a replica it came by replication;
 //! after a restart without persistence it went with the restart.
 //!
-//! The lesson runner watches its lesson's lock keys ([`LockWatch::new`]);
-//! the browser's free play on the real driver watches every key a client
-//! acquired with `SET … NX` or `SETNX` ([`acquired_key`]), as the
-//! simulator's console does.
+//! The lesson's real environment watches its lesson's lock keys
+//! ([`LockWatch::new`]); the browser's free play on the real driver watches
+//! every key a client acquired (core's [`acquired_key`] rule, as the
+//! simulator's free lab does: [`LockWatch::free`]).
 
-use std::collections::BTreeMap;
-
-use locklab_core::reply::Reply;
-use locklab_core::trace::{Actor, EventKind, LockChange, Via};
+pub use locklab_core::observe::acquired_key;
+use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen};
+use locklab_core::trace::{Actor, EventKind, Via};
 
 use crate::session::Session;
 use crate::topology::{NodeInfo, NodeState};
@@ -39,258 +40,164 @@ pub enum Cause {
     None,
 }
 
-/// What the watcher last saw of a lock key on one node.
-#[derive(Clone, Debug)]
-struct Shadow {
-    value: String,
-    /// Session-clock ms at which `PTTL` says it expires.
-    deadline: Option<u64>,
-    owner: Option<u32>,
-}
+/// A deadline read twice moves by the round trip: a move up to this many
+/// session ms is no renewal.
+const ROUND_TRIP_SLACK_MS: u64 = 2;
 
-/// A lock key a client's command just set on a node: the runner decides
-/// whether that is a grant of the lock.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Acquired {
-    pub node: u32,
-    pub key: String,
-    pub client: u32,
-}
-
-/// The keys watched, and the shadow of each on every node.
+/// Core's lock observer over real nodes, on the session's clock.
 #[derive(Debug)]
 pub struct LockWatch {
     /// TTLs go into the trace in lesson ms: `PTTL` × `factor`.
     factor: u64,
-    keys: Vec<String>,
-    shadow: Vec<BTreeMap<String, Shadow>>,
+    observer: LockObserver,
 }
 
 impl LockWatch {
-    /// Watch `keys` on `nodes` nodes; `factor` is the run's time compression
-    /// (1 for free play).
-    pub fn new(keys: Vec<String>, nodes: usize, factor: u64) -> LockWatch {
+    /// Watch a lesson's `keys` on `nodes` nodes (independent masters when
+    /// `redlock`); `factor` is the run's time compression.
+    pub fn new(keys: Vec<String>, nodes: usize, factor: u64, redlock: bool) -> LockWatch {
+        let mut observer = LockObserver::new(Scope::Declared, nodes, redlock).with_slack(ROUND_TRIP_SLACK_MS);
+        for k in &keys {
+            observer.watch(k);
+        }
         LockWatch {
             factor: factor.max(1),
-            keys,
-            shadow: vec![BTreeMap::new(); nodes],
+            observer,
+        }
+    }
+
+    /// Free play on `nodes` nodes: a key is watched from a client's acquire
+    /// ([`LockWatch::add`]) until it no longer holds that value.
+    pub fn free(nodes: usize) -> LockWatch {
+        LockWatch {
+            factor: 1,
+            observer: LockObserver::new(Scope::Acquired, nodes, false).with_slack(ROUND_TRIP_SLACK_MS),
         }
     }
 
     /// Watch one more key (a program's lock, a key a client just took).
     pub fn add(&mut self, key: &str) {
-        if !self.keys.iter().any(|k| k == key) {
-            self.keys.push(key.to_owned());
-        }
+        self.observer.watch(key);
     }
 
     /// The keys watched.
     pub fn keys(&self) -> &[String] {
-        &self.keys
+        self.observer.keys()
     }
 
-    /// Who the watcher last saw owning `key` on node `n`.
-    pub fn owner_on(&self, n: usize, key: &str) -> Option<u32> {
-        self.shadow.get(n).and_then(|m| m.get(key)).and_then(|s| s.owner)
+    /// The node whose locks are grants (after a failover, the new master).
+    pub fn set_master(&mut self, node: u32) {
+        self.observer.set_master(node);
     }
 
     /// The earliest instant (session ms) at which a watched key is due to
     /// expire: free play looks again then, so the lock bar ends on time
     /// even when nobody types.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.shadow
-            .iter()
-            .flat_map(BTreeMap::values)
-            .filter_map(|s| s.deadline)
-            .min()
+        self.observer.next_deadline()
     }
 
-    /// Read the watched keys on `only` (or every live node) and record what
-    /// changed as `Lock` events in the session's trace. Returns the keys a
-    /// client's command set.
+    /// Read the watched keys on `only` (or every live node), record what
+    /// changed as `Lock` events in the session's trace, and return the rest
+    /// of what the observer saw (grants, wrong releases) for the runner.
     pub fn observe(
         &mut self,
         session: &mut Session,
         nodes: &[NodeInfo],
         only: Option<u32>,
         cause: Cause,
-    ) -> Vec<Acquired> {
-        let mut acquired = Vec::new();
+    ) -> Vec<Observed> {
+        let mut out = Vec::new();
         for (n, info) in nodes.iter().enumerate() {
             let n = n as u32;
+            let down = info.state != NodeState::Up;
+            self.observer.set_down(n, down);
             if only.is_some_and(|o| o != n) {
                 continue;
             }
-            let replica = info.role == locklab_core::protocol::Role::Replica;
-            let keys = self.keys.clone();
+            let keys = self.observer.keys().to_vec();
             // One round trip for every watched key on this node.
-            let seen = match info.state {
-                NodeState::Up => session.peek_many(n, &keys).ok(),
-                _ => None,
+            let seen = match down {
+                false => session.peek_many(n, &keys).ok(),
+                true => None,
             };
-            for (i, key) in keys.iter().enumerate() {
-                match seen.as_ref().and_then(|s| s.get(i)) {
-                    Some(cur) => {
-                        if let Some(a) = self.update(session, n, key, cur.clone(), cause, replica) {
-                            acquired.push(a);
-                        }
-                    }
-                    None => self.unknown(session.elapsed_ms(), n, key),
-                }
+            let Some(seen) = seen else {
+                self.observer.unreadable(n, session.elapsed_ms());
+                continue;
+            };
+            let replica = info.role == locklab_core::protocol::Role::Replica;
+            for (key, cur) in keys.iter().zip(seen) {
+                let why = match cause {
+                    Cause::Cmd { client, node } if node == n => Why::Command(client),
+                    Cause::Restart(r) if r == n => Why::Restart,
+                    // A replica's copy belongs to whoever set it on its master.
+                    _ if replica => Why::Replication(
+                        cur.as_ref()
+                            .and_then(|(v, _)| self.observer.owner_of_value(key, v.as_bytes())),
+                    ),
+                    _ => Why::Expiry,
+                };
+                let now = session.elapsed_ms();
+                let cur = cur.map(|(value, pttl)| Seen {
+                    value: value.into_bytes(),
+                    deadline: u64::try_from(pttl).ok().map(|p| now + p),
+                    ttl_ms: u64::try_from(pttl).ok().map(|p| p * self.factor),
+                });
+                let observed = self.observer.observe(n, key, cur, why, now);
+                out.extend(self.record(session, observed));
             }
         }
-        acquired
-    }
-
-    /// Node `n` cannot be read now (down, paused, unreachable): a deadline
-    /// of `key` there that has passed is no longer one to wait for, or
-    /// free play would wake every millisecond to look at a node that does
-    /// not answer. The key's fate shows when the node answers again.
-    fn unknown(&mut self, now: u64, n: u32, key: &str) {
-        if let Some(s) = self.shadow.get_mut(n as usize).and_then(|m| m.get_mut(key)) {
-            if s.deadline.is_some_and(|d| d <= now) {
-                s.deadline = None;
+        if self.observer.is_redlock() {
+            for key in self.observer.keys().to_vec() {
+                out.extend(self.observer.recount_majority(&key));
             }
         }
+        out
     }
 
     /// Node `n` restarted without its data: every key it had is gone.
-    pub fn forget_node(&mut self, session: &mut Session, n: u32) {
-        let keys: Vec<String> = self
-            .shadow
-            .get(n as usize)
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-        for k in keys {
-            self.update(session, n, &k, None, Cause::Restart(n), false);
-        }
+    pub fn forget_node(&mut self, session: &mut Session, n: u32) -> Vec<Observed> {
+        let observed = self.observer.forget_node(n, session.elapsed_ms());
+        self.record(session, observed)
     }
 
-    /// Compare what node `n` holds for `key` now (`cur`: value and `PTTL`)
-    /// with the shadow, and record the change.
-    fn update(
-        &mut self,
-        session: &mut Session,
-        n: u32,
-        key: &str,
-        cur: Option<(String, i64)>,
-        cause: Cause,
-        replica: bool,
-    ) -> Option<Acquired> {
+    /// Put the lock events in the session's trace (an expiry stamped at the
+    /// deadline `PTTL` implied, not when the lab noticed); the rest is the
+    /// caller's.
+    fn record(&self, session: &mut Session, observed: Vec<Observed>) -> Vec<Observed> {
         let now = session.elapsed_ms();
-        let by = match cause {
-            Cause::Cmd { client, node } if node == n => Some(client),
-            _ => None,
-        };
-        let via = match cause {
-            _ if by.is_some() => Via::Command,
-            Cause::Restart(r) if r == n => Via::Restart,
-            _ if replica => Via::Replication,
-            _ => Via::Expiry,
-        };
-        let map = self.shadow.get_mut(n as usize)?;
-        let old = map.get(key).cloned();
-        let record = |session: &mut Session, at: u64, change: LockChange| {
-            session.record(
-                Some(at),
-                Actor::Node(n),
-                EventKind::Lock {
-                    key: key.to_owned(),
+        let mut rest = Vec::new();
+        for o in observed {
+            match o {
+                Observed::Lock {
+                    node,
+                    key,
                     change,
                     via,
-                },
-            );
-        };
-        match (old, cur) {
-            (None, None) => None,
-            (Some(o), None) => {
-                map.remove(key);
-                let at = if via == Via::Expiry {
-                    o.deadline.map_or(now, |d| d.min(now))
-                } else {
-                    now
-                };
-                record(session, at, LockChange::Removed { by });
-                None
-            }
-            (old, Some((value, pttl))) => {
-                let deadline = u64::try_from(pttl).ok().map(|p| now + p);
-                let ttl_ms = u64::try_from(pttl).ok().map(|p| p * self.factor);
-                if let Some(o) = old.as_ref().filter(|o| o.value == value) {
-                    // A deadline read twice moves by the round trip; only a
-                    // real move (PEXPIRE, a new SET) is a renewal.
-                    let moved = match (o.deadline, deadline) {
-                        (Some(a), Some(b)) => a.abs_diff(b) > 2,
-                        (None, None) => false,
-                        _ => true,
+                    deadline,
+                } => {
+                    let at = match via {
+                        Via::Expiry => deadline.map_or(now, |d| d.min(now)),
+                        _ => now,
                     };
-                    if moved {
-                        if let Some(s) = map.get_mut(key) {
-                            s.deadline = deadline;
-                        }
-                        record(session, now, LockChange::Renewed { ttl_ms });
-                    }
-                    return None;
+                    session.record(Some(at), Actor::Node(node), EventKind::Lock { key, change, via });
                 }
-                // A replica's copy belongs to whoever set it on its master.
-                let owner = match by {
-                    Some(c) => Some(c),
-                    None if replica => self
-                        .shadow
-                        .iter()
-                        .filter_map(|m| m.get(key))
-                        .find(|s| s.value == value && s.owner.is_some())
-                        .and_then(|s| s.owner),
-                    None => None,
-                };
-                self.shadow[n as usize].insert(
-                    key.to_owned(),
-                    Shadow {
-                        value: value.clone(),
-                        deadline,
-                        owner,
-                    },
-                );
-                record(session, now, LockChange::Acquired { owner, value, ttl_ms });
-                by.map(|client| Acquired {
-                    node: n,
-                    key: key.to_owned(),
-                    client,
-                })
+                other => rest.push(other),
             }
         }
+        rest
     }
-}
-
-/// The key `argv` took as a lock, judged by its reply: `SET key v … NX`
-/// answered `OK`, or `SETNX key v` answered 1 — the simulator console's
-/// rule for what is a lock.
-pub fn acquired_key(argv: &[Vec<u8>], reply: &Reply) -> Option<String> {
-    let name = argv.first()?;
-    let key = argv.get(1)?;
-    let taken = if name.eq_ignore_ascii_case(b"set") {
-        argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"nx")) && *reply == Reply::ok()
-    } else {
-        name.eq_ignore_ascii_case(b"setnx") && *reply == Reply::Integer(1)
-    };
-    taken.then(|| String::from_utf8_lossy(key).into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locklab_core::cli::parse;
 
     #[test]
-    fn what_counts_as_taking_a_lock() {
-        let key = |line: &str, reply: Reply| acquired_key(&parse(line).unwrap(), &reply);
-        assert_eq!(key("SET lock A NX PX 100", Reply::ok()).as_deref(), Some("lock"));
-        assert_eq!(key("set lock A px 100 nx", Reply::ok()).as_deref(), Some("lock"));
-        assert_eq!(key("SET lock A NX PX 100", Reply::Nil), None);
-        assert_eq!(key("SET lock A PX 100", Reply::ok()), None);
-        assert_eq!(key("SET NX A", Reply::ok()), None, "NX as the key is not the NX option");
-        assert_eq!(key("SETNX lock A", Reply::Integer(1)).as_deref(), Some("lock"));
-        assert_eq!(key("SETNX lock A", Reply::Integer(0)), None);
-        assert_eq!(key("GET lock", Reply::bulk("A")), None);
+    fn free_play_watches_only_what_was_acquired() {
+        let mut w = LockWatch::free(1);
+        assert!(w.keys().is_empty());
+        w.add("lock");
+        assert_eq!(w.keys(), ["lock"]);
     }
 }

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::observe::Held;
 use crate::trace::Actor;
 
 /// The invariants, with the stable names the explorer prints.
@@ -183,7 +184,7 @@ impl Monitor {
         }
     }
 
-    pub(crate) fn add_client(&mut self) {
+    pub fn add_client(&mut self) {
         self.latest_grant.push((None, 0));
     }
 
@@ -193,6 +194,11 @@ impl Monitor {
         let n = self.grants.entry(key.to_owned()).or_default();
         *n += 1;
         let n = *n;
+        // A client the caller never added (a real session's console client)
+        // still has its grant remembered.
+        if self.latest_grant.len() <= client as usize {
+            self.latest_grant.resize(client as usize + 1, (None, 0));
+        }
         if let Some(g) = self.latest_grant.get_mut(client as usize) {
             *g = (Some(key.to_owned()), n);
         }
@@ -325,13 +331,57 @@ impl Monitor {
         })
     }
 
+    /// `by`'s command removed (or overwrote) on `node` the lock `held` that
+    /// another client acquired: a wrong release, from the lock's acquisition
+    /// to now. `None` when the observer knew no owner or `by` was it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn wrong_release(
+        &mut self,
+        node: u32,
+        key: &str,
+        by: u32,
+        held: &Held,
+        now: u64,
+        client: &dyn Fn(u32) -> String,
+        node_name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        let owner = held.owner.filter(|&o| o != by)?;
+        Some(Violation {
+            invariant: Invariant::WrongRelease,
+            from_ms: held.since,
+            to_ms: now,
+            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
+            detail: format!(
+                "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
+                client(by),
+                client(owner),
+                node_name(node),
+                held.since
+            ),
+        })
+    }
+
     /// Keep a violation the world found.
     pub fn record(&mut self, v: Violation) {
         self.violations.push(v);
     }
 
+    /// Two or more clients believe they hold `key` since `now`: the overlap
+    /// violation a strict-mutual-exclusion lesson reports, worded once for
+    /// both drivers.
+    pub fn overlap_violation(key: &str, clients: &[u32], now: u64, name: &dyn Fn(u32) -> String) -> Violation {
+        let who: Vec<String> = clients.iter().map(|&i| name(i)).collect();
+        Violation {
+            invariant: Invariant::Overlap,
+            from_ms: now,
+            to_ms: now,
+            actors: clients.iter().map(|&i| Actor::Client(i)).collect(),
+            detail: format!("{} all believe they hold {key}", who.join(" and ")),
+        }
+    }
+
     /// A violation still going on lasts until `to_ms` so far.
-    pub(crate) fn extend(&mut self, index: usize, to_ms: u64) {
+    pub fn extend(&mut self, index: usize, to_ms: u64) {
         if let Some(v) = self.violations.get_mut(index) {
             v.to_ms = v.to_ms.max(to_ms);
         }

@@ -25,6 +25,8 @@
 //!   acquire/work/release with retry, fencing and watchdog, and Redlock.
 //! * [`resource`] — the protected resource, plain or fenced.
 //! * [`invariants`] — stale write, wrong release, deadlock, overlap.
+//! * [`observe`] — the one lock observer: what a lock key on a node did,
+//!   from what was seen of it (the world, the free lab and the real driver).
 //! * [`trace`] — the serde event types every view renders.
 //! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
 //!   world, and text transcripts and swimlanes.
@@ -36,6 +38,7 @@ pub mod console;
 pub mod explore;
 pub mod invariants;
 pub mod lesson;
+pub mod observe;
 pub mod protocol;
 pub mod reply;
 pub mod resource;

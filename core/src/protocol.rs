@@ -579,7 +579,10 @@ mod tests {
             assert_eq!(FaultKind::parse(f.as_str()), Some(f));
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{f}\""));
         }
-        assert_eq!(TopologyKind::choices(), "single, replicated, redlock5, cluster3 or sentinel");
+        assert_eq!(
+            TopologyKind::choices(),
+            "single, replicated, redlock5, cluster3 or sentinel"
+        );
         assert_eq!(Served::External.managed(), None);
     }
 }

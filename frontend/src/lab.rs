@@ -16,9 +16,10 @@
 //! shows.
 
 use locklab_core::console;
+use locklab_core::observe::{acquired_key, Cause, LockObserver, Observed, Scope, Seen};
 use locklab_core::server::db::Value;
 use locklab_core::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
-use locklab_core::trace::{Actor, Event, EventKind, LockChange, Names, Trace, Via};
+use locklab_core::trace::{Actor, Event, EventKind, Names, Trace};
 use locklab_core::Reply;
 
 /// The clients of the lab, one redis-cli each.
@@ -67,14 +68,6 @@ pub struct Exchange {
     pub at_ms: u64,
 }
 
-/// A lock the trace considers held: `key` still holds `token`.
-#[derive(Clone, Debug)]
-struct Held {
-    key: String,
-    token: String,
-    deadline: Option<u64>,
-}
-
 /// The lab: one node, three connections, and what happened.
 pub struct Lab {
     node: Node,
@@ -83,7 +76,9 @@ pub struct Lab {
     /// Lines each client typed, oldest first, for ↑/↓ (survives `clear`).
     history: [Vec<String>; 3],
     trace: Trace,
-    held: Vec<Held>,
+    /// Core's lock observer, in free-play scope: a key is a lock from a
+    /// client's `SET … NX`/`SETNX` until it no longer holds that value.
+    locks: LockObserver,
     next_req: u64,
 }
 
@@ -121,7 +116,7 @@ impl Lab {
                 names,
                 events: Vec::new(),
             },
-            held: Vec::new(),
+            locks: LockObserver::new(Scope::Acquired, 1, false),
             next_req: 0,
         }
     }
@@ -239,49 +234,56 @@ impl Lab {
         });
     }
 
-    fn pttl(&self, key: &str) -> Option<u64> {
-        let deadline = self.node.peek(0, key.as_bytes())?.expires_at?;
-        Some(deadline.saturating_sub(self.node.now()))
+    /// What the node holds for `key` now, as core's lock observer takes it.
+    /// A key that is no longer a string cannot hold a token.
+    fn seen(&self, key: &str) -> Option<Seen> {
+        let e = self.node.peek(0, key.as_bytes())?;
+        let value = match &e.value {
+            Value::Str(v) => v.clone(),
+            _ => Vec::new(),
+        };
+        Some(Seen {
+            value,
+            deadline: e.expires_at,
+            ttl_ms: e.expires_at.map(|d| d.saturating_sub(self.node.now())),
+        })
+    }
+
+    /// The lock events among what the observer saw, stamped `at_ms` (the
+    /// free lab has no grants to number and no invariants to judge).
+    fn emit_observed(&mut self, observed: Vec<Observed>, at_ms: u64) {
+        for o in observed {
+            if let Observed::Lock {
+                node, key, change, via, ..
+            } = o
+            {
+                let step = self.trace.events.len() as u64;
+                self.trace.events.push(Event {
+                    step,
+                    at_ms,
+                    actor: Actor::Node(node),
+                    kind: EventKind::Lock { key, change, via },
+                });
+            }
+        }
     }
 
     /// A lock was acquired when `argv` was `SET key token … NX …` answered
-    /// `OK`, or `SETNX key token` answered `1`, on database 0.
+    /// `OK`, or `SETNX key token` answered `1` (core's rule), on database 0.
     fn note_acquire(&mut self, client: Client, conn: ConnId, argv: &[Vec<u8>], reply: &Reply) {
-        if argv.len() < 3 || self.node.selected_db(conn) != 0 || self.node.in_multi(conn) {
+        if self.node.selected_db(conn) != 0 || self.node.in_multi(conn) {
             return;
         }
-        let name = &argv[0];
-        let acquired = if name.eq_ignore_ascii_case(b"set") {
-            argv[3..].iter().any(|a| a.eq_ignore_ascii_case(b"nx")) && *reply == Reply::ok()
-        } else if name.eq_ignore_ascii_case(b"setnx") {
-            *reply == Reply::Integer(1)
-        } else {
-            false
-        };
-        if !acquired {
+        let Some((key, _)) = acquired_key(argv, reply) else {
             return;
-        }
-        let (key, token) = (text(&argv[1]), text(&argv[2]));
-        let ttl_ms = self.pttl(&key);
-        let deadline = self.node.peek(0, key.as_bytes()).and_then(|e| e.expires_at);
-        self.held.push(Held {
-            key: key.clone(),
-            token: token.clone(),
-            deadline,
-        });
-        let change = LockChange::Acquired {
-            owner: Some(client.actor_index()),
-            value: token,
-            ttl_ms,
         };
-        self.emit(
-            Actor::Node(NODE),
-            EventKind::Lock {
-                key,
-                change,
-                via: Via::Command,
-            },
-        );
+        self.locks.acquired(&key);
+        let seen = self.seen(&key);
+        let now = self.now_ms();
+        let observed = self
+            .locks
+            .observe(NODE, &key, seen, Cause::Command(client.actor_index()), now);
+        self.emit_observed(observed, now);
     }
 
     /// Turn the node's expiry records into trace events. A held lock that
@@ -295,75 +297,29 @@ impl Lab {
             };
             let at_ms = at_ms.saturating_sub(EPOCH_MS);
             let step = self.trace.events.len() as u64;
-            let actor = Actor::Node(NODE);
             self.trace.events.push(Event {
                 step,
                 at_ms,
-                actor,
+                actor: Actor::Node(NODE),
                 kind: EventKind::Expired { key: key.clone() },
             });
-            if db != 0 {
-                continue;
-            }
-            let before = self.held.len();
-            self.held.retain(|h| h.key != key);
-            if self.held.len() != before {
-                let kind = EventKind::Lock {
-                    key,
-                    change: LockChange::Removed { by: None },
-                    via: Via::Expiry,
-                };
-                self.trace.events.push(Event {
-                    step: step + 1,
-                    at_ms,
-                    actor,
-                    kind,
-                });
+            if db == 0 {
+                let observed = self.locks.observe(NODE, &key, None, Cause::Expiry, at_ms);
+                self.emit_observed(observed, at_ms);
             }
         }
     }
 
-    /// End every held lock whose key no longer holds its token (deleted or
-    /// overwritten, by `by`'s command), and note renewals.
+    /// Show the observer every lock key after `by`'s command: a key that no
+    /// longer holds its token was deleted or overwritten, a moved deadline
+    /// is a renewal.
     fn check_locks(&mut self, by: Option<Client>) {
-        let mut removed = Vec::new();
-        let mut renewed = Vec::new();
-        for h in &mut self.held {
-            let entry = self.node.peek(0, h.key.as_bytes());
-            let holds = matches!(entry.map(|e| &e.value), Some(Value::Str(v)) if v.as_slice() == h.token.as_bytes());
-            if !holds {
-                removed.push(h.key.clone());
-            } else if entry.and_then(|e| e.expires_at) != h.deadline {
-                h.deadline = entry.and_then(|e| e.expires_at);
-                renewed.push(h.key.clone());
-            }
-        }
-        self.held.retain(|h| !removed.contains(&h.key));
-        for key in removed {
-            let change = LockChange::Removed {
-                by: by.map(Client::actor_index),
-            };
-            self.emit(
-                Actor::Node(NODE),
-                EventKind::Lock {
-                    key,
-                    change,
-                    via: Via::Command,
-                },
-            );
-        }
-        for key in renewed {
-            let change = LockChange::Renewed {
-                ttl_ms: self.pttl(&key),
-            };
-            self.emit(
-                Actor::Node(NODE),
-                EventKind::Lock {
-                    key,
-                    change,
-                    via: Via::Command,
-                },
-            );
+        let cause = by.map_or(Cause::Expiry, |c| Cause::Command(c.actor_index()));
+        let now = self.now_ms();
+        for key in self.locks.keys().to_vec() {
+            let seen = self.seen(&key);
+            let observed = self.locks.observe(NODE, &key, seen, cause, now);
+            self.emit_observed(observed, now);
         }
     }
 }
@@ -371,6 +327,7 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locklab_core::trace::LockChange;
 
     fn last(lab: &Lab, c: Client) -> String {
         lab.transcript(c).last().map(|e| e.output.clone()).unwrap_or_default()

@@ -4,7 +4,7 @@
 //! Redlock ones on managed topologies the runner starts itself (real
 //! asynchronous replication, five independent masters, real SIGKILLs).
 
-use locklab_backend::lesson_real::{self, RealReport};
+use locklab_backend::real_env::{self, RealReport};
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvariant};
 use locklab_tests::server::RedisServer;
@@ -67,12 +67,12 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
     let mut ran = 0;
     for lesson in lessons.iter().filter(|l| l.topology == LessonTopology::Single) {
         let must = SINGLE_NODE.contains(&lesson.id.as_str());
-        match lesson_real::check_supported(lesson) {
+        match real_env::check_supported(lesson) {
             Err(why) if must => failures.push(format!("lesson {} must run on a real server: {why}", lesson.id)),
             Err(_) => continue,
             Ok(()) => {}
         }
-        match lesson_real::run(lesson, &server.url(), 100, true) {
+        match real_env::run(lesson, &server.url(), 100, true) {
             Ok(report) => {
                 ran += 1;
                 if let Err(e) = check(lesson, &report) {
@@ -98,7 +98,7 @@ fn supported_multi_node_lessons_are_the_catalogue_claims() {
     let supported: Vec<String> = builtin()
         .expect("lessons parse")
         .into_iter()
-        .filter(|l| l.topology != LessonTopology::Single && lesson_real::check_supported(l).is_ok())
+        .filter(|l| l.topology != LessonTopology::Single && real_env::check_supported(l).is_ok())
         .map(|l| l.id)
         .collect();
     assert_eq!(supported, MANAGED);
@@ -120,7 +120,7 @@ fn factor(l: &Lesson) -> u64 {
 
 fn managed(id: &str) {
     let l = lesson(id);
-    let report = lesson_real::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
+    let report = real_env::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
     if let Err(e) = check(&l, &report) {
         panic!("lesson {id} on its real topology:\n{e}");
     }
@@ -129,6 +129,63 @@ fn managed(id: &str) {
 #[test]
 fn lesson_15_failover_on_a_real_master_and_replica() {
     managed("15");
+}
+
+/// Issue 14/15: lesson 15 on the real driver draws its violation band. The
+/// overlap of A and B never ends (the lesson stops with both holding), so
+/// a run that records an overlap violation only when the overlap ends drew
+/// none; and the real run's violations are the simulator's, from the same
+/// monitor (two holders, and A's write accepted after B's: stale).
+#[test]
+fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
+    use locklab_backend::real_env::{RealEnv, RealLessonRun};
+    use locklab_backend::session::{Limits, SessionPool};
+    use locklab_backend::topology::Topology;
+    use locklab_core::invariants::Invariant;
+    use locklab_core::trace::{Actor, EventKind};
+
+    let l = lesson("15");
+    let mut topology = Topology::start(real_env::topology_kind(&l)).expect("a master and a replica");
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
+    let mut session = pool.open_on(&topology).expect("a session");
+    let mut env = RealEnv {
+        session: &mut session,
+        topology: &mut topology,
+    };
+    let mut run = RealLessonRun::start(&l, &mut env, 100, Lang::En).expect("lesson 15 starts");
+    let mut events = Vec::new();
+    while run.step(&mut env).expect("a step").is_some() {
+        events.extend(run.take_events());
+    }
+    let bands: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Violation { violation } => Some(violation.clone()),
+            _ => None,
+        })
+        .collect();
+    let two = bands
+        .iter()
+        .find(|v| v.invariant == Invariant::Overlap)
+        .unwrap_or_else(|| panic!("no two-holders band in the real run: {bands:?}"));
+    assert_eq!(two.actors, vec![Actor::Client(0), Actor::Client(1)], "A and B: {two:?}");
+    let last = events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+    assert!(
+        two.to_ms >= last,
+        "the band reaches the end of the run ({last} ms): {two:?}"
+    );
+    let mut real: Vec<Invariant> = bands.iter().map(|v| v.invariant).collect();
+    real.sort();
+    real.dedup();
+    let mut sim = LessonRun::new(&l).expect("sim run");
+    sim.run_all().expect("sim runs");
+    let mut simulated: Vec<Invariant> = sim.world().violations().iter().map(|v| v.invariant).collect();
+    simulated.sort();
+    simulated.dedup();
+    assert_eq!(real, simulated, "the same monitor on both drivers");
 }
 
 #[test]
@@ -172,7 +229,7 @@ fn lesson_31_script_keys_on_a_real_three_master_cluster() {
 fn a_real_transcript_reads_in_chinese() {
     let server = RedisServer::start();
     let l = lesson("05");
-    let report = lesson_real::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
+    let report = real_env::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
     let zh = report.transcript(&l, Lang::Zh);
     assert!(zh.starts_with("第 05 课") && zh.contains("真实 redis-server"), "{zh}");
     assert!(

@@ -380,7 +380,7 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
         topology::command(replica, &["GET", "lock"]).unwrap(),
         Reply::Bulk(b"A".to_vec())
     );
-    let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role).collect();
+    let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role.to_string()).collect();
     assert_eq!(roles, ["replica", "master"]);
 
     // The timeline's events, in Sentinel's order.
@@ -459,6 +459,6 @@ fn a_paused_master_is_failed_over_then_demoted_by_sentinel_and_a_forced_failover
     let said = topo.await_failover(since, Duration::from_secs(60)).unwrap();
     assert!(said.contains("master is master now"), "{said}");
     assert_eq!(topo.discover_master().unwrap().port(), master);
-    let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role).collect();
+    let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role.to_string()).collect();
     assert_eq!(roles, ["master", "replica"]);
 }

@@ -101,7 +101,7 @@ pub(crate) fn build(root: &Path, out: &Path, profile: &str, rust: &TrunkLink, op
     let wasm_path = out.join(format!("{STEM}_bg.wasm"));
     report_size("worker", &wasm_path)?;
     if optimize {
-        wasm_opt(rust, &wasm_path)?;
+        wasm_opt(rust, &wasm_path, false)?;
     }
     fs::write(out.join(format!("{STEM}-main.js")), MAIN_JS)?;
     Ok(())

@@ -21,6 +21,7 @@
 //! time, and [`render`] turns the result into a redis-cli transcript and a
 //! text swimlane.
 
+pub mod compress;
 pub mod metrics;
 pub mod render;
 pub mod rounds;

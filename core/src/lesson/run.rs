@@ -1,21 +1,33 @@
-//! Playing a lesson on the simulated world, one step at a time.
+//! Playing a lesson, one step at a time, on either driver.
 //!
-//! A [`LessonRun`] owns a [`World`] built for the lesson (its topology,
-//! profile, fencing and persistence) with one client per actor. Each call
-//! to [`LessonRun::step`] carries out the next step — a command typed at a
-//! client's console goes over the client's link to the node and the run
-//! waits for its reply, exactly as a person at redis-cli waits — and records
-//! what happened next to what the article says should happen.
+//! [`Progress`] is the one step interpreter: it reads a step, asks an
+//! [`Environment`] to do it, and records what happened next to what the
+//! article says should happen. [`SimEnv`] is the simulated world, and the
+//! backend's real environment is real redis-server sessions, so a step
+//! means the same thing on both drivers.
 //!
-//! Everything is deterministic from the lesson's seed, so "go to step n" is
-//! "run a fresh copy to step n": that is how the browser steps back.
+//! A [`LessonRun`] is a lesson on the simulated world: a [`World`] built for
+//! the lesson (its topology, profile, fencing and persistence) with one
+//! client per actor. A command typed at a client's console goes over the
+//! client's link to the node and the run waits for its reply, exactly as a
+//! person at redis-cli waits. Everything is deterministic from the lesson's
+//! seed, so "go to step n" is "run a fresh copy to step n": that is how the
+//! browser steps back.
+//!
+//! The environment is a synchronous trait rather than sans-IO effects: a
+//! real step blocks on its servers (and a foreground program runs to its
+//! end inside `launch`). Handing out effects would let an asynchronous
+//! session drive background programs truly concurrently (issue 18), but it
+//! turns every step and every client program into a resumable state
+//! machine; the trait keeps the interpreter in one place today and is the
+//! seam such a driver would replace.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::metrics::Metrics;
-use super::{Lang, Lesson, LessonError, LessonTopology, Outcome, StepKind, Text};
+use super::{Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind, Text};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
 use crate::invariants::Invariant;
 use crate::reply::Reply;
@@ -173,23 +185,6 @@ pub struct OutcomeCheck {
     pub ok: bool,
 }
 
-/// A lesson being played.
-pub struct LessonRun {
-    lesson: Lesson,
-    world: World,
-    clients: BTreeMap<String, ClientId>,
-    last_integer: BTreeMap<String, i64>,
-    results: Vec<StepResult>,
-    /// Trace length at the last `metrics` step.
-    metrics_from: usize,
-    /// The fencing token each write step carried, by step index: one taken
-    /// from a reply is known only once the step ran.
-    write_tokens: BTreeMap<usize, Option<i64>>,
-    /// The figures each `metrics` step measured, by step index, for a view
-    /// that words them in its own language.
-    metrics: BTreeMap<usize, Metrics>,
-}
-
 /// The world a lesson needs.
 pub fn world_config(lesson: &Lesson) -> WorldConfig {
     let mut cfg = WorldConfig {
@@ -225,70 +220,82 @@ pub fn overlap_is_violation(lesson: &Lesson) -> bool {
         .unwrap_or(lesson.outcome.invariant == super::OutcomeInvariant::Overlap)
 }
 
-impl LessonRun {
-    /// A fresh run at step 0 (nothing done yet), seeded by the lesson.
-    pub fn new(lesson: &Lesson) -> Result<LessonRun, LessonError> {
-        Self::with_seed(lesson, lesson.seed)
+/// What a lesson's steps act on: the simulated world ([`SimEnv`]) or, in
+/// the backend, real redis-server sessions. The step interpreter
+/// ([`Progress::step`]) is written once against this trait, so a step means
+/// the same on both drivers; only what the environment *does* differs.
+///
+/// The trait is synchronous: a call returns when its effect is done (a
+/// reply came, a wait passed, a foreground program finished). A real
+/// environment blocks on its servers meanwhile; an asynchronous one would
+/// drive the same [`Progress`] from a task.
+pub trait Environment {
+    /// Run `argv` as `client` on `node` (`None`: the current master). `None`
+    /// when no reply came (a cut link, a dead node, a lost answer).
+    fn command(
+        &mut self,
+        index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String>;
+    /// Let `ms` of lesson time pass.
+    fn wait(&mut self, index: usize, ms: u64) -> Result<(), String>;
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String>;
+    /// Start `program` on `client`; unless `background`, return once it is
+    /// done.
+    fn launch(&mut self, index: usize, client: &str, program: &Program, background: bool) -> Result<(), String>;
+    /// `client` writes `value` to the protected resource with `token`: the
+    /// resource's verdict as the transcript shows it (`accepted`,
+    /// `rejected`).
+    fn write(&mut self, index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String>;
+    /// `client` starts (or stops) believing it holds `key`.
+    fn hold(&mut self, index: usize, client: &str, key: &str, holds: bool) -> Result<(), String>;
+    /// Measure lock health for `clients` (a `metrics` step).
+    fn metrics(&mut self, index: usize, spec: &MetricsSpec, clients: &[String]) -> Result<Metrics, String>;
+    /// Before step `index` runs (a real environment serves its background
+    /// programs first).
+    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+        Ok(())
     }
+    /// After step `index` ran; `last` when it was the lesson's last.
+    fn end_step(&mut self, _index: usize, _last: bool) {}
+    /// Lesson time now, ms.
+    fn now(&self) -> u64;
+    /// Events so far: a step's `trace_len`.
+    fn trace_len(&self) -> usize;
+    /// Who is who, for the step's wording.
+    fn names(&self) -> &Names;
+}
 
-    /// A fresh run with another seed (the URL's `seed=`).
-    pub fn with_seed(lesson: &Lesson, seed: u64) -> Result<LessonRun, LessonError> {
-        let invalid = |msg: String| LessonError::Invalid {
-            id: lesson.id.clone(),
-            msg,
-        };
-        lesson.validate()?;
-        let mut world = World::new(world_config(lesson), seed).map_err(|e| invalid(e.to_string()))?;
-        for key in &lesson.world.locks {
-            world.watch_key(key);
-        }
-        if lesson.topology == LessonTopology::Cluster3 {
-            // The simulator plays the first of three masters: it owns slots
-            // 0–5460 and answers MOVED for the rest, as that node would.
-            let cfg = crate::server::cluster::ClusterConfig::first_of_three();
-            world
-                .set_node_cluster(0, Some(cfg))
-                .map_err(|e| invalid(e.to_string()))?;
-        }
-        let mut clients = BTreeMap::new();
-        for name in &lesson.actors {
-            let id = world.add_client(name).map_err(|e| invalid(e.to_string()))?;
-            clients.insert(name.clone(), id);
-        }
-        Ok(LessonRun {
+/// A lesson's steps and what they did so far: the interpreter both drivers
+/// share.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    lesson: Lesson,
+    last_integer: BTreeMap<String, i64>,
+    results: Vec<StepResult>,
+    /// The fencing token each write step carried, by step index: one taken
+    /// from a reply is known only once the step ran.
+    write_tokens: BTreeMap<usize, Option<i64>>,
+    /// The figures each `metrics` step measured, by step index, for a view
+    /// that words them in its own language.
+    metrics: BTreeMap<usize, Metrics>,
+}
+
+impl Progress {
+    pub fn new(lesson: &Lesson) -> Progress {
+        Progress {
             lesson: lesson.clone(),
-            world,
-            clients,
             last_integer: BTreeMap::new(),
             results: Vec::new(),
-            metrics_from: 0,
             write_tokens: BTreeMap::new(),
             metrics: BTreeMap::new(),
-        })
-    }
-
-    /// Run a fresh copy to step `n` (0 = before the first step).
-    pub fn at_step(lesson: &Lesson, seed: u64, n: usize) -> Result<LessonRun, LessonError> {
-        let mut run = Self::with_seed(lesson, seed)?;
-        while run.results.len() < n && run.step()?.is_some() {}
-        Ok(run)
+        }
     }
 
     pub fn lesson(&self) -> &Lesson {
         &self.lesson
-    }
-
-    pub fn world(&self) -> &World {
-        &self.world
-    }
-
-    /// The world, for a console typing off script on the same run.
-    pub fn world_mut(&mut self) -> &mut World {
-        &mut self.world
-    }
-
-    pub fn client(&self, name: &str) -> Option<ClientId> {
-        self.clients.get(name).copied()
     }
 
     pub fn results(&self) -> &[StepResult] {
@@ -300,19 +307,8 @@ impl LessonRun {
         self.metrics.get(&index)
     }
 
-    /// Steps done so far.
-    pub fn position(&self) -> usize {
-        self.results.len()
-    }
-
     pub fn is_finished(&self) -> bool {
         self.results.len() >= self.lesson.steps.len()
-    }
-
-    /// Run every remaining step.
-    pub fn run_all(&mut self) -> Result<(), LessonError> {
-        while self.step()?.is_some() {}
-        Ok(())
     }
 
     /// What step `index` does (or did, once it ran), in parameters; `None`
@@ -341,17 +337,21 @@ impl LessonRun {
             StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
             StepKind::Say(t) => Shown::Say(t),
             StepKind::Metrics(spec) => Shown::Metrics {
-                clients: if spec.clients.is_empty() {
-                    self.lesson.actors.clone()
-                } else {
-                    spec.clients.clone()
-                },
+                clients: self.metric_clients(spec),
             },
         })
     }
 
-    /// Carry out the next step; `None` when the lesson is over.
-    pub fn step(&mut self) -> Result<Option<&StepResult>, LessonError> {
+    fn metric_clients(&self, spec: &MetricsSpec) -> Vec<String> {
+        if spec.clients.is_empty() {
+            self.lesson.actors.clone()
+        } else {
+            spec.clients.clone()
+        }
+    }
+
+    /// Carry out the next step on `env`; `None` when the lesson is over.
+    pub fn step<E: Environment + ?Sized>(&mut self, env: &mut E) -> Result<Option<&StepResult>, LessonError> {
         let index = self.results.len();
         let Some(step) = self.lesson.steps.get(index).cloned() else {
             return Ok(None);
@@ -361,35 +361,29 @@ impl LessonRun {
             step: index + 1,
             msg,
         };
+        env.begin_step(index).map_err(err)?;
         let kind = step.kind().map_err(err)?;
         let mut actor = None;
         let mut bounds_ok = true;
         let reply = match kind {
             StepKind::Cmd { client, line, node } => {
                 actor = Some(client.to_owned());
-                let c = self.client_id(client).map_err(err)?;
-                let node = node.unwrap_or_else(|| self.world.master());
                 let argv = crate::cli::parse(line).map_err(|e| err(e.to_string()))?;
-                let reply = self
-                    .world
-                    .request(c, node, argv.clone())
-                    .map_err(|e| err(e.to_string()))?;
+                let reply = env.command(index, client, node, &argv).map_err(err)?;
                 if let Some(Reply::Integer(i)) = &reply {
                     self.last_integer.insert(client.to_owned(), *i);
                 }
-                let text = match &reply {
+                Some(match &reply {
                     Some(r) => crate::cli::render(&argv, r).trim_end_matches(['\r', '\n']).to_owned(),
                     None => NO_REPLY.to_owned(),
-                };
-                Some(text)
+                })
             }
             StepKind::Wait(ms) => {
-                let t = self.world.now() + ms;
-                self.world.advance_to(t);
+                env.wait(index, ms).map_err(err)?;
                 None
             }
             StepKind::Fault(f) => {
-                self.world.inject(f.clone()).map_err(|e| err(e.to_string()))?;
+                env.fault(index, f).map_err(err)?;
                 None
             }
             StepKind::Program {
@@ -398,48 +392,24 @@ impl LessonRun {
                 background,
             } => {
                 actor = Some(client.to_owned());
-                let c = self.client_id(client).map_err(err)?;
-                let from = self.world.trace().len();
-                self.world
-                    .run_program(c, program.clone())
-                    .map_err(|e| err(e.to_string()))?;
-                if !background {
-                    self.run_until_done(c, from);
-                }
+                env.launch(index, client, program, background).map_err(err)?;
                 None
             }
             StepKind::Write { client, write } => {
                 actor = Some(client.to_owned());
-                let c = self.client_id(client).map_err(err)?;
                 let token = if write.token_from_last_reply {
                     self.last_integer.get(client).copied()
                 } else {
                     write.token
                 };
-                let from = self.world.trace().len();
-                let program = Program::Commands(CommandsProgram {
-                    steps: vec![ProgramStep::Write {
-                        token,
-                        token_from_last_reply: false,
-                        value: write.value.clone(),
-                    }],
-                });
-                self.world.run_program(c, program).map_err(|e| err(e.to_string()))?;
-                let verdict = self.run_until_write(c, from);
+                let verdict = env.write(index, client, token, &write.value).map_err(err)?;
                 self.write_tokens.insert(index, token);
-                Some(verdict.to_owned())
+                Some(verdict)
             }
             StepKind::Say(_) => None,
             StepKind::Metrics(spec) => {
-                let from = if spec.since_last { self.metrics_from } else { 0 };
-                self.metrics_from = self.world.trace().len();
-                let names: Vec<String> = if spec.clients.is_empty() {
-                    self.lesson.actors.clone()
-                } else {
-                    spec.clients.clone()
-                };
-                let ids: Vec<u32> = names.iter().filter_map(|n| self.clients.get(n)).map(|c| c.0).collect();
-                let m = super::metrics::measure(&self.world, &ids, from);
+                let clients = self.metric_clients(spec);
+                let m = env.metrics(index, spec, &clients).map_err(err)?;
                 bounds_ok = m.within(spec);
                 let text = m.to_string();
                 self.metrics.insert(index, m);
@@ -447,25 +417,14 @@ impl LessonRun {
             }
             StepKind::Hold { client, key, holds } => {
                 actor = Some(client.to_owned());
-                let c = self.client_id(client).map_err(err)?;
-                let s = if holds {
-                    ProgramStep::Hold { key: key.to_owned() }
-                } else {
-                    ProgramStep::Unhold { key: key.to_owned() }
-                };
-                self.world
-                    .run_program(c, Program::Commands(CommandsProgram { steps: vec![s] }))
-                    .map_err(|e| err(e.to_string()))?;
-                let now = self.world.now();
-                self.world.advance_to(now);
+                env.hold(index, client, key, holds).map_err(err)?;
                 None
             }
         };
-        // Worded after the step, with the world's names and the token used.
-        let shown = self
-            .shown(index)
-            .map(|s| s.english(self.world.names()))
-            .unwrap_or_default();
+        env.end_step(index, index + 1 >= self.lesson.steps.len());
+        // Worded after the step, with the environment's names and the token
+        // used.
+        let shown = self.shown(index).map(|s| s.english(env.names())).unwrap_or_default();
         let expected = step.expect.as_ref().map(|e| e.describe());
         let ok = bounds_ok
             && match (&step.expect, &reply) {
@@ -480,12 +439,22 @@ impl LessonRun {
             reply,
             expected,
             ok,
-            at_ms: self.world.now(),
-            trace_len: self.world.trace().len(),
+            at_ms: env.now(),
+            trace_len: env.trace_len(),
         });
         Ok(self.results.last())
     }
+}
 
+/// The simulated world as a lesson's environment: one client per actor.
+pub struct SimEnv {
+    world: World,
+    clients: BTreeMap<String, ClientId>,
+    /// Trace length at the last `metrics` step.
+    metrics_from: usize,
+}
+
+impl SimEnv {
     fn client_id(&self, name: &str) -> Result<ClientId, String> {
         self.clients
             .get(name)
@@ -533,12 +502,204 @@ impl LessonRun {
             }
         }
     }
+}
+
+impl Environment for SimEnv {
+    fn command(
+        &mut self,
+        _index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let c = self.client_id(client)?;
+        let node = node.unwrap_or_else(|| self.world.master());
+        self.world.request(c, node, argv.to_vec()).map_err(|e| e.to_string())
+    }
+
+    fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
+        let t = self.world.now() + ms;
+        self.world.advance_to(t);
+        Ok(())
+    }
+
+    fn fault(&mut self, _index: usize, fault: &Fault) -> Result<(), String> {
+        self.world.inject(fault.clone()).map_err(|e| e.to_string())
+    }
+
+    fn launch(&mut self, _index: usize, client: &str, program: &Program, background: bool) -> Result<(), String> {
+        let c = self.client_id(client)?;
+        let from = self.world.trace().len();
+        self.world.run_program(c, program.clone()).map_err(|e| e.to_string())?;
+        if !background {
+            self.run_until_done(c, from);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        let c = self.client_id(client)?;
+        let from = self.world.trace().len();
+        let program = Program::Commands(CommandsProgram {
+            steps: vec![ProgramStep::Write {
+                token,
+                token_from_last_reply: false,
+                value: value.to_owned(),
+            }],
+        });
+        self.world.run_program(c, program).map_err(|e| e.to_string())?;
+        Ok(self.run_until_write(c, from).to_owned())
+    }
+
+    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let c = self.client_id(client)?;
+        let s = if holds {
+            ProgramStep::Hold { key: key.to_owned() }
+        } else {
+            ProgramStep::Unhold { key: key.to_owned() }
+        };
+        self.world
+            .run_program(c, Program::Commands(CommandsProgram { steps: vec![s] }))
+            .map_err(|e| e.to_string())?;
+        let now = self.world.now();
+        self.world.advance_to(now);
+        Ok(())
+    }
+
+    fn metrics(&mut self, _index: usize, spec: &MetricsSpec, clients: &[String]) -> Result<Metrics, String> {
+        let from = if spec.since_last { self.metrics_from } else { 0 };
+        self.metrics_from = self.world.trace().len();
+        let ids: Vec<u32> = clients
+            .iter()
+            .filter_map(|n| self.clients.get(n))
+            .map(|c| c.0)
+            .collect();
+        Ok(super::metrics::measure(&self.world, &ids, from))
+    }
+
+    fn now(&self) -> u64 {
+        self.world.now()
+    }
+
+    fn trace_len(&self) -> usize {
+        self.world.trace().len()
+    }
+
+    fn names(&self) -> &Names {
+        self.world.names()
+    }
+}
+
+/// A lesson being played on the simulated world.
+pub struct LessonRun {
+    progress: Progress,
+    env: SimEnv,
+}
+
+impl LessonRun {
+    /// A fresh run at step 0 (nothing done yet), seeded by the lesson.
+    pub fn new(lesson: &Lesson) -> Result<LessonRun, LessonError> {
+        Self::with_seed(lesson, lesson.seed)
+    }
+
+    /// A fresh run with another seed (the URL's `seed=`).
+    pub fn with_seed(lesson: &Lesson, seed: u64) -> Result<LessonRun, LessonError> {
+        let invalid = |msg: String| LessonError::Invalid {
+            id: lesson.id.clone(),
+            msg,
+        };
+        lesson.validate()?;
+        let mut world = World::new(world_config(lesson), seed).map_err(|e| invalid(e.to_string()))?;
+        for key in &lesson.world.locks {
+            world.watch_key(key);
+        }
+        if lesson.topology == LessonTopology::Cluster3 {
+            // The simulator plays the first of three masters: it owns slots
+            // 0–5460 and answers MOVED for the rest, as that node would.
+            let cfg = crate::server::cluster::ClusterConfig::first_of_three();
+            world
+                .set_node_cluster(0, Some(cfg))
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        let mut clients = BTreeMap::new();
+        for name in &lesson.actors {
+            let id = world.add_client(name).map_err(|e| invalid(e.to_string()))?;
+            clients.insert(name.clone(), id);
+        }
+        Ok(LessonRun {
+            progress: Progress::new(lesson),
+            env: SimEnv {
+                world,
+                clients,
+                metrics_from: 0,
+            },
+        })
+    }
+
+    /// Run a fresh copy to step `n` (0 = before the first step).
+    pub fn at_step(lesson: &Lesson, seed: u64, n: usize) -> Result<LessonRun, LessonError> {
+        let mut run = Self::with_seed(lesson, seed)?;
+        while run.position() < n && run.step()?.is_some() {}
+        Ok(run)
+    }
+
+    pub fn lesson(&self) -> &Lesson {
+        self.progress.lesson()
+    }
+
+    pub fn world(&self) -> &World {
+        &self.env.world
+    }
+
+    /// The world, for a console typing off script on the same run.
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.env.world
+    }
+
+    pub fn client(&self, name: &str) -> Option<ClientId> {
+        self.env.clients.get(name).copied()
+    }
+
+    pub fn results(&self) -> &[StepResult] {
+        self.progress.results()
+    }
+
+    /// The figures a `metrics` step measured (once it ran).
+    pub fn metrics_at(&self, index: usize) -> Option<&Metrics> {
+        self.progress.metrics_at(index)
+    }
+
+    /// Steps done so far.
+    pub fn position(&self) -> usize {
+        self.progress.results().len()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.progress.is_finished()
+    }
+
+    /// Run every remaining step.
+    pub fn run_all(&mut self) -> Result<(), LessonError> {
+        while self.step()?.is_some() {}
+        Ok(())
+    }
+
+    /// What step `index` does (or did, once it ran), in parameters; `None`
+    /// for a step that does not exist or is malformed.
+    pub fn shown(&self, index: usize) -> Option<Shown<'_>> {
+        self.progress.shown(index)
+    }
+
+    /// Carry out the next step; `None` when the lesson is over.
+    pub fn step(&mut self) -> Result<Option<&StepResult>, LessonError> {
+        self.progress.step(&mut self.env)
+    }
 
     /// The invariants broken so far, overlap included when it happened.
     pub fn observed(&self) -> Vec<Invariant> {
-        let mut seen: Vec<Invariant> = self.world.violations().iter().map(|v| v.invariant).collect();
-        let overlapped = self
-            .world
+        let world = &self.env.world;
+        let mut seen: Vec<Invariant> = world.violations().iter().map(|v| v.invariant).collect();
+        let overlapped = world
             .trace()
             .iter()
             .any(|e| matches!(e.kind, EventKind::Overlap { begin: true, .. }));
@@ -552,18 +713,18 @@ impl LessonRun {
 
     /// Does what happened match the outcome the lesson teaches?
     pub fn outcome(&self) -> OutcomeCheck {
-        let expected = self.lesson.outcome.clone();
+        let expected = self.lesson().outcome.clone();
         let observed = self.observed();
         let ok = match expected.invariant.invariant() {
             Some(inv) => observed.contains(&inv) == expected.broken,
-            None => self.world.violations().is_empty(),
+            None => self.env.world.violations().is_empty(),
         };
         OutcomeCheck { expected, observed, ok }
     }
 
     /// Every expectation and the outcome held.
     pub fn passed(&self) -> bool {
-        self.is_finished() && self.results.iter().all(|r| r.ok) && self.outcome().ok
+        self.is_finished() && self.results().iter().all(|r| r.ok) && self.outcome().ok
     }
 }
 

@@ -52,19 +52,20 @@ pub mod link;
 pub mod scenario;
 pub mod topology;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::client::{Action, Argv, Ctx, Input, Machine, Program, ProgramError, Target};
-use crate::invariants::{Invariant, InvariantConfig, Monitor, Violation};
+use crate::invariants::{InvariantConfig, Monitor, Violation};
+use crate::observe::{Cause, LockObserver, Observed, Scope, Seen};
 use crate::reply::Reply;
 use crate::resource::Resource;
 use crate::rng::Rng;
 use crate::server::db::Value;
 use crate::server::{ConnId, Node, NodeEvent, Role, EPOCH_MS};
-use crate::trace::{Actor, Event, EventKind, LockChange, LossReason, Names, Trace, Via};
+use crate::trace::{Actor, Event, EventKind, LossReason, Names, Trace};
 
 pub use clock::{Clock, ClockConfig};
 pub use fault::{At, ClockOf, Endpoint, Fault, ScheduledFault};
@@ -179,46 +180,6 @@ impl Item {
     }
 }
 
-/// What caused a node's lock keys to change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cause {
-    Client(u32),
-    Expiry,
-    Replication(Option<u32>),
-    Restart,
-    Sync(u32),
-    Promotion,
-}
-
-impl Cause {
-    fn via(self) -> Via {
-        match self {
-            Cause::Client(_) => Via::Command,
-            Cause::Expiry => Via::Expiry,
-            Cause::Replication(_) => Via::Replication,
-            Cause::Restart => Via::Restart,
-            Cause::Sync(_) => Via::FullSync,
-            Cause::Promotion => Via::Promotion,
-        }
-    }
-
-    fn client(self) -> Option<u32> {
-        match self {
-            Cause::Client(c) => Some(c),
-            _ => None,
-        }
-    }
-}
-
-/// The world's record of one lock key on one node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Shadow {
-    owner: Option<u32>,
-    value: Vec<u8>,
-    deadline: Option<u64>,
-    since: u64,
-}
-
 #[derive(Clone, Debug, Default)]
 struct ReplLink {
     cut: bool,
@@ -242,7 +203,6 @@ struct NodeSlot {
     offset: u64,
     /// The last batch applied from its master.
     applied: u64,
-    shadow: BTreeMap<String, Shadow>,
     tick_at: Option<u64>,
     internal: Option<ConnId>,
 }
@@ -333,12 +293,12 @@ pub struct World {
     cursor: usize,
     step_faults: Vec<(u64, Fault)>,
     monitor: Monitor,
-    lock_keys: Vec<String>,
+    /// The lock keys' shadows on every node, and who holds each lock.
+    locks: LockObserver,
     next_req: u64,
     next_wait: u64,
     waiters: Vec<Waiter>,
     repl: BTreeMap<(u32, u32), ReplLink>,
-    majority: BTreeMap<String, BTreeSet<u32>>,
     names: Names,
     halted: bool,
     first_violation: Option<u64>,
@@ -461,7 +421,6 @@ impl World {
                 master_of,
                 offset: 0,
                 applied: 0,
-                shadow: BTreeMap::new(),
                 tick_at: None,
                 internal: None,
             });
@@ -470,7 +429,10 @@ impl World {
         for k in cfg.invariants.lock_keys.clone() {
             monitor.watch_key(&k);
         }
-        let lock_keys = monitor.config().lock_keys.clone();
+        let mut locks = LockObserver::new(Scope::Declared, nodes.len(), cfg.topology.is_redlock());
+        for k in &monitor.config().lock_keys {
+            locks.watch(k);
+        }
         Ok(World {
             resource: Resource::new(cfg.fencing),
             cfg,
@@ -486,12 +448,11 @@ impl World {
             cursor: 0,
             step_faults: Vec::new(),
             monitor,
-            lock_keys,
+            locks,
             next_req: 1,
             next_wait: 1,
             waiters: Vec::new(),
             repl: BTreeMap::new(),
-            majority: BTreeMap::new(),
             names,
             halted: false,
             first_violation: None,
@@ -612,9 +573,9 @@ impl World {
 
     /// Treat `key` as a lock: track it on every node and check invariants.
     pub fn watch_key(&mut self, key: &str) {
-        if !self.lock_keys.iter().any(|k| k == key) {
+        if !self.locks.is_watched(key) {
             self.monitor.watch_key(key);
-            self.lock_keys.push(key.to_owned());
+            self.locks.watch(key);
         }
     }
 
@@ -801,9 +762,9 @@ impl World {
                 OngoingKind::Deadlock { node, key, since } => {
                     let slot = &self.nodes[*node as usize];
                     !slot.down
-                        && slot
-                            .shadow
-                            .get(key)
+                        && self
+                            .locks
+                            .held(*node, key)
                             .is_some_and(|sh| sh.owner.is_some() && sh.since == *since)
                 }
             };
@@ -1194,14 +1155,8 @@ impl World {
                 },
             );
             if begin && self.monitor.config().overlap_is_violation {
-                let who: Vec<&str> = clients.iter().map(|&i| self.names.client(i)).collect();
-                let v = Violation {
-                    invariant: Invariant::Overlap,
-                    from_ms: self.now,
-                    to_ms: self.now,
-                    actors: clients.iter().map(|&i| Actor::Client(i)).collect(),
-                    detail: format!("{} all believe they hold {key}", who.join(" and ")),
-                };
+                let names = &self.names;
+                let v = Monitor::overlap_violation(key, &clients, self.now, &|i| names.client(i).to_owned());
                 self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));
             }
         }
@@ -1244,7 +1199,7 @@ impl World {
                 self.nodes[n].node.disconnect(conn);
             }
         }
-        let keys = self.lock_keys.clone();
+        let keys = self.locks.keys().to_vec();
         for k in keys {
             self.believe(c, &k, false);
         }
@@ -1337,7 +1292,7 @@ impl World {
                 replies: replies.clone(),
             },
         );
-        self.node_effects(node, Cause::Client(c));
+        self.node_effects(node, Cause::Command(c));
         self.reply_to(c, node, req, replies);
     }
 
@@ -1409,7 +1364,7 @@ impl World {
         let batches = self.nodes[n].node.take_propagated();
         if !batches.is_empty() && self.nodes[n].master_of.is_none() {
             let origin = match cause {
-                Cause::Client(c) => Some(c),
+                Cause::Command(c) => Some(c),
                 Cause::Replication(o) => o,
                 _ => None,
             };
@@ -1438,161 +1393,67 @@ impl World {
     }
 
     fn observe_locks(&mut self, node: u32, cause: Cause) {
-        let keys = std::mem::take(&mut self.lock_keys);
+        let keys = self.locks.keys().to_vec();
         for key in &keys {
             self.observe_key(node, key, cause);
         }
-        self.lock_keys = keys;
     }
 
+    /// Show the observer what `node` holds for `key` now, and turn what
+    /// changed into events, grants and wrong releases.
     fn observe_key(&mut self, node: u32, key: &str, cause: Cause) {
         let n = node as usize;
         let node_now = self.nodes[n].node.now();
-        let cur = self.nodes[n]
-            .node
-            .peek(0, key.as_bytes())
-            .map(|e| (value_bytes(&e.value), e.expires_at));
-        let old = self.nodes[n].shadow.get(key).cloned();
-        let ttl = |d: Option<u64>| d.map(|d| d.saturating_sub(node_now));
-        let via = cause.via();
-        if old.is_some() || cur.is_some() {
+        let cur = self.nodes[n].node.peek(0, key.as_bytes()).map(|e| Seen {
+            value: value_bytes(&e.value),
+            deadline: e.expires_at,
+            ttl_ms: e.expires_at.map(|d| d.saturating_sub(node_now)),
+        });
+        if cur.is_some() || self.locks.held(node, key).is_some() {
             self.deadlock_dirty = true;
         }
-        match (old, cur) {
-            (None, None) => {}
-            (Some(o), None) => {
-                self.nodes[n].shadow.remove(key);
-                let by = cause.client();
-                self.emit(
-                    Actor::Node(node),
-                    EventKind::Lock {
-                        key: key.to_owned(),
-                        change: LockChange::Removed { by },
-                        via,
-                    },
-                );
-                self.check_wrong_release(node, key, by, &o);
-                if self.cfg.topology.is_redlock() {
-                    self.recount_majority(key);
+        let observed = self.locks.observe(node, key, cur, cause, self.now);
+        self.apply_observed(observed);
+    }
+
+    /// Carry out what the lock observer saw: lock events, numbered grants,
+    /// and a wrong release as a violation.
+    fn apply_observed(&mut self, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock {
+                    node, key, change, via, ..
+                } => self.emit(Actor::Node(node), EventKind::Lock { key, change, via }),
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.emit(Actor::Client(client), EventKind::Granted { key, seq });
                 }
-            }
-            (old, Some((value, deadline))) => {
-                if let Some(o) = &old {
-                    if o.value == value {
-                        if o.deadline != deadline {
-                            if let Some(s) = self.nodes[n].shadow.get_mut(key) {
-                                s.deadline = deadline;
-                            }
-                            let change = LockChange::Renewed { ttl_ms: ttl(deadline) };
-                            self.emit(
-                                Actor::Node(node),
-                                EventKind::Lock {
-                                    key: key.to_owned(),
-                                    change,
-                                    via,
-                                },
-                            );
-                        }
-                        return;
-                    }
-                    self.check_wrong_release(node, key, cause.client(), o);
-                }
-                let owner = match cause {
-                    Cause::Client(c) => Some(c),
-                    Cause::Replication(o) => o,
-                    Cause::Sync(src) => self.nodes[src as usize].shadow.get(key).and_then(|s| s.owner),
-                    Cause::Expiry | Cause::Restart | Cause::Promotion => None,
-                };
-                let change = LockChange::Acquired {
-                    owner,
-                    value: String::from_utf8_lossy(&value).into_owned(),
-                    ttl_ms: ttl(deadline),
-                };
-                self.nodes[n].shadow.insert(
-                    key.to_owned(),
-                    Shadow {
-                        owner,
-                        value,
-                        deadline,
-                        since: self.now,
-                    },
-                );
-                self.emit(
-                    Actor::Node(node),
-                    EventKind::Lock {
-                        key: key.to_owned(),
-                        change,
-                        via,
-                    },
-                );
-                if let (Cause::Client(c), Some(_)) = (cause, owner) {
-                    if self.cfg.topology.is_redlock() {
-                        self.recount_majority(key);
-                    } else if node == self.master {
-                        let seq = self.monitor.grant(c, key);
-                        self.emit(
-                            Actor::Client(c),
-                            EventKind::Granted {
-                                key: key.to_owned(),
-                                seq,
-                            },
-                        );
+                Observed::WrongRelease { node, key, by, held } => {
+                    let names = &self.names;
+                    let v = self.monitor.wrong_release(
+                        node,
+                        &key,
+                        by,
+                        &held,
+                        self.now,
+                        &|i| names.client(i).to_owned(),
+                        &|i| names.node(i).to_owned(),
+                    );
+                    if let Some(v) = v {
+                        self.violate(v);
                     }
                 }
             }
         }
     }
 
-    fn check_wrong_release(&mut self, node: u32, key: &str, by: Option<u32>, old: &Shadow) {
-        let (Some(by), Some(owner)) = (by, old.owner) else {
-            return;
-        };
-        if by == owner {
-            return;
+    /// Redlock: after a node went down or came back, who holds each lock by
+    /// majority now.
+    fn recount_majorities(&mut self) {
+        for k in self.locks.keys().to_vec() {
+            let observed = self.locks.recount_majority(&k);
+            self.apply_observed(observed);
         }
-        let v = Violation {
-            invariant: Invariant::WrongRelease,
-            from_ms: old.since,
-            to_ms: self.now,
-            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
-            detail: format!(
-                "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
-                self.names.client(by),
-                self.names.client(owner),
-                self.names.node(node),
-                old.since
-            ),
-        };
-        self.violate(v);
-    }
-
-    /// Redlock: who holds `key` on a majority of the live masters? A client
-    /// that newly does becomes the next holder.
-    fn recount_majority(&mut self, key: &str) {
-        let quorum = self.nodes.len() as u32 / 2 + 1;
-        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
-        for s in self.nodes.iter().filter(|s| !s.down) {
-            if let Some(o) = s.shadow.get(key).and_then(|sh| sh.owner) {
-                *counts.entry(o).or_default() += 1;
-            }
-        }
-        let now_set: BTreeSet<u32> = counts
-            .into_iter()
-            .filter(|&(_, n)| n >= quorum)
-            .map(|(c, _)| c)
-            .collect();
-        let old = self.majority.get(key).cloned().unwrap_or_default();
-        for &c in now_set.difference(&old) {
-            let seq = self.monitor.grant(c, key);
-            self.emit(
-                Actor::Client(c),
-                EventKind::Granted {
-                    key: key.to_owned(),
-                    seq,
-                },
-            );
-        }
-        self.majority.insert(key.to_owned(), now_set);
     }
 
     // ----- replication ----------------------------------------------------
@@ -1962,6 +1823,7 @@ impl World {
             return;
         }
         self.deadlock_dirty = true;
+        self.locks.set_down(node, true);
         let s = &mut self.nodes[n];
         s.down = true;
         s.inc += 1;
@@ -1974,9 +1836,7 @@ impl World {
         }
         self.waiters.retain(|w| w.node != node);
         if self.cfg.topology.is_redlock() {
-            for k in self.lock_keys.clone() {
-                self.recount_majority(&k);
-            }
+            self.recount_majorities();
         }
     }
 
@@ -1986,6 +1846,7 @@ impl World {
             return;
         }
         self.nodes[n].down = false;
+        self.locks.set_down(node, false);
         self.deadlock_dirty = true;
         if !keep {
             self.nodes[n].node.wipe();
@@ -2006,9 +1867,7 @@ impl World {
             }
         }
         if self.cfg.topology.is_redlock() {
-            for k in self.lock_keys.clone() {
-                self.recount_majority(&k);
-            }
+            self.recount_majorities();
         }
     }
 
@@ -2027,6 +1886,7 @@ impl World {
         self.node_effects(r, Cause::Promotion);
         if !self.cfg.topology.is_redlock() {
             self.master = r;
+            self.locks.set_master(r);
             self.deadlock_dirty = true;
         }
         self.waiters.retain(|w| w.node != old);
@@ -2089,11 +1949,10 @@ impl World {
         };
         let mut found = Vec::new();
         for node in first..last {
-            let s = &self.nodes[node as usize];
-            if s.down {
+            if self.nodes[node as usize].down {
                 continue;
             }
-            for (key, sh) in &s.shadow {
+            for (key, sh) in self.locks.held_on(node) {
                 let Some(owner) = sh.owner else { continue };
                 if sh.deadline.is_none() && self.client_gone(owner) {
                     found.push((node, key.clone(), owner, sh.since, None));
@@ -2261,7 +2120,7 @@ impl World {
     pub fn locks(&self) -> Vec<LockView> {
         let mut out = Vec::new();
         for (i, s) in self.nodes.iter().enumerate() {
-            for (key, sh) in &s.shadow {
+            for (key, sh) in self.locks.held_on(i as u32) {
                 out.push(LockView {
                     node: i as u32,
                     key: key.clone(),
@@ -2277,7 +2136,7 @@ impl World {
 
     /// Who owns `key` on node `i`, as far as the world can tell.
     pub fn lock_owner(&self, i: u32, key: &str) -> Option<u32> {
-        self.nodes.get(i as usize)?.shadow.get(key)?.owner
+        self.locks.held(i, key)?.owner
     }
 
     /// The clients that believe they hold `key` now.

@@ -1,14 +1,19 @@
-//! Playing a lesson against real redis-server processes, step by step.
+//! Real redis-server sessions as a lesson's environment.
 //!
 //! Trainees must see that the simulator is not inventing things, so the
 //! lessons also run on real servers: one connection per actor (through a
 //! lab [`Session`], so keys live under a fresh prefix and a fresh ACL
 //! user), the same redis-cli lines, the replies printed the same way and
-//! checked against the same expectations. [`RealLessonRun`] is the
-//! stepwise runner — the real twin of core's `LessonRun` — which the
-//! `/api/session` WebSocket drives one `lesson_step` at a time, and
-//! [`run`] / [`run_on`] loop over it for `locklab lesson run --real` and
-//! the tests.
+//! checked against the same expectations. The steps are interpreted by
+//! core ([`Progress::step`], the simulator's own interpreter); this module
+//! is only what a step *does* on real servers — the core
+//! [`Environment`] implemented over a session and a topology — plus the
+//! client programs' host on the wall clock. Lock keys are read back and
+//! judged by core's lock observer and invariant monitor, so the grants,
+//! Redlock majority, beliefs, overlaps and violation bands are the
+//! simulator's. [`RealLessonRun`] is the stepwise run the `/api/session`
+//! WebSocket drives one `lesson_step` at a time, and [`run`] / [`run_on`]
+//! loop over it for `locklab lesson run --real` and the tests.
 //!
 //! Several things differ from the simulator, and the transcript says so
 //! wherever they apply:
@@ -19,7 +24,8 @@
 //!   `PX 300`, `WAIT 1 5000` as `WAIT 1 50`, a wait of 31 000 ms sleeps
 //!   310 ms, and `PTTL`/`TTL` replies are multiplied back. Script arguments
 //!   are compressed when the script sets a TTL (it mentions `px`, `pexpire`
-//!   or `expire`) and the argument is an integer of at least 100. Lesson
+//!   or `expire`) and the argument is an integer of at least 100 (core's
+//!   pure rewrite, `locklab_core::lesson::compress`). Lesson
 //!   time is wall time since the run started × the factor — including any
 //!   time a person spends between two steps, which is why a browser should
 //!   step promptly (or pick a smaller factor) when a TTL matters.
@@ -53,7 +59,8 @@
 //!   administrative connection, bypassing the session's rate limit) and
 //!   turns what changed into core's `Lock` events — `Acquired`, `Renewed`,
 //!   `Removed` by a command, by expiry or by replication — plus `Granted`,
-//!   `Belief`, `Overlap`, `Fault`, `WriteSent`/`Write`, so the timeline of a
+//!   `Belief`, `Overlap`, `Violation` (core's monitor: two holders, a
+//!   stale write, a wrong release), `Fault`, `WriteSent`/`Write`, so the timeline of a
 //!   real run reads like the simulator's. An expiry is stamped at the
 //!   deadline the server's `PTTL` implied.
 //!
@@ -72,16 +79,20 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use locklab_core::cli::{parse, render};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
-use locklab_core::invariants::{Invariant, Violation};
+use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
+use locklab_core::lesson::compress::{compress, rescale, words};
+use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::render;
-use locklab_core::lesson::run::{overlap_is_violation, LessonRun, StepResult, NO_REPLY};
-use locklab_core::lesson::{Lang, Lesson, LessonTopology, OutcomeInvariant, RealRun, StepKind};
+use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::{
+    Lang, Lesson, LessonError, LessonTopology, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
+};
+use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
-use locklab_core::trace::{Actor, Event, EventKind, LossReason};
+use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
@@ -89,7 +100,7 @@ use thiserror::Error;
 use crate::observe::{Cause, LockWatch};
 use crate::real::{RealConnection, RealError};
 use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{self, NodeState, Role, Topology, TopologyError, TopologyKind};
+use crate::topology::{self, Role, Topology, TopologyError, TopologyKind};
 
 /// The longest a foreground program may run before the runner gives up on
 /// it (wall time): a program that never finishes is a lesson bug, and a
@@ -402,19 +413,21 @@ pub struct RealLessonRun {
     /// Client ↔ node links the lab is dropping requests on.
     cut: BTreeSet<(String, u32)>,
     resource: Resource,
-    last_integer: BTreeMap<String, i64>,
-    results: Vec<StepResult>,
+    /// Core's step interpreter: the lesson's steps and their results.
+    progress: Progress,
     notes: BTreeMap<usize, String>,
-    /// The lesson's lock keys on every node, as last seen.
+    /// The lesson's lock keys on every node, as last seen (core's lock
+    /// observer: grants, Redlock majority, wrong releases).
     locks: LockWatch,
-    beliefs: BTreeMap<String, BTreeSet<u32>>,
-    overlap_since: BTreeMap<String, u64>,
-    /// Everyone who took part in the overlap still going on, per key.
-    overlap_who: BTreeMap<String, BTreeSet<u32>>,
+    /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
+    /// writes — the simulator's own.
+    monitor: Monitor,
+    /// Overlap violations still going on, by key: recorded with their span
+    /// when the overlap ends or the lesson's last step has run (events
+    /// stream out as they happen, and an event once sent is not amended).
+    ongoing: BTreeMap<String, Violation>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
-    grants: BTreeMap<String, u32>,
-    majority: BTreeMap<String, BTreeSet<u32>>,
     /// Replication held back to play a declared lag (see the module doc):
     /// the lag in lesson ms, while it is held.
     held_replication: Option<u64>,
@@ -484,16 +497,21 @@ impl RealLessonRun {
             crashed: BTreeSet::new(),
             cut: BTreeSet::new(),
             resource: Resource::new(lesson.world.fencing),
-            last_integer: BTreeMap::new(),
-            results: Vec::new(),
+            progress: Progress::new(lesson),
             notes: BTreeMap::new(),
-            locks: LockWatch::new(watched_keys(lesson), nodes.len(), factor),
-            beliefs: BTreeMap::new(),
-            overlap_since: BTreeMap::new(),
-            overlap_who: BTreeMap::new(),
+            locks: LockWatch::new(
+                watched_keys(lesson),
+                nodes.len(),
+                factor,
+                lesson.topology == LessonTopology::Redlock5,
+            ),
+            monitor: Monitor::new(InvariantConfig {
+                lock_keys: watched_keys(lesson),
+                overlap_is_violation: overlap_is_violation(lesson),
+                max_hold_ms: lesson.world.max_hold_ms,
+            }),
+            ongoing: BTreeMap::new(),
             overlapped: false,
-            grants: BTreeMap::new(),
-            majority: BTreeMap::new(),
             held_replication: None,
             programs: Vec::new(),
             events: Vec::new(),
@@ -543,17 +561,17 @@ impl RealLessonRun {
     }
 
     pub fn results(&self) -> &[StepResult] {
-        &self.results
+        self.progress.results()
     }
 
     pub fn is_finished(&self) -> bool {
-        self.results.len() >= self.lesson.steps.len()
+        self.progress.is_finished()
     }
 
     /// Every step done so far met its expectation, and (once finished)
     /// the outcome held where a real run can judge it.
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
+        self.results().iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
     }
 
     /// The lesson's outcome, where a real run can judge it (see
@@ -582,7 +600,12 @@ impl RealLessonRun {
     /// Serve the background programs whose timers are due, between steps;
     /// their events are in [`take_events`](RealLessonRun::take_events).
     pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
-        self.pump(env, None)?;
+        let step = self.results().len() + 1;
+        self.pump(env, None).map_err(|msg| RealLessonError::Step {
+            id: self.lesson.id.clone(),
+            step,
+            msg,
+        })?;
         self.drain(env);
         Ok(())
     }
@@ -611,7 +634,7 @@ impl RealLessonRun {
         RealReport {
             server_version: self.version.clone(),
             factor: self.factor,
-            results: self.results.clone(),
+            results: self.results().to_vec(),
             notes: self.notes.clone(),
             outcome: if self.is_finished() { self.outcome() } else { None },
         }
@@ -663,134 +686,27 @@ impl RealLessonRun {
         env.session.record(at, actor, kind);
     }
 
-    /// Carry out the next step: its result and the note on what was sent
-    /// differently; `None` when the lesson is over. Background programs
-    /// are served first, so their timers that fell due meanwhile fire now.
+    /// Carry out the next step (core's interpreter, on this environment):
+    /// its result and the note on what was sent differently; `None` when
+    /// the lesson is over. Background programs are served first, so their
+    /// timers that fell due meanwhile fire now.
     pub fn step(&mut self, env: &mut RealEnv<'_>) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
-        let index = self.results.len();
-        let Some(step) = self.lesson.steps.get(index).cloned() else {
-            return Ok(None);
-        };
-        let id = self.lesson.id.clone();
-        let bad = |msg: String| RealLessonError::Step {
-            id: id.clone(),
-            step: index + 1,
-            msg,
-        };
-        self.pump(env, None)?;
-        let kind = step.kind().map_err(bad)?;
-        let mut actor = None;
-        let (shown, reply) = match kind {
-            StepKind::Cmd { client, line, node } => {
-                actor = Some(client.to_owned());
-                if self.crashed.contains(client) {
-                    return Err(bad(format!("{client} has crashed")));
-                }
-                let argv = parse(line).map_err(|e| bad(e.to_string()))?;
-                let node = node.unwrap_or(self.master);
-                let reply = self.exec(env, client, node, &argv, Some(index)).map_err(bad)?;
-                let text = match reply {
-                    _ if self.deaf.contains(client) => NO_REPLY.to_owned(),
-                    None => NO_REPLY.to_owned(),
-                    Some(r) => {
-                        if let Reply::Integer(i) = r {
-                            self.last_integer.insert(client.to_owned(), i);
-                        }
-                        render(&argv, &r).trim_end_matches(['\r', '\n']).to_owned()
-                    }
-                };
-                (line.to_owned(), Some(text))
+        let mut progress = std::mem::replace(&mut self.progress, Progress::new(&self.lesson));
+        let result = progress.step(&mut Stepping { run: self, env }).map(|r| r.cloned());
+        self.progress = progress;
+        match result {
+            Ok(Some(r)) => {
+                let note = self.notes.get(&r.index).cloned();
+                Ok(Some((r, note)))
             }
-            StepKind::Wait(ms) => {
-                let until = Instant::now() + self.wall(ms);
-                self.pump(env, Some(until))?;
-                self.observe(env, None, Cause::None);
-                if let Some(lag) = self.held_replication.filter(|lag| ms >= *lag) {
-                    let text = env.topology.fault(topology::Fault::HealReplication { node: 1 })?;
-                    env.session.note_world(format!("{text}: {lag} ms of lag have passed"));
-                    self.held_replication = None;
-                    self.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
-                }
-                (format!("wait {ms} ms"), None)
-            }
-            StepKind::Fault(fault) => {
-                let shown = format!("FAULT {}", fault.describe(env.session.names()));
-                self.record(env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
-                let before = Instant::now();
-                let result = self.fault(env, fault);
-                // A fault is an instant in the lesson; starting a process or
-                // promoting a replica takes milliseconds of wall time, which
-                // ×100 would be seconds the lesson never had. Lesson time and
-                // the programs' timers stand still meanwhile (the servers'
-                // TTLs cannot, which costs them those few milliseconds).
-                let spent = before.elapsed().saturating_sub(self.wall(fault_wait(fault)));
-                self.freeze(spent);
-                if let Some(note) = result.map_err(bad)? {
-                    self.add_note(index, note);
-                }
-                self.observe(env, None, Cause::None);
-                (shown, None)
-            }
-            StepKind::Program {
-                client,
-                program,
-                background,
-            } => {
-                actor = Some(client.to_owned());
-                let slot = self.launch(env, client, program).map_err(bad)?;
-                if !background {
-                    self.run_until_done(env, slot).map_err(bad)?;
-                }
-                (describe_program(program), None)
-            }
-            StepKind::Write { client, write } => {
-                actor = Some(client.to_owned());
-                let token = if write.token_from_last_reply {
-                    self.last_integer.get(client).copied()
-                } else {
-                    write.token
-                };
-                let cid = env.session.client(client)?;
-                let accepted = self.write(env, cid, token, write.value.clone());
-                let shown = match token {
-                    Some(t) => format!("write {:?} to the resource with fencing token {t}", write.value),
-                    None => format!("write {:?} to the resource (no token)", write.value),
-                };
-                (shown, Some(if accepted { "accepted" } else { "rejected" }.to_owned()))
-            }
-            StepKind::Hold { client, key, holds } => {
-                actor = Some(client.to_owned());
-                let cid = env.session.client(client)?;
-                self.belief(env, cid, key, holds);
-                let shown = if holds {
-                    format!("({client} now believes it holds {key})")
-                } else {
-                    format!("({client} no longer believes it holds {key})")
-                };
-                (shown, None)
-            }
-            StepKind::Say(t) => (t.en.trim().to_owned(), None),
-            StepKind::Metrics(_) => return Err(bad("metrics are refused by check_supported".into())),
-        };
-        self.drain(env);
-        let expected = step.expect.as_ref().map(|e| e.describe());
-        let ok = match (&step.expect, &reply) {
-            (Some(e), Some(r)) => e.matches(r),
-            (Some(_), None) => false,
-            (None, _) => true,
-        };
-        let result = StepResult {
-            index,
-            actor,
-            shown,
-            reply,
-            expected,
-            ok,
-            at_ms: self.now_lesson(env).max(self.last_at),
-            trace_len: self.emitted,
-        };
-        self.results.push(result.clone());
-        Ok(Some((result, self.notes.get(&index).cloned())))
+            Ok(None) => Ok(None),
+            Err(LessonError::Step { id, step, msg }) => Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => Err(RealLessonError::Step {
+                id: self.lesson.id.clone(),
+                step: self.results().len() + 1,
+                msg: e.to_string(),
+            }),
+        }
     }
 
     /// Send one command as `client` to `node`, compressed, and observe the
@@ -909,71 +825,64 @@ impl RealLessonRun {
     }
 
     /// Read the watched keys on `only` (or every live node) and turn what
-    /// changed into lock events; a lock a client's command set on the
-    /// master is a grant (Redlock's grants are counted by majority).
+    /// changed into lock events; core's observer says which change is a
+    /// grant (on the master, or by Redlock majority) and which a wrong
+    /// release.
     fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
         let infos = env.topology.nodes();
-        let acquired = self.locks.observe(env.session, &infos, only, cause);
-        let redlock = env.topology.kind() == Some(TopologyKind::Redlock5);
-        let master = self.master;
-        for a in acquired.into_iter().filter(|a| !redlock && a.node == master) {
-            let seq = self.grants.entry(a.key.clone()).or_default();
-            *seq += 1;
-            let seq = *seq;
-            self.record(
-                env,
-                None,
-                Actor::Client(a.client),
-                EventKind::Granted { key: a.key, seq },
-            );
-        }
-        if redlock {
-            for key in self.locks.keys().to_vec() {
-                self.recount_majority(env, &key);
-            }
-        }
+        let observed = self.locks.observe(env.session, &infos, only, cause);
+        self.judge(env, observed);
         self.drain(env);
     }
 
-    /// Redlock: who holds `key` on a majority of the live masters now?
-    fn recount_majority(&mut self, env: &mut RealEnv<'_>, key: &str) {
-        let infos = env.topology.nodes();
-        let quorum = infos.len() / 2 + 1;
-        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-        for (n, info) in infos.iter().enumerate() {
-            if info.state != NodeState::Up {
-                continue;
-            }
-            if let Some(o) = self.locks.owner_on(n, key) {
-                *counts.entry(o).or_default() += 1;
+    /// What the lock observer saw beyond lock bars: numbered grants and
+    /// wrong releases, through core's monitor as the simulator does.
+    fn judge(&mut self, env: &mut RealEnv<'_>, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock { .. } => {}
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.record(env, None, Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease {
+                    node,
+                    key,
+                    by,
+                    mut held,
+                } => {
+                    // The observer's clock is the session's; the trace's is
+                    // the lesson's.
+                    held.since = self.lesson_ms(held.since);
+                    let now = self.now_lesson(env);
+                    let names = env.session.names().clone();
+                    let v =
+                        self.monitor
+                            .wrong_release(node, &key, by, &held, now, &|i| names.client(i).to_owned(), &|i| {
+                                names.node(i).to_owned()
+                            });
+                    if let Some(v) = v {
+                        self.violate(env, v);
+                    }
+                }
             }
         }
-        let now_set: BTreeSet<u32> = counts
-            .into_iter()
-            .filter(|&(_, c)| c >= quorum)
-            .map(|(c, _)| c)
-            .collect();
-        let old = self.majority.get(key).cloned().unwrap_or_default();
-        for &c in now_set.difference(&old) {
-            let seq = self.grants.entry(key.to_owned()).or_default();
-            *seq += 1;
-            let seq = *seq;
-            self.record(
-                env,
-                None,
-                Actor::Client(c),
-                EventKind::Granted {
-                    key: key.to_owned(),
-                    seq,
-                },
-            );
-        }
-        self.majority.insert(key.to_owned(), now_set);
+    }
+
+    fn violate(&mut self, env: &mut RealEnv<'_>, violation: Violation) {
+        self.monitor.record(violation.clone());
+        self.record(env, None, Actor::World, EventKind::Violation { violation });
     }
 
     /// A client starts or stops believing it holds `key`; two believers at
-    /// once is the overlap the timeline paints red.
+    /// once is the overlap the timeline paints red (core's monitor decides,
+    /// as in the simulator).
     fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
+        if self.monitor.believes(key, cid) == holds {
+            return;
+        }
+        let now = self.now_lesson(env);
+        let change = self.monitor.believe(key, cid, holds, now);
         self.record(
             env,
             None,
@@ -983,59 +892,38 @@ impl RealLessonRun {
                 holds,
             },
         );
-        let set = self.beliefs.entry(key.to_owned()).or_default();
-        if holds {
-            set.insert(cid);
-        } else {
-            set.remove(&cid);
+        let Some(ch) = change else { return };
+        self.overlapped |= ch.begin;
+        let clients = ch.clients.clone();
+        self.record(
+            env,
+            None,
+            Actor::World,
+            EventKind::Overlap {
+                key: key.to_owned(),
+                clients: ch.clients,
+                begin: ch.begin,
+                since_ms: ch.since_ms,
+            },
+        );
+        if !self.monitor.config().overlap_is_violation {
+            return;
         }
-        let clients: Vec<u32> = set.iter().copied().collect();
-        let now = self.now_lesson(env);
-        match (clients.len() >= 2, self.overlap_since.get(key).copied()) {
-            (true, None) => {
-                self.overlapped = true;
-                self.overlap_since.insert(key.to_owned(), now);
-                self.overlap_who
-                    .insert(key.to_owned(), clients.iter().copied().collect());
-                let kind = EventKind::Overlap {
-                    key: key.to_owned(),
-                    clients,
-                    begin: true,
-                    since_ms: now,
-                };
-                self.record(env, None, Actor::World, kind);
-            }
-            (false, Some(since)) => {
-                self.overlap_since.remove(key);
-                let kind = EventKind::Overlap {
-                    key: key.to_owned(),
-                    clients,
-                    begin: false,
-                    since_ms: since,
-                };
-                self.record(env, None, Actor::World, kind);
-                // Core's world stretches an overlap violation while it
-                // lasts; events here stream out as they happen, so the
-                // violation is recorded once, with its whole span, when
-                // the overlap ends.
-                if overlap_is_violation(&self.lesson) {
-                    let who = self.overlap_who.remove(key).unwrap_or_default();
-                    let names: Vec<String> = who.iter().map(|&c| env.session.names().client(c).to_owned()).collect();
-                    let violation = Violation {
-                        invariant: Invariant::Overlap,
-                        from_ms: since,
-                        to_ms: now,
-                        actors: who.iter().map(|&c| Actor::Client(c)).collect(),
-                        detail: format!("{} all believe they hold {key}", names.join(" and ")),
-                    };
-                    self.record(env, None, Actor::World, EventKind::Violation { violation });
-                }
-            }
-            (true, Some(_)) => {
-                let who = self.overlap_who.entry(key.to_owned()).or_default();
-                who.extend(clients);
-            }
-            _ => {}
+        if ch.begin {
+            let names = env.session.names().clone();
+            let v = Monitor::overlap_violation(key, &clients, now, &|i| names.client(i).to_owned());
+            self.ongoing.insert(key.to_owned(), v);
+        } else {
+            self.end_overlap(env, key, now);
+        }
+    }
+
+    /// An overlap violation is over (or the lesson is): record it with its
+    /// whole span, everyone who took part in it named.
+    fn end_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
+        if let Some(mut v) = self.ongoing.remove(key) {
+            v.to_ms = now;
+            self.violate(env, v);
         }
     }
 
@@ -1064,6 +952,17 @@ impl RealLessonRun {
                 accepted,
             },
         );
+        if accepted {
+            // Judged by grant order, as in the simulator: a write from an
+            // earlier holder after a later one's is a lost update.
+            let names = env.session.names().clone();
+            if let Some(v) = self
+                .monitor
+                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+            {
+                self.violate(env, v);
+            }
+        }
         accepted
     }
 
@@ -1088,10 +987,11 @@ impl RealLessonRun {
                     p.done = true;
                 }
                 let held: Vec<String> = self
-                    .beliefs
+                    .locks
+                    .keys()
                     .iter()
-                    .filter(|(_, s)| s.contains(&cid))
-                    .map(|(k, _)| k.clone())
+                    .filter(|k| self.monitor.believes(k, cid))
+                    .cloned()
                     .collect();
                 for k in held {
                     self.belief(env, cid, &k, false);
@@ -1120,7 +1020,8 @@ impl RealLessonRun {
                 topo(env, topology::Fault::Restart { node: *node })?;
                 env.session.forget_node(*node);
                 // Its data is gone: say so in the trace.
-                self.locks.forget_node(env.session, *node);
+                let observed = self.locks.forget_node(env.session, *node);
+                self.judge(env, observed);
                 Ok(Some(format!(
                     "restarted the process on the same port after {} ms, empty (no persistence)",
                     down_ms / self.factor
@@ -1129,6 +1030,7 @@ impl RealLessonRun {
             Fault::PromoteReplica { node } => {
                 topo(env, topology::Fault::Promote { node: *node })?;
                 self.master = *node;
+                self.locks.set_master(*node);
                 Ok(None)
             }
             Fault::Failover { node } => {
@@ -1144,6 +1046,7 @@ impl RealLessonRun {
                 env.session.forget_node(old);
                 topo(env, topology::Fault::Promote { node: target })?;
                 self.master = target;
+                self.locks.set_master(target);
                 self.held_replication = None;
                 let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
                 Ok(Some(format!(
@@ -1195,6 +1098,7 @@ impl RealLessonRun {
         let cid = env.session.client(client).map_err(|e| e.to_string())?;
         for k in program.lock_keys() {
             self.locks.add(&k);
+            self.monitor.watch_key(&k);
         }
         // The simulator's stream for this client, so tokens and jitter
         // are drawn the same way.
@@ -1356,15 +1260,9 @@ impl RealLessonRun {
 
     /// Serve the programs: what is due now (`until: None`), or everything
     /// that falls due until `until` (a wait step), sleeping in between.
-    fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), RealLessonError> {
-        let (id, step) = (self.lesson.id.clone(), self.results.len() + 1);
-        let bad = |msg: String| RealLessonError::Step {
-            id: id.clone(),
-            step,
-            msg,
-        };
+    fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), String> {
         loop {
-            self.fire_due(env).map_err(bad)?;
+            self.fire_due(env)?;
             let now = Instant::now();
             let next = self.next_deadline();
             let Some(u) = until else {
@@ -1415,19 +1313,130 @@ impl RealLessonRun {
     }
 }
 
+/// The real servers as core's lesson [`Environment`], for one step: the
+/// run's state and the session and topology it borrows.
+struct Stepping<'r, 'e, 'b> {
+    run: &'r mut RealLessonRun,
+    env: &'e mut RealEnv<'b>,
+}
+
+impl Environment for Stepping<'_, '_, '_> {
+    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+        self.run.pump(self.env, None)
+    }
+
+    fn command(
+        &mut self,
+        index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let run = &mut *self.run;
+        if run.crashed.contains(client) {
+            return Err(format!("{client} has crashed"));
+        }
+        let node = node.unwrap_or(run.master);
+        let reply = run.exec(self.env, client, node, argv, Some(index))?;
+        // A client whose replies are all dropped ran the command and never
+        // heard back.
+        Ok(reply.filter(|_| !run.deaf.contains(client)))
+    }
+
+    fn wait(&mut self, index: usize, ms: u64) -> Result<(), String> {
+        let run = &mut *self.run;
+        let until = Instant::now() + run.wall(ms);
+        run.pump(self.env, Some(until))?;
+        run.observe(self.env, None, Cause::None);
+        if let Some(lag) = run.held_replication.filter(|lag| ms >= *lag) {
+            let text = self
+                .env
+                .topology
+                .fault(topology::Fault::HealReplication { node: 1 })
+                .map_err(|e| e.to_string())?;
+            self.env
+                .session
+                .note_world(format!("{text}: {lag} ms of lag have passed"));
+            run.held_replication = None;
+            run.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
+        }
+        Ok(())
+    }
+
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
+        let run = &mut *self.run;
+        run.record(self.env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
+        let before = Instant::now();
+        let result = run.fault(self.env, fault);
+        // A fault is an instant in the lesson; starting a process or
+        // promoting a replica takes milliseconds of wall time, which ×100
+        // would be seconds the lesson never had. Lesson time and the
+        // programs' timers stand still meanwhile (the servers' TTLs cannot,
+        // which costs them those few milliseconds).
+        let spent = before.elapsed().saturating_sub(run.wall(fault_wait(fault)));
+        run.freeze(spent);
+        if let Some(note) = result? {
+            run.add_note(index, note);
+        }
+        run.observe(self.env, None, Cause::None);
+        Ok(())
+    }
+
+    fn launch(&mut self, _index: usize, client: &str, program: &Program, background: bool) -> Result<(), String> {
+        let slot = self.run.launch(self.env, client, program)?;
+        if !background {
+            self.run.run_until_done(self.env, slot)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        let accepted = self.run.write(self.env, cid, token, value.to_owned());
+        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+    }
+
+    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        self.run.belief(self.env, cid, key, holds);
+        Ok(())
+    }
+
+    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
+        Err("metrics are refused by check_supported".into())
+    }
+
+    fn end_step(&mut self, _index: usize, last: bool) {
+        let run = &mut *self.run;
+        if last {
+            // An overlap still going on ends with the lesson, so its
+            // violation band is drawn (lesson 15: A and B both hold).
+            let now = run.now_lesson(self.env);
+            for key in run.ongoing.keys().cloned().collect::<Vec<_>>() {
+                run.end_overlap(self.env, &key, now);
+            }
+        }
+        run.drain(self.env);
+    }
+
+    fn now(&self) -> u64 {
+        self.run.now_lesson(self.env).max(self.run.last_at)
+    }
+
+    fn trace_len(&self) -> usize {
+        self.run.emitted
+    }
+
+    fn names(&self) -> &Names {
+        self.env.session.names()
+    }
+}
+
 /// Lesson time a fault itself lasts (a restart's `down_ms`): not frozen.
 fn fault_wait(f: &Fault) -> u64 {
     match f {
         Fault::RestartNode { down_ms, .. } => *down_ms,
         _ => 0,
-    }
-}
-
-fn describe_program(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
-        Program::Lock(l) => format!("program: lock {} (PX {})", l.key, l.ttl_ms),
-        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
     }
 }
 
@@ -1475,106 +1484,6 @@ pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<R
     Ok(run.report())
 }
 
-/// Does a script set a TTL? Then its large integer arguments are TTLs.
-fn script_sets_ttl(body: &[u8]) -> bool {
-    let lower = String::from_utf8_lossy(body).to_lowercase();
-    lower.contains("pexpire") || lower.contains("expire") || lower.contains("'px'") || lower.contains("\"px\"")
-}
-
-fn int(a: &[u8]) -> Option<i64> {
-    std::str::from_utf8(a).ok()?.parse().ok()
-}
-
-/// What a command's reply needs done to it after compression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scale {
-    None,
-    /// A PTTL: multiply back.
-    Ms,
-    /// A TTL sent as PTTL: multiply back and round to seconds as TTL does.
-    SecondsFromMs,
-}
-
-/// Rewrite one argv for time compression by `f`. Returns the argv to send,
-/// how to scale the reply, and whether anything changed.
-fn compress(argv: &[Vec<u8>], f: i64) -> (Vec<Vec<u8>>, Scale) {
-    let mut out = argv.to_vec();
-    let name = argv.first().map(|n| n.to_ascii_uppercase()).unwrap_or_default();
-    let div = |n: i64| ((n / f).max(1)).to_string().into_bytes();
-    match name.as_slice() {
-        b"SET" => {
-            let mut i = 3;
-            while i + 1 < out.len() {
-                let opt = out[i].to_ascii_uppercase();
-                if let (b"PX" | b"EX", Some(n)) = (opt.as_slice(), int(&out[i + 1])) {
-                    let ms = if opt == b"EX" { n.saturating_mul(1000) } else { n };
-                    out[i] = b"PX".to_vec();
-                    out[i + 1] = div(ms);
-                    i += 1;
-                }
-                i += 1;
-            }
-            (out, Scale::None)
-        }
-        b"PEXPIRE" | b"EXPIRE" if out.len() >= 3 => {
-            if let Some(n) = int(&out[2]) {
-                let ms = if name == b"EXPIRE" { n.saturating_mul(1000) } else { n };
-                out[0] = b"PEXPIRE".to_vec();
-                out[2] = div(ms);
-            }
-            (out, Scale::None)
-        }
-        // `WAIT numreplicas timeout`: the timeout is lesson time too (0
-        // means "block forever" and stays 0).
-        b"WAIT" if out.len() >= 3 => {
-            if let Some(n) = int(&out[2]).filter(|n| *n > 0) {
-                out[2] = div(n);
-            }
-            (out, Scale::None)
-        }
-        b"PTTL" => (out, Scale::Ms),
-        b"TTL" => {
-            out[0] = b"PTTL".to_vec();
-            (out, Scale::SecondsFromMs)
-        }
-        b"EVAL" | b"EVALSHA" | b"FCALL" if out.len() >= 3 => {
-            let sets_ttl = name != b"EVAL" || script_sets_ttl(&out[1]);
-            if let (true, Some(numkeys)) = (sets_ttl, int(&out[2])) {
-                let first_arg = 3 + numkeys.max(0) as usize;
-                for a in out.iter_mut().skip(first_arg) {
-                    if let Some(n) = int(a).filter(|n| *n >= 100) {
-                        *a = div(n);
-                    }
-                }
-            }
-            (out, Scale::None)
-        }
-        _ => (out, Scale::None),
-    }
-}
-
-fn rescale(reply: Reply, scale: Scale, f: i64) -> Reply {
-    match (scale, reply) {
-        (Scale::Ms, Reply::Integer(n)) if n >= 0 => Reply::Integer(n * f),
-        (Scale::SecondsFromMs, Reply::Integer(n)) if n >= 0 => Reply::Integer((n * f + 500) / 1000),
-        (_, r) => r,
-    }
-}
-
-fn words(argv: &[Vec<u8>]) -> String {
-    argv.iter()
-        .map(|a| {
-            let s = String::from_utf8_lossy(a);
-            if s.contains([' ', '"', '\'', '\n']) || s.is_empty() {
-                format!("{s:?}")
-            } else {
-                s.into_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The server's `redis_version`.
 fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
     let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
@@ -1599,42 +1508,6 @@ fn at_least_8_4(version: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        parse(s).unwrap()
-    }
-
-    #[test]
-    fn ttls_are_compressed_and_replies_scaled_back() {
-        let (sent, _) = compress(&argv("SET lock:order:1001 token-A-111 NX PX 15000"), 100);
-        assert_eq!(words(&sent), "SET lock:order:1001 token-A-111 NX PX 150");
-        let (sent, _) = compress(&argv("SET k v EX 30 NX"), 100);
-        assert_eq!(words(&sent), "SET k v PX 300 NX");
-        let (sent, _) = compress(&argv("EXPIRE k 10"), 100);
-        assert_eq!(words(&sent), "PEXPIRE k 100");
-        let (sent, scale) = compress(&argv("TTL k"), 100);
-        assert_eq!(words(&sent), "PTTL k");
-        assert_eq!(rescale(Reply::Integer(150), scale, 100), Reply::Integer(15));
-        assert_eq!(rescale(Reply::Integer(-2), scale, 100), Reply::Integer(-2));
-        let renew = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end' 1 lock:job:9 token-C 20000"#;
-        let (sent, _) = compress(&argv(renew), 100);
-        assert_eq!(sent.last().unwrap(), b"200");
-        let release = r#"EVAL 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end' 1 k 12345"#;
-        let (sent, _) = compress(&argv(release), 100);
-        assert_eq!(
-            sent.last().unwrap(),
-            b"12345",
-            "a script that sets no TTL keeps its arguments"
-        );
-    }
-
-    #[test]
-    fn wait_timeouts_are_compressed_but_forever_stays_forever() {
-        let (sent, _) = compress(&argv("WAIT 1 5000"), 100);
-        assert_eq!(words(&sent), "WAIT 1 50");
-        let (sent, _) = compress(&argv("WAIT 1 0"), 100);
-        assert_eq!(words(&sent), "WAIT 1 0");
-    }
 
     #[test]
     fn support_follows_the_lesson_files() {

@@ -1,0 +1,530 @@
+//! Watching lock keys: one observer for every view that draws lock bars.
+//!
+//! A lock's life on a node — set, renewed, deleted, expired, replicated,
+//! lost in a restart — is never announced by Redis; whoever draws it has to
+//! *look* at the key and compare with what it saw last time, the *shadow*.
+//! Three places need that: the simulated world (which looks after every
+//! change to a node), the browser's free lab (after every typed command and
+//! every expiry), and the real driver (which reads the keys off real
+//! redis-servers after a command, see the backend's `real_env`). They used to
+//! hold three copies of the comparison, already drifting apart; this module
+//! is the one copy. The caller says *what it saw* ([`Seen`]: value, deadline
+//! on its own clock, and the TTL to show) and *why it looked* ([`Cause`]);
+//! the observer answers with [`Observed`] changes: lock events, candidate
+//! grants (a client's command set the key on the node that counts), and
+//! wrong releases (a client's command removed a lock another client held).
+//!
+//! What counts as a lock depends on who asks ([`Scope`]): a lesson declares
+//! its lock keys, and every value such a key takes is somebody's lock; free
+//! play has no declaration, so a key becomes a lock when a client *acquires*
+//! it ([`acquired_key`]: `SET … NX` answered `OK`, `SETNX` answered 1) and
+//! stops being one when it no longer holds that client's value.
+//!
+//! Who holds the lock overall — the grant that numbers holders for the
+//! stale-write check — is decided here too: on a single master, a client's
+//! command that set the key on the master; on independent Redlock masters, a
+//! client that newly holds the key on a majority of the live masters
+//! (`recount_majority`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::reply::Reply;
+use crate::trace::{LockChange, Via};
+
+/// Why the observer looked at a key, which is why it changed if it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A command (script, transaction) of this client ran on the node.
+    Command(u32),
+    /// The node's clock passed a deadline (or, on a real server, nothing the
+    /// lab did: the key changed on its own).
+    Expiry,
+    /// A replication batch was applied; the client whose command it carries,
+    /// when known.
+    Replication(Option<u32>),
+    /// The node restarted without its data.
+    Restart,
+    /// A full resynchronisation from this node.
+    Sync(u32),
+    /// A replica was promoted.
+    Promotion,
+}
+
+impl Cause {
+    /// How the timeline labels a change with this cause.
+    pub fn via(self) -> Via {
+        match self {
+            Cause::Command(_) => Via::Command,
+            Cause::Expiry => Via::Expiry,
+            Cause::Replication(_) => Via::Replication,
+            Cause::Restart => Via::Restart,
+            Cause::Sync(_) => Via::FullSync,
+            Cause::Promotion => Via::Promotion,
+        }
+    }
+
+    /// The client whose command made the change, if a command did.
+    pub fn client(self) -> Option<u32> {
+        match self {
+            Cause::Command(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// Which keys are locks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// The keys a lesson or scenario declares ([`LockObserver::watch`]):
+    /// every value they take is a lock, owned by whoever wrote it.
+    #[default]
+    Declared,
+    /// Free play: a key is a lock from a client's acquire
+    /// ([`LockObserver::acquired`]) until it no longer holds that value.
+    Acquired,
+}
+
+/// What the caller saw of a key on a node just now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub value: Vec<u8>,
+    /// When it expires, on the caller's clock (`None`: no TTL).
+    pub deadline: Option<u64>,
+    /// What `PTTL` says, as the timeline shows it (a real run multiplies it
+    /// back by its time compression).
+    pub ttl_ms: Option<u64>,
+}
+
+/// The observer's record of one lock key on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The client that wrote this value, if the observer knows.
+    pub owner: Option<u32>,
+    pub value: Vec<u8>,
+    pub deadline: Option<u64>,
+    /// When the observer first saw this value.
+    pub since: u64,
+}
+
+/// A change the observer saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// A lock bar changed on `node`. `deadline` is the old deadline of a
+    /// removed key: a real run stamps an expiry there rather than when it
+    /// noticed.
+    Lock {
+        node: u32,
+        key: String,
+        change: LockChange,
+        via: Via,
+        deadline: Option<u64>,
+    },
+    /// `client` is the next holder of `key`: the caller numbers the grant
+    /// (`Monitor::grant`).
+    Granted { client: u32, key: String },
+    /// `by`'s command removed (or overwrote) the lock `held.owner` held.
+    WrongRelease {
+        node: u32,
+        key: String,
+        by: u32,
+        held: Held,
+    },
+}
+
+/// The shadows of the lock keys on every node, and who holds each lock.
+#[derive(Clone, Debug, Default)]
+pub struct LockObserver {
+    scope: Scope,
+    keys: Vec<String>,
+    shadow: Vec<BTreeMap<String, Held>>,
+    /// Independent masters (Redlock): holding is by majority.
+    redlock: bool,
+    /// The node whose locks are grants (single master or replicated).
+    master: u32,
+    /// Nodes that are down: they count for no majority.
+    down: BTreeSet<u32>,
+    /// Redlock: per key, the clients holding it on a majority now.
+    majority: BTreeMap<String, BTreeSet<u32>>,
+    /// A deadline read twice moves by the round trip on a real server; only
+    /// a larger move is a renewal (0 in the simulator, which is exact).
+    slack_ms: u64,
+}
+
+impl LockObserver {
+    /// An observer of `nodes` nodes, `redlock` when they are independent
+    /// masters.
+    pub fn new(scope: Scope, nodes: usize, redlock: bool) -> LockObserver {
+        LockObserver {
+            scope,
+            shadow: vec![BTreeMap::new(); nodes],
+            redlock,
+            ..LockObserver::default()
+        }
+    }
+
+    /// Tolerate deadlines that move by up to `ms` between two reads.
+    pub fn with_slack(mut self, ms: u64) -> LockObserver {
+        self.slack_ms = ms;
+        self
+    }
+
+    /// Watch `key` as a lock ([`Scope::Declared`]).
+    pub fn watch(&mut self, key: &str) {
+        if !self.keys.iter().any(|k| k == key) {
+            self.keys.push(key.to_owned());
+        }
+    }
+
+    /// The keys watched now.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    pub fn is_watched(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k == key)
+    }
+
+    /// Are the nodes independent masters (grants by majority)?
+    pub fn is_redlock(&self) -> bool {
+        self.redlock
+    }
+
+    /// The node whose locks count as grants (after a promotion, the new
+    /// master).
+    pub fn set_master(&mut self, node: u32) {
+        self.master = node;
+    }
+
+    /// A node went down or came back: a down node counts for no majority.
+    pub fn set_down(&mut self, node: u32, down: bool) {
+        if down {
+            self.down.insert(node);
+        } else {
+            self.down.remove(&node);
+        }
+    }
+
+    /// What the observer holds for `key` on `node`.
+    pub fn held(&self, node: u32, key: &str) -> Option<&Held> {
+        self.shadow.get(node as usize)?.get(key)
+    }
+
+    /// Every lock the observer sees on `node`, by key.
+    pub fn held_on(&self, node: u32) -> impl Iterator<Item = (&String, &Held)> {
+        self.shadow.get(node as usize).into_iter().flatten()
+    }
+
+    /// The owner of the copy of `key` with `value` on any node: whose lock a
+    /// replica's copy is, when the caller cannot tell the replication's
+    /// origin (a real server does not say).
+    pub fn owner_of_value(&self, key: &str, value: &[u8]) -> Option<u32> {
+        self.shadow
+            .iter()
+            .filter_map(|m| m.get(key))
+            .find(|h| h.value == value && h.owner.is_some())
+            .and_then(|h| h.owner)
+    }
+
+    /// The earliest deadline of a lock the observer sees: a caller that
+    /// looks only when asked should look again then.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.shadow
+            .iter()
+            .flat_map(BTreeMap::values)
+            .filter_map(|h| h.deadline)
+            .min()
+    }
+
+    /// `node` cannot be read now: a deadline there that has passed is no
+    /// longer one to wait for (the key's fate shows when it answers again).
+    pub fn unreadable(&mut self, node: u32, now: u64) {
+        if let Some(m) = self.shadow.get_mut(node as usize) {
+            for h in m.values_mut() {
+                if h.deadline.is_some_and(|d| d <= now) {
+                    h.deadline = None;
+                }
+            }
+        }
+    }
+
+    /// Free play: `client`'s command just acquired `key` on `node`, so the
+    /// key is a lock from now on ([`Scope::Acquired`]); then
+    /// [`LockObserver::observe`] it with the command as cause.
+    pub fn acquired(&mut self, key: &str) {
+        self.watch(key);
+    }
+
+    /// Compare what `node` holds for `key` now (`cur`) with the shadow, and
+    /// say what changed. `now` stamps a new lock's `since`.
+    pub fn observe(&mut self, node: u32, key: &str, cur: Option<Seen>, cause: Cause, now: u64) -> Vec<Observed> {
+        let mut out = Vec::new();
+        if !self.is_watched(key) {
+            return out;
+        }
+        let n = node as usize;
+        if self.shadow.len() <= n {
+            self.shadow.resize(n + 1, BTreeMap::new());
+        }
+        let via = cause.via();
+        let old = self.shadow[n].get(key).cloned();
+        let lock = |change: LockChange, deadline: Option<u64>| Observed::Lock {
+            node,
+            key: key.to_owned(),
+            change,
+            via,
+            deadline,
+        };
+        match (old, cur) {
+            (None, None) => {}
+            (Some(o), None) => {
+                self.shadow[n].remove(key);
+                out.push(lock(LockChange::Removed { by: cause.client() }, o.deadline));
+                self.wrong_release(node, key, cause, o, &mut out);
+                self.released(key);
+                if self.redlock {
+                    self.recount_majority_into(key, &mut out);
+                }
+            }
+            (Some(o), Some(seen)) if o.value == seen.value => {
+                let moved = match (o.deadline, seen.deadline) {
+                    (Some(a), Some(b)) => a.abs_diff(b) > self.slack_ms,
+                    (None, None) => false,
+                    _ => true,
+                };
+                if moved {
+                    if let Some(h) = self.shadow[n].get_mut(key) {
+                        h.deadline = seen.deadline;
+                    }
+                    out.push(lock(LockChange::Renewed { ttl_ms: seen.ttl_ms }, None));
+                }
+            }
+            (Some(o), Some(_)) if self.scope == Scope::Acquired => {
+                // Free play: overwritten without an acquire, the lock is gone
+                // (an acquire cannot overwrite: NX fails on a key that exists).
+                self.shadow[n].remove(key);
+                out.push(lock(LockChange::Removed { by: cause.client() }, None));
+                self.wrong_release(node, key, cause, o, &mut out);
+                self.released(key);
+            }
+            (old, Some(seen)) => {
+                if let Some(o) = old {
+                    self.wrong_release(node, key, cause, o, &mut out);
+                }
+                let owner = match cause {
+                    Cause::Command(c) => Some(c),
+                    Cause::Replication(o) => o,
+                    Cause::Sync(src) => self.held(src, key).and_then(|h| h.owner),
+                    Cause::Expiry | Cause::Restart | Cause::Promotion => None,
+                };
+                let change = LockChange::Acquired {
+                    owner,
+                    value: String::from_utf8_lossy(&seen.value).into_owned(),
+                    ttl_ms: seen.ttl_ms,
+                };
+                self.shadow[n].insert(
+                    key.to_owned(),
+                    Held {
+                        owner,
+                        value: seen.value,
+                        deadline: seen.deadline,
+                        since: now,
+                    },
+                );
+                out.push(lock(change, None));
+                if let (Cause::Command(c), Some(_)) = (cause, owner) {
+                    if self.redlock {
+                        self.recount_majority_into(key, &mut out);
+                    } else if node == self.master {
+                        out.push(Observed::Granted {
+                            client: c,
+                            key: key.to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Free play forgets a lock once no node holds it.
+    fn released(&mut self, key: &str) {
+        if self.scope == Scope::Acquired && self.shadow.iter().all(|m| !m.contains_key(key)) {
+            self.keys.retain(|k| k != key);
+        }
+    }
+
+    fn wrong_release(&self, node: u32, key: &str, cause: Cause, held: Held, out: &mut Vec<Observed>) {
+        if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
+            if by != owner {
+                out.push(Observed::WrongRelease {
+                    node,
+                    key: key.to_owned(),
+                    by,
+                    held,
+                });
+            }
+        }
+    }
+
+    /// `node` restarted without its data: every lock it had is gone.
+    pub fn forget_node(&mut self, node: u32, now: u64) -> Vec<Observed> {
+        let keys: Vec<String> = self.held_on(node).map(|(k, _)| k.clone()).collect();
+        keys.into_iter()
+            .flat_map(|k| self.observe(node, &k, None, Cause::Restart, now))
+            .collect()
+    }
+
+    /// Redlock: who holds `key` on a majority of the live masters? A client
+    /// that newly does is the next holder (a [`Observed::Granted`]).
+    pub fn recount_majority(&mut self, key: &str) -> Vec<Observed> {
+        let mut out = Vec::new();
+        self.recount_majority_into(key, &mut out);
+        out
+    }
+
+    fn recount_majority_into(&mut self, key: &str, out: &mut Vec<Observed>) {
+        let quorum = self.shadow.len() / 2 + 1;
+        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+        for (n, m) in self.shadow.iter().enumerate() {
+            if self.down.contains(&(n as u32)) {
+                continue;
+            }
+            if let Some(o) = m.get(key).and_then(|h| h.owner) {
+                *counts.entry(o).or_default() += 1;
+            }
+        }
+        let now_set: BTreeSet<u32> = counts
+            .into_iter()
+            .filter(|&(_, c)| c >= quorum)
+            .map(|(c, _)| c)
+            .collect();
+        let old = self.majority.get(key).cloned().unwrap_or_default();
+        for &c in now_set.difference(&old) {
+            out.push(Observed::Granted {
+                client: c,
+                key: key.to_owned(),
+            });
+        }
+        self.majority.insert(key.to_owned(), now_set);
+    }
+}
+
+/// The key (and value) `argv` took as a lock, judged by its reply: `SET key
+/// value … NX …` answered `OK`, or `SETNX key value` answered 1. The one rule
+/// for "is this an acquire", for every console.
+pub fn acquired_key(argv: &[Vec<u8>], reply: &Reply) -> Option<(String, Vec<u8>)> {
+    let name = argv.first()?;
+    let (key, value) = (argv.get(1)?, argv.get(2)?);
+    let taken = if name.eq_ignore_ascii_case(b"set") {
+        argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"nx")) && *reply == Reply::ok()
+    } else {
+        name.eq_ignore_ascii_case(b"setnx") && *reply == Reply::Integer(1)
+    };
+    taken.then(|| (String::from_utf8_lossy(key).into_owned(), value.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse;
+
+    fn seen(v: &str, deadline: Option<u64>) -> Option<Seen> {
+        Some(Seen {
+            value: v.as_bytes().to_vec(),
+            deadline,
+            ttl_ms: deadline,
+        })
+    }
+
+    fn changes(obs: &[Observed]) -> Vec<LockChange> {
+        obs.iter()
+            .filter_map(|o| match o {
+                Observed::Lock { change, .. } => Some(change.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn what_counts_as_taking_a_lock() {
+        let key = |line: &str, reply: Reply| acquired_key(&parse(line).unwrap(), &reply).map(|(k, _)| k);
+        assert_eq!(key("SET lock A NX PX 100", Reply::ok()).as_deref(), Some("lock"));
+        assert_eq!(key("set lock A px 100 nx", Reply::ok()).as_deref(), Some("lock"));
+        assert_eq!(key("SET lock A NX PX 100", Reply::Nil), None);
+        assert_eq!(key("SET lock A PX 100", Reply::ok()), None);
+        assert_eq!(key("SET NX A", Reply::ok()), None, "NX as the key is not the NX option");
+        assert_eq!(key("SETNX lock A", Reply::Integer(1)).as_deref(), Some("lock"));
+        assert_eq!(key("SETNX lock A", Reply::Integer(0)), None);
+        assert_eq!(key("SETNX lock", Reply::Integer(1)), None, "no value, no lock");
+        assert_eq!(key("GET lock", Reply::bulk("A")), None);
+    }
+
+    #[test]
+    fn a_declared_lock_is_acquired_renewed_granted_and_removed() {
+        let mut o = LockObserver::new(Scope::Declared, 1, false);
+        o.watch("lock");
+        let got = o.observe(0, "lock", seen("A", Some(100)), Cause::Command(0), 0);
+        assert_eq!(
+            got[1],
+            Observed::Granted {
+                client: 0,
+                key: "lock".into()
+            }
+        );
+        let got = o.observe(0, "lock", seen("A", Some(200)), Cause::Command(0), 50);
+        assert_eq!(changes(&got), vec![LockChange::Renewed { ttl_ms: Some(200) }]);
+        assert!(o
+            .observe(0, "lock", seen("A", Some(200)), Cause::Command(0), 60)
+            .is_empty());
+        let got = o.observe(0, "lock", None, Cause::Command(1), 70);
+        assert_eq!(changes(&got), vec![LockChange::Removed { by: Some(1) }]);
+        assert!(
+            matches!(&got[1], Observed::WrongRelease { by: 1, held, .. } if held.owner == Some(0) && held.since == 0),
+            "{got:?}"
+        );
+        assert!(o.observe(0, "other", seen("x", None), Cause::Command(0), 80).is_empty());
+    }
+
+    #[test]
+    fn free_play_forgets_a_lock_once_it_is_overwritten() {
+        let mut o = LockObserver::new(Scope::Acquired, 1, false);
+        assert!(o.observe(0, "k", seen("v", None), Cause::Command(0), 0).is_empty());
+        o.acquired("k");
+        o.observe(0, "k", seen("A", None), Cause::Command(0), 0);
+        let got = o.observe(0, "k", seen("B", None), Cause::Command(1), 5);
+        assert_eq!(changes(&got), vec![LockChange::Removed { by: Some(1) }]);
+        assert!(!o.is_watched("k"));
+        assert!(o.observe(0, "k", None, Cause::Command(1), 6).is_empty());
+    }
+
+    #[test]
+    fn redlock_grants_by_majority_of_live_masters() {
+        let mut o = LockObserver::new(Scope::Declared, 5, true);
+        o.watch("r");
+        let grants = |obs: Vec<Observed>| obs.iter().filter(|o| matches!(o, Observed::Granted { .. })).count();
+        assert_eq!(grants(o.observe(0, "r", seen("A", None), Cause::Command(0), 0)), 0);
+        assert_eq!(grants(o.observe(1, "r", seen("A", None), Cause::Command(0), 0)), 0);
+        assert_eq!(grants(o.observe(2, "r", seen("A", None), Cause::Command(0), 0)), 1);
+        assert_eq!(grants(o.observe(3, "r", seen("A", None), Cause::Command(0), 0)), 0);
+        o.set_down(0, true);
+        o.set_down(1, true);
+        assert_eq!(
+            grants(o.recount_majority("r")),
+            0,
+            "2 of 5 live copies hold no majority"
+        );
+        o.set_down(0, false);
+        assert_eq!(grants(o.recount_majority("r")), 1, "3 of 5 again: a new holder");
+    }
+
+    #[test]
+    fn a_real_read_tolerates_the_round_trip() {
+        let mut o = LockObserver::new(Scope::Declared, 1, false).with_slack(2);
+        o.watch("lock");
+        o.observe(0, "lock", seen("A", Some(100)), Cause::Command(0), 0);
+        assert!(o.observe(0, "lock", seen("A", Some(102)), Cause::Expiry, 1).is_empty());
+        assert_eq!(o.next_deadline(), Some(100));
+        o.unreadable(0, 100);
+        assert_eq!(o.next_deadline(), None);
+    }
+}
