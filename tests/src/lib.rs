@@ -21,6 +21,7 @@
 //! Everything needs `redis-server` and `redis-cli` on `PATH`; a missing
 //! binary fails the test with the command that installs it.
 
+pub mod browser;
 pub mod diff;
 pub mod ws;
 

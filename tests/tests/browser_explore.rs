@@ -9,203 +9,26 @@
 //! 1280×720 and 1440×900 land in `tests/out/`, and every label of the
 //! screen is at least 13 px.
 //!
-//! The harness (chromedriver, the backend on a free port, polling with a
-//! deadline) is browser.rs's, copied: integration tests cannot share a
-//! module without a library change.
+//! The harness (chromedriver, polling with a deadline, screenshots) is the
+//! one `browser.rs` uses: `locklab_tests::browser`.
 
 use std::future::Future;
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{json, Value};
+use fantoccini::{Client, Locator};
+use locklab_tests::browser::{self as harness, browser, js, require_dist, root, screenshot, text, viewport, POLL};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(90);
-const POLL: Duration = Duration::from_millis(40);
 
-const INSTALL_HINT: &str = "install them with `sudo apt-get install -y chromium chromium-driver` \
-     (Debian), or run ./scripts/test, which installs what is missing";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The first of `candidates` that exists, on PATH or as an absolute path.
-fn find_program(candidates: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    candidates.iter().find_map(|c| {
-        let p = Path::new(c);
-        if p.is_absolute() {
-            p.is_file().then(|| p.to_path_buf())
-        } else {
-            std::env::split_paths(&path).map(|d| d.join(c)).find(|f| f.is_file())
-        }
-    })
-}
-
-fn newest_mtime(dir: &Path) -> Option<(SystemTime, PathBuf)> {
-    let mut newest: Option<(SystemTime, PathBuf)> = None;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).ok()?.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(m) = entry.metadata().and_then(|m| m.modified()) {
-                if newest.as_ref().is_none_or(|(t, _)| m > *t) {
-                    newest = Some((m, path));
-                }
-            }
-        }
-    }
-    newest
-}
-
-/// `dist/`, built and newer than every source it is built from.
-fn require_dist() -> PathBuf {
-    let dist = std::env::var_os("LOCKLAB_DIST").map_or_else(|| root().join("dist"), PathBuf::from);
-    let index = dist.join("index.html");
-    let built = std::fs::metadata(&index)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|_| {
-            panic!(
-                "{} is missing: build the app first with `cargo xtask dist` (./scripts/test does)",
-                index.display()
-            )
-        });
-    for src in ["frontend", "core/src"] {
-        if let Some((t, path)) = newest_mtime(&root().join(src)) {
-            assert!(
-                t <= built,
-                "dist/ is older than {}: rebuild it with `cargo xtask dist` (./scripts/test does)",
-                path.display()
-            );
-        }
-    }
-    dist
-}
-
-/// A chromedriver process, killed (with the Chromium it started) on drop.
-struct Chromedriver {
-    child: Child,
-    port: u16,
-    profile: PathBuf,
-}
-
-impl Chromedriver {
-    fn start(chromedriver: &Path) -> Chromedriver {
-        use std::os::unix::process::CommandExt;
-        let port = free_port();
-        let profile = std::env::temp_dir().join(format!("locklab-chromium-{}-{port}", std::process::id()));
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // Its own process group, so Drop can end Chromium with it.
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "chromedriver did not listen on port {port} within {WAIT:?}"
-            );
-            std::thread::sleep(POLL);
-        }
-        Chromedriver { child, port, profile }
-    }
-}
-
-impl Drop for Chromedriver {
-    fn drop(&mut self) {
-        // The group we created for it: chromedriver and its Chromium.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+/// [`harness::eventually`] with this suite's deadline.
+async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {WAIT:?} waiting for {what}");
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-async fn text(c: &Client, css: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
-}
-
-async fn js(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.unwrap_or(Value::Null)
-}
-
-async fn screenshot(c: &Client, name: &str) {
-    let dir = root().join("tests/out");
-    std::fs::create_dir_all(&dir).unwrap();
-    let png = c.screenshot().await.unwrap();
-    assert!(png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
-    std::fs::write(dir.join(name), png).unwrap();
-}
-
-/// Headless Chromium under a fresh chromedriver, and a WebDriver session on it.
-async fn browser() -> (Chromedriver, Client) {
-    let chromium = find_program(&["chromium", "chromium-browser", "/usr/lib/chromium/chromium"])
-        .unwrap_or_else(|| panic!("Chromium is not installed: {INSTALL_HINT}"));
-    let chromedriver = find_program(&["chromedriver", "/usr/lib/chromium/chromedriver"])
-        .unwrap_or_else(|| panic!("chromedriver is not installed: {INSTALL_HINT}"));
-    let driver = Chromedriver::start(&chromedriver);
-    let caps = json!({
-        "goog:chromeOptions": {
-            "binary": chromium,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--window-size=1400,1300", "--lang=en-US",
-                format!("--user-data-dir={}", driver.profile.display()),
-            ],
-        }
-    });
-    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps.as_object().unwrap().clone())
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a WebDriver session with headless Chromium");
-    (driver, c)
-}
-
-async fn viewport(c: &Client, w: u32, h: u32) {
-    c.set_window_size(w, h).await.unwrap();
-    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
-    let (iw, ih) = (inner[0].as_u64().unwrap() as u32, inner[1].as_u64().unwrap() as u32);
-    if (iw, ih) != (w, h) {
-        c.set_window_size(w + (w - iw), h + (h - ih)).await.unwrap();
-    }
-    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
-    assert_eq!(inner, json!([w, h]), "the viewport");
+    harness::eventually(WAIT, what, probe).await
 }
 
 /// `locklab serve` as the real driver needs it — `dist/` plus the
