@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::via::Via;
-use locklab_backend::{bench, explore, lessons, real_env, repl, sim_server, web};
+use locklab_backend::cli::via::Via;
+use locklab_backend::cli::{bench, explore, lessons, repl};
+use locklab_backend::real::lesson as real_lesson;
+use locklab_backend::{sim_server, web};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
 
@@ -203,18 +205,18 @@ fn main() -> Result<()> {
                     }
                 );
             }
-            let reaped = locklab_backend::reaper::reap(false);
+            let reaped = locklab_backend::real::reaper::reap(false);
             if reaped > 0 {
                 eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
             }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
-            let limits = locklab_backend::session::Limits {
+            let limits = locklab_backend::real::session::Limits {
                 script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
                 ..Default::default()
             };
-            let state = locklab_backend::api::ApiState::with_limits(redis, limits).allow_origins(allow_origin);
-            let api = locklab_backend::api::api_router(state.clone());
+            let state = locklab_backend::web::api::ApiState::with_limits(redis, limits).allow_origins(allow_origin);
+            let api = locklab_backend::web::api::api_router(state.clone());
             let served = tokio::runtime::Runtime::new()?.block_on(async {
                 let stopping = state.clone();
                 let stop = async move {
@@ -233,7 +235,7 @@ fn main() -> Result<()> {
                 }
                 served
             });
-            locklab_backend::reaper::reap(true);
+            locklab_backend::real::reaper::reap(true);
             served?;
         }
         Cmd::SimServer {
@@ -261,11 +263,11 @@ fn main() -> Result<()> {
                     ..
                 } => {
                     let lesson = lessons::find(&all, &id)?;
-                    let compress = compress.unwrap_or_else(|| real_env::default_factor(lesson));
+                    let compress = compress.unwrap_or_else(|| real_lesson::default_factor(lesson));
                     let report = if url.is_empty() {
-                        real_env::run_managed(lesson, compress)?
+                        real_lesson::run_managed(lesson, compress)?
                     } else {
-                        real_env::run(lesson, &url, compress, false)?
+                        real_lesson::run(lesson, &url, compress, false)?
                     };
                     print!("{}", report.transcript(lesson, lang));
                     if !report.passed() {
@@ -305,7 +307,7 @@ fn main() -> Result<()> {
             // Compare with the server given, or start one of our own.
             let own = match &redis {
                 Some(_) => None,
-                None => match locklab_backend::redis_server::RedisServer::try_start(&[]) {
+                None => match locklab_backend::real::process::RedisServer::try_start(&[]) {
                     Ok(s) => Some(s),
                     Err(why) => {
                         eprintln!("no real redis-server to compare with: {why}");

@@ -27,7 +27,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use locklab_backend::real::RealConnection;
+use locklab_backend::real::conn::RealConnection;
 use locklab_core::cli::{parse_line, take_repeat};
 use locklab_core::lesson::Lesson;
 use locklab_core::server::{Node, Profile};

@@ -12,8 +12,8 @@
 //! found.
 
 use anyhow::{bail, Context, Result};
-use locklab_backend::real::RealConnection;
-use locklab_backend::redis_server::RedisServer;
+use locklab_backend::real::conn::RealConnection;
+use locklab_backend::real::process::RedisServer;
 use locklab_core::server::{Node, Profile};
 use locklab_fuzz::{fuzz, regressions, run_one, Target};
 

@@ -3,8 +3,8 @@
 //! a fixed seed, the engine's compared with a real redis-server. The long
 //! run is `cargo xtask fuzz`.
 
-use locklab_backend::real::RealConnection;
-use locklab_backend::redis_server::RedisServer;
+use locklab_backend::real::conn::RealConnection;
+use locklab_backend::real::process::RedisServer;
 use locklab_core::server::{Node, Profile};
 use locklab_fuzz::{fuzz, regressions, run_one, Target};
 

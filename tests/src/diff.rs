@@ -25,7 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use locklab_backend::real::RealConnection;
+use locklab_backend::real::conn::RealConnection;
 use locklab_core::cli::parse_line;
 use locklab_core::reply::Reply;
 use locklab_core::server::{Node, Profile};

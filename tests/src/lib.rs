@@ -52,6 +52,6 @@ macro_rules! with_diff_files {
 }
 /// The redis-server guard lives in the backend (the bench and managed
 /// topologies use it too); tests reach it here as before.
-pub use locklab_backend::redis_server as server;
+pub use locklab_backend::real::process as server;
 
 pub use server::RedisServer;

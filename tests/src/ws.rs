@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use locklab_backend::api::{serve_listener, ApiState};
+use locklab_backend::web::api::{serve_listener, ApiState};
 use locklab_core::protocol::{ClientMsg, ServerMsg};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use locklab_backend::api::ApiState;
+use locklab_backend::web::api::ApiState;
 use locklab_core::protocol::{ClientMsg, Health};
 use locklab_tests::RedisServer;
 use serde_json::{json, Value};
@@ -405,7 +405,7 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     assert_eq!(first.replies(), second.replies());
     assert_eq!(second.done["passed"], true, "{:?}", second.results());
 
-    // Redlock on five real masters (10×: see real_env::default_factor),
+    // Redlock on five real masters (10×: see real_lesson::default_factor),
     // three of which the lesson crashes; then again on the reset topology.
     let redlock = play_at(&mut ws, json!({"type":"lesson","id":"17","factor":10})).await;
     assert_eq!(redlock.lesson["topology"], "redlock5");

@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use locklab_backend::real::RealConnection;
-use locklab_backend::session::{Limits, NodeTarget, SessionError, SessionPool};
-use locklab_backend::topology::{self, Fault, Topology, TopologyKind};
+use locklab_backend::real::conn::RealConnection;
+use locklab_backend::real::session::{Limits, NodeTarget, SessionError, SessionPool};
+use locklab_backend::real::topology::{self, Fault, Topology, TopologyKind};
 use locklab_core::cli::parse;
 use locklab_core::reply::Reply;
 use locklab_core::trace::EventKind;
@@ -434,7 +434,7 @@ fn cluster3_session_routes_by_slot_and_follows_moved() {
 #[test]
 fn bench_backend_reports_both_rates() {
     let server = RedisServer::start();
-    let report = locklab_backend::bench::backend_report(&server.url(), 0.5);
+    let report = locklab_backend::cli::bench::backend_report(&server.url(), 0.5);
     // Its parts, never its speed: direct, the in-process session, the
     // WebSocket, each path's overhead and the target.
     for part in ["direct", "lab session", "WebSocket", "overhead", "target"] {

@@ -785,8 +785,8 @@ impl Backend {
         };
         std_listener.set_nonblocking(true).unwrap();
         let port = std_listener.local_addr().unwrap().port();
-        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::api::api_router(
-            locklab_backend::api::ApiState::new(redis),
+        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::web::api::api_router(
+            locklab_backend::web::api::ApiState::new(redis),
         ));
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();

@@ -64,8 +64,8 @@ impl Backend {
         };
         std_listener.set_nonblocking(true).unwrap();
         let port = std_listener.local_addr().unwrap().port();
-        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::api::api_router(
-            locklab_backend::api::ApiState::new(redis),
+        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::web::api::api_router(
+            locklab_backend::web::api::ApiState::new(redis),
         ));
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
@@ -93,11 +93,11 @@ impl Drop for Backend {
 
 /// `locklab explore FILE`'s result line, from the CLI's own code.
 fn cli_result(file: &str) -> String {
-    let args = locklab_backend::explore::ExploreArgs {
+    let args = locklab_backend::cli::explore::ExploreArgs {
         file: Some(root().join("explore/designs").join(file)),
         ..Default::default()
     };
-    let out = locklab_backend::explore::run(&args).expect("the CLI explores");
+    let out = locklab_backend::cli::explore::run(&args).expect("the CLI explores");
     out.lines().last().unwrap_or_default().to_owned()
 }
 

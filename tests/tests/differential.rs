@@ -11,7 +11,7 @@
 //!
 //! [`Reply::to_cli`]: locklab_core::reply::Reply::to_cli
 
-use locklab_backend::real::RealConnection;
+use locklab_backend::real::conn::RealConnection;
 use locklab_core::server::Profile;
 use locklab_tests::diff::{self, Script};
 use locklab_tests::RedisServer;

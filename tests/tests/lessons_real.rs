@@ -4,7 +4,7 @@
 //! Redlock ones on managed topologies the runner starts itself (real
 //! asynchronous replication, five independent masters, real SIGKILLs).
 
-use locklab_backend::real_env::{self, RealReport};
+use locklab_backend::real::lesson::{self as real_lesson, RealReport};
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvariant};
 use locklab_tests::server::RedisServer;
@@ -67,12 +67,12 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
     let mut ran = 0;
     for lesson in lessons.iter().filter(|l| l.topology == LessonTopology::Single) {
         let must = SINGLE_NODE.contains(&lesson.id.as_str());
-        match real_env::check_supported(lesson) {
+        match real_lesson::check_supported(lesson) {
             Err(why) if must => failures.push(format!("lesson {} must run on a real server: {why}", lesson.id)),
             Err(_) => continue,
             Ok(()) => {}
         }
-        match real_env::run(lesson, &server.url(), 100, true) {
+        match real_lesson::run(lesson, &server.url(), 100, true) {
             Ok(report) => {
                 ran += 1;
                 if let Err(e) = check(lesson, &report) {
@@ -98,7 +98,7 @@ fn supported_multi_node_lessons_are_the_catalogue_claims() {
     let supported: Vec<String> = builtin()
         .expect("lessons parse")
         .into_iter()
-        .filter(|l| l.topology != LessonTopology::Single && real_env::check_supported(l).is_ok())
+        .filter(|l| l.topology != LessonTopology::Single && real_lesson::check_supported(l).is_ok())
         .map(|l| l.id)
         .collect();
     assert_eq!(supported, MANAGED);
@@ -120,7 +120,7 @@ fn factor(l: &Lesson) -> u64 {
 
 fn managed(id: &str) {
     let l = lesson(id);
-    let report = real_env::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
+    let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
     if let Err(e) = check(&l, &report) {
         panic!("lesson {id} on its real topology:\n{e}");
     }
@@ -138,14 +138,14 @@ fn lesson_15_failover_on_a_real_master_and_replica() {
 /// monitor (two holders, and A's write accepted after B's: stale).
 #[test]
 fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
-    use locklab_backend::real_env::{RealEnv, RealLessonRun};
-    use locklab_backend::session::{Limits, SessionPool};
-    use locklab_backend::topology::Topology;
+    use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
+    use locklab_backend::real::session::{Limits, SessionPool};
+    use locklab_backend::real::topology::Topology;
     use locklab_core::invariants::Invariant;
     use locklab_core::trace::{Actor, EventKind};
 
     let l = lesson("15");
-    let mut topology = Topology::start(real_env::topology_kind(&l)).expect("a master and a replica");
+    let mut topology = Topology::start(real_lesson::topology_kind(&l)).expect("a master and a replica");
     let pool = SessionPool::new(Limits {
         commands_per_sec: f64::INFINITY,
         ..Limits::default()
@@ -229,7 +229,7 @@ fn lesson_31_script_keys_on_a_real_three_master_cluster() {
 fn a_real_transcript_reads_in_chinese() {
     let server = RedisServer::start();
     let l = lesson("05");
-    let report = real_env::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
+    let report = real_lesson::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
     let zh = report.transcript(&l, Lang::Zh);
     assert!(zh.starts_with("第 05 课") && zh.contains("真实 redis-server"), "{zh}");
     assert!(

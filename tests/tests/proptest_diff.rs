@@ -11,7 +11,7 @@
 //! transactions with queued errors, `WATCH` that fires, and the two lock
 //! scripts (compare-and-delete, compare-and-PEXPIRE) on any key and token.
 
-use locklab_backend::real::RealConnection;
+use locklab_backend::real::conn::RealConnection;
 use locklab_core::server::Profile;
 use locklab_tests::diff::{self, Script};
 use locklab_tests::RedisServer;

@@ -2,7 +2,7 @@
 //! server errors must come back as `Reply::Error` with the exact text the
 //! server sent, statuses stay statuses, nils and nested errors survive.
 
-use locklab_backend::real::{RealConnection, RealError};
+use locklab_backend::real::conn::{RealConnection, RealError};
 use locklab_core::cli::parse;
 use locklab_core::reply::Reply;
 use std::path::PathBuf;

@@ -10,8 +10,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use locklab_backend::faults::proxy::{LinkFault, LinkStats};
-use locklab_backend::topology::{self, Fault, Topology, TopologyKind};
+use locklab_backend::real::faults::proxy::{LinkFault, LinkStats};
+use locklab_backend::real::topology::{self, Fault, Topology, TopologyKind};
 use locklab_core::reply::Reply;
 
 fn poll(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
@@ -346,7 +346,7 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
     let sentinels = topo.sentinel_nodes();
     assert_eq!(sentinels.len(), 3);
     // Each sentinel is recorded for the reaper, like every managed process.
-    let pid_files = std::fs::read_dir(locklab_backend::reaper::runtime_dir())
+    let pid_files = std::fs::read_dir(locklab_backend::real::reaper::runtime_dir())
         .unwrap()
         .flatten()
         .filter_map(|e| std::fs::read_to_string(e.path()).ok())

@@ -10,7 +10,7 @@
 //!   `redis-sentinel` processes watching a master and its replica, their
 //!   events read from their pub/sub.
 //!
-//! [`crate::topology`] owns one of each per node (or per client and node,
+//! [`crate::real::topology`] owns one of each per node (or per client and node,
 //! for links) and exposes them as `Topology::set_link`,
 //! `Topology::shift_clock`, `Topology::drift_clock` and the sentinel
 //! methods.

@@ -97,10 +97,10 @@ use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
-use crate::observe::{Cause, LockWatch};
-use crate::real::{RealConnection, RealError};
-use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{self, Role, Topology, TopologyError, TopologyKind};
+use crate::real::observe::{Cause, LockWatch};
+use crate::real::conn::{RealConnection, RealError};
+use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
 
 /// The longest a foreground program may run before the runner gives up on
 /// it (wall time): a program that never finishes is a lesson bug, and a

@@ -16,7 +16,7 @@
 //!   `redis-cli --cluster create … --cluster-replicas 0`, ready once every
 //!   node reports `cluster_state:ok`.
 //! * `sentinel` — `replicated` plus three `redis-sentinel` processes
-//!   watching it ([`crate::faults::sentinel`]): crash or pause the master
+//!   watching it ([`crate::real::faults::sentinel`]): crash or pause the master
 //!   and Sentinel itself fails over; ready once every sentinel knows the
 //!   replica and the other two.
 //!
@@ -51,12 +51,12 @@
 //!   or [`Topology::sentinel_failover`]); a manual promote there is undone
 //!   by Sentinel, which still knows the old master.
 //! * **slow or lossy link** — a delaying proxy between one client and one
-//!   node ([`Topology::set_link`], [`crate::faults::proxy`]): latency and
+//!   node ([`Topology::set_link`], [`crate::real::faults::proxy`]): latency and
 //!   jitter per direction, lost requests or lost replies. The client must
 //!   connect through [`Topology::link_url`]; other clients are untouched,
 //!   as in the simulator, where links are per client and node.
 //! * **clock jump and drift** — every managed redis-server runs with
-//!   [`crate::faults::clock`]'s preload library, which adds a shift to its
+//!   [`crate::real::faults::clock`]'s preload library, which adds a shift to its
 //!   `CLOCK_REALTIME` read from a file the backend rewrites
 //!   ([`Topology::shift_clock`], [`Topology::drift_clock`]). Keys expire
 //!   and `TIME` answers by the shifted clock; nothing else changes.
@@ -73,12 +73,12 @@ use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
-use crate::faults::proxy::{LinkFault, LinkProxy, LinkStats};
-use crate::faults::sentinel::{SentinelEvent, Sentinels};
-use crate::real::{public_url, RealConnection};
-use crate::redis_server::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
-use crate::session::NodeTarget;
+use crate::real::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
+use crate::real::faults::proxy::{LinkFault, LinkProxy, LinkStats};
+use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
+use crate::real::conn::{public_url, RealConnection};
+use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
+use crate::real::session::NodeTarget;
 
 /// How long a node may take to answer after start, a replica to link up,
 /// or a cluster to become `ok`.
@@ -222,7 +222,7 @@ impl ManagedNode {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
-        crate::reaper::record(child.id(), self.port);
+        crate::real::reaper::record(child.id(), self.port);
         self.child = Some(child);
         let deadline = Instant::now() + READY_DEADLINE;
         loop {
@@ -251,7 +251,7 @@ impl ManagedNode {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
-            crate::reaper::forget(child.id());
+            crate::real::reaper::forget(child.id());
         }
         self.state = NodeState::Down;
     }
@@ -316,7 +316,7 @@ impl Topology {
         let root = std::env::temp_dir().join(format!(
             "locklab-topo-{}-{}",
             std::process::id(),
-            crate::session::random_hex(8)
+            crate::real::session::random_hex(8)
         ));
         let preload = clock::install_preload(&root)
             .map_err(|e| TopologyError::Start(format!("writing the clock preload library: {e}")))?;

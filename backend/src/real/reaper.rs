@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn a_redis_server_is_known_by_its_title_or_its_arguments() {
-        let server = crate::redis_server::RedisServer::start();
+        let server = crate::real::process::RedisServer::start();
         let port = server.port().to_string();
         assert!(is_managed_redis(server.pid(), &port));
         assert!(!is_managed_redis(server.pid(), "1"));

@@ -4,7 +4,10 @@
 //! `trunk build` — so this is a file server with correct content types
 //! (`application/wasm` matters: browsers refuse to stream-compile a module
 //! served as anything else). `/api/health` and the `/api/session`
-//! WebSocket come from [`api`](crate::api), merged in by [`serve`].
+//! WebSocket come from [`api`](crate::web::api), merged in by [`serve`].
+
+pub mod api;
+pub mod origin;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -65,7 +68,7 @@ pub async fn serve(
         listener.local_addr()?
     );
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(crate::api::no_delay(listener), app(dist).merge(extra))
+    axum::serve(crate::web::api::no_delay(listener), app(dist).merge(extra))
         .with_graceful_shutdown(stop)
         .await
 }

@@ -26,8 +26,8 @@ pub use locklab_core::observe::acquired_key;
 use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen};
 use locklab_core::trace::{Actor, EventKind, Via};
 
-use crate::session::Session;
-use crate::topology::{NodeInfo, NodeState};
+use crate::real::session::Session;
+use crate::real::topology::{NodeInfo, NodeState};
 
 /// Why a lock key changed on a node, as far as the watcher can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

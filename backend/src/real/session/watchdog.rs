@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use locklab_core::reply::Reply;
 
-use crate::real::RealConnection;
+use crate::real::conn::RealConnection;
 
 /// The watchdog of one command: drop it (or call [`Watchdog::done`]) when
 /// the reply is in.
@@ -121,7 +121,7 @@ impl Watchdog {
 pub(super) type Killer = Arc<Mutex<RealConnection>>;
 
 /// Open a [`Killer`] connection.
-pub(super) fn open_killer(admin_url: &str) -> Result<RealConnection, crate::real::RealError> {
+pub(super) fn open_killer(admin_url: &str) -> Result<RealConnection, crate::real::conn::RealError> {
     let conn = RealConnection::open(admin_url)?;
     // Long enough to outwait a busy threshold raised well above the default.
     conn.set_read_timeout(Some(Duration::from_secs(60)))?;

@@ -24,9 +24,9 @@ use thiserror::Error;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::api::{serve_listener, ApiState};
-use crate::real::{display_addr, RealConnection, RealError};
-use crate::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
+use crate::web::api::{serve_listener, ApiState};
+use crate::real::conn::{display_addr, RealConnection, RealError};
+use crate::real::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =
@@ -153,7 +153,7 @@ pub fn report(real: Option<&str>, budget: Duration) -> String {
 /// ratio (issue target: sim-server ≥ 0.8× redis-server).
 pub fn wire_report(real_port: u16) -> std::io::Result<String> {
     use crate::sim_server::{self, Config};
-    let Some(tool) = crate::redis_server::find_on_path("redis-benchmark") else {
+    let Some(tool) = crate::real::process::find_on_path("redis-benchmark") else {
         return Ok("redis-benchmark not found: install redis-tools to compare sim-server with redis-server\n".into());
     };
     let sim = sim_server::spawn(Config {
@@ -218,7 +218,7 @@ enum Path {
     /// The same, authenticated as a user with a session's ACL rules: what
     /// Redis's own ACL checks cost, apart from what the lab costs.
     DirectAcl,
-    /// [`Session::run_line`](crate::session::Session::run_line) in this process: table check, key prefix,
+    /// [`Session::run_line`](crate::real::session::Session::run_line) in this process: table check, key prefix,
     /// ACL user, trace events; no network hop of its own.
     Session,
     /// `/api/session` served on a loopback port, a WebSocket client per
@@ -242,8 +242,8 @@ impl Path {
         match self {
             Path::Direct => direct_cycles(url, None, clients, budget),
             Path::DirectAcl => {
-                let user = format!("bench-{}", crate::session::random_hex(8));
-                let pw = crate::session::random_hex(16);
+                let user = format!("bench-{}", crate::real::session::random_hex(8));
+                let pw = crate::real::session::random_hex(16);
                 let mut admin = RealConnection::open(url)?;
                 let mut argv = args(&["ACL", "SETUSER"]);
                 argv.extend(
@@ -501,7 +501,7 @@ type Figure = Result<f64, String>;
 /// Lock cycles per second (`SET lock tok NX PX 10000`, then the Lua
 /// compare-and-delete `EVAL`) on the server at `url`, four ways: directly
 /// with the `redis` crate; directly as an ACL user with a session's rules;
-/// through a lab [`Session`](crate::session::Session) in this process (table check, key prefix, ACL
+/// through a lab [`Session`](crate::real::session::Session) in this process (table check, key prefix, ACL
 /// user, trace events); and through the backend's `/api/session`
 /// WebSocket, as a browser drives it. Each with one client and with
 /// [`CONCURRENT_CLIENTS`], the rate limit lifted (the point is what the lab

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::session::{Limits, SessionError};
+use crate::real::session::{Limits, SessionError};
 use locklab_core::protocol::{ClientMsg, FaultKind, NodeInfo, Served, ServerMsg, TopologyKind};
 
 /// The path `locklab serve` mounts the session WebSocket on.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use locklab_core::reply::Reply;
 
 use super::NodeTarget;
-use crate::real::RealConnection;
+use crate::real::conn::RealConnection;
 
 /// How often the janitor tries again.
 const RETRY: Duration = Duration::from_secs(2);
@@ -61,7 +61,7 @@ impl Cleanup {
     /// One node: the user, the libraries, the keys. `false` when the node
     /// did not answer (or answered `BUSY`) to any of it.
     fn clean(&self, admin: &mut RealConnection) -> bool {
-        let ok = |r: Result<Reply, crate::real::RealError>| match r {
+        let ok = |r: Result<Reply, crate::real::conn::RealError>| match r {
             Ok(Reply::Error(e)) => !e.starts_with("BUSY") && !e.starts_with("LOADING"),
             Ok(_) => true,
             Err(_) => false,

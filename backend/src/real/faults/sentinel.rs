@@ -3,7 +3,7 @@
 //! replica, on free loopback ports.
 //!
 //! This is the slow, real path; the manual promote (`REPLICAOF NO ONE`,
-//! [`crate::topology::Fault::Promote`]) stays the fast one. With the master
+//! [`crate::real::topology::Fault::Promote`]) stays the fast one. With the master
 //! crashed or paused, each sentinel marks it subjectively down
 //! (`+sdown`) after [`DOWN_AFTER_MS`] without a valid reply, the sentinels
 //! agree it is objectively down (`+odown`, [`QUORUM`] of them), elect a
@@ -36,8 +36,8 @@ use locklab_core::reply::Reply;
 use locklab_core::trace::EventKind;
 use serde::{Deserialize, Serialize};
 
-use crate::redis_server::{find_on_path, free_port};
-use crate::topology::command;
+use crate::real::process::{find_on_path, free_port};
+use crate::real::topology::command;
 
 /// The name the sentinels monitor the master under.
 pub const MASTER_NAME: &str = "locklab";
@@ -276,7 +276,7 @@ impl Drop for Sentinels {
             if let Some(mut child) = p.child.take() {
                 let _ = child.kill();
                 let _ = child.wait();
-                crate::reaper::forget(child.id());
+                crate::real::reaper::forget(child.id());
             }
         }
         for l in self.listeners.drain(..) {
@@ -316,7 +316,7 @@ fn spawn_sentinel(binary: &Path, root: &Path, master_port: u16) -> Result<Sentin
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
-        crate::reaper::record(child.id(), port);
+        crate::real::reaper::record(child.id(), port);
         let mut p = SentinelProcess {
             port,
             child: Some(child),
@@ -328,7 +328,7 @@ fn spawn_sentinel(binary: &Path, root: &Path, master_port: u16) -> Result<Sentin
             }
             if let Some(Ok(Some(status))) = p.child.as_mut().map(Child::try_wait) {
                 if let Some(c) = p.child.take() {
-                    crate::reaper::forget(c.id());
+                    crate::real::reaper::forget(c.id());
                 }
                 last = format!("redis-sentinel on port {port} exited early: {status}");
                 break;
@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn a_sentinel_is_recorded_and_known_to_the_reaper_by_its_port() {
-        let master = crate::redis_server::RedisServer::start();
+        let master = crate::real::process::RedisServer::start();
         let root = std::env::temp_dir().join(format!("locklab-sentinel-unit-{}", std::process::id()));
         let binary = redis_sentinel_binary().expect(SENTINEL_NOT_FOUND);
         let mut p = spawn_sentinel(&binary, &root, master.port()).unwrap();
@@ -427,9 +427,9 @@ mod tests {
         let port = p.port.to_string();
         // Known by its `--port` argument or, once retitled, by
         // `redis-sentinel 127.0.0.1:<port> [sentinel]`.
-        assert!(crate::reaper::is_managed_redis(pid, &port));
-        assert!(!crate::reaper::is_managed_redis(pid, "1"));
-        let record = std::fs::read_to_string(crate::reaper::runtime_dir().join(format!("{pid}.pid"))).unwrap();
+        assert!(crate::real::reaper::is_managed_redis(pid, &port));
+        assert!(!crate::real::reaper::is_managed_redis(pid, "1"));
+        let record = std::fs::read_to_string(crate::real::reaper::runtime_dir().join(format!("{pid}.pid"))).unwrap();
         assert!(record.starts_with(&format!("{port}\n")));
         // It watches the master it was given.
         let master_addr = command(p.port, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME]).unwrap();
@@ -443,7 +443,7 @@ mod tests {
         let mut child = p.child.take().unwrap();
         let _ = child.kill();
         let _ = child.wait();
-        crate::reaper::forget(pid);
+        crate::real::reaper::forget(pid);
         let _ = std::fs::remove_dir_all(root);
     }
 }

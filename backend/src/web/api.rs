@@ -100,12 +100,12 @@ use locklab_core::server::Profile;
 
 use locklab_core::lesson::{Lang, Lesson};
 
-use crate::observe::{acquired_key, Cause, LockWatch};
-use crate::origin::OriginPolicy;
-use crate::real::RealConnection;
-use crate::real_env::{self, RealEnv, RealLessonError, RealLessonRun};
-use crate::session::{Limits, Session, SessionError, SessionPool};
-use crate::topology::{Fault, Topology, TopologyKind};
+use crate::real::observe::{acquired_key, Cause, LockWatch};
+use crate::web::origin::OriginPolicy;
+use crate::real::conn::RealConnection;
+use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
+use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::topology::{Fault, Topology, TopologyKind};
 
 /// Most managed topologies alive at once across all WebSockets (each is up
 /// to five processes).
@@ -211,8 +211,8 @@ pub fn real_health(redis: Option<&str>) -> Health {
     let mut unsupported = std::collections::BTreeMap::new();
     for l in locklab_core::lesson::builtin().unwrap_or_default() {
         let verdict = match redis {
-            Some(_) => real_env::check_target(&l, &target, Lang::En),
-            None => real_env::check_supported(&l),
+            Some(_) => real_lesson::check_target(&l, &target, Lang::En),
+            None => real_lesson::check_supported(&l),
         };
         match verdict {
             Ok(()) => lessons.push(l.id.clone()),
@@ -257,7 +257,7 @@ pub fn real_health(redis: Option<&str>) -> Health {
             }
         }
         None => {
-            let version = crate::redis_server::redis_server_binary().and_then(|b| {
+            let version = crate::real::process::redis_server_binary().and_then(|b| {
                 let out = std::process::Command::new(b).arg("--version").output().ok()?;
                 let text = String::from_utf8_lossy(&out.stdout).into_owned();
                 text.split_whitespace()
@@ -265,7 +265,7 @@ pub fn real_health(redis: Option<&str>) -> Health {
             });
             Health {
                 reachable: version.is_some(),
-                error: version.is_none().then(|| crate::redis_server::NOT_FOUND.to_owned()),
+                error: version.is_none().then(|| crate::real::process::NOT_FOUND.to_owned()),
                 version,
                 topology: Backing::Managed,
                 lessons,
@@ -439,7 +439,7 @@ impl Lab {
         self.run = None;
         let lang = lang.unwrap_or_default();
         let lesson = find_lesson(id)?;
-        let factor = factor.unwrap_or_else(|| real_env::default_factor(&lesson));
+        let factor = factor.unwrap_or_else(|| real_lesson::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
             return Err(format!(
                 "factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"
@@ -452,14 +452,14 @@ impl Lab {
             }
             .to_string()
         };
-        real_env::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        real_lesson::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
         match self.state.redis.clone() {
             Some(url) => {
                 let external = Topology::external(url);
-                real_env::check_target(&lesson, &external, lang).map_err(unsupported)?;
+                real_lesson::check_target(&lesson, &external, lang).map_err(unsupported)?;
                 if !matches!(self.topology, Some(Topology::External(_))) {
                     self.topology = None;
                     self._slot = None;
@@ -467,7 +467,7 @@ impl Lab {
                 }
             }
             None => {
-                let kind = real_env::topology_kind(&lesson);
+                let kind = real_lesson::topology_kind(&lesson);
                 let reused = match self.topology.as_mut() {
                     Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
                     _ => false,
@@ -490,7 +490,7 @@ impl Lab {
             factor: run.factor(),
             // The lesson's kind (the hello says whether it is the user's
             // server): what the browser lays its lanes out by.
-            topology: real_env::topology_kind(&lesson).into(),
+            topology: real_lesson::topology_kind(&lesson).into(),
             nodes: topology.nodes(),
             names: session.names().clone(),
             notice: run.notice().map(str::to_owned),
@@ -711,7 +711,7 @@ fn may_change_locks(argv: &[Vec<u8>]) -> bool {
 /// A built-in lesson by id (`5` is `05`).
 fn find_lesson(id: &str) -> Result<Lesson, String> {
     let all = locklab_core::lesson::builtin().map_err(|e| e.to_string())?;
-    crate::lessons::find(&all, id.trim())
+    crate::cli::lessons::find(&all, id.trim())
         .cloned()
         .map_err(|e| e.to_string())
 }

@@ -93,8 +93,8 @@ use locklab_core::server::Profile;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
 use thiserror::Error;
 
-use crate::real::{display_addr, RealConnection, RealError};
-use crate::topology::{Topology, TopologyKind};
+use crate::real::conn::{display_addr, RealConnection, RealError};
+use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
 pub mod functions;
@@ -1317,7 +1317,7 @@ mod tests {
         // before the path as the end of the credentials).
         assert_eq!(display_addr("redis://u:p@ss@10.0.0.1:6380"), "10.0.0.1:6380");
         assert_eq!(
-            crate::real::public_url("redis://default:s3cret@h:1/0?protocol=resp3"),
+            crate::real::conn::public_url("redis://default:s3cret@h:1/0?protocol=resp3"),
             "redis://h:1"
         );
     }

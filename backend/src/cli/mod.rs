@@ -1,0 +1,15 @@
+//! The `locklab` subcommands that run in a terminal.
+//!
+//! * [`repl`] — `locklab cli`: redis-cli's front end over the simulator, a
+//!   real server, or a lab backend's session.
+//! * [`via`] — `locklab cli --via URL`: a running `locklab serve`'s
+//!   `/api/session` WebSocket as the REPL's target.
+//! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
+//! * [`explore`] — `locklab explore`: the schedule and fault explorer.
+//! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
+
+pub mod bench;
+pub mod explore;
+pub mod lessons;
+pub mod repl;
+pub mod via;
