@@ -18,8 +18,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use locklab_backend::web::api::{serve_listener, ApiState};
 use locklab_backend::real::process::RedisServer;
+use locklab_backend::web::api::{serve_listener, ApiState};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 

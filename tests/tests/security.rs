@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use locklab_backend::web::api::ApiState;
 use locklab_backend::real::conn::RealConnection;
 use locklab_backend::real::session::Limits;
+use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_tests::ws::{connect, get_json, send, serve, until, Ws};
 use locklab_tests::RedisServer;

@@ -24,9 +24,9 @@ use thiserror::Error;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::web::api::{serve_listener, ApiState};
 use crate::real::conn::{display_addr, RealConnection, RealError};
 use crate::real::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
+use crate::web::api::{serve_listener, ApiState};
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =

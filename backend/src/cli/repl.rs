@@ -27,8 +27,8 @@ use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
 use thiserror::Error;
 
-use crate::real::conn::{RealConnection, RealError};
 use crate::cli::via::{Via, ViaError};
+use crate::real::conn::{RealConnection, RealError};
 
 /// Where commands go.
 pub enum Target {

@@ -97,8 +97,8 @@ use locklab_core::world::{Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
-use crate::real::observe::{Cause, LockWatch};
 use crate::real::conn::{RealConnection, RealError};
+use crate::real::observe::{Cause, LockWatch};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
 

@@ -73,10 +73,10 @@ use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::real::conn::{public_url, RealConnection};
 use crate::real::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
 use crate::real::faults::proxy::{LinkFault, LinkProxy, LinkStats};
 use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
-use crate::real::conn::{public_url, RealConnection};
 use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
 use crate::real::session::NodeTarget;
 

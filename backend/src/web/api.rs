@@ -100,12 +100,12 @@ use locklab_core::server::Profile;
 
 use locklab_core::lesson::{Lang, Lesson};
 
-use crate::real::observe::{acquired_key, Cause, LockWatch};
-use crate::web::origin::OriginPolicy;
 use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
+use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, Topology, TopologyKind};
+use crate::web::origin::OriginPolicy;
 
 /// Most managed topologies alive at once across all WebSockets (each is up
 /// to five processes).
