@@ -13,11 +13,10 @@
 //! one `browser.rs` uses: `locklab_tests::browser`.
 
 use std::future::Future;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use locklab_tests::browser::{self as harness, browser, js, require_dist, root, screenshot, text, viewport, POLL};
+use locklab_tests::browser::{self as harness, browser, js, require_dist, root, screenshot, text, viewport, Backend};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -29,66 +28,6 @@ where
     Fut: Future<Output = Option<T>>,
 {
     harness::eventually(WAIT, what, probe).await
-}
-
-/// `locklab serve` as the real driver needs it — `dist/` plus the
-/// real-Redis API, managed servers started from the redis-server binary —
-/// on its own runtime, so the test can take the whole backend away
-/// (every WebSocket with it, as when the process dies) and bring it back on
-/// the same port.
-struct Backend {
-    runtime: Option<tokio::runtime::Runtime>,
-    port: u16,
-}
-
-impl Backend {
-    fn start(dist: &Path, port: u16) -> Backend {
-        Backend::start_with(dist, port, None)
-    }
-
-    /// `redis`: the user's own server (`locklab serve --redis URL`).
-    fn start_with(dist: &Path, port: u16, redis: Option<String>) -> Backend {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        // The old runtime closes its listener in the background: retry.
-        let deadline = Instant::now() + WAIT;
-        let std_listener = loop {
-            match std::net::TcpListener::bind(("127.0.0.1", port)) {
-                Ok(l) => break l,
-                Err(e) => assert!(Instant::now() < deadline, "binding port {port} again: {e}"),
-            }
-            std::thread::sleep(POLL);
-        };
-        std_listener.set_nonblocking(true).unwrap();
-        let port = std_listener.local_addr().unwrap().port();
-        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::web::api::api_router(
-            locklab_backend::web::api::ApiState::new(redis),
-        ));
-        runtime.spawn(async move {
-            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-            axum::serve(listener, app).await
-        });
-        Backend {
-            runtime: Some(runtime),
-            port,
-        }
-    }
-
-    /// Gone at once: the listener and every connection, mid-session.
-    fn kill(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// `locklab explore FILE`'s result line, from the CLI's own code.
