@@ -16,10 +16,11 @@ const SINGLE_NODE: &[&str] = &[
     "30", "32", "33", "34",
 ];
 
-/// LESSONS.md: 15–16 on a real master and replica; 17, 19 and 21 on five
-/// real masters (18 and 20 are simulator-only, with reasons); 31 on a real
-/// three-master cluster.
-const MANAGED: &[&str] = &["15", "16", "17", "19", "21", "31", "37"];
+/// LESSONS.md: 15–16 on a real master and replica; 17, 19, 20 and 21 on
+/// five real masters (20's clock jump made by the lab's clock-shift
+/// preload in one redis-server; 18 is simulator-only, with its reason); 31
+/// on a real three-master cluster.
+const MANAGED: &[&str] = &["15", "16", "17", "19", "20", "21", "31", "37"];
 
 fn lesson(id: &str) -> Lesson {
     builtin()
@@ -129,6 +130,21 @@ fn managed(id: &str) {
 #[test]
 fn lesson_15_failover_on_a_real_master_and_replica() {
     managed("15");
+}
+
+/// Issue 18: lesson 20 on five real masters, one of whose clocks jumps.
+/// Its expectations are checked as on every lesson (r3's PTTL is -2 right
+/// after the jump while r1's lock still has its TTL, and B then takes
+/// r3, r4, r5); and the jump really was made in that redis-server's clock.
+#[test]
+fn lesson_20_a_real_nodes_clock_jumps_and_redlock_has_two_holders() {
+    let l = lesson("20");
+    let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 20: {e}"));
+    if let Err(e) = check(&l, &report) {
+        panic!("lesson 20 on five real masters:\n{e}");
+    }
+    let transcript = report.transcript(&l, locklab_core::lesson::Lang::En);
+    assert!(transcript.contains("CLOCK_REALTIME jumped +3000 ms"), "{transcript}");
 }
 
 /// Issue 14/15: lesson 15 on the real driver draws its violation band. The

@@ -93,7 +93,7 @@ use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
 use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
-use locklab_core::world::{Endpoint, Fault};
+use locklab_core::world::{ClockOf, Endpoint, Fault};
 use locklab_core::Reply;
 use thiserror::Error;
 
@@ -296,10 +296,23 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
                         | Fault::Failover { .. }
                         | Fault::CutLink { .. }
                         | Fault::HealLink { .. }
+                        | Fault::JumpClock { .. }
+                        | Fault::SetDrift { .. }
                 ) =>
             {
                 return Err(format!(
                     "step {} injects a fault a real server cannot take: {f:?}",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::JumpClock {
+                of: ClockOf::Client(_), ..
+            }))
+            | Ok(StepKind::Fault(Fault::SetDrift {
+                of: ClockOf::Client(_), ..
+            })) => {
+                return Err(format!(
+                    "step {} moves a client's clock, and clients run in the lab, not on a server",
                     i + 1
                 ))
             }
@@ -1026,6 +1039,37 @@ impl RealLessonRun {
                     "restarted the process on the same port after {} ms, empty (no persistence)",
                     down_ms / self.factor
                 )))
+            }
+            // A node's wall clock really moves: the lab's clock-shift
+            // preload (real/faults/clock.rs) offsets CLOCK_REALTIME in that
+            // redis-server alone. The jump is lesson time, so it is
+            // compressed like the TTLs it is meant to outrun.
+            Fault::JumpClock {
+                of: ClockOf::Node(node),
+                delta_ms,
+            } => {
+                let wall = delta_ms / self.factor.max(1) as i64;
+                topo(
+                    env,
+                    topology::Fault::JumpClock {
+                        node: *node,
+                        delta_ms: wall,
+                    },
+                )?;
+                Ok((self.factor > 1).then(|| {
+                    format!(
+                        "the node's CLOCK_REALTIME jumped {wall:+} ms ({delta_ms:+} ms of lesson time at {}×)",
+                        self.factor
+                    )
+                }))
+            }
+            // Drift is a rate: the same at any time compression.
+            Fault::SetDrift {
+                of: ClockOf::Node(node),
+                ppm,
+            } => {
+                topo(env, topology::Fault::DriftClock { node: *node, ppm: *ppm })?;
+                Ok(None)
             }
             Fault::PromoteReplica { node } => {
                 topo(env, topology::Fault::Promote { node: *node })?;
