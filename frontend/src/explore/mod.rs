@@ -134,11 +134,11 @@ impl Explore {
     pub fn on_event(&mut self, e: WorkerEvent) {
         match e {
             WorkerEvent::Loading => self.status = Status::Loading,
-            WorkerEvent::Ready => {
-                if self.status == Status::Loading {
-                    self.status = Status::Idle;
-                }
-            }
+            // The wasm is up, but the screen is not usable until the
+            // catalogue has come (the design list is the worker's): only
+            // `Catalog` ends `Loading`. Going idle on `Ready` let a quick
+            // user (or a test) see an empty design list.
+            WorkerEvent::Ready => {}
             WorkerEvent::Catalog(c) => {
                 self.catalog = Rc::new(*c);
                 if self.text.is_empty() && !self.catalog.designs.is_empty() {
@@ -281,6 +281,9 @@ mod tests {
         let mut m = Explore::default();
         m.on_event(WorkerEvent::parse(r#"{"type":"loading"}"#));
         assert_eq!(m.status, Status::Loading);
+        // The wasm is ready but the design list has not come: still loading.
+        m.on_event(WorkerEvent::parse(r#"{"type":"ready"}"#));
+        assert_eq!(m.status, Status::Loading, "idle with an empty design list");
         let cat = serde_json::to_string(&serde_json::json!({
             "designs": catalog().designs, "drills": catalog().drills
         }))
