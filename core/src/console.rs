@@ -112,22 +112,30 @@ pub fn read(line: &[u8], limits: Limits) -> Typed {
 /// Run `line` within `limits`: each command through `exec` (`None`: no
 /// reply came, see [`NO_REPLY`]), and the output as redis-cli prints it,
 /// one reply per line, trailing newline included (empty for a blank line).
-pub fn run(line: &[u8], limits: Limits, mut exec: impl FnMut(&[Vec<u8>]) -> Option<Reply>) -> String {
-    match read(line, limits) {
-        Typed::Empty => String::new(),
-        Typed::Refused(why) => format!("{why}\n"),
-        Typed::Run { argv, repeat } => {
-            let mut out = String::new();
-            for _ in 0..repeat {
-                match exec(&argv) {
-                    Some(reply) => out.push_str(&cli::render(&argv, &reply)),
-                    None => {
-                        out.push_str(NO_REPLY);
-                        out.push('\n');
+pub fn run(line: &[u8], limits: Limits, exec: impl FnMut(&[Vec<u8>]) -> Option<Reply>) -> String {
+    read(line, limits).run(exec)
+}
+
+impl Typed {
+    /// [`run`] for a line already [`read`]: a caller that looked at the
+    /// line first does not split it twice.
+    pub fn run(self, mut exec: impl FnMut(&[Vec<u8>]) -> Option<Reply>) -> String {
+        match self {
+            Typed::Empty => String::new(),
+            Typed::Refused(why) => format!("{why}\n"),
+            Typed::Run { argv, repeat } => {
+                let mut out = String::new();
+                for _ in 0..repeat {
+                    match exec(&argv) {
+                        Some(reply) => out.push_str(&cli::render(&argv, &reply)),
+                        None => {
+                            out.push_str(NO_REPLY);
+                            out.push('\n');
+                        }
                     }
                 }
+                out
             }
-            out
         }
     }
 }

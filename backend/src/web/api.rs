@@ -661,17 +661,19 @@ fn console_line(
         max_line,
         ..console::Limits::BROWSER
     };
-    match console::read(line.as_bytes(), limits) {
-        console::Typed::Run { .. } => {}
+    let typed = match console::read(line.as_bytes(), limits) {
+        typed @ console::Typed::Run { .. } => typed,
         // redis-cli's own refusal of a repeat count: nothing was sent.
         console::Typed::Refused(why @ console::Refusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
+        // Too long, unbalanced, empty: the session's own error (and note).
         _ => {
-            if let Err(e) = s.run_line(client, node, line) {
-                return e.to_reply().to_cli();
+            return match s.run_line(client, node, line) {
+                Err(e) => e.to_reply().to_cli(),
+                Ok(reply) => reply.to_cli(),
             }
         }
-    }
-    let text = console::run(line.as_bytes(), limits, |argv| {
+    };
+    let text = typed.run(|argv| {
         Some(match s.run_routed(client, node, argv) {
             Ok((at, reply)) => {
                 if let Ok(cid) = s.client(client) {
