@@ -226,14 +226,17 @@ async fn libraries_are_the_sessions_own_whatever_the_spelling() {
 
 /// Poll `done` until it holds (a session's cleanup runs after its socket
 /// closed).
+///
+/// The bound is generous: it only turns a hang into a failure, it does not
+/// time anything.
 async fn wait_for(mut done: impl FnMut() -> bool) {
-    for _ in 0..600 {
+    for _ in 0..2400 {
         if done() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("condition not reached in 30 s");
+    panic!("condition not reached in 120 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -472,6 +475,19 @@ async fn a_session_that_ends_while_redis_is_busy_is_cleaned_up_later() {
         let mut c = RealConnection::open(&url).unwrap();
         c.execute(&locklab_core::cli::parse("EVAL \"while true do end\" 0").unwrap())
     });
+    // The session must end while the script runs, not before it started:
+    // a probe answered `BUSY` (after the server's busy threshold) proves it.
+    let probe_url = owner.server.url();
+    tokio::task::spawn_blocking(move || loop {
+        let mut probe = RealConnection::open(&probe_url).unwrap();
+        probe.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        match probe.execute(&[b"PING".to_vec()]) {
+            Ok(Reply::Error(e)) if e.starts_with("BUSY") => break,
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    })
+    .await
+    .unwrap();
     drop(ws);
     wait_for(|| state.pending_cleanups() == 1).await;
     assert_eq!(state.live_sessions(), 0);
