@@ -357,7 +357,7 @@ impl RealDriver {
                     run.trace_from = 0;
                 }
             }
-            ServerMsg::Event { event } => self.events.push(event),
+            ServerMsg::Event { event } => locklab_core::trace::append_streamed(&mut self.events, event),
             ServerMsg::Names { names } => self.names = names,
             ServerMsg::Topology { kind, nodes } => {
                 if let Some(s) = self.session.as_mut() {
