@@ -112,7 +112,13 @@ fn supported_multi_node_lessons_are_the_catalogue_claims() {
 /// At 5× the same lesson has twenty times the margin (100 lesson ms are
 /// 20 wall ms) and still takes only about four wall seconds.
 fn factor(l: &Lesson) -> u64 {
-    if l.topology == LessonTopology::Redlock5 {
+    if l.id == "19" {
+        // Its check at 10.05 s follows the failed extension at 9.9 s and
+        // the release after it by 50–100 lesson ms: at 5× that is 10–20
+        // wall ms, which a loaded machine's late wake-ups can eat. In real
+        // time the run is ~21 s and the margin is whole.
+        1
+    } else if l.topology == LessonTopology::Redlock5 {
         5
     } else {
         100

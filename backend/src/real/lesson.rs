@@ -131,11 +131,11 @@ pub struct RealReport {
     /// Per step, what was actually sent or done when it differs from the
     /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
     pub notes: BTreeMap<usize, String>,
-    /// Did the lesson's outcome happen, where a real run can tell: an
-    /// `overlap` lesson is judged by the clients' beliefs, exactly as the
-    /// simulator judges it. `None` for the other invariants (stale write,
-    /// wrong release, deadlock), which the simulator derives from its own
-    /// model of every node and which a real run does not rebuild.
+    /// Did the lesson's outcome happen, where a real run can tell, judged
+    /// by core's monitor as in the simulator: two holders by the clients'
+    /// beliefs, a stale write by grant order at the resource, a wrong
+    /// release by what the lock observer saw on the servers. `None` for a
+    /// deadlock (an unbounded hold), which a real run does not time.
     pub outcome: Option<bool>,
 }
 
@@ -401,6 +401,10 @@ struct Running {
     /// Requests the lab dropped (a cut link): `Failed` at the client's
     /// timeout.
     fails: Vec<(u32, Instant)>,
+    /// Paused (a GC pause, a frozen VM) until then: its timers fall due
+    /// meanwhile and fire late, all at once, when it runs again — as in
+    /// the simulator, where a paused client handles nothing.
+    paused_until: Option<Instant>,
     done: bool,
 }
 
@@ -409,13 +413,22 @@ impl Running {
         if self.done {
             return None;
         }
-        self.timers
+        let due = self
+            .timers
             .values()
             .chain(self.fails.iter().map(|(_, t)| t))
             .min()
-            .copied()
+            .copied();
+        match self.paused_until {
+            Some(resume) => due.map(|d| d.max(resume)),
+            None => due,
+        }
     }
 }
+
+/// A pause without an end lasts until the lesson resumes the client; far
+/// enough that it never ends by itself.
+const PAUSED_FOR_GOOD: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A lesson being played on real servers, one step at a time.
 pub struct RealLessonRun {
@@ -599,8 +612,15 @@ impl RealLessonRun {
     /// The lesson's outcome, where a real run can judge it (see
     /// [`RealReport::outcome`]).
     pub fn outcome(&self) -> Option<bool> {
-        match self.lesson.outcome.invariant {
-            OutcomeInvariant::Overlap => Some(self.overlapped == self.lesson.outcome.broken),
+        let expected = &self.lesson.outcome;
+        match expected.invariant {
+            OutcomeInvariant::Overlap => Some(self.overlapped == expected.broken),
+            // Judged by core's monitor, as in the simulator: writes by
+            // grant order, releases by what the lock observer saw.
+            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
+                let inv = expected.invariant.invariant()?;
+                Some(self.monitor.violations().iter().any(|v| v.invariant == inv) == expected.broken)
+            }
             _ => None,
         }
     }
@@ -683,6 +703,9 @@ impl RealLessonRun {
                 *t += d;
             }
             for (_, t) in &mut p.fails {
+                *t += d;
+            }
+            if let Some(t) = &mut p.paused_until {
                 *t += d;
             }
         }
@@ -1070,9 +1093,21 @@ impl RealLessonRun {
             Ok(text)
         };
         match fault {
-            Fault::PauseClient { .. } | Fault::ResumeClient { .. } => {
-                // The client simply sends nothing: the lesson's own waits
-                // are the pause.
+            // A client at the console simply sends nothing: the lesson's
+            // own waits are the pause. A client's program stops handling
+            // anything until the pause ends (its timers fire late).
+            Fault::PauseClient { client, ms } => {
+                let until = Instant::now() + ms.map_or(PAUSED_FOR_GOOD, |ms| self.wall(ms));
+                for p in self.programs.iter_mut().flatten().filter(|p| &p.client == client) {
+                    p.paused_until = Some(until);
+                }
+                Ok(None)
+            }
+            Fault::ResumeClient { client } => {
+                let now = Instant::now();
+                for p in self.programs.iter_mut().flatten().filter(|p| &p.client == client) {
+                    p.paused_until = p.paused_until.map(|t| t.min(now));
+                }
                 Ok(None)
             }
             Fault::CrashClient { client } => {
@@ -1242,6 +1277,7 @@ impl RealLessonRun {
             inbox,
             timers: BTreeMap::new(),
             fails: Vec::new(),
+            paused_until: None,
             done: false,
         }));
         let slot = self.programs.len() - 1;
@@ -1360,9 +1396,16 @@ impl RealLessonRun {
             let Some(p) = self.programs[slot].as_mut() else {
                 continue;
             };
-            if p.done {
+            if p.done || p.paused_until.is_some_and(|t| t > now) {
                 continue;
             }
+            if p.paused_until.take().is_some() {
+                let cid = p.cid;
+                self.record(env, None, Actor::Client(cid), EventKind::Resumed);
+            }
+            let Some(p) = self.programs[slot].as_mut() else {
+                continue;
+            };
             let mut due: Vec<(Instant, Input)> = Vec::new();
             p.timers.retain(|&tag, &mut t| {
                 let fire = t <= now;

@@ -213,12 +213,9 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
             max_hold_ms: cfg.invariants.max_hold_ms,
             overlap_is_violation: Some(cfg.invariants.overlap_is_violation),
         },
-        real: RealRun::No {
-            why: Text {
-                en: "A counterexample found by the simulator's explorer.".into(),
-                zh: "由模拟器的探索器找到的反例。".into(),
-            },
-        },
+        // Replayable on real redis-server (issue 19): the real driver's
+        // own check says which steps a real topology cannot play.
+        real: RealRun::Yes,
         seed: scenario.seed,
         steps,
         outcome: Outcome {
