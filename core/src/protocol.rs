@@ -321,6 +321,12 @@ pub enum ClientMsg {
         factor: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lang: Option<Lang>,
+        /// A lesson that is not in the catalogue — a counterexample the
+        /// explorer found in the page — sent whole, to replay it on real
+        /// servers. The backend plays it only after
+        /// [`Lesson::validate_sent`](crate::lesson::Lesson::validate_sent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lesson: Option<Box<crate::lesson::Lesson>>,
     },
     /// The running lesson's next step.
     LessonStep,
@@ -496,6 +502,7 @@ mod tests {
         assert_eq!(
             client(r#"{"type":"lesson","id":"05","lang":"zh"}"#),
             ClientMsg::Lesson {
+                lesson: None,
                 id: "05".into(),
                 factor: None,
                 lang: Some(Lang::Zh)
@@ -511,6 +518,7 @@ mod tests {
                 kind: TopologyKind::Redlock5,
             },
             ClientMsg::Lesson {
+                lesson: None,
                 id: "17".into(),
                 factor: Some(10),
                 lang: None,

@@ -306,6 +306,9 @@ impl RealDriver {
             id: lesson.id.clone(),
             factor: Some(self.factor),
             lang: (self.lang == Lang::Zh).then_some(locklab_core::lesson::Lang::Zh),
+            // Not in the backend's catalogue: an explorer counterexample
+            // goes whole, to be replayed on real servers.
+            lesson: (lesson.id == locklab_core::explore::lesson::COUNTEREXAMPLE_ID).then(|| Box::new(lesson.clone())),
         });
     }
 

@@ -43,3 +43,62 @@ fn the_gc_pause_counterexample_breaks_real_redis_on_one_node() {
 fn the_gc_pause_counterexample_breaks_real_redis_on_five_masters() {
     replay("07-redlock5-gc-pause.toml");
 }
+
+/// The page's way: the counterexample goes whole over the WebSocket (it is
+/// not in the backend's catalogue) and plays on the managed topology; a
+/// sent lesson that is not a counterexample, or would hold the session for
+/// hours, is refused with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counterexample_sent_by_the_page_replays_on_real_redis() {
+    use locklab_backend::web::api::ApiState;
+    use locklab_core::protocol::ClientMsg;
+    use locklab_tests::ws::{connect, send_msg, serve, until};
+
+    let spec = design("04-no-fencing.toml");
+    let report = explore(&spec).expect("the search runs");
+    let lesson = counterexample_lesson(&spec, &report).expect("a counterexample lesson");
+    let addr = serve(ApiState::new(None)).await;
+    let mut ws = connect(addr).await;
+    let sent = |lesson: locklab_core::lesson::Lesson| ClientMsg::Lesson {
+        id: lesson.id.clone(),
+        factor: Some(1),
+        lang: None,
+        lesson: Some(Box::new(lesson)),
+    };
+    // Refused: a catalogue id sent whole, and waits adding up to hours.
+    let mut not_ours = lesson.clone();
+    not_ours.id = "05".into();
+    send_msg(&mut ws, &sent(not_ours)).await;
+    let error = until(&mut ws, "error").await.pop().unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains("only a counterexample"),
+        "{error}"
+    );
+    let mut endless = lesson.clone();
+    endless.steps.extend(std::iter::repeat_n(
+        locklab_core::lesson::Step {
+            wait_ms: Some(3_600_000),
+            ..Default::default()
+        },
+        2,
+    ));
+    send_msg(&mut ws, &sent(endless)).await;
+    let error = until(&mut ws, "error").await.pop().unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains("at most 600000 ms"),
+        "{error}"
+    );
+    // Played.
+    send_msg(&mut ws, &sent(lesson.clone())).await;
+    let started = until(&mut ws, "lesson").await.pop().unwrap();
+    assert_eq!(started["id"], "00");
+    for _ in 0..started["steps"].as_u64().unwrap() {
+        send_msg(&mut ws, &ClientMsg::LessonStep).await;
+        until(&mut ws, "step").await;
+    }
+    let done = until(&mut ws, "lesson_done").await.pop().unwrap();
+    assert_eq!(
+        done["passed"], true,
+        "real redis-server broke the design as the simulator did: {done}"
+    );
+}

@@ -417,8 +417,13 @@ impl Lab {
                     Err(e) => out.push(ServerMsg::Error { message: e.to_string() }),
                 }
             }
-            ClientMsg::Lesson { id, factor, lang } => {
-                if let Err(message) = self.start_lesson(&id, factor, lang, &mut out) {
+            ClientMsg::Lesson {
+                id,
+                factor,
+                lang,
+                lesson,
+            } => {
+                if let Err(message) = self.start_lesson(&id, lesson, factor, lang, &mut out) {
                     out.push(ServerMsg::Error { message });
                 }
             }
@@ -428,17 +433,26 @@ impl Lab {
     }
 
     /// `lesson`: a fresh session on the lesson's topology, and a run at
-    /// step 0.
+    /// step 0. `sent`: the lesson itself, when it is not the catalogue's
+    /// (a counterexample from the page's explorer).
     fn start_lesson(
         &mut self,
         id: &str,
+        sent: Option<Box<Lesson>>,
         factor: Option<u64>,
         lang: Option<Lang>,
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), String> {
         self.run = None;
         let lang = lang.unwrap_or_default();
-        let lesson = find_lesson(id)?;
+        let lesson = match sent {
+            Some(l) if l.id == id.trim() => {
+                l.validate_sent().map_err(|e| e.to_string())?;
+                *l
+            }
+            Some(l) => return Err(format!("the lesson sent is {:?}, not {id:?}", l.id)),
+            None => find_lesson(id)?,
+        };
         let factor = factor.unwrap_or_else(|| real_lesson::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
             return Err(format!(

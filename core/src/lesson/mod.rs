@@ -630,6 +630,53 @@ impl Lesson {
         Ok(lesson)
     }
 
+    /// A lesson that came over a socket rather than from the catalogue (a
+    /// counterexample the page's explorer made): [`validate`](Self::validate)
+    /// plus bounds a file in `lessons/` is trusted to keep, so a crafted
+    /// one cannot hold a real session for hours or run a thousand programs.
+    /// Its commands still go through the session's sandbox like any line.
+    pub fn validate_sent(&self) -> Result<(), LessonError> {
+        const MAX_STEPS: usize = 200;
+        const MAX_ACTORS: usize = 16;
+        const MAX_PROGRAMS: usize = 16;
+        const MAX_WAIT_MS: u64 = 10 * 60 * 1000;
+        let invalid = |msg: String| LessonError::Invalid {
+            id: self.id.clone(),
+            msg,
+        };
+        if self.id != crate::explore::lesson::COUNTEREXAMPLE_ID {
+            return Err(invalid(format!(
+                "only a counterexample ({}) is sent whole; catalogue lessons go by id",
+                crate::explore::lesson::COUNTEREXAMPLE_ID
+            )));
+        }
+        if self.steps.len() > MAX_STEPS || self.actors.len() > MAX_ACTORS {
+            return Err(invalid(format!(
+                "{} steps and {} actors: at most {MAX_STEPS} and {MAX_ACTORS}",
+                self.steps.len(),
+                self.actors.len()
+            )));
+        }
+        self.validate()?;
+        let (mut waits, mut programs) = (0u64, 0usize);
+        for step in &self.steps {
+            match step.kind() {
+                Ok(StepKind::Wait(ms)) => waits = waits.saturating_add(ms),
+                Ok(StepKind::Program { .. }) => programs += 1,
+                _ => {}
+            }
+        }
+        if waits > MAX_WAIT_MS {
+            return Err(invalid(format!(
+                "its waits add up to {waits} ms: at most {MAX_WAIT_MS} ms (10 minutes)"
+            )));
+        }
+        if programs > MAX_PROGRAMS {
+            return Err(invalid(format!("{programs} programs: at most {MAX_PROGRAMS}")));
+        }
+        Ok(())
+    }
+
     /// Everything a file can get wrong that serde cannot see.
     pub fn validate(&self) -> Result<(), LessonError> {
         let invalid = |msg: String| LessonError::Invalid {
