@@ -1040,6 +1040,11 @@ fn debug_sleep_holds_only_its_own_client() {
 /// 7.0.15 gives (and sim-server must give) for BUSY, KILL and NOTBUSY.
 fn busy_transcript(addr: SocketAddr) -> Vec<String> {
     let mut runner = connect(addr);
+    // A killed pure-Lua loop ends at the VM's next budget check, which can
+    // be seconds away on a loaded machine (a known latency, see the
+    // notes): the runner's reply may take that long; the bound only turns
+    // a hang into a failure.
+    runner.set_read_timeout(Some(Duration::from_secs(120))).expect("read timeout");
     let mut other = connect(addr);
     let mut out = lines_for(
         &mut other,
