@@ -10,8 +10,8 @@
 
 use std::fmt;
 
+use locklab_core::actor::Names;
 use locklab_core::lesson::run::Shown;
-use locklab_core::trace::Names;
 
 /// The two languages of the lab. The articles the lessons come from are
 /// Chinese; the code, the commands and the replies are the same in both.

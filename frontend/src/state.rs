@@ -18,8 +18,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use locklab_core::fault::Fault;
 use locklab_core::protocol::{FaultKind, TopologyKind};
-use locklab_core::world::Fault;
 use yew::prelude::*;
 
 use crate::catalog;

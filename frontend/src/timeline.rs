@@ -39,7 +39,9 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
-use locklab_core::trace::{command_line, Actor, EventKind, LockChange, Trace, Via};
+use locklab_core::actor::Actor;
+use locklab_core::observe::{LockChange, Via};
+use locklab_core::trace::{command_line, EventKind, Trace};
 use locklab_core::Reply;
 
 use crate::i18n::{Lang, Text};
@@ -322,7 +324,7 @@ pub struct Callout {
 /// tokens and times); Chinese says what broke and who was involved, from
 /// the violation's kind and actors, and keeps core's sentence for the
 /// tooltip.
-fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core::trace::Names, lang: Lang) -> String {
+fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core::actor::Names, lang: Lang) -> String {
     use locklab_core::invariants::Invariant;
     if lang == Lang::En {
         return v.detail.clone();
@@ -331,7 +333,7 @@ fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core:
         .actors
         .iter()
         .map(|&a| match a {
-            locklab_core::trace::Actor::Resource => "受保护资源".to_owned(),
+            locklab_core::actor::Actor::Resource => "受保护资源".to_owned(),
             a => names.actor(a),
         })
         .collect();
@@ -1295,8 +1297,8 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                 }
             }
             EventKind::Fault { fault } => {
-                use locklab_core::world::fault::Endpoint;
-                use locklab_core::world::Fault as F;
+                use locklab_core::fault::Endpoint;
+                use locklab_core::fault::Fault as F;
                 let endpoint_lane = |e: &Endpoint| match e {
                     Endpoint::Client(name) => names
                         .clients

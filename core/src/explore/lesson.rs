@@ -18,12 +18,13 @@
 
 use super::{Outcome as ExploreOutcome, Report, Spec};
 use crate::client::Program;
+use crate::fault::At;
 use crate::invariants::Invariant;
 use crate::lesson::run::LessonRun;
 use crate::lesson::{
     Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Text, Theme, WorldSettings,
 };
-use crate::world::{At, Topology};
+use crate::world::Topology;
 
 /// The id a counterexample lesson carries (the catalogue's are `01`–`42`).
 pub const COUNTEREXAMPLE_ID: &str = "00";

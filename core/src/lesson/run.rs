@@ -28,11 +28,13 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::Metrics;
 use super::{Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind, Text};
+use crate::actor::{Actor, Names};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
+use crate::fault::Fault;
 use crate::invariants::Invariant;
 use crate::reply::Reply;
-use crate::trace::{Actor, EventKind, Names};
-use crate::world::{ClientId, Fault, Topology, World, WorldConfig};
+use crate::trace::EventKind;
+use crate::world::{ClientId, Topology, World, WorldConfig};
 
 /// What a command step shows when its request or reply was lost.
 pub use crate::console::NO_REPLY;

@@ -10,10 +10,11 @@
 use super::monitoring::OngoingKind;
 use super::queue::Item;
 use super::{text, Pending, World};
+use crate::actor::Actor;
 use crate::client::{Action, Argv, Ctx, Input, Target};
 use crate::invariants::Monitor;
 use crate::server::ConnId;
-use crate::trace::{Actor, EventKind, LossReason};
+use crate::trace::{EventKind, LossReason};
 
 impl World {
     pub(super) fn client_item(&mut self, c: u32, item: Item) {

@@ -6,9 +6,10 @@
 //! file feeds it and carries out what it saw.
 
 use super::World;
+use crate::actor::Actor;
 use crate::observe::{Cause, Observed, Seen};
 use crate::server::db::Value;
-use crate::trace::{Actor, EventKind};
+use crate::trace::EventKind;
 
 fn value_bytes(v: &Value) -> Vec<u8> {
     match v {

@@ -6,8 +6,9 @@
 //! violation still going on, so the timeline paints how long it lasted.
 
 use super::World;
+use crate::actor::Actor;
 use crate::invariants::Violation;
-use crate::trace::{Actor, EventKind};
+use crate::trace::EventKind;
 
 /// A violation whose condition still holds.
 #[derive(Clone, Debug)]

@@ -10,11 +10,12 @@
 
 use super::queue::Item;
 use super::{text, World};
+use crate::actor::Actor;
 use crate::client::Argv;
 use crate::observe::Cause;
 use crate::reply::Reply;
 use crate::server::{ConnId, NodeEvent, Role};
-use crate::trace::{Actor, EventKind, LossReason};
+use crate::trace::{EventKind, LossReason};
 
 impl World {
     pub(super) fn conn(&mut self, c: u32, node: u32) -> ConnId {

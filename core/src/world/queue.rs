@@ -8,9 +8,10 @@
 //! line typed at a client is a request like any program's.
 
 use super::{Argv, ClientId, Fault, ReqId, World, WorldError};
+use crate::actor::Actor;
 use crate::client::Machine;
 use crate::reply::Reply;
-use crate::trace::{Actor, Event, EventKind};
+use crate::trace::{Event, EventKind};
 
 /// What is waiting in the queue.
 #[derive(Clone, Debug)]

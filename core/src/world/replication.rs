@@ -9,11 +9,12 @@
 
 use super::queue::Item;
 use super::{text, Waiter, World};
+use crate::actor::Actor;
 use crate::client::Argv;
 use crate::observe::Cause;
 use crate::reply::Reply;
 use crate::server::db::Value;
-use crate::trace::{Actor, EventKind};
+use crate::trace::EventKind;
 
 fn parse_u64(b: &[u8]) -> Option<u64> {
     std::str::from_utf8(b).ok()?.parse().ok()

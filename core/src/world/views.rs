@@ -6,10 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ClientId, World, WorldConfig};
+use crate::actor::Names;
 use crate::invariants::{InvariantConfig, Monitor, Violation};
 use crate::resource::Resource;
 use crate::server::{Node, Role};
-use crate::trace::{Event, Names, Trace};
+use crate::trace::{Event, Trace};
 
 /// A lock key as one node has it right now (for views and tests).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -229,7 +229,7 @@ pub fn app() -> Html {
     };
     let oninject = {
         let s = state.clone();
-        Callback::from(move |f: locklab_core::world::Fault| s.dispatch(Action::Inject(f)))
+        Callback::from(move |f: locklab_core::fault::Fault| s.dispatch(Action::Inject(f)))
     };
     let onadvance = {
         let s = state.clone();
