@@ -103,6 +103,21 @@ pub struct Violation {
     pub detail: String,
 }
 
+impl Violation {
+    /// Is `self` a later state of `earlier`: the same broken invariant, from
+    /// the same moment, with the same people, only lasting longer? A
+    /// violation still going on grows; the simulator stretches its event in
+    /// place, a driver that streams events sends it again (see
+    /// [`crate::trace::append_streamed`]).
+    pub fn amends(&self, earlier: &Violation) -> bool {
+        self.invariant == earlier.invariant
+            && self.from_ms == earlier.from_ms
+            && self.actors == earlier.actors
+            && self.detail == earlier.detail
+            && self.to_ms >= earlier.to_ms
+    }
+}
+
 /// What the monitor watches and how strict it is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

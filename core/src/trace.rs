@@ -16,15 +16,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::{Actor, Names};
 use crate::fault::Fault;
 use crate::invariants::Violation;
 use crate::observe::{LockChange, Via};
 use crate::reply::Reply;
-
-// TEMPORARY (split14): the old path, for the files being rewritten on main
-// (backend/src/real/lesson.rs, frontend/src/real.rs,
-// frontend/src/view/lesson_panel.rs); removed once they use crate::actor.
-pub use crate::actor::{Actor, Names};
 
 /// One thing that happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +124,25 @@ pub enum EventKind {
     Done,
     /// An invariant broke.
     Violation { violation: Violation },
+}
+
+/// Add a streamed event to `events`. A violation still going on is sent
+/// again each time its span grew (an event once sent over a socket cannot
+/// be stretched in place as the simulator does): the later copy replaces
+/// the one it [amends](Violation::amends), so the band grows during play
+/// and is drawn once.
+pub fn append_streamed(events: &mut Vec<Event>, event: Event) {
+    if let EventKind::Violation { violation: newer } = &event.kind {
+        let earlier = events.iter_mut().rev().find_map(|e| match &mut e.kind {
+            EventKind::Violation { violation } if newer.amends(violation) => Some(violation),
+            _ => None,
+        });
+        if let Some(earlier) = earlier {
+            earlier.to_ms = newer.to_ms;
+            return;
+        }
+    }
+    events.push(event);
 }
 
 /// A whole trace with its name tables: what a driver hands to a view.
@@ -317,5 +332,64 @@ impl Event {
                 violation.to_ms
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::invariants::Invariant;
+
+    fn band(to_ms: u64) -> Event {
+        Event {
+            step: 0,
+            at_ms: to_ms,
+            actor: Actor::World,
+            kind: EventKind::Violation {
+                violation: Violation {
+                    invariant: Invariant::Overlap,
+                    from_ms: 100,
+                    to_ms,
+                    actors: vec![Actor::Client(0), Actor::Client(1)],
+                    detail: "A and B all believe they hold lock".into(),
+                },
+            },
+        }
+    }
+
+    fn spans(events: &[Event]) -> Vec<(u64, u64)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Violation { violation: v } => Some((v.from_ms, v.to_ms)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_streamed_violation_grows_in_place_and_another_is_kept() {
+        let mut events = Vec::new();
+        append_streamed(&mut events, band(100));
+        append_streamed(
+            &mut events,
+            Event {
+                step: 1,
+                at_ms: 150,
+                actor: Actor::Client(0),
+                kind: EventKind::Done,
+            },
+        );
+        append_streamed(&mut events, band(400));
+        append_streamed(&mut events, band(900));
+        assert_eq!(events.len(), 2);
+        assert_eq!(spans(&events), vec![(100, 900)]);
+        // Another moment, or other people: another band.
+        let mut other = band(1000);
+        if let EventKind::Violation { violation } = &mut other.kind {
+            violation.from_ms = 950;
+        }
+        append_streamed(&mut events, other);
+        assert_eq!(spans(&events), vec![(100, 900), (950, 1000)]);
     }
 }

@@ -58,6 +58,13 @@ pub trait LessonDriver {
         0
     }
 
+    /// The off-script actions the run carries, worded in `lang`, oldest
+    /// first: what the outcome box blames when the run's outcome is not the
+    /// article's.
+    fn off_script_words(&self, _lang: Lang) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Why the run cannot go on (a lesson the driver cannot play, a lost
     /// connection), if it cannot.
     fn error(&self) -> Option<String>;
@@ -156,6 +163,10 @@ impl LessonDriver for Session {
 
     fn off_script_count(&self) -> usize {
         self.off_script().count()
+    }
+
+    fn off_script_words(&self, lang: Lang) -> Vec<String> {
+        Session::off_script_words(self, lang)
     }
 
     fn error(&self) -> Option<String> {

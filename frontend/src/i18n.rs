@@ -371,6 +371,56 @@ impl Text {
 /// A lesson step in `lang`: core's wording of it ([`Shown::english`], what
 /// the CLI transcript prints, or [`Shown::chinese`]). Commands, keys,
 /// values and node names stay as typed.
+/// A line typed off script, for the outcome box.
+pub fn typed_off_script(who: &str, line: &str, lang: Lang) -> String {
+    match lang {
+        Lang::En => format!("{who} typed `{line}`"),
+        Lang::Zh => format!("{who} 输入了 `{line}`"),
+    }
+}
+
+/// The clock moved forward off script, for the outcome box.
+pub fn clock_moved(ms: u64, lang: Lang) -> String {
+    let by = crate::timeline::seconds(ms);
+    match lang {
+        Lang::En => format!("the clock moved forward {by}"),
+        Lang::Zh => format!("时钟前进了 {by}"),
+    }
+}
+
+/// What a lesson's outcome expects, in a few words: "two holders", "no
+/// “two holders”", "no broken invariant".
+pub fn expected_outcome(outcome: &locklab_core::lesson::Outcome, lang: Lang) -> String {
+    let title = outcome.invariant.invariant().map(|inv| match lang {
+        Lang::En => inv.title(),
+        Lang::Zh => inv.title_zh(),
+    });
+    match (title, outcome.broken, lang) {
+        (Some(t), true, _) => t.to_owned(),
+        (Some(t), false, Lang::En) => format!("no “{t}”"),
+        (Some(t), false, Lang::Zh) => format!("不出现“{t}”"),
+        (None, _, Lang::En) => "no broken invariant".to_owned(),
+        (None, _, Lang::Zh) => "不违反任何不变量".to_owned(),
+    }
+}
+
+/// The outcome box's sentence when the run's outcome is not the article's
+/// and the user went off script: the simulator is deterministic and the
+/// scripted run is the article's (every lesson's test checks it), so what
+/// the user did is the only difference, and it is named.
+pub fn changed_by_off_script(expected: &str, actions: &[String], lang: Lang) -> String {
+    match lang {
+        Lang::En => format!(
+            "Not what the article expects ({expected}), because of what you did off script: {}. Step back before it and play on to see the article's run.",
+            actions.join("; ")
+        ),
+        Lang::Zh => format!(
+            "与文章的预期（{expected}）不同，原因是你在脚本之外的操作：{}。退回到这些操作之前再往下播放，就能看到文章中的运行。",
+            actions.join("；")
+        ),
+    }
+}
+
 pub fn shown(step: &Shown, names: &Names, lang: Lang) -> String {
     match lang {
         Lang::En => step.english(names),

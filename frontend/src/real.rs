@@ -27,10 +27,11 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 
+use locklab_core::actor::Names;
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Lesson, StepKind};
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
-use locklab_core::trace::{Event, Names, Trace};
+use locklab_core::trace::{Event, Trace};
 
 use crate::driver::LessonDriver;
 use crate::i18n::Lang;
@@ -357,7 +358,7 @@ impl RealDriver {
                     run.trace_from = 0;
                 }
             }
-            ServerMsg::Event { event } => self.events.push(event),
+            ServerMsg::Event { event } => locklab_core::trace::append_streamed(&mut self.events, event),
             ServerMsg::Names { names } => self.names = names,
             ServerMsg::Topology { kind, nodes } => {
                 if let Some(s) = self.session.as_mut() {

@@ -316,6 +316,25 @@ impl Session {
             .map(|r| (r.pos, r.at_ms, &r.action))
     }
 
+    /// The off-script actions of this run, worded in `lang` for the
+    /// outcome box ("A typed `DEL lock`", "r1 crashed", "clock +15 s").
+    pub fn off_script_words(&self, lang: Lang) -> Vec<String> {
+        let names = self.run().world().names();
+        self.off_script()
+            .map(|(_, _, action)| match action {
+                OffScript::Line { actor, line } => {
+                    let who = self.lesson.actors.get(*actor).map_or("?", String::as_str);
+                    i18n::typed_off_script(who, line, lang)
+                }
+                OffScript::Fault(f) => match lang {
+                    Lang::En => f.describe(names),
+                    Lang::Zh => f.describe_zh(names),
+                },
+                OffScript::Advance(ms) => i18n::clock_moved(*ms, lang),
+            })
+            .collect()
+    }
+
     /// What `actor`'s console shows: the lesson's commands for that client
     /// (with their replies) and the lines typed off script, in order.
     pub fn transcript(&self, actor: usize) -> Vec<Exchange> {
@@ -360,6 +379,32 @@ pub fn step_text(run: &LessonRun, index: usize, lang: Lang) -> String {
 mod tests {
     use super::*;
     use crate::catalog;
+
+    /// Issue 15: the outcome box says when an off-script action changed
+    /// the verdict, and names the action.
+    #[test]
+    fn an_off_script_del_that_breaks_lesson_06_is_named() {
+        let l = catalog::find("06").unwrap();
+        let mut s = Session::new(l, 1, 0);
+        while s.forward() {}
+        assert!(s.run().outcome().ok, "the scripted run is the article's");
+        assert!(s.off_script_words(Lang::En).is_empty());
+        s.goto(5);
+        s.run_line(0, "DEL lock:order:1001");
+        while s.forward() {}
+        assert!(!s.run().outcome().ok, "A's DEL of B's lock is a wrong release");
+        assert_eq!(s.off_script_words(Lang::En), ["A typed `DEL lock:order:1001`"]);
+        assert_eq!(s.off_script_words(Lang::Zh), ["A 输入了 `DEL lock:order:1001`"]);
+        let why = i18n::changed_by_off_script(
+            &i18n::expected_outcome(&l.outcome, Lang::En),
+            &s.off_script_words(Lang::En),
+            Lang::En,
+        );
+        assert!(
+            why.starts_with("Not what the article expects (no “lock deleted by a non-owner”), because of what you did off script: A typed `DEL lock:order:1001`."),
+            "{why}"
+        );
+    }
 
     #[test]
     fn lesson_07_replays_the_article() {

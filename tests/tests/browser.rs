@@ -1043,6 +1043,32 @@ async fn off_script_survives_a_step_back(c: &Client, base: &str) {
         attr(c, "[data-testid=off-script-count]", "data-count").await.as_deref(),
         Some("1")
     );
+    off_script_changes_the_outcome(c, base).await;
+}
+
+/// Issue 15: lesson 06 holds as the article says, until A deletes B's lock
+/// off script; the outcome box then says that this, named, is why.
+async fn off_script_changes_the_outcome(c: &Client, base: &str) {
+    open(c, &format!("{base}/?lang=en&lesson=06&step=5")).await;
+    tab(c, "A").await;
+    assert_eq!(run(c, "DEL lock:order:1001").await, "(integer) 1");
+    js(c, "document.activeElement.blur(); return null").await;
+    click(c, "[data-testid=end]").await;
+    let why = eventually("the outcome box naming the off-script DEL", || async {
+        text(c, "[data-testid=outcome-changed]").await
+    })
+    .await;
+    assert!(why.contains("A typed `DEL lock:order:1001`"), "{why}");
+    assert_eq!(
+        attr(c, "[data-testid=outcome]", "data-ok").await.as_deref(),
+        Some("false")
+    );
+    js(
+        c,
+        "document.querySelector('[data-testid=outcome]').scrollIntoView(); return null",
+    )
+    .await;
+    screenshot(c, "browser-06-off-script-outcome.png").await;
 }
 
 /// Lesson 05 in Chinese: its world steps (a fault, a wait, a belief) are

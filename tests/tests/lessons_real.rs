@@ -173,10 +173,23 @@ fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
         topology: &mut topology,
     };
     let mut run = RealLessonRun::start(&l, &mut env, 100, Lang::En).expect("lesson 15 starts");
+    // The page's way of keeping a streamed trace: a violation still going
+    // on comes again as it grows, and the later copy replaces the earlier.
     let mut events = Vec::new();
+    let mut band_before_the_end = false;
     while run.step(&mut env).expect("a step").is_some() {
-        events.extend(run.take_events());
+        for e in run.take_events() {
+            locklab_core::trace::append_streamed(&mut events, e);
+        }
+        band_before_the_end |= !run.is_finished()
+            && events.iter().any(
+                |e| matches!(&e.kind, EventKind::Violation { violation } if violation.invariant == Invariant::Overlap),
+            );
     }
+    assert!(
+        band_before_the_end,
+        "the two-holders band is drawn while the lesson plays, not only after its last step"
+    );
     let bands: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -184,6 +197,11 @@ fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
             _ => None,
         })
         .collect();
+    assert_eq!(
+        bands.iter().filter(|v| v.invariant == Invariant::Overlap).count(),
+        1,
+        "one band, grown in place: {bands:?}"
+    );
     let two = bands
         .iter()
         .find(|v| v.invariant == Invariant::Overlap)

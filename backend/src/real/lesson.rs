@@ -79,7 +79,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use locklab_core::actor::{Actor, Names};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
+use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words};
 use locklab_core::lesson::metrics::Metrics;
@@ -92,8 +94,7 @@ use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
-use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
-use locklab_core::world::{ClockOf, Endpoint, Fault};
+use locklab_core::trace::{Event, EventKind, LossReason};
 use locklab_core::Reply;
 use thiserror::Error;
 
@@ -435,10 +436,12 @@ pub struct RealLessonRun {
     /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
     /// writes — the simulator's own.
     monitor: Monitor,
-    /// Overlap violations still going on, by key: recorded with their span
-    /// when the overlap ends or the lesson's last step has run (events
-    /// stream out as they happen, and an event once sent is not amended).
-    ongoing: BTreeMap<String, Violation>,
+    /// Overlap violations still going on, by key, with their index in the
+    /// monitor: recorded when the overlap begins and sent again whenever
+    /// their span grew (an event once streamed cannot be stretched in
+    /// place; the page keeps the latest copy, `trace::append_streamed`),
+    /// so the band grows during play as in the simulator.
+    ongoing: BTreeMap<String, (usize, Violation)>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
     /// Replication held back to play a declared lag (see the module doc):
@@ -688,8 +691,13 @@ impl RealLessonRun {
         Duration::from_micros(ms.saturating_mul(1000) / self.factor)
     }
 
-    /// Move the session's new events into ours, restamped.
+    /// Move the session's new events into ours, restamped; violations
+    /// still going on are stretched to now first.
     fn drain(&mut self, env: &mut RealEnv<'_>) {
+        let now = self.now_lesson(env).max(self.last_at);
+        for key in self.ongoing.keys().cloned().collect::<Vec<_>>() {
+            self.extend_overlap(env, &key, now);
+        }
         let events = env.session.take_events();
         let events = self.restamp(events);
         self.events.extend(events);
@@ -925,19 +933,29 @@ impl RealLessonRun {
         if ch.begin {
             let names = env.session.names().clone();
             let v = Monitor::overlap_violation(key, &clients, now, &|i| names.client(i).to_owned());
-            self.ongoing.insert(key.to_owned(), v);
+            let index = self.monitor.violations().len();
+            self.violate(env, v.clone());
+            self.ongoing.insert(key.to_owned(), (index, v));
         } else {
-            self.end_overlap(env, key, now);
+            self.extend_overlap(env, key, now);
+            self.ongoing.remove(key);
         }
     }
 
-    /// An overlap violation is over (or the lesson is): record it with its
-    /// whole span, everyone who took part in it named.
-    fn end_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
-        if let Some(mut v) = self.ongoing.remove(key) {
-            v.to_ms = now;
-            self.violate(env, v);
+    /// An overlap violation still going on lasts until `now` so far: the
+    /// monitor's copy is stretched, and the event is sent again when the
+    /// span grew.
+    fn extend_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
+        let Some((index, v)) = self.ongoing.get_mut(key) else {
+            return;
+        };
+        if now <= v.to_ms {
+            return;
         }
+        v.to_ms = now;
+        let (index, violation) = (*index, v.clone());
+        self.monitor.extend(index, now);
+        self.record(env, None, Actor::World, EventKind::Violation { violation });
     }
 
     /// A write to the protected resource (simulated even on a real run:
@@ -1457,8 +1475,9 @@ impl Environment for Stepping<'_, '_, '_> {
             // violation band is drawn (lesson 15: A and B both hold).
             let now = run.now_lesson(self.env);
             for key in run.ongoing.keys().cloned().collect::<Vec<_>>() {
-                run.end_overlap(self.env, &key, now);
+                run.extend_overlap(self.env, &key, now);
             }
+            run.ongoing.clear();
         }
         run.drain(self.env);
     }

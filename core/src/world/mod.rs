@@ -77,6 +77,7 @@ use thiserror::Error;
 
 use crate::actor::Names;
 use crate::client::{Argv, Machine, ProgramError};
+use crate::fault::Fault;
 use crate::invariants::Monitor;
 use crate::link;
 use crate::observe::{LockObserver, Scope};
@@ -92,10 +93,6 @@ pub use clock::{Clock, ClockConfig};
 pub use scenario::{replay, ClientSpec, Scenario};
 pub use topology::{LinkOverride, NodeClock, Persistence, Topology, WorldConfig, MAX_NODES};
 pub use views::{ClientState, LockView, NodeState};
-
-// TEMPORARY (split14): the old path, for backend/src/real/lesson.rs being
-// rewritten on main; removed once it uses crate::fault.
-pub use crate::fault::{ClockOf, Endpoint, Fault};
 
 /// A client, by index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -283,7 +283,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 let who: Vec<String> = v
                     .actors
                     .iter()
-                    .filter(|a| matches!(a, locklab_core::trace::Actor::Client(_)))
+                    .filter(|a| matches!(a, locklab_core::actor::Actor::Client(_)))
                     .map(|&a| trace.names.actor(a))
                     .collect();
                 let line = if who.is_empty() {
@@ -324,6 +324,10 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         .collect();
     // The outcome is judged on this run, so say when the user changed it.
     let off_script = s.off_script_count();
+    let changed_by = (outcome == Some(false))
+        .then(|| s.off_script_words(lang))
+        .filter(|w| !w.is_empty())
+        .map(|w| crate::i18n::changed_by_off_script(&crate::i18n::expected_outcome(&l.outcome, lang), &w, lang));
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
             <div class="lesson-heading">
@@ -411,6 +415,9 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 <h3>{ Text::Outcome.get(lang) }</h3>
                 if outcome.is_some() {
                     <p class="run-shows" data-testid="run-shows">{ run_shows.clone() }</p>
+                    if let Some(why) = &changed_by {
+                        <p class="changed-by" data-testid="outcome-changed">{ why.clone() }</p>
+                    }
                     <p>{ format!("{}{}", Text::ArticleExpects.get(lang), catalog::text(&l.outcome.explain, lang)) }</p>
                 } else {
                     <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
