@@ -153,6 +153,7 @@ async fn stop_signal() {
     }
 }
 
+// long: the CLI's dispatch: one arm per subcommand
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {

@@ -218,6 +218,7 @@ fn token_text(t: Option<i64>) -> String {
 
 impl Event {
     /// One line of plain text, as the explorer's transcript prints it.
+    // long: one line of text per EventKind
     pub fn describe(&self, names: &Names) -> String {
         let c = |i: u32| names.client(i).to_owned();
         let n = |i: u32| names.node(i).to_owned();

@@ -272,6 +272,7 @@ pub enum RealInput {
 impl Reducible for State {
     type Action = Action;
 
+    // long: the reducer: one arm per Action
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut next = (*self).clone();
         next.notice = None;

@@ -199,41 +199,12 @@ fn blank_out(text: &str) -> String {
             blank(&mut out, i, end);
             i = end;
         } else if c == '/' && next == Some('*') {
-            let (mut depth, mut j) = (1, i + 2);
-            while j < b.len() && depth > 0 {
-                if b[j] == '/' && b.get(j + 1) == Some(&'*') {
-                    depth += 1;
-                    j += 2;
-                } else if b[j] == '*' && b.get(j + 1) == Some(&'/') {
-                    depth -= 1;
-                    j += 2;
-                } else {
-                    j += 1;
-                }
-            }
-            blank(&mut out, i, j);
-            i = j;
-        } else if (c == 'r' || (c == 'b' && next == Some('r')))
-            && !b
-                .get(i.wrapping_sub(1))
-                .is_some_and(|p| p.is_alphanumeric() || *p == '_')
-            && raw_string_start(&b, i + usize::from(c == 'b') + 1).is_some()
-        {
-            let start = i + usize::from(c == 'b') + 1;
-            let hashes = raw_string_start(&b, start).unwrap_or(0);
-            let mut j = start + hashes + 1;
-            loop {
-                if j >= b.len() {
-                    break;
-                }
-                if b[j] == '"' && (1..=hashes).all(|k| b.get(j + k) == Some(&'#')) {
-                    j += hashes + 1;
-                    break;
-                }
-                j += 1;
-            }
-            blank(&mut out, i, j);
-            i = j;
+            let end = block_comment_end(&b, i);
+            blank(&mut out, i, end);
+            i = end;
+        } else if let Some(end) = raw_string_end(&b, i) {
+            blank(&mut out, i, end);
+            i = end;
         } else if c == '"' {
             let mut j = i + 1;
             while j < b.len() && b[j] != '"' {
@@ -262,6 +233,46 @@ fn blank_out(text: &str) -> String {
         }
     }
     out.into_iter().collect()
+}
+
+/// Just past the end of the (nested) block comment opening at `b[i]`.
+fn block_comment_end(b: &[char], i: usize) -> usize {
+    let (mut depth, mut j) = (1, i + 2);
+    while j < b.len() && depth > 0 {
+        if b[j] == '/' && b.get(j + 1) == Some(&'*') {
+            depth += 1;
+            j += 2;
+        } else if b[j] == '*' && b.get(j + 1) == Some(&'/') {
+            depth -= 1;
+            j += 2;
+        } else {
+            j += 1;
+        }
+    }
+    j
+}
+
+/// If a raw string (`r"…"`, `r#"…"#`, `br"…"`) opens at `b[i]`, just past
+/// its end.
+fn raw_string_end(b: &[char], i: usize) -> Option<usize> {
+    let c = b[i];
+    let byte = c == 'b' && b.get(i + 1) == Some(&'r');
+    if !(c == 'r' || byte)
+        || b.get(i.wrapping_sub(1))
+            .is_some_and(|p| p.is_alphanumeric() || *p == '_')
+    {
+        return None;
+    }
+    let start = i + usize::from(byte) + 1;
+    let hashes = raw_string_start(b, start)?;
+    let mut j = start + hashes + 1;
+    while j < b.len() {
+        if b[j] == '"' && (1..=hashes).all(|k| b.get(j + k) == Some(&'#')) {
+            return Some(j + hashes + 1);
+        }
+        j += 1;
+    }
+    Some(b.len())
 }
 
 /// At `b[i]`, `#…#"` or `"` opening a raw string: the number of `#`s.

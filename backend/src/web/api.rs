@@ -312,6 +312,7 @@ impl Lab {
         }
     }
 
+    // long: one arm per ClientMsg
     fn handle(&mut self, msg: ClientMsg) -> Vec<ServerMsg> {
         let mut out = Vec::new();
         match msg {

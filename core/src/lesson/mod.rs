@@ -633,6 +633,7 @@ impl Lesson {
     }
 
     /// Everything a file can get wrong that serde cannot see.
+    // long: one check per rule of the lesson format, in the file's order
     pub fn validate(&self) -> Result<(), LessonError> {
         let invalid = |msg: String| LessonError::Invalid {
             id: self.id.clone(),

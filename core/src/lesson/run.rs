@@ -353,6 +353,7 @@ impl Progress {
     }
 
     /// Carry out the next step on `env`; `None` when the lesson is over.
+    // long: one arm per kind of step, each carried out on the environment
     pub fn step<E: Environment + ?Sized>(&mut self, env: &mut E) -> Result<Option<&StepResult>, LessonError> {
         let index = self.results.len();
         let Some(step) = self.lesson.steps.get(index).cloned() else {

@@ -152,6 +152,43 @@ struct NodeSlot {
     internal: Option<ConnId>,
 }
 
+impl NodeSlot {
+    /// Node `i` of a new world, on its own clock, a replica if the topology
+    /// starts it as one.
+    fn new(cfg: &WorldConfig, i: u32) -> NodeSlot {
+        let clock_cfg = cfg
+            .node_clocks
+            .iter()
+            .rev()
+            .find(|c| c.node == i)
+            .map(|c| c.clock)
+            .unwrap_or_default();
+        let clock = Clock::new(EPOCH_MS, clock_cfg);
+        let mut node = Node::new(cfg.profile);
+        // The world wants every expiry (for the trace) and, where a
+        // node may ever have replicas, the replication stream.
+        node.record_events(true);
+        node.record_propagation(matches!(cfg.topology, Topology::Replicated { .. }));
+        node.jump_clock(clock.local(0));
+        let master_of = cfg.topology.initial_master_of(i);
+        if master_of.is_some() {
+            node.set_role(Role::Replica);
+        }
+        NodeSlot {
+            node,
+            clock,
+            down: false,
+            inc: 0,
+            up_gen: 0,
+            master_of,
+            offset: 0,
+            applied: 0,
+            tick_at: None,
+            internal: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Pending {
     tag: u32,
@@ -256,37 +293,8 @@ impl World {
         let mut names = Names::default();
         let mut nodes = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let clock_cfg = cfg
-                .node_clocks
-                .iter()
-                .rev()
-                .find(|c| c.node == i)
-                .map(|c| c.clock)
-                .unwrap_or_default();
-            let clock = Clock::new(EPOCH_MS, clock_cfg);
-            let mut node = Node::new(cfg.profile);
-            // The world wants every expiry (for the trace) and, where a
-            // node may ever have replicas, the replication stream.
-            node.record_events(true);
-            node.record_propagation(matches!(cfg.topology, Topology::Replicated { .. }));
-            node.jump_clock(clock.local(0));
-            let master_of = cfg.topology.initial_master_of(i);
-            if master_of.is_some() {
-                node.set_role(Role::Replica);
-            }
             names.nodes.push(cfg.topology.node_name(i));
-            nodes.push(NodeSlot {
-                node,
-                clock,
-                down: false,
-                inc: 0,
-                up_gen: 0,
-                master_of,
-                offset: 0,
-                applied: 0,
-                tick_at: None,
-                internal: None,
-            });
+            nodes.push(NodeSlot::new(&cfg, i));
         }
         let mut monitor = Monitor::new(cfg.invariants.clone());
         for k in cfg.invariants.lock_keys.clone() {

@@ -63,6 +63,7 @@ fn shortcut(e: &KeyboardEvent) -> Option<Action> {
 }
 
 #[function_component(App)]
+// long: a Yew view: its hooks and callbacks, then one html! tree
 pub fn app() -> Html {
     let state = use_reducer(initial_state);
 

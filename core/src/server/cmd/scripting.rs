@@ -244,6 +244,7 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
 
 /// `FUNCTION LOAD|DELETE|LIST|FLUSH|STATS|KILL|HELP` (DUMP and RESTORE are
 /// recognised but not simulated).
+// long: FUNCTION's subcommands, one arm each
 pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
     const SUBS: &[(&str, i64)] = &[
         ("delete", 3),
