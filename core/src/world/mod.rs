@@ -53,7 +53,7 @@
 //! `queue` (the queue, stepping, the console's requests), `clients`
 //! (programs, requests, beliefs), `nodes` (executing, expiring, crashing,
 //! promoting), `replication` (shipping batches, `WAIT`), `locks` (the lock
-//! shadows), `fault` (what can go wrong, and carrying it out), `monitoring`
+//! shadows), `fault` (carrying out a [`crate::fault::Fault`]), `monitoring`
 //! (the resource and the invariants) and `views` (read-only accessors).
 
 pub mod clock;
