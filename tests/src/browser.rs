@@ -196,13 +196,25 @@ pub async fn browser() -> (Chromedriver, Client) {
 }
 
 pub async fn viewport(c: &Client, w: u32, h: u32) {
+    // The window's frame differs from the page's inner size, and a resize
+    // lands asynchronously (later still on a loaded machine): measure,
+    // correct by the difference, and measure again until they agree.
     c.set_window_size(w, h).await.unwrap();
-    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
-    let (iw, ih) = (inner[0].as_u64().unwrap() as u32, inner[1].as_u64().unwrap() as u32);
-    if (iw, ih) != (w, h) {
-        c.set_window_size(w + (w - iw), h + (h - ih)).await.unwrap();
+    let mut inner = Value::Null;
+    for _ in 0..100 {
+        inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
+        let (Some(iw), Some(ih)) = (inner[0].as_i64(), inner[1].as_i64()) else {
+            tokio::time::sleep(POLL).await;
+            continue;
+        };
+        if (iw, ih) == (i64::from(w), i64::from(h)) {
+            return;
+        }
+        let (ow, oh) = c.get_window_size().await.unwrap();
+        let fit = |outer: u64, want: u32, got: i64| (outer as i64 + i64::from(want) - got).max(1) as u32;
+        c.set_window_size(fit(ow, w, iw), fit(oh, h, ih)).await.unwrap();
+        tokio::time::sleep(POLL).await;
     }
-    let inner = js(c, "return [window.innerWidth, window.innerHeight]").await;
     assert_eq!(inner, json!([w, h]), "the viewport");
 }
 

@@ -151,6 +151,38 @@ async fn websocket_managed_topology_and_faults() {
     ws.close(None).await.unwrap();
 }
 
+/// Issue 18: a user who picked the `sentinel` topology plays lesson 15 on
+/// it (a master and a replica): its failover is Sentinel's, the step says
+/// so, and the lesson still ends with two holders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lesson_on_the_sentinel_topology_is_failed_over_by_sentinel() {
+    let addr = serve(ApiState::new(None)).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
+        .await
+        .unwrap();
+    send(&mut ws, json!({"type":"topology","kind":"sentinel"})).await;
+    let hello = until(&mut ws, "hello").await.pop().unwrap();
+    assert_eq!(hello["topology"], "sentinel");
+    send(&mut ws, json!({"type":"lesson","id":"15","factor":100})).await;
+    let lesson = until(&mut ws, "lesson").await.pop().unwrap();
+    let mut notes = Vec::new();
+    for _ in 0..lesson["steps"].as_u64().unwrap() {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        let step = until(&mut ws, "step").await.pop().unwrap();
+        assert_eq!(step["result"]["ok"], true, "{step}");
+        notes.extend(step["note"].as_str().map(str::to_owned));
+    }
+    let done = until(&mut ws, "lesson_done").await.pop().unwrap();
+    assert_eq!(done["passed"], true, "{done}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("Sentinel saw it down and promoted replica")),
+        "{notes:?}"
+    );
+    ws.close(None).await.unwrap();
+}
+
 /// A whole lesson over the WebSocket: the `lesson` message, then per step
 /// every message up to its `step` (events first), then `lesson_done`.
 struct Played {

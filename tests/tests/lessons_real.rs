@@ -132,6 +132,57 @@ fn lesson_15_failover_on_a_real_master_and_replica() {
     managed("15");
 }
 
+/// Issue 18: lessons 15 and 16 on the `sentinel` topology. The failover is
+/// Sentinel's own (the master killed, the replica promoted by the
+/// sentinels' vote, the new master found by asking Sentinel), its events
+/// are on the timeline, and each lesson still shows what the article says.
+#[test]
+fn lessons_15_and_16_failed_over_by_real_sentinels() {
+    use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
+    use locklab_backend::real::session::{Limits, SessionPool};
+    use locklab_backend::real::topology::{Topology, TopologyKind};
+    use locklab_core::trace::EventKind;
+
+    let mut topology = Topology::start(TopologyKind::Sentinel).expect("a master, a replica and three sentinels");
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
+    for id in ["15", "16"] {
+        let l = lesson(id);
+        topology.reset().expect("a fresh master, replica and sentinels");
+        let mut session = pool.open_on(&topology).expect("a session");
+        let mut env = RealEnv {
+            session: &mut session,
+            topology: &mut topology,
+        };
+        let mut run = RealLessonRun::start(&l, &mut env, factor(&l), Lang::En).expect("the lesson starts on sentinel");
+        let mut notes = Vec::new();
+        while run.step(&mut env).expect("a step").is_some() {
+            for e in run.take_events() {
+                if let EventKind::Note { text } = e.kind {
+                    notes.push(text);
+                }
+            }
+        }
+        let report = run.report();
+        if let Err(e) = check(&l, &report) {
+            panic!("lesson {id} on sentinel:\n{e}");
+        }
+        let transcript = report.transcript(&l, Lang::En);
+        assert!(
+            transcript.contains("SIGKILL to master; Sentinel saw it down and promoted replica"),
+            "lesson {id}: the failover step says Sentinel did it: {transcript}"
+        );
+        for event in ["+sdown", "+odown", "+switch-master"] {
+            assert!(
+                notes.iter().any(|n| n.contains(event)),
+                "lesson {id}: Sentinel's {event} on the timeline: {notes:?}"
+            );
+        }
+    }
+}
+
 /// Issue 18: lesson 20 on five real masters, one of whose clocks jumps.
 /// Its expectations are checked as on every lesson (r3's PTTL is -2 right
 /// after the jump while r1's lock still has its TTL, and B then takes

@@ -216,6 +216,11 @@ impl RealReport {
 }
 
 /// The managed topology a lesson needs.
+/// How long Sentinel may take to fail over: its down-after and election
+/// take ~2–3 s here (`real/faults/sentinel.rs`); a loaded machine gets
+/// ample margin, and a failover that never comes is an error, not a hang.
+const SENTINEL_FAILOVER_WITHIN: Duration = Duration::from_secs(60);
+
 pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
     match lesson.topology {
         LessonTopology::Single => TopologyKind::Single,
@@ -351,6 +356,8 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
             topology_kind(lesson).as_str()
         )),
         None => Ok(()),
+        // A master and a replica, failed over by Sentinel itself.
+        Some(TopologyKind::Sentinel) if lesson.topology == LessonTopology::Replicated => Ok(()),
         Some(k) if k != topology_kind(lesson) => {
             Err(format!("it needs the {} topology, not {}", topology_kind(lesson).as_str(), k.as_str()))
         }
@@ -997,6 +1004,64 @@ impl RealLessonRun {
         accepted
     }
 
+    /// A failover on the `sentinel` topology is Sentinel's own: the master
+    /// is killed, the sentinels see it down, agree and promote the replica
+    /// (`+sdown`, `+odown`, …, `+switch-master`, their events put on the
+    /// timeline), and the clients find the new master by asking Sentinel,
+    /// as client libraries do. It takes seconds of wall time where the
+    /// lesson's failover is an instant (lesson time stands still, as for
+    /// every fault).
+    /// (The other topologies keep the lab's fast path: SIGKILL and
+    /// `REPLICAOF NO ONE` at once.)
+    fn sentinel_failover(&mut self, env: &mut RealEnv<'_>, asked: Option<u32>) -> Result<Option<String>, String> {
+        let started = Instant::now();
+        let since = env.topology.sentinel_events().len();
+        let old = self.master;
+        let infos = env.topology.nodes();
+        let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
+        let killed = env
+            .topology
+            .fault(topology::Fault::Crash { node: old })
+            .map_err(|e| e.to_string())?;
+        env.session.note_world(killed);
+        env.session.forget_node(old);
+        let switched = env
+            .topology
+            .await_failover(since, SENTINEL_FAILOVER_WITHIN)
+            .map_err(|e| e.to_string())?;
+        for e in env.topology.sentinel_events().iter().skip(since) {
+            env.session.record(None, Actor::World, e.to_event_kind());
+        }
+        env.session.note_world(switched);
+        let found = env.topology.discover_master().map_err(|e| e.to_string())?;
+        let target = infos
+            .iter()
+            .position(|n| n.port == found.port())
+            .ok_or_else(|| format!("Sentinel names {found} as master, which is not a node of this topology"))?
+            as u32;
+        // Sentinel's promotion ends with `CLIENT KILL TYPE normal` on the
+        // new master (sentinelSendSlaveOf): every client connection to it
+        // is closed, and clients reconnect, as libraries do.
+        env.session.forget_node(target);
+        self.master = target;
+        self.locks.set_master(target);
+        self.held_replication = None;
+        // Lesson time stands still meanwhile: the caller freezes what any
+        // fault spends.
+        let waited = started.elapsed();
+        let mut note = format!(
+            "SIGKILL to {}; Sentinel saw it down and promoted {} (+switch-master after {} ms of wall time, not counted as lesson time); the clients found {} by asking Sentinel",
+            name(old),
+            name(target),
+            waited.as_millis(),
+            name(target)
+        );
+        if let Some(asked) = asked.filter(|&a| a != target) {
+            note.push_str(&format!(" (the lesson named {}: Sentinel chooses)", name(asked)));
+        }
+        Ok(Some(note))
+    }
+
     /// Carry out a fault on the real topology. `Some(note)` when the real
     /// fault differs from the simulator's in a way the transcript shows.
     fn fault(&mut self, env: &mut RealEnv<'_>, fault: &Fault) -> Result<Option<String>, String> {
@@ -1094,6 +1159,9 @@ impl RealLessonRun {
                 self.master = *node;
                 self.locks.set_master(*node);
                 Ok(None)
+            }
+            Fault::Failover { node } if env.topology.kind() == Some(TopologyKind::Sentinel) => {
+                self.sentinel_failover(env, *node)
             }
             Fault::Failover { node } => {
                 let infos = env.topology.nodes();

@@ -471,6 +471,11 @@ impl Lab {
                 let kind = real_lesson::topology_kind(&lesson);
                 let reused = match self.topology.as_mut() {
                     Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
+                    // The user chose Sentinel for a master and a replica:
+                    // the lesson's failover is then Sentinel's own.
+                    Some(t) if kind == TopologyKind::Replicated && t.kind() == Some(TopologyKind::Sentinel) => {
+                        t.reset().is_ok()
+                    }
                     _ => false,
                 };
                 if !reused {
