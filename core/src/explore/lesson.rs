@@ -156,6 +156,7 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
 
 /// Turn a report's counterexample into a lesson that replays it, checked
 /// by playing it once.
+// long: most of it is one Lesson literal, field by field
 pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToLessonError> {
     let ExploreOutcome::Violated {
         invariant,
