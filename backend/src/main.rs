@@ -153,6 +153,7 @@ async fn stop_signal() {
     }
 }
 
+// long: the CLI's dispatch: one arm per subcommand
 fn main() -> Result<()> {
     let args = Args::parse();
     match args.command {
@@ -255,14 +256,14 @@ fn main() -> Result<()> {
             let all = lessons::load(dir.as_ref())?;
             match action {
                 LessonCmd::List => print!("{}", lessons::list(&all, lang)),
-                LessonCmd::Show { id } => print!("{}", lessons::show(lessons::find(&all, &id)?, lang)),
+                LessonCmd::Show { id } => print!("{}", lessons::show(locklab_core::lesson::find(&all, &id)?, lang)),
                 LessonCmd::Run {
                     id,
                     real: Some(url),
                     compress,
                     ..
                 } => {
-                    let lesson = lessons::find(&all, &id)?;
+                    let lesson = locklab_core::lesson::find(&all, &id)?;
                     let compress = compress.unwrap_or_else(|| real_lesson::default_factor(lesson));
                     let report = if url.is_empty() {
                         real_lesson::run_managed(lesson, compress)?
@@ -280,7 +281,7 @@ fn main() -> Result<()> {
                     quiz: true,
                     ..
                 } => {
-                    let lesson = lessons::find(&all, &id)?;
+                    let lesson = locklab_core::lesson::find(&all, &id)?;
                     let stdin = std::io::stdin();
                     lessons::quiz(lesson, lang, &mut stdin.lock(), &mut std::io::stdout())?;
                 }
@@ -291,7 +292,7 @@ fn main() -> Result<()> {
                     real: None,
                     ..
                 } => {
-                    let (text, ok) = lessons::run(lessons::find(&all, &id)?, lang, step, seed)?;
+                    let (text, ok) = lessons::run(locklab_core::lesson::find(&all, &id)?, lang, step, seed)?;
                     print!("{text}");
                     if !ok {
                         std::process::exit(1);

@@ -39,6 +39,7 @@ fn hex_value(c: u8) -> Option<u8> {
 
 /// Split one redis-cli line into arguments. An empty or blank line gives an
 /// empty argv (redis-cli ignores it).
+// long: transcribes sdssplitargs's quote-and-escape state machine as one loop
 pub fn parse_line(line: &[u8]) -> Result<Vec<Vec<u8>>, CliError> {
     // A NUL ends a C string, and redis-cli only ever sees C strings.
     let line = match line.iter().position(|&c| c == 0) {

@@ -29,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::Actor;
 use crate::observe::Held;
-use crate::trace::Actor;
 
 /// The invariants, with the stable names the explorer prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

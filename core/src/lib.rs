@@ -13,14 +13,20 @@
 //! * [`server`] — one simulated Redis node: keyspace with millisecond expiry
 //!   on a virtual clock, the command table with redis-server 7.0's exact
 //!   replies and errors, transactions, and a version profile (7.0 or 8.4).
-//! * [`script`] — EVAL and FUNCTION: a real Lua 5.1 VM with Redis's sandbox
-//!   and its Lua ↔ RESP conversion rules.
+//!   [`server::script`] is EVAL and FUNCTION: a real Lua 5.1 VM with Redis's
+//!   sandbox and its Lua ↔ RESP conversion rules.
 //! * [`rng`] — a tiny seeded SplitMix64, identical on native and wasm32:
 //!   every "random" choice in a world comes from it.
+//! * [`actor`] — who is in a run (clients, nodes, the resource, the world)
+//!   and the names their indexes stand for.
+//! * [`link`] — a network link's latency, jitter and loss, and a
+//!   replication link's lag.
+//! * [`fault`] — what can go wrong on purpose (pauses, crashes, cut links,
+//!   clock jumps) and when, as data every driver shares.
 //! * [`world`] — the scenario world: nodes (single, replicated with lag,
 //!   independent Redlock masters), links, clocks with offset and drift,
-//!   faults, and the discrete-event loop that steps them on one virtual
-//!   clock.
+//!   faults carried out, and the discrete-event loop that steps them on one
+//!   virtual clock.
 //! * [`client`] — client programs as state machines: plain commands,
 //!   acquire/work/release with retry, fencing and watchdog, and Redlock.
 //! * [`resource`] — the protected resource, plain or fenced.
@@ -31,19 +37,26 @@
 //! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
 //!   world, and text transcripts and swimlanes.
 //! * [`explore`] — the schedule and fault explorer behind `locklab explore`.
+//!
+//! The modules import each other in one direction only (`cargo xtask layout`
+//! checks it): `actor`, `link` and `observe` need nothing above them;
+//! `invariants` and `fault` build on those; `trace` records all of them;
+//! `world` produces traces; `lesson` and `explore` drive worlds.
 
+pub mod actor;
 pub mod cli;
 pub mod client;
 pub mod console;
 pub mod explore;
+pub mod fault;
 pub mod invariants;
 pub mod lesson;
+pub mod link;
 pub mod observe;
 pub mod protocol;
 pub mod reply;
 pub mod resource;
 pub mod rng;
-pub mod script;
 pub mod server;
 pub mod trace;
 pub mod world;

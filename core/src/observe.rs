@@ -28,8 +28,47 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::reply::Reply;
-use crate::trace::{LockChange, Via};
+
+/// How a lock key came to change on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A client's command (or script, or transaction) ran on this node.
+    Command,
+    /// The node's own clock passed the key's deadline.
+    Expiry,
+    /// A replication batch from the master was applied.
+    Replication,
+    /// The node restarted without its data.
+    Restart,
+    /// A full resynchronisation replaced the node's data with its master's.
+    FullSync,
+    /// A replica was promoted and started expiring keys it had hidden.
+    Promotion,
+}
+
+/// What happened to a lock key on one node: the lock bars of the timeline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum LockChange {
+    /// The key now holds a (new) value. `owner` is the client that wrote it
+    /// (the world tracks this itself, so it is right even when every client
+    /// uses the same fixed value); `ttl_ms` is what `PTTL` would say.
+    Acquired {
+        owner: Option<u32>,
+        value: String,
+        ttl_ms: Option<u64>,
+    },
+    /// Same value, new deadline: a renewal (or, with `SETNX` then `EXPIRE`,
+    /// the TTL arriving late).
+    Renewed { ttl_ms: Option<u64> },
+    /// The key is gone. `by` is the client whose command removed it, if a
+    /// command did.
+    Removed { by: Option<u32> },
+}
 
 /// Why the observer looked at a key, which is why it changed if it did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,9 +22,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::Names;
 use crate::lesson::run::StepResult;
 use crate::lesson::Lang;
-use crate::trace::{Event, Names};
+use crate::trace::Event;
 
 /// The shapes of topology the backend starts (and the simulator models).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

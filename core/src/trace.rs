@@ -16,23 +16,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::{Actor, Names};
+use crate::fault::Fault;
 use crate::invariants::Violation;
+use crate::observe::{LockChange, Via};
 use crate::reply::Reply;
-use crate::world::Fault;
-
-/// Whose lane an event is drawn in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Actor {
-    /// A client, by index into [`Names::clients`].
-    Client(u32),
-    /// A Redis node, by index into [`Names::nodes`].
-    Node(u32),
-    /// The protected resource (the database, file or API the lock guards).
-    Resource,
-    /// The world itself: faults, holder bookkeeping, invariant checks.
-    World,
-}
 
 /// One thing that happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,44 +45,6 @@ pub enum LossReason {
     NodeDown,
     /// The network dropped the reply (`drop_reply_permille`).
     Dropped,
-}
-
-/// How a lock key came to change on a node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// A client's command (or script, or transaction) ran on this node.
-    Command,
-    /// The node's own clock passed the key's deadline.
-    Expiry,
-    /// A replication batch from the master was applied.
-    Replication,
-    /// The node restarted without its data.
-    Restart,
-    /// A full resynchronisation replaced the node's data with its master's.
-    FullSync,
-    /// A replica was promoted and started expiring keys it had hidden.
-    Promotion,
-}
-
-/// What happened to a lock key on one node: the lock bars of the timeline.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "change", rename_all = "snake_case")]
-pub enum LockChange {
-    /// The key now holds a (new) value. `owner` is the client that wrote it
-    /// (the world tracks this itself, so it is right even when every client
-    /// uses the same fixed value); `ttl_ms` is what `PTTL` would say.
-    Acquired {
-        owner: Option<u32>,
-        value: String,
-        ttl_ms: Option<u64>,
-    },
-    /// Same value, new deadline: a renewal (or, with `SETNX` then `EXPIRE`,
-    /// the TTL arriving late).
-    Renewed { ttl_ms: Option<u64> },
-    /// The key is gone. `by` is the client whose command removed it, if a
-    /// command did.
-    Removed { by: Option<u32> },
 }
 
 /// The payload of an [`Event`].
@@ -195,32 +145,6 @@ pub fn append_streamed(events: &mut Vec<Event>, event: Event) {
     events.push(event);
 }
 
-/// The names the indexes in a trace refer to.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Names {
-    pub clients: Vec<String>,
-    pub nodes: Vec<String>,
-}
-
-impl Names {
-    pub fn client(&self, i: u32) -> &str {
-        self.clients.get(i as usize).map_or("?", String::as_str)
-    }
-
-    pub fn node(&self, i: u32) -> &str {
-        self.nodes.get(i as usize).map_or("?", String::as_str)
-    }
-
-    pub fn actor(&self, a: Actor) -> String {
-        match a {
-            Actor::Client(i) => self.client(i).to_owned(),
-            Actor::Node(i) => self.node(i).to_owned(),
-            Actor::Resource => "resource".to_owned(),
-            Actor::World => "world".to_owned(),
-        }
-    }
-}
-
 /// A whole trace with its name tables: what a driver hands to a view.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trace {
@@ -294,6 +218,7 @@ fn token_text(t: Option<i64>) -> String {
 
 impl Event {
     /// One line of plain text, as the explorer's transcript prints it.
+    // long: one line of text per EventKind
     pub fn describe(&self, names: &Names) -> String {
         let c = |i: u32| names.client(i).to_owned();
         let n = |i: u32| names.node(i).to_owned();

@@ -224,7 +224,7 @@ fn kleppmanns_redlock_counterexample_plays_as_a_lesson() {
     assert!(lesson
         .steps
         .iter()
-        .any(|s| matches!(s.fault, Some(locklab_core::world::Fault::PauseClient { .. }))));
+        .any(|s| matches!(s.fault, Some(locklab_core::fault::Fault::PauseClient { .. }))));
 }
 
 /// The worker's sliced search reports exactly what the one-call search

@@ -1,11 +1,11 @@
 //! Every lesson in `lessons/` plays on the simulator with all its
 //! expectations met and the outcome it teaches.
 
+use locklab_core::actor::Actor;
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::render::{swimlane, swimlane_in, transcript, transcript_lines, LineKind};
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{catalogue, Lang};
-use locklab_core::trace::Actor;
 
 fn lesson_files() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../lessons");

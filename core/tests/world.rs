@@ -1,10 +1,14 @@
 //! The world: every fault, every client program, every invariant, and
 //! deterministic replay. Virtual time only; each test runs in milliseconds.
 
+use locklab_core::actor::Actor;
 use locklab_core::client::*;
+use locklab_core::fault::*;
 use locklab_core::invariants::Invariant;
+use locklab_core::link::*;
+use locklab_core::observe::{LockChange, Via};
 use locklab_core::reply::Reply;
-use locklab_core::trace::{Actor, Event, EventKind, LockChange, LossReason, Via};
+use locklab_core::trace::{Event, EventKind, LossReason};
 use locklab_core::world::*;
 
 // ----- helpers ---------------------------------------------------------------

@@ -10,8 +10,8 @@
 
 use std::fmt;
 
+use locklab_core::actor::Names;
 use locklab_core::lesson::run::Shown;
-use locklab_core::trace::Names;
 
 /// The two languages of the lab. The articles the lessons come from are
 /// Chinese; the code, the commands and the replies are the same in both.
@@ -194,6 +194,7 @@ pub enum Text {
 
 impl Text {
     /// The string in `lang`.
+    // long: the message table: one (zh, en) pair per Text
     pub fn get(self, lang: Lang) -> &'static str {
         let (zh, en) = match self {
             Text::Tagline => ("Redis 分布式锁实验室", "Redis distributed locks, hands on"),
@@ -371,6 +372,16 @@ impl Text {
 /// A lesson step in `lang`: core's wording of it ([`Shown::english`], what
 /// the CLI transcript prints, or [`Shown::chinese`]). Commands, keys,
 /// values and node names stay as typed.
+/// `12 s`, `1.5 s`, `0.25 s`: virtual time for people.
+pub fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        let s = format!("{:.3}", ms as f64 / 1000.0);
+        format!("{} s", s.trim_end_matches('0'))
+    }
+}
+
 /// A line typed off script, for the outcome box.
 pub fn typed_off_script(who: &str, line: &str, lang: Lang) -> String {
     match lang {
@@ -381,7 +392,7 @@ pub fn typed_off_script(who: &str, line: &str, lang: Lang) -> String {
 
 /// The clock moved forward off script, for the outcome box.
 pub fn clock_moved(ms: u64, lang: Lang) -> String {
-    let by = crate::timeline::seconds(ms);
+    let by = seconds(ms);
     match lang {
         Lang::En => format!("the clock moved forward {by}"),
         Lang::Zh => format!("时钟前进了 {by}"),

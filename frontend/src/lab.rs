@@ -15,11 +15,12 @@
 //! so what the browser shows is byte for byte what `redis-cli --no-raw`
 //! shows.
 
+use locklab_core::actor::{Actor, Names};
 use locklab_core::console;
 use locklab_core::observe::{acquired_key, Cause, LockObserver, Observed, Scope, Seen};
 use locklab_core::server::db::Value;
 use locklab_core::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
-use locklab_core::trace::{Actor, Event, EventKind, Names, Trace};
+use locklab_core::trace::{Event, EventKind, Trace};
 use locklab_core::Reply;
 
 /// The clients of the lab, one redis-cli each.
@@ -327,7 +328,7 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locklab_core::trace::LockChange;
+    use locklab_core::observe::LockChange;
 
     fn last(lab: &Lab, c: Client) -> String {
         lab.transcript(c).last().map(|e| e.output.clone()).unwrap_or_default()

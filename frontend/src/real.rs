@@ -27,10 +27,11 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 
+use locklab_core::actor::Names;
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Lesson, StepKind};
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
-use locklab_core::trace::{Event, Names, Trace};
+use locklab_core::trace::{Event, Trace};
 
 use crate::driver::LessonDriver;
 use crate::i18n::Lang;

@@ -20,10 +20,10 @@
 //! not what was typed).
 
 use locklab_core::console;
+use locklab_core::fault::Fault;
 use locklab_core::lesson::run::{LessonRun, StepResult};
 use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
 use locklab_core::trace::Trace;
-use locklab_core::world::Fault;
 use locklab_core::Reply;
 
 use crate::i18n::{self, Lang};

@@ -18,8 +18,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use locklab_core::fault::Fault;
 use locklab_core::protocol::{FaultKind, TopologyKind};
-use locklab_core::world::Fault;
 use yew::prelude::*;
 
 use crate::catalog;
@@ -272,6 +272,7 @@ pub enum RealInput {
 impl Reducible for State {
     type Action = Action;
 
+    // long: the reducer: one arm per Action
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut next = (*self).clone();
         next.notice = None;

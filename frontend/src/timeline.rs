@@ -39,10 +39,12 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
-use locklab_core::trace::{command_line, Actor, EventKind, LockChange, Trace, Via};
+use locklab_core::actor::Actor;
+use locklab_core::observe::{LockChange, Via};
+use locklab_core::trace::{command_line, EventKind, Trace};
 use locklab_core::Reply;
 
-use crate::i18n::{Lang, Text};
+use crate::i18n::{seconds, Lang, Text};
 
 /// The type size and everything measured from it, in CSS pixels.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,16 +110,6 @@ const TICK_STEPS: [u64; 20] = [
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
     1_800_000,
 ];
-
-/// `12 s`, `1.5 s`, `0.25 s`: virtual time for people.
-pub fn seconds(ms: u64) -> String {
-    if ms.is_multiple_of(1000) {
-        format!("{} s", ms / 1000)
-    } else {
-        let s = format!("{:.3}", ms as f64 / 1000.0);
-        format!("{} s", s.trim_end_matches('0'))
-    }
-}
 
 /// What a lane stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,7 +314,7 @@ pub struct Callout {
 /// tokens and times); Chinese says what broke and who was involved, from
 /// the violation's kind and actors, and keeps core's sentence for the
 /// tooltip.
-fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core::trace::Names, lang: Lang) -> String {
+fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core::actor::Names, lang: Lang) -> String {
     use locklab_core::invariants::Invariant;
     if lang == Lang::En {
         return v.detail.clone();
@@ -331,7 +323,7 @@ fn violation_line(v: &locklab_core::invariants::Violation, names: &locklab_core:
         .actors
         .iter()
         .map(|&a| match a {
-            locklab_core::trace::Actor::Resource => "受保护资源".to_owned(),
+            locklab_core::actor::Actor::Resource => "受保护资源".to_owned(),
             a => names.actor(a),
         })
         .collect();
@@ -1295,8 +1287,8 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
                 }
             }
             EventKind::Fault { fault } => {
-                use locklab_core::world::fault::Endpoint;
-                use locklab_core::world::Fault as F;
+                use locklab_core::fault::Endpoint;
+                use locklab_core::fault::Fault as F;
                 let endpoint_lane = |e: &Endpoint| match e {
                     Endpoint::Client(name) => names
                         .clients
@@ -1494,60 +1486,91 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     let breaks = axis.breaks(lang);
     let merged = merge_marks(&mut marks, &mut arrows);
 
-    // Labels under the marks: two rows per lane; a label that fits in
-    // neither is shortened to the command's name, then left to its tooltip.
-    let mut labels = Vec::new();
-    let gap = font * 0.6;
-    let mut rows: Vec<[f64; 2]> = vec![[f64::NEG_INFINITY; 2]; lanes.len()];
-    for m in &marks {
-        let Some(text) = &m.label else { continue };
-        let lane = &lanes[m.lane];
-        let base = lane.y + 4.0 + bar_rows_of(lane, style) * style.bar_row();
-        let short_name = text.split_whitespace().next().unwrap_or_default().to_owned();
-        for candidate in [text.clone(), short_name] {
-            let w = text_w(&candidate, font);
-            let x0 = (m.x - font * 0.4).min(plot_end - w).max(label_w);
-            if let Some(r) = place(&mut rows[m.lane], x0, w, gap) {
-                labels.push(Label {
-                    x: x0,
-                    y: base + (r as f64 + 1.0) * style.label_row() - 4.0,
-                    w,
-                    text: candidate,
-                    class: "mark-label",
-                    title: m.title.clone(),
-                });
-                break;
-            }
-        }
-    }
-    // Bar labels: inside the bar, `key · owner` or just the owner (keys
-    // beyond MAX_ROWS share a row, so a row remembers where its last ended).
-    let mut bar_rows: HashMap<(usize, i64), f64> = HashMap::new();
-    for b in &bars {
-        let room = (b.x1.min(plot_end) - b.x0) - font * 0.6;
-        let full = format!("{} · {}", b.key, b.owner_name);
-        let text = [full, b.owner_name.clone()]
-            .into_iter()
-            .find(|t| !t.is_empty() && text_w(t, font) <= room);
-        let end = bar_rows
-            .entry((b.lane, b.y.round() as i64))
-            .or_insert(f64::NEG_INFINITY);
-        let text = text.filter(|_| *end + gap <= b.x0);
-        if let Some(text) = text {
-            *end = b.x0 + font * 0.3 + text_w(&text, font);
-            labels.push(Label {
-                x: b.x0 + font * 0.3,
-                y: b.y + style.bar_h() / 2.0 + font * 0.36,
-                w: text_w(&text, font),
-                text,
-                class: "bar-label",
-                title: b.title.clone(),
-            });
-        }
-    }
+    // Labels under the marks (two rows per lane), then inside the bars.
+    let (mut labels, rows) = mark_labels(&marks, &lanes, style, plot_end);
+    labels.extend(bar_labels(&bars, style, plot_end));
 
-    // Callouts: violation titles first (always shown, moved left rather
-    // than cut off at the edge), then the sentences, in time order.
+    // Callouts: violation titles first, then the sentences.
+    let (mut callouts, used) = place_callouts(&bands, notes, style, plot_end, callouts_top, lanes_top);
+
+    // Take back the room nobody used: callout rows with no callout, and
+    // label rows a lane did not need (node lanes rarely label their marks).
+    // Each lane keeps room for its name and role.
+    let dy = (CALLOUT_ROWS - used) as f64 * style.callout_row();
+    let old: Vec<(f64, f64)> = lanes.iter().map(|l| (l.y, l.height)).collect();
+    let mut y = lanes_top - dy;
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        let label_rows = rows[i].iter().filter(|&&end| end > f64::NEG_INFINITY).count() as f64;
+        let bars_h = bar_rows_of(lane, style) * style.bar_row();
+        let need = (8.0 + bars_h + label_rows * style.label_row()).max(font * 2.9 + 8.0);
+        lane.mark_y += y - lane.y;
+        lane.y = y;
+        lane.height = need.min(lane.height);
+        y += lane.height;
+    }
+    let remap = |v: f64| match old.iter().position(|&(y0, h)| v >= y0 && v < y0 + h) {
+        Some(i) => v - old[i].0 + lanes[i].y,
+        None if v >= lanes_bottom => v - lanes_bottom + y,
+        None => v,
+    };
+    bars.iter_mut().for_each(|b| b.y = remap(b.y));
+    marks.iter_mut().for_each(|m| m.y = remap(m.y));
+    for a in &mut arrows {
+        a.y1 = remap(a.y1);
+        a.y2 = remap(a.y2);
+    }
+    labels.iter_mut().for_each(|l| l.y = remap(l.y));
+    callouts.iter_mut().for_each(|c| c.y_to = remap(c.y_to));
+    let lanes_top = lanes_top - dy;
+    let lanes_bottom = y;
+
+    // The legend: what this timeline draws, one entry per kind of mark.
+    let kinds = legend_kinds(&bars, &marks, &arrows, &spans, !bands.is_empty(), !breaks.is_empty());
+    let legend_end = label_w + (view_w - label_w - style.right_pad());
+    let (legend, ly) = place_legend(kinds, lang, font, label_w, legend_end, lanes_bottom + font * 1.9);
+    let height = if legend.is_empty() {
+        lanes_bottom + 8.0
+    } else {
+        ly + font * 0.9
+    };
+
+    Layout {
+        height,
+        span_ms: axis.end_ms - axis.start_ms,
+        lanes,
+        ticks,
+        breaks,
+        bars,
+        arrows,
+        marks,
+        bands,
+        spans,
+        labels,
+        callouts,
+        legend,
+        now_x,
+        width: svg_w,
+        plot_end,
+        lanes_top,
+        lanes_bottom,
+        style,
+        merged,
+    }
+}
+
+/// Callouts: violation titles first (always shown, moved left rather than
+/// cut off at the edge), then the sentences, in time order, each in the
+/// first callout row where it fits. Also how many rows were used.
+fn place_callouts(
+    bands: &[Band],
+    mut notes: Vec<(f64, f64, String, &'static str, String)>,
+    style: Style,
+    plot_end: f64,
+    callouts_top: f64,
+    lanes_top: f64,
+) -> (Vec<Callout>, usize) {
+    let font = style.font;
+    let (label_w, gap) = (style.label_w(), font * 0.6);
     let mut callouts = Vec::new();
     let mut crow: Vec<Vec<(f64, f64)>> = vec![Vec::new(); CALLOUT_ROWS];
     let mut put = |x: f64, y_to: f64, text: String, kind: &'static str, title: String, callouts: &mut Vec<Callout>| {
@@ -1586,7 +1609,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             });
         }
     };
-    for b in &bands {
+    for b in bands {
         put(
             b.x0,
             lanes_top,
@@ -1611,47 +1634,90 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for (x, y, text, kind, title) in notes {
         put(x, y, text, kind, title, &mut callouts);
     }
-
-    // Take back the room nobody used: callout rows with no callout, and
-    // label rows a lane did not need (node lanes rarely label their marks).
-    // Each lane keeps room for its name and role.
     let used = crow.iter().rposition(|r| !r.is_empty()).map_or(0, |r| r + 1);
-    let dy = (CALLOUT_ROWS - used) as f64 * style.callout_row();
-    let old: Vec<(f64, f64)> = lanes.iter().map(|l| (l.y, l.height)).collect();
-    let mut y = lanes_top - dy;
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        let label_rows = rows[i].iter().filter(|&&end| end > f64::NEG_INFINITY).count() as f64;
-        let bars_h = bar_rows_of(lane, style) * style.bar_row();
-        let need = (8.0 + bars_h + label_rows * style.label_row()).max(font * 2.9 + 8.0);
-        lane.mark_y += y - lane.y;
-        lane.y = y;
-        lane.height = need.min(lane.height);
-        y += lane.height;
-    }
-    let remap = |v: f64| match old.iter().position(|&(y0, h)| v >= y0 && v < y0 + h) {
-        Some(i) => v - old[i].0 + lanes[i].y,
-        None if v >= lanes_bottom => v - lanes_bottom + y,
-        None => v,
-    };
-    bars.iter_mut().for_each(|b| b.y = remap(b.y));
-    marks.iter_mut().for_each(|m| m.y = remap(m.y));
-    for a in &mut arrows {
-        a.y1 = remap(a.y1);
-        a.y2 = remap(a.y2);
-    }
-    labels.iter_mut().for_each(|l| l.y = remap(l.y));
-    callouts.iter_mut().for_each(|c| c.y_to = remap(c.y_to));
-    let lanes_top = lanes_top - dy;
-    let lanes_bottom = y;
+    (callouts, used)
+}
 
-    // The legend: what this timeline draws, one entry per kind of mark.
+/// Labels under the marks: two rows per lane; a label that fits in neither
+/// is shortened to the command's name, then left to its tooltip. Also the
+/// right end of each lane's label rows (what the lane must keep room for).
+fn mark_labels(marks: &[Mark], lanes: &[Lane], style: Style, plot_end: f64) -> (Vec<Label>, Vec<[f64; 2]>) {
+    let font = style.font;
+    let (label_w, gap) = (style.label_w(), font * 0.6);
+    let mut labels = Vec::new();
+    let mut rows: Vec<[f64; 2]> = vec![[f64::NEG_INFINITY; 2]; lanes.len()];
+    for m in marks {
+        let Some(text) = &m.label else { continue };
+        let lane = &lanes[m.lane];
+        let base = lane.y + 4.0 + bar_rows_of(lane, style) * style.bar_row();
+        let short_name = text.split_whitespace().next().unwrap_or_default().to_owned();
+        for candidate in [text.clone(), short_name] {
+            let w = text_w(&candidate, font);
+            let x0 = (m.x - font * 0.4).min(plot_end - w).max(label_w);
+            if let Some(r) = place(&mut rows[m.lane], x0, w, gap) {
+                labels.push(Label {
+                    x: x0,
+                    y: base + (r as f64 + 1.0) * style.label_row() - 4.0,
+                    w,
+                    text: candidate,
+                    class: "mark-label",
+                    title: m.title.clone(),
+                });
+                break;
+            }
+        }
+    }
+    (labels, rows)
+}
+
+/// Bar labels: inside the bar, `key · owner` or just the owner (keys
+/// beyond MAX_ROWS share a row, so a row remembers where its last ended).
+fn bar_labels(bars: &[Bar], style: Style, plot_end: f64) -> Vec<Label> {
+    let font = style.font;
+    let gap = font * 0.6;
+    let mut labels = Vec::new();
+    let mut bar_rows: HashMap<(usize, i64), f64> = HashMap::new();
+    for b in bars {
+        let room = (b.x1.min(plot_end) - b.x0) - font * 0.6;
+        let full = format!("{} · {}", b.key, b.owner_name);
+        let text = [full, b.owner_name.clone()]
+            .into_iter()
+            .find(|t| !t.is_empty() && text_w(t, font) <= room);
+        let end = bar_rows
+            .entry((b.lane, b.y.round() as i64))
+            .or_insert(f64::NEG_INFINITY);
+        let text = text.filter(|_| *end + gap <= b.x0);
+        if let Some(text) = text {
+            *end = b.x0 + font * 0.3 + text_w(&text, font);
+            labels.push(Label {
+                x: b.x0 + font * 0.3,
+                y: b.y + style.bar_h() / 2.0 + font * 0.36,
+                w: text_w(&text, font),
+                text,
+                class: "bar-label",
+                title: b.title.clone(),
+            });
+        }
+    }
+    labels
+}
+
+/// The kinds of mark this timeline draws, in the order the legend lists them.
+fn legend_kinds(
+    bars: &[Bar],
+    marks: &[Mark],
+    arrows: &[Arrow],
+    spans: &[Span],
+    has_bands: bool,
+    has_breaks: bool,
+) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = Vec::new();
     let mut add = |k: &'static str| {
         if !kinds.contains(&k) {
             kinds.push(k);
         }
     };
-    for b in &bars {
+    for b in bars {
         if b.belief {
             add("belief");
         } else {
@@ -1661,7 +1727,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             }
         }
     }
-    for m in &marks {
+    for m in marks {
         match &m.kind {
             MarkKind::Command(Tone::Nil) | MarkKind::Reply(Tone::Nil) | MarkKind::Executed(Tone::Nil) => add("nil"),
             MarkKind::Command(Tone::Error) | MarkKind::Reply(Tone::Error) | MarkKind::Executed(Tone::Error) => {
@@ -1676,29 +1742,41 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             MarkKind::Info => add("info"),
         }
     }
-    for a in &arrows {
+    for a in arrows {
         add(match a.kind {
             ArrowKind::Replication => "replication",
             ArrowKind::Lost => "lost-arrow",
             _ => "arrow",
         });
     }
-    for sp in &spans {
+    for sp in spans {
         add(match sp.kind {
             "down" | "crashed" => "down",
             "cut" => "cut",
             _ => "paused",
         });
     }
-    if !bands.is_empty() {
+    if has_bands {
         add("violation");
     }
-    if !breaks.is_empty() {
+    if has_breaks {
         add("break");
     }
+    kinds
+}
+
+/// The legend's entries, wrapped to rows from `top` within `legend_end`;
+/// also the last row's baseline.
+fn place_legend(
+    kinds: Vec<&'static str>,
+    lang: Lang,
+    font: f64,
+    label_w: f64,
+    legend_end: f64,
+    top: f64,
+) -> (Vec<LegendItem>, f64) {
     let mut legend = Vec::new();
-    let (mut lx, mut ly) = (label_w, lanes_bottom + font * 1.9);
-    let legend_end = label_w + (view_w - label_w - style.right_pad());
+    let (mut lx, mut ly) = (label_w, top);
     for k in kinds {
         let text = legend_text(k, lang).to_owned();
         let w = font * 2.2 + text_w(&text, font) + font * 1.4;
@@ -1714,34 +1792,7 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
         });
         lx += w;
     }
-    let height = if legend.is_empty() {
-        lanes_bottom + 8.0
-    } else {
-        ly + font * 0.9
-    };
-
-    Layout {
-        height,
-        span_ms: axis.end_ms - axis.start_ms,
-        lanes,
-        ticks,
-        breaks,
-        bars,
-        arrows,
-        marks,
-        bands,
-        spans,
-        labels,
-        callouts,
-        legend,
-        now_x,
-        width: svg_w,
-        plot_end,
-        lanes_top,
-        lanes_bottom,
-        style,
-        merged,
-    }
+    (legend, ly)
 }
 
 /// How many bar rows a lane has (from its height).

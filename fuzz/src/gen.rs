@@ -478,6 +478,7 @@ impl Lua {
         format!("{p:?}")
     }
 
+    // long: one arm per Lua expression form the generator writes
     fn expr(&mut self) -> String {
         if self.depth > 4 {
             return self.atom();

@@ -275,7 +275,7 @@ fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
 fn save_input(target: Target, input: &[u8]) -> Option<PathBuf> {
     let dir = regressions_dir().join(target.name());
     std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(format!("{}.bin", &locklab_core::script::sha1_hex(input)[..16]));
+    let path = dir.join(format!("{}.bin", &locklab_core::server::script::sha1_hex(input)[..16]));
     std::fs::write(&path, input).ok()?;
     Some(path)
 }

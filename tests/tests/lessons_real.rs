@@ -214,8 +214,9 @@ fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
     use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
     use locklab_backend::real::session::{Limits, SessionPool};
     use locklab_backend::real::topology::Topology;
+    use locklab_core::actor::Actor;
     use locklab_core::invariants::Invariant;
-    use locklab_core::trace::{Actor, EventKind};
+    use locklab_core::trace::EventKind;
 
     let l = lesson("15");
     let mut topology = Topology::start(real_lesson::topology_kind(&l)).expect("a master and a replica");

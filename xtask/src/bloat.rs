@@ -3,7 +3,7 @@
 //! A small size profiler (what `twiggy top` and `cargo bloat --crates` do)
 //! over a module that still has its `name` section: every function body is
 //! charged to a *part* named from its demangled symbol — the crate, and for
-//! locklab's own crates the module too (`locklab_core::script`) — and the
+//! locklab's own crates the module too (`locklab_core::server::script`) — and the
 //! data segments, the other sections and the unnamed functions each get a
 //! line of their own. Each part is shown raw and gzipped on its own (its
 //! bytes concatenated and compressed alone: a part compresses a little worse
@@ -56,6 +56,10 @@ fn part_of(symbol: &str) -> String {
             .next()
             .filter(|m| m.chars().next().is_some_and(char::is_lowercase))
         {
+            // The server's Lua glue is a part of its own (see `group_of`).
+            if module == "server" && segments.next() == Some("script") {
+                return format!("{krate}::server::script");
+            }
             return format!("{krate}::{module}");
         }
     }
@@ -68,7 +72,7 @@ fn group_of(part: &str) -> &'static str {
     let krate = part.split("::").next().unwrap_or_default();
     match krate {
         _ if krate.starts_with("lua_") || krate == "omnilua" => "Lua VM (omnilua, lua_*)",
-        "locklab_core" if part == "locklab_core::script" => "locklab_core::script (Lua glue)",
+        "locklab_core" if part == "locklab_core::server::script" => "locklab_core::server::script (Lua glue)",
         "locklab_core" => "locklab_core (the rest)",
         "locklab_frontend" => "locklab_frontend",
         "yew"
@@ -260,7 +264,10 @@ mod tests {
 
     #[test]
     fn parts_are_named_by_crate_and_by_module_for_our_own() {
-        assert_eq!(part_of("locklab_core::script::vm::Vm::run"), "locklab_core::script");
+        assert_eq!(
+            part_of("locklab_core::server::script::vm::Vm::run"),
+            "locklab_core::server::script"
+        );
         assert_eq!(
             part_of("<locklab_core::reply::Reply as core::fmt::Debug>::fmt"),
             "locklab_core::reply"
@@ -271,7 +278,10 @@ mod tests {
         assert_eq!(part_of("locklab_core::Reply::new"), "locklab_core");
         assert_eq!(part_of("<[T]>::sort"), "(other symbols)");
         assert_eq!(group_of("lua_vm"), "Lua VM (omnilua, lua_*)");
-        assert_eq!(group_of("locklab_core::script"), "locklab_core::script (Lua glue)");
+        assert_eq!(
+            group_of("locklab_core::server::script"),
+            "locklab_core::server::script (Lua glue)"
+        );
         assert_eq!(group_of("locklab_core::server"), "locklab_core (the rest)");
         assert_eq!(group_of("(data segments)"), "sections and data");
     }

@@ -28,6 +28,9 @@
 //!   PATH, also runs `trunk build --release --offline` into a temporary
 //!   directory and checks that a `.wasm` came out. CI runs the check rather
 //!   than spend a quarter of an hour installing Trunk.
+//! * `cargo xtask layout [--max-lines N]` — the module import cycles of each
+//!   crate and the functions over N lines without a `// long:` reason (see
+//!   `layout`); exits 1 if there are any.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -40,6 +43,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 mod bloat;
 mod compress;
+mod layout;
 mod redis_suite;
 mod worker;
 
@@ -69,7 +73,8 @@ fn usage() -> &'static str {
        redis-suite --tree DIR [--logs DIR] [--only sim|real]\n                                \
      run Redis 7.0.15's own tests on sim-server and redis-server; print both [ok] counts\n  \
        fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
-     fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n"
+     fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n  \
+       layout [--max-lines N] [--root DIR]\n                                module import cycles of each crate, and functions over N lines (80) without a reason\n"
 }
 
 fn main() -> Result<()> {
@@ -113,6 +118,7 @@ fn main() -> Result<()> {
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("bloat") => bloat(&root, args.get(1).map(Path::new)),
         Some("redis-suite") => redis_suite::run(&root, &args[1..]),
+        Some("layout") => layout::run(&root, &args[1..]),
         Some("help" | "-h" | "--help") => {
             print!("{}", usage());
             Ok(())

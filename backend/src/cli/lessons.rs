@@ -27,11 +27,6 @@ pub fn load(dir: Option<&PathBuf>) -> Result<Vec<Lesson>, LessonError> {
     catalogue(&refs)
 }
 
-pub fn find<'a>(lessons: &'a [Lesson], id: &str) -> Result<&'a Lesson, LessonError> {
-    let id = if id.len() == 1 { format!("0{id}") } else { id.to_owned() };
-    lessons.iter().find(|l| l.id == id).ok_or(LessonError::NotFound(id))
-}
-
 /// One lesson a line: id, theme, title, source.
 pub fn list(lessons: &[Lesson], lang: Lang) -> String {
     lessons

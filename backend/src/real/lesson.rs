@@ -79,7 +79,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use locklab_core::actor::{Actor, Names};
 use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
+use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words};
 use locklab_core::lesson::metrics::Metrics;
@@ -92,8 +94,7 @@ use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
-use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
-use locklab_core::world::{ClockOf, Endpoint, Fault};
+use locklab_core::trace::{Event, EventKind, LossReason};
 use locklab_core::Reply;
 use thiserror::Error;
 

@@ -22,9 +22,10 @@
 //! every key a client acquired (core's [`acquired_key`] rule, as the
 //! simulator's free lab does: [`LockWatch::free`]).
 
+use locklab_core::actor::Actor;
 pub use locklab_core::observe::acquired_key;
-use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen};
-use locklab_core::trace::{Actor, EventKind, Via};
+use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
+use locklab_core::trace::EventKind;
 
 use crate::real::session::Session;
 use crate::real::topology::{NodeInfo, NodeState};

@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-use locklab_core::script::set_thread_limits;
+use locklab_core::server::script::set_thread_limits;
 use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -506,7 +506,7 @@ fn run_script(
         run()
     };
     *shared.busy() = None;
-    set_thread_limits(None, locklab_core::script::INSTRUCTION_LIMIT);
+    set_thread_limits(None, locklab_core::server::script::INSTRUCTION_LIMIT);
     shared.control.reset();
     out
 }

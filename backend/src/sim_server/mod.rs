@@ -73,7 +73,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use locklab_core::script::ScriptControl;
+use locklab_core::server::script::ScriptControl;
 use locklab_core::server::{ConnId, Node, Profile, EPOCH_MS};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

@@ -312,6 +312,7 @@ impl Lab {
         }
     }
 
+    // long: one arm per ClientMsg
     fn handle(&mut self, msg: ClientMsg) -> Vec<ServerMsg> {
         let mut out = Vec::new();
         match msg {
@@ -732,7 +733,7 @@ fn may_change_locks(argv: &[Vec<u8>]) -> bool {
 /// A built-in lesson by id (`5` is `05`).
 fn find_lesson(id: &str) -> Result<Lesson, String> {
     let all = locklab_core::lesson::builtin().map_err(|e| e.to_string())?;
-    crate::cli::lessons::find(&all, id.trim())
+    locklab_core::lesson::find(&all, id.trim())
         .cloned()
         .map_err(|e| e.to_string())
 }

@@ -18,12 +18,14 @@
 
 use super::{Outcome as ExploreOutcome, Report, Spec};
 use crate::client::Program;
+use crate::fault::At;
 use crate::invariants::Invariant;
 use crate::lesson::run::LessonRun;
 use crate::lesson::{
     Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Text, Theme, WorldSettings,
 };
-use crate::world::{At, Topology};
+use crate::trace::Trace;
+use crate::world::{Scenario, Topology};
 
 /// The id a counterexample lesson carries (the catalogue's are `01`–`42`).
 pub const COUNTEREXAMPLE_ID: &str = "00";
@@ -77,34 +79,10 @@ fn step() -> Step {
     Step::default()
 }
 
-/// Turn a report's counterexample into a lesson that replays it, checked
-/// by playing it once.
-pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToLessonError> {
-    let ExploreOutcome::Violated {
-        invariant,
-        scenario,
-        trace,
-        index,
-        ..
-    } = &report.outcome
-    else {
-        return Err(ToLessonError::Held);
-    };
-    let no = |m: &str| Err(ToLessonError::Inexpressible(m.to_owned()));
-    let cfg = &scenario.world;
-    let topology = match cfg.topology {
-        Topology::Single => LessonTopology::Single,
-        Topology::Replicated { replicas: 1 } => LessonTopology::Replicated,
-        Topology::Redlock { masters: 5 } => LessonTopology::Redlock5,
-        _ => return no("a topology the lessons do not have"),
-    };
-    if !cfg.links.is_empty()
-        || !cfg.node_clocks.is_empty()
-        || cfg.resource_link != cfg.link
-        || scenario.clients.iter().any(|c| c.clock != Default::default())
-    {
-        return no("per-client links, a separate resource link, or clock settings");
-    }
+/// The steps that replay a violating run: each client's program started
+/// and each fault injected at the time it happened (client starts first at
+/// equal times), with waits between, then a wait until the violation.
+fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec<Step> {
     // (time, order, step): client starts first at equal times, then faults.
     let mut timed: Vec<(u64, u8, Step)> = Vec::new();
     for c in &scenario.clients {
@@ -173,6 +151,39 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
         }),
         ..step()
     });
+    steps
+}
+
+/// Turn a report's counterexample into a lesson that replays it, checked
+/// by playing it once.
+// long: most of it is one Lesson literal, field by field
+pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToLessonError> {
+    let ExploreOutcome::Violated {
+        invariant,
+        scenario,
+        trace,
+        index,
+        ..
+    } = &report.outcome
+    else {
+        return Err(ToLessonError::Held);
+    };
+    let no = |m: &str| Err(ToLessonError::Inexpressible(m.to_owned()));
+    let cfg = &scenario.world;
+    let topology = match cfg.topology {
+        Topology::Single => LessonTopology::Single,
+        Topology::Replicated { replicas: 1 } => LessonTopology::Replicated,
+        Topology::Redlock { masters: 5 } => LessonTopology::Redlock5,
+        _ => return no("a topology the lessons do not have"),
+    };
+    if !cfg.links.is_empty()
+        || !cfg.node_clocks.is_empty()
+        || cfg.resource_link != cfg.link
+        || scenario.clients.iter().any(|c| c.clock != Default::default())
+    {
+        return no("per-client links, a separate resource link, or clock settings");
+    }
+    let steps = replay_steps(scenario, trace, *invariant);
     let name = spec.name.clone().unwrap_or_else(|| spec.summary());
     let lesson = Lesson {
         id: COUNTEREXAMPLE_ID.into(),

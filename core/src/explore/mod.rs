@@ -35,10 +35,11 @@ pub mod spec;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::fault::{At, ClockOf, Fault, ScheduledFault};
 use crate::invariants::Invariant;
 use crate::rng::Rng;
 use crate::trace::Trace;
-use crate::world::{At, ClockOf, Fault, Scenario, ScheduledFault, Topology, World, WorldError};
+use crate::world::{Scenario, Topology, World, WorldError};
 
 pub use spec::{FaultKind, Spec, TopologyKind};
 

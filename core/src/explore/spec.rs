@@ -84,8 +84,8 @@ impl FaultKind {
     }
 
     /// Which family a fault belongs to.
-    pub fn of(f: &crate::world::Fault) -> Option<FaultKind> {
-        use crate::world::Fault;
+    pub fn of(f: &crate::fault::Fault) -> Option<FaultKind> {
+        use crate::fault::Fault;
         match f {
             Fault::PauseClient { .. } => Some(FaultKind::Pause),
             Fault::CrashClient { .. } => Some(FaultKind::Crash),

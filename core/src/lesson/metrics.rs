@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::MetricsSpec;
-use crate::trace::{Actor, EventKind};
+use crate::actor::Actor;
+use crate::trace::EventKind;
 use crate::world::World;
 
 /// The figures for a set of clients.

@@ -31,9 +31,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::client::Program;
+use crate::fault::Fault;
 use crate::invariants::Invariant;
+use crate::link::{LinkConfig, ReplicationConfig};
 use crate::server::Profile;
-use crate::world::{Fault, LinkConfig, Persistence, ReplicationConfig};
+use crate::world::Persistence;
 
 /// Text in both of the lab's languages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -678,6 +680,7 @@ impl Lesson {
     }
 
     /// Everything a file can get wrong that serde cannot see.
+    // long: one check per rule of the lesson format, in the file's order
     pub fn validate(&self) -> Result<(), LessonError> {
         let invalid = |msg: String| LessonError::Invalid {
             id: self.id.clone(),
@@ -787,6 +790,13 @@ impl Lesson {
 #[cfg(feature = "toml")]
 pub mod embedded {
     include!(concat!(env!("OUT_DIR"), "/lessons.rs"));
+}
+
+/// The lesson with this id; a one-digit id is padded (`5` is `05`), as
+/// `locklab lesson show 5` and the web API's `?lesson=5` accept it.
+pub fn find<'a>(lessons: &'a [Lesson], id: &str) -> Result<&'a Lesson, LessonError> {
+    let id = if id.len() == 1 { format!("0{id}") } else { id.to_owned() };
+    lessons.iter().find(|l| l.id == id).ok_or(LessonError::NotFound(id))
 }
 
 /// The built-in catalogue: every file of `lessons/`, parsed and checked.

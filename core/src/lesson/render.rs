@@ -9,8 +9,10 @@ use std::fmt::Write;
 use super::rounds::{self, Round};
 use super::run::{LessonRun, StepResult, NO_REPLY};
 use super::{Lang, Lesson, LessonTopology, OutcomeInvariant, Quiz, Step, StepKind};
+use crate::actor::{Actor, Names};
 use crate::invariants::{Invariant, Violation};
-use crate::trace::{Actor, EventKind, LockChange, Names};
+use crate::observe::LockChange;
+use crate::trace::EventKind;
 
 /// What a transcript line is: a command as typed and a reply as redis-cli
 /// prints it are the same in every language; everything else is the

@@ -20,9 +20,10 @@
 use std::collections::BTreeMap;
 
 use super::Lang;
+use crate::actor::{Actor, Names};
 use crate::client::{Program, RedlockProgram};
 use crate::reply::Reply;
-use crate::trace::{Actor, Event, EventKind, Names};
+use crate::trace::{Event, EventKind};
 
 use super::Lesson;
 

@@ -28,11 +28,13 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::Metrics;
 use super::{Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind, Text};
+use crate::actor::{Actor, Names};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
+use crate::fault::Fault;
 use crate::invariants::Invariant;
 use crate::reply::Reply;
-use crate::trace::{Actor, EventKind, Names};
-use crate::world::{ClientId, Fault, Topology, World, WorldConfig};
+use crate::trace::EventKind;
+use crate::world::{ClientId, Topology, World, WorldConfig};
 
 /// What a command step shows when its request or reply was lost.
 pub use crate::console::NO_REPLY;
@@ -351,6 +353,7 @@ impl Progress {
     }
 
     /// Carry out the next step on `env`; `None` when the lesson is over.
+    // long: one arm per kind of step, each carried out on the environment
     pub fn step<E: Environment + ?Sized>(&mut self, env: &mut E) -> Result<Option<&StepResult>, LessonError> {
         let index = self.results.len();
         let Some(step) = self.lesson.steps.get(index).cloned() else {

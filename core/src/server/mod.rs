@@ -39,6 +39,11 @@ pub mod db;
 pub mod glob;
 mod longdouble;
 mod pubsub;
+/// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
+/// function_lua.c live in redis-server's src/: a node owns one, and the
+/// engine consults the node's command table (arity, `noscript`, `write`)
+/// exactly as `scriptCall` does, so the two are one component.
+pub mod script;
 pub mod table;
 pub mod zset;
 
@@ -47,8 +52,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::reply::Reply;
-use crate::script::Scripting;
 use db::Db;
+use script::Scripting;
 use table::{Command, Handler};
 
 pub use blocking::Outbound;

@@ -11,7 +11,7 @@ use super::cmd;
 use super::Profile;
 use super::{Ctx, ScriptHost};
 use crate::reply::Reply;
-use crate::script::Scripting;
+use crate::server::script::Scripting;
 
 /// How a command is carried out.
 #[derive(Clone, Copy)]

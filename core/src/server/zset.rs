@@ -103,7 +103,7 @@ impl ZSet {
 /// `addReplyDouble`'s `%.17g`, with `inf`/`-inf` spelled out — the same
 /// formatting the scripting engine uses for `redis.call` arguments.
 pub fn format_score(d: f64) -> String {
-    crate::script::convert::fmt_g(d, 17)
+    crate::server::script::convert::fmt_g(d, 17)
 }
 
 #[cfg(test)]

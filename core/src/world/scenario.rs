@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::clock::ClockConfig;
-use super::fault::ScheduledFault;
 use super::topology::WorldConfig;
 use super::{World, WorldError};
 use crate::client::Program;
+use crate::fault::ScheduledFault;
 
 /// One client in a scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

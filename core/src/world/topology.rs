@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::clock::ClockConfig;
-use super::link::{LinkConfig, ReplicationConfig};
 use crate::invariants::InvariantConfig;
+use crate::link::{LinkConfig, ReplicationConfig};
 use crate::server::Profile;
 
 /// Most replicas / masters a world may have (the lessons need 5).

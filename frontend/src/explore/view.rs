@@ -58,6 +58,7 @@ pub struct ExploreProps {
 }
 
 #[function_component(ExploreScreen)]
+// long: a Yew view: its hooks and callbacks, then one html! tree
 pub fn explore_screen(props: &ExploreProps) -> Html {
     let lang = props.lang;
     let model = use_reducer(Explore::default);

@@ -63,6 +63,7 @@ fn shortcut(e: &KeyboardEvent) -> Option<Action> {
 }
 
 #[function_component(App)]
+// long: a Yew view: its hooks and callbacks, then one html! tree
 pub fn app() -> Html {
     let state = use_reducer(initial_state);
 
@@ -229,7 +230,7 @@ pub fn app() -> Html {
     };
     let oninject = {
         let s = state.clone();
-        Callback::from(move |f: locklab_core::world::Fault| s.dispatch(Action::Inject(f)))
+        Callback::from(move |f: locklab_core::fault::Fault| s.dispatch(Action::Inject(f)))
     };
     let onadvance = {
         let s = state.clone();

@@ -2,9 +2,9 @@
 
 use yew::prelude::*;
 
+use crate::i18n::seconds;
 use crate::i18n::Text;
 use crate::state::{AppContext, CLOCK_STEPS_MS};
-use crate::timeline::seconds;
 
 #[derive(Properties, PartialEq)]
 pub struct ClockProps {

@@ -19,6 +19,7 @@ pub struct ConsoleProps {
 }
 
 #[function_component(Console)]
+// long: a Yew view: its hooks and callbacks, then one html! tree
 pub fn console(props: &ConsoleProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;

@@ -8,8 +8,8 @@
 //! nothing at all when it was given the user's own server, which the lab
 //! never kills or reconfigures (and the toolbox says so).
 
+use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::protocol::{FaultKind, NodeState, Role, TopologyKind};
-use locklab_core::world::{ClockOf, Endpoint, Fault};
 use yew::prelude::*;
 
 use crate::i18n::Text;

@@ -283,7 +283,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 let who: Vec<String> = v
                     .actors
                     .iter()
-                    .filter(|a| matches!(a, locklab_core::trace::Actor::Client(_)))
+                    .filter(|a| matches!(a, locklab_core::actor::Actor::Client(_)))
                     .map(|&a| trace.names.actor(a))
                     .collect();
                 let line = if who.is_empty() {

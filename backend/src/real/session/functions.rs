@@ -36,7 +36,7 @@
 //! and deletes the library otherwise, so the shim is a convenience, not the
 //! wall.
 
-use locklab_core::script::meta::{library_header, valid_name};
+use locklab_core::server::script::meta::{library_header, valid_name};
 
 /// `lab_<id>_`: the namespace of a session's libraries and functions.
 pub fn namespace(id: &str) -> String {

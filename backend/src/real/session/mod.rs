@@ -85,12 +85,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use locklab_core::actor::{Actor, Names};
 use locklab_core::cli;
 use locklab_core::reply::Reply;
 use locklab_core::server::cluster::key_slot;
 use locklab_core::server::table;
 use locklab_core::server::Profile;
-use locklab_core::trace::{Actor, Event, EventKind, LossReason, Names};
+use locklab_core::trace::{Event, EventKind, LossReason};
 use thiserror::Error;
 
 use crate::real::conn::{display_addr, RealConnection, RealError};
@@ -1020,7 +1021,7 @@ impl Session {
         }
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
         if is(0, "function") && is(1, "load") && !matches!(reply, Reply::Error(_)) {
-            if let Ok(h) = locklab_core::script::meta::library_header(&argv[argv.len() - 1]) {
+            if let Ok(h) = locklab_core::server::script::meta::library_header(&argv[argv.len() - 1]) {
                 self.sandbox.originals.insert(h.name, argv[argv.len() - 1].clone());
             }
         }

@@ -29,7 +29,7 @@
 use std::collections::BTreeSet;
 
 use locklab_core::reply::Reply;
-use locklab_core::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
+use locklab_core::server::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
 use locklab_core::server::table;
 use locklab_core::server::{ConnId, Node, Profile};
 

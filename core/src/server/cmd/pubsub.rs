@@ -77,6 +77,7 @@ pub(crate) fn publish(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP`
+// long: PUBSUB's subcommands, one arm each
 pub(crate) fn pubsub(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let sub = &argv[1];
     let wrong = || {

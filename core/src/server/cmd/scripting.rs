@@ -1,7 +1,7 @@
 //! The scripting commands: EVAL, EVALSHA, SCRIPT, FUNCTION, FCALL (and their
 //! `_RO` variants). This file is only their syntax — argument order,
 //! subcommands, arity, redis-server 7.0's texts for each mistake; running the
-//! scripts is [`crate::script`]'s job.
+//! scripts is [`crate::server::script`]'s job.
 //!
 //! The dispatcher has already checked each command's own arity (EVAL `-3`,
 //! SCRIPT `-2`, …) and that a subcommand exists; a subcommand's arity is
@@ -9,8 +9,8 @@
 //! entry (`ERR wrong number of arguments for 'script|load' command`).
 
 use crate::reply::Reply;
-use crate::script::convert::{one_line, parse_ll};
-use crate::script::Scripting;
+use crate::server::script::convert::{one_line, parse_ll};
+use crate::server::script::Scripting;
 use crate::server::ScriptHost;
 
 fn is_ro(argv: &[Vec<u8>]) -> bool {
@@ -244,6 +244,7 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
 
 /// `FUNCTION LOAD|DELETE|LIST|FLUSH|STATS|KILL|HELP` (DUMP and RESTORE are
 /// recognised but not simulated).
+// long: FUNCTION's subcommands, one arm each
 pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
     const SUBS: &[(&str, i64)] = &[
         ("delete", 3),

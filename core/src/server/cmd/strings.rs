@@ -70,6 +70,7 @@ enum Expiry {
 /// transcribed, quirks included: the same expiry option twice is accepted
 /// (the last wins), NX and XX together are a syntax error, and the expire
 /// value is validated only after all options parsed.
+// long: transcribes setGenericCommand's option loop in its order, which decides the error a bad line gets
 pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let profile = cx.e.profile();
     let mut cond = SetCondition::Always;

@@ -49,6 +49,7 @@ fn double(d: f64) -> Reply {
 
 /// `zaddGenericCommand` and `zsetAdd`: options, then every score parsed
 /// before anything changes, then the key.
+// long: transcribes zaddGenericCommand in its order, which decides the error a bad line gets
 fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
     let (mut nx, mut xx, mut gt, mut lt, mut ch) = (false, false, false, false, false);
     let mut at = 2;
@@ -289,6 +290,7 @@ enum RangeType {
 
 /// `zrangeGenericCommand`: `fixed` is the range type a legacy command
 /// implies (ZRANGEBYSCORE), `rev` its direction (ZREVRANGE…).
+// long: transcribes zrangeGenericCommand's option parsing in its order, which decides the error a bad line gets
 fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Option<bool>) -> Reply {
     let mut rangetype = fixed;
     let mut direction = rev;

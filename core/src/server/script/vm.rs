@@ -316,6 +316,7 @@ fn tohex(b: f64, n: f64) -> String {
 }
 
 impl Vm {
+    // long: registers every function the Lua sandbox exposes, one block each
     fn new() -> omnilua::Result<Vm> {
         let lua = Lua::try_new_versioned(LuaVersion::V51)?;
         let sandbox = lua.install_sandbox(SandboxConfig {

@@ -192,6 +192,7 @@ pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Re
     Ok((reply_value(lua, reply, resp3)?, false))
 }
 
+// long: one arm per RESP reply type, as redisProtocolToLuaType has
 fn reply_value(lua: &Lua, reply: &Reply, resp3: bool) -> omnilua::Result<Value> {
     let rich = matches!(
         reply,

@@ -21,6 +21,7 @@ type Hash = Vec<(Vec<u8>, Vec<u8>)>;
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 impl ScriptHost for Fake {
+    // long: a fake host: one arm per command the script tests call
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
         if argv[0].eq_ignore_ascii_case(b"flushall") {
             *self = Fake::default();

@@ -1,0 +1,107 @@
+//! Watching lock keys: what each node holds, and who put it there.
+//!
+//! After every change to a node the world peeks at each lock key and shows
+//! it to the [`LockObserver`](crate::observe::LockObserver), which turns a
+//! changed value into lock events, numbered grants and wrong releases. This
+//! file feeds it and carries out what it saw.
+
+use super::World;
+use crate::actor::Actor;
+use crate::observe::{Cause, Observed, Seen};
+use crate::server::db::Value;
+use crate::trace::EventKind;
+
+fn value_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Str(s) => s.clone(),
+        Value::Hash(fields) => {
+            let mut out = Vec::new();
+            for (i, (f, x)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(f);
+                out.push(b'=');
+                out.extend_from_slice(x);
+            }
+            out
+        }
+        // The lock shadows only read strings and hashes; other types show
+        // as the commands that would rebuild them.
+        other => other
+            .restore_argvs(b"")
+            .concat()
+            .iter()
+            .skip(2)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect::<Vec<_>>()
+            .join(",")
+            .into_bytes(),
+    }
+}
+
+impl World {
+    pub(super) fn observe_locks(&mut self, node: u32, cause: Cause) {
+        let keys = self.locks.keys().to_vec();
+        for key in &keys {
+            self.observe_key(node, key, cause);
+        }
+    }
+
+    /// Show the observer what `node` holds for `key` now, and turn what
+    /// changed into events, grants and wrong releases.
+    fn observe_key(&mut self, node: u32, key: &str, cause: Cause) {
+        let n = node as usize;
+        let node_now = self.nodes[n].node.now();
+        let cur = self.nodes[n].node.peek(0, key.as_bytes()).map(|e| Seen {
+            value: value_bytes(&e.value),
+            deadline: e.expires_at,
+            ttl_ms: e.expires_at.map(|d| d.saturating_sub(node_now)),
+        });
+        if cur.is_some() || self.locks.held(node, key).is_some() {
+            self.deadlock_dirty = true;
+        }
+        let observed = self.locks.observe(node, key, cur, cause, self.now);
+        self.apply_observed(observed);
+    }
+
+    /// Carry out what the lock observer saw: lock events, numbered grants,
+    /// and a wrong release as a violation.
+    fn apply_observed(&mut self, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock {
+                    node, key, change, via, ..
+                } => self.emit(Actor::Node(node), EventKind::Lock { key, change, via }),
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.emit(Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease { node, key, by, held } => {
+                    let names = &self.names;
+                    let v = self.monitor.wrong_release(
+                        node,
+                        &key,
+                        by,
+                        &held,
+                        self.now,
+                        &|i| names.client(i).to_owned(),
+                        &|i| names.node(i).to_owned(),
+                    );
+                    if let Some(v) = v {
+                        self.violate(v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Redlock: after a node went down or came back, who holds each lock by
+    /// majority now.
+    pub(super) fn recount_majorities(&mut self) {
+        for k in self.locks.keys().to_vec() {
+            let observed = self.locks.recount_majority(&k);
+            self.apply_observed(observed);
+        }
+    }
+}
