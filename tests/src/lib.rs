@@ -40,6 +40,7 @@ macro_rules! with_diff_files {
             keys => "keys.redis",
             keys_more => "keys_more.redis",
             lists => "lists.redis",
+            maxmemory => "maxmemory.redis",
             locks => "locks.redis",
             scripting => "scripting.redis",
             set_options => "set_options.redis",

@@ -48,8 +48,29 @@ const USAGE: &str = "usage: cargo xtask redis-suite --tree DIR [--logs DIR] [--o
 struct Count {
     ok: usize,
     err: usize,
+    /// `[ok]` per test file, in [`FILES`] order.
+    per_file: Vec<usize>,
     secs: f64,
     log: PathBuf,
+}
+
+/// `[ok]` lines per test file: with `--clients 1` the files run one after
+/// another, each closed by runtest's `[n/7 done]: unit/… (t seconds)`.
+fn per_file(text: &str) -> Vec<usize> {
+    let mut counts = vec![0; FILES.len()];
+    let mut ok = 0;
+    for line in text.lines() {
+        if line.starts_with("[ok]") {
+            ok += 1;
+        } else if let Some((_, rest)) = line.split_once(" done]: ") {
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            if let Some(i) = FILES.iter().position(|f| *f == name) {
+                counts[i] += ok;
+            }
+            ok = 0;
+        }
+    }
+    counts
 }
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
@@ -139,6 +160,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     if let (Some(r), Some(s)) = (&real_count, &sim_count) {
+        println!();
+        for (i, file) in FILES.iter().enumerate() {
+            let (r, s) = (r.per_file[i], s.per_file[i]);
+            let pct = if r == 0 { 0.0 } else { 100.0 * s as f64 / r as f64 };
+            println!("  {file:<20} {s:>4} / {r:>4} = {pct:5.1} %");
+        }
         let pct = if r.ok == 0 {
             0.0
         } else {
@@ -172,6 +199,7 @@ fn suite(tree: &Path, mut child: Child, port: u16, log: &Path) -> Result<Count> 
         let count = |tag: &str| text.lines().filter(|l| l.starts_with(tag)).count();
         Ok(Count {
             ok: count("[ok]"),
+            per_file: per_file(&text),
             err: count("[err]"),
             secs: started.elapsed().as_secs_f64(),
             log: log.into(),
