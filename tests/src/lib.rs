@@ -34,6 +34,7 @@ macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
             counters => "counters.redis",
+            digest => "digest.redis",
             errors => "errors.redis",
             expire => "expire.redis",
             hashes => "hashes.redis",

@@ -36,6 +36,7 @@ pub mod cluster;
 mod cmd;
 pub mod config;
 pub mod db;
+mod digest;
 pub mod glob;
 mod longdouble;
 mod memory;

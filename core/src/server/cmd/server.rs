@@ -61,6 +61,23 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if is(sub, "PROTOCOL") && argv.len() == 3 {
         return debug_protocol(&argv[2]);
     }
+    if is(sub, "DIGEST") && argv.len() == 2 {
+        let dbs = cx.e.dbs.iter().enumerate().map(|(i, db)| {
+            let keys: Box<dyn Iterator<Item = _>> = Box::new(db.keys());
+            (i, keys)
+        });
+        return Reply::status(crate::server::digest::dataset_digest(dbs));
+    }
+    if is(sub, "DIGEST-VALUE") {
+        // dictFind, not lookupKey: a logically expired key still counts.
+        let db = &cx.e.dbs[cx.db];
+        return Reply::Array(
+            argv[2..]
+                .iter()
+                .map(|k| Reply::status(crate::server::digest::value_digest(db.get(k))))
+                .collect(),
+        );
+    }
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
         String::from_utf8_lossy(sub)
