@@ -33,6 +33,7 @@ pub mod ws;
 macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
+            cjson => "cjson.redis",
             counters => "counters.redis",
             digest => "digest.redis",
             errors => "errors.redis",

@@ -802,20 +802,327 @@ debug.sethook(function()
   end
 end, "", config.tick_interval)
 
+--------------------------------------------------------------------------
+-- cjson (lua_cjson 2.1.0, as Redis bundles it), written in Lua
+--------------------------------------------------------------------------
+
+-- The encoder and decoder follow lua_cjson.c: the same array detection
+-- (lua_array_length and its sparse-array rule), `%.14g` numbers, the same
+-- escapes ('/' too), and the same error texts. Errors are raised three
+-- levels up, as the other trampolined builtins do, so a script sees
+-- "user_script:N: Cannot serialise ..." and pcall sees the bare text. Two
+-- visible differences: cjson.null is a table (lua_cjson's is a light
+-- userdata, which a reply turns into nil), and an object's keys come out
+-- in this VM's table order.
+
+local cjson_cfg = {
+  encode_max_depth = 1000,
+  decode_max_depth = 1000,
+  encode_invalid_numbers = false,
+  encode_keep_buffer = true,
+  encode_number_precision = 14,
+}
+local cjson_null = raw_setmetatable({}, { __newindex = readonly_error })
+
+local JSON_ESCAPES = {
+  ['"'] = '\\"', ["\\"] = "\\\\", ["/"] = "\\/",
+  ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
+}
+for b = 0, 31 do
+  local c = string_lib.char(b)
+  if JSON_ESCAPES[c] == nil then JSON_ESCAPES[c] = format("\\u%04x", b) end
+end
+JSON_ESCAPES["\127"] = "\\u007f"
+
+local function json_string(s)
+  return '"' .. gsub(s, '[%c"\\/]', JSON_ESCAPES) .. '"'
+end
+
+local function encode_fail(v, reason)
+  error("Cannot serialise " .. type(v) .. ": " .. reason, 0)
+end
+
+local function json_number(v)
+  if v ~= v or v == math_lib.huge or v == -math_lib.huge then
+    if not cjson_cfg.encode_invalid_numbers then encode_fail(v, "must not be NaN or Inf") end
+    if cjson_cfg.encode_invalid_numbers == "null" then return "null" end
+  end
+  return format("%." .. cjson_cfg.encode_number_precision .. "g", v)
+end
+
+-- lua_array_length: the array length, or -1 for an object.
+local function array_length(t)
+  local max, items = 0, 0
+  local k = raw_next(t)
+  while k ~= nil do
+    if type(k) == "number" and k >= 1 and floor(k) == k then
+      if k > max then max = k end
+      items = items + 1
+    else
+      return -1
+    end
+    k = raw_next(t, k)
+  end
+  if max > items * 2 and max > 10 then
+    error("Cannot serialise table: excessively sparse array", 0)
+  end
+  return max
+end
+
+local json_encode_value
+
+local function json_encode_table(t, depth, out)
+  depth = depth + 1
+  if depth > cjson_cfg.encode_max_depth then
+    error("Cannot serialise, excessive nesting (" .. depth .. ")", 0)
+  end
+  local len = array_length(t)
+  if len > 0 then
+    out[#out + 1] = "["
+    for i = 1, len do
+      if i > 1 then out[#out + 1] = "," end
+      json_encode_value(raw_rawget(t, i), depth, out)
+    end
+    out[#out + 1] = "]"
+    return
+  end
+  out[#out + 1] = "{"
+  local first = true
+  local k, v = raw_next(t)
+  while k ~= nil do
+    if not first then out[#out + 1] = "," end
+    first = false
+    local tk = type(k)
+    if tk == "string" then
+      out[#out + 1] = json_string(k)
+    elseif tk == "number" then
+      out[#out + 1] = '"' .. json_number(k) .. '"'
+    else
+      encode_fail(k, "table key must be a number or string")
+    end
+    out[#out + 1] = ":"
+    json_encode_value(v, depth, out)
+    k, v = raw_next(t, k)
+  end
+  out[#out + 1] = "}"
+end
+
+json_encode_value = function(v, depth, out)
+  local tv = type(v)
+  if tv == "string" then
+    out[#out + 1] = json_string(v)
+  elseif tv == "number" then
+    out[#out + 1] = json_number(v)
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif rawequal(v, cjson_null) or v == nil then
+    out[#out + 1] = "null"
+  elseif tv == "table" then
+    json_encode_table(v, depth, out)
+  else
+    encode_fail(v, "type not supported")
+  end
+end
+
+local function cjson_encode(...)
+  if select("#", ...) ~= 1 then error("bad argument #1 to 'encode' (expected 1 argument)", 3) end
+  local out = {}
+  local ok, err = raw_pcall(json_encode_value, (...), 0, out)
+  if not ok then error(err, 3) end
+  return concat(out)
+end
+
+-- The decoder: a cursor over the text, tokens named as lua_cjson names them.
+local function cjson_decode(...)
+  if select("#", ...) ~= 1 then error("bad argument #1 to 'decode' (expected 1 argument)", 3) end
+  local s = (...)
+  if type(s) == "number" then s = raw_tostring(s) end
+  if type(s) ~= "string" then
+    error("bad argument #1 to 'decode' (string expected, got " .. type(s) .. ")", 3)
+  end
+  local pos, depth = 1, 0
+  local function fail(expected, found, at)
+    error("Expected " .. expected .. " but found " .. found .. " at character " .. at, 0)
+  end
+  -- The next token: kind, value, where it starts.
+  local function token()
+    pos = find(s, "[^ \t\n\r]", pos) or #s + 1
+    local at = pos
+    local c = sub(s, pos, pos)
+    if c == "" then return "T_END", nil, at end
+    local single = ({ ["{"] = "T_OBJ_BEGIN", ["}"] = "T_OBJ_END", ["["] = "T_ARR_BEGIN",
+      ["]"] = "T_ARR_END", [":"] = "T_COLON", [","] = "T_COMMA" })[c]
+    if single then
+      pos = pos + 1
+      return single, nil, at
+    end
+    if c == '"' then
+      local parts, i = {}, pos + 1
+      while true do
+        local j = find(s, '["\\]', i)
+        -- A string's errors are placed where they are found, not where
+        -- the string starts.
+        if not j then return "T_ERROR", "unexpected end of string", #s + 1 end
+        parts[#parts + 1] = sub(s, i, j - 1)
+        if sub(s, j, j) == '"' then
+          pos = j + 1
+          return "T_STRING", concat(parts), at
+        end
+        local e = sub(s, j + 1, j + 1)
+        local simple = ({ b = "\b", f = "\f", n = "\n", r = "\r", t = "\t", ['"'] = '"', ["\\"] = "\\", ["/"] = "/" })[e]
+        if simple then
+          parts[#parts + 1] = simple
+          i = j + 2
+        elseif e == "u" then
+          local hex = sub(s, j + 2, j + 5)
+          local cp = #hex == 4 and not find(hex, "[^%x]") and tonumber(hex, 16)
+          if not cp then return "T_ERROR", "invalid unicode escape code", j end
+          i = j + 6
+          if cp >= 0xD800 and cp <= 0xDBFF and sub(s, i, i + 1) == "\\u" then
+            local lo = tonumber(sub(s, i + 2, i + 5), 16)
+            if lo and lo >= 0xDC00 and lo <= 0xDFFF then
+              cp = 0x10000 + (cp - 0xD800) * 0x400 + (lo - 0xDC00)
+              i = i + 6
+            end
+          end
+          local ch = string_lib.char
+          if cp < 0x80 then
+            parts[#parts + 1] = ch(cp)
+          elseif cp < 0x800 then
+            parts[#parts + 1] = ch(0xC0 + floor(cp / 64), 0x80 + cp % 64)
+          elseif cp < 0x10000 then
+            parts[#parts + 1] = ch(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+          else
+            parts[#parts + 1] = ch(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64,
+              0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+          end
+        else
+          return "T_ERROR", "invalid escape code", j
+        end
+      end
+    end
+    if find(c, "[-%d]") then
+      local num = string_lib.match(s, "^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+      local v = num and tonumber(num)
+      if not v then return "T_ERROR", "invalid number", at end
+      pos = pos + #num
+      return "T_NUMBER", v, at
+    end
+    for word, kind, v in string_lib.gmatch("true T_BOOLEAN 1 false T_BOOLEAN 0 null T_NULL 0", "(%a+) (%S+) (%d)") do
+      if sub(s, pos, pos + #word - 1) == word then
+        pos = pos + #word
+        if kind == "T_NULL" then return kind, cjson_null, at end
+        return kind, v == "1", at
+      end
+    end
+    return "T_ERROR", "invalid token", at
+  end
+  local function found(kind, v)
+    if kind == "T_ERROR" then return v end
+    return kind
+  end
+  local value
+  local function descend(at)
+    depth = depth + 1
+    if depth > cjson_cfg.decode_max_depth then
+      error("Found too many nested data structures (" .. depth .. ") at character " .. at, 0)
+    end
+  end
+  local function object(at)
+    descend(at)
+    local t = {}
+    local kind, v, where = token()
+    if kind == "T_OBJ_END" then depth = depth - 1 return t end
+    while true do
+      if kind ~= "T_STRING" then fail("object key string", found(kind, v), where) end
+      local key = v
+      kind, v, where = token()
+      if kind ~= "T_COLON" then fail("colon", found(kind, v), where) end
+      raw_rawset(t, key, value("value"))
+      kind, v, where = token()
+      if kind == "T_OBJ_END" then depth = depth - 1 return t end
+      if kind ~= "T_COMMA" then fail("comma or object end", found(kind, v), where) end
+      kind, v, where = token()
+    end
+  end
+  local function array(at)
+    descend(at)
+    local t, n = {}, 0
+    local save = pos
+    local kind, v, where = token()
+    if kind == "T_ARR_END" then depth = depth - 1 return t end
+    pos = save
+    while true do
+      n = n + 1
+      raw_rawset(t, n, value("value"))
+      kind, v, where = token()
+      if kind == "T_ARR_END" then depth = depth - 1 return t end
+      if kind ~= "T_COMMA" then fail("comma or array end", found(kind, v), where) end
+    end
+  end
+  value = function(what)
+    local kind, v, where = token()
+    if kind == "T_OBJ_BEGIN" then return object(where) end
+    if kind == "T_ARR_BEGIN" then return array(where) end
+    if kind == "T_STRING" or kind == "T_NUMBER" or kind == "T_BOOLEAN" or kind == "T_NULL" then return v end
+    fail(what, found(kind, v), where)
+  end
+  local ok, result = raw_pcall(function()
+    local v = value("value")
+    local kind, tv, where = token()
+    if kind ~= "T_END" then fail("the end", found(kind, tv), where) end
+    return v
+  end)
+  if not ok then error(result, 3) end
+  return result
+end
+
+-- Settings: each returns its value, and sets it when given one.
+local function cjson_setting(name, check)
+  return C(function(...)
+    if select("#", ...) > 0 then
+      local v = ...
+      if check then v = check(v) end
+      cjson_cfg[name] = v
+    end
+    return cjson_cfg[name]
+  end)
+end
+local function positive(v)
+  local n = tonumber(v)
+  if n == nil or n < 1 then error("bad argument #1 to 'cjson' (expected integer between 1 and 2147483647)", 4) end
+  return floor(n)
+end
+
+local cjson_lib = {
+  encode = C(cjson_encode),
+  decode = C(cjson_decode),
+  null = cjson_null,
+  _NAME = "cjson",
+  _VERSION = "2.1.0",
+  encode_max_depth = cjson_setting("encode_max_depth", positive),
+  decode_max_depth = cjson_setting("decode_max_depth", positive),
+  encode_keep_buffer = cjson_setting("encode_keep_buffer"),
+  encode_invalid_numbers = cjson_setting("encode_invalid_numbers"),
+  encode_number_precision = cjson_setting("encode_number_precision", positive),
+}
+local cjson_proxy = protect(cjson_lib)
+
 local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
 local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
 local C_tostring, C_getmetatable, C_setmetatable = C(tostring_w), C(getmetatable_w), C(setmetatable_w)
 local C_next, C_pairs, C_ipairs = C(next_w), C(pairs_w), C(ipairs_w)
 local C_rawget, C_rawset = C(rawget_w), C(rawset_w)
 
--- The globals every script sees (Redis's allow lists, minus cjson, cmsgpack
--- and struct, which the simulator does not bundle).
+-- The globals every script sees (Redis's allow lists, minus cmsgpack and
+-- struct, which the simulator does not bundle).
 local function base_globals(env)
   local g = {
     _G = env,
     _VERSION = "Lua 5.1",
     assert = assert,
     bit = bit_proxy,
+    cjson = cjson_proxy,
     collectgarbage = C(collectgarbage_w),
     coroutine = coroutine_proxy,
     error = error,

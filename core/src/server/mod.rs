@@ -407,6 +407,17 @@ impl Node {
         self.conns.len()
     }
 
+    /// `flagTransaction`: a command of this connection was refused before
+    /// reaching the node (sim-server's BUSY answers while a script runs),
+    /// so an open transaction's EXEC must abort.
+    pub fn flag_transaction(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.multi.is_some() {
+                c.multi_error = true;
+            }
+        }
+    }
+
     /// Is this connection between MULTI and EXEC? (redis-cli shows `(TX)`.)
     pub fn in_multi(&self, conn: ConnId) -> bool {
         self.conns.get(&conn).is_some_and(|c| c.multi.is_some())
