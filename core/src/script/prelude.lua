@@ -821,8 +821,10 @@ local cjson_cfg = {
   encode_invalid_numbers = false,
   encode_keep_buffer = true,
   encode_number_precision = 14,
+  decode_invalid_numbers = true,
 }
 local cjson_null = raw_setmetatable({}, { __newindex = readonly_error })
+local cjson_proxy
 
 local JSON_ESCAPES = {
   ['"'] = '\\"', ["\\"] = "\\\\", ["/"] = "\\/",
@@ -1105,8 +1107,13 @@ local cjson_lib = {
   encode_keep_buffer = cjson_setting("encode_keep_buffer"),
   encode_invalid_numbers = cjson_setting("encode_invalid_numbers"),
   encode_number_precision = cjson_setting("encode_number_precision", positive),
+  decode_invalid_numbers = cjson_setting("decode_invalid_numbers"),
+  encode_sparse_array = C(function() return false, 2, 10 end),
 }
-local cjson_proxy = protect(cjson_lib)
+-- cjson.new: lua_cjson makes an instance with its own settings; here every
+-- instance is the one module (scripts in Redis only ever use the global).
+cjson_lib.new = C(function() return cjson_proxy end)
+cjson_proxy = protect(cjson_lib)
 
 local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
 local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
