@@ -92,7 +92,7 @@ impl Engine {
         }
         if policy.ends_with("-ttl") {
             // Nearest deadline last, so `pop` takes it.
-            candidates.sort_by(|a, b| b.0.cmp(&a.0));
+            candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
         }
         while used > limit {
             let next = if policy.ends_with("-ttl") {
