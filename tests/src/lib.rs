@@ -34,6 +34,7 @@ macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
             cjson => "cjson.redis",
+            cmsgpack => "cmsgpack.redis",
             counters => "counters.redis",
             digest => "digest.redis",
             errors => "errors.redis",

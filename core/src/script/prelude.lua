@@ -1115,14 +1115,302 @@ local cjson_lib = {
 cjson_lib.new = C(function() return cjson_proxy end)
 cjson_proxy = protect(cjson_lib)
 
+--------------------------------------------------------------------------
+-- cmsgpack (lua_cmsgpack 0.4.0, as Redis bundles it), written in Lua
+--------------------------------------------------------------------------
+
+-- MessagePack as lua_cmsgpack writes it: integers in the smallest
+-- encoding, other numbers as a float32 when that loses nothing and a
+-- float64 otherwise, a table as an array when its keys are exactly 1..n
+-- and as a map otherwise, nesting cut at 16 levels (deeper values are
+-- nil, which is how it survives circular references).
+
+local char = string_lib.char
+local MP_MAX_NESTING = 16
+
+local function be_bytes(n, width)
+  local out = {}
+  for i = width, 1, -1 do
+    out[i] = char(n % 256)
+    n = floor(n / 256)
+  end
+  return concat(out)
+end
+
+-- IEEE 754 bytes of x (big-endian), width 4 or 8.
+local function ieee(x, width)
+  local ebits, mbits, bias = 8, 23, 127
+  if width == 8 then ebits, mbits, bias = 11, 52, 1023 end
+  local sign = 0
+  if x < 0 or (x == 0 and 1 / x < 0) then sign, x = 1, -x end
+  local e, m
+  if x ~= x then
+    e, m = 2 ^ ebits - 1, 2 ^ (mbits - 1)
+  elseif x == math_lib.huge then
+    e, m = 2 ^ ebits - 1, 0
+  elseif x == 0 then
+    e, m = 0, 0
+  else
+    local fr, ex = math_lib.frexp(x)
+    e = ex + bias - 1
+    if e <= 0 then
+      m = floor(x / 2 ^ (1 - bias) * 2 ^ mbits + 0.5)
+      e = 0
+    else
+      m = floor((fr * 2 - 1) * 2 ^ mbits + 0.5)
+    end
+  end
+  if e >= 2 ^ ebits - 1 then e, m = 2 ^ ebits - 1, 0 end -- too big: infinity
+  local hi = sign * 2 ^ ebits + floor(e)
+  -- hi holds sign and exponent; the mantissa follows.
+  local bits = hi * 2 ^ mbits + m
+  if width == 4 then return be_bytes(bits, 4) end
+  -- 64 bits do not fit a double's integer range: split into two halves.
+  local top = hi * 2 ^ (mbits - 32) + floor(m / 2 ^ 32)
+  return be_bytes(top, 4) .. be_bytes(m % 2 ^ 32, 4)
+end
+
+local function from_ieee(s, i, width)
+  local b = { byte(s, i, i + width - 1) }
+  local ebits, mbits, bias = 8, 23, 127
+  if width == 8 then ebits, mbits, bias = 11, 52, 1023 end
+  local sign = b[1] >= 128 and -1 or 1
+  local e, m
+  if width == 4 then
+    e = (b[1] % 128) * 2 + floor(b[2] / 128)
+    m = ((b[2] % 128) * 256 + b[3]) * 256 + b[4]
+  else
+    e = (b[1] % 128) * 16 + floor(b[2] / 16)
+    m = b[2] % 16
+    for k = 3, 8 do m = m * 256 + b[k] end
+  end
+  if e == 2 ^ ebits - 1 then
+    if m == 0 then return sign * math_lib.huge end
+    return 0 / 0
+  end
+  if e == 0 then return sign * m * 2 ^ (1 - bias - mbits) end
+  return sign * (1 + m / 2 ^ mbits) * 2 ^ (e - bias)
+end
+
+local mp_encode
+
+local function mp_int(n)
+  if n >= 0 then
+    if n < 128 then return char(n) end
+    if n < 256 then return "\204" .. char(n) end
+    if n < 65536 then return "\205" .. be_bytes(n, 2) end
+    if n < 4294967296 then return "\206" .. be_bytes(n, 4) end
+    return "\207" .. be_bytes(n, 8)
+  end
+  if n >= -32 then return char(256 + n) end
+  if n >= -128 then return "\208" .. char(256 + n) end
+  if n >= -32768 then return "\209" .. be_bytes(65536 + n, 2) end
+  if n >= -2147483648 then return "\210" .. be_bytes(4294967296 + n, 4) end
+  -- Two's complement in 64 bits, by halves.
+  local hi = floor(n / 4294967296)
+  local lo = n - hi * 4294967296
+  return "\211" .. be_bytes(hi + 4294967296, 4) .. be_bytes(lo, 4)
+end
+
+local function mp_number(n)
+  if n == floor(n) and n >= -9223372036854775808 and n < 18446744073709551616 then
+    return mp_int(n)
+  end
+  local f = ieee(n, 4)
+  if from_ieee(f, 1, 4) == n then return "\202" .. f end
+  return "\203" .. ieee(n, 8)
+end
+
+local function mp_len(n, fix, base16, base32, fixmax)
+  if n <= fixmax then return char(fix + n) end
+  if n < 65536 then return base16 .. be_bytes(n, 2) end
+  return base32 .. be_bytes(n, 4)
+end
+
+-- table_is_an_array: keys exactly 1..n.
+local function mp_array_len(t)
+  local count, max = 0, 0
+  local k = raw_next(t)
+  while k ~= nil do
+    if type(k) ~= "number" or k <= 0 or floor(k) ~= k then return nil end
+    if k > max then max = k end
+    count = count + 1
+    k = raw_next(t, k)
+  end
+  if max == count then return max end
+  return nil
+end
+
+mp_encode = function(v, level, out)
+  local tv = type(v)
+  if tv == "string" then
+    local n = #v
+    if n < 32 then
+      out[#out + 1] = char(160 + n)
+    elseif n < 256 then
+      out[#out + 1] = "\217" .. char(n)
+    elseif n < 65536 then
+      out[#out + 1] = "\218" .. be_bytes(n, 2)
+    else
+      out[#out + 1] = "\219" .. be_bytes(n, 4)
+    end
+    out[#out + 1] = v
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "\195" or "\194"
+  elseif tv == "number" then
+    out[#out + 1] = mp_number(v)
+  elseif tv == "table" and level < MP_MAX_NESTING then
+    local n = mp_array_len(v)
+    if n then
+      out[#out + 1] = mp_len(n, 144, "\220", "\221", 15)
+      for i = 1, n do mp_encode(raw_rawget(v, i), level + 1, out) end
+    else
+      local count = 0
+      local k = raw_next(v)
+      while k ~= nil do
+        count = count + 1
+        k = raw_next(v, k)
+      end
+      out[#out + 1] = mp_len(count, 128, "\222", "\223", 15)
+      local key, val = raw_next(v)
+      while key ~= nil do
+        mp_encode(key, level + 1, out)
+        mp_encode(val, level + 1, out)
+        key, val = raw_next(v, key)
+      end
+    end
+  else
+    out[#out + 1] = "\192"
+  end
+end
+
+local function mp_pack(...)
+  local n = select("#", ...)
+  if n == 0 then error("bad argument #0 to 'pack' (MessagePack pack needs input.)", 3) end
+  local out = {}
+  for i = 1, n do mp_encode((select(i, ...)), 0, out) end
+  return concat(out)
+end
+
+-- Decode one object at i; returns the value and the next position, or
+-- errors with lua_cmsgpack's "Missing bytes in input." text.
+local function be_int(s, i, width)
+  local n = 0
+  for k = i, i + width - 1 do n = n * 256 + byte(s, k) end
+  return n
+end
+
+local mp_decode
+local function need(s, i, width)
+  if i + width - 1 > #s then error("Missing bytes in input.", 0) end
+end
+
+local function mp_decode_n(s, i, count, map)
+  local t = {}
+  for k = 1, count do
+    if map then
+      local key, val
+      key, i = mp_decode(s, i)
+      val, i = mp_decode(s, i)
+      if key ~= nil then raw_rawset(t, key, val) end
+    else
+      local val
+      val, i = mp_decode(s, i)
+      raw_rawset(t, k, val)
+    end
+  end
+  return t, i
+end
+
+mp_decode = function(s, i)
+  need(s, i, 1)
+  local c = byte(s, i)
+  i = i + 1
+  if c < 128 then return c, i end
+  if c >= 224 then return c - 256, i end
+  if c >= 160 and c < 192 then
+    local n = c - 160
+    need(s, i, n)
+    return sub(s, i, i + n - 1), i + n
+  end
+  if c >= 144 and c < 160 then return mp_decode_n(s, i, c - 144, false) end
+  if c >= 128 and c < 144 then return mp_decode_n(s, i, c - 128, true) end
+  if c == 192 then return nil, i end
+  if c == 194 then return false, i end
+  if c == 195 then return true, i end
+  local widths = { [204] = 1, [205] = 2, [206] = 4, [207] = 8, [208] = 1, [209] = 2, [210] = 4, [211] = 8 }
+  local w = widths[c]
+  if w then
+    need(s, i, w)
+    local n = be_int(s, i, w)
+    if c >= 208 and n >= 2 ^ (8 * w - 1) then n = n - 2 ^ (8 * w) end
+    return n, i + w
+  end
+  if c == 202 or c == 203 then
+    local width = c == 202 and 4 or 8
+    need(s, i, width)
+    return from_ieee(s, i, width), i + width
+  end
+  local strw = { [217] = 1, [218] = 2, [219] = 4, [196] = 1, [197] = 2, [198] = 4 }
+  if strw[c] then
+    need(s, i, strw[c])
+    local n = be_int(s, i, strw[c])
+    i = i + strw[c]
+    need(s, i, n)
+    return sub(s, i, i + n - 1), i + n
+  end
+  if c == 220 or c == 221 or c == 222 or c == 223 then
+    local w2 = (c == 220 or c == 222) and 2 or 4
+    need(s, i, w2)
+    return mp_decode_n(s, i + w2, be_int(s, i, w2), c >= 222)
+  end
+  error("Bad data format in input.", 0)
+end
+
+-- mp_unpack_full: `limit` objects (0: all) from `offset` (0-based); the
+-- next offset (-1 at the end) first when `with_offset`.
+local function mp_unpack_full(s, limit, offset, with_offset)
+  if type(s) ~= "string" then error("bad argument #1 to 'unpack' (string expected, got " .. type(s) .. ")", 4) end
+  local i, results, count = offset + 1, {}, 0
+  local ok, err = raw_pcall(function()
+    while i <= #s and (limit == 0 or count < limit) do
+      local v
+      v, i = mp_decode(s, i)
+      count = count + 1
+      results[count] = v
+    end
+  end)
+  if not ok then error(err, 4) end
+  if with_offset then
+    local nxt = i - 1
+    if i > #s then nxt = -1 end
+    return nxt, unpack(results, 1, count)
+  end
+  return unpack(results, 1, count)
+end
+
+local cmsgpack_lib = {
+  pack = C(mp_pack),
+  unpack = C(function(s) return mp_unpack_full(s, 0, 0, false) end),
+  unpack_one = C(function(s, offset) return mp_unpack_full(s, 1, tonumber(offset) or 0, true) end),
+  unpack_limit = C(function(s, limit, offset)
+    return mp_unpack_full(s, tonumber(limit) or 0, tonumber(offset) or 0, true)
+  end),
+  _NAME = "cmsgpack",
+  _VERSION = "lua-cmsgpack 0.4.0",
+  _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
+  _DESCRIPTION = "MessagePack C implementation for Lua",
+}
+local cmsgpack_proxy = protect(cmsgpack_lib)
+
 local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
 local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
 local C_tostring, C_getmetatable, C_setmetatable = C(tostring_w), C(getmetatable_w), C(setmetatable_w)
 local C_next, C_pairs, C_ipairs = C(next_w), C(pairs_w), C(ipairs_w)
 local C_rawget, C_rawset = C(rawget_w), C(rawset_w)
 
--- The globals every script sees (Redis's allow lists, minus cmsgpack and
--- struct, which the simulator does not bundle).
+-- The globals every script sees (Redis's allow lists, minus struct, which
+-- the simulator does not bundle).
 local function base_globals(env)
   local g = {
     _G = env,
@@ -1130,6 +1418,7 @@ local function base_globals(env)
     assert = assert,
     bit = bit_proxy,
     cjson = cjson_proxy,
+    cmsgpack = cmsgpack_proxy,
     collectgarbage = C(collectgarbage_w),
     coroutine = coroutine_proxy,
     error = error,
