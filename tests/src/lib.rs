@@ -33,13 +33,17 @@ pub mod ws;
 macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
+            cjson => "cjson.redis",
+            cmsgpack => "cmsgpack.redis",
             counters => "counters.redis",
+            digest => "digest.redis",
             errors => "errors.redis",
             expire => "expire.redis",
             hashes => "hashes.redis",
             keys => "keys.redis",
             keys_more => "keys_more.redis",
             lists => "lists.redis",
+            maxmemory => "maxmemory.redis",
             locks => "locks.redis",
             scripting => "scripting.redis",
             set_options => "set_options.redis",

@@ -1123,6 +1123,63 @@ fn busy_scripts_answer_busy_and_script_kill_as_redis_server_does() {
     );
 }
 
+/// Transactions of a second client while a script is busy, as in Redis's
+/// `unit/multi` "script timeout" tests: MULTI and DISCARD run (allow-busy),
+/// a command refused with BUSY dooms the transaction, EXEC is refused with
+/// EXECABORT and ends it. The script ends by itself (a bounded loop) rather
+/// than by SCRIPT KILL; its own reply is not compared (the simulator counts
+/// its work differently).
+fn busy_transaction_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut runner = connect(addr);
+    let mut other = connect(addr);
+    let mut tx = connect(addr);
+    let mut out = lines_for(
+        &mut other,
+        &[
+            &[b"CONFIG", b"SET", b"busy-reply-threshold", b"10"],
+            &[b"SET", b"xx", b"1"],
+        ],
+    );
+    let spin = |runner: &mut TcpStream, other: &mut TcpStream| {
+        runner
+            .write_all(&req(&[b"EVAL", b"for i = 1, 200000000 do end return 1", b"0"]))
+            .expect("write");
+        poll("a BUSY reply", || {
+            other.write_all(b"PING\r\n").expect("write");
+            let line = read_line(other);
+            line.starts_with("-BUSY").then_some(line)
+        })
+    };
+    // MULTI during the script, a command refused, then EXEC after it.
+    out.push(spin(&mut runner, &mut other));
+    out.extend(lines_for(&mut tx, &[&[b"MULTI"], &[b"MULTI"], &[b"INCR", b"xx"]]));
+    let _ = read_line(&mut runner);
+    out.extend(lines_for(&mut tx, &[&[b"INCR", b"xx"], &[b"EXEC"], &[b"PING"]]));
+    // EXEC during the script ends a transaction opened before it.
+    out.extend(lines_for(&mut tx, &[&[b"MULTI"], &[b"INCR", b"xx"]]));
+    out.push(spin(&mut runner, &mut other));
+    out.extend(lines_for(&mut tx, &[&[b"EXEC"], &[b"EXEC"], &[b"DISCARD"]]));
+    let _ = read_line(&mut runner);
+    out.extend(lines_for(&mut tx, &[&[b"PING"], &[b"GET", b"xx"]]));
+    // DISCARD during the script.
+    out.extend(lines_for(&mut tx, &[&[b"MULTI"]]));
+    out.push(spin(&mut runner, &mut other));
+    out.extend(lines_for(&mut tx, &[&[b"DISCARD"], &[b"DISCARD"]]));
+    let _ = read_line(&mut runner);
+    out.extend(lines_for(&mut tx, &[&[b"EXEC"], &[b"GET", b"xx"]]));
+    out
+}
+
+#[test]
+fn transactions_during_a_busy_script_behave_as_on_redis_server() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = busy_transaction_transcript(server.local_addr());
+    let theirs = busy_transaction_transcript(real.addr());
+    assert_eq!(ours, theirs);
+    assert!(ours.iter().any(|l| l.starts_with("-EXECABORT")), "{ours:?}");
+}
+
 #[test]
 fn hostile_scripts_leave_the_server_up() {
     // Issue 16: the first aborted sim-server (stack overflow), the second

@@ -9,8 +9,9 @@
 //! the redis source tree and tclsh, and takes minutes.
 //!
 //! Both servers run in the suite's external mode, `runtest --host 127.0.0.1
-//! --port P --singledb --durable --clients 1`, on the seven files issue 20
-//! names ([`FILES`]). redis-server starts with no persistence and with
+//! --port P --singledb --durable --clients 1 --single FILE`, on the seven
+//! files issue 20 names ([`FILES`]), one runtest and one fresh server per
+//! file. redis-server starts with no persistence and with
 //! `enable-debug-command yes` (many tests call `DEBUG`); sim-server with
 //! `--redis-version 7.0`. `--durable` keeps a failing test from aborting
 //! its file, so the counts are per test. The full logs go to `--logs DIR`
@@ -48,8 +49,29 @@ const USAGE: &str = "usage: cargo xtask redis-suite --tree DIR [--logs DIR] [--o
 struct Count {
     ok: usize,
     err: usize,
+    /// `[ok]` per test file, in [`FILES`] order.
+    per_file: Vec<usize>,
     secs: f64,
     log: PathBuf,
+}
+
+/// `[ok]` lines per test file: each file's run ends with runtest's
+/// `[1/1 done]: unit/… (t seconds)` line.
+fn per_file(text: &str) -> Vec<usize> {
+    let mut counts = vec![0; FILES.len()];
+    let mut ok = 0;
+    for line in text.lines() {
+        if line.starts_with("[ok]") {
+            ok += 1;
+        } else if let Some((_, rest)) = line.split_once(" done]: ") {
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            if let Some(i) = FILES.iter().position(|f| *f == name) {
+                counts[i] += ok;
+            }
+            ok = 0;
+        }
+    }
+    counts
 }
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
@@ -89,24 +111,25 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     if real {
         let dir = logs.join("redis-server-data");
         fs::create_dir_all(&dir)?;
-        let port = free_port()?;
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--enable-debug-command", "yes", "--dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .context("starting redis-server (is it on PATH?)")?;
-        real_count = Some(suite(&tree, child, port, &logs.join("redis-server.log"))?);
+        let start = |port: u16| -> Result<Child> {
+            Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .args(["--enable-debug-command", "yes", "--dir"])
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .spawn()
+                .context("starting redis-server (is it on PATH?)")
+        };
+        real_count = Some(suite(&tree, &start, &logs.join("redis-server.log"))?);
     }
     let mut sim_count = None;
     if sim {
@@ -117,13 +140,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
             .context("running cargo build")?;
         ensure!(status.success(), "building locklab failed");
         let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let port = free_port()?;
-        let child = Command::new(target.join("release/locklab"))
-            .args(["sim-server", "--port", &port.to_string(), "--redis-version", "7.0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .context("starting locklab sim-server")?;
-        sim_count = Some(suite(&tree, child, port, &logs.join("sim-server.log"))?);
+        let bin = target.join("release/locklab");
+        let start = |port: u16| -> Result<Child> {
+            Command::new(&bin)
+                .args(["sim-server", "--port", &port.to_string(), "--redis-version", "7.0"])
+                .stdout(Stdio::null())
+                .spawn()
+                .context("starting locklab sim-server")
+        };
+        sim_count = Some(suite(&tree, &start, &logs.join("sim-server.log"))?);
     }
 
     println!();
@@ -139,6 +164,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     if let (Some(r), Some(s)) = (&real_count, &sim_count) {
+        println!();
+        for (i, file) in FILES.iter().enumerate() {
+            let (r, s) = (r.per_file[i], s.per_file[i]);
+            let pct = if r == 0 { 0.0 } else { 100.0 * s as f64 / r as f64 };
+            println!("  {file:<20} {s:>4} / {r:>4} = {pct:5.1} %");
+        }
         let pct = if r.ok == 0 {
             0.0
         } else {
@@ -149,37 +180,47 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Run the suite against the server `child` listens as on `port`, then stop
-/// it. The log is kept without colour codes.
-fn suite(tree: &Path, mut child: Child, port: u16, log: &Path) -> Result<Count> {
-    let result = (|| {
-        wait_for_port(port, &mut child)?;
-        let started = Instant::now();
-        let mut cmd = Command::new("./runtest");
-        cmd.current_dir(tree)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--singledb", "--durable", "--clients", "1"]);
-        for f in FILES {
-            cmd.args(["--single", f]);
-        }
-        eprintln!("running the suite against port {port} (a few minutes)…");
-        let out = cmd
-            .stdin(Stdio::null())
-            .output()
-            .context("running runtest (is tclsh installed?)")?;
-        let text = strip_ansi(&String::from_utf8_lossy(&out.stdout)) + &String::from_utf8_lossy(&out.stderr);
-        fs::write(log, &text).with_context(|| format!("writing {}", log.display()))?;
-        let count = |tag: &str| text.lines().filter(|l| l.starts_with(tag)).count();
-        Ok(Count {
-            ok: count("[ok]"),
-            err: count("[err]"),
-            secs: started.elapsed().as_secs_f64(),
-            log: log.into(),
-        })
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+/// Run the suite, one file at a time, each against a fresh server that
+/// `start` spawns on the port it is given and that is stopped after the
+/// file. A fresh server per file keeps one file's leftovers (a test that
+/// fails after `CONFIG SET maxmemory 1` never sets it back, and in external
+/// mode runtest restores nothing) from failing the next file's tests. The
+/// log is kept without colour codes.
+fn suite(tree: &Path, start: &dyn Fn(u16) -> Result<Child>, log: &Path) -> Result<Count> {
+    let started = Instant::now();
+    let mut text = String::new();
+    for file in FILES {
+        let port = free_port()?;
+        let mut child = start(port)?;
+        let result = (|| {
+            wait_for_port(port, &mut child)?;
+            eprintln!("running {file} against port {port}…");
+            let out = Command::new("./runtest")
+                .current_dir(tree)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--singledb", "--durable", "--clients", "1", "--single", file])
+                .stdin(Stdio::null())
+                .output()
+                .context("running runtest (is tclsh installed?)")?;
+            Ok::<_, anyhow::Error>(
+                strip_ansi(&String::from_utf8_lossy(&out.stdout)) + &String::from_utf8_lossy(&out.stderr),
+            )
+        })();
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = result?;
+        // runtest numbers each run's files from 1; name the file instead.
+        text.push_str(&out.replace("[1/1 done]: ", &format!("[{file} done]: ")));
+    }
+    fs::write(log, &text).with_context(|| format!("writing {}", log.display()))?;
+    let count = |tag: &str| text.lines().filter(|l| l.starts_with(tag)).count();
+    Ok(Count {
+        ok: count("[ok]"),
+        err: count("[err]"),
+        per_file: per_file(&text),
+        secs: started.elapsed().as_secs_f64(),
+        log: log.into(),
+    })
 }
 
 /// A port nobody listens on now (the OS picks it).

@@ -71,6 +71,25 @@ struct Conn {
     /// What other connections' commands produced for this one (a served
     /// `BLPOP`, pub/sub messages), already encoded.
     inbox: UnboundedReceiver<Vec<u8>>,
+    /// Whether the node had this connection in MULTI after its last
+    /// command (or the busy answers below put it there): what the busy
+    /// answers need to know without the node.
+    in_multi: bool,
+    /// Transaction changes made while a script held the node, applied to
+    /// the node, in order, as soon as this connection gets it back.
+    busy_effects: Vec<BusyEffect>,
+}
+
+/// What `processCommand` does to a client's transaction while a script is
+/// busy, recorded for the node (see [`Conn::answer_while_busy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BusyEffect {
+    /// MULTI (allow-busy) ran: the client is in a transaction.
+    Multi,
+    /// A command was refused with BUSY inside MULTI (`flagTransaction`).
+    Doom,
+    /// EXEC was refused (`execCommandAbort`) or DISCARD ran.
+    Discard,
 }
 
 /// Takes the connection out of the node however the task ends (the client
@@ -143,6 +162,8 @@ pub(super) async fn serve(shared: Arc<Shared>, mut stream: TcpStream, peer: Sock
         out: Vec::new(),
         last_argv: Vec::new(),
         inbox,
+        in_multi: false,
+        busy_effects: Vec::new(),
     };
     // An I/O error means the client is gone; there is nobody to tell.
     let _ = conn.run(&shared, &mut stream).await;
@@ -275,7 +296,15 @@ impl Conn {
                     return Some(Stop::Close);
                 }
                 Ok(Parsed::Command) => {
-                    let reply = match busy_reply(self.parser.argv(), eval, shared) {
+                    let reply = match self.transaction_while_busy(eval) {
+                        Some(r) => Some(r),
+                        None => busy_reply(self.parser.argv(), eval, shared),
+                    };
+                    // Refused inside MULTI: the transaction is doomed.
+                    if self.in_multi && matches!(&reply, Some(Reply::Error(e)) if e.starts_with("BUSY ")) {
+                        self.busy_effects.push(BusyEffect::Doom);
+                    }
+                    let reply = match reply {
                         Some(r) => r,
                         None => {
                             // An allow-busy command that needs the node
@@ -292,10 +321,66 @@ impl Conn {
         }
     }
 
+    /// `processCommand` while a script is busy, for the transaction
+    /// commands: MULTI and DISCARD are allow-busy and run; EXEC is refused
+    /// and ends the transaction (`execCommandAbort`). (Any other command
+    /// refused with BUSY dooms an open transaction, `flagTransaction`.)
+    /// The node learns of it when this connection next gets it. `None`:
+    /// not a transaction matter, answer as [`busy_reply`] says.
+    fn transaction_while_busy(&mut self, eval: bool) -> Option<Reply> {
+        let argv = self.parser.argv();
+        let name = argv.first()?;
+        let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+        if is(b"multi") && argv.len() == 1 {
+            if self.in_multi {
+                return Some(Reply::error("ERR MULTI calls can not be nested"));
+            }
+            self.in_multi = true;
+            self.busy_effects.push(BusyEffect::Multi);
+            return Some(Reply::ok());
+        }
+        if is(b"discard") && argv.len() == 1 {
+            if !self.in_multi {
+                return Some(Reply::error("ERR DISCARD without MULTI"));
+            }
+            self.in_multi = false;
+            self.busy_effects.push(BusyEffect::Discard);
+            return Some(Reply::ok());
+        }
+        if is(b"exec") {
+            if self.in_multi {
+                self.in_multi = false;
+                self.busy_effects.push(BusyEffect::Discard);
+            }
+            let busy = if eval { SLOW_EVAL } else { SLOW_SCRIPT };
+            return Some(Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {busy}"
+            )));
+        }
+        None
+    }
+
+    /// Give the node what happened to this connection's transaction while
+    /// a script held it.
+    fn apply_busy_effects(&mut self, st: &mut wire::State) {
+        for effect in self.busy_effects.drain(..) {
+            match effect {
+                BusyEffect::Multi => {
+                    let _ = st.node.execute(self.sess.id, &[b"MULTI".to_vec()]);
+                }
+                BusyEffect::Discard => {
+                    let _ = st.node.execute(self.sess.id, &[b"DISCARD".to_vec()]);
+                }
+                BusyEffect::Doom => st.node.flag_transaction(self.sess.id),
+            }
+        }
+    }
+
     /// Parse and run every complete request in the buffer (up to the batch
     /// limits). Runs under the lock, never awaits.
     fn process(&mut self, st: &mut wire::State, shared: &Shared) -> Stop {
         shared.reap(st);
+        self.apply_busy_effects(st);
         let mut ran = 0;
         let stop = loop {
             if ran >= MAX_BATCH || self.out.len() >= OUT_HIGH_WATER {
@@ -318,6 +403,7 @@ impl Conn {
                         None => run_guarded(st, &mut self.sess, &shared.env, now_ms, argv),
                     };
                     let resp3 = self.sess.resp3;
+                    self.in_multi = st.node.in_multi(self.sess.id);
                     route(st, self.sess.id, &mut self.out);
                     match after {
                         After::Block => break Stop::Blocked,
@@ -514,10 +600,10 @@ fn run_script(
 /// The reply to a request that arrives while a script is busy
 /// (`processCommand`'s `isInsideYieldingLongCommand` check and
 /// `scriptKill`), or `None` for an allow-busy command that needs the node.
+const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const SLOW_SCRIPT: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
 fn busy_reply(argv: &[Vec<u8>], eval: bool, shared: &Shared) -> Option<Reply> {
-    const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-    const SLOW_SCRIPT: &str =
-        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
     let busy = || Reply::error(if eval { SLOW_EVAL } else { SLOW_SCRIPT });
     let name = String::from_utf8_lossy(argv.first()?).to_ascii_lowercase();
     let kill_of = |container: &str| name == container && argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"kill");

@@ -293,9 +293,11 @@ impl Drop for Server {
 pub async fn start(cfg: Config) -> io::Result<Server> {
     let listener = TcpListener::bind((cfg.bind, cfg.port)).await?;
     let local_addr = listener.local_addr()?;
+    let mut node = Node::new(cfg.profile);
+    wire::set_host_config(&mut node, local_addr);
     let shared = Arc::new(Shared {
         state: Mutex::new(wire::State {
-            node: Node::new(cfg.profile),
+            node,
             clients: BTreeMap::new(),
             outboxes: BTreeMap::new(),
         }),

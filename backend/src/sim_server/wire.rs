@@ -1,6 +1,7 @@
 //! The commands that belong to the connection, not to the data: `HELLO`,
-//! `AUTH`, `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `CONFIG`,
-//! `FLUSHDB`.
+//! `AUTH`, `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `FLUSHDB`.
+//! (`CONFIG` is the node's, with the server's own `port`, `bind` and `dir`
+//! given to it at start.)
 //!
 //! Core's [`Node`](locklab_core::server::Node) knows keys, clocks and
 //! transactions; it has never seen a socket. These commands are about the
@@ -173,15 +174,6 @@ static WIRE: &[WireCommand] = &[
         handler: command,
     },
     WireCommand {
-        name: "config",
-        arity: -2,
-        flags: &[],
-        acl: &["@slow"],
-        subcommands: &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)],
-        immediate_in_multi: false,
-        handler: config,
-    },
-    WireCommand {
         name: "flushdb",
         arity: -1,
         flags: &["write"],
@@ -289,6 +281,7 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
     let Some(reply) = st.node.execute_or_block(sess.id, argv) else {
         return (Reply::Nil, After::Block);
     };
+    follow_config(st, env, argv);
     // A stall left here is a WAIT's or a DEBUG SLEEP's inside EXEC: it
     // delays this client's reply, never the server.
     let stall = st.node.last_stall_ms();
@@ -997,75 +990,27 @@ fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
 
 // --------------------------------------------------------------- CONFIG ---
 
-/// What only the server knows: where it listens and runs. Core's table
-/// ([`Node::config`]) holds everything else, with the simulator's values.
-fn wire_params(env: &Env) -> [(&'static str, String); 3] {
+/// `CONFIG` is the node's command (so that it queues inside `MULTI`); what
+/// only the server knows, where it listens and runs, is given to the node's
+/// table once, here.
+pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr) {
     let dir = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
-    [
-        ("bind", env.local_addr.ip().to_string()),
-        ("dir", dir),
-        ("port", env.local_addr.port().to_string()),
-    ]
+    node.set_host_config("bind", &local_addr.ip().to_string());
+    node.set_host_config("dir", &dir);
+    node.set_host_config("port", &local_addr.port().to_string());
 }
 
-/// `CONFIG GET pattern [pattern ...]` and `CONFIG SET` through core's
-/// parameter table (redis-server 7.0.15's, with its error texts); a
-/// changed `busy-reply-threshold` is copied to where the connections read
-/// it while a script holds the node.
-fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
-    let sub = match subcommand(wire("config"), argv, cx.env.profile) {
-        Ok(s) => s,
-        Err(e) => return (e, After::Continue),
-    };
-    let reply = match sub {
-        "get" => {
-            let own = wire_params(cx.env);
-            let pairs = cx
-                .st
-                .node
-                .config()
-                .get(&argv[2..])
-                .into_iter()
-                .map(|(name, value)| {
-                    let value = own
-                        .iter()
-                        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(&name))
-                        .map_or(value, |(_, v)| v.clone());
-                    (Reply::Bulk(name), Reply::Bulk(value.into_bytes()))
-                })
-                .collect();
-            Reply::Map(pairs)
-        }
-        "set" => match cx.st.node.config_set(&argv[2..]) {
-            Ok(()) => {
-                let ms = cx.st.node.config().busy_reply_threshold_ms();
-                cx.env.busy_threshold_ms.store(ms, Ordering::Relaxed);
-                Reply::ok()
-            }
-            Err(e) => Reply::Error(format!("ERR {e}")),
-        },
-        "resetstat" => {
-            cx.st.node.reset_stats();
-            Reply::ok()
-        }
-        "rewrite" => Reply::error("ERR The server is running without a config file"),
-        _ => help(&[
-            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "GET <pattern>",
-            "    Return parameters matching the glob-like <pattern> and their values.",
-            "SET <directive> <value>",
-            "    Set the configuration <directive> to <value>.",
-            "RESETSTAT",
-            "    Reset statistics reported by the INFO command.",
-            "REWRITE",
-            "    Rewrite the configuration file.",
-            "HELP",
-            "    Prints this help.",
-        ]),
-    };
-    (reply, After::Continue)
+/// After a command that may have run `CONFIG SET` (itself, or inside an
+/// `EXEC`): copy `busy-reply-threshold` to where the connections read it
+/// while a script holds the node.
+fn follow_config(st: &State, env: &Env, argv: &[Vec<u8>]) {
+    let name = &argv[0];
+    if name.eq_ignore_ascii_case(b"config") || name.eq_ignore_ascii_case(b"exec") {
+        let ms = st.node.config().busy_reply_threshold_ms();
+        env.busy_threshold_ms.store(ms, Ordering::Relaxed);
+    }
 }
 
 /// `cmd=` of `CLIENT LIST`: `get`, or `client|setname` for a container.

@@ -18,8 +18,10 @@
 //! Redis test suite and lock libraries toggle and that change what a client
 //! can observe here: the encoding thresholds behind `OBJECT ENCODING`
 //! ([`Config::hash_max_listpack_entries`] …), `busy-reply-threshold` (read by
-//! sim-server while a script runs) and the `lazyfree-lazy-*` switches (the
-//! simulator frees at once either way, which no reply can tell apart). Any
+//! sim-server while a script runs), `maxmemory` and `maxmemory-policy`
+//! (against the node's estimate of its memory, see `server::memory`) and the
+//! `lazyfree-lazy-*` switches (the simulator frees at once either way, which
+//! no reply can tell apart). Any
 //! other parameter keeps its value: setting it to the value it has is `OK`
 //! (nothing changes), and setting it to anything else is refused with
 //! redis-server's own text for a parameter that cannot change at run time,
@@ -57,7 +59,24 @@ enum Kind {
     SizeT,
     /// A `size_t` written as a memory value (`1kb`, `64`).
     SizeTMemory,
+    /// An `unsigned long long` written as a memory value (`maxmemory`:
+    /// `createULongLongConfig(…, 0, ULLONG_MAX, …, MEMORY_CONFIG …)`).
+    ULongLongMemory,
+    /// One of a fixed list of names (`createEnumConfig`), any case.
+    Enum(&'static [&'static str]),
 }
+
+/// `maxmemory_policy_enum[]`, in config.c's order (the error lists them so).
+pub const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
 
 /// The parameters the simulator honours, by canonical name.
 fn honoured(name: &str) -> Option<Kind> {
@@ -73,6 +92,8 @@ fn honoured(name: &str) -> Option<Kind> {
             hi: i32::MAX as i64,
         },
         "busy-reply-threshold" => Kind::Signed { lo: 0, hi: i64::MAX },
+        "maxmemory" => Kind::ULongLongMemory,
+        "maxmemory-policy" => Kind::Enum(MAXMEMORY_POLICIES),
         "lazyfree-lazy-eviction"
         | "lazyfree-lazy-expire"
         | "lazyfree-lazy-server-del"
@@ -86,12 +107,15 @@ fn honoured(name: &str) -> Option<Kind> {
 #[derive(Debug, Clone)]
 pub struct Config {
     values: Vec<String>,
+    /// `maxmemory`, parsed once per change: every command reads it.
+    maxmemory: u64,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
+            maxmemory: 0,
         }
     }
 }
@@ -199,6 +223,7 @@ impl Config {
             }
         }
         self.values = next;
+        self.maxmemory = self.text("maxmemory").parse().unwrap_or(0);
         Ok(())
     }
 
@@ -237,6 +262,31 @@ impl Config {
     /// skiplist.
     pub fn zset_max_listpack_value(&self) -> usize {
         self.number("zset-max-listpack-value") as usize
+    }
+
+    /// `maxmemory` in bytes; 0 is no limit.
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory
+    }
+
+    /// `maxmemory-policy`: one of [`MAXMEMORY_POLICIES`].
+    pub fn maxmemory_policy(&self) -> &str {
+        self.text("maxmemory-policy")
+    }
+
+    fn text(&self, name: &str) -> &str {
+        PARAMS
+            .iter()
+            .position(|p| p.name == name)
+            .map_or("", |i| self.values[i].as_str())
+    }
+
+    /// Set a value only the host knows (`port`, `bind`, `dir`), even an
+    /// immutable one: what redis-server read from its command line.
+    pub fn set_host_value(&mut self, name: &str, value: &str) {
+        if let Some((i, _)) = lookup(name.as_bytes()) {
+            self.values[i] = value.to_string();
+        }
     }
 
     /// `busy-reply-threshold` (`lua-time-limit`), in milliseconds.
@@ -282,6 +332,14 @@ fn parse(kind: Kind, value: &str) -> Result<String, String> {
             }
             Ok(n.to_string())
         }
+        Kind::ULongLongMemory => Ok(memtoull(value)
+            .ok_or_else(|| "argument must be a memory value".to_string())?
+            .to_string()),
+        Kind::Enum(names) => names
+            .iter()
+            .find(|n| n.eq_ignore_ascii_case(value))
+            .map(|n| n.to_string())
+            .ok_or_else(|| format!("argument(s) must be one of the following: {}", names.join(", "))),
     }
 }
 

@@ -36,8 +36,10 @@ pub mod cluster;
 mod cmd;
 pub mod config;
 pub mod db;
+mod digest;
 pub mod glob;
 mod longdouble;
+mod memory;
 mod pubsub;
 /// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
 /// function_lua.c live in redis-server's src/: a node owns one, and the
@@ -145,6 +147,16 @@ pub enum NodeEvent {
 /// redis-server's error texts, or with the command's own reply.
 pub trait ScriptHost {
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply;
+
+    /// `scriptPrepareForRun`'s memory rules, once before a script runs.
+    /// `allow_oom`: the script declared `allow-oom` (its deny-oom calls are
+    /// then never refused); `deny_oom`: it declared flags, but neither
+    /// `allow-oom` nor `no-writes`, so it may not start while memory is over
+    /// `maxmemory`. A script without a shebang passes `false, false`.
+    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
+        let _ = (allow_oom, deny_oom);
+        Ok(())
+    }
 }
 
 /// Counters behind `INFO stats`.
@@ -155,6 +167,7 @@ pub struct Stats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expired_keys: u64,
+    pub evicted_keys: u64,
 }
 
 /// A key some connection is watching.
@@ -172,6 +185,9 @@ struct Conn {
     multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command was rejected while queuing, so EXEC must abort.
     multi_error: bool,
+    /// A queued command is deny-oom (`mstate.cmd_flags & CMD_DENYOOM`), so
+    /// EXEC is refused while memory is over `maxmemory`.
+    multi_denyoom: bool,
     watched: Vec<Watched>,
     name: Option<Vec<u8>>,
 }
@@ -245,6 +261,14 @@ pub struct Engine {
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `noscript`
     /// commands (the Redis test suite uses it to reach `DEBUG PROTOCOL`).
     pub(crate) script_deny_disabled: bool,
+    /// `server.pre_command_oom_state`: memory was over `maxmemory` when the
+    /// current command started (scripts check it before their first write).
+    pre_command_oom: bool,
+    /// The running script declared `allow-oom` (`SCRIPT_ALLOW_OOM`).
+    script_allow_oom: bool,
+    /// The running script has called a write command (`SCRIPT_WRITE_DIRTY`):
+    /// from then on it is never stopped for memory halfway.
+    script_write_dirty: bool,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -299,6 +323,9 @@ impl Node {
                 config: config::Config::default(),
                 active_expire: true,
                 script_deny_disabled: false,
+                pre_command_oom: false,
+                script_allow_oom: false,
+                script_write_dirty: false,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -383,6 +410,17 @@ impl Node {
     /// Number of open connections.
     pub fn connections(&self) -> usize {
         self.conns.len()
+    }
+
+    /// `flagTransaction`: a command of this connection was refused before
+    /// reaching the node (sim-server's BUSY answers while a script runs),
+    /// so an open transaction's EXEC must abort.
+    pub fn flag_transaction(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.multi.is_some() {
+                c.multi_error = true;
+            }
+        }
     }
 
     /// Is this connection between MULTI and EXEC? (redis-cli shows `(TX)`.)
@@ -494,6 +532,12 @@ impl Node {
     /// `CONFIG RESETSTAT`: the `INFO stats` counters back to zero.
     pub fn reset_stats(&mut self) {
         self.engine.stats = Stats::default();
+    }
+
+    /// A parameter only the host knows (`port`, `bind`, `dir`), as
+    /// `CONFIG GET` will show it.
+    pub fn set_host_config(&mut self, name: &str, value: &str) {
+        self.engine.config.set_host_value(name, value);
     }
 
     /// Run as one node of a Redis Cluster owning some slots (lesson 31), or
@@ -628,19 +672,70 @@ impl Node {
         if let Some(err) = self.engine.cluster_redirect(cmd, argv) {
             return self.reject(conn, err);
         }
+        if let Some(err) = self.check_maxmemory(conn, cmd, argv) {
+            return err;
+        }
         let queues = !matches!(
             cmd.handler,
             Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch
         );
+        let denyoom = queues && self.in_multi(conn) && self.denyoom(cmd, argv);
         let db = match self.conns.get_mut(&conn) {
-            Some(Conn { multi: Some(queue), .. }) if queues => {
+            Some(Conn {
+                multi: Some(queue),
+                multi_denyoom,
+                ..
+            }) if queues => {
                 queue.push(argv.to_vec());
+                *multi_denyoom |= denyoom;
                 return Reply::status("QUEUED");
             }
             Some(c) => c.db,
             None => 0,
         };
         self.call(conn, db, cmd, argv)
+    }
+
+    /// `getCommandFlags(c) & CMD_DENYOOM`: a script's declared flags stand
+    /// in for EVAL's, EVALSHA's and FCALL's own.
+    fn denyoom(&self, cmd: &Command, argv: &[Vec<u8>]) -> bool {
+        if matches!(cmd.handler, Handler::Script(_)) {
+            if let Some(declared) = self.scripting.declared_denyoom(argv) {
+                return declared;
+            }
+        }
+        cmd.is_denyoom(argv)
+    }
+
+    /// `processCommand`'s maxmemory rule: evict what the policy allows
+    /// (see `memory`), then, still over the limit, refuse a deny-oom
+    /// command, an EXEC of a transaction that queued one, and anything but
+    /// EXEC and DISCARD inside MULTI. The refusal dooms the transaction; a
+    /// refused EXEC discards it (`execCommandAbort`).
+    fn check_maxmemory(&mut self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
+        if self.engine.config.maxmemory() == 0 {
+            self.engine.pre_command_oom = false;
+            return None;
+        }
+        let out_of_memory = !self.engine.perform_evictions();
+        self.engine.finish_batch();
+        let exec = matches!(cmd.handler, Handler::Exec);
+        let multi = self.conns.get(&conn).filter(|c| c.multi.is_some());
+        let reject = self.denyoom(cmd, argv)
+            || (exec && multi.is_some_and(|c| c.multi_denyoom))
+            || (multi.is_some() && !matches!(cmd.handler, Handler::Exec | Handler::Discard));
+        if out_of_memory && reject {
+            if exec && multi.is_some() {
+                self.discard(conn);
+                return Some(Reply::error(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    memory::OOM
+                )));
+            }
+            return Some(self.reject(conn, Reply::error(memory::OOM)));
+        }
+        self.engine.pre_command_oom = out_of_memory;
+        None
     }
 
     /// An error found before the command ran also dooms an open transaction
@@ -682,6 +777,7 @@ impl Node {
                 Some(c) => {
                     c.multi = Some(Vec::new());
                     c.multi_error = false;
+                    c.multi_denyoom = false;
                     Reply::ok()
                 }
                 None => Reply::ok(),
@@ -732,6 +828,7 @@ impl Node {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.multi = None;
             c.multi_error = false;
+            c.multi_denyoom = false;
         }
         self.unwatch_all(conn);
         self.engine.dirty_cas.remove(&conn);
@@ -1056,6 +1153,18 @@ impl ScriptHost for Engine {
         if self.write_denied(cmd) {
             return Reply::error("READONLY You can't write against a read only replica.");
         }
+        // scriptVerifyOOM: only before the script's first write.
+        if self.config.maxmemory() != 0
+            && !self.script_allow_oom
+            && !self.script_write_dirty
+            && self.pre_command_oom
+            && cmd.is_denyoom(argv)
+        {
+            return Reply::error(memory::OOM);
+        }
+        if cmd.is_write() {
+            self.script_write_dirty = true;
+        }
         if let Some(err) = self.script_cluster_check(cmd, argv) {
             return err;
         }
@@ -1068,5 +1177,16 @@ impl ScriptHost for Engine {
         let reply = f(&mut Ctx { e: self, db }, argv);
         self.script_depth -= 1;
         reply
+    }
+
+    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
+        if deny_oom && self.pre_command_oom && self.config.maxmemory() != 0 {
+            return Err(Reply::error(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+            ));
+        }
+        self.script_allow_oom = allow_oom;
+        self.script_write_dirty = false;
+        Ok(())
     }
 }

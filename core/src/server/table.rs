@@ -57,6 +57,8 @@ pub mod flags {
     pub const BLOCKING: u32 = 32;
     /// Publish/subscribe.
     pub const PUBSUB: u32 = 64;
+    /// May grow memory (`CMD_DENYOOM`): refused while over `maxmemory`.
+    pub const DENYOOM: u32 = 128;
 }
 
 /// One row of the table.
@@ -85,6 +87,15 @@ impl Command {
 
     pub fn is_write(&self) -> bool {
         self.flags & flags::WRITE != 0
+    }
+
+    /// `CMD_DENYOOM`; FUNCTION's LOAD and RESTORE are deny-oom subcommands.
+    pub fn is_denyoom(&self, argv: &[Vec<u8>]) -> bool {
+        self.flags & flags::DENYOOM != 0
+            || (self.name == "function"
+                && argv
+                    .get(1)
+                    .is_some_and(|s| s.eq_ignore_ascii_case(b"load") || s.eq_ignore_ascii_case(b"restore")))
     }
 
     pub fn allowed_in_scripts(&self) -> bool {
@@ -150,16 +161,17 @@ const ALL: Keys = range(1, -1, 1);
 const TWO: Keys = range(1, 2, 1);
 
 commands! {
-    "append", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::append);
-    "blmove", 6, WRITE | NOSCRIPT | BLOCKING, TWO, NONE, Handler::Plain(cmd::lists::blmove);
+    "append", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::append);
+    "blmove", 6, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::blmove);
     "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop);
     "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop);
-    "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush);
-    "copy", -3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::copy);
+    "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush);
+    "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &["get", "help", "resetstat", "rewrite", "set"], Handler::Plain(cmd::server::config);
+    "copy", -3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::keys::copy);
     "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize);
     "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug);
-    "decr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::decr);
-    "decrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::decrby);
+    "decr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decr);
+    "decrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decrby);
     "del", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::del);
     "delex", -2, WRITE | V8_4, ONE, NONE, Handler::Plain(cmd::delex::delex);
     "digest", 2, READONLY | V8_4, ONE, NONE, Handler::Plain(cmd::delex::digest);
@@ -182,39 +194,39 @@ commands! {
     "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel);
     "getex", -2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getex);
     "getrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange);
-    "getset", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getset);
+    "getset", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::getset);
     "hdel", -3, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hdel);
     "hexists", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hexists);
     "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget);
     "hgetall", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hgetall);
-    "hincrby", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hincrby);
-    "hincrbyfloat", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hincrbyfloat);
+    "hincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrby);
+    "hincrbyfloat", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrbyfloat);
     "hkeys", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hkeys);
     "hlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hlen);
     "hmget", -3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hmget);
-    "hmset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hmset);
+    "hmset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hmset);
     "hrandfield", -2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hrandfield);
-    "hset", -4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hset);
-    "hsetnx", 4, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hsetnx);
+    "hset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hset);
+    "hsetnx", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hsetnx);
     "hstrlen", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hstrlen);
     "hvals", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hvals);
-    "incr", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incr);
-    "incrby", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrby);
-    "incrbyfloat", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat);
+    "incr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incr);
+    "incrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrby);
+    "incrbyfloat", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat);
     "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info);
     "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys);
     "lindex", 3, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lindex);
     "llen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::lists::llen);
-    "lmove", 5, WRITE, TWO, NONE, Handler::Plain(cmd::lists::lmove);
+    "lmove", 5, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::lmove);
     "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop);
-    "lpush", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpush);
-    "lpushx", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpushx);
+    "lpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpush);
+    "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx);
     "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange);
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem);
     "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget);
-    "mset", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset);
-    "msetnx", -3, WRITE, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx);
+    "mset", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset);
+    "msetnx", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx);
     "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi;
     "object", -2, READONLY, range(2, 2, 1), &["encoding", "freq", "help", "refcount"], Handler::Plain(cmd::keys::object);
     "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist);
@@ -222,7 +234,7 @@ commands! {
     "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat);
     "pexpiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pexpiretime);
     "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping);
-    "psetex", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::psetex);
+    "psetex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::psetex);
     "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe);
     "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl);
     "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish);
@@ -232,17 +244,17 @@ commands! {
     "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename);
     "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx);
     "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop);
-    "rpoplpush", 3, WRITE, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush);
-    "rpush", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpush);
-    "rpushx", -3, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpushx);
-    "sadd", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::sadd);
+    "rpoplpush", 3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush);
+    "rpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpush);
+    "rpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpushx);
+    "sadd", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sets::sadd);
     "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan);
     "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard);
     "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script);
-    "set", -3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::set);
-    "setex", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setex);
-    "setnx", 3, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setnx);
-    "setrange", 4, WRITE, ONE, NONE, Handler::Plain(cmd::strings::setrange);
+    "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set);
+    "setex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setex);
+    "setnx", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setnx);
+    "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember);
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers);
     "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop);
@@ -257,10 +269,10 @@ commands! {
     "unwatch", 1, NOSCRIPT, Keys::None, NONE, Handler::Unwatch;
     "wait", 3, NOSCRIPT, Keys::None, NONE, Handler::Plain(cmd::server::wait);
     "watch", -2, NOSCRIPT, ALL, NONE, Handler::Watch;
-    "zadd", -4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zadd);
+    "zadd", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zadd);
     "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard);
     "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount);
-    "zincrby", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zincrby);
+    "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby);
     "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange);
     "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore);
     "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank);

@@ -428,7 +428,7 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// The encoding name `OBJECT ENCODING` reports (see [`object`]), with the
 /// thresholds `CONFIG SET` may have changed (`hash-max-listpack-entries` …).
-fn encoding(v: &Value, cfg: &Config) -> &'static str {
+pub(crate) fn encoding(v: &Value, cfg: &Config) -> &'static str {
     let (hn, hv) = (cfg.hash_max_listpack_entries(), cfg.hash_max_listpack_value());
     let (zn, zv) = (cfg.zset_max_listpack_entries(), cfg.zset_max_listpack_value());
     match v {
@@ -476,26 +476,12 @@ pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             return syntax_error();
         }
     }
-    let cfg = cx.e.config.clone();
-    let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
+    if cx.e.lookup_write(cx.db, &argv[2]).is_none() {
         return Reply::Nil;
-    };
-    // An allocation of n bytes, rounded up to 8 as jemalloc's small classes.
-    let alloc = |n: usize| n.div_ceil(8) * 8;
-    const ROBJ: usize = 16;
-    const DICT_ENTRY: usize = 24;
-    let elem = |b: &[u8]| alloc(b.len() + 9);
-    let value = match (&entry.value, encoding(&entry.value, &cfg)) {
-        (Value::Str(_), "int") => ROBJ,
-        (Value::Str(s), "embstr") => alloc(ROBJ + 3 + s.len() + 1),
-        (Value::Str(s), _) => ROBJ + alloc(s.len() + 9),
-        (Value::Hash(h), "listpack") => ROBJ + alloc(7 + h.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>()),
-        (Value::Hash(h), _) => ROBJ + 96 + h.iter().map(|(f, v)| DICT_ENTRY + 8 + elem(f) + elem(v)).sum::<usize>(),
-        (Value::List(l), _) => ROBJ + 48 + alloc(7 + l.iter().map(|e| e.len() + 2).sum::<usize>()),
-        (Value::Set(s), "intset") => ROBJ + alloc(8 + 8 * s.len()),
-        (Value::Set(s), _) => ROBJ + 96 + s.iter().map(|m| DICT_ENTRY + 8 + elem(m)).sum::<usize>(),
-        (Value::ZSet(z), "listpack") => ROBJ + alloc(7 + z.iter().map(|(m, _)| m.len() + 12).sum::<usize>()),
-        (Value::ZSet(z), _) => ROBJ + 160 + z.iter().map(|(m, _)| DICT_ENTRY + 48 + elem(m)).sum::<usize>(),
-    };
-    Reply::Integer((value + alloc(argv[2].len() + 4)) as i64)
+    }
+    let e = &*cx.e;
+    match e.dbs[cx.db].get(&argv[2]) {
+        Some(entry) => Reply::Integer(crate::server::memory::key_usage(&argv[2], entry, &e.config) as i64),
+        None => Reply::Nil,
+    }
 }

@@ -1,4 +1,4 @@
-//! Server commands: PING, ECHO, INFO, DEBUG SLEEP, WAIT.
+//! Server commands: PING, ECHO, INFO, CONFIG, DEBUG SLEEP, WAIT.
 //!
 //! `DEBUG SLEEP` and `WAIT` are the two ways a lone node lets time pass
 //! while a client waits. On the simulator they move the virtual clock, so a
@@ -60,6 +60,23 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
     if is(sub, "PROTOCOL") && argv.len() == 3 {
         return debug_protocol(&argv[2]);
+    }
+    if is(sub, "DIGEST") && argv.len() == 2 {
+        let dbs = cx.e.dbs.iter().enumerate().map(|(i, db)| {
+            let keys: Box<dyn Iterator<Item = _>> = Box::new(db.keys());
+            (i, keys)
+        });
+        return Reply::status(crate::server::digest::dataset_digest(dbs));
+    }
+    if is(sub, "DIGEST-VALUE") {
+        // dictFind, not lookupKey: a logically expired key still counts.
+        let db = &cx.e.dbs[cx.db];
+        return Reply::Array(
+            argv[2..]
+                .iter()
+                .map(|k| Reply::status(crate::server::digest::value_digest(db.get(k))))
+                .collect(),
+        );
     }
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
@@ -155,7 +172,7 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// stats, replication, keyspace — in redis-server's layout (`# Name`,
 /// `field:value` lines, CRLF, a blank line between sections).
 pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    const ALL: [&str; 5] = ["server", "clients", "stats", "replication", "keyspace"];
+    const ALL: [&str; 6] = ["server", "clients", "memory", "stats", "replication", "keyspace"];
     let wanted: Vec<String> = argv[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_lowercase())
@@ -200,12 +217,21 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             kv(out, "connected_clients", e.clients());
             kv(out, "blocked_clients", e.blocked_count());
         }
+        "memory" => {
+            // The estimate of `server::memory`, not an allocator's count.
+            out.push_str("# Memory\r\n");
+            kv(out, "used_memory", e.used_memory());
+            kv(out, "used_memory_startup", crate::server::memory::STARTUP_BYTES);
+            kv(out, "maxmemory", e.config.maxmemory());
+            kv(out, "maxmemory_policy", e.config.maxmemory_policy());
+        }
         "stats" => {
             out.push_str("# Stats\r\n");
             let s = e.stats();
             kv(out, "total_connections_received", s.connections_received);
             kv(out, "total_commands_processed", s.commands_processed);
             kv(out, "expired_keys", s.expired_keys);
+            kv(out, "evicted_keys", s.evicted_keys);
             kv(out, "keyspace_hits", s.keyspace_hits);
             kv(out, "keyspace_misses", s.keyspace_misses);
         }
@@ -232,5 +258,58 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             }
         }
         _ => {}
+    }
+}
+
+/// `CONFIG GET|SET|RESETSTAT|REWRITE|HELP` (config.c) over the node's
+/// parameter table. It is a node command, not a connection's, so that it
+/// queues inside MULTI and runs at EXEC as on redis-server (the Redis test
+/// suite toggles `maxmemory` from one client while another is in MULTI).
+pub(crate) fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let sub = String::from_utf8_lossy(&argv[1]).to_lowercase();
+    let arity: i32 = match sub.as_str() {
+        "get" => -3,
+        "set" => -4,
+        _ => 2,
+    };
+    let argc = argv.len() as i32;
+    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+        return Reply::error(format!("ERR wrong number of arguments for 'config|{sub}' command"));
+    }
+    match sub.as_str() {
+        "get" => Reply::Map(
+            cx.e.config
+                .get(&argv[2..])
+                .into_iter()
+                .map(|(name, value)| (Reply::Bulk(name), Reply::Bulk(value.into_bytes())))
+                .collect(),
+        ),
+        "set" => match cx.e.config.set(&argv[2..]) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::Error(format!("ERR {e}")),
+        },
+        "resetstat" => {
+            cx.e.stats = crate::server::Stats::default();
+            Reply::ok()
+        }
+        "rewrite" => Reply::error("ERR The server is running without a config file"),
+        _ => Reply::Array(
+            [
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
+                "HELP",
+                "    Prints this help.",
+            ]
+            .iter()
+            .map(|l| Reply::status(*l))
+            .collect(),
+        ),
     }
 }

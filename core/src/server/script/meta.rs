@@ -72,6 +72,17 @@ impl ScriptFlags {
         Ok(())
     }
 
+    /// `scriptFlagsToCmdFlags`: declared flags without `allow-oom` or
+    /// `no-writes` (which implies it) make the script deny-oom.
+    pub(crate) fn deny_oom(&self) -> bool {
+        !self.compat && !self.allow_oom && !self.no_writes
+    }
+
+    /// `SCRIPT_ALLOW_OOM` of the run: only a declared `allow-oom`.
+    pub(crate) fn allow_oom_run(&self) -> bool {
+        !self.compat && self.allow_oom
+    }
+
     /// Whether writes are refused while the script runs.
     pub(crate) fn read_only_run(&self, ro: bool) -> bool {
         ro || (!self.compat && self.no_writes)

@@ -42,7 +42,10 @@
 //!
 //! Checked against a real server (see `tests.rs`); what remains:
 //!
-//! * `cjson`, `cmsgpack` and `struct` are not bundled (`bit` is);
+//! * `struct` is not bundled (`bit` is, and `cjson` and `cmsgpack` are
+//!   written in Lua in the prelude: `cjson.null` is a table rather than a
+//!   light userdata, and objects and maps come out in this VM's table
+//!   order);
 //! * FUNCTION LIST orders libraries by name (redis-server's hash order is
 //!   random per process) and functions by registration;
 //! * `tostring(t)` numbers objects per run instead of printing addresses;
@@ -149,6 +152,35 @@ impl Scripting {
         }
     }
 
+    /// `evalGetCommandFlags` / `fcallGetCommandFlags` for `CMD_DENYOOM`:
+    /// whether this EVAL, EVALSHA or FCALL (any `_RO` variant) is deny-oom
+    /// by the flags its script declared, or `None` where the command's own
+    /// flags apply (no shebang, an unparsable one, an unknown SHA or
+    /// function).
+    pub fn declared_denyoom(&self, argv: &[Vec<u8>]) -> Option<bool> {
+        let name = argv.first()?.to_ascii_lowercase();
+        let body = argv.get(1)?;
+        let flags = match name.as_slice() {
+            b"eval" | b"eval_ro" => match self.scripts.get(&sha1_hex(body)) {
+                Some(s) => s.flags,
+                None => meta::eval_shebang(body).ok()?.0,
+            },
+            b"evalsha" | b"evalsha_ro" if body.len() == 40 => {
+                self.scripts
+                    .get(&String::from_utf8_lossy(body).to_ascii_lowercase())?
+                    .flags
+            }
+            b"fcall" | b"fcall_ro" => {
+                let (lib, i) = self
+                    .functions
+                    .get(&String::from_utf8_lossy(body).to_ascii_lowercase())?;
+                self.libraries.get(lib)?.functions.get(*i)?.flags
+            }
+            _ => return None,
+        };
+        (!flags.compat).then(|| flags.deny_oom())
+    }
+
     /// How many scripts the cache holds.
     pub fn script_count(&self) -> usize {
         self.scripts.len()
@@ -240,6 +272,9 @@ impl Scripting {
             return Reply::error(e);
         }
         let read_only = script.flags.read_only_run(ro);
+        if let Err(e) = host.begin_script(script.flags.allow_oom_run(), script.flags.deny_oom()) {
+            return e;
+        }
         let code = &script.body[script.code_start..];
         let rng = self.rng;
         let out = with_vm(|vm| {
@@ -433,6 +468,9 @@ impl Scripting {
             return Reply::error(e);
         }
         let read_only = info.flags.read_only_run(ro);
+        if let Err(e) = host.begin_script(info.flags.allow_oom_run(), info.flags.deny_oom()) {
+            return e;
+        }
         let code = library.code.get(library.code_start..).unwrap_or_default();
         let (id, rng) = (self.id, self.rng);
         let fname = info.name.clone();

@@ -802,20 +802,623 @@ debug.sethook(function()
   end
 end, "", config.tick_interval)
 
+--------------------------------------------------------------------------
+-- cjson (lua_cjson 2.1.0, as Redis bundles it), written in Lua
+--------------------------------------------------------------------------
+
+-- The encoder and decoder follow lua_cjson.c: the same array detection
+-- (lua_array_length and its sparse-array rule), `%.14g` numbers, the same
+-- escapes ('/' too), and the same error texts. Errors are raised three
+-- levels up, as the other trampolined builtins do, so a script sees
+-- "user_script:N: Cannot serialise ..." and pcall sees the bare text. Two
+-- visible differences: cjson.null is a table (lua_cjson's is a light
+-- userdata, which a reply turns into nil), and an object's keys come out
+-- in this VM's table order.
+
+local cjson_cfg = {
+  encode_max_depth = 1000,
+  decode_max_depth = 1000,
+  encode_invalid_numbers = false,
+  encode_keep_buffer = true,
+  encode_number_precision = 14,
+  decode_invalid_numbers = true,
+}
+local cjson_null = raw_setmetatable({}, { __newindex = readonly_error })
+local cjson_proxy
+
+local JSON_ESCAPES = {
+  ['"'] = '\\"', ["\\"] = "\\\\", ["/"] = "\\/",
+  ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
+}
+for b = 0, 31 do
+  local c = string_lib.char(b)
+  if JSON_ESCAPES[c] == nil then JSON_ESCAPES[c] = format("\\u%04x", b) end
+end
+JSON_ESCAPES["\127"] = "\\u007f"
+
+local function json_string(s)
+  return '"' .. gsub(s, '[%c"\\/]', JSON_ESCAPES) .. '"'
+end
+
+local function encode_fail(v, reason)
+  error("Cannot serialise " .. type(v) .. ": " .. reason, 0)
+end
+
+local function json_number(v)
+  if v ~= v or v == math_lib.huge or v == -math_lib.huge then
+    if not cjson_cfg.encode_invalid_numbers then encode_fail(v, "must not be NaN or Inf") end
+    if cjson_cfg.encode_invalid_numbers == "null" then return "null" end
+  end
+  return format("%." .. cjson_cfg.encode_number_precision .. "g", v)
+end
+
+-- lua_array_length: the array length, or -1 for an object.
+local function array_length(t)
+  local max, items = 0, 0
+  local k = raw_next(t)
+  while k ~= nil do
+    if type(k) == "number" and k >= 1 and floor(k) == k then
+      if k > max then max = k end
+      items = items + 1
+    else
+      return -1
+    end
+    k = raw_next(t, k)
+  end
+  if max > items * 2 and max > 10 then
+    error("Cannot serialise table: excessively sparse array", 0)
+  end
+  return max
+end
+
+local json_encode_value
+
+local function json_encode_table(t, depth, out)
+  depth = depth + 1
+  if depth > cjson_cfg.encode_max_depth then
+    error("Cannot serialise, excessive nesting (" .. depth .. ")", 0)
+  end
+  local len = array_length(t)
+  if len > 0 then
+    out[#out + 1] = "["
+    for i = 1, len do
+      if i > 1 then out[#out + 1] = "," end
+      json_encode_value(raw_rawget(t, i), depth, out)
+    end
+    out[#out + 1] = "]"
+    return
+  end
+  out[#out + 1] = "{"
+  local first = true
+  local k, v = raw_next(t)
+  while k ~= nil do
+    if not first then out[#out + 1] = "," end
+    first = false
+    local tk = type(k)
+    if tk == "string" then
+      out[#out + 1] = json_string(k)
+    elseif tk == "number" then
+      out[#out + 1] = '"' .. json_number(k) .. '"'
+    else
+      encode_fail(k, "table key must be a number or string")
+    end
+    out[#out + 1] = ":"
+    json_encode_value(v, depth, out)
+    k, v = raw_next(t, k)
+  end
+  out[#out + 1] = "}"
+end
+
+json_encode_value = function(v, depth, out)
+  local tv = type(v)
+  if tv == "string" then
+    out[#out + 1] = json_string(v)
+  elseif tv == "number" then
+    out[#out + 1] = json_number(v)
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif rawequal(v, cjson_null) or v == nil then
+    out[#out + 1] = "null"
+  elseif tv == "table" then
+    json_encode_table(v, depth, out)
+  else
+    encode_fail(v, "type not supported")
+  end
+end
+
+local function cjson_encode(...)
+  if select("#", ...) ~= 1 then error("bad argument #1 to 'encode' (expected 1 argument)", 3) end
+  local out = {}
+  local ok, err = raw_pcall(json_encode_value, (...), 0, out)
+  if not ok then error(err, 3) end
+  return concat(out)
+end
+
+-- The decoder: a cursor over the text, tokens named as lua_cjson names them.
+local function cjson_decode(...)
+  if select("#", ...) ~= 1 then error("bad argument #1 to 'decode' (expected 1 argument)", 3) end
+  local s = (...)
+  if type(s) == "number" then s = raw_tostring(s) end
+  if type(s) ~= "string" then
+    error("bad argument #1 to 'decode' (string expected, got " .. type(s) .. ")", 3)
+  end
+  local pos, depth = 1, 0
+  local function fail(expected, found, at)
+    error("Expected " .. expected .. " but found " .. found .. " at character " .. at, 0)
+  end
+  -- The next token: kind, value, where it starts.
+  local function token()
+    pos = find(s, "[^ \t\n\r]", pos) or #s + 1
+    local at = pos
+    local c = sub(s, pos, pos)
+    if c == "" then return "T_END", nil, at end
+    local single = ({ ["{"] = "T_OBJ_BEGIN", ["}"] = "T_OBJ_END", ["["] = "T_ARR_BEGIN",
+      ["]"] = "T_ARR_END", [":"] = "T_COLON", [","] = "T_COMMA" })[c]
+    if single then
+      pos = pos + 1
+      return single, nil, at
+    end
+    if c == '"' then
+      local parts, i = {}, pos + 1
+      while true do
+        local j = find(s, '["\\]', i)
+        -- A string's errors are placed where they are found, not where
+        -- the string starts.
+        if not j then return "T_ERROR", "unexpected end of string", #s + 1 end
+        parts[#parts + 1] = sub(s, i, j - 1)
+        if sub(s, j, j) == '"' then
+          pos = j + 1
+          return "T_STRING", concat(parts), at
+        end
+        local e = sub(s, j + 1, j + 1)
+        local simple = ({ b = "\b", f = "\f", n = "\n", r = "\r", t = "\t", ['"'] = '"', ["\\"] = "\\", ["/"] = "/" })[e]
+        if simple then
+          parts[#parts + 1] = simple
+          i = j + 2
+        elseif e == "u" then
+          local hex = sub(s, j + 2, j + 5)
+          local cp = #hex == 4 and not find(hex, "[^%x]") and tonumber(hex, 16)
+          if not cp then return "T_ERROR", "invalid unicode escape code", j end
+          i = j + 6
+          if cp >= 0xD800 and cp <= 0xDBFF and sub(s, i, i + 1) == "\\u" then
+            local lo = tonumber(sub(s, i + 2, i + 5), 16)
+            if lo and lo >= 0xDC00 and lo <= 0xDFFF then
+              cp = 0x10000 + (cp - 0xD800) * 0x400 + (lo - 0xDC00)
+              i = i + 6
+            end
+          end
+          local ch = string_lib.char
+          if cp < 0x80 then
+            parts[#parts + 1] = ch(cp)
+          elseif cp < 0x800 then
+            parts[#parts + 1] = ch(0xC0 + floor(cp / 64), 0x80 + cp % 64)
+          elseif cp < 0x10000 then
+            parts[#parts + 1] = ch(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+          else
+            parts[#parts + 1] = ch(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64,
+              0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+          end
+        else
+          return "T_ERROR", "invalid escape code", j
+        end
+      end
+    end
+    if find(c, "[-%d]") then
+      local num = string_lib.match(s, "^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+      local v = num and tonumber(num)
+      if not v then return "T_ERROR", "invalid number", at end
+      pos = pos + #num
+      return "T_NUMBER", v, at
+    end
+    for word, kind, v in string_lib.gmatch("true T_BOOLEAN 1 false T_BOOLEAN 0 null T_NULL 0", "(%a+) (%S+) (%d)") do
+      if sub(s, pos, pos + #word - 1) == word then
+        pos = pos + #word
+        if kind == "T_NULL" then return kind, cjson_null, at end
+        return kind, v == "1", at
+      end
+    end
+    return "T_ERROR", "invalid token", at
+  end
+  local function found(kind, v)
+    if kind == "T_ERROR" then return v end
+    return kind
+  end
+  local value
+  local function descend(at)
+    depth = depth + 1
+    if depth > cjson_cfg.decode_max_depth then
+      error("Found too many nested data structures (" .. depth .. ") at character " .. at, 0)
+    end
+  end
+  local function object(at)
+    descend(at)
+    local t = {}
+    local kind, v, where = token()
+    if kind == "T_OBJ_END" then depth = depth - 1 return t end
+    while true do
+      if kind ~= "T_STRING" then fail("object key string", found(kind, v), where) end
+      local key = v
+      kind, v, where = token()
+      if kind ~= "T_COLON" then fail("colon", found(kind, v), where) end
+      raw_rawset(t, key, value("value"))
+      kind, v, where = token()
+      if kind == "T_OBJ_END" then depth = depth - 1 return t end
+      if kind ~= "T_COMMA" then fail("comma or object end", found(kind, v), where) end
+      kind, v, where = token()
+    end
+  end
+  local function array(at)
+    descend(at)
+    local t, n = {}, 0
+    local save = pos
+    local kind, v, where = token()
+    if kind == "T_ARR_END" then depth = depth - 1 return t end
+    pos = save
+    while true do
+      n = n + 1
+      raw_rawset(t, n, value("value"))
+      kind, v, where = token()
+      if kind == "T_ARR_END" then depth = depth - 1 return t end
+      if kind ~= "T_COMMA" then fail("comma or array end", found(kind, v), where) end
+    end
+  end
+  value = function(what)
+    local kind, v, where = token()
+    if kind == "T_OBJ_BEGIN" then return object(where) end
+    if kind == "T_ARR_BEGIN" then return array(where) end
+    if kind == "T_STRING" or kind == "T_NUMBER" or kind == "T_BOOLEAN" or kind == "T_NULL" then return v end
+    fail(what, found(kind, v), where)
+  end
+  local ok, result = raw_pcall(function()
+    local v = value("value")
+    local kind, tv, where = token()
+    if kind ~= "T_END" then fail("the end", found(kind, tv), where) end
+    return v
+  end)
+  if not ok then error(result, 3) end
+  return result
+end
+
+-- Settings: each returns its value, and sets it when given one.
+local function cjson_setting(name, check)
+  return C(function(...)
+    if select("#", ...) > 0 then
+      local v = ...
+      if check then v = check(v) end
+      cjson_cfg[name] = v
+    end
+    return cjson_cfg[name]
+  end)
+end
+local function positive(v)
+  local n = tonumber(v)
+  if n == nil or n < 1 then error("bad argument #1 to 'cjson' (expected integer between 1 and 2147483647)", 4) end
+  return floor(n)
+end
+
+local cjson_lib = {
+  encode = C(cjson_encode),
+  decode = C(cjson_decode),
+  null = cjson_null,
+  _NAME = "cjson",
+  _VERSION = "2.1.0",
+  encode_max_depth = cjson_setting("encode_max_depth", positive),
+  decode_max_depth = cjson_setting("decode_max_depth", positive),
+  encode_keep_buffer = cjson_setting("encode_keep_buffer"),
+  encode_invalid_numbers = cjson_setting("encode_invalid_numbers"),
+  encode_number_precision = cjson_setting("encode_number_precision", positive),
+  decode_invalid_numbers = cjson_setting("decode_invalid_numbers"),
+  encode_sparse_array = C(function() return false, 2, 10 end),
+}
+-- cjson.new: lua_cjson makes an instance with its own settings; here every
+-- instance is the one module (scripts in Redis only ever use the global).
+cjson_lib.new = C(function() return cjson_proxy end)
+cjson_proxy = protect(cjson_lib)
+
+--------------------------------------------------------------------------
+-- cmsgpack (lua_cmsgpack 0.4.0, as Redis bundles it), written in Lua
+--------------------------------------------------------------------------
+
+-- MessagePack as lua_cmsgpack writes it: integers in the smallest
+-- encoding, other numbers as a float32 when that loses nothing and a
+-- float64 otherwise, a table as an array when its keys are exactly 1..n
+-- and as a map otherwise, nesting cut at 16 levels (deeper values are
+-- nil, which is how it survives circular references).
+
+local char = string_lib.char
+local MP_MAX_NESTING = 16
+
+local function be_bytes(n, width)
+  local out = {}
+  for i = width, 1, -1 do
+    out[i] = char(n % 256)
+    n = floor(n / 256)
+  end
+  return concat(out)
+end
+
+-- IEEE 754 bytes of x (big-endian), width 4 or 8.
+local function ieee(x, width)
+  local ebits, mbits, bias = 8, 23, 127
+  if width == 8 then ebits, mbits, bias = 11, 52, 1023 end
+  local sign = 0
+  if x < 0 or (x == 0 and 1 / x < 0) then sign, x = 1, -x end
+  local e, m
+  if x ~= x then
+    e, m = 2 ^ ebits - 1, 2 ^ (mbits - 1)
+  elseif x == math_lib.huge then
+    e, m = 2 ^ ebits - 1, 0
+  elseif x == 0 then
+    e, m = 0, 0
+  else
+    local fr, ex = math_lib.frexp(x)
+    e = ex + bias - 1
+    if e <= 0 then
+      m = floor(x / 2 ^ (1 - bias) * 2 ^ mbits + 0.5)
+      e = 0
+    else
+      m = floor((fr * 2 - 1) * 2 ^ mbits + 0.5)
+    end
+  end
+  if e >= 2 ^ ebits - 1 then e, m = 2 ^ ebits - 1, 0 end -- too big: infinity
+  local hi = sign * 2 ^ ebits + floor(e)
+  -- hi holds sign and exponent; the mantissa follows.
+  local bits = hi * 2 ^ mbits + m
+  if width == 4 then return be_bytes(bits, 4) end
+  -- 64 bits do not fit a double's integer range: split into two halves.
+  local top = hi * 2 ^ (mbits - 32) + floor(m / 2 ^ 32)
+  return be_bytes(top, 4) .. be_bytes(m % 2 ^ 32, 4)
+end
+
+local function from_ieee(s, i, width)
+  local b = { byte(s, i, i + width - 1) }
+  local ebits, mbits, bias = 8, 23, 127
+  if width == 8 then ebits, mbits, bias = 11, 52, 1023 end
+  local sign = b[1] >= 128 and -1 or 1
+  local e, m
+  if width == 4 then
+    e = (b[1] % 128) * 2 + floor(b[2] / 128)
+    m = ((b[2] % 128) * 256 + b[3]) * 256 + b[4]
+  else
+    e = (b[1] % 128) * 16 + floor(b[2] / 16)
+    m = b[2] % 16
+    for k = 3, 8 do m = m * 256 + b[k] end
+  end
+  if e == 2 ^ ebits - 1 then
+    if m == 0 then return sign * math_lib.huge end
+    return 0 / 0
+  end
+  if e == 0 then return sign * m * 2 ^ (1 - bias - mbits) end
+  return sign * (1 + m / 2 ^ mbits) * 2 ^ (e - bias)
+end
+
+local mp_encode
+
+local function mp_int(n)
+  if n >= 0 then
+    if n < 128 then return char(n) end
+    if n < 256 then return "\204" .. char(n) end
+    if n < 65536 then return "\205" .. be_bytes(n, 2) end
+    if n < 4294967296 then return "\206" .. be_bytes(n, 4) end
+    return "\207" .. be_bytes(n, 8)
+  end
+  if n >= -32 then return char(256 + n) end
+  if n >= -128 then return "\208" .. char(256 + n) end
+  if n >= -32768 then return "\209" .. be_bytes(65536 + n, 2) end
+  if n >= -2147483648 then return "\210" .. be_bytes(4294967296 + n, 4) end
+  -- Two's complement in 64 bits, by halves.
+  local hi = floor(n / 4294967296)
+  local lo = n - hi * 4294967296
+  return "\211" .. be_bytes(hi + 4294967296, 4) .. be_bytes(lo, 4)
+end
+
+local function mp_number(n)
+  if n == floor(n) and n >= -9223372036854775808 and n < 18446744073709551616 then
+    return mp_int(n)
+  end
+  local f = ieee(n, 4)
+  if from_ieee(f, 1, 4) == n then return "\202" .. f end
+  return "\203" .. ieee(n, 8)
+end
+
+local function mp_len(n, fix, base16, base32, fixmax)
+  if n <= fixmax then return char(fix + n) end
+  if n < 65536 then return base16 .. be_bytes(n, 2) end
+  return base32 .. be_bytes(n, 4)
+end
+
+-- table_is_an_array: keys exactly 1..n.
+local function mp_array_len(t)
+  local count, max = 0, 0
+  local k = raw_next(t)
+  while k ~= nil do
+    if type(k) ~= "number" or k <= 0 or floor(k) ~= k then return nil end
+    if k > max then max = k end
+    count = count + 1
+    k = raw_next(t, k)
+  end
+  if max == count then return max end
+  return nil
+end
+
+mp_encode = function(v, level, out)
+  local tv = type(v)
+  if tv == "string" then
+    local n = #v
+    if n < 32 then
+      out[#out + 1] = char(160 + n)
+    elseif n < 256 then
+      out[#out + 1] = "\217" .. char(n)
+    elseif n < 65536 then
+      out[#out + 1] = "\218" .. be_bytes(n, 2)
+    else
+      out[#out + 1] = "\219" .. be_bytes(n, 4)
+    end
+    out[#out + 1] = v
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "\195" or "\194"
+  elseif tv == "number" then
+    out[#out + 1] = mp_number(v)
+  elseif tv == "table" and level < MP_MAX_NESTING then
+    local n = mp_array_len(v)
+    if n then
+      out[#out + 1] = mp_len(n, 144, "\220", "\221", 15)
+      for i = 1, n do mp_encode(raw_rawget(v, i), level + 1, out) end
+    else
+      local count = 0
+      local k = raw_next(v)
+      while k ~= nil do
+        count = count + 1
+        k = raw_next(v, k)
+      end
+      out[#out + 1] = mp_len(count, 128, "\222", "\223", 15)
+      local key, val = raw_next(v)
+      while key ~= nil do
+        mp_encode(key, level + 1, out)
+        mp_encode(val, level + 1, out)
+        key, val = raw_next(v, key)
+      end
+    end
+  else
+    out[#out + 1] = "\192"
+  end
+end
+
+local function mp_pack(...)
+  local n = select("#", ...)
+  if n == 0 then error("bad argument #0 to 'pack' (MessagePack pack needs input.)", 3) end
+  local out = {}
+  for i = 1, n do mp_encode((select(i, ...)), 0, out) end
+  return concat(out)
+end
+
+-- Decode one object at i; returns the value and the next position, or
+-- errors with lua_cmsgpack's "Missing bytes in input." text.
+local function be_int(s, i, width)
+  local n = 0
+  for k = i, i + width - 1 do n = n * 256 + byte(s, k) end
+  return n
+end
+
+local mp_decode
+local function need(s, i, width)
+  if i + width - 1 > #s then error("Missing bytes in input.", 0) end
+end
+
+local function mp_decode_n(s, i, count, map)
+  local t = {}
+  for k = 1, count do
+    if map then
+      local key, val
+      key, i = mp_decode(s, i)
+      val, i = mp_decode(s, i)
+      if key ~= nil then raw_rawset(t, key, val) end
+    else
+      local val
+      val, i = mp_decode(s, i)
+      raw_rawset(t, k, val)
+    end
+  end
+  return t, i
+end
+
+mp_decode = function(s, i)
+  need(s, i, 1)
+  local c = byte(s, i)
+  i = i + 1
+  if c < 128 then return c, i end
+  if c >= 224 then return c - 256, i end
+  if c >= 160 and c < 192 then
+    local n = c - 160
+    need(s, i, n)
+    return sub(s, i, i + n - 1), i + n
+  end
+  if c >= 144 and c < 160 then return mp_decode_n(s, i, c - 144, false) end
+  if c >= 128 and c < 144 then return mp_decode_n(s, i, c - 128, true) end
+  if c == 192 then return nil, i end
+  if c == 194 then return false, i end
+  if c == 195 then return true, i end
+  local widths = { [204] = 1, [205] = 2, [206] = 4, [207] = 8, [208] = 1, [209] = 2, [210] = 4, [211] = 8 }
+  local w = widths[c]
+  if w then
+    need(s, i, w)
+    local n = be_int(s, i, w)
+    if c >= 208 and n >= 2 ^ (8 * w - 1) then n = n - 2 ^ (8 * w) end
+    return n, i + w
+  end
+  if c == 202 or c == 203 then
+    local width = c == 202 and 4 or 8
+    need(s, i, width)
+    return from_ieee(s, i, width), i + width
+  end
+  local strw = { [217] = 1, [218] = 2, [219] = 4, [196] = 1, [197] = 2, [198] = 4 }
+  if strw[c] then
+    need(s, i, strw[c])
+    local n = be_int(s, i, strw[c])
+    i = i + strw[c]
+    need(s, i, n)
+    return sub(s, i, i + n - 1), i + n
+  end
+  if c == 220 or c == 221 or c == 222 or c == 223 then
+    local w2 = (c == 220 or c == 222) and 2 or 4
+    need(s, i, w2)
+    return mp_decode_n(s, i + w2, be_int(s, i, w2), c >= 222)
+  end
+  error("Bad data format in input.", 0)
+end
+
+-- mp_unpack_full: `limit` objects (0: all) from `offset` (0-based); the
+-- next offset (-1 at the end) first when `with_offset`.
+local function mp_unpack_full(s, limit, offset, with_offset)
+  if type(s) ~= "string" then error("bad argument #1 to 'unpack' (string expected, got " .. type(s) .. ")", 4) end
+  local i, results, count = offset + 1, {}, 0
+  local ok, err = raw_pcall(function()
+    while i <= #s and (limit == 0 or count < limit) do
+      local v
+      v, i = mp_decode(s, i)
+      count = count + 1
+      results[count] = v
+    end
+  end)
+  if not ok then error(err, 4) end
+  if with_offset then
+    local nxt = i - 1
+    if i > #s then nxt = -1 end
+    return nxt, unpack(results, 1, count)
+  end
+  return unpack(results, 1, count)
+end
+
+local cmsgpack_lib = {
+  pack = C(mp_pack),
+  unpack = C(function(s) return mp_unpack_full(s, 0, 0, false) end),
+  unpack_one = C(function(s, offset) return mp_unpack_full(s, 1, tonumber(offset) or 0, true) end),
+  unpack_limit = C(function(s, limit, offset)
+    return mp_unpack_full(s, tonumber(limit) or 0, tonumber(offset) or 0, true)
+  end),
+  _NAME = "cmsgpack",
+  _VERSION = "lua-cmsgpack 0.4.0",
+  _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
+  _DESCRIPTION = "MessagePack C implementation for Lua",
+}
+local cmsgpack_proxy = protect(cmsgpack_lib)
+
 local table_proxy, math_proxy = protect(table_lib), protect(math_lib)
 local coroutine_proxy, bit_proxy = protect(coroutine_lib), protect(bit_lib)
 local C_tostring, C_getmetatable, C_setmetatable = C(tostring_w), C(getmetatable_w), C(setmetatable_w)
 local C_next, C_pairs, C_ipairs = C(next_w), C(pairs_w), C(ipairs_w)
 local C_rawget, C_rawset = C(rawget_w), C(rawset_w)
 
--- The globals every script sees (Redis's allow lists, minus cjson, cmsgpack
--- and struct, which the simulator does not bundle).
+-- The globals every script sees (Redis's allow lists, minus struct, which
+-- the simulator does not bundle).
 local function base_globals(env)
   local g = {
     _G = env,
     _VERSION = "Lua 5.1",
     assert = assert,
     bit = bit_proxy,
+    cjson = cjson_proxy,
+    cmsgpack = cmsgpack_proxy,
     collectgarbage = C(collectgarbage_w),
     coroutine = coroutine_proxy,
     error = error,
