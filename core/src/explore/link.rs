@@ -20,10 +20,13 @@ use thiserror::Error;
 /// The link format this build writes and reads.
 pub const VERSION: &str = "1";
 
-/// The longest `explore=` value read (encoded characters). Three scripts of
-/// [`super::spec::MAX_SCRIPT`] bytes fit, base64 included; anything longer
-/// is refused before it is decoded.
-pub const MAX_LINK: usize = 96 * 1024;
+/// The longest `explore=` value read or written (encoded characters):
+/// under the 65 534-byte request target hyper (the backend's HTTP server)
+/// answers `414 URI Too Long` past, so any link the page writes also loads.
+/// About 44 KB of design text — two scripts of [`super::spec::MAX_SCRIPT`]
+/// and more; a longer design is shared as a file. Anything longer is
+/// refused before it is decoded.
+pub const MAX_LINK: usize = 60_000;
 
 /// What an `explore=` value names.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -183,7 +183,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
     let rate = model.rate().map(|r| format!("{r:.0}")).unwrap_or_else(|| "–".into());
     let progress_view = progress.map(|p| {
         let best = match p.best {
-            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "best so far:", "目前最短："), t(lang, "steps", "步"), inv.name()),
+            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "best so far:", "目前最短："), t(lang, "steps", "步"), inv_label(lang, inv)),
             None => t(lang, "no violation yet", "尚未发现违反").to_owned(),
         };
         html! {
@@ -203,7 +203,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                     format!(
                         "{} {} — {steps} {}",
                         t(lang, "Broken:", "被攻破："),
-                        invariant.name(),
+                        inv_label(lang, *invariant),
                         t(lang, "steps", "步")
                     ),
                 ),
@@ -225,7 +225,16 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 let share = share.clone();
                 Callback::from(move |_| copy(&share))
             };
-            let share_view = html! {
+            let too_long = ran.design.len() > locklab_core::explore::link::MAX_LINK;
+            let share_view = if too_long {
+                html! {
+                    <p class="explore-note" data-testid="explore-link-too-long">
+                        { format!("{} ({} > {})", t(lang, "This design is too long to share by link; share its text as a file", "此设计太长，无法用链接分享；请以文件分享其文本"),
+                            ran.design.len(), locklab_core::explore::link::MAX_LINK) }
+                    </p>
+                }
+            } else {
+                html! {
                 <div class="explore-share">
                     <button data-testid="explore-copy" onclick={ oncopy }>{ t(lang, "Copy link", "复制链接") }</button>
                     <input class="explore-link" data-testid="explore-link" readonly=true value={ share }
@@ -236,6 +245,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                             }
                         }) } />
                 </div>
+                }
             };
             html! {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
@@ -270,14 +280,14 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             html! {
                 <button class={ classes!("explore-choice", chosen.then_some("chosen")) } data-testid={ format!("drill-{}", c.name()) }
                     disabled={ d.score.is_some() || running } onclick={ Callback::from(move |_| model.dispatch(Msg::Guess(c))) }>
-                    { c.name() }
+                    { if lang == Lang::Zh { c.title_zh() } else { c.name() } }
                 </button>
             }
         });
         let verdict = d.score.zip(file.as_ref()).map(|(s, f)| html! {
             <div class="explore-score" data-testid="drill-score" data-right={ s.right.to_string() }>
                 <strong>{ if s.right { t(lang, "Right!", "答对了！") } else { t(lang, "Not this time.", "这次没答对。") } }</strong>
-                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), f.drill.answer.name(),
+                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), inv_label(lang, f.drill.answer),
                     t(lang, "lesson", "课程"), f.drill.lesson, t(lang, "score", "得分"), model.points, model.asked * 2) }
                 <p>{ f.drill.pitfall.get(match lang { Lang::En => locklab_core::lesson::Lang::En, Lang::Zh => locklab_core::lesson::Lang::Zh }).to_owned() }</p>
             </div>
@@ -337,6 +347,16 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 </div>
             </div>
         </section>
+    }
+}
+
+/// An invariant as the screen names it: the CLI's name in English; in
+/// Chinese the timeline's words with the CLI's name after them (the name is
+/// what the transcript and `locklab explore` print).
+fn inv_label(lang: Lang, i: Invariant) -> String {
+    match lang {
+        Lang::En => i.name().to_owned(),
+        Lang::Zh => format!("{}（{}）", i.title_zh(), i.name()),
     }
 }
 
