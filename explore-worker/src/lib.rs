@@ -128,11 +128,9 @@ mod tests {
         };
         assert_eq!(run(""), run("1"), "blank is the design's own seed (1 by default)");
         assert!(run(" 9 ").contains("(seed 9,"), "{}", run("9"));
-        let e = start(design, "nine").err().expect("not a number").to_string();
+        let e = start(design, "nine").expect_err("not a number").to_string();
         assert!(e.starts_with("the seed must be a whole number"), "{e}");
-        let e = start("[scripts]\nrelease = 'while true do end'\n", "")
-            .err()
-            .expect("runaway");
+        let e = start("[scripts]\nrelease = 'while true do end'\n", "").expect_err("runaway");
         assert!(e.to_string().contains("Redis would reply BUSY"), "{e}");
     }
 }
