@@ -259,3 +259,65 @@ fn a_sliced_job_gives_the_same_report() {
         }
     }
 }
+
+/// A script the simulator has to stop (redis-server would run it until
+/// `SCRIPT KILL`, answering everyone else `BUSY`) ends the exploration
+/// before the search, with the stopped `EVAL`'s reply: one instruction
+/// budget spent, not one per schedule.
+#[test]
+fn a_runaway_or_memory_hungry_script_is_reported_before_the_search() {
+    let cases = [
+        (
+            "[scripts]\nrelease = '''\nwhile true do end\n'''\n",
+            "release",
+            "after 10000000 instructions (runaway script; Redis would reply BUSY and need SCRIPT KILL)",
+        ),
+        (
+            "[scripts]\nacquire = '''\nlocal big = string.rep('x', 1e9)\nreturn redis.call('SET', KEYS[1], big, 'NX')\n'''\n",
+            "acquire",
+            "when its Lua memory passed 32 MiB",
+        ),
+    ];
+    for (text, want_role, want) in cases {
+        let spec = designs::parse(text).expect("compiles");
+        let err = Explorer::new(&spec).expect_err("stopped");
+        let ExploreError::ScriptStopped { role, reply } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(*role, want_role, "{err}");
+        assert!(
+            reply.starts_with("(error) ERR Error running script: the simulator stopped it ") && reply.contains(want),
+            "{reply}"
+        );
+        assert!(
+            err.to_string().starts_with(&format!(
+                "the {want_role} script was stopped on its first run: (error) ERR"
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// The page's seed box and the CLI's `--seed` are one setter.
+#[test]
+fn a_seed_as_typed() {
+    use locklab_core::explore::spec::parse_seed;
+    assert_eq!(parse_seed(" 42 "), Ok(Some(42)));
+    assert_eq!(parse_seed(""), Ok(None));
+    assert_eq!(parse_seed("18446744073709551615"), Ok(Some(u64::MAX)));
+    for bad in ["-1", "1e3", "18446744073709551616", "seven"] {
+        let e = parse_seed(bad).expect_err(bad).to_string();
+        assert!(
+            e.starts_with("the seed must be a whole number from 0 to 18446744073709551615"),
+            "{e}"
+        );
+    }
+    let mut spec = design("01-bare-del.toml");
+    spec.set_seed(7);
+    assert_eq!(spec.seed, 7);
+    assert_ne!(
+        explore(&spec).expect("7").result_line(),
+        explore(&design("01-bare-del.toml")).expect("1").result_line(),
+        "another seed, another schedule"
+    );
+}

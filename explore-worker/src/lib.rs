@@ -44,6 +44,16 @@ pub fn read_design(text: &str) -> Result<Spec, ExploreError> {
     }
 }
 
+/// The job `locklab explore FILE --seed N` runs: the design, then the
+/// seed on top exactly as the CLI's flag sets it.
+pub fn start(design: &str, seed: &str) -> Result<job::Job, ExploreError> {
+    let mut spec = read_design(design)?;
+    if let Some(s) = locklab_core::explore::spec::parse_seed(seed)? {
+        spec.set_seed(s);
+    }
+    job::Job::new(&spec)
+}
+
 #[wasm_bindgen(js_name = catalog)]
 pub fn js_catalog() -> Result<String, JsValue> {
     catalog_json().map_err(|e| JsValue::from_str(&e.to_string()))
@@ -57,12 +67,12 @@ pub struct Job {
 
 #[wasm_bindgen]
 impl Job {
-    /// Start on a design; an error (a TOML mistake, a script that does not
-    /// compile, as redis-server words it) comes back as a string.
+    /// Start on a design with the seed box's text (blank: the design's own
+    /// seed); an error (a TOML mistake, a script that does not compile, as
+    /// redis-server words it) comes back as a string.
     #[wasm_bindgen(constructor)]
-    pub fn new(design: &str) -> Result<Job, JsValue> {
-        let spec = read_design(design).map_err(|e| JsValue::from_str(&e.to_string()))?;
-        let inner = job::Job::new(&spec).map_err(|e| JsValue::from_str(&e.to_string()))?;
+    pub fn new(design: &str, seed: &str) -> Result<Job, JsValue> {
+        let inner = start(design, seed).map_err(|e| JsValue::from_str(&e.to_string()))?;
         Ok(Job { inner })
     }
 
@@ -106,5 +116,21 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_seed_box_is_the_clis_seed_flag() {
+        let design = "release = \"del\"\nrandom_walks = 50\nexhaustive_seeds = 1\n";
+        let run = |seed: &str| {
+            let mut j = start(design, seed).expect("starts");
+            while !j.step(1000) {}
+            j.result().result_line
+        };
+        assert_eq!(run(""), run("1"), "blank is the design's own seed (1 by default)");
+        assert!(run(" 9 ").contains("(seed 9,"), "{}", run("9"));
+        let e = start(design, "nine").expect_err("not a number").to_string();
+        assert!(e.starts_with("the seed must be a whole number"), "{e}");
+        let e = start("[scripts]\nrelease = 'while true do end'\n", "").expect_err("runaway");
+        assert!(e.to_string().contains("Redis would reply BUSY"), "{e}");
     }
 }

@@ -1,5 +1,9 @@
 //! The view in the URL: `?lang=zh&lesson=05&step=end&seed=7&driver=sim`.
 //!
+//! An explorer counterexample is shared as `?explore=<design>&seed=N` (and
+//! `step=`): the design by name or encoded (see
+//! [`locklab_core::explore::link`]), the seed the search ran with.
+//!
 //! A link must reproduce what its sender saw, so everything that selects a
 //! view (not what was typed into the console) is read from the query string
 //! on load and written back with `history.replaceState` on every change.
@@ -39,6 +43,9 @@ impl Driver {
 pub struct Query {
     pub lang: Option<Lang>,
     pub lesson: Option<String>,
+    /// An explorer design to search and play (`explore=`), as written in
+    /// the URL: the explore screen decodes it and says what is wrong.
+    pub explore: Option<String>,
     pub step: Option<String>,
     pub seed: Option<u64>,
     pub driver: Option<Driver>,
@@ -79,6 +86,20 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `%XX` for everything but RFC 3986's unreserved characters (what the
+/// explorer's links are made of, so a link it wrote is copied verbatim).
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 impl Query {
     /// Parse `location.search` (with or without the leading `?`).
     pub fn parse(search: &str) -> Query {
@@ -89,6 +110,7 @@ impl Query {
             match decode(k).as_str() {
                 "lang" => q.lang = Lang::parse(&v),
                 "lesson" => q.lesson = is_word(&v).then_some(v),
+                "explore" => q.explore = Some(v),
                 "step" => q.step = is_word(&v).then_some(v),
                 "seed" => q.seed = v.parse().ok(),
                 "driver" => q.driver = Driver::parse(&v),
@@ -101,7 +123,8 @@ impl Query {
     }
 
     /// The canonical query string, `?` included; empty when nothing is set.
-    /// Values are words or numbers by construction, so nothing needs escaping.
+    /// Values are words or numbers by construction, except `explore`, which
+    /// is escaped.
     pub fn to_search(&self) -> String {
         let mut parts = Vec::new();
         if let Some(lang) = self.lang {
@@ -109,6 +132,9 @@ impl Query {
         }
         if let Some(lesson) = &self.lesson {
             parts.push(format!("lesson={lesson}"));
+        }
+        if let Some(design) = &self.explore {
+            parts.push(format!("explore={}", escape(design)));
         }
         if let Some(step) = &self.step {
             parts.push(format!("step={step}"));
@@ -164,5 +190,23 @@ mod tests {
         assert!(p.present && p.dark);
         assert_eq!(p.to_search(), "?lesson=05&present=1&theme=dark");
         assert!(!Query::parse("?present=0&theme=light").present);
+    }
+
+    #[test]
+    fn an_explore_link_round_trips_and_hostile_values_stay_inert() {
+        let v = locklab_core::explore::link::encode_text("release = \"del\"\n");
+        let s = format!("?lang=en&explore={v}&seed=7");
+        let q = Query::parse(&s);
+        assert_eq!(q.explore.as_deref(), Some(v.as_str()));
+        assert_eq!(q.to_search(), s);
+        assert_eq!(
+            Query::parse("?explore=01-bare-del").explore.as_deref(),
+            Some("01-bare-del")
+        );
+        // Whatever came in goes out escaped: it cannot add a parameter.
+        let q = Query::parse("?explore=%26lesson%3D05%20x");
+        assert_eq!(q.explore.as_deref(), Some("&lesson=05 x"));
+        assert_eq!(q.to_search(), "?explore=%26lesson%3D05%20x");
+        assert_eq!(Query::parse(&q.to_search()), q);
     }
 }

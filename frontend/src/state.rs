@@ -24,6 +24,7 @@ use yew::prelude::*;
 
 use crate::catalog;
 use crate::driver::LessonDriver;
+use crate::explore::ExploreLink;
 use crate::i18n::Lang;
 use crate::lab::{Client, Lab};
 use crate::query::{Driver, Query};
@@ -79,6 +80,9 @@ pub struct State {
     pub quiz_gate: Option<usize>,
     /// The explore screen ("break my lock") is open.
     pub explore: bool,
+    /// The explorer search this view shows (`?explore=…&seed=N`): the
+    /// link the page was opened with, then the counterexample playing.
+    pub explore_link: Option<ExploreLink>,
 }
 
 fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
@@ -110,6 +114,7 @@ impl PartialEq for State {
             && self.legend == other.legend
             && self.quiz_gate == other.quiz_gate
             && self.explore == other.explore
+            && self.explore_link == other.explore_link
     }
 }
 
@@ -141,10 +146,22 @@ impl State {
         let lang = q.lang.unwrap_or(fallback_lang);
         let driver = q.driver.unwrap_or_default();
         let real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(lang))));
-        let session = q.lesson.as_deref().and_then(catalog::find).map(|l| {
-            let pos = session::parse_step(q.step.as_deref(), l.steps.len());
-            play(l, seed, pos, real.as_ref())
+        // A shared counterexample: the explore screen searches it again
+        // and plays it (the lesson it becomes is not in the catalogue).
+        let explore_link = q.explore.as_ref().map(|design| ExploreLink {
+            design: design.clone(),
+            seed: q.seed,
+            step: q.step.clone(),
         });
+        let session = q
+            .lesson
+            .as_deref()
+            .and_then(catalog::find)
+            .filter(|_| explore_link.is_none())
+            .map(|l| {
+                let pos = session::parse_step(q.step.as_deref(), l.steps.len());
+                play(l, seed, pos, real.as_ref())
+            });
         State {
             lang,
             session,
@@ -164,7 +181,8 @@ impl State {
             dark: q.dark,
             legend: true,
             quiz_gate: None,
-            explore: false,
+            explore: explore_link.is_some(),
+            explore_link,
         }
     }
 
@@ -178,8 +196,20 @@ impl State {
         session::step_param(s.position(), s.len())
     }
 
-    /// The URL for this state: language, lesson, step, seed and driver.
+    /// The URL for this state: language, lesson, step, seed and driver;
+    /// for an explorer counterexample, its design, seed and step.
     pub fn query(&self) -> Query {
+        if let Some(l) = &self.explore_link {
+            return Query {
+                lang: Some(self.lang),
+                explore: Some(l.design.clone()),
+                step: if self.explore { l.step.clone() } else { self.step() },
+                seed: l.seed,
+                present: self.present,
+                dark: self.dark,
+                ..Query::default()
+            };
+        }
         Query {
             lang: Some(self.lang),
             lesson: self.lesson_id(),
@@ -188,6 +218,7 @@ impl State {
             driver: Some(self.driver),
             present: self.present,
             dark: self.dark,
+            explore: None,
         }
     }
 }
@@ -256,8 +287,9 @@ pub enum Action {
     QuizGate(Option<usize>),
     /// Open or close the explore screen.
     Explore(bool),
-    /// Play an explorer counterexample on the timeline (simulator).
-    PlayLesson(Rc<locklab_core::lesson::Lesson>),
+    /// Play an explorer counterexample on the timeline (simulator), at the
+    /// link's step; the URL then carries the link.
+    PlayLesson(Rc<locklab_core::lesson::Lesson>, ExploreLink),
 }
 
 /// The real driver's inputs, from the app's socket and fetch glue.
@@ -285,6 +317,7 @@ impl Reducible for State {
             }
             Action::SelectLesson(id) => {
                 if let Some(l) = catalog::find(&id).filter(|_| next.lesson_id().as_deref() != Some(id.as_str())) {
+                    next.explore_link = None;
                     next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.active = 0;
@@ -294,13 +327,17 @@ impl Reducible for State {
             Action::Explore(open) => {
                 next.explore = open;
                 next.playing = false;
+                // A fresh screen, or back to what was there: not a link.
+                next.explore_link = None;
             }
-            Action::PlayLesson(lesson) => {
+            Action::PlayLesson(lesson, link) => {
                 // The session holds `&'static` lessons (the catalogue's);
                 // a counterexample is made on demand, so each one played
                 // is leaked — a few kilobytes per press of "play".
                 let lesson: &'static locklab_core::lesson::Lesson = Box::leak(Box::new((*lesson).clone()));
-                next.session = Some(play(lesson, lesson.seed, 0, None));
+                let pos = session::parse_step(link.step.as_deref(), lesson.steps.len());
+                next.session = Some(play(lesson, lesson.seed, pos, None));
+                next.explore_link = Some(ExploreLink { step: None, ..link });
                 next.explore = false;
                 next.playing = false;
                 next.active = 0;
@@ -311,6 +348,7 @@ impl Reducible for State {
                     r.borrow_mut().close_lesson();
                 }
                 next.session = None;
+                next.explore_link = None;
                 next.playing = false;
                 next.active = 0;
                 next.rev += 1;
@@ -469,6 +507,7 @@ impl Reducible for State {
                     .and_then(|id| lessons.iter().position(|l| l.id == id))
                     .and_then(|i| lessons.get(i + 1));
                 if let Some(l) = after {
+                    next.explore_link = None;
                     next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.active = 0;
@@ -559,6 +598,35 @@ mod tests {
         assert!(s.playing);
         let s = reduce(s, Action::Transport(Transport::Home));
         assert!(!s.playing);
+    }
+
+    /// A shared counterexample: the URL opens the explore screen with the
+    /// link (not a lesson), and once the counterexample plays the URL is
+    /// the link again, with the step the viewer stands on.
+    #[test]
+    fn an_explore_link_in_and_out() {
+        let q = Query::parse("?lang=en&lesson=05&explore=01-bare-del&seed=7&step=3");
+        let s = State::from_query(&q, Lang::En);
+        assert!(s.explore && s.session.is_none(), "the link wins over lesson=");
+        assert_eq!(s.query().to_search(), "?lang=en&explore=01-bare-del&step=3&seed=7");
+        let link = s.explore_link.clone().expect("link");
+        assert_eq!((link.seed, link.step.as_deref()), (Some(7), Some("3")));
+        // What the explore screen hands over once the search is done.
+        let spec = locklab_core::explore::designs::parse(locklab_core::explore::designs::FILES[0].1).expect("design");
+        let mut job = locklab_core::explore::job::Job::new(&spec).expect("job");
+        while !job.step(5_000) {}
+        let lesson = Rc::new(job.result().lesson.expect("a counterexample"));
+        let s = reduce(s, Action::PlayLesson(lesson, link));
+        assert!(!s.explore);
+        assert_eq!(s.step().as_deref(), Some("3"), "the link's step");
+        assert_eq!(s.query().to_search(), "?lang=en&explore=01-bare-del&step=3&seed=7");
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        assert_eq!(s.query().to_search(), "?lang=en&explore=01-bare-del&step=4&seed=7");
+        // Leaving the counterexample leaves the link.
+        let s = reduce(s, Action::SelectLesson("05".into()));
+        assert_eq!(s.query().to_search(), "?lang=en&lesson=05&seed=7&driver=sim");
+        let s = reduce(s, Action::Explore(true));
+        assert!(s.explore_link.is_none());
     }
 
     #[test]

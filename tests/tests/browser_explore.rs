@@ -201,3 +201,250 @@ async fn break_my_lock_in_headless_chromium() {
     c.close().await.unwrap();
     drop(driver);
 }
+
+/// `locklab explore FILE --seed N`'s whole transcript.
+fn cli_transcript(file: &std::path::Path, seed: Option<u64>) -> String {
+    let args = locklab_backend::cli::explore::ExploreArgs {
+        file: Some(file.to_path_buf()),
+        seed,
+        ..Default::default()
+    };
+    locklab_backend::cli::explore::run(&args).expect("the CLI explores")
+}
+
+/// `schedule #I, world seed S` from a transcript: which run the
+/// counterexample is (the lesson's narration names it the same way).
+fn schedule_of(transcript: &str) -> String {
+    let from = transcript.find("schedule #").expect("a counterexample");
+    let rest = &transcript[from..];
+    let seed = rest.find("world seed ").expect("its world seed") + "world seed ".len();
+    let end = seed + rest[seed..].find(|c: char| !c.is_ascii_digit()).unwrap_or(0);
+    rest[..end].to_owned()
+}
+
+async fn set_value(c: &Client, css: &str, value: &str) {
+    let script = format!(
+        "const e = document.querySelector('{css}'); e.value = {}; \
+         e.dispatchEvent(new InputEvent('input', {{ bubbles: true }})); return e.value;",
+        json!(value)
+    );
+    assert_eq!(js(c, &script).await, json!(value), "{css}");
+}
+
+async fn link_value(c: &Client) -> String {
+    js(c, "return document.querySelector('[data-testid=explore-link]').value")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn page_text(c: &Client) -> String {
+    js(c, "return document.body.innerText")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn wait_counterexample(c: &Client) {
+    eventually("the counterexample on the timeline", || async {
+        let h = text(c, ".lesson-heading").await?;
+        (h.contains("Counterexample") || h.contains("反例")).then_some(())
+    })
+    .await;
+}
+
+/// Issue 19, the rest: a counterexample shared by URL opens on a fresh page
+/// as the same lesson (the CLI's schedule for that seed), for a built-in
+/// design and for the user's own text; the seed box is the CLI's `--seed`;
+/// hostile links and a runaway script are sentences on the screen; the
+/// interview drill is scored in the page; the screen in Chinese at two
+/// sizes, with screenshots in `tests/out/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_links_seed_drill_and_chinese() {
+    let dist = require_dist();
+    let backend = Backend::start(&dist, 0);
+    let (driver, c) = browser().await;
+    let base = format!("http://127.0.0.1:{}/", backend.port);
+    let designs = root().join("explore/designs");
+
+    // 1. The seed box gives `--seed`'s answer, and the link says so.
+    c.goto(&base).await.unwrap();
+    eventually("the app", || async {
+        c.find(Locator::Css("[data-testid=explore-open]")).await.ok()
+    })
+    .await;
+    click(&c, "[data-testid=explore-open]").await;
+    wait_status(&c, &["idle"]).await;
+    select_design(&c, 0).await;
+    set_value(&c, "[data-testid=explore-seed]", "5").await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["done"]).await;
+    let bare = designs.join("01-bare-del.toml");
+    let cli5 = cli_transcript(&bare, Some(5));
+    let line = text(&c, "[data-testid=explore-resultline]").await.unwrap_or_default();
+    assert_eq!(line, cli5.lines().last().unwrap_or_default(), "seed 5");
+    assert_ne!(
+        cli5,
+        cli_transcript(&bare, None),
+        "seed 5 is another search than seed 1"
+    );
+    click(&c, "[data-testid=explore-copy]").await;
+    let link = link_value(&c).await;
+    assert_eq!(link, format!("{base}?lang=en&explore=01-bare-del&seed=5"));
+
+    // 2. The link on a fresh page: the same counterexample, on the timeline,
+    // at the step the link names; the address bar keeps the link.
+    c.close().await.unwrap();
+    drop(driver);
+    let (driver, c) = browser().await;
+    c.goto(&format!("{link}&step=end")).await.unwrap();
+    wait_counterexample(&c).await;
+    let body = page_text(&c).await;
+    assert!(body.contains(&schedule_of(&cli5)), "{} in\n{body}", schedule_of(&cli5));
+    let search = js(&c, "return location.search").await;
+    assert_eq!(search, json!("?lang=en&explore=01-bare-del&step=end&seed=5"));
+    viewport(&c, 1280, 720).await;
+    screenshot(&c, "explore-shared-lesson-1280x720.png").await;
+
+    // 3. The user's own design travels as its text.
+    click(&c, "[data-testid=explore-open]").await;
+    wait_status(&c, &["idle"]).await;
+    select_design(&c, 7).await;
+    let own = format!(
+        "{}\n# shared by link\n",
+        js(
+            &c,
+            "return document.querySelector('[data-testid=explore-editor]').value"
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+    );
+    set_value(&c, "[data-testid=explore-editor]", &own).await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["done"]).await;
+    let link = link_value(&c).await;
+    assert!(link.starts_with(&format!("{base}?lang=en&explore=1.")), "{link}");
+    let own_file = std::env::temp_dir().join(format!("locklab-own-{}.toml", std::process::id()));
+    std::fs::write(&own_file, &own).unwrap();
+    let cli_own = cli_transcript(&own_file, None);
+    let _ = std::fs::remove_file(&own_file);
+    c.goto(&link).await.unwrap();
+    wait_counterexample(&c).await;
+    let body = page_text(&c).await;
+    assert!(
+        body.contains(&schedule_of(&cli_own)),
+        "{} in\n{body}",
+        schedule_of(&cli_own)
+    );
+
+    // 4. Hostile links: one sentence on the screen, and the page still works
+    // (a wasm panic would leave it dead).
+    // (Past 65 534 bytes the backend's HTTP server answers 414 itself.)
+    let huge = format!("1.{}", "A".repeat(locklab_core::explore::link::MAX_LINK));
+    let hostile = [
+        ("9.Zm9v", "this link was written in format \"9\""),
+        ("1.%40%40%40", "this link's design is damaged"),
+        ("no-such-design", "\"no-such-design\", which is not a built-in design"),
+        (huge.as_str(), "a link holds at most"),
+    ];
+    for (value, want) in hostile {
+        c.goto(&format!("{base}?explore={value}")).await.unwrap();
+        let err = eventually("the link's error", || async {
+            text(&c, "[data-testid=explore-link-error]").await
+        })
+        .await;
+        assert!(err.contains(want), "{value:.40}: {err}");
+        wait_status(&c, &["idle"]).await;
+        select_design(&c, 1).await;
+        let editor = js(
+            &c,
+            "return document.querySelector('[data-testid=explore-editor]').value",
+        )
+        .await;
+        assert!(
+            editor.as_str().is_some_and(|t| t.contains("get")),
+            "the page answers: {editor}"
+        );
+    }
+    // An encoded design that is not TOML: the parser's message, as the CLI's.
+    let garbage = locklab_core::explore::link::encode_text("release = [[[\n");
+    c.goto(&format!("{base}?explore={garbage}")).await.unwrap();
+    wait_status(&c, &["error"]).await;
+    let err = text(&c, "[data-testid=explore-error]").await.unwrap_or_default();
+    assert!(err.contains("TOML parse error"), "{err}");
+
+    // 5. A release that never returns, in the worker: reported as the
+    // simulator stops it (redis-server would answer BUSY), not a hang.
+    set_value(
+        &c,
+        "[data-testid=explore-editor]",
+        "[scripts]\nrelease = '''\nwhile true do end\n'''\n",
+    )
+    .await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["error"]).await;
+    let err = text(&c, "[data-testid=explore-error]").await.unwrap_or_default();
+    assert!(
+        err.starts_with("the release script was stopped on its first run: (error) ERR Error running script: the simulator stopped it after ")
+            && err.contains("Redis would reply BUSY"),
+        "{err}"
+    );
+
+    // 6. The drill in Chinese: name the failure first, then the explorer
+    // scores it; the screen at 1280×720 and 1440×900.
+    c.goto(&format!("{base}?lang=zh")).await.unwrap();
+    eventually("the app", || async {
+        c.find(Locator::Css("[data-testid=explore-open]")).await.ok()
+    })
+    .await;
+    click(&c, "[data-testid=explore-open]").await;
+    wait_status(&c, &["idle"]).await;
+    select_design(&c, 0).await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["done"]).await;
+    let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
+    assert!(
+        verdict.starts_with("被攻破：") && verdict.contains("锁被非持有者删除（wrong-release）"),
+        "{verdict}"
+    );
+    viewport(&c, 1280, 720).await;
+    screenshot(&c, "explore-zh-violated-1280x720.png").await;
+    let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
+    assert!(min >= 13.0, "smallest label {min} px");
+
+    click(&c, "[data-testid=explore-drill-next]").await;
+    let run_disabled = attr(&c, "[data-testid=explore-run]", "disabled").await;
+    assert!(run_disabled.is_some(), "the run waits for a guess");
+    click(&c, "[data-testid=drill-wrong-release]").await;
+    click(&c, "[data-testid=explore-run]").await;
+    wait_status(&c, &["done"]).await;
+    let right = eventually("the drill's score", || async {
+        attr(&c, "[data-testid=drill-score]", "data-right").await
+    })
+    .await;
+    let found = attr(&c, "[data-testid=explore-result]", "data-invariant")
+        .await
+        .unwrap_or_default();
+    assert_eq!(
+        right,
+        (found == "wrong-release").to_string(),
+        "scored against the explorer"
+    );
+    let score = text(&c, "[data-testid=drill-score]").await.unwrap_or_default();
+    let points = if found == "wrong-release" { 2 } else { 0 };
+    assert!(score.contains(&format!("得分 {points}/2")), "{score}");
+    // The choices are the drill's words in Chinese, locked after the run.
+    let choice = text(&c, "[data-testid=drill-deadlock]").await.unwrap_or_default();
+    assert_eq!(choice, "锁永不过期");
+    assert!(attr(&c, "[data-testid=drill-deadlock]", "disabled").await.is_some());
+    viewport(&c, 1440, 900).await;
+    screenshot(&c, "explore-zh-drill-1440x900.png").await;
+    let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
+    assert!(min >= 13.0, "smallest label {min} px");
+
+    c.close().await.unwrap();
+    drop(driver);
+}

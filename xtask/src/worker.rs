@@ -38,7 +38,7 @@ self.onmessage = async (e) => {
     catch (err) { post({ type: 'error', message: String(err) }); }
   } else if (m.type === 'start') {
     if (job) { job.free(); job = null; }
-    try { job = new Job(String(m.design)); }
+    try { job = new Job(String(m.design), m.seed == null ? '' : String(m.seed)); }
     catch (err) { post({ type: 'error', message: String(err) }); return; }
     const mine = ++run;
     const t0 = performance.now();

@@ -63,6 +63,10 @@ pub struct ExploreArgs {
 /// Why `locklab explore` could not run.
 #[derive(Debug, Error)]
 pub enum ExploreError {
+    #[error(
+        "{path} is {len} bytes; a design file holds at most {MAX_FILE} (three scripts of 16 KiB and the settings fit)"
+    )]
+    TooBig { path: PathBuf, len: u64 },
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -81,11 +85,34 @@ pub enum ExploreError {
     Explore(#[from] locklab_core::explore::ExploreError),
 }
 
-fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ExploreError::Read {
+/// The largest design or scenario file read: files come from anyone (a
+/// chat message, a download), and the size is checked before the text is
+/// read into memory, let alone parsed.
+pub const MAX_FILE: u64 = 1024 * 1024;
+
+fn read_bounded(path: &PathBuf) -> Result<String, ExploreError> {
+    use std::io::Read;
+    let read = |source| ExploreError::Read {
         path: path.clone(),
         source,
-    })?;
+    };
+    let file = std::fs::File::open(path).map_err(read)?;
+    // Read one byte past the limit rather than trust the metadata: a pipe
+    // or /dev/zero has no length.
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(read)?;
+    if bytes.len() as u64 > MAX_FILE {
+        let len = std::fs::metadata(path).map_or(0, |m| m.len()).max(bytes.len() as u64);
+        return Err(ExploreError::TooBig {
+            path: path.clone(),
+            len,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
+    let text = read_bounded(path)?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     // A bare scenario is recognised by its top-level `clients`; anything
     // else must be a spec (which refuses unknown fields, so typos surface).
@@ -111,12 +138,27 @@ fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
         }),
         (_, spec, scenario) => Err(ExploreError::Parse {
             path: path.clone(),
-            spec: spec
-                .err()
-                .unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
-            scenario: scenario.err().unwrap_or_else(|| "it has no `clients` list".into()),
+            spec: clip(
+                spec.err()
+                    .unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
+            ),
+            scenario: clip(scenario.err().unwrap_or_else(|| "it has no `clients` list".into())),
         }),
     }
+}
+
+/// A parser's message cut to a readable size: the TOML parser quotes the
+/// offending line, and a hostile file's line can be a megabyte long.
+fn clip(message: String) -> String {
+    const MAX: usize = 600;
+    message
+        .lines()
+        .map(|l| match l.char_indices().nth(MAX) {
+            Some((i, _)) => format!("{}…", &l[..i]),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The spec the arguments describe: the file's, with flags on top.
@@ -148,10 +190,7 @@ pub fn spec_from_args(args: &ExploreArgs) -> Result<Spec, ExploreError> {
         spec.persistence = p;
     }
     if let Some(s) = args.seed {
-        spec.seed = s;
-        if let Some(sc) = &mut spec.scenario {
-            sc.seed = s;
-        }
+        spec.set_seed(s);
     }
     if !args.fault_kinds.is_empty() {
         spec.fault_kinds = args.fault_kinds.iter().filter_map(|k| FaultKind::parse(k)).collect();

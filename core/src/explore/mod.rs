@@ -30,6 +30,7 @@ pub mod designs;
 pub mod drill;
 pub mod job;
 pub mod lesson;
+pub mod link;
 pub mod spec;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,12 @@ pub enum ExploreError {
     /// for `SCRIPT LOAD` of it on redis-server 7.0.
     #[error("the {role} script does not compile: {reply}")]
     Script { role: &'static str, reply: String },
+    /// A user's script compiles but its first run had to be stopped by the
+    /// simulator (an endless loop, unbounded allocation): redis-server would
+    /// have answered everyone else `BUSY` until `SCRIPT KILL`. `reply` is
+    /// what redis-cli prints for the stopped `EVAL`.
+    #[error("the {role} script was stopped on its first run: {reply}")]
+    ScriptStopped { role: &'static str, reply: String },
     #[error(transparent)]
     World(#[from] WorldError),
 }
@@ -216,8 +223,11 @@ impl Explorer {
             sc.seed = seed;
             let mut w = World::from_scenario(&sc)?;
             let mut points = vec![0];
+            let mut seen = 0;
             while w.step_item() {
-                let n = w.trace().len() as u64;
+                stopped_script(spec, &w.trace()[seen..])?;
+                seen = w.trace().len();
+                let n = seen as u64;
                 if n >= MAX_FAULT_STEP {
                     break;
                 }
@@ -433,6 +443,37 @@ impl Explorer {
             )
         }
     }
+}
+
+/// A script the simulator had to stop, in these events, as an error: a
+/// design whose script never finishes would otherwise cost a full
+/// instruction budget on every one of thousands of schedules, and could not
+/// be a lock on redis-server at all.
+fn stopped_script(spec: &Spec, events: &[crate::trace::Event]) -> Result<(), ExploreError> {
+    for e in events {
+        let crate::trace::EventKind::Executed { commands, replies, .. } = &e.kind else {
+            continue;
+        };
+        for (cmd, reply) in commands.iter().zip(replies) {
+            let crate::reply::Reply::Error(text) = reply else {
+                continue;
+            };
+            if !text.starts_with(crate::script::SIMULATOR_STOPPED) {
+                continue;
+            }
+            let body = cmd.get(1).map(String::as_str);
+            let role = spec
+                .scripts
+                .as_ref()
+                .and_then(|s| s.given().into_iter().find(|(_, src)| Some(*src) == body))
+                .map_or("lock", |(r, _)| r.name());
+            return Err(ExploreError::ScriptStopped {
+                role,
+                reply: format!("(error) {text}"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What the explorer concluded.

@@ -183,6 +183,21 @@ pub const MAX_STEPS: u64 = 100_000;
 /// The longest script a design may carry.
 pub const MAX_SCRIPT: usize = 16 * 1024;
 
+/// A seed as a person types it: blank is "the design's own seed".
+pub fn parse_seed(text: &str) -> Result<Option<u64>, ExploreError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    t.parse().map(Some).map_err(|_| {
+        ExploreError::Invalid(format!(
+            "the seed must be a whole number from 0 to {}, not {:?}",
+            u64::MAX,
+            t.chars().take(40).collect::<String>()
+        ))
+    })
+}
+
 fn client_name(i: u32) -> String {
     const LETTERS: &[u8] = b"ABCDEFGH";
     (LETTERS[(i as usize) % LETTERS.len()] as char).to_string()
@@ -258,6 +273,16 @@ impl Spec {
             }
         }
         Ok(())
+    }
+
+    /// `--seed N`: the explorer's seed, and a full scenario's world seed
+    /// with it — what `locklab explore FILE --seed N` does, and what the
+    /// page's seed box does, so the two give the same answer.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+        if let Some(sc) = &mut self.scenario {
+            sc.seed = seed;
+        }
     }
 
     /// The scenario every schedule starts from (no faults, seed unset).

@@ -17,9 +17,43 @@ pub mod worker;
 use locklab_core::explore::designs::Design;
 use locklab_core::explore::drill::{self, DrillFile, Score};
 use locklab_core::explore::job::{JobResult, Progress};
+use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
+use locklab_core::lesson::Lesson;
 use serde::Deserialize;
 use std::rc::Rc;
+
+use crate::i18n::Lang;
+use crate::query::Query;
+
+/// A search to share: `?explore=<design>&seed=N&step=K`. The search is
+/// deterministic per design and seed, so the link re-runs it on the
+/// opener's page and lands on the same counterexample the sender saw (the
+/// one `locklab explore FILE --seed N` prints).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExploreLink {
+    /// A built-in design's stem or an encoded design
+    /// ([`locklab_core::explore::link`]).
+    pub design: String,
+    /// The seed box: `None` is the design's own seed.
+    pub seed: Option<u64>,
+    /// Where to stand in the counterexample once it plays.
+    pub step: Option<String>,
+}
+
+impl ExploreLink {
+    /// The query string of this link (language first, as every view's).
+    pub fn search(&self, lang: Lang) -> String {
+        Query {
+            lang: Some(lang),
+            explore: Some(self.design.clone()),
+            step: self.step.clone(),
+            seed: self.seed,
+            ..Query::default()
+        }
+        .to_search()
+    }
+}
 
 /// Where the worker's files are (written by `cargo xtask dist`).
 pub const WORKER_URL: &str = "/explore-worker-main.js";
@@ -128,6 +162,20 @@ pub struct Explore {
     pub points: u32,
     /// Next drill to draw.
     pub round: u64,
+    /// The seed box, as typed (blank: the design's own seed).
+    pub seed_text: String,
+    /// A link the page was opened with, until the catalogue is here to
+    /// resolve it.
+    pub pending: Option<ExploreLink>,
+    /// Why the link could not be opened.
+    pub link_error: Option<String>,
+    /// Start the search now (a link was opened).
+    pub autorun: bool,
+    /// Play the counterexample as soon as the search finds it, at this
+    /// step (a link was opened).
+    pub autoplay: Option<Option<String>>,
+    /// The design and seed of the search started last: its link.
+    pub ran: Option<ExploreLink>,
 }
 
 impl Explore {
@@ -147,6 +195,7 @@ impl Explore {
                 if self.status == Status::Loading {
                     self.status = Status::Idle;
                 }
+                self.apply_link();
             }
             WorkerEvent::Progress { progress, ms } => {
                 if matches!(self.status, Status::Running { .. }) {
@@ -166,6 +215,11 @@ impl Explore {
                         self.points += s.points;
                     }
                 }
+                if self.autoplay.is_some() && result.lesson.is_none() {
+                    // Nothing to play (the design held, or the run could not
+                    // become a lesson): the screen shows why instead.
+                    self.autoplay = None;
+                }
                 self.status = Status::Done { result, ms };
             }
             WorkerEvent::Cancelled => {
@@ -175,8 +229,85 @@ impl Explore {
                 };
                 self.status = Status::Cancelled { progress };
             }
-            WorkerEvent::Error(m) => self.status = Status::Error(m),
+            WorkerEvent::Error(m) => {
+                self.autoplay = None;
+                self.status = Status::Error(m);
+            }
         }
+    }
+
+    /// The page was opened with `?explore=…`: search that design with
+    /// that seed as soon as the worker's catalogue is here, then play.
+    pub fn open_link(&mut self, l: ExploreLink) {
+        self.pending = Some(l);
+        self.apply_link();
+    }
+
+    fn apply_link(&mut self) {
+        if self.catalog.designs.is_empty() {
+            return;
+        }
+        let Some(l) = self.pending.take() else { return };
+        let found = link::decode(&l.design).and_then(|d| match d {
+            DesignRef::Builtin(stem) => self
+                .catalog
+                .designs
+                .iter()
+                .position(|d| link::builtin_ref(&d.file) == stem)
+                .map(|i| self.select(i))
+                .ok_or(LinkError::Unknown(stem)),
+            DesignRef::Text(t) => {
+                self.edit(t);
+                Ok(())
+            }
+        });
+        match found {
+            Ok(()) => {
+                self.seed_text = l.seed.map(|s| s.to_string()).unwrap_or_default();
+                self.link_error = None;
+                self.autorun = true;
+                self.autoplay = Some(l.step);
+            }
+            Err(e) => self.link_error = Some(e.to_string()),
+        }
+    }
+
+    /// The link for what is in the editor and the seed box now: a built-in
+    /// design unchanged goes by name, anything else by its text.
+    pub fn link(&self) -> ExploreLink {
+        let design = match self.selected.and_then(|i| self.catalog.designs.get(i)) {
+            Some(d) if d.text == self.text => link::builtin_ref(&d.file),
+            _ => link::encode_text(&self.text),
+        };
+        ExploreLink {
+            design,
+            seed: locklab_core::explore::spec::parse_seed(&self.seed_text).ok().flatten(),
+            step: None,
+        }
+    }
+
+    /// The counterexample to play now that a linked search is done, with
+    /// the link to show in the URL while it plays (`autoplay` is cleared
+    /// by [`Explore::played`]).
+    pub fn autoplay_lesson(&self) -> Option<(Lesson, ExploreLink)> {
+        let step = self.autoplay.clone()?;
+        let Status::Done { result, .. } = &self.status else {
+            return None;
+        };
+        let lesson = result.lesson.clone()?;
+        let l = ExploreLink {
+            step,
+            ..self.ran.clone().unwrap_or_default()
+        };
+        Some((lesson, l))
+    }
+
+    pub fn played(&mut self) {
+        self.autoplay = None;
+    }
+
+    pub fn set_seed(&mut self, text: String) {
+        self.seed_text = text;
     }
 
     /// Load built-in design `i` into the editor.
@@ -193,8 +324,11 @@ impl Explore {
         self.selected = None;
     }
 
-    /// The search was asked to start (the view posts the design).
+    /// The search was asked to start (the view posts the design and the
+    /// seed box).
     pub fn started(&mut self) {
+        self.ran = Some(self.link());
+        self.autorun = false;
         self.status = Status::Running {
             progress: Progress {
                 explored: 0,
@@ -308,6 +442,78 @@ mod tests {
         };
         assert!(result.result_line.starts_with("result: violated wrong-release"));
         assert!(result.lesson.is_some());
+    }
+
+    /// A link opens the design it names with its seed, runs by itself,
+    /// and hands over the counterexample with the link to show; a hostile
+    /// link is a sentence on the screen and nothing runs.
+    #[test]
+    fn a_link_opens_runs_and_plays() {
+        let mut m = Explore::default();
+        m.open_link(ExploreLink {
+            design: "04-no-fencing".into(),
+            seed: Some(5),
+            step: Some("end".into()),
+        });
+        assert!(!m.autorun, "waits for the catalogue");
+        m.on_event(WorkerEvent::Catalog(Box::new(catalog())));
+        assert!(m.autorun);
+        assert_eq!(m.selected, Some(3));
+        assert_eq!(m.seed_text, "5");
+        m.started();
+        assert!(!m.autorun);
+        let ran = m.ran.clone().expect("ran");
+        assert_eq!((ran.design.as_str(), ran.seed), ("04-no-fencing", Some(5)));
+        assert_eq!(
+            ran.search(crate::i18n::Lang::Zh),
+            "?lang=zh&explore=04-no-fencing&seed=5"
+        );
+        // The worker's job with the same design and seed box.
+        let mut spec = locklab_core::explore::designs::parse(&m.text).expect("spec");
+        spec.set_seed(5);
+        let mut job = Job::new(&spec).expect("job");
+        while !job.step(5000) {}
+        let r = serde_json::to_string(&job.result()).expect("r");
+        m.on_event(WorkerEvent::parse(&envelope("done", &r, 10.0)));
+        let (lesson, l) = m.autoplay_lesson().expect("plays");
+        assert_eq!(l.step.as_deref(), Some("end"));
+        assert!(lesson.title.en.starts_with("Counterexample"));
+        m.played();
+        assert!(m.autoplay_lesson().is_none());
+        // An edited design travels as its text.
+        m.edit(format!("{}\n# mine\n", m.text));
+        m.set_seed(String::new());
+        let mine = m.link();
+        assert!(mine.design.starts_with("1.") && mine.seed.is_none(), "{mine:?}");
+
+        for (bad, want) in [
+            ("9.Zm9v", "this link was written in format \"9\""),
+            ("1.@@@", "this link's design is damaged"),
+            ("no-such-design", "\"no-such-design\", which is not a built-in design"),
+        ] {
+            let mut m = Explore::default();
+            m.on_event(WorkerEvent::Catalog(Box::new(catalog())));
+            m.open_link(ExploreLink {
+                design: bad.into(),
+                ..ExploreLink::default()
+            });
+            assert!(
+                m.link_error.as_deref().is_some_and(|e| e.contains(want)),
+                "{bad}: {:?}",
+                m.link_error
+            );
+            assert!(!m.autorun && m.autoplay.is_none(), "{bad}");
+        }
+        let mut m = Explore::default();
+        m.on_event(WorkerEvent::Catalog(Box::new(catalog())));
+        m.open_link(ExploreLink {
+            design: format!("1.{}", "A".repeat(locklab_core::explore::link::MAX_LINK)),
+            ..ExploreLink::default()
+        });
+        assert!(m
+            .link_error
+            .as_deref()
+            .is_some_and(|e| e.contains("a link holds at most")));
     }
 
     #[test]

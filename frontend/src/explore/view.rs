@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use super::worker::ExploreWorker;
-use super::{Explore, Status, WorkerEvent};
+use super::{Explore, ExploreLink, Status, WorkerEvent};
 use crate::i18n::Lang;
 
 /// What the screen's reducer does.
@@ -22,6 +22,9 @@ pub enum Msg {
     Started,
     Drill(u64),
     Guess(Invariant),
+    Seed(String),
+    OpenLink(ExploreLink),
+    Played,
 }
 
 impl Reducible for Explore {
@@ -36,6 +39,9 @@ impl Reducible for Explore {
             Msg::Started => next.started(),
             Msg::Drill(seed) => next.next_drill(seed),
             Msg::Guess(i) => next.guess(i),
+            Msg::Seed(t) => next.set_seed(t),
+            Msg::OpenLink(l) => next.open_link(l),
+            Msg::Played => next.played(),
         }
         Rc::new(next)
     }
@@ -52,8 +58,12 @@ fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
 pub struct ExploreProps {
     pub lang: Lang,
     pub seed: u64,
-    /// Play this counterexample on the timeline.
-    pub onplay: Callback<Rc<Lesson>>,
+    /// The page was opened with this link: search it, then play it.
+    #[prop_or_default]
+    pub link: Option<ExploreLink>,
+    /// Play this counterexample on the timeline (the link to show while
+    /// it plays).
+    pub onplay: Callback<(Rc<Lesson>, ExploreLink)>,
     pub onclose: Callback<()>,
 }
 
@@ -75,6 +85,39 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             move || drop(worker.borrow_mut().take())
         });
     }
+    {
+        let dispatcher = model.dispatcher();
+        use_effect_with(props.link.clone(), move |l| {
+            if let Some(l) = l {
+                dispatcher.dispatch(Msg::OpenLink(l.clone()));
+            }
+        });
+    }
+    // A link's search starts by itself once its design is in the editor.
+    {
+        let worker = worker.clone();
+        let model = model.clone();
+        use_effect_with(model.autorun, move |go| {
+            if *go {
+                if let Some(w) = worker.borrow().as_ref() {
+                    model.dispatch(Msg::Started);
+                    w.start(&model.text, &model.seed_text);
+                }
+            }
+        });
+    }
+    // …and its counterexample plays as soon as it is found.
+    {
+        let next = model.autoplay_lesson();
+        let onplay = props.onplay.clone();
+        let dispatcher = model.dispatcher();
+        use_effect_with(next, move |next| {
+            if let Some((lesson, l)) = next {
+                dispatcher.dispatch(Msg::Played);
+                onplay.emit((Rc::new(lesson.clone()), l.clone()));
+            }
+        });
+    }
     let running = model.is_running();
     let loading = model.status == Status::Loading;
     let onrun = {
@@ -83,7 +126,15 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
         Callback::from(move |_| {
             if let Some(w) = worker.borrow().as_ref() {
                 model.dispatch(Msg::Started);
-                w.start(&model.text);
+                w.start(&model.text, &model.seed_text);
+            }
+        })
+    };
+    let onseed = {
+        let model = model.clone();
+        Callback::from(move |e: InputEvent| {
+            if let Some(t) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) {
+                model.dispatch(Msg::Seed(t.value()));
             }
         })
     };
@@ -133,7 +184,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
     let rate = model.rate().map(|r| format!("{r:.0}")).unwrap_or_else(|| "–".into());
     let progress_view = progress.map(|p| {
         let best = match p.best {
-            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "best so far:", "目前最短："), t(lang, "steps", "步"), inv.name()),
+            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "best so far:", "目前最短："), t(lang, "steps", "步"), inv_label(lang, inv)),
             None => t(lang, "no violation yet", "尚未发现违反").to_owned(),
         };
         html! {
@@ -153,27 +204,57 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                     format!(
                         "{} {} — {steps} {}",
                         t(lang, "Broken:", "被攻破："),
-                        invariant.name(),
+                        inv_label(lang, *invariant),
                         t(lang, "steps", "步")
                     ),
                 ),
                 Outcome::Held => ("held", "none", result.bound.clone()),
             };
+            let ran = model.ran.clone().unwrap_or_default();
             let play = result.lesson.clone().map(|l| {
                 let l = Rc::new(l);
                 let onplay = props.onplay.clone();
+                let ran = ran.clone();
                 html! {
-                    <button class="explore-play" data-testid="explore-play" onclick={ Callback::from(move |_| onplay.emit(l.clone())) }>
+                    <button class="explore-play" data-testid="explore-play" onclick={ Callback::from(move |_| onplay.emit((l.clone(), ran.clone()))) }>
                         { t(lang, "▶ Play it on the timeline", "▶ 在时间线上回放") }
                     </button>
                 }
             });
+            let share = share_url(&ran.search(lang));
+            let oncopy = {
+                let share = share.clone();
+                Callback::from(move |_| copy(&share))
+            };
+            let too_long = ran.design.len() > locklab_core::explore::link::MAX_LINK;
+            let share_view = if too_long {
+                html! {
+                    <p class="explore-note" data-testid="explore-link-too-long">
+                        { format!("{} ({} > {})", t(lang, "This design is too long to share by link; share its text as a file", "此设计太长，无法用链接分享；请以文件分享其文本"),
+                            ran.design.len(), locklab_core::explore::link::MAX_LINK) }
+                    </p>
+                }
+            } else {
+                html! {
+                <div class="explore-share">
+                    <button data-testid="explore-copy" onclick={ oncopy }>{ t(lang, "Copy link", "复制链接") }</button>
+                    <input class="explore-link" data-testid="explore-link" readonly=true value={ share }
+                        aria-label={ t(lang, "link to this search", "本次搜索的链接") }
+                        onfocus={ Callback::from(|e: FocusEvent| {
+                            if let Some(i) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) {
+                                i.select();
+                            }
+                        }) } />
+                </div>
+                }
+            };
             html! {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
                     data-explored={ result.report.explored.to_string() }>
                     <p class="explore-verdict" data-testid="explore-verdict">{ headline }</p>
                     <p class="explore-resultline" data-testid="explore-resultline">{ result.result_line.clone() }</p>
                     { play.unwrap_or_default() }
+                    { share_view }
                     if let Some(e) = &result.lesson_error { <p class="explore-note">{ e.clone() }</p> }
                     <pre class="explore-transcript">{ result.transcript.clone() }</pre>
                 </div>
@@ -200,14 +281,14 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             html! {
                 <button class={ classes!("explore-choice", chosen.then_some("chosen")) } data-testid={ format!("drill-{}", c.name()) }
                     disabled={ d.score.is_some() || running } onclick={ Callback::from(move |_| model.dispatch(Msg::Guess(c))) }>
-                    { c.name() }
+                    { if lang == Lang::Zh { c.title_zh() } else { c.name() } }
                 </button>
             }
         });
         let verdict = d.score.zip(file.as_ref()).map(|(s, f)| html! {
             <div class="explore-score" data-testid="drill-score" data-right={ s.right.to_string() }>
                 <strong>{ if s.right { t(lang, "Right!", "答对了！") } else { t(lang, "Not this time.", "这次没答对。") } }</strong>
-                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), f.drill.answer.name(),
+                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), inv_label(lang, f.drill.answer),
                     t(lang, "lesson", "课程"), f.drill.lesson, t(lang, "score", "得分"), model.points, model.asked * 2) }
                 <p>{ f.drill.pitfall.get(match lang { Lang::En => locklab_core::lesson::Lang::En, Lang::Zh => locklab_core::lesson::Lang::Zh }).to_owned() }</p>
             </div>
@@ -229,6 +310,11 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 <h2>{ t(lang, "Break my lock", "攻破我的锁") }</h2>
                 <button class="explore-close" data-testid="explore-close" onclick={ props.onclose.reform(|_| ()) }>{ t(lang, "Back to the lessons", "返回课程") }</button>
             </div>
+            if let Some(e) = &model.link_error {
+                <p class="explore-error" role="alert" data-testid="explore-link-error">
+                    { format!("{} {e}", t(lang, "This link cannot be opened:", "无法打开此链接：")) }
+                </p>
+            }
             <div class="explore-grid">
                 <div class="explore-design">
                     <label class="explore-label">{ t(lang, "Design", "设计") }
@@ -240,6 +326,10 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                                 </option>
                             }) }
                         </select>
+                    </label>
+                    <label class="explore-label explore-seed">{ t(lang, "Seed", "种子") }
+                        <input data-testid="explore-seed" inputmode="numeric" value={ model.seed_text.clone() }
+                            placeholder={ t(lang, "the design's own", "设计自带的") } oninput={ onseed } disabled={ running } />
                     </label>
                     <textarea class="explore-editor" data-testid="explore-editor" spellcheck="false" value={ model.text.clone() }
                         oninput={ onedit } disabled={ running } aria-label="design" />
@@ -258,6 +348,40 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 </div>
             </div>
         </section>
+    }
+}
+
+/// An invariant as the screen names it: the CLI's name in English; in
+/// Chinese the timeline's words with the CLI's name after them (the name is
+/// what the transcript and `locklab explore` print).
+fn inv_label(lang: Lang, i: Invariant) -> String {
+    match lang {
+        Lang::En => i.name().to_owned(),
+        Lang::Zh => format!("{}（{}）", i.title_zh(), i.name()),
+    }
+}
+
+/// This page's address with `search` as its query.
+fn share_url(search: &str) -> String {
+    let loc = web_sys::window().map(|w| w.location());
+    let origin = loc.as_ref().and_then(|l| l.origin().ok()).unwrap_or_default();
+    let path = loc
+        .as_ref()
+        .and_then(|l| l.pathname().ok())
+        .unwrap_or_else(|| "/".into());
+    format!("{origin}{path}{search}")
+}
+
+/// Put `text` on the clipboard where the page may (a secure context, which
+/// 127.0.0.1 is); elsewhere the link box beside the button is selectable.
+fn copy(text: &str) {
+    use web_sys::js_sys::Reflect;
+    let Some(nav) = web_sys::window().map(|w| w.navigator()) else {
+        return;
+    };
+    let has = Reflect::get(&nav, &"clipboard".into()).is_ok_and(|c| !c.is_undefined() && !c.is_null());
+    if has {
+        let _ = nav.clipboard().write_text(text);
     }
 }
 

@@ -50,9 +50,10 @@ impl ExploreWorker {
         let _ = self.worker.post_message(&JsValue::from_str(&msg.to_string()));
     }
 
-    /// Explore a design (TOML or JSON text).
-    pub fn start(&self, design: &str) {
-        self.post(&serde_json::json!({ "type": "start", "design": design }));
+    /// Explore a design (TOML or JSON text) with the seed box's text
+    /// (blank: the design's own seed; the worker reads it as `--seed`).
+    pub fn start(&self, design: &str, seed: &str) {
+        self.post(&serde_json::json!({ "type": "start", "design": design, "seed": seed }));
     }
 
     /// Stop between slices.

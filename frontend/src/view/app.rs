@@ -310,7 +310,7 @@ pub fn app() -> Html {
     };
     let onexplore_play = {
         let d = state.dispatcher();
-        Callback::from(move |l| d.dispatch(Action::PlayLesson(l)))
+        Callback::from(move |(l, link)| d.dispatch(Action::PlayLesson(l, link)))
     };
     let context: AppContext = state.clone();
 
@@ -324,7 +324,7 @@ pub fn app() -> Html {
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     if state.explore {
                         <main>
-                            <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed }
+                            <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed } link={ state.explore_link.clone() }
                                 onplay={ onexplore_play } onclose={ onexplore_close } />
                         </main>
                     } else {

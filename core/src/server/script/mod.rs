@@ -84,6 +84,7 @@ pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
 pub use vm::{
     logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM,
+    SIMULATOR_STOPPED,
 };
 use vm::{with_vm, Target};
 

@@ -58,6 +58,11 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// execute — about a tenth of a second natively.
 pub const INSTRUCTION_LIMIT: u64 = 10_000_000;
 
+/// How the error reply of a script the simulator had to stop begins (past
+/// its instruction budget or its memory ceiling), which redis-server would
+/// have let run: the explorer recognises a user's runaway script by it.
+pub const SIMULATOR_STOPPED: &str = "ERR Error running script: the simulator stopped it";
+
 /// How much memory the Lua heap may hold.
 pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
 
@@ -694,12 +699,12 @@ impl Vm {
         let text = match (abort, tripped) {
             (Some(Abort::Killed), _) => "ERR Script killed by user with SCRIPT KILL...".to_owned(),
             (Some(Abort::Budget), _) | (None, Some(TripReason::Instructions)) => format!(
-                "ERR Error running script: the simulator stopped it after {} instructions \
+                "{SIMULATOR_STOPPED} after {} instructions \
                  (runaway script; Redis would reply BUSY and need SCRIPT KILL)",
                 self.limit
             ),
             (None, Some(TripReason::Memory)) => format!(
-                "ERR Error running script: the simulator stopped it when its Lua memory passed {} MiB",
+                "{SIMULATOR_STOPPED} when its Lua memory passed {} MiB",
                 MEMORY_LIMIT_BYTES >> 20
             ),
             (None, None) => {
