@@ -1044,7 +1044,9 @@ fn busy_transcript(addr: SocketAddr) -> Vec<String> {
     // be seconds away on a loaded machine (a known latency, see the
     // notes): the runner's reply may take that long; the bound only turns
     // a hang into a failure.
-    runner.set_read_timeout(Some(Duration::from_secs(120))).expect("read timeout");
+    runner
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("read timeout");
     let mut other = connect(addr);
     let mut out = lines_for(
         &mut other,

@@ -458,7 +458,7 @@ fn stopped_script(spec: &Spec, events: &[crate::trace::Event]) -> Result<(), Exp
             let crate::reply::Reply::Error(text) = reply else {
                 continue;
             };
-            if !text.starts_with(crate::script::SIMULATOR_STOPPED) {
+            if !text.starts_with(crate::server::script::SIMULATOR_STOPPED) {
                 continue;
             }
             let body = cmd.get(1).map(String::as_str);
