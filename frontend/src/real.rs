@@ -309,7 +309,7 @@ impl RealDriver {
             lang: (self.lang == Lang::Zh).then_some(locklab_core::lesson::Lang::Zh),
             // Not in the backend's catalogue: an explorer counterexample
             // goes whole, to be replayed on real servers.
-            lesson: (lesson.id == locklab_core::explore::lesson::COUNTEREXAMPLE_ID).then(|| Box::new(lesson.clone())),
+            lesson: (lesson.id == locklab_core::lesson::COUNTEREXAMPLE_ID).then(|| Box::new(lesson.clone())),
         });
     }
 
@@ -333,6 +333,7 @@ impl RealDriver {
     }
 
     /// A frame from the backend.
+    // long: one arm per server message the protocol declares
     pub fn receive(&mut self, text: &str) {
         let msg = match serde_json::from_str::<ServerMsg>(text) {
             Ok(m) => m,

@@ -198,6 +198,29 @@ async fn break_my_lock_in_headless_chromium() {
     viewport(&c, 1280, 720).await;
     screenshot(&c, "explore-lesson-1280x720.png").await;
 
+    // Issue 19: the same counterexample on real redis-server — the
+    // driver switch replays it (sent whole: it is not in the backend's
+    // catalogue) on a managed server, in real time, and real Redis breaks
+    // the design as the simulator did.
+    click(&c, "[data-testid=driver][data-driver=real]").await;
+    let steps = eventually("the counterexample accepted by the backend", || async {
+        let n = c.find_all(Locator::Css("[data-testid=step]")).await.ok()?.len();
+        let busy = c.find_all(Locator::Css("[data-testid=step-busy]")).await.ok()?.len();
+        let error = c.find_all(Locator::Css("[data-testid=lesson-error]")).await.ok()?.len();
+        assert_eq!(error, 0, "{:?}", text(&c, "[data-testid=lesson-error]").await);
+        (n > 0 && busy == 0).then_some(n)
+    })
+    .await;
+    click(&c, "[data-testid=end]").await;
+    let ok = eventually("the real run's outcome", || async {
+        let name = text(&c, "[data-testid=step-name]").await?;
+        (name == "end" || name == steps.to_string()).then_some(())?;
+        attr(&c, "[data-testid=outcome]", "data-ok").await
+    })
+    .await;
+    assert_eq!(ok, "true", "{:?}", text(&c, "[data-testid=outcome]").await);
+    screenshot(&c, "explore-real-replay-1280x720.png").await;
+
     c.close().await.unwrap();
     drop(driver);
 }

@@ -252,6 +252,7 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
 }
 
 /// [`check_supported`], with the lesson's own why-not text in `lang`.
+// long: one refusal per kind of step a real topology cannot play, each with its reason
 pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     if let RealRun::No { why } = &lesson.real {
         return Err(why.get(lang).trim().to_owned());
@@ -1087,6 +1088,7 @@ impl RealLessonRun {
 
     /// Carry out a fault on the real topology. `Some(note)` when the real
     /// fault differs from the simulator's in a way the transcript shows.
+    // long: one arm per kind of fault, each the real processes' way of doing it
     fn fault(&mut self, env: &mut RealEnv<'_>, fault: &Fault) -> Result<Option<String>, String> {
         let topo = |env: &mut RealEnv<'_>, f: topology::Fault| -> Result<String, String> {
             let text = env.topology.fault(f).map_err(|e| e.to_string())?;

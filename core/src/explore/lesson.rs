@@ -27,8 +27,7 @@ use crate::lesson::{
 use crate::trace::Trace;
 use crate::world::{Scenario, Topology};
 
-/// The id a counterexample lesson carries (the catalogue's are `01`–`42`).
-pub const COUNTEREXAMPLE_ID: &str = "00";
+use crate::lesson::COUNTEREXAMPLE_ID;
 
 /// Why a report cannot become a lesson.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -579,6 +579,11 @@ pub enum RealRun {
     No { why: Text },
 }
 
+/// The id a counterexample lesson carries (the catalogue's are `01`–`42`):
+/// the explorer makes such lessons, and only they may be sent whole over
+/// a socket ([`Lesson::validate_sent`]).
+pub const COUNTEREXAMPLE_ID: &str = "00";
+
 /// A lesson file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -646,10 +651,9 @@ impl Lesson {
             id: self.id.clone(),
             msg,
         };
-        if self.id != crate::explore::lesson::COUNTEREXAMPLE_ID {
+        if self.id != COUNTEREXAMPLE_ID {
             return Err(invalid(format!(
-                "only a counterexample ({}) is sent whole; catalogue lessons go by id",
-                crate::explore::lesson::COUNTEREXAMPLE_ID
+                "only a counterexample ({COUNTEREXAMPLE_ID}) is sent whole; catalogue lessons go by id"
             )));
         }
         if self.steps.len() > MAX_STEPS || self.actors.len() > MAX_ACTORS {
