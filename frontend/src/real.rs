@@ -99,11 +99,13 @@ struct Run {
     notice: Option<String>,
     server_version: String,
     factor: u64,
-    /// Steps the user wants done; the driver asks for one at a time until
-    /// it has them.
+    /// Steps the user wants done.
     target: usize,
-    /// A `lesson_step` is on its way.
-    stepping: bool,
+    /// Steps asked of the backend so far (those beyond `results` are on
+    /// their way). Asked all at once, so the backend plays them back to
+    /// back: a run on real servers cannot wait for the page between steps
+    /// without the wait becoming part of the run.
+    asked: usize,
     passed: Option<bool>,
     error: Option<String>,
     /// Trace length when the run started: the lesson's timeline starts there.
@@ -245,7 +247,7 @@ impl RealDriver {
             t.exchange.output = "(error) the connection to the lab backend was lost".to_owned();
         }
         if let Some(run) = self.run.as_mut() {
-            run.stepping = false;
+            run.asked = run.results.len();
         }
     }
 
@@ -297,7 +299,7 @@ impl RealDriver {
             server_version: String::new(),
             factor: 0,
             target: 0,
-            stepping: false,
+            asked: 0,
             passed: None,
             error: None,
             trace_from,
@@ -322,12 +324,13 @@ impl RealDriver {
     /// Ask for the next step if the user wants more than have arrived.
     fn pump(&mut self) {
         let Some(run) = self.run.as_mut() else { return };
-        if run.started
-            && !run.stepping
-            && run.error.is_none()
-            && run.results.len() < run.target.min(run.lesson.steps.len())
-        {
-            run.stepping = true;
+        let want = run.target.min(run.lesson.steps.len());
+        if !run.started || run.error.is_some() || run.asked >= want {
+            return;
+        }
+        let more = want - run.asked;
+        run.asked = want;
+        for _ in 0..more {
             self.send(ClientMsg::LessonStep);
         }
     }
@@ -379,9 +382,9 @@ impl RealDriver {
             ServerMsg::Error { message } => {
                 // An error answers whatever was waiting: the lesson's start
                 // or step, else a typed line, else nobody in particular.
-                if let Some(run) = self.run.as_mut().filter(|r| !r.started || r.stepping) {
+                if let Some(run) = self.run.as_mut().filter(|r| !r.started || r.asked > r.results.len()) {
                     run.error = Some(message);
-                    run.stepping = false;
+                    run.asked = run.results.len();
                 } else if let Some(t) = self.typed.iter_mut().find(|t| !t.answered) {
                     t.answered = true;
                     t.exchange.output = format!("(error) {message}");
@@ -415,7 +418,6 @@ impl RealDriver {
             }
             ServerMsg::Step { result, note } => {
                 if let Some(run) = self.run.as_mut() {
-                    run.stepping = false;
                     if let Some(note) = note {
                         run.notes.insert(result.index, note);
                     }
@@ -619,7 +621,8 @@ impl LessonDriver for RealDriver {
     /// asked for has not arrived.
     fn is_busy(&self) -> bool {
         self.run().is_some_and(|r| {
-            r.error.is_none() && (!r.started || r.stepping || r.results.len() < r.target.min(r.lesson.steps.len()))
+            r.error.is_none()
+                && (!r.started || r.asked > r.results.len() || r.results.len() < r.target.min(r.lesson.steps.len()))
         })
     }
 
@@ -692,7 +695,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lesson_is_started_then_stepped_one_request_at_a_time() {
+    fn a_lesson_is_started_then_its_steps_are_asked_back_to_back() {
         let mut d = open();
         let l = catalog::find("01").unwrap();
         d.start_lesson(l);
@@ -713,14 +716,16 @@ mod tests {
             .to_string(),
         );
         assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
-        // A second forward while the first is in flight sends nothing more yet.
+        // A second forward while the first is in flight is asked at once:
+        // the backend plays the steps back to back, not a page round trip
+        // apart (on real servers that gap would be part of the run).
         d.forward();
-        assert!(d.take_outbox().is_empty());
+        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
+        assert!(d.is_busy());
         d.receive(&step_json(0, "OK", true));
         assert_eq!(d.position(), 1);
         assert_eq!(d.step_note(0).as_deref(), Some("PX 30000 sent as PX 300 (time ÷100)"));
-        // The second wish is served now.
-        assert_eq!(d.take_outbox(), vec![r#"{"type":"lesson_step"}"#.to_owned()]);
+        assert!(d.take_outbox().is_empty());
         d.receive(&step_json(1, "(nil)", true));
         assert_eq!(d.position(), 2);
         assert!(d.take_outbox().is_empty());

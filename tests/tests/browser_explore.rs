@@ -218,7 +218,13 @@ async fn break_my_lock_in_headless_chromium() {
         attr(&c, "[data-testid=outcome]", "data-ok").await
     })
     .await;
-    assert_eq!(ok, "true", "{:?}", text(&c, "[data-testid=outcome]").await);
+    assert_eq!(
+        ok,
+        "true",
+        "{:?}\n{:?}",
+        text(&c, "[data-testid=outcome]").await,
+        text(&c, "[data-testid=steps]").await
+    );
     screenshot(&c, "explore-real-replay-1280x720.png").await;
 
     c.close().await.unwrap();

@@ -102,3 +102,8 @@ async fn a_counterexample_sent_by_the_page_replays_on_real_redis() {
         "real redis-server broke the design as the simulator did: {done}"
     );
 }
+
+#[test]
+fn the_bare_del_counterexample_breaks_real_redis() {
+    replay("01-bare-del.toml");
+}
