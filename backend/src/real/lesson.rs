@@ -215,12 +215,12 @@ impl RealReport {
     }
 }
 
-/// The managed topology a lesson needs.
 /// How long Sentinel may take to fail over: its down-after and election
 /// take ~2–3 s here (`real/faults/sentinel.rs`); a loaded machine gets
 /// ample margin, and a failover that never comes is an error, not a hang.
 const SENTINEL_FAILOVER_WITHIN: Duration = Duration::from_secs(60);
 
+/// The managed topology a lesson needs.
 pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
     match lesson.topology {
         LessonTopology::Single => TopologyKind::Single,
@@ -457,12 +457,13 @@ pub struct RealLessonRun {
     /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
     /// writes — the simulator's own.
     monitor: Monitor,
-    /// Overlap violations still going on, by key, with their index in the
-    /// monitor: recorded when the overlap begins and sent again whenever
-    /// their span grew (an event once streamed cannot be stretched in
-    /// place; the page keeps the latest copy, `trace::append_streamed`),
-    /// so the band grows during play as in the simulator.
-    ongoing: BTreeMap<String, (usize, Violation)>,
+    /// Overlap violations still going on: by key, their index in the
+    /// monitor, which holds them. Recorded when the overlap begins and sent
+    /// again whenever their span grew (an event once streamed cannot be
+    /// stretched in place; the page keeps the latest copy,
+    /// `trace::append_streamed`), so the band grows during play as in the
+    /// simulator.
+    ongoing: BTreeMap<String, usize>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
     /// Replication held back to play a declared lag (see the module doc):
@@ -964,9 +965,8 @@ impl RealLessonRun {
         if ch.begin {
             let names = env.session.names().clone();
             let v = Monitor::overlap_violation(key, &clients, now, &|i| names.client(i).to_owned());
-            let index = self.monitor.violations().len();
-            self.violate(env, v.clone());
-            self.ongoing.insert(key.to_owned(), (index, v));
+            self.ongoing.insert(key.to_owned(), self.monitor.violations().len());
+            self.violate(env, v);
         } else {
             self.extend_overlap(env, key, now);
             self.ongoing.remove(key);
@@ -977,15 +977,14 @@ impl RealLessonRun {
     /// monitor's copy is stretched, and the event is sent again when the
     /// span grew.
     fn extend_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
-        let Some((index, v)) = self.ongoing.get_mut(key) else {
+        let Some(&index) = self.ongoing.get(key) else {
             return;
         };
-        if now <= v.to_ms {
+        if self.monitor.violations().get(index).is_none_or(|v| now <= v.to_ms) {
             return;
         }
-        v.to_ms = now;
-        let (index, violation) = (*index, v.clone());
         self.monitor.extend(index, now);
+        let violation = self.monitor.violations()[index].clone();
         self.record(env, None, Actor::World, EventKind::Violation { violation });
     }
 
@@ -1583,16 +1582,13 @@ impl Environment for Stepping<'_, '_, '_> {
 
     fn end_step(&mut self, _index: usize, last: bool) {
         let run = &mut *self.run;
+        // Stretches every overlap still going on to now.
+        run.drain(self.env);
         if last {
-            // An overlap still going on ends with the lesson, so its
-            // violation band is drawn (lesson 15: A and B both hold).
-            let now = run.now_lesson(self.env);
-            for key in run.ongoing.keys().cloned().collect::<Vec<_>>() {
-                run.extend_overlap(self.env, &key, now);
-            }
+            // An overlap still going on ends with the lesson (lesson 15: A
+            // and B both hold): its band stops here.
             run.ongoing.clear();
         }
-        run.drain(self.env);
     }
 
     fn now(&self) -> u64 {
