@@ -116,6 +116,8 @@ pub enum Text {
     Mismatch,
     Speed,
     HelpEnd,
+    /// The step counter at the lesson's end (the URL keeps `step=end`).
+    StepEnd,
     Outcome,
     OutcomeHeld,
     OutcomeNotYet,
@@ -305,6 +307,7 @@ impl Text {
             Text::Mismatch => ("与原文不符", "differs from the article"),
             Text::Speed => ("速度", "speed"),
             Text::HelpEnd => ("跳到结尾", "jump to the end"),
+            Text::StepEnd => ("结束", "end"),
             Text::Outcome => ("结论", "Outcome"),
             Text::OutcomeHeld => ("结果与课程一致", "the run shows what the lesson teaches"),
             Text::OutcomeNotYet => ("走完全部步骤后检查结论", "the outcome is checked at the last step"),

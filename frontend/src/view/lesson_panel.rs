@@ -324,6 +324,8 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         .collect();
     // The outcome is judged on this run, so say when the user changed it.
     let off_script = s.off_script_count();
+    // As the URL names it (`end` at the end); shown in the page's language.
+    let step_name = state.step().unwrap_or_else(|| "0".into());
     let changed_by = (outcome == Some(false))
         .then(|| s.off_script_words(lang))
         .filter(|w| !w.is_empty())
@@ -358,7 +360,8 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
                 { button(Transport::End, "⇥", Text::HelpEnd, "end") }
                 <input type="range" class="scrub" data-testid="scrub" min="0" max={ len.to_string() }
                     value={ pos.to_string() } title={ Text::Scrub.get(lang) } oninput={ onscrub } />
-                <span class="counter"><span data-testid="step-name">{ state.step().unwrap_or_else(|| "0".into()) }</span>
+                <span class="counter"><span data-testid="step-name" data-step={ step_name.clone() }>
+                    { if step_name == "end" { Text::StepEnd.get(lang).to_owned() } else { step_name.clone() } }</span>
                     { format!(" / {len}") }
                     if s.is_busy() {
                         <span class="busy" data-testid="step-busy" title={ Text::RealBusy.get(lang) }>{ " …" }</span>
