@@ -90,6 +90,19 @@ async fn websocket_session_streams_events_and_replies() {
     assert!(m.last().unwrap()["message"].as_str().unwrap().contains("never kills"));
     send(&mut ws, json!({"type":"nonsense"})).await;
     until(&mut ws, "error").await;
+    // A lesson sent whole that is not one (an unknown field; a long title
+    // and nothing else): an error each, and the socket stays usable.
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":{"bogus":1}})).await;
+    until(&mut ws, "error").await;
+    send(
+        &mut ws,
+        json!({"type":"lesson","id":"00","lesson":{"id":"00","title":"x".repeat(30_000)}}),
+    )
+    .await;
+    until(&mut ws, "error").await;
+    send(&mut ws, json!({"type":"command","client":"A","line":"PING","node":0})).await;
+    let after = until(&mut ws, "reply").await;
+    assert_eq!(after.last().unwrap()["text"], "PONG", "{after:?}");
     // What the protocol does not declare is refused with the choices there are.
     send(&mut ws, json!({"type":"topology","kind":"ring7"})).await;
     assert_eq!(
