@@ -159,6 +159,16 @@ pub struct OverlapChange {
     pub since_ms: u64,
 }
 
+/// A client's belief changed ([`Monitor::change_belief`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeliefChange {
+    /// The overlap that began or ended with it.
+    pub overlap: Option<OverlapChange>,
+    /// The overlap violation that began with it, when the lesson counts an
+    /// overlap as one.
+    pub violation: Option<Violation>,
+}
+
 /// The invariant state the world updates as events happen.
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
@@ -269,6 +279,30 @@ impl Monitor {
             }
             _ => None,
         }
+    }
+
+    /// `client` now believes (or no longer believes) it holds `key`:
+    /// `None` when that is what it believed already (nothing to trace),
+    /// otherwise the overlap that began or ended and the violation that
+    /// began. The bookkeeping of a belief, done once for the simulated world
+    /// and the real runner; each only puts the result in its trace.
+    pub fn change_belief(
+        &mut self,
+        key: &str,
+        client: u32,
+        holds: bool,
+        now: u64,
+        name: &dyn Fn(u32) -> String,
+    ) -> Option<BeliefChange> {
+        if self.believes(key, client) == holds {
+            return None;
+        }
+        let overlap = self.believe(key, client, holds, now);
+        let violation = overlap
+            .as_ref()
+            .filter(|ch| ch.begin && self.config.overlap_is_violation)
+            .map(|ch| Monitor::overlap_violation(key, &ch.clients, now, name));
+        Some(BeliefChange { overlap, violation })
     }
 
     /// The resource accepted a write from `client`: was it stale? `names`
@@ -445,6 +479,31 @@ mod tests {
         let e = m.believe("lock", 0, false, 30).expect("ends");
         assert!(!e.begin);
         assert_eq!(e.since_ms, 20);
+    }
+
+    #[test]
+    fn a_belief_change_is_traced_once_and_an_overlap_is_a_violation_only_when_strict() {
+        for strict in [false, true] {
+            let mut m = Monitor::new(InvariantConfig {
+                overlap_is_violation: strict,
+                ..InvariantConfig::default()
+            });
+            m.add_client();
+            m.add_client();
+            let first = m.change_belief("lock", 0, true, 10, &n).expect("a change");
+            assert_eq!((first.overlap, first.violation), (None, None));
+            assert_eq!(m.change_belief("lock", 0, true, 15, &n), None, "already believed");
+            let both = m.change_belief("lock", 1, true, 20, &n).expect("a change");
+            assert!(both.overlap.as_ref().is_some_and(|o| o.begin && o.clients == [0, 1]));
+            assert_eq!(both.violation.is_some(), strict);
+            if let Some(v) = both.violation {
+                assert_eq!(v.invariant, Invariant::Overlap);
+                assert_eq!(v.detail, "A and B all believe they hold lock");
+            }
+            let end = m.change_belief("lock", 0, false, 30, &n).expect("a change");
+            assert!(end.overlap.is_some_and(|o| !o.begin && o.since_ms == 20));
+            assert_eq!(end.violation, None);
+        }
     }
 
     #[test]

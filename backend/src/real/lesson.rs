@@ -80,7 +80,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use locklab_core::actor::{Actor, Names};
-use locklab_core::client::{Action, Ctx, Input, Machine, Program, Target, RELEASE_LUA};
+use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost, RELEASE_LUA};
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words};
@@ -931,11 +931,14 @@ impl RealLessonRun {
     /// once is the overlap the timeline paints red (core's monitor decides,
     /// as in the simulator).
     fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
-        if self.monitor.believes(key, cid) == holds {
-            return;
-        }
         let now = self.now_lesson(env);
-        let change = self.monitor.believe(key, cid, holds, now);
+        let names = env.session.names().clone();
+        let Some(change) = self
+            .monitor
+            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
+        else {
+            return;
+        };
         self.record(
             env,
             None,
@@ -945,9 +948,9 @@ impl RealLessonRun {
                 holds,
             },
         );
-        let Some(ch) = change else { return };
+        let Some(ch) = change.overlap else { return };
         self.overlapped |= ch.begin;
-        let clients = ch.clients.clone();
+        let begin = ch.begin;
         self.record(
             env,
             None,
@@ -955,19 +958,15 @@ impl RealLessonRun {
             EventKind::Overlap {
                 key: key.to_owned(),
                 clients: ch.clients,
-                begin: ch.begin,
+                begin,
                 since_ms: ch.since_ms,
             },
         );
-        if !self.monitor.config().overlap_is_violation {
-            return;
-        }
-        if ch.begin {
-            let names = env.session.names().clone();
-            let v = Monitor::overlap_violation(key, &clients, now, &|i| names.client(i).to_owned());
+        if let Some(v) = change.violation {
             self.ongoing.insert(key.to_owned(), self.monitor.violations().len());
             self.violate(env, v);
-        } else {
+        } else if !begin {
+            // Only an overlap that was a violation is ongoing.
             self.extend_overlap(env, key, now);
             self.ongoing.remove(key);
         }
@@ -1305,90 +1304,15 @@ impl RealLessonRun {
                 let mut cx = Ctx::new(now, &mut p.rng, &p.client, nodes, &mut out);
                 p.machine.handle(&mut cx, input);
             }
+            let mut host = Host { run: self, env };
             for action in out {
-                if let Err(e) = self.apply(env, &mut p, action) {
+                if let Err(e) = host::apply(&mut host, &mut p, action) {
                     result = Err(e);
                 }
             }
         }
         self.programs[slot] = Some(p);
         result
-    }
-
-    fn apply(&mut self, env: &mut RealEnv<'_>, p: &mut Running, action: Action) -> Result<(), String> {
-        match action {
-            Action::Send {
-                tag,
-                target,
-                commands,
-                timeout_ms,
-            } => {
-                let node = match target {
-                    Target::Master => self.master,
-                    Target::Node(n) => n,
-                };
-                if self.cut.contains(&(p.client.clone(), node)) {
-                    let shown = commands
-                        .iter()
-                        .map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect())
-                        .collect();
-                    self.record(
-                        env,
-                        None,
-                        Actor::Client(p.cid),
-                        EventKind::Sent {
-                            req: 0,
-                            node,
-                            commands: shown,
-                        },
-                    );
-                    self.record(
-                        env,
-                        None,
-                        Actor::Client(p.cid),
-                        EventKind::Lost {
-                            req: 0,
-                            client: p.cid,
-                            node,
-                            reason: LossReason::LinkCut,
-                        },
-                    );
-                    if let Some(t) = timeout_ms {
-                        p.fails.push((tag, Instant::now() + self.wall(t)));
-                    }
-                    return Ok(());
-                }
-                let mut replies = Vec::new();
-                for argv in &commands {
-                    match self.exec(env, &p.client, node, argv, None)? {
-                        Some(r) => replies.push(r),
-                        None => {
-                            // A dead node: connection refused, at once.
-                            p.inbox.push_back(Input::Failed { tag });
-                            return Ok(());
-                        }
-                    }
-                }
-                p.inbox.push_back(Input::Reply { tag, replies });
-            }
-            Action::Timer { tag, after_ms } => {
-                p.timers.insert(tag, Instant::now() + self.wall(after_ms));
-            }
-            Action::Cancel { tag } => {
-                p.timers.remove(&tag);
-            }
-            Action::Write { token, value } => {
-                self.write(env, p.cid, token, value);
-            }
-            Action::Hold { key } => self.belief(env, p.cid, &key, true),
-            Action::Unhold { key } => self.belief(env, p.cid, &key, false),
-            Action::Note(text) => self.record(env, None, Actor::Client(p.cid), EventKind::Note { text }),
-            Action::Done => {
-                p.done = true;
-                self.record(env, None, Actor::Client(p.cid), EventKind::Done);
-            }
-        }
-        Ok(())
     }
 
     /// Fire every timer and timeout that is due, in every program.
@@ -1484,6 +1408,105 @@ impl RealLessonRun {
                 std::thread::sleep(next - now);
             }
         }
+    }
+}
+
+/// The real servers as the host of client programs: a request runs on the
+/// real node at once (loopback answers within microseconds), timers are
+/// wall instants on the compressed clock, a cut link drops the request so
+/// the client sees its timeout, and a dead node refuses it at once.
+struct Host<'r, 'e, 'b> {
+    run: &'r mut RealLessonRun,
+    env: &'e mut RealEnv<'b>,
+}
+
+impl ProgramHost for Host<'_, '_, '_> {
+    type Client = Running;
+    type Error = String;
+
+    fn master(&self) -> u32 {
+        self.run.master
+    }
+
+    fn send(
+        &mut self,
+        p: &mut Running,
+        tag: u32,
+        node: u32,
+        commands: Vec<Argv>,
+        timeout_ms: Option<u64>,
+    ) -> Result<(), String> {
+        let (run, env) = (&mut *self.run, &mut *self.env);
+        if run.cut.contains(&(p.client.clone(), node)) {
+            let shown = commands
+                .iter()
+                .map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+                .collect();
+            run.record(
+                env,
+                None,
+                Actor::Client(p.cid),
+                EventKind::Sent {
+                    req: 0,
+                    node,
+                    commands: shown,
+                },
+            );
+            run.record(
+                env,
+                None,
+                Actor::Client(p.cid),
+                EventKind::Lost {
+                    req: 0,
+                    client: p.cid,
+                    node,
+                    reason: LossReason::LinkCut,
+                },
+            );
+            if let Some(t) = timeout_ms {
+                p.fails.push((tag, Instant::now() + run.wall(t)));
+            }
+            return Ok(());
+        }
+        let mut replies = Vec::new();
+        for argv in &commands {
+            match run.exec(env, &p.client, node, argv, None)? {
+                Some(r) => replies.push(r),
+                None => {
+                    // A dead node: connection refused, at once.
+                    p.inbox.push_back(Input::Failed { tag });
+                    return Ok(());
+                }
+            }
+        }
+        p.inbox.push_back(Input::Reply { tag, replies });
+        Ok(())
+    }
+
+    fn timer(&mut self, p: &mut Running, tag: u32, after_ms: u64) {
+        p.timers.insert(tag, Instant::now() + self.run.wall(after_ms));
+    }
+
+    fn cancel(&mut self, p: &mut Running, tag: u32) {
+        p.timers.remove(&tag);
+    }
+
+    fn write(&mut self, p: &mut Running, token: Option<i64>, value: String) {
+        self.run.write(self.env, p.cid, token, value);
+    }
+
+    fn believe(&mut self, p: &mut Running, key: &str, holds: bool) {
+        self.run.belief(self.env, p.cid, key, holds);
+    }
+
+    fn note(&mut self, p: &mut Running, text: String) {
+        self.run
+            .record(self.env, None, Actor::Client(p.cid), EventKind::Note { text });
+    }
+
+    fn done(&mut self, p: &mut Running) {
+        p.done = true;
+        self.run.record(self.env, None, Actor::Client(p.cid), EventKind::Done);
     }
 }
 

@@ -24,10 +24,14 @@
 //!   one of the variants the lessons compare;
 //! * [`redlock`] — the Redlock algorithm over N independent masters.
 //!
+//! [`host`] is the other side: what a world must do for a program, and
+//! the one dispatch of a program's [`Action`]s to it.
+//!
 //! [`ops`] holds the commands and scripts they share (the release variants,
 //! the renewal variants) with the reason each one is or is not safe.
 
 pub mod commands;
+pub mod host;
 pub mod lock;
 pub mod ops;
 pub mod redlock;
@@ -40,6 +44,7 @@ use crate::reply::Reply;
 use crate::rng::Rng;
 
 pub use commands::{CommandsProgram, Step};
+pub use host::ProgramHost;
 pub use lock::{Acquire, Backoff, Fencing, LockProgram, Retry, Token, WaitReplicas, Watchdog, Work};
 pub use ops::{Release, Renew, RELEASE_LUA, RENEW_LUA};
 pub use redlock::{Extend, RedlockProgram};

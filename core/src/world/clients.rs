@@ -11,8 +11,7 @@ use super::monitoring::OngoingKind;
 use super::queue::Item;
 use super::{text, Pending, World};
 use crate::actor::Actor;
-use crate::client::{Action, Argv, Ctx, Input, Target};
-use crate::invariants::Monitor;
+use crate::client::{host, Argv, Ctx, Input, ProgramHost};
 use crate::server::ConnId;
 use crate::trace::{EventKind, LossReason};
 
@@ -108,73 +107,7 @@ impl World {
         }
         slot.machine = Some(machine);
         for a in out {
-            self.apply_action(c, a);
-        }
-    }
-
-    fn apply_action(&mut self, c: u32, action: Action) {
-        let ci = c as usize;
-        match action {
-            Action::Send {
-                tag,
-                target,
-                commands,
-                timeout_ms,
-            } => {
-                let node = match target {
-                    Target::Master => self.master,
-                    Target::Node(n) => n,
-                };
-                if node as usize >= self.nodes.len() {
-                    self.note(Actor::Client(c), format!("no node {node}"));
-                    return;
-                }
-                self.send_request(c, node, commands, tag, false, timeout_ms);
-            }
-            Action::Timer { tag, after_ms } => {
-                let slot = &mut self.clients[ci];
-                slot.gen += 1;
-                let gen = slot.gen;
-                let due = slot.clock.local(self.now).saturating_add(after_ms);
-                slot.timers.insert(tag, (gen, due));
-                let t = slot.clock.when(due, self.now);
-                self.push(t, Item::Timer { client: c, tag, gen });
-            }
-            Action::Cancel { tag } => {
-                self.clients[ci].timers.remove(&tag);
-            }
-            Action::Write { token, value } => {
-                self.emit(
-                    Actor::Client(c),
-                    EventKind::WriteSent {
-                        token,
-                        value: value.clone(),
-                    },
-                );
-                let r = self.nodes.len();
-                let link = &mut self.clients[ci].links[r];
-                if link.cut {
-                    self.note(Actor::Client(c), "the write is lost: link to the resource is cut");
-                    return;
-                }
-                let t = link.send_time(self.now, &mut self.net);
-                self.push(
-                    t,
-                    Item::AtResource {
-                        client: c,
-                        token,
-                        value,
-                    },
-                );
-            }
-            Action::Hold { key } => self.believe(c, &key, true),
-            Action::Unhold { key } => self.believe(c, &key, false),
-            Action::Note(text) => self.note(Actor::Client(c), text),
-            Action::Done => {
-                self.deadlock_dirty = true;
-                self.clients[ci].done = true;
-                self.emit(Actor::Client(c), EventKind::Done);
-            }
+            let Ok(()) = host::apply(self, &mut { c }, a);
         }
     }
 
@@ -245,11 +178,17 @@ impl World {
         req
     }
 
+    /// A client starts or stops believing it holds `key` (the monitor
+    /// decides what that means); an overlap violation lasts while the
+    /// overlap does.
     fn believe(&mut self, c: u32, key: &str, holds: bool) {
-        if self.monitor.believes(key, c) == holds {
+        let names = &self.names;
+        let Some(change) = self
+            .monitor
+            .change_belief(key, c, holds, self.now, &|i| names.client(i).to_owned())
+        else {
             return;
-        }
-        let change = self.monitor.believe(key, c, holds, self.now);
+        };
         self.emit(
             Actor::Client(c),
             EventKind::Belief {
@@ -257,23 +196,19 @@ impl World {
                 holds,
             },
         );
-        if let Some(ch) = change {
-            let begin = ch.begin;
-            let clients = ch.clients.clone();
+        if let Some(ch) = change.overlap {
             self.emit(
                 Actor::World,
                 EventKind::Overlap {
                     key: key.to_owned(),
                     clients: ch.clients,
-                    begin,
+                    begin: ch.begin,
                     since_ms: ch.since_ms,
                 },
             );
-            if begin && self.monitor.config().overlap_is_violation {
-                let names = &self.names;
-                let v = Monitor::overlap_violation(key, &clients, self.now, &|i| names.client(i).to_owned());
-                self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));
-            }
+        }
+        if let Some(v) = change.violation {
+            self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));
         }
     }
 
@@ -352,5 +287,86 @@ impl World {
         self.clients
             .get(c as usize)
             .is_some_and(|s| s.crashed || (s.done && s.exits))
+    }
+}
+
+/// The simulated world carries out client programs' actions on virtual
+/// time: requests travel its modelled links, timers run on the client's own
+/// (drifting) clock, a write can be lost on a cut link to the resource.
+impl ProgramHost for World {
+    type Client = u32;
+    type Error = std::convert::Infallible;
+
+    fn master(&self) -> u32 {
+        self.master
+    }
+
+    fn send(
+        &mut self,
+        &mut c: &mut u32,
+        tag: u32,
+        node: u32,
+        commands: Vec<Argv>,
+        timeout_ms: Option<u64>,
+    ) -> Result<(), Self::Error> {
+        if node as usize >= self.nodes.len() {
+            self.note(Actor::Client(c), format!("no node {node}"));
+        } else {
+            self.send_request(c, node, commands, tag, false, timeout_ms);
+        }
+        Ok(())
+    }
+
+    fn timer(&mut self, &mut c: &mut u32, tag: u32, after_ms: u64) {
+        let slot = &mut self.clients[c as usize];
+        slot.gen += 1;
+        let gen = slot.gen;
+        let due = slot.clock.local(self.now).saturating_add(after_ms);
+        slot.timers.insert(tag, (gen, due));
+        let t = slot.clock.when(due, self.now);
+        self.push(t, Item::Timer { client: c, tag, gen });
+    }
+
+    fn cancel(&mut self, &mut c: &mut u32, tag: u32) {
+        self.clients[c as usize].timers.remove(&tag);
+    }
+
+    fn write(&mut self, &mut c: &mut u32, token: Option<i64>, value: String) {
+        self.emit(
+            Actor::Client(c),
+            EventKind::WriteSent {
+                token,
+                value: value.clone(),
+            },
+        );
+        let r = self.nodes.len();
+        let link = &mut self.clients[c as usize].links[r];
+        if link.cut {
+            self.note(Actor::Client(c), "the write is lost: link to the resource is cut");
+            return;
+        }
+        let t = link.send_time(self.now, &mut self.net);
+        self.push(
+            t,
+            Item::AtResource {
+                client: c,
+                token,
+                value,
+            },
+        );
+    }
+
+    fn believe(&mut self, &mut c: &mut u32, key: &str, holds: bool) {
+        World::believe(self, c, key, holds);
+    }
+
+    fn note(&mut self, &mut c: &mut u32, text: String) {
+        World::note(self, Actor::Client(c), text);
+    }
+
+    fn done(&mut self, &mut c: &mut u32) {
+        self.deadlock_dirty = true;
+        self.clients[c as usize].done = true;
+        self.emit(Actor::Client(c), EventKind::Done);
     }
 }
