@@ -103,12 +103,28 @@ fn readable(symbol: &str) -> String {
     }
 }
 
-/// Profile `wasm`; `top` is how many of the largest functions to list.
-pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
-    let mut imported_functions = 0u32;
-    let mut bodies: Vec<&[u8]> = Vec::new();
-    let mut names: BTreeMap<u32, String> = BTreeMap::new();
-    let mut parts: BTreeMap<String, Part> = BTreeMap::new();
+/// What [`breakdown`] reads from a module before attributing it.
+#[derive(Default)]
+struct Sections<'a> {
+    /// Imported functions come first in the function index space.
+    imported_functions: u32,
+    /// Every function body, in index order after the imports.
+    bodies: Vec<&'a [u8]>,
+    /// Readable function names by index, from the name section.
+    names: BTreeMap<u32, String>,
+    /// What is not code: data segments, custom sections, the tables.
+    parts: BTreeMap<String, Part>,
+}
+
+/// One pass over the module's sections.
+fn read_sections(wasm: &[u8]) -> Result<Sections<'_>> {
+    let mut found = Sections::default();
+    let Sections {
+        imported_functions,
+        bodies,
+        names,
+        parts,
+    } = &mut found;
     let mut other = |name: &str, bytes: &[u8]| {
         parts.entry(name.to_owned()).or_default().bytes.extend_from_slice(bytes);
     };
@@ -117,7 +133,7 @@ pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
                     if matches!(import?.ty, wasmparser::TypeRef::Func(_)) {
-                        imported_functions += 1;
+                        *imported_functions += 1;
                     }
                 }
             }
@@ -146,6 +162,17 @@ pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
             _ => {}
         }
     }
+    Ok(found)
+}
+
+/// Profile `wasm`; `top` is how many of the largest functions to list.
+pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
+    let Sections {
+        imported_functions,
+        bodies,
+        names,
+        mut parts,
+    } = read_sections(wasm)?;
     let mut largest = Vec::new();
     for (i, body) in bodies.iter().enumerate() {
         let index = imported_functions + i as u32;
@@ -167,23 +194,26 @@ pub(crate) fn breakdown(wasm: &[u8], top: usize) -> Result<Breakdown> {
         group.bytes.extend_from_slice(&part.bytes);
         group.functions += part.functions;
     }
-    let table = |parts: Vec<(String, Part)>| -> Result<Vec<(String, usize, usize, usize)>> {
-        let mut rows = Vec::new();
-        for (name, part) in parts {
-            rows.push((name, part.functions, part.bytes.len(), crate::gzip_len(&part.bytes)?));
-        }
-        rows.sort_by_key(|r| std::cmp::Reverse(r.3));
-        Ok(rows)
-    };
-    let groups = table(groups.into_iter().map(|(g, p)| (g.to_owned(), p)).collect())?;
-    let rows = table(parts.into_iter().collect())?;
+    let groups = rows(groups.into_iter().map(|(g, p)| (g.to_owned(), p)).collect())?;
+    let parts = rows(parts.into_iter().collect())?;
     Ok(Breakdown {
         groups,
-        parts: rows,
+        parts,
         largest,
         total: wasm.len(),
         named: !names.is_empty(),
     })
+}
+
+/// One row per part: name, functions, raw bytes, gzipped bytes; the
+/// largest gzipped first.
+fn rows(parts: Vec<(String, Part)>) -> Result<Vec<(String, usize, usize, usize)>> {
+    let mut rows = Vec::new();
+    for (name, part) in parts {
+        rows.push((name, part.functions, part.bytes.len(), crate::gzip_len(&part.bytes)?));
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.3));
+    Ok(rows)
 }
 
 impl Breakdown {

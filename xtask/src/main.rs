@@ -325,11 +325,47 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     }
 
     // 4. The other assets, and index.html as Trunk would write it.
+    write_index(root, &index_src, &html, &links, &staging, &js, &wasm)?;
+    let lessons = add_lessons(&staging)?;
+    report_size("lessons", &staging.join(lessons))?;
+    worker::build(root, &staging, &profile, rust, optimize)?;
+
+    // 5. Every file the page serves is in `staging` by now: each gets its
+    //    precompressed `.gz` and `.br` (see `compress`), and the sizes a
+    //    browser downloads are the last thing said.
+    precompress_and_report(&staging)?;
+
+    // 6. Swap the staging directory in.
+    if out.exists() {
+        fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
+    println!(
+        "dist ready in {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// Step 4 of `dist`: the page's other assets (CSS under a content-hashed
+/// name, copied files) and `index.html` as Trunk writes it — each
+/// `data-trunk` link replaced by what it stands for, the wasm module
+/// preloaded in `<head>` and started by a module script before `</body>`.
+fn write_index(
+    root: &Path,
+    index_src: &Path,
+    html: &str,
+    links: &[TrunkLink],
+    staging: &Path,
+    js: &str,
+    wasm: &str,
+) -> Result<()> {
     let base = "/";
     let mut page = String::with_capacity(html.len() + 1024);
     let mut at = 0;
     let mut head_extra = String::new();
-    for link in &links {
+    for link in links {
         page.push_str(&html[at..link.start]);
         at = link.end;
         match link.rel() {
@@ -375,17 +411,16 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     let page = insert_before(&page, "</head>", &head_extra).context("frontend/index.html has no </head>")?;
     let page = insert_before(&page, "</body>", &format!("{script}\n")).context("frontend/index.html has no </body>")?;
     fs::write(staging.join("index.html"), page)?;
-    let lessons = add_lessons(&staging)?;
-    report_size("lessons", &staging.join(lessons))?;
-    worker::build(root, &staging, &profile, rust, optimize)?;
+    Ok(())
+}
 
-    // 5. Every file the page serves is in `staging` by now: each gets its
-    //    precompressed `.gz` and `.br` (see `compress`), and the sizes a
-    //    browser downloads are the last thing said.
+/// Step 5 of `dist`: a `.gz` and a `.br` next to every file of `staging`,
+/// and the table of what a browser downloads.
+fn precompress_and_report(staging: &Path) -> Result<()> {
     println!("final sizes (what is served; .gz and .br written next to each file):");
     println!("  {:<44} {:>11} {:>11} {:>11}", "file", "raw", "gzip", "brotli");
     let (mut raw, mut gz, mut br) = (0, 0, 0);
-    for file in compress::precompress(&staging)? {
+    for file in compress::precompress(staging)? {
         println!(
             "  {:<44} {:>11} {:>11} {:>11}",
             file.name,
@@ -403,17 +438,6 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
         thousands(raw),
         thousands(gz),
         thousands(br)
-    );
-
-    // 6. Swap the staging directory in.
-    if out.exists() {
-        fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
-    }
-    fs::rename(&staging, out).with_context(|| format!("moving {} to {}", staging.display(), out.display()))?;
-    println!(
-        "dist ready in {:.1} s: {}",
-        started.elapsed().as_secs_f64(),
-        out.display()
     );
     Ok(())
 }
@@ -566,27 +590,12 @@ fn wasm_opt(rust: &TrunkLink, wasm_path: &Path, keep_names: bool) -> Result<()> 
     Ok(())
 }
 
+/// The element type of wasm-bindgen's JS object table.
+const EXTERNREF: u8 = 0x6f;
+
 /// Does the module declare a table of `externref` (wasm-bindgen's JS object
 /// table)? Reads the table section, and the imports for an imported table.
 fn has_externref_table(wasm: &[u8]) -> Result<bool> {
-    const EXTERNREF: u8 = 0x6f;
-    fn leb(b: &[u8], at: &mut usize) -> Result<u32> {
-        let (mut value, mut shift) = (0u32, 0);
-        loop {
-            let byte = *b.get(*at).context("truncated wasm module")?;
-            *at += 1;
-            value |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-            shift += 7;
-        }
-    }
-    fn skip_name(b: &[u8], at: &mut usize) -> Result<()> {
-        let len = leb(b, at)? as usize;
-        *at += len;
-        Ok(())
-    }
     ensure!(wasm.starts_with(b"\0asm"), "not a wasm module");
     let mut at = 8;
     while at < wasm.len() {
@@ -595,61 +604,96 @@ fn has_externref_table(wasm: &[u8]) -> Result<bool> {
         let size = leb(wasm, &mut at)? as usize;
         let body = wasm.get(at..at + size).context("truncated wasm section")?;
         at += size;
-        let mut i = 0;
-        match id {
-            // import: module, name, kind; a table import is kind 1 + its type.
-            2 => {
-                for _ in 0..leb(body, &mut i)? {
-                    skip_name(body, &mut i)?;
-                    skip_name(body, &mut i)?;
-                    let kind = *body.get(i).context("truncated import")?;
-                    i += 1;
-                    match kind {
-                        0 => {
-                            leb(body, &mut i)?;
-                        }
-                        1 => {
-                            if body.get(i) == Some(&EXTERNREF) {
-                                return Ok(true);
-                            }
-                            let flags = *body.get(i + 1).context("truncated import")?;
-                            i += 2;
-                            leb(body, &mut i)?;
-                            if flags & 1 == 1 {
-                                leb(body, &mut i)?;
-                            }
-                        }
-                        2 => {
-                            let flags = *body.get(i).context("truncated import")?;
-                            i += 1;
-                            leb(body, &mut i)?;
-                            if flags & 1 == 1 {
-                                leb(body, &mut i)?;
-                            }
-                        }
-                        3 => i += 2,
-                        other => bail!("unknown import kind {other}"),
-                    }
-                }
-            }
-            // table: each entry starts with its element type.
-            4 => {
-                for _ in 0..leb(body, &mut i)? {
-                    if body.get(i) == Some(&EXTERNREF) {
-                        return Ok(true);
-                    }
-                    let flags = *body.get(i + 1).context("truncated table")?;
-                    i += 2;
-                    leb(body, &mut i)?;
-                    if flags & 1 == 1 {
-                        leb(body, &mut i)?;
-                    }
-                }
-            }
-            _ => {}
+        let found = match id {
+            2 => imports_externref_table(body)?,
+            4 => tables_externref(body)?,
+            _ => false,
+        };
+        if found {
+            return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// The import section: module, name, kind; a table import is kind 1 and
+/// its table type.
+fn imports_externref_table(body: &[u8]) -> Result<bool> {
+    let mut i = 0;
+    for _ in 0..leb(body, &mut i)? {
+        skip_name(body, &mut i)?;
+        skip_name(body, &mut i)?;
+        let kind = *body.get(i).context("truncated import")?;
+        i += 1;
+        match kind {
+            0 => {
+                leb(body, &mut i)?;
+            }
+            1 => {
+                if externref_table_type(body, &mut i, "import")? {
+                    return Ok(true);
+                }
+            }
+            2 => skip_limits(body, &mut i, "import")?,
+            3 => i += 2,
+            other => bail!("unknown import kind {other}"),
+        }
+    }
+    Ok(false)
+}
+
+/// The table section: each entry is a table type.
+fn tables_externref(body: &[u8]) -> Result<bool> {
+    let mut i = 0;
+    for _ in 0..leb(body, &mut i)? {
+        if externref_table_type(body, &mut i, "table")? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A table type at `at`: is its element type `externref`? Otherwise it is
+/// skipped (element type, then limits).
+fn externref_table_type(b: &[u8], at: &mut usize, what: &str) -> Result<bool> {
+    if b.get(*at) == Some(&EXTERNREF) {
+        return Ok(true);
+    }
+    *at += 1;
+    skip_limits(b, at, what)?;
+    Ok(false)
+}
+
+/// Limits: flags, the minimum, and the maximum when flag 1 says so.
+fn skip_limits(b: &[u8], at: &mut usize, what: &str) -> Result<()> {
+    let flags = *b.get(*at).with_context(|| format!("truncated {what}"))?;
+    *at += 1;
+    leb(b, at)?;
+    if flags & 1 == 1 {
+        leb(b, at)?;
+    }
+    Ok(())
+}
+
+/// An unsigned LEB128 number (a u32; longer ones are cut).
+fn leb(b: &[u8], at: &mut usize) -> Result<u32> {
+    let (mut value, mut shift) = (0u32, 0);
+    loop {
+        let byte = *b.get(*at).context("truncated wasm module")?;
+        *at += 1;
+        value |= u32::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+    }
+}
+
+/// A name: its length, then its bytes.
+fn skip_name(b: &[u8], at: &mut usize) -> Result<()> {
+    let len = leb(b, at)? as usize;
+    *at += len;
+    Ok(())
 }
 
 /// Write the lesson catalogue into a built page's directory as
@@ -787,8 +831,30 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
         .parse()
         .context("parsing Trunk.toml")?;
     let mut problems = Vec::new();
+    check_wasm_bindgen_versions(root, &config, &mut problems)?;
+    // Offline, so it never fetches anything.
+    let build_cfg = config.get("build");
+    if build_cfg.and_then(|b| b.get("offline")).and_then(|v| v.as_bool()) != Some(true) {
+        problems.push("Trunk.toml: [build] offline = true is missing".to_owned());
+    }
+    check_lessons_hook(&config, &mut problems);
+    check_trunk_paths(root, &config, &mut problems);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("error: {p}");
+        }
+        bail!("Trunk.toml check failed ({} problem(s))", problems.len());
+    }
+    if build {
+        trunk_build(root)?;
+    }
+    Ok(())
+}
 
-    // The wasm-bindgen versions must agree three ways.
+/// The wasm-bindgen versions must agree three ways: Trunk.toml's
+/// `[tools] wasm_bindgen`, Cargo.lock's `wasm-bindgen` (and
+/// `wasm-bindgen-cli-support`, which `dist` links), and [`WASM_BINDGEN`].
+fn check_wasm_bindgen_versions(root: &Path, config: &toml::Table, problems: &mut Vec<String>) -> Result<()> {
     let wanted = config
         .get("tools")
         .and_then(|t| t.get("wasm_bindgen"))
@@ -820,14 +886,12 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
             locked.join(", ")
         ));
     }
+    Ok(())
+}
 
-    // Offline, so it never fetches anything.
-    let build_cfg = config.get("build");
-    if build_cfg.and_then(|b| b.get("offline")).and_then(|v| v.as_bool()) != Some(true) {
-        problems.push("Trunk.toml: [build] offline = true is missing".to_owned());
-    }
-
-    // The lessons are not a Trunk asset: its post_build hook adds them.
+/// The lessons are not a Trunk asset: Trunk.toml's post_build hook must
+/// add them (`cargo xtask lessons`).
+fn check_lessons_hook(config: &toml::Table, problems: &mut Vec<String>) {
     let hooked = config.get("hooks").and_then(|h| h.as_array()).is_some_and(|hooks| {
         hooks.iter().any(|h| {
             let args: Vec<&str> = h
@@ -847,8 +911,11 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
                 .to_owned(),
         );
     }
+}
 
-    // The paths it names.
+/// Every path Trunk.toml and its `[build] target` page name exists.
+fn check_trunk_paths(root: &Path, config: &toml::Table, problems: &mut Vec<String>) {
+    let build_cfg = config.get("build");
     let target = build_cfg
         .and_then(|b| b.get("target"))
         .and_then(|v| v.as_str())
@@ -887,49 +954,44 @@ fn check_trunk(root: &Path, build: bool) -> Result<()> {
             }
         }
     }
+}
 
-    if !problems.is_empty() {
-        for p in &problems {
-            eprintln!("error: {p}");
+/// `trunk build --release --offline` into a temporary directory, when trunk
+/// is installed: it must produce a `.wasm` and the lessons.
+fn trunk_build(root: &Path) -> Result<()> {
+    match on_path("trunk") {
+        None => {
+            println!("trunk is not on PATH: skipped `trunk build` (cargo install trunk --version 0.21.14 --locked)")
         }
-        bail!("Trunk.toml check failed ({} problem(s))", problems.len());
-    }
-
-    if build {
-        match on_path("trunk") {
-            None => {
-                println!("trunk is not on PATH: skipped `trunk build` (cargo install trunk --version 0.21.14 --locked)")
-            }
-            Some(trunk) => {
-                let tmp = std::env::temp_dir().join(format!("locklab-trunk-{}", std::process::id()));
-                let started = Instant::now();
-                let status = Command::new(trunk)
-                    .args(["build", "--release", "--offline", "--dist"])
-                    .arg(&tmp)
-                    .current_dir(root)
-                    .status()
-                    .context("running trunk")?;
-                let names: Vec<String> = fs::read_dir(&tmp)
-                    .map(|d| {
-                        d.flatten()
-                            .map(|e| e.file_name().to_string_lossy().into_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let wasm = names.iter().any(|n| n.ends_with(".wasm"));
-                let lessons = names.iter().any(|n| n.starts_with("lessons-") && n.ends_with(".json"));
-                let _ = fs::remove_dir_all(&tmp);
-                ensure!(status.success(), "trunk build --release --offline failed");
-                ensure!(wasm, "trunk build produced no .wasm");
-                ensure!(
-                    lessons,
-                    "trunk build produced no lessons-*.json (its post_build hook did not run)"
-                );
-                println!(
-                    "ok: trunk build --release --offline produced a .wasm ({:.0} s)",
-                    started.elapsed().as_secs_f64()
-                );
-            }
+        Some(trunk) => {
+            let tmp = std::env::temp_dir().join(format!("locklab-trunk-{}", std::process::id()));
+            let started = Instant::now();
+            let status = Command::new(trunk)
+                .args(["build", "--release", "--offline", "--dist"])
+                .arg(&tmp)
+                .current_dir(root)
+                .status()
+                .context("running trunk")?;
+            let names: Vec<String> = fs::read_dir(&tmp)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let wasm = names.iter().any(|n| n.ends_with(".wasm"));
+            let lessons = names.iter().any(|n| n.starts_with("lessons-") && n.ends_with(".json"));
+            let _ = fs::remove_dir_all(&tmp);
+            ensure!(status.success(), "trunk build --release --offline failed");
+            ensure!(wasm, "trunk build produced no .wasm");
+            ensure!(
+                lessons,
+                "trunk build produced no lessons-*.json (its post_build hook did not run)"
+            );
+            println!(
+                "ok: trunk build --release --offline produced a .wasm ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(())

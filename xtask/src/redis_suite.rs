@@ -107,52 +107,72 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     };
     fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
 
-    let mut real_count = None;
-    if real {
-        let dir = logs.join("redis-server-data");
-        fs::create_dir_all(&dir)?;
-        let start = |port: u16| -> Result<Child> {
-            Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
-                .args(["--enable-debug-command", "yes", "--dir"])
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .spawn()
-                .context("starting redis-server (is it on PATH?)")
-        };
-        real_count = Some(suite(&tree, &start, &logs.join("redis-server.log"))?);
-    }
-    let mut sim_count = None;
-    if sim {
-        let status = Command::new("cargo")
-            .current_dir(root)
-            .args(["build", "--release", "-q", "-p", "locklab-backend", "--bin", "locklab"])
-            .status()
-            .context("running cargo build")?;
-        ensure!(status.success(), "building locklab failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let bin = target.join("release/locklab");
-        let start = |port: u16| -> Result<Child> {
-            Command::new(&bin)
-                .args(["sim-server", "--port", &port.to_string(), "--redis-version", "7.0"])
-                .stdout(Stdio::null())
-                .spawn()
-                .context("starting locklab sim-server")
-        };
-        sim_count = Some(suite(&tree, &start, &logs.join("sim-server.log"))?);
-    }
+    let real_count = if real {
+        Some(suite_on_redis_server(&tree, &logs)?)
+    } else {
+        None
+    };
+    let sim_count = if sim {
+        Some(suite_on_sim_server(root, &tree, &logs)?)
+    } else {
+        None
+    };
+    print_counts(real_count.as_ref(), sim_count.as_ref());
+    Ok(())
+}
 
+/// The suite against redis-server itself (from PATH), without persistence
+/// and with DEBUG enabled, as runtest's own servers run.
+fn suite_on_redis_server(tree: &Path, logs: &Path) -> Result<Count> {
+    let dir = logs.join("redis-server-data");
+    fs::create_dir_all(&dir)?;
+    let start = |port: u16| -> Result<Child> {
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--enable-debug-command", "yes", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting redis-server (is it on PATH?)")
+    };
+    suite(tree, &start, &logs.join("redis-server.log"))
+}
+
+/// The suite against `locklab sim-server` speaking as redis 7.0, built
+/// first in release.
+fn suite_on_sim_server(root: &Path, tree: &Path, logs: &Path) -> Result<Count> {
+    let status = Command::new("cargo")
+        .current_dir(root)
+        .args(["build", "--release", "-q", "-p", "locklab-backend", "--bin", "locklab"])
+        .status()
+        .context("running cargo build")?;
+    ensure!(status.success(), "building locklab failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let bin = target.join("release/locklab");
+    let start = |port: u16| -> Result<Child> {
+        Command::new(&bin)
+            .args(["sim-server", "--port", &port.to_string(), "--redis-version", "7.0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting locklab sim-server")
+    };
+    suite(tree, &start, &logs.join("sim-server.log"))
+}
+
+/// Each server's totals, then (when both ran) the sim-server's passes as a
+/// share of redis-server's, per file and overall.
+fn print_counts(real_count: Option<&Count>, sim_count: Option<&Count>) {
     println!();
-    for (name, c) in [("redis-server 7.0.15", &real_count), ("locklab sim-server", &sim_count)] {
+    for (name, c) in [("redis-server 7.0.15", real_count), ("locklab sim-server", sim_count)] {
         if let Some(c) = c {
             println!(
                 "{name:<20} [ok] {:>4}  [err] {:>4}  ({:.0} s, log {})",
@@ -163,7 +183,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
             );
         }
     }
-    if let (Some(r), Some(s)) = (&real_count, &sim_count) {
+    if let (Some(r), Some(s)) = (real_count, sim_count) {
         println!();
         for (i, file) in FILES.iter().enumerate() {
             let (r, s) = (r.per_file[i], s.per_file[i]);
@@ -177,7 +197,6 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         };
         println!("sim-server / redis-server: {} / {} = {pct:.1} %", s.ok, r.ok);
     }
-    Ok(())
 }
 
 /// Run the suite, one file at a time, each against a fresh server that
