@@ -325,12 +325,7 @@ impl LockObserver {
                 }
             }
             (Some(o), Some(seen)) if o.value == seen.value => {
-                let moved = match (o.deadline, seen.deadline) {
-                    (Some(a), Some(b)) => a.abs_diff(b) > self.slack_ms,
-                    (None, None) => false,
-                    _ => true,
-                };
-                if moved {
+                if self.deadline_moved(o.deadline, seen.deadline) {
                     if let Some(h) = self.shadow[n].get_mut(key) {
                         h.deadline = seen.deadline;
                     }
@@ -349,12 +344,7 @@ impl LockObserver {
                 if let Some(o) = old {
                     self.wrong_release(node, key, cause, o, &mut out);
                 }
-                let owner = match cause {
-                    Cause::Command(c) => Some(c),
-                    Cause::Replication(o) => o,
-                    Cause::Sync(src) => self.held(src, key).and_then(|h| h.owner),
-                    Cause::Expiry | Cause::Restart | Cause::Promotion => None,
-                };
+                let owner = self.owner_by(cause, key);
                 let change = LockChange::Acquired {
                     owner,
                     value: String::from_utf8_lossy(&seen.value).into_owned(),
@@ -371,18 +361,46 @@ impl LockObserver {
                 );
                 out.push(lock(change, None));
                 if let (Cause::Command(c), Some(_)) = (cause, owner) {
-                    if self.redlock {
-                        self.recount_majority_into(key, &mut out);
-                    } else if node == self.master {
-                        out.push(Observed::Granted {
-                            client: c,
-                            key: key.to_owned(),
-                        });
-                    }
+                    self.granted_into(node, key, c, &mut out);
                 }
             }
         }
         out
+    }
+
+    /// A key kept its value: did its expiry move (a renewal)? Beyond
+    /// `slack_ms`, so that reading a TTL back is not taken for one.
+    fn deadline_moved(&self, old: Option<u64>, new: Option<u64>) -> bool {
+        match (old, new) {
+            (Some(a), Some(b)) => a.abs_diff(b) > self.slack_ms,
+            (None, None) => false,
+            _ => true,
+        }
+    }
+
+    /// Who owns a key that appeared because of `cause`: the client whose
+    /// command set it, the owner replicated or synced from elsewhere, nobody
+    /// after an expiry, a restart or a promotion.
+    fn owner_by(&self, cause: Cause, key: &str) -> Option<u32> {
+        match cause {
+            Cause::Command(c) => Some(c),
+            Cause::Replication(o) => o,
+            Cause::Sync(src) => self.held(src, key).and_then(|h| h.owner),
+            Cause::Expiry | Cause::Restart | Cause::Promotion => None,
+        }
+    }
+
+    /// Client `c`'s command set `key` on `node`: a grant when that node is
+    /// the master, or (Redlock) when it makes a majority.
+    fn granted_into(&mut self, node: u32, key: &str, c: u32, out: &mut Vec<Observed>) {
+        if self.redlock {
+            self.recount_majority_into(key, out);
+        } else if node == self.master {
+            out.push(Observed::Granted {
+                client: c,
+                key: key.to_owned(),
+            });
+        }
     }
 
     /// Free play forgets a lock once no node holds it.

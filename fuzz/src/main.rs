@@ -17,7 +17,16 @@ use locklab_backend::real::process::RedisServer;
 use locklab_core::server::{Node, Profile};
 use locklab_fuzz::{fuzz, regressions, run_one, Target};
 
-fn main() -> Result<()> {
+/// The command line.
+struct Options {
+    inputs: u64,
+    seed: u64,
+    targets: Vec<Target>,
+    diff: bool,
+    save: bool,
+}
+
+fn options() -> Result<Options> {
     let mut inputs: u64 = 100_000;
     let mut seed: u64 = 1;
     let mut only: Option<Target> = None;
@@ -38,8 +47,17 @@ fn main() -> Result<()> {
         }
     }
     let targets: Vec<Target> = only.map_or_else(|| Target::ALL.to_vec(), |t| vec![t]);
+    Ok(Options {
+        inputs,
+        seed,
+        targets,
+        diff,
+        save,
+    })
+}
 
-    // Every kept crash first.
+/// Every kept crash first: each must pass again before new inputs are tried.
+fn replay_regressions() -> Result<()> {
     let mut node = Node::new(Profile::V7_0);
     let conn = node.connect();
     let kept = regressions();
@@ -53,6 +71,44 @@ fn main() -> Result<()> {
         }
     }
     println!("regressions: {} kept inputs replayed, all fine", kept.len());
+    Ok(())
+}
+
+/// One target's line of the report, and its first findings.
+fn print_report(t: Target, report: &locklab_fuzz::Report) {
+    println!(
+        "{:<7} {:>10} inputs, {} found{}",
+        t.name(),
+        report.tried,
+        report.findings.len(),
+        if report.compared > 0 {
+            format!(", {} replies equal to redis-server's", report.compared)
+        } else {
+            String::new()
+        }
+    );
+    for f in report.findings.iter().take(20) {
+        println!(
+            "  #{}: {}{}",
+            f.index,
+            f.what,
+            f.saved
+                .as_ref()
+                .map(|p| format!(" (kept as {})", p.display()))
+                .unwrap_or_default()
+        );
+    }
+}
+
+fn main() -> Result<()> {
+    let Options {
+        inputs,
+        seed,
+        targets,
+        diff,
+        save,
+    } = options()?;
+    replay_regressions()?;
 
     let server = if diff { Some(RedisServer::start()) } else { None };
     let mut real = match &server {
@@ -66,28 +122,7 @@ fn main() -> Result<()> {
         let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
         let real = if t == Target::Engine { real.as_mut() } else { None };
         let report = fuzz(t, seed, count, real, save, |i| eprintln!("{} {i}", t.name()));
-        println!(
-            "{:<7} {:>10} inputs, {} found{}",
-            t.name(),
-            report.tried,
-            report.findings.len(),
-            if report.compared > 0 {
-                format!(", {} replies equal to redis-server's", report.compared)
-            } else {
-                String::new()
-            }
-        );
-        for f in report.findings.iter().take(20) {
-            println!(
-                "  #{}: {}{}",
-                f.index,
-                f.what,
-                f.saved
-                    .as_ref()
-                    .map(|p| format!(" (kept as {})", p.display()))
-                    .unwrap_or_default()
-            );
-        }
+        print_report(t, &report);
         tried += report.tried;
         found += report.findings.len();
         compared += report.compared;

@@ -276,16 +276,10 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// World events per second and explorer schedules per minute for the
-/// two-client scenarios, on two threads, `seconds` in total.
-pub fn bench_report(seconds: f64) -> String {
-    let seconds = if seconds.is_finite() {
-        seconds.clamp(0.2, 600.0)
-    } else {
-        2.0
-    };
-    let threads = 2;
-    let cases: [(&str, Spec); 4] = [
+/// The benchmark's cases: the two-client scenarios, the first one held
+/// (nothing pruned), so that it runs every schedule to the end.
+fn bench_cases() -> [(&'static str, Spec); 4] {
+    [
         (
             "single, lua release, fencing on (held: nothing pruned)",
             Spec {
@@ -315,30 +309,52 @@ pub fn bench_report(seconds: f64) -> String {
                 ..Spec::default()
             },
         ),
-    ];
+    ]
+}
+
+/// World events per second and explorer schedules per minute for the
+/// two-client scenarios, on two threads, `seconds` in total.
+pub fn bench_report(seconds: f64) -> String {
+    let seconds = if seconds.is_finite() {
+        seconds.clamp(0.2, 600.0)
+    } else {
+        2.0
+    };
+    let threads = 2;
+    let cases = bench_cases();
     let slice = Duration::from_secs_f64(seconds / (cases.len() as f64 + 1.0));
     let mut out = format!("locklab explore benchmark: {threads} threads, {seconds:.1} s\n");
+    out.push_str(&events_per_second(&cases[0].1, threads, slice));
+    out.push_str(&schedules_per_minute(&cases, threads, slice));
+    out
+}
 
-    // World events per second: the held scenario's schedules run to the
-    // end (no violation cuts them short), so this is raw simulation speed.
-    match Explorer::new(&cases[0].1) {
+/// World events per second: the held scenario's schedules run to the end
+/// (no violation cuts them short), so this is raw simulation speed.
+fn events_per_second(spec: &Spec, threads: usize, slice: Duration) -> String {
+    match Explorer::new(spec) {
         Ok(ex) => {
             let t = Instant::now();
             let (schedules, events) = timed(&ex, threads, slice);
             let secs = t.elapsed().as_secs_f64().max(1e-9);
-            out.push_str(&format!(
+            format!(
                 "world events per second: {} ({} schedules, {} events)\n",
                 thousands((events as f64 / secs) as u64),
                 thousands(schedules),
                 thousands(events)
-            ));
+            )
         }
-        Err(e) => out.push_str(&format!("world events per second: cannot build the scenario: {e}\n")),
+        Err(e) => format!("world events per second: cannot build the scenario: {e}\n"),
     }
+}
 
+/// Explorer schedules per minute for each case, and whether the slowest
+/// meets the target.
+fn schedules_per_minute(cases: &[(&str, Spec)], threads: usize, slice: Duration) -> String {
+    let mut out = String::new();
     let mut worst = u64::MAX;
     out.push_str("explorer schedules per minute (two clients, one fault):\n");
-    for (name, spec) in &cases {
+    for (name, spec) in cases {
         let ex = match Explorer::new(spec) {
             Ok(ex) => ex,
             Err(e) => {

@@ -457,110 +457,118 @@ impl Via {
         };
         let deadline = Instant::now() + wait;
         let url = self.url.clone();
-        let lost = |e: tungstenite::Error| ViaError::Lost {
+        let timeout = || ViaError::Timeout {
             url: url.clone(),
-            why: socket_error(&e),
+            what,
+            secs: wait.as_secs_f64(),
         };
         let sent = self
             .rt
             .block_on(async { tokio::time::timeout_at(deadline, ws.send(Message::Text(msg.into()))).await });
         match sent {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(lost(e)),
-            Err(_) => {
-                return Err(ViaError::Timeout {
-                    url: self.url.clone(),
-                    what,
-                    secs: wait.as_secs_f64(),
-                })
-            }
+            Ok(Err(e)) => return Err(self.lost(&e)),
+            Err(_) => return Err(timeout()),
         }
         loop {
-            let next = self
-                .rt
-                .block_on(async { tokio::time::timeout_at(deadline, ws.next()).await });
-            let text = match next {
-                Err(_) => {
-                    return Err(ViaError::Timeout {
-                        url: self.url.clone(),
-                        what,
-                        secs: wait.as_secs_f64(),
-                    })
-                }
-                Ok(None) => {
-                    return Err(ViaError::Lost {
-                        url: self.url.clone(),
-                        why: "the connection closed".into(),
-                    })
-                }
-                Ok(Some(Err(e))) => return Err(lost(e)),
-                Ok(Some(Ok(Message::Close(frame)))) => {
-                    let why = match frame {
-                        Some(f) if !f.reason.is_empty() => format!("it closed the session ({})", f.reason),
-                        _ => "it closed the session".into(),
-                    };
-                    return Err(ViaError::Lost {
-                        url: self.url.clone(),
-                        why,
-                    });
-                }
-                Ok(Some(Ok(Message::Text(t)))) => t,
-                Ok(Some(Ok(_))) => continue,
+            let Some(text) = self
+                .next_text(&mut ws, deadline)
+                .map_err(|e| e.unwrap_or_else(timeout))?
+            else {
+                continue;
             };
             // A message this client cannot read is not worth ending the
             // session for: the reply it waits for may still come.
             let Ok(incoming) = serde_json::from_str::<ServerMsg>(&text) else {
                 continue;
             };
-            match incoming {
-                ServerMsg::Hello {
-                    session,
+            if let Some(outcome) = self.take(incoming, until) {
+                self.ws = Some(ws);
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// The socket failed.
+    fn lost(&self, e: &tungstenite::Error) -> ViaError {
+        ViaError::Lost {
+            url: self.url.clone(),
+            why: socket_error(e),
+        }
+    }
+
+    /// The next frame's text by `deadline` (`None`: a frame that is not
+    /// text). `Err(None)` is the deadline passing; `Err(Some(_))` the
+    /// connection lost or closed by the backend, with its reason.
+    fn next_text(
+        &self,
+        ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
+        deadline: Instant,
+    ) -> Result<Option<String>, Option<ViaError>> {
+        let next = self
+            .rt
+            .block_on(async { tokio::time::timeout_at(deadline, ws.next()).await });
+        match next {
+            Err(_) => Err(None),
+            Ok(None) => Err(Some(ViaError::Lost {
+                url: self.url.clone(),
+                why: "the connection closed".into(),
+            })),
+            Ok(Some(Err(e))) => Err(Some(self.lost(&e))),
+            Ok(Some(Ok(Message::Close(frame)))) => {
+                let why = match frame {
+                    Some(f) if !f.reason.is_empty() => format!("it closed the session ({})", f.reason),
+                    _ => "it closed the session".into(),
+                };
+                Err(Some(ViaError::Lost {
+                    url: self.url.clone(),
+                    why,
+                }))
+            }
+            Ok(Some(Ok(Message::Text(t)))) => Ok(Some(t.to_string())),
+            Ok(Some(Ok(_))) => Ok(None),
+        }
+    }
+
+    /// Take in one message from the backend; `Some` when it ends the
+    /// request waiting for `until`.
+    fn take(&mut self, incoming: ServerMsg, until: Until) -> Option<Outcome> {
+        match incoming {
+            ServerMsg::Hello {
+                session,
+                prefix,
+                topology,
+                nodes,
+                ..
+            } => {
+                self.session = Some(SessionInfo {
+                    id: session,
                     prefix,
                     topology,
-                    nodes,
-                    ..
-                } => {
-                    self.session = Some(SessionInfo {
-                        id: session,
-                        prefix,
-                        topology,
-                    });
-                    self.nodes = nodes;
-                    self.node = 0;
-                    self.in_multi.clear();
-                    let text = self.session_text();
-                    let text: String = text.lines().map(|l| format!("locklab: {l}\n")).collect();
-                    self.notice(&format!(
-                        "{text}locklab: lab commands (not Redis) start with ':' — try :help"
-                    ));
-                    if until == Until::HelloOrError {
-                        self.ws = Some(ws);
-                        return Ok(Outcome::Hello);
-                    }
-                }
-                ServerMsg::Topology { kind, nodes } => {
-                    self.nodes = nodes;
-                    if let Some(s) = self.session.as_mut() {
-                        s.topology = kind;
-                    }
-                    let text: String = self.nodes_text().lines().map(|l| format!("locklab: {l}\n")).collect();
-                    self.notice(&format!("locklab: topology {kind}\n{text}"));
-                    if until == Until::TopologyOrError {
-                        self.ws = Some(ws);
-                        return Ok(Outcome::Topology);
-                    }
-                }
-                ServerMsg::Reply { text, .. } if until == Until::Reply => {
-                    self.ws = Some(ws);
-                    return Ok(Outcome::Reply(text));
-                }
-                // Nothing follows an `error`: it ends any request.
-                ServerMsg::Error { message } => {
-                    self.ws = Some(ws);
-                    return Ok(Outcome::Error(message));
-                }
-                _ => {}
+                });
+                self.nodes = nodes;
+                self.node = 0;
+                self.in_multi.clear();
+                let text = self.session_text();
+                let text: String = text.lines().map(|l| format!("locklab: {l}\n")).collect();
+                self.notice(&format!(
+                    "{text}locklab: lab commands (not Redis) start with ':' — try :help"
+                ));
+                (until == Until::HelloOrError).then_some(Outcome::Hello)
             }
+            ServerMsg::Topology { kind, nodes } => {
+                self.nodes = nodes;
+                if let Some(s) = self.session.as_mut() {
+                    s.topology = kind;
+                }
+                let text: String = self.nodes_text().lines().map(|l| format!("locklab: {l}\n")).collect();
+                self.notice(&format!("locklab: topology {kind}\n{text}"));
+                (until == Until::TopologyOrError).then_some(Outcome::Topology)
+            }
+            ServerMsg::Reply { text, .. } if until == Until::Reply => Some(Outcome::Reply(text)),
+            // Nothing follows an `error`: it ends any request.
+            ServerMsg::Error { message } => Some(Outcome::Error(message)),
+            _ => None,
         }
     }
 }

@@ -83,7 +83,7 @@ use locklab_core::actor::{Actor, Names};
 use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost, RELEASE_LUA};
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
-use locklab_core::lesson::compress::{compress, rescale, words};
+use locklab_core::lesson::compress::{compress, rescale, words, Scale};
 use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
@@ -503,26 +503,8 @@ impl RealLessonRun {
             .unwrap_or_default();
         let version = server_version(&mut RealConnection::open(&first)?)?;
         let has_8_4 = at_least_8_4(&version);
-        let uses_delex = lesson.steps.iter().any(|s| {
-            s.cmd
-                .as_deref()
-                .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
-        });
-        let notice = (uses_delex && !has_8_4).then(|| {
-            format!(
-                "DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead"
-            )
-        });
-        // Function libraries need no tidying here: a session's live in its
-        // own namespace (`lab_<id>_…`) and go with it, so a run never
-        // touches a library it did not load (the owner's `locklib` least).
-        for a in &lesson.actors {
-            env.session.client(a)?;
-            for n in 0..nodes.len() as u32 {
-                // Best effort: a node that is down is connected to later.
-                let _ = env.session.connect(a, n);
-            }
-        }
+        let notice = delex_notice(lesson, &version, has_8_4);
+        connect_actors(lesson, env, nodes.len() as u32)?;
         let mut run = RealLessonRun {
             lesson: lesson.clone(),
             factor,
@@ -558,23 +540,28 @@ impl RealLessonRun {
         };
         if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
             if r.lag_ms > 0 {
-                let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
-                env.session.note_world(format!(
-                    "{text}: the lesson's replica lags {} ms, loopback replication takes microseconds",
-                    r.lag_ms
-                ));
-                run.held_replication = Some(r.lag_ms);
-                run.notes.insert(
-                    0,
-                    format!(
-                        "replication held back: the lesson's replica lags {} ms and loopback replication would win the race the lesson shows, so it is cut until a wait of {} ms",
-                        r.lag_ms, r.lag_ms
-                    ),
-                );
-                run.drain(env);
+                run.hold_replication(env, r.lag_ms)?;
             }
         }
         Ok(run)
+    }
+
+    /// Play a declared replication lag (see the module doc): replication is
+    /// cut now and restored at the first wait at least `lag_ms` long.
+    fn hold_replication(&mut self, env: &mut RealEnv<'_>, lag_ms: u64) -> Result<(), RealLessonError> {
+        let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
+        env.session.note_world(format!(
+            "{text}: the lesson's replica lags {lag_ms} ms, loopback replication takes microseconds"
+        ));
+        self.held_replication = Some(lag_ms);
+        self.notes.insert(
+            0,
+            format!(
+                "replication held back: the lesson's replica lags {lag_ms} ms and loopback replication would win the race the lesson shows, so it is cut until a wait of {lag_ms} ms"
+            ),
+        );
+        self.drain(env);
+        Ok(())
     }
 
     pub fn lesson(&self) -> &Lesson {
@@ -774,32 +761,11 @@ impl RealLessonRun {
         argv: &[Vec<u8>],
         note_at: Option<usize>,
     ) -> Result<Option<Reply>, String> {
-        let f = self.factor as i64;
-        let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
-        let (mut sent, scale) = compress(argv, f);
-        let mut note = None;
-        if is_delex && !self.has_8_4 {
-            let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
-            if !ifeq {
-                return Err(format!(
-                    "DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent",
-                    self.version
-                ));
-            }
-            sent = vec![
-                b"EVAL".to_vec(),
-                RELEASE_LUA.as_bytes().to_vec(),
-                b"1".to_vec(),
-                sent[1].clone(),
-                sent[3].clone(),
-            ];
-            note = Some(format!(
-                "DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead",
-                self.version
-            ));
-        } else if sent != argv {
-            note = Some(format!("sent as {} at {}×", words(&sent), self.factor));
-        }
+        let OnWire {
+            argv: sent,
+            scale,
+            note,
+        } = self.as_sent(argv)?;
         if let (Some(i), Some(n)) = (note_at, note) {
             self.add_note(i, n);
         }
@@ -809,64 +775,79 @@ impl RealLessonRun {
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         if self.cut.contains(&(client.to_owned(), node)) {
             // The lab is the network here: the request never arrives.
-            self.record(
-                env,
-                None,
-                Actor::Client(cid),
-                EventKind::Sent {
-                    req: 0,
-                    node,
-                    commands: vec![shown],
-                },
-            );
-            self.record(
-                env,
-                None,
-                Actor::Client(cid),
-                EventKind::Lost {
-                    req: 0,
-                    client: cid,
-                    node,
-                    reason: LossReason::LinkCut,
-                },
-            );
+            self.record_cut(env, cid, node, vec![shown]);
             self.drain(env);
             return Ok(None);
         }
         let outcome = env.session.run_routed(client, node, &sent);
         // Where it ran: a redirect on a cluster can move it after all.
         let node = outcome.as_ref().map_or(node, |&(at, _)| at);
-        // The trace shows the lesson's command and the reply as the lesson
-        // reads it (PTTL scaled back), like the simulator's.
         let reply = match outcome {
-            Ok((_, r)) => Some(rescale(r, scale, f)),
+            Ok((_, r)) => Some(rescale(r, scale, self.factor as i64)),
             Err(SessionError::Unreachable { .. }) => None,
             Err(e) => Some(e.to_reply()),
         };
         let events = env.session.take_events();
         let mut events = self.restamp(events);
-        for e in &mut events {
-            match &mut e.kind {
-                EventKind::Sent { commands, .. } => *commands = vec![shown.clone()],
-                EventKind::Executed { commands, replies, .. } => {
-                    *commands = vec![shown.clone()];
-                    if let Some(r) = &reply {
-                        *replies = vec![r.clone()];
-                    }
-                }
-                EventKind::Received { replies, .. } => {
-                    if let Some(r) = &reply {
-                        *replies = vec![r.clone()];
-                    }
-                }
-                _ => {}
-            }
-        }
+        as_the_lesson_reads_it(&mut events, &shown, reply.as_ref());
         self.events.extend(events);
         if reply.is_some() {
             self.observe(env, Some(node), Cause::Cmd { client: cid, node });
         }
         Ok(reply)
+    }
+
+    /// What goes on the wire for the lesson's `argv`: compressed by the
+    /// factor, and `DELEX … IFEQ` as the Lua compare-and-delete on a server
+    /// older than 8.4; with the scale of its reply and the note that says
+    /// what was sent instead, if anything was.
+    fn as_sent(&self, argv: &[Vec<u8>]) -> Result<OnWire, String> {
+        let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
+        let (sent, scale) = compress(argv, self.factor as i64);
+        if !is_delex || self.has_8_4 {
+            let note = (sent != argv).then(|| format!("sent as {} at {}×", words(&sent), self.factor));
+            return Ok(OnWire {
+                argv: sent,
+                scale,
+                note,
+            });
+        }
+        let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
+        if !ifeq {
+            return Err(format!(
+                "DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent",
+                self.version
+            ));
+        }
+        let lua = vec![
+            b"EVAL".to_vec(),
+            RELEASE_LUA.as_bytes().to_vec(),
+            b"1".to_vec(),
+            sent[1].clone(),
+            sent[3].clone(),
+        ];
+        let note = format!(
+            "DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead",
+            self.version
+        );
+        Ok(OnWire {
+            argv: lua,
+            scale,
+            note: Some(note),
+        })
+    }
+
+    /// A request on a link the lab cut: sent, and lost on the way.
+    fn record_cut(&mut self, env: &mut RealEnv<'_>, cid: u32, node: u32, commands: Vec<Vec<String>>) {
+        let sent = EventKind::Sent { req: 0, node, commands };
+        self.record(env, None, Actor::Client(cid), sent);
+        let lost = EventKind::Lost {
+            req: 0,
+            client: cid,
+            node,
+            reason: LossReason::LinkCut,
+        };
+        self.record(env, None, Actor::Client(cid), lost);
     }
 
     /// After an off-script console command of client `cid` on `node`: the
@@ -1442,27 +1423,7 @@ impl ProgramHost for Host<'_, '_, '_> {
                 .iter()
                 .map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect())
                 .collect();
-            run.record(
-                env,
-                None,
-                Actor::Client(p.cid),
-                EventKind::Sent {
-                    req: 0,
-                    node,
-                    commands: shown,
-                },
-            );
-            run.record(
-                env,
-                None,
-                Actor::Client(p.cid),
-                EventKind::Lost {
-                    req: 0,
-                    client: p.cid,
-                    node,
-                    reason: LossReason::LinkCut,
-                },
-            );
+            run.record_cut(env, p.cid, node, shown);
             if let Some(t) = timeout_ms {
                 p.fails.push((tag, Instant::now() + run.wall(t)));
             }
@@ -1627,6 +1588,38 @@ impl Environment for Stepping<'_, '_, '_> {
     }
 }
 
+/// A lesson's command as it goes on the wire ([`RealLessonRun::as_sent`]).
+struct OnWire {
+    argv: Vec<Vec<u8>>,
+    /// How its reply is scaled back to lesson time.
+    scale: Scale,
+    /// What the step's note says was sent instead, if anything.
+    note: Option<String>,
+}
+
+/// The trace shows the lesson's command (`shown`) and the reply as the
+/// lesson reads it (PTTL scaled back), like the simulator's, not what went
+/// on the wire.
+fn as_the_lesson_reads_it(events: &mut [Event], shown: &[String], reply: Option<&Reply>) {
+    for e in events {
+        match &mut e.kind {
+            EventKind::Sent { commands, .. } => *commands = vec![shown.to_vec()],
+            EventKind::Executed { commands, replies, .. } => {
+                *commands = vec![shown.to_vec()];
+                if let Some(r) = reply {
+                    *replies = vec![r.clone()];
+                }
+            }
+            EventKind::Received { replies, .. } => {
+                if let Some(r) = reply {
+                    *replies = vec![r.clone()];
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Lesson time a fault itself lasts (a restart's `down_ms`): not frozen.
 fn fault_wait(f: &Fault) -> u64 {
     match f {
@@ -1680,6 +1673,34 @@ pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<R
 }
 
 /// The server's `redis_version`.
+/// What the run tells the user before it starts, when the lesson uses
+/// `DELEX` and the server is older than 8.4.
+fn delex_notice(lesson: &Lesson, version: &str, has_8_4: bool) -> Option<String> {
+    let uses_delex = lesson.steps.iter().any(|s| {
+        s.cmd
+            .as_deref()
+            .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
+    });
+    (uses_delex && !has_8_4).then(|| {
+        format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
+    })
+}
+
+/// Every actor of the lesson gets its connections to the `nodes` up front.
+/// Function libraries need no tidying here: a session's live in its own
+/// namespace (`lab_<id>_…`) and go with it, so a run never touches a
+/// library it did not load (the owner's `locklib` least).
+fn connect_actors(lesson: &Lesson, env: &mut RealEnv<'_>, nodes: u32) -> Result<(), RealLessonError> {
+    for a in &lesson.actors {
+        env.session.client(a)?;
+        for n in 0..nodes {
+            // Best effort: a node that is down is connected to later.
+            let _ = env.session.connect(a, n);
+        }
+    }
+    Ok(())
+}
+
 fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
     let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
     let text = match info {

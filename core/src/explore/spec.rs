@@ -293,6 +293,27 @@ impl Spec {
             s.world.max_events = s.world.max_events.min(self.max_steps);
             return s;
         }
+        let world = self.world_config();
+        let program = self.program();
+        let clients = (0..self.clients)
+            .map(|i| ClientSpec {
+                name: client_name(i),
+                clock: Default::default(),
+                start_ms: u64::from(i) * 3,
+                program: Some(program.clone()),
+            })
+            .collect();
+        Scenario {
+            seed: self.seed,
+            world,
+            clients,
+            faults: Vec::new(),
+        }
+    }
+
+    /// The world of a scenario built from the design's fields: its
+    /// topology, persistence and fencing, stopping at the first violation.
+    fn world_config(&self) -> WorldConfig {
         let ttl = self.ttl_ms;
         let topology = match self.topology {
             TopologyKind::Single => Topology::Single,
@@ -313,12 +334,19 @@ impl Spec {
             // ten TTLs in one hand is a lock that never comes back.
             world.invariants.max_hold_ms = Some(ttl.saturating_mul(10));
         }
+        world
+    }
+
+    /// The program every client of a built scenario runs: Redlock on five
+    /// masters, the lock program otherwise, with the design's choices.
+    fn program(&self) -> Program {
+        let ttl = self.ttl_ms;
         let work = Work {
             min_ms: ttl / 20,
             max_ms: ttl * 2 / 5,
             hang: self.work_hangs,
         };
-        let program = match self.topology {
+        match self.topology {
             TopologyKind::Redlock5 => Program::Redlock(RedlockProgram {
                 ttl_ms: ttl,
                 retry_count: 8,
@@ -361,20 +389,6 @@ impl Spec {
                 check_validity: self.check_validity,
                 ..LockProgram::default()
             }),
-        };
-        let clients = (0..self.clients)
-            .map(|i| ClientSpec {
-                name: client_name(i),
-                clock: Default::default(),
-                start_ms: u64::from(i) * 3,
-                program: Some(program.clone()),
-            })
-            .collect();
-        Scenario {
-            seed: self.seed,
-            world,
-            clients,
-            faults: Vec::new(),
         }
     }
 

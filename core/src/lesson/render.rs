@@ -12,7 +12,7 @@ use super::{Lang, Lesson, LessonTopology, OutcomeInvariant, Quiz, Step, StepKind
 use crate::actor::{Actor, Names};
 use crate::invariants::{Invariant, Violation};
 use crate::observe::LockChange;
-use crate::trace::EventKind;
+use crate::trace::{Event, EventKind};
 
 /// What a transcript line is: a command as typed and a reply as redis-cli
 /// prints it are the same in every language; everything else is the
@@ -442,13 +442,25 @@ pub fn swimlane(run: &LessonRun, width: usize) -> String {
 /// [`swimlane`], its own labels in `lang`.
 pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
     let world = run.world();
-    let names = world.names();
     let trace = world.trace();
     let end = trace.last().map_or(1, |e| e.at_ms).max(world.now()).max(1);
-    let width = width.max(10);
-    let col = |t: u64| ((t as u128 * (width as u128 - 1)) / end as u128) as usize;
+    let mut lanes = lane_spans(trace, world.names(), end);
+    let violations: Vec<(u64, u64, char)> = world
+        .violations()
+        .iter()
+        .map(|v| (v.from_ms, v.to_ms.max(v.from_ms + 1), '!'))
+        .collect();
+    if !violations.is_empty() {
+        let label = if lang == Lang::Zh { "违规" } else { "violations" };
+        lanes.insert(label.to_owned(), violations);
+    }
+    draw_lanes(&lanes, end, width.max(10), lang)
+}
 
-    // Intervals [from, to) per lane, with a fill character.
+/// The swimlane's lanes by label: intervals `[from, to)` of a client's
+/// belief (`█`) and of a key on a node (its owner's initial); what is still
+/// open at the end runs past `end`.
+fn lane_spans(trace: &[Event], names: &Names, end: u64) -> BTreeMap<String, Vec<(u64, u64, char)>> {
     let mut lanes: BTreeMap<String, Vec<(u64, u64, char)>> = BTreeMap::new();
     let mut open_belief: BTreeMap<(u32, String), u64> = BTreeMap::new();
     let mut open_lock: BTreeMap<(u32, String), (u64, char)> = BTreeMap::new();
@@ -499,16 +511,13 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
             .or_default()
             .push((from, end + 1, ch));
     }
-    let violations: Vec<(u64, u64, char)> = world
-        .violations()
-        .iter()
-        .map(|v| (v.from_ms, v.to_ms.max(v.from_ms + 1), '!'))
-        .collect();
-    if !violations.is_empty() {
-        let label = if lang == Lang::Zh { "违规" } else { "violations" };
-        lanes.insert(label.to_owned(), violations);
-    }
+    lanes
+}
 
+/// One text row per lane, under a time axis from 0 to `end` ms, `width`
+/// columns wide.
+fn draw_lanes(lanes: &BTreeMap<String, Vec<(u64, u64, char)>>, end: u64, width: usize, lang: Lang) -> String {
+    let col = |t: u64| ((t as u128 * (width as u128 - 1)) / end as u128) as usize;
     let label_width = lanes.keys().map(|k| k.chars().count()).max().unwrap_or(4).max(4);
     let mut out = String::new();
     let time = if lang == Lang::Zh { "时间" } else { "time" };
@@ -518,7 +527,7 @@ pub fn swimlane_in(run: &LessonRun, width: usize, lang: Lang) -> String {
         format!("{end} ms"),
         w = width - 4
     );
-    for (label, spans) in &lanes {
+    for (label, spans) in lanes {
         let mut row = vec!['·'; width];
         for &(from, to, ch) in spans {
             let (a, b) = (col(from), col(to.saturating_sub(1)).max(col(from)));

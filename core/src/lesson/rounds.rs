@@ -115,13 +115,9 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
             .find(|(c, p)| *c == client && p.key == key)
             .map(|(_, p)| *p)
     };
-    let mut open: BTreeMap<u32, Round> = BTreeMap::new();
-    // req → (client, command) for requests in an open round.
-    let mut reqs: BTreeMap<u64, (u32, Vec<Vec<u8>>)> = BTreeMap::new();
-    let mut done = Vec::new();
+    let mut book = Rounds::default();
     for (i, e) in trace.iter().enumerate() {
         let Actor::Client(c) = e.actor else { continue };
-        let name = names.client(c);
         match &e.kind {
             EventKind::Sent { req, node, commands } => {
                 let Some(cmd) = commands.first() else { continue };
@@ -131,24 +127,13 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
                 }
                 let key_at = if cmd[0].eq_ignore_ascii_case("eval") { 3 } else { 1 };
                 let Some(key) = cmd.get(key_at) else { continue };
-                let Some(p) = params(name, key) else { continue };
-                let round = open.entry(c).or_insert_with(|| Round {
-                    client: c,
-                    key: key.clone(),
-                    extend: ext,
-                    start_ms: e.at_ms,
-                    answers: Vec::new(),
-                    yes: 0,
-                    nodes: 0,
-                    majority: 0,
-                    ttl_ms: p.ttl_ms,
-                    elapsed_ms: 0,
-                    drift_ms: drift_ms(p.ttl_ms),
-                    validity_ms: 0,
-                    held: false,
-                    note: String::new(),
-                    at_event: i,
-                });
+                let Some(p) = params(names.client(c), key) else {
+                    continue;
+                };
+                let round = book
+                    .open
+                    .entry(c)
+                    .or_insert_with(|| Round::begin(c, key, ext, p.ttl_ms, e.at_ms, i));
                 round.answers.push(NodeAnswer {
                     node: *node,
                     answer: Answer::Pending,
@@ -156,63 +141,108 @@ pub fn rounds(lesson: &Lesson, trace: &[Event], names: &Names) -> Vec<Round> {
                     yes: false,
                 });
                 let argv = cmd.iter().map(|a| a.as_bytes().to_vec()).collect();
-                reqs.insert(*req, (c, argv));
+                book.reqs.insert(*req, (c, argv));
             }
-            EventKind::Received { req, node, replies } => {
-                let Some((_, argv)) = reqs.remove(req) else { continue };
-                let Some(round) = open.get_mut(&c) else { continue };
-                let Some(reply) = replies.first() else { continue };
-                if let Some(a) = round
-                    .answers
-                    .iter_mut()
-                    .find(|a| a.node == *node && a.answer == Answer::Pending)
-                {
-                    let text = crate::cli::render(&argv, reply).trim_end().to_owned();
-                    a.yes = matches!(reply, Reply::Status(s) if s == "OK") || *reply == Reply::Integer(1);
-                    a.answer = Answer::Reply(text);
-                    a.after_ms = e.at_ms - round.start_ms;
-                }
-            }
-            EventKind::TimedOut { req, node } => {
-                if reqs.remove(req).is_none() {
-                    continue;
-                }
-                let Some(round) = open.get_mut(&c) else { continue };
-                if let Some(a) = round
-                    .answers
-                    .iter_mut()
-                    .find(|a| a.node == *node && a.answer == Answer::Pending)
-                {
-                    a.answer = Answer::TimedOut;
-                    a.after_ms = e.at_ms - round.start_ms;
-                }
-            }
-            EventKind::Note { text } => {
-                let decided = text.contains(" nodes in ")
-                    || text.starts_with("extended on")
-                    || text.starts_with("extension failed");
-                if !decided {
-                    continue;
-                }
-                let Some(mut r) = open.remove(&c) else { continue };
-                reqs.retain(|_, (owner, _)| *owner != c);
-                r.nodes = r.answers.len() as u32;
-                r.majority = r.nodes / 2 + 1;
-                r.yes = r.answers.iter().filter(|a| a.yes).count() as u32;
-                r.elapsed_ms = e.at_ms - r.start_ms;
-                r.validity_ms = r.ttl_ms as i64 - r.elapsed_ms as i64 - r.drift_ms as i64;
-                r.held = text.ends_with("lock acquired") || text.starts_with("extended on");
-                r.note = text.clone();
-                r.at_event = i;
-                done.push(r);
-            }
+            EventKind::Received { req, node, replies } => book.received(c, e.at_ms, *req, *node, replies),
+            EventKind::TimedOut { req, node } => book.timed_out(c, e.at_ms, *req, *node),
+            EventKind::Note { text } => book.decided(c, i, e.at_ms, text),
             _ => {}
         }
     }
-    done
+    book.done
+}
+
+/// The rounds as the trace is read: those still open (one per client),
+/// their requests, and those decided.
+#[derive(Default)]
+struct Rounds {
+    open: BTreeMap<u32, Round>,
+    /// req → (client, command) for requests in an open round.
+    reqs: BTreeMap<u64, (u32, Vec<Vec<u8>>)>,
+    done: Vec<Round>,
+}
+
+impl Rounds {
+    /// A node answered one of the round's requests.
+    fn received(&mut self, c: u32, at_ms: u64, req: u64, node: u32, replies: &[Reply]) {
+        let Some((_, argv)) = self.reqs.remove(&req) else {
+            return;
+        };
+        let Some(round) = self.open.get_mut(&c) else { return };
+        let Some(reply) = replies.first() else { return };
+        let start_ms = round.start_ms;
+        if let Some(a) = round.pending(node) {
+            let text = crate::cli::render(&argv, reply).trim_end().to_owned();
+            a.yes = matches!(reply, Reply::Status(s) if s == "OK") || *reply == Reply::Integer(1);
+            a.answer = Answer::Reply(text);
+            a.after_ms = at_ms - start_ms;
+        }
+    }
+
+    /// The client stopped waiting for a node.
+    fn timed_out(&mut self, c: u32, at_ms: u64, req: u64, node: u32) {
+        if self.reqs.remove(&req).is_none() {
+            return;
+        }
+        let Some(round) = self.open.get_mut(&c) else { return };
+        let start_ms = round.start_ms;
+        if let Some(a) = round.pending(node) {
+            a.answer = Answer::TimedOut;
+            a.after_ms = at_ms - start_ms;
+        }
+    }
+
+    /// The program's note that decides the round (`… nodes in …`,
+    /// `extended on …`, `extension failed …`) closes it with its figures.
+    fn decided(&mut self, c: u32, i: usize, at_ms: u64, text: &str) {
+        let decided =
+            text.contains(" nodes in ") || text.starts_with("extended on") || text.starts_with("extension failed");
+        if !decided {
+            return;
+        }
+        let Some(mut r) = self.open.remove(&c) else { return };
+        self.reqs.retain(|_, (owner, _)| *owner != c);
+        r.nodes = r.answers.len() as u32;
+        r.majority = r.nodes / 2 + 1;
+        r.yes = r.answers.iter().filter(|a| a.yes).count() as u32;
+        r.elapsed_ms = at_ms - r.start_ms;
+        r.validity_ms = r.ttl_ms as i64 - r.elapsed_ms as i64 - r.drift_ms as i64;
+        r.held = text.ends_with("lock acquired") || text.starts_with("extended on");
+        r.note = text.to_owned();
+        r.at_event = i;
+        self.done.push(r);
+    }
 }
 
 impl Round {
+    /// A round whose first request went out at `start_ms` (event `i`).
+    fn begin(client: u32, key: &str, extend: bool, ttl_ms: u64, start_ms: u64, i: usize) -> Round {
+        Round {
+            client,
+            key: key.to_owned(),
+            extend,
+            start_ms,
+            answers: Vec::new(),
+            yes: 0,
+            nodes: 0,
+            majority: 0,
+            ttl_ms,
+            elapsed_ms: 0,
+            drift_ms: drift_ms(ttl_ms),
+            validity_ms: 0,
+            held: false,
+            note: String::new(),
+            at_event: i,
+        }
+    }
+
+    /// The node's answer still awaited in this round.
+    fn pending(&mut self, node: u32) -> Option<&mut NodeAnswer> {
+        self.answers
+            .iter_mut()
+            .find(|a| a.node == node && a.answer == Answer::Pending)
+    }
+
     /// The round in a few lines: each node's answer, then the arithmetic
     /// and the verdict.
     pub fn lines(&self, names: &Names, lang: Lang) -> Vec<String> {

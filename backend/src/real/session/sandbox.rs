@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use locklab_core::reply::Reply;
-use locklab_core::server::table::{self, flags};
+use locklab_core::server::table::{self, flags, Command};
 use locklab_core::server::Profile;
 
 use super::functions::{self, Scoped};
@@ -56,22 +56,7 @@ impl Sandbox {
     pub fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Rewritten, SessionError> {
         let name_bytes = argv.first().ok_or(SessionError::Empty)?;
         let name = String::from_utf8_lossy(name_bytes).to_uppercase();
-        let l = &self.limits;
-        if argv.len() > l.max_args {
-            return Err(SessionError::TooLarge {
-                what: "the argument count",
-                got: argv.len(),
-                limit: l.max_args,
-            });
-        }
-        let total: usize = argv.iter().map(Vec::len).sum();
-        if total > l.max_argv_bytes {
-            return Err(SessionError::TooLarge {
-                what: "the command",
-                got: total,
-                limit: l.max_argv_bytes,
-            });
-        }
+        self.check_size(argv)?;
         // The table of the newest profile: DELEX passes through, and a 7.0
         // server answers it with its own unknown-command error.
         let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
@@ -80,45 +65,12 @@ impl Sandbox {
                 why: "the lab's command table does not have it",
             });
         };
-        if cmd.flags & flags::DANGEROUS != 0 {
-            return Err(SessionError::NotAllowed {
-                name,
-                why: "it is dangerous or administrative",
-            });
-        }
-        if let Some(why) = OUTSIDE_THE_SESSION
-            .iter()
-            .find(|(n, _)| *n == cmd.name)
-            .map(|(_, why)| *why)
-        {
-            return Err(SessionError::NotAllowed { name, why });
-        }
         let sub = argv
             .get(1)
             .map(|s| String::from_utf8_lossy(s).to_lowercase())
             .unwrap_or_default();
-        if cmd.name == "script" && sub == "kill" {
-            return Err(SessionError::NotAllowed {
-                name: "SCRIPT KILL".into(),
-                why:
-                    "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
-            });
-        }
-        // Script bodies.
-        let body = match (cmd.name, sub.as_str()) {
-            ("eval" | "eval_ro", _) => argv.get(1),
-            ("script", "load") | ("function", "load") => argv.last(),
-            _ => None,
-        };
-        if let Some(b) = body {
-            if b.len() > l.max_script {
-                return Err(SessionError::TooLarge {
-                    what: "the script",
-                    got: b.len(),
-                    limit: l.max_script,
-                });
-            }
-        }
+        refuse(cmd, &name, &sub)?;
+        self.check_script_size(cmd, &sub, argv)?;
         let mut out = match functions::scope_command(argv, &self.ns) {
             Scoped::Untouched => argv.to_vec(),
             Scoped::Send(scoped) => scoped,
@@ -143,6 +95,45 @@ impl Sandbox {
             self.confine_scan(&mut out);
         }
         Ok(Rewritten::Send(out))
+    }
+
+    /// The argument count and the command's size within the limits.
+    fn check_size(&self, argv: &[Vec<u8>]) -> Result<(), SessionError> {
+        let l = &self.limits;
+        if argv.len() > l.max_args {
+            return Err(SessionError::TooLarge {
+                what: "the argument count",
+                got: argv.len(),
+                limit: l.max_args,
+            });
+        }
+        let total: usize = argv.iter().map(Vec::len).sum();
+        if total > l.max_argv_bytes {
+            return Err(SessionError::TooLarge {
+                what: "the command",
+                got: total,
+                limit: l.max_argv_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// A script body (`EVAL`'s, `SCRIPT LOAD`'s, `FUNCTION LOAD`'s) within
+    /// the script limit.
+    fn check_script_size(&self, cmd: &Command, sub: &str, argv: &[Vec<u8>]) -> Result<(), SessionError> {
+        let body = match (cmd.name, sub) {
+            ("eval" | "eval_ro", _) => argv.get(1),
+            ("script", "load") | ("function", "load") => argv.last(),
+            _ => None,
+        };
+        match body {
+            Some(b) if b.len() > self.limits.max_script => Err(SessionError::TooLarge {
+                what: "the script",
+                got: b.len(),
+                limit: self.limits.max_script,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// `SCAN` takes no keys, and ACL key patterns do not filter what it
@@ -314,6 +305,34 @@ fn strip(reply: &mut Reply, prefix: &[u8]) {
             b.drain(..prefix.len());
         }
     }
+}
+
+/// Commands the lab refuses by name: dangerous or administrative ones,
+/// those that reach outside the session, and `SCRIPT KILL`.
+fn refuse(cmd: &Command, name: &str, sub: &str) -> Result<(), SessionError> {
+    if cmd.flags & flags::DANGEROUS != 0 {
+        return Err(SessionError::NotAllowed {
+            name: name.to_owned(),
+            why: "it is dangerous or administrative",
+        });
+    }
+    if let Some(why) = OUTSIDE_THE_SESSION
+        .iter()
+        .find(|(n, _)| *n == cmd.name)
+        .map(|(_, why)| *why)
+    {
+        return Err(SessionError::NotAllowed {
+            name: name.to_owned(),
+            why,
+        });
+    }
+    if cmd.name == "script" && sub == "kill" {
+        return Err(SessionError::NotAllowed {
+            name: "SCRIPT KILL".into(),
+            why: "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
