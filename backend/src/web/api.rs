@@ -524,32 +524,7 @@ impl Lab {
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
-        match self.state.redis.clone() {
-            Some(url) => {
-                let external = Topology::external(url);
-                real_lesson::check_target(&lesson, &external, lang).map_err(unsupported)?;
-                if !matches!(self.topology, Some(Topology::External(_))) {
-                    self.topology = None;
-                    self._slot = None;
-                    self.topology = Some(external);
-                }
-            }
-            None => {
-                let kind = real_lesson::topology_kind(&lesson);
-                let reused = match self.topology.as_mut() {
-                    Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
-                    // The user chose Sentinel for a master and a replica:
-                    // the lesson's failover is then Sentinel's own.
-                    Some(t) if kind == TopologyKind::Replicated && t.kind() == Some(TopologyKind::Sentinel) => {
-                        t.reset().is_ok()
-                    }
-                    _ => false,
-                };
-                if !reused {
-                    self.start_managed(kind)?;
-                }
-            }
-        }
+        self.lesson_topology(&lesson, lang, &unsupported)?;
         self.ensure_session(out)?;
         let (Some(session), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else {
             return Err("no session".into());
@@ -569,6 +544,44 @@ impl Lab {
             notice: run.notice().map(str::to_owned),
         });
         self.run = Some(run);
+        Ok(())
+    }
+
+    /// Where a lesson plays: the user's server (when the lesson can run
+    /// there), or the lesson's managed topology, started, or reset when it
+    /// is already the one running.
+    fn lesson_topology(
+        &mut self,
+        lesson: &Lesson,
+        lang: Lang,
+        unsupported: &dyn Fn(String) -> String,
+    ) -> Result<(), String> {
+        match self.state.redis.clone() {
+            Some(url) => {
+                let external = Topology::external(url);
+                real_lesson::check_target(lesson, &external, lang).map_err(unsupported)?;
+                if !matches!(self.topology, Some(Topology::External(_))) {
+                    self.topology = None;
+                    self._slot = None;
+                    self.topology = Some(external);
+                }
+            }
+            None => {
+                let kind = real_lesson::topology_kind(lesson);
+                let reused = match self.topology.as_mut() {
+                    Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
+                    // The user chose Sentinel for a master and a replica:
+                    // the lesson's failover is then Sentinel's own.
+                    Some(t) if kind == TopologyKind::Replicated && t.kind() == Some(TopologyKind::Sentinel) => {
+                        t.reset().is_ok()
+                    }
+                    _ => false,
+                };
+                if !reused {
+                    self.start_managed(kind)?;
+                }
+            }
+        }
         Ok(())
     }
 
