@@ -58,6 +58,10 @@ pub enum RealError {
     /// Reading or writing the socket failed, or the reply could not be parsed.
     #[error("connection to redis-server failed: {0}")]
     Transport(#[source] redis::RedisError),
+    /// Reading or writing a session's async link failed, or timed out
+    /// ([`Link`](crate::real::session::link::Link)).
+    #[error("connection to redis-server failed: {0}")]
+    Io(#[source] std::io::Error),
     /// The server sent a RESP3 value core's [`Reply`] has no place for.
     #[error("unsupported reply from redis-server: {0}")]
     Unsupported(String),

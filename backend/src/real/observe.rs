@@ -27,7 +27,7 @@ pub use locklab_core::observe::acquired_key;
 use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
 use locklab_core::trace::EventKind;
 
-use crate::real::session::Session;
+use crate::real::session::{Peeked, Session};
 use crate::real::topology::{NodeInfo, NodeState};
 
 /// Why a lock key changed on a node, as far as the watcher can tell.
@@ -108,6 +108,21 @@ impl LockWatch {
         only: Option<u32>,
         cause: Cause,
     ) -> Vec<Observed> {
+        self.observe_with(session, nodes, only, cause, |s, n, keys| s.peek_many(n, keys).ok())
+    }
+
+    /// [`observe`](LockWatch::observe) with the keys read by `read` (what
+    /// each watched key holds on a node, in [`keys`](LockWatch::keys)'
+    /// order; `None`: unreadable): the WebSocket's async lane has read
+    /// them already, in the command's own round trip.
+    pub fn observe_with(
+        &mut self,
+        session: &mut Session,
+        nodes: &[NodeInfo],
+        only: Option<u32>,
+        cause: Cause,
+        mut read: impl FnMut(&mut Session, u32, &[String]) -> Option<Vec<Peeked>>,
+    ) -> Vec<Observed> {
         let mut out = Vec::new();
         for (n, info) in nodes.iter().enumerate() {
             let n = n as u32;
@@ -119,7 +134,7 @@ impl LockWatch {
             let keys = self.observer.keys().to_vec();
             // One round trip for every watched key on this node.
             let seen = match down {
-                false => session.peek_many(n, &keys).ok(),
+                false => read(session, n, &keys),
                 true => None,
             };
             let Some(seen) = seen else {

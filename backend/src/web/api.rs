@@ -78,8 +78,17 @@
 //! topology (the console can go off script), and their events are stamped
 //! in lesson time too. A `topology` message ends the run.
 //!
-//! Sessions call the synchronous `redis` crate, so each message is handled
-//! on tokio's blocking pool (`spawn_blocking`), never on the async workers.
+//! # Two lanes
+//!
+//! A console `command` in free play (no lesson running) runs on the async
+//! workers, on the session's async lane ([`Session::run_async`]): its I/O
+//! is tokio's, and the lock watch's peek rides in the command's own round
+//! trip. That is the message a person (or a load test) sends most, and the
+//! one whose latency the console shows. What is still blocking — opening a
+//! session (the ACL user, maybe starting redis-server), topologies and
+//! faults (processes), a lesson's run (its runner drives the blocking lane)
+//! and a session on its own cluster (routing by slot) — is handed to
+//! tokio's blocking pool (`spawn_blocking`), never run on the workers.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -91,7 +100,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
-use locklab_core::cli::CliError;
+use locklab_core::cli::{self, CliError};
 use locklab_core::console;
 use locklab_core::protocol::{Backing, ClientMsg, FaultKind, Health, ServerMsg};
 use locklab_core::reply::Reply;
@@ -103,8 +112,8 @@ use locklab_core::lesson::{Lang, Lesson};
 use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
-use crate::real::session::{Limits, Session, SessionError, SessionPool};
-use crate::real::topology::{Fault, Topology, TopologyKind};
+use crate::real::session::{Limits, Peeked, Session, SessionError, SessionPool};
+use crate::real::topology::{Fault, NodeInfo, Topology, TopologyKind};
 use crate::web::origin::OriginPolicy;
 
 /// Most managed topologies alive at once across all WebSockets (each is up
@@ -433,6 +442,50 @@ impl Lab {
         out
     }
 
+    /// Does a `command` message take the async lane? In free play (a
+    /// lesson's runner observes on the blocking lane), on an open session
+    /// that is not on its own cluster.
+    fn fast_lane(&self) -> bool {
+        self.run.is_none() && self.topology.is_some() && self.session.as_ref().is_some_and(Session::async_ready)
+    }
+
+    /// Open the session a first `command` needs, on the default topology
+    /// if there is none yet: the `hello`, or the reply saying why not.
+    fn open_for_command(&mut self, client: &str) -> Vec<ServerMsg> {
+        let mut out = Vec::new();
+        if let Err(e) = self.ensure_session(&mut out) {
+            out.push(ServerMsg::Reply {
+                client: client.to_owned(),
+                text: Reply::Error(e).to_cli(),
+            });
+        }
+        out
+    }
+
+    /// A free-play `command` on the async lane: its events, `names` if a
+    /// client appeared, and its reply, as [`Lab::handle`] answers it.
+    async fn command_async(&mut self, client: String, line: String, node: u32) -> Vec<ServerMsg> {
+        let mut out = Vec::new();
+        let (Some(s), Some(topology)) = (self.session.as_mut(), self.topology.as_ref()) else {
+            return out;
+        };
+        let clients_before = s.names().clients.len();
+        let watch = FreeWatch {
+            free: &mut self.free,
+            nodes: topology.nodes(),
+        };
+        let max_line = self.state.pool.limits().max_line;
+        let text = console_line_async(s, watch, &client, node, &line, max_line).await;
+        if s.names().clients.len() != clients_before {
+            out.push(ServerMsg::Names {
+                names: s.names().clone(),
+            });
+        }
+        out.extend(s.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+        out.push(ServerMsg::Reply { client, text });
+        out
+    }
+
     /// `lesson`: a fresh session on the lesson's topology, and a run at
     /// step 0. `sent`: the lesson itself, when it is not the catalogue's
     /// (a counterexample from the page's explorer).
@@ -471,32 +524,7 @@ impl Lab {
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
-        match self.state.redis.clone() {
-            Some(url) => {
-                let external = Topology::external(url);
-                real_lesson::check_target(&lesson, &external, lang).map_err(unsupported)?;
-                if !matches!(self.topology, Some(Topology::External(_))) {
-                    self.topology = None;
-                    self._slot = None;
-                    self.topology = Some(external);
-                }
-            }
-            None => {
-                let kind = real_lesson::topology_kind(&lesson);
-                let reused = match self.topology.as_mut() {
-                    Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
-                    // The user chose Sentinel for a master and a replica:
-                    // the lesson's failover is then Sentinel's own.
-                    Some(t) if kind == TopologyKind::Replicated && t.kind() == Some(TopologyKind::Sentinel) => {
-                        t.reset().is_ok()
-                    }
-                    _ => false,
-                };
-                if !reused {
-                    self.start_managed(kind)?;
-                }
-            }
-        }
+        self.lesson_topology(&lesson, lang, &unsupported)?;
         self.ensure_session(out)?;
         let (Some(session), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else {
             return Err("no session".into());
@@ -516,6 +544,44 @@ impl Lab {
             notice: run.notice().map(str::to_owned),
         });
         self.run = Some(run);
+        Ok(())
+    }
+
+    /// Where a lesson plays: the user's server (when the lesson can run
+    /// there), or the lesson's managed topology, started, or reset when it
+    /// is already the one running.
+    fn lesson_topology(
+        &mut self,
+        lesson: &Lesson,
+        lang: Lang,
+        unsupported: &dyn Fn(String) -> String,
+    ) -> Result<(), String> {
+        match self.state.redis.clone() {
+            Some(url) => {
+                let external = Topology::external(url);
+                real_lesson::check_target(lesson, &external, lang).map_err(unsupported)?;
+                if !matches!(self.topology, Some(Topology::External(_))) {
+                    self.topology = None;
+                    self._slot = None;
+                    self.topology = Some(external);
+                }
+            }
+            None => {
+                let kind = real_lesson::topology_kind(lesson);
+                let reused = match self.topology.as_mut() {
+                    Some(t) if t.kind() == Some(kind) => t.reset().is_ok(),
+                    // The user chose Sentinel for a master and a replica:
+                    // the lesson's failover is then Sentinel's own.
+                    Some(t) if kind == TopologyKind::Replicated && t.kind() == Some(TopologyKind::Sentinel) => {
+                        t.reset().is_ok()
+                    }
+                    _ => false,
+                };
+                if !reused {
+                    self.start_managed(kind)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -707,6 +773,87 @@ fn console_line(
     text.trim_end_matches(['\r', '\n']).to_owned()
 }
 
+/// Free play's lock watch and the nodes it looks at.
+struct FreeWatch<'a> {
+    free: &'a mut LockWatch,
+    nodes: Vec<NodeInfo>,
+}
+
+/// [`console_line`] on the session's async lane, with free play's lock
+/// watch: the same split, repeat and rendering (core's [`console::read`]
+/// and [`cli::render`]).
+async fn console_line_async(
+    s: &mut Session,
+    mut watch: FreeWatch<'_>,
+    client: &str,
+    node: u32,
+    line: &str,
+    max_line: usize,
+) -> String {
+    let limits = console::Limits {
+        max_line,
+        ..console::Limits::BROWSER
+    };
+    let (argv, repeat) = match console::read(line.as_bytes(), limits) {
+        console::Typed::Run { argv, repeat } => (argv, repeat),
+        // redis-cli's own refusal of a repeat count: nothing was sent.
+        console::Typed::Refused(why @ console::Refusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
+        // Too long, unbalanced, empty: the session's own error (and note),
+        // refused before anything would be sent, so no I/O blocks here.
+        _ => {
+            return match s.run_line(client, node, line) {
+                Err(e) => e.to_reply().to_cli(),
+                Ok(reply) => reply.to_cli(),
+            }
+        }
+    };
+    let mut out = String::new();
+    for _ in 0..repeat {
+        let reply = free_command(s, &mut watch, client, node, &argv).await;
+        out.push_str(&cli::render(&argv, &reply));
+    }
+    out.trim_end_matches(['\r', '\n']).to_owned()
+}
+
+/// One free-play command on the async lane, and free play's lock watch
+/// after it, as [`Lab::handle`]'s does it: a key a client takes with
+/// `SET … NX` or `SETNX` is watched from then on, and the watched keys are
+/// looked at after a command that may change them. The look is asked for
+/// before the reply is known (the keys watched, and the key this command
+/// would take), so it rides in the command's round trip; what the reply
+/// turns out not to need is not used.
+async fn free_command(s: &mut Session, watch: &mut FreeWatch<'_>, client: &str, node: u32, argv: &[Vec<u8>]) -> Reply {
+    let free = &mut *watch.free;
+    let would_take = acquired_key(argv, &Reply::ok()).or_else(|| acquired_key(argv, &Reply::Integer(1)));
+    let mut peek = Vec::new();
+    if would_take.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
+        peek = free.keys().to_vec();
+        if let Some((k, _)) = would_take.filter(|(k, _)| !peek.contains(k)) {
+            peek.push(k);
+        }
+    }
+    let (reply, peeked) = match s.run_async(client, node, argv, &peek).await {
+        Ok(r) => r,
+        Err(e) => return e.to_reply(),
+    };
+    let took = acquired_key(argv, &reply);
+    if let Some((key, _)) = &took {
+        free.add(key);
+    }
+    if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
+        if let Ok(cid) = s.client(client) {
+            let seen: Option<std::collections::HashMap<&String, &Peeked>> =
+                peeked.as_ref().map(|p| peek.iter().zip(p).collect());
+            let cause = Cause::Cmd { client: cid, node };
+            free.observe_with(s, &watch.nodes, Some(node), cause, |_, _, want| {
+                let seen = seen.as_ref()?;
+                want.iter().map(|k| seen.get(k).map(|v| (*v).clone())).collect()
+            });
+        }
+    }
+    reply
+}
+
 /// The fault a `fault` message asks for, on node `node`.
 fn real_fault(kind: FaultKind, node: u32) -> Fault {
     match kind {
@@ -812,7 +959,7 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 };
                 match ClientMsg::from_json(&text) {
                     Err(message) => vec![ServerMsg::Error { message }],
-                    Ok(msg) => match blocking(&mut lab, move |l| l.handle(msg)).await {
+                    Ok(msg) => match dispatch(&mut lab, msg).await {
                         Some(out) => out,
                         None => break,
                     },
@@ -824,6 +971,33 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         }
     }
     drop_lab(lab).await;
+}
+
+/// Handle one message on the lane it belongs to (see the module doc):
+/// `None` when the lab is gone (the socket then ends).
+async fn dispatch(lab: &mut Option<Lab>, msg: ClientMsg) -> Option<Vec<ServerMsg>> {
+    let ClientMsg::Command { client, line, node } = msg else {
+        return blocking(lab, move |l| l.handle(msg)).await;
+    };
+    let mut out = Vec::new();
+    let l = lab.as_mut()?;
+    if l.run.is_none() && l.session.is_none() {
+        // Opening the session blocks (and may start a redis-server): once.
+        let c = client.clone();
+        out = blocking(lab, move |l| l.open_for_command(&c)).await?;
+    }
+    let l = lab.as_mut()?;
+    if l.fast_lane() {
+        out.extend(l.command_async(client, line, node).await);
+        return Some(out);
+    }
+    if l.run.is_none() && l.session.is_none() {
+        // It could not be opened: `out` says why.
+        return Some(out);
+    }
+    let msg = ClientMsg::Command { client, line, node };
+    out.extend(blocking(lab, move |l| l.handle(msg)).await?);
+    Some(out)
 }
 
 /// What a socket says when the backend stops.

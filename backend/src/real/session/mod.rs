@@ -91,20 +91,25 @@ use locklab_core::reply::Reply;
 use locklab_core::server::cluster::key_slot;
 use locklab_core::server::table;
 use locklab_core::server::Profile;
-use locklab_core::trace::{Event, EventKind, LossReason};
+use locklab_core::trace::{Event, EventKind};
 use thiserror::Error;
 
 use crate::real::conn::{display_addr, RealConnection, RealError};
 use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
+mod fast;
 pub mod functions;
 mod janitor;
+pub mod link;
+mod phases;
 pub mod preflight;
 pub mod sandbox;
 mod watchdog;
 
 use janitor::{Cleanup, Janitor};
+use link::Link;
+use phases::{Before, Loaded, Outcome, Prepared};
 use preflight::{Preflight, Verdict};
 use watchdog::{Killer, Watchdog};
 
@@ -356,9 +361,11 @@ impl SessionPool {
                     target,
                     admin: None,
                     user_ready: false,
+                    reader: None,
                 })
                 .collect(),
             conns: HashMap::new(),
+            links: HashMap::new(),
             clients: BTreeMap::new(),
             names,
             bucket: Bucket::new(self.limits.burst),
@@ -397,6 +404,11 @@ struct NodeSlot {
     admin: Option<RealConnection>,
     /// Has the ACL user been made since the admin connection opened?
     user_ready: bool,
+    /// The async lane's administrative connection ([`fast`]): peeks that
+    /// cannot ride on a client's link, the pre-flight's snapshot, `SCAN`,
+    /// and the kill of a runaway script. Opened (and the ACL user made
+    /// through it) on first use.
+    reader: Option<Link>,
 }
 
 /// A token bucket: `tokens` refill at `rate` per second up to `burst`.
@@ -414,27 +426,28 @@ impl Bucket {
         }
     }
 
-    /// Take a token, waiting up to `max_wait` for one.
-    fn take(&mut self, rate: f64, burst: f64, max_wait: Duration) -> bool {
+    /// Take a token: `Some(None)` now, `Some(Some(wait))` once the caller
+    /// has waited `wait` (at most `max_wait`; the token is spent already),
+    /// `None` when it would have to wait longer.
+    fn take(&mut self, rate: f64, burst: f64, max_wait: Duration) -> Option<Option<Duration>> {
         if rate.is_infinite() {
-            return true;
+            return Some(None);
         }
         let now = Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * rate).min(burst);
-        self.last = now;
+        self.tokens = (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * rate).min(burst);
+        self.last = self.last.max(now);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
-            return true;
+            return Some(None);
         }
         let wait = Duration::from_secs_f64((1.0 - self.tokens) / rate.max(f64::MIN_POSITIVE));
         if wait > max_wait {
-            return false;
+            return None;
         }
-        // Backpressure: the token will be there after `wait`.
-        std::thread::sleep(wait);
-        self.last = Instant::now();
+        // The token will be there after `wait`: spend it now.
+        self.last = now + wait;
         self.tokens = 0.0;
-        true
+        Some(Some(wait))
     }
 }
 
@@ -464,6 +477,10 @@ pub struct Session {
     nodes: Vec<NodeSlot>,
     /// (client index, node index) → connection authenticated as the user.
     conns: HashMap<(u32, u32), RealConnection>,
+    /// The same for the async lane ([`fast`]). A link lives in one of the
+    /// two maps at a time: the lane that opens one drops the other's, so a
+    /// client's `MULTI` or `WATCH` is never split over two sockets.
+    links: HashMap<(u32, u32), Link>,
     clients: BTreeMap<String, u32>,
     names: Names,
     bucket: Bucket,
@@ -542,7 +559,7 @@ impl Session {
     /// `EVAL`), whatever their number: a watcher looks at every lock key
     /// after a command, and one round trip per key made free play cost
     /// quadratically many as locks piled up.
-    pub fn peek_many(&mut self, node: u32, keys: &[String]) -> Result<Vec<Option<(String, i64)>>, SessionError> {
+    pub fn peek_many(&mut self, node: u32, keys: &[String]) -> Result<Vec<Peeked>, SessionError> {
         let n = node as usize;
         if n >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
@@ -551,12 +568,7 @@ impl Session {
             return Ok(Vec::new());
         }
         self.ensure_user(n)?;
-        let mut argv = vec![
-            b"EVAL".to_vec(),
-            PEEK_LUA.as_bytes().to_vec(),
-            keys.len().to_string().into_bytes(),
-        ];
-        argv.extend(keys.iter().map(|k| format!("{}{k}", self.sandbox.prefix).into_bytes()));
+        let argv = self.peek_argv(keys);
         let result = self.nodes[n]
             .admin
             .as_mut()
@@ -567,6 +579,22 @@ impl Session {
             self.nodes[n].user_ready = false;
             self.unreachable(n, source)
         })?;
+        self.parse_peek(n, keys, reply)
+    }
+
+    /// The `EVAL` that peeks at `keys` (as typed; prefixed here).
+    fn peek_argv(&self, keys: &[String]) -> Argv {
+        let mut argv = vec![
+            b"EVAL".to_vec(),
+            PEEK_LUA.as_bytes().to_vec(),
+            keys.len().to_string().into_bytes(),
+        ];
+        argv.extend(keys.iter().map(|k| format!("{}{k}", self.sandbox.prefix).into_bytes()));
+        argv
+    }
+
+    /// What a peek's `reply` says of each of `keys`.
+    fn parse_peek(&self, n: usize, keys: &[String], reply: Reply) -> Result<Vec<Peeked>, SessionError> {
         let Reply::Array(items) = reply else {
             return Err(SessionError::Setup {
                 node: self.nodes[n].target.name.clone(),
@@ -615,9 +643,11 @@ impl Session {
     /// re-creates the user instead of failing once on a dead socket.
     pub fn forget_node(&mut self, node: u32) {
         self.conns.retain(|&(_, n), _| n != node);
+        self.links.retain(|&(_, n), _| n != node);
         self.killers.remove(&(node as usize));
         if let Some(slot) = self.nodes.get_mut(node as usize) {
             slot.admin = None;
+            slot.reader = None;
             slot.user_ready = false;
         }
     }
@@ -790,147 +820,121 @@ impl Session {
         Some((to, ask, format!("-> Redirected to slot [{slot}] located at {addr}")))
     }
 
+    /// The blocking lane: one command, checked, judged, sent and booked
+    /// by the stages in [`phases`], on blocking connections.
     fn run_inner(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
         let n = node as usize;
-        if n >= self.nodes.len() {
-            return Err(SessionError::NoNode(node));
-        }
-        let rewritten = match self.sandbox.check_and_rewrite(argv)? {
-            Rewritten::Send(r) => r,
-            // Metadata Redis refuses: the simulator's answer is Redis's.
-            Rewritten::Answer => return Ok(self.preflight.answer(argv)),
+        let prep = match self.prepare(c, node, argv)? {
+            Before::Answer(reply) => return Ok(reply),
+            Before::Send(p) => p,
         };
-        // Lua runs on the simulator first: alone, or a transaction whole.
-        let link = (c, node);
-        let queued = self.multi.get(&link);
-        let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
-        let checked: Option<(Vec<Argv>, Vec<Argv>)> = match queued {
-            None if preflight::runs_lua(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
-            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::runs_lua(user)) => {
-                Some(q.iter().cloned().unzip())
-            }
-            _ => None,
-        };
-        // On the session's own cluster there is nobody else to protect (the
-        // watchdog still kills a runaway), and a copy of keys in several
-        // slots cannot be read in one script.
-        let own = self.sandbox.confinement == Confinement::OwnCluster;
-        if let Some((batch, _)) = checked.as_ref().filter(|_| !own) {
-            match self.preflight_check(n, batch)? {
-                Verdict::Send => {}
-                Verdict::Answer(reply) => return Ok(reply),
-                Verdict::Refuse(why) => {
-                    if is_exec {
-                        // The transaction is over either way: discard it.
-                        self.multi.remove(&link);
-                        let _ = self.conn(c, n).and_then(|conn| conn.execute(&[b"DISCARD".to_vec()]));
-                    }
-                    return Err(SessionError::ScriptRefused(why));
-                }
-            }
+        if let Some(reply) = self.preflight_blocking(c, n, &prep)? {
+            return Ok(reply);
         }
-        if !self.bucket.take(
-            self.sandbox.limits.commands_per_sec,
-            self.sandbox.limits.burst,
-            self.sandbox.limits.max_wait,
-        ) {
-            return Err(SessionError::RateLimited(self.sandbox.limits.commands_per_sec));
+        if let Some(wait) = self.take_token()? {
+            // Backpressure: the token will be there after `wait`.
+            std::thread::sleep(wait);
         }
-        self.preflight.track(argv);
-        let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
-        self.req += 1;
-        let req = self.req;
-        let sent_at = self.now_ms();
-        self.push(
-            sent_at,
-            Actor::Client(c),
-            EventKind::Sent {
-                req,
-                node,
-                commands: shown.clone(),
-            },
-        );
-        let watchdog = match checked {
+        let begun = self.begin(c, node, argv);
+        let watchdog = match &prep.checked {
             Some((_, sent)) => {
                 let url = self.nodes[n].target.url.clone();
                 let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(killer, url, sent, self.sandbox.limits.script_budget))
+                Some(Watchdog::start(
+                    killer,
+                    url,
+                    sent.clone(),
+                    self.sandbox.limits.script_budget,
+                ))
             }
             None => None,
         };
-        let scan = argv[0].eq_ignore_ascii_case(b"scan");
-        let outcome = if scan {
+        let reply = if prep.scan {
             // The session's SCAN: the ACL user may not SCAN (its results
             // are not confined by key patterns), so the admin connection
             // runs it, confined by MATCH to the session's prefix.
-            self.ensure_user(n)
-                .map_err(|e| match e {
-                    SessionError::Unreachable { source, .. } => source,
-                    other => RealError::Unsupported(other.to_string()),
-                })
-                .and_then(|()| self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand))
-                .and_then(|admin| admin.execute(&rewritten))
+            self.admin_execute(n, &prep.rewritten)
         } else {
-            self.conn(c, n).and_then(|conn| conn.execute(&rewritten))
+            self.conn(c, n).and_then(|conn| conn.execute(&prep.rewritten))
         };
         let killed = watchdog.is_some_and(Watchdog::done);
-        let back_at = self.now_ms();
-        match outcome {
-            Ok(mut reply) => {
-                self.after_reply(link, argv, &rewritten, &reply);
-                if let Err(e) = self.check_loaded(n, argv, &reply) {
-                    reply = e.to_reply();
-                }
-                if killed {
-                    reply = SessionError::ScriptKilled {
-                        budget_ms: self.sandbox.limits.script_budget.as_millis() as u64,
-                        reply: self.sandbox.unscope_text(&reply.to_cli()),
+        let loaded = match self.loaded_library(argv, &reply) {
+            Some(lib) => self.check_loaded_blocking(n, &lib),
+            None => Ok(()),
+        };
+        let outcome = Outcome { reply, killed, loaded };
+        self.finish((c, node), argv, &prep, begun, outcome)
+    }
+
+    /// `argv` on node `n`'s admin connection (made, with the ACL user, if
+    /// need be).
+    fn admin_execute(&mut self, n: usize, argv: &[Vec<u8>]) -> Result<Reply, RealError> {
+        self.ensure_user(n)
+            .map_err(|e| match e {
+                SessionError::Unreachable { source, .. } => source,
+                other => RealError::Unsupported(other.to_string()),
+            })
+            .and_then(|()| self.nodes[n].admin.as_mut().ok_or(RealError::EmptyCommand))
+            .and_then(|admin| admin.execute(argv))
+    }
+
+    /// The pre-flight of a command that runs Lua, on blocking connections:
+    /// `Some(reply)` when the simulator's answer is the reply; `Err` when
+    /// the script is refused (a refused `EXEC` discards its transaction).
+    fn preflight_blocking(&mut self, c: u32, n: usize, prep: &Prepared) -> Result<Option<Reply>, SessionError> {
+        let Some((batch, _)) = prep.checked.as_ref().filter(|_| prep.preflight) else {
+            return Ok(None);
+        };
+        let verdict = match self.snapshot_request() {
+            Err(why) => Verdict::Refuse(why),
+            Ok(None) => self.judge(&[], None, batch),
+            Ok(Some((keys, argv))) => {
+                self.ensure_user(n)?;
+                let read = self.nodes[n]
+                    .admin
+                    .as_mut()
+                    .ok_or(RealError::EmptyCommand)
+                    .and_then(|a| a.execute(&argv));
+                match read {
+                    Ok(reply) => self.judge(&keys, Some(&reply), batch),
+                    Err(source) => {
+                        self.nodes[n].admin = None;
+                        self.nodes[n].user_ready = false;
+                        return Err(self.unreachable(n, source));
                     }
-                    .to_reply();
                 }
-                self.sandbox.unscope(argv, &mut reply, scan);
-                let mid = sent_at + (back_at - sent_at) / 2;
-                self.push(
-                    mid,
-                    Actor::Node(node),
-                    EventKind::Executed {
-                        req,
-                        client: c,
-                        commands: shown,
-                        replies: vec![reply.clone()],
-                    },
-                );
-                self.push(
-                    back_at,
-                    Actor::Client(c),
-                    EventKind::Received {
-                        req,
-                        node,
-                        replies: vec![reply.clone()],
-                    },
-                );
-                Ok(reply)
             }
-            Err(source) => {
-                // Forget every connection to this node: the socket is dead
-                // (or its server restarted and forgot our ACL user).
-                self.conns.retain(|&(_, nn), _| nn != node);
-                self.multi.retain(|&(_, nn), _| nn != node);
-                self.killers.remove(&n);
-                self.nodes[n].admin = None;
-                self.nodes[n].user_ready = false;
-                self.push(
-                    back_at,
-                    Actor::Client(c),
-                    EventKind::Lost {
-                        req,
-                        client: c,
-                        node,
-                        reason: LossReason::NodeDown,
-                    },
-                );
-                Err(self.unreachable(n, source))
+        };
+        match verdict {
+            Verdict::Send => Ok(None),
+            Verdict::Answer(reply) => Ok(Some(reply)),
+            Verdict::Refuse(why) => {
+                if prep.is_exec {
+                    // The transaction is over either way: discard it.
+                    self.multi.remove(&prep.link);
+                    let _ = self.conn(c, n).and_then(|conn| conn.execute(&[b"DISCARD".to_vec()]));
+                }
+                Err(SessionError::ScriptRefused(why))
             }
+        }
+    }
+
+    /// [`Session::loaded_library`]'s check on the blocking admin
+    /// connection.
+    fn check_loaded_blocking(&mut self, n: usize, lib: &[u8]) -> Result<(), SessionError> {
+        let Some(admin) = self.nodes[n].admin.as_mut() else {
+            return Err(SessionError::NoNode(n as u32));
+        };
+        let list = admin.execute(&phases::function_list(lib));
+        match self.judge_loaded(lib, list.as_ref().ok()) {
+            Loaded::Fine => Ok(()),
+            Loaded::Delete => {
+                if let Some(admin) = self.nodes[n].admin.as_mut() {
+                    let _ = admin.execute(&phases::function_delete(lib));
+                }
+                Err(phases::library_refused())
+            }
+            Loaded::Refuse => Err(phases::library_refused()),
         }
     }
 
@@ -954,46 +958,6 @@ impl Session {
         let k: Killer = std::sync::Arc::new(std::sync::Mutex::new(conn));
         self.killers.insert(n, k.clone());
         Ok(k)
-    }
-
-    /// Run `batch` (user view) on the simulator, on a copy of the session's
-    /// keys read from node `n`.
-    fn preflight_check(&mut self, n: usize, batch: &[Vec<Vec<u8>>]) -> Result<Verdict, SessionError> {
-        let keys = match self.preflight.keys() {
-            Ok(k) => k,
-            Err(why) => return Ok(Verdict::Refuse(why)),
-        };
-        let snapshot = if keys.is_empty() {
-            Vec::new()
-        } else {
-            self.ensure_user(n)?;
-            let mut argv = vec![
-                b"EVAL".to_vec(),
-                preflight::SNAPSHOT_LUA.as_bytes().to_vec(),
-                keys.len().to_string().into_bytes(),
-            ];
-            argv.extend(keys.iter().map(|k| [self.sandbox.prefix.as_bytes(), k].concat()));
-            let read = self.nodes[n]
-                .admin
-                .as_mut()
-                .ok_or(RealError::EmptyCommand)
-                .and_then(|a| a.execute(&argv));
-            match read {
-                Ok(reply) => match preflight::parse_snapshot(&keys, &reply) {
-                    Ok(s) => s,
-                    Err(why) => return Ok(Verdict::Refuse(why)),
-                },
-                Err(source) => {
-                    self.nodes[n].admin = None;
-                    self.nodes[n].user_ready = false;
-                    return Err(self.unreachable(n, source));
-                }
-            }
-        };
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Ok(self.preflight.check(now_ms, &snapshot, batch))
     }
 
     /// Bookkeeping after Redis answered `argv` (sent as `sent`): the
@@ -1027,36 +991,6 @@ impl Session {
         }
     }
 
-    /// After a `FUNCTION LOAD` Redis accepted: every function the library
-    /// registered must be in the session's namespace (the shim puts them
-    /// there; a library that got around it is deleted again).
-    fn check_loaded(&mut self, n: usize, argv: &[Vec<u8>], reply: &Reply) -> Result<(), SessionError> {
-        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-        let Reply::Bulk(lib) = reply else { return Ok(()) };
-        if !(is(0, "function") && is(1, "load")) || self.sandbox.ns.is_empty() {
-            return Ok(());
-        }
-        let ns = self.sandbox.ns.as_bytes().to_vec();
-        let admin = self.nodes[n].admin.as_mut().ok_or(SessionError::NoNode(n as u32))?;
-        let list = admin.execute(&[
-            b"FUNCTION".to_vec(),
-            b"LIST".to_vec(),
-            b"LIBRARYNAME".to_vec(),
-            lib.clone(),
-        ]);
-        let names = function_names(list.as_ref().ok());
-        if lib.starts_with(&ns) && !names.is_empty() && names.iter().all(|f| f.starts_with(&ns)) {
-            return Ok(());
-        }
-        if lib.starts_with(&ns) {
-            let _ = admin.execute(&[b"FUNCTION".to_vec(), b"DELETE".to_vec(), lib.clone()]);
-        }
-        Err(SessionError::ScriptRefused(
-            "a library of a lab session must register its functions with redis.register_function; it was deleted again"
-                .into(),
-        ))
-    }
-
     fn unreachable(&self, n: usize, source: RealError) -> SessionError {
         let t = &self.nodes[n].target;
         SessionError::Unreachable {
@@ -1078,6 +1012,7 @@ impl Session {
                 });
             }
             let conn = self.open_user_conn(n)?;
+            self.links.remove(&key);
             self.conns.insert(key, conn);
         }
         self.conns.get_mut(&key).ok_or(RealError::EmptyCommand)
@@ -1175,6 +1110,7 @@ impl Drop for Session {
     /// to the pool's janitor, which tries again every few seconds.
     fn drop(&mut self) {
         self.conns.clear();
+        self.links.clear();
         let cleanup = Cleanup {
             nodes: self.nodes.iter().map(|n| n.target.clone()).collect(),
             user: self.user.clone(),
@@ -1244,6 +1180,10 @@ pub const ACL_DENIED: &[&str] = &[
 
 /// One command's arguments.
 type Argv = Vec<Vec<u8>>;
+
+/// What a peek saw of one key: its value (or `(type)`) and `PTTL`; `None`
+/// when it does not exist.
+pub type Peeked = Option<(String, i64)>;
 
 /// The function names in a `FUNCTION LIST` reply.
 fn function_names(list: Option<&Reply>) -> Vec<Vec<u8>> {

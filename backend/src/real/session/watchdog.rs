@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use locklab_core::reply::Reply;
 
+use super::link::Link;
 use crate::real::conn::RealConnection;
 
 /// The watchdog of one command: drop it (or call [`Watchdog::done`]) when
@@ -72,19 +73,7 @@ impl Watchdog {
                     if rx.try_recv() != Err(mpsc::TryRecvError::Empty) {
                         return;
                     }
-                    let kill: Option<&[u8]> = match running_command(&stats) {
-                        // A function: `FUNCTION STATS` names its command, so
-                        // only the session's own is killed.
-                        Running::Function(cmd) if sent.contains(&cmd) => Some(b"FUNCTION"),
-                        // An EVAL: redis-server 7.0 does not say whose
-                        // (`FUNCTION STATS` answers BUSY while one runs). The
-                        // session's own script has been in flight for the whole
-                        // budget and the server was idle when it was sent (the
-                        // pre-flight's snapshot was just answered), so the
-                        // script running now is the session's.
-                        Running::Eval if sent.iter().any(|argv| is_eval(argv)) => Some(b"SCRIPT"),
-                        _ => None,
-                    };
+                    let kill = kill_for(&stats, &sent);
                     if let Some(kill) = kill {
                         flag.store(true, Ordering::SeqCst);
                         // NOTBUSY (it just ended) or UNKILLABLE (it wrote):
@@ -124,9 +113,59 @@ pub(super) type Killer = Arc<Mutex<RealConnection>>;
 pub(super) fn open_killer(admin_url: &str) -> Result<RealConnection, crate::real::conn::RealError> {
     let conn = RealConnection::open(admin_url)?;
     // Long enough to outwait a busy threshold raised well above the default.
-    conn.set_read_timeout(Some(Duration::from_secs(60)))?;
+    conn.set_read_timeout(Some(KILLER_TIMEOUT))?;
     Ok(conn)
 }
+
+/// Whether (and with which command: `SCRIPT` or `FUNCTION`, then `KILL`)
+/// to kill what `FUNCTION STATS` answered `stats` about, the session's
+/// command(s) in flight being `sent`.
+fn kill_for(stats: &Reply, sent: &[Vec<Vec<u8>>]) -> Option<&'static [u8]> {
+    match running_command(stats) {
+        // A function: `FUNCTION STATS` names its command, so only the
+        // session's own is killed.
+        Running::Function(cmd) if sent.contains(&cmd) => Some(b"FUNCTION"),
+        // An EVAL: redis-server 7.0 does not say whose (`FUNCTION STATS`
+        // answers BUSY while one runs). The session's own script has been
+        // in flight for the whole budget and the server was idle when it
+        // was sent (the pre-flight's snapshot, or a PING, was just
+        // answered), so the script running now is the session's.
+        Running::Eval if sent.iter().any(|argv| is_eval(argv)) => Some(b"SCRIPT"),
+        _ => None,
+    }
+}
+
+/// The async lane's watchdog, for a command whose reply is still out after
+/// the budget: the same questions and kills as the thread of
+/// [`Watchdog::start`], through the session's async admin link `admin`
+/// (opened, and seen to answer, before the script was sent). Returns when
+/// it killed (and sets `killed`) or gave up; the caller keeps waiting for
+/// the reply meanwhile and drops this future when the reply comes.
+pub(super) async fn watch_async(admin: &mut Link, sent: &[Vec<Vec<u8>>], killed: &AtomicBool) {
+    let stats_argv = [b"FUNCTION".to_vec(), b"STATS".to_vec()];
+    loop {
+        // The server answers only after its busy threshold.
+        let stats = match admin.send(&[&stats_argv]).await {
+            Ok(()) => admin.read_within(false, Some(KILLER_TIMEOUT)).await,
+            Err(e) => Err(e),
+        };
+        let Ok(stats) = stats else { return };
+        if let Some(kill) = kill_for(&stats, sent) {
+            killed.store(true, Ordering::SeqCst);
+            // NOTBUSY (it just ended) or UNKILLABLE (it wrote): nothing
+            // more the lab can do without SHUTDOWN.
+            let _ = admin.execute(&[kill.to_vec(), b"KILL".to_vec()]).await;
+            return;
+        }
+        // Somebody else's function, or nothing: ours has not started yet
+        // or already ended. Look again shortly.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// How long a killer waits for the server's answer: long enough to
+/// outwait a busy threshold raised well above the default.
+const KILLER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What `FUNCTION STATS` says is running.
 #[derive(Debug, PartialEq, Eq)]

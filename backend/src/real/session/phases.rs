@@ -1,0 +1,293 @@
+//! The stages every command of a session goes through, apart from its I/O.
+//!
+//! A command is checked and rewritten ([`Session::prepare`]), its scripts
+//! are judged on the simulator from a snapshot of the session's keys
+//! ([`Session::snapshot_request`], [`Session::judge`]), it takes a token
+//! from the rate limit ([`Session::take_token`]), goes on the trace as
+//! `Sent` ([`Session::begin`]), and once Redis answered (or did not) its
+//! reply is booked, shown unprefixed and traced ([`Session::finish`]). The
+//! blocking lane ([`Session::run`], for the lesson runner and the CLI) and
+//! the async lane ([`Session::run_async`](super::Session::run_async), for
+//! the WebSocket) differ only in how they talk to the server between those
+//! stages, so the sandbox's rules exist once.
+
+use std::time::Duration;
+
+use locklab_core::actor::Actor;
+use locklab_core::reply::Reply;
+use locklab_core::trace::{EventKind, LossReason};
+
+use super::preflight::{self, Verdict};
+use super::{Argv, Confinement, Rewritten, Session, SessionError};
+use crate::real::conn::RealError;
+
+/// The keys a pre-flight copies (as typed) and the `EVAL` that reads them.
+pub(super) type Snapshot = (Vec<Vec<u8>>, Argv);
+
+/// A command that passed the checks and goes to Redis.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    /// The argv as sent: keys prefixed, names namespaced.
+    pub(super) rewritten: Argv,
+    /// The (client, node) link it goes on.
+    pub(super) link: (u32, u32),
+    pub(super) is_exec: bool,
+    /// When it runs Lua: the batch as typed (for the simulator) and as sent
+    /// (for the watchdog). A transaction's `EXEC` brings its whole queue.
+    pub(super) checked: Option<(Vec<Argv>, Vec<Argv>)>,
+    /// Whether the simulator must judge `checked` first (not on the
+    /// session's own cluster: nobody else to protect there, and a copy of
+    /// keys in several slots cannot be read in one script).
+    pub(super) preflight: bool,
+    /// `SCAN`, which the admin connection runs for the session.
+    pub(super) scan: bool,
+}
+
+/// What [`Session::prepare`] decided.
+#[derive(Debug)]
+pub(super) enum Before {
+    /// Answered without Redis (metadata Redis refuses: the simulator's
+    /// answer is Redis's).
+    Answer(Reply),
+    Send(Prepared),
+}
+
+/// A command on the wire: its request number, when it left, how the trace
+/// shows it.
+#[derive(Debug)]
+pub(super) struct Begun {
+    req: u64,
+    sent_at: u64,
+    shown: Vec<Vec<String>>,
+}
+
+/// What came back for a command.
+#[derive(Debug)]
+pub(super) struct Outcome {
+    pub(super) reply: Result<Reply, RealError>,
+    /// The watchdog killed its script.
+    pub(super) killed: bool,
+    /// The check of a `FUNCTION LOAD`'s library (see
+    /// [`Session::loaded_library`]).
+    pub(super) loaded: Result<(), SessionError>,
+}
+
+/// What a `FUNCTION LIST` of a just-loaded library says should happen.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Loaded {
+    Fine,
+    /// Refuse it, and delete it (it is in the session's namespace).
+    Delete,
+    /// Refuse it (not the session's to delete).
+    Refuse,
+}
+
+impl Session {
+    /// Check and rewrite `argv` for client `c` on node `node`, and find
+    /// the batch the simulator must see first.
+    pub(super) fn prepare(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Before, SessionError> {
+        if node as usize >= self.nodes.len() {
+            return Err(SessionError::NoNode(node));
+        }
+        let rewritten = match self.sandbox.check_and_rewrite(argv)? {
+            Rewritten::Send(r) => r,
+            Rewritten::Answer => return Ok(Before::Answer(self.preflight.answer(argv))),
+        };
+        // Lua runs on the simulator first: alone, or a transaction whole.
+        let link = (c, node);
+        let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
+        let checked = match self.multi.get(&link) {
+            None if preflight::runs_lua(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
+            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::runs_lua(user)) => {
+                Some(q.iter().cloned().unzip())
+            }
+            _ => None,
+        };
+        let own = self.sandbox.confinement == Confinement::OwnCluster;
+        Ok(Before::Send(Prepared {
+            rewritten,
+            link,
+            is_exec,
+            preflight: checked.is_some() && !own,
+            checked,
+            scan: argv[0].eq_ignore_ascii_case(b"scan"),
+        }))
+    }
+
+    /// The session's keys the pre-flight copies, and the `EVAL` that reads
+    /// them (`None`: no keys, nothing to read). `Err`: the check cannot be
+    /// made (too many keys), so the script is refused.
+    pub(super) fn snapshot_request(&self) -> Result<Option<Snapshot>, String> {
+        let keys = self.preflight.keys()?;
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let mut argv = vec![
+            b"EVAL".to_vec(),
+            preflight::SNAPSHOT_LUA.as_bytes().to_vec(),
+            keys.len().to_string().into_bytes(),
+        ];
+        argv.extend(keys.iter().map(|k| [self.sandbox.prefix.as_bytes(), k].concat()));
+        Ok(Some((keys, argv)))
+    }
+
+    /// Run `batch` (user view) on the simulator, on the copy of the keys
+    /// `snapshot` read (`None`: the session has none).
+    pub(super) fn judge(&mut self, keys: &[Vec<u8>], snapshot: Option<&Reply>, batch: &[Argv]) -> Verdict {
+        let entries = match snapshot {
+            None => Vec::new(),
+            Some(reply) => match preflight::parse_snapshot(keys, reply) {
+                Ok(s) => s,
+                Err(why) => return Verdict::Refuse(why),
+            },
+        };
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.preflight.check(now_ms, &entries, batch)
+    }
+
+    /// A token from the rate limit: `Ok(None)` at once, `Ok(Some(wait))`
+    /// once the caller has waited that long (backpressure), `Err` when the
+    /// wait would be longer than the limits allow.
+    pub(super) fn take_token(&mut self) -> Result<Option<Duration>, SessionError> {
+        let l = &self.sandbox.limits;
+        self.bucket
+            .take(l.commands_per_sec, l.burst, l.max_wait)
+            .ok_or(SessionError::RateLimited(l.commands_per_sec))
+    }
+
+    /// The command goes on the wire now: `Sent` on the client's lane.
+    pub(super) fn begin(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Begun {
+        self.preflight.track(argv);
+        let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
+        self.req += 1;
+        let req = self.req;
+        let sent_at = self.now_ms();
+        self.push(
+            sent_at,
+            Actor::Client(c),
+            EventKind::Sent {
+                req,
+                node,
+                commands: shown.clone(),
+            },
+        );
+        Begun { req, sent_at, shown }
+    }
+
+    /// Book what came back: the reply as the user sees it, with `Executed`
+    /// and `Received`; or, when the node did not answer, `Lost` and every
+    /// connection to it forgotten (the socket is dead, or its server
+    /// restarted and forgot the ACL user).
+    pub(super) fn finish(
+        &mut self,
+        (c, node): (u32, u32),
+        argv: &[Vec<u8>],
+        prep: &Prepared,
+        begun: Begun,
+        outcome: Outcome,
+    ) -> Result<Reply, SessionError> {
+        let back_at = self.now_ms();
+        let Begun { req, sent_at, shown } = begun;
+        let mut reply = match outcome.reply {
+            Ok(reply) => reply,
+            Err(source) => {
+                self.forget_conns(node);
+                let lost = EventKind::Lost {
+                    req,
+                    client: c,
+                    node,
+                    reason: LossReason::NodeDown,
+                };
+                self.push(back_at, Actor::Client(c), lost);
+                return Err(self.unreachable(node as usize, source));
+            }
+        };
+        self.after_reply(prep.link, argv, &prep.rewritten, &reply);
+        if let Err(e) = outcome.loaded {
+            reply = e.to_reply();
+        }
+        if outcome.killed {
+            reply = SessionError::ScriptKilled {
+                budget_ms: self.sandbox.limits.script_budget.as_millis() as u64,
+                reply: self.sandbox.unscope_text(&reply.to_cli()),
+            }
+            .to_reply();
+        }
+        self.sandbox.unscope(argv, &mut reply, prep.scan);
+        let mid = sent_at + (back_at - sent_at) / 2;
+        let executed = EventKind::Executed {
+            req,
+            client: c,
+            commands: shown,
+            replies: vec![reply.clone()],
+        };
+        self.push(mid, Actor::Node(node), executed);
+        let received = EventKind::Received {
+            req,
+            node,
+            replies: vec![reply.clone()],
+        };
+        self.push(back_at, Actor::Client(c), received);
+        Ok(reply)
+    }
+
+    /// Forget every connection to node `node` after it failed to answer,
+    /// in both lanes, and the transactions open on it.
+    pub(super) fn forget_conns(&mut self, node: u32) {
+        let n = node as usize;
+        self.conns.retain(|&(_, nn), _| nn != node);
+        self.links.retain(|&(_, nn), _| nn != node);
+        self.multi.retain(|&(_, nn), _| nn != node);
+        self.killers.remove(&n);
+        self.nodes[n].admin = None;
+        self.nodes[n].reader = None;
+        self.nodes[n].user_ready = false;
+    }
+
+    /// After a `FUNCTION LOAD` Redis accepted: the library whose functions
+    /// must be checked (every one in the session's namespace: the shim puts
+    /// them there; a library that got around it is deleted again).
+    pub(super) fn loaded_library(&self, argv: &[Vec<u8>], reply: &Result<Reply, RealError>) -> Option<Vec<u8>> {
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        let Ok(Reply::Bulk(lib)) = reply else { return None };
+        (is(0, "function") && is(1, "load") && !self.sandbox.ns.is_empty()).then(|| lib.clone())
+    }
+
+    /// Judge `FUNCTION LIST LIBRARYNAME lib`'s answer (`None`: it failed).
+    pub(super) fn judge_loaded(&self, lib: &[u8], list: Option<&Reply>) -> Loaded {
+        let ns = self.sandbox.ns.as_bytes();
+        let names = super::function_names(list);
+        if lib.starts_with(ns) && !names.is_empty() && names.iter().all(|f| f.starts_with(ns)) {
+            Loaded::Fine
+        } else if lib.starts_with(ns) {
+            Loaded::Delete
+        } else {
+            Loaded::Refuse
+        }
+    }
+}
+
+/// The refusal of a library that registered a function outside the
+/// session's namespace.
+pub(super) fn library_refused() -> SessionError {
+    SessionError::ScriptRefused(
+        "a library of a lab session must register its functions with redis.register_function; it was deleted again"
+            .into(),
+    )
+}
+
+/// `FUNCTION LIST LIBRARYNAME lib` and `FUNCTION DELETE lib`.
+pub(super) fn function_list(lib: &[u8]) -> Argv {
+    vec![
+        b"FUNCTION".to_vec(),
+        b"LIST".to_vec(),
+        b"LIBRARYNAME".to_vec(),
+        lib.to_vec(),
+    ]
+}
+
+pub(super) fn function_delete(lib: &[u8]) -> Argv {
+    vec![b"FUNCTION".to_vec(), b"DELETE".to_vec(), lib.to_vec()]
+}
