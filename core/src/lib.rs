@@ -58,6 +58,7 @@ pub mod reply;
 pub mod resource;
 pub mod rng;
 pub mod server;
+pub mod service;
 pub mod trace;
 pub mod world;
 

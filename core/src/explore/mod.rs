@@ -186,11 +186,11 @@ pub fn fault_options(base: &Scenario, ttl: u64) -> Vec<Fault> {
             v.push(restart(0));
             v.push(jump(0));
         }
-        Topology::Redlock { masters } => {
-            for i in 0..masters {
+        Topology::Redlock { masters: n } | Topology::Etcd { members: n } | Topology::Zk { members: n } => {
+            for i in 0..n {
                 v.push(restart(i));
             }
-            for i in 0..masters {
+            for i in 0..n {
                 v.push(jump(i));
             }
         }

@@ -169,6 +169,21 @@ pub struct WorldSettings {
     /// violation (strict mutual exclusion), with the span they overlapped?
     /// Default: yes when the lesson's outcome is about overlap.
     pub overlap_is_violation: Option<bool>,
+    /// The lock service the nodes run instead of Redis: three etcd or
+    /// ZooKeeper members ([`crate::service`]). The lesson's `topology`
+    /// stays `single`, and until a real etcd/ZooKeeper driver exists it
+    /// says `real = { mode = "no", … }`.
+    pub service: Option<LockService>,
+}
+
+/// A lock service that is not Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockService {
+    /// Three etcd members: leases, `LOCK`/`UNLOCK`, revisions.
+    Etcd,
+    /// Three ZooKeeper servers: sessions, ephemeral sequential znodes.
+    Zk,
 }
 
 /// What a step's reply should be.
@@ -708,6 +723,7 @@ impl Lesson {
         if self.steps.is_empty() {
             return Err(invalid("a lesson needs steps".into()));
         }
+        self.validate_service().map_err(invalid)?;
         for (i, step) in self.steps.iter().enumerate() {
             let bad = |msg: String| LessonError::Step {
                 id: self.id.clone(),
@@ -776,6 +792,23 @@ impl Lesson {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A lesson on etcd or ZooKeeper members runs on the simulator only
+    /// (no real driver for them yet) and on no Redis topology.
+    fn validate_service(&self) -> Result<(), String> {
+        let Some(s) = self.world.service else { return Ok(()) };
+        if self.topology != LessonTopology::Single {
+            return Err(format!(
+                "world.service = {s:?} replaces the Redis nodes: leave topology single"
+            ));
+        }
+        if self.real == RealRun::Yes {
+            return Err(format!(
+                "world.service = {s:?} has no real driver yet: say real = {{ mode = \"no\", why = … }}"
+            ));
         }
         Ok(())
     }

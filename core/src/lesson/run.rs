@@ -187,6 +187,22 @@ pub struct OutcomeCheck {
     pub ok: bool,
 }
 
+/// The number a write step's `token_from_last_reply` takes from a reply:
+/// an integer reply, or the integer that ends an array — etcd's `LOCK`
+/// answers `[key, revision]` and ZooKeeper's `CREATE` `[path, czxid]`, the
+/// number last, as their clients' lock calls return the key with its
+/// fencing number.
+fn fencing_number(reply: &Reply) -> Option<i64> {
+    match reply {
+        Reply::Integer(i) => Some(*i),
+        Reply::Array(items) => match items.last() {
+            Some(Reply::Integer(i)) => Some(*i),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The world a lesson needs.
 pub fn world_config(lesson: &Lesson) -> WorldConfig {
     let mut cfg = WorldConfig {
@@ -200,6 +216,11 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
         fencing: lesson.world.fencing,
         ..WorldConfig::default()
     };
+    match lesson.world.service {
+        Some(super::LockService::Etcd) => cfg.topology = Topology::Etcd { members: 3 },
+        Some(super::LockService::Zk) => cfg.topology = Topology::Zk { members: 3 },
+        None => {}
+    }
     if let Some(link) = &lesson.world.link {
         cfg.link = *link;
         cfg.resource_link = *link;
@@ -373,8 +394,8 @@ impl Progress {
                 actor = Some(client.to_owned());
                 let argv = crate::cli::parse(line).map_err(|e| err(e.to_string()))?;
                 let reply = env.command(index, client, node, &argv).map_err(err)?;
-                if let Some(Reply::Integer(i)) = &reply {
-                    self.last_integer.insert(client.to_owned(), *i);
+                if let Some(i) = reply.as_ref().and_then(fencing_number) {
+                    self.last_integer.insert(client.to_owned(), i);
                 }
                 Some(match &reply {
                     Some(r) => crate::cli::render(&argv, r).trim_end_matches(['\r', '\n']).to_owned(),

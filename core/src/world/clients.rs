@@ -249,6 +249,9 @@ impl World {
                 self.nodes[n].node.disconnect(conn);
             }
         }
+        if let Some(s) = self.service.as_mut() {
+            s.client_gone(c);
+        }
         let keys = self.locks.keys().to_vec();
         for k in keys {
             self.believe(c, &k, false);

@@ -168,6 +168,10 @@ impl World {
                     self.flush_backlog(p, q);
                 }
             }
+            // Between lock-service members the cut is a partition of the
+            // consensus group.
+            let (x, y) = (*x, *y);
+            self.service_membership(|s, clocks| s.set_cut(clocks, x, y, cut_repl));
             return;
         }
         let (name, to) = match (client_side(a), client_side(b)) {
@@ -201,6 +205,9 @@ impl World {
                 self.nodes[n].node.jump_clock(local);
                 self.nodes[n].tick_at = None;
                 self.node_effects(*node, Cause::Expiry);
+                // A lease or session runs out by the leader's clock.
+                self.service_tick_at = None;
+                self.service_advance();
             }
         }
     }

@@ -42,6 +42,11 @@ fn value_bytes(v: &Value) -> Vec<u8> {
 
 impl World {
     pub(super) fn observe_locks(&mut self, node: u32, cause: Cause) {
+        if self.service.is_some() {
+            // The members hold no Redis keys: `world/service.rs` shows the
+            // service's holders instead.
+            return;
+        }
         let keys = self.locks.keys().to_vec();
         for key in &keys {
             self.observe_key(node, key, cause);
@@ -67,7 +72,7 @@ impl World {
 
     /// Carry out what the lock observer saw: lock events, numbered grants,
     /// and a wrong release as a violation.
-    fn apply_observed(&mut self, observed: Vec<Observed>) {
+    pub(super) fn apply_observed(&mut self, observed: Vec<Observed>) {
         for o in observed {
             match o {
                 Observed::Lock {

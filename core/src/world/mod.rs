@@ -54,7 +54,8 @@
 //! (programs, requests, beliefs), `nodes` (executing, expiring, crashing,
 //! promoting), `replication` (shipping batches, `WAIT`), `locks` (the lock
 //! shadows), `fault` (carrying out a [`crate::fault::Fault`]), `monitoring`
-//! (the resource and the invariants) and `views` (read-only accessors).
+//! (the resource and the invariants), `service` (nodes that are etcd or
+//! ZooKeeper members instead of Redis) and `views` (read-only accessors).
 
 pub mod clock;
 pub mod scenario;
@@ -67,6 +68,7 @@ mod monitoring;
 mod nodes;
 mod queue;
 mod replication;
+mod service;
 mod setup;
 mod views;
 
@@ -84,6 +86,7 @@ use crate::observe::{LockObserver, Scope};
 use crate::resource::Resource;
 use crate::rng::Rng;
 use crate::server::{ConnId, Node, Role, EPOCH_MS};
+use crate::service::Service;
 use crate::trace::Event;
 
 use monitoring::Ongoing;
@@ -260,6 +263,14 @@ pub struct World {
     /// follows the clock until the condition stops, so the timeline can
     /// paint how long two clients were inside, not the instant it began.
     ongoing: Vec<Ongoing>,
+    /// The lock service the nodes are members of (etcd, ZooKeeper), if
+    /// they are not Redis.
+    service: Option<Service>,
+    /// When the next service deadline tick is queued.
+    service_tick_at: Option<u64>,
+    /// Blocked service requests' commands, by request, for the trace
+    /// when they are answered.
+    blocked_cmds: BTreeMap<u64, Vec<Vec<String>>>,
 }
 
 /// Commands as text, for the trace.
@@ -304,6 +315,7 @@ impl World {
         for k in &monitor.config().lock_keys {
             locks.watch(k);
         }
+        let service = cfg.topology.service().map(|k| Service::new(k, n));
         Ok(World {
             resource: Resource::new(cfg.fencing),
             cfg,
@@ -329,6 +341,9 @@ impl World {
             first_violation: None,
             deadlock_dirty: false,
             ongoing: Vec::new(),
+            service,
+            service_tick_at: None,
+            blocked_cmds: BTreeMap::new(),
         })
     }
 }

@@ -54,6 +54,10 @@ impl World {
             );
             return;
         }
+        if self.service.is_some() {
+            self.at_member(c, node, req, commands);
+            return;
+        }
         self.sync_node(node);
         if commands.len() == 1 && self.try_wait(c, node, req, &commands[0]) {
             return;
@@ -190,6 +194,7 @@ impl World {
         if self.cfg.topology.is_redlock() {
             self.recount_majorities();
         }
+        self.service_membership(|s, clocks| s.set_down(clocks, node, true));
     }
 
     pub(super) fn node_up(&mut self, node: u32, keep: bool, gen: u64) {
@@ -204,6 +209,12 @@ impl World {
             self.nodes[n].node.wipe();
         }
         self.emit(Actor::Node(node), EventKind::Restarted { kept_data: keep });
+        if self.service.is_some() {
+            // A member comes back with its log and catches up from the
+            // leader: the service's committed state is what it serves.
+            self.service_membership(|s, clocks| s.set_down(clocks, node, false));
+            return;
+        }
         let local = self.nodes[n].clock.local(self.now);
         self.nodes[n].node.jump_clock(local);
         self.node_effects(node, if keep { Cause::Expiry } else { Cause::Restart });

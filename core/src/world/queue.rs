@@ -60,6 +60,8 @@ pub(super) enum Item {
     Tick {
         node: u32,
     },
+    /// A lease or session deadline of the lock service.
+    ServiceTick,
     WaitTimeout {
         id: u64,
     },
@@ -303,6 +305,7 @@ impl World {
                 }
             }
             Item::NodeUp { node, keep, gen } => self.node_up(node, keep, gen),
+            Item::ServiceTick => self.service_tick(),
             Item::Fault(f) => self.apply_fault(f),
             Item::Start { .. } | Item::Timer { .. } | Item::Timeout { .. } | Item::AtClient { .. } => {}
         }

@@ -9,6 +9,9 @@
 //!   replica with whatever it has received, which may not include the lock.
 //! * **redlock** — N independent masters that know nothing of each other;
 //!   the client does the agreeing.
+//! * **etcd**, **zk** — not Redis at all: the nodes are the members of one
+//!   consensus-backed lock service (`world/service.rs`), for the lessons
+//!   that run the same fault against every kind of lock.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +19,7 @@ use super::clock::ClockConfig;
 use crate::invariants::InvariantConfig;
 use crate::link::{LinkConfig, ReplicationConfig};
 use crate::server::Profile;
+use crate::service::ServiceKind;
 
 /// Most replicas / masters a world may have (the lessons need 5).
 pub const MAX_NODES: u32 = 9;
@@ -36,6 +40,22 @@ pub enum Topology {
         #[serde(default = "five")]
         masters: u32,
     },
+    /// An etcd-style cluster of `members` (a Raft majority, leases, the
+    /// concurrency mutex): [`crate::service::etcd`].
+    Etcd {
+        #[serde(default = "three")]
+        members: u32,
+    },
+    /// A ZooKeeper-style ensemble of `members` (sessions, ephemeral
+    /// sequential znodes, watches): [`crate::service::zk`].
+    Zk {
+        #[serde(default = "three")]
+        members: u32,
+    },
+}
+
+fn three() -> u32 {
+    3
 }
 
 fn one() -> u32 {
@@ -52,6 +72,7 @@ impl Topology {
             Topology::Single => 1,
             Topology::Replicated { replicas } => 1 + replicas,
             Topology::Redlock { masters } => masters,
+            Topology::Etcd { members } | Topology::Zk { members } => members,
         }
     }
 
@@ -64,6 +85,8 @@ impl Topology {
             Topology::Replicated { .. } if i == 0 => "master".to_owned(),
             Topology::Replicated { .. } => format!("replica{i}"),
             Topology::Redlock { .. } => format!("r{}", i + 1),
+            Topology::Etcd { .. } => format!("etcd{}", i + 1),
+            Topology::Zk { .. } => format!("zk{}", i + 1),
         }
     }
 
@@ -71,6 +94,15 @@ impl Topology {
     pub fn initial_master_of(self, i: u32) -> Option<u32> {
         match self {
             Topology::Replicated { .. } if i > 0 => Some(0),
+            _ => None,
+        }
+    }
+
+    /// The lock service its nodes run instead of Redis, if any.
+    pub fn service(self) -> Option<ServiceKind> {
+        match self {
+            Topology::Etcd { .. } => Some(ServiceKind::Etcd),
+            Topology::Zk { .. } => Some(ServiceKind::Zk),
             _ => None,
         }
     }
@@ -89,6 +121,8 @@ impl Topology {
                 )
             }
             Topology::Redlock { masters } => format!("redlock{masters}"),
+            Topology::Etcd { members } => format!("etcd{members}"),
+            Topology::Zk { members } => format!("zk{members}"),
         }
     }
 }

@@ -156,13 +156,20 @@ impl World {
     pub fn locks(&self) -> Vec<LockView> {
         let mut out = Vec::new();
         for (i, s) in self.nodes.iter().enumerate() {
+            // A lock service's deadlines are on the members' clocks; a
+            // Redis node's on its keyspace's.
+            let node_now = if self.service.is_some() {
+                s.clock.local(self.now)
+            } else {
+                s.node.now()
+            };
             for (key, sh) in self.locks.held_on(i as u32) {
                 out.push(LockView {
                     node: i as u32,
                     key: key.clone(),
                     value: String::from_utf8_lossy(&sh.value).into_owned(),
                     owner: sh.owner,
-                    ttl_ms: sh.deadline.map(|d| d.saturating_sub(s.node.now())),
+                    ttl_ms: sh.deadline.map(|d| d.saturating_sub(node_now)),
                     since_ms: sh.since,
                 });
             }
