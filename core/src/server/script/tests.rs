@@ -582,6 +582,13 @@ fn a_host_can_kill_a_running_script_unless_it_wrote() {
         e,
         "ERR Script killed by user with SCRIPT KILL... script: a26678af0d7a323cd31c55bd79d8ad906cae8ef6, on @user_script:3."
     );
+    // Promptly: within an interval of the hook, not at the end of the
+    // budget (issue 20: a pure Lua loop ran on for its whole budget).
+    assert!(
+        super::vm::last_stop_instructions() < 100_000,
+        "{}",
+        super::vm::last_stop_instructions()
+    );
     // pcall cannot catch the kill either.
     let e = err_text(run(
         &mut s,
@@ -589,6 +596,23 @@ fn a_host_can_kill_a_running_script_unless_it_wrote() {
         &["EVAL", "while true do pcall(function() while true do end end) end", "0"],
     ));
     assert!(e.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{e}");
+    assert!(
+        super::vm::last_stop_instructions() < 100_000,
+        "{}",
+        super::vm::last_stop_instructions()
+    );
+    // The next run has its whole budget again.
+    let e = err_text(run(&mut s, &mut h, &["EVAL", "while true do end", "0"]));
+    assert!(e.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{e}");
+    control.reset();
+    assert_eq!(
+        run(
+            &mut s,
+            &mut h,
+            &["EVAL", "local n = 0 for i = 1, 3000000 do n = n + 1 end return n", "0"]
+        ),
+        Reply::Integer(3_000_000)
+    );
     control.reset();
     assert!(!control.wrote());
     assert_eq!(

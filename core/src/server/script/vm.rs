@@ -97,9 +97,9 @@ struct Work {
     /// The run's budget (instructions plus native work).
     limit: Cell<u64>,
     abort: Cell<Option<Abort>>,
-    /// Holds the VM over its memory ceiling so that its next budget check
-    /// aborts the run (see `kill` in `Vm::new`).
-    ballast: RefCell<Option<LuaString>>,
+    /// `kill` cut the sandbox's instruction budget to one interval: the
+    /// next run must install the real budget again (see `Vm::arm`).
+    budget_cut: Cell<bool>,
     control: RefCell<Option<Arc<ScriptControl>>>,
 }
 
@@ -107,6 +107,18 @@ thread_local! {
     /// Bytes `redis.log` was asked to write on this thread (its message,
     /// plus one per call), whatever the level: see [`logged_bytes`].
     static LOGGED: Cell<u64> = const { Cell::new(0) };
+}
+
+thread_local! {
+    /// Instructions the last run the sandbox stopped on this thread had
+    /// executed, as the sandbox counts them (since its budget was last set).
+    static LAST_STOP: Cell<u64> = const { Cell::new(0) };
+}
+
+/// See [`LAST_STOP`]: how promptly a kill took effect, for tests.
+#[cfg(test)]
+pub(crate) fn last_stop_instructions() -> u64 {
+    LAST_STOP.with(Cell::get)
 }
 
 /// How many bytes scripts run on this thread have asked `redis.log` to
@@ -396,17 +408,26 @@ impl Vm {
             )?;
         }
         {
-            // kill(): end the run. A hook cannot raise (omnilua drops a
-            // hook's error), so the VM is pushed past its memory ceiling
-            // instead; its next budget check, at most CHECK_INTERVAL
-            // instructions later, aborts the run as only the sandbox can.
+            // kill(): end the run, as luaMaskCountHook's error does. A hook
+            // cannot raise (omnilua drops a hook's error), so the sandbox's
+            // instruction budget is cut to a single instruction instead: its
+            // next check, at most CHECK_INTERVAL instructions later, aborts
+            // the run as only the sandbox can (pcall cannot catch it). The
+            // budget must not be spent by allocating: the VM refuses an
+            // allocation past its memory ceiling before making it, so a
+            // ballast string never aborted a pure Lua loop (issue 20).
             let work = work.clone();
             rust.raw_set(
                 "kill",
                 lua.create_function(move |lua, ()| {
-                    if work.ballast.borrow().is_none() {
-                        let s = lua.create_string(vec![0u8; MEMORY_LIMIT_BYTES + 1])?;
-                        *work.ballast.borrow_mut() = Some(s);
+                    if !work.budget_cut.get() {
+                        lua.install_sandbox(SandboxConfig {
+                            instruction_limit: Some(1),
+                            memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
+                            check_interval: CHECK_INTERVAL,
+                            remove_globals: Vec::new(),
+                        })?;
+                        work.budget_cut.set(true);
                     }
                     Ok(())
                 })?,
@@ -553,26 +574,41 @@ impl Vm {
         self.sandbox.reset();
     }
 
+    /// After a run the sandbox stopped: the full budget again, also when
+    /// `kill` had cut it.
+    fn restore_budget(&mut self) {
+        if self.work.budget_cut.get() {
+            self.limit = 0;
+            self.arm_sandbox(thread_limit());
+        }
+        self.sandbox.reset();
+    }
+
+    /// Install the sandbox with `limit` instructions per run.
+    fn arm_sandbox(&mut self, limit: u64) {
+        if let Ok(sandbox) = self.lua.install_sandbox(SandboxConfig {
+            instruction_limit: Some(limit),
+            memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
+            check_interval: CHECK_INTERVAL,
+            remove_globals: Vec::new(),
+        }) {
+            self.sandbox = sandbox;
+            self.limit = limit;
+            self.work.budget_cut.set(false);
+        }
+    }
+
     /// Ready the budget for a run: this thread's limit and control, a full
     /// budget, no native work yet.
     fn arm(&mut self) {
         let limit = thread_limit();
-        if limit != self.limit {
-            if let Ok(sandbox) = self.lua.install_sandbox(SandboxConfig {
-                instruction_limit: Some(limit),
-                memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
-                check_interval: CHECK_INTERVAL,
-                remove_globals: Vec::new(),
-            }) {
-                self.sandbox = sandbox;
-                self.limit = limit;
-            }
+        if limit != self.limit || self.work.budget_cut.get() {
+            self.arm_sandbox(limit);
         }
         self.sandbox.reset();
         self.work.native.set(0);
         self.work.limit.set(self.limit);
         self.work.abort.set(None);
-        self.work.ballast.borrow_mut().take();
         *self.work.control.borrow_mut() = thread_control();
     }
 
@@ -689,8 +725,9 @@ impl Vm {
     fn aborted(&mut self, err: &omnilua::Error, name: &str) -> Reply {
         let tripped = self.sandbox.tripped();
         let abort = self.work.abort.take();
-        self.work.ballast.borrow_mut().take();
-        self.sandbox.reset();
+        let used = self.sandbox.instructions_used().unwrap_or(0);
+        LAST_STOP.with(|l| l.set(used));
+        self.restore_budget();
         if tripped == Some(TripReason::Memory) {
             self.shed();
         }
@@ -733,8 +770,7 @@ impl Vm {
                     Some(_) => Some(TripReason::Instructions),
                     None => self.sandbox.tripped(),
                 };
-                self.work.ballast.borrow_mut().take();
-                self.sandbox.reset();
+                self.restore_budget();
                 if tripped == Some(TripReason::Memory) {
                     self.shed();
                 }
