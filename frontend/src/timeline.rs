@@ -39,9 +39,9 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
-use locklab_core::actor::Actor;
+use locklab_core::actor::{Actor, Names};
 use locklab_core::observe::{LockChange, Via};
-use locklab_core::trace::{command_line, EventKind, Trace};
+use locklab_core::trace::{command_line, Event, EventKind, Trace};
 use locklab_core::Reply;
 
 use crate::i18n::{seconds, Lang, Text};
@@ -445,6 +445,125 @@ pub struct Axis {
     pub event_x: Vec<f64>,
 }
 
+/// Events closer together than a slot at scale `k` (px per ms), as
+/// clusters `(t0, t1, indices)`.
+fn clusters(events: &[(u64, u32)], k: f64, slot: f64) -> Vec<(u64, u64, Vec<usize>)> {
+    let mut clusters: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+    for (i, &(t, _)) in events.iter().enumerate() {
+        match clusters.last_mut() {
+            Some((_, t1, ix)) if ((t - *t1) as f64) * k < slot => {
+                *t1 = t;
+                ix.push(i);
+            }
+            _ => clusters.push((t, t, vec![i])),
+        }
+    }
+    clusters
+}
+
+/// Columns inside each burst, a new one when a lane repeats: each event's
+/// column, and each cluster's column times.
+fn burst_columns(events: &[(u64, u32)], clusters: &[(u64, u64, Vec<usize>)]) -> (Vec<usize>, Vec<Vec<u64>>) {
+    let mut col_of = vec![0usize; events.len()];
+    let mut cols_of: Vec<Vec<u64>> = Vec::new();
+    for (_, _, ix) in clusters {
+        let mut cols: Vec<u64> = Vec::new();
+        let mut used: Vec<u32> = Vec::new();
+        for &i in ix {
+            let (t, lane) = events[i];
+            if cols.is_empty() || used.contains(&lane) {
+                cols.push(t);
+                used.clear();
+            }
+            used.push(lane);
+            col_of[i] = cols.len() - 1;
+        }
+        cols_of.push(cols);
+    }
+    (col_of, cols_of)
+}
+
+/// Long idle stretches between clusters (a minute or more, and more than
+/// half the span), drawn as fixed-width gaps.
+fn idle_gaps(clusters: &[(u64, u64, Vec<usize>)], start_ms: u64, end_ms: u64) -> Vec<(u64, u64)> {
+    let span = (end_ms - start_ms) as f64;
+    let mut gaps = Vec::new();
+    let mut prev = start_ms;
+    for (t0, t1, _) in clusters {
+        if t0 - prev >= 60_000 && (t0 - prev) as f64 > span * 0.5 {
+            gaps.push((prev, *t0));
+        }
+        prev = *t1;
+    }
+    if end_ms - prev >= 60_000 && (end_ms - prev) as f64 > span * 0.5 {
+        gaps.push((prev, end_ms));
+    }
+    gaps
+}
+
+/// A break in the linear scale from `.0` to `.1`: an idle gap (`None`) or
+/// a burst (`Some((cluster, columns))`).
+type Break = (u64, u64, Option<(usize, usize)>);
+
+/// The axis's segments as they are laid left to right.
+struct Segments {
+    segs: Vec<Seg>,
+    /// Where the next segment starts.
+    x: f64,
+    /// Linear scale, px per ms.
+    k: f64,
+    slot: f64,
+    gap_w: f64,
+}
+
+impl Segments {
+    fn push(&mut self, t0: u64, t1: u64, w: f64, kind: SegKind) {
+        self.segs.push(Seg {
+            t0,
+            t1,
+            x0: self.x,
+            x1: self.x + w,
+            kind,
+        });
+        self.x += w;
+    }
+
+    /// Linear segments between the `breaks` (a gap, or a burst `(cluster,
+    /// columns)`) from `start_ms` to `end_ms`; returns each burst's x.
+    fn lay(
+        &mut self,
+        start_ms: u64,
+        end_ms: u64,
+        breaks: &[Break],
+        cols_of: &[Vec<u64>],
+        clusters: usize,
+    ) -> Vec<Option<f64>> {
+        let mut burst_x0 = vec![None; clusters];
+        let mut t = start_ms;
+        for &(b0, b1, c) in breaks {
+            if b0 > t {
+                self.push(t, b0, (b0 - t) as f64 * self.k, SegKind::Linear);
+            }
+            match c {
+                Some((c, cols)) => {
+                    burst_x0[c] = Some(self.x);
+                    let kind = SegKind::Burst {
+                        times: cols_of[c].clone(),
+                        slot: self.slot,
+                    };
+                    self.push(b0, b1, cols as f64 * self.slot, kind);
+                }
+                None => self.push(b0, b1, self.gap_w, SegKind::Gap),
+            }
+            t = b1;
+        }
+        if end_ms > t {
+            self.push(t, end_ms, (end_ms - t) as f64 * self.k, SegKind::Linear);
+        }
+        burst_x0
+    }
+}
+
 impl Axis {
     /// [`Axis::fit_lanes`] for events all on one lane.
     pub fn fit(times: &[u64], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
@@ -472,53 +591,16 @@ impl Axis {
         let mut k = plot_w / span;
         let mut segs = Vec::new();
         let mut event_x = vec![0.0; events.len()];
+        let gap_w = style.gap_w().min(plot_w * 0.15);
         for _ in 0..4 {
-            // Clusters of events closer together than a slot: (t0, t1, indices).
-            let mut clusters: Vec<(u64, u64, Vec<usize>)> = Vec::new();
-            for (i, &(t, _)) in events.iter().enumerate() {
-                match clusters.last_mut() {
-                    Some((_, t1, ix)) if ((t - *t1) as f64) * k < slot => {
-                        *t1 = t;
-                        ix.push(i);
-                    }
-                    _ => clusters.push((t, t, vec![i])),
-                }
-            }
-            // Columns inside each burst: a new one when a lane repeats.
-            let mut col_of = vec![0usize; events.len()];
-            let mut cols_of: Vec<Vec<u64>> = Vec::new();
-            for (_, _, ix) in &clusters {
-                let mut cols: Vec<u64> = Vec::new();
-                let mut used: Vec<u32> = Vec::new();
-                for &i in ix {
-                    let (t, lane) = events[i];
-                    if cols.is_empty() || used.contains(&lane) {
-                        cols.push(t);
-                        used.clear();
-                    }
-                    used.push(lane);
-                    col_of[i] = cols.len() - 1;
-                }
-                cols_of.push(cols);
-            }
-            // Long idle stretches between clusters.
-            let mut gaps = Vec::new();
-            let mut prev = start_ms;
-            for (t0, t1, _) in &clusters {
-                if t0 - prev >= 60_000 && (t0 - prev) as f64 > span * 0.5 {
-                    gaps.push((prev, *t0));
-                }
-                prev = *t1;
-            }
-            if end_ms - prev >= 60_000 && (end_ms - prev) as f64 > span * 0.5 {
-                gaps.push((prev, end_ms));
-            }
+            let clusters = clusters(events, k, slot);
+            let (col_of, cols_of) = burst_columns(events, &clusters);
+            let gaps = idle_gaps(&clusters, start_ms, end_ms);
             let is_burst = |c: usize| cols_of[c].len() > 1 || clusters[c].2.len() > 1;
             let burst_cols: usize = (0..clusters.len())
                 .filter(|&c| is_burst(c))
                 .map(|c| cols_of[c].len())
                 .sum();
-            let gap_w = style.gap_w().min(plot_w * 0.15);
             let fixed_gaps = gaps.len() as f64 * gap_w;
             // Bursts may take up to half the plot; slots shrink beyond that.
             if burst_cols > 0 {
@@ -532,62 +614,23 @@ impl Axis {
                     .map(|c| clusters[c].1 - clusters[c].0)
                     .sum::<u64>();
             let new_k = (plot_w - fixed).max(plot_w * 0.2) / linear_ms.max(1) as f64;
-            // Segments, left to right.
-            segs.clear();
-            let mut x = x_left;
-            let mut t = start_ms;
-            let push = |segs: &mut Vec<Seg>, t0: u64, t1: u64, w: f64, kind: SegKind, x: &mut f64| {
-                segs.push(Seg {
-                    t0,
-                    t1,
-                    x0: *x,
-                    x1: *x + w,
-                    kind,
-                });
-                *x += w;
-            };
-            let mut breaks: Vec<(u64, u64, Option<usize>)> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
+            // Breaks in the linear scale, left to right: idle gaps and bursts.
+            let mut breaks: Vec<Break> = gaps.iter().map(|&(a, b)| (a, b, None)).collect();
             breaks.extend(
                 (0..clusters.len())
                     .filter(|&c| is_burst(c))
-                    .map(|c| (clusters[c].0, clusters[c].1, Some(c))),
+                    .map(|c| (clusters[c].0, clusters[c].1, Some((c, cols_of[c].len())))),
             );
             breaks.sort_by_key(|b| b.0);
-            let mut burst_x0 = vec![None; clusters.len()];
-            for (b0, b1, c) in breaks {
-                if b0 > t {
-                    push(&mut segs, t, b0, (b0 - t) as f64 * new_k, SegKind::Linear, &mut x);
-                }
-                match c {
-                    Some(c) => {
-                        burst_x0[c] = Some(x);
-                        let w = cols_of[c].len() as f64 * slot;
-                        push(
-                            &mut segs,
-                            b0,
-                            b1,
-                            w,
-                            SegKind::Burst {
-                                times: cols_of[c].clone(),
-                                slot,
-                            },
-                            &mut x,
-                        );
-                    }
-                    None => push(&mut segs, b0, b1, gap_w, SegKind::Gap, &mut x),
-                }
-                t = b1;
-            }
-            if end_ms > t {
-                push(
-                    &mut segs,
-                    t,
-                    end_ms,
-                    (end_ms - t) as f64 * new_k,
-                    SegKind::Linear,
-                    &mut x,
-                );
-            }
+            let mut layout = Segments {
+                segs: Vec::new(),
+                x: x_left,
+                k: new_k,
+                slot,
+                gap_w,
+            };
+            let burst_x0 = layout.lay(start_ms, end_ms, &breaks, &cols_of, clusters.len());
+            segs = layout.segs;
             let converged = (new_k - k).abs() <= k * 1e-9;
             k = new_k;
             let axis = Axis {
@@ -840,50 +883,55 @@ fn who_list(who: &[String], lang: Lang) -> String {
     }
 }
 
-/// Lay `trace` out in a view `width` CSS pixels wide, the time axis `zoom`
-/// (≥ 1) times that, with `now_ms` as the present (open bars end there).
-pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, style: Style) -> Layout {
-    let names = &trace.names;
-    let events = &trace.events;
-    let font = style.font;
-    let zh = lang == Lang::Zh;
+/// The rows the lanes need: lock keys per node, believed keys per client,
+/// in order of appearance; and whether the resource has a lane.
+struct LaneKeys<'a> {
+    node: BTreeMap<u32, Vec<&'a str>>,
+    client: BTreeMap<u32, Vec<&'a str>>,
+    resource: bool,
+}
 
-    // Lanes and their rows: one row per lock key on a node, per believed key
-    // on a client.
-    let mut node_keys: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
-    let mut client_keys: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
-    let mut resource = false;
+fn lane_keys(events: &[Event]) -> LaneKeys<'_> {
+    let mut found = LaneKeys {
+        node: BTreeMap::new(),
+        client: BTreeMap::new(),
+        resource: false,
+    };
     for e in events {
         match (&e.kind, e.actor) {
             (EventKind::Lock { key, .. }, Actor::Node(n)) => {
-                let keys = node_keys.entry(n).or_default();
+                let keys = found.node.entry(n).or_default();
                 if !keys.contains(&key.as_str()) {
                     keys.push(key);
                 }
             }
             (EventKind::Belief { key, .. }, Actor::Client(c)) => {
-                let keys = client_keys.entry(c).or_default();
+                let keys = found.client.entry(c).or_default();
                 if !keys.contains(&key.as_str()) {
                     keys.push(key);
                 }
             }
-            (EventKind::Write { .. } | EventKind::WriteSent { .. }, _) => resource = true,
+            (EventKind::Write { .. } | EventKind::WriteSent { .. }, _) => found.resource = true,
             _ => {}
         }
     }
-    let row_of = |keys: Option<&Vec<&str>>, key: &str| {
-        keys.and_then(|k| k.iter().position(|&x| x == key))
-            .unwrap_or(0)
-            .min(MAX_ROWS - 1)
-    };
-    let label_w = style.label_w();
-    let view_w = width.max(label_w + 200.0);
-    let plot_w = (view_w - label_w - style.right_pad()) * zoom.max(1.0);
-    let svg_w = label_w + plot_w + style.right_pad();
-    let callouts_top = style.axis_h();
-    let lanes_top = callouts_top + CALLOUT_ROWS as f64 * style.callout_row() + 4.0;
+    found
+}
+
+/// A lane per client, per node, and for the resource when it was written
+/// to, stacked from `top`, each tall enough for its rows; also the y
+/// below the last.
+fn build_lanes(
+    names: &Names,
+    node_keys: &BTreeMap<u32, Vec<&str>>,
+    client_keys: &BTreeMap<u32, Vec<&str>>,
+    resource: bool,
+    lang: Lang,
+    style: Style,
+    top: f64,
+) -> (Vec<Lane>, f64) {
     let mut lanes = Vec::new();
-    let mut y = lanes_top;
+    let mut y = top;
     let mut push_lane = |kind, label: String, rows: usize| {
         let rows = rows.clamp(1, MAX_ROWS) as f64;
         let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
@@ -914,18 +962,13 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     if resource {
         push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1);
     }
-    let lanes_bottom = y;
-    let lane_of = |kind: LaneKind| lanes.iter().position(|l| l.kind == kind);
-    let actor_lane = |a: Actor| match a {
-        Actor::Client(c) => lane_of(LaneKind::Client(c)),
-        Actor::Node(n) => lane_of(LaneKind::Node(n)),
-        Actor::Resource => lane_of(LaneKind::Resource),
-        Actor::World => None,
-    };
-    let row_y =
-        |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
+    (lanes, y)
+}
 
-    // The axis fits the events that draw something, and the present.
+/// The axis fitted to the events that draw something (bursts share columns
+/// across lanes), and every event's x: an event without a mark of its own
+/// sits where the last marked event of its instant sits.
+fn fit_events(events: &[Event], now_ms: u64, label_w: f64, plot_w: f64, style: Style) -> (Axis, Vec<f64>) {
     let lane_key = |a: Actor| match a {
         Actor::Client(c) => c,
         Actor::Node(n) => 1_000 + n,
@@ -953,6 +996,49 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
             }
         })
         .collect();
+    (axis, xs)
+}
+
+/// Lay `trace` out in a view `width` CSS pixels wide, the time axis `zoom`
+/// (≥ 1) times that, with `now_ms` as the present (open bars end there).
+pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, style: Style) -> Layout {
+    let names = &trace.names;
+    let events = &trace.events;
+    let font = style.font;
+    let zh = lang == Lang::Zh;
+
+    // Lanes and their rows: one row per lock key on a node, per believed key
+    // on a client.
+    let LaneKeys {
+        node: node_keys,
+        client: client_keys,
+        resource,
+    } = lane_keys(events);
+    let row_of = |keys: Option<&Vec<&str>>, key: &str| {
+        keys.and_then(|k| k.iter().position(|&x| x == key))
+            .unwrap_or(0)
+            .min(MAX_ROWS - 1)
+    };
+    let label_w = style.label_w();
+    let view_w = width.max(label_w + 200.0);
+    let plot_w = (view_w - label_w - style.right_pad()) * zoom.max(1.0);
+    let svg_w = label_w + plot_w + style.right_pad();
+    let callouts_top = style.axis_h();
+    let lanes_top = callouts_top + CALLOUT_ROWS as f64 * style.callout_row() + 4.0;
+    let (mut lanes, y) = build_lanes(names, &node_keys, &client_keys, resource, lang, style, lanes_top);
+    let lanes_bottom = y;
+    let lane_of = |kind: LaneKind| lanes.iter().position(|l| l.kind == kind);
+    let actor_lane = |a: Actor| match a {
+        Actor::Client(c) => lane_of(LaneKind::Client(c)),
+        Actor::Node(n) => lane_of(LaneKind::Node(n)),
+        Actor::Resource => lane_of(LaneKind::Resource),
+        Actor::World => None,
+    };
+    let row_y =
+        |lane: &Lane, row: usize| lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0;
+
+    // The axis fits the events that draw something, and the present.
+    let (axis, xs) = fit_events(events, now_ms, label_w, plot_w, style);
     let now_x = axis.x_after(now_ms).min(axis.x_end());
 
     let mut marks = Vec::new();

@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 
+use locklab_core::trace::Trace;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
 use crate::catalog;
-use crate::i18n::Text;
+use crate::driver::LessonDriver;
+use crate::i18n::{Lang, Text};
 use crate::session::prediction_right;
 use crate::state::{AppContext, Transport, SPEEDS};
 use crate::view::score::{self as stored, use_score_changes};
@@ -24,6 +26,63 @@ pub struct LessonPanelProps {
     /// Interview mode: the step `Some(i)` waits for an answer (stepping
     /// on is blocked until then), or none does.
     pub ongate: Callback<Option<usize>>,
+}
+
+/// What a run shows, from the invariant monitor's violations: each broken
+/// invariant once, with the clients it names; or that the run held.
+fn run_shows(trace: &Trace, lang: Lang) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for e in &trace.events {
+        if let locklab_core::trace::EventKind::Violation { violation: v } = &e.kind {
+            let t = if lang == Lang::Zh {
+                v.invariant.title_zh()
+            } else {
+                v.invariant.title()
+            };
+            let who: Vec<String> = v
+                .actors
+                .iter()
+                .filter(|a| matches!(a, locklab_core::actor::Actor::Client(_)))
+                .map(|&a| trace.names.actor(a))
+                .collect();
+            let line = if who.is_empty() {
+                t.to_owned()
+            } else {
+                format!("{t} ({})", who.join(", "))
+            };
+            if !seen.contains(&line) {
+                seen.push(line);
+            }
+        }
+    }
+    if seen.is_empty() {
+        Text::RunHeld.get(lang).to_owned()
+    } else {
+        format!("{}{}", Text::RunShowed.get(lang), seen.join("; "))
+    }
+}
+
+/// Interview mode's misses, for the review at the end: step, question,
+/// the guess and the answer.
+fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) -> Vec<(usize, String, String, String)> {
+    let l = s.lesson();
+    let results = s.results();
+    judged
+        .iter()
+        .filter_map(|(&i, g)| {
+            let st = l.steps.get(i)?;
+            let reply = results.get(i).and_then(|r| r.reply.clone()).unwrap_or_default();
+            if prediction_right(st, g, &reply) {
+                return None;
+            }
+            let q = st
+                .quiz
+                .as_ref()
+                .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() });
+            let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).unwrap_or(reply);
+            Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
+        })
+        .collect()
 }
 
 #[function_component(LessonPanel)]
@@ -153,13 +212,10 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     };
     let quiz_box = if asks {
         let st = next.expect("asks implies a next step");
-        let question = st.quiz.as_ref().map(|q| {
-            if lang == crate::i18n::Lang::Zh {
-                q.zh.clone()
-            } else {
-                q.en.clone()
-            }
-        });
+        let question = st
+            .quiz
+            .as_ref()
+            .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() });
         let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
         let oninput = {
             let draft = draft.clone();
@@ -270,58 +326,9 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
 
     let outcome = s.outcome();
     // What this run shows, from the invariant monitor's violations.
-    let run_shows = {
-        let trace = s.trace();
-        let mut seen: Vec<String> = Vec::new();
-        for e in &trace.events {
-            if let locklab_core::trace::EventKind::Violation { violation: v } = &e.kind {
-                let t = if lang == crate::i18n::Lang::Zh {
-                    v.invariant.title_zh()
-                } else {
-                    v.invariant.title()
-                };
-                let who: Vec<String> = v
-                    .actors
-                    .iter()
-                    .filter(|a| matches!(a, locklab_core::actor::Actor::Client(_)))
-                    .map(|&a| trace.names.actor(a))
-                    .collect();
-                let line = if who.is_empty() {
-                    t.to_owned()
-                } else {
-                    format!("{t} ({})", who.join(", "))
-                };
-                if !seen.contains(&line) {
-                    seen.push(line);
-                }
-            }
-        }
-        if seen.is_empty() {
-            Text::RunHeld.get(lang).to_owned()
-        } else {
-            format!("{}{}", Text::RunShowed.get(lang), seen.join("; "))
-        }
-    };
+    let run_shows = run_shows(&s.trace(), lang);
     // Interview mode's misses, for the review at the end.
-    let missed: Vec<(usize, String, String, String)> = judged
-        .iter()
-        .filter_map(|(&i, g)| {
-            let st = l.steps.get(i)?;
-            let reply = results.get(i).and_then(|r| r.reply.clone()).unwrap_or_default();
-            if prediction_right(st, g, &reply) {
-                return None;
-            }
-            let q = st.quiz.as_ref().map(|q| {
-                if lang == crate::i18n::Lang::Zh {
-                    q.zh.clone()
-                } else {
-                    q.en.clone()
-                }
-            });
-            let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).unwrap_or(reply);
-            Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
-        })
-        .collect();
+    let missed = missed(&*s, &judged, lang);
     // The outcome is judged on this run, so say when the user changed it.
     let off_script = s.off_script_count();
     // As the URL names it (`end` at the end); shown in the page's language.

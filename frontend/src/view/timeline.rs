@@ -247,6 +247,227 @@ fn swatch(kind: &str, x: f64, y: f64, s: f64) -> Html {
     }
 }
 
+/// The lanes (name, role, centre line) and the spans shaded on them
+/// (pauses, crashes, cut links).
+fn lanes_layer(l: &Layout) -> Html {
+    let style = l.style;
+    let s = style.font / 14.0;
+    let plot_end = l.plot_end;
+    let lanes = l.lanes.iter().map(|lane| {
+        html! {
+            <g class={ classes!("lane", lane.class()) }>
+                <rect class="lane-bg" x="0" y={ f(lane.y) } width={ f(l.width) } height={ f(lane.height) } />
+                <line class="lane-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(lane.mid()) } y2={ f(lane.mid()) } />
+                <text class="lane-label" x="10" y={ f(lane.mid() + 5.0 * s) }>{ &lane.label }</text>
+                if let Some(role) = &lane.role {
+                    <text class="lane-role" x="10" y={ f(lane.mid() + 5.0 * s + style.font * 1.3) }>{ role }</text>
+                }
+            </g>
+        }
+    });
+    let spans = l.spans.iter().map(|sp| {
+        let lane = &l.lanes[sp.lane];
+        html! {
+            <g class={ classes!("span", sp.kind) } data-testid="timeline-span" data-kind={ sp.kind } data-open={ sp.open.to_string() }>
+                <title>{ &sp.title }</title>
+                <rect x={ f(sp.x0) } y={ f(lane.y + 3.0) } width={ f(sp.x1 - sp.x0) } height={ f(lane.height - 6.0) } />
+            </g>
+        }
+    });
+    html! {
+        <>
+            { for lanes }
+            { for spans }
+        </>
+    }
+}
+
+/// The time axis: its line, ticks and breaks.
+fn axis_layer(l: &Layout) -> Html {
+    let style = l.style;
+    let s = style.font / 14.0;
+    let plot_end = l.plot_end;
+    let bottom = l.lanes_bottom;
+    let axis_y = style.axis_h() - 4.0;
+    let ticks = l.ticks.iter().map(|t| {
+        html! {
+            <g class="tick" data-ms={ t.ms.to_string() }>
+                <line x1={ f(t.x) } x2={ f(t.x) } y1={ f(axis_y) } y2={ f(bottom) } />
+                <text class="tick-label" x={ f(t.x) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ &t.label }</text>
+            </g>
+        }
+    });
+    let breaks = l.breaks.iter().map(|b| {
+        html! {
+            <g class={ classes!("break", b.kind) } data-testid="axis-break" data-from={ b.from_ms.to_string() } data-to={ b.to_ms.to_string() }>
+                <title>{ &b.title }</title>
+                <rect x={ f(b.x0) } y={ f(axis_y - 5.0 * s) } width={ f(b.x1 - b.x0) } height={ f(10.0 * s) } />
+                <path class="break-mark" d={ break_mark(b.x0, axis_y, s) } />
+                <path class="break-mark" d={ break_mark(b.x1, axis_y, s) } />
+                if let Some(label) = &b.label {
+                    <text class="break-label" x={ f((b.x0 + b.x1) / 2.0) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ label }</text>
+                }
+            </g>
+        }
+    });
+    html! {
+        <g class="axis">
+            <line class="axis-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(axis_y) } y2={ f(axis_y) } />
+            { for ticks }
+            { for breaks }
+        </g>
+    }
+}
+
+/// Violation bands, lock and belief bars, and the arrows between lanes.
+fn locks_layer(l: &Layout) -> Html {
+    let style = l.style;
+    let plot_end = l.plot_end;
+    let bottom = l.lanes_bottom;
+    let bands = l.bands.iter().map(|b| {
+        html! {
+            <g class="band" data-testid="violation" data-invariant={ b.name } data-title={ b.heading.clone() }>
+                <title>{ &b.title }</title>
+                <rect x={ f(b.x0) } y={ f(l.lanes_top) } width={ f(b.x1 - b.x0) } height={ f(bottom - l.lanes_top) } />
+            </g>
+        }
+    });
+    let bh = style.bar_h();
+    let bars = l.bars.iter().map(|b| {
+        let end = match b.end {
+            None => "open",
+            Some(BarEnd::Expired) => "expired",
+            Some(BarEnd::Gone) => "gone",
+        };
+        html! {
+            <g class={ classes!("bar", owner_class(b.owner), b.belief.then_some("belief")) }
+                data-testid={ if b.belief { "belief-bar" } else { "lock-bar" } }
+                data-key={ b.key.clone() } data-owner={ b.owner_name.clone() }
+                data-open={ b.end.is_none().to_string() } data-end={ end }>
+                <title>{ &b.title }</title>
+                <rect class="held" x={ f(b.x0) } y={ f(b.y) } width={ f(b.x1 - b.x0) } height={ f(bh) } rx="3" />
+                if let Some(dx) = b.deadline_x {
+                    <rect class="ttl" x={ f(b.x1) } y={ f(b.y) } width={ f((dx.min(plot_end) - b.x1).max(0.0)) } height={ f(bh) } rx="3" />
+                }
+            </g>
+        }
+    });
+    let arrows = l.arrows.iter().map(|a| {
+        let class = match a.kind {
+            ArrowKind::Request => "request",
+            ArrowKind::Reply => "reply",
+            ArrowKind::Lost => "lost",
+            ArrowKind::Replication => "replication",
+            ArrowKind::Write => "write",
+        };
+        html! {
+            <line class={ classes!("arrow", class) } x1={ f(a.x1) } y1={ f(a.y1) } x2={ f(a.x2) } y2={ f(a.y2) }
+                marker-end="url(#arrowhead)" />
+        }
+    });
+    html! {
+        <>
+            { for bands }
+            { for bars }
+            { for arrows }
+        </>
+    }
+}
+
+/// Labels under the marks and inside the bars, and the callouts above.
+fn labels_layer(l: &Layout) -> Html {
+    let labels = l.labels.iter().map(|t| {
+        html! {
+            <text class={ classes!("tl-label", t.class) } data-testid="timeline-label" x={ f(t.x) } y={ f(t.y) }
+                data-w={ f(t.w) }>
+                <title>{ &t.title }</title>
+                { &t.text }
+            </text>
+        }
+    });
+    let callouts = l.callouts.iter().map(|c| {
+        let t = &c.label;
+        html! {
+            <g class={ classes!("callout-g", c.kind) } data-testid="callout" data-kind={ c.kind }>
+                <line class="leader" x1={ f(c.at_x) } x2={ f(c.at_x) } y1={ f(t.y + 4.0) } y2={ f(c.y_to) } />
+                <text class={ classes!("tl-label", t.class) } data-testid={ if c.kind == "violation" { "band-title" } else { "timeline-label" } }
+                    x={ f(t.x) } y={ f(t.y) }>
+                    <title>{ &t.title }</title>
+                    { &t.text }
+                </text>
+            </g>
+        }
+    });
+    html! {
+        <>
+            { for labels }
+            { for callouts }
+        </>
+    }
+}
+
+/// The legend: one entry per kind of mark the timeline draws.
+fn legend_layer(l: &Layout) -> Html {
+    let style = l.style;
+    let s = style.font / 14.0;
+    let items = l.legend.iter().map(|it| {
+        html! {
+            <g class="legend-item" data-kind={ it.kind }>
+                { swatch(it.kind, it.x, it.y - style.font * 0.35, s) }
+                <text class="tl-label legend-text" x={ f(it.x + 28.0 * s) } y={ f(it.y) }>{ &it.text }</text>
+            </g>
+        }
+    });
+    html! { <g class="legend" data-testid="legend">{ for items }</g> }
+}
+
+/// The PNG export: the timeline's SVG drawn on a canvas at twice its size;
+/// the link gets the PNG once the image has loaded, and is clicked again
+/// then.
+fn png_export(svg_ref: NodeRef, png_ref: NodeRef, title: String) -> Callback<MouseEvent> {
+    Callback::from(move |e: MouseEvent| {
+        let (Some(svg), Some(a)) = (svg_ref.cast::<Element>(), png_ref.cast::<web_sys::HtmlElement>()) else {
+            return;
+        };
+        if a.get_attribute("data-ready").as_deref() == Some("1") {
+            let _ = a.remove_attribute("data-ready");
+            return;
+        }
+        e.prevent_default();
+        let markup = export_markup(&svg, &title);
+        let Ok(img) = web_sys::HtmlImageElement::new() else {
+            return;
+        };
+        let img2 = img.clone();
+        let onload = wasm_bindgen::closure::Closure::once_into_js(move || {
+            let doc = web_sys::window().and_then(|w| w.document());
+            let canvas = doc
+                .and_then(|d| d.create_element("canvas").ok())
+                .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+            let Some(canvas) = canvas else { return };
+            let (w, h) = (img2.natural_width(), img2.natural_height());
+            canvas.set_width(w * 2);
+            canvas.set_height(h * 2);
+            let ctx = canvas
+                .get_context("2d")
+                .ok()
+                .flatten()
+                .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok());
+            if let Some(ctx) = ctx {
+                let _ = ctx.scale(2.0, 2.0);
+                let _ = ctx.draw_image_with_html_image_element(&img2, 0.0, 0.0);
+                if let Ok(url) = canvas.to_data_url_with_type("image/png") {
+                    let _ = a.set_attribute("href", &url);
+                    let _ = a.set_attribute("data-ready", "1");
+                    a.click();
+                }
+            }
+        });
+        img.set_onload(Some(onload.unchecked_ref()));
+        img.set_src(&svg_data_url(&markup));
+    })
+}
+
 #[function_component(Timeline)]
 pub fn timeline() -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
@@ -418,7 +639,6 @@ pub fn timeline() -> Html {
     }
     let style = l.style;
     let s = style.font / 14.0;
-    let plot_end = l.plot_end;
     let bottom = l.lanes_bottom;
     let onzoom = |d: isize| {
         let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
@@ -477,50 +697,7 @@ pub fn timeline() -> Html {
     };
     // PNG: the same SVG drawn on a canvas at twice its size; the link gets
     // the PNG once the image has loaded, and is clicked again then.
-    let onpng = {
-        let (svg_ref, png_ref, title) = (svg_ref.clone(), png_ref.clone(), title.clone());
-        Callback::from(move |e: MouseEvent| {
-            let (Some(svg), Some(a)) = (svg_ref.cast::<Element>(), png_ref.cast::<web_sys::HtmlElement>()) else {
-                return;
-            };
-            if a.get_attribute("data-ready").as_deref() == Some("1") {
-                let _ = a.remove_attribute("data-ready");
-                return;
-            }
-            e.prevent_default();
-            let markup = export_markup(&svg, &title);
-            let Ok(img) = web_sys::HtmlImageElement::new() else {
-                return;
-            };
-            let img2 = img.clone();
-            let onload = wasm_bindgen::closure::Closure::once_into_js(move || {
-                let doc = web_sys::window().and_then(|w| w.document());
-                let canvas = doc
-                    .and_then(|d| d.create_element("canvas").ok())
-                    .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok());
-                let Some(canvas) = canvas else { return };
-                let (w, h) = (img2.natural_width(), img2.natural_height());
-                canvas.set_width(w * 2);
-                canvas.set_height(h * 2);
-                let ctx = canvas
-                    .get_context("2d")
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok());
-                if let Some(ctx) = ctx {
-                    let _ = ctx.scale(2.0, 2.0);
-                    let _ = ctx.draw_image_with_html_image_element(&img2, 0.0, 0.0);
-                    if let Ok(url) = canvas.to_data_url_with_type("image/png") {
-                        let _ = a.set_attribute("href", &url);
-                        let _ = a.set_attribute("data-ready", "1");
-                        a.click();
-                    }
-                }
-            });
-            img.set_onload(Some(onload.unchecked_ref()));
-            img.set_src(&svg_data_url(&markup));
-        })
-    };
+    let onpng = png_export(svg_ref.clone(), png_ref.clone(), title.clone());
     let onpresent = {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::TogglePresent))
@@ -531,122 +708,6 @@ pub fn timeline() -> Html {
     };
 
     let axis_y = style.axis_h() - 4.0;
-    let ticks = l.ticks.iter().map(|t| {
-        html! {
-            <g class="tick" data-ms={ t.ms.to_string() }>
-                <line x1={ f(t.x) } x2={ f(t.x) } y1={ f(axis_y) } y2={ f(bottom) } />
-                <text class="tick-label" x={ f(t.x) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ &t.label }</text>
-            </g>
-        }
-    });
-    let breaks = l.breaks.iter().map(|b| {
-        html! {
-            <g class={ classes!("break", b.kind) } data-testid="axis-break" data-from={ b.from_ms.to_string() } data-to={ b.to_ms.to_string() }>
-                <title>{ &b.title }</title>
-                <rect x={ f(b.x0) } y={ f(axis_y - 5.0 * s) } width={ f(b.x1 - b.x0) } height={ f(10.0 * s) } />
-                <path class="break-mark" d={ break_mark(b.x0, axis_y, s) } />
-                <path class="break-mark" d={ break_mark(b.x1, axis_y, s) } />
-                if let Some(label) = &b.label {
-                    <text class="break-label" x={ f((b.x0 + b.x1) / 2.0) } y={ f(axis_y - 8.0 * s) } text-anchor="middle">{ label }</text>
-                }
-            </g>
-        }
-    });
-    let lanes = l.lanes.iter().map(|lane| {
-        html! {
-            <g class={ classes!("lane", lane.class()) }>
-                <rect class="lane-bg" x="0" y={ f(lane.y) } width={ f(l.width) } height={ f(lane.height) } />
-                <line class="lane-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(lane.mid()) } y2={ f(lane.mid()) } />
-                <text class="lane-label" x="10" y={ f(lane.mid() + 5.0 * s) }>{ &lane.label }</text>
-                if let Some(role) = &lane.role {
-                    <text class="lane-role" x="10" y={ f(lane.mid() + 5.0 * s + style.font * 1.3) }>{ role }</text>
-                }
-            </g>
-        }
-    });
-    let bands = l.bands.iter().map(|b| {
-        html! {
-            <g class="band" data-testid="violation" data-invariant={ b.name } data-title={ b.heading.clone() }>
-                <title>{ &b.title }</title>
-                <rect x={ f(b.x0) } y={ f(l.lanes_top) } width={ f(b.x1 - b.x0) } height={ f(bottom - l.lanes_top) } />
-            </g>
-        }
-    });
-    let bh = style.bar_h();
-    let bars = l.bars.iter().map(|b| {
-        let end = match b.end {
-            None => "open",
-            Some(BarEnd::Expired) => "expired",
-            Some(BarEnd::Gone) => "gone",
-        };
-        html! {
-            <g class={ classes!("bar", owner_class(b.owner), b.belief.then_some("belief")) }
-                data-testid={ if b.belief { "belief-bar" } else { "lock-bar" } }
-                data-key={ b.key.clone() } data-owner={ b.owner_name.clone() }
-                data-open={ b.end.is_none().to_string() } data-end={ end }>
-                <title>{ &b.title }</title>
-                <rect class="held" x={ f(b.x0) } y={ f(b.y) } width={ f(b.x1 - b.x0) } height={ f(bh) } rx="3" />
-                if let Some(dx) = b.deadline_x {
-                    <rect class="ttl" x={ f(b.x1) } y={ f(b.y) } width={ f((dx.min(plot_end) - b.x1).max(0.0)) } height={ f(bh) } rx="3" />
-                }
-            </g>
-        }
-    });
-    let arrows = l.arrows.iter().map(|a| {
-        let class = match a.kind {
-            ArrowKind::Request => "request",
-            ArrowKind::Reply => "reply",
-            ArrowKind::Lost => "lost",
-            ArrowKind::Replication => "replication",
-            ArrowKind::Write => "write",
-        };
-        html! {
-            <line class={ classes!("arrow", class) } x1={ f(a.x1) } y1={ f(a.y1) } x2={ f(a.x2) } y2={ f(a.y2) }
-                marker-end="url(#arrowhead)" />
-        }
-    });
-    let spans = l.spans.iter().map(|sp| {
-        let lane = &l.lanes[sp.lane];
-        html! {
-            <g class={ classes!("span", sp.kind) } data-testid="timeline-span" data-kind={ sp.kind } data-open={ sp.open.to_string() }>
-                <title>{ &sp.title }</title>
-                <rect x={ f(sp.x0) } y={ f(lane.y + 3.0) } width={ f(sp.x1 - sp.x0) } height={ f(lane.height - 6.0) } />
-            </g>
-        }
-    });
-    let labels = l.labels.iter().map(|t| {
-        html! {
-            <text class={ classes!("tl-label", t.class) } data-testid="timeline-label" x={ f(t.x) } y={ f(t.y) }
-                data-w={ f(t.w) }>
-                <title>{ &t.title }</title>
-                { &t.text }
-            </text>
-        }
-    });
-    let callouts = l.callouts.iter().map(|c| {
-        let t = &c.label;
-        html! {
-            <g class={ classes!("callout-g", c.kind) } data-testid="callout" data-kind={ c.kind }>
-                <line class="leader" x1={ f(c.at_x) } x2={ f(c.at_x) } y1={ f(t.y + 4.0) } y2={ f(c.y_to) } />
-                <text class={ classes!("tl-label", t.class) } data-testid={ if c.kind == "violation" { "band-title" } else { "timeline-label" } }
-                    x={ f(t.x) } y={ f(t.y) }>
-                    <title>{ &t.title }</title>
-                    { &t.text }
-                </text>
-            </g>
-        }
-    });
-    let legend = state.legend.then(|| {
-        let items = l.legend.iter().map(|it| {
-            html! {
-                <g class="legend-item" data-kind={ it.kind }>
-                    { swatch(it.kind, it.x, it.y - style.font * 0.35, s) }
-                    <text class="tl-label legend-text" x={ f(it.x + 28.0 * s) } y={ f(it.y) }>{ &it.text }</text>
-                </g>
-            }
-        });
-        html! { <g class="legend" data-testid="legend">{ for items }</g> }
-    });
     let height = if state.legend { l.height } else { l.lanes_bottom + 8.0 };
     let marks = per_lane
         .iter()
@@ -687,24 +748,18 @@ pub fn timeline() -> Html {
                         <path d="M0 0 L8 4 L0 8 z" />
                     </marker>
                 </defs>
-                { for lanes }
-                { for spans }
-                <g class="axis">
-                    <line class="axis-line" x1={ f(style.label_w()) } x2={ f(plot_end) } y1={ f(axis_y) } y2={ f(axis_y) } />
-                    { for ticks }
-                    { for breaks }
-                </g>
-                { for bands }
-                { for bars }
-                { for arrows }
+                { lanes_layer(&l) }
+                { axis_layer(&l) }
+                { locks_layer(&l) }
                 { for marks }
-                { for labels }
-                { for callouts }
+                { labels_layer(&l) }
                 <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
                 if empty {
                     <text class="empty" x={ f(style.label_w() + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
                 }
-                { legend.unwrap_or_default() }
+                if state.legend {
+                    { legend_layer(&l) }
+                }
             </svg>
             </div>
         </section>

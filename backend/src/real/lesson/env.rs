@@ -1,0 +1,121 @@
+//! The real servers as core's lesson [`Environment`]: what each kind of
+//! step does on a real session and topology.
+
+use super::*;
+
+/// The real servers as core's lesson [`Environment`], for one step: the
+/// run's state and the session and topology it borrows.
+pub(super) struct Stepping<'r, 'e, 'b> {
+    pub(super) run: &'r mut RealLessonRun,
+    pub(super) env: &'e mut RealEnv<'b>,
+}
+
+impl Environment for Stepping<'_, '_, '_> {
+    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+        self.run.pump(self.env, None)
+    }
+
+    fn command(
+        &mut self,
+        index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let run = &mut *self.run;
+        if run.crashed.contains(client) {
+            return Err(format!("{client} has crashed"));
+        }
+        let node = node.unwrap_or(run.master);
+        let reply = run.exec(self.env, client, node, argv, Some(index))?;
+        // A client whose replies are all dropped ran the command and never
+        // heard back.
+        Ok(reply.filter(|_| !run.deaf.contains(client)))
+    }
+
+    fn wait(&mut self, index: usize, ms: u64) -> Result<(), String> {
+        let run = &mut *self.run;
+        let until = Instant::now() + run.wall(ms);
+        run.pump(self.env, Some(until))?;
+        run.observe(self.env, None, Cause::None);
+        if let Some(lag) = run.held_replication.filter(|lag| ms >= *lag) {
+            let text = self
+                .env
+                .topology
+                .fault(topology::Fault::HealReplication { node: 1 })
+                .map_err(|e| e.to_string())?;
+            self.env
+                .session
+                .note_world(format!("{text}: {lag} ms of lag have passed"));
+            run.held_replication = None;
+            run.add_note(index, format!("replication restored: the {lag} ms of lag have passed"));
+        }
+        Ok(())
+    }
+
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
+        let run = &mut *self.run;
+        run.record(self.env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
+        let before = Instant::now();
+        let result = run.fault(self.env, fault);
+        // A fault is an instant in the lesson; starting a process or
+        // promoting a replica takes milliseconds of wall time, which ×100
+        // would be seconds the lesson never had. Lesson time and the
+        // programs' timers stand still meanwhile (the servers' TTLs cannot,
+        // which costs them those few milliseconds).
+        let spent = before.elapsed().saturating_sub(run.wall(fault_wait(fault)));
+        run.freeze(spent);
+        if let Some(note) = result? {
+            run.add_note(index, note);
+        }
+        run.observe(self.env, None, Cause::None);
+        Ok(())
+    }
+
+    fn launch(&mut self, _index: usize, client: &str, program: &Program, background: bool) -> Result<(), String> {
+        let slot = self.run.launch(self.env, client, program)?;
+        if !background {
+            self.run.run_until_done(self.env, slot)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        let accepted = self.run.write(self.env, cid, token, value.to_owned());
+        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+    }
+
+    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
+        self.run.belief(self.env, cid, key, holds);
+        Ok(())
+    }
+
+    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
+        Err("metrics are refused by check_supported".into())
+    }
+
+    fn end_step(&mut self, _index: usize, last: bool) {
+        let run = &mut *self.run;
+        // Stretches every overlap still going on to now.
+        run.drain(self.env);
+        if last {
+            // An overlap still going on ends with the lesson (lesson 15: A
+            // and B both hold): its band stops here.
+            run.ongoing.clear();
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.run.now_lesson(self.env).max(self.run.last_at)
+    }
+
+    fn trace_len(&self) -> usize {
+        self.run.emitted
+    }
+
+    fn names(&self) -> &Names {
+        self.env.session.names()
+    }
+}

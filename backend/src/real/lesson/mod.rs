@@ -1,0 +1,807 @@
+//! Real redis-server sessions as a lesson's environment.
+//!
+//! Trainees must see that the simulator is not inventing things, so the
+//! lessons also run on real servers: one connection per actor (through a
+//! lab [`Session`], so keys live under a fresh prefix and a fresh ACL
+//! user), the same redis-cli lines, the replies printed the same way and
+//! checked against the same expectations. The steps are interpreted by
+//! core ([`Progress::step`], the simulator's own interpreter); this module
+//! is only what a step *does* on real servers — the core
+//! [`Environment`] implemented over a session and a topology — plus the
+//! client programs' host on the wall clock. Lock keys are read back and
+//! judged by core's lock observer and invariant monitor, so the grants,
+//! Redlock majority, beliefs, overlaps and violation bands are the
+//! simulator's. [`RealLessonRun`] is the stepwise run the `/api/session`
+//! WebSocket drives one `lesson_step` at a time, and [`run`] / [`run_on`]
+//! loop over it for `locklab lesson run --real` and the tests.
+//!
+//! Several things differ from the simulator, and the transcript says so
+//! wherever they apply:
+//!
+//! * **Time is compressed.** Waiting 31 real seconds for a lock to expire
+//!   makes a dull demo and a slow test, so TTLs and waits are divided by a
+//!   factor (100× by default): `PX 15000` is sent as `PX 150`, `EX 30` as
+//!   `PX 300`, `WAIT 1 5000` as `WAIT 1 50`, a wait of 31 000 ms sleeps
+//!   310 ms, and `PTTL`/`TTL` replies are multiplied back. Script arguments
+//!   are compressed when the script sets a TTL (it mentions `px`, `pexpire`
+//!   or `expire`) and the argument is an integer of at least 100 (core's
+//!   pure rewrite, `locklab_core::lesson::compress`). Lesson
+//!   time is wall time since the run started × the factor — including any
+//!   time a person spends between two steps, which is why a browser should
+//!   step promptly (or pick a smaller factor) when a TTL matters.
+//! * **Redis 8.4 commands on an older server.** `DELEX key IFEQ token` is
+//!   unknown to 7.x; the runner says so and sends the Lua compare-and-delete
+//!   instead, which answers the same 1 or 0.
+//! * **Faults are real.** `failover` SIGKILLs the master and promotes the
+//!   replica (`REPLICAOF NO ONE`), and commands without a `node` follow the
+//!   new master, as a Sentinel-aware client would; `cut_link` between two
+//!   nodes cuts the replica's replication; `crash_node` and `restart_node`
+//!   kill and restart the process (empty: nothing persists); `cut_link`
+//!   between a client and a node makes the lab drop that client's requests
+//!   to that node, so the client sees its timeout — which is all a
+//!   partition ever looks like from the client's side.
+//! * **Replication lag is made deterministic.** On loopback a replica has a
+//!   write within microseconds, so a lesson that declares a replication lag
+//!   (`world.replication`, lesson 15: "the master crashes before the write
+//!   reaches the replica") would lose the race it teaches. The runner
+//!   therefore cuts replication before the first step and restores it at
+//!   the first wait at least as long as the lag; a failover that comes
+//!   first loses exactly the writes the lesson says are lost.
+//! * **Client programs run on the real clock.** Core's programs are
+//!   sans-IO state machines; the runner feeds them replies from the real
+//!   servers and fires their timers on the compressed wall clock. A
+//!   background program keeps running while later steps execute (its timers
+//!   are served during every step and every wait). A request to a live node
+//!   always gets its answer on loopback; only a cut link or a dead node
+//!   makes a program see its per-node timeout.
+//! * **Lock events are observed, not modelled.** After every command the
+//!   runner reads the lesson's lock keys on each live node (through the
+//!   administrative connection, bypassing the session's rate limit) and
+//!   turns what changed into core's `Lock` events — `Acquired`, `Renewed`,
+//!   `Removed` by a command, by expiry or by replication — plus `Granted`,
+//!   `Belief`, `Overlap`, `Violation` (core's monitor: two holders, a
+//!   stale write, a wrong release), `Fault`, `WriteSent`/`Write`, so the timeline of a
+//!   real run reads like the simulator's. An expiry is stamped at the
+//!   deadline the server's `PTTL` implied.
+//!
+//! * **A cluster is routed.** Lesson 31 runs on a real three-master
+//!   cluster, through a session that keeps keys as typed (a prefix would
+//!   move them to other hash slots; see the session module) and sends a
+//!   command with keys to the node serving their slot, as a cluster client
+//!   does; a command without keys goes to node 1, the node the simulator
+//!   plays. So a 0-key script that builds its key inside Lua gets the
+//!   cluster's own `non local key` error.
+//!
+//! What a real server cannot do — a clock jump, a slow link, random reply
+//! loss, metrics off the simulator's trace — is refused up front with the
+//! lesson's own explanation, not approximated.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use locklab_core::actor::{Actor, Names};
+use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost, RELEASE_LUA};
+use locklab_core::fault::{ClockOf, Endpoint, Fault};
+use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
+use locklab_core::lesson::compress::{compress, rescale, words, Scale};
+use locklab_core::lesson::metrics::Metrics;
+use locklab_core::lesson::render;
+use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::{
+    Lang, Lesson, LessonError, LessonTopology, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
+};
+use locklab_core::observe::Observed;
+use locklab_core::resource::Resource;
+use locklab_core::rng::Rng;
+use locklab_core::server::EPOCH_MS;
+use locklab_core::trace::{Event, EventKind, LossReason};
+use locklab_core::Reply;
+use thiserror::Error;
+
+use crate::real::conn::{RealConnection, RealError};
+use crate::real::observe::{Cause, LockWatch};
+use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
+
+mod env;
+mod faults;
+mod monitor;
+mod programs;
+mod support;
+
+use env::Stepping;
+use faults::fault_wait;
+use programs::Running;
+use support::watched_keys;
+pub use support::{check_supported, check_supported_lang, check_target, default_factor, topology_kind};
+
+/// Why a lesson cannot run, or stopped, on real servers.
+#[derive(Debug, Error)]
+pub enum RealLessonError {
+    #[error("lesson {id} cannot run on a real server: {why}")]
+    Unsupported { id: String, why: String },
+    #[error("lesson {id}, step {step}: {msg}")]
+    Step { id: String, step: usize, msg: String },
+    #[error(transparent)]
+    Real(#[from] RealError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// A finished real run.
+#[derive(Debug)]
+pub struct RealReport {
+    pub server_version: String,
+    pub factor: u64,
+    pub results: Vec<StepResult>,
+    /// Per step, what was actually sent or done when it differs from the
+    /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
+    pub notes: BTreeMap<usize, String>,
+    /// Did the lesson's outcome happen, where a real run can tell, judged
+    /// by core's monitor as in the simulator: two holders by the clients'
+    /// beliefs, a stale write by grant order at the resource, a wrong
+    /// release by what the lock observer saw on the servers. `None` for a
+    /// deadlock (an unbounded hold), which a real run does not time.
+    pub outcome: Option<bool>,
+}
+
+impl RealReport {
+    /// Every expectation held, and the outcome too where it is judged.
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(|r| r.ok) && self.outcome != Some(false)
+    }
+
+    /// The transcript, in the simulator's layout, with the real run's notes.
+    /// In Chinese the runner's own words come from core (the same wording
+    /// as the simulator's transcript); commands and replies stay as they
+    /// are, and the notes on what was sent (compressed TTLs, fallbacks)
+    /// stay in English.
+    pub fn transcript(&self, lesson: &Lesson, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        let mut out = if zh {
+            format!(
+                "第 {} 课 — {}\n真实 redis-server {}，时间压缩 {}×\n\n",
+                lesson.id, lesson.title.zh, self.server_version, self.factor
+            )
+        } else {
+            format!(
+                "lesson {} — {}\nreal redis-server {}, time compressed {}×\n\n",
+                lesson.id, lesson.title.en, self.server_version, self.factor
+            )
+        };
+        // Core's wording of each step, with the world's names.
+        let sim = LessonRun::new(lesson).ok();
+        for r in &self.results {
+            let who = r.actor.as_deref().unwrap_or(if zh { "环境" } else { "world" });
+            let is_write = lesson.steps.get(r.index).is_some_and(|s| s.write.is_some());
+            let shown = match (&sim, zh) {
+                (Some(run), true) => run
+                    .shown(r.index)
+                    .map_or(r.shown.clone(), |s| s.text(run.world().names(), lang)),
+                _ => r.shown.clone(),
+            };
+            out.push_str(&format!("[{:>8} ms] {who}> {shown}\n", r.at_ms));
+            if let Some(note) = self.notes.get(&r.index) {
+                out.push_str(&format!("{:>14}({note})\n", ""));
+            }
+            if let Some(reply) = &r.reply {
+                for line in reply.lines() {
+                    let line = match (zh && is_write, line) {
+                        (true, "accepted") => "被接受",
+                        (true, "rejected") => "被拒绝",
+                        _ => line,
+                    };
+                    out.push_str(&format!("{:>14}{line}\n", ""));
+                }
+            }
+            if !r.ok {
+                let label = if zh { "✗ 期望：" } else { "✗ expected: " };
+                out.push_str(&format!("{:>14}{label}{}\n", "", r.expected.as_deref().unwrap_or("?")));
+            }
+        }
+        let name = render::invariant_name(lesson.outcome.invariant, lang);
+        let want = match (zh, lesson.outcome.broken) {
+            (false, true) => "broken",
+            (false, false) => "held",
+            (true, true) => "被破坏",
+            (true, false) => "成立",
+        };
+        out.push_str(&match (self.outcome, zh) {
+            (Some(true), false) => format!("\noutcome: {name}: {want}, as the lesson teaches ✓\n"),
+            (Some(true), true) => format!("\n结论：{name}：{want}，与本课要讲的一致 ✓\n"),
+            (Some(false), false) => format!("\noutcome: {name}: the lesson says {want}, the run shows otherwise ✗ MISMATCH\n"),
+            (Some(false), true) => format!("\n结论：{name}：本课说它应当{want}，这次运行不是这样 ✗ 不一致\n"),
+            (None, false) => format!(
+                "\noutcome: {name}: the lesson says {want}; not judged on a real run (the simulator derives it from its model of every node)\n"
+            ),
+            (None, true) => format!("\n结论：{name}：本课说它应当{want}；真实运行不作判定（模拟器根据它对每个节点的模型得出）\n"),
+        });
+        out
+    }
+}
+
+/// What a real run reaches its servers through: the session (prefix, ACL
+/// user, trace) and the topology (faults, node states). Borrowed for each
+/// step, so the WebSocket's lab keeps owning both between steps and can
+/// send off-script console commands to the same session.
+pub struct RealEnv<'a> {
+    pub session: &'a mut Session,
+    pub topology: &'a mut Topology,
+}
+
+/// A lesson being played on real servers, one step at a time.
+pub struct RealLessonRun {
+    lesson: Lesson,
+    factor: u64,
+    version: String,
+    has_8_4: bool,
+    notice: Option<String>,
+    /// Session-clock ms when the run started: lesson time 0.
+    origin_ms: u64,
+    /// Node the lesson's commands without a `node` go to.
+    master: u32,
+    deaf: BTreeSet<String>,
+    crashed: BTreeSet<String>,
+    /// Client ↔ node links the lab is dropping requests on.
+    cut: BTreeSet<(String, u32)>,
+    resource: Resource,
+    /// Core's step interpreter: the lesson's steps and their results.
+    progress: Progress,
+    notes: BTreeMap<usize, String>,
+    /// The lesson's lock keys on every node, as last seen (core's lock
+    /// observer: grants, Redlock majority, wrong releases).
+    locks: LockWatch,
+    /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
+    /// writes — the simulator's own.
+    monitor: Monitor,
+    /// Overlap violations still going on: by key, their index in the
+    /// monitor, which holds them. Recorded when the overlap begins and sent
+    /// again whenever their span grew (an event once streamed cannot be
+    /// stretched in place; the page keeps the latest copy,
+    /// `trace::append_streamed`), so the band grows during play as in the
+    /// simulator.
+    ongoing: BTreeMap<String, usize>,
+    /// Two clients believed they held the same key at some point.
+    overlapped: bool,
+    /// Replication held back to play a declared lag (see the module doc):
+    /// the lag in lesson ms, while it is held.
+    held_replication: Option<u64>,
+    programs: Vec<Option<Running>>,
+    events: Vec<Event>,
+    last_at: u64,
+    /// Events handed out so far (the run's and the console's): a step's
+    /// `trace_len`, as in the simulator, so the timeline can show the
+    /// events up to a step.
+    emitted: usize,
+}
+
+impl RealLessonRun {
+    /// Get ready to play `lesson` on `env`, compressing time by `factor`.
+    /// The session should be fresh (the lesson's keys then start absent)
+    /// and a managed topology freshly started or [`Topology::reset`].
+    pub fn start(
+        lesson: &Lesson,
+        env: &mut RealEnv<'_>,
+        factor: u64,
+        lang: Lang,
+    ) -> Result<RealLessonRun, RealLessonError> {
+        check_target(lesson, env.topology, lang).map_err(|why| RealLessonError::Unsupported {
+            id: lesson.id.clone(),
+            why,
+        })?;
+        let factor = factor.clamp(1, 10_000);
+        let nodes = env.topology.nodes();
+        // The URL as given (with its credentials), not the one shown.
+        let first = env
+            .topology
+            .targets()
+            .first()
+            .map(|t| t.url.clone())
+            .unwrap_or_default();
+        let version = server_version(&mut RealConnection::open(&first)?)?;
+        let has_8_4 = at_least_8_4(&version);
+        let notice = delex_notice(lesson, &version, has_8_4);
+        connect_actors(lesson, env, nodes.len() as u32)?;
+        let mut run = RealLessonRun {
+            lesson: lesson.clone(),
+            factor,
+            version,
+            has_8_4,
+            notice,
+            origin_ms: env.session.elapsed_ms(),
+            master: 0,
+            deaf: BTreeSet::new(),
+            crashed: BTreeSet::new(),
+            cut: BTreeSet::new(),
+            resource: Resource::new(lesson.world.fencing),
+            progress: Progress::new(lesson),
+            notes: BTreeMap::new(),
+            locks: LockWatch::new(
+                watched_keys(lesson),
+                nodes.len(),
+                factor,
+                lesson.topology == LessonTopology::Redlock5,
+            ),
+            monitor: Monitor::new(InvariantConfig {
+                lock_keys: watched_keys(lesson),
+                overlap_is_violation: overlap_is_violation(lesson),
+                max_hold_ms: lesson.world.max_hold_ms,
+            }),
+            ongoing: BTreeMap::new(),
+            overlapped: false,
+            held_replication: None,
+            programs: Vec::new(),
+            events: Vec::new(),
+            last_at: 0,
+            emitted: 0,
+        };
+        if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
+            if r.lag_ms > 0 {
+                run.hold_replication(env, r.lag_ms)?;
+            }
+        }
+        Ok(run)
+    }
+
+    /// Play a declared replication lag (see the module doc): replication is
+    /// cut now and restored at the first wait at least `lag_ms` long.
+    fn hold_replication(&mut self, env: &mut RealEnv<'_>, lag_ms: u64) -> Result<(), RealLessonError> {
+        let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
+        env.session.note_world(format!(
+            "{text}: the lesson's replica lags {lag_ms} ms, loopback replication takes microseconds"
+        ));
+        self.held_replication = Some(lag_ms);
+        self.notes.insert(
+            0,
+            format!(
+                "replication held back: the lesson's replica lags {lag_ms} ms and loopback replication would win the race the lesson shows, so it is cut until a wait of {lag_ms} ms"
+            ),
+        );
+        self.drain(env);
+        Ok(())
+    }
+
+    pub fn lesson(&self) -> &Lesson {
+        &self.lesson
+    }
+
+    pub fn steps(&self) -> usize {
+        self.lesson.steps.len()
+    }
+
+    pub fn server_version(&self) -> &str {
+        &self.version
+    }
+
+    pub fn factor(&self) -> u64 {
+        self.factor
+    }
+
+    /// A run-wide notice (the DELEX fallback), for the browser's banner.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
+    }
+
+    pub fn results(&self) -> &[StepResult] {
+        self.progress.results()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.progress.is_finished()
+    }
+
+    /// Every step done so far met its expectation, and (once finished)
+    /// the outcome held where a real run can judge it.
+    pub fn passed(&self) -> bool {
+        self.results().iter().all(|r| r.ok) && !(self.is_finished() && self.outcome() == Some(false))
+    }
+
+    /// The lesson's outcome, where a real run can judge it (see
+    /// [`RealReport::outcome`]).
+    pub fn outcome(&self) -> Option<bool> {
+        let expected = &self.lesson.outcome;
+        match expected.invariant {
+            OutcomeInvariant::Overlap => Some(self.overlapped == expected.broken),
+            // Judged by core's monitor, as in the simulator: writes by
+            // grant order, releases by what the lock observer saw.
+            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
+                let inv = expected.invariant.invariant()?;
+                Some(self.monitor.violations().iter().any(|v| v.invariant == inv) == expected.broken)
+            }
+            _ => None,
+        }
+    }
+
+    /// The events since the last call, `at_ms` in lesson time.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// When a background program next has a timer or timeout due (wall
+    /// clock), so a caller that is idle between steps can [`serve`] it on
+    /// time.
+    ///
+    /// [`serve`]: RealLessonRun::serve
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.programs.iter().flatten().filter_map(Running::next_deadline).min()
+    }
+
+    /// Serve the background programs whose timers are due, between steps;
+    /// their events are in [`take_events`](RealLessonRun::take_events).
+    pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
+        let step = self.results().len() + 1;
+        self.pump(env, None).map_err(|msg| RealLessonError::Step {
+            id: self.lesson.id.clone(),
+            step,
+            msg,
+        })?;
+        self.drain(env);
+        Ok(())
+    }
+
+    /// Lesson time of a session-clock instant.
+    pub fn lesson_ms(&self, session_ms: u64) -> u64 {
+        session_ms.saturating_sub(self.origin_ms).saturating_mul(self.factor)
+    }
+
+    /// Session events (an off-script console command) restamped in lesson
+    /// time, so they sit on the same axis as the lesson's own.
+    pub fn restamp(&mut self, events: Vec<Event>) -> Vec<Event> {
+        self.emitted += events.len();
+        events
+            .into_iter()
+            .map(|mut e| {
+                e.at_ms = self.lesson_ms(e.at_ms).max(self.last_at);
+                self.last_at = e.at_ms;
+                e
+            })
+            .collect()
+    }
+
+    /// Everything so far, as a report (notes included).
+    pub fn report(&self) -> RealReport {
+        RealReport {
+            server_version: self.version.clone(),
+            factor: self.factor,
+            results: self.results().to_vec(),
+            notes: self.notes.clone(),
+            outcome: if self.is_finished() { self.outcome() } else { None },
+        }
+    }
+
+    /// Add to step `index`'s note (a step can have two: replication held
+    /// back, and a compressed TTL).
+    fn add_note(&mut self, index: usize, note: String) {
+        self.notes
+            .entry(index)
+            .and_modify(|n| {
+                n.push_str("; ");
+                n.push_str(&note);
+            })
+            .or_insert(note);
+    }
+
+    /// Stop lesson time for `d` of wall time that the lab spent, not the
+    /// lesson: shift the origin and every program timer.
+    fn freeze(&mut self, d: Duration) {
+        self.origin_ms += d.as_millis() as u64;
+        for p in self.programs.iter_mut().flatten() {
+            for t in p.timers.values_mut() {
+                *t += d;
+            }
+            for (_, t) in &mut p.fails {
+                *t += d;
+            }
+            if let Some(t) = &mut p.paused_until {
+                *t += d;
+            }
+        }
+    }
+
+    fn now_lesson(&self, env: &RealEnv<'_>) -> u64 {
+        self.lesson_ms(env.session.elapsed_ms())
+    }
+
+    /// Wall time for `ms` of lesson time.
+    fn wall(&self, ms: u64) -> Duration {
+        Duration::from_micros(ms.saturating_mul(1000) / self.factor)
+    }
+
+    /// Move the session's new events into ours, restamped; violations
+    /// still going on are stretched to now first.
+    fn drain(&mut self, env: &mut RealEnv<'_>) {
+        let now = self.now_lesson(env).max(self.last_at);
+        for key in self.ongoing.keys().cloned().collect::<Vec<_>>() {
+            self.extend_overlap(env, &key, now);
+        }
+        let events = env.session.take_events();
+        let events = self.restamp(events);
+        self.events.extend(events);
+    }
+
+    fn record(&mut self, env: &mut RealEnv<'_>, at: Option<u64>, actor: Actor, kind: EventKind) {
+        env.session.record(at, actor, kind);
+    }
+
+    /// Carry out the next step (core's interpreter, on this environment):
+    /// its result and the note on what was sent differently; `None` when
+    /// the lesson is over. Background programs are served first, so their
+    /// timers that fell due meanwhile fire now.
+    pub fn step(&mut self, env: &mut RealEnv<'_>) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
+        let mut progress = std::mem::replace(&mut self.progress, Progress::new(&self.lesson));
+        let result = progress.step(&mut Stepping { run: self, env }).map(|r| r.cloned());
+        self.progress = progress;
+        match result {
+            Ok(Some(r)) => {
+                let note = self.notes.get(&r.index).cloned();
+                Ok(Some((r, note)))
+            }
+            Ok(None) => Ok(None),
+            Err(LessonError::Step { id, step, msg }) => Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => Err(RealLessonError::Step {
+                id: self.lesson.id.clone(),
+                step: self.results().len() + 1,
+                msg: e.to_string(),
+            }),
+        }
+    }
+
+    /// Send one command as `client` to `node`, compressed, and observe the
+    /// lock keys it may have changed. `None` when it got no reply (a cut
+    /// link, a dead node). `note_at`: the step whose note says what was
+    /// sent instead.
+    fn exec(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        client: &str,
+        node: u32,
+        argv: &[Vec<u8>],
+        note_at: Option<usize>,
+    ) -> Result<Option<Reply>, String> {
+        let OnWire {
+            argv: sent,
+            scale,
+            note,
+        } = self.as_sent(argv)?;
+        if let (Some(i), Some(n)) = (note_at, note) {
+            self.add_note(i, n);
+        }
+        let cid = env.session.client(client).map_err(|e| e.to_string())?;
+        // On a cluster the command goes where its keys' slot lives.
+        let node = env.session.route(node, &sent);
+        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if self.cut.contains(&(client.to_owned(), node)) {
+            // The lab is the network here: the request never arrives.
+            self.record_cut(env, cid, node, vec![shown]);
+            self.drain(env);
+            return Ok(None);
+        }
+        let outcome = env.session.run_routed(client, node, &sent);
+        // Where it ran: a redirect on a cluster can move it after all.
+        let node = outcome.as_ref().map_or(node, |&(at, _)| at);
+        let reply = match outcome {
+            Ok((_, r)) => Some(rescale(r, scale, self.factor as i64)),
+            Err(SessionError::Unreachable { .. }) => None,
+            Err(e) => Some(e.to_reply()),
+        };
+        let events = env.session.take_events();
+        let mut events = self.restamp(events);
+        as_the_lesson_reads_it(&mut events, &shown, reply.as_ref());
+        self.events.extend(events);
+        if reply.is_some() {
+            self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+        }
+        Ok(reply)
+    }
+
+    /// What goes on the wire for the lesson's `argv`: compressed by the
+    /// factor, and `DELEX … IFEQ` as the Lua compare-and-delete on a server
+    /// older than 8.4; with the scale of its reply and the note that says
+    /// what was sent instead, if anything was.
+    fn as_sent(&self, argv: &[Vec<u8>]) -> Result<OnWire, String> {
+        let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
+        let (sent, scale) = compress(argv, self.factor as i64);
+        if !is_delex || self.has_8_4 {
+            let note = (sent != argv).then(|| format!("sent as {} at {}×", words(&sent), self.factor));
+            return Ok(OnWire {
+                argv: sent,
+                scale,
+                note,
+            });
+        }
+        let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
+        if !ifeq {
+            return Err(format!(
+                "DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent",
+                self.version
+            ));
+        }
+        let lua = vec![
+            b"EVAL".to_vec(),
+            RELEASE_LUA.as_bytes().to_vec(),
+            b"1".to_vec(),
+            sent[1].clone(),
+            sent[3].clone(),
+        ];
+        let note = format!(
+            "DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead",
+            self.version
+        );
+        Ok(OnWire {
+            argv: lua,
+            scale,
+            note: Some(note),
+        })
+    }
+
+    /// A request on a link the lab cut: sent, and lost on the way.
+    fn record_cut(&mut self, env: &mut RealEnv<'_>, cid: u32, node: u32, commands: Vec<Vec<String>>) {
+        let sent = EventKind::Sent { req: 0, node, commands };
+        self.record(env, None, Actor::Client(cid), sent);
+        let lost = EventKind::Lost {
+            req: 0,
+            client: cid,
+            node,
+            reason: LossReason::LinkCut,
+        };
+        self.record(env, None, Actor::Client(cid), lost);
+    }
+}
+
+/// A lesson's command as it goes on the wire ([`RealLessonRun::as_sent`]).
+struct OnWire {
+    argv: Vec<Vec<u8>>,
+    /// How its reply is scaled back to lesson time.
+    scale: Scale,
+    /// What the step's note says was sent instead, if anything.
+    note: Option<String>,
+}
+
+/// The trace shows the lesson's command (`shown`) and the reply as the
+/// lesson reads it (PTTL scaled back), like the simulator's, not what went
+/// on the wire.
+fn as_the_lesson_reads_it(events: &mut [Event], shown: &[String], reply: Option<&Reply>) {
+    for e in events {
+        match &mut e.kind {
+            EventKind::Sent { commands, .. } => *commands = vec![shown.to_vec()],
+            EventKind::Executed { commands, replies, .. } => {
+                *commands = vec![shown.to_vec()];
+                if let Some(r) = reply {
+                    *replies = vec![r.clone()];
+                }
+            }
+            EventKind::Received { replies, .. } => {
+                if let Some(r) = reply {
+                    *replies = vec![r.clone()];
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Play `lesson` on the user's server at `url` (single-node lessons only),
+/// compressing time by `factor`. With `flush`, the server is emptied first
+/// (a test server only: it clears function libraries a previous run left).
+pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
+    let mut topology = Topology::external(url);
+    check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    })?;
+    if flush {
+        let mut admin = RealConnection::open(url)?;
+        for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
+            admin.execute(&cmd.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>())?;
+        }
+    }
+    run_on(lesson, &mut topology, factor)
+}
+
+/// Start the managed topology `lesson` needs, play it there, and stop it.
+pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
+    check_supported(lesson).map_err(|why| RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    })?;
+    let mut topology = Topology::start(topology_kind(lesson))?;
+    run_on(lesson, &mut topology, factor)
+}
+
+/// Play `lesson` to the end on `topology`, through a fresh session.
+pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
+    let mut session = pool.open_on(topology)?;
+    let mut env = RealEnv {
+        session: &mut session,
+        topology,
+    };
+    let mut run = RealLessonRun::start(lesson, &mut env, factor, Lang::En)?;
+    while run.step(&mut env)?.is_some() {}
+    Ok(run.report())
+}
+
+/// The server's `redis_version`.
+/// What the run tells the user before it starts, when the lesson uses
+/// `DELEX` and the server is older than 8.4.
+fn delex_notice(lesson: &Lesson, version: &str, has_8_4: bool) -> Option<String> {
+    let uses_delex = lesson.steps.iter().any(|s| {
+        s.cmd
+            .as_deref()
+            .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
+    });
+    (uses_delex && !has_8_4).then(|| {
+        format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
+    })
+}
+
+/// Every actor of the lesson gets its connections to the `nodes` up front.
+/// Function libraries need no tidying here: a session's live in its own
+/// namespace (`lab_<id>_…`) and go with it, so a run never touches a
+/// library it did not load (the owner's `locklib` least).
+fn connect_actors(lesson: &Lesson, env: &mut RealEnv<'_>, nodes: u32) -> Result<(), RealLessonError> {
+    for a in &lesson.actors {
+        env.session.client(a)?;
+        for n in 0..nodes {
+            // Best effort: a node that is down is connected to later.
+            let _ = env.session.connect(a, n);
+        }
+    }
+    Ok(())
+}
+
+fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
+    let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
+    let text = match info {
+        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("unknown")
+        .trim()
+        .to_owned())
+}
+
+fn at_least_8_4(version: &str) -> bool {
+    let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (8, 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn support_follows_the_lesson_files() {
+        let all = locklab_core::lesson::builtin().unwrap();
+        let get = |id: &str| all.iter().find(|l| l.id == id).unwrap();
+        assert!(check_supported(get("15")).is_ok());
+        assert!(check_supported(get("21")).is_ok());
+        // A node's clock jump is the clock-shift preload's.
+        assert!(check_supported(get("20")).is_ok());
+        let RealRun::No { why } = &get("25").real else {
+            panic!("25 is simulator-only")
+        };
+        assert_eq!(check_supported_lang(get("25"), Lang::Zh).unwrap_err(), why.zh.trim());
+        let external = Topology::external("redis://127.0.0.1:1/");
+        assert!(check_target(get("05"), &external, Lang::En).is_ok());
+        assert!(check_target(get("15"), &external, Lang::En)
+            .unwrap_err()
+            .contains("replicated"));
+    }
+
+    #[test]
+    fn version_check() {
+        assert!(!at_least_8_4("7.0.15"));
+        assert!(at_least_8_4("8.4.0"));
+        assert!(at_least_8_4("9.0.1"));
+    }
+}

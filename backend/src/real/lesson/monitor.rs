@@ -1,0 +1,165 @@
+//! The lesson's lock keys read back off the real servers and judged by
+//! core's lock observer and invariant monitor (grants, Redlock majority,
+//! wrong releases, beliefs and overlaps, stale writes), so the violation
+//! bands are the simulator's.
+
+use super::*;
+
+impl RealLessonRun {
+    /// After an off-script console command of client `cid` on `node`: the
+    /// lesson's lock keys it may have changed, now rather than at the next
+    /// step. Its events (the command's too) are in
+    /// [`take_events`](RealLessonRun::take_events).
+    pub fn observe_console(&mut self, env: &mut RealEnv<'_>, cid: u32, node: u32) {
+        self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+    }
+
+    /// Read the watched keys on `only` (or every live node) and turn what
+    /// changed into lock events; core's observer says which change is a
+    /// grant (on the master, or by Redlock majority) and which a wrong
+    /// release.
+    pub(super) fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
+        let infos = env.topology.nodes();
+        let observed = self.locks.observe(env.session, &infos, only, cause);
+        self.judge(env, observed);
+        self.drain(env);
+    }
+
+    /// What the lock observer saw beyond lock bars: numbered grants and
+    /// wrong releases, through core's monitor as the simulator does.
+    pub(super) fn judge(&mut self, env: &mut RealEnv<'_>, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock { .. } => {}
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.record(env, None, Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease {
+                    node,
+                    key,
+                    by,
+                    mut held,
+                } => {
+                    // The observer's clock is the session's; the trace's is
+                    // the lesson's.
+                    held.since = self.lesson_ms(held.since);
+                    let now = self.now_lesson(env);
+                    let names = env.session.names().clone();
+                    let v =
+                        self.monitor
+                            .wrong_release(node, &key, by, &held, now, &|i| names.client(i).to_owned(), &|i| {
+                                names.node(i).to_owned()
+                            });
+                    if let Some(v) = v {
+                        self.violate(env, v);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn violate(&mut self, env: &mut RealEnv<'_>, violation: Violation) {
+        self.monitor.record(violation.clone());
+        self.record(env, None, Actor::World, EventKind::Violation { violation });
+    }
+
+    /// A client starts or stops believing it holds `key`; two believers at
+    /// once is the overlap the timeline paints red (core's monitor decides,
+    /// as in the simulator).
+    pub(super) fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
+        let now = self.now_lesson(env);
+        let names = env.session.names().clone();
+        let Some(change) = self
+            .monitor
+            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
+        else {
+            return;
+        };
+        self.record(
+            env,
+            None,
+            Actor::Client(cid),
+            EventKind::Belief {
+                key: key.to_owned(),
+                holds,
+            },
+        );
+        let Some(ch) = change.overlap else { return };
+        self.overlapped |= ch.begin;
+        let begin = ch.begin;
+        self.record(
+            env,
+            None,
+            Actor::World,
+            EventKind::Overlap {
+                key: key.to_owned(),
+                clients: ch.clients,
+                begin,
+                since_ms: ch.since_ms,
+            },
+        );
+        if let Some(v) = change.violation {
+            self.ongoing.insert(key.to_owned(), self.monitor.violations().len());
+            self.violate(env, v);
+        } else if !begin {
+            // Only an overlap that was a violation is ongoing.
+            self.extend_overlap(env, key, now);
+            self.ongoing.remove(key);
+        }
+    }
+
+    /// An overlap violation still going on lasts until `now` so far: the
+    /// monitor's copy is stretched, and the event is sent again when the
+    /// span grew.
+    pub(super) fn extend_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
+        let Some(&index) = self.ongoing.get(key) else {
+            return;
+        };
+        if self.monitor.violations().get(index).is_none_or(|v| now <= v.to_ms) {
+            return;
+        }
+        self.monitor.extend(index, now);
+        let violation = self.monitor.violations()[index].clone();
+        self.record(env, None, Actor::World, EventKind::Violation { violation });
+    }
+
+    /// A write to the protected resource (simulated even on a real run:
+    /// it is the business system, not Redis).
+    pub(super) fn write(&mut self, env: &mut RealEnv<'_>, cid: u32, token: Option<i64>, value: String) -> bool {
+        self.record(
+            env,
+            None,
+            Actor::Client(cid),
+            EventKind::WriteSent {
+                token,
+                value: value.clone(),
+            },
+        );
+        let at = self.now_lesson(env);
+        let accepted = self.resource.write(cid, at, token, value.clone());
+        self.record(
+            env,
+            None,
+            Actor::Resource,
+            EventKind::Write {
+                client: cid,
+                token,
+                value,
+                accepted,
+            },
+        );
+        if accepted {
+            // Judged by grant order, as in the simulator: a write from an
+            // earlier holder after a later one's is a lost update.
+            let names = env.session.names().clone();
+            if let Some(v) = self
+                .monitor
+                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+            {
+                self.violate(env, v);
+            }
+        }
+        accepted
+    }
+}

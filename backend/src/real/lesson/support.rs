@@ -1,0 +1,166 @@
+//! Which lessons a real topology can play, and what each needs: the
+//! topology, the time factor, the keys to watch; the refusals say why.
+
+use super::*;
+
+/// The managed topology a lesson needs.
+pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
+    match lesson.topology {
+        LessonTopology::Single => TopologyKind::Single,
+        LessonTopology::Replicated => TopologyKind::Replicated,
+        LessonTopology::Redlock5 => TopologyKind::Redlock5,
+        LessonTopology::Cluster3 => TopologyKind::Cluster3,
+    }
+}
+
+/// The compression a CLI run uses when none is given: 100×, except for
+/// the Redlock lessons. Their client programs schedule extensions and
+/// releases with ~100 lesson ms to spare before the next step checks the
+/// servers (lesson 19: the extension at 9.9 s, the check at 10 s), and
+/// every Redlock round is ten real round trips; at 100× a single wall
+/// millisecond is already 100 lesson ms, at 10× it is 10.
+pub fn default_factor(lesson: &Lesson) -> u64 {
+    if lesson.topology == LessonTopology::Redlock5 {
+        10
+    } else {
+        100
+    }
+}
+
+/// Can the runner play this lesson on a managed topology of the kind it
+/// names? `Err` says why not: the lesson's own text when it is marked
+/// `real = no`, else which step needs what.
+pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
+    check_supported_lang(lesson, Lang::En)
+}
+
+/// [`check_supported`], with the lesson's own why-not text in `lang`.
+// long: one refusal per kind of step a real topology cannot play, each with its reason
+pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
+    if let RealRun::No { why } = &lesson.real {
+        return Err(why.get(lang).trim().to_owned());
+    }
+    for (i, step) in lesson.steps.iter().enumerate() {
+        match step.kind() {
+            Ok(StepKind::Metrics(_)) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
+            Ok(StepKind::Fault(Fault::SetLink { config, .. })) if !matches!(config.drop_reply_permille, 0 | 1000) => {
+                return Err(format!(
+                    "step {} drops replies at random, which a real run cannot reproduce",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::SetLink { a, b, .. }))
+                if !matches!(
+                    (a, b),
+                    (Endpoint::Client(_), Endpoint::Node(_)) | (Endpoint::Node(_), Endpoint::Client(_))
+                ) =>
+            {
+                return Err(format!("step {} changes a link the lab has no handle on", i + 1))
+            }
+            Ok(StepKind::Fault(Fault::RestartNode {
+                keep_data: Some(true), ..
+            })) => {
+                return Err(format!(
+                    "step {} restarts a node with its data, and managed nodes have no persistence",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::RestartNode { keep_data: None, .. }))
+                if lesson.world.persistence != Default::default() =>
+            {
+                return Err(format!(
+                    "step {} restarts a node with persistence, and managed nodes have none",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(f))
+                if !matches!(
+                    f,
+                    Fault::PauseClient { .. }
+                        | Fault::ResumeClient { .. }
+                        | Fault::CrashClient { .. }
+                        | Fault::SetLink { .. }
+                        | Fault::CrashNode { .. }
+                        | Fault::RestartNode { .. }
+                        | Fault::PromoteReplica { .. }
+                        | Fault::Failover { .. }
+                        | Fault::CutLink { .. }
+                        | Fault::HealLink { .. }
+                        | Fault::JumpClock { .. }
+                        | Fault::SetDrift { .. }
+                ) =>
+            {
+                return Err(format!(
+                    "step {} injects a fault a real server cannot take: {f:?}",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::JumpClock {
+                of: ClockOf::Client(_), ..
+            }))
+            | Ok(StepKind::Fault(Fault::SetDrift {
+                of: ClockOf::Client(_), ..
+            })) => {
+                return Err(format!(
+                    "step {} moves a client's clock, and clients run in the lab, not on a server",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::CutLink { a, b } | Fault::HealLink { a, b }))
+                if matches!(a, Endpoint::Resource) || matches!(b, Endpoint::Resource) =>
+            {
+                return Err(format!(
+                    "step {} partitions the resource, which is simulated even on a real run",
+                    i + 1
+                ))
+            }
+            Ok(StepKind::Fault(Fault::Failover { .. } | Fault::PromoteReplica { .. }))
+                if lesson.topology != LessonTopology::Replicated =>
+            {
+                return Err(format!(
+                    "step {} fails over, which needs the replicated topology",
+                    i + 1
+                ))
+            }
+            Err(e) => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// [`check_supported`] on this particular topology: the user's own server
+/// (`External`) takes single-node lessons only (the lab never faults it),
+/// a managed one must be the lesson's kind.
+pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
+    check_supported_lang(lesson, lang)?;
+    match topology.kind() {
+        None if lesson.topology != LessonTopology::Single => Err(format!(
+            "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
+            topology_kind(lesson).as_str()
+        )),
+        None => Ok(()),
+        // A master and a replica, failed over by Sentinel itself.
+        Some(TopologyKind::Sentinel) if lesson.topology == LessonTopology::Replicated => Ok(()),
+        Some(k) if k != topology_kind(lesson) => {
+            Err(format!("it needs the {} topology, not {}", topology_kind(lesson).as_str(), k.as_str()))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Every lock key a lesson's invariants watch: `world.locks` and the keys
+/// of its programs, as core's world watches them.
+pub(super) fn watched_keys(lesson: &Lesson) -> Vec<String> {
+    let mut keys = lesson.world.locks.clone();
+    for step in &lesson.steps {
+        if let Some(p) = &step.program {
+            for k in p.lock_keys() {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+    }
+    keys
+}
