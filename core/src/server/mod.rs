@@ -41,6 +41,7 @@ pub mod glob;
 mod longdouble;
 mod memory;
 mod pubsub;
+mod rdb;
 /// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
 /// function_lua.c live in redis-server's src/: a node owns one, and the
 /// engine consults the node's command table (arity, `noscript`, `write`)
