@@ -757,6 +757,21 @@ impl Node {
             Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
                 Reply::error("READONLY You can't write against a read only replica.")
             }
+            // DEBUG RELOAD is the one DEBUG subcommand that needs both
+            // halves of the node: the data and the function libraries.
+            Handler::Plain(_)
+                if cmd.name == "debug" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reload")) =>
+            {
+                let functions_loaded = self.scripting.libraries().next().is_some();
+                cmd::server::debug_reload(
+                    &mut Ctx {
+                        e: &mut self.engine,
+                        db,
+                    },
+                    functions_loaded,
+                    argv,
+                )
+            }
             Handler::Plain(f) => f(
                 &mut Ctx {
                     e: &mut self.engine,

@@ -263,6 +263,7 @@ commands! {
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);
+    "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time);
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch);
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl);
     "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_);
