@@ -169,6 +169,22 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub expired_keys: u64,
     pub evicted_keys: u64,
+    /// Error replies by code (`INFO errorstats`), and their total.
+    pub error_replies: BTreeMap<String, u64>,
+    pub total_error_replies: u64,
+}
+
+impl Stats {
+    /// `afterErrorReply`'s accounting: the error code is the text before
+    /// the first space when there is one in the first 32 bytes, else `ERR`.
+    fn count_error(&mut self, text: &str) {
+        let code = match text.as_bytes().iter().take(32).position(|&b| b == b' ') {
+            Some(i) => &text[..i],
+            None => "ERR",
+        };
+        self.total_error_replies += 1;
+        *self.error_replies.entry(code.to_owned()).or_default() += 1;
+    }
 }
 
 /// A key some connection is watching.
@@ -507,6 +523,19 @@ impl Node {
         self.settle_blocking(conn, &mut reply);
         if !reply.is_plain() {
             reply.sanitize_errors();
+        }
+        // Error replies sent to the client, and those of an EXEC's
+        // commands, each counted as it was written.
+        match &reply {
+            Reply::Error(e) => self.engine.stats.count_error(e),
+            Reply::Array(items) if argv.first().is_some_and(|a| a.eq_ignore_ascii_case(b"exec")) => {
+                for item in items {
+                    if let Reply::Error(e) = item {
+                        self.engine.stats.count_error(e);
+                    }
+                }
+            }
+            _ => {}
         }
         self.engine.finish_batch();
         reply

@@ -208,7 +208,15 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// stats, replication, keyspace — in redis-server's layout (`# Name`,
 /// `field:value` lines, CRLF, a blank line between sections).
 pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    const ALL: [&str; 6] = ["server", "clients", "memory", "stats", "replication", "keyspace"];
+    const ALL: [&str; 7] = [
+        "server",
+        "clients",
+        "memory",
+        "stats",
+        "replication",
+        "errorstats",
+        "keyspace",
+    ];
     let wanted: Vec<String> = argv[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_lowercase())
@@ -270,6 +278,15 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             kv(out, "evicted_keys", s.evicted_keys);
             kv(out, "keyspace_hits", s.keyspace_hits);
             kv(out, "keyspace_misses", s.keyspace_misses);
+            kv(out, "total_error_replies", s.total_error_replies);
+        }
+        "errorstats" => {
+            // server.c `genRedisInfoString`: one line per error code seen
+            // since the start or CONFIG RESETSTAT.
+            out.push_str("# Errorstats\r\n");
+            for (code, n) in &e.stats().error_replies {
+                kv(out, &format!("errorstat_{code}"), format_args!("count={n}"));
+            }
         }
         "replication" => {
             out.push_str("# Replication\r\n");
@@ -399,5 +416,45 @@ mod reload_tests {
                 Reply::bulk(b"234000".to_vec()),
             ])
         );
+    }
+}
+
+#[cfg(test)]
+mod errorstats_tests {
+    use crate::server::{ConnId, Node, Profile};
+    use crate::Reply;
+
+    fn run(n: &mut Node, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        n.execute(ConnId(1), &argv)
+    }
+
+    fn errorstats(n: &mut Node) -> String {
+        match run(n, &["INFO", "errorstats"]) {
+            Reply::Bulk(b) => String::from_utf8(b).expect("utf-8"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn error_replies_are_counted_by_code_until_resetstat() {
+        let mut n = Node::new(Profile::V7_0);
+        run(
+            &mut n,
+            &["EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"],
+        );
+        run(&mut n, &["EVAL", "return redis.error_reply('')", "0"]);
+        run(&mut n, &["SET", "k", "v"]);
+        run(&mut n, &["INCR", "k"]);
+        run(&mut n, &["MULTI"]);
+        run(&mut n, &["INCR", "k"]);
+        run(&mut n, &["LPUSH", "k", "x"]);
+        run(&mut n, &["EXEC"]);
+        assert_eq!(
+            errorstats(&mut n),
+            "# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_MY_ERR_CODE:count=1\r\nerrorstat_WRONGTYPE:count=1\r\n"
+        );
+        assert_eq!(run(&mut n, &["CONFIG", "RESETSTAT"]), Reply::ok());
+        assert_eq!(errorstats(&mut n), "# Errorstats\r\n");
     }
 }
