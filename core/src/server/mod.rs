@@ -229,6 +229,9 @@ pub struct Engine {
     /// Wall time owed by the last command (DEBUG SLEEP, WAIT) to hosts that
     /// follow a real clock.
     stall_ms: u64,
+    /// Milliseconds a running script blocked for (`DEBUG SLEEP` inside
+    /// it): the clock moves by them when the script ends.
+    script_time_debt: u64,
     /// The writes of the command being executed, as propagated.
     propagating: Vec<Vec<Vec<u8>>>,
     /// Finished batches waiting for [`Node::take_propagated`].
@@ -320,6 +323,7 @@ impl Node {
                 watchers: BTreeMap::new(),
                 dirty_cas: BTreeSet::new(),
                 stall_ms: 0,
+                script_time_debt: 0,
                 propagating: Vec::new(),
                 propagated: Vec::new(),
                 events: Vec::new(),
@@ -815,7 +819,9 @@ impl Node {
                     .cluster
                     .as_ref()
                     .and_then(|_| cmd.key_indexes(argv).first().map(|&i| cluster::key_slot(&argv[i])));
-                f(&mut self.scripting, &mut self.engine, argv)
+                let reply = f(&mut self.scripting, &mut self.engine, argv);
+                self.engine.settle_script_time();
+                reply
             }
             Handler::Multi => match self.conns.get_mut(&conn) {
                 Some(c) if c.multi.is_some() => Reply::error("ERR MULTI calls can not be nested"),
@@ -1165,8 +1171,23 @@ impl Engine {
     /// The virtual clock moves forward by a blocking command's duration.
     pub(crate) fn block_for(&mut self, ms: u64) {
         self.stall_ms = self.stall_ms.saturating_add(ms);
+        if self.script_depth > 0 {
+            // A script sees the time it started at until it ends
+            // (`scriptTimeSnapshot`): a key cannot expire under it.
+            self.script_time_debt = self.script_time_debt.saturating_add(ms);
+            return;
+        }
         self.now = self.now.saturating_add(ms);
         self.expire_due();
+    }
+
+    /// After a script: the time it spent blocked passes now.
+    fn settle_script_time(&mut self) {
+        let debt = std::mem::take(&mut self.script_time_debt);
+        if debt > 0 {
+            self.now = self.now.saturating_add(debt);
+            self.expire_due();
+        }
     }
 
     /// Run a plain command (no connection state) in database `db`: what

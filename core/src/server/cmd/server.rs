@@ -458,3 +458,26 @@ mod errorstats_tests {
         assert_eq!(errorstats(&mut n), "# Errorstats\r\n");
     }
 }
+
+#[cfg(test)]
+mod script_time_tests {
+    use crate::server::{ConnId, Node, Profile};
+    use crate::Reply;
+
+    fn run(n: &mut Node, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        n.execute(ConnId(1), &argv)
+    }
+
+    #[test]
+    fn a_script_blocks_the_time_until_it_ends() {
+        // unit/scripting "Script block the time during execution".
+        let mut n = Node::new(Profile::V7_0);
+        run(&mut n, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]);
+        let body = "redis.call('SET', 'key', 'value', 'PX', '1') \
+                    redis.call('DEBUG', 'SLEEP', '0.01') \
+                    return redis.call('EXISTS', 'key')";
+        assert_eq!(run(&mut n, &["EVAL", body, "0"]), Reply::Integer(1));
+        assert_eq!(run(&mut n, &["EXISTS", "key"]), Reply::Integer(0));
+    }
+}
