@@ -41,6 +41,7 @@ pub mod glob;
 mod longdouble;
 mod memory;
 mod pubsub;
+mod rdb;
 /// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
 /// function_lua.c live in redis-server's src/: a node owns one, and the
 /// engine consults the node's command table (arity, `noscript`, `write`)
@@ -168,6 +169,22 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub expired_keys: u64,
     pub evicted_keys: u64,
+    /// Error replies by code (`INFO errorstats`), and their total.
+    pub error_replies: BTreeMap<String, u64>,
+    pub total_error_replies: u64,
+}
+
+impl Stats {
+    /// `afterErrorReply`'s accounting: the error code is the text before
+    /// the first space when there is one in the first 32 bytes, else `ERR`.
+    fn count_error(&mut self, text: &str) {
+        let code = match text.as_bytes().iter().take(32).position(|&b| b == b' ') {
+            Some(i) => &text[..i],
+            None => "ERR",
+        };
+        self.total_error_replies += 1;
+        *self.error_replies.entry(code.to_owned()).or_default() += 1;
+    }
 }
 
 /// A key some connection is watching.
@@ -212,6 +229,9 @@ pub struct Engine {
     /// Wall time owed by the last command (DEBUG SLEEP, WAIT) to hosts that
     /// follow a real clock.
     stall_ms: u64,
+    /// Milliseconds a running script blocked for (`DEBUG SLEEP` inside
+    /// it): the clock moves by them when the script ends.
+    script_time_debt: u64,
     /// The writes of the command being executed, as propagated.
     propagating: Vec<Vec<Vec<u8>>>,
     /// Finished batches waiting for [`Node::take_propagated`].
@@ -303,6 +323,7 @@ impl Node {
                 watchers: BTreeMap::new(),
                 dirty_cas: BTreeSet::new(),
                 stall_ms: 0,
+                script_time_debt: 0,
                 propagating: Vec::new(),
                 propagated: Vec::new(),
                 events: Vec::new(),
@@ -506,6 +527,19 @@ impl Node {
         self.settle_blocking(conn, &mut reply);
         if !reply.is_plain() {
             reply.sanitize_errors();
+        }
+        // Error replies sent to the client, and those of an EXEC's
+        // commands, each counted as it was written.
+        match &reply {
+            Reply::Error(e) => self.engine.stats.count_error(e),
+            Reply::Array(items) if argv.first().is_some_and(|a| a.eq_ignore_ascii_case(b"exec")) => {
+                for item in items {
+                    if let Reply::Error(e) = item {
+                        self.engine.stats.count_error(e);
+                    }
+                }
+            }
+            _ => {}
         }
         self.engine.finish_batch();
         reply
@@ -756,6 +790,21 @@ impl Node {
             Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
                 Reply::error("READONLY You can't write against a read only replica.")
             }
+            // DEBUG RELOAD is the one DEBUG subcommand that needs both
+            // halves of the node: the data and the function libraries.
+            Handler::Plain(_)
+                if cmd.name == "debug" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reload")) =>
+            {
+                let functions_loaded = self.scripting.libraries().next().is_some();
+                cmd::server::debug_reload(
+                    &mut Ctx {
+                        e: &mut self.engine,
+                        db,
+                    },
+                    functions_loaded,
+                    argv,
+                )
+            }
             Handler::Plain(f) => f(
                 &mut Ctx {
                     e: &mut self.engine,
@@ -770,7 +819,9 @@ impl Node {
                     .cluster
                     .as_ref()
                     .and_then(|_| cmd.key_indexes(argv).first().map(|&i| cluster::key_slot(&argv[i])));
-                f(&mut self.scripting, &mut self.engine, argv)
+                let reply = f(&mut self.scripting, &mut self.engine, argv);
+                self.engine.settle_script_time();
+                reply
             }
             Handler::Multi => match self.conns.get_mut(&conn) {
                 Some(c) if c.multi.is_some() => Reply::error("ERR MULTI calls can not be nested"),
@@ -1120,8 +1171,23 @@ impl Engine {
     /// The virtual clock moves forward by a blocking command's duration.
     pub(crate) fn block_for(&mut self, ms: u64) {
         self.stall_ms = self.stall_ms.saturating_add(ms);
+        if self.script_depth > 0 {
+            // A script sees the time it started at until it ends
+            // (`scriptTimeSnapshot`): a key cannot expire under it.
+            self.script_time_debt = self.script_time_debt.saturating_add(ms);
+            return;
+        }
         self.now = self.now.saturating_add(ms);
         self.expire_due();
+    }
+
+    /// After a script: the time it spent blocked passes now.
+    fn settle_script_time(&mut self) {
+        let debt = std::mem::take(&mut self.script_time_debt);
+        if debt > 0 {
+            self.now = self.now.saturating_add(debt);
+            self.expire_due();
+        }
     }
 
     /// Run a plain command (no connection state) in database `db`: what

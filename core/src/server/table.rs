@@ -176,6 +176,7 @@ commands! {
     "delex", -2, WRITE | V8_4, ONE, NONE, Handler::Plain(cmd::delex::delex);
     "digest", 2, READONLY | V8_4, ONE, NONE, Handler::Plain(cmd::delex::digest);
     "discard", 1, NOSCRIPT, Keys::None, NONE, Handler::Discard;
+    "dump", 2, READONLY, ONE, NONE, Handler::Plain(cmd::dump::dump);
     "echo", 2, 0, Keys::None, NONE, Handler::Plain(cmd::server::echo);
     "eval", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
     "eval_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
@@ -243,6 +244,7 @@ commands! {
     "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey);
     "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename);
     "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx);
+    "restore", -4, WRITE | DENYOOM | DANGEROUS, ONE, NONE, Handler::Plain(cmd::dump::restore);
     "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop);
     "rpoplpush", 3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush);
     "rpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpush);
@@ -261,6 +263,7 @@ commands! {
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);
+    "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time);
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch);
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl);
     "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_);

@@ -5,6 +5,7 @@
 //! handful of error texts.
 
 pub(crate) mod delex;
+pub(crate) mod dump;
 pub(crate) mod hashes;
 pub(crate) mod keys;
 pub(crate) mod lists;

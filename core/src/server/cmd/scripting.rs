@@ -10,7 +10,7 @@
 
 use crate::reply::Reply;
 use crate::server::script::convert::{one_line, parse_ll};
-use crate::server::script::Scripting;
+use crate::server::script::{RestorePolicy, Scripting};
 use crate::server::ScriptHost;
 
 fn is_ro(argv: &[Vec<u8>]) -> bool {
@@ -242,8 +242,7 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
     }
 }
 
-/// `FUNCTION LOAD|DELETE|LIST|FLUSH|STATS|KILL|HELP` (DUMP and RESTORE are
-/// recognised but not simulated).
+/// `FUNCTION LOAD|DELETE|LIST|FLUSH|STATS|KILL|HELP|DUMP|RESTORE`.
 // long: FUNCTION's subcommands, one arm each
 pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
     const SUBS: &[(&str, i64)] = &[
@@ -319,12 +318,23 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
         "stats" => s.function_stats(),
         "kill" => Reply::error("NOTBUSY No scripts in execution right now."),
         "help" => help(&argv[0], FUNCTION_HELP),
-        "dump" => Reply::error("ERR FUNCTION DUMP is not supported by the simulator"),
+        "dump" => s.function_dump(),
         "restore" => {
             if argv.len() > 4 {
                 return syntax_error(argv);
             }
-            Reply::error("ERR FUNCTION RESTORE is not supported by the simulator")
+            let policy = match argv.get(3) {
+                None => RestorePolicy::Append,
+                Some(p) if p.eq_ignore_ascii_case(b"append") => RestorePolicy::Append,
+                Some(p) if p.eq_ignore_ascii_case(b"replace") => RestorePolicy::Replace,
+                Some(p) if p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
+                Some(_) => {
+                    return Reply::error(
+                        "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+                    )
+                }
+            };
+            s.function_restore(&argv[2], policy)
         }
         _ => Reply::error("ERR unknown subcommand"),
     }

@@ -27,6 +27,42 @@ pub(crate) fn echo(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     Reply::Bulk(argv[1].clone())
 }
 
+/// `TIME`: the node's clock as Unix seconds and microseconds (the
+/// simulated clock has millisecond resolution).
+pub(crate) fn time(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> Reply {
+    let now = cx.e.now();
+    Reply::Array(vec![
+        Reply::Bulk((now / 1000).to_string().into_bytes()),
+        Reply::Bulk(((now % 1000) * 1000).to_string().into_bytes()),
+    ])
+}
+
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]` (debug.c): save the dataset
+/// and functions, optionally flush them, and load the save back. Both are
+/// kept in memory here, so a reload that flushes gives back what was
+/// there; one that does not flush loads the save on top of itself, which
+/// fails unless MERGE allows duplicates ("Error trying to load the RDB
+/// dump", where redis-server 7.0 fails on the first library, and would
+/// abort on a duplicate key). The simulator keeps no earlier save, so
+/// NOSAVE reloads the present data.
+pub(crate) fn debug_reload(cx: &mut Ctx<'_>, functions_loaded: bool, argv: &[Vec<u8>]) -> Reply {
+    let (mut merge, mut flush) = (false, true);
+    for opt in &argv[2..] {
+        if is(opt, "MERGE") {
+            merge = true;
+        } else if is(opt, "NOFLUSH") {
+            flush = false;
+        } else if !is(opt, "NOSAVE") {
+            return Reply::error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+        }
+    }
+    let has_keys = cx.e.dbs.iter().any(|db| !db.is_empty());
+    if !flush && !merge && (functions_loaded || has_keys) {
+        return Reply::error("ERR Error trying to load the RDB dump, check server logs.");
+    }
+    Reply::ok()
+}
+
 /// C's `strtod` on a prefix: `DEBUG SLEEP` does no validation, so `abc`
 /// sleeps for zero seconds and `0.5xyz` for half a second. Only the first
 /// 64 bytes are looked at, so a huge argument costs nothing.
@@ -172,7 +208,15 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// stats, replication, keyspace — in redis-server's layout (`# Name`,
 /// `field:value` lines, CRLF, a blank line between sections).
 pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    const ALL: [&str; 6] = ["server", "clients", "memory", "stats", "replication", "keyspace"];
+    const ALL: [&str; 7] = [
+        "server",
+        "clients",
+        "memory",
+        "stats",
+        "replication",
+        "errorstats",
+        "keyspace",
+    ];
     let wanted: Vec<String> = argv[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_lowercase())
@@ -234,6 +278,15 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             kv(out, "evicted_keys", s.evicted_keys);
             kv(out, "keyspace_hits", s.keyspace_hits);
             kv(out, "keyspace_misses", s.keyspace_misses);
+            kv(out, "total_error_replies", s.total_error_replies);
+        }
+        "errorstats" => {
+            // server.c `genRedisInfoString`: one line per error code seen
+            // since the start or CONFIG RESETSTAT.
+            out.push_str("# Errorstats\r\n");
+            for (code, n) in &e.stats().error_replies {
+                kv(out, &format!("errorstat_{code}"), format_args!("count={n}"));
+            }
         }
         "replication" => {
             out.push_str("# Replication\r\n");
@@ -311,5 +364,120 @@ pub(crate) fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             .map(|l| Reply::status(*l))
             .collect(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use crate::server::{ConnId, Node, Profile, EPOCH_MS};
+    use crate::Reply;
+
+    fn run(n: &mut Node, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        n.execute(ConnId(1), &argv)
+    }
+
+    #[test]
+    fn debug_reload_keeps_data_and_functions_and_refuses_duplicates_without_merge() {
+        let mut n = Node::new(Profile::V7_0);
+        assert_eq!(
+            run(&mut n, &["DEBUG", "RELOAD", "NOFLUSH"]),
+            Reply::ok(),
+            "nothing to duplicate"
+        );
+        run(&mut n, &["SET", "k", "v"]);
+        let lib = "#!lua name=test\nredis.register_function('test', function() return 'hello' end)";
+        run(&mut n, &["FUNCTION", "LOAD", lib]);
+        assert_eq!(run(&mut n, &["DEBUG", "RELOAD"]), Reply::ok());
+        assert_eq!(run(&mut n, &["FCALL", "test", "0"]), Reply::bulk(b"hello".to_vec()));
+        assert_eq!(run(&mut n, &["GET", "k"]), Reply::bulk(b"v".to_vec()));
+        assert_eq!(
+            run(&mut n, &["DEBUG", "RELOAD", "NOFLUSH"]),
+            Reply::error("ERR Error trying to load the RDB dump, check server logs.")
+        );
+        assert_eq!(
+            run(&mut n, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]),
+            Reply::ok()
+        );
+        assert_eq!(
+            run(&mut n, &["DEBUG", "RELOAD", "FAST"]),
+            Reply::error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+        );
+    }
+
+    #[test]
+    fn time_reads_the_node_clock() {
+        let mut n = Node::new(Profile::V7_0);
+        n.set_time(EPOCH_MS + 1_234);
+        assert_eq!(
+            run(&mut n, &["TIME"]),
+            Reply::Array(vec![
+                Reply::bulk((EPOCH_MS / 1000 + 1).to_string().into_bytes()),
+                Reply::bulk(b"234000".to_vec()),
+            ])
+        );
+    }
+}
+
+#[cfg(test)]
+mod errorstats_tests {
+    use crate::server::{ConnId, Node, Profile};
+    use crate::Reply;
+
+    fn run(n: &mut Node, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        n.execute(ConnId(1), &argv)
+    }
+
+    fn errorstats(n: &mut Node) -> String {
+        match run(n, &["INFO", "errorstats"]) {
+            Reply::Bulk(b) => String::from_utf8(b).expect("utf-8"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn error_replies_are_counted_by_code_until_resetstat() {
+        let mut n = Node::new(Profile::V7_0);
+        run(
+            &mut n,
+            &["EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"],
+        );
+        run(&mut n, &["EVAL", "return redis.error_reply('')", "0"]);
+        run(&mut n, &["SET", "k", "v"]);
+        run(&mut n, &["INCR", "k"]);
+        run(&mut n, &["MULTI"]);
+        run(&mut n, &["INCR", "k"]);
+        run(&mut n, &["LPUSH", "k", "x"]);
+        run(&mut n, &["EXEC"]);
+        assert_eq!(
+            errorstats(&mut n),
+            "# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_MY_ERR_CODE:count=1\r\nerrorstat_WRONGTYPE:count=1\r\n"
+        );
+        assert_eq!(run(&mut n, &["CONFIG", "RESETSTAT"]), Reply::ok());
+        assert_eq!(errorstats(&mut n), "# Errorstats\r\n");
+    }
+}
+
+#[cfg(test)]
+mod script_time_tests {
+    use crate::server::{ConnId, Node, Profile};
+    use crate::Reply;
+
+    fn run(n: &mut Node, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        n.execute(ConnId(1), &argv)
+    }
+
+    #[test]
+    fn a_script_blocks_the_time_until_it_ends() {
+        // unit/scripting "Script block the time during execution".
+        let mut n = Node::new(Profile::V7_0);
+        run(&mut n, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]);
+        let body = "redis.call('SET', 'key', 'value', 'PX', '1') \
+                    redis.call('DEBUG', 'SLEEP', '0.01') \
+                    return redis.call('EXISTS', 'key')";
+        assert_eq!(run(&mut n, &["EVAL", body, "0"]), Reply::Integer(1));
+        assert_eq!(run(&mut n, &["EXISTS", "key"]), Reply::Integer(0));
     }
 }

@@ -66,6 +66,7 @@
 //!   `redis` table, the error handler, `redis.register_function`.
 //! * [`convert`] — Redis ⇄ Lua values, number formatting, error texts.
 //! * [`meta`] — shebangs and library headers.
+//! * `restore.rs` — FUNCTION DUMP and RESTORE.
 //!
 //! The command syntax (argv parsing, subcommands, arity) lives next to the
 //! other commands, in `server/cmd/scripting.rs`.
@@ -73,6 +74,7 @@
 pub mod control;
 pub mod convert;
 pub mod meta;
+mod restore;
 mod vm;
 
 use std::collections::BTreeMap;
@@ -82,6 +84,7 @@ use crate::reply::Reply;
 use crate::server::ScriptHost;
 pub use control::{set_thread_limits, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
+pub use restore::RestorePolicy;
 pub use vm::{
     logged_bytes, INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH, MEMORY_LIMIT_BYTES, REDIS_VERSION, REDIS_VERSION_NUM,
     SIMULATOR_STOPPED,

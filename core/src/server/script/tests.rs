@@ -601,6 +601,18 @@ fn a_host_can_kill_a_running_script_unless_it_wrote() {
         "{}",
         super::vm::last_stop_instructions()
     );
+    // Killed while calling Redis, whose refusal the script swallows or
+    // returns: still "killed by user" (it read "the run is being stopped").
+    for body in [
+        "while 1 do redis.call('ping') end",
+        "while 1 do local ok, e = pcall(redis.call, 'ping') if not ok then return e end end",
+    ] {
+        let e = err_text(run(&mut s, &mut h, &["EVAL", body, "0"]));
+        assert!(
+            e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+            "{body}: {e}"
+        );
+    }
     // The next run has its whole budget again.
     let e = err_text(run(&mut s, &mut h, &["EVAL", "while true do end", "0"]));
     assert!(e.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{e}");

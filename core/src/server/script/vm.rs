@@ -714,9 +714,13 @@ impl Vm {
         });
         *self.host.borrow_mut() = None;
         match result {
+            Err(err) => self.aborted(&err, name),
+            // Stopped (killed, or out of budget) while in redis.call, whose
+            // refusal the script then returned or raised itself: the run
+            // still ends as stopped, as the hook's error ends it in Redis.
+            Ok(_) if self.work.abort.get().is_some() => self.aborted(&internal("the run was stopped"), name),
             Ok((true, v)) => lua_to_reply(&v, self.resp3.get()),
             Ok((false, e)) => error_reply(&e, name),
-            Err(err) => self.aborted(&err, name),
         }
     }
 
