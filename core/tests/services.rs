@@ -251,3 +251,75 @@ explain = { zh = "测试", en = "test" }
     let e = Lesson::parse(text).expect_err("real = yes is refused");
     assert!(e.to_string().contains("no real driver yet"), "{e}");
 }
+
+/// The commands `client` sent before it first believed it held a lock.
+fn sent_before_hold(run: &LessonRun, client: &str) -> Vec<String> {
+    let c = run.client(client).expect("an actor").0;
+    let mut out = Vec::new();
+    for e in run.world().trace() {
+        match &e.kind {
+            EventKind::Belief { holds: true, .. } if e.actor == Actor::Client(c) => return out,
+            EventKind::Sent { commands, .. } if e.actor == Actor::Client(c) => {
+                out.extend(commands.iter().map(|a| a.join(" ")));
+            }
+            _ => {}
+        }
+    }
+    panic!("{client} never held the lock");
+}
+
+fn builtin(id: &str) -> LessonRun {
+    let lesson = locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.id == id)
+        .unwrap_or_else(|| panic!("lesson {id} is built in"));
+    let mut run = LessonRun::new(&lesson).expect("builds");
+    run.run_all().expect("runs");
+    run
+}
+
+/// Issue 21: lesson 36's rows state the round trips per acquire that
+/// lessons 43 (etcd) and 44 (ZooKeeper) measure; a change to either
+/// breaks this, not the lesson's credibility.
+#[test]
+fn lesson_36_states_the_round_trips_lessons_43_and_44_measure() {
+    let l36 = locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.id == "36")
+        .unwrap();
+    let text: String = l36
+        .steps
+        .iter()
+        .filter_map(|s| s.say.as_ref())
+        .map(|t| t.en.clone())
+        .collect();
+
+    let etcd = sent_before_hold(&builtin("43"), "A");
+    assert_eq!(etcd, ["LEASE GRANT 10", "LOCK lock/order/1001 7001"]);
+    assert!(
+        text.contains(&format!("etcd: {} round trips for the first lock", etcd.len())),
+        "{text}"
+    );
+
+    let zk = builtin("44");
+    // The parents are set-up, not the recipe.
+    let recipe: Vec<String> = sent_before_hold(&zk, "A")
+        .into_iter()
+        .filter(|c| !c.ends_with(" ") && (!c.starts_with("CREATE") || c.contains("EPHEMERAL")))
+        .collect();
+    assert_eq!(recipe.len(), 3, "{recipe:?}");
+    assert!(text.contains("ZooKeeper: 3 round trips for the first lock"), "{text}");
+    let waiter: Vec<String> = sent_before_hold(&zk, "B")
+        .into_iter()
+        .filter(|c| !c.starts_with("SESSION"))
+        .collect();
+    let words: Vec<&str> = waiter.iter().map(|c| c.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        words,
+        ["CREATE", "CHILDREN", "EXISTS", "CHILDREN"],
+        "2 + a watch + a second listing"
+    );
+    assert!(text.contains("2 once the session is open; a waiter adds an EXISTS WATCH and lists the children again"));
+}
