@@ -323,3 +323,37 @@ fn lesson_36_states_the_round_trips_lessons_43_and_44_measure() {
     );
     assert!(text.contains("2 once the session is open; a waiter adds an EXISTS WATCH and lists the children again"));
 }
+
+/// A follower that crashes and restarts serves the committed state again
+/// (caught up from the leader), and the lock never moved.
+#[test]
+fn etcd_a_restarted_member_catches_up_with_the_holder() {
+    let steps = r#"
+[[steps]]
+client = "A"
+cmd = "LEASE GRANT 60"
+[[steps]]
+client = "A"
+cmd = "LOCK job 7001"
+[[steps]]
+fault = { type = "restart_node", node = 2, down_ms = 1000 }
+[[steps]]
+wait_ms = 2000
+[[steps]]
+client = "B"
+cmd = "GET job/1b59"
+node = 2
+"#;
+    let run = play("etcd", r#"locks = ["job"]"#, steps);
+    assert_eq!(replies(&run)[2].1, "\"\"", "the member serves the committed key again");
+    assert!(run
+        .world()
+        .trace()
+        .iter()
+        .any(|e| e.actor == Actor::Node(2) && matches!(e.kind, EventKind::Restarted { .. })));
+    assert_eq!(
+        granted(&run).len(),
+        1,
+        "one grant: a member's restart is not a new holder"
+    );
+}
