@@ -270,3 +270,68 @@ fn zk_session_timeout_is_negotiated_into_two_to_twenty_ticks() {
     s.advance(&clocks(7_999));
     assert_eq!(now(&mut s, 7_999, 1, "EXISTS /e"), Reply::Nil);
 }
+
+/// Anything a socket or a lesson can send gets a reply or a wait, never
+/// a panic: every vocabulary word with every kind of argument.
+#[test]
+fn any_argv_gets_an_answer() {
+    let words = [
+        "LEASE",
+        "GRANT",
+        "KEEPALIVE",
+        "REVOKE",
+        "TIMETOLIVE",
+        "LOCK",
+        "UNLOCK",
+        "PUT",
+        "GET",
+        "DEL",
+        "SESSION",
+        "CREATE",
+        "CHILDREN",
+        "EXISTS",
+        "WATCH",
+        "DELETE",
+        "SET",
+        "PING",
+        "CLOSE",
+        "EPHEMERAL",
+        "SEQUENTIAL",
+        "/",
+        "/a",
+        "/a/",
+        "a",
+        "",
+        "-1",
+        "0",
+        "7001",
+        "99999999999999999999",
+        "9000000001",
+        "\u{0}",
+    ];
+    let mut rng = crate::rng::Rng::new(21);
+    for kind in [ServiceKind::Etcd, ServiceKind::Zk] {
+        let mut s = Service::new(kind, 3);
+        for i in 0..20_000u64 {
+            let n = 1 + rng.below(5) as usize;
+            let argv: Vec<Vec<u8>> = (0..n)
+                .map(|_| words[rng.below(words.len() as u64) as usize].as_bytes().to_vec())
+                .collect();
+            let t = i * 7;
+            let _ = s.execute(
+                &clocks(t),
+                Request {
+                    member: (i % 3) as u32,
+                    client: (i % 4) as u32,
+                    req: i,
+                    argv: &argv,
+                },
+            );
+            if i % 997 == 0 {
+                s.set_down(&clocks(t), (i % 3) as u32, i % 2 == 0);
+            }
+            s.advance(&clocks(t));
+            s.take_happened();
+        }
+    }
+}
