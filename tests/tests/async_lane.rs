@@ -171,3 +171,23 @@ async fn the_lock_watch_peek_rides_in_the_commands_round_trip_but_never_into_a_t
     assert!(me.contains(" cmd=eval ") || me.contains(" cmd=get "), "{me}");
     assert!(me.contains(" multi=-1 "), "{me}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_on_a_unix_socket_is_served_by_the_async_lane_too() {
+    // `locklab serve --redis unix:///path` worked on the blocking lane,
+    // which the redis crate connects; the async lane connects it itself.
+    let dir = std::env::temp_dir().join(format!("locklab-lane-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("redis.sock");
+    let sock_arg = sock.to_str().unwrap().to_owned();
+    let _server = RedisServer::start_with(&["--unixsocket", &sock_arg, "--unixsocketperm", "700"]);
+    let addr = serve(ApiState::new(Some(format!("unix://{sock_arg}")))).await;
+    let mut ws = connect(addr).await;
+    assert_eq!(ws_line(&mut ws, "A", "SET lock tok NX PX 60000").await, "OK");
+    assert_eq!(
+        ws_line(&mut ws, "A", &format!("{RELEASE} lock tok")).await,
+        "(integer) 1"
+    );
+    assert_eq!(ws_line(&mut ws, "A", "GET lock").await, "(nil)");
+    let _ = std::fs::remove_dir_all(&dir);
+}

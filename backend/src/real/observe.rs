@@ -5,9 +5,11 @@
 //! expires: it is the server. A real redis-server tells a client none of
 //! that (keyspace notifications would need `CONFIG SET`, which the lab
 //! never sends to someone's own server), so the lab *looks*: after a
-//! command it reads the keys it watches (value and `PTTL`, one `EVAL` per
-//! key, through the session's administrative connection so it neither
-//! counts against the rate limit nor shows in the trace), compares them
+//! command it reads the keys it watches (value and `PTTL`, one `EVAL` for
+//! all of them, which neither counts against the rate limit nor shows in
+//! the trace: through the session's administrative connection, or, on the
+//! WebSocket's async lane, written behind the command on the client's own
+//! connection so it costs no round trip of its own), compares them
 //! with what it saw last time — the *shadow*, kept by core's one lock
 //! observer ([`LockObserver`], the same comparison the simulator and the
 //! browser's free lab make) — and turns the difference into core's `Lock`

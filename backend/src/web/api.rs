@@ -113,7 +113,7 @@ use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::{Limits, Peeked, Session, SessionError, SessionPool};
-use crate::real::topology::{Fault, NodeInfo, Topology, TopologyKind};
+use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
 use crate::web::origin::OriginPolicy;
 
 /// Most managed topologies alive at once across all WebSockets (each is up
@@ -676,6 +676,30 @@ impl Lab {
         out
     }
 
+    /// [`Lab::serve_programs`] in free play on the async lane: look at the
+    /// watched locks (one is due to expire) on every node that is up.
+    async fn watch_free_async(&mut self) -> Vec<ServerMsg> {
+        let (Some(s), Some(t)) = (self.session.as_mut(), self.topology.as_ref()) else {
+            return Vec::new();
+        };
+        let nodes = t.nodes();
+        let keys = self.free.keys().to_vec();
+        let mut seen = Vec::with_capacity(nodes.len());
+        for (n, info) in nodes.iter().enumerate() {
+            seen.push(match info.state {
+                NodeState::Up => s.peek_async_on(n as u32, &keys).await,
+                _ => None,
+            });
+        }
+        self.free.observe_with(s, &nodes, None, Cause::None, |_, n, _| {
+            seen.get(n as usize).cloned().flatten()
+        });
+        s.take_events()
+            .into_iter()
+            .map(|event| ServerMsg::Event { event })
+            .collect()
+    }
+
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
         self.run = None;
@@ -945,6 +969,10 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 let _ = send_all(&mut tx, vec![ServerMsg::Error { message }]).await;
                 break;
             }
+            None if lab.as_ref().is_some_and(Lab::fast_lane) => match lab.as_mut() {
+                Some(l) => l.watch_free_async().await,
+                None => break,
+            },
             None => match blocking(&mut lab, Lab::serve_programs).await {
                 Some(out) => out,
                 None => break,

@@ -125,6 +125,16 @@ impl Session {
         Ok((reply, peeked))
     }
 
+    /// What `keys` (lock keys, as typed) hold on node `node`, read on its
+    /// admin link: free play's look when a watched lock is due to expire
+    /// and nobody typed. `None` when they could not be read.
+    pub async fn peek_async_on(&mut self, node: u32, keys: &[String]) -> Option<Vec<Peeked>> {
+        if node as usize >= self.nodes.len() {
+            return None;
+        }
+        self.peek_async(node as usize, keys).await
+    }
+
     /// May the peek be written behind `argv` on the client's link? Only
     /// where Redis runs it right after, as a command of its own.
     fn peek_may_ride(&self, prep: &Prepared, argv: &[Vec<u8>]) -> bool {

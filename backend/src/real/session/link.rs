@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use locklab_core::reply::Reply;
 use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::real::conn::{pack_command, public_url, RealError};
@@ -42,16 +42,50 @@ const MAX_LINE: usize = 1024 * 1024;
 /// Deepest nesting of arrays and maps (Lua replies nest; not this deep).
 const MAX_DEPTH: usize = 128;
 
+/// A byte stream to a redis-server: TCP or a Unix socket.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Connect to `addr` (from `url`, for errors): TCP with Nagle off, or a
+/// Unix socket, as the blocking connection can (TLS it cannot either).
+async fn connect(addr: &ConnectionAddr, url: &str) -> Result<Box<dyn Stream>, RealError> {
+    match addr {
+        ConnectionAddr::Tcp(host, port) => {
+            let tcp = TcpStream::connect((host.as_str(), *port))
+                .await
+                .map_err(RealError::Io)?;
+            tcp.set_nodelay(true).map_err(RealError::Io)?;
+            Ok(Box::new(tcp))
+        }
+        #[cfg(unix)]
+        ConnectionAddr::Unix(path) => Ok(Box::new(
+            tokio::net::UnixStream::connect(path).await.map_err(RealError::Io)?,
+        )),
+        _ => Err(RealError::Unsupported(format!(
+            "{}: only TCP and Unix sockets are supported",
+            public_url(url)
+        ))),
+    }
+}
+
 /// One connection to a redis-server on the tokio runtime.
-#[derive(Debug)]
 pub struct Link {
-    io: BufReader<TcpStream>,
+    io: BufReader<Box<dyn Stream>>,
     resp3: bool,
     /// How long a reply may take before the node counts as unreachable.
     timeout: Duration,
     /// Replies written for and not yet read: a link dropped in between is
     /// out of step with its server, so it is never used again.
     pending: usize,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("resp3", &self.resp3)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Link {
@@ -62,21 +96,12 @@ impl Link {
             url: public_url(url),
             source,
         })?;
-        let ConnectionAddr::Tcp(host, port) = info.addr() else {
-            return Err(RealError::Unsupported(format!(
-                "{}: only TCP is served async",
-                public_url(url)
-            )));
-        };
-        let connect = TcpStream::connect((host.as_str(), *port));
-        let tcp = tokio::time::timeout(timeout, connect)
+        let stream = tokio::time::timeout(timeout, connect(info.addr(), url))
             .await
-            .map_err(|_| RealError::Io(std::io::ErrorKind::TimedOut.into()))?
-            .map_err(RealError::Io)?;
-        tcp.set_nodelay(true).map_err(RealError::Io)?;
+            .map_err(|_| RealError::Io(std::io::ErrorKind::TimedOut.into()))??;
         let settings = info.redis_settings();
         let mut link = Link {
-            io: BufReader::with_capacity(16 * 1024, tcp),
+            io: BufReader::with_capacity(16 * 1024, stream),
             resp3: false,
             timeout,
             pending: 0,
@@ -258,8 +283,18 @@ impl Link {
                 -1 => done(Reply::Nil),
                 n if n < 0 || n as u64 > MAX_BULK as u64 => Err(protocol("a bulk length out of range")),
                 n => {
-                    let mut body = vec![0; n as usize + 2];
-                    self.io.read_exact(&mut body).await.map_err(RealError::Io)?;
+                    // Grown as the bytes arrive, not as the length says:
+                    // a length alone costs no memory.
+                    let want = n as usize + 2;
+                    let mut body = Vec::with_capacity(want.min(64 * 1024));
+                    (&mut self.io)
+                        .take(want as u64)
+                        .read_to_end(&mut body)
+                        .await
+                        .map_err(RealError::Io)?;
+                    if body.len() != want {
+                        return Err(RealError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+                    }
                     body.truncate(n as usize);
                     match kind {
                         b'!' => done(Reply::Error(String::from_utf8_lossy(&body).into_owned())),
@@ -338,14 +373,14 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
+            // Written, then closed: a reply cut short ends in EOF.
             let (mut s, _) = listener.accept().await.unwrap();
             s.write_all(wire).await.unwrap();
-            s
         });
-        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(5))
+        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
             .await
             .unwrap();
-        let _keep = server.await.unwrap();
+        server.await.unwrap();
         link.pending = 1;
         link.read(exec).await
     }

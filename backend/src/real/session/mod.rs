@@ -66,6 +66,17 @@
 //! before refusing, so a fast but honest client sees backpressure rather
 //! than errors), and the number of live sessions ([`SessionPool`]).
 //!
+//! # Two lanes
+//!
+//! A session runs a command on blocking connections ([`Session::run`]: the
+//! lesson runner, the CLI, a session on its own cluster) or on tokio
+//! ([`Session::run_async`], in `fast.rs`: the WebSocket's free play, where
+//! a thread hand-off per message cost more than the round trip). Both go
+//! through the same stages (`phases.rs`: checks, rewrite, pre-flight, rate
+//! limit, trace); only the I/O differs, and the async lane pipelines the
+//! lock watch's peek behind the command where Redis allows it. A client's
+//! connection to a node lives in one lane at a time.
+//!
 //! # Trace
 //!
 //! Every command becomes core's trace events, so the timeline renders a
