@@ -592,6 +592,16 @@ impl Axis {
         let mut segs = Vec::new();
         let mut event_x = vec![0.0; events.len()];
         let gap_w = style.gap_w().min(plot_w * 0.15);
+        let make = |segs, k, event_x| Axis {
+            segs,
+            k,
+            start_ms,
+            end_ms,
+            x_left,
+            plot_w,
+            font: style.font,
+            event_x,
+        };
         for _ in 0..4 {
             let clusters = clusters(events, k, slot);
             let (col_of, cols_of) = burst_columns(events, &clusters);
@@ -633,16 +643,7 @@ impl Axis {
             segs = layout.segs;
             let converged = (new_k - k).abs() <= k * 1e-9;
             k = new_k;
-            let axis = Axis {
-                segs: segs.clone(),
-                k,
-                start_ms,
-                end_ms,
-                x_left,
-                plot_w,
-                font: style.font,
-                event_x: Vec::new(),
-            };
+            let axis = make(segs.clone(), k, Vec::new());
             for (c, (_, _, ix)) in clusters.iter().enumerate() {
                 for &i in ix {
                     event_x[i] = match burst_x0[c] {
@@ -655,16 +656,7 @@ impl Axis {
                 break;
             }
         }
-        Axis {
-            segs,
-            k,
-            start_ms,
-            end_ms,
-            x_left,
-            plot_w,
-            font: style.font,
-            event_x,
-        }
+        make(segs, k, event_x)
     }
 
     /// x at the start of instant `t` (before its events).
