@@ -445,6 +445,18 @@ pub struct Axis {
     pub event_x: Vec<f64>,
 }
 
+/// The axis's time span for `events`, running to at least `now_ms`.
+fn time_span(events: &[(u64, u32)], now_ms: u64) -> (u64, u64) {
+    let first = events.first().map_or(0, |e| e.0).min(now_ms);
+    // A trace that starts late (the real driver's clock ran before the
+    // first step) starts where it starts.
+    let start_ms = if first >= 5_000 { first - first % 1_000 } else { 0 };
+    let last = events.last().map_or(0, |e| e.0).max(now_ms);
+    let raw = last.saturating_sub(start_ms).max(10);
+    // A little room after the last event, so its mark is not on the edge.
+    (start_ms, start_ms + raw + (raw / 25).clamp(1, 2_000))
+}
+
 /// Events closer together than a slot at scale `k` (px per ms), as
 /// clusters `(t0, t1, indices)`.
 fn clusters(events: &[(u64, u32)], k: f64, slot: f64) -> Vec<(u64, u64, Vec<usize>)> {
@@ -578,20 +590,23 @@ impl Axis {
     /// right, and a request (client → node → client) takes two columns, not
     /// three. [`Axis::event_x`] has each event's x.
     pub fn fit_lanes(events: &[(u64, u32)], now_ms: u64, x_left: f64, plot_w: f64, style: Style) -> Axis {
-        let first = events.first().map_or(0, |e| e.0).min(now_ms);
-        // A trace that starts late (the real driver's clock ran before the
-        // first step) starts where it starts.
-        let start_ms = if first >= 5_000 { first - first % 1_000 } else { 0 };
-        let last = events.last().map_or(0, |e| e.0).max(now_ms);
-        let raw = last.saturating_sub(start_ms).max(10);
-        // A little room after the last event, so its mark is not on the edge.
-        let end_ms = start_ms + raw + (raw / 25).clamp(1, 2_000);
+        let (start_ms, end_ms) = time_span(events, now_ms);
         let span = (end_ms - start_ms) as f64;
         let mut slot = style.slot();
         let mut k = plot_w / span;
         let mut segs = Vec::new();
         let mut event_x = vec![0.0; events.len()];
         let gap_w = style.gap_w().min(plot_w * 0.15);
+        let make = |segs, k, event_x| Axis {
+            segs,
+            k,
+            start_ms,
+            end_ms,
+            x_left,
+            plot_w,
+            font: style.font,
+            event_x,
+        };
         for _ in 0..4 {
             let clusters = clusters(events, k, slot);
             let (col_of, cols_of) = burst_columns(events, &clusters);
@@ -633,16 +648,7 @@ impl Axis {
             segs = layout.segs;
             let converged = (new_k - k).abs() <= k * 1e-9;
             k = new_k;
-            let axis = Axis {
-                segs: segs.clone(),
-                k,
-                start_ms,
-                end_ms,
-                x_left,
-                plot_w,
-                font: style.font,
-                event_x: Vec::new(),
-            };
+            let axis = make(segs.clone(), k, Vec::new());
             for (c, (_, _, ix)) in clusters.iter().enumerate() {
                 for &i in ix {
                     event_x[i] = match burst_x0[c] {
@@ -655,16 +661,7 @@ impl Axis {
                 break;
             }
         }
-        Axis {
-            segs,
-            k,
-            start_ms,
-            end_ms,
-            x_left,
-            plot_w,
-            font: style.font,
-            event_x,
-        }
+        make(segs, k, event_x)
     }
 
     /// x at the start of instant `t` (before its events).
