@@ -87,7 +87,7 @@ pub(crate) fn encode<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8>
 
 /// The entries of a listpack, integers spelled out as `lpGet` does; `None`
 /// if the blob is malformed (lengths past its end, a wrong total or count,
-/// no terminator).
+/// a wrong backlen, no terminator).
 pub(crate) fn decode(lp: &[u8]) -> Option<Vec<Vec<u8>>> {
     let total = u32::from_le_bytes(lp.get(..4)?.try_into().ok()?) as usize;
     let count = u16::from_le_bytes(lp.get(4..6)?.try_into().ok()?);
@@ -96,80 +96,55 @@ pub(crate) fn decode(lp: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
     let mut out = Vec::new();
     let mut p = 6;
-    loop {
-        let b = *lp.get(p)?;
-        if b == 0xFF {
-            break;
-        }
-        let start = p;
-        let take = |from: usize, n: usize| lp.get(from..from.checked_add(n)?);
-        let int = |v: i64| v.to_string().into_bytes();
-        let entry = match b {
-            0x00..=0x7F => {
-                p += 1;
-                int(i64::from(b))
-            }
-            0x80..=0xBF => {
-                let n = usize::from(b & 0x3F);
-                let s = take(p + 1, n)?.to_vec();
-                p += 1 + n;
-                s
-            }
-            0xC0..=0xDF => {
-                let u = (u16::from(b & 0x1F) << 8) | u16::from(*lp.get(p + 1)?);
-                p += 2;
-                let v = i64::from(u);
-                int(if v >= 1 << 12 { v - (1 << 13) } else { v })
-            }
-            0xE0..=0xEF => {
-                let n = (usize::from(b & 0x0F) << 8) | usize::from(*lp.get(p + 1)?);
-                let s = take(p + 2, n)?.to_vec();
-                p += 2 + n;
-                s
-            }
-            0xF0 => {
-                let n = u32::from_le_bytes(take(p + 1, 4)?.try_into().ok()?) as usize;
-                let s = take(p + 5, n)?.to_vec();
-                p += 5 + n;
-                s
-            }
-            0xF1 => {
-                let v = i16::from_le_bytes(take(p + 1, 2)?.try_into().ok()?);
-                p += 3;
-                int(i64::from(v))
-            }
-            0xF2 => {
-                let d = take(p + 1, 3)?;
-                let v = i32::from_le_bytes([0, d[0], d[1], d[2]]) >> 8;
-                p += 4;
-                int(i64::from(v))
-            }
-            0xF3 => {
-                let v = i32::from_le_bytes(take(p + 1, 4)?.try_into().ok()?);
-                p += 5;
-                int(i64::from(v))
-            }
-            0xF4 => {
-                let v = i64::from_le_bytes(take(p + 1, 8)?.try_into().ok()?);
-                p += 9;
-                int(v)
-            }
-            _ => return None,
-        };
-        // Skip the backlen: its bytes but the first have the top bit set
-        // when read from the right, i.e. all but the last written.
+    while *lp.get(p)? != 0xFF {
+        let (entry, len) = decode_entry(lp, p)?;
+        // The backlen must be the one lpEncodeBacklen writes.
         let mut back = Vec::new();
-        push_backlen(&mut back, p - start);
-        if lp.get(p..p + back.len())? != back.as_slice() {
+        push_backlen(&mut back, len);
+        if lp.get(p + len..p + len + back.len())? != back.as_slice() {
             return None;
         }
-        p += back.len();
+        p += len + back.len();
         out.push(entry);
     }
     if p + 1 != lp.len() || (count != u16::MAX && usize::from(count) != out.len()) {
         return None;
     }
     Some(out)
+}
+
+/// The entry at `p` and the size of its encoding and data (`lpGet`).
+fn decode_entry(lp: &[u8], p: usize) -> Option<(Vec<u8>, usize)> {
+    let take = |from: usize, n: usize| lp.get(from..from.checked_add(n)?);
+    let int = |v: i64, len: usize| Some((v.to_string().into_bytes(), len));
+    let b = *lp.get(p)?;
+    match b {
+        0x00..=0x7F => int(i64::from(b), 1),
+        0x80..=0xBF => {
+            let n = usize::from(b & 0x3F);
+            Some((take(p + 1, n)?.to_vec(), 1 + n))
+        }
+        0xC0..=0xDF => {
+            let v = i64::from((u16::from(b & 0x1F) << 8) | u16::from(*lp.get(p + 1)?));
+            int(if v >= 1 << 12 { v - (1 << 13) } else { v }, 2)
+        }
+        0xE0..=0xEF => {
+            let n = (usize::from(b & 0x0F) << 8) | usize::from(*lp.get(p + 1)?);
+            Some((take(p + 2, n)?.to_vec(), 2 + n))
+        }
+        0xF0 => {
+            let n = u32::from_le_bytes(take(p + 1, 4)?.try_into().ok()?) as usize;
+            Some((take(p + 5, n)?.to_vec(), 5 + n))
+        }
+        0xF1 => int(i64::from(i16::from_le_bytes(take(p + 1, 2)?.try_into().ok()?)), 3),
+        0xF2 => {
+            let d = take(p + 1, 3)?;
+            int(i64::from(i32::from_le_bytes([0, d[0], d[1], d[2]]) >> 8), 4)
+        }
+        0xF3 => int(i64::from(i32::from_le_bytes(take(p + 1, 4)?.try_into().ok()?)), 5),
+        0xF4 => int(i64::from_le_bytes(take(p + 1, 8)?.try_into().ok()?), 9),
+        _ => None,
+    }
 }
 
 /// An intset of `members` (each a `string2ll` integer): `encoding u32 |

@@ -297,20 +297,7 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
             let n = r.count()?;
             Value::List((0..n).map(|_| r.string()).collect::<Option<VecDeque<_>>>()?)
         }
-        TYPE_LIST_QUICKLIST_2 => {
-            let nodes = r.count()?;
-            let mut list = VecDeque::new();
-            for _ in 0..nodes {
-                let container = r.len()?;
-                let blob = r.string()?;
-                match container {
-                    CONTAINER_PLAIN => list.push_back(blob),
-                    CONTAINER_PACKED => list.extend(listpack::decode(&blob)?),
-                    _ => return None,
-                }
-            }
-            Value::List(list)
-        }
+        TYPE_LIST_QUICKLIST_2 => Value::List(load_quicklist(&mut r)?),
         TYPE_SET => {
             let n = r.count()?;
             Value::Set((0..n).map(|_| r.string()).collect::<Option<BTreeSet<_>>>()?)
@@ -323,7 +310,7 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
         ),
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count()?;
-            let mut z = ZSet::default();
+            let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
                 let m = r.string()?;
                 let s = if ty == TYPE_ZSET {
@@ -331,52 +318,26 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
                 } else {
                     r.binary_double()?
                 };
-                if s.is_nan() {
-                    return None;
-                }
-                z.insert(&m, s);
+                pairs.push((m, s));
             }
-            Value::ZSet(z)
+            Value::ZSet(zset_from(pairs)?)
         }
         TYPE_ZSET_LISTPACK => {
-            let items = listpack::decode(&r.string()?)?;
-            if items.len() % 2 != 0 {
-                return None;
-            }
-            let mut z = ZSet::default();
-            for pair in items.chunks_exact(2) {
-                let s = super::cmd::strtod_full(&pair[1])?;
-                z.insert(&pair[0], s);
-            }
-            Value::ZSet(z)
+            let pairs = listpack_pairs(&r.string()?)?;
+            let scored = pairs
+                .into_iter()
+                .map(|(m, s)| Some((m, super::cmd::strtod_full(&s)?)))
+                .collect::<Option<Vec<_>>>()?;
+            Value::ZSet(zset_from(scored)?)
         }
         TYPE_HASH => {
             let n = r.count()?;
-            let mut h: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(n);
-            for _ in 0..n {
-                let (f, v) = (r.string()?, r.string()?);
-                // A duplicate field is a corrupt payload (`dictAdd` fails).
-                if h.iter().any(|(g, _)| *g == f) {
-                    return None;
-                }
-                h.push((f, v));
-            }
-            Value::Hash(h)
+            let pairs = (0..n)
+                .map(|_| Some((r.string()?, r.string()?)))
+                .collect::<Option<Vec<_>>>()?;
+            Value::Hash(hash_from(pairs)?)
         }
-        TYPE_HASH_LISTPACK => {
-            let items = listpack::decode(&r.string()?)?;
-            if items.len() % 2 != 0 {
-                return None;
-            }
-            let mut h: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(items.len() / 2);
-            for pair in items.chunks_exact(2) {
-                if h.iter().any(|(g, _)| *g == pair[0]) {
-                    return None;
-                }
-                h.push((pair[0].clone(), pair[1].clone()));
-            }
-            Value::Hash(h)
-        }
+        TYPE_HASH_LISTPACK => Value::Hash(hash_from(listpack_pairs(&r.string()?)?)?),
         _ => return None,
     };
     let empty = match &value {
@@ -387,6 +348,59 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
         Value::Hash(h) => h.is_empty(),
     };
     (!empty).then_some(value)
+}
+
+/// `RDB_TYPE_LIST_QUICKLIST_2`: nodes, each a plain element or a listpack.
+fn load_quicklist(r: &mut Reader<'_>) -> Option<VecDeque<Vec<u8>>> {
+    let nodes = r.count()?;
+    let mut list = VecDeque::new();
+    for _ in 0..nodes {
+        let container = r.len()?;
+        let blob = r.string()?;
+        match container {
+            CONTAINER_PLAIN => list.push_back(blob),
+            CONTAINER_PACKED => list.extend(listpack::decode(&blob)?),
+            _ => return None,
+        }
+    }
+    Some(list)
+}
+
+/// A listpack of alternating entries, as pairs (an odd count is corrupt).
+fn listpack_pairs(blob: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let items = listpack::decode(blob)?;
+    if items.len() % 2 != 0 {
+        return None;
+    }
+    let mut it = items.into_iter();
+    let mut pairs = Vec::new();
+    while let (Some(a), Some(b)) = (it.next(), it.next()) {
+        pairs.push((a, b));
+    }
+    Some(pairs)
+}
+
+/// Members and scores; a NaN score is corrupt.
+fn zset_from(pairs: Vec<(Vec<u8>, f64)>) -> Option<ZSet> {
+    let mut z = ZSet::default();
+    for (m, s) in pairs {
+        if s.is_nan() {
+            return None;
+        }
+        z.insert(&m, s);
+    }
+    Some(z)
+}
+
+/// Fields and values; a duplicate field is corrupt (`dictAdd` fails).
+fn hash_from(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut seen = BTreeSet::new();
+    for (f, _) in &pairs {
+        if !seen.insert(f.as_slice()) {
+            return None;
+        }
+    }
+    Some(pairs)
 }
 
 #[cfg(test)]

@@ -245,6 +245,39 @@ fn internal(msg: &str) -> omnilua::Error {
     omnilua::Error::from(LuaError::runtime(format_args!("{msg}")))
 }
 
+/// One `redis.register_function` record the prelude collected, or `None`
+/// if it has no callback.
+fn registered(entry: &Table) -> Option<Registered> {
+    let flag = |k: &str| {
+        entry
+            .raw_get::<_, Value>(k)
+            .is_ok_and(|v| matches!(v, Value::Boolean(true)))
+    };
+    let name = entry
+        .raw_get::<_, Value>("name")
+        .ok()
+        .and_then(|v| lua_string_bytes(&v))
+        .unwrap_or_default();
+    let description = entry
+        .raw_get::<_, Value>("description")
+        .ok()
+        .and_then(|v| lua_string_bytes(&v));
+    let callback = entry.raw_get::<_, Function>("callback").ok()?;
+    Some(Registered {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        description,
+        flags: ScriptFlags {
+            compat: false,
+            no_writes: flag("no_writes"),
+            allow_oom: flag("allow_oom"),
+            allow_stale: flag("allow_stale"),
+            no_cluster: flag("no_cluster"),
+            allow_cross_slot_keys: flag("allow_cross_slot_keys"),
+        },
+        callback,
+    })
+}
+
 /// Raise `v` (usually an error table) as a Lua error from inside a Rust
 /// callback. A callback can only return errors it got from Lua, so the value
 /// is thrown once by a two-line Lua function and the resulting error handed
@@ -819,36 +852,9 @@ impl Vm {
             let Ok(entry) = list.raw_get::<_, Table>(i as i64) else {
                 continue;
             };
-            let flag = |k: &str| {
-                entry
-                    .raw_get::<_, Value>(k)
-                    .is_ok_and(|v| matches!(v, Value::Boolean(true)))
-            };
-            let name = entry
-                .raw_get::<_, Value>("name")
-                .ok()
-                .and_then(|v| lua_string_bytes(&v))
-                .unwrap_or_default();
-            let description = entry
-                .raw_get::<_, Value>("description")
-                .ok()
-                .and_then(|v| lua_string_bytes(&v));
-            let Ok(callback) = entry.raw_get::<_, Function>("callback") else {
-                continue;
-            };
-            out.push(Registered {
-                name: String::from_utf8_lossy(&name).into_owned(),
-                description,
-                flags: ScriptFlags {
-                    compat: false,
-                    no_writes: flag("no_writes"),
-                    allow_oom: flag("allow_oom"),
-                    allow_stale: flag("allow_stale"),
-                    no_cluster: flag("no_cluster"),
-                    allow_cross_slot_keys: flag("allow_cross_slot_keys"),
-                },
-                callback,
-            });
+            if let Some(r) = registered(&entry) {
+                out.push(r);
+            }
         }
         Ok(out)
     }
