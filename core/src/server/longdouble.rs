@@ -80,6 +80,7 @@ fn round(num: &BigUint, den: &BigUint) -> Option<(u64, i64)> {
 impl LongDouble {
     /// `strtold` as `getLongDoubleFromObject` uses it: the whole string must
     /// be the number, no leading space, not NaN, not out of range.
+    // long: strtold's one pass (sign, inf/nan, hex or decimal mantissa, exponent) then its ERANGE checks, in the order that decides which inputs fail
     pub(crate) fn parse(s: &[u8]) -> Result<LongDouble, LdError> {
         if s.is_empty() || s.len() > MAX_CHARS || s[0].is_ascii_whitespace() || s[0] == 0x0b {
             return Err(LdError::Invalid);
