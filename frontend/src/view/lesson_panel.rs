@@ -12,6 +12,7 @@ use yew::prelude::*;
 use crate::catalog;
 use crate::driver::LessonDriver;
 use crate::i18n::{Lang, Text};
+use crate::score::Score;
 use crate::session::prediction_right;
 use crate::state::{AppContext, Transport, SPEEDS};
 use crate::view::score::{self as stored, use_score_changes};
@@ -85,6 +86,10 @@ fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) ->
         .collect()
 }
 
+/// Interview mode's predictions per step, with the lesson they were made
+/// in.
+type Guesses = (Option<String>, BTreeMap<usize, String>);
+
 #[function_component(LessonPanel)]
 pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
@@ -94,7 +99,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     // Only those for steps already done count: a step back asks again. The
     // judging is `prediction_right` and the score `crate::score`, both
     // tested natively; the score is what `localStorage` holds.
-    let guesses = use_state(|| (None::<String>, BTreeMap::<usize, String>::new()));
+    let guesses = use_state(|| -> Guesses { (None, BTreeMap::new()) });
     let draft = use_state(String::new);
     let expanded = use_state(|| false);
     let steps_ref = use_node_ref();
@@ -106,49 +111,8 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     } else {
         BTreeMap::new()
     };
-    // Count each step's first verdict in the stored score.
-    {
-        let state = state.clone();
-        use_effect_with((lesson_id.clone(), judged.clone()), move |(id, judged)| {
-            let (Some(id), Some(session)) = (id, &state.session) else {
-                return;
-            };
-            let s = session.borrow();
-            let mut score = stored::load(id);
-            let mut changed = false;
-            for (i, g) in judged {
-                let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
-                changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
-            }
-            if changed {
-                stored::save(id, &score);
-            }
-        });
-    }
-
-    // The step list keeps the current step in view (its own scroll only,
-    // never the page's).
-    {
-        let steps_ref = steps_ref.clone();
-        use_effect_with((pos_now, lesson_id.clone()), move |_| {
-            if let Some(list) = steps_ref.cast::<web_sys::HtmlElement>() {
-                let current = list
-                    .query_selector(".step.current")
-                    .ok()
-                    .flatten()
-                    .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok());
-                if let Some(li) = current {
-                    let (top, h) = (li.offset_top(), li.offset_height());
-                    let (view, height) = (list.scroll_top(), list.client_height());
-                    if top < view || top + h > view + height {
-                        list.set_scroll_top((top - height / 3).max(0));
-                    }
-                } else if pos_now == 0 {
-                    list.set_scroll_top(0);
-                }
-            }
-        });
-    }
+    use_record_verdicts(state.clone(), lesson_id.clone(), judged.clone());
+    use_current_step_in_view(steps_ref.clone(), pos_now, lesson_id.clone());
     let Some(session) = state.session.as_ref() else {
         return html! {
             <section class="lesson-panel" data-testid="lesson-panel">
@@ -162,8 +126,250 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let l = s.lesson();
     let pos = s.position();
     let len = s.len();
-    let results = s.results();
 
+    // The next step, when interview mode asks for a prediction first.
+    let next = l.steps.get(pos);
+    let asks = state.quiz
+        && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
+        && !judged.contains_key(&pos);
+    {
+        let ongate = props.ongate.clone();
+        let gate = asks.then_some(pos);
+        use_effect_with(gate, move |g| ongate.emit(*g));
+    }
+    let submit = submit_prediction(&guesses, &draft, props, lesson_id.clone(), pos);
+    let quiz_box = if asks {
+        quiz_form(&*s, &draft, &submit, lang)
+    } else {
+        html! {}
+    };
+    let score = stored::load(&l.id);
+    let onreset = reset_score(&guesses, l.id.clone());
+
+    let steps =
+        (0..l.steps.len()).map(|i| step_item(&*s, i, judged.get(&i).cloned(), state.quiz, lang, props.onmove.clone()));
+
+    // Interview mode's misses, for the review at the end.
+    let missed = missed(&*s, &judged, lang);
+    // As the URL names it (`end` at the end); shown in the page's language.
+    let step_name = state.step().unwrap_or_else(|| "0".into());
+    html! {
+        <section class="lesson-panel" data-testid="lesson-panel">
+            { heading(&*s, expanded.clone(), lang) }
+            { transport_row(props, &state, &*s, step_name, &score, onreset) }
+            { quiz_box }
+            <div class="lesson-details">
+            <h2 class="steps-title">{ Text::Steps.get(lang) }</h2>
+            <ol class="steps" data-testid="steps" ref={ steps_ref }>{ for steps }</ol>
+            if state.quiz && pos == len && !missed.is_empty() {
+                { missed_review(&missed, lang) }
+            }
+            { outcome_box(&*s, lang) }
+            </div>
+        </section>
+    }
+}
+
+/// One step of the list: what it runs, the expected and actual replies,
+/// the prediction's verdict, the driver's note, and once done its
+/// explanation. Clicking it seeks there.
+fn step_item(
+    s: &dyn LessonDriver,
+    i: usize,
+    guess: Option<String>,
+    quiz: bool,
+    lang: Lang,
+    onmove: Callback<Transport>,
+) -> Html {
+    let st = &s.lesson().steps[i];
+    let pos = s.position();
+    let r = s.results().get(i);
+    let done = r.is_some();
+    let class = classes!(
+        "step",
+        if done { "done" } else { "pending" },
+        (i + 1 == pos).then_some("current"),
+        (i == pos).then_some("next"),
+        r.is_some_and(|r| !r.ok).then_some("mismatch"),
+    );
+    let shown = s.step_text(i, lang);
+    let expected = st.expect.as_ref().map(|e| e.describe());
+    let hide_expected = quiz && !done;
+    let answer = st
+        .quiz
+        .as_ref()
+        .and_then(|q| q.answer.clone())
+        .or_else(|| r.and_then(|r| r.reply.clone()));
+    let right = guess
+        .as_ref()
+        .map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
+    html! {
+        <li {class} data-testid="step" data-index={ i.to_string() }
+            data-ok={ r.map(|r| r.ok.to_string()) }
+            onclick={ move |_| onmove.emit(Transport::Seek(i + 1)) }>
+            <span class="n">{ i + 1 }</span>
+            // Faults, waits and notes belong to no client: keep the
+            // column so the step text stays in its own.
+            <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
+            <code class="shown">{ shown }</code>
+            <div class="replies">
+                if let (Some(e), false) = (&expected, hide_expected) {
+                    <span class="expected" data-testid="step-expected">
+                        <span class="k">{ Text::Expected.get(lang) }</span>{ e }
+                    </span>
+                }
+                if let Some(reply) = r.and_then(|r| r.reply.clone()) {
+                    <span class="actual" data-testid="step-reply">
+                        <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
+                    </span>
+                }
+                if let (Some(g), Some(right)) = (&guess, right) {
+                    <span class={ classes!("verdict", if right { "right" } else { "wrong" }) } data-testid="prediction"
+                        data-right={ right.to_string() }>
+                        <span class="k">{ Text::YourPrediction.get(lang) }</span>{ g }
+                        if right {
+                            { format!(" ✓ {}", Text::Right.get(lang)) }
+                        } else {
+                            { format!(" ✗ {} {}", Text::Wrong.get(lang), answer.clone().unwrap_or_default()) }
+                        }
+                    </span>
+                }
+                if let Some(note) = s.step_note(i) {
+                    <span class="driver-note" data-testid="step-note">{ note }</span>
+                }
+                if r.is_some_and(|r| !r.ok) {
+                    <span class="mismatch-mark" data-testid="step-mismatch">{ format!("⚠ {}", Text::Mismatch.get(lang)) }</span>
+                }
+            </div>
+            if let (Some(t), true) = (&st.explain, done) {
+                <div class="explain" data-testid="step-explain">{ crate::markdown::render(catalog::text(t, lang)) }</div>
+            }
+        </li>
+    }
+}
+
+/// Interview mode's question for the next step (`s`'s position): a text answer, or one
+/// button per choice; either submits the prediction.
+fn quiz_form(s: &dyn LessonDriver, draft: &UseStateHandle<String>, submit: &Callback<String>, lang: Lang) -> Html {
+    let pos = s.position();
+    let st = &s.lesson().steps[pos];
+    let question = st
+        .quiz
+        .as_ref()
+        .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() })
+        .unwrap_or_else(|| s.step_text(pos, lang));
+    let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
+    let oninput = {
+        let draft = draft.clone();
+        Callback::from(move |e: InputEvent| draft.set(e.target_unchecked_into::<HtmlInputElement>().value()))
+    };
+    let onsubmit = {
+        let submit = submit.clone();
+        let draft = draft.clone();
+        Callback::from(move |e: SubmitEvent| {
+            e.prevent_default();
+            submit.emit((*draft).clone());
+        })
+    };
+    html! {
+        <form class="quiz" data-testid="quiz" {onsubmit}>
+            <div class="question">{ question }</div>
+            <div class="quiz-note" data-testid="quiz-blocks">{ Text::QuizBlocks.get(lang) }</div>
+            if choices.is_empty() {
+                <label>{ Text::Predict.get(lang) }
+                    <input type="text" data-testid="quiz-input" value={ (**draft).clone() } {oninput}
+                        autocomplete="off" spellcheck="false" />
+                </label>
+                <button type="submit" data-testid="quiz-check">{ Text::Check.get(lang) }</button>
+            } else {
+                { for choices.into_iter().map(|c| {
+                    let submit = submit.clone();
+                    let label = c.clone();
+                    html! { <button type="button" class="choice" data-testid="quiz-choice"
+                        onclick={ move |_| submit.emit(c.clone()) }>{ label }</button> }
+                }) }
+            }
+        </form>
+    }
+}
+
+/// The outcome: what this run shows (from the invariant monitor's
+/// violations), whether the user's own steps changed it, what the article
+/// expects, and how many steps went off script.
+fn outcome_box(s: &dyn LessonDriver, lang: Lang) -> Html {
+    let l = s.lesson();
+    let outcome = s.outcome();
+    let run_shows = run_shows(&s.trace(), lang);
+    // The outcome is judged on this run, so say when the user changed it.
+    let off_script = s.off_script_count();
+    let changed_by = (outcome == Some(false))
+        .then(|| s.off_script_words(lang))
+        .filter(|w| !w.is_empty())
+        .map(|w| crate::i18n::changed_by_off_script(&crate::i18n::expected_outcome(&l.outcome, lang), &w, lang));
+    html! {
+        <div class={ classes!("outcome", outcome.map(|ok| if ok { "held" } else { "failed" })) }
+            data-testid="outcome" data-ok={ outcome.map(|ok| ok.to_string()) }>
+            <h3>{ Text::Outcome.get(lang) }</h3>
+            if outcome.is_some() {
+                <p class="run-shows" data-testid="run-shows">{ run_shows.clone() }</p>
+                if let Some(why) = &changed_by {
+                    <p class="changed-by" data-testid="outcome-changed">{ why.clone() }</p>
+                }
+                <p>{ format!("{}{}", Text::ArticleExpects.get(lang), catalog::text(&l.outcome.explain, lang)) }</p>
+            } else {
+                <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
+            }
+            <p class="note">{ Text::OffScript.get(lang) }</p>
+            if off_script > 0 {
+                <p class="note off-script" data-testid="off-script-count" data-count={ off_script.to_string() }>
+                    { format!("{} {off_script}", Text::OffScriptDone.get(lang)) }
+                </p>
+            }
+        </div>
+    }
+}
+
+/// The lesson's title, source and narration (clamped until expanded), and
+/// the driver's error or notice.
+fn heading(s: &dyn LessonDriver, expanded: UseStateHandle<bool>, lang: Lang) -> Html {
+    let l = s.lesson();
+    html! {
+        <div class="lesson-heading">
+            <h1 data-testid="lesson-title" data-lesson={ l.id.clone() }>
+                <span class="id">{ &l.id }</span>{ catalog::text(&l.title, lang) }
+            </h1>
+            <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
+            <div class={ classes!("narration", (!*expanded).then_some("clamped")) } data-testid="narration"
+                onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                { crate::markdown::render(catalog::text(&l.narration, lang)) }
+            </div>
+            <button class="more" data-testid="narration-more" aria-expanded={ expanded.to_string() }
+                onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                { if *expanded { Text::Less.get(lang) } else { Text::More.get(lang) } }
+            </button>
+            if let Some(e) = s.error() {
+                <p class="error" data-testid="lesson-error">{ e }</p>
+            }
+            if let Some(n) = s.notice() {
+                <p class="driver-notice" data-testid="driver-notice">{ n }</p>
+            }
+        </div>
+    }
+}
+
+/// The transport (home, back, play, forward, end, scrub), the step
+/// counter, the speeds (and the real driver's time factors), interview
+/// mode's switch and its score.
+fn transport_row(
+    props: &LessonPanelProps,
+    state: &AppContext,
+    s: &dyn LessonDriver,
+    step_name: String,
+    score: &Score,
+    onreset: Callback<MouseEvent>,
+) -> Html {
+    let lang = state.lang;
+    let (pos, len) = (s.position(), s.len());
     let button = |t: Transport, label: &'static str, title: Text, testid: &'static str| {
         let onmove = props.onmove.clone();
         html! {
@@ -181,265 +387,148 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         })
     };
 
-    // The next step, when interview mode asks for a prediction first.
-    let next = l.steps.get(pos);
-    let asks = state.quiz
-        && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
-        && !judged.contains_key(&pos);
-    {
-        let ongate = props.ongate.clone();
-        let gate = asks.then_some(pos);
-        use_effect_with(gate, move |g| ongate.emit(*g));
-    }
-    let submit = {
-        let guesses = guesses.clone();
-        let draft = draft.clone();
-        let onmove = props.onmove.clone();
-        let ongate = props.ongate.clone();
-        let lesson_id = lesson_id.clone();
-        Callback::from(move |guess: String| {
-            let mut g = if guesses.0 == lesson_id {
-                guesses.1.clone()
-            } else {
-                BTreeMap::new()
-            };
-            g.insert(pos, guess);
-            guesses.set((lesson_id.clone(), g));
-            draft.set(String::new());
-            ongate.emit(None);
-            onmove.emit(Transport::Forward);
-        })
-    };
-    let quiz_box = if asks {
-        let st = next.expect("asks implies a next step");
-        let question = st
-            .quiz
-            .as_ref()
-            .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() });
-        let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
-        let oninput = {
-            let draft = draft.clone();
-            Callback::from(move |e: InputEvent| draft.set(e.target_unchecked_into::<HtmlInputElement>().value()))
-        };
-        let onsubmit = {
-            let submit = submit.clone();
-            let draft = draft.clone();
-            Callback::from(move |e: SubmitEvent| {
-                e.prevent_default();
-                submit.emit((*draft).clone());
-            })
-        };
-        html! {
-            <form class="quiz" data-testid="quiz" {onsubmit}>
-                <div class="question">{ question.unwrap_or_else(|| s.step_text(pos, lang)) }</div>
-                <div class="quiz-note" data-testid="quiz-blocks">{ Text::QuizBlocks.get(lang) }</div>
-                if choices.is_empty() {
-                    <label>{ Text::Predict.get(lang) }
-                        <input type="text" data-testid="quiz-input" value={ (*draft).clone() } {oninput}
-                            autocomplete="off" spellcheck="false" />
-                    </label>
-                    <button type="submit" data-testid="quiz-check">{ Text::Check.get(lang) }</button>
-                } else {
-                    { for choices.into_iter().map(|c| {
-                        let submit = submit.clone();
-                        let label = c.clone();
-                        html! { <button type="button" class="choice" data-testid="quiz-choice"
-                            onclick={ move |_| submit.emit(c.clone()) }>{ label }</button> }
-                    }) }
-                }
-            </form>
-        }
-    } else {
-        html! {}
-    };
-    let score = stored::load(&l.id);
-    let onreset = {
-        let guesses = guesses.clone();
-        let id = l.id.clone();
-        Callback::from(move |_: MouseEvent| {
-            stored::reset(&id);
-            guesses.set((None, BTreeMap::new()));
-        })
-    };
-
-    let steps = l.steps.iter().enumerate().map(|(i, st)| {
-        let r = results.get(i);
-        let done = r.is_some();
-        let class = classes!(
-            "step",
-            if done { "done" } else { "pending" },
-            (i + 1 == pos).then_some("current"),
-            (i == pos).then_some("next"),
-            r.is_some_and(|r| !r.ok).then_some("mismatch"),
-        );
-        let shown = s.step_text(i, lang);
-        let expected = st.expect.as_ref().map(|e| e.describe());
-        let hide_expected = state.quiz && !done;
-        let guess = judged.get(&i).cloned();
-        let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).or_else(|| r.and_then(|r| r.reply.clone()));
-        let right = guess.as_ref().map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
-        let onmove = props.onmove.clone();
-        html! {
-            <li {class} data-testid="step" data-index={ i.to_string() }
-                data-ok={ r.map(|r| r.ok.to_string()) }
-                onclick={ move |_| onmove.emit(Transport::Seek(i + 1)) }>
-                <span class="n">{ i + 1 }</span>
-                // Faults, waits and notes belong to no client: keep the
-                // column so the step text stays in its own.
-                <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
-                <code class="shown">{ shown }</code>
-                <div class="replies">
-                    if let (Some(e), false) = (&expected, hide_expected) {
-                        <span class="expected" data-testid="step-expected">
-                            <span class="k">{ Text::Expected.get(lang) }</span>{ e }
-                        </span>
-                    }
-                    if let Some(reply) = r.and_then(|r| r.reply.clone()) {
-                        <span class="actual" data-testid="step-reply">
-                            <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
-                        </span>
-                    }
-                    if let (Some(g), Some(right)) = (&guess, right) {
-                        <span class={ classes!("verdict", if right { "right" } else { "wrong" }) } data-testid="prediction"
-                            data-right={ right.to_string() }>
-                            <span class="k">{ Text::YourPrediction.get(lang) }</span>{ g }
-                            if right {
-                                { format!(" ✓ {}", Text::Right.get(lang)) }
-                            } else {
-                                { format!(" ✗ {} {}", Text::Wrong.get(lang), answer.clone().unwrap_or_default()) }
-                            }
-                        </span>
-                    }
-                    if let Some(note) = s.step_note(i) {
-                        <span class="driver-note" data-testid="step-note">{ note }</span>
-                    }
-                    if r.is_some_and(|r| !r.ok) {
-                        <span class="mismatch-mark" data-testid="step-mismatch">{ format!("⚠ {}", Text::Mismatch.get(lang)) }</span>
-                    }
-                </div>
-                if let (Some(t), true) = (&st.explain, done) {
-                    <div class="explain" data-testid="step-explain">{ crate::markdown::render(catalog::text(t, lang)) }</div>
-                }
-            </li>
-        }
-    });
-
-    let outcome = s.outcome();
-    // What this run shows, from the invariant monitor's violations.
-    let run_shows = run_shows(&s.trace(), lang);
-    // Interview mode's misses, for the review at the end.
-    let missed = missed(&*s, &judged, lang);
-    // The outcome is judged on this run, so say when the user changed it.
-    let off_script = s.off_script_count();
-    // As the URL names it (`end` at the end); shown in the page's language.
-    let step_name = state.step().unwrap_or_else(|| "0".into());
-    let changed_by = (outcome == Some(false))
-        .then(|| s.off_script_words(lang))
-        .filter(|w| !w.is_empty())
-        .map(|w| crate::i18n::changed_by_off_script(&crate::i18n::expected_outcome(&l.outcome, lang), &w, lang));
     html! {
-        <section class="lesson-panel" data-testid="lesson-panel">
-            <div class="lesson-heading">
-                <h1 data-testid="lesson-title" data-lesson={ l.id.clone() }>
-                    <span class="id">{ &l.id }</span>{ catalog::text(&l.title, lang) }
-                </h1>
-                <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
-                <div class={ classes!("narration", (!*expanded).then_some("clamped")) } data-testid="narration"
-                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
-                    { crate::markdown::render(catalog::text(&l.narration, lang)) }
-                </div>
-                <button class="more" data-testid="narration-more" aria-expanded={ expanded.to_string() }
-                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
-                    { if *expanded { Text::Less.get(lang) } else { Text::More.get(lang) } }
-                </button>
-                if let Some(e) = s.error() {
-                    <p class="error" data-testid="lesson-error">{ e }</p>
-                }
-                if let Some(n) = s.notice() {
-                    <p class="driver-notice" data-testid="driver-notice">{ n }</p>
-                }
-            </div>
-            <div class="transport-row">
-                { button(Transport::Home, "⇤", Text::Restart, "restart") }
-                { button(Transport::Back, "←", Text::HelpBack, "step-back") }
-                { button(Transport::TogglePlay, if state.playing { "❚❚" } else { "▶" }, Text::HelpPlay, "play") }
-                { button(Transport::Forward, "→", Text::HelpForward, "step-forward") }
-                { button(Transport::End, "⇥", Text::HelpEnd, "end") }
-                <input type="range" class="scrub" data-testid="scrub" min="0" max={ len.to_string() }
-                    value={ pos.to_string() } title={ Text::Scrub.get(lang) } oninput={ onscrub } />
-                <span class="counter"><span data-testid="step-name" data-step={ step_name.clone() }>
-                    { if step_name == "end" { Text::StepEnd.get(lang).to_owned() } else { step_name.clone() } }</span>
-                    { format!(" / {len}") }
-                    if s.is_busy() {
-                        <span class="busy" data-testid="step-busy" title={ Text::RealBusy.get(lang) }>{ " …" }</span>
-                    }</span>
-                <span class="speeds" role="group" aria-label={ Text::Speed.get(lang) }>
-                    { for SPEEDS.iter().enumerate().map(|(i, sp)| {
-                        let onspeed = props.onspeed.clone();
-                        html! { <button class={ classes!("speed", (i == state.speed).then_some("on")) }
-                            data-testid="speed" onclick={ move |_| onspeed.emit(i) }>{ format!("{sp}×") }</button> }
+        <div class="transport-row">
+            { button(Transport::Home, "⇤", Text::Restart, "restart") }
+            { button(Transport::Back, "←", Text::HelpBack, "step-back") }
+            { button(Transport::TogglePlay, if state.playing { "❚❚" } else { "▶" }, Text::HelpPlay, "play") }
+            { button(Transport::Forward, "→", Text::HelpForward, "step-forward") }
+            { button(Transport::End, "⇥", Text::HelpEnd, "end") }
+            <input type="range" class="scrub" data-testid="scrub" min="0" max={ len.to_string() }
+                value={ pos.to_string() } title={ Text::Scrub.get(lang) } oninput={ onscrub } />
+            <span class="counter"><span data-testid="step-name" data-step={ step_name.clone() }>
+                { if step_name == "end" { Text::StepEnd.get(lang).to_owned() } else { step_name.clone() } }</span>
+                { format!(" / {len}") }
+                if s.is_busy() {
+                    <span class="busy" data-testid="step-busy" title={ Text::RealBusy.get(lang) }>{ " …" }</span>
+                }</span>
+            <span class="speeds" role="group" aria-label={ Text::Speed.get(lang) }>
+                { for SPEEDS.iter().enumerate().map(|(i, sp)| {
+                    let onspeed = props.onspeed.clone();
+                    html! { <button class={ classes!("speed", (i == state.speed).then_some("on")) }
+                        data-testid="speed" onclick={ move |_| onspeed.emit(i) }>{ format!("{sp}×") }</button> }
+                }) }
+            </span>
+            if let Some(real) = &state.real {
+                <span class="speeds factors" role="group" aria-label={ Text::RealTime.get(lang) }
+                    title={ Text::RealFactorHint.get(lang) }>
+                    <span class="k">{ Text::RealTime.get(lang) }</span>
+                    { for crate::real::FACTORS.into_iter().map(|f| {
+                        let onfactor = props.onfactor.clone();
+                        let on = real.borrow().factor() == f;
+                        html! { <button class={ classes!("speed", on.then_some("on")) } data-testid="factor"
+                            data-factor={ f.to_string() } aria-pressed={ on.to_string() }
+                            onclick={ move |_| onfactor.emit(f) }>{ format!("{f}×") }</button> }
                     }) }
                 </span>
-                if let Some(real) = &state.real {
-                    <span class="speeds factors" role="group" aria-label={ Text::RealTime.get(lang) }
-                        title={ Text::RealFactorHint.get(lang) }>
-                        <span class="k">{ Text::RealTime.get(lang) }</span>
-                        { for crate::real::FACTORS.into_iter().map(|f| {
-                            let onfactor = props.onfactor.clone();
-                            let on = real.borrow().factor() == f;
-                            html! { <button class={ classes!("speed", on.then_some("on")) } data-testid="factor"
-                                data-factor={ f.to_string() } aria-pressed={ on.to_string() }
-                                onclick={ move |_| onfactor.emit(f) }>{ format!("{f}×") }</button> }
-                        }) }
-                    </span>
-                }
-                <label class="quiz-toggle">
-                    <input type="checkbox" data-testid="quiz-mode" checked={ state.quiz }
-                        onchange={ props.onquiz.reform(|_| ()) } />
-                    { Text::QuizMode.get(lang) }
-                </label>
-                if let Some(label) = score.label() {
-                    <span class="score" data-testid="score" data-right={ score.right().to_string() }
-                        data-total={ score.total().to_string() } title={ Text::ScoreHint.get(lang) }>
-                        { format!("{} {label}", Text::Score.get(lang)) }
-                    </span>
-                    <button class="quiet score-reset" data-testid="score-reset" onclick={ onreset }>{ Text::ScoreReset.get(lang) }</button>
-                }
-            </div>
-            { quiz_box }
-            <div class="lesson-details">
-            <h2 class="steps-title">{ Text::Steps.get(lang) }</h2>
-            <ol class="steps" data-testid="steps" ref={ steps_ref }>{ for steps }</ol>
-            if state.quiz && pos == len && !missed.is_empty() {
-                <div class="missed" data-testid="missed">
-                    <h3>{ Text::Missed.get(lang) }</h3>
-                    <ul>{ for missed.iter().map(|(i, q, g, a)| html! {
-                        <li data-testid="missed-item"><span class="n">{ i + 1 }</span>{ " " }{ q }
-                            <span class="verdict wrong">{ format!(" ✗ {g}") }</span>
-                            <span class="verdict right">{ format!(" ✓ {a}") }</span></li>
-                    }) }</ul>
-                </div>
             }
-            <div class={ classes!("outcome", outcome.map(|ok| if ok { "held" } else { "failed" })) }
-                data-testid="outcome" data-ok={ outcome.map(|ok| ok.to_string()) }>
-                <h3>{ Text::Outcome.get(lang) }</h3>
-                if outcome.is_some() {
-                    <p class="run-shows" data-testid="run-shows">{ run_shows.clone() }</p>
-                    if let Some(why) = &changed_by {
-                        <p class="changed-by" data-testid="outcome-changed">{ why.clone() }</p>
-                    }
-                    <p>{ format!("{}{}", Text::ArticleExpects.get(lang), catalog::text(&l.outcome.explain, lang)) }</p>
-                } else {
-                    <p class="muted">{ Text::OutcomeNotYet.get(lang) }</p>
+            <label class="quiz-toggle">
+                <input type="checkbox" data-testid="quiz-mode" checked={ state.quiz }
+                    onchange={ props.onquiz.reform(|_| ()) } />
+                { Text::QuizMode.get(lang) }
+            </label>
+            if let Some(label) = score.label() {
+                <span class="score" data-testid="score" data-right={ score.right().to_string() }
+                    data-total={ score.total().to_string() } title={ Text::ScoreHint.get(lang) }>
+                    { format!("{} {label}", Text::Score.get(lang)) }
+                </span>
+                <button class="quiet score-reset" data-testid="score-reset" onclick={ onreset }>{ Text::ScoreReset.get(lang) }</button>
+            }
+        </div>
+    }
+}
+
+/// Counts each judged step's first verdict in the stored score.
+#[hook]
+fn use_record_verdicts(state: AppContext, lesson_id: Option<String>, judged: BTreeMap<usize, String>) {
+    use_effect_with((lesson_id, judged), move |(id, judged)| {
+        let (Some(id), Some(session)) = (id, &state.session) else {
+            return;
+        };
+        let s = session.borrow();
+        let mut score = stored::load(id);
+        let mut changed = false;
+        for (i, g) in judged {
+            let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
+            changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
+        }
+        if changed {
+            stored::save(id, &score);
+        }
+    });
+}
+
+/// The step list keeps the current step in view (its own scroll only,
+/// never the page's).
+#[hook]
+fn use_current_step_in_view(steps_ref: NodeRef, pos_now: usize, lesson_id: Option<String>) {
+    use_effect_with((pos_now, lesson_id), move |_| {
+        if let Some(list) = steps_ref.cast::<web_sys::HtmlElement>() {
+            let current = list
+                .query_selector(".step.current")
+                .ok()
+                .flatten()
+                .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok());
+            if let Some(li) = current {
+                let (top, h) = (li.offset_top(), li.offset_height());
+                let (view, height) = (list.scroll_top(), list.client_height());
+                if top < view || top + h > view + height {
+                    list.set_scroll_top((top - height / 3).max(0));
                 }
-                <p class="note">{ Text::OffScript.get(lang) }</p>
-                if off_script > 0 {
-                    <p class="note off-script" data-testid="off-script-count" data-count={ off_script.to_string() }>
-                        { format!("{} {off_script}", Text::OffScriptDone.get(lang)) }
-                    </p>
-                }
-            </div>
-            </div>
-        </section>
+            } else if pos_now == 0 {
+                list.set_scroll_top(0);
+            }
+        }
+    });
+}
+
+/// Records the guess for step `pos`, clears the draft, lifts the gate and
+/// steps on.
+fn submit_prediction(
+    guesses: &UseStateHandle<Guesses>,
+    draft: &UseStateHandle<String>,
+    props: &LessonPanelProps,
+    lesson_id: Option<String>,
+    pos: usize,
+) -> Callback<String> {
+    let guesses = guesses.clone();
+    let draft = draft.clone();
+    let onmove = props.onmove.clone();
+    let ongate = props.ongate.clone();
+    Callback::from(move |guess: String| {
+        let mut g = if guesses.0 == lesson_id {
+            guesses.1.clone()
+        } else {
+            BTreeMap::new()
+        };
+        g.insert(pos, guess);
+        guesses.set((lesson_id.clone(), g));
+        draft.set(String::new());
+        ongate.emit(None);
+        onmove.emit(Transport::Forward);
+    })
+}
+
+/// Forgets the lesson's stored score and this visit's guesses.
+fn reset_score(guesses: &UseStateHandle<Guesses>, id: String) -> Callback<MouseEvent> {
+    let guesses = guesses.clone();
+    Callback::from(move |_: MouseEvent| {
+        stored::reset(&id);
+        guesses.set((None, BTreeMap::new()));
+    })
+}
+
+/// Interview mode's review at the end: each missed step, the guess and
+/// the answer.
+fn missed_review(missed: &[(usize, String, String, String)], lang: Lang) -> Html {
+    html! {
+        <div class="missed" data-testid="missed">
+            <h3>{ Text::Missed.get(lang) }</h3>
+            <ul>{ for missed.iter().map(|(i, q, g, a)| html! {
+                <li data-testid="missed-item"><span class="n">{ i + 1 }</span>{ " " }{ q }
+                    <span class="verdict wrong">{ format!(" ✗ {g}") }</span>
+                    <span class="verdict right">{ format!(" ✓ {a}") }</span></li>
+            }) }</ul>
+        </div>
     }
 }

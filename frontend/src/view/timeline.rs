@@ -18,6 +18,7 @@
 //! smoothly as an empty one. The grab/grabbing cursor is a class set on the
 //! element directly, for the same reason.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
@@ -481,10 +482,74 @@ pub fn timeline() -> Html {
     let scroll_ref = use_node_ref();
     let drag = use_mut_ref(|| None::<Drag>);
     let anchor = use_mut_ref(|| None::<Anchor>);
-    // The width the page gives the timeline, in CSS pixels: the layout is
-    // made for it, so nothing is scaled.
+    let (width, room) = use_measure(&state, &scroll_ref);
+    let style = if state.present { Style::PRESENT } else { Style::NORMAL };
+    let view_w = if *width > 0.0 { *width } else { 960.0 };
+    // At 1× the plot fits: nothing to pan, and no grab cursor to promise it.
+    let pannable = *zoom > 0;
+    let Pan {
+        onpointerdown,
+        onpointermove,
+        onpointerup,
+        onkeydown,
+    } = pan(&scroll_ref, &drag, pannable);
+    let (l, per_lane, events) = use_timeline_layout(&state, *zoom, view_w, *room, style);
+    use_keep_anchor(*zoom, &anchor, &scroll_ref, l.width);
+    let style = l.style;
+    let s = style.font / 14.0;
+    let bottom = l.lanes_bottom;
+    let onzoom = zoom_by(&zoom, &anchor, &scroll_ref, (l.now_x, l.width));
+    let onwheel = wheel_zoom(&zoom, &anchor, &scroll_ref, l.width);
+    let axis_y = style.axis_h() - 4.0;
+    let height = if state.legend { l.height } else { l.lanes_bottom + 8.0 };
+    let marks = per_lane
+        .iter()
+        .map(|m| html! { <LaneMarks marks={ m.clone() } r={ 6.0 * s } /> });
+    let empty = events == 0;
+    let first_mid = l.lanes.first().map_or(l.lanes_top + 20.0, |lane| lane.mid());
+
+    html! {
+        <section class="timeline-panel">
+            { timeline_head(&state, z, onzoom, [&svg_ref, &link_ref, &png_ref]) }
+            <div class={ classes!("timeline-scroll", pannable.then_some("pannable")) } ref={ scroll_ref }
+                data-testid="timeline-scroll" tabindex="0" aria-label={ Text::TimelinePan.get(lang) }
+                {onpointerdown} {onpointermove} onpointerup={ onpointerup.clone() } onpointercancel={ onpointerup }
+                {onkeydown} {onwheel}>
+            <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
+                width={ f(l.width) } height={ f(height) }
+                viewBox={ format!("0 0 {} {}", f(l.width), f(height)) }
+                role="img" aria-label={ Text::Timeline.get(lang) } data-span-ms={ l.span_ms.to_string() }
+                data-events={ events.to_string() } data-marks={ l.marks.len().to_string() }
+                style={ format!("font-size: {}px", style.font) }>
+                <defs>
+                    <marker id="arrowhead" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto">
+                        <path d="M0 0 L8 4 L0 8 z" />
+                    </marker>
+                </defs>
+                { lanes_layer(&l) }
+                { axis_layer(&l) }
+                { locks_layer(&l) }
+                { for marks }
+                { labels_layer(&l) }
+                <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
+                if empty {
+                    <text class="empty" x={ f(style.label_w() + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
+                }
+                if state.legend {
+                    { legend_layer(&l) }
+                }
+            </svg>
+            </div>
+        </section>
+    }
+}
+
+/// The width the page gives the timeline, in CSS pixels (the layout is
+/// made for it, so nothing is scaled), and in presenter mode the height
+/// left for the plot, so it fits the screen; measured again on resize.
+#[hook]
+fn use_measure(state: &AppContext, scroll_ref: &NodeRef) -> (UseStateHandle<f64>, UseStateHandle<f64>) {
     let width = use_state(|| 0.0f64);
-    // Presenter mode: the height left for the plot, so it fits the screen.
     let room = use_state(|| 0.0f64);
     {
         let (scroll_ref, width, room) = (scroll_ref.clone(), width.clone(), room.clone());
@@ -515,10 +580,18 @@ pub fn timeline() -> Html {
             move || drop(listener)
         });
     }
-    let style = if state.present { Style::PRESENT } else { Style::NORMAL };
-    let view_w = if *width > 0.0 { *width } else { 960.0 };
-    // At 1× the plot fits: nothing to pan, and no grab cursor to promise it.
-    let pannable = *zoom > 0;
+    (width, room)
+}
+
+/// Panning the zoomed plot: drag it, or Shift+arrow keys.
+struct Pan {
+    onpointerdown: Callback<PointerEvent>,
+    onpointermove: Callback<PointerEvent>,
+    onpointerup: Callback<PointerEvent>,
+    onkeydown: Callback<KeyboardEvent>,
+}
+
+fn pan(scroll_ref: &NodeRef, drag: &Rc<RefCell<Option<Drag>>>, pannable: bool) -> Pan {
     let onpointerdown = {
         let (scroll_ref, drag) = (scroll_ref.clone(), drag.clone());
         Callback::from(move |e: PointerEvent| {
@@ -575,107 +648,114 @@ pub fn timeline() -> Html {
             }
         })
     };
-    type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
-    let (l, per_lane, events): (Rc<Layout>, PerLane, usize) = {
-        let state = state.clone();
-        let room = *room;
-        let memo = use_memo(
-            (
-                state.rev,
-                lang,
-                *zoom,
-                state.lesson_id(),
-                view_w as u32,
-                state.present,
-                room as u32,
-                state.legend,
-            ),
-            move |_| {
-                let (trace, now) = match (&state.session, &state.real) {
-                    (Some(s), _) => {
-                        let s = s.borrow();
-                        (s.trace(), s.now_ms())
-                    }
-                    (None, Some(r)) => {
-                        let r = r.borrow();
-                        (r.session_trace(), r.last_ms())
-                    }
-                    (None, None) => {
-                        let lab = state.lab.borrow();
-                        (lab.trace().clone(), lab.now_ms())
-                    }
-                };
-                // Presenter mode: the biggest type (19 px down to 13 px) at
-                // which the whole timeline fits the screen's height.
-                let mut l = layout_in(&trace, now, lang, view_w, z, style);
-                if style == Style::PRESENT && room > 0.0 {
-                    for font in [17.0, 15.5, 14.0, 13.0] {
-                        let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
-                        if fits {
-                            break;
-                        }
-                        l = layout_in(&trace, now, lang, view_w, z, Style { font });
-                    }
-                }
-                let mut per_lane = vec![Vec::new(); l.lanes.len()];
-                for m in &l.marks {
-                    per_lane[m.lane].push(m.clone());
-                }
-                let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
-                (Rc::new(l), Rc::new(per_lane), trace.events.len())
-            },
-        );
-        (memo.0.clone(), memo.1.clone(), memo.2)
-    };
-    // After a zoom: keep the anchor (the pointer, or the present) in place.
-    {
-        let (scroll_ref, anchor) = (scroll_ref.clone(), anchor.clone());
-        let w = l.width;
-        use_effect_with((*zoom, w as u32), move |_| {
-            if let (Some(a), Some(el)) = (anchor.borrow_mut().take(), scroll_ref.cast::<Element>()) {
-                el.set_scroll_left((a.share * w - a.offset).max(0.0) as i32);
-            }
-        });
+    Pan {
+        onpointerdown,
+        onpointermove,
+        onpointerup,
+        onkeydown,
     }
-    let style = l.style;
-    let s = style.font / 14.0;
-    let bottom = l.lanes_bottom;
-    let onzoom = |d: isize| {
-        let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
-        let (now_x, width) = (l.now_x, l.width);
-        Callback::from(move |_: MouseEvent| {
-            let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
-            // Zoom around the present (the current step), centred.
-            if let Some(el) = scroll_ref.cast::<Element>() {
-                let view = f64::from(el.client_width());
-                *anchor.borrow_mut() = Some(Anchor {
-                    share: now_x / width,
-                    offset: view / 2.0,
-                });
+}
+
+type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
+
+/// The trace on screen (the lesson's, the real session's or the lab's)
+/// laid out for the width and zoom, in presenter mode at the biggest type
+/// that fits the screen; also its marks per lane and how many events it
+/// has. Made again only when one of those changes.
+#[hook]
+fn use_timeline_layout(
+    state: &AppContext,
+    zoom: usize,
+    view_w: f64,
+    room: f64,
+    style: Style,
+) -> (Rc<Layout>, PerLane, usize) {
+    let state = state.clone();
+    let (lang, z) = (state.lang, ZOOMS[zoom]);
+    let memo = use_memo(
+        (
+            state.rev,
+            lang,
+            zoom,
+            state.lesson_id(),
+            view_w as u32,
+            state.present,
+            room as u32,
+            state.legend,
+        ),
+        move |_| {
+            let (trace, now) = match (&state.session, &state.real) {
+                (Some(s), _) => {
+                    let s = s.borrow();
+                    (s.trace(), s.now_ms())
+                }
+                (None, Some(r)) => {
+                    let r = r.borrow();
+                    (r.session_trace(), r.last_ms())
+                }
+                (None, None) => {
+                    let lab = state.lab.borrow();
+                    (lab.trace().clone(), lab.now_ms())
+                }
+            };
+            // Presenter mode: the biggest type (19 px down to 13 px) at
+            // which the whole timeline fits the screen's height.
+            let mut l = layout_in(&trace, now, lang, view_w, z, style);
+            if style == Style::PRESENT && room > 0.0 {
+                for font in [17.0, 15.5, 14.0, 13.0] {
+                    let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
+                    if fits {
+                        break;
+                    }
+                    l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                }
             }
-            zoom.set(if d == 0 { 0 } else { i });
-        })
-    };
-    // Ctrl+wheel zooms around the pointer.
-    let onwheel = {
-        let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
-        let width = l.width;
-        Callback::from(move |e: WheelEvent| {
-            if !e.ctrl_key() {
-                return;
+            let mut per_lane = vec![Vec::new(); l.lanes.len()];
+            for m in &l.marks {
+                per_lane[m.lane].push(m.clone());
             }
-            e.prevent_default();
-            let Some(el) = scroll_ref.cast::<Element>() else { return };
-            let offset = f64::from(e.client_x()) - el.get_bounding_client_rect().left();
-            let share = (f64::from(el.scroll_left()) + offset) / width;
-            let d = if e.delta_y() < 0.0 { 1 } else { -1 };
-            let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
-            if i != *zoom {
-                *anchor.borrow_mut() = Some(Anchor { share, offset });
-                zoom.set(i);
-            }
-        })
-    };
+            let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
+            (Rc::new(l), Rc::new(per_lane), trace.events.len())
+        },
+    );
+    (memo.0.clone(), memo.1.clone(), memo.2)
+}
+
+/// Ctrl+wheel zooms around the pointer.
+fn wheel_zoom(
+    zoom: &UseStateHandle<usize>,
+    anchor: &Rc<RefCell<Option<Anchor>>>,
+    scroll_ref: &NodeRef,
+    width: f64,
+) -> Callback<WheelEvent> {
+    let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
+    Callback::from(move |e: WheelEvent| {
+        if !e.ctrl_key() {
+            return;
+        }
+        e.prevent_default();
+        let Some(el) = scroll_ref.cast::<Element>() else { return };
+        let offset = f64::from(e.client_x()) - el.get_bounding_client_rect().left();
+        let share = (f64::from(el.scroll_left()) + offset) / width;
+        let d = if e.delta_y() < 0.0 { 1 } else { -1 };
+        let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
+        if i != *zoom {
+            *anchor.borrow_mut() = Some(Anchor { share, offset });
+            zoom.set(i);
+        }
+    })
+}
+
+/// The timeline's heading row: zoom out, in and reset, the legend switch,
+/// SVG and PNG export, presenter mode.
+fn timeline_head(
+    state: &AppContext,
+    z: f64,
+    onzoom: impl Fn(isize) -> Callback<MouseEvent>,
+    refs: [&NodeRef; 3],
+) -> Html {
+    let lang = state.lang;
+    let [svg_ref, link_ref, png_ref] = refs;
     let lesson = state.lesson_id().unwrap_or_else(|| "lab".into());
     let title = {
         let t = state
@@ -706,62 +786,58 @@ pub fn timeline() -> Html {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(crate::state::Action::ToggleLegend))
     };
-
-    let axis_y = style.axis_h() - 4.0;
-    let height = if state.legend { l.height } else { l.lanes_bottom + 8.0 };
-    let marks = per_lane
-        .iter()
-        .map(|m| html! { <LaneMarks marks={ m.clone() } r={ 6.0 * s } /> });
-    let empty = events == 0;
-    let first_mid = l.lanes.first().map_or(l.lanes_top + 20.0, |lane| lane.mid());
-
     html! {
-        <section class="timeline-panel">
-            <div class="timeline-head">
-                <h2>{ Text::Timeline.get(lang) }</h2>
-                <span class="axis-note" data-testid="axis-unit">{ Text::AxisUnit.get(lang) }</span>
-                <div class="spacer" />
-                <button class="quiet" data-testid="zoom-out" title={ Text::ZoomOut.get(lang) } aria-label={ Text::ZoomOut.get(lang) } onclick={ onzoom(-1) }>{ "−" }</button>
-                <span class="zoom" data-testid="zoom">{ format!("{z}×") }</span>
-                <button class="quiet" data-testid="zoom-in" title={ Text::ZoomIn.get(lang) } aria-label={ Text::ZoomIn.get(lang) } onclick={ onzoom(1) }>{ "+" }</button>
-                <button class="quiet" data-testid="zoom-reset" onclick={ onzoom(0) }>{ Text::ZoomReset.get(lang) }</button>
-                <button class={ classes!("quiet", state.legend.then_some("on")) } data-testid="legend-toggle"
-                    aria-pressed={ state.legend.to_string() } onclick={ onlegend }>{ Text::Legend.get(lang) }</button>
-                <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
-                if !state.present {
-                    <button class="quiet present-toggle" data-testid="present" onclick={ onpresent }>{ Text::Present.get(lang) }</button>
-                }
-                <a class="button quiet" ref={ png_ref } data-testid="export-png" download={ format!("locklab-{lesson}.png") } href="#" onclick={ onpng }>{ Text::ExportPng.get(lang) }</a>
-            </div>
-            <div class={ classes!("timeline-scroll", pannable.then_some("pannable")) } ref={ scroll_ref }
-                data-testid="timeline-scroll" tabindex="0" aria-label={ Text::TimelinePan.get(lang) }
-                {onpointerdown} {onpointermove} onpointerup={ onpointerup.clone() } onpointercancel={ onpointerup }
-                {onkeydown} {onwheel}>
-            <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
-                width={ f(l.width) } height={ f(height) }
-                viewBox={ format!("0 0 {} {}", f(l.width), f(height)) }
-                role="img" aria-label={ Text::Timeline.get(lang) } data-span-ms={ l.span_ms.to_string() }
-                data-events={ events.to_string() } data-marks={ l.marks.len().to_string() }
-                style={ format!("font-size: {}px", style.font) }>
-                <defs>
-                    <marker id="arrowhead" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto">
-                        <path d="M0 0 L8 4 L0 8 z" />
-                    </marker>
-                </defs>
-                { lanes_layer(&l) }
-                { axis_layer(&l) }
-                { locks_layer(&l) }
-                { for marks }
-                { labels_layer(&l) }
-                <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
-                if empty {
-                    <text class="empty" x={ f(style.label_w() + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
-                }
-                if state.legend {
-                    { legend_layer(&l) }
-                }
-            </svg>
-            </div>
-        </section>
+        <div class="timeline-head">
+            <h2>{ Text::Timeline.get(lang) }</h2>
+            <span class="axis-note" data-testid="axis-unit">{ Text::AxisUnit.get(lang) }</span>
+            <div class="spacer" />
+            <button class="quiet" data-testid="zoom-out" title={ Text::ZoomOut.get(lang) } aria-label={ Text::ZoomOut.get(lang) } onclick={ onzoom(-1) }>{ "−" }</button>
+            <span class="zoom" data-testid="zoom">{ format!("{z}×") }</span>
+            <button class="quiet" data-testid="zoom-in" title={ Text::ZoomIn.get(lang) } aria-label={ Text::ZoomIn.get(lang) } onclick={ onzoom(1) }>{ "+" }</button>
+            <button class="quiet" data-testid="zoom-reset" onclick={ onzoom(0) }>{ Text::ZoomReset.get(lang) }</button>
+            <button class={ classes!("quiet", state.legend.then_some("on")) } data-testid="legend-toggle"
+                aria-pressed={ state.legend.to_string() } onclick={ onlegend }>{ Text::Legend.get(lang) }</button>
+            <a class="button quiet" ref={ link_ref } data-testid="export-svg" download={ file } href="#" onclick={ onexport }>{ Text::ExportSvg.get(lang) }</a>
+            if !state.present {
+                <button class="quiet present-toggle" data-testid="present" onclick={ onpresent }>{ Text::Present.get(lang) }</button>
+            }
+            <a class="button quiet" ref={ png_ref } data-testid="export-png" download={ format!("locklab-{lesson}.png") } href="#" onclick={ onpng }>{ Text::ExportPng.get(lang) }</a>
+        </div>
+    }
+}
+
+/// After a zoom: keep the anchor (the pointer, or the present) in place.
+#[hook]
+fn use_keep_anchor(zoom: usize, anchor: &Rc<RefCell<Option<Anchor>>>, scroll_ref: &NodeRef, w: f64) {
+    let (scroll_ref, anchor) = (scroll_ref.clone(), anchor.clone());
+    use_effect_with((zoom, w as u32), move |_| {
+        if let (Some(a), Some(el)) = (anchor.borrow_mut().take(), scroll_ref.cast::<Element>()) {
+            el.set_scroll_left((a.share * w - a.offset).max(0.0) as i32);
+        }
+    });
+}
+
+/// The zoom buttons: `d` steps in or out (0 resets), around the present
+/// (`now_x` of a plot `width` wide), centred.
+fn zoom_by<'r>(
+    zoom: &'r UseStateHandle<usize>,
+    anchor: &'r Rc<RefCell<Option<Anchor>>>,
+    scroll_ref: &'r NodeRef,
+    (now_x, width): (f64, f64),
+) -> impl Fn(isize) -> Callback<MouseEvent> + 'r {
+    move |d: isize| {
+        let (zoom, anchor, scroll_ref) = (zoom.clone(), anchor.clone(), scroll_ref.clone());
+        Callback::from(move |_: MouseEvent| {
+            let i = (*zoom as isize + d).clamp(0, ZOOMS.len() as isize - 1) as usize;
+            // Zoom around the present (the current step), centred.
+            if let Some(el) = scroll_ref.cast::<Element>() {
+                let view = f64::from(el.client_width());
+                *anchor.borrow_mut() = Some(Anchor {
+                    share: now_x / width,
+                    offset: view / 2.0,
+                });
+            }
+            zoom.set(if d == 0 { 0 } else { i });
+        })
     }
 }
