@@ -2,11 +2,18 @@
 //! redis-server compressed in a DUMP payload (`rdbcompression yes`, strings
 //! longer than 20 bytes that shrink).
 
+/// The most bytes one input byte can stand for: a back reference of three
+/// bytes (control, length, offset) copies at most 7 + 255 + 2 = 264.
+const MAX_EXPANSION: usize = 264 / 3;
+
 /// Expand `input` into exactly `expected_len` bytes, or `None` if the data
 /// is malformed: a back reference before the start, a run past the input's
 /// end, or a result of another length (lzf_d.c's `E2BIG`/`EINVAL`).
 pub(crate) fn decompress(input: &[u8], expected_len: usize) -> Option<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::with_capacity(expected_len);
+    // The length is the payload's claim, not a reservation: reserve no more
+    // than the input can expand to (a three-byte back reference yields at
+    // most 264 bytes), so a false claim costs nothing before it is refused.
+    let mut out: Vec<u8> = Vec::with_capacity(expected_len.min(input.len().saturating_mul(MAX_EXPANSION)));
     let mut ip = 0;
     while ip < input.len() {
         let ctrl = usize::from(input[ip]);
@@ -58,5 +65,15 @@ mod tests {
         assert_eq!(decompress(&data, 9), None, "wrong length");
         assert_eq!(decompress(&[4 << 5, 0], 2), None, "reference before the start");
         assert_eq!(decompress(&[5, b'a'], 6), None, "literal past the input");
+    }
+
+    /// A payload may claim any length; the claim alone must not allocate it
+    /// (`Vec::with_capacity(usize::MAX / 2)` aborts the process).
+    #[test]
+    fn a_false_length_claim_is_refused_without_reserving_it() {
+        assert_eq!(decompress(&[0, b'a'], usize::MAX / 2), None);
+        let data = [2, b'a', b'b', b'c', 7 << 5, 255, 0];
+        let out = decompress(&data, 3 + 264).expect("the longest reference");
+        assert!(out[3..].iter().all(|&b| b == b'c'));
     }
 }
