@@ -177,6 +177,9 @@ pub struct Monitor {
     grants: BTreeMap<String, u32>,
     /// Per client: the key of its latest grant and that grant's number.
     latest_grant: Vec<(Option<String>, u32)>,
+    /// Per client and key: its latest grant of that key (a client may hold
+    /// several locks at once: lesson 45's one process, four services).
+    grant_of: BTreeMap<(u32, String), u32>,
     /// key → clients that believe they hold it.
     beliefs: BTreeMap<String, BTreeSet<u32>>,
     /// key → when the current overlap began.
@@ -227,6 +230,7 @@ impl Monitor {
         if let Some(g) = self.latest_grant.get_mut(client as usize) {
             *g = (Some(key.to_owned()), n);
         }
+        self.grant_of.insert((client, key.to_owned()), n);
         n
     }
 
@@ -314,8 +318,30 @@ impl Monitor {
         token: Option<i64>,
         name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
-        let (key, grant) = self.latest_grant(client);
-        let key = key.unwrap_or_default().to_owned();
+        self.accepted_write_under(client, None, now, token, name)
+    }
+
+    /// [`Monitor::accepted_write`] for a write made under `lock`: judged by
+    /// the client's latest grant of that lock rather than of any (`None`:
+    /// its latest grant).
+    pub fn accepted_write_under(
+        &mut self,
+        client: u32,
+        lock: Option<&str>,
+        now: u64,
+        token: Option<i64>,
+        name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        let (key, grant) = match lock {
+            Some(l) => (
+                l.to_owned(),
+                self.grant_of.get(&(client, l.to_owned())).copied().unwrap_or(0),
+            ),
+            None => {
+                let (key, grant) = self.latest_grant(client);
+                (key.unwrap_or_default().to_owned(), grant)
+            }
+        };
         let mut violation = None;
         if let Some(w) = self.latest_write.get(&key) {
             if w.grant > grant && w.client != client {
@@ -543,6 +569,28 @@ mod tests {
         m.grant(1, "stock_lock:1002");
         assert!(m.accepted_write(1, 10, None, &n).is_none());
         assert!(m.accepted_write(0, 20, None, &n).is_none());
+    }
+
+    #[test]
+    fn a_write_under_a_lock_is_judged_by_that_locks_holders() {
+        // One process holding four locks at once (lesson 45): A's write
+        // under the Redlock key is stale once B held that key, whatever A
+        // was granted last elsewhere.
+        let mut m = Monitor::new(InvariantConfig::default());
+        m.add_client();
+        m.add_client();
+        m.grant(0, "redlock");
+        m.grant(0, "etcd");
+        m.grant(1, "redlock");
+        assert!(m.accepted_write_under(1, Some("redlock"), 10, None, &n).is_none());
+        assert!(
+            m.accepted_write(0, 20, None, &n).is_none(),
+            "judged by A's latest grant (etcd), nothing is stale"
+        );
+        let v = m.accepted_write_under(0, Some("redlock"), 30, None, &n).expect("stale");
+        assert_eq!(v.invariant, Invariant::StaleWrite);
+        assert!(v.detail.contains("holder #1"), "{}", v.detail);
+        assert!(m.accepted_write_under(0, Some("etcd"), 40, Some(2), &n).is_none());
     }
 
     #[test]

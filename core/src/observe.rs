@@ -170,6 +170,19 @@ pub enum Observed {
     },
 }
 
+/// The nodes that decide who holds one key, in a world where that is not
+/// all of them (a `compare` world runs a single Redis, Redlock masters,
+/// etcd and ZooKeeper side by side, each guarding its own key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyGroup {
+    pub first: u32,
+    pub count: u32,
+    /// Independent masters: holding is by a majority of the group.
+    pub majority: bool,
+    /// Otherwise the node whose copy is the grant (the group's leader).
+    pub master: u32,
+}
+
 /// The shadows of the lock keys on every node, and who holds each lock.
 #[derive(Clone, Debug, Default)]
 pub struct LockObserver {
@@ -184,6 +197,8 @@ pub struct LockObserver {
     down: BTreeSet<u32>,
     /// Redlock: per key, the clients holding it on a majority now.
     majority: BTreeMap<String, BTreeSet<u32>>,
+    /// Keys judged by a group of the nodes rather than all of them.
+    groups: BTreeMap<String, KeyGroup>,
     /// A deadline read twice moves by the round trip on a real server; only
     /// a larger move is a renewal (0 in the simulator, which is exact).
     slack_ms: u64,
@@ -232,6 +247,29 @@ impl LockObserver {
     /// master).
     pub fn set_master(&mut self, node: u32) {
         self.master = node;
+    }
+
+    /// Judge `key` by the nodes of `group` only.
+    pub fn set_group(&mut self, key: &str, group: KeyGroup) {
+        self.groups.insert(key.to_owned(), group);
+    }
+
+    /// The group that judges `key`, if not all the nodes.
+    pub fn group(&self, key: &str) -> Option<KeyGroup> {
+        self.groups.get(key).copied()
+    }
+
+    /// The group starting at node `first` has a new leader: its copies are
+    /// the grants from now on.
+    pub fn set_group_master(&mut self, first: u32, node: u32) {
+        for g in self.groups.values_mut().filter(|g| g.first == first) {
+            g.master = node;
+        }
+    }
+
+    /// Is `key` held by a majority of independent masters?
+    pub fn is_majority(&self, key: &str) -> bool {
+        self.groups.get(key).map_or(self.redlock, |g| g.majority)
     }
 
     /// A node went down or came back: a down node counts for no majority.
@@ -320,7 +358,7 @@ impl LockObserver {
                 out.push(lock(LockChange::Removed { by: cause.client() }, o.deadline));
                 self.wrong_release(node, key, cause, o, &mut out);
                 self.released(key);
-                if self.redlock {
+                if self.is_majority(key) {
                     self.recount_majority_into(key, &mut out);
                 }
             }
@@ -393,9 +431,10 @@ impl LockObserver {
     /// Client `c`'s command set `key` on `node`: a grant when that node is
     /// the master, or (Redlock) when it makes a majority.
     fn granted_into(&mut self, node: u32, key: &str, c: u32, out: &mut Vec<Observed>) {
-        if self.redlock {
+        let master = self.groups.get(key).map_or(self.master, |g| g.master);
+        if self.is_majority(key) {
             self.recount_majority_into(key, out);
-        } else if node == self.master {
+        } else if node == master {
             out.push(Observed::Granted {
                 client: c,
                 key: key.to_owned(),
@@ -435,17 +474,23 @@ impl LockObserver {
     /// that newly does is the next holder (a [`Observed::Granted`]).
     pub fn recount_majority(&mut self, key: &str) -> Vec<Observed> {
         let mut out = Vec::new();
-        self.recount_majority_into(key, &mut out);
+        if self.is_majority(key) {
+            self.recount_majority_into(key, &mut out);
+        }
         out
     }
 
     fn recount_majority_into(&mut self, key: &str, out: &mut Vec<Observed>) {
-        let quorum = self.shadow.len() / 2 + 1;
+        let (nodes, quorum) = match self.groups.get(key) {
+            Some(g) => (g.first..g.first + g.count, g.count as usize / 2 + 1),
+            None => (0..self.shadow.len() as u32, self.shadow.len() / 2 + 1),
+        };
         let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-        for (n, m) in self.shadow.iter().enumerate() {
-            if self.down.contains(&(n as u32)) {
+        for n in nodes {
+            if self.down.contains(&n) {
                 continue;
             }
+            let Some(m) = self.shadow.get(n as usize) else { continue };
             if let Some(o) = m.get(key).and_then(|h| h.owner) {
                 *counts.entry(o).or_default() += 1;
             }
@@ -572,6 +617,47 @@ mod tests {
         );
         o.set_down(0, false);
         assert_eq!(grants(o.recount_majority("r")), 1, "3 of 5 again: a new holder");
+    }
+
+    #[test]
+    fn grouped_keys_are_judged_by_their_own_nodes() {
+        // Node 0 a single Redis, nodes 1..=3 Redlock masters, node 4 a
+        // service leader: three keys, three ways of granting.
+        let mut o = LockObserver::new(Scope::Declared, 5, false);
+        let group = |first, count, majority, master| KeyGroup {
+            first,
+            count,
+            majority,
+            master,
+        };
+        for (k, g) in [
+            ("single", group(0, 1, false, 0)),
+            ("rl", group(1, 3, true, 1)),
+            ("svc", group(4, 1, false, 4)),
+        ] {
+            o.watch(k);
+            o.set_group(k, g);
+        }
+        let grants = |obs: Vec<Observed>| obs.iter().filter(|o| matches!(o, Observed::Granted { .. })).count();
+        assert_eq!(grants(o.observe(0, "single", seen("A", None), Cause::Command(0), 0)), 1);
+        assert_eq!(grants(o.observe(1, "rl", seen("A", None), Cause::Command(0), 0)), 0);
+        assert_eq!(
+            grants(o.observe(2, "rl", seen("A", None), Cause::Command(0), 0)),
+            1,
+            "2 of the group's 3 masters are its majority, though the world has 5 nodes"
+        );
+        assert_eq!(grants(o.observe(4, "svc", seen("A", None), Cause::Command(0), 0)), 1);
+        assert_eq!(
+            grants(o.recount_majority("single")),
+            0,
+            "a single node's key has no majority to recount"
+        );
+        o.set_group_master(4, 3);
+        assert_eq!(
+            grants(o.observe(4, "svc", seen("B", None), Cause::Command(1), 5)),
+            0,
+            "node 4 no longer leads its group"
+        );
     }
 
     #[test]

@@ -18,6 +18,14 @@
 //! bad as none.
 //!
 //! In **plain** mode it accepts everything, like most real storage.
+//!
+//! A write may name the lock it is made under ([`Resource::write_under`]):
+//! each lock then guards its own store with its own highest token, and a
+//! lock may guard an unfenced one ([`Resource::unfence`]) — lesson 45 puts
+//! a single Redis, Redlock, etcd and ZooKeeper side by side, and their
+//! tokens (a counter, none, a revision, a zxid) are not comparable.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +45,12 @@ pub struct Resource {
     fenced: bool,
     highest: Option<i64>,
     writes: Vec<ResourceWrite>,
+    /// Per lock a write named: the highest token its store accepted.
+    #[serde(default)]
+    highest_under: BTreeMap<String, i64>,
+    /// Locks whose store checks no token.
+    #[serde(default)]
+    unfenced: BTreeSet<String>,
 }
 
 impl Resource {
@@ -44,9 +58,13 @@ impl Resource {
     pub fn new(fenced: bool) -> Resource {
         Resource {
             fenced,
-            highest: None,
-            writes: Vec::new(),
+            ..Resource::default()
         }
+    }
+
+    /// The store guarded by `lock` accepts every write, fenced or not.
+    pub fn unfence(&mut self, lock: &str) {
+        self.unfenced.insert(lock.to_owned());
     }
 
     pub fn is_fenced(&self) -> bool {
@@ -55,8 +73,28 @@ impl Resource {
 
     /// Apply one write; returns whether it was accepted.
     pub fn write(&mut self, client: u32, at_ms: u64, token: Option<i64>, value: String) -> bool {
-        let accepted = if self.fenced {
-            match (token, self.highest) {
+        self.write_under(client, None, at_ms, token, value)
+    }
+
+    /// Apply one write made under `lock` (`None`: the one store every
+    /// lesson but 45 has); returns whether it was accepted.
+    pub fn write_under(
+        &mut self,
+        client: u32,
+        lock: Option<&str>,
+        at_ms: u64,
+        token: Option<i64>,
+        value: String,
+    ) -> bool {
+        let (fenced, highest) = match lock {
+            Some(l) => (
+                self.fenced && !self.unfenced.contains(l),
+                self.highest_under.get(l).copied(),
+            ),
+            None => (self.fenced, self.highest),
+        };
+        let accepted = if fenced {
+            match (token, highest) {
                 (None, _) => false,
                 (Some(t), Some(h)) => t >= h,
                 (Some(_), None) => true,
@@ -64,9 +102,13 @@ impl Resource {
         } else {
             true
         };
-        if accepted {
-            if let Some(t) = token {
-                self.highest = Some(self.highest.map_or(t, |h| h.max(t)));
+        if let (true, Some(t)) = (accepted, token) {
+            let h = highest.map_or(t, |h| h.max(t));
+            match lock {
+                Some(l) => {
+                    self.highest_under.insert(l.to_owned(), h);
+                }
+                None => self.highest = Some(h),
             }
         }
         self.writes.push(ResourceWrite {
@@ -117,5 +159,27 @@ mod tests {
         assert!(!r.write(0, 4, None, "x".into()));
         assert_eq!(r.highest_token(), Some(34));
         assert_eq!(r.writes().iter().filter(|w| w.accepted).count(), 2);
+    }
+
+    #[test]
+    fn each_lock_fences_its_own_store() {
+        let mut r = Resource::new(true);
+        r.unfence("redlock");
+        assert!(r.write_under(1, Some("etcd"), 1, Some(3), "b".into()));
+        assert!(r.write_under(1, Some("zk"), 2, Some(4_294_967_300), "b".into()));
+        assert!(
+            r.write_under(0, Some("redis"), 3, Some(1), "a".into()),
+            "a zxid elsewhere does not fence the Redis store"
+        );
+        assert!(
+            !r.write_under(0, Some("etcd"), 4, Some(2), "a".into()),
+            "2 < 3 in etcd's store"
+        );
+        assert!(r.write_under(1, Some("redlock"), 5, None, "b".into()));
+        assert!(
+            r.write_under(0, Some("redlock"), 6, None, "a".into()),
+            "an unfenced store takes a write with no token"
+        );
+        assert_eq!(r.highest_token(), None, "the unnamed store saw no write");
     }
 }

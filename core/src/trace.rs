@@ -120,6 +120,9 @@ pub enum EventKind {
     Restarted { kept_data: bool },
     /// A client program narrates a decision ("3/5 nodes, validity 978 ms").
     Note { text: String },
+    /// This etcd member or ZooKeeper server leads its group from now on,
+    /// in `term` (Raft's term, Zab's epoch): the timeline's leader marker.
+    Elected { term: u64 },
     /// A client program finished.
     Done,
     /// An invariant broke.
@@ -324,6 +327,7 @@ impl Event {
                 }
             }
             EventKind::Note { text } => text.clone(),
+            EventKind::Elected { term } => format!("elected leader (term {term})"),
             EventKind::Done => "program finished".to_owned(),
             EventKind::Violation { violation } => format!(
                 "VIOLATION {}: {} [{}–{} ms]",

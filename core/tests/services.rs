@@ -224,11 +224,15 @@ node = 1
         r[6], "1) \"job/1b5a\"\n2) (integer) 4",
         "A's lease ran out on the new leader; B's revision is larger"
     );
-    let n = notes(&run);
-    assert!(
-        n.contains(&(Actor::Node(1), "elected leader (term 2)".to_owned())),
-        "{n:?}"
-    );
+    let elected: Vec<(Actor, u64, u64)> = (run.world().trace().iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Elected { term } => Some((e.actor, term, e.at_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(elected[0], (Actor::Node(0), 1, 0), "etcd1 leads term 1 from the start");
+    assert_eq!(elected[1].0, Actor::Node(1), "{elected:?}");
+    assert_eq!(elected[1].1, 2, "etcd2 leads term 2 once etcd1 is cut off: {elected:?}");
 }
 
 #[test]
@@ -355,5 +359,137 @@ node = 2
         granted(&run).len(),
         1,
         "one grant: a member's restart is not a new holder"
+    );
+}
+
+/// Lesson 45 to its end.
+fn lesson_45() -> LessonRun {
+    let lessons = locklab_core::lesson::builtin().expect("lessons");
+    let lesson = lessons.iter().find(|l| l.id == "45").expect("lesson 45");
+    let mut run = LessonRun::new(lesson).expect("builds");
+    run.run_all().expect("runs");
+    run
+}
+
+#[test]
+fn one_pause_gives_every_service_two_holders_and_only_redlock_a_stale_write() {
+    let run = lesson_45();
+    assert!(
+        run.passed(),
+        "{:?}",
+        run.results().iter().filter(|r| !r.ok).collect::<Vec<_>>()
+    );
+    let v = run.world().violations();
+    let overlaps: Vec<&str> = (v.iter())
+        .filter(|v| v.invariant == Invariant::Overlap)
+        .map(|v| v.detail.as_str())
+        .collect();
+    for key in [
+        "lock:order:1001",
+        "redlock:order:1001",
+        "lock/order/1001",
+        "/lock-order-1001",
+    ] {
+        assert_eq!(
+            overlaps.iter().filter(|d| d.ends_with(&format!("hold {key}"))).count(),
+            1,
+            "two holders of {key}, once: {overlaps:?}"
+        );
+    }
+    assert_eq!(overlaps.len(), 4);
+    let stale: Vec<_> = v.iter().filter(|v| v.invariant == Invariant::StaleWrite).collect();
+    assert_eq!(stale.len(), 1, "only the Redlock store took a stale write: {stale:?}");
+    assert!(stale[0].detail.contains("no token"), "{}", stale[0].detail);
+    // Every service granted the lock twice: A first, B second.
+    let grants: Vec<(String, u32)> = (run.world().trace().iter())
+        .filter_map(|e| match (&e.kind, e.actor) {
+            (EventKind::Granted { key, seq }, Actor::Client(c)) => Some((format!("{key}:{c}"), *seq)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(grants.len(), 8, "{grants:?}");
+    assert!(grants
+        .iter()
+        .all(|(k, seq)| (k.ends_with(":0") && *seq == 1) || (k.ends_with(":1") && *seq == 2)));
+    let verdicts: Vec<bool> = (run.world().trace().iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::Write {
+                client: 0, accepted, ..
+            } => Some(*accepted),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(verdicts, [false, true, false, false], "Redis, Redlock, etcd, ZooKeeper");
+}
+
+#[test]
+fn a_compare_world_elects_and_partitions_each_group_alone() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lessons/45-same-pause-four-services.toml"
+    ))
+    .expect("lesson 45");
+    let head = text.split("[[steps]]").next().expect("the head");
+    let steps = r#"
+[[steps]]
+fault = { type = "crash_node", node = 4 }
+[[steps]]
+fault = { type = "cut_link", a = { node = 7 }, b = { node = 4 } }
+[[steps]]
+client = "A"
+cmd = "SET lock:order:1001 A NX PX 10000"
+expect = "OK"
+[[steps]]
+client = "A"
+cmd = "LEASE GRANT 10"
+node = 6
+expect = "(integer) 7001"
+[[steps]]
+client = "A"
+cmd = "SESSION 10000"
+node = 7
+expect = "(integer) 4097"
+[[steps]]
+fault = { type = "crash_node", node = 1 }
+[[steps]]
+client = "A"
+cmd = "SET redlock:order:1001 A NX PX 10000"
+node = 2
+expect = "OK"
+[[steps]]
+client = "A"
+cmd = "SET redlock:order:1001 A NX PX 10000"
+node = 3
+expect = "OK"
+[outcome]
+invariant = "none"
+broken = false
+explain = { zh = "测试", en = "test" }
+"#;
+    let lesson = Lesson::parse(&format!("{head}{steps}")).expect("parses");
+    let mut run = LessonRun::new(&lesson).expect("builds");
+    run.run_all().expect("runs");
+    assert!(run.passed(), "{:?}", run.results());
+    let elected: Vec<(Actor, u64)> = (run.world().trace().iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Elected { term } => Some((e.actor, term)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        elected,
+        [(Actor::Node(4), 1), (Actor::Node(7), 1), (Actor::Node(5), 2)],
+        "etcd1's crash elects etcd2; a cut between zk1 and an etcd member partitions nobody"
+    );
+    let grants: Vec<String> = (run.world().trace().iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::Granted { key, .. } => Some(key.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        grants,
+        ["lock:order:1001", "redlock:order:1001"],
+        "the Redis node grants alone; 2 of the 3 Redlock masters are a majority with r1 down"
     );
 }

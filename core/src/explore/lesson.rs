@@ -222,7 +222,7 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
             locks: Vec::new(),
             max_hold_ms: cfg.invariants.max_hold_ms,
             overlap_is_violation: Some(cfg.invariants.overlap_is_violation),
-            service: None,
+            ..WorldSettings::default()
         },
         // Replayable on real redis-server (issue 19): the real driver's
         // own check says which steps a real topology cannot play.

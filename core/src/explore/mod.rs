@@ -186,7 +186,8 @@ pub fn fault_options(base: &Scenario, ttl: u64) -> Vec<Fault> {
             v.push(restart(0));
             v.push(jump(0));
         }
-        Topology::Redlock { masters: n } | Topology::Etcd { members: n } | Topology::Zk { members: n } => {
+        Topology::Redlock { .. } | Topology::Etcd { .. } | Topology::Zk { .. } | Topology::Compare { .. } => {
+            let n = base.world.topology.node_count();
             for i in 0..n {
                 v.push(restart(i));
             }

@@ -35,7 +35,7 @@ use crate::fault::Fault;
 use crate::invariants::Invariant;
 use crate::link::{LinkConfig, ReplicationConfig};
 use crate::server::Profile;
-use crate::world::Persistence;
+use crate::world::{CompareLocks, Persistence};
 
 /// Text in both of the lab's languages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,6 +174,12 @@ pub struct WorldSettings {
     /// stays `single`, and until a real etcd/ZooKeeper driver exists it
     /// says `real = { mode = "no", … }`.
     pub service: Option<LockService>,
+    /// With `service = "all"`: the lock key each of the four groups guards
+    /// (`{ redis, redlock, etcd, zk }`).
+    pub groups: Option<CompareLocks>,
+    /// Locks whose store on the resource checks no fencing token, though
+    /// `fencing` is on (a write names its lock with `lock`).
+    pub unfenced: Vec<String>,
 }
 
 /// A lock service that is not Redis.
@@ -184,6 +190,10 @@ pub enum LockService {
     Etcd,
     /// Three ZooKeeper servers: sessions, ephemeral sequential znodes.
     Zk,
+    /// All four side by side (lesson 45): a single Redis (node 0), three
+    /// Redlock masters (1–3), three etcd members (4–6) and three ZooKeeper
+    /// servers (7–9), each guarding its own key (`world.groups`).
+    All,
 }
 
 /// What a step's reply should be.
@@ -346,6 +356,9 @@ pub struct WriteSpec {
     pub value: String,
     /// … and in Chinese, when the file gives it (`value = { zh, en }`).
     pub value_zh: Option<String>,
+    /// The lock the write is made under, when a lesson has several
+    /// (lesson 45): that lock's store on the resource takes it.
+    pub lock: Option<String>,
 }
 
 impl WriteSpec {
@@ -365,6 +378,8 @@ struct RawWrite {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     token_from_last_reply: bool,
     value: Localized,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lock: Option<String>,
 }
 
 impl From<RawWrite> for WriteSpec {
@@ -377,6 +392,7 @@ impl From<RawWrite> for WriteSpec {
                 Localized::Both(t) => Some(t.zh),
                 Localized::Same(_) => None,
             },
+            lock: r.lock,
         }
     }
 }
@@ -387,6 +403,7 @@ impl From<WriteSpec> for RawWrite {
             token: w.token,
             token_from_last_reply: w.token_from_last_reply,
             value: localized(w.value, w.value_zh),
+            lock: w.lock,
         }
     }
 }
@@ -724,6 +741,7 @@ impl Lesson {
             return Err(invalid("a lesson needs steps".into()));
         }
         self.validate_service().map_err(invalid)?;
+        self.validate_groups().map_err(invalid)?;
         for (i, step) in self.steps.iter().enumerate() {
             let bad = |msg: String| LessonError::Step {
                 id: self.id.clone(),
@@ -811,6 +829,33 @@ impl Lesson {
             ));
         }
         Ok(())
+    }
+
+    /// `service = "all"` names the key each group guards, and only it does;
+    /// a write's `lock` is one of the lesson's locks.
+    fn validate_groups(&self) -> Result<(), String> {
+        let all = self.world.service == Some(LockService::All);
+        let Some(g) = &self.world.groups else {
+            return match all {
+                true => Err("world.service = \"all\" needs world.groups = { redis, redlock, etcd, zk }".into()),
+                false => Ok(()),
+            };
+        };
+        if !all {
+            return Err("world.groups is for world.service = \"all\"".into());
+        }
+        let keys = [&g.redis, &g.redlock, &g.etcd, &g.zk];
+        if keys.iter().any(|k| k.is_empty()) || (1..4).any(|i| keys[..i].contains(&keys[i])) {
+            return Err(format!("world.groups needs four different lock keys, not {keys:?}"));
+        }
+        let known = |k: &str| keys.iter().any(|g| *g == k) || self.world.locks.iter().any(|l| l == k);
+        let named = (self.steps.iter())
+            .filter_map(|s| s.write.as_ref()?.lock.as_deref())
+            .chain(self.world.unfenced.iter().map(String::as_str));
+        match named.filter(|k| !known(k)).collect::<Vec<_>>().first() {
+            Some(k) => Err(format!("{k:?} is not one of the lesson's locks")),
+            None => Ok(()),
+        }
     }
 
     /// The step count, as the UI numbers steps (1-based, `end` = this).

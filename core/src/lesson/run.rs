@@ -219,8 +219,13 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
     match lesson.world.service {
         Some(super::LockService::Etcd) => cfg.topology = Topology::Etcd { members: 3 },
         Some(super::LockService::Zk) => cfg.topology = Topology::Zk { members: 3 },
+        Some(super::LockService::All) => {
+            cfg.topology = Topology::Compare { masters: 3 };
+            cfg.compare = lesson.world.groups.clone();
+        }
         None => {}
     }
+    cfg.unfenced = lesson.world.unfenced.clone();
     if let Some(link) = &lesson.world.link {
         cfg.link = *link;
         cfg.resource_link = *link;
@@ -272,6 +277,19 @@ pub trait Environment {
     /// resource's verdict as the transcript shows it (`accepted`,
     /// `rejected`).
     fn write(&mut self, index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String>;
+    /// [`Environment::write`] made under `lock` (a write step's `lock`):
+    /// that lock's store and grants judge it. An environment with one
+    /// store and one lock per lesson writes as usual.
+    fn write_under(
+        &mut self,
+        index: usize,
+        client: &str,
+        _lock: Option<&str>,
+        token: Option<i64>,
+        value: &str,
+    ) -> Result<String, String> {
+        self.write(index, client, token, value)
+    }
     /// `client` starts (or stops) believing it holds `key`.
     fn hold(&mut self, index: usize, client: &str, key: &str, holds: bool) -> Result<(), String>;
     /// Measure lock health for `clients` (a `metrics` step).
@@ -426,7 +444,8 @@ impl Progress {
                 } else {
                     write.token
                 };
-                let verdict = env.write(index, client, token, &write.value).map_err(err)?;
+                let lock = write.lock.as_deref();
+                let verdict = env.write_under(index, client, lock, token, &write.value).map_err(err)?;
                 self.write_tokens.insert(index, token);
                 Some(verdict)
             }
@@ -559,6 +578,21 @@ impl Environment for SimEnv {
             self.run_until_done(c, from);
         }
         Ok(())
+    }
+
+    fn write_under(
+        &mut self,
+        index: usize,
+        client: &str,
+        lock: Option<&str>,
+        token: Option<i64>,
+        value: &str,
+    ) -> Result<String, String> {
+        let c = self.client_id(client)?;
+        self.world.write_under(c, lock).map_err(|e| e.to_string())?;
+        let verdict = self.write(index, client, token, value);
+        self.world.write_under(c, None).map_err(|e| e.to_string())?;
+        verdict
     }
 
     fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {

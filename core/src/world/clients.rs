@@ -249,8 +249,8 @@ impl World {
                 self.nodes[n].node.disconnect(conn);
             }
         }
-        if let Some(s) = self.service.as_mut() {
-            s.client_gone(c);
+        for s in &mut self.services {
+            s.svc.client_gone(c);
         }
         let keys = self.locks.keys().to_vec();
         for k in keys {
@@ -349,10 +349,12 @@ impl ProgramHost for World {
             return;
         }
         let t = link.send_time(self.now, &mut self.net);
+        let lock = self.write_locks.get(&c).cloned();
         self.push(
             t,
             Item::AtResource {
                 client: c,
+                lock,
                 token,
                 value,
             },

@@ -171,7 +171,7 @@ impl World {
             // Between lock-service members the cut is a partition of the
             // consensus group.
             let (x, y) = (*x, *y);
-            self.service_membership(|s, clocks| s.set_cut(clocks, x, y, cut_repl));
+            self.service_membership(&[x, y], |s, clocks, m| s.set_cut(clocks, m[0], m[1], cut_repl));
             return;
         }
         let (name, to) = match (client_side(a), client_side(b)) {

@@ -42,7 +42,7 @@ fn value_bytes(v: &Value) -> Vec<u8> {
 
 impl World {
     pub(super) fn observe_locks(&mut self, node: u32, cause: Cause) {
-        if self.service.is_some() {
+        if self.member_of(node).is_some() {
             // The members hold no Redis keys: `world/service.rs` shows the
             // service's holders instead.
             return;

@@ -82,7 +82,7 @@ use crate::client::{Argv, Machine, ProgramError};
 use crate::fault::Fault;
 use crate::invariants::Monitor;
 use crate::link;
-use crate::observe::{LockObserver, Scope};
+use crate::observe::{KeyGroup, LockObserver, Scope};
 use crate::resource::Resource;
 use crate::rng::Rng;
 use crate::server::{ConnId, Node, Role, EPOCH_MS};
@@ -94,7 +94,9 @@ use queue::Item;
 
 pub use clock::{Clock, ClockConfig};
 pub use scenario::{replay, ClientSpec, Scenario};
-pub use topology::{LinkOverride, NodeClock, Persistence, Topology, WorldConfig, MAX_NODES};
+pub use topology::{
+    CompareLocks, GroupKind, LinkOverride, NodeClock, NodeGroup, Persistence, Topology, WorldConfig, MAX_NODES,
+};
 pub use views::{ClientState, LockView, NodeState};
 
 /// A client, by index.
@@ -263,14 +265,35 @@ pub struct World {
     /// follows the clock until the condition stops, so the timeline can
     /// paint how long two clients were inside, not the instant it began.
     ongoing: Vec<Ongoing>,
-    /// The lock service the nodes are members of (etcd, ZooKeeper), if
-    /// they are not Redis.
-    service: Option<Service>,
+    /// The lock services some or all nodes are members of (etcd,
+    /// ZooKeeper) instead of being Redis.
+    services: Vec<service::Group>,
     /// When the next service deadline tick is queued.
     service_tick_at: Option<u64>,
     /// Blocked service requests' commands, by request, for the trace
     /// when they are answered.
     blocked_cmds: BTreeMap<u64, Vec<Vec<String>>>,
+    /// The lock each client's writes are made under, when it names one
+    /// ([`World::write_under`]).
+    write_locks: BTreeMap<u32, String>,
+}
+
+/// A `compare` world: each group's lock key is watched, and judged by
+/// that group's nodes alone.
+fn watch_groups(cfg: &WorldConfig, monitor: &mut Monitor, locks: &mut LockObserver) {
+    let Some(c) = &cfg.compare else { return };
+    for g in cfg.topology.groups() {
+        let key = c.key_of(g.kind);
+        monitor.watch_key(key);
+        locks.watch(key);
+        let group = KeyGroup {
+            first: g.first,
+            count: g.count,
+            majority: g.kind == GroupKind::Redlock,
+            master: g.first,
+        };
+        locks.set_group(key, group);
+    }
 }
 
 /// Commands as text, for the trace.
@@ -315,9 +338,22 @@ impl World {
         for k in &monitor.config().lock_keys {
             locks.watch(k);
         }
-        let service = cfg.topology.service().map(|k| Service::new(k, n));
-        Ok(World {
-            resource: Resource::new(cfg.fencing),
+        watch_groups(&cfg, &mut monitor, &mut locks);
+        let services = (cfg.topology.service_groups().into_iter())
+            .filter_map(|g| match g.kind {
+                GroupKind::Service(k) => Some(service::Group {
+                    first: g.first,
+                    svc: Service::new(k, g.count),
+                }),
+                _ => None,
+            })
+            .collect();
+        let mut resource = Resource::new(cfg.fencing);
+        for l in &cfg.unfenced {
+            resource.unfence(l);
+        }
+        let mut world = World {
+            resource,
             cfg,
             seed,
             now: 0,
@@ -341,9 +377,12 @@ impl World {
             first_violation: None,
             deadlock_dirty: false,
             ongoing: Vec::new(),
-            service,
+            services,
             service_tick_at: None,
             blocked_cmds: BTreeMap::new(),
-        })
+            write_locks: BTreeMap::new(),
+        };
+        world.announce_leaders();
+        Ok(world)
     }
 }

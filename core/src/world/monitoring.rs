@@ -74,7 +74,7 @@ impl World {
         }
     }
 
-    pub(super) fn at_resource(&mut self, c: u32, token: Option<i64>, value: String) {
+    pub(super) fn at_resource(&mut self, c: u32, lock: Option<String>, token: Option<i64>, value: String) {
         let r = self.nodes.len();
         if self.clients[c as usize].links[r].cut {
             self.note(
@@ -83,7 +83,7 @@ impl World {
             );
             return;
         }
-        let accepted = self.resource.write(c, self.now, token, value.clone());
+        let accepted = (self.resource).write_under(c, lock.as_deref(), self.now, token, value.clone());
         self.emit(
             Actor::Resource,
             EventKind::Write {
@@ -97,7 +97,7 @@ impl World {
             let names = &self.names;
             let v = self
                 .monitor
-                .accepted_write(c, self.now, token, &|i| names.client(i).to_owned());
+                .accepted_write_under(c, lock.as_deref(), self.now, token, &|i| names.client(i).to_owned());
             if let Some(v) = v {
                 self.violate(v);
             }
@@ -111,7 +111,7 @@ impl World {
             return;
         }
         self.deadlock_dirty = false;
-        let (first, last) = if self.cfg.topology.is_redlock() {
+        let (first, last) = if self.cfg.topology.is_redlock() || self.cfg.compare.is_some() {
             (0, self.nodes.len() as u32)
         } else {
             (self.master, self.master + 1)

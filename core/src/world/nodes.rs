@@ -54,7 +54,7 @@ impl World {
             );
             return;
         }
-        if self.service.is_some() {
+        if self.member_of(node).is_some() {
             self.at_member(c, node, req, commands);
             return;
         }
@@ -191,10 +191,10 @@ impl World {
             }
         }
         self.waiters.retain(|w| w.node != node);
-        if self.cfg.topology.is_redlock() {
+        if self.cfg.topology.is_redlock() || self.cfg.compare.is_some() {
             self.recount_majorities();
         }
-        self.service_membership(|s, clocks| s.set_down(clocks, node, true));
+        self.service_membership(&[node], |s, clocks, m| s.set_down(clocks, m[0], true));
     }
 
     pub(super) fn node_up(&mut self, node: u32, keep: bool, gen: u64) {
@@ -209,10 +209,10 @@ impl World {
             self.nodes[n].node.wipe();
         }
         self.emit(Actor::Node(node), EventKind::Restarted { kept_data: keep });
-        if self.service.is_some() {
+        if self.member_of(node).is_some() {
             // A member comes back with its log and catches up from the
             // leader: the service's committed state is what it serves.
-            self.service_membership(|s, clocks| s.set_down(clocks, node, false));
+            self.service_membership(&[node], |s, clocks, m| s.set_down(clocks, m[0], false));
             return;
         }
         let local = self.nodes[n].clock.local(self.now);
@@ -229,7 +229,7 @@ impl World {
                 }
             }
         }
-        if self.cfg.topology.is_redlock() {
+        if self.cfg.topology.is_redlock() || self.cfg.compare.is_some() {
             self.recount_majorities();
         }
     }

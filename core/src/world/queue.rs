@@ -46,6 +46,7 @@ pub(super) enum Item {
     },
     AtResource {
         client: u32,
+        lock: Option<String>,
         token: Option<i64>,
         value: String,
     },
@@ -278,7 +279,12 @@ impl World {
                 inc,
                 commands,
             } => self.at_node(client, node, req, inc, commands),
-            Item::AtResource { client, token, value } => self.at_resource(client, token, value),
+            Item::AtResource {
+                client,
+                lock,
+                token,
+                value,
+            } => self.at_resource(client, lock, token, value),
             Item::AtReplica {
                 from,
                 to,

@@ -1,7 +1,10 @@
-//! Worlds whose nodes are an etcd-style or ZooKeeper-style cluster.
+//! Nodes that are members of an etcd-style or ZooKeeper-style cluster.
 //!
 //! With `Topology::Etcd` or `Topology::Zk` every node is a member of one
-//! [`Service`](crate::service::Service): a request reaching a member goes to
+//! [`Service`](crate::service::Service); a `Topology::Compare` world has an
+//! etcd group and a ZooKeeper group next to its Redis nodes, each a
+//! [`Group`] of consecutive nodes (member `m` is node `first + m`). A
+//! request reaching a member goes to
 //! the service instead of a Redis keyspace, member crashes and member-to-
 //! member cuts go to its quorum, and the service's own doings (an election,
 //! a lease or session running out, a watch firing, a blocked `LOCK`
@@ -19,6 +22,10 @@
 //! request created its key — so the invariant monitor numbers holders and
 //! sees wrong releases exactly as on Redis.
 //!
+//! Every election — the first leader included, at time 0 — is an
+//! [`EventKind::Elected`] on the new leader's lane: the timeline's leader
+//! marker follows them.
+//!
 //! [`LockObserver`]: crate::observe::LockObserver
 
 use super::queue::Item;
@@ -27,26 +34,58 @@ use crate::actor::Actor;
 use crate::client::Argv;
 use crate::observe::{Cause, Seen};
 use crate::reply::Reply;
-use crate::service::{Answer, Happened, Request};
+use crate::service::{Answer, Happened, Request, Service};
 use crate::trace::EventKind;
 
+/// A lock service whose members are nodes `first..first + members`.
+#[derive(Clone, Debug)]
+pub(super) struct Group {
+    pub(super) first: u32,
+    pub(super) svc: Service,
+}
+
 impl World {
-    /// Every member's local time now.
-    fn member_clocks(&self) -> Vec<u64> {
-        self.nodes.iter().map(|s| s.clock.local(self.now)).collect()
+    /// The service group node `node` is a member of: (group, member).
+    pub(super) fn member_of(&self, node: u32) -> Option<(usize, u32)> {
+        self.services.iter().enumerate().find_map(|(g, s)| {
+            let m = node.checked_sub(s.first)?;
+            (m < s.svc.quorum().members()).then_some((g, m))
+        })
+    }
+
+    /// Every member's local time now, for group `g`.
+    fn member_clocks(&self, g: usize) -> Vec<u64> {
+        let s = &self.services[g];
+        (0..s.svc.quorum().members())
+            .map(|m| self.nodes[(s.first + m) as usize].clock.local(self.now))
+            .collect()
+    }
+
+    /// The first leader of every group, at time 0.
+    pub(super) fn announce_leaders(&mut self) {
+        for g in 0..self.services.len() {
+            let (first, q) = (self.services[g].first, self.services[g].svc.quorum());
+            if let Some(l) = q.leader() {
+                let term = q.term();
+                self.emit(Actor::Node(first + l), EventKind::Elected { term });
+            }
+        }
     }
 
     /// A request reached a live member over a whole link.
     pub(super) fn at_member(&mut self, c: u32, node: u32, req: u64, commands: Vec<Argv>) {
+        let Some((g, member)) = self.member_of(node) else {
+            return;
+        };
         // What ran out before this request arrived did so on its own.
         self.service_advance();
-        let clocks = self.member_clocks();
-        let Some(svc) = self.service.as_mut() else { return };
+        let clocks = self.member_clocks(g);
+        let svc = &mut self.services[g].svc;
         let answer = match commands.as_slice() {
             [argv] => svc.execute(
                 &clocks,
                 Request {
-                    member: node,
+                    member,
                     client: c,
                     req,
                     argv,
@@ -65,50 +104,56 @@ impl World {
                         replies: vec![reply.clone()],
                     },
                 );
-                self.service_effects(Cause::Command(c));
+                self.service_effects(g, Cause::Command(c));
                 self.reply_to(c, node, req, vec![reply]);
             }
             Answer::Later => {
                 self.blocked_cmds.insert(req, text(&commands));
                 self.note(Actor::Node(node), "blocked: waits until every older key is deleted");
-                self.service_effects(Cause::Command(c));
+                self.service_effects(g, Cause::Command(c));
             }
         }
     }
 
-    /// Let the service expire what is due on the leader's clock.
+    /// Let every service expire what is due on its leader's clock.
     pub(super) fn service_advance(&mut self) {
-        let clocks = self.member_clocks();
-        if let Some(svc) = self.service.as_mut() {
-            svc.advance(&clocks);
+        for g in 0..self.services.len() {
+            let clocks = self.member_clocks(g);
+            self.services[g].svc.advance(&clocks);
+            self.service_effects(g, Cause::Expiry);
         }
-        self.service_effects(Cause::Expiry);
     }
 
-    /// A member went down or came back, or a member-to-member link changed.
-    pub(super) fn service_membership(&mut self, change: impl FnOnce(&mut crate::service::Service, &[u64])) {
-        let clocks = self.member_clocks();
-        if let Some(svc) = self.service.as_mut() {
-            change(svc, &clocks);
+    /// Node `node` went down or came back, or the link between nodes `a`
+    /// and `b` changed: `change` gets the members' numbers.
+    pub(super) fn service_membership(&mut self, nodes: &[u32], change: impl FnOnce(&mut Service, &[u64], &[u32])) {
+        let members: Vec<(usize, u32)> = nodes.iter().filter_map(|&n| self.member_of(n)).collect();
+        let Some(&(g, _)) = members.first() else { return };
+        if members.len() != nodes.len() || members.iter().any(|&(h, _)| h != g) {
+            // A cut between two groups (or a Redis node) is no partition
+            // of either.
+            return;
         }
-        self.service_effects(Cause::Promotion);
+        let clocks = self.member_clocks(g);
+        let ms: Vec<u32> = members.iter().map(|&(_, m)| m).collect();
+        change(&mut self.services[g].svc, &clocks, &ms);
+        self.service_effects(g, Cause::Promotion);
     }
 
-    /// Turn what the service did into events and answers, then show the
-    /// lock holders to the observer and schedule the next deadline.
-    pub(super) fn service_effects(&mut self, cause: Cause) {
-        let Some(svc) = self.service.as_mut() else { return };
-        let happened = svc.take_happened();
-        let leader = svc.quorum().leader().unwrap_or(self.master);
+    /// Turn what group `g` did into events and answers, then show the lock
+    /// holders to the observer and schedule the next deadline.
+    pub(super) fn service_effects(&mut self, g: usize, cause: Cause) {
+        let first = self.services[g].first;
+        let happened = self.services[g].svc.take_happened();
+        let leader = self.services[g]
+            .svc
+            .quorum()
+            .leader()
+            .map_or(self.master, |l| first + l);
         let mut cause = cause;
         for h in happened {
             match h {
-                Happened::Elected { member, term } => {
-                    self.note(Actor::Node(member), format!("elected leader (term {term})"));
-                    self.master = member;
-                    self.locks.set_master(member);
-                    self.deadlock_dirty = true;
-                }
+                Happened::Elected { member, term } => self.elected(first, first + member, term),
                 Happened::Expired { what, deleted } => {
                     self.note(Actor::Node(leader), format!("{what}: deleted {}", deleted.join(", ")));
                     for key in deleted {
@@ -124,8 +169,9 @@ impl World {
                     reply,
                 } => {
                     let commands = self.blocked_cmds.remove(&req).unwrap_or_default();
+                    let node = first + member;
                     self.emit(
-                        Actor::Node(member),
+                        Actor::Node(node),
                         EventKind::Executed {
                             req,
                             client,
@@ -133,25 +179,42 @@ impl World {
                             replies: vec![reply.clone()],
                         },
                     );
-                    self.reply_to(client, member, req, vec![reply]);
+                    self.reply_to(client, node, req, vec![reply]);
                 }
             }
         }
-        self.observe_service(cause);
+        self.observe_service(g, cause);
         self.schedule_service_tick();
     }
 
-    /// Show every watched lock's holder to the observer on each member that
-    /// serves the committing leader.
-    fn observe_service(&mut self, cause: Cause) {
-        let Some(svc) = self.service.as_ref() else { return };
-        let q = svc.quorum().clone();
+    /// Node `node` leads the group starting at `first` from now on.
+    fn elected(&mut self, first: u32, node: u32, term: u64) {
+        self.emit(Actor::Node(node), EventKind::Elected { term });
+        if self.cfg.topology.service().is_some() {
+            // Every node is a member: the leader is where commands go.
+            self.master = node;
+            self.locks.set_master(node);
+        }
+        self.locks.set_group_master(first, node);
+        self.deadlock_dirty = true;
+    }
+
+    /// Show every lock key group `g` guards to the observer, on each member
+    /// that serves the committing leader.
+    fn observe_service(&mut self, g: usize, cause: Cause) {
+        let first = self.services[g].first;
+        let q = self.services[g].svc.quorum().clone();
         let Some(leader) = q.committing_leader() else { return };
-        let lead_now = self.nodes[leader as usize].clock.local(self.now);
+        let lead_now = self.nodes[(first + leader) as usize].clock.local(self.now);
         let members = std::iter::once(leader).chain((0..q.members()).filter(|&m| m != leader && q.reaches(m, leader)));
-        let members: Vec<u32> = members.collect();
-        for key in self.locks.keys().to_vec() {
-            let holder = self.service.as_ref().and_then(|s| s.holder(&key));
+        let members: Vec<u32> = members.map(|m| first + m).collect();
+        let leader = first + leader;
+        let keys: Vec<String> = (self.locks.keys().iter())
+            .filter(|k| self.locks.group(k).is_none_or(|kg| kg.first == first))
+            .cloned()
+            .collect();
+        for key in keys {
+            let holder = self.services[g].svc.holder(&key);
             for &m in &members {
                 let old = self.locks.held(m, &key).map(|h| h.value.clone());
                 let new = holder.as_ref().map(|h| h.value.as_bytes().to_vec());
@@ -184,18 +247,17 @@ impl World {
         }
     }
 
-    /// The next lease or session deadline, as world time on the leader's
-    /// clock.
+    /// The next lease or session deadline of any group, as world time on
+    /// its leader's clock.
     pub(super) fn schedule_service_tick(&mut self) {
-        let Some((leader, local)) = self.service.as_ref().and_then(|s| s.next_deadline()) else {
-            return;
-        };
-        // A due deadline not yet expired is a clock's rounding: a moment
-        // later it is.
-        let t = self.nodes[leader as usize]
-            .clock
-            .when(local, self.now)
-            .max(self.now + 1);
+        let due = self.services.iter().filter_map(|s| {
+            let (leader, local) = s.svc.next_deadline()?;
+            let node = &self.nodes[(s.first + leader) as usize];
+            // A due deadline not yet expired is a clock's rounding: a
+            // moment later it is.
+            Some(node.clock.when(local, self.now).max(self.now + 1))
+        });
+        let Some(t) = due.min() else { return };
         if self.service_tick_at.is_some_and(|x| x <= t) {
             return;
         }

@@ -120,6 +120,18 @@ impl World {
         Ok(())
     }
 
+    /// From now on `client`'s writes to the resource are made under `lock`
+    /// (`None`: under no lock in particular): its store, and the client's
+    /// grants of that lock, judge them.
+    pub fn write_under(&mut self, client: ClientId, lock: Option<&str>) -> Result<(), WorldError> {
+        let c = self.check_client(client)?;
+        match lock {
+            Some(l) => self.write_locks.insert(c, l.to_owned()),
+            None => self.write_locks.remove(&c),
+        };
+        Ok(())
+    }
+
     /// Treat `key` as a lock: track it on every node and check invariants.
     pub fn watch_key(&mut self, key: &str) {
         if !self.locks.is_watched(key) {

@@ -12,6 +12,10 @@
 //! * **etcd**, **zk** — not Redis at all: the nodes are the members of one
 //!   consensus-backed lock service (`world/service.rs`), for the lessons
 //!   that run the same fault against every kind of lock.
+//! * **compare** — all four side by side in one world, so one client's one
+//!   GC pause hits every kind of lock at once: a single Redis (`redis`),
+//!   Redlock masters (`r1`…), three etcd members and three ZooKeeper
+//!   servers, each group guarding its own lock key ([`CompareLocks`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +25,9 @@ use crate::link::{LinkConfig, ReplicationConfig};
 use crate::server::Profile;
 use crate::service::ServiceKind;
 
-/// Most replicas / masters a world may have (the lessons need 5).
-pub const MAX_NODES: u32 = 9;
+/// Most nodes a world may have (the lessons need 5; a `compare` world
+/// 1 + 3 + 3 + 3).
+pub const MAX_NODES: u32 = 10;
 
 /// The nodes and their roles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +57,39 @@ pub enum Topology {
         #[serde(default = "three")]
         members: u32,
     },
+    /// One world, four lock services: node 0 a single Redis, then
+    /// `masters` independent Redlock masters, then three etcd members,
+    /// then three ZooKeeper servers.
+    Compare {
+        #[serde(default = "three")]
+        masters: u32,
+    },
 }
+
+/// Which kind of lock a group of a [`Topology::Compare`] world serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKind {
+    Redis,
+    Redlock,
+    Service(ServiceKind),
+}
+
+/// A run of nodes that serve one lock together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeGroup {
+    pub kind: GroupKind,
+    pub first: u32,
+    pub count: u32,
+}
+
+impl NodeGroup {
+    pub fn contains(self, node: u32) -> bool {
+        (self.first..self.first + self.count).contains(&node)
+    }
+}
+
+/// The members a `compare` world's etcd and ZooKeeper groups have.
+const COMPARE_MEMBERS: u32 = 3;
 
 fn three() -> u32 {
     3
@@ -73,7 +110,38 @@ impl Topology {
             Topology::Replicated { replicas } => 1 + replicas,
             Topology::Redlock { masters } => masters,
             Topology::Etcd { members } | Topology::Zk { members } => members,
+            Topology::Compare { masters } => 1 + masters + 2 * COMPARE_MEMBERS,
         }
+    }
+
+    /// The groups of nodes that serve one lock together, in node order.
+    pub fn groups(self) -> Vec<NodeGroup> {
+        let g = |kind, first, count| NodeGroup { kind, first, count };
+        let n = self.node_count();
+        match self {
+            Topology::Single | Topology::Replicated { .. } => vec![g(GroupKind::Redis, 0, n)],
+            Topology::Redlock { .. } => vec![g(GroupKind::Redlock, 0, n)],
+            Topology::Etcd { .. } => vec![g(GroupKind::Service(ServiceKind::Etcd), 0, n)],
+            Topology::Zk { .. } => vec![g(GroupKind::Service(ServiceKind::Zk), 0, n)],
+            Topology::Compare { masters } => vec![
+                g(GroupKind::Redis, 0, 1),
+                g(GroupKind::Redlock, 1, masters),
+                g(GroupKind::Service(ServiceKind::Etcd), 1 + masters, COMPARE_MEMBERS),
+                g(
+                    GroupKind::Service(ServiceKind::Zk),
+                    1 + masters + COMPARE_MEMBERS,
+                    COMPARE_MEMBERS,
+                ),
+            ],
+        }
+    }
+
+    /// The lock-service groups: (first node, members, kind).
+    pub fn service_groups(self) -> Vec<NodeGroup> {
+        self.groups()
+            .into_iter()
+            .filter(|g| matches!(g.kind, GroupKind::Service(_)))
+            .collect()
     }
 
     /// Display names: `redis`; `master`, `replica1`…; `r1`…`r5`. The
@@ -87,6 +155,12 @@ impl Topology {
             Topology::Redlock { .. } => format!("r{}", i + 1),
             Topology::Etcd { .. } => format!("etcd{}", i + 1),
             Topology::Zk { .. } => format!("zk{}", i + 1),
+            Topology::Compare { masters } => match i {
+                0 => "redis".to_owned(),
+                i if i <= masters => format!("r{i}"),
+                i if i <= masters + COMPARE_MEMBERS => format!("etcd{}", i - masters),
+                i => format!("zk{}", i - masters - COMPARE_MEMBERS),
+            },
         }
     }
 
@@ -98,7 +172,7 @@ impl Topology {
         }
     }
 
-    /// The lock service its nodes run instead of Redis, if any.
+    /// The lock service *all* its nodes run instead of Redis, if any.
     pub fn service(self) -> Option<ServiceKind> {
         match self {
             Topology::Etcd { .. } => Some(ServiceKind::Etcd),
@@ -123,6 +197,7 @@ impl Topology {
             Topology::Redlock { masters } => format!("redlock{masters}"),
             Topology::Etcd { members } => format!("etcd{members}"),
             Topology::Zk { members } => format!("zk{members}"),
+            Topology::Compare { masters } => format!("compare (redis, redlock{masters}, etcd3, zk3)"),
         }
     }
 }
@@ -196,6 +271,35 @@ pub struct WorldConfig {
     pub max_events: u64,
     /// Stop at the first violation (the explorer does).
     pub stop_on_violation: bool,
+    /// A `compare` world: the lock key each group guards.
+    pub compare: Option<CompareLocks>,
+    /// Locks whose store on the resource checks no token, fenced or not
+    /// (writes name their lock: [`crate::resource::Resource::write_under`]).
+    pub unfenced: Vec<String>,
+}
+
+/// The lock key each group of a [`Topology::Compare`] world guards: its
+/// holders are judged by that group alone (one node; a majority of the
+/// Redlock masters; the etcd or ZooKeeper leader).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareLocks {
+    pub redis: String,
+    pub redlock: String,
+    pub etcd: String,
+    pub zk: String,
+}
+
+impl CompareLocks {
+    /// The key a group of this kind guards.
+    pub fn key_of(&self, kind: GroupKind) -> &str {
+        match kind {
+            GroupKind::Redis => &self.redis,
+            GroupKind::Redlock => &self.redlock,
+            GroupKind::Service(ServiceKind::Etcd) => &self.etcd,
+            GroupKind::Service(ServiceKind::Zk) => &self.zk,
+        }
+    }
 }
 
 impl Default for WorldConfig {
@@ -214,6 +318,8 @@ impl Default for WorldConfig {
             horizon_ms: 600_000,
             max_events: 1_000_000,
             stop_on_violation: false,
+            compare: None,
+            unfenced: Vec::new(),
         }
     }
 }

@@ -158,7 +158,7 @@ impl World {
         for (i, s) in self.nodes.iter().enumerate() {
             // A lock service's deadlines are on the members' clocks; a
             // Redis node's on its keyspace's.
-            let node_now = if self.service.is_some() {
+            let node_now = if self.member_of(i as u32).is_some() {
                 s.clock.local(self.now)
             } else {
                 s.node.now()
