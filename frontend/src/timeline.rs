@@ -126,8 +126,12 @@ pub enum LaneKind {
 pub struct Lane {
     pub kind: LaneKind,
     pub label: String,
-    /// What the node became (`master`, `down`), under its name.
+    /// What the node became (`master`, `down`, `leader · term 2`), under
+    /// its name.
     pub role: Option<String>,
+    /// A lane that stands for a group of nodes (`etcd1–3`): its members.
+    /// Empty for a lane of its own.
+    pub members: Vec<u32>,
     pub y: f64,
     pub height: f64,
     /// Where its marks sit: the middle of its first bar row.
@@ -394,6 +398,7 @@ fn has_slot(kind: &EventKind) -> bool {
             | EventKind::Overlap { .. }
             | EventKind::Done
             | EventKind::Violation { .. }
+            | EventKind::Elected { .. }
     )
 }
 
@@ -932,7 +937,7 @@ fn build_lanes(
 ) -> (Vec<Lane>, f64) {
     let mut lanes = Vec::new();
     let mut y = top;
-    let mut push_lane = |kind, label: String, rows: usize| {
+    let mut push_lane = |kind, label: String, rows: usize, members: Vec<u32>| {
         let rows = rows.clamp(1, MAX_ROWS) as f64;
         let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
         let mark_y = y + 4.0 + style.bar_row() / 2.0;
@@ -940,6 +945,7 @@ fn build_lanes(
             kind,
             label,
             role: None,
+            members,
             y,
             height,
             mark_y,
@@ -953,16 +959,64 @@ fn build_lanes(
         } else {
             name.clone()
         };
-        push_lane(LaneKind::Client(i), label, client_keys.get(&i).map_or(1, Vec::len));
+        push_lane(
+            LaneKind::Client(i),
+            label,
+            client_keys.get(&i).map_or(1, Vec::len),
+            Vec::new(),
+        );
     }
-    for (i, name) in names.nodes.iter().enumerate() {
-        let i = i as u32;
-        push_lane(LaneKind::Node(i), name.clone(), node_keys.get(&i).map_or(1, Vec::len));
+    for (first, members, label) in node_groups(&names.nodes) {
+        let mut keys: Vec<&str> = Vec::new();
+        for k in members.iter().filter_map(|n| node_keys.get(n)).flatten() {
+            if !keys.contains(k) {
+                keys.push(k);
+            }
+        }
+        let members = if members.len() > 1 { members } else { Vec::new() };
+        push_lane(LaneKind::Node(first), label, keys.len(), members);
     }
     if resource {
-        push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1);
+        push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1, Vec::new());
     }
     (lanes, y)
+}
+
+/// Most node lanes a timeline draws one per node: a world with more
+/// (lesson 45: a Redis, three Redlock masters, three etcd members, three
+/// ZooKeeper servers) gets one lane per group of nodes instead.
+const MAX_NODE_LANES: usize = 6;
+
+/// The node lanes: (first node, its nodes, label). One per node, or, past
+/// [`MAX_NODE_LANES`], one per run of nodes named alike (`r1`–`r3` →
+/// `r1–3`, `etcd1`…`etcd3` → `etcd1–3`).
+pub fn node_groups(nodes: &[String]) -> Vec<(u32, Vec<u32>, String)> {
+    let alone = || {
+        (0..nodes.len() as u32)
+            .map(|i| (i, vec![i], nodes[i as usize].clone()))
+            .collect()
+    };
+    if nodes.len() <= MAX_NODE_LANES {
+        return alone();
+    }
+    let stem = |name: &str| name.trim_end_matches(|c: char| c.is_ascii_digit()).to_owned();
+    let mut out: Vec<(u32, Vec<u32>, String)> = Vec::new();
+    for (i, name) in nodes.iter().enumerate() {
+        let i = i as u32;
+        match out.last_mut() {
+            Some((first, members, _)) if stem(&nodes[*first as usize]) == stem(name) && stem(name) != *name => {
+                members.push(i)
+            }
+            _ => out.push((i, vec![i], name.clone())),
+        }
+    }
+    for (first, members, label) in &mut out {
+        if let (true, Some(last)) = (members.len() > 1, members.last()) {
+            let tail = &nodes[*last as usize][stem(label).len()..];
+            *label = format!("{}–{tail}", nodes[*first as usize]);
+        }
+    }
+    out
 }
 
 /// The axis fitted to the events that draw something (bursts share columns
@@ -1311,6 +1365,91 @@ mod tests {
                 z.title
             );
         }
+    }
+
+    /// Lesson `id` laid out at its end.
+    fn at_end(id: &str, lang: Lang) -> Layout {
+        let l = crate::catalog::find(id).unwrap();
+        let s = crate::session::Session::new(l, 7, l.steps.len());
+        layout(&s.trace(), s.now_ms(), lang)
+    }
+
+    #[test]
+    fn four_lock_services_fit_one_lane_per_group() {
+        let l = at_end("45", Lang::En);
+        let lanes: Vec<(&str, Option<&str>)> = (l.lanes.iter())
+            .map(|l| (l.label.as_str(), l.role.as_deref()))
+            .collect();
+        assert_eq!(
+            lanes,
+            [
+                ("client A", None),
+                ("client B", None),
+                ("redis", None),
+                ("r1–3", None),
+                ("etcd1–3", Some("etcd1 leads · term 1")),
+                ("zk1–3", Some("zk1 leads · epoch 1")),
+                ("resource", None),
+            ]
+        );
+        let redlock: Vec<&str> = (l.bars.iter())
+            .filter(|b| !b.belief && b.key == "redlock:order:1001")
+            .map(|b| b.owner_name.as_str())
+            .collect();
+        assert_eq!(redlock, ["A", "B"], "one bar per owner for the three masters' copies");
+        let headings: Vec<&str> = l.bands.iter().map(|b| b.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            ["two holders of 4 locks (A, B)", "stale write accepted (A, B)"],
+            "the four services' overlaps share one band"
+        );
+        let zh = at_end("45", Lang::Zh);
+        assert_eq!(zh.bands[0].heading, "4 把锁各有两个持有者（A、B）");
+        assert_eq!(zh.lanes[4].role.as_deref(), Some("etcd1 领导 · 任期 1"));
+    }
+
+    #[test]
+    fn an_election_moves_the_leader_marker() {
+        let l = at_end("43", Lang::En);
+        let roles: Vec<(&str, Option<&str>)> = (l.lanes.iter())
+            .filter(|l| matches!(l.kind, LaneKind::Node(_)))
+            .map(|l| (l.label.as_str(), l.role.as_deref()))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("etcd1", Some("down")),
+                ("etcd2", Some("leader · term 2")),
+                ("etcd3", None)
+            ]
+        );
+        assert!(
+            l.marks
+                .iter()
+                .any(|m| m.label.as_deref() == Some("etcd2 elected · term 2")),
+            "the election is marked where it happened"
+        );
+        let zk = at_end("44", Lang::Zh);
+        let roles: Vec<Option<&str>> = zk.lanes[2..5].iter().map(|l| l.role.as_deref()).collect();
+        assert_eq!(
+            roles,
+            [None, Some("领导者 · 纪元 2"), None],
+            "zk1, cut off, leads no more; zk2 leads epoch 2"
+        );
+    }
+
+    #[test]
+    fn node_lanes_group_only_past_six_nodes() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let five = node_groups(&names(&["r1", "r2", "r3", "r4", "r5"]));
+        assert_eq!(five.len(), 5);
+        let ten = node_groups(&names(&[
+            "redis", "r1", "r2", "r3", "etcd1", "etcd2", "etcd3", "zk1", "zk2", "zk3",
+        ]));
+        let labels: Vec<&str> = ten.iter().map(|g| g.2.as_str()).collect();
+        assert_eq!(labels, ["redis", "r1–3", "etcd1–3", "zk1–3"]);
+        assert_eq!(ten[2].0, 4);
+        assert_eq!(ten[2].1, [4, 5, 6]);
     }
 
     #[test]

@@ -551,8 +551,9 @@ return { minFont, labels: labels.length, overlaps, perMs, titles,
 /// Issue 15: the timeline a room can read, at 1280×720 and 1440×900, in
 /// normal and presenter mode: label sizes, no overlaps, a linear axis,
 /// titled violation bands, the caption, the quiz gate, Space, the export,
-/// and 中文 labels; screenshots of 05, 15, 17, 22 and the etcd and ZooKeeper
-/// lessons 43 and 44 in both modes.
+/// and 中文 labels; screenshots of 05, 15, 17, 22, the etcd and ZooKeeper
+/// lessons 43 and 44, and 45 (four lock services on one screen) in both
+/// modes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeline_a_room_can_read() {
     let dist = require_dist();
@@ -562,7 +563,7 @@ async fn the_timeline_a_room_can_read() {
     let mut banded = Vec::new();
     for (w, h) in [(1280, 720), (1440, 900)] {
         viewport(&c, w, h).await;
-        for id in ["05", "13", "15", "16", "17", "22", "25", "43", "44"] {
+        for id in ["05", "13", "15", "16", "17", "22", "25", "43", "44", "45"] {
             open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7")).await;
             eventually(&format!("lesson {id}'s timeline"), || async {
                 (count(&c, "[data-testid=timeline] .lane").await > 0).then_some(())
@@ -611,7 +612,7 @@ async fn the_timeline_a_room_can_read() {
                     banded.push(id);
                 }
             }
-            if ["05", "15", "17", "22", "43", "44"].contains(&id) {
+            if ["05", "15", "17", "22", "43", "44", "45"].contains(&id) {
                 screenshot(&c, &format!("timeline-{id}-normal-{w}x{h}.png")).await;
                 open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7&present=1")).await;
                 eventually("the caption", || async {
@@ -732,7 +733,7 @@ async fn the_timeline_a_room_can_read() {
     );
 
     // 中文: no Latin-only label except commands, keys, replies and names.
-    for id in ["05", "15", "43", "44"] {
+    for id in ["05", "15", "43", "44", "45"] {
         open(&c, &format!("{base}/?lang=zh&lesson={id}&step=end&seed=7")).await;
         let latin = js(
             &c,

@@ -48,6 +48,9 @@ pub(super) struct Builder<'a> {
     arrows: Vec<Arrow>,
     bars: Vec<Bar>,
     bands: Vec<Band>,
+    /// Per band: its title and who (what merges a band), and how many
+    /// violations it stands for.
+    band_base: Vec<((String, Vec<String>), usize)>,
     spans: Vec<Span>,
     notes: Vec<Note>,
     /// Open spans by (lane, what ends them).
@@ -58,13 +61,19 @@ pub(super) struct Builder<'a> {
     sent: HashMap<u64, (f64, usize, String)>,
     executed: HashMap<u64, (f64, usize)>,
     write_sent: HashMap<u32, (f64, usize)>,
+    /// On a lane that is a group of nodes: the nodes that hold each key's
+    /// open bar (it ends when the last copy goes).
+    copies: HashMap<(usize, String), Vec<u32>>,
     /// What each node holds (key → owner), the last TTL set per key, the
-    /// last command each client ran, the highest token the resource took.
+    /// last command each client ran, the tokens the resource took.
     held: HashMap<(u32, String), Option<u32>>,
     ttl_of: HashMap<(usize, String), u64>,
     last_cmd: HashMap<u32, String>,
-    best_token: Option<i64>,
+    taken_tokens: Vec<i64>,
     roles: HashMap<usize, String>,
+    /// The lane leading each group of members (by the name's letters:
+    /// `etcd`, `zk`) and the role it was given for it.
+    leaders: HashMap<String, (usize, String)>,
 }
 
 impl<'a> Builder<'a> {
@@ -109,6 +118,7 @@ impl<'a> Builder<'a> {
             arrows: Vec::new(),
             bars: Vec::new(),
             bands: Vec::new(),
+            band_base: Vec::new(),
             spans: Vec::new(),
             notes: Vec::new(),
             open_spans: HashMap::new(),
@@ -116,11 +126,13 @@ impl<'a> Builder<'a> {
             sent: HashMap::new(),
             executed: HashMap::new(),
             write_sent: HashMap::new(),
+            copies: HashMap::new(),
             held: HashMap::new(),
             ttl_of: HashMap::new(),
             last_cmd: HashMap::new(),
-            best_token: None,
+            taken_tokens: Vec::new(),
             roles: HashMap::new(),
+            leaders: HashMap::new(),
         };
         (builder, xs)
     }
@@ -172,12 +184,18 @@ impl<'a> Builder<'a> {
             EventKind::Fault { fault } => self.on_fault(&at, fault),
             EventKind::Resumed | EventKind::Restarted { .. } | EventKind::Note { .. } => self.on_info(&at),
             EventKind::Violation { violation } => self.on_violation(&at, violation),
+            EventKind::Elected { term } => self.on_elected(&at, *term),
             EventKind::Overlap { .. } | EventKind::Granted { .. } | EventKind::Done => {}
         }
     }
 
     fn lane_of(&self, kind: LaneKind) -> Option<usize> {
-        self.lanes.iter().position(|l| l.kind == kind)
+        (self.lanes.iter()).position(|l| l.kind == kind || matches!(kind, LaneKind::Node(n) if l.members.contains(&n)))
+    }
+
+    /// Is lane `l` a group of nodes?
+    fn grouped(&self, l: usize) -> bool {
+        !self.lanes[l].members.is_empty()
     }
 
     fn actor_lane(&self, a: Actor) -> Option<usize> {
@@ -319,7 +337,11 @@ impl<'a> Builder<'a> {
                 (Lang::Zh, Some(t)) => format!("{key} 过期（TTL {t}）"),
                 (Lang::Zh, None) => format!("{key} 过期"),
             };
-            self.note(at, self.lanes[l].mid(), text, "expired");
+            // A group's lane says it once for all its members' copies.
+            let said = |n: &Note| n.2 == text && (n.0 - at.x).abs() < 80.0;
+            if !(self.grouped(l) && self.notes.iter().any(said)) {
+                self.note(at, self.lanes[l].mid(), text, "expired");
+            }
             self.mark(at, l, MarkKind::Expired { key: key.to_owned() }, None, None);
         }
     }
@@ -367,17 +389,34 @@ impl<'a> Builder<'a> {
         value: &str,
         ttl_ms: Option<u64>,
     ) {
-        self.end_bar(l, key, at.x, BarEnd::Gone);
         if let Some(n) = node {
             self.held.insert((n, key.to_owned()), owner);
         }
+        if self.another_copy(l, node, key, owner) {
+            return;
+        }
+        self.end_bar(l, key, at.x, BarEnd::Gone);
         match ttl_ms {
             Some(t) => self.ttl_of.insert((l, key.to_owned()), t),
             None => self.ttl_of.remove(&(l, key.to_owned())),
         };
         let names = self.names;
         let who = owner.map_or("?".to_owned(), |o| names.client(o).to_owned());
-        let y = self.row_y(l, node.and_then(|n| self.node_keys.get(&n)), key);
+        let union: Vec<&str> = (self.lanes[l].members.iter())
+            .filter_map(|n| self.node_keys.get(n))
+            .flatten()
+            .fold(Vec::new(), |mut u, k| {
+                if !u.contains(k) {
+                    u.push(*k);
+                }
+                u
+            });
+        let keys = if self.grouped(l) {
+            Some(&union)
+        } else {
+            node.and_then(|n| self.node_keys.get(&n))
+        };
+        let y = self.row_y(l, keys, key);
         self.open.insert((l, key.to_owned()), self.bars.len());
         self.bars.push(Bar {
             lane: l,
@@ -394,8 +433,38 @@ impl<'a> Builder<'a> {
         });
     }
 
+    /// On a lane that is a group of nodes, one bar stands for every
+    /// member's copy of the same owner's lock: a copy on one more member
+    /// joins the open bar (true: nothing more to draw); a new owner's
+    /// starts the group's copies again.
+    fn another_copy(&mut self, l: usize, node: Option<u32>, key: &str, owner: Option<u32>) -> bool {
+        let (true, Some(n)) = (self.grouped(l), node) else {
+            return false;
+        };
+        let slot = (l, key.to_owned());
+        let open_owner = self.open.get(&slot).map(|&i| self.bars[i].owner);
+        let copies = self.copies.entry(slot).or_default();
+        if open_owner == Some(owner) && !copies.is_empty() {
+            if !copies.contains(&n) {
+                copies.push(n);
+            }
+            return true;
+        }
+        *copies = vec![n];
+        false
+    }
+
     /// The bar ends; a command that removed another client's lock says so.
+    /// On a group's lane it ends with the last member's copy.
     fn on_removed(&mut self, at: &At, (l, node): (usize, Option<u32>), key: &str, by: Option<u32>, via: Via) {
+        if let (true, Some(n)) = (self.grouped(l), node) {
+            let copies = self.copies.entry((l, key.to_owned())).or_default();
+            copies.retain(|&c| c != n);
+            if !copies.is_empty() {
+                self.held.remove(&(n, key.to_owned()));
+                return;
+            }
+        }
         let owner = node.and_then(|n| self.held.remove(&(n, key.to_owned()))).flatten();
         if let (Via::Command, Some(by), Some(owner)) = (via, by, owner) {
             if by != owner {
@@ -472,7 +541,10 @@ impl<'a> Builder<'a> {
     }
 
     /// The resource took or refused a write; a refused token lower than
-    /// one it took says so.
+    /// one it took says so, naming the smallest such: with one store that
+    /// is a token the store took, and where each lock has its own store
+    /// (lesson 45: a counter, a revision, a zxid) the next token up is the
+    /// one that fenced it.
     fn on_write(&mut self, at: &At, client: u32, accepted: bool, token: Option<i64>) {
         let Some(l) = at.lane else { return };
         if let Some(from) = self.write_sent.remove(&client) {
@@ -483,17 +555,16 @@ impl<'a> Builder<'a> {
             Some(t) => format!("{who} #{t} {}", if accepted { "✓" } else { "✗" }),
             None => format!("{who} {}", if accepted { "✓" } else { "✗" }),
         };
-        if let (false, Some(t), Some(best)) = (accepted, token, self.best_token) {
+        let above = token.and_then(|t| self.taken_tokens.iter().copied().filter(|&b| b > t).min());
+        if let (false, Some(t), Some(best)) = (accepted, token, above) {
             let text = match self.lang {
                 Lang::En => format!("token {t} rejected (< {best})"),
                 Lang::Zh => format!("令牌 {t} 被拒绝（< {best}）"),
             };
             self.note(at, self.lanes[l].mid(), text, "rejected");
         }
-        if accepted {
-            if let Some(t) = token {
-                self.best_token = Some(self.best_token.map_or(t, |b| b.max(t)));
-            }
+        if let (true, Some(t)) = (accepted, token) {
+            self.taken_tokens.push(t);
         }
         self.mark(at, l, MarkKind::Write { accepted }, Some(label), Some(client));
     }
@@ -576,7 +647,11 @@ impl<'a> Builder<'a> {
                 let label = word("crash", "崩溃");
                 let l = self.lane_of(LaneKind::Node(*node));
                 if let Some(l) = l {
-                    let role = self.word("down", "宕机");
+                    let mut role = self.word("down", "宕机");
+                    if self.grouped(l) {
+                        // One member of the group's lane is down.
+                        role = format!("{} {role}", self.names.node(*node));
+                    }
                     self.roles.insert(l, role);
                 }
                 (l, label)
@@ -643,6 +718,43 @@ impl<'a> Builder<'a> {
         self.note(at, self.lanes[l].mid(), text, "promoted");
     }
 
+    /// A member leads its group from now on: its role says so (with the
+    /// term, ZooKeeper's epoch), the old leader's no longer does, and an
+    /// election after the start is marked where it happened.
+    fn on_elected(&mut self, at: &At, term: u64) {
+        let (Some(l), Actor::Node(n)) = (at.lane, at.e.actor) else {
+            return;
+        };
+        let name = self.names.node(n);
+        let group: String = name.chars().filter(|c| c.is_ascii_alphabetic()).collect();
+        let term = match (group.as_str(), self.zh) {
+            ("zk", false) => format!("epoch {term}"),
+            ("zk", true) => format!("纪元 {term}"),
+            (_, false) => format!("term {term}"),
+            (_, true) => format!("任期 {term}"),
+        };
+        // A lane of its own says `leader`; a group's names its leader.
+        let role = match (self.grouped(l), self.zh) {
+            (false, false) => format!("leader · {term}"),
+            (false, true) => format!("领导者 · {term}"),
+            (true, false) => format!("{name} leads · {term}"),
+            (true, true) => format!("{name} 领导 · {term}"),
+        };
+        if let Some((old, was)) = self.leaders.insert(group, (l, role.clone())) {
+            if self.roles.get(&old) == Some(&was) {
+                self.roles.remove(&old);
+            }
+        }
+        self.roles.insert(l, role);
+        if at.e.at_ms > 0 {
+            let label = match self.zh {
+                false => format!("{name} elected · {term}"),
+                true => format!("{name} 当选 · {term}"),
+            };
+            self.mark(at, l, MarkKind::Info, Some(label), None);
+        }
+    }
+
     /// Resumed, restarted, a note: a small mark; the first two end their
     /// span, and a node restarted without its data says so.
     fn on_info(&mut self, at: &At) {
@@ -671,7 +783,9 @@ impl<'a> Builder<'a> {
     }
 
     /// A red band across every lane, titled with the invariant and who
-    /// broke it.
+    /// broke it. The same violation of several locks over the same span
+    /// (lesson 45: two holders of each service's lock) is one band that
+    /// says how many.
     fn on_violation(&mut self, at: &At, violation: &Violation) {
         let (names, lang, zh) = (self.names, self.lang, self.zh);
         let x0 = self.axis.x(violation.from_ms);
@@ -686,17 +800,23 @@ impl<'a> Builder<'a> {
         } else {
             violation.invariant.title()
         };
-        let heading = if who.is_empty() {
-            t.to_owned()
-        } else if zh {
-            format!("{t}（{}）", who.join("、"))
-        } else {
-            format!("{t} ({})", who.join(", "))
-        };
+        let x1 = self.axis.x_after(violation.to_ms).max(x0 + 4.0).min(self.axis.x_end());
+        let name = violation.invariant.name();
+        let same = |b: &Band| b.name == name && (b.x0 - x0).abs() < 0.5 && (b.x1 - x1).abs() < 0.5;
+        let base = (t.to_owned(), who.clone());
+        if let Some(i) = (0..self.bands.len()).find(|&i| same(&self.bands[i]) && self.band_base[i].0 == base) {
+            let n = self.band_base[i].1 + 1;
+            self.band_base[i].1 = n;
+            self.bands[i].heading = band_heading(&base.0, &base.1, n, violation.invariant, zh);
+            self.bands[i].title = format!("{}\n{}", self.bands[i].title, at.title);
+            return;
+        }
+        let heading = band_heading(t, &who, 1, violation.invariant, zh);
+        self.band_base.push((base, 1));
         self.bands.push(Band {
             x0,
-            x1: self.axis.x_after(violation.to_ms).max(x0 + 4.0).min(self.axis.x_end()),
-            name: violation.invariant.name(),
+            x1,
+            name,
             explain: violation_line(violation, names, lang),
             heading,
             title: if lang == Lang::En {
@@ -815,5 +935,22 @@ impl<'a> Builder<'a> {
         labels.iter_mut().for_each(|l| l.y = remap(l.y));
         callouts.iter_mut().for_each(|c| c.y_to = remap(c.y_to));
         (self.lanes_top - dy, y)
+    }
+}
+
+/// A band's heading: the invariant's title, how many locks when it stands
+/// for several (`two holders of 4 locks`), and who (`(A, B)`).
+fn band_heading(t: &str, who: &[String], n: usize, inv: locklab_core::invariants::Invariant, zh: bool) -> String {
+    use locklab_core::invariants::Invariant;
+    let t = match (n, inv, zh) {
+        (1, _, _) => t.to_owned(),
+        (_, Invariant::Overlap, false) => format!("two holders of {n} locks"),
+        (_, Invariant::Overlap, true) => format!("{n} 把锁各有两个持有者"),
+        (_, _, _) => format!("{t} ×{n}"),
+    };
+    match (who.is_empty(), zh) {
+        (true, _) => t,
+        (false, true) => format!("{t}（{}）", who.join("、")),
+        (false, false) => format!("{t} ({})", who.join(", ")),
     }
 }
