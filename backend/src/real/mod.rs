@@ -15,10 +15,12 @@
 //! * [`observe`] — lock keys read on real servers, shown to core's lock
 //!   observer.
 //! * [`lesson`] — real servers as the environment of core's lesson runner.
+//! * [`lockservice`] — a managed etcd cluster, and lessons played on it.
 
 pub mod conn;
 pub mod faults;
 pub mod lesson;
+pub mod lockservice;
 pub mod observe;
 pub mod process;
 pub mod reaper;

@@ -9,7 +9,8 @@
 //! (`$XDG_RUNTIME_DIR/locklab/managed`, else `/tmp/locklab-<uid>/managed`):
 //! its pid, its port and the backend's pid. A backend that starts reaps
 //! the files whose backend is gone, killing the process only if it still
-//! is a `redis-server` on that port (a pid may have been reused).
+//! is a `redis-server` on that port (a pid may have been reused), or an
+//! `etcd` member serving clients on that port (`real/lockservice`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -81,7 +82,7 @@ pub fn reap(mine: bool) -> usize {
         if owner_alive || (owner == me && !mine) {
             continue;
         }
-        if is_managed_redis(pid, port) {
+        if is_managed_redis(pid, port) || is_managed_etcd(pid, port) {
             let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             killed += 1;
         }
@@ -118,6 +119,21 @@ pub(crate) fn is_managed_redis(pid: u32, port: &str) -> bool {
             .flat_map(|a| a.split(|&b| b == b' '))
             .any(|w| w.ends_with(suffix.as_bytes()));
     redis && on_port
+}
+
+/// Is `pid` still an `etcd` member serving clients on `port` as the lab
+/// starts them (`--listen-client-urls http://127.0.0.1:<port>`)?
+pub(crate) fn is_managed_etcd(pid: u32, port: &str) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let etcd = args.first().is_some_and(|a| a.ends_with(b"etcd"));
+    let url = format!("http://127.0.0.1:{port}");
+    let on_port = args
+        .windows(2)
+        .any(|w| w[0] == b"--listen-client-urls" && w[1] == url.as_bytes());
+    etcd && on_port
 }
 
 #[cfg(test)]

@@ -171,8 +171,8 @@ pub struct WorldSettings {
     pub overlap_is_violation: Option<bool>,
     /// The lock service the nodes run instead of Redis: three etcd or
     /// ZooKeeper members ([`crate::service`]). The lesson's `topology`
-    /// stays `single`, and until a real etcd/ZooKeeper driver exists it
-    /// says `real = { mode = "no", … }`.
+    /// stays `single`; a ZooKeeper lesson says `real = { mode = "no", … }`
+    /// until a real ZooKeeper driver exists (etcd has one).
     pub service: Option<LockService>,
     /// With `service = "all"`: the lock key each of the four groups guards
     /// (`{ redis, redlock, etcd, zk }`).
@@ -814,8 +814,10 @@ impl Lesson {
         Ok(())
     }
 
-    /// A lesson on etcd or ZooKeeper members runs on the simulator only
-    /// (no real driver for them yet) and on no Redis topology.
+    /// A lesson on etcd or ZooKeeper members runs on no Redis topology.
+    /// etcd has a real driver (the backend's managed etcd cluster);
+    /// ZooKeeper has none yet, so its lessons say why they are simulator
+    /// only.
     fn validate_service(&self) -> Result<(), String> {
         let Some(s) = self.world.service else { return Ok(()) };
         if self.topology != LessonTopology::Single {
@@ -823,7 +825,7 @@ impl Lesson {
                 "world.service = {s:?} replaces the Redis nodes: leave topology single"
             ));
         }
-        if self.real == RealRun::Yes {
+        if s == LockService::Zk && self.real == RealRun::Yes {
             return Err(format!(
                 "world.service = {s:?} has no real driver yet: say real = {{ mode = \"no\", why = … }}"
             ));

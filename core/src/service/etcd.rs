@@ -35,12 +35,20 @@ use crate::reply::Reply;
 
 /// etcd's `MaxLeaseTTL` (`server/lease/lessor.go`), seconds.
 const MAX_TTL_S: i64 = 9_000_000_000;
-/// The first lease id handed out.
-const FIRST_LEASE: i64 = 7001;
+/// The first lease id handed out: the n-th lease granted (0-based) is
+/// `FIRST_LEASE + n`, here and on the real driver, which shows real
+/// etcd's large ids by this rule (`backend/src/real/lockservice`).
+pub const FIRST_LEASE: i64 = 7001;
 
-const LEASE_NOT_FOUND: &str = "etcdserver: requested lease not found";
-const NO_LEADER: &str = "etcdserver: no leader";
-const SESSION_EXPIRED: &str = "mutex: session is expired";
+pub const LEASE_NOT_FOUND: &str = "etcdserver: requested lease not found";
+pub const NO_LEADER: &str = "etcdserver: no leader";
+pub const SESSION_EXPIRED: &str = "mutex: session is expired";
+
+/// The key `concurrency.Mutex` puts for a lease under lock `name`:
+/// `name/<lease in hex>` (mutex.go: `fmt.Sprintf("%s%x", m.pfx, lease)`).
+pub fn lock_key(name: &str, lease: i64) -> String {
+    format!("{name}/{lease:x}")
+}
 
 #[derive(Clone, Debug)]
 struct Kv {
@@ -285,7 +293,7 @@ impl Etcd {
             return err(LEASE_NOT_FOUND);
         }
         let prefix = format!("{name}/");
-        let key = format!("{prefix}{id:x}");
+        let key = lock_key(&name, id);
         // The same session locking again finds its key and keeps its
         // revision (mutex.go: "if the key already exists, use its revision").
         if !self.kv.contains_key(&key) {

@@ -88,7 +88,7 @@ use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
 use locklab_core::lesson::{
-    Lang, Lesson, LessonError, LessonTopology, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
+    Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
 };
 use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
@@ -166,8 +166,13 @@ impl RealReport {
                 lesson.id, lesson.title.zh, self.server_version, self.factor
             )
         } else {
+            // A lock service's version names itself ("etcd 3.4.23").
+            let server = match self.server_version.starts_with("etcd") {
+                true => String::new(),
+                false => "redis-server ".to_owned(),
+            };
             format!(
-                "lesson {} — {}\nreal redis-server {}, time compressed {}×\n\n",
+                "lesson {} — {}\nreal {server}{}, time compressed {}×\n\n",
                 lesson.id, lesson.title.en, self.server_version, self.factor
             )
         };
@@ -706,6 +711,10 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
         id: lesson.id.clone(),
         why,
     })?;
+    if lesson.world.service == Some(LockService::Etcd) {
+        // Three etcd members instead of Redis nodes (`real/lockservice`).
+        return crate::real::lockservice::run_etcd(lesson, factor);
+    }
     let mut topology = Topology::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)
 }

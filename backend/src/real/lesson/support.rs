@@ -19,8 +19,11 @@ pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
 /// servers (lesson 19: the extension at 9.9 s, the check at 10 s), and
 /// every Redlock round is ten real round trips; at 100× a single wall
 /// millisecond is already 100 lesson ms, at 10× it is 10.
+///
+/// An etcd lesson gets 10×: etcd's TTLs are whole seconds, so a 10 s lease
+/// must stay at least the 1 s etcd grants.
 pub fn default_factor(lesson: &Lesson) -> u64 {
-    if lesson.topology == LessonTopology::Redlock5 {
+    if lesson.topology == LessonTopology::Redlock5 || lesson.world.service.is_some() {
         10
     } else {
         100
@@ -39,6 +42,11 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
 pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     if let RealRun::No { why } = &lesson.real {
         return Err(why.get(lang).trim().to_owned());
+    }
+    match lesson.world.service {
+        Some(LockService::Etcd) => return crate::real::lockservice::check_etcd(lesson),
+        Some(LockService::Zk) => return Err("there is no real ZooKeeper driver yet".into()),
+        None => {}
     }
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind() {
@@ -134,6 +142,12 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// a managed one must be the lesson's kind.
 pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
     check_supported_lang(lesson, lang)?;
+    if lesson.world.service.is_some() {
+        // A Redis topology is no etcd cluster: `run_managed` starts one.
+        return Err(
+            "it plays on a managed etcd cluster, not on Redis nodes: run it with `locklab lesson run --real`".into(),
+        );
+    }
     match topology.kind() {
         None if lesson.topology != LessonTopology::Single => Err(format!(
             "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
