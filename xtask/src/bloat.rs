@@ -66,6 +66,23 @@ fn part_of(symbol: &str) -> String {
     krate.to_owned()
 }
 
+/// core's modules that run the simulation (a node, the world, its clients,
+/// faults and observers), as against the data types the page reads and
+/// draws (lessons, traces, the protocol): the line along which a simulator
+/// module of its own would split the page.
+const SIMULATOR_MODULES: [&str; 10] = [
+    "server",
+    "world",
+    "client",
+    "service",
+    "observe",
+    "invariants",
+    "fault",
+    "link",
+    "actor",
+    "resource",
+];
+
 /// The group a part is summed into for the first table: what one decision
 /// about the page would keep or drop together.
 fn group_of(part: &str) -> &'static str {
@@ -73,7 +90,10 @@ fn group_of(part: &str) -> &'static str {
     match krate {
         _ if krate.starts_with("lua_") || krate == "omnilua" => "Lua VM (omnilua, lua_*)",
         "locklab_core" if part == "locklab_core::server::script" => "locklab_core::server::script (Lua glue)",
-        "locklab_core" => "locklab_core (the rest)",
+        "locklab_core" if SIMULATOR_MODULES.contains(&part.split("::").nth(1).unwrap_or_default()) => {
+            "locklab_core: simulator (server, world, …)"
+        }
+        "locklab_core" => "locklab_core: page data (lesson, trace, …)",
         "locklab_frontend" => "locklab_frontend",
         "yew"
         | "implicit_clone"
@@ -312,7 +332,14 @@ mod tests {
             group_of("locklab_core::server::script"),
             "locklab_core::server::script (Lua glue)"
         );
-        assert_eq!(group_of("locklab_core::server"), "locklab_core (the rest)");
+        assert_eq!(
+            group_of("locklab_core::server"),
+            "locklab_core: simulator (server, world, …)"
+        );
+        assert_eq!(
+            group_of("locklab_core::trace"),
+            "locklab_core: page data (lesson, trace, …)"
+        );
         assert_eq!(group_of("(data segments)"), "sections and data");
     }
 }

@@ -14,7 +14,8 @@
 //!   `index.html` with the same module preloads and init script Trunk
 //!   injects. `dist/` is replaced whole, so nothing stale survives. Every
 //!   file gets precompressed `.gz` and `.br` copies (see `compress`) and
-//!   the sizes a browser downloads are printed last.
+//!   the sizes a browser downloads are printed, and the page's `.wasm` is
+//!   held to its size budget (see `budget`).
 //!   The lesson catalogue goes next to it as a JSON file the page links
 //!   (see `add_lessons`).
 //! * `cargo xtask lessons [DIR]` — that catalogue alone, into a page Trunk
@@ -42,6 +43,7 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 
 mod bloat;
+mod budget;
 mod compress;
 mod layout;
 mod redis_suite;
@@ -333,7 +335,12 @@ fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
     // 5. Every file the page serves is in `staging` by now: each gets its
     //    precompressed `.gz` and `.br` (see `compress`), and the sizes a
     //    browser downloads are the last thing said.
-    precompress_and_report(&staging)?;
+    let sizes = precompress_and_report(&staging)?;
+    let page = sizes
+        .iter()
+        .find(|s| s.name == wasm)
+        .context("the page's .wasm is missing from the staging directory")?;
+    budget::check(&wasm, page.gzip, budget::CEILING)?;
 
     // 6. Swap the staging directory in.
     if out.exists() {
@@ -415,12 +422,13 @@ fn write_index(
 }
 
 /// Step 5 of `dist`: a `.gz` and a `.br` next to every file of `staging`,
-/// and the table of what a browser downloads.
-fn precompress_and_report(staging: &Path) -> Result<()> {
+/// and the table of what a browser downloads; each file's sizes.
+fn precompress_and_report(staging: &Path) -> Result<Vec<compress::Sizes>> {
     println!("final sizes (what is served; .gz and .br written next to each file):");
     println!("  {:<44} {:>11} {:>11} {:>11}", "file", "raw", "gzip", "brotli");
     let (mut raw, mut gz, mut br) = (0, 0, 0);
-    for file in compress::precompress(staging)? {
+    let sizes = compress::precompress(staging)?;
+    for file in &sizes {
         println!(
             "  {:<44} {:>11} {:>11} {:>11}",
             file.name,
@@ -439,7 +447,7 @@ fn precompress_and_report(staging: &Path) -> Result<()> {
         thousands(gz),
         thousands(br)
     );
-    Ok(())
+    Ok(sizes)
 }
 
 /// `cargo xtask bloat [WASM]`: the size profile of a module (see
