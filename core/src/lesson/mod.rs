@@ -825,7 +825,7 @@ impl Lesson {
                 "world.service = {s:?} replaces the Redis nodes: leave topology single"
             ));
         }
-        if s == LockService::Zk && self.real == RealRun::Yes {
+        if s != LockService::Etcd && self.real == RealRun::Yes {
             return Err(format!(
                 "world.service = {s:?} has no real driver yet: say real = {{ mode = \"no\", why = … }}"
             ));
