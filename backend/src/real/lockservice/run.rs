@@ -146,6 +146,16 @@ impl EtcdEnv {
         &self.driver
     }
 
+    /// The member that leads now, as the live members say.
+    pub fn leader(&mut self) -> Option<u32> {
+        self.driver.leader()
+    }
+
+    /// Per step, what was sent or done differently from the simulator.
+    pub fn notes(&self) -> &BTreeMap<usize, String> {
+        &self.notes
+    }
+
     fn now_ms(&self) -> u64 {
         (self.origin.elapsed().as_micros() as u64).saturating_mul(self.tr.factor() as u64) / 1000
     }

@@ -1,0 +1,215 @@
+//! Lessons on a real three-member etcd cluster (Debian's etcd-server 3.4),
+//! started by the runner on loopback ports: lesson 43 end to end, and the
+//! translations and edges it rests on, each checked against the
+//! simulator's replies for the same steps.
+//!
+//! etcd must be installed (CI installs etcd-server): without it these
+//! tests fail and say so, they do not pass silently.
+
+use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
+use locklab_backend::real::lockservice::EtcdEnv;
+use locklab_core::lesson::run::{LessonRun, Progress, StepResult};
+use locklab_core::lesson::{builtin, Lang, Lesson};
+
+fn require_etcd() {
+    assert!(etcd_binary().is_some(), "{ETCD_NOT_FOUND}");
+}
+
+fn lesson(id: &str) -> Lesson {
+    builtin()
+        .expect("lessons parse")
+        .into_iter()
+        .find(|l| l.id == id)
+        .expect("lesson exists")
+}
+
+/// A small etcd lesson around `steps` (TOML `[[steps]]` tables).
+fn etcd_lesson(steps: &str) -> Lesson {
+    let text = format!(
+        r#"id = "99"
+theme = "fencing"
+title = {{ zh = "测试", en = "test" }}
+narration = {{ zh = "测试", en = "test" }}
+source = {{ seed = "B", file = "x.txt", section = "7" }}
+actors = ["A", "B"]
+world = {{ service = "etcd", fencing = true, locks = ["lock/x"] }}
+{steps}
+[outcome]
+invariant = "none"
+broken = false
+explain = {{ zh = "测试", en = "test" }}
+"#
+    );
+    Lesson::parse(&text).unwrap_or_else(|e| panic!("test lesson: {e}"))
+}
+
+/// Play `lesson` on a fresh cluster at 10×, keeping the environment for a
+/// look at the cluster afterwards.
+fn play(lesson: &Lesson) -> (EtcdEnv, Vec<StepResult>) {
+    require_etcd();
+    let mut env = EtcdEnv::start(lesson, 10).unwrap_or_else(|e| panic!("etcd cluster: {e}"));
+    let mut progress = Progress::new(lesson);
+    while progress
+        .step(&mut env)
+        .unwrap_or_else(|e| panic!("lesson {}: {e}", lesson.id))
+        .is_some()
+    {}
+    let results = progress.results().to_vec();
+    (env, results)
+}
+
+/// Every step's reply is the simulator's.
+fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Vec<String> {
+    let mut sim = LessonRun::new(lesson).expect("sim run");
+    sim.run_all().expect("sim runs");
+    assert_eq!(real.len(), sim.results().len(), "both ran every step");
+    real.iter()
+        .zip(sim.results())
+        .filter(|(r, s)| r.reply != s.reply)
+        .map(|(r, s)| format!("step {}: real {:?} vs sim {:?}", r.index + 1, r.reply, s.reply))
+        .collect()
+}
+
+#[test]
+fn lesson_43_plays_on_a_real_etcd_cluster_with_the_simulators_replies() {
+    require_etcd();
+    let l = lesson("43");
+    assert!(real_lesson::check_supported(&l).is_ok(), "43 is playable on the real driver");
+    assert_eq!(real_lesson::default_factor(&l), 10);
+    let report: RealReport = real_lesson::run_managed(&l, 10).unwrap_or_else(|e| panic!("lesson 43: {e}"));
+    let transcript = report.transcript(&l, Lang::En);
+    assert!(report.passed(), "{transcript}");
+    assert_eq!(report.outcome, Some(true), "two holders overlapped, as taught\n{transcript}");
+    assert!(report.server_version.starts_with("etcd 3."), "{}", report.server_version);
+    let mismatched = same_replies_as_the_simulator(&l, &report.results);
+    assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
+    // The crash of the leader is a real SIGKILL, and the step says so.
+    assert!(
+        report.notes.values().any(|n| n.contains("SIGKILL to etcd1")),
+        "{transcript}"
+    );
+}
+
+/// B's `LOCK` queues behind A's key and is answered only once A's lease
+/// (10 s of lesson time) has run out on the leader, with the next create
+/// revision; and the ids, keys and revisions read as the simulator's.
+#[test]
+fn a_lock_waiting_behind_another_is_answered_when_the_holders_lease_expires() {
+    let l = etcd_lesson(
+        r#"
+[[steps]]
+client = "A"
+cmd = "LEASE GRANT 10"
+expect = "(integer) 7001"
+[[steps]]
+client = "A"
+cmd = "LOCK lock/x 7001"
+expect = """
+1) "lock/x/1b59"
+2) (integer) 2"""
+[[steps]]
+client = "B"
+cmd = "LEASE GRANT 60"
+expect = "(integer) 7002"
+[[steps]]
+client = "B"
+cmd = "LOCK lock/x 7002"
+expect = """
+1) "lock/x/1b5a"
+2) (integer) 3"""
+[[steps]]
+client = "A"
+cmd = "LEASE TIMETOLIVE 7001"
+expect = "(integer) -1"
+[[steps]]
+client = "A"
+cmd = "LOCK lock/x 7001"
+expect = "(error) etcdserver: requested lease not found"
+[[steps]]
+client = "B"
+cmd = "LEASE GRANT"
+expect = "(error) lease grant command needs TTL argument"
+"#,
+    );
+    let (_env, results) = play(&l);
+    let failed: Vec<&StepResult> = results.iter().filter(|r| !r.ok).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    // Not before A's lease could have run out: 10 s after its grant.
+    let granted_a = results[0].at_ms;
+    assert!(
+        results[3].at_ms >= granted_a + 10_000,
+        "B got the lock at {} ms, A's lease was granted at {granted_a} ms",
+        results[3].at_ms
+    );
+    let mismatched = same_replies_as_the_simulator(&l, &results);
+    assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
+}
+
+/// SIGKILL of the leader: the other two elect a new one, B's lock key is
+/// still there, and its lease has its full TTL again.
+#[test]
+fn sigkill_of_the_leader_keeps_the_lock() {
+    let l = etcd_lesson(
+        r#"
+[[steps]]
+client = "B"
+cmd = "LEASE GRANT 30"
+expect = "(integer) 7001"
+[[steps]]
+client = "B"
+cmd = "LOCK lock/x 7001"
+expect = """
+1) "lock/x/1b59"
+2) (integer) 2"""
+[[steps]]
+wait_ms = 12000
+[[steps]]
+fault = { type = "crash_node", node = 0 }
+[[steps]]
+client = "B"
+cmd = "GET lock/x/1b59"
+expect = '""'
+[[steps]]
+client = "B"
+cmd = "LEASE TIMETOLIVE 7001"
+expect = "(integer) 30"
+"#,
+    );
+    let (mut env, results) = play(&l);
+    let failed: Vec<&StepResult> = results.iter().filter(|r| !r.ok).collect();
+    assert!(failed.is_empty(), "{failed:#?}\n{:?}", env.notes());
+    assert!(!env.driver().is_up(0), "etcd1 was killed");
+    let leader = env.leader().expect("a new leader");
+    assert_ne!(leader, 0, "etcd1 is dead; etcd2 or etcd3 leads");
+    let mismatched = same_replies_as_the_simulator(&l, &results);
+    assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
+}
+
+/// A waiter whose own lease runs out while it waits gets `mutex: session
+/// is expired`, on the real cluster as in the simulator.
+#[test]
+fn a_waiter_whose_own_lease_expires_gets_session_expired() {
+    let l = etcd_lesson(
+        r#"
+[[steps]]
+client = "A"
+cmd = "LEASE GRANT 30"
+[[steps]]
+client = "A"
+cmd = "LOCK lock/x 7001"
+[[steps]]
+client = "B"
+cmd = "LEASE GRANT 10"
+[[steps]]
+client = "B"
+cmd = "LOCK lock/x 7002"
+expect = "(error) mutex: session is expired"
+"#,
+    );
+    let (_env, results) = play(&l);
+    let failed: Vec<&StepResult> = results.iter().filter(|r| !r.ok).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    let mismatched = same_replies_as_the_simulator(&l, &results);
+    assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
+}
