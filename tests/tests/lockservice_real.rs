@@ -75,13 +75,24 @@ fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Vec<St
 fn lesson_43_plays_on_a_real_etcd_cluster_with_the_simulators_replies() {
     require_etcd();
     let l = lesson("43");
-    assert!(real_lesson::check_supported(&l).is_ok(), "43 is playable on the real driver");
+    assert!(
+        real_lesson::check_supported(&l).is_ok(),
+        "43 is playable on the real driver"
+    );
     assert_eq!(real_lesson::default_factor(&l), 10);
     let report: RealReport = real_lesson::run_managed(&l, 10).unwrap_or_else(|e| panic!("lesson 43: {e}"));
     let transcript = report.transcript(&l, Lang::En);
     assert!(report.passed(), "{transcript}");
-    assert_eq!(report.outcome, Some(true), "two holders overlapped, as taught\n{transcript}");
-    assert!(report.server_version.starts_with("etcd 3."), "{}", report.server_version);
+    assert_eq!(
+        report.outcome,
+        Some(true),
+        "two holders overlapped, as taught\n{transcript}"
+    );
+    assert!(
+        report.server_version.starts_with("etcd 3."),
+        "{}",
+        report.server_version
+    );
     let mismatched = same_replies_as_the_simulator(&l, &report.results);
     assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
     // The crash of the leader is a real SIGKILL, and the step says so.
