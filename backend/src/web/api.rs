@@ -221,7 +221,7 @@ pub fn real_health(redis: Option<&str>) -> Health {
     for l in locklab_core::lesson::builtin().unwrap_or_default() {
         let verdict = match redis {
             Some(_) => real_lesson::check_target(&l, &target, Lang::En),
-            None => real_lesson::check_supported(&l),
+            None => real_lesson::check_browser(&l, Lang::En),
         };
         match verdict {
             Ok(()) => lessons.push(l.id.clone()),
@@ -520,7 +520,7 @@ impl Lab {
             }
             .to_string()
         };
-        real_lesson::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        real_lesson::check_browser(&lesson, lang).map_err(unsupported)?;
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;

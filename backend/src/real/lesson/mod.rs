@@ -113,7 +113,7 @@ use env::Stepping;
 use faults::fault_wait;
 use programs::Running;
 use support::watched_keys;
-pub use support::{check_supported, check_supported_lang, check_target, default_factor, topology_kind};
+pub use support::{check_browser, check_supported, check_supported_lang, check_target, default_factor, topology_kind};
 
 /// Why a lesson cannot run, or stopped, on real servers.
 #[derive(Debug, Error)]

@@ -140,17 +140,27 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     Ok(())
 }
 
+/// Can the browser's real driver (the WebSocket API) play this lesson?
+/// As [`check_supported_lang`], except a lesson on a lock service: the API
+/// drives Redis nodes only, while [`run_managed`](super::run_managed)
+/// starts the etcd cluster such a lesson needs (`locklab lesson run --real`).
+pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
+    check_supported_lang(lesson, lang)?;
+    if lesson.world.service.is_some() {
+        return Err(format!(
+            "it plays on a managed etcd cluster, not on Redis nodes: run it with `locklab lesson run {} --real`; \
+             the browser's real driver does not drive etcd yet",
+            lesson.id
+        ));
+    }
+    Ok(())
+}
+
 /// [`check_supported`] on this particular topology: the user's own server
 /// (`External`) takes single-node lessons only (the lab never faults it),
 /// a managed one must be the lesson's kind.
 pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
-    check_supported_lang(lesson, lang)?;
-    if lesson.world.service.is_some() {
-        // A Redis topology is no etcd cluster: `run_managed` starts one.
-        return Err(
-            "it plays on a managed etcd cluster, not on Redis nodes: run it with `locklab lesson run --real`".into(),
-        );
-    }
+    check_browser(lesson, lang)?;
     match topology.kind() {
         None if lesson.topology != LessonTopology::Single => Err(format!(
             "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
