@@ -653,7 +653,9 @@ async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
 async fn a_lock_service_lesson_is_refused_by_the_browsers_real_driver_with_the_way_to_play_it() {
     let addr = serve(ApiState::new(None)).await;
     let health = locklab_tests::ws::get_json(addr, "/api/health").await;
-    let why = health["unsupported"]["43"].as_str().unwrap_or_else(|| panic!("{health}"));
+    let why = health["unsupported"]["43"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{health}"));
     assert!(why.contains("locklab lesson run 43 --real"), "{why}");
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
         .await
