@@ -59,3 +59,12 @@ macro_rules! with_diff_files {
 pub use locklab_backend::real::process as server;
 
 pub use server::RedisServer;
+
+/// The catalogue's lesson `id` (the lessons built into core).
+pub fn lesson(id: &str) -> locklab_core::lesson::Lesson {
+    locklab_core::lesson::builtin()
+        .expect("lessons parse")
+        .into_iter()
+        .find(|l| l.id == id)
+        .unwrap_or_else(|| panic!("lesson {id} exists"))
+}

@@ -22,13 +22,7 @@ const SINGLE_NODE: &[&str] = &[
 /// on a real three-master cluster.
 const MANAGED: &[&str] = &["15", "16", "17", "19", "20", "21", "31", "37"];
 
-fn lesson(id: &str) -> Lesson {
-    builtin()
-        .expect("lessons parse")
-        .into_iter()
-        .find(|l| l.id == id)
-        .expect("lesson exists")
-}
+use locklab_tests::lesson;
 
 /// Every expectation holds, and every reply the simulator gives for a
 /// command step is the real server's (TTL remainders aside).

@@ -10,19 +10,13 @@ use locklab_backend::real::lesson::{self as real_lesson, RealReport};
 use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
 use locklab_backend::real::lockservice::EtcdEnv;
 use locklab_core::lesson::run::{LessonRun, Progress, StepResult};
-use locklab_core::lesson::{builtin, Lang, Lesson};
+use locklab_core::lesson::{Lang, Lesson};
 
 fn require_etcd() {
     assert!(etcd_binary().is_some(), "{ETCD_NOT_FOUND}");
 }
 
-fn lesson(id: &str) -> Lesson {
-    builtin()
-        .expect("lessons parse")
-        .into_iter()
-        .find(|l| l.id == id)
-        .expect("lesson exists")
-}
+use locklab_tests::lesson;
 
 /// A small etcd lesson around `steps` (TOML `[[steps]]` tables).
 fn etcd_lesson(steps: &str) -> Lesson {

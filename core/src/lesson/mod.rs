@@ -573,6 +573,24 @@ pub struct Outcome {
     pub explain: Text,
 }
 
+impl Outcome {
+    /// Did a run on real servers hold this outcome, where such a run can
+    /// judge it? An overlap by the clients' beliefs (`overlapped`), a stale
+    /// write or a wrong release by core's monitor (`violations`), as in the
+    /// simulator; a deadlock or no invariant is not judged (`None`). One
+    /// rule for every real driver (Redis nodes, an etcd cluster).
+    pub fn judged_real(&self, overlapped: bool, violations: &[crate::invariants::Violation]) -> Option<bool> {
+        match self.invariant {
+            OutcomeInvariant::Overlap => Some(overlapped == self.broken),
+            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
+                let inv = self.invariant.invariant()?;
+                Some(violations.iter().any(|v| v.invariant == inv) == self.broken)
+            }
+            OutcomeInvariant::Deadlock | OutcomeInvariant::None => None,
+        }
+    }
+}
+
 /// An invariant by name, or none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -87,9 +87,7 @@ use locklab_core::lesson::compress::{compress, rescale, words, Scale};
 use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
-use locklab_core::lesson::{
-    Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, OutcomeInvariant, RealRun, StepKind,
-};
+use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
@@ -406,17 +404,10 @@ impl RealLessonRun {
     /// The lesson's outcome, where a real run can judge it (see
     /// [`RealReport::outcome`]).
     pub fn outcome(&self) -> Option<bool> {
-        let expected = &self.lesson.outcome;
-        match expected.invariant {
-            OutcomeInvariant::Overlap => Some(self.overlapped == expected.broken),
-            // Judged by core's monitor, as in the simulator: writes by
-            // grant order, releases by what the lock observer saw.
-            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
-                let inv = expected.invariant.invariant()?;
-                Some(self.monitor.violations().iter().any(|v| v.invariant == inv) == expected.broken)
-            }
-            _ => None,
-        }
+        // Writes judged by grant order, releases by what the lock observer saw.
+        self.lesson
+            .outcome
+            .judged_real(self.overlapped, self.monitor.violations())
     }
 
     /// The events since the last call, `at_ms` in lesson time.

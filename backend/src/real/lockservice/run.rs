@@ -37,7 +37,7 @@ use locklab_core::fault::Fault;
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress};
-use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, OutcomeInvariant, RealRun, StepKind};
+use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
 use locklab_core::resource::Resource;
 use locklab_core::trace::{Event, EventKind};
@@ -512,15 +512,9 @@ impl EtcdEnv {
     /// The lesson's outcome, as the Redis runner judges it: an overlap by
     /// the beliefs, a stale write or wrong release by core's monitor.
     pub fn outcome(&self) -> Option<bool> {
-        let expected = &self.lesson.outcome;
-        match expected.invariant {
-            OutcomeInvariant::Overlap => Some(self.overlapped == expected.broken),
-            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
-                let inv = expected.invariant.invariant()?;
-                Some(self.monitor.violations().iter().any(|v| v.invariant == inv) == expected.broken)
-            }
-            _ => None,
-        }
+        self.lesson
+            .outcome
+            .judged_real(self.overlapped, self.monitor.violations())
     }
 }
 
