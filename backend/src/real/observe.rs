@@ -24,6 +24,8 @@
 //! every key a client acquired (core's [`acquired_key`] rule, as the
 //! simulator's free lab does: [`LockWatch::free`]).
 
+use std::collections::BTreeMap;
+
 use locklab_core::actor::Actor;
 pub use locklab_core::observe::acquired_key;
 use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
@@ -53,6 +55,14 @@ pub struct LockWatch {
     /// TTLs go into the trace in lesson ms: `PTTL` × `factor`.
     factor: u64,
     observer: LockObserver,
+    /// Concurrent programs: the client that sent each acquire's value, so
+    /// a lock a look finds is credited to whoever wrote it, not to the
+    /// command whose reply the lab happened to book first.
+    owners: BTreeMap<Vec<u8>, u32>,
+    /// Clients with a command still on its way to the node looked at: a
+    /// lock of theirs that is gone went with their command (their release
+    /// ran before the command being booked), not with the booked one.
+    busy: Vec<u32>,
 }
 
 impl LockWatch {
@@ -66,6 +76,8 @@ impl LockWatch {
         LockWatch {
             factor: factor.max(1),
             observer,
+            owners: BTreeMap::new(),
+            busy: Vec::new(),
         }
     }
 
@@ -75,12 +87,49 @@ impl LockWatch {
         LockWatch {
             factor: 1,
             observer: LockObserver::new(Scope::Acquired, nodes, false).with_slack(ROUND_TRIP_SLACK_MS),
+            owners: BTreeMap::new(),
+            busy: Vec::new(),
         }
     }
 
     /// Watch one more key (a program's lock, a key a client just took).
     pub fn add(&mut self, key: &str) {
         self.observer.watch(key);
+    }
+
+    /// `client` sent `value` to be a lock's value (a concurrent program's
+    /// acquire, before its reply is in).
+    pub fn claim(&mut self, value: &[u8], client: u32) {
+        self.owners.insert(value.to_vec(), client);
+    }
+
+    /// The clients whose commands are on their way to the node the next
+    /// look is caused by (empty when commands run one at a time).
+    pub fn set_busy(&mut self, clients: Vec<u32>) {
+        self.busy = clients;
+    }
+
+    /// What a command of `client` changed of `key` on node `n`, credited
+    /// to whoever did it: a new value to the client that sent it, a lock
+    /// that went to its holder when the holder's own command (its release)
+    /// was on the wire too. One command at a time, that is always `client`.
+    fn command_steps(&self, n: u32, key: &str, cur: Option<Seen>, client: u32) -> Vec<(Option<Seen>, Why)> {
+        let writer = cur
+            .as_ref()
+            .and_then(|s| self.owners.get(&s.value))
+            .copied()
+            .unwrap_or(client);
+        let gone_by = self
+            .observer
+            .held(n, key)
+            .filter(|h| cur.as_ref().is_none_or(|s| s.value != h.value))
+            .and_then(|h| h.owner)
+            .filter(|&o| o != writer && (o == client || self.busy.contains(&o)));
+        match (gone_by, cur) {
+            (Some(o), None) => vec![(None, Why::Command(o))],
+            (Some(o), Some(s)) => vec![(None, Why::Command(o)), (Some(s), Why::Command(writer))],
+            (None, cur) => vec![(cur, Why::Command(writer))],
+        }
     }
 
     /// The keys watched.
@@ -161,8 +210,14 @@ impl LockWatch {
                     deadline: u64::try_from(pttl).ok().map(|p| now + p),
                     ttl_ms: u64::try_from(pttl).ok().map(|p| p * self.factor),
                 });
-                let observed = self.observer.observe(n, key, cur, why, now);
-                out.extend(self.record(session, observed));
+                let steps = match (cause, why) {
+                    (Cause::Cmd { client, .. }, Why::Command(_)) => self.command_steps(n, key, cur, client),
+                    _ => vec![(cur, why)],
+                };
+                for (cur, why) in steps {
+                    let observed = self.observer.observe(n, key, cur, why, now);
+                    out.extend(self.record(session, observed));
+                }
             }
         }
         if self.observer.is_redlock() {

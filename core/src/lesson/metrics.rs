@@ -10,7 +10,7 @@ use std::fmt;
 
 use super::MetricsSpec;
 use crate::actor::Actor;
-use crate::trace::EventKind;
+use crate::trace::{Event, EventKind};
 use crate::world::World;
 
 /// The figures for a set of clients.
@@ -34,15 +34,23 @@ fn is_acquire(cmd: &[String]) -> bool {
         || (name.eq_ignore_ascii_case("set") && cmd.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx")))
 }
 
-/// Measure `clients` over the trace from event `from` on.
+/// Measure `clients` over the world's trace from event `from` on.
 pub fn measure(world: &World, clients: &[u32], from: usize) -> Metrics {
+    measure_events(world.trace(), clients, from)
+}
+
+/// Measure `clients` over `events` from index `from` on: the simulator's
+/// trace, or the events a real run recorded (the real runner keeps its
+/// clients' `Sent`, `Belief` and `Done` events, in lesson time, for this),
+/// so both drivers' figures are computed here, once.
+pub fn measure_events(events: &[Event], clients: &[u32], from: usize) -> Metrics {
     let mut m = Metrics::default();
     // client → (first attempt of the current cycle, attempts in it)
     let mut cycle: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     // client → time of its last acquire request: a Redlock round sends to
     // every master at the same instant, and that is one attempt, not five.
     let mut last_attempt: BTreeMap<u32, u64> = BTreeMap::new();
-    for e in world.trace().iter().skip(from) {
+    for e in events.iter().skip(from) {
         let Actor::Client(c) = e.actor else { continue };
         if !clients.contains(&c) {
             continue;

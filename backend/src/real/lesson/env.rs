@@ -11,7 +11,18 @@ pub(super) struct Stepping<'r, 'e, 'b> {
 }
 
 impl Environment for Stepping<'_, '_, '_> {
-    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+    fn begin_step(&mut self, index: usize) -> Result<(), String> {
+        // Background programs launched by consecutive steps start together,
+        // at the first step that is not another such launch.
+        let launching = self
+            .run
+            .lesson
+            .steps
+            .get(index)
+            .is_some_and(|s| matches!(s.kind(), Ok(StepKind::Program { background: true, .. })));
+        if !launching {
+            self.run.start_enlisted(self.env)?;
+        }
         self.run.pump(self.env, None)
     }
 
@@ -55,6 +66,7 @@ impl Environment for Stepping<'_, '_, '_> {
 
     fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
         let run = &mut *self.run;
+        run.settle(self.env)?;
         run.record(self.env, None, Actor::World, EventKind::Fault { fault: fault.clone() });
         let before = Instant::now();
         let result = run.fault(self.env, fault);
@@ -73,11 +85,12 @@ impl Environment for Stepping<'_, '_, '_> {
     }
 
     fn launch(&mut self, _index: usize, client: &str, program: &Program, background: bool) -> Result<(), String> {
-        let slot = self.run.launch(self.env, client, program)?;
-        if !background {
-            self.run.run_until_done(self.env, slot)?;
+        if background {
+            self.run.launch(self.env, client, program, false)?;
+            return Ok(());
         }
-        Ok(())
+        let slot = self.run.launch(self.env, client, program, true)?;
+        self.run.run_until_done(self.env, slot)
     }
 
     fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
@@ -92,8 +105,18 @@ impl Environment for Stepping<'_, '_, '_> {
         Ok(())
     }
 
-    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
-        Err("metrics are refused by check_supported".into())
+    /// Core's figures over the real run's own events (requests sent,
+    /// beliefs, programs' ends), as the simulator measures its trace.
+    fn metrics(&mut self, _index: usize, spec: &MetricsSpec, clients: &[String]) -> Result<Metrics, String> {
+        let run = &mut *self.run;
+        run.drain(self.env);
+        let from = if spec.since_last { run.metrics_from } else { 0 };
+        run.metrics_from = run.history.len();
+        let ids = clients
+            .iter()
+            .map(|c| self.env.session.client(c).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<u32>, String>>()?;
+        Ok(measure_events(&run.history, &ids, from.min(run.history.len())))
     }
 
     fn end_step(&mut self, _index: usize, last: bool) {
@@ -101,6 +124,8 @@ impl Environment for Stepping<'_, '_, '_> {
         // Stretches every overlap still going on to now.
         run.drain(self.env);
         if last {
+            // A lesson that ends on a launch still starts it.
+            let _ = run.start_enlisted(self.env);
             // An overlap still going on ends with the lesson (lesson 15: A
             // and B both hold): its band stops here.
             run.ongoing.clear();

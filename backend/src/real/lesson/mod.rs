@@ -84,7 +84,7 @@ use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
-use locklab_core::lesson::metrics::Metrics;
+use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
@@ -101,12 +101,14 @@ use crate::real::observe::{Cause, LockWatch};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
 
+mod concurrent;
 mod env;
 mod faults;
 mod monitor;
 mod programs;
 mod support;
 
+use concurrent::Crew;
 use env::Stepping;
 use faults::fault_wait;
 use programs::Running;
@@ -272,7 +274,16 @@ pub struct RealLessonRun {
     /// the lag in lesson ms, while it is held.
     held_replication: Option<u64>,
     programs: Vec<Option<Running>>,
+    /// The programs' connections on threads of their own, and what is on
+    /// the wire ([`concurrent`]).
+    crew: Crew,
     events: Vec<Event>,
+    /// The clients' `Sent`, `Belief` and `Done` events so far, in lesson
+    /// time: what core's metrics read ([`measure_events`]), as they read
+    /// the simulator's trace.
+    history: Vec<Event>,
+    /// `history`'s length at the last `metrics` step.
+    metrics_from: usize,
     last_at: u64,
     /// Events handed out so far (the run's and the console's): a step's
     /// `trace_len`, as in the simulator, so the timeline can show the
@@ -336,7 +347,10 @@ impl RealLessonRun {
             overlapped: false,
             held_replication: None,
             programs: Vec::new(),
+            crew: Crew::new(),
             events: Vec::new(),
+            history: Vec::new(),
+            metrics_from: 0,
             last_at: 0,
             emitted: 0,
         };
@@ -421,6 +435,15 @@ impl RealLessonRun {
     ///
     /// [`serve`]: RealLessonRun::serve
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.crew.busy() {
+            // A reply may land any moment: look again shortly.
+            return Some(Instant::now() + Duration::from_millis(1));
+        }
+        self.next_timer()
+    }
+
+    /// When a program's timer or timeout is next due (wall clock).
+    fn next_timer(&self) -> Option<Instant> {
         self.programs.iter().flatten().filter_map(Running::next_deadline).min()
     }
 
@@ -514,6 +537,12 @@ impl RealLessonRun {
         }
         let events = env.session.take_events();
         let events = self.restamp(events);
+        self.keep(events);
+    }
+
+    /// Hand `events` (restamped) out, and keep what the metrics read.
+    fn keep(&mut self, events: Vec<Event>) {
+        self.history.extend(events.iter().filter(|e| counts_for_metrics(e)).cloned());
         self.events.extend(events);
     }
 
@@ -585,7 +614,7 @@ impl RealLessonRun {
         let events = env.session.take_events();
         let mut events = self.restamp(events);
         as_the_lesson_reads_it(&mut events, &shown, reply.as_ref());
-        self.events.extend(events);
+        self.keep(events);
         if reply.is_some() {
             self.observe(env, Some(node), Cause::Cmd { client: cid, node });
         }
@@ -653,6 +682,15 @@ struct OnWire {
     scale: Scale,
     /// What the step's note says was sent instead, if anything.
     note: Option<String>,
+}
+
+/// Is `e` one core's metrics read: a client's request, belief or end?
+fn counts_for_metrics(e: &Event) -> bool {
+    matches!(e.actor, Actor::Client(_))
+        && matches!(
+            e.kind,
+            EventKind::Sent { .. } | EventKind::Belief { .. } | EventKind::Done
+        )
 }
 
 /// The trace shows the lesson's command (`shown`) and the reply as the
@@ -787,10 +825,15 @@ mod tests {
         assert!(check_supported(get("21")).is_ok());
         // A node's clock jump is the clock-shift preload's.
         assert!(check_supported(get("20")).is_ok());
-        let RealRun::No { why } = &get("25").real else {
-            panic!("25 is simulator-only")
+        let RealRun::No { why } = &get("42").real else {
+            panic!("42 is simulator-only")
         };
-        assert_eq!(check_supported_lang(get("25"), Lang::Zh).unwrap_err(), why.zh.trim());
+        assert_eq!(check_supported_lang(get("42"), Lang::Zh).unwrap_err(), why.zh.trim());
+        // Metrics are measured on the real run's own events (issue 18).
+        for id in ["25", "26", "27"] {
+            assert!(check_supported(get(id)).is_ok(), "lesson {id}");
+            assert_eq!(default_factor(get(id)), 1, "lesson {id} measures waits of a few ms");
+        }
         let external = Topology::external("redis://127.0.0.1:1/");
         assert!(check_target(get("05"), &external, Lang::En).is_ok());
         assert!(check_target(get("15"), &external, Lang::En)

@@ -20,6 +20,7 @@ impl RealLessonRun {
     /// release.
     pub(super) fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
         let infos = env.topology.nodes();
+        self.locks.set_busy(self.busy_for(cause));
         let observed = self.locks.observe(env.session, &infos, only, cause);
         self.judge(env, observed);
         self.drain(env);

@@ -11,6 +11,8 @@ pub(super) const PROGRAM_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A client program being driven against the real servers.
 pub(super) struct Running {
+    /// Its place in the runner's programs.
+    pub(super) slot: usize,
     pub(super) client: String,
     pub(super) cid: u32,
     pub(super) machine: Machine,
@@ -51,7 +53,16 @@ impl Running {
 pub(super) const PAUSED_FOR_GOOD: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl RealLessonRun {
-    pub(super) fn launch(&mut self, env: &mut RealEnv<'_>, client: &str, program: &Program) -> Result<usize, String> {
+    /// Launch `program` for `client`: started at once, or (`start` false)
+    /// enlisted to start with the other background programs launched next
+    /// to it ([`RealLessonRun::start_enlisted`]).
+    pub(super) fn launch(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        client: &str,
+        program: &Program,
+        start: bool,
+    ) -> Result<usize, String> {
         if self.crashed.contains(client) {
             return Err(format!("{client} has crashed"));
         }
@@ -67,7 +78,9 @@ impl RealLessonRun {
         let rng = Rng::derive(self.lesson.seed, 1_000 + u64::from(cid));
         let mut inbox = VecDeque::new();
         inbox.push_back(Input::Start);
+        let slot = self.programs.len();
         self.programs.push(Some(Running {
+            slot,
             client: client.to_owned(),
             cid,
             machine,
@@ -78,8 +91,11 @@ impl RealLessonRun {
             paused_until: None,
             done: false,
         }));
-        let slot = self.programs.len() - 1;
-        self.feed(env, slot)?;
+        if start {
+            self.feed(env, slot)?;
+        } else {
+            self.crew.enlisted.push(slot);
+        }
         Ok(slot)
     }
 
@@ -157,9 +173,10 @@ impl RealLessonRun {
     /// that falls due until `until` (a wait step), sleeping in between.
     pub(super) fn pump(&mut self, env: &mut RealEnv<'_>, until: Option<Instant>) -> Result<(), String> {
         loop {
+            self.land_ready(env)?;
             self.fire_due(env)?;
             let now = Instant::now();
-            let next = self.next_deadline();
+            let next = self.next_timer();
             let Some(u) = until else {
                 if next.is_some_and(|d| d <= now) {
                     continue;
@@ -170,9 +187,7 @@ impl RealLessonRun {
                 return Ok(());
             }
             let wake = next.map_or(u, |d| d.min(u));
-            if wake > now {
-                std::thread::sleep(wake - now);
-            }
+            self.await_landing(env, wake)?;
         }
     }
 
@@ -180,6 +195,7 @@ impl RealLessonRun {
     pub(super) fn run_until_done(&mut self, env: &mut RealEnv<'_>, slot: usize) -> Result<(), String> {
         let deadline = Instant::now() + PROGRAM_DEADLINE;
         loop {
+            self.land_ready(env)?;
             self.fire_due(env)?;
             let Some(p) = self.programs.get(slot).and_then(Option::as_ref) else {
                 return Ok(());
@@ -187,12 +203,13 @@ impl RealLessonRun {
             if p.done {
                 return Ok(());
             }
-            let Some(next) = self.next_deadline() else {
+            let next = self.next_timer();
+            if next.is_none() && !self.crew.busy() {
                 return Err(format!(
                     "{}'s program is waiting for something that will never come",
                     p.client
                 ));
-            };
+            }
             if Instant::now() >= deadline {
                 return Err(format!(
                     "{}'s program did not finish within {} s",
@@ -200,10 +217,7 @@ impl RealLessonRun {
                     PROGRAM_DEADLINE.as_secs()
                 ));
             }
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(next - now);
-            }
+            self.await_landing(env, next.map_or(deadline, |d| d.min(deadline)))?;
         }
     }
 }
@@ -244,6 +258,13 @@ impl ProgramHost for Host<'_, '_, '_> {
                 p.fails.push((tag, Instant::now() + run.wall(t)));
             }
             return Ok(());
+        }
+        if let [argv] = commands.as_slice() {
+            if env.session.async_ready() {
+                // Its own connection, on its own thread: concurrent with
+                // every other program's requests.
+                return run.take_off(env, p, tag, node, argv);
+            }
         }
         let mut replies = Vec::new();
         for argv in &commands {

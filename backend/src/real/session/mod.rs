@@ -110,6 +110,7 @@ use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
 mod fast;
+mod flight;
 pub mod functions;
 mod janitor;
 pub mod link;
@@ -118,6 +119,7 @@ pub mod preflight;
 pub mod sandbox;
 mod watchdog;
 
+pub use flight::{Flight, TakeOff};
 use janitor::{Cleanup, Janitor};
 use link::Link;
 use phases::{Before, Loaded, Outcome, Prepared};

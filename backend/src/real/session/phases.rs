@@ -182,14 +182,29 @@ impl Session {
     /// restarted and forgot the ACL user).
     pub(super) fn finish(
         &mut self,
-        (c, node): (u32, u32),
+        link: (u32, u32),
         argv: &[Vec<u8>],
         prep: &Prepared,
         begun: Begun,
         outcome: Outcome,
     ) -> Result<Reply, SessionError> {
-        let back_at = self.now_ms();
+        self.finish_at(link, argv, prep, begun, outcome, None)
+    }
+
+    /// [`Session::finish`] for a reply that came back at `back_at`
+    /// (session ms) rather than now: a concurrent flight's, read on its
+    /// own thread and booked when the session gets to it.
+    pub(super) fn finish_at(
+        &mut self,
+        (c, node): (u32, u32),
+        argv: &[Vec<u8>],
+        prep: &Prepared,
+        begun: Begun,
+        outcome: Outcome,
+        back_at: Option<u64>,
+    ) -> Result<Reply, SessionError> {
         let Begun { req, sent_at, shown } = begun;
+        let back_at = back_at.unwrap_or_else(|| self.now_ms()).max(sent_at);
         let mut reply = match outcome.reply {
             Ok(reply) => reply,
             Err(source) => {

@@ -1,0 +1,351 @@
+//! Background client programs truly concurrent on real servers.
+//!
+//! On the simulator, six background programs launched by consecutive steps
+//! start at the same virtual instant and their requests are on the links
+//! together; the server interleaves them. A runner that sends one request,
+//! waits for its reply and only then serves the next program would play a
+//! different experiment: nobody's `SET … NX` could ever meet somebody
+//! else's release half-way, and the Redis load a fixed 10 ms retry makes
+//! would be bounded by the runner, not by the clients. So here each
+//! client's connection to each node is driven by a thread of its own (a
+//! *worker*): the runner takes a program's request off through the session
+//! ([`Session::take_off`]: checks, rewrite, `Sent`), the worker makes the
+//! round trip, and the runner books the reply when it lands
+//! ([`Session::land`]) and hands it to the program. Everything else — the
+//! session, core's monitor and lock observer, the programs' state — stays
+//! on the runner's thread, so no lock guards them: the workers only ever
+//! hold a connection and a command.
+//!
+//! Background programs launched by consecutive steps are enlisted, and
+//! start together at the next step that is not another such launch (as on
+//! the simulator, where they start when time next moves): their first
+//! requests are taken off one by one and then released at one instant by a
+//! start gate that every worker waits on.
+//!
+//! Booking replies in the order they land is not always the order the
+//! server ran them: a holder's release and another client's `SET … NX`
+//! can both be on the wire, and the `NX` reply be booked first. Beliefs
+//! stay right regardless (a lock program stops believing before it sends
+//! its release, and nobody's `NX` can succeed before that release ran), and
+//! the lock observer credits what it sees to whoever did it (see
+//! [`LockWatch::claim`] and [`LockWatch::set_busy`]).
+
+use std::collections::HashMap;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::*;
+use super::programs::PROGRAM_DEADLINE;
+use crate::real::session::{Flight, TakeOff};
+
+/// The start gate: closed while a batch of programs takes off, opened at
+/// once for all their workers.
+type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+fn gate_wait(gate: &Gate) {
+    let (open, cv) = &**gate;
+    let mut is_open = open.lock().unwrap_or_else(|e| e.into_inner());
+    while !*is_open {
+        is_open = cv.wait(is_open).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+fn gate_open(gate: &Gate) {
+    let (open, cv) = &**gate;
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    cv.notify_all();
+}
+
+/// A round trip for a worker to make.
+struct Job {
+    id: u64,
+    flight: Flight,
+    gate: Option<Gate>,
+}
+
+/// A request on its way: where its reply goes and how the lesson reads it.
+pub(super) struct Pending {
+    slot: usize,
+    tag: u32,
+    cid: u32,
+    node: u32,
+    shown: Vec<String>,
+    scale: Scale,
+}
+
+/// The workers and what is on the wire.
+pub(super) struct Crew {
+    /// One per (client, node) connection.
+    workers: HashMap<(u32, u32), Sender<Job>>,
+    landed_tx: Sender<(u64, Flight)>,
+    landed_rx: Receiver<(u64, Flight)>,
+    pending: BTreeMap<u64, Pending>,
+    next: u64,
+    /// Closed while enlisted programs take off.
+    gate: Option<Gate>,
+    /// Background programs launched but not started yet (their slots).
+    pub(super) enlisted: Vec<usize>,
+    /// The most requests that were on the wire at once.
+    pub(super) most_in_flight: usize,
+}
+
+impl Crew {
+    pub(super) fn new() -> Crew {
+        let (landed_tx, landed_rx) = mpsc::channel();
+        Crew {
+            workers: HashMap::new(),
+            landed_tx,
+            landed_rx,
+            pending: BTreeMap::new(),
+            next: 0,
+            gate: None,
+            enlisted: Vec::new(),
+            most_in_flight: 0,
+        }
+    }
+
+    /// Is any request on the wire?
+    pub(super) fn busy(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The clients with a request on its way to `node`.
+    fn busy_on(&self, node: u32) -> Vec<u32> {
+        self.pending.values().filter(|p| p.node == node).map(|p| p.cid).collect()
+    }
+
+    /// Hand `flight` to its connection's worker (started on first use).
+    fn dispatch(&mut self, id: u64, cid: u32, node: u32, flight: Flight) {
+        let job = Job {
+            id,
+            flight,
+            gate: self.gate.clone(),
+        };
+        let landed = self.landed_tx.clone();
+        let tx = self.workers.entry((cid, node)).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name(format!("locklab-client-{cid}-node-{node}"))
+                .spawn(move || {
+                    for mut job in rx {
+                        if let Some(g) = &job.gate {
+                            gate_wait(g);
+                        }
+                        job.flight.fly();
+                        if landed.send((job.id, job.flight)).is_err() {
+                            return;
+                        }
+                    }
+                });
+            if spawned.is_err() {
+                // No thread: the job fails to send and is flown inline below.
+            }
+            tx
+        });
+        if let Err(mpsc::SendError(mut job)) = tx.send(job) {
+            self.workers.remove(&(cid, node));
+            job.flight.fly();
+            let _ = self.landed_tx.send((job.id, job.flight));
+        }
+        self.most_in_flight = self.most_in_flight.max(self.pending.len());
+    }
+}
+
+impl RealLessonRun {
+    /// A program's one-command request, taken off and handed to its
+    /// connection's worker; the reply is booked when it lands
+    /// ([`RealLessonRun::land_ready`]).
+    pub(super) fn take_off(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        p: &mut Running,
+        tag: u32,
+        node: u32,
+        argv: &[Vec<u8>],
+    ) -> Result<(), String> {
+        let OnWire { argv: sent, scale, .. } = self.as_sent(argv)?;
+        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if let Some(value) = acquire_value(argv) {
+            self.locks.claim(value, p.cid);
+        }
+        let reply = match env.session.take_off(&p.client, node, &sent) {
+            Ok(TakeOff::Flying(flight)) => {
+                let id = self.crew.next;
+                self.crew.next += 1;
+                let pending = Pending {
+                    slot: p.slot,
+                    tag,
+                    cid: p.cid,
+                    node,
+                    shown: shown.clone(),
+                    scale,
+                };
+                self.crew.pending.insert(id, pending);
+                let mut events = env.session.take_events();
+                as_the_lesson_reads_it(&mut events, &shown, None);
+                let events = self.restamp(events);
+                self.keep(events);
+                self.crew.dispatch(id, p.cid, node, flight);
+                return Ok(());
+            }
+            Ok(TakeOff::Answered(r)) => Some(rescale(r, scale, self.factor as i64)),
+            Err(SessionError::Unreachable { .. }) => None,
+            Err(e) => Some(e.to_reply()),
+        };
+        p.inbox.push_back(self.book(env, tag, (p.cid, node), &shown, reply));
+        Ok(())
+    }
+
+    /// The trace of a reply the lesson reads as `reply` (`None`: the node
+    /// did not answer), the lock keys it may have changed, and the input
+    /// the program gets.
+    fn book(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        tag: u32,
+        (cid, node): (u32, u32),
+        shown: &[String],
+        reply: Option<Reply>,
+    ) -> Input {
+        let mut events = env.session.take_events();
+        as_the_lesson_reads_it(&mut events, shown, reply.as_ref());
+        let events = self.restamp(events);
+        self.keep(events);
+        match reply {
+            Some(r) => {
+                self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+                Input::Reply { tag, replies: vec![r] }
+            }
+            None => Input::Failed { tag },
+        }
+    }
+
+    /// Book one landed request and let its program go on.
+    fn land(&mut self, env: &mut RealEnv<'_>, id: u64, flight: Flight) -> Result<(), String> {
+        let Some(pend) = self.crew.pending.remove(&id) else {
+            return Ok(());
+        };
+        let reply = match env.session.land(flight) {
+            Ok((_, r)) => Some(rescale(r, pend.scale, self.factor as i64)),
+            Err(SessionError::Unreachable { .. }) => None,
+            Err(e) => Some(e.to_reply()),
+        };
+        let input = self.book(env, pend.tag, (pend.cid, pend.node), &pend.shown, reply);
+        let Some(p) = self.programs.get_mut(pend.slot).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        if p.done {
+            return Ok(());
+        }
+        p.inbox.push_back(input);
+        if p.paused_until.is_some_and(|t| t > Instant::now()) {
+            // Paused: it handles the reply when it runs again.
+            return Ok(());
+        }
+        self.feed(env, pend.slot)
+    }
+
+    /// Book every request that has landed, without waiting.
+    pub(super) fn land_ready(&mut self, env: &mut RealEnv<'_>) -> Result<(), String> {
+        while let Ok((id, flight)) = self.crew.landed_rx.try_recv() {
+            self.land(env, id, flight)?;
+        }
+        Ok(())
+    }
+
+    /// Wait until `wake` for a request to land (sleep, when none is on the
+    /// wire), and book what landed.
+    pub(super) fn await_landing(&mut self, env: &mut RealEnv<'_>, wake: Instant) -> Result<(), String> {
+        let now = Instant::now();
+        if wake <= now {
+            return self.land_ready(env);
+        }
+        if !self.crew.busy() {
+            std::thread::sleep(wake - now);
+            return Ok(());
+        }
+        match self.crew.landed_rx.recv_timeout(wake - now) {
+            Ok((id, flight)) => {
+                self.land(env, id, flight)?;
+                self.land_ready(env)
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => Ok(()),
+        }
+    }
+
+    /// Book every request on the wire (a fault strikes when nothing is in
+    /// flight, as every fault did when requests ran one at a time).
+    pub(super) fn settle(&mut self, env: &mut RealEnv<'_>) -> Result<(), String> {
+        let deadline = Instant::now() + PROGRAM_DEADLINE;
+        while self.crew.busy() {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "a request got no reply within {} s",
+                    PROGRAM_DEADLINE.as_secs()
+                ));
+            }
+            self.await_landing(env, deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Start the enlisted background programs together: their first
+    /// requests taken off behind a closed gate, then released at once.
+    pub(super) fn start_enlisted(&mut self, env: &mut RealEnv<'_>) -> Result<(), String> {
+        let slots = std::mem::take(&mut self.crew.enlisted);
+        if slots.is_empty() {
+            return Ok(());
+        }
+        let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
+        self.crew.gate = Some(gate.clone());
+        let mut result = Ok(());
+        for slot in slots {
+            if let Err(e) = self.feed(env, slot) {
+                result = Err(e);
+            }
+        }
+        self.crew.gate = None;
+        gate_open(&gate);
+        result
+    }
+
+    /// The clients with a request on its way to the node `cause` looks at.
+    pub(super) fn busy_for(&self, cause: Cause) -> Vec<u32> {
+        match cause {
+            Cause::Cmd { node, .. } => self.crew.busy_on(node),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The most requests that were on the wire at once in this run (1 when
+    /// programs never overlapped).
+    pub fn most_in_flight(&self) -> usize {
+        self.crew.most_in_flight
+    }
+}
+
+/// The value an acquire (`SET key value … NX`, `SETNX key value`) asks a
+/// lock key to take.
+fn acquire_value(argv: &[Vec<u8>]) -> Option<&[u8]> {
+    let name = argv.first()?;
+    let nx = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"nx"));
+    let is = name.eq_ignore_ascii_case(b"setnx") || (name.eq_ignore_ascii_case(b"set") && nx);
+    is.then(|| argv.get(2).map(Vec::as_slice)).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Vec<u8>> {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn acquire_values_are_those_of_nx_sets() {
+        assert_eq!(acquire_value(&argv(&["SET", "k", "t1", "NX", "PX", "10"])), Some(&b"t1"[..]));
+        assert_eq!(acquire_value(&argv(&["setnx", "k", "t2"])), Some(&b"t2"[..]));
+        assert_eq!(acquire_value(&argv(&["SET", "k", "t3"])), None);
+        assert_eq!(acquire_value(&argv(&["GET", "k"])), None);
+    }
+}
