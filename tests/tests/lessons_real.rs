@@ -406,7 +406,7 @@ fn background_programs_interleave_on_the_real_server() {
 
     let server = RedisServer::start();
     let l = lesson("26");
-    let mut topology = Topology::external(&server.url());
+    let mut topology = Topology::external(server.url());
     let pool = SessionPool::new(Limits {
         commands_per_sec: f64::INFINITY,
         ..Limits::default()
@@ -434,7 +434,7 @@ fn background_programs_interleave_on_the_real_server() {
                 open.insert(*req, c);
             }
             (EventKind::Executed { req, client, .. }, Actor::Node(_)) => {
-                let sent_before = open.get(req).is_some();
+                let sent_before = open.contains_key(req);
                 if sent_before && open.iter().any(|(r, o)| r < req && o != client) {
                     answered_meanwhile += 1;
                 }
@@ -449,10 +449,17 @@ fn background_programs_interleave_on_the_real_server() {
         answered_meanwhile > 0,
         "no client's command was answered while another client's was on the wire"
     );
-    assert!(run.most_in_flight() >= 2, "at most {} request on the wire", run.most_in_flight());
+    assert!(
+        run.most_in_flight() >= 2,
+        "at most {} request on the wire",
+        run.most_in_flight()
+    );
     let sent = trace
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Sent { .. }))
         .count();
-    assert!(sent >= 18 * 2, "round 1 acquired and released 18 times: {sent} requests");
+    assert!(
+        sent >= 18 * 2,
+        "round 1 acquired and released 18 times: {sent} requests"
+    );
 }

@@ -47,7 +47,7 @@ pub enum TakeOff {
     /// answers, a script the pre-flight answered, the session's `SCAN`).
     Answered(Reply),
     /// On its way: [`Flight::fly`] it, then [`Session::land`] it.
-    Flying(Flight),
+    Flying(Box<Flight>),
 }
 
 impl Flight {
@@ -104,7 +104,12 @@ impl Session {
             Some((_, sent)) => {
                 let url = self.nodes[n].target.url.clone();
                 let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(killer, url, sent.clone(), self.sandbox.limits.script_budget))
+                Some(Watchdog::start(
+                    killer,
+                    url,
+                    sent.clone(),
+                    self.sandbox.limits.script_budget,
+                ))
             }
             None => None,
         };
@@ -113,7 +118,7 @@ impl Session {
             Ok(_) => (self.conns.remove(&(c, node)), None),
             Err(source) => (None, Some(Err(source))),
         };
-        Ok(TakeOff::Flying(Flight {
+        Ok(TakeOff::Flying(Box::new(Flight {
             c,
             node,
             argv: argv.to_vec(),
@@ -123,7 +128,7 @@ impl Session {
             conn,
             reply,
             landed_at: None,
-        }))
+        })))
     }
 
     /// Book a flight's reply as [`Session::run`] books it, and give its
