@@ -455,10 +455,17 @@ fn background_programs_interleave_on_the_real_server() {
         answered_meanwhile > 0,
         "no client's command was answered while another client's was on the wire"
     );
-    assert!(run.most_in_flight() >= 2, "at most {} request on the wire", run.most_in_flight());
+    assert!(
+        run.most_in_flight() >= 2,
+        "at most {} request on the wire",
+        run.most_in_flight()
+    );
     let sent = trace
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Sent { .. }))
         .count();
-    assert!(sent >= 18 * 2, "round 1 acquired and released 18 times: {sent} requests");
+    assert!(
+        sent >= 18 * 2,
+        "round 1 acquired and released 18 times: {sent} requests"
+    );
 }

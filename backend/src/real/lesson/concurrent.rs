@@ -34,8 +34,8 @@ use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::*;
 use super::programs::PROGRAM_DEADLINE;
+use super::*;
 use crate::real::session::{Flight, TakeOff};
 
 /// The start gate: closed while a batch of programs takes off, opened at
@@ -111,7 +111,11 @@ impl Crew {
 
     /// The clients with a request on its way to `node`.
     fn busy_on(&self, node: u32) -> Vec<u32> {
-        self.pending.values().filter(|p| p.node == node).map(|p| p.cid).collect()
+        self.pending
+            .values()
+            .filter(|p| p.node == node)
+            .map(|p| p.cid)
+            .collect()
     }
 
     /// Hand `flight` to its connection's worker (started on first use).
@@ -343,7 +347,10 @@ mod tests {
 
     #[test]
     fn acquire_values_are_those_of_nx_sets() {
-        assert_eq!(acquire_value(&argv(&["SET", "k", "t1", "NX", "PX", "10"])), Some(&b"t1"[..]));
+        assert_eq!(
+            acquire_value(&argv(&["SET", "k", "t1", "NX", "PX", "10"])),
+            Some(&b"t1"[..])
+        );
         assert_eq!(acquire_value(&argv(&["setnx", "k", "t2"])), Some(&b"t2"[..]));
         assert_eq!(acquire_value(&argv(&["SET", "k", "t3"])), None);
         assert_eq!(acquire_value(&argv(&["GET", "k"])), None);

@@ -546,7 +546,8 @@ impl RealLessonRun {
 
     /// Hand `events` (restamped) out, and keep what the metrics read.
     fn keep(&mut self, events: Vec<Event>) {
-        self.history.extend(events.iter().filter(|e| counts_for_metrics(e)).cloned());
+        self.history
+            .extend(events.iter().filter(|e| counts_for_metrics(e)).cloned());
         self.events.extend(events);
     }
 

@@ -35,7 +35,10 @@ pub fn default_factor(lesson: &Lesson) -> u64 {
 
 /// Does the lesson measure lock-health figures (a `metrics` step)?
 pub(super) fn has_metrics(lesson: &Lesson) -> bool {
-    lesson.steps.iter().any(|s| matches!(s.kind(), Ok(StepKind::Metrics(_))))
+    lesson
+        .steps
+        .iter()
+        .any(|s| matches!(s.kind(), Ok(StepKind::Metrics(_))))
 }
 
 /// Can the runner play this lesson on a managed topology of the kind it

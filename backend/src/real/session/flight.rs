@@ -104,7 +104,12 @@ impl Session {
             Some((_, sent)) => {
                 let url = self.nodes[n].target.url.clone();
                 let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(killer, url, sent.clone(), self.sandbox.limits.script_budget))
+                Some(Watchdog::start(
+                    killer,
+                    url,
+                    sent.clone(),
+                    self.sandbox.limits.script_budget,
+                ))
             }
             None => None,
         };
