@@ -372,22 +372,22 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     let why = locklab_core::lesson::builtin()
         .unwrap()
         .into_iter()
-        .find(|l| l.id == "25")
+        .find(|l| l.id == "42")
         .unwrap();
     let locklab_core::lesson::RealRun::No { why } = why.real else {
-        panic!("lesson 25 is real = no")
+        panic!("lesson 42 is real = no")
     };
-    send(&mut ws, json!({"type":"lesson","id":"25"})).await;
+    send(&mut ws, json!({"type":"lesson","id":"42"})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
     assert_eq!(
         m["message"],
-        format!("lesson 25 cannot run on a real server: {}", why.en.trim())
+        format!("lesson 42 cannot run on a real server: {}", why.en.trim())
     );
-    send(&mut ws, json!({"type":"lesson","id":"25","lang":"zh"})).await;
+    send(&mut ws, json!({"type":"lesson","id":"42","lang":"zh"})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
     assert_eq!(
         m["message"],
-        format!("lesson 25 cannot run on a real server: {}", why.zh.trim())
+        format!("lesson 42 cannot run on a real server: {}", why.zh.trim())
     );
     send(&mut ws, json!({"type":"lesson","id":"15"})).await;
     assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
@@ -423,10 +423,10 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
         .map(|v| v.as_str().unwrap())
         .collect();
     // 20 since the clock-shift preload: one node's clock jumps for real.
-    for id in ["05", "15", "16", "17", "19", "20", "21", "31"] {
+    for id in ["05", "15", "16", "17", "19", "20", "21", "25", "26", "27", "31"] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
-    for id in ["18", "25"] {
+    for id in ["18", "42"] {
         assert!(health["unsupported"][id].is_string(), "{id}: {health}");
     }
 

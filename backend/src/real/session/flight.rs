@@ -100,19 +100,7 @@ impl Session {
         if let Some(wait) = self.take_token()? {
             std::thread::sleep(wait);
         }
-        let watchdog = match &prep.checked {
-            Some((_, sent)) => {
-                let url = self.nodes[n].target.url.clone();
-                let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(
-                    killer,
-                    url,
-                    sent.clone(),
-                    self.sandbox.limits.script_budget,
-                ))
-            }
-            None => None,
-        };
+        let watchdog = self.watchdog(n, &prep)?;
         let begun = self.begin(c, node, argv);
         let (conn, reply) = match self.conn(c, n) {
             Ok(_) => (self.conns.remove(&(c, node)), None),

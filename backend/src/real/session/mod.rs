@@ -849,19 +849,7 @@ impl Session {
             std::thread::sleep(wait);
         }
         let begun = self.begin(c, node, argv);
-        let watchdog = match &prep.checked {
-            Some((_, sent)) => {
-                let url = self.nodes[n].target.url.clone();
-                let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
-                Some(Watchdog::start(
-                    killer,
-                    url,
-                    sent.clone(),
-                    self.sandbox.limits.script_budget,
-                ))
-            }
-            None => None,
-        };
+        let watchdog = self.watchdog(n, &prep)?;
         let reply = if prep.scan {
             // The session's SCAN: the ACL user may not SCAN (its results
             // are not confined by key patterns), so the admin connection
@@ -949,6 +937,22 @@ impl Session {
             }
             Loaded::Refuse => Err(phases::library_refused()),
         }
+    }
+
+    /// A watchdog for a checked script about to go out on node `n` (none
+    /// for anything else): it kills the script if it outruns the budget.
+    fn watchdog(&mut self, n: usize, prep: &Prepared) -> Result<Option<Watchdog>, SessionError> {
+        let Some((_, sent)) = &prep.checked else {
+            return Ok(None);
+        };
+        let url = self.nodes[n].target.url.clone();
+        let killer = self.killer(n).map_err(|source| self.unreachable(n, source))?;
+        Ok(Some(Watchdog::start(
+            killer,
+            url,
+            sent.clone(),
+            self.sandbox.limits.script_budget,
+        )))
     }
 
     /// Node `n`'s connection for script watchdogs, opened now if needed,
