@@ -435,8 +435,9 @@ impl RealLessonRun {
     ///
     /// [`serve`]: RealLessonRun::serve
     pub fn next_deadline(&self) -> Option<Instant> {
-        if self.crew.busy() {
-            // A reply may land any moment: look again shortly.
+        if self.crew.busy() || !self.crew.enlisted.is_empty() {
+            // A reply may land any moment, or programs launched by the
+            // last step wait to start: look again shortly.
             return Some(Instant::now() + Duration::from_millis(1));
         }
         self.next_timer()
@@ -451,11 +452,15 @@ impl RealLessonRun {
     /// their events are in [`take_events`](RealLessonRun::take_events).
     pub fn serve(&mut self, env: &mut RealEnv<'_>) -> Result<(), RealLessonError> {
         let step = self.results().len() + 1;
-        self.pump(env, None).map_err(|msg| RealLessonError::Step {
-            id: self.lesson.id.clone(),
-            step,
-            msg,
-        })?;
+        // Between steps (the browser sent no next step), programs the last
+        // steps launched start now, together.
+        self.start_enlisted(env)
+            .and_then(|()| self.pump(env, None))
+            .map_err(|msg| RealLessonError::Step {
+                id: self.lesson.id.clone(),
+                step,
+                msg,
+            })?;
         self.drain(env);
         Ok(())
     }
