@@ -54,13 +54,28 @@ use events::{Builder, Note};
 pub struct Style {
     /// The labels' font size.
     pub font: f64,
+    /// Presenter mode's last resort when even the smallest type does not
+    /// fit the screen (lesson 45: two clients holding four locks each,
+    /// four services): bar rows hug their bars, a lane labels its marks in
+    /// one row, and sentences above the lanes take two rows.
+    pub compact: bool,
 }
 
 impl Style {
     /// The page's timeline: 14 px labels (≥ 13 px, readable from a room).
-    pub const NORMAL: Style = Style { font: 14.0 };
+    pub const NORMAL: Style = Style {
+        font: 14.0,
+        compact: false,
+    };
     /// Presenter mode.
-    pub const PRESENT: Style = Style { font: 19.0 };
+    pub const PRESENT: Style = Style {
+        font: 19.0,
+        compact: false,
+    };
+    /// Type of `font` px, rows as roomy as the page's.
+    pub fn sized(font: f64) -> Style {
+        Style { font, compact: false }
+    }
 
     fn s(self) -> f64 {
         self.font / 14.0
@@ -76,10 +91,28 @@ impl Style {
     }
     /// A lock bar's row (the bar is [`Style::bar_h`] tall).
     fn bar_row(self) -> f64 {
-        (self.font + 8.0).round()
+        (self.font + if self.compact { 4.0 } else { 8.0 }).round()
     }
     pub fn bar_h(self) -> f64 {
-        self.font + 6.0
+        self.font + if self.compact { 3.0 } else { 6.0 }
+    }
+    /// Label rows under a lane's bars (the lane keeps room for two and
+    /// gives back what its labels did not use).
+    fn label_rows(self) -> usize {
+        if self.compact {
+            1
+        } else {
+            2
+        }
+    }
+    /// Callout rows the sentences may take (a violation's title may take
+    /// any of the [`CALLOUT_ROWS`]: it is always shown).
+    fn note_rows(self) -> usize {
+        if self.compact {
+            2
+        } else {
+            CALLOUT_ROWS
+        }
     }
     fn label_row(self) -> f64 {
         (self.font * 1.3).round()
@@ -106,7 +139,7 @@ pub fn text_w(text: &str, font: f64) -> f64 {
 
 /// Lock bar rows per lane before keys share the last one.
 const MAX_ROWS: usize = 4;
-/// Callout rows above the lanes.
+/// Callout rows above the lanes (those left empty are taken back).
 const CALLOUT_ROWS: usize = 4;
 /// Tick spacings to choose from, in ms.
 const TICK_STEPS: [u64; 20] = [
@@ -1079,13 +1112,18 @@ fn place_callouts(
     let mut callouts = Vec::new();
     let mut crow: Vec<Vec<(f64, f64)>> = vec![Vec::new(); CALLOUT_ROWS];
     let mut put = |x: f64, y_to: f64, text: String, kind: &'static str, title: String, callouts: &mut Vec<Callout>| {
+        let rows = if kind == "violation" {
+            CALLOUT_ROWS
+        } else {
+            style.note_rows()
+        };
         let w = text_w(&text, font);
         // Starting at the moment, or ending there, in the first row free.
         let starts = [
             (x - font * 0.3).min(plot_end - w).max(label_w),
             (x + font * 0.3 - w).max(label_w),
         ];
-        let spot = (0..CALLOUT_ROWS).find_map(|r| {
+        let spot = (0..rows).find_map(|r| {
             starts
                 .iter()
                 .find(|&&x0| {
@@ -1159,7 +1197,7 @@ fn mark_labels(marks: &[Mark], lanes: &[Lane], style: Style, plot_end: f64) -> (
         for candidate in [text.clone(), short_name] {
             let w = text_w(&candidate, font);
             let x0 = (m.x - font * 0.4).min(plot_end - w).max(label_w);
-            if let Some(r) = place(&mut rows[m.lane], x0, w, gap) {
+            if let Some(r) = place(&mut rows[m.lane][..style.label_rows()], x0, w, gap) {
                 labels.push(Label {
                     x: x0,
                     y: base + (r as f64 + 1.0) * style.label_row() - 4.0,
@@ -1575,13 +1613,18 @@ mod tests {
 
     #[test]
     fn lessons_lay_out_without_overlapping_labels_and_with_titled_bands() {
-        for id in ["02", "05", "13", "15", "16", "17", "22", "25"] {
+        let compact = Style {
+            compact: true,
+            ..Style::sized(13.0)
+        };
+        for id in ["02", "05", "13", "15", "16", "17", "22", "25", "45"] {
             let l = crate::catalog::find(id).unwrap();
             let s = crate::session::Session::new(l, 1, l.steps.len());
             for (w, st) in [
                 (990.0, Style::NORMAL),
                 (1150.0, Style::NORMAL),
                 (1240.0, Style::PRESENT),
+                (1240.0, compact),
             ] {
                 for lang in [Lang::En, Lang::Zh] {
                     let lay = layout_in(&s.trace(), s.now_ms(), lang, w, 1.0, st);
@@ -1599,6 +1642,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Presenter mode's last resort gives lesson 45 (two clients holding
+    /// four locks each) the room a 720 px projector lacks: at 13 px its
+    /// lanes take a fifth less height, and its two bands keep their titles.
+    #[test]
+    fn compact_rows_take_back_a_fifth_of_lesson_45s_height() {
+        let l = crate::catalog::find("45").unwrap();
+        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let at = |st| layout_in(&s.trace(), s.now_ms(), Lang::En, 1240.0, 1.0, st);
+        let (roomy, tight) = (
+            at(Style::sized(13.0)),
+            at(Style {
+                compact: true,
+                ..Style::sized(13.0)
+            }),
+        );
+        let h = |l: &Layout| l.lanes_bottom;
+        assert!(
+            h(&tight) <= h(&roomy) * 0.8,
+            "compact {} vs {} px",
+            h(&tight),
+            h(&roomy)
+        );
+        let titles = tight.callouts.iter().filter(|c| c.kind == "violation").count();
+        assert_eq!(titles, tight.bands.len());
     }
 
     #[test]

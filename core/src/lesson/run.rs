@@ -239,6 +239,16 @@ pub fn world_config(lesson: &Lesson) -> WorldConfig {
     cfg
 }
 
+/// A crashed client sends nothing more: the error every real environment
+/// gives for a step of a client in `crashed` (the simulated world's queue
+/// refuses with the same words).
+pub fn refuse_crashed(crashed: &std::collections::BTreeSet<String>, client: &str) -> Result<(), String> {
+    match crashed.contains(client) {
+        true => Err(format!("{client} has crashed")),
+        false => Ok(()),
+    }
+}
+
 /// Does this lesson count an overlap as a violation (see
 /// [`super::WorldSettings::overlap_is_violation`])?
 pub fn overlap_is_violation(lesson: &Lesson) -> bool {

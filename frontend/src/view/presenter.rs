@@ -39,7 +39,7 @@ pub fn caption(props: &CaptionProps) -> Html {
     let explain = current
         .and_then(|i| l.steps[i].explain.as_ref())
         .map(|t| catalog::text(t, lang).to_owned());
-    let first_line = explain.map(|e| e.lines().next().unwrap_or_default().to_owned());
+    let first_line = explain.map(|e| lead_sentence(&e));
     let finished = pos == len;
     let next_exists = {
         let all = catalog::all();
@@ -51,8 +51,24 @@ pub fn caption(props: &CaptionProps) -> Html {
     };
     html! {
         <div class="caption" data-testid="caption" aria-live="polite">
-            <div class="caption-step">
+            // The counter and the buttons share the first row, so a long
+            // command or sentence below gets the caption's whole width.
+            <div class="caption-head">
                 <span class="caption-n">{ format!("{} {pos} / {len}", Text::Steps.get(lang)) }</span>
+                <div class="caption-keys">
+                    <button class="quiet step-keys" data-testid="present-back" onclick={ mv(Transport::Back) }>{ "◀" }</button>
+                    <button class="quiet step-keys" data-testid="present-forward" onclick={ mv(Transport::Forward) }>{ "▶" }</button>
+                    if finished && next_exists {
+                        <button class="next-lesson" data-testid="next-lesson" onclick={ props.onnext.reform(|_| ()) }>
+                            { Text::NextLesson.get(lang) }
+                        </button>
+                    }
+                    <span class="caption-hint">{ Text::PresentHint.get(lang) }</span>
+                    <button class="quiet" data-testid="theme" onclick={ props.ontheme.reform(|_| ()) }>{ Text::Theme.get(lang) }</button>
+                    <button class="quiet" data-testid="present-exit" onclick={ props.onexit.reform(|_| ()) }>{ Text::PresentExit.get(lang) }</button>
+                </div>
+            </div>
+            <div class="caption-step">
                 if let Some(cmd) = command {
                     if let Some(a) = actor {
                         <span class="caption-actor">{ a }</span>
@@ -73,18 +89,71 @@ pub fn caption(props: &CaptionProps) -> Html {
             if let Some(e) = first_line {
                 <p class="caption-explain" data-testid="caption-explain">{ e }</p>
             }
-            <div class="caption-keys">
-                <button class="quiet step-keys" data-testid="present-back" onclick={ mv(Transport::Back) }>{ "◀" }</button>
-                <button class="quiet step-keys" data-testid="present-forward" onclick={ mv(Transport::Forward) }>{ "▶" }</button>
-                if finished && next_exists {
-                    <button class="next-lesson" data-testid="next-lesson" onclick={ props.onnext.reform(|_| ()) }>
-                        { Text::NextLesson.get(lang) }
-                    </button>
-                }
-                <span class="caption-hint">{ Text::PresentHint.get(lang) }</span>
-                <button class="quiet" data-testid="theme" onclick={ props.ontheme.reform(|_| ()) }>{ Text::Theme.get(lang) }</button>
-                <button class="quiet" data-testid="present-exit" onclick={ props.onexit.reform(|_| ()) }>{ Text::PresentExit.get(lang) }</button>
-            </div>
         </div>
+    }
+}
+
+/// The first sentence of an explanation, for the caption: a lesson file
+/// wraps its text at about 100 columns, so its first *line* can stop in
+/// the middle of a sentence ("… pausing. What"). Lines of the first
+/// paragraph are joined (with a space between Latin words, with nothing
+/// between Chinese ones) and cut after the first full stop.
+fn lead_sentence(text: &str) -> String {
+    let mut joined = String::new();
+    for line in text.trim().lines().map(str::trim).take_while(|l| !l.is_empty()) {
+        let cjk = |c: Option<char>| c.is_some_and(|c| c >= '\u{2e80}');
+        if !joined.is_empty() && !(cjk(joined.chars().last()) && cjk(line.chars().next())) {
+            joined.push(' ');
+        }
+        joined.push_str(line);
+    }
+    let mut chars = joined.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends = match c {
+            '。' | '！' | '？' => true,
+            '.' => next.is_none_or(char::is_whitespace) && !abbreviation(&joined[..i]),
+            '!' | '?' => next.is_none_or(char::is_whitespace),
+            _ => false,
+        };
+        if ends {
+            return joined[..i + c.len_utf8()].to_owned();
+        }
+    }
+    joined
+}
+
+/// Does the text before a full stop end in an abbreviation ("e.g",
+/// "i.e", "vs", "etc") rather than a sentence?
+fn abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or_default();
+    word.contains('.') || ["vs", "etc", "cf"].contains(&word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lead_sentence;
+
+    #[test]
+    fn the_caption_takes_the_first_sentence_not_the_first_wrapped_line() {
+        let en = "A TTL, a lease and a session are all leases, and consensus cannot stop the holder from pausing. What\nprotects the resource is a number.\n";
+        assert_eq!(
+            lead_sentence(en),
+            "A TTL, a lease and a session are all leases, and consensus cannot stop the holder from pausing."
+        );
+        let zh = "TTL、lease、session 本质上都是租约，共识挡不住持锁进程停顿。真正把资源保护住的，\n是随锁发放的号。";
+        assert_eq!(
+            lead_sentence(zh),
+            "TTL、lease、session 本质上都是租约，共识挡不住持锁进程停顿。"
+        );
+        assert_eq!(lead_sentence("第一行，\n第二行没有句号"), "第一行，第二行没有句号");
+        assert_eq!(
+            lead_sentence("SET k v PX 30000 (30 s, e.g. 3.5 ms)\nwraps here."),
+            "SET k v PX 30000 (30 s, e.g. 3.5 ms) wraps here."
+        );
+        assert_eq!(lead_sentence("One.\n\nTwo."), "One.");
     }
 }

@@ -699,15 +699,21 @@ fn use_timeline_layout(
                 }
             };
             // Presenter mode: the biggest type (19 px down to 13 px) at
-            // which the whole timeline fits the screen's height.
+            // which the whole timeline fits the screen's height, and last
+            // of all 13 px with compact rows.
             let mut l = layout_in(&trace, now, lang, view_w, z, style);
             if style == Style::PRESENT && room > 0.0 {
-                for font in [17.0, 15.5, 14.0, 13.0] {
+                let smaller = [17.0, 15.5, 14.0, 13.0].map(Style::sized);
+                let compact = Style {
+                    compact: true,
+                    ..Style::sized(13.0)
+                };
+                for next in smaller.into_iter().chain([compact]) {
                     let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
                     if fits {
                         break;
                     }
-                    l = layout_in(&trace, now, lang, view_w, z, Style { font });
+                    l = layout_in(&trace, now, lang, view_w, z, next);
                 }
             }
             let mut per_lane = vec![Vec::new(); l.lanes.len()];

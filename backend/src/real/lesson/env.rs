@@ -34,9 +34,7 @@ impl Environment for Stepping<'_, '_, '_> {
         argv: &[Vec<u8>],
     ) -> Result<Option<Reply>, String> {
         let run = &mut *self.run;
-        if run.crashed.contains(client) {
-            return Err(format!("{client} has crashed"));
-        }
+        refuse_crashed(&run.crashed, client)?;
         let node = node.unwrap_or(run.master);
         let reply = run.exec(self.env, client, node, argv, Some(index))?;
         // A client whose replies are all dropped ran the command and never

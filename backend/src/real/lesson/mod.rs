@@ -86,7 +86,7 @@ use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
 use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::render;
-use locklab_core::lesson::run::{overlap_is_violation, Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, LessonRun, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::Observed;
 use locklab_core::resource::Resource;
@@ -112,6 +112,7 @@ use concurrent::Crew;
 use env::Stepping;
 use faults::fault_wait;
 use programs::Running;
+pub(crate) use support::add_note;
 use support::watched_keys;
 pub use support::{check_browser, check_supported, check_supported_lang, check_target, default_factor, topology_kind};
 
@@ -498,13 +499,7 @@ impl RealLessonRun {
     /// Add to step `index`'s note (a step can have two: replication held
     /// back, and a compressed TTL).
     fn add_note(&mut self, index: usize, note: String) {
-        self.notes
-            .entry(index)
-            .and_modify(|n| {
-                n.push_str("; ");
-                n.push_str(&note);
-            })
-            .or_insert(note);
+        add_note(&mut self.notes, index, note);
     }
 
     /// Stop lesson time for `d` of wall time that the lab spent, not the

@@ -63,9 +63,7 @@ impl RealLessonRun {
         program: &Program,
         start: bool,
     ) -> Result<usize, String> {
-        if self.crashed.contains(client) {
-            return Err(format!("{client} has crashed"));
-        }
+        refuse_crashed(&self.crashed, client)?;
         let nodes = env.topology.nodes().len() as u32;
         let machine = Machine::new(program, nodes).map_err(|e| e.to_string())?;
         let cid = env.session.client(client).map_err(|e| e.to_string())?;

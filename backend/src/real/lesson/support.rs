@@ -204,3 +204,16 @@ pub(super) fn watched_keys(lesson: &Lesson) -> Vec<String> {
     }
     keys
 }
+
+/// Adds to step `index`'s note in a real run's transcript: a step can
+/// collect several (replication held back, and a compressed TTL), joined
+/// by `; `.
+pub(crate) fn add_note(notes: &mut BTreeMap<usize, String>, index: usize, note: String) {
+    notes
+        .entry(index)
+        .and_modify(|n| {
+            n.push_str("; ");
+            n.push_str(&note);
+        })
+        .or_insert(note);
+}

@@ -36,7 +36,7 @@ use locklab_core::actor::{Actor, Names};
 use locklab_core::fault::Fault;
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::metrics::Metrics;
-use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress};
+use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, Progress};
 use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
 use locklab_core::resource::Resource;
@@ -45,7 +45,7 @@ use locklab_core::Reply;
 
 use super::etcd::{reply, EtcdDriver, Op, Raw};
 use super::translate::Translate;
-use crate::real::lesson::{RealLessonError, RealReport};
+use crate::real::lesson::{add_note, RealLessonError, RealReport};
 
 /// Wall time a blocked `LOCK` is given beyond the last lease deadline the
 /// run knows: etcd checks for expired leases every 500 ms, then commits
@@ -184,13 +184,7 @@ impl EtcdEnv {
     }
 
     fn add_note(&mut self, index: usize, note: String) {
-        self.notes
-            .entry(index)
-            .and_modify(|n| {
-                n.push_str("; ");
-                n.push_str(&note);
-            })
-            .or_insert(note);
+        add_note(&mut self.notes, index, note);
     }
 
     /// A paused client acts once its pause is over (it sends nothing
@@ -526,9 +520,7 @@ impl Environment for EtcdEnv {
         node: Option<u32>,
         argv: &[Vec<u8>],
     ) -> Result<Option<Reply>, String> {
-        if self.crashed.contains(client) {
-            return Err(format!("{client} has crashed"));
-        }
+        refuse_crashed(&self.crashed, client)?;
         self.wait_paused(client);
         let member = node.unwrap_or(self.leader);
         self.send(index, client, member, argv)
