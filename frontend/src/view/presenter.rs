@@ -102,7 +102,8 @@ fn lead_sentence(text: &str) -> String {
     let mut joined = String::new();
     for line in text.trim().lines().map(str::trim).take_while(|l| !l.is_empty()) {
         let cjk = |c: Option<char>| c.is_some_and(|c| c >= '\u{2e80}');
-        if !joined.is_empty() && !(cjk(joined.chars().last()) && cjk(line.chars().next())) {
+        let between_chinese = cjk(joined.chars().last()) && cjk(line.chars().next());
+        if !joined.is_empty() && !between_chinese {
             joined.push(' ');
         }
         joined.push_str(line);
