@@ -105,13 +105,13 @@ impl Style {
             2
         }
     }
-    /// Callout rows the sentences may take (a violation's title may take
-    /// any of the [`CALLOUT_ROWS`]: it is always shown).
-    fn note_rows(self) -> usize {
-        if self.compact {
-            2
-        } else {
-            CALLOUT_ROWS
+    /// Callout rows a callout of `kind` may take: a violation's title any
+    /// of the [`CALLOUT_ROWS`] (it is always shown), a sentence two when
+    /// compact.
+    fn callout_rows_for(self, kind: &str) -> usize {
+        match (kind, self.compact) {
+            ("violation", _) | (_, false) => CALLOUT_ROWS,
+            _ => 2,
         }
     }
     fn label_row(self) -> f64 {
@@ -1112,18 +1112,13 @@ fn place_callouts(
     let mut callouts = Vec::new();
     let mut crow: Vec<Vec<(f64, f64)>> = vec![Vec::new(); CALLOUT_ROWS];
     let mut put = |x: f64, y_to: f64, text: String, kind: &'static str, title: String, callouts: &mut Vec<Callout>| {
-        let rows = if kind == "violation" {
-            CALLOUT_ROWS
-        } else {
-            style.note_rows()
-        };
         let w = text_w(&text, font);
         // Starting at the moment, or ending there, in the first row free.
         let starts = [
             (x - font * 0.3).min(plot_end - w).max(label_w),
             (x + font * 0.3 - w).max(label_w),
         ];
-        let spot = (0..rows).find_map(|r| {
+        let spot = (0..style.callout_rows_for(kind)).find_map(|r| {
             starts
                 .iter()
                 .find(|&&x0| {

@@ -814,8 +814,8 @@ async fn the_real_driver_in_headless_chromium() {
         "the real commands on the timeline: {events}"
     );
     // Lessons the backend cannot play are marked.
-    eventually("lesson 42 marked simulator-only", || async {
-        (count(&c, "[data-testid=lesson-item][data-lesson='42'] [data-testid=sim-only]").await == 1).then_some(())
+    eventually("lesson 18 marked simulator-only", || async {
+        (count(&c, "[data-testid=lesson-item][data-lesson='18'] [data-testid=sim-only]").await == 1).then_some(())
     })
     .await;
 

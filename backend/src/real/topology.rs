@@ -75,7 +75,7 @@ use thiserror::Error;
 
 use crate::real::conn::{public_url, RealConnection};
 use crate::real::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
-use crate::real::faults::proxy::{LinkFault, LinkProxy, LinkStats};
+use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy, LinkStats};
 use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
 use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
 use crate::real::session::NodeTarget;
@@ -676,11 +676,7 @@ impl Topology {
         let port = m.nodes.get(node as usize).ok_or(TopologyError::NoNode(node))?.port;
         let key = (client.to_owned(), node);
         if !m.links.contains_key(&key) {
-            // A fixed seed per (client, node): the same run loses the same
-            // messages.
-            let seed = client.bytes().fold(u64::from(node) ^ 0xcbf2_9ce4_8422_2325, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-            });
+            let seed = link_seed(client, node);
             let proxy = LinkProxy::start(
                 SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
                 LinkFault::default(),

@@ -102,6 +102,14 @@ impl Shared {
     }
 }
 
+/// The seed of the link from `client` to node `node`: fixed per link, so
+/// the same run loses the same messages.
+pub fn link_seed(client: &str, node: u32) -> u64 {
+    client.bytes().fold(u64::from(node) ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// A running proxy: connect to [`LinkProxy::addr`] instead of the node.
 #[derive(Debug)]
 pub struct LinkProxy {

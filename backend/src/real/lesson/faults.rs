@@ -2,8 +2,11 @@
 //! (SIGSTOP, SIGKILL, a restart without persistence, cut replication, a
 //! shifted clock), and a Sentinel failover on the `sentinel` topology.
 
+use locklab_core::link::LinkConfig;
+
 use super::programs::PAUSED_FOR_GOOD;
 use super::*;
+use crate::real::faults::proxy::LinkFault;
 
 /// How long Sentinel may take to fail over: its down-after and election
 /// take ~2–3 s here (`real/faults/sentinel.rs`); a loaded machine gets
@@ -119,7 +122,8 @@ impl RealLessonRun {
                 Ok(None)
             }
             Fault::SetLink { a, b, config } => {
-                let ((Endpoint::Client(c), _) | (_, Endpoint::Client(c))) = (a, b) else {
+                let ((Endpoint::Client(c), Endpoint::Node(n)) | (Endpoint::Node(n), Endpoint::Client(c))) = (a, b)
+                else {
                     return Ok(None);
                 };
                 if config.drop_reply_permille >= 1000 {
@@ -127,7 +131,7 @@ impl RealLessonRun {
                 } else {
                     self.deaf.remove(c);
                 }
-                Ok(None)
+                self.delay_link(env, c, *n, config)
             }
             Fault::CrashNode { node } => {
                 topo(env, topology::Fault::Crash { node: *node })?;
@@ -239,6 +243,40 @@ impl RealLessonRun {
             }
             other => Err(format!("a real run cannot inject {other:?}")),
         }
+    }
+}
+
+impl RealLessonRun {
+    /// A slow link, for real: the client's connections to the node go
+    /// through a delaying proxy of the session's
+    /// ([`crate::real::session::Session::set_link`]).
+    /// The simulator's default link (1 ms, up to 2 ms of jitter) stands
+    /// for the network as it is: set back to it, the proxy adds nothing.
+    /// The delay is lesson time, compressed like every TTL of the run.
+    /// Lost replies are the runner's `deaf` clients, not the proxy's.
+    fn delay_link(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        client: &str,
+        node: u32,
+        config: &LinkConfig,
+    ) -> Result<Option<String>, String> {
+        let plain = LinkConfig::default();
+        let delays = (config.latency_ms, config.jitter_ms) != (plain.latency_ms, plain.jitter_ms);
+        if !delays && !env.session.has_delay(client, node) {
+            return Ok(None);
+        }
+        let factor = self.factor.max(1);
+        let fault = LinkFault {
+            latency_ms: if delays { config.latency_ms / factor } else { 0 },
+            jitter_ms: if delays { config.jitter_ms / factor } else { 0 },
+            ..LinkFault::default()
+        };
+        let note = env.session.set_link(client, node, fault).map_err(|e| e.to_string())?;
+        Ok(Some(match (delays, factor) {
+            (true, f) if f > 1 => format!("{note}: {} ms of lesson time at {f}×", config.latency_ms),
+            _ => note,
+        }))
     }
 }
 

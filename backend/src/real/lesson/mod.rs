@@ -826,10 +826,18 @@ mod tests {
         assert!(check_supported(get("21")).is_ok());
         // A node's clock jump is the clock-shift preload's.
         assert!(check_supported(get("20")).is_ok());
-        let RealRun::No { why } = &get("42").real else {
-            panic!("42 is simulator-only")
+        let RealRun::No { why } = &get("18").real else {
+            panic!("18 is simulator-only")
         };
-        assert_eq!(check_supported_lang(get("42"), Lang::Zh).unwrap_err(), why.zh.trim());
+        assert_eq!(check_supported_lang(get("18"), Lang::Zh).unwrap_err(), why.zh.trim());
+        // Its 7 ms link would vanish under compression.
+        assert!(check_supported(get("42")).is_ok());
+        assert_eq!(default_factor(get("42")), 1);
+        assert_eq!(
+            default_factor(get("33")),
+            100,
+            "33's link is the default one, and loses replies"
+        );
         // Metrics are measured on the real run's own events (issue 18).
         for id in ["25", "26", "27"] {
             assert!(check_supported(get(id)).is_ok(), "lesson {id}");

@@ -14,7 +14,7 @@ pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
 }
 
 /// The compression a run uses when none is given: 1× for a lesson that
-/// measures lock-health figures, 100× otherwise, except for
+/// measures lock-health figures or round trips, 100× otherwise, except for
 /// the Redlock lessons. Their client programs schedule extensions and
 /// releases with ~100 lesson ms to spare before the next step checks the
 /// servers (lesson 19: the extension at 9.9 s, the check at 10 s), and
@@ -24,7 +24,7 @@ pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
 /// An etcd lesson gets 10×: etcd's TTLs are whole seconds, so a 10 s lease
 /// must stay at least the 1 s etcd grants.
 pub fn default_factor(lesson: &Lesson) -> u64 {
-    if has_metrics(lesson) {
+    if has_metrics(lesson) || measures_round_trips(lesson) {
         // Waits of a few lesson ms are what the figures measure; the
         // session's clock counts whole wall ms, so at 100× a wait would be
         // 0 or 100 ms.
@@ -34,6 +34,17 @@ pub fn default_factor(lesson: &Lesson) -> u64 {
     } else {
         100
     }
+}
+
+/// Does the lesson slow a link by a few ms to show what round trips cost
+/// (lesson 42: 7 ms, then 1 ms one way)? Compressed, such a delay would
+/// be less than the loopback's own tens of microseconds.
+fn measures_round_trips(lesson: &Lesson) -> bool {
+    let plain = locklab_core::link::LinkConfig::default();
+    lesson.steps.iter().any(|s| {
+        matches!(s.kind(), Ok(StepKind::Fault(Fault::SetLink { config, .. }))
+            if config.latency_ms < 100 && (config.latency_ms, config.jitter_ms) != (plain.latency_ms, plain.jitter_ms))
+    })
 }
 
 /// Does the lesson measure lock-health figures (a `metrics` step)?

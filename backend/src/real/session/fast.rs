@@ -348,7 +348,7 @@ impl Session {
         let n = key.1 as usize;
         let admin = self.take_reader(n).await.map_err(as_real)?;
         self.put_reader(n, Some(admin));
-        let url = self.nodes[n].target.url.clone();
+        let url = self.client_url(key.0, n);
         let mut link = Link::open(&url, self.sandbox.limits.reply_timeout).await?;
         let auth = [
             b"AUTH".to_vec(),

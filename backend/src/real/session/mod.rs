@@ -109,6 +109,7 @@ use crate::real::conn::{display_addr, RealConnection, RealError};
 use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
+mod delay;
 mod fast;
 mod flight;
 pub mod functions;
@@ -379,6 +380,7 @@ impl SessionPool {
                 .collect(),
             conns: HashMap::new(),
             links: HashMap::new(),
+            delays: HashMap::new(),
             clients: BTreeMap::new(),
             names,
             bucket: Bucket::new(self.limits.burst),
@@ -494,6 +496,9 @@ pub struct Session {
     /// two maps at a time: the lane that opens one drops the other's, so a
     /// client's `MULTI` or `WATCH` is never split over two sockets.
     links: HashMap<(u32, u32), Link>,
+    /// (client index, node index) → the proxy that client's link to that
+    /// node goes through, once a lesson slowed it ([`delay`]).
+    delays: HashMap<(u32, u32), crate::real::faults::proxy::LinkProxy>,
     clients: BTreeMap<String, u32>,
     names: Names,
     bucket: Bucket,
@@ -1028,15 +1033,15 @@ impl Session {
                     other => RealError::Unsupported(other.to_string()),
                 });
             }
-            let conn = self.open_user_conn(n)?;
+            let conn = self.open_user_conn(c, n)?;
             self.links.remove(&key);
             self.conns.insert(key, conn);
         }
         self.conns.get_mut(&key).ok_or(RealError::EmptyCommand)
     }
 
-    fn open_user_conn(&self, n: usize) -> Result<RealConnection, RealError> {
-        let mut conn = RealConnection::open(&self.nodes[n].target.url)?;
+    fn open_user_conn(&self, c: u32, n: usize) -> Result<RealConnection, RealError> {
+        let mut conn = RealConnection::open(&self.client_url(c, n))?;
         conn.set_read_timeout(Some(self.sandbox.limits.reply_timeout))?;
         let auth = [
             b"AUTH".to_vec(),

@@ -1,0 +1,109 @@
+//! A slow link for one client of one session: its connections to a node
+//! go through a [`LinkProxy`] of its own (latency, jitter, lost requests),
+//! while every other client — and every other session on the same server —
+//! keeps the direct path. The simulator's links are per client and node
+//! (`Fault::SetLink`), and so are these.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use super::*;
+use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy};
+
+impl Session {
+    /// Make the link from `client` to node `node` slow or lossy
+    /// (`LinkFault::default()`: as fast as the network is). The first call
+    /// starts the proxy and closes the client's connections to the node,
+    /// so its next command reconnects through it (an open `MULTI` there is
+    /// gone, as when a real proxy is put in the path). The answer says what
+    /// was done, for the trace.
+    pub fn set_link(&mut self, client: &str, node: u32, fault: LinkFault) -> Result<String, SessionError> {
+        let c = self.client_index(client)?;
+        let n = node as usize;
+        let target = self.nodes.get(n).ok_or(SessionError::NoNode(node))?.target.clone();
+        let key = (c, node);
+        if !self.delays.contains_key(&key) {
+            let upstream = tcp_addr(&target.url).ok_or_else(|| SessionError::Setup {
+                node: target.name.clone(),
+                text: format!(
+                    "{} is not a TCP address, so the lab cannot put a delaying proxy in front of it",
+                    display_addr(&target.url)
+                ),
+            })?;
+            let proxy = LinkProxy::start(upstream, LinkFault::default(), link_seed(client, node))
+                .map_err(|e| self.unreachable(n, RealError::Io(e)))?;
+            self.delays.insert(key, proxy);
+            self.conns.remove(&key);
+            self.links.remove(&key);
+            self.multi.remove(&key);
+        }
+        let proxy = &self.delays[&key];
+        proxy.set(fault);
+        let f = proxy.fault();
+        Ok(format!(
+            "link {client} ↔ {}: latency {} ms, jitter {} ms, requests lost {}‰ (through a proxy on port {})",
+            target.name,
+            f.latency_ms,
+            f.jitter_ms,
+            f.drop_request_permille,
+            proxy.addr().port()
+        ))
+    }
+
+    /// Does `client`'s link to node `node` go through a proxy?
+    pub fn has_delay(&self, client: &str, node: u32) -> bool {
+        self.clients
+            .get(client)
+            .is_some_and(|&c| self.delays.contains_key(&(c, node)))
+    }
+
+    /// Where client `c` connects to reach node `n`: the node's URL, with
+    /// the address of the client's proxy when its link there is delayed
+    /// (the credentials, database and protocol stay as they are).
+    pub(super) fn client_url(&self, c: u32, n: usize) -> String {
+        let url = &self.nodes[n].target.url;
+        match self.delays.get(&(c, n as u32)) {
+            Some(proxy) => with_addr(url, proxy.addr()),
+            None => url.clone(),
+        }
+    }
+}
+
+/// The socket address of a `redis://` URL, if it names one.
+fn tcp_addr(url: &str) -> Option<SocketAddr> {
+    if !url.starts_with("redis://") {
+        return None;
+    }
+    display_addr(url).to_socket_addrs().ok()?.next()
+}
+
+/// `url` with its `host:port` replaced by `addr` (the part
+/// [`display_addr`] shows).
+fn with_addr(url: &str, addr: SocketAddr) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
+    let (creds, host) = match rest.rsplit_once('@') {
+        Some((c, h)) => (format!("{c}@"), h),
+        None => (String::new(), rest),
+    };
+    let tail = &host[host.find(['/', '?', '#']).unwrap_or(host.len())..];
+    format!("{scheme}://{creds}{addr}{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proxied_url_keeps_everything_but_the_address() {
+        let at: SocketAddr = "127.0.0.1:7001".parse().unwrap();
+        assert_eq!(with_addr("redis://127.0.0.1:6379", at), "redis://127.0.0.1:7001");
+        assert_eq!(
+            with_addr("redis://default:p@ss/w@h:1/2?protocol=resp3", at),
+            "redis://default:p@ss/w@127.0.0.1:7001/2?protocol=resp3"
+        );
+        assert_eq!(tcp_addr("redis+unix:///run/redis.sock"), None);
+        assert_eq!(
+            tcp_addr("redis://127.0.0.1:6380/0"),
+            Some("127.0.0.1:6380".parse().unwrap())
+        );
+    }
+}
