@@ -164,7 +164,8 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// Can the browser's real driver (the WebSocket API) play this lesson?
 /// As [`check_supported_lang`], except a lesson on a lock service: the API
 /// drives Redis nodes only, while [`run_managed`](super::run_managed)
-/// starts the etcd cluster such a lesson needs (`locklab lesson run --real`).
+/// starts the etcd cluster or ZooKeeper ensemble such a lesson needs
+/// (`locklab lesson run --real`).
 pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     check_supported_lang(lesson, lang)?;
     if let Some(service) = lesson.world.service {
