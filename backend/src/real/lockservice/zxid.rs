@@ -115,9 +115,9 @@ mod tests {
     #[test]
     fn sessions_are_numbered_from_the_simulators_first_id() {
         let mut n = Numbers::new(E1);
-        assert_eq!(n.opened(0x3000_a1b2_c000_0), 0x1001);
-        assert_eq!(n.opened(0x1000_a1b2_c000_1), 0x1002);
-        assert_eq!(n.opened(0x3000_a1b2_c000_0), 0x1001, "the same session twice");
+        assert_eq!(n.opened(0x0003_000a_1b2c_0000), 0x1001);
+        assert_eq!(n.opened(0x0001_000a_1b2c_0001), 0x1002);
+        assert_eq!(n.opened(0x0003_000a_1b2c_0000), 0x1001, "the same session twice");
         assert_eq!(n.shown_session(77), None);
     }
 
