@@ -208,6 +208,8 @@ impl Ensemble {
             .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
             .arg("-Dzookeeper.admin.enableServer=false")
+            // For the reaper's check that a recorded pid is still this server.
+            .arg(format!("-Dlocklab.clientPort={}", s.client_port))
             .args([
                 "-cp",
                 &self.classpath,
@@ -350,5 +352,30 @@ mod tests {
             parse_srvr("This ZooKeeper instance is not currently serving requests\n"),
             None
         );
+    }
+
+    /// The reaper knows each server by its command line, and dropping the
+    /// ensemble leaves no java process behind (a SIGSTOPped one included).
+    #[test]
+    fn servers_are_the_reapers_and_die_with_the_ensemble() {
+        if !zookeeper_installed() {
+            eprintln!("skipped: {ZK_NOT_FOUND}");
+            return;
+        }
+        let mut e = Ensemble::spawn(3, 400, 4000).expect("three servers");
+        let pids: Vec<(u32, String)> = e
+            .servers
+            .iter()
+            .map(|s| (s.pid().expect("running"), s.client_port.to_string()))
+            .collect();
+        for (pid, port) in &pids {
+            assert!(crate::real::reaper::is_managed_zookeeper(*pid, port));
+            assert!(!crate::real::reaper::is_managed_zookeeper(*pid, "1"));
+        }
+        e.signal_stop(0, true).expect("SIGSTOP");
+        drop(e);
+        for (pid, _) in &pids {
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{pid} is gone");
+        }
     }
 }
