@@ -386,7 +386,8 @@ impl ZkDriver {
         self.ensemble.servers.get(i as usize).and_then(|s| s.pid())
     }
 
-    /// The server that leads now, by `srvr`; with `not`, one other than it.
+    /// The server that leads now, by `srvr` (the first live one that says
+    /// `Mode: leader`); the first answer also gives the server version.
     pub fn leader(&mut self) -> Option<u32> {
         (0..self.members()).find_map(|i| {
             let s = self.ensemble.srvr(i)?;
@@ -510,7 +511,11 @@ impl ZkDriver {
     }
 
     /// Hide the zxids committed since `before` (a session's creation): the
-    /// leader's last zxid is read until it moved on.
+    /// leader's last zxid is read until it moved on. A lesson's steps run
+    /// one at a time, so the only other transaction that could commit in
+    /// that window is a session expiring on its own; it would be hidden
+    /// too, and the zxids after it shown one lower (lesson 44's expiry
+    /// comes seconds after B's `SESSION`).
     fn after_session(&mut self, before: Option<i64>) {
         let Some(before) = before else { return };
         let until = Instant::now() + Duration::from_secs(1);
