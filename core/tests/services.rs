@@ -8,7 +8,7 @@
 use locklab_core::actor::Actor;
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::run::LessonRun;
-use locklab_core::lesson::Lesson;
+use locklab_core::lesson::{Lesson, RealRun};
 use locklab_core::trace::EventKind;
 
 const REAL_NO: &str =
@@ -235,11 +235,11 @@ node = 1
     assert_eq!(elected[1].1, 2, "etcd2 leads term 2 once etcd1 is cut off: {elected:?}");
 }
 
-/// A ZooKeeper lesson has no real driver yet and must say so; an etcd
-/// lesson has one (the backend's managed etcd cluster), so real = yes is
-/// fine there.
+/// Both lock services have a real driver (the backend's managed etcd
+/// cluster and ZooKeeper ensemble), so real = yes is fine for either; four
+/// services in one world have none and must say so.
 #[test]
-fn a_zookeeper_lesson_must_say_it_has_no_real_driver() {
+fn a_lock_service_lesson_may_be_real_but_four_services_may_not() {
     let text = |service: &str, cmd: &str| {
         format!(
             r#"id = "99"
@@ -259,9 +259,17 @@ explain = {{ zh = "测试", en = "test" }}
 "#
         )
     };
-    let e = Lesson::parse(&text("zk", "SESSION 5000")).expect_err("real = yes is refused");
-    assert!(e.to_string().contains("no real driver yet"), "{e}");
+    Lesson::parse(&text("zk", "SESSION 5000")).expect("ZooKeeper has a real driver");
     Lesson::parse(&text("etcd", "LEASE GRANT 5")).expect("etcd has a real driver");
+    let real = |id: &str| {
+        let lessons = locklab_core::lesson::builtin().expect("built in");
+        locklab_core::lesson::find(&lessons, id).expect("a lesson").real.clone()
+    };
+    assert_eq!(real("44"), RealRun::Yes, "44 plays on a real ensemble");
+    assert!(
+        matches!(real("45"), RealRun::No { .. }),
+        "45 (four services) stays on the simulator"
+    );
 }
 
 /// The commands `client` sent before it first believed it held a lock.

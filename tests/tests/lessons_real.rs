@@ -75,7 +75,8 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
     for lesson in lessons.iter().filter(|l| l.topology == LessonTopology::Single) {
         if METRICS.contains(&lesson.id.as_str()) || lesson.world.service.is_some() {
             // Played at 1× by their own test; a lock service's lessons play
-            // on a managed etcd cluster (tests/lockservice_real.rs).
+            // on a managed etcd cluster or ZooKeeper ensemble
+            // (tests/lockservice_real.rs, tests/zookeeper_real.rs).
             continue;
         }
         let must = SINGLE_NODE.contains(&lesson.id.as_str());

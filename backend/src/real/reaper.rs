@@ -82,7 +82,7 @@ pub fn reap(mine: bool) -> usize {
         if owner_alive || (owner == me && !mine) {
             continue;
         }
-        if is_managed_redis(pid, port) || is_managed_etcd(pid, port) {
+        if is_managed_redis(pid, port) || is_managed_etcd(pid, port) || is_managed_zookeeper(pid, port) {
             let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             killed += 1;
         }
@@ -134,6 +134,19 @@ pub(crate) fn is_managed_etcd(pid: u32, port: &str) -> bool {
         .windows(2)
         .any(|w| w[0] == b"--listen-client-urls" && w[1] == url.as_bytes());
     etcd && on_port
+}
+
+/// Is `pid` still a ZooKeeper server the lab started for `port`? Its
+/// command line names QuorumPeerMain and carries `-Dlocklab.clientPort=
+/// <port>` (ZooKeeper takes its port from zoo.cfg, so the lab puts it
+/// there for this check).
+pub(crate) fn is_managed_zookeeper(pid: u32, port: &str) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let mark = format!("-Dlocklab.clientPort={port}");
+    args.contains(&&b"org.apache.zookeeper.server.quorum.QuorumPeerMain"[..]) && args.contains(&mark.as_bytes())
 }
 
 #[cfg(test)]

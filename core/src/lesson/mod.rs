@@ -171,8 +171,9 @@ pub struct WorldSettings {
     pub overlap_is_violation: Option<bool>,
     /// The lock service the nodes run instead of Redis: three etcd or
     /// ZooKeeper members ([`crate::service`]). The lesson's `topology`
-    /// stays `single`; a ZooKeeper lesson says `real = { mode = "no", … }`
-    /// until a real ZooKeeper driver exists (etcd has one).
+    /// stays `single`; both have a real driver (a managed cluster or
+    /// ensemble), while `all` says `real = { mode = "no", … }` until the
+    /// four services share one real session.
     pub service: Option<LockService>,
     /// With `service = "all"`: the lock key each of the four groups guards
     /// (`{ redis, redlock, etcd, zk }`).
@@ -843,7 +844,7 @@ impl Lesson {
                 "world.service = {s:?} replaces the Redis nodes: leave topology single"
             ));
         }
-        if s != LockService::Etcd && self.real == RealRun::Yes {
+        if s == LockService::All && self.real == RealRun::Yes {
             return Err(format!(
                 "world.service = {s:?} has no real driver yet: say real = {{ mode = \"no\", why = … }}"
             ));

@@ -33,8 +33,15 @@ use super::{arg, err, word, Answer, Happened, Holder, Request};
 use crate::reply::Reply;
 
 /// A default server's tickTime (ms): sessions are negotiated to 2–20 ticks.
-const TICK_MS: u64 = 2000;
-const FIRST_SESSION: i64 = 0x1001;
+pub const TICK_MS: u64 = 2000;
+/// The first session id a run hands out (the real driver numbers its
+/// sessions from here too).
+pub const FIRST_SESSION: i64 = 0x1001;
+
+/// The session timeout a default server negotiates for `asked_ms`.
+pub fn negotiated_timeout(asked_ms: u64) -> u64 {
+    asked_ms.clamp(2 * TICK_MS, 20 * TICK_MS)
+}
 
 #[derive(Clone, Debug)]
 struct Znode {
@@ -215,7 +222,7 @@ impl Zk {
         else {
             return err("session needs a timeout in milliseconds");
         };
-        let timeout_ms = ms.clamp(2 * TICK_MS, 20 * TICK_MS);
+        let timeout_ms = negotiated_timeout(ms);
         let id = self.next_session;
         self.next_session += 1;
         self.sessions.insert(

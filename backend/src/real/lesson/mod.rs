@@ -745,6 +745,10 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
         // Three etcd members instead of Redis nodes (`real/lockservice`).
         return crate::real::lockservice::run_etcd(lesson, factor);
     }
+    if lesson.world.service == Some(LockService::Zk) {
+        // Three ZooKeeper servers (`real/lockservice/zkrun.rs`).
+        return crate::real::lockservice::run_zk(lesson, factor);
+    }
     let mut topology = Topology::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)
 }

@@ -22,8 +22,13 @@ pub fn topology_kind(lesson: &Lesson) -> TopologyKind {
 /// millisecond is already 100 lesson ms, at 10× it is 10.
 ///
 /// An etcd lesson gets 10×: etcd's TTLs are whole seconds, so a 10 s lease
-/// must stay at least the 1 s etcd grants.
+/// must stay at least the 1 s etcd grants. A ZooKeeper lesson gets 5×: its
+/// servers expire a session within a 100 ms tick of its timeout, half a
+/// second of lesson time at 5× (lesson 44 waits a second past A's).
 pub fn default_factor(lesson: &Lesson) -> u64 {
+    if lesson.world.service == Some(LockService::Zk) {
+        return 5;
+    }
     if has_metrics(lesson) || measures_round_trips(lesson) {
         // Waits of a few lesson ms are what the figures measure; the
         // session's clock counts whole wall ms, so at 100× a wait would be
@@ -70,9 +75,12 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     }
     match lesson.world.service {
         Some(LockService::Etcd) => return crate::real::lockservice::check_etcd(lesson),
-        Some(LockService::Zk) => return Err("there is no real ZooKeeper driver yet".into()),
+        Some(LockService::Zk) => return crate::real::lockservice::check_zk(lesson),
         Some(LockService::All) => {
-            return Err("four services in one world need the real ZooKeeper driver, which does not exist yet".into())
+            return Err(
+                "four services in one world need all of them in one session, which the real drivers do not share yet"
+                    .into(),
+            )
         }
         None => {}
     }
@@ -167,13 +175,18 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// Can the browser's real driver (the WebSocket API) play this lesson?
 /// As [`check_supported_lang`], except a lesson on a lock service: the API
 /// drives Redis nodes only, while [`run_managed`](super::run_managed)
-/// starts the etcd cluster such a lesson needs (`locklab lesson run --real`).
+/// starts the etcd cluster or ZooKeeper ensemble such a lesson needs
+/// (`locklab lesson run --real`).
 pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     check_supported_lang(lesson, lang)?;
-    if lesson.world.service.is_some() {
+    if let Some(service) = lesson.world.service {
+        let (what, name) = match service {
+            LockService::Zk => ("a managed ZooKeeper ensemble", "ZooKeeper"),
+            _ => ("a managed etcd cluster", "etcd"),
+        };
         return Err(format!(
-            "it plays on a managed etcd cluster, not on Redis nodes: run it with `locklab lesson run {} --real`; \
-             the browser's real driver does not drive etcd yet",
+            "it plays on {what}, not on Redis nodes: run it with `locklab lesson run {} --real`; \
+             the browser's real driver does not drive {name} yet",
             lesson.id
         ));
     }

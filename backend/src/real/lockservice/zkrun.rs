@@ -1,0 +1,696 @@
+//! A lesson on a real ZooKeeper ensemble: core's step interpreter
+//! ([`Progress`]) over [`ZkEnv`], core's [`Environment`] for a managed
+//! three-server ensemble.
+//!
+//! What each step does, and how it differs from the simulator:
+//!
+//! * **A command** goes, as the client's zookeeper-client request, to the
+//!   server the step names or else to the leader, on the client's one
+//!   session (see [`super::zk`]). Every ZooKeeper request is answered at
+//!   once (a blocked lock is the client's own `EXISTS … WATCH`, not a
+//!   blocked request); a server that answers nothing within 1.5 s — a
+//!   stopped one — gives `ConnectionLoss`, as the Java client does when
+//!   its connection times out.
+//! * **Time is compressed** by the run's factor (5× by default): a
+//!   session's timeout is sent divided by it, and the servers negotiate
+//!   timeouts into the simulator's 4–40 s divided by it. The servers tick
+//!   every 100 ms and expire a session within a tick of its timeout, which
+//!   at 5× is 0.5 s of lesson time: lesson 44 waits a whole second past A's
+//!   timeout.
+//! * **pause_client** drops the client's connection (its session stays):
+//!   it sends nothing, heartbeats included, until the pause is over, so
+//!   the ensemble expires its session as it would a stopped JVM's.
+//! * **crash_node** SIGKILLs the server's JVM. **cut_link** between two
+//!   servers is remembered; once a server is cut from every other one, it
+//!   is SIGSTOPped — the others see exactly a partitioned server (no
+//!   pings), and it answers no client, as a minority server does not
+//!   serve. `heal_link` SIGCONTs it. When the leader goes either way, the
+//!   runner waits until the others have elected a new one (about a second
+//!   of wall time, not counted as lesson time: the simulator's election is
+//!   instantaneous), and every session's timeout starts over, as the new
+//!   leader's session tracker does.
+//! * **Lock bars** come from the ensemble as in the simulator's world:
+//!   after each step the lowest-numbered child of each watched lock znode
+//!   is read by the lab's observer session, owned by the client whose
+//!   `CREATE` made it; its deadline is its session's timeout after the
+//!   client was last heard (a connected client heartbeats, so that is now).
+//! * **Watches** that fire go on the client's lane with the simulator's
+//!   text (`WatchedEvent state:SyncConnected type:NodeDeleted path:…`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use locklab_core::actor::{Actor, Names};
+use locklab_core::fault::{Endpoint, Fault};
+use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
+use locklab_core::lesson::metrics::Metrics;
+use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress};
+use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, RealRun, StepKind};
+use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
+use locklab_core::resource::Resource;
+use locklab_core::service::zk::negotiated_timeout;
+use locklab_core::trace::{Event, EventKind};
+use locklab_core::Reply;
+
+use super::zk::{parse, reply, Op, Raw, ZkDriver};
+use crate::real::lesson::{RealLessonError, RealReport};
+
+/// How long an election after the leader went may take.
+const ELECTION_WITHIN: Duration = Duration::from_secs(30);
+/// Lock bars are refreshed this often during a wait.
+const OBSERVE_EVERY: Duration = Duration::from_millis(100);
+
+/// A lesson being played on a managed ZooKeeper ensemble.
+pub struct ZkEnv {
+    driver: ZkDriver,
+    lesson: Lesson,
+    factor: u64,
+    /// Lesson time 0, wall clock.
+    origin: Instant,
+    names: Names,
+    leader: u32,
+    /// Clients paused until then.
+    paused: BTreeMap<String, Instant>,
+    crashed: BTreeSet<String>,
+    /// Cut server-to-server links, (low, high).
+    cuts: BTreeSet<(u32, u32)>,
+    /// Servers the lab SIGSTOPped because they were cut off from all.
+    isolated: BTreeSet<u32>,
+    /// Real session → (its client, its timeout in lesson ms, when its
+    /// client was last heard, lesson ms).
+    sessions: BTreeMap<i64, (u32, u64, u64)>,
+    /// Real znode path → the client whose request created it.
+    owners: BTreeMap<String, u32>,
+    observer: LockObserver,
+    monitor: Monitor,
+    resource: Resource,
+    overlapped: bool,
+    events: Vec<Event>,
+    notes: BTreeMap<usize, String>,
+    next_req: u64,
+}
+
+fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
+    RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    }
+}
+
+impl ZkEnv {
+    /// A fresh ensemble (zk1 leading) for `lesson`, time compressed by
+    /// `factor`.
+    pub fn start(lesson: &Lesson, factor: u64) -> Result<ZkEnv, RealLessonError> {
+        let factor = factor.clamp(1, 1000);
+        let min = negotiated_timeout(0) / factor;
+        let max = negotiated_timeout(u64::MAX) / factor;
+        let driver = ZkDriver::start(min, max).map_err(|e| unsupported(lesson, e.to_string()))?;
+        let names = Names {
+            clients: lesson.actors.clone(),
+            nodes: (0..driver.members() as u32).map(|i| driver.member_name(i)).collect(),
+        };
+        let mut observer = LockObserver::new(Scope::Declared, driver.members(), false);
+        for k in &lesson.world.locks {
+            observer.watch(k);
+        }
+        Ok(ZkEnv {
+            lesson: lesson.clone(),
+            factor,
+            origin: Instant::now(),
+            names,
+            leader: 0,
+            paused: BTreeMap::new(),
+            crashed: BTreeSet::new(),
+            cuts: BTreeSet::new(),
+            isolated: BTreeSet::new(),
+            sessions: BTreeMap::new(),
+            owners: BTreeMap::new(),
+            observer,
+            monitor: Monitor::new(InvariantConfig {
+                lock_keys: lesson.world.locks.clone(),
+                overlap_is_violation: overlap_is_violation(lesson),
+                max_hold_ms: lesson.world.max_hold_ms,
+            }),
+            resource: Resource::new(lesson.world.fencing),
+            overlapped: false,
+            events: Vec::new(),
+            notes: BTreeMap::new(),
+            next_req: 1,
+            driver,
+        })
+    }
+
+    pub fn version(&self) -> String {
+        format!("ZooKeeper {}", self.driver.version())
+    }
+
+    pub fn factor(&self) -> u64 {
+        self.factor
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    pub fn driver(&self) -> &ZkDriver {
+        &self.driver
+    }
+
+    pub fn driver_mut(&mut self) -> &mut ZkDriver {
+        &mut self.driver
+    }
+
+    /// The server that leads now, as `srvr` says.
+    pub fn leader(&mut self) -> Option<u32> {
+        self.driver.leader()
+    }
+
+    /// Per step, what was sent or done differently from the simulator.
+    pub fn notes(&self) -> &BTreeMap<usize, String> {
+        &self.notes
+    }
+
+    fn now_ms(&self) -> u64 {
+        (self.origin.elapsed().as_micros() as u64).saturating_mul(self.factor) / 1000
+    }
+
+    fn wall(&self, ms: u64) -> Duration {
+        Duration::from_micros(ms.saturating_mul(1000) / self.factor)
+    }
+
+    fn cid(&self, client: &str) -> Result<u32, String> {
+        self.names
+            .clients
+            .iter()
+            .position(|c| c == client)
+            .map(|i| i as u32)
+            .ok_or_else(|| format!("unknown client {client:?}"))
+    }
+
+    fn record(&mut self, actor: Actor, kind: EventKind) {
+        let at_ms = self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms));
+        self.events.push(Event {
+            step: self.events.len() as u64,
+            at_ms,
+            actor,
+            kind,
+        });
+    }
+
+    fn add_note(&mut self, index: usize, note: String) {
+        self.notes
+            .entry(index)
+            .and_modify(|n| {
+                n.push_str("; ");
+                n.push_str(&note);
+            })
+            .or_insert(note);
+    }
+
+    /// A paused client acts once its pause is over (it sent nothing
+    /// meanwhile; its next request reconnects its session).
+    fn wait_paused(&mut self, client: &str) {
+        if let Some(until) = self.paused.remove(client) {
+            self.sleep_until(until);
+            if let Ok(cid) = self.cid(client) {
+                self.record(Actor::Client(cid), EventKind::Resumed);
+            }
+        }
+    }
+
+    /// Sleep until `until`, putting fired watches and lock changes on the
+    /// timeline as they happen.
+    fn sleep_until(&mut self, until: Instant) {
+        while Instant::now() < until {
+            let step = until.min(Instant::now() + OBSERVE_EVERY);
+            std::thread::sleep(step.saturating_duration_since(Instant::now()));
+            self.observe(None);
+        }
+    }
+
+    /// Watches that fired, on their clients' lanes.
+    fn fired(&mut self) {
+        for f in self.driver.take_fired() {
+            if let Ok(cid) = self.cid(&f.client) {
+                self.record(Actor::Client(cid), EventKind::Note { text: f.text });
+            }
+        }
+    }
+}
+
+impl ZkEnv {
+    /// Send `argv` as `client` to `member` and translate the answer.
+    fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
+        let cid = self.cid(client)?;
+        let op = match parse(argv, self.factor, self.driver.has_session(client)) {
+            Ok(op) => op,
+            // Refused before it was sent, as the simulator refuses it.
+            Err(r) => return Ok(Some(r)),
+        };
+        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let req = self.next_req;
+        self.next_req += 1;
+        if let Op::Session { asked_ms, real_ms } = op {
+            if asked_ms != real_ms {
+                self.add_note(index, format!("sent as SESSION {real_ms} at {}×", self.factor));
+            }
+        }
+        self.record(
+            Actor::Client(cid),
+            EventKind::Sent {
+                req,
+                node: member,
+                commands: vec![shown.clone()],
+            },
+        );
+        let raw = self.driver.send(client, member, op.clone());
+        self.after(cid, client, &op, &raw);
+        let r = reply(&op, raw, &mut self.driver.numbers);
+        self.record(
+            Actor::Node(member),
+            EventKind::Executed {
+                req,
+                client: cid,
+                commands: vec![shown],
+                replies: vec![r.clone()],
+            },
+        );
+        self.record(
+            Actor::Client(cid),
+            EventKind::Received {
+                req,
+                node: member,
+                replies: vec![r.clone()],
+            },
+        );
+        self.observe(Some(cid));
+        Ok(Some(r))
+    }
+
+    /// What an answer tells the run: a new session and its timeout, a
+    /// client heard (its session's timer restarts), a znode's creator.
+    fn after(&mut self, cid: u32, client: &str, op: &Op, raw: &Raw) {
+        let now = self.now_ms();
+        match (op, raw) {
+            (Op::Session { asked_ms, .. }, Raw::Session(id)) => {
+                self.sessions.insert(*id, (cid, negotiated_timeout(*asked_ms), now));
+            }
+            (Op::Create { .. }, Raw::Created { path, .. }) => {
+                self.owners.insert(path.clone(), cid);
+            }
+            _ => {}
+        }
+        let heard = !matches!(raw, Raw::Keeper(c) if c == "ConnectionLoss" || c == "Session expired");
+        if let (true, Some(s)) = (heard, self.driver.session_of(client)) {
+            if let Some(e) = self.sessions.get_mut(&s) {
+                e.2 = now;
+            }
+        }
+    }
+
+    /// Show every watched lock's holder (the lowest-numbered child, read
+    /// by the observer) to core's lock observer, as the simulator's world
+    /// does; connected clients count as heard now (they heartbeat).
+    fn observe(&mut self, by: Option<u32>) {
+        self.fired();
+        let now = self.now_ms();
+        let live: Vec<i64> = self
+            .names
+            .clients
+            .iter()
+            .filter(|c| self.driver.connected(c))
+            .filter_map(|c| self.driver.session_of(c))
+            .collect();
+        for s in live {
+            if let Some(e) = self.sessions.get_mut(&s) {
+                e.2 = now;
+            }
+        }
+        for lock in self.observer.keys().to_vec() {
+            let Ok(holder) = self.driver.holder(&lock) else {
+                continue;
+            };
+            let seen = holder.map(|h| {
+                let session = self.sessions.get(&h.session).copied();
+                let deadline = session.map(|(_, timeout, heard)| heard + timeout);
+                let owner = self.owners.get(&h.path).copied().or(session.map(|s| s.0));
+                let seen = Seen {
+                    value: h.path.into_bytes(),
+                    deadline,
+                    ttl_ms: deadline.map(|d| d.saturating_sub(now)),
+                };
+                (seen, owner)
+            });
+            let m = self.leader;
+            let old = self.observer.held(m, &lock).map(|h| h.value.clone());
+            let new = seen.as_ref().map(|(s, _)| s.value.clone());
+            if old.is_some() && old != new {
+                let why = by.map_or(Why::Expiry, Why::Command);
+                let observed = self.observer.observe(m, &lock, None, why, now);
+                self.judge(observed);
+            }
+            if let Some((s, owner)) = seen {
+                let why = owner.map_or(Why::Expiry, Why::Command);
+                let observed = self.observer.observe(m, &lock, Some(s), why, now);
+                self.judge(observed);
+            }
+        }
+    }
+
+    /// The observer's findings on the timeline; grants numbered by core's
+    /// monitor.
+    fn judge(&mut self, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock {
+                    node, key, change, via, ..
+                } => {
+                    if via == Via::Expiry {
+                        self.record(Actor::Node(node), EventKind::Expired { key: key.clone() });
+                    }
+                    self.record(Actor::Node(node), EventKind::Lock { key, change, via });
+                }
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.record(Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease { .. } => {}
+            }
+        }
+    }
+
+    fn violate(&mut self, v: Violation) {
+        self.monitor.record(v.clone());
+        self.record(Actor::World, EventKind::Violation { violation: v });
+    }
+}
+
+impl ZkEnv {
+    /// The leader went (SIGKILL or SIGSTOP): wait for the others to elect
+    /// one (not lesson time), and start every session's timeout over, as
+    /// the new leader does.
+    fn reelect(&mut self, gone: u32) -> Result<String, String> {
+        let started = Instant::now();
+        let l = self.driver.await_leader(ELECTION_WITHIN, Some(gone))?;
+        let spent = started.elapsed();
+        self.origin += spent;
+        self.leader = l;
+        self.observer.set_master(l);
+        self.driver.observer_to_live();
+        let now = self.now_ms();
+        for s in self.sessions.values_mut() {
+            s.2 = now;
+        }
+        let epoch = self
+            .driver
+            .leader_zxid()
+            .map_or(0, |z| (self.driver.numbers.zxid_shown(z) >> 32) as u64);
+        self.record(Actor::Node(l), EventKind::Elected { term: epoch });
+        Ok(format!(
+            "{} was elected (epoch {epoch}) after {} ms of wall time (not counted as lesson time: the simulator's election is instantaneous)",
+            self.driver.member_name(l),
+            spent.as_millis()
+        ))
+    }
+
+    /// SIGKILL a server; when it led, wait for the new leader.
+    fn crash(&mut self, node: u32) -> Result<String, String> {
+        let text = self.driver.crash(node)?;
+        self.observer.set_down(node, true);
+        if node == self.leader {
+            let elected = self.reelect(node)?;
+            return Ok(format!("{text}; {elected}"));
+        }
+        Ok(text)
+    }
+
+    /// Is server `m` cut from every other server?
+    fn cut_off(&self, m: u32) -> bool {
+        (0..self.driver.members() as u32)
+            .filter(|&o| o != m)
+            .all(|o| self.cuts.contains(&(m.min(o), m.max(o))))
+    }
+
+    /// A link between two servers is cut or healed: SIGSTOP a server cut
+    /// from all the others, SIGCONT one that is not any more.
+    fn relink(&mut self, a: u32, b: u32, cut: bool) -> Result<String, String> {
+        let pair = (a.min(b), a.max(b));
+        if cut {
+            self.cuts.insert(pair);
+        } else {
+            self.cuts.remove(&pair);
+        }
+        let mut said = Vec::new();
+        for m in [a, b] {
+            let off = self.cut_off(m);
+            if off && !self.isolated.contains(&m) && self.driver.is_up(m) {
+                said.push(format!(
+                    "{} is cut off from every other server: {}",
+                    self.driver.member_name(m),
+                    self.driver.stop(m, true)?
+                ));
+                self.isolated.insert(m);
+                if m == self.leader {
+                    said.push(self.reelect(m)?);
+                }
+            } else if !off && self.isolated.remove(&m) {
+                said.push(self.driver.stop(m, false)?);
+            }
+        }
+        if said.is_empty() {
+            said.push("both servers still reach a majority: nothing to do on the real ensemble".into());
+        }
+        Ok(said.join("; "))
+    }
+
+    /// A client starts or stops believing it holds `key` (core's monitor
+    /// decides on overlaps, as in the simulator).
+    fn belief(&mut self, cid: u32, key: &str, holds: bool) {
+        let now = self.now_ms();
+        let names = self.names.clone();
+        let Some(change) = self
+            .monitor
+            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
+        else {
+            return;
+        };
+        let belief = EventKind::Belief {
+            key: key.to_owned(),
+            holds,
+        };
+        self.record(Actor::Client(cid), belief);
+        let Some(ch) = change.overlap else { return };
+        self.overlapped |= ch.begin;
+        let overlap = EventKind::Overlap {
+            key: key.to_owned(),
+            clients: ch.clients,
+            begin: ch.begin,
+            since_ms: ch.since_ms,
+        };
+        self.record(Actor::World, overlap);
+        if let Some(v) = change.violation {
+            self.violate(v);
+        }
+    }
+
+    /// A write to the protected resource (simulated on a real run too: it
+    /// is the business system, not ZooKeeper).
+    fn write_resource(&mut self, cid: u32, token: Option<i64>, value: &str) -> bool {
+        let sent = EventKind::WriteSent {
+            token,
+            value: value.to_owned(),
+        };
+        self.record(Actor::Client(cid), sent);
+        let at = self.now_ms();
+        let accepted = self.resource.write(cid, at, token, value.to_owned());
+        let judged = EventKind::Write {
+            client: cid,
+            token,
+            value: value.to_owned(),
+            accepted,
+        };
+        self.record(Actor::Resource, judged);
+        if accepted {
+            let names = self.names.clone();
+            if let Some(v) = self
+                .monitor
+                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+            {
+                self.violate(v);
+            }
+        }
+        accepted
+    }
+
+    /// The lesson's outcome, as the other runners judge it.
+    pub fn outcome(&self) -> Option<bool> {
+        self.lesson
+            .outcome
+            .judged_real(self.overlapped, self.monitor.violations())
+    }
+}
+
+impl Environment for ZkEnv {
+    fn command(
+        &mut self,
+        index: usize,
+        client: &str,
+        node: Option<u32>,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        if self.crashed.contains(client) {
+            return Err(format!("{client} has crashed"));
+        }
+        self.wait_paused(client);
+        let member = node.unwrap_or(self.leader);
+        self.send(index, client, member, argv)
+    }
+
+    fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
+        let until = Instant::now() + self.wall(ms);
+        self.sleep_until(until);
+        self.observe(None);
+        Ok(())
+    }
+
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
+        self.record(Actor::World, EventKind::Fault { fault: fault.clone() });
+        let note = match fault {
+            Fault::PauseClient { client, ms } => {
+                let wall = ms.map_or(Duration::from_secs(365 * 24 * 3600), |ms| self.wall(ms));
+                self.paused.insert(client.clone(), Instant::now() + wall);
+                self.driver.silence(client);
+                Some(format!(
+                    "{client}'s connection is dropped (its session stays): no requests, no heartbeats"
+                ))
+            }
+            Fault::ResumeClient { client } => {
+                self.paused.remove(client);
+                None
+            }
+            Fault::CrashClient { client } => {
+                self.crashed.insert(client.clone());
+                self.driver.silence(client);
+                None
+            }
+            Fault::CrashNode { node } => Some(self.crash(*node)?),
+            Fault::CutLink {
+                a: Endpoint::Node(a),
+                b: Endpoint::Node(b),
+            } => Some(self.relink(*a, *b, true)?),
+            Fault::HealLink {
+                a: Endpoint::Node(a),
+                b: Endpoint::Node(b),
+            } => Some(self.relink(*a, *b, false)?),
+            other => return Err(format!("a real ZooKeeper run cannot inject {other:?}")),
+        };
+        if let Some(n) = note {
+            self.add_note(index, n);
+        }
+        self.observe(None);
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        _index: usize,
+        _client: &str,
+        _program: &locklab_core::client::Program,
+        _background: bool,
+    ) -> Result<(), String> {
+        Err("client programs speak Redis; a ZooKeeper lesson types its commands".into())
+    }
+
+    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        self.wait_paused(client);
+        let cid = self.cid(client)?;
+        let accepted = self.write_resource(cid, token, value);
+        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+    }
+
+    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let cid = self.cid(client)?;
+        self.belief(cid, key, holds);
+        Ok(())
+    }
+
+    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
+        Err("metrics are refused by check_zk".into())
+    }
+
+    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+        self.fired();
+        Ok(())
+    }
+
+    fn now(&self) -> u64 {
+        self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms))
+    }
+
+    fn trace_len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn names(&self) -> &Names {
+        &self.names
+    }
+}
+
+/// Can a real ZooKeeper run play this lesson? The faults a real ensemble
+/// takes here: a client paused, resumed or crashed, a server crashed, a
+/// link between two servers cut or healed.
+pub fn check_zk(lesson: &Lesson) -> Result<(), String> {
+    if let RealRun::No { why } = &lesson.real {
+        return Err(why.en.trim().to_owned());
+    }
+    for (i, step) in lesson.steps.iter().enumerate() {
+        match step.kind()? {
+            StepKind::Fault(
+                Fault::PauseClient { .. }
+                | Fault::ResumeClient { .. }
+                | Fault::CrashClient { .. }
+                | Fault::CrashNode { .. }
+                | Fault::CutLink {
+                    a: Endpoint::Node(_),
+                    b: Endpoint::Node(_),
+                }
+                | Fault::HealLink {
+                    a: Endpoint::Node(_),
+                    b: Endpoint::Node(_),
+                },
+            ) => {}
+            StepKind::Fault(f) => {
+                return Err(format!(
+                    "step {} injects a fault the real ZooKeeper driver does not make yet: {f:?}",
+                    i + 1
+                ))
+            }
+            StepKind::Program { .. } => return Err(format!("step {} runs a Redis client program", i + 1)),
+            StepKind::Metrics(_) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Start a fresh three-server ensemble, play `lesson` on it, stop it.
+pub fn run_zk(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
+    check_zk(lesson).map_err(|why| unsupported(lesson, why))?;
+    let mut env = ZkEnv::start(lesson, factor)?;
+    let mut progress = Progress::new(lesson);
+    loop {
+        match progress.step(&mut env) {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => return Err(unsupported(lesson, e.to_string())),
+        }
+    }
+    Ok(RealReport {
+        server_version: env.version(),
+        factor: env.factor(),
+        results: progress.results().to_vec(),
+        notes: env.notes.clone(),
+        outcome: env.outcome(),
+    })
+}
