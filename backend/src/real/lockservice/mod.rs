@@ -7,7 +7,7 @@
 //!   with the simulator's replies.
 //! * [`translate`] — lease ids, lock keys, revisions and TTLs between a
 //!   lesson's numbers and a real cluster's.
-//! * [`run`] — the cluster as core's lesson `Environment`.
+//! * [`etcdrun`] — the cluster as core's lesson `Environment`.
 //! * [`ensemble`] — three ZooKeeper servers (Debian's zookeeperd) on free
 //!   loopback ports.
 //! * [`zk`] — core's ZooKeeper vocabulary sent through zookeeper-client,
@@ -15,13 +15,16 @@
 //!   zxids between the two.
 //! * [`zkrun`] — the ensemble as core's lesson `Environment`.
 //!
-//! What is shared by etcd and ZooKeeper lives here: the error a managed
-//! service fails to start with.
+//! * [`lesson_state`] — what both runs keep and judge alike: lesson time,
+//!   client faults, the trace, core's observer, monitor and resource.
+//!
+//! The error a managed service fails to start with lives here.
 
 pub mod cluster;
 pub mod ensemble;
 pub mod etcd;
-pub mod run;
+pub mod etcdrun;
+mod lesson_state;
 pub mod translate;
 pub mod zk;
 pub mod zkrun;
@@ -29,7 +32,7 @@ pub mod zxid;
 
 use thiserror::Error;
 
-pub use run::{check_etcd, run_etcd, EtcdEnv};
+pub use etcdrun::{check_etcd, run_etcd, EtcdEnv};
 pub use zkrun::{check_zk, run_zk, ZkEnv};
 
 /// Why a managed lock service could not be used.

@@ -42,16 +42,15 @@ use std::time::{Duration, Instant};
 
 use locklab_core::actor::{Actor, Names};
 use locklab_core::fault::{Endpoint, Fault};
-use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::metrics::Metrics;
-use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress};
-use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, RealRun, StepKind};
-use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
-use locklab_core::resource::Resource;
+use locklab_core::lesson::run::{refuse_crashed, Environment};
+use locklab_core::lesson::{Lesson, MetricsSpec};
+use locklab_core::observe::{Cause as Why, Seen};
 use locklab_core::service::zk::negotiated_timeout;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
+use super::lesson_state::{check_steps, play, unsupported, LessonState};
 use super::zk::{parse, reply, Op, Raw, ZkDriver};
 use crate::real::lesson::{RealLessonError, RealReport};
 
@@ -62,16 +61,10 @@ const OBSERVE_EVERY: Duration = Duration::from_millis(100);
 
 /// A lesson being played on a managed ZooKeeper ensemble.
 pub struct ZkEnv {
+    /// Lesson time, client faults, the trace and its judges.
+    st: LessonState,
     driver: ZkDriver,
-    lesson: Lesson,
-    factor: u64,
-    /// Lesson time 0, wall clock.
-    origin: Instant,
-    names: Names,
     leader: u32,
-    /// Clients paused until then.
-    paused: BTreeMap<String, Instant>,
-    crashed: BTreeSet<String>,
     /// Cut server-to-server links, (low, high).
     cuts: BTreeSet<(u32, u32)>,
     /// Servers the lab SIGSTOPped because they were cut off from all.
@@ -79,22 +72,6 @@ pub struct ZkEnv {
     /// Real session → (its client, its timeout in lesson ms, when its
     /// client was last heard, lesson ms).
     sessions: BTreeMap<i64, (u32, u64, u64)>,
-    /// Real znode path → the client whose request created it.
-    owners: BTreeMap<String, u32>,
-    observer: LockObserver,
-    monitor: Monitor,
-    resource: Resource,
-    overlapped: bool,
-    events: Vec<Event>,
-    notes: BTreeMap<usize, String>,
-    next_req: u64,
-}
-
-fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
-    RealLessonError::Unsupported {
-        id: lesson.id.clone(),
-        why,
-    }
 }
 
 impl ZkEnv {
@@ -105,37 +82,13 @@ impl ZkEnv {
         let min = negotiated_timeout(0) / factor;
         let max = negotiated_timeout(u64::MAX) / factor;
         let driver = ZkDriver::start(min, max).map_err(|e| unsupported(lesson, e.to_string()))?;
-        let names = Names {
-            clients: lesson.actors.clone(),
-            nodes: (0..driver.members() as u32).map(|i| driver.member_name(i)).collect(),
-        };
-        let mut observer = LockObserver::new(Scope::Declared, driver.members(), false);
-        for k in &lesson.world.locks {
-            observer.watch(k);
-        }
+        let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
         Ok(ZkEnv {
-            lesson: lesson.clone(),
-            factor,
-            origin: Instant::now(),
-            names,
+            st: LessonState::new(lesson, factor, nodes),
             leader: 0,
-            paused: BTreeMap::new(),
-            crashed: BTreeSet::new(),
             cuts: BTreeSet::new(),
             isolated: BTreeSet::new(),
             sessions: BTreeMap::new(),
-            owners: BTreeMap::new(),
-            observer,
-            monitor: Monitor::new(InvariantConfig {
-                lock_keys: lesson.world.locks.clone(),
-                overlap_is_violation: overlap_is_violation(lesson),
-                max_hold_ms: lesson.world.max_hold_ms,
-            }),
-            resource: Resource::new(lesson.world.fencing),
-            overlapped: false,
-            events: Vec::new(),
-            notes: BTreeMap::new(),
-            next_req: 1,
             driver,
         })
     }
@@ -144,12 +97,8 @@ impl ZkEnv {
         format!("ZooKeeper {}", self.driver.version())
     }
 
-    pub fn factor(&self) -> u64 {
-        self.factor
-    }
-
     pub fn events(&self) -> &[Event] {
-        &self.events
+        &self.st.events
     }
 
     pub fn driver(&self) -> &ZkDriver {
@@ -167,53 +116,16 @@ impl ZkEnv {
 
     /// Per step, what was sent or done differently from the simulator.
     pub fn notes(&self) -> &BTreeMap<usize, String> {
-        &self.notes
-    }
-
-    fn now_ms(&self) -> u64 {
-        (self.origin.elapsed().as_micros() as u64).saturating_mul(self.factor) / 1000
-    }
-
-    fn wall(&self, ms: u64) -> Duration {
-        Duration::from_micros(ms.saturating_mul(1000) / self.factor)
-    }
-
-    fn cid(&self, client: &str) -> Result<u32, String> {
-        self.names
-            .clients
-            .iter()
-            .position(|c| c == client)
-            .map(|i| i as u32)
-            .ok_or_else(|| format!("unknown client {client:?}"))
-    }
-
-    fn record(&mut self, actor: Actor, kind: EventKind) {
-        let at_ms = self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms));
-        self.events.push(Event {
-            step: self.events.len() as u64,
-            at_ms,
-            actor,
-            kind,
-        });
-    }
-
-    fn add_note(&mut self, index: usize, note: String) {
-        self.notes
-            .entry(index)
-            .and_modify(|n| {
-                n.push_str("; ");
-                n.push_str(&note);
-            })
-            .or_insert(note);
+        &self.st.notes
     }
 
     /// A paused client acts once its pause is over (it sent nothing
     /// meanwhile; its next request reconnects its session).
     fn wait_paused(&mut self, client: &str) {
-        if let Some(until) = self.paused.remove(client) {
+        if let Some(until) = self.st.paused.remove(client) {
             self.sleep_until(until);
-            if let Ok(cid) = self.cid(client) {
-                self.record(Actor::Client(cid), EventKind::Resumed);
+            if let Ok(cid) = self.st.cid(client) {
+                self.st.record(Actor::Client(cid), EventKind::Resumed);
             }
         }
     }
@@ -231,8 +143,8 @@ impl ZkEnv {
     /// Watches that fired, on their clients' lanes.
     fn fired(&mut self) {
         for f in self.driver.take_fired() {
-            if let Ok(cid) = self.cid(&f.client) {
-                self.record(Actor::Client(cid), EventKind::Note { text: f.text });
+            if let Ok(cid) = self.st.cid(&f.client) {
+                self.st.record(Actor::Client(cid), EventKind::Note { text: f.text });
             }
         }
     }
@@ -241,21 +153,22 @@ impl ZkEnv {
 impl ZkEnv {
     /// Send `argv` as `client` to `member` and translate the answer.
     fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        let cid = self.cid(client)?;
-        let op = match parse(argv, self.factor, self.driver.has_session(client)) {
+        let cid = self.st.cid(client)?;
+        let op = match parse(argv, self.st.factor, self.driver.has_session(client)) {
             Ok(op) => op,
             // Refused before it was sent, as the simulator refuses it.
             Err(r) => return Ok(Some(r)),
         };
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        let req = self.next_req;
-        self.next_req += 1;
+        let req = self.st.next_req;
+        self.st.next_req += 1;
         if let Op::Session { asked_ms, real_ms } = op {
             if asked_ms != real_ms {
-                self.add_note(index, format!("sent as SESSION {real_ms} at {}×", self.factor));
+                self.st
+                    .add_note(index, format!("sent as SESSION {real_ms} at {}×", self.st.factor));
             }
         }
-        self.record(
+        self.st.record(
             Actor::Client(cid),
             EventKind::Sent {
                 req,
@@ -266,7 +179,7 @@ impl ZkEnv {
         let raw = self.driver.send(client, member, op.clone());
         self.after(cid, client, &op, &raw);
         let r = reply(&op, raw, &mut self.driver.numbers);
-        self.record(
+        self.st.record(
             Actor::Node(member),
             EventKind::Executed {
                 req,
@@ -275,7 +188,7 @@ impl ZkEnv {
                 replies: vec![r.clone()],
             },
         );
-        self.record(
+        self.st.record(
             Actor::Client(cid),
             EventKind::Received {
                 req,
@@ -290,13 +203,13 @@ impl ZkEnv {
     /// What an answer tells the run: a new session and its timeout, a
     /// client heard (its session's timer restarts), a znode's creator.
     fn after(&mut self, cid: u32, client: &str, op: &Op, raw: &Raw) {
-        let now = self.now_ms();
+        let now = self.st.now_ms();
         match (op, raw) {
             (Op::Session { asked_ms, .. }, Raw::Session(id)) => {
                 self.sessions.insert(*id, (cid, negotiated_timeout(*asked_ms), now));
             }
             (Op::Create { .. }, Raw::Created { path, .. }) => {
-                self.owners.insert(path.clone(), cid);
+                self.st.owners.insert(path.clone(), cid);
             }
             _ => {}
         }
@@ -313,8 +226,9 @@ impl ZkEnv {
     /// does; connected clients count as heard now (they heartbeat).
     fn observe(&mut self, by: Option<u32>) {
         self.fired();
-        let now = self.now_ms();
+        let now = self.st.now_ms();
         let live: Vec<i64> = self
+            .st
             .names
             .clients
             .iter()
@@ -326,14 +240,14 @@ impl ZkEnv {
                 e.2 = now;
             }
         }
-        for lock in self.observer.keys().to_vec() {
+        for lock in self.st.observer.keys().to_vec() {
             let Ok(holder) = self.driver.holder(&lock) else {
                 continue;
             };
             let seen = holder.map(|h| {
                 let session = self.sessions.get(&h.session).copied();
                 let deadline = session.map(|(_, timeout, heard)| heard + timeout);
-                let owner = self.owners.get(&h.path).copied().or(session.map(|s| s.0));
+                let owner = self.st.owners.get(&h.path).copied().or(session.map(|s| s.0));
                 let seen = Seen {
                     value: h.path.into_bytes(),
                     deadline,
@@ -342,46 +256,19 @@ impl ZkEnv {
                 (seen, owner)
             });
             let m = self.leader;
-            let old = self.observer.held(m, &lock).map(|h| h.value.clone());
+            let old = self.st.observer.held(m, &lock).map(|h| h.value.clone());
             let new = seen.as_ref().map(|(s, _)| s.value.clone());
             if old.is_some() && old != new {
                 let why = by.map_or(Why::Expiry, Why::Command);
-                let observed = self.observer.observe(m, &lock, None, why, now);
-                self.judge(observed);
+                let observed = self.st.observer.observe(m, &lock, None, why, now);
+                self.st.judge(observed);
             }
             if let Some((s, owner)) = seen {
                 let why = owner.map_or(Why::Expiry, Why::Command);
-                let observed = self.observer.observe(m, &lock, Some(s), why, now);
-                self.judge(observed);
+                let observed = self.st.observer.observe(m, &lock, Some(s), why, now);
+                self.st.judge(observed);
             }
         }
-    }
-
-    /// The observer's findings on the timeline; grants numbered by core's
-    /// monitor.
-    fn judge(&mut self, observed: Vec<Observed>) {
-        for o in observed {
-            match o {
-                Observed::Lock {
-                    node, key, change, via, ..
-                } => {
-                    if via == Via::Expiry {
-                        self.record(Actor::Node(node), EventKind::Expired { key: key.clone() });
-                    }
-                    self.record(Actor::Node(node), EventKind::Lock { key, change, via });
-                }
-                Observed::Granted { client, key } => {
-                    let seq = self.monitor.grant(client, &key);
-                    self.record(Actor::Client(client), EventKind::Granted { key, seq });
-                }
-                Observed::WrongRelease { .. } => {}
-            }
-        }
-    }
-
-    fn violate(&mut self, v: Violation) {
-        self.monitor.record(v.clone());
-        self.record(Actor::World, EventKind::Violation { violation: v });
     }
 }
 
@@ -393,11 +280,11 @@ impl ZkEnv {
         let started = Instant::now();
         let l = self.driver.await_leader(ELECTION_WITHIN, Some(gone))?;
         let spent = started.elapsed();
-        self.origin += spent;
+        self.st.origin += spent;
         self.leader = l;
-        self.observer.set_master(l);
+        self.st.observer.set_master(l);
         self.driver.observer_to_live();
-        let now = self.now_ms();
+        let now = self.st.now_ms();
         for s in self.sessions.values_mut() {
             s.2 = now;
         }
@@ -405,7 +292,7 @@ impl ZkEnv {
             .driver
             .leader_zxid()
             .map_or(0, |z| (self.driver.numbers.zxid_shown(z) >> 32) as u64);
-        self.record(Actor::Node(l), EventKind::Elected { term: epoch });
+        self.st.record(Actor::Node(l), EventKind::Elected { term: epoch });
         Ok(format!(
             "{} was elected (epoch {epoch}) after {} ms of wall time (not counted as lesson time: the simulator's election is instantaneous)",
             self.driver.member_name(l),
@@ -416,7 +303,7 @@ impl ZkEnv {
     /// SIGKILL a server; when it led, wait for the new leader.
     fn crash(&mut self, node: u32) -> Result<String, String> {
         let text = self.driver.crash(node)?;
-        self.observer.set_down(node, true);
+        self.st.observer.set_down(node, true);
         if node == self.leader {
             let elected = self.reelect(node)?;
             return Ok(format!("{text}; {elected}"));
@@ -462,72 +349,6 @@ impl ZkEnv {
         }
         Ok(said.join("; "))
     }
-
-    /// A client starts or stops believing it holds `key` (core's monitor
-    /// decides on overlaps, as in the simulator).
-    fn belief(&mut self, cid: u32, key: &str, holds: bool) {
-        let now = self.now_ms();
-        let names = self.names.clone();
-        let Some(change) = self
-            .monitor
-            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
-        else {
-            return;
-        };
-        let belief = EventKind::Belief {
-            key: key.to_owned(),
-            holds,
-        };
-        self.record(Actor::Client(cid), belief);
-        let Some(ch) = change.overlap else { return };
-        self.overlapped |= ch.begin;
-        let overlap = EventKind::Overlap {
-            key: key.to_owned(),
-            clients: ch.clients,
-            begin: ch.begin,
-            since_ms: ch.since_ms,
-        };
-        self.record(Actor::World, overlap);
-        if let Some(v) = change.violation {
-            self.violate(v);
-        }
-    }
-
-    /// A write to the protected resource (simulated on a real run too: it
-    /// is the business system, not ZooKeeper).
-    fn write_resource(&mut self, cid: u32, token: Option<i64>, value: &str) -> bool {
-        let sent = EventKind::WriteSent {
-            token,
-            value: value.to_owned(),
-        };
-        self.record(Actor::Client(cid), sent);
-        let at = self.now_ms();
-        let accepted = self.resource.write(cid, at, token, value.to_owned());
-        let judged = EventKind::Write {
-            client: cid,
-            token,
-            value: value.to_owned(),
-            accepted,
-        };
-        self.record(Actor::Resource, judged);
-        if accepted {
-            let names = self.names.clone();
-            if let Some(v) = self
-                .monitor
-                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
-            {
-                self.violate(v);
-            }
-        }
-        accepted
-    }
-
-    /// The lesson's outcome, as the other runners judge it.
-    pub fn outcome(&self) -> Option<bool> {
-        self.lesson
-            .outcome
-            .judged_real(self.overlapped, self.monitor.violations())
-    }
 }
 
 impl Environment for ZkEnv {
@@ -538,41 +359,35 @@ impl Environment for ZkEnv {
         node: Option<u32>,
         argv: &[Vec<u8>],
     ) -> Result<Option<Reply>, String> {
-        if self.crashed.contains(client) {
-            return Err(format!("{client} has crashed"));
-        }
+        refuse_crashed(&self.st.crashed, client)?;
         self.wait_paused(client);
         let member = node.unwrap_or(self.leader);
         self.send(index, client, member, argv)
     }
 
     fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
-        let until = Instant::now() + self.wall(ms);
+        let until = Instant::now() + self.st.wall(ms);
         self.sleep_until(until);
         self.observe(None);
         Ok(())
     }
 
     fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
-        self.record(Actor::World, EventKind::Fault { fault: fault.clone() });
+        self.st.record(Actor::World, EventKind::Fault { fault: fault.clone() });
         let note = match fault {
-            Fault::PauseClient { client, ms } => {
-                let wall = ms.map_or(Duration::from_secs(365 * 24 * 3600), |ms| self.wall(ms));
-                self.paused.insert(client.clone(), Instant::now() + wall);
+            Fault::PauseClient { client, .. } => {
+                self.st.client_fault(fault);
                 self.driver.silence(client);
                 Some(format!(
                     "{client}'s connection is dropped (its session stays): no requests, no heartbeats"
                 ))
             }
-            Fault::ResumeClient { client } => {
-                self.paused.remove(client);
-                None
-            }
             Fault::CrashClient { client } => {
-                self.crashed.insert(client.clone());
+                self.st.client_fault(fault);
                 self.driver.silence(client);
                 None
             }
+            f if self.st.client_fault(f) => None,
             Fault::CrashNode { node } => Some(self.crash(*node)?),
             Fault::CutLink {
                 a: Endpoint::Node(a),
@@ -585,7 +400,7 @@ impl Environment for ZkEnv {
             other => return Err(format!("a real ZooKeeper run cannot inject {other:?}")),
         };
         if let Some(n) = note {
-            self.add_note(index, n);
+            self.st.add_note(index, n);
         }
         self.observe(None);
         Ok(())
@@ -603,14 +418,14 @@ impl Environment for ZkEnv {
 
     fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
         self.wait_paused(client);
-        let cid = self.cid(client)?;
-        let accepted = self.write_resource(cid, token, value);
+        let cid = self.st.cid(client)?;
+        let accepted = self.st.write_resource(cid, token, value);
         Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
     }
 
     fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
-        let cid = self.cid(client)?;
-        self.belief(cid, key, holds);
+        let cid = self.st.cid(client)?;
+        self.st.belief(cid, key, holds);
         Ok(())
     }
 
@@ -624,15 +439,15 @@ impl Environment for ZkEnv {
     }
 
     fn now(&self) -> u64 {
-        self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms))
+        self.st.now()
     }
 
     fn trace_len(&self) -> usize {
-        self.events.len()
+        self.st.events.len()
     }
 
     fn names(&self) -> &Names {
-        &self.names
+        &self.st.names
     }
 }
 
@@ -640,13 +455,10 @@ impl Environment for ZkEnv {
 /// takes here: a client paused, resumed or crashed, a server crashed, a
 /// link between two servers cut or healed.
 pub fn check_zk(lesson: &Lesson) -> Result<(), String> {
-    if let RealRun::No { why } = &lesson.real {
-        return Err(why.en.trim().to_owned());
-    }
-    for (i, step) in lesson.steps.iter().enumerate() {
-        match step.kind()? {
-            StepKind::Fault(
-                Fault::PauseClient { .. }
+    check_steps(lesson, "ZooKeeper", |f| {
+        matches!(
+            f,
+            Fault::PauseClient { .. }
                 | Fault::ResumeClient { .. }
                 | Fault::CrashClient { .. }
                 | Fault::CrashNode { .. }
@@ -657,40 +469,15 @@ pub fn check_zk(lesson: &Lesson) -> Result<(), String> {
                 | Fault::HealLink {
                     a: Endpoint::Node(_),
                     b: Endpoint::Node(_),
-                },
-            ) => {}
-            StepKind::Fault(f) => {
-                return Err(format!(
-                    "step {} injects a fault the real ZooKeeper driver does not make yet: {f:?}",
-                    i + 1
-                ))
-            }
-            StepKind::Program { .. } => return Err(format!("step {} runs a Redis client program", i + 1)),
-            StepKind::Metrics(_) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
-            _ => {}
-        }
-    }
-    Ok(())
+                }
+        )
+    })
 }
 
 /// Start a fresh three-server ensemble, play `lesson` on it, stop it.
 pub fn run_zk(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
     check_zk(lesson).map_err(|why| unsupported(lesson, why))?;
     let mut env = ZkEnv::start(lesson, factor)?;
-    let mut progress = Progress::new(lesson);
-    loop {
-        match progress.step(&mut env) {
-            Ok(Some(_)) => {}
-            Ok(None) => break,
-            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
-            Err(e) => return Err(unsupported(lesson, e.to_string())),
-        }
-    }
-    Ok(RealReport {
-        server_version: env.version(),
-        factor: env.factor(),
-        results: progress.results().to_vec(),
-        notes: env.notes.clone(),
-        outcome: env.outcome(),
-    })
+    let results = play(lesson, &mut env)?;
+    Ok(env.st.report(env.version(), results))
 }

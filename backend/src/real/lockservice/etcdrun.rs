@@ -29,23 +29,22 @@
 //!   lock is read on the leader and shown to core's lock observer, owned
 //!   by the client whose `LOCK` put it, with its lease's deadline.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use locklab_core::actor::{Actor, Names};
 use locklab_core::fault::Fault;
-use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::metrics::Metrics;
-use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, Progress};
-use locklab_core::lesson::{Lesson, LessonError, MetricsSpec, RealRun, StepKind};
-use locklab_core::observe::{Cause as Why, LockObserver, Observed, Scope, Seen, Via};
-use locklab_core::resource::Resource;
+use locklab_core::lesson::run::{refuse_crashed, Environment};
+use locklab_core::lesson::{Lesson, MetricsSpec};
+use locklab_core::observe::{Cause as Why, Seen};
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
 use super::etcd::{reply, EtcdDriver, Op, Raw};
+use super::lesson_state::{check_steps, play, unsupported, LessonState};
 use super::translate::Translate;
-use crate::real::lesson::{add_note, RealLessonError, RealReport};
+use crate::real::lesson::{RealLessonError, RealReport};
 
 /// Wall time a blocked `LOCK` is given beyond the last lease deadline the
 /// run knows: etcd checks for expired leases every 500 ms, then commits
@@ -56,29 +55,15 @@ const ELECTION_WITHIN: Duration = Duration::from_secs(30);
 
 /// A lesson being played on a managed etcd cluster.
 pub struct EtcdEnv {
+    /// Lesson time, client faults, the trace and its judges.
+    st: LessonState,
     driver: EtcdDriver,
     tr: Translate,
-    lesson: Lesson,
-    /// Lesson time 0, wall clock.
-    origin: Instant,
-    names: Names,
     leader: u32,
-    /// Clients paused until then.
-    paused: BTreeMap<String, Instant>,
-    crashed: BTreeSet<String>,
     /// Real lease → its deadline, lesson ms (grant or keep-alive + TTL).
     deadlines: BTreeMap<i64, u64>,
-    /// Real key → the client whose request put it.
-    owners: BTreeMap<String, u32>,
     /// Requests still running (blocked `LOCK`s): their answers arrive later.
     pending: Vec<Pending>,
-    observer: LockObserver,
-    monitor: Monitor,
-    resource: Resource,
-    overlapped: bool,
-    events: Vec<Event>,
-    notes: BTreeMap<usize, String>,
-    next_req: u64,
 }
 
 struct Pending {
@@ -96,36 +81,14 @@ impl EtcdEnv {
     pub fn start(lesson: &Lesson, factor: u64) -> Result<EtcdEnv, RealLessonError> {
         let mut driver = EtcdDriver::start().map_err(|e| unsupported(lesson, e.to_string()))?;
         let start_rev = driver.revision().map_err(|e| unsupported(lesson, e))?;
-        let names = Names {
-            clients: lesson.actors.clone(),
-            nodes: (0..driver.members() as u32).map(|i| driver.member_name(i)).collect(),
-        };
-        let mut observer = LockObserver::new(Scope::Declared, driver.members(), false);
-        for k in &lesson.world.locks {
-            observer.watch(k);
-        }
+        let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
+        let tr = Translate::new(factor, start_rev);
         Ok(EtcdEnv {
-            tr: Translate::new(factor, start_rev),
-            lesson: lesson.clone(),
-            origin: Instant::now(),
-            names,
+            st: LessonState::new(lesson, tr.factor() as u64, nodes),
+            tr,
             leader: 0,
-            paused: BTreeMap::new(),
-            crashed: BTreeSet::new(),
             deadlines: BTreeMap::new(),
-            owners: BTreeMap::new(),
             pending: Vec::new(),
-            observer,
-            monitor: Monitor::new(InvariantConfig {
-                lock_keys: lesson.world.locks.clone(),
-                overlap_is_violation: overlap_is_violation(lesson),
-                max_hold_ms: lesson.world.max_hold_ms,
-            }),
-            resource: Resource::new(lesson.world.fencing),
-            overlapped: false,
-            events: Vec::new(),
-            notes: BTreeMap::new(),
-            next_req: 1,
             driver,
         })
     }
@@ -139,7 +102,7 @@ impl EtcdEnv {
     }
 
     pub fn events(&self) -> &[Event] {
-        &self.events
+        &self.st.events
     }
 
     pub fn driver(&self) -> &EtcdDriver {
@@ -153,47 +116,16 @@ impl EtcdEnv {
 
     /// Per step, what was sent or done differently from the simulator.
     pub fn notes(&self) -> &BTreeMap<usize, String> {
-        &self.notes
-    }
-
-    fn now_ms(&self) -> u64 {
-        (self.origin.elapsed().as_micros() as u64).saturating_mul(self.tr.factor() as u64) / 1000
-    }
-
-    fn wall(&self, ms: u64) -> Duration {
-        Duration::from_micros(ms.saturating_mul(1000) / self.tr.factor() as u64)
-    }
-
-    fn cid(&self, client: &str) -> Result<u32, String> {
-        self.names
-            .clients
-            .iter()
-            .position(|c| c == client)
-            .map(|i| i as u32)
-            .ok_or_else(|| format!("unknown client {client:?}"))
-    }
-
-    fn record(&mut self, actor: Actor, kind: EventKind) {
-        let at_ms = self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms));
-        self.events.push(Event {
-            step: self.events.len() as u64,
-            at_ms,
-            actor,
-            kind,
-        });
-    }
-
-    fn add_note(&mut self, index: usize, note: String) {
-        add_note(&mut self.notes, index, note);
+        &self.st.notes
     }
 
     /// A paused client acts once its pause is over (it sends nothing
     /// meanwhile); blocked requests answered in between are collected.
     fn wait_paused(&mut self, client: &str) {
-        if let Some(until) = self.paused.remove(client) {
+        if let Some(until) = self.st.paused.remove(client) {
             self.sleep_until(until);
-            if let Ok(cid) = self.cid(client) {
-                self.record(Actor::Client(cid), EventKind::Resumed);
+            if let Ok(cid) = self.st.cid(client) {
+                self.st.record(Actor::Client(cid), EventKind::Resumed);
             }
         }
     }
@@ -236,20 +168,13 @@ impl EtcdEnv {
             commands: vec![p.shown.clone()],
             replies: vec![r.clone()],
         };
-        self.record(Actor::Node(p.member), executed);
+        self.st.record(Actor::Node(p.member), executed);
         let received = EventKind::Received {
             req: p.req,
             node: p.member,
             replies: vec![r],
         };
-        self.record(Actor::Client(p.cid), received);
-    }
-}
-
-fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
-    RealLessonError::Unsupported {
-        id: lesson.id.clone(),
-        why,
+        self.st.record(Actor::Client(p.cid), received);
     }
 }
 
@@ -257,19 +182,20 @@ impl EtcdEnv {
     /// Send `argv` as `client` to `member` and wait for the answer (a
     /// blocked `LOCK` as long as a lease could free it).
     fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        let cid = self.cid(client)?;
+        let cid = self.st.cid(client)?;
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        let req = self.next_req;
-        self.next_req += 1;
+        let req = self.st.next_req;
+        self.st.next_req += 1;
         let op = match Op::parse(argv, &self.tr) {
             Ok(op) => op,
             // Refused before it was sent, as etcdctl refuses it.
             Err(r) => return Ok(Some(r)),
         };
         if let Some(sent) = op.compressed(argv) {
-            self.add_note(index, format!("sent as {sent} at {}×", self.tr.factor()));
+            self.st
+                .add_note(index, format!("sent as {sent} at {}×", self.tr.factor()));
         }
-        self.record(
+        self.st.record(
             Actor::Client(cid),
             EventKind::Sent {
                 req,
@@ -279,7 +205,7 @@ impl EtcdEnv {
         );
         if let Op::Lock { name, lease } = &op {
             let key = locklab_core::service::etcd::lock_key(name, *lease);
-            self.owners.entry(key).or_insert(cid);
+            self.st.owners.entry(key).or_insert(cid);
         }
         let until = Instant::now() + self.patience(&op);
         let mut handle = self.driver.spawn(client, member, op.clone())?;
@@ -293,7 +219,7 @@ impl EtcdEnv {
             handle,
         };
         let Some(raw) = raw else {
-            self.add_note(
+            self.st.add_note(
                 index,
                 "still blocked when no lease the run knows could free the lock any more: no reply (its answer, if one comes, goes on the timeline)".into(),
             );
@@ -314,15 +240,15 @@ impl EtcdEnv {
         if !matches!(op, Op::Lock { .. }) {
             return Duration::from_secs(3600);
         }
-        let now = self.now_ms();
+        let now = self.st.now_ms();
         let last = self.deadlines.values().max().copied().unwrap_or(now);
-        self.wall(last.saturating_sub(now)) + LOCK_GRACE
+        self.st.wall(last.saturating_sub(now)) + LOCK_GRACE
     }
 
     /// What an answer tells the run about leases: a grant or keep-alive
     /// sets the lease's deadline; a revoke ends it.
     fn after(&mut self, p: &mut Pending, raw: &Raw) {
-        let now = self.now_ms();
+        let now = self.st.now_ms();
         match (&p.op, raw) {
             (Op::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
                 self.deadlines.insert(*id, now + *lesson_ttl as u64 * 1000);
@@ -335,7 +261,7 @@ impl EtcdEnv {
                 self.deadlines.remove(real);
             }
             (Op::Put { key, .. }, Raw::Ok) => {
-                self.owners.entry(key.clone()).or_insert(p.cid);
+                self.st.owners.entry(key.clone()).or_insert(p.cid);
             }
             _ => {}
         }
@@ -346,14 +272,14 @@ impl EtcdEnv {
     /// a change of holder is the old one's removal, then the new one's
     /// grant, owned by the client whose request put its key.
     fn observe(&mut self, by: Option<u32>) {
-        let now = self.now_ms();
-        for lock in self.observer.keys().to_vec() {
+        let now = self.st.now_ms();
+        for lock in self.st.observer.keys().to_vec() {
             let Ok(holder) = self.driver.holder(&lock) else {
                 continue;
             };
             let seen = holder.map(|h| {
                 let deadline = self.deadlines.get(&h.lease).copied();
-                let owner = self.owners.get(&h.key).copied();
+                let owner = self.st.owners.get(&h.key).copied();
                 let value = self.tr.key_shown(&h.key).into_bytes();
                 (
                     Seen {
@@ -365,46 +291,19 @@ impl EtcdEnv {
                 )
             });
             let m = self.leader;
-            let old = self.observer.held(m, &lock).map(|h| h.value.clone());
+            let old = self.st.observer.held(m, &lock).map(|h| h.value.clone());
             let new = seen.as_ref().map(|(s, _)| s.value.clone());
             if old.is_some() && old != new {
                 let why = by.map_or(Why::Expiry, Why::Command);
-                let observed = self.observer.observe(m, &lock, None, why, now);
-                self.judge(observed);
+                let observed = self.st.observer.observe(m, &lock, None, why, now);
+                self.st.judge(observed);
             }
             if let Some((s, owner)) = seen {
                 let why = owner.map_or(Why::Expiry, Why::Command);
-                let observed = self.observer.observe(m, &lock, Some(s), why, now);
-                self.judge(observed);
+                let observed = self.st.observer.observe(m, &lock, Some(s), why, now);
+                self.st.judge(observed);
             }
         }
-    }
-
-    /// The observer's findings on the timeline; grants numbered by core's
-    /// monitor.
-    fn judge(&mut self, observed: Vec<Observed>) {
-        for o in observed {
-            match o {
-                Observed::Lock {
-                    node, key, change, via, ..
-                } => {
-                    if via == Via::Expiry {
-                        self.record(Actor::Node(node), EventKind::Expired { key: key.clone() });
-                    }
-                    self.record(Actor::Node(node), EventKind::Lock { key, change, via });
-                }
-                Observed::Granted { client, key } => {
-                    let seq = self.monitor.grant(client, &key);
-                    self.record(Actor::Client(client), EventKind::Granted { key, seq });
-                }
-                Observed::WrongRelease { .. } => {}
-            }
-        }
-    }
-
-    fn violate(&mut self, v: Violation) {
-        self.monitor.record(v.clone());
-        self.record(Actor::World, EventKind::Violation { violation: v });
     }
 
     /// SIGKILL a member; when it led, wait for the new leader (not lesson
@@ -412,23 +311,23 @@ impl EtcdEnv {
     fn crash(&mut self, node: u32) -> Result<Option<String>, String> {
         let was_leader = node == self.leader;
         let text = self.driver.crash(node)?;
-        self.observer.set_down(node, true);
+        self.st.observer.set_down(node, true);
         let mut note = text;
         if was_leader {
             let started = Instant::now();
             let l = self.driver.await_new_leader(ELECTION_WITHIN)?;
             let spent = started.elapsed();
-            self.origin += spent;
+            self.st.origin += spent;
             self.leader = l;
-            self.observer.set_master(l);
-            let now = self.now_ms();
+            self.st.observer.set_master(l);
+            let now = self.st.now_ms();
             for (real, d) in self.deadlines.iter_mut() {
                 if let Some(ttl) = self.tr.shown_lease(*real).and_then(|s| self.tr.lesson_ttl(s)) {
                     *d = now + ttl as u64 * 1000;
                 }
             }
             let name = self.driver.member_name(l);
-            self.record(
+            self.st.record(
                 Actor::Node(l),
                 EventKind::Note {
                     text: "elected leader".into(),
@@ -443,74 +342,7 @@ impl EtcdEnv {
     }
 }
 
-impl EtcdEnv {
-    /// A client starts or stops believing it holds `key` (core's monitor
-    /// decides on overlaps, as in the simulator).
-    fn belief(&mut self, cid: u32, key: &str, holds: bool) {
-        let now = self.now_ms();
-        let names = self.names.clone();
-        let Some(change) = self
-            .monitor
-            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
-        else {
-            return;
-        };
-        let belief = EventKind::Belief {
-            key: key.to_owned(),
-            holds,
-        };
-        self.record(Actor::Client(cid), belief);
-        let Some(ch) = change.overlap else { return };
-        self.overlapped |= ch.begin;
-        let overlap = EventKind::Overlap {
-            key: key.to_owned(),
-            clients: ch.clients,
-            begin: ch.begin,
-            since_ms: ch.since_ms,
-        };
-        self.record(Actor::World, overlap);
-        if let Some(v) = change.violation {
-            self.violate(v);
-        }
-    }
-
-    /// A write to the protected resource (simulated on a real run too: it
-    /// is the business system, not etcd).
-    fn write_resource(&mut self, cid: u32, token: Option<i64>, value: &str) -> bool {
-        let sent = EventKind::WriteSent {
-            token,
-            value: value.to_owned(),
-        };
-        self.record(Actor::Client(cid), sent);
-        let at = self.now_ms();
-        let accepted = self.resource.write(cid, at, token, value.to_owned());
-        let judged = EventKind::Write {
-            client: cid,
-            token,
-            value: value.to_owned(),
-            accepted,
-        };
-        self.record(Actor::Resource, judged);
-        if accepted {
-            let names = self.names.clone();
-            if let Some(v) = self
-                .monitor
-                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
-            {
-                self.violate(v);
-            }
-        }
-        accepted
-    }
-
-    /// The lesson's outcome, as the Redis runner judges it: an overlap by
-    /// the beliefs, a stale write or wrong release by core's monitor.
-    pub fn outcome(&self) -> Option<bool> {
-        self.lesson
-            .outcome
-            .judged_real(self.overlapped, self.monitor.violations())
-    }
-}
+impl EtcdEnv {}
 
 impl Environment for EtcdEnv {
     fn command(
@@ -520,40 +352,29 @@ impl Environment for EtcdEnv {
         node: Option<u32>,
         argv: &[Vec<u8>],
     ) -> Result<Option<Reply>, String> {
-        refuse_crashed(&self.crashed, client)?;
+        refuse_crashed(&self.st.crashed, client)?;
         self.wait_paused(client);
         let member = node.unwrap_or(self.leader);
         self.send(index, client, member, argv)
     }
 
     fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
-        let until = Instant::now() + self.wall(ms);
+        let until = Instant::now() + self.st.wall(ms);
         self.sleep_until(until);
         self.observe(None);
         Ok(())
     }
 
-    fn fault(&mut self, _index: usize, fault: &Fault) -> Result<(), String> {
-        self.record(Actor::World, EventKind::Fault { fault: fault.clone() });
+    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
+        self.st.record(Actor::World, EventKind::Fault { fault: fault.clone() });
         let note = match fault {
-            Fault::PauseClient { client, ms } => {
-                let wall = ms.map_or(Duration::from_secs(365 * 24 * 3600), |ms| self.wall(ms));
-                self.paused.insert(client.clone(), Instant::now() + wall);
-                None
-            }
-            Fault::ResumeClient { client } => {
-                self.paused.remove(client);
-                None
-            }
-            Fault::CrashClient { client } => {
-                self.crashed.insert(client.clone());
-                None
-            }
+            // A paused client's keep-alives stop with it.
+            f if self.st.client_fault(f) => None,
             Fault::CrashNode { node } => self.crash(*node)?,
             other => return Err(format!("a real etcd run cannot inject {other:?}")),
         };
         if let Some(n) = note {
-            self.add_note(_index, n);
+            self.st.add_note(index, n);
         }
         self.observe(None);
         Ok(())
@@ -571,14 +392,14 @@ impl Environment for EtcdEnv {
 
     fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
         self.wait_paused(client);
-        let cid = self.cid(client)?;
-        let accepted = self.write_resource(cid, token, value);
+        let cid = self.st.cid(client)?;
+        let accepted = self.st.write_resource(cid, token, value);
         Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
     }
 
     fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
-        let cid = self.cid(client)?;
-        self.belief(cid, key, holds);
+        let cid = self.st.cid(client)?;
+        self.st.belief(cid, key, holds);
         Ok(())
     }
 
@@ -592,64 +413,36 @@ impl Environment for EtcdEnv {
     }
 
     fn now(&self) -> u64 {
-        self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms))
+        self.st.now()
     }
 
     fn trace_len(&self) -> usize {
-        self.events.len()
+        self.st.events.len()
     }
 
     fn names(&self) -> &Names {
-        &self.names
+        &self.st.names
     }
 }
 
 /// Can a real etcd run play this lesson? The faults a real cluster takes
 /// here: a client paused or resumed or crashed, a member crashed.
 pub fn check_etcd(lesson: &Lesson) -> Result<(), String> {
-    if let RealRun::No { why } = &lesson.real {
-        return Err(why.en.trim().to_owned());
-    }
-    for (i, step) in lesson.steps.iter().enumerate() {
-        match step.kind()? {
-            StepKind::Fault(
-                Fault::PauseClient { .. }
+    check_steps(lesson, "etcd", |f| {
+        matches!(
+            f,
+            Fault::PauseClient { .. }
                 | Fault::ResumeClient { .. }
                 | Fault::CrashClient { .. }
-                | Fault::CrashNode { .. },
-            ) => {}
-            StepKind::Fault(f) => {
-                return Err(format!(
-                    "step {} injects a fault the real etcd driver does not make yet: {f:?}",
-                    i + 1
-                ))
-            }
-            StepKind::Program { .. } => return Err(format!("step {} runs a Redis client program", i + 1)),
-            StepKind::Metrics(_) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
-            _ => {}
-        }
-    }
-    Ok(())
+                | Fault::CrashNode { .. }
+        )
+    })
 }
 
 /// Start a fresh three-member etcd cluster, play `lesson` on it, stop it.
 pub fn run_etcd(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
     check_etcd(lesson).map_err(|why| unsupported(lesson, why))?;
     let mut env = EtcdEnv::start(lesson, factor)?;
-    let mut progress = Progress::new(lesson);
-    loop {
-        match progress.step(&mut env) {
-            Ok(Some(_)) => {}
-            Ok(None) => break,
-            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
-            Err(e) => return Err(unsupported(lesson, e.to_string())),
-        }
-    }
-    Ok(RealReport {
-        server_version: env.version(),
-        factor: env.factor(),
-        results: progress.results().to_vec(),
-        notes: env.notes.clone(),
-        outcome: env.outcome(),
-    })
+    let results = play(lesson, &mut env)?;
+    Ok(env.st.report(env.version(), results))
 }

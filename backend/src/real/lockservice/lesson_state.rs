@@ -1,0 +1,285 @@
+//! What a lock-service lesson's real run keeps whatever the service is:
+//! lesson time against the wall clock, the clients' pauses and crashes,
+//! the trace, and core's observer, monitor and resource that judge it as
+//! the simulator's world does. [`super::etcdrun::EtcdEnv`] and
+//! [`super::zkrun::ZkEnv`] hold one each and add what their service needs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use locklab_core::actor::{Actor, Names};
+use locklab_core::fault::Fault;
+use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
+use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress, StepResult};
+use locklab_core::lesson::{Lesson, LessonError, RealRun, StepKind};
+use locklab_core::observe::{LockObserver, Observed, Scope, Via};
+use locklab_core::resource::Resource;
+use locklab_core::trace::{Event, EventKind};
+
+use crate::real::lesson::{add_note, RealLessonError, RealReport};
+
+/// A pause without an end lasts this long (the run ends first).
+const FOR_GOOD: Duration = Duration::from_secs(365 * 24 * 3600);
+
+pub(super) struct LessonState {
+    pub(super) lesson: Lesson,
+    /// Time compression: lesson ms per wall ms.
+    pub(super) factor: u64,
+    /// Lesson time 0, wall clock.
+    pub(super) origin: Instant,
+    pub(super) names: Names,
+    /// Clients paused until then.
+    pub(super) paused: BTreeMap<String, Instant>,
+    pub(super) crashed: BTreeSet<String>,
+    /// Real key or znode path → the client whose request made it.
+    pub(super) owners: BTreeMap<String, u32>,
+    pub(super) observer: LockObserver,
+    pub(super) monitor: Monitor,
+    pub(super) resource: Resource,
+    pub(super) overlapped: bool,
+    pub(super) events: Vec<Event>,
+    /// Per step, what was sent or done differently from the simulator.
+    pub(super) notes: BTreeMap<usize, String>,
+    pub(super) next_req: u64,
+}
+
+impl LessonState {
+    /// Lesson time starts now; `nodes` are the service's members, by name.
+    pub(super) fn new(lesson: &Lesson, factor: u64, nodes: Vec<String>) -> LessonState {
+        let mut observer = LockObserver::new(Scope::Declared, nodes.len(), false);
+        for k in &lesson.world.locks {
+            observer.watch(k);
+        }
+        LessonState {
+            lesson: lesson.clone(),
+            factor: factor.max(1),
+            origin: Instant::now(),
+            names: Names {
+                clients: lesson.actors.clone(),
+                nodes,
+            },
+            paused: BTreeMap::new(),
+            crashed: BTreeSet::new(),
+            owners: BTreeMap::new(),
+            observer,
+            monitor: Monitor::new(InvariantConfig {
+                lock_keys: lesson.world.locks.clone(),
+                overlap_is_violation: overlap_is_violation(lesson),
+                max_hold_ms: lesson.world.max_hold_ms,
+            }),
+            resource: Resource::new(lesson.world.fencing),
+            overlapped: false,
+            events: Vec::new(),
+            notes: BTreeMap::new(),
+            next_req: 1,
+        }
+    }
+
+    /// Lesson ms since the start.
+    pub(super) fn now_ms(&self) -> u64 {
+        (self.origin.elapsed().as_micros() as u64).saturating_mul(self.factor) / 1000
+    }
+
+    /// The trace's time: lesson ms, never before its last event.
+    pub(super) fn now(&self) -> u64 {
+        self.now_ms().max(self.events.last().map_or(0, |e| e.at_ms))
+    }
+
+    /// Wall time of `ms` lesson ms.
+    pub(super) fn wall(&self, ms: u64) -> Duration {
+        Duration::from_micros(ms.saturating_mul(1000) / self.factor)
+    }
+
+    pub(super) fn cid(&self, client: &str) -> Result<u32, String> {
+        self.names
+            .clients
+            .iter()
+            .position(|c| c == client)
+            .map(|i| i as u32)
+            .ok_or_else(|| format!("unknown client {client:?}"))
+    }
+
+    pub(super) fn record(&mut self, actor: Actor, kind: EventKind) {
+        let at_ms = self.now();
+        self.events.push(Event {
+            step: self.events.len() as u64,
+            at_ms,
+            actor,
+            kind,
+        });
+    }
+
+    pub(super) fn add_note(&mut self, index: usize, note: String) {
+        add_note(&mut self.notes, index, note);
+    }
+
+    /// A client fault, which is the same on every service: the client
+    /// stops sending until its pause is over, or for good. `false` for
+    /// any other fault.
+    pub(super) fn client_fault(&mut self, fault: &Fault) -> bool {
+        match fault {
+            Fault::PauseClient { client, ms } => {
+                let wall = ms.map_or(FOR_GOOD, |ms| self.wall(ms));
+                self.paused.insert(client.clone(), Instant::now() + wall);
+            }
+            Fault::ResumeClient { client } => {
+                self.paused.remove(client);
+            }
+            Fault::CrashClient { client } => {
+                self.crashed.insert(client.clone());
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// What the observer saw on the service, on the timeline; grants go to
+    /// the monitor, which orders holders for the resource's fence.
+    pub(super) fn judge(&mut self, observed: Vec<Observed>) {
+        for o in observed {
+            match o {
+                Observed::Lock {
+                    node, key, change, via, ..
+                } => {
+                    if via == Via::Expiry {
+                        self.record(Actor::Node(node), EventKind::Expired { key: key.clone() });
+                    }
+                    self.record(Actor::Node(node), EventKind::Lock { key, change, via });
+                }
+                Observed::Granted { client, key } => {
+                    let seq = self.monitor.grant(client, &key);
+                    self.record(Actor::Client(client), EventKind::Granted { key, seq });
+                }
+                Observed::WrongRelease { .. } => {}
+            }
+        }
+    }
+
+    pub(super) fn violate(&mut self, v: Violation) {
+        self.monitor.record(v.clone());
+        self.record(Actor::World, EventKind::Violation { violation: v });
+    }
+
+    /// A client starts or stops believing it holds `key` (core's monitor
+    /// decides on overlaps, as in the simulator).
+    pub(super) fn belief(&mut self, cid: u32, key: &str, holds: bool) {
+        let now = self.now_ms();
+        let names = self.names.clone();
+        let Some(change) = self
+            .monitor
+            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
+        else {
+            return;
+        };
+        let belief = EventKind::Belief {
+            key: key.to_owned(),
+            holds,
+        };
+        self.record(Actor::Client(cid), belief);
+        let Some(ch) = change.overlap else { return };
+        self.overlapped |= ch.begin;
+        let overlap = EventKind::Overlap {
+            key: key.to_owned(),
+            clients: ch.clients,
+            begin: ch.begin,
+            since_ms: ch.since_ms,
+        };
+        self.record(Actor::World, overlap);
+        if let Some(v) = change.violation {
+            self.violate(v);
+        }
+    }
+
+    /// A write to the protected resource (simulated on a real run too: it
+    /// is the business system, not the lock service).
+    pub(super) fn write_resource(&mut self, cid: u32, token: Option<i64>, value: &str) -> bool {
+        let sent = EventKind::WriteSent {
+            token,
+            value: value.to_owned(),
+        };
+        self.record(Actor::Client(cid), sent);
+        let at = self.now_ms();
+        let accepted = self.resource.write(cid, at, token, value.to_owned());
+        let judged = EventKind::Write {
+            client: cid,
+            token,
+            value: value.to_owned(),
+            accepted,
+        };
+        self.record(Actor::Resource, judged);
+        if accepted {
+            let names = self.names.clone();
+            if let Some(v) = self
+                .monitor
+                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+            {
+                self.violate(v);
+            }
+        }
+        accepted
+    }
+
+    /// The lesson's outcome, as the Redis runner judges it: an overlap by
+    /// the beliefs, a stale write or wrong release by core's monitor.
+    pub(super) fn outcome(&self) -> Option<bool> {
+        self.lesson
+            .outcome
+            .judged_real(self.overlapped, self.monitor.violations())
+    }
+
+    /// The finished run's report.
+    pub(super) fn report(&self, server_version: String, results: Vec<StepResult>) -> RealReport {
+        RealReport {
+            server_version,
+            factor: self.factor,
+            results,
+            notes: self.notes.clone(),
+            outcome: self.outcome(),
+        }
+    }
+}
+
+/// The refusal of a lesson a lock-service driver cannot play.
+pub(super) fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
+    RealLessonError::Unsupported {
+        id: lesson.id.clone(),
+        why,
+    }
+}
+
+/// Can a real `service` run play this lesson? Its own `real = no`, a
+/// fault outside `takes`, a Redis client program or a metrics step say
+/// why not.
+pub(super) fn check_steps(lesson: &Lesson, service: &str, takes: impl Fn(&Fault) -> bool) -> Result<(), String> {
+    if let RealRun::No { why } = &lesson.real {
+        return Err(why.en.trim().to_owned());
+    }
+    for (i, step) in lesson.steps.iter().enumerate() {
+        match step.kind()? {
+            StepKind::Fault(f) if !takes(f) => {
+                return Err(format!(
+                    "step {} injects a fault the real {service} driver does not make yet: {f:?}",
+                    i + 1
+                ))
+            }
+            StepKind::Program { .. } => return Err(format!("step {} runs a Redis client program", i + 1)),
+            StepKind::Metrics(_) => return Err(format!("step {} reads metrics off the simulator's trace", i + 1)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Play every step of `lesson` on `env` with core's interpreter; the
+/// steps' results.
+pub(super) fn play(lesson: &Lesson, env: &mut impl Environment) -> Result<Vec<StepResult>, RealLessonError> {
+    let mut progress = Progress::new(lesson);
+    loop {
+        match progress.step(env) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(progress.results().to_vec()),
+            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => return Err(unsupported(lesson, e.to_string())),
+        }
+    }
+}
