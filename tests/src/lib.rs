@@ -11,6 +11,8 @@
 //! * [`ws`] — a client of the backend's `/api/session` WebSocket.
 //! * [`diff`] — the differential runner for `tests/diff/*.redis` command
 //!   files: parse, run on sim and real, collect every mismatch.
+//! * [`service`] — lessons on real etcd and ZooKeeper, compared with the
+//!   simulator's replies.
 //!
 //! The integration tests under `tests/tests/` use them:
 //! `differential.rs` (one test per command file, plus a check of our
@@ -23,6 +25,7 @@
 
 pub mod browser;
 pub mod diff;
+pub mod service;
 pub mod ws;
 
 /// Every command file of `tests/diff/`, as `name => "file",`, handed to the

@@ -6,36 +6,19 @@
 //! etcd must be installed (CI installs etcd-server): without it these
 //! tests fail and say so, they do not pass silently.
 
-use locklab_backend::real::lesson::{self as real_lesson, RealReport};
 use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
 use locklab_backend::real::lockservice::EtcdEnv;
-use locklab_core::lesson::run::{LessonRun, Progress, StepResult};
-use locklab_core::lesson::{Lang, Lesson};
+use locklab_core::lesson::run::StepResult;
+use locklab_core::lesson::Lesson;
+use locklab_tests::service::{play_catalogue_lesson, play_steps, same_replies_as_the_simulator, service_lesson};
 
 fn require_etcd() {
     assert!(etcd_binary().is_some(), "{ETCD_NOT_FOUND}");
 }
 
-use locklab_tests::lesson;
-
 /// A small etcd lesson around `steps` (TOML `[[steps]]` tables).
 fn etcd_lesson(steps: &str) -> Lesson {
-    let text = format!(
-        r#"id = "99"
-theme = "fencing"
-title = {{ zh = "测试", en = "test" }}
-narration = {{ zh = "测试", en = "test" }}
-source = {{ seed = "B", file = "x.txt", section = "7" }}
-actors = ["A", "B"]
-world = {{ service = "etcd", fencing = true, locks = ["lock/x"] }}
-{steps}
-[outcome]
-invariant = "none"
-broken = false
-explain = {{ zh = "测试", en = "test" }}
-"#
-    );
-    Lesson::parse(&text).unwrap_or_else(|e| panic!("test lesson: {e}"))
+    service_lesson("etcd", "lock/x", steps)
 }
 
 /// Play `lesson` on a fresh cluster at 10×, keeping the environment for a
@@ -43,57 +26,15 @@ explain = {{ zh = "测试", en = "test" }}
 fn play(lesson: &Lesson) -> (EtcdEnv, Vec<StepResult>) {
     require_etcd();
     let mut env = EtcdEnv::start(lesson, 10).unwrap_or_else(|e| panic!("etcd cluster: {e}"));
-    let mut progress = Progress::new(lesson);
-    while progress
-        .step(&mut env)
-        .unwrap_or_else(|e| panic!("lesson {}: {e}", lesson.id))
-        .is_some()
-    {}
-    let results = progress.results().to_vec();
+    let results = play_steps(lesson, &mut env);
     (env, results)
-}
-
-/// Every step's reply is the simulator's.
-fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Vec<String> {
-    let mut sim = LessonRun::new(lesson).expect("sim run");
-    sim.run_all().expect("sim runs");
-    assert_eq!(real.len(), sim.results().len(), "both ran every step");
-    real.iter()
-        .zip(sim.results())
-        .filter(|(r, s)| r.reply != s.reply)
-        .map(|(r, s)| format!("step {}: real {:?} vs sim {:?}", r.index + 1, r.reply, s.reply))
-        .collect()
 }
 
 #[test]
 fn lesson_43_plays_on_a_real_etcd_cluster_with_the_simulators_replies() {
     require_etcd();
-    let l = lesson("43");
-    assert!(
-        real_lesson::check_supported(&l).is_ok(),
-        "43 is playable on the real driver"
-    );
-    assert_eq!(real_lesson::default_factor(&l), 10);
-    let report: RealReport = real_lesson::run_managed(&l, 10).unwrap_or_else(|e| panic!("lesson 43: {e}"));
-    let transcript = report.transcript(&l, Lang::En);
-    assert!(report.passed(), "{transcript}");
-    assert_eq!(
-        report.outcome,
-        Some(true),
-        "two holders overlapped, as taught\n{transcript}"
-    );
-    assert!(
-        report.server_version.starts_with("etcd 3."),
-        "{}",
-        report.server_version
-    );
-    let mismatched = same_replies_as_the_simulator(&l, &report.results);
-    assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
     // The crash of the leader is a real SIGKILL, and the step says so.
-    assert!(
-        report.notes.values().any(|n| n.contains("SIGKILL to etcd1")),
-        "{transcript}"
-    );
+    play_catalogue_lesson("43", 10, "etcd 3.", "SIGKILL to etcd1");
 }
 
 /// B's `LOCK` queues behind A's key and is answered only once A's lease

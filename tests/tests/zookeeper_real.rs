@@ -8,13 +8,12 @@
 //! Without zookeeperd (or java) these tests say so and skip; CI installs
 //! it (scripts/test), and there a missing ensemble is a failure.
 
-use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_backend::real::lesson as real_lesson;
 use locklab_backend::real::lockservice::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
 use locklab_backend::real::lockservice::ZkEnv;
-use locklab_core::lesson::run::{LessonRun, Progress, StepResult};
+use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
-
-use locklab_tests::lesson;
+use locklab_tests::service::{play_catalogue_lesson, play_steps, same_replies_as_the_simulator, service_lesson};
 
 /// Is there an ensemble to test on? A skip says why, except on CI.
 fn have_zookeeper() -> bool {
@@ -28,48 +27,15 @@ fn have_zookeeper() -> bool {
 
 /// A small ZooKeeper lesson around `steps` (TOML `[[steps]]` tables).
 fn zk_lesson(steps: &str) -> Lesson {
-    let text = format!(
-        r#"id = "99"
-theme = "fencing"
-title = {{ zh = "测试", en = "test" }}
-narration = {{ zh = "测试", en = "test" }}
-source = {{ seed = "B", file = "x.txt", section = "7" }}
-actors = ["A", "B"]
-world = {{ service = "zk", fencing = true, locks = ["/locks/x"] }}
-{steps}
-[outcome]
-invariant = "none"
-broken = false
-explain = {{ zh = "测试", en = "test" }}
-"#
-    );
-    Lesson::parse(&text).unwrap_or_else(|e| panic!("test lesson: {e}"))
+    service_lesson("zk", "/locks/x", steps)
 }
 
 /// Play `lesson` on a fresh ensemble at 5×, keeping the environment for a
 /// look at the ensemble afterwards.
 fn play(lesson: &Lesson) -> (ZkEnv, Vec<StepResult>) {
     let mut env = ZkEnv::start(lesson, 5).unwrap_or_else(|e| panic!("ZooKeeper ensemble: {e}"));
-    let mut progress = Progress::new(lesson);
-    while progress
-        .step(&mut env)
-        .unwrap_or_else(|e| panic!("lesson {}: {e}", lesson.id))
-        .is_some()
-    {}
-    let results = progress.results().to_vec();
+    let results = play_steps(lesson, &mut env);
     (env, results)
-}
-
-/// Every step's reply is the simulator's.
-fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Vec<String> {
-    let mut sim = LessonRun::new(lesson).expect("sim run");
-    sim.run_all().expect("sim runs");
-    assert_eq!(real.len(), sim.results().len(), "both ran every step");
-    real.iter()
-        .zip(sim.results())
-        .filter(|(r, s)| r.reply != s.reply)
-        .map(|(r, s)| format!("step {}: real {:?} vs sim {:?}", r.index + 1, r.reply, s.reply))
-        .collect()
 }
 
 #[test]
@@ -77,34 +43,11 @@ fn lesson_44_plays_on_a_real_zookeeper_ensemble_with_the_simulators_replies() {
     if !have_zookeeper() {
         return;
     }
-    let l = lesson("44");
-    assert!(
-        real_lesson::check_supported(&l).is_ok(),
-        "44 is playable on the real driver"
-    );
-    assert_eq!(real_lesson::default_factor(&l), 5);
-    let why = real_lesson::check_browser(&l, Lang::En).expect_err("the browser's driver speaks Redis only");
+    let why = real_lesson::check_browser(&locklab_tests::lesson("44"), Lang::En)
+        .expect_err("the browser's driver speaks Redis only");
     assert!(why.contains("locklab lesson run 44 --real"), "{why}");
-    let report: RealReport = real_lesson::run_managed(&l, 5).unwrap_or_else(|e| panic!("lesson 44: {e}"));
-    let transcript = report.transcript(&l, Lang::En);
-    assert!(report.passed(), "{transcript}");
-    assert_eq!(
-        report.outcome,
-        Some(true),
-        "two holders overlapped, as taught\n{transcript}"
-    );
-    assert!(
-        report.server_version.starts_with("ZooKeeper 3."),
-        "{}",
-        report.server_version
-    );
-    let mismatched = same_replies_as_the_simulator(&l, &report.results);
-    assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
     // The partition of the leader is a real SIGSTOP, and the step says so.
-    assert!(
-        report.notes.values().any(|n| n.contains("SIGSTOP to zk1")),
-        "{transcript}"
-    );
+    play_catalogue_lesson("44", 5, "ZooKeeper 3.", "SIGSTOP to zk1");
 }
 
 /// A paused client sends no heartbeats: after its timeout the ensemble

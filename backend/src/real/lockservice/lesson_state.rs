@@ -190,6 +190,20 @@ impl LessonState {
         }
     }
 
+    /// A `write` step: the resource's verdict, as the step's reply.
+    pub(super) fn write(&mut self, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        let cid = self.cid(client)?;
+        let accepted = self.write_resource(cid, token, value);
+        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+    }
+
+    /// A `hold` step: the client's belief, as the lesson states it.
+    pub(super) fn hold(&mut self, client: &str, key: &str, holds: bool) -> Result<(), String> {
+        let cid = self.cid(client)?;
+        self.belief(cid, key, holds);
+        Ok(())
+    }
+
     /// A write to the protected resource (simulated on a real run too: it
     /// is the business system, not the lock service).
     pub(super) fn write_resource(&mut self, cid: u32, token: Option<i64>, value: &str) -> bool {

@@ -418,15 +418,11 @@ impl Environment for ZkEnv {
 
     fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
         self.wait_paused(client);
-        let cid = self.st.cid(client)?;
-        let accepted = self.st.write_resource(cid, token, value);
-        Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
+        self.st.write(client, token, value)
     }
 
     fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
-        let cid = self.st.cid(client)?;
-        self.st.belief(cid, key, holds);
-        Ok(())
+        self.st.hold(client, key, holds)
     }
 
     fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {

@@ -1,0 +1,77 @@
+//! Lessons on real lock services (etcd, ZooKeeper): a small lesson around
+//! a few steps, playing one on a managed service, and the comparison every
+//! such test ends with — the simulator's replies for the same steps.
+
+use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_core::lesson::run::{Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::{Lang, Lesson};
+
+/// A test lesson on `service` (`etcd`, `zk`) guarding `lock`, around
+/// `steps` (TOML `[[steps]]` tables).
+pub fn service_lesson(service: &str, lock: &str, steps: &str) -> Lesson {
+    let text = format!(
+        r#"id = "99"
+theme = "fencing"
+title = {{ zh = "测试", en = "test" }}
+narration = {{ zh = "测试", en = "test" }}
+source = {{ seed = "B", file = "x.txt", section = "7" }}
+actors = ["A", "B"]
+world = {{ service = "{service}", fencing = true, locks = ["{lock}"] }}
+{steps}
+[outcome]
+invariant = "none"
+broken = false
+explain = {{ zh = "测试", en = "test" }}
+"#
+    );
+    Lesson::parse(&text).unwrap_or_else(|e| panic!("test lesson: {e}"))
+}
+
+/// Every step of `lesson` on `env`; the steps' results.
+pub fn play_steps(lesson: &Lesson, env: &mut impl Environment) -> Vec<StepResult> {
+    let mut progress = Progress::new(lesson);
+    while progress
+        .step(env)
+        .unwrap_or_else(|e| panic!("lesson {}: {e}", lesson.id))
+        .is_some()
+    {}
+    progress.results().to_vec()
+}
+
+/// Every step whose reply differs from the simulator's, in words.
+pub fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Vec<String> {
+    let mut sim = LessonRun::new(lesson).expect("sim run");
+    sim.run_all().expect("sim runs");
+    assert_eq!(real.len(), sim.results().len(), "both ran every step");
+    real.iter()
+        .zip(sim.results())
+        .filter(|(r, s)| r.reply != s.reply)
+        .map(|(r, s)| format!("step {}: real {:?} vs sim {:?}", r.index + 1, r.reply, s.reply))
+        .collect()
+}
+
+/// Catalogue lesson `id` on a managed service at its default `factor`:
+/// it passes with two holders as taught, on a server whose version starts
+/// with `version`, with the simulator's replies, and a step's note says
+/// `fault_note` (how the real fault was made). The report.
+pub fn play_catalogue_lesson(id: &str, factor: u64, version: &str, fault_note: &str) -> RealReport {
+    let l = crate::lesson(id);
+    assert!(
+        real_lesson::check_supported(&l).is_ok(),
+        "{id} is playable on the real driver"
+    );
+    assert_eq!(real_lesson::default_factor(&l), factor);
+    let report = real_lesson::run_managed(&l, factor).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
+    let transcript = report.transcript(&l, Lang::En);
+    assert!(report.passed(), "{transcript}");
+    assert_eq!(
+        report.outcome,
+        Some(true),
+        "two holders overlapped, as taught\n{transcript}"
+    );
+    assert!(report.server_version.starts_with(version), "{}", report.server_version);
+    let mismatched = same_replies_as_the_simulator(&l, &report.results);
+    assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
+    assert!(report.notes.values().any(|n| n.contains(fault_note)), "{transcript}");
+    report
+}
