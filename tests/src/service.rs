@@ -70,6 +70,14 @@ pub fn play_catalogue_lesson(id: &str, factor: u64, version: &str, fault_note: &
         "two holders overlapped, as taught\n{transcript}"
     );
     assert!(report.server_version.starts_with(version), "{}", report.server_version);
+    // The header names the service, never redis-server, in both languages.
+    let header = |t: &str| t.lines().nth(1).unwrap_or_default().to_owned();
+    assert!(
+        header(&transcript).starts_with(&format!("real {version}")),
+        "{transcript}"
+    );
+    let zh = report.transcript(&l, Lang::Zh);
+    assert!(header(&zh).starts_with(&format!("真实 {version}")), "{zh}");
     let mismatched = same_replies_as_the_simulator(&l, &report.results);
     assert!(mismatched.is_empty(), "{transcript}\n{}", mismatched.join("\n"));
     assert!(report.notes.values().any(|n| n.contains(fault_note)), "{transcript}");

@@ -161,20 +161,21 @@ impl RealReport {
     /// stay in English.
     pub fn transcript(&self, lesson: &Lesson, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
+        // A lock service's version names itself ("etcd 3.4.23", "ZooKeeper
+        // 3.8.0"); redis-server's is a bare number.
+        let server = match self.server_version.starts_with(|c: char| c.is_ascii_digit()) {
+            true => format!("redis-server {}", self.server_version),
+            false => self.server_version.clone(),
+        };
         let mut out = if zh {
             format!(
-                "第 {} 课 — {}\n真实 redis-server {}，时间压缩 {}×\n\n",
-                lesson.id, lesson.title.zh, self.server_version, self.factor
+                "第 {} 课 — {}\n真实 {server}，时间压缩 {}×\n\n",
+                lesson.id, lesson.title.zh, self.factor
             )
         } else {
-            // A lock service's version names itself ("etcd 3.4.23").
-            let server = match self.server_version.starts_with("etcd") {
-                true => String::new(),
-                false => "redis-server ".to_owned(),
-            };
             format!(
-                "lesson {} — {}\nreal {server}{}, time compressed {}×\n\n",
-                lesson.id, lesson.title.en, self.server_version, self.factor
+                "lesson {} — {}\nreal {server}, time compressed {}×\n\n",
+                lesson.id, lesson.title.en, self.factor
             )
         };
         // Core's wording of each step, with the world's names.
