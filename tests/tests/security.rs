@@ -506,3 +506,97 @@ async fn a_session_that_ends_while_redis_is_busy_is_cleaned_up_later() {
     assert_eq!(lab_keys(&mut owner), 0);
     owner.assert_untouched();
 }
+
+/// A lesson as the explorer sends one (id `00`): sixteen clients, each a
+/// background lock program that retries without a pause for a minute and
+/// works for ten seconds once it holds; two seconds of that, then half of
+/// them crash with their requests on the wire, then a long wait.
+fn hammering_lesson() -> Value {
+    let actors: Vec<String> = (b'A'..=b'P').map(|c| (c as char).to_string()).collect();
+    let mut steps = String::new();
+    for a in &actors {
+        steps.push_str(&format!(
+            "[[steps]]\nclient = \"{a}\"\nbackground = true\nprogram = {{ type = \"lock\", key = \"lock:x\", ttl_ms = 60000, cycles = 1000, \
+             work = {{ min_ms = 10000, max_ms = 10000 }}, retry = {{ backoff = {{ type = \"fixed\", ms = 0 }}, deadline_ms = 60000 }} }}\n"
+        ));
+    }
+    steps.push_str("[[steps]]\nwait_ms = 2000\n");
+    for a in &actors[..8] {
+        steps.push_str(&format!(
+            "[[steps]]\nfault = {{ type = \"crash_client\", client = \"{a}\" }}\n"
+        ));
+    }
+    steps.push_str("[[steps]]\nwait_ms = 60000\n");
+    let text = format!(
+        r#"id = "00"
+theme = "basics"
+title = {{ zh = "攻击", en = "attack" }}
+narration = {{ zh = "攻击", en = "attack" }}
+source = {{ seed = "A", file = "x.txt", section = "1" }}
+actors = {actors:?}
+world = {{ locks = ["lock:x"] }}
+{steps}
+[outcome]
+invariant = "overlap"
+broken = false
+explain = {{ zh = "攻击", en = "attack" }}
+"#
+    );
+    let lesson = locklab_core::lesson::Lesson::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    serde_json::to_value(lesson).unwrap()
+}
+
+/// Attack on the concurrent runner: a lesson sent over the socket launches
+/// sixteen programs that hammer the owner's server, crashes half of them
+/// with requests in flight, and the page walks away mid-lesson. Every step
+/// is still answered, closing the socket stops every program (the
+/// server's command counter stands still afterwards), and the server is
+/// left with no lab key, no lab user, and the owner's data as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sent_lesson_cannot_leave_programs_hammering_the_server() {
+    let mut owner = Owner::start(false);
+    let state = ApiState::new(Some(owner.server.url()));
+    let addr = serve(state.clone()).await;
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":hammering_lesson()})).await;
+    let started = until(&mut ws, "lesson").await;
+    assert!(started.last().unwrap()["steps"].as_u64() == Some(26), "{started:?}");
+    // The launches, the first wait, the crashes: each answered.
+    for i in 0..25 {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        let msgs = until(&mut ws, "step").await;
+        assert!(msgs.iter().all(|m| m["type"] != "error"), "step {}: {msgs:?}", i + 1);
+    }
+    let total = |owner: &mut Owner| match owner.run("INFO stats") {
+        Reply::Verbatim { text, .. } | Reply::Bulk(text) => {
+            let text = String::from_utf8_lossy(&text).into_owned();
+            text.lines()
+                .find_map(|l| l.strip_prefix("total_commands_processed:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{text}"))
+        }
+        other => panic!("{other:?}"),
+    };
+    let before = total(&mut owner);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(total(&mut owner) > before + 1, "the programs are running");
+    drop(ws);
+    wait_for(|| state.live_sessions() == 0 && state.pending_cleanups() == 0).await;
+    let quiet = total(&mut owner);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Only this test's own INFO in between.
+    assert_eq!(total(&mut owner), quiet + 1, "a program outlived its session");
+    let Reply::Array(users) = owner.run("ACL LIST") else {
+        panic!()
+    };
+    assert!(users.iter().all(|u| !u.to_cli().contains("user lab-")), "{users:?}");
+    let Reply::Array(scan) = owner.run("SCAN 0 MATCH lab:* COUNT 10000") else {
+        panic!()
+    };
+    assert_eq!(
+        scan[1],
+        Reply::Array(vec![Reply::bulk("lab:owner:x")]),
+        "only the owner's own key"
+    );
+    owner.assert_untouched();
+}
