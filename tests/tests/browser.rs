@@ -646,6 +646,23 @@ async fn the_timeline_a_room_can_read() {
         }
     }
     assert!(banded.contains(&"05"), "lesson 05 shows its band: {banded:?}");
+    // Chinese labels are wider: lesson 45 in presenter mode still fits a
+    // 720 px projector in 中文.
+    viewport(&c, 1280, 720).await;
+    open(&c, &format!("{base}/?lang=zh&lesson=45&step=end&seed=7&present=1")).await;
+    eventually("the caption in Chinese", || async {
+        c.find(Locator::Css("[data-testid=caption]")).await.ok()
+    })
+    .await;
+    screenshot(&c, "timeline-45-present-zh-1280x720.png").await;
+    let p = js(&c, TIMELINE_PROBE).await;
+    assert!(p["minFont"].as_f64().unwrap() >= 13.0, "presenter mode in Chinese: {p}");
+    assert_eq!(p["overlaps"], json!([]), "no overlaps in Chinese either: {p}");
+    let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+    assert!(
+        fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
+        "presenter mode fits the lanes on the screen in Chinese: {fits} {p}"
+    );
     eprintln!("timeline: lessons with a titled violation band at their end: {banded:?}");
 
     // `p` toggles presenter mode; PageDown steps; the dark theme.
