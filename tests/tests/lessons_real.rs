@@ -5,6 +5,7 @@
 //! asynchronous replication, five independent masters, real SIGKILLs).
 
 use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_backend::real::topology::Topology;
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvariant};
 use locklab_tests::server::RedisServer;
@@ -224,19 +225,13 @@ fn lesson_20_a_real_nodes_clock_jumps_and_redlock_has_two_holders() {
 #[test]
 fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
     use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
-    use locklab_backend::real::session::{Limits, SessionPool};
-    use locklab_backend::real::topology::Topology;
     use locklab_core::actor::Actor;
     use locklab_core::invariants::Invariant;
     use locklab_core::trace::EventKind;
 
     let l = lesson("15");
-    let mut topology = Topology::start(real_lesson::topology_kind(&l)).expect("a master and a replica");
-    let pool = SessionPool::new(Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    });
-    let mut session = pool.open_on(&topology).expect("a session");
+    let (mut topology, mut session) =
+        lab_session(Topology::start(real_lesson::topology_kind(&l)).expect("a master and a replica"));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
@@ -400,20 +395,13 @@ fn contention_lessons_measure_their_figures_on_real_redis() {
 #[test]
 fn background_programs_interleave_on_the_real_server() {
     use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
-    use locklab_backend::real::session::{Limits, SessionPool};
-    use locklab_backend::real::topology::Topology;
     use locklab_core::actor::Actor;
     use locklab_core::lesson::StepKind;
     use locklab_core::trace::EventKind;
 
     let server = RedisServer::start();
     let l = lesson("26");
-    let mut topology = Topology::external(server.url());
-    let pool = SessionPool::new(Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    });
-    let mut session = pool.open_on(&topology).expect("a session");
+    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
@@ -466,6 +454,18 @@ fn background_programs_interleave_on_the_real_server() {
     );
 }
 
+/// A lab session on `topology`, without a rate limit, for a test that
+/// drives the real runner itself.
+fn lab_session(topology: Topology) -> (Topology, locklab_backend::real::session::Session) {
+    use locklab_backend::real::session::{Limits, SessionPool};
+    let pool = SessionPool::new(Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    });
+    let session = pool.open_on(&topology).expect("a session");
+    (topology, session)
+}
+
 /// Issue 18: lesson 42's slow link is real. Client A's connection goes
 /// through a delaying proxy the session starts at the `set_link` step: a
 /// round trip over the 7 ms link takes at least 14 ms, over the 1 ms link
@@ -475,16 +475,12 @@ fn background_programs_interleave_on_the_real_server() {
 #[test]
 fn lesson_42_slows_one_clients_link_through_a_proxy() {
     use locklab_backend::real::lesson::{default_factor, RealEnv, RealLessonRun};
-    use locklab_backend::real::session::{Limits, SessionPool};
-    use locklab_backend::real::topology::Topology;
     use locklab_core::trace::EventKind;
 
     let server = RedisServer::start();
     let l = lesson("42");
     assert_eq!(default_factor(&l), 1);
-    let mut topology = Topology::external(server.url());
-    let pool = SessionPool::new(Limits::default());
-    let mut session = pool.open_on(&topology).expect("a session");
+    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
