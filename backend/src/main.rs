@@ -244,11 +244,7 @@ fn main() -> Result<()> {
             bind,
             redis_version,
         } => {
-            let cfg = sim_server::Config {
-                bind,
-                port,
-                profile: profile(&redis_version)?,
-            };
+            let cfg = sim_server::Config::new(bind, port, profile(&redis_version)?);
             sim_server::run(cfg).with_context(|| format!("sim-server on {bind}:{port}"))?;
         }
         Cmd::Lesson { action, dir, lang } => {

@@ -156,11 +156,7 @@ pub fn wire_report(real_port: u16) -> std::io::Result<String> {
     let Some(tool) = crate::real::process::find_on_path("redis-benchmark") else {
         return Ok("redis-benchmark not found: install redis-tools to compare sim-server with redis-server\n".into());
     };
-    let sim = sim_server::spawn(Config {
-        bind: std::net::Ipv4Addr::LOCALHOST.into(),
-        port: 0,
-        profile: Profile::V7_0,
-    })?;
+    let sim = sim_server::spawn(Config::new(std::net::Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0))?;
     let mut out = String::from("\nredis-benchmark -t set,get,incr -n 200000 -P 16 -q, redis-server vs sim-server:\n");
     out.push_str(&sim_server::benchmark(&tool, real_port, sim.port())?);
     Ok(out)

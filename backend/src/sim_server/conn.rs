@@ -23,7 +23,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, After, ClientInfo, Session};
-use super::{Busy, Shared, QUERY_BUFFER_LIMIT, SCRIPT_WORK_LIMIT};
+use super::{Busy, Shared, QUERY_BUFFER_LIMIT};
 
 /// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
 /// well under 1 KB, and an idle connection should cost little.
@@ -582,7 +582,7 @@ fn run_script(
         since: Instant::now(),
         eval,
     });
-    set_thread_limits(Some(Arc::clone(&shared.control)), SCRIPT_WORK_LIMIT);
+    set_thread_limits(Some(Arc::clone(&shared.control)), shared.script_work_limit);
     let mut run = || run_guarded(st, sess, &shared.env, now_ms, argv);
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);

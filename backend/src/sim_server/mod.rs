@@ -112,6 +112,21 @@ pub struct Config {
     /// 0 picks a free port (see [`Server::local_addr`]).
     pub port: u16,
     pub profile: Profile,
+    /// A script's work budget ([`SCRIPT_WORK_LIMIT`] unless a test needs a
+    /// script that only `SCRIPT KILL` ends, however slow the machine).
+    pub script_work_limit: u64,
+}
+
+impl Config {
+    /// `bind:port` imitating `profile`, with the default script budget.
+    pub fn new(bind: IpAddr, port: u16, profile: Profile) -> Config {
+        Config {
+            bind,
+            port,
+            profile,
+            script_work_limit: SCRIPT_WORK_LIMIT,
+        }
+    }
 }
 
 /// Feed `chunks` to the request parser as a connection receives them
@@ -209,6 +224,8 @@ struct Shared {
     busy: Mutex<Option<Busy>>,
     /// How the running script is killed, and whether it wrote.
     control: Arc<ScriptControl>,
+    /// The work budget of one script ([`Config::script_work_limit`]).
+    script_work_limit: u64,
     /// Connections that left while the node was held: taken out of the
     /// node by the next holder of the lock.
     gone: Mutex<Vec<ConnId>>,
@@ -309,6 +326,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         clock: Clock::new(),
         busy: Mutex::new(None),
         control: Arc::new(ScriptControl::new()),
+        script_work_limit: cfg.script_work_limit,
         gone: Mutex::new(Vec::new()),
     });
     let (tx, rx) = oneshot::channel();
