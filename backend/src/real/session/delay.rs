@@ -22,12 +22,9 @@ impl Session {
         let target = self.nodes.get(n).ok_or(SessionError::NoNode(node))?.target.clone();
         let key = (c, node);
         if !self.delays.contains_key(&key) {
-            let upstream = tcp_addr(&target.url).ok_or_else(|| SessionError::Setup {
+            let upstream = tcp_addr(&target.url).ok_or_else(|| SessionError::NoProxy {
                 node: target.name.clone(),
-                text: format!(
-                    "{} is not a TCP address, so the lab cannot put a delaying proxy in front of it",
-                    display_addr(&target.url)
-                ),
+                addr: display_addr(&target.url),
             })?;
             let proxy = LinkProxy::start(upstream, LinkFault::default(), link_seed(client, node))
                 .map_err(|e| self.unreachable(n, RealError::Io(e)))?;
@@ -105,5 +102,23 @@ mod tests {
             tcp_addr("redis://127.0.0.1:6380/0"),
             Some("127.0.0.1:6380".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn a_link_to_a_unix_socket_cannot_be_slowed_and_says_so() {
+        let pool = SessionPool::new(Limits::default());
+        let mut s = pool
+            .open(vec![NodeTarget::new("redis", "redis+unix:///run/redis.sock")])
+            .expect("a session opens without connecting");
+        let slow = LinkFault {
+            latency_ms: 7,
+            ..LinkFault::default()
+        };
+        let err = s
+            .set_link("A", 0, slow)
+            .expect_err("no proxy in front of a socket file");
+        assert!(matches!(err, SessionError::NoProxy { .. }), "{err}");
+        assert!(err.to_string().contains("cannot be slowed"), "{err}");
+        assert!(!s.has_delay("A", 0));
     }
 }

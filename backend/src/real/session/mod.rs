@@ -247,6 +247,10 @@ pub enum SessionError {
     /// The session's ACL user could not be set up on a node.
     #[error("ERR locklab: cannot set up the session's ACL user on {node}: {text}")]
     Setup { node: String, text: String },
+    /// A lesson slows a link to a node the lab cannot put a proxy in front
+    /// of (a Unix socket, a TLS URL whose certificate names the host).
+    #[error("ERR locklab: the link to {node} ({addr}) cannot be slowed: only a redis:// TCP address can have the lab's delaying proxy in front of it")]
+    NoProxy { node: String, addr: String },
 }
 
 impl SessionError {
