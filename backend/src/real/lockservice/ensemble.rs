@@ -363,6 +363,19 @@ mod tests {
             return;
         }
         let mut e = Ensemble::spawn(3, 400, 4000).expect("three servers");
+        // Serving first: a JVM still starting (or one that died, whose
+        // reason this says) is not what is tested.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !(0..3).all(|i| e.srvr(i).is_some()) {
+            if let Some(why) = e.exited() {
+                panic!("{why}");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the servers did not serve within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         let pids: Vec<(u32, String)> = e
             .servers
             .iter()
