@@ -291,6 +291,10 @@ impl EtcdDriver {
     /// Start three members, wait for a leader, and make `etcd1` the leader
     /// (the lessons name it so; `MoveLeader` as `etcdctl move-leader`).
     pub fn start() -> Result<EtcdDriver, ServiceError> {
+        super::on_free_ports(Self::start_once)
+    }
+
+    fn start_once() -> Result<EtcdDriver, ServiceError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

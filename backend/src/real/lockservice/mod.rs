@@ -41,3 +41,53 @@ pub enum ServiceError {
     #[error("{0}")]
     Start(String),
 }
+
+/// Start a managed service, and start it again on fresh ports (twice at
+/// most) when a member lost the race for one: a free port is found by
+/// binding and releasing it, so another process (a test running beside
+/// this one, another lab) can take it before the member binds it.
+pub(crate) fn on_free_ports<T>(mut start: impl FnMut() -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut again = 2;
+    loop {
+        match start() {
+            Err(ServiceError::Start(why))
+                if again > 0 && why.to_ascii_lowercase().contains("address already in use") =>
+            {
+                again -= 1
+            }
+            done => return done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_port_race_starts_again_and_nothing_else_does() {
+        let lost = || ServiceError::Start("etcd3 exited: listen tcp 127.0.0.1:1: bind: address already in use".into());
+        let mut tries = 0;
+        let r = on_free_ports(|| {
+            tries += 1;
+            if tries < 3 {
+                Err(lost())
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(r.ok(), Some(3), "two more starts on fresh ports");
+        let mut tries = 0;
+        let r: Result<(), _> = on_free_ports(|| {
+            tries += 1;
+            Err(lost())
+        });
+        assert!(r.is_err() && tries == 3, "three starts at most");
+        let mut tries = 0;
+        let r: Result<(), _> = on_free_ports(|| {
+            tries += 1;
+            Err(ServiceError::Start("java not found".into()))
+        });
+        assert!(r.is_err() && tries == 1, "any other failure is final");
+    }
+}

@@ -336,6 +336,10 @@ impl ZkDriver {
     /// lessons call it `zk1`), and open the observer's session; the run's
     /// zxids count from then on.
     pub fn start(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
+        super::on_free_ports(|| Self::start_once(min_ms, max_ms))
+    }
+
+    fn start_once(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
