@@ -22,15 +22,24 @@ fn replay(file: &str) {
     let report = explore(&spec).expect("the search runs");
     let lesson = counterexample_lesson(&spec, &report).unwrap_or_else(|e| panic!("{file}: {e}"));
     // Real time (1×): the schedule the explorer found is milliseconds
-    // apart, and a counterexample lasts seconds.
+    // apart, and a counterexample lasts seconds. A loaded machine can move
+    // a real client by those milliseconds (a pause landing after the write
+    // instead of before it), so the design must break on real Redis in one
+    // of three runs, not in every one.
     let factor = 1;
-    let real = real_lesson::run_managed(&lesson, factor).unwrap_or_else(|e| panic!("{file} on real redis-server: {e}"));
-    let transcript = real.transcript(&lesson, locklab_core::lesson::Lang::En);
-    assert_eq!(
-        real.outcome,
-        Some(true),
-        "{file}: real redis-server shows {:?} as the simulator did:\n{transcript}",
-        lesson.outcome.invariant
+    let mut transcripts = Vec::new();
+    for _ in 0..3 {
+        let real =
+            real_lesson::run_managed(&lesson, factor).unwrap_or_else(|e| panic!("{file} on real redis-server: {e}"));
+        if real.outcome == Some(true) {
+            return;
+        }
+        transcripts.push(real.transcript(&lesson, locklab_core::lesson::Lang::En));
+    }
+    panic!(
+        "{file}: real redis-server never showed {:?} as the simulator did, in 3 runs:\n{}",
+        lesson.outcome.invariant,
+        transcripts.join("\n")
     );
 }
 
