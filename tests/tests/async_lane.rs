@@ -29,6 +29,12 @@ fn script() -> Vec<(&'static str, String)> {
         ("A", "PTTL lock".to_owned()),
         ("B", format!("{RELEASE} lock other")),
         ("A", format!("{RELEASE} lock tok")),
+        // A loop is judged on the simulator first; the release above was not.
+        (
+            "A",
+            "EVAL \"for i = 1, 2 do redis.call('INCR', KEYS[1]) end return redis.call('GET', KEYS[1])\" 1 n2"
+                .to_owned(),
+        ),
         ("A", "SETNX lock2 a".to_owned()),
         ("A", "INCR lock2".to_owned()),
         ("A", "HSET h f v".to_owned()),

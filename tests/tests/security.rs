@@ -11,6 +11,7 @@ use locklab_backend::real::conn::RealConnection;
 use locklab_backend::real::session::Limits;
 use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
+use locklab_core::server::script::sha1_hex;
 use locklab_tests::ws::{connect, get_json, send, serve, until, Ws};
 use locklab_tests::RedisServer;
 use serde_json::{json, Value};
@@ -412,17 +413,58 @@ async fn free_play_lock_watching_costs_one_round_trip_per_command() {
     for _ in 0..LOCKS {
         until(&mut ws, "reply").await;
     }
+    let evals = evals(&mut owner);
+    assert!(evals <= 2 * LOCKS as u64, "{evals} EVALs for {LOCKS} commands");
+}
+
+/// The `EVAL`s Redis has run since the last `CONFIG RESETSTAT`.
+fn evals(owner: &mut Owner) -> u64 {
     let Reply::Bulk(stats) = owner.run("INFO commandstats") else {
         panic!()
     };
-    let evals: u64 = String::from_utf8_lossy(&stats)
+    String::from_utf8_lossy(&stats)
         .lines()
         .find_map(|l| {
             l.strip_prefix("cmdstat_eval:calls=")
                 .map(|v| v.split(',').next().unwrap().parse().unwrap())
         })
-        .unwrap_or(0);
-    assert!(evals <= 2 * LOCKS as u64, "{evals} EVALs for {LOCKS} commands");
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
+    // The compare-and-delete cannot loop, grow or log whatever the keys
+    // hold (core's `script::bounded`), so it is sent like a plain command:
+    // no snapshot EVAL before it, only the lock watch's peek behind it.
+    let mut owner = Owner::start(false);
+    let limits = Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    };
+    let addr = serve(ApiState::with_limits(Some(owner.server.url()), limits)).await;
+    let mut ws = connect(addr).await;
+    let body = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+    let release = format!("EVAL \"{body}\" 1 lock tok");
+    assert_eq!(line(&mut ws, "SET lock tok NX PX 60000").await, "OK");
+    owner.run("CONFIG RESETSTAT");
+    const CYCLES: u64 = 50;
+    for _ in 0..CYCLES {
+        assert_eq!(line(&mut ws, &release).await, "(integer) 1");
+        assert_eq!(line(&mut ws, "SET lock tok NX PX 60000").await, "OK");
+    }
+    // Per cycle: the release and one peek behind each command.
+    let n = evals(&mut owner);
+    assert!(n <= 3 * CYCLES, "{n} EVALs for {CYCLES} lock cycles");
+    // Redis cached it as EVAL does, and so did the session's simulator:
+    // its EVALSHA is not taken for a NOSCRIPT.
+    let sha = format!("EVALSHA {} 1 lock tok", sha1_hex(body.as_bytes()));
+    assert_eq!(line(&mut ws, &sha).await, "(integer) 1");
+    // A script with a loop still runs on the simulator first (a copy of
+    // the keys, then the script): a loop that ends is sent.
+    owner.run("CONFIG RESETSTAT");
+    let looped = "EVAL \"for i = 1, 3 do redis.call('INCR', KEYS[1]) end return redis.call('GET', KEYS[1])\" 1 n";
+    assert_eq!(line(&mut ws, looped).await, "\"3\"");
+    assert!(evals(&mut owner) >= 2, "the loop was sent without its pre-flight");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -97,8 +97,8 @@ impl Session {
         let link = (c, node);
         let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
         let checked = match self.multi.get(&link) {
-            None if preflight::runs_lua(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
-            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::runs_lua(user)) => {
+            None if preflight::needs_check(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
+            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::needs_check(user)) => {
                 Some(q.iter().cloned().unzip())
             }
             _ => None,

@@ -29,6 +29,7 @@
 use std::collections::BTreeSet;
 
 use locklab_core::reply::Reply;
+use locklab_core::server::script::bounded::is_straight_line;
 use locklab_core::server::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
 use locklab_core::server::table;
 use locklab_core::server::{ConnId, Node, Profile};
@@ -108,6 +109,19 @@ impl std::fmt::Debug for Preflight {
             .field("keys", &self.keys.len())
             .finish_non_exhaustive()
     }
+}
+
+/// Must `argv` be judged on the simulator before it goes to Redis? Every
+/// command that runs Lua, except an `EVAL` of a straight-line script
+/// ([`is_straight_line`]: no loop, no function, no string library, a few
+/// calls), which cannot run long, grow the heap or log whatever the keys
+/// hold; it goes out as a plain command does, with no copy of the keys
+/// first and no watchdog (it cannot outrun one). This is what lets the
+/// compare-and-delete release cost one round trip like the `SET` before it.
+pub fn needs_check(argv: &[Vec<u8>]) -> bool {
+    let is = |w: &str| argv.first().is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+    let straight = (is("eval") || is("eval_ro")) && argv.get(1).is_some_and(|body| is_straight_line(body));
+    runs_lua(argv) && !straight
 }
 
 /// Does running `argv` run Lua code (or could, inside `EXEC`)?
@@ -253,12 +267,22 @@ impl Preflight {
 
     /// Keep the simulator's script cache and libraries as the session's
     /// are on Redis: after Redis accepted `argv`, the same on the
-    /// simulator (a checked `EVAL` or `FUNCTION LOAD` already did it).
+    /// simulator (a checked `EVAL` or `FUNCTION LOAD` already did it). An
+    /// `EVAL` that was not checked ([`needs_check`]) is cached as Redis
+    /// caches it, also when it failed at run time (`evalGenericCommand`
+    /// compiles first), so a later `EVALSHA` of it is not taken for a
+    /// `NOSCRIPT`.
     pub fn mirror(&mut self, argv: &[Vec<u8>], real: &Reply) {
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        if (is(0, "eval") || is(0, "eval_ro")) && !needs_check(argv) {
+            // A script that does not compile is refused by both alike.
+            self.node
+                .execute(self.conn, &[b"SCRIPT".to_vec(), b"LOAD".to_vec(), argv[1].clone()]);
+            return;
+        }
         if matches!(real, Reply::Error(_)) {
             return;
         }
-        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
         if is(0, "script") && (is(1, "load") || is(1, "flush"))
             || is(0, "function") && (is(1, "delete") || is(1, "load"))
         {

@@ -66,11 +66,13 @@
 //!   `redis` table, the error handler, `redis.register_function`.
 //! * [`convert`] — Redis ⇄ Lua values, number formatting, error texts.
 //! * [`meta`] — shebangs and library headers.
+//! * [`bounded`] — which scripts cannot run long, whatever their data.
 //! * `restore.rs` — FUNCTION DUMP and RESTORE.
 //!
 //! The command syntax (argv parsing, subcommands, arity) lives next to the
 //! other commands, in `server/cmd/scripting.rs`.
 
+pub mod bounded;
 pub mod control;
 pub mod convert;
 pub mod meta;
