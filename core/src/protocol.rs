@@ -103,6 +103,11 @@ pub enum Served {
     Redlock5,
     Cluster3,
     Sentinel,
+    /// Three etcd members a lesson on etcd started (not a Redis topology:
+    /// the page cannot switch to it, and its toolbox has no nodes).
+    Etcd3,
+    /// Three ZooKeeper servers a lesson on ZooKeeper started.
+    Zk3,
     /// A kind this build does not know (a newer backend), or none said.
     #[default]
     #[serde(other)]
@@ -118,7 +123,7 @@ impl Served {
             Served::Redlock5 => Some(TopologyKind::Redlock5),
             Served::Cluster3 => Some(TopologyKind::Cluster3),
             Served::Sentinel => Some(TopologyKind::Sentinel),
-            Served::External | Served::Unknown => None,
+            Served::External | Served::Etcd3 | Served::Zk3 | Served::Unknown => None,
         }
     }
 
@@ -130,6 +135,8 @@ impl Served {
     pub fn as_str(self) -> &'static str {
         match self {
             Served::External => "external",
+            Served::Etcd3 => "etcd3",
+            Served::Zk3 => "zk3",
             Served::Unknown => "unknown",
             other => other.managed().map_or("unknown", TopologyKind::as_str),
         }

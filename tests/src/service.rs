@@ -83,3 +83,67 @@ pub fn play_catalogue_lesson(id: &str, factor: u64, version: &str, fault_note: &
     assert!(report.notes.values().any(|n| n.contains(fault_note)), "{transcript}");
     report
 }
+
+/// Catalogue lesson `id` from the browser's real driver (`/api/session`)
+/// at `factor`: health lists it as playable; its `lesson` message says it
+/// plays on `served` (a server whose version starts with `version`), with
+/// the service's members as lanes and no Redis nodes; every `lesson_step`
+/// answers with the simulator's reply, with the run's events; the lesson
+/// passes; a console line meanwhile is refused, since the run has no
+/// Redis. And a backend on the user's own server (`--redis`) refuses the
+/// lesson with the command that plays it.
+pub async fn play_over_the_api(id: &str, factor: u64, served: &str, version: &str) {
+    use crate::ws::{connect, get_json, send, serve, until};
+    use locklab_backend::web::api::ApiState;
+    use serde_json::json;
+
+    let addr = serve(ApiState::new(None)).await;
+    let health = get_json(addr, "/api/health").await;
+    assert!(
+        health["lessons"].as_array().is_some_and(|l| l.iter().any(|x| x == id)),
+        "{health}"
+    );
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type":"lesson","id":id,"factor":factor})).await;
+    let start = until(&mut ws, "lesson").await.pop().unwrap();
+    assert_eq!(start["topology"], served, "{start}");
+    assert!(
+        start["server_version"].as_str().is_some_and(|v| v.starts_with(version)),
+        "{start}"
+    );
+    assert_eq!(start["nodes"], json!([]), "{start}");
+    let lesson = crate::lesson(id);
+    let mut sim = LessonRun::new(&lesson).expect("sim run");
+    sim.run_all().expect("sim runs");
+    let mut events = 0;
+    for (i, expected) in sim.results().iter().enumerate() {
+        send(&mut ws, json!({"type":"lesson_step"})).await;
+        let got = until(&mut ws, "step").await;
+        events += got.iter().filter(|m| m["type"] == "event").count();
+        let result = &got.last().unwrap()["result"];
+        assert_eq!(result["ok"], true, "step {}: {result}", i + 1);
+        assert_eq!(
+            result["reply"],
+            serde_json::to_value(&expected.reply).unwrap(),
+            "step {}",
+            i + 1
+        );
+        if i == 0 {
+            send(&mut ws, json!({"type":"command","client":"A","line":"GET k"})).await;
+            let reply = until(&mut ws, "reply").await.pop().unwrap();
+            assert!(
+                reply["text"].as_str().is_some_and(|t| t.contains("does not type to")),
+                "{reply}"
+            );
+        }
+    }
+    assert!(events > sim.results().len(), "the run's events came with its steps");
+    let done = until(&mut ws, "lesson_done").await.pop().unwrap();
+    assert_eq!(done["passed"], true);
+    drop(ws);
+
+    let external = serve(ApiState::new(Some("redis://127.0.0.1:1".into()))).await;
+    let health = get_json(external, "/api/health").await;
+    let why = health["unsupported"][id].as_str().unwrap_or_else(|| panic!("{health}"));
+    assert!(why.contains(&format!("locklab lesson run {id} --real")), "{why}");
+}

@@ -643,25 +643,3 @@ async fn console_lines_get_lock_events_in_free_play_and_during_a_run() {
     assert_eq!(lock_events(&got), ["lock:order:1001 removed command"], "{got:?}");
     ws.close(None).await.unwrap();
 }
-
-/// A lesson on a lock service plays on a real etcd cluster from the
-/// command line only: the browser's real driver drives Redis nodes, so
-/// health says so and a WebSocket asking for it gets that reason, instead
-/// of a run that sends `LEASE GRANT` to redis-server.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lock_service_lesson_is_refused_by_the_browsers_real_driver_with_the_way_to_play_it() {
-    let addr = serve(ApiState::new(None)).await;
-    let health = locklab_tests::ws::get_json(addr, "/api/health").await;
-    let why = health["unsupported"]["43"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{health}"));
-    assert!(why.contains("locklab lesson run 43 --real"), "{why}");
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
-        .await
-        .unwrap();
-    send(&mut ws, json!({"type":"lesson","id":"43"})).await;
-    let error = until(&mut ws, "error").await.pop().unwrap();
-    let message = error["message"].as_str().unwrap();
-    assert!(message.contains("etcd"), "{message}");
-    ws.close(None).await.unwrap();
-}

@@ -50,10 +50,15 @@ const LESSON_07_REPLIES: [&str; 7] = [
 
 /// How many steps lesson 07 has, from its file.
 fn lesson_07_steps() -> usize {
+    lesson_steps("07")
+}
+
+/// How many steps lesson `id` has.
+fn lesson_steps(id: &str) -> usize {
     locklab_core::lesson::builtin()
         .unwrap()
         .into_iter()
-        .find(|l| l.id == "07")
+        .find(|l| l.id == id)
         .unwrap()
         .steps
         .len()
@@ -976,6 +981,59 @@ async fn the_real_driver_in_headless_chromium() {
     })
     .await;
     assert_eq!(text(&c, "[data-testid=step-name]").await.as_deref(), Some("4"));
+
+    // Lesson 43 on a real etcd cluster the backend starts for it, at 10×:
+    // every step as the simulator answers it, etcd's members as lanes.
+    c.find(Locator::Css("[data-testid=lesson-item][data-lesson='43']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::Css("[data-testid=factor][data-factor='10']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let steps = lesson_steps("43");
+    eventually("lesson 43 started on etcd", || async {
+        let badge = text(&c, "[data-testid=real-server]").await.unwrap_or_default();
+        (count(&c, "[data-testid=step-busy]").await == 0 && badge.contains("etcd 3.")).then_some(())
+    })
+    .await;
+    for n in 1..=steps {
+        c.find(Locator::Css("[data-testid=step-forward]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let label = step_label(n, steps);
+        eventually(&format!("real etcd step {n} of lesson 43"), || async {
+            (text(&c, "[data-testid=step-name]").await? == label && count(&c, "[data-testid=step-busy]").await == 0)
+                .then_some(())
+        })
+        .await;
+    }
+    assert_eq!(count(&c, "[data-testid=step-mismatch]").await, 0);
+    eventually("lesson 43's outcome", || async {
+        (c.find(Locator::Css("[data-testid=outcome]"))
+            .await
+            .ok()?
+            .attr("data-ok")
+            .await
+            .ok()??
+            == "true")
+            .then_some(())
+    })
+    .await;
+    let lanes = texts(&c, ".lane-label").await.join(" ");
+    assert!(lanes.contains("etcd1") && lanes.contains("etcd3"), "{lanes}");
+    for (w, h) in [(1280, 720), (1440, 900)] {
+        c.set_window_size(w, h).await.unwrap();
+        screenshot(&c, &format!("browser-real-lesson-43-en-{w}x{h}.png")).await;
+    }
 
     c.close().await.unwrap();
     drop(driver);

@@ -10,7 +10,9 @@ use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
 use locklab_backend::real::lockservice::EtcdEnv;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
-use locklab_tests::service::{play_catalogue_lesson, play_steps, same_replies_as_the_simulator, service_lesson};
+use locklab_tests::service::{
+    play_catalogue_lesson, play_over_the_api, play_steps, same_replies_as_the_simulator, service_lesson,
+};
 
 fn require_etcd() {
     assert!(etcd_binary().is_some(), "{ETCD_NOT_FOUND}");
@@ -35,6 +37,14 @@ fn lesson_43_plays_on_a_real_etcd_cluster_with_the_simulators_replies() {
     require_etcd();
     // The crash of the leader is a real SIGKILL, and the step says so.
     play_catalogue_lesson("43", 10, "etcd 3.", "SIGKILL to etcd1");
+}
+
+/// The same lesson from the page: the browser's real driver starts the
+/// cluster and plays it step by step, judged as the CLI's run is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lesson_43_plays_from_the_browsers_real_driver() {
+    require_etcd();
+    play_over_the_api("43", 10, "etcd3", "etcd 3.").await;
 }
 
 /// B's `LOCK` queues behind A's key and is answered only once A's lease

@@ -8,12 +8,13 @@
 //! Without zookeeperd (or java) these tests say so and skip; CI installs
 //! it (scripts/test), and there a missing ensemble is a failure.
 
-use locklab_backend::real::lesson as real_lesson;
 use locklab_backend::real::lockservice::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
 use locklab_backend::real::lockservice::ZkEnv;
 use locklab_core::lesson::run::StepResult;
-use locklab_core::lesson::{Lang, Lesson};
-use locklab_tests::service::{play_catalogue_lesson, play_steps, same_replies_as_the_simulator, service_lesson};
+use locklab_core::lesson::Lesson;
+use locklab_tests::service::{
+    play_catalogue_lesson, play_over_the_api, play_steps, same_replies_as_the_simulator, service_lesson,
+};
 
 /// Is there an ensemble to test on? A skip says why, except on CI.
 fn have_zookeeper() -> bool {
@@ -43,11 +44,18 @@ fn lesson_44_plays_on_a_real_zookeeper_ensemble_with_the_simulators_replies() {
     if !have_zookeeper() {
         return;
     }
-    let why = real_lesson::check_browser(&locklab_tests::lesson("44"), Lang::En)
-        .expect_err("the browser's driver speaks Redis only");
-    assert!(why.contains("locklab lesson run 44 --real"), "{why}");
     // The partition of the leader is a real SIGSTOP, and the step says so.
     play_catalogue_lesson("44", 5, "ZooKeeper 3.", "SIGSTOP to zk1");
+}
+
+/// The same lesson from the page, step by step on an ensemble the
+/// browser's real driver starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lesson_44_plays_from_the_browsers_real_driver() {
+    if !have_zookeeper() {
+        return;
+    }
+    play_over_the_api("44", 5, "zk3", "ZooKeeper 3.").await;
 }
 
 /// A paused client sends no heartbeats: after its timeout the ensemble

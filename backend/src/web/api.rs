@@ -44,7 +44,13 @@
 //!   already that kind — then it is [`Topology::reset`]: nodes an earlier
 //!   run crashed are restarted, a promoted replica follows its master
 //!   again, every dataset is flushed, so a re-run behaves like the first
-//!   run. With `--redis URL` only single-topology lessons run.
+//!   run. With `--redis URL` only single-topology lessons run. A lesson on
+//!   a lock service (43 on etcd, 44 on ZooKeeper) stops the Redis side and
+//!   starts three members of that service instead ([`ServiceRun`]); its
+//!   `lesson` message says `"topology":"etcd3"` (or `zk3`) with the
+//!   members as node names and no nodes for the toolbox, and console lines
+//!   are refused until the next lesson on Redis (there is no Redis). Not
+//!   with `--redis URL`, where the lab starts no process.
 //! * `{"type":"lesson_step"}` — run the next step.
 //!
 //! Out:
@@ -111,6 +117,7 @@ use locklab_core::lesson::{Lang, Lesson};
 
 use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
+use crate::real::lockservice::ServiceRun;
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::{Limits, Peeked, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
@@ -299,6 +306,9 @@ impl Drop for ManagedSlot {
 struct Lab {
     /// The lesson being played on `session`, if any.
     run: Option<RealLessonRun>,
+    /// A lesson on etcd or ZooKeeper, with the service it started and the
+    /// managed slot that counts it (no Redis session meanwhile).
+    service: Option<(ServiceRun, ManagedSlot)>,
     session: Option<Session>,
     /// Free play's locks: the keys a client took with `SET … NX` or
     /// `SETNX` on `session`, watched as the simulator's console watches
@@ -313,6 +323,7 @@ impl Lab {
     fn new(state: ApiState) -> Self {
         Lab {
             run: None,
+            service: None,
             session: None,
             free: LockWatch::free(0),
             topology: None,
@@ -498,6 +509,7 @@ impl Lab {
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), String> {
         self.run = None;
+        self.service = None;
         let lang = lang.unwrap_or_default();
         let lesson = match sent {
             Some(l) if l.id == id.trim() => {
@@ -521,6 +533,12 @@ impl Lab {
             .to_string()
         };
         real_lesson::check_browser(&lesson, lang).map_err(unsupported)?;
+        if lesson.world.service.is_some() {
+            if let Some(url) = self.state.redis.clone() {
+                real_lesson::check_target(&lesson, &Topology::external(url), lang).map_err(unsupported)?;
+            }
+            return self.start_service(&lesson, factor, out);
+        }
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
         self.session = None;
@@ -588,6 +606,13 @@ impl Lab {
     /// `lesson_step`: the next step's events, its result, and at the end
     /// whether the lesson passed.
     fn lesson_step(&mut self, out: &mut Vec<ServerMsg>) {
+        if let Some((run, _)) = self.service.as_mut() {
+            if !Self::service_step(run, out) {
+                // The run cannot go on from a step it could not carry out.
+                self.service = None;
+            }
+            return;
+        }
         let (Some(run), Some(session), Some(topology)) =
             (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
         else {
@@ -703,25 +728,106 @@ impl Lab {
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
         self.run = None;
+        self.service = None;
         self.session = None;
         self.topology = None;
         self._slot = None;
-        let managed = &self.state.managed;
-        if managed
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < MAX_MANAGED).then_some(n + 1)
-            })
-            .is_err()
-        {
-            return Err(format!(
-                "too many managed topologies running ({MAX_MANAGED}); close another lab tab"
-            ));
-        }
-        let slot = ManagedSlot(managed.clone());
+        let slot = self.take_slot()?;
         let topo = Topology::start(kind).map_err(|e| e.to_string())?;
         self.topology = Some(topo);
         self._slot = Some(slot);
         Ok(())
+    }
+
+    /// A managed slot (a topology or a lock service's processes), or why
+    /// there is none left.
+    fn take_slot(&self) -> Result<ManagedSlot, String> {
+        let managed = &self.state.managed;
+        managed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_MANAGED).then_some(n + 1)
+            })
+            .map_err(|_| format!("too many managed topologies running ({MAX_MANAGED}); close another lab tab"))?;
+        Ok(ManagedSlot(managed.clone()))
+    }
+
+    /// `lesson` on a lock service: the Redis side goes (its session, its
+    /// processes, its slot), the service starts, and the run stands at
+    /// step 0. The page is told the service's members as the lanes, and no
+    /// nodes for its toolbox (the lesson's steps make the faults).
+    fn start_service(&mut self, lesson: &Lesson, factor: u64, out: &mut Vec<ServerMsg>) -> Result<(), String> {
+        self.run = None;
+        self.service = None;
+        self.session = None;
+        self.topology = None;
+        self._slot = None;
+        let slot = self.take_slot()?;
+        let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
+        out.push(ServerMsg::Lesson {
+            id: lesson.id.clone(),
+            steps: run.steps(),
+            server_version: run.version().to_owned(),
+            factor: run.factor(),
+            topology: run.served(),
+            nodes: Vec::new(),
+            names: run.names(),
+            notice: None,
+        });
+        self.service = Some((run, slot));
+        Ok(())
+    }
+
+    /// The reply to a console line while a lesson plays on a lock service:
+    /// the console types to Redis, and there is none in this run.
+    fn service_refusal(&self, client: &str) -> Option<ServerMsg> {
+        let (run, _) = self.service.as_ref()?;
+        Some(ServerMsg::Reply {
+            client: client.to_owned(),
+            text: Reply::Error(format!(
+                "ERR locklab: lesson {} plays on {}, which the console does not type to; its steps send its \
+                 commands (start a lesson on Redis, or pick a topology, to type again)",
+                run.lesson().id,
+                run.version()
+            ))
+            .to_cli(),
+        })
+    }
+
+    /// `lesson_step` on a lock service's run.
+    fn service_step(run: &mut ServiceRun, out: &mut Vec<ServerMsg>) -> bool {
+        if run.is_finished() {
+            out.push(ServerMsg::Error {
+                message: format!(
+                    "lesson {} is finished ({} steps): send a lesson message to play it again",
+                    run.lesson().id,
+                    run.steps()
+                ),
+            });
+            return true;
+        }
+        let stepped = run.step();
+        out.extend(run.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+        match stepped {
+            Ok(Some((result, note))) => {
+                out.push(ServerMsg::Step { result, note });
+                if run.is_finished() {
+                    out.push(ServerMsg::LessonDone { passed: run.passed() });
+                }
+                true
+            }
+            Ok(None) => {
+                out.push(ServerMsg::Error {
+                    message: "the lesson has no more steps".into(),
+                });
+                true
+            }
+            Err(e) => {
+                out.push(ServerMsg::Error {
+                    message: format!("{e}; the run is over (send a lesson message to start again)"),
+                });
+                false
+            }
+        }
     }
 
     /// A session on the current topology, starting the default one first.
@@ -1009,6 +1115,9 @@ async fn dispatch(lab: &mut Option<Lab>, msg: ClientMsg) -> Option<Vec<ServerMsg
     };
     let mut out = Vec::new();
     let l = lab.as_mut()?;
+    if let Some(refused) = l.service_refusal(&client) {
+        return Some(vec![refused]);
+    }
     if l.run.is_none() && l.session.is_none() {
         // Opening the session blocks (and may start a redis-server): once.
         let c = client.clone();

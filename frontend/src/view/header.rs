@@ -27,7 +27,14 @@ fn real_badge(state: &AppContext) -> Html {
                 .map(|(v, _)| v)
                 .filter(|v| !v.is_empty())
                 .or_else(|| r.health.as_ref().and_then(|h| h.version.clone()))
-                .map_or_else(String::new, |v| format!("redis {v}"));
+                // A lock service's run names itself ("etcd 3.4.23").
+                .map_or_else(String::new, |v| {
+                    if v.starts_with(|c: char| c.is_ascii_digit()) {
+                        format!("redis {v}")
+                    } else {
+                        v
+                    }
+                });
             let topology = r.session.as_ref().map(|s| s.topology.to_string()).unwrap_or_default();
             let place = match r.health.as_ref() {
                 Some(h) if h.is_external() => Text::RealExternalShort.get(lang).to_owned(),

@@ -173,24 +173,12 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 }
 
 /// Can the browser's real driver (the WebSocket API) play this lesson?
-/// As [`check_supported_lang`], except a lesson on a lock service: the API
-/// drives Redis nodes only, while [`run_managed`](super::run_managed)
-/// starts the etcd cluster or ZooKeeper ensemble such a lesson needs
-/// (`locklab lesson run --real`).
+/// As [`check_supported_lang`]: a lesson on a lock service plays on the
+/// etcd cluster or ZooKeeper ensemble it starts
+/// ([`ServiceRun`](crate::real::lockservice::ServiceRun)), a lesson on
+/// Redis on the lab's session.
 pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
-    check_supported_lang(lesson, lang)?;
-    if let Some(service) = lesson.world.service {
-        let (what, name) = match service {
-            LockService::Zk => ("a managed ZooKeeper ensemble", "ZooKeeper"),
-            _ => ("a managed etcd cluster", "etcd"),
-        };
-        return Err(format!(
-            "it plays on {what}, not on Redis nodes: run it with `locklab lesson run {} --real`; \
-             the browser's real driver does not drive {name} yet",
-            lesson.id
-        ));
-    }
-    Ok(())
+    check_supported_lang(lesson, lang)
 }
 
 /// [`check_supported`] on this particular topology: the user's own server
@@ -198,6 +186,17 @@ pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// a managed one must be the lesson's kind.
 pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
     check_browser(lesson, lang)?;
+    if let (None, Some(service)) = (topology.kind(), lesson.world.service) {
+        let what = match service {
+            LockService::Zk => "a ZooKeeper ensemble",
+            _ => "an etcd cluster",
+        };
+        return Err(format!(
+            "it plays on {what} the lab starts, and this backend uses your own server (--redis), where the lab \
+             starts nothing: run it with `locklab lesson run {} --real`, or serve without --redis",
+            lesson.id
+        ));
+    }
     match topology.kind() {
         None if lesson.topology != LessonTopology::Single => Err(format!(
             "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",

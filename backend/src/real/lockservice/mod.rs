@@ -17,6 +17,7 @@
 //!
 //! * [`lesson_state`] — what both runs keep and judge alike: lesson time,
 //!   client faults, the trace, core's observer, monitor and resource.
+//! * [`stepped`] — either run one step at a time, for the browser.
 //!
 //! The error a managed service fails to start with lives here.
 
@@ -25,6 +26,7 @@ pub mod ensemble;
 pub mod etcd;
 pub mod etcdrun;
 mod lesson_state;
+pub mod stepped;
 pub mod translate;
 pub mod zk;
 pub mod zkrun;
@@ -33,6 +35,7 @@ pub mod zxid;
 use thiserror::Error;
 
 pub use etcdrun::{check_etcd, run_etcd, EtcdEnv};
+pub use stepped::ServiceRun;
 pub use zkrun::{check_zk, run_zk, ZkEnv};
 
 /// Why a managed lock service could not be used.

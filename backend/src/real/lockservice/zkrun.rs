@@ -1,5 +1,5 @@
 //! A lesson on a real ZooKeeper ensemble: core's step interpreter
-//! ([`Progress`]) over [`ZkEnv`], core's [`Environment`] for a managed
+//! ([`Progress`](locklab_core::lesson::run::Progress)) over [`ZkEnv`], core's [`Environment`] for a managed
 //! three-server ensemble.
 //!
 //! What each step does, and how it differs from the simulator:
@@ -117,6 +117,11 @@ impl ZkEnv {
     /// Per step, what was sent or done differently from the simulator.
     pub fn notes(&self) -> &BTreeMap<usize, String> {
         &self.st.notes
+    }
+
+    /// What the run keeps whatever the service: its trace and judges.
+    pub(super) fn state(&self) -> &LessonState {
+        &self.st
     }
 
     /// A paused client acts once its pause is over (it sent nothing

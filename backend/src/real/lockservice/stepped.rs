@@ -1,0 +1,148 @@
+//! A lock-service lesson played one step at a time: what the browser's
+//! real driver runs for a lesson on etcd or ZooKeeper.
+//!
+//! `locklab lesson run 43 --real` plays a lesson whole ([`super::run_etcd`],
+//! [`super::run_zk`]); the page asks for one step per `lesson_step`
+//! message and draws the events as they come. Both go through core's
+//! interpreter ([`Progress`]) over the same environments, so a step means
+//! the same on the page, in the CLI and on the simulator, and the run is
+//! judged by the same rule (`LessonState::outcome`).
+
+use locklab_core::actor::Names;
+use locklab_core::lesson::run::{Environment, Progress, StepResult};
+use locklab_core::lesson::{Lesson, LessonError, LockService};
+use locklab_core::protocol::Served;
+use locklab_core::trace::Event;
+
+use super::lesson_state::{unsupported, LessonState};
+use super::{EtcdEnv, ZkEnv};
+use crate::real::lesson::RealLessonError;
+
+/// The managed service a lesson runs on.
+enum Service {
+    Etcd(Box<EtcdEnv>),
+    Zk(Box<ZkEnv>),
+}
+
+impl Service {
+    fn env(&mut self) -> &mut dyn Environment {
+        match self {
+            Service::Etcd(e) => e.as_mut(),
+            Service::Zk(z) => z.as_mut(),
+        }
+    }
+
+    fn state(&self) -> &LessonState {
+        match self {
+            Service::Etcd(e) => e.state(),
+            Service::Zk(z) => z.state(),
+        }
+    }
+}
+
+/// A lesson on a freshly started etcd cluster or ZooKeeper ensemble, at
+/// some step; the service stops when the run is dropped.
+pub struct ServiceRun {
+    progress: Progress,
+    service: Service,
+    version: String,
+    /// Events already handed out by [`ServiceRun::take_events`].
+    sent: usize,
+}
+
+impl std::fmt::Debug for ServiceRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceRun")
+            .field("lesson", &self.progress.lesson().id)
+            .field("version", &self.version)
+            .field("steps", &self.progress.results().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceRun {
+    /// Start the service `lesson` needs (seconds: three processes, an
+    /// election) and stand at step 0.
+    pub fn start(lesson: &Lesson, factor: u64) -> Result<ServiceRun, RealLessonError> {
+        crate::real::lesson::check_supported(lesson).map_err(|why| unsupported(lesson, why))?;
+        let service = match lesson.world.service {
+            Some(LockService::Etcd) => Service::Etcd(Box::new(EtcdEnv::start(lesson, factor)?)),
+            Some(LockService::Zk) => Service::Zk(Box::new(ZkEnv::start(lesson, factor)?)),
+            _ => return Err(unsupported(lesson, "it does not play on a lock service".into())),
+        };
+        let version = match &service {
+            Service::Etcd(e) => e.version(),
+            Service::Zk(z) => z.version(),
+        };
+        Ok(ServiceRun {
+            progress: Progress::new(lesson),
+            service,
+            version,
+            sent: 0,
+        })
+    }
+
+    /// The next step: its result and the note on how it was sent, or
+    /// `None` when the lesson is over.
+    pub fn step(&mut self) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
+        let stepped = match self.progress.step(self.service.env()) {
+            Ok(r) => r.cloned(),
+            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
+            Err(e) => return Err(unsupported(self.progress.lesson(), e.to_string())),
+        };
+        Ok(stepped.map(|r| {
+            let note = self.service.state().notes.get(&r.index).cloned();
+            (r, note)
+        }))
+    }
+
+    /// The trace's events since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        let events = &self.service.state().events;
+        let new = events[self.sent.min(events.len())..].to_vec();
+        self.sent = events.len();
+        new
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.progress.is_finished()
+    }
+
+    /// Every step as expected, and (once over) the lesson's outcome as the
+    /// Redis runs judge theirs.
+    pub fn passed(&self) -> bool {
+        self.progress.results().iter().all(|r| r.ok)
+            && !(self.is_finished() && self.service.state().outcome() == Some(false))
+    }
+
+    pub fn steps(&self) -> usize {
+        self.progress.lesson().steps.len()
+    }
+
+    pub fn lesson(&self) -> &Lesson {
+        self.progress.lesson()
+    }
+
+    /// "etcd 3.4.23", "ZooKeeper 3.8.0".
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Lesson ms per wall ms.
+    pub fn factor(&self) -> u64 {
+        self.service.state().factor
+    }
+
+    /// The clients and the service's members, as the trace names them.
+    pub fn names(&self) -> Names {
+        self.service.state().names.clone()
+    }
+
+    /// What the page is told it plays on.
+    pub fn served(&self) -> Served {
+        match self.service {
+            Service::Etcd(_) => Served::Etcd3,
+            Service::Zk(_) => Served::Zk3,
+        }
+    }
+}
