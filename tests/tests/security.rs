@@ -395,12 +395,7 @@ async fn a_runaway_the_simulator_cannot_see_is_killed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn free_play_lock_watching_costs_one_round_trip_per_command() {
     let mut owner = Owner::start(false);
-    let limits = Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    };
-    let addr = serve(ApiState::with_limits(Some(owner.server.url()), limits)).await;
-    let mut ws = connect(addr).await;
+    let mut ws = unlimited_socket(&owner).await;
     owner.run("CONFIG RESETSTAT");
     const LOCKS: usize = 600;
     for i in 0..LOCKS {
@@ -415,6 +410,16 @@ async fn free_play_lock_watching_costs_one_round_trip_per_command() {
     }
     let evals = evals(&mut owner);
     assert!(evals <= 2 * LOCKS as u64, "{evals} EVALs for {LOCKS} commands");
+}
+
+/// A lab session on `owner`'s server without the rate limit (the tests
+/// count what reaches Redis, not what the limit lets through).
+async fn unlimited_socket(owner: &Owner) -> Ws {
+    let limits = Limits {
+        commands_per_sec: f64::INFINITY,
+        ..Limits::default()
+    };
+    connect(serve(ApiState::with_limits(Some(owner.server.url()), limits)).await).await
 }
 
 /// The `EVAL`s Redis has run since the last `CONFIG RESETSTAT`.
@@ -437,12 +442,7 @@ async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
     // hold (core's `script::bounded`), so it is sent like a plain command:
     // no snapshot EVAL before it, only the lock watch's peek behind it.
     let mut owner = Owner::start(false);
-    let limits = Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    };
-    let addr = serve(ApiState::with_limits(Some(owner.server.url()), limits)).await;
-    let mut ws = connect(addr).await;
+    let mut ws = unlimited_socket(&owner).await;
     let body = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
     let release = format!("EVAL \"{body}\" 1 lock tok");
     assert_eq!(line(&mut ws, "SET lock tok NX PX 60000").await, "OK");

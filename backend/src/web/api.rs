@@ -113,7 +113,9 @@ use locklab_core::reply::Reply;
 use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 
+use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lang, Lesson};
+use locklab_core::trace::Event;
 
 use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
@@ -607,8 +609,12 @@ impl Lab {
     /// whether the lesson passed.
     fn lesson_step(&mut self, out: &mut Vec<ServerMsg>) {
         if let Some((run, _)) = self.service.as_mut() {
-            if !Self::service_step(run, out) {
-                // The run cannot go on from a step it could not carry out.
+            let head = (run.lesson().id.clone(), run.steps(), run.is_finished());
+            let go_on = answer_step(head, out, || {
+                let stepped = run.step();
+                (stepped, run.take_events(), run.is_finished().then(|| run.passed()))
+            });
+            if !go_on {
                 self.service = None;
             }
             return;
@@ -621,36 +627,13 @@ impl Lab {
             });
             return;
         };
-        if run.is_finished() {
-            out.push(ServerMsg::Error {
-                message: format!(
-                    "lesson {} is finished ({} steps): send a lesson message to play it again",
-                    run.lesson().id,
-                    run.steps()
-                ),
-            });
-            return;
-        }
-        let mut env = RealEnv { session, topology };
-        let stepped = run.step(&mut env);
-        out.extend(run.take_events().into_iter().map(|event| ServerMsg::Event { event }));
-        match stepped {
-            Ok(Some((result, note))) => {
-                out.push(ServerMsg::Step { result, note });
-                if run.is_finished() {
-                    out.push(ServerMsg::LessonDone { passed: run.passed() });
-                }
-            }
-            Ok(None) => out.push(ServerMsg::Error {
-                message: "the lesson has no more steps".into(),
-            }),
-            Err(e) => {
-                // The run cannot go on from a step it could not carry out.
-                self.run = None;
-                out.push(ServerMsg::Error {
-                    message: format!("{e}; the run is over (send a lesson message to start again)"),
-                });
-            }
+        let head = (run.lesson().id.clone(), run.steps(), run.is_finished());
+        let go_on = answer_step(head, out, || {
+            let stepped = run.step(&mut RealEnv { session, topology });
+            (stepped, run.take_events(), run.is_finished().then(|| run.passed()))
+        });
+        if !go_on {
+            self.run = None;
         }
     }
 
@@ -727,16 +710,22 @@ impl Lab {
 
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
-        self.run = None;
-        self.service = None;
-        self.session = None;
-        self.topology = None;
-        self._slot = None;
+        self.tear_down();
         let slot = self.take_slot()?;
         let topo = Topology::start(kind).map_err(|e| e.to_string())?;
         self.topology = Some(topo);
         self._slot = Some(slot);
         Ok(())
+    }
+
+    /// Everything that runs goes: the lesson, the session (its keys and
+    /// ACL user first), the managed processes and their slot.
+    fn tear_down(&mut self) {
+        self.run = None;
+        self.service = None;
+        self.session = None;
+        self.topology = None;
+        self._slot = None;
     }
 
     /// A managed slot (a topology or a lock service's processes), or why
@@ -756,11 +745,7 @@ impl Lab {
     /// step 0. The page is told the service's members as the lanes, and no
     /// nodes for its toolbox (the lesson's steps make the faults).
     fn start_service(&mut self, lesson: &Lesson, factor: u64, out: &mut Vec<ServerMsg>) -> Result<(), String> {
-        self.run = None;
-        self.service = None;
-        self.session = None;
-        self.topology = None;
-        self._slot = None;
+        self.tear_down();
         let slot = self.take_slot()?;
         let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
         out.push(ServerMsg::Lesson {
@@ -791,43 +776,6 @@ impl Lab {
             ))
             .to_cli(),
         })
-    }
-
-    /// `lesson_step` on a lock service's run.
-    fn service_step(run: &mut ServiceRun, out: &mut Vec<ServerMsg>) -> bool {
-        if run.is_finished() {
-            out.push(ServerMsg::Error {
-                message: format!(
-                    "lesson {} is finished ({} steps): send a lesson message to play it again",
-                    run.lesson().id,
-                    run.steps()
-                ),
-            });
-            return true;
-        }
-        let stepped = run.step();
-        out.extend(run.take_events().into_iter().map(|event| ServerMsg::Event { event }));
-        match stepped {
-            Ok(Some((result, note))) => {
-                out.push(ServerMsg::Step { result, note });
-                if run.is_finished() {
-                    out.push(ServerMsg::LessonDone { passed: run.passed() });
-                }
-                true
-            }
-            Ok(None) => {
-                out.push(ServerMsg::Error {
-                    message: "the lesson has no more steps".into(),
-                });
-                true
-            }
-            Err(e) => {
-                out.push(ServerMsg::Error {
-                    message: format!("{e}; the run is over (send a lesson message to start again)"),
-                });
-                false
-            }
-        }
     }
 
     /// A session on the current topology, starting the default one first.
@@ -1105,6 +1053,55 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         }
     }
     drop_lab(lab).await;
+}
+
+/// A step's outcome as [`answer_step`] takes it: the result and its note
+/// (or why it could not be carried out), the events it made, and
+/// `Some(passed)` when it was the last.
+type Stepped = (
+    Result<Option<(StepResult, Option<String>)>, RealLessonError>,
+    Vec<Event>,
+    Option<bool>,
+);
+
+/// One `lesson_step`'s answer, the same for a run on Redis and on a lock
+/// service: after the last step, an error saying so; else `step`'s events,
+/// its result and, after the last, `lesson_done`. `false` when the step
+/// could not be carried out: the run cannot go on from it.
+fn answer_step(
+    (id, steps, finished): (String, usize, bool),
+    out: &mut Vec<ServerMsg>,
+    step: impl FnOnce() -> Stepped,
+) -> bool {
+    if finished {
+        out.push(ServerMsg::Error {
+            message: format!("lesson {id} is finished ({steps} steps): send a lesson message to play it again"),
+        });
+        return true;
+    }
+    let (stepped, events, done) = step();
+    out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
+    match stepped {
+        Ok(Some((result, note))) => {
+            out.push(ServerMsg::Step { result, note });
+            if let Some(passed) = done {
+                out.push(ServerMsg::LessonDone { passed });
+            }
+            true
+        }
+        Ok(None) => {
+            out.push(ServerMsg::Error {
+                message: "the lesson has no more steps".into(),
+            });
+            true
+        }
+        Err(e) => {
+            out.push(ServerMsg::Error {
+                message: format!("{e}; the run is over (send a lesson message to start again)"),
+            });
+            false
+        }
+    }
 }
 
 /// Handle one message on the lane it belongs to (see the module doc):

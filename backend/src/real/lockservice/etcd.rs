@@ -37,12 +37,11 @@ use etcd_client::{Client, ConnectOptions, GetOptions, LockOptions, PutOptions, S
 use locklab_core::reply::Reply;
 use locklab_core::service::etcd::LEASE_NOT_FOUND;
 use locklab_core::service::{Answer, Etcd as SimEtcd, Request};
-use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 use super::cluster::Cluster;
 use super::translate::Translate;
-use super::ServiceError;
+use super::{OwnRuntime, ServiceError};
 
 /// How long the cluster may take to elect its first leader.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -279,7 +278,7 @@ pub struct RealHolder {
 
 /// A running three-member cluster and the connections to it.
 pub struct EtcdDriver {
-    rt: Runtime,
+    rt: OwnRuntime,
     cluster: Cluster,
     /// Member ids, by index.
     ids: Vec<u64>,
@@ -295,11 +294,7 @@ impl EtcdDriver {
     }
 
     fn start_once() -> Result<EtcdDriver, ServiceError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| ServiceError::Start(format!("tokio runtime: {e}")))?;
+        let rt = OwnRuntime::start()?;
         let cluster = Cluster::spawn(3).map_err(ServiceError::Start)?;
         let mut d = EtcdDriver {
             rt,

@@ -63,6 +63,39 @@ pub(crate) fn on_free_ports<T>(mut start: impl FnMut() -> Result<T, ServiceError
     }
 }
 
+/// The tokio runtime a service driver talks to its members on. It may be
+/// dropped anywhere, also on a tokio worker (a lab's lesson goes with its
+/// WebSocket's task when the server shuts down), where dropping a
+/// `Runtime` panics: so it is shut down in the background instead.
+pub(crate) struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnRuntime {
+    fn start() -> Result<OwnRuntime, ServiceError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map(|rt| OwnRuntime(Some(rt)))
+            .map_err(|e| ServiceError::Start(format!("tokio runtime: {e}")))
+    }
+}
+
+impl std::ops::Deref for OwnRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("the runtime is only taken on drop")
+    }
+}
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,13 +31,12 @@ use std::time::{Duration, Instant};
 
 use locklab_core::reply::Reply;
 use locklab_core::service::{Answer, Request, Zk as SimZk};
-use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, EventType, SessionInfo};
 
 use super::ensemble::Ensemble;
 use super::zxid::Numbers;
-use super::ServiceError;
+use super::{OwnRuntime, ServiceError};
 
 /// How long the ensemble may take to serve after a start or an election.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -319,7 +318,7 @@ pub struct RealHolder {
 
 /// A running ensemble and the connections to it.
 pub struct ZkDriver {
-    rt: Runtime,
+    rt: OwnRuntime,
     ensemble: Ensemble,
     clients: BTreeMap<String, ClientSession>,
     /// The lab's own session, for reads; connected to one live server.
@@ -340,11 +339,7 @@ impl ZkDriver {
     }
 
     fn start_once(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| ServiceError::Start(format!("tokio runtime: {e}")))?;
+        let rt = OwnRuntime::start()?;
         let ensemble = Ensemble::spawn(3, min_ms, max_ms).map_err(ServiceError::Start)?;
         let mut d = ZkDriver {
             rt,
