@@ -10,6 +10,8 @@ use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
 use locklab_backend::real::lockservice::EtcdEnv;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
+use locklab_core::observe::{LockChange, Via};
+use locklab_core::trace::EventKind;
 use locklab_tests::service::{
     play_catalogue_lesson, play_over_the_api, play_steps, same_replies_as_the_simulator, service_lesson,
 };
@@ -37,6 +39,40 @@ fn lesson_43_plays_on_a_real_etcd_cluster_with_the_simulators_replies() {
     require_etcd();
     // The crash of the leader is a real SIGKILL, and the step says so.
     play_catalogue_lesson("43", 10, "etcd 3.", "SIGKILL to etcd1");
+}
+
+/// A's key goes with its lease, and the timeline says so: the run only
+/// looks after a request, but B's `LOCK` answered after A's lease ran out
+/// did not remove A's key (the timeline read "B's LOCK removed A's lock").
+#[test]
+fn a_key_whose_lease_ran_out_is_shown_expired_not_removed_by_the_next_request() {
+    let (env, _) = play(&locklab_tests::lesson("43"));
+    let removals: Vec<&EventKind> = env
+        .events()
+        .iter()
+        .map(|e| &e.kind)
+        .filter(|k| {
+            matches!(
+                k,
+                EventKind::Lock {
+                    change: LockChange::Removed { .. },
+                    ..
+                }
+            )
+        })
+        .collect();
+    // A's key went with its lease; B's went with B's own UNLOCK.
+    let expired = EventKind::Lock {
+        key: "lock/order/1001".into(),
+        change: LockChange::Removed { by: None },
+        via: Via::Expiry,
+    };
+    let unlocked = EventKind::Lock {
+        key: "lock/order/1001".into(),
+        change: LockChange::Removed { by: Some(1) },
+        via: Via::Command,
+    };
+    assert_eq!(removals, [&expired, &unlocked]);
 }
 
 /// The same lesson from the page: the browser's real driver starts the

@@ -37,7 +37,7 @@ use locklab_core::fault::Fault;
 use locklab_core::lesson::metrics::Metrics;
 use locklab_core::lesson::run::{refuse_crashed, Environment};
 use locklab_core::lesson::{Lesson, MetricsSpec};
-use locklab_core::observe::{Cause as Why, Seen};
+use locklab_core::observe::Seen;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
@@ -295,19 +295,7 @@ impl EtcdEnv {
                     owner,
                 )
             });
-            let m = self.leader;
-            let old = self.st.observer.held(m, &lock).map(|h| h.value.clone());
-            let new = seen.as_ref().map(|(s, _)| s.value.clone());
-            if old.is_some() && old != new {
-                let why = by.map_or(Why::Expiry, Why::Command);
-                let observed = self.st.observer.observe(m, &lock, None, why, now);
-                self.st.judge(observed);
-            }
-            if let Some((s, owner)) = seen {
-                let why = owner.map_or(Why::Expiry, Why::Command);
-                let observed = self.st.observer.observe(m, &lock, Some(s), why, now);
-                self.st.judge(observed);
-            }
+            self.st.show_holder(self.leader, &lock, seen, by, now);
         }
     }
 

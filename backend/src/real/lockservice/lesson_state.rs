@@ -12,11 +12,16 @@ use locklab_core::fault::Fault;
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::run::{overlap_is_violation, Environment, Progress, StepResult};
 use locklab_core::lesson::{Lesson, LessonError, RealRun, StepKind};
-use locklab_core::observe::{LockObserver, Observed, Scope, Via};
+use locklab_core::observe::{Cause, LockObserver, Observed, Scope, Seen, Via};
 use locklab_core::resource::Resource;
 use locklab_core::trace::{Event, EventKind};
 
 use crate::real::lesson::{add_note, RealLessonError, RealReport};
+
+/// How much earlier than the run's own deadline a lease or session may
+/// run out on the service, in wall ms: the round trip that answered its
+/// grant or keep-alive.
+const SLACK_WALL_MS: u64 = 50;
 
 /// A pause without an end lasts this long (the run ends first).
 const FOR_GOOD: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -131,6 +136,40 @@ impl LessonState {
             _ => return false,
         }
         true
+    }
+
+    /// What `lock` holds on `node` now: `seen`, with the client whose
+    /// request made it (`None`: free). A holder that changed goes first:
+    /// by expiry when its lease or session had run out by `now` — the run
+    /// only looks after a request, and B's `LOCK` answered after A's lease
+    /// ran out did not remove A's key — else by `by`'s command. Then the
+    /// new one is granted.
+    pub(super) fn show_holder(
+        &mut self,
+        node: u32,
+        lock: &str,
+        seen: Option<(Seen, Option<u32>)>,
+        by: Option<u32>,
+        now: u64,
+    ) {
+        let old = self.observer.held(node, lock).map(|h| (h.value.clone(), h.deadline));
+        let new = seen.as_ref().map(|(s, _)| &s.value);
+        if let Some((_, deadline)) = old.filter(|(v, _)| Some(v) != new) {
+            // The run's deadline is taken when the grant or keep-alive was
+            // answered, a round trip after the service took it.
+            let slack = SLACK_WALL_MS * self.factor;
+            let why = match by {
+                Some(c) if deadline.is_none_or(|d| d > now + slack) => Cause::Command(c),
+                _ => Cause::Expiry,
+            };
+            let observed = self.observer.observe(node, lock, None, why, now);
+            self.judge(observed);
+        }
+        if let Some((s, owner)) = seen {
+            let why = owner.map_or(Cause::Expiry, Cause::Command);
+            let observed = self.observer.observe(node, lock, Some(s), why, now);
+            self.judge(observed);
+        }
     }
 
     /// What the observer saw on the service, on the timeline; grants go to
