@@ -987,6 +987,24 @@ async fn the_real_driver_in_headless_chromium() {
         c.set_window_size(w, h).await.unwrap();
         screenshot(&c, &format!("browser-real-lesson-43-en-{w}x{h}.png")).await;
     }
+    // In Chinese: the same run's page, still at its end and met.
+    click(&c, "[data-testid=lang-switch] [data-lang=zh]").await;
+    eventually("lesson 43 in 中文 at its end", || async {
+        let step = c
+            .find(Locator::Css("[data-testid=step-name]"))
+            .await
+            .ok()?
+            .attr("data-step")
+            .await
+            .ok()??;
+        (step == "end" && count(&c, "[data-testid=step-busy]").await == 0).then_some(())
+    })
+    .await;
+    outcome_ok(&c).await;
+    for (w, h) in [(1280, 720), (1440, 900)] {
+        c.set_window_size(w, h).await.unwrap();
+        screenshot(&c, &format!("browser-real-lesson-43-zh-{w}x{h}.png")).await;
+    }
 
     c.close().await.unwrap();
     drop(driver);

@@ -459,6 +459,24 @@ async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
     // its EVALSHA is not taken for a NOSCRIPT.
     let sha = format!("EVALSHA {} 1 lock tok", sha1_hex(body.as_bytes()));
     assert_eq!(line(&mut ws, &sha).await, "(integer) 1");
+    // Scripts dressed to pass for straight-line ones still get the whole
+    // check: a loop after a comment that `\r` ends, the string library
+    // through a method call or an index, code after an escaped backslash.
+    for script in [
+        "-- note\rwhile true do end",
+        "return ('x'):rep(2^30)",
+        "local s = ARGV[1] return s['rep'](s, 2^30)",
+        "local s = 'a\\\\\\\\' while true do end --'",
+    ] {
+        let reply = line(&mut ws, &format!("EVAL \"{script}\" 0 x")).await;
+        assert!(reply.contains("was not sent to Redis"), "{script}: {reply}");
+        assert_eq!(owner.run("PING"), Reply::Status("PONG".into()));
+    }
+    // A straight-line script cannot reach another session's keys either:
+    // the ACL holds inside Lua.
+    owner.run("SET lab:someone:lock theirs");
+    let reply = line(&mut ws, "EVAL \"return redis.call('GET', ARGV[1])\" 0 lab:someone:lock").await;
+    assert!(reply.contains("can't access at least one of the keys"), "{reply}");
     // A script with a loop still runs on the simulator first (a copy of
     // the keys, then the script): a loop that ends is sent.
     owner.run("CONFIG RESETSTAT");
