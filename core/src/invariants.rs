@@ -191,6 +191,9 @@ pub struct Monitor {
     /// (node, key, held since) already reported as deadlocked.
     deadlocks: BTreeSet<(u32, String, u64)>,
     violations: Vec<Violation>,
+    /// A streaming driver's overlaps still going on: by key, their index in
+    /// `violations` ([`Monitor::record_overlap`]).
+    ongoing: BTreeMap<String, usize>,
 }
 
 impl Monitor {
@@ -456,6 +459,58 @@ impl Monitor {
     }
 
     /// A violation still going on lasts until `to_ms` so far.
+    /// Record `v`, the overlap of `key` that just began, for a driver that
+    /// streams its events (a real run): the overlap goes on, growing with
+    /// [`Monitor::stretch`], until [`Monitor::overlap_ended`]. The
+    /// simulator's world stretches its violation events in place instead.
+    pub fn record_overlap(&mut self, key: &str, v: Violation) {
+        self.ongoing.insert(key.to_owned(), self.violations.len());
+        self.violations.push(v);
+    }
+
+    /// Every overlap still going on lasts until `now` so far: the ones that
+    /// grew, as they are now, for the driver to send again (an event once
+    /// streamed cannot be stretched in place; the page keeps the latest
+    /// copy, [`crate::trace::append_streamed`]).
+    pub fn stretch(&mut self, now: u64) -> Vec<Violation> {
+        let mut grown = Vec::new();
+        for &i in self.ongoing.values() {
+            if let Some(v) = self.violations.get_mut(i).filter(|v| v.to_ms < now) {
+                v.to_ms = now;
+                grown.push(v.clone());
+            }
+        }
+        grown
+    }
+
+    /// The overlap of `key` ended at `now`: its violation, stretched to
+    /// `now`, goes on no longer. The grown copy, if it grew.
+    pub fn overlap_ended(&mut self, key: &str, now: u64) -> Option<Violation> {
+        let i = self.ongoing.remove(key)?;
+        let v = self.violations.get_mut(i).filter(|v| v.to_ms < now)?;
+        v.to_ms = now;
+        Some(v.clone())
+    }
+
+    /// What a belief `change` of `key` at `now` means for a streaming
+    /// driver's band: the overlap violation that began (recorded, going
+    /// on), or the last grown copy of the one that ended.
+    pub fn stream_overlap(&mut self, key: &str, change: &BeliefChange, now: u64) -> Option<Violation> {
+        match (&change.violation, &change.overlap) {
+            (Some(v), _) => {
+                self.record_overlap(key, v.clone());
+                Some(v.clone())
+            }
+            (None, Some(o)) if !o.begin => self.overlap_ended(key, now),
+            _ => None,
+        }
+    }
+
+    /// The run is over: every overlap still going on ends where it is.
+    pub fn stop_ongoing(&mut self) {
+        self.ongoing.clear();
+    }
+
     pub fn extend(&mut self, index: usize, to_ms: u64) {
         if let Some(v) = self.violations.get_mut(index) {
             v.to_ms = v.to_ms.max(to_ms);
@@ -598,5 +653,35 @@ mod tests {
         let mut m = Monitor::new(InvariantConfig::default());
         assert!(m.deadlock(0, "lock", 0, 5, 5, 10, "x".into()).is_some());
         assert!(m.deadlock(0, "lock", 0, 5, 5, 11, "x".into()).is_none());
+    }
+
+    #[test]
+    fn a_streamed_overlap_grows_until_it_ends_and_stops_with_the_run() {
+        let mut m = Monitor::default();
+        let n = |i: u32| ["A", "B", "C"][i as usize].to_owned();
+        let v = Monitor::overlap_violation("k", &[0, 1], 100, &n);
+        m.record_overlap("k", v);
+        m.record_overlap("j", Monitor::overlap_violation("j", &[0, 2], 150, &n));
+        assert!(m.stretch(100).is_empty(), "nothing grew");
+        let grown = m.stretch(300);
+        assert_eq!(
+            grown.iter().map(|v| (v.from_ms, v.to_ms)).collect::<Vec<_>>(),
+            [(150, 300), (100, 300)]
+        );
+        assert!(
+            grown.iter().all(|v| v.amends(&v.clone())),
+            "the page replaces the copy it sent"
+        );
+        let ended = m.overlap_ended("k", 400).expect("grew to its end");
+        assert_eq!((ended.from_ms, ended.to_ms), (100, 400));
+        assert_eq!(m.overlap_ended("k", 500), None, "k ended already");
+        assert_eq!(m.stretch(500).len(), 1, "j goes on");
+        m.stop_ongoing();
+        assert!(m.stretch(900).is_empty(), "the run is over");
+        assert_eq!(
+            m.violations().iter().map(|v| v.to_ms).collect::<Vec<_>>(),
+            [400, 500],
+            "the monitor keeps each at its last span"
+        );
     }
 }

@@ -108,6 +108,9 @@ pub enum Served {
     Etcd3,
     /// Three ZooKeeper servers a lesson on ZooKeeper started.
     Zk3,
+    /// Lesson 45's four lock services side by side: a Redis, three Redlock
+    /// masters, three etcd members and three ZooKeeper servers.
+    Compare,
     /// A kind this build does not know (a newer backend), or none said.
     #[default]
     #[serde(other)]
@@ -123,7 +126,7 @@ impl Served {
             Served::Redlock5 => Some(TopologyKind::Redlock5),
             Served::Cluster3 => Some(TopologyKind::Cluster3),
             Served::Sentinel => Some(TopologyKind::Sentinel),
-            Served::External | Served::Etcd3 | Served::Zk3 | Served::Unknown => None,
+            Served::External | Served::Etcd3 | Served::Zk3 | Served::Compare | Served::Unknown => None,
         }
     }
 
@@ -137,6 +140,7 @@ impl Served {
             Served::External => "external",
             Served::Etcd3 => "etcd3",
             Served::Zk3 => "zk3",
+            Served::Compare => "compare",
             Served::Unknown => "unknown",
             other => other.managed().map_or("unknown", TopologyKind::as_str),
         }

@@ -220,6 +220,38 @@ fn token_text(t: Option<i64>) -> String {
 }
 
 impl Event {
+    /// The same event in a larger world: every node it names moved by
+    /// `nodes`, every request number by `reqs`. A driver that plays one
+    /// lesson on several services, each numbering its own members from 0
+    /// and its own requests from 1 (lesson 45 on real processes), merges
+    /// their traces this way. A `Fault`'s payload is the lesson's own and
+    /// keeps its numbers.
+    pub fn shift(&mut self, nodes: u32, reqs: u64) {
+        let node = |n: &mut u32| *n += nodes;
+        if let Actor::Node(n) = &mut self.actor {
+            node(n);
+        }
+        match &mut self.kind {
+            EventKind::Sent { req, node: n, .. }
+            | EventKind::Lost { req, node: n, .. }
+            | EventKind::Received { req, node: n, .. }
+            | EventKind::TimedOut { req, node: n } => {
+                *req += reqs;
+                node(n);
+            }
+            EventKind::Executed { req, .. } => *req += reqs,
+            EventKind::Replicated { from, .. } | EventKind::ReplicationLost { from, .. } => node(from),
+            EventKind::Violation { violation } => {
+                for a in &mut violation.actors {
+                    if let Actor::Node(n) = a {
+                        node(n);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// One line of plain text, as the explorer's transcript prints it.
     // long: one line of text per EventKind
     pub fn describe(&self, names: &Names) -> String {
@@ -396,5 +428,48 @@ mod tests {
         }
         append_streamed(&mut events, other);
         assert_eq!(spans(&events), vec![(100, 900), (950, 1000)]);
+    }
+
+    #[test]
+    fn a_shifted_event_names_the_same_nodes_and_requests_further_on() {
+        let sent = |node, req| Event {
+            step: 3,
+            at_ms: 10,
+            actor: Actor::Client(1),
+            kind: EventKind::Sent {
+                req,
+                node,
+                commands: vec![],
+            },
+        };
+        let mut e = sent(2, 7);
+        e.shift(4, 1 << 40);
+        assert_eq!(e, sent(6, 7 + (1 << 40)), "the client stays, node and request move");
+        let mut v = band(5);
+        if let EventKind::Violation { violation } = &mut v.kind {
+            violation.actors = vec![Actor::Client(0), Actor::Node(1), Actor::Resource];
+        }
+        v.shift(7, 0);
+        let EventKind::Violation { violation } = &v.kind else {
+            unreachable!()
+        };
+        assert_eq!(violation.actors, [Actor::Client(0), Actor::Node(8), Actor::Resource]);
+        let mut fault = Event {
+            step: 0,
+            at_ms: 0,
+            actor: Actor::Node(0),
+            kind: EventKind::Fault {
+                fault: Fault::CrashNode { node: 2 },
+            },
+        };
+        fault.shift(4, 0);
+        assert_eq!(fault.actor, Actor::Node(4));
+        assert_eq!(
+            fault.kind,
+            EventKind::Fault {
+                fault: Fault::CrashNode { node: 2 }
+            },
+            "a fault is the lesson's, in its numbers"
+        );
     }
 }

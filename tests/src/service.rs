@@ -27,6 +27,18 @@ explain = {{ zh = "测试", en = "test" }}
     Lesson::parse(&text).unwrap_or_else(|e| panic!("test lesson: {e}"))
 }
 
+/// Is there a ZooKeeper ensemble to test on? A skip says why, except on
+/// CI, where scripts/test installed zookeeperd and a missing one fails.
+pub fn have_zookeeper() -> bool {
+    use locklab_backend::real::lockservice::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
+    if zookeeper_installed() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{ZK_NOT_FOUND}");
+    eprintln!("skipped: {ZK_NOT_FOUND}");
+    false
+}
+
 /// Every step of `lesson` on `env`; the steps' results.
 pub fn play_steps(lesson: &Lesson, env: &mut impl Environment) -> Vec<StepResult> {
     let mut progress = Progress::new(lesson);

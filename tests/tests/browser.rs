@@ -958,38 +958,69 @@ async fn the_real_driver_in_headless_chromium() {
 
     // Lesson 43 on a real etcd cluster the backend starts for it, at 10×:
     // every step as the simulator answers it, etcd's members as lanes.
-    // Played straight to the end (⇥): between two steps taken by hand,
-    // real leases run out in wall time, as they would for anyone.
-    click(&c, "[data-testid=lesson-item][data-lesson='43']").await;
-    click(&c, "[data-testid=factor][data-factor='10']").await;
-    eventually("lesson 43 started on etcd at 10×", || async {
-        let badge = text(&c, "[data-testid=real-server]").await.unwrap_or_default();
-        (count(&c, "[data-testid=step-busy]").await == 0 && badge.contains("etcd 3.") && badge.contains("÷10"))
-            .then_some(())
+    // Lesson 45 on a Redis, three Redlock masters, etcd and ZooKeeper
+    // together: the ten nodes as the simulator's lanes.
+    play_real_lesson_to_end(&c, "43", &["etcd 3."], &["etcd1", "etcd3"], &["two holders (A, B)"]).await;
+    // Each service's driver stamps its overlap a few ms apart: one band,
+    // as on the simulator.
+    play_real_lesson_to_end(
+        &c,
+        "45",
+        &["redis 7.", "etcd 3.", "ZooKeeper 3."],
+        &["redis", "r1–3", "etcd1–3", "zk1–3"],
+        &["two holders of 4 locks (A, B)", "stale write accepted (A, B)"],
+    )
+    .await;
+
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// Lesson `id` from the real driver's lesson list, at 10×, on a server
+/// whose badge says each of `badge`: played straight to its end (⇥:
+/// between two steps taken by hand, real leases run out in wall time, as
+/// they would for anyone), every step as the simulator answers it, the
+/// outcome as taught, `lanes` among the lanes; screenshots in English and
+/// Chinese at 1280×720 and 1440×900; its red bands titled `bands`.
+async fn play_real_lesson_to_end(c: &Client, id: &str, badge: &[&str], lanes: &[&str], bands: &[&str]) {
+    click(c, &format!("[data-testid=lesson-item][data-lesson='{id}']")).await;
+    click(c, "[data-testid=factor][data-factor='10']").await;
+    eventually(&format!("lesson {id} started at 10×"), || async {
+        let shown = text(c, "[data-testid=real-server]").await.unwrap_or_default();
+        (count(c, "[data-testid=step-busy]").await == 0
+            && badge.iter().all(|b| shown.contains(b))
+            && shown.contains("÷10"))
+        .then_some(())
     })
     .await;
-    click(&c, "[data-testid=end]").await;
-    eventually("lesson 43 played to its end", || async {
-        (text(&c, "[data-testid=step-name]").await? == "end" && count(&c, "[data-testid=step-busy]").await == 0)
+    click(c, "[data-testid=end]").await;
+    eventually(&format!("lesson {id} played to its end"), || async {
+        (text(c, "[data-testid=step-name]").await? == "end" && count(c, "[data-testid=step-busy]").await == 0)
             .then_some(())
     })
     .await;
     let mismatched = js(
-        &c,
+        c,
         "return [...document.querySelectorAll('[data-testid=step-mismatch]')].map(m => m.closest('li').innerText)",
     )
     .await;
-    assert_eq!(mismatched, json!([]), "steps of lesson 43 that etcd answered otherwise");
-    outcome_ok(&c).await;
-    let lanes = texts(&c, ".lane-label").await.join(" ");
-    assert!(lanes.contains("etcd1") && lanes.contains("etcd3"), "{lanes}");
+    assert_eq!(mismatched, json!([]), "steps of lesson {id} answered otherwise");
+    outcome_ok(c).await;
+    let shown = texts(c, ".lane-label").await.join(" ");
+    assert!(lanes.iter().all(|l| shown.contains(l)), "{shown}");
+    let titles = js(
+        c,
+        "return [...document.querySelectorAll('[data-testid=violation]')].map(b => b.dataset.title)",
+    )
+    .await;
+    assert_eq!(titles, json!(bands), "lesson {id}'s bands");
     for (w, h) in [(1280, 720), (1440, 900)] {
         c.set_window_size(w, h).await.unwrap();
-        screenshot(&c, &format!("browser-real-lesson-43-en-{w}x{h}.png")).await;
+        screenshot(c, &format!("browser-real-lesson-{id}-en-{w}x{h}.png")).await;
     }
     // In Chinese: the same run's page, still at its end and met.
-    click(&c, "[data-testid=lang-switch] [data-lang=zh]").await;
-    eventually("lesson 43 in 中文 at its end", || async {
+    click(c, "[data-testid=lang-switch] [data-lang=zh]").await;
+    eventually(&format!("lesson {id} in 中文 at its end"), || async {
         let step = c
             .find(Locator::Css("[data-testid=step-name]"))
             .await
@@ -997,17 +1028,15 @@ async fn the_real_driver_in_headless_chromium() {
             .attr("data-step")
             .await
             .ok()??;
-        (step == "end" && count(&c, "[data-testid=step-busy]").await == 0).then_some(())
+        (step == "end" && count(c, "[data-testid=step-busy]").await == 0).then_some(())
     })
     .await;
-    outcome_ok(&c).await;
+    outcome_ok(c).await;
     for (w, h) in [(1280, 720), (1440, 900)] {
         c.set_window_size(w, h).await.unwrap();
-        screenshot(&c, &format!("browser-real-lesson-43-zh-{w}x{h}.png")).await;
+        screenshot(c, &format!("browser-real-lesson-{id}-zh-{w}x{h}.png")).await;
     }
-
-    c.close().await.unwrap();
-    drop(driver);
+    click(c, "[data-testid=lang-switch] [data-lang=en]").await;
 }
 
 /// On the user's own server: no fault buttons, and when that server dies

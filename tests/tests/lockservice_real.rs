@@ -8,6 +8,7 @@
 
 use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
 use locklab_backend::real::lockservice::EtcdEnv;
+use locklab_core::invariants::Invariant;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
 use locklab_core::observe::{LockChange, Via};
@@ -73,6 +74,32 @@ fn a_key_whose_lease_ran_out_is_shown_expired_not_removed_by_the_next_request() 
         via: Via::Command,
     };
     assert_eq!(removals, [&expired, &unlocked]);
+}
+
+/// Two holders' band lasts while both believe they hold, as in the
+/// simulator: each time the run looks, the violation's grown copy goes on
+/// the timeline (it was sent once, at its start, and drawn 4 px wide).
+#[test]
+fn an_overlap_on_a_lock_service_grows_while_it_lasts() {
+    let (env, _) = play(&locklab_tests::lesson("43"));
+    let copies: Vec<(u64, u64)> = (env.events().iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::Violation { violation } if violation.invariant == Invariant::Overlap => {
+                Some((violation.from_ms, violation.to_ms))
+            }
+            _ => None,
+        })
+        .collect();
+    let (from, to) = *copies.last().expect("two holders");
+    assert!(copies.len() > 2, "sent again as it grew: {copies:?}");
+    assert!(
+        copies.iter().all(|&(f, _)| f == from),
+        "one overlap, growing: {copies:?}"
+    );
+    assert!(
+        to >= from + 2000,
+        "A and B both hold for seconds of the lesson: {copies:?}"
+    );
 }
 
 /// The same lesson from the page: the browser's real driver starts the

@@ -8,23 +8,12 @@
 //! Without zookeeperd (or java) these tests say so and skip; CI installs
 //! it (scripts/test), and there a missing ensemble is a failure.
 
-use locklab_backend::real::lockservice::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
 use locklab_backend::real::lockservice::ZkEnv;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
 use locklab_tests::service::{
-    play_catalogue_lesson, play_over_the_api, play_steps, same_replies_as_the_simulator, service_lesson,
+    have_zookeeper, play_catalogue_lesson, play_over_the_api, play_steps, same_replies_as_the_simulator, service_lesson,
 };
-
-/// Is there an ensemble to test on? A skip says why, except on CI.
-fn have_zookeeper() -> bool {
-    if zookeeper_installed() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{ZK_NOT_FOUND}");
-    eprintln!("skipped: {ZK_NOT_FOUND}");
-    false
-}
 
 /// A small ZooKeeper lesson around `steps` (TOML `[[steps]]` tables).
 fn zk_lesson(steps: &str) -> Lesson {

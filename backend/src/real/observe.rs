@@ -137,6 +137,12 @@ impl LockWatch {
         self.observer.keys()
     }
 
+    /// Judge `key` by the nodes of `group` only (lesson 45: the single
+    /// Redis's key by node 0, Redlock's by a majority of its masters).
+    pub fn set_group(&mut self, key: &str, group: locklab_core::observe::KeyGroup) {
+        self.observer.set_group(key, group);
+    }
+
     /// The node whose locks are grants (after a failover, the new master).
     pub fn set_master(&mut self, node: u32) {
         self.observer.set_master(node);
@@ -220,10 +226,9 @@ impl LockWatch {
                 }
             }
         }
-        if self.observer.is_redlock() {
-            for key in self.observer.keys().to_vec() {
-                out.extend(self.observer.recount_majority(&key));
-            }
+        // Held by a majority of independent masters (Redlock's keys).
+        for key in self.observer.keys().to_vec() {
+            out.extend(self.observer.recount_majority(&key));
         }
         out
     }

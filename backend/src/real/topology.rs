@@ -284,6 +284,27 @@ pub struct Managed {
     sentinels: Option<Sentinels>,
 }
 
+impl Managed {
+    /// No nodes yet: a fresh folder with the clock preload in it.
+    fn new(kind: TopologyKind) -> Result<Managed, TopologyError> {
+        let root = std::env::temp_dir().join(format!(
+            "locklab-topo-{}-{}",
+            std::process::id(),
+            crate::real::session::random_hex(8)
+        ));
+        let preload = clock::install_preload(&root)
+            .map_err(|e| TopologyError::Start(format!("writing the clock preload library: {e}")))?;
+        Ok(Managed {
+            kind,
+            nodes: Vec::new(),
+            root,
+            preload,
+            links: Default::default(),
+            sentinels: None,
+        })
+    }
+}
+
 impl Drop for Managed {
     fn drop(&mut self) {
         // Sentinels first, so none of them reacts to the nodes going.
@@ -313,21 +334,7 @@ impl Topology {
 
     /// Start a managed topology and wait until it is ready.
     pub fn start(kind: TopologyKind) -> Result<Topology, TopologyError> {
-        let root = std::env::temp_dir().join(format!(
-            "locklab-topo-{}-{}",
-            std::process::id(),
-            crate::real::session::random_hex(8)
-        ));
-        let preload = clock::install_preload(&root)
-            .map_err(|e| TopologyError::Start(format!("writing the clock preload library: {e}")))?;
-        let mut m = Managed {
-            kind,
-            nodes: Vec::new(),
-            root,
-            preload,
-            links: Default::default(),
-            sentinels: None,
-        };
+        let mut m = Managed::new(kind)?;
         let count = match kind {
             TopologyKind::Single => 1,
             TopologyKind::Replicated | TopologyKind::Sentinel => 2,
@@ -369,6 +376,18 @@ impl Topology {
             }
             TopologyKind::Cluster3 => form_cluster(&m.nodes)?,
             _ => {}
+        }
+        Ok(Topology::Managed(m))
+    }
+
+    /// Independent masters with these names (lesson 45's single Redis and
+    /// its three Redlock masters: `redis`, `r1`…`r3`), managed as the
+    /// Redlock kind is.
+    pub fn start_masters(names: &[&str]) -> Result<Topology, TopologyError> {
+        let mut m = Managed::new(TopologyKind::Redlock5)?;
+        for name in names {
+            let node = start_node(&m.root, &m.preload, name, vec![], None)?;
+            m.nodes.push(node);
         }
         Ok(Topology::Managed(m))
     }

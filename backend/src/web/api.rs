@@ -49,8 +49,10 @@
 //!   starts three members of that service instead ([`ServiceRun`]); its
 //!   `lesson` message says `"topology":"etcd3"` (or `zk3`) with the
 //!   members as node names and no nodes for the toolbox, and console lines
-//!   are refused until the next lesson on Redis (there is no Redis). Not
-//!   with `--redis URL`, where the lab starts no process.
+//!   are refused until the next lesson on Redis (there is no Redis session).
+//!   Lesson 45 starts all four services it compares (`"topology":"compare"`,
+//!   the simulator's ten nodes as names). Not with `--redis URL`, where the
+//!   lab starts no process.
 //! * `{"type":"lesson_step"}` — run the next step.
 //!
 //! Out:

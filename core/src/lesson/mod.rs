@@ -833,20 +833,13 @@ impl Lesson {
         Ok(())
     }
 
-    /// A lesson on etcd or ZooKeeper members runs on no Redis topology.
-    /// etcd has a real driver (the backend's managed etcd cluster);
-    /// ZooKeeper has none yet, so its lessons say why they are simulator
-    /// only.
+    /// A lesson on etcd or ZooKeeper members (or all four services) runs
+    /// on no Redis topology: the real drivers start their own processes.
     fn validate_service(&self) -> Result<(), String> {
         let Some(s) = self.world.service else { return Ok(()) };
         if self.topology != LessonTopology::Single {
             return Err(format!(
                 "world.service = {s:?} replaces the Redis nodes: leave topology single"
-            ));
-        }
-        if s == LockService::All && self.real == RealRun::Yes {
-            return Err(format!(
-                "world.service = {s:?} has no real driver yet: say real = {{ mode = \"no\", why = … }}"
             ));
         }
         Ok(())

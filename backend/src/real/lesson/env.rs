@@ -5,7 +5,7 @@ use super::*;
 
 /// The real servers as core's lesson [`Environment`], for one step: the
 /// run's state and the session and topology it borrows.
-pub(super) struct Stepping<'r, 'e, 'b> {
+pub(crate) struct Stepping<'r, 'e, 'b> {
     pub(super) run: &'r mut RealLessonRun,
     pub(super) env: &'e mut RealEnv<'b>,
 }
@@ -91,9 +91,20 @@ impl Environment for Stepping<'_, '_, '_> {
         self.run.run_until_done(self.env, slot)
     }
 
-    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+    fn write(&mut self, index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
+        self.write_under(index, client, None, token, value)
+    }
+
+    fn write_under(
+        &mut self,
+        _index: usize,
+        client: &str,
+        lock: Option<&str>,
+        token: Option<i64>,
+        value: &str,
+    ) -> Result<String, String> {
         let cid = self.env.session.client(client).map_err(|e| e.to_string())?;
-        let accepted = self.run.write(self.env, cid, token, value.to_owned());
+        let accepted = self.run.write(self.env, cid, lock, token, value.to_owned());
         Ok(if accepted { "accepted" } else { "rejected" }.to_owned())
     }
 
@@ -126,7 +137,7 @@ impl Environment for Stepping<'_, '_, '_> {
             let _ = run.start_enlisted(self.env);
             // An overlap still going on ends with the lesson (lesson 15: A
             // and B both hold): its band stops here.
-            run.ongoing.clear();
+            run.monitor.stop_ongoing();
         }
     }
 

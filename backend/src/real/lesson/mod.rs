@@ -88,11 +88,12 @@ use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::render;
 use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, LessonRun, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
-use locklab_core::observe::Observed;
+use locklab_core::observe::{KeyGroup, Observed};
 use locklab_core::resource::Resource;
 use locklab_core::rng::Rng;
 use locklab_core::server::EPOCH_MS;
 use locklab_core::trace::{Event, EventKind, LossReason};
+use locklab_core::world::GroupKind;
 use locklab_core::Reply;
 use thiserror::Error;
 
@@ -263,13 +264,6 @@ pub struct RealLessonRun {
     /// Core's invariant monitor: beliefs, overlap, grant numbers, stale
     /// writes — the simulator's own.
     monitor: Monitor,
-    /// Overlap violations still going on: by key, their index in the
-    /// monitor, which holds them. Recorded when the overlap begins and sent
-    /// again whenever their span grew (an event once streamed cannot be
-    /// stretched in place; the page keeps the latest copy,
-    /// `trace::append_streamed`), so the band grows during play as in the
-    /// simulator.
-    ongoing: BTreeMap<String, usize>,
     /// Two clients believed they held the same key at some point.
     overlapped: bool,
     /// Replication held back to play a declared lag (see the module doc):
@@ -307,6 +301,18 @@ impl RealLessonRun {
             id: lesson.id.clone(),
             why,
         })?;
+        RealLessonRun::start_unchecked(lesson, env, factor)
+    }
+
+    /// [`RealLessonRun::start`] without asking whether the lesson plays on
+    /// this topology: for a driver that has checked it otherwise (lesson
+    /// 45's Redis part, `lockservice::compare`). Keys of `world.groups` are
+    /// judged by their own nodes, as in the simulator's `compare` world.
+    pub(crate) fn start_unchecked(
+        lesson: &Lesson,
+        env: &mut RealEnv<'_>,
+        factor: u64,
+    ) -> Result<RealLessonRun, RealLessonError> {
         let factor = factor.clamp(1, 10_000);
         let nodes = env.topology.nodes();
         // The URL as given (with its credentials), not the one shown.
@@ -345,7 +351,6 @@ impl RealLessonRun {
                 overlap_is_violation: overlap_is_violation(lesson),
                 max_hold_ms: lesson.world.max_hold_ms,
             }),
-            ongoing: BTreeMap::new(),
             overlapped: false,
             held_replication: None,
             programs: Vec::new(),
@@ -356,6 +361,12 @@ impl RealLessonRun {
             last_at: 0,
             emitted: 0,
         };
+        for (key, group) in compare_groups(lesson) {
+            run.locks.set_group(&key, group);
+        }
+        for lock in &lesson.world.unfenced {
+            run.resource.unfence(lock);
+        }
         if let (LessonTopology::Replicated, Some(r)) = (lesson.topology, &lesson.world.replication) {
             if r.lag_ms > 0 {
                 run.hold_replication(env, r.lag_ms)?;
@@ -424,6 +435,29 @@ impl RealLessonRun {
         self.lesson
             .outcome
             .judged_real(self.overlapped, self.monitor.violations())
+    }
+
+    /// Two clients believed they held one lock at once, and what core's
+    /// monitor found broken: what [`RealLessonRun::outcome`] judges.
+    pub(crate) fn verdict(&self) -> (bool, &[Violation]) {
+        (self.overlapped, self.monitor.violations())
+    }
+
+    /// What step `index` sent or did differently from the simulator.
+    pub(crate) fn note(&self, index: usize) -> Option<&String> {
+        self.notes.get(&index)
+    }
+
+    /// Lesson time starts over now (a driver that started other services
+    /// after this run lines their clocks up).
+    pub(crate) fn restart_clock(&mut self, env: &RealEnv<'_>) {
+        self.origin_ms = env.session.elapsed_ms();
+    }
+
+    /// This run as core's [`Environment`] over `env`, for a driver that
+    /// interprets the steps itself.
+    pub(crate) fn environment<'r, 'e, 'b>(&'r mut self, env: &'e mut RealEnv<'b>) -> Stepping<'r, 'e, 'b> {
+        Stepping { run: self, env }
     }
 
     /// The events since the last call, `at_ms` in lesson time.
@@ -533,8 +567,9 @@ impl RealLessonRun {
     /// still going on are stretched to now first.
     fn drain(&mut self, env: &mut RealEnv<'_>) {
         let now = self.now_lesson(env).max(self.last_at);
-        for key in self.ongoing.keys().cloned().collect::<Vec<_>>() {
-            self.extend_overlap(env, &key, now);
+        // Overlaps still going on grow to now, sent again (core's monitor).
+        for violation in self.monitor.stretch(now) {
+            self.record(env, None, Actor::World, EventKind::Violation { violation });
         }
         let events = env.session.take_events();
         let events = self.restamp(events);
@@ -677,6 +712,28 @@ impl RealLessonRun {
     }
 }
 
+/// Lesson 45's Redis and Redlock keys and the nodes that judge each (the
+/// simulator's `compare` world: a Redis on node 0, Redlock's masters after
+/// it); none for any other lesson.
+fn compare_groups(lesson: &Lesson) -> Vec<(String, KeyGroup)> {
+    let Some(locks) = &lesson.world.groups else {
+        return Vec::new();
+    };
+    let world = locklab_core::lesson::run::world_config(lesson).topology;
+    (world.groups().into_iter())
+        .filter(|g| matches!(g.kind, GroupKind::Redis | GroupKind::Redlock))
+        .map(|g| {
+            let group = KeyGroup {
+                first: g.first,
+                count: g.count,
+                majority: g.kind == GroupKind::Redlock,
+                master: g.first,
+            };
+            (locks.key_of(g.kind).to_owned(), group)
+        })
+        .collect()
+}
+
 /// A lesson's command as it goes on the wire ([`RealLessonRun::as_sent`]).
 struct OnWire {
     argv: Vec<Vec<u8>>,
@@ -749,6 +806,10 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
     if lesson.world.service == Some(LockService::Zk) {
         // Three ZooKeeper servers (`real/lockservice/zkrun.rs`).
         return crate::real::lockservice::run_zk(lesson, factor);
+    }
+    if lesson.world.service == Some(LockService::All) {
+        // All four side by side (`real/lockservice/compare.rs`).
+        return crate::real::lockservice::run_compare(lesson, factor);
     }
     let mut topology = Topology::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)

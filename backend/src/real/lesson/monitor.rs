@@ -77,6 +77,8 @@ impl RealLessonRun {
         else {
             return;
         };
+        // The overlap's band grows while it goes on (core's monitor).
+        let streamed = self.monitor.stream_overlap(key, &change, now);
         self.record(
             env,
             None,
@@ -100,34 +102,22 @@ impl RealLessonRun {
                 since_ms: ch.since_ms,
             },
         );
-        if let Some(v) = change.violation {
-            self.ongoing.insert(key.to_owned(), self.monitor.violations().len());
-            self.violate(env, v);
-        } else if !begin {
-            // Only an overlap that was a violation is ongoing.
-            self.extend_overlap(env, key, now);
-            self.ongoing.remove(key);
+        if let Some(violation) = streamed {
+            self.record(env, None, Actor::World, EventKind::Violation { violation });
         }
-    }
-
-    /// An overlap violation still going on lasts until `now` so far: the
-    /// monitor's copy is stretched, and the event is sent again when the
-    /// span grew.
-    pub(super) fn extend_overlap(&mut self, env: &mut RealEnv<'_>, key: &str, now: u64) {
-        let Some(&index) = self.ongoing.get(key) else {
-            return;
-        };
-        if self.monitor.violations().get(index).is_none_or(|v| now <= v.to_ms) {
-            return;
-        }
-        self.monitor.extend(index, now);
-        let violation = self.monitor.violations()[index].clone();
-        self.record(env, None, Actor::World, EventKind::Violation { violation });
     }
 
     /// A write to the protected resource (simulated even on a real run:
-    /// it is the business system, not Redis).
-    pub(super) fn write(&mut self, env: &mut RealEnv<'_>, cid: u32, token: Option<i64>, value: String) -> bool {
+    /// it is the business system, not Redis), made under `lock` when the
+    /// step names one: that lock's store and grants judge it.
+    pub(super) fn write(
+        &mut self,
+        env: &mut RealEnv<'_>,
+        cid: u32,
+        lock: Option<&str>,
+        token: Option<i64>,
+        value: String,
+    ) -> bool {
         self.record(
             env,
             None,
@@ -138,7 +128,7 @@ impl RealLessonRun {
             },
         );
         let at = self.now_lesson(env);
-        let accepted = self.resource.write(cid, at, token, value.clone());
+        let accepted = self.resource.write_under(cid, lock, at, token, value.clone());
         self.record(
             env,
             None,
@@ -156,7 +146,7 @@ impl RealLessonRun {
             let names = env.session.names().clone();
             if let Some(v) = self
                 .monitor
-                .accepted_write(cid, at, token, &|i| names.client(i).to_owned())
+                .accepted_write_under(cid, lock, at, token, &|i| names.client(i).to_owned())
             {
                 self.violate(env, v);
             }

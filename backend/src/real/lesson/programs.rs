@@ -288,7 +288,7 @@ impl ProgramHost for Host<'_, '_, '_> {
     }
 
     fn write(&mut self, p: &mut Running, token: Option<i64>, value: String) {
-        self.run.write(self.env, p.cid, token, value);
+        self.run.write(self.env, p.cid, None, token, value);
     }
 
     fn believe(&mut self, p: &mut Running, key: &str, holds: bool) {

@@ -76,12 +76,7 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     match lesson.world.service {
         Some(LockService::Etcd) => return crate::real::lockservice::check_etcd(lesson),
         Some(LockService::Zk) => return crate::real::lockservice::check_zk(lesson),
-        Some(LockService::All) => {
-            return Err(
-                "four services in one world need all of them in one session, which the real drivers do not share yet"
-                    .into(),
-            )
-        }
+        Some(LockService::All) => return crate::real::lockservice::check_compare(lesson),
         None => {}
     }
     for (i, step) in lesson.steps.iter().enumerate() {
@@ -189,7 +184,8 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
     if let (None, Some(service)) = (topology.kind(), lesson.world.service) {
         let what = match service {
             LockService::Zk => "a ZooKeeper ensemble",
-            _ => "an etcd cluster",
+            LockService::Etcd => "an etcd cluster",
+            LockService::All => "four lock services (a Redis, three Redlock masters, etcd and ZooKeeper)",
         };
         return Err(format!(
             "it plays on {what} the lab starts, and this backend uses your own server (--redis), where the lab \

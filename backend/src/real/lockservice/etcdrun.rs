@@ -124,6 +124,10 @@ impl EtcdEnv {
         &self.st
     }
 
+    pub(super) fn state_mut(&mut self) -> &mut LessonState {
+        &mut self.st
+    }
+
     /// A paused client acts once its pause is over (it sends nothing
     /// meanwhile); blocked requests answered in between are collected.
     fn wait_paused(&mut self, client: &str) {
@@ -297,6 +301,7 @@ impl EtcdEnv {
             });
             self.st.show_holder(self.leader, &lock, seen, by, now);
         }
+        self.st.stretch();
     }
 
     /// SIGKILL a member; when it led, wait for the new leader (not lesson

@@ -46,6 +46,9 @@ pub(super) struct LessonState {
     /// Per step, what was sent or done differently from the simulator.
     pub(super) notes: BTreeMap<usize, String>,
     pub(super) next_req: u64,
+    /// Lesson time stands still here (a run of `hold` steps, which take
+    /// no lesson time in the simulator; see `compare`).
+    pub(super) pinned: Option<u64>,
 }
 
 impl LessonState {
@@ -77,12 +80,22 @@ impl LessonState {
             events: Vec::new(),
             notes: BTreeMap::new(),
             next_req: 1,
+            pinned: None,
         }
     }
 
-    /// Lesson ms since the start.
+    /// Lesson ms since the start (or where time stands still).
     pub(super) fn now_ms(&self) -> u64 {
-        (self.origin.elapsed().as_micros() as u64).saturating_mul(self.factor) / 1000
+        self.pinned
+            .unwrap_or_else(|| (self.origin.elapsed().as_micros() as u64).saturating_mul(self.factor) / 1000)
+    }
+
+    /// Lesson time is `ms` now (another service's driver, played on the
+    /// same clock, stood still for wall time the lab spent: a fault).
+    pub(super) fn set_now(&mut self, ms: u64) {
+        if let Some(origin) = Instant::now().checked_sub(self.wall(ms)) {
+            self.origin = origin;
+        }
     }
 
     /// The trace's time: lesson ms, never before its last event.
@@ -210,6 +223,8 @@ impl LessonState {
         else {
             return;
         };
+        // The overlap's band grows while it goes on (core's monitor).
+        let streamed = self.monitor.stream_overlap(key, &change, now);
         let belief = EventKind::Belief {
             key: key.to_owned(),
             holds,
@@ -217,15 +232,25 @@ impl LessonState {
         self.record(Actor::Client(cid), belief);
         let Some(ch) = change.overlap else { return };
         self.overlapped |= ch.begin;
+        let begin = ch.begin;
         let overlap = EventKind::Overlap {
             key: key.to_owned(),
             clients: ch.clients,
-            begin: ch.begin,
+            begin,
             since_ms: ch.since_ms,
         };
         self.record(Actor::World, overlap);
-        if let Some(v) = change.violation {
-            self.violate(v);
+        if let Some(violation) = streamed {
+            self.record(Actor::World, EventKind::Violation { violation });
+        }
+    }
+
+    /// Overlaps still going on last until now so far: their grown copies go
+    /// on the timeline (which keeps the latest), as the Redis runs do.
+    pub(super) fn stretch(&mut self) {
+        let now = self.now();
+        for violation in self.monitor.stretch(now) {
+            self.record(Actor::World, EventKind::Violation { violation });
         }
     }
 

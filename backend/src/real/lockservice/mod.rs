@@ -15,6 +15,9 @@
 //!   zxids between the two.
 //! * [`zkrun`] — the ensemble as core's lesson `Environment`.
 //!
+//! * [`compare`] — lesson 45: a Redis, three Redlock masters, the etcd
+//!   cluster and the ZooKeeper ensemble in one run, each played by its own
+//!   driver, on one clock and one timeline.
 //! * [`lesson_state`] — what both runs keep and judge alike: lesson time,
 //!   client faults, the trace, core's observer, monitor and resource.
 //! * [`stepped`] — either run one step at a time, for the browser.
@@ -22,6 +25,7 @@
 //! The error a managed service fails to start with lives here.
 
 pub mod cluster;
+pub mod compare;
 pub mod ensemble;
 pub mod etcd;
 pub mod etcdrun;
@@ -34,6 +38,7 @@ pub mod zxid;
 
 use thiserror::Error;
 
+pub use compare::{check_compare, run_compare, CompareEnv};
 pub use etcdrun::{check_etcd, run_etcd, EtcdEnv};
 pub use stepped::ServiceRun;
 pub use zkrun::{check_zk, run_zk, ZkEnv};

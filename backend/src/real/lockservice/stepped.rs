@@ -1,5 +1,6 @@
 //! A lock-service lesson played one step at a time: what the browser's
-//! real driver runs for a lesson on etcd or ZooKeeper.
+//! real driver runs for a lesson on etcd or ZooKeeper, or on all four
+//! services (lesson 45).
 //!
 //! `locklab lesson run 43 --real` plays a lesson whole ([`super::run_etcd`],
 //! [`super::run_zk`]); the page asks for one step per `lesson_step`
@@ -15,13 +16,15 @@ use locklab_core::protocol::Served;
 use locklab_core::trace::Event;
 
 use super::lesson_state::{unsupported, LessonState};
-use super::{EtcdEnv, ZkEnv};
+use super::{CompareEnv, EtcdEnv, ZkEnv};
 use crate::real::lesson::RealLessonError;
 
 /// The managed service a lesson runs on.
 enum Service {
     Etcd(Box<EtcdEnv>),
     Zk(Box<ZkEnv>),
+    /// Lesson 45's four services side by side.
+    Compare(Box<CompareEnv>),
 }
 
 impl Service {
@@ -29,13 +32,37 @@ impl Service {
         match self {
             Service::Etcd(e) => e.as_mut(),
             Service::Zk(z) => z.as_mut(),
+            Service::Compare(c) => c.as_mut(),
         }
     }
 
-    fn state(&self) -> &LessonState {
+    /// One service's own run state; `None` for the four together.
+    fn state(&self) -> Option<&LessonState> {
         match self {
-            Service::Etcd(e) => e.state(),
-            Service::Zk(z) => z.state(),
+            Service::Etcd(e) => Some(e.state()),
+            Service::Zk(z) => Some(z.state()),
+            Service::Compare(_) => None,
+        }
+    }
+
+    fn events(&self) -> &[Event] {
+        match self {
+            Service::Compare(c) => c.events(),
+            s => s.state().map_or(&[], |st| &st.events),
+        }
+    }
+
+    fn note(&self, index: usize) -> Option<String> {
+        match self {
+            Service::Compare(c) => c.note(index),
+            s => s.state()?.notes.get(&index).cloned(),
+        }
+    }
+
+    fn outcome(&self) -> Option<bool> {
+        match self {
+            Service::Compare(c) => c.outcome(),
+            s => s.state()?.outcome(),
         }
     }
 }
@@ -68,11 +95,13 @@ impl ServiceRun {
         let service = match lesson.world.service {
             Some(LockService::Etcd) => Service::Etcd(Box::new(EtcdEnv::start(lesson, factor)?)),
             Some(LockService::Zk) => Service::Zk(Box::new(ZkEnv::start(lesson, factor)?)),
-            _ => return Err(unsupported(lesson, "it does not play on a lock service".into())),
+            Some(LockService::All) => Service::Compare(Box::new(CompareEnv::start(lesson, factor)?)),
+            None => return Err(unsupported(lesson, "it does not play on a lock service".into())),
         };
         let version = match &service {
             Service::Etcd(e) => e.version(),
             Service::Zk(z) => z.version(),
+            Service::Compare(c) => c.version().to_owned(),
         };
         Ok(ServiceRun {
             progress: Progress::new(lesson),
@@ -91,14 +120,14 @@ impl ServiceRun {
             Err(e) => return Err(unsupported(self.progress.lesson(), e.to_string())),
         };
         Ok(stepped.map(|r| {
-            let note = self.service.state().notes.get(&r.index).cloned();
+            let note = self.service.note(r.index);
             (r, note)
         }))
     }
 
     /// The trace's events since the last call.
     pub fn take_events(&mut self) -> Vec<Event> {
-        let events = &self.service.state().events;
+        let events = self.service.events();
         let new = events[self.sent.min(events.len())..].to_vec();
         self.sent = events.len();
         new
@@ -111,8 +140,7 @@ impl ServiceRun {
     /// Every step as expected, and (once over) the lesson's outcome as the
     /// Redis runs judge theirs.
     pub fn passed(&self) -> bool {
-        self.progress.results().iter().all(|r| r.ok)
-            && !(self.is_finished() && self.service.state().outcome() == Some(false))
+        self.progress.results().iter().all(|r| r.ok) && !(self.is_finished() && self.service.outcome() == Some(false))
     }
 
     pub fn steps(&self) -> usize {
@@ -130,12 +158,18 @@ impl ServiceRun {
 
     /// Lesson ms per wall ms.
     pub fn factor(&self) -> u64 {
-        self.service.state().factor
+        match &self.service {
+            Service::Compare(c) => c.factor(),
+            s => s.state().map_or(1, |st| st.factor),
+        }
     }
 
     /// The clients and the service's members, as the trace names them.
     pub fn names(&self) -> Names {
-        self.service.state().names.clone()
+        match &self.service {
+            Service::Compare(c) => c.trace_names().clone(),
+            s => s.state().map(|st| st.names.clone()).unwrap_or_default(),
+        }
     }
 
     /// What the page is told it plays on.
@@ -143,6 +177,7 @@ impl ServiceRun {
         match self.service {
             Service::Etcd(_) => Served::Etcd3,
             Service::Zk(_) => Served::Zk3,
+            Service::Compare(_) => Served::Compare,
         }
     }
 }

@@ -124,6 +124,10 @@ impl ZkEnv {
         &self.st
     }
 
+    pub(super) fn state_mut(&mut self) -> &mut LessonState {
+        &mut self.st
+    }
+
     /// A paused client acts once its pause is over (it sent nothing
     /// meanwhile; its next request reconnects its session).
     fn wait_paused(&mut self, client: &str) {
@@ -262,6 +266,7 @@ impl ZkEnv {
             });
             self.st.show_holder(self.leader, &lock, seen, by, now);
         }
+        self.st.stretch();
     }
 }
 
