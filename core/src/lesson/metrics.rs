@@ -5,7 +5,7 @@
 //! Everything is derived from the trace, so the same numbers come out of a
 //! replay and nothing in the clients has to count for us.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::MetricsSpec;
@@ -47,18 +47,20 @@ pub fn measure_events(events: &[Event], clients: &[u32], from: usize) -> Metrics
     let mut m = Metrics::default();
     // client → (first attempt of the current cycle, attempts in it)
     let mut cycle: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    // client → time of its last acquire request: a Redlock round sends to
-    // every master at the same instant, and that is one attempt, not five.
-    let mut last_attempt: BTreeMap<u32, u64> = BTreeMap::new();
+    // client → the nodes its current attempt has asked: a Redlock round
+    // asks every master once, and that is one attempt, not five; asking a
+    // node again starts the next. (Not "at the same instant": a real run's
+    // requests of one round are stamped a millisecond or two apart.)
+    let mut asked: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for e in events.iter().skip(from) {
         let Actor::Client(c) = e.actor else { continue };
         if !clients.contains(&c) {
             continue;
         }
         match &e.kind {
-            EventKind::Sent { commands, .. } => {
+            EventKind::Sent { commands, node, .. } => {
                 m.commands += commands.len() as u64;
-                if commands.iter().any(|c| is_acquire(c)) && last_attempt.insert(c, e.at_ms) != Some(e.at_ms) {
+                if commands.iter().any(|c| is_acquire(c)) && new_attempt(asked.entry(c).or_default(), *node) {
                     m.attempts += 1;
                     let entry = cycle.entry(c).or_insert((e.at_ms, 0));
                     entry.1 += 1;
@@ -75,6 +77,17 @@ pub fn measure_events(events: &[Event], clients: &[u32], from: usize) -> Metrics
         }
     }
     m
+}
+
+/// An acquire request to `node`: does it start a new attempt? It does
+/// when it is the first, or when the current attempt asked `node` already.
+fn new_attempt(asked: &mut BTreeSet<u32>, node: u32) -> bool {
+    let again = asked.contains(&node);
+    if again {
+        asked.clear();
+    }
+    asked.insert(node);
+    again || asked.len() == 1
 }
 
 impl Metrics {
@@ -150,5 +163,39 @@ impl fmt::Display for Metrics {
             self.attempts,
             self.commands
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(at_ms: u64, node: u32, cmd: &str) -> Event {
+        Event {
+            step: 0,
+            at_ms,
+            actor: Actor::Client(0),
+            kind: EventKind::Sent {
+                req: 0,
+                node,
+                commands: vec![cmd.split(' ').map(str::to_owned).collect()],
+            },
+        }
+    }
+
+    /// A Redlock round asks five masters once each, one attempt however
+    /// its requests are stamped (a real run's are a millisecond or two
+    /// apart); the next round asks them again: the next attempt.
+    #[test]
+    fn a_round_is_one_attempt_whenever_its_requests_go_out() {
+        let acquire = "SET k v NX PX 10000";
+        let mut events: Vec<Event> = (0..5).map(|n| sent(100 + u64::from(n), n, acquire)).collect();
+        events.extend((0..5).map(|n| sent(100 + u64::from(n), n, "EVAL release 1 k v")));
+        events.extend((0..5).map(|n| sent(300, n, acquire)));
+        let m = measure_events(&events, &[0], 0);
+        assert_eq!((m.attempts, m.commands), (2, 15));
+        // One node asked again and again: each request is an attempt.
+        let single: Vec<Event> = (0..3).map(|i| sent(10 * i, 0, acquire)).collect();
+        assert_eq!(measure_events(&single, &[0], 0).attempts, 3);
     }
 }

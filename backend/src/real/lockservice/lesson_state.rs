@@ -232,11 +232,10 @@ impl LessonState {
         self.record(Actor::Client(cid), belief);
         let Some(ch) = change.overlap else { return };
         self.overlapped |= ch.begin;
-        let begin = ch.begin;
         let overlap = EventKind::Overlap {
             key: key.to_owned(),
             clients: ch.clients,
-            begin,
+            begin: ch.begin,
             since_ms: ch.since_ms,
         };
         self.record(Actor::World, overlap);
