@@ -5,7 +5,7 @@
 //! Everything is derived from the trace, so the same numbers come out of a
 //! replay and nothing in the clients has to count for us.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use super::MetricsSpec;
@@ -47,11 +47,12 @@ pub fn measure_events(events: &[Event], clients: &[u32], from: usize) -> Metrics
     let mut m = Metrics::default();
     // client → (first attempt of the current cycle, attempts in it)
     let mut cycle: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    // client → the nodes its current attempt has asked: a Redlock round
-    // asks every master once, and that is one attempt, not five; asking a
-    // node again starts the next. (Not "at the same instant": a real run's
-    // requests of one round are stamped a millisecond or two apart.)
-    let mut asked: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    // client → the nodes its current attempt has asked, one bit each: a
+    // Redlock round asks every master once, and that is one attempt, not
+    // five; asking a node again starts the next. (Not "at the same
+    // instant": a real run's requests of one round are stamped a
+    // millisecond or two apart.)
+    let mut asked: BTreeMap<u32, u64> = BTreeMap::new();
     for e in events.iter().skip(from) {
         let Actor::Client(c) = e.actor else { continue };
         if !clients.contains(&c) {
@@ -79,15 +80,20 @@ pub fn measure_events(events: &[Event], clients: &[u32], from: usize) -> Metrics
     m
 }
 
+// A node is one bit of a u64 in [`new_attempt`].
+const _: () = assert!(crate::world::MAX_NODES < 64);
+
 /// An acquire request to `node`: does it start a new attempt? It does
-/// when it is the first, or when the current attempt asked `node` already.
-fn new_attempt(asked: &mut BTreeSet<u32>, node: u32) -> bool {
-    let again = asked.contains(&node);
-    if again {
-        asked.clear();
+/// when it is the first, or when the current attempt (`asked`, a bit per
+/// node) asked `node` already.
+fn new_attempt(asked: &mut u64, node: u32) -> bool {
+    let bit = 1u64 << (node % 64);
+    let new = *asked == 0 || *asked & bit != 0;
+    if new {
+        *asked = 0;
     }
-    asked.insert(node);
-    again || asked.len() == 1
+    *asked |= bit;
+    new
 }
 
 impl Metrics {
