@@ -355,8 +355,17 @@ pub(super) fn play(lesson: &Lesson, env: &mut impl Environment) -> Result<Vec<St
         match progress.step(env) {
             Ok(Some(_)) => {}
             Ok(None) => return Ok(progress.results().to_vec()),
-            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
-            Err(e) => return Err(unsupported(lesson, e.to_string())),
+            Err(e) => return Err(real_error(lesson, e)),
         }
+    }
+}
+
+/// Core's error for a step a real run could not carry out: the step's own
+/// failure as it is, anything else (a lesson the interpreter refuses) as
+/// a lesson the driver cannot play.
+pub(super) fn real_error(lesson: &Lesson, e: LessonError) -> RealLessonError {
+    match e {
+        LessonError::Step { id, step, msg } => RealLessonError::Step { id, step, msg },
+        e => unsupported(lesson, e.to_string()),
     }
 }

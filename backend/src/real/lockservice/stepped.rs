@@ -11,11 +11,11 @@
 
 use locklab_core::actor::Names;
 use locklab_core::lesson::run::{Environment, Progress, StepResult};
-use locklab_core::lesson::{Lesson, LessonError, LockService};
+use locklab_core::lesson::{Lesson, LockService};
 use locklab_core::protocol::Served;
 use locklab_core::trace::Event;
 
-use super::lesson_state::{unsupported, LessonState};
+use super::lesson_state::{real_error, unsupported, LessonState};
 use super::{CompareEnv, EtcdEnv, ZkEnv};
 use crate::real::lesson::RealLessonError;
 
@@ -116,8 +116,7 @@ impl ServiceRun {
     pub fn step(&mut self) -> Result<Option<(StepResult, Option<String>)>, RealLessonError> {
         let stepped = match self.progress.step(self.service.env()) {
             Ok(r) => r.cloned(),
-            Err(LessonError::Step { id, step, msg }) => return Err(RealLessonError::Step { id, step, msg }),
-            Err(e) => return Err(unsupported(self.progress.lesson(), e.to_string())),
+            Err(e) => return Err(real_error(self.progress.lesson(), e)),
         };
         Ok(stepped.map(|r| {
             let note = self.service.note(r.index);
