@@ -89,64 +89,16 @@ struct RedisPart {
 }
 
 impl RedisPart {
-    fn env(&mut self) -> impl Environment + '_ {
-        RedisEnv(self)
-    }
-}
-
-/// [`RedisPart`] as core's environment (the run over its own session and
-/// topology).
-struct RedisEnv<'a>(&'a mut RedisPart);
-
-impl RedisEnv<'_> {
+    /// `f` on the run as core's environment, over its own session and
+    /// topology.
     fn with<T>(&mut self, f: impl FnOnce(&mut dyn Environment) -> T) -> T {
-        let RedisPart { run, session, topology } = &mut *self.0;
-        let mut env = RealEnv { session, topology };
-        f(&mut run.environment(&mut env))
+        let RedisPart { run, session, topology } = self;
+        f(&mut run.environment(&mut RealEnv { session, topology }))
     }
-}
 
-/// Every [`Environment`] method of the Redis run, borrowed per call.
-impl Environment for RedisEnv<'_> {
-    fn command(&mut self, i: usize, c: &str, n: Option<u32>, a: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        self.with(|e| e.command(i, c, n, a))
-    }
-    fn wait(&mut self, i: usize, ms: u64) -> Result<(), String> {
-        self.with(|e| e.wait(i, ms))
-    }
-    fn fault(&mut self, i: usize, f: &Fault) -> Result<(), String> {
-        self.with(|e| e.fault(i, f))
-    }
-    fn launch(&mut self, i: usize, c: &str, p: &Program, bg: bool) -> Result<(), String> {
-        self.with(|e| e.launch(i, c, p, bg))
-    }
-    fn write(&mut self, i: usize, c: &str, t: Option<i64>, v: &str) -> Result<String, String> {
-        self.with(|e| e.write(i, c, t, v))
-    }
-    fn write_under(&mut self, i: usize, c: &str, l: Option<&str>, t: Option<i64>, v: &str) -> Result<String, String> {
-        self.with(|e| e.write_under(i, c, l, t, v))
-    }
-    fn hold(&mut self, i: usize, c: &str, k: &str, h: bool) -> Result<(), String> {
-        self.with(|e| e.hold(i, c, k, h))
-    }
-    fn metrics(&mut self, i: usize, s: &MetricsSpec, c: &[String]) -> Result<Metrics, String> {
-        self.with(|e| e.metrics(i, s, c))
-    }
-    fn begin_step(&mut self, i: usize) -> Result<(), String> {
-        self.with(|e| e.begin_step(i))
-    }
-    fn end_step(&mut self, i: usize, last: bool) {
-        self.with(|e| e.end_step(i, last))
-    }
+    /// The run's lesson time now.
     fn now(&self) -> u64 {
-        let p = &*self.0;
-        p.run.lesson_ms(p.session.elapsed_ms())
-    }
-    fn trace_len(&self) -> usize {
-        0
-    }
-    fn names(&self) -> &Names {
-        self.0.session.names()
+        self.run.lesson_ms(self.session.elapsed_ms())
     }
 }
 
@@ -272,7 +224,7 @@ impl CompareEnv {
     /// The lesson's outcome, by core's rule over every judge: two holders
     /// of any lock, or a violation any service's monitor found.
     pub fn outcome(&self) -> Option<bool> {
-        let (_, redis) = self.redis.run.verdict();
+        let redis = self.redis.run.violations();
         let violations: Vec<_> = (self.beliefs.monitor.violations().iter())
             .chain(redis)
             .chain(self.etcd.state().monitor.violations())
@@ -392,7 +344,7 @@ impl CompareEnv {
             let ms = (left.as_micros() as u64).saturating_mul(self.factor) / 1000;
             self.etcd.wait(index, ms)?;
             self.zk.wait(index, 0)?;
-            self.redis.env().wait(index, 0)?;
+            self.redis.with(|e| e.wait(index, 0))?;
             self.merge();
             if Instant::now() >= until {
                 return Ok(());
@@ -403,7 +355,7 @@ impl CompareEnv {
     /// Run `f` on `part`'s driver, then merge what it recorded.
     fn on<T>(&mut self, part: Part, f: impl FnOnce(&mut dyn Environment) -> T) -> T {
         let out = match part {
-            Part::Redis => f(&mut self.redis.env()),
+            Part::Redis => self.redis.with(f),
             Part::Etcd => f(&mut self.etcd),
             Part::Zk => f(&mut self.zk),
         };
@@ -463,7 +415,7 @@ impl Environment for CompareEnv {
         }
         // The Redis run stood lesson time still while the lab did the
         // fault; the others stand still as long.
-        let now = self.redis.env().now();
+        let now = self.redis.now();
         self.etcd.state_mut().set_now(now);
         self.zk.state_mut().set_now(now);
         self.beliefs.set_now(now);
