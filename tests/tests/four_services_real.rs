@@ -174,3 +174,52 @@ fn a_node_fault_in_a_four_service_lesson_is_refused_up_front() {
     let why = check_compare(&lesson).unwrap_err();
     assert!(why.contains("step 4") && why.contains("CrashNode"), "{why}");
 }
+
+/// From a socket, a four-service counterexample is the page's to send and
+/// is checked as one: a node fault is refused before any process starts;
+/// a step naming a node outside the ten ends the run with an error that
+/// says so; and the lab goes on (its console answers on Redis again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sent_four_service_lesson_is_refused_or_ended_with_a_clear_error() {
+    use locklab_backend::web::api::ApiState;
+    use locklab_tests::ws::{connect, send, serve, until};
+    use serde_json::json;
+
+    if !have_services() {
+        return;
+    }
+    let addr = serve(ApiState::new(None)).await;
+    let mut ws = connect(addr).await;
+    let mut sent = locklab_tests::lesson("45");
+    sent.id = "00".into();
+
+    let mut crash = sent.clone();
+    crash.steps.insert(
+        3,
+        Step {
+            fault: Some(Fault::CrashNode { node: 4 }),
+            ..Step::default()
+        },
+    );
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":crash})).await;
+    let refused = until(&mut ws, "error").await.pop().unwrap();
+    let why = refused["message"].as_str().unwrap_or_default();
+    assert!(why.contains("step 4") && why.contains("CrashNode"), "{refused}");
+
+    let mut far = sent.clone();
+    far.steps[0].node = Some(42);
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":far})).await;
+    let started = until(&mut ws, "lesson").await.pop().unwrap();
+    assert_eq!(started["topology"], "compare", "{started}");
+    send(&mut ws, json!({"type":"lesson_step"})).await;
+    let ended = until(&mut ws, "error").await.pop().unwrap();
+    let why = ended["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("node 42 is not one of the 10 nodes") && why.contains("the run is over"),
+        "{ended}"
+    );
+
+    send(&mut ws, json!({"type":"command","client":"A","line":"PING"})).await;
+    let reply = until(&mut ws, "reply").await.pop().unwrap();
+    assert_eq!(reply["text"], "PONG", "{reply}");
+}
