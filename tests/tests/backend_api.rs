@@ -369,25 +369,30 @@ async fn lessons_play_step_by_step_over_the_websocket() {
 
     // Refusals: the lesson's own reason, in either language; a topology
     // the user's server cannot be; bad input.
-    let why = locklab_core::lesson::builtin()
-        .unwrap()
-        .into_iter()
-        .find(|l| l.id == "18")
-        .unwrap();
-    let locklab_core::lesson::RealRun::No { why } = why.real else {
-        panic!("lesson 18 is real = no")
+    // (No catalogue lesson is simulator-only now; a counterexample that
+    // says so is refused with its own words.)
+    let mut sim_only = locklab_tests::lesson("05");
+    sim_only.id = "00".into();
+    let why = locklab_core::lesson::Text {
+        zh: "这个反例只在模拟器上成立".into(),
+        en: "this counterexample holds on the simulator only".into(),
     };
-    send(&mut ws, json!({"type":"lesson","id":"18"})).await;
+    sim_only.real = locklab_core::lesson::RealRun::No { why: why.clone() };
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":sim_only})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
     assert_eq!(
         m["message"],
-        format!("lesson 18 cannot run on a real server: {}", why.en.trim())
+        format!("lesson 00 cannot run on a real server: {}", why.en)
     );
-    send(&mut ws, json!({"type":"lesson","id":"18","lang":"zh"})).await;
+    send(
+        &mut ws,
+        json!({"type":"lesson","id":"00","lesson":sim_only,"lang":"zh"}),
+    )
+    .await;
     let m = until(&mut ws, "error").await.pop().unwrap();
     assert_eq!(
         m["message"],
-        format!("lesson 18 cannot run on a real server: {}", why.zh.trim())
+        format!("lesson 00 cannot run on a real server: {}", why.zh)
     );
     send(&mut ws, json!({"type":"lesson","id":"15"})).await;
     assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
@@ -424,10 +429,16 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
         .collect();
     // 20 since the clock-shift preload: one node's clock jumps for real;
     // 42 since its slow link goes through the session's delaying proxy.
-    for id in ["05", "15", "16", "17", "19", "20", "21", "25", "26", "27", "31", "42"] {
+    // 18 since its slow node is the delaying proxy and its race concurrent
+    // programs: every lesson of the catalogue plays on real servers.
+    for id in [
+        "05", "15", "16", "17", "18", "19", "20", "21", "25", "26", "27", "31", "42",
+    ] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
-    assert!(health["unsupported"]["18"].is_string(), "{health}");
+    assert_eq!(health["unsupported"], json!({}), "{health}");
+    let catalogue = locklab_core::lesson::builtin().unwrap();
+    assert_eq!(lessons.len(), catalogue.len(), "{health}");
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
         .await

@@ -137,6 +137,33 @@ impl Metrics {
     }
 }
 
+impl MetricsSpec {
+    /// The bounds as a reader checks them against the figures
+    /// ([`Metrics`]' `Display`): `mean wait 250–500 ms, 100–200 commands`;
+    /// `None` when it sets none.
+    pub fn describe(&self) -> Option<String> {
+        fn range<T: fmt::Display>(what: &str, min: Option<T>, max: Option<T>, unit: &str) -> Option<String> {
+            Some(match (min, max) {
+                (Some(a), Some(b)) => format!("{what} {a}–{b}{unit}"),
+                (Some(a), None) => format!("{what} ≥ {a}{unit}"),
+                (None, Some(b)) => format!("{what} ≤ {b}{unit}"),
+                (None, None) => return None,
+            })
+        }
+        let parts: Vec<String> = [
+            range("acquired", self.min_success_pct, None, " %"),
+            range("acquisitions", self.min_acquisitions, None, ""),
+            range("mean wait", self.min_mean_wait_ms, self.max_mean_wait_ms, " ms"),
+            range("mean retries", self.min_mean_retries, self.max_mean_retries, ""),
+            range("commands sent", self.min_commands, self.max_commands, ""),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
 impl Metrics {
     /// The figures in `lang` (the English is the `Display` form).
     pub fn text(&self, lang: super::Lang) -> String {
@@ -187,6 +214,25 @@ mod tests {
                 commands: vec![cmd.split(' ').map(str::to_owned).collect()],
             },
         }
+    }
+
+    /// A missed `metrics` step says which bounds it was held to (the
+    /// transcript printed `expected: ?`).
+    #[test]
+    fn bounds_are_described_as_the_figures_read() {
+        let spec = MetricsSpec {
+            min_success_pct: Some(100.0),
+            min_mean_wait_ms: Some(250.0),
+            max_mean_wait_ms: Some(500.0),
+            max_mean_retries: Some(1.8),
+            min_commands: Some(100),
+            ..MetricsSpec::default()
+        };
+        assert_eq!(
+            spec.describe().as_deref(),
+            Some("acquired ≥ 100 %, mean wait 250–500 ms, mean retries ≤ 1.8, commands sent ≥ 100")
+        );
+        assert_eq!(MetricsSpec::default().describe(), None);
     }
 
     /// A Redlock round asks five masters once each, one attempt however

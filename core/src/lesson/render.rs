@@ -152,11 +152,11 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
         }
     }
     if !r.ok {
-        let expected = r.expected.as_deref().unwrap_or("?");
+        let expected = expected(step, r);
         let expected = if matches!(kind, Some(StepKind::Write { .. })) {
-            verdict(expected, lang)
+            verdict(&expected, lang)
         } else {
-            expected.to_owned()
+            expected
         };
         lines.runner(match lang {
             Lang::En => format!("{PAD}✗ expected: {expected}"),
@@ -166,6 +166,14 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
     if let Some(explain) = step.and_then(|s| s.explain.as_ref()) {
         lines.runner(format!("{PAD}# {}", explain.get(lang)));
     }
+}
+
+/// What a step that missed expected, for a transcript: its reply, or a
+/// `metrics` step's bounds (the figures are its reply); `?` when it says
+/// nothing. (The page words its own.)
+pub fn expected(step: Option<&Step>, r: &StepResult) -> String {
+    let bounds = step.and_then(|s| s.metrics.as_ref()).and_then(|m| m.describe());
+    bounds.or_else(|| r.expected.clone()).unwrap_or_else(|| "?".into())
 }
 
 /// The node a command step's request went to.

@@ -69,8 +69,12 @@ pub(super) struct Pending {
     tag: u32,
     cid: u32,
     node: u32,
+    /// Its `Sent` event's request number.
+    req: Option<u64>,
     shown: Vec<String>,
     scale: Scale,
+    /// The program stopped waiting for it ([`Crew::give_up`]).
+    gave_up: bool,
 }
 
 /// The workers and what is on the wire.
@@ -118,20 +122,31 @@ impl Crew {
             .collect()
     }
 
-    /// Hand `flight` to its connection's worker (started on first use).
+    /// Hand `flight` to its connection's worker: a new worker for a flight
+    /// that opens a new connection (the client's first request to the node,
+    /// or one sent while its connection is still waiting for a slow
+    /// reply — that worker is busy; it ends once it has flown what it has),
+    /// else the worker of the connection the client has.
     fn dispatch(&mut self, id: u64, cid: u32, node: u32, flight: Flight) {
+        let key = (cid, node);
+        if flight.opens() {
+            self.workers.remove(&key);
+        }
         let job = Job {
             id,
             flight,
             gate: self.gate.clone(),
         };
         let landed = self.landed_tx.clone();
-        let tx = self.workers.entry((cid, node)).or_insert_with(|| {
+        let tx = self.workers.entry(key).or_insert_with(|| {
             let (tx, rx) = mpsc::channel::<Job>();
             let spawned = std::thread::Builder::new()
                 .name(format!("locklab-client-{cid}-node-{node}"))
                 .spawn(move || {
                     for mut job in rx {
+                        // Connected before the gate, so programs that start
+                        // together send together, handshakes done.
+                        job.flight.connect();
                         if let Some(g) = &job.gate {
                             gate_wait(g);
                         }
@@ -147,18 +162,34 @@ impl Crew {
             tx
         });
         if let Err(mpsc::SendError(mut job)) = tx.send(job) {
-            self.workers.remove(&(cid, node));
+            self.workers.remove(&key);
             job.flight.fly();
             let _ = self.landed_tx.send((job.id, job.flight));
         }
         self.most_in_flight = self.most_in_flight.max(self.pending.len());
+    }
+
+    /// The client program in `slot` gave up waiting for its request `tag`
+    /// (its per-node timeout): the request is still on the wire, and its
+    /// reply, when it lands, is booked but not handed to the program (as
+    /// on the simulator, whose client drops a reply it stopped waiting
+    /// for). The request's number and node, for the trace.
+    pub(super) fn give_up(&mut self, slot: usize, tag: u32) -> Option<(Option<u64>, u32)> {
+        let p = self
+            .pending
+            .values_mut()
+            .find(|p| p.slot == slot && p.tag == tag && !p.gave_up)?;
+        p.gave_up = true;
+        Some((p.req, p.node))
     }
 }
 
 impl RealLessonRun {
     /// A program's one-command request, taken off and handed to its
     /// connection's worker; the reply is booked when it lands
-    /// ([`RealLessonRun::land_ready`]).
+    /// ([`RealLessonRun::land_ready`]). `timeout`: the program's own
+    /// timeout for it, as a wall instant (`Failed` then, unless the reply
+    /// came first).
     pub(super) fn take_off(
         &mut self,
         env: &mut RealEnv<'_>,
@@ -166,6 +197,7 @@ impl RealLessonRun {
         tag: u32,
         node: u32,
         argv: &[Vec<u8>],
+        timeout: Option<Instant>,
     ) -> Result<(), String> {
         let OnWire { argv: sent, scale, .. } = self.as_sent(argv)?;
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
@@ -176,19 +208,28 @@ impl RealLessonRun {
             Ok(TakeOff::Flying(flight)) => {
                 let id = self.crew.next;
                 self.crew.next += 1;
+                let mut events = env.session.take_events();
+                as_the_lesson_reads_it(&mut events, &shown, None);
+                let events = self.restamp(events);
+                let req = events.iter().find_map(|e| match e.kind {
+                    EventKind::Sent { req, .. } => Some(req),
+                    _ => None,
+                });
+                self.keep(events);
                 let pending = Pending {
                     slot: p.slot,
                     tag,
                     cid: p.cid,
                     node,
+                    req,
                     shown: shown.clone(),
                     scale,
+                    gave_up: false,
                 };
                 self.crew.pending.insert(id, pending);
-                let mut events = env.session.take_events();
-                as_the_lesson_reads_it(&mut events, &shown, None);
-                let events = self.restamp(events);
-                self.keep(events);
+                if let Some(t) = timeout {
+                    p.fails.push((tag, t));
+                }
                 self.crew.dispatch(id, p.cid, node, *flight);
                 return Ok(());
             }
@@ -238,8 +279,12 @@ impl RealLessonRun {
         let Some(p) = self.programs.get_mut(pend.slot).and_then(Option::as_mut) else {
             return Ok(());
         };
-        if p.done {
+        if p.done || pend.gave_up {
             return Ok(());
+        }
+        // In time: its timeout will not fire.
+        if let Some(i) = p.fails.iter().position(|&(tag, _)| tag == pend.tag) {
+            p.fails.remove(i);
         }
         p.inbox.push_back(input);
         if p.paused_until.is_some_and(|t| t > Instant::now()) {

@@ -206,7 +206,8 @@ impl RealReport {
             }
             if !r.ok {
                 let label = if zh { "✗ 期望：" } else { "✗ expected: " };
-                out.push_str(&format!("{:>14}{label}{}\n", "", r.expected.as_deref().unwrap_or("?")));
+                let expected = render::expected(lesson.steps.get(r.index), r);
+                out.push_str(&format!("{:>14}{label}{expected}\n", ""));
             }
         }
         let name = render::invariant_name(lesson.outcome.invariant, lang);
@@ -892,10 +893,21 @@ mod tests {
         assert!(check_supported(get("21")).is_ok());
         // A node's clock jump is the clock-shift preload's.
         assert!(check_supported(get("20")).is_ok());
-        let RealRun::No { why } = &get("18").real else {
-            panic!("18 is simulator-only")
+        // 18's slow node is the delaying proxy, its five-way race the
+        // concurrent programs, its figures ranges that hold on both drivers.
+        assert!(check_supported(get("18")).is_ok());
+        assert_eq!(default_factor(get("18")), 1, "18 measures waits of a few ms");
+        // A lesson that says it cannot run on a real server is refused with
+        // its own reason, in its language (none of the catalogue's does now).
+        let mut sim_only = get("05").clone();
+        sim_only.real = RealRun::No {
+            why: locklab_core::lesson::Text {
+                zh: "只能在模拟器上".into(),
+                en: " simulator only ".into(),
+            },
         };
-        assert_eq!(check_supported_lang(get("18"), Lang::Zh).unwrap_err(), why.zh.trim());
+        assert_eq!(check_supported_lang(&sim_only, Lang::Zh).unwrap_err(), "只能在模拟器上");
+        assert_eq!(check_supported(&sim_only).unwrap_err(), "simulator only");
         // Its 7 ms link would vanish under compression.
         assert!(check_supported(get("42")).is_ok());
         assert_eq!(default_factor(get("42")), 1);

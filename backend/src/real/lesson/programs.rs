@@ -151,13 +151,25 @@ impl RealLessonRun {
                 }
                 !fire
             });
+            let mut gave_up = Vec::new();
             p.fails.retain(|&(tag, t)| {
                 let fire = t <= now;
                 if fire {
                     due.push((t, Input::Failed { tag }));
+                    gave_up.push(tag);
                 }
                 !fire
             });
+            let cid = p.cid;
+            for tag in gave_up {
+                // A request still on the wire: the client stops waiting.
+                if let Some((Some(req), node)) = self.crew.give_up(slot, tag) {
+                    self.record(env, None, Actor::Client(cid), EventKind::TimedOut { req, node });
+                }
+            }
+            let Some(p) = self.programs[slot].as_mut() else {
+                continue;
+            };
             due.sort_by_key(|(t, _)| *t);
             p.inbox.extend(due.into_iter().map(|(_, i)| i));
             if !p.inbox.is_empty() {
@@ -260,8 +272,14 @@ impl ProgramHost for Host<'_, '_, '_> {
         if let [argv] = commands.as_slice() {
             if env.session.async_ready() {
                 // Its own connection, on its own thread: concurrent with
-                // every other program's requests.
-                return run.take_off(env, p, tag, node, argv);
+                // every other program's requests. Its timeout is armed on a
+                // link the lab slowed: on plain loopback the reply is there
+                // within microseconds, and a timeout compressed by the
+                // factor would only time the machine.
+                let timeout = timeout_ms
+                    .filter(|_| env.session.has_delay(&p.client, node))
+                    .map(|t| Instant::now() + run.wall(t));
+                return run.take_off(env, p, tag, node, argv, timeout);
             }
         }
         let mut replies = Vec::new();

@@ -12,10 +12,10 @@ use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy};
 impl Session {
     /// Make the link from `client` to node `node` slow or lossy
     /// (`LinkFault::default()`: as fast as the network is). The first call
-    /// starts the proxy and closes the client's connections to the node,
-    /// so its next command reconnects through it (an open `MULTI` there is
-    /// gone, as when a real proxy is put in the path). The answer says what
-    /// was done, for the trace.
+    /// starts the proxy and closes the client's connections to the node
+    /// (an open `MULTI` there is gone, as when a real proxy is put in the
+    /// path), reconnects through the proxy, and only then slows it. The
+    /// answer says what was done, for the trace.
     pub fn set_link(&mut self, client: &str, node: u32, fault: LinkFault) -> Result<String, SessionError> {
         let c = self.client_index(client)?;
         let n = node as usize;
@@ -32,6 +32,12 @@ impl Session {
             self.conns.remove(&key);
             self.links.remove(&key);
             self.multi.remove(&key);
+            // The link turns slow under a connection the client already
+            // has, as a node turns slow under a client library's pool: the
+            // handshake (connect, AUTH as the session user) goes through the
+            // proxy while it is still fast. Best effort: a node that is down
+            // now is connected to, through the proxy, when next asked.
+            let _ = self.conn(c, n);
         }
         let proxy = &self.delays[&key];
         proxy.set(fault);

@@ -8,8 +8,10 @@
 //! interleave on the server), so here the blocking lane is cut in two:
 //! [`Session::take_off`] does the stages before the I/O (checks, rewrite,
 //! pre-flight, rate limit, `Sent`) and hands out the client's connection
-//! with the command in a [`Flight`]; whoever holds the flight does the
-//! round trip ([`Flight::fly`], on a thread of its own); and
+//! with the command in a [`Flight`] — or, when the connection is missing
+//! (the first request, or the one before still on the wire), what it takes
+//! to open one; whoever holds the flight opens it ([`Flight::connect`]) and
+//! does the round trip ([`Flight::fly`]), on a thread of its own; and
 //! [`Session::land`] books the reply (`Executed`, `Received`, the
 //! connection back in the session). The session itself stays on one
 //! thread: only the connection travels.
@@ -22,7 +24,7 @@ use locklab_core::trace::EventKind;
 
 use super::phases::{Before, Begun, Outcome, Prepared};
 use super::watchdog::Watchdog;
-use super::{Argv, Session, SessionError};
+use super::{Argv, Opener, Session, SessionError};
 use crate::real::conn::{RealConnection, RealError};
 
 /// A command taken off: its connection, and what the session needs to
@@ -36,6 +38,8 @@ pub struct Flight {
     begun: Begun,
     watchdog: Option<Watchdog>,
     conn: Option<RealConnection>,
+    /// How to open the connection, when the flight brings none.
+    opener: Option<Opener>,
     reply: Option<Result<Reply, RealError>>,
     landed_at: Option<Instant>,
 }
@@ -51,9 +55,30 @@ pub enum TakeOff {
 }
 
 impl Flight {
-    /// The round trip, on whatever thread holds the flight. A flight whose
+    /// Does it open a connection of its own (so it needs a worker of its
+    /// own: the client's other connection to the node may be busy)?
+    pub fn opens(&self) -> bool {
+        self.opener.is_some()
+    }
+
+    /// Open the flight's connection if it brings none: the handshake
+    /// (connect, `AUTH`) on the thread that will fly it, so over a slow
+    /// link it costs that client's time, not everybody's. A failure is
+    /// the flight's reply.
+    pub fn connect(&mut self) {
+        if let Some(opener) = self.opener.take() {
+            match opener.open() {
+                Ok(conn) => self.conn = Some(conn),
+                Err(e) => self.reply = Some(Err(e)),
+            }
+        }
+    }
+
+    /// The round trip, on whatever thread holds the flight (connecting
+    /// first if [`Flight::connect`] was not called). A flight whose
     /// connection could not be opened has its failure already.
     pub fn fly(&mut self) {
+        self.connect();
         if self.reply.is_some() {
             return;
         }
@@ -102,9 +127,17 @@ impl Session {
         }
         let watchdog = self.watchdog(n, &prep)?;
         let begun = self.begin(c, node, argv);
-        let (conn, reply) = match self.conn(c, n) {
-            Ok(_) => (self.conns.remove(&(c, node)), None),
-            Err(source) => (None, Some(Err(source))),
+        // The client's connection, or (missing) how to open one: opened by
+        // whoever flies it, not here.
+        let (conn, opener, reply) = match self.conns.remove(&(c, node)) {
+            Some(conn) => (Some(conn), None, None),
+            None => match self.opener(c, n) {
+                Ok(opener) => {
+                    self.links.remove(&(c, node));
+                    (None, Some(opener), None)
+                }
+                Err(source) => (None, None, Some(Err(source))),
+            },
         };
         Ok(TakeOff::Flying(Box::new(Flight {
             c,
@@ -114,6 +147,7 @@ impl Session {
             begun,
             watchdog,
             conn,
+            opener,
             reply,
             landed_at: None,
         })))

@@ -1031,33 +1031,32 @@ impl Session {
     fn conn(&mut self, c: u32, n: usize) -> Result<&mut RealConnection, RealError> {
         let key = (c, n as u32);
         if !self.conns.contains_key(&key) {
-            if let Err(e) = self.ensure_user(n) {
-                return Err(match e {
-                    SessionError::Unreachable { source, .. } => source,
-                    other => RealError::Unsupported(other.to_string()),
-                });
-            }
-            let conn = self.open_user_conn(c, n)?;
+            let conn = self.opener(c, n)?.open()?;
             self.links.remove(&key);
             self.conns.insert(key, conn);
         }
         self.conns.get_mut(&key).ok_or(RealError::EmptyCommand)
     }
 
-    fn open_user_conn(&self, c: u32, n: usize) -> Result<RealConnection, RealError> {
-        let mut conn = RealConnection::open(&self.client_url(c, n))?;
-        conn.set_read_timeout(Some(self.sandbox.limits.reply_timeout))?;
-        let auth = [
-            b"AUTH".to_vec(),
-            self.user.clone().into_bytes(),
-            self.password.clone().into_bytes(),
-        ];
-        match conn.execute(&auth)? {
-            Reply::Error(text) => Err(RealError::Unsupported(format!(
-                "AUTH as the session user failed: {text}"
-            ))),
-            _ => Ok(conn),
+    /// What opening client `c`'s connection to node `n` takes, for whoever
+    /// opens it: the session's ACL user made on the node first (through
+    /// the admin connection, never a slowed link), then the address the
+    /// client reaches the node at. A concurrent request opens its own on
+    /// its worker ([`flight`]), so a handshake over a slow link never
+    /// blocks the runner.
+    pub(super) fn opener(&mut self, c: u32, n: usize) -> Result<Opener, RealError> {
+        if let Err(e) = self.ensure_user(n) {
+            return Err(match e {
+                SessionError::Unreachable { source, .. } => source,
+                other => RealError::Unsupported(other.to_string()),
+            });
         }
+        Ok(Opener {
+            url: self.client_url(c, n),
+            reply_timeout: self.sandbox.limits.reply_timeout,
+            user: self.user.clone(),
+            password: self.password.clone(),
+        })
     }
 
     /// Make (or re-make) the ACL user on node `n` through its admin
@@ -1271,6 +1270,45 @@ for i, k in ipairs(KEYS) do \
   else out[i] = {'(' .. t .. ')', redis.call('PTTL', k)} end \
 end \
 return out";
+
+/// How to open a client's connection to a node as the session's user: its
+/// address and credentials, to carry to the thread that opens it.
+pub(super) struct Opener {
+    url: String,
+    reply_timeout: Duration,
+    user: String,
+    password: String,
+}
+
+impl Opener {
+    /// Connect and authenticate (`AUTH user password`).
+    pub(super) fn open(&self) -> Result<RealConnection, RealError> {
+        let mut conn = RealConnection::open(&self.url)?;
+        conn.set_read_timeout(Some(self.reply_timeout))?;
+        let auth = [
+            b"AUTH".to_vec(),
+            self.user.clone().into_bytes(),
+            self.password.clone().into_bytes(),
+        ];
+        match conn.execute(&auth)? {
+            Reply::Error(text) => Err(RealError::Unsupported(format!(
+                "AUTH as the session user failed: {text}"
+            ))),
+            _ => Ok(conn),
+        }
+    }
+}
+
+/// Never the password (a flight is `Debug`, and debug output ends up in
+/// logs).
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opener")
+            .field("url", &display_addr(&self.url))
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
 
 #[cfg(test)]
 mod tests {
