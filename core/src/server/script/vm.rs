@@ -51,8 +51,10 @@ use super::meta::ScriptFlags;
 use crate::reply::Reply;
 use crate::server::ScriptHost;
 
-/// The sandbox prelude: Redis's globals, readonly tables and `redis.*`.
-const PRELUDE: &str = include_str!("prelude.lua");
+/// The sandbox prelude: Redis's globals, readonly tables and `redis.*`
+/// (`prelude.lua`, its comments and indentation left out by the build
+/// script).
+const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
 
 /// How many Lua VM instructions one script run (or one FUNCTION LOAD) may
 /// execute — about a tenth of a second natively.
