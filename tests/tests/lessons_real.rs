@@ -311,18 +311,7 @@ fn lesson_17_redlock_on_five_real_masters() {
 fn lesson_18_slow_node_and_five_way_race_on_five_real_masters() {
     let l = lesson("18");
     let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 18: {e}"));
-    let mut sim = LessonRun::new(&l).expect("sim run");
-    sim.run_all().expect("sim runs");
-    for (real, sim) in report.results.iter().zip(sim.results()) {
-        if l.steps[real.index].metrics.is_some() {
-            eprintln!(
-                "lesson 18 step {}:\n  sim:  {}\n  real: {}",
-                real.index + 1,
-                sim.reply.as_deref().unwrap_or("?"),
-                real.reply.as_deref().unwrap_or("?")
-            );
-        }
-    }
+    print_figures(&l, &report);
     let en = report.transcript(&l, Lang::En);
     // A gave the slow node up at its timeout; B waited for it.
     let wait = |step: usize| -> f64 {
@@ -386,6 +375,24 @@ fn a_real_transcript_reads_in_chinese() {
     assert!(!zh.contains("world>") && !zh.contains("outcome:"), "{zh}");
 }
 
+/// Both drivers' figures of every `metrics` step of `lesson`, side by
+/// side (the simulator's for the lesson's seed, the real run's).
+fn print_figures(lesson: &Lesson, report: &RealReport) {
+    let mut sim = LessonRun::new(lesson).expect("sim run");
+    sim.run_all().expect("sim runs");
+    for (real, sim) in report.results.iter().zip(sim.results()) {
+        if lesson.steps[real.index].metrics.is_some() {
+            eprintln!(
+                "lesson {} step {}:\n  sim:  {}\n  real: {}",
+                lesson.id,
+                real.index + 1,
+                sim.reply.as_deref().unwrap_or("?"),
+                real.reply.as_deref().unwrap_or("?")
+            );
+        }
+    }
+}
+
 /// Issue 18: lessons 25, 26 and 27 on a real redis-server. Their client
 /// programs run concurrently (a connection and a thread each), their
 /// `metrics` steps are computed by core from the real run's events, and
@@ -408,18 +415,7 @@ fn contention_lessons_measure_their_figures_on_real_redis() {
                 continue;
             }
         };
-        let mut sim = LessonRun::new(&l).expect("sim run");
-        sim.run_all().expect("sim runs");
-        for (real, sim) in report.results.iter().zip(sim.results()) {
-            if l.steps[real.index].metrics.is_some() {
-                eprintln!(
-                    "lesson {id} step {}:\n  sim:  {}\n  real: {}",
-                    real.index + 1,
-                    sim.reply.as_deref().unwrap_or("?"),
-                    real.reply.as_deref().unwrap_or("?")
-                );
-            }
-        }
+        print_figures(&l, &report);
         if let Err(e) = check(&l, &report) {
             failures.push(e);
         }
