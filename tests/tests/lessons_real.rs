@@ -492,6 +492,74 @@ fn background_programs_interleave_on_the_real_server() {
     );
 }
 
+/// Attack on the slow-link runner: a program that keeps sending to a node
+/// whose link the lab slowed, giving each request up after 1 ms and
+/// retrying at once, would open a connection and a worker thread per
+/// request (each new request finds the client's connection still waiting).
+/// At most four connections from one client to one node are open at once;
+/// past that a request fails at once, as with an exhausted pool, and says
+/// why. The run ends, with every step answered.
+#[test]
+fn a_program_hammering_a_slow_node_opens_a_bounded_number_of_connections() {
+    use locklab_backend::real::lesson::{RealEnv, RealLessonRun, MOST_WORKERS_PER_LINK};
+    use locklab_core::trace::EventKind;
+
+    let text = r#"id = "00"
+theme = "basics"
+title = { zh = "攻击", en = "attack" }
+narration = { zh = "攻击", en = "attack" }
+source = { seed = "A", file = "x.txt", section = "1" }
+actors = ["A"]
+world = { locks = ["lock:x"] }
+
+[[steps]]
+fault = { type = "set_link", a = { client = "A" }, b = { node = 0 }, config = { latency_ms = 300, jitter_ms = 0 } }
+
+[[steps]]
+client = "A"
+program = { type = "lock", key = "lock:x", ttl_ms = 10000, timeout_ms = 1, retry = { max_attempts = 60, backoff = { type = "fixed", ms = 1 } } }
+
+[[steps]]
+wait_ms = 1000
+
+[outcome]
+invariant = "overlap"
+broken = false
+explain = { zh = "攻击", en = "attack" }
+"#;
+    let l = Lesson::parse(text).unwrap_or_else(|e| panic!("{e}"));
+    let server = RedisServer::start();
+    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
+    let mut env = RealEnv {
+        session: &mut session,
+        topology: &mut topology,
+    };
+    let mut run = RealLessonRun::start(&l, &mut env, 1, Lang::En).expect("the lesson starts");
+    let mut trace = Vec::new();
+    let mut steps = 0;
+    while let Some((r, _)) = run.step(&mut env).expect("a step") {
+        assert!(r.reply.as_deref().is_none_or(|t| !t.contains("panicked")), "{r:?}");
+        trace.extend(run.take_events());
+        steps += 1;
+    }
+    assert_eq!(steps, 3);
+    let most = run.most_connections_per_link();
+    assert!(
+        (2..=MOST_WORKERS_PER_LINK).contains(&most),
+        "{most} connections from A to the node at once"
+    );
+    let timed_out = trace
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TimedOut { .. }))
+        .count();
+    assert!(timed_out >= 2, "{timed_out} requests given up");
+    let refused = trace.iter().any(|e| match &e.kind {
+        EventKind::Note { text } => text.contains("at most 4 connections from one client to one node"),
+        _ => false,
+    });
+    assert!(refused, "no request said why it was refused: {trace:#?}");
+}
+
 /// A lab session on `topology`, without a rate limit, for a test that
 /// drives the real runner itself.
 fn lab_session(topology: Topology) -> (Topology, locklab_backend::real::session::Session) {

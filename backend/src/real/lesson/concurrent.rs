@@ -31,6 +31,7 @@
 //! [`LockWatch::claim`] and [`LockWatch::set_busy`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -77,10 +78,38 @@ pub(super) struct Pending {
     gave_up: bool,
 }
 
+/// The most workers (so connections) one client may have to one node at
+/// once. More than one only when a program sends to a node while its
+/// connection still waits for a slow reply (it gave up waiting); a program
+/// that keeps doing so against a node that does not answer would otherwise
+/// open a thread and a connection per request.
+pub const MOST_WORKERS_PER_LINK: usize = 4;
+
+/// Counts a worker alive while it runs (a clone lives on its thread).
+struct Alive(Arc<AtomicUsize>);
+
+impl Alive {
+    fn new(count: &Arc<AtomicUsize>) -> Alive {
+        count.fetch_add(1, Ordering::SeqCst);
+        Alive(count.clone())
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The workers and what is on the wire.
 pub(super) struct Crew {
-    /// One per (client, node) connection.
+    /// The worker of each (client, node) connection.
     workers: HashMap<(u32, u32), Sender<Job>>,
+    /// How many workers of each (client, node) are alive: the current one,
+    /// and those replaced while busy that have not finished yet.
+    alive: HashMap<(u32, u32), Arc<AtomicUsize>>,
+    /// The most workers of one (client, node) alive at once in this run.
+    pub(super) most_per_link: usize,
     landed_tx: Sender<(u64, Flight)>,
     landed_rx: Receiver<(u64, Flight)>,
     pending: BTreeMap<u64, Pending>,
@@ -98,6 +127,8 @@ impl Crew {
         let (landed_tx, landed_rx) = mpsc::channel();
         Crew {
             workers: HashMap::new(),
+            alive: HashMap::new(),
+            most_per_link: 0,
             landed_tx,
             landed_rx,
             pending: BTreeMap::new(),
@@ -127,9 +158,23 @@ impl Crew {
     /// or one sent while its connection is still waiting for a slow
     /// reply — that worker is busy; it ends once it has flown what it has),
     /// else the worker of the connection the client has.
-    fn dispatch(&mut self, id: u64, cid: u32, node: u32, flight: Flight) {
+    /// `Some(why)` when the flight was refused instead (it lands at once,
+    /// failed).
+    fn dispatch(&mut self, id: u64, cid: u32, node: u32, mut flight: Flight) -> Option<String> {
         let key = (cid, node);
-        if flight.opens() {
+        let alive = self.alive.entry(key).or_default().clone();
+        if flight.opens() && self.workers.contains_key(&key) {
+            if alive.load(Ordering::SeqCst) >= MOST_WORKERS_PER_LINK {
+                // As a client library whose pool is exhausted: the request
+                // fails at once, without a connection.
+                let why = format!(
+                    "refused: the lab opens at most {MOST_WORKERS_PER_LINK} connections from one client to one node \
+                     at once (the program keeps sending to a node that has not answered)"
+                );
+                flight.refuse(why.clone());
+                let _ = self.landed_tx.send((id, flight));
+                return Some(why);
+            }
             self.workers.remove(&key);
         }
         let job = Job {
@@ -140,9 +185,11 @@ impl Crew {
         let landed = self.landed_tx.clone();
         let tx = self.workers.entry(key).or_insert_with(|| {
             let (tx, rx) = mpsc::channel::<Job>();
+            let me = Alive::new(&alive);
             let spawned = std::thread::Builder::new()
                 .name(format!("locklab-client-{cid}-node-{node}"))
                 .spawn(move || {
+                    let _alive = me;
                     for mut job in rx {
                         // Connected before the gate, so programs that start
                         // together send together, handshakes done.
@@ -167,6 +214,8 @@ impl Crew {
             let _ = self.landed_tx.send((job.id, job.flight));
         }
         self.most_in_flight = self.most_in_flight.max(self.pending.len());
+        self.most_per_link = self.most_per_link.max(alive.load(Ordering::SeqCst));
+        None
     }
 
     /// The client program in `slot` gave up waiting for its request `tag`
@@ -230,7 +279,9 @@ impl RealLessonRun {
                 if let Some(t) = timeout {
                     p.fails.push((tag, t));
                 }
-                self.crew.dispatch(id, p.cid, node, *flight);
+                if let Some(why) = self.crew.dispatch(id, p.cid, node, *flight) {
+                    self.record(env, None, Actor::Client(p.cid), EventKind::Note { text: why });
+                }
                 return Ok(());
             }
             Ok(TakeOff::Answered(r)) => Some(rescale(r, scale, self.factor as i64)),
@@ -370,6 +421,12 @@ impl RealLessonRun {
     /// programs never overlapped).
     pub fn most_in_flight(&self) -> usize {
         self.crew.most_in_flight
+    }
+
+    /// The most connections (and worker threads) one client had to one
+    /// node at once in this run: at most [`MOST_WORKERS_PER_LINK`].
+    pub fn most_connections_per_link(&self) -> usize {
+        self.crew.most_per_link
     }
 }
 

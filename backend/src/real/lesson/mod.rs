@@ -110,6 +110,7 @@ mod programs;
 mod support;
 
 use concurrent::Crew;
+pub use concurrent::MOST_WORKERS_PER_LINK;
 use env::Stepping;
 use faults::fault_wait;
 use programs::Running;

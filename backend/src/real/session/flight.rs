@@ -61,6 +61,14 @@ impl Flight {
         self.opener.is_some()
     }
 
+    /// Fail it without a round trip (and without opening its connection):
+    /// `why` is the failure its client sees.
+    pub fn refuse(&mut self, why: String) {
+        self.opener = None;
+        self.reply = Some(Err(RealError::Io(std::io::Error::other(why))));
+        self.landed_at = Some(Instant::now());
+    }
+
     /// Open the flight's connection if it brings none: the handshake
     /// (connect, `AUTH`) on the thread that will fly it, so over a slow
     /// link it costs that client's time, not everybody's. A failure is
