@@ -11,7 +11,11 @@
 //! [`backend_report`] then asks what the lab's backend costs on top of that
 //! real server: the same lock cycle direct, through a lab session in this
 //! process, and through the `/api/session` WebSocket a browser uses, with
-//! one client and with several.
+//! one client and with several; and the CPU a command takes on each path,
+//! by whom (redis-server, the lab, the clients), with how often their
+//! threads had to be woken. The WebSocket's clients stand for a browser:
+//! they run on a thread (and a tokio runtime) of their own, apart from the
+//! backend's, and their CPU is counted apart from the backend's.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +23,7 @@ use locklab_core::server::{Node, Profile};
 use locklab_core::Reply;
 
 use futures_util::{SinkExt, StreamExt};
-use locklab_core::protocol::{ClientMsg, ServerMsg};
+use locklab_core::protocol::ClientMsg;
 use thiserror::Error;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -237,7 +241,13 @@ impl Path {
         }
     }
 
-    fn measure(self, url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+    fn measure(
+        self,
+        url: &str,
+        backend: &mut Option<WsBackend>,
+        clients: usize,
+        budget: Duration,
+    ) -> Result<Measured, BackendBenchError> {
         match self {
             Path::Direct => direct_cycles(url, None, clients, budget),
             Path::DirectAcl => {
@@ -256,7 +266,15 @@ impl Path {
                 r
             }
             Path::Session => session_cycles(url, clients, budget),
-            Path::WebSocket => websocket_cycles(url, clients, budget),
+            Path::WebSocket => {
+                if backend.is_none() {
+                    *backend = Some(WsBackend::start(url)?);
+                }
+                match backend {
+                    Some(b) => websocket_cycles(b, url, clients, budget),
+                    None => Err(BackendBenchError::Closed),
+                }
+            }
         }
     }
 }
@@ -273,51 +291,181 @@ fn expect(got: Reply, want: &Reply, what: &str) -> Result<(), BackendBenchError>
     }
 }
 
+/// What one round of one path measured: its rate, the commands it
+/// counted, and the CPU they took.
+#[derive(Clone, Copy, Debug, Default)]
+struct Measured {
+    /// Lock cycles per second.
+    rate: f64,
+    /// Commands sent in the timed window (two per cycle).
+    commands: u64,
+    cpu: Cpu,
+}
+
+/// CPU time spent in a timed window, in µs, by whom: the lab backend (the
+/// WebSocket server's threads, or a session's work in the threads calling
+/// it), the clients (the `redis` crate's or the WebSocket client's
+/// thread), and redis-server (its `INFO cpu`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Cpu {
+    backend_us: f64,
+    client_us: f64,
+    redis_us: f64,
+    /// How many times the lab's and the clients' threads were put on a
+    /// CPU (a wake-up each, after a wait for I/O or another thread).
+    runs: f64,
+}
+
+impl Cpu {
+    fn add(&mut self, o: Cpu) {
+        self.backend_us += o.backend_us;
+        self.client_us += o.client_us;
+        self.redis_us += o.redis_us;
+        self.runs += o.runs;
+    }
+}
+
+/// CPU time the calling thread has run, in µs, and how many times it was
+/// put on a CPU (Linux's `/proc/thread-self/schedstat`; 0 where there is
+/// none).
+fn thread_cpu_us() -> (f64, f64) {
+    schedstat_us("/proc/thread-self/schedstat").unwrap_or_default()
+}
+
+fn schedstat_us(path: &str) -> Option<(f64, f64)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut fields = text.split_whitespace();
+    let ns: u64 = fields.next()?.parse().ok()?;
+    let runs: u64 = fields.nth(1)?.parse().ok()?;
+    Some((ns as f64 / 1000.0, runs as f64))
+}
+
+/// Every thread of this process, the CPU it has run (µs) and how many
+/// times it was put on a CPU.
+fn threads_cpu_us() -> std::collections::HashMap<String, (f64, f64)> {
+    let mut out = std::collections::HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            let tid = e.file_name().to_string_lossy().into_owned();
+            if let Some(us) = schedstat_us(&format!("/proc/self/task/{tid}/schedstat")) {
+                out.insert(tid, us);
+            }
+        }
+    }
+    out
+}
+
+/// The calling thread's id, as `/proc/self/task` names it.
+fn this_tid() -> Option<String> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// redis-server's own CPU time so far (user + system), in µs, from
+/// `INFO cpu`; `None` when it does not say.
+fn redis_cpu_us(admin: &mut RealConnection) -> Option<f64> {
+    let Ok(Reply::Bulk(text)) = admin.execute(&args(&["INFO", "cpu"])) else {
+        return None;
+    };
+    let text = String::from_utf8_lossy(&text);
+    let field = |name: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some((field("used_cpu_user")? + field("used_cpu_sys")?) * 1e6)
+}
+
+/// redis-server's CPU over a window: read before, and after.
+struct RedisCpu {
+    admin: Option<RealConnection>,
+    start: Option<f64>,
+}
+
+impl RedisCpu {
+    fn start(url: &str) -> Self {
+        let mut admin = RealConnection::open(url).ok();
+        let start = admin.as_mut().and_then(redis_cpu_us);
+        RedisCpu { admin, start }
+    }
+
+    /// µs since [`RedisCpu::start`] (0 when it cannot be read).
+    fn since(&mut self) -> f64 {
+        let end = self.admin.as_mut().and_then(redis_cpu_us);
+        match (self.start, end) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        }
+    }
+}
+
 /// Run `cycle` for every client on a thread of its own until `budget` has
-/// passed, and return the cycles per second of all of them together. Each
+/// passed, and return the cycles per second of all of them together, with
+/// the CPU time those threads took (each thread reads its own). Each
 /// client runs one cycle before the clock starts (a session's first command
 /// creates its ACL user, which is not what is measured).
 fn threaded<C: Send>(
+    url: &str,
     clients: Vec<C>,
     budget: Duration,
     cycle: impl Fn(&mut C) -> Result<(), BackendBenchError> + Sync,
-) -> Result<f64, BackendBenchError> {
+) -> Result<(Measured, f64), BackendBenchError> {
     let barrier = std::sync::Barrier::new(clients.len() + 1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = clients
             .into_iter()
             .map(|mut c| {
                 let (barrier, cycle) = (&barrier, &cycle);
-                scope.spawn(move || -> Result<u64, BackendBenchError> {
+                scope.spawn(move || -> Result<(u64, (f64, f64)), BackendBenchError> {
                     let warm = cycle(&mut c);
                     // Every thread reaches the barrier, failed or not, or
                     // the others would wait for it forever.
                     barrier.wait();
                     warm?;
+                    let (cpu, runs) = thread_cpu_us();
                     let deadline = Instant::now() + budget;
                     let mut n = 0u64;
                     while Instant::now() < deadline {
                         cycle(&mut c)?;
                         n += 1;
                     }
-                    Ok(n)
+                    let (cpu_end, runs_end) = thread_cpu_us();
+                    Ok((n, (cpu_end - cpu, runs_end - runs)))
                 })
             })
             .collect();
         barrier.wait();
         let start = Instant::now();
-        let mut total = 0u64;
+        let mut redis = RedisCpu::start(url);
+        let (mut total, mut cpu, mut runs) = (0u64, 0.0, 0.0);
         let mut failure = None;
         for w in workers {
             match w.join() {
-                Ok(Ok(n)) => total += n,
+                Ok(Ok((n, (us, r)))) => {
+                    total += n;
+                    cpu += us;
+                    runs += r;
+                }
                 Ok(Err(e)) => failure = failure.or(Some(e)),
                 Err(_) => failure = failure.or(Some(BackendBenchError::Misbehaved("a client thread panicked".into()))),
             }
         }
+        let rate = total as f64 / start.elapsed().as_secs_f64();
+        let redis_us = redis.since();
         match failure {
             Some(e) => Err(e),
-            None => Ok(total as f64 / start.elapsed().as_secs_f64()),
+            None => Ok((
+                Measured {
+                    rate,
+                    commands: total * 2,
+                    cpu: Cpu {
+                        redis_us,
+                        runs,
+                        ..Cpu::default()
+                    },
+                },
+                cpu,
+            )),
         }
     })
 }
@@ -329,7 +477,7 @@ fn direct_cycles(
     auth: Option<(&str, &str)>,
     clients: usize,
     budget: Duration,
-) -> Result<f64, BackendBenchError> {
+) -> Result<Measured, BackendBenchError> {
     let mut conns = Vec::with_capacity(clients);
     for i in 0..clients {
         let mut c = RealConnection::open(url)?;
@@ -341,10 +489,12 @@ fn direct_cycles(
         let release = args(&["EVAL", RELEASE, "1", &key, "tok"]);
         conns.push((c, acquire, release));
     }
-    threaded(conns, budget, |(c, acquire, release)| {
+    let (mut m, cpu) = threaded(url, conns, budget, |(c, acquire, release)| {
         expect(c.execute(acquire)?, &Reply::ok(), "SET NX")?;
         expect(c.execute(release)?, &Reply::Integer(1), "the release")
-    })
+    })?;
+    m.cpu.client_us = cpu;
+    Ok(m)
 }
 
 /// Limits for the bench's sessions: the defaults, without the rate limit
@@ -360,40 +510,59 @@ fn unlimited() -> Limits {
 /// Lock cycles per second through lab sessions in this process, one per
 /// client, each line parsed as the console sends it; the events are drained
 /// after every cycle, as the WebSocket does after every command.
-fn session_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
+fn session_cycles(url: &str, clients: usize, budget: Duration) -> Result<Measured, BackendBenchError> {
     let pool = SessionPool::new(unlimited());
     let mut sessions = Vec::with_capacity(clients);
     for _ in 0..clients {
         sessions.push(pool.open(vec![NodeTarget::new("redis", url)])?);
     }
-    threaded(sessions, budget, |s| {
+    // The session's work runs in the threads that call it: the lab's.
+    let (mut m, cpu) = threaded(url, sessions, budget, |s| {
         expect(s.run_line("A", 0, ACQUIRE_LINE)?, &Reply::ok(), "SET NX")?;
         expect(s.run_line("A", 0, RELEASE_LINE)?, &Reply::Integer(1), "the release")?;
         s.take_events();
         Ok(())
-    })
+    })?;
+    m.cpu.backend_us = cpu;
+    Ok(m)
 }
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// What the bench's WebSocket client reads of every message: its type, and
+/// a reply's text or an error's message. The rest of the message is still
+/// parsed (serde_json checks every value it skips), as a browser's
+/// `JSON.parse` parses all of it; it is not built into core's types, whose
+/// internally tagged enums make serde buffer every value first (that cost
+/// the client half its CPU, which a browser spends in its own process).
+#[derive(serde::Deserialize)]
+struct Frame<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
 /// Send one `command` message and read messages until its `reply`, which
-/// must be `want` (as redis-cli prints it). Every message is parsed, as a
-/// browser parses every one.
+/// must be `want` (as redis-cli prints it). Every message is parsed
+/// ([`Frame`]), as a browser parses every one.
 async fn ws_command(ws: &mut Ws, msg: &tungstenite::Utf8Bytes, want: &str) -> Result<(), BackendBenchError> {
     ws.send(Message::Text(msg.clone())).await?;
     loop {
         let frame = ws.next().await.ok_or(BackendBenchError::Closed)??;
         let Message::Text(text) = frame else { continue };
-        let m: ServerMsg =
+        let m: Frame<'_> =
             serde_json::from_str(&text).map_err(|e| BackendBenchError::Misbehaved(format!("bad message: {e}")))?;
-        match m {
-            ServerMsg::Reply { text, .. } if text == want => return Ok(()),
-            ServerMsg::Reply { text, .. } => {
+        match (&*m.kind, m.text) {
+            ("reply", Some(text)) if text == want => return Ok(()),
+            ("reply", text) => {
                 return Err(BackendBenchError::Misbehaved(format!(
                     "reply {text:?}, expected {want:?}"
                 )))
             }
-            ServerMsg::Error { message } => return Err(BackendBenchError::Misbehaved(message)),
+            ("error", _) => return Err(BackendBenchError::Misbehaved(m.message.unwrap_or_default())),
             _ => {}
         }
     }
@@ -409,89 +578,179 @@ async fn ws_cycle(
     ws_command(ws, release, "(integer) 1").await
 }
 
-/// Lock cycles per second through `/api/session`: the API router served on
-/// a loopback port of a runtime of its own, one WebSocket (so one lab
-/// session) per client, every command a `command` message answered by its
-/// events and its `reply`.
-fn websocket_cycles(url: &str, clients: usize, budget: Duration) -> Result<f64, BackendBenchError> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+/// The backend the WebSocket figures go through: the API router served on
+/// a loopback port by a multi-thread runtime of its own, as `locklab
+/// serve` serves it, started once for the whole report, as a server runs
+/// for long (a fresh runtime every round would make the backend's threads
+/// pay their first use, such as the simulator's Lua VM each thread makes
+/// once, in every round).
+struct WsBackend {
+    rt: tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    state: ApiState,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl WsBackend {
+    fn start(url: &str) -> Result<Self, BackendBenchError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("lab-backend")
+            .build()?;
+        let listener = rt.block_on(tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))?;
         let addr = listener.local_addr()?;
         let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
-        let server = tokio::spawn(serve_listener(listener, state.clone()));
-        let command = |line: &str| -> tungstenite::Utf8Bytes {
-            let msg = ClientMsg::Command {
-                client: "A".into(),
-                line: line.to_owned(),
-                node: 0,
-            };
-            serde_json::to_string(&msg).unwrap_or_default().into()
+        let server = rt.spawn(serve_listener(listener, state.clone()));
+        Ok(WsBackend {
+            rt,
+            addr,
+            state,
+            server,
+        })
+    }
+
+    /// Wait until the labs of the sockets that closed are dropped (their
+    /// ACL users deleted on the server), as long as 5 s.
+    fn settle(&self) {
+        self.rt.block_on(async {
+            let wait = Instant::now() + Duration::from_secs(5);
+            while self.state.live_sessions() > 0 && Instant::now() < wait {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+    }
+}
+
+impl Drop for WsBackend {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Lock cycles per second through `/api/session` on `backend`, one
+/// WebSocket (so one lab session) per client, every command a `command`
+/// message answered by its events and its `reply`.
+///
+/// The clients are another program's: they run on a thread of their own
+/// with a current-thread runtime, as a browser runs in a process of its
+/// own, and the CPU they take is counted apart from the backend's (the
+/// machine's cores are still shared, as with a browser on the same
+/// machine).
+fn websocket_cycles(
+    backend: &WsBackend,
+    url: &str,
+    clients: usize,
+    budget: Duration,
+) -> Result<Measured, BackendBenchError> {
+    let (addr, redis_url) = (backend.addr, url.to_owned());
+    let client = std::thread::Builder::new().name("ws-client".into()).spawn(
+        move || -> Result<Measured, BackendBenchError> {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(ws_clients(addr, &redis_url, clients, budget))
+        },
+    )?;
+    let measured = client
+        .join()
+        .unwrap_or_else(|_| Err(BackendBenchError::Misbehaved("the client thread panicked".into())));
+    // The clients closed politely: the next round starts with no lab left.
+    backend.settle();
+    measured
+}
+
+/// The client side of [`websocket_cycles`], on its own thread: connect
+/// `clients` WebSockets to the backend at `addr`, run lock cycles on all
+/// of them for `budget`, and count them and the CPU every thread took.
+async fn ws_clients(
+    addr: std::net::SocketAddr,
+    url: &str,
+    clients: usize,
+    budget: Duration,
+) -> Result<Measured, BackendBenchError> {
+    let command = |line: &str| -> tungstenite::Utf8Bytes {
+        let msg = ClientMsg::Command {
+            client: "A".into(),
+            line: line.to_owned(),
+            node: 0,
         };
-        let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
-        let mut sockets = Vec::with_capacity(clients);
-        for _ in 0..clients {
-            // As a browser connects: Nagle off (browsers set TCP_NODELAY),
-            // and a read buffer that tungstenite does not zero-fill 128 KiB
-            // of before every read, a client-side cost a browser does not
-            // have and which is not the backend's.
-            let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
-            let ws_url = format!("ws://{addr}/api/session");
-            let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
-            // The first command opens the session (and its ACL user).
-            ws_cycle(&mut ws, &acquire, &release).await?;
-            sockets.push(ws);
-        }
-        let start = Instant::now();
-        let deadline = start + budget;
-        // A task per client, so they run side by side like separate browsers.
-        let tasks: Vec<_> = sockets
-            .into_iter()
-            .map(|mut ws| {
-                let (acquire, release) = (acquire.clone(), release.clone());
-                tokio::spawn(async move {
-                    let mut n = 0u64;
-                    while Instant::now() < deadline {
-                        ws_cycle(&mut ws, &acquire, &release).await?;
-                        n += 1;
-                    }
-                    Ok::<(u64, Ws), BackendBenchError>((n, ws))
-                })
+        serde_json::to_string(&msg).unwrap_or_default().into()
+    };
+    let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
+    let mut sockets = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        // As a browser connects: Nagle off (browsers set TCP_NODELAY),
+        // and a read buffer that tungstenite does not zero-fill 128 KiB
+        // of before every read, a client-side cost a browser does not
+        // have and which is not the backend's.
+        let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
+        let ws_url = format!("ws://{addr}/api/session");
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
+        // The first command opens the session (and its ACL user).
+        ws_cycle(&mut ws, &acquire, &release).await?;
+        sockets.push(ws);
+    }
+    let me = this_tid();
+    let threads_before = threads_cpu_us();
+    let mut redis = RedisCpu::start(url);
+    let start = Instant::now();
+    let deadline = start + budget;
+    // A task per client, so they run side by side like separate browsers.
+    let tasks: Vec<_> = sockets
+        .into_iter()
+        .map(|mut ws| {
+            let (acquire, release) = (acquire.clone(), release.clone());
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while Instant::now() < deadline {
+                    ws_cycle(&mut ws, &acquire, &release).await?;
+                    n += 1;
+                }
+                Ok::<(u64, Ws), BackendBenchError>((n, ws))
             })
-            .collect();
-        let mut total = 0u64;
-        let mut failure = None;
-        let mut done = Vec::with_capacity(clients);
-        for t in tasks {
-            match t.await {
-                Ok(Ok((n, ws))) => {
-                    total += n;
-                    done.push(ws);
-                }
-                Ok(Err(e)) => failure = failure.or(Some(e)),
-                Err(e) => {
-                    failure = failure.or(Some(BackendBenchError::Misbehaved(format!(
-                        "a client task failed: {e}"
-                    ))))
-                }
+        })
+        .collect();
+    let mut total = 0u64;
+    let mut failure = None;
+    let mut done = Vec::with_capacity(clients);
+    for t in tasks {
+        match t.await {
+            Ok(Ok((n, ws))) => {
+                total += n;
+                done.push(ws);
+            }
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(e) => {
+                failure = failure.or(Some(BackendBenchError::Misbehaved(format!(
+                    "a client task failed: {e}"
+                ))))
             }
         }
-        let rate = total as f64 / start.elapsed().as_secs_f64();
-        // Close politely and let the backend drop its labs, which deletes
-        // their ACL users on the server; then stop serving.
-        for mut ws in done {
-            let _ = ws.close(None).await;
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    let mut cpu = Cpu {
+        redis_us: redis.since(),
+        ..Cpu::default()
+    };
+    for (tid, (us, runs)) in threads_cpu_us() {
+        let (us0, runs0) = threads_before.get(&tid).copied().unwrap_or_default();
+        let used = us - us0;
+        cpu.runs += runs - runs0;
+        if Some(&tid) == me.as_ref() {
+            cpu.client_us += used;
+        } else {
+            cpu.backend_us += used;
         }
-        let wait = Instant::now() + Duration::from_secs(5);
-        while state.live_sessions() > 0 && Instant::now() < wait {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        server.abort();
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(rate),
-        }
-    })
+    }
+    for mut ws in done {
+        let _ = ws.close(None).await;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(Measured {
+            rate,
+            commands: total * 2,
+            cpu,
+        }),
+    }
 }
 
 /// One figure: the best round's rate, or why it could not be measured.
@@ -519,25 +778,99 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
         .iter()
         .map(|_| Path::ALL.iter().map(|_| Ok(0.0)).collect())
         .collect();
+    // Every round's commands and CPU, summed: the CPU a command costs is
+    // an average, not a best.
+    let mut spent: Vec<Vec<(u64, Cpu)>> = counts
+        .iter()
+        .map(|_| Path::ALL.iter().map(|_| (0, Cpu::default())).collect())
+        .collect();
+    let mut backend = None;
     for _ in 0..ROUNDS {
         for (ci, &clients) in counts.iter().enumerate() {
             for (pi, path) in Path::ALL.iter().enumerate() {
                 let slot = &mut best[ci][pi];
                 if let Ok(so_far) = *slot {
-                    *slot = path
-                        .measure(url, clients, round)
-                        .map(|r| r.max(so_far))
-                        .map_err(|e| e.to_string());
+                    *slot = match path.measure(url, &mut backend, clients, round) {
+                        Ok(m) => {
+                            spent[ci][pi].0 += m.commands;
+                            spent[ci][pi].1.add(m.cpu);
+                            Ok(m.rate.max(so_far))
+                        }
+                        Err(e) => Err(e.to_string()),
+                    };
                 }
             }
         }
     }
+    drop(backend);
     let mut out = format!(
         "lock cycles/s on {} (SET NX PX + EVAL release; best of {ROUNDS} alternating rounds of {:.2} s):\n",
         display_addr(url),
         round.as_secs_f64()
     );
     out.push_str(&ratio_table(&best, counts));
+    out.push_str(&cpu_table(&spent));
+    out
+}
+
+/// CPU µs per command of each path (every round's CPU over every round's
+/// commands), by whom, and what that allows with [`CONCURRENT_CLIENTS`]:
+/// when direct keeps every core busy (redis-server one, the clients the
+/// rest), the WebSocket path, sharing those cores, can reach at most the
+/// ratio of the CPU a command takes on each path.
+fn cpu_table(spent: &[Vec<(u64, Cpu)>]) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut out = format!(
+        "\nCPU µs per command (all rounds; redis-server's from INFO cpu; WebSocket clients on a thread of their own, \
+         sessions' work in the threads that call them; wakes: times the lab's and the clients' threads were put on \
+         a CPU):\n{:<26}{:>36} {:>36}\n{:<26}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}\n",
+        "",
+        "1 client",
+        format!("{CONCURRENT_CLIENTS} clients"),
+        "",
+        "redis",
+        "lab",
+        "client",
+        "wakes",
+        "redis",
+        "lab",
+        "client",
+        "wakes"
+    );
+    let per = |ci: usize, pi: usize| -> Option<Cpu> {
+        let (n, c) = spent[ci][pi];
+        (n > 0).then(|| Cpu {
+            redis_us: c.redis_us / n as f64,
+            backend_us: c.backend_us / n as f64,
+            client_us: c.client_us / n as f64,
+            runs: c.runs / n as f64,
+        })
+    };
+    let total = |c: Cpu| c.redis_us + c.backend_us + c.client_us;
+    for (pi, path) in Path::ALL.iter().enumerate() {
+        out.push_str(&format!("{:<26}", path.label()));
+        for (ci, gap) in [(0, ""), (1, " ")] {
+            match per(ci, pi) {
+                Some(c) => out.push_str(&format!(
+                    "{gap}{:>9.1}{:>9.1}{:>9.1}{:>9.1}",
+                    c.redis_us, c.backend_us, c.client_us, c.runs
+                )),
+                None => out.push_str(&format!("{gap}{:>36}", "-")),
+            }
+        }
+        out.push('\n');
+    }
+    let (ws, direct) = (Path::WebSocket as usize, Path::Direct as usize);
+    if let (Some(w), Some(d)) = (per(1, ws), per(1, direct)) {
+        out.push_str(&format!(
+            "{CONCURRENT_CLIENTS} clients on {cores} cores: a command takes {:.1} µs of CPU direct and {:.1} through the \
+             WebSocket (redis-server, lab and client together): where the cores are the limit, the WebSocket reaches \
+             at most {:.2}× direct\n",
+            total(d),
+            total(w),
+            total(d) / total(w)
+        ));
+    }
     out
 }
 
