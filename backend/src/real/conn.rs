@@ -155,13 +155,37 @@ impl RealConnection {
 /// RESP2 multibulk framing of an argv: `*N\r\n` then `$len\r\narg\r\n` each.
 pub fn pack_command(argv: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + argv.iter().map(|a| a.len() + 16).sum::<usize>());
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    pack_into(&mut out, argv);
+    out
+}
+
+/// [`pack_command`] appended to `out`, with no allocation of its own (a
+/// pipeline packs its commands into one buffer).
+pub fn pack_into(out: &mut Vec<u8>, argv: &[Vec<u8>]) {
+    header(out, b'*', argv.len());
     for arg in argv {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        header(out, b'$', arg.len());
         out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
     }
-    out
+}
+
+/// `*N\r\n` or `$N\r\n`, the number in decimal, without formatting machinery.
+fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The full error line redis-server sent, rebuilt from redis-rs's split.
@@ -213,5 +237,25 @@ fn format_double(d: f64) -> String {
         }
     } else {
         d.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_packed_as_resp_multibulk() {
+        let argv = [b"SET".to_vec(), b"k".to_vec(), Vec::new(), vec![b'x'; 1234]];
+        let mut want = b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$1234\r\n".to_vec();
+        want.extend(vec![b'x'; 1234]);
+        want.extend(b"\r\n");
+        assert_eq!(pack_command(&argv), want);
+        let mut two = Vec::new();
+        pack_into(&mut two, &argv[..1]);
+        pack_into(&mut two, &argv[..1]);
+        assert_eq!(two, b"*1\r\n$3\r\nSET\r\n*1\r\n$3\r\nSET\r\n");
+        let many: Vec<Vec<u8>> = (0..10).map(|i| i.to_string().into_bytes()).collect();
+        assert!(pack_command(&many).starts_with(b"*10\r\n$1\r\n0\r\n"));
     }
 }

@@ -123,7 +123,7 @@ use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::lockservice::ServiceRun;
 use crate::real::observe::{acquired_key, Cause, LockWatch};
-use crate::real::session::{Limits, Peeked, Session, SessionError, SessionPool};
+use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
 use crate::web::origin::OriginPolicy;
 
@@ -905,8 +905,9 @@ async fn console_line_async(
 async fn free_command(s: &mut Session, watch: &mut FreeWatch<'_>, client: &str, node: u32, argv: &[Vec<u8>]) -> Reply {
     let free = &mut *watch.free;
     let would_take = acquired_key(argv, &Reply::ok()).or_else(|| acquired_key(argv, &Reply::Integer(1)));
+    let changes = may_change_locks(argv);
     let mut peek = Vec::new();
-    if would_take.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
+    if would_take.is_some() || (!free.keys().is_empty() && changes) {
         peek = free.keys().to_vec();
         if let Some((k, _)) = would_take.filter(|(k, _)| !peek.contains(k)) {
             peek.push(k);
@@ -920,14 +921,16 @@ async fn free_command(s: &mut Session, watch: &mut FreeWatch<'_>, client: &str, 
     if let Some((key, _)) = &took {
         free.add(key);
     }
-    if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
+    if took.is_some() || (!free.keys().is_empty() && changes) {
         if let Ok(cid) = s.client(client) {
-            let seen: Option<std::collections::HashMap<&String, &Peeked>> =
-                peeked.as_ref().map(|p| peek.iter().zip(p).collect());
             let cause = Cause::Cmd { client: cid, node };
             free.observe_with(s, &watch.nodes, Some(node), cause, |_, _, want| {
-                let seen = seen.as_ref()?;
-                want.iter().map(|k| seen.get(k).map(|v| (*v).clone())).collect()
+                // What the peek read of each key watched (a few keys: a
+                // look down the list, no hashing).
+                let seen = peeked.as_ref()?;
+                want.iter()
+                    .map(|k| peek.iter().position(|p| p == k).and_then(|i| seen.get(i).cloned()))
+                    .collect()
             });
         }
     }
@@ -990,6 +993,13 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
     let mut stop = state.stop.subscribe();
     let mut lab = Some(Lab::new(state));
     let mut last = std::time::Instant::now();
+    // One timer for the socket's life, armed for `wake` below. A timer that
+    // would fire later than `wake` is moved earlier; one that fires earlier
+    // (the socket was busy since it was armed) is moved on then, without
+    // anything being done. So a busy socket does not re-arm a timer for
+    // every message, while nothing is served before its time.
+    let timer = tokio::time::sleep_until(tokio::time::Instant::from_std(last + idle));
+    tokio::pin!(timer);
     loop {
         // A lesson's background program (a Redlock holder working, then
         // extending or releasing) keeps running between two `lesson_step`
@@ -1000,6 +1010,10 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         let idle_at = last + idle;
         let due = lab.as_ref().and_then(Lab::program_deadline);
         let wake = due.map_or(idle_at, |d| d.min(idle_at));
+        let wake_at = tokio::time::Instant::from_std(wake);
+        if timer.is_elapsed() || timer.deadline() > wake_at {
+            timer.as_mut().reset(wake_at);
+        }
         if *stop.borrow() {
             let _ = send_all(
                 &mut tx,
@@ -1012,10 +1026,12 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         }
         let incoming = tokio::select! {
             m = rx.next() => Some(m),
-            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => None,
+            () = &mut timer => None,
             _ = stop.changed() => continue,
         };
         let replies = match incoming {
+            // Armed before the socket was last busy: not yet time.
+            None if std::time::Instant::now() < wake => continue,
             None if std::time::Instant::now() >= idle_at => {
                 let message = format!(
                     "this lab session was idle for {} s and has ended (its keys are deleted); send a message to \
@@ -1037,11 +1053,11 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
             Some(Some(Ok(msg))) => {
                 last = std::time::Instant::now();
                 let text = match msg {
-                    Message::Text(t) => t.to_string(),
+                    Message::Text(t) => t,
                     Message::Close(_) => break,
                     _ => continue,
                 };
-                match ClientMsg::from_json(&text) {
+                match ClientMsg::from_json(text.as_str()) {
                     Err(message) => vec![ServerMsg::Error { message }],
                     Ok(msg) => match dispatch(&mut lab, msg).await {
                         Some(out) => out,
