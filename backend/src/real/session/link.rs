@@ -32,7 +32,7 @@ use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::real::conn::{pack_command, public_url, RealError};
+use crate::real::conn::{pack_into, public_url, RealError};
 
 /// Longest bulk string accepted: redis-server's default
 /// `proto-max-bulk-len`.
@@ -160,7 +160,7 @@ impl Link {
             if argv.is_empty() {
                 return Err(RealError::EmptyCommand);
             }
-            out.extend_from_slice(&pack_command(argv));
+            pack_into(&mut out, argv);
         }
         // Counted before the write: a write cut short leaves the link out
         // of step as surely as an unread reply.

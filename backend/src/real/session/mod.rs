@@ -989,7 +989,8 @@ impl Session {
     /// Bookkeeping after Redis answered `argv` (sent as `sent`): the
     /// transaction queue of the link, the simulator's scripts and
     /// libraries, the originals of the session's libraries.
-    fn after_reply(&mut self, link: (u32, u32), argv: &[Vec<u8>], sent: &[Vec<u8>], reply: &Reply) {
+    fn after_reply(&mut self, prep: &Prepared, argv: &[Vec<u8>], reply: &Reply) {
+        let (link, sent) = (prep.link, prep.rewritten.as_slice());
         let name = argv[0].to_ascii_lowercase();
         match name.as_slice() {
             b"multi" if *reply == Reply::ok() => {
@@ -1007,7 +1008,7 @@ impl Session {
             }
         }
         if !self.multi.contains_key(&link) {
-            self.preflight.mirror(argv, reply);
+            self.preflight.mirror(argv, reply, prep.checked.is_some());
         }
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
         if is(0, "function") && is(1, "load") && !matches!(reply, Reply::Error(_)) {

@@ -219,7 +219,7 @@ impl Session {
                 return Err(self.unreachable(node as usize, source));
             }
         };
-        self.after_reply(prep.link, argv, &prep.rewritten, &reply);
+        self.after_reply(prep, argv, &reply);
         if let Err(e) = outcome.loaded {
             reply = e.to_reply();
         }

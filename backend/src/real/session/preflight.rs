@@ -268,13 +268,14 @@ impl Preflight {
     /// Keep the simulator's script cache and libraries as the session's
     /// are on Redis: after Redis accepted `argv`, the same on the
     /// simulator (a checked `EVAL` or `FUNCTION LOAD` already did it). An
-    /// `EVAL` that was not checked ([`needs_check`]) is cached as Redis
-    /// caches it, also when it failed at run time (`evalGenericCommand`
-    /// compiles first), so a later `EVALSHA` of it is not taken for a
-    /// `NOSCRIPT`.
-    pub fn mirror(&mut self, argv: &[Vec<u8>], real: &Reply) {
+    /// `EVAL` that was not checked (`checked`: it was, as [`needs_check`]
+    /// decided when it was prepared — not asked again, which would read
+    /// the script once more) is cached as Redis caches it, also when it
+    /// failed at run time (`evalGenericCommand` compiles first), so a later
+    /// `EVALSHA` of it is not taken for a `NOSCRIPT`.
+    pub fn mirror(&mut self, argv: &[Vec<u8>], real: &Reply, checked: bool) {
         let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-        if (is(0, "eval") || is(0, "eval_ro")) && !needs_check(argv) {
+        if (is(0, "eval") || is(0, "eval_ro")) && !checked {
             // A script that does not compile is refused by both alike.
             self.node
                 .execute(self.conn, &[b"SCRIPT".to_vec(), b"LOAD".to_vec(), argv[1].clone()]);
