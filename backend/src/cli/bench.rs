@@ -677,16 +677,7 @@ async fn ws_clients(
     let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
     let mut sockets = Vec::with_capacity(clients);
     for _ in 0..clients {
-        // As a browser connects: Nagle off (browsers set TCP_NODELAY),
-        // and a read buffer that tungstenite does not zero-fill 128 KiB
-        // of before every read, a client-side cost a browser does not
-        // have and which is not the backend's.
-        let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
-        let ws_url = format!("ws://{addr}/api/session");
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
-        // The first command opens the session (and its ACL user).
-        ws_cycle(&mut ws, &acquire, &release).await?;
-        sockets.push(ws);
+        sockets.push(ws_open(addr, &acquire, &release).await?);
     }
     let me = this_tid();
     let threads_before = threads_cpu_us();
@@ -726,20 +717,7 @@ async fn ws_clients(
         }
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
-    let mut cpu = Cpu {
-        redis_us: redis.since(),
-        ..Cpu::default()
-    };
-    for (tid, (us, runs)) in threads_cpu_us() {
-        let (us0, runs0) = threads_before.get(&tid).copied().unwrap_or_default();
-        let used = us - us0;
-        cpu.runs += runs - runs0;
-        if Some(&tid) == me.as_ref() {
-            cpu.client_us += used;
-        } else {
-            cpu.backend_us += used;
-        }
-    }
+    let cpu = ws_cpu(redis.since(), &threads_before, me);
     for mut ws in done {
         let _ = ws.close(None).await;
     }
@@ -751,6 +729,44 @@ async fn ws_clients(
             cpu,
         }),
     }
+}
+
+/// One WebSocket to the backend at `addr`, connected as a browser
+/// connects (Nagle off, as browsers set TCP_NODELAY; a read buffer that
+/// tungstenite does not zero-fill 128 KiB of before every read, a
+/// client-side cost a browser does not have and which is not the
+/// backend's), its session opened by a first lock cycle (and its ACL user).
+async fn ws_open(
+    addr: std::net::SocketAddr,
+    acquire: &tungstenite::Utf8Bytes,
+    release: &tungstenite::Utf8Bytes,
+) -> Result<Ws, BackendBenchError> {
+    let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
+    let ws_url = format!("ws://{addr}/api/session");
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
+    ws_cycle(&mut ws, acquire, release).await?;
+    Ok(ws)
+}
+
+/// The CPU a WebSocket round took: redis-server's (`redis_us`), the
+/// clients' thread's (`me`), and every other thread's since `before`
+/// (the backend's), with the times threads were put on a CPU.
+fn ws_cpu(redis_us: f64, before: &std::collections::HashMap<String, (f64, f64)>, me: Option<String>) -> Cpu {
+    let mut cpu = Cpu {
+        redis_us,
+        ..Cpu::default()
+    };
+    for (tid, (us, runs)) in threads_cpu_us() {
+        let (us0, runs0) = before.get(&tid).copied().unwrap_or_default();
+        let used = us - us0;
+        cpu.runs += runs - runs0;
+        if Some(&tid) == me.as_ref() {
+            cpu.client_us += used;
+        } else {
+            cpu.backend_us += used;
+        }
+    }
+    cpu
 }
 
 /// One figure: the best round's rate, or why it could not be measured.

@@ -332,15 +332,30 @@ impl Topology {
         Topology::External(url.into())
     }
 
-    /// Start a managed topology and wait until it is ready.
-    pub fn start(kind: TopologyKind) -> Result<Topology, TopologyError> {
-        let mut m = Managed::new(kind)?;
-        let count = match kind {
+    /// The redis-servers a managed topology of `kind` runs.
+    fn servers(kind: TopologyKind) -> usize {
+        match kind {
             TopologyKind::Single => 1,
             TopologyKind::Replicated | TopologyKind::Sentinel => 2,
             TopologyKind::Redlock5 => 5,
             TopologyKind::Cluster3 => 3,
-        };
+        }
+    }
+
+    /// The processes a managed topology of `kind` runs: its redis-servers,
+    /// and Sentinel's sentinels.
+    pub fn processes(kind: TopologyKind) -> usize {
+        Topology::servers(kind)
+            + match kind {
+                TopologyKind::Sentinel => crate::real::faults::sentinel::SENTINELS,
+                _ => 0,
+            }
+    }
+
+    /// Start a managed topology and wait until it is ready.
+    pub fn start(kind: TopologyKind) -> Result<Topology, TopologyError> {
+        let mut m = Managed::new(kind)?;
+        let count = Topology::servers(kind);
         for i in 0..count {
             let (name, extra, master) = match kind {
                 TopologyKind::Single => ("master".to_owned(), vec![], None),

@@ -121,15 +121,17 @@ use locklab_core::trace::Event;
 
 use crate::real::conn::RealConnection;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
-use crate::real::lockservice::ServiceRun;
+use crate::real::lockservice::{self, ServiceRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
 use crate::web::origin::OriginPolicy;
 
-/// Most managed topologies alive at once across all WebSockets (each is up
-/// to five processes).
-const MAX_MANAGED: usize = 4;
+/// Most processes the backend runs at once for managed topologies and lock
+/// services, across all WebSockets: four five-process topologies' worth. A
+/// lesson on all four lock services counts ten (three of them Java), a
+/// managed `single` one.
+const MAX_MANAGED_PROCESSES: usize = 20;
 
 /// Shared by every request: the user's server (if any), the session pool.
 #[derive(Clone, Debug)]
@@ -174,7 +176,8 @@ impl ApiState {
         self.pool.live()
     }
 
-    /// Managed topologies running now, over all WebSockets.
+    /// Processes of managed topologies and lock services running now,
+    /// over all WebSockets.
     pub fn live_topologies(&self) -> usize {
         self.managed.load(Ordering::SeqCst)
     }
@@ -295,13 +298,31 @@ pub fn real_health(redis: Option<&str>) -> Health {
     }
 }
 
-/// A managed-topology slot, given back on drop.
+/// A managed topology's or lock service's share of
+/// [`MAX_MANAGED_PROCESSES`] (its processes), given back on drop.
 #[derive(Debug)]
-struct ManagedSlot(Arc<AtomicUsize>);
+struct ManagedSlot(Arc<AtomicUsize>, usize);
+
+impl ManagedSlot {
+    /// `processes` more of the shared count, or why not.
+    fn take(count: &Arc<AtomicUsize>, processes: usize) -> Result<ManagedSlot, String> {
+        count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n + processes <= MAX_MANAGED_PROCESSES).then_some(n + processes)
+            })
+            .map_err(|running| {
+                format!(
+                    "too many managed servers running ({running} processes of at most {MAX_MANAGED_PROCESSES}; this \
+                     needs {processes}); close another lab tab"
+                )
+            })?;
+        Ok(ManagedSlot(count.clone(), processes))
+    }
+}
 
 impl Drop for ManagedSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.fetch_sub(self.1, Ordering::SeqCst);
     }
 }
 
@@ -713,7 +734,7 @@ impl Lab {
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
         self.tear_down();
-        let slot = self.take_slot()?;
+        let slot = ManagedSlot::take(&self.state.managed, Topology::processes(kind))?;
         let topo = Topology::start(kind).map_err(|e| e.to_string())?;
         self.topology = Some(topo);
         self._slot = Some(slot);
@@ -730,25 +751,16 @@ impl Lab {
         self._slot = None;
     }
 
-    /// A managed slot (a topology or a lock service's processes), or why
-    /// there is none left.
-    fn take_slot(&self) -> Result<ManagedSlot, String> {
-        let managed = &self.state.managed;
-        managed
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < MAX_MANAGED).then_some(n + 1)
-            })
-            .map_err(|_| format!("too many managed topologies running ({MAX_MANAGED}); close another lab tab"))?;
-        Ok(ManagedSlot(managed.clone()))
-    }
-
     /// `lesson` on a lock service: the Redis side goes (its session, its
     /// processes, its slot), the service starts, and the run stands at
     /// step 0. The page is told the service's members as the lanes, and no
     /// nodes for its toolbox (the lesson's steps make the faults).
     fn start_service(&mut self, lesson: &Lesson, factor: u64, out: &mut Vec<ServerMsg>) -> Result<(), String> {
         self.tear_down();
-        let slot = self.take_slot()?;
+        let Some(service) = lesson.world.service else {
+            return Err(format!("lesson {} does not play on a lock service", lesson.id));
+        };
+        let slot = ManagedSlot::take(&self.state.managed, lockservice::processes(service))?;
         let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
         out.push(ServerMsg::Lesson {
             id: lesson.id.clone(),
@@ -1001,15 +1013,8 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
     let timer = tokio::time::sleep_until(tokio::time::Instant::from_std(last + idle));
     tokio::pin!(timer);
     loop {
-        // A lesson's background program (a Redlock holder working, then
-        // extending or releasing) keeps running between two `lesson_step`
-        // messages, as it would in a real process: wake at its next timer
-        // and serve it, sending its events as they happen. In free play,
-        // wake when a watched lock is due to expire, so its bar ends then.
-        // And wake when the socket has been idle too long.
         let idle_at = last + idle;
-        let due = lab.as_ref().and_then(Lab::program_deadline);
-        let wake = due.map_or(idle_at, |d| d.min(idle_at));
+        let wake = next_wake(lab.as_ref(), idle_at);
         let wake_at = tokio::time::Instant::from_std(wake);
         if timer.is_elapsed() || timer.deadline() > wake_at {
             timer.as_mut().reset(wake_at);
@@ -1071,6 +1076,17 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
         }
     }
     drop_lab(lab).await;
+}
+
+/// When a socket with no message must wake anyway. A lesson's background
+/// program (a Redlock holder working, then extending or releasing) keeps
+/// running between two `lesson_step` messages, as it would in a real
+/// process: at its next timer, to serve it and send its events as they
+/// happen. In free play, when a watched lock is due to expire, so its bar
+/// ends then. And at `idle_at`, when the socket has been idle too long.
+fn next_wake(lab: Option<&Lab>, idle_at: std::time::Instant) -> std::time::Instant {
+    let due = lab.and_then(Lab::program_deadline);
+    due.map_or(idle_at, |d| d.min(idle_at))
 }
 
 /// A step's outcome as [`answer_step`] takes it: the result and its note
@@ -1219,4 +1235,35 @@ pub fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener
         // Best effort: a socket that refuses is still correct, only slower.
         let _ = tcp.set_nodelay(true);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locklab_core::lesson::LockService;
+
+    /// The bound counts processes, not runs: two lessons on all four lock
+    /// services (ten processes each, six of them Java) fill it, where four
+    /// of them used to fit; what a run gives back on drop is its own count.
+    #[test]
+    fn managed_servers_are_bounded_by_the_processes_they_run() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let all = lockservice::processes(LockService::All);
+        assert_eq!(all, 10);
+        let first = ManagedSlot::take(&count, all).expect("the first");
+        let second = ManagedSlot::take(&count, all).expect("the second");
+        let refused = ManagedSlot::take(&count, Topology::processes(TopologyKind::Single)).unwrap_err();
+        assert_eq!(
+            refused,
+            "too many managed servers running (20 processes of at most 20; this needs 1); close another lab tab"
+        );
+        drop(first);
+        assert_eq!(count.load(Ordering::SeqCst), 10);
+        let sentinel = ManagedSlot::take(&count, Topology::processes(TopologyKind::Sentinel)).expect("room for 5");
+        assert_eq!(count.load(Ordering::SeqCst), 15);
+        let zk = ManagedSlot::take(&count, lockservice::processes(LockService::Zk)).expect("room for 3");
+        assert!(ManagedSlot::take(&count, all).is_err(), "18 running: no room for 10");
+        drop((second, sentinel, zk));
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+    }
 }

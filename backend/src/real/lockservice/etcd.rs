@@ -295,7 +295,7 @@ impl EtcdDriver {
 
     fn start_once() -> Result<EtcdDriver, ServiceError> {
         let rt = OwnRuntime::start()?;
-        let cluster = Cluster::spawn(3).map_err(ServiceError::Start)?;
+        let cluster = Cluster::spawn(super::MEMBERS).map_err(ServiceError::Start)?;
         let mut d = EtcdDriver {
             rt,
             cluster,

@@ -36,6 +36,7 @@ pub mod zk;
 pub mod zkrun;
 pub mod zxid;
 
+use locklab_core::lesson::LockService;
 use thiserror::Error;
 
 pub use compare::{check_compare, run_compare, CompareEnv};
@@ -44,6 +45,20 @@ pub use stepped::ServiceRun;
 pub use zkrun::{check_zk, run_zk, ZkEnv};
 
 /// Why a managed lock service could not be used.
+/// Members of each managed etcd cluster and ZooKeeper ensemble.
+pub const MEMBERS: usize = 3;
+
+/// The processes a lesson on `service` makes the backend run (what the
+/// backend's bound on managed processes counts): each service's members,
+/// and for all four side by side the simulator's `compare` world's Redis
+/// and three Redlock masters besides.
+pub fn processes(service: LockService) -> usize {
+    match service {
+        LockService::Etcd | LockService::Zk => MEMBERS,
+        LockService::All => 1 + 3 + 2 * MEMBERS,
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ServiceError {
     #[error("{0}")]

@@ -340,7 +340,7 @@ impl ZkDriver {
 
     fn start_once(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
         let rt = OwnRuntime::start()?;
-        let ensemble = Ensemble::spawn(3, min_ms, max_ms).map_err(ServiceError::Start)?;
+        let ensemble = Ensemble::spawn(super::MEMBERS, min_ms, max_ms).map_err(ServiceError::Start)?;
         let mut d = ZkDriver {
             rt,
             ensemble,
