@@ -505,8 +505,8 @@ fn background_programs_interleave_on_the_real_server() {
 /// retrying at once, would open a connection and a worker thread per
 /// request (each new request finds the client's connection still waiting).
 /// At most four connections from one client to one node are open at once;
-/// past that a request fails at once, as with an exhausted pool, and says
-/// why. The run ends, with every step answered.
+/// past that a request fails at once without being sent, as with an
+/// exhausted pool, and says why. The run ends, with every step answered.
 #[test]
 fn a_program_hammering_a_slow_node_opens_a_bounded_number_of_connections() {
     use locklab_backend::real::lesson::{RealEnv, RealLessonRun, MOST_WORKERS_PER_LINK};
@@ -566,6 +566,13 @@ explain = { zh = "攻击", en = "attack" }
         _ => false,
     });
     assert!(refused, "no request said why it was refused: {trace:#?}");
+    // A refusal is the client's, not the node's: nothing was sent, nobody
+    // lost a request to a node that was up (and nobody's connections to
+    // it were dropped, as after a node that stopped answering).
+    assert!(
+        !trace.iter().any(|e| matches!(e.kind, EventKind::Lost { .. })),
+        "a refused request read as a node down: {trace:#?}"
+    );
 }
 
 /// A lab session on `topology`, without a rate limit, for a test that

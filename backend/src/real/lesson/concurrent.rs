@@ -158,23 +158,10 @@ impl Crew {
     /// or one sent while its connection is still waiting for a slow
     /// reply — that worker is busy; it ends once it has flown what it has),
     /// else the worker of the connection the client has.
-    /// `Some(why)` when the flight was refused instead (it lands at once,
-    /// failed).
-    fn dispatch(&mut self, id: u64, cid: u32, node: u32, mut flight: Flight) -> Option<String> {
+    fn dispatch(&mut self, id: u64, cid: u32, node: u32, flight: Flight) {
         let key = (cid, node);
         let alive = self.alive.entry(key).or_default().clone();
-        if flight.opens() && self.workers.contains_key(&key) {
-            if alive.load(Ordering::SeqCst) >= MOST_WORKERS_PER_LINK {
-                // As a client library whose pool is exhausted: the request
-                // fails at once, without a connection.
-                let why = format!(
-                    "refused: the lab opens at most {MOST_WORKERS_PER_LINK} connections from one client to one node \
-                     at once (the program keeps sending to a node that has not answered)"
-                );
-                flight.refuse(why.clone());
-                let _ = self.landed_tx.send((id, flight));
-                return Some(why);
-            }
+        if flight.opens() {
             self.workers.remove(&key);
         }
         let job = Job {
@@ -215,7 +202,14 @@ impl Crew {
         }
         self.most_in_flight = self.most_in_flight.max(self.pending.len());
         self.most_per_link = self.most_per_link.max(alive.load(Ordering::SeqCst));
-        None
+    }
+
+    /// Are [`MOST_WORKERS_PER_LINK`] workers of client `cid` to `node`
+    /// alive (so a request that needs a new connection gets none)?
+    fn link_full(&self, cid: u32, node: u32) -> bool {
+        self.alive
+            .get(&(cid, node))
+            .is_some_and(|a| a.load(Ordering::SeqCst) >= MOST_WORKERS_PER_LINK)
     }
 
     /// The client program in `slot` gave up waiting for its request `tag`
@@ -250,6 +244,17 @@ impl RealLessonRun {
     ) -> Result<(), String> {
         let OnWire { argv: sent, scale, .. } = self.as_sent(argv)?;
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if self.crew.link_full(p.cid, node) && !env.session.has_conn(p.cid, node) {
+            // As a client library whose pool is exhausted: the request
+            // fails at once and is never sent (no connection, no `Sent`).
+            let text = format!(
+                "refused: the lab opens at most {MOST_WORKERS_PER_LINK} connections from one client to one node at \
+                 once (the program keeps sending to a node that has not answered)"
+            );
+            self.record(env, None, Actor::Client(p.cid), EventKind::Note { text });
+            p.inbox.push_back(Input::Failed { tag });
+            return Ok(());
+        }
         if let Some(value) = acquire_value(argv) {
             self.locks.claim(value, p.cid);
         }
@@ -279,9 +284,7 @@ impl RealLessonRun {
                 if let Some(t) = timeout {
                     p.fails.push((tag, t));
                 }
-                if let Some(why) = self.crew.dispatch(id, p.cid, node, *flight) {
-                    self.record(env, None, Actor::Client(p.cid), EventKind::Note { text: why });
-                }
+                self.crew.dispatch(id, p.cid, node, *flight);
                 return Ok(());
             }
             Ok(TakeOff::Answered(r)) => Some(rescale(r, scale, self.factor as i64)),

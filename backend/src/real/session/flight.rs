@@ -61,14 +61,6 @@ impl Flight {
         self.opener.is_some()
     }
 
-    /// Fail it without a round trip (and without opening its connection):
-    /// `why` is the failure its client sees.
-    pub fn refuse(&mut self, why: String) {
-        self.opener = None;
-        self.reply = Some(Err(RealError::Io(std::io::Error::other(why))));
-        self.landed_at = Some(Instant::now());
-    }
-
     /// Open the flight's connection if it brings none: the handshake
     /// (connect, `AUTH`) on the thread that will fly it, so over a slow
     /// link it costs that client's time, not everybody's. A failure is
@@ -109,6 +101,12 @@ impl Flight {
 }
 
 impl Session {
+    /// Has client `c` a connection to `node` free to take off on (none
+    /// while its requests are on the wire)?
+    pub fn has_conn(&self, c: u32, node: u32) -> bool {
+        self.conns.contains_key(&(c, node))
+    }
+
     /// The stages of [`Session::run`] before the round trip, for a command
     /// whose round trip another thread makes. Only on a prefixed session
     /// (a session on its own cluster routes and follows redirects on the
