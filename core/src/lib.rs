@@ -37,6 +37,10 @@
 //! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
 //!   world, and text transcripts and swimlanes.
 //! * [`explore`] — the schedule and fault explorer behind `locklab explore`.
+//! * [`lab`] — the free-play lab: three redis-cli sessions on one node.
+//! * [`engine`] — the seam the page plays the simulator through (a lesson
+//!   session, [`lesson::session`], or the lab), from the engine's own wasm
+//!   module: moves in, views out, as serde types.
 //!
 //! The modules import each other in one direction only (`cargo xtask layout`
 //! checks it): `actor`, `link` and `observe` need nothing above them;
@@ -47,9 +51,11 @@ pub mod actor;
 pub mod cli;
 pub mod client;
 pub mod console;
+pub mod engine;
 pub mod explore;
 pub mod fault;
 pub mod invariants;
+pub mod lab;
 pub mod lesson;
 pub mod link;
 pub mod observe;

@@ -4,8 +4,9 @@
 //! It runs in a Web Worker (`explore-worker-main.js`, written by
 //! `cargo xtask dist` through `xtask/src/worker.rs`), so a search of ten
 //! thousand schedules never blocks the page, and it is fetched only when
-//! the screen opens, so the page's first load does not grow by the
-//! explorer, the TOML parser and the design files.
+//! the screen opens, so neither the page nor the engine (the simulator the
+//! page plays lessons on) carries the explorer, the TOML parser and the
+//! design files.
 //!
 //! Everything here is a thin binding over `locklab_core::explore`: the
 //! worker's loop asks a [`Job`] for a slice of schedules, posts the
@@ -13,24 +14,14 @@
 //! seen between slices. Results cross to the page as JSON of core's serde
 //! types, which the page decodes with the same core.
 
-use locklab_core::explore::{designs, drill, job, ExploreError, Spec};
-use serde::Serialize;
+use locklab_core::explore::catalog::Catalog;
+use locklab_core::explore::{designs, job, ExploreError, Spec};
 use wasm_bindgen::prelude::*;
 
-/// The built-in designs and drills, for the screen's lists.
-#[derive(Serialize)]
-pub struct Catalog {
-    pub designs: Vec<designs::Design>,
-    pub drills: Vec<drill::DrillFile>,
-}
-
-/// The catalogue as JSON (`{"designs": [...], "drills": [...]}`).
+/// The catalogue as the screen shows it (core's `explore::catalog`), as
+/// JSON (`{"designs": [...], "drills": [...]}`).
 pub fn catalog_json() -> Result<String, ExploreError> {
-    let c = Catalog {
-        designs: designs::builtin()?,
-        drills: drill::builtin()?,
-    };
-    serde_json::to_string(&c).map_err(|e| ExploreError::Invalid(e.to_string()))
+    serde_json::to_string(&Catalog::builtin()?).map_err(|e| ExploreError::Invalid(e.to_string()))
 }
 
 /// Read a design: TOML (what the editor holds), or JSON of a [`Spec`].

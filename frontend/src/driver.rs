@@ -5,8 +5,10 @@
 //! each actor's console printed. Two drivers produce them (see
 //! `DESIGN.md`, "The one seam"):
 //!
-//! * [`Session`] — the simulator inside the page: deterministic, so a step
-//!   back is a replay and every move finishes before the next render;
+//! * [`Session`] — the simulator, in the engine module next to the page:
+//!   deterministic, so a step back is a replay, and called synchronously,
+//!   so every move finishes before the next render (once the module has
+//!   loaded; until then the session is busy at its starting step);
 //! * [`RealDriver`](crate::real::RealDriver) — a WebSocket to `locklab
 //!   serve`, which plays the same lesson on real redis-server processes.
 //!   Its moves are requests: `forward` asks for the next step and the
@@ -24,7 +26,7 @@ use locklab_core::trace::Trace;
 
 use crate::i18n::Lang;
 use crate::lab::Exchange;
-use crate::session::{self, Session};
+use crate::session::Session;
 
 /// A lesson being played, by either driver.
 pub trait LessonDriver {
@@ -107,9 +109,16 @@ pub trait LessonDriver {
         crate::session::PROMPT.to_owned()
     }
 
-    /// A move is still being carried out (a real step on its way).
+    /// A move is still being carried out (a real step on its way, the
+    /// simulator still loading).
     fn is_busy(&self) -> bool {
         false
+    }
+
+    /// The step the URL names: [`position`](Self::position), or where a
+    /// run still loading will start.
+    fn url_position(&self) -> usize {
+        self.position()
     }
 
     /// One step forward. False when there is none to take (the end, an
@@ -158,11 +167,11 @@ impl LessonDriver for Session {
     }
 
     fn outcome(&self) -> Option<bool> {
-        Session::is_finished(self).then(|| self.run().outcome().ok)
+        Session::outcome(self)
     }
 
     fn off_script_count(&self) -> usize {
-        self.off_script().count()
+        self.off_script().len()
     }
 
     fn off_script_words(&self, lang: Lang) -> Vec<String> {
@@ -173,8 +182,16 @@ impl LessonDriver for Session {
         self.error.clone()
     }
 
+    fn is_busy(&self) -> bool {
+        self.is_loading()
+    }
+
+    fn url_position(&self) -> usize {
+        Session::url_position(self)
+    }
+
     fn step_text(&self, index: usize, lang: Lang) -> String {
-        session::step_text(self.run(), index, lang)
+        Session::step_text(self, index, lang)
     }
 
     fn trace(&self) -> Trace {

@@ -1,17 +1,21 @@
 //! # locklab-frontend
 //!
-//! The browser face of locklab: a Yew app compiled to WebAssembly that runs
-//! `locklab-core` in the page. It owns no semantics. A line typed into the
-//! console goes to core's simulated Redis node and comes back rendered by
-//! core exactly as `redis-cli` prints it; the timeline draws what happened.
+//! The browser face of locklab: a Yew app compiled to WebAssembly. It owns
+//! no semantics, and it links no simulator: a line typed into the console
+//! goes through core's engine seam to the simulated Redis node in the
+//! engine's own wasm module (or over the WebSocket to real redis-server) and
+//! comes back rendered by core exactly as `redis-cli` prints it; the
+//! timeline draws what happened.
 //!
 //! # Layout
 //!
 //! * [`state`] — the one [`State`](state::State), the [`Action`](state::Action)s
 //!   (the user's intentions) and a thin `reduce`, shared with the components
 //!   through a context.
-//! * [`lab`] — the free-play lab: three redis-cli connections on one node,
-//!   their transcripts, and a core trace of what the node did. Plain Rust.
+//! * [`engine`] — the page's end of core's engine seam: loads the engine
+//!   module and calls it (natively: core, through the same JSON).
+//! * [`lab`] — the free-play lab as the page holds it: the last view of
+//!   core's lab (three redis-cli connections on one node) the engine sent.
 //! * [`timeline`] — a core [`Trace`](locklab_core::trace::Trace) laid out as
 //!   swimlanes (lanes, lock bars, arrows, violation bands), for the SVG view.
 //! * [`editor`] — the console's input line with ↑/↓ history.
@@ -20,9 +24,9 @@
 //! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
 //! * [`driver`] — the seam: [`LessonDriver`](driver::LessonDriver), what
 //!   every view reads a lesson from, whichever driver plays it.
-//! * [`session`] — a lesson playing on the simulator: core's `LessonRun`,
-//!   replayed to step back, with the user's off-script lines, faults and
-//!   clock moves kept as history and replayed too.
+//! * [`session`] — a lesson playing on the simulator, as the page holds it:
+//!   the last view of core's lesson session (replayed to step back, with the
+//!   user's off-script lines, faults and clock moves) the engine sent.
 //! * [`real`] — the real driver's model (sans-IO): the `/api/session`
 //!   protocol, the lesson run on real redis-server, reconnect state.
 //! * [`socket`] — the real driver's browser I/O: the WebSocket and the
@@ -41,6 +45,7 @@
 pub mod catalog;
 pub mod driver;
 pub mod editor;
+pub mod engine;
 pub mod explore;
 pub mod i18n;
 pub mod lab;

@@ -28,7 +28,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 use locklab_core::actor::Names;
-use locklab_core::lesson::run::{LessonRun, StepResult};
+use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::{Lesson, StepKind};
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Trace};
@@ -89,9 +89,6 @@ pub struct SessionInfo {
 /// The lesson run on the backend.
 struct Run {
     lesson: &'static Lesson,
-    /// The lesson on the simulator, never stepped: core's wording of each
-    /// step (`step_text`), which does not depend on who runs it.
-    wording: Option<LessonRun>,
     /// The backend accepted the lesson (its `lesson` message arrived).
     started: bool,
     results: Vec<StepResult>,
@@ -284,14 +281,8 @@ impl RealDriver {
     pub fn start_lesson(&mut self, lesson: &'static Lesson) {
         self.typed.clear();
         let trace_from = self.events.len();
-        // A restart of the same lesson (a step back, a reconnect) keeps its wording.
-        let wording = match self.run.take() {
-            Some(old) if std::ptr::eq(old.lesson, lesson) => old.wording,
-            _ => LessonRun::with_seed(lesson, 1).ok(),
-        };
         self.run = Some(Run {
             lesson,
-            wording,
             started: false,
             results: Vec::new(),
             notes: BTreeMap::new(),
@@ -558,11 +549,10 @@ impl LessonDriver for RealDriver {
 
     fn step_text(&self, index: usize, lang: Lang) -> String {
         let Some(run) = self.run() else { return String::new() };
-        match (&run.wording, run.results.get(index)) {
+        match run.results.get(index) {
             // English as the backend sent it (it knows the real tokens).
-            (_, Some(r)) if lang == Lang::En => r.shown.clone(),
-            (Some(w), _) => session::step_text(w, index, lang),
-            (None, r) => r.map(|r| r.shown.clone()).unwrap_or_default(),
+            Some(r) if lang == Lang::En => r.shown.clone(),
+            _ => session::step_text(run.lesson, index, &BTreeMap::new(), &self.names, lang),
         }
     }
 

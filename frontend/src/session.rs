@@ -1,36 +1,29 @@
-//! A lesson being played in the page: core's [`LessonRun`] plus what the
-//! user did off script on the same world.
+//! A lesson being played on the simulator, as the page holds it: core's
+//! lesson session (`locklab_core::lesson::session`: the run, the off-script
+//! history, replays for every move back) lives in the engine module, and
+//! this is the page's handle on it plus the last [`SessionView`] it sent.
 //!
-//! Stepping forward is `run.step()`. Every other move — back, restart, a
-//! scrub to step n, a reload with `?step=n` — is a replay: a fresh
-//! `LessonRun` stepped to n. The simulator is deterministic, so replaying is
-//! how the lab goes back in time.
-//!
-//! What the user does off script — a line typed in a console, a fault from
-//! the toolbox, a move of the clock — goes to the same world and is kept in
-//! the session's history, each with the step position it was made at. A
-//! replay to step n re-applies, in order, every recorded action made at a
-//! position ≤ n, right after the step it followed, so the world (and the
-//! console transcript) come back exactly as they were. Actions made after n
-//! stay in the history while the user only moves — stepping forward again
-//! brings them back, like redo — and are dropped when the user does
-//! something new at n: a new action truncates the future, as in an editor's
-//! undo history. The history lives as long as the session (choosing a
-//! lesson or reloading the page starts afresh: the URL carries the step,
-//! not what was typed).
+//! Every move (forward, a seek, a typed line, a fault, a clock move) is one
+//! call across the seam ([`crate::engine`]) that answers with the new view,
+//! so the views read a plain struct and never wait. Until the engine module
+//! has loaded (the first lesson played on the simulator fetches it) the
+//! session waits at its starting step, busy, with the moves asked for
+//! queued; [`Session::connect`] opens it in the engine and plays them.
 
-use locklab_core::console;
+use std::collections::BTreeMap;
+
+use locklab_core::engine::{Move, Open, SessionView};
 use locklab_core::fault::Fault;
-use locklab_core::lesson::run::{LessonRun, StepResult};
-use locklab_core::lesson::{Expect, Lesson, Step, StepKind};
+use locklab_core::lesson::run::{self, StepResult};
+use locklab_core::lesson::session::{ClientInfo, Made, NodeInfo, OffScript};
+use locklab_core::lesson::{Expect, Lesson, Step};
 use locklab_core::trace::Trace;
-use locklab_core::Reply;
 
+use crate::engine::{self, LessonLink};
 use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
 
-/// The prompt a lesson console shows (the lesson's node, as redis-cli names it).
-pub const PROMPT: &str = "127.0.0.1:6379> ";
+pub use locklab_core::lesson::session::PROMPT;
 
 /// Where the URL's `step=` puts the run: a number of steps done, or `end`.
 pub fn parse_step(step: Option<&str>, len: usize) -> usize {
@@ -52,67 +45,94 @@ pub fn step_param(pos: usize, len: usize) -> Option<String> {
     }
 }
 
-/// Something the user did off script.
-#[derive(Clone, Debug, PartialEq)]
-pub enum OffScript {
-    /// A line typed at an actor's console (by index into the lesson's actors).
-    Line { actor: usize, line: String },
-    /// A fault from the toolbox.
-    Fault(Fault),
-    /// The clock moved forward by this many ms.
-    Advance(u64),
-}
-
-/// An off-script action in the session's history.
-#[derive(Clone, Debug)]
-struct Recorded {
-    /// Steps done when it was made: a replay applies it right after that step.
-    pos: usize,
-    /// World time when it was made. A replay reproduces it (tested), so it
-    /// is what the console shows, not an input.
-    at_ms: u64,
-    action: OffScript,
-    /// For a line: what the console printed, and the trace length after it
-    /// (where it sits among the lesson's own commands). Filled in each time
-    /// the action is applied.
-    shown: Option<(usize, Exchange)>,
-}
-
 pub struct Session {
     pub lesson: &'static Lesson,
     pub seed: u64,
-    run: LessonRun,
-    /// Off-script actions, in the order made; sorted by `pos`, because a new
-    /// action drops every one made at a later position. The ones with
-    /// `pos <= position()` are applied to `run`, the rest wait for a redo.
-    log: Vec<Recorded>,
-    history: Vec<Vec<String>>,
-    /// Why the run could not be built or stepped, if it could not.
+    /// The session in the engine, once it is loaded.
+    link: Option<LessonLink>,
+    /// Where to open it, and the moves asked for before it was loaded.
+    start: usize,
+    queued: Vec<Move>,
+    view: SessionView,
+    trace: Trace,
+    /// Why the run could not be built, stepped or reached, if it could not.
     pub error: Option<String>,
 }
 
 impl Session {
-    /// The lesson at `pos` steps done.
+    /// The lesson at `pos` steps done; opened at once if the engine is
+    /// loaded, else when it is ([`Session::connect`]).
     pub fn new(lesson: &'static Lesson, seed: u64, pos: usize) -> Session {
-        let (run, error) = match LessonRun::at_step(lesson, seed, pos) {
-            Ok(run) => (run, None),
-            Err(e) => (
-                LessonRun::with_seed(lesson, seed).expect("a lesson that validates builds"),
-                Some(e.to_string()),
-            ),
-        };
-        Session {
+        let mut s = Session {
             lesson,
             seed,
-            run,
-            log: Vec::new(),
-            history: vec![Vec::new(); lesson.actors.len()],
-            error,
+            link: None,
+            start: pos,
+            queued: Vec::new(),
+            view: SessionView::default(),
+            trace: Trace::default(),
+            error: None,
+        };
+        if engine::is_loaded() {
+            s.connect();
+        }
+        s
+    }
+
+    /// Open the session in the (now loaded) engine and carry out the moves
+    /// queued while it loaded.
+    pub fn connect(&mut self) {
+        if self.link.is_some() {
+            return;
+        }
+        let open = Open {
+            lesson: self.lesson.clone(),
+            seed: self.seed,
+            pos: self.start,
+        };
+        match LessonLink::open(&open) {
+            Ok((link, view)) => {
+                self.link = Some(link);
+                self.take(view);
+                for m in std::mem::take(&mut self.queued) {
+                    self.act(m);
+                }
+            }
+            Err(e) => self.error = Some(e),
         }
     }
 
-    pub fn run(&self) -> &LessonRun {
-        &self.run
+    /// Still waiting for the engine module.
+    pub fn is_loading(&self) -> bool {
+        self.link.is_none() && self.error.is_none()
+    }
+
+    fn take(&mut self, view: SessionView) {
+        self.view = view;
+        std::mem::take(&mut self.view.trace).apply(&mut self.trace);
+        self.error.clone_from(&self.view.error);
+    }
+
+    /// Carry out `m` in the engine (or queue it until the engine is
+    /// loaded); why it was refused, if it was.
+    fn act(&mut self, m: Move) -> Option<String> {
+        let Some(link) = self.link.as_mut() else {
+            if self.error.is_none() {
+                self.queued.push(m);
+            }
+            return None;
+        };
+        match link.act(&m) {
+            Ok(view) => {
+                let refused = view.refused.clone();
+                self.take(view);
+                refused
+            }
+            Err(e) => {
+                self.error = Some(e.clone());
+                Some(e)
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -125,111 +145,51 @@ impl Session {
 
     /// Steps done.
     pub fn position(&self) -> usize {
-        self.run.position()
+        self.view.position
+    }
+
+    /// The step the URL names: where the session is, or, while the engine
+    /// loads, where it will open.
+    pub fn url_position(&self) -> usize {
+        if self.link.is_none() {
+            self.start
+        } else {
+            self.position()
+        }
     }
 
     pub fn is_finished(&self) -> bool {
-        self.run.is_finished()
+        self.position() >= self.len()
     }
 
     pub fn results(&self) -> &[StepResult] {
-        self.run.results()
+        &self.view.results
+    }
+
+    pub fn outcome(&self) -> Option<bool> {
+        self.view.outcome
     }
 
     /// Go to `n` steps done: forward by stepping, back by a replay. Either
     /// way the off-script actions recorded up to `n` are applied.
     pub fn goto(&mut self, n: usize) {
         let n = n.min(self.len());
-        if n == self.position() {
-            return;
+        if self.link.is_none() {
+            self.start = n;
+        } else if n != self.position() {
+            self.act(Move::Goto { n });
         }
-        if n > self.position() && self.error.is_none() {
-            while self.position() < n {
-                if !self.forward() {
-                    break;
-                }
-            }
-            return;
-        }
-        self.replay(n);
     }
 
-    /// A fresh run to `n` steps, re-applying the recorded actions on the way.
-    fn replay(&mut self, n: usize) {
-        self.error = None;
-        self.run = match LessonRun::with_seed(self.lesson, self.seed) {
-            Ok(run) => run,
-            Err(e) => {
-                self.error = Some(e.to_string());
-                return;
-            }
-        };
-        self.apply_recorded();
-        while self.position() < n && self.forward() {}
-    }
-
-    /// One step forward, then the recorded actions made right after it;
-    /// false at the end or on an error.
+    /// One step forward; false at the end, on an error, or while the engine
+    /// loads.
     pub fn forward(&mut self) -> bool {
-        match self.run.step() {
-            Ok(Some(_)) => {
-                self.apply_recorded();
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                self.error = Some(e.to_string());
-                false
-            }
+        let before = self.position();
+        if self.link.is_none() || self.is_finished() || self.error.is_some() {
+            return false;
         }
-    }
-
-    /// Apply the recorded actions made at the current position.
-    fn apply_recorded(&mut self) {
-        let pos = self.position();
-        for i in 0..self.log.len() {
-            if self.log[i].pos == pos {
-                let action = self.log[i].action.clone();
-                // It worked when it was made, and the world is as it was then.
-                let shown = self.apply(&action).ok().flatten();
-                self.log[i].shown = shown;
-            }
-        }
-    }
-
-    /// Do an off-script action now and record it, dropping the actions a
-    /// step back had left for a redo. Nothing is recorded if the world
-    /// refuses it.
-    fn record(&mut self, action: OffScript) -> Result<(), String> {
-        let pos = self.position();
-        let at_ms = self.now_ms();
-        let shown = self.apply(&action)?;
-        self.log.retain(|r| r.pos <= pos);
-        self.log.push(Recorded {
-            pos,
-            at_ms,
-            action,
-            shown,
-        });
-        Ok(())
-    }
-
-    /// Carry out an action on the world; a line gives its console row.
-    fn apply(&mut self, action: &OffScript) -> Result<Option<(usize, Exchange)>, String> {
-        match action {
-            OffScript::Line { actor, line } => Ok(Some(self.send_line(*actor, line))),
-            OffScript::Fault(fault) => {
-                self.run.world_mut().inject(fault.clone()).map_err(|e| e.to_string())?;
-                let now = self.run.world().now();
-                self.run.world_mut().advance_to(now);
-                Ok(None)
-            }
-            OffScript::Advance(ms) => {
-                let t = self.run.world().now() + ms;
-                self.run.world_mut().advance_to(t);
-                Ok(None)
-            }
-        }
+        self.act(Move::Forward);
+        self.position() > before
     }
 
     pub fn back(&mut self) {
@@ -237,11 +197,11 @@ impl Session {
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.run.world().now()
+        self.view.now_ms
     }
 
     pub fn trace(&self) -> Trace {
-        self.run.world().to_trace()
+        self.trace.clone()
     }
 
     pub fn actors(&self) -> &[String] {
@@ -249,79 +209,40 @@ impl Session {
     }
 
     pub fn history(&self, actor: usize) -> &[String] {
-        self.history.get(actor).map_or(&[], Vec::as_slice)
+        self.view.history.get(actor).map_or(&[], Vec::as_slice)
     }
 
     /// A line typed at `actor`'s console, on the lesson's world, to its master.
     pub fn run_line(&mut self, actor: usize, line: &str) {
-        if actor >= self.lesson.actors.len() || line.trim().is_empty() {
-            return;
-        }
-        if let Some(h) = self.history.get_mut(actor) {
-            if h.last().map(String::as_str) != Some(line) {
-                h.push(line.to_owned());
-            }
-        }
-        if console::read(line.as_bytes(), console::Limits::BROWSER) == console::Typed::Empty {
-            return;
-        }
-        let _ = self.record(OffScript::Line {
+        self.act(Move::Line {
             actor,
             line: line.to_owned(),
         });
     }
 
-    /// Send a line to the world as `actor`: its console row, and the trace
-    /// length after it.
-    fn send_line(&mut self, actor: usize, line: &str) -> (usize, Exchange) {
-        let name = self.lesson.actors[actor].clone();
-        // Core's one console path, as the free lab's: a repeat prefix
-        // (`3 INCR n`) repeats the command rather than sending `3`.
-        let client = self.run.client(&name);
-        let node = self.run.world().master();
-        let output = console::run(line.as_bytes(), console::Limits::BROWSER, |argv| match client {
-            Some(c) => match self.run.world_mut().request(c, node, argv.to_vec()) {
-                Ok(reply) => reply,
-                Err(e) => Some(Reply::Error(e.to_string())),
-            },
-            None => Some(Reply::Error(format!("no client {name}"))),
-        });
-        let output = output.trim_end_matches(['\r', '\n']).to_owned();
-        let exchange = Exchange {
-            prompt: PROMPT.to_owned(),
-            line: line.to_owned(),
-            output,
-            at_ms: self.now_ms(),
-        };
-        (self.run.world().trace().len(), exchange)
-    }
-
     /// Apply a fault now, as the fault toolbox asks.
     pub fn inject(&mut self, fault: Fault) -> Result<(), String> {
-        self.record(OffScript::Fault(fault))
+        self.act(Move::Fault { fault }).map_or(Ok(()), Err)
     }
 
     /// Let `ms` of world time pass (the clock buttons).
     pub fn advance(&mut self, ms: u64) {
-        let _ = self.record(OffScript::Advance(ms));
+        self.act(Move::Advance { ms });
     }
 
     /// The off-script actions applied to the world now, with the step
     /// position and world time each was made at.
-    pub fn off_script(&self) -> impl Iterator<Item = (usize, u64, &OffScript)> {
-        let pos = self.position();
-        self.log
-            .iter()
-            .filter(move |r| r.pos <= pos)
-            .map(|r| (r.pos, r.at_ms, &r.action))
+    pub fn off_script(&self) -> &[Made] {
+        &self.view.off_script
     }
 
     /// The off-script actions of this run, worded in `lang` for the
     /// outcome box ("A typed `DEL lock`", "r1 crashed", "clock +15 s").
     pub fn off_script_words(&self, lang: Lang) -> Vec<String> {
-        let names = self.run().world().names();
+        let names = &self.trace.names;
         self.off_script()
-            .map(|(_, _, action)| match action {
+            .iter()
+            .map(|made| match &made.action {
                 OffScript::Line { actor, line } => {
                     let who = self.lesson.actors.get(*actor).map_or("?", String::as_str);
                     i18n::typed_off_script(who, line, lang)
@@ -338,40 +259,40 @@ impl Session {
     /// What `actor`'s console shows: the lesson's commands for that client
     /// (with their replies) and the lines typed off script, in order.
     pub fn transcript(&self, actor: usize) -> Vec<Exchange> {
-        let Some(name) = self.lesson.actors.get(actor) else {
-            return Vec::new();
-        };
-        let mut rows: Vec<(usize, usize, Exchange)> = Vec::new();
-        for r in self.results() {
-            let is_cmd = matches!(self.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
-            if is_cmd && r.actor.as_deref() == Some(name.as_str()) {
-                let exchange = Exchange {
-                    prompt: PROMPT.to_owned(),
-                    line: r.shown.clone(),
-                    output: r.reply.clone().unwrap_or_default(),
-                    at_ms: r.at_ms,
-                };
-                rows.push((r.trace_len, 0, exchange));
-            }
-        }
-        let pos = self.position();
-        for r in self.log.iter().filter(|r| r.pos <= pos) {
-            if let (OffScript::Line { actor: a, .. }, Some((trace_len, exchange))) = (&r.action, &r.shown) {
-                if *a == actor {
-                    rows.push((*trace_len, 1, exchange.clone()));
-                }
-            }
-        }
-        rows.sort_by_key(|(len, k, _)| (*len, *k));
-        rows.into_iter().map(|(_, _, e)| e).collect()
+        self.view.transcripts.get(actor).cloned().unwrap_or_default()
+    }
+
+    /// How step `index` reads in `lang`, before or after it ran.
+    pub fn step_text(&self, index: usize, lang: Lang) -> String {
+        step_text(self.lesson, index, &self.view.write_tokens, &self.trace.names, lang)
+    }
+
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.view.nodes
+    }
+
+    pub fn clients(&self) -> &[ClientInfo] {
+        &self.view.clients
+    }
+
+    pub fn master(&self) -> u32 {
+        self.view.master
     }
 }
 
-/// How step `index` reads in `lang`, before or after it ran: the command
-/// line, or the world step worded by [`i18n::shown`].
-pub fn step_text(run: &LessonRun, index: usize, lang: Lang) -> String {
-    run.shown(index)
-        .map(|s| i18n::shown(&s, run.world().names(), lang))
+/// How step `index` of `lesson` reads in `lang`, before or after it ran:
+/// the command line, or the world step worded by [`i18n::shown`]. Both
+/// drivers word steps with it: `write_tokens` are the tokens the write steps
+/// that ran carried, `names` the run's names.
+pub fn step_text(
+    lesson: &Lesson,
+    index: usize,
+    write_tokens: &BTreeMap<usize, Option<i64>>,
+    names: &locklab_core::actor::Names,
+    lang: Lang,
+) -> String {
+    run::shown(lesson, index, write_tokens)
+        .map(|s| i18n::shown(&s, names, lang))
         .unwrap_or_default()
 }
 
@@ -387,12 +308,12 @@ mod tests {
         let l = catalog::find("06").unwrap();
         let mut s = Session::new(l, 1, 0);
         while s.forward() {}
-        assert!(s.run().outcome().ok, "the scripted run is the article's");
+        assert_eq!(s.outcome(), Some(true), "the scripted run is the article's");
         assert!(s.off_script_words(Lang::En).is_empty());
         s.goto(5);
         s.run_line(0, "DEL lock:order:1001");
         while s.forward() {}
-        assert!(!s.run().outcome().ok, "A's DEL of B's lock is a wrong release");
+        assert_eq!(s.outcome(), Some(false), "A's DEL of B's lock is a wrong release");
         assert_eq!(s.off_script_words(Lang::En), ["A typed `DEL lock:order:1001`"]);
         assert_eq!(s.off_script_words(Lang::Zh), ["A 输入了 `DEL lock:order:1001`"]);
         let why = i18n::changed_by_off_script(
@@ -450,7 +371,7 @@ mod tests {
         let typed = lines(&s, 1);
         assert_eq!(typed.len(), 3);
         assert_eq!(typed[1].1, "\"token-B-222\"");
-        let at: Vec<_> = s.off_script().map(|(pos, at_ms, _)| (pos, at_ms)).collect();
+        let at: Vec<_> = s.off_script().iter().map(|m| (m.pos, m.at_ms)).collect();
         s.forward();
         let at_4 = lines(&s, 1);
 
@@ -459,10 +380,10 @@ mod tests {
         assert_eq!(lines(&s, 1), typed, "a step back keeps what was typed before it");
         s.goto(1);
         assert_eq!(lines(&s, 1), [], "back before the lines: not applied");
-        assert_eq!(s.off_script().count(), 0);
+        assert_eq!(s.off_script().len(), 0);
         s.goto(4);
         assert_eq!(lines(&s, 1), at_4, "forward again: the same lines, the same replies");
-        let again: Vec<_> = s.off_script().map(|(pos, at_ms, _)| (pos, at_ms)).collect();
+        let again: Vec<_> = s.off_script().iter().map(|m| (m.pos, m.at_ms)).collect();
         assert_eq!(again, at, "made at step 3, at the same world time");
         s.goto(0);
         s.goto(5);
@@ -532,9 +453,9 @@ mod tests {
         s.goto(5);
         assert!(!s.clients()[1].paused, "a new action at step 2 dropped the future");
         assert!(lines(&s, 0).iter().all(|(line, _)| !line.starts_with("PTTL")));
-        assert_eq!(s.off_script().map(|(pos, _, _)| pos).collect::<Vec<_>>(), [2]);
+        assert_eq!(s.off_script().iter().map(|m| m.pos).collect::<Vec<_>>(), [2]);
         assert!(s.inject(Fault::CrashNode { node: 9 }).is_err());
-        assert_eq!(s.off_script().count(), 1, "a refused fault is not recorded");
+        assert_eq!(s.off_script().len(), 1, "a refused fault is not recorded");
     }
 
     #[test]
@@ -631,59 +552,6 @@ mod prediction_tests {
         assert!(m(" ok ", "OK"));
         assert!(!m("0", "(integer) 1"));
         assert!(!m("", "OK"));
-    }
-}
-
-/// A node as the fault toolbox lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeInfo {
-    pub index: u32,
-    pub name: String,
-    pub down: bool,
-    pub replica: bool,
-}
-
-/// A client as the fault toolbox lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClientInfo {
-    pub name: String,
-    pub paused: bool,
-    pub crashed: bool,
-}
-
-impl Session {
-    pub fn nodes(&self) -> Vec<NodeInfo> {
-        let w = self.run.world();
-        (0..w.node_count())
-            .filter_map(|i| {
-                let st = w.node_state(i)?;
-                Some(NodeInfo {
-                    index: i,
-                    name: w.names().node(i).to_owned(),
-                    down: st.down,
-                    replica: st.role == locklab_core::server::Role::Replica,
-                })
-            })
-            .collect()
-    }
-
-    pub fn clients(&self) -> Vec<ClientInfo> {
-        self.lesson
-            .actors
-            .iter()
-            .map(|name| {
-                let st = self.run.client(name).and_then(|c| self.run.world().client_state(c));
-                ClientInfo {
-                    name: name.clone(),
-                    paused: st.is_some_and(|s| s.paused),
-                    crashed: st.is_some_and(|s| s.crashed),
-                }
-            })
-            .collect()
-    }
-
-    pub fn master(&self) -> u32 {
-        self.run.world().master()
     }
 }
 

@@ -83,6 +83,9 @@ pub struct State {
     /// The explorer search this view shows (`?explore=…&seed=N`): the
     /// link the page was opened with, then the counterexample playing.
     pub explore_link: Option<ExploreLink>,
+    /// The engine module (the simulator): `None` until it has loaded or
+    /// failed to, then whether it loaded.
+    pub engine: Option<bool>,
 }
 
 fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
@@ -115,6 +118,7 @@ impl PartialEq for State {
             && self.quiz_gate == other.quiz_gate
             && self.explore == other.explore
             && self.explore_link == other.explore_link
+            && self.engine == other.engine
     }
 }
 
@@ -183,6 +187,7 @@ impl State {
             quiz_gate: None,
             explore: explore_link.is_some(),
             explore_link,
+            engine: None,
         }
     }
 
@@ -193,7 +198,7 @@ impl State {
     /// The step as the URL names it (`3`, `end`).
     pub fn step(&self) -> Option<String> {
         let s = self.session.as_ref()?.borrow();
-        session::step_param(s.position(), s.len())
+        session::step_param(s.url_position(), s.len())
     }
 
     /// The URL for this state: language, lesson, step, seed and driver;
@@ -254,6 +259,8 @@ pub enum Action {
     Advance(u64),
     /// A fresh node and empty consoles.
     ResetLab,
+    /// The engine module (the simulator) has loaded, or could not.
+    EngineLoaded(Result<(), String>),
     ToggleHelp,
     CloseHelp,
     Transport(Transport),
@@ -372,6 +379,28 @@ impl Reducible for State {
             }
             Action::ResetLab => {
                 next.lab = Rc::new(RefCell::new(Lab::new()));
+                next.rev += 1;
+            }
+            Action::EngineLoaded(loaded) => {
+                let loaded_ok = loaded.is_ok();
+                let mut lab = next.lab.borrow_mut();
+                let mut played = next.session.as_ref().map(|s| s.borrow_mut());
+                let sim = played.as_mut().and_then(|s| s.as_any_mut().downcast_mut::<Session>());
+                match loaded {
+                    Ok(()) => {
+                        lab.connect();
+                        sim.map(Session::connect);
+                    }
+                    Err(e) => {
+                        let e = format!("the simulator did not load: {e}");
+                        lab.error = Some(e.clone());
+                        if let Some(s) = sim {
+                            s.error = Some(e);
+                        }
+                    }
+                }
+                drop((lab, played));
+                next.engine = Some(loaded_ok);
                 next.rev += 1;
             }
             Action::ToggleHelp => next.help_open = !next.help_open,

@@ -24,6 +24,10 @@ use fantoccini::{Client, Locator};
 use locklab_tests::browser::{self as harness, browser, js, require_dist, screenshot, text, viewport, Backend};
 use serde_json::{json, Value};
 
+/// How many times the page fetched the engine module (the simulator).
+const ENGINE_FETCHES: &str =
+    "return performance.getEntriesByType('resource').filter(e => /\\/engine(_bg\\.wasm|\\.js)$/.test(e.name)).length";
+
 /// Generous: the first page load also starts Chromium on a busy machine.
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -138,22 +142,31 @@ async fn press(c: &Client, key: char) {
     c.perform_actions(keys).await.unwrap();
 }
 
-/// Load `url` and wait until the app has rendered and reported ready;
-/// returns the ready time in ms since navigation start.
+/// Load `url` and wait until the app has rendered and reported ready and,
+/// on the simulator, until the engine module has loaded and the page shows
+/// what it played; returns the ready time in ms since navigation start.
 async fn open(c: &Client, url: &str) -> f64 {
     c.goto(url).await.unwrap();
     eventually("the app to render its console", || async {
         c.find(Locator::Css("[data-testid=console-input]")).await.ok()
     })
     .await;
-    eventually("the app's ready mark", || async {
+    let ready = eventually("the app's ready mark", || async {
         js(c, "return document.documentElement.dataset.readyMs || null")
             .await
             .as_str()?
             .parse()
             .ok()
     })
-    .await
+    .await;
+    if !url.contains("driver=real") {
+        eventually("the simulator's module", || async {
+            let engine = js(c, "return document.documentElement.dataset.engine || null").await;
+            (engine.as_str()? == "ready").then_some(())
+        })
+        .await;
+    }
+    ready
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,6 +193,13 @@ async fn the_app_in_headless_chromium() {
 
     // Renders: layout, lessons, timeline, console, badge.
     let ready_ms = open(&c, &format!("{base}/?lang=en")).await;
+    // On the simulator the page has fetched the engine module (its .js and
+    // .wasm, once each).
+    assert_eq!(
+        js(&c, ENGINE_FETCHES).await,
+        json!(2),
+        "the engine module is fetched once"
+    );
     let lessons = locklab_core::lesson::builtin().unwrap().len();
     assert!(lessons >= 42, "{lessons}");
     assert_eq!(count(&c, "[data-testid=lesson-item]").await, lessons);
@@ -1087,6 +1107,9 @@ async fn the_real_driver_says_when_redis_goes_away() {
     .await;
     assert!(badge.contains("redis 7."), "{badge}");
     assert_eq!(run(&c, "SET lock:order:1 token-A-111 NX PX 30000").await, "OK");
+    // A page opened on the real driver never fetches the simulator.
+    let engine = js(&c, ENGINE_FETCHES).await;
+    assert_eq!(engine, json!(0), "the engine module is not fetched on the real driver");
     assert_eq!(
         count(&c, "[data-testid=real-external]").await,
         1,

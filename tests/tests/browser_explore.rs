@@ -81,8 +81,8 @@ return Math.min(...els.map(e => parseFloat(getComputedStyle(e).fontSize)));
 async fn break_my_lock_in_headless_chromium() {
     let dist = require_dist();
     assert!(
-        dist.join("explore-worker_bg.wasm").is_file(),
-        "dist has the explore worker"
+        dist.join("explore-worker_bg.wasm").is_file() && dist.join("engine_bg.wasm").is_file(),
+        "dist has the explore worker and the engine"
     );
     let backend = Backend::start(&dist, 0);
     let (driver, c) = browser().await;
@@ -93,7 +93,11 @@ async fn break_my_lock_in_headless_chromium() {
     })
     .await;
     // The first load does not fetch the worker.
-    let fetched = js(&c, "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('explore-worker')).length").await;
+    let fetched = js(
+        &c,
+        "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('explore-worker')).length",
+    )
+    .await;
     assert_eq!(fetched, json!(0), "the worker is loaded only when the screen opens");
     click(&c, "[data-testid=explore-open]").await;
     wait_status(&c, &["idle"]).await;

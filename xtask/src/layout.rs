@@ -36,6 +36,7 @@ const CRATES: &[&str] = &[
     "frontend",
     "tests",
     "xtask",
+    "engine",
     "explore-worker",
     "fuzz",
 ];

@@ -69,7 +69,7 @@ fn usage() -> &'static str {
      \n\
      tasks:\n  \
        dist [--out DIR] [--no-opt]   build the browser app into DIR (default: dist/)\n  \
-       lessons [DIR]                 write the lesson catalogue into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
+       lessons [DIR]                 write the lesson catalogue and the engine module into a built page's DIR (default: $TRUNK_STAGING_DIR)\n  \
        check-trunk [--build]         check Trunk.toml against Cargo.lock; --build also runs trunk if installed\n  \
        bloat [WASM]                  what is in the app's .wasm, by crate and module (default: build it with names)\n  \
        redis-suite --tree DIR [--logs DIR] [--only sim|real]\n                                \
@@ -107,7 +107,10 @@ fn main() -> Result<()> {
             };
             let name = add_lessons(&dir)?;
             println!("lessons: {}", dir.join(name).display());
-            Ok(())
+            // Trunk builds the page only: the engine module (the simulator
+            // and the explorer) is built here, as `dist` builds it.
+            let (rust, profile) = page_link(&root)?;
+            worker::build(&root, &dir, &profile, &rust, true)
         }
         Some("check-trunk") => {
             let build = match args.get(1).map(String::as_str) {
@@ -280,27 +283,36 @@ fn content_hash(bytes: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 // dist
 
-fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
-    let started = Instant::now();
+/// The page's `<link data-trunk rel="rust">` in `frontend/index.html`, and
+/// the cargo profile Trunk would build it with for `trunk build --release`.
+fn page_link(root: &Path) -> Result<(TrunkLink, String)> {
     let index_src = root.join("frontend/index.html");
     let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
-    let links = trunk_links(&html);
-    let rust = links
-        .iter()
+    let rust = trunk_links(&html)
+        .into_iter()
         .find(|l| l.rel() == "rust")
         .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
-    let bin = rust
-        .attrs
-        .get("data-bin")
-        .cloned()
-        .unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
-    // The profile Trunk would use for `trunk build --release`.
     let profile = rust
         .attrs
         .get("data-cargo-profile-release")
         .or_else(|| rust.attrs.get("data-cargo-profile"))
         .cloned()
         .unwrap_or_else(|| "release".to_owned());
+    Ok((rust, profile))
+}
+
+fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
+    let started = Instant::now();
+    let index_src = root.join("frontend/index.html");
+    let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
+    let links = trunk_links(&html);
+    let (rust, profile) = page_link(root)?;
+    let rust = &rust;
+    let bin = rust
+        .attrs
+        .get("data-bin")
+        .cloned()
+        .unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
 
     // 1. cargo, for wasm32, in the release profile.
     let input = build_wasm(root, &profile, &bin, &[])?;

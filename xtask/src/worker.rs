@@ -1,12 +1,16 @@
-//! The explore screen's Web Worker: a second wasm module next to the page.
+//! The page's two other wasm modules: the engine and the explore worker.
 //!
-//! `dist` calls [`build`] once. It compiles `locklab-explore-worker` (the
-//! explorer, the TOML parser and the design and drill files) for wasm32 in
-//! the page's release profile, runs wasm-bindgen for `--target web` and
-//! wasm-opt as the page's module gets it, and writes the worker's entry
-//! script. The names are fixed (`explore-worker*.{js,wasm}`): only the
-//! page's explore screen asks for them, when it opens, so the first load of
-//! the page fetches none of this.
+//! `dist` calls [`build`] once. It compiles, for wasm32 in the page's
+//! release profile, `locklab-engine` (the simulator: lesson sessions and the
+//! free lab, which the page imports the first time it plays on the
+//! simulator, through `index.html`'s loader) and `locklab-explore-worker`
+//! (the explorer, the TOML parser and the design and drill files, run in a
+//! Web Worker the explore screen starts when it opens), runs wasm-bindgen
+//! for `--target web` and wasm-opt on each as the page's module gets them,
+//! and writes the worker's entry script. The names are fixed (`engine.js`,
+//! `engine_bg.wasm`, `explore-worker*.{js,wasm}`): the page's first load
+//! fetches none of the explorer, and a page on the real driver never
+//! fetches the engine.
 
 use std::fs;
 use std::path::Path;
@@ -16,8 +20,11 @@ use anyhow::{ensure, Context, Result};
 
 use super::{cargo, report_size, target_dir, wasm_opt, TrunkLink, WASM_TARGET};
 
-const PACKAGE: &str = "locklab-explore-worker";
-const STEM: &str = "explore-worker";
+/// (package, file stem) of each module.
+const ENGINE: (&str, &str) = ("locklab-engine", "engine");
+const EXPLORE_WORKER: (&str, &str) = ("locklab-explore-worker", "explore-worker");
+/// The explore screen's worker script (the page's `explore::WORKER_URL`).
+const WORKER_MAIN: &str = "explore-worker-main.js";
 
 /// The worker's entry script: a module worker that loads the wasm, then
 /// answers `catalog` and runs `start` jobs in slices, posting progress and
@@ -64,11 +71,27 @@ post({ type: 'loading' });
 ready.then(() => post({ type: 'ready' }), (err) => post({ type: 'error', message: String(err) }));
 "#;
 
-/// Build the worker into `out` (the staging dist directory), with the
-/// page's profile and wasm-opt settings (`rust`, its `<link data-trunk
-/// rel="rust">`).
+/// Build both modules and the worker's entry script into `out` (the
+/// staging dist directory), with the page's profile and wasm-opt settings
+/// (`rust`, its `<link data-trunk rel="rust">`).
 pub(crate) fn build(root: &Path, out: &Path, profile: &str, rust: &TrunkLink, optimize: bool) -> Result<()> {
-    println!("building {PACKAGE} for {WASM_TARGET} (profile {profile})…");
+    for module in [ENGINE, EXPLORE_WORKER] {
+        build_module(root, out, profile, rust, optimize, module)?;
+    }
+    fs::write(out.join(WORKER_MAIN), MAIN_JS)?;
+    Ok(())
+}
+
+/// One module: cargo, wasm-bindgen (`--target web`), wasm-opt.
+fn build_module(
+    root: &Path,
+    out: &Path,
+    profile: &str,
+    rust: &TrunkLink,
+    optimize: bool,
+    (package, stem): (&str, &str),
+) -> Result<()> {
+    println!("building {package} for {WASM_TARGET} (profile {profile})…");
     let status = Command::new(cargo())
         .args([
             "build",
@@ -77,32 +100,31 @@ pub(crate) fn build(root: &Path, out: &Path, profile: &str, rust: &TrunkLink, op
             "--target",
             WASM_TARGET,
             "-p",
-            PACKAGE,
+            package,
             "--lib",
         ])
         .current_dir(root)
         .status()
-        .context("running cargo build for the worker")?;
-    ensure!(status.success(), "cargo build of {PACKAGE} for {WASM_TARGET} failed");
+        .with_context(|| format!("running cargo build for {package}"))?;
+    ensure!(status.success(), "cargo build of {package} for {WASM_TARGET} failed");
     let wasm_in = target_dir(root)?
         .join(WASM_TARGET)
         .join(profile)
-        .join(format!("{}.wasm", PACKAGE.replace('-', "_")));
+        .join(format!("{}.wasm", package.replace('-', "_")));
     let input = fs::read(&wasm_in).with_context(|| format!("reading {}", wasm_in.display()))?;
     wasm_bindgen_cli_support::Bindgen::new()
-        .input_bytes(STEM, input)
-        .out_name(STEM)
+        .input_bytes(stem, input)
+        .out_name(stem)
         .web(true)?
         .typescript(false)
         .remove_name_section(true)
         .remove_producers_section(true)
         .generate(out)
-        .context("wasm-bindgen for the worker")?;
-    let wasm_path = out.join(format!("{STEM}_bg.wasm"));
-    report_size("worker", &wasm_path)?;
+        .with_context(|| format!("wasm-bindgen for {package}"))?;
+    let wasm_path = out.join(format!("{stem}_bg.wasm"));
+    report_size(stem, &wasm_path)?;
     if optimize {
         wasm_opt(rust, &wasm_path, false)?;
     }
-    fs::write(out.join(format!("{STEM}-main.js")), MAIN_JS)?;
     Ok(())
 }

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::lesson::counterexample_lesson;
-use super::{ExploreError, Explorer, Finding, Outcome, Report, Spec};
+use super::{ExploreError, Explorer, Finding, Outcome, Spec};
 use crate::invariants::Invariant;
 use crate::lesson::Lesson;
 
@@ -32,11 +32,25 @@ pub struct Progress {
     pub best: Option<(u64, Invariant)>,
 }
 
-/// A finished job: the report, its transcript (the CLI's text), and the
-/// counterexample as a lesson the timeline can play.
+/// What a counterexample broke, and how short it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Broken {
+    pub invariant: Invariant,
+    pub seed: u64,
+    pub steps: u64,
+}
+
+/// A finished job as the explore screen shows it: what the search found,
+/// its transcript (the CLI's text), and the counterexample as a lesson the
+/// timeline can play. Not the whole [`super::Report`]: its counterexample scenario
+/// and trace are in the lesson and the transcript already, and the page
+/// decodes every field it is sent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobResult {
-    pub report: Report,
+    /// Schedules explored.
+    pub explored: u64,
+    /// What broke, if the design did not hold.
+    pub broken: Option<Broken>,
     pub transcript: String,
     pub result_line: String,
     /// How far a design that held was searched, stated as a bound.
@@ -85,11 +99,22 @@ impl Job {
                 Err(e) => (None, Some(e.to_string())),
             },
         };
+        let broken = match &report.outcome {
+            Outcome::Held => None,
+            Outcome::Violated {
+                invariant, seed, steps, ..
+            } => Some(Broken {
+                invariant: *invariant,
+                seed: *seed,
+                steps: *steps,
+            }),
+        };
         JobResult {
             transcript: report.transcript(),
             result_line: report.result_line(),
             bound: bound(self.explorer.spec(), report.explored),
-            report,
+            explored: report.explored,
+            broken,
             lesson,
             lesson_error,
         }

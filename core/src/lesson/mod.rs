@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod render;
 pub mod rounds;
 pub mod run;
+pub mod session;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

@@ -334,6 +334,49 @@ pub struct Progress {
     metrics: BTreeMap<usize, Metrics>,
 }
 
+/// What step `index` of `lesson` does, or did once it ran, in parameters:
+/// `write_tokens` are the tokens the write steps that ran carried (none
+/// before a run). It needs no world, so a view that has only the lesson and
+/// what a driver sent (the page, on either driver) words a step as the
+/// runner does. `None` for a step that does not exist or is malformed.
+pub fn shown<'a>(lesson: &'a Lesson, index: usize, write_tokens: &BTreeMap<usize, Option<i64>>) -> Option<Shown<'a>> {
+    let step = lesson.steps.get(index)?;
+    Some(match step.kind().ok()? {
+        StepKind::Cmd { line, .. } => Shown::Cmd { line },
+        StepKind::Wait(ms) => Shown::Wait { ms },
+        StepKind::Fault(f) => Shown::Fault(f),
+        StepKind::Program { program, .. } => Shown::Program(program),
+        StepKind::Write { write, .. } => match write_tokens.get(&index) {
+            Some(token) => Shown::Write {
+                value: &write.value,
+                token: *token,
+                from_last_reply: false,
+                value_zh: write.value_in(Lang::Zh),
+            },
+            None => Shown::Write {
+                value: &write.value,
+                value_zh: write.value_in(Lang::Zh),
+                token: write.token.filter(|_| !write.token_from_last_reply),
+                from_last_reply: write.token_from_last_reply,
+            },
+        },
+        StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
+        StepKind::Say(t) => Shown::Say(t),
+        StepKind::Metrics(spec) => Shown::Metrics {
+            clients: metric_clients(lesson, spec),
+        },
+    })
+}
+
+/// The clients a `metrics` step measures: the ones it names, else every actor.
+fn metric_clients(lesson: &Lesson, spec: &MetricsSpec) -> Vec<String> {
+    if spec.clients.is_empty() {
+        lesson.actors.clone()
+    } else {
+        spec.clients.clone()
+    }
+}
+
 impl Progress {
     pub fn new(lesson: &Lesson) -> Progress {
         Progress {
@@ -365,40 +408,12 @@ impl Progress {
     /// What step `index` does (or did, once it ran), in parameters; `None`
     /// for a step that does not exist or is malformed.
     pub fn shown(&self, index: usize) -> Option<Shown<'_>> {
-        let step = self.lesson.steps.get(index)?;
-        Some(match step.kind().ok()? {
-            StepKind::Cmd { line, .. } => Shown::Cmd { line },
-            StepKind::Wait(ms) => Shown::Wait { ms },
-            StepKind::Fault(f) => Shown::Fault(f),
-            StepKind::Program { program, .. } => Shown::Program(program),
-            StepKind::Write { write, .. } => match self.write_tokens.get(&index) {
-                Some(token) => Shown::Write {
-                    value: &write.value,
-                    token: *token,
-                    from_last_reply: false,
-                    value_zh: write.value_in(Lang::Zh),
-                },
-                None => Shown::Write {
-                    value: &write.value,
-                    value_zh: write.value_in(Lang::Zh),
-                    token: write.token.filter(|_| !write.token_from_last_reply),
-                    from_last_reply: write.token_from_last_reply,
-                },
-            },
-            StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
-            StepKind::Say(t) => Shown::Say(t),
-            StepKind::Metrics(spec) => Shown::Metrics {
-                clients: self.metric_clients(spec),
-            },
-        })
+        shown(&self.lesson, index, &self.write_tokens)
     }
 
-    fn metric_clients(&self, spec: &MetricsSpec) -> Vec<String> {
-        if spec.clients.is_empty() {
-            self.lesson.actors.clone()
-        } else {
-            spec.clients.clone()
-        }
+    /// The fencing token each write step that ran carried, by step index.
+    pub fn write_tokens(&self) -> &BTreeMap<usize, Option<i64>> {
+        &self.write_tokens
     }
 
     /// Carry out the next step on `env`; `None` when the lesson is over.
@@ -461,7 +476,7 @@ impl Progress {
             }
             StepKind::Say(_) => None,
             StepKind::Metrics(spec) => {
-                let clients = self.metric_clients(spec);
+                let clients = metric_clients(&self.lesson, spec);
                 let m = env.metrics(index, spec, &clients).map_err(err)?;
                 bounds_ok = m.within(spec);
                 let text = m.to_string();
@@ -756,6 +771,11 @@ impl LessonRun {
     /// for a step that does not exist or is malformed.
     pub fn shown(&self, index: usize) -> Option<Shown<'_>> {
         self.progress.shown(index)
+    }
+
+    /// The fencing token each write step that ran carried, by step index.
+    pub fn write_tokens(&self) -> &BTreeMap<usize, Option<i64>> {
+        self.progress.write_tokens()
     }
 
     /// Carry out the next step; `None` when the lesson is over.

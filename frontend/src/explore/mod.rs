@@ -14,8 +14,8 @@
 pub mod view;
 pub mod worker;
 
-use locklab_core::explore::designs::Design;
-use locklab_core::explore::drill::{self, DrillFile, Score};
+use locklab_core::explore::catalog::{Catalog, DrillEntry};
+use locklab_core::explore::drill::{self, Score};
 use locklab_core::explore::job::{JobResult, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
@@ -66,13 +66,6 @@ struct Envelope {
     json: Option<String>,
     ms: Option<f64>,
     message: Option<String>,
-}
-
-/// The catalogue the worker carries.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct Catalog {
-    pub designs: Vec<Design>,
-    pub drills: Vec<DrillFile>,
 }
 
 /// One message from the worker, decoded.
@@ -205,10 +198,7 @@ impl Explore {
             WorkerEvent::Done { result, ms } => {
                 if let Some(d) = &mut self.drill {
                     if let (Some(guess), None) = (d.guess, d.score) {
-                        let found = match &result.report.outcome {
-                            locklab_core::explore::Outcome::Violated { invariant, .. } => Some(*invariant),
-                            locklab_core::explore::Outcome::Held => None,
-                        };
+                        let found = result.broken.map(|b| b.invariant);
                         let s = drill::score(guess, found);
                         d.score = Some(s);
                         self.asked += 1;
@@ -347,7 +337,7 @@ impl Explore {
     pub fn rate(&self) -> Option<f64> {
         match &self.status {
             Status::Running { progress, ms } if *ms > 0.0 => Some(progress.explored as f64 * 1000.0 / ms),
-            Status::Done { result, ms } if *ms > 0.0 => Some(result.report.explored as f64 * 1000.0 / ms),
+            Status::Done { result, ms } if *ms > 0.0 => Some(result.explored as f64 * 1000.0 / ms),
             _ => None,
         }
     }
@@ -361,8 +351,7 @@ impl Explore {
         }
         let index = drill::pick(seed, self.round, n);
         self.round += 1;
-        let d = &self.catalog.drills[index].drill;
-        self.text = design_text(&d.design);
+        self.text = self.catalog.drills[index].design.clone();
         self.selected = None;
         self.drill = Some(DrillState {
             index,
@@ -383,15 +372,9 @@ impl Explore {
     }
 
     /// The current drill's file.
-    pub fn drill_file(&self) -> Option<&DrillFile> {
+    pub fn drill_file(&self) -> Option<&DrillEntry> {
         self.drill.as_ref().and_then(|d| self.catalog.drills.get(d.index))
     }
-}
-
-/// A spec as the worker reads it: JSON is a design too (the editor shows
-/// TOML for the built-in files; a drill's design is sent as JSON).
-pub fn design_text(spec: &locklab_core::explore::Spec) -> String {
-    serde_json::to_string_pretty(spec).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -404,10 +387,7 @@ mod tests {
     }
 
     fn catalog() -> Catalog {
-        Catalog {
-            designs: locklab_core::explore::designs::builtin().expect("designs"),
-            drills: locklab_core::explore::drill::builtin().expect("drills"),
-        }
+        Catalog::builtin().expect("the built-in designs and drills")
     }
 
     #[test]
@@ -544,9 +524,13 @@ mod tests {
         };
         m.next_drill(7);
         let d = m.drill_file().expect("drill").clone();
-        m.guess(d.drill.answer);
+        m.guess(d.answer);
         let spec: locklab_core::explore::Spec = serde_json::from_str(&m.text).expect("the editor holds the design");
-        assert_eq!(spec, d.drill.design);
+        let file = locklab_core::explore::drill::builtin().expect("drills");
+        assert_eq!(
+            Some(&spec),
+            file.iter().find(|f| f.file == d.file).map(|f| &f.drill.design)
+        );
         m.started();
         let mut job = Job::new(&spec).expect("job");
         while !job.step(5000) {}

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use locklab_core::explore::drill::CHOICES;
-use locklab_core::explore::Outcome;
+use locklab_core::explore::job::Broken;
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::Lesson;
 use wasm_bindgen::JsCast;
@@ -197,8 +197,8 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
 
     let result_view = match &model.status {
         Status::Done { result, .. } => {
-            let (kind, inv, headline) = match &result.report.outcome {
-                Outcome::Violated { invariant, steps, .. } => (
+            let (kind, inv, headline) = match &result.broken {
+                Some(Broken { invariant, steps, .. }) => (
                     "violated",
                     invariant.name(),
                     format!(
@@ -208,7 +208,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                         t(lang, "steps", "步")
                     ),
                 ),
-                Outcome::Held => ("held", "none", result.bound.clone()),
+                None => ("held", "none", result.bound.clone()),
             };
             let ran = model.ran.clone().unwrap_or_default();
             let play = result.lesson.clone().map(|l| {
@@ -250,7 +250,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             };
             html! {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
-                    data-explored={ result.report.explored.to_string() }>
+                    data-explored={ result.explored.to_string() }>
                     <p class="explore-verdict" data-testid="explore-verdict">{ headline }</p>
                     <p class="explore-resultline" data-testid="explore-resultline">{ result.result_line.clone() }</p>
                     { play.unwrap_or_default() }
@@ -288,9 +288,9 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
         let verdict = d.score.zip(file.as_ref()).map(|(s, f)| html! {
             <div class="explore-score" data-testid="drill-score" data-right={ s.right.to_string() }>
                 <strong>{ if s.right { t(lang, "Right!", "答对了！") } else { t(lang, "Not this time.", "这次没答对。") } }</strong>
-                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), inv_label(lang, f.drill.answer),
-                    t(lang, "lesson", "课程"), f.drill.lesson, t(lang, "score", "得分"), model.points, model.asked * 2) }
-                <p>{ f.drill.pitfall.get(match lang { Lang::En => locklab_core::lesson::Lang::En, Lang::Zh => locklab_core::lesson::Lang::Zh }).to_owned() }</p>
+                { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), inv_label(lang, f.answer),
+                    t(lang, "lesson", "课程"), f.lesson, t(lang, "score", "得分"), model.points, model.asked * 2) }
+                <p>{ f.pitfall.get(match lang { Lang::En => locklab_core::lesson::Lang::En, Lang::Zh => locklab_core::lesson::Lang::Zh }).to_owned() }</p>
             </div>
         });
         html! {
@@ -322,7 +322,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                             <option value="" selected={ model.selected.is_none() }>{ t(lang, "(your own)", "（自己写的）") }</option>
                             { for model.catalog.designs.iter().enumerate().map(|(i, d)| html! {
                                 <option value={ i.to_string() } selected={ model.selected == Some(i) }>
-                                    { d.spec.name.clone().unwrap_or_else(|| d.file.clone()) }
+                                    { d.name.clone().unwrap_or_else(|| d.file.clone()) }
                                 </option>
                             }) }
                         </select>

@@ -109,6 +109,27 @@ pub fn app() -> Html {
         });
     }
 
+    // The simulator's module, fetched the first time the page plays on the
+    // simulator (a page on the real driver never fetches it).
+    {
+        let dispatcher = state.dispatcher();
+        use_effect_with(state.driver, move |&driver| {
+            if driver == Driver::Sim {
+                crate::engine::load(Callback::from(move |r| dispatcher.dispatch(Action::EngineLoaded(r))));
+            }
+        });
+    }
+    // …and a mark of it on <html> once the page shows it (data-engine:
+    // ready or failed), which the browser tests wait for.
+    use_effect_with(state.engine, |engine| {
+        let root = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element());
+        if let (Some(root), Some(ok)) = (root, engine) {
+            let _ = root.set_attribute("data-engine", if *ok { "ready" } else { "failed" });
+        }
+    });
+
     // The real driver's socket: one per (driver, connection number), so a
     // reconnect is a new number and switching back to the simulator drops it.
     let socket = use_mut_ref(|| None::<Socket>);

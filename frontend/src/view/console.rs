@@ -65,7 +65,15 @@ pub fn console(props: &ConsoleProps) -> Html {
             let lab = state.lab.borrow();
             let c = Client::from_index(tab);
             let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();
-            (tabs, lab.prompt(c), lab.history(c).to_vec(), lab.transcript(c).to_vec())
+            let mut rows = lab.transcript(c).to_vec();
+            // The engine module failed to load: say so where the replies go.
+            rows.extend(lab.error.as_ref().map(|e| crate::lab::Exchange {
+                prompt: String::new(),
+                line: String::new(),
+                output: format!("(error) {e}"),
+                at_ms: 0,
+            }));
+            (tabs, lab.prompt(c), lab.history(c).to_vec(), rows)
         }
     };
     let tab = tab.min(tabs.len().saturating_sub(1));

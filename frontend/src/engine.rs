@@ -1,0 +1,200 @@
+//! The page's end of core's engine seam (`locklab_core::engine`): the
+//! simulator lives in the engine's own wasm module, and this is how the
+//! page reaches it.
+//!
+//! In the browser the engine module is fetched once, when the page first
+//! plays on the simulator ([`load`]; `index.html` defines the loader), and
+//! then called synchronously: a move goes in as JSON, the view comes back
+//! as JSON. The page's module therefore links the seam's types and none of
+//! the simulator, which is what keeps it small (`cargo xtask bloat`).
+//! Natively (the page's unit tests) the same seam is core's own engine,
+//! called directly but still through JSON, so the tests cross the same
+//! wire the browser does.
+
+use locklab_core::engine::{LabMove, LabView, Move, Open, SessionView};
+use serde::de::DeserializeOwned;
+
+fn decode<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    serde_json::from_str(json).map_err(|e| format!("the simulator's reply does not read: {e}"))
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use wasm_bindgen::prelude::*;
+    use yew::Callback;
+
+    #[wasm_bindgen]
+    extern "C" {
+        /// The page's loader (`index.html`): imports the engine module once
+        /// and sets `globalThis.locklabEngine` to it.
+        #[wasm_bindgen(js_name = locklabLoadEngine, catch)]
+        fn load_engine() -> Result<web_sys::js_sys::Promise, JsValue>;
+    }
+
+    #[wasm_bindgen(js_namespace = locklabEngine)]
+    extern "C" {
+        pub type LessonEngine;
+        #[wasm_bindgen(constructor, catch)]
+        pub fn new(open: &str) -> Result<LessonEngine, JsValue>;
+        #[wasm_bindgen(method, catch)]
+        pub fn act(this: &LessonEngine, m: &str) -> Result<String, JsValue>;
+        #[wasm_bindgen(method)]
+        pub fn view(this: &LessonEngine) -> String;
+        #[wasm_bindgen(method)]
+        pub fn free(this: &LessonEngine);
+
+        pub type LabEngine;
+        #[wasm_bindgen(constructor, catch)]
+        pub fn new() -> Result<LabEngine, JsValue>;
+        #[wasm_bindgen(method, catch)]
+        pub fn act(this: &LabEngine, m: &str) -> Result<String, JsValue>;
+        #[wasm_bindgen(method)]
+        pub fn view(this: &LabEngine) -> String;
+        #[wasm_bindgen(method)]
+        pub fn free(this: &LabEngine);
+    }
+
+    fn text(e: JsValue) -> String {
+        e.as_string().unwrap_or_else(|| format!("{e:?}"))
+    }
+
+    /// Is the engine module loaded?
+    pub fn is_loaded() -> bool {
+        let global = web_sys::js_sys::global();
+        web_sys::js_sys::Reflect::get(&global, &JsValue::from_str("locklabEngine")).is_ok_and(|v| v.is_object())
+    }
+
+    /// Load the engine module; `done` hears once it is ready (or why not).
+    pub fn load(done: Callback<Result<(), String>>) {
+        if is_loaded() {
+            done.emit(Ok(()));
+            return;
+        }
+        let promise = match load_engine() {
+            Ok(p) => p,
+            Err(e) => return done.emit(Err(text(e))),
+        };
+        wasm_bindgen_futures::spawn_local(async move {
+            let r = wasm_bindgen_futures::JsFuture::from(promise).await;
+            done.emit(r.map(|_| ()).map_err(text));
+        });
+    }
+
+    pub(super) struct Lesson(LessonEngine);
+
+    impl Lesson {
+        pub(super) fn open(open: &str) -> Result<(Lesson, String), String> {
+            let e = LessonEngine::new(open).map_err(text)?;
+            let view = e.view();
+            Ok((Lesson(e), view))
+        }
+
+        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
+            self.0.act(m).map_err(text)
+        }
+    }
+
+    impl Drop for Lesson {
+        fn drop(&mut self) {
+            self.0.free();
+        }
+    }
+
+    pub(super) struct Lab(LabEngine);
+
+    impl Lab {
+        pub(super) fn open() -> Result<(Lab, String), String> {
+            let e = LabEngine::new().map_err(text)?;
+            let view = e.view();
+            Ok((Lab(e), view))
+        }
+
+        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
+            self.0.act(m).map_err(text)
+        }
+    }
+
+    impl Drop for Lab {
+        fn drop(&mut self) {
+            self.0.free();
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use locklab_core::engine::{LabEngine, LessonEngine};
+
+    use super::{decode, encode};
+
+    /// Natively the engine is core, linked in: always loaded.
+    pub fn is_loaded() -> bool {
+        true
+    }
+
+    pub fn load(done: yew::Callback<Result<(), String>>) {
+        done.emit(Ok(()));
+    }
+
+    pub(super) struct Lesson(LessonEngine);
+
+    impl Lesson {
+        pub(super) fn open(open: &str) -> Result<(Lesson, String), String> {
+            let mut e = LessonEngine::open(decode(open)?)?;
+            let view = encode(&e.view());
+            Ok((Lesson(e), view))
+        }
+
+        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
+            Ok(encode(&self.0.act(decode(m)?)))
+        }
+    }
+
+    pub(super) struct Lab(LabEngine);
+
+    impl Lab {
+        pub(super) fn open() -> Result<(Lab, String), String> {
+            let mut e = LabEngine::new();
+            let view = encode(&e.view());
+            Ok((Lab(e), view))
+        }
+
+        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
+            Ok(encode(&self.0.act(decode(m)?)))
+        }
+    }
+}
+
+pub use imp::{is_loaded, load};
+
+/// A lesson session in the engine.
+pub struct LessonLink(imp::Lesson);
+
+impl LessonLink {
+    pub fn open(open: &Open) -> Result<(LessonLink, SessionView), String> {
+        let (link, view) = imp::Lesson::open(&encode(open))?;
+        Ok((LessonLink(link), decode(&view)?))
+    }
+
+    pub fn act(&mut self, m: &Move) -> Result<SessionView, String> {
+        decode(&self.0.act(&encode(m))?)
+    }
+}
+
+/// The free lab in the engine.
+pub struct LabLink(imp::Lab);
+
+impl LabLink {
+    pub fn open() -> Result<(LabLink, LabView), String> {
+        let (link, view) = imp::Lab::open()?;
+        Ok((LabLink(link), decode(&view)?))
+    }
+
+    pub fn act(&mut self, m: &LabMove) -> Result<LabView, String> {
+        decode(&self.0.act(&encode(m))?)
+    }
+}
