@@ -29,7 +29,8 @@ use std::collections::BTreeMap;
 
 use locklab_core::actor::Names;
 use locklab_core::lesson::run::StepResult;
-use locklab_core::lesson::{Lesson, StepKind};
+use locklab_core::lesson::session::command_rows;
+use locklab_core::lesson::Lesson;
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Trace};
 
@@ -580,19 +581,9 @@ impl LessonDriver for RealDriver {
         };
         // The lesson's own commands for this actor, then the typed lines,
         // each in its place between steps.
-        let mut out: Vec<(usize, u8, Exchange)> = Vec::new();
-        for r in &run.results {
-            let is_cmd = matches!(run.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
-            if is_cmd && r.actor.as_deref() == Some(name.as_str()) {
-                let exchange = Exchange {
-                    prompt: PROMPT.to_owned(),
-                    line: r.shown.clone(),
-                    output: r.reply.clone().unwrap_or_default(),
-                    at_ms: r.at_ms,
-                };
-                out.push((r.index + 1, 0, exchange));
-            }
-        }
+        let mut out: Vec<(usize, u8, Exchange)> = command_rows(run.lesson, &run.results, name, PROMPT)
+            .map(|(r, exchange)| (r.index + 1, 0, exchange))
+            .collect();
         out.extend(
             self.typed
                 .iter()

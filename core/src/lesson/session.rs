@@ -46,6 +46,35 @@ pub enum OffScript {
     Advance(u64),
 }
 
+/// `actor`'s own commands among a run's `results`, as its console shows
+/// them (after `prompt`), each with the result it came from: the caller
+/// places them among the lines typed off script. Both drivers' consoles.
+pub fn command_rows<'a>(
+    lesson: &'a Lesson,
+    results: &'a [StepResult],
+    actor: &'a str,
+    prompt: &'a str,
+) -> impl Iterator<Item = (&'a StepResult, Exchange)> + 'a {
+    results
+        .iter()
+        .filter(move |r| {
+            let is_cmd = matches!(
+                lesson.steps.get(r.index).map(|s| s.kind()),
+                Some(Ok(StepKind::Cmd { .. }))
+            );
+            is_cmd && r.actor.as_deref() == Some(actor)
+        })
+        .map(move |r| {
+            let exchange = Exchange {
+                prompt: prompt.to_owned(),
+                line: r.shown.clone(),
+                output: r.reply.clone().unwrap_or_default(),
+                at_ms: r.at_ms,
+            };
+            (r, exchange)
+        })
+}
+
 /// A node as the fault toolbox lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
@@ -333,19 +362,9 @@ impl Session {
         let Some(name) = self.lesson.actors.get(actor) else {
             return Vec::new();
         };
-        let mut rows: Vec<(usize, usize, Exchange)> = Vec::new();
-        for r in self.results() {
-            let is_cmd = matches!(self.lesson.steps[r.index].kind(), Ok(StepKind::Cmd { .. }));
-            if is_cmd && r.actor.as_deref() == Some(name.as_str()) {
-                let exchange = Exchange {
-                    prompt: PROMPT.to_owned(),
-                    line: r.shown.clone(),
-                    output: r.reply.clone().unwrap_or_default(),
-                    at_ms: r.at_ms,
-                };
-                rows.push((r.trace_len, 0, exchange));
-            }
-        }
+        let mut rows: Vec<(usize, usize, Exchange)> = command_rows(&self.lesson, self.results(), name, PROMPT)
+            .map(|(r, exchange)| (r.trace_len, 0, exchange))
+            .collect();
         let pos = self.position();
         for r in self.log.iter().filter(|r| r.made.pos <= pos) {
             if let (OffScript::Line { actor: a, .. }, Some((trace_len, exchange))) = (&r.made.action, &r.shown) {
