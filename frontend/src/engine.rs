@@ -25,6 +25,7 @@ fn encode<T: serde::Serialize>(value: &T) -> String {
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
     use yew::Callback;
 
     #[wasm_bindgen]
@@ -58,8 +59,15 @@ mod imp {
         pub fn free(this: &LabEngine);
     }
 
+    /// What a JS failure says: a thrown string, or an `Error`'s message.
     fn text(e: JsValue) -> String {
-        e.as_string().unwrap_or_else(|| format!("{e:?}"))
+        if let Some(s) = e.as_string() {
+            return s;
+        }
+        match e.dyn_ref::<web_sys::js_sys::Error>() {
+            Some(err) => String::from(err.message()),
+            None => format!("{e:?}"),
+        }
     }
 
     /// Is the engine module loaded?

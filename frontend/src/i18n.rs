@@ -155,6 +155,8 @@ pub enum Text {
     RealExternal,
     RealTime,
     RealBusy,
+    SimLoading,
+    SimFailed,
     RealClock,
     RealFaultsHint,
     RealTopology,
@@ -219,6 +221,8 @@ impl Text {
             ),
             Text::RealTime => ("时间压缩", "time"),
             Text::RealBusy => ("等待真实服务器的回复…", "waiting for the real server…"),
+            Text::SimLoading => ("正在载入模拟器…", "loading the simulator…"),
+            Text::SimFailed => ("模拟器未能载入", "the simulator did not load"),
             Text::RealClock => ("真实时间：它自己流逝", "real time: it passes by itself"),
             Text::RealFaultsHint => (
                 "作用于后端在本机回环端口上启动的真实进程：暂停是 SIGSTOP，崩溃是 SIGKILL，重启不带持久化。",

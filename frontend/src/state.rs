@@ -392,7 +392,7 @@ impl Reducible for State {
                         sim.map(Session::connect);
                     }
                     Err(e) => {
-                        let e = format!("the simulator did not load: {e}");
+                        let e = format!("{}: {e}", crate::i18n::Text::SimFailed.get(next.lang));
                         lab.error = Some(e.clone());
                         if let Some(s) = sim {
                             s.error = Some(e);

@@ -353,6 +353,10 @@ fn heading(s: &dyn LessonDriver, expanded: UseStateHandle<bool>, lang: Lang) -> 
             if let Some(n) = s.notice() {
                 <p class="driver-notice" data-testid="driver-notice">{ n }</p>
             }
+            // The simulator is busy only while its module loads.
+            if s.is_busy() && s.has_virtual_clock() {
+                <p class="driver-notice" data-testid="engine-loading">{ Text::SimLoading.get(lang) }</p>
+            }
         </div>
     }
 }
@@ -400,7 +404,8 @@ fn transport_row(
                 { if step_name == "end" { Text::StepEnd.get(lang).to_owned() } else { step_name.clone() } }</span>
                 { format!(" / {len}") }
                 if s.is_busy() {
-                    <span class="busy" data-testid="step-busy" title={ Text::RealBusy.get(lang) }>{ " …" }</span>
+                    <span class="busy" data-testid="step-busy"
+                        title={ if s.has_virtual_clock() { Text::SimLoading.get(lang) } else { Text::RealBusy.get(lang) } }>{ " …" }</span>
                 }</span>
             <span class="speeds" role="group" aria-label={ Text::Speed.get(lang) }>
                 { for SPEEDS.iter().enumerate().map(|(i, sp)| {
