@@ -110,11 +110,13 @@ pub fn app() -> Html {
     }
 
     // The simulator's module, fetched the first time the page plays on the
-    // simulator (a page on the real driver never fetches it).
+    // simulator (a page on the real driver never fetches it); asked again
+    // for each lesson, so a load that failed is tried again (a load that
+    // worked answers at once).
     {
         let dispatcher = state.dispatcher();
-        use_effect_with(state.driver, move |&driver| {
-            if driver == Driver::Sim {
+        use_effect_with((state.driver, state.lesson_id()), move |(driver, _)| {
+            if *driver == Driver::Sim {
                 crate::engine::load(Callback::from(move |r| dispatcher.dispatch(Action::EngineLoaded(r))));
             }
         });
