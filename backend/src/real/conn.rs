@@ -41,6 +41,8 @@ use locklab_core::reply::Reply;
 use redis::{ConnectionLike, IntoConnectionInfo, Value};
 use thiserror::Error;
 
+use crate::sim_server::resp::push_header;
+
 /// A failure to talk to the server at all. A reply the server sent, even an
 /// error reply, is never one of these.
 #[derive(Debug, Error)]
@@ -162,30 +164,12 @@ pub fn pack_command(argv: &[Vec<u8>]) -> Vec<u8> {
 /// [`pack_command`] appended to `out`, with no allocation of its own (a
 /// pipeline packs its commands into one buffer).
 pub fn pack_into(out: &mut Vec<u8>, argv: &[Vec<u8>]) {
-    header(out, b'*', argv.len());
+    push_header(out, b'*', argv.len());
     for arg in argv {
-        header(out, b'$', arg.len());
+        push_header(out, b'$', arg.len());
         out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
     }
-}
-
-/// `*N\r\n` or `$N\r\n`, the number in decimal, without formatting machinery.
-fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut rest = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.push(kind);
-    out.extend_from_slice(&digits[i..]);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// The full error line redis-server sent, rebuilt from redis-rs's split.

@@ -64,7 +64,7 @@
 
 mod bench;
 mod conn;
-mod resp;
+pub(crate) mod resp;
 mod wire;
 
 use std::collections::BTreeMap;

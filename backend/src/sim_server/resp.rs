@@ -408,8 +408,9 @@ fn push_int(out: &mut Vec<u8>, n: i64) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// `<prefix><n>\r\n`, the header of every aggregate and bulk.
-fn push_header(out: &mut Vec<u8>, prefix: u8, n: usize) {
+/// `<prefix><n>\r\n`, the header of every aggregate and bulk (the real
+/// driver frames its commands with it too).
+pub(crate) fn push_header(out: &mut Vec<u8>, prefix: u8, n: usize) {
     out.push(prefix);
     push_int(out, n as i64);
     out.extend_from_slice(b"\r\n");
