@@ -137,10 +137,6 @@ impl LessonEngine {
         })
     }
 
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
     /// Carry out `m` and say what the page shows now.
     pub fn act(&mut self, m: Move) -> SessionView {
         let s = &mut self.session;

@@ -43,6 +43,8 @@ impl Lab {
         }
         match LabLink::open() {
             Ok((link, view)) => {
+                // A load that failed before and worked now: no error left.
+                self.error = None;
                 self.link = Some(link);
                 self.take(view);
                 for m in std::mem::take(&mut self.queued) {
@@ -130,5 +132,18 @@ mod tests {
         assert!(lab.trace().events.len() >= 3, "{:?}", lab.trace());
         let steps: Vec<u64> = lab.trace().events.iter().map(|e| e.step).collect();
         assert_eq!(steps, (0..steps.len() as u64).collect::<Vec<_>>());
+    }
+
+    /// Lines typed before the engine loaded run once it has; a load that
+    /// failed and then worked leaves no error behind.
+    #[test]
+    fn a_lab_that_connects_late_runs_what_was_typed_and_forgets_the_failure() {
+        let mut lab = Lab::default();
+        lab.run(Client::A, "SET k v");
+        assert!(lab.transcript(Client::A).is_empty(), "not connected yet");
+        lab.error = Some("the simulator did not load: network".into());
+        lab.connect();
+        assert_eq!(lab.error, None);
+        assert_eq!(lab.transcript(Client::A)[0].output, "OK");
     }
 }

@@ -280,10 +280,6 @@ impl Session {
         }
     }
 
-    pub fn back(&mut self) {
-        self.goto(self.position().saturating_sub(1));
-    }
-
     pub fn now_ms(&self) -> u64 {
         self.run.world().now()
     }

@@ -111,12 +111,13 @@ pub fn app() -> Html {
 
     // The simulator's module, fetched the first time the page plays on the
     // simulator (a page on the real driver never fetches it); asked again
-    // for each lesson, so a load that failed is tried again (a load that
-    // worked answers at once).
+    // for each lesson until it has loaded, so a load that failed is tried
+    // again.
     {
         let dispatcher = state.dispatcher();
+        let loaded = state.engine == Some(true);
         use_effect_with((state.driver, state.lesson_id()), move |(driver, _)| {
-            if *driver == Driver::Sim {
+            if *driver == Driver::Sim && !loaded {
                 crate::engine::load(Callback::from(move |r| dispatcher.dispatch(Action::EngineLoaded(r))));
             }
         });
