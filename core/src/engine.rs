@@ -253,4 +253,43 @@ mod tests {
         assert_eq!(&page, lab.lab.trace());
         assert_eq!(v.transcripts[1][0].output, "\"v\"");
     }
+
+    /// What crosses the seam is data from the page: a lesson that does not
+    /// build is an error, and a position or move past the end stops at the
+    /// end; nothing panics.
+    #[test]
+    fn bad_openings_and_moves_are_answered_not_panicked_on() {
+        let lessons = crate::lesson::builtin().expect("the catalogue");
+        let lesson = crate::lesson::find(&lessons, "07").expect("lesson 07").clone();
+        let mut broken = lesson.clone();
+        broken.steps[0].cmd = None;
+        let open = |lesson, pos| Open { lesson, seed: 1, pos };
+        assert!(LessonEngine::open(open(broken, 0)).is_err(), "a step that does nothing");
+        let len = lesson.steps.len();
+        let mut e = LessonEngine::open(open(lesson, usize::MAX)).expect("opens");
+        assert_eq!(e.view().position, len, "a position past the end is the end");
+        assert_eq!(e.act(Move::Goto { n: usize::MAX }).position, len);
+        assert_eq!(e.act(Move::Forward).position, len, "nothing after the end");
+        let v = e.act(Move::Line {
+            actor: 99,
+            line: "DEL x".into(),
+        });
+        assert!(
+            v.transcripts.iter().all(|t| t.iter().all(|x| x.line != "DEL x")),
+            "no such actor"
+        );
+        let v = e.act(Move::Fault {
+            fault: Fault::CrashNode { node: 9 },
+        });
+        assert!(v.refused.is_some(), "a node the world does not have");
+        let v = e.act(Move::Line {
+            actor: 0,
+            line: "EVAL 'while true do end' 0".into(),
+        });
+        let out = &v.transcripts[0].last().expect("a row").output;
+        assert!(
+            out.contains("runaway script; Redis would reply BUSY"),
+            "a runaway script is stopped: {out}"
+        );
+    }
 }
