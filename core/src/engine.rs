@@ -24,13 +24,14 @@ use crate::fault::Fault;
 use crate::lab::{Client, Exchange, Lab};
 use crate::lesson::run::StepResult;
 use crate::lesson::session::{ClientInfo, Made, NodeInfo, Session};
-use crate::lesson::Lesson;
+use crate::lesson::worded::PageLesson;
 use crate::trace::{Event, Trace};
 
-/// Open a lesson at `pos` steps done.
+/// Open a lesson at `pos` steps done. The lesson comes as the page holds
+/// it, its programs worded, not decoded.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Open {
-    pub lesson: Lesson,
+    pub lesson: PageLesson,
     pub seed: u64,
     pub pos: usize,
 }
@@ -132,7 +133,7 @@ pub struct LessonEngine {
 impl LessonEngine {
     pub fn open(open: Open) -> Result<LessonEngine, String> {
         Ok(LessonEngine {
-            session: Session::new(open.lesson, open.seed, open.pos)?,
+            session: Session::new(open.lesson.decoded().map_err(|e| e.to_string())?, open.seed, open.pos)?,
             sent: Sent::default(),
         })
     }
@@ -263,7 +264,11 @@ mod tests {
         let lesson = crate::lesson::find(&lessons, "07").expect("lesson 07").clone();
         let mut broken = lesson.clone();
         broken.steps[0].cmd = None;
-        let open = |lesson, pos| Open { lesson, seed: 1, pos };
+        let open = |lesson: crate::lesson::Lesson, pos| Open {
+            lesson: lesson.worded(),
+            seed: 1,
+            pos,
+        };
         assert!(LessonEngine::open(open(broken, 0)).is_err(), "a step that does nothing");
         let len = lesson.steps.len();
         let mut e = LessonEngine::open(open(lesson, usize::MAX)).expect("opens");

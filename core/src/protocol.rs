@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::actor::Names;
 use crate::lesson::run::StepResult;
+use crate::lesson::worded::PageLesson;
 use crate::lesson::Lang;
 use crate::trace::Event;
 
@@ -337,8 +338,9 @@ pub enum ClientMsg {
         /// explorer found in the page — sent whole, to replay it on real
         /// servers. The backend plays it only after
         /// [`Lesson::validate_sent`](crate::lesson::Lesson::validate_sent).
+        /// It comes as the page holds it: programs worded, not decoded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        lesson: Option<Box<crate::lesson::Lesson>>,
+        lesson: Option<Box<PageLesson>>,
     },
     /// The running lesson's next step.
     LessonStep,
@@ -492,6 +494,31 @@ mod tests {
 
     fn client(json: &str) -> ClientMsg {
         serde_json::from_str(json).unwrap()
+    }
+
+    /// A counterexample sent whole reads back, its programs intact, though
+    /// the message is internally tagged.
+    #[cfg(feature = "toml")]
+    #[test]
+    fn a_lesson_sent_whole_reads_back_with_its_programs() {
+        let lessons = crate::lesson::builtin().unwrap();
+        let mut lesson = lessons
+            .iter()
+            .find(|l| l.steps.iter().any(|s| s.program.is_some()))
+            .unwrap()
+            .clone();
+        lesson.id = crate::lesson::COUNTEREXAMPLE_ID.into();
+        let msg = ClientMsg::Lesson {
+            id: lesson.id.clone(),
+            factor: None,
+            lang: None,
+            lesson: Some(Box::new(lesson.worded())),
+        };
+        let text = serde_json::to_string(&msg).unwrap();
+        let ClientMsg::Lesson { lesson: Some(back), .. } = ClientMsg::from_json(&text).unwrap() else {
+            panic!("not a lesson message")
+        };
+        assert_eq!(back.decoded().unwrap(), lesson);
     }
 
     #[test]

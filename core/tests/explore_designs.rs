@@ -194,7 +194,8 @@ fn the_counterexample_plays_as_a_lesson() {
         );
         let json = locklab_core::lesson::to_json(std::slice::from_ref(&lesson));
         let back = locklab_core::lesson::from_json(&json).expect("round trip");
-        let mut run = LessonRun::new(&back[0]).expect("runs");
+        let back = back[0].clone().decoded().expect("its programs decode");
+        let mut run = LessonRun::new(&back).expect("runs");
         run.run_all().expect("plays");
         assert!(run.observed().contains(invariant), "{file}");
         assert!(run.outcome().ok && run.passed(), "{file}: the lesson's outcome holds");

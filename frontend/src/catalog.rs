@@ -12,32 +12,34 @@
 use std::sync::OnceLock;
 
 pub use locklab_core::lesson::Theme;
-use locklab_core::lesson::{self, Lesson};
+use locklab_core::lesson::{self, worded::PageLesson};
 
 use crate::i18n::{Lang, Text};
 
-static LESSONS: OnceLock<Vec<Lesson>> = OnceLock::new();
+static LESSONS: OnceLock<Vec<PageLesson>> = OnceLock::new();
 
 /// The `id` of the `<link>` whose `href` is the lesson catalogue's URL.
 pub const LINK_ID: &str = "locklab-lessons";
 
 /// Keep the catalogue for the page's lifetime (the first one installed wins).
-pub fn install(lessons: Vec<Lesson>) {
+pub fn install(lessons: Vec<PageLesson>) {
     let _ = LESSONS.set(lessons);
 }
 
 /// Every lesson, in id order; empty until the catalogue is installed.
-pub fn all() -> &'static [Lesson] {
+pub fn all() -> &'static [PageLesson] {
     #[cfg(not(target_arch = "wasm32"))]
     if LESSONS.get().is_none() {
-        install(lesson::builtin().expect("core's tests check the lesson files"));
+        // Through the same JSON the browser fetches.
+        let lessons = lesson::builtin().expect("core's tests check the lesson files");
+        install(lesson::from_json(&lesson::to_json(&lessons)).expect("core's tests check the round trip"));
     }
     LESSONS.get().map_or(&[], Vec::as_slice)
 }
 
 /// Fetch the catalogue the page links and check it. The error says what
 /// failed, for the page to show. Only meaningful in a browser.
-pub async fn fetch() -> Result<Vec<Lesson>, String> {
+pub async fn fetch() -> Result<Vec<PageLesson>, String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
 
@@ -61,12 +63,12 @@ pub async fn fetch() -> Result<Vec<Lesson>, String> {
 }
 
 /// Look a lesson up by id.
-pub fn find(id: &str) -> Option<&'static Lesson> {
+pub fn find(id: &str) -> Option<&'static PageLesson> {
     all().iter().find(|l| l.id == id)
 }
 
 /// The lessons of one theme, in id order.
-pub fn by_theme(theme: Theme) -> impl Iterator<Item = &'static Lesson> {
+pub fn by_theme(theme: Theme) -> impl Iterator<Item = &'static PageLesson> {
     all().iter().filter(move |l| l.theme == theme)
 }
 
@@ -111,7 +113,7 @@ pub fn theme_slug(theme: Theme) -> &'static str {
 }
 
 /// Where the lesson comes from: `seed A · §6.2`.
-pub fn source_label(l: &Lesson, lang: Lang) -> String {
+pub fn source_label(l: &PageLesson, lang: Lang) -> String {
     let (seed, sec) = match lang {
         Lang::Zh => ("来源", "§"),
         Lang::En => ("seed", "§"),

@@ -21,7 +21,7 @@
 use std::any::Any;
 
 use locklab_core::lesson::run::StepResult;
-use locklab_core::lesson::Lesson;
+use locklab_core::lesson::worded::PageLesson;
 use locklab_core::trace::Trace;
 
 use crate::i18n::Lang;
@@ -30,7 +30,7 @@ use crate::session::Session;
 
 /// A lesson being played, by either driver.
 pub trait LessonDriver {
-    fn lesson(&self) -> &'static Lesson;
+    fn lesson(&self) -> &'static PageLesson;
 
     /// Steps the lesson has.
     fn len(&self) -> usize {
@@ -150,7 +150,7 @@ pub trait LessonDriver {
 }
 
 impl LessonDriver for Session {
-    fn lesson(&self) -> &'static Lesson {
+    fn lesson(&self) -> &'static PageLesson {
         self.lesson
     }
 

@@ -462,18 +462,26 @@ mod tests {
         }
     }
 
+    /// The page words steps from its own lessons (programs worded, not
+    /// decoded): the same English as the runner's transcript, and Chinese.
     #[test]
     fn world_steps_read_in_chinese_and_as_core_words_them_in_english() {
-        use locklab_core::lesson::run::LessonRun;
+        use locklab_core::lesson::run::{self, LessonRun};
         for lesson in crate::catalog::all() {
-            let mut run = LessonRun::new(lesson).unwrap();
+            let mut run = LessonRun::new(&lesson.clone().decoded().unwrap()).unwrap();
             let before: Vec<String> = (0..lesson.len())
-                .map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh))
+                .map(|i| {
+                    shown(
+                        &run::shown(lesson, i, &Default::default()).unwrap(),
+                        run.world().names(),
+                        Lang::Zh,
+                    )
+                })
                 .collect();
             run.run_all().unwrap();
             let names = run.world().names();
             for r in run.results() {
-                let step = run.shown(r.index).unwrap();
+                let step = run::shown(lesson, r.index, run.write_tokens()).unwrap();
                 assert_eq!(
                     shown(&step, names, Lang::En),
                     r.shown,
@@ -500,9 +508,15 @@ mod tests {
             }
         }
         let l = crate::catalog::find("05").unwrap();
-        let run = LessonRun::new(l).unwrap();
+        let run = LessonRun::new(&l.clone().decoded().unwrap()).unwrap();
         let zh: Vec<String> = (0..l.len())
-            .map(|i| shown(&run.shown(i).unwrap(), run.world().names(), Lang::Zh))
+            .map(|i| {
+                shown(
+                    &run::shown(l, i, &Default::default()).unwrap(),
+                    run.world().names(),
+                    Lang::Zh,
+                )
+            })
             .collect();
         assert!(zh.iter().any(|s| s.starts_with("故障：暂停 A")), "{zh:?}");
         assert!(zh.iter().any(|s| s.starts_with("等待 ")), "{zh:?}");

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use locklab_core::actor::Names;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::session::command_rows;
-use locklab_core::lesson::Lesson;
+use locklab_core::lesson::worded::PageLesson;
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Trace};
 
@@ -89,7 +89,7 @@ pub struct SessionInfo {
 
 /// The lesson run on the backend.
 struct Run {
-    lesson: &'static Lesson,
+    lesson: &'static PageLesson,
     /// The backend accepted the lesson (its `lesson` message arrived).
     started: bool,
     results: Vec<StepResult>,
@@ -279,7 +279,7 @@ impl RealDriver {
     }
 
     /// Play `lesson` on the backend from the start.
-    pub fn start_lesson(&mut self, lesson: &'static Lesson) {
+    pub fn start_lesson(&mut self, lesson: &'static PageLesson) {
         self.typed.clear();
         let trace_from = self.events.len();
         self.run = Some(Run {
@@ -514,7 +514,7 @@ impl RealDriver {
 
 /// The lesson the driver runs. Only meaningful between `start_lesson` and `close_lesson`.
 impl LessonDriver for RealDriver {
-    fn lesson(&self) -> &'static Lesson {
+    fn lesson(&self) -> &'static PageLesson {
         self.run()
             .map(|r| r.lesson)
             .expect("the real driver is a lesson driver only while it runs a lesson")

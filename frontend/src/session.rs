@@ -16,7 +16,8 @@ use locklab_core::engine::{Move, Open, SessionView};
 use locklab_core::fault::Fault;
 use locklab_core::lesson::run::{self, StepResult};
 use locklab_core::lesson::session::{ClientInfo, Made, NodeInfo, OffScript};
-use locklab_core::lesson::{Expect, Lesson, Step};
+use locklab_core::lesson::worded::PageLesson;
+use locklab_core::lesson::{Expect, Step};
 use locklab_core::trace::Trace;
 
 use crate::engine::{self, LessonLink};
@@ -46,7 +47,7 @@ pub fn step_param(pos: usize, len: usize) -> Option<String> {
 }
 
 pub struct Session {
-    pub lesson: &'static Lesson,
+    pub lesson: &'static PageLesson,
     pub seed: u64,
     /// The session in the engine, once it is loaded.
     link: Option<LessonLink>,
@@ -62,7 +63,7 @@ pub struct Session {
 impl Session {
     /// The lesson at `pos` steps done; opened at once if the engine is
     /// loaded, else when it is ([`Session::connect`]).
-    pub fn new(lesson: &'static Lesson, seed: u64, pos: usize) -> Session {
+    pub fn new(lesson: &'static PageLesson, seed: u64, pos: usize) -> Session {
         let mut s = Session {
             lesson,
             seed,
@@ -285,7 +286,7 @@ impl Session {
 /// drivers word steps with it: `write_tokens` are the tokens the write steps
 /// that ran carried, `names` the run's names.
 pub fn step_text(
-    lesson: &Lesson,
+    lesson: &PageLesson,
     index: usize,
     write_tokens: &BTreeMap<usize, Option<i64>>,
     names: &locklab_core::actor::Names,
@@ -499,7 +500,7 @@ pub fn prediction_matches(guess: &str, reply: &str) -> bool {
 /// its own answer (a multiple choice such as `(integer) > 0`) is judged by
 /// that answer; a reply the lesson expects within a range (a PTTL) by the
 /// range; anything else by the reply itself.
-pub fn prediction_right(step: &Step, guess: &str, reply: &str) -> bool {
+pub fn prediction_right<P>(step: &Step<P>, guess: &str, reply: &str) -> bool {
     if let Some(answer) = step.quiz.as_ref().and_then(|q| q.answer.as_deref()) {
         return prediction_matches(guess, answer);
     }
@@ -529,7 +530,7 @@ mod prediction_tests {
             "the quiz's own answer"
         );
         assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
-        let range = locklab_core::lesson::Step {
+        let range: locklab_core::lesson::Step = locklab_core::lesson::Step {
             client: Some("A".into()),
             cmd: Some("PTTL k".into()),
             expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),

@@ -124,7 +124,7 @@ impl PartialEq for State {
 
 /// `lesson` at `pos` steps done, on `driver`.
 fn play(
-    lesson: &'static locklab_core::lesson::Lesson,
+    lesson: &'static locklab_core::lesson::worded::PageLesson,
     seed: u64,
     pos: usize,
     real: Option<&Rc<RefCell<RealDriver>>>,
@@ -296,7 +296,7 @@ pub enum Action {
     Explore(bool),
     /// Play an explorer counterexample on the timeline (simulator), at the
     /// link's step; the URL then carries the link.
-    PlayLesson(Rc<locklab_core::lesson::Lesson>, ExploreLink),
+    PlayLesson(Rc<locklab_core::lesson::worded::PageLesson>, ExploreLink),
 }
 
 /// The real driver's inputs, from the app's socket and fetch glue.
@@ -341,7 +341,7 @@ impl Reducible for State {
                 // The session holds `&'static` lessons (the catalogue's);
                 // a counterexample is made on demand, so each one played
                 // is leaked — a few kilobytes per press of "play".
-                let lesson: &'static locklab_core::lesson::Lesson = Box::leak(Box::new((*lesson).clone()));
+                let lesson: &'static locklab_core::lesson::worded::PageLesson = Box::leak(Box::new((*lesson).clone()));
                 let pos = session::parse_step(link.step.as_deref(), lesson.steps.len());
                 next.session = Some(play(lesson, lesson.seed, pos, None));
                 next.explore_link = Some(ExploreLink { step: None, ..link });

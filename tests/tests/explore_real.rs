@@ -61,7 +61,7 @@ fn the_gc_pause_counterexample_breaks_real_redis_on_five_masters() {
 async fn a_counterexample_sent_by_the_page_replays_on_real_redis() {
     use locklab_backend::web::api::ApiState;
     use locklab_core::protocol::ClientMsg;
-    use locklab_tests::ws::{connect, send_msg, serve, until};
+    use locklab_tests::ws::{connect, send, send_msg, serve, until};
 
     let spec = design("04-no-fencing.toml");
     let report = explore(&spec).expect("the search runs");
@@ -72,7 +72,7 @@ async fn a_counterexample_sent_by_the_page_replays_on_real_redis() {
         id: lesson.id.clone(),
         factor: Some(1),
         lang: None,
-        lesson: Some(Box::new(lesson)),
+        lesson: Some(Box::new(lesson.worded())),
     };
     // Refused: a catalogue id sent whole, and waits adding up to hours.
     let mut not_ours = lesson.clone();
@@ -95,6 +95,24 @@ async fn a_counterexample_sent_by_the_page_replays_on_real_redis() {
     let error = until(&mut ws, "error").await.pop().unwrap();
     assert!(
         error["message"].as_str().unwrap().contains("at most 600000 ms"),
+        "{error}"
+    );
+    // Refused: a program the page passed on that does not decode (the
+    // page keeps programs as JSON text; the backend is the one to read it).
+    let mut with_program = lesson.clone();
+    with_program.steps.push(locklab_core::lesson::Step {
+        client: Some(lesson.actors[0].clone()),
+        program: Some(locklab_core::client::Program::Commands(Default::default())),
+        ..Default::default()
+    });
+    let at = with_program.steps.len() - 1;
+    let mut garbled = serde_json::to_value(sent(with_program)).expect("a message");
+    garbled["lesson"]["steps"][at]["program"]["program"] = r#"{"lock":{"key":7}}"#.into();
+    send(&mut ws, garbled).await;
+    let error = until(&mut ws, "error").await.pop().unwrap();
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("lesson 00, step {}: program: ", at + 1)),
         "{error}"
     );
     // Played.

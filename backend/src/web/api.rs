@@ -116,6 +116,7 @@ use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 
 use locklab_core::lesson::run::StepResult;
+use locklab_core::lesson::worded::PageLesson;
 use locklab_core::lesson::{Lang, Lesson};
 use locklab_core::trace::Event;
 
@@ -528,7 +529,7 @@ impl Lab {
     fn start_lesson(
         &mut self,
         id: &str,
-        sent: Option<Box<Lesson>>,
+        sent: Option<Box<PageLesson>>,
         factor: Option<u64>,
         lang: Option<Lang>,
         out: &mut Vec<ServerMsg>,
@@ -538,8 +539,9 @@ impl Lab {
         let lang = lang.unwrap_or_default();
         let lesson = match sent {
             Some(l) if l.id == id.trim() => {
+                let l = l.decoded().map_err(|e| e.to_string())?;
                 l.validate_sent().map_err(|e| e.to_string())?;
-                *l
+                l
             }
             Some(l) => return Err(format!("the lesson sent is {:?}, not {id:?}", l.id)),
             None => find_lesson(id)?,

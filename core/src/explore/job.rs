@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::lesson::counterexample_lesson;
 use super::{ExploreError, Explorer, Finding, Outcome, Spec};
 use crate::invariants::Invariant;
-use crate::lesson::Lesson;
+use crate::lesson::worded::PageLesson;
 
 /// A search under way.
 #[derive(Clone, Debug)]
@@ -44,7 +44,8 @@ pub struct Broken {
 /// its transcript (the CLI's text), and the counterexample as a lesson the
 /// timeline can play. Not the whole [`super::Report`]: its counterexample scenario
 /// and trace are in the lesson and the transcript already, and the page
-/// decodes every field it is sent.
+/// decodes every field it is sent; the lesson comes worded, as the page
+/// reads lessons.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobResult {
     /// Schedules explored.
@@ -55,7 +56,7 @@ pub struct JobResult {
     pub result_line: String,
     /// How far a design that held was searched, stated as a bound.
     pub bound: String,
-    pub lesson: Option<Lesson>,
+    pub lesson: Option<PageLesson>,
     /// Why there is no lesson for a violation (it could not be replayed).
     pub lesson_error: Option<String>,
 }
@@ -95,7 +96,7 @@ impl Job {
         let (lesson, lesson_error) = match &report.outcome {
             Outcome::Held => (None, None),
             Outcome::Violated { .. } => match counterexample_lesson(self.explorer.spec(), &report) {
-                Ok(l) => (Some(l), None),
+                Ok(l) => (Some(l.worded()), None),
                 Err(e) => (None, Some(e.to_string())),
             },
         };

@@ -15,7 +15,8 @@
 //! exist, steps that do two things) before anything runs. The browser app
 //! gets the same lessons, parsed and checked at build time, as one JSON
 //! file ([`to_json`], [`from_json`]): lessons are data there too, fetched
-//! rather than compiled into the wasm with a TOML parser.
+//! rather than compiled into the wasm with a TOML parser, and their client
+//! programs come worded, not decoded ([`worded`]).
 //!
 //! [`run::LessonRun`] plays a lesson on the simulated world, one step at a
 //! time, and [`render`] turns the result into a redis-cli transcript and a
@@ -27,6 +28,7 @@ pub mod render;
 pub mod rounds;
 pub mod run;
 pub mod session;
+pub mod worded;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -435,9 +437,12 @@ impl Eq for MetricsSpec {}
 
 /// One step as written in a lesson file. Exactly one of `cmd`, `wait_ms`,
 /// `fault`, `program`, `write`, `hold`, `unhold`, `say`, `metrics` is given.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// `P` is what a program is: a [`Program`] to run, or, as the page reads a
+/// lesson, a [`worded::Worded`] program it only words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Step {
+pub struct Step<P = Program> {
     /// The actor doing it (for `cmd`, `program`, `write`, `hold`, `unhold`).
     pub client: Option<String>,
     /// A redis-cli line.
@@ -449,7 +454,7 @@ pub struct Step {
     pub fault: Option<Fault>,
     /// A client program (acquire with retry, watchdog, Redlock…), run until
     /// it finishes unless `background`.
-    pub program: Option<Program>,
+    pub program: Option<P>,
     /// Start the program and go on at once.
     pub background: bool,
     pub write: Option<WriteSpec>,
@@ -467,9 +472,31 @@ pub struct Step {
     pub quiz: Option<Quiz>,
 }
 
+impl<P> Default for Step<P> {
+    fn default() -> Step<P> {
+        Step {
+            client: None,
+            cmd: None,
+            node: None,
+            wait_ms: None,
+            fault: None,
+            program: None,
+            background: false,
+            write: None,
+            hold: None,
+            unhold: None,
+            say: None,
+            metrics: None,
+            expect: None,
+            explain: None,
+            quiz: None,
+        }
+    }
+}
+
 /// The kind of a step, once validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StepKind<'a> {
+pub enum StepKind<'a, P = Program> {
     Cmd {
         client: &'a str,
         line: &'a str,
@@ -479,7 +506,7 @@ pub enum StepKind<'a> {
     Fault(&'a Fault),
     Program {
         client: &'a str,
-        program: &'a Program,
+        program: &'a P,
         background: bool,
     },
     Write {
@@ -495,9 +522,9 @@ pub enum StepKind<'a> {
     Metrics(&'a MetricsSpec),
 }
 
-impl Step {
+impl<P> Step<P> {
     /// What this step does, or why it is malformed.
-    pub fn kind(&self) -> Result<StepKind<'_>, String> {
+    pub fn kind(&self) -> Result<StepKind<'_, P>, String> {
         let given = [
             self.cmd.is_some(),
             self.wait_ms.is_some(),
@@ -636,10 +663,10 @@ pub enum RealRun {
 /// a socket ([`Lesson::validate_sent`]).
 pub const COUNTEREXAMPLE_ID: &str = "00";
 
-/// A lesson file.
+/// A lesson file; `P` as for [`Step`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Lesson {
+pub struct Lesson<P = Program> {
     /// The catalogue id, `01`–`36`.
     pub id: String,
     pub theme: Theme,
@@ -659,7 +686,7 @@ pub struct Lesson {
     /// Seed for everything random in the run (tokens, jitter).
     #[serde(default = "default_seed")]
     pub seed: u64,
-    pub steps: Vec<Step>,
+    pub steps: Vec<Step<P>>,
     pub outcome: Outcome,
 }
 
@@ -734,7 +761,9 @@ impl Lesson {
         }
         Ok(())
     }
+}
 
+impl<P> Lesson<P> {
     /// Everything a file can get wrong that serde cannot see.
     // long: one check per rule of the lesson format, in the file's order
     pub fn validate(&self) -> Result<(), LessonError> {
@@ -917,22 +946,25 @@ pub fn catalogue(files: &[(&str, &str)]) -> Result<Vec<Lesson>, LessonError> {
 }
 
 /// A catalogue as one JSON array, for the browser app (`cargo xtask dist`
-/// writes it from [`builtin`]).
+/// writes it from [`builtin`]): each lesson [`worded`](Lesson::worded), as
+/// the page reads it.
 pub fn to_json(lessons: &[Lesson]) -> String {
-    serde_json::to_string(lessons).expect("lessons always serialise")
+    let worded: Vec<_> = lessons.iter().map(Lesson::worded).collect();
+    serde_json::to_string(&worded).expect("lessons always serialise")
 }
 
-/// Read a catalogue written by [`to_json`], checking every lesson as
-/// `Lesson::parse` does, and sort it by id.
-pub fn from_json(json: &str) -> Result<Vec<Lesson>, LessonError> {
-    let lessons: Vec<Lesson> = serde_json::from_str(json).map_err(|e| LessonError::Parse(e.to_string()))?;
+/// Read a catalogue written by [`to_json`] as the page holds it, checking
+/// every lesson as `Lesson::parse` does (but its programs, which the page
+/// does not decode), and sort it by id.
+pub fn from_json(json: &str) -> Result<Vec<worded::PageLesson>, LessonError> {
+    let lessons: Vec<worded::PageLesson> = serde_json::from_str(json).map_err(|e| LessonError::Parse(e.to_string()))?;
     for lesson in &lessons {
         lesson.validate()?;
     }
     sorted_catalogue(lessons)
 }
 
-fn sorted_catalogue(mut lessons: Vec<Lesson>) -> Result<Vec<Lesson>, LessonError> {
+fn sorted_catalogue<P>(mut lessons: Vec<Lesson<P>>) -> Result<Vec<Lesson<P>>, LessonError> {
     lessons.sort_by(|a, b| a.id.cmp(&b.id));
     for w in lessons.windows(2) {
         if w[0].id == w[1].id {

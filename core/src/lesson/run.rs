@@ -22,11 +22,13 @@
 //! machine; the trait keeps the interpreter in one place today and is the
 //! seam such a driver would replace.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::metrics::Metrics;
+use super::worded::Wording;
 use super::{Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind, Text};
 use crate::actor::{Actor, Names};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
@@ -77,7 +79,11 @@ pub enum Shown<'a> {
         ms: u64,
     },
     Fault(&'a Fault),
-    Program(&'a Program),
+    /// A client program, as [`Wording`] words it.
+    Program {
+        en: Cow<'a, str>,
+        zh: Cow<'a, str>,
+    },
     /// A write to the protected resource. `token` is the fencing token it
     /// carries; `from_last_reply` marks a step that has not run yet and will
     /// take its token from the client's last integer reply.
@@ -114,7 +120,7 @@ impl Shown<'_> {
             Shown::Cmd { line } => (*line).to_owned(),
             Shown::Wait { ms } => format!("等待 {ms} ms"),
             Shown::Fault(f) => format!("故障：{}", f.describe_zh(names)),
-            Shown::Program(p) => describe_program_zh(p),
+            Shown::Program { zh, .. } => zh.clone().into_owned(),
             Shown::Write {
                 value_zh,
                 token: Some(t),
@@ -149,7 +155,7 @@ impl Shown<'_> {
             Shown::Cmd { line } => (*line).to_owned(),
             Shown::Wait { ms } => format!("wait {ms} ms"),
             Shown::Fault(f) => format!("FAULT {}", f.describe(names)),
-            Shown::Program(p) => describe_program(p),
+            Shown::Program { en, .. } => en.clone().into_owned(),
             Shown::Write {
                 value, token: Some(t), ..
             } => format!("write {value:?} to the resource with fencing token {t}"),
@@ -339,13 +345,20 @@ pub struct Progress {
 /// before a run). It needs no world, so a view that has only the lesson and
 /// what a driver sent (the page, on either driver) words a step as the
 /// runner does. `None` for a step that does not exist or is malformed.
-pub fn shown<'a>(lesson: &'a Lesson, index: usize, write_tokens: &BTreeMap<usize, Option<i64>>) -> Option<Shown<'a>> {
+pub fn shown<'a, P: Wording>(
+    lesson: &'a Lesson<P>,
+    index: usize,
+    write_tokens: &BTreeMap<usize, Option<i64>>,
+) -> Option<Shown<'a>> {
     let step = lesson.steps.get(index)?;
     Some(match step.kind().ok()? {
         StepKind::Cmd { line, .. } => Shown::Cmd { line },
         StepKind::Wait(ms) => Shown::Wait { ms },
         StepKind::Fault(f) => Shown::Fault(f),
-        StepKind::Program { program, .. } => Shown::Program(program),
+        StepKind::Program { program, .. } => Shown::Program {
+            en: program.english(),
+            zh: program.chinese(),
+        },
         StepKind::Write { write, .. } => match write_tokens.get(&index) {
             Some(token) => Shown::Write {
                 value: &write.value,
@@ -369,7 +382,7 @@ pub fn shown<'a>(lesson: &'a Lesson, index: usize, write_tokens: &BTreeMap<usize
 }
 
 /// The clients a `metrics` step measures: the ones it names, else every actor.
-fn metric_clients(lesson: &Lesson, spec: &MetricsSpec) -> Vec<String> {
+fn metric_clients<P>(lesson: &Lesson<P>, spec: &MetricsSpec) -> Vec<String> {
     if spec.clients.is_empty() {
         lesson.actors.clone()
     } else {
@@ -813,62 +826,5 @@ impl LessonRun {
     /// Every expectation and the outcome held.
     pub fn passed(&self) -> bool {
         self.is_finished() && self.results().iter().all(|r| r.ok) && self.outcome().ok
-    }
-}
-
-fn describe_program(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
-        Program::Lock(l) => {
-            let mut s = format!(
-                "program: lock {} ({} PX {}, release by {:?}",
-                l.key,
-                l.acquire.name(),
-                l.ttl_ms,
-                l.release
-            );
-            if let Some(w) = &l.watchdog {
-                s.push_str(&format!(
-                    ", watchdog every {} ms{}",
-                    w.interval_ms.unwrap_or(l.ttl_ms / 3),
-                    w.max_renewals
-                        .map(|m| format!(" at most {m} times"))
-                        .unwrap_or_default()
-                ));
-            }
-            if l.fencing.is_on() {
-                s.push_str(", fencing token");
-            }
-            s.push(')');
-            s
-        }
-        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
-    }
-}
-
-fn describe_program_zh(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
-        Program::Lock(l) => {
-            let mut s = format!(
-                "程序：对 {} 加锁（{} PX {}，释放方式 {:?}",
-                l.key,
-                l.acquire.name(),
-                l.ttl_ms,
-                l.release
-            );
-            if let Some(w) = &l.watchdog {
-                s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
-                if let Some(m) = w.max_renewals {
-                    s.push_str(&format!("，最多 {m} 次"));
-                }
-            }
-            if l.fencing.is_on() {
-                s.push_str("，带 fencing 令牌");
-            }
-            s.push('）');
-            s
-        }
-        Program::Redlock(r) => format!("程序：在 {} 上执行 Redlock（TTL {} ms）", r.key, r.ttl_ms),
     }
 }

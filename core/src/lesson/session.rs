@@ -49,8 +49,8 @@ pub enum OffScript {
 /// `actor`'s own commands among a run's `results`, as its console shows
 /// them (after `prompt`), each with the result it came from: the caller
 /// places them among the lines typed off script. Both drivers' consoles.
-pub fn command_rows<'a>(
-    lesson: &'a Lesson,
+pub fn command_rows<'a, P>(
+    lesson: &'a Lesson<P>,
     results: &'a [StepResult],
     actor: &'a str,
     prompt: &'a str,

@@ -19,7 +19,7 @@ use locklab_core::explore::drill::{self, Score};
 use locklab_core::explore::job::{JobResult, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
-use locklab_core::lesson::Lesson;
+use locklab_core::lesson::worded::PageLesson;
 use serde::Deserialize;
 use std::rc::Rc;
 
@@ -279,7 +279,7 @@ impl Explore {
     /// The counterexample to play now that a linked search is done, with
     /// the link to show in the URL while it plays (`autoplay` is cleared
     /// by [`Explore::played`]).
-    pub fn autoplay_lesson(&self) -> Option<(Lesson, ExploreLink)> {
+    pub fn autoplay_lesson(&self) -> Option<(PageLesson, ExploreLink)> {
         let step = self.autoplay.clone()?;
         let Status::Done { result, .. } = &self.status else {
             return None;

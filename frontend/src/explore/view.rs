@@ -6,7 +6,7 @@ use std::rc::Rc;
 use locklab_core::explore::drill::CHOICES;
 use locklab_core::explore::job::Broken;
 use locklab_core::invariants::Invariant;
-use locklab_core::lesson::Lesson;
+use locklab_core::lesson::worded::PageLesson;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
@@ -63,7 +63,7 @@ pub struct ExploreProps {
     pub link: Option<ExploreLink>,
     /// Play this counterexample on the timeline (the link to show while
     /// it plays).
-    pub onplay: Callback<(Rc<Lesson>, ExploreLink)>,
+    pub onplay: Callback<(Rc<PageLesson>, ExploreLink)>,
     pub onclose: Callback<()>,
 }
 
