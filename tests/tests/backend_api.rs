@@ -378,7 +378,7 @@ async fn lessons_play_step_by_step_over_the_websocket() {
         en: "this counterexample holds on the simulator only".into(),
     };
     sim_only.real = locklab_core::lesson::RealRun::No { why: why.clone() };
-    send(&mut ws, json!({"type":"lesson","id":"00","lesson":sim_only})).await;
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":sim_only.worded()})).await;
     let m = until(&mut ws, "error").await.pop().unwrap();
     assert_eq!(
         m["message"],
@@ -386,7 +386,7 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     );
     send(
         &mut ws,
-        json!({"type":"lesson","id":"00","lesson":sim_only,"lang":"zh"}),
+        json!({"type":"lesson","id":"00","lesson":sim_only.worded(),"lang":"zh"}),
     )
     .await;
     let m = until(&mut ws, "error").await.pop().unwrap();

@@ -201,14 +201,14 @@ async fn a_sent_four_service_lesson_is_refused_or_ended_with_a_clear_error() {
             ..Step::default()
         },
     );
-    send(&mut ws, json!({"type":"lesson","id":"00","lesson":crash})).await;
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":crash.worded()})).await;
     let refused = until(&mut ws, "error").await.pop().unwrap();
     let why = refused["message"].as_str().unwrap_or_default();
     assert!(why.contains("step 4") && why.contains("CrashNode"), "{refused}");
 
     let mut far = sent.clone();
     far.steps[0].node = Some(42);
-    send(&mut ws, json!({"type":"lesson","id":"00","lesson":far})).await;
+    send(&mut ws, json!({"type":"lesson","id":"00","lesson":far.worded()})).await;
     let started = until(&mut ws, "lesson").await.pop().unwrap();
     assert_eq!(started["topology"], "compare", "{started}");
     send(&mut ws, json!({"type":"lesson_step"})).await;

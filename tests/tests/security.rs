@@ -603,7 +603,8 @@ explain = {{ zh = "攻击", en = "attack" }}
 "#
     );
     let lesson = locklab_core::lesson::Lesson::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    serde_json::to_value(lesson).unwrap()
+    // Sent as the page sends a lesson: programs worded, as JSON text.
+    serde_json::to_value(lesson.worded()).unwrap()
 }
 
 /// Attack on the concurrent runner: a lesson sent over the socket launches
