@@ -1136,6 +1136,77 @@ async fn the_real_driver_says_when_redis_goes_away() {
     drop(driver);
 }
 
+/// A page whose simulator module does not load (here: `engine_bg.wasm`
+/// missing from a copy of `dist/`) says so in the lesson, in either
+/// language, and still shows what it has without the engine: the steps,
+/// program steps included (worded from the lesson file, not decoded), and
+/// the step the URL asks for, on the slider as on the counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simulator_that_does_not_load_says_so() {
+    let dist = require_dist();
+    let broken = std::env::temp_dir().join(format!("locklab-dist-no-engine-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&broken);
+    std::fs::create_dir_all(&broken).unwrap();
+    for entry in std::fs::read_dir(&dist).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_file() && !name.starts_with("engine_bg.wasm") {
+            std::fs::copy(&path, broken.join(&name)).unwrap();
+        }
+    }
+    let backend = Backend::start(&broken, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (driver, c) = browser().await;
+    for (w, h) in [(1280, 720), (1440, 900)] {
+        viewport(&c, w, h).await;
+        for (lang, failed, program) in [
+            (
+                "en",
+                "the simulator did not load",
+                "program: Redlock on lock:order:1001 (TTL 10000 ms)",
+            ),
+            (
+                "zh",
+                "模拟器未能载入",
+                "程序：在 lock:order:1001 上执行 Redlock（TTL 10000 ms）",
+            ),
+        ] {
+            c.goto(&format!("{base}/?lang={lang}&lesson=17&step=3&driver=sim"))
+                .await
+                .unwrap();
+            eventually("the page to mark its engine failed", || async {
+                let engine = js(&c, "return document.documentElement.dataset.engine || null").await;
+                (engine.as_str()? == "failed").then_some(())
+            })
+            .await;
+            let error = eventually("the lesson's error", || async {
+                text(&c, "[data-testid=lesson-error]").await
+            })
+            .await;
+            assert!(error.contains(failed), "{error}");
+            assert_eq!(
+                attr(&c, "[data-testid=step-name]", "data-step").await.as_deref(),
+                Some("3")
+            );
+            let scrub = js(&c, "return document.querySelector('[data-testid=scrub]').value").await;
+            assert_eq!(scrub, json!("3"), "the slider shows the step the counter does");
+            let steps = js(
+                &c,
+                "return [...document.querySelectorAll('[data-testid=step]')].map(e => e.textContent)",
+            )
+            .await;
+            let steps: Vec<String> = serde_json::from_value(steps).unwrap();
+            assert!(steps.iter().any(|t| t.contains(program)), "{steps:?}");
+            js(&c, "window.scrollTo(0, 0)").await;
+            screenshot(&c, &format!("browser-engine-failed-{lang}-{w}x{h}.png")).await;
+        }
+    }
+    c.close().await.unwrap();
+    drop(driver);
+    drop(backend);
+    let _ = std::fs::remove_dir_all(&broken);
+}
+
 async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
     c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }

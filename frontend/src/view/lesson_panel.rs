@@ -373,7 +373,9 @@ fn transport_row(
     onreset: Callback<MouseEvent>,
 ) -> Html {
     let lang = state.lang;
-    let (pos, len) = (s.position(), s.len());
+    // Where the URL puts the run: while the simulator loads, the step it
+    // will open at, as the counter beside the slider says.
+    let (pos, len) = (s.url_position(), s.len());
     let button = |t: Transport, label: &'static str, title: Text, testid: &'static str| {
         let onmove = props.onmove.clone();
         html! {
