@@ -109,8 +109,8 @@ fn main() -> Result<()> {
             println!("lessons: {}", dir.join(name).display());
             // Trunk builds the page only: the engine module (the simulator
             // and the explorer) is built here, as `dist` builds it.
-            let (rust, profile) = page_link(&root)?;
-            worker::build(&root, &dir, &profile, &rust, true)
+            let page = page_link(&read_index(&root)?.1)?;
+            worker::build(&root, &dir, &page.profile, &page.rust, true)
         }
         Some("check-trunk") => {
             let build = match args.get(1).map(String::as_str) {
@@ -283,12 +283,24 @@ fn content_hash(bytes: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 // dist
 
-/// The page's `<link data-trunk rel="rust">` in `frontend/index.html`, and
-/// the cargo profile Trunk would build it with for `trunk build --release`.
-fn page_link(root: &Path) -> Result<(TrunkLink, String)> {
+/// `frontend/index.html`: its path and text.
+fn read_index(root: &Path) -> Result<(PathBuf, String)> {
     let index_src = root.join("frontend/index.html");
     let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
-    let rust = trunk_links(&html)
+    Ok((index_src, html))
+}
+
+/// The page's `<link data-trunk rel="rust">` in `frontend/index.html`, the
+/// cargo profile Trunk would build it with for `trunk build --release`, and
+/// the binary it names.
+struct PageLink {
+    rust: TrunkLink,
+    profile: String,
+    bin: String,
+}
+
+fn page_link(html: &str) -> Result<PageLink> {
+    let rust = trunk_links(html)
         .into_iter()
         .find(|l| l.rel() == "rust")
         .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
@@ -298,21 +310,20 @@ fn page_link(root: &Path) -> Result<(TrunkLink, String)> {
         .or_else(|| rust.attrs.get("data-cargo-profile"))
         .cloned()
         .unwrap_or_else(|| "release".to_owned());
-    Ok((rust, profile))
-}
-
-fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
-    let started = Instant::now();
-    let index_src = root.join("frontend/index.html");
-    let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
-    let links = trunk_links(&html);
-    let (rust, profile) = page_link(root)?;
-    let rust = &rust;
     let bin = rust
         .attrs
         .get("data-bin")
         .cloned()
         .unwrap_or_else(|| FRONTEND_PACKAGE.to_owned());
+    Ok(PageLink { rust, profile, bin })
+}
+
+fn dist(root: &Path, out: &Path, optimize: bool) -> Result<()> {
+    let started = Instant::now();
+    let (index_src, html) = read_index(root)?;
+    let links = trunk_links(&html);
+    let PageLink { rust, profile, bin } = page_link(&html)?;
+    let rust = &rust;
 
     // 1. cargo, for wasm32, in the release profile.
     let input = build_wasm(root, &profile, &bin, &[])?;
@@ -472,18 +483,8 @@ fn bloat(root: &Path, wasm: Option<&Path>) -> Result<()> {
     let bytes = match wasm {
         Some(path) => fs::read(path).with_context(|| format!("reading {}", path.display()))?,
         None => {
-            let index_src = root.join("frontend/index.html");
-            let html = fs::read_to_string(&index_src).with_context(|| format!("reading {}", index_src.display()))?;
-            let links = trunk_links(&html);
-            let rust = links
-                .iter()
-                .find(|l| l.rel() == "rust")
-                .context("frontend/index.html has no <link data-trunk rel=\"rust\"> tag")?;
-            let bin = rust.attrs.get("data-bin").map_or(FRONTEND_PACKAGE, String::as_str);
-            let profile = rust
-                .attrs
-                .get("data-cargo-profile-release")
-                .map_or("release", String::as_str);
+            let PageLink { rust, profile, bin } = page_link(&read_index(root)?.1)?;
+            let (rust, bin) = (&rust, bin.as_str());
             let inherits = format!("profile.wasm-size.inherits=\"{profile}\"");
             let input = build_wasm(
                 root,
