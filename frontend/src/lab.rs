@@ -8,11 +8,11 @@ use locklab_core::engine::{LabMove, LabView};
 use locklab_core::trace::Trace;
 
 use crate::engine::{self, LabLink};
+// What the console shows before the engine has answered: the simulated
+// node's prompt, as a lesson console shows it.
+use crate::session::PROMPT;
 
 pub use locklab_core::lab::{Client, Exchange};
-
-/// What the console shows before the engine has answered.
-const PROMPT: &str = "127.0.0.1:6379> ";
 
 #[derive(Default)]
 pub struct Lab {
