@@ -276,10 +276,20 @@ mod tests {
         let at = lesson.steps.iter().position(|s| s.program.is_some()).unwrap();
         let mut page = lesson.worded();
         page.steps[at].program.as_mut().unwrap().program = ProgramJson(r#"{"lock":{"key":7}}"#.into());
-        let err = page.decoded().unwrap_err().to_string();
+        let err = page.clone().decoded().unwrap_err().to_string();
         assert!(
             err.starts_with(&format!("lesson {}, step {}: program: ", lesson.id, at + 1)),
             "{err}"
         );
+        // A crafted one, nested as deep as a frame allows, is refused by
+        // serde_json's recursion limit rather than overflowing the stack.
+        let deep = format!(
+            r#"{{"type":"lock","x":{}{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        page.steps[at].program.as_mut().unwrap().program = ProgramJson(deep);
+        let err = page.decoded().unwrap_err().to_string();
+        assert!(err.contains("recursion limit exceeded"), "{err}");
     }
 }
