@@ -5,12 +5,12 @@
 //! run, in order, once it has ([`Lab::connect`]).
 
 use locklab_core::engine::{LabMove, LabView};
+// What the console shows before the engine has answered: the simulated
+// node's prompt, as a lesson console shows it.
+use locklab_core::lesson::session::PROMPT;
 use locklab_core::trace::Trace;
 
 use crate::engine::{self, LabLink};
-// What the console shows before the engine has answered: the simulated
-// node's prompt, as a lesson console shows it.
-use crate::session::PROMPT;
 
 pub use locklab_core::lab::{Client, Exchange};
 
