@@ -436,8 +436,18 @@ fn bench_backend_reports_both_rates() {
     let server = RedisServer::start();
     let report = locklab_backend::cli::bench::backend_report(&server.url(), 0.5);
     // Its parts, never its speed: direct, the in-process session, the
-    // WebSocket, each path's overhead and the target.
-    for part in ["direct", "lab session", "WebSocket", "overhead", "target"] {
+    // bare relay and the lab's WebSocket, each path's overhead, the target
+    // and the ceiling the relay shows.
+    for part in [
+        "direct",
+        "lab session",
+        "bare WebSocket relay",
+        "backend over WebSocket",
+        "overhead",
+        "target",
+        "ceiling: a bare WebSocket relay",
+        "% of the relay",
+    ] {
         assert!(report.contains(part), "{part:?} missing from:\n{report}");
     }
     assert!(!report.contains("failed"), "{report}");

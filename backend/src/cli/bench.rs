@@ -13,7 +13,10 @@
 //! process, and through the `/api/session` WebSocket a browser uses, with
 //! one client and with several; and the CPU a command takes on each path,
 //! by whom (redis-server, the lab, the clients), with how often their
-//! threads had to be woken. The WebSocket's clients stand for a browser:
+//! threads had to be woken. A bare WebSocket relay with no lab in it
+//! ([`relay`]) is measured alongside: what it reaches is the ceiling of
+//! any backend over a WebSocket on this machine, and the lab's WebSocket
+//! figures are read against it too. The WebSocket's clients stand for a browser:
 //! they run on a thread (and a tokio runtime) of their own, apart from the
 //! backend's, and their CPU is counted apart from the backend's.
 
@@ -30,7 +33,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::real::conn::{display_addr, RealConnection, RealError};
 use crate::real::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
-use crate::web::api::{serve_listener, ApiState};
+use crate::web::api::{api_router, no_delay, ApiState};
+
+mod relay;
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =
@@ -188,11 +193,18 @@ const ROUNDS: u32 = 10;
 /// so one sequential client cannot do much better than half.
 const TARGET_RATIO: [f64; 2] = [0.5, 0.8];
 
-/// The lock cycle as the console sends it (the release is the Lua
-/// compare-and-delete), and what redis-cli prints for each half.
-const ACQUIRE_LINE: &str = "SET lock tok NX PX 10000";
-const RELEASE_LINE: &str =
-    "EVAL \"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end\" 1 lock tok";
+/// The lock cycle on `key` as the console sends it (the release is the
+/// Lua compare-and-delete); redis-cli prints `OK` and `(integer) 1`.
+fn cycle_lines(key: &str) -> [String; 2] {
+    [
+        format!("SET {key} tok NX PX 10000"),
+        format!("EVAL \"{}\" 1 {key} tok", RELEASE.replace('"', "\\\"")),
+    ]
+}
+
+/// The key a lab session's cycle takes: the session prefixes it, so every
+/// client has its own.
+const LAB_KEY: &str = "lock";
 
 /// Why one figure of [`backend_report`] could not be measured.
 #[derive(Debug, Error)]
@@ -224,19 +236,29 @@ enum Path {
     /// [`Session::run_line`](crate::real::session::Session::run_line) in this process: table check, key prefix,
     /// ACL user, trace events; no network hop of its own.
     Session,
+    /// [`relay`]: the same WebSocket server and link to Redis with no lab
+    /// in between, each client on a key of its own.
+    Relay,
     /// `/api/session` served on a loopback port, a WebSocket client per
     /// lab client: what a browser or `locklab cli --via` goes through.
     WebSocket,
 }
 
 impl Path {
-    const ALL: [Path; 4] = [Path::Direct, Path::DirectAcl, Path::Session, Path::WebSocket];
+    const ALL: [Path; 5] = [
+        Path::Direct,
+        Path::DirectAcl,
+        Path::Session,
+        Path::Relay,
+        Path::WebSocket,
+    ];
 
     fn label(self) -> &'static str {
         match self {
             Path::Direct => "direct (redis crate)",
             Path::DirectAcl => "direct as an ACL user",
             Path::Session => "lab session, in-process",
+            Path::Relay => "bare WebSocket relay",
             Path::WebSocket => "backend over WebSocket",
         }
     }
@@ -244,7 +266,7 @@ impl Path {
     fn measure(
         self,
         url: &str,
-        backend: &mut Option<WsBackend>,
+        backends: &mut Backends,
         clients: usize,
         budget: Duration,
     ) -> Result<Measured, BackendBenchError> {
@@ -266,14 +288,19 @@ impl Path {
                 r
             }
             Path::Session => session_cycles(url, clients, budget),
+            Path::Relay => {
+                let relay = match &mut backends.relay {
+                    Some(b) => b,
+                    none => none.insert(WsBackend::relay(url)?),
+                };
+                websocket_cycles(relay, url, clients, budget)
+            }
             Path::WebSocket => {
-                if backend.is_none() {
-                    *backend = Some(WsBackend::start(url)?);
-                }
-                match backend {
-                    Some(b) => websocket_cycles(b, url, clients, budget),
-                    None => Err(BackendBenchError::Closed),
-                }
+                let lab = match &mut backends.lab {
+                    Some(b) => b,
+                    none => none.insert(WsBackend::lab(url)?),
+                };
+                websocket_cycles(lab, url, clients, budget)
             }
         }
     }
@@ -516,10 +543,11 @@ fn session_cycles(url: &str, clients: usize, budget: Duration) -> Result<Measure
     for _ in 0..clients {
         sessions.push(pool.open(vec![NodeTarget::new("redis", url)])?);
     }
+    let [acquire, release] = &cycle_lines(LAB_KEY);
     // The session's work runs in the threads that call it: the lab's.
     let (mut m, cpu) = threaded(url, sessions, budget, |s| {
-        expect(s.run_line("A", 0, ACQUIRE_LINE)?, &Reply::ok(), "SET NX")?;
-        expect(s.run_line("A", 0, RELEASE_LINE)?, &Reply::Integer(1), "the release")?;
+        expect(s.run_line("A", 0, acquire)?, &Reply::ok(), "SET NX")?;
+        expect(s.run_line("A", 0, release)?, &Reply::Integer(1), "the release")?;
         s.take_events();
         Ok(())
     })?;
@@ -578,32 +606,57 @@ async fn ws_cycle(
     ws_command(ws, release, "(integer) 1").await
 }
 
-/// The backend the WebSocket figures go through: the API router served on
-/// a loopback port by a multi-thread runtime of its own, as `locklab
-/// serve` serves it, started once for the whole report, as a server runs
+/// The WebSocket servers of a report, each started when first measured.
+#[derive(Default)]
+struct Backends {
+    lab: Option<WsBackend>,
+    relay: Option<WsBackend>,
+}
+
+/// A server the WebSocket figures go through: a router served on a
+/// loopback port by a multi-thread runtime of its own, as `locklab serve`
+/// serves the lab, started once for the whole report, as a server runs
 /// for long (a fresh runtime every round would make the backend's threads
 /// pay their first use, such as the simulator's Lua VM each thread makes
 /// once, in every round).
 struct WsBackend {
     rt: tokio::runtime::Runtime,
     addr: std::net::SocketAddr,
-    state: ApiState,
+    /// The socket's path on the server.
+    path: &'static str,
+    /// The lab's state (`None` for the relay, which keeps none).
+    state: Option<ApiState>,
+    /// The lab key each client's cycle takes: the lab's sessions prefix
+    /// one name apart; the relay's clients need keys of their own.
+    keyed: bool,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl WsBackend {
-    fn start(url: &str) -> Result<Self, BackendBenchError> {
+    /// The lab's `/api/session`, the rate limit lifted.
+    fn lab(url: &str) -> Result<Self, BackendBenchError> {
+        let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
+        Self::start(api_router(state.clone()), "/api/session", Some(state))
+    }
+
+    /// The bare [`relay`] to the server at `url`.
+    fn relay(url: &str) -> Result<Self, BackendBenchError> {
+        Self::start(relay::router(url.to_owned()), relay::PATH, None)
+    }
+
+    fn start(router: axum::Router, path: &'static str, state: Option<ApiState>) -> Result<Self, BackendBenchError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("lab-backend")
             .build()?;
         let listener = rt.block_on(tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))?;
         let addr = listener.local_addr()?;
-        let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
-        let server = rt.spawn(serve_listener(listener, state.clone()));
+        let server = rt.spawn(async move { axum::serve(no_delay(listener), router).await });
         Ok(WsBackend {
             rt,
             addr,
+            path,
+            keyed: state.is_none(),
             state,
             server,
         })
@@ -612,9 +665,10 @@ impl WsBackend {
     /// Wait until the labs of the sockets that closed are dropped (their
     /// ACL users deleted on the server), as long as 5 s.
     fn settle(&self) {
+        let Some(state) = &self.state else { return };
         self.rt.block_on(async {
             let wait = Instant::now() + Duration::from_secs(5);
-            while self.state.live_sessions() > 0 && Instant::now() < wait {
+            while state.live_sessions() > 0 && Instant::now() < wait {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         });
@@ -627,9 +681,9 @@ impl Drop for WsBackend {
     }
 }
 
-/// Lock cycles per second through `/api/session` on `backend`, one
-/// WebSocket (so one lab session) per client, every command a `command`
-/// message answered by its events and its `reply`.
+/// Lock cycles per second through `backend`, one WebSocket (so one lab
+/// session, on the lab) per client, every command a `command` message
+/// answered by its `reply` (on the lab, after its events).
 ///
 /// The clients are another program's: they run on a thread of their own
 /// with a current-thread runtime, as a browser runs in a process of its
@@ -642,11 +696,12 @@ fn websocket_cycles(
     clients: usize,
     budget: Duration,
 ) -> Result<Measured, BackendBenchError> {
-    let (addr, redis_url) = (backend.addr, url.to_owned());
+    let ws_url = format!("ws://{}{}", backend.addr, backend.path);
+    let (keyed, redis_url) = (backend.keyed, url.to_owned());
     let client = std::thread::Builder::new().name("ws-client".into()).spawn(
         move || -> Result<Measured, BackendBenchError> {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(ws_clients(addr, &redis_url, clients, budget))
+            rt.block_on(ws_clients(&ws_url, keyed, &redis_url, clients, budget))
         },
     )?;
     let measured = client
@@ -658,10 +713,12 @@ fn websocket_cycles(
 }
 
 /// The client side of [`websocket_cycles`], on its own thread: connect
-/// `clients` WebSockets to the backend at `addr`, run lock cycles on all
-/// of them for `budget`, and count them and the CPU every thread took.
+/// `clients` WebSockets to `ws_url`, run lock cycles on all of them for
+/// `budget` (on a key each when `keyed`, else on [`LAB_KEY`]), and count
+/// them and the CPU every thread took.
 async fn ws_clients(
-    addr: std::net::SocketAddr,
+    ws_url: &str,
+    keyed: bool,
     url: &str,
     clients: usize,
     budget: Duration,
@@ -674,10 +731,16 @@ async fn ws_clients(
         };
         serde_json::to_string(&msg).unwrap_or_default().into()
     };
-    let (acquire, release) = (command(ACQUIRE_LINE), command(RELEASE_LINE));
     let mut sockets = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        sockets.push(ws_open(addr, &acquire, &release).await?);
+    for i in 0..clients {
+        let key = if keyed {
+            format!("bench:relay:{i}:lock")
+        } else {
+            LAB_KEY.to_owned()
+        };
+        let [acquire, release] = cycle_lines(&key).map(|line| command(&line));
+        let ws = ws_open(ws_url, &acquire, &release).await?;
+        sockets.push((ws, acquire, release));
     }
     let me = this_tid();
     let threads_before = threads_cpu_us();
@@ -687,8 +750,7 @@ async fn ws_clients(
     // A task per client, so they run side by side like separate browsers.
     let tasks: Vec<_> = sockets
         .into_iter()
-        .map(|mut ws| {
-            let (acquire, release) = (acquire.clone(), release.clone());
+        .map(|(mut ws, acquire, release)| {
             tokio::spawn(async move {
                 let mut n = 0u64;
                 while Instant::now() < deadline {
@@ -731,18 +793,17 @@ async fn ws_clients(
     }
 }
 
-/// One WebSocket to the backend at `addr`, connected as a browser
+/// One WebSocket to `ws_url`, connected as a browser
 /// connects (Nagle off, as browsers set TCP_NODELAY; a read buffer that
 /// tungstenite does not zero-fill 128 KiB of before every read, a
 /// client-side cost a browser does not have and which is not the
 /// backend's), its session opened by a first lock cycle (and its ACL user).
 async fn ws_open(
-    addr: std::net::SocketAddr,
+    ws_url: &str,
     acquire: &tungstenite::Utf8Bytes,
     release: &tungstenite::Utf8Bytes,
 ) -> Result<Ws, BackendBenchError> {
     let config = WebSocketConfig::default().read_buffer_size(8 * 1024);
-    let ws_url = format!("ws://{addr}/api/session");
     let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
     ws_cycle(&mut ws, acquire, release).await?;
     Ok(ws)
@@ -800,13 +861,13 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
         .iter()
         .map(|_| Path::ALL.iter().map(|_| (0, Cpu::default())).collect())
         .collect();
-    let mut backend = None;
+    let mut backends = Backends::default();
     for _ in 0..ROUNDS {
         for (ci, &clients) in counts.iter().enumerate() {
             for (pi, path) in Path::ALL.iter().enumerate() {
                 let slot = &mut best[ci][pi];
                 if let Ok(so_far) = *slot {
-                    *slot = match path.measure(url, &mut backend, clients, round) {
+                    *slot = match path.measure(url, &mut backends, clients, round) {
                         Ok(m) => {
                             spent[ci][pi].0 += m.commands;
                             spent[ci][pi].1.add(m.cpu);
@@ -818,7 +879,7 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
             }
         }
     }
-    drop(backend);
+    drop(backends);
     let mut out = format!(
         "lock cycles/s on {} (SET NX PX + EVAL release; best of {ROUNDS} alternating rounds of {:.2} s):\n",
         display_addr(url),
@@ -890,6 +951,27 @@ fn cpu_table(spent: &[Vec<(u64, Cpu)>]) -> String {
     out
 }
 
+/// What the bare relay says of the targets: its ratio to direct is what
+/// any backend over a WebSocket reaches on this machine, and the lab's
+/// WebSocket is also given as a share of it.
+fn ceiling(best: &[Vec<Figure>]) -> String {
+    let (relay, lab) = (Path::Relay as usize, Path::WebSocket as usize);
+    let part = |ci: usize| match (&best[ci][0], &best[ci][relay], &best[ci][lab]) {
+        (Ok(d), Ok(r), Ok(l)) if *d > 0.0 && *r > 0.0 => Some((r / d, l / r)),
+        _ => None,
+    };
+    match (part(0), part(1)) {
+        (Some((r1, l1)), Some((r8, l8))) => format!(
+            "ceiling: a bare WebSocket relay (the same server and link to Redis, no lab: no session, checks, trace or \
+             lock watch) reaches {r1:.2}× direct with 1 client and {r8:.2}× with {CONCURRENT_CLIENTS} on this machine; \
+             the lab's WebSocket reaches {:.0} % and {:.0} % of the relay\n",
+            l1 * 100.0,
+            l8 * 100.0
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The table of [`backend_report`]: each path's best rate with one client
 /// and with [`CONCURRENT_CLIENTS`], as a fraction of direct, what failed,
 /// and the verdict on issue 18's targets ([`TARGET_RATIO`]).
@@ -945,6 +1027,7 @@ fn ratio_table(best: &[Vec<Figure>], counts: [usize; 2]) -> String {
         TARGET_RATIO[1],
         verdict(1)
     ));
+    out.push_str(&ceiling(best));
     out.push_str(
         "(ratios within this one run: every path alternates over the same rounds on the same, possibly busy, machine)\n",
     );
