@@ -163,9 +163,9 @@ async fn the_lock_watch_peek_rides_in_the_commands_round_trip_but_never_into_a_t
         "{msgs:?}"
     );
     // …on the client's own connection, written behind the SET: the last
-    // command that connection ran is the peek's EVAL.
+    // command that connection ran is the peek's last read, a TYPE.
     let me = user_client(&mut admin, &session);
-    assert!(me.contains(" cmd=eval "), "{me}");
+    assert!(me.contains(" cmd=type "), "{me}");
     // In a transaction the peek would be queued (and show in EXEC's
     // answer): it goes on the admin link instead.
     assert_eq!(ws_line(&mut ws, "A", "MULTI").await, "OK");
@@ -174,7 +174,7 @@ async fn the_lock_watch_peek_rides_in_the_commands_round_trip_but_never_into_a_t
     assert_eq!(ws_line(&mut ws, "A", "GET lock").await, "\"other\"");
     // After EXEC the connection runs commands again: the peek rode there.
     let me = user_client(&mut admin, &session);
-    assert!(me.contains(" cmd=eval ") || me.contains(" cmd=get "), "{me}");
+    assert!(me.contains(" cmd=type ") || me.contains(" cmd=get "), "{me}");
     assert!(me.contains(" multi=-1 "), "{me}");
 }
 

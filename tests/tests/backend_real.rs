@@ -432,6 +432,49 @@ fn cluster3_session_routes_by_slot_and_follows_moved() {
 }
 
 #[test]
+fn a_look_at_lock_keys_reads_value_ttl_and_type_without_a_script() {
+    let server = RedisServer::start();
+    let mut admin = RealConnection::open(&server.url()).unwrap();
+    let pool = SessionPool::default();
+    for url in [server.url(), format!("{}?protocol=resp3", server.url())] {
+        let mut s = pool.open(one_node(&url)).unwrap();
+        for line in [
+            "SET held tok PX 60000",
+            "SET forever tok",
+            "HSET reentrant A 2",
+            "PEXPIRE reentrant 60000",
+            "SET gone tok PX 1",
+        ] {
+            s.run_line("A", 0, line).unwrap();
+        }
+        poll("the 1 ms key to expire", || {
+            direct(&mut admin, &format!("PTTL {}gone", s.prefix())) == Reply::Integer(-2)
+        });
+        direct(&mut admin, "CONFIG RESETSTAT");
+        let keys = ["held", "forever", "reentrant", "missing", "gone"].map(String::from);
+        let seen = s.peek_many(0, &keys).unwrap();
+        assert!(
+            matches!(&seen[0], Some((v, ttl)) if v == "tok" && (1..=60_000).contains(ttl)),
+            "{seen:?}"
+        );
+        assert_eq!(seen[1], Some(("tok".to_owned(), -1)), "{url}");
+        // A non-string shows as its type (Redisson's locks are hashes).
+        assert!(
+            matches!(&seen[2], Some((v, ttl)) if v == "(hash)" && *ttl > 0),
+            "{seen:?}"
+        );
+        assert_eq!(seen[3..], [None, None], "{url}");
+        // Plain reads only: a look costs Redis no script.
+        let Reply::Bulk(stats) = direct(&mut admin, "INFO commandstats") else {
+            panic!()
+        };
+        let stats = String::from_utf8_lossy(&stats);
+        assert!(!stats.contains("cmdstat_eval"), "{stats}");
+        assert!(stats.contains("cmdstat_mget:calls=5,"), "{stats}");
+    }
+}
+
+#[test]
 fn bench_backend_reports_both_rates() {
     let server = RedisServer::start();
     let report = locklab_backend::cli::bench::backend_report(&server.url(), 0.5);

@@ -142,6 +142,24 @@ impl RealConnection {
         }
     }
 
+    /// Send `commands` in one write and return their replies, in order
+    /// (a pipeline; none of them an `EXEC`). A server error is that
+    /// command's reply, as [`execute`](RealConnection::execute) gives it.
+    pub fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, RealError> {
+        let mut packed = Vec::new();
+        for argv in commands {
+            if argv.is_empty() {
+                return Err(RealError::EmptyCommand);
+            }
+            pack_into(&mut packed, argv);
+        }
+        let values = self
+            .conn
+            .req_packed_commands(&packed, 0, commands.len())
+            .map_err(RealError::Transport)?;
+        values.into_iter().map(value_to_reply).collect()
+    }
+
     /// Set (or clear) the socket's read timeout. `DEBUG SLEEP` and `WAIT`
     /// legitimately block, so the default is no timeout.
     pub fn set_read_timeout(&self, dur: Option<Duration>) -> Result<(), RealError> {

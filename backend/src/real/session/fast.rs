@@ -181,9 +181,9 @@ impl Session {
             },
             None => None,
         };
-        let peek_argv = peek.map(|keys| self.peek_argv(keys));
+        let peek_commands = peek.map(|keys| self.peek_commands(keys)).unwrap_or_default();
         let mut commands: Vec<&[Vec<u8>]> = vec![&prep.rewritten];
-        commands.extend(peek_argv.as_deref());
+        commands.extend(peek_commands.iter().map(Vec::as_slice));
         let (reply, killed) = match link.send(&commands).await {
             Err(e) => (Err(e), false),
             Ok(()) => {
@@ -198,8 +198,8 @@ impl Session {
             }
         };
         let peeked = match (peek, &reply) {
-            (Some(keys), Ok(_)) => Some(match link.read(false).await {
-                Ok(r) => self.parse_peek(n, keys, r).ok(),
+            (Some(keys), Ok(_)) => Some(match link.read_many(peek_commands.len()).await {
+                Ok(replies) => self.parse_peek(n, keys, replies).ok(),
                 Err(_) => None,
             }),
             _ => None,
@@ -279,9 +279,11 @@ impl Session {
         if keys.is_empty() {
             return Some(Vec::new());
         }
-        let argv = self.peek_argv(keys);
-        let reply = self.admin_async(n, &argv).await.ok()?;
-        self.parse_peek(n, keys, reply).ok()
+        let commands = self.peek_commands(keys);
+        let mut admin = self.take_reader(n).await.ok()?;
+        let replies = admin.pipeline(&commands).await;
+        self.put_reader(n, Some(admin));
+        self.parse_peek(n, keys, replies.ok()?).ok()
     }
 
     /// [`Session::loaded_library`]'s check on the admin link.

@@ -202,6 +202,23 @@ impl Link {
         self.read(exec).await
     }
 
+    /// The next `count` replies (none of them an `EXEC`'s).
+    pub async fn read_many(&mut self, count: usize) -> Result<Vec<Reply>, RealError> {
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            out.push(self.read(false).await?);
+        }
+        Ok(out)
+    }
+
+    /// Send `commands` in one write and read their replies (a pipeline;
+    /// none of them an `EXEC`).
+    pub async fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, RealError> {
+        let argvs: Vec<&[Vec<u8>]> = commands.iter().map(Vec::as_slice).collect();
+        self.send(&argvs).await?;
+        self.read_many(commands.len()).await
+    }
+
     /// One RESP value, iteratively (a stack of open aggregates rather than
     /// recursion, so depth is a counted bound, not a stack overflow).
     async fn read_value(&mut self) -> Result<Reply, RealError> {
