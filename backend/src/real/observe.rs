@@ -5,12 +5,12 @@
 //! expires: it is the server. A real redis-server tells a client none of
 //! that (keyspace notifications would need `CONFIG SET`, which the lab
 //! never sends to someone's own server), so the lab *looks*: after a
-//! command it reads the keys it watches (value, `PTTL` and type, plain
-//! reads in one write for all of them, which neither count against the rate limit nor show in
-//! the trace: through the session's administrative connection, or, on the
-//! WebSocket's async lane, written behind the command on the client's own
-//! connection so it costs no round trip of its own), compares them
-//! with what it saw last time — the *shadow*, kept by core's one lock
+//! command it reads the keys it watches (value, `PTTL` and type: plain
+//! reads, in one write for all of them, which neither count against the
+//! rate limit nor show in the trace: through the session's administrative
+//! connection, or, on the WebSocket's async lane, written behind the
+//! command on the client's own connection so they cost no round trip of
+//! their own), compares them with what it saw last time — the *shadow*, kept by core's one lock
 //! observer ([`LockObserver`], the same comparison the simulator and the
 //! browser's free lab make) — and turns the difference into core's `Lock`
 //! events. The cause is inferred: a key that changed on

@@ -614,10 +614,11 @@ impl Session {
     /// brought, 16 KB, before it serves another client), so a key's three
     /// answers agree as a script's would (past 16 KB, hundreds of keys, a
     /// key may change between two of its reads; the next look sees it
-    /// whole), and they cost Redis about what three `GET`s do. The Lua script this replaced cost a command's
-    /// worth more per look (measured with one client: 9.5 µs of
-    /// redis-server's CPU per look against 1.5, and 15 µs against 4 on the
-    /// round trip), and every watched command carries a look.
+    /// whole), and they cost Redis about what three `GET`s do. The Lua
+    /// script this replaced cost a command's worth more per look
+    /// (measured with one client: 9.5 µs of redis-server's CPU per look
+    /// against 1.5, and 15 µs against 4 on the round trip), and every
+    /// watched command carries a look.
     fn peek_commands(&self, keys: &[String]) -> Vec<Argv> {
         let mut out = Vec::with_capacity(keys.len() * PEEK_PER_KEY);
         for k in keys {
