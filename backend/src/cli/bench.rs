@@ -626,9 +626,6 @@ struct WsBackend {
     path: &'static str,
     /// The lab's state (`None` for the relay, which keeps none).
     state: Option<ApiState>,
-    /// The lab key each client's cycle takes: the lab's sessions prefix
-    /// one name apart; the relay's clients need keys of their own.
-    keyed: bool,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -656,10 +653,15 @@ impl WsBackend {
             rt,
             addr,
             path,
-            keyed: state.is_none(),
             state,
             server,
         })
+    }
+
+    /// Do the clients need keys of their own? The lab's sessions prefix
+    /// one name apart ([`LAB_KEY`]); the relay passes names through.
+    fn keyed(&self) -> bool {
+        self.state.is_none()
     }
 
     /// Wait until the labs of the sockets that closed are dropped (their
@@ -697,7 +699,7 @@ fn websocket_cycles(
     budget: Duration,
 ) -> Result<Measured, BackendBenchError> {
     let ws_url = format!("ws://{}{}", backend.addr, backend.path);
-    let (keyed, redis_url) = (backend.keyed, url.to_owned());
+    let (keyed, redis_url) = (backend.keyed(), url.to_owned());
     let client = std::thread::Builder::new().name("ws-client".into()).spawn(
         move || -> Result<Measured, BackendBenchError> {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

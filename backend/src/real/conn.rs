@@ -146,13 +146,7 @@ impl RealConnection {
     /// (a pipeline; none of them an `EXEC`). A server error is that
     /// command's reply, as [`execute`](RealConnection::execute) gives it.
     pub fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, RealError> {
-        let mut packed = Vec::new();
-        for argv in commands {
-            if argv.is_empty() {
-                return Err(RealError::EmptyCommand);
-            }
-            pack_into(&mut packed, argv);
-        }
+        let packed = pack_pipeline(commands)?;
         let values = self
             .conn
             .req_packed_commands(&packed, 0, commands.len())
@@ -177,6 +171,19 @@ pub fn pack_command(argv: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + argv.iter().map(|a| a.len() + 16).sum::<usize>());
     pack_into(&mut out, argv);
     out
+}
+
+/// `commands` packed one after the other, for one write; an empty
+/// command is refused before anything is packed to be sent.
+pub fn pack_pipeline<A: AsRef<[Vec<u8>]>>(commands: &[A]) -> Result<Vec<u8>, RealError> {
+    let mut out = Vec::new();
+    for argv in commands {
+        if argv.as_ref().is_empty() {
+            return Err(RealError::EmptyCommand);
+        }
+        pack_into(&mut out, argv.as_ref());
+    }
+    Ok(out)
 }
 
 /// [`pack_command`] appended to `out`, with no allocation of its own (a

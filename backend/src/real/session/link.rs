@@ -32,7 +32,7 @@ use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::real::conn::{pack_into, public_url, RealError};
+use crate::real::conn::{pack_pipeline, public_url, RealError};
 
 /// Longest bulk string accepted: redis-server's default
 /// `proto-max-bulk-len`.
@@ -154,14 +154,8 @@ impl Link {
 
     /// Write `commands` in one write. Their replies are read with
     /// [`Link::read`], one each, in order.
-    pub async fn send(&mut self, commands: &[&[Vec<u8>]]) -> Result<(), RealError> {
-        let mut out = Vec::new();
-        for argv in commands {
-            if argv.is_empty() {
-                return Err(RealError::EmptyCommand);
-            }
-            pack_into(&mut out, argv);
-        }
+    pub async fn send<A: AsRef<[Vec<u8>]>>(&mut self, commands: &[A]) -> Result<(), RealError> {
+        let out = pack_pipeline(commands)?;
         // Counted before the write: a write cut short leaves the link out
         // of step as surely as an unread reply.
         self.pending += commands.len();
@@ -214,8 +208,7 @@ impl Link {
     /// Send `commands` in one write and read their replies (a pipeline;
     /// none of them an `EXEC`).
     pub async fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, RealError> {
-        let argvs: Vec<&[Vec<u8>]> = commands.iter().map(Vec::as_slice).collect();
-        self.send(&argvs).await?;
+        self.send(commands).await?;
         self.read_many(commands.len()).await
     }
 
