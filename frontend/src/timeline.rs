@@ -141,6 +141,10 @@ pub fn text_w(text: &str, font: f64) -> f64 {
 const MAX_ROWS: usize = 4;
 /// Callout rows above the lanes (those left empty are taken back).
 const CALLOUT_ROWS: usize = 4;
+/// Arrows per 100 px of plot past which a timeline is [`Layout::dense`].
+/// The lessons split cleanly: a story has at most 9, a race or a load
+/// test (18, 25–27: five clients, five masters) 44 and more.
+const DENSE_ARROWS: f64 = 20.0;
 /// Tick spacings to choose from, in ms.
 const TICK_STEPS: [u64; 20] = [
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
@@ -255,6 +259,9 @@ pub struct Mark {
     pub title: String,
     /// The client the mark belongs to, for colour.
     pub client: Option<u32>,
+    /// How many events it stands for: 1, more when [`merge_marks`] folded
+    /// its neighbours into it (their labels count them: `SET lock ×5`).
+    pub count: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -410,6 +417,10 @@ pub struct Layout {
     pub style: Style,
     /// Marks folded into a neighbour closer than a pixel (see [`merge_marks`]).
     pub merged: usize,
+    /// So many arrows to the plot's width ([`DENSE_ARROWS`]) that they are
+    /// a texture, not lines one follows: they are drawn faint, so the
+    /// marks, bars and words over them can be read. Zooming in thins them.
+    pub dense: bool,
 }
 
 /// One legend entry: which swatch, what it says, where.
@@ -820,13 +831,28 @@ impl Axis {
     }
 }
 
-/// The command's name and first key: `SET lock:order:1`.
-pub fn short(line: &str) -> String {
-    let mut words = line.split_whitespace();
-    let label = match (words.next(), words.next()) {
-        (Some(cmd), Some(key)) => format!("{} {key}", cmd.to_uppercase()),
-        (Some(cmd), None) => cmd.to_uppercase(),
-        _ => String::new(),
+/// The command's name and first key: `SET lock:order:1`. A script's
+/// first key comes after its body and key count (`EVAL script 1 lock`),
+/// as redis-server's `evalGetKeys` reads it, so a release is `EVAL lock`,
+/// not the script's first word; with no key it is the name alone.
+pub fn short(argv: &[String]) -> String {
+    let Some(name) = argv.first() else { return String::new() };
+    let name = name.to_uppercase();
+    let scripted = matches!(
+        name.as_str(),
+        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+    );
+    let key = if scripted {
+        argv.get(2)
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .and_then(|_| argv.get(3))
+    } else {
+        argv.get(1)
+    };
+    let label = match key {
+        Some(key) => format!("{name} {key}"),
+        None => name,
     };
     if label.chars().count() > 22 {
         format!("{}…", label.chars().take(21).collect::<String>())
@@ -859,26 +885,19 @@ pub fn layout(trace: &Trace, now_ms: u64, lang: Lang) -> Layout {
 pub fn merge_marks(marks: &mut Vec<Mark>, arrows: &mut Vec<Arrow>) -> usize {
     let before = marks.len();
     let mut kept: Vec<Mark> = Vec::with_capacity(marks.len());
-    let mut last: HashMap<(usize, std::mem::Discriminant<MarkKind>), (usize, usize)> = HashMap::new();
+    let mut last: HashMap<(usize, std::mem::Discriminant<MarkKind>), usize> = HashMap::new();
     for m in marks.drain(..) {
         let slot = (m.lane, std::mem::discriminant(&m.kind));
-        match last.get_mut(&slot) {
-            Some((i, n)) if (m.x - kept[*i].x).abs() < 1.0 => *n += 1,
+        match last.get(&slot) {
+            Some(&i) if (m.x - kept[i].x).abs() < 1.0 => kept[i].count += m.count,
             _ => {
-                if let Some((i, n)) = last.get(&slot) {
-                    if *n > 0 {
-                        kept[*i].title.push_str(&format!(" (+{n})"));
-                    }
-                }
-                last.insert(slot, (kept.len(), 0));
+                last.insert(slot, kept.len());
                 kept.push(m);
             }
         }
     }
-    for (i, n) in last.values() {
-        if *n > 0 {
-            kept[*i].title.push_str(&format!(" (+{n})"));
-        }
+    for m in kept.iter_mut().filter(|m| m.count > 1) {
+        m.title.push_str(&format!(" (+{})", m.count - 1));
     }
     *marks = kept;
     let mut prev: HashMap<(u8, i64, i64), f64> = HashMap::new();
@@ -1179,17 +1198,40 @@ fn place_callouts(
 /// Labels under the marks: two rows per lane; a label that fits in neither
 /// is shortened to the command's name, then left to its tooltip. Also the
 /// right end of each lane's label rows (what the lane must keep room for).
+///
+/// A run of marks on one lane with the same label, each before the
+/// first's label ends, is labelled once with how many events it stands
+/// for: a Redlock client's `SET` to five masters is `SET lock ×5`, not the
+/// same words stacked in both rows (lesson 18, five clients racing).
 fn mark_labels(marks: &[Mark], lanes: &[Lane], style: Style, plot_end: f64) -> (Vec<Label>, Vec<[f64; 2]>) {
     let font = style.font;
     let (label_w, gap) = (style.label_w(), font * 0.6);
+    // (first mark, its label, events in the run); a lane's open run and
+    // where its first label would end.
+    let mut runs: Vec<(&Mark, &str, usize)> = Vec::new();
+    let mut open: HashMap<usize, (usize, f64)> = HashMap::new();
+    for m in marks {
+        let Some(text) = m.label.as_deref() else { continue };
+        match open.get(&m.lane) {
+            Some(&(i, end)) if runs[i].1 == text && m.x <= end => runs[i].2 += m.count,
+            _ => {
+                open.insert(m.lane, (runs.len(), m.x + text_w(text, font)));
+                runs.push((m, text, m.count));
+            }
+        }
+    }
     let mut labels = Vec::new();
     let mut rows: Vec<[f64; 2]> = vec![[f64::NEG_INFINITY; 2]; lanes.len()];
-    for m in marks {
-        let Some(text) = &m.label else { continue };
+    for (m, text, count) in runs {
         let lane = &lanes[m.lane];
         let base = lane.y + 4.0 + bar_rows_of(lane, style) * style.bar_row();
-        let short_name = text.split_whitespace().next().unwrap_or_default().to_owned();
-        for candidate in [text.clone(), short_name] {
+        let times = if count > 1 {
+            format!(" ×{count}")
+        } else {
+            String::new()
+        };
+        let name = text.split_whitespace().next().unwrap_or_default();
+        for candidate in [format!("{text}{times}"), format!("{name}{times}")] {
             let w = text_w(&candidate, font);
             let x0 = (m.x - font * 0.4).min(plot_end - w).max(label_w);
             if let Some(r) = place(&mut rows[m.lane][..style.label_rows()], x0, w, gap) {
@@ -1606,13 +1648,60 @@ mod tests {
         }
     }
 
+    /// Lesson 18's five clients each send every request to five masters:
+    /// a burst is labelled once with its count, and a release by its key.
+    #[test]
+    fn a_request_to_every_master_is_labelled_once_with_its_count() {
+        let l = crate::catalog::find("18").unwrap();
+        let s = crate::session::Session::new(l, 7, l.steps.len());
+        for (w, st) in [
+            (990.0, Style::NORMAL),
+            (1150.0, Style::NORMAL),
+            (1240.0, Style::PRESENT),
+        ] {
+            let lay = layout_in(&s.trace(), s.now_ms(), Lang::En, w, 1.0, st);
+            let marks: Vec<&Label> = lay.labels.iter().filter(|l| l.class == "mark-label").collect();
+            let texts: Vec<&str> = marks.iter().map(|l| l.text.as_str()).collect();
+            assert!(texts.contains(&"SET lock:order:1001 ×5"), "at {w} px: {texts:?}");
+            assert!(texts.contains(&"EVAL lock:order:1002 ×5"), "at {w} px: {texts:?}");
+            for (i, a) in marks.iter().enumerate() {
+                for b in &marks[i + 1..] {
+                    // A lane's two label rows are one row apart.
+                    let one_lane = (a.y - b.y).abs() <= st.label_row() + 0.5;
+                    assert!(
+                        !one_lane || a.text != b.text || (a.x - b.x).abs() >= st.font,
+                        "at {w} px, the same words twice, one above the other: {a:?} {b:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A race's arrows are a texture drawn faint; a story's stay lines, and
+    /// zooming into a race thins its arrows back into lines.
+    #[test]
+    fn only_races_are_dense() {
+        let dense = |id: &str, zoom: f64| {
+            let l = crate::catalog::find(id).unwrap();
+            let s = crate::session::Session::new(l, 7, l.steps.len());
+            layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, zoom, Style::NORMAL).dense
+        };
+        for id in ["18", "25", "26", "27"] {
+            assert!(dense(id, 1.0), "lesson {id}");
+        }
+        for id in ["01", "05", "15", "17", "19", "37", "45"] {
+            assert!(!dense(id, 1.0), "lesson {id}");
+        }
+        assert!(!dense("18", 8.0), "zoomed in, a race's arrows are lines again");
+    }
+
     #[test]
     fn lessons_lay_out_without_overlapping_labels_and_with_titled_bands() {
         let compact = Style {
             compact: true,
             ..Style::sized(13.0)
         };
-        for id in ["02", "05", "13", "15", "16", "17", "22", "25", "45"] {
+        for id in ["02", "05", "13", "15", "16", "17", "18", "22", "25", "45"] {
             let l = crate::catalog::find(id).unwrap();
             let s = crate::session::Session::new(l, 1, l.steps.len());
             for (w, st) in [
@@ -1729,7 +1818,25 @@ mod tests {
             }
             && m.lane == 3));
         assert!(l.bands.is_empty());
+        let short = |line: &str| {
+            let argv: Vec<String> = locklab_core::cli::parse(line)
+                .unwrap()
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            super::short(&argv)
+        };
         assert_eq!(short("set lock:order:1 token-A-111 NX PX 30000"), "SET lock:order:1");
         assert_eq!(short("get a-very-long-key-name-indeed"), "GET a-very-long-key-n…");
+        let release = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end";
+        assert_eq!(
+            short(&format!("EVAL \"{release}\" 1 lock:order:1 tok")),
+            "EVAL lock:order:1"
+        );
+        assert_eq!(short("evalsha 0123abcd 1 lock tok"), "EVALSHA lock");
+        assert_eq!(short("FCALL release 1 lock tok"), "FCALL lock");
+        assert_eq!(short("EVAL \"return 1\" 0"), "EVAL", "no key: the name alone");
+        assert_eq!(short("EVAL \"return 1\" x"), "EVAL", "a bad key count: the name alone");
+        assert_eq!(short("PING"), "PING");
     }
 }

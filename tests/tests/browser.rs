@@ -564,7 +564,18 @@ const titles = [...svg.querySelectorAll('[data-testid=band-title]')].map(t => {
   const r = t.getBoundingClientRect();
   return { text: t.textContent, inside: r.left >= svgBox.left - 0.5 && r.right <= svgBox.right + 0.5 };
 });
-return { minFont, labels: labels.length, overlaps, perMs, titles,
+// The labels under the marks wear a halo of the panel's colour, drawn
+// under their letters, so arrows crossing a lane do not cross out words.
+const markLabel = svg.querySelector('text.mark-label');
+const halo = markLabel && {
+  order: getComputedStyle(markLabel).paintOrder,
+  stroke: getComputedStyle(markLabel).stroke,
+  width: parseFloat(getComputedStyle(markLabel).strokeWidth),
+  panel: getComputedStyle(svg.closest('.timeline-panel')).backgroundColor,
+};
+const arrow = svg.querySelector('.arrow');
+return { minFont, labels: labels.length, overlaps, perMs, titles, halo,
+  dense: svg.classList.contains('dense'), arrowOpacity: arrow && +getComputedStyle(arrow).opacity,
   bands: svg.querySelectorAll('[data-testid=violation]').length,
   legend: svg.querySelectorAll('[data-testid=legend] .legend-item').length,
   svgWidth: svgBox.width, viewBox: svg.getAttribute('viewBox') };
@@ -573,9 +584,10 @@ return { minFont, labels: labels.length, overlaps, perMs, titles,
 /// Issue 15: the timeline a room can read, at 1280×720 and 1440×900, in
 /// normal and presenter mode: label sizes, no overlaps, a linear axis,
 /// titled violation bands, the caption, the quiz gate, Space, the export,
-/// and 中文 labels; screenshots of 05, 15, 17, 22, the etcd and ZooKeeper
-/// lessons 43 and 44, and 45 (four lock services on one screen) in both
-/// modes.
+/// and 中文 labels, label halos, the faint arrows of a race (18, 25);
+/// screenshots of 05, 15, 17, 22, the etcd and ZooKeeper lessons 43 and
+/// 44, and 45 (four lock services on one screen) in both modes, and of 18
+/// (five clients racing to five masters) in the normal one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeline_a_room_can_read() {
     let dist = require_dist();
@@ -585,7 +597,7 @@ async fn the_timeline_a_room_can_read() {
     let mut banded = Vec::new();
     for (w, h) in [(1280, 720), (1440, 900)] {
         viewport(&c, w, h).await;
-        for id in ["05", "13", "15", "16", "17", "22", "25", "43", "44", "45"] {
+        for id in ["05", "13", "15", "16", "17", "18", "22", "25", "43", "44", "45"] {
             open(&c, &format!("{base}/?lang=en&lesson={id}&step=end&seed=7")).await;
             eventually(&format!("lesson {id}'s timeline"), || async {
                 (count(&c, "[data-testid=timeline] .lane").await > 0).then_some(())
@@ -619,6 +631,16 @@ async fn the_timeline_a_room_can_read() {
                 );
             }
             assert!(p["legend"].as_u64().unwrap() >= 3, "the legend: {what}");
+            let halo = &p["halo"];
+            assert!(halo["order"].as_str().unwrap().starts_with("stroke"), "{what}");
+            assert_eq!(halo["stroke"], halo["panel"], "a halo of the panel's colour: {what}");
+            assert!(halo["width"].as_f64().unwrap() >= 3.0, "{what}");
+            // Lessons 18 and 25 race five clients (to five masters in 18):
+            // their hundreds of arrows are drawn faint, a story's are not.
+            let race = ["18", "25"].contains(&id);
+            assert_eq!(p["dense"], json!(race), "{what}");
+            let opacity = p["arrowOpacity"].as_f64().unwrap();
+            assert!(if race { opacity <= 0.5 } else { opacity == 1.0 }, "{what}");
             assert!(
                 p["svgWidth"].as_f64().unwrap() > w as f64 * 0.6,
                 "the timeline spans the content width: {what}"
@@ -633,6 +655,9 @@ async fn the_timeline_a_room_can_read() {
                 if w == 1280 {
                     banded.push(id);
                 }
+            }
+            if id == "18" {
+                screenshot(&c, &format!("timeline-18-normal-{w}x{h}.png")).await;
             }
             if ["05", "15", "17", "22", "43", "44", "45"].contains(&id) {
                 screenshot(&c, &format!("timeline-{id}-normal-{w}x{h}.png")).await;

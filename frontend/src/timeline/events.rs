@@ -245,6 +245,7 @@ impl<'a> Builder<'a> {
             label,
             title: at.title.clone(),
             client,
+            count: 1,
         });
     }
 
@@ -265,7 +266,13 @@ impl<'a> Builder<'a> {
     fn on_sent(&mut self, at: &At, req: u64, commands: &[Vec<String>]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let line = commands_text(commands);
-            self.mark(at, l, MarkKind::Command(Tone::Neutral), Some(short(&line)), Some(c));
+            self.mark(
+                at,
+                l,
+                MarkKind::Command(Tone::Neutral),
+                Some(short(commands.first().map_or(&[], Vec::as_slice))),
+                Some(c),
+            );
             self.sent.insert(req, (at.x, l, line));
         }
     }
@@ -287,7 +294,7 @@ impl<'a> Builder<'a> {
             _ => {
                 if let Some(cl) = self.lane_of(LaneKind::Client(client)) {
                     let line = format!("{} ⇒ {}", commands_text(commands), replies_text(replies));
-                    let label = short(&commands_text(commands));
+                    let label = short(commands.first().map_or(&[], Vec::as_slice));
                     self.marks.push(Mark {
                         lane: cl,
                         x: at.x,
@@ -296,6 +303,7 @@ impl<'a> Builder<'a> {
                         label: Some(label),
                         title: format!("t = {} · {}: {line}", seconds(at.e.at_ms), self.names.client(client)),
                         client: Some(client),
+                        count: 1,
                     });
                 }
             }
@@ -844,6 +852,7 @@ impl<'a> Builder<'a> {
             .collect();
         let breaks = self.axis.breaks(self.lang);
         let merged = merge_marks(&mut self.marks, &mut self.arrows);
+        let dense = self.arrows.len() as f64 * 100.0 / (plot_end - self.label_w).max(1.0) > DENSE_ARROWS;
 
         // Labels under the marks (two rows per lane), then inside the bars.
         let (mut labels, rows) = mark_labels(&self.marks, &self.lanes, style, plot_end);
@@ -893,6 +902,7 @@ impl<'a> Builder<'a> {
             lanes_bottom,
             style,
             merged,
+            dense,
         }
     }
 

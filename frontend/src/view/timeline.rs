@@ -72,18 +72,19 @@ fn export_css() -> String {
 .lane-line{stroke:#d5d9df;stroke-dasharray:2 4}.lane.node .lane-bg{fill:#f4f5f7}.lane.resource .lane-bg{fill:#fbf8f1}.lane-bg{fill:none}\
 .lane-label{font:600 15px sans-serif;fill:#374151}.lane-role{font:13px sans-serif;fill:#6b7280}\
 .band rect{fill:#c53030;fill-opacity:.12;stroke:#c53030;stroke-opacity:.5}.band-title{fill:#c53030;font-weight:700}\
-.callout{fill:#1f2933}.leader{stroke:#9aa5b1;stroke-dasharray:3 3}.mark-label{fill:#4b5563}\
+.callout{fill:#1f2933}.leader{stroke:#9aa5b1;stroke-dasharray:3 3}.mark-label{fill:#4b5563;paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}\
 .mark.error circle,.mark.rejected rect{fill:#c53030}.mark.accepted rect{fill:#2e8b57}.mark.fault path{fill:#d97706}\
 .mark.expired path{fill:#6b7280}.mark.lost path{stroke:#c53030;stroke-width:2.5;fill:none}.mark.info circle{fill:#9aa5b1}\
 .span rect{fill:#9ca3af;fill-opacity:.25}.span.down rect,.span.crashed rect{fill:#c53030;fill-opacity:.1}\
-.arrow{stroke:#6b7280;stroke-width:1.2}.arrow.replication{stroke:#7c3aed;stroke-width:2}.arrow.lost{stroke:#c53030;stroke-dasharray:4 3}\
+.arrow{stroke:#6b7280;stroke-width:1.2}.dense .arrow{opacity:.3}.arrow.replication{stroke:#7c3aed;stroke-width:2}.arrow.lost{stroke:#c53030;stroke-dasharray:4 3}\
 .now{stroke:#3a5ccc;stroke-width:2}.break rect{fill:#3a5ccc;fill-opacity:.12}.break-mark{stroke:#4b5563;stroke-width:1.6;fill:none}.break text{fill:#4b5563}\
 .export-title{font:700 18px sans-serif}.legend text{fill:#374151}",
     );
     for (i, c) in OWNER_COLOURS.iter().enumerate() {
         css.push_str(&format!(
             ".owner-{i} .held{{fill:{c};fill-opacity:.3;stroke:{c}}}.owner-{i} .ttl{{fill:none;stroke:{c};stroke-dasharray:5 3}}\
-.owner-{i}.mark circle{{fill:{c};stroke:#fff}}.owner-{i}.mark.nil circle{{fill:#fff;stroke:{c};stroke-width:2}}"
+.owner-{i}.mark circle{{fill:{c};stroke:#fff}}.owner-{i}.mark.nil circle{{fill:#fff;stroke:{c};stroke-width:2}}\
+.lane.client-{i} .lane-label{{fill:{c}}}"
         ));
     }
     css
@@ -111,11 +112,13 @@ fn export_markup(svg: &Element, title: &str) -> String {
         .and_then(|h| h.parse().ok())
         .unwrap_or(400.0);
     let top = 34.0;
+    // `dense` and the like travel with the plot, as its styles do.
+    let class = svg.get_attribute("class").unwrap_or_default();
     let esc = title.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{:.0}\" viewBox=\"0 0 {w:.0} {:.0}\">\
 <style>{}</style><rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\
-<text class=\"export-title\" x=\"12\" y=\"24\">{esc}</text><g transform=\"translate(0 {top})\">{}</g></svg>",
+<text class=\"export-title\" x=\"12\" y=\"24\">{esc}</text><g class=\"{class}\" transform=\"translate(0 {top})\">{}</g></svg>",
         h + top,
         h + top,
         export_css(),
@@ -515,7 +518,7 @@ pub fn timeline() -> Html {
                 data-testid="timeline-scroll" tabindex="0" aria-label={ Text::TimelinePan.get(lang) }
                 {onpointerdown} {onpointermove} onpointerup={ onpointerup.clone() } onpointercancel={ onpointerup }
                 {onkeydown} {onwheel}>
-            <svg class="timeline" data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
+            <svg class={ classes!("timeline", l.dense.then_some("dense")) } data-testid="timeline" ref={ svg_ref } xmlns="http://www.w3.org/2000/svg"
                 width={ f(l.width) } height={ f(height) }
                 viewBox={ format!("0 0 {} {}", f(l.width), f(height)) }
                 role="img" aria-label={ Text::Timeline.get(lang) } data-span-ms={ l.span_ms.to_string() }
