@@ -940,15 +940,31 @@ fn who_list(who: &[String], lang: Lang) -> String {
     }
 }
 
-/// The rows the lanes need: lock keys per node, believed keys per client,
-/// in order of appearance; and whether the resource has a lane.
+/// A lane's rows of bars, each the keys drawn on it.
+type Rows<'a> = Vec<Vec<&'a str>>;
+
+/// The row of `key` in `rows` (0 when it has none).
+fn row_of(rows: Option<&Rows>, key: &str) -> usize {
+    rows.and_then(|r| r.iter().position(|row| row.contains(&key)))
+        .unwrap_or(0)
+}
+
+/// The rows the lanes need: lock keys per node (keys never held there at
+/// the same time share a row, see [`share_rows`]), believed keys per
+/// client (a row each), in order of appearance; and whether the resource
+/// has a lane.
 struct LaneKeys<'a> {
-    node: BTreeMap<u32, Vec<&'a str>>,
-    client: BTreeMap<u32, Vec<&'a str>>,
+    node: BTreeMap<u32, Rows<'a>>,
+    client: BTreeMap<u32, Rows<'a>>,
     resource: bool,
 }
 
+/// A key's life on one node: its name, its first and last lock event, and
+/// whether it was still held after the last.
+type KeySpan<'a> = (&'a str, u64, u64, bool);
+
 fn lane_keys(events: &[Event]) -> LaneKeys<'_> {
+    let mut spans: BTreeMap<u32, Vec<KeySpan<'_>>> = BTreeMap::new();
     let mut found = LaneKeys {
         node: BTreeMap::new(),
         client: BTreeMap::new(),
@@ -956,23 +972,63 @@ fn lane_keys(events: &[Event]) -> LaneKeys<'_> {
     };
     for e in events {
         match (&e.kind, e.actor) {
-            (EventKind::Lock { key, .. }, Actor::Node(n)) => {
-                let keys = found.node.entry(n).or_default();
-                if !keys.contains(&key.as_str()) {
-                    keys.push(key);
+            (EventKind::Lock { key, change, .. }, Actor::Node(n)) => {
+                let keys = spans.entry(n).or_default();
+                let held = !matches!(change, LockChange::Removed { .. });
+                match keys.iter_mut().find(|k| k.0 == key) {
+                    Some(k) => (k.2, k.3) = (e.at_ms, held),
+                    None => keys.push((key, e.at_ms, e.at_ms, held)),
                 }
             }
             (EventKind::Belief { key, .. }, Actor::Client(c)) => {
-                let keys = found.client.entry(c).or_default();
-                if !keys.contains(&key.as_str()) {
-                    keys.push(key);
+                let rows = found.client.entry(c).or_default();
+                if !rows.iter().any(|r| r.contains(&key.as_str())) {
+                    rows.push(vec![key]);
                 }
             }
             (EventKind::Write { .. } | EventKind::WriteSent { .. }, _) => found.resource = true,
             _ => {}
         }
     }
+    found.node = spans.into_iter().map(|(n, keys)| (n, share_rows(&keys))).collect();
     found
+}
+
+/// The bar rows of a node lane standing for `members`: one node's own
+/// rows, or for a group of nodes a row per key any of them held.
+fn group_rows<'a>(members: &[u32], node_keys: &BTreeMap<u32, Rows<'a>>) -> Rows<'a> {
+    if let [n] = members {
+        return node_keys.get(n).cloned().unwrap_or_default();
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for &k in members.iter().filter_map(|n| node_keys.get(n)).flatten().flatten() {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter().map(|k| vec![k]).collect()
+}
+
+/// Bar rows for a node's keys: each key, in order of appearance, on the
+/// first row whose keys were all gone before it came, else on a new row.
+/// A Redlock race takes `lock:order:1001`, then `1002`, then `1003`, one
+/// after the other: one row, not three, so its ten lanes fit a projected
+/// screen; keys held side by side (lesson 45's four locks) keep a row
+/// each. A key still held at the end keeps its row to the end.
+fn share_rows<'a>(keys: &[KeySpan<'a>]) -> Rows<'a> {
+    // Each row's keys, and when its latest key was gone (None: held).
+    let mut rows: Vec<(Vec<&str>, Option<u64>)> = Vec::new();
+    for &(key, first, last, held) in keys {
+        let gone = (!held).then_some(last);
+        match rows.iter_mut().find(|(_, free)| free.is_some_and(|at| at < first)) {
+            Some(row) => {
+                row.0.push(key);
+                row.1 = gone;
+            }
+            None => rows.push((vec![key], gone)),
+        }
+    }
+    rows.into_iter().map(|(keys, _)| keys).collect()
 }
 
 /// A lane per client, per node, and for the resource when it was written
@@ -980,8 +1036,8 @@ fn lane_keys(events: &[Event]) -> LaneKeys<'_> {
 /// below the last.
 fn build_lanes(
     names: &Names,
-    node_keys: &BTreeMap<u32, Vec<&str>>,
-    client_keys: &BTreeMap<u32, Vec<&str>>,
+    node_keys: &BTreeMap<u32, Rows>,
+    client_keys: &BTreeMap<u32, Rows>,
     resource: bool,
     lang: Lang,
     style: Style,
@@ -1019,14 +1075,9 @@ fn build_lanes(
         );
     }
     for (first, members, label) in node_groups(&names.nodes) {
-        let mut keys: Vec<&str> = Vec::new();
-        for k in members.iter().filter_map(|n| node_keys.get(n)).flatten() {
-            if !keys.contains(k) {
-                keys.push(k);
-            }
-        }
+        let rows = group_rows(&members, node_keys).len();
         let members = if members.len() > 1 { members } else { Vec::new() };
-        push_lane(LaneKind::Node(first), label, keys.len(), members);
+        push_lane(LaneKind::Node(first), label, rows, members);
     }
     if resource {
         push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1, Vec::new());
@@ -1672,6 +1723,45 @@ mod tests {
                         !one_lane || a.text != b.text || (a.x - b.x).abs() >= st.font,
                         "at {w} px, the same words twice, one above the other: {a:?} {b:?}"
                     );
+                }
+            }
+        }
+    }
+
+    /// Keys share a bar row only when they are never held there at once:
+    /// in no lesson do two keys' bars on one row overlap (an open bar to
+    /// its deadline). Lesson 18's masters take three keys one after the
+    /// other, on one row each.
+    #[test]
+    fn keys_share_a_bar_row_only_one_after_the_other() {
+        for l in crate::catalog::all() {
+            let s = crate::session::Session::new(l, 7, l.steps.len());
+            let lay = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
+            let mut rows: HashMap<(usize, i64), Vec<&Bar>> = HashMap::new();
+            for b in lay.bars.iter().filter(|b| !b.belief) {
+                rows.entry((b.lane, b.y.round() as i64)).or_default().push(b);
+            }
+            for bars in rows.values() {
+                for (i, a) in bars.iter().enumerate() {
+                    for b in bars[i + 1..].iter().filter(|b| b.key != a.key) {
+                        let end = |b: &Bar| b.deadline_x.map_or(b.x1, |d| d.max(b.x1));
+                        assert!(
+                            end(a) <= b.x0 + 0.5 || end(b) <= a.x0 + 0.5,
+                            "lesson {}: {a:?} and {b:?} share a row and overlap",
+                            l.id
+                        );
+                    }
+                }
+            }
+            if l.id == "18" {
+                let node_lanes = lay
+                    .lanes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| matches!(l.kind, LaneKind::Node(_)));
+                for (i, lane) in node_lanes {
+                    let ys: Vec<i64> = rows.keys().filter(|(l, _)| *l == i).map(|&(_, y)| y).collect();
+                    assert_eq!(ys.len(), 1, "lesson 18, {}: one bar row for three keys", lane.label);
                 }
             }
         }

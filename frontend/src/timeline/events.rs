@@ -33,8 +33,8 @@ pub(super) struct Builder<'a> {
     lang: Lang,
     zh: bool,
     style: Style,
-    node_keys: BTreeMap<u32, Vec<&'a str>>,
-    client_keys: BTreeMap<u32, Vec<&'a str>>,
+    node_keys: BTreeMap<u32, Rows<'a>>,
+    client_keys: BTreeMap<u32, Rows<'a>>,
     lanes: Vec<Lane>,
     axis: Axis,
     now_x: f64,
@@ -220,12 +220,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The y of `key`'s bar row on lane `l`, given the lane's keys.
-    fn row_y(&self, l: usize, keys: Option<&Vec<&str>>, key: &str) -> f64 {
-        let row = keys
-            .and_then(|k| k.iter().position(|&x| x == key))
-            .unwrap_or(0)
-            .min(MAX_ROWS - 1);
+    /// The y of bar row `row` on lane `l` (rows past [`MAX_ROWS`] share the last).
+    fn row_y(&self, l: usize, row: usize) -> f64 {
+        let row = row.min(MAX_ROWS - 1);
         let (lane, style) = (&self.lanes[l], self.style);
         lane.y + 4.0 + row as f64 * style.bar_row() + (style.bar_row() - style.bar_h()) / 2.0
     }
@@ -410,21 +407,12 @@ impl<'a> Builder<'a> {
         };
         let names = self.names;
         let who = owner.map_or("?".to_owned(), |o| names.client(o).to_owned());
-        let union: Vec<&str> = (self.lanes[l].members.iter())
-            .filter_map(|n| self.node_keys.get(n))
-            .flatten()
-            .fold(Vec::new(), |mut u, k| {
-                if !u.contains(k) {
-                    u.push(*k);
-                }
-                u
-            });
-        let keys = if self.grouped(l) {
-            Some(&union)
+        let row = if self.grouped(l) {
+            row_of(Some(&group_rows(&self.lanes[l].members, &self.node_keys)), key)
         } else {
-            node.and_then(|n| self.node_keys.get(&n))
+            row_of(node.and_then(|n| self.node_keys.get(&n)), key)
         };
-        let y = self.row_y(l, keys, key);
+        let y = self.row_y(l, row);
         self.open.insert((l, key.to_owned()), self.bars.len());
         self.bars.push(Bar {
             lane: l,
@@ -502,7 +490,7 @@ impl<'a> Builder<'a> {
         if holds {
             if !self.open.contains_key(&slot) {
                 self.open.insert(slot, self.bars.len());
-                let y = self.row_y(l, self.client_keys.get(&c), key);
+                let y = self.row_y(l, row_of(self.client_keys.get(&c), key));
                 self.bars.push(Bar {
                     lane: l,
                     x0: at.x,
