@@ -269,6 +269,22 @@ fn lesson_18_states_the_figures_it_measures() {
         "{}",
         metrics[3]
     );
+    // The figures travel with the step, so a view words them in Chinese
+    // (the page's caption and steps list, as the transcript does).
+    let zh: Vec<String> = run
+        .results()
+        .iter()
+        .filter(|r| r.shown.starts_with("metrics"))
+        .map(|r| {
+            let kind = run.lesson().steps[r.index].kind().ok();
+            locklab_core::lesson::render::localized_reply(kind.as_ref(), r, Lang::Zh).unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        zh[2].contains("平均等待 415.6 ms，平均重试 2.00 次，加锁尝试 15 次，发出命令 150 条"),
+        "{}",
+        zh[2]
+    );
     let text = text_of("18-redlock-timeouts-backoff.toml");
     assert!(!text.contains("÷ 5") && !text.contains("明显下降") && !text.contains("drop markedly"));
     assert!(text.contains("15 次 attempt = 5 个客户端 × 3 轮") && text.contains("150 条降到 140 条"));

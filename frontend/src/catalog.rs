@@ -11,6 +11,8 @@
 
 use std::sync::OnceLock;
 
+use locklab_core::lesson::render::localized_reply;
+use locklab_core::lesson::run::StepResult;
 pub use locklab_core::lesson::Theme;
 use locklab_core::lesson::{self, worded::PageLesson};
 
@@ -77,6 +79,14 @@ pub fn core_lang(lang: Lang) -> lesson::Lang {
         Lang::Zh => lesson::Lang::Zh,
         Lang::En => lesson::Lang::En,
     }
+}
+
+/// What step `r` of `lesson` answered, in the UI's language: Redis's reply
+/// as redis-cli printed it, or the lab's own words (a write's verdict, a
+/// metrics step's figures, "no reply") worded by core.
+pub fn reply_text(lesson: &PageLesson, r: &StepResult, lang: Lang) -> Option<String> {
+    let kind = lesson.steps.get(r.index).and_then(|s| s.kind().ok());
+    localized_reply(kind.as_ref(), r, core_lang(lang)).or_else(|| r.reply.clone())
 }
 
 /// A lesson file's text in the UI's language.

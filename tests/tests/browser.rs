@@ -1326,6 +1326,25 @@ async fn world_steps_read_in_chinese(c: &Client, base: &str) {
         shown.iter().all(|s| !s.starts_with("FAULT") && !s.contains("believes")),
         "{shown:?}"
     );
+    // The lab's own answers read in Chinese too: a metrics step's figures
+    // (lesson 18) and a write's verdict (lesson 22), in the steps list and
+    // in presenter mode's caption.
+    for (id, zh, en) in [("18", "获得锁", "acquired"), ("22", "被拒绝", "rejected")] {
+        open(c, &format!("{base}/?lang=zh&lesson={id}&step=end")).await;
+        let replies = eventually(&format!("lesson {id}'s replies"), || async {
+            let texts = texts(c, "[data-testid=step-reply]").await;
+            texts.iter().any(|t| t.contains(zh)).then_some(texts)
+        })
+        .await;
+        assert!(replies.iter().all(|t| !t.contains(en)), "lesson {id}: {replies:?}");
+    }
+    open(c, &format!("{base}/?lang=zh&lesson=18&step=end&present=1")).await;
+    let reply = eventually("the caption's figures", || async {
+        let t = texts(c, "[data-testid=caption-reply]").await;
+        t.first().filter(|t| !t.is_empty()).cloned()
+    })
+    .await;
+    assert!(reply.starts_with("获得锁 5 / 5 次"), "{reply}");
 }
 
 /// Interview mode on lesson 01: a right and a wrong prediction, the

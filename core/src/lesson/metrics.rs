@@ -14,7 +14,7 @@ use crate::trace::{Event, EventKind};
 use crate::world::World;
 
 /// The figures for a set of clients.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Metrics {
     /// Acquire attempts (`SET … NX`, `SETNX`) sent.
     pub attempts: u64,

@@ -124,14 +124,7 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
     let line = format!("[{:>8} ms] {who}{at}> {shown}", r.at_ms);
     lines.push(if is_cmd { LineKind::Command } else { LineKind::Runner }, line);
     if let Some(reply) = &r.reply {
-        let localized = match kind {
-            Some(StepKind::Cmd { .. }) if reply == NO_REPLY => Some(no_reply(lang).to_owned()),
-            Some(StepKind::Cmd { .. }) => None,
-            Some(StepKind::Write { .. }) => Some(verdict(reply, lang)),
-            Some(StepKind::Metrics(_)) => run.metrics_at(r.index).map(|m| m.text(lang)),
-            _ => None,
-        };
-        match localized {
+        match localized_reply(kind.as_ref(), r, lang) {
             Some(text) => lines.runner(format!("{PAD}{text}")),
             None => {
                 for l in reply.lines() {
@@ -216,6 +209,20 @@ fn program_writes(run: &LessonRun, from: usize, to: usize, lang: Lang) -> Vec<St
             _ => None,
         })
         .collect()
+}
+
+/// A step's reply in `lang` when it is the lab's words rather than Redis's:
+/// "no reply", a write's verdict, a `metrics` step's figures. `None` for a
+/// command's reply, which is printed as redis-cli printed it. Every view of
+/// a step (this transcript, the page's caption) words it here.
+pub fn localized_reply<P>(kind: Option<&StepKind<'_, P>>, r: &StepResult, lang: Lang) -> Option<String> {
+    let reply = r.reply.as_deref()?;
+    match kind? {
+        StepKind::Cmd { .. } if reply == NO_REPLY => Some(no_reply(lang).to_owned()),
+        StepKind::Write { .. } => Some(verdict(reply, lang)),
+        StepKind::Metrics(_) => r.metrics.as_ref().map(|m| m.text(lang)),
+        _ => None,
+    }
 }
 
 fn no_reply(lang: Lang) -> &'static str {

@@ -62,6 +62,10 @@ pub struct StepResult {
     pub at_ms: u64,
     /// Trace length after the step: the timeline shows events up to here.
     pub trace_len: usize,
+    /// A `metrics` step's figures, for a view that words them in its own
+    /// language ([`Metrics::text`]); `reply` has them in English.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
 }
 
 /// What a step does, as parameters rather than words: the same thing
@@ -335,9 +339,6 @@ pub struct Progress {
     /// The fencing token each write step carried, by step index: one taken
     /// from a reply is known only once the step ran.
     write_tokens: BTreeMap<usize, Option<i64>>,
-    /// The figures each `metrics` step measured, by step index, for a view
-    /// that words them in its own language.
-    metrics: BTreeMap<usize, Metrics>,
 }
 
 /// What step `index` of `lesson` does, or did once it ran, in parameters:
@@ -397,7 +398,6 @@ impl Progress {
             last_integer: BTreeMap::new(),
             results: Vec::new(),
             write_tokens: BTreeMap::new(),
-            metrics: BTreeMap::new(),
         }
     }
 
@@ -407,11 +407,6 @@ impl Progress {
 
     pub fn results(&self) -> &[StepResult] {
         &self.results
-    }
-
-    /// The figures a `metrics` step measured (once it ran).
-    pub fn metrics_at(&self, index: usize) -> Option<&Metrics> {
-        self.metrics.get(&index)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -444,6 +439,7 @@ impl Progress {
         env.begin_step(index).map_err(err)?;
         let kind = step.kind().map_err(err)?;
         let mut actor = None;
+        let mut metrics = None;
         let mut bounds_ok = true;
         let reply = match kind {
             StepKind::Cmd { client, line, node } => {
@@ -493,7 +489,7 @@ impl Progress {
                 let m = env.metrics(index, spec, &clients).map_err(err)?;
                 bounds_ok = m.within(spec);
                 let text = m.to_string();
-                self.metrics.insert(index, m);
+                metrics = Some(m);
                 Some(text)
             }
             StepKind::Hold { client, key, holds } => {
@@ -522,6 +518,7 @@ impl Progress {
             ok,
             at_ms: env.now(),
             trace_len: env.trace_len(),
+            metrics,
         });
         Ok(self.results.last())
     }
@@ -758,11 +755,6 @@ impl LessonRun {
 
     pub fn results(&self) -> &[StepResult] {
         self.progress.results()
-    }
-
-    /// The figures a `metrics` step measured (once it ran).
-    pub fn metrics_at(&self, index: usize) -> Option<&Metrics> {
-        self.progress.metrics_at(index)
     }
 
     /// Steps done so far.

@@ -218,7 +218,7 @@ fn step_item(
                         <span class="k">{ Text::Expected.get(lang) }</span>{ e }
                     </span>
                 }
-                if let Some(reply) = r.and_then(|r| r.reply.clone()) {
+                if let Some(reply) = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang)) {
                     <span class="actual" data-testid="step-reply">
                         <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
                     </span>

@@ -35,7 +35,7 @@ pub fn caption(props: &CaptionProps) -> Html {
     let current = pos.checked_sub(1);
     let command = current.map(|i| s.step_text(i, lang));
     let actor = current.and_then(|i| l.steps[i].client.clone());
-    let reply = current.and_then(|i| s.results().get(i).and_then(|r| r.reply.clone()));
+    let reply = current.and_then(|i| catalog::reply_text(l, s.results().get(i)?, lang));
     let explain = current
         .and_then(|i| l.steps[i].explain.as_ref())
         .map(|t| catalog::text(t, lang).to_owned());
