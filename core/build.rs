@@ -6,7 +6,16 @@
 //! (a quarter of its bytes, some 4 KB of the page's gzipped wasm): every
 //! line stays where it is, so a line number in a message is the source's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The crate's directory, read when the script *runs*: `env!` would bake
+/// in the directory the script was compiled in, and Cargo reuses a build
+/// script compiled in another checkout of the workspace that shares the
+/// target directory (a git worktree), which then read that checkout's
+/// lessons and prelude.
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("Cargo sets CARGO_MANIFEST_DIR for build scripts"))
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -14,7 +23,7 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_TOML").is_none() {
         return;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lessons");
+    let dir = manifest_dir().join("../lessons");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map(|rd| {
@@ -49,7 +58,7 @@ fn main() {
 /// and no string continued over a line end (`\` last), which the build
 /// checks rather than assumes.
 fn prelude() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server/script/prelude.lua");
+    let src = manifest_dir().join("src/server/script/prelude.lua");
     println!("cargo:rerun-if-changed={}", src.display());
     let text = std::fs::read_to_string(&src).expect("read prelude.lua");
     assert!(

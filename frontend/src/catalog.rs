@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use locklab_core::lesson::render::localized_reply;
+use locklab_core::lesson::render::{lab_words, localized_reply};
 use locklab_core::lesson::run::StepResult;
 pub use locklab_core::lesson::Theme;
 use locklab_core::lesson::{self, worded::PageLesson};
@@ -87,6 +87,14 @@ pub fn core_lang(lang: Lang) -> lesson::Lang {
 pub fn reply_text(lesson: &PageLesson, r: &StepResult, lang: Lang) -> Option<String> {
     let kind = lesson.steps.get(r.index).and_then(|s| s.kind().ok());
     localized_reply(kind.as_ref(), r, core_lang(lang)).or_else(|| r.reply.clone())
+}
+
+/// What step `index` of `lesson` expects, in the UI's language, worded as
+/// its reply is ([`reply_text`]).
+pub fn expected_text(lesson: &PageLesson, index: usize, lang: Lang) -> Option<String> {
+    let step = lesson.steps.get(index)?;
+    let said = step.expect.as_ref()?.describe();
+    Some(lab_words(step.kind().ok().as_ref(), &said, None, core_lang(lang)).unwrap_or(said))
 }
 
 /// A lesson file's text in the UI's language.

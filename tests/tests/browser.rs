@@ -1327,8 +1327,8 @@ async fn world_steps_read_in_chinese(c: &Client, base: &str) {
         "{shown:?}"
     );
     // The lab's own answers read in Chinese too: a metrics step's figures
-    // (lesson 18) and a write's verdict (lesson 22), in the steps list and
-    // in presenter mode's caption.
+    // (lesson 18) and a write's verdict (lesson 22), replied and expected,
+    // in the steps list and in presenter mode's caption.
     for (id, zh, en) in [("18", "获得锁", "acquired"), ("22", "被拒绝", "rejected")] {
         open(c, &format!("{base}/?lang=zh&lesson={id}&step=end")).await;
         let replies = eventually(&format!("lesson {id}'s replies"), || async {
@@ -1337,6 +1337,8 @@ async fn world_steps_read_in_chinese(c: &Client, base: &str) {
         })
         .await;
         assert!(replies.iter().all(|t| !t.contains(en)), "lesson {id}: {replies:?}");
+        let expected = texts(c, "[data-testid=step-expected]").await;
+        assert!(expected.iter().all(|t| !t.contains(en)), "lesson {id}: {expected:?}");
     }
     open(c, &format!("{base}/?lang=zh&lesson=18&step=end&present=1")).await;
     let reply = eventually("the caption's figures", || async {

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::metrics::Metrics;
 use super::rounds::{self, Round};
 use super::run::{LessonRun, StepResult, NO_REPLY};
 use super::{Lang, Lesson, LessonTopology, OutcomeInvariant, Quiz, Step, StepKind};
@@ -146,11 +147,7 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
     }
     if !r.ok {
         let expected = expected(step, r);
-        let expected = if matches!(kind, Some(StepKind::Write { .. })) {
-            verdict(&expected, lang)
-        } else {
-            expected
-        };
+        let expected = lab_words(kind.as_ref(), &expected, None, lang).unwrap_or(expected);
         lines.runner(match lang {
             Lang::En => format!("{PAD}✗ expected: {expected}"),
             Lang::Zh => format!("{PAD}✗ 期望：{expected}"),
@@ -214,13 +211,24 @@ fn program_writes(run: &LessonRun, from: usize, to: usize, lang: Lang) -> Vec<St
 /// A step's reply in `lang` when it is the lab's words rather than Redis's:
 /// "no reply", a write's verdict, a `metrics` step's figures. `None` for a
 /// command's reply, which is printed as redis-cli printed it. Every view of
-/// a step (this transcript, the page's caption) words it here.
+/// a step (this transcript, the page's steps list and caption) words it here.
 pub fn localized_reply<P>(kind: Option<&StepKind<'_, P>>, r: &StepResult, lang: Lang) -> Option<String> {
-    let reply = r.reply.as_deref()?;
+    lab_words(kind, r.reply.as_deref()?, r.metrics.as_ref(), lang)
+}
+
+/// [`localized_reply`] for any text a step of `kind` shows as an answer:
+/// its reply, or what the lesson expects (`rejected` → 被拒绝), so the two
+/// read alike side by side.
+pub fn lab_words<P>(
+    kind: Option<&StepKind<'_, P>>,
+    text: &str,
+    metrics: Option<&Metrics>,
+    lang: Lang,
+) -> Option<String> {
     match kind? {
-        StepKind::Cmd { .. } if reply == NO_REPLY => Some(no_reply(lang).to_owned()),
-        StepKind::Write { .. } => Some(verdict(reply, lang)),
-        StepKind::Metrics(_) => r.metrics.as_ref().map(|m| m.text(lang)),
+        StepKind::Cmd { .. } if text == NO_REPLY => Some(no_reply(lang).to_owned()),
+        StepKind::Write { .. } => Some(verdict(text, lang)),
+        StepKind::Metrics(_) => metrics.map(|m| m.text(lang)),
         _ => None,
     }
 }

@@ -80,7 +80,10 @@ fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) ->
                 .quiz
                 .as_ref()
                 .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() });
-            let answer = st.quiz.as_ref().and_then(|q| q.answer.clone()).unwrap_or(reply);
+            let worded = results.get(i).and_then(|r| catalog::reply_text(l, r, lang));
+            let answer = (st.quiz.as_ref().and_then(|q| q.answer.clone()))
+                .or(worded)
+                .unwrap_or(reply);
             Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
         })
         .collect()
@@ -193,13 +196,13 @@ fn step_item(
         r.is_some_and(|r| !r.ok).then_some("mismatch"),
     );
     let shown = s.step_text(i, lang);
-    let expected = st.expect.as_ref().map(|e| e.describe());
+    let expected = catalog::expected_text(s.lesson(), i, lang);
     let hide_expected = quiz && !done;
     let answer = st
         .quiz
         .as_ref()
         .and_then(|q| q.answer.clone())
-        .or_else(|| r.and_then(|r| r.reply.clone()));
+        .or_else(|| r.and_then(|r| catalog::reply_text(s.lesson(), r, lang)));
     let right = guess
         .as_ref()
         .map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
