@@ -912,7 +912,11 @@ impl<'a> Builder<'a> {
         for (i, lane) in self.lanes.iter_mut().enumerate() {
             let label_rows = rows[i].iter().filter(|&&end| end > f64::NEG_INFINITY).count() as f64;
             let bars_h = bar_rows_of(lane, style) * style.bar_row();
-            let need = (8.0 + bars_h + label_rows * style.label_row()).max(style.font * 2.9 + 8.0);
+            // Room for the lane's name, and its role under it; compact, a
+            // lane with no role keeps only its name's line (a Redlock
+            // race's five masters fit a projected screen).
+            let name_rows = if style.compact && lane.role.is_none() { 1.6 } else { 2.9 };
+            let need = (8.0 + bars_h + label_rows * style.label_row()).max(style.font * name_rows + 8.0);
             lane.mark_y += y - lane.y;
             lane.y = y;
             lane.height = need.min(lane.height);

@@ -702,16 +702,17 @@ fn use_timeline_layout(
                 }
             };
             // Presenter mode: the biggest type (19 px down to 13 px) at
-            // which the whole timeline fits the screen's height, and last
-            // of all 13 px with compact rows.
+            // which the whole timeline fits the screen's height; failing
+            // that, the biggest with compact rows (a race's ten lanes on a
+            // 900 px screen: 17 px compact, not 13).
             let mut l = layout_in(&trace, now, lang, view_w, z, style);
             if style == Style::PRESENT && room > 0.0 {
-                let smaller = [17.0, 15.5, 14.0, 13.0].map(Style::sized);
-                let compact = Style {
+                let sizes = [19.0, 17.0, 15.5, 14.0, 13.0];
+                let compact = sizes.map(|font| Style {
                     compact: true,
-                    ..Style::sized(13.0)
-                };
-                for next in smaller.into_iter().chain([compact]) {
+                    ..Style::sized(font)
+                });
+                for next in sizes[1..].iter().map(|&f| Style::sized(f)).chain(compact) {
                     let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
                     if fits {
                         break;
