@@ -831,11 +831,12 @@ impl Axis {
     }
 }
 
-/// The command's name and first key: `SET lock:order:1`. A script's
-/// first key comes after its body and key count (`EVAL script 1 lock`),
-/// as redis-server's `evalGetKeys` reads it, so a release is `EVAL lock`,
-/// not the script's first word; with no key it is the name alone.
-pub fn short(argv: &[String]) -> String {
+/// The (first) command's name and first key: `SET lock:order:1`. A
+/// script's first key comes after its body and key count (`EVAL script 1
+/// lock`), as redis-server's `evalGetKeys` reads it, so a release is `EVAL
+/// lock`, not the script's first word; with no key it is the name alone.
+pub fn short(commands: &[Vec<String>]) -> String {
+    let argv = commands.first().map_or(&[][..], Vec::as_slice);
     let Some(name) = argv.first() else { return String::new() };
     let name = name.to_uppercase();
     let scripted = matches!(
@@ -1914,7 +1915,7 @@ mod tests {
                 .iter()
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect();
-            super::short(&argv)
+            super::short(&[argv])
         };
         assert_eq!(short("set lock:order:1 token-A-111 NX PX 30000"), "SET lock:order:1");
         assert_eq!(short("get a-very-long-key-name-indeed"), "GET a-very-long-key-n…");

@@ -263,13 +263,7 @@ impl<'a> Builder<'a> {
     fn on_sent(&mut self, at: &At, req: u64, commands: &[Vec<String>]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let line = commands_text(commands);
-            self.mark(
-                at,
-                l,
-                MarkKind::Command(Tone::Neutral),
-                Some(short(commands.first().map_or(&[], Vec::as_slice))),
-                Some(c),
-            );
+            self.mark(at, l, MarkKind::Command(Tone::Neutral), Some(short(commands)), Some(c));
             self.sent.insert(req, (at.x, l, line));
         }
     }
@@ -291,7 +285,7 @@ impl<'a> Builder<'a> {
             _ => {
                 if let Some(cl) = self.lane_of(LaneKind::Client(client)) {
                     let line = format!("{} ⇒ {}", commands_text(commands), replies_text(replies));
-                    let label = short(commands.first().map_or(&[], Vec::as_slice));
+                    let label = short(commands);
                     self.marks.push(Mark {
                         lane: cl,
                         x: at.x,
