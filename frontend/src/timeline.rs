@@ -945,9 +945,8 @@ fn who_list(who: &[String], lang: Lang) -> String {
 type Rows<'a> = Vec<Vec<&'a str>>;
 
 /// The row of `key` in `rows` (0 when it has none).
-fn row_of(rows: Option<&Rows>, key: &str) -> usize {
-    rows.and_then(|r| r.iter().position(|row| row.contains(&key)))
-        .unwrap_or(0)
+fn row_of(rows: &Rows, key: &str) -> usize {
+    rows.iter().position(|row| row.contains(&key)).unwrap_or(0)
 }
 
 /// The rows the lanes need: lock keys per node, believed keys per client,
@@ -998,7 +997,8 @@ fn lane_keys(events: &[Event]) -> LaneKeys<'_> {
 }
 
 /// The bar rows of a node lane standing for `members`: one node's own
-/// rows, or for a group of nodes a row per key any of them held.
+/// rows, or for a group of nodes a row per key any of them held. Worked
+/// out once per lane, with the lanes ([`build_lanes`]).
 fn group_rows<'a>(members: &[u32], node_keys: &BTreeMap<u32, Rows<'a>>) -> Rows<'a> {
     if let [n] = members {
         return node_keys.get(n).cloned().unwrap_or_default();
@@ -1035,22 +1035,27 @@ fn share_rows<'a>(keys: &[KeySpan<'a>]) -> Rows<'a> {
 }
 
 /// A lane per client, per node, and for the resource when it was written
-/// to, stacked from `top`, each tall enough for its rows; also the y
-/// below the last.
-fn build_lanes(
+/// to, stacked from `top`, each tall enough for its rows; also each lane's
+/// bar rows, and the y below the last.
+fn build_lanes<'a>(
     names: &Names,
-    node_keys: &BTreeMap<u32, Rows>,
-    client_keys: &BTreeMap<u32, Rows>,
-    resource: bool,
+    keys: LaneKeys<'a>,
     lang: Lang,
     style: Style,
     top: f64,
-) -> (Vec<Lane>, f64) {
+) -> (Vec<Lane>, Vec<Rows<'a>>, f64) {
+    let LaneKeys {
+        node,
+        mut client,
+        resource,
+    } = keys;
     let mut lanes = Vec::new();
+    let mut lane_rows = Vec::new();
     let mut y = top;
-    let mut push_lane = |kind, label: String, rows: usize, members: Vec<u32>| {
-        let rows = rows.clamp(1, MAX_ROWS) as f64;
-        let height = 4.0 + rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
+    let mut push_lane = |kind, label: String, rows: Rows<'a>, members: Vec<u32>| {
+        let bar_rows = rows.len().clamp(1, MAX_ROWS) as f64;
+        lane_rows.push(rows);
+        let height = 4.0 + bar_rows * style.bar_row() + 2.0 * style.label_row() + 4.0;
         let mark_y = y + 4.0 + style.bar_row() / 2.0;
         lanes.push(Lane {
             kind,
@@ -1070,22 +1075,23 @@ fn build_lanes(
         } else {
             name.clone()
         };
-        push_lane(
-            LaneKind::Client(i),
-            label,
-            client_keys.get(&i).map_or(1, Vec::len),
-            Vec::new(),
-        );
+        let rows = client.remove(&i).unwrap_or_default();
+        push_lane(LaneKind::Client(i), label, rows, Vec::new());
     }
     for (first, members, label) in node_groups(&names.nodes) {
-        let rows = group_rows(&members, node_keys).len();
+        let rows = group_rows(&members, &node);
         let members = if members.len() > 1 { members } else { Vec::new() };
         push_lane(LaneKind::Node(first), label, rows, members);
     }
     if resource {
-        push_lane(LaneKind::Resource, Text::Resource.get(lang).to_owned(), 1, Vec::new());
+        push_lane(
+            LaneKind::Resource,
+            Text::Resource.get(lang).to_owned(),
+            Vec::new(),
+            Vec::new(),
+        );
     }
-    (lanes, y)
+    (lanes, lane_rows, y)
 }
 
 /// Most node lanes a timeline draws one per node: a world with more

@@ -957,8 +957,8 @@ fn cpu_table(spent: &[Vec<(u64, Cpu)>]) -> String {
 /// any backend over a WebSocket reaches on this machine, and the lab's
 /// WebSocket is also given as a share of it.
 fn ceiling(best: &[Vec<Figure>]) -> String {
-    let (relay, lab) = (Path::Relay as usize, Path::WebSocket as usize);
-    let part = |ci: usize| match (&best[ci][0], &best[ci][relay], &best[ci][lab]) {
+    let (direct, relay, lab) = (Path::Direct as usize, Path::Relay as usize, Path::WebSocket as usize);
+    let part = |ci: usize| match (&best[ci][direct], &best[ci][relay], &best[ci][lab]) {
         (Ok(d), Ok(r), Ok(l)) if *d > 0.0 && *r > 0.0 => Some((r / d, l / r)),
         _ => None,
     };

@@ -33,8 +33,8 @@ pub(super) struct Builder<'a> {
     lang: Lang,
     zh: bool,
     style: Style,
-    node_keys: BTreeMap<u32, Rows<'a>>,
-    client_keys: BTreeMap<u32, Rows<'a>>,
+    /// Each lane's bar rows, by lane index.
+    lane_rows: Vec<Rows<'a>>,
     lanes: Vec<Lane>,
     axis: Axis,
     now_x: f64,
@@ -88,13 +88,13 @@ impl<'a> Builder<'a> {
         zoom: f64,
         style: Style,
     ) -> (Self, Vec<f64>) {
-        let LaneKeys { node, client, resource } = lane_keys(&trace.events);
         let label_w = style.label_w();
         let view_w = width.max(label_w + 200.0);
         let plot_w = (view_w - label_w - style.right_pad()) * zoom.max(1.0);
         let callouts_top = style.axis_h();
         let lanes_top = callouts_top + CALLOUT_ROWS as f64 * style.callout_row() + 4.0;
-        let (lanes, lanes_bottom) = build_lanes(&trace.names, &node, &client, resource, lang, style, lanes_top);
+        let (lanes, lane_rows, lanes_bottom) =
+            build_lanes(&trace.names, lane_keys(&trace.events), lang, style, lanes_top);
         let (axis, xs) = fit_events(&trace.events, now_ms, label_w, plot_w, style);
         let now_x = axis.x_after(now_ms).min(axis.x_end());
         let builder = Builder {
@@ -103,8 +103,7 @@ impl<'a> Builder<'a> {
             lang,
             zh: lang == Lang::Zh,
             style,
-            node_keys: node,
-            client_keys: client,
+            lane_rows,
             lanes,
             axis,
             now_x,
@@ -401,12 +400,7 @@ impl<'a> Builder<'a> {
         };
         let names = self.names;
         let who = owner.map_or("?".to_owned(), |o| names.client(o).to_owned());
-        let row = if self.grouped(l) {
-            row_of(Some(&group_rows(&self.lanes[l].members, &self.node_keys)), key)
-        } else {
-            row_of(node.and_then(|n| self.node_keys.get(&n)), key)
-        };
-        let y = self.row_y(l, row);
+        let y = self.row_y(l, row_of(&self.lane_rows[l], key));
         self.open.insert((l, key.to_owned()), self.bars.len());
         self.bars.push(Bar {
             lane: l,
@@ -484,7 +478,7 @@ impl<'a> Builder<'a> {
         if holds {
             if !self.open.contains_key(&slot) {
                 self.open.insert(slot, self.bars.len());
-                let y = self.row_y(l, row_of(self.client_keys.get(&c), key));
+                let y = self.row_y(l, row_of(&self.lane_rows[l], key));
                 self.bars.push(Bar {
                     lane: l,
                     x0: at.x,

@@ -72,7 +72,8 @@ fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) ->
         .iter()
         .filter_map(|(&i, g)| {
             let st = l.steps.get(i)?;
-            let reply = results.get(i).and_then(|r| r.reply.clone()).unwrap_or_default();
+            let r = results.get(i);
+            let reply = r.and_then(|r| r.reply.clone()).unwrap_or_default();
             if prediction_right(st, g, &reply) {
                 return None;
             }
@@ -80,10 +81,9 @@ fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) ->
                 .quiz
                 .as_ref()
                 .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() });
-            let worded = results.get(i).and_then(|r| catalog::reply_text(l, r, lang));
             let answer = (st.quiz.as_ref().and_then(|q| q.answer.clone()))
-                .or(worded)
-                .unwrap_or(reply);
+                .or_else(|| catalog::reply_text(l, r?, lang))
+                .unwrap_or_default();
             Some((i, q.unwrap_or_else(|| s.step_text(i, lang)), g.clone(), answer))
         })
         .collect()
