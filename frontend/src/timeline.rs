@@ -1934,6 +1934,14 @@ mod tests {
         assert_eq!(short("FCALL release 1 lock tok"), "FCALL lock");
         assert_eq!(short("EVAL \"return 1\" 0"), "EVAL", "no key: the name alone");
         assert_eq!(short("EVAL \"return 1\" x"), "EVAL", "a bad key count: the name alone");
+        // What a free-play console may type: a key count past usize, or
+        // past the arguments, and a key too long for a label.
+        assert_eq!(short("EVAL \"return 1\" 99999999999999999999999"), "EVAL");
+        assert_eq!(short("EVAL \"return 1\" 3"), "EVAL");
+        assert_eq!(
+            short(&format!("EVAL s 1 {}", "k".repeat(100_000))),
+            format!("EVAL {}…", "k".repeat(16))
+        );
         assert_eq!(short("PING"), "PING");
     }
 }
