@@ -695,6 +695,23 @@ async fn the_timeline_a_room_can_read() {
                     "presenter mode fits the lanes on the screen: {fits} {p}"
                 );
                 assert_eq!(p["overlaps"], json!([]), "no overlaps in presenter mode either: {p}");
+                // Lesson 18 ends on a metrics step: its figures are the
+                // lab's words, set as prose on one line, where a monospace
+                // face pushed the last word onto a line of its own at 1280.
+                if id == "18" {
+                    let r = js(
+                        &c,
+                        "const r = document.querySelector('[data-testid=caption-reply]'); \
+                         const s = getComputedStyle(r); \
+                         return [r.getBoundingClientRect().height, parseFloat(s.fontSize), s.fontFamily, r.textContent]",
+                    )
+                    .await;
+                    let (height, size) = (r[0].as_f64().unwrap(), r[1].as_f64().unwrap());
+                    assert!(r[3].as_str().unwrap().starts_with("acquired 5 of 5"), "{r}");
+                    assert!(size >= 20.0, "the figures in the caption's large type: {r}");
+                    assert!(height < 2.0 * size, "the figures on one line at {w}×{h}: {r}");
+                    assert!(!r[2].as_str().unwrap().starts_with("ui-monospace"), "{r}");
+                }
             }
         }
     }

@@ -35,6 +35,7 @@ pub fn caption(props: &CaptionProps) -> Html {
     let current = pos.checked_sub(1);
     let command = current.map(|i| s.step_text(i, lang));
     let actor = current.and_then(|i| l.steps[i].client.clone());
+    let typed = current.is_some_and(|i| l.steps[i].cmd.is_some());
     let reply = current.and_then(|i| catalog::reply_text(l, s.results().get(i)?, lang));
     let explain = current
         .and_then(|i| l.steps[i].explain.as_ref())
@@ -73,14 +74,22 @@ pub fn caption(props: &CaptionProps) -> Html {
                     if let Some(a) = actor {
                         <span class="caption-actor">{ a }</span>
                     }
-                    if current.is_some_and(|i| l.steps[i].cmd.is_some()) {
+                    if typed {
                         <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
                     } else {
                         <span class="caption-say" data-testid="caption-command">{ cmd }</span>
                     }
                     if let Some(r) = reply {
                         <span class="caption-arrow">{ "→" }</span>
-                        <code class="caption-reply" data-testid="caption-reply">{ r }</code>
+                        // Redis's answer to a command is set as redis-cli
+                        // prints it; the lab's own words (a metrics step's
+                        // figures, a write's verdict) are prose, and take a
+                        // third less width than in a monospace face.
+                        if typed {
+                            <code class="caption-reply" data-testid="caption-reply">{ r }</code>
+                        } else {
+                            <span class="caption-reply caption-words" data-testid="caption-reply">{ r }</span>
+                        }
                     }
                 } else {
                     <span class="caption-cmd muted">{ catalog::text(&l.title, lang) }</span>
