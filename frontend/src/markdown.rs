@@ -1,5 +1,5 @@
 //! Lesson prose as prose: the small Markdown the lesson files use —
-//! paragraphs, `-`/`*`/`1.` lists, `` `code` ``, `*emphasis*` and
+//! paragraphs, `-`/`*`/`·`/`1.` lists, `` `code` ``, `*emphasis*` and
 //! `**strong**` — parsed into blocks (tested natively) and rendered as Yew
 //! nodes, never as raw HTML, so a lesson file cannot inject markup.
 
@@ -47,7 +47,13 @@ fn join_lines(lines: &[&str]) -> String {
 /// A list item's text, if `line` starts one.
 fn item(line: &str) -> Option<(bool, &str)> {
     let t = line.trim_start();
-    if let Some(rest) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+    // `·` is how the lessons' narration lists things (a typographic bullet
+    // reads better than a dash in the Chinese text as well).
+    if let Some(rest) = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .or_else(|| t.strip_prefix("· "))
+    {
         return Some((false, rest));
     }
     let digits = t.chars().take_while(char::is_ascii_digit).count();
@@ -126,10 +132,12 @@ pub fn parse(text: &str) -> Vec<Block> {
                 Some((_, items)) => items.push(vec![first]),
                 None => list = Some((ordered, vec![vec![first]])),
             }
-        } else if let Some((_, items)) = &mut list {
-            // A continuation line of the last item.
+        } else if let (Some((_, items)), true) = (&mut list, line.starts_with([' ', '\t'])) {
+            // A continuation line of the last item is indented; a line
+            // that is not starts the paragraph after the list.
             items.last_mut().expect("a list has an item").push(line);
         } else {
+            flush_list(&mut list, &mut blocks);
             para.push(line);
         }
     }
@@ -193,6 +201,24 @@ mod tests {
             }
         );
         assert_eq!(b[2], Block::Para(vec![Inline::Text("第一行第二行".into())]));
+        // The narration's `·` bullets, and a paragraph after the list that
+        // is not indented (lesson 36's last step).
+        let b =
+            parse("Defaults:\n· Redisson: 30 s,\n  renewed every 10 s.\n· Redsync: 8 s.\nWhere each is shown: 13, 17.");
+        assert_eq!(
+            b,
+            vec![
+                Block::Para(vec![Inline::Text("Defaults:".into())]),
+                Block::List {
+                    ordered: false,
+                    items: vec![
+                        vec![Inline::Text("Redisson: 30 s, renewed every 10 s.".into())],
+                        vec![Inline::Text("Redsync: 8 s.".into())],
+                    ]
+                },
+                Block::Para(vec![Inline::Text("Where each is shown: 13, 17.".into())]),
+            ]
+        );
         // A lone star or backtick stays text.
         assert_eq!(inlines("2 * 3 and `x"), vec![Inline::Text("2 * 3 and `x".into())]);
     }

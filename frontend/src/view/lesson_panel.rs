@@ -214,7 +214,12 @@ fn step_item(
             // Faults, waits and notes belong to no client: keep the
             // column so the step text stays in its own.
             <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
-            <code class="shown">{ shown }</code>
+            // A command as typed; the lesson's narration as prose.
+            if st.say.is_some() {
+                <div class="shown prose">{ crate::markdown::render(&shown) }</div>
+            } else {
+                <code class="shown">{ shown }</code>
+            }
             <div class="replies">
                 if let (Some(e), false) = (&expected, hide_expected) {
                     <span class="expected" data-testid="step-expected">

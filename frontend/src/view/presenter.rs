@@ -36,6 +36,7 @@ pub fn caption(props: &CaptionProps) -> Html {
     let command = current.map(|i| s.step_text(i, lang));
     let actor = current.and_then(|i| l.steps[i].client.clone());
     let typed = current.is_some_and(|i| l.steps[i].cmd.is_some());
+    let said = current.is_some_and(|i| l.steps[i].say.is_some());
     let reply = current.and_then(|i| catalog::reply_text(l, s.results().get(i)?, lang));
     let explain = current
         .and_then(|i| l.steps[i].explain.as_ref())
@@ -76,6 +77,14 @@ pub fn caption(props: &CaptionProps) -> Html {
                     }
                     if typed {
                         <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
+                    } else if said {
+                        // Narration as prose, its lists as lists; a long
+                        // one in the regular weight, which reads as text
+                        // rather than as a wall of bold.
+                        <div class={ classes!("caption-say", "prose", (cmd.len() > LONG_SAY).then_some("long")) }
+                            data-testid="caption-command">
+                            { crate::markdown::render(&cmd) }
+                        </div>
                     } else {
                         <span class="caption-say" data-testid="caption-command">{ cmd }</span>
                     }
@@ -101,6 +110,10 @@ pub fn caption(props: &CaptionProps) -> Html {
         </div>
     }
 }
+
+/// Bytes past which a narration step is set in the regular weight: about
+/// two lines of the caption at 1280 px (a Chinese character is three).
+const LONG_SAY: usize = 200;
 
 /// The first sentence of an explanation, for the caption: a lesson file
 /// wraps its text at about 100 columns, so its first *line* can stop in

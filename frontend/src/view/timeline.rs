@@ -535,7 +535,8 @@ pub fn timeline() -> Html {
                 { for marks }
                 { labels_layer(&l) }
                 <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
-                if empty {
+                // The hint names the console, which presenter mode hides.
+                if empty && !state.present {
                     <text class="empty" x={ f(style.label_w() + 12.0) } y={ f(first_mid - 10.0) }>{ Text::TimelineEmpty.get(lang) }</text>
                 }
                 if state.legend {
