@@ -581,6 +581,54 @@ return { minFont, labels: labels.length, overlaps, perMs, titles, halo,
   svgWidth: svgBox.width, viewBox: svg.getAttribute('viewBox') };
 "#;
 
+/// Every lesson at its end, in presenter mode on a 1280×720 projector, in
+/// both languages: the caption leaves the timeline at least 40 % of the
+/// screen, every lane is on the screen, and nothing is wider than it.
+/// (The lessons above are checked closely; this is the whole catalogue.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lesson_fits_a_projector() {
+    let dist = require_dist();
+    let backend = Backend::start(&dist, 0);
+    let base = format!("http://127.0.0.1:{}", backend.port);
+    let (_driver, c) = browser().await;
+    viewport(&c, 1280, 720).await;
+    let ids: Vec<String> = locklab_core::lesson::builtin()
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    assert!(ids.len() >= 36, "{ids:?}");
+    for lang in ["en", "zh"] {
+        for id in &ids {
+            open(
+                &c,
+                &format!("{base}/?lang={lang}&lesson={id}&step=end&seed=7&present=1"),
+            )
+            .await;
+            let r = eventually(&format!("lesson {id}'s caption and lanes"), || async {
+                let r = js(
+                    &c,
+                    "const cap = document.querySelector('[data-testid=caption] [data-testid=caption-command]'); \
+                     const lane = [...document.querySelectorAll('.timeline .lane-bg')].pop(); \
+                     if (!cap || !lane) return null; \
+                     return [document.querySelector('[data-testid=caption]').getBoundingClientRect().bottom, \
+                             lane.getBoundingClientRect().bottom, window.innerHeight, \
+                             document.documentElement.scrollWidth, window.innerWidth]",
+                )
+                .await;
+                (!r.is_null()).then_some(r)
+            })
+            .await;
+            let v = |i: usize| r[i].as_f64().unwrap();
+            let what =
+                format!("lesson {id} in {lang}: [caption bottom, last lane bottom, height, scroll width, width] = {r}");
+            assert!(v(0) <= 0.6 * v(2), "the caption leaves the timeline room: {what}");
+            assert!(v(1) <= v(2) + 1.0, "every lane on the screen: {what}");
+            assert!(v(3) <= v(4), "nothing wider than the screen: {what}");
+        }
+    }
+}
+
 /// Issue 15: the timeline a room can read, at 1280×720 and 1440×900, in
 /// normal and presenter mode: label sizes, no overlaps, a linear axis,
 /// titled violation bands, the caption, the quiz gate, Space, the export,
