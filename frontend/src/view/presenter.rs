@@ -6,7 +6,8 @@
 use yew::prelude::*;
 
 use crate::catalog;
-use crate::i18n::Text;
+use crate::driver::LessonDriver;
+use crate::i18n::{Lang, Text};
 use crate::state::{AppContext, Transport};
 
 #[derive(Properties, PartialEq)]
@@ -33,11 +34,6 @@ pub fn caption(props: &CaptionProps) -> Html {
     let pos = s.position();
     let len = s.len();
     let current = pos.checked_sub(1);
-    let command = current.map(|i| s.step_text(i, lang));
-    let actor = current.and_then(|i| l.steps[i].client.clone());
-    let typed = current.is_some_and(|i| l.steps[i].cmd.is_some());
-    let said = current.is_some_and(|i| l.steps[i].say.is_some());
-    let reply = current.and_then(|i| catalog::reply_text(l, s.results().get(i)?, lang));
     let explain = current
         .and_then(|i| l.steps[i].explain.as_ref())
         .map(|t| catalog::text(t, lang).to_owned());
@@ -71,35 +67,8 @@ pub fn caption(props: &CaptionProps) -> Html {
                 </div>
             </div>
             <div class="caption-step">
-                if let Some(cmd) = command {
-                    if let Some(a) = actor {
-                        <span class="caption-actor">{ a }</span>
-                    }
-                    if typed {
-                        <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
-                    } else if said {
-                        // Narration as prose, its lists as lists; a long
-                        // one in the regular weight, which reads as text
-                        // rather than as a wall of bold.
-                        <div class={ classes!("caption-say", "prose", (cmd.len() > LONG_SAY).then_some("long")) }
-                            data-testid="caption-command">
-                            { crate::markdown::render(&cmd) }
-                        </div>
-                    } else {
-                        <span class="caption-say" data-testid="caption-command">{ cmd }</span>
-                    }
-                    if let Some(r) = reply {
-                        <span class="caption-arrow">{ "→" }</span>
-                        // Redis's answer to a command is set as redis-cli
-                        // prints it; the lab's own words (a metrics step's
-                        // figures, a write's verdict) are prose, and take a
-                        // third less width than in a monospace face.
-                        if typed {
-                            <code class="caption-reply" data-testid="caption-reply">{ r }</code>
-                        } else {
-                            <span class="caption-reply caption-words" data-testid="caption-reply">{ r }</span>
-                        }
-                    }
+                if let Some(i) = current {
+                    { step_row(&*s, i, lang) }
                 } else {
                     <span class="caption-cmd muted">{ catalog::text(&l.title, lang) }</span>
                 }
@@ -108,6 +77,47 @@ pub fn caption(props: &CaptionProps) -> Html {
                 <p class="caption-explain" data-testid="caption-explain">{ e }</p>
             }
         </div>
+    }
+}
+
+/// Step `i` as the caption shows it: who, what, and the answer.
+fn step_row(s: &dyn LessonDriver, i: usize, lang: Lang) -> Html {
+    let l = s.lesson();
+    let step = &l.steps[i];
+    let cmd = s.step_text(i, lang);
+    let typed = step.cmd.is_some();
+    let reply = s.results().get(i).and_then(|r| catalog::reply_text(l, r, lang));
+    html! {
+        <>
+            if let Some(a) = step.client.clone() {
+                <span class="caption-actor">{ a }</span>
+            }
+            if typed {
+                <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
+            } else if step.say.is_some() {
+                // Narration as prose, its lists as lists; a long one in
+                // the regular weight, which reads as text rather than as a
+                // wall of bold.
+                <div class={ classes!("caption-say", "prose", (cmd.len() > LONG_SAY).then_some("long")) }
+                    data-testid="caption-command">
+                    { crate::markdown::render(&cmd) }
+                </div>
+            } else {
+                <span class="caption-say" data-testid="caption-command">{ cmd }</span>
+            }
+            if let Some(r) = reply {
+                <span class="caption-arrow">{ "→" }</span>
+                // Redis's answer to a command is set as redis-cli prints
+                // it; the lab's own words (a metrics step's figures, a
+                // write's verdict) are prose, and take a third less width
+                // than in a monospace face.
+                if typed {
+                    <code class="caption-reply" data-testid="caption-reply">{ r }</code>
+                } else {
+                    <span class="caption-reply caption-words" data-testid="caption-reply">{ r }</span>
+                }
+            }
+        </>
     }
 }
 
