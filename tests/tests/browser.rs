@@ -583,7 +583,8 @@ return { minFont, labels: labels.length, overlaps, perMs, titles, halo,
 
 /// Every lesson at its end, in presenter mode on a 1280×720 projector, in
 /// both languages: the caption leaves the timeline at least 40 % of the
-/// screen, every lane is on the screen, and nothing is wider than it.
+/// screen, every lane is on the screen, nothing is wider than it, no
+/// timeline text is under 13 px and no two labels overlap.
 /// (The lessons above are checked closely; this is the whole catalogue.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lesson_fits_a_projector() {
@@ -625,6 +626,12 @@ async fn every_lesson_fits_a_projector() {
             assert!(v(0) <= 0.6 * v(2), "the caption leaves the timeline room: {what}");
             assert!(v(1) <= v(2) + 1.0, "every lane on the screen: {what}");
             assert!(v(3) <= v(4), "nothing wider than the screen: {what}");
+            let p = js(&c, TIMELINE_PROBE).await;
+            assert!(
+                p["minFont"].as_f64().unwrap() >= 13.0,
+                "every timeline text ≥ 13 px: {what}: {p}"
+            );
+            assert_eq!(p["overlaps"], json!([]), "no two labels overlap: {what}: {p}");
         }
     }
 }
