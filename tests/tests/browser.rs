@@ -863,6 +863,30 @@ async fn the_timeline_a_room_can_read() {
     .await;
     screenshot(&c, "timeline-05-present-dark-1280x720.png").await;
     press(&c, 'p').await;
+    // A reply that did nothing is a hollow ring in its owner's colour, on
+    // the lanes and in the legend; the dark theme once drew the ring in the
+    // panel's colour, so the mark vanished on a projector.
+    open(&c, &format!("{base}/?lang=en&lesson=40&step=end&seed=7&theme=dark")).await;
+    let rings = eventually("lesson 40's rings in the dark theme", || async {
+        let r = js(
+            &c,
+            "const panel = getComputedStyle(document.querySelector('.timeline-panel')).backgroundColor; \
+             const rings = [...document.querySelectorAll('[data-testid=timeline] .mark.nil circle')] \
+                 .map(e => getComputedStyle(e).stroke); \
+             return rings.length ? [panel, rings] : null",
+        )
+        .await;
+        (!r.is_null()).then_some(r)
+    })
+    .await;
+    let panel = rings[0].as_str().unwrap();
+    for ring in rings[1].as_array().unwrap() {
+        let ring = ring.as_str().unwrap();
+        assert!(
+            ring != panel && ring != "none",
+            "a ring stands out of the panel: {rings}"
+        );
+    }
 
     // Space plays, and never scrolls the page.
     open(&c, &format!("{base}/?lang=en&lesson=05&seed=7")).await;
