@@ -574,7 +574,10 @@ const halo = markLabel && {
   panel: getComputedStyle(svg.closest('.timeline-panel')).backgroundColor,
 };
 const arrow = svg.querySelector('.arrow');
-return { minFont, labels: labels.length, overlaps, perMs, titles, halo,
+// Labels cut by the edge of what the panel shows.
+const view = svg.closest('.timeline-scroll').getBoundingClientRect();
+const cut = labels.filter(l => l.r.left < view.left - 0.5 || l.r.right > view.right + 0.5).map(l => l.text);
+return { minFont, labels: labels.length, overlaps, cut, perMs, titles, halo,
   dense: svg.classList.contains('dense'), arrowOpacity: arrow && +getComputedStyle(arrow).opacity,
   bands: svg.querySelectorAll('[data-testid=violation]').length,
   legend: svg.querySelectorAll('[data-testid=legend] .legend-item').length,
@@ -632,6 +635,7 @@ async fn every_lesson_fits_a_projector() {
                 "every timeline text ≥ 13 px: {what}: {p}"
             );
             assert_eq!(p["overlaps"], json!([]), "no two labels overlap: {what}: {p}");
+            assert_eq!(p["cut"], json!([]), "no label cut by the panel's edge: {p}");
         }
     }
 }
@@ -666,6 +670,7 @@ async fn the_timeline_a_room_can_read() {
             );
             assert!(p["labels"].as_u64().unwrap() >= 5, "{what}");
             assert_eq!(p["overlaps"], json!([]), "no two labels overlap: {what}");
+            assert_eq!(p["cut"], json!([]), "no label cut by the panel's edge: {p}");
             // [pixels, milliseconds] of linear axis between neighbouring
             // ticks: one scale everywhere, to the rounding of a pixel.
             let pairs: Vec<(f64, f64)> = p["perMs"]
@@ -750,6 +755,7 @@ async fn the_timeline_a_room_can_read() {
                     "presenter mode fits the lanes on the screen: {fits} {p}"
                 );
                 assert_eq!(p["overlaps"], json!([]), "no overlaps in presenter mode either: {p}");
+                assert_eq!(p["cut"], json!([]), "no label cut by the panel's edge: {p}");
                 // Lesson 18 ends on a metrics step: its figures are the
                 // lab's words, set as prose on one line, where a monospace
                 // face pushed the last word onto a line of its own at 1280.
