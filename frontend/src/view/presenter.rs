@@ -109,8 +109,8 @@ fn step_row(s: &dyn LessonDriver, i: usize, lang: Lang) -> Html {
                 <span class="caption-arrow">{ "→" }</span>
                 // Redis's answer to a command is set as redis-cli prints
                 // it; the lab's own words (a metrics step's figures, a
-                // write's verdict) are prose, and take a third less width
-                // than in a monospace face.
+                // write's verdict) are prose, narrower than in a monospace
+                // face (lesson 18's figures fit one line at 1280 px).
                 if typed {
                     <code class="caption-reply" data-testid="caption-reply">{ r }</code>
                 } else {
