@@ -198,11 +198,10 @@ fn step_item(
     let shown = s.step_text(i, lang);
     let expected = catalog::expected_text(s.lesson(), i, lang);
     let hide_expected = quiz && !done;
-    let answer = st
-        .quiz
-        .as_ref()
-        .and_then(|q| q.answer.clone())
-        .or_else(|| r.and_then(|r| catalog::reply_text(s.lesson(), r, lang)));
+    // The reply as shown, worded once: also the answer when the quiz
+    // names none.
+    let reply = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang));
+    let answer = (st.quiz.as_ref().and_then(|q| q.answer.clone())).or_else(|| reply.clone());
     let right = guess
         .as_ref()
         .map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
@@ -226,9 +225,9 @@ fn step_item(
                         <span class="k">{ Text::Expected.get(lang) }</span>{ e }
                     </span>
                 }
-                if let Some(reply) = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang)) {
+                if let Some(reply) = reply {
                     <span class="actual" data-testid="step-reply">
-                        <span class="k">{ Text::Actual.get(lang) }</span>{ reply.clone() }
+                        <span class="k">{ Text::Actual.get(lang) }</span>{ reply }
                     </span>
                 }
                 if let (Some(g), Some(right)) = (&guess, right) {
