@@ -557,7 +557,7 @@ fn lesson_42_measures_round_trips_per_lock_cycle() {
 /// Issue 39's corrections: each text says what the run shows or what the
 /// library's source does.
 #[test]
-fn corrected_texts_of_lessons_04_13_19_24_33_36_37_42() {
+fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42() {
     // 04: a 0 from the release does not always mean a wrong release, and
     // article B §5.2 ended at the connection pool, not the fixed string.
     let t04 = text_of("04-fixed-value.toml");
@@ -586,6 +586,9 @@ fn corrected_texts_of_lessons_04_13_19_24_33_36_37_42() {
     // 42: commons-pool opens a connection whenever no idle one is free.
     let t42 = text_of("42-performance-practice.toml");
     assert!(!t42.contains("a burst beyond 50 concurrent requests") && t42.contains("whenever no idle one is free"));
+    // 16: how an acknowledged lock is still lost, and the next knobs.
+    let t16 = text_of("16-wait-narrows-window.toml");
+    assert!(t16.contains("min-replicas-to-write") && t16.contains("WAITAOF") && t16.contains("restarts empty"));
     // 37: D's round reaches 1 of 5 (r1 still holds C's key), and the
     // explanation says so.
     let run = played("37");
