@@ -557,7 +557,7 @@ fn lesson_42_measures_round_trips_per_lock_cycle() {
 /// Issue 39's corrections: each text says what the run shows or what the
 /// library's source does.
 #[test]
-fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42() {
+fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42_45() {
     // 04: a 0 from the release does not always mean a wrong release, and
     // article B §5.2 ended at the connection pool, not the fixed string.
     let t04 = text_of("04-fixed-value.toml");
@@ -589,6 +589,18 @@ fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42() {
     // 16: how an acknowledged lock is still lost, and the next knobs.
     let t16 = text_of("16-wait-narrows-window.toml");
     assert!(t16.contains("min-replicas-to-write") && t16.contains("WAITAOF") && t16.contains("restarts empty"));
+    // 45: the single Redis's token comes with the grant (lesson 22's
+    // script), and the pause finding and Redlock's missing token are two
+    // findings, credited to antirez and Kleppmann respectively.
+    let t45 = text_of("45-same-pause-four-services.toml");
+    assert!(!t45.contains("cmd = \"INCR fence:order:1001\"") && t45.contains("return redis.call(\"incr\", KEYS[2])"));
+    assert!(!t45.contains("Kleppmann's critique of Redlock is exactly this") && t45.contains("antirez 的论点"));
+    let run = played("45");
+    let tokens: Vec<String> = (run.results().iter())
+        .filter(|r| r.shown.starts_with("EVAL"))
+        .filter_map(|r| r.reply.clone())
+        .collect();
+    assert_eq!(tokens, ["(integer) 1", "(integer) 2"]);
     // 37: D's round reaches 1 of 5 (r1 still holds C's key), and the
     // explanation says so.
     let run = played("37");

@@ -68,7 +68,7 @@ fn lesson_45s_trace_is_one_ten_node_timeline() {
         if let (Actor::Node(n), EventKind::Executed { commands, .. }) = (e.actor, &e.kind) {
             let verb = commands[0][0].as_str();
             let service = match verb {
-                "SET" | "INCR" => "redis",
+                "SET" | "INCR" | "EVAL" => "redis",
                 "LEASE" | "LOCK" => "etcd",
                 _ => "zk",
             };
