@@ -134,6 +134,19 @@ fn lookup(name: &[u8]) -> Option<(usize, &'static str)> {
     })
 }
 
+/// When a hash, set or sorted set leaves its compact encoding
+/// (`hashTypeTryConversion`, `setTypeAdd`, `zsetAdd`): the `*-max-*`
+/// parameters as they stood when the value was written. redis-server never
+/// converts back (a load re-encodes from the contents: `rdbLoadObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    pub hash_entries: usize,
+    pub hash_value: usize,
+    pub set_entries: usize,
+    pub zset_entries: usize,
+    pub zset_value: usize,
+}
+
 impl Config {
     /// `CONFIG GET pattern …` (`configGetCommand`): a name without glob
     /// characters is looked up exactly (and answered under the spelling it
@@ -262,6 +275,23 @@ impl Config {
     /// skiplist.
     pub fn zset_max_listpack_value(&self) -> usize {
         self.number("zset-max-listpack-value") as usize
+    }
+
+    /// The five thresholds above, read once by a command that may convert
+    /// a value to its big encoding.
+    pub fn encoding_limits(&self) -> EncodingLimits {
+        EncodingLimits {
+            hash_entries: self.hash_max_listpack_entries(),
+            hash_value: self.hash_max_listpack_value(),
+            set_entries: self.set_max_intset_entries(),
+            zset_entries: self.zset_max_listpack_entries(),
+            zset_value: self.zset_max_listpack_value(),
+        }
+    }
+
+    /// `maxmemory-samples`: how many keys eviction looks at to choose one.
+    pub fn maxmemory_samples(&self) -> usize {
+        (self.number("maxmemory-samples") as usize).max(1)
     }
 
     /// `maxmemory` in bytes; 0 is no limit.

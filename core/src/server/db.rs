@@ -8,12 +8,27 @@
 //! `KEYS` and `SCAN` show) is the same on every run and on every target,
 //! native and wasm32 alike.
 //!
+//! Two more things are kept as keys come and go, so that no command has to
+//! walk the keyspace: the estimated memory of every key (`memory::key_usage`,
+//! counted again for one key when it changes, and summed per database), and
+//! every key — and every key with a deadline — in a slot of a vector, so
+//! eviction and `RANDOMKEY` draw a key in `O(1)` as `dictGetRandomKey` does.
+//!
+//! A collection is changed where it is: [`Db::value_mut`] hands it out,
+//! and [`Db::resync`] counts the key again afterwards (the node's
+//! `Engine::changed` does both with the signalling a write needs).
+//!
 //! Times are absolute Unix milliseconds on the node's own clock. A key whose
 //! deadline is `d` still exists at `now == d` and is gone once `now > d`,
 //! which is redis-server's rule (`keyIsExpired`: `now > when`).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::config::EncodingLimits;
+pub use super::hash::Hash;
+pub use super::list::List;
+use super::memory::key_usage;
+pub use super::set::Set;
 pub use super::zset::ZSet;
 
 /// What a key holds: the five types lock libraries use (python-redis-lock
@@ -22,16 +37,15 @@ pub use super::zset::ZSet;
 pub enum Value {
     /// A string. Integers are strings that happen to parse, as in Redis.
     Str(Vec<u8>),
-    /// A hash, kept in insertion order: small hashes in redis-server are
-    /// listpacks, which `HGETALL` walks in insertion order, and the
-    /// differential tests compare that order.
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A hash: a listpack in insertion order, or a hashtable (see `hash`).
+    Hash(Hash),
     /// A list, head first (`LPUSH` pushes at the front).
-    List(VecDeque<Vec<u8>>),
-    /// A set. `SMEMBERS` order in redis-server 7.0 is an intset's numeric
-    /// order or a hash table's (seeded at random per process), so only the
-    /// former is worth imitating; see `cmd::sets`.
-    Set(BTreeSet<Vec<u8>>),
+    List(List),
+    /// A set, intset or hashtable (see `set`). `SMEMBERS` order in
+    /// redis-server 7.0 is an intset's numeric order or a hash table's
+    /// (seeded at random per process), so only the former is worth
+    /// imitating; see `cmd::sets`.
+    Set(Set),
     /// A sorted set: members ordered by (score, member).
     ZSet(ZSet),
 }
@@ -45,6 +59,28 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// A collection with no element left: redis-server deletes the key.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::Hash(h) => h.is_empty(),
+            Value::List(l) => l.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
+
+    /// Encode as a load does (`rdbLoadObject`): the compact encoding
+    /// whenever the contents fit `lim`, whatever the value's history.
+    pub fn settle_encoding(&mut self, lim: &EncodingLimits) {
+        match self {
+            Value::Hash(h) => h.settle_encoding(lim),
+            Value::Set(s) => s.settle_encoding(lim),
+            Value::ZSet(z) => z.settle_encoding(lim),
+            Value::Str(_) | Value::List(_) => {}
         }
     }
 
@@ -71,18 +107,47 @@ impl Value {
     }
 }
 
-/// One key's value and optional deadline.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One key's value and optional deadline, with what the database keeps
+/// about it: its estimated size and its slots.
+#[derive(Clone, Debug)]
 pub struct Entry {
     pub value: Value,
     pub expires_at: Option<u64>,
+    /// `memory::key_usage` when last counted.
+    usage: usize,
+    /// Position in `Db::keys`.
+    slot: usize,
+    /// Position in `Db::volatile`, when the key has a deadline.
+    vslot: Option<usize>,
 }
 
-/// Values by key, plus the expiry index.
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.value == other.value && self.expires_at == other.expires_at
+    }
+}
+
+impl Eq for Entry {}
+
+/// Values by key, the expiry index, the slots and the memory count.
 #[derive(Clone, Debug, Default)]
 pub struct Db {
     entries: BTreeMap<Vec<u8>, Entry>,
     deadlines: BTreeSet<(u64, Vec<u8>)>,
+    /// Every key, in no particular order (`Entry::slot`).
+    keys: Vec<Vec<u8>>,
+    /// Every key with a deadline (`Entry::vslot`): the `expires` dict that
+    /// `volatile-*` eviction draws from.
+    volatile: Vec<Vec<u8>>,
+    /// Σ `Entry::usage`.
+    used: u64,
+}
+
+/// Take slot `i` out of `slots` by moving the last key into it; the key
+/// that moved, if any, now lives at `i`.
+fn free_slot(slots: &mut Vec<Vec<u8>>, i: usize) -> Option<&Vec<u8>> {
+    slots.swap_remove(i);
+    slots.get(i)
 }
 
 impl Db {
@@ -90,30 +155,63 @@ impl Db {
         self.entries.get(key)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.entries.get_mut(key)
+    /// The value to change in place. Whoever changes it calls
+    /// [`Db::resync`] afterwards, so the key is counted again.
+    pub(crate) fn value_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.entries.get_mut(key).map(|e| &mut e.value)
+    }
+
+    /// After an in-place change: delete the key if it holds an emptied
+    /// collection, else count its size again. Whether the key still exists.
+    pub(crate) fn resync(&mut self, key: &[u8]) -> bool {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return false;
+        };
+        if entry.value.is_empty_collection() {
+            self.remove(key);
+            return false;
+        }
+        let usage = key_usage(key, &entry.value);
+        self.used = self.used - entry.usage as u64 + usage as u64;
+        entry.usage = usage;
+        true
     }
 
     /// Store a value, replacing any old one; `expires_at` replaces the old
     /// deadline too (SET without KEEPTTL clears a TTL). Overwriting an
     /// existing key reuses its allocation: the hot path of every benchmark.
     pub fn insert(&mut self, key: &[u8], value: Value, expires_at: Option<u64>) {
-        if let Some(entry) = self.entries.get_mut(key) {
-            if entry.expires_at != expires_at {
-                if let Some(old) = entry.expires_at {
-                    self.deadlines.remove(&(old, key.to_vec()));
-                }
-                if let Some(at) = expires_at {
-                    self.deadlines.insert((at, key.to_vec()));
-                }
+        if self.entries.contains_key(key) {
+            self.set_deadline(key, expires_at);
+            if let Some(entry) = self.entries.get_mut(key) {
+                entry.value = value;
             }
-            *entry = Entry { value, expires_at };
+            self.resync(key);
             return;
         }
-        if let Some(at) = expires_at {
-            self.deadlines.insert((at, key.to_vec()));
+        self.value_mut_or_insert(key, value);
+        self.set_deadline(key, expires_at);
+    }
+
+    /// The value to change in place (see [`Db::value_mut`]), adding
+    /// `empty` without a deadline when the key is missing.
+    pub(crate) fn value_mut_or_insert(&mut self, key: &[u8], empty: Value) -> &mut Value {
+        match self.entries.entry(key.to_vec()) {
+            std::collections::btree_map::Entry::Occupied(o) => &mut o.into_mut().value,
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let usage = key_usage(key, &empty);
+                self.used += usage as u64;
+                self.keys.push(key.to_vec());
+                let entry = Entry {
+                    value: empty,
+                    expires_at: None,
+                    usage,
+                    slot: self.keys.len() - 1,
+                    vslot: None,
+                };
+                &mut v.insert(entry).value
+            }
         }
-        self.entries.insert(key.to_vec(), Entry { value, expires_at });
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
@@ -121,7 +219,24 @@ impl Db {
         if let Some(at) = entry.expires_at {
             self.deadlines.remove(&(at, key.to_vec()));
         }
+        if let Some(moved) = free_slot(&mut self.keys, entry.slot) {
+            if let Some(m) = self.entries.get_mut(moved.as_slice()) {
+                m.slot = entry.slot;
+            }
+        }
+        if let Some(v) = entry.vslot {
+            self.free_volatile(v);
+        }
+        self.used -= entry.usage as u64;
         Some(entry)
+    }
+
+    fn free_volatile(&mut self, v: usize) {
+        if let Some(moved) = free_slot(&mut self.volatile, v) {
+            if let Some(m) = self.entries.get_mut(moved.as_slice()) {
+                m.vslot = Some(v);
+            }
+        }
     }
 
     /// Change only the deadline of an existing key. Returns false if missing.
@@ -129,14 +244,86 @@ impl Db {
         let Some(entry) = self.entries.get_mut(key) else {
             return false;
         };
-        if let Some(old) = entry.expires_at {
+        let (old, vslot) = (entry.expires_at, entry.vslot);
+        entry.expires_at = expires_at;
+        if old == expires_at {
+            return true;
+        }
+        if let Some(old) = old {
             self.deadlines.remove(&(old, key.to_vec()));
         }
-        if let Some(at) = expires_at {
-            self.deadlines.insert((at, key.to_vec()));
+        match (expires_at, vslot) {
+            (Some(at), None) => {
+                self.deadlines.insert((at, key.to_vec()));
+                self.volatile.push(key.to_vec());
+                let v = self.volatile.len() - 1;
+                if let Some(entry) = self.entries.get_mut(key) {
+                    entry.vslot = Some(v);
+                }
+            }
+            (Some(at), Some(_)) => {
+                self.deadlines.insert((at, key.to_vec()));
+            }
+            (None, Some(v)) => {
+                if let Some(entry) = self.entries.get_mut(key) {
+                    entry.vslot = None;
+                }
+                self.free_volatile(v);
+            }
+            (None, None) => {}
         }
-        entry.expires_at = expires_at;
         true
+    }
+
+    /// Every value encoded as a load would encode it (`DEBUG RELOAD`).
+    pub(crate) fn settle_encodings(&mut self, lim: &EncodingLimits) {
+        let keys: Vec<Vec<u8>> = self.keys.clone();
+        for key in keys {
+            if let Some(v) = self.value_mut(&key) {
+                v.settle_encoding(lim);
+            }
+            self.resync(&key);
+        }
+    }
+
+    /// How many keys eviction can draw from: all of them, or (`volatile`)
+    /// those with a deadline.
+    pub(crate) fn slot_count(&self, volatile: bool) -> usize {
+        if volatile {
+            self.volatile.len()
+        } else {
+            self.keys.len()
+        }
+    }
+
+    /// The key in slot `i` (`i < slot_count`): a random `i` is
+    /// `dictGetRandomKey`.
+    pub(crate) fn slot_key(&self, volatile: bool, i: usize) -> &Vec<u8> {
+        if volatile {
+            &self.volatile[i]
+        } else {
+            &self.keys[i]
+        }
+    }
+
+    /// The slots hold exactly the keys (and the keys with a deadline), each
+    /// where its entry says.
+    #[cfg(test)]
+    pub(crate) fn check_slots(&self) {
+        assert_eq!(self.keys.len(), self.entries.len());
+        assert_eq!(self.volatile.len(), self.deadlines.len());
+        for (k, e) in &self.entries {
+            assert_eq!(&self.keys[e.slot], k);
+            assert_eq!(e.vslot.is_some(), e.expires_at.is_some());
+            if let Some(v) = e.vslot {
+                assert_eq!(&self.volatile[v], k);
+            }
+        }
+    }
+
+    /// The estimated memory of every key (`memory::key_usage`).
+    pub(crate) fn used_bytes(&self) -> u64 {
+        self.used
     }
 
     /// The earliest deadline that has passed at `now`, if any.
@@ -176,7 +363,6 @@ impl Db {
     }
 
     pub fn clear(&mut self) {
-        self.entries.clear();
-        self.deadlines.clear();
+        *self = Db::default();
     }
 }

@@ -38,6 +38,8 @@ pub mod config;
 pub mod db;
 mod digest;
 pub mod glob;
+pub mod hash;
+pub mod list;
 mod longdouble;
 mod memory;
 mod pubsub;
@@ -47,6 +49,7 @@ mod rdb;
 /// engine consults the node's command table (arity, `noscript`, `write`)
 /// exactly as `scriptCall` does, so the two are one component.
 pub mod script;
+pub mod set;
 pub mod table;
 pub mod zset;
 
@@ -259,6 +262,9 @@ pub struct Engine {
     /// xorshift64 state for RANDOMKEY and SPOP-like choices: seeded, so a
     /// run is reproducible.
     rng: u64,
+    /// The database random eviction looked at last (evict.c's static
+    /// `next_db`): each eviction starts from the next one.
+    evict_next_db: usize,
     /// Clients parked in BLPOP and friends (see `blocking`).
     blocking: blocking::Blocking,
     /// Replies and pushes for other connections, for the host to deliver.
@@ -336,6 +342,7 @@ impl Node {
                 cluster: None,
                 script_slot: None,
                 rng: 0x9E37_79B9_7F4A_7C15,
+                evict_next_db: 0,
                 blocking: blocking::Blocking::default(),
                 outbound: Vec::new(),
                 pubsub: pubsub::PubSub::default(),
@@ -1062,10 +1069,48 @@ impl Engine {
 
     /// Store a value (replacing any TTL with `expires_at`) and signal it.
     pub(crate) fn store(&mut self, db: usize, key: &[u8], value: db::Value, expires_at: Option<u64>) {
-        let list = matches!(value, db::Value::List(_));
         self.dbs[db].insert(key, value, expires_at);
+        self.changed(db, key);
+    }
+
+    /// `lookupKeyWrite` for a change in place: the value after lazy expiry.
+    /// Whoever changes it then calls [`Engine::changed`]; a command that
+    /// only looks (to type-check) calls nothing.
+    pub(crate) fn value_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut db::Value> {
+        if self.expire_if_needed(db, key) {
+            return None;
+        }
+        self.dbs[db].value_mut(key)
+    }
+
+    /// [`Engine::value_mut`], adding `empty` (no TTL) when the key is
+    /// missing, as a push or an add creates its collection (`dbAdd`). The
+    /// caller adds to it and calls [`Engine::changed`].
+    pub(crate) fn value_mut_or_insert(&mut self, db: usize, key: &[u8], empty: db::Value) -> &mut db::Value {
+        self.expire_if_needed(db, key);
+        self.dbs[db].value_mut_or_insert(key, empty)
+    }
+
+    /// After a write that may have changed nothing: [`Engine::changed`] if
+    /// it did; if not, only a collection the command created and left
+    /// empty goes, unsignalled (nothing changed).
+    pub(crate) fn changed_if(&mut self, db: usize, key: &[u8], did: bool) {
+        if did {
+            self.changed(db, key);
+        } else {
+            self.dbs[db].resync(key);
+        }
+    }
+
+    /// A value was stored or changed in place: count the key's size again,
+    /// delete it if it is an emptied collection (every redis-server command
+    /// that removes elements does), and signal it (`signalModifiedKey`,
+    /// and `signalKeyAsReady` for a list, which may serve a blocked
+    /// client). The one place every write goes through.
+    pub(crate) fn changed(&mut self, db: usize, key: &[u8]) {
+        let exists = self.dbs[db].resync(key);
         self.modified(db, key);
-        if list {
+        if exists && matches!(self.dbs[db].get(key).map(|e| &e.value), Some(db::Value::List(_))) {
             self.signal_ready(db, key);
         }
     }

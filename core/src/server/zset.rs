@@ -6,9 +6,18 @@
 //! the same order, deterministic on every target, and `O(log n)` updates.
 //! Ranks are found by walking the ordered set (`O(rank)`), which is fine for
 //! the semaphores and queues of a lock lab.
+//!
+//! The encoding is state, as in redis-server 7.0: a listpack until a member
+//! longer than `zset-max-listpack-value` or one member more than
+//! `zset-max-listpack-entries` arrives (`zsetAdd`'s conversion), then a
+//! skiplist for good. The set also keeps the two sums the memory estimate
+//! needs (`memory::key_usage`), adjusted at every change.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
+
+use super::config::EncodingLimits;
+use super::memory::elem_alloc;
 
 /// A score that is never NaN (redis-server refuses NaN before storing), so
 /// ordering it is total. `-0.0` and `0.0` compare equal, as C's `<` does.
@@ -36,10 +45,28 @@ impl Ord for Score {
 }
 
 /// Members by name and by (score, name).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ZSet {
     scores: BTreeMap<Vec<u8>, f64>,
     order: BTreeSet<(Score, Vec<u8>)>,
+    /// A listpack (else a skiplist).
+    listpack: bool,
+    /// Σ member lengths.
+    raw: usize,
+    /// Σ `elem_alloc` of the members.
+    elems: usize,
+}
+
+impl Default for ZSet {
+    fn default() -> ZSet {
+        ZSet {
+            scores: BTreeMap::new(),
+            order: BTreeSet::new(),
+            listpack: true,
+            raw: 0,
+            elems: 0,
+        }
+    }
 }
 
 impl PartialEq for ZSet {
@@ -71,11 +98,22 @@ impl ZSet {
     /// Add or update; returns the previous score. `-0` is stored as `0`:
     /// a small sorted set is a listpack in redis-server, which stores the
     /// score text `-0` as the integer 0, so `ZSCORE` then says `0`.
-    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+    /// A new member longer than `zset-max-listpack-value`, or one member
+    /// too many, makes a listpack a skiplist.
+    pub fn insert(&mut self, member: &[u8], score: f64, lim: &EncodingLimits) -> Option<f64> {
         let score = if score == 0.0 { 0.0 } else { score };
         let old = self.scores.insert(member.to_vec(), score);
-        if let Some(o) = old {
-            self.order.remove(&(Score(o), member.to_vec()));
+        match old {
+            Some(o) => {
+                self.order.remove(&(Score(o), member.to_vec()));
+            }
+            None => {
+                self.raw += member.len();
+                self.elems += elem_alloc(member.len());
+                if member.len() > lim.zset_value || self.scores.len() > lim.zset_entries {
+                    self.listpack = false;
+                }
+            }
         }
         self.order.insert((Score(score), member.to_vec()));
         old
@@ -84,7 +122,29 @@ impl ZSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let old = self.scores.remove(member)?;
         self.order.remove(&(Score(old), member.to_vec()));
+        self.raw -= member.len();
+        self.elems -= elem_alloc(member.len());
         Some(old)
+    }
+
+    /// Encode from the contents, as `rdbLoadObject` does.
+    pub fn settle_encoding(&mut self, lim: &EncodingLimits) {
+        self.listpack = self.len() <= lim.zset_entries && self.scores.keys().all(|m| m.len() <= lim.zset_value);
+    }
+
+    /// Is this a listpack (else a skiplist)?
+    pub fn is_listpack(&self) -> bool {
+        self.listpack
+    }
+
+    /// Σ member lengths.
+    pub fn raw_bytes(&self) -> usize {
+        self.raw
+    }
+
+    /// Σ of each member's allocation.
+    pub fn elem_bytes(&self) -> usize {
+        self.elems
     }
 
     /// Members in ascending (score, member) order.
@@ -131,14 +191,15 @@ mod tests {
 
     #[test]
     fn order_is_score_then_member() {
+        let lim = crate::server::config::Config::default().encoding_limits();
         let mut z = ZSet::default();
-        z.insert(b"b", 1.0);
-        z.insert(b"a", 1.0);
-        z.insert(b"c", 0.5);
+        z.insert(b"b", 1.0, &lim);
+        z.insert(b"a", 1.0, &lim);
+        z.insert(b"c", 0.5, &lim);
         let order: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
         assert_eq!(order, vec![&b"c"[..], b"a", b"b"]);
         assert_eq!(z.rank(b"b"), Some(2));
-        z.insert(b"b", -1.0);
+        z.insert(b"b", -1.0, &lim);
         assert_eq!(z.rank(b"b"), Some(0));
     }
 }

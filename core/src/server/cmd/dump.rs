@@ -9,10 +9,9 @@ use crate::server::{rdb, Ctx};
 
 /// `DUMP key`: the payload, or nil for a missing key.
 pub(crate) fn dump(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let cfg = cx.e.config.clone();
     match cx.e.lookup_read(cx.db, &argv[1]) {
         None => Reply::Nil,
-        Some(entry) => Reply::Bulk(rdb::seal(rdb::dump_value(&entry.value, &cfg))),
+        Some(entry) => Reply::Bulk(rdb::seal(rdb::dump_value(&entry.value))),
     }
 }
 
@@ -63,7 +62,7 @@ pub(crate) fn restore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let Some(body) = rdb::verify(&argv[3]) else {
         return Reply::error("ERR DUMP payload version or checksum are wrong");
     };
-    let Some(value) = rdb::load_value(body) else {
+    let Some(value) = rdb::load_value(body, &cx.e.config.encoding_limits()) else {
         return Reply::error("ERR Bad data format");
     };
     let deleted = replace && cx.e.delete(cx.db, key);

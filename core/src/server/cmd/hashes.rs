@@ -6,13 +6,11 @@
 
 use super::{int_arg, parse_i64, wrongtype, OVERFLOW};
 use crate::reply::Reply;
-use crate::server::db::{Entry, Value};
+use crate::server::db::{Entry, Hash, Value};
 use crate::server::Ctx;
 
-type Fields = Vec<(Vec<u8>, Vec<u8>)>;
-
 /// A key's hash, `None` when the key is missing; WRONGTYPE for a string.
-fn hash_of(entry: Option<&Entry>) -> Result<Option<&Fields>, Reply> {
+fn hash_of(entry: Option<&Entry>) -> Result<Option<&Hash>, Reply> {
     match entry.map(|e| &e.value) {
         None => Ok(None),
         Some(Value::Hash(h)) => Ok(Some(h)),
@@ -20,22 +18,34 @@ fn hash_of(entry: Option<&Entry>) -> Result<Option<&Fields>, Reply> {
     }
 }
 
-fn read<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Fields>, Reply> {
+fn read<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Reply> {
     let db = cx.db;
     hash_of(cx.e.lookup_read(db, key))
 }
 
-/// The hash to modify: the existing one, or a new empty one. WRONGTYPE if
-/// the key holds a string. The key's TTL is kept.
-fn for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<(Fields, Option<u64>), Reply> {
+/// The key's hash as a write sees it (`lookupKeyWrite`: no statistics),
+/// for the checks before a change.
+fn peek<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Reply> {
     let db = cx.db;
-    let entry = cx.e.lookup_write(db, key);
-    let ttl = entry.and_then(|e| e.expires_at);
-    Ok((hash_of(entry)?.cloned().unwrap_or_default(), ttl))
+    hash_of(cx.e.lookup_write(db, key))
 }
 
-fn find<'a>(h: &'a Fields, field: &[u8]) -> Option<&'a Vec<u8>> {
-    h.iter().find(|(f, _)| f == field).map(|(_, v)| v)
+/// Set fields in the hash at `key` (created if missing, after the caller
+/// type-checked it), then report the change; how many fields were new.
+fn set_fields<'p>(cx: &mut Ctx<'_>, key: &[u8], pairs: impl Iterator<Item = (&'p [u8], Vec<u8>)>) -> i64 {
+    let lim = cx.e.config.encoding_limits();
+    let mut created = 0;
+    if let Value::Hash(h) = cx.e.value_mut_or_insert(cx.db, key, Value::Hash(Hash::default())) {
+        for (f, v) in pairs {
+            created += h.insert(f, v, &lim) as i64;
+        }
+    }
+    cx.e.changed(cx.db, key);
+    created
+}
+
+fn find<'a>(h: &'a Hash, field: &[u8]) -> Option<&'a Vec<u8>> {
+    h.get(field)
 }
 
 /// `HSET key field value [field value ...]`: the number of new fields.
@@ -43,21 +53,11 @@ pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if !argv.len().is_multiple_of(2) {
         return Reply::error("ERR wrong number of arguments for 'hset' command");
     }
-    let (mut h, ttl) = match for_write(cx, &argv[1]) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    let mut created = 0;
-    for pair in argv[2..].chunks(2) {
-        match h.iter_mut().find(|(f, _)| *f == pair[0]) {
-            Some((_, v)) => *v = pair[1].clone(),
-            None => {
-                h.push((pair[0].clone(), pair[1].clone()));
-                created += 1;
-            }
-        }
+    if let Err(e) = peek(cx, &argv[1]) {
+        return e;
     }
-    cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
+    let pairs = argv[2..].chunks(2).map(|p| (p[0].as_slice(), p[1].clone()));
+    let created = set_fields(cx, &argv[1], pairs);
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(created)
 }
@@ -74,21 +74,14 @@ pub(crate) fn hget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HDEL key field [field ...]`: an emptied hash disappears.
 pub(crate) fn hdel(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut h, ttl) = match for_write(cx, &argv[1]) {
-        Ok(x) => x,
-        Err(e) => return e,
+    let h = match cx.e.value_mut(cx.db, &argv[1]) {
+        None => return Reply::Integer(0),
+        Some(Value::Hash(h)) => h,
+        Some(_) => return wrongtype(),
     };
-    let before = h.len();
-    for field in &argv[2..] {
-        h.retain(|(f, _)| f != field);
-    }
-    let removed = (before - h.len()) as i64;
+    let removed = argv[2..].iter().filter(|f| h.remove(f)).count() as i64;
     if removed > 0 {
-        if h.is_empty() {
-            cx.e.delete(cx.db, &argv[1]);
-        } else {
-            cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
-        }
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(removed)
@@ -131,43 +124,26 @@ pub(crate) fn hincrby(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let (mut h, ttl) = match for_write(cx, &argv[1]) {
-        Ok(x) => x,
+    let old = match peek(cx, &argv[1]) {
         Err(e) => return e,
-    };
-    let old = match find(&h, &argv[2]) {
-        None => 0,
-        Some(v) => match parse_i64(v) {
-            Some(n) => n,
-            None => return Reply::error("ERR hash value is not an integer"),
+        Ok(h) => match h.and_then(|h| find(h, &argv[2])) {
+            None => 0,
+            Some(v) => match parse_i64(v) {
+                Some(n) => n,
+                None => return Reply::error("ERR hash value is not an integer"),
+            },
         },
     };
     let Some(new) = old.checked_add(by) else {
         return Reply::error(OVERFLOW);
     };
-    let text = new.to_string().into_bytes();
-    match h.iter_mut().find(|(f, _)| *f == argv[2]) {
-        Some((_, v)) => *v = text,
-        None => h.push((argv[2].clone(), text)),
-    }
-    cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
+    set_fields(
+        cx,
+        &argv[1],
+        std::iter::once((argv[2].as_slice(), new.to_string().into_bytes())),
+    );
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(new)
-}
-
-/// Set `field` to `value` in `h`, keeping the field's place; whether it is
-/// new.
-fn put(h: &mut Fields, field: &[u8], value: Vec<u8>) -> bool {
-    match h.iter_mut().find(|(f, _)| f == field) {
-        Some((_, v)) => {
-            *v = value;
-            false
-        }
-        None => {
-            h.push((field.to_vec(), value));
-            true
-        }
-    }
 }
 
 /// `HMSET key field value [field value ...]`: HSET that answers `OK`.
@@ -183,15 +159,12 @@ pub(crate) fn hmset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HSETNX key field value`: 1 if the field was new and is now set.
 pub(crate) fn hsetnx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut h, ttl) = match for_write(cx, &argv[1]) {
-        Ok(x) => x,
+    match peek(cx, &argv[1]) {
         Err(e) => return e,
-    };
-    if find(&h, &argv[2]).is_some() {
-        return Reply::Integer(0);
+        Ok(h) if h.and_then(|h| find(h, &argv[2])).is_some() => return Reply::Integer(0),
+        Ok(_) => {}
     }
-    put(&mut h, &argv[2], argv[3].clone());
-    cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
+    set_fields(cx, &argv[1], std::iter::once((argv[2].as_slice(), argv[3].clone())));
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(1)
 }
@@ -257,13 +230,12 @@ pub(crate) fn hincrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(LdError::Invalid) => return Reply::error("ERR value is not a valid float"),
         Err(LdError::Infinite) => return Reply::error("ERR value is NaN or Infinity"),
     };
-    let (mut h, ttl) = match for_write(cx, &argv[1]) {
-        Ok(x) => x,
+    let value = match peek(cx, &argv[1]) {
         Err(e) => return e,
-    };
-    let value = match find(&h, &argv[2]).map(|v| LongDouble::parse(v)) {
-        None => LongDouble::parse(b"0"),
-        Some(v) => v,
+        Ok(h) => match h.and_then(|h| find(h, &argv[2])).map(|v| LongDouble::parse(v)) {
+            None => LongDouble::parse(b"0"),
+            Some(v) => v,
+        },
     };
     let sum = match value {
         Err(LdError::Invalid) => return Reply::error("ERR hash value is not a float"),
@@ -274,8 +246,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         },
     };
     let text = sum.to_human().into_bytes();
-    put(&mut h, &argv[2], text.clone());
-    cx.e.store(cx.db, &argv[1], Value::Hash(h), ttl);
+    set_fields(cx, &argv[1], std::iter::once((argv[2].as_slice(), text.clone())));
     cx.e.propagate(|| super::argv(&[b"HSET", &argv[1], &argv[2], &text]));
     Reply::Bulk(text)
 }
@@ -311,8 +282,8 @@ pub(crate) fn hrandfield(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
         count = Some(l);
     }
-    let h = match read(cx, &argv[1]) {
-        Ok(Some(h)) => h.clone(),
+    let len = match read(cx, &argv[1]) {
+        Ok(Some(h)) => h.len(),
         Ok(None) => {
             return if count.is_some() {
                 Reply::Array(Vec::new())
@@ -322,26 +293,26 @@ pub(crate) fn hrandfield(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
         Err(e) => return e,
     };
-    let Some(l) = count else {
-        let i = (cx.e.random() % h.len() as u64) as usize;
-        return Reply::Bulk(h[i].0.clone());
-    };
-    let picked: Vec<&(Vec<u8>, Vec<u8>)> = if l < 0 {
-        (0..l.unsigned_abs())
-            .map(|_| &h[(cx.e.random() % h.len() as u64) as usize])
-            .collect()
-    } else if l as u64 >= h.len() as u64 {
-        h.iter().collect()
-    } else {
-        let mut left: Vec<usize> = (0..h.len()).collect();
-        let mut chosen = Vec::new();
-        for _ in 0..l {
-            let i = (cx.e.random() % left.len() as u64) as usize;
-            chosen.push(left.swap_remove(i));
+    // The draws first, then one look at the hash: nothing is copied.
+    let mut draw = |n: usize| (cx.e.random() % n as u64) as usize;
+    let chosen: Vec<usize> = match count {
+        None => vec![draw(len)],
+        Some(l) if l < 0 => (0..l.unsigned_abs()).map(|_| draw(len)).collect(),
+        Some(l) if l as u64 >= len as u64 => (0..len).collect(),
+        Some(l) => {
+            let mut left: Vec<usize> = (0..len).collect();
+            let mut chosen: Vec<usize> = (0..l).map(|_| left.swap_remove(draw(left.len()))).collect();
+            chosen.sort_unstable();
+            chosen
         }
-        chosen.sort_unstable();
-        chosen.into_iter().map(|i| &h[i]).collect()
     };
+    let Some(Value::Hash(h)) = cx.e.db(cx.db).get(&argv[1]).map(|e| &e.value) else {
+        return Reply::Nil;
+    };
+    if count.is_none() {
+        return Reply::Bulk(h[chosen[0]].0.clone());
+    }
+    let picked = chosen.into_iter().map(|i| &h[i]);
     if withvalues {
         Reply::Pairs(
             picked

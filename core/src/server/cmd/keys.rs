@@ -8,7 +8,6 @@
 
 use super::{int_arg, is, syntax_error};
 use crate::reply::Reply;
-use crate::server::config::Config;
 use crate::server::db::Value;
 use crate::server::glob::glob_match;
 use crate::server::Ctx;
@@ -373,13 +372,12 @@ pub(crate) fn randomkey(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `OBJECT ENCODING|FREQ|REFCOUNT|HELP`. Encodings follow redis-server
-/// 7.0's rules from the value as it is now (small integer strings `int`,
-/// up to 44 bytes `embstr`; lists always `quicklist`; small sets of
-/// integers `intset`; small hashes and sorted sets `listpack`). redis-server
-/// never converts back to the compact encoding, and a string modified in
-/// place (APPEND, SETRANGE) becomes `raw`; the simulator does not track a
-/// value's history, so those two cases differ. IDLETIME is not offered:
-/// the node keeps no access times.
+/// 7.0's rules (small integer strings `int`, up to 44 bytes `embstr`;
+/// lists always `quicklist`; small sets of integers `intset`; small hashes
+/// and sorted sets `listpack`, converted for good when they outgrow it). A
+/// string modified in place (APPEND, SETRANGE) becomes `raw` in
+/// redis-server; the simulator judges a string by its contents, so that
+/// case differs. IDLETIME is not offered: the node keeps no access times.
 pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let sub = String::from_utf8_lossy(&argv[1]).to_lowercase();
     if sub == "help" && argv.len() == 2 {
@@ -409,12 +407,11 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if argv.len() != 3 || sub == "help" {
         return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
     }
-    let cfg = cx.e.config.clone();
     let Some(entry) = cx.e.lookup_write(cx.db, &argv[2]) else {
         return Reply::Nil;
     };
     match sub.as_str() {
-        "encoding" => Reply::Bulk(encoding(&entry.value, &cfg).as_bytes().to_vec()),
+        "encoding" => Reply::Bulk(encoding(&entry.value).as_bytes().to_vec()),
         "refcount" => Reply::Integer(match &entry.value {
             // OBJ_SHARED_INTEGERS: 0..9999 are shared, refcount INT_MAX.
             Value::Str(v) if super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
@@ -426,23 +423,20 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// The encoding name `OBJECT ENCODING` reports (see [`object`]), with the
-/// thresholds `CONFIG SET` may have changed (`hash-max-listpack-entries` …).
-pub(crate) fn encoding(v: &Value, cfg: &Config) -> &'static str {
-    let (hn, hv) = (cfg.hash_max_listpack_entries(), cfg.hash_max_listpack_value());
-    let (zn, zv) = (cfg.zset_max_listpack_entries(), cfg.zset_max_listpack_value());
+/// The encoding name `OBJECT ENCODING` reports (see [`object`]): a
+/// string's from its contents, a collection's as it was written (see
+/// `server::hash`, `set`, `zset`).
+pub(crate) fn encoding(v: &Value) -> &'static str {
     match v {
         Value::Str(s) if s.len() <= 20 && super::parse_i64(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
-        Value::Hash(h) if h.len() <= hn && h.iter().all(|(f, v)| f.len() <= hv && v.len() <= hv) => "listpack",
+        Value::Hash(h) if h.is_listpack() => "listpack",
         Value::Hash(_) => "hashtable",
         Value::List(_) => "quicklist",
-        Value::Set(s) if s.len() <= cfg.set_max_intset_entries() && s.iter().all(|m| super::parse_i64(m).is_some()) => {
-            "intset"
-        }
+        Value::Set(s) if s.is_intset() => "intset",
         Value::Set(_) => "hashtable",
-        Value::ZSet(z) if z.len() <= zn && z.iter().all(|(m, _)| m.len() <= zv) => "listpack",
+        Value::ZSet(z) if z.is_listpack() => "listpack",
         Value::ZSet(_) => "skiplist",
     }
 }
@@ -481,7 +475,7 @@ pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
     let e = &*cx.e;
     match e.dbs[cx.db].get(&argv[2]) {
-        Some(entry) => Reply::Integer(crate::server::memory::key_usage(&argv[2], entry, &e.config) as i64),
+        Some(entry) => Reply::Integer(crate::server::memory::key_usage(&argv[2], &entry.value) as i64),
         None => Reply::Nil,
     }
 }

@@ -6,33 +6,37 @@
 //! `BLPOP lock-signal:<name> <timeout>`, and the release script pushes one
 //! element there to wake exactly one waiter.
 
-use std::collections::VecDeque;
-
 use super::{int_arg, is, syntax_error, wrongtype};
 use crate::reply::Reply;
 use crate::server::blocking::{parse_timeout, BlockKind, BlockRequest};
-use crate::server::db::Value;
+use crate::server::db::{List, Value};
 use crate::server::{Ctx, Engine};
 
-type List = VecDeque<Vec<u8>>;
-
-/// The key's list and TTL for a change; `None` when missing.
-fn list_for_write(e: &mut Engine, db: usize, key: &[u8]) -> Result<Option<(List, Option<u64>)>, Reply> {
-    match e.lookup_write(db, key) {
+/// The key's list to change in place (`None` when missing), or WRONGTYPE.
+/// The caller reports a change with `Engine::changed`, which also deletes
+/// an emptied list, as redis-server does.
+fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
+    match e.value_mut(db, key) {
         None => Ok(None),
-        Some(entry) => match &entry.value {
-            Value::List(l) => Ok(Some((l.clone(), entry.expires_at))),
-            _ => Err(wrongtype()),
-        },
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(wrongtype()),
     }
 }
 
-/// Store a changed list; an emptied list is deleted, as in redis-server.
-fn put(e: &mut Engine, db: usize, key: &[u8], list: List, ttl: Option<u64>) {
-    if list.is_empty() {
-        e.delete(db, key);
-    } else {
-        e.store(db, key, Value::List(list), ttl);
+/// Is there a list at `key` (`Ok(false)`: no key), or WRONGTYPE?
+fn has_list(e: &mut Engine, db: usize, key: &[u8]) -> Result<bool, Reply> {
+    list_mut(e, db, key).map(|l| l.is_some())
+}
+
+/// Push `v` onto the list at `key`, creating it; `Engine::changed` is the
+/// caller's.
+fn push_onto(e: &mut Engine, db: usize, key: &[u8], left: bool, v: Vec<u8>) -> usize {
+    match e.value_mut_or_insert(db, key, Value::List(List::default())) {
+        Value::List(l) => {
+            l.push(left, v);
+            l.len()
+        }
+        _ => 0,
     }
 }
 
@@ -48,23 +52,19 @@ fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Re
 /// `pushGenericCommand`: the new length. The X variants push only onto an
 /// existing list.
 fn push(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool, only_existing: bool) -> Reply {
-    let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
-        Ok(Some(x)) => x,
-        Ok(None) if only_existing => return Reply::Integer(0),
-        Ok(None) => (List::new(), None),
+    let (db, key) = (cx.db, &argv[1]);
+    match has_list(cx.e, db, key) {
+        Ok(false) if only_existing => return Reply::Integer(0),
+        Ok(_) => {}
         Err(e) => return e,
-    };
-    for v in &argv[2..] {
-        if left {
-            list.push_front(v.clone());
-        } else {
-            list.push_back(v.clone());
-        }
     }
-    let len = list.len() as i64;
-    cx.e.store(cx.db, &argv[1], Value::List(list), ttl);
+    let mut len = 0;
+    for v in &argv[2..] {
+        len = push_onto(cx.e, db, key, left, v.clone());
+    }
+    cx.e.changed(db, key);
     cx.e.propagate(|| argv.to_vec());
-    Reply::Integer(len)
+    Reply::Integer(len as i64)
 }
 
 /// `LPUSH key element [element ...]`
@@ -100,28 +100,22 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
         Some(Ok(_)) => return Reply::error("ERR value is out of range, must be positive"),
         Some(Err(e)) => return e,
     };
-    let (mut list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
-        Ok(Some(x)) => x,
+    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+        Ok(Some(l)) => l,
         Ok(None) => return if count.is_some() { Reply::NilArray } else { Reply::Nil },
         Err(e) => return e,
     };
-    let Some(count) = count else {
-        let v = if left { list.pop_front() } else { list.pop_back() };
-        put(cx.e, cx.db, &argv[1], list, ttl);
-        cx.e.propagate(|| argv.to_vec());
-        return v.map_or(Reply::Nil, Reply::Bulk);
+    let reply = match count {
+        None => list.pop(left).map_or(Reply::Nil, Reply::Bulk),
+        Some(0) => return Reply::Array(Vec::new()),
+        Some(count) => {
+            let n = count.min(list.len());
+            Reply::Array((0..n).filter_map(|_| list.pop(left)).map(Reply::Bulk).collect())
+        }
     };
-    if count == 0 {
-        return Reply::Array(Vec::new());
-    }
-    let n = count.min(list.len());
-    let popped: Vec<Reply> = (0..n)
-        .filter_map(|_| if left { list.pop_front() } else { list.pop_back() })
-        .map(Reply::Bulk)
-        .collect();
-    put(cx.e, cx.db, &argv[1], list, ttl);
+    cx.e.changed(cx.db, &argv[1]);
     cx.e.propagate(|| argv.to_vec());
-    Reply::Array(popped)
+    reply
 }
 
 /// `LPOP key [count]`
@@ -198,8 +192,8 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let (list, ttl) = match list_for_write(cx.e, cx.db, &argv[1]) {
-        Ok(Some(x)) => x,
+    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+        Ok(Some(l)) => l,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
@@ -208,24 +202,9 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     } else {
         count.unsigned_abs() as usize
     };
-    let mut removed = 0;
-    let keep = |v: &Vec<u8>, removed: &mut usize| {
-        if *removed < limit && *v == argv[3] {
-            *removed += 1;
-            false
-        } else {
-            true
-        }
-    };
-    let kept: List = if count < 0 {
-        let mut k: Vec<Vec<u8>> = list.into_iter().rev().filter(|v| keep(v, &mut removed)).collect();
-        k.reverse();
-        k.into()
-    } else {
-        list.into_iter().filter(|v| keep(v, &mut removed)).collect()
-    };
+    let removed = list.remove_equal(&argv[3], limit, count < 0);
     if removed > 0 {
-        put(cx.e, cx.db, &argv[1], kept, ttl);
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(removed as i64)
@@ -245,28 +224,22 @@ fn position(arg: &[u8]) -> Result<bool, Reply> {
 /// `lmoveGenericCommand`: pop from `src`, push onto `dst`, reply the
 /// element; nil when `src` is missing. Both keys are type-checked first.
 fn lmove_generic(e: &mut Engine, db: usize, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Reply {
-    let (mut list, ttl) = match list_for_write(e, db, src) {
-        Ok(Some(x)) => x,
-        Ok(None) => return Reply::Nil,
+    match has_list(e, db, src) {
+        Ok(true) => {}
+        Ok(false) => return Reply::Nil,
         Err(err) => return err,
-    };
-    if let Err(err) = list_for_write(e, db, dst) {
+    }
+    if let Err(err) = has_list(e, db, dst) {
         return err;
     }
-    let Some(v) = (if from_left { list.pop_front() } else { list.pop_back() }) else {
+    let Some(v) = list_mut(e, db, src).ok().flatten().and_then(|l| l.pop(from_left)) else {
         return Reply::Nil;
     };
-    put(e, db, src, list, ttl);
-    let (mut target, dttl) = match list_for_write(e, db, dst) {
-        Ok(Some(x)) => x,
-        _ => (List::new(), None),
-    };
-    if to_left {
-        target.push_front(v.clone());
-    } else {
-        target.push_back(v.clone());
-    }
-    e.store(db, dst, Value::List(target), dttl);
+    // Pushed before the source is checked for emptiness, as redis-server
+    // does: rotating a one-element list keeps the key and its TTL.
+    push_onto(e, db, dst, to_left, v.clone());
+    e.changed(db, src);
+    e.changed(db, dst);
     let side = |left: bool| if left { &b"LEFT"[..] } else { b"RIGHT" };
     e.propagate(|| super::argv(&[b"LMOVE", src, dst, side(from_left), side(to_left)]));
     Reply::Bulk(v)
@@ -307,11 +280,11 @@ fn bpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
         Err(e) => return e,
     };
     for key in keys {
-        match list_for_write(cx.e, cx.db, key) {
-            Ok(Some(_)) => {
+        match has_list(cx.e, cx.db, key) {
+            Ok(true) => {
                 return serve_blocked(cx.e, cx.db, key, &BlockKind::Pop { left }).unwrap_or(Reply::NilArray);
             }
-            Ok(None) => {}
+            Ok(false) => {}
             Err(e) => return e,
         }
     }
@@ -343,10 +316,10 @@ fn bmove(cx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: boo
         Ok(d) => d,
         Err(e) => return e,
     };
-    match list_for_write(cx.e, cx.db, src) {
+    match has_list(cx.e, cx.db, src) {
         Err(e) => return e,
-        Ok(Some(_)) => return lmove_generic(cx.e, cx.db, src, dst, from_left, to_left),
-        Ok(None) => {}
+        Ok(true) => return lmove_generic(cx.e, cx.db, src, dst, from_left, to_left),
+        Ok(false) => {}
     }
     let kind = BlockKind::Move {
         dst: dst.to_vec(),
@@ -384,9 +357,8 @@ pub(crate) fn brpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockKind) -> Option<Reply> {
     match kind {
         BlockKind::Pop { left } => {
-            let (mut list, ttl) = list_for_write(e, db, key).ok()??;
-            let v = if *left { list.pop_front() } else { list.pop_back() }?;
-            put(e, db, key, list, ttl);
+            let v = list_mut(e, db, key).ok()??.pop(*left)?;
+            e.changed(db, key);
             e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
             Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
         }
@@ -394,9 +366,8 @@ pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockK
             dst,
             from_left,
             to_left,
-        } => {
-            list_for_write(e, db, key).ok()??;
-            Some(lmove_generic(e, db, key, dst, *from_left, *to_left))
-        }
+        } => has_list(e, db, key)
+            .ok()?
+            .then(|| lmove_generic(e, db, key, dst, *from_left, *to_left)),
     }
 }

@@ -60,6 +60,11 @@ pub(crate) fn debug_reload(cx: &mut Ctx<'_>, functions_loaded: bool, argv: &[Vec
     if !flush && !merge && (functions_loaded || has_keys) {
         return Reply::error("ERR Error trying to load the RDB dump, check server logs.");
     }
+    // The reload encodes every value afresh (`rdbLoadObject`).
+    let lim = cx.e.config.encoding_limits();
+    for db in &mut cx.e.dbs {
+        db.settle_encodings(&lim);
+    }
     Reply::ok()
 }
 

@@ -7,16 +7,12 @@
 //! for the latter (one of the orders redis-server could give); clients
 //! must not depend on it, and the differential tests do not.
 
-use std::collections::BTreeSet;
-
 use super::{parse_i64, wrongtype};
 use crate::reply::Reply;
-use crate::server::db::Value;
-use crate::server::Ctx;
+use crate::server::db::{Set, Value};
+use crate::server::{Ctx, Engine};
 
-type Members = BTreeSet<Vec<u8>>;
-
-fn read_set<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Members>, Reply> {
+fn read_set<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Set>, Reply> {
     let db = cx.db;
     match cx.e.lookup_read(db, key).map(|e| &e.value) {
         None => Ok(None),
@@ -25,26 +21,28 @@ fn read_set<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Members>, 
     }
 }
 
-fn set_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<(Members, Option<u64>), Reply> {
-    let db = cx.db;
-    match cx.e.lookup_write(db, key) {
-        None => Ok((Members::new(), None)),
-        Some(e) => match &e.value {
-            Value::Set(s) => Ok((s.clone(), e.expires_at)),
-            _ => Err(wrongtype()),
-        },
+/// The key's set to change in place (`None` when missing), or WRONGTYPE;
+/// the caller reports a change with `Engine::changed`.
+fn set_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut Set>, Reply> {
+    match e.value_mut(db, key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(wrongtype()),
     }
 }
 
 /// `SADD key member [member ...]`: how many were new.
 pub(crate) fn sadd(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut s, ttl) = match set_for_write(cx, &argv[1]) {
-        Ok(x) => x,
-        Err(e) => return e,
+    if let Err(e) = set_mut(cx.e, cx.db, &argv[1]) {
+        return e;
+    }
+    let lim = cx.e.config.encoding_limits();
+    let added = match cx.e.value_mut_or_insert(cx.db, &argv[1], Value::Set(Set::default())) {
+        Value::Set(s) => argv[2..].iter().filter(|m| s.insert(m, &lim)).count(),
+        _ => 0,
     };
-    let added = argv[2..].iter().filter(|m| s.insert(m.to_vec())).count();
     if added > 0 {
-        cx.e.store(cx.db, &argv[1], Value::Set(s), ttl);
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(added as i64)
@@ -53,17 +51,14 @@ pub(crate) fn sadd(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `SREM key member [member ...]`: how many were removed; an emptied set
 /// is deleted.
 pub(crate) fn srem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut s, ttl) = match set_for_write(cx, &argv[1]) {
-        Ok(x) => x,
+    let s = match set_mut(cx.e, cx.db, &argv[1]) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
-    let removed = argv[2..].iter().filter(|m| s.remove(m.as_slice())).count();
+    let removed = argv[2..].iter().filter(|m| s.remove(m)).count();
     if removed > 0 {
-        if s.is_empty() {
-            cx.e.delete(cx.db, &argv[1]);
-        } else {
-            cx.e.store(cx.db, &argv[1], Value::Set(s), ttl);
-        }
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(removed as i64)
@@ -73,25 +68,25 @@ pub(crate) fn srem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 pub(crate) fn smembers(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     match read_set(cx, &argv[1]) {
         Ok(None) => Reply::Set(Vec::new()),
-        Ok(Some(s)) => Reply::Set(ordered(s).into_iter().map(|m| Reply::Bulk(m.clone())).collect()),
+        Ok(Some(s)) => Reply::Set(
+            ordered(s.iter(), s.is_intset())
+                .into_iter()
+                .map(|m| Reply::Bulk(m.clone()))
+                .collect(),
+        ),
         Err(e) => e,
     }
 }
 
-/// Members in the order SMEMBERS gives them (see the module notes).
-fn ordered(s: &Members) -> Vec<&Vec<u8>> {
-    let ints: Option<Vec<(i64, &Vec<u8>)>> = if s.len() <= 512 {
-        s.iter().map(|m| parse_i64(m).map(|n| (n, m))).collect()
-    } else {
-        None
-    };
-    match ints {
-        Some(mut v) => {
-            v.sort();
-            v.into_iter().map(|(_, m)| m).collect()
-        }
-        None => s.iter().collect(),
+/// Members in the order SMEMBERS gives them (see the module notes): an
+/// intset's numeric order, else byte order.
+fn ordered<'a>(members: impl Iterator<Item = &'a Vec<u8>>, intset: bool) -> Vec<&'a Vec<u8>> {
+    if !intset {
+        return members.collect();
     }
+    let mut v: Vec<(i64, &Vec<u8>)> = members.map(|m| (parse_i64(m).unwrap_or_default(), m)).collect();
+    v.sort();
+    v.into_iter().map(|(_, m)| m).collect()
 }
 
 /// `SISMEMBER key member`
@@ -128,30 +123,38 @@ pub(crate) fn spop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             _ => return Reply::error("ERR value is out of range, must be positive"),
         },
     };
-    let (mut s, ttl) = match set_for_write(cx, &argv[1]) {
-        Ok(x) => x,
+    let s = match set_mut(cx.e, cx.db, &argv[1]) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return if count.is_none() {
+                Reply::Nil
+            } else {
+                Reply::Set(Vec::new())
+            }
+        }
         Err(e) => return e,
     };
-    if s.is_empty() || count == Some(0) {
-        return match count {
-            None => Reply::Nil,
-            Some(_) => Reply::Set(Vec::new()),
-        };
+    if count == Some(0) {
+        return Reply::Set(Vec::new());
     }
-    let take = count.unwrap_or(1).min(s.len() as u64) as usize;
-    let mut popped = Members::new();
-    for _ in 0..take {
-        let i = (cx.e.random() % s.len() as u64) as usize;
-        let m = s.iter().nth(i).cloned().unwrap_or_default();
-        s.remove(&m);
-        popped.insert(m);
+    let (len, intset) = (s.len(), s.is_intset());
+    let take = count.unwrap_or(1).min(len as u64) as usize;
+    // The draws first (each an index into the set as it shrinks), then the
+    // removals, on the set where it is.
+    let draws: Vec<u64> = (0..take).map(|_| cx.e.random()).collect();
+    let mut popped = std::collections::BTreeSet::new();
+    if let Ok(Some(s)) = set_mut(cx.e, cx.db, &argv[1]) {
+        for r in draws {
+            let i = (r % s.len() as u64) as usize;
+            if let Some(m) = s.iter().nth(i).cloned() {
+                s.remove(&m);
+                popped.insert(m);
+            }
+        }
     }
-    if s.is_empty() {
-        cx.e.delete(cx.db, &argv[1]);
-    } else {
-        cx.e.store(cx.db, &argv[1], Value::Set(s.clone()), ttl);
-    }
-    if count.is_some() && s.is_empty() {
+    cx.e.changed(cx.db, &argv[1]);
+    let emptied = cx.e.db(cx.db).get(&argv[1]).is_none();
+    if count.is_some() && emptied {
         cx.e.propagate(|| vec![b"DEL".to_vec(), argv[1].clone()]);
     } else {
         let mut srem = vec![b"SREM".to_vec(), argv[1].clone()];
@@ -160,6 +163,11 @@ pub(crate) fn spop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
     match count {
         None => Reply::Bulk(popped.into_iter().next().unwrap_or_default()),
-        Some(_) => Reply::Set(ordered(&popped).into_iter().map(|m| Reply::Bulk(m.clone())).collect()),
+        Some(_) => Reply::Set(
+            ordered(popped.iter(), intset)
+                .into_iter()
+                .map(|m| Reply::Bulk(m.clone()))
+                .collect(),
+        ),
     }
 }

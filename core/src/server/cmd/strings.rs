@@ -20,9 +20,15 @@ pub(crate) fn get(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `getGenericCommand`'s lookup: the string value, `None` when missing, or
 /// WRONGTYPE. Counts a keyspace hit or miss.
 pub(crate) fn read_string(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    borrow_string(cx, key).map(|v| v.cloned())
+}
+
+/// [`read_string`] without the copy, for a command that reads only part
+/// of the string (STRLEN, GETRANGE).
+fn borrow_string<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Vec<u8>>, Reply> {
     match cx.e.lookup_read(cx.db, key).map(|e| &e.value) {
         None => Ok(None),
-        Some(Value::Str(v)) => Ok(Some(v.clone())),
+        Some(Value::Str(v)) => Ok(Some(v)),
         Some(_) => Err(wrongtype()),
     }
 }
@@ -272,7 +278,7 @@ pub(crate) fn argv_del(key: &[u8]) -> Vec<Vec<u8>> {
 
 /// `STRLEN key`
 pub(crate) fn strlen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_string(cx, &argv[1]) {
+    match borrow_string(cx, &argv[1]) {
         Ok(v) => Reply::Integer(v.map_or(0, |v| v.len() as i64)),
         Err(e) => e,
     }
@@ -493,33 +499,40 @@ fn check_string_length(size: u64, append: u64) -> Result<(), Reply> {
     Ok(())
 }
 
-/// A string value and its deadline.
-type StrEntry = (Vec<u8>, Option<u64>);
-
-/// The key's string and TTL for an in-place change; WRONGTYPE otherwise.
-fn string_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<StrEntry>, Reply> {
-    match cx.e.lookup_write(cx.db, key) {
+/// The key's string to change in place (`None` when missing), or
+/// WRONGTYPE; the caller reports a change with `Engine::changed`.
+fn string_mut<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a mut Vec<u8>>, Reply> {
+    match cx.e.value_mut(cx.db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Str(v) => Ok(Some((v.clone(), e.expires_at))),
-            _ => Err(wrongtype()),
-        },
+        Some(Value::Str(v)) => Ok(Some(v)),
+        Some(_) => Err(wrongtype()),
+    }
+}
+
+/// The key's string to grow in place, created empty (no TTL) when missing.
+/// The caller type-checked it with [`string_mut`].
+fn string_mut_or_insert<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Option<&'a mut Vec<u8>> {
+    match cx.e.value_mut_or_insert(cx.db, key, Value::Str(Vec::new())) {
+        Value::Str(v) => Some(v),
+        _ => None,
     }
 }
 
 /// `APPEND key value`: the new length.
 pub(crate) fn append(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut v, ttl) = match string_for_write(cx, &argv[1]) {
-        Ok(Some(x)) => x,
-        Ok(None) => (Vec::new(), None),
+    let len = match string_mut(cx, &argv[1]) {
+        Ok(v) => v.map_or(0, |v| v.len()),
         Err(e) => return e,
     };
-    if let Err(e) = check_string_length(v.len() as u64, argv[2].len() as u64) {
+    if let Err(e) = check_string_length(len as u64, argv[2].len() as u64) {
         return e;
     }
+    let Some(v) = string_mut_or_insert(cx, &argv[1]) else {
+        return wrongtype();
+    };
     v.extend_from_slice(&argv[2]);
     let len = v.len() as i64;
-    cx.e.store(cx.db, &argv[1], Value::Str(v), ttl);
+    cx.e.changed(cx.db, &argv[1]);
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(len)
 }
@@ -531,7 +544,7 @@ pub(crate) fn getrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let s = match read_string(cx, &argv[1]) {
+    let s = match borrow_string(cx, &argv[1]) {
         Ok(Some(v)) => v,
         Ok(None) => return Reply::Bulk(Vec::new()),
         Err(e) => return e,
@@ -565,37 +578,25 @@ pub(crate) fn setrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     let value = &argv[3];
-    let current = match string_for_write(cx, &argv[1]) {
-        Ok(c) => c,
+    match string_mut(cx, &argv[1]) {
+        Ok(None) if value.is_empty() => return Reply::Integer(0),
+        Ok(Some(s)) if value.is_empty() => return Reply::Integer(s.len() as i64),
+        Ok(_) => {}
         Err(e) => return e,
-    };
-    let Some((mut s, ttl)) = current else {
-        if value.is_empty() {
-            return Reply::Integer(0);
-        }
-        if let Err(e) = check_string_length(offset, value.len() as u64) {
-            return e;
-        }
-        let mut s = vec![0u8; offset as usize];
-        s.extend_from_slice(value);
-        let len = s.len() as i64;
-        cx.e.store(cx.db, &argv[1], Value::Str(s), None);
-        cx.e.propagate(|| argv.to_vec());
-        return Reply::Integer(len);
-    };
-    if value.is_empty() {
-        return Reply::Integer(s.len() as i64);
     }
     if let Err(e) = check_string_length(offset, value.len() as u64) {
         return e;
     }
+    let Some(s) = string_mut_or_insert(cx, &argv[1]) else {
+        return wrongtype();
+    };
     let end = offset as usize + value.len();
     if s.len() < end {
         s.resize(end, 0);
     }
     s[offset as usize..end].copy_from_slice(value);
     let len = s.len() as i64;
-    cx.e.store(cx.db, &argv[1], Value::Str(s), ttl);
+    cx.e.changed(cx.db, &argv[1]);
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(len)
 }
@@ -607,14 +608,12 @@ pub(crate) fn incrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     use crate::server::longdouble::{LdError, LongDouble};
     const INVALID: &str = "ERR value is not a valid float";
     const NAN_INF: &str = "ERR increment would produce NaN or Infinity";
-    let current = match string_for_write(cx, &argv[1]) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    let ttl = current.as_ref().and_then(|c| c.1);
-    let value = match current.as_ref().map(|c| LongDouble::parse(&c.0)) {
-        None => LongDouble::parse(b"0"),
-        Some(v) => v,
+    let (value, ttl) = match cx.e.lookup_write(cx.db, &argv[1]) {
+        None => (LongDouble::parse(b"0"), None),
+        Some(e) => match &e.value {
+            Value::Str(v) => (LongDouble::parse(v), e.expires_at),
+            _ => return wrongtype(),
+        },
     };
     let incr = LongDouble::parse(&argv[2]);
     let sum = match (value, incr) {

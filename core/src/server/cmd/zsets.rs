@@ -24,22 +24,14 @@ fn read_zset<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Re
     }
 }
 
-fn zset_for_write(cx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<(ZSet, Option<u64>)>, Reply> {
-    let db = cx.db;
-    match cx.e.lookup_write(db, key) {
+/// The key's sorted set to change in place (`None` when missing), or
+/// WRONGTYPE; the caller reports a change with `Engine::changed`, which
+/// also deletes an emptied set.
+fn zset_mut<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a mut ZSet>, Reply> {
+    match cx.e.value_mut(cx.db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some((z.clone(), e.expires_at))),
-            _ => Err(wrongtype()),
-        },
-    }
-}
-
-fn put(cx: &mut Ctx<'_>, key: &[u8], z: ZSet, ttl: Option<u64>) {
-    if z.is_empty() {
-        cx.e.delete(cx.db, key);
-    } else {
-        cx.e.store(cx.db, key, Value::ZSet(z), ttl);
+        Some(Value::ZSet(z)) => Ok(Some(z)),
+        Some(_) => Err(wrongtype()),
     }
 }
 
@@ -93,11 +85,16 @@ fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
         }
     }
     let key = &argv[1];
-    let (mut z, ttl) = match zset_for_write(cx, key) {
-        Ok(Some(x)) => x,
+    match zset_mut(cx, key) {
+        Ok(Some(_)) => {}
         Ok(None) if xx => return if incr { Reply::Nil } else { Reply::Integer(0) },
-        Ok(None) => (ZSet::default(), None),
+        Ok(None) => {}
         Err(e) => return e,
+    }
+    let lim = cx.e.config.encoding_limits();
+    let z = match cx.e.value_mut_or_insert(cx.db, key, Value::ZSet(ZSet::default())) {
+        Value::ZSet(z) => z,
+        _ => return wrongtype(),
     };
     let (mut added, mut updated, mut processed) = (0, 0, 0);
     let mut last = 0.0;
@@ -119,14 +116,14 @@ fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
                     continue;
                 }
                 if score != cur {
-                    z.insert(member, score);
+                    z.insert(member, score, &lim);
                     updated += 1;
                 }
                 processed += 1;
                 last = score;
             }
             None if !xx => {
-                z.insert(member, score);
+                z.insert(member, score, &lim);
                 added += 1;
                 processed += 1;
                 last = score;
@@ -134,8 +131,10 @@ fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
             None => {}
         }
     }
+    // Also when nothing changed: a set just made for this ZADD is then
+    // empty, and goes.
+    cx.e.changed_if(cx.db, key, added + updated > 0);
     if added + updated > 0 {
-        put(cx, key, z, ttl);
         cx.e.propagate(|| argv.to_vec());
     }
     if let Some(e) = error {
@@ -164,14 +163,14 @@ pub(crate) fn zincrby(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `ZREM key member [member ...]`
 pub(crate) fn zrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut z, ttl) = match zset_for_write(cx, &argv[1]) {
-        Ok(Some(x)) => x,
+    let z = match zset_mut(cx, &argv[1]) {
+        Ok(Some(z)) => z,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
     let removed = argv[2..].iter().filter(|m| z.remove(m).is_some()).count();
     if removed > 0 {
-        put(cx, &argv[1], z, ttl);
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(removed as i64)
@@ -489,17 +488,17 @@ pub(crate) fn zremrangebyrank(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// Remove the members `victims` picks; reply how many.
 fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>) -> Reply {
-    let (mut z, ttl) = match zset_for_write(cx, &argv[1]) {
-        Ok(Some(x)) => x,
+    let z = match zset_mut(cx, &argv[1]) {
+        Ok(Some(z)) => z,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
-    let gone = victims(&z);
+    let gone = victims(z);
     for m in &gone {
         z.remove(m);
     }
     if !gone.is_empty() {
-        put(cx, &argv[1], z, ttl);
+        cx.e.changed(cx.db, &argv[1]);
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(gone.len() as i64)

@@ -16,10 +16,10 @@ mod crc64;
 mod listpack;
 mod lzf;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
-use super::config::Config;
-use super::db::{Value, ZSet};
+use super::config::EncodingLimits;
+use super::db::{Hash, List, Set, Value, ZSet};
 
 /// `RDB_VERSION` of redis-server 7.0.
 pub(crate) const RDB_VERSION: u16 = 10;
@@ -117,9 +117,9 @@ fn listpack_score(score: f64) -> Vec<u8> {
 
 /// The payload body for one value: type byte and object (`rdbSaveObject`),
 /// with the encoding OBJECT ENCODING reports for it.
-pub(crate) fn dump_value(value: &Value, cfg: &Config) -> Vec<u8> {
+pub(crate) fn dump_value(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    let encoding = super::cmd::keys::encoding(value, cfg);
+    let encoding = super::cmd::keys::encoding(value);
     match value {
         Value::Str(s) => {
             out.push(TYPE_STRING);
@@ -288,26 +288,29 @@ impl<'a> Reader<'a> {
 /// `rdbLoadObjectType` + `rdbLoadObject` for the value types the simulator
 /// has. `None` is RESTORE's "Bad data format" (an unknown type, a
 /// malformed blob, an empty collection).
-pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
+pub(crate) fn load_value(body: &[u8], lim: &EncodingLimits) -> Option<Value> {
     let mut r = Reader::new(body);
     let ty = r.byte()?;
     let value = match ty {
         TYPE_STRING => Value::Str(r.string()?),
         TYPE_LIST => {
             let n = r.count()?;
-            Value::List((0..n).map(|_| r.string()).collect::<Option<VecDeque<_>>>()?)
+            Value::List((0..n).map(|_| r.string()).collect::<Option<List>>()?)
         }
         TYPE_LIST_QUICKLIST_2 => Value::List(load_quicklist(&mut r)?),
         TYPE_SET => {
             let n = r.count()?;
-            Value::Set((0..n).map(|_| r.string()).collect::<Option<BTreeSet<_>>>()?)
+            Value::Set(Set::from_members(
+                (0..n).map(|_| r.string()).collect::<Option<Vec<_>>>()?,
+                lim,
+            ))
         }
-        TYPE_SET_INTSET => Value::Set(
+        TYPE_SET_INTSET => Value::Set(Set::from_members(
             listpack::decode_intset(&r.string()?)?
                 .into_iter()
-                .map(|v| v.to_string().into_bytes())
-                .collect(),
-        ),
+                .map(|v| v.to_string().into_bytes()),
+            lim,
+        )),
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count()?;
             let mut pairs = Vec::with_capacity(n);
@@ -320,7 +323,7 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
                 };
                 pairs.push((m, s));
             }
-            Value::ZSet(zset_from(pairs)?)
+            Value::ZSet(zset_from(pairs, lim)?)
         }
         TYPE_ZSET_LISTPACK => {
             let pairs = listpack_pairs(&r.string()?)?;
@@ -328,38 +331,31 @@ pub(crate) fn load_value(body: &[u8]) -> Option<Value> {
                 .into_iter()
                 .map(|(m, s)| Some((m, super::cmd::strtod_full(&s)?)))
                 .collect::<Option<Vec<_>>>()?;
-            Value::ZSet(zset_from(scored)?)
+            Value::ZSet(zset_from(scored, lim)?)
         }
         TYPE_HASH => {
             let n = r.count()?;
             let pairs = (0..n)
                 .map(|_| Some((r.string()?, r.string()?)))
                 .collect::<Option<Vec<_>>>()?;
-            Value::Hash(hash_from(pairs)?)
+            Value::Hash(hash_from(pairs, lim)?)
         }
-        TYPE_HASH_LISTPACK => Value::Hash(hash_from(listpack_pairs(&r.string()?)?)?),
+        TYPE_HASH_LISTPACK => Value::Hash(hash_from(listpack_pairs(&r.string()?)?, lim)?),
         _ => return None,
     };
-    let empty = match &value {
-        Value::Str(_) => false,
-        Value::List(l) => l.is_empty(),
-        Value::Set(s) => s.is_empty(),
-        Value::ZSet(z) => z.is_empty(),
-        Value::Hash(h) => h.is_empty(),
-    };
-    (!empty).then_some(value)
+    (!value.is_empty_collection()).then_some(value)
 }
 
 /// `RDB_TYPE_LIST_QUICKLIST_2`: nodes, each a plain element or a listpack.
-fn load_quicklist(r: &mut Reader<'_>) -> Option<VecDeque<Vec<u8>>> {
+fn load_quicklist(r: &mut Reader<'_>) -> Option<List> {
     let nodes = r.count()?;
-    let mut list = VecDeque::new();
+    let mut list = List::default();
     for _ in 0..nodes {
         let container = r.len()?;
         let blob = r.string()?;
         match container {
             CONTAINER_PLAIN => list.push_back(blob),
-            CONTAINER_PACKED => list.extend(listpack::decode(&blob)?),
+            CONTAINER_PACKED => listpack::decode(&blob)?.into_iter().for_each(|v| list.push_back(v)),
             _ => return None,
         }
     }
@@ -380,42 +376,48 @@ fn listpack_pairs(blob: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     Some(pairs)
 }
 
-/// Members and scores; a NaN score is corrupt.
-fn zset_from(pairs: Vec<(Vec<u8>, f64)>) -> Option<ZSet> {
+/// Members and scores; a NaN score is corrupt. Encoded as the load finds
+/// them (`lim`).
+fn zset_from(pairs: Vec<(Vec<u8>, f64)>, lim: &EncodingLimits) -> Option<ZSet> {
     let mut z = ZSet::default();
     for (m, s) in pairs {
         if s.is_nan() {
             return None;
         }
-        z.insert(&m, s);
+        z.insert(&m, s, lim);
     }
+    z.settle_encoding(lim);
     Some(z)
 }
 
 /// Fields and values; a duplicate field is corrupt (`dictAdd` fails).
-fn hash_from(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+fn hash_from(pairs: Vec<(Vec<u8>, Vec<u8>)>, lim: &EncodingLimits) -> Option<Hash> {
     let mut seen = BTreeSet::new();
     for (f, _) in &pairs {
         if !seen.insert(f.as_slice()) {
             return None;
         }
     }
-    Some(pairs)
+    Some(Hash::from_pairs(pairs, lim))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::config::Config;
 
     /// DUMP payloads redis-server 7.0.15 wrote (`redis-cli --no-raw DUMP`).
     #[test]
     fn reads_and_writes_what_redis_server_7_0_15_dumps() {
-        let cfg = Config::default();
+        let lim = Config::default().encoding_limits();
         let hash = b"\x10\x0c\x0c\x00\x00\x00\x02\x00\x81a\x02\x01\x01\xff\n\x00\x84\xa6\x93\xe8\xaa\x17\xe4\xdb";
         let body = verify(hash).expect("footer");
-        let v = load_value(body).expect("hash");
-        assert_eq!(v, Value::Hash(vec![(b"a".to_vec(), b"1".to_vec())]));
-        assert_eq!(seal(dump_value(&v, &cfg)), hash.to_vec());
+        let v = load_value(body, &lim).expect("hash");
+        assert_eq!(
+            v,
+            Value::Hash(Hash::from_pairs(vec![(b"a".to_vec(), b"1".to_vec())], &lim))
+        );
+        assert_eq!(seal(dump_value(&v)), hash.to_vec());
         let mut bad = hash.to_vec();
         bad[3] ^= 1;
         assert_eq!(verify(&bad), None);
@@ -423,33 +425,34 @@ mod tests {
 
     #[test]
     fn every_type_round_trips() {
-        let cfg = Config::default();
+        let lim = Config::default().encoding_limits();
         let mut z = ZSet::default();
-        z.insert(b"a", 1.5);
-        z.insert(b"b", 2.0);
-        z.insert(b"c", -0.25);
+        z.insert(b"a", 1.5, &lim);
+        z.insert(b"b", 2.0, &lim);
+        z.insert(b"c", -0.25, &lim);
         let mut big = ZSet::default();
         for i in 0..200 {
-            big.insert(format!("m{i}").as_bytes(), f64::from(i) / 3.0);
+            big.insert(format!("m{i}").as_bytes(), f64::from(i) / 3.0, &lim);
         }
         let values = [
             Value::Str(b"hello".to_vec()),
             Value::Str(b"-123456".to_vec()),
             Value::Str(vec![b'x'; 20000]),
             Value::List((0..3000).map(|i| format!("item-{i}").into_bytes()).collect()),
-            Value::Set([b"1".to_vec(), b"-70000".to_vec()].into_iter().collect()),
-            Value::Set([b"a".to_vec(), b"1".to_vec()].into_iter().collect()),
+            Value::Set(Set::from_members([b"1".to_vec(), b"-70000".to_vec()], &lim)),
+            Value::Set(Set::from_members([b"a".to_vec(), b"1".to_vec()], &lim)),
             Value::ZSet(z),
             Value::ZSet(big),
-            Value::Hash(
+            Value::Hash(Hash::from_pairs(
                 (0..300)
                     .map(|i| (format!("f{i}").into_bytes(), vec![b'v'; i]))
                     .collect(),
-            ),
+                &lim,
+            )),
         ];
         for v in values {
-            let payload = seal(dump_value(&v, &cfg));
-            assert_eq!(load_value(verify(&payload).expect("footer")), Some(v));
+            let payload = seal(dump_value(&v));
+            assert_eq!(load_value(verify(&payload).expect("footer"), &lim), Some(v));
         }
     }
 
@@ -466,7 +469,7 @@ mod tests {
             b"\x00\xc3\x05\x80\x00\x00\x00\x00\x00",
             b"\x63",
         ] {
-            assert_eq!(load_value(body), None, "{body:?}");
+            assert_eq!(load_value(body, &Config::default().encoding_limits()), None, "{body:?}");
         }
     }
 }
