@@ -100,7 +100,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-pub use bench::{benchmark, run_redis_benchmark, BenchLine};
+pub use bench::{benchmark, benchmark_with, run_redis_benchmark, BenchLine, REQUESTS};
 
 /// `client-query-buffer-limit` at start: how much a connection may have
 /// sent that does not yet form a complete command (1 GB, redis-server's
@@ -408,9 +408,10 @@ fn listen(bind: IpAddr, port: u16) -> io::Result<TcpListener> {
 }
 
 /// redis-server's `adjustOpenFilesLimit`: make room for `maxclients` plus
-/// [`RESERVED_FDS`] descriptors, raising the soft limit if allowed, and
-/// otherwise lower `maxclients` to what the limit leaves, so that a client
-/// beyond it gets the max-clients error instead of a failed `accept`.
+/// [`RESERVED_FDS`] descriptors, raising the soft limit if allowed (by
+/// steps of 16 down from what is wanted), and otherwise lower `maxclients`
+/// to what the limit leaves, so that a client beyond it gets the
+/// max-clients error instead of a failed `accept` (issue 42, row 11).
 #[cfg(unix)]
 pub fn fit_maxclients(maxclients: usize) -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
@@ -425,9 +426,11 @@ pub fn fit_maxclients(maxclients: usize) -> usize {
     }
     let mut best = maxfiles;
     while best > old {
+        // redis-server sets the hard limit too; a library in someone's
+        // process (tests, `locklab serve`) only raises the soft one.
         let want = Rlimit {
             current: Some(best),
-            maximum: Some(best),
+            maximum: limit.maximum,
         };
         if setrlimit(Resource::Nofile, want).is_ok() {
             break;
