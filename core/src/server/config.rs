@@ -412,7 +412,7 @@ fn parse(kind: Kind, value: &str) -> Result<String, String> {
 /// the classes `value` names replaced; all or nothing.
 fn obuf_limits(old: &str, value: &str) -> Result<String, String> {
     let args: Vec<&str> = value.split_ascii_whitespace().collect();
-    if args.len() % 4 != 0 {
+    if !args.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut fields: Vec<String> = old.split(' ').map(str::to_owned).collect();
