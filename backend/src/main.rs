@@ -95,6 +95,16 @@ enum Cmd {
         /// Seconds per measurement.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Only sim-server against a redis-server started here: redis-benchmark's default
+        /// tests and EVAL with -c 50 -P 16, 20 k one-element pushes, and with --soak the RSS.
+        #[arg(long)]
+        sim_server: bool,
+        /// Requests per redis-benchmark test (with --sim-server).
+        #[arg(long, default_value_t = locklab_backend::sim_server::REQUESTS, value_name = "N")]
+        requests: u64,
+        /// SET/GET requests of the RSS soak (with --sim-server; issue 42's soak is 10000000).
+        #[arg(long, value_name = "N")]
+        soak: Option<u64>,
     },
 }
 
@@ -297,9 +307,24 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Explore(args) => print!("{}", explore::run(&args)?),
-        Cmd::Bench { redis, seconds } => {
+        Cmd::Bench {
+            redis,
+            seconds,
+            sim_server: only_sim_server,
+            requests,
+            soak,
+        } => {
             if !(seconds > 0.0 && seconds < 600.0) {
                 bail!("--seconds must be between 0 and 600");
+            }
+            if requests == 0 {
+                bail!("--requests must be at least 1");
+            }
+            if only_sim_server {
+                let real = locklab_backend::real::process::RedisServer::try_start(&[])
+                    .map_err(|why| anyhow::anyhow!("no redis-server to compare with: {why}"))?;
+                print!("{}", bench::wire_report(real.port(), requests, soak)?);
+                return Ok(());
             }
             // Compare with the server given, or start one of our own.
             let own = match &redis {
@@ -318,7 +343,10 @@ fn main() -> Result<()> {
                 print!("\nthe backend vs direct (lab session: prefix + ACL + checks + trace; WebSocket: /api/session):\n{}", bench::backend_report(url, seconds));
             }
             if let Some(server) = &own {
-                print!("{}", bench::wire_report(server.port())?);
+                print!(
+                    "{}",
+                    bench::wire_report(server.port(), locklab_backend::sim_server::REQUESTS, None)?
+                );
             }
         }
     }

@@ -181,6 +181,8 @@ pub fn run_one(
             let chunks = gen::split_chunks(input);
             let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
             let _ = locklab_backend::sim_server::fuzz_resp(&refs);
+            // The same commands however the stream is cut.
+            locklab_backend::sim_server::fuzz_resp_split(input)?;
         }
         Target::Cli => {
             if let Ok(mut argv) = parse_line(input) {

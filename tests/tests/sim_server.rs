@@ -913,6 +913,38 @@ fn config_set_and_get_agree_with_redis_server() {
         &[b"CONFIG", b"GET", b"maxmemory-policy"],
         &[b"CONFIG", b"GET", b"list-max-ziplist-size"],
         &[b"CONFIG", b"GET", b"nosuch*"],
+        // The client buffer limits (issue 42), as config.c parses them.
+        &[b"CONFIG", b"GET", b"client-output-buffer-limit"],
+        &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"foo"],
+        &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"master 1 1 1"],
+        &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"pubsub 1 1 x"],
+        &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"pubsub -1 1 1"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"pubsub 1mb 64kb 5 replica 1gb 2 3",
+        ],
+        &[b"CONFIG", b"GET", b"client-output-buffer-limit"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"NORMAL 1k 0 0 slave 1 2 -1",
+        ],
+        &[b"CONFIG", b"GET", b"client-output-buffer-limit"],
+        &[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60",
+        ],
+        &[b"CONFIG", b"GET", b"client-output-buffer-limit"],
+        &[b"CONFIG", b"SET", b"client-query-buffer-limit", b"1000"],
+        &[b"CONFIG", b"SET", b"client-query-buffer-limit", b"x"],
+        &[b"CONFIG", b"SET", b"client-query-buffer-limit", b"2mb"],
+        &[b"CONFIG", b"GET", b"client-query-buffer-limit"],
+        &[b"CONFIG", b"SET", b"client-query-buffer-limit", b"1gb"],
         // OBJECT ENCODING follows the thresholds.
         &[
             b"CONFIG",

@@ -157,17 +157,25 @@ pub fn report(real: Option<&str>, budget: Duration) -> String {
     out
 }
 
-/// `redis-benchmark -t set,get,incr -n 200000 -P 16 -q` against the real
-/// server on `real_port` and against a sim-server started here, with the
-/// ratio (issue target: sim-server ≥ 0.8× redis-server).
-pub fn wire_report(real_port: u16) -> std::io::Result<String> {
+/// redis-benchmark's default tests and the lock release's `EVAL` (`-c 50
+/// -P 16`) against the real server on `real_port` and against a sim-server
+/// started here, with the ratios (issue 42's targets: ≥ 0.8×, EVAL ≥ 0.5×),
+/// the 20 k one-element push timing, and with `soak` the RSS over a soak
+/// (`locklab bench --sim-server`).
+pub fn wire_report(real_port: u16, requests: u64, soak: Option<u64>) -> std::io::Result<String> {
     use crate::sim_server::{self, Config};
     let Some(tool) = crate::real::process::find_on_path("redis-benchmark") else {
         return Ok("redis-benchmark not found: install redis-tools to compare sim-server with redis-server\n".into());
     };
     let sim = sim_server::spawn(Config::new(std::net::Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0))?;
-    let mut out = String::from("\nredis-benchmark -t set,get,incr -n 200000 -P 16 -q, redis-server vs sim-server:\n");
-    out.push_str(&sim_server::benchmark(&tool, real_port, sim.port())?);
+    let mut out = String::from("\nredis-server vs sim-server over the Redis protocol:\n");
+    out.push_str(&sim_server::benchmark_with(
+        &tool,
+        real_port,
+        sim.port(),
+        requests,
+        soak,
+    )?);
     Ok(out)
 }
 

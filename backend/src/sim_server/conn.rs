@@ -1,29 +1,39 @@
-//! One client connection: read, run every complete request under one lock,
-//! write every reply at once, repeat.
+//! One client connection: read, parse every complete request, hand them to
+//! the node's thread as one batch, write every reply at once, repeat.
 //!
 //! The loop is written so that the expensive things happen once per batch
-//! (a `read`, a lock acquisition, a `write`) and the cheap things once per
-//! command (parse, run, encode into a reused buffer). Memory per connection
-//! is bounded: input is read only when the parser needs more, output is
-//! flushed whenever it passes [`OUT_HIGH_WATER`], and buffers that grew for
-//! one large request shrink back afterwards.
+//! (a `read`, a job, a `write`) and the cheap things once per command
+//! (parse, encode into a reused buffer). Memory per connection is bounded:
+//! input is read only when the parser needs more, what the client sent
+//! that has not run yet is held to `client-query-buffer-limit` on every
+//! read (also while it is blocked or delayed), output is flushed whenever
+//! it passes [`OUT_HIGH_WATER`], and buffers that grew for one large
+//! request shrink back afterwards.
+//!
+//! While a script holds the node past `busy-reply-threshold`, the
+//! connection answers by itself, without waiting: it takes back a batch the
+//! node has not started and answers it as redis-server's `processCommand`
+//! does while `scriptIsTimedout` (see [`Conn::answer_while_busy`]). The
+//! parser is the connection's own, so a request split across reads is
+//! answered once whatever happens between the reads.
 
 use std::io;
 use std::net::SocketAddr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use locklab_core::server::script::set_thread_limits;
 use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{self, error::TrySendError, unbounded_channel, UnboundedReceiver};
+use tokio::sync::{oneshot, watch, Notify};
 
+use super::node::{Argv, Batch, BusyEffect, Job, Ran, Stop};
 use super::resp::{self, Parsed, Parser};
-use super::wire::{self, After, ClientInfo, Session};
-use super::{Busy, Shared, QUERY_BUFFER_LIMIT};
+use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
+use super::{Busy, Shared};
 
 /// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
 /// well under 1 KB, and an idle connection should cost little.
@@ -36,137 +46,156 @@ const MIN_READ: usize = 1024;
 const MAX_READ_RESERVE: usize = 1024 * 1024;
 /// A buffer larger than this is released once it is empty again.
 const SHRINK_ABOVE: usize = 64 * 1024;
-/// Write out replies once this much has piled up, even mid-batch, so a
-/// pipeline of `GET`s of large values cannot make the output unbounded.
+/// Write out replies once this much has piled up.
 const OUT_HIGH_WATER: usize = 64 * 1024;
-/// At most this many commands per lock acquisition, so one client's huge
-/// pipeline cannot starve the others.
+/// At most this many commands per batch, so one client's huge pipeline
+/// cannot starve the others.
 const MAX_BATCH: usize = 1024;
 
-/// Why [`Conn::process`] stopped.
-enum Stop {
-    /// The buffer holds no complete request: flush and read.
-    NeedInput,
-    /// The batch is full: flush, then carry on with what is buffered.
-    Flush,
-    /// `QUIT` or a protocol error: flush and close.
+const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const SLOW_SCRIPT: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. \
+     You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+
+/// What the connection does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Carry on.
+    Go,
+    /// Write what is pending, then close (`QUIT`, a protocol error,
+    /// `SHUTDOWN`).
     Close,
-    /// `WAIT` timed out: replies before `split` go out now, the rest after
-    /// the wait.
-    Delay { split: usize, ms: u64 },
-    /// A blocking command is waiting: flush, then wait for its reply (no
-    /// further request of this client runs meanwhile, as in redis-server).
-    Blocked,
+    /// Close without a word (the client left, or went over a limit).
+    Gone,
+}
+
+/// What the connection can do with its next request while a script is busy.
+enum Local {
+    NotBusy,
+    /// The first request needs the node (`HELLO`, `WATCH`…): it waits.
+    NeedsNode,
+    /// Some requests were answered.
+    Answered(Flow),
+}
+
+/// One request answered without the node.
+enum Answer {
+    Reply(Reply),
+    NeedsNode,
+    /// `QUIT`.
+    Close(Reply),
+    /// `SHUTDOWN NOSAVE`.
+    Shutdown,
 }
 
 struct Conn {
+    shared: Arc<Shared>,
+    jobs: mpsc::Sender<Job>,
     sess: Session,
     parser: Parser,
     input: Vec<u8>,
     /// How much of `input` has been parsed.
     pos: usize,
     out: Vec<u8>,
-    /// The last command's name and first argument, for `CLIENT LIST`.
-    last_argv: Vec<Vec<u8>>,
-    /// What other connections' commands produced for this one (a served
-    /// `BLPOP`, pub/sub messages), already encoded.
-    inbox: UnboundedReceiver<Vec<u8>>,
-    /// Whether the node had this connection in MULTI after its last
-    /// command (or the busy answers below put it there): what the busy
-    /// answers need to know without the node.
+    /// Parsed requests; those from `next` on have not been answered.
+    pending: Arc<Vec<Argv>>,
+    next: usize,
+    /// A protocol error's reply, sent (then the connection closes) once the
+    /// requests before it are answered.
+    closing: Option<Vec<u8>>,
+    /// What other connections' commands produced for this one.
+    inbox: UnboundedReceiver<Outgoing>,
+    /// Bytes in `inbox` not yet written (the output buffer limit's count).
+    queued: Arc<AtomicUsize>,
+    /// The running script, as the node's thread announces it.
+    busy: watch::Receiver<Option<Busy>>,
+    /// Whether the node had this connection in MULTI after its last batch
+    /// (or the busy answers put it there).
     in_multi: bool,
     /// Transaction changes made while a script held the node, applied to
-    /// the node, in order, as soon as this connection gets it back.
+    /// the node, in order, with this connection's next batch.
     busy_effects: Vec<BusyEffect>,
-}
-
-/// What `processCommand` does to a client's transaction while a script is
-/// busy, recorded for the node (see [`Conn::answer_while_busy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BusyEffect {
-    /// MULTI (allow-busy) ran: the client is in a transaction.
-    Multi,
-    /// A command was refused with BUSY inside MULTI (`flagTransaction`).
-    Doom,
-    /// EXEC was refused (`execCommandAbort`) or DISCARD ran.
-    Discard,
 }
 
 /// Takes the connection out of the node however the task ends (the client
 /// left, an I/O error, or the server aborting the task on shutdown).
 struct Registration {
     shared: Arc<Shared>,
+    jobs: mpsc::Sender<Job>,
     id: ConnId,
 }
 
 impl Drop for Registration {
-    /// Never waits for the lock (a script may hold it for seconds): if it
-    /// is taken, the next holder frees the connection.
+    /// Never waits: the job queue has room for every connection's leaving;
+    /// should it not, the node's thread frees it before its next job.
     fn drop(&mut self) {
-        match self.shared.state.try_lock() {
-            Ok(mut st) => {
-                st.node.disconnect(self.id);
-                st.clients.remove(&self.id);
-                st.outboxes.remove(&self.id);
-            }
-            Err(TryLockError::Poisoned(p)) => {
-                let mut st = p.into_inner();
-                st.node.disconnect(self.id);
-                st.clients.remove(&self.id);
-                st.outboxes.remove(&self.id);
-            }
-            Err(TryLockError::WouldBlock) => self
-                .shared
+        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Disconnect(self.id)) {
+            self.shared
                 .gone
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(self.id),
+                .push(self.id);
         }
     }
 }
 
 /// Serve one client until it leaves.
-pub(super) async fn serve(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stream: TcpStream, peer: SocketAddr) {
     let laddr = stream.local_addr().unwrap_or(shared.env.local_addr);
-    let (outbox, inbox) = unbounded_channel();
-    let id = {
-        let mut st = shared.lock();
-        let id = st.node.connect();
-        st.outboxes.insert(id, outbox);
-        let now = Instant::now();
-        st.clients.insert(
-            id,
-            ClientInfo {
-                addr: peer,
-                laddr,
-                fd: raw_fd(&stream),
-                since: now,
-                last: now,
-                last_cmd: "NULL".into(),
-                resp: 2,
-                lib_name: None,
-                lib_ver: None,
-            },
-        );
-        id
+    let id = ConnId(shared.next_id.fetch_add(1, Ordering::Relaxed));
+    let (tx, inbox) = unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let kill = Arc::new(Notify::new());
+    let now = Instant::now();
+    let info = ClientInfo {
+        addr: peer,
+        laddr,
+        fd: raw_fd(&stream),
+        since: now,
+        last: now,
+        last_cmd: "NULL".into(),
+        resp: 2,
+        lib_name: None,
+        lib_ver: None,
     };
+    let outbox = Outbox {
+        tx,
+        queued: Arc::clone(&queued),
+        kill: Arc::clone(&kill),
+        soft_since: None,
+    };
+    if jobs.send(Job::Connect { id, info, outbox }).await.is_err() {
+        return;
+    }
     let _registration = Registration {
         shared: Arc::clone(&shared),
+        jobs: jobs.clone(),
         id,
     };
     let mut conn = Conn {
+        busy: shared.busy.subscribe(),
+        shared,
+        jobs,
         sess: Session { id, resp3: false },
         parser: Parser::new(),
         input: Vec::with_capacity(INITIAL_INPUT),
         pos: 0,
         out: Vec::new(),
-        last_argv: Vec::new(),
+        pending: Arc::new(Vec::new()),
+        next: 0,
+        closing: None,
         inbox,
+        queued,
         in_multi: false,
         busy_effects: Vec::new(),
     };
-    // An I/O error means the client is gone; there is nobody to tell.
-    let _ = conn.run(&shared, &mut stream).await;
+    // An I/O error means the client is gone; there is nobody to tell. A
+    // client closed for its output may be stuck in a write: the kill ends
+    // the task wherever it is.
+    tokio::select! {
+        _ = conn.run(&mut stream) => {}
+        () = kill.notified() => {}
+    }
 }
 
 #[cfg(unix)]
@@ -181,143 +210,320 @@ fn raw_fd(_stream: &TcpStream) -> i64 {
 }
 
 impl Conn {
-    async fn run(&mut self, shared: &Shared, stream: &mut TcpStream) -> io::Result<()> {
+    async fn run(&mut self, stream: &mut TcpStream) -> io::Result<()> {
         loop {
-            match self.execute_buffered(shared).await {
-                Stop::NeedInput => {
-                    self.flush(stream).await?;
-                    self.compact();
-                    self.reserve_for_read();
-                    tokio::select! {
-                        n = stream.read_buf(&mut self.input) => if n? == 0 {
-                            return Ok(());
-                        },
-                        Some(bytes) = self.inbox.recv() => stream.write_all(&bytes).await?,
-                    }
-                    let pending = self.input.len() - self.pos + self.parser.partial_bytes();
-                    if pending > QUERY_BUFFER_LIMIT {
-                        // redis-server: "closing client that reached max
-                        // query buffer length", without a reply.
-                        return Ok(());
-                    }
+            if self.next >= self.pending.len() {
+                if let Some(error) = self.closing.take() {
+                    self.out.extend_from_slice(&error);
+                    return self.close(stream).await;
                 }
-                Stop::Flush => self.flush(stream).await?,
-                Stop::Close => {
+                self.parse_batch();
+            }
+            if self.next < self.pending.len() {
+                match self.execute(stream).await? {
+                    Flow::Go => {}
+                    Flow::Close => return self.close(stream).await,
+                    Flow::Gone => return Ok(()),
+                }
+                if self.out.len() >= OUT_HIGH_WATER {
                     self.flush(stream).await?;
-                    let _ = stream.shutdown().await;
+                }
+                continue;
+            }
+            if self.closing.is_some() {
+                continue;
+            }
+            self.flush(stream).await?;
+            self.compact();
+            self.reserve_for_read();
+            tokio::select! {
+                n = stream.read_buf(&mut self.input) => if n? == 0 {
                     return Ok(());
+                },
+                msg = self.inbox.recv() => if !self.deliver(msg, stream).await? {
+                    return Ok(());
+                },
+            }
+            if self.over_query_limit() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn close(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+        self.flush(stream).await?;
+        let _ = stream.shutdown().await;
+        Ok(())
+    }
+
+    /// Parse the complete requests in the buffer (at most [`MAX_BATCH`]).
+    fn parse_batch(&mut self) {
+        let mut batch = Vec::new();
+        while batch.len() < MAX_BATCH {
+            match self.parser.parse(&self.input, &mut self.pos) {
+                Ok(Parsed::Incomplete) => break,
+                Ok(Parsed::Empty) => {}
+                Ok(Parsed::Command) => batch.push(self.parser.take_argv()),
+                Err(e) => {
+                    self.closing = Some(e.reply_bytes());
+                    break;
                 }
-                Stop::Blocked => {
-                    self.flush(stream).await?;
-                    if !self.wait_unblocked(shared, stream).await? {
-                        return Ok(());
+            }
+        }
+        self.pending = Arc::new(batch);
+        self.next = 0;
+    }
+
+    /// redis-server's "closing client that reached max query buffer
+    /// length" (without a reply): what the client sent that has not run —
+    /// unparsed bytes, a request still arriving, parsed requests waiting —
+    /// is over `client-query-buffer-limit`.
+    fn over_query_limit(&self) -> bool {
+        let waiting: usize = self.pending[self.next..].iter().flatten().map(Vec::len).sum();
+        self.input.len() - self.pos + self.parser.partial_bytes() + waiting > self.shared.query_limit()
+    }
+
+    /// Answer the pending requests: by the node, or (a script being busy)
+    /// by the connection itself.
+    async fn execute(&mut self, stream: &mut TcpStream) -> io::Result<Flow> {
+        let may_take_back = match self.answer_while_busy() {
+            Local::NotBusy => true,
+            Local::NeedsNode => false,
+            Local::Answered(flow) => return Ok(flow),
+        };
+        let claim = Arc::new(AtomicBool::new(false));
+        let (done, ran) = oneshot::channel();
+        let batch = Batch {
+            sess: self.sess,
+            argvs: Arc::clone(&self.pending),
+            from: self.next,
+            effects: self.busy_effects.clone(),
+            claim: Arc::clone(&claim),
+            done,
+        };
+        if self.jobs.send(Job::Run(batch)).await.is_err() {
+            return Ok(Flow::Gone);
+        }
+        match self.await_ran(ran, &claim, may_take_back).await {
+            Some(Some(ran)) => self.apply(ran, stream).await,
+            // Taken back: the next turn answers it BUSY.
+            Some(None) => Ok(Flow::Go),
+            None => Ok(Flow::Gone),
+        }
+    }
+
+    /// Wait for the node's answer to a batch; once a script has been busy
+    /// past the threshold, take the batch back if the node has not started
+    /// it (`Some(None)`). `None`: the node's thread is gone.
+    async fn await_ran(
+        &mut self,
+        mut ran: oneshot::Receiver<Ran>,
+        claim: &AtomicBool,
+        mut may_take_back: bool,
+    ) -> Option<Option<Ran>> {
+        loop {
+            let due = if may_take_back {
+                let threshold = self.shared.busy_threshold();
+                self.busy.borrow_and_update().as_ref().map(|b| b.since + threshold)
+            } else {
+                None
+            };
+            let timer = async move {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut ran => return r.ok().map(Some),
+                changed = self.busy.changed(), if may_take_back => {
+                    if changed.is_err() {
+                        may_take_back = false;
                     }
                 }
-                Stop::Delay { split, ms } => {
-                    stream.write_all(&self.out[..split]).await?;
-                    // Wait, but notice a client that leaves: redis-server
-                    // frees a blocked client at once, whatever its timeout.
-                    let timeout = tokio::time::sleep(Duration::from_millis(ms));
-                    tokio::pin!(timeout);
-                    loop {
-                        tokio::select! {
-                            _ = &mut timeout => break,
-                            read = stream.read_buf(&mut self.input) => {
-                                if read? == 0 {
-                                    return Ok(());
-                                }
-                                let pending = self.input.len() - self.pos + self.parser.partial_bytes();
-                                if pending > QUERY_BUFFER_LIMIT {
-                                    return Ok(());
-                                }
-                            }
-                        }
+                () = timer => {
+                    if !claim.swap(true, Ordering::AcqRel) {
+                        return Some(None);
                     }
-                    stream.write_all(&self.out[split..]).await?;
-                    self.out.clear();
+                    // The node has it (it may be this very script).
+                    may_take_back = false;
                 }
             }
         }
     }
 
-    /// Take the lock and run what is buffered. The lock is only ever
-    /// tried: while a script holds it, this task waits without holding a
-    /// thread, and past `busy-reply-threshold` answers as redis-server's
-    /// `processEventsWhileBlocked` does (BUSY, or a KILL).
-    async fn execute_buffered(&mut self, shared: &Shared) -> Stop {
-        if self.pos >= self.input.len() {
-            // Nothing new to parse: no need to touch the lock.
-            return Stop::NeedInput;
+    /// Take in a batch's outcome.
+    async fn apply(&mut self, ran: Ran, stream: &mut TcpStream) -> io::Result<Flow> {
+        self.sess = ran.sess;
+        self.in_multi = ran.in_multi;
+        self.busy_effects.clear();
+        self.next += ran.ran;
+        let base = self.out.len();
+        self.out.extend_from_slice(&ran.out);
+        match ran.stop {
+            Stop::Done => Ok(Flow::Go),
+            Stop::Close | Stop::Shutdown => Ok(Flow::Close),
+            Stop::Delay { split, ms } => self.delay(stream, base + split, ms).await,
+            Stop::Blocked => {
+                self.flush(stream).await?;
+                self.wait_unblocked(stream, ran.deadline).await
+            }
         }
-        let mut tries = 0u32;
+    }
+
+    /// A stall (`DEBUG SLEEP`, a `WAIT` that times out): the replies before
+    /// `split` go out now, the rest after `ms` of wall time. Input that
+    /// arrives meanwhile is kept (under the query-buffer limit), and a
+    /// client that leaves is freed at once, whatever the timeout.
+    async fn delay(&mut self, stream: &mut TcpStream, split: usize, ms: u64) -> io::Result<Flow> {
+        stream.write_all(&self.out[..split]).await?;
+        self.out.drain(..split);
+        let timeout = tokio::time::sleep(Duration::from_millis(ms));
+        tokio::pin!(timeout);
         loop {
-            match shared.state.try_lock() {
-                Ok(mut st) => return self.process(&mut st, shared),
-                Err(TryLockError::Poisoned(p)) => return self.process(&mut p.into_inner(), shared),
-                Err(TryLockError::WouldBlock) => {}
+            self.reserve_for_read();
+            tokio::select! {
+                () = &mut timeout => return Ok(Flow::Go),
+                read = stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.over_query_limit() {
+                        return Ok(Flow::Gone);
+                    }
+                }
             }
-            if let Some(stop) = self.answer_while_busy(shared) {
-                return stop;
+        }
+    }
+
+    /// Wait while this connection is blocked (`BLPOP` …): until another
+    /// client's command serves it or its timeout passes on the node's clock
+    /// (its reply then arrives in the inbox, followed by
+    /// [`Outgoing::Unblocked`]). Input that arrives meanwhile is kept, not
+    /// run, under the query-buffer limit.
+    async fn wait_unblocked(&mut self, stream: &mut TcpStream, mut deadline: Option<u64>) -> io::Result<Flow> {
+        loop {
+            // Timeouts are due once the clock is past the deadline.
+            let at = deadline.map(|ms| self.shared.clock.instant_at(ms.saturating_add(1)));
+            let timer = async move {
+                match at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            self.reserve_for_read();
+            tokio::select! {
+                msg = self.inbox.recv() => match msg {
+                    Some(Outgoing::Unblocked) => return Ok(Flow::Go),
+                    other => if !self.deliver(other, stream).await? {
+                        return Ok(Flow::Gone);
+                    },
+                },
+                n = stream.read_buf(&mut self.input) => {
+                    if n? == 0 || self.over_query_limit() {
+                        return Ok(Flow::Gone);
+                    }
+                }
+                () = timer => {
+                    let (done, ran) = oneshot::channel();
+                    if self.jobs.send(Job::Tick { id: self.sess.id, done }).await.is_err() {
+                        return Ok(Flow::Gone);
+                    }
+                    let Ok(ran) = ran.await else {
+                        return Ok(Flow::Gone);
+                    };
+                    deadline = ran.deadline;
+                }
             }
-            // Another batch is short: yield a few times, then poll gently.
-            tries += 1;
-            if tries < 64 {
-                tokio::task::yield_now().await;
-            } else {
-                tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Write what the node sent outside this connection's batches. `false`
+    /// when the node has closed the connection.
+    async fn deliver(&mut self, msg: Option<Outgoing>, stream: &mut TcpStream) -> io::Result<bool> {
+        match msg {
+            None => Ok(false),
+            Some(Outgoing::Bytes(bytes)) => {
+                stream.write_all(&bytes).await?;
+                self.queued.fetch_sub(bytes.len(), Ordering::AcqRel);
+                Ok(true)
             }
+            Some(Outgoing::Unblocked) => Ok(true),
         }
     }
 
     /// While a script has held the node past the threshold: answer the
-    /// buffered requests without the node. `None` when not busy (or not
-    /// yet), or when the next request must wait for the node after all.
-    fn answer_while_busy(&mut self, shared: &Shared) -> Option<Stop> {
-        let eval = {
-            let busy = shared.busy();
-            let b = busy.as_ref()?;
-            let threshold = shared.env.busy_threshold_ms.load(std::sync::atomic::Ordering::Relaxed);
-            if b.since.elapsed() < Duration::from_millis(threshold) {
-                return None;
-            }
-            b.eval
+    /// pending requests without the node, as redis-server's
+    /// `processCommand` does while `scriptIsTimedout`.
+    fn answer_while_busy(&mut self) -> Local {
+        let busy = match self.busy.borrow().as_ref() {
+            Some(b) if b.since.elapsed() >= self.shared.busy_threshold() => b.clone(),
+            _ => return Local::NotBusy,
         };
+        let pending = Arc::clone(&self.pending);
         let mut answered = 0;
-        loop {
-            if self.out.len() >= OUT_HIGH_WATER {
-                return Some(Stop::Flush);
-            }
-            let before = self.pos;
-            match self.parser.parse(&self.input, &mut self.pos) {
-                Ok(Parsed::Incomplete) => return Some(Stop::NeedInput),
-                Ok(Parsed::Empty) => continue,
-                Err(e) => {
-                    self.out.extend_from_slice(&e.reply_bytes());
-                    return Some(Stop::Close);
+        while let Some(argv) = pending.get(self.next) {
+            let reply = match self.answer(argv, &busy) {
+                Answer::Reply(r) => r,
+                Answer::NeedsNode if answered == 0 => return Local::NeedsNode,
+                Answer::NeedsNode => return Local::Answered(Flow::Go),
+                Answer::Close(r) => {
+                    resp::encode(&mut self.out, &r, self.sess.resp3);
+                    self.next = pending.len();
+                    return Local::Answered(Flow::Close);
                 }
-                Ok(Parsed::Command) => {
-                    let reply = match self.transaction_while_busy(eval) {
-                        Some(r) => Some(r),
-                        None => busy_reply(self.parser.argv(), eval, shared),
-                    };
-                    // Refused inside MULTI: the transaction is doomed.
-                    if self.in_multi && matches!(&reply, Some(Reply::Error(e)) if e.starts_with("BUSY ")) {
-                        self.busy_effects.push(BusyEffect::Doom);
-                    }
-                    let reply = match reply {
-                        Some(r) => r,
-                        None => {
-                            // An allow-busy command that needs the node
-                            // (AUTH, HELLO, MULTI...): it waits for it.
-                            self.pos = before;
-                            self.parser = Parser::new();
-                            return if answered > 0 { Some(Stop::Flush) } else { None };
-                        }
-                    };
-                    answered += 1;
-                    resp::encode(&mut self.out, &reply, self.sess.resp3);
+                Answer::Shutdown => {
+                    self.shared.shut_down();
+                    self.next = pending.len();
+                    return Local::Answered(Flow::Close);
                 }
+            };
+            // Refused inside MULTI: the transaction is doomed.
+            if self.in_multi && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")) {
+                self.busy_effects.push(BusyEffect::Doom);
             }
+            resp::encode(&mut self.out, &reply, self.sess.resp3);
+            self.next += 1;
+            answered += 1;
+        }
+        Local::Answered(Flow::Go)
+    }
+
+    /// One request while a script is busy: the allow-busy commands that
+    /// need nothing but the connection are answered here; `HELLO`, `WATCH`,
+    /// `UNWATCH` and `RESET` need the node and wait for it; the rest get
+    /// `-BUSY`.
+    fn answer(&mut self, argv: &[Vec<u8>], busy: &Busy) -> Answer {
+        if let Some(reply) = self.transaction_while_busy(argv, busy.eval) {
+            return Answer::Reply(reply);
+        }
+        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        let sub_is = |s: &[u8]| argv.len() == 2 && argv[1].eq_ignore_ascii_case(s);
+        match name.as_str() {
+            "script" if sub_is(b"kill") => Answer::Reply(self.kill(true, busy.eval)),
+            "function" if sub_is(b"kill") => Answer::Reply(self.kill(false, busy.eval)),
+            "function" if sub_is(b"stats") => Answer::Reply(function_stats(busy)),
+            "shutdown" => match wire::shutdown_flags(argv) {
+                Ok(true) => Answer::Shutdown,
+                // shutdownCommand: only NOSAVE may stop a busy server.
+                Ok(false) => Answer::Reply(busy_error(busy.eval)),
+                Err(e) => Answer::Reply(e),
+            },
+            "auth" if argv.len() < 2 => Answer::Reply(Reply::error("ERR wrong number of arguments for 'auth' command")),
+            "auth" => Answer::Reply(wire::auth_reply(argv)),
+            "quit" => Answer::Close(Reply::ok()),
+            "hello" | "watch" | "unwatch" | "reset" => Answer::NeedsNode,
+            _ => Answer::Reply(busy_error(busy.eval)),
+        }
+    }
+
+    /// `scriptKill`: `SCRIPT KILL` (`eval_kill`) or `FUNCTION KILL`.
+    fn kill(&self, eval_kill: bool, eval: bool) -> Reply {
+        let control = &self.shared.control;
+        if control.wrote() {
+            Reply::error(UNKILLABLE)
+        } else if eval_kill != eval {
+            busy_error(eval)
+        } else {
+            control.kill();
+            Reply::ok()
         }
     }
 
@@ -325,10 +531,9 @@ impl Conn {
     /// commands: MULTI and DISCARD are allow-busy and run; EXEC is refused
     /// and ends the transaction (`execCommandAbort`). (Any other command
     /// refused with BUSY dooms an open transaction, `flagTransaction`.)
-    /// The node learns of it when this connection next gets it. `None`:
-    /// not a transaction matter, answer as [`busy_reply`] says.
-    fn transaction_while_busy(&mut self, eval: bool) -> Option<Reply> {
-        let argv = self.parser.argv();
+    /// The node learns of it with this connection's next batch. `None`:
+    /// not a transaction matter.
+    fn transaction_while_busy(&mut self, argv: &[Vec<u8>], eval: bool) -> Option<Reply> {
         let name = argv.first()?;
         let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
         if is(b"multi") && argv.len() == 1 {
@@ -358,116 +563,6 @@ impl Conn {
             )));
         }
         None
-    }
-
-    /// Give the node what happened to this connection's transaction while
-    /// a script held it.
-    fn apply_busy_effects(&mut self, st: &mut wire::State) {
-        for effect in self.busy_effects.drain(..) {
-            match effect {
-                BusyEffect::Multi => {
-                    let _ = st.node.execute(self.sess.id, &[b"MULTI".to_vec()]);
-                }
-                BusyEffect::Discard => {
-                    let _ = st.node.execute(self.sess.id, &[b"DISCARD".to_vec()]);
-                }
-                BusyEffect::Doom => st.node.flag_transaction(self.sess.id),
-            }
-        }
-    }
-
-    /// Parse and run every complete request in the buffer (up to the batch
-    /// limits). Runs under the lock, never awaits.
-    fn process(&mut self, st: &mut wire::State, shared: &Shared) -> Stop {
-        shared.reap(st);
-        self.apply_busy_effects(st);
-        let mut ran = 0;
-        let stop = loop {
-            if ran >= MAX_BATCH || self.out.len() >= OUT_HIGH_WATER {
-                break Stop::Flush;
-            }
-            match self.parser.parse(&self.input, &mut self.pos) {
-                Ok(Parsed::Incomplete) => break Stop::NeedInput,
-                Ok(Parsed::Empty) => continue,
-                Err(e) => {
-                    self.out.extend_from_slice(&e.reply_bytes());
-                    break Stop::Close;
-                }
-                Ok(Parsed::Command) => {
-                    ran += 1;
-                    let argv = self.parser.argv();
-                    remember(&mut self.last_argv, argv);
-                    let now_ms = shared.clock.now_ms();
-                    let (reply, after) = match script_kind(argv) {
-                        Some(eval) => run_script(st, &mut self.sess, shared, now_ms, argv, eval),
-                        None => run_guarded(st, &mut self.sess, &shared.env, now_ms, argv),
-                    };
-                    let resp3 = self.sess.resp3;
-                    self.in_multi = st.node.in_multi(self.sess.id);
-                    route(st, self.sess.id, &mut self.out);
-                    match after {
-                        After::Block => break Stop::Blocked,
-                        After::Continue => resp::encode(&mut self.out, &reply, resp3),
-                        After::Close => {
-                            resp::encode(&mut self.out, &reply, resp3);
-                            break Stop::Close;
-                        }
-                        After::DelayReply(ms) => {
-                            let split = self.out.len();
-                            resp::encode(&mut self.out, &reply, resp3);
-                            break Stop::Delay { split, ms };
-                        }
-                    }
-                }
-            }
-        };
-        if ran > 0 {
-            if let Some(info) = st.clients.get_mut(&self.sess.id) {
-                info.last = Instant::now();
-                info.last_cmd = wire::fullname(&self.last_argv, shared.env.profile);
-            }
-        }
-        stop
-    }
-
-    /// Wait while this connection is blocked (`BLPOP` …): until another
-    /// client's command serves it (its reply arrives in the inbox) or its
-    /// timeout passes on the node's clock. Input that arrives meanwhile is
-    /// buffered, not run. `false` if the client left.
-    async fn wait_unblocked(&mut self, shared: &Shared, stream: &mut TcpStream) -> io::Result<bool> {
-        loop {
-            let deadline = {
-                let st = lock_soon(shared).await;
-                if !st.node.is_blocked(self.sess.id) {
-                    return Ok(true);
-                }
-                // Timeouts are due once the clock is past the deadline.
-                st.node
-                    .next_block_deadline()
-                    .map(|ms| shared.clock.instant_at(ms.saturating_add(1)))
-            };
-            let timer = async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            self.reserve_for_read();
-            tokio::select! {
-                Some(bytes) = self.inbox.recv() => stream.write_all(&bytes).await?,
-                n = stream.read_buf(&mut self.input) => if n? == 0 {
-                    return Ok(false);
-                },
-                () = timer => {
-                    {
-                        let mut st = lock_soon(shared).await;
-                        st.node.set_time(shared.clock.now_ms());
-                        route(&mut st, self.sess.id, &mut self.out);
-                    }
-                    self.flush(stream).await?;
-                }
-            }
-        }
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
@@ -505,159 +600,35 @@ impl Conn {
     }
 }
 
-/// The node's lock, waited for without holding a runtime thread: a busy
-/// script may hold it for seconds (see `execute_buffered`).
-async fn lock_soon(shared: &Shared) -> std::sync::MutexGuard<'_, wire::State> {
-    loop {
-        match shared.state.try_lock() {
-            Ok(st) => return st,
-            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-            Err(TryLockError::WouldBlock) => {}
-        }
-        // Outside the match: its guard-typed temporary must not live
-        // across the await (the future would not be `Send`).
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+/// The BUSY error of the running script's kind.
+fn busy_error(eval: bool) -> Reply {
+    Reply::error(if eval { SLOW_EVAL } else { SLOW_SCRIPT })
 }
 
-/// Hand out what the node produced for connections besides the running
-/// command's reply: entries for `me` go into its output now (before the
-/// reply, as redis-server writes them during the command), the others are
-/// encoded in their receiver's protocol and sent to its inbox.
-fn route(st: &mut wire::State, me: ConnId, out: &mut Vec<u8>) {
-    for o in st.node.take_outbound() {
-        let resp3 = st.clients.get(&o.conn).is_some_and(|c| c.resp == 3);
-        if o.conn == me {
-            resp::encode(out, &o.reply, resp3);
-        } else if let Some(tx) = st.outboxes.get(&o.conn) {
-            let mut bytes = Vec::new();
-            resp::encode(&mut bytes, &o.reply, resp3);
-            // A receiver that just left has nobody to tell.
-            let _ = tx.send(bytes);
-        }
+/// `functionStatsCommand` while a script runs: refused for an EVAL,
+/// otherwise the running function's name, command and duration, with the
+/// engines' counts as they were when it started.
+fn function_stats(busy: &Busy) -> Reply {
+    if busy.eval {
+        return busy_error(true);
     }
-}
-
-/// Keep the command name and its first argument (enough for `cmd=` in
-/// `CLIENT LIST`), reusing the buffers.
-fn remember(slot: &mut Vec<Vec<u8>>, argv: &[Vec<u8>]) {
-    let n = argv.len().min(2);
-    slot.resize_with(n, Vec::new);
-    for (dst, src) in slot.iter_mut().zip(argv) {
-        dst.clear();
-        dst.extend_from_slice(&src[..src.len().min(64)]);
-    }
-}
-
-/// Is this a script (EVAL family: true, FCALL family: false)?
-fn script_kind(argv: &[Vec<u8>]) -> Option<bool> {
-    let name = argv.first()?;
-    for (n, eval) in [
-        (&b"eval"[..], true),
-        (b"evalsha", true),
-        (b"eval_ro", true),
-        (b"evalsha_ro", true),
-        (b"fcall", false),
-        (b"fcall_ro", false),
-    ] {
-        if name.eq_ignore_ascii_case(n) {
-            return Some(eval);
+    let bulk = |s: &str| Reply::bulk(s.as_bytes().to_vec());
+    let running = Reply::Map(vec![
+        (bulk("name"), Reply::Bulk(busy.argv.get(1).cloned().unwrap_or_default())),
+        (
+            bulk("command"),
+            Reply::Array(busy.argv.iter().cloned().map(Reply::Bulk).collect()),
+        ),
+        (
+            bulk("duration_ms"),
+            Reply::Integer(i64::try_from(busy.since.elapsed().as_millis()).unwrap_or(i64::MAX)),
+        ),
+    ]);
+    let mut stats = busy.stats.clone();
+    if let Reply::Map(fields) = &mut stats {
+        if let Some((_, value)) = fields.first_mut() {
+            *value = running;
         }
     }
-    None
-}
-
-/// Run a script: announce it to the other connections, let it be killed,
-/// and keep the runtime's other tasks moving while it holds this thread.
-fn run_script(
-    st: &mut wire::State,
-    sess: &mut Session,
-    shared: &Shared,
-    now_ms: u64,
-    argv: &[Vec<u8>],
-    eval: bool,
-) -> (Reply, After) {
-    shared.control.reset();
-    *shared.busy() = Some(Busy {
-        since: Instant::now(),
-        eval,
-    });
-    set_thread_limits(Some(Arc::clone(&shared.control)), shared.script_work_limit);
-    let mut run = || run_guarded(st, sess, &shared.env, now_ms, argv);
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    let out = if multi_thread {
-        tokio::task::block_in_place(run)
-    } else {
-        run()
-    };
-    *shared.busy() = None;
-    set_thread_limits(None, locklab_core::server::script::INSTRUCTION_LIMIT);
-    shared.control.reset();
-    out
-}
-
-/// The reply to a request that arrives while a script is busy
-/// (`processCommand`'s `isInsideYieldingLongCommand` check and
-/// `scriptKill`), or `None` for an allow-busy command that needs the node.
-const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-const SLOW_SCRIPT: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
-
-fn busy_reply(argv: &[Vec<u8>], eval: bool, shared: &Shared) -> Option<Reply> {
-    let busy = || Reply::error(if eval { SLOW_EVAL } else { SLOW_SCRIPT });
-    let name = String::from_utf8_lossy(argv.first()?).to_ascii_lowercase();
-    let kill_of = |container: &str| name == container && argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"kill");
-    let kill_eval = kill_of("script");
-    if kill_eval || kill_of("function") {
-        let reply = if shared.control.wrote() {
-            Reply::error(
-                "UNKILLABLE Sorry the script already executed write commands against the dataset. \
-                 You can either wait the script termination or kill the server in a hard way using \
-                 the SHUTDOWN NOSAVE command.",
-            )
-        } else if kill_eval && !eval {
-            Reply::error(SLOW_SCRIPT)
-        } else if !kill_eval && eval {
-            Reply::error(SLOW_EVAL)
-        } else {
-            shared.control.kill();
-            Reply::ok()
-        };
-        return Some(reply);
-    }
-    // CMD_ALLOW_BUSY commands wait for the node (the simulator has no
-    // event loop to serve them from inside the script).
-    let allow_busy = matches!(
-        name.as_str(),
-        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" | "shutdown"
-    ) || (name == "function" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"stats")));
-    if allow_busy {
-        return None;
-    }
-    Some(busy())
-}
-
-/// Run one request; a panic inside the simulator becomes an error reply
-/// for this request instead of a dead server.
-fn run_guarded(
-    st: &mut wire::State,
-    sess: &mut Session,
-    env: &wire::Env,
-    now_ms: u64,
-    argv: &[Vec<u8>],
-) -> (Reply, After) {
-    match catch_unwind(AssertUnwindSafe(|| wire::dispatch(st, sess, env, now_ms, argv))) {
-        Ok(r) => r,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            (
-                Reply::error(format!("ERR locklab simulator internal error: {msg}")),
-                After::Continue,
-            )
-        }
-    }
+    stats
 }

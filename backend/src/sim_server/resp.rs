@@ -127,7 +127,7 @@ enum State {
 /// What [`Parser::parse`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Parsed {
-    /// A complete command: its arguments are [`Parser::argv`].
+    /// A complete command: [`Parser::take_argv`] takes its arguments.
     Command,
     /// A request with no arguments (`*0`, `*-1`, a blank inline line):
     /// redis-server skips those without a reply.
@@ -170,9 +170,12 @@ impl Parser {
         }
     }
 
-    /// The arguments of the command [`Parser::parse`] just completed.
-    pub(crate) fn argv(&self) -> &[Vec<u8>] {
-        &self.args[..self.argc]
+    /// Take the arguments of the command [`Parser::parse`] just completed
+    /// (their buffers move out; nothing is copied).
+    pub(crate) fn take_argv(&mut self) -> Vec<Vec<u8>> {
+        let argv = self.args.drain(..self.argc).collect();
+        self.argc = 0;
+        argv
     }
 
     /// Memory held for a command that has not finished arriving: what the
@@ -521,7 +524,7 @@ mod tests {
         loop {
             match p.parse(input, &mut pos) {
                 Ok(Parsed::Command) => cmds.push(
-                    p.argv()
+                    p.take_argv()
                         .iter()
                         .map(|a| String::from_utf8_lossy(a).into_owned())
                         .collect(),
@@ -573,7 +576,7 @@ mod tests {
             buf.push(b);
             loop {
                 match p.parse(&buf, &mut pos).unwrap() {
-                    Parsed::Command => cmds.push(p.argv().to_vec()),
+                    Parsed::Command => cmds.push(p.take_argv()),
                     Parsed::Empty => {}
                     Parsed::Incomplete => break,
                 }

@@ -51,6 +51,33 @@ pub(crate) enum After {
     /// A blocking command (`BLPOP` …) found nothing: no reply now; the
     /// node hands it out later as an outbound reply (see `conn`).
     Block,
+    /// `SHUTDOWN`: no reply; the server stops.
+    Shutdown,
+}
+
+/// What the node's thread sends a connection outside its own batches.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// Encoded replies: a served `BLPOP`, a timed-out one, pub/sub pushes.
+    Bytes(Vec<u8>),
+    /// The connection's blocking command has been answered (its reply went
+    /// just before): it may run its next requests.
+    Unblocked,
+}
+
+/// How the node's thread reaches a connection, and what it counts to apply
+/// `client-output-buffer-limit` (networking.c's
+/// `checkClientOutputBufferLimits`) to a client that does not read.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<Outgoing>,
+    /// Bytes sent to `tx` that the connection has not written out yet.
+    pub(crate) queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// Told when the client is closed for its output (the task may be
+    /// stuck writing to a client that does not read).
+    pub(crate) kill: Arc<tokio::sync::Notify>,
+    /// Since when `queued` has been over the soft limit.
+    pub(crate) soft_since: Option<Instant>,
 }
 
 /// What the wire layer remembers about each connection for `CLIENT LIST`
@@ -76,7 +103,7 @@ pub(crate) struct State {
     pub(crate) clients: BTreeMap<ConnId, ClientInfo>,
     /// Where to send what the node produces for a connection outside its
     /// own request (a served `BLPOP`, a pub/sub message): encoded bytes.
-    pub(crate) outboxes: BTreeMap<ConnId, tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
+    pub(crate) outboxes: BTreeMap<ConnId, Outbox>,
 }
 
 /// `busy-reply-threshold` (alias `lua-time-limit`) at start, in ms.
@@ -98,6 +125,8 @@ pub(crate) struct Env {
     /// `busy-reply-threshold`, shared with the connections that read it
     /// while a script holds the node.
     pub(crate) busy_threshold_ms: Arc<AtomicU64>,
+    /// `client-query-buffer-limit`, read by the connections on every read.
+    pub(crate) query_limit: Arc<AtomicU64>,
 }
 
 /// One handler's view: the locked state, the connection, the server facts.
@@ -210,6 +239,15 @@ static WIRE: &[WireCommand] = &[
         handler: reset,
     },
     WireCommand {
+        name: "shutdown",
+        arity: -1,
+        flags: &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+        acl: &["@admin", "@slow", "@dangerous"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: shutdown,
+    },
+    WireCommand {
         name: "select",
         arity: 2,
         flags: &["loading", "stale", "fast"],
@@ -272,18 +310,19 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
         return (w.handler)(&mut cx, argv);
     }
     st.node.set_time(now_ms);
-    if let Some(ms) = debug_sleep_ms(argv) {
-        return sleep_on_wall_clock(st, sess, argv, ms);
-    }
-    if let Some(timeout) = lone_wait_timeout(argv) {
-        return wait_on_wall_clock(st, sess, argv, timeout);
-    }
     let Some(reply) = st.node.execute_or_block(sess.id, argv) else {
         return (Reply::Nil, After::Block);
     };
     follow_config(st, env, argv);
-    // A stall left here is a WAIT's or a DEBUG SLEEP's inside EXEC: it
-    // delays this client's reply, never the server.
+    // A stall is a DEBUG SLEEP's or a WAIT's that times out, alone or
+    // inside EXEC: the node runs on the host's clock (`set_host_clock`), so
+    // it delays this client's reply, never the server nor anyone's TTLs.
+    // redis-server's one thread sleeps, so every client waits: on a server
+    // shared by a classroom, `DEBUG SLEEP 1e300` would freeze everyone
+    // until a restart. Here only the sleeping client waits — its reply, and
+    // what it sent after, come after the sleep of wall time, when keys have
+    // expired as they would have — while the others carry on; a client
+    // that leaves is freed at once.
     let stall = st.node.last_stall_ms();
     let after = if stall == 0 {
         After::Continue
@@ -291,66 +330,6 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
         After::DelayReply(stall)
     };
     (reply, after)
-}
-
-/// `WAIT n t` with `n > 0` and `t > 0`: on this node, which never has
-/// replicas, a wait that must time out. The timeout, if so.
-fn lone_wait_timeout(argv: &[Vec<u8>]) -> Option<u64> {
-    match argv {
-        [name, n, t] if name.eq_ignore_ascii_case(b"wait") => match (string2ll(n), string2ll(t)) {
-            (Some(n), Some(t)) if n > 0 && t > 0 => Some(t as u64),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// `DEBUG SLEEP <seconds>` outside a transaction: the sleep in ms
-/// (`strtod` semantics: what does not parse sleeps 0).
-fn debug_sleep_ms(argv: &[Vec<u8>]) -> Option<u64> {
-    match argv {
-        [name, sub, secs] if name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"sleep") => {
-            let secs: f64 = std::str::from_utf8(secs).ok()?.trim().parse().ok()?;
-            let ms = secs * 1000.0;
-            // `as` saturates: 1e300 s is u64::MAX ms, a sleep that never ends.
-            (ms >= 1.0).then_some(ms as u64)
-        }
-        _ => None,
-    }
-}
-
-/// `DEBUG SLEEP`, kept off the node's clock and off the other clients.
-///
-/// redis-server's one thread sleeps, so every client waits: on a server
-/// shared by a classroom, `DEBUG SLEEP 1e300` would freeze everyone until a
-/// restart. Here only the sleeping client waits — its reply, and what it
-/// sent after, come after the sleep of wall time, when keys have expired as
-/// they would have — while the others carry on; a client that leaves is
-/// freed at once. The node is asked `DEBUG SLEEP 0` (the same replies, the
-/// same `QUEUED` inside `MULTI`, no clock change).
-fn sleep_on_wall_clock(st: &mut State, sess: &mut Session, argv: &[Vec<u8>], ms: u64) -> (Reply, After) {
-    let probe = [argv[0].clone(), argv[1].clone(), b"0".to_vec()];
-    match st.node.execute(sess.id, &probe) {
-        reply @ Reply::Status(_) => (reply, After::DelayReply(ms)),
-        other => (other, After::Continue),
-    }
-}
-
-/// A `WAIT` that will time out, kept off the node's clock.
-///
-/// The node models a timed-out `WAIT` by moving its virtual clock forward
-/// by the timeout: right for a lesson with one client, wrong for a server
-/// shared with others, whose keys would expire early (redis-server blocks
-/// the waiting client, not time). So the node is asked `WAIT 0 t` instead —
-/// the same argument checks, the same `0`, or the same `QUEUED` inside
-/// `MULTI`, with no clock change — and only this client's reply waits `t`
-/// milliseconds of wall time.
-fn wait_on_wall_clock(st: &mut State, sess: &mut Session, argv: &[Vec<u8>], timeout: u64) -> (Reply, After) {
-    let probe = [argv[0].clone(), b"0".to_vec(), argv[2].clone()];
-    match st.node.execute(sess.id, &probe) {
-        reply @ Reply::Integer(_) => (reply, After::DelayReply(timeout)),
-        other => (other, After::Continue),
-    }
 }
 
 /// A wire command inside `MULTI` (see the module documentation): the node
@@ -458,7 +437,13 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
 
 /// `AUTH [username] password`
 fn auth(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
-    let reply = match argv.len() {
+    (auth_reply(argv), After::Continue)
+}
+
+/// `AUTH`'s reply, which needs nothing but its arguments on a server
+/// without `requirepass` (so it is also answered while a script is busy).
+pub(crate) fn auth_reply(argv: &[Vec<u8>]) -> Reply {
+    match argv.len() {
         2 => Reply::error(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
@@ -468,8 +453,44 @@ fn auth(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
             Err(e) => e,
         },
         _ => syntax_error(),
-    };
-    (reply, After::Continue)
+    }
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]` as `shutdownCommand`
+/// parses it: whether NOSAVE was given, or the error reply. There is no
+/// persistence, so nothing is ever saved, and no shutdown is ever in
+/// progress to abort.
+pub(crate) fn shutdown_flags(argv: &[Vec<u8>]) -> Result<bool, Reply> {
+    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    for arg in &argv[1..] {
+        if arg.eq_ignore_ascii_case(b"nosave") {
+            nosave = true;
+        } else if arg.eq_ignore_ascii_case(b"save") {
+            save = true;
+        } else if arg.eq_ignore_ascii_case(b"now") || arg.eq_ignore_ascii_case(b"force") {
+            other = true;
+        } else if arg.eq_ignore_ascii_case(b"abort") {
+            abort = true;
+        } else {
+            return Err(syntax_error());
+        }
+    }
+    if (abort && (nosave || save || other)) || (nosave && save) {
+        return Err(syntax_error());
+    }
+    if abort {
+        return Err(Reply::error("ERR No shutdown in progress."));
+    }
+    Ok(nosave)
+}
+
+/// `SHUTDOWN`: the server stops, the client gets no reply (its connection
+/// closes), as redis-server's process exits.
+fn shutdown(_cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    match shutdown_flags(argv) {
+        Ok(_) => (Reply::Nil, After::Shutdown),
+        Err(e) => (e, After::Continue),
+    }
 }
 
 // ------------------------------------------------------ SELECT, FLUSHDB ---
@@ -993,23 +1014,28 @@ fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
 /// `CONFIG` is the node's command (so that it queues inside `MULTI`); what
 /// only the server knows, where it listens and runs, is given to the node's
 /// table once, here.
-pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr) {
+pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr, maxclients: usize) {
     let dir = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
+    node.set_host_clock(true);
+    node.set_host_config("maxclients", &maxclients.to_string());
     node.set_host_config("bind", &local_addr.ip().to_string());
     node.set_host_config("dir", &dir);
     node.set_host_config("port", &local_addr.port().to_string());
 }
 
 /// After a command that may have run `CONFIG SET` (itself, or inside an
-/// `EXEC`): copy `busy-reply-threshold` to where the connections read it
-/// while a script holds the node.
+/// `EXEC`): copy `busy-reply-threshold` and `client-query-buffer-limit` to
+/// where the connections read them without the node.
 fn follow_config(st: &State, env: &Env, argv: &[Vec<u8>]) {
     let name = &argv[0];
     if name.eq_ignore_ascii_case(b"config") || name.eq_ignore_ascii_case(b"exec") {
-        let ms = st.node.config().busy_reply_threshold_ms();
-        env.busy_threshold_ms.store(ms, Ordering::Relaxed);
+        let config = st.node.config();
+        env.busy_threshold_ms
+            .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
+        env.query_limit
+            .store(config.client_query_buffer_limit(), Ordering::Relaxed);
     }
 }
 
@@ -1033,6 +1059,7 @@ mod tests {
 
     fn state(profile: Profile) -> (State, Session, Env) {
         let mut node = Node::new(profile);
+        node.set_host_clock(true);
         let id = node.connect();
         let addr: SocketAddr = "127.0.0.1:5000".parse().unwrap();
         let now = Instant::now();
@@ -1063,6 +1090,7 @@ mod tests {
                 profile,
                 local_addr: addr,
                 busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
+                query_limit: Arc::new(AtomicU64::new(super::super::QUERY_BUFFER_LIMIT as u64)),
             },
         )
     }

@@ -64,6 +64,34 @@ enum Kind {
     ULongLongMemory,
     /// One of a fixed list of names (`createEnumConfig`), any case.
     Enum(&'static [&'static str]),
+    /// A `long long` written as a memory value, at least `lo`
+    /// (`client-query-buffer-limit`: `createLongLongConfig(…, 1024*1024,
+    /// LONG_MAX, …, MEMORY_CONFIG …)`).
+    LongLongMemory {
+        lo: u64,
+    },
+    /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
+    /// groups (config.c's `updateClientOutputBufferLimit`); the classes not
+    /// named keep their values.
+    ObufLimits,
+}
+
+/// A client class of `client-output-buffer-limit`, in config.c's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientClass {
+    Normal,
+    Replica,
+    Pubsub,
+}
+
+/// One class's `client-output-buffer-limit`: a client whose pending
+/// output passes `hard` bytes, or stays above `soft` bytes for
+/// `soft_seconds`, is closed (0 disables a limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObufLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
 }
 
 /// `maxmemory_policy_enum[]`, in config.c's order (the error lists them so).
@@ -92,6 +120,8 @@ fn honoured(name: &str) -> Option<Kind> {
             hi: i32::MAX as i64,
         },
         "busy-reply-threshold" => Kind::Signed { lo: 0, hi: i64::MAX },
+        "client-query-buffer-limit" => Kind::LongLongMemory { lo: 1024 * 1024 },
+        "client-output-buffer-limit" => Kind::ObufLimits,
         "maxmemory" => Kind::ULongLongMemory,
         "maxmemory-policy" => Kind::Enum(MAXMEMORY_POLICIES),
         "lazyfree-lazy-eviction"
@@ -221,6 +251,7 @@ impl Config {
         for (&(i, name), pair) in found.iter().zip(args.chunks(2)) {
             let value = String::from_utf8_lossy(&pair[1]);
             let parsed = match honoured(PARAMS[i].name) {
+                Some(Kind::ObufLimits) => obuf_limits(&next[i], &value),
                 Some(kind) => parse(kind, &value),
                 // Not honoured: the value it has is the only one it takes.
                 None if value == self.values[i] => Ok(value.into_owned()),
@@ -319,6 +350,32 @@ impl Config {
         }
     }
 
+    /// `client-query-buffer-limit`: the most a client may have sent that
+    /// does not yet form a complete command.
+    pub fn client_query_buffer_limit(&self) -> u64 {
+        self.number("client-query-buffer-limit").max(0) as u64
+    }
+
+    /// `client-output-buffer-limit` of one client class.
+    pub fn client_output_buffer_limit(&self, class: ClientClass) -> ObufLimit {
+        let at = match class {
+            ClientClass::Normal => 1,
+            ClientClass::Replica => 5,
+            ClientClass::Pubsub => 9,
+        };
+        let fields: Vec<u64> = self
+            .text("client-output-buffer-limit")
+            .split(' ')
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
+        let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+        ObufLimit {
+            hard: field(at),
+            soft: field(at + 1),
+            soft_seconds: field(at + 2),
+        }
+    }
+
     /// `busy-reply-threshold` (`lua-time-limit`), in milliseconds.
     pub fn busy_reply_threshold_ms(&self) -> u64 {
         self.number("busy-reply-threshold").max(0) as u64
@@ -365,12 +422,57 @@ fn parse(kind: Kind, value: &str) -> Result<String, String> {
         Kind::ULongLongMemory => Ok(memtoull(value)
             .ok_or_else(|| "argument must be a memory value".to_string())?
             .to_string()),
+        Kind::LongLongMemory { lo } => {
+            let n = memtoull(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            if n < lo || n > LONG_MAX {
+                return Err(between(&lo, &LONG_MAX));
+            }
+            Ok(n.to_string())
+        }
+        Kind::ObufLimits => obuf_limits("", value),
         Kind::Enum(names) => names
             .iter()
             .find(|n| n.eq_ignore_ascii_case(value))
             .map(|n| n.to_string())
             .ok_or_else(|| format!("argument(s) must be one of the following: {}", names.join(", "))),
     }
+}
+
+/// `updateClientOutputBufferLimit`: `old` (as `CONFIG GET` shows it) with
+/// the classes `value` names replaced; all or nothing.
+fn obuf_limits(old: &str, value: &str) -> Result<String, String> {
+    let args: Vec<&str> = value.split_ascii_whitespace().collect();
+    if !args.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut fields: Vec<String> = old.split(' ').map(str::to_owned).collect();
+    if fields.len() != 12 {
+        fields = "normal 0 0 0 slave 0 0 0 pubsub 0 0 0"
+            .split(' ')
+            .map(str::to_owned)
+            .collect();
+    }
+    for group in args.chunks(4) {
+        // getClientTypeByName; the master class has no limits.
+        let at = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 1,
+            "slave" | "replica" => 5,
+            "pubsub" => 9,
+            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+        };
+        let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string();
+        let hard = memtoull(group[1]).ok_or_else(bad)?;
+        let soft = memtoull(group[2]).ok_or_else(bad)?;
+        // strtoll to an int: the whole text, not negative once narrowed.
+        let seconds = super::cmd::parse_i64(group[3].as_bytes()).ok_or_else(bad)?;
+        if (seconds as i32) < 0 {
+            return Err(bad());
+        }
+        fields[at] = hard.to_string();
+        fields[at + 1] = soft.to_string();
+        fields[at + 2] = (seconds as i32).to_string();
+    }
+    Ok(fields.join(" "))
 }
 
 /// util.c's `memtoull`: digits, then an optional unit (`b`, `k`, `kb`, `m`,

@@ -232,6 +232,9 @@ pub struct Engine {
     /// Wall time owed by the last command (DEBUG SLEEP, WAIT) to hosts that
     /// follow a real clock.
     stall_ms: u64,
+    /// Time is the host's alone ([`Node::set_host_clock`]): a stall is
+    /// reported in `stall_ms` but does not move `now`.
+    host_clock: bool,
     /// Milliseconds a running script blocked for (`DEBUG SLEEP` inside
     /// it): the clock moves by them when the script ends.
     script_time_debt: u64,
@@ -329,6 +332,7 @@ impl Node {
                 watchers: BTreeMap::new(),
                 dirty_cas: BTreeSet::new(),
                 stall_ms: 0,
+                host_clock: false,
                 script_time_debt: 0,
                 propagating: Vec::new(),
                 propagated: Vec::new(),
@@ -417,11 +421,23 @@ impl Node {
     /// Open a connection.
     pub fn connect(&mut self) -> ConnId {
         let id = ConnId(self.next_conn);
-        self.next_conn += 1;
+        self.connect_as(id);
+        id
+    }
+
+    /// Open a connection whose id the host chose (sim-server numbers a
+    /// connection when it accepts it, even while a script holds the node).
+    pub fn connect_as(&mut self, id: ConnId) {
+        self.next_conn = self.next_conn.max(id.0 + 1);
         self.conns.insert(id, Conn::default());
         self.engine.stats.connections_received += 1;
         self.engine.clients = self.conns.len();
-        id
+    }
+
+    /// `FUNCTION STATS` as it is between commands (nothing running): what a
+    /// host answering while a function runs builds its reply from.
+    pub fn function_stats(&self) -> Reply {
+        self.scripting.function_stats()
     }
 
     /// Close a connection, dropping its transaction and watches.
@@ -554,9 +570,20 @@ impl Node {
 
     /// Wall-clock milliseconds the last command wanted to block for
     /// (`DEBUG SLEEP`, a `WAIT` that timed out). The virtual clock has
-    /// already moved; a host on real time may want to stall too.
+    /// already moved (unless [`Node::set_host_clock`]); a host on real time
+    /// may want to stall too.
     pub fn last_stall_ms(&self) -> u64 {
         self.engine.stall_ms
+    }
+
+    /// Let only the host move time ([`Node::set_time`]): a command that
+    /// blocks (`DEBUG SLEEP`, a `WAIT` that times out, alone or inside
+    /// `EXEC`) then reports its stall in [`Node::last_stall_ms`] and leaves
+    /// the clock alone. For a node shared by clients on real time
+    /// (sim-server), where one client's `DEBUG SLEEP 1e6` must delay that
+    /// client, not expire everybody's keys for good.
+    pub fn set_host_clock(&mut self, on: bool) {
+        self.engine.host_clock = on;
     }
 
     /// The node's `CONFIG` parameters.
@@ -1216,6 +1243,9 @@ impl Engine {
     /// The virtual clock moves forward by a blocking command's duration.
     pub(crate) fn block_for(&mut self, ms: u64) {
         self.stall_ms = self.stall_ms.saturating_add(ms);
+        if self.host_clock {
+            return;
+        }
         if self.script_depth > 0 {
             // A script sees the time it started at until it ends
             // (`scriptTimeSnapshot`): a key cannot expire under it.

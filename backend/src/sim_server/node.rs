@@ -1,0 +1,389 @@
+//! The node's thread: it owns the [`Node`](locklab_core::server::Node) and
+//! the connections' records, and runs every command and script, one batch
+//! at a time, as redis-server's single thread does.
+//!
+//! Connections reach it only through the job queue ([`Job`]); a batch's
+//! replies go back on the batch's own oneshot, and what the node produces
+//! for other connections (pub/sub messages, a served `BLPOP`) goes to their
+//! [`Outbox`]. Because this is a thread of its own, a script that runs for
+//! seconds holds nothing but it: the runtime's threads keep serving the
+//! connections, which answer `BUSY` themselves (see `conn`).
+
+use std::collections::BTreeSet;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use locklab_core::server::config::ClientClass;
+use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
+use locklab_core::server::ConnId;
+use locklab_core::Reply;
+use tokio::sync::{mpsc, oneshot};
+
+use super::resp;
+use super::wire::{self, After, ClientInfo, Outbox, Outgoing, Session};
+use super::{Busy, Shared, THREAD_STACK};
+
+/// One request's arguments.
+pub(super) type Argv = Vec<Vec<u8>>;
+
+/// Write out replies once this much has piled up, even mid-batch, so a
+/// pipeline of `GET`s of large values cannot make the output unbounded.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+
+/// What a connection asks of the node's thread.
+pub(super) enum Job {
+    /// A new connection (numbered by the accept side).
+    Connect {
+        id: ConnId,
+        info: ClientInfo,
+        outbox: Outbox,
+    },
+    /// The connection left: drop its transaction, watches, subscriptions.
+    Disconnect(ConnId),
+    /// Run a batch of requests.
+    Run(Batch),
+    /// A blocked connection's timeout may be due: move the clock.
+    Tick { id: ConnId, done: oneshot::Sender<Ran> },
+}
+
+/// A batch of requests: `argvs[from..]`, shared with the connection (which
+/// keeps them to answer BUSY if it takes the batch back).
+pub(super) struct Batch {
+    pub(super) sess: Session,
+    pub(super) argvs: Arc<Vec<Argv>>,
+    pub(super) from: usize,
+    /// What happened to the connection's transaction while a script ran.
+    pub(super) effects: Vec<BusyEffect>,
+    /// Set by whoever takes the batch first: the node's thread to run it,
+    /// or the connection to answer it BUSY because a script is running.
+    pub(super) claim: Arc<AtomicBool>,
+    pub(super) done: oneshot::Sender<Ran>,
+}
+
+/// What `processCommand` does to a client's transaction while a script is
+/// busy, recorded for the node (see `conn`'s busy answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BusyEffect {
+    /// MULTI (allow-busy) ran: the client is in a transaction.
+    Multi,
+    /// A command was refused with BUSY inside MULTI (`flagTransaction`).
+    Doom,
+    /// EXEC was refused (`execCommandAbort`) or DISCARD ran.
+    Discard,
+}
+
+/// Why a batch stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// It ran to its end, or to the output high-water mark.
+    Done,
+    /// `QUIT` or a closing error: write, then close.
+    Close,
+    /// A stall (`DEBUG SLEEP`, `WAIT`): replies before `split` go out now,
+    /// the rest after `ms`.
+    Delay { split: usize, ms: u64 },
+    /// A blocking command is waiting: no further request of this client
+    /// runs until it is answered (through the outbox).
+    Blocked,
+    /// `SHUTDOWN`: close, the server is stopping.
+    Shutdown,
+}
+
+/// A batch's outcome.
+pub(super) struct Ran {
+    pub(super) sess: Session,
+    /// How many of the batch's requests ran.
+    pub(super) ran: usize,
+    pub(super) out: Vec<u8>,
+    pub(super) stop: Stop,
+    pub(super) in_multi: bool,
+    /// While blocked: the node time at which the next blocked client's
+    /// timeout falls.
+    pub(super) deadline: Option<u64>,
+}
+
+/// Start the node's thread. It ends when every sender of `queue` is gone.
+pub(super) fn spawn(
+    st: wire::State,
+    shared: Arc<Shared>,
+    queue: mpsc::Receiver<Job>,
+    work_limit: u64,
+) -> io::Result<()> {
+    let mut thread = NodeThread {
+        st,
+        shared,
+        work_limit,
+        blocked: BTreeSet::new(),
+    };
+    std::thread::Builder::new()
+        .name("sim-server-node".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || thread.serve(queue))?;
+    Ok(())
+}
+
+struct NodeThread {
+    st: wire::State,
+    shared: Arc<Shared>,
+    work_limit: u64,
+    /// Connections waiting in a blocking command: told [`Outgoing::Unblocked`]
+    /// after the reply that ends the wait.
+    blocked: BTreeSet<ConnId>,
+}
+
+impl NodeThread {
+    fn serve(&mut self, mut queue: mpsc::Receiver<Job>) {
+        while let Some(job) = queue.blocking_recv() {
+            for id in self.shared.take_gone() {
+                self.forget(id);
+            }
+            match job {
+                Job::Connect { id, info, outbox } => {
+                    self.st.node.connect_as(id);
+                    self.st.clients.insert(id, info);
+                    self.st.outboxes.insert(id, outbox);
+                }
+                Job::Disconnect(id) => self.forget(id),
+                Job::Run(batch) => {
+                    // Taken back by a connection answering BUSY: not ours.
+                    if batch.claim.swap(true, Ordering::AcqRel) {
+                        continue;
+                    }
+                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], &batch.effects);
+                    drop(batch.argvs);
+                    let _ = batch.done.send(ran);
+                }
+                Job::Tick { id, done } => {
+                    self.st.node.set_time(self.shared.clock.now_ms());
+                    self.route(None, &mut Vec::new());
+                    let blocked = self.st.node.is_blocked(id);
+                    let _ = done.send(Ran {
+                        sess: Session { id, resp3: false },
+                        ran: 0,
+                        out: Vec::new(),
+                        stop: if blocked { Stop::Blocked } else { Stop::Done },
+                        in_multi: false,
+                        deadline: self.st.node.next_block_deadline(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Free a connection: it left, or was closed for its output.
+    fn forget(&mut self, id: ConnId) {
+        self.st.node.disconnect(id);
+        self.st.clients.remove(&id);
+        self.st.outboxes.remove(&id);
+        self.blocked.remove(&id);
+    }
+
+    /// Give the node what happened to this connection's transaction while
+    /// a script held it.
+    fn apply_busy_effects(&mut self, id: ConnId, effects: &[BusyEffect]) {
+        for effect in effects {
+            match effect {
+                BusyEffect::Multi => {
+                    let _ = self.st.node.execute(id, &[b"MULTI".to_vec()]);
+                }
+                BusyEffect::Discard => {
+                    let _ = self.st.node.execute(id, &[b"DISCARD".to_vec()]);
+                }
+                BusyEffect::Doom => self.st.node.flag_transaction(id),
+            }
+        }
+    }
+
+    /// Run the requests in order until one stops the batch.
+    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], effects: &[BusyEffect]) -> Ran {
+        self.apply_busy_effects(sess.id, effects);
+        let mut out = Vec::new();
+        let mut ran = 0;
+        let mut stop = Stop::Done;
+        for argv in argvs {
+            if out.len() >= OUT_HIGH_WATER {
+                break;
+            }
+            ran += 1;
+            let now_ms = self.shared.clock.now_ms();
+            let (reply, after) = match script_kind(argv) {
+                Some(eval) => self.run_script(&mut sess, now_ms, argv, eval),
+                None => run_guarded(&mut self.st, &mut sess, &self.shared.env, now_ms, argv),
+            };
+            self.route(Some(sess.id), &mut out);
+            let resp3 = sess.resp3;
+            match after {
+                After::Continue => resp::encode(&mut out, &reply, resp3),
+                After::Block => {
+                    self.blocked.insert(sess.id);
+                    stop = Stop::Blocked;
+                }
+                After::Close => {
+                    resp::encode(&mut out, &reply, resp3);
+                    stop = Stop::Close;
+                }
+                After::DelayReply(ms) => {
+                    let split = out.len();
+                    resp::encode(&mut out, &reply, resp3);
+                    stop = Stop::Delay { split, ms };
+                }
+                After::Shutdown => {
+                    self.shared.shut_down();
+                    stop = Stop::Shutdown;
+                }
+            }
+            if stop != Stop::Done {
+                break;
+            }
+        }
+        if let (Some(last), Some(info)) = (argvs[..ran].last(), self.st.clients.get_mut(&sess.id)) {
+            info.last = Instant::now();
+            info.last_cmd = wire::fullname(last, self.shared.env.profile);
+        }
+        Ran {
+            sess,
+            ran,
+            out,
+            stop,
+            in_multi: self.st.node.in_multi(sess.id),
+            deadline: (stop == Stop::Blocked)
+                .then(|| self.st.node.next_block_deadline())
+                .flatten(),
+        }
+    }
+
+    /// Run a script: announce it to the connections (they answer BUSY past
+    /// the threshold), and let it be killed.
+    fn run_script(&mut self, sess: &mut Session, now_ms: u64, argv: &[Vec<u8>], eval: bool) -> (Reply, After) {
+        let control = &self.shared.control;
+        control.reset();
+        self.shared.busy.send_replace(Some(Busy {
+            since: Instant::now(),
+            eval,
+            argv: argv.to_vec(),
+            stats: self.st.node.function_stats(),
+        }));
+        set_thread_limits(Some(Arc::clone(control)), self.work_limit);
+        let out = run_guarded(&mut self.st, sess, &self.shared.env, now_ms, argv);
+        set_thread_limits(None, INSTRUCTION_LIMIT);
+        self.shared.busy.send_replace(None);
+        // A SHUTDOWN's kill stays: the server is stopping anyway.
+        if !*self.shared.stop.borrow() {
+            control.reset();
+        }
+        out
+    }
+
+    /// Hand out what the node produced besides the running command's reply:
+    /// entries for `me` go into its output now (before the reply, as
+    /// redis-server writes them during the command), the others are
+    /// encoded in their receiver's protocol and sent to its outbox, under
+    /// the receiver's `client-output-buffer-limit`.
+    fn route(&mut self, me: Option<ConnId>, out: &mut Vec<u8>) {
+        for o in self.st.node.take_outbound() {
+            let resp3 = self.st.clients.get(&o.conn).is_some_and(|c| c.resp == 3);
+            if Some(o.conn) == me {
+                resp::encode(out, &o.reply, resp3);
+                continue;
+            }
+            let Some(outbox) = self.st.outboxes.get(&o.conn) else {
+                // A receiver that just left has nobody to tell.
+                continue;
+            };
+            let mut bytes = Vec::new();
+            resp::encode(&mut bytes, &o.reply, resp3);
+            outbox.queued.fetch_add(bytes.len(), Ordering::AcqRel);
+            let _ = outbox.tx.send(Outgoing::Bytes(bytes));
+            if self.blocked.contains(&o.conn) && !self.st.node.is_blocked(o.conn) {
+                self.blocked.remove(&o.conn);
+                let _ = outbox.tx.send(Outgoing::Unblocked);
+            }
+            self.check_output_limit(o.conn);
+        }
+    }
+
+    /// networking.c's `checkClientOutputBufferLimits`: a client whose
+    /// pending output is over its class's hard limit, or over the soft
+    /// limit for longer than its seconds, is closed (`freeClientAsync`);
+    /// redis-server logs it, and so do we. The class is pub/sub while the
+    /// client has subscriptions (`CLIENT_PUBSUB`), normal otherwise.
+    fn check_output_limit(&mut self, id: ConnId) {
+        let class = if self.st.node.subscriptions(id) > 0 {
+            ClientClass::Pubsub
+        } else {
+            ClientClass::Normal
+        };
+        let limit = self.st.node.config().client_output_buffer_limit(class);
+        let Some(outbox) = self.st.outboxes.get_mut(&id) else {
+            return;
+        };
+        let used = outbox.queued.load(Ordering::Acquire) as u64;
+        let hard = limit.hard > 0 && used >= limit.hard;
+        let mut soft = false;
+        if limit.soft > 0 && used >= limit.soft {
+            let since = *outbox.soft_since.get_or_insert_with(Instant::now);
+            soft = since.elapsed() > Duration::from_secs(limit.soft_seconds);
+        } else {
+            outbox.soft_since = None;
+        }
+        if hard || soft {
+            outbox.kill.notify_one();
+            let name = if class == ClientClass::Pubsub {
+                "pubsub"
+            } else {
+                "normal"
+            };
+            eprintln!(
+                "locklab sim-server: client id={} ({name}) closed for overcoming of output buffer limits ({used} bytes pending)",
+                id.0
+            );
+            self.forget(id);
+        }
+    }
+}
+
+/// Is this a script (EVAL family: true, FCALL family: false)?
+fn script_kind(argv: &[Vec<u8>]) -> Option<bool> {
+    let name = argv.first()?;
+    for (n, eval) in [
+        (&b"eval"[..], true),
+        (b"evalsha", true),
+        (b"eval_ro", true),
+        (b"evalsha_ro", true),
+        (b"fcall", false),
+        (b"fcall_ro", false),
+    ] {
+        if name.eq_ignore_ascii_case(n) {
+            return Some(eval);
+        }
+    }
+    None
+}
+
+/// Run one request; a panic inside the simulator becomes an error reply
+/// for this request instead of a dead server.
+fn run_guarded(
+    st: &mut wire::State,
+    sess: &mut Session,
+    env: &wire::Env,
+    now_ms: u64,
+    argv: &[Vec<u8>],
+) -> (Reply, After) {
+    match catch_unwind(AssertUnwindSafe(|| wire::dispatch(st, sess, env, now_ms, argv))) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            (
+                Reply::error(format!("ERR locklab simulator internal error: {msg}")),
+                After::Continue,
+            )
+        }
+    }
+}
