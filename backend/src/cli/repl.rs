@@ -19,10 +19,11 @@
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::{Arc, LazyLock, Once};
 
 use locklab_core::cli::render;
 use locklab_core::console::{self, Limits, Typed, MAX_LINE};
+use locklab_core::server::script::{set_thread_limits, ScriptControl, INSTRUCTION_LIMIT};
 use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
 use thiserror::Error;
@@ -125,9 +126,14 @@ impl Target {
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// A line is running: Ctrl-C stops it rather than the program.
 static RUNNING: AtomicBool = AtomicBool::new(false);
+/// How Ctrl-C reaches a script the simulator is running on the REPL's
+/// thread: core's count hook checks it (also during native work, which is
+/// charged as instructions), as redis-server's checks SCRIPT KILL.
+static SCRIPT_KILL: LazyLock<Arc<ScriptControl>> = LazyLock::new(|| Arc::new(ScriptControl::new()));
 
 /// Ctrl-C as in redis-cli: it stops a repeated command (`1000000000 INCR
-/// x`) and, at the prompt, ends the program. Installed once, for an
+/// x`) and a running script (which ends with the killed script's error)
+/// and, at the prompt, ends the program. Installed once, for an
 /// interactive session; on a pipe the default signal action already stops
 /// everything.
 fn install_ctrl_c() {
@@ -141,6 +147,7 @@ fn install_ctrl_c() {
                 while tokio::signal::ctrl_c().await.is_ok() {
                     if RUNNING.load(Ordering::SeqCst) {
                         INTERRUPTED.store(true, Ordering::SeqCst);
+                        SCRIPT_KILL.kill();
                     } else {
                         std::process::exit(130);
                     }
@@ -197,6 +204,9 @@ pub fn run(
 ) -> Result<(), ReplError> {
     if interactive {
         install_ctrl_c();
+        // The simulator's scripts run on this thread, with the default
+        // budget, and Ctrl-C can kill them.
+        set_thread_limits(Some(Arc::clone(&SCRIPT_KILL)), INSTRUCTION_LIMIT);
     }
     loop {
         if interactive {
@@ -215,6 +225,7 @@ pub fn run(
             return Ok(());
         }
         INTERRUPTED.store(false, Ordering::SeqCst);
+        SCRIPT_KILL.reset();
         RUNNING.store(true, Ordering::SeqCst);
         let ran = run_line(target, &line, output, &INTERRUPTED);
         RUNNING.store(false, Ordering::SeqCst);

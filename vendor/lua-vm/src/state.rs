@@ -1938,6 +1938,12 @@ const SANDBOX_COUNT_MASK: u8 = 1 << 3;
 
 /// Sandbox trip code: not tripped.
 pub const SANDBOX_TRIP_NONE: u8 = 0;
+/// locklab: bytes copied or scanned natively per unit of work (one unit
+/// is one VM instruction's worth of budget); see
+/// [`LuaState::sandbox_charge_work`]. Calibrated on the lab's machine
+/// (README: scripts' budgets).
+pub const WORK_BYTES_PER_UNIT: u64 = 8;
+
 /// Sandbox trip code: the instruction budget reached zero.
 pub const SANDBOX_TRIP_INSTRUCTIONS: u8 = 1;
 /// Sandbox trip code: GC-tracked memory exceeded the configured ceiling.
@@ -2448,6 +2454,31 @@ impl LuaState {
         None
     }
 
+    /// locklab: charge `units` of native work — bytes a builtin copied or
+    /// scanned, divided by [`WORK_BYTES_PER_UNIT`] — as if that many
+    /// instructions had run on this thread. The units shorten the count
+    /// hook's countdown, so the hook (the budget check, and the host's
+    /// SCRIPT KILL check) runs at the next instruction once an interval's
+    /// worth of work was done, however few instructions did it; what
+    /// exceeds the countdown is charged to the budget at once. The sum
+    /// charged is exact: the interval charge at the hook counts the
+    /// units it was shortened by.
+    pub fn sandbox_charge_work(&mut self, units: u64) -> Option<LuaError> {
+        if units == 0 || self.global().sandbox.interval.get() == 0 {
+            return None;
+        }
+        if self.hookmask & SANDBOX_COUNT_MASK != 0 && self.hookcount > 0 {
+            let countdown = self.hookcount as u64;
+            if units < countdown {
+                self.hookcount -= units as i32;
+                return None;
+            }
+            self.hookcount = 1;
+            return self.sandbox_charge(units - (countdown - 1));
+        }
+        self.sandbox_charge(units)
+    }
+
     /// Reject a size-known-upfront allocation that would push GC-tracked memory
     /// past the ceiling, *before* the buffer is built. Returns the uncatchable
     /// memory abort if `total_bytes() + additional` exceeds the limit. Used by
@@ -2661,6 +2692,14 @@ impl LuaState {
             // interval checks (10 000 instructions) a script reached gigabytes
             // and took the process down.
             if let Some(err) = self.sandbox_reserve(bytes.len()) {
+                return Err(err);
+            }
+            // locklab: and its bytes are charged as work (see
+            // `sandbox_charge_work`): every string a script makes, by `..`,
+            // `string.sub`/`format`/`rep`/`gsub`, `table.concat` or a
+            // conversion, is made here, so copying a megabyte costs its
+            // share of the budget instead of one instruction.
+            if let Some(err) = self.sandbox_charge_work(bytes.len() as u64 / WORK_BYTES_PER_UNIT) {
                 return Err(err);
             }
             self.mark_gc_check_needed();

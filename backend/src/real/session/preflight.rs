@@ -12,8 +12,9 @@
 //!
 //! core's simulator runs the same Lua 5.1 with Redis's API, answers as
 //! redis-server 7.0.15 does (the differential suites prove it), and stops a
-//! script at an instruction budget ([`INSTRUCTION_LIMIT`], about a tenth of
-//! a second) and a memory ceiling ([`MEMORY_LIMIT_BYTES`]). So before a
+//! script at a work budget ([`INSTRUCTION_LIMIT`] units: Lua instructions
+//! plus the bytes and items its builtins and commands process, about a
+//! tenth of a second) and a memory ceiling ([`MEMORY_LIMIT_BYTES`]). So before a
 //! script reaches Redis it runs here, on a copy of the session's own keys:
 //! one that the simulator had to stop, that called `redis.log` for more than
 //! [`Limits::max_log_bytes`](super::Limits), or that called a command the
@@ -228,7 +229,8 @@ impl Preflight {
             let Reply::Error(text) = r else { continue };
             if text.contains("the simulator stopped it after") || text.contains("FUNCTION LOAD timeout") {
                 return Verdict::Refuse(format!(
-                    "it did not finish within {INSTRUCTION_LIMIT} Lua instructions on the lab's simulator, so on \
+                    "it did not finish within {INSTRUCTION_LIMIT} units of work (Lua instructions plus the bytes \
+                     its builtins and commands process) on the lab's simulator, so on \
                      Redis it would hold the server (BUSY) for everyone"
                 ));
             }

@@ -15,7 +15,10 @@
 //!   whether the script already wrote ([`ScriptControl::wrote`]), which makes
 //!   it `UNKILLABLE` in Redis;
 //! * a per-thread work budget ([`set_thread_limits`]): Lua instructions plus
-//!   the native work of string and table builtins. In the browser and the
+//!   the native work of string and table builtins and of each `redis.call`
+//!   (its argument and reply bytes), in units calibrated to an
+//!   instruction's time, which the count hook also sees (a kill lands
+//!   within one hook interval of work). In the browser and the
 //!   CLI the default ([`INSTRUCTION_LIMIT`](super::INSTRUCTION_LIMIT), a
 //!   tenth of a second natively) stands in for redis-server's BUSY; a host
 //!   that can answer BUSY itself raises it, and the budget stays the hard

@@ -34,7 +34,8 @@
 //! there is no rollback: a script that fails after a write leaves the write.
 //!
 //! Where the simulator must differ, it says so instead of hanging: a runaway
-//! script is stopped after [`INSTRUCTION_LIMIT`] instructions (real Redis
+//! script is stopped after [`INSTRUCTION_LIMIT`] units of work — instructions
+//! plus the bytes and items its builtins and `redis.call`s process (real Redis
 //! would keep running it and answer BUSY to everyone else), and the Lua
 //! heap is capped at [`MEMORY_LIMIT_BYTES`].
 //!
@@ -564,3 +565,6 @@ impl std::fmt::Debug for Scripting {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod budget_tests;

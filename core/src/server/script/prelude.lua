@@ -680,106 +680,130 @@ coroutine_lib.wrap = C(cowrap_w)
 
 -- The VM's instruction budget counts Lua instructions, not the work a
 -- builtin does inside one: `s:find("y", 1, true)` on a 4 MB string, or
--- `table.sort` of a million items, is one instruction. Those builtins are
--- wrapped here to charge their work first (rust.charge stops the run,
--- uncatchably, once instructions plus native work pass the budget).
+-- `table.sort` of a million items, is one instruction. Every string a
+-- script makes (`..`, sub, format, rep, gsub, upper, table.concat, a
+-- reply's) is charged by the vendored VM for its bytes when it is made;
+-- the builtins whose work makes no string are wrapped here to charge it
+-- (rust.charge counts it as instructions, so the budget and SCRIPT KILL see
+-- it at once, and stops the run, uncatchably, past the budget): bytes
+-- scanned, items sorted, joined, unpacked or shifted, rep's iterations.
 -- Pattern matching is charged by the matcher itself, step by step, so a
 -- plain find (or a pattern without specials, which lstrlib also searches
 -- with memchr) is charged for the bytes it scanned. Lua 5.1's matcher recurses once per pattern item with a
 -- suffix (and per capture), natively: a pattern that would recurse deeper
 -- than rust.pattern_ok allows is refused with Lua 5.2's "pattern too
 -- complex" instead of overflowing the stack.
-local RAW = {
-  find = string_lib.find, match = string_lib.match, gmatch = string_lib.gmatch,
-  gsub = string_lib.gsub, rep = string_lib.rep, upper = string_lib.upper,
-  lower = string_lib.lower, reverse = string_lib.reverse,
-  sort = table_lib.sort, concat = table_lib.concat,
-}
-local charge, pattern_ok = rust.charge, rust.pattern_ok
-local function pass(...) return ... end
-local SPECIALS = "[%^%$%*%+%?%.%(%[%%%-]"
-local function check_pattern(p)
-  local tp = type(p)
-  if (tp == "string" or tp == "number") and not pattern_ok(p .. "") then
-    error("pattern too complex", 3)
+local C_unpack
+do
+  local RAW = {
+    find = string_lib.find, match = string_lib.match, gmatch = string_lib.gmatch,
+    gsub = string_lib.gsub, rep = string_lib.rep, byte = string_lib.byte,
+    sort = table_lib.sort, concat = table_lib.concat, insert = table_lib.insert,
+    remove = table_lib.remove, unpack = unpack,
+  }
+  local charge, pattern_ok = rust.charge, rust.pattern_ok
+  local BYTES = config.bytes_per_unit
+  -- Charge the values a builtin returned (unpack, byte): pushing one and
+  -- passing it on costs about ten instructions' worth.
+  local function counted(...)
+    charge(10 * select("#", ...))
+    return ...
   end
-end
-local function find_w(...)
-  local s, p, init, plain = ...
-  if type(s) == "string" and type(p) == "string" and (plain or not find(p, SPECIALS)) then
-    -- A plain search (memchr-fast, but uncounted by the VM): charge the
-    -- bytes it scanned.
-    local a, b = RAW.find(...)
-    if a == nil then
-      charge(#s)
-      return nil
+  local function pass(...) return ... end
+  local SPECIALS = "[%^%$%*%+%?%.%(%[%%%-]"
+  local function check_pattern(p)
+    local tp = type(p)
+    if (tp == "string" or tp == "number") and not pattern_ok(p .. "") then
+      error("pattern too complex", 3)
     end
-    charge(a)
-    return a, b
   end
-  check_pattern(p)
-  return pass(RAW.find(...))
-end
-local function match_w(...)
-  local _, p = ...
-  check_pattern(p)
-  return pass(RAW.match(...))
-end
-local function gmatch_w(...)
-  local _, p = ...
-  check_pattern(p)
-  return pass(RAW.gmatch(...))
-end
-local function gsub_w(...)
-  local _, p = ...
-  check_pattern(p)
-  return pass(RAW.gsub(...))
-end
-local function len_of(s)
-  local ts = type(s)
-  if ts == "string" then return #s end
-  if ts == "number" then return #(s .. "") end
-  return 0
-end
-local function rep_w(...)
-  local s, n = ...
-  if type(n) == "number" and n > 0 then
-    -- Past the memory ceiling the VM's own memory stop answers instead.
-    local total = len_of(s) * n
-    if total <= config.memory_limit then charge(total) end
+  local function find_w(...)
+    local s, p, init, plain = ...
+    if type(s) == "string" and type(p) == "string" and (plain or not find(p, SPECIALS)) then
+      -- A plain search (memchr-fast, but uncounted by the VM): charge the
+      -- bytes it scanned.
+      local a, b = RAW.find(...)
+      if a == nil then
+        charge(#s / BYTES)
+        return nil
+      end
+      charge(a / BYTES)
+      return a, b
+    end
+    check_pattern(p)
+    return pass(RAW.find(...))
   end
-  return pass(RAW.rep(...))
-end
-local function upper_w(...)
-  charge(len_of((...)))
-  return pass(RAW.upper(...))
-end
-local function lower_w(...)
-  charge(len_of((...)))
-  return pass(RAW.lower(...))
-end
-local function reverse_w(...)
-  charge(len_of((...)))
-  return pass(RAW.reverse(...))
-end
-local function sort_w(...)
-  local t = ...
-  if type(t) == "table" then
-    local n = #t
-    if n > 1 then charge(n * (floor(math_lib.log(n) / math_lib.log(2)) + 1)) end
+  local function match_w(...)
+    local _, p = ...
+    check_pattern(p)
+    return pass(RAW.match(...))
   end
-  return pass(RAW.sort(...))
+  local function gmatch_w(...)
+    local _, p = ...
+    check_pattern(p)
+    return pass(RAW.gmatch(...))
+  end
+  local function gsub_w(...)
+    local _, p = ...
+    check_pattern(p)
+    -- The matcher charges its steps and the VM the result's bytes; each
+    -- replacement made costs about three instructions' worth more.
+    local r, n = RAW.gsub(...)
+    charge(3 * n)
+    return r, n
+  end
+  local function len_of(s)
+    local ts = type(s)
+    if ts == "string" then return #s end
+    if ts == "number" then return #(s .. "") end
+    return 0
+  end
+  local function rep_w(...)
+    local s, n = ...
+    if type(n) == "number" and n > 0 then
+      -- Its iterations (the result's bytes are charged when it is made);
+      -- past the memory ceiling the VM's own memory stop answers instead.
+      if len_of(s) * n <= config.memory_limit then charge(n / 2) end
+    end
+    return pass(RAW.rep(...))
+  end
+  local function byte_w(...)
+    return counted(RAW.byte(...))
+  end
+  local function unpack_w(...)
+    return counted(RAW.unpack(...))
+  end
+  -- insert(t, pos, v) and remove(t, pos) shift the items after pos.
+  local function insert_w(...)
+    local t = ...
+    if select("#", ...) >= 3 and type(t) == "table" then charge(#t) end
+    return pass(RAW.insert(...))
+  end
+  local function remove_w(...)
+    local t = ...
+    if select("#", ...) >= 2 and type(t) == "table" then charge(#t) end
+    return pass(RAW.remove(...))
+  end
+  local function sort_w(...)
+    local t = ...
+    if type(t) == "table" then
+      local n = #t
+      if n > 1 then charge(n * (floor(math_lib.log(n) / math_lib.log(2)) + 1)) end
+    end
+    return pass(RAW.sort(...))
+  end
+  local function concat_w(...)
+    local t = ...
+    if type(t) == "table" then charge(#t) end
+    return pass(RAW.concat(...))
+  end
+  string_lib.find, string_lib.match, string_lib.gmatch, string_lib.gsub =
+    C(find_w), C(match_w), C(gmatch_w), C(gsub_w)
+  string_lib.rep, string_lib.byte = C(rep_w), C(byte_w)
+  table_lib.sort, table_lib.concat = C(sort_w), C(concat_w)
+  table_lib.insert, table_lib.remove = C(insert_w), C(remove_w)
+  C_unpack = C(unpack_w)
 end
-local function concat_w(...)
-  local t = ...
-  if type(t) == "table" then charge(#t) end
-  return pass(RAW.concat(...))
-end
-string_lib.find, string_lib.match, string_lib.gmatch, string_lib.gsub =
-  C(find_w), C(match_w), C(gmatch_w), C(gsub_w)
-string_lib.rep, string_lib.upper, string_lib.lower, string_lib.reverse =
-  C(rep_w), C(upper_w), C(lower_w), C(reverse_w)
-table_lib.sort, table_lib.concat = C(sort_w), C(concat_w)
 
 -- SCRIPT KILL / FUNCTION KILL: redis-server's luaMaskCountHook, every
 -- config.tick_interval instructions. When the host asked for a kill,
@@ -1439,7 +1463,7 @@ local function base_globals(env)
     tonumber = tonumber,
     tostring = C_tostring,
     type = type,
-    unpack = unpack,
+    unpack = C_unpack,
     xpcall = C(xpcall_w),
   }
   g.loadstring = C(make_loadstring(env))

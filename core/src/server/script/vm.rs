@@ -28,9 +28,11 @@
 //! run ends the scope ends, and a stale reference can only produce a clean
 //! Lua error, never touch a dead borrow.
 //!
-//! A runaway script is stopped by the VM's instruction budget (`while true do
+//! A runaway script is stopped by the VM's work budget (`while true do
 //! end` would make redis-server answer BUSY to everybody until SCRIPT KILL;
-//! the simulator must never hang), and a memory-hungry one by its memory
+//! the simulator must never hang): instructions, plus the native work of
+//! builtins and `redis.call`s charged as instructions (see
+//! [`INSTRUCTION_LIMIT`]), and a memory-hungry one by its memory
 //! ceiling. Both are enforced inside the VM and cannot be caught by the
 //! script's own `pcall`.
 
@@ -41,6 +43,7 @@ use std::sync::Arc;
 
 use omnilua::{
     Function, Lua, LuaError, LuaString, LuaVersion, Sandbox, SandboxConfig, Table, TripReason, Value, Variadic,
+    WORK_BYTES_PER_UNIT,
 };
 
 use super::control::{pattern_depth, thread_control, thread_limit, ScriptControl};
@@ -56,8 +59,13 @@ use crate::server::ScriptHost;
 /// script).
 const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
 
-/// How many Lua VM instructions one script run (or one FUNCTION LOAD) may
-/// execute — about a tenth of a second natively.
+/// How many units of work one script run (or one FUNCTION LOAD) may do —
+/// about a tenth of a second natively. A unit is one Lua VM instruction;
+/// native work counts too, calibrated to the same wall time: a long
+/// string's bytes when it is made (`omnilua::WORK_BYTES_PER_UNIT` per
+/// unit, the vendored VM charges them), bytes a builtin scans, items it
+/// sorts or returns, and each `redis.call`'s argument and reply bytes
+/// (see `call_units`).
 pub const INSTRUCTION_LIMIT: u64 = 10_000_000;
 
 /// How the error reply of a script the simulator had to stop begins (past
@@ -68,8 +76,10 @@ pub const SIMULATOR_STOPPED: &str = "ERR Error running script: the simulator sto
 /// How much memory the Lua heap may hold.
 pub const MEMORY_LIMIT_BYTES: usize = 32 << 20;
 
-/// How often (in instructions) the budget is checked, and the count hook
-/// that notices SCRIPT KILL runs. (A long string is checked against the
+/// How often (in units of work, see [`INSTRUCTION_LIMIT`]) the budget is
+/// checked, and the count hook that notices SCRIPT KILL runs: native work
+/// brings the hook forward, so a kill lands within this many units'
+/// worth of time whatever the script does. (A long string is checked against the
 /// memory ceiling when it is made, by the vendored VM: see
 /// `vendor/README.md`.)
 const CHECK_INTERVAL: u32 = 10_000;
@@ -82,22 +92,48 @@ const CHECK_INTERVAL: u32 = 10_000;
 /// 200).
 pub const MAX_PATTERN_DEPTH: usize = 2_000;
 
-/// Why the simulator itself ended a run (the VM reports a memory trip).
+/// Why the simulator itself ended a run, when the sandbox's own trip
+/// (budget or memory) does not say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Abort {
     /// SCRIPT KILL / FUNCTION KILL.
     Killed,
-    /// Instructions plus native work passed the budget.
-    Budget,
+}
+
+/// What one `redis.call` costs the budget besides its bytes: the call's
+/// own path (argv conversion, command lookup, dispatch, the reply's
+/// conversion back), measured as a few hundred instructions' worth.
+const CALL_UNITS: u64 = 200;
+
+/// What each argument and each reply element costs besides its bytes (a
+/// `Vec` in the argv, a Lua value and table slot in the reply).
+const ELEMENT_UNITS: u64 = 8;
+
+/// The work of one `redis.call` in budget units: its argument bytes and
+/// count, and the size of its reply — which is also the measure of the
+/// command's own work for the commands a script can loop over (a range
+/// read copies what it returns). See `run`.
+fn call_units(argv: &[Vec<u8>], reply: Option<&Reply>) -> u64 {
+    let (mut items, mut bytes) = (argv.len() as u64, argv.iter().map(|a| a.len() as u64).sum::<u64>());
+    if let Some(r) = reply {
+        let mut stack = vec![r];
+        while let Some(r) = stack.pop() {
+            items += 1;
+            match r {
+                Reply::Bulk(b) | Reply::Verbatim { text: b, .. } => bytes += b.len() as u64,
+                Reply::Status(t) | Reply::Error(t) | Reply::Double(t) | Reply::BigNumber(t) => bytes += t.len() as u64,
+                Reply::Array(v) | Reply::Set(v) | Reply::Push(v) => stack.extend(v),
+                Reply::Map(v) | Reply::Pairs(v) => stack.extend(v.iter().flat_map(|(k, v)| [k, v])),
+                Reply::Integer(_) | Reply::Nil | Reply::NilArray | Reply::Boolean(_) => {}
+            }
+        }
+    }
+    CALL_UNITS + items * ELEMENT_UNITS + bytes / WORK_BYTES_PER_UNIT
 }
 
 /// The current run's work account, shared with the Rust callbacks.
 #[derive(Default)]
 struct Work {
-    /// Native work charged by the wrapped builtins.
-    native: Cell<u64>,
-    /// The run's budget (instructions plus native work).
-    limit: Cell<u64>,
     abort: Cell<Option<Abort>>,
     /// `kill` cut the sandbox's instruction budget to one interval: the
     /// next run must install the real budget again (see `Vm::arm`).
@@ -385,42 +421,29 @@ impl Vm {
             .set_name("=locklab")
             .eval()?;
 
-        // omnilua's own uncatchable abort, on demand: string.rep asks the
-        // sandbox for room first, and a request past the ceiling trips it
-        // at once (tripped = memory, pcall re-raises) without allocating.
-        let raw_rep: Function = lua.globals().get::<_, Table>("string")?.get("rep")?;
         let work = Rc::new(Work::default());
-        work.limit.set(INSTRUCTION_LIMIT);
-        let trip = move |rep: &Function| -> omnilua::Error {
-            match rep.call::<_, Value>(("x", MEMORY_LIMIT_BYTES as f64 + 1.0)) {
-                Err(e) => e,
-                Ok(_) => internal("the run's budget is spent"),
-            }
-        };
-
         let rust = lua.create_table()?;
         {
-            // charge(n): native work done (or about to be) by a builtin.
-            let (work, sandbox, rep) = (work.clone(), sandbox.clone(), raw_rep.clone());
+            // charge(units): native work done (or about to be) by a builtin
+            // that makes no string (which the VM charges itself): bytes
+            // scanned, items sorted or unpacked. The sandbox counts it as
+            // instructions (the vendored omnilua's `Sandbox::charge`), so the
+            // budget and the count hook (SCRIPT KILL) see it at once; past
+            // the budget, or once killed, the sandbox's own abort, which
+            // pcall cannot catch, ends the run.
+            let (work, sandbox) = (work.clone(), sandbox.clone());
             rust.raw_set(
                 "charge",
                 lua.create_function(move |_, n: f64| {
                     if work.abort.get().is_some() {
-                        return Err(trip(&rep));
+                        return sandbox.charge(u64::MAX);
                     }
                     let n = if n.is_finite() && n > 0.0 {
                         n.min(u64::MAX as f64) as u64
                     } else {
                         0
                     };
-                    let native = work.native.get().saturating_add(n);
-                    work.native.set(native);
-                    let used = sandbox.instructions_used().unwrap_or(0);
-                    if used.saturating_add(native) >= work.limit.get() {
-                        work.abort.set(Some(Abort::Budget));
-                        return Err(trip(&rep));
-                    }
-                    Ok(())
+                    sandbox.charge(n)
                 })?,
             )?;
         }
@@ -573,6 +596,7 @@ impl Vm {
         config.raw_set("version_num", f64::from(REDIS_VERSION_NUM))?;
         config.raw_set("tick_interval", f64::from(CHECK_INTERVAL))?;
         config.raw_set("memory_limit", MEMORY_LIMIT_BYTES as f64)?;
+        config.raw_set("bytes_per_unit", WORK_BYTES_PER_UNIT as f64)?;
 
         let prelude = lua.load(PRELUDE).set_name("=locklab").into_function()?;
         let entry: Table = prelude.call((rust, config))?;
@@ -641,8 +665,6 @@ impl Vm {
             self.arm_sandbox(limit);
         }
         self.sandbox.reset();
-        self.work.native.set(0);
-        self.work.limit.set(self.limit);
         self.work.abort.set(None);
         *self.work.control.borrow_mut() = thread_control();
     }
@@ -709,6 +731,7 @@ impl Vm {
         let lua = self.lua.clone();
         let control = self.work.control.borrow().clone();
         let work = self.work.clone();
+        let sandbox = self.sandbox.clone();
         let resp3 = self.resp3.clone();
         let slot = self.host.clone();
         let (runner, f) = match target {
@@ -724,6 +747,11 @@ impl Vm {
                 if work.abort.get().is_some() {
                     return Err(internal("the run is being stopped"));
                 }
+                // The call's work, charged before and after it runs: its
+                // arguments first (so a run already past its budget sends
+                // nothing more), its reply after (the command's own work,
+                // in the one place every command passes).
+                sandbox.charge(call_units(&argv, None))?;
                 let reply = if read_only && denied_in_read_only(&argv) {
                     Reply::error("ERR Write commands are not allowed from read-only scripts.")
                 } else {
@@ -736,6 +764,7 @@ impl Vm {
                     }
                     host.call(&argv)
                 };
+                sandbox.charge(call_units(&[], Some(&reply)) - CALL_UNITS)?;
                 reply_to_lua(lua, &reply, resp3.get())
             })?;
             *slot.borrow_mut() = Some(host_fn);
@@ -774,7 +803,7 @@ impl Vm {
         let last: Value = self.last_error.call(()).unwrap_or(Value::Nil);
         let text = match (abort, tripped) {
             (Some(Abort::Killed), _) => "ERR Script killed by user with SCRIPT KILL...".to_owned(),
-            (Some(Abort::Budget), _) | (None, Some(TripReason::Instructions)) => format!(
+            (None, Some(TripReason::Instructions)) => format!(
                 "{SIMULATOR_STOPPED} after {} instructions \
                  (runaway script; Redis would reply BUSY and need SCRIPT KILL)",
                 self.limit
