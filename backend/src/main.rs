@@ -64,9 +64,10 @@ enum Cmd {
         bind: std::net::IpAddr,
         #[arg(long, default_value = "dist")]
         dist: std::path::PathBuf,
-        /// Also accept lab sessions from pages of this origin (e.g.
-        /// `http://lab.example:8080` behind a proxy); repeatable. The lab's own
-        /// page (reached by IP address or localhost) is always accepted.
+        /// Also accept lab sessions from pages of this origin, and requests to
+        /// its host name (e.g. `http://lab.example:8080` behind a proxy);
+        /// repeatable. The lab's own page (reached by IP address or localhost)
+        /// is always accepted; any other `Host` gets 403 on every route.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
         /// How long a lab session's script may run on Redis before the lab

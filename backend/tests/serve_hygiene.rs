@@ -334,6 +334,10 @@ fn session_set(lab: &Lab) -> Vec<Value> {
     })
 }
 
+/// A way to give `serve` the password: a name, its arguments, its
+/// environment, and whether the password is in its argv (and warned of).
+type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, bool);
+
 /// B17: the password can come from the environment or a file, neither in
 /// the backend's argv; a password in `--redis` itself gets a warning. The
 /// password appears in no output: argv, stdout, stderr, the socket, the
@@ -349,7 +353,7 @@ fn the_redis_password_need_not_be_on_the_command_line() {
     let pw_file = std::env::temp_dir().join(format!("locklab-hygiene-{}-pw", std::process::id()));
     std::fs::write(&pw_file, format!("{PASSWORD}\n")).unwrap();
     let plain = format!("redis://127.0.0.1:{}/", owner.port());
-    let cases: [(&str, Vec<&str>, Vec<(&str, &str)>, bool); 3] = [
+    let cases: [Case; 3] = [
         ("env", vec![], vec![("LOCKLAB_REDIS_URL", with_pw.as_str())], false),
         (
             "file",

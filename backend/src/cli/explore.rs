@@ -13,7 +13,7 @@
 //! `scenario`) or a bare scenario (topology, clients with programs). Flags
 //! given on the command line override the file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
@@ -77,7 +77,7 @@ pub enum ExploreError {
     Explore(#[from] locklab_core::explore::ExploreError),
 }
 
-fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
+fn parse_file(path: &Path) -> Result<Spec, ExploreError> {
     let text = crate::userfile::read(path, crate::userfile::DESIGN)?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     // A bare scenario is recognised by its top-level `clients`; anything
@@ -103,7 +103,7 @@ fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
             ..Spec::default()
         }),
         (_, spec, scenario) => Err(ExploreError::Parse {
-            path: path.clone(),
+            path: path.to_path_buf(),
             spec: clip(
                 spec.err()
                     .unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
