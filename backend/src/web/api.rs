@@ -1066,6 +1066,7 @@ fn too_big(error: axum::Error, max: usize) -> Option<Message> {
 /// arrives whole, only in more reads.
 const READ_BUFFER: usize = 8 * 1024;
 
+// long: the socket's one select loop, an arm per kind of wake (a message, a refused one, the timer, the stop)
 async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
     let max = max_message(&state);
     let (mut tx, mut rx) = socket.split();
