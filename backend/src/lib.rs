@@ -15,8 +15,11 @@
 //!   lock observation, and lessons played on real servers.
 //! * [`sim_server`] — `locklab sim-server`: the simulated node behind the
 //!   Redis wire protocol.
+//! * [`userfile`] — the one guarded read of a file a user names (lessons,
+//!   designs, a password): regular files only, bounded, checked first.
 
 pub mod cli;
 pub mod real;
 pub mod sim_server;
+pub mod userfile;
 pub mod web;

@@ -42,9 +42,20 @@ enum Cmd {
     /// The browser lab: serves dist/ (build it with `cargo xtask dist`).
     Serve {
         /// A real server for the "real" driver (never killed or reconfigured);
-        /// without it the real driver starts managed servers of its own.
+        /// without it the real driver starts managed servers of its own. Also
+        /// read from the environment variable LOCKLAB_REDIS_URL: a password in
+        /// a command line is visible to every local user in `ps`, one in the
+        /// environment is not (or give it with --redis-password-file).
         #[arg(long, value_name = "redis://HOST:PORT")]
         redis: Option<String>,
+        /// Read the password for --redis (or LOCKLAB_REDIS_URL) from this file
+        /// (one line; a file only you can read), so it is not on the command line.
+        #[arg(long, value_name = "PATH")]
+        redis_password_file: Option<std::path::PathBuf>,
+        /// Accept at most this many lab WebSockets at once; more are refused
+        /// (HTTP 503) until one closes.
+        #[arg(long, value_name = "N", default_value_t = locklab_backend::web::api::DEFAULT_MAX_SOCKETS)]
+        max_sockets: usize,
         #[arg(long, default_value_t = 8080)]
         port: u16,
         /// The address to listen on. The default is loopback only; any other
@@ -53,9 +64,10 @@ enum Cmd {
         bind: std::net::IpAddr,
         #[arg(long, default_value = "dist")]
         dist: std::path::PathBuf,
-        /// Also accept lab sessions from pages of this origin (e.g.
-        /// `http://lab.example:8080` behind a proxy); repeatable. The lab's own
-        /// page (reached by IP address or localhost) is always accepted.
+        /// Also accept lab sessions from pages of this origin, and requests to
+        /// its host name (e.g. `http://lab.example:8080` behind a proxy);
+        /// repeatable. The lab's own page (reached by IP address or localhost)
+        /// is always accepted; any other `Host` gets 403 on every route.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
         /// How long a lab session's script may run on Redis before the lab
@@ -163,6 +175,31 @@ async fn stop_signal() {
     }
 }
 
+/// The user's server for `locklab serve`: `--redis`, else
+/// `LOCKLAB_REDIS_URL`, with the password of `--redis-password-file` put
+/// in. A password typed in `--redis` itself works, with a warning: every
+/// local user can read it in `ps` (issue 35, B17).
+fn redis_url(flag: Option<String>, password_file: Option<&std::path::Path>) -> Result<Option<String>> {
+    use locklab_backend::real::conn::{has_password, with_password};
+    if flag.as_deref().is_some_and(has_password) {
+        eprintln!(
+            "warning: the password in --redis is visible to every local user in `ps`; set LOCKLAB_REDIS_URL \
+             instead, or give the password with --redis-password-file PATH"
+        );
+    }
+    let url = flag.or_else(|| std::env::var("LOCKLAB_REDIS_URL").ok().filter(|u| !u.is_empty()));
+    let Some(file) = password_file else { return Ok(url) };
+    let Some(url) = url else {
+        bail!("--redis-password-file needs a server: give --redis or set LOCKLAB_REDIS_URL");
+    };
+    let text = locklab_backend::userfile::read(file, locklab_backend::userfile::PASSWORD)?;
+    let password = text.trim_end_matches(['\n', '\r']);
+    if password.is_empty() || password.contains(['\n', '\r']) {
+        bail!("{}: a password file holds one non-empty line", file.display());
+    }
+    Ok(Some(with_password(&url, password).map_err(anyhow::Error::msg)?))
+}
+
 // long: the CLI's dispatch: one arm per subcommand
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -192,6 +229,8 @@ fn main() -> Result<()> {
         }
         Cmd::Serve {
             redis,
+            redis_password_file,
+            max_sockets,
             port,
             bind,
             dist,
@@ -205,6 +244,7 @@ fn main() -> Result<()> {
                     dist.display()
                 );
             }
+            let redis = redis_url(redis, redis_password_file.as_deref())?;
             if !bind.is_loopback() {
                 eprintln!(
                     "warning: --bind {bind} lets other machines open lab sessions{}; \
@@ -216,9 +256,15 @@ fn main() -> Result<()> {
                     }
                 );
             }
-            let reaped = locklab_backend::real::reaper::reap(false);
-            if reaped > 0 {
-                eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
+            match locklab_backend::real::reaper::reap(false) {
+                Ok(0) => {}
+                Ok(reaped) => {
+                    eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running")
+                }
+                Err(why) => eprintln!(
+                    "locklab: error: {why}. Managed servers run, but one left by a backend killed with SIGKILL \
+                     is not stopped by the next"
+                ),
             }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
             let limits = locklab_backend::real::session::Limits {
@@ -226,8 +272,9 @@ fn main() -> Result<()> {
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
                 ..Default::default()
             };
-            let state = locklab_backend::web::api::ApiState::with_limits(redis, limits).allow_origins(allow_origin);
-            let api = locklab_backend::web::api::api_router(state.clone());
+            let state = locklab_backend::web::api::ApiState::with_limits(redis, limits)
+                .allow_origins(allow_origin)
+                .max_sockets(max_sockets);
             let served = tokio::runtime::Runtime::new()?.block_on(async {
                 let stopping = state.clone();
                 let stop = async move {
@@ -235,7 +282,7 @@ fn main() -> Result<()> {
                     eprintln!("locklab: stopping: ending every lab session and managed redis-server");
                     stopping.shutdown();
                 };
-                let served = web::serve(bind, port, dist, api, stop).await;
+                let served = web::serve(bind, port, dist, state.clone(), stop).await;
                 // The sockets have closed; their labs drop on the blocking
                 // pool. Wait for that (bounded), then kill what is left.
                 let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -246,7 +293,7 @@ fn main() -> Result<()> {
                 }
                 served
             });
-            locklab_backend::real::reaper::reap(true);
+            let _ = locklab_backend::real::reaper::reap(true);
             served?;
         }
         Cmd::SimServer {

@@ -251,9 +251,12 @@ impl Backend {
         };
         std_listener.set_nonblocking(true).unwrap();
         let port = std_listener.local_addr().unwrap().port();
-        let app = locklab_backend::web::app(dist.to_path_buf()).merge(locklab_backend::web::api::api_router(
+        // As `locklab serve` serves it: every route behind the `Host` check,
+        // which the browser's `http://127.0.0.1:PORT/` passes.
+        let app = locklab_backend::web::site(
+            Some(dist.to_path_buf()),
             locklab_backend::web::api::ApiState::new(redis),
-        ));
+        );
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
             axum::serve(listener, app).await

@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::real::conn::{display_addr, RealConnection, RealError};
 use crate::real::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
-use crate::web::api::{api_router, no_delay, ApiState};
+use crate::web::api::{no_delay, ApiState};
 
 mod relay;
 
@@ -641,7 +641,7 @@ impl WsBackend {
     /// The lab's `/api/session`, the rate limit lifted.
     fn lab(url: &str) -> Result<Self, BackendBenchError> {
         let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
-        Self::start(api_router(state.clone()), "/api/session", Some(state))
+        Self::start(crate::web::site(None, state.clone()), "/api/session", Some(state))
     }
 
     /// The bare [`relay`] to the server at `url`.

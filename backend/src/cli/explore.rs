@@ -13,7 +13,7 @@
 //! `scenario`) or a bare scenario (topology, clients with programs). Flags
 //! given on the command line override the file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
@@ -63,16 +63,8 @@ pub struct ExploreArgs {
 /// Why `locklab explore` could not run.
 #[derive(Debug, Error)]
 pub enum ExploreError {
-    #[error(
-        "{path} is {len} bytes; a design file holds at most {MAX_FILE} (three scripts of 16 KiB and the settings fit)"
-    )]
-    TooBig { path: PathBuf, len: u64 },
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] crate::userfile::FileError),
     #[error("{path} is neither an exploration spec nor a scenario:\n  as a spec: {spec}\n  as a scenario: {scenario}")]
     Parse {
         path: PathBuf,
@@ -85,34 +77,8 @@ pub enum ExploreError {
     Explore(#[from] locklab_core::explore::ExploreError),
 }
 
-/// The largest design or scenario file read: files come from anyone (a
-/// chat message, a download), and the size is checked before the text is
-/// read into memory, let alone parsed.
-pub const MAX_FILE: u64 = 1024 * 1024;
-
-fn read_bounded(path: &PathBuf) -> Result<String, ExploreError> {
-    use std::io::Read;
-    let read = |source| ExploreError::Read {
-        path: path.clone(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(read)?;
-    // Read one byte past the limit rather than trust the metadata: a pipe
-    // or /dev/zero has no length.
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(read)?;
-    if bytes.len() as u64 > MAX_FILE {
-        let len = std::fs::metadata(path).map_or(0, |m| m.len()).max(bytes.len() as u64);
-        return Err(ExploreError::TooBig {
-            path: path.clone(),
-            len,
-        });
-    }
-    String::from_utf8(bytes).map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-}
-
-fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
-    let text = read_bounded(path)?;
+fn parse_file(path: &Path) -> Result<Spec, ExploreError> {
+    let text = crate::userfile::read(path, crate::userfile::DESIGN)?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     // A bare scenario is recognised by its top-level `clients`; anything
     // else must be a spec (which refuses unknown fields, so typos surface).
@@ -137,7 +103,7 @@ fn parse_file(path: &PathBuf) -> Result<Spec, ExploreError> {
             ..Spec::default()
         }),
         (_, spec, scenario) => Err(ExploreError::Parse {
-            path: path.clone(),
+            path: path.to_path_buf(),
             spec: clip(
                 spec.err()
                     .unwrap_or_else(|| "it has a `clients` list, so it was read as a scenario".into()),
@@ -497,7 +463,7 @@ program = { type = "lock", release = "del" }
             file: Some("/nonexistent/locklab.json".into()),
             ..ExploreArgs::default()
         };
-        assert!(matches!(run(&missing), Err(ExploreError::Read { .. })));
+        assert!(matches!(run(&missing), Err(ExploreError::File(_))));
         let path = temp("bad.json", r#"{ "release": "sometimes" }"#);
         let bad = ExploreArgs {
             file: Some(path.clone()),

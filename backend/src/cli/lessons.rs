@@ -10,16 +10,30 @@ use locklab_core::lesson::rounds;
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, catalogue, Lang, Lesson, LessonError, Quiz, Step};
 
+use crate::userfile;
+
 /// Where lessons come from: the files built into the binary, or a directory
-/// (to try a lesson being written without rebuilding).
+/// (to try a lesson being written without rebuilding). Each `.toml` file
+/// is read through [`userfile::read`] (regular files of at most
+/// [`userfile::LESSON`]'s size), and all of them together hold at most
+/// [`userfile::LESSON_DIR_MAX`] bytes.
 pub fn load(dir: Option<&PathBuf>) -> Result<Vec<Lesson>, LessonError> {
     let Some(dir) = dir else { return builtin() };
     let mut files = Vec::new();
+    let mut total = 0u64;
     let entries = std::fs::read_dir(dir).map_err(|e| LessonError::Parse(format!("{}: {e}", dir.display())))?;
     for e in entries.filter_map(|e| e.ok()) {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "toml") {
-            let text = std::fs::read_to_string(&p).map_err(|e| LessonError::Parse(format!("{}: {e}", p.display())))?;
+            let text = userfile::read(&p, userfile::LESSON).map_err(|e| LessonError::Parse(e.to_string()))?;
+            total += text.len() as u64;
+            if total > userfile::LESSON_DIR_MAX {
+                return Err(LessonError::Parse(format!(
+                    "{}: its lesson files hold more than {} bytes together (the catalogue's take 0.5 MB)",
+                    dir.display(),
+                    userfile::LESSON_DIR_MAX
+                )));
+            }
             files.push((p.display().to_string(), text));
         }
     }

@@ -91,6 +91,37 @@ pub fn public_url(url: &str) -> String {
     format!("{scheme}://{}", display_addr(url))
 }
 
+/// Does this redis URL carry a password (`redis://user:PW@host`,
+/// `redis://:PW@host`)? Such a URL on a command line is visible to every
+/// local user in `ps`.
+pub fn has_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+}
+
+/// `url` with `password` put in (percent-encoded, as redis-rs decodes
+/// it), for a password that comes from a file rather than the command
+/// line; the user name, if the URL has one, is kept.
+pub fn with_password(url: &str, password: &str) -> Result<String, String> {
+    if has_password(url) {
+        return Err(format!(
+            "{} already has a password; give it in the URL or in the file, not both",
+            public_url(url)
+        ));
+    }
+    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
+    let (user, host) = rest.rsplit_once('@').unwrap_or(("", rest));
+    let encoded: String = password
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Ok(format!("{scheme}://{user}:{encoded}@{host}"))
+}
+
 /// How long to wait for the TCP connection itself.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -266,5 +297,26 @@ mod tests {
         assert_eq!(two, b"*1\r\n$3\r\nSET\r\n*1\r\n$3\r\nSET\r\n");
         let many: Vec<Vec<u8>> = (0..10).map(|i| i.to_string().into_bytes()).collect();
         assert!(pack_command(&many).starts_with(b"*10\r\n$1\r\n0\r\n"));
+    }
+
+    #[test]
+    fn a_password_from_a_file_goes_into_the_url_encoded() {
+        assert!(has_password("redis://default:pw@127.0.0.1:6379/"));
+        assert!(has_password("redis://:pw@127.0.0.1:6379"));
+        assert!(!has_password("redis://default@127.0.0.1:6379"));
+        assert!(!has_password("redis://127.0.0.1:6379"));
+        assert_eq!(
+            with_password("redis://127.0.0.1:6379/", "p@ss:w/rd ü").unwrap(),
+            "redis://:p%40ss%3Aw%2Frd%20%C3%BC@127.0.0.1:6379/"
+        );
+        assert_eq!(
+            with_password("redis://alice@127.0.0.1:6379", "pw").unwrap(),
+            "redis://alice:pw@127.0.0.1:6379"
+        );
+        let e = with_password("redis://alice:old@127.0.0.1:6379", "pw").unwrap_err();
+        assert_eq!(
+            e,
+            "redis://127.0.0.1:6379 already has a password; give it in the URL or in the file, not both"
+        );
     }
 }

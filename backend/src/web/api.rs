@@ -134,12 +134,20 @@ use crate::web::origin::OriginPolicy;
 /// managed `single` one.
 const MAX_MANAGED_PROCESSES: usize = 20;
 
+/// Most WebSockets open at once by default (issue 35, B14: 3,000 were
+/// accepted). Each costs a task, buffers and, once it sends a command, a
+/// session: 128 is a room of people with a tab or two each.
+pub const DEFAULT_MAX_SOCKETS: usize = 128;
+
 /// Shared by every request: the user's server (if any), the session pool.
 #[derive(Clone, Debug)]
 pub struct ApiState {
     redis: Option<String>,
     pool: SessionPool,
     managed: Arc<AtomicUsize>,
+    /// WebSockets open now, of at most `max_sockets`.
+    sockets: Arc<AtomicUsize>,
+    max_sockets: usize,
     origins: Arc<OriginPolicy>,
     /// Set once when the backend stops: every socket ends its lab (its
     /// session cleaned up, its managed servers stopped) and closes.
@@ -158,6 +166,8 @@ impl ApiState {
             redis,
             pool: SessionPool::new(limits),
             managed: Arc::new(AtomicUsize::new(0)),
+            sockets: Arc::new(AtomicUsize::new(0)),
+            max_sockets: DEFAULT_MAX_SOCKETS,
             origins: Arc::new(OriginPolicy::default()),
             stop: Arc::new(tokio::sync::watch::channel(false).0),
         }
@@ -167,6 +177,19 @@ impl ApiState {
     /// the lab's own.
     pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Self {
         self.origins = Arc::new(OriginPolicy::new(origins));
+        self
+    }
+
+    /// The origins and hosts accepted ([`crate::web::site`] checks every
+    /// request's `Host` with it).
+    pub fn origins(&self) -> Arc<OriginPolicy> {
+        self.origins.clone()
+    }
+
+    /// Accept at most `n` WebSockets at once (`locklab serve
+    /// --max-sockets`); more are refused with a 503 before the upgrade.
+    pub fn max_sockets(mut self, n: usize) -> Self {
+        self.max_sockets = n;
         self
     }
 
@@ -201,8 +224,9 @@ impl ApiState {
 }
 
 /// `/api/health` (and its older name `/api/real/health`) and
-/// `/api/session`. Merge it into the web app's router.
-pub fn api_router(state: ApiState) -> Router {
+/// `/api/session`, without the `Host` check: [`crate::web::site`] serves
+/// it behind one.
+pub(crate) fn api_router(state: ApiState) -> Router {
     Router::new()
         .route("/api/health", get(health))
         .route("/api/real/health", get(health))
@@ -299,29 +323,35 @@ pub fn real_health(redis: Option<&str>) -> Health {
     }
 }
 
-/// A managed topology's or lock service's share of
-/// [`MAX_MANAGED_PROCESSES`] (its processes), given back on drop.
+/// A share of a count shared by every WebSocket, given back on drop: a
+/// managed topology's or lock service's processes (of
+/// [`MAX_MANAGED_PROCESSES`]), or one open WebSocket (of
+/// [`ApiState::max_sockets`]).
 #[derive(Debug)]
-struct ManagedSlot(Arc<AtomicUsize>, usize);
+struct Slot(Arc<AtomicUsize>, usize);
 
-impl ManagedSlot {
+impl Slot {
     /// `processes` more of the shared count, or why not.
-    fn take(count: &Arc<AtomicUsize>, processes: usize) -> Result<ManagedSlot, String> {
-        count
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n + processes <= MAX_MANAGED_PROCESSES).then_some(n + processes)
-            })
-            .map_err(|running| {
-                format!(
-                    "too many managed servers running ({running} processes of at most {MAX_MANAGED_PROCESSES}; this \
-                     needs {processes}); close another lab tab"
-                )
-            })?;
-        Ok(ManagedSlot(count.clone(), processes))
+    fn take(count: &Arc<AtomicUsize>, processes: usize) -> Result<Slot, String> {
+        Slot::claim(count, processes, MAX_MANAGED_PROCESSES).map_err(|running| {
+            format!(
+                "too many managed servers running ({running} processes of at most {MAX_MANAGED_PROCESSES}; this \
+                 needs {processes}); close another lab tab"
+            )
+        })
+    }
+
+    /// `n` more of `count` if that keeps it within `max`; else how many
+    /// are taken.
+    fn claim(count: &Arc<AtomicUsize>, n: usize, max: usize) -> Result<Slot, usize> {
+        count.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |taken| {
+            (taken + n <= max).then_some(taken + n)
+        })?;
+        Ok(Slot(count.clone(), n))
     }
 }
 
-impl Drop for ManagedSlot {
+impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(self.1, Ordering::SeqCst);
     }
@@ -334,14 +364,14 @@ struct Lab {
     run: Option<RealLessonRun>,
     /// A lesson on etcd or ZooKeeper, with the service it started and the
     /// managed slot that counts it (no Redis session meanwhile).
-    service: Option<(ServiceRun, ManagedSlot)>,
+    service: Option<(ServiceRun, Slot)>,
     session: Option<Session>,
     /// Free play's locks: the keys a client took with `SET … NX` or
     /// `SETNX` on `session`, watched as the simulator's console watches
     /// them, so they get lock bars too. Made with each session.
     free: LockWatch,
     topology: Option<Topology>,
-    _slot: Option<ManagedSlot>,
+    _slot: Option<Slot>,
     state: ApiState,
 }
 
@@ -736,7 +766,7 @@ impl Lab {
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
         // Tear down the old one first: its processes and its slot.
         self.tear_down();
-        let slot = ManagedSlot::take(&self.state.managed, Topology::processes(kind))?;
+        let slot = Slot::take(&self.state.managed, Topology::processes(kind))?;
         let topo = Topology::start(kind).map_err(|e| e.to_string())?;
         self.topology = Some(topo);
         self._slot = Some(slot);
@@ -762,7 +792,7 @@ impl Lab {
         let Some(service) = lesson.world.service else {
             return Err(format!("lesson {} does not play on a lock service", lesson.id));
         };
-        let slot = ManagedSlot::take(&self.state.managed, lockservice::processes(service))?;
+        let slot = Slot::take(&self.state.managed, lockservice::processes(service))?;
         let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
         out.push(ServerMsg::Lesson {
             id: lesson.id.clone(),
@@ -987,11 +1017,46 @@ async fn session_ws(State(state): State<ApiState>, headers: HeaderMap, ws: WebSo
     if let Err(why) = state.origins.check(header(header::ORIGIN), header(header::HOST)) {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }
-    let max = state.pool.limits().max_line + 4096;
+    let Ok(slot) = Slot::claim(&state.sockets, 1, state.max_sockets) else {
+        let message = format!(
+            "locklab: too many lab sessions open ({} WebSockets, the most this lab accepts: see locklab serve \
+             --max-sockets); close another lab tab and reload\n",
+            state.max_sockets
+        );
+        return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    };
+    let max = max_message(&state);
+    // A frame is checked against its header's length before its payload is
+    // read, so a frame claiming 15 MiB costs nothing (the default, 16 MiB,
+    // buffered it whole: B14). The page sends each message as one frame.
     ws.max_message_size(max)
+        .max_frame_size(max)
         .read_buffer_size(READ_BUFFER)
-        .on_upgrade(move |socket| run_socket(socket, state))
+        .on_upgrade(move |socket| run_socket(socket, state, slot))
         .into_response()
+}
+
+/// The largest message a socket takes: the longest line a session accepts
+/// (`max_line`, 64 KiB: a script typed or pasted at the console) and 4 KiB
+/// for the JSON around it. A counterexample lesson sent whole
+/// (`ClientMsg::Lesson`) is bounded by `Lesson::validate_sent`'s counts
+/// and fits with room to spare.
+fn max_message(state: &ApiState) -> usize {
+    state.pool.limits().max_line + 4096
+}
+
+/// The close frame for a message or frame over [`max_message`]: code 1009
+/// ("message too big") and the bound, instead of a silent drop.
+fn too_big(error: axum::Error, max: usize) -> Option<Message> {
+    use tokio_tungstenite::tungstenite::Error;
+    let inner = error.into_inner();
+    let capacity = matches!(inner.downcast_ref::<Error>(), Some(Error::Capacity(_)));
+    capacity.then(|| {
+        Message::Close(Some(axum::extract::ws::CloseFrame {
+            code: axum::extract::ws::close_code::SIZE,
+            reason: format!("message too big: a lab message holds at most {max} bytes").into(),
+        }))
+    })
 }
 
 /// The WebSocket's read buffer. tungstenite zero-fills up to this much
@@ -1001,7 +1066,9 @@ async fn session_ws(State(state): State<ApiState>, headers: HeaderMap, ws: WebSo
 /// arrives whole, only in more reads.
 const READ_BUFFER: usize = 8 * 1024;
 
-async fn run_socket(socket: WebSocket, state: ApiState) {
+// long: the socket's one select loop, an arm per kind of wake (a message, a refused one, the timer, the stop)
+async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
+    let max = max_message(&state);
     let (mut tx, mut rx) = socket.split();
     let idle = state.pool.limits().idle_timeout;
     let mut stop = state.stop.subscribe();
@@ -1056,7 +1123,13 @@ async fn run_socket(socket: WebSocket, state: ApiState) {
                 Some(out) => out,
                 None => break,
             },
-            Some(None | Some(Err(_))) => break,
+            Some(None) => break,
+            Some(Some(Err(e))) => {
+                if let Some(close) = too_big(e, max) {
+                    let _ = tx.send(close).await;
+                }
+                break;
+            }
             Some(Some(Ok(msg))) => {
                 last = std::time::Instant::now();
                 let text = match msg {
@@ -1216,10 +1289,10 @@ async fn drop_lab(lab: Option<Lab>) {
     }
 }
 
-/// Serve [`api_router`] alone on an already bound listener (tests bind
+/// Serve the API alone ([`crate::web::site`] without `dist`) on an already bound listener (tests bind
 /// port 0; the lead's `serve` merges the router into the web app instead).
 pub async fn serve_listener(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
-    axum::serve(no_delay(listener), api_router(state)).await
+    axum::serve(no_delay(listener), crate::web::site(None, state)).await
 }
 
 /// `listener`, with Nagle's algorithm off on every connection it accepts.
@@ -1252,19 +1325,19 @@ mod tests {
         let count = Arc::new(AtomicUsize::new(0));
         let all = lockservice::processes(LockService::All);
         assert_eq!(all, 10);
-        let first = ManagedSlot::take(&count, all).expect("the first");
-        let second = ManagedSlot::take(&count, all).expect("the second");
-        let refused = ManagedSlot::take(&count, Topology::processes(TopologyKind::Single)).unwrap_err();
+        let first = Slot::take(&count, all).expect("the first");
+        let second = Slot::take(&count, all).expect("the second");
+        let refused = Slot::take(&count, Topology::processes(TopologyKind::Single)).unwrap_err();
         assert_eq!(
             refused,
             "too many managed servers running (20 processes of at most 20; this needs 1); close another lab tab"
         );
         drop(first);
         assert_eq!(count.load(Ordering::SeqCst), 10);
-        let sentinel = ManagedSlot::take(&count, Topology::processes(TopologyKind::Sentinel)).expect("room for 5");
+        let sentinel = Slot::take(&count, Topology::processes(TopologyKind::Sentinel)).expect("room for 5");
         assert_eq!(count.load(Ordering::SeqCst), 15);
-        let zk = ManagedSlot::take(&count, lockservice::processes(LockService::Zk)).expect("room for 3");
-        assert!(ManagedSlot::take(&count, all).is_err(), "18 running: no room for 10");
+        let zk = Slot::take(&count, lockservice::processes(LockService::Zk)).expect("room for 3");
+        assert!(Slot::take(&count, all).is_err(), "18 running: no room for 10");
         drop((second, sentinel, zk));
         assert_eq!(count.load(Ordering::SeqCst), 0);
     }

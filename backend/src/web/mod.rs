@@ -4,7 +4,9 @@
 //! `trunk build` — so this is a file server with correct content types
 //! (`application/wasm` matters: browsers refuse to stream-compile a module
 //! served as anything else). `/api/health` and the `/api/session`
-//! WebSocket come from [`api`](crate::web::api), merged in by [`serve`].
+//! WebSocket come from [`api`](crate::web::api), merged in by [`site`],
+//! which also puts every route behind the `Host` check
+//! ([`origin::host_guard`]).
 
 pub mod api;
 pub mod origin;
@@ -46,13 +48,27 @@ pub fn app(dist: PathBuf) -> Router {
         ))
 }
 
-/// Bind `bind:port` and serve `dist` — plus `extra` routes (the real-Redis
-/// API) — until `stop` completes and every connection has closed.
+/// Everything `locklab serve` answers: the app's files from `dist` (none
+/// for the API alone, as tests and the bench serve it) and the real-Redis
+/// API, every route of it answered only for a `Host` that names the lab
+/// ([`origin::OriginPolicy::check_host`]: issue 35, B18).
+pub fn site(dist: Option<PathBuf>, state: api::ApiState) -> Router {
+    let policy = state.origins();
+    let api = api::api_router(state);
+    let routes = match dist {
+        Some(dist) => app(dist).merge(api),
+        None => api,
+    };
+    routes.layer(axum::middleware::from_fn_with_state(policy, origin::host_guard))
+}
+
+/// Bind `bind:port` and serve [`site`] (`dist` and the API with `state`)
+/// until `stop` completes and every connection has closed.
 pub async fn serve(
     bind: IpAddr,
     port: u16,
     dist: PathBuf,
-    extra: Router,
+    state: api::ApiState,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     if !dist.join("index.html").is_file() {
@@ -68,7 +84,7 @@ pub async fn serve(
         listener.local_addr()?
     );
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(crate::web::api::no_delay(listener), app(dist).merge(extra))
+    axum::serve(crate::web::api::no_delay(listener), site(Some(dist), state))
         .with_graceful_shutdown(stop)
         .await
 }

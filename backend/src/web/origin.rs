@@ -1,4 +1,5 @@
-//! Who may open a lab session: the `Origin` check on `/api/session`.
+//! Who may open a lab session: the `Origin` check on `/api/session`, and
+//! the `Host` check on every route.
 //!
 //! # Why
 //!
@@ -23,9 +24,26 @@
 //! --via`, the bench, tests, curl): it is accepted, because the attack this
 //! prevents needs a browser, and a non-browser client on the machine can
 //! reach Redis directly anyway.
+//!
+//! # Every route checks `Host`
+//!
+//! DNS rebinding needs no WebSocket: a page of `evil.example` rebound to
+//! 127.0.0.1 may `fetch("/api/health")` from its own origin and read the
+//! Redis version and whether it is reachable (issue 35, B18). So every
+//! HTTP route — the API and the app's files alike — answers only a
+//! request whose `Host` names the lab the same way: an IP literal,
+//! `localhost`, or the host of an origin given to `--allow-origin`
+//! ([`OriginPolicy::check_host`], applied by [`host_guard`]). A request
+//! without `Host` is not a browser's and is served.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 /// The origins allowed besides the lab's own (normalised, see
 /// [`normalise`]).
@@ -69,6 +87,41 @@ impl OriginPolicy {
         } else {
             refused()
         }
+    }
+}
+
+impl OriginPolicy {
+    /// May a request with this `Host` header be answered at all? The
+    /// lab's own names (an IP literal, `localhost`) and the hosts of the
+    /// `--allow-origin` origins are; `Err` says why not, for the 403's body.
+    pub fn check_host(&self, host: Option<&str>) -> Result<(), String> {
+        let Some(raw) = host else { return Ok(()) };
+        let host = raw.trim().to_ascii_lowercase();
+        let allowed = self.extra.iter().any(|o| {
+            let authority = o.split_once("://").map_or("", |(_, a)| a);
+            authority == host || with_default_port(o, &host).is_some_and(|h| h == authority)
+        });
+        if allowed || is_own_name(hostname(&host)) {
+            return Ok(());
+        }
+        Err(format!(
+            "locklab: this lab answers only when reached by an IP address or localhost, not as {raw:?} (a page \
+             of another site could read it through DNS rebinding); start the lab with --allow-origin \
+             http://{raw} to allow that name"
+        ))
+    }
+}
+
+/// Every route's guard ([`OriginPolicy::check_host`]): a 403 with the
+/// reason for a request to a name that is not the lab's.
+pub async fn host_guard(State(policy): State<Arc<OriginPolicy>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+    match policy.check_host(host) {
+        Ok(()) => next.run(request).await,
+        Err(why) => (StatusCode::FORBIDDEN, format!("{why}\n")).into_response(),
     }
 }
 
@@ -151,6 +204,38 @@ mod tests {
             );
         }
         assert!(p.check(Some("http://127.0.0.1:8080"), None).is_err());
+    }
+
+    #[test]
+    fn only_the_labs_own_names_are_answered() {
+        let p = OriginPolicy::new(["http://lab.example:8080".to_owned()]);
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST",
+            "[::1]:8080",
+            "10.0.0.7",
+            "lab.example:8080",
+        ] {
+            assert!(p.check_host(Some(ok)).is_ok(), "{ok}");
+        }
+        assert!(p.check_host(None).is_ok(), "not a browser");
+        for bad in [
+            "evil.example:8080",
+            "lab.example:8081",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:8080",
+            "",
+        ] {
+            let e = p.check_host(Some(bad)).unwrap_err();
+            assert!(
+                e.contains("answers only when reached by an IP address or localhost"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(OriginPolicy::new(["http://lab.example".to_owned()])
+            .check_host(Some("lab.example:80"))
+            .is_ok());
     }
 
     #[test]
