@@ -37,6 +37,7 @@ mod cmd;
 pub mod config;
 pub mod db;
 mod digest;
+pub mod lab;
 pub mod glob;
 mod longdouble;
 mod memory;
