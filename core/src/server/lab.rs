@@ -195,9 +195,11 @@ fn number(arg: &[u8]) -> Option<u64> {
     if digits.is_empty() || digits.len() > 40 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(digits.iter().fold(0u64, |n, d| {
-        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-    }))
+    Some(
+        digits
+            .iter()
+            .fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0'))),
+    )
 }
 
 /// What `argv` (allowed, with `costs` from [`Command::lab_check`]) can add
@@ -205,6 +207,10 @@ fn number(arg: &[u8]) -> Option<u64> {
 /// grows. A write the rules do not name grows nothing but its keys'
 /// existing entries (an expiry, a deletion).
 pub fn charges(cmd: &Command, costs: &[Cost], argv: &[Vec<u8>], mut f: impl FnMut(usize, Charge)) {
+    if !cmd.arity_ok(argv.len()) {
+        // Redis refuses it with its arity error: nothing is stored.
+        return;
+    }
     let len = |i: usize| argv.get(i).map_or(0, |a| a.len() as u64);
     let after_key = || argv.iter().skip(2).map(|a| a.len() as u64 + ARG_BYTES).sum::<u64>();
     for cost in costs {
@@ -301,7 +307,13 @@ mod tests {
         ] {
             assert_eq!(check(refused), Err(Refusal::Subcommand), "{refused}");
         }
-        for denied in ["MEMORY DOCTOR", "MEMORY USAGE k", "CONFIG GET x", "KEYS *", "PUBSUB CHANNELS"] {
+        for denied in [
+            "MEMORY DOCTOR",
+            "MEMORY USAGE k",
+            "CONFIG GET x",
+            "KEYS *",
+            "PUBSUB CHANNELS",
+        ] {
             assert!(matches!(check(denied), Err(Refusal::Denied(_))), "{denied}");
         }
     }
@@ -391,7 +403,14 @@ mod tests {
     #[test]
     fn the_acl_is_the_table() {
         let rules: Vec<String> = acl_commands(false).collect();
-        for r in ["+get", "+eval", "+script|load", "+object|encoding", "+function|load", "+info"] {
+        for r in [
+            "+get",
+            "+eval",
+            "+script|load",
+            "+object|encoding",
+            "+function|load",
+            "+info",
+        ] {
             assert!(rules.iter().any(|x| x == r), "{r} in {rules:?}");
         }
         for r in [
