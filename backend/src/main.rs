@@ -77,6 +77,10 @@ enum Cmd {
         /// Close a lab session's WebSocket after this many idle seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 600)]
         idle_timeout: u64,
+        /// Most mebibytes the keys of one lab session may hold on Redis (the
+        /// lab's upper-bound account; a write past it is refused before it is sent).
+        #[arg(long, value_name = "MIB", default_value_t = 64)]
+        session_quota: u64,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -237,6 +241,7 @@ fn main() -> Result<()> {
             allow_origin,
             script_budget_ms,
             idle_timeout,
+            session_quota,
         } => {
             if !dist.join("index.html").is_file() {
                 bail!(
@@ -270,6 +275,7 @@ fn main() -> Result<()> {
             let limits = locklab_backend::real::session::Limits {
                 script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
+                session_quota: session_quota.max(1).saturating_mul(1 << 20),
                 ..Default::default()
             };
             let state = locklab_backend::web::api::ApiState::with_limits(redis, limits)

@@ -229,6 +229,22 @@ impl LockObserver {
         }
     }
 
+    /// Stop watching the key watched longest, and forget what was seen of
+    /// it: a watcher with a bound on its keys (the real driver's free play)
+    /// makes room this way. The key, if any was watched.
+    pub fn unwatch_oldest(&mut self) -> Option<String> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let key = self.keys.remove(0);
+        for shadow in &mut self.shadow {
+            shadow.remove(&key);
+        }
+        self.majority.remove(&key);
+        self.groups.remove(&key);
+        Some(key)
+    }
+
     /// The keys watched now.
     pub fn keys(&self) -> &[String] {
         &self.keys

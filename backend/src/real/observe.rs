@@ -97,6 +97,19 @@ impl LockWatch {
         self.observer.watch(key);
     }
 
+    /// [`LockWatch::add`] with at most `max` keys watched: the oldest are
+    /// dropped to make room, and returned (every look reads every watched
+    /// key, so an unbounded watch made each command cost the server
+    /// thousands of reads).
+    pub fn add_bounded(&mut self, key: &str, max: usize) -> Vec<String> {
+        self.observer.watch(key);
+        let mut dropped = Vec::new();
+        while self.observer.keys().len() > max.max(1) {
+            dropped.extend(self.observer.unwatch_oldest());
+        }
+        dropped
+    }
+
     /// `client` sent `value` to be a lock's value (a concurrent program's
     /// acquire, before its reply is in).
     pub fn claim(&mut self, value: &[u8], client: u32) {

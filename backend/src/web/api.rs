@@ -425,7 +425,10 @@ impl Lab {
                         None => {
                             let took = acquired_key(argv, reply);
                             if let Some((key, _)) = &took {
-                                free.add(key);
+                                let max = s.limits().max_watched_locks;
+                                for dropped in free.add_bounded(key, max) {
+                                    s.console_note(cid, unwatched(max, &dropped));
+                                }
                             }
                             if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
                                 free.observe(s, &topology.nodes(), Some(node), Cause::Cmd { client: cid, node });
@@ -894,7 +897,11 @@ fn console_line(
             Err(e) => e.to_reply(),
         })
     });
-    text.trim_end_matches(['\r', '\n']).to_owned()
+    let mut text = text.trim_end_matches(['\r', '\n']).to_owned();
+    for note in s.take_console_notes() {
+        text.push_str(&format!("\n(locklab) {note}"));
+    }
+    text
 }
 
 /// Free play's lock watch and the nodes it looks at.
@@ -935,6 +942,9 @@ async fn console_line_async(
     for _ in 0..repeat {
         let reply = free_command(s, &mut watch, client, node, &argv).await;
         out.push_str(&cli::render(&argv, &reply));
+        for note in s.take_console_notes() {
+            out.push_str(&format!("(locklab) {note}\n"));
+        }
     }
     out.trim_end_matches(['\r', '\n']).to_owned()
 }
@@ -963,7 +973,10 @@ async fn free_command(s: &mut Session, watch: &mut FreeWatch<'_>, client: &str, 
     };
     let took = acquired_key(argv, &reply);
     if let Some((key, _)) = &took {
-        free.add(key);
+        let max = s.limits().max_watched_locks;
+        for dropped in free.add_bounded(key, max) {
+            s.note_console(client, unwatched(max, &dropped));
+        }
     }
     if took.is_some() || (!free.keys().is_empty() && changes) {
         if let Ok(cid) = s.client(client) {
@@ -992,6 +1005,11 @@ fn real_fault(kind: FaultKind, node: u32) -> Fault {
         FaultKind::HealReplication => Fault::HealReplication { node },
         FaultKind::Promote => Fault::Promote { node },
     }
+}
+
+/// The console's note for a lock free play stopped watching.
+fn unwatched(max: usize, key: &str) -> String {
+    format!("the lab watches at most {max} locks: '{key}', the oldest, is no longer watched")
 }
 
 /// Can `argv` change a lock key? A write, a script or function (whatever

@@ -39,6 +39,7 @@ pub mod db;
 mod digest;
 pub mod glob;
 pub mod hash;
+pub mod lab;
 pub mod list;
 mod longdouble;
 mod memory;

@@ -8,6 +8,7 @@
 //! understanding each command — the same information `COMMAND INFO` gives.
 
 use super::cmd;
+use super::lab::{why, Cost, Lab};
 use super::Profile;
 use super::{Ctx, ScriptHost};
 use crate::reply::Reply;
@@ -72,6 +73,9 @@ pub struct Command {
     /// lookup accepts; the handler checks their arity.
     pub subcommands: &'static [&'static str],
     pub(crate) handler: Handler,
+    /// What the lab's real driver may send of it to a server it does not
+    /// own, and what its arguments may cost ([`lab`](super::lab)).
+    pub lab: Lab,
 }
 
 impl Command {
@@ -146,146 +150,158 @@ const fn range(first: usize, last: isize, step: usize) -> Keys {
 use flags::*;
 
 macro_rules! commands {
-    ($( $name:literal, $arity:expr, $flags:expr, $keys:expr, $subs:expr, $handler:expr; )*) => {
+    ($( $name:literal, $arity:expr, $flags:expr, $keys:expr, $subs:expr, $handler:expr, $lab:expr; )*) => {
         /// Every command, sorted by name for binary search.
         pub static COMMANDS: &[Command] = &[
-            $( Command { name: $name, arity: $arity, flags: $flags, keys: $keys, subcommands: $subs, handler: $handler }, )*
+            $( Command { name: $name, arity: $arity, flags: $flags, keys: $keys, subcommands: $subs, handler: $handler, lab: $lab }, )*
         ];
     };
 }
 
 const NONE: &[&str] = &[];
+/// The lab's rule of most rows: allowed, nothing in it sized by an argument.
+const OK: Lab = Lab::Allow(&[]);
+/// The lab's rule of a write that adds its arguments to its key.
+const ADDS: Lab = Lab::Allow(&[Cost::Adds]);
+/// The lab's rule of a write that makes its key a number.
+const NUMBER: Lab = Lab::Allow(&[Cost::Number]);
+/// The largest count a lab session may ask for (`HRANDFIELD`, `SPOP`,
+/// `SCAN … COUNT`): a console shows no more, and a negative
+/// `HRANDFIELD` count is not bounded by the hash.
+pub const MAX_COUNT: u64 = 1000;
+/// The largest `SETRANGE` offset a lab session may write at (1 MiB).
+pub const MAX_OFFSET: u64 = 1 << 20;
 const ONE: Keys = range(1, 1, 1);
 const ALL: Keys = range(1, -1, 1);
 /// Source and destination (RENAME, COPY, LMOVE …).
 const TWO: Keys = range(1, 2, 1);
 
 commands! {
-    "append", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::append);
-    "blmove", 6, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::blmove);
-    "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop);
-    "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop);
-    "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush);
-    "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &["get", "help", "resetstat", "rewrite", "set"], Handler::Plain(cmd::server::config);
-    "copy", -3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::keys::copy);
-    "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize);
-    "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug);
-    "decr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decr);
-    "decrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decrby);
-    "del", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::del);
-    "delex", -2, WRITE | V8_4, ONE, NONE, Handler::Plain(cmd::delex::delex);
-    "digest", 2, READONLY | V8_4, ONE, NONE, Handler::Plain(cmd::delex::digest);
-    "discard", 1, NOSCRIPT, Keys::None, NONE, Handler::Discard;
-    "dump", 2, READONLY, ONE, NONE, Handler::Plain(cmd::dump::dump);
-    "echo", 2, 0, Keys::None, NONE, Handler::Plain(cmd::server::echo);
-    "eval", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
-    "eval_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval);
-    "evalsha", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha);
-    "evalsha_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha);
-    "exec", 1, NOSCRIPT, Keys::None, NONE, Handler::Exec;
-    "exists", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::exists);
-    "expire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expire);
-    "expireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expireat);
-    "expiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::expiretime);
-    "fcall", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
-    "fcall_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall);
-    "flushall", -1, WRITE | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::flushall);
-    "function", -2, NOSCRIPT, Keys::None, &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"], Handler::Script(cmd::scripting::function);
-    "get", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::get);
-    "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel);
-    "getex", -2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getex);
-    "getrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange);
-    "getset", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::getset);
-    "hdel", -3, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hdel);
-    "hexists", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hexists);
-    "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget);
-    "hgetall", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hgetall);
-    "hincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrby);
-    "hincrbyfloat", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrbyfloat);
-    "hkeys", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hkeys);
-    "hlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hlen);
-    "hmget", -3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hmget);
-    "hmset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hmset);
-    "hrandfield", -2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hrandfield);
-    "hset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hset);
-    "hsetnx", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hsetnx);
-    "hstrlen", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hstrlen);
-    "hvals", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hvals);
-    "incr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incr);
-    "incrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrby);
-    "incrbyfloat", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat);
-    "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info);
-    "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys);
-    "lindex", 3, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lindex);
-    "llen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::lists::llen);
-    "lmove", 5, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::lmove);
-    "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop);
-    "lpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpush);
-    "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx);
-    "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange);
-    "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem);
-    "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory);
-    "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget);
-    "mset", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset);
-    "msetnx", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx);
-    "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi;
-    "object", -2, READONLY, range(2, 2, 1), &["encoding", "freq", "help", "refcount"], Handler::Plain(cmd::keys::object);
-    "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist);
-    "pexpire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpire);
-    "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat);
-    "pexpiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pexpiretime);
-    "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping);
-    "psetex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::psetex);
-    "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe);
-    "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl);
-    "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish);
-    "pubsub", -2, PUBSUB, Keys::None, &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"], Handler::Plain(cmd::pubsub::pubsub);
-    "punsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::punsubscribe);
-    "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey);
-    "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename);
-    "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx);
-    "restore", -4, WRITE | DENYOOM | DANGEROUS, ONE, NONE, Handler::Plain(cmd::dump::restore);
-    "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop);
-    "rpoplpush", 3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush);
-    "rpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpush);
-    "rpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpushx);
-    "sadd", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sets::sadd);
-    "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan);
-    "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard);
-    "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script);
-    "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set);
-    "setex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setex);
-    "setnx", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setnx);
-    "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange);
-    "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember);
-    "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers);
-    "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop);
-    "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem);
-    "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen);
-    "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe);
-    "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time);
-    "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch);
-    "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl);
-    "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_);
-    "unlink", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::unlink);
-    "unsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::unsubscribe);
-    "unwatch", 1, NOSCRIPT, Keys::None, NONE, Handler::Unwatch;
-    "wait", 3, NOSCRIPT, Keys::None, NONE, Handler::Plain(cmd::server::wait);
-    "watch", -2, NOSCRIPT, ALL, NONE, Handler::Watch;
-    "zadd", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zadd);
-    "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard);
-    "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount);
-    "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby);
-    "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange);
-    "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore);
-    "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank);
-    "zrem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zrem);
-    "zremrangebyrank", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyrank);
-    "zremrangebyscore", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyscore);
-    "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange);
-    "zrevrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebyscore);
-    "zrevrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrank);
-    "zscore", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zscore);
+    "append", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::append), Lab::Allow(&[Cost::Appends]);
+    "blmove", 6, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::blmove), Lab::Allow(&[Cost::Moves]);
+    "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop), OK;
+    "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop), OK;
+    "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush), Lab::Allow(&[Cost::Moves]);
+    "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &["get", "help", "resetstat", "rewrite", "set"], Handler::Plain(cmd::server::config), Lab::Deny(why::DANGEROUS);
+    "copy", -3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::keys::copy), Lab::Deny(why::COPY);
+    "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize), Lab::Deny(why::COUNTS);
+    "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug), Lab::Deny(why::DANGEROUS);
+    "decr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decr), NUMBER;
+    "decrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::decrby), NUMBER;
+    "del", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::del), OK;
+    "delex", -2, WRITE | V8_4, ONE, NONE, Handler::Plain(cmd::delex::delex), OK;
+    "digest", 2, READONLY | V8_4, ONE, NONE, Handler::Plain(cmd::delex::digest), OK;
+    "discard", 1, NOSCRIPT, Keys::None, NONE, Handler::Discard, OK;
+    "dump", 2, READONLY, ONE, NONE, Handler::Plain(cmd::dump::dump), OK;
+    "echo", 2, 0, Keys::None, NONE, Handler::Plain(cmd::server::echo), OK;
+    "eval", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval), Lab::Allow(&[Cost::Script { at: 1 }]);
+    "eval_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::eval), Lab::Allow(&[Cost::Script { at: 1 }]);
+    "evalsha", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha), OK;
+    "evalsha_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::evalsha), OK;
+    "exec", 1, NOSCRIPT, Keys::None, NONE, Handler::Exec, OK;
+    "exists", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::exists), OK;
+    "expire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expire), OK;
+    "expireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::expireat), OK;
+    "expiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::expiretime), OK;
+    "fcall", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall), OK;
+    "fcall_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall), OK;
+    "flushall", -1, WRITE | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::flushall), Lab::Deny(why::DANGEROUS);
+    "function", -2, NOSCRIPT, Keys::None, &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"], Handler::Script(cmd::scripting::function), Lab::Subs(&[("delete", &[]), ("help", &[]), ("list", &[]), ("load", &[Cost::Library])]);
+    "get", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::get), OK;
+    "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel), OK;
+    "getex", -2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getex), OK;
+    "getrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange), OK;
+    "getset", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::getset), Lab::Allow(&[Cost::Replaces { value: 2 }]);
+    "hdel", -3, WRITE, ONE, NONE, Handler::Plain(cmd::hashes::hdel), OK;
+    "hexists", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hexists), OK;
+    "hget", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hget), OK;
+    "hgetall", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hgetall), OK;
+    "hincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrby), ADDS;
+    "hincrbyfloat", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hincrbyfloat), ADDS;
+    "hkeys", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hkeys), OK;
+    "hlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hlen), OK;
+    "hmget", -3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hmget), OK;
+    "hmset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hmset), ADDS;
+    "hrandfield", -2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hrandfield), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "hset", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hset), ADDS;
+    "hsetnx", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::hashes::hsetnx), ADDS;
+    "hstrlen", 3, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hstrlen), OK;
+    "hvals", 2, READONLY, ONE, NONE, Handler::Plain(cmd::hashes::hvals), OK;
+    "incr", 2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incr), NUMBER;
+    "incrby", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrby), NUMBER;
+    "incrbyfloat", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::incrbyfloat), NUMBER;
+    "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info), OK;
+    "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys), Lab::Deny(why::DANGEROUS);
+    "lindex", 3, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lindex), OK;
+    "llen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::lists::llen), OK;
+    "lmove", 5, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::lmove), Lab::Allow(&[Cost::Moves]);
+    "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop), OK;
+    "lpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpush), ADDS;
+    "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx), ADDS;
+    "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange), OK;
+    "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem), OK;
+    "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
+    "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget), OK;
+    "mset", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset), Lab::Allow(&[Cost::Pairs]);
+    "msetnx", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx), Lab::Allow(&[Cost::Pairs]);
+    "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi, OK;
+    "object", -2, READONLY, range(2, 2, 1), &["encoding", "freq", "help", "refcount"], Handler::Plain(cmd::keys::object), Lab::Subs(&[("encoding", &[])]);
+    "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist), OK;
+    "pexpire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpire), OK;
+    "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat), OK;
+    "pexpiretime", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pexpiretime), OK;
+    "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping), OK;
+    "psetex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::psetex), Lab::Allow(&[Cost::Replaces { value: 3 }]);
+    "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe), OK;
+    "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl), OK;
+    "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish), OK;
+    "pubsub", -2, PUBSUB, Keys::None, &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"], Handler::Plain(cmd::pubsub::pubsub), Lab::Deny(why::PUBSUB);
+    "punsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::punsubscribe), OK;
+    "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey), Lab::Deny(why::OUTSIDE);
+    "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename), Lab::Allow(&[Cost::Renames]);
+    "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx), Lab::Allow(&[Cost::Renames]);
+    "restore", -4, WRITE | DENYOOM | DANGEROUS, ONE, NONE, Handler::Plain(cmd::dump::restore), Lab::Deny(why::DANGEROUS);
+    "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop), OK;
+    "rpoplpush", 3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush), Lab::Allow(&[Cost::Moves]);
+    "rpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpush), ADDS;
+    "rpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::rpushx), ADDS;
+    "sadd", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sets::sadd), ADDS;
+    "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan), Lab::Admin(&[Cost::OptionCount { word: "count", max: MAX_COUNT }]);
+    "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard), OK;
+    "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script), Lab::Subs(&[("exists", &[]), ("flush", &[]), ("help", &[]), ("load", &[Cost::Script { at: 2 }])]);
+    "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set), Lab::Allow(&[Cost::Replaces { value: 2 }]);
+    "setex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setex), Lab::Allow(&[Cost::Replaces { value: 3 }]);
+    "setnx", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setnx), Lab::Allow(&[Cost::Replaces { value: 2 }]);
+    "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange), Lab::Allow(&[Cost::Offset { at: 2, max: MAX_OFFSET }]);
+    "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember), OK;
+    "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers), OK;
+    "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem), OK;
+    "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen), OK;
+    "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe), OK;
+    "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time), OK;
+    "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch), OK;
+    "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl), OK;
+    "type", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::type_), OK;
+    "unlink", -2, WRITE, ALL, NONE, Handler::Plain(cmd::keys::unlink), OK;
+    "unsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::unsubscribe), OK;
+    "unwatch", 1, NOSCRIPT, Keys::None, NONE, Handler::Unwatch, OK;
+    "wait", 3, NOSCRIPT, Keys::None, NONE, Handler::Plain(cmd::server::wait), OK;
+    "watch", -2, NOSCRIPT, ALL, NONE, Handler::Watch, OK;
+    "zadd", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zadd), ADDS;
+    "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard), OK;
+    "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount), OK;
+    "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby), ADDS;
+    "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), OK;
+    "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore), OK;
+    "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank), OK;
+    "zrem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zrem), OK;
+    "zremrangebyrank", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyrank), OK;
+    "zremrangebyscore", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyscore), OK;
+    "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange), OK;
+    "zrevrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebyscore), OK;
+    "zrevrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrank), OK;
+    "zscore", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zscore), OK;
 }
 
 /// Find a command by name, case-insensitively, without allocating for the

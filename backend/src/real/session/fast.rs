@@ -37,7 +37,7 @@ use locklab_core::trace::EventKind;
 use super::link::Link;
 use super::phases::{self, Before, Loaded, Outcome, Prepared};
 use super::preflight::Verdict;
-use super::{acl_rules, watchdog, Argv, Confinement, Peeked, Session, SessionError};
+use super::{acl_rules, acl_rules_later, setuser, watchdog, Argv, Confinement, Peeked, Session, SessionError};
 use crate::real::conn::RealError;
 
 /// What one exchange with the server brought back.
@@ -47,6 +47,8 @@ struct Exchanged {
     /// The pipelined peek's result: `None` when none was sent; `Some(None)`
     /// when it could not be read.
     peeked: Option<Option<Vec<Peeked>>>,
+    /// Bytes of the reply the link dropped past its cap.
+    dropped: u64,
 }
 
 impl Session {
@@ -116,6 +118,7 @@ impl Session {
             reply: ex.reply,
             killed: ex.killed,
             loaded,
+            dropped: ex.dropped,
         };
         let reply = self.finish((c, node), argv, &prep, begun, outcome)?;
         let peeked = match ex.peeked {
@@ -160,6 +163,7 @@ impl Session {
             reply,
             killed: false,
             peeked: None,
+            dropped: 0,
         };
         if prep.scan {
             // The session's SCAN: the ACL user may not SCAN (its results
@@ -197,6 +201,7 @@ impl Session {
                 .await
             }
         };
+        let dropped = link.take_dropped();
         let peeked = match (peek, &reply) {
             (Some(keys), Ok(_)) => Some(match link.read_many(peek_commands.len()).await {
                 Ok(replies) => self.parse_peek(n, keys, replies).ok(),
@@ -208,7 +213,12 @@ impl Session {
         if link.usable() {
             self.links.insert(prep.link, link);
         }
-        Ok(Exchanged { reply, killed, peeked })
+        Ok(Exchanged {
+            reply,
+            killed,
+            peeked,
+            dropped,
+        })
     }
 
     /// The pre-flight of a command that runs Lua, on the admin link:
@@ -316,18 +326,19 @@ impl Session {
         let mut admin = Link::open(&url, timeout)
             .await
             .map_err(|source| self.unreachable(n, source))?;
-        let mut argv: Argv = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
-        argv.extend(
-            acl_rules(&self.user, &self.password, &self.sandbox.prefix)
-                .into_iter()
-                .map(String::into_bytes),
-        );
-        match admin.execute(&argv).await {
-            Ok(Reply::Error(text)) => Err(SessionError::Setup {
-                node: self.nodes[n].target.name.clone(),
-                text,
-            }),
-            Ok(_) => Ok(admin),
+        let argvs = [
+            setuser(acl_rules(&self.user, &self.password, &self.sandbox.prefix)),
+            setuser(acl_rules_later(&self.user)),
+        ];
+        match admin.pipeline(&argvs).await {
+            // The second may fail: a 7.0 server knows no `DELEX`.
+            Ok(replies) => match replies.into_iter().next() {
+                Some(Reply::Error(text)) => Err(SessionError::Setup {
+                    node: self.nodes[n].target.name.clone(),
+                    text,
+                }),
+                _ => Ok(admin),
+            },
             Err(source) => Err(self.unreachable(n, source)),
         }
     }
@@ -365,6 +376,7 @@ impl Session {
         if self.conns.remove(&key).is_some() {
             self.multi.remove(&key);
         }
+        link.keep_at_most(self.sandbox.limits.max_reply_bytes);
         Ok(link)
     }
 }

@@ -176,7 +176,12 @@ impl Session {
             Some(lib) => self.check_loaded_blocking(node as usize, &lib),
             None => Ok(()),
         };
-        let outcome = Outcome { reply, killed, loaded };
+        let outcome = Outcome {
+            reply,
+            killed,
+            loaded,
+            dropped: 0,
+        };
         let back_at = flight.landed_at.map(|t| self.ms_at(t));
         let result = self.finish_at((c, node), &flight.argv, &flight.prep, flight.begun, outcome, back_at);
         if let Err(e) = &result {

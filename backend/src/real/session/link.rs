@@ -77,6 +77,11 @@ pub struct Link {
     /// Replies written for and not yet read: a link dropped in between is
     /// out of step with its server, so it is never used again.
     pending: usize,
+    /// Most bytes of one bulk string kept ([`Link::keep_at_most`]); the
+    /// rest is read off the socket and dropped, never held.
+    cap: usize,
+    /// Bytes dropped that way since [`Link::take_dropped`].
+    dropped: u64,
 }
 
 impl std::fmt::Debug for Link {
@@ -105,6 +110,8 @@ impl Link {
             resp3: false,
             timeout,
             pending: 0,
+            cap: usize::MAX,
+            dropped: 0,
         };
         let auth: Vec<Vec<u8>> = match (settings.username(), settings.password()) {
             (Some(u), Some(p)) => vec![u.into(), p.into()],
@@ -144,6 +151,18 @@ impl Link {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Keep at most `cap` bytes of each bulk string read from now on (a
+    /// client's link: what the page is shown is cut anyway, so a 100 MB
+    /// value costs the backend `cap` bytes, not 100 MB and its copies).
+    pub fn keep_at_most(&mut self, cap: usize) {
+        self.cap = cap;
+    }
+
+    /// The bytes of bulk strings dropped since the last call.
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
     }
 
     /// Can this link still be used? Not after an I/O error, a timeout, or
@@ -294,18 +313,24 @@ impl Link {
                 n if n < 0 || n as u64 > MAX_BULK as u64 => Err(protocol("a bulk length out of range")),
                 n => {
                     // Grown as the bytes arrive, not as the length says:
-                    // a length alone costs no memory.
-                    let want = n as usize + 2;
-                    let mut body = Vec::with_capacity(want.min(64 * 1024));
+                    // a length alone costs no memory. Past the cap, the
+                    // bytes (and the CRLF) are read and dropped.
+                    let n = n as usize;
+                    let keep = n.min(self.cap);
+                    let mut body = Vec::with_capacity(keep.min(64 * 1024));
                     (&mut self.io)
-                        .take(want as u64)
+                        .take(keep as u64)
                         .read_to_end(&mut body)
                         .await
                         .map_err(RealError::Io)?;
-                    if body.len() != want {
+                    let rest = (n - keep + 2) as u64;
+                    let drained = tokio::io::copy(&mut (&mut self.io).take(rest), &mut tokio::io::sink())
+                        .await
+                        .map_err(RealError::Io)?;
+                    if body.len() != keep || drained != rest {
                         return Err(RealError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
-                    body.truncate(n as usize);
+                    self.dropped += (n - keep) as u64;
                     match kind {
                         b'!' => done(Reply::Error(String::from_utf8_lossy(&body).into_owned())),
                         // A verbatim string starts with its format: `txt:`.
@@ -422,6 +447,35 @@ mod tests {
             parse(b"%1\r\n+a\r\n#t\r\n", false).await.unwrap(),
             Reply::Map(vec![(Reply::Status("a".into()), Reply::Integer(1))])
         );
+    }
+
+    /// A client's link keeps the start of a long bulk string and drops the
+    /// rest off the socket, staying in step for the next reply.
+    #[tokio::test]
+    async fn a_capped_link_drops_what_it_does_not_keep() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.write_all(b"$10\r\n0123456789\r\n*2\r\n$2\r\nab\r\n$5\r\nabcde\r\n+OK\r\n")
+                .await
+                .unwrap();
+        });
+        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
+            .await
+            .unwrap();
+        server.await.unwrap();
+        link.keep_at_most(3);
+        link.pending = 3;
+        assert_eq!(link.read(false).await.unwrap(), Reply::Bulk(b"012".to_vec()));
+        assert_eq!(link.take_dropped(), 7);
+        assert_eq!(
+            link.read(false).await.unwrap(),
+            Reply::Array(vec![Reply::Bulk(b"ab".to_vec()), Reply::Bulk(b"abc".to_vec())])
+        );
+        assert_eq!(link.take_dropped(), 2);
+        assert_eq!(link.read(false).await.unwrap(), Reply::ok());
+        assert!(link.usable());
     }
 
     #[tokio::test]

@@ -8,13 +8,15 @@
 //! is a *sandbox* built from three independent walls, each of which would
 //! stop most mistakes alone:
 //!
-//! 1. **The lab's command table.** Every argv is looked up in core's
-//!    [`table`] before anything is sent. A command the lab does not teach
-//!    (`CONFIG`, `CLIENT`, `SHUTDOWN`, …: [`table::find`] returns `None`) or
-//!    one flagged [`table::flags::DANGEROUS`] (`FLUSHALL`, `KEYS`, `DEBUG`) is
-//!    refused *here*, with a redis-style error, and never reaches Redis; so
-//!    are the commands that reach past the session (`RANDOMKEY`, `SELECT`,
-//!    `MOVE`, `COPY`, `DBSIZE`, `SCRIPT KILL`). Function libraries are
+//! 1. **The lab's command table, default deny.** Every argv is looked up
+//!    in core's [`table`] before anything is sent, and the row's `lab`
+//!    column ([`lab`]) decides: a command the table does not have, one the
+//!    row denies (`CONFIG`, `FLUSHALL`, `KEYS`, `MEMORY`, `RANDOMKEY`,
+//!    `COPY`, `DBSIZE`, `PUBSUB`, …), a container's subcommand the row does
+//!    not list (`SCRIPT DEBUG`, `SCRIPT KILL`, `OBJECT FREQ`, `FUNCTION
+//!    FLUSH`, …), or a count or offset past the row's bound is refused
+//!    *here*, with a redis-style error, and never reaches Redis. What passes
+//!    is charged to the session's [`quota`] first. Function libraries are
 //!    server-wide, so a session's live in a namespace of its own
 //!    ([`functions`]): it can neither replace, delete nor shadow one it did
 //!    not load, and they are deleted when it ends. `SCRIPT FLUSH` is allowed
@@ -29,9 +31,10 @@
 //!    unprefixed; every other reply is shown exactly as Redis sent it (a
 //!    value that starts with the prefix is a value).
 //! 3. **An ACL user** per session, `lab-<id>`, with [`acl_rules`]
-//!    (`~lab:<id>:* +@all -@dangerous +info`, and no `SCAN`, `RANDOMKEY`,
-//!    `SELECT`, `MOVE`, …), made by the server's own credentials and deleted
-//!    when the session drops. This is the wall that holds inside Lua: a
+//!    generated from the same table (`~lab:<id>:* -@all` and exactly the
+//!    pairs it allows: no `SCAN`, `RANDOMKEY`, `SCRIPT DEBUG`, `MEMORY`, …),
+//!    made by the server's own credentials and deleted when the session
+//!    drops. This is the wall that holds inside Lua: a
 //!    script that calls `redis.call('FLUSHALL')` or touches a key outside
 //!    the prefix is refused by Redis itself, because redis-server checks
 //!    ACLs for every command a script runs.
@@ -52,7 +55,7 @@
 //! script, so `redis.call('incr', 'fence:order:1001')` would come back as
 //! an ACL error instead of Redis's `non local key` error. So a session on
 //! a managed `cluster3` ([`Confinement::OwnCluster`]) uses the keys as
-//! typed, with an ACL user on `~*` that still has `-@dangerous`. That is
+//! typed, with an ACL user on `~*` that has the same commands. That is
 //! safe because the cluster is the session's alone: the backend starts it
 //! for one WebSocket (or one CLI run), resets it before every lesson and
 //! kills it with its owner, so there is no one else's key to reach. The
@@ -100,6 +103,7 @@ use locklab_core::actor::{Actor, Names};
 use locklab_core::cli;
 use locklab_core::reply::Reply;
 use locklab_core::server::cluster::key_slot;
+use locklab_core::server::lab;
 use locklab_core::server::table;
 use locklab_core::server::Profile;
 use locklab_core::trace::{Event, EventKind};
@@ -117,6 +121,7 @@ mod janitor;
 pub mod link;
 mod phases;
 pub mod preflight;
+pub mod quota;
 pub mod sandbox;
 mod watchdog;
 
@@ -168,6 +173,20 @@ pub struct Limits {
     pub max_tracked_keys: usize,
     /// Most clients (A, B, …) in one session.
     pub max_clients: usize,
+    /// Most bytes the session's keys may hold, by the lab's upper-bound
+    /// account ([`quota`]): `--session-quota`.
+    pub session_quota: u64,
+    /// Most scripts (distinct `EVAL` and `SCRIPT LOAD` bodies, and
+    /// `FUNCTION LOAD` libraries) one session may have the server keep.
+    pub max_scripts: usize,
+    /// Most bytes of those scripts together.
+    pub max_script_bytes: u64,
+    /// Most bytes of one reply shown to the page; a longer one is cut,
+    /// with a note, and never held whole by the async lane.
+    pub max_reply_bytes: usize,
+    /// Most keys free play watches for locks; past that the oldest is
+    /// dropped, with a note.
+    pub max_watched_locks: usize,
 }
 
 impl Default for Limits {
@@ -187,6 +206,11 @@ impl Default for Limits {
             max_log_bytes: 4096,
             max_tracked_keys: 10_000,
             max_clients: 16,
+            session_quota: 64 << 20,
+            max_scripts: 256,
+            max_script_bytes: 4 << 20,
+            max_reply_bytes: 256 << 10,
+            max_watched_locks: 256,
         }
     }
 }
@@ -211,6 +235,24 @@ pub enum SessionError {
     /// The command is not one the lab teaches, or it is dangerous.
     #[error("ERR locklab: '{name}' is not allowed in a lab session ({why})")]
     NotAllowed { name: String, why: &'static str },
+    /// An argument the lab's table bounds (a count, an offset) past its
+    /// bound.
+    #[error("ERR locklab: '{name}' is refused: {what} is {got}, the lab's bound is {max}")]
+    OverBound {
+        name: String,
+        what: &'static str,
+        got: u64,
+        max: u64,
+    },
+    /// A command that would take the session past one of its quotas.
+    #[error("ERR locklab: '{name}' is refused: {what} would be {got}, the session's quota is {quota}{hint}")]
+    OverQuota {
+        name: String,
+        what: &'static str,
+        got: u64,
+        quota: u64,
+        hint: &'static str,
+    },
     /// A size limit.
     #[error("ERR locklab: {what} is {got} bytes or items, the limit is {limit}")]
     TooLarge {
@@ -366,6 +408,8 @@ impl SessionPool {
         let mut session = Session {
             sandbox: Sandbox::new(&id, confinement, self.limits.clone()),
             preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes),
+            quota: quota::Quota::default(),
+            console_notes: Vec::new(),
             multi: HashMap::new(),
             killers: HashMap::new(),
             janitor: self.janitor.clone(),
@@ -481,6 +525,12 @@ pub struct Session {
     sandbox: Sandbox,
     /// The simulator every script runs on before Redis runs it.
     preflight: Preflight,
+    /// What the session's keys may hold and the scripts it had the server
+    /// keep, charged before each command is sent.
+    quota: quota::Quota,
+    /// Notes for the console under the next reply (a reply cut, a lock
+    /// no longer watched).
+    console_notes: Vec<String>,
     /// Per (client, node) link in `MULTI`: the queued commands, as typed
     /// and as sent, checked whole at `EXEC`.
     multi: HashMap<(u32, u32), Vec<(Argv, Argv)>>,
@@ -891,7 +941,12 @@ impl Session {
             Some(lib) => self.check_loaded_blocking(n, &lib),
             None => Ok(()),
         };
-        let outcome = Outcome { reply, killed, loaded };
+        let outcome = Outcome {
+            reply,
+            killed,
+            loaded,
+            dropped: 0,
+        };
         self.finish((c, node), argv, &prep, begun, outcome)
     }
 
@@ -1092,9 +1147,7 @@ impl Session {
         admin
             .set_read_timeout(Some(self.sandbox.limits.reply_timeout))
             .map_err(|source| self.unreachable(n, source))?;
-        let rules = acl_rules(&self.user, &self.password, &self.sandbox.prefix);
-        let mut argv: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
-        argv.extend(rules.into_iter().map(String::into_bytes));
+        let argv = setuser(acl_rules(&self.user, &self.password, &self.sandbox.prefix));
         match admin.execute(&argv) {
             Ok(Reply::Error(text)) => {
                 return Err(SessionError::Setup {
@@ -1104,6 +1157,9 @@ impl Session {
             }
             Ok(_) => {}
             Err(source) => return Err(self.unreachable(n, source)),
+        }
+        if let Err(source) = admin.execute(&setuser(acl_rules_later(&self.user))) {
+            return Err(self.unreachable(n, source));
         }
         self.nodes[n].admin = Some(admin);
         self.nodes[n].user_ready = true;
@@ -1124,6 +1180,37 @@ impl Session {
         self.names.clients.push(client.to_owned());
         self.clients.insert(client.to_owned(), i);
         Ok(i)
+    }
+
+    /// A note shown under the console's next reply, and in client `c`'s
+    /// lane of the timeline.
+    pub fn console_note(&mut self, c: u32, text: String) {
+        let at_ms = self.now_ms();
+        self.push(at_ms, Actor::Client(c), EventKind::Note { text: text.clone() });
+        self.console_notes.push(text);
+    }
+
+    /// A note for the console under `client`'s next reply (and in its
+    /// lane of the timeline).
+    pub fn note_console(&mut self, client: &str, text: String) {
+        if let Ok(c) = self.client_index(client) {
+            self.console_note(c, text);
+        }
+    }
+
+    /// The notes for the console since the last call.
+    pub fn take_console_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.console_notes)
+    }
+
+    /// The session's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.sandbox.limits
+    }
+
+    /// The bytes the session's keys may hold, by its quota's account.
+    pub fn quota_bytes(&self) -> u64 {
+        self.quota.total()
     }
 
     fn note(&mut self, client: &str, e: &SessionError) {
@@ -1179,15 +1266,16 @@ const MAX_REDIRECTS: usize = 5;
 /// The session user's ACL rules, in `ACL SETUSER` order. `reset` first so
 /// re-applying is exact, whatever the user had before.
 ///
-/// Key patterns confine what a command *names*; they do not confine what
-/// `SCAN` or `RANDOMKEY` *return*, nor the database `SELECT`, `MOVE`,
-/// `COPY … DB` and `SWAPDB` reach, and they hold inside Lua too, where the
-/// lab's command table does not look. So those are denied here as well
-/// (the lab runs a session's `SCAN` itself, confined to the prefix), with
-/// `DBSIZE` and `PUBSUB`, which count or name what is not the session's,
-/// and the `FUNCTION` and `SCRIPT` subcommands that reach every library or
-/// another client's script. `+info` is added back because `INFO` is in
-/// `@dangerous` on 7.0 and the metrics lesson reads `INFO stats`.
+/// Generated from the lab's command table ([`lab::acl_commands`]):
+/// `-@all`, then exactly the (command, subcommand) pairs the table allows,
+/// so a script's `redis.call` meets the same list as a typed line — no
+/// `SCRIPT DEBUG`, `MEMORY`, `OBJECT FREQ`, `CONFIG`, … anywhere. `SCAN`
+/// is not in it: key patterns confine what a command *names*, not what
+/// `SCAN` *returns*, so the lab runs a session's `SCAN` itself on its
+/// administrative connection, confined to the prefix. A session on its own
+/// cluster also gets `ASKING`, which it sends when it follows an `ASK`.
+/// The commands of profile 8.4 (`DELEX`) go in a second call
+/// ([`acl_rules_later`]), which a 7.0 server refuses harmlessly.
 pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
     let mut rules = vec![
         user.to_owned(),
@@ -1196,32 +1284,30 @@ pub fn acl_rules(user: &str, password: &str, prefix: &str) -> Vec<String> {
         format!(">{password}"),
         format!("~{prefix}*"),
         "resetchannels".to_owned(),
-        "+@all".to_owned(),
-        "-@dangerous".to_owned(),
-        "+info".to_owned(),
+        "-@all".to_owned(),
     ];
-    rules.extend(ACL_DENIED.iter().map(|c| format!("-{c}")));
+    rules.extend(lab::acl_commands(false));
+    if prefix.is_empty() {
+        rules.push("+asking".to_owned());
+    }
     rules
 }
 
-/// Commands (and subcommands) the session user may not run, anywhere.
-pub const ACL_DENIED: &[&str] = &[
-    "scan",
-    "keys",
-    "randomkey",
-    "select",
-    "move",
-    "swapdb",
-    "copy",
-    "dbsize",
-    "pubsub",
-    "function|flush",
-    "function|dump",
-    "function|restore",
-    "function|stats",
-    "function|kill",
-    "script|kill",
-];
+/// The rules for the table's commands of profile 8.4, added to `user` by
+/// a second `ACL SETUSER` whose error (an older server does not know
+/// them) is ignored.
+pub fn acl_rules_later(user: &str) -> Vec<String> {
+    std::iter::once(user.to_owned())
+        .chain(lab::acl_commands(true))
+        .collect()
+}
+
+/// `ACL SETUSER` with `rules`.
+fn setuser(rules: Vec<String>) -> Argv {
+    let mut argv: Argv = vec![b"ACL".to_vec(), b"SETUSER".to_vec()];
+    argv.extend(rules.into_iter().map(String::into_bytes));
+    argv
+}
 
 /// One command's arguments.
 type Argv = Vec<Vec<u8>>;

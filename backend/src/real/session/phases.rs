@@ -70,6 +70,8 @@ pub(super) struct Outcome {
     /// The check of a `FUNCTION LOAD`'s library (see
     /// [`Session::loaded_library`]).
     pub(super) loaded: Result<(), SessionError>,
+    /// Bytes of the reply the link read and dropped (past its cap).
+    pub(super) dropped: u64,
 }
 
 /// What a `FUNCTION LIST` of a just-loaded library says should happen.
@@ -90,7 +92,11 @@ impl Session {
             return Err(SessionError::NoNode(node));
         }
         let rewritten = match self.sandbox.check_and_rewrite(argv)? {
-            Rewritten::Send(r) => r,
+            Rewritten::Send(r, checked) => {
+                // The quota, charged before anything is sent.
+                self.quota.charge(&self.sandbox.limits, checked, argv)?;
+                r
+            }
             Rewritten::Answer => return Ok(Before::Answer(self.preflight.answer(argv))),
         };
         // Lua runs on the simulator first: alone, or a transaction whole.
@@ -231,6 +237,10 @@ impl Session {
             .to_reply();
         }
         self.sandbox.unscope(argv, &mut reply, prep.scan);
+        let max = self.sandbox.limits.max_reply_bytes;
+        if let Some(note) = super::quota::cut_reply(&mut reply, max, outcome.dropped) {
+            self.console_note(c, note);
+        }
         let mid = sent_at + (back_at - sent_at) / 2;
         let executed = EventKind::Executed {
             req,

@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use locklab_core::reply::Reply;
-use locklab_core::server::table::{self, flags, Command};
+use locklab_core::server::lab;
+use locklab_core::server::table::{self, Command};
 use locklab_core::server::Profile;
 
 use super::functions::{self, Scoped};
@@ -52,39 +53,40 @@ impl Sandbox {
 
     /// The first wall: is this argv one the lab allows, and within limits?
     /// If so, its keys under the prefix and its function names in the
-    /// session's namespace.
+    /// session's namespace, with the row's cost rules for the quota.
+    ///
+    /// What is allowed is the table's `lab` column ([`lab`]): a command the
+    /// table does not have, a row it denies, a container's subcommand it
+    /// does not list, or a count or offset past its bound is refused here,
+    /// before anything is sent. The row is looked up once.
     pub fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Rewritten, SessionError> {
         let name_bytes = argv.first().ok_or(SessionError::Empty)?;
-        let name = String::from_utf8_lossy(name_bytes).to_uppercase();
         self.check_size(argv)?;
         // The table of the newest profile: DELEX passes through, and a 7.0
         // server answers it with its own unknown-command error.
         let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
             return Err(SessionError::NotAllowed {
-                name,
+                name: String::from_utf8_lossy(name_bytes).to_uppercase(),
                 why: "the lab's command table does not have it",
             });
         };
-        let sub = argv
-            .get(1)
-            .map(|s| String::from_utf8_lossy(s).to_lowercase())
-            .unwrap_or_default();
-        refuse(cmd, &name, &sub)?;
-        self.check_script_size(cmd, &sub, argv)?;
+        let costs = cmd.lab_check(argv).map_err(|r| refusal(cmd, argv, r))?;
+        self.check_script_size(costs, argv)?;
         let mut out = match functions::scope_command(argv, &self.ns) {
             Scoped::Untouched => argv.to_vec(),
             Scoped::Send(scoped) => scoped,
             Scoped::BadLibrary => return Ok(Rewritten::Answer),
             Scoped::Refused(why) => {
                 return Err(SessionError::NotAllowed {
-                    name: format!("{name} {}", sub.to_uppercase()),
+                    name: shown_name(cmd, argv),
                     why,
                 })
             }
         };
+        let checked = Checked { cmd, costs };
         if self.confinement == Confinement::OwnCluster {
             // Keys as typed: the cluster holds nobody else's.
-            return Ok(Rewritten::Send(out));
+            return Ok(Rewritten::Send(out, checked));
         }
         for i in cmd.key_indexes(argv) {
             let mut k = self.prefix.as_bytes().to_vec();
@@ -94,7 +96,7 @@ impl Sandbox {
         if cmd.name == "scan" {
             self.confine_scan(&mut out);
         }
-        Ok(Rewritten::Send(out))
+        Ok(Rewritten::Send(out, checked))
     }
 
     /// The argument count and the command's size within the limits.
@@ -118,15 +120,11 @@ impl Sandbox {
         Ok(())
     }
 
-    /// A script body (`EVAL`'s, `SCRIPT LOAD`'s, `FUNCTION LOAD`'s) within
-    /// the script limit.
-    fn check_script_size(&self, cmd: &Command, sub: &str, argv: &[Vec<u8>]) -> Result<(), SessionError> {
-        let body = match (cmd.name, sub) {
-            ("eval" | "eval_ro", _) => argv.get(1),
-            ("script", "load") | ("function", "load") => argv.last(),
-            _ => None,
-        };
-        match body {
+    /// A script body (`EVAL`'s, `SCRIPT LOAD`'s, `FUNCTION LOAD`'s: the
+    /// row's [`lab::Cost::Script`] or [`lab::Cost::Library`]) within the
+    /// script limit.
+    fn check_script_size(&self, costs: &[lab::Cost], argv: &[Vec<u8>]) -> Result<(), SessionError> {
+        match lab::script_body(costs, argv) {
             Some(b) if b.len() > self.limits.max_script => Err(SessionError::TooLarge {
                 what: "the script",
                 got: b.len(),
@@ -254,27 +252,26 @@ impl Sandbox {
     }
 }
 
-/// Commands the lab's table knows that reach past the session, refused
-/// before they are sent (the ACL refuses them inside Lua), and why.
-const OUTSIDE_THE_SESSION: &[(&str, &str)] = &[
-    (
-        "randomkey",
-        "it returns keys outside the session; SCAN lists the session's keys",
-    ),
-    ("select", "a lab session stays in its database"),
-    ("move", "a lab session stays in its database"),
-    ("swapdb", "a lab session stays in its database"),
-    ("copy", "it can copy into another database"),
-    (
-        "dbsize",
-        "it counts keys outside the session; SCAN lists the session's keys",
-    ),
-];
+/// The table's row of a command that passed, and its cost rules.
+#[derive(Clone, Copy)]
+pub struct Checked {
+    pub cmd: &'static Command,
+    pub costs: &'static [lab::Cost],
+}
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checked")
+            .field("cmd", &self.cmd.name)
+            .field("costs", &self.costs)
+            .finish()
+    }
+}
 
 /// What [`Sandbox::check_and_rewrite`] decided.
 pub enum Rewritten {
-    /// Send this argv.
-    Send(Vec<Vec<u8>>),
+    /// Send this argv (and here is its row, for the quota).
+    Send(Vec<Vec<u8>>, Checked),
     /// Do not send; the simulator's answer is Redis's (a `FUNCTION LOAD`
     /// whose metadata Redis refuses).
     Answer,
@@ -307,32 +304,28 @@ fn strip(reply: &mut Reply, prefix: &[u8]) {
     }
 }
 
-/// Commands the lab refuses by name: dangerous or administrative ones,
-/// those that reach outside the session, and `SCRIPT KILL`.
-fn refuse(cmd: &Command, name: &str, sub: &str) -> Result<(), SessionError> {
-    if cmd.flags & flags::DANGEROUS != 0 {
-        return Err(SessionError::NotAllowed {
-            name: name.to_owned(),
-            why: "it is dangerous or administrative",
-        });
+/// The console's name of `argv`'s command: `OBJECT FREQ` for a
+/// container's subcommand, `GET` otherwise.
+fn shown_name(cmd: &Command, argv: &[Vec<u8>]) -> String {
+    match argv.get(1) {
+        Some(sub) if matches!(cmd.lab, lab::Lab::Subs(_)) || !cmd.subcommands.is_empty() => {
+            format!("{} {}", cmd.name, String::from_utf8_lossy(sub)).to_uppercase()
+        }
+        _ => cmd.name.to_uppercase(),
     }
-    if let Some(why) = OUTSIDE_THE_SESSION
-        .iter()
-        .find(|(n, _)| *n == cmd.name)
-        .map(|(_, why)| *why)
-    {
-        return Err(SessionError::NotAllowed {
-            name: name.to_owned(),
-            why,
-        });
+}
+
+/// The session's error for what the table refused.
+fn refusal(cmd: &Command, argv: &[Vec<u8>], r: lab::Refusal) -> SessionError {
+    let name = shown_name(cmd, argv);
+    match r {
+        lab::Refusal::Denied(why) => SessionError::NotAllowed { name, why },
+        lab::Refusal::Subcommand => SessionError::NotAllowed {
+            name,
+            why: "the lab's command table does not list this subcommand",
+        },
+        lab::Refusal::Bound { what, got, max } => SessionError::OverBound { name, what, got, max },
     }
-    if cmd.name == "script" && sub == "kill" {
-        return Err(SessionError::NotAllowed {
-            name: "SCRIPT KILL".into(),
-            why: "it would kill whatever script runs on the server; the lab kills a session's runaway script itself",
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -349,7 +342,7 @@ mod tests {
 
     fn sent(argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
         match sandbox().check_and_rewrite(argv) {
-            Ok(Rewritten::Send(out)) => Some(out),
+            Ok(Rewritten::Send(out, _)) => Some(out),
             _ => None,
         }
     }
@@ -462,8 +455,84 @@ mod tests {
         ]
     }
 
+    /// An argument of a hostile argv: the ordinary ones, and the sizes
+    /// the attacks used (huge counts and offsets, either sign).
+    fn hostile() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            3 => arg(),
+            2 => any::<i64>().prop_map(|n| n.to_string().into_bytes()),
+            1 => (0u64..1 << 31).prop_map(|n| n.to_string().into_bytes()),
+            1 => prop_oneof![Just("-4611686018427387903"), Just("2147483647"), Just("536870911"), Just("-20000000")]
+                .prop_map(|s| s.as_bytes().to_vec()),
+            1 => prop_oneof![Just("COUNT"), Just("count"), Just("debug"), Just("freq"), Just("doctor"), Just("encoding")]
+                .prop_map(|s| s.as_bytes().to_vec()),
+        ]
+    }
+
+    /// A subcommand name the row knows, or a hostile word.
+    fn subcommand(cmd: &Command) -> impl Strategy<Value = Vec<u8>> {
+        let subs: Vec<Vec<u8>> = cmd.subcommands.iter().map(|s| s.to_uppercase().into_bytes()).collect();
+        if subs.is_empty() {
+            hostile().boxed()
+        } else {
+            prop_oneof![3 => proptest::sample::select(subs), 1 => hostile()].boxed()
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Driven by the command table with hostile sizes: whatever the
+        /// sandbox sends is a pair the generated ACL allows too, every
+        /// count and offset is within its row's bound, and the quota's
+        /// charge never lets the account pass the quota.
+        #[test]
+        fn the_table_refuses_or_bounds_every_hostile_argv(
+            (which, sub) in (0..COMMANDS.len()).prop_flat_map(|i| (Just(i), subcommand(&COMMANDS[i]))),
+            rest in proptest::collection::vec(hostile(), 0..6),
+        ) {
+            let cmd = &COMMANDS[which];
+            let mut argv = vec![cmd.name.to_uppercase().into_bytes(), sub];
+            argv.extend(rest);
+            let sb = sandbox();
+            let Ok(Rewritten::Send(_, checked)) = sb.check_and_rewrite(&argv) else { return Ok(()) };
+            let acl = super::super::acl_rules("u", "p", &sb.prefix);
+            let whole = format!("+{}", cmd.name);
+            let pair = format!("+{}|{}", cmd.name, String::from_utf8_lossy(&argv[1]).to_lowercase());
+            let listed = acl.iter().any(|r| *r == whole || *r == pair);
+            prop_assert!(listed || cmd.lab_admin() || cmd.flags & locklab_core::server::table::flags::V8_4 != 0,
+                "{:?} is sent but not in the ACL", argv);
+            prop_assert!(!matches!(cmd.lab, lab::Lab::Deny(_)));
+            let number = |a: &[u8]| std::str::from_utf8(a).ok()?.parse::<i128>().ok();
+            for cost in checked.costs {
+                match *cost {
+                    lab::Cost::Count { at, max } | lab::Cost::Offset { at, max } => {
+                        if let Some(n) = argv.get(at).and_then(|a| number(a)) {
+                            prop_assert!(n.unsigned_abs() <= u128::from(max), "{:?}", argv);
+                        }
+                    }
+                    lab::Cost::OptionCount { word, max } => {
+                        // Options in pairs after the cursor, as Redis reads them.
+                        for w in argv[2.min(argv.len())..].chunks(2).filter(|w| w.len() == 2) {
+                            if w[0].eq_ignore_ascii_case(word.as_bytes()) {
+                                if let Some(n) = number(&w[1]) {
+                                    prop_assert!(n.unsigned_abs() <= u128::from(max), "{:?}", argv);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let limits = Limits { session_quota: 1 << 20, ..Limits::default() };
+            let mut quota = super::super::quota::Quota::default();
+            for _ in 0..4 {
+                if quota.charge(&limits, checked, &argv).is_err() {
+                    break;
+                }
+                prop_assert!(quota.total() <= limits.session_quota);
+            }
+        }
 
         /// Driven by the command table: for every command the sandbox
         /// sends, every key position of the argv it sends (as the table
@@ -478,7 +547,7 @@ mod tests {
             let mut argv = vec![cmd.name.to_uppercase().into_bytes()];
             argv.extend(rest);
             let sb = sandbox();
-            if let Ok(Rewritten::Send(out)) = sb.check_and_rewrite(&argv) {
+            if let Ok(Rewritten::Send(out, _)) = sb.check_and_rewrite(&argv) {
                 let keys = cmd.key_indexes(&out);
                 prop_assert_eq!(&keys, &cmd.key_indexes(&argv));
                 for i in keys {
