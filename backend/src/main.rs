@@ -65,6 +65,14 @@ enum Cmd {
         /// Close a lab session's WebSocket after this many idle seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 600)]
         idle_timeout: u64,
+        /// How lab sessions' scripts reach a server given with --redis:
+        /// `simulate` (the default) runs each on the lab's simulator and sends
+        /// only its writes, in MULTI/EXEC; `run` (a speaker alone on a laptop)
+        /// sends scripts after a check on the simulator, with a kill timer,
+        /// and refuses those that read the server's state.
+        #[arg(long, value_name = "simulate|run", default_value = "simulate",
+              value_parser = ["simulate", "run"])]
+        scripts: String,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -188,6 +196,7 @@ fn main() -> Result<()> {
             allow_origin,
             script_budget_ms,
             idle_timeout,
+            scripts,
         } => {
             if !dist.join("index.html").is_file() {
                 bail!(
@@ -210,10 +219,20 @@ fn main() -> Result<()> {
             if reaped > 0 {
                 eprintln!("locklab: stopped {reaped} redis-server process(es) a previous backend left running");
             }
+            let run_scripts = scripts == "run";
+            if run_scripts && redis.is_some() {
+                eprintln!(
+                    "warning: --scripts=run sends lab sessions' scripts to your Redis after a check on the lab's \
+                     simulator. A script whose run there goes another way than on the simulator can hold your \
+                     server (BUSY), and once it has written Redis cannot kill it. Scripts that read the server's \
+                     state (INFO, TIME, TTLs, OBJECT, random members) are refused."
+                );
+            }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
             let limits = locklab_backend::real::session::Limits {
                 script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
+                run_scripts,
                 ..Default::default()
             };
             let state = locklab_backend::web::api::ApiState::with_limits(redis, limits).allow_origins(allow_origin);
