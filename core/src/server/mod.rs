@@ -187,6 +187,9 @@ impl Stats {
     }
 }
 
+/// Whether a script may call an argv (`Err`: why not), as a host decides.
+pub type ScriptCallCheck = fn(&[Vec<u8>]) -> Result<(), String>;
+
 /// What a host lets a script reach, for a host that runs scripts on
 /// someone else's behalf and applies only their writes (the lab on a server
 /// it does not own). redis-server has no such thing; with no fence set the
@@ -200,7 +203,7 @@ pub struct ScriptFence {
     /// key positions.
     pub keys: Option<BTreeSet<Vec<u8>>>,
     /// Whether a script may call this argv (`Err`: why not).
-    pub allow: Option<fn(&[Vec<u8>]) -> Result<(), String>>,
+    pub allow: Option<ScriptCallCheck>,
     /// The first call stopped.
     pub breach: Option<String>,
 }

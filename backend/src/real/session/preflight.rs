@@ -32,7 +32,7 @@ use locklab_core::reply::Reply;
 use locklab_core::server::script::bounded::{is_straight_line, literal_commands};
 use locklab_core::server::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
 use locklab_core::server::table;
-use locklab_core::server::{ConnId, Node, Profile, ScriptFence};
+use locklab_core::server::{ConnId, Node, Profile, ScriptCallCheck, ScriptFence};
 
 use super::sandbox::{script_call_allowed, script_call_allowed_to_run};
 use super::Scripts;
@@ -194,7 +194,7 @@ impl Preflight {
     /// no command that reads the server's own state; on a server the lab
     /// does not own by default, the lab's table and the declared `keys`.
     fn fence(&self, keys: Option<BTreeSet<Vec<u8>>>) -> Option<ScriptFence> {
-        let allow: fn(&[Vec<u8>]) -> Result<(), String> = match self.scripts {
+        let allow: ScriptCallCheck = match self.scripts {
             Scripts::Managed => return None,
             Scripts::Run => script_call_allowed_to_run,
             Scripts::Simulated => script_call_allowed,
