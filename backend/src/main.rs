@@ -81,6 +81,14 @@ enum Cmd {
         /// lab's upper-bound account; a write past it is refused before it is sent).
         #[arg(long, value_name = "MIB", default_value_t = 64)]
         session_quota: u64,
+        /// How lab sessions' scripts reach a server given with --redis:
+        /// `simulate` (the default) runs each on the lab's simulator and sends
+        /// only its writes, in MULTI/EXEC; `run` (a speaker alone on a laptop)
+        /// sends scripts after a check on the simulator, with a kill timer,
+        /// and refuses those that read the server's state.
+        #[arg(long, value_name = "simulate|run", default_value = "simulate",
+              value_parser = ["simulate", "run"])]
+        scripts: String,
     },
     /// The simulator on the Redis wire protocol, for redis-cli, redis-benchmark and client libraries.
     SimServer {
@@ -242,6 +250,7 @@ fn main() -> Result<()> {
             script_budget_ms,
             idle_timeout,
             session_quota,
+            scripts,
         } => {
             if !dist.join("index.html").is_file() {
                 bail!(
@@ -271,11 +280,21 @@ fn main() -> Result<()> {
                      is not stopped by the next"
                 ),
             }
+            let run_scripts = scripts == "run";
+            if run_scripts && redis.is_some() {
+                eprintln!(
+                    "warning: --scripts=run sends lab sessions' scripts to your Redis after a check on the lab's \
+                     simulator. A script whose run there goes another way than on the simulator can hold your \
+                     server (BUSY), and once it has written Redis cannot kill it. Scripts that read the server's \
+                     state (INFO, TIME, TTLs, OBJECT, random members) are refused."
+                );
+            }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
             let limits = locklab_backend::real::session::Limits {
                 script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
                 session_quota: session_quota.max(1).saturating_mul(1 << 20),
+                run_scripts,
                 ..Default::default()
             };
             let state = locklab_backend::web::api::ApiState::with_limits(redis, limits)

@@ -191,6 +191,27 @@ impl Stats {
     }
 }
 
+/// Whether a script may call an argv (`Err`: why not), as a host decides.
+pub type ScriptCallCheck = fn(&[Vec<u8>]) -> Result<(), String>;
+
+/// What a host lets a script reach, for a host that runs scripts on
+/// someone else's behalf and applies only their writes (the lab on a server
+/// it does not own). redis-server has no such thing; with no fence set the
+/// node behaves as redis-server does. A call outside the fence answers an
+/// error to the script and is kept as the fence's breach: the host refuses
+/// the whole run, since the script's later path followed an error the real
+/// server would not have given.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptFence {
+    /// The keys a script may name (`None`: any), as the command table finds
+    /// key positions.
+    pub keys: Option<BTreeSet<Vec<u8>>>,
+    /// Whether a script may call this argv (`Err`: why not).
+    pub allow: Option<ScriptCallCheck>,
+    /// The first call stopped.
+    pub breach: Option<String>,
+}
+
 /// A key some connection is watching.
 #[derive(Clone, Debug)]
 struct Watched {
@@ -282,6 +303,8 @@ pub struct Engine {
     /// server runs it cannot vouch for a script that did (see
     /// [`Node::unknown_script_calls`]).
     unknown_script_calls: u64,
+    /// What a host lets scripts reach (see [`ScriptFence`]); `None`: all.
+    script_fence: Option<ScriptFence>,
     /// `CONFIG GET` / `CONFIG SET` parameters (the encoding thresholds are
     /// read by `OBJECT ENCODING`).
     config: config::Config,
@@ -353,6 +376,7 @@ impl Node {
                 pubsub: pubsub::PubSub::default(),
                 conn: None,
                 unknown_script_calls: 0,
+                script_fence: None,
                 config: config::Config::default(),
                 active_expire: true,
                 script_deny_disabled: false,
@@ -683,6 +707,18 @@ impl Node {
     /// script's run there may go another way than here.
     pub fn unknown_script_calls(&self) -> u64 {
         self.engine.unknown_script_calls
+    }
+
+    /// Fence in what scripts may call from now on (`None`: lift it). The
+    /// first call the fence stops is kept for [`Node::take_fence_breach`].
+    pub fn set_script_fence(&mut self, fence: Option<ScriptFence>) {
+        self.engine.script_fence = fence;
+    }
+
+    /// The first `redis.call` the fence stopped since it was set (or since
+    /// the last take), and why; `None` when none was stopped.
+    pub fn take_fence_breach(&mut self) -> Option<String> {
+        self.engine.script_fence.as_mut().and_then(|f| f.breach.take())
     }
 
     pub fn stats(&self) -> &Stats {
@@ -1206,6 +1242,35 @@ impl Engine {
         }
     }
 
+    /// The host's [`ScriptFence`] on one `redis.call`: an error reply (and
+    /// the breach kept) when the command (`cmd` unknown yet) or one of its
+    /// keys (`cmd` known) is outside it.
+    fn script_fence_check(&mut self, cmd: Option<&Command>, argv: &[Vec<u8>]) -> Option<Reply> {
+        let fence = self.script_fence.as_mut()?;
+        let mut why = None;
+        if cmd.is_none() {
+            why = fence.allow.and_then(|allow| allow(argv).err());
+        }
+        if let Some(cmd) = cmd {
+            if let Some(keys) = &fence.keys {
+                why = cmd
+                    .key_indexes(argv)
+                    .into_iter()
+                    .find(|&i| !keys.contains(&argv[i]))
+                    .map(|i| {
+                        format!(
+                            "the script touched the key '{}', which it did not declare in KEYS",
+                            String::from_utf8_lossy(&argv[i])
+                        )
+                    });
+            }
+        }
+        let why = why?;
+        let reply = Reply::Error(format!("ERR {why}"));
+        fence.breach.get_or_insert(why);
+        Some(reply)
+    }
+
     /// Record one write for the replicas, as redis-server would send it.
     pub(crate) fn propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
         if self.record_propagation {
@@ -1282,6 +1347,10 @@ impl Engine {
 impl ScriptHost for Engine {
     /// `scriptCall`: what `redis.call` may run, with 7.0's error texts.
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        // The host's fence first: it may refuse what this simulator lacks.
+        if let Some(err) = self.script_fence_check(None, argv) {
+            return err;
+        }
         let Ok(cmd) = table::lookup(argv, self.profile) else {
             self.unknown_script_calls += 1;
             return Reply::error("ERR Unknown Redis command called from script");
@@ -1308,6 +1377,9 @@ impl ScriptHost for Engine {
             self.script_write_dirty = true;
         }
         if let Some(err) = self.script_cluster_check(cmd, argv) {
+            return err;
+        }
+        if let Some(err) = self.script_fence_check(Some(cmd), argv) {
             return err;
         }
         let Handler::Plain(f) = cmd.handler else {

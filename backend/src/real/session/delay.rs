@@ -31,6 +31,10 @@ impl Session {
             self.delays.insert(key, proxy);
             self.conns.remove(&key);
             self.links.remove(&key);
+            // The client's scripts' applier goes through the proxy too.
+            let applier = (c | super::effects::APPLIER, node);
+            self.conns.remove(&applier);
+            self.links.remove(&applier);
             self.multi.remove(&key);
             // The link turns slow under a connection the client already
             // has, as a node turns slow under a client library's pool: the
@@ -64,7 +68,8 @@ impl Session {
     /// (the credentials, database and protocol stay as they are).
     pub(super) fn client_url(&self, c: u32, n: usize) -> String {
         let url = &self.nodes[n].target.url;
-        match self.delays.get(&(c, n as u32)) {
+        // A script's applier goes through its client's link.
+        match self.delays.get(&(c & !super::effects::APPLIER, n as u32)) {
             Some(proxy) => with_addr(url, proxy.addr()),
             None => url.clone(),
         }

@@ -107,6 +107,11 @@ impl Session {
             // Backpressure: the token will be there after `wait`.
             tokio::time::sleep(wait).await;
         }
+        if prep.simulate {
+            let reply = self.simulate_async(c, n, argv, &prep).await?;
+            let reply = self.finish_simulated((c, node), argv, &prep, reply)?;
+            return Ok((reply, self.peek_async(n, peek).await));
+        }
         let begun = self.begin(c, node, argv);
         let ride = !peek.is_empty() && !prep.scan && self.peek_may_ride(&prep, argv);
         let ex = self.exchange(n, &prep, fresh, ride.then_some(peek)).await?;
@@ -230,10 +235,11 @@ impl Session {
             return Ok((None, false));
         };
         let mut fresh = false;
-        let verdict = match self.snapshot_request() {
-            Err(why) => Verdict::Refuse(why),
-            Ok(None) => self.judge(&[], None, batch),
-            Ok(Some((keys, argv))) => {
+        let verdict = match (self.verdict_unread(prep), self.snapshot_request()) {
+            (Some(verdict), _) => verdict,
+            (None, Err(why)) => Verdict::Refuse(why),
+            (None, Ok(None)) => self.judge(&[], None, batch),
+            (None, Ok(Some((keys, argv)))) => {
                 let mut admin = self.take_reader(n).await?;
                 match admin.execute(&argv).await {
                     Ok(reply) => {
@@ -354,7 +360,7 @@ impl Session {
     /// the one it has, or a new one logged in as the session user (after
     /// the ACL user is made on that node). A blocking connection the
     /// client had there is closed, and with it any transaction it had open.
-    async fn take_link(&mut self, key: (u32, u32)) -> Result<Link, RealError> {
+    pub(super) async fn take_link(&mut self, key: (u32, u32)) -> Result<Link, RealError> {
         if let Some(l) = self.links.remove(&key).filter(Link::usable) {
             return Ok(l);
         }

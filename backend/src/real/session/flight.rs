@@ -122,7 +122,9 @@ impl Session {
         let n = node as usize;
         let prep = match self.prepare(c, node, argv)? {
             Before::Answer(reply) => return Ok(TakeOff::Answered(reply)),
-            Before::Send(p) if p.scan => return self.run(client, node, argv).map(TakeOff::Answered),
+            // The session's SCAN, and a script run on the simulator whose
+            // writes go on the applier's connection: both on this thread.
+            Before::Send(p) if p.scan || p.simulate => return self.run(client, node, argv).map(TakeOff::Answered),
             Before::Send(p) => p,
         };
         if let Some(reply) = self.preflight_blocking(c, n, &prep)? {

@@ -39,9 +39,12 @@
 //!    the prefix is refused by Redis itself, because redis-server checks
 //!    ACLs for every command a script runs.
 //!
-//! Scripts get two more: each runs first on core's simulator on a copy of
-//! the session's keys ([`preflight`]), and one that runs past the budget on
-//! Redis anyway is killed ([`watchdog`]). What a session leaves when it ends
+//! Scripts get more ([`Scripts`]). On a server the lab does not own, none
+//! runs there: each runs on core's simulator against the keys it declares,
+//! and only its writes are sent ([`effects`]). On the lab's own servers (and
+//! on an owner's with `--scripts=run`) each runs first on the simulator on a
+//! copy of the session's keys ([`preflight`]), and one that runs past the
+//! budget on Redis anyway is killed ([`watchdog`]). What a session leaves when it ends
 //! is cleaned up, later if the server was busy ([`janitor`]).
 //!
 //! # A managed cluster is the session's own
@@ -114,6 +117,7 @@ use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
 mod delay;
+pub mod effects;
 mod fast;
 mod flight;
 pub mod functions;
@@ -187,6 +191,42 @@ pub struct Limits {
     /// Most keys free play watches for locks; past that the oldest is
     /// dropped, with a note.
     pub max_watched_locks: usize,
+    /// `--scripts=run`: on a server the lab does not own, scripts run there
+    /// after the pre-flight, with the watchdog, as on the lab's own servers
+    /// (except those that read the server's state, which are refused). Off
+    /// (the default), they run on the simulator and only their writes are
+    /// sent ([`Scripts::Simulated`]).
+    pub run_scripts: bool,
+}
+
+/// How a session's scripts reach its servers (issue 35, design item 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scripts {
+    /// The lab's own servers: pre-flight on the simulator, then run for
+    /// real with the watchdog. The lab can kill and restart them.
+    Managed,
+    /// A server the lab does not own, by default: no user Lua runs there.
+    /// Each script runs on the simulator against its declared keys read
+    /// under `WATCH`, and its writes are sent as one `MULTI … EXEC`
+    /// ([`effects`]).
+    Simulated,
+    /// A server the lab does not own with `--scripts=run` (a speaker alone
+    /// on a laptop): as [`Scripts::Managed`], but a script that reads the
+    /// server's own state is refused, since that is how its run there can
+    /// go another way than on the simulator.
+    Run,
+}
+
+impl Scripts {
+    /// How scripts reach a server the lab owns (`managed`) or not, under
+    /// `limits`.
+    pub fn on(managed: bool, limits: &Limits) -> Scripts {
+        match (managed, limits.run_scripts) {
+            (true, _) => Scripts::Managed,
+            (false, false) => Scripts::Simulated,
+            (false, true) => Scripts::Run,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -211,6 +251,7 @@ impl Default for Limits {
             max_script_bytes: 4 << 20,
             max_reply_bytes: 256 << 10,
             max_watched_locks: 256,
+            run_scripts: false,
         }
     }
 }
@@ -223,6 +264,12 @@ pub enum SessionError {
     /// [`preflight`]).
     #[error("ERR locklab: the script was not sent to Redis: {0}")]
     ScriptRefused(String),
+    /// A script ran on the simulator, and Redis refused its writes.
+    #[error(
+        "ERR locklab: the script ran on the lab's simulator, but your Redis refused its writes (a transaction is not \
+         rolled back: writes before the refused one stay): {0}"
+    )]
+    WritesRefused(String),
     /// A script ran past the budget and the lab killed it.
     #[error(
         "ERR locklab: the script ran past the lab's budget of {budget_ms} ms and was killed so the server could \
@@ -375,7 +422,7 @@ impl SessionPool {
     /// its ACL user on each reachable node. A node that is down now is not
     /// an error — it is set up when the first command reaches it.
     pub fn open(&self, nodes: Vec<NodeTarget>) -> Result<Session, SessionError> {
-        self.open_with(nodes, Confinement::Prefix)
+        self.open_with(nodes, Confinement::Prefix, false)
     }
 
     /// Open a session on `topology`'s nodes, confined as that topology
@@ -386,11 +433,18 @@ impl SessionPool {
             Some(TopologyKind::Cluster3) => Confinement::OwnCluster,
             _ => Confinement::Prefix,
         };
-        self.open_with(topology.targets(), confinement)
+        self.open_with(topology.targets(), confinement, topology.kind().is_some())
     }
 
-    /// Open a session on `nodes`, confined as `confinement` says.
-    pub fn open_with(&self, nodes: Vec<NodeTarget>, confinement: Confinement) -> Result<Session, SessionError> {
+    /// Open a session on `nodes`, confined as `confinement` says, on
+    /// servers the lab started (`managed`) or someone's own: that decides
+    /// how its scripts run ([`Scripts::on`]).
+    pub fn open_with(
+        &self,
+        nodes: Vec<NodeTarget>,
+        confinement: Confinement,
+        managed: bool,
+    ) -> Result<Session, SessionError> {
         let max = self.limits.max_sessions;
         let taken = self
             .live
@@ -405,11 +459,13 @@ impl SessionPool {
             clients: Vec::new(),
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         };
+        let scripts = Scripts::on(managed, &self.limits);
         let mut session = Session {
             sandbox: Sandbox::new(&id, confinement, self.limits.clone()),
-            preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes),
             quota: quota::Quota::default(),
             console_notes: Vec::new(),
+            preflight: Preflight::new(self.limits.max_tracked_keys, self.limits.max_log_bytes, scripts),
+            scripts,
             multi: HashMap::new(),
             killers: HashMap::new(),
             janitor: self.janitor.clone(),
@@ -523,7 +579,8 @@ pub struct Session {
     /// The prefix, the namespace, the limits: what an argv may be and how
     /// it is rewritten, and how a reply is shown back ([`sandbox`]).
     sandbox: Sandbox,
-    /// The simulator every script runs on before Redis runs it.
+    /// The simulator every script runs on: before Redis runs it, or
+    /// instead ([`Scripts::Simulated`]).
     preflight: Preflight,
     /// What the session's keys may hold and the scripts it had the server
     /// keep, charged before each command is sent.
@@ -531,6 +588,7 @@ pub struct Session {
     /// Notes for the console under the next reply (a reply cut, a lock
     /// no longer watched).
     console_notes: Vec<String>,
+    scripts: Scripts,
     /// Per (client, node) link in `MULTI`: the queued commands, as typed
     /// and as sent, checked whole at `EXEC`.
     multi: HashMap<(u32, u32), Vec<(Argv, Argv)>>,
@@ -926,6 +984,10 @@ impl Session {
             // Backpressure: the token will be there after `wait`.
             std::thread::sleep(wait);
         }
+        if prep.simulate {
+            let reply = self.simulate_blocking(c, n, argv, &prep)?;
+            return self.finish_simulated((c, node), argv, &prep, reply);
+        }
         let begun = self.begin(c, node, argv);
         let watchdog = self.watchdog(n, &prep)?;
         let reply = if prep.scan {
@@ -969,10 +1031,11 @@ impl Session {
         let Some((batch, _)) = prep.checked.as_ref().filter(|_| prep.preflight) else {
             return Ok(None);
         };
-        let verdict = match self.snapshot_request() {
-            Err(why) => Verdict::Refuse(why),
-            Ok(None) => self.judge(&[], None, batch),
-            Ok(Some((keys, argv))) => {
+        let verdict = match (self.verdict_unread(prep), self.snapshot_request()) {
+            (Some(verdict), _) => verdict,
+            (None, Err(why)) => Verdict::Refuse(why),
+            (None, Ok(None)) => self.judge(&[], None, batch),
+            (None, Ok(Some((keys, argv)))) => {
                 self.ensure_user(n)?;
                 let read = self.nodes[n]
                     .admin

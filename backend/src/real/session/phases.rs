@@ -18,7 +18,7 @@ use locklab_core::reply::Reply;
 use locklab_core::trace::{EventKind, LossReason};
 
 use super::preflight::{self, Verdict};
-use super::{Argv, Confinement, Rewritten, Session, SessionError};
+use super::{Argv, Confinement, Rewritten, Scripts, Session, SessionError};
 use crate::real::conn::RealError;
 
 /// The keys a pre-flight copies (as typed) and the `EVAL` that reads them.
@@ -41,6 +41,10 @@ pub(super) struct Prepared {
     pub(super) preflight: bool,
     /// `SCAN`, which the admin connection runs for the session.
     pub(super) scan: bool,
+    /// A script that runs on the simulator, only its writes sent
+    /// ([`Scripts::Simulated`], [`effects`](super::effects)): not sent
+    /// itself, and neither pre-flighted nor watched.
+    pub(super) simulate: bool,
 }
 
 /// What [`Session::prepare`] decided.
@@ -102,9 +106,15 @@ impl Session {
         // Lua runs on the simulator first: alone, or a transaction whole.
         let link = (c, node);
         let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
+        let simulated = self.scripts == Scripts::Simulated;
+        // On a server the lab does not own a script runs on the simulator
+        // (FUNCTION LOAD is pre-flighted and sent: a library's load runs no
+        // command, and Redis stops it after 500 ms itself).
+        let simulate = simulated && !self.multi.contains_key(&link) && runs_script(argv);
         let checked = match self.multi.get(&link) {
-            None if preflight::needs_check(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
-            Some(q) if is_exec && q.iter().any(|(user, _)| preflight::needs_check(user)) => {
+            _ if simulate => None,
+            None if self.preflight.needs_check(argv) => Some((vec![argv.to_vec()], vec![rewritten.clone()])),
+            Some(q) if is_exec && q.iter().any(|(user, _)| self.preflight.needs_check(user)) => {
                 Some(q.iter().cloned().unzip())
             }
             _ => None,
@@ -117,13 +127,39 @@ impl Session {
             preflight: checked.is_some() && !own,
             checked,
             scan: argv[0].eq_ignore_ascii_case(b"scan"),
+            simulate,
         }))
+    }
+
+    /// The pre-flight's verdict before any key is read: on a server the lab
+    /// does not own, a transaction with a script in it is refused (its
+    /// `EXEC` discards it). Its commands are queued on Redis already, and a
+    /// script in it would run there; running the whole transaction on the
+    /// simulator instead would end the `WATCH`es the user made on that
+    /// link, so `EXEC` could no longer fail when it should.
+    pub(super) fn verdict_unread(&self, prep: &Prepared) -> Option<Verdict> {
+        (prep.is_exec && self.scripts == Scripts::Simulated).then(|| {
+            Verdict::Refuse(
+                "on a server the lab does not own, a script runs on the lab's simulator and only its writes are sent, \
+                 so it cannot be queued in MULTI; the transaction was discarded: run the script on its own"
+                    .into(),
+            )
+        })
     }
 
     /// The session's keys the pre-flight copies, and the `EVAL` that reads
     /// them (`None`: no keys, nothing to read). `Err`: the check cannot be
     /// made (too many keys), so the script is refused.
+    ///
+    /// On a server the lab does not own by default nothing is read: the
+    /// only Lua pre-flighted there is `FUNCTION LOAD`, whose load runs no
+    /// command (a transaction with a script is refused unread), and a copy
+    /// of the session's keys through a script on the owner's server is
+    /// what issue 35's B10 was.
     pub(super) fn snapshot_request(&self) -> Result<Option<Snapshot>, String> {
+        if self.scripts == Scripts::Simulated {
+            return Ok(None);
+        }
         let keys = self.preflight.keys()?;
         if keys.is_empty() {
             return Ok(None);
@@ -292,6 +328,12 @@ impl Session {
             Loaded::Refuse
         }
     }
+}
+
+/// Does `argv` run a script (`EVAL`, `EVALSHA`, their `_RO` forms, `FCALL`,
+/// `FCALL_RO`)? What [`Scripts::Simulated`] runs on the simulator.
+pub(super) fn runs_script(argv: &[Vec<u8>]) -> bool {
+    preflight::runs_lua(argv) && !argv[0].eq_ignore_ascii_case(b"function")
 }
 
 /// The refusal of a library that registered a function outside the

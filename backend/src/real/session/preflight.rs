@@ -30,10 +30,13 @@
 use std::collections::BTreeSet;
 
 use locklab_core::reply::Reply;
-use locklab_core::server::script::bounded::is_straight_line;
+use locklab_core::server::script::bounded::{is_straight_line, literal_commands};
 use locklab_core::server::script::{logged_bytes, INSTRUCTION_LIMIT, MEMORY_LIMIT_BYTES};
 use locklab_core::server::table;
-use locklab_core::server::{ConnId, Node, Profile};
+use locklab_core::server::{ConnId, Node, Profile, ScriptCallCheck, ScriptFence};
+
+use super::sandbox::{script_call_allowed, script_call_allowed_to_run};
+use super::Scripts;
 
 /// What the check says about a command.
 #[derive(Debug, PartialEq, Eq)]
@@ -102,6 +105,27 @@ pub struct Preflight {
     keys: BTreeSet<Vec<u8>>,
     max_keys: usize,
     max_log_bytes: u64,
+    /// How the session's scripts reach its servers.
+    scripts: Scripts,
+}
+
+/// A script's run on the simulator for a server the lab does not own:
+/// the reply the session sees, and the writes to apply there.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Simulated {
+    pub reply: Reply,
+    /// The writes as the simulator propagated them (keys as typed),
+    /// Redis's rewrites of non-deterministic commands included.
+    pub writes: Vec<Vec<Vec<u8>>>,
+}
+
+/// One declared key of a script as read from the server: its name as
+/// typed, its `DUMP` payload (`None`: no such key) and its `PTTL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dumped {
+    pub key: Vec<u8>,
+    pub payload: Option<Vec<u8>>,
+    pub pttl: i64,
 }
 
 impl std::fmt::Debug for Preflight {
@@ -110,19 +134,6 @@ impl std::fmt::Debug for Preflight {
             .field("keys", &self.keys.len())
             .finish_non_exhaustive()
     }
-}
-
-/// Must `argv` be judged on the simulator before it goes to Redis? Every
-/// command that runs Lua, except an `EVAL` of a straight-line script
-/// ([`is_straight_line`]: no loop, no function, no string library, a few
-/// calls), which cannot run long, grow the heap or log whatever the keys
-/// hold; it goes out as a plain command does, with no copy of the keys
-/// first and no watchdog (it cannot outrun one). This is what lets the
-/// compare-and-delete release cost one round trip like the `SET` before it.
-pub fn needs_check(argv: &[Vec<u8>]) -> bool {
-    let is = |w: &str| argv.first().is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
-    let straight = (is("eval") || is("eval_ro")) && argv.get(1).is_some_and(|body| is_straight_line(body));
-    runs_lua(argv) && !straight
 }
 
 /// Does running `argv` run Lua code (or could, inside `EXEC`)?
@@ -135,7 +146,7 @@ pub fn runs_lua(argv: &[Vec<u8>]) -> bool {
 }
 
 impl Preflight {
-    pub fn new(max_keys: usize, max_log_bytes: u64) -> Self {
+    pub fn new(max_keys: usize, max_log_bytes: u64, scripts: Scripts) -> Self {
         let mut node = Node::new(Profile::V7_0);
         let conn = node.connect();
         Preflight {
@@ -144,7 +155,56 @@ impl Preflight {
             keys: BTreeSet::new(),
             max_keys,
             max_log_bytes,
+            scripts,
         }
+    }
+
+    /// Must `argv` be judged on the simulator before it goes to Redis?
+    /// Every command that runs Lua, except an `EVAL` of a straight-line
+    /// script ([`is_straight_line`]: no loop, no function, no string
+    /// library, a few calls), which cannot run long, grow the heap or log
+    /// whatever the keys hold; it goes out as a plain command does, with no
+    /// copy of the keys first and no watchdog (it cannot outrun one). This
+    /// is what lets the compare-and-delete release cost one round trip like
+    /// the `SET` before it. Under `--scripts=run` a straight-line script
+    /// must also name each command it calls with a literal the fence allows
+    /// ([`literal_commands`]): `redis.call(ARGV[1], …)` (issue 35, B8)
+    /// could call anything, so it takes the pre-flight, whose fence sees
+    /// the command. A session on a server the lab does not own by default
+    /// never sends a script ([`Scripts::Simulated`]): this is not asked.
+    pub fn needs_check(&self, argv: &[Vec<u8>]) -> bool {
+        let is = |w: &str| argv.first().is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        let Some(body) = argv.get(1).filter(|_| is("eval") || is("eval_ro")) else {
+            return runs_lua(argv);
+        };
+        let straight = match self.scripts {
+            Scripts::Run => literal_commands(body).is_some_and(|names| {
+                names
+                    .iter()
+                    .all(|n| script_call_allowed_to_run(std::slice::from_ref(n)).is_ok())
+            }),
+            Scripts::Managed => is_straight_line(body),
+            // Nothing goes out without the simulator (inside MULTI, where a
+            // script cannot be simulated, this refuses the transaction).
+            Scripts::Simulated => false,
+        };
+        !straight
+    }
+
+    /// The fence a script runs in on the simulator: under `--scripts=run`,
+    /// no command that reads the server's own state; on a server the lab
+    /// does not own by default, the lab's table and the declared `keys`.
+    fn fence(&self, keys: Option<BTreeSet<Vec<u8>>>) -> Option<ScriptFence> {
+        let allow: ScriptCallCheck = match self.scripts {
+            Scripts::Managed => return None,
+            Scripts::Run => script_call_allowed_to_run,
+            Scripts::Simulated => script_call_allowed,
+        };
+        Some(ScriptFence {
+            keys,
+            allow: Some(allow),
+            breach: None,
+        })
     }
 
     /// Remember the keys `argv` names (the table's key positions), so the
@@ -193,6 +253,7 @@ impl Preflight {
             }
         }
         let (log0, unknown0) = (logged_bytes(), self.node.unknown_script_calls());
+        self.node.set_script_fence(self.fence(None));
         let transaction = batch.len() > 1;
         if transaction {
             self.node.execute(c, &[b"MULTI".to_vec()]);
@@ -205,12 +266,17 @@ impl Preflight {
             };
         }
         let logged = logged_bytes().saturating_sub(log0);
-        let verdict = self.judge(
-            &replies,
-            logged,
-            self.node.unknown_script_calls() > unknown0,
-            !transaction,
-        );
+        let breach = self.node.take_fence_breach();
+        self.node.set_script_fence(None);
+        let verdict = match breach {
+            Some(why) => Verdict::Refuse(why),
+            None => self.judge(
+                &replies,
+                logged,
+                self.node.unknown_script_calls() > unknown0,
+                !transaction,
+            ),
+        };
         // Keys a checked script made without naming them: copy them next time.
         if let Reply::Array(keys) = self.node.execute(c, &[b"KEYS".to_vec(), b"*".to_vec()]) {
             for k in keys {
@@ -222,6 +288,99 @@ impl Preflight {
             }
         }
         verdict
+    }
+
+    /// Run `argv` (a script, keys as typed) on the simulator for a server
+    /// the lab does not own ([`Scripts::Simulated`]): on the declared keys
+    /// as `dumped` read them (`DUMP` and `PTTL` under `WATCH`), at `now_ms`
+    /// (the server's `TIME`), fenced to those keys and the lab's table.
+    /// `Ok`: the reply, and the writes the simulator propagated — checked
+    /// to make the same keys again when replayed on the keys as read, so a
+    /// write the simulator does not express as commands is never half sent.
+    /// `Err`: why the lab will not apply it.
+    pub fn simulate(&mut self, now_ms: u64, dumped: &[Dumped], argv: &[Vec<u8>]) -> Result<Simulated, String> {
+        let keys: BTreeSet<Vec<u8>> = dumped.iter().map(|d| d.key.clone()).collect();
+        self.node.record_propagation(true);
+        self.node.set_time(now_ms);
+        self.restore(dumped)?;
+        let (log0, unknown0) = (logged_bytes(), self.node.unknown_script_calls());
+        self.node.set_script_fence(self.fence(Some(keys.clone())));
+        let reply = self.node.execute(self.conn, argv);
+        let breach = self.node.take_fence_breach();
+        self.node.set_script_fence(None);
+        let writes: Vec<Vec<Vec<u8>>> = self.node.take_propagated().into_iter().flatten().collect();
+        let logged = logged_bytes().saturating_sub(log0);
+        let verdict = match breach {
+            Some(why) => Verdict::Refuse(why),
+            None => self.judge(
+                std::slice::from_ref(&reply),
+                logged,
+                self.node.unknown_script_calls() > unknown0,
+                true,
+            ),
+        };
+        let result = match verdict {
+            Verdict::Refuse(why) => Err(why),
+            Verdict::Send | Verdict::Answer(_) => self
+                .replays(dumped, &keys, &writes)
+                .map(|()| Simulated { reply, writes }),
+        };
+        self.node.record_propagation(false);
+        result
+    }
+
+    /// The simulator's keyspace as `dumped` says (other keys gone), and
+    /// nothing of that left in the replication stream.
+    fn restore(&mut self, dumped: &[Dumped]) -> Result<(), String> {
+        let c = self.conn;
+        self.node.execute(c, &[b"FLUSHALL".to_vec()]);
+        for d in dumped {
+            let Some(payload) = &d.payload else { continue };
+            let ttl = d.pttl.max(0).to_string().into_bytes();
+            let argv = [
+                b"RESTORE".to_vec(),
+                d.key.clone(),
+                ttl,
+                payload.clone(),
+                b"REPLACE".to_vec(),
+            ];
+            if let Reply::Error(e) = self.node.execute(c, &argv) {
+                return Err(format!(
+                    "the lab's simulator cannot load the key '{}' as your Redis dumped it: {e}",
+                    String::from_utf8_lossy(&d.key)
+                ));
+            }
+        }
+        self.node.take_propagated();
+        Ok(())
+    }
+
+    /// Do `writes` make `keys` what the script's run made them, when
+    /// replayed on the keys as read? Compared by `DEBUG DIGEST-VALUE`
+    /// (the value, whatever its encoding) and `PEXPIRETIME`. Leaves the
+    /// simulator with the script's result either way.
+    fn replays(&mut self, dumped: &[Dumped], keys: &BTreeSet<Vec<u8>>, writes: &[Vec<Vec<u8>>]) -> Result<(), String> {
+        let after = self.digests(keys);
+        self.restore(dumped)?;
+        self.node.apply_replicated(writes);
+        self.node.take_propagated();
+        if self.digests(keys) == after {
+            return Ok(());
+        }
+        Err("the lab cannot express what this script writes as commands for your Redis, so it is not applied".into())
+    }
+
+    fn digests(&mut self, keys: &BTreeSet<Vec<u8>>) -> Vec<Reply> {
+        let c = self.conn;
+        let mut out = Vec::with_capacity(keys.len() * 2);
+        for k in keys {
+            out.push(
+                self.node
+                    .execute(c, &[b"DEBUG".to_vec(), b"DIGEST-VALUE".to_vec(), k.clone()]),
+            );
+            out.push(self.node.execute(c, &[b"PEXPIRETIME".to_vec(), k.clone()]));
+        }
+        out
     }
 
     fn judge(&self, replies: &[Reply], logged: u64, unknown: bool, alone: bool) -> Verdict {
@@ -385,7 +544,7 @@ mod tests {
 
     #[test]
     fn runaway_and_memory_bombs_are_refused() {
-        let mut p = Preflight::new(1000, 4096);
+        let mut p = Preflight::new(1000, 4096, Scripts::Managed);
         assert!(matches!(check(&mut p, &[], "EVAL \"while true do end\" 0"), Verdict::Refuse(w) if w.contains("BUSY")));
         assert!(matches!(
             check(&mut p, &[], "EVAL \"local s = string.rep('x', 2^16) for i = 1, 30 do s = s .. s end return #s\" 0"),
@@ -420,7 +579,7 @@ mod tests {
 
     #[test]
     fn the_check_sees_the_sessions_keys() {
-        let mut p = Preflight::new(1000, 4096);
+        let mut p = Preflight::new(1000, 4096, Scripts::Managed);
         let armed = [Entry {
             key: b"k".to_vec(),
             kind: Kind::String,
@@ -438,7 +597,7 @@ mod tests {
 
     #[test]
     fn unknown_scripts_and_functions_are_answered_here() {
-        let mut p = Preflight::new(1000, 4096);
+        let mut p = Preflight::new(1000, 4096, Scripts::Managed);
         assert_eq!(
             check(&mut p, &[], "EVALSHA ffffffffffffffffffffffffffffffffffffffff 0"),
             Verdict::Answer(Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()))
@@ -456,7 +615,7 @@ mod tests {
 
     #[test]
     fn lists_sets_and_sorted_sets_are_copied_too() {
-        let mut p = Preflight::new(1000, 4096);
+        let mut p = Preflight::new(1000, 4096, Scripts::Managed);
         let line = "EVAL \"redis.call('set', 'w', 1) if redis.call('llen', 'l') + redis.call('scard', 's') + \
                     redis.call('zcard', 'z') == 6 then while true do end end return 1\" 0";
         let bulks = |xs: &[&str]| xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
@@ -485,8 +644,42 @@ mod tests {
     }
 
     #[test]
+    fn a_simulated_script_answers_and_gives_its_writes_as_propagated() {
+        let mut p = Preflight::new(1000, 4096, Scripts::Simulated);
+        // A payload in redis-server's DUMP format (the simulator's is the same).
+        let mut n = Node::new(Profile::V7_0);
+        let c = n.connect();
+        n.execute(c, &parse("SET k v").unwrap());
+        let Reply::Bulk(payload) = n.execute(c, &parse("DUMP k").unwrap()) else {
+            panic!()
+        };
+        let dumped = [Dumped {
+            key: b"k".to_vec(),
+            payload: Some(payload),
+            pttl: -1,
+        }];
+        let line = "EVAL \"local v = redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], v .. 'w', 'PX', 5000) \
+                    return v\" 1 k";
+        let run = p.simulate(NOW, &dumped, &parse(line).unwrap()).unwrap();
+        assert_eq!(run.reply, Reply::bulk("v"));
+        // The relative TTL goes out as Redis propagates it: absolute.
+        let pxat = (NOW + 5000).to_string().into_bytes();
+        assert_eq!(run.writes.len(), 1, "{:?}", run.writes);
+        assert!(run.writes[0].starts_with(&[b"SET".to_vec(), b"k".to_vec(), b"vw".to_vec()]));
+        assert!(run.writes[0].contains(&pxat), "{:?}", run.writes);
+        // A key it did not declare, a command the lab refuses: refused whole.
+        let undeclared = parse("EVAL \"redis.call('SET', KEYS[1], 1) return redis.call('GET', 'x')\" 1 k").unwrap();
+        assert!(p
+            .simulate(NOW, &dumped, &undeclared)
+            .unwrap_err()
+            .contains("did not declare"));
+        let flush = parse("EVAL \"return redis.pcall('FLUSHALL')\" 0").unwrap();
+        assert!(p.simulate(NOW, &[], &flush).unwrap_err().contains("not allowed"));
+    }
+
+    #[test]
     fn keys_are_tracked_and_bounded() {
-        let mut p = Preflight::new(3, 4096);
+        let mut p = Preflight::new(3, 4096, Scripts::Managed);
         p.track(&parse("SET a 1").unwrap());
         p.track(&parse("DEL b c").unwrap());
         assert_eq!(p.keys().unwrap().len(), 3);

@@ -88,15 +88,29 @@ impl Sandbox {
             // Keys as typed: the cluster holds nobody else's.
             return Ok(Rewritten::Send(out, checked));
         }
-        for i in cmd.key_indexes(argv) {
-            let mut k = self.prefix.as_bytes().to_vec();
-            k.extend_from_slice(&argv[i]);
-            out[i] = k;
-        }
+        self.prefix_keys(cmd, argv, &mut out);
         if cmd.name == "scan" {
             self.confine_scan(&mut out);
         }
         Ok(Rewritten::Send(out, checked))
+    }
+
+    /// `out` (`argv`, maybe with names namespaced) with every key position
+    /// the table finds in `argv` under the prefix.
+    fn prefix_keys(&self, cmd: &Command, argv: &[Vec<u8>], out: &mut [Vec<u8>]) {
+        for i in cmd.key_indexes(argv) {
+            out[i] = [self.prefix.as_bytes(), &argv[i]].concat();
+        }
+    }
+
+    /// A write the simulator propagated for a script, as the applier sends
+    /// it: its keys under the prefix (the script fence let it name only
+    /// keys it declared). `None` for a command the table does not have.
+    pub fn prefixed(&self, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+        let cmd = table::find(argv.first()?, Profile::V8_4)?;
+        let mut out = argv.to_vec();
+        self.prefix_keys(cmd, argv, &mut out);
+        Some(out)
     }
 
     /// The argument count and the command's size within the limits.
@@ -302,6 +316,71 @@ fn strip(reply: &mut Reply, prefix: &[u8]) {
             b.drain(..prefix.len());
         }
     }
+}
+
+/// May a script of a session call `argv` (on the lab's simulator, which
+/// runs every script of a session on a server the lab does not own)? The
+/// same rules as a typed command, from the same row: the table's `lab`
+/// column with its count and offset bounds ([`Command::lab_check`]), and
+/// nothing the lab runs only on its own connection (`SCAN`). This is the
+/// fence's `allow` (core's `ScriptFence`), so a script cannot make the
+/// simulator, or through its writes Redis, do what a typed line may not.
+pub fn script_call_allowed(argv: &[Vec<u8>]) -> Result<(), String> {
+    let name_bytes = argv.first().ok_or_else(|| "an empty command".to_owned())?;
+    let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
+        return Err(format!(
+            "locklab: '{}' is not allowed in a lab session (the lab's command table does not have it)",
+            String::from_utf8_lossy(name_bytes).to_uppercase()
+        ));
+    };
+    let shown = |e: SessionError| e.to_string().trim_start_matches("ERR ").to_owned();
+    cmd.lab_check(argv).map_err(|r| shown(refusal(cmd, argv, r)))?;
+    if cmd.lab_admin() {
+        return Err(format!(
+            "locklab: '{}' is not allowed in a lab session's script",
+            shown_name(cmd, argv)
+        ));
+    }
+    Ok(())
+}
+
+/// What a script may not call under `--scripts=run`, where it runs on a
+/// server the lab does not own after the pre-flight: the commands that
+/// read what only that server has (its `INFO`, its clock, a TTL read a
+/// millisecond later, its encodings, its random choices). Those are how a
+/// script's run on Redis goes another way than on the simulator.
+pub const SERVER_STATE_READERS: &[&str] = &[
+    "info",
+    "time",
+    "lastsave",
+    "pttl",
+    "ttl",
+    "expiretime",
+    "pexpiretime",
+    "object",
+    "memory",
+    "srandmember",
+    "hrandfield",
+    "zrandmember",
+    "spop",
+    "randomkey",
+];
+
+/// [`script_call_allowed`], and none of [`SERVER_STATE_READERS`]: the fence
+/// of the pre-flight under `--scripts=run`.
+pub fn script_call_allowed_to_run(argv: &[Vec<u8>]) -> Result<(), String> {
+    let name = argv
+        .first()
+        .map(|n| String::from_utf8_lossy(n).to_lowercase())
+        .unwrap_or_default();
+    if SERVER_STATE_READERS.contains(&name.as_str()) {
+        return Err(format!(
+            "locklab: the script calls {}, which reads what only your server has, so its run there could go \
+             another way than on the lab's simulator; under --scripts=run such a script is not sent",
+            name.to_uppercase()
+        ));
+    }
+    script_call_allowed(argv)
 }
 
 /// The console's name of `argv`'s command: `OBJECT FREQ` for a

@@ -70,7 +70,8 @@ const REDIS_FIELDS: &[&[u8]] = &[b"call", b"pcall", b"status_reply", b"error_rep
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok<'a> {
     Name(&'a [u8]),
-    Str,
+    /// A quoted string: the bytes between the quotes, escapes as written.
+    Str(&'a [u8]),
     Num,
     Sym(&'static str),
 }
@@ -81,6 +82,47 @@ pub fn is_straight_line(body: &[u8]) -> bool {
         return false;
     }
     tokens(body).is_some_and(|toks| straight(&toks))
+}
+
+/// The commands a straight-line script can call, when every call site
+/// names its command with a string literal: `redis.call('GET', …)` yes,
+/// `redis.call(ARGV[1], …)` or `local c = redis.call c('GET')` no (`None`).
+/// A script whose commands come from its arguments passes
+/// [`is_straight_line`] (it still cannot loop) but could run any command,
+/// which a host that vets the commands a script may run (the lab on a
+/// server it does not own) must see first.
+pub fn literal_commands(body: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if body.len() > MAX_TEXT {
+        return None;
+    }
+    let toks = tokens(body)?;
+    if !straight(&toks) {
+        return None;
+    }
+    let at = |i: usize| toks.get(i).copied();
+    let mut names = Vec::new();
+    for (i, &t) in toks.iter().enumerate() {
+        let prev = i.checked_sub(1).and_then(at);
+        let field = prev == Some(Tok::Sym(".")) && i >= 2 && at(i - 2) == Some(Tok::Name(b"redis"));
+        match t {
+            // `redis.call` / `redis.pcall`: only as `(` and a literal name.
+            Tok::Name(b"call" | b"pcall") if field => match (at(i + 1), at(i + 2)) {
+                (Some(Tok::Sym("(")), Some(Tok::Str(name))) if !name.contains(&b'\\') => names.push(name.to_vec()),
+                _ => return None,
+            },
+            // Every other call: a conversion or a reply helper, by name.
+            Tok::Sym("(") => match prev {
+                Some(Tok::Name(b"tonumber" | b"tostring" | b"type")) if i < 2 || at(i - 2) != Some(Tok::Sym(".")) => {}
+                Some(Tok::Name(b"call" | b"pcall" | b"status_reply" | b"error_reply"))
+                    if i >= 3 && at(i - 2) == Some(Tok::Sym(".")) => {}
+                Some(Tok::Name(n)) if ALL_KEYWORDS.contains(&n) => {}
+                Some(Tok::Name(_) | Tok::Sym(")" | "]")) => return None,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Some(names)
 }
 
 /// The rules over the token stream.
@@ -131,8 +173,8 @@ fn straight(toks: &[Tok<'_>]) -> bool {
                 }
             }
             Tok::Sym("(") if after_callee => calls += 1,
-            Tok::Str | Tok::Sym("{") if after_callee => return false,
-            Tok::Num | Tok::Str | Tok::Sym(_) => {}
+            Tok::Str(_) | Tok::Sym("{") if after_callee => return false,
+            Tok::Num | Tok::Str(_) | Tok::Sym(_) => {}
         }
         if t != Tok::Sym(",") {
             declaring = false;
@@ -165,6 +207,7 @@ fn tokens(src: &[u8]) -> Option<Vec<Tok<'_>>> {
             b'[' if matches!(at(1), b'[' | b'=') => return None,
             b'\'' | b'"' => {
                 i += 1;
+                let start = i;
                 loop {
                     match *src.get(i)? {
                         b'\\' => i += 2,
@@ -173,8 +216,8 @@ fn tokens(src: &[u8]) -> Option<Vec<Tok<'_>>> {
                         _ => i += 1,
                     }
                 }
+                out.push(Tok::Str(&src[start..i]));
                 i += 1;
-                out.push(Tok::Str);
             }
             b'0'..=b'9' => i = numeral(src, i, &mut out),
             b'.' if at(1).is_ascii_digit() => i = numeral(src, i, &mut out),
@@ -243,6 +286,26 @@ mod tests {
         ] {
             assert!(is_straight_line(s.as_bytes()), "{s}");
         }
+    }
+
+    #[test]
+    fn literal_commands_are_named_only_by_literals() {
+        let names = |s: &str| literal_commands(s.as_bytes());
+        let v = |xs: &[&str]| Some(xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>());
+        assert_eq!(names(RELEASE), v(&["GET", "DEL"]));
+        assert_eq!(
+            names("return redis.pcall(\"set\", KEYS[1], tonumber(ARGV[1]))"),
+            v(&["set"])
+        );
+        assert_eq!(
+            names("if (1) then return redis.status_reply('OK') end return 0"),
+            v(&[])
+        );
+        // Issue 35, B8: the command comes from ARGV.
+        assert_eq!(names("return redis.call(ARGV[1], KEYS[1], ARGV[2])"), None);
+        assert_eq!(names("local c = redis.call return c('GET', KEYS[1])"), None);
+        assert_eq!(names("return redis.call('G\\69T', KEYS[1])"), None);
+        assert_eq!(names("while true do end"), None);
     }
 
     #[test]
