@@ -581,7 +581,9 @@ fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42_45() {
     // timeout is expiry × timeoutFactor (0.05).
     let t36 = text_of("36-choosing-a-lock.toml");
     assert!(
-        !t36.contains("(the same drift margin as TTL × 1 % + 2 ms") && t36.contains("timeoutFactor: 400 ms at 8 s")
+        !t36.contains("(the same drift margin as TTL × 1 % + 2 ms")
+            && t36.contains("no + 2 ms; node timeout expiry × 5 %")
+            && t36.contains("不加 2 ms；每节点超时 expiry × 5 %")
     );
     // 42: commons-pool opens a connection whenever no idle one is free.
     let t42 = text_of("42-performance-practice.toml");
@@ -594,7 +596,11 @@ fn corrected_texts_of_lessons_04_13_16_19_24_33_36_37_42_45() {
     // findings, credited to antirez and Kleppmann respectively.
     let t45 = text_of("45-same-pause-four-services.toml");
     assert!(!t45.contains("cmd = \"INCR fence:order:1001\"") && t45.contains("return redis.call(\"incr\", KEYS[2])"));
-    assert!(!t45.contains("Kleppmann's critique of Redlock is exactly this") && t45.contains("antirez 的论点"));
+    assert!(
+        !t45.contains("Kleppmann's critique of Redlock is exactly this")
+            && t45.contains("antirez 的论点")
+            && t45.contains("(antirez's point)")
+    );
     let run = played("45");
     let tokens: Vec<String> = (run.results().iter())
         .filter(|r| r.shown.starts_with("EVAL"))

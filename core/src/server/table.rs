@@ -137,7 +137,11 @@ impl Command {
                     .and_then(|a| std::str::from_utf8(a).ok())
                     .and_then(|s| s.parse::<usize>().ok())
                     .unwrap_or(0);
-                (at + 1..at + 1 + n).filter(|&i| i < argv.len()).collect()
+                // Clamped to argv before iterating: a typed count such as
+                // 9223372036854775807 must cost what argv holds, not n steps
+                // (a lab session's `EVAL "…" <huge>` spun the backend).
+                let end = (at + 1).saturating_add(n).min(argv.len());
+                (at + 1..end).collect()
             }
         }
     }
@@ -383,6 +387,21 @@ pub(crate) fn sanitize(s: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A numkeys of 2⁶³−1 answers at once with the keys argv has: it used
+    /// to walk every index up to the count (the backend's sandbox spun on
+    /// a typed `EVAL "return 1" 9223372036854775807`).
+    #[test]
+    fn a_huge_numkeys_costs_what_argv_holds() {
+        let eval = find(b"EVAL", Profile::V7_0).expect("EVAL");
+        let argv: Vec<Vec<u8>> = ["EVAL", "return 1", "9223372036854775807", "k1", "k2"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        assert_eq!(eval.key_indexes(&argv), [3, 4]);
+        let argv = [b"EVAL".to_vec(), b"x".to_vec(), usize::MAX.to_string().into_bytes()];
+        assert!(eval.key_indexes(&argv).is_empty());
+    }
 
     #[test]
     fn table_is_sorted_for_binary_search() {

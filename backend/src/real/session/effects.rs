@@ -381,6 +381,8 @@ impl Session {
             reply: Ok(reply),
             killed: false,
             loaded: Ok(()),
+            // The simulator's reply was never read off a socket.
+            dropped: 0,
         };
         let reply = self.finish((c, node), argv, prep, begun, outcome)?;
         let at_ms = self.now_ms();
