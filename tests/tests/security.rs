@@ -915,6 +915,38 @@ async fn a_session_cannot_grow_the_owners_memory_past_its_quota() {
     owner.assert_keys_kept();
 }
 
+/// A script's writes are charged to the same quota as typed lines: on a
+/// server the lab does not own the script runs on the simulator, and each
+/// write it would send passes the table check and the account first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripts_writes_cannot_grow_the_owner_past_the_quota() {
+    let mut owner = owner_with_maxmemory();
+    let quota = 4 << 20;
+    let addr = serve(ApiState::with_limits(Some(owner.url(true)), with_quota(quota))).await;
+    let mut ws = connect(addr).await;
+    let before = owner.info("memory", "used_memory");
+    let script = "EVAL \"for i = 1, 40 do redis.call('APPEND', KEYS[1], string.rep('x', 200000)) end \
+                  return redis.call('STRLEN', KEYS[1])\" 1 grow";
+    let reply = line(&mut ws, script).await;
+    assert!(reply.contains("quota"), "{reply}");
+    assert_eq!(
+        line(&mut ws, "EXISTS grow").await,
+        "(integer) 0",
+        "nothing of it was applied"
+    );
+    let grown = owner.info("memory", "used_memory").saturating_sub(before);
+    assert!(grown <= quota, "the owner's server grew by {grown} bytes");
+    // A script within the quota is applied as its writes.
+    let reply = line(
+        &mut ws,
+        "EVAL \"return redis.call('APPEND', KEYS[1], ARGV[1])\" 1 small abc",
+    )
+    .await;
+    assert_eq!(reply, "(integer) 3");
+    owner.assert_responsive();
+    owner.assert_keys_kept();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripts_a_session_has_cached_are_bounded() {
     // B12: 300 distinct 60 KB SCRIPT LOADs left 36 MB in the owner's

@@ -55,6 +55,7 @@ use locklab_core::trace::EventKind;
 use super::link::Link;
 use super::phases::{Outcome, Prepared};
 use super::preflight::Dumped;
+use super::sandbox::Rewritten;
 use super::{Argv, Session, SessionError};
 use crate::real::conn::RealConnection;
 
@@ -234,18 +235,27 @@ impl Session {
     ) -> Result<(Reply, Vec<Argv>), String> {
         let (now_ms, dumped) = parse_read(typed, replies)?;
         let run = self.preflight.simulate(now_ms, &dumped, argv)?;
-        let writes = run
-            .writes
-            .iter()
-            .map(|w| {
-                self.sandbox.prefixed(w).ok_or_else(|| {
-                    format!(
+        let mut writes = Vec::with_capacity(run.writes.len());
+        for w in &run.writes {
+            // Each write passes the first wall and is charged to the
+            // session's quota as a typed one would be, before anything is
+            // sent: a script cannot grow your Redis past what typed lines
+            // may (a re-run after a failed EXEC is charged again: the
+            // account is an upper bound).
+            let shown = |e: SessionError| e.to_string().trim_start_matches("ERR ").to_owned();
+            match self.sandbox.check_and_rewrite(w).map_err(shown)? {
+                Rewritten::Send(sent, checked) => {
+                    self.quota.charge(&self.sandbox.limits, checked, w).map_err(shown)?;
+                    writes.push(sent);
+                }
+                Rewritten::Answer => {
+                    return Err(format!(
                         "the lab cannot send the script's write {} to your Redis",
                         String::from_utf8_lossy(&w[0])
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+                    ))
+                }
+            }
+        }
         Ok((run.reply, writes))
     }
 
@@ -374,9 +384,12 @@ impl Session {
         (c, node): (u32, u32),
         argv: &[Vec<u8>],
         prep: &Prepared,
-        reply: Reply,
+        (sent_at, reply): (u64, Reply),
     ) -> Result<Reply, SessionError> {
-        let begun = self.begin(c, node, argv);
+        // Nothing was booked while it ran, so the request can start when
+        // its reads went out: the timeline shows the whole round trip
+        // (lesson 42 measures a slowed link by it).
+        let begun = self.begin_at(c, node, argv, sent_at);
         let outcome = Outcome {
             reply: Ok(reply),
             killed: false,

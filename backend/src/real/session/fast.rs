@@ -108,8 +108,9 @@ impl Session {
             tokio::time::sleep(wait).await;
         }
         if prep.simulate {
+            let sent_at = self.now_ms();
             let reply = self.simulate_async(c, n, argv, &prep).await?;
-            let reply = self.finish_simulated((c, node), argv, &prep, reply)?;
+            let reply = self.finish_simulated((c, node), argv, &prep, (sent_at, reply))?;
             return Ok((reply, self.peek_async(n, peek).await));
         }
         let begun = self.begin(c, node, argv);

@@ -985,8 +985,9 @@ impl Session {
             std::thread::sleep(wait);
         }
         if prep.simulate {
+            let sent_at = self.now_ms();
             let reply = self.simulate_blocking(c, n, argv, &prep)?;
-            return self.finish_simulated((c, node), argv, &prep, reply);
+            return self.finish_simulated((c, node), argv, &prep, (sent_at, reply));
         }
         let begun = self.begin(c, node, argv);
         let watchdog = self.watchdog(n, &prep)?;

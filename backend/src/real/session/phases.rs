@@ -201,11 +201,18 @@ impl Session {
 
     /// The command goes on the wire now: `Sent` on the client's lane.
     pub(super) fn begin(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Begun {
+        let now = self.now_ms();
+        self.begin_at(c, node, argv, now)
+    }
+
+    /// [`Session::begin`] for a request that went out at `sent_at` (session
+    /// ms): a script run on the simulator is booked once its writes are
+    /// applied, but its round trip started with the reads under `WATCH`.
+    pub(super) fn begin_at(&mut self, c: u32, node: u32, argv: &[Vec<u8>], sent_at: u64) -> Begun {
         self.preflight.track(argv);
         let shown: Vec<Vec<String>> = vec![argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()];
         self.req += 1;
         let req = self.req;
-        let sent_at = self.now_ms();
         self.push(
             sent_at,
             Actor::Client(c),

@@ -103,16 +103,6 @@ impl Sandbox {
         }
     }
 
-    /// A write the simulator propagated for a script, as the applier sends
-    /// it: its keys under the prefix (the script fence let it name only
-    /// keys it declared). `None` for a command the table does not have.
-    pub fn prefixed(&self, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
-        let cmd = table::find(argv.first()?, Profile::V8_4)?;
-        let mut out = argv.to_vec();
-        self.prefix_keys(cmd, argv, &mut out);
-        Some(out)
-    }
-
     /// The argument count and the command's size within the limits.
     fn check_size(&self, argv: &[Vec<u8>]) -> Result<(), SessionError> {
         let l = &self.limits;
