@@ -1,7 +1,7 @@
 //! The lesson lint over the whole catalogue (issue 38): no quiz answer is
 //! on the screen before it is asked, the answer is not given away by being
-//! the longest option or by its slot, and zh and en choices say the same
-//! (the rules are in `core/src/lesson/lint.rs`).
+//! the longest or the shortest option or by its slot, and zh and en choices
+//! say the same (the rules are in `core/src/lesson/lint.rs`).
 
 use locklab_core::lesson::lint::{find, is_literal, lint, needles, normalize, says_the_same, Finding};
 use locklab_core::lesson::{catalogue, Lang, Lesson};
@@ -134,8 +134,21 @@ fn the_longest_option_and_the_slot_are_counted() {
     let r = lint(&[lesson("n", "", "GET k", "OK", quiz)]);
     assert_eq!((r.longest[0].count, r.longest[0].total), (1, 1));
     assert_eq!((r.longest[1].count, r.longest[1].total), (1, 1));
+    assert_eq!((r.shortest[0].count, r.shortest[1].count), (0, 0));
     assert_eq!((r.first_slot.count, r.last_slot.count), (1, 0));
     assert!(!r.passes() && r.failed_shares().len() == 4, "{r}");
+    // Padding the distractors past the answer gives it away as surely.
+    let padded = quiz
+        .replace("\"短\"", "\"一个更长更长更长的错误答案\"")
+        .replace("\"也短\"", "\"另一个更长更长的错误答案\"");
+    let padded = padded.replace("\"short\"", "\"a much longer and detailed wrong answer\"");
+    let padded = padded.replace("\"brief\"", "\"another long and detailed wrong answer\"");
+    let r = lint(&[lesson("n", "", "GET k", "OK", &padded)]);
+    assert_eq!(
+        (r.shortest[0].count, r.shortest[1].count, r.longest[1].count),
+        (1, 1, 0),
+        "{r}"
+    );
 }
 
 // The rules' pieces, on the texts that made them.

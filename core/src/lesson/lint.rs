@@ -15,7 +15,10 @@
 //!    `(nil)`, `(error) …`, `"token-A-111"`, `OK`, `1) …`), `True`/`False`,
 //!    or a figure made only of digits and `. , / < > ≤ ≥ = – - + % ~ ≈`,
 //!    with at most an "about" / "约" before it and a unit (`ms`, `s`, `min`,
-//!    `h`) after it (`0/5`, `≈ 14 ms`, `about 30000`).
+//!    `h`) after it (`0/5`, `≈ 14 ms`, `about 30000`). The other way round
+//!    gives it away as surely (distractors padded past the answer), so the
+//!    answer may be the strictly shortest option in at most
+//!    [`MAX_SHORTEST_PCT`] % of them too.
 //! 2. **The answer on the screen.** No answer may appear in what is shown
 //!    before the step that asks it: the narration, and every earlier step's
 //!    `say`, `explain` and quiz question (the asking step's own `say` and
@@ -62,6 +65,8 @@ use super::{Lang, Lesson, Quiz, Step};
 /// The most the answer may be the longest option, over the catalogue's
 /// prose multiple-choice questions, per language (issue 38).
 pub const MAX_LONGEST_PCT: f64 = 40.0;
+/// The same for the answer being the shortest option.
+pub const MAX_SHORTEST_PCT: f64 = 40.0;
 /// The least and most share of questions (three or more choices) whose
 /// answer is in the first, and in the last, slot.
 pub const MIN_SLOT_PCT: f64 = 20.0;
@@ -177,6 +182,8 @@ pub struct LintReport {
     /// Prose multiple-choice questions whose answer is the longest option:
     /// zh, then en.
     pub longest: [Share; 2],
+    /// … and the shortest option, zh then en.
+    pub shortest: [Share; 2],
     /// Questions with three or more choices whose answer is in the first
     /// slot, and in the last.
     pub first_slot: Share,
@@ -204,6 +211,14 @@ impl LintReport {
                 ));
             }
         }
+        for (lang, s) in [(Lang::Zh, self.shortest[0]), (Lang::En, self.shortest[1])] {
+            if s.pct() > MAX_SHORTEST_PCT {
+                out.push(format!(
+                    "[{}] the answer is the shortest option in {s} of the prose multiple-choice questions (at most {MAX_SHORTEST_PCT} %)",
+                    lang.code()
+                ));
+            }
+        }
         for (slot, s) in [("first", self.first_slot), ("last", self.last_slot)] {
             if s.total > 0 && !(MIN_SLOT_PCT..=MAX_SLOT_PCT).contains(&s.pct()) {
                 out.push(format!(
@@ -221,6 +236,11 @@ impl fmt::Display for LintReport {
             f,
             "answer is the longest option: zh {}, en {} of prose multiple-choice questions",
             self.longest[0], self.longest[1]
+        )?;
+        writeln!(
+            f,
+            "answer is the shortest option: zh {}, en {}",
+            self.shortest[0], self.shortest[1]
         )?;
         writeln!(
             f,
@@ -324,11 +344,15 @@ fn check_choices(id: &str, step_no: usize, step: &Step, q: &Quiz, r: &mut LintRe
             for (k, lang) in langs.into_iter().enumerate() {
                 let answer = quiz_answer(step, q, lang);
                 let len = |s: &str| s.trim().chars().count();
-                let longest = (q.choices_in(lang).into_iter())
+                let others: Vec<usize> = (q.choices_in(lang).into_iter())
                     .filter(|c| *c != answer)
-                    .all(|c| len(c) < len(&answer));
+                    .map(len)
+                    .collect();
+                let n = len(&answer);
                 r.longest[k].total += 1;
-                r.longest[k].count += usize::from(longest);
+                r.longest[k].count += usize::from(others.iter().all(|o| *o < n));
+                r.shortest[k].total += 1;
+                r.shortest[k].count += usize::from(others.iter().all(|o| *o > n));
             }
         }
     }
