@@ -958,7 +958,7 @@ async fn the_scripts_a_session_has_cached_are_bounded() {
     for i in 0..300 {
         let body = format!("return {i} --{}", "x".repeat(60_000));
         let reply = line(&mut ws, &format!("SCRIPT LOAD \"{body}\"")).await;
-        if reply.contains("the scripts the server keeps") {
+        if reply.contains("the scripts and libraries kept for the session") {
             refused += 1;
         }
     }
@@ -1033,6 +1033,136 @@ async fn a_large_reply_is_cut_and_never_held_whole() {
     );
     assert!(reply.len() < 2 << 20, "{} bytes shown", reply.len());
     assert!(grown < 100 << 20, "the backend grew by {grown} bytes for one GET");
+    owner.assert_responsive();
+    owner.assert_keys_kept();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn range_reads_are_bounded_by_their_span_and_the_reply_budget() {
+    // A range read's reply is sized by its key: an explicit span past the
+    // table's bound is refused, and a span to the key's end (`0 -1`,
+    // `HGETALL`, `SMEMBERS`) is read within the page's reply budget, its
+    // elements past it dropped off the socket, never held. The key is the
+    // owner's making here (a session's own is bounded by its quota): a
+    // million members.
+    let mut owner = owner_with_maxmemory();
+    let addr = serve(ApiState::new(Some(owner.url(true)))).await;
+    let mut ws = connect(addr).await;
+    let prefix = prefix_of(&mut ws).await;
+    owner.run(&format!(
+        "EVAL \"for i = 1, 1000000 do redis.call('RPUSH', KEYS[1], i) redis.call('SADD', KEYS[2], i) end\" 2 {prefix}l {prefix}s"
+    ));
+    owner.run("CONFIG RESETSTAT");
+    for (hostile, span) in [
+        ("LRANGE l 0 100000000", "100000001"),
+        ("LRANGE l 0 9223372036854775807", "9223372036854775808"),
+        ("ZRANGE z -5000 -1 WITHSCORES", "5000"),
+    ] {
+        let reply = line(&mut ws, hostile).await;
+        assert!(
+            reply.contains(&format!("the span is {span}, the lab's bound is 1000")),
+            "{hostile}: {reply}"
+        );
+    }
+    assert_eq!(calls(&mut owner, "lrange") + calls(&mut owner, "zrange"), 0);
+    let some = line(&mut ws, "LRANGE l 0 999").await;
+    assert!(
+        some.starts_with("   1) \"1\"") && some.contains("1000) \"1000\""),
+        "{some:.200}"
+    );
+    // Linux: writing 5 to clear_refs resets the peak to the current RSS.
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let base = peak_rss();
+    for whole in ["LRANGE l 0 -1", "SMEMBERS s"] {
+        let reply = line(&mut ws, whole).await;
+        assert!(
+            reply.contains("(locklab) the reply was cut") && reply.contains("more elements were not shown"),
+            "{whole}: {}",
+            &reply[reply.len().saturating_sub(300)..]
+        );
+        owner.assert_responsive();
+    }
+    // Held whole, a million members cost the backend at least 64 MB (a
+    // `Reply` and a string's allocation each, and the array's doublings);
+    // read within the budget, the allocator's churn of reading them off the
+    // socket is what shows (measured: under 30 MB for both reads).
+    let grown = peak_rss().saturating_sub(base);
+    assert!(grown < 64 << 20, "the backend grew by {grown} bytes for a range read");
+    owner.assert_keys_kept();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_script_cache_is_its_own() {
+    // On an owner's server a session's scripts run on the lab's simulator,
+    // so the simulator's cache is the one the session sees: SCRIPT EXISTS
+    // says 1 for what it ran or loaded (Redis never saw those) and 0 for
+    // the owner's, and SCRIPT FLUSH empties the session's scripts, and
+    // their count in the quota, not the owner's.
+    let mut owner = owner_with_maxmemory();
+    let owner_sha = match owner.run("SCRIPT LOAD \"return 'owner'\"") {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let limits = Limits {
+        max_scripts: 3,
+        ..Limits::default()
+    };
+    let addr = serve(ApiState::with_limits(Some(owner.url(true)), limits)).await;
+    let mut ws = connect(addr).await;
+    let ran = sha1_hex(b"return 1");
+    assert_eq!(line(&mut ws, "EVAL \"return 1\" 0").await, "(integer) 1");
+    let loaded = line(&mut ws, "SCRIPT LOAD \"return 2\"").await;
+    assert_eq!(loaded, format!("\"{}\"", sha1_hex(b"return 2")));
+    let exists = format!("SCRIPT EXISTS {ran} {} {owner_sha}", sha1_hex(b"return 2"));
+    assert_eq!(
+        line(&mut ws, &exists).await,
+        "1) (integer) 1\n2) (integer) 1\n3) (integer) 0"
+    );
+    assert_eq!(
+        line(&mut ws, &format!("EVALSHA {} 0", sha1_hex(b"return 2"))).await,
+        "(integer) 2"
+    );
+    // Redis holds none of the session's scripts.
+    assert_eq!(
+        owner.run(&format!("SCRIPT EXISTS {ran} {}", sha1_hex(b"return 2"))),
+        Reply::Array(vec![Reply::Integer(0), Reply::Integer(0)])
+    );
+    assert!(line(&mut ws, "SCRIPT LOAD \"return 3\"").await.starts_with('"'));
+    let full = line(&mut ws, "SCRIPT LOAD \"return 4\"").await;
+    assert!(full.contains("the number of scripts"), "{full}");
+    // Queued in MULTI it would reach Redis.
+    line(&mut ws, "MULTI").await;
+    let queued = line(&mut ws, "SCRIPT FLUSH").await;
+    assert!(queued.contains("cannot be queued in MULTI"), "{queued}");
+    line(&mut ws, "DISCARD").await;
+    assert_eq!(line(&mut ws, "SCRIPT FLUSH").await, "OK");
+    assert_eq!(
+        line(&mut ws, &exists).await,
+        "1) (integer) 0\n2) (integer) 0\n3) (integer) 0"
+    );
+    let gone = line(&mut ws, &format!("EVALSHA {ran} 0")).await;
+    assert!(gone.starts_with("(error) NOSCRIPT"), "{gone}");
+    // The count starts again, and the owner's script is still cached.
+    assert!(line(&mut ws, "SCRIPT LOAD \"return 4\"").await.starts_with('"'));
+    assert_eq!(
+        owner.run(&format!("SCRIPT EXISTS {owner_sha}")),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
+    // Under --scripts=run the cache is the server's: no flush.
+    let run = Limits {
+        run_scripts: true,
+        ..Limits::default()
+    };
+    let mut ws = connect(serve(ApiState::with_limits(Some(owner.url(true)), run)).await).await;
+    let refused = line(&mut ws, "SCRIPT FLUSH").await;
+    assert!(
+        refused.starts_with("(error) ERR locklab") && refused.contains("not allowed"),
+        "{refused}"
+    );
+    assert_eq!(
+        owner.run(&format!("SCRIPT EXISTS {owner_sha}")),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
     owner.assert_responsive();
     owner.assert_keys_kept();
 }

@@ -59,6 +59,15 @@ pub enum Cost {
     /// reply holds: its absolute value at most `max` (`HRANDFIELD h -n`
     /// repeats fields, so a negative count is not bounded by the hash).
     Count { at: usize, max: u64 },
+    /// `argv[at]` and `argv[at + 1]` are the start and stop indexes of a
+    /// range read (`LRANGE`, `ZRANGE`, `ZREVRANGE`; not with `BYSCORE` or
+    /// `BYLEX`, where they are scores or members). With both of one sign
+    /// the reply holds at most `stop - start + 1` items whatever the key,
+    /// and that span is at most `max`. A span from a start to a stop
+    /// counted from the end (`0 -1`) reaches as far as the key does: the
+    /// session's quota bounds the key, and a client's link keeps at most a
+    /// page's reply of it (the backend's `Link::keep_at_most`).
+    Span { at: usize, max: u64 },
     /// The number after the option `word` (`SCAN … COUNT n`, any case) is
     /// at most `max`: how much of the keyspace one call walks.
     OptionCount { word: &'static str, max: u64 },
@@ -159,6 +168,7 @@ impl Command {
 /// Redis's to refuse (it answers its own error), so it passes here.
 fn bound(cost: &Cost, argv: &[Vec<u8>]) -> Result<(), Refusal> {
     let (what, arg, max) = match *cost {
+        Cost::Span { at, max } => return check_span(argv, at, max),
         Cost::Count { at, max } => ("the count", argv.get(at), max),
         Cost::Offset { at, max } => ("the offset", argv.get(at), max),
         Cost::OptionCount { word, max } => {
@@ -179,6 +189,44 @@ fn bound(cost: &Cost, argv: &[Vec<u8>]) -> Result<(), Refusal> {
         Some(a) => check_number(what, a, max),
         None => Ok(()),
     }
+}
+
+/// [`Cost::Span`]'s bound: `LRANGE`'s `rangelen = end - start + 1` when
+/// both indexes count from the same end (`listTypeRange` after
+/// `start < 0 → start + llen` needs the length otherwise).
+fn check_span(argv: &[Vec<u8>], at: usize, max: u64) -> Result<(), Refusal> {
+    let by_value = argv
+        .iter()
+        .skip(at + 2)
+        .any(|a| a.eq_ignore_ascii_case(b"byscore") || a.eq_ignore_ascii_case(b"bylex"));
+    let (Some(start), Some(stop)) = (
+        argv.get(at).and_then(|a| signed(a)),
+        argv.get(at + 1).and_then(|a| signed(a)),
+    ) else {
+        return Ok(());
+    };
+    if by_value || (start < 0) != (stop < 0) || stop < start {
+        return Ok(());
+    }
+    let span = u64::try_from(stop - start + 1).unwrap_or(u64::MAX);
+    if span > max {
+        return Err(Refusal::Bound {
+            what: "the span",
+            got: span,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// A decimal integer argument as `string2ll` reads it (64 bits, either
+/// sign), widened so a span of two of them cannot overflow.
+fn signed(arg: &[u8]) -> Option<i128> {
+    std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.starts_with('+'))
+        .and_then(|s| s.parse::<i64>().ok())
+        .map(i128::from)
 }
 
 fn check_number(what: &'static str, arg: &[u8], max: u64) -> Result<(), Refusal> {
@@ -232,7 +280,8 @@ pub fn charges(cmd: &Command, costs: &[Cost], argv: &[Vec<u8>], mut f: impl FnMu
             Cost::Number => f(1, Charge::AtMost(KEY_BYTES + len(1) + NUMBER_BYTES)),
             Cost::Moves => f(2, Charge::ElementOf(1)),
             Cost::Renames => f(2, Charge::ValueOf(1)),
-            Cost::Count { .. } | Cost::OptionCount { .. } | Cost::Script { .. } | Cost::Library => {}
+            Cost::Count { .. } | Cost::OptionCount { .. } | Cost::Span { .. } | Cost::Script { .. } | Cost::Library => {
+            }
         }
     }
 }
@@ -342,6 +391,34 @@ mod tests {
             Err(Refusal::Bound { what: "the offset", .. })
         ));
         assert!(number(b"99999999999999999999999999").is_some_and(|n| n == u64::MAX));
+    }
+
+    #[test]
+    fn range_spans_are_bounded_when_the_indexes_say_them() {
+        for ok in [
+            "LRANGE l 0 999",
+            "LRANGE l -1000 -1",
+            "LRANGE l 5 2",
+            "LRANGE l 0 -1",
+            "LRANGE l -9223372036854775808 9223372036854775807",
+            "LRANGE l x y",
+            "ZRANGE z 0 100000 BYSCORE",
+            "ZRANGE z -inf +inf BYSCORE LIMIT 0 10",
+            "ZREVRANGE z 0 -1 WITHSCORES",
+        ] {
+            assert!(check(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            check("LRANGE l 0 100000000"),
+            Err(Refusal::Bound {
+                what: "the span",
+                got: 100_000_001,
+                max: 1000
+            })
+        );
+        assert!(check("LRANGE l 0 9223372036854775807").is_err());
+        assert!(check("ZRANGE z 0 5000 WITHSCORES").is_err());
+        assert!(check("ZREVRANGE z -9223372036854775808 -1").is_err());
     }
 
     fn charged(line: &str) -> Vec<(usize, Charge)> {

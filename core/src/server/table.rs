@@ -170,7 +170,7 @@ const ADDS: Lab = Lab::Allow(&[Cost::Adds]);
 /// The lab's rule of a write that makes its key a number.
 const NUMBER: Lab = Lab::Allow(&[Cost::Number]);
 /// The largest count a lab session may ask for (`HRANDFIELD`, `SPOP`,
-/// `SCAN … COUNT`): a console shows no more, and a negative
+/// `SCAN … COUNT`, an `LRANGE`/`ZRANGE` span): a console shows no more, and a negative
 /// `HRANDFIELD` count is not bounded by the hash.
 pub const MAX_COUNT: u64 = 1000;
 /// The largest `SETRANGE` offset a lab session may write at (1 MiB).
@@ -242,7 +242,7 @@ commands! {
     "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop), OK;
     "lpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpush), ADDS;
     "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx), ADDS;
-    "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange), OK;
+    "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem), OK;
     "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget), OK;
@@ -296,13 +296,13 @@ commands! {
     "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard), OK;
     "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount), OK;
     "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby), ADDS;
-    "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), OK;
+    "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore), OK;
     "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank), OK;
     "zrem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zrem), OK;
     "zremrangebyrank", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyrank), OK;
     "zremrangebyscore", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyscore), OK;
-    "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange), OK;
+    "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "zrevrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebyscore), OK;
     "zrevrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrank), OK;
     "zscore", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zscore), OK;

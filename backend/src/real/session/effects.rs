@@ -395,7 +395,7 @@ impl Session {
             killed: false,
             loaded: Ok(()),
             // The simulator's reply was never read off a socket.
-            dropped: 0,
+            dropped: Default::default(),
         };
         let reply = self.finish((c, node), argv, prep, begun, outcome)?;
         let at_ms = self.now_ms();

@@ -34,7 +34,7 @@ use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 use locklab_core::trace::EventKind;
 
-use super::link::Link;
+use super::link::{Dropped, Link};
 use super::phases::{self, Before, Loaded, Outcome, Prepared};
 use super::preflight::Verdict;
 use super::{acl_rules, acl_rules_later, setuser, watchdog, Argv, Confinement, Peeked, Session, SessionError};
@@ -47,8 +47,8 @@ struct Exchanged {
     /// The pipelined peek's result: `None` when none was sent; `Some(None)`
     /// when it could not be read.
     peeked: Option<Option<Vec<Peeked>>>,
-    /// Bytes of the reply the link dropped past its cap.
-    dropped: u64,
+    /// What of the reply the link dropped past its cap.
+    dropped: Dropped,
 }
 
 impl Session {
@@ -169,7 +169,7 @@ impl Session {
             reply,
             killed: false,
             peeked: None,
-            dropped: 0,
+            dropped: Dropped::default(),
         };
         if prep.scan {
             // The session's SCAN: the ACL user may not SCAN (its results

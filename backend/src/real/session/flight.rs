@@ -182,7 +182,7 @@ impl Session {
             reply,
             killed,
             loaded,
-            dropped: 0,
+            dropped: Default::default(),
         };
         let back_at = flight.landed_at.map(|t| self.ms_at(t));
         let result = self.finish_at((c, node), &flight.argv, &flight.prep, flight.begun, outcome, back_at);

@@ -77,12 +77,30 @@ pub struct Link {
     /// Replies written for and not yet read: a link dropped in between is
     /// out of step with its server, so it is never used again.
     pending: usize,
-    /// Most bytes of one bulk string kept ([`Link::keep_at_most`]); the
-    /// rest is read off the socket and dropped, never held.
+    /// Most bytes of one reply kept ([`Link::keep_at_most`]); the rest is
+    /// read off the socket and dropped, never held.
     cap: usize,
-    /// Bytes dropped that way since [`Link::take_dropped`].
-    dropped: u64,
+    /// What is left of `cap` for the reply being read.
+    left: usize,
+    /// What was dropped that way since [`Link::take_dropped`].
+    dropped: Dropped,
 }
+
+/// What a capped link read off the socket and did not keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Bytes of bulk strings past the cap.
+    pub bytes: u64,
+    /// Elements of aggregates read once the cap was spent.
+    pub items: u64,
+}
+
+/// What each element of a reply costs of a link's cap, however short: the
+/// page shows it on a line of its own, and the backend holds a `Reply` for
+/// it. So a range read of a million small members (`LRANGE k 0 -1`,
+/// `HGETALL`, `SMEMBERS` of a key the quota let grow) keeps at most
+/// `cap / ELEMENT_BYTES` of them, not a million.
+pub const ELEMENT_BYTES: usize = 16;
 
 impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,7 +129,8 @@ impl Link {
             timeout,
             pending: 0,
             cap: usize::MAX,
-            dropped: 0,
+            left: usize::MAX,
+            dropped: Dropped::default(),
         };
         let auth: Vec<Vec<u8>> = match (settings.username(), settings.password()) {
             (Some(u), Some(p)) => vec![u.into(), p.into()],
@@ -153,15 +172,19 @@ impl Link {
         }
     }
 
-    /// Keep at most `cap` bytes of each bulk string read from now on (a
-    /// client's link: what the page is shown is cut anyway, so a 100 MB
-    /// value costs the backend `cap` bytes, not 100 MB and its copies).
+    /// Keep at most `cap` bytes of each reply read from now on (a client's
+    /// link: what the page is shown is cut anyway, so a 100 MB value costs
+    /// the backend `cap` bytes, not 100 MB and its copies). Each element
+    /// costs at least [`ELEMENT_BYTES`] of it; once it is spent, the
+    /// reply's further elements are read off the socket and dropped,
+    /// counted ([`Link::take_dropped`]), so its aggregates are shorter
+    /// than Redis said.
     pub fn keep_at_most(&mut self, cap: usize) {
         self.cap = cap;
     }
 
-    /// The bytes of bulk strings dropped since the last call.
-    pub fn take_dropped(&mut self) -> u64 {
+    /// What was dropped since the last call.
+    pub fn take_dropped(&mut self) -> Dropped {
         std::mem::take(&mut self.dropped)
     }
 
@@ -194,6 +217,8 @@ impl Link {
     /// [`Link::read`] with a bound of its own (`None`: wait as long as the
     /// server takes, for a caller that bounds the wait itself).
     pub async fn read_within(&mut self, exec: bool, within: Option<Duration>) -> Result<Reply, RealError> {
+        // Each reply has the whole cap.
+        self.left = self.cap;
         let reply = match within {
             Some(t) => match tokio::time::timeout(t, self.read_value()).await {
                 Ok(r) => r?,
@@ -234,7 +259,7 @@ impl Link {
     /// One RESP value, iteratively (a stack of open aggregates rather than
     /// recursion, so depth is a counted bound, not a stack overflow).
     async fn read_value(&mut self) -> Result<Reply, RealError> {
-        // (items so far, items expected, is a map)
+        // (items kept, items still to read, is a map)
         let mut open: Vec<(Vec<Reply>, usize, bool)> = Vec::new();
         loop {
             let mut value = match self.read_one().await? {
@@ -256,8 +281,15 @@ impl Link {
             };
             while let Some(v) = value.take() {
                 let Some(top) = open.last_mut() else { return Ok(v) };
-                top.0.push(v);
-                if top.0.len() == top.1 {
+                top.1 -= 1;
+                // A map's value goes with its kept key.
+                if self.left > 0 || (top.2 && top.0.len() % 2 == 1) {
+                    self.left = self.left.saturating_sub(ELEMENT_BYTES);
+                    top.0.push(v);
+                } else {
+                    self.dropped.items += 1;
+                }
+                if top.1 == 0 {
                     value = Self::close_done(&mut open);
                 }
             }
@@ -266,8 +298,8 @@ impl Link {
 
     /// Pop the innermost aggregate if it is complete, as a value.
     fn close_done(open: &mut Vec<(Vec<Reply>, usize, bool)>) -> Option<Reply> {
-        let (items, want, map) = open.last()?;
-        if items.len() < *want {
+        let (_, to_read, map) = open.last()?;
+        if *to_read > 0 {
             return None;
         }
         let map = *map;
@@ -316,7 +348,8 @@ impl Link {
                     // a length alone costs no memory. Past the cap, the
                     // bytes (and the CRLF) are read and dropped.
                     let n = n as usize;
-                    let keep = n.min(self.cap);
+                    let keep = n.min(self.left);
+                    self.left -= keep;
                     let mut body = Vec::with_capacity(keep.min(64 * 1024));
                     (&mut self.io)
                         .take(keep as u64)
@@ -330,7 +363,7 @@ impl Link {
                     if body.len() != keep || drained != rest {
                         return Err(RealError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
-                    self.dropped += (n - keep) as u64;
+                    self.dropped.bytes += (n - keep) as u64;
                     match kind {
                         b'!' => done(Reply::Error(String::from_utf8_lossy(&body).into_owned())),
                         // A verbatim string starts with its format: `txt:`.
@@ -449,15 +482,16 @@ mod tests {
         );
     }
 
-    /// A client's link keeps the start of a long bulk string and drops the
-    /// rest off the socket, staying in step for the next reply.
+    /// A client's link keeps the start of a long reply and drops the rest
+    /// off the socket — a long string's tail, an aggregate's elements past
+    /// the cap — staying in step for the next reply.
     #[tokio::test]
     async fn a_capped_link_drops_what_it_does_not_keep() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (mut s, _) = listener.accept().await.unwrap();
-            s.write_all(b"$10\r\n0123456789\r\n*2\r\n$2\r\nab\r\n$5\r\nabcde\r\n+OK\r\n")
+            s.write_all(b"$10\r\n0123456789\r\n*2\r\n$2\r\nab\r\n$5\r\nabcde\r\n+OK\r\n%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n")
                 .await
                 .unwrap();
         });
@@ -466,15 +500,22 @@ mod tests {
             .unwrap();
         server.await.unwrap();
         link.keep_at_most(3);
-        link.pending = 3;
+        link.pending = 4;
         assert_eq!(link.read(false).await.unwrap(), Reply::Bulk(b"012".to_vec()));
-        assert_eq!(link.take_dropped(), 7);
+        assert_eq!(link.take_dropped(), Dropped { bytes: 7, items: 0 });
+        // "ab" and its element spend the cap: "abcde" is read and dropped.
         assert_eq!(
             link.read(false).await.unwrap(),
-            Reply::Array(vec![Reply::Bulk(b"ab".to_vec()), Reply::Bulk(b"abc".to_vec())])
+            Reply::Array(vec![Reply::Bulk(b"ab".to_vec())])
         );
-        assert_eq!(link.take_dropped(), 2);
+        assert_eq!(link.take_dropped(), Dropped { bytes: 5, items: 1 });
         assert_eq!(link.read(false).await.unwrap(), Reply::ok());
+        // A map keeps whole pairs; the next reply has the whole cap again.
+        assert_eq!(
+            link.read(false).await.unwrap(),
+            Reply::Map(vec![(Reply::Integer(1), Reply::Integer(2))])
+        );
+        assert_eq!(link.take_dropped(), Dropped { bytes: 0, items: 2 });
         assert!(link.usable());
     }
 

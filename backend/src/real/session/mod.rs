@@ -1008,7 +1008,7 @@ impl Session {
             reply,
             killed,
             loaded,
-            dropped: 0,
+            dropped: Default::default(),
         };
         self.finish((c, node), argv, &prep, begun, outcome)
     }

@@ -17,6 +17,7 @@ use locklab_core::actor::Actor;
 use locklab_core::reply::Reply;
 use locklab_core::trace::{EventKind, LossReason};
 
+use super::link::Dropped;
 use super::preflight::{self, Verdict};
 use super::{Argv, Confinement, Rewritten, Scripts, Session, SessionError};
 use crate::real::conn::RealError;
@@ -74,8 +75,8 @@ pub(super) struct Outcome {
     /// The check of a `FUNCTION LOAD`'s library (see
     /// [`Session::loaded_library`]).
     pub(super) loaded: Result<(), SessionError>,
-    /// Bytes of the reply the link read and dropped (past its cap).
-    pub(super) dropped: u64,
+    /// What of the reply the link read and dropped (past its cap).
+    pub(super) dropped: Dropped,
 }
 
 /// What a `FUNCTION LIST` of a just-loaded library says should happen.
@@ -95,6 +96,7 @@ impl Session {
         if node as usize >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
         }
+        let link = (c, node);
         let rewritten = match self.sandbox.check_and_rewrite(argv)? {
             Rewritten::Send(r, checked) => {
                 // The quota, charged before anything is sent.
@@ -103,8 +105,10 @@ impl Session {
             }
             Rewritten::Answer => return Ok(Before::Answer(self.preflight.answer(argv))),
         };
+        if let Some(reply) = self.script_cache(link, argv)? {
+            return Ok(Before::Answer(reply));
+        }
         // Lua runs on the simulator first: alone, or a transaction whole.
-        let link = (c, node);
         let is_exec = argv[0].eq_ignore_ascii_case(b"exec");
         let simulated = self.scripts == Scripts::Simulated;
         // On a server the lab does not own a script runs on the simulator
@@ -129,6 +133,54 @@ impl Session {
             scan: argv[0].eq_ignore_ascii_case(b"scan"),
             simulate,
         }))
+    }
+
+    /// `SCRIPT LOAD`, `EXISTS` and `FLUSH` (allowed by the table) where the
+    /// session's scripts are kept. On a server the lab does not own, by
+    /// default ([`Scripts::Simulated`]) every script of the session runs on
+    /// the lab's simulator, so the script cache a session sees is the
+    /// simulator's: these three are answered there and never sent. Redis's
+    /// cache then holds no script of the session's, a session cannot learn
+    /// which scripts the owner has cached, `EXISTS` says 1 for a script the
+    /// session loaded or ran, and `FLUSH` empties the session's scripts
+    /// only (and their count in the quota). Queued in `MULTI` they would
+    /// reach Redis, so there they are refused. Under `--scripts=run` on
+    /// such a server scripts run on Redis and its cache is the server's:
+    /// `SCRIPT FLUSH` would empty the owner's scripts too, so it is
+    /// refused. On the lab's own servers a flush is sent, and the session's
+    /// scripts no longer count. `Some(reply)`: the answer, nothing sent.
+    fn script_cache(&mut self, link: (u32, u32), argv: &[Vec<u8>]) -> Result<Option<Reply>, SessionError> {
+        let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+        if !is(0, "script") || !(is(1, "load") || is(1, "exists") || is(1, "flush")) {
+            return Ok(None);
+        }
+        let flush = is(1, "flush");
+        let name = format!("SCRIPT {}", String::from_utf8_lossy(&argv[1]).to_uppercase());
+        match self.scripts {
+            Scripts::Run if flush => Err(SessionError::NotAllowed {
+                name,
+                why: "under --scripts=run your Redis keeps the session's scripts in the cache every client shares, \
+                      and a flush would empty your own scripts too",
+            }),
+            Scripts::Simulated if self.multi.contains_key(&link) => Err(SessionError::NotAllowed {
+                name,
+                why: "on a server the lab does not own the session's scripts are kept by the lab's simulator, so \
+                      SCRIPT cannot be queued in MULTI",
+            }),
+            Scripts::Simulated => {
+                let reply = self.preflight.answer(argv);
+                if flush && !reply.is_error() {
+                    self.quota.forget_scripts();
+                }
+                Ok(Some(reply))
+            }
+            Scripts::Run | Scripts::Managed => {
+                if flush {
+                    self.quota.forget_scripts();
+                }
+                Ok(None)
+            }
+        }
     }
 
     /// The pre-flight's verdict before any key is read: on a server the lab

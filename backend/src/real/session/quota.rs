@@ -15,15 +15,19 @@
 //! are charged to one pool that only grows. Scripts' own writes are not
 //! charged here (they are bounded by the script checks).
 //!
-//! Scripts are counted by body: a distinct `EVAL` body is cached by the
-//! server as `SCRIPT LOAD` caches one, and outlives the session.
+//! Scripts are counted by body: a distinct `EVAL` body is cached as
+//! `SCRIPT LOAD` caches one — by Redis, which keeps it past the session,
+//! or on a server the lab does not own by default, by the lab's simulator
+//! that runs the session's scripts. `SCRIPT FLUSH` empties that cache and
+//! the count ([`Quota::forget_scripts`]); libraries stay counted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use locklab_core::reply::Reply;
 use locklab_core::server::lab::{self, Charge, ARG_BYTES};
 
+use super::link::Dropped;
 use super::sandbox::Checked;
 use super::{Limits, SessionError};
 
@@ -36,9 +40,10 @@ pub struct Quota {
     pool: u64,
     /// `held`'s sum plus `pool`.
     total: u64,
-    /// The bodies of the scripts the server keeps for the session (a hash
-    /// of each) and their bytes.
-    scripts: HashSet<u64>,
+    /// The bodies of the scripts and libraries kept for the session (a
+    /// hash of each): their bytes, and whether it is a library
+    /// (`FUNCTION LOAD`, which `SCRIPT FLUSH` leaves).
+    scripts: HashMap<u64, (u64, bool)>,
     script_bytes: u64,
 }
 
@@ -91,11 +96,11 @@ impl Quota {
         }
         let script = lab::script_body(checked.costs, argv)
             .map(|body| (Fixed::default().hash_one(body), body.len() as u64))
-            .filter(|(h, _)| !self.scripts.contains(h));
+            .filter(|(h, _)| !self.scripts.contains_key(h));
         if let Some((_, len)) = script {
             if self.scripts.len() >= limits.max_scripts {
                 return Err(over(
-                    "the number of scripts the server keeps for the session",
+                    "the number of scripts and libraries kept for the session",
                     self.scripts.len() as u64 + 1,
                     limits.max_scripts as u64,
                     "",
@@ -103,7 +108,7 @@ impl Quota {
             }
             if self.script_bytes + len > limits.max_script_bytes {
                 return Err(over(
-                    "the bytes of the scripts the server keeps for the session",
+                    "the bytes of the scripts and libraries kept for the session",
                     self.script_bytes + len,
                     limits.max_script_bytes,
                     "",
@@ -116,11 +121,20 @@ impl Quota {
             }
         }
         if let Some((h, len)) = script {
-            self.scripts.insert(h);
+            let library = checked.costs.contains(&lab::Cost::Library);
+            self.scripts.insert(h, (len, library));
             self.script_bytes += len;
         }
         self.total = total;
         Ok(())
+    }
+
+    /// `SCRIPT FLUSH` emptied the cache that keeps the session's scripts:
+    /// they no longer count (its libraries do, until `FUNCTION DELETE` or
+    /// the session's end).
+    pub fn forget_scripts(&mut self) {
+        self.scripts.retain(|_, &mut (_, library)| library);
+        self.script_bytes = self.scripts.values().map(|&(bytes, _)| bytes).sum();
     }
 
     /// What key `argv[i]` may hold: as charged by this command already,
@@ -150,11 +164,11 @@ impl Quota {
 /// What of a reply is shown to the page: at most `max` bytes of its
 /// strings, and no element once they are spent. A longer reply is cut as
 /// a pager cuts it — its start shown, the rest counted — and the note to
-/// show with it is returned. `dropped`: bytes the link already left
-/// unread ([`Link::keep_at_most`](super::link::Link::keep_at_most)).
-pub fn cut_reply(reply: &mut Reply, max: usize, dropped: u64) -> Option<String> {
+/// show with it is returned. `dropped`: what the link already left unread
+/// ([`Link::keep_at_most`](super::link::Link::keep_at_most)).
+pub fn cut_reply(reply: &mut Reply, max: usize, dropped: Dropped) -> Option<String> {
     let mut left = max;
-    let (mut bytes, mut items) = (dropped, 0u64);
+    let (mut bytes, mut items) = (dropped.bytes, dropped.items);
     cut(reply, &mut left, &mut bytes, &mut items);
     (bytes > 0 || items > 0).then(|| {
         format!(
@@ -266,20 +280,28 @@ mod tests {
         let e = run(&mut q, &limits, "SCRIPT LOAD \"return 3\"").unwrap_err();
         assert!(e.to_string().contains("number of scripts"), "{e}");
         run(&mut q, &limits, "EVAL \"return 2\" 0").unwrap();
+        // A flush empties the scripts' count, not the libraries'.
+        q.forget_scripts();
+        run(&mut q, &limits, "SCRIPT LOAD \"return 3\"").unwrap();
+        run(&mut q, &limits, "FUNCTION LOAD \"#!lua name=l\"").unwrap();
+        q.forget_scripts();
+        run(&mut q, &limits, "SCRIPT LOAD \"return 4\"").unwrap();
+        let e = run(&mut q, &limits, "SCRIPT LOAD \"return 5\"").unwrap_err();
+        assert!(e.to_string().contains("number of scripts"), "{e}");
     }
 
     #[test]
     fn a_long_reply_is_cut_with_a_note() {
         let mut r = Reply::Bulk(vec![b'x'; 5000]);
-        let note = cut_reply(&mut r, 1000, 0).unwrap();
+        let note = cut_reply(&mut r, 1000, Dropped::default()).unwrap();
         assert_eq!(r, Reply::Bulk(vec![b'x'; 1000]));
         assert!(note.contains("4000 more bytes"), "{note}");
         let mut a = Reply::Array((0..100).map(|_| Reply::Bulk(vec![b'y'; 100])).collect());
-        let note = cut_reply(&mut a, 1000, 0).unwrap();
+        let note = cut_reply(&mut a, 1000, Dropped::default()).unwrap();
         let Reply::Array(v) = &a else { panic!() };
         assert_eq!(v.len(), 10);
         assert!(note.contains("90 more elements"), "{note}");
         let mut small = Reply::Array(vec![Reply::Integer(1), Reply::Bulk(b"ok".to_vec())]);
-        assert!(cut_reply(&mut small, 1000, 0).is_none());
+        assert!(cut_reply(&mut small, 1000, Dropped::default()).is_none());
     }
 }

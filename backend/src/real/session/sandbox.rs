@@ -60,17 +60,11 @@ impl Sandbox {
     /// does not list, or a count or offset past its bound is refused here,
     /// before anything is sent. The row is looked up once.
     pub fn check_and_rewrite(&self, argv: &[Vec<u8>]) -> Result<Rewritten, SessionError> {
-        let name_bytes = argv.first().ok_or(SessionError::Empty)?;
+        if argv.is_empty() {
+            return Err(SessionError::Empty);
+        }
         self.check_size(argv)?;
-        // The table of the newest profile: DELEX passes through, and a 7.0
-        // server answers it with its own unknown-command error.
-        let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
-            return Err(SessionError::NotAllowed {
-                name: String::from_utf8_lossy(name_bytes).to_uppercase(),
-                why: "the lab's command table does not have it",
-            });
-        };
-        let costs = cmd.lab_check(argv).map_err(|r| refusal(cmd, argv, r))?;
+        let Checked { cmd, costs } = lab_row(argv)?;
         self.check_script_size(costs, argv)?;
         let mut out = match functions::scope_command(argv, &self.ns) {
             Scoped::Untouched => argv.to_vec(),
@@ -316,15 +310,11 @@ fn strip(reply: &mut Reply, prefix: &[u8]) {
 /// fence's `allow` (core's `ScriptFence`), so a script cannot make the
 /// simulator, or through its writes Redis, do what a typed line may not.
 pub fn script_call_allowed(argv: &[Vec<u8>]) -> Result<(), String> {
-    let name_bytes = argv.first().ok_or_else(|| "an empty command".to_owned())?;
-    let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
-        return Err(format!(
-            "locklab: '{}' is not allowed in a lab session (the lab's command table does not have it)",
-            String::from_utf8_lossy(name_bytes).to_uppercase()
-        ));
-    };
+    if argv.is_empty() {
+        return Err("an empty command".to_owned());
+    }
     let shown = |e: SessionError| e.to_string().trim_start_matches("ERR ").to_owned();
-    cmd.lab_check(argv).map_err(|r| shown(refusal(cmd, argv, r)))?;
+    let Checked { cmd, .. } = lab_row(argv).map_err(shown)?;
     if cmd.lab_admin() {
         return Err(format!(
             "locklab: '{}' is not allowed in a lab session's script",
@@ -371,6 +361,23 @@ pub fn script_call_allowed_to_run(argv: &[Vec<u8>]) -> Result<(), String> {
         ));
     }
     script_call_allowed(argv)
+}
+
+/// The table's row of `argv` (not empty) and its cost rules, or why the
+/// lab refuses it: the one lookup behind a typed line
+/// ([`Sandbox::check_and_rewrite`]) and a script's call
+/// ([`script_call_allowed`]). The table of the newest profile: `DELEX`
+/// passes, and a 7.0 server answers it with its own unknown-command error.
+fn lab_row(argv: &[Vec<u8>]) -> Result<Checked, SessionError> {
+    let name_bytes = argv.first().ok_or(SessionError::Empty)?;
+    let Some(cmd) = table::find(name_bytes, Profile::V8_4) else {
+        return Err(SessionError::NotAllowed {
+            name: String::from_utf8_lossy(name_bytes).to_uppercase(),
+            why: "the lab's command table does not have it",
+        });
+    };
+    let costs = cmd.lab_check(argv).map_err(|r| refusal(cmd, argv, r))?;
+    Ok(Checked { cmd, costs })
 }
 
 /// The console's name of `argv`'s command: `OBJECT FREQ` for a
@@ -578,6 +585,18 @@ mod tests {
                     lab::Cost::Count { at, max } | lab::Cost::Offset { at, max } => {
                         if let Some(n) = argv.get(at).and_then(|a| number(a)) {
                             prop_assert!(n.unsigned_abs() <= u128::from(max), "{:?}", argv);
+                        }
+                    }
+                    lab::Cost::Span { at, max } => {
+                        let by_value = argv.iter().any(|a| {
+                            a.eq_ignore_ascii_case(b"byscore") || a.eq_ignore_ascii_case(b"bylex")
+                        });
+                        // As `string2ll` reads them: 64 bits.
+                        let index = |i: usize| argv.get(i).and_then(|a| number(a)).filter(|n| i64::try_from(*n).is_ok());
+                        if let (Some(start), Some(stop), false) = (index(at), index(at + 1), by_value) {
+                            if (start < 0) == (stop < 0) && stop >= start {
+                                prop_assert!((stop - start + 1) as u128 <= u128::from(max), "{:?}", argv);
+                            }
                         }
                     }
                     lab::Cost::OptionCount { word, max } => {
