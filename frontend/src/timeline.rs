@@ -1486,12 +1486,12 @@ pub fn legend_text(kind: &str, lang: Lang) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::{Client, Lab};
+    use crate::lab::{Client, SimLab};
 
     #[test]
     fn violation_bands_explain_themselves_in_the_pages_language() {
         let l = crate::catalog::find("05").unwrap();
-        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
         let (en, zh) = (
             layout(&s.trace(), s.now_ms(), Lang::En),
             layout(&s.trace(), s.now_ms(), Lang::Zh),
@@ -1511,7 +1511,7 @@ mod tests {
     /// Lesson `id` laid out at its end.
     fn at_end(id: &str, lang: Lang) -> Layout {
         let l = crate::catalog::find(id).unwrap();
-        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
         layout(&s.trace(), s.now_ms(), lang)
     }
 
@@ -1595,7 +1595,7 @@ mod tests {
 
     #[test]
     fn ten_thousand_events_stay_within_a_bounded_dom() {
-        let mut lab = Lab::new();
+        let mut lab = SimLab::new();
         for i in 0..3_400 {
             lab.run(Client::from_index(i % 3), &format!("SET k{i} v"));
         }
@@ -1719,7 +1719,7 @@ mod tests {
     #[test]
     fn a_request_to_every_master_is_labelled_once_with_its_count() {
         let l = crate::catalog::find("18").unwrap();
-        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
         for (w, st) in [
             (990.0, Style::NORMAL),
             (1150.0, Style::NORMAL),
@@ -1751,7 +1751,7 @@ mod tests {
     #[test]
     fn keys_share_a_bar_row_only_one_after_the_other() {
         for l in crate::catalog::all() {
-            let s = crate::session::Session::new(l, 7, l.steps.len());
+            let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
             let lay = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
             let mut rows: HashMap<(usize, i64), Vec<&Bar>> = HashMap::new();
             for b in &lay.bars {
@@ -1786,7 +1786,7 @@ mod tests {
     fn only_races_are_dense() {
         let dense = |id: &str, zoom: f64| {
             let l = crate::catalog::find(id).unwrap();
-            let s = crate::session::Session::new(l, 7, l.steps.len());
+            let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
             layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, zoom, Style::NORMAL).dense
         };
         for id in ["18", "25", "26", "27"] {
@@ -1806,7 +1806,7 @@ mod tests {
         };
         for id in ["02", "05", "13", "15", "16", "17", "18", "22", "25", "33", "36", "45"] {
             let l = crate::catalog::find(id).unwrap();
-            let s = crate::session::Session::new(l, 7, l.steps.len());
+            let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
             for (w, st) in [
                 (990.0, Style::NORMAL),
                 (1150.0, Style::NORMAL),
@@ -1849,7 +1849,7 @@ mod tests {
     #[test]
     fn compact_rows_take_back_a_fifth_of_lesson_45s_height() {
         let l = crate::catalog::find("45").unwrap();
-        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
         let at = |st| layout_in(&s.trace(), s.now_ms(), Lang::En, 1240.0, 1.0, st);
         let (roomy, tight) = (
             at(Style::sized(13.0)),
@@ -1872,7 +1872,7 @@ mod tests {
     #[test]
     fn callouts_say_what_happened_in_the_pages_language() {
         let l = crate::catalog::find("05").unwrap();
-        let s = crate::session::Session::new(l, 7, l.steps.len());
+        let s = crate::driver::SimDriver::new(l, 7, l.steps.len());
         let en = layout_in(&s.trace(), s.now_ms(), Lang::En, 1150.0, 1.0, Style::NORMAL);
         let texts: Vec<&str> = en.callouts.iter().map(|c| c.label.text.as_str()).collect();
         assert!(
@@ -1902,7 +1902,7 @@ mod tests {
 
     #[test]
     fn a_lab_trace_becomes_lanes_bars_and_marks() {
-        let mut lab = Lab::new();
+        let mut lab = SimLab::new();
         lab.run(Client::A, "SET lock:order:1 token-A-111 NX PX 30000");
         lab.run(Client::B, "SET lock:order:1 token-B-222 NX PX 30000");
         lab.advance(31_000);

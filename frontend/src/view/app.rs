@@ -9,9 +9,9 @@ use wasm_bindgen::JsCast;
 use web_sys::KeyboardEvent;
 use yew::prelude::*;
 
+use crate::driver::real::{reconnect_delay_ms, Link};
 use crate::i18n::{Lang, Text};
-use crate::query::{Driver, Query};
-use crate::real::{reconnect_delay_ms, Link};
+use crate::query::{DriverKind, Query};
 use crate::socket::{self, Socket};
 use crate::state::{Action, AppContext, RealInput, State, Transport, SPEEDS, STEP_MS};
 use crate::view::{
@@ -117,7 +117,7 @@ pub fn app() -> Html {
         let dispatcher = state.dispatcher();
         let loaded = state.engine == Some(true);
         use_effect_with((state.driver, state.lesson_id()), move |(driver, _)| {
-            if *driver == Driver::Sim && !loaded {
+            if *driver == DriverKind::Sim && !loaded {
                 crate::engine::load(Callback::from(move |r| dispatcher.dispatch(Action::EngineLoaded(r))));
             }
         });
@@ -143,7 +143,7 @@ pub fn app() -> Html {
             socket.borrow_mut().take();
             let report = Callback::from(move |input: RealInput| dispatcher.dispatch(Action::Real(input)));
             let mut poll = None;
-            if driver == Driver::Real {
+            if driver == DriverKind::Real {
                 match socket::session_url().map(|url| Socket::open(&url, report.clone())) {
                     Some(Ok(s)) => *socket.borrow_mut() = Some(s),
                     Some(Err(e)) => report.emit(RealInput::Closed(e)),
@@ -266,7 +266,7 @@ pub fn app() -> Html {
     };
     let ondriver = {
         let s = state.clone();
-        Callback::from(move |d: Driver| s.dispatch(Action::SetDriver(d)))
+        Callback::from(move |d: DriverKind| s.dispatch(Action::SetDriver(d)))
     };
     let onreal = {
         let s = state.clone();

@@ -24,7 +24,6 @@
 //!   backoff, and on reconnect the lesson is played again to where the user
 //!   was — on a fresh session, because the old one died with its socket.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 
 use locklab_core::actor::Names;
@@ -34,10 +33,9 @@ use locklab_core::lesson::worded::PageLesson;
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Trace};
 
-use crate::driver::LessonDriver;
+use super::LessonDriver;
 use crate::i18n::Lang;
 use crate::lab::Exchange;
-use crate::session;
 
 /// Time compressions the page offers. 1× is the default because a person
 /// stepping through a lesson spends real seconds between steps, and on a
@@ -553,7 +551,7 @@ impl LessonDriver for RealDriver {
         match run.results.get(index) {
             // English as the backend sent it (it knows the real tokens).
             Some(r) if lang == Lang::En => r.shown.clone(),
-            _ => session::step_text(run.lesson, index, &BTreeMap::new(), &self.names, lang),
+            _ => super::step_text(run.lesson, index, &BTreeMap::new(), &self.names, lang),
         }
     }
 
@@ -643,14 +641,6 @@ impl LessonDriver for RealDriver {
 
     fn has_virtual_clock(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
