@@ -40,18 +40,24 @@
 //!   `localStorage`.
 //! * [`explore`] — "break my lock": the explorer in a Web Worker, the
 //!   counterexample played as a lesson, the interview drill.
+//! * [`hooks`] — the page's effects (shortcuts, play timer, the simulator's
+//!   module, the real driver's socket and health poll, the URL), one hook
+//!   each, and interview scores in `localStorage` (recording verdicts,
+//!   re-rendering when a score changes).
 //! * [`view`] — the components: the loading screen, header, lesson list,
 //!   lesson panel, timeline, console, clock, shortcuts overlay.
 //!
-//! Everything but [`view`] and [`run`] is ordinary Rust with native unit
-//! tests; the crate builds natively too (its binary does nothing there), so
-//! `cargo test --workspace` type-checks the components and runs those tests.
+//! Everything but [`view`], [`hooks`] and [`run`] is ordinary Rust with
+//! native unit tests; the crate builds natively too (its binary does nothing
+//! there), so `cargo test --workspace` type-checks the components and runs
+//! those tests.
 
 pub mod catalog;
 pub mod driver;
 pub mod editor;
 pub mod engine;
 pub mod explore;
+pub mod hooks;
 pub mod i18n;
 pub mod lab;
 pub mod markdown;

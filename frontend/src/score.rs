@@ -11,7 +11,7 @@
 //!
 //! The score is kept in the browser's `localStorage` under
 //! [`key`]`(lesson)` as [`Score::encode`] writes it; the storage calls live
-//! in the view ([`crate::view::score`]), this is the plain part.
+//! in the view ([`crate::hooks::score`]), this is the plain part.
 
 use locklab_core::lesson::{Expect, Step};
 

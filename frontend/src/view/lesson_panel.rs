@@ -11,11 +11,11 @@ use yew::prelude::*;
 
 use crate::catalog;
 use crate::driver::LessonDriver;
+use crate::hooks::score::{self as stored, use_score_changes};
+use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
-use crate::score::prediction_right;
-use crate::score::Score;
+use crate::score::{prediction_right, Score};
 use crate::state::{AppContext, Transport, SPEEDS};
-use crate::view::score::{self as stored, use_score_changes};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonPanelProps {
@@ -450,26 +450,6 @@ fn transport_row(
             }
         </div>
     }
-}
-
-/// Counts each judged step's first verdict in the stored score.
-#[hook]
-fn use_record_verdicts(state: AppContext, lesson_id: Option<String>, judged: BTreeMap<usize, String>) {
-    use_effect_with((lesson_id, judged), move |(id, judged)| {
-        let (Some(id), Some(session)) = (id, &state.lesson) else {
-            return;
-        };
-        let s = session.borrow();
-        let mut score = stored::load(id);
-        let mut changed = false;
-        for (i, g) in judged {
-            let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
-            changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
-        }
-        if changed {
-            stored::save(id, &score);
-        }
-    });
 }
 
 /// The step list keeps the current step in view (its own scroll only,
