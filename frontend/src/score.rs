@@ -10,8 +10,8 @@
 //! is stored). Reset starts the lesson's score over.
 //!
 //! The score is kept in the browser's `localStorage` under
-//! [`key`]`(lesson)` as [`Score::encode`] writes it; the storage calls live
-//! in the view ([`crate::hooks::score`]), this is the plain part.
+//! [`key`]`(lesson)` as [`LessonScore::encode`] writes it; the storage
+//! calls live in a hook ([`crate::hooks::score`]), this is the plain part.
 
 use locklab_core::lesson::{Expect, Step};
 
@@ -22,15 +22,15 @@ pub fn key(lesson: &str) -> String {
 
 /// The first verdict for each step of one lesson, by step index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Score {
+pub struct LessonScore {
     verdicts: Vec<Option<bool>>,
 }
 
-impl Score {
-    /// Read what [`Score::encode`] wrote: a character per step, `1` right,
-    /// `0` wrong, `-` not predicted. Anything else reads as not predicted,
+impl LessonScore {
+    /// Read what [`LessonScore::encode`] wrote: a character per step, `1`
+    /// right, `0` wrong, `-` not predicted. Anything else reads as not predicted,
     /// so a damaged entry costs a score, never the page.
-    pub fn parse(s: &str) -> Score {
+    pub fn parse(s: &str) -> LessonScore {
         let verdicts = s
             .chars()
             .map(|c| match c {
@@ -39,7 +39,7 @@ impl Score {
                 _ => None,
             })
             .collect();
-        Score { verdicts }
+        LessonScore { verdicts }
     }
 
     pub fn encode(&self) -> String {
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn the_first_prediction_per_step_counts_once() {
-        let mut s = Score::default();
+        let mut s = LessonScore::default();
         assert_eq!(s.label(), None);
         assert!(s.record(0, true));
         assert!(s.record(3, false));
@@ -137,13 +137,13 @@ mod tests {
 
     #[test]
     fn survives_a_round_trip_through_storage_text() {
-        let mut s = Score::default();
+        let mut s = LessonScore::default();
         s.record(1, true);
         s.record(4, false);
         assert_eq!(s.encode(), "-1--0");
-        assert_eq!(Score::parse(&s.encode()), s);
+        assert_eq!(LessonScore::parse(&s.encode()), s);
         assert_eq!(
-            Score::parse("1x0").label().as_deref(),
+            LessonScore::parse("1x0").label().as_deref(),
             Some("1/2"),
             "damage reads as unanswered"
         );

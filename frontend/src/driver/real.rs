@@ -110,7 +110,7 @@ struct Run {
 
 /// A line typed off script, waiting for or holding its reply.
 #[derive(Clone, Debug)]
-struct Typed {
+struct TypedLine {
     client: String,
     /// Lesson steps done when it was typed (its place in the transcript).
     after_steps: usize,
@@ -131,7 +131,7 @@ pub struct RealDriver {
     outbox: Vec<String>,
     names: Names,
     events: Vec<Event>,
-    typed: Vec<Typed>,
+    typed: Vec<TypedLine>,
     history: BTreeMap<String, Vec<String>>,
     run: Option<Run>,
     /// The last `error` frame that belonged to no lesson step or command.
@@ -451,7 +451,7 @@ impl RealDriver {
             exchange.output = "(error) not connected to the lab backend".to_owned();
             true
         };
-        self.typed.push(Typed {
+        self.typed.push(TypedLine {
             client: client.to_owned(),
             after_steps,
             exchange,

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use gloo_events::EventListener;
 use yew::prelude::*;
 
-use crate::score::{self, prediction_right, Score};
+use crate::score::{self, prediction_right, LessonScore};
 use crate::state::AppContext;
 
 /// The event a save fires on `window`.
@@ -26,14 +26,14 @@ fn storage() -> Option<web_sys::Storage> {
 }
 
 /// A lesson's score as stored (empty if none).
-pub fn load(lesson: &str) -> Score {
+pub fn load(lesson: &str) -> LessonScore {
     storage()
         .and_then(|s| s.get_item(&score::key(lesson)).ok().flatten())
-        .map_or_else(Score::default, |v| Score::parse(&v))
+        .map_or_else(LessonScore::default, |v| LessonScore::parse(&v))
 }
 
 /// Store a lesson's score and tell the page.
-pub fn save(lesson: &str, score: &Score) {
+pub fn save(lesson: &str, score: &LessonScore) {
     if let Some(s) = storage() {
         let _ = s.set_item(&score::key(lesson), &score.encode());
     }

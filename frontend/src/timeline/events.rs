@@ -18,7 +18,7 @@ pub(super) type Note = (f64, f64, String, &'static str, String);
 
 /// One event being drawn: its index, the event, its x, its tooltip and its
 /// actor's lane.
-struct At<'e> {
+struct EventAt<'e> {
     i: usize,
     e: &'e Event,
     x: f64,
@@ -146,7 +146,7 @@ impl<'a> Builder<'a> {
             self.names.actor(e.actor),
             e.describe(self.names)
         );
-        let at = At {
+        let at = EventAt {
             i,
             e,
             x,
@@ -233,7 +233,7 @@ impl<'a> Builder<'a> {
         if self.zh { zh } else { en }.to_owned()
     }
 
-    fn mark(&mut self, at: &At, lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>) {
+    fn mark(&mut self, at: &EventAt, lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>) {
         let y = self.lanes[lane].mid();
         self.marks.push(Mark {
             lane,
@@ -257,11 +257,11 @@ impl<'a> Builder<'a> {
         });
     }
 
-    fn note(&mut self, at: &At, y: f64, text: String, kind: &'static str) {
+    fn note(&mut self, at: &EventAt, y: f64, text: String, kind: &'static str) {
         self.notes.push((at.x, y, text, kind, at.title.clone()));
     }
 
-    fn on_sent(&mut self, at: &At, req: u64, commands: &[Vec<String>]) {
+    fn on_sent(&mut self, at: &EventAt, req: u64, commands: &[Vec<String>]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let line = commands_text(commands);
             self.mark(at, l, MarkKind::Command(Tone::Neutral), Some(short(commands)), Some(c));
@@ -271,7 +271,7 @@ impl<'a> Builder<'a> {
 
     /// An arrow from the request when it was seen leaving, else a command
     /// mark on the client's lane with the whole exchange as its tooltip.
-    fn on_executed(&mut self, at: &At, req: u64, client: u32, commands: &[Vec<String>], replies: &[Reply]) {
+    fn on_executed(&mut self, at: &EventAt, req: u64, client: u32, commands: &[Vec<String>], replies: &[Reply]) {
         let tone = Tone::of(replies);
         if let Some(name) = commands.first().and_then(|c| c.first()) {
             self.last_cmd.insert(client, name.to_uppercase());
@@ -302,7 +302,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_received(&mut self, at: &At, req: u64, replies: &[Reply]) {
+    fn on_received(&mut self, at: &EventAt, req: u64, replies: &[Reply]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             if let Some(&from) = self.executed.get(&req) {
                 self.arrow(from, (at.x, l), ArrowKind::Reply);
@@ -311,7 +311,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_lost(&mut self, at: &At, req: u64, client: u32) {
+    fn on_lost(&mut self, at: &EventAt, req: u64, client: u32) {
         if let Some(l) = at.lane {
             if let Some(&(sx, sl, _)) = self.sent.get(&req) {
                 self.arrow((sx, sl), (at.x, l), ArrowKind::Lost);
@@ -321,14 +321,14 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_timed_out(&mut self, at: &At) {
+    fn on_timed_out(&mut self, at: &EventAt) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let label = self.word("timeout", "超时");
             self.mark(at, l, MarkKind::TimedOut, Some(label), Some(c));
         }
     }
 
-    fn on_expired(&mut self, at: &At, key: &str) {
+    fn on_expired(&mut self, at: &EventAt, key: &str) {
         if let Some(l) = at.lane {
             let ttl = self.ttl_of.get(&(l, key.to_owned())).map(|&t| seconds(t));
             let text = match (self.lang, ttl) {
@@ -346,7 +346,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_lock(&mut self, at: &At, key: &str, change: &LockChange, via: Via) {
+    fn on_lock(&mut self, at: &EventAt, key: &str, change: &LockChange, via: Via) {
         let Some(l) = at.lane else { return };
         let node = match at.e.actor {
             Actor::Node(n) => Some(n),
@@ -382,7 +382,7 @@ impl<'a> Builder<'a> {
     /// A lock bar opens on the node's lane (ending the one it replaces).
     fn on_acquired(
         &mut self,
-        at: &At,
+        at: &EventAt,
         (l, node): (usize, Option<u32>),
         key: &str,
         owner: Option<u32>,
@@ -442,7 +442,7 @@ impl<'a> Builder<'a> {
 
     /// The bar ends; a command that removed another client's lock says so.
     /// On a group's lane it ends with the last member's copy.
-    fn on_removed(&mut self, at: &At, (l, node): (usize, Option<u32>), key: &str, by: Option<u32>, via: Via) {
+    fn on_removed(&mut self, at: &EventAt, (l, node): (usize, Option<u32>), key: &str, by: Option<u32>, via: Via) {
         if let (true, Some(n)) = (self.grouped(l), node) {
             let copies = self.copies.entry((l, key.to_owned())).or_default();
             copies.retain(|&c| c != n);
@@ -472,7 +472,7 @@ impl<'a> Builder<'a> {
     }
 
     /// A client's "believes it holds" bar opens or ends on its lane.
-    fn on_belief(&mut self, at: &At, key: &str, holds: bool) {
+    fn on_belief(&mut self, at: &EventAt, key: &str, holds: bool) {
         let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) else {
             return;
         };
@@ -502,7 +502,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_overlap(&mut self, at: &At, key: &str, clients: &[u32]) {
+    fn on_overlap(&mut self, at: &EventAt, key: &str, clients: &[u32]) {
         let who: Vec<String> = clients.iter().map(|&c| self.names.client(c).to_owned()).collect();
         let text = match self.lang {
             Lang::En => format!(
@@ -519,7 +519,7 @@ impl<'a> Builder<'a> {
         self.note(at, y, text, "overlap");
     }
 
-    fn on_write_sent(&mut self, at: &At) {
+    fn on_write_sent(&mut self, at: &EventAt) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             self.write_sent.insert(c, (at.x, l));
             self.mark(at, l, MarkKind::Info, None, Some(c));
@@ -531,7 +531,7 @@ impl<'a> Builder<'a> {
     /// is a token the store took, and where each lock has its own store
     /// (lesson 45: a counter, a revision, a zxid) the next token up is the
     /// one that fenced it.
-    fn on_write(&mut self, at: &At, client: u32, accepted: bool, token: Option<i64>) {
+    fn on_write(&mut self, at: &EventAt, client: u32, accepted: bool, token: Option<i64>) {
         let Some(l) = at.lane else { return };
         if let Some(from) = self.write_sent.remove(&client) {
             self.arrow(from, (at.x, l), ArrowKind::Write);
@@ -555,14 +555,14 @@ impl<'a> Builder<'a> {
         self.mark(at, l, MarkKind::Write { accepted }, Some(label), Some(client));
     }
 
-    fn on_replicated(&mut self, at: &At, from: u32) {
+    fn on_replicated(&mut self, at: &EventAt, from: u32) {
         if let (Some(l), Some(fl)) = (at.lane, self.lane_of(LaneKind::Node(from))) {
             self.arrow((at.x, fl), (at.x, l), ArrowKind::Replication);
             self.mark(at, l, MarkKind::Info, None, None);
         }
     }
 
-    fn on_replication_lost(&mut self, at: &At) {
+    fn on_replication_lost(&mut self, at: &EventAt) {
         if let Some(l) = at.lane {
             let label = self.word("repl. lost", "复制丢失");
             self.mark(at, l, MarkKind::Lost, Some(label), None);
@@ -571,7 +571,7 @@ impl<'a> Builder<'a> {
 
     /// Resumed, restarted, a note: a small mark; the first two end their
     /// span, and a node restarted without its data says so.
-    fn on_info(&mut self, at: &At) {
+    fn on_info(&mut self, at: &EventAt) {
         let Some(l) = at.lane else { return };
         let key = if matches!(at.e.kind, EventKind::Resumed) {
             "resume"
@@ -600,7 +600,7 @@ impl<'a> Builder<'a> {
     /// broke it. The same violation of several locks over the same span
     /// (lesson 45: two holders of each service's lock) is one band that
     /// says how many.
-    fn on_violation(&mut self, at: &At, violation: &Violation) {
+    fn on_violation(&mut self, at: &EventAt, violation: &Violation) {
         let (names, lang, zh) = (self.names, self.lang, self.zh);
         let x0 = self.axis.x(violation.from_ms);
         let who: Vec<String> = violation

@@ -14,7 +14,7 @@ use crate::driver::LessonDriver;
 use crate::hooks::score::{self as stored, use_score_changes};
 use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
-use crate::score::{prediction_right, Score};
+use crate::score::{prediction_right, LessonScore};
 use crate::state::{AppContext, Transport, SPEEDS};
 
 #[derive(Properties, PartialEq)]
@@ -376,7 +376,7 @@ fn transport_row(
     state: &AppContext,
     s: &dyn LessonDriver,
     step_name: String,
-    score: &Score,
+    score: &LessonScore,
     onreset: Callback<MouseEvent>,
 ) -> Html {
     let lang = state.lang;

@@ -6,7 +6,7 @@ use super::*;
 
 impl Builder<'_> {
     /// A fault shades the stretch it lasts and is named on its lane.
-    pub(super) fn on_fault(&mut self, at: &At, fault: &Fault) {
+    pub(super) fn on_fault(&mut self, at: &EventAt, fault: &Fault) {
         self.fault_span(at, fault);
         let (l, label) = self.fault_label(at, fault);
         if let Some(l) = l.or(at.lane).or((!self.lanes.is_empty()).then_some(0)) {
@@ -16,7 +16,7 @@ impl Builder<'_> {
 
     /// Opens the span a fault starts (paused, crashed, down, cut), or ends
     /// the one it ends.
-    pub(super) fn fault_span(&mut self, at: &At, fault: &Fault) {
+    pub(super) fn fault_span(&mut self, at: &EventAt, fault: &Fault) {
         use Fault as F;
         let link_key = |a: &Endpoint, b: &Endpoint| format!("cut:{a:?}-{b:?}");
         type Open = Option<(usize, &'static str, String)>;
@@ -58,7 +58,7 @@ impl Builder<'_> {
 
     /// Which lane a fault is named on, and its name; a node that went down
     /// or was promoted gets that role.
-    pub(super) fn fault_label(&mut self, at: &At, fault: &Fault) -> (Option<usize>, Option<String>) {
+    pub(super) fn fault_label(&mut self, at: &EventAt, fault: &Fault) -> (Option<usize>, Option<String>) {
         use Fault as F;
         let word = |en: &str, zh: &str| Some(self.word(en, zh));
         match fault {
@@ -100,7 +100,7 @@ impl Builder<'_> {
     /// Sentinel's choice: the master (node 0) goes down; the promoted
     /// replica is the next node to run a client's command. The master's
     /// lane.
-    pub(super) fn failover(&mut self, at: &At) -> Option<usize> {
+    pub(super) fn failover(&mut self, at: &EventAt) -> Option<usize> {
         let master = self.lane_of(LaneKind::Node(0));
         if let Some(m) = master {
             let role = self.word("down", "宕机");
@@ -120,7 +120,7 @@ impl Builder<'_> {
 
     /// `node` (on lane `l`) is master now; the callout names a lock the old
     /// master held that this one never saw.
-    pub(super) fn promoted(&mut self, at: &At, node: u32, l: usize) {
+    pub(super) fn promoted(&mut self, at: &EventAt, node: u32, l: usize) {
         let role = self.word("now master", "已提升为主");
         self.roles.insert(l, role);
         let names = self.names;
@@ -143,7 +143,7 @@ impl Builder<'_> {
     /// A member leads its group from now on: its role says so (with the
     /// term, ZooKeeper's epoch), the old leader's no longer does, and an
     /// election after the start is marked where it happened.
-    pub(super) fn on_elected(&mut self, at: &At, term: u64) {
+    pub(super) fn on_elected(&mut self, at: &EventAt, term: u64) {
         let (Some(l), Actor::Node(n)) = (at.lane, at.e.actor) else {
             return;
         };
