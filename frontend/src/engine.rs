@@ -92,13 +92,13 @@ mod imp {
         });
     }
 
-    pub(super) struct Lesson(LessonEngine);
+    pub(super) struct LessonInstance(LessonEngine);
 
-    impl Lesson {
-        pub(super) fn open(open: &str) -> Result<(Lesson, String), String> {
+    impl LessonInstance {
+        pub(super) fn open(open: &str) -> Result<(LessonInstance, String), String> {
             let e = LessonEngine::new(open).map_err(text)?;
             let view = e.view();
-            Ok((Lesson(e), view))
+            Ok((LessonInstance(e), view))
         }
 
         pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
@@ -106,19 +106,19 @@ mod imp {
         }
     }
 
-    impl Drop for Lesson {
+    impl Drop for LessonInstance {
         fn drop(&mut self) {
             self.0.free();
         }
     }
 
-    pub(super) struct Lab(LabEngine);
+    pub(super) struct LabInstance(LabEngine);
 
-    impl Lab {
-        pub(super) fn open() -> Result<(Lab, String), String> {
+    impl LabInstance {
+        pub(super) fn open() -> Result<(LabInstance, String), String> {
             let e = LabEngine::new().map_err(text)?;
             let view = e.view();
-            Ok((Lab(e), view))
+            Ok((LabInstance(e), view))
         }
 
         pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
@@ -126,7 +126,7 @@ mod imp {
         }
     }
 
-    impl Drop for Lab {
+    impl Drop for LabInstance {
         fn drop(&mut self) {
             self.0.free();
         }
@@ -148,13 +148,13 @@ mod imp {
         done.emit(Ok(()));
     }
 
-    pub(super) struct Lesson(LessonEngine);
+    pub(super) struct LessonInstance(LessonEngine);
 
-    impl Lesson {
-        pub(super) fn open(open: &str) -> Result<(Lesson, String), String> {
+    impl LessonInstance {
+        pub(super) fn open(open: &str) -> Result<(LessonInstance, String), String> {
             let mut e = LessonEngine::open(decode(open)?)?;
             let view = encode(&e.view());
-            Ok((Lesson(e), view))
+            Ok((LessonInstance(e), view))
         }
 
         pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
@@ -162,13 +162,13 @@ mod imp {
         }
     }
 
-    pub(super) struct Lab(LabEngine);
+    pub(super) struct LabInstance(LabEngine);
 
-    impl Lab {
-        pub(super) fn open() -> Result<(Lab, String), String> {
+    impl LabInstance {
+        pub(super) fn open() -> Result<(LabInstance, String), String> {
             let mut e = LabEngine::new();
             let view = encode(&e.view());
-            Ok((Lab(e), view))
+            Ok((LabInstance(e), view))
         }
 
         pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
@@ -180,11 +180,11 @@ mod imp {
 pub use imp::{is_loaded, load};
 
 /// A lesson session in the engine.
-pub struct LessonLink(imp::Lesson);
+pub struct LessonLink(imp::LessonInstance);
 
 impl LessonLink {
     pub fn open(open: &Open) -> Result<(LessonLink, SessionView), String> {
-        let (link, view) = imp::Lesson::open(&encode(open))?;
+        let (link, view) = imp::LessonInstance::open(&encode(open))?;
         Ok((LessonLink(link), decode(&view)?))
     }
 
@@ -194,11 +194,11 @@ impl LessonLink {
 }
 
 /// The free lab in the engine.
-pub struct LabLink(imp::Lab);
+pub struct LabLink(imp::LabInstance);
 
 impl LabLink {
     pub fn open() -> Result<(LabLink, LabView), String> {
-        let (link, view) = imp::Lab::open()?;
+        let (link, view) = imp::LabInstance::open()?;
         Ok((LabLink(link), decode(&view)?))
     }
 

@@ -2,7 +2,7 @@
 //! (three redis-cli sessions on one simulated node) lives in the engine
 //! module, and this is the page's handle on it plus the last [`LabView`]
 //! it sent. Lines typed before the engine has loaded wait in a queue and
-//! run, in order, once it has ([`Lab::connect`]).
+//! run, in order, once it has ([`SimLab::connect`]).
 
 use locklab_core::engine::{LabMove, LabView};
 // What the console shows before the engine has answered: the simulated
@@ -15,7 +15,7 @@ use crate::engine::{self, LabLink};
 pub use locklab_core::lab::{Client, Exchange};
 
 #[derive(Default)]
-pub struct Lab {
+pub struct SimLab {
     link: Option<LabLink>,
     queued: Vec<LabMove>,
     view: LabView,
@@ -24,11 +24,11 @@ pub struct Lab {
     pub error: Option<String>,
 }
 
-impl Lab {
+impl SimLab {
     /// A fresh node and empty consoles; opened at once if the engine is
     /// loaded, else when it is.
-    pub fn new() -> Lab {
-        let mut lab = Lab::default();
+    pub fn new() -> SimLab {
+        let mut lab = SimLab::default();
         if engine::is_loaded() {
             lab.connect();
         }
@@ -120,7 +120,7 @@ mod tests {
     /// did (core's own tests check the lab itself).
     #[test]
     fn the_page_lab_shows_what_the_engine_ran() {
-        let mut lab = Lab::new();
+        let mut lab = SimLab::new();
         lab.run(Client::A, "SET lock:order:1 token-A-111 NX PX 30000");
         lab.run(Client::B, "MULTI");
         assert_eq!(lab.prompt(Client::B), "127.0.0.1:6379(TX)> ");
@@ -138,7 +138,7 @@ mod tests {
     /// failed and then worked leaves no error behind.
     #[test]
     fn a_lab_that_connects_late_runs_what_was_typed_and_forgets_the_failure() {
-        let mut lab = Lab::default();
+        let mut lab = SimLab::default();
         lab.run(Client::A, "SET k v");
         assert!(lab.transcript(Client::A).is_empty(), "not connected yet");
         lab.error = Some("the simulator did not load: network".into());

@@ -14,8 +14,9 @@
 //!   through a context.
 //! * [`engine`] — the page's end of core's engine seam: loads the engine
 //!   module and calls it (natively: core, through the same JSON).
-//! * [`lab`] — the free-play lab as the page holds it: the last view of
-//!   core's lab (three redis-cli connections on one node) the engine sent.
+//! * [`lab`] — the free-play lab as the page holds it ([`SimLab`](lab::SimLab)):
+//!   the last view of core's lab (three redis-cli connections on one node)
+//!   the engine sent.
 //! * [`timeline`] — a core [`Trace`](locklab_core::trace::Trace) laid out as
 //!   swimlanes (lanes, lock bars, arrows, violation bands), for the SVG view.
 //! * [`editor`] — the console's input line with ↑/↓ history.
@@ -23,37 +24,45 @@
 //! * [`i18n`] — the UI string table, 中文 and English.
 //! * [`catalog`] — the lesson files (core's `builtin()`), grouped by theme.
 //! * [`driver`] — the seam: [`LessonDriver`](driver::LessonDriver), what
-//!   every view reads a lesson from, whichever driver plays it.
-//! * [`session`] — a lesson playing on the simulator, as the page holds it:
-//!   the last view of core's lesson session (replayed to step back, with the
-//!   user's off-script lines, faults and clock moves) the engine sent.
-//! * [`real`] — the real driver's model (sans-IO): the `/api/session`
-//!   protocol, the lesson run on real redis-server, reconnect state.
+//!   every view reads a lesson from, and [`Driver`](driver::Driver), which
+//!   of the two plays it:
+//!   * [`driver::sim`] — a lesson playing on the simulator, as the page
+//!     holds it: the last view of core's lesson session (replayed to step
+//!     back, with the user's off-script lines, faults and clock moves) the
+//!     engine sent;
+//!   * [`driver::real`] — the real driver's model (sans-IO): the
+//!     `/api/session` protocol, the lesson run on real redis-server,
+//!     reconnect state.
 //! * [`socket`] — the real driver's browser I/O: the WebSocket and the
 //!   `/api/health` fetch.
-//! * [`score`] — interview mode's per-lesson score (first prediction per
-//!   step), as stored in `localStorage`.
+//! * [`score`] — interview mode: a prediction judged against the reply, and
+//!   the per-lesson score (first prediction per step), as stored in
+//!   `localStorage`.
 //! * [`explore`] — "break my lock": the explorer in a Web Worker, the
 //!   counterexample played as a lesson, the interview drill.
+//! * [`hooks`] — the page's effects (shortcuts, play timer, the simulator's
+//!   module, the real driver's socket and health poll, the URL), one hook
+//!   each, and interview scores in `localStorage` (recording verdicts,
+//!   re-rendering when a score changes).
 //! * [`view`] — the components: the loading screen, header, lesson list,
 //!   lesson panel, timeline, console, clock, shortcuts overlay.
 //!
-//! Everything but [`view`] and [`run`] is ordinary Rust with native unit
-//! tests; the crate builds natively too (its binary does nothing there), so
-//! `cargo test --workspace` type-checks the components and runs those tests.
+//! Everything but [`view`], [`hooks`] and [`run`] is ordinary Rust with
+//! native unit tests; the crate builds natively too (its binary does nothing
+//! there), so `cargo test --workspace` type-checks the components and runs
+//! those tests.
 
 pub mod catalog;
 pub mod driver;
 pub mod editor;
 pub mod engine;
 pub mod explore;
+pub mod hooks;
 pub mod i18n;
 pub mod lab;
 pub mod markdown;
 pub mod query;
-pub mod real;
 pub mod score;
-pub mod session;
 pub mod socket;
 pub mod state;
 pub mod timeline;

@@ -17,24 +17,24 @@ use crate::i18n::Lang;
 /// default), or real redis-server through the backend's WebSocket
 /// (`driver=real`). An unknown driver falls back to `sim`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Driver {
+pub enum DriverKind {
     #[default]
     Sim,
     Real,
 }
 
-impl Driver {
-    pub const ALL: [Driver; 2] = [Driver::Sim, Driver::Real];
+impl DriverKind {
+    pub const ALL: [DriverKind; 2] = [DriverKind::Sim, DriverKind::Real];
 
     pub fn code(self) -> &'static str {
         match self {
-            Driver::Sim => "sim",
-            Driver::Real => "real",
+            DriverKind::Sim => "sim",
+            DriverKind::Real => "real",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Driver> {
-        Driver::ALL.into_iter().find(|d| d.code() == s)
+    pub fn parse(s: &str) -> Option<DriverKind> {
+        DriverKind::ALL.into_iter().find(|d| d.code() == s)
     }
 }
 
@@ -48,7 +48,7 @@ pub struct Query {
     pub explore: Option<String>,
     pub step: Option<String>,
     pub seed: Option<u64>,
-    pub driver: Option<Driver>,
+    pub driver: Option<DriverKind>,
     /// Presenter mode (`present=1`): the timeline fills the screen.
     pub present: bool,
     /// The projector theme (`theme=dark`); light when absent.
@@ -113,7 +113,7 @@ impl Query {
                 "explore" => q.explore = Some(v),
                 "step" => q.step = is_word(&v).then_some(v),
                 "seed" => q.seed = v.parse().ok(),
-                "driver" => q.driver = Driver::parse(&v),
+                "driver" => q.driver = DriverKind::parse(&v),
                 "present" => q.present = v == "1",
                 "theme" => q.dark = v == "dark",
                 _ => {}
@@ -159,6 +159,26 @@ impl Query {
     }
 }
 
+/// Where the URL's `step=` puts the run: a number of steps done, or `end`.
+pub fn parse_step(step: Option<&str>, len: usize) -> usize {
+    match step {
+        None => 0,
+        Some("end") => len,
+        Some(n) => n.parse::<usize>().map_or(0, |n| n.min(len)),
+    }
+}
+
+/// The URL's `step=` for a position: none at the start, `end` at the end.
+pub fn step_param(pos: usize, len: usize) -> Option<String> {
+    if pos == 0 {
+        None
+    } else if pos >= len {
+        Some("end".to_owned())
+    } else {
+        Some(pos.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +191,7 @@ mod tests {
         assert_eq!(q.lesson.as_deref(), Some("05"));
         assert_eq!(q.step.as_deref(), Some("end"));
         assert_eq!(q.seed, Some(7));
-        assert_eq!(q.driver, Some(Driver::Sim));
+        assert_eq!(q.driver, Some(DriverKind::Sim));
         assert_eq!(q.to_search(), s);
     }
 
@@ -184,7 +204,7 @@ mod tests {
         // A truncated escape is kept literally, then rejected as a word.
         assert_eq!(Query::parse("?lesson=0%3").lesson, None);
         assert_eq!(Query::parse("?lesson=%").lesson, None);
-        assert_eq!(Query::parse("?driver=real").driver, Some(Driver::Real));
+        assert_eq!(Query::parse("?driver=real").driver, Some(DriverKind::Real));
         assert_eq!(Query::parse("?driver=mock").driver, None);
         let p = Query::parse("?lesson=05&present=1&theme=dark");
         assert!(p.present && p.dark);
@@ -208,5 +228,16 @@ mod tests {
         assert_eq!(q.explore.as_deref(), Some("&lesson=05 x"));
         assert_eq!(q.to_search(), "?explore=%26lesson%3D05%20x");
         assert_eq!(Query::parse(&q.to_search()), q);
+    }
+
+    #[test]
+    fn step_params_round_trip() {
+        assert_eq!(parse_step(Some("end"), 9), 9);
+        assert_eq!(parse_step(Some("3"), 9), 3);
+        assert_eq!(parse_step(Some("30"), 9), 9);
+        assert_eq!(parse_step(Some("x"), 9), 0);
+        assert_eq!(step_param(0, 9), None);
+        assert_eq!(step_param(3, 9).as_deref(), Some("3"));
+        assert_eq!(step_param(9, 9).as_deref(), Some("end"));
     }
 }

@@ -1,7 +1,7 @@
 //! The browser side of the real driver's I/O: the WebSocket to
 //! `/api/session` and the `/api/health` fetch. Everything they report goes
 //! to the reducer as a [`RealInput`]; the protocol itself lives, sans-IO
-//! and natively tested, in [`real`](crate::real).
+//! and natively tested, in [`real`](crate::driver::real).
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -92,7 +92,7 @@ pub fn fetch_health(report: Callback<RealInput>) {
     });
 }
 
-async fn health() -> Result<crate::real::Health, String> {
+async fn health() -> Result<crate::driver::real::Health, String> {
     use wasm_bindgen_futures::JsFuture;
     let window = web_sys::window().ok_or("no window")?;
     let response = JsFuture::from(window.fetch_with_str("/api/health"))
@@ -105,5 +105,5 @@ async fn health() -> Result<crate::real::Health, String> {
     let text = JsFuture::from(response.text().map_err(|_| "unreadable /api/health".to_owned())?)
         .await
         .map_err(|_| "unreadable /api/health".to_owned())?;
-    crate::real::parse_health(&text.as_string().unwrap_or_default())
+    crate::driver::real::parse_health(&text.as_string().unwrap_or_default())
 }

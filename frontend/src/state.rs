@@ -3,12 +3,12 @@
 //! As in Yew's `function_todomvc` example: a [`State`], an [`Action`] enum
 //! naming what the user meant ("run this line on client B", "advance the
 //! clock 10 s", "show me lesson 05 in Chinese"), and a thin
-//! [`Reducible::reduce`] that calls into [`Lab`](crate::lab::Lab), the
-//! lesson's [`LessonDriver`] and the other plain modules, so the logic is
-//! tested natively without a browser.
+//! [`Reducible::reduce`] that calls into [`SimLab`], the lesson's
+//! [`Driver`] and the other plain modules, so the logic is tested natively
+//! without a browser.
 //!
-//! The [`Lab`] and the simulator's [`Session`] hold a simulated Redis node
-//! with a Lua VM inside, which is neither cheap nor possible to clone; the
+//! The [`SimLab`] and the [`SimDriver`] hold a simulated Redis node with a
+//! Lua VM inside, which is neither cheap nor possible to clone; the
 //! [`RealDriver`] holds a WebSocket's worth of state. So the state keeps
 //! them behind `Rc<RefCell<…>>`, mutates them in place in `reduce`, and
 //! bumps [`State::rev`], which is what equality (and so re-rendering) looks
@@ -23,13 +23,12 @@ use locklab_core::protocol::{FaultKind, TopologyKind};
 use yew::prelude::*;
 
 use crate::catalog;
-use crate::driver::LessonDriver;
+use crate::driver::real::Health;
+use crate::driver::{Driver, LessonDriver, RealDriver, SimDriver};
 use crate::explore::ExploreLink;
 use crate::i18n::Lang;
-use crate::lab::{Client, Lab};
-use crate::query::{Driver, Query};
-use crate::real::{Health, RealDriver};
-use crate::session::{self, Session};
+use crate::lab::{Client, SimLab};
+use crate::query::{self, DriverKind, Query};
 
 /// The seed a view uses when the URL gives none.
 pub const DEFAULT_SEED: u64 = 1;
@@ -41,17 +40,14 @@ pub const CLOCK_STEPS_MS: [u64; 3] = [1_000, 10_000, 30_000];
 pub const SPEEDS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 pub const STEP_MS: f64 = 1_200.0;
 
-/// A lesson being played, by whichever driver.
-pub type Played = Rc<RefCell<dyn LessonDriver>>;
-
 #[derive(Clone)]
 pub struct State {
     pub lang: Lang,
-    /// The selected lesson; `None`: the free lab. On the real driver this
-    /// is the same object as [`State::real`].
-    pub session: Option<Played>,
+    /// The selected lesson, being played; `None`: the free lab. On the real
+    /// driver this is the same object as [`State::real`].
+    pub lesson: Option<Driver>,
     pub seed: u64,
-    pub driver: Driver,
+    pub driver: DriverKind,
     /// The real driver's link and session, while `driver` is real.
     pub real: Option<Rc<RefCell<RealDriver>>>,
     /// Bumped to make the app open a new WebSocket (a reconnect).
@@ -64,8 +60,8 @@ pub struct State {
     pub speed: usize,
     /// Interview mode: predict each command's reply before it runs.
     pub quiz: bool,
-    pub lab: Rc<RefCell<Lab>>,
-    /// Bumped on every change to `lab`, `session` or `real`.
+    pub lab: Rc<RefCell<SimLab>>,
+    /// Bumped on every change to `lab`, `lesson` or `real`.
     pub rev: u64,
     /// The last thing that could not be done (a fault the world refused).
     pub notice: Option<String>,
@@ -88,9 +84,9 @@ pub struct State {
     pub engine: Option<bool>,
 }
 
-fn same<T: ?Sized>(a: &Option<Rc<T>>, b: &Option<Rc<T>>) -> bool {
+fn same<T>(a: &Option<T>, b: &Option<T>, ptr_eq: impl Fn(&T, &T) -> bool) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => std::ptr::addr_eq(Rc::as_ptr(a), Rc::as_ptr(b)),
+        (Some(a), Some(b)) => ptr_eq(a, b),
         (None, None) => true,
         _ => false,
     }
@@ -100,8 +96,8 @@ impl PartialEq for State {
     fn eq(&self, other: &Self) -> bool {
         self.rev == other.rev
             && Rc::ptr_eq(&self.lab, &other.lab)
-            && same(&self.session, &other.session)
-            && same(&self.real, &other.real)
+            && same(&self.lesson, &other.lesson, Driver::ptr_eq)
+            && same(&self.real, &other.real, Rc::ptr_eq)
             && self.lang == other.lang
             && self.seed == other.seed
             && self.driver == other.driver
@@ -128,7 +124,7 @@ fn play(
     seed: u64,
     pos: usize,
     real: Option<&Rc<RefCell<RealDriver>>>,
-) -> Played {
+) -> Driver {
     match real {
         Some(r) => {
             {
@@ -136,9 +132,9 @@ fn play(
                 d.start_lesson(lesson);
                 d.goto(pos);
             }
-            r.clone()
+            Driver::Real(r.clone())
         }
-        None => Rc::new(RefCell::new(Session::new(lesson, seed, pos))),
+        None => Driver::Sim(Rc::new(RefCell::new(SimDriver::new(lesson, seed, pos)))),
     }
 }
 
@@ -149,7 +145,7 @@ impl State {
         let seed = q.seed.unwrap_or(DEFAULT_SEED);
         let lang = q.lang.unwrap_or(fallback_lang);
         let driver = q.driver.unwrap_or_default();
-        let real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(lang))));
+        let real = (driver == DriverKind::Real).then(|| Rc::new(RefCell::new(RealDriver::new(lang))));
         // A shared counterexample: the explore screen searches it again
         // and plays it (the lesson it becomes is not in the catalogue).
         let explore_link = q.explore.as_ref().map(|design| ExploreLink {
@@ -157,18 +153,18 @@ impl State {
             seed: q.seed,
             step: q.step.clone(),
         });
-        let session = q
+        let lesson = q
             .lesson
             .as_deref()
             .and_then(catalog::find)
             .filter(|_| explore_link.is_none())
             .map(|l| {
-                let pos = session::parse_step(q.step.as_deref(), l.steps.len());
+                let pos = query::parse_step(q.step.as_deref(), l.steps.len());
                 play(l, seed, pos, real.as_ref())
             });
         State {
             lang,
-            session,
+            lesson,
             seed,
             driver,
             real,
@@ -178,7 +174,7 @@ impl State {
             playing: false,
             speed: 2,
             quiz: false,
-            lab: Rc::new(RefCell::new(Lab::new())),
+            lab: Rc::new(RefCell::new(SimLab::new())),
             rev: 0,
             notice: None,
             present: q.present,
@@ -192,13 +188,13 @@ impl State {
     }
 
     pub fn lesson_id(&self) -> Option<String> {
-        self.session.as_ref().map(|s| s.borrow().lesson().id.clone())
+        self.lesson.as_ref().map(|s| s.borrow().lesson().id.clone())
     }
 
     /// The step as the URL names it (`3`, `end`).
     pub fn step(&self) -> Option<String> {
-        let s = self.session.as_ref()?.borrow();
-        session::step_param(s.url_position(), s.len())
+        let s = self.lesson.as_ref()?.borrow();
+        query::step_param(s.url_position(), s.len())
     }
 
     /// The URL for this state: language, lesson, step, seed and driver;
@@ -269,7 +265,7 @@ pub enum Action {
     /// A fault from the toolbox, now, on the lesson's world.
     Inject(Fault),
     /// Simulator or real redis-server.
-    SetDriver(Driver),
+    SetDriver(DriverKind),
     /// What happened to the real driver's WebSocket or health check.
     Real(RealInput),
     /// A fault on a managed real node.
@@ -325,7 +321,7 @@ impl Reducible for State {
             Action::SelectLesson(id) => {
                 if let Some(l) = catalog::find(&id).filter(|_| next.lesson_id().as_deref() != Some(id.as_str())) {
                     next.explore_link = None;
-                    next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
+                    next.lesson = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.active = 0;
                     next.rev += 1;
@@ -338,12 +334,12 @@ impl Reducible for State {
                 next.explore_link = None;
             }
             Action::PlayLesson(lesson, link) => {
-                // The session holds `&'static` lessons (the catalogue's);
+                // A driver holds `&'static` lessons (the catalogue's);
                 // a counterexample is made on demand, so each one played
                 // is leaked — a few kilobytes per press of "play".
                 let lesson: &'static locklab_core::lesson::worded::PageLesson = Box::leak(Box::new((*lesson).clone()));
-                let pos = session::parse_step(link.step.as_deref(), lesson.steps.len());
-                next.session = Some(play(lesson, lesson.seed, pos, None));
+                let pos = query::parse_step(link.step.as_deref(), lesson.steps.len());
+                next.lesson = Some(play(lesson, lesson.seed, pos, None));
                 next.explore_link = Some(ExploreLink { step: None, ..link });
                 next.explore = false;
                 next.playing = false;
@@ -354,7 +350,7 @@ impl Reducible for State {
                 if let Some(r) = &next.real {
                     r.borrow_mut().close_lesson();
                 }
-                next.session = None;
+                next.lesson = None;
                 next.explore_link = None;
                 next.playing = false;
                 next.active = 0;
@@ -362,7 +358,7 @@ impl Reducible for State {
             }
             Action::SelectClient(tab) => next.active = tab,
             Action::Run { tab, line } => {
-                match (&next.session, &next.real) {
+                match (&next.lesson, &next.real) {
                     (Some(s), _) => s.borrow_mut().run_line(tab, &line),
                     (None, Some(r)) => r.borrow_mut().type_line(Client::from_index(tab).letter(), &line),
                     (None, None) => next.lab.borrow_mut().run(Client::from_index(tab), &line),
@@ -371,35 +367,39 @@ impl Reducible for State {
                 next.rev += 1;
             }
             Action::Advance(ms) => {
-                match &next.session {
+                match &next.lesson {
                     Some(s) => s.borrow_mut().advance(ms),
                     None => next.lab.borrow_mut().advance(ms),
                 }
                 next.rev += 1;
             }
             Action::ResetLab => {
-                next.lab = Rc::new(RefCell::new(Lab::new()));
+                next.lab = Rc::new(RefCell::new(SimLab::new()));
                 next.rev += 1;
             }
             Action::EngineLoaded(loaded) => {
                 let loaded_ok = loaded.is_ok();
                 let mut lab = next.lab.borrow_mut();
-                let mut played = next.session.as_ref().map(|s| s.borrow_mut());
-                let sim = played.as_mut().and_then(|s| s.as_any_mut().downcast_mut::<Session>());
+                let mut sim = match &next.lesson {
+                    Some(Driver::Sim(s)) => Some(s.borrow_mut()),
+                    _ => None,
+                };
                 match loaded {
                     Ok(()) => {
                         lab.connect();
-                        sim.map(Session::connect);
+                        if let Some(s) = sim.as_mut() {
+                            s.connect();
+                        }
                     }
                     Err(e) => {
                         let e = format!("{}: {e}", crate::i18n::Text::SimFailed.get(next.lang));
                         lab.error = Some(e.clone());
-                        if let Some(s) = sim {
+                        if let Some(s) = sim.as_mut() {
                             s.error = Some(e);
                         }
                     }
                 }
-                drop((lab, played));
+                drop((lab, sim));
                 next.engine = Some(loaded_ok);
                 next.rev += 1;
             }
@@ -408,7 +408,7 @@ impl Reducible for State {
             Action::SetSpeed(i) => next.speed = i.min(SPEEDS.len() - 1),
             Action::ToggleQuiz => next.quiz = !next.quiz,
             Action::Transport(t) => {
-                let Some(s) = next.session.clone() else {
+                let Some(s) = next.lesson.clone() else {
                     next.playing = false;
                     return Rc::new(next);
                 };
@@ -467,25 +467,24 @@ impl Reducible for State {
                 next.rev += 1;
             }
             Action::Inject(fault) => {
-                if let Some(s) = &next.session {
-                    let mut s = s.borrow_mut();
-                    if let Some(sim) = s.as_any_mut().downcast_mut::<Session>() {
-                        if let Err(e) = sim.inject(fault) {
-                            next.notice = Some(e);
-                        }
-                        next.rev += 1;
+                // The toolbox's faults are the simulator's; the real
+                // driver's go to its processes (`RealFault`).
+                if let Some(Driver::Sim(s)) = &next.lesson {
+                    if let Err(e) = s.borrow_mut().inject(fault) {
+                        next.notice = Some(e);
                     }
+                    next.rev += 1;
                 }
             }
             Action::SetDriver(driver) => {
                 if driver != next.driver {
-                    let lesson = next.session.as_ref().map(|s| s.borrow().lesson());
+                    let lesson = next.lesson.as_ref().map(|s| s.borrow().lesson());
                     next.driver = driver;
-                    next.real = (driver == Driver::Real).then(|| Rc::new(RefCell::new(RealDriver::new(next.lang))));
+                    next.real = (driver == DriverKind::Real).then(|| Rc::new(RefCell::new(RealDriver::new(next.lang))));
                     next.connection += 1;
                     // The same lesson, from its start on the new driver (a
                     // real run cannot jump into the middle of one).
-                    next.session = lesson.map(|l| play(l, next.seed, 0, next.real.as_ref()));
+                    next.lesson = lesson.map(|l| play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.rev += 1;
                 }
@@ -514,7 +513,7 @@ impl Reducible for State {
             Action::RealTopology(kind) => {
                 if let Some(r) = &next.real {
                     r.borrow_mut().topology(kind);
-                    next.session = None;
+                    next.lesson = None;
                     next.rev += 1;
                 }
             }
@@ -537,7 +536,7 @@ impl Reducible for State {
                     .and_then(|i| lessons.get(i + 1));
                 if let Some(l) = after {
                     next.explore_link = None;
-                    next.session = Some(play(l, next.seed, 0, next.real.as_ref()));
+                    next.lesson = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;
                     next.active = 0;
                     next.rev += 1;
@@ -636,7 +635,7 @@ mod tests {
     fn an_explore_link_in_and_out() {
         let q = Query::parse("?lang=en&lesson=05&explore=01-bare-del&seed=7&step=3");
         let s = State::from_query(&q, Lang::En);
-        assert!(s.explore && s.session.is_none(), "the link wins over lesson=");
+        assert!(s.explore && s.lesson.is_none(), "the link wins over lesson=");
         assert_eq!(s.query().to_search(), "?lang=en&explore=01-bare-del&step=3&seed=7");
         let link = s.explore_link.clone().expect("link");
         assert_eq!((link.seed, link.step.as_deref()), (Some(7), Some("3")));
@@ -662,7 +661,7 @@ mod tests {
     fn the_driver_switch_moves_the_lesson_to_the_real_driver() {
         let s = State::from_query(&Query::parse("?lesson=07&step=2"), Lang::En);
         assert_eq!(s.step().as_deref(), Some("2"));
-        let s = reduce(s, Action::SetDriver(Driver::Real));
+        let s = reduce(s, Action::SetDriver(DriverKind::Real));
         assert_eq!(s.query().to_search(), "?lang=en&lesson=07&seed=1&driver=real");
         assert_eq!(s.connection, 1);
         let real = s.real.clone().unwrap();
@@ -688,7 +687,7 @@ mod tests {
         let s = reduce(s, Action::Reconnect);
         assert_eq!(s.connection, 2);
         // Back to the simulator: a fresh simulated run of the same lesson.
-        let s = reduce(s, Action::SetDriver(Driver::Sim));
+        let s = reduce(s, Action::SetDriver(DriverKind::Sim));
         assert!(s.real.is_none());
         assert_eq!(s.lesson_id().as_deref(), Some("07"));
         assert_eq!(s.step(), None);

@@ -1,6 +1,6 @@
 //! The explore screen's model: "break my lock" and the interview drill.
 //!
-//! Sans-IO, like [`crate::real`]: the search itself runs in a Web Worker
+//! Sans-IO, like [`crate::driver::real`]: the search itself runs in a Web Worker
 //! (a second wasm module, `explore-worker`, loaded only when the screen
 //! opens; [`worker`] is the browser glue), and this module only keeps what
 //! the screen shows — the catalogue of designs and drills the worker sent,

@@ -11,12 +11,14 @@ use locklab_core::invariants::Violation;
 
 use super::*;
 
+mod faults;
+
 /// A callout candidate: (x, lane y, text, kind, title).
 pub(super) type Note = (f64, f64, String, &'static str, String);
 
 /// One event being drawn: its index, the event, its x, its tooltip and its
 /// actor's lane.
-struct At<'e> {
+struct EventAt<'e> {
     i: usize,
     e: &'e Event,
     x: f64,
@@ -144,7 +146,7 @@ impl<'a> Builder<'a> {
             self.names.actor(e.actor),
             e.describe(self.names)
         );
-        let at = At {
+        let at = EventAt {
             i,
             e,
             x,
@@ -231,7 +233,7 @@ impl<'a> Builder<'a> {
         if self.zh { zh } else { en }.to_owned()
     }
 
-    fn mark(&mut self, at: &At, lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>) {
+    fn mark(&mut self, at: &EventAt, lane: usize, kind: MarkKind, label: Option<String>, client: Option<u32>) {
         let y = self.lanes[lane].mid();
         self.marks.push(Mark {
             lane,
@@ -255,11 +257,11 @@ impl<'a> Builder<'a> {
         });
     }
 
-    fn note(&mut self, at: &At, y: f64, text: String, kind: &'static str) {
+    fn note(&mut self, at: &EventAt, y: f64, text: String, kind: &'static str) {
         self.notes.push((at.x, y, text, kind, at.title.clone()));
     }
 
-    fn on_sent(&mut self, at: &At, req: u64, commands: &[Vec<String>]) {
+    fn on_sent(&mut self, at: &EventAt, req: u64, commands: &[Vec<String>]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let line = commands_text(commands);
             self.mark(at, l, MarkKind::Command(Tone::Neutral), Some(short(commands)), Some(c));
@@ -269,7 +271,7 @@ impl<'a> Builder<'a> {
 
     /// An arrow from the request when it was seen leaving, else a command
     /// mark on the client's lane with the whole exchange as its tooltip.
-    fn on_executed(&mut self, at: &At, req: u64, client: u32, commands: &[Vec<String>], replies: &[Reply]) {
+    fn on_executed(&mut self, at: &EventAt, req: u64, client: u32, commands: &[Vec<String>], replies: &[Reply]) {
         let tone = Tone::of(replies);
         if let Some(name) = commands.first().and_then(|c| c.first()) {
             self.last_cmd.insert(client, name.to_uppercase());
@@ -300,7 +302,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_received(&mut self, at: &At, req: u64, replies: &[Reply]) {
+    fn on_received(&mut self, at: &EventAt, req: u64, replies: &[Reply]) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             if let Some(&from) = self.executed.get(&req) {
                 self.arrow(from, (at.x, l), ArrowKind::Reply);
@@ -309,7 +311,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_lost(&mut self, at: &At, req: u64, client: u32) {
+    fn on_lost(&mut self, at: &EventAt, req: u64, client: u32) {
         if let Some(l) = at.lane {
             if let Some(&(sx, sl, _)) = self.sent.get(&req) {
                 self.arrow((sx, sl), (at.x, l), ArrowKind::Lost);
@@ -319,14 +321,14 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_timed_out(&mut self, at: &At) {
+    fn on_timed_out(&mut self, at: &EventAt) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             let label = self.word("timeout", "超时");
             self.mark(at, l, MarkKind::TimedOut, Some(label), Some(c));
         }
     }
 
-    fn on_expired(&mut self, at: &At, key: &str) {
+    fn on_expired(&mut self, at: &EventAt, key: &str) {
         if let Some(l) = at.lane {
             let ttl = self.ttl_of.get(&(l, key.to_owned())).map(|&t| seconds(t));
             let text = match (self.lang, ttl) {
@@ -344,7 +346,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_lock(&mut self, at: &At, key: &str, change: &LockChange, via: Via) {
+    fn on_lock(&mut self, at: &EventAt, key: &str, change: &LockChange, via: Via) {
         let Some(l) = at.lane else { return };
         let node = match at.e.actor {
             Actor::Node(n) => Some(n),
@@ -380,7 +382,7 @@ impl<'a> Builder<'a> {
     /// A lock bar opens on the node's lane (ending the one it replaces).
     fn on_acquired(
         &mut self,
-        at: &At,
+        at: &EventAt,
         (l, node): (usize, Option<u32>),
         key: &str,
         owner: Option<u32>,
@@ -440,7 +442,7 @@ impl<'a> Builder<'a> {
 
     /// The bar ends; a command that removed another client's lock says so.
     /// On a group's lane it ends with the last member's copy.
-    fn on_removed(&mut self, at: &At, (l, node): (usize, Option<u32>), key: &str, by: Option<u32>, via: Via) {
+    fn on_removed(&mut self, at: &EventAt, (l, node): (usize, Option<u32>), key: &str, by: Option<u32>, via: Via) {
         if let (true, Some(n)) = (self.grouped(l), node) {
             let copies = self.copies.entry((l, key.to_owned())).or_default();
             copies.retain(|&c| c != n);
@@ -470,7 +472,7 @@ impl<'a> Builder<'a> {
     }
 
     /// A client's "believes it holds" bar opens or ends on its lane.
-    fn on_belief(&mut self, at: &At, key: &str, holds: bool) {
+    fn on_belief(&mut self, at: &EventAt, key: &str, holds: bool) {
         let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) else {
             return;
         };
@@ -500,7 +502,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn on_overlap(&mut self, at: &At, key: &str, clients: &[u32]) {
+    fn on_overlap(&mut self, at: &EventAt, key: &str, clients: &[u32]) {
         let who: Vec<String> = clients.iter().map(|&c| self.names.client(c).to_owned()).collect();
         let text = match self.lang {
             Lang::En => format!(
@@ -517,7 +519,7 @@ impl<'a> Builder<'a> {
         self.note(at, y, text, "overlap");
     }
 
-    fn on_write_sent(&mut self, at: &At) {
+    fn on_write_sent(&mut self, at: &EventAt) {
         if let (Some(l), Actor::Client(c)) = (at.lane, at.e.actor) {
             self.write_sent.insert(c, (at.x, l));
             self.mark(at, l, MarkKind::Info, None, Some(c));
@@ -529,7 +531,7 @@ impl<'a> Builder<'a> {
     /// is a token the store took, and where each lock has its own store
     /// (lesson 45: a counter, a revision, a zxid) the next token up is the
     /// one that fenced it.
-    fn on_write(&mut self, at: &At, client: u32, accepted: bool, token: Option<i64>) {
+    fn on_write(&mut self, at: &EventAt, client: u32, accepted: bool, token: Option<i64>) {
         let Some(l) = at.lane else { return };
         if let Some(from) = self.write_sent.remove(&client) {
             self.arrow(from, (at.x, l), ArrowKind::Write);
@@ -553,195 +555,23 @@ impl<'a> Builder<'a> {
         self.mark(at, l, MarkKind::Write { accepted }, Some(label), Some(client));
     }
 
-    fn on_replicated(&mut self, at: &At, from: u32) {
+    fn on_replicated(&mut self, at: &EventAt, from: u32) {
         if let (Some(l), Some(fl)) = (at.lane, self.lane_of(LaneKind::Node(from))) {
             self.arrow((at.x, fl), (at.x, l), ArrowKind::Replication);
             self.mark(at, l, MarkKind::Info, None, None);
         }
     }
 
-    fn on_replication_lost(&mut self, at: &At) {
+    fn on_replication_lost(&mut self, at: &EventAt) {
         if let Some(l) = at.lane {
             let label = self.word("repl. lost", "复制丢失");
             self.mark(at, l, MarkKind::Lost, Some(label), None);
         }
     }
 
-    /// A fault shades the stretch it lasts and is named on its lane.
-    fn on_fault(&mut self, at: &At, fault: &Fault) {
-        self.fault_span(at, fault);
-        let (l, label) = self.fault_label(at, fault);
-        if let Some(l) = l.or(at.lane).or((!self.lanes.is_empty()).then_some(0)) {
-            self.mark(at, l, MarkKind::Fault, label, None);
-        }
-    }
-
-    /// Opens the span a fault starts (paused, crashed, down, cut), or ends
-    /// the one it ends.
-    fn fault_span(&mut self, at: &At, fault: &Fault) {
-        use Fault as F;
-        let link_key = |a: &Endpoint, b: &Endpoint| format!("cut:{a:?}-{b:?}");
-        type Open = Option<(usize, &'static str, String)>;
-        let (start, end): (Open, Option<(usize, String)>) = match (fault, at.lane) {
-            (F::PauseClient { .. }, Some(l)) => (Some((l, "paused", "resume".into())), None),
-            (F::ResumeClient { .. }, Some(l)) => (None, Some((l, "resume".into()))),
-            (F::CrashClient { .. }, Some(l)) => (Some((l, "crashed", "never".into())), None),
-            (F::CrashNode { .. } | F::RestartNode { .. }, Some(l)) => (Some((l, "down", "restart".into())), None),
-            (F::CutLink { a, b }, _) => (self.endpoint_lane(a).map(|l| (l, "cut", link_key(a, b))), None),
-            (F::HealLink { a, b }, _) => (None, self.endpoint_lane(a).map(|l| (l, link_key(a, b)))),
-            _ => (None, None),
-        };
-        if let Some((l, key)) = end {
-            self.end_span(l, &key, at.x);
-        }
-        if let Some((l, kind, key)) = start {
-            if let Entry::Vacant(vacant) = self.open_spans.entry((l, key)) {
-                vacant.insert(self.spans.len());
-                self.spans.push(Span {
-                    lane: l,
-                    x0: at.x,
-                    x1: self.now_x.max(at.x + 2.0),
-                    kind,
-                    open: true,
-                    title: at.title.clone(),
-                });
-            }
-        }
-    }
-
-    /// Ends the open span on lane `l` that `key` ends, at `x`.
-    fn end_span(&mut self, l: usize, key: &str, x: f64) {
-        if let Some(i) = self.open_spans.remove(&(l, key.to_owned())) {
-            let span = &mut self.spans[i];
-            span.x1 = x.max(span.x0 + 2.0);
-            span.open = false;
-        }
-    }
-
-    /// Which lane a fault is named on, and its name; a node that went down
-    /// or was promoted gets that role.
-    fn fault_label(&mut self, at: &At, fault: &Fault) -> (Option<usize>, Option<String>) {
-        use Fault as F;
-        let word = |en: &str, zh: &str| Some(self.word(en, zh));
-        match fault {
-            F::PauseClient { .. } => (at.lane, word("pause", "暂停")),
-            F::ResumeClient { .. } => (at.lane, word("resume", "恢复")),
-            F::CrashClient { .. } => (at.lane, word("crash", "崩溃")),
-            F::CrashNode { node } => {
-                let label = word("crash", "崩溃");
-                let l = self.lane_of(LaneKind::Node(*node));
-                if let Some(l) = l {
-                    let mut role = self.word("down", "宕机");
-                    if self.grouped(l) {
-                        // One member of the group's lane is down.
-                        role = format!("{} {role}", self.names.node(*node));
-                    }
-                    self.roles.insert(l, role);
-                }
-                (l, label)
-            }
-            F::RestartNode { node, .. } => (self.lane_of(LaneKind::Node(*node)), word("restart", "重启")),
-            F::PromoteReplica { node } | F::Failover { node: Some(node) } => {
-                let label = word("promote", "提升");
-                let l = self.lane_of(LaneKind::Node(*node));
-                if let Some(l) = l {
-                    self.promoted(at, *node, l);
-                }
-                (l, label)
-            }
-            F::Failover { node: None } => {
-                let label = word("failover", "故障转移");
-                (self.failover(at), label)
-            }
-            F::CutLink { a, .. } => (self.endpoint_lane(a), word("cut", "断开")),
-            F::HealLink { a, .. } => (self.endpoint_lane(a), word("heal", "恢复连接")),
-            _ => (at.lane, None),
-        }
-    }
-
-    /// Sentinel's choice: the master (node 0) goes down; the promoted
-    /// replica is the next node to run a client's command. The master's
-    /// lane.
-    fn failover(&mut self, at: &At) -> Option<usize> {
-        let master = self.lane_of(LaneKind::Node(0));
-        if let Some(m) = master {
-            let role = self.word("down", "宕机");
-            self.roles.insert(m, role);
-        }
-        let promoted = self.events[at.i + 1..]
-            .iter()
-            .find_map(|later| match (&later.kind, later.actor) {
-                (EventKind::Executed { .. }, Actor::Node(n)) if n != 0 => Some(n),
-                _ => None,
-            });
-        if let Some((n, l)) = promoted.and_then(|n| self.lane_of(LaneKind::Node(n)).map(|l| (n, l))) {
-            self.promoted(at, n, l);
-        }
-        master
-    }
-
-    /// `node` (on lane `l`) is master now; the callout names a lock the old
-    /// master held that this one never saw.
-    fn promoted(&mut self, at: &At, node: u32, l: usize) {
-        let role = self.word("now master", "已提升为主");
-        self.roles.insert(l, role);
-        let names = self.names;
-        let missing: Vec<String> = self
-            .held
-            .iter()
-            .filter(|((n, k), _)| *n != node && !self.held.contains_key(&(node, k.clone())))
-            .filter_map(|(_, o)| o.map(|o| names.client(o).to_owned()))
-            .collect();
-        let who = names.node(node);
-        let text = match (self.lang, missing.first()) {
-            (Lang::En, Some(o)) => format!("{who} promoted — it never saw {o}'s lock"),
-            (Lang::En, None) => format!("{who} promoted to master"),
-            (Lang::Zh, Some(o)) => format!("{who} 被提升为主——它从未收到 {o} 的锁"),
-            (Lang::Zh, None) => format!("{who} 被提升为主节点"),
-        };
-        self.note(at, self.lanes[l].mid(), text, "promoted");
-    }
-
-    /// A member leads its group from now on: its role says so (with the
-    /// term, ZooKeeper's epoch), the old leader's no longer does, and an
-    /// election after the start is marked where it happened.
-    fn on_elected(&mut self, at: &At, term: u64) {
-        let (Some(l), Actor::Node(n)) = (at.lane, at.e.actor) else {
-            return;
-        };
-        let name = self.names.node(n);
-        let group: String = name.chars().filter(|c| c.is_ascii_alphabetic()).collect();
-        let term = match (group.as_str(), self.zh) {
-            ("zk", false) => format!("epoch {term}"),
-            ("zk", true) => format!("纪元 {term}"),
-            (_, false) => format!("term {term}"),
-            (_, true) => format!("任期 {term}"),
-        };
-        // A lane of its own says `leader`; a group's names its leader.
-        let role = match (self.grouped(l), self.zh) {
-            (false, false) => format!("leader · {term}"),
-            (false, true) => format!("领导者 · {term}"),
-            (true, false) => format!("{name} leads · {term}"),
-            (true, true) => format!("{name} 领导 · {term}"),
-        };
-        if let Some((old, was)) = self.leaders.insert(group, (l, role.clone())) {
-            if self.roles.get(&old) == Some(&was) {
-                self.roles.remove(&old);
-            }
-        }
-        self.roles.insert(l, role);
-        if at.e.at_ms > 0 {
-            let label = match self.zh {
-                false => format!("{name} elected · {term}"),
-                true => format!("{name} 当选 · {term}"),
-            };
-            self.mark(at, l, MarkKind::Info, Some(label), None);
-        }
-    }
-
     /// Resumed, restarted, a note: a small mark; the first two end their
     /// span, and a node restarted without its data says so.
-    fn on_info(&mut self, at: &At) {
+    fn on_info(&mut self, at: &EventAt) {
         let Some(l) = at.lane else { return };
         let key = if matches!(at.e.kind, EventKind::Resumed) {
             "resume"
@@ -770,7 +600,7 @@ impl<'a> Builder<'a> {
     /// broke it. The same violation of several locks over the same span
     /// (lesson 45: two holders of each service's lock) is one band that
     /// says how many.
-    fn on_violation(&mut self, at: &At, violation: &Violation) {
+    fn on_violation(&mut self, at: &EventAt, violation: &Violation) {
         let (names, lang, zh) = (self.names, self.lang, self.zh);
         let x0 = self.axis.x(violation.from_ms);
         let who: Vec<String> = violation

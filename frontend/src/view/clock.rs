@@ -17,7 +17,7 @@ pub fn clock(props: &ClockProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
     // Real time passes by itself: no buttons to move it.
-    let (now, virtual_clock) = match (&state.session, &state.real) {
+    let (now, virtual_clock) = match (&state.lesson, &state.real) {
         (Some(s), _) => {
             let s = s.borrow();
             (s.now_ms(), s.has_virtual_clock())
@@ -42,7 +42,7 @@ pub fn clock(props: &ClockProps) -> Html {
                     </button>
                 }
             }) }
-            if state.session.is_none() && state.real.is_none() {
+            if state.lesson.is_none() && state.real.is_none() {
                 <button class="quiet" data-testid="reset-lab" onclick={ props.onreset.reform(|_| ()) }>
                     { Text::ResetLab.get(lang) }
                 </button>

@@ -39,7 +39,7 @@ pub fn console(props: &ConsoleProps) -> Html {
     }
 
     // Tabs, prompt, history and transcript: the lesson's actors or the lab's clients.
-    let (tabs, prompt, history, transcript) = match (&state.session, &state.real) {
+    let (tabs, prompt, history, transcript) = match (&state.lesson, &state.real) {
         (Some(s), _) => {
             let s = s.borrow();
             let tab = tab.min(s.actors().len().saturating_sub(1));
@@ -56,7 +56,7 @@ pub fn console(props: &ConsoleProps) -> Html {
             let tabs = Client::ALL.iter().map(|c| c.letter().to_owned()).collect();
             (
                 tabs,
-                crate::real::PROMPT.to_owned(),
+                crate::driver::real::PROMPT.to_owned(),
                 r.client_history(c).to_vec(),
                 r.free_transcript(c),
             )
@@ -77,7 +77,7 @@ pub fn console(props: &ConsoleProps) -> Html {
         }
     };
     let tab = tab.min(tabs.len().saturating_sub(1));
-    let hint = match (state.real.is_some(), state.session.is_some()) {
+    let hint = match (state.real.is_some(), state.lesson.is_some()) {
         (true, _) => Text::RealConsoleHint,
         (false, true) => Text::ConsoleLessonHint,
         (false, false) => Text::ConsoleHint,

@@ -12,8 +12,8 @@ use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::protocol::{FaultKind, NodeState, Role, TopologyKind};
 use yew::prelude::*;
 
+use crate::driver::Driver;
 use crate::i18n::Text;
-use crate::session::Session;
 use crate::state::AppContext;
 
 #[derive(Properties, PartialEq)]
@@ -47,7 +47,7 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
                 <p class="hint" data-testid="real-external">{ Text::RealExternal.get(lang) }</p>
             } else {
                 <p class="hint">{ Text::RealFaultsHint.get(lang) }</p>
-                if state.session.is_none() {
+                if state.lesson.is_none() {
                     <div class="fault-row" role="group" aria-label={ Text::RealTopology.get(lang) }>
                         { for TopologyKind::ALL.into_iter().map(|kind| {
                             let ontopology = props.ontopology.clone();
@@ -102,11 +102,11 @@ pub fn faults(props: &FaultsProps) -> Html {
     if state.real.is_some() {
         return real_faults(props, &state);
     }
-    let Some(session) = &state.session else { return html! {} };
-    let s = session.borrow();
-    let Some(s) = s.as_any().downcast_ref::<Session>() else {
+    // The toolbox acts on the simulated world (the real one is above).
+    let Some(Driver::Sim(s)) = &state.lesson else {
         return html! {};
     };
+    let s = s.borrow();
     let (clients, nodes, master) = (s.clients(), s.nodes(), s.master());
     let fire = |fault: Fault, label: String, testid: &'static str, disabled: bool| {
         let oninject = props.oninject.clone();

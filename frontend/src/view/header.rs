@@ -3,16 +3,16 @@
 
 use yew::prelude::*;
 
+use crate::driver::real::Link;
 use crate::i18n::{Lang, Text};
-use crate::query::Driver;
-use crate::real::Link;
+use crate::query::DriverKind;
 use crate::state::AppContext;
 
 #[derive(Properties, PartialEq)]
 pub struct HeaderProps {
     pub onlang: Callback<Lang>,
     pub onhelp: Callback<()>,
-    pub ondriver: Callback<Driver>,
+    pub ondriver: Callback<DriverKind>,
 }
 
 /// What the real driver is connected to: `redis 7.0.15 · managed single`.
@@ -67,9 +67,9 @@ pub fn header(props: &HeaderProps) -> Html {
             </div>
             <div class="segmented driver" role="group" aria-label={ Text::DriverTitle.get(lang) }
                 title={ Text::DriverTitle.get(lang) } data-testid="driver-switch" data-driver={ state.driver.code() }>
-                { for Driver::ALL.into_iter().map(|d| {
+                { for DriverKind::ALL.into_iter().map(|d| {
                     let ondriver = props.ondriver.clone();
-                    let label = match d { Driver::Sim => Text::DriverSim, Driver::Real => Text::DriverReal };
+                    let label = match d { DriverKind::Sim => Text::DriverSim, DriverKind::Real => Text::DriverReal };
                     html! {
                         <button class={ classes!((d == state.driver).then_some("on")) } data-driver={ d.code() }
                             data-testid="driver" aria-pressed={ (d == state.driver).to_string() }

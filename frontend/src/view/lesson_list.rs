@@ -5,9 +5,9 @@
 use yew::prelude::*;
 
 use crate::catalog::{self, Theme};
+use crate::hooks::score::{self as stored, use_score_changes};
 use crate::i18n::Text;
 use crate::state::AppContext;
-use crate::view::score::{self as stored, use_score_changes};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonListProps {

@@ -11,11 +11,11 @@ use yew::prelude::*;
 
 use crate::catalog;
 use crate::driver::LessonDriver;
+use crate::hooks::score::{self as stored, use_score_changes};
+use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
-use crate::score::Score;
-use crate::session::prediction_right;
+use crate::score::{prediction_right, LessonScore};
 use crate::state::{AppContext, Transport, SPEEDS};
-use crate::view::score::{self as stored, use_score_changes};
 
 #[derive(Properties, PartialEq)]
 pub struct LessonPanelProps {
@@ -108,7 +108,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let steps_ref = use_node_ref();
     let lesson_id = state.lesson_id();
     use_score_changes();
-    let pos_now = state.session.as_ref().map_or(0, |s| s.borrow().position());
+    let pos_now = state.lesson.as_ref().map_or(0, |s| s.borrow().position());
     let judged: BTreeMap<usize, String> = if guesses.0 == lesson_id {
         guesses.1.range(..pos_now).map(|(i, g)| (*i, g.clone())).collect()
     } else {
@@ -116,7 +116,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     };
     use_record_verdicts(state.clone(), lesson_id.clone(), judged.clone());
     use_current_step_in_view(steps_ref.clone(), pos_now, lesson_id.clone());
-    let Some(session) = state.session.as_ref() else {
+    let Some(session) = state.lesson.as_ref() else {
         return html! {
             <section class="lesson-panel" data-testid="lesson-panel">
                 <div class="lesson-heading">
@@ -376,7 +376,7 @@ fn transport_row(
     state: &AppContext,
     s: &dyn LessonDriver,
     step_name: String,
-    score: &Score,
+    score: &LessonScore,
     onreset: Callback<MouseEvent>,
 ) -> Html {
     let lang = state.lang;
@@ -427,7 +427,7 @@ fn transport_row(
                 <span class="speeds factors" role="group" aria-label={ Text::RealTime.get(lang) }
                     title={ Text::RealFactorHint.get(lang) }>
                     <span class="k">{ Text::RealTime.get(lang) }</span>
-                    { for crate::real::FACTORS.into_iter().map(|f| {
+                    { for crate::driver::real::FACTORS.into_iter().map(|f| {
                         let onfactor = props.onfactor.clone();
                         let on = real.borrow().factor() == f;
                         html! { <button class={ classes!("speed", on.then_some("on")) } data-testid="factor"
@@ -450,26 +450,6 @@ fn transport_row(
             }
         </div>
     }
-}
-
-/// Counts each judged step's first verdict in the stored score.
-#[hook]
-fn use_record_verdicts(state: AppContext, lesson_id: Option<String>, judged: BTreeMap<usize, String>) {
-    use_effect_with((lesson_id, judged), move |(id, judged)| {
-        let (Some(id), Some(session)) = (id, &state.session) else {
-            return;
-        };
-        let s = session.borrow();
-        let mut score = stored::load(id);
-        let mut changed = false;
-        for (i, g) in judged {
-            let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
-            changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
-        }
-        if changed {
-            stored::save(id, &score);
-        }
-    });
 }
 
 /// The step list keeps the current step in view (its own scroll only,

@@ -12,5 +12,4 @@ pub mod lesson_list;
 pub mod lesson_panel;
 pub mod loading;
 pub mod presenter;
-pub mod score;
 pub mod timeline;

@@ -22,7 +22,7 @@ pub struct CaptionProps {
 pub fn caption(props: &CaptionProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
-    let Some(session) = state.session.as_ref() else {
+    let Some(session) = state.lesson.as_ref() else {
         return html! {
             <div class="caption" data-testid="caption">
                 <p class="caption-explain">{ Text::PickLesson.get(lang) }</p>

@@ -688,7 +688,7 @@ fn use_timeline_layout(
             state.legend,
         ),
         move |_| {
-            let (trace, now) = match (&state.session, &state.real) {
+            let (trace, now) = match (&state.lesson, &state.real) {
                 (Some(s), _) => {
                     let s = s.borrow();
                     (s.trace(), s.now_ms())
@@ -770,7 +770,7 @@ fn timeline_head(
     let lesson = state.lesson_id().unwrap_or_else(|| "lab".into());
     let title = {
         let t = state
-            .session
+            .lesson
             .as_ref()
             .map(|s| crate::catalog::text(&s.borrow().lesson().title, lang).to_owned())
             .unwrap_or_else(|| Text::Timeline.get(lang).to_owned());

@@ -5,28 +5,93 @@
 //! each actor's console printed. Two drivers produce them (see
 //! `DESIGN.md`, "The one seam"):
 //!
-//! * [`Session`] — the simulator, in the engine module next to the page:
-//!   deterministic, so a step back is a replay, and called synchronously,
-//!   so every move finishes before the next render (once the module has
-//!   loaded; until then the session is busy at its starting step);
-//! * [`RealDriver`](crate::real::RealDriver) — a WebSocket to `locklab
-//!   serve`, which plays the same lesson on real redis-server processes.
-//!   Its moves are requests: `forward` asks for the next step and the
-//!   result arrives later as a message; a step back restarts the run on
-//!   fresh keys and plays it again to the step asked for, because real time
-//!   cannot be rewound.
+//! * [`SimDriver`] ([`sim`]) — the simulator, in the engine module next to
+//!   the page: deterministic, so a step back is a replay, and called
+//!   synchronously, so every move finishes before the next render (once the
+//!   module has loaded; until then the run is busy at its starting step);
+//! * [`RealDriver`] ([`real`]) — a WebSocket to `locklab serve`, which plays
+//!   the same lesson on real redis-server processes. Its moves are
+//!   requests: `forward` asks for the next step and the result arrives later
+//!   as a message; a step back restarts the run on fresh keys and plays it
+//!   again to the step asked for, because real time cannot be rewound.
 //!
-//! The views take `&dyn LessonDriver` and never ask which one they have.
+//! The state holds the lesson being played as a [`Driver`], which says
+//! which of the two it is: the views read it through the [`LessonDriver`]
+//! seam ([`Driver::borrow`]) and never ask, and the reducer matches on it
+//! for what only one driver does (a fault from the simulator's toolbox, the
+//! engine module arriving).
 
-use std::any::Any;
+pub mod real;
+pub mod sim;
 
-use locklab_core::lesson::run::StepResult;
+use std::cell::{Ref, RefCell, RefMut};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use locklab_core::lesson::run::{self, StepResult};
 use locklab_core::lesson::worded::PageLesson;
 use locklab_core::trace::Trace;
 
-use crate::i18n::Lang;
+use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
-use crate::session::Session;
+
+pub use locklab_core::lesson::session::PROMPT;
+pub use real::RealDriver;
+pub use sim::SimDriver;
+
+/// The lesson being played, and by which driver. Shared (`Rc`): the real
+/// driver is also the state's link to the backend, which outlives a lesson
+/// (the free lab on real redis-server); a simulated run is this one
+/// handle's alone. Either way it is mutated in place by the reducer only.
+#[derive(Clone)]
+pub enum Driver {
+    Sim(Rc<RefCell<SimDriver>>),
+    Real(Rc<RefCell<RealDriver>>),
+}
+
+impl Driver {
+    /// The lesson as the views read it, whichever driver plays it.
+    pub fn borrow(&self) -> Ref<'_, dyn LessonDriver> {
+        match self {
+            Driver::Sim(s) => Ref::map(s.borrow(), |s| s as &dyn LessonDriver),
+            Driver::Real(r) => Ref::map(r.borrow(), |r| r as &dyn LessonDriver),
+        }
+    }
+
+    /// The same, to move the lesson (the reducer).
+    pub fn borrow_mut(&self) -> RefMut<'_, dyn LessonDriver> {
+        match self {
+            Driver::Sim(s) => RefMut::map(s.borrow_mut(), |s| s as &mut dyn LessonDriver),
+            Driver::Real(r) => RefMut::map(r.borrow_mut(), |r| r as &mut dyn LessonDriver),
+        }
+    }
+
+    /// The same run (not merely an equal one): what the state's equality
+    /// looks at, with its revision.
+    pub fn ptr_eq(&self, other: &Driver) -> bool {
+        match (self, other) {
+            (Driver::Sim(a), Driver::Sim(b)) => Rc::ptr_eq(a, b),
+            (Driver::Real(a), Driver::Real(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// How step `index` of `lesson` reads in `lang`, before or after it ran:
+/// the command line, or the world step worded by [`i18n::shown`]. Both
+/// drivers word steps with it: `write_tokens` are the tokens the write steps
+/// that ran carried, `names` the run's names.
+pub fn step_text(
+    lesson: &PageLesson,
+    index: usize,
+    write_tokens: &BTreeMap<usize, Option<i64>>,
+    names: &locklab_core::actor::Names,
+    lang: Lang,
+) -> String {
+    run::shown(lesson, index, write_tokens)
+        .map(|s| i18n::shown(&s, names, lang))
+        .unwrap_or_default()
+}
 
 /// A lesson being played, by either driver.
 pub trait LessonDriver {
@@ -106,7 +171,7 @@ pub trait LessonDriver {
 
     /// The prompt before each console line.
     fn prompt(&self) -> String {
-        crate::session::PROMPT.to_owned()
+        PROMPT.to_owned()
     }
 
     /// A move is still being carried out (a real step on its way, the
@@ -141,102 +206,6 @@ pub trait LessonDriver {
 
     /// Can [`advance`](Self::advance) move the clock?
     fn has_virtual_clock(&self) -> bool;
-
-    /// For the reducer, which hands driver-specific messages (a WebSocket
-    /// frame, a fault from the simulator's toolbox) to the concrete driver.
-    fn as_any(&self) -> &dyn Any;
-
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-}
-
-impl LessonDriver for Session {
-    fn lesson(&self) -> &'static PageLesson {
-        self.lesson
-    }
-
-    fn position(&self) -> usize {
-        Session::position(self)
-    }
-
-    fn results(&self) -> &[StepResult] {
-        Session::results(self)
-    }
-
-    fn is_finished(&self) -> bool {
-        Session::is_finished(self)
-    }
-
-    fn outcome(&self) -> Option<bool> {
-        Session::outcome(self)
-    }
-
-    fn off_script_count(&self) -> usize {
-        self.off_script().len()
-    }
-
-    fn off_script_words(&self, lang: Lang) -> Vec<String> {
-        Session::off_script_words(self, lang)
-    }
-
-    fn error(&self) -> Option<String> {
-        self.error.clone()
-    }
-
-    fn is_busy(&self) -> bool {
-        self.is_loading()
-    }
-
-    fn url_position(&self) -> usize {
-        Session::url_position(self)
-    }
-
-    fn step_text(&self, index: usize, lang: Lang) -> String {
-        Session::step_text(self, index, lang)
-    }
-
-    fn trace(&self) -> Trace {
-        Session::trace(self)
-    }
-
-    fn now_ms(&self) -> u64 {
-        Session::now_ms(self)
-    }
-
-    fn history(&self, actor: usize) -> &[String] {
-        Session::history(self, actor)
-    }
-
-    fn transcript(&self, actor: usize) -> Vec<Exchange> {
-        Session::transcript(self, actor)
-    }
-
-    fn forward(&mut self) -> bool {
-        Session::forward(self)
-    }
-
-    fn goto(&mut self, n: usize) {
-        Session::goto(self, n)
-    }
-
-    fn run_line(&mut self, actor: usize, line: &str) {
-        Session::run_line(self, actor, line)
-    }
-
-    fn advance(&mut self, ms: u64) {
-        Session::advance(self, ms)
-    }
-
-    fn has_virtual_clock(&self) -> bool {
-        true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 #[cfg(test)]
@@ -250,7 +219,12 @@ mod tests {
     #[test]
     fn every_lesson_plays_to_the_end_through_the_seam() {
         for lesson in catalog::all() {
-            let mut d: Box<dyn LessonDriver> = Box::new(Session::new(lesson, crate::state::DEFAULT_SEED, 0));
+            let d = Driver::Sim(Rc::new(RefCell::new(SimDriver::new(
+                lesson,
+                crate::state::DEFAULT_SEED,
+                0,
+            ))));
+            let mut d = d.borrow_mut();
             while d.forward() {}
             assert_eq!(d.error(), None, "lesson {}", lesson.id);
             assert!(d.is_finished(), "lesson {} stopped at step {}", lesson.id, d.position());

@@ -1,5 +1,6 @@
-//! Interview scores in `localStorage`, and a hook that re-renders a
-//! component when one changes.
+//! Interview scores in `localStorage`: a hook that records the verdicts of
+//! a lesson's predictions, and one that re-renders a component when a
+//! score changes.
 //!
 //! The lesson panel records verdicts and the lesson list shows every
 //! lesson's score; they share no state but the storage. A save announces
@@ -9,10 +10,13 @@
 //! can be missing or refuse writes (private windows, quota): then the score
 //! lives as long as the page, and nothing breaks.
 
+use std::collections::BTreeMap;
+
 use gloo_events::EventListener;
 use yew::prelude::*;
 
-use crate::score::{self, Score};
+use crate::score::{self, prediction_right, LessonScore};
+use crate::state::AppContext;
 
 /// The event a save fires on `window`.
 pub const CHANGED: &str = "locklab-score";
@@ -22,14 +26,14 @@ fn storage() -> Option<web_sys::Storage> {
 }
 
 /// A lesson's score as stored (empty if none).
-pub fn load(lesson: &str) -> Score {
+pub fn load(lesson: &str) -> LessonScore {
     storage()
         .and_then(|s| s.get_item(&score::key(lesson)).ok().flatten())
-        .map_or_else(Score::default, |v| Score::parse(&v))
+        .map_or_else(LessonScore::default, |v| LessonScore::parse(&v))
 }
 
 /// Store a lesson's score and tell the page.
-pub fn save(lesson: &str, score: &Score) {
+pub fn save(lesson: &str, score: &LessonScore) {
     if let Some(s) = storage() {
         let _ = s.set_item(&score::key(lesson), &score.encode());
     }
@@ -70,4 +74,24 @@ pub fn use_score_changes() -> u32 {
         });
     }
     *changes
+}
+
+/// Counts each judged step's first verdict in the stored score.
+#[hook]
+pub fn use_record_verdicts(state: AppContext, lesson_id: Option<String>, judged: BTreeMap<usize, String>) {
+    use_effect_with((lesson_id, judged), move |(id, judged)| {
+        let (Some(id), Some(session)) = (id, &state.lesson) else {
+            return;
+        };
+        let s = session.borrow();
+        let mut score = load(id);
+        let mut changed = false;
+        for (i, g) in judged {
+            let reply = s.results().get(*i).and_then(|r| r.reply.as_deref()).unwrap_or_default();
+            changed |= score.record(*i, prediction_right(&s.lesson().steps[*i], g, reply));
+        }
+        if changed {
+            save(id, &score);
+        }
+    });
 }

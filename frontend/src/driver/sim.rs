@@ -8,45 +8,23 @@
 //! so the views read a plain struct and never wait. Until the engine module
 //! has loaded (the first lesson played on the simulator fetches it) the
 //! session waits at its starting step, busy, with the moves asked for
-//! queued; [`Session::connect`] opens it in the engine and plays them.
-
-use std::collections::BTreeMap;
+//! queued; [`SimDriver::connect`] opens it in the engine and plays them.
 
 use locklab_core::engine::{Move, Open, SessionView};
 use locklab_core::fault::Fault;
-use locklab_core::lesson::run::{self, StepResult};
+use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::session::{ClientInfo, Made, NodeInfo, OffScript};
 use locklab_core::lesson::worded::PageLesson;
-use locklab_core::lesson::{Expect, Step};
 use locklab_core::trace::Trace;
 
+use super::LessonDriver;
 use crate::engine::{self, LessonLink};
 use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
 
-pub use locklab_core::lesson::session::PROMPT;
-
-/// Where the URL's `step=` puts the run: a number of steps done, or `end`.
-pub fn parse_step(step: Option<&str>, len: usize) -> usize {
-    match step {
-        None => 0,
-        Some("end") => len,
-        Some(n) => n.parse::<usize>().map_or(0, |n| n.min(len)),
-    }
-}
-
-/// The URL's `step=` for a position: none at the start, `end` at the end.
-pub fn step_param(pos: usize, len: usize) -> Option<String> {
-    if pos == 0 {
-        None
-    } else if pos >= len {
-        Some("end".to_owned())
-    } else {
-        Some(pos.to_string())
-    }
-}
-
-pub struct Session {
+/// A lesson on the simulator: the page's handle on core's lesson session
+/// in the engine module, and the last view of it.
+pub struct SimDriver {
     pub lesson: &'static PageLesson,
     pub seed: u64,
     /// The session in the engine, once it is loaded.
@@ -60,11 +38,11 @@ pub struct Session {
     pub error: Option<String>,
 }
 
-impl Session {
+impl SimDriver {
     /// The lesson at `pos` steps done; opened at once if the engine is
-    /// loaded, else when it is ([`Session::connect`]).
-    pub fn new(lesson: &'static PageLesson, seed: u64, pos: usize) -> Session {
-        let mut s = Session {
+    /// loaded, else when it is ([`SimDriver::connect`]).
+    pub fn new(lesson: &'static PageLesson, seed: u64, pos: usize) -> SimDriver {
+        let mut s = SimDriver {
             lesson,
             seed,
             link: None,
@@ -265,7 +243,7 @@ impl Session {
 
     /// How step `index` reads in `lang`, before or after it ran.
     pub fn step_text(&self, index: usize, lang: Lang) -> String {
-        step_text(self.lesson, index, &self.view.write_tokens, &self.trace.names, lang)
+        super::step_text(self.lesson, index, &self.view.write_tokens, &self.trace.names, lang)
     }
 
     pub fn nodes(&self) -> &[NodeInfo] {
@@ -281,20 +259,86 @@ impl Session {
     }
 }
 
-/// How step `index` of `lesson` reads in `lang`, before or after it ran:
-/// the command line, or the world step worded by [`i18n::shown`]. Both
-/// drivers word steps with it: `write_tokens` are the tokens the write steps
-/// that ran carried, `names` the run's names.
-pub fn step_text(
-    lesson: &PageLesson,
-    index: usize,
-    write_tokens: &BTreeMap<usize, Option<i64>>,
-    names: &locklab_core::actor::Names,
-    lang: Lang,
-) -> String {
-    run::shown(lesson, index, write_tokens)
-        .map(|s| i18n::shown(&s, names, lang))
-        .unwrap_or_default()
+impl LessonDriver for SimDriver {
+    fn lesson(&self) -> &'static PageLesson {
+        self.lesson
+    }
+
+    fn position(&self) -> usize {
+        SimDriver::position(self)
+    }
+
+    fn results(&self) -> &[StepResult] {
+        SimDriver::results(self)
+    }
+
+    fn is_finished(&self) -> bool {
+        SimDriver::is_finished(self)
+    }
+
+    fn outcome(&self) -> Option<bool> {
+        SimDriver::outcome(self)
+    }
+
+    fn off_script_count(&self) -> usize {
+        self.off_script().len()
+    }
+
+    fn off_script_words(&self, lang: Lang) -> Vec<String> {
+        SimDriver::off_script_words(self, lang)
+    }
+
+    fn error(&self) -> Option<String> {
+        self.error.clone()
+    }
+
+    fn is_busy(&self) -> bool {
+        self.is_loading()
+    }
+
+    fn url_position(&self) -> usize {
+        SimDriver::url_position(self)
+    }
+
+    fn step_text(&self, index: usize, lang: Lang) -> String {
+        SimDriver::step_text(self, index, lang)
+    }
+
+    fn trace(&self) -> Trace {
+        SimDriver::trace(self)
+    }
+
+    fn now_ms(&self) -> u64 {
+        SimDriver::now_ms(self)
+    }
+
+    fn history(&self, actor: usize) -> &[String] {
+        SimDriver::history(self, actor)
+    }
+
+    fn transcript(&self, actor: usize) -> Vec<Exchange> {
+        SimDriver::transcript(self, actor)
+    }
+
+    fn forward(&mut self) -> bool {
+        SimDriver::forward(self)
+    }
+
+    fn goto(&mut self, n: usize) {
+        SimDriver::goto(self, n)
+    }
+
+    fn run_line(&mut self, actor: usize, line: &str) {
+        SimDriver::run_line(self, actor, line)
+    }
+
+    fn advance(&mut self, ms: u64) {
+        SimDriver::advance(self, ms)
+    }
+
+    fn has_virtual_clock(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -307,7 +351,7 @@ mod tests {
     #[test]
     fn an_off_script_del_that_breaks_lesson_06_is_named() {
         let l = catalog::find("06").unwrap();
-        let mut s = Session::new(l, 1, 0);
+        let mut s = SimDriver::new(l, 1, 0);
         while s.forward() {}
         assert_eq!(s.outcome(), Some(true), "the scripted run is the article's");
         assert!(s.off_script_words(Lang::En).is_empty());
@@ -331,7 +375,7 @@ mod tests {
     #[test]
     fn lesson_07_replays_the_article() {
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 0);
+        let mut s = SimDriver::new(l, 1, 0);
         while s.forward() {}
         let replies: Vec<_> = s.results().iter().filter_map(|r| r.reply.clone()).collect();
         // The safe release of 6.2, then the dangerous bare DEL the title
@@ -359,14 +403,14 @@ mod tests {
     }
 
     /// B's console after lesson 07's third step (B's SET), as a list of lines.
-    fn lines(s: &Session, actor: usize) -> Vec<(String, String)> {
+    fn lines(s: &SimDriver, actor: usize) -> Vec<(String, String)> {
         s.transcript(actor).into_iter().map(|x| (x.line, x.output)).collect()
     }
 
     #[test]
     fn off_script_lines_come_back_after_a_step_back_and_forward() {
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 3);
+        let mut s = SimDriver::new(l, 1, 3);
         s.run_line(1, "GET lock:order:1001");
         s.run_line(1, "PTTL lock:order:1001");
         let typed = lines(&s, 1);
@@ -401,7 +445,7 @@ mod tests {
         // first: the clock and the console change the lesson's outcome, and
         // a replay must keep that.
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 1);
+        let mut s = SimDriver::new(l, 1, 1);
         s.advance(20_000);
         s.run_line(1, "SET lock:order:1001 mine NX PX 60000");
         while s.forward() {}
@@ -423,7 +467,7 @@ mod tests {
     fn the_lesson_console_repeats_a_line_as_the_free_console_does() {
         // Issue 14: `3 INCR n` was sent as a command named `3`.
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 0);
+        let mut s = SimDriver::new(l, 1, 0);
         s.run_line(0, "3 INCR n");
         let typed = lines(&s, 0);
         assert_eq!(typed.last().unwrap().1, "(integer) 1\n(integer) 2\n(integer) 3");
@@ -437,7 +481,7 @@ mod tests {
     #[test]
     fn a_new_action_after_a_step_back_drops_the_later_ones() {
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 4);
+        let mut s = SimDriver::new(l, 1, 4);
         s.run_line(0, "PTTL lock:order:1001");
         s.inject(Fault::PauseClient {
             client: "B".into(),
@@ -460,99 +504,14 @@ mod tests {
     }
 
     #[test]
-    fn step_params_round_trip() {
-        assert_eq!(parse_step(Some("end"), 9), 9);
-        assert_eq!(parse_step(Some("3"), 9), 3);
-        assert_eq!(parse_step(Some("30"), 9), 9);
-        assert_eq!(parse_step(Some("x"), 9), 0);
-        assert_eq!(step_param(0, 9), None);
-        assert_eq!(step_param(3, 9).as_deref(), Some("3"));
-        assert_eq!(step_param(9, 9).as_deref(), Some("end"));
-    }
-
-    #[test]
     fn lesson_05_ends_with_a_violation_and_lock_bars() {
         let l = catalog::find("05").unwrap();
-        let s = Session::new(l, 7, l.steps.len());
+        let s = SimDriver::new(l, 7, l.steps.len());
         assert!(s.is_finished(), "{:?}", s.error);
         let trace = s.trace();
         let layout = crate::timeline::layout(&trace, s.now_ms(), crate::i18n::Lang::En);
         assert!(layout.bars.iter().filter(|b| !b.belief).count() >= 2);
         assert!(!layout.bands.is_empty(), "the overlap band");
-    }
-}
-
-/// Does a prediction match the reply? Forgiving about what people leave
-/// out: `1` for `(integer) 1`, `token-B-222` for `"token-B-222"`, `nil` for
-/// `(nil)`, case and surrounding space.
-pub fn prediction_matches(guess: &str, reply: &str) -> bool {
-    fn norm(s: &str) -> String {
-        let s = s.trim();
-        let s = s.strip_prefix("(integer) ").unwrap_or(s);
-        let s = s.trim_matches('"');
-        let s = s.trim_start_matches('(').trim_end_matches(')');
-        s.trim().to_ascii_lowercase()
-    }
-    !guess.trim().is_empty() && norm(guess) == norm(reply)
-}
-
-/// Is a prediction for `step` right, given the reply it got? A quiz with
-/// its own answer (a multiple choice such as `(integer) > 0`) is judged by
-/// that answer; a reply the lesson expects within a range (a PTTL) by the
-/// range; anything else by the reply itself.
-pub fn prediction_right<P>(step: &Step<P>, guess: &str, reply: &str) -> bool {
-    if let Some(answer) = step.quiz.as_ref().and_then(|q| q.answer.as_deref()) {
-        return prediction_matches(guess, answer);
-    }
-    if let Some(range @ Expect::Range { .. }) = &step.expect {
-        let as_integer = guess.trim().strip_prefix("(integer)").unwrap_or(guess).trim();
-        if range.matches(&format!("(integer) {as_integer}")) {
-            return true;
-        }
-    }
-    prediction_matches(guess, reply)
-}
-
-#[cfg(test)]
-mod prediction_tests {
-    use super::prediction_matches as m;
-    use super::prediction_right;
-    use crate::catalog;
-
-    #[test]
-    fn quiz_answers_and_ranges_judge_predictions() {
-        let l = catalog::find("01").unwrap();
-        let (set, pttl) = (&l.steps[0], &l.steps[4]);
-        assert!(prediction_right(set, "ok", "OK"));
-        assert!(!prediction_right(set, "(nil)", "OK"));
-        assert!(
-            prediction_right(pttl, "(integer) > 0", "(integer) 29998"),
-            "the quiz's own answer"
-        );
-        assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
-        let range: locklab_core::lesson::Step = locklab_core::lesson::Step {
-            client: Some("A".into()),
-            cmd: Some("PTTL k".into()),
-            expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),
-            ..Default::default()
-        };
-        assert!(
-            prediction_right(&range, "30000", "(integer) 29998"),
-            "a number within the expected range"
-        );
-        assert!(prediction_right(&range, "(integer) 29998", "(integer) 29998"));
-        assert!(!prediction_right(&range, "-1", "(integer) 29998"));
-    }
-
-    #[test]
-    fn predictions_are_read_generously() {
-        assert!(m("1", "(integer) 1"));
-        assert!(m("(integer) 0", "(integer) 0"));
-        assert!(m("token-B-222", "\"token-B-222\""));
-        assert!(m("nil", "(nil)"));
-        assert!(m(" ok ", "OK"));
-        assert!(!m("0", "(integer) 1"));
-        assert!(!m("", "OK"));
     }
 }
 
@@ -565,7 +524,7 @@ mod fault_tests {
     #[test]
     fn toolbox_faults_land_in_the_trace() {
         let l = catalog::find("07").unwrap();
-        let mut s = Session::new(l, 1, 1);
+        let mut s = SimDriver::new(l, 1, 1);
         s.inject(Fault::PauseClient {
             client: "A".into(),
             ms: None,

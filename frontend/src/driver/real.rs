@@ -24,7 +24,6 @@
 //!   backoff, and on reconnect the lesson is played again to where the user
 //!   was — on a fresh session, because the old one died with its socket.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 
 use locklab_core::actor::Names;
@@ -34,10 +33,9 @@ use locklab_core::lesson::worded::PageLesson;
 use locklab_core::protocol::{ClientMsg, FaultKind, Served, ServerMsg, TopologyKind};
 use locklab_core::trace::{Event, Trace};
 
-use crate::driver::LessonDriver;
+use super::LessonDriver;
 use crate::i18n::Lang;
 use crate::lab::Exchange;
-use crate::session;
 
 /// Time compressions the page offers. 1× is the default because a person
 /// stepping through a lesson spends real seconds between steps, and on a
@@ -112,7 +110,7 @@ struct Run {
 
 /// A line typed off script, waiting for or holding its reply.
 #[derive(Clone, Debug)]
-struct Typed {
+struct TypedLine {
     client: String,
     /// Lesson steps done when it was typed (its place in the transcript).
     after_steps: usize,
@@ -133,7 +131,7 @@ pub struct RealDriver {
     outbox: Vec<String>,
     names: Names,
     events: Vec<Event>,
-    typed: Vec<Typed>,
+    typed: Vec<TypedLine>,
     history: BTreeMap<String, Vec<String>>,
     run: Option<Run>,
     /// The last `error` frame that belonged to no lesson step or command.
@@ -453,7 +451,7 @@ impl RealDriver {
             exchange.output = "(error) not connected to the lab backend".to_owned();
             true
         };
-        self.typed.push(Typed {
+        self.typed.push(TypedLine {
             client: client.to_owned(),
             after_steps,
             exchange,
@@ -553,7 +551,7 @@ impl LessonDriver for RealDriver {
         match run.results.get(index) {
             // English as the backend sent it (it knows the real tokens).
             Some(r) if lang == Lang::En => r.shown.clone(),
-            _ => session::step_text(run.lesson, index, &BTreeMap::new(), &self.names, lang),
+            _ => super::step_text(run.lesson, index, &BTreeMap::new(), &self.names, lang),
         }
     }
 
@@ -643,14 +641,6 @@ impl LessonDriver for RealDriver {
 
     fn has_virtual_clock(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
