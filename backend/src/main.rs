@@ -126,7 +126,8 @@ enum Cmd {
         /// Requests per redis-benchmark test (with --sim-server).
         #[arg(long, default_value_t = locklab_backend::sim_server::REQUESTS, value_name = "N")]
         requests: u64,
-        /// SET/GET requests of the RSS soak (with --sim-server; issue 42's soak is 10000000).
+        /// Requests of the RSS soak, which prints RSS at its start, middle and end (with --sim-server;
+        /// issue 42's soak is 10000000).
         #[arg(long, value_name = "N")]
         soak: Option<u64>,
     },

@@ -189,3 +189,40 @@ fn eviction_samples_instead_of_listing_every_key() {
     };
     assert!(n <= 20_001, "{n} keys: nothing was evicted");
 }
+
+/// 2 k RANDOMKEYs cost about the same with 20 k keys as with 80 k: under
+/// 2.5× (listing the live keys before each draw, as RANDOMKEY did, costs
+/// 4×). Each answer is a key of the database.
+#[test]
+fn randomkey_draws_without_listing_the_keys() {
+    let (small, large) = (
+        || full_node(20_000, Some(b"0"), b"noeviction"),
+        || full_node(80_000, Some(b"0"), b"noeviction"),
+    );
+    let draw = |node: &mut Node, _: usize| match run(node, &[b"RANDOMKEY"]) {
+        Reply::Bulk(k) => assert!(k.starts_with(b"key:"), "{k:?}"),
+        other => panic!("RANDOMKEY gave {other:?}"),
+    };
+    match within_ratio(2.5, (&small, 2_000), (&large, 2_000), &draw) {
+        Ok(ratio) => eprintln!("RANDOMKEY: {ratio:.1}x for 4x the keys"),
+        Err(e) => panic!("RANDOMKEY's cost grows with the number of keys: {e}"),
+    }
+}
+
+/// RANDOMKEY meets keys whose time is up (active expiry off) and expires
+/// them as it goes, as `dbRandomKey` does: it never returns one, and a
+/// database of only such keys answers nil and is left empty.
+#[test]
+fn randomkey_expires_what_it_meets() {
+    let mut node = Node::new(Profile::V7_0);
+    run(&mut node, &[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]);
+    for i in 0..50 {
+        run(&mut node, &[b"SET", format!("gone:{i}").as_bytes(), b"v", b"PX", b"10"]);
+    }
+    run(&mut node, &[b"SET", b"kept", b"v"]);
+    node.advance(100);
+    assert_eq!(run(&mut node, &[b"RANDOMKEY"]), Reply::Bulk(b"kept".to_vec()));
+    run(&mut node, &[b"DEL", b"kept"]);
+    assert_eq!(run(&mut node, &[b"RANDOMKEY"]), Reply::Nil);
+    assert_eq!(node.dbsize(0), 0);
+}

@@ -1096,6 +1096,20 @@ fn busy_transcript(addr: SocketAddr) -> Vec<String> {
         .write_all(&req(&[b"EVAL", b"local x = 0\nwhile true do\n  x = x + 1\nend", b"0"]))
         .expect("write");
     out.push(until_busy(&mut other));
+    // processCommand refuses an unknown command or subcommand and a wrong
+    // number of arguments before it answers BUSY.
+    out.extend(lines_for(
+        &mut other,
+        &[
+            &[b"GET"],
+            &[b"NOSUCHCMD", b"x"],
+            &[b"CLIENT", b"NOPE"],
+            &[b"CLIENT", b"SETNAME"],
+            &[b"SCRIPT"],
+            &[b"OBJECT", b"NOPE", b"k"],
+            &[b"SET", b"k"],
+        ],
+    ));
     out.extend(lines_for(
         &mut other,
         &[
@@ -1557,6 +1571,15 @@ fn resp3_types_byte_for_byte() {
         ],
         &[b"BLPOP", b"nothing", b"0.01"],
         &[b"LPOP", b"nothing", b"2"],
+        // ZPOPMIN/ZPOPMAX: one flat pair without a count, nested pairs
+        // with one (`use_nested_array`), an empty array for nothing.
+        &[b"ZADD", b"zp", b"1", b"a", b"2.5", b"b", b"3", b"c"],
+        &[b"ZPOPMIN", b"zp"],
+        &[b"ZPOPMAX", b"zp", b"1"],
+        &[b"ZPOPMIN", b"zp", b"0"],
+        &[b"ZPOPMIN", b"zp", b"5"],
+        &[b"ZPOPMIN", b"zp"],
+        &[b"ZPOPMAX", b"zp", b"2"],
         &[b"PING", b"end"],
     ];
     let mut input = req(&[b"HELLO", b"3"]);

@@ -81,6 +81,9 @@ enum Local {
 /// One request answered without the node.
 enum Answer {
     Reply(Reply),
+    /// Refused before running (`rejectCommand`): an open transaction is
+    /// doomed (`flagTransaction`).
+    Refused(Reply),
     NeedsNode,
     /// `QUIT`.
     Close(Reply),
@@ -97,6 +100,9 @@ struct Conn {
     /// How much of `input` has been parsed.
     pos: usize,
     out: Vec<u8>,
+    /// An empty buffer lent to the node's thread for a batch's replies
+    /// (it swaps with `out` when that is empty, so replies are not copied).
+    spare: Vec<u8>,
     /// Parsed requests; those from `next` on have not been answered.
     pending: Arc<Vec<Argv>>,
     next: usize,
@@ -181,6 +187,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
         input: Vec::with_capacity(INITIAL_INPUT),
         pos: 0,
         out: Vec::new(),
+        spare: Vec::new(),
         pending: Arc::new(Vec::new()),
         next: 0,
         closing: None,
@@ -258,7 +265,16 @@ impl Conn {
 
     /// Parse the complete requests in the buffer (at most [`MAX_BATCH`]).
     fn parse_batch(&mut self) {
-        let mut batch = Vec::new();
+        // The last batch has been answered and the node's thread has let
+        // go of it: its buffers serve the next one.
+        let mut batch = match Arc::get_mut(&mut self.pending) {
+            Some(done) => {
+                let mut batch = std::mem::take(done);
+                self.parser.give_back(batch.drain(..));
+                batch
+            }
+            None => Vec::new(),
+        };
         while batch.len() < MAX_BATCH {
             match self.parser.parse(&self.input, &mut self.pos) {
                 Ok(Parsed::Incomplete) => break,
@@ -300,6 +316,7 @@ impl Conn {
             effects: self.busy_effects.clone(),
             claim: Arc::clone(&claim),
             done,
+            out: std::mem::take(&mut self.spare),
         };
         if self.jobs.send(Job::Run(batch)).await.is_err() {
             return Ok(Flow::Gone);
@@ -359,7 +376,16 @@ impl Conn {
         self.busy_effects.clear();
         self.next += ran.ran;
         let base = self.out.len();
-        self.out.extend_from_slice(&ran.out);
+        let mut replies = ran.out;
+        if self.out.is_empty() {
+            std::mem::swap(&mut self.out, &mut replies);
+        } else {
+            self.out.extend_from_slice(&replies);
+        }
+        replies.clear();
+        if replies.capacity() <= SHRINK_ABOVE {
+            self.spare = replies;
+        }
         match ran.stop {
             Stop::Done => Ok(Flow::Go),
             Stop::Close | Stop::Shutdown => Ok(Flow::Close),
@@ -462,6 +488,12 @@ impl Conn {
         while let Some(argv) = pending.get(self.next) {
             let reply = match self.answer(argv, &busy) {
                 Answer::Reply(r) => r,
+                Answer::Refused(r) => {
+                    if self.in_multi {
+                        self.busy_effects.push(BusyEffect::Doom);
+                    }
+                    r
+                }
                 Answer::NeedsNode if answered == 0 => return Local::NeedsNode,
                 Answer::NeedsNode => return Local::Answered(Flow::Go),
                 Answer::Close(r) => {
@@ -475,7 +507,7 @@ impl Conn {
                     return Local::Answered(Flow::Close);
                 }
             };
-            // Refused inside MULTI: the transaction is doomed.
+            // Refused with BUSY inside MULTI: the transaction is doomed.
             if self.in_multi && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")) {
                 self.busy_effects.push(BusyEffect::Doom);
             }
@@ -491,6 +523,23 @@ impl Conn {
     /// `UNWATCH` and `RESET` need the node and wait for it; the rest get
     /// `-BUSY`.
     fn answer(&mut self, argv: &[Vec<u8>], busy: &Busy) -> Answer {
+        // An unknown command or a wrong number of arguments is refused
+        // before BUSY; a malformed EXEC also ends the transaction.
+        if let Some(refused) = wire::refusal(argv, self.shared.env.profile) {
+            if !argv[0].eq_ignore_ascii_case(b"exec") {
+                return Answer::Refused(refused);
+            }
+            if std::mem::take(&mut self.in_multi) {
+                self.busy_effects.push(BusyEffect::Discard);
+            }
+            let Reply::Error(e) = refused else {
+                return Answer::Reply(refused);
+            };
+            let why = e.strip_prefix("ERR ").unwrap_or(&e);
+            return Answer::Reply(Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {why}"
+            )));
+        }
         if let Some(reply) = self.transaction_while_busy(argv, busy.eval) {
             return Answer::Reply(reply);
         }

@@ -37,7 +37,8 @@
 //!   connection, old or new: `-BUSY` for most commands, `SCRIPT KILL` /
 //!   `FUNCTION KILL` through core's [`ScriptControl`] (`UNKILLABLE` once it
 //!   wrote), `FUNCTION STATS`, `SHUTDOWN NOSAVE` (which stops the server),
-//!   `AUTH`, `QUIT`, `MULTI`/`DISCARD`/`EXEC`. `HELLO`, `WATCH`, `UNWATCH`
+//!   `AUTH`, `QUIT`, `MULTI`/`DISCARD`/`EXEC`; an unknown command and a
+//!   wrong number of arguments are refused first, as there. `HELLO`, `WATCH`, `UNWATCH`
 //!   and `RESET` need the node, so they (and what follows them) wait for the
 //!   script. The parser's state is the connection's and survives all this.
 //!   A script nobody kills is stopped by core after [`SCRIPT_WORK_LIMIT`]
@@ -131,6 +132,10 @@ pub const SCRIPT_WORK_LIMIT: u64 = 3_000_000_000;
 /// Stack for the node's thread: scripts run on it, and Lua's pattern
 /// matcher recurses natively (core bounds the depth for smaller stacks).
 const THREAD_STACK: usize = 8 << 20;
+
+/// How often [`busy_watch`] looks whether the running script has passed
+/// `busy-reply-threshold`.
+const BUSY_POLL: Duration = Duration::from_millis(10);
 
 /// After a failed `accept` (most likely out of file descriptors), wait this
 /// long before trying again instead of spinning.
@@ -282,8 +287,15 @@ struct Busy {
 struct Shared {
     env: wire::Env,
     clock: Clock,
-    /// The running script, if any (sent by the node's thread).
+    /// The running script once it has run past `busy-reply-threshold`
+    /// (published by [`busy_watch`]): what the connections answer BUSY by.
     busy: watch::Sender<Option<Busy>>,
+    /// The running script as the node's thread records it at its start
+    /// (`None` between scripts). Nobody is woken for it: [`busy_watch`]
+    /// looks every [`BUSY_POLL`], and the connections are told only once
+    /// it passes the threshold. Waking every waiting connection at each
+    /// script's start and end cost more than a short `EVAL` itself.
+    running: Mutex<Option<Busy>>,
     /// How the running script is killed, and whether it wrote.
     control: Arc<ScriptControl>,
     /// The next connection's id: numbered when accepted, so a connection
@@ -477,6 +489,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         env,
         clock: Clock::new(),
         busy: watch::Sender::new(None),
+        running: Mutex::new(None),
         control: Arc::new(ScriptControl::new()),
         next_id: AtomicU64::new(1),
         stop: watch::Sender::new(false),
@@ -484,6 +497,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
     });
     // Room for every connection's connect, one job and its leaving.
     let (jobs, queue) = mpsc::channel(4 * maxclients + 64);
+    tokio::spawn(busy_watch(Arc::clone(&shared)));
     let state = wire::State {
         node,
         clients: BTreeMap::new(),
@@ -562,6 +576,31 @@ async fn stop_signal() -> io::Result<()> {
 #[cfg(not(unix))]
 async fn stop_signal() -> io::Result<()> {
     tokio::signal::ctrl_c().await
+}
+
+/// Publish the running script to the connections once it has run past
+/// `busy-reply-threshold` (read at each look, as `CONFIG SET` may change
+/// it), looking every [`BUSY_POLL`]: only a script that goes busy wakes
+/// them, at most one poll late (redis-server too notices the timeout at
+/// its script hook's next call). Ends when the server stops.
+async fn busy_watch(shared: Arc<Shared>) {
+    let mut stop = shared.stop.subscribe();
+    let mut tick = tokio::time::interval(BUSY_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let running = shared.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(busy) = running.as_ref() else {
+            continue;
+        };
+        let published = shared.busy.borrow().as_ref().map(|b| b.since);
+        if published != Some(busy.since) && busy.since.elapsed() >= shared.busy_threshold() {
+            shared.busy.send_replace(Some(busy.clone()));
+        }
+    }
 }
 
 /// Accept connections until told to stop; each runs in its own task. The

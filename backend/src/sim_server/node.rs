@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use locklab_core::server::config::ClientClass;
@@ -61,6 +61,10 @@ pub(super) struct Batch {
     /// or the connection to answer it BUSY because a script is running.
     pub(super) claim: Arc<AtomicBool>,
     pub(super) done: oneshot::Sender<Ran>,
+    /// An empty buffer of the connection's to encode the replies into (it
+    /// comes back in [`Ran::out`]), so a batch's replies are neither
+    /// grown from nothing nor copied once more on the way out.
+    pub(super) out: Vec<u8>,
 }
 
 /// What `processCommand` does to a client's transaction while a script is
@@ -152,7 +156,7 @@ impl NodeThread {
                     if batch.claim.swap(true, Ordering::AcqRel) {
                         continue;
                     }
-                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], &batch.effects);
+                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], &batch.effects, batch.out);
                     drop(batch.argvs);
                     let _ = batch.done.send(ran);
                 }
@@ -198,9 +202,9 @@ impl NodeThread {
     }
 
     /// Run the requests in order until one stops the batch.
-    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], effects: &[BusyEffect]) -> Ran {
+    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], effects: &[BusyEffect], mut out: Vec<u8>) -> Ran {
         self.apply_busy_effects(sess.id, effects);
-        let mut out = Vec::new();
+        out.clear();
         let mut ran = 0;
         let mut stop = Stop::Done;
         for argv in argvs {
@@ -260,16 +264,28 @@ impl NodeThread {
     fn run_script(&mut self, sess: &mut Session, now_ms: u64, argv: &[Vec<u8>], eval: bool) -> (Reply, After) {
         let control = &self.shared.control;
         control.reset();
-        self.shared.busy.send_replace(Some(Busy {
-            since: Instant::now(),
+        // What FUNCTION STATS shows while a function is busy (an EVAL's
+        // is refused, so it needs neither).
+        let since = Instant::now();
+        let busy = Busy {
+            since,
             eval,
-            argv: argv.to_vec(),
-            stats: self.st.node.function_stats(),
-        }));
+            argv: if eval { Vec::new() } else { argv.to_vec() },
+            stats: if eval {
+                Reply::Nil
+            } else {
+                self.st.node.function_stats()
+            },
+        };
+        *self.shared.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(busy);
         set_thread_limits(Some(Arc::clone(control)), self.work_limit);
         let out = run_guarded(&mut self.st, sess, &self.shared.env, now_ms, argv);
         set_thread_limits(None, INSTRUCTION_LIMIT);
-        self.shared.busy.send_replace(None);
+        *self.shared.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        // Told only if it went busy (see `busy_watch`).
+        if self.shared.busy.borrow().is_some() {
+            self.shared.busy.send_replace(None);
+        }
         // A SHUTDOWN's kill stays: the server is stopping anyway.
         if !*self.shared.stop.borrow() {
             control.reset();

@@ -51,6 +51,17 @@ const KEEP_ARGS: usize = 64;
 /// command ran, so one huge `SET` does not pin its memory forever.
 const KEEP_ARG_CAPACITY: usize = 64 * 1024;
 
+/// Spare argument buffers kept between batches: enough for a batch of
+/// pipelined commands with a few arguments each, none over
+/// [`KEEP_SPARE_CAPACITY`] bytes (keys, fields, small values), so an idle
+/// connection holds at most a few tens of kilobytes of them.
+const KEEP_SPARE: usize = 256;
+const KEEP_SPARE_CAPACITY: usize = 128;
+/// Spare argv vectors kept between batches, none with room for more than
+/// [`KEEP_SPARE_ARGC`] arguments.
+const KEEP_SPARE_ARGVS: usize = 64;
+const KEEP_SPARE_ARGC: usize = 32;
+
 /// A request redis-server would refuse. Each one is answered with
 /// `-ERR <Display text>` and then the connection is closed, exactly as
 /// `setProtocolError` does. The texts are redis-server 7.0's.
@@ -151,6 +162,13 @@ pub(crate) struct Parser {
     /// terminator: a line that trickles in one byte per read is scanned
     /// once, not once per read (which would be quadratic up to 64 KB).
     scanned: usize,
+    /// Argument buffers and argv vectors of commands that have run, given
+    /// back by the connection ([`Parser::give_back`]) for the next ones:
+    /// a pipelined batch of small commands then allocates nothing, where
+    /// one allocation per argument was most of what a connection's
+    /// thread spent under `redis-benchmark -P 16`.
+    spare_args: Vec<Vec<u8>>,
+    spare_argvs: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Parser {
@@ -167,15 +185,35 @@ impl Parser {
             argc: 0,
             partial_bytes: 0,
             scanned: 0,
+            spare_args: Vec::new(),
+            spare_argvs: Vec::new(),
         }
     }
 
     /// Take the arguments of the command [`Parser::parse`] just completed
     /// (their buffers move out; nothing is copied).
     pub(crate) fn take_argv(&mut self) -> Vec<Vec<u8>> {
-        let argv = self.args.drain(..self.argc).collect();
+        let mut argv = self.spare_argvs.pop().unwrap_or_default();
+        argv.extend(self.args.drain(..self.argc));
         self.argc = 0;
         argv
+    }
+
+    /// Keep the buffers of commands that have run for the next commands'
+    /// arguments, within [`KEEP_SPARE`] and [`KEEP_SPARE_ARGVS`], so what
+    /// is kept stays small.
+    pub(crate) fn give_back(&mut self, argvs: impl IntoIterator<Item = Vec<Vec<u8>>>) {
+        for mut argv in argvs {
+            for mut arg in argv.drain(..) {
+                if self.spare_args.len() < KEEP_SPARE && arg.capacity() <= KEEP_SPARE_CAPACITY {
+                    arg.clear();
+                    self.spare_args.push(arg);
+                }
+            }
+            if self.spare_argvs.len() < KEEP_SPARE_ARGVS && argv.capacity() <= KEEP_SPARE_ARGC {
+                self.spare_argvs.push(argv);
+            }
+        }
     }
 
     /// Memory held for a command that has not finished arriving: what the
@@ -210,6 +248,9 @@ impl Parser {
         if let Some(slot) = self.args.get_mut(self.argc) {
             slot.clear();
             slot.extend_from_slice(bytes);
+        } else if let Some(mut spare) = self.spare_args.pop() {
+            spare.extend_from_slice(bytes);
+            self.args.push(spare);
         } else {
             self.args.push(bytes.to_vec());
         }
@@ -634,6 +675,27 @@ mod tests {
         let mut pos = 0;
         assert_eq!(p.parse(b"*2147483647\r\n", &mut pos), Ok(Parsed::Incomplete));
         assert_eq!(p.args.capacity(), 0);
+    }
+
+    /// The buffers of commands that ran carry the next commands'
+    /// arguments; a large one is not kept.
+    #[test]
+    fn buffers_of_commands_that_ran_are_reused_within_bounds() {
+        let input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        let mut p = Parser::new();
+        let mut pos = 0;
+        assert_eq!(p.parse(input, &mut pos), Ok(Parsed::Command));
+        let argv = p.take_argv();
+        let want = argv.clone();
+        p.give_back([argv, vec![vec![0u8; 1 << 20]]]);
+        assert_eq!((p.spare_args.len(), p.spare_argvs.len()), (3, 2));
+        pos = 0;
+        assert_eq!(p.parse(input, &mut pos), Ok(Parsed::Command));
+        assert_eq!(p.take_argv(), want);
+        assert_eq!((p.spare_args.len(), p.spare_argvs.len()), (0, 1));
+        p.give_back((0..1000).map(|_| vec![b"x".to_vec(); 40]));
+        // Only the small argument buffers stay; argvs of 40 do not.
+        assert_eq!((p.spare_args.len(), p.spare_argvs.len()), (KEEP_SPARE, 1));
     }
 
     fn enc(r: &Reply, resp3: bool) -> String {

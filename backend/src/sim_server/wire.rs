@@ -564,6 +564,24 @@ fn subcommand(w: &WireCommand, argv: &[Vec<u8>], profile: Profile) -> Result<&'s
     }
 }
 
+/// `processCommand`'s first refusals, for an answer given without the
+/// node (a busy script's): an unknown command or subcommand, then a wrong
+/// number of arguments — both come before BUSY in redis-server. The
+/// connection's own commands are checked here (their subcommands too), the
+/// node's by core's table.
+pub(crate) fn refusal(argv: &[Vec<u8>], profile: Profile) -> Option<Reply> {
+    let Some(w) = argv.first().and_then(|name| find(name)) else {
+        return table::refusal(argv, profile);
+    };
+    if !arity_ok(w.arity, argv.len()) {
+        return Some(wrong_args(w.name));
+    }
+    if w.subcommands.is_empty() {
+        return None;
+    }
+    subcommand(w, argv, profile).err()
+}
+
 /// Subcommands redis-server 7.0 does not have (they came with 7.2): the
 /// 7.0 profile answers them with 7.0's unknown-subcommand error.
 fn since_7_2(container: &str, sub: &str) -> bool {

@@ -130,6 +130,10 @@ impl Engine {
 
     /// `signalKeyAsReady`: a list was created under `key`.
     pub(crate) fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        // Nobody blocked (the usual case): no key to copy for a push.
+        if self.blocking.queues.is_empty() {
+            return;
+        }
         let k = (db, key.to_vec());
         if self.blocking.queues.contains_key(&k) && !self.blocking.ready.contains(&k) {
             self.blocking.ready.push(k);

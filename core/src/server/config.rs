@@ -139,14 +139,27 @@ pub struct Config {
     values: Vec<String>,
     /// `maxmemory`, parsed once per change: every command reads it.
     maxmemory: u64,
+    /// The encoding thresholds, parsed once per change: every `HSET`,
+    /// `SADD` and `ZADD` reads them, and finding five names in [`PARAMS`]
+    /// by string comparison was most of what a one-field `HSET` cost.
+    limits: EncodingLimits,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
+        let mut config = Config {
             values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
             maxmemory: 0,
-        }
+            limits: EncodingLimits {
+                hash_entries: 0,
+                hash_value: 0,
+                set_entries: 0,
+                zset_entries: 0,
+                zset_value: 0,
+            },
+        };
+        config.parse_cached();
+        config
     }
 }
 
@@ -267,8 +280,20 @@ impl Config {
             }
         }
         self.values = next;
-        self.maxmemory = self.text("maxmemory").parse().unwrap_or(0);
+        self.parse_cached();
         Ok(())
+    }
+
+    /// Parse again the values commands read on every call, after a change.
+    fn parse_cached(&mut self) {
+        self.maxmemory = self.text("maxmemory").parse().unwrap_or(0);
+        self.limits = EncodingLimits {
+            hash_entries: self.hash_max_listpack_entries(),
+            hash_value: self.hash_max_listpack_value(),
+            set_entries: self.set_max_intset_entries(),
+            zset_entries: self.zset_max_listpack_entries(),
+            zset_value: self.zset_max_listpack_value(),
+        };
     }
 
     fn number(&self, name: &str) -> i64 {
@@ -311,13 +336,7 @@ impl Config {
     /// The five thresholds above, read once by a command that may convert
     /// a value to its big encoding.
     pub fn encoding_limits(&self) -> EncodingLimits {
-        EncodingLimits {
-            hash_entries: self.hash_max_listpack_entries(),
-            hash_value: self.hash_max_listpack_value(),
-            set_entries: self.set_max_intset_entries(),
-            zset_entries: self.zset_max_listpack_entries(),
-            zset_value: self.zset_max_listpack_value(),
-        }
+        self.limits
     }
 
     /// `maxmemory-samples`: how many keys eviction looks at to choose one.
@@ -347,6 +366,7 @@ impl Config {
     pub fn set_host_value(&mut self, name: &str, value: &str) {
         if let Some((i, _)) = lookup(name.as_bytes()) {
             self.values[i] = value.to_string();
+            self.parse_cached();
         }
     }
 

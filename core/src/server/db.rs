@@ -119,6 +119,17 @@ pub struct Entry {
     slot: usize,
     /// Position in `Db::volatile`, when the key has a deadline.
     vslot: Option<usize>,
+    /// A string changed in place (APPEND, SETRANGE): redis-server holds it
+    /// as a raw sds from then on (`dbUnshareStringValue`), whatever its
+    /// contents, until a write stores a new value or a load re-encodes it.
+    raw: bool,
+}
+
+impl Entry {
+    /// Is this a string held raw after a change in place ([`Db::set_raw`])?
+    pub fn is_raw_string(&self) -> bool {
+        self.raw && matches!(self.value, Value::Str(_))
+    }
 }
 
 impl PartialEq for Entry {
@@ -185,6 +196,7 @@ impl Db {
             self.set_deadline(key, expires_at);
             if let Some(entry) = self.entries.get_mut(key) {
                 entry.value = value;
+                entry.raw = false;
             }
             self.resync(key);
             return;
@@ -208,6 +220,7 @@ impl Db {
                     usage,
                     slot: self.keys.len() - 1,
                     vslot: None,
+                    raw: false,
                 };
                 &mut v.insert(entry).value
             }
@@ -275,12 +288,20 @@ impl Db {
         true
     }
 
+    /// Mark a string changed in place as held raw (see [`Entry::is_raw_string`]).
+    pub(crate) fn set_raw(&mut self, key: &[u8]) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.raw = true;
+        }
+    }
+
     /// Every value encoded as a load would encode it (`DEBUG RELOAD`).
     pub(crate) fn settle_encodings(&mut self, lim: &EncodingLimits) {
         let keys: Vec<Vec<u8>> = self.keys.clone();
         for key in keys {
-            if let Some(v) = self.value_mut(&key) {
-                v.settle_encoding(lim);
+            if let Some(e) = self.entries.get_mut(&key) {
+                e.raw = false;
+                e.value.settle_encoding(lim);
             }
             self.resync(&key);
         }

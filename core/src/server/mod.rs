@@ -765,7 +765,7 @@ impl Node {
             );
         }
         if !cmd.arity_ok(argv.len()) {
-            let msg = format!("wrong number of arguments for '{}' command", cmd.full_name(argv));
+            let msg = table::arity_message(cmd, argv);
             // A malformed EXEC ends any transaction on the spot
             // (`execCommandAbort`), and says so even outside MULTI.
             if matches!(cmd.handler, Handler::Exec) {
@@ -1068,6 +1068,11 @@ impl Engine {
     /// The keyspace of database `db`.
     pub(crate) fn db(&self, db: usize) -> &Db {
         &self.dbs[db]
+    }
+
+    /// A string APPEND or SETRANGE changed in place is raw from now on.
+    pub(crate) fn set_raw(&mut self, db: usize, key: &[u8]) {
+        self.dbs[db].set_raw(key);
     }
 
     /// Delete every key whose deadline has passed (master only: a replica

@@ -170,7 +170,7 @@ const ADDS: Lab = Lab::Allow(&[Cost::Adds]);
 /// The lab's rule of a write that makes its key a number.
 const NUMBER: Lab = Lab::Allow(&[Cost::Number]);
 /// The largest count a lab session may ask for (`HRANDFIELD`, `SPOP`,
-/// `SCAN … COUNT`, an `LRANGE`/`ZRANGE` span): a console shows no more, and a negative
+/// `ZPOPMIN`, `SCAN … COUNT`, an `LRANGE`/`ZRANGE` span): a console shows no more, and a negative
 /// `HRANDFIELD` count is not bounded by the hash.
 pub const MAX_COUNT: u64 = 1000;
 /// The largest `SETRANGE` offset a lab session may write at (1 MiB).
@@ -296,6 +296,8 @@ commands! {
     "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard), OK;
     "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount), OK;
     "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby), ADDS;
+    "zpopmax", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmax), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "zpopmin", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmin), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore), OK;
     "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank), OK;
@@ -319,12 +321,26 @@ pub fn find(name: &[u8], profile: Profile) -> Option<&'static Command> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    let i = COMMANDS.binary_search_by(|c| c.name.as_bytes().cmp(lower)).ok()?;
+    let i = COMMANDS
+        .binary_search_by(|c| cmp_short(c.name.as_bytes(), lower))
+        .ok()?;
     let cmd = &COMMANDS[i];
     if cmd.flags & V8_4 != 0 && !profile.has_8_4() {
         return None;
     }
     Some(cmd)
+}
+
+/// Byte order of two command names, compared in line: every command is
+/// looked up, and a library `memcmp` call per probe of the binary search
+/// cost more than the comparison of a few bytes.
+fn cmp_short(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Look up argv's command, or give redis-server's error for an unknown
@@ -345,6 +361,25 @@ pub(crate) fn lookup(argv: &[Vec<u8>], profile: Profile) -> Result<&'static Comm
         }
     }
     Ok(cmd)
+}
+
+/// `processCommand`'s first two refusals (`commandCheckExistence`, then
+/// `commandCheckArity`), for a host that must answer without running the
+/// node — sim-server while a script is busy, where both come before BUSY:
+/// the unknown command or subcommand error, else the wrong number of
+/// arguments. `None` when the command exists and its row takes that many
+/// arguments (a container's subcommands check their own counts when run).
+pub fn refusal(argv: &[Vec<u8>], profile: Profile) -> Option<Reply> {
+    match lookup(argv, profile) {
+        Err(e) => Some(e),
+        Ok(cmd) if !cmd.arity_ok(argv.len()) => Some(Reply::error(format!("ERR {}", arity_message(cmd, argv)))),
+        Ok(_) => None,
+    }
+}
+
+/// `commandCheckArity`'s text, without its `ERR `.
+pub(crate) fn arity_message(cmd: &Command, argv: &[Vec<u8>]) -> String {
+    format!("wrong number of arguments for '{}' command", cmd.full_name(argv))
 }
 
 /// `unknown command 'x', with args beginning with: 'a' 'b' ` — each argument
@@ -407,6 +442,20 @@ mod tests {
     fn table_is_sorted_for_binary_search() {
         for w in COMMANDS.windows(2) {
             assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+    }
+
+    /// ZPOPMIN/ZPOPMAX pop as many members as their count asks: a lab
+    /// session gets SPOP's bound.
+    #[test]
+    fn zpop_counts_are_bounded_as_spops() {
+        let argv = |line: &str| -> Vec<Vec<u8>> { line.split(' ').map(|s| s.as_bytes().to_vec()).collect() };
+        for name in ["ZPOPMIN", "zpopmax"] {
+            let cmd = find(name.as_bytes(), Profile::V7_0).expect(name);
+            assert!(cmd.is_write() && cmd.arity == -2);
+            assert!(cmd.lab_check(&argv(&format!("{name} z 1000"))).is_ok());
+            assert!(cmd.lab_check(&argv(&format!("{name} z"))).is_ok());
+            assert!(cmd.lab_check(&argv(&format!("{name} z 1001"))).is_err());
         }
     }
 

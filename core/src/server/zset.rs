@@ -127,6 +127,21 @@ impl ZSet {
         Some(old)
     }
 
+    /// Remove and return the lowest (`max` false) or highest member with
+    /// its score: the skiplist's head or tail, as `genericZpopCommand`
+    /// takes it. `O(log n)`.
+    pub fn pop(&mut self, max: bool) -> Option<(Vec<u8>, f64)> {
+        let (score, member) = if max {
+            self.order.pop_last()?
+        } else {
+            self.order.pop_first()?
+        };
+        self.scores.remove(&member);
+        self.raw -= member.len();
+        self.elems -= elem_alloc(member.len());
+        Some((member, score.0))
+    }
+
     /// Encode from the contents, as `rdbLoadObject` does.
     pub fn settle_encoding(&mut self, lim: &EncodingLimits) {
         self.listpack = self.len() <= lim.zset_entries && self.scores.keys().all(|m| m.len() <= lim.zset_value);

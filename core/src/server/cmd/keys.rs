@@ -296,7 +296,12 @@ fn rename_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], nx: bool) -> Reply {
         cx.e.delete(cx.db, dst);
     }
     cx.e.delete(cx.db, src);
+    let raw = entry.is_raw_string();
     cx.e.store(cx.db, dst, entry.value, entry.expires_at);
+    // RENAME moves the object itself, its encoding with it.
+    if raw {
+        cx.e.set_raw(cx.db, dst);
+    }
     cx.e.propagate(|| argv.to_vec());
     done()
 }
@@ -353,31 +358,41 @@ pub(crate) fn copy(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     Reply::Integer(1)
 }
 
-/// `RANDOMKEY`: a key chosen with the node's seeded generator (nil when
-/// the database is empty). Expired keys are skipped, as `dbRandomKey`
-/// deletes them when it meets them.
+/// `RANDOMKEY` (db.c `dbRandomKey`): draw a key in `O(1)` from the
+/// database's slots (`dictGetFairRandomKey`); one whose time is up is
+/// expired on the spot (`expireIfNeeded`) and another drawn. On a replica,
+/// which does not delete, a database of keys that all have a deadline is
+/// given up on after 100 draws and the last key returned, as redis-server
+/// does; a replica whose other keys are all expired is the same case.
 pub(crate) fn randomkey(cx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> Reply {
-    let now = cx.e.now();
-    let live: Vec<Vec<u8>> =
-        cx.e.db(cx.db)
-            .keys()
-            .filter(|(_, e)| e.expires_at.is_none_or(|at| at >= now))
-            .map(|(k, _)| k.clone())
-            .collect();
-    if live.is_empty() {
-        return Reply::Nil;
+    let mut tries = 100;
+    loop {
+        let n = cx.e.db(cx.db).slot_count(false);
+        if n == 0 {
+            return Reply::Nil;
+        }
+        let i = (cx.e.random() % n as u64) as usize;
+        let key = cx.e.db(cx.db).slot_key(false, i).clone();
+        if cx.e.lookup_write(cx.db, &key).is_some() {
+            return Reply::Bulk(key);
+        }
+        // A master deleted it, so the draws end; a replica keeps it.
+        if cx.e.role() != crate::server::Role::Master {
+            tries -= 1;
+            if tries == 0 {
+                return Reply::Bulk(key);
+            }
+        }
     }
-    let i = (cx.e.random() % live.len() as u64) as usize;
-    Reply::Bulk(live[i].clone())
 }
 
 /// `OBJECT ENCODING|FREQ|REFCOUNT|HELP`. Encodings follow redis-server
 /// 7.0's rules (small integer strings `int`, up to 44 bytes `embstr`;
 /// lists always `quicklist`; small sets of integers `intset`; small hashes
 /// and sorted sets `listpack`, converted for good when they outgrow it). A
-/// string modified in place (APPEND, SETRANGE) becomes `raw` in
-/// redis-server; the simulator judges a string by its contents, so that
-/// case differs. IDLETIME is not offered: the node keeps no access times.
+/// string modified in place (APPEND to an existing key, SETRANGE) is
+/// `raw` until a write stores a new value, as in redis-server. IDLETIME is
+/// not offered: the node keeps no access times.
 pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let sub = String::from_utf8_lossy(&argv[1]).to_lowercase();
     if sub == "help" && argv.len() == 2 {
@@ -411,10 +426,11 @@ pub(crate) fn object(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::Nil;
     };
     match sub.as_str() {
+        "encoding" if entry.is_raw_string() => Reply::Bulk(b"raw".to_vec()),
         "encoding" => Reply::Bulk(encoding(&entry.value).as_bytes().to_vec()),
         "refcount" => Reply::Integer(match &entry.value {
             // OBJ_SHARED_INTEGERS: 0..9999 are shared, refcount INT_MAX.
-            Value::Str(v) if super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
+            Value::Str(v) if !entry.is_raw_string() && super::parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) => i32::MAX as i64,
             _ => 1,
         }),
         _ => Reply::error(

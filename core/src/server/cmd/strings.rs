@@ -520,8 +520,8 @@ fn string_mut_or_insert<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Option<&'a mut V
 
 /// `APPEND key value`: the new length.
 pub(crate) fn append(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let len = match string_mut(cx, &argv[1]) {
-        Ok(v) => v.map_or(0, |v| v.len()),
+    let (len, existed) = match string_mut(cx, &argv[1]) {
+        Ok(v) => (v.as_ref().map_or(0, |v| v.len()), v.is_some()),
         Err(e) => return e,
     };
     if let Err(e) = check_string_length(len as u64, argv[2].len() as u64) {
@@ -533,6 +533,11 @@ pub(crate) fn append(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     v.extend_from_slice(&argv[2]);
     let len = v.len() as i64;
     cx.e.changed(cx.db, &argv[1]);
+    // appendCommand: a new key is the argument as SET would store it; an
+    // existing one is appended to in place, which makes it raw.
+    if existed {
+        cx.e.set_raw(cx.db, &argv[1]);
+    }
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(len)
 }
@@ -597,6 +602,8 @@ pub(crate) fn setrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     s[offset as usize..end].copy_from_slice(value);
     let len = s.len() as i64;
     cx.e.changed(cx.db, &argv[1]);
+    // setrangeCommand writes into a new raw sds, or unshares the old one.
+    cx.e.set_raw(cx.db, &argv[1]);
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(len)
 }

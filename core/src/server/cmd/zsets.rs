@@ -1,7 +1,7 @@
 //! Sorted-set commands: ZADD (NX, XX, GT, LT, CH, INCR), ZINCRBY, ZREM,
 //! ZCARD, ZSCORE, ZRANK, ZREVRANK, ZCOUNT, the ZRANGE family (by rank,
 //! BYSCORE, BYLEX, REV, LIMIT, WITHSCORES; ZREVRANGE, ZRANGEBYSCORE,
-//! ZREVRANGEBYSCORE), ZREMRANGEBYSCORE, ZREMRANGEBYRANK.
+//! ZREVRANGEBYSCORE), ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX.
 //!
 //! redis-semaphore keeps a semaphore's holders as members scored by their
 //! acquire time: `ZREMRANGEBYSCORE` drops the expired ones, `ZCARD` counts
@@ -502,4 +502,58 @@ fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) 
         cx.e.propagate(|| argv.to_vec());
     }
     Reply::Integer(gone.len() as i64)
+}
+
+/// `zpopMinMaxCommand` and `genericZpopCommand` (t_zset.c, 7.0) for one
+/// key: more than one count is a syntax error; the count is parsed before
+/// the key is looked up (`getPositiveLongFromObjectOrReply`, whose one text
+/// covers a non-number too); a missing key or a count of 0 is an empty
+/// array (after the type check). Without a count the reply is one flat
+/// `member, score` pair; with one it is the pairs, nested in RESP3
+/// (`use_nested_array`) and flat in RESP2. An emptied set is deleted. 7.0
+/// propagates the command as it was typed (only ZMPOP and the blocking pops
+/// are rewritten).
+fn zpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> Reply {
+    if argv.len() > 3 {
+        return syntax_error();
+    }
+    let count = match argv.get(2) {
+        None => None,
+        Some(c) => match super::parse_i64(c) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Reply::error("ERR value is out of range, must be positive"),
+        },
+    };
+    let z = match zset_mut(cx, &argv[1]) {
+        Ok(Some(z)) => z,
+        Ok(None) => return Reply::Array(Vec::new()),
+        Err(e) => return e,
+    };
+    if count == Some(0) {
+        return Reply::Array(Vec::new());
+    }
+    let take = count.unwrap_or(1).min(z.len() as u64) as usize;
+    let mut popped = Vec::with_capacity(take);
+    for _ in 0..take {
+        match z.pop(max) {
+            Some((member, score)) => popped.push((Reply::Bulk(member), double(score))),
+            None => break,
+        }
+    }
+    cx.e.changed(cx.db, &argv[1]);
+    cx.e.propagate(|| argv.to_vec());
+    match count {
+        Some(_) => Reply::Pairs(popped),
+        None => Reply::Array(popped.into_iter().flat_map(|(m, s)| [m, s]).collect()),
+    }
+}
+
+/// `ZPOPMIN key [count]`
+pub(crate) fn zpopmin(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    zpop(cx, argv, false)
+}
+
+/// `ZPOPMAX key [count]`
+pub(crate) fn zpopmax(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    zpop(cx, argv, true)
 }
