@@ -16,9 +16,12 @@
 //!   observer.
 //! * [`lesson`] — real servers as the environment of core's lesson runner.
 //! * [`lockservice`] — a managed etcd cluster, and lessons played on it.
+//! * [`lab`] — one socket's lab ([`lab::RealLab`]): protocol messages in,
+//!   protocol messages out, on a session, a topology or a lock service.
 
 pub mod conn;
 pub mod faults;
+pub mod lab;
 pub mod lesson;
 pub mod lockservice;
 pub mod observe;
