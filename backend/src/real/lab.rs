@@ -108,7 +108,7 @@ use locklab_core::cli::{self, CliError};
 use locklab_core::console;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::worded::PageLesson;
-use locklab_core::lesson::{Lang, Lesson};
+use locklab_core::lesson::{Lang, Lesson, LockService};
 use locklab_core::protocol::{ClientMsg, FaultKind, ServerMsg};
 use locklab_core::reply::Reply;
 use locklab_core::server::table::{self, flags};
@@ -118,6 +118,7 @@ use locklab_core::trace::Event;
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::lockservice::{self, ServiceRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
+use crate::real::play::{self, Play};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
 
@@ -500,12 +501,12 @@ impl LabState {
             }
             .to_string()
         };
-        real_lesson::check_browser(&lesson, lang).map_err(unsupported)?;
-        if lesson.world.service.is_some() {
+        play::check_supported_lang(&lesson, lang).map_err(unsupported)?;
+        if let Play::Service(service) = Play::of(&lesson) {
             if let Some(url) = self.labs.redis.clone() {
-                real_lesson::check_target(&lesson, &Topology::external(url), lang).map_err(unsupported)?;
+                play::check_target(&lesson, &Topology::external(url), lang).map_err(unsupported)?;
             }
-            return self.start_service(&lesson, factor, out);
+            return self.start_service(&lesson, service, factor, out);
         }
         // Nothing from before may leak in: a new session, and (managed) the
         // lesson's topology as new.
@@ -545,7 +546,7 @@ impl LabState {
         match self.labs.redis.clone() {
             Some(url) => {
                 let external = Topology::external(url);
-                real_lesson::check_target(lesson, &external, lang).map_err(unsupported)?;
+                play::check_target(lesson, &external, lang).map_err(unsupported)?;
                 if !matches!(self.topology, Some(Topology::External(_))) {
                     self.topology = None;
                     self._slot = None;
@@ -698,11 +699,14 @@ impl LabState {
     /// processes, its slot), the service starts, and the run stands at
     /// step 0. The page is told the service's members as the lanes, and no
     /// nodes for its toolbox (the lesson's steps make the faults).
-    fn start_service(&mut self, lesson: &Lesson, factor: u64, out: &mut Vec<ServerMsg>) -> Result<(), String> {
+    fn start_service(
+        &mut self,
+        lesson: &Lesson,
+        service: LockService,
+        factor: u64,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), String> {
         self.tear_down();
-        let Some(service) = lesson.world.service else {
-            return Err(format!("lesson {} does not play on a lock service", lesson.id));
-        };
         let slot = Slot::take(&self.labs.managed, lockservice::processes(service))?;
         let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
         out.push(ServerMsg::Lesson {
@@ -1039,7 +1043,6 @@ async fn blocking(
 mod tests {
     use super::*;
     use crate::real::process::RedisServer;
-    use locklab_core::lesson::LockService;
     use serde_json::{json, Value};
 
     /// The bound counts processes, not runs: two lessons on all four lock

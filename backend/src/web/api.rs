@@ -25,7 +25,7 @@ use locklab_core::reply::Reply;
 
 use crate::real::conn::RealConnection;
 use crate::real::lab::{Labs, RealLab, Slot};
-use crate::real::lesson as real_lesson;
+use crate::real::play;
 use crate::real::session::Limits;
 use crate::real::topology::Topology;
 use crate::web::origin::OriginPolicy;
@@ -152,8 +152,8 @@ pub fn real_health(redis: Option<&str>) -> Health {
     let mut unsupported = std::collections::BTreeMap::new();
     for l in locklab_core::lesson::builtin().unwrap_or_default() {
         let verdict = match redis {
-            Some(_) => real_lesson::check_target(&l, &target, Lang::En),
-            None => real_lesson::check_browser(&l, Lang::En),
+            Some(_) => play::check_target(&l, &target, Lang::En),
+            None => play::check_supported_lang(&l, Lang::En),
         };
         match verdict {
             Ok(()) => lessons.push(l.id.clone()),
