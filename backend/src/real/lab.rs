@@ -108,25 +108,56 @@ use locklab_core::cli::{self, CliError};
 use locklab_core::console;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::worded::PageLesson;
-use locklab_core::lesson::{Lang, Lesson, LockService};
+use locklab_core::lesson::{Lang, Lesson, LessonError, LockService};
 use locklab_core::protocol::{ClientMsg, FaultKind, ServerMsg};
 use locklab_core::reply::Reply;
 use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 use locklab_core::trace::Event;
+use thiserror::Error;
 
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
 use crate::real::lockservice::{self, ServiceRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::play::{self, Play};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
-use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyKind};
+use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyError, TopologyKind};
 
 /// Most processes the backend runs at once for managed topologies and lock
 /// services, across all WebSockets: four five-process topologies' worth. A
 /// lesson on all four lock services counts ten (three of them Java), a
 /// managed `single` one.
 const MAX_MANAGED_PROCESSES: usize = 20;
+
+/// Why the lab refused a message, as its `error` message (or, for the
+/// command that would have opened the session, its reply) words it.
+#[derive(Debug, Error)]
+pub enum LabError {
+    #[error(
+        "too many managed servers running ({running} processes of at most {MAX_MANAGED_PROCESSES}; this needs \
+         {needs}); close another lab tab"
+    )]
+    TooManyProcesses { running: usize, needs: usize },
+    /// A lesson that is not in the catalogue, or one sent whole that is
+    /// not a valid lesson.
+    #[error(transparent)]
+    Lesson(#[from] LessonError),
+    #[error("the lesson sent is {sent:?}, not {id:?}")]
+    NotTheLessonSent { sent: String, id: String },
+    #[error("factor {0} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)")]
+    Factor(u64),
+    /// The lesson cannot play here, or its run could not start.
+    #[error(transparent)]
+    Run(#[from] RealLessonError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("no topology")]
+    NoTopology,
+    #[error("no session")]
+    NoSession,
+}
 
 /// What every socket's lab shares: the user's server (if any), the session
 /// pool, and the count of managed processes running for all of them.
@@ -241,12 +272,10 @@ pub(crate) struct Slot(Arc<AtomicUsize>, usize);
 
 impl Slot {
     /// `processes` more of the shared count, or why not.
-    fn take(count: &Arc<AtomicUsize>, processes: usize) -> Result<Slot, String> {
-        Slot::claim(count, processes, MAX_MANAGED_PROCESSES).map_err(|running| {
-            format!(
-                "too many managed servers running ({running} processes of at most {MAX_MANAGED_PROCESSES}; this \
-                 needs {processes}); close another lab tab"
-            )
+    fn take(count: &Arc<AtomicUsize>, processes: usize) -> Result<Slot, LabError> {
+        Slot::claim(count, processes, MAX_MANAGED_PROCESSES).map_err(|running| LabError::TooManyProcesses {
+            running,
+            needs: processes,
         })
     }
 
@@ -305,7 +334,7 @@ impl LabState {
                 if let Err(e) = self.ensure_session(&mut out) {
                     out.push(ServerMsg::Reply {
                         client,
-                        text: Reply::Error(e).to_cli(),
+                        text: Reply::Error(e.to_string()).to_cli(),
                     });
                     return out;
                 }
@@ -372,12 +401,12 @@ impl LabState {
                     });
                     return out;
                 }
-                if let Err(message) = self.start_managed(kind) {
-                    out.push(ServerMsg::Error { message });
+                if let Err(e) = self.start_managed(kind) {
+                    out.push(ServerMsg::Error { message: e.to_string() });
                     return out;
                 }
-                if let Err(message) = self.ensure_session(&mut out) {
-                    out.push(ServerMsg::Error { message });
+                if let Err(e) = self.ensure_session(&mut out) {
+                    out.push(ServerMsg::Error { message: e.to_string() });
                 }
             }
             ClientMsg::Fault { fault, node } => {
@@ -412,8 +441,8 @@ impl LabState {
                 lang,
                 lesson,
             } => {
-                if let Err(message) = self.start_lesson(&id, lesson, factor, lang, &mut out) {
-                    out.push(ServerMsg::Error { message });
+                if let Err(e) = self.start_lesson(&id, lesson, factor, lang, &mut out) {
+                    out.push(ServerMsg::Error { message: e.to_string() });
                 }
             }
             ClientMsg::LessonStep => self.lesson_step(&mut out),
@@ -435,7 +464,7 @@ impl LabState {
         if let Err(e) = self.ensure_session(&mut out) {
             out.push(ServerMsg::Reply {
                 client: client.to_owned(),
-                text: Reply::Error(e).to_cli(),
+                text: Reply::Error(e.to_string()).to_cli(),
             });
         }
         out
@@ -475,31 +504,33 @@ impl LabState {
         factor: Option<u64>,
         lang: Option<Lang>,
         out: &mut Vec<ServerMsg>,
-    ) -> Result<(), String> {
+    ) -> Result<(), LabError> {
         self.run = None;
         self.service = None;
         let lang = lang.unwrap_or_default();
         let lesson = match sent {
             Some(l) if l.id == id.trim() => {
-                let l = l.decoded().map_err(|e| e.to_string())?;
-                l.validate_sent().map_err(|e| e.to_string())?;
+                let l = l.decoded()?;
+                l.validate_sent()?;
                 l
             }
-            Some(l) => return Err(format!("the lesson sent is {:?}, not {id:?}", l.id)),
+            Some(l) => {
+                return Err(LabError::NotTheLessonSent {
+                    sent: l.id.clone(),
+                    id: id.to_owned(),
+                })
+            }
             None => find_lesson(id)?,
         };
         let factor = factor.unwrap_or_else(|| real_lesson::default_factor(&lesson));
         if !(1..=10_000).contains(&factor) {
-            return Err(format!(
-                "factor {factor} is out of range: 1 to 10000 (100 compresses 30 s into 300 ms)"
-            ));
+            return Err(LabError::Factor(factor));
         }
         let unsupported = |why: String| {
-            RealLessonError::Unsupported {
+            LabError::Run(RealLessonError::Unsupported {
                 id: lesson.id.clone(),
                 why,
-            }
-            .to_string()
+            })
         };
         play::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         if let Play::Service(service) = Play::of(&lesson) {
@@ -514,10 +545,10 @@ impl LabState {
         self.lesson_topology(&lesson, lang, &unsupported)?;
         self.ensure_session(out)?;
         let (Some(session), Some(topology)) = (self.session.as_mut(), self.topology.as_mut()) else {
-            return Err("no session".into());
+            return Err(LabError::NoSession);
         };
         let mut env = RealEnv { session, topology };
-        let run = RealLessonRun::start(&lesson, &mut env, factor, lang).map_err(|e| e.to_string())?;
+        let run = RealLessonRun::start(&lesson, &mut env, factor, lang)?;
         out.push(ServerMsg::Lesson {
             id: lesson.id.clone(),
             steps: run.steps(),
@@ -541,8 +572,8 @@ impl LabState {
         &mut self,
         lesson: &Lesson,
         lang: Lang,
-        unsupported: &dyn Fn(String) -> String,
-    ) -> Result<(), String> {
+        unsupported: &dyn Fn(String) -> LabError,
+    ) -> Result<(), LabError> {
         match self.labs.redis.clone() {
             Some(url) => {
                 let external = Topology::external(url);
@@ -675,11 +706,11 @@ impl LabState {
             .collect()
     }
 
-    fn start_managed(&mut self, kind: TopologyKind) -> Result<(), String> {
+    fn start_managed(&mut self, kind: TopologyKind) -> Result<(), LabError> {
         // Tear down the old one first: its processes and its slot.
         self.tear_down();
         let slot = Slot::take(&self.labs.managed, Topology::processes(kind))?;
-        let topo = Topology::start(kind).map_err(|e| e.to_string())?;
+        let topo = Topology::start(kind)?;
         self.topology = Some(topo);
         self._slot = Some(slot);
         Ok(())
@@ -705,10 +736,10 @@ impl LabState {
         service: LockService,
         factor: u64,
         out: &mut Vec<ServerMsg>,
-    ) -> Result<(), String> {
+    ) -> Result<(), LabError> {
         self.tear_down();
         let slot = Slot::take(&self.labs.managed, lockservice::processes(service))?;
-        let run = ServiceRun::start(lesson, factor).map_err(|e| e.to_string())?;
+        let run = ServiceRun::start(lesson, factor)?;
         out.push(ServerMsg::Lesson {
             id: lesson.id.clone(),
             steps: run.steps(),
@@ -740,7 +771,7 @@ impl LabState {
     }
 
     /// A session on the current topology, starting the default one first.
-    fn ensure_session(&mut self, out: &mut Vec<ServerMsg>) -> Result<(), String> {
+    fn ensure_session(&mut self, out: &mut Vec<ServerMsg>) -> Result<(), LabError> {
         if self.session.is_some() {
             return Ok(());
         }
@@ -751,9 +782,9 @@ impl LabState {
             }
         }
         let Some(topo) = self.topology.as_ref() else {
-            return Err("no topology".into());
+            return Err(LabError::NoTopology);
         };
-        let s = self.labs.pool.open_on(topo).map_err(|e: SessionError| e.to_string())?;
+        let s = self.labs.pool.open_on(topo)?;
         self.free = LockWatch::free(topo.nodes().len());
         out.push(ServerMsg::Hello {
             session: s.id().into(),
@@ -935,11 +966,9 @@ fn may_change_locks(argv: &[Vec<u8>]) -> bool {
 }
 
 /// A built-in lesson by id (`5` is `05`).
-fn find_lesson(id: &str) -> Result<Lesson, String> {
-    let all = locklab_core::lesson::builtin().map_err(|e| e.to_string())?;
-    locklab_core::lesson::find(&all, id.trim())
-        .cloned()
-        .map_err(|e| e.to_string())
+fn find_lesson(id: &str) -> Result<Lesson, LabError> {
+    let all = locklab_core::lesson::builtin()?;
+    Ok(locklab_core::lesson::find(&all, id.trim())?.clone())
 }
 
 /// A step's outcome as [`answer_step`] takes it: the result and its note
@@ -1057,7 +1086,7 @@ mod tests {
         let second = Slot::take(&count, all).expect("the second");
         let refused = Slot::take(&count, Topology::processes(TopologyKind::Single)).unwrap_err();
         assert_eq!(
-            refused,
+            refused.to_string(),
             "too many managed servers running (20 processes of at most 20; this needs 1); close another lab tab"
         );
         drop(first);
