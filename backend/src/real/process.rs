@@ -167,7 +167,7 @@ impl RedisServer {
         Self::try_start_using(&binary, extra_args)
     }
 
-    fn try_start_using(binary: &PathBuf, extra_args: &[&str]) -> Result<RedisServer, String> {
+    fn try_start_using(binary: &Path, extra_args: &[&str]) -> Result<RedisServer, String> {
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
@@ -183,7 +183,7 @@ impl RedisServer {
         ))
     }
 
-    fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
+    fn spawn(binary: &Path, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
         // Run in a private directory so no stray dump.rdb lands in the repo.
         let dir = std::env::temp_dir().join(format!("locklab-redis-{}-{port}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
