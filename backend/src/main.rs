@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use locklab_backend::cli::via::Via;
 use locklab_backend::cli::{bench, explore, lessons, repl};
 use locklab_backend::real::lesson as real_lesson;
+use locklab_backend::real::play;
 use locklab_backend::{sim_server, web};
 use locklab_core::lesson::Lang;
 use locklab_core::server::Profile;
@@ -345,9 +346,9 @@ fn main() -> Result<()> {
                     let lesson = locklab_core::lesson::find(&all, &id)?;
                     let compress = compress.unwrap_or_else(|| real_lesson::default_factor(lesson));
                     let report = if url.is_empty() {
-                        real_lesson::run_managed(lesson, compress)?
+                        play::run_managed(lesson, compress)?
                     } else {
-                        real_lesson::run(lesson, &url, compress, false)?
+                        play::run(lesson, &url, compress, false)?
                     };
                     print!("{}", report.transcript(lesson, lang));
                     if !report.passed() {

@@ -3,6 +3,7 @@
 //! such test ends with — the simulator's replies for the same steps.
 
 use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_backend::real::play;
 use locklab_core::lesson::run::{Environment, LessonRun, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson};
 
@@ -68,12 +69,9 @@ pub fn same_replies_as_the_simulator(lesson: &Lesson, real: &[StepResult]) -> Ve
 /// `fault_note` (how the real fault was made). The report.
 pub fn play_catalogue_lesson(id: &str, factor: u64, version: &str, fault_note: &str) -> RealReport {
     let l = crate::lesson(id);
-    assert!(
-        real_lesson::check_supported(&l).is_ok(),
-        "{id} is playable on the real driver"
-    );
+    assert!(play::check_supported(&l).is_ok(), "{id} is playable on the real driver");
     assert_eq!(real_lesson::default_factor(&l), factor);
-    let report = real_lesson::run_managed(&l, factor).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
+    let report = play::run_managed(&l, factor).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
     let transcript = report.transcript(&l, Lang::En);
     assert!(report.passed(), "{transcript}");
     assert_eq!(

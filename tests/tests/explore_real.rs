@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use locklab_backend::real::lesson as real_lesson;
+use locklab_backend::real::play;
 use locklab_core::explore::lesson::counterexample_lesson;
 use locklab_core::explore::{designs, explore};
 
@@ -29,8 +29,7 @@ fn replay(file: &str) {
     let factor = 1;
     let mut transcripts = Vec::new();
     for _ in 0..3 {
-        let real =
-            real_lesson::run_managed(&lesson, factor).unwrap_or_else(|e| panic!("{file} on real redis-server: {e}"));
+        let real = play::run_managed(&lesson, factor).unwrap_or_else(|e| panic!("{file} on real redis-server: {e}"));
         if real.outcome == Some(true) {
             return;
         }

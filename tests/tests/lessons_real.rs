@@ -5,6 +5,7 @@
 //! asynchronous replication, five independent masters, real SIGKILLs).
 
 use locklab_backend::real::lesson::{self as real_lesson, RealReport};
+use locklab_backend::real::play;
 use locklab_backend::real::topology::Topology;
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvariant};
@@ -81,12 +82,12 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
             continue;
         }
         let must = SINGLE_NODE.contains(&lesson.id.as_str());
-        match real_lesson::check_supported(lesson) {
+        match play::check_supported(lesson) {
             Err(why) if must => failures.push(format!("lesson {} must run on a real server: {why}", lesson.id)),
             Err(_) => continue,
             Ok(()) => {}
         }
-        match real_lesson::run(lesson, &server.url(), 100, true) {
+        match play::run(lesson, &server.url(), 100, true) {
             Ok(report) => {
                 ran += 1;
                 if let Err(e) = check(lesson, &report) {
@@ -112,7 +113,7 @@ fn supported_multi_node_lessons_are_the_catalogue_claims() {
     let supported: Vec<String> = builtin()
         .expect("lessons parse")
         .into_iter()
-        .filter(|l| l.topology != LessonTopology::Single && real_lesson::check_supported(l).is_ok())
+        .filter(|l| l.topology != LessonTopology::Single && play::check_supported(l).is_ok())
         .map(|l| l.id)
         .collect();
     assert_eq!(supported, MANAGED);
@@ -151,7 +152,7 @@ fn factor(l: &Lesson) -> u64 {
 
 fn managed(id: &str) {
     let l = lesson(id);
-    let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
+    let report = play::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson {id}: {e}"));
     if let Err(e) = check(&l, &report) {
         panic!("lesson {id} on its real topology:\n{e}");
     }
@@ -220,7 +221,7 @@ fn lessons_15_and_16_failed_over_by_real_sentinels() {
 #[test]
 fn lesson_20_a_real_nodes_clock_jumps_and_redlock_has_two_holders() {
     let l = lesson("20");
-    let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 20: {e}"));
+    let report = play::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 20: {e}"));
     if let Err(e) = check(&l, &report) {
         panic!("lesson 20 on five real masters:\n{e}");
     }
@@ -318,7 +319,7 @@ fn lesson_17_redlock_on_five_real_masters() {
 #[test]
 fn lesson_18_slow_node_and_five_way_race_on_five_real_masters() {
     let l = lesson("18");
-    let report = real_lesson::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 18: {e}"));
+    let report = play::run_managed(&l, factor(&l)).unwrap_or_else(|e| panic!("lesson 18: {e}"));
     print_figures(&l, &report);
     let en = report.transcript(&l, Lang::En);
     // A gave the slow node up at its timeout; B waited for it.
@@ -367,7 +368,7 @@ fn lesson_31_script_keys_on_a_real_three_master_cluster() {
 fn a_real_transcript_reads_in_chinese() {
     let server = RedisServer::start();
     let l = lesson("05");
-    let report = real_lesson::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
+    let report = play::run(&l, &server.url(), 100, true).expect("lesson 05 runs");
     let zh = report.transcript(&l, Lang::Zh);
     assert!(zh.starts_with("第 05 课") && zh.contains("真实 redis-server"), "{zh}");
     assert!(
@@ -412,11 +413,11 @@ fn contention_lessons_measure_their_figures_on_real_redis() {
     let mut failures = Vec::new();
     for id in METRICS {
         let l = lesson(id);
-        if let Err(why) = real_lesson::check_supported(&l) {
+        if let Err(why) = play::check_supported(&l) {
             failures.push(format!("lesson {id} must run on a real server: {why}"));
             continue;
         }
-        let report = match real_lesson::run(&l, &server.url(), real_lesson::default_factor(&l), true) {
+        let report = match play::run(&l, &server.url(), real_lesson::default_factor(&l), true) {
             Ok(r) => r,
             Err(e) => {
                 failures.push(format!("lesson {id}: {e}"));

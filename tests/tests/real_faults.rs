@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use locklab_backend::real::conn;
 use locklab_backend::real::faults::proxy::{LinkFault, LinkStats};
 use locklab_backend::real::topology::{self, Fault, Topology, TopologyKind};
 use locklab_core::reply::Reply;
@@ -32,7 +33,7 @@ fn real_now_us() -> i128 {
 
 /// The node's `TIME`, in µs since the epoch.
 fn node_time_us(port: u16) -> i128 {
-    let Reply::Array(parts) = topology::command(port, &["TIME"]).unwrap() else {
+    let Reply::Array(parts) = conn::command(port, &["TIME"]).unwrap() else {
         panic!("TIME did not answer an array")
     };
     let num = |r: &Reply| match r {
@@ -62,10 +63,10 @@ fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
     );
 
     assert_eq!(
-        topology::command(port, &["SET", "k", "v", "PX", "30000"]).unwrap(),
+        conn::command(port, &["SET", "k", "v", "PX", "30000"]).unwrap(),
         Reply::Status("OK".into())
     );
-    let Reply::Integer(ttl) = topology::command(port, &["PTTL", "k"]).unwrap() else {
+    let Reply::Integer(ttl) = conn::command(port, &["PTTL", "k"]).unwrap() else {
         panic!()
     };
     assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
@@ -79,8 +80,8 @@ fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
         "TIME {t} is not the real time + 60 s (real between {b} and {a})"
     );
     // The key had 30 s left: by the node's clock it is past due now.
-    assert_eq!(topology::command(port, &["PTTL", "k"]).unwrap(), Reply::Integer(-2));
-    assert_eq!(topology::command(port, &["GET", "k"]).unwrap(), Reply::Nil);
+    assert_eq!(conn::command(port, &["PTTL", "k"]).unwrap(), Reply::Integer(-2));
+    assert_eq!(conn::command(port, &["GET", "k"]).unwrap(), Reply::Nil);
 
     // A step back: TIME goes backwards, as after an NTP correction.
     topo.shift_clock(0, -90_000).unwrap();
@@ -95,10 +96,7 @@ fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
     assert_eq!(topo.clock_shift_ms(0).unwrap(), 50 * 365 * 24 * 3600 * 1000);
     let (b, t, _) = bracketed_time(port);
     assert!(t >= b + 50 * 365 * 24 * 3600 * 1_000_000 - 1_000);
-    assert_eq!(
-        topology::command(port, &["PING"]).unwrap(),
-        Reply::Status("PONG".into())
-    );
+    assert_eq!(conn::command(port, &["PING"]).unwrap(), Reply::Status("PONG".into()));
 
     // reset puts the real clock back.
     topo.reset().unwrap();
@@ -359,11 +357,11 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
         );
     }
     assert_eq!(
-        topology::command(master, &["SET", "lock", "A", "PX", "60000"]).unwrap(),
+        conn::command(master, &["SET", "lock", "A", "PX", "60000"]).unwrap(),
         Reply::Status("OK".into())
     );
     poll("the write to reach the replica", Duration::from_secs(10), || {
-        topology::command(replica, &["GET", "lock"]).unwrap() == Reply::Bulk(b"A".to_vec())
+        conn::command(replica, &["GET", "lock"]).unwrap() == Reply::Bulk(b"A".to_vec())
     });
 
     let since = topo.sentinel_events().len();
@@ -377,7 +375,7 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
     // through Sentinel, and it holds the replicated lock.
     assert_eq!(topo.discover_master().unwrap().port(), replica);
     assert_eq!(
-        topology::command(replica, &["GET", "lock"]).unwrap(),
+        conn::command(replica, &["GET", "lock"]).unwrap(),
         Reply::Bulk(b"A".to_vec())
     );
     let roles: Vec<String> = topo.nodes().into_iter().map(|n| n.role.to_string()).collect();
@@ -409,14 +407,14 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
     // reset: the original master again, sentinels watching it.
     topo.reset().unwrap();
     assert_eq!(topo.discover_master().unwrap().port(), master);
-    assert_eq!(topology::command(master, &["DBSIZE"]).unwrap(), Reply::Integer(0));
+    assert_eq!(conn::command(master, &["DBSIZE"]).unwrap(), Reply::Integer(0));
 
     // Nothing outlives the topology.
     let sentinel_ports: Vec<u16> = topo.sentinel_nodes().iter().map(|s| s.port).collect();
     drop(topo);
     for port in sentinel_ports {
         assert!(
-            topology::command(port, &["PING"]).is_err(),
+            conn::command(port, &["PING"]).is_err(),
             "sentinel on {port} still answers"
         );
     }
@@ -438,7 +436,7 @@ fn a_paused_master_is_failed_over_then_demoted_by_sentinel_and_a_forced_failover
     poll(
         "Sentinel to make the old master a replica",
         Duration::from_secs(60),
-        || matches!(topology::command(master, &["ROLE"]), Ok(Reply::Array(r)) if r.first() == Some(&Reply::Bulk(b"slave".to_vec()))),
+        || matches!(conn::command(master, &["ROLE"]), Ok(Reply::Array(r)) if r.first() == Some(&Reply::Bulk(b"slave".to_vec()))),
     );
     poll("+convert-to-slave", Duration::from_secs(10), || {
         topo.sentinel_events()[since..]

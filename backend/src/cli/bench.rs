@@ -31,9 +31,9 @@ use thiserror::Error;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::real::conn::{display_addr, RealConnection, RealError};
-use crate::real::session::{acl_rules, Limits, NodeTarget, SessionError, SessionPool};
-use crate::web::api::{no_delay, ApiState};
+use crate::real::conn::{display_addr, NodeTarget, RealConnection, RealError};
+use crate::real::session::{acl_rules, Limits, SessionError, SessionPool};
+use crate::web::{no_delay, site, ApiState};
 
 mod relay;
 
@@ -281,8 +281,8 @@ impl Path {
         match self {
             Path::Direct => direct_cycles(url, None, clients, budget),
             Path::DirectAcl => {
-                let user = format!("bench-{}", crate::real::session::random_hex(8));
-                let pw = crate::real::session::random_hex(16);
+                let user = format!("bench-{}", crate::real::conn::random_hex(8));
+                let pw = crate::real::conn::random_hex(16);
                 let mut admin = RealConnection::open(url)?;
                 let mut argv = args(&["ACL", "SETUSER"]);
                 argv.extend(
@@ -641,7 +641,7 @@ impl WsBackend {
     /// The lab's `/api/session`, the rate limit lifted.
     fn lab(url: &str) -> Result<Self, BackendBenchError> {
         let state = ApiState::with_limits(Some(url.to_owned()), unlimited());
-        Self::start(crate::web::site(None, state.clone()), "/api/session", Some(state))
+        Self::start(site(None, state.clone()), "/api/session", Some(state))
     }
 
     /// The bare [`relay`] to the server at `url`.

@@ -35,6 +35,7 @@
 //! strings are binary-safe); a server that sends anything else is reported as
 //! a protocol error.
 
+use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use locklab_core::reply::Reply;
@@ -280,6 +281,57 @@ fn format_double(d: f64) -> String {
     }
 }
 
+/// One command on a fresh connection to a loopback port (a managed
+/// server or sentinel the lab started): for setting up and watching them.
+pub fn command(port: u16, argv: &[&str]) -> Result<Reply, String> {
+    let mut conn = RealConnection::open(&format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    let argv: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
+    conn.execute(&argv).map_err(|e| e.to_string())
+}
+
+/// A node a session may talk to: a display name and the URL to reach it
+/// with *administrative* credentials (used only to create and delete the
+/// session's ACL user; commands go through the ACL user's connection).
+#[derive(Clone, Debug)]
+pub struct NodeTarget {
+    pub name: String,
+    pub url: String,
+}
+
+impl NodeTarget {
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        NodeTarget {
+            name: name.into(),
+            url: url.into(),
+        }
+    }
+}
+
+/// `n` hex digits from the standard library's randomly keyed SipHash
+/// (`RandomState` is seeded from the OS per process and perturbed per
+/// instance): unguessable enough for a per-session ACL password on
+/// loopback, without another dependency.
+pub fn random_hex(n: usize) -> String {
+    let mut out = String::with_capacity(n + 16);
+    let mut counter = 0u64;
+    while out.len() < n {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(counter);
+        h.write_u128(std::time::Instant::now().elapsed().as_nanos());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+        counter += 1;
+    }
+    out.truncate(n);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +370,13 @@ mod tests {
             e,
             "redis://127.0.0.1:6379 already has a password; give it in the URL or in the file, not both"
         );
+    }
+
+    #[test]
+    fn random_hex_is_hex_and_varies() {
+        let a = random_hex(32);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, random_hex(32));
     }
 }

@@ -16,12 +16,18 @@
 //!   observer.
 //! * [`lesson`] — real servers as the environment of core's lesson runner.
 //! * [`lockservice`] — a managed etcd cluster, and lessons played on it.
+//! * [`play`] — where a lesson plays (Redis, etcd, ZooKeeper or all four),
+//!   chosen once for the lab and the CLI.
+//! * [`lab`] — one socket's lab ([`lab::RealLab`]): protocol messages in,
+//!   protocol messages out, on a session, a topology or a lock service.
 
 pub mod conn;
 pub mod faults;
+pub mod lab;
 pub mod lesson;
 pub mod lockservice;
 pub mod observe;
+pub mod play;
 pub mod process;
 pub mod reaper;
 pub mod session;

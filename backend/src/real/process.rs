@@ -6,9 +6,10 @@
 //! (`--save ''`, no AOF), and the process runs in a private temporary
 //! directory.
 
+use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,63 @@ const PORT_ATTEMPTS: usize = 5;
 /// The panic message when there is no `redis-server` to run.
 pub const NOT_FOUND: &str = "redis-server not found: install it with \
     `sudo apt-get install -y redis-server` (or run .ci/run, which installs it)";
+
+/// The command line of a redis-server the lab starts, built in one place
+/// for a test's or the bench's [`RedisServer`] and a managed topology's
+/// node: on loopback only, nothing written to disk (`--save ''`, no AOF),
+/// in the foreground, logging nowhere, with `--port <port>` on the command
+/// line (what the [reaper](crate::real::reaper) knows it by). Options and
+/// extra arguments follow in the order given; redis-server takes the last
+/// of a repeated option.
+#[derive(Clone, Debug)]
+pub struct RedisServerArgs {
+    args: Vec<OsString>,
+}
+
+impl RedisServerArgs {
+    pub fn new(port: u16) -> Self {
+        let port = port.to_string();
+        let base = [
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ];
+        let quiet = ["--daemonize", "no", "--logfile", ""];
+        RedisServerArgs {
+            args: base.iter().chain(&quiet).map(OsString::from).collect(),
+        }
+    }
+
+    /// `--<name> <value>`.
+    pub fn option(mut self, name: &str, value: &str) -> Self {
+        self.args.push(format!("--{name}").into());
+        self.args.push(value.into());
+        self
+    }
+
+    /// Arguments as given (a caller's own options).
+    pub fn extra(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Self {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// `binary` with these arguments, run in `dir`, with no standard
+    /// streams.
+    pub fn command(&self, binary: &Path, dir: &Path) -> Command {
+        let mut cmd = Command::new(binary);
+        cmd.args(&self.args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+}
 
 /// A running `redis-server`; killed in `Drop`.
 #[derive(Debug)]
@@ -109,7 +167,7 @@ impl RedisServer {
         Self::try_start_using(&binary, extra_args)
     }
 
-    fn try_start_using(binary: &PathBuf, extra_args: &[&str]) -> Result<RedisServer, String> {
+    fn try_start_using(binary: &Path, extra_args: &[&str]) -> Result<RedisServer, String> {
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
@@ -125,29 +183,14 @@ impl RedisServer {
         ))
     }
 
-    fn spawn(binary: &PathBuf, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
-        let port_s = port.to_string();
-        let mut cmd = Command::new(binary);
-        cmd.args([
-            "--port",
-            &port_s,
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--enable-debug-command", "yes", "--daemonize", "no"])
-        .args(["--logfile", ""])
-        .args(extra_args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    fn spawn(binary: &Path, port: u16, extra_args: &[&str]) -> Result<RedisServer, String> {
         // Run in a private directory so no stray dump.rdb lands in the repo.
         let dir = std::env::temp_dir().join(format!("locklab-redis-{}-{port}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        cmd.current_dir(&dir);
+        let mut cmd = RedisServerArgs::new(port)
+            .option("enable-debug-command", "yes")
+            .extra(extra_args)
+            .command(binary, &dir);
         let child = cmd.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 NOT_FOUND.to_owned()

@@ -73,12 +73,11 @@ use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::real::conn::{public_url, RealConnection};
+use crate::real::conn::{command, public_url, NodeTarget};
 use crate::real::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
 use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy, LinkStats};
 use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
-use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, NOT_FOUND};
-use crate::real::session::NodeTarget;
+use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, RedisServerArgs, NOT_FOUND};
 
 /// How long a node may take to answer after start, a replica to link up,
 /// or a cluster to become `ok`.
@@ -197,29 +196,14 @@ impl ManagedNode {
     fn spawn(&mut self) -> Result<(), String> {
         let binary = redis_server_binary().ok_or_else(|| NOT_FOUND.to_owned())?;
         let _ = std::fs::create_dir_all(&self.dir);
-        let port = self.port.to_string();
-        let child = Command::new(&binary)
-            .args([
-                "--port",
-                &port,
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--daemonize", "no", "--logfile", ""])
+        let child = RedisServerArgs::new(self.port)
             // Serve SCRIPT KILL after the lab's script budget (a session's
             // runaway script is killed then) rather than after 5 s.
-            .args(["--busy-reply-threshold", "1000"])
-            .args(&self.extra)
+            .option("busy-reply-threshold", "1000")
+            .extra(&self.extra)
+            .command(&binary, &self.dir)
             .env("LD_PRELOAD", &self.preload)
             .env(CLOCK_FILE_ENV, self.clock.path())
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
         crate::real::reaper::record(child.id(), self.port);
@@ -290,7 +274,7 @@ impl Managed {
         let root = std::env::temp_dir().join(format!(
             "locklab-topo-{}-{}",
             std::process::id(),
-            crate::real::session::random_hex(8)
+            crate::real::conn::random_hex(8)
         ));
         let preload = clock::install_preload(&root)
             .map_err(|e| TopologyError::Start(format!("writing the clock preload library: {e}")))?;
@@ -832,15 +816,6 @@ fn start_node(
         }
     }
     Err(TopologyError::Start(format!("redis-server did not start: {last}")))
-}
-
-/// One command on a fresh connection to a loopback port.
-pub fn command(port: u16, argv: &[&str]) -> Result<Reply, String> {
-    let mut conn = RealConnection::open(&format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
-    conn.set_read_timeout(Some(Duration::from_secs(2)))
-        .map_err(|e| e.to_string())?;
-    let argv: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
-    conn.execute(&argv).map_err(|e| e.to_string())
 }
 
 fn expect_ok(port: u16, argv: &[&str]) -> Result<(), String> {

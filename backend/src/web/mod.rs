@@ -11,6 +11,10 @@
 pub mod api;
 pub mod origin;
 
+/// The lab's public face: what a caller needs to serve it (the state, the
+/// router [`site`], a listener with Nagle off) without `api`'s insides.
+pub use api::{no_delay, serve_listener, ApiState};
+
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
@@ -84,7 +88,7 @@ pub async fn serve(
         listener.local_addr()?
     );
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(crate::web::api::no_delay(listener), site(Some(dist), state))
+    axum::serve(no_delay(listener), site(Some(dist), state))
         .with_graceful_shutdown(stop)
         .await
 }

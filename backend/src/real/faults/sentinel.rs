@@ -36,8 +36,8 @@ use locklab_core::reply::Reply;
 use locklab_core::trace::EventKind;
 use serde::{Deserialize, Serialize};
 
+use crate::real::conn::command;
 use crate::real::process::{find_on_path, free_port};
-use crate::real::topology::command;
 
 /// The name the sentinels monitor the master under.
 pub const MASTER_NAME: &str = "locklab";

@@ -116,7 +116,10 @@ use faults::fault_wait;
 use programs::Running;
 pub(crate) use support::add_note;
 use support::watched_keys;
-pub use support::{check_browser, check_supported, check_supported_lang, check_target, default_factor, topology_kind};
+pub use support::{
+    check_marked_real, check_supported, check_supported_lang, check_target, check_topology, default_factor,
+    topology_kind,
+};
 
 /// Why a lesson cannot run, or stopped, on real servers.
 #[derive(Debug, Error)]
@@ -795,24 +798,13 @@ pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealR
     run_on(lesson, &mut topology, factor)
 }
 
-/// Start the managed topology `lesson` needs, play it there, and stop it.
+/// Start the managed topology `lesson` needs, play it there, and stop it
+/// (a lesson on Redis; [`crate::real::play::run_managed`] plays any).
 pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
     check_supported(lesson).map_err(|why| RealLessonError::Unsupported {
         id: lesson.id.clone(),
         why,
     })?;
-    if lesson.world.service == Some(LockService::Etcd) {
-        // Three etcd members instead of Redis nodes (`real/lockservice`).
-        return crate::real::lockservice::run_etcd(lesson, factor);
-    }
-    if lesson.world.service == Some(LockService::Zk) {
-        // Three ZooKeeper servers (`real/lockservice/zkrun.rs`).
-        return crate::real::lockservice::run_zk(lesson, factor);
-    }
-    if lesson.world.service == Some(LockService::All) {
-        // All four side by side (`real/lockservice/compare.rs`).
-        return crate::real::lockservice::run_compare(lesson, factor);
-    }
     let mut topology = Topology::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)
 }

@@ -60,24 +60,33 @@ pub(super) fn has_metrics(lesson: &Lesson) -> bool {
         .any(|s| matches!(s.kind(), Ok(StepKind::Metrics(_))))
 }
 
-/// Can the runner play this lesson on a managed topology of the kind it
-/// names? `Err` says why not: the lesson's own text when it is marked
-/// `real = no`, else which step needs what.
+/// Can this runner play this lesson on Redis, on a managed topology of the
+/// kind it names? `Err` says why not: the lesson's own text when it is
+/// marked `real = no`, else which step needs what. A lesson on a lock
+/// service is not this runner's ([`crate::real::play`] sends it to
+/// [`crate::real::lockservice`]).
 pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
     check_supported_lang(lesson, Lang::En)
+}
+
+/// Is the lesson marked `real = no`? Its own why-not text in `lang`: the
+/// first refusal of every real runner, on Redis or on a lock service.
+pub fn check_marked_real(lesson: &Lesson, lang: Lang) -> Result<(), String> {
+    match &lesson.real {
+        RealRun::No { why } => Err(why.get(lang).trim().to_owned()),
+        _ => Ok(()),
+    }
 }
 
 /// [`check_supported`], with the lesson's own why-not text in `lang`.
 // long: one refusal per kind of step a real topology cannot play, each with its reason
 pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
-    if let RealRun::No { why } = &lesson.real {
-        return Err(why.get(lang).trim().to_owned());
-    }
-    match lesson.world.service {
-        Some(LockService::Etcd) => return crate::real::lockservice::check_etcd(lesson),
-        Some(LockService::Zk) => return crate::real::lockservice::check_zk(lesson),
-        Some(LockService::All) => return crate::real::lockservice::check_compare(lesson),
-        None => {}
+    check_marked_real(lesson, lang)?;
+    if let Some(service) = lesson.world.service {
+        return Err(format!(
+            "it plays on {}, which the Redis runner does not play",
+            service_started(service)
+        ));
     }
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind() {
@@ -167,29 +176,33 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     Ok(())
 }
 
-/// Can the browser's real driver (the WebSocket API) play this lesson?
-/// As [`check_supported_lang`]: a lesson on a lock service plays on the
-/// etcd cluster or ZooKeeper ensemble it starts
-/// ([`ServiceRun`](crate::real::lockservice::ServiceRun)), a lesson on
-/// Redis on the lab's session.
-pub fn check_browser(lesson: &Lesson, lang: Lang) -> Result<(), String> {
-    check_supported_lang(lesson, lang)
-}
-
 /// [`check_supported`] on this particular topology: the user's own server
 /// (`External`) takes single-node lessons only (the lab never faults it),
 /// a managed one must be the lesson's kind.
 pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
-    check_browser(lesson, lang)?;
+    check_supported_lang(lesson, lang)?;
+    check_topology(lesson, topology)
+}
+
+/// What a lesson on `service` plays on, as a refusal words it.
+fn service_started(service: LockService) -> &'static str {
+    match service {
+        LockService::Zk => "a ZooKeeper ensemble",
+        LockService::Etcd => "an etcd cluster",
+        LockService::All => "four lock services (a Redis, three Redlock masters, etcd and ZooKeeper)",
+    }
+}
+
+/// Can `topology` host `lesson` (whose steps are supported)? The user's own
+/// server (`External`) takes single-node lessons only and no lesson on a
+/// lock service (the lab starts nothing there); a managed one must be the
+/// lesson's kind.
+pub fn check_topology(lesson: &Lesson, topology: &Topology) -> Result<(), String> {
     if let (None, Some(service)) = (topology.kind(), lesson.world.service) {
-        let what = match service {
-            LockService::Zk => "a ZooKeeper ensemble",
-            LockService::Etcd => "an etcd cluster",
-            LockService::All => "four lock services (a Redis, three Redlock masters, etcd and ZooKeeper)",
-        };
         return Err(format!(
-            "it plays on {what} the lab starts, and this backend uses your own server (--redis), where the lab \
+            "it plays on {} the lab starts, and this backend uses your own server (--redis), where the lab \
              starts nothing: run it with `locklab lesson run {} --real`, or serve without --redis",
+            service_started(service),
             lesson.id
         ));
     }

@@ -72,7 +72,7 @@ impl Cluster {
     /// Spawn `n` members of a new cluster (not yet known to be ready).
     pub fn spawn(n: usize) -> Result<Cluster, String> {
         let binary = etcd_binary().ok_or_else(|| ETCD_NOT_FOUND.to_owned())?;
-        let hex = crate::real::session::random_hex(8);
+        let hex = crate::real::conn::random_hex(8);
         let root = std::env::temp_dir().join(format!("locklab-etcd-{}-{hex}", std::process::id()));
         std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         let members = (0..n)

@@ -143,7 +143,7 @@ impl Ensemble {
     pub fn spawn(n: usize, min_session_ms: u64, max_session_ms: u64) -> Result<Ensemble, String> {
         let classpath = zk_classpath().ok_or_else(|| ZK_NOT_FOUND.to_owned())?;
         let java = java_binary().ok_or_else(|| ZK_NOT_FOUND.to_owned())?;
-        let hex = crate::real::session::random_hex(8);
+        let hex = crate::real::conn::random_hex(8);
         let root = std::env::temp_dir().join(format!("locklab-zk-{}-{hex}", std::process::id()));
         std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         let servers = (0..n)

@@ -36,7 +36,7 @@ pub mod zk;
 pub mod zkrun;
 pub mod zxid;
 
-use locklab_core::lesson::LockService;
+use locklab_core::lesson::{Lang, Lesson, LockService};
 use thiserror::Error;
 
 pub use compare::{check_compare, run_compare, CompareEnv};
@@ -44,7 +44,6 @@ pub use etcdrun::{check_etcd, run_etcd, EtcdEnv};
 pub use stepped::ServiceRun;
 pub use zkrun::{check_zk, run_zk, ZkEnv};
 
-/// Why a managed lock service could not be used.
 /// Members of each managed etcd cluster and ZooKeeper ensemble.
 pub const MEMBERS: usize = 3;
 
@@ -59,6 +58,19 @@ pub fn processes(service: LockService) -> usize {
     }
 }
 
+/// Can a lesson on `service` play on the one the lab starts? `Err` says
+/// why not: the lesson's own text when it is marked `real = no`, else
+/// what the service's runner cannot play.
+pub fn check(lesson: &Lesson, service: LockService, lang: Lang) -> Result<(), String> {
+    crate::real::lesson::check_marked_real(lesson, lang)?;
+    match service {
+        LockService::Etcd => check_etcd(lesson),
+        LockService::Zk => check_zk(lesson),
+        LockService::All => check_compare(lesson),
+    }
+}
+
+/// Why a managed lock service could not be used.
 #[derive(Debug, Error)]
 pub enum ServiceError {
     #[error("{0}")]

@@ -11,7 +11,7 @@
 
 use locklab_core::actor::Names;
 use locklab_core::lesson::run::{Environment, Progress, StepResult};
-use locklab_core::lesson::{Lesson, LockService};
+use locklab_core::lesson::{Lang, Lesson, LockService};
 use locklab_core::protocol::Served;
 use locklab_core::trace::Event;
 
@@ -91,12 +91,14 @@ impl ServiceRun {
     /// Start the service `lesson` needs (seconds: three processes, an
     /// election) and stand at step 0.
     pub fn start(lesson: &Lesson, factor: u64) -> Result<ServiceRun, RealLessonError> {
-        crate::real::lesson::check_supported(lesson).map_err(|why| unsupported(lesson, why))?;
-        let service = match lesson.world.service {
-            Some(LockService::Etcd) => Service::Etcd(Box::new(EtcdEnv::start(lesson, factor)?)),
-            Some(LockService::Zk) => Service::Zk(Box::new(ZkEnv::start(lesson, factor)?)),
-            Some(LockService::All) => Service::Compare(Box::new(CompareEnv::start(lesson, factor)?)),
-            None => return Err(unsupported(lesson, "it does not play on a lock service".into())),
+        let Some(service) = lesson.world.service else {
+            return Err(unsupported(lesson, "it does not play on a lock service".into()));
+        };
+        super::check(lesson, service, Lang::En).map_err(|why| unsupported(lesson, why))?;
+        let service = match service {
+            LockService::Etcd => Service::Etcd(Box::new(EtcdEnv::start(lesson, factor)?)),
+            LockService::Zk => Service::Zk(Box::new(ZkEnv::start(lesson, factor)?)),
+            LockService::All => Service::Compare(Box::new(CompareEnv::start(lesson, factor)?)),
         };
         let version = match &service {
             Service::Etcd(e) => e.version(),

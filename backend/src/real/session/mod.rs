@@ -97,7 +97,6 @@
 //! the ACL user, which a restart without persistence has forgotten).
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -112,7 +111,9 @@ use locklab_core::server::Profile;
 use locklab_core::trace::{Event, EventKind};
 use thiserror::Error;
 
-use crate::real::conn::{display_addr, RealConnection, RealError};
+/// The nodes a session is opened on (their home is [`crate::real::conn`]).
+pub use crate::real::conn::NodeTarget;
+use crate::real::conn::{display_addr, random_hex, RealConnection, RealError};
 use crate::real::topology::{Topology, TopologyKind};
 use sandbox::{Rewritten, Sandbox};
 
@@ -346,24 +347,6 @@ impl SessionError {
     /// The error as the console shows it: a Redis error reply.
     pub fn to_reply(&self) -> Reply {
         Reply::Error(self.to_string())
-    }
-}
-
-/// A node a session may talk to: a display name and the URL to reach it
-/// with *administrative* credentials (used only to create and delete the
-/// session's ACL user; commands go through the ACL user's connection).
-#[derive(Clone, Debug)]
-pub struct NodeTarget {
-    pub name: String,
-    pub url: String,
-}
-
-impl NodeTarget {
-    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
-        NodeTarget {
-            name: name.into(),
-            url: url.into(),
-        }
     }
 }
 
@@ -1406,29 +1389,6 @@ fn function_names(list: Option<&Reply>) -> Vec<Vec<u8>> {
     out
 }
 
-/// `n` hex digits from the standard library's randomly keyed SipHash
-/// (`RandomState` is seeded from the OS per process and perturbed per
-/// instance): unguessable enough for a per-session ACL password on
-/// loopback, without another dependency.
-pub fn random_hex(n: usize) -> String {
-    let mut out = String::with_capacity(n + 16);
-    let mut counter = 0u64;
-    while out.len() < n {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(counter);
-        h.write_u128(Instant::now().elapsed().as_nanos());
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        out.push_str(&format!("{:016x}", h.finish()));
-        counter += 1;
-    }
-    out.truncate(n);
-    out
-}
-
 /// The commands [`Session::peek_commands`] sends for each key.
 const PEEK_PER_KEY: usize = 3;
 
@@ -1486,13 +1446,5 @@ mod tests {
             crate::real::conn::public_url("redis://default:s3cret@h:1/0?protocol=resp3"),
             "redis://h:1"
         );
-    }
-
-    #[test]
-    fn random_hex_is_hex_and_varies() {
-        let a = random_hex(32);
-        assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(a, random_hex(32));
     }
 }
