@@ -71,3 +71,15 @@ pub fn lesson(id: &str) -> locklab_core::lesson::Lesson {
         .find(|l| l.id == id)
         .unwrap_or_else(|| panic!("lesson {id} exists"))
 }
+
+/// This process's peak resident memory (`VmHWM`, in bytes): the backend
+/// runs in-process in the security tests, so its peak is the test's.
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status is readable");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM is in /proc/self/status")
+        * 1024
+}

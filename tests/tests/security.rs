@@ -13,7 +13,7 @@ use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_core::server::script::sha1_hex;
 use locklab_tests::ws::{connect, get_json, send, serve, until, Ws};
-use locklab_tests::RedisServer;
+use locklab_tests::{peak_rss, RedisServer};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "s3cret-owner-pw";
@@ -997,17 +997,6 @@ async fn the_lock_watch_is_bounded_and_says_what_it_dropped() {
     let mgets = calls(&mut owner, "mget");
     assert!(mgets <= 256, "{mgets} reads for one command");
     owner.assert_keys_kept();
-}
-
-/// The backend's peak resident memory (`VmHWM`) since the last reset.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap()
-        * 1024
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,7 +33,7 @@ use locklab_core::reply::Reply;
 use locklab_core::server::lab::Lab;
 use locklab_core::server::table::{flags, Command, COMMANDS};
 use locklab_tests::ws::{connect, send, serve, Ws};
-use locklab_tests::RedisServer;
+use locklab_tests::{peak_rss, RedisServer};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "s3cret-owner-pw";
@@ -478,17 +478,6 @@ impl Drop for Prober {
             let _ = t.join();
         }
     }
-}
-
-/// The backend's peak resident memory (`VmHWM`).
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap()
-        * 1024
 }
 
 /// Send one console line as client `A`: the text of the next reply to
