@@ -1215,4 +1215,12 @@ async fn each_line_gets_its_own_reply_after_several_confirmations() {
     );
     // The simulator answers SUBSCRIBE; the session user may not (NOPERM).
     assert_eq!(real[..12], sim[..12], "the owner's server and the simulator differ");
+    // The blocking lane (a session's `run`) reads them whole too.
+    let pool = locklab_backend::real::session::SessionPool::default();
+    let target = locklab_backend::real::session::NodeTarget::new("redis", owner.url(true));
+    let mut s = pool.open(vec![target]).unwrap();
+    for (i, text) in lines[..12].iter().enumerate() {
+        let reply = s.run_line("A", 0, text).unwrap_or_else(|e| e.to_reply());
+        assert_eq!(format!("{text} → {}", reply.to_cli()), real[i], "the blocking lane");
+    }
 }

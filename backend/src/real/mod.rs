@@ -24,5 +24,6 @@ pub mod lockservice;
 pub mod observe;
 pub mod process;
 pub mod reaper;
+pub mod replies;
 pub mod session;
 pub mod topology;

@@ -34,11 +34,12 @@ use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 use locklab_core::trace::EventKind;
 
-use super::link::{Dropped, Link, Subscription};
+use super::link::{Dropped, Link};
 use super::phases::{self, Before, Loaded, Outcome, Prepared};
 use super::preflight::Verdict;
 use super::{acl_rules, acl_rules_later, setuser, watchdog, Argv, Confinement, Peeked, Session, SessionError};
 use crate::real::conn::RealError;
+use crate::real::replies::Subscription;
 
 /// What one exchange with the server brought back.
 struct Exchanged {
@@ -235,8 +236,9 @@ impl Session {
 
     /// What an `EXEC`'s transaction queued (as sent), when one of its
     /// commands may write more than one reply, so the `EXEC` is read back
-    /// in step ([`Link::read_rest`]); empty otherwise.
-    fn queued_for_exec(&self, prep: &Prepared) -> Vec<Argv> {
+    /// in step ([`Link::read_rest`], [`RealConnection::read_rest`](crate::real::conn::RealConnection::read_rest));
+    /// empty otherwise.
+    pub(super) fn queued_for_exec(&self, prep: &Prepared) -> Vec<Argv> {
         match self.multi.get(&prep.link) {
             Some(q) if prep.is_exec && q.iter().any(|(_, sent)| Subscription::of(&sent[0]).is_some()) => {
                 q.iter().map(|(_, sent)| sent.clone()).collect()

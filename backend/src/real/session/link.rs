@@ -33,6 +33,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::TcpStream;
 
 use crate::real::conn::{pack_pipeline, public_url, RealError};
+use crate::real::replies::{Held, Replies};
 
 /// Longest bulk string accepted: redis-server's default
 /// `proto-max-bulk-len`.
@@ -84,10 +85,8 @@ pub struct Link {
     left: usize,
     /// What was dropped that way since [`Link::take_dropped`].
     dropped: Dropped,
-    /// Subscriptions the connection holds — channels, patterns, shard
-    /// channels — as its server's confirmations counted them: an
-    /// `UNSUBSCRIBE` without names answers once per channel held.
-    held: [usize; 3],
+    /// Subscriptions the connection holds, for [`Link::read_rest`].
+    held: Held,
 }
 
 /// What a capped link read off the socket and did not keep.
@@ -135,7 +134,7 @@ impl Link {
             cap: usize::MAX,
             left: usize::MAX,
             dropped: Dropped::default(),
-            held: [0; 3],
+            held: Held::default(),
         };
         let auth: Vec<Vec<u8>> = match (settings.username(), settings.password()) {
             (Some(u), Some(p)) => vec![u.into(), p.into()],
@@ -262,111 +261,33 @@ impl Link {
     }
 
     /// The rest of what redis-server writes for `sent` once its first
-    /// reply, `first`, was read: its answer, with the link in step again.
-    ///
-    /// A (un)subscribe command answers once per name (`subscribeCommand`,
-    /// `unsubscribeCommand` and their pattern and shard twins in pubsub.c
-    /// call `addReplyPubsub(Un)Subscribed` in their loop), and without
-    /// names once per subscription held, or once when there is none
-    /// (`pubsubUnsubscribeAllChannels`). The link reads every confirmation
-    /// and answers the last, as the simulator's console does (its node
-    /// queues the others as pushes, [`locklab_core::server::cmd`]'s pub/sub
-    /// module). Queued in `MULTI`, such a command breaks `EXEC`'s framing:
-    /// `execCommand` announces one value per queued command and the extra
-    /// confirmations follow the array, so the array holds the first values
-    /// written, whatever command wrote them. They are read back in the
-    /// order written and each command's last one answers it. `queued`: the
-    /// transaction's commands as sent, when `sent` is an `EXEC` (empty when
-    /// none of them can write more than one reply).
+    /// reply, `first`, was read: its answer, with the link in step again
+    /// ([`Replies`] says what is owed). `queued`: the transaction's
+    /// commands as sent, when `sent` is an `EXEC` (empty when none of them
+    /// can write more than one reply).
     pub async fn read_rest(
         &mut self,
         sent: &[Vec<u8>],
         queued: &[Vec<Vec<u8>>],
         first: Reply,
     ) -> Result<Reply, RealError> {
-        if !sent[0].eq_ignore_ascii_case(b"exec") || queued.is_empty() {
-            return self.rest_of(sent, first, &mut Vec::new().into_iter()).await;
-        }
-        let Reply::Array(written) = first else {
-            return Ok(first);
+        let mut replies = match Replies::new(sent, queued, first) {
+            Ok(r) => r,
+            Err(cut) => {
+                // The cap dropped values of `EXEC`'s array: which command
+                // wrote which is lost. Out of step: a new link serves the
+                // next line.
+                self.pending += 1;
+                return Ok(cut);
+            }
         };
-        if written.len() < queued.len() {
-            // The cap dropped values of the array: which command wrote
-            // which is lost. Out of step: a new link serves the next line.
+        while replies.owed(&mut self.held) {
+            // A reply beyond one per command sent.
             self.pending += 1;
-            return Ok(Reply::Array(written));
+            let next = self.read(false).await?;
+            replies.feed(next);
         }
-        let mut written = written.into_iter();
-        let mut answers = Vec::with_capacity(queued.len());
-        for argv in queued {
-            let first = self.next_of(&mut written).await?;
-            answers.push(self.rest_of(argv, first, &mut written).await?);
-        }
-        Ok(Reply::Array(answers))
-    }
-
-    /// [`Link::read_rest`] for one command: its further replies are the
-    /// next of `written` (an `EXEC`'s array), then the socket's.
-    async fn rest_of(
-        &mut self,
-        sent: &[Vec<u8>],
-        first: Reply,
-        written: &mut std::vec::IntoIter<Reply>,
-    ) -> Result<Reply, RealError> {
-        let Some(kind) = Subscription::of(&sent[0]) else {
-            return Ok(first);
-        };
-        // Counted before the first confirmation is noted.
-        let replies = match sent.len() {
-            1 if kind.unsubscribes() => self.held[kind.slot()].max(1),
-            n => n - 1,
-        };
-        // An error (arity, NOPERM) or `QUEUED` is the only reply.
-        if !self.note(kind, &first) {
-            return Ok(first);
-        }
-        let mut last = first;
-        for _ in 1..replies {
-            last = self.next_of(written).await?;
-            self.note(kind, &last);
-        }
-        Ok(last)
-    }
-
-    /// The next of `written`, or else the next reply on the socket (one
-    /// the server owes beyond one per command sent).
-    async fn next_of(&mut self, written: &mut std::vec::IntoIter<Reply>) -> Result<Reply, RealError> {
-        match written.next() {
-            Some(r) => Ok(r),
-            None => self.read_owed().await,
-        }
-    }
-
-    /// A reply the server owes beyond one per command sent.
-    async fn read_owed(&mut self) -> Result<Reply, RealError> {
-        self.pending += 1;
-        self.read(false).await
-    }
-
-    /// If `reply` is a confirmation of `kind` (`[kind, name, count]`), keep
-    /// its count of what the connection holds. Whether it was one.
-    fn note(&mut self, kind: Subscription, reply: &Reply) -> bool {
-        let Reply::Array(parts) = reply else { return false };
-        let [Reply::Bulk(name), _, Reply::Integer(count)] = parts.as_slice() else {
-            return false;
-        };
-        if !name.eq_ignore_ascii_case(kind.name().as_bytes()) {
-            return false;
-        }
-        let count = usize::try_from(*count).unwrap_or(0);
-        // Channels and patterns share one count (`clientSubscriptionsCount`);
-        // shard channels have their own.
-        self.held[kind.slot()] = match kind.slot() {
-            0 => count.saturating_sub(self.held[1]),
-            1 => count.saturating_sub(self.held[0]),
-            _ => count,
-        };
-        true
+        Ok(replies.answer())
     }
 
     /// One RESP value, iteratively (a stack of open aggregates rather than
@@ -518,64 +439,6 @@ impl Link {
         }
         line.truncate(line.len() - 2);
         Ok(line)
-    }
-}
-
-/// The six commands that answer once per channel or pattern.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Subscription {
-    Subscribe,
-    Unsubscribe,
-    Psubscribe,
-    Punsubscribe,
-    Ssubscribe,
-    Sunsubscribe,
-}
-
-impl Subscription {
-    const ALL: [Subscription; 6] = [
-        Subscription::Subscribe,
-        Subscription::Unsubscribe,
-        Subscription::Psubscribe,
-        Subscription::Punsubscribe,
-        Subscription::Ssubscribe,
-        Subscription::Sunsubscribe,
-    ];
-
-    /// The command `name` names, if it is one of them.
-    pub fn of(name: &[u8]) -> Option<Subscription> {
-        Self::ALL
-            .into_iter()
-            .find(|k| name.eq_ignore_ascii_case(k.name().as_bytes()))
-    }
-
-    /// The command's name, which is also its confirmations' first element.
-    fn name(self) -> &'static str {
-        match self {
-            Subscription::Subscribe => "subscribe",
-            Subscription::Unsubscribe => "unsubscribe",
-            Subscription::Psubscribe => "psubscribe",
-            Subscription::Punsubscribe => "punsubscribe",
-            Subscription::Ssubscribe => "ssubscribe",
-            Subscription::Sunsubscribe => "sunsubscribe",
-        }
-    }
-
-    fn unsubscribes(self) -> bool {
-        matches!(
-            self,
-            Subscription::Unsubscribe | Subscription::Punsubscribe | Subscription::Sunsubscribe
-        )
-    }
-
-    /// Which of [`Link`]'s counts it changes: channels, patterns, shard
-    /// channels.
-    fn slot(self) -> usize {
-        match self {
-            Subscription::Subscribe | Subscription::Unsubscribe => 0,
-            Subscription::Psubscribe | Subscription::Punsubscribe => 1,
-            Subscription::Ssubscribe | Subscription::Sunsubscribe => 2,
-        }
     }
 }
 
