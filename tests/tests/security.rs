@@ -1155,3 +1155,61 @@ async fn a_sessions_script_cache_is_its_own() {
     owner.assert_responsive();
     owner.assert_keys_kept();
 }
+
+/// Each console line gets its own reply, in order, on the owner's server
+/// as on the simulator — also after a line Redis answers several times:
+/// an (un)subscribe with several names writes a confirmation per name, and
+/// queued in `MULTI` it writes them past `EXEC`'s array. Reading one reply
+/// of those left the rest on the client's link, and every later line got
+/// an earlier line's reply (the property test's lag of two, after a
+/// `PUNSUBSCRIBE` of three patterns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_line_gets_its_own_reply_after_several_confirmations() {
+    let owner = Owner::start(true);
+    let lines = [
+        "PUNSUBSCRIBE a b c",
+        "ECHO one",
+        "UNSUBSCRIBE x y",
+        "ECHO two",
+        "UNSUBSCRIBE",
+        "ECHO three",
+        "MULTI",
+        "UNSUBSCRIBE p q",
+        "ECHO queued",
+        "PUNSUBSCRIBE r s t",
+        "EXEC",
+        "ECHO four",
+        "SUBSCRIBE lab:ch",
+        "ECHO five",
+    ];
+    let mut transcripts = Vec::new();
+    for url in [Some(owner.url(true)), None] {
+        let addr = serve(ApiState::new(url)).await;
+        let mut ws = connect(addr).await;
+        let mut transcript = Vec::new();
+        for text in lines {
+            transcript.push(format!("{text} → {}", line(&mut ws, text).await));
+        }
+        transcripts.push(transcript);
+    }
+    let (real, sim) = (&transcripts[0], &transcripts[1]);
+    for (i, text) in lines.iter().enumerate() {
+        if let Some(word) = text.strip_prefix("ECHO ").filter(|w| *w != "queued") {
+            assert_eq!(real[i], format!("{text} → \"{word}\""), "{real:#?}");
+        }
+    }
+    assert_eq!(
+        real[0], "PUNSUBSCRIBE a b c → 1) \"punsubscribe\"\n2) \"c\"\n3) (integer) 0",
+        "{real:#?}"
+    );
+    // The simulator answers SUBSCRIBE; the session user may not (NOPERM).
+    assert_eq!(real[..12], sim[..12], "the owner's server and the simulator differ");
+    // The blocking lane (a session's `run`) reads them whole too.
+    let pool = locklab_backend::real::session::SessionPool::default();
+    let target = locklab_backend::real::session::NodeTarget::new("redis", owner.url(true));
+    let mut s = pool.open(vec![target]).unwrap();
+    for (i, text) in lines[..12].iter().enumerate() {
+        let reply = s.run_line("A", 0, text).unwrap_or_else(|e| e.to_reply());
+        assert_eq!(format!("{text} → {}", reply.to_cli()), real[i], "the blocking lane");
+    }
+}

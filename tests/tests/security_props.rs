@@ -481,9 +481,8 @@ impl Drop for Prober {
 }
 
 /// Send one console line as client `A`: the text of the next reply to
-/// `A` (every command gets one). A reply can come late, so the
-/// transcript this makes is for reading a failure; what the test asserts
-/// comes from the owner's server.
+/// `A` (every command gets one, in order: the case loop checks it with an
+/// `ECHO` behind each line).
 async fn line(ws: &mut Ws, text: &str) -> String {
     use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
@@ -592,6 +591,15 @@ async fn hostile_sequences_from_the_table_leave_the_owner_whole() {
                 answered += 1;
             }
             transcript.push(format!("{:.160} → {:.160}", text, reply));
+            // The next line's reply is its own: an ECHO right behind each
+            // line comes back as itself (or queued, inside MULTI).
+            let mark = format!("m{case}.{i}");
+            let echo = line(&mut ws, &format!("ECHO {mark}")).await;
+            assert!(
+                echo == format!("\"{mark}\"") || echo == "QUEUED",
+                "replies out of step after the last line: ECHO {mark} → {echo:.200}; case {case}:\n{}",
+                transcript.join("\n")
+            );
         }
         // Leave the client usable for the next case: out of a transaction
         // and of subscribed mode.

@@ -130,6 +130,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// socket, so `MULTI`/`WATCH` state lives as long as the value does.
 pub struct RealConnection {
     conn: redis::Connection,
+    /// Subscriptions it holds, for [`RealConnection::read_rest`].
+    held: crate::real::replies::Held,
 }
 
 impl std::fmt::Debug for RealConnection {
@@ -153,12 +155,15 @@ impl RealConnection {
         let conn = client
             .get_connection_with_timeout(CONNECT_TIMEOUT)
             .map_err(connect_err)?;
-        Ok(RealConnection { conn })
+        Ok(RealConnection::from_connection(conn))
     }
 
     /// Wrap a connection opened elsewhere.
     pub fn from_connection(conn: redis::Connection) -> Self {
-        RealConnection { conn }
+        RealConnection {
+            conn,
+            held: Default::default(),
+        }
     }
 
     /// Send one command, exactly these arguments, and return the server's
@@ -172,6 +177,24 @@ impl RealConnection {
             Value::Nil if is_exec => Ok(Reply::NilArray),
             other => value_to_reply(other),
         }
+    }
+
+    /// The rest of what redis-server writes for `sent` once its first
+    /// reply, `first`, was read ([`Replies`](crate::real::replies::Replies)
+    /// says what is owed): its answer, with the connection in step again.
+    /// `queued`: the transaction's commands as sent, when `sent` is an
+    /// `EXEC`.
+    pub fn read_rest(&mut self, sent: &[Vec<u8>], queued: &[Vec<Vec<u8>>], first: Reply) -> Result<Reply, RealError> {
+        // A blocking connection keeps every value: `Err` cannot happen.
+        let mut replies = match crate::real::replies::Replies::new(sent, queued, first) {
+            Ok(r) => r,
+            Err(whole) => return Ok(whole),
+        };
+        while replies.owed(&mut self.held) {
+            let value = self.conn.recv_response().map_err(RealError::Transport)?;
+            replies.feed(value_to_reply(value)?);
+        }
+        Ok(replies.answer())
     }
 
     /// Send `commands` in one write and return their replies, in order

@@ -30,5 +30,6 @@ pub mod observe;
 pub mod play;
 pub mod process;
 pub mod reaper;
+pub mod replies;
 pub mod session;
 pub mod topology;

@@ -39,6 +39,7 @@ use super::phases::{self, Before, Loaded, Outcome, Prepared};
 use super::preflight::Verdict;
 use super::{acl_rules, acl_rules_later, setuser, watchdog, Argv, Confinement, Peeked, Session, SessionError};
 use crate::real::conn::RealError;
+use crate::real::replies::Subscription;
 
 /// What one exchange with the server brought back.
 struct Exchanged {
@@ -191,6 +192,7 @@ impl Session {
             },
             None => None,
         };
+        let queued = self.queued_for_exec(prep);
         let peek_commands = peek.map(|keys| self.peek_commands(keys)).unwrap_or_default();
         let mut commands: Vec<&[Vec<u8>]> = vec![&prep.rewritten];
         commands.extend(peek_commands.iter().map(Vec::as_slice));
@@ -206,6 +208,11 @@ impl Session {
                 )
                 .await
             }
+        };
+        // Every reply the command wrote is read before the next is sent.
+        let reply = match reply {
+            Ok(first) => link.read_rest(&prep.rewritten, &queued, first).await,
+            Err(e) => Err(e),
         };
         let dropped = link.take_dropped();
         let peeked = match (peek, &reply) {
@@ -225,6 +232,19 @@ impl Session {
             peeked,
             dropped,
         })
+    }
+
+    /// What an `EXEC`'s transaction queued (as sent), when one of its
+    /// commands may write more than one reply, so the `EXEC` is read back
+    /// in step ([`Link::read_rest`], [`RealConnection::read_rest`](crate::real::conn::RealConnection::read_rest));
+    /// empty otherwise.
+    pub(super) fn queued_for_exec(&self, prep: &Prepared) -> Vec<Argv> {
+        match self.multi.get(&prep.link) {
+            Some(q) if prep.is_exec && q.iter().any(|(_, sent)| Subscription::of(&sent[0]).is_some()) => {
+                q.iter().map(|(_, sent)| sent.clone()).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The pre-flight of a command that runs Lua, on the admin link:

@@ -35,6 +35,8 @@ pub struct Flight {
     node: u32,
     argv: Argv,
     prep: Prepared,
+    /// An `EXEC`'s queue as sent, when [`Session::queued_for_exec`] needs it.
+    queued: Vec<Argv>,
     begun: Begun,
     watchdog: Option<Watchdog>,
     conn: Option<RealConnection>,
@@ -83,7 +85,9 @@ impl Flight {
             return;
         }
         self.reply = Some(match self.conn.as_mut() {
-            Some(conn) => conn.execute(&self.prep.rewritten),
+            Some(conn) => conn
+                .execute(&self.prep.rewritten)
+                .and_then(|first| conn.read_rest(&self.prep.rewritten, &self.queued, first)),
             None => Err(RealError::EmptyCommand),
         });
         self.landed_at = Some(Instant::now());
@@ -151,6 +155,7 @@ impl Session {
             c,
             node,
             argv: argv.to_vec(),
+            queued: self.queued_for_exec(&prep),
             prep,
             begun,
             watchdog,

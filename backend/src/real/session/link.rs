@@ -33,6 +33,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::TcpStream;
 
 use crate::real::conn::{pack_pipeline, public_url, RealError};
+use crate::real::replies::{Held, Replies};
 
 /// Longest bulk string accepted: redis-server's default
 /// `proto-max-bulk-len`.
@@ -84,6 +85,8 @@ pub struct Link {
     left: usize,
     /// What was dropped that way since [`Link::take_dropped`].
     dropped: Dropped,
+    /// Subscriptions the connection holds, for [`Link::read_rest`].
+    held: Held,
 }
 
 /// What a capped link read off the socket and did not keep.
@@ -131,6 +134,7 @@ impl Link {
             cap: usize::MAX,
             left: usize::MAX,
             dropped: Dropped::default(),
+            held: Held::default(),
         };
         let auth: Vec<Vec<u8>> = match (settings.username(), settings.password()) {
             (Some(u), Some(p)) => vec![u.into(), p.into()],
@@ -254,6 +258,36 @@ impl Link {
     pub async fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>, RealError> {
         self.send(commands).await?;
         self.read_many(commands.len()).await
+    }
+
+    /// The rest of what redis-server writes for `sent` once its first
+    /// reply, `first`, was read: its answer, with the link in step again
+    /// ([`Replies`] says what is owed). `queued`: the transaction's
+    /// commands as sent, when `sent` is an `EXEC` (empty when none of them
+    /// can write more than one reply).
+    pub async fn read_rest(
+        &mut self,
+        sent: &[Vec<u8>],
+        queued: &[Vec<Vec<u8>>],
+        first: Reply,
+    ) -> Result<Reply, RealError> {
+        let mut replies = match Replies::new(sent, queued, first) {
+            Ok(r) => r,
+            Err(cut) => {
+                // The cap dropped values of `EXEC`'s array: which command
+                // wrote which is lost. Out of step: a new link serves the
+                // next line.
+                self.pending += 1;
+                return Ok(cut);
+            }
+        };
+        while replies.owed(&mut self.held) {
+            // A reply beyond one per command sent.
+            self.pending += 1;
+            let next = self.read(false).await?;
+            replies.feed(next);
+        }
+        Ok(replies.answer())
     }
 
     /// One RESP value, iteratively (a stack of open aggregates rather than
@@ -516,6 +550,44 @@ mod tests {
             Reply::Map(vec![(Reply::Integer(1), Reply::Integer(2))])
         );
         assert_eq!(link.take_dropped(), Dropped { bytes: 0, items: 2 });
+        assert!(link.usable());
+    }
+
+    /// A subscribe's confirmations are read whole, and an `UNSUBSCRIBE`
+    /// without names reads one per channel the confirmations counted.
+    #[tokio::test]
+    async fn every_confirmation_is_read_and_the_last_answers() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.write_all(
+                b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n\
+                  *3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n+OK\r\n",
+            )
+            .await
+            .unwrap();
+        });
+        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
+            .await
+            .unwrap();
+        server.await.unwrap();
+        let confirm = |kind: &str, name: &str, n| {
+            Reply::Array(vec![
+                Reply::Bulk(kind.into()),
+                Reply::Bulk(name.into()),
+                Reply::Integer(n),
+            ])
+        };
+        let argv = |line: &str| line.split(' ').map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        link.pending = 3;
+        let first = link.read(false).await.unwrap();
+        let last = link.read_rest(&argv("SUBSCRIBE a b"), &[], first).await.unwrap();
+        assert_eq!(last, confirm("subscribe", "b", 2));
+        let first = link.read(false).await.unwrap();
+        let last = link.read_rest(&argv("UNSUBSCRIBE"), &[], first).await.unwrap();
+        assert_eq!(last, confirm("unsubscribe", "b", 0));
+        assert_eq!(link.read(false).await.unwrap(), Reply::ok());
         assert!(link.usable());
     }
 

@@ -980,7 +980,11 @@ impl Session {
             // runs it, confined by MATCH to the session's prefix.
             self.admin_execute(n, &prep.rewritten)
         } else {
-            self.conn(c, n).and_then(|conn| conn.execute(&prep.rewritten))
+            let queued = self.queued_for_exec(&prep);
+            self.conn(c, n).and_then(|conn| {
+                let first = conn.execute(&prep.rewritten)?;
+                conn.read_rest(&prep.rewritten, &queued, first)
+            })
         };
         let killed = watchdog.is_some_and(Watchdog::done);
         let loaded = match self.loaded_library(argv, &reply) {
