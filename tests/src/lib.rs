@@ -73,7 +73,9 @@ pub fn lesson(id: &str) -> locklab_core::lesson::Lesson {
 }
 
 /// This process's peak resident memory (`VmHWM`, in bytes): the backend
-/// runs in-process in the security tests, so its peak is the test's.
+/// runs in-process in the security tests, so its peak is the test's. It is
+/// the whole process's: a test that measures it holds [`measuring`] so no
+/// other measuring test of its binary runs beside it.
 pub fn peak_rss() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status is readable");
     status
@@ -82,4 +84,24 @@ pub fn peak_rss() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .expect("VmHWM is in /proc/self/status")
         * 1024
+}
+
+/// The process-wide peak (and the `clear_refs` reset before it) that
+/// [`peak_rss`] reads is shared by every test of a binary, which the harness
+/// runs on parallel threads: a test that measures it holds [`measuring`]
+/// (alone), every other test of its binary [`beside_measuring`] (together),
+/// so nobody's memory is counted as the measured one's (seen: a range read
+/// "grew" the backend by 102 MB while the 64 MiB `GET` test ran beside it).
+static MEASURING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Held for as long as a test measures [`peak_rss`]: no other test of the
+/// binary runs meanwhile.
+pub async fn measuring() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    MEASURING.write().await
+}
+
+/// Held by the tests of a binary that measures [`peak_rss`] which do not
+/// measure it themselves: they run together, never beside a measurement.
+pub async fn beside_measuring() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    MEASURING.read().await
 }

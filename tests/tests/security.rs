@@ -13,7 +13,7 @@ use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_core::server::script::sha1_hex;
 use locklab_tests::ws::{connect, get_json, send, serve, until, Ws};
-use locklab_tests::{peak_rss, RedisServer};
+use locklab_tests::{beside_measuring, measuring, peak_rss, RedisServer};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "s3cret-owner-pw";
@@ -93,6 +93,7 @@ fn all_text(msgs: &[Value]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owners_password_never_leaves_the_backend() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(true);
     let addr = serve(ApiState::new(Some(owner.url(true)))).await;
     let mut seen = Vec::new();
@@ -141,6 +142,7 @@ async fn handshake(addr: std::net::SocketAddr, origin: Option<&str>, host: &str)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_labs_own_page_may_open_a_session() {
+    let _beside = beside_measuring().await;
     let owner = Owner::start(false);
     let addr = serve(ApiState::new(Some(owner.server.url())).allow_origins(["http://lab.example:9".to_owned()])).await;
     let host = addr.to_string();
@@ -164,6 +166,7 @@ async fn only_the_labs_own_page_may_open_a_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn libraries_are_the_sessions_own_whatever_the_spelling() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(false);
     let addr = serve(ApiState::new(Some(owner.server.url()))).await;
     let mut ws = connect(addr).await;
@@ -242,6 +245,7 @@ async fn wait_for(mut done: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_cannot_hold_flood_or_escape() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(false);
     let addr = serve(ApiState::new(Some(owner.server.url()))).await;
     let mut ws = connect(addr).await;
@@ -344,6 +348,7 @@ async fn scripts_cannot_hold_flood_or_escape() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_are_shown_as_stored_and_clients_are_counted() {
+    let _beside = beside_measuring().await;
     let owner = Owner::start(false);
     let addr = serve(ApiState::new(Some(owner.server.url()))).await;
     let mut ws = connect(addr).await;
@@ -379,6 +384,7 @@ async fn values_are_shown_as_stored_and_clients_are_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runaway_the_simulator_cannot_see_never_runs_on_redis() {
+    let _beside = beside_measuring().await;
     // The simulator says `os:locklab simulator`, Redis names the kernel: a
     // script that loops only on Redis got past the pre-flight, and after a
     // write nothing could kill it (issue 35, B4). Now a script runs on the
@@ -403,6 +409,7 @@ async fn a_runaway_the_simulator_cannot_see_never_runs_on_redis() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn free_play_lock_watching_costs_one_round_trip_per_command() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(false);
     let mut ws = unlimited_socket(&owner).await;
     owner.run("CONFIG RESETSTAT");
@@ -463,6 +470,7 @@ fn calls(owner: &mut Owner, command: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
+    let _beside = beside_measuring().await;
     // The compare-and-delete cannot loop, grow or log whatever the keys
     // hold (core's `script::bounded`), so it is sent like a plain command:
     // no snapshot EVAL before it, only the lock watch's reads behind it.
@@ -519,6 +527,7 @@ async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_are_freed() {
+    let _beside = beside_measuring().await;
     let owner = Owner::start(false);
     let limits = Limits {
         idle_timeout: Duration::from_secs(2),
@@ -548,6 +557,7 @@ async fn idle_sessions_are_freed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_ends_while_redis_is_busy_is_cleaned_up_later() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(false);
     let state = ApiState::new(Some(owner.server.url()));
     let addr = serve(state.clone()).await;
@@ -647,6 +657,7 @@ explain = {{ zh = "攻击", en = "attack" }}
 /// left with no lab key, no lab user, and the owner's data as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sent_lesson_cannot_leave_programs_hammering_the_server() {
+    let _beside = beside_measuring().await;
     let mut owner = Owner::start(false);
     let state = ApiState::new(Some(owner.server.url()));
     let addr = serve(state.clone()).await;
@@ -756,6 +767,7 @@ async fn prefix_of(ws: &mut Ws) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subcommands_the_table_does_not_list_never_reach_redis() {
+    let _beside = beside_measuring().await;
     // B1, B7, B16: `SCRIPT DEBUG SYNC` froze the owner's server for
     // everyone, `SCRIPT DEBUG YES` forked it per client, and `MEMORY` and
     // `OBJECT` subcommands reached it, because subcommands were not checked.
@@ -842,6 +854,7 @@ async fn subcommands_the_table_does_not_list_never_reach_redis() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_counts_are_refused_with_their_bound() {
+    let _beside = beside_measuring().await;
     // B9: a SCAN of the whole keyspace per call on the lab's admin
     // connection; B6: the backend at 7.5 GB for one HRANDFIELD; B3: the
     // owner's server unanswering and growing until killed.
@@ -881,6 +894,7 @@ fn with_quota(bytes: u64) -> Limits {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_cannot_grow_the_owners_memory_past_its_quota() {
+    let _beside = beside_measuring().await;
     // B5: three SETRANGEs at 512 MB added 1.5 GB and evicted the owner's keys.
     let mut owner = owner_with_maxmemory();
     let quota = 16 << 20;
@@ -920,6 +934,7 @@ async fn a_session_cannot_grow_the_owners_memory_past_its_quota() {
 /// write it would send passes the table check and the account first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scripts_writes_cannot_grow_the_owner_past_the_quota() {
+    let _beside = beside_measuring().await;
     let mut owner = owner_with_maxmemory();
     let quota = 4 << 20;
     let addr = serve(ApiState::with_limits(Some(owner.url(true)), with_quota(quota))).await;
@@ -949,6 +964,7 @@ async fn a_scripts_writes_cannot_grow_the_owner_past_the_quota() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripts_a_session_has_cached_are_bounded() {
+    let _beside = beside_measuring().await;
     // B12: 300 distinct 60 KB SCRIPT LOADs left 36 MB in the owner's
     // script cache, beyond the session.
     let mut owner = owner_with_maxmemory();
@@ -980,6 +996,7 @@ async fn unlimited_socket_on(url: &str) -> Ws {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lock_watch_is_bounded_and_says_what_it_dropped() {
+    let _beside = beside_measuring().await;
     // B11: every lock ever taken was watched, and every command read them
     // all: 3,000 locks cost the owner 9,001 commands per typed line.
     let mut owner = owner_with_maxmemory();
@@ -1001,6 +1018,7 @@ async fn the_lock_watch_is_bounded_and_says_what_it_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_reply_is_cut_and_never_held_whole() {
+    let _measuring = measuring().await;
     // B13: a GET of a 128 MB value took the backend to 3 GB (the value
     // read whole, copied into the trace twice and escaped for the page).
     // Here the value is 64 MiB, put under the session's prefix by the
@@ -1028,6 +1046,7 @@ async fn a_large_reply_is_cut_and_never_held_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn range_reads_are_bounded_by_their_span_and_the_reply_budget() {
+    let _measuring = measuring().await;
     // A range read's reply is sized by its key: an explicit span past the
     // table's bound is refused, and a span to the key's end (`0 -1`,
     // `HGETALL`, `SMEMBERS`) is read within the page's reply budget, its
@@ -1082,6 +1101,7 @@ async fn range_reads_are_bounded_by_their_span_and_the_reply_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_script_cache_is_its_own() {
+    let _beside = beside_measuring().await;
     // On an owner's server a session's scripts run on the lab's simulator,
     // so the simulator's cache is the one the session sees: SCRIPT EXISTS
     // says 1 for what it ran or loaded (Redis never saw those) and 0 for
@@ -1165,6 +1185,7 @@ async fn a_sessions_script_cache_is_its_own() {
 /// `PUNSUBSCRIBE` of three patterns).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_line_gets_its_own_reply_after_several_confirmations() {
+    let _beside = beside_measuring().await;
     let owner = Owner::start(true);
     let lines = [
         "PUNSUBSCRIBE a b c",

@@ -305,6 +305,11 @@ impl EtcdDriver {
         };
         d.await_ready()?;
         d.lead_with(0)?;
+        // A request just after `MoveLeader` can meet "etcdserver: leader
+        // changed" (seen on a loaded machine: the run's first read failed
+        // the lesson), so the cluster is ready once its leader has served a
+        // linearizable read, as after a crash.
+        d.await_new_leader(READY_WITHIN).map_err(ServiceError::Start)?;
         Ok(d)
     }
 
