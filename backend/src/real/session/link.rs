@@ -470,19 +470,25 @@ fn double(text: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A reply parsed from `wire` by a [`Link`] over a real socket pair.
-    async fn parse(wire: &'static [u8], exec: bool) -> Result<Reply, RealError> {
+    /// A [`Link`] over a real socket pair whose server side has written
+    /// `wire` and closed (a reply cut short ends in EOF).
+    async fn link_over(wire: &'static [u8]) -> Link {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
-            // Written, then closed: a reply cut short ends in EOF.
             let (mut s, _) = listener.accept().await.unwrap();
             s.write_all(wire).await.unwrap();
         });
-        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
+        let link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
             .await
             .unwrap();
         server.await.unwrap();
+        link
+    }
+
+    /// A reply parsed from `wire` by a [`Link`] over a real socket pair.
+    async fn parse(wire: &'static [u8], exec: bool) -> Result<Reply, RealError> {
+        let mut link = link_over(wire).await;
         link.pending = 1;
         link.read(exec).await
     }
@@ -521,18 +527,9 @@ mod tests {
     /// the cap — staying in step for the next reply.
     #[tokio::test]
     async fn a_capped_link_drops_what_it_does_not_keep() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            s.write_all(b"$10\r\n0123456789\r\n*2\r\n$2\r\nab\r\n$5\r\nabcde\r\n+OK\r\n%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n")
-                .await
-                .unwrap();
-        });
-        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
-            .await
-            .unwrap();
-        server.await.unwrap();
+        let mut link =
+            link_over(b"$10\r\n0123456789\r\n*2\r\n$2\r\nab\r\n$5\r\nabcde\r\n+OK\r\n%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n")
+                .await;
         link.keep_at_most(3);
         link.pending = 4;
         assert_eq!(link.read(false).await.unwrap(), Reply::Bulk(b"012".to_vec()));
@@ -557,21 +554,11 @@ mod tests {
     /// without names reads one per channel the confirmations counted.
     #[tokio::test]
     async fn every_confirmation_is_read_and_the_last_answers() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            s.write_all(
-                b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n\
-                  *3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n+OK\r\n",
-            )
-            .await
-            .unwrap();
-        });
-        let mut link = Link::open(&format!("redis://{addr}/"), Duration::from_secs(30))
-            .await
-            .unwrap();
-        server.await.unwrap();
+        let mut link = link_over(
+            b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n\
+              *3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n+OK\r\n",
+        )
+        .await;
         let confirm = |kind: &str, name: &str, n| {
             Reply::Array(vec![
                 Reply::Bulk(kind.into()),
