@@ -1247,6 +1247,11 @@ fn hostile_scripts_leave_the_server_up() {
     // froze it for 25-30 s (uncounted native work).
     let server = sim(Profile::V7_0);
     let mut s = connect(server.local_addr());
+    // The second script is stopped by the budget (3·10⁹ units), which takes
+    // 9–18 s on a loaded two-core machine, not by a clock: the reply may take
+    // that long (unbudgeted, the script would run for hours).
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("read timeout");
     s.write_all(&req(&[
         b"EVAL",
         b"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}",
