@@ -48,6 +48,7 @@
 //! `world` produces traces; `lesson` and `explore` drive worlds.
 
 pub mod actor;
+pub mod class;
 pub mod cli;
 pub mod client;
 pub mod console;

@@ -1,5 +1,5 @@
 //! Interview mode's judge and score: whether a prediction matches the
-//! reply ([`prediction_right`]), and for a lesson how many of its steps the
+//! reply ([`prediction_right`](locklab_core::lesson::judge::prediction_right), in core so class mode's server judges the room alike), and for a lesson how many of its steps the
 //! user predicted right, out of how many they predicted.
 //!
 //! Only a step's *first* prediction counts. Stepping back and predicting
@@ -12,8 +12,6 @@
 //! The score is kept in the browser's `localStorage` under
 //! [`key`]`(lesson)` as [`LessonScore::encode`] writes it; the storage
 //! calls live in a hook ([`crate::hooks::score`]), this is the plain part.
-
-use locklab_core::lesson::{Expect, Step};
 
 /// The `localStorage` key of a lesson's score.
 pub fn key(lesson: &str) -> String {
@@ -86,37 +84,6 @@ impl LessonScore {
     }
 }
 
-/// Does a prediction match the reply? Forgiving about what people leave
-/// out: `1` for `(integer) 1`, `token-B-222` for `"token-B-222"`, `nil` for
-/// `(nil)`, case and surrounding space.
-pub fn prediction_matches(guess: &str, reply: &str) -> bool {
-    fn norm(s: &str) -> String {
-        let s = s.trim();
-        let s = s.strip_prefix("(integer) ").unwrap_or(s);
-        let s = s.trim_matches('"');
-        let s = s.trim_start_matches('(').trim_end_matches(')');
-        s.trim().to_ascii_lowercase()
-    }
-    !guess.trim().is_empty() && norm(guess) == norm(reply)
-}
-
-/// Is a prediction for `step` right, given the reply it got? A quiz with
-/// its own answer (a multiple choice such as `(integer) > 0`) is judged by
-/// that answer; a reply the lesson expects within a range (a PTTL) by the
-/// range; anything else by the reply itself.
-pub fn prediction_right<P>(step: &Step<P>, guess: &str, reply: &str) -> bool {
-    if let Some(answer) = step.quiz.as_ref().and_then(|q| q.answer.as_deref()) {
-        return prediction_matches(guess, answer);
-    }
-    if let Some(range @ Expect::Range { .. }) = &step.expect {
-        let as_integer = guess.trim().strip_prefix("(integer)").unwrap_or(guess).trim();
-        if range.matches(&format!("(integer) {as_integer}")) {
-            return true;
-        }
-    }
-    prediction_matches(guess, reply)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,48 +115,5 @@ mod tests {
             "damage reads as unanswered"
         );
         assert_eq!(key("07"), "locklab.score.07");
-    }
-}
-
-#[cfg(test)]
-mod prediction_tests {
-    use super::prediction_matches as m;
-    use super::prediction_right;
-    use crate::catalog;
-
-    #[test]
-    fn quiz_answers_and_ranges_judge_predictions() {
-        let l = catalog::find("01").unwrap();
-        let (set, pttl) = (&l.steps[0], &l.steps[4]);
-        assert!(prediction_right(set, "ok", "OK"));
-        assert!(!prediction_right(set, "(nil)", "OK"));
-        assert!(
-            prediction_right(pttl, "(integer) > 0", "(integer) 29998"),
-            "the quiz's own answer"
-        );
-        assert!(!prediction_right(pttl, "(integer) -2", "(integer) 29998"));
-        let range: locklab_core::lesson::Step = locklab_core::lesson::Step {
-            client: Some("A".into()),
-            cmd: Some("PTTL k".into()),
-            expect: Some(locklab_core::lesson::Expect::Range { min: 1, max: 30000 }),
-            ..Default::default()
-        };
-        assert!(
-            prediction_right(&range, "30000", "(integer) 29998"),
-            "a number within the expected range"
-        );
-        assert!(prediction_right(&range, "(integer) 29998", "(integer) 29998"));
-        assert!(!prediction_right(&range, "-1", "(integer) 29998"));
-    }
-
-    #[test]
-    fn predictions_are_read_generously() {
-        assert!(m("1", "(integer) 1"));
-        assert!(m("(integer) 0", "(integer) 0"));
-        assert!(m("token-B-222", "\"token-B-222\""));
-        assert!(m("nil", "(nil)"));
-        assert!(m(" ok ", "OK"));
-        assert!(!m("0", "(integer) 1"));
-        assert!(!m("", "OK"));
     }
 }

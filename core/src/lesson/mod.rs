@@ -23,6 +23,7 @@
 //! text swimlane.
 
 pub mod compress;
+pub mod judge;
 pub mod lint;
 pub mod metrics;
 pub mod render;

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use gloo_events::EventListener;
 use yew::prelude::*;
 
-use crate::score::{self, prediction_right, LessonScore};
+use crate::score::{self, LessonScore};
 use crate::state::AppContext;
+use locklab_core::lesson::judge::prediction_right;
 
 /// The event a save fires on `window`.
 pub const CHANGED: &str = "locklab-score";

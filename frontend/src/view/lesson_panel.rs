@@ -14,8 +14,9 @@ use crate::driver::LessonDriver;
 use crate::hooks::score::{self as stored, use_score_changes};
 use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
-use crate::score::{prediction_right, LessonScore};
+use crate::score::LessonScore;
 use crate::state::{AppContext, Transport, SPEEDS};
+use locklab_core::lesson::judge::prediction_right;
 
 #[derive(Properties, PartialEq)]
 pub struct LessonPanelProps {
