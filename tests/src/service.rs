@@ -31,7 +31,7 @@ explain = {{ zh = "测试", en = "test" }}
 /// Is there a ZooKeeper ensemble to test on? A skip says why, except on
 /// CI, where scripts/test installed zookeeperd and a missing one fails.
 pub fn have_zookeeper() -> bool {
-    use locklab_backend::real::lockservice::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
+    use locklab_backend::real::service::zk::ensemble::{zookeeper_installed, ZK_NOT_FOUND};
     if zookeeper_installed() {
         return true;
     }

@@ -11,8 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
-use locklab_backend::real::lockservice::{check_compare, CompareEnv};
+use locklab_backend::real::service::etcd::cluster::{etcd_binary, ETCD_NOT_FOUND};
+use locklab_backend::real::service::{check_compare, CompareEnv};
 use locklab_core::actor::Actor;
 use locklab_core::fault::Fault;
 use locklab_core::invariants::Invariant;

@@ -6,8 +6,8 @@
 //! etcd must be installed (CI installs etcd-server): without it these
 //! tests fail and say so, they do not pass silently.
 
-use locklab_backend::real::lockservice::cluster::{etcd_binary, ETCD_NOT_FOUND};
-use locklab_backend::real::lockservice::EtcdEnv;
+use locklab_backend::real::service::etcd::cluster::{etcd_binary, ETCD_NOT_FOUND};
+use locklab_backend::real::service::EtcdEnv;
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;

@@ -8,7 +8,7 @@
 //! Without zookeeperd (or java) these tests say so and skip; CI installs
 //! it (scripts/test), and there a missing ensemble is a failure.
 
-use locklab_backend::real::lockservice::ZkEnv;
+use locklab_backend::real::service::ZkEnv;
 use locklab_core::lesson::run::StepResult;
 use locklab_core::lesson::Lesson;
 use locklab_tests::service::{

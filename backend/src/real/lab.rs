@@ -117,9 +117,9 @@ use locklab_core::trace::Event;
 use thiserror::Error;
 
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
-use crate::real::lockservice::{self, ServiceRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::play::{self, Play};
+use crate::real::service::{self, ServiceRun};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
 use crate::real::topology::{Fault, NodeInfo, NodeState, Topology, TopologyError, TopologyKind};
 
@@ -738,7 +738,7 @@ impl LabState {
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), LabError> {
         self.tear_down();
-        let slot = Slot::take(&self.labs.managed, lockservice::processes(service))?;
+        let slot = Slot::take(&self.labs.managed, service::processes(service))?;
         let run = ServiceRun::start(lesson, factor)?;
         out.push(ServerMsg::Lesson {
             id: lesson.id.clone(),
@@ -1080,7 +1080,7 @@ mod tests {
     #[test]
     fn managed_servers_are_bounded_by_the_processes_they_run() {
         let count = Arc::new(AtomicUsize::new(0));
-        let all = lockservice::processes(LockService::All);
+        let all = service::processes(LockService::All);
         assert_eq!(all, 10);
         let first = Slot::take(&count, all).expect("the first");
         let second = Slot::take(&count, all).expect("the second");
@@ -1093,7 +1093,7 @@ mod tests {
         assert_eq!(count.load(Ordering::SeqCst), 10);
         let sentinel = Slot::take(&count, Topology::processes(TopologyKind::Sentinel)).expect("room for 5");
         assert_eq!(count.load(Ordering::SeqCst), 15);
-        let zk = Slot::take(&count, lockservice::processes(LockService::Zk)).expect("room for 3");
+        let zk = Slot::take(&count, service::processes(LockService::Zk)).expect("room for 3");
         assert!(Slot::take(&count, all).is_err(), "18 running: no room for 10");
         drop((second, sentinel, zk));
         assert_eq!(count.load(Ordering::SeqCst), 0);

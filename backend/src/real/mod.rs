@@ -15,7 +15,7 @@
 //! * [`observe`] — lock keys read on real servers, shown to core's lock
 //!   observer.
 //! * [`lesson`] — real servers as the environment of core's lesson runner.
-//! * [`lockservice`] — a managed etcd cluster, and lessons played on it.
+//! * [`service`] — the lock services that are not Redis (a managed etcd cluster and ZooKeeper ensemble), and lessons played on them.
 //! * [`play`] — where a lesson plays (Redis, etcd, ZooKeeper or all four),
 //!   chosen once for the lab and the CLI.
 //! * [`lab`] — one socket's lab ([`lab::RealLab`]): protocol messages in,
@@ -25,11 +25,11 @@ pub mod conn;
 pub mod faults;
 pub mod lab;
 pub mod lesson;
-pub mod lockservice;
 pub mod observe;
 pub mod play;
 pub mod process;
 pub mod reaper;
 pub mod replies;
+pub mod service;
 pub mod session;
 pub mod topology;

@@ -5,7 +5,7 @@
 //!
 //! The two runners sit below this choice and know nothing of each other's
 //! lessons: [`crate::real::lesson`] plays Redis and refuses a lesson on a
-//! lock service; [`crate::real::lockservice`] plays the services (and, for
+//! lock service; [`crate::real::service`] plays the services (and, for
 //! lesson 45, the Redis runner for its Redis part). The lab
 //! ([`crate::real::lab`]), the health report and the CLI (`locklab lesson
 //! run --real`) ask here, so a lesson is checked and run by the same rule
@@ -14,7 +14,7 @@
 use locklab_core::lesson::{Lang, Lesson, LockService};
 
 use crate::real::lesson::{self as real_lesson, RealLessonError, RealReport};
-use crate::real::lockservice;
+use crate::real::service;
 use crate::real::topology::Topology;
 
 /// Where a lesson plays: what its file's `world.service` says.
@@ -48,7 +48,7 @@ pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
 pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
     match Play::of(lesson) {
         Play::Redis => real_lesson::check_supported_lang(lesson, lang),
-        Play::Service(service) => lockservice::check(lesson, service, lang),
+        Play::Service(service) => service::check(lesson, service, lang),
     }
 }
 
@@ -82,11 +82,11 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
     match Play::of(lesson) {
         Play::Redis => real_lesson::run_managed(lesson, factor),
         // Three etcd members instead of Redis nodes.
-        Play::Service(LockService::Etcd) => lockservice::run_etcd(lesson, factor),
+        Play::Service(LockService::Etcd) => service::run_etcd(lesson, factor),
         // Three ZooKeeper servers.
-        Play::Service(LockService::Zk) => lockservice::run_zk(lesson, factor),
+        Play::Service(LockService::Zk) => service::run_zk(lesson, factor),
         // All four side by side.
-        Play::Service(LockService::All) => lockservice::run_compare(lesson, factor),
+        Play::Service(LockService::All) => service::run_compare(lesson, factor),
     }
 }
 

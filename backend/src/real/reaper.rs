@@ -25,7 +25,7 @@
 //!   recorded when the lab started it — a pid reused since, or a file the
 //!   lab did not write, names a process that started at another time — and
 //!   it still is a `redis-server` (or `redis-sentinel`) on that port, an
-//!   `etcd` member serving clients on that port (`real/lockservice`) or a
+//!   `etcd` member serving clients on that port (`real/service/etcd`) or a
 //!   ZooKeeper server the lab marked with that port.
 
 use std::io::Read;

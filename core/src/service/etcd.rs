@@ -37,7 +37,7 @@ use crate::reply::Reply;
 const MAX_TTL_S: i64 = 9_000_000_000;
 /// The first lease id handed out: the n-th lease granted (0-based) is
 /// `FIRST_LEASE + n`, here and on the real driver, which shows real
-/// etcd's large ids by this rule (`backend/src/real/lockservice`).
+/// etcd's large ids by this rule (`backend/src/real/service/etcd`).
 pub const FIRST_LEASE: i64 = 7001;
 
 pub const LEASE_NOT_FOUND: &str = "etcdserver: requested lease not found";

@@ -311,7 +311,7 @@ impl RealLessonRun {
 
     /// [`RealLessonRun::start`] without asking whether the lesson plays on
     /// this topology: for a driver that has checked it otherwise (lesson
-    /// 45's Redis part, `lockservice::compare`). Keys of `world.groups` are
+    /// 45's Redis part, `service::compare`). Keys of `world.groups` are
     /// judged by their own nodes, as in the simulator's `compare` world.
     pub(crate) fn start_unchecked(
         lesson: &Lesson,
@@ -443,7 +443,7 @@ impl RealLessonRun {
     }
 
     /// What core's monitor found broken so far (a driver that judges
-    /// beliefs itself adds its own: `lockservice::compare`).
+    /// beliefs itself adds its own: `service::compare`).
     pub(crate) fn violations(&self) -> &[Violation] {
         self.monitor.violations()
     }

@@ -64,7 +64,7 @@ pub(super) fn has_metrics(lesson: &Lesson) -> bool {
 /// kind it names? `Err` says why not: the lesson's own text when it is
 /// marked `real = no`, else which step needs what. A lesson on a lock
 /// service is not this runner's ([`crate::real::play`] sends it to
-/// [`crate::real::lockservice`]).
+/// [`crate::real::service`]).
 pub fn check_supported(lesson: &Lesson) -> Result<(), String> {
     check_supported_lang(lesson, Lang::En)
 }

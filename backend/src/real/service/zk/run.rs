@@ -6,7 +6,7 @@
 //!
 //! * **A command** goes, as the client's zookeeper-client request, to the
 //!   server the step names or else to the leader, on the client's one
-//!   session (see [`super::zk`]). Every ZooKeeper request is answered at
+//!   session (see [`super::driver`]). Every ZooKeeper request is answered at
 //!   once (a blocked lock is the client's own `EXISTS … WATCH`, not a
 //!   blocked request); a server that answers nothing within 1.5 s — a
 //!   stopped one — gives `ConnectionLoss`, as the Java client does when
@@ -50,9 +50,9 @@ use locklab_core::service::zk::negotiated_timeout;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
-use super::lesson_state::{check_steps, play, unsupported, LessonState};
-use super::zk::{parse, reply, Op, Raw, ZkDriver};
+use super::driver::{parse, reply, Op, Raw, ZkDriver};
 use crate::real::lesson::{RealLessonError, RealReport};
+use crate::real::service::lesson_state::{check_steps, play, unsupported, LessonState};
 
 /// How long an election after the leader went may take.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
@@ -120,11 +120,11 @@ impl ZkEnv {
     }
 
     /// What the run keeps whatever the service: its trace and judges.
-    pub(super) fn state(&self) -> &LessonState {
+    pub(in crate::real::service) fn state(&self) -> &LessonState {
         &self.st
     }
 
-    pub(super) fn state_mut(&mut self) -> &mut LessonState {
+    pub(in crate::real::service) fn state_mut(&mut self) -> &mut LessonState {
         &mut self.st
     }
 

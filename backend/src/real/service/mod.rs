@@ -2,18 +2,12 @@
 //! a managed ZooKeeper ensemble, played by core's lesson runner, the same
 //! lessons the simulator's `core/src/service` plays.
 //!
-//! * [`cluster`] — three `etcd` processes on free loopback ports.
-//! * [`etcd`] — core's etcd vocabulary sent through etcd-client, answered
-//!   with the simulator's replies.
-//! * [`translate`] — lease ids, lock keys, revisions and TTLs between a
-//!   lesson's numbers and a real cluster's.
-//! * [`etcdrun`] — the cluster as core's lesson `Environment`.
-//! * [`ensemble`] — three ZooKeeper servers (Debian's zookeeperd) on free
-//!   loopback ports.
-//! * [`zk`] — core's ZooKeeper vocabulary sent through zookeeper-client,
-//!   answered with the simulator's replies; [`zxid`] — session ids and
-//!   zxids between the two.
-//! * [`zkrun`] — the ensemble as core's lesson `Environment`.
+//! * [`etcd`] and [`zk`] — one folder per service, with the same four
+//!   parts: the managed processes (`cluster`, `ensemble`), the `driver`
+//!   that sends core's vocabulary through the service's client and answers
+//!   with the simulator's replies, the numbers translated between a
+//!   lesson's and the service's (`translate`, `zxid`), and the `run` that
+//!   makes the service core's lesson `Environment`.
 //!
 //! * [`compare`] — lesson 45: a Redis, three Redlock masters, the etcd
 //!   cluster and the ZooKeeper ensemble in one run, each played by its own
@@ -24,25 +18,19 @@
 //!
 //! The error a managed service fails to start with lives here.
 
-pub mod cluster;
 pub mod compare;
-pub mod ensemble;
 pub mod etcd;
-pub mod etcdrun;
 mod lesson_state;
 pub mod stepped;
-pub mod translate;
 pub mod zk;
-pub mod zkrun;
-pub mod zxid;
 
 use locklab_core::lesson::{Lang, Lesson, LockService};
 use thiserror::Error;
 
 pub use compare::{check_compare, run_compare, CompareEnv};
-pub use etcdrun::{check_etcd, run_etcd, EtcdEnv};
+pub use etcd::{check_etcd, run_etcd, EtcdEnv};
 pub use stepped::ServiceRun;
-pub use zkrun::{check_zk, run_zk, ZkEnv};
+pub use zk::{check_zk, run_zk, ZkEnv};
 
 /// Members of each managed etcd cluster and ZooKeeper ensemble.
 pub const MEMBERS: usize = 3;

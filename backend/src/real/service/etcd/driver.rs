@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 
 use super::cluster::Cluster;
 use super::translate::Translate;
-use super::{OwnRuntime, ServiceError};
+use crate::real::service::{OwnRuntime, ServiceError};
 
 /// How long the cluster may take to elect its first leader.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -290,12 +290,12 @@ impl EtcdDriver {
     /// Start three members, wait for a leader, and make `etcd1` the leader
     /// (the lessons name it so; `MoveLeader` as `etcdctl move-leader`).
     pub fn start() -> Result<EtcdDriver, ServiceError> {
-        super::on_free_ports(Self::start_once)
+        crate::real::service::on_free_ports(Self::start_once)
     }
 
     fn start_once() -> Result<EtcdDriver, ServiceError> {
         let rt = OwnRuntime::start()?;
-        let cluster = Cluster::spawn(super::MEMBERS).map_err(ServiceError::Start)?;
+        let cluster = Cluster::spawn(crate::real::service::MEMBERS).map_err(ServiceError::Start)?;
         let mut d = EtcdDriver {
             rt,
             cluster,

@@ -1,6 +1,6 @@
 //! Three real ZooKeeper servers on free loopback ports: the processes only
 //! (spawn, SIGSTOP, SIGKILL, wait, clean up) and the `srvr` four-letter
-//! word. Every request a lesson sends is [`super::zk`]'s, through
+//! word. Every request a lesson sends is [`super::driver`]'s, through
 //! zookeeper-client.
 //!
 //! The servers are Debian's `zookeeperd` (3.8), run as

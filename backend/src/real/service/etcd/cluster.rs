@@ -1,6 +1,6 @@
 //! Three real `etcd` processes on free loopback ports: the processes only
 //! (spawn, SIGKILL, wait, clean up). Talking to them — readiness, the
-//! leader, every request — is [`super::etcd`]'s, through etcd-client.
+//! leader, every request — is [`super::driver`]'s, through etcd-client.
 //!
 //! Each member has a client port and a peer port, its own data directory
 //! under one temporary root, and a log file next to it (read back when a

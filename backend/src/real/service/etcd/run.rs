@@ -41,10 +41,10 @@ use locklab_core::observe::Seen;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
-use super::etcd::{reply, EtcdDriver, Op, Raw};
-use super::lesson_state::{check_steps, play, unsupported, LessonState};
+use super::driver::{reply, EtcdDriver, Op, Raw};
 use super::translate::Translate;
 use crate::real::lesson::{RealLessonError, RealReport};
+use crate::real::service::lesson_state::{check_steps, play, unsupported, LessonState};
 
 /// Wall time a blocked `LOCK` is given beyond the last lease deadline the
 /// run knows: etcd checks for expired leases every 500 ms, then commits
@@ -120,11 +120,11 @@ impl EtcdEnv {
     }
 
     /// What the run keeps whatever the service: its trace and judges.
-    pub(super) fn state(&self) -> &LessonState {
+    pub(in crate::real::service) fn state(&self) -> &LessonState {
         &self.st
     }
 
-    pub(super) fn state_mut(&mut self) -> &mut LessonState {
+    pub(in crate::real::service) fn state_mut(&mut self) -> &mut LessonState {
         &mut self.st
     }
 

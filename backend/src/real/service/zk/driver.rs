@@ -36,7 +36,7 @@ use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, EventType, Se
 
 use super::ensemble::Ensemble;
 use super::zxid::Numbers;
-use super::{OwnRuntime, ServiceError};
+use crate::real::service::{OwnRuntime, ServiceError};
 
 /// How long the ensemble may take to serve after a start or an election.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -335,12 +335,12 @@ impl ZkDriver {
     /// lessons call it `zk1`), and open the observer's session; the run's
     /// zxids count from then on.
     pub fn start(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
-        super::on_free_ports(|| Self::start_once(min_ms, max_ms))
+        crate::real::service::on_free_ports(|| Self::start_once(min_ms, max_ms))
     }
 
     fn start_once(min_ms: u64, max_ms: u64) -> Result<ZkDriver, ServiceError> {
         let rt = OwnRuntime::start()?;
-        let ensemble = Ensemble::spawn(super::MEMBERS, min_ms, max_ms).map_err(ServiceError::Start)?;
+        let ensemble = Ensemble::spawn(crate::real::service::MEMBERS, min_ms, max_ms).map_err(ServiceError::Start)?;
         let mut d = ZkDriver {
             rt,
             ensemble,
