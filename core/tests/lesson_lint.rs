@@ -204,3 +204,80 @@ fn literals_and_agreeing_translations() {
     ));
     assert!(says_the_same("yes, 3 of 5 is a majority", "能，3/5 是多数"));
 }
+
+/// Issue 39: a wait, a fault or a belief of its own with no caption shows
+/// the room nothing when presenter mode steps to it; a belief folded into
+/// the command that causes it, or any step with an `explain`, is not silent.
+#[test]
+fn a_silent_step_is_caught() {
+    let lesson = |steps: &str| {
+        let text = format!(
+            r#"
+id = "99"
+theme = "basics"
+title = {{ zh = "题", en = "t" }}
+narration = {{ zh = "叙", en = "n" }}
+source = {{ seed = "A", file = "x.txt", section = "1" }}
+actors = ["A"]
+{steps}
+[outcome]
+invariant = "none"
+broken = false
+explain = {{ zh = "解", en = "e" }}
+"#
+        );
+        Lesson::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    };
+    let silent = |l: &Lesson| -> Vec<String> {
+        (lint(std::slice::from_ref(l)).findings.iter())
+            .filter(|f| matches!(f, Finding::Silent { .. }))
+            .map(|f| f.to_string())
+            .collect()
+    };
+    let bare = lesson(
+        r#"
+[[steps]]
+client = "A"
+cmd = "SET k v NX PX 1000"
+[[steps]]
+client = "A"
+hold = "k"
+[[steps]]
+wait_ms = 2000
+[[steps]]
+fault = { type = "pause_client", client = "A", ms = 10 }
+[[steps]]
+client = "A"
+unhold = "k"
+"#,
+    );
+    let found = silent(&bare);
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        found[0].contains("step 2: a hold step") && found[1].contains("step 3: a wait step"),
+        "{found:?}"
+    );
+    assert!(
+        found[2].contains("step 4: a fault step") && found[3].contains("step 5: an unhold step"),
+        "{found:?}"
+    );
+    let captioned = lesson(
+        r#"
+[[steps]]
+client = "A"
+cmd = "SET k v NX PX 1000"
+hold = "k"
+[[steps]]
+wait_ms = 2000
+explain = { zh = "等 2 s：锁过期。", en = "2 s: the lock expires." }
+[[steps]]
+fault = { type = "pause_client", client = "A", ms = 10 }
+explain = { zh = "A 停顿。", en = "A pauses." }
+[[steps]]
+client = "A"
+cmd = "GET k"
+unhold = "k"
+"#,
+    );
+    assert!(silent(&captioned).is_empty(), "{:?}", silent(&captioned));
+}

@@ -52,6 +52,13 @@
 //!    nothing away (before this lint it was last in 6 of 52 three-choice
 //!    questions).
 //!
+//! 5. **No silent clicks** (issue 39). Every step changes what the room
+//!    sees when presenter mode steps to it: a `wait_ms`, a `fault`, and a
+//!    `hold` or `unhold` step of its own show only the runner's wording of
+//!    themselves, so each carries an `explain` (its caption), and a belief is
+//!    better folded into the `cmd` or `write` that causes it
+//!    (`Step::belief`), where the reply is the caption.
+//!
 //! Choices are also distinct within a question (in each language, once
 //! normalised). That the answer is one of the choices, and its zh form the
 //! zh form of that choice, `Lesson::validate` already checks on parsing.
@@ -60,7 +67,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::render::quiz_answer;
-use super::{Lang, Lesson, Quiz, Step};
+use super::{Lang, Lesson, Quiz, Step, StepKind};
 
 /// The most the answer may be the longest option, over the catalogue's
 /// prose multiple-choice questions, per language (issue 38).
@@ -120,6 +127,13 @@ pub enum Finding {
         en: String,
         zh: String,
     },
+    /// A wait, a fault or a belief of its own with no caption: pressing
+    /// "next" on it shows the room nothing (issue 39).
+    Silent {
+        id: String,
+        step: usize,
+        what: &'static str,
+    },
     /// Two choices of one question read the same.
     Duplicate {
         id: String,
@@ -146,6 +160,10 @@ impl fmt::Display for Finding {
             ),
             Finding::Mismatch { id, step, en, zh } => {
                 write!(f, "lesson {id}, step {step}: the choice {en:?} says something else in zh: {zh:?}")
+            }
+            Finding::Silent { id, step, what } => {
+                let a = if what.starts_with('u') { "an" } else { "a" };
+                write!(f, "lesson {id}, step {step}: {a} {what} step with no caption (give it an explain)")
             }
             Finding::Duplicate { id, step, lang, choice } => {
                 write!(f, "lesson {id}, step {step} [{}]: the choice {choice:?} is there twice", lang.code())
@@ -272,6 +290,13 @@ fn lint_lesson(lesson: &Lesson, r: &mut LintReport) {
     // What is on the screen before the current step, per language.
     let mut shown: [Vec<String>; 2] = langs.map(|l| vec![normalize(lesson.narration.get(l))]);
     for (i, step) in lesson.steps.iter().enumerate() {
+        if let Some(what) = silent(step) {
+            r.findings.push(Finding::Silent {
+                id: lesson.id.clone(),
+                step: i + 1,
+                what,
+            });
+        }
         if let Some(q) = &step.quiz {
             let (id, n) = (lesson.id.as_str(), i + 1);
             let mut hit = false;
@@ -292,6 +317,21 @@ fn lint_lesson(lesson: &Lesson, r: &mut LintReport) {
                 shown[k].push(normalize(q.question(lang)));
             }
         }
+    }
+}
+
+/// What kind of step `step` is, when it shows nothing but its own wording:
+/// a wait, a fault or a belief of its own without an `explain` (rule 5).
+pub fn silent<P>(step: &Step<P>) -> Option<&'static str> {
+    if step.explain.is_some() {
+        return None;
+    }
+    match step.kind().ok()? {
+        StepKind::Wait(_) => Some("wait"),
+        StepKind::Fault(_) => Some("fault"),
+        StepKind::Hold { holds: true, .. } => Some("hold"),
+        StepKind::Hold { holds: false, .. } => Some("unhold"),
+        _ => None,
     }
 }
 

@@ -127,6 +127,7 @@ impl Metrics {
     /// Does every bound the spec gives hold?
     pub fn within(&self, spec: &MetricsSpec) -> bool {
         spec.min_success_pct.is_none_or(|b| self.success_pct() >= b)
+            && spec.max_success_pct.is_none_or(|b| self.success_pct() <= b)
             && spec.max_mean_wait_ms.is_none_or(|b| self.mean_wait_ms() <= b)
             && spec.min_mean_wait_ms.is_none_or(|b| self.mean_wait_ms() >= b)
             && spec.max_mean_retries.is_none_or(|b| self.mean_retries() <= b)
@@ -151,7 +152,7 @@ impl MetricsSpec {
             })
         }
         let parts: Vec<String> = [
-            range("acquired", self.min_success_pct, None, " %"),
+            range("acquired", self.min_success_pct, self.max_success_pct, " %"),
             range("acquisitions", self.min_acquisitions, None, ""),
             range("mean wait", self.min_mean_wait_ms, self.max_mean_wait_ms, " ms"),
             range("mean retries", self.min_mean_retries, self.max_mean_retries, ""),

@@ -424,6 +424,9 @@ pub struct MetricsSpec {
     /// Count only events after the previous `metrics` step.
     pub since_last: bool,
     pub min_success_pct: Option<f64>,
+    /// A ceiling too, for a lesson that shows clients failing (18: fixed
+    /// retry delays split the votes round after round).
+    pub max_success_pct: Option<f64>,
     pub max_mean_wait_ms: Option<f64>,
     /// A lower bound too, for a lesson that states a figure (18: "the
     /// mean wait is about 416 ms") rather than a ceiling.
@@ -460,9 +463,13 @@ pub struct Step<P = Program> {
     /// Start the program and go on at once.
     pub background: bool,
     pub write: Option<WriteSpec>,
-    /// From here on, `client` believes it holds this lock key.
+    /// From here on, `client` believes it holds this lock key: a step of
+    /// its own, or folded into the `cmd` or `write` step that causes the
+    /// belief (the `SET … NX` that answered `OK`), where it takes effect
+    /// once that step ran ([`Step::belief`]), so a press that changes what
+    /// the room believes also shows what changed it (issue 39).
     pub hold: Option<String>,
-    /// From here on, it does not.
+    /// From here on, it does not (alone, or folded like `hold`).
     pub unhold: Option<String>,
     /// Nothing happens: a point to make, or a question to ask (lessons 35,
     /// 36). The text is shown like an explanation.
@@ -525,16 +532,39 @@ pub enum StepKind<'a, P = Program> {
 }
 
 impl<P> Step<P> {
+    /// Is this a `cmd` or `write` step carrying a `hold` or `unhold`?
+    fn folds_belief(&self) -> bool {
+        (self.cmd.is_some() || self.write.is_some()) && (self.hold.is_some() || self.unhold.is_some())
+    }
+
+    /// The belief a `cmd` or `write` step carries, taken once the step ran:
+    /// `(key, holds)`. `None` for a step without one, and for a `hold` or
+    /// `unhold` step of its own (that is its [`kind`](Self::kind)).
+    pub fn belief(&self) -> Option<(&str, bool)> {
+        if !self.folds_belief() {
+            return None;
+        }
+        match (&self.hold, &self.unhold) {
+            (Some(k), _) => Some((k, true)),
+            (None, Some(k)) => Some((k, false)),
+            (None, None) => None,
+        }
+    }
+
     /// What this step does, or why it is malformed.
     pub fn kind(&self) -> Result<StepKind<'_, P>, String> {
+        let folded = self.folds_belief();
+        if folded && self.hold.is_some() && self.unhold.is_some() {
+            return Err("a step changes one belief: hold or unhold, not both".into());
+        }
         let given = [
             self.cmd.is_some(),
             self.wait_ms.is_some(),
             self.fault.is_some(),
             self.program.is_some(),
             self.write.is_some(),
-            self.hold.is_some(),
-            self.unhold.is_some(),
+            self.hold.is_some() && !folded,
+            self.unhold.is_some() && !folded,
             self.say.is_some(),
             self.metrics.is_some(),
         ]
@@ -543,7 +573,7 @@ impl<P> Step<P> {
         .count();
         if given != 1 {
             return Err(format!(
-                "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics ({given} given)"
+                "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics ({given} given; hold or unhold may go with a cmd or a write)"
             ));
         }
         let client = || {

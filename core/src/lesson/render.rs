@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::metrics::Metrics;
 use super::rounds::{self, Round};
-use super::run::{LessonRun, StepResult, NO_REPLY};
+use super::run::{LessonRun, Shown, StepResult, NO_REPLY};
 use super::{Lang, Lesson, LessonTopology, OutcomeInvariant, Quiz, Step, StepKind};
 use crate::actor::{Actor, Names};
 use crate::invariants::{Invariant, Violation};
@@ -133,6 +133,11 @@ fn step_lines(run: &LessonRun, r: &StepResult, lang: Lang, rounds: &[Round], fro
                 }
             }
         }
+    }
+    // A belief folded into the step, worded as a `hold` step of its own.
+    if let (Some(client), Some((key, holds))) = (step.and_then(|s| s.client.as_deref()), step.and_then(Step::belief)) {
+        let belief = Shown::Hold { client, key, holds };
+        lines.runner(format!("{PAD}{}", belief.text(names, lang)));
     }
     // What client programs did meanwhile: Redlock rounds, resource writes.
     for round in rounds.iter().filter(|x| (from..r.trace_len).contains(&x.at_event)) {

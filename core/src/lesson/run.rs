@@ -498,6 +498,9 @@ impl Progress {
                 None
             }
         };
+        if let (Some(client), Some((key, holds))) = (step.client.as_deref(), step.belief()) {
+            env.hold(index, client, key, holds).map_err(err)?;
+        }
         env.end_step(index, index + 1 >= self.lesson.steps.len());
         // Worded after the step, with the environment's names and the token
         // used.
