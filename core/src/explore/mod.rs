@@ -26,6 +26,7 @@
 //! answer as one sequential search, because "fewest steps, then earliest
 //! index" does not depend on who looked first.
 
+pub mod bfs;
 pub mod catalog;
 pub mod designs;
 pub mod drill;

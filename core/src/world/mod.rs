@@ -63,6 +63,7 @@ pub mod topology;
 
 mod clients;
 mod fault;
+mod fingerprint;
 mod locks;
 mod monitoring;
 mod nodes;
@@ -139,6 +140,7 @@ struct ReplLink {
     backlog: Vec<(u64, Vec<Argv>, Option<u32>)>,
 }
 
+#[derive(Clone, Debug)]
 struct NodeSlot {
     node: Node,
     clock: Clock,
@@ -202,6 +204,7 @@ struct Pending {
     timeout: Option<(u64, u64)>,
 }
 
+#[derive(Clone, Debug)]
 struct ClientSlot {
     clock: Clock,
     rng: Rng,
@@ -233,6 +236,7 @@ struct Waiter {
 }
 
 /// A simulated deployment: Redis nodes, client processes, the resource.
+#[derive(Clone)]
 pub struct World {
     cfg: WorldConfig,
     seed: u64,
