@@ -230,3 +230,29 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
     assert_eq!(b.status(), Status::NotExhausted);
     assert!(b.verdict().starts_with("not exhausted within the limit"));
 }
+
+#[test]
+fn probe_cost() {
+    let spec = design("07-redlock5-gc-pause.toml");
+    let mut w = World::from_scenario(&spec.base_scenario()).expect("w");
+    for _ in 0..150 {
+        w.step_item();
+    }
+    w.forget_trace();
+    let t = std::time::Instant::now();
+    for _ in 0..1000 {
+        std::hint::black_box(w.clone());
+    }
+    eprintln!("clone {:?}", t.elapsed() / 1000);
+    let t = std::time::Instant::now();
+    for _ in 0..1000 {
+        std::hint::black_box(w.fingerprint());
+    }
+    eprintln!("fp {:?}", t.elapsed() / 1000);
+    let t = std::time::Instant::now();
+    for _ in 0..1000 {
+        let mut c = w.clone();
+        std::hint::black_box(c.step_item());
+    }
+    eprintln!("clone+step {:?} trace {}", t.elapsed() / 1000, w.trace().len());
+}

@@ -398,7 +398,7 @@ mod tests {
             release: Some("lua".into()),
             ..args
         };
-        assert!(last_line(&run(&held).expect("runs")).starts_with("result: held ("));
+        assert!(last_line(&run(&held).expect("runs")).starts_with("result: sampled "));
         let _ = std::fs::remove_file(path);
     }
 

@@ -302,6 +302,8 @@ impl Bfs {
         if self.reductions.fingerprints && !self.seen.insert(key(w.fingerprint(), faults)) {
             return;
         }
+        let mut w = w;
+        w.forget_trace();
         let id = self.tree.len() as u32;
         self.tree.push(Link { parent, choice });
         self.stats.states += 1;

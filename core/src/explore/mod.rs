@@ -507,7 +507,9 @@ pub struct Report {
 
 impl Report {
     /// `result: violated <invariant> (seed S, N steps)` or
-    /// `result: held (K schedules explored)`.
+    /// `result: sampled K schedules: no violation found` — never "held":
+    /// a sample proves nothing about the schedules it did not try (only
+    /// [`bfs`] says "held", with its bounds).
     pub fn result_line(&self) -> String {
         match &self.outcome {
             Outcome::Violated {
@@ -515,7 +517,7 @@ impl Report {
             } => {
                 format!("result: violated {} (seed {seed}, {steps} steps)", invariant.name())
             }
-            Outcome::Held => format!("result: held ({} schedules explored)", self.explored),
+            Outcome::Held => format!("result: sampled {} schedules: no violation found", self.explored),
         }
     }
 
@@ -544,7 +546,7 @@ impl Report {
                 })
                 .collect();
             out.push_str(&format!(
-                "shortest counterexample: schedule #{index}, world seed {}, {}\n",
+                "sampled counterexample (the fewest steps among the schedules tried): schedule #{index}, world seed {}, {}\n",
                 scenario.seed,
                 if faults.is_empty() {
                     "no faults".to_owned()

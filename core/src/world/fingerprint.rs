@@ -12,7 +12,8 @@
 //! replication links. The walk hashes exactly that, in a fixed order, from
 //! the `Debug` encoding of core's types (no `HashMap` anywhere in core, so
 //! the encoding is canonical). Left out, because they only record the past
-//! and never change the future: the trace itself, the queue's insertion
+//! and never change the future: the trace itself (its length is kept: the
+//! event limit counts it), the queue's insertion
 //! counter (only the order it gives matters, and the walk keeps the order),
 //! and the trace-only texts of blocked commands. Equal fingerprints of
 //! different worlds are possible (64 bits), as in every model checker that
@@ -44,14 +45,33 @@ impl World {
         // Writing to `Fnv` cannot fail.
         let _ = write!(
             h,
-            "{}|{}|{}|{}|{}|{}|{}|",
-            self.now, self.master, self.halted, self.next_req, self.next_wait, self.deadlock_dirty, self.seed
+            "{}|{}|{}|{}|{}|{}|{}|{}|",
+            self.now,
+            self.steps(),
+            self.master,
+            self.halted,
+            self.next_req,
+            self.next_wait,
+            self.deadlock_dirty,
+            self.seed
         );
         for ((t, _), item) in &self.queue {
             let _ = write!(h, "{t}:{item:?};");
         }
         for n in &self.nodes {
-            let _ = write!(h, "{n:?};");
+            // A node's own hash is cached until it changes (most steps
+            // change one node of several); the slot's small fields are
+            // hashed each time.
+            let node = *n.node.fp.get_or_init(|| {
+                let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+                let _ = write!(h, "{:?}", *n.node.node);
+                h.0
+            });
+            let _ = write!(
+                h,
+                "{node}|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
+                n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
+            );
         }
         for c in &self.clients {
             let _ = write!(h, "{c:?};");
