@@ -59,6 +59,11 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
                     panic!("{file}: {:?}", report.outcome);
                 };
                 assert_eq!(*invariant, inv, "{file}");
+                assert!(
+                    report.transcript().contains("\nshortest counterexample (breadth-first"),
+                    "{}",
+                    report.transcript()
+                );
                 let mut w = World::from_scenario(scenario).expect("replays");
                 w.run();
                 assert_eq!(w.first_violation_step().map(|s| s + 1), Some(*steps), "{file}");
@@ -67,6 +72,8 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
             None => {
                 assert_eq!(b.status(), Status::Exhausted, "{file}: {verdict}");
                 assert_eq!(report.outcome, Outcome::Held);
+                assert_eq!(report.result_line(), format!("result: {verdict}"));
+                assert!(!report.transcript().contains("sampled"), "{}", report.transcript());
                 assert!(
                     verdict.starts_with("held: every schedule of 2 clients with at most 1 fault(s) from {pause, crash, restart, clock-jump} (16 fault options) at any point, network delays as world seed 1 draws them, runs of at most 2000 steps; "),
                     "{verdict}"
@@ -229,30 +236,4 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
     b.stop();
     assert_eq!(b.status(), Status::NotExhausted);
     assert!(b.verdict().starts_with("not exhausted within the limit"));
-}
-
-#[test]
-fn probe_cost() {
-    let spec = design("07-redlock5-gc-pause.toml");
-    let mut w = World::from_scenario(&spec.base_scenario()).expect("w");
-    for _ in 0..150 {
-        w.step_item();
-    }
-    w.forget_trace();
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        std::hint::black_box(w.clone());
-    }
-    eprintln!("clone {:?}", t.elapsed() / 1000);
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        std::hint::black_box(w.fingerprint());
-    }
-    eprintln!("fp {:?}", t.elapsed() / 1000);
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        let mut c = w.clone();
-        std::hint::black_box(c.step_item());
-    }
-    eprintln!("clone+step {:?} trace {}", t.elapsed() / 1000, w.trace().len());
 }

@@ -438,9 +438,10 @@ impl Bfs {
         };
         Report {
             summary: self.spec.summary(),
-            plan: self.verdict(),
+            plan: format!("breadth-first, {}", self.bounds()),
             explored: self.stats.states,
             outcome,
+            bounded: Some(self.verdict()),
         }
     }
 }

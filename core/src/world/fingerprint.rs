@@ -1,7 +1,7 @@
 //! A world's fingerprint: 64 bits that are equal for two worlds whose
 //! futures are equal.
 //!
-//! The explorer's breadth-first search ([`crate::explore::bfs`]) reaches the
+//! The explorer's breadth-first search (`explore::bfs`) reaches the
 //! same world along many schedules (a client crashed before or after a
 //! delivery that did not concern it) and must expand it once. Two worlds
 //! behave alike from now on when everything that decides what happens next
