@@ -136,7 +136,7 @@ async fn break_my_lock_in_headless_chromium() {
         if i == 5 {
             let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
             assert!(
-                verdict.starts_with("held for ") && verdict.contains("A bound, not a proof."),
+                verdict.starts_with("sampled ") && verdict.contains("A sample, not a proof."),
                 "{verdict}"
             );
             viewport(&c, 1440, 900).await;

@@ -122,8 +122,8 @@ impl Job {
     }
 }
 
-/// "Held for N schedules within this bound: …" — what was searched, never
-/// a claim that the design is correct.
+/// "Sampled N schedules, no violation found, within this bound: …" — what
+/// was searched, never a claim that the design is correct.
 pub fn bound(spec: &Spec, explored: u64) -> String {
     let kinds = if spec.fault_kinds.is_empty() {
         "any fault kind".to_owned()
@@ -131,10 +131,12 @@ pub fn bound(spec: &Spec, explored: u64) -> String {
         spec.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
     };
     format!(
-        "held for {explored} schedules within this bound: {} clients, at most {} fault(s) per schedule ({kinds}), \
-         every single fault at every point of {} seeds' fault-free runs plus {} random walks, runs of at most {} steps. \
-         A bound, not a proof.",
-        spec.scenario.as_ref().map_or(spec.clients as usize, |s| s.clients.len()),
+        "sampled {explored} schedules, no violation found, within this bound: {} clients, at most {} fault(s) per \
+         schedule ({kinds}), every single fault at every point of {} seeds' fault-free runs plus {} random walks, runs \
+         of at most {} steps. A sample, not a proof.",
+        spec.scenario
+            .as_ref()
+            .map_or(spec.clients as usize, |s| s.clients.len()),
         spec.faults,
         spec.exhaustive_seeds,
         spec.random_walks,

@@ -193,14 +193,14 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
         },
         narration: Text {
             en: format!(
-                "The explorer's shortest run that breaks {} ({}, schedule #{index}, world seed {}). {}",
+                "A run the explorer's sampling found that breaks {} ({}, schedule #{index}, world seed {}); the fewest steps among the schedules it tried, not necessarily the shortest there is. {}",
                 invariant.name(),
                 spec.summary(),
                 scenario.seed,
                 report.plan
             ),
             zh: format!(
-                "探索器找到的最短反例：违反 {}（{}，第 {index} 个调度，世界种子 {}）。",
+                "探索器抽样找到的反例（在它试过的调度中步数最少，不一定是最短的）：违反 {}（{}，第 {index} 个调度，世界种子 {}）。",
                 invariant.name(),
                 spec.summary(),
                 scenario.seed

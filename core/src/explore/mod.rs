@@ -26,6 +26,7 @@
 //! answer as one sequential search, because "fewest steps, then earliest
 //! index" does not depend on who looked first.
 
+pub mod bfs;
 pub mod catalog;
 pub mod designs;
 pub mod drill;
@@ -423,6 +424,7 @@ impl Explorer {
             plan: self.plan(),
             explored: f.explored,
             outcome,
+            bounded: None,
         }
     }
 
@@ -502,11 +504,19 @@ pub struct Report {
     pub plan: String,
     pub explored: u64,
     pub outcome: Outcome,
+    /// The verdict line of a bounded-exhaustive search ([`bfs::Bfs::verdict`]):
+    /// "held: every schedule of …", "violated …: a shortest counterexample
+    /// within …" or "not exhausted within the limit: …". Absent for a
+    /// sampling search, whose result line says "sampled".
+    #[serde(default)]
+    pub bounded: Option<String>,
 }
 
 impl Report {
     /// `result: violated <invariant> (seed S, N steps)` or
-    /// `result: held (K schedules explored)`.
+    /// `result: sampled K schedules: no violation found` — never "held":
+    /// a sample proves nothing about the schedules it did not try (only
+    /// [`bfs`] says "held", with its bounds).
     pub fn result_line(&self) -> String {
         match &self.outcome {
             Outcome::Violated {
@@ -514,7 +524,10 @@ impl Report {
             } => {
                 format!("result: violated {} (seed {seed}, {steps} steps)", invariant.name())
             }
-            Outcome::Held => format!("result: held ({} schedules explored)", self.explored),
+            Outcome::Held => match &self.bounded {
+                Some(verdict) => format!("result: {verdict}"),
+                None => format!("result: sampled {} schedules: no violation found", self.explored),
+            },
         }
     }
 
@@ -542,8 +555,13 @@ impl Report {
                     format!("{} {at}", f.fault.describe(&trace.names))
                 })
                 .collect();
+            let which = if self.bounded.is_some() {
+                "shortest counterexample (breadth-first: no schedule within the bounds breaks an invariant in fewer transitions)"
+            } else {
+                "sampled counterexample (the fewest steps among the schedules tried)"
+            };
             out.push_str(&format!(
-                "shortest counterexample: schedule #{index}, world seed {}, {}\n",
+                "{which}: schedule #{index}, world seed {}, {}\n",
                 scenario.seed,
                 if faults.is_empty() {
                     "no faults".to_owned()
@@ -563,7 +581,7 @@ impl Report {
                 ));
             }
             out.push('\n');
-        } else {
+        } else if self.bounded.is_none() {
             out.push_str("no schedule broke stale-write, wrong-release or deadlock\n");
         }
         out.push_str(&self.result_line());

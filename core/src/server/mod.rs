@@ -236,7 +236,7 @@ struct Conn {
 
 /// The data half of a node: keyspaces, clock, statistics, watchers and the
 /// replication stream. Command handlers receive it through [`Ctx`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Engine {
     dbs: Vec<Db>,
     profile: Profile,
@@ -332,6 +332,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 /// A simulated redis-server.
+#[derive(Clone, Debug)]
 pub struct Node {
     engine: Engine,
     scripting: Scripting,

@@ -63,6 +63,7 @@ pub mod topology;
 
 mod clients;
 mod fault;
+mod fingerprint;
 mod locks;
 mod monitoring;
 mod nodes;
@@ -73,6 +74,8 @@ mod setup;
 mod views;
 
 use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -139,8 +142,44 @@ struct ReplLink {
     backlog: Vec<(u64, Vec<Argv>, Option<u32>)>,
 }
 
+/// A node a world shares with its copies until one of them changes it:
+/// the explorer's breadth-first search copies whole worlds, and a step
+/// changes one node at most, so copying is a reference count for the
+/// rest. Every mutable access goes through [`DerefMut`], which copies the
+/// node if it is shared and forgets its cached fingerprint.
+#[derive(Clone, Debug)]
+struct SharedNode {
+    node: Arc<Node>,
+    /// [`World::fingerprint`]'s hash of this node, until it changes.
+    fp: OnceLock<u64>,
+}
+
+impl SharedNode {
+    fn new(node: Node) -> SharedNode {
+        SharedNode {
+            node: Arc::new(node),
+            fp: OnceLock::new(),
+        }
+    }
+}
+
+impl Deref for SharedNode {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl DerefMut for SharedNode {
+    fn deref_mut(&mut self) -> &mut Node {
+        self.fp = OnceLock::new();
+        Arc::make_mut(&mut self.node)
+    }
+}
+
+#[derive(Clone, Debug)]
 struct NodeSlot {
-    node: Node,
+    node: SharedNode,
     clock: Clock,
     down: bool,
     /// Bumped on every crash: what was in flight from or to the old
@@ -180,7 +219,7 @@ impl NodeSlot {
             node.set_role(Role::Replica);
         }
         NodeSlot {
-            node,
+            node: SharedNode::new(node),
             clock,
             down: false,
             inc: 0,
@@ -202,6 +241,7 @@ struct Pending {
     timeout: Option<(u64, u64)>,
 }
 
+#[derive(Clone, Debug)]
 struct ClientSlot {
     clock: Clock,
     rng: Rng,
@@ -233,6 +273,7 @@ struct Waiter {
 }
 
 /// A simulated deployment: Redis nodes, client processes, the resource.
+#[derive(Clone)]
 pub struct World {
     cfg: WorldConfig,
     seed: u64,
@@ -245,6 +286,8 @@ pub struct World {
     resource: Resource,
     net: Rng,
     events: Vec<Event>,
+    /// Events dropped by [`World::forget_trace`], still counted as steps.
+    forgotten: u64,
     cursor: usize,
     step_faults: Vec<(u64, Fault)>,
     monitor: Monitor,
@@ -364,6 +407,7 @@ impl World {
             master: 0,
             net: Rng::derive(seed, 0),
             events: Vec::new(),
+            forgotten: 0,
             cursor: 0,
             step_faults: Vec::new(),
             monitor,

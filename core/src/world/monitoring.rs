@@ -16,8 +16,9 @@ pub(super) struct Ongoing {
     what: OngoingKind,
     /// Index in the monitor's violations.
     violation: usize,
-    /// Index of its `Violation` event in the trace.
-    event: usize,
+    /// Step of its `Violation` event (its index in the trace once the
+    /// forgotten events are subtracted).
+    event: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +39,7 @@ impl World {
     /// clock until [`World::extend_ongoing`] sees the condition stop.
     pub(super) fn violate_ongoing(&mut self, v: Violation, what: OngoingKind) {
         let violation = self.monitor.violations().len();
-        let event = self.events.len();
+        let event = self.steps();
         self.violate(v);
         self.ongoing.push(Ongoing { what, violation, event });
     }
@@ -54,7 +55,10 @@ impl World {
         let ongoing = std::mem::take(&mut self.ongoing);
         for o in ongoing {
             self.monitor.extend(o.violation, now);
-            if let Some(EventKind::Violation { violation }) = self.events.get_mut(o.event).map(|e| &mut e.kind) {
+            if let Some(EventKind::Violation { violation }) = (o.event.checked_sub(self.forgotten))
+                .and_then(|i| self.events.get_mut(i as usize))
+                .map(|e| &mut e.kind)
+            {
                 violation.to_ms = violation.to_ms.max(now);
             }
             let still = match &o.what {

@@ -183,10 +183,7 @@ impl World {
     /// Process everything up to world time `t` and move the clock there.
     pub fn advance_to(&mut self, t: u64) {
         loop {
-            let fault_due = self
-                .step_faults
-                .first()
-                .is_some_and(|(s, _)| *s <= self.events.len() as u64);
+            let fault_due = self.step_faults.first().is_some_and(|(s, _)| *s <= self.steps());
             let item_due = self.queue.first_key_value().is_some_and(|(k, _)| k.0 <= t);
             if !(fault_due || item_due) || !self.process_next() {
                 break;
@@ -197,6 +194,22 @@ impl World {
             self.extend_ongoing();
         }
         self.cursor = self.events.len();
+    }
+
+    /// Events so far, the forgotten ones included: the next event's step.
+    pub fn steps(&self) -> u64 {
+        self.forgotten + self.events.len() as u64
+    }
+
+    /// Drop the events handed out so far (their steps stay counted): the
+    /// explorer's breadth-first search copies worlds at every state and
+    /// reads only whether an invariant broke, so copying their whole past
+    /// would make each copy cost as much as the run so far. A replay of
+    /// the scenario gives the trace back.
+    pub fn forget_trace(&mut self) {
+        self.forgotten = self.steps();
+        self.events.clear();
+        self.cursor = 0;
     }
 
     /// Run until nothing more happens; returns the number of events.
@@ -215,15 +228,11 @@ impl World {
         if self.halted {
             return false;
         }
-        if self.events.len() as u64 >= self.cfg.max_events {
+        if self.steps() >= self.cfg.max_events {
             self.halted = true;
             return false;
         }
-        if self
-            .step_faults
-            .first()
-            .is_some_and(|(s, _)| *s <= self.events.len() as u64)
-        {
+        if self.step_faults.first().is_some_and(|(s, _)| *s <= self.steps()) {
             let (_, f) = self.step_faults.remove(0);
             self.apply_fault(f);
             self.after_item();
@@ -245,7 +254,7 @@ impl World {
     }
 
     pub(super) fn emit(&mut self, actor: Actor, kind: EventKind) {
-        let step = self.events.len() as u64;
+        let step = self.steps();
         if matches!(kind, EventKind::Violation { .. }) {
             if self.first_violation.is_none() {
                 self.first_violation = Some(step);

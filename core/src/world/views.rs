@@ -119,7 +119,7 @@ impl World {
     /// A node, read-only (`peek`, `dbsize`, `stats`…). Mutate it only
     /// through the world, or replay breaks.
     pub fn node(&self, i: u32) -> Option<&Node> {
-        self.nodes.get(i as usize).map(|s| &s.node)
+        self.nodes.get(i as usize).map(|s| &*s.node)
     }
 
     pub fn node_state(&self, i: u32) -> Option<NodeState> {

@@ -1,0 +1,447 @@
+//! Bounded-exhaustive search: every schedule within stated bounds, breadth
+//! first, each distinct world expanded once.
+//!
+//! This is the explorer as a model checker, after Stateright's and TLC's
+//! breadth-first checkers. A *state* is a whole [`World`] — the nodes'
+//! keyspaces and deadlines, the clients' program states, timers and
+//! requests, the messages in flight, the resource, the invariant monitor —
+//! plus how many faults the schedule has used. From a state there are two
+//! kinds of transition:
+//!
+//! * **next**: the world processes its next queue item (a delivery, a
+//!   timer, a deadline, a replication batch), and time jumps to it. The
+//!   world's network delays and backoff jitter are drawn from its seed, so
+//!   the bound names the seeds: a schedule here is a seed plus where and
+//!   which faults land.
+//! * **fault**: one of the design's fault options ([`super::fault_options`]:
+//!   pauses of six lengths derived from the TTL, crashes, restarts,
+//!   failover, clock jumps, filtered by the design's `fault_kinds`), now,
+//!   while the budget lasts.
+//!
+//! Visited states are kept as 64-bit fingerprints ([`World::fingerprint`]),
+//! so a world reached along two schedules is expanded once; a search that
+//! keeps them is what makes "every schedule" finite in practice. Breadth
+//! first, so the first violation found is at the fewest transitions — a
+//! shortest counterexample within the bounds. When the state limit or the
+//! frontier limit is reached the search ends *not exhausted*, which is not a
+//! verdict; "held" is only ever said of a search that ran out of states.
+//!
+//! Core has no clock, so a time limit is the caller's: [`Bfs::step`] does a
+//! bounded amount of work and returns, and the CLI (or the page's worker)
+//! stops calling it when its time is up ([`Bfs::stop`]).
+//!
+//! Reductions ([`Reductions`]), each sound for safety properties and each
+//! switchable so `locklab explore --bench` can show what it saves:
+//! * **fingerprints**: a state already visited is not expanded again
+//!   (without it the search is the full tree of schedules);
+//! * **no-op faults**: a fault that leaves the world exactly as it was
+//!   (crashing a client that already crashed, pausing one that is paused
+//!   for longer) is not taken, since the same world with fewer faults used
+//!   can do everything the other can.
+//!
+//! Not here yet: symmetry between clients. The shorthand's clients run the
+//! same program but start 3 ms apart and draw from their own random
+//! streams, so no two of them are interchangeable in the world as it is;
+//! a symmetry reduction needs a world that renames clients consistently
+//! (issue 44).
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use super::{fault_options, ExploreError, FaultKind, Outcome, Report, Spec};
+use crate::fault::{At, Fault, ScheduledFault};
+use crate::invariants::Invariant;
+use crate::world::{Scenario, World};
+
+/// Fingerprints are already hashes: a set of them needs no second one.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
+
+/// Which reductions a search applies (all of them by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reductions {
+    pub fingerprints: bool,
+    pub no_op_faults: bool,
+}
+
+impl Default for Reductions {
+    fn default() -> Self {
+        Reductions {
+            fingerprints: true,
+            no_op_faults: true,
+        }
+    }
+}
+
+/// How far a search may go before it ends "not exhausted".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Distinct states (each costs 16 bytes of memory for the rest of the search).
+    pub max_states: u64,
+    /// Worlds waiting in the next breadth-first layer (each a whole world in memory).
+    pub max_frontier: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_states: 2_000_000,
+            max_frontier: 20_000,
+        }
+    }
+}
+
+/// Where a search is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    /// Every state within the bounds was expanded and none broke an invariant.
+    Exhausted,
+    /// A state broke `invariant`; `state` is its number in the search tree.
+    Violated {
+        state: u32,
+        invariant: Invariant,
+    },
+    /// A limit was reached (or the caller stopped the search) first.
+    NotExhausted,
+}
+
+/// Counts for the progress bar and the benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Distinct states found (the roots included).
+    pub states: u64,
+    /// Transitions taken (a state reached again counts here, not in `states`).
+    pub transitions: u64,
+    /// States waiting to be expanded.
+    pub frontier: u64,
+    /// Breadth-first layers completed.
+    pub depth: u64,
+}
+
+/// A state waiting to be expanded.
+struct Entry {
+    world: World,
+    id: u32,
+    faults: u32,
+}
+
+/// One node of the search tree: how it was reached (for the counterexample).
+#[derive(Clone, Copy)]
+struct Link {
+    parent: u32,
+    /// 0: next; i + 1: fault option i. For a root: the seed's position.
+    choice: u32,
+}
+
+const ROOT: u32 = u32::MAX;
+
+/// A breadth-first search under way.
+pub struct Bfs {
+    spec: Spec,
+    base: Scenario,
+    options: Vec<Fault>,
+    seeds: Vec<u64>,
+    budget: u32,
+    reductions: Reductions,
+    limits: Limits,
+    seen: Seen,
+    tree: Vec<Link>,
+    layer: VecDeque<Entry>,
+    next: VecDeque<Entry>,
+    stats: Stats,
+    status: Status,
+}
+
+/// Mix the faults used into a world's fingerprint.
+fn key(world: u64, faults: u32) -> u64 {
+    let mut z = world ^ (u64::from(faults).wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z ^ (z >> 31)
+}
+
+impl Bfs {
+    /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`.
+    pub fn new(spec: &Spec, seeds: u32, reductions: Reductions, limits: Limits) -> Result<Bfs, ExploreError> {
+        spec.validate()?;
+        let base = spec.base_scenario();
+        let options: Vec<Fault> = if spec.faults > 0 {
+            fault_options(&base, spec.ttl_ms)
+                .into_iter()
+                .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut bfs = Bfs {
+            spec: spec.clone(),
+            base,
+            options,
+            seeds: (0..u64::from(seeds.max(1)))
+                .map(|s| spec.seed.wrapping_add(s))
+                .collect(),
+            budget: spec.faults,
+            reductions,
+            limits,
+            seen: Seen::default(),
+            tree: Vec::new(),
+            layer: VecDeque::new(),
+            next: VecDeque::new(),
+            stats: Stats::default(),
+            status: Status::Running,
+        };
+        for (i, seed) in bfs.seeds.clone().into_iter().enumerate() {
+            let mut sc = bfs.base.clone();
+            sc.seed = seed;
+            let world = World::from_scenario(&sc)?;
+            bfs.offer(world, ROOT, i as u32, 0);
+        }
+        std::mem::swap(&mut bfs.layer, &mut bfs.next);
+        Ok(bfs)
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            frontier: (self.layer.len() + self.next.len()) as u64,
+            ..self.stats
+        }
+    }
+
+    pub fn options(&self) -> &[Fault] {
+        &self.options
+    }
+
+    /// The caller's time is up: the search ends not exhausted (unless it
+    /// had already ended).
+    pub fn stop(&mut self) {
+        if self.status == Status::Running {
+            self.status = Status::NotExhausted;
+        }
+    }
+
+    /// Run to the end (or a limit) on this thread.
+    pub fn run(&mut self) -> Status {
+        while !self.step(u64::MAX) {}
+        self.status
+    }
+
+    /// Expand up to `n` states; `true` once the search has ended.
+    pub fn step(&mut self, n: u64) -> bool {
+        let mut done = 0;
+        while self.status == Status::Running && done < n {
+            let Some(e) = self.layer.pop_front() else {
+                if self.next.is_empty() {
+                    self.status = Status::Exhausted;
+                    break;
+                }
+                std::mem::swap(&mut self.layer, &mut self.next);
+                self.stats.depth += 1;
+                continue;
+            };
+            self.expand(e);
+            done += 1;
+        }
+        self.status != Status::Running
+    }
+
+    /// Take every transition out of one state.
+    fn expand(&mut self, e: Entry) {
+        if e.faults < self.budget {
+            let here = self.reductions.no_op_faults.then(|| e.world.fingerprint());
+            for i in 0..self.options.len() {
+                if self.status != Status::Running {
+                    return;
+                }
+                let mut w = e.world.clone();
+                if w.inject(self.options[i].clone()).is_err() {
+                    continue;
+                }
+                self.stats.transitions += 1;
+                if here.is_some() && here == Some(w.fingerprint()) {
+                    continue;
+                }
+                self.offer(w, e.id, i as u32 + 1, e.faults + 1);
+            }
+        }
+        if self.status != Status::Running {
+            return;
+        }
+        let mut w = e.world;
+        if w.step_item() {
+            self.stats.transitions += 1;
+            self.offer(w, e.id, 0, e.faults);
+        }
+    }
+
+    /// A new state reached from `parent` by `choice`: check it, and queue it
+    /// unless it was seen before.
+    fn offer(&mut self, w: World, parent: u32, choice: u32, faults: u32) {
+        if self.reductions.fingerprints && !self.seen.insert(key(w.fingerprint(), faults)) {
+            return;
+        }
+        let mut w = w;
+        w.forget_trace();
+        let id = self.tree.len() as u32;
+        self.tree.push(Link { parent, choice });
+        self.stats.states += 1;
+        if w.first_violation_step().is_some() {
+            let invariant = w.violations().first().map_or(Invariant::Overlap, |v| v.invariant);
+            self.status = Status::Violated { state: id, invariant };
+            return;
+        }
+        if self.stats.states >= self.limits.max_states
+            || self.next.len() >= self.limits.max_frontier
+            || self.tree.len() >= ROOT as usize
+        {
+            self.status = Status::NotExhausted;
+            return;
+        }
+        self.next.push_back(Entry { world: w, id, faults });
+    }
+
+    /// The schedule that leads to state `id`, as a scenario with its
+    /// faults at the steps they were injected, and how many transitions it
+    /// took.
+    pub fn scenario_of(&self, id: u32) -> (Scenario, u64) {
+        let mut path = Vec::new();
+        let mut at = id;
+        while let Some(l) = self.tree.get(at as usize) {
+            if l.parent == ROOT {
+                path.push(l.choice);
+                break;
+            }
+            path.push(l.choice);
+            at = l.parent;
+        }
+        path.reverse();
+        let mut sc = self.base.clone();
+        let Some((&root, moves)) = path.split_first() else {
+            return (sc, 0);
+        };
+        sc.seed = self.seeds.get(root as usize).copied().unwrap_or(self.spec.seed);
+        let mut faults = Vec::new();
+        if let Ok(mut w) = World::from_scenario(&sc) {
+            for &m in moves {
+                if m == 0 {
+                    w.step_item();
+                } else if let Some(f) = self.options.get(m as usize - 1) {
+                    faults.push(ScheduledFault {
+                        at: At::Step(w.trace().len() as u64),
+                        fault: f.clone(),
+                    });
+                    let _ = w.inject(f.clone());
+                }
+            }
+        }
+        sc.faults = faults;
+        (sc, moves.len() as u64)
+    }
+
+    /// What the search bounded: "every schedule of 2 clients with at most 1
+    /// fault from {pause, crash}, …".
+    pub fn bounds(&self) -> String {
+        let kinds: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| self.options.iter().any(|f| FaultKind::of(f) == Some(*k)))
+            .map(FaultKind::name)
+            .collect();
+        let seeds = match self.seeds.as_slice() {
+            [one] => format!("world seed {one}"),
+            many => format!(
+                "world seeds {}..={}",
+                many.first().copied().unwrap_or(0),
+                many.last().copied().unwrap_or(0)
+            ),
+        };
+        format!(
+            "every schedule of {} clients with at most {} fault(s) from {{{}}} ({} fault options) at any point, \
+             network delays as {seeds} draws them, runs of at most {} steps",
+            self.base.clients.len(),
+            self.budget,
+            kinds.join(", "),
+            self.options.len(),
+            self.spec.max_steps
+        )
+    }
+
+    /// The verdict as one line, its bounds stated.
+    pub fn verdict(&self) -> String {
+        let s = self.stats();
+        match self.status {
+            Status::Exhausted => format!("held: {}; {} distinct states", self.bounds(), s.states),
+            Status::Violated { invariant, .. } => format!(
+                "violated {}: a shortest counterexample within {}; found after {} distinct states",
+                invariant.name(),
+                self.bounds(),
+                s.states
+            ),
+            Status::NotExhausted | Status::Running => format!(
+                "not exhausted within the limit: explored {} states, the frontier was {} (depth {}); no verdict on {}",
+                s.states,
+                s.frontier,
+                s.depth,
+                self.bounds()
+            ),
+        }
+    }
+
+    /// The search as the explorer's report: the counterexample replayed as
+    /// an ordinary scenario (so the page and the CLI show it as they show
+    /// any other), or held, with the verdict line as its plan.
+    pub fn report(&self) -> Report {
+        let outcome = match self.status {
+            Status::Violated { state, invariant } => {
+                let (scenario, _) = self.scenario_of(state);
+                let mut trace = crate::trace::Trace::default();
+                let mut steps = 0;
+                let mut broke = invariant;
+                if let Ok(mut w) = World::from_scenario(&scenario) {
+                    w.run();
+                    steps = w.first_violation_step().map_or(0, |s| s + 1);
+                    broke = w.violations().first().map_or(invariant, |v| v.invariant);
+                    trace = w.to_trace();
+                    trace.events.truncate(steps as usize);
+                }
+                Outcome::Violated {
+                    invariant: broke,
+                    seed: scenario.seed,
+                    steps,
+                    index: u64::from(state),
+                    scenario: Box::new(scenario),
+                    trace,
+                }
+            }
+            _ => Outcome::Held,
+        };
+        Report {
+            summary: self.spec.summary(),
+            plan: format!("breadth-first, {}", self.bounds()),
+            explored: self.stats.states,
+            outcome,
+            bounded: Some(self.verdict()),
+        }
+    }
+}

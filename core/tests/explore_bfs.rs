@@ -1,0 +1,239 @@
+//! The bounded-exhaustive search (`explore::bfs`): the classic designs keep
+//! their verdicts, now with their bounds; its count of distinct states is
+//! what a brute-force enumeration of every schedule reaches; the reductions
+//! never change a verdict; a state space far past the limit ends "not
+//! exhausted", never "held".
+
+use std::collections::HashSet;
+
+use locklab_core::client::Release;
+use locklab_core::explore::bfs::{Bfs, Limits, Reductions, Status};
+use locklab_core::explore::{designs, fault_options, FaultKind, Outcome, Spec};
+use locklab_core::invariants::Invariant;
+use locklab_core::world::World;
+
+fn design(file: &str) -> Spec {
+    let (_, text) = designs::FILES
+        .iter()
+        .find(|(f, _)| *f == file)
+        .unwrap_or_else(|| panic!("no design {file}"));
+    designs::parse(text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn search(spec: &Spec, reductions: Reductions, limits: Limits) -> Bfs {
+    let mut b = Bfs::new(spec, 1, reductions, limits).expect("search");
+    b.run();
+    b
+}
+
+#[test]
+fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
+    let cases = [
+        ("01-bare-del.toml", Some(Invariant::WrongRelease)),
+        ("02-get-then-del.toml", Some(Invariant::WrongRelease)),
+        ("03-setnx-then-expire.toml", Some(Invariant::Deadlock)),
+        ("04-no-fencing.toml", Some(Invariant::StaleWrite)),
+        ("05-replicated-failover.toml", Some(Invariant::StaleWrite)),
+        ("06-fenced-single.toml", None),
+    ];
+    for (file, want) in cases {
+        let b = search(&design(file), Reductions::default(), Limits::default());
+        let verdict = b.verdict();
+        let report = b.report();
+        match want {
+            Some(inv) => {
+                assert!(
+                    matches!(b.status(), Status::Violated { invariant, .. } if invariant == inv),
+                    "{file}: {verdict}"
+                );
+                assert!(verdict.starts_with(&format!("violated {}: a shortest counterexample within every schedule of 2 clients with at most 1 fault(s) from {{", inv.name())), "{verdict}");
+                // The counterexample is an ordinary scenario: replayed on its
+                // own, it breaks the same invariant.
+                let Outcome::Violated {
+                    invariant,
+                    scenario,
+                    steps,
+                    ..
+                } = &report.outcome
+                else {
+                    panic!("{file}: {:?}", report.outcome);
+                };
+                assert_eq!(*invariant, inv, "{file}");
+                assert!(
+                    report.transcript().contains("\nshortest counterexample (breadth-first"),
+                    "{}",
+                    report.transcript()
+                );
+                let mut w = World::from_scenario(scenario).expect("replays");
+                w.run();
+                assert_eq!(w.first_violation_step().map(|s| s + 1), Some(*steps), "{file}");
+                assert_eq!(scenario.faults.len(), 1, "{file}: one fault within the budget");
+            }
+            None => {
+                assert_eq!(b.status(), Status::Exhausted, "{file}: {verdict}");
+                assert_eq!(report.outcome, Outcome::Held);
+                assert_eq!(report.result_line(), format!("result: {verdict}"));
+                assert!(!report.transcript().contains("sampled"), "{}", report.transcript());
+                assert!(
+                    verdict.starts_with("held: every schedule of 2 clients with at most 1 fault(s) from {pause, crash, restart, clock-jump} (16 fault options) at any point, network delays as world seed 1 draws them, runs of at most 2000 steps; "),
+                    "{verdict}"
+                );
+                assert!(
+                    verdict.ends_with(&format!("; {} distinct states", b.stats().states)),
+                    "{verdict}"
+                );
+                assert!(b.stats().states > 1_000, "a real state space: {verdict}");
+            }
+        }
+    }
+}
+
+/// Every state reachable from the roots by any sequence of transitions,
+/// found by walking every schedule depth-first without remembering any:
+/// the set of (fingerprint, faults used) pairs it meets.
+fn brute_force(spec: &Spec, w: World, faults: u32, seen: &mut HashSet<(u64, u32)>, paths: &mut u64) {
+    *paths += 1;
+    seen.insert((w.fingerprint(), faults));
+    if faults < spec.faults {
+        let options: Vec<_> = fault_options(&spec.base_scenario(), spec.ttl_ms)
+            .into_iter()
+            .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
+            .collect();
+        for f in options {
+            let mut c = w.clone();
+            if c.inject(f).is_ok() {
+                brute_force(spec, c, faults + 1, seen, paths);
+            }
+        }
+    }
+    let mut w = w;
+    if w.step_item() {
+        brute_force(spec, w, faults, seen, paths);
+    }
+}
+
+fn tiny() -> Spec {
+    Spec {
+        fencing: true,
+        fault_kinds: vec![FaultKind::Crash],
+        max_steps: 40,
+        ..Spec::default()
+    }
+}
+
+#[test]
+fn a_tiny_models_count_equals_a_brute_force_enumeration() {
+    let spec = tiny();
+    let mut seen = HashSet::new();
+    let mut paths = 0;
+    let root = World::from_scenario(&spec.base_scenario()).expect("world");
+    brute_force(&spec, root, 0, &mut seen, &mut paths);
+    let plain = Reductions {
+        fingerprints: true,
+        no_op_faults: false,
+    };
+    let b = search(&spec, plain, Limits::default());
+    assert_eq!(b.status(), Status::Exhausted, "{}", b.verdict());
+    assert_eq!(b.stats().states, seen.len() as u64, "distinct states");
+    // Without fingerprints the search is the tree of schedules itself.
+    let tree = search(
+        &spec,
+        Reductions {
+            fingerprints: false,
+            no_op_faults: false,
+        },
+        Limits::default(),
+    );
+    assert_eq!(tree.status(), Status::Exhausted);
+    assert_eq!(tree.stats().states, paths, "every schedule's every state");
+    assert!(
+        paths > seen.len() as u64,
+        "schedules meet: {paths} paths, {} states",
+        seen.len()
+    );
+}
+
+#[test]
+fn the_reductions_never_change_a_verdict() {
+    let all = [
+        Reductions {
+            fingerprints: true,
+            no_op_faults: true,
+        },
+        Reductions {
+            fingerprints: true,
+            no_op_faults: false,
+        },
+        Reductions {
+            fingerprints: false,
+            no_op_faults: true,
+        },
+        Reductions {
+            fingerprints: false,
+            no_op_faults: false,
+        },
+    ];
+    let mut compared = 0;
+    let mut kinds_seen = HashSet::new();
+    for release in [Release::Del, Release::GetThenDel, Release::Lua] {
+        for fencing in [false, true] {
+            for kind in [FaultKind::Pause, FaultKind::Crash, FaultKind::Restart] {
+                let spec = Spec {
+                    release,
+                    fencing,
+                    fault_kinds: vec![kind],
+                    max_steps: 60,
+                    ..Spec::default()
+                };
+                let verdicts: Vec<(Option<Invariant>, u64)> = all
+                    .iter()
+                    .map(|r| {
+                        let b = search(&spec, *r, Limits::default());
+                        assert_ne!(b.status(), Status::NotExhausted, "{:?} {release:?} {kind:?}", r);
+                        let report = b.report();
+                        let inv = match report.outcome {
+                            Outcome::Violated { invariant, .. } => Some(invariant),
+                            Outcome::Held => None,
+                        };
+                        (inv, b.stats().depth)
+                    })
+                    .collect();
+                assert!(
+                    verdicts.windows(2).all(|w| w[0] == w[1]),
+                    "{release:?} fencing {fencing} {kind:?}: {verdicts:?}"
+                );
+                kinds_seen.insert(verdicts[0].0);
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 18);
+    assert!(kinds_seen.len() >= 2, "both verdicts among the designs: {kinds_seen:?}");
+}
+
+#[test]
+fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
+    let spec = Spec {
+        clients: 4,
+        faults: 4,
+        fencing: true,
+        ..Spec::default()
+    };
+    let limits = Limits {
+        max_states: 3_000,
+        max_frontier: 1_000,
+    };
+    let b = search(&spec, Reductions::default(), limits);
+    assert_eq!(b.status(), Status::NotExhausted);
+    let s = b.stats();
+    assert!(s.states <= 3_000 && s.frontier <= 2_000, "{s:?}");
+    let v = b.verdict();
+    assert!(v.starts_with("not exhausted within the limit: explored "), "{v}");
+    assert!(!v.contains("held"), "{v}");
+    // The caller's time limit ends a search the same way.
+    let mut b = Bfs::new(&spec, 1, Reductions::default(), Limits::default()).expect("search");
+    assert!(!b.step(50));
+    b.stop();
+    assert_eq!(b.status(), Status::NotExhausted);
+    assert!(b.verdict().starts_with("not exhausted within the limit"));
+}
