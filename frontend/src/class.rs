@@ -29,7 +29,9 @@ pub const LIVE_MAX: usize = 5_000;
 /// (1, 2, …): 1 s, 2 s, 4 s, 8 s, then 15 s — a room of phones coming
 /// back from a dropped Wi-Fi spreads out instead of arriving at once.
 pub fn rejoin_delay_ms(attempt: u32) -> u32 {
-    1_000u32.saturating_mul(1 << attempt.saturating_sub(1).min(4)).min(15_000)
+    1_000u32
+        .saturating_mul(1 << attempt.saturating_sub(1).min(4))
+        .min(15_000)
 }
 
 /// Who this page is in the class.
@@ -174,7 +176,9 @@ impl Class {
 
     /// What a reload needs, for `sessionStorage`; `None` once the class ended.
     pub fn saved(&self) -> Option<String> {
-        self.summary.is_none().then(|| serde_json::to_string(&self.role).unwrap_or_default())
+        self.summary
+            .is_none()
+            .then(|| serde_json::to_string(&self.role).unwrap_or_default())
     }
 
     pub fn is_presenter(&self) -> bool {
@@ -186,6 +190,14 @@ impl Class {
             Role::Presenter { code, .. } => code.as_ref(),
             Role::Follower { code, .. } => Some(code),
         }
+    }
+
+    /// Follower: the timeline shows the presenter's relayed real run.
+    pub fn shows_live(&self) -> bool {
+        !self.is_presenter()
+            && self.following
+            && self.presenter_at.driver == locklab_core::class::ClassDriver::Real
+            && !self.live.is_empty()
     }
 
     /// Followers connected now.
@@ -281,7 +293,10 @@ impl Class {
 
     fn send_move(&mut self) {
         let Some(p) = self.here.clone() else { return };
-        if self.link == Link::Open && self.sent.as_ref() != Some(&p) && self.control(Control::Move { position: p.clone() }) {
+        if self.link == Link::Open
+            && self.sent.as_ref() != Some(&p)
+            && self.control(Control::Move { position: p.clone() })
+        {
             self.sent = Some(p);
         }
     }
@@ -292,9 +307,11 @@ impl Class {
         if events.len() < self.live_sent {
             self.live_sent = 0;
         }
-        if events.len() > self.live_sent && self.control(Control::Live {
-            events: events[self.live_sent..].to_vec(),
-        }) {
+        if events.len() > self.live_sent
+            && self.control(Control::Live {
+                events: events[self.live_sent..].to_vec(),
+            })
+        {
             self.live_sent = events.len();
         }
     }
@@ -434,6 +451,7 @@ impl Class {
                 right_choice,
             } => {
                 self.seen(&id);
+                self.asking = None;
                 let Some(ask) = self.ask.take() else { return None };
                 let (question, mine, right) = match ask {
                     Ask::Open(q) => (q, None, None),
@@ -444,7 +462,9 @@ impl Class {
                         };
                         (q, Some(a), right)
                     }
-                    Ask::Revealed { question, mine, right, .. } => (question, mine, right),
+                    Ask::Revealed {
+                        question, mine, right, ..
+                    } => (question, mine, right),
                 };
                 self.tally = Some(tally.clone());
                 self.ask = Some(Ask::Revealed {
@@ -457,7 +477,10 @@ impl Class {
             }
             ServerSays::Answered { question, right, score } => {
                 self.score = score;
-                if let Some(Ask::Revealed { question: q, right: r, .. }) = &mut self.ask {
+                if let Some(Ask::Revealed {
+                    question: q, right: r, ..
+                }) = &mut self.ask
+                {
                     if q.id == question {
                         *r = Some(right);
                     }

@@ -22,7 +22,8 @@ fn moved(id: &str, lesson: &str, step: usize) -> String {
     format!(r#"{{"type":"moved","id":"{id}","position":{{"lesson":"{lesson}","step":{step},"seed":1}}}}"#)
 }
 
-const JOINED: &str = r#"{"type":"joined","member":"m7","name":"Ada","position":{"lesson":"05","step":1},"score":0,"since":"1-0"}"#;
+const JOINED: &str =
+    r#"{"type":"joined","member":"m7","name":"Ada","position":{"lesson":"05","step":1},"score":0,"since":"1-0"}"#;
 const ASKED: &str = r#"{"type":"asked","id":"4-0","question":{"id":3,"lesson":"05","step":2,"choices":3}}"#;
 const REVEALED: &str = r#"{"type":"revealed","id":"5-0","tally":{"question":3,"counts":[1,2,0],"answered":3,"of":3,"right":2},"right_choice":1}"#;
 
@@ -46,7 +47,10 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
     );
     c.opened();
     c.lost("dropped".into());
-    assert!(matches!(c.link, Link::Lost { attempt: 1, .. }), "an open link starts over");
+    assert!(
+        matches!(c.link, Link::Lost { attempt: 1, .. }),
+        "an open link starts over"
+    );
 }
 
 /// Following, looking around, following again; the question answered
@@ -97,7 +101,10 @@ fn a_follower_follows_looks_around_answers_once_and_sees_the_reveal() {
             tally,
             ..
         }) => {
-            assert_eq!((*right_choice, mine.clone(), *right), (Some(1), Some(Answer::Choice(1)), Some(true)));
+            assert_eq!(
+                (*right_choice, mine.clone(), *right),
+                (Some(1), Some(Answer::Choice(1)), Some(true))
+            );
             assert_eq!(tally.counts, [1, 2, 0]);
         }
         other => panic!("not revealed: {other:?}"),
@@ -125,7 +132,10 @@ fn a_follower_follows_looks_around_answers_once_and_sees_the_reveal() {
     again.moved(at("01", 1));
     assert!(again.take_outbox().is_empty());
     again.receive(r#"{"type":"ended","summary":{"code":"ABC234","questions":[],"members":[]}}"#);
-    assert!(again.saved().is_none() && !again.wants_link(), "an ended class is not rejoined");
+    assert!(
+        again.saved().is_none() && !again.wants_link(),
+        "an ended class is not rejoined"
+    );
 }
 
 fn at_no_seed(lesson: &str, step: usize) -> Position {
@@ -149,10 +159,18 @@ fn a_presenter_starts_relays_moves_resumes_and_asks() {
         secret: "s3".into(),
         control: Control::Move { position },
     };
-    assert_eq!(sent(&mut c), [control(at("05", 0))], "where it stands goes out once started");
+    assert_eq!(
+        sent(&mut c),
+        [control(at("05", 0))],
+        "where it stands goes out once started"
+    );
     c.moved(at("05", 0));
     c.moved(at("05", 1));
-    assert_eq!(sent(&mut c), [control(at("05", 1))], "an unchanged position is not sent again");
+    assert_eq!(
+        sent(&mut c),
+        [control(at("05", 1))],
+        "an unchanged position is not sent again"
+    );
 
     c.lost("restart".into());
     c.moved(at("05", 2));
@@ -174,12 +192,24 @@ fn a_presenter_starts_relays_moves_resumes_and_asks() {
     c.receive(r#"{"type":"roster","members":[{"member":"a","name":null,"score":0,"connected":true},{"member":"b","name":"<b>x</b>","score":0,"connected":true},{"member":"c","name":null,"score":0,"connected":false}]}"#);
     assert_eq!(c.joined(), 2);
     c.ask("05".into(), 2, "OK".into());
-    assert!(matches!(&sent(&mut c)[..], [ClassClientMsg::Control { control: Control::Ask { step: 2, .. }, .. }]));
+    assert!(matches!(
+        &sent(&mut c)[..],
+        [ClassClientMsg::Control {
+            control: Control::Ask { step: 2, .. },
+            ..
+        }]
+    ));
     // The server numbers the question with its first tally.
     c.receive(r#"{"type":"tally","tally":{"question":3,"counts":[0,2,0],"answered":2,"of":2,"right":2}}"#);
     assert_eq!(c.tally.as_ref().map(|t| (t.answered, t.of)), Some((2, 2)));
     c.reveal();
-    assert!(matches!(&sent(&mut c)[..], [ClassClientMsg::Control { control: Control::Reveal { question: 3 }, .. }]));
+    assert!(matches!(
+        &sent(&mut c)[..],
+        [ClassClientMsg::Control {
+            control: Control::Reveal { question: 3 },
+            ..
+        }]
+    ));
     assert_eq!(share(2, 3), 66);
     assert_eq!(share(0, 0), 0);
 }
@@ -194,4 +224,49 @@ fn hostile_or_unknown_frames_change_nothing() {
     assert_eq!(c, before);
     assert!(Class::restore("{}").is_none());
     assert!(Class::restore(r#"{"role":"presenter","code":null,"secret":null,"join_url":""}"#).is_none());
+}
+
+/// The presenter's real run goes out as it grows (from its start again
+/// when it starts over); a following follower draws what it is sent.
+#[test]
+fn a_real_run_is_relayed_once_and_drawn_by_followers() {
+    use locklab_core::actor::Actor;
+    use locklab_core::trace::{Event, EventKind};
+    let ev = |step| Event {
+        step,
+        at_ms: step * 10,
+        actor: Actor::Node(0),
+        kind: EventKind::Expired { key: "lock".into() },
+    };
+    let mut p = Class::start();
+    p.opened();
+    p.receive(r#"{"type":"started","code":"ABC234","secret":"k","join_url":""}"#);
+    p.take_outbox();
+    let live = |c: &mut Class| -> Vec<usize> {
+        sent(c)
+            .into_iter()
+            .filter_map(|m| match m {
+                ClassClientMsg::Control {
+                    control: Control::Live { events },
+                    ..
+                } => Some(events.len()),
+                _ => None,
+            })
+            .collect()
+    };
+    p.relay_live(&[ev(0), ev(1)]);
+    p.relay_live(&[ev(0), ev(1)]);
+    p.relay_live(&[ev(0), ev(1), ev(2)]);
+    assert_eq!(live(&mut p), [2, 1], "each event once");
+    p.relay_live(&[ev(0)]);
+    assert_eq!(live(&mut p), [1], "a new run from its start");
+
+    let mut f = Class::join(ClassCode::parse("ABC234").unwrap(), None);
+    f.receive(r#"{"type":"moved","id":"1-0","position":{"lesson":"01","step":0,"driver":"real"}}"#);
+    assert!(!f.shows_live(), "nothing relayed yet");
+    let frame = serde_json::json!({"type": "live", "id": "2-0", "events": [ev(0), ev(1)]}).to_string();
+    f.receive(&frame);
+    assert!(f.shows_live() && f.live.len() == 2);
+    f.look_around();
+    assert!(!f.shows_live(), "looking around shows its own run");
 }
