@@ -18,6 +18,7 @@
 //! * [`userfile`] — the one guarded read of a file a user names (lessons,
 //!   designs, a password): regular files only, bounded, checked first.
 
+pub mod class;
 pub mod cli;
 pub mod real;
 pub mod sim_server;

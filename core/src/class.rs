@@ -72,6 +72,12 @@ pub enum ClassError {
     NoSuchChoice,
     #[error("the class has ended")]
     Ended,
+    #[error("a class is started on the machine that serves the lab (from a loopback address), not over the network")]
+    LoopbackOnly,
+    #[error("this connection is already in a class; open another to join or start one")]
+    AlreadyInClass,
+    #[error("this lab runs at most {0} classes at once; end one first")]
+    TooManyClasses(usize),
 }
 
 /// A class's join code, always in canonical form (capitals, no spaces).
@@ -295,6 +301,11 @@ pub enum ServerSays {
         code: ClassCode,
         secret: String,
         join_url: String,
+        /// `join_url` as a QR code, an SVG document the server renders
+        /// (the page's wasm need not carry a QR encoder); empty from a
+        /// server that does not render one.
+        #[serde(default)]
+        qr_svg: String,
     },
     /// To a follower: joined (or rejoined); where the presenter is now and
     /// the open question, if any.

@@ -53,6 +53,7 @@
 //! those tests.
 
 pub mod catalog;
+pub mod class;
 pub mod driver;
 pub mod editor;
 pub mod engine;

@@ -1,5 +1,9 @@
 //! The view in the URL: `?lang=zh&lesson=05&step=end&seed=7&driver=sim`.
 //!
+//! A class's follower page is `?class=ABC234` (the join URL): the code,
+//! and the page's language, nothing else — where it is comes from the
+//! presenter.
+//!
 //! An explorer counterexample is shared as `?explore=<design>&seed=N` (and
 //! `step=`): the design by name or encoded (see
 //! [`locklab_core::explore::link`]), the seed the search ran with.
@@ -10,6 +14,8 @@
 //! Parsing is forgiving — an unknown key or a malformed value is dropped,
 //! never an error page — and writing is canonical (fixed key order), so the
 //! same view always has the same URL.
+
+use locklab_core::class::ClassCode;
 
 use crate::i18n::Lang;
 
@@ -53,6 +59,8 @@ pub struct Query {
     pub present: bool,
     /// The projector theme (`theme=dark`); light when absent.
     pub dark: bool,
+    /// The class to follow (`class=`), as [`ClassCode::parse`] reads it.
+    pub class: Option<ClassCode>,
 }
 
 /// Lesson ids and step names are short words; anything else is not ours.
@@ -88,7 +96,7 @@ fn decode(s: &str) -> String {
 
 /// `%XX` for everything but RFC 3986's unreserved characters (what the
 /// explorer's links are made of, so a link it wrote is copied verbatim).
-fn escape(s: &str) -> String {
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
@@ -116,6 +124,7 @@ impl Query {
                 "driver" => q.driver = DriverKind::parse(&v),
                 "present" => q.present = v == "1",
                 "theme" => q.dark = v == "dark",
+                "class" => q.class = ClassCode::parse(&v).ok(),
                 _ => {}
             }
         }
@@ -129,6 +138,9 @@ impl Query {
         let mut parts = Vec::new();
         if let Some(lang) = self.lang {
             parts.push(format!("lang={}", lang.code()));
+        }
+        if let Some(code) = &self.class {
+            parts.push(format!("class={code}"));
         }
         if let Some(lesson) = &self.lesson {
             parts.push(format!("lesson={lesson}"));
@@ -210,6 +222,9 @@ mod tests {
         assert!(p.present && p.dark);
         assert_eq!(p.to_search(), "?lesson=05&present=1&theme=dark");
         assert!(!Query::parse("?present=0&theme=light").present);
+        let c = Query::parse("?class=abc-234&lang=zh");
+        assert_eq!(c.to_search(), "?lang=zh&class=ABC234");
+        assert_eq!(Query::parse("?class=%3Cb%3E").class, None, "not a code");
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! The browser side of the real driver's I/O: the WebSocket to
-//! `/api/session` and the `/api/health` fetch. Everything they report goes
-//! to the reducer as a [`RealInput`]; the protocol itself lives, sans-IO
-//! and natively tested, in [`real`](crate::driver::real).
+//! The browser side of the backend's WebSockets — the real driver's to
+//! `/api/session` and class mode's to `/api/class/ws` — and the
+//! `/api/health` fetch. What they report goes to the reducer (as a
+//! [`RealInput`], or a class's [`SocketEvent`]); the protocols themselves
+//! live, sans-IO and natively tested, in [`real`](crate::driver::real) and
+//! [`class`](crate::class).
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -10,15 +12,32 @@ use yew::Callback;
 
 use crate::state::RealInput;
 
+/// What a WebSocket reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    Opened,
+    Message(String),
+    Closed(String),
+}
+
 /// `ws://host/api/session` for the page's own origin (`wss:` under https).
 pub fn session_url() -> Option<String> {
+    ws_url("/api/session")
+}
+
+/// `ws://host/api/class/ws`: class mode's route.
+pub fn class_url() -> Option<String> {
+    ws_url("/api/class/ws")
+}
+
+fn ws_url(path: &str) -> Option<String> {
     let location = web_sys::window()?.location();
     let scheme = if location.protocol().ok()? == "https:" {
         "wss"
     } else {
         "ws"
     };
-    Some(format!("{scheme}://{}/api/session", location.host().ok()?))
+    Some(format!("{scheme}://{}{path}", location.host().ok()?))
 }
 
 /// An open WebSocket and the handlers it calls. Dropping it closes the
@@ -32,17 +51,17 @@ pub struct Socket {
 }
 
 impl Socket {
-    pub fn open(url: &str, report: Callback<RealInput>) -> Result<Socket, String> {
+    pub fn open(url: &str, report: Callback<SocketEvent>) -> Result<Socket, String> {
         let ws = WebSocket::new(url).map_err(|e| format!("cannot open {url}: {e:?}"))?;
         let on_open = {
             let report = report.clone();
-            Closure::<dyn FnMut()>::new(move || report.emit(RealInput::Opened))
+            Closure::<dyn FnMut()>::new(move || report.emit(SocketEvent::Opened))
         };
         let on_message = {
             let report = report.clone();
             Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
                 if let Some(text) = e.data().as_string() {
-                    report.emit(RealInput::Message(text));
+                    report.emit(SocketEvent::Message(text));
                 }
             })
         };
@@ -56,7 +75,7 @@ impl Socket {
                 } else {
                     e.reason()
                 };
-                report.emit(RealInput::Closed(format!("{host} closed ({why})")));
+                report.emit(SocketEvent::Closed(format!("{host} closed ({why})")));
             })
         };
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));

@@ -23,12 +23,15 @@ use locklab_core::protocol::{FaultKind, TopologyKind};
 use yew::prelude::*;
 
 use crate::catalog;
+use crate::class::{Class, Follow};
 use crate::driver::real::Health;
 use crate::driver::{Driver, LessonDriver, RealDriver, SimDriver};
 use crate::explore::ExploreLink;
 use crate::i18n::Lang;
 use crate::lab::{Client, SimLab};
 use crate::query::{self, DriverKind, Query};
+use crate::socket::SocketEvent;
+use locklab_core::class::{Answer, ClassCode, ClassDriver, Position};
 
 /// The seed a view uses when the URL gives none.
 pub const DEFAULT_SEED: u64 = 1;
@@ -82,6 +85,12 @@ pub struct State {
     /// The engine module (the simulator): `None` until it has loaded or
     /// failed to, then whether it loaded.
     pub engine: Option<bool>,
+    /// Class mode: the class this page presents or follows.
+    pub class: Option<Rc<RefCell<Class>>>,
+    /// Bumped to make the app open a new class WebSocket.
+    pub class_connection: u32,
+    /// The presenter's class panel (code, URL, QR) is shown.
+    pub class_panel: bool,
 }
 
 fn same<T>(a: &Option<T>, b: &Option<T>, ptr_eq: impl Fn(&T, &T) -> bool) -> bool {
@@ -115,6 +124,9 @@ impl PartialEq for State {
             && self.explore == other.explore
             && self.explore_link == other.explore_link
             && self.engine == other.engine
+            && same(&self.class, &other.class, Rc::ptr_eq)
+            && self.class_connection == other.class_connection
+            && self.class_panel == other.class_panel
     }
 }
 
@@ -184,6 +196,33 @@ impl State {
             explore: explore_link.is_some(),
             explore_link,
             engine: None,
+            class: q
+                .class
+                .clone()
+                .map(|code| Rc::new(RefCell::new(Class::join(code, None)))),
+            class_connection: 0,
+            class_panel: true,
+        }
+    }
+
+    /// A follower's page: the class's code in the URL, so a reload rejoins.
+    pub fn follower_code(&self) -> Option<ClassCode> {
+        let c = self.class.as_ref()?.borrow();
+        (!c.is_presenter()).then(|| c.code().cloned()).flatten()
+    }
+
+    /// Where this page is, as a class relays it.
+    pub fn class_position(&self) -> Position {
+        let s = self.lesson.as_ref().map(|l| l.borrow());
+        Position {
+            lesson: s.as_ref().map(|s| s.lesson().id.clone()),
+            step: s.as_ref().map_or(0, |s| s.position()),
+            seed: Some(self.seed),
+            driver: match self.driver {
+                DriverKind::Sim => ClassDriver::Sim,
+                DriverKind::Real => ClassDriver::Real,
+            },
+            dark: self.dark,
         }
     }
 
@@ -211,6 +250,13 @@ impl State {
                 ..Query::default()
             };
         }
+        if let Some(code) = self.follower_code() {
+            return Query {
+                lang: Some(self.lang),
+                class: Some(code),
+                ..Query::default()
+            };
+        }
         Query {
             lang: Some(self.lang),
             lesson: self.lesson_id(),
@@ -220,6 +266,7 @@ impl State {
             present: self.present,
             dark: self.dark,
             explore: None,
+            class: None,
         }
     }
 }
@@ -293,6 +340,54 @@ pub enum Action {
     /// Play an explorer counterexample on the timeline (simulator), at the
     /// link's step; the URL then carries the link.
     PlayLesson(Rc<locklab_core::lesson::worded::PageLesson>, ExploreLink),
+    /// Class mode.
+    Class(ClassAction),
+}
+
+/// What a class's page can be told or asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClassAction {
+    /// Presenter: start a class from this page.
+    Start,
+    /// Join the class with this code, with an optional nickname.
+    Join {
+        code: ClassCode,
+        name: Option<String>,
+    },
+    /// The class a reload found in `sessionStorage`.
+    Restore(String),
+    /// What the class's WebSocket reported.
+    Socket(SocketEvent),
+    /// Open a new class WebSocket (the backoff passed).
+    Reconnect,
+    /// Presenter: ask the room the next step's quiz.
+    Ask,
+    Reveal,
+    End,
+    TogglePanel,
+    /// Follower: answer the open question.
+    Answer(Answer),
+    FollowAgain,
+    /// Leave the class (or close its summary).
+    Leave,
+}
+
+impl Action {
+    /// A move of the user's own, which takes a follower off the
+    /// presenter's position (play's timer ticks are not new moves).
+    fn is_own_move(&self) -> bool {
+        matches!(
+            self,
+            Action::SelectLesson(_)
+                | Action::CloseLesson
+                | Action::Run { .. }
+                | Action::Advance(_)
+                | Action::Inject(_)
+                | Action::NextLesson
+                | Action::PlayLesson(..)
+                | Action::Explore(true)
+        ) || matches!(self, Action::Transport(t) if *t != Transport::Tick)
+    }
 }
 
 /// The real driver's inputs, from the app's socket and fetch glue.
@@ -307,8 +402,32 @@ pub enum RealInput {
 impl Reducible for State {
     type Action = Action;
 
-    // long: the reducer: one arm per Action
+    /// Every action, then class mode's part: a follower's own move is
+    /// looking around; a presenter's position (and a real run's new
+    /// events) go to the room.
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
+        let own = action.is_own_move();
+        let relay = matches!(action, Action::Real(RealInput::Message(_)));
+        let next = self.act(action);
+        if let Some(c) = &next.class {
+            let mut c = c.borrow_mut();
+            if own {
+                c.look_around();
+            }
+            if c.is_presenter() {
+                c.moved(next.class_position());
+                if let (true, Some(l)) = (relay && next.driver == DriverKind::Real, &next.lesson) {
+                    c.relay_live(&l.borrow().trace().events);
+                }
+            }
+        }
+        next
+    }
+}
+
+impl State {
+    // long: the reducer: one arm per Action
+    fn act(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut next = (*self).clone();
         next.notice = None;
         match action {
@@ -549,8 +668,130 @@ impl Reducible for State {
                     next.rev += 1;
                 }
             }
+            Action::Class(a) => next.class_act(a),
         }
         Rc::new(next)
+    }
+
+    // long: one arm per class action
+    fn class_act(&mut self, a: ClassAction) {
+        let class = self.class.clone();
+        match (a, class) {
+            (ClassAction::Start, None) => {
+                self.class = Some(Rc::new(RefCell::new(Class::start())));
+                self.class_panel = true;
+                self.class_connection += 1;
+            }
+            (ClassAction::Join { code, name }, None) => {
+                self.class = Some(Rc::new(RefCell::new(Class::join(code, name))));
+                self.driver = DriverKind::Sim;
+                self.real = None;
+                self.class_connection += 1;
+            }
+            (ClassAction::Restore(saved), None) => {
+                self.class = Class::restore(&saved).map(|c| Rc::new(RefCell::new(c)));
+                self.class_connection += 1;
+            }
+            (ClassAction::Leave, Some(_)) => self.class = None,
+            (ClassAction::TogglePanel, Some(_)) => self.class_panel = !self.class_panel,
+            (a, Some(c)) => {
+                let mut c = c.borrow_mut();
+                let follow = match a {
+                    ClassAction::Socket(SocketEvent::Opened) => {
+                        c.opened();
+                        None
+                    }
+                    ClassAction::Socket(SocketEvent::Message(m)) => c.receive(&m),
+                    ClassAction::Socket(SocketEvent::Closed(why)) => {
+                        c.lost(why);
+                        None
+                    }
+                    ClassAction::Reconnect => {
+                        c.connecting();
+                        self.class_connection += 1;
+                        None
+                    }
+                    ClassAction::Ask => {
+                        if let Some((lesson, step, reply)) = self.next_quiz() {
+                            c.ask(lesson, step, reply);
+                        }
+                        None
+                    }
+                    ClassAction::Reveal => {
+                        c.reveal();
+                        None
+                    }
+                    ClassAction::End => {
+                        c.end();
+                        None
+                    }
+                    ClassAction::Answer(answer) => {
+                        c.answer(answer);
+                        None
+                    }
+                    ClassAction::FollowAgain => {
+                        let p = c.follow_again();
+                        // A fresh replay: what the follower did off script goes.
+                        self.lesson = None;
+                        Some(Follow::Goto(p))
+                    }
+                    _ => None,
+                };
+                drop(c);
+                if let Some(Follow::Goto(p)) = follow {
+                    self.follow(&p);
+                }
+            }
+            _ => {}
+        }
+        self.rev += 1;
+    }
+
+    /// A follower replays to the presenter's position with its own engine
+    /// (a step on in the same lesson is a move of the same run).
+    fn follow(&mut self, p: &Position) {
+        self.dark = p.dark;
+        self.seed = p.seed.unwrap_or(DEFAULT_SEED);
+        self.explore = false;
+        self.explore_link = None;
+        self.playing = false;
+        let Some(l) = p.lesson.as_deref().and_then(catalog::find) else {
+            self.lesson = None;
+            return;
+        };
+        let pos = p.step.min(l.steps.len());
+        match &self.lesson {
+            Some(Driver::Sim(s)) if s.borrow().lesson.id == l.id && s.borrow().seed == self.seed => {
+                s.borrow_mut().goto(pos)
+            }
+            _ => {
+                self.lesson = Some(play(l, self.seed, pos, None));
+                self.active = 0;
+            }
+        }
+    }
+
+    /// The quiz of the step about to run, as the presenter asks it: the
+    /// lesson, the step, and the reply that step gets. On the simulator
+    /// the reply is known before the step runs (a replay one step on, with
+    /// the same seed); on real servers it is the reply the lesson expects.
+    pub fn next_quiz(&self) -> Option<(String, usize, String)> {
+        let d = self.lesson.as_ref()?;
+        let s = d.borrow();
+        let (l, pos) = (s.lesson(), s.position());
+        let step = l.steps.get(pos).filter(|st| st.quiz.is_some())?;
+        let reply = match d {
+            Driver::Sim(_) => {
+                let ahead = SimDriver::new(l, self.seed, pos + 1);
+                ahead.results().get(pos).and_then(|r| r.reply.clone())
+            }
+            Driver::Real(_) => None,
+        };
+        let expected = || match &step.expect {
+            Some(locklab_core::lesson::Expect::Exact(e)) => e.clone(),
+            _ => String::new(),
+        };
+        Some((l.id.clone(), pos, reply.unwrap_or_else(expected)))
     }
 }
 
@@ -691,5 +932,78 @@ mod tests {
         assert!(s.real.is_none());
         assert_eq!(s.lesson_id().as_deref(), Some("07"));
         assert_eq!(s.step(), None);
+    }
+
+    fn class_msg(s: State, text: &str) -> State {
+        reduce(s, Action::Class(ClassAction::Socket(SocketEvent::Message(text.into()))))
+    }
+
+    /// A follower replays the presenter's moves with its own engine; a
+    /// move of its own is looking around, "follow again" snaps back.
+    #[test]
+    fn a_follower_replays_looks_around_and_follows_again() {
+        let s = State::from_query(&Query::parse("?class=abc234&lang=zh"), Lang::En);
+        assert_eq!(s.query().to_search(), "?lang=zh&class=ABC234");
+        let s = reduce(s, Action::Class(ClassAction::Socket(SocketEvent::Opened)));
+        let s = class_msg(
+            s,
+            r#"{"type":"joined","member":"m1","position":{"lesson":"07","step":2,"seed":7,"dark":true},"score":0,"since":"1-0"}"#,
+        );
+        assert_eq!(
+            (s.lesson_id().as_deref(), s.step().as_deref(), s.seed, s.dark),
+            (Some("07"), Some("2"), 7, true)
+        );
+        let s = class_msg(
+            s,
+            r#"{"type":"moved","id":"2-0","position":{"lesson":"07","step":3,"seed":7}}"#,
+        );
+        assert_eq!(s.step().as_deref(), Some("3"));
+        let s = reduce(s, Action::Transport(Transport::Back));
+        assert!(
+            !s.class.as_ref().unwrap().borrow().following,
+            "its own step is looking around"
+        );
+        let s = class_msg(
+            s,
+            r#"{"type":"moved","id":"3-0","position":{"lesson":"07","step":4,"seed":7}}"#,
+        );
+        assert_eq!(s.step().as_deref(), Some("2"), "the presenter's move waits");
+        let s = reduce(s, Action::Class(ClassAction::FollowAgain));
+        assert_eq!(s.step().as_deref(), Some("4"));
+        assert!(s.class.as_ref().unwrap().borrow().following);
+        assert_eq!(
+            s.query().to_search(),
+            "?lang=zh&class=ABC234",
+            "the URL stays the join URL"
+        );
+    }
+
+    /// The presenter's every move goes to the room once; asking sends the
+    /// reply the step about to run gets (a replay one step on).
+    #[test]
+    fn a_presenter_relays_its_moves_and_asks_with_the_reply() {
+        let s = State::from_query(&Query::parse("?lesson=01&present=1"), Lang::En);
+        let s = reduce(s, Action::Class(ClassAction::Start));
+        let class = s.class.clone().unwrap();
+        let s = reduce(s, Action::Class(ClassAction::Socket(SocketEvent::Opened)));
+        let s = class_msg(s, r#"{"type":"started","code":"ABC234","secret":"k","join_url":"u"}"#);
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        let out = class.borrow_mut().take_outbox().join("\n");
+        assert!(
+            out.contains(r#""step":0"#) && out.contains(r#""lesson":"01","step":1"#),
+            "{out}"
+        );
+        let mut s = s;
+        while s.next_quiz().is_none() {
+            s = reduce(s, Action::Transport(Transport::Forward));
+        }
+        let (lesson, step, reply) = s.next_quiz().expect("a step with a quiz");
+        let here = s.step();
+        assert_eq!(s.next_quiz().map(|q| q.1), Some(step));
+        assert_eq!(s.step(), here, "asking does not move the presenter");
+        let ahead = reduce(s.clone(), Action::Transport(Transport::Forward));
+        let got = ahead.lesson.as_ref().unwrap().borrow().results()[step].reply.clone();
+        assert_eq!((lesson.as_str(), Some(reply.clone())), ("01", got));
+        assert!(!reply.is_empty());
     }
 }

@@ -656,7 +656,10 @@ impl WsBackend {
             .build()?;
         let listener = rt.block_on(tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))?;
         let addr = listener.local_addr()?;
-        let server = rt.spawn(async move { axum::serve(no_delay(listener), router).await });
+        // With each connection's peer, as `locklab serve` runs it (the lab's
+        // routes answer loopback peers only).
+        let app = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let server = rt.spawn(async move { axum::serve(no_delay(listener), app).await });
         Ok(WsBackend {
             rt,
             addr,

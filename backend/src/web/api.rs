@@ -23,11 +23,13 @@ use locklab_core::lesson::Lang;
 use locklab_core::protocol::{Backing, ClientMsg, Health, ServerMsg};
 use locklab_core::reply::Reply;
 
+use crate::class::ClassConfig;
 use crate::real::conn::RealConnection;
 use crate::real::lab::{Labs, RealLab, Slot};
 use crate::real::play;
 use crate::real::session::Limits;
 use crate::real::topology::Topology;
+use crate::web::class::Classes;
 use crate::web::origin::OriginPolicy;
 
 /// Most WebSockets open at once by default (issue 35, B14: 3,000 were
@@ -47,6 +49,8 @@ pub struct ApiState {
     /// Set once when the backend stops: every socket ends its lab (its
     /// session cleaned up, its managed servers stopped) and closes.
     stop: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Class mode's classes (`/api/class/ws`).
+    classes: Classes,
 }
 
 impl ApiState {
@@ -63,7 +67,20 @@ impl ApiState {
             max_sockets: DEFAULT_MAX_SOCKETS,
             origins: Arc::new(OriginPolicy::default()),
             stop: Arc::new(tokio::sync::watch::channel(false).0),
+            classes: Classes::new(ClassConfig::default()),
         }
+    }
+
+    /// Serve classes with these limits and join URL (`locklab serve
+    /// --class …`).
+    pub fn class_config(mut self, cfg: ClassConfig) -> Self {
+        self.classes = Classes::new(cfg);
+        self
+    }
+
+    /// The class routes' state.
+    pub fn classes(&self) -> &Classes {
+        &self.classes
     }
 
     /// Also accept WebSockets from these origins (`--allow-origin`), besides
@@ -117,14 +134,17 @@ impl ApiState {
 }
 
 /// `/api/health` (and its older name `/api/real/health`) and
-/// `/api/session`, without the `Host` check: [`crate::web::site`] serves
-/// it behind one.
+/// `/api/session`, for loopback peers only ([`crate::web::peer`]), and the
+/// class routes for anyone; without the `Host` check: [`crate::web::site`]
+/// serves it behind one.
 pub(crate) fn api_router(state: ApiState) -> Router {
     Router::new()
         .route("/api/health", get(health))
         .route("/api/real/health", get(health))
         .route("/api/session", get(session_ws))
-        .with_state(state)
+        .route_layer(axum::middleware::from_fn(crate::web::peer::peer_guard))
+        .with_state(state.clone())
+        .merge(crate::web::class::router(state))
 }
 
 async fn health(State(state): State<ApiState>) -> Json<Health> {
@@ -377,7 +397,8 @@ async fn send_all(
 /// Serve the API alone ([`crate::web::site`] without `dist`) on an already bound listener (tests bind
 /// port 0; the lead's `serve` merges the router into the web app instead).
 pub async fn serve_listener(listener: tokio::net::TcpListener, state: ApiState) -> std::io::Result<()> {
-    axum::serve(no_delay(listener), crate::web::site(None, state)).await
+    let app = crate::web::site(None, state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(no_delay(listener), app).await
 }
 
 /// `listener`, with Nagle's algorithm off on every connection it accepts.
@@ -389,10 +410,16 @@ pub async fn serve_listener(listener: tokio::net::TcpListener, state: ApiState) 
 /// command then took some 40 ms over loopback, ~11 lock cycles/s instead of
 /// thousands. The lab is interactive and latency is what the timeline
 /// shows, so every write goes out at once.
-pub fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+pub fn no_delay(listener: tokio::net::TcpListener) -> NoDelay {
     use axum::serve::ListenerExt;
-    listener.tap_io(|tcp| {
-        // Best effort: a socket that refuses is still correct, only slower.
-        let _ = tcp.set_nodelay(true);
-    })
+    listener.tap_io(set_no_delay)
+}
+
+/// [`no_delay`]'s listener: a named type, so a server on it can be asked
+/// each connection's peer address (`ConnectInfo`).
+pub type NoDelay = axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)>;
+
+fn set_no_delay(tcp: &mut tokio::net::TcpStream) {
+    // Best effort: a socket that refuses is still correct, only slower.
+    let _ = tcp.set_nodelay(true);
 }

@@ -6,10 +6,13 @@
 //! served as anything else). `/api/health` and the `/api/session`
 //! WebSocket come from [`api`](crate::web::api), merged in by [`site`],
 //! which also puts every route behind the `Host` check
-//! ([`origin::host_guard`]).
+//! ([`origin::host_guard`]); those two answer loopback peers only
+//! ([`peer`]). Class mode's WebSocket, `/api/class/ws`, is [`class`]'s.
 
 pub mod api;
+pub mod class;
 pub mod origin;
+pub mod peer;
 
 /// The lab's public face: what a caller needs to serve it (the state, the
 /// router [`site`], a listener with Nagle off) without `api`'s insides.
@@ -88,7 +91,6 @@ pub async fn serve(
         listener.local_addr()?
     );
     // Nagle off, as for the API alone: see `api::no_delay`.
-    axum::serve(no_delay(listener), site(Some(dist), state))
-        .with_graceful_shutdown(stop)
-        .await
+    let app = site(Some(dist), state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(no_delay(listener), app).with_graceful_shutdown(stop).await
 }

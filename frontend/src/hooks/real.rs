@@ -7,7 +7,7 @@ use yew::prelude::*;
 
 use crate::driver::real::{reconnect_delay_ms, Link};
 use crate::query::DriverKind;
-use crate::socket::{self, Socket};
+use crate::socket::{self, Socket, SocketEvent};
 use crate::state::{Action, AppContext, RealInput};
 
 /// How often the real driver re-reads `/api/health`.
@@ -32,7 +32,12 @@ pub fn use_real_socket(state: &AppContext) {
         use_effect_with((state.driver, state.connection), move |&(driver, _)| {
             socket.borrow_mut().take();
             if driver == DriverKind::Real {
-                match socket::session_url().map(|url| Socket::open(&url, report.clone())) {
+                let events = report.reform(|e| match e {
+                    SocketEvent::Opened => RealInput::Opened,
+                    SocketEvent::Message(m) => RealInput::Message(m),
+                    SocketEvent::Closed(why) => RealInput::Closed(why),
+                });
+                match socket::session_url().map(|url| Socket::open(&url, events)) {
                     Some(Ok(s)) => *socket.borrow_mut() = Some(s),
                     Some(Err(e)) => report.emit(RealInput::Closed(e)),
                     None => report.emit(RealInput::Closed(

@@ -7,18 +7,45 @@ use yew::prelude::*;
 
 use crate::driver::real::{reconnect_delay_ms, Link};
 use crate::hooks::{
-    use_autoplay, use_engine, use_health_poll, use_ready_mark, use_real_socket, use_shortcuts, use_url_sync,
+    use_autoplay, use_class, use_engine, use_health_poll, use_ready_mark, use_real_socket, use_shortcuts, use_url_sync,
 };
 use crate::i18n::{Lang, Text};
 use crate::query::Query;
 use crate::state::{Action, AppContext, State};
 use crate::view::{
-    clock::Clock, console::Console, faults::Faults, header::Header, help::Help, lesson_list::LessonList,
-    lesson_panel::LessonPanel, presenter::Caption, timeline::Timeline,
+    class::{summary_box, FollowerBar, JoinClass, PresenterPanel},
+    clock::Clock,
+    console::Console,
+    faults::Faults,
+    header::Header,
+    help::Help,
+    lesson_list::LessonList,
+    lesson_panel::LessonPanel,
+    presenter::Caption,
+    timeline::Timeline,
 };
 
-/// The state the page's URL asks for.
+/// The state the page's URL asks for; and the class this tab was in
+/// before a reload (the presenter resumes; a follower of the URL's class
+/// rejoins as the same member).
 fn initial_state() -> State {
+    let mut state = url_state();
+    let saved = crate::hooks::class::saved_class().and_then(|s| crate::class::Class::restore(&s));
+    if let Some(saved) = saved {
+        let url_code = state.class.as_ref().map(|c| c.borrow().code().cloned());
+        let resume = match &url_code {
+            None => saved.is_presenter(),
+            Some(code) => !saved.is_presenter() && saved.code() == code.as_ref(),
+        };
+        if resume {
+            state.class = Some(std::rc::Rc::new(std::cell::RefCell::new(saved)));
+        }
+    }
+    state
+}
+
+/// The state the page's URL asks for.
+fn url_state() -> State {
     let window = web_sys::window();
     let search = window
         .as_ref()
@@ -73,6 +100,7 @@ pub fn app() -> Html {
     use_real_socket(&state);
     use_health_poll(&state);
     use_url_sync(&state);
+    use_class(&state);
 
     let onlang = to(&state, Action::SetLang);
     let onhelp = to(&state, |()| Action::ToggleHelp);
@@ -98,12 +126,18 @@ pub fn app() -> Html {
     let onexplore_open = to(&state, |_: MouseEvent| Action::Explore(true));
     let onexplore_close = to(&state, |()| Action::Explore(false));
     let onexplore_play = to(&state, |(l, link)| Action::PlayLesson(l, link));
+    let onclass = to(&state, Action::Class);
+    let (presenting_class, following, summary) = match state.class.as_ref().map(|c| c.borrow()) {
+        Some(c) => (c.is_presenter(), !c.is_presenter(), c.summary.clone()),
+        None => (false, false, None),
+    };
     let banner = real_banner(&state, to(&state, |_: MouseEvent| Action::Reconnect));
     let context: AppContext = state.clone();
 
     html! {
         <ContextProvider<AppContext> {context}>
-            <div class={ classes!("app", state.present.then_some("presenting"), state.dark.then_some("dark")) }
+            <div class={ classes!("app", state.present.then_some("presenting"), state.dark.then_some("dark"),
+                following.then_some("following")) }
                 data-testid="app" data-lang={ state.lang.code() } data-present={ state.present.to_string() }>
                 <Header {onlang} {onhelp} {ondriver} />
                 { banner.unwrap_or_default() }
@@ -116,14 +150,24 @@ pub fn app() -> Html {
                         </main>
                     } else {
                     <main>
+                        if following {
+                            <FollowerBar onclass={ onclass.clone() } />
+                        } else {
                         <button class="explore-open" data-testid="explore-open" onclick={ onexplore_open }>
                             { if state.lang == Lang::Zh { "攻破我的锁：探索器" } else { "Break my lock: the explorer" } }
                         </button>
+                        }
+                        if state.class.is_none() && state.lesson.is_none() {
+                            <JoinClass onclass={ onclass.clone() } />
+                        }
                         <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} />
                         <div class="stage">
                             <Timeline />
                             if state.present {
-                                <Caption onmove={ onmove } {onnext} {ontheme} onexit={ onpresent.clone() } />
+                                <Caption onmove={ onmove } {onnext} {ontheme} onexit={ onpresent.clone() } onclass={ onclass.clone() } />
+                            }
+                            if presenting_class && state.class_panel {
+                                <PresenterPanel onclass={ onclass.clone() } />
                             }
                         </div>
                         <Faults {oninject} {onreal} {ontopology} />
@@ -136,6 +180,9 @@ pub fn app() -> Html {
                 </div>
                 if state.help_open {
                     <Help {onclose} />
+                }
+                if let Some(s) = summary {
+                    { summary_box(&s, state.lang, &onclass) }
                 }
             </div>
         </ContextProvider<AppContext>>

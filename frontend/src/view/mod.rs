@@ -3,6 +3,7 @@
 //! through `on<verb>` callbacks; only [`app::App`] dispatches actions.
 
 pub mod app;
+pub mod class;
 pub mod clock;
 pub mod console;
 pub mod faults;

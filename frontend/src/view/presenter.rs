@@ -1,14 +1,15 @@
 //! Presenter mode's caption: what the last step did, in type a room can
 //! read — the command, its reply and the lesson's one-line explanation —
 //! with the transport a clicker drives (PageDown/PageUp) and, at the end,
-//! the next lesson.
+//! the next lesson. In a class, the class's chip and the question's live
+//! chart ([`super::class`]); before one, "Start a class".
 
 use yew::prelude::*;
 
 use crate::catalog;
 use crate::driver::LessonDriver;
 use crate::i18n::{Lang, Text};
-use crate::state::{AppContext, Transport};
+use crate::state::{AppContext, ClassAction, Transport};
 
 #[derive(Properties, PartialEq)]
 pub struct CaptionProps {
@@ -16,6 +17,7 @@ pub struct CaptionProps {
     pub onnext: Callback<()>,
     pub ontheme: Callback<()>,
     pub onexit: Callback<()>,
+    pub onclass: Callback<ClassAction>,
 }
 
 #[function_component(Caption)]
@@ -62,6 +64,7 @@ pub fn caption(props: &CaptionProps) -> Html {
                         </button>
                     }
                     <span class="caption-hint">{ Text::PresentHint.get(lang) }</span>
+                    { class_key(&state, &props.onclass) }
                     <button class="quiet" data-testid="theme" onclick={ props.ontheme.reform(|_| ()) }>{ Text::Theme.get(lang) }</button>
                     <button class="quiet" data-testid="present-exit" onclick={ props.onexit.reform(|_| ()) }>{ Text::PresentExit.get(lang) }</button>
                 </div>
@@ -76,8 +79,31 @@ pub fn caption(props: &CaptionProps) -> Html {
             if let Some(e) = first_line {
                 <p class="caption-explain" data-testid="caption-explain">{ e }</p>
             }
+            if let Some(c) = state.class.as_ref().filter(|c| c.borrow().is_presenter()) {
+                { super::class::presenter_question(&state, &c.borrow(), &props.onclass) }
+            }
         </div>
     }
+}
+
+/// "Start a class"; in one, its code and how many joined (which shows or
+/// hides the class panel). A follower's page has neither.
+fn class_key(state: &AppContext, onclass: &Callback<ClassAction>) -> Html {
+    let lang = state.lang;
+    let (label, action, testid) = match state.class.as_ref().map(|c| c.borrow()) {
+        None => (Text::ClassStart.get(lang).to_owned(), ClassAction::Start, "class-start"),
+        Some(c) if c.is_presenter() => {
+            let code = c.code().map(|c| c.to_string()).unwrap_or_default();
+            (
+                format!("{code} · {}", c.joined()),
+                ClassAction::TogglePanel,
+                "class-toggle",
+            )
+        }
+        Some(_) => return html! {},
+    };
+    let onclass = onclass.clone();
+    html! { <button class="quiet class-key" data-testid={ testid } onclick={ move |_| onclass.emit(action.clone()) }>{ label }</button> }
 }
 
 /// Step `i` as the caption shows it: who, what, and the answer.

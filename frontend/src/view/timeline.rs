@@ -691,7 +691,17 @@ fn use_timeline_layout(
             let (trace, now) = match (&state.lesson, &state.real) {
                 (Some(s), _) => {
                     let s = s.borrow();
-                    (s.trace(), s.now_ms())
+                    let mut trace = s.trace();
+                    // A follower of a presenter on real servers draws the
+                    // relayed run (its own replay names the lanes).
+                    match state.class.as_ref().map(|c| c.borrow()).filter(|c| c.shows_live()) {
+                        Some(c) => {
+                            trace.events = c.live.clone();
+                            let now = trace.events.last().map_or(0, |e| e.at_ms);
+                            (trace, now)
+                        }
+                        None => (trace, s.now_ms()),
+                    }
                 }
                 (None, Some(r)) => {
                     let r = r.borrow();

@@ -1,0 +1,901 @@
+//! Every class this backend serves, as one state machine without sockets:
+//! a connection's text frame in ([`Hub::handle_text`], with the time and
+//! the connection's peer), messages out ([`Out`]), as `real::lab` is the
+//! real driver's state machine without its socket. `web::class` pumps each
+//! WebSocket through it, delivering each [`Out`] to the sockets named.
+//!
+//! # Rules held here
+//!
+//! * A frame is at most [`FOLLOWER_FRAME_MAX`] bytes, or
+//!   [`PRESENTER_FRAME_MAX`] once the connection is a class's presenter;
+//!   a larger or malformed frame gets an `error` and the connection stays.
+//! * `start` only from a loopback peer (the presenter runs the lab);
+//!   `join` from anyone, but a peer (an IPv4 address, an IPv6 /64) whose
+//!   joins named no class (or were malformed) [`ClassConfig::bad_joins`]
+//!   times within a minute is answered `Throttled` until the minute is over.
+//! * Every `control` is checked against the class's secret
+//!   ([`super::same_secret`]) and must come from the connection that is
+//!   the class's presenter; anything else is refused and nothing relayed.
+//! * A follower's first answer to the open question counts (judged by
+//!   core's one quiz judge, [`judge`], against the reply the presenter's
+//!   step got); later ones get the first's verdict again.
+//! * The presenter's tally, roster and drill tally are coalesced to at
+//!   most one of each per [`FLUSH_EVERY`] (10/s), however fast the room
+//!   answers or joins.
+//! * What followers are sent (moves, questions, reveals, drills, live
+//!   events) is kept in the class's stream, numbered; a follower that
+//!   reconnects with `since` gets what it missed that is still kept
+//!   (bounded by [`ClassConfig::log_bytes`]), then `joined` with the
+//!   class as it is now.
+//! * A class without a presenter connection for [`ClassConfig::idle`] ends
+//!   by itself ([`Hub::tick`]).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use locklab_core::class::{
+    clean_name, judge, right_choice, Answer, ClassClientMsg, ClassCode, ClassError, Control, Drill, Member, Position,
+    Question, QuestionSummary, ServerSays, Summary, Tally, ANSWER_MAX_CHARS, DEFAULT_MAX_FOLLOWERS, FOLLOWER_FRAME_MAX,
+    PRESENTER_FRAME_MAX,
+};
+use locklab_core::lesson::{Lesson, Step};
+use locklab_core::rng::Rng;
+
+/// A connection's number, given by [`Hub::connect`].
+pub type ConnId = u64;
+
+/// The presenter's tally, roster and drill tally: at most one of each per
+/// this long (the page redraws a chart; 10/s is smooth).
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
+/// The window [`ClassConfig::bad_joins`] counts in.
+const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
+/// Peers whose bad joins are remembered at once; past it, a new peer's
+/// join is throttled until old windows expire (an attacker with many
+/// addresses cannot grow the table without bound).
+const THROTTLE_PEERS: usize = 10_000;
+/// Questions and drills per class.
+const MAX_QUESTIONS: usize = 1000;
+/// The reply a question is judged against, and a drill's design, in bytes.
+const MAX_REPLY: usize = 16 * 1024;
+
+/// The limits of the class routes (`locklab serve --class-max` …).
+#[derive(Clone, Debug)]
+pub struct ClassConfig {
+    /// Followers per class (`--class-max`).
+    pub max_followers: usize,
+    /// Classes at once.
+    pub max_classes: usize,
+    /// A class without its presenter this long ends.
+    pub idle: Duration,
+    /// The page's URL followers open (`--class-url`, or the LAN address);
+    /// the join URL is it with `?class=CODE`.
+    pub join_base: String,
+    /// Joins naming no class, per peer per minute, before `Throttled`.
+    pub bad_joins: u32,
+    /// The bytes of a class's stream kept for followers that reconnect.
+    pub log_bytes: usize,
+}
+
+impl Default for ClassConfig {
+    fn default() -> Self {
+        ClassConfig {
+            max_followers: DEFAULT_MAX_FOLLOWERS,
+            max_classes: 16,
+            idle: Duration::from_secs(2 * 3600),
+            join_base: "http://127.0.0.1:8080/".into(),
+            bad_joins: 20,
+            log_bytes: 4 << 20,
+        }
+    }
+}
+
+/// What the hub asks its sockets to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Out {
+    To(ConnId, ServerSays),
+    /// One message to many connections (serialised once).
+    Many(Vec<ConnId>, ServerSays),
+    /// Close this connection (after what was sent to it before).
+    Close(ConnId),
+}
+
+/// Random numbers the secrets, member ids and codes are drawn from (the
+/// OS's, in the server; a seeded sequence in tests).
+pub type Entropy = Box<dyn FnMut() -> u64 + Send>;
+
+enum Role {
+    None,
+    Presenter(ClassCode),
+    Follower(ClassCode, String),
+}
+
+struct Conn {
+    peer: IpAddr,
+    role: Role,
+}
+
+struct Follower {
+    name: Option<String>,
+    score: u32,
+    conn: Option<ConnId>,
+    /// Question id → whether the first answer was right.
+    answers: BTreeMap<u32, bool>,
+}
+
+struct Asked {
+    question: Question,
+    reply: String,
+    tally: Tally,
+}
+
+struct DrillState {
+    drill: Drill,
+    /// Member → found a counterexample (first report).
+    reports: BTreeMap<String, bool>,
+}
+
+struct Class {
+    code: ClassCode,
+    secret: String,
+    presenter: Option<ConnId>,
+    members: BTreeMap<String, Follower>,
+    position: Position,
+    questions: Vec<Asked>,
+    /// Index into `questions` of the open one.
+    open: Option<usize>,
+    drills: u32,
+    drill: Option<DrillState>,
+    /// (stream id, message, its size) of what followers were sent.
+    log: VecDeque<(u64, ServerSays, usize)>,
+    log_bytes: usize,
+    last_id: u64,
+    /// When the presenter last spoke or left.
+    last_presenter: Instant,
+    due_tally: bool,
+    due_roster: bool,
+    due_drill: bool,
+    last_flush: Option<Instant>,
+}
+
+struct Window {
+    start: Instant,
+    bad: u32,
+}
+
+/// Every class of this backend and every connection to the class routes.
+pub struct Hub {
+    cfg: ClassConfig,
+    lessons: Arc<Vec<Lesson>>,
+    entropy: Entropy,
+    classes: HashMap<ClassCode, Class>,
+    conns: HashMap<ConnId, Conn>,
+    next_conn: ConnId,
+    throttle: HashMap<IpAddr, Window>,
+}
+
+fn error(e: ClassError) -> ServerSays {
+    ServerSays::Error { message: e.to_string() }
+}
+
+/// The throttle's key: an IPv4 address, or an IPv6 address's /64 (one
+/// host usually holds a whole /64).
+fn throttle_key(peer: IpAddr) -> IpAddr {
+    match peer.to_canonical() {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
+impl Hub {
+    pub fn new(cfg: ClassConfig, lessons: Arc<Vec<Lesson>>, entropy: Entropy) -> Hub {
+        Hub {
+            cfg,
+            lessons,
+            entropy,
+            classes: HashMap::new(),
+            conns: HashMap::new(),
+            next_conn: 1,
+            throttle: HashMap::new(),
+        }
+    }
+
+    pub fn config(&self) -> &ClassConfig {
+        &self.cfg
+    }
+
+    /// Classes running now.
+    pub fn classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// A new connection from `peer`.
+    pub fn connect(&mut self, peer: IpAddr) -> ConnId {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(id, Conn { peer, role: Role::None });
+        id
+    }
+
+    /// `conn` closed (or was dropped for being slow): its class notes it.
+    pub fn disconnect(&mut self, conn: ConnId, now: Instant) -> Vec<Out> {
+        let Some(c) = self.conns.remove(&conn) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        match c.role {
+            Role::None => {}
+            Role::Presenter(code) => {
+                if let Some(class) = self.classes.get_mut(&code) {
+                    if class.presenter == Some(conn) {
+                        class.presenter = None;
+                        class.last_presenter = now;
+                    }
+                }
+            }
+            Role::Follower(code, member) => {
+                if let Some(class) = self.classes.get_mut(&code) {
+                    if let Some(f) = class.members.get_mut(&member).filter(|f| f.conn == Some(conn)) {
+                        f.conn = None;
+                        class.due_roster = true;
+                        class.due_tally |= class.open.is_some();
+                        class.flush(now, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The presenter's coalesced updates that are due, idle classes ended,
+    /// expired throttle windows forgotten. Called every [`FLUSH_EVERY`] or so.
+    pub fn tick(&mut self, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        let idle = self.cfg.idle;
+        let ended: Vec<ClassCode> = self
+            .classes
+            .values()
+            .filter(|c| c.presenter.is_none() && now.saturating_duration_since(c.last_presenter) >= idle)
+            .map(|c| c.code.clone())
+            .collect();
+        for code in ended {
+            self.end(&code, &mut out);
+        }
+        for class in self.classes.values_mut() {
+            class.flush(now, &mut out);
+        }
+        self.throttle
+            .retain(|_, w| now.saturating_duration_since(w.start) < THROTTLE_WINDOW);
+        out
+    }
+
+    /// One text frame from `conn`.
+    pub fn handle_text(&mut self, conn: ConnId, text: &str, now: Instant) -> Vec<Out> {
+        let Some(c) = self.conns.get(&conn) else {
+            return Vec::new();
+        };
+        let (presenter, roleless) = (matches!(c.role, Role::Presenter(_)), matches!(c.role, Role::None));
+        let max = if presenter {
+            PRESENTER_FRAME_MAX
+        } else {
+            FOLLOWER_FRAME_MAX
+        };
+        if text.len() > max {
+            let e = ClassError::TooLarge { size: text.len(), max };
+            return vec![Out::To(conn, error(e))];
+        }
+        match serde_json::from_str::<ClassClientMsg>(text) {
+            Ok(msg) => self.handle(conn, msg, now),
+            Err(e) => {
+                if roleless {
+                    // A join the server cannot read counts as a bad one.
+                    let peer = c.peer;
+                    self.bad_attempt(peer, now);
+                }
+                vec![Out::To(conn, error(ClassError::Malformed(e.to_string())))]
+            }
+        }
+    }
+
+    /// One message from `conn`.
+    pub fn handle(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        let done = match msg {
+            ClassClientMsg::Start => self.start(conn, now, &mut out),
+            ClassClientMsg::Resume { code, secret } => self.resume(conn, &code, &secret, now, &mut out),
+            ClassClientMsg::Join {
+                code,
+                name,
+                member,
+                since,
+            } => self.join(conn, &code, name, member, since, now, &mut out),
+            ClassClientMsg::Control { secret, control } => self.control(conn, &secret, control, now, &mut out),
+            ClassClientMsg::Answer { question, answer } => self.answer(conn, question, &answer, now, &mut out),
+            ClassClientMsg::DrillResult { drill, found, .. } => self.drill_result(conn, drill, found),
+        };
+        if let Err(e) = done {
+            out.push(Out::To(conn, error(e)));
+        }
+        out
+    }
+
+    fn role_free(&self, conn: ConnId) -> Result<&Conn, ClassError> {
+        match self.conns.get(&conn) {
+            Some(c @ Conn { role: Role::None, .. }) => Ok(c),
+            Some(_) => Err(ClassError::AlreadyInClass),
+            None => Err(ClassError::Ended),
+        }
+    }
+
+    fn random_hex(&mut self, words: usize) -> String {
+        (0..words).map(|_| format!("{:016x}", (self.entropy)())).collect()
+    }
+
+    fn start(&mut self, conn: ConnId, now: Instant, out: &mut Vec<Out>) -> Result<(), ClassError> {
+        if !self.role_free(conn)?.peer.to_canonical().is_loopback() {
+            return Err(ClassError::LoopbackOnly);
+        }
+        if self.classes.len() >= self.cfg.max_classes {
+            return Err(ClassError::TooManyClasses(self.cfg.max_classes));
+        }
+        let code = loop {
+            let code = ClassCode::generate(&mut Rng::new((self.entropy)()));
+            if !self.classes.contains_key(&code) {
+                break code;
+            }
+        };
+        let secret = self.random_hex(2);
+        self.classes
+            .insert(code.clone(), Class::new(code.clone(), secret, conn, now));
+        self.set_role(conn, Role::Presenter(code.clone()));
+        out.push(Out::To(conn, self.started(&code)));
+        Ok(())
+    }
+
+    fn started(&self, code: &ClassCode) -> ServerSays {
+        let join_url = join_url(&self.cfg.join_base, code);
+        ServerSays::Started {
+            code: code.clone(),
+            secret: self.classes.get(code).map(|c| c.secret.clone()).unwrap_or_default(),
+            qr_svg: super::qr_svg(&join_url),
+            join_url,
+        }
+    }
+
+    fn set_role(&mut self, conn: ConnId, role: Role) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.role = role;
+        }
+    }
+
+    fn resume(
+        &mut self,
+        conn: ConnId,
+        code: &ClassCode,
+        secret: &str,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ClassError> {
+        let peer = self.role_free(conn)?.peer;
+        let Some(class) = self.classes.get_mut(code) else {
+            self.bad_attempt(peer, now);
+            return Err(ClassError::NoSuchClass(code.to_string()));
+        };
+        if !super::same_secret(secret, &class.secret) {
+            self.bad_attempt(peer, now);
+            return Err(ClassError::NotPresenter);
+        }
+        let old = class.presenter.replace(conn);
+        class.last_presenter = now;
+        class.due_roster = true;
+        class.due_tally = class.open.is_some();
+        class.due_drill = class.drill.is_some();
+        class.last_flush = None;
+        if let Some(old) = old {
+            let message = "another page resumed this class as its presenter".to_owned();
+            out.push(Out::To(old, ServerSays::Error { message }));
+            out.push(Out::Close(old));
+            self.set_role(old, Role::None);
+        }
+        self.set_role(conn, Role::Presenter(code.clone()));
+        out.push(Out::To(conn, self.started(code)));
+        if let Some(class) = self.classes.get_mut(code) {
+            class.flush(now, out);
+        }
+        Ok(())
+    }
+
+    /// Is `peer` throttled? The seconds until it may try again.
+    fn throttled(&self, peer: IpAddr, now: Instant) -> Option<u64> {
+        let key = throttle_key(peer);
+        match self.throttle.get(&key) {
+            Some(w) if w.bad >= self.cfg.bad_joins => {
+                let left = THROTTLE_WINDOW.saturating_sub(now.saturating_duration_since(w.start));
+                (!left.is_zero()).then(|| left.as_secs().max(1))
+            }
+            Some(_) => None,
+            None => (self.throttle.len() >= THROTTLE_PEERS).then_some(THROTTLE_WINDOW.as_secs()),
+        }
+    }
+
+    fn bad_attempt(&mut self, peer: IpAddr, now: Instant) {
+        let key = throttle_key(peer);
+        if self.throttle.len() >= THROTTLE_PEERS && !self.throttle.contains_key(&key) {
+            self.throttle
+                .retain(|_, w| now.saturating_duration_since(w.start) < THROTTLE_WINDOW);
+            if self.throttle.len() >= THROTTLE_PEERS {
+                return;
+            }
+        }
+        let w = self.throttle.entry(key).or_insert(Window { start: now, bad: 0 });
+        if now.saturating_duration_since(w.start) >= THROTTLE_WINDOW {
+            *w = Window { start: now, bad: 0 };
+        }
+        w.bad = w.bad.saturating_add(1);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn join(
+        &mut self,
+        conn: ConnId,
+        code: &ClassCode,
+        name: Option<String>,
+        member: Option<String>,
+        since: Option<String>,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ClassError> {
+        let peer = self.role_free(conn)?.peer;
+        if let Some(secs) = self.throttled(peer, now) {
+            return Err(ClassError::Throttled(secs));
+        }
+        if !self.classes.contains_key(code) {
+            self.bad_attempt(peer, now);
+            return Err(ClassError::NoSuchClass(code.to_string()));
+        }
+        let fresh = self.random_hex(1);
+        let class = self.classes.get_mut(code).ok_or(ClassError::Ended)?;
+        let name = name.as_deref().and_then(clean_name);
+        let mut replaced = None;
+        let member = match member.filter(|m| class.members.contains_key(m)) {
+            Some(m) => {
+                let f = class.members.get_mut(&m).ok_or(ClassError::Ended)?;
+                replaced = f.conn.replace(conn);
+                if let Some(old) = replaced {
+                    out.push(Out::Close(old));
+                }
+                if name.is_some() {
+                    f.name = name;
+                }
+                m
+            }
+            None => {
+                if class.members.len() >= self.cfg.max_followers {
+                    return Err(ClassError::Full(self.cfg.max_followers));
+                }
+                let f = Follower {
+                    name,
+                    score: 0,
+                    conn: Some(conn),
+                    answers: BTreeMap::new(),
+                };
+                class.members.insert(fresh.clone(), f);
+                fresh
+            }
+        };
+        // What it missed, then where the class is now.
+        if let Some(since) = since.and_then(|s| s.parse::<u64>().ok()) {
+            for (_, msg, _) in class.log.iter().filter(|(id, _, _)| *id > since) {
+                out.push(Out::To(conn, msg.clone()));
+            }
+        }
+        out.push(Out::To(conn, class.joined(&member)));
+        class.due_roster = true;
+        class.due_tally |= class.open.is_some();
+        class.flush(now, out);
+        if let Some(old) = replaced {
+            self.set_role(old, Role::None);
+        }
+        self.set_role(conn, Role::Follower(code.clone(), member));
+        Ok(())
+    }
+
+    fn control(
+        &mut self,
+        conn: ConnId,
+        secret: &str,
+        control: Control,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ClassError> {
+        let code = match self.conns.get(&conn).map(|c| &c.role) {
+            Some(Role::Presenter(code)) => code.clone(),
+            _ => return Err(ClassError::NotPresenter),
+        };
+        let class = self.classes.get_mut(&code).ok_or(ClassError::Ended)?;
+        if class.presenter != Some(conn) || !super::same_secret(secret, &class.secret) {
+            return Err(ClassError::NotPresenter);
+        }
+        class.last_presenter = now;
+        match control {
+            Control::Move { position } => {
+                class.position = position.clone();
+                class.relay(|id| ServerSays::Moved { id, position }, self.cfg.log_bytes, out);
+            }
+            Control::Ask { lesson, step, reply } => {
+                let step_of = find_step(&self.lessons, &lesson, step)?;
+                class.ask(lesson, step, reply, step_of, self.cfg.log_bytes, out)?;
+            }
+            Control::Reveal { question } => {
+                let step = class.question(question).and_then(|q| {
+                    find_step(&self.lessons, &q.question.lesson, q.question.step).map(|s| (s, q.reply.clone()))
+                })?;
+                class.reveal(question, step, self.cfg.log_bytes, out);
+            }
+            Control::Drill { design } => class.push_drill(design, self.cfg.log_bytes, out)?,
+            Control::Live { events } => class.relay(|id| ServerSays::Live { id, events }, self.cfg.log_bytes, out),
+            Control::End => {
+                self.end(&code, out);
+                return Ok(());
+            }
+        }
+        class.flush(now, out);
+        Ok(())
+    }
+
+    /// End class `code`: everyone gets the summary, followers are closed.
+    fn end(&mut self, code: &ClassCode, out: &mut Vec<Out>) {
+        let Some(class) = self.classes.remove(code) else { return };
+        let summary = class.summary();
+        let mut to = class.followers();
+        to.extend(class.presenter);
+        out.push(Out::Many(to.clone(), ServerSays::Ended { summary }));
+        for conn in to {
+            self.set_role(conn, Role::None);
+            if Some(conn) != class.presenter {
+                out.push(Out::Close(conn));
+            }
+        }
+    }
+
+    fn follower_of(&self, conn: ConnId) -> Result<(ClassCode, String), ClassError> {
+        match self.conns.get(&conn).map(|c| &c.role) {
+            Some(Role::Follower(code, member)) => Ok((code.clone(), member.clone())),
+            _ => Err(ClassError::Malformed("join a class first".into())),
+        }
+    }
+
+    fn answer(
+        &mut self,
+        conn: ConnId,
+        question: u32,
+        answer: &Answer,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ClassError> {
+        let (code, member) = self.follower_of(conn)?;
+        let class = self.classes.get_mut(&code).ok_or(ClassError::Ended)?;
+        let open = class.open.and_then(|i| class.questions.get(i));
+        let asked = open
+            .filter(|a| a.question.id == question)
+            .ok_or(ClassError::NoOpenQuestion)?;
+        match answer {
+            Answer::Choice(i) if *i >= asked.question.choices => return Err(ClassError::NoSuchChoice),
+            Answer::Text(t) if t.chars().count() > ANSWER_MAX_CHARS => {
+                return Err(ClassError::TooLarge {
+                    size: t.chars().count(),
+                    max: ANSWER_MAX_CHARS,
+                })
+            }
+            _ => {}
+        }
+        let step = find_step(&self.lessons, &asked.question.lesson, asked.question.step)?;
+        let right = judge(step, answer, &asked.reply)?;
+        let f = class.members.get_mut(&member).ok_or(ClassError::Ended)?;
+        let right = match f.answers.get(&question) {
+            Some(first) => *first,
+            None => {
+                f.answers.insert(question, right);
+                f.score += u32::from(right);
+                let tally = &mut class.questions[class.open.unwrap_or_default()].tally;
+                let slot = match answer {
+                    Answer::Choice(i) => *i,
+                    Answer::Text(_) => usize::from(!right),
+                };
+                if let Some(n) = tally.counts.get_mut(slot) {
+                    *n += 1;
+                }
+                tally.answered += 1;
+                tally.right += u32::from(right);
+                class.due_tally = true;
+                right
+            }
+        };
+        let score = class.members.get(&member).map_or(0, |f| f.score);
+        out.push(Out::To(conn, ServerSays::Answered { question, right, score }));
+        class.flush(now, out);
+        Ok(())
+    }
+
+    /// A drill report; the presenter's tally goes out with the next tick
+    /// (no socket waits for it).
+    fn drill_result(&mut self, conn: ConnId, drill: u32, found: bool) -> Result<(), ClassError> {
+        let (code, member) = self.follower_of(conn)?;
+        let class = self.classes.get_mut(&code).ok_or(ClassError::Ended)?;
+        let d = class
+            .drill
+            .as_mut()
+            .filter(|d| d.drill.id == drill)
+            .ok_or_else(|| ClassError::Malformed(format!("no drill {drill} is open")))?;
+        d.reports.entry(member).or_insert(found);
+        class.due_drill = true;
+        Ok(())
+    }
+}
+
+fn join_url(base: &str, code: &ClassCode) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}class={code}")
+}
+
+/// Step `step` (0-based) of built-in lesson `lesson`, which must have a quiz.
+fn find_step<'l>(lessons: &'l [Lesson], lesson: &str, step: usize) -> Result<&'l Step, ClassError> {
+    lessons
+        .iter()
+        .find(|l| l.id == lesson)
+        .and_then(|l| l.steps.get(step))
+        .filter(|s| s.quiz.is_some())
+        .ok_or_else(|| ClassError::Malformed(format!("lesson {lesson:?} has no quiz at step {}", step + 1)))
+}
+
+impl Class {
+    fn new(code: ClassCode, secret: String, presenter: ConnId, now: Instant) -> Class {
+        Class {
+            code,
+            secret,
+            presenter: Some(presenter),
+            members: BTreeMap::new(),
+            position: Position::default(),
+            questions: Vec::new(),
+            open: None,
+            drills: 0,
+            drill: None,
+            log: VecDeque::new(),
+            log_bytes: 0,
+            last_id: 0,
+            last_presenter: now,
+            due_tally: false,
+            due_roster: false,
+            due_drill: false,
+            last_flush: None,
+        }
+    }
+
+    /// The connections of the followers present.
+    fn followers(&self) -> Vec<ConnId> {
+        self.members.values().filter_map(|f| f.conn).collect()
+    }
+
+    fn connected(&self) -> u32 {
+        self.members.values().filter(|f| f.conn.is_some()).count() as u32
+    }
+
+    /// Send followers the message `make` builds with the next stream id,
+    /// and keep it in the stream (the oldest dropped past `max_bytes`).
+    fn relay(&mut self, make: impl FnOnce(String) -> ServerSays, max_bytes: usize, out: &mut Vec<Out>) {
+        self.last_id += 1;
+        let msg = make(self.last_id.to_string());
+        let size = serde_json::to_vec(&msg).map_or(0, |v| v.len());
+        self.log.push_back((self.last_id, msg.clone(), size));
+        self.log_bytes += size;
+        while self.log_bytes > max_bytes {
+            let Some((_, _, s)) = self.log.pop_front() else { break };
+            self.log_bytes -= s;
+        }
+        out.push(Out::Many(self.followers(), msg));
+    }
+
+    fn question(&self, id: u32) -> Result<&Asked, ClassError> {
+        self.questions
+            .iter()
+            .find(|q| q.question.id == id)
+            .ok_or(ClassError::NoOpenQuestion)
+    }
+
+    fn ask(
+        &mut self,
+        lesson: String,
+        step: usize,
+        reply: String,
+        step_of: &Step,
+        max_bytes: usize,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ClassError> {
+        if self.questions.len() >= MAX_QUESTIONS {
+            return Err(ClassError::Malformed(format!(
+                "a class asks at most {MAX_QUESTIONS} questions"
+            )));
+        }
+        if reply.len() > MAX_REPLY {
+            return Err(ClassError::TooLarge {
+                size: reply.len(),
+                max: MAX_REPLY,
+            });
+        }
+        let choices = step_of.quiz.as_ref().map_or(0, |q| q.choices.len());
+        let id = self.questions.len() as u32 + 1;
+        let question = Question {
+            id,
+            lesson,
+            step,
+            choices,
+        };
+        let tally = Tally {
+            question: id,
+            counts: vec![0; if choices == 0 { 2 } else { choices }],
+            answered: 0,
+            of: self.connected(),
+            right: 0,
+        };
+        self.questions.push(Asked {
+            question: question.clone(),
+            reply,
+            tally,
+        });
+        self.open = Some(self.questions.len() - 1);
+        self.due_tally = true;
+        self.last_flush = None;
+        self.relay(|id| ServerSays::Asked { id, question }, max_bytes, out);
+        Ok(())
+    }
+
+    fn reveal(&mut self, question: u32, (step, reply): (&Step, String), max_bytes: usize, out: &mut Vec<Out>) {
+        let connected = self.connected();
+        let Some(i) = self.questions.iter().position(|q| q.question.id == question) else {
+            return;
+        };
+        let asked = &mut self.questions[i];
+        if self.open == Some(i) {
+            asked.tally.of = connected;
+            self.open = None;
+        }
+        let tally = asked.tally.clone();
+        let right_choice = right_choice(step, &reply);
+        self.relay(
+            |id| ServerSays::Revealed {
+                id,
+                tally: tally.clone(),
+                right_choice,
+            },
+            max_bytes,
+            out,
+        );
+        if let Some(p) = self.presenter {
+            let id = self.last_id.to_string();
+            out.push(Out::To(
+                p,
+                ServerSays::Revealed {
+                    id,
+                    tally,
+                    right_choice,
+                },
+            ));
+        }
+    }
+
+    fn push_drill(&mut self, design: String, max_bytes: usize, out: &mut Vec<Out>) -> Result<(), ClassError> {
+        if design.len() > MAX_REPLY {
+            return Err(ClassError::TooLarge {
+                size: design.len(),
+                max: MAX_REPLY,
+            });
+        }
+        if self.drills as usize >= MAX_QUESTIONS {
+            return Err(ClassError::Malformed(format!(
+                "a class pushes at most {MAX_QUESTIONS} drills"
+            )));
+        }
+        self.drills += 1;
+        let drill = Drill {
+            id: self.drills,
+            design,
+        };
+        self.drill = Some(DrillState {
+            drill: drill.clone(),
+            reports: BTreeMap::new(),
+        });
+        self.due_drill = true;
+        self.relay(|id| ServerSays::DrillAsked { id, drill }, max_bytes, out);
+        Ok(())
+    }
+
+    fn roster(&self) -> Vec<Member> {
+        self.members
+            .iter()
+            .map(|(id, f)| Member {
+                member: id.clone(),
+                name: f.name.clone(),
+                score: f.score,
+                connected: f.conn.is_some(),
+            })
+            .collect()
+    }
+
+    fn joined(&self, member: &str) -> ServerSays {
+        let f = self.members.get(member);
+        ServerSays::Joined {
+            member: member.to_owned(),
+            name: f.and_then(|f| f.name.clone()),
+            position: self.position.clone(),
+            question: self
+                .open
+                .and_then(|i| self.questions.get(i))
+                .map(|q| q.question.clone()),
+            drill: self.drill.as_ref().map(|d| d.drill.clone()),
+            score: f.map_or(0, |f| f.score),
+            since: self.last_id.to_string(),
+        }
+    }
+
+    /// The presenter's due updates, at most one of each per [`FLUSH_EVERY`].
+    fn flush(&mut self, now: Instant, out: &mut Vec<Out>) {
+        let Some(p) = self.presenter else { return };
+        if !(self.due_tally || self.due_roster || self.due_drill) {
+            return;
+        }
+        if self
+            .last_flush
+            .is_some_and(|t| now.saturating_duration_since(t) < FLUSH_EVERY)
+        {
+            return;
+        }
+        self.last_flush = Some(now);
+        let of = self.connected();
+        if std::mem::take(&mut self.due_roster) {
+            out.push(Out::To(p, ServerSays::Roster { members: self.roster() }));
+        }
+        if std::mem::take(&mut self.due_tally) {
+            if let Some(q) = self.open.and_then(|i| self.questions.get(i)) {
+                let mut tally = q.tally.clone();
+                tally.of = of;
+                out.push(Out::To(p, ServerSays::Tally { tally }));
+            }
+        }
+        if std::mem::take(&mut self.due_drill) {
+            if let Some(d) = &self.drill {
+                let name = |m: &String| self.members.get(m).and_then(|f| f.name.clone()).unwrap_or(m.clone());
+                out.push(Out::To(
+                    p,
+                    ServerSays::DrillTally {
+                        drill: d.drill.id,
+                        found: d.reports.iter().filter(|(_, f)| **f).map(|(m, _)| name(m)).collect(),
+                        reported: d.reports.len() as u32,
+                        of,
+                    },
+                ));
+            }
+        }
+    }
+
+    fn summary(&self) -> Summary {
+        Summary {
+            code: self.code.to_string(),
+            questions: self
+                .questions
+                .iter()
+                .map(|q| QuestionSummary {
+                    question: q.question.clone(),
+                    tally: q.tally.clone(),
+                })
+                .collect(),
+            members: self.roster(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,328 @@
+use super::*;
+use locklab_core::lesson::builtin;
+
+const LAN: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 168, 1, 20));
+const LOOP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+fn hub() -> Hub {
+    let mut n = 0u64;
+    let entropy: Entropy = Box::new(move || {
+        n += 1;
+        n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    });
+    Hub::new(ClassConfig::default(), Arc::new(builtin().unwrap()), entropy)
+}
+
+/// A multiple-choice quiz with its own answer: (lesson, step, right, choices).
+fn quiz() -> (String, usize, usize, usize) {
+    let all = builtin().unwrap();
+    for l in &all {
+        for (i, s) in l.steps.iter().enumerate() {
+            if let Some(q) = s.quiz.as_ref().filter(|q| q.choices.len() >= 2 && q.answer.is_some()) {
+                let right = right_choice(s, "").unwrap();
+                return (l.id.clone(), i, right, q.choices.len());
+            }
+        }
+    }
+    panic!("no multiple-choice quiz in the catalogue")
+}
+
+fn to(out: &[Out], conn: ConnId) -> Vec<ServerSays> {
+    out.iter()
+        .filter_map(|o| match o {
+            Out::To(c, m) if *c == conn => Some(m.clone()),
+            Out::Many(cs, m) if cs.contains(&conn) => Some(m.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn send(h: &mut Hub, conn: ConnId, msg: serde_json::Value, now: Instant) -> Vec<Out> {
+    h.handle_text(conn, &msg.to_string(), now)
+}
+
+/// A class with its presenter: (presenter conn, code, secret).
+fn class(h: &mut Hub, now: Instant) -> (ConnId, String, String) {
+    let p = h.connect(LOOP);
+    let out = send(h, p, serde_json::json!({"type":"start"}), now);
+    match &to(&out, p)[..] {
+        [ServerSays::Started {
+            code,
+            secret,
+            join_url,
+            qr_svg,
+        }] => {
+            assert!(join_url.ends_with(&format!("?class={code}")), "{join_url}");
+            assert!(qr_svg.contains("<svg"));
+            assert_eq!(secret.len(), 32);
+            (p, code.to_string(), secret.clone())
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn join(h: &mut Hub, code: &str, name: &str, now: Instant) -> (ConnId, String) {
+    let f = h.connect(LAN);
+    let out = send(h, f, serde_json::json!({"type":"join","code":code,"name":name}), now);
+    let member = to(&out, f)
+        .into_iter()
+        .find_map(|m| match m {
+            ServerSays::Joined { member, .. } => Some(member),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{out:?}"));
+    (f, member)
+}
+
+fn errors(out: &[Out], conn: ConnId) -> Vec<String> {
+    to(out, conn)
+        .into_iter()
+        .filter_map(|m| match m {
+            ServerSays::Error { message } => Some(message),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_class_is_started_from_loopback_only() {
+    let mut h = hub();
+    let now = Instant::now();
+    let lan = h.connect(LAN);
+    let out = send(&mut h, lan, serde_json::json!({"type":"start"}), now);
+    assert_eq!(errors(&out, lan), vec![ClassError::LoopbackOnly.to_string()]);
+    let mapped = h.connect("::ffff:127.0.0.1".parse().unwrap());
+    let out = send(&mut h, mapped, serde_json::json!({"type":"start"}), now);
+    assert!(matches!(&to(&out, mapped)[..], [ServerSays::Started { .. }]), "{out:?}");
+    assert_eq!(h.classes(), 1);
+}
+
+#[test]
+fn controls_need_the_presenters_connection_and_secret() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (p, code, secret) = class(&mut h, now);
+    let (f, _) = join(&mut h, &code, "eve", now);
+    let (g, _) = join(&mut h, &code, "bob", now);
+    let mv = serde_json::json!({"do":"move","position":{"lesson":"05","step":3}});
+    for bad in [secret.as_str(), "", "0".repeat(32).as_str()] {
+        let out = send(
+            &mut h,
+            f,
+            serde_json::json!({"type":"control","secret":bad,"control":mv}),
+            now,
+        );
+        assert_eq!(
+            out,
+            vec![Out::To(f, error(ClassError::NotPresenter))],
+            "a follower, secret {bad:?}"
+        );
+    }
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":"nope","control":mv}),
+        now,
+    );
+    assert_eq!(out, vec![Out::To(p, error(ClassError::NotPresenter))]);
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":mv}),
+        now,
+    );
+    let moved = to(&out, g);
+    assert!(
+        matches!(&moved[..], [ServerSays::Moved { position, .. }] if position.step == 3),
+        "{out:?}"
+    );
+    assert_eq!(to(&out, f), moved);
+    assert!(to(&out, p).is_empty(), "the presenter is not sent its own move");
+}
+
+#[test]
+fn the_first_answer_counts_and_the_presenter_gets_coalesced_tallies() {
+    let mut h = hub();
+    let t0 = Instant::now();
+    let (p, code, secret) = class(&mut h, t0);
+    let (lesson, step, right, choices) = quiz();
+    let wrong = (right + 1) % choices;
+    let fs: Vec<_> = (0..3).map(|i| join(&mut h, &code, &format!("f{i}"), t0)).collect();
+    let ask = serde_json::json!({"do":"ask","lesson":lesson,"step":step,"reply":""});
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":ask}),
+        t0,
+    );
+    let qid = match &to(&out, fs[0].0)[..] {
+        [ServerSays::Asked { question, .. }] => question.id,
+        other => panic!("{other:?}"),
+    };
+    let answer = |c: usize| serde_json::json!({"type":"answer","question":qid,"answer":{"choice":c}});
+    let t1 = t0 + Duration::from_secs(1);
+    let out = send(&mut h, fs[0].0, answer(right), t1);
+    assert!(to(&out, fs[0].0).contains(&ServerSays::Answered {
+        question: qid,
+        right: true,
+        score: 1
+    }));
+    assert!(matches!(&to(&out, p)[..], [ServerSays::Tally { tally }] if tally.answered == 1 && tally.of == 3));
+    // Within the same tenth of a second: no tally, until the tick after it.
+    let out = send(&mut h, fs[1].0, answer(wrong), t1);
+    assert!(to(&out, p).is_empty(), "{out:?}");
+    // A second answer does not count and keeps the first's verdict.
+    let out = send(&mut h, fs[0].0, answer(wrong), t1);
+    assert!(to(&out, fs[0].0).contains(&ServerSays::Answered {
+        question: qid,
+        right: true,
+        score: 1
+    }));
+    let out = send(&mut h, fs[2].0, answer(99), t1);
+    assert_eq!(errors(&out, fs[2].0), vec![ClassError::NoSuchChoice.to_string()]);
+    let out = h.tick(t1 + FLUSH_EVERY);
+    let tally = match &to(&out, p)[..] {
+        [ServerSays::Tally { tally }] => tally.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((tally.answered, tally.right, tally.of), (2, 1, 3));
+    assert_eq!((tally.counts[right], tally.counts[wrong]), (1, 1));
+    let reveal = serde_json::json!({"do":"reveal","question":qid});
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":reveal}),
+        t1,
+    );
+    for conn in [p, fs[2].0] {
+        assert!(
+            matches!(&to(&out, conn)[..], [ServerSays::Revealed { right_choice: Some(r), tally, .. }] if *r == right && tally.answered == 2),
+            "{out:?}"
+        );
+    }
+    let out = send(&mut h, fs[2].0, answer(right), t1);
+    assert_eq!(errors(&out, fs[2].0), vec![ClassError::NoOpenQuestion.to_string()]);
+}
+
+#[test]
+fn wrong_codes_are_throttled_per_peer() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (_, code, _) = class(&mut h, now);
+    let f = h.connect("10.9.8.7".parse().unwrap());
+    for i in 0..20 {
+        let out = send(&mut h, f, serde_json::json!({"type":"join","code":"ZZZZZZ"}), now);
+        assert!(errors(&out, f)[0].starts_with("no class has code"), "{i}: {out:?}");
+    }
+    // Even the right code, now, from that peer; another peer is not held.
+    let out = send(&mut h, f, serde_json::json!({"type":"join","code":code}), now);
+    assert_eq!(errors(&out, f), vec![ClassError::Throttled(60).to_string()]);
+    join(&mut h, &code, "other", now);
+    let out = send(
+        &mut h,
+        f,
+        serde_json::json!({"type":"join","code":code}),
+        now + THROTTLE_WINDOW,
+    );
+    assert!(errors(&out, f).is_empty(), "a minute later: {out:?}");
+}
+
+#[test]
+fn frames_are_capped_and_malformed_ones_answered() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (p, code, secret) = class(&mut h, now);
+    let (f, _) = join(&mut h, &code, "x", now);
+    let big = format!(
+        r#"{{"type":"answer","question":1,"answer":{{"text":"{}"}}}}"#,
+        "a".repeat(5000)
+    );
+    let out = h.handle_text(f, &big, now);
+    assert!(errors(&out, f)[0].starts_with("message too large"), "{out:?}");
+    let out = h.handle_text(f, "{not json", now);
+    assert!(errors(&out, f)[0].starts_with("bad message"), "{out:?}");
+    // A presenter's batch of live events may be larger than a follower's frame.
+    let live = serde_json::json!({"type":"control","secret":secret,"control":{"do":"live","events":[]}});
+    let padded = format!("{live}{}", " ".repeat(10_000));
+    let out = h.handle_text(p, &padded, now);
+    assert!(matches!(&to(&out, f)[..], [ServerSays::Live { .. }]), "{out:?}");
+}
+
+#[test]
+fn names_are_cleaned_text_and_a_rejoin_replays_what_was_missed() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (p, code, secret) = class(&mut h, now);
+    let f = h.connect(LAN);
+    let name = "  <img src=x>\u{202e}\n<b>";
+    let out = send(
+        &mut h,
+        f,
+        serde_json::json!({"type":"join","code":code,"name":name}),
+        now,
+    );
+    let roster = to(&out, p);
+    assert!(
+        matches!(&roster[..], [ServerSays::Roster { members }] if members[0].name.as_deref() == Some("<img src=x> <b>")),
+        "{roster:?}"
+    );
+    let member = match &to(&out, f)[..] {
+        [ServerSays::Joined { member, name, .. }] if name.as_deref() == Some("<img src=x> <b>") => member.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mv = |step: usize| serde_json::json!({"type":"control","secret":secret,"control":{"do":"move","position":{"lesson":"05","step":step}}});
+    send(&mut h, p, mv(1), now);
+    h.disconnect(f, now);
+    send(&mut h, p, mv(2), now);
+    send(&mut h, p, mv(3), now);
+    let f2 = h.connect(LAN);
+    let out = send(
+        &mut h,
+        f2,
+        serde_json::json!({"type":"join","code":code,"member":member,"since":"1"}),
+        now,
+    );
+    let got = to(&out, f2);
+    assert!(
+        matches!(&got[..], [ServerSays::Moved { id: a, .. }, ServerSays::Moved { id: b, .. }, ServerSays::Joined { member: m, position, since, .. }]
+            if a == "2" && b == "3" && *m == member && position.step == 3 && since == "3"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn end_and_idleness_end_a_class() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (p, code, secret) = class(&mut h, now);
+    let (f, _) = join(&mut h, &code, "a", now);
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":{"do":"end"}}),
+        now,
+    );
+    assert!(matches!(&to(&out, f)[..], [ServerSays::Ended { summary }] if summary.members.len() == 1));
+    assert!(out.contains(&Out::Close(f)));
+    assert_eq!(h.classes(), 0);
+
+    let (p, _, _) = class(&mut h, now);
+    h.disconnect(p, now);
+    assert!(h.tick(now + h.config().idle - Duration::from_secs(1)).is_empty());
+    assert_eq!(h.classes(), 1);
+    h.tick(now + h.config().idle);
+    assert_eq!(h.classes(), 0, "a class without its presenter for the idle time ends");
+}
+
+#[test]
+fn a_full_class_refuses_new_followers() {
+    let mut h = hub();
+    h.cfg.max_followers = 2;
+    let now = Instant::now();
+    let (_, code, _) = class(&mut h, now);
+    join(&mut h, &code, "a", now);
+    join(&mut h, &code, "b", now);
+    let f = h.connect(LAN);
+    let out = send(&mut h, f, serde_json::json!({"type":"join","code":code}), now);
+    assert_eq!(errors(&out, f), vec![ClassError::Full(2).to_string()]);
+}
