@@ -86,7 +86,9 @@ use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
 use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::render;
-use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, LessonRun, Progress, StepResult};
+use locklab_core::lesson::run::{
+    overlap_is_violation, refuse_crashed, Environment, LessonRun, Progress, Shown, StepResult,
+};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::{KeyGroup, Observed};
 use locklab_core::resource::Resource;
@@ -207,6 +209,16 @@ impl RealReport {
                     };
                     out.push_str(&format!("{:>14}{line}\n", ""));
                 }
+            }
+            // A belief folded into the step (`Step::belief`), in core's words.
+            let step = lesson.steps.get(r.index);
+            if let (Some(run), Some(client), Some((key, holds))) = (
+                &sim,
+                step.and_then(|s| s.client.as_deref()),
+                step.and_then(|s| s.belief()),
+            ) {
+                let belief = Shown::Hold { client, key, holds };
+                out.push_str(&format!("{:>14}{}\n", "", belief.text(run.world().names(), lang)));
             }
             if !r.ok {
                 let label = if zh { "✗ 期望：" } else { "✗ expected: " };
