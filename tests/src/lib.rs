@@ -38,6 +38,7 @@ macro_rules! with_diff_files {
         $m! {
             cjson => "cjson.redis",
             cmsgpack => "cmsgpack.redis",
+            commands_edges => "commands_edges.redis",
             counters => "counters.redis",
             digest => "digest.redis",
             errors => "errors.redis",
@@ -48,6 +49,8 @@ macro_rules! with_diff_files {
             lists => "lists.redis",
             maxmemory => "maxmemory.redis",
             locks => "locks.redis",
+            lua_library => "lua_library.redis",
+            lua_values => "lua_values.redis",
             scripting => "scripting.redis",
             set_options => "set_options.redis",
             sets_zsets => "sets_zsets.redis",

@@ -283,6 +283,8 @@ commands! {
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem), OK;
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen), OK;
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe), OK;
+    // 7.0 keeps SUBSTR as GETRANGE under its old name (getrangeCommand).
+    "substr", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange), OK;
     "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time), OK;
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch), OK;
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl), OK;

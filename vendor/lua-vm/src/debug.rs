@@ -53,7 +53,12 @@ pub(crate) fn prefixed_runtime_pub(state: &LuaState, msg: Vec<u8>) -> LuaError {
 }
 
 fn prefixed_runtime(state: &LuaState, msg: Vec<u8>) -> LuaError {
-    let ci_idx = state.current_ci_idx();
+    // locklab: an error raised while a hidden wrapper runs (a call it makes
+    // overflowing the stack) is placed where the builtin it stands for was
+    // called (see `look_through`).
+    let Some((ci_idx, _)) = look_through(state, state.current_ci_idx()) else {
+        return runtime_bytes(msg);
+    };
     let ci = state.get_ci(ci_idx).clone();
     if !ci.is_lua() {
         return runtime_bytes(msg);
@@ -75,7 +80,7 @@ fn prefixed_runtime(state: &LuaState, msg: Vec<u8>) -> LuaError {
 
 pub fn c_api_runtime(state: &LuaState, msg: Vec<u8>) -> LuaError {
     let ci_idx = state.current_ci_idx();
-    if let Some(parent_idx) = state.prev_ci(ci_idx) {
+    if let Some(parent_idx) = where_parent(state, ci_idx) {
         let parent_ci = state.get_ci(parent_idx).clone();
         if parent_ci.is_lua() {
             let proto = ci_lua_proto(&parent_ci, state);
@@ -94,6 +99,44 @@ pub fn c_api_runtime(state: &LuaState, msg: Vec<u8>) -> LuaError {
         }
     }
     runtime_bytes(msg)
+}
+
+/// locklab: `luaL_where(L, 1)`'s frame for the C function at `ci_idx`: its
+/// caller, looking through the embedder's hidden wrappers
+/// (`SandboxLimits::hidden_source`). A wrapper is a hidden Lua frame called
+/// by a native trampoline; together they are one builtin to the script, so
+/// a builtin the wrapper called reports the position of whoever called the
+/// trampoline, as the C builtin it stands for would.
+fn where_parent(state: &LuaState, ci_idx: CallInfoIdx) -> Option<CallInfoIdx> {
+    hidden_frames(state, ci_idx).map(|(parent, _)| parent)
+}
+
+/// See [`where_parent`]: the caller's frame, and how many frames (wrapper
+/// and trampoline, two per wrapper) were looked through.
+fn hidden_frames(state: &LuaState, ci_idx: CallInfoIdx) -> Option<(CallInfoIdx, i32)> {
+    look_through(state, state.prev_ci(ci_idx)?)
+}
+
+/// From the frame `parent` on, the first frame that is not a hidden wrapper
+/// (or its trampoline), and how many frames were looked through.
+fn look_through(state: &LuaState, mut parent: CallInfoIdx) -> Option<(CallInfoIdx, i32)> {
+    let hidden = state.global().sandbox.hidden_source.borrow().clone();
+    let Some(hidden) = hidden else {
+        return Some((parent, 0));
+    };
+    let mut skipped = 0;
+    loop {
+        let ci = state.get_ci(parent);
+        if !ci.is_lua() || ci_lua_proto(ci, state).source_bytes() != &*hidden {
+            return Some((parent, skipped));
+        }
+        let trampoline = state.prev_ci(parent)?;
+        if state.get_ci(trampoline).is_lua() {
+            return Some((parent, skipped));
+        }
+        skipped += 2;
+        parent = state.prev_ci(trampoline)?;
+    }
 }
 
 /// Walk a table's entries looking for `target` function (by identity).
@@ -250,6 +293,12 @@ pub fn arg_error_impl(state: &mut LuaState, mut arg: i32, extramsg: &[u8]) -> Lu
             String::from_utf8_lossy(extramsg)
         );
         return c_api_runtime(state, msg.into_bytes());
+    }
+    // locklab: a builtin called by a hidden wrapper is named as the
+    // trampoline is, by whoever called it (see `hidden_frames`).
+    let skipped = hidden_frames(state, state.current_ci_idx()).map_or(0, |(_, n)| n);
+    if skipped > 0 {
+        get_stack(state, skipped, &mut ar);
     }
     get_info(state, b"n", &mut ar);
     if ar.namewhat.as_deref() == Some(b"method") {

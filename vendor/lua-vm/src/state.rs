@@ -1974,6 +1974,10 @@ pub struct SandboxLimits {
     /// swallowing it, so untrusted code cannot defeat the budget by catching
     /// it in a loop. Cleared only by [`LuaState::sandbox_reset`].
     pub aborting: std::cell::Cell<bool>,
+    /// locklab: the chunk name of the embedder's own Lua code that stands in
+    /// for C functions (wrappers the host calls through a native trampoline),
+    /// which `luaL_where` must look through: see `debug::c_api_runtime`.
+    pub hidden_source: std::cell::RefCell<Option<Box<[u8]>>>,
 }
 
 impl GlobalState {

@@ -569,6 +569,18 @@ fn op_mode_byte(op: OpCode) -> u8 {
 /// Limit for tag-method chains to avoid infinite loops.
 const MAX_TAG_LOOP: i32 = 2000;
 
+/// locklab: 5.1's `MAXTAGLOOP`.
+const MAX_TAG_LOOP_51: i32 = 100;
+
+/// How many `__index`/`__newindex` steps a lookup may take.
+fn max_tag_loop(state: &LuaState) -> i32 {
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        MAX_TAG_LOOP_51
+    } else {
+        MAX_TAG_LOOP
+    }
+}
+
 const NBITS: u32 = 64;
 
 // ─── F2Imod — float-to-integer rounding mode ────────────────────────────────
@@ -1031,7 +1043,7 @@ pub(crate) fn finish_get(
 ) -> Result<(), LuaError> {
     let mut t = t_val;
     let mut t_idx = t_idx;
-    for _loop in 0..MAX_TAG_LOOP {
+    for _loop in 0..max_tag_loop(state) {
         let tm: LuaValue;
         if slot_empty && !matches!(t, LuaValue::Table(_)) {
             tm = state.get_tm_by_obj(&t, TagMethod::Index);
@@ -1064,6 +1076,10 @@ pub(crate) fn finish_get(
         }
         // else: loop — tail-call luaV_finishget
     }
+    // locklab: 5.1's luaV_gettable/luaV_settable say "loop in gettable".
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        return Err(LuaError::runtime(format_args!("loop in gettable")));
+    }
     Err(LuaError::runtime(format_args!(
         "'__index' chain too long; possible loop"
     )))
@@ -1088,7 +1104,7 @@ pub(crate) fn finish_set(
 ) -> Result<(), LuaError> {
     let mut t = t_val;
     let mut t_idx = t_idx;
-    for _loop in 0..MAX_TAG_LOOP {
+    for _loop in 0..max_tag_loop(state) {
         let tm: LuaValue;
         if matches!(t, LuaValue::Table(_)) {
             let mt = state.table_metatable(&t);
@@ -1121,6 +1137,10 @@ pub(crate) fn finish_set(
             state.gc_value_barrier_back(&t, &val);
             return Ok(());
         }
+    }
+    // locklab: 5.1's luaV_gettable/luaV_settable say "loop in settable".
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        return Err(LuaError::runtime(format_args!("loop in settable")));
     }
     Err(LuaError::runtime(format_args!(
         "'__newindex' chain too long; possible loop"

@@ -1854,6 +1854,16 @@ impl Lua {
         self.create_registered_function(callable)
     }
 
+    /// locklab: name the host's own chunk (its source, e.g. `"=host"`) whose
+    /// functions stand in for C builtins, called through native trampolines:
+    /// the position builtin errors carry (`luaL_where`) looks through them
+    /// to the code that called the trampoline (`lua_vm::debug::c_api_runtime`).
+    pub fn set_hidden_chunk(&self, source: &[u8]) {
+        self.with_state(|state| {
+            *state.global().sandbox.hidden_source.borrow_mut() = Some(source.into());
+        });
+    }
+
     /// Run a full garbage-collection cycle.
     pub fn gc_collect(&self) {
         self.with_state(|state| state.gc().full_collect());

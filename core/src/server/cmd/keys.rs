@@ -180,13 +180,36 @@ pub(crate) fn keys(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     Reply::Array(found)
 }
 
+/// `parseScanCursorOrReply`: the cursor as `strtoul` reads it — an optional
+/// sign, a negative one wrapping (`-1` is `ULONG_MAX`, past every key, so
+/// the scan answers `0` and nothing), no digits at all reading as 0 when
+/// nothing follows (`""`) — refused on a leading space, trailing bytes or
+/// overflow (`ERANGE`).
+fn scan_cursor(arg: &[u8]) -> Option<u64> {
+    if arg.is_empty() {
+        return Some(0);
+    }
+    if matches!(arg[0], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+        return None;
+    }
+    let (negative, digits) = match arg[0] {
+        b'-' => (true, &arg[1..]),
+        b'+' => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+    Some(if negative { n.wrapping_neg() } else { n })
+}
+
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`. The cursor is a
 /// position in key order; COUNT keys are examined per call, as COUNT
 /// buckets are in redis-server.
 pub(crate) fn scan(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let cursor = match std::str::from_utf8(&argv[1]).ok().and_then(|s| s.parse::<u64>().ok()) {
-        Some(c) if argv[1].iter().all(u8::is_ascii_digit) => c,
-        _ => return Reply::error("ERR invalid cursor"),
+    let Some(cursor) = scan_cursor(&argv[1]) else {
+        return Reply::error("ERR invalid cursor");
     };
     let mut count: i64 = 10;
     let mut pattern: Option<&[u8]> = None;

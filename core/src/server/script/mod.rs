@@ -50,9 +50,9 @@
 //! * FUNCTION LIST orders libraries by name (redis-server's hash order is
 //!   random per process) and functions by registration;
 //! * `tostring(t)` numbers objects per run instead of printing addresses;
-//! * a few builtin error wordings come from omnilua (`math.min()`,
-//!   `string.char(256)`, `string.format('%z')`), `string.dump`'s bytecode
-//!   differs, and `0/0 .. ''` prints `nan` where glibc prints `-nan`;
+//! * `string.dump`'s bytecode differs, and `0/0 .. ''` prints `nan` where
+//!   glibc prints `-nan` (the library's errors are Lua 5.1's, with their
+//!   positions: the vendored `lua-stdlib`, see `vendor/README.md`);
 //! * readonly globals are proxies, so `table.insert(string, x)` is not
 //!   refused; a returned table nests at most 1000 levels;
 //! * SCRIPT DEBUG YES/SYNC, FUNCTION DUMP/RESTORE are refused with a clear

@@ -271,17 +271,21 @@ local function xpcall_w(...)
 end
 
 -- luaL_where(L, 1) from inside a trampolined function: the position of
--- whoever called the trampoline (the first frame above the first C frame).
+-- whoever called the trampoline, the frame above our own frames (and the
+-- tail calls between them) and the trampoline's C frame; none when that
+-- caller is a C function itself (pcall, a resume).
 local function where_caller()
   local level = 2
-  while true do
-    local i = getinfo(level, "S")
-    if i == nil then return "" end
+  local i = getinfo(level, "S")
+  while i and (i.source == INTERNAL or i.what == "tail") do
     level = level + 1
-    if i.what == "C" then break end
+    i = getinfo(level, "S")
   end
-  local i = getinfo(level, "Sl")
-  if i and i.currentline > 0 then return i.short_src .. ":" .. i.currentline .. ": " end
+  if i == nil then return "" end
+  i = getinfo(level + 1, "Sl")
+  if i and i.what ~= "C" and i.source ~= INTERNAL and i.currentline > 0 then
+    return i.short_src .. ":" .. i.currentline .. ": "
+  end
   return ""
 end
 

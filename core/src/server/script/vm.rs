@@ -59,6 +59,10 @@ use crate::server::ScriptHost;
 /// script).
 const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
 
+/// The prelude's chunk name, which its error handler uses to recognise its
+/// own frames (`INTERNAL` there).
+const PRELUDE_CHUNK: &str = "=locklab";
+
 /// How many units of work one script run (or one FUNCTION LOAD) may do —
 /// about a tenth of a second natively. A unit is one Lua VM instruction;
 /// native work counts too, calibrated to the same wall time: a long
@@ -407,6 +411,9 @@ impl Vm {
     // long: registers every function the Lua sandbox exposes, one block each
     fn new() -> omnilua::Result<Vm> {
         let lua = Lua::try_new_versioned(LuaVersion::V51)?;
+        // The prelude's wrappers stand in for C builtins: a builtin's error
+        // names the script's line, not theirs (as `luaL_where` does in Redis).
+        lua.set_hidden_chunk(PRELUDE_CHUNK.as_bytes());
         let sandbox = lua.install_sandbox(SandboxConfig {
             instruction_limit: Some(INSTRUCTION_LIMIT),
             memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
@@ -598,7 +605,7 @@ impl Vm {
         config.raw_set("memory_limit", MEMORY_LIMIT_BYTES as f64)?;
         config.raw_set("bytes_per_unit", WORK_BYTES_PER_UNIT as f64)?;
 
-        let prelude = lua.load(PRELUDE).set_name("=locklab").into_function()?;
+        let prelude = lua.load(PRELUDE).set_name(PRELUDE_CHUNK).into_function()?;
         let entry: Table = prelude.call((rust, config))?;
         sandbox.reset();
         Ok(Vm {
