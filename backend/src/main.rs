@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use locklab_backend::cli::via::Via;
-use locklab_backend::cli::{bench, explore, lessons, repl};
+use locklab_backend::cli::{bench, check, explore, lessons, repl};
 use locklab_backend::real::lesson as real_lesson;
 use locklab_backend::real::play;
 use locklab_backend::{sim_server, web};
@@ -112,6 +112,8 @@ enum Cmd {
     },
     /// Search schedules and faults for the shortest trace that breaks a lock invariant.
     Explore(explore::ExploreArgs),
+    /// Check a lock library's history (JSON lines): lock invariants, leases, linearizability.
+    Check(check::CheckArgs),
     /// Lock cycles per second: simulator vs a real redis-server.
     Bench {
         /// The real server to compare with (default: none).
@@ -381,6 +383,13 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Explore(args) => print!("{}", explore::run(&args)?),
+        Cmd::Check(args) => {
+            let outcome = check::run(&args)?;
+            print!("{}", outcome.text);
+            if !outcome.clean {
+                std::process::exit(1);
+            }
+        }
         Cmd::Bench {
             redis,
             seconds,

@@ -34,6 +34,8 @@
 //! * [`observe`] — the one lock observer: what a lock key on a node did,
 //!   from what was seen of it (the world, the free lab and the real driver).
 //! * [`trace`] — the serde event types every view renders.
+//! * [`history`] — a lock library's history (JSON lines) checked: the
+//!   invariants above, leases, and the lock key's linearizability.
 //! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
 //!   world, and text transcripts and swimlanes.
 //! * [`explore`] — the schedule and fault explorer behind `locklab explore`.
@@ -55,6 +57,7 @@ pub mod console;
 pub mod engine;
 pub mod explore;
 pub mod fault;
+pub mod history;
 pub mod invariants;
 pub mod lab;
 pub mod lesson;

@@ -7,8 +7,10 @@
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
+//! * [`check`] — `locklab check`: a lock library's history, checked.
 
 pub mod bench;
+pub mod check;
 pub mod explore;
 pub mod lessons;
 pub mod repl;
