@@ -146,6 +146,10 @@ enum Cmd {
         /// issue 42's soak is 10000000).
         #[arg(long, value_name = "N")]
         soak: Option<u64>,
+        /// Only class mode: this many WebSocket followers in-process, the fan-out
+        /// latency of a move, answers/s and RSS per follower.
+        #[arg(long, value_name = "N")]
+        class: Option<usize>,
     },
 }
 
@@ -451,7 +455,15 @@ fn main() -> Result<()> {
             sim_server: only_sim_server,
             requests,
             soak,
+            class,
         } => {
+            if let Some(n) = class {
+                if !(1..=10_000).contains(&n) {
+                    bail!("--class must be between 1 and 10000 followers");
+                }
+                print!("{}", bench::class_report(n)?);
+                return Ok(());
+            }
             if !(seconds > 0.0 && seconds < 600.0) {
                 bail!("--seconds must be between 0 and 600");
             }
