@@ -169,7 +169,7 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut latencies = Vec::with_capacity(n * MOVES);
-    let mut last_answer = vec![asked_at[0]; QUESTIONS];
+    let mut last_answer = [asked_at[0]; QUESTIONS];
     for t in tasks {
         let (moves, answered) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
         latencies.extend(
