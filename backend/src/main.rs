@@ -59,10 +59,25 @@ enum Cmd {
         max_sockets: usize,
         #[arg(long, default_value_t = 8080)]
         port: u16,
-        /// The address to listen on. The default is loopback only; any other
-        /// address lets other machines reach the lab (and through it, Redis).
-        #[arg(long, default_value = "127.0.0.1")]
-        bind: std::net::IpAddr,
+        /// The address to listen on. The default is loopback only (all
+        /// addresses with --class); from any other address other machines
+        /// reach the page and the class routes, never the real driver.
+        #[arg(long)]
+        bind: Option<std::net::IpAddr>,
+        /// Serve a class (issue 37): listen on the LAN too and print the URL
+        /// trainees open.
+        #[arg(long)]
+        class: bool,
+        /// The URL trainees open (its QR code is shown); by default
+        /// http://LAN-ADDRESS:PORT/ with this machine's LAN IPv4 address.
+        #[arg(long, value_name = "URL")]
+        class_url: Option<String>,
+        /// Most followers in one class.
+        #[arg(long, value_name = "N", default_value_t = locklab_core::class::DEFAULT_MAX_FOLLOWERS)]
+        class_max: usize,
+        /// A class whose presenter has been away this long ends by itself.
+        #[arg(long, value_name = "SECONDS", default_value_t = 7200)]
+        class_idle: u64,
         #[arg(long, default_value = "dist")]
         dist: std::path::PathBuf,
         /// Also accept lab sessions from pages of this origin, and requests to
@@ -133,6 +148,10 @@ enum Cmd {
         /// issue 42's soak is 10000000).
         #[arg(long, value_name = "N")]
         soak: Option<u64>,
+        /// Only class mode: this many WebSocket followers in-process, the fan-out
+        /// latency of a move, answers/s and RSS per follower.
+        #[arg(long, value_name = "N")]
+        class: Option<usize>,
     },
 }
 
@@ -216,6 +235,42 @@ fn redis_url(flag: Option<String>, password_file: Option<&std::path::Path>) -> R
     Ok(Some(with_password(&url, password).map_err(anyhow::Error::msg)?))
 }
 
+/// The class routes' limits and the URL trainees open: `--class-url`, or
+/// this machine's LAN address when serving a class, else the bound address.
+fn class_config(
+    class: bool,
+    url: Option<String>,
+    max: usize,
+    idle: u64,
+    bind: std::net::IpAddr,
+    port: u16,
+) -> locklab_backend::class::ClassConfig {
+    let host = match (class, locklab_backend::web::peer::lan_ipv4()) {
+        (true, Some(lan)) => lan.to_string(),
+        _ if bind.is_unspecified() => "127.0.0.1".to_owned(),
+        _ => match bind {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        },
+    };
+    locklab_backend::class::ClassConfig {
+        max_followers: max.max(1),
+        idle: Duration::from_secs(idle.max(1)),
+        join_base: url.unwrap_or_else(|| format!("http://{host}:{port}/")),
+        ..Default::default()
+    }
+}
+
+/// `scheme://host[:port]` of `url` when its host is a name (not an IP
+/// literal), for `--allow-origin`.
+fn named_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
+    let literal = host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok();
+    (!literal && !host.is_empty()).then(|| format!("{scheme}://{authority}"))
+}
+
 // long: the CLI's dispatch: one arm per subcommand
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -249,8 +304,12 @@ fn main() -> Result<()> {
             max_sockets,
             port,
             bind,
+            class,
+            class_url,
+            class_max,
+            class_idle,
             dist,
-            allow_origin,
+            mut allow_origin,
             script_budget_ms,
             idle_timeout,
             session_quota,
@@ -263,16 +322,24 @@ fn main() -> Result<()> {
                 );
             }
             let redis = redis_url(redis, redis_password_file.as_deref())?;
+            let bind = bind.unwrap_or(if class {
+                std::net::Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            });
             if !bind.is_loopback() {
                 eprintln!(
-                    "warning: --bind {bind} lets other machines open lab sessions{}; \
-                     use it only on a network you trust",
-                    if redis.is_some() {
-                        " on your Redis"
-                    } else {
-                        " and start redis-server processes here"
-                    }
+                    "warning: --bind {bind} lets other machines load the lab's page and join its classes (the real \
+                     driver, /api/session, answers this machine only); use it only on a network you trust"
                 );
+            }
+            let class_cfg = class_config(class, class_url, class_max, class_idle, bind, port);
+            if class {
+                eprintln!("locklab: class mode: trainees open {}", class_cfg.join_base);
+                if let Some(origin) = named_origin(&class_cfg.join_base) {
+                    // A host name in --class-url must pass the Host check.
+                    allow_origin.push(origin);
+                }
             }
             match locklab_backend::real::reaper::reap(false) {
                 Ok(0) => {}
@@ -303,7 +370,8 @@ fn main() -> Result<()> {
             };
             let state = locklab_backend::web::api::ApiState::with_limits(redis, limits)
                 .allow_origins(allow_origin)
-                .max_sockets(max_sockets);
+                .max_sockets(max_sockets)
+                .class_config(class_cfg);
             let served = tokio::runtime::Runtime::new()?.block_on(async {
                 let stopping = state.clone();
                 let stop = async move {
@@ -396,7 +464,15 @@ fn main() -> Result<()> {
             sim_server: only_sim_server,
             requests,
             soak,
+            class,
         } => {
+            if let Some(n) = class {
+                if !(1..=10_000).contains(&n) {
+                    bail!("--class must be between 1 and 10000 followers");
+                }
+                print!("{}", bench::class_report(n)?);
+                return Ok(());
+            }
             if !(seconds > 0.0 && seconds < 600.0) {
                 bail!("--seconds must be between 0 and 600");
             }

@@ -35,7 +35,10 @@ use crate::real::conn::{display_addr, NodeTarget, RealConnection, RealError};
 use crate::real::session::{acl_rules, Limits, SessionError, SessionPool};
 use crate::web::{no_delay, site, ApiState};
 
+mod class;
 mod relay;
+
+pub use class::class_report;
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =

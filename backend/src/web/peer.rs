@@ -45,6 +45,20 @@ pub async fn peer_guard(request: Request, next: Next) -> Response {
     }
 }
 
+/// This machine's address on its LAN, for the join URL a class prints:
+/// the IPv4 source address of its route to the outside, asked of the
+/// kernel by connecting a UDP socket (nothing is sent). `None` on a
+/// machine with no such route (then the owner gives `--class-url`).
+pub fn lan_ipv4() -> Option<std::net::Ipv4Addr> {
+    let probe = std::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    // TEST-NET-1 (RFC 5737): routed like any outside address, never answered.
+    probe.connect((std::net::Ipv4Addr::new(192, 0, 2, 1), 9)).ok()?;
+    match probe.local_addr().ok()?.ip() {
+        IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_unspecified() => Some(v4),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

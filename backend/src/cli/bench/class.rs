@@ -1,0 +1,203 @@
+//! `locklab bench --class N`: a room of N followers on one backend, over
+//! real WebSockets on loopback (issue 37's targets: N = 500, p99 fan-out
+//! ≤ 100 ms, ≥ 2,000 answers/s, ≤ 64 KiB RSS per follower).
+//!
+//! The backend runs on a runtime of its own; the presenter and followers
+//! on another (as a room's browsers would be other processes). Printed:
+//! the fan-out latency of a presenter's move (from the presenter's send to
+//! each follower's receipt, p50 and p99 over every follower and move), the
+//! answers per second of the whole room answering at once (from the first
+//! send to the last `answered`), and the process's RSS growth per follower
+//! — an upper bound of the backend's, as the followers' own sockets live
+//! in this process too. Figures are wall-clock: printed, never asserted.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use locklab_core::class::ServerSays;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::BackendBenchError;
+use crate::class::ClassConfig;
+use crate::web::ApiState;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Moves timed, and questions the room answers.
+const MOVES: usize = 20;
+const QUESTIONS: usize = 5;
+
+async fn say<S>(ws: &mut S, v: serde_json::Value) -> Result<(), BackendBenchError>
+where
+    S: SinkExt<Message, Error = tokio_tungstenite::tungstenite::Error> + Unpin,
+{
+    Ok(ws.send(Message::Text(v.to_string().into())).await?)
+}
+
+async fn next(ws: &mut Ws) -> Result<ServerSays, BackendBenchError> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) => {
+                return serde_json::from_str(&t).map_err(|e| BackendBenchError::Misbehaved(e.to_string()))
+            }
+            Ok(Some(Ok(_))) => continue,
+            Ok(Some(Err(e))) => return Err(e.into()),
+            Ok(None) | Err(_) => return Err(BackendBenchError::Closed),
+        }
+    }
+}
+
+/// This process's resident memory, from /proc (0 where there is none).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// A multiple-choice quiz of the catalogue: (lesson, step).
+fn a_quiz() -> Result<(String, usize), BackendBenchError> {
+    let lessons = locklab_core::lesson::builtin().map_err(|e| BackendBenchError::Misbehaved(e.to_string()))?;
+    lessons
+        .iter()
+        .flat_map(|l| l.steps.iter().enumerate().map(move |(i, s)| (l, i, s)))
+        .find(|(_, _, s)| s.quiz.as_ref().is_some_and(|q| q.choices.len() >= 2))
+        .map(|(l, i, _)| (l.id.clone(), i))
+        .ok_or_else(|| BackendBenchError::Misbehaved("no multiple-choice quiz".into()))
+}
+
+/// The report of `locklab bench --class n`.
+pub fn class_report(n: usize) -> Result<String, BackendBenchError> {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("class-backend")
+        .build()?;
+    let cfg = ClassConfig {
+        max_followers: n.max(1),
+        ..Default::default()
+    };
+    let state = ApiState::new(None).class_config(cfg);
+    let listener = server.block_on(tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))?;
+    let addr = listener.local_addr()?;
+    server.spawn(crate::web::serve_listener(listener, state));
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let report = clients.block_on(room(addr, n))?;
+    drop(clients);
+    server.shutdown_background();
+    Ok(report)
+}
+
+// long: one run of the room, in its order: join, moves timed, questions answered
+async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBenchError> {
+    let url = format!("ws://{addr}/api/class/ws");
+    let mut p = tokio_tungstenite::connect_async(&url).await?.0;
+    say(&mut p, json!({"type":"start"})).await?;
+    let (code, secret) = match next(&mut p).await? {
+        ServerSays::Started { code, secret, .. } => (code.to_string(), secret),
+        other => return Err(BackendBenchError::Misbehaved(format!("{other:?}"))),
+    };
+    // The presenter's updates are drained, as its page would.
+    let (p_tx, mut p_rx) = p.split();
+    let drain = tokio::spawn(async move { while let Some(Ok(_)) = p_rx.next().await {} });
+    let mut p_tx = p_tx;
+    let rss0 = rss_bytes();
+    let mut followers = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut f = tokio_tungstenite::connect_async(&url).await?.0;
+        say(&mut f, json!({"type":"join","code":code,"name":format!("f{i}")})).await?;
+        match next(&mut f).await? {
+            ServerSays::Joined { .. } => followers.push(f),
+            other => return Err(BackendBenchError::Misbehaved(format!("join: {other:?}"))),
+        }
+    }
+    let rss1 = rss_bytes();
+    let (lesson, step) = a_quiz()?;
+    // Each follower: the receipt time of every move, then answers each question.
+    let (sent_tx, sent_rx) = tokio::sync::watch::channel(0u32);
+    let tasks: Vec<_> = followers
+        .into_iter()
+        .map(|mut f| {
+            let mut asked = sent_rx.clone();
+            tokio::spawn(async move {
+                let mut moves = Vec::with_capacity(MOVES);
+                let mut answered = Vec::new();
+                while moves.len() < MOVES || answered.len() < QUESTIONS {
+                    match next(&mut f).await? {
+                        ServerSays::Moved { .. } => moves.push(Instant::now()),
+                        ServerSays::Asked { question, .. } => {
+                            let _ = asked.wait_for(|go| *go >= question.id).await;
+                            let a = json!({"type":"answer","question":question.id,"answer":{"choice":0}});
+                            say(&mut f, a).await?;
+                        }
+                        ServerSays::Answered { .. } => answered.push(Instant::now()),
+                        _ => {}
+                    }
+                }
+                Ok::<_, BackendBenchError>((moves, answered))
+            })
+        })
+        .collect();
+    let mut sent = Vec::with_capacity(MOVES);
+    for s in 0..MOVES {
+        sent.push(Instant::now());
+        let m = json!({"type":"control","secret":secret,"control":{"do":"move","position":{"lesson":lesson,"step":s}}});
+        say(&mut p_tx, m).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut asked_at = Vec::with_capacity(QUESTIONS);
+    for q in 0..QUESTIONS {
+        let ask =
+            json!({"type":"control","secret":secret,"control":{"do":"ask","lesson":lesson,"step":step,"reply":""}});
+        say(&mut p_tx, ask).await?;
+        // Every follower holds its answer until the presenter says go.
+        tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
+        asked_at.push(Instant::now());
+        sent_tx.send_replace(q as u32 + 1);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut latencies = Vec::with_capacity(n * MOVES);
+    let mut last_answer = [asked_at[0]; QUESTIONS];
+    for t in tasks {
+        let (moves, answered) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
+        latencies.extend(
+            moves
+                .iter()
+                .zip(&sent)
+                .map(|(got, at)| got.saturating_duration_since(*at)),
+        );
+        for (q, at) in answered.iter().enumerate() {
+            last_answer[q] = last_answer[q].max(*at);
+        }
+    }
+    drain.abort();
+    latencies.sort();
+    let busy: f64 = last_answer
+        .iter()
+        .zip(&asked_at)
+        .map(|(end, start)| end.saturating_duration_since(*start).as_secs_f64())
+        .sum();
+    let answers = (n * QUESTIONS) as f64;
+    Ok(format!(
+        "class mode, {n} WebSocket followers on loopback (memory store):\n  fan-out of a move: p50 {:.1} ms, p99 {:.1} ms \
+         ({} receipts)\n  answers: {:.0}/s (the whole room answering at once, {QUESTIONS} questions)\n  RSS: +{:.1} KiB per \
+         follower (this process: backend and the followers' own sockets)\n",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies.len(),
+        answers / busy.max(1e-9),
+        rss1.saturating_sub(rss0) as f64 / 1024.0 / n.max(1) as f64,
+    ))
+}
