@@ -378,8 +378,13 @@ impl Class {
     pub fn receive(&mut self, text: &str) -> Option<Follow> {
         let msg: ServerSays = serde_json::from_str(text).ok()?;
         match msg {
-            ServerSays::Started { code, secret, join_url } => {
-                self.qr_svg = qr_of(text);
+            ServerSays::Started {
+                code,
+                secret,
+                join_url,
+                qr_svg,
+            } => {
+                self.qr_svg = qr_svg;
                 self.role = Role::Presenter {
                     code: Some(code),
                     secret: Some(secret),
@@ -503,16 +508,6 @@ impl Class {
         }
         None
     }
-}
-
-/// `Started`'s QR code (`qr_svg`), when the server sends one.
-fn qr_of(text: &str) -> String {
-    #[derive(Deserialize)]
-    struct Qr {
-        #[serde(default)]
-        qr_svg: String,
-    }
-    serde_json::from_str::<Qr>(text).map(|q| q.qr_svg).unwrap_or_default()
 }
 
 /// A choice's share of the answers, in percent (for the bars).
