@@ -457,7 +457,7 @@ impl Class {
             } => {
                 self.seen(&id);
                 self.asking = None;
-                let Some(ask) = self.ask.take() else { return None };
+                let ask = self.ask.take()?;
                 let (question, mine, right) = match ask {
                     Ask::Open(q) => (q, None, None),
                     Ask::Answered(q, a) => {
