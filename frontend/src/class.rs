@@ -34,6 +34,15 @@ pub fn rejoin_delay_ms(attempt: u32) -> u32 {
         .min(15_000)
 }
 
+/// What a WebSocket reports ([`crate::socket`]'s, for a class and, as
+/// a [`crate::state::RealInput`], for the real driver).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    Opened,
+    Message(String),
+    Closed(String),
+}
+
 /// Who this page is in the class.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
