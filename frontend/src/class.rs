@@ -34,6 +34,15 @@ pub fn rejoin_delay_ms(attempt: u32) -> u32 {
         .min(15_000)
 }
 
+/// What a WebSocket reports ([`crate::socket`]'s, for a class and, as
+/// a [`crate::state::RealInput`], for the real driver).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    Opened,
+    Message(String),
+    Closed(String),
+}
+
 /// Who this page is in the class.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -378,8 +387,13 @@ impl Class {
     pub fn receive(&mut self, text: &str) -> Option<Follow> {
         let msg: ServerSays = serde_json::from_str(text).ok()?;
         match msg {
-            ServerSays::Started { code, secret, join_url } => {
-                self.qr_svg = qr_of(text);
+            ServerSays::Started {
+                code,
+                secret,
+                join_url,
+                qr_svg,
+            } => {
+                self.qr_svg = qr_svg;
                 self.role = Role::Presenter {
                     code: Some(code),
                     secret: Some(secret),
@@ -452,7 +466,7 @@ impl Class {
             } => {
                 self.seen(&id);
                 self.asking = None;
-                let Some(ask) = self.ask.take() else { return None };
+                let ask = self.ask.take()?;
                 let (question, mine, right) = match ask {
                     Ask::Open(q) => (q, None, None),
                     Ask::Answered(q, a) => {
@@ -503,16 +517,6 @@ impl Class {
         }
         None
     }
-}
-
-/// `Started`'s QR code (`qr_svg`), when the server sends one.
-fn qr_of(text: &str) -> String {
-    #[derive(Deserialize)]
-    struct Qr {
-        #[serde(default)]
-        qr_svg: String,
-    }
-    serde_json::from_str::<Qr>(text).map(|q| q.qr_svg).unwrap_or_default()
 }
 
 /// A choice's share of the answers, in percent (for the bars).

@@ -38,6 +38,9 @@
 //! * [`score`] — interview mode: a prediction judged against the reply, and
 //!   the per-lesson score (first prediction per step), as stored in
 //!   `localStorage`.
+//! * [`class`] — class mode as the page holds it (sans-IO): a presenter's
+//!   class or a follower's place in one, the frames to send, the rejoin
+//!   backoff; its views are `view::class`, its socket `hooks::class`.
 //! * [`explore`] — "break my lock": the explorer in a Web Worker, the
 //!   counterexample played as a lesson, the interview drill.
 //! * [`hooks`] — the page's effects (shortcuts, play timer, the simulator's

@@ -10,15 +10,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{CloseEvent, MessageEvent, WebSocket};
 use yew::Callback;
 
+pub use crate::class::SocketEvent;
 use crate::state::RealInput;
-
-/// What a WebSocket reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SocketEvent {
-    Opened,
-    Message(String),
-    Closed(String),
-}
 
 /// `ws://host/api/session` for the page's own origin (`wss:` under https).
 pub fn session_url() -> Option<String> {

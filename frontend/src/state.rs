@@ -23,14 +23,13 @@ use locklab_core::protocol::{FaultKind, TopologyKind};
 use yew::prelude::*;
 
 use crate::catalog;
-use crate::class::{Class, Follow};
+use crate::class::{Class, Follow, SocketEvent};
 use crate::driver::real::Health;
 use crate::driver::{Driver, LessonDriver, RealDriver, SimDriver};
 use crate::explore::ExploreLink;
 use crate::i18n::Lang;
 use crate::lab::{Client, SimLab};
 use crate::query::{self, DriverKind, Query};
-use crate::socket::SocketEvent;
 use locklab_core::class::{Answer, ClassCode, ClassDriver, Position};
 
 /// The seed a view uses when the URL gives none.

@@ -57,6 +57,7 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
 /// once, then revealed; a reconnect resumes as the same member from the
 /// last stream id seen.
 #[test]
+// long: one follower's class, from joining to the end, in order
 fn a_follower_follows_looks_around_answers_once_and_sees_the_reveal() {
     let mut c = Class::join(ClassCode::parse("ABC234").unwrap(), Some("  Ada \u{202e}".into()));
     assert!(c.take_outbox().is_empty(), "nothing goes out before the link opens");

@@ -91,6 +91,7 @@ fn real_banner(state: &State, onreconnect: Callback<MouseEvent>) -> Option<Html>
 }
 
 #[function_component(App)]
+// long: a Yew view: its state, its hooks, a callback per action, then one html! tree
 pub fn app() -> Html {
     let state = use_reducer(initial_state);
     use_shortcuts(&state);
