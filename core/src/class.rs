@@ -343,11 +343,14 @@ pub enum ServerSays {
         #[serde(default)]
         right_choice: Option<usize>,
     },
-    /// To a follower: its answer was recorded, and whether it was right
-    /// (shown after the reveal), and its class score.
+    /// To a follower: its answer was recorded (`right` none yet), and at
+    /// the reveal whether it was right. `score` counts revealed questions
+    /// only: a verdict or a score that moved before the reveal would tell
+    /// the room the answer, from any follower's screen or devtools.
     Answered {
         question: u32,
-        right: bool,
+        #[serde(default)]
+        right: Option<bool>,
         score: u32,
     },
     /// A drill was pushed.

@@ -495,8 +495,9 @@ impl Class {
                     question: q, right: r, ..
                 }) = &mut self.ask
                 {
-                    if q.id == question {
-                        *r = Some(right);
+                    // The server says nothing of it before the reveal.
+                    if q.id == question && right.is_some() {
+                        *r = right;
                     }
                 }
             }

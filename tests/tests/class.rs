@@ -255,8 +255,8 @@ async fn a_presenter_resumes_with_the_secret_and_no_answer_is_lost() {
     assert!(matches!(
         next(&mut f).await,
         Some(ServerSays::Answered {
-            right: true,
-            score: 1,
+            right: None,
+            score: 0,
             ..
         })
     ));
@@ -275,6 +275,23 @@ async fn a_presenter_resumes_with_the_secret_and_no_answer_is_lost() {
     }
     let tally = tally.unwrap();
     assert_eq!((tally.answered, tally.right, tally.counts[right]), (1, 1, 1));
+    say(
+        &mut p2,
+        json!({"type":"control","secret":secret,"control":{"do":"reveal","question":qid}}),
+    )
+    .await;
+    assert!(matches!(next(&mut f).await, Some(ServerSays::Revealed { .. })));
+    assert!(
+        matches!(
+            next(&mut f).await,
+            Some(ServerSays::Answered {
+                right: Some(true),
+                score: 1,
+                ..
+            })
+        ),
+        "the verdict and the score come with the reveal"
+    );
     say(
         &mut p2,
         json!({"type":"control","secret":secret,"control":{"do":"end"}}),

@@ -128,6 +128,8 @@ struct Asked {
     question: Question,
     reply: String,
     tally: Tally,
+    /// Revealed: its right answers are in the followers' scores.
+    revealed: bool,
 }
 
 struct DrillState {
@@ -596,27 +598,31 @@ impl Hub {
         let step = find_step(&self.lessons, &asked.question.lesson, asked.question.step)?;
         let right = judge(step, answer, &asked.reply)?;
         let f = class.members.get_mut(&member).ok_or(ClassError::Ended)?;
-        let right = match f.answers.get(&question) {
-            Some(first) => *first,
-            None => {
-                f.answers.insert(question, right);
-                f.score += u32::from(right);
-                let tally = &mut class.questions[class.open.unwrap_or_default()].tally;
-                let slot = match answer {
-                    Answer::Choice(i) => *i,
-                    Answer::Text(_) => usize::from(!right),
-                };
-                if let Some(n) = tally.counts.get_mut(slot) {
-                    *n += 1;
-                }
-                tally.answered += 1;
-                tally.right += u32::from(right);
-                class.due_tally = true;
-                right
+        // The first answer counts; a second changes nothing.
+        if !f.answers.contains_key(&question) {
+            f.answers.insert(question, right);
+            let tally = &mut class.questions[class.open.unwrap_or_default()].tally;
+            let slot = match answer {
+                Answer::Choice(i) => *i,
+                Answer::Text(_) => usize::from(!right),
+            };
+            if let Some(n) = tally.counts.get_mut(slot) {
+                *n += 1;
             }
-        };
+            tally.answered += 1;
+            tally.right += u32::from(right);
+            class.due_tally = true;
+        }
+        // The verdict waits for the reveal; so does the score.
         let score = class.members.get(&member).map_or(0, |f| f.score);
-        out.push(Out::To(conn, ServerSays::Answered { question, right, score }));
+        out.push(Out::To(
+            conn,
+            ServerSays::Answered {
+                question,
+                right: None,
+                score,
+            },
+        ));
         class.flush(now, out);
         Ok(())
     }
@@ -745,6 +751,7 @@ impl Class {
             question: question.clone(),
             reply,
             tally,
+            revealed: false,
         });
         self.open = Some(self.questions.len() - 1);
         self.due_tally = true;
@@ -764,6 +771,7 @@ impl Class {
             self.open = None;
         }
         let tally = asked.tally.clone();
+        let first_reveal = !std::mem::replace(&mut asked.revealed, true);
         let right_choice = right_choice(step, &reply);
         self.relay(
             |id| ServerSays::Revealed {
@@ -784,6 +792,21 @@ impl Class {
                     right_choice,
                 },
             ));
+        }
+        // Each follower who answered learns its own verdict, now, and its
+        // score counts the question (once, however often it is revealed).
+        for f in self.members.values_mut() {
+            let Some(&right) = f.answers.get(&question) else {
+                continue;
+            };
+            if first_reveal {
+                f.score += u32::from(right);
+            }
+            if let Some(conn) = f.conn {
+                let score = f.score;
+                let right = Some(right);
+                out.push(Out::To(conn, ServerSays::Answered { question, right, score }));
+            }
         }
     }
 

@@ -162,22 +162,22 @@ fn the_first_answer_counts_and_the_presenter_gets_coalesced_tallies() {
     let answer = |c: usize| serde_json::json!({"type":"answer","question":qid,"answer":{"choice":c}});
     let t1 = t0 + Duration::from_secs(1);
     let out = send(&mut h, fs[0].0, answer(right), t1);
-    assert!(to(&out, fs[0].0).contains(&ServerSays::Answered {
+    let unrevealed = ServerSays::Answered {
         question: qid,
-        right: true,
-        score: 1
-    }));
+        right: None,
+        score: 0,
+    };
+    assert!(
+        to(&out, fs[0].0).contains(&unrevealed),
+        "no verdict or score before the reveal"
+    );
     assert!(matches!(&to(&out, p)[..], [ServerSays::Tally { tally }] if tally.answered == 1 && tally.of == 3));
     // Within the same tenth of a second: no tally, until the tick after it.
     let out = send(&mut h, fs[1].0, answer(wrong), t1);
     assert!(to(&out, p).is_empty(), "{out:?}");
     // A second answer does not count and keeps the first's verdict.
     let out = send(&mut h, fs[0].0, answer(wrong), t1);
-    assert!(to(&out, fs[0].0).contains(&ServerSays::Answered {
-        question: qid,
-        right: true,
-        score: 1
-    }));
+    assert!(to(&out, fs[0].0).contains(&unrevealed));
     let out = send(&mut h, fs[2].0, answer(99), t1);
     assert_eq!(errors(&out, fs[2].0), vec![ClassError::NoSuchChoice.to_string()]);
     let out = h.tick(t1 + FLUSH_EVERY);
@@ -200,6 +200,23 @@ fn the_first_answer_counts_and_the_presenter_gets_coalesced_tallies() {
             "{out:?}"
         );
     }
+    let verdict = |right, score| ServerSays::Answered {
+        question: qid,
+        right: Some(right),
+        score,
+    };
+    assert!(to(&out, fs[0].0).contains(&verdict(true, 1)), "{out:?}");
+    assert!(to(&out, fs[1].0).contains(&verdict(false, 0)), "{out:?}");
+    let again = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":reveal}),
+        t1,
+    );
+    assert!(
+        to(&again, fs[0].0).contains(&verdict(true, 1)),
+        "a second reveal counts nothing twice"
+    );
     let out = send(&mut h, fs[2].0, answer(right), t1);
     assert_eq!(errors(&out, fs[2].0), vec![ClassError::NoOpenQuestion.to_string()]);
 }
