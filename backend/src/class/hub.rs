@@ -599,8 +599,8 @@ impl Hub {
         let right = judge(step, answer, &asked.reply)?;
         let f = class.members.get_mut(&member).ok_or(ClassError::Ended)?;
         // The first answer counts; a second changes nothing.
-        if !f.answers.contains_key(&question) {
-            f.answers.insert(question, right);
+        if let std::collections::btree_map::Entry::Vacant(first) = f.answers.entry(question) {
+            first.insert(right);
             let tally = &mut class.questions[class.open.unwrap_or_default()].tally;
             let slot = match answer {
                 Answer::Choice(i) => *i,

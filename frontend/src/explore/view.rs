@@ -184,7 +184,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
     let rate = model.rate().map(|r| format!("{r:.0}")).unwrap_or_else(|| "–".into());
     let progress_view = progress.map(|p| {
         let best = match p.best {
-            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "best so far:", "目前最短："), t(lang, "steps", "步"), inv_label(lang, inv)),
+            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "fewest steps found so far:", "目前找到的最少步数："), t(lang, "steps", "步"), inv_label(lang, inv)),
             None => t(lang, "no violation yet", "尚未发现违反").to_owned(),
         };
         html! {
