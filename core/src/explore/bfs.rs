@@ -50,7 +50,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use super::{fault_options, ExploreError, FaultKind, Outcome, Report, Spec};
+use super::{allowed_faults, ExploreError, FaultKind, Outcome, Report, Spec};
 use crate::fault::{At, Fault, ScheduledFault};
 use crate::invariants::Invariant;
 use crate::world::{Scenario, World};
@@ -184,14 +184,7 @@ impl Bfs {
     pub fn new(spec: &Spec, seeds: u32, reductions: Reductions, limits: Limits) -> Result<Bfs, ExploreError> {
         spec.validate()?;
         let base = spec.base_scenario();
-        let options: Vec<Fault> = if spec.faults > 0 {
-            fault_options(&base, spec.ttl_ms)
-                .into_iter()
-                .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let options = allowed_faults(spec, &base);
         let mut bfs = Bfs {
             spec: spec.clone(),
             base,

@@ -153,6 +153,18 @@ pub struct Explorer {
     exhaustive: bool,
 }
 
+/// The faults `spec` lets either search inject into `base`: the
+/// [`fault_options`] of the kinds it allows, none when its budget is 0.
+pub(crate) fn allowed_faults(spec: &Spec, base: &Scenario) -> Vec<Fault> {
+    if spec.faults == 0 {
+        return Vec::new();
+    }
+    fault_options(base, spec.ttl_ms)
+        .into_iter()
+        .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
+        .collect()
+}
+
 /// The faults the explorer may inject into this scenario: pauses of six
 /// lengths from half the TTL to three TTLs (a pause only matters if the
 /// client wakes up while someone else holds the lock, so the lengths must be
@@ -208,14 +220,7 @@ impl Explorer {
         spec.validate()?;
         let base = spec.base_scenario();
         World::from_scenario(&base)?;
-        let options: Vec<Fault> = if spec.faults > 0 {
-            fault_options(&base, spec.ttl_ms)
-                .into_iter()
-                .filter(|f| FaultKind::of(f).is_none_or(|k| spec.allows(k)))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let options = allowed_faults(spec, &base);
         let exhaustive = base.clients.len() == 2 && spec.faults >= 1 && !options.is_empty();
         let mut blocks = Vec::new();
         let mut start = 0;
