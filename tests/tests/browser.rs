@@ -768,7 +768,9 @@ async fn the_timeline_a_room_can_read() {
                     )
                     .await;
                     let (height, size) = (r[0].as_f64().unwrap(), r[1].as_f64().unwrap());
-                    assert!(r[3].as_str().unwrap().starts_with("acquired 5 of 5"), "{r}");
+                    // Part two's random delays: the three clients' figures.
+                    let figures = r[3].as_str().unwrap();
+                    assert!(figures.starts_with("acquired ") && figures.contains(" of 3 "), "{r}");
                     assert!(size >= 20.0, "the figures in the caption's large type: {r}");
                     assert!(height < 2.0 * size, "the figures on one line at {w}×{h}: {r}");
                     assert!(!r[2].as_str().unwrap().starts_with("ui-monospace"), "{r}");
@@ -1088,8 +1090,8 @@ async fn the_real_driver_in_headless_chromium() {
             .then_some(())
     })
     .await;
-    // Every step but the last (B's unhold) has a reply.
-    assert_eq!(count(&c, "[data-testid=step-reply]").await, LESSON_07_REPLIES.len());
+    // Every step has a reply (beliefs ride on the commands): all but the last are shown.
+    assert_eq!(count(&c, "[data-testid=step-reply]").await, LESSON_07_REPLIES.len() - 1);
     screenshot(&c, "browser-real-lesson-07-en.png").await;
     // 10× time: the run starts again, and each step says what was sent instead.
     c.find(Locator::Css("[data-testid=factor][data-factor='10']"))
@@ -1185,7 +1187,7 @@ async fn the_real_driver_in_headless_chromium() {
     // Lesson 18 on five real masters in real time (its figures are waits
     // of a few ms): r5 slowed by the delaying proxy, A giving it up after
     // 50 ms, the five-way race; every step met, no band.
-    play_real_lesson_to_end(&c, ("18", 1), &["redis 7.", "redlock5"], &["r1", "r5", "E"], &[]).await;
+    play_real_lesson_to_end(&c, ("18", 1), &["redis 7.", "redlock5"], &["r1", "r5", "C"], &[]).await;
 
     c.close().await.unwrap();
     drop(driver);
@@ -1504,7 +1506,7 @@ async fn world_steps_read_in_chinese(c: &Client, base: &str) {
         t.first().filter(|t| !t.is_empty()).cloned()
     })
     .await;
-    assert!(reply.starts_with("获得锁 5 / 5 次"), "{reply}");
+    assert!(reply.starts_with("获得锁 ") && reply.contains(" / 3 次"), "{reply}");
 }
 
 /// Interview mode on lesson 01: a right and a wrong prediction, the
@@ -1533,18 +1535,15 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
         (count(c, "[data-testid=prediction][data-right=true]").await == 1).then_some(())
     })
     .await;
-    // Step 2 (A believes it holds the lock) asks nothing.
-    assert_eq!(count(c, "[data-testid=quiz]").await, 0);
-    click(c, "[data-testid=step-forward]").await;
-    step_to(c, "2").await;
+    // Step 2 (B's SET NX) asks at once: A's belief rides on its SET.
     predict("OK").await;
-    step_to(c, "3").await;
+    step_to(c, "2").await;
     let wrong = eventually("the wrong verdict", || async {
         text(c, "[data-testid=prediction][data-right=false]").await
     })
     .await;
     assert!(wrong.contains("(nil)"), "the verdict names the reply: {wrong}");
-    let explain = text(c, "[data-testid=step][data-index='2'] [data-testid=step-explain]")
+    let explain = text(c, "[data-testid=step][data-index='1'] [data-testid=step-explain]")
         .await
         .unwrap();
     assert!(explain.contains("the NX condition fails"), "{explain}");
@@ -1566,13 +1565,13 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
 
     // Back one step: asked again; right this time, but the first try counts.
     click(c, "[data-testid=step-back]").await;
-    step_to(c, "2").await;
+    step_to(c, "1").await;
     predict("nil").await;
-    step_to(c, "3").await;
+    step_to(c, "2").await;
     eventually("the new verdict", || async {
         (count(
             c,
-            "[data-testid=step][data-index='2'] [data-testid=prediction][data-right=true]",
+            "[data-testid=step][data-index='1'] [data-testid=prediction][data-right=true]",
         )
         .await
             == 1)
@@ -1592,7 +1591,7 @@ async fn interview_mode_keeps_score(c: &Client, base: &str) {
     })
     .await;
     let stored = js(c, "return localStorage.getItem('locklab.score.01')").await;
-    assert_eq!(stored, json!("1-0"));
+    assert_eq!(stored, json!("10"));
     click(c, "[data-testid=score-reset]").await;
     eventually("the score reset", || async {
         (count(c, "[data-testid=score]").await == 0 && count(c, in_list).await == 0).then_some(())

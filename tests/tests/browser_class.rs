@@ -66,13 +66,14 @@ async fn step_is(c: &Client, who: &str, want: &str) {
     .await;
 }
 
-/// Lesson 01's first multiple-choice quiz after step 3, and its right choice.
+/// Lesson 01's first multiple-choice quiz from its fourth step on (the
+/// step run after three), and its right choice.
 fn choice_step() -> (usize, usize) {
     let lessons = locklab_core::lesson::builtin().unwrap();
     let l = lessons.iter().find(|l| l.id == "01").unwrap();
-    let i = (4..l.steps.len())
+    let i = (3..l.steps.len())
         .find(|&i| l.steps[i].quiz.as_ref().is_some_and(|q| q.choices.len() >= 2))
-        .expect("lesson 01 has a multiple-choice quiz after its third step");
+        .expect("lesson 01 has a multiple-choice quiz from its fourth step on");
     let right = locklab_core::class::right_choice(&l.steps[i], "").expect("a stated answer");
     (i, right)
 }
@@ -134,8 +135,8 @@ async fn a_class_in_headless_chromium() {
     .await;
     screenshot(&p, "class-presenter-1280x720-en.png").await;
 
-    // Three steps, followed by both.
-    for n in 1..=3 {
+    // Three steps, followed by both (the third after a look around).
+    for n in 1..=2 {
         click(&p, "[data-testid=step-forward]").await;
         step_is(&p, "the presenter", &n.to_string()).await;
         step_is(&f1, "follower 1", &n.to_string()).await;
@@ -149,16 +150,16 @@ async fn a_class_in_headless_chromium() {
 
     // Follower 1 looks around; the presenter's move waits for "follow again".
     click(&f1, "[data-testid=step-back]").await;
-    step_is(&f1, "follower 1 looking around", "2").await;
+    step_is(&f1, "follower 1 looking around", "1").await;
     click(&p, "[data-testid=step-forward]").await;
-    step_is(&f2, "follower 2", "4").await;
-    step_is(&f1, "follower 1 still looking around", "2").await;
+    step_is(&f2, "follower 2", "3").await;
+    step_is(&f1, "follower 1 still looking around", "1").await;
     click(&f1, "[data-testid=follow-again]").await;
-    step_is(&f1, "follower 1 following again", "4").await;
+    step_is(&f1, "follower 1 following again", "3").await;
 
     // The presenter goes to the multiple-choice step and asks the room.
     let (quiz_step, right) = choice_step();
-    for n in 5..=quiz_step {
+    for n in 4..=quiz_step {
         click(&p, "[data-testid=step-forward]").await;
         step_is(&p, "the presenter", &n.to_string()).await;
     }
