@@ -290,6 +290,14 @@ pub struct Member {
     pub connected: bool,
 }
 
+impl Member {
+    /// How the follower is shown: its nickname, or its member id when it
+    /// gave none (the roster, the summary's CSV and Markdown alike).
+    pub fn shown(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.member)
+    }
+}
+
 /// A message from the class routes. `id` on relayed messages is the
 /// class stream's id, what a reconnecting follower sends back as `since`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -430,8 +438,7 @@ impl Summary {
             ));
         }
         for m in &self.members {
-            let name = m.name.clone().unwrap_or_else(|| m.member.clone());
-            out.push_str(&format!("follower,,,{},,,{},,\n", csv_field(&name), m.score));
+            out.push_str(&format!("follower,,,{},,,{},,\n", csv_field(m.shown()), m.score));
         }
         out
     }
@@ -464,8 +471,7 @@ impl Summary {
         }
         out.push_str(&format!("\n## {fh}\n\n| {name} | {score} |\n|---|---|\n"));
         for m in &self.members {
-            let n = m.name.clone().unwrap_or_else(|| m.member.clone());
-            out.push_str(&format!("| {} | {} |\n", md_cell(&n), m.score));
+            out.push_str(&format!("| {} | {} |\n", md_cell(m.shown()), m.score));
         }
         out
     }

@@ -369,7 +369,7 @@ pub fn summary_box(s: &Summary, lang: Lang, onclass: &Callback<ClassAction>) -> 
                     }) }
                     { for s.members.iter().map(|m| html! {
                         <tr data-testid="summary-member">
-                            <td colspan="2">{ m.name.clone().unwrap_or_else(|| m.member.clone()) }</td>
+                            <td colspan="2">{ m.shown().to_owned() }</td>
                             <td>{ m.score }</td>
                         </tr>
                     }) }
