@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use locklab_backend::cli::check_libs::{self, Libraries};
 use locklab_backend::sim_server::{self, Config, Server};
 use locklab_core::server::{Node, Profile};
 use locklab_tests::diff::{self, Script};
@@ -1394,63 +1395,23 @@ fn libs_src(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("libs").join(name)
 }
 
+/// The pinned lock libraries, installed by the backend's shared helper
+/// (the one `locklab check --library` uses) into this test target's cache.
+fn libraries() -> Libraries {
+    Libraries::new(lock_libs_dir())
+}
+
 /// `python3 -m venv` + `pip install` of the pinned packages, if missing.
 fn python_with(packages: &[&str]) -> PathBuf {
-    let venv = lock_libs_dir().join("venv");
-    let python = venv.join("bin").join("python");
-    if !python.exists() {
-        let out = run_with_timeout(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            Duration::from_secs(300),
-        );
-        assert!(
-            out.status.success(),
-            "python3 -m venv: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let out = run_with_timeout(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "-q"])
-            .args(packages),
-        Duration::from_secs(600),
-    );
-    assert!(
-        out.status.success(),
-        "pip install {packages:?} (PyPI must be reachable): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    python
+    libraries().python_with(packages).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `npm install` of the pinned packages into a prefix, if missing; the
 /// directory to put in `NODE_PATH`.
 fn node_modules_with(packages: &[&str]) -> PathBuf {
-    let prefix = lock_libs_dir().join("node");
-    std::fs::create_dir_all(&prefix).expect("mkdir");
-    let modules = prefix.join("node_modules");
-    let have = packages.iter().all(|p| {
-        let (name, version) = p.rsplit_once('@').unwrap_or((p, ""));
-        std::fs::read_to_string(modules.join(name).join("package.json"))
-            .is_ok_and(|s| s.contains(&format!("\"version\": \"{version}\"")))
-    });
-    if !have {
-        let out = run_with_timeout(
-            Command::new("npm")
-                .arg("install")
-                .arg("--prefix")
-                .arg(&prefix)
-                .arg("--no-save")
-                .args(packages),
-            Duration::from_secs(600),
-        );
-        assert!(
-            out.status.success(),
-            "npm install {packages:?} (npm must be reachable): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    modules
+    libraries()
+        .node_modules_with(packages)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Run a library check against sim-server and against a real
@@ -1482,7 +1443,7 @@ fn same_transcript(mut cmd: impl FnMut(&str) -> Command) {
 /// it (issue 20: BLPOP was unknown, and the script stopped at `lpush`).
 #[test]
 fn python_redis_lock_blocking_acquire_and_release() {
-    let python = python_with(&["redis==8.1.0", "python-redis-lock==4.0.1"]);
+    let python = python_with(&[check_libs::REDIS_PY, check_libs::PYTHON_REDIS_LOCK]);
     same_transcript(|url| {
         let mut c = Command::new(&python);
         c.arg(libs_src("python_redis_lock.py")).arg(url);

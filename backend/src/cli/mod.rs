@@ -7,10 +7,16 @@
 //! * [`lessons`] — `locklab lesson`: list, show and run the lessons.
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
-//! * [`check`] — `locklab check`: a lock library's history, checked.
+//! * [`check`] — `locklab check`: a lock library's history, checked;
+//!   [`check_run`] runs a real lock library under a nemesis to make one,
+//!   [`check_card`] is the report card, [`check_libs`] installs the
+//!   libraries at pinned versions.
 
 pub mod bench;
 pub mod check;
+pub mod check_card;
+pub mod check_libs;
+pub mod check_run;
 pub mod explore;
 pub mod lessons;
 pub mod repl;

@@ -1,0 +1,242 @@
+//! The report card of `locklab check --library`: library × fault → verdict,
+//! each with the sub-history that witnesses it, as text, Markdown and JSON.
+//!
+//! A verdict is read off core's [`Report`] of the run's history, most
+//! serious first: a stale write the resource accepted; another violation
+//! (two holders' writes, a wrong release, extension after expiry, not
+//! linearizable); the search's limit ("unknown"); no granted round at all
+//! (nothing was tested); else the lock held for every round. Renewal gaps
+//! alone do not fail a lock (its holder may simply not renew), so they are
+//! listed but leave the verdict "held".
+
+use locklab_core::history::{Check, Finding, Linearity, Op, OpKind, Report};
+use locklab_core::invariants::Invariant;
+use serde::Serialize;
+
+use super::check_run::{Library, Nemesis, Run};
+
+/// What one library under one fault came to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Verdict {
+    StaleWriteFound,
+    /// Another violation: its check's name.
+    Violation {
+        check: String,
+    },
+    /// The linearizability search gave up.
+    UnknownLimit,
+    NoRounds,
+    /// Every granted round (the row's `rounds`) kept the lock's promise.
+    Held,
+}
+
+impl Verdict {
+    pub fn text(&self, rounds: usize) -> String {
+        match self {
+            Verdict::StaleWriteFound => "stale write found".to_owned(),
+            Verdict::Violation { check } => format!("{check} found"),
+            Verdict::UnknownLimit => "unknown (limit)".to_owned(),
+            Verdict::NoRounds => "no round was granted".to_owned(),
+            Verdict::Held => format!("held in {rounds} rounds"),
+        }
+    }
+}
+
+/// One row of the card.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub library: Library,
+    pub nemesis: Nemesis,
+    pub fenced: bool,
+    /// `sim-server` or `redis-server`.
+    pub server: &'static str,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub rounds: usize,
+    pub faults: usize,
+    pub writes_accepted: usize,
+    pub writes_refused: usize,
+    /// The merged history, for `locklab check FILE` and the page's timeline.
+    pub history: String,
+    pub notes: Vec<String>,
+    /// Every finding, each with its witnessing sub-history.
+    pub findings: Vec<Finding>,
+}
+
+impl Row {
+    pub fn new(library: Library, nemesis: Nemesis, fenced: bool, run: &Run, report: &Report) -> Row {
+        let rounds = run
+            .history
+            .ops
+            .iter()
+            .filter(|o| o.op == OpKind::Acquire && o.ok == Some(true))
+            .count();
+        Row {
+            library,
+            nemesis,
+            fenced,
+            server: run.backend,
+            verdict: verdict(report, rounds),
+            rounds,
+            faults: run.history.faults.len(),
+            writes_accepted: run.accepted,
+            writes_refused: run.refused,
+            history: run.path.display().to_string(),
+            notes: run.notes.clone(),
+            findings: report.findings.clone(),
+        }
+    }
+
+    /// The finding the verdict is about, if any.
+    pub fn witness(&self) -> Option<&Finding> {
+        let want = match &self.verdict {
+            Verdict::StaleWriteFound => Check::Invariant(Invariant::StaleWrite).name(),
+            Verdict::Violation { check } => check.as_str(),
+            _ => return None,
+        };
+        self.findings.iter().find(|f| f.check.name() == want)
+    }
+}
+
+fn verdict(report: &Report, rounds: usize) -> Verdict {
+    if report.found(Check::Invariant(Invariant::StaleWrite)) {
+        return Verdict::StaleWriteFound;
+    }
+    if let Some(f) = report.findings.iter().find(|f| f.check != Check::RenewalGap) {
+        return Verdict::Violation {
+            check: f.check.name().to_owned(),
+        };
+    }
+    if report.keys.iter().any(|k| k.linearity == Linearity::NotLinearizable) {
+        return Verdict::Violation {
+            check: Check::NotLinearizable.name().to_owned(),
+        };
+    }
+    if report
+        .keys
+        .iter()
+        .any(|k| matches!(k.linearity, Linearity::Unknown { .. }))
+    {
+        return Verdict::UnknownLimit;
+    }
+    if rounds == 0 {
+        return Verdict::NoRounds;
+    }
+    Verdict::Held
+}
+
+/// The card: every run's row.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Card {
+    pub rows: Vec<Row>,
+}
+
+fn fence(row: &Row) -> &'static str {
+    if row.fenced {
+        "lab's fence"
+    } else {
+        "no fencing"
+    }
+}
+
+fn witness_lines(ops: &[Op]) -> String {
+    ops.iter()
+        .map(|o| {
+            let at = if o.line > 0 {
+                format!("line {}: ", o.line)
+            } else {
+                String::new()
+            };
+            format!("{at}{}\n", o.to_line())
+        })
+        .collect()
+}
+
+impl Card {
+    /// Did every run hold (the exit status)?
+    pub fn clean(&self) -> bool {
+        self.rows.iter().all(|r| r.verdict == Verdict::Held)
+    }
+
+    /// For a terminal: a line per row, then each verdict's witness.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for r in &self.rows {
+            out.push_str(&format!(
+                "{} × {} ({}, {}): {} — {} rounds, {} faults, writes {} accepted / {} refused\n  history: {}\n",
+                r.library.name(),
+                r.nemesis.name(),
+                fence(r),
+                r.server,
+                r.verdict.text(r.rounds),
+                r.rounds,
+                r.faults,
+                r.writes_accepted,
+                r.writes_refused,
+                r.history
+            ));
+            for n in &r.notes {
+                out.push_str(&format!("  note: {n}\n"));
+            }
+            if let Some(f) = r.witness() {
+                out.push_str(&format!(
+                    "  {} [{}–{} ms]: {}\n",
+                    f.check.title(),
+                    f.from_ms,
+                    f.to_ms,
+                    f.detail
+                ));
+                for l in witness_lines(&f.witness).lines() {
+                    out.push_str(&format!("    {l}\n"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The card as Markdown: the table, then each verdict's witness.
+    pub fn markdown(&self) -> String {
+        let mut out = String::from(
+            "# Lock libraries under faults\n\n| library | fault | fencing | server | verdict | rounds | faults | writes accepted / refused |\n|---|---|---|---|---|---|---|---|\n",
+        );
+        for r in &self.rows {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | **{}** | {} | {} | {} / {} |\n",
+                r.library.name(),
+                r.nemesis.name(),
+                fence(r),
+                r.server,
+                r.verdict.text(r.rounds),
+                r.rounds,
+                r.faults,
+                r.writes_accepted,
+                r.writes_refused
+            ));
+        }
+        for r in &self.rows {
+            out.push_str(&format!(
+                "\n## {} × {} ({})\n\n{}. History: `{}`.\n",
+                r.library.name(),
+                r.nemesis.name(),
+                fence(r),
+                r.verdict.text(r.rounds),
+                r.history
+            ));
+            for n in &r.notes {
+                out.push_str(&format!("\n- {n}\n"));
+            }
+            if let Some(f) = r.witness() {
+                out.push_str(&format!(
+                    "\n{} ({}–{} ms): {}\n\n```text\n{}```\n",
+                    f.check.title(),
+                    f.from_ms,
+                    f.to_ms,
+                    f.detail,
+                    witness_lines(&f.witness)
+                ));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,682 @@
+//! `locklab check --library L --nemesis F`: a real lock library, unchanged,
+//! under a seeded nemesis, turned into a history core checks.
+//!
+//! ```text
+//!  client processes (checks/*.py, *.js) ──RESP──▶ nodes: sim-server in this process (or --redis URLs)
+//!        │   └──── `W client key fence data` ───▶ the resource: a fenced store served here
+//!        └─ one history file each (JSON lines) ◀── the nemesis reads them, SIGSTOPs a holder
+//! ```
+//!
+//! * **Nodes.** One sim-server per node the library needs (one; five Redlock
+//!   masters), started in this process on loopback ports, or the real
+//!   servers `--redis` names (the same workload against redis-server).
+//! * **The resource** witnesses writes instead of leaving them to be
+//!   inferred: a line protocol on a loopback socket, `W client key fence
+//!   data`, answered `OK seq` or `NO why`. Without `--fenced` it accepts every
+//!   write, as a store that knows nothing of locks does; with it, only a
+//!   write whose fence is at least the highest it accepted (Kleppmann's
+//!   fencing token). It records every write it accepts, and its record, not
+//!   the client's word, decides each write's outcome in the history.
+//! * **The lab's fence**: the fenced workloads ask the lock's (first) node
+//!   for `INCR key:fence` in one script that first checks they still hold the
+//!   lock, so fences are handed out in the order of grants on that node.
+//! * **One clock.** Every client stamps its calls with CLOCK_MONOTONIC minus
+//!   the run's start (`t0_ns`, taken here), in milliseconds; the nemesis
+//!   stamps its faults on the same clock.
+//! * **The nemesis** (`pause`, a GC pause): whenever a client's last history
+//!   line is a granted acquire (it is inside its critical section, before
+//!   its write), it is stopped with SIGSTOP for three to four lease times,
+//!   then SIGCONT. Which holder and the gaps between pauses come from
+//!   `--seed`. Only client pauses exist so far.
+//! * **Deadline.** Clients stop starting rounds at the run's end; one that
+//!   has not exited some seconds later is killed, and the card says so. No
+//!   client is ever left stopped: [`Clients`] continues and kills them all
+//!   when dropped, on every path.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use locklab_core::history::{parse, FaultMark, History, HistoryError, Limits, Op, OpKind};
+use locklab_core::rng::Rng;
+use locklab_core::server::Profile;
+use thiserror::Error;
+
+use super::check_libs::{self, LibError, Libraries};
+use crate::sim_server;
+
+/// The lock libraries a run can use, as their workloads in `checks/` drive them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Library {
+    /// redis-py's `Lock` with `timeout` (a lease).
+    RedisPy,
+    /// redis-py's `Lock` with `timeout=None`: the lock never expires.
+    RedisPyNoTimeout,
+    /// python-redis-lock's `Lock` (whole-second `expire`).
+    PythonRedisLock,
+    /// pottery's `Redlock` over five masters.
+    Pottery,
+    /// node-redlock (Redlock over ioredis) over five masters.
+    NodeRedlock,
+}
+
+impl Library {
+    pub fn name(self) -> &'static str {
+        match self {
+            Library::RedisPy => "redis-py",
+            Library::RedisPyNoTimeout => "redis-py-no-timeout",
+            Library::PythonRedisLock => "python-redis-lock",
+            Library::Pottery => "pottery",
+            Library::NodeRedlock => "node-redlock",
+        }
+    }
+
+    /// Redlock wants a majority of independent masters; the others one node.
+    pub fn nodes(self) -> usize {
+        match self {
+            Library::Pottery | Library::NodeRedlock => 5,
+            _ => 1,
+        }
+    }
+
+    /// The lock key the library itself writes for the lock named `name`.
+    fn key(self, name: &str) -> String {
+        match self {
+            Library::PythonRedisLock => format!("lock:{name}"),
+            Library::Pottery => format!("redlock:{name}"),
+            _ => name.to_owned(),
+        }
+    }
+
+    fn workload(self) -> (&'static str, &'static str) {
+        match self {
+            Library::NodeRedlock => ("node_redlock.js", include_str!("../../../checks/node_redlock.js")),
+            _ => ("python_locks.py", include_str!("../../../checks/python_locks.py")),
+        }
+    }
+
+    /// The lease, or `None` (no expiry).
+    fn ttl_ms(self, ttl_ms: u64) -> Option<u64> {
+        match self {
+            Library::RedisPyNoTimeout => None,
+            // python-redis-lock's expire is whole seconds.
+            Library::PythonRedisLock => Some(ttl_ms.div_ceil(1000).max(1) * 1000),
+            _ => Some(ttl_ms),
+        }
+    }
+}
+
+/// The faults the nemesis can inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Nemesis {
+    /// A client stopped (SIGSTOP) inside its critical section for 3–4 lease times, then continued: a GC pause.
+    Pause,
+}
+
+impl Nemesis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Nemesis::Pause => "pause",
+        }
+    }
+}
+
+/// One run: a library, a fault, and how.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub library: Library,
+    pub nemesis: Nemesis,
+    pub clients: u32,
+    pub seconds: u64,
+    pub seed: u64,
+    pub fenced: bool,
+    pub ttl_ms: u64,
+    /// Real servers instead of sim-server nodes (as many as the library needs).
+    pub redis: Vec<String>,
+    /// Another workload script (`.py` or `.js`) in place of the library's own.
+    pub workload: Option<PathBuf>,
+    /// Where the histories go.
+    pub dir: PathBuf,
+    pub libs: Libraries,
+}
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Lib(#[from] LibError),
+    #[error("{library} needs {need} Redis nodes; --redis gave {got}")]
+    Nodes {
+        library: &'static str,
+        need: usize,
+        got: usize,
+    },
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{client}'s history ({path}): {source}")]
+    History {
+        client: String,
+        path: String,
+        source: HistoryError,
+    },
+    #[error("--workload {0}: expected a .py or .js file")]
+    Workload(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+/// What a run produced: the merged history (also written to `path`), and
+/// what happened to the clients that the history cannot say.
+#[derive(Debug)]
+pub struct Run {
+    pub history: History,
+    pub path: PathBuf,
+    pub backend: &'static str,
+    pub notes: Vec<String>,
+    pub accepted: usize,
+    pub refused: usize,
+}
+
+/// The lease the runs use unless told otherwise, and the pause's length
+/// in leases: a GC pause well past the lease, with room for the others to
+/// take the lock and write meanwhile however slow the machine.
+pub const TTL_MS: u64 = 1000;
+const PAUSE_LEASES: u64 = 3;
+/// A client still running this long after the run's end (plus one pause)
+/// is killed.
+const GRACE_MS: u64 = 10_000;
+/// How often the nemesis looks at the histories.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Now on the run's clock: CLOCK_MONOTONIC in nanoseconds (the clock
+/// Python's `time.monotonic_ns` and Node's `process.hrtime` read).
+fn mono_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+/// Run one library under one nemesis.
+pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
+    let (program, script, node_path) = interpreter(spec)?;
+    std::fs::create_dir_all(&spec.dir).map_err(io(format!("mkdir {}", spec.dir.display())))?;
+    let (urls, _nodes, backend) = nodes(spec)?;
+    let t0 = mono_ns();
+    let resource = Resource::start(spec.fenced, t0)?;
+    let name = format!("locklab:check:{}:{}", spec.library.name(), spec.seed);
+    let key = spec.library.key(&name);
+    let end_ms = spec.seconds * 1000;
+    let mut clients = Clients::default();
+    for i in 1..=spec.clients.max(1) {
+        let client = format!("c{i}");
+        let history = spec.dir.join(format!("{client}.jsonl"));
+        File::create(&history).map_err(io(format!("create {}", history.display())))?;
+        let cfg = serde_json::json!({
+            "library": spec.library.name(), "client": client, "urls": urls, "key": key,
+            "resource": resource.addr, "history": history, "ttl_ms": spec.library.ttl_ms(spec.ttl_ms),
+            "work_ms": spec.ttl_ms / 2, "end_ms": end_ms, "fenced": spec.fenced, "t0_ns": t0.to_string(),
+        });
+        let log = File::create(spec.dir.join(format!("{client}.log"))).map_err(io("create a client log"))?;
+        let err = log.try_clone().map_err(io("a client log"))?;
+        let mut cmd = Command::new(&program);
+        cmd.arg(&script)
+            .arg(cfg.to_string())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err);
+        if let Some(p) = &node_path {
+            cmd.env("NODE_PATH", p);
+        }
+        let child = cmd.spawn().map_err(io(format!("start {}", program.display())))?;
+        clients.all.push(Client {
+            name: client,
+            child,
+            tail: Tail::new(history),
+        });
+    }
+    let lease = spec.library.ttl_ms(spec.ttl_ms).unwrap_or(spec.ttl_ms);
+    let faults = nemesis(&mut clients, spec.seed, lease, end_ms, t0);
+    let notes = clients.finish(end_ms + lease * (PAUSE_LEASES + 1) + GRACE_MS, t0);
+    let (merged, accepted, refused) = merge(&clients, faults, &resource)?;
+    let path = spec.dir.join("history.jsonl");
+    write_history(&path, &merged)?;
+    // Read back, so that every witness names its line in history.jsonl.
+    let file = File::open(&path).map_err(io(format!("open {}", path.display())))?;
+    let history = parse(BufReader::new(file), &Limits::default()).map_err(|source| RunError::History {
+        client: "the merged history".to_owned(),
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(Run {
+        history,
+        path,
+        backend,
+        notes,
+        accepted,
+        refused,
+    })
+}
+
+/// The program, the script and `NODE_PATH` for the library (or `--workload`).
+fn interpreter(spec: &RunSpec) -> Result<(PathBuf, PathBuf, Option<PathBuf>), RunError> {
+    let (file, text) = spec.library.workload();
+    let script = match &spec.workload {
+        Some(w) => w.clone(),
+        None => {
+            std::fs::create_dir_all(&spec.dir).map_err(io(format!("mkdir {}", spec.dir.display())))?;
+            let path = spec.dir.join(file);
+            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            path
+        }
+    };
+    let js = match script.extension().and_then(|e| e.to_str()) {
+        Some("js") => true,
+        Some("py") => false,
+        _ => return Err(RunError::Workload(script.display().to_string())),
+    };
+    if js {
+        check_libs::need_node()?;
+        let modules = spec
+            .libs
+            .node_modules_with(&[check_libs::IOREDIS_FOR_REDLOCK, check_libs::REDLOCK])?;
+        return Ok((PathBuf::from("node"), script, Some(modules)));
+    }
+    let python = spec
+        .libs
+        .python_with(&[check_libs::REDIS_PY, check_libs::PYTHON_REDIS_LOCK, check_libs::POTTERY])?;
+    Ok((python, script, None))
+}
+
+/// The nodes' URLs, the sim-servers kept alive for the run, and which
+/// server it is.
+fn nodes(spec: &RunSpec) -> Result<(Vec<String>, Vec<sim_server::Server>, &'static str), RunError> {
+    let need = spec.library.nodes();
+    if !spec.redis.is_empty() {
+        if spec.redis.len() != need {
+            return Err(RunError::Nodes {
+                library: spec.library.name(),
+                need,
+                got: spec.redis.len(),
+            });
+        }
+        return Ok((spec.redis.clone(), Vec::new(), "redis-server"));
+    }
+    let mut servers = Vec::new();
+    for _ in 0..need {
+        let cfg = sim_server::Config::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0);
+        servers.push(sim_server::spawn(cfg).map_err(io("start a sim-server node"))?);
+    }
+    Ok((servers.iter().map(|s| s.url()).collect(), servers, "sim-server"))
+}
+
+/// A client's history file as it grows: enough to see whether its last
+/// call was a granted acquire.
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    holding: bool,
+}
+
+impl Tail {
+    fn new(path: PathBuf) -> Tail {
+        Tail {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+            holding: false,
+        }
+    }
+
+    /// Read what was appended since; malformed lines are left to [`merge`].
+    fn poll(&mut self) {
+        let Ok(mut f) = File::open(&self.path) else { return };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut chunk = Vec::new();
+        let Ok(n) = f.take(1 << 20).read_to_end(&mut chunk) else {
+            return;
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&chunk);
+        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
+                let granted = v["op"] == "acquire" && v["ok"] == true;
+                self.holding = granted || (self.holding && v["op"] != "write" && v["op"] != "release");
+            }
+        }
+        if self.partial.len() > 64 * 1024 {
+            self.partial.clear();
+        }
+    }
+}
+
+struct Client {
+    name: String,
+    child: Child,
+    tail: Tail,
+}
+
+/// The client processes. Dropped: continued and killed, so none is left
+/// stopped or running whatever went wrong.
+#[derive(Default)]
+struct Clients {
+    all: Vec<Client>,
+}
+
+fn signal(child: &Child, sig: rustix::process::Signal) {
+    let pid = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+impl Clients {
+    /// Wait for every client to exit by `deadline_ms`; kill the rest.
+    fn finish(&mut self, deadline_ms: u64, t0: u64) -> Vec<String> {
+        let mut notes = Vec::new();
+        loop {
+            let mut running = 0;
+            for c in &mut self.all {
+                if matches!(c.child.try_wait(), Ok(None)) {
+                    running += 1;
+                }
+            }
+            let now = (mono_ns() - t0) / 1_000_000;
+            if running == 0 || now >= deadline_ms {
+                break;
+            }
+            std::thread::sleep(POLL * 5);
+        }
+        for c in &mut self.all {
+            match c.child.try_wait() {
+                Ok(Some(status)) if !status.success() => {
+                    notes.push(format!("{} exited with {status} (see {}.log)", c.name, c.name));
+                }
+                Ok(None) | Err(_) => {
+                    let _ = c.child.kill();
+                    let _ = c.child.wait();
+                    notes.push(format!(
+                        "{} had not exited {} s after the run's end (and its last pause); killed",
+                        c.name,
+                        GRACE_MS / 1000
+                    ));
+                }
+                Ok(Some(_)) => {}
+            }
+            c.tail.poll();
+        }
+        notes
+    }
+}
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        for c in &mut self.all {
+            if matches!(c.child.try_wait(), Ok(None)) {
+                signal(&c.child, rustix::process::Signal::CONT);
+                let _ = c.child.kill();
+                let _ = c.child.wait();
+            }
+        }
+    }
+}
+
+/// The seeded client-pause nemesis, until the run's end: after a gap, stop
+/// a client that holds the lock for 3–4 leases, then continue it.
+fn nemesis(clients: &mut Clients, seed: u64, lease_ms: u64, end_ms: u64, t0: u64) -> Vec<FaultMark> {
+    let mut rng = Rng::new(seed);
+    let now = || (mono_ns() - t0) / 1_000_000;
+    let mut faults = Vec::new();
+    let mut next = rng.between(lease_ms / 2, lease_ms);
+    while now() < end_ms {
+        std::thread::sleep(POLL);
+        for c in &mut clients.all {
+            c.tail.poll();
+        }
+        if now() < next {
+            continue;
+        }
+        let holders: Vec<usize> = (0..clients.all.len())
+            .filter(|&i| clients.all[i].tail.holding)
+            .collect();
+        if holders.is_empty() {
+            continue;
+        }
+        let victim = &mut clients.all[holders[rng.below(holders.len() as u64) as usize]];
+        let pause = lease_ms * PAUSE_LEASES + rng.between(0, lease_ms);
+        let from = now();
+        signal(&victim.child, rustix::process::Signal::STOP);
+        std::thread::sleep(Duration::from_millis(pause));
+        signal(&victim.child, rustix::process::Signal::CONT);
+        victim.tail.holding = false;
+        faults.push(FaultMark {
+            line: 0,
+            fault: "pause".to_owned(),
+            target: Some(victim.name.clone()),
+            from_ms: from,
+            to_ms: Some(now()),
+            note: Some(format!("SIGSTOP for {pause} ms, {} leases", pause / lease_ms.max(1))),
+        });
+        next = now() + rng.between(lease_ms, 2 * lease_ms);
+    }
+    faults
+}
+
+/// One write the resource accepted.
+#[derive(Clone, Debug)]
+struct Accepted {
+    client: String,
+    key: String,
+    fence: Option<i64>,
+    value: String,
+    at_ms: u64,
+}
+
+#[derive(Default)]
+struct Store {
+    fenced: bool,
+    highest: Option<i64>,
+    accepted: Vec<Accepted>,
+    refused: usize,
+}
+
+/// At most this many accepted writes are recorded; past it, writes are refused ("NO full").
+const MAX_WRITES: usize = 1_000_000;
+/// Connections served at once (each client needs one); more are told so and closed.
+const MAX_CONNECTIONS: usize = 256;
+/// A request line longer than this closes its connection.
+const MAX_REQUEST: u64 = 4096;
+
+/// The lab's resource: a fenced store on a loopback socket. Dropped, it
+/// stops accepting; each connection's thread ends when its client closes.
+struct Resource {
+    addr: String,
+    store: Arc<Mutex<Store>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Resource {
+    fn start(fenced: bool, t0: u64) -> Result<Resource, RunError> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io("bind the resource"))?;
+        listener.set_nonblocking(true).map_err(io("the resource's socket"))?;
+        let addr = listener.local_addr().map_err(io("the resource's address"))?.to_string();
+        let store = Arc::new(Mutex::new(Store {
+            fenced,
+            ..Store::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (shared, stopped) = (Arc::clone(&store), Arc::clone(&stop));
+        let open = Arc::new(AtomicUsize::new(0));
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut conn, _)) if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS => {
+                        let _ = conn.write_all(b"NO too many connections\n");
+                    }
+                    Ok((conn, _)) if conn.set_nonblocking(false).is_ok() => {
+                        let (store, open) = (Arc::clone(&shared), Arc::clone(&open));
+                        open.fetch_add(1, Ordering::Relaxed);
+                        std::thread::spawn(move || {
+                            serve(conn, &store, t0);
+                            open.fetch_sub(1, Ordering::Relaxed);
+                        });
+                    }
+                    _ => std::thread::sleep(POLL),
+                }
+            }
+        });
+        Ok(Resource { addr, store, stop })
+    }
+}
+
+impl Drop for Resource {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One client's connection: `W client key fence data` per line.
+fn serve(conn: TcpStream, store: &Mutex<Store>, t0: u64) {
+    let Ok(mut out) = conn.try_clone() else { return };
+    let mut reader = BufReader::new(conn);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_REQUEST).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if !line.ends_with('\n') => return,
+            Ok(_) => {}
+        }
+        let at_ms = mono_ns().saturating_sub(t0) / 1_000_000;
+        let reply = decide(store, line.trim_end(), at_ms);
+        if out.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Decide one write, and record it if accepted.
+fn decide(store: &Mutex<Store>, line: &str, at_ms: u64) -> String {
+    let parts: Vec<&str> = line.splitn(5, ' ').collect();
+    let [verb, client, key, fence, value] = parts[..] else {
+        return "NO malformed\n".to_owned();
+    };
+    let fence = match fence {
+        "-" => None,
+        f => match f.parse::<i64>() {
+            Ok(f) => Some(f),
+            Err(_) => return "NO malformed fence\n".to_owned(),
+        },
+    };
+    if verb != "W" {
+        return "NO unknown request\n".to_owned();
+    }
+    let mut s = store.lock().unwrap_or_else(PoisonError::into_inner);
+    if s.accepted.len() >= MAX_WRITES {
+        s.refused += 1;
+        return "NO full\n".to_owned();
+    }
+    if s.fenced {
+        match (fence, s.highest) {
+            (None, _) => {
+                s.refused += 1;
+                return "NO no fence\n".to_owned();
+            }
+            (Some(f), Some(h)) if f < h => {
+                s.refused += 1;
+                return format!("NO stale fence {f} < {h}\n");
+            }
+            (Some(f), _) => s.highest = Some(f),
+        }
+    }
+    s.accepted.push(Accepted {
+        client: client.to_owned(),
+        key: key.to_owned(),
+        fence,
+        value: value.to_owned(),
+        at_ms,
+    });
+    format!("OK {}\n", s.accepted.len())
+}
+
+/// Every client's history in one, each write's outcome as the resource
+/// recorded it; accepted writes no client logged (it was killed first) are
+/// added at the moment the resource accepted them.
+fn merge(clients: &Clients, faults: Vec<FaultMark>, resource: &Resource) -> Result<(History, usize, usize), RunError> {
+    let mut history = History {
+        faults,
+        ..History::default()
+    };
+    for c in &clients.all {
+        let path = c.tail.path.display().to_string();
+        let file = File::open(&c.tail.path).map_err(io(format!("open {path}")))?;
+        let h = parse(BufReader::new(file), &Limits::default()).map_err(|source| RunError::History {
+            client: c.name.clone(),
+            path,
+            source,
+        })?;
+        history.ops.extend(h.ops);
+    }
+    let store = resource.store.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut recorded: BTreeMap<(String, String), &Accepted> = BTreeMap::new();
+    for a in &store.accepted {
+        recorded.insert((a.client.clone(), a.value.clone()), a);
+    }
+    for op in history.ops.iter_mut().filter(|o| o.op == OpKind::Write) {
+        let key = (op.client.clone(), op.value.clone().unwrap_or_default());
+        match (recorded.remove(&key), op.complete_ms) {
+            (Some(_), Some(_)) => op.ok = Some(true),
+            // The client never heard back, but the resource did accept it.
+            (Some(a), None) => {
+                op.complete_ms = Some(a.at_ms.max(op.invoke_ms));
+                op.ok = Some(true);
+            }
+            (None, Some(_)) => op.ok = Some(false),
+            (None, None) => {}
+        }
+    }
+    let unlogged: Vec<Op> = recorded
+        .values()
+        .map(|a| Op {
+            line: 0,
+            client: a.client.clone(),
+            op: OpKind::Write,
+            key: a.key.clone(),
+            token: None,
+            ttl_ms: None,
+            fence: a.fence,
+            value: Some(a.value.clone()),
+            invoke_ms: a.at_ms,
+            complete_ms: Some(a.at_ms),
+            ok: Some(true),
+        })
+        .collect();
+    history.ops.extend(unlogged);
+    history.ops.sort_by_key(|o| (o.invoke_ms, o.complete_ms));
+    Ok((history, store.accepted.len(), store.refused))
+}
+
+fn write_history(path: &Path, history: &History) -> Result<(), RunError> {
+    let mut out = String::new();
+    for f in &history.faults {
+        out.push_str(&serde_json::to_string(f).unwrap_or_default());
+        out.push('\n');
+    }
+    for op in &history.ops {
+        out.push_str(&op.to_line());
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(io(format!("write {}", path.display())))
+}
