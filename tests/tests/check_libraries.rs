@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use locklab_backend::cli::check::{run, CheckArgs, CheckError};
 use locklab_backend::cli::check_run::{Library, Nemesis, RunError};
+use locklab_core::history::linear::Search;
 use locklab_tests::RedisServer;
 
 /// Where the libraries are installed: the sim-server tests' cache, so
@@ -46,6 +47,7 @@ fn args(library: Library, fenced: bool, redis: Vec<String>, out: &str) -> CheckA
         out: Some(out_dir(out)),
         json: true,
         libs: Some(libs()),
+        limit: Search::default().limit,
         ..CheckArgs::default()
     }
 }
