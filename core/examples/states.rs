@@ -99,7 +99,7 @@ fn main() {
             *diff.entry(which.join("+")).or_default() += 1;
         }
         let mut top: Vec<_> = diff.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1));
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
         top.truncate(4);
         println!(
             "depth {:>3}: frontier {:>7}, total {:>8}; differ in {:?}",
