@@ -10,7 +10,7 @@ use locklab_core::client::Release;
 use locklab_core::explore::bfs::{Bfs, Limits, Reductions, Status};
 use locklab_core::explore::{designs, fault_options, FaultKind, Outcome, Spec};
 use locklab_core::invariants::Invariant;
-use locklab_core::world::World;
+use locklab_core::world::{ClientId, World};
 
 fn design(file: &str) -> Spec {
     let (_, text) = designs::FILES
@@ -236,4 +236,74 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
     b.stop();
     assert_eq!(b.status(), Status::NotExhausted);
     assert!(b.verdict().starts_with("not exhausted within the limit"));
+}
+
+/// Two worlds that differ only in a node's `math.random` state: a script
+/// that draws from it answers differently in each, so the search must not
+/// take one for the other (the fingerprint left the generator out before).
+#[test]
+fn the_fingerprint_sees_the_lua_random_generator() {
+    let mut sc = Spec {
+        clients: 1,
+        ..Spec::default()
+    }
+    .base_scenario();
+    sc.clients[0].program = None;
+    let seeded = |seed: u32| {
+        let mut w = World::from_scenario(&sc).expect("world");
+        // One script (one cache entry) for both: only the generator differs.
+        let line = format!("EVAL \"math.randomseed(tonumber(ARGV[1])) return 1\" 0 {seed}");
+        let argv = locklab_core::cli::parse(&line).expect("parses");
+        let reply = w.request(ClientId(0), 0, argv).expect("request");
+        assert_eq!(reply, Some(locklab_core::Reply::Integer(1)));
+        w
+    };
+    let (a, b, a2) = (seeded(1), seeded(2), seeded(1));
+    assert_eq!(
+        a.fingerprint(),
+        a2.fingerprint(),
+        "the same world, the same fingerprint"
+    );
+    assert_ne!(a.fingerprint(), b.fingerprint(), "math.random would answer differently");
+}
+
+/// A pause of a client whose program is done (nothing in flight, no timer)
+/// changes nothing: the search does not spend a fault on it, and the
+/// verdicts stay (the property test above covers that).
+#[test]
+fn a_pause_nothing_can_reach_is_not_taken() {
+    let spec = Spec {
+        fencing: true,
+        fault_kinds: vec![FaultKind::Pause],
+        ..Spec::default()
+    };
+    let mut w = World::from_scenario(&spec.base_scenario()).expect("world");
+    assert!(!w.pause_is_idle("A"), "A has a program to start");
+    while w.step_item() {}
+    assert!(w.pause_is_idle("A") && w.pause_is_idle("B"), "both programs are done");
+    assert!(!w.pause_is_idle("Z"), "no such client");
+    let with = search(&spec, Reductions::default(), Limits::default());
+    let without = search(
+        &spec,
+        Reductions {
+            no_op_faults: false,
+            ..Reductions::default()
+        },
+        Limits::default(),
+    );
+    assert_eq!(
+        (with.status(), without.status()),
+        (Status::Exhausted, Status::Exhausted)
+    );
+    println!(
+        "states: {} with idle pauses skipped, {} without",
+        with.stats().states,
+        without.stats().states
+    );
+    assert!(
+        with.stats().states < without.stats().states,
+        "{} states with the reduction, {} without",
+        with.stats().states,
+        without.stats().states
+    );
 }

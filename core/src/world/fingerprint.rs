@@ -37,13 +37,38 @@ impl Write for Fnv {
     }
 }
 
+/// A sink that also keeps the text, one line per part of the world (for
+/// [`World::fingerprint_text`]).
+struct Text(String);
+
+impl Write for Text {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
 impl World {
     /// The fingerprint of everything that decides this world's future (see
     /// the module comment for what is left out and why).
     pub fn fingerprint(&self) -> u64 {
         let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-        // Writing to `Fnv` cannot fail.
-        let _ = write!(
+        self.fingerprint_into(&mut h, true);
+        h.0
+    }
+
+    /// What [`World::fingerprint`] hashes, as text, one part per line
+    /// (nodes written out, not as their cached hashes): to see what tells
+    /// two near-duplicate states apart when a search finds too many.
+    pub fn fingerprint_text(&self) -> String {
+        let mut t = Text(String::new());
+        self.fingerprint_into(&mut t, false);
+        t.0
+    }
+
+    fn fingerprint_into(&self, h: &mut impl Write, cached: bool) {
+        // Writing to `Fnv` or `Text` cannot fail.
+        let _ = writeln!(
             h,
             "{}|{}|{}|{}|{}|{}|{}|{}|",
             self.now,
@@ -56,29 +81,34 @@ impl World {
             self.seed
         );
         for ((t, _), item) in &self.queue {
-            let _ = write!(h, "{t}:{item:?};");
+            let _ = writeln!(h, "{t}:{item:?};");
         }
         for n in &self.nodes {
             // A node's own hash is cached until it changes (most steps
             // change one node of several); the slot's small fields are
             // hashed each time.
-            let node = *n.node.fp.get_or_init(|| {
-                let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+            if cached {
+                let node = *n.node.fp.get_or_init(|| {
+                    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+                    let _ = write!(h, "{:?}", *n.node.node);
+                    h.0
+                });
+                let _ = write!(h, "{node}");
+            } else {
                 let _ = write!(h, "{:?}", *n.node.node);
-                h.0
-            });
-            let _ = write!(
+            }
+            let _ = writeln!(
                 h,
-                "{node}|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
+                "|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
                 n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
             );
         }
         for c in &self.clients {
-            let _ = write!(h, "{c:?};");
+            let _ = writeln!(h, "{c:?};");
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             self.resource,
             self.net,
             self.step_faults,
@@ -91,6 +121,5 @@ impl World {
             self.service_tick_at,
             self.write_locks
         );
-        h.0
     }
 }

@@ -559,6 +559,9 @@ impl std::fmt::Debug for Scripting {
         f.debug_struct("Scripting")
             .field("scripts", &self.scripts.keys().collect::<Vec<_>>())
             .field("libraries", &self.libraries.keys().collect::<Vec<_>>())
+            // The explorer's fingerprint is this encoding: two nodes whose
+            // `math.random` will answer differently must not look alike.
+            .field("rng", &self.rng)
             .finish_non_exhaustive()
     }
 }
