@@ -8,10 +8,12 @@
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 //! * [`check`] — `locklab check`: a lock library's history, checked.
+//! * [`import`] — `locklab trace import`: a MONITOR capture as a lock timeline.
 
 pub mod bench;
 pub mod check;
 pub mod explore;
+pub mod import;
 pub mod lessons;
 pub mod repl;
 pub mod via;
