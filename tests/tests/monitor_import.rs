@@ -23,22 +23,35 @@ use locklab_core::trace::{Event, EventKind};
 use locklab_tests::lesson;
 use locklab_tests::server::{redis_cli_binary, RedisServer};
 
+/// A `redis-cli MONITOR` process, stopped (killed and reaped) when dropped,
+/// even when the test fails.
+struct MonitorCli(Child);
+
+impl Drop for MonitorCli {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `redis-cli MONITOR` on `server`, writing to `path`, running once a
 /// marker command shows up in the file.
-fn monitor(server: &RedisServer, path: &std::path::Path) -> Child {
+fn monitor(server: &RedisServer, path: &std::path::Path) -> MonitorCli {
     let cli = redis_cli_binary().expect("redis-cli on PATH (apt-get install redis-tools)");
     let out = std::fs::File::create(path).expect("capture file");
-    let child = Command::new(cli)
-        .args(["-p", &server.port().to_string(), "MONITOR"])
-        .stdout(out)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-cli MONITOR starts");
     let client = redis::Client::open(server.url()).expect("client");
     let mut con = client.get_connection().expect("connection");
+    let child = MonitorCli(
+        Command::new(cli)
+            .args(["-p", &server.port().to_string(), "MONITOR"])
+            .stdout(out)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-cli MONITOR starts"),
+    );
     let started = Instant::now();
     loop {
-        let _: String = redis::cmd("ECHO").arg("monitor-marker").query(&mut con).expect("ECHO");
+        let _: redis::RedisResult<String> = redis::cmd("ECHO").arg("monitor-marker").query(&mut con);
         if std::fs::read_to_string(path)
             .unwrap_or_default()
             .contains("monitor-marker")
@@ -95,12 +108,12 @@ fn a_lessons_monitor_capture_imports_into_the_lessons_lock_bars_and_violations()
     let dir = std::env::temp_dir().join(format!("locklab-monitor-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("capture.txt");
-    let mut cli = monitor(&server, &path);
+    let cli = monitor(&server, &path);
 
     // Lesson 05: A's lease runs out in a pause, B acquires, A's bare DEL
     // removes B's lock, C acquires: two pairs of holders and a wrong release.
     let l = lesson("05");
-    let mut topology = Topology::external(&server.url());
+    let mut topology = Topology::external(server.url());
     let pool = SessionPool::new(Limits {
         commands_per_sec: f64::INFINITY,
         ..Limits::default()
@@ -120,8 +133,7 @@ fn a_lessons_monitor_capture_imports_into_the_lessons_lock_bars_and_violations()
     let names: Names = env.session.names().clone();
     assert!(run.report().passed(), "lesson 05 passes on the real server");
     std::thread::sleep(Duration::from_millis(300));
-    let _ = cli.kill();
-    let _ = cli.wait();
+    drop(cli);
 
     let file = std::fs::File::open(&path).expect("capture");
     let imported = import(std::io::BufReader::new(file), &[], &ImportLimits::default()).expect("imports");
