@@ -48,12 +48,11 @@ pub fn parse_line(line: &[u8]) -> Result<Option<MonitorLine>, String> {
     if line.iter().all(u8::is_ascii_whitespace) || line == b"OK" {
         return Ok(None);
     }
-    let sp = line
-        .iter()
-        .position(|&b| b == b' ')
-        .ok_or("no \"[db client]\" after the time")?;
+    // The time first: a line that does not start with one is not what
+    // MONITOR prints at all (binary garbage, another file).
+    let sp = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
     let at_us = timestamp(&line[..sp])?;
-    let rest = &line[sp + 1..];
+    let rest = line.get(sp + 1..).ok_or("no \"[db client]\" after the time")?;
     let rest = rest
         .strip_prefix(b"[")
         .ok_or("expected \"[db client]\" after the time")?;
@@ -91,7 +90,10 @@ pub fn parse_line(line: &[u8]) -> Result<Option<MonitorLine>, String> {
 
 /// `%ld.%06ld` → microseconds.
 fn timestamp(t: &[u8]) -> Result<u64, String> {
-    let bad = || format!("{:?} is not a time (seconds.microseconds)", String::from_utf8_lossy(t));
+    let bad = || {
+        let shown: String = String::from_utf8_lossy(t).chars().take(40).collect();
+        format!("{shown:?} is not a time (seconds.microseconds): not a MONITOR line")
+    };
     let dot = t.iter().position(|&b| b == b'.').ok_or_else(bad)?;
     let (secs, micros) = (&t[..dot], &t[dot + 1..]);
     if secs.is_empty() || micros.len() != 6 || !secs.iter().chain(micros).all(u8::is_ascii_digit) || secs.len() > 12 {
@@ -197,7 +199,8 @@ mod tests {
         assert!(err(br#"1.000001 [0 1.2.3.4:5] "SET" "k"#).contains("unbalanced quotes"));
         assert!(err(br#"1.000001 [0 1.2.3.4:5] "SET" "k\q""#).contains("unknown escape"));
         assert!(err(b"1.000001 [0 1.2.3.4:5] \"SET\" \"k\xff\"").contains("binary garbage"));
-        assert!(err(b"\x7fELF\x02\x01\x01").contains("not a time") || err(b"\x7fELF\x02\x01\x01").contains("no \"[db"));
+        assert!(err(b"\x7fELF\x02\x01\x01").contains("not a MONITOR line"));
+        assert!(err(b"1.000001").contains("no \"[db client]\""));
         assert!(err(br#"1.5 [0 1.2.3.4:5] "PING""#).contains("not a time"));
         assert!(err(br#"1.000001 [x 1.2.3.4:5] "PING""#).contains("database"));
         assert!(err(br#"1.000001 [0 1.2.3.4:5] PING"#).contains("no quoted command"));
