@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use locklab_backend::cli::via::Via;
-use locklab_backend::cli::{bench, check, explore, lessons, repl};
+use locklab_backend::cli::{bench, check, explore, import, lessons, repl};
 use locklab_backend::real::lesson as real_lesson;
 use locklab_backend::real::play;
 use locklab_backend::{sim_server, web};
@@ -129,6 +129,11 @@ enum Cmd {
     Explore(explore::ExploreArgs),
     /// Check a lock library's history (JSON lines): lock invariants, leases, linearizability.
     Check(check::CheckArgs),
+    /// Traces from elsewhere: `trace import` replays a `redis-cli MONITOR` capture.
+    Trace {
+        #[command(subcommand)]
+        action: TraceCmd,
+    },
     /// Lock cycles per second: simulator vs a real redis-server.
     Bench {
         /// The real server to compare with (default: none).
@@ -153,6 +158,13 @@ enum Cmd {
         #[arg(long, value_name = "N")]
         class: Option<usize>,
     },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// Replay a `redis-cli MONITOR` capture through the simulator: lanes per client, lock bars,
+    /// two holders and non-owner deletes; exits 1 when it shows a violation.
+    Import(import::ImportArgs),
 }
 
 #[derive(Subcommand)]
@@ -453,6 +465,15 @@ fn main() -> Result<()> {
         Cmd::Explore(args) => print!("{}", explore::run(&args)?),
         Cmd::Check(args) => {
             let outcome = check::run(&args)?;
+            print!("{}", outcome.text);
+            if !outcome.clean {
+                std::process::exit(1);
+            }
+        }
+        Cmd::Trace {
+            action: TraceCmd::Import(args),
+        } => {
+            let outcome = import::run(&args)?;
             print!("{}", outcome.text);
             if !outcome.clean {
                 std::process::exit(1);

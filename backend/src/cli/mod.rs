@@ -11,6 +11,7 @@
 //!   [`check_run`] runs a real lock library under a nemesis to make one,
 //!   [`check_card`] is the report card, [`check_libs`] installs the
 //!   libraries at pinned versions.
+//! * [`import`] — `locklab trace import`: a MONITOR capture as a lock timeline.
 
 pub mod bench;
 pub mod check;
@@ -18,6 +19,7 @@ pub mod check_card;
 pub mod check_libs;
 pub mod check_run;
 pub mod explore;
+pub mod import;
 pub mod lessons;
 pub mod repl;
 pub mod via;

@@ -9,7 +9,7 @@
 //! of the same invariants by both.
 //!
 //! Requests are recognised by their commands, as a workload would name its
-//! calls: `SET … NX` (also inside `MULTI`) acquires; `DEL`, `GETDEL`,
+//! calls: `SET … NX` (also inside `MULTI`) acquires; `DEL`, `UNLINK`, `GETDEL`,
 //! `DELEX` and a script that deletes release; a script that sets a TTL,
 //! `PEXPIRE` and `SET … IFEQ` extend; `GET` reads. Anything else (`INCR`
 //! of a fencing counter, `WAIT`) is not a lock call and is left out.
@@ -26,9 +26,9 @@ fn upper(s: &str) -> String {
 }
 
 /// The lock call a request makes, before its outcome is known.
-struct Call {
-    op: OpKind,
-    key: String,
+pub(super) struct Call {
+    pub(super) op: OpKind,
+    pub(super) key: String,
     /// When the command shows it.
     token: Option<String>,
     ttl_ms: Option<u64>,
@@ -36,7 +36,7 @@ struct Call {
     pos: usize,
 }
 
-fn classify(commands: &[Vec<String>]) -> Option<Call> {
+pub(super) fn classify(commands: &[Vec<String>]) -> Option<Call> {
     let (pos, argv) = commands.iter().enumerate().find(|(_, c)| {
         c.first()
             .is_some_and(|n| !matches!(upper(n).as_str(), "MULTI" | "WATCH"))
@@ -50,7 +50,7 @@ fn classify(commands: &[Vec<String>]) -> Option<Call> {
         "SET" if flag("NX").is_some() => (OpKind::Acquire, arg(1)?, arg(2), ttl),
         "SET" if flag("IFEQ").is_some() => (OpKind::Extend, arg(1)?, arg(2), ttl),
         "SETNX" => (OpKind::Acquire, arg(1)?, arg(2), None),
-        "DEL" | "GETDEL" => (OpKind::Release, arg(1)?, None, None),
+        "DEL" | "UNLINK" | "GETDEL" => (OpKind::Release, arg(1)?, None, None),
         "DELEX" => (OpKind::Release, arg(1)?, arg(3), None),
         "PEXPIRE" => (OpKind::Extend, arg(1)?, None, arg(2)?.parse().ok()),
         "GET" => (OpKind::Read, arg(1)?, None, None),
@@ -77,7 +77,7 @@ fn classify(commands: &[Vec<String>]) -> Option<Call> {
 }
 
 /// Did the call do what it was for, judging by its reply?
-fn succeeded(kind: OpKind, reply: &Reply) -> bool {
+pub(super) fn succeeded(kind: OpKind, reply: &Reply) -> bool {
     match (kind, reply) {
         (_, Reply::Status(s)) => s == "OK",
         (OpKind::Release, Reply::Bulk(_)) => true,

@@ -32,6 +32,8 @@ mod from_trace;
 mod generate;
 mod judge;
 pub mod linear;
+pub mod monitor;
+pub mod monitor_line;
 mod parse;
 
 use serde::{Deserialize, Serialize};

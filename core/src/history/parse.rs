@@ -54,7 +54,7 @@ pub enum HistoryError {
 /// Read one line into `buf` (without its end of line), storing at most
 /// `max` bytes. `Ok(None)` at the end of input; `Ok(Some(complete))`, where
 /// `complete` is false when the input ended without a newline.
-fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<(bool, bool)>> {
+pub(super) fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<(bool, bool)>> {
     buf.clear();
     let mut too_long = false;
     let mut any = false;
