@@ -12,10 +12,10 @@ use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvaria
 use locklab_tests::server::RedisServer;
 
 /// LESSONS.md: "Lessons 01–14, 22–24, 28–30 and 32–34 can run on a single
-/// real redis-server".
+/// real redis-server"; and 50 (redis-py's Lock, issue 39).
 const SINGLE_NODE: &[&str] = &[
     "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "22", "23", "24", "28", "29",
-    "30", "32", "33", "34",
+    "30", "32", "33", "34", "50",
 ];
 
 /// Issue 18: the lessons that measure lock health (25–27) play on one real
@@ -27,7 +27,7 @@ const METRICS: &[&str] = &["25", "26", "27"];
 /// masters (18's slow node made by the session's delaying proxy, 20's
 /// clock jump by the lab's clock-shift preload in one redis-server); 31 on
 /// a real three-master cluster.
-const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37"];
+const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48"];
 
 use locklab_tests::lesson;
 
@@ -361,6 +361,15 @@ fn lesson_37_three_properties_on_five_real_masters() {
 /// The cluster's own answers: 1 for the undeclared key that happens to be
 /// local, CROSSSLOT for two declared keys in different slots, `non local
 /// key` for a key built inside the script, and success with a hash tag.
+/// Issue 39: the debate lesson on five real masters — A's GC pause and
+/// stale write, the elapsed-time check refusing a slow acquisition (two
+/// links slowed through the lab's proxy), the check-and-set at the
+/// resource refusing the stale holder, a slewing and then a jumping clock.
+#[test]
+fn lesson_48_the_debate_on_five_real_masters() {
+    managed("48");
+}
+
 #[test]
 fn lesson_31_script_keys_on_a_real_three_master_cluster() {
     managed("31");
