@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::io::{BufRead, Write};
 
 use locklab_core::client::{Program, RedlockProgram};
+use locklab_core::explore::exercise::grade;
+use locklab_core::lesson::exercise::{Exercise, MAX_ANSWER};
 use locklab_core::lesson::render::{self, swimlane_in, transcript};
 use locklab_core::lesson::rounds;
 use locklab_core::lesson::run::LessonRun;
@@ -220,6 +222,12 @@ pub fn quiz(
             )),
             _ => None,
         };
+        if let Some(ex) = &step.exercise {
+            asked += 1;
+            if exercise(ex, lang, input, output)? {
+                right += 1;
+            }
+        }
         if let Some((text, q)) = question {
             asked += 1;
             writeln!(output, "{} {}", if zh { "？" } else { "?" }, text.trim()).map_err(io)?;
@@ -255,6 +263,77 @@ pub fn quiz(
         writeln!(output, "\nscore: {right} / {asked}").map_err(io)?;
     }
     Ok((right, asked))
+}
+
+/// Ask an exercise, read the answer — one line; or, when the first line
+/// is blank, starts a Lua script or is `MULTI`, every line up to one
+/// holding only `.` — and print the lab's verdict. `true` when it passed.
+fn exercise(ex: &Exercise, lang: Lang, input: &mut dyn BufRead, output: &mut dyn Write) -> Result<bool, LessonError> {
+    let io = |e: std::io::Error| LessonError::Parse(format!("terminal: {e}"));
+    let zh = lang == Lang::Zh;
+    writeln!(output, "✎ {}", ex.ask.get(lang).trim()).map_err(io)?;
+    writeln!(
+        output,
+        "{}",
+        if zh {
+            "  （一行命令直接回车；多行——Lua 脚本，或每行一条命令——先输入一个空行或直接开始脚本，以单独一行 . 结束）"
+        } else {
+            "  (one command line, then Enter; several lines — a Lua script, or commands one a line — start with an empty line or the script itself and end with a line holding only .)"
+        }
+    )
+    .map_err(io)?;
+    write!(output, "{}", if zh { "你的答案> " } else { "your answer> " }).map_err(io)?;
+    output.flush().map_err(io)?;
+    let answer = read_answer(input).map_err(io)?;
+    let verdict = match grade(ex, &answer) {
+        Ok(g) => {
+            for l in g.lines(lang) {
+                writeln!(output, "{l}").map_err(io)?;
+            }
+            g.passed
+        }
+        Err(e) => {
+            writeln!(output, "✗ {}{e}", if zh { "无法评判：" } else { "cannot grade it: " }).map_err(io)?;
+            false
+        }
+    };
+    writeln!(
+        output,
+        "{}\n{}",
+        if zh { "参考答案：" } else { "a model answer:" },
+        ex.model.trim()
+    )
+    .map_err(io)?;
+    Ok(verdict)
+}
+
+/// Read an exercise's answer (see [`exercise`]), at most
+/// [`MAX_ANSWER`]` + 1` bytes of it: longer is refused by the grader.
+fn read_answer(input: &mut dyn BufRead) -> std::io::Result<String> {
+    let mut first = String::new();
+    input.read_line(&mut first)?;
+    let head = first.trim();
+    let many = head.is_empty()
+        || head.eq_ignore_ascii_case("MULTI")
+        || head.contains("redis.")
+        || ["if", "local", "return", "--", "for", "while"]
+            .iter()
+            .any(|w| head.split_whitespace().next() == Some(w));
+    if !many {
+        return Ok(first);
+    }
+    let mut answer = first;
+    loop {
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 || line.trim_end_matches(['\r', '\n']) == "." {
+            break;
+        }
+        answer.push_str(&line);
+        if answer.len() > MAX_ANSWER {
+            break;
+        }
+    }
+    Ok(answer)
 }
 
 /// The lines of the last step in a transcript: from its `[   … ms]` line
@@ -339,5 +418,41 @@ mod tests {
             text.contains("✗ 答案是：被拒绝") && text.contains("得分：0 /"),
             "{text}"
         );
+    }
+
+    /// `lesson run 46 --quiz`: each exercise reads a line, or a script
+    /// ended by `.`, and prints the lab's verdict: a bare DEL fails with its
+    /// counterexample, the compare-and-delete script passes with its bounds.
+    #[test]
+    fn quiz_grades_written_fixes() {
+        let l = lesson("46");
+        let exercises = l.steps.iter().filter(|s| s.exercise.is_some()).count();
+        assert!(exercises >= 4);
+        let script = "if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n  return redis.call(\"DEL\", KEYS[1])\nend\nreturn 0\n.\n";
+        // 1: the atomic SET; 2: a bare DEL; 3: GET then DEL, as two lines; 4: the script.
+        let input = format!("SET $key $token NX PX $ttl\nDEL $key\n\nGET $key\nDEL $key\n.\n{script}");
+        let mut out = Vec::new();
+        let (right, asked) = quiz(&l, Lang::En, &mut std::io::Cursor::new(input), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!((right, asked), (2, exercises as u32), "{text}");
+        assert!(text.contains("✗ not safe yet"), "{text}");
+        assert!(text.contains("breaks wrong-release in"), "{text}");
+        assert!(text.contains("✓ passed"), "{text}");
+        assert!(
+            text.contains("what the bounded-exhaustive search checked: held: every schedule"),
+            "{text}"
+        );
+        // An empty answer is a verdict, not a crash; in Chinese.
+        let mut out = Vec::new();
+        let (right, _) = quiz(
+            &l,
+            Lang::Zh,
+            &mut std::io::Cursor::new("\n.\n".repeat(exercises)),
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(right, 0, "{text}");
+        assert!(text.contains("✗ 无法评判：the answer is empty"), "{text}");
     }
 }

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::lesson::counterexample_lesson;
-use super::{ExploreError, Explorer, Finding, Outcome, Spec};
+use super::{ExploreError, Explorer, Finding, Outcome, Report, Spec};
 use crate::invariants::Invariant;
 use crate::lesson::worded::PageLesson;
 
@@ -93,9 +93,21 @@ impl Job {
     /// The report so far (final once [`Job::is_done`]).
     pub fn result(&self) -> JobResult {
         let report = self.explorer.report(&self.finding);
+        JobResult::from_report(
+            self.explorer.spec(),
+            &report,
+            bound(self.explorer.spec(), report.explored),
+        )
+    }
+}
+
+impl JobResult {
+    /// A finished search of `spec` as the page shows it; `bound` says how
+    /// far a design that held was searched.
+    pub fn from_report(spec: &Spec, report: &Report, bound: String) -> JobResult {
         let (lesson, lesson_error) = match &report.outcome {
             Outcome::Held => (None, None),
-            Outcome::Violated { .. } => match counterexample_lesson(self.explorer.spec(), &report) {
+            Outcome::Violated { .. } => match counterexample_lesson(spec, report) {
                 Ok(l) => (Some(l.worded()), None),
                 Err(e) => (None, Some(e.to_string())),
             },
@@ -113,7 +125,7 @@ impl Job {
         JobResult {
             transcript: report.transcript(),
             result_line: report.result_line(),
-            bound: bound(self.explorer.spec(), report.explored),
+            bound,
             explored: report.explored,
             broken,
             lesson,

@@ -30,6 +30,7 @@ pub mod bfs;
 pub mod catalog;
 pub mod designs;
 pub mod drill;
+pub mod exercise;
 pub mod job;
 pub mod lesson;
 pub mod link;
@@ -458,7 +459,7 @@ impl Explorer {
 /// design whose script never finishes would otherwise cost a full
 /// instruction budget on every one of thousands of schedules, and could not
 /// be a lock on redis-server at all.
-fn stopped_script(spec: &Spec, events: &[crate::trace::Event]) -> Result<(), ExploreError> {
+pub(crate) fn stopped_script(spec: &Spec, events: &[crate::trace::Event]) -> Result<(), ExploreError> {
     for e in events {
         let crate::trace::EventKind::Executed { commands, replies, .. } = &e.kind else {
             continue;
@@ -575,16 +576,7 @@ impl Report {
                 }
             ));
             out.push_str(&format!("it breaks {}: {}\n\n", invariant.name(), explain(*invariant)));
-            out.push_str(&format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor"));
-            for e in &trace.events {
-                out.push_str(&format!(
-                    "{:>5}  {:>5} ms  {:<9} {}\n",
-                    e.step,
-                    e.at_ms,
-                    trace.names.actor(e.actor),
-                    e.describe(&trace.names)
-                ));
-            }
+            out.push_str(&trace_table(trace));
             out.push('\n');
         } else if self.bounded.is_none() {
             out.push_str("no schedule broke stale-write, wrong-release or deadlock\n");
@@ -595,7 +587,22 @@ impl Report {
     }
 }
 
-fn explain(i: Invariant) -> &'static str {
+/// A run's events as the transcript's table: step, time, actor, event.
+pub(crate) fn trace_table(trace: &Trace) -> String {
+    let mut out = format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor");
+    for e in &trace.events {
+        out.push_str(&format!(
+            "{:>5}  {:>5} ms  {:<9} {}\n",
+            e.step,
+            e.at_ms,
+            trace.names.actor(e.actor),
+            e.describe(&trace.names)
+        ));
+    }
+    out
+}
+
+pub(crate) fn explain(i: Invariant) -> &'static str {
     match i {
         Invariant::StaleWrite => {
             "the resource accepted a write from a holder after a later holder's write (a lost update)"

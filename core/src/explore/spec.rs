@@ -106,6 +106,10 @@ pub struct Spec {
     /// Fencing tokens on (taken in the acquire's transaction; the resource
     /// rejects lower tokens) or off.
     pub fencing: bool,
+    /// With fencing on: the token comes from a separate `INCR` after the
+    /// acquire succeeded, not from the acquire's transaction (a pause
+    /// between the two hands an earlier holder a larger token).
+    pub fence_after: bool,
     pub topology: TopologyKind,
     pub clients: u32,
     /// The fault budget: how many faults one schedule may contain.
@@ -153,6 +157,7 @@ impl Default for Spec {
             acquire: Acquire::SetNxPx,
             release: Release::Lua,
             fencing: false,
+            fence_after: false,
             topology: TopologyKind::Single,
             clients: 2,
             faults: 1,
@@ -228,6 +233,9 @@ impl Spec {
             return Err(ExploreError::Unsupported(
                 "--acquire setnx-expire with --topology redlock5 (Redlock always uses SET NX PX)".into(),
             ));
+        }
+        if self.fence_after && !self.fencing {
+            return bad("fence_after needs fencing = true".into());
         }
         let custom = self.watchdog.is_some()
             || self.scripts.is_some()
@@ -365,12 +373,14 @@ impl Spec {
             _ => Program::Lock(LockProgram {
                 ttl_ms: ttl,
                 acquire: self.acquire,
-                fencing: if self.fencing {
-                    Fencing::Transaction {
+                fencing: match (self.fencing, self.fence_after) {
+                    (false, _) => Fencing::Off,
+                    (true, false) => Fencing::Transaction {
                         counter: "fence".into(),
-                    }
-                } else {
-                    Fencing::Off
+                    },
+                    (true, true) => Fencing::IncrAfter {
+                        counter: "fence".into(),
+                    },
                 },
                 retry: self.retry.unwrap_or(Retry {
                     max_attempts: None,

@@ -23,6 +23,7 @@
 //! text swimlane.
 
 pub mod compress;
+pub mod exercise;
 pub mod judge;
 pub mod lint;
 pub mod metrics;
@@ -441,7 +442,7 @@ pub struct MetricsSpec {
 impl Eq for MetricsSpec {}
 
 /// One step as written in a lesson file. Exactly one of `cmd`, `wait_ms`,
-/// `fault`, `program`, `write`, `hold`, `unhold`, `say`, `metrics` is given.
+/// `fault`, `program`, `write`, `hold`, `unhold`, `say`, `metrics`, `exercise` is given.
 ///
 /// `P` is what a program is: a [`Program`] to run, or, as the page reads a
 /// lesson, a [`worded::Worded`] program it only words.
@@ -476,6 +477,9 @@ pub struct Step<P = Program> {
     pub say: Option<Text>,
     /// Show the lock-health figures so far, checked against bounds.
     pub metrics: Option<MetricsSpec>,
+    /// "Write the fix": the candidate types one part of the lock and the
+    /// lab grades it ([`exercise`]). Nothing runs in the lesson itself.
+    pub exercise: Option<exercise::Exercise>,
     pub expect: Option<Expect>,
     pub explain: Option<Text>,
     pub quiz: Option<Quiz>,
@@ -496,6 +500,7 @@ impl<P> Default for Step<P> {
             unhold: None,
             say: None,
             metrics: None,
+            exercise: None,
             expect: None,
             explain: None,
             quiz: None,
@@ -529,6 +534,7 @@ pub enum StepKind<'a, P = Program> {
     },
     Say(&'a Text),
     Metrics(&'a MetricsSpec),
+    Exercise(&'a exercise::Exercise),
 }
 
 impl<P> Step<P> {
@@ -567,13 +573,14 @@ impl<P> Step<P> {
             self.unhold.is_some() && !folded,
             self.say.is_some(),
             self.metrics.is_some(),
+            self.exercise.is_some(),
         ]
         .iter()
         .filter(|g| **g)
         .count();
         if given != 1 {
             return Err(format!(
-                "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics ({given} given; hold or unhold may go with a cmd or a write)"
+                "a step does exactly one of cmd, wait_ms, fault, program, write, hold, unhold, say, metrics, exercise ({given} given; hold or unhold may go with a cmd or a write)"
             ));
         }
         let client = || {
@@ -612,6 +619,8 @@ impl<P> Step<P> {
             StepKind::Say(t)
         } else if let Some(m) = &self.metrics {
             StepKind::Metrics(m)
+        } else if let Some(e) = &self.exercise {
+            StepKind::Exercise(e)
         } else {
             StepKind::Hold {
                 client: client()?,
@@ -849,6 +858,9 @@ impl<P> Lesson<P> {
                 if t.zh.trim().is_empty() || t.en.trim().is_empty() {
                     return Err(bad("say needs both zh and en".into()));
                 }
+            }
+            if let StepKind::Exercise(e) = &kind {
+                e.check().map_err(bad)?;
             }
             if let StepKind::Metrics(m) = &kind {
                 if let Some(c) = m.clients.iter().find(|c| !self.actors.contains(c)) {

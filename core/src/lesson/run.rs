@@ -375,7 +375,7 @@ pub fn shown<'a, P: Wording>(
             },
         },
         StepKind::Hold { client, key, holds } => Shown::Hold { client, key, holds },
-        StepKind::Say(t) => Shown::Say(t),
+        StepKind::Say(t) | StepKind::Exercise(crate::lesson::exercise::Exercise { ask: t, .. }) => Shown::Say(t),
         StepKind::Metrics(spec) => Shown::Metrics {
             clients: metric_clients(lesson, spec),
         },
@@ -483,7 +483,7 @@ impl Progress {
                 self.write_tokens.insert(index, token);
                 Some(verdict)
             }
-            StepKind::Say(_) => None,
+            StepKind::Say(_) | StepKind::Exercise(_) => None,
             StepKind::Metrics(spec) => {
                 let clients = metric_clients(&self.lesson, spec);
                 let m = env.metrics(index, spec, &clients).map_err(err)?;
