@@ -96,12 +96,12 @@ fn pairs() -> Vec<Pair> {
                 sub: None,
                 allowed: false,
             }),
-            Lab::Deny(_) => out.extend(cmd.subcommands.iter().map(|s| Pair {
+            Lab::Deny(_) => out.extend(cmd.subcommands.iter().map(|(s, _)| Pair {
                 cmd,
                 sub: Some(*s),
                 allowed: false,
             })),
-            Lab::Subs(listed) => out.extend(cmd.subcommands.iter().map(|s| Pair {
+            Lab::Subs(listed) => out.extend(cmd.subcommands.iter().map(|(s, _)| Pair {
                 cmd,
                 sub: Some(*s),
                 allowed: listed.iter().any(|(l, _)| l == s),

@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc::{self, error::TrySendError, unbounded_channel, UnboundedReceiver};
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::node::{Argv, Batch, BusyEffect, Job, Ran, Stop};
+use super::node::{Argv, Batch, Deferred, Job, Ran, Stop};
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
 use super::{Busy, Shared};
@@ -69,12 +69,10 @@ enum Flow {
     Gone,
 }
 
-/// What the connection can do with its next request while a script is busy.
+/// What the connection did with its pending requests while a script is busy.
 enum Local {
     NotBusy,
-    /// The first request needs the node (`HELLO`, `WATCH`…): it waits.
-    NeedsNode,
-    /// Some requests were answered.
+    /// They were answered.
     Answered(Flow),
 }
 
@@ -84,7 +82,6 @@ enum Answer {
     /// Refused before running (`rejectCommand`): an open transaction is
     /// doomed (`flagTransaction`).
     Refused(Reply),
-    NeedsNode,
     /// `QUIT`.
     Close(Reply),
     /// `SHUTDOWN NOSAVE`.
@@ -118,9 +115,9 @@ struct Conn {
     /// Whether the node had this connection in MULTI after its last batch
     /// (or the busy answers put it there).
     in_multi: bool,
-    /// Transaction changes made while a script held the node, applied to
-    /// the node, in order, with this connection's next batch.
-    busy_effects: Vec<BusyEffect>,
+    /// What the busy answers being given did, for the node to catch up on
+    /// at the script's end (see [`Deferred`]).
+    busy_effects: Vec<Deferred>,
 }
 
 /// Takes the connection out of the node however the task ends (the client
@@ -182,7 +179,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
         busy: shared.busy.subscribe(),
         shared,
         jobs,
-        sess: Session { id, resp3: false },
+        sess: Session::new(id),
         parser: Parser::new(),
         input: Vec::with_capacity(INITIAL_INPUT),
         pos: 0,
@@ -302,18 +299,15 @@ impl Conn {
     /// Answer the pending requests: by the node, or (a script being busy)
     /// by the connection itself.
     async fn execute(&mut self, stream: &mut TcpStream) -> io::Result<Flow> {
-        let may_take_back = match self.answer_while_busy() {
-            Local::NotBusy => true,
-            Local::NeedsNode => false,
-            Local::Answered(flow) => return Ok(flow),
-        };
+        if let Local::Answered(flow) = self.answer_while_busy() {
+            return Ok(flow);
+        }
         let claim = Arc::new(AtomicBool::new(false));
         let (done, ran) = oneshot::channel();
         let batch = Batch {
             sess: self.sess,
             argvs: Arc::clone(&self.pending),
             from: self.next,
-            effects: self.busy_effects.clone(),
             claim: Arc::clone(&claim),
             done,
             out: std::mem::take(&mut self.spare),
@@ -321,7 +315,7 @@ impl Conn {
         if self.jobs.send(Job::Run(batch)).await.is_err() {
             return Ok(Flow::Gone);
         }
-        match self.await_ran(ran, &claim, may_take_back).await {
+        match self.await_ran(ran, &claim).await {
             Some(Some(ran)) => self.apply(ran, stream).await,
             // Taken back: the next turn answers it BUSY.
             Some(None) => Ok(Flow::Go),
@@ -332,12 +326,8 @@ impl Conn {
     /// Wait for the node's answer to a batch; once a script has been busy
     /// past the threshold, take the batch back if the node has not started
     /// it (`Some(None)`). `None`: the node's thread is gone.
-    async fn await_ran(
-        &mut self,
-        mut ran: oneshot::Receiver<Ran>,
-        claim: &AtomicBool,
-        mut may_take_back: bool,
-    ) -> Option<Option<Ran>> {
+    async fn await_ran(&mut self, mut ran: oneshot::Receiver<Ran>, claim: &AtomicBool) -> Option<Option<Ran>> {
+        let mut may_take_back = true;
         loop {
             let due = if may_take_back {
                 let threshold = self.shared.busy_threshold();
@@ -373,7 +363,6 @@ impl Conn {
     async fn apply(&mut self, ran: Ran, stream: &mut TcpStream) -> io::Result<Flow> {
         self.sess = ran.sess;
         self.in_multi = ran.in_multi;
-        self.busy_effects.clear();
         self.next += ran.ran;
         let base = self.out.len();
         let mut replies = ran.out;
@@ -477,50 +466,63 @@ impl Conn {
 
     /// While a script has held the node past the threshold: answer the
     /// pending requests without the node, as redis-server's
-    /// `processCommand` does while `scriptIsTimedout`.
+    /// `processCommand` does while `scriptIsTimedout`. What the answers did
+    /// is left for the node in the script's log, which stays locked while
+    /// they are given: either the node catches up on all of them at the
+    /// script's end, or the script had ended and none is answered here.
     fn answer_while_busy(&mut self) -> Local {
         let busy = match self.busy.borrow().as_ref() {
             Some(b) if b.since.elapsed() >= self.shared.busy_threshold() => b.clone(),
             _ => return Local::NotBusy,
         };
+        let shared = Arc::clone(&self.shared);
+        let mut log = shared.answered_while_busy();
+        let Some(log) = log.as_mut() else {
+            return Local::NotBusy;
+        };
+        let flow = self.answer_pending(&busy);
+        let id = self.sess.id;
+        log.extend(self.busy_effects.drain(..).map(|d| (id, d)));
+        Local::Answered(flow)
+    }
+
+    /// The pending requests, answered while a script is busy.
+    fn answer_pending(&mut self, busy: &Busy) -> Flow {
         let pending = Arc::clone(&self.pending);
-        let mut answered = 0;
         while let Some(argv) = pending.get(self.next) {
-            let reply = match self.answer(argv, &busy) {
+            let reply = match self.answer(argv, busy) {
                 Answer::Reply(r) => r,
                 Answer::Refused(r) => {
                     if self.in_multi {
-                        self.busy_effects.push(BusyEffect::Doom);
+                        self.busy_effects.push(Deferred::Doom);
                     }
                     r
                 }
-                Answer::NeedsNode if answered == 0 => return Local::NeedsNode,
-                Answer::NeedsNode => return Local::Answered(Flow::Go),
                 Answer::Close(r) => {
                     resp::encode(&mut self.out, &r, self.sess.resp3);
                     self.next = pending.len();
-                    return Local::Answered(Flow::Close);
+                    return Flow::Close;
                 }
                 Answer::Shutdown => {
                     self.shared.shut_down();
                     self.next = pending.len();
-                    return Local::Answered(Flow::Close);
+                    return Flow::Close;
                 }
             };
             // Refused with BUSY inside MULTI: the transaction is doomed.
             if self.in_multi && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")) {
-                self.busy_effects.push(BusyEffect::Doom);
+                self.busy_effects.push(Deferred::Doom);
             }
             resp::encode(&mut self.out, &reply, self.sess.resp3);
             self.next += 1;
-            answered += 1;
         }
-        Local::Answered(Flow::Go)
+        Flow::Go
     }
 
-    /// One request while a script is busy: the allow-busy commands that
-    /// need nothing but the connection are answered here; `HELLO`, `WATCH`,
-    /// `UNWATCH` and `RESET` need the node and wait for it; the rest get
+    /// One request while a script is busy: the allow-busy commands
+    /// (`CMD_ALLOW_BUSY` in 7.0.15's table: AUTH, HELLO, MULTI, DISCARD,
+    /// WATCH, UNWATCH, RESET, QUIT, SHUTDOWN, SCRIPT KILL, FUNCTION KILL,
+    /// FUNCTION STATS) are answered here as they would run; the rest get
     /// `-BUSY`.
     fn answer(&mut self, argv: &[Vec<u8>], busy: &Busy) -> Answer {
         // An unknown command or a wrong number of arguments is refused
@@ -530,7 +532,7 @@ impl Conn {
                 return Answer::Refused(refused);
             }
             if std::mem::take(&mut self.in_multi) {
-                self.busy_effects.push(BusyEffect::Discard);
+                self.busy_effects.push(Deferred::Discard);
             }
             let Reply::Error(e) = refused else {
                 return Answer::Reply(refused);
@@ -555,12 +557,52 @@ impl Conn {
                 Ok(false) => Answer::Reply(busy_error(busy.eval)),
                 Err(e) => Answer::Reply(e),
             },
-            "auth" if argv.len() < 2 => Answer::Reply(Reply::error("ERR wrong number of arguments for 'auth' command")),
-            "auth" => Answer::Reply(wire::auth_reply(argv)),
             "quit" => Answer::Close(Reply::ok()),
-            "hello" | "watch" | "unwatch" | "reset" => Answer::NeedsNode,
+            "auth" | "hello" | "watch" | "unwatch" | "reset" => Answer::Reply(self.connection_while_busy(argv, &name)),
             _ => Answer::Reply(busy_error(busy.eval)),
         }
+    }
+
+    /// The allow-busy commands that change the connection, answered as they
+    /// run (`authCommand`, `helloCommand`, `watchCommand`, `unwatchCommand`,
+    /// `resetCommand`; inside MULTI, `processCommand` queues all but WATCH
+    /// and RESET), and left for the node to run again at the script's end.
+    fn connection_while_busy(&mut self, argv: &[Vec<u8>], name: &str) -> Reply {
+        let reply = match name {
+            "reset" => {
+                self.in_multi = false;
+                self.sess.resp3 = false;
+                self.sess.db = 0;
+                Reply::status("RESET")
+            }
+            "watch" if self.in_multi => return Reply::error("ERR WATCH inside MULTI is not allowed"),
+            "watch" => {
+                let watches = self.shared.control.watch_while_busy(self.sess.db, &argv[1..]);
+                self.busy_effects.push(Deferred::Watch {
+                    argv: argv.to_vec(),
+                    watches,
+                });
+                return Reply::ok();
+            }
+            "unwatch" if self.in_multi => Reply::status("QUEUED"),
+            "unwatch" => Reply::ok(),
+            // The wire layer's commands inside MULTI, as the node answers
+            // them when not busy.
+            _ if self.in_multi => wire::unsupported_in_multi(name),
+            // Nothing to run again: a server without `requirepass`.
+            "auth" => return wire::auth_reply(argv),
+            _ => match wire::hello_options(argv) {
+                Err(e) => return e,
+                Ok(opts) => {
+                    if let Some(v) = opts.proto {
+                        self.sess.resp3 = v == 3;
+                    }
+                    wire::hello_reply(self.sess.id, self.sess.resp3, self.shared.env.profile)
+                }
+            },
+        };
+        self.busy_effects.push(Deferred::Run(argv.to_vec()));
+        reply
     }
 
     /// `scriptKill`: `SCRIPT KILL` (`eval_kill`) or `FUNCTION KILL`.
@@ -590,7 +632,7 @@ impl Conn {
                 return Some(Reply::error("ERR MULTI calls can not be nested"));
             }
             self.in_multi = true;
-            self.busy_effects.push(BusyEffect::Multi);
+            self.busy_effects.push(Deferred::Multi);
             return Some(Reply::ok());
         }
         if is(b"discard") && argv.len() == 1 {
@@ -598,13 +640,13 @@ impl Conn {
                 return Some(Reply::error("ERR DISCARD without MULTI"));
             }
             self.in_multi = false;
-            self.busy_effects.push(BusyEffect::Discard);
+            self.busy_effects.push(Deferred::Discard);
             return Some(Reply::ok());
         }
         if is(b"exec") {
             if self.in_multi {
                 self.in_multi = false;
-                self.busy_effects.push(BusyEffect::Discard);
+                self.busy_effects.push(Deferred::Discard);
             }
             let busy = if eval { SLOW_EVAL } else { SLOW_SCRIPT };
             return Some(Reply::error(format!(

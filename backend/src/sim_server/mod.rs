@@ -298,6 +298,11 @@ struct Shared {
     running: Mutex<Option<Busy>>,
     /// How the running script is killed, and whether it wrote.
     control: Arc<ScriptControl>,
+    /// While a script runs: what the connections answered by themselves
+    /// during it, for the node to catch up on at its end (`None` between
+    /// scripts: a connection that finds it so sends its requests to the
+    /// node).
+    answered_while_busy: Mutex<Option<node::AnsweredWhileBusy>>,
     /// The next connection's id: numbered when accepted, so a connection
     /// can answer (and be freed) while a script holds the node.
     next_id: AtomicU64,
@@ -311,6 +316,10 @@ struct Shared {
 impl Shared {
     fn take_gone(&self) -> Vec<ConnId> {
         std::mem::take(&mut *self.gone.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn answered_while_busy(&self) -> std::sync::MutexGuard<'_, Option<node::AnsweredWhileBusy>> {
+        self.answered_while_busy.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `busy-reply-threshold` now.
@@ -490,6 +499,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         clock: Clock::new(),
         busy: watch::Sender::new(None),
         running: Mutex::new(None),
+        answered_while_busy: Mutex::new(None),
         control: Arc::new(ScriptControl::new()),
         next_id: AtomicU64::new(1),
         stop: watch::Sender::new(false),

@@ -9,15 +9,16 @@
 //! seconds holds nothing but it: the runtime's threads keep serving the
 //! connections, which answer `BUSY` themselves (see `conn`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use locklab_core::server::config::ClientClass;
-use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
+use locklab_core::server::script::{set_thread_limits, BusyWatch, INSTRUCTION_LIMIT};
 use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::sync::{mpsc, oneshot};
@@ -55,8 +56,6 @@ pub(super) struct Batch {
     pub(super) sess: Session,
     pub(super) argvs: Arc<Vec<Argv>>,
     pub(super) from: usize,
-    /// What happened to the connection's transaction while a script ran.
-    pub(super) effects: Vec<BusyEffect>,
     /// Set by whoever takes the batch first: the node's thread to run it,
     /// or the connection to answer it BUSY because a script is running.
     pub(super) claim: Arc<AtomicBool>,
@@ -67,17 +66,32 @@ pub(super) struct Batch {
     pub(super) out: Vec<u8>,
 }
 
-/// What `processCommand` does to a client's transaction while a script is
-/// busy, recorded for the node (see `conn`'s busy answers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum BusyEffect {
+/// What a connection answered by itself while a script held the node, for
+/// the node to catch up on when the script ends, in the order answered:
+/// redis-server runs the allow-busy commands between two of the script's
+/// slices (`processEventsWhileBlocked`), and refuses the others
+/// (`rejectCommand`), which dooms an open transaction. See `conn`'s busy
+/// answers and [`NodeThread::catch_up`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Deferred {
     /// MULTI (allow-busy) ran: the client is in a transaction.
     Multi,
     /// A command was refused with BUSY inside MULTI (`flagTransaction`).
     Doom,
     /// EXEC was refused (`execCommandAbort`) or DISCARD ran.
     Discard,
+    /// An allow-busy command that changes the connection's state (`HELLO`,
+    /// `RESET`, `UNWATCH`, or `AUTH`/`HELLO` queued in a transaction): run
+    /// again, its reply dropped (the connection gave it).
+    Run(Argv),
+    /// `WATCH`: run again; if the script changed one of its keys after it
+    /// was answered (`watches`: their entries in
+    /// `ScriptControl::take_watches`' list), the next EXEC fails.
+    Watch { argv: Argv, watches: Range<usize> },
 }
+
+/// The deferred answers of one busy script, per connection.
+pub(super) type AnsweredWhileBusy = Vec<(ConnId, Deferred)>;
 
 /// Why a batch stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +135,7 @@ pub(super) fn spawn(
         shared,
         work_limit,
         blocked: BTreeSet::new(),
+        early: BTreeMap::new(),
     };
     std::thread::Builder::new()
         .name("sim-server-node".into())
@@ -136,6 +151,9 @@ struct NodeThread {
     /// Connections waiting in a blocking command: told [`Outgoing::Unblocked`]
     /// after the reply that ends the wait.
     blocked: BTreeSet<ConnId>,
+    /// What connections opened during a busy script answered before the
+    /// node saw them connect (applied at their `Connect`).
+    early: BTreeMap<ConnId, Vec<(Deferred, bool)>>,
 }
 
 impl NodeThread {
@@ -149,6 +167,9 @@ impl NodeThread {
                     self.st.node.connect_as(id);
                     self.st.clients.insert(id, info);
                     self.st.outboxes.insert(id, outbox);
+                    for (deferred, touched) in self.early.remove(&id).unwrap_or_default() {
+                        self.apply_deferred(id, deferred, touched);
+                    }
                 }
                 Job::Disconnect(id) => self.forget(id),
                 Job::Run(batch) => {
@@ -156,7 +177,7 @@ impl NodeThread {
                     if batch.claim.swap(true, Ordering::AcqRel) {
                         continue;
                     }
-                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], &batch.effects, batch.out);
+                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], batch.out);
                     drop(batch.argvs);
                     let _ = batch.done.send(ran);
                 }
@@ -165,7 +186,7 @@ impl NodeThread {
                     self.route(None, &mut Vec::new());
                     let blocked = self.st.node.is_blocked(id);
                     let _ = done.send(Ran {
-                        sess: Session { id, resp3: false },
+                        sess: Session::new(id),
                         ran: 0,
                         out: Vec::new(),
                         stop: if blocked { Stop::Blocked } else { Stop::Done },
@@ -179,31 +200,69 @@ impl NodeThread {
 
     /// Free a connection: it left, or was closed for its output.
     fn forget(&mut self, id: ConnId) {
+        self.early.remove(&id);
         self.st.node.disconnect(id);
         self.st.clients.remove(&id);
         self.st.outboxes.remove(&id);
         self.blocked.remove(&id);
     }
 
-    /// Give the node what happened to this connection's transaction while
-    /// a script held it.
-    fn apply_busy_effects(&mut self, id: ConnId, effects: &[BusyEffect]) {
-        for effect in effects {
-            match effect {
-                BusyEffect::Multi => {
-                    let _ = self.st.node.execute(id, &[b"MULTI".to_vec()]);
+    /// What the connections answered while the script that just ended held
+    /// the node, given to it in their order: the transaction commands and
+    /// their refusals, the allow-busy commands run again (their replies
+    /// were given), and a `WATCH`'s keys that the script changed after it
+    /// failing that client's next EXEC (`touchWatchedKey`).
+    fn catch_up(&mut self, answered: AnsweredWhileBusy, watches: &[BusyWatch]) {
+        for (id, deferred) in answered {
+            let touched = match &deferred {
+                Deferred::Watch { watches: keys, .. } => {
+                    watches.get(keys.clone()).is_some_and(|w| w.iter().any(|w| w.touched))
                 }
-                BusyEffect::Discard => {
-                    let _ = self.st.node.execute(id, &[b"DISCARD".to_vec()]);
-                }
-                BusyEffect::Doom => self.st.node.flag_transaction(id),
+                _ => false,
+            };
+            if self.st.clients.contains_key(&id) {
+                self.apply_deferred(id, deferred, touched);
+            } else {
+                // Opened during the script: its `Connect` is still queued.
+                self.early.entry(id).or_default().push((deferred, touched));
             }
         }
     }
 
+    /// One thing a connection answered while a script was busy (see
+    /// [`NodeThread::catch_up`]); `touched`: a `WATCH`'s key changed since.
+    fn apply_deferred(&mut self, id: ConnId, deferred: Deferred, touched: bool) {
+        match deferred {
+            Deferred::Multi => {
+                let _ = self.st.node.execute(id, &[b"MULTI".to_vec()]);
+            }
+            Deferred::Discard => {
+                let _ = self.st.node.execute(id, &[b"DISCARD".to_vec()]);
+            }
+            Deferred::Doom => self.st.node.flag_transaction(id),
+            Deferred::Run(argv) => self.replay(id, &argv),
+            Deferred::Watch { argv, .. } => {
+                self.replay(id, &argv);
+                if touched {
+                    self.st.node.flag_dirty_cas(id);
+                }
+            }
+        }
+    }
+
+    /// Run a request the connection already answered, for its effect.
+    fn replay(&mut self, id: ConnId, argv: &[Vec<u8>]) {
+        let mut sess = Session {
+            id,
+            resp3: self.st.clients.get(&id).is_some_and(|c| c.resp == 3),
+            db: self.st.node.selected_db(id),
+        };
+        let now_ms = self.shared.clock.now_ms();
+        let _ = run_guarded(&mut self.st, &mut sess, &self.shared.env, now_ms, argv);
+    }
+
     /// Run the requests in order until one stops the batch.
-    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], effects: &[BusyEffect], mut out: Vec<u8>) -> Ran {
-        self.apply_busy_effects(sess.id, effects);
+    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], mut out: Vec<u8>) -> Ran {
         out.clear();
         let mut ran = 0;
         let mut stop = Stop::Done;
@@ -213,8 +272,8 @@ impl NodeThread {
             }
             ran += 1;
             let now_ms = self.shared.clock.now_ms();
-            let (reply, after) = match script_kind(argv) {
-                Some(eval) => self.run_script(&mut sess, now_ms, argv, eval),
+            let (reply, after) = match self.script_in(sess.id, argv) {
+                Some((eval, shown)) => self.run_script(&mut sess, now_ms, argv, eval, shown),
                 None => run_guarded(&mut self.st, &mut sess, &self.shared.env, now_ms, argv),
             };
             self.route(Some(sess.id), &mut out);
@@ -243,6 +302,7 @@ impl NodeThread {
                 break;
             }
         }
+        sess.db = self.st.node.selected_db(sess.id);
         if let (Some(last), Some(info)) = (argvs[..ran].last(), self.st.clients.get_mut(&sess.id)) {
             info.last = Instant::now();
             info.last_cmd = wire::fullname(last, self.shared.env.profile);
@@ -259,9 +319,34 @@ impl NodeThread {
         }
     }
 
-    /// Run a script: announce it to the connections (they answer BUSY past
-    /// the threshold), and let it be killed.
-    fn run_script(&mut self, sess: &mut Session, now_ms: u64, argv: &[Vec<u8>], eval: bool) -> (Reply, After) {
+    /// Does this request run a script: EVAL's family (true) or FCALL's, and
+    /// the queued command `FUNCTION STATS` shows, if not this one? An EXEC
+    /// does when its transaction queued one (its first): redis-server's
+    /// scripts inside EXEC go busy and can be killed as any other (issue 43).
+    fn script_in(&self, id: ConnId, argv: &[Vec<u8>]) -> Option<(bool, Option<Argv>)> {
+        if let Some(eval) = script_kind(argv) {
+            return Some((eval, None));
+        }
+        if !argv.first()?.eq_ignore_ascii_case(b"exec") || argv.len() != 1 {
+            return None;
+        }
+        let queued = self.st.node.queued(id);
+        queued
+            .iter()
+            .find_map(|q| script_kind(q).map(|eval| (eval, Some(q.clone()))))
+    }
+
+    /// Run a script (or a transaction with one): announce it to the
+    /// connections (they answer BUSY past the threshold), and let it be
+    /// killed.
+    fn run_script(
+        &mut self,
+        sess: &mut Session,
+        now_ms: u64,
+        argv: &[Vec<u8>],
+        eval: bool,
+        shown: Option<Argv>,
+    ) -> (Reply, After) {
         let control = &self.shared.control;
         control.reset();
         // What FUNCTION STATS shows while a function is busy (an EVAL's
@@ -270,7 +355,11 @@ impl NodeThread {
         let busy = Busy {
             since,
             eval,
-            argv: if eval { Vec::new() } else { argv.to_vec() },
+            argv: match (eval, shown) {
+                (true, _) => Vec::new(),
+                (false, Some(queued)) => queued,
+                (false, None) => argv.to_vec(),
+            },
             stats: if eval {
                 Reply::Nil
             } else {
@@ -278,9 +367,16 @@ impl NodeThread {
             },
         };
         *self.shared.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(busy);
+        *self.shared.answered_while_busy() = Some(Vec::new());
         set_thread_limits(Some(Arc::clone(control)), self.work_limit);
         let out = run_guarded(&mut self.st, sess, &self.shared.env, now_ms, argv);
         set_thread_limits(None, INSTRUCTION_LIMIT);
+        // Closed before the watches are taken: a connection answers (and
+        // registers a WATCH) only while it is open.
+        let answered = self.shared.answered_while_busy().take().unwrap_or_default();
+        let watches = self.shared.control.take_watches();
+        self.catch_up(answered, &watches);
+        let control = &self.shared.control;
         *self.shared.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
         // Told only if it went busy (see `busy_watch`).
         if self.shared.busy.borrow().is_some() {

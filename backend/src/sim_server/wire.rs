@@ -115,6 +115,19 @@ pub(crate) struct Session {
     pub(crate) id: ConnId,
     /// Switched by `HELLO 3`, back by `HELLO 2` or `RESET`.
     pub(crate) resp3: bool,
+    /// The selected database, as the node had it after the connection's
+    /// last batch (what a `WATCH` answered while a script is busy watches).
+    pub(crate) db: usize,
+}
+
+impl Session {
+    pub(crate) fn new(id: ConnId) -> Session {
+        Session {
+            id,
+            resp3: false,
+            db: 0,
+        }
+    }
 }
 
 /// Facts about the server that never change while it runs.
@@ -337,15 +350,17 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
 fn in_multi(st: &mut State, sess: &mut Session, now_ms: u64, w: &WireCommand, argv: &[Vec<u8>]) -> (Reply, After) {
     st.node.set_time(now_ms);
     match st.node.execute(sess.id, argv) {
-        Reply::Error(_) => (
-            Reply::error(format!(
-                "ERR '{}' inside MULTI is not supported by locklab sim-server (the transaction will abort at EXEC)",
-                w.name
-            )),
-            After::Continue,
-        ),
+        Reply::Error(_) => (unsupported_in_multi(w.name), After::Continue),
         other => (other, After::Continue),
     }
+}
+
+/// The refusal of a wire command inside `MULTI` (see the module
+/// documentation).
+pub(crate) fn unsupported_in_multi(name: &str) -> Reply {
+    Reply::error(format!(
+        "ERR '{name}' inside MULTI is not supported by locklab sim-server (the transaction will abort at EXEC)"
+    ))
 }
 
 // ---------------------------------------------------------------- HELLO ---
@@ -368,19 +383,24 @@ fn authenticate(user: &[u8]) -> Result<(), Reply> {
     }
 }
 
-/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
-fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
-    let mut ver = None;
+/// What a valid `HELLO [protover [AUTH username password] [SETNAME
+/// clientname]]` asks for: the protocol, and the name to set (`Some(None)`
+/// clears it).
+pub(crate) struct HelloOptions {
+    pub(crate) proto: Option<i64>,
+    pub(crate) name: Option<Option<Vec<u8>>>,
+}
+
+/// `helloCommand`'s checks, in its order; `Err` is the reply. Needs nothing
+/// but the arguments on a server without `requirepass`, so a connection
+/// also answers it while a script is busy.
+pub(crate) fn hello_options(argv: &[Vec<u8>]) -> Result<HelloOptions, Reply> {
+    let mut proto = None;
     if let Some(v) = argv.get(1) {
         match string2ll(v) {
-            Some(v @ 2..=3) => ver = Some(v),
-            Some(_) => return (Reply::error("NOPROTO unsupported protocol version"), After::Continue),
-            None => {
-                return (
-                    Reply::error("ERR Protocol version is not an integer or out of range"),
-                    After::Continue,
-                )
-            }
+            Some(v @ 2..=3) => proto = Some(v),
+            Some(_) => return Err(Reply::error("NOPROTO unsupported protocol version")),
+            None => return Err(Reply::error("ERR Protocol version is not an integer or out of range")),
         }
     }
     let mut user = None;
@@ -394,45 +414,56 @@ fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
             j += 3;
         } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
             if !valid_name(&argv[j + 1]) {
-                return (Reply::error(BAD_NAME), After::Continue);
+                return Err(Reply::error(BAD_NAME));
             }
-            name = Some(&argv[j + 1]);
+            let n = &argv[j + 1];
+            name = Some((!n.is_empty()).then(|| n.clone()));
             j += 2;
         } else {
-            return (
-                Reply::error(format!("ERR Syntax error in HELLO option '{}'", quoted(opt))),
-                After::Continue,
-            );
+            return Err(Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                quoted(opt)
+            )));
         }
     }
     if let Some(user) = user {
-        if let Err(e) = authenticate(user) {
-            return (e, After::Continue);
-        }
+        authenticate(user)?;
     }
+    Ok(HelloOptions { proto, name })
+}
+
+/// `HELLO`'s map, once the connection speaks its protocol.
+pub(crate) fn hello_reply(id: ConnId, resp3: bool, profile: Profile) -> Reply {
+    let pair = |k: &str, v: Reply| (Reply::bulk(k), v);
+    Reply::Map(vec![
+        pair("server", Reply::bulk("redis")),
+        pair("version", Reply::bulk(profile.version())),
+        pair("proto", Reply::Integer(if resp3 { 3 } else { 2 })),
+        pair("id", Reply::Integer(id.0 as i64)),
+        pair("mode", Reply::bulk("standalone")),
+        pair("role", Reply::bulk("master")),
+        pair("modules", Reply::Array(vec![])),
+    ])
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
+fn hello(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    let opts = match hello_options(argv) {
+        Ok(o) => o,
+        Err(e) => return (e, After::Continue),
+    };
     let id = cx.sess.id;
-    if let Some(name) = name {
-        cx.st.node.set_client_name(id, (!name.is_empty()).then(|| name.clone()));
+    if let Some(name) = opts.name {
+        cx.st.node.set_client_name(id, name);
     }
-    if let Some(v) = ver {
+    if let Some(v) = opts.proto {
         cx.sess.resp3 = v == 3;
         cx.st.node.set_resp3(id, v == 3);
         if let Some(info) = cx.st.clients.get_mut(&id) {
             info.resp = v as u8;
         }
     }
-    let proto = if cx.sess.resp3 { 3 } else { 2 };
-    let pair = |k: &str, v: Reply| (Reply::bulk(k), v);
-    let reply = Reply::Map(vec![
-        pair("server", Reply::bulk("redis")),
-        pair("version", Reply::bulk(cx.env.profile.version())),
-        pair("proto", Reply::Integer(proto)),
-        pair("id", Reply::Integer(id.0 as i64)),
-        pair("mode", Reply::bulk("standalone")),
-        pair("role", Reply::bulk("master")),
-        pair("modules", Reply::Array(vec![])),
-    ]);
-    (reply, After::Continue)
+    (hello_reply(id, cx.sess.resp3, cx.env.profile), After::Continue)
 }
 
 /// `AUTH [username] password`
@@ -878,7 +909,7 @@ fn all_names(profile: Profile) -> Vec<(String, Vec<&'static str>)> {
             acl.push("@dangerous");
         }
         out.push((c.name.to_owned(), acl.clone()));
-        for s in c.subcommands {
+        for (s, _) in c.subcommands {
             out.push((format!("{}|{s}", c.name), acl.clone()));
         }
     }
@@ -1103,7 +1134,7 @@ mod tests {
         };
         (
             st,
-            Session { id, resp3: false },
+            Session::new(id),
             Env {
                 profile,
                 local_addr: addr,

@@ -493,6 +493,27 @@ impl Node {
         }
     }
 
+    /// `CLIENT_DIRTY_CAS`: a key this connection watches was changed where
+    /// the node could not see the watch (a `WATCH` sim-server answered while
+    /// a script held the node, see
+    /// [`ScriptControl::watch_while_busy`](script::ScriptControl::watch_while_busy)), so
+    /// its next `EXEC` fails. Nothing for a connection that watches nothing.
+    pub fn flag_dirty_cas(&mut self, conn: ConnId) {
+        if self.conns.get(&conn).is_some_and(|c| !c.watched.is_empty()) {
+            self.engine.dirty_cas.insert(conn);
+        }
+    }
+
+    /// The commands this connection has queued since MULTI (none outside a
+    /// transaction): a host that runs scripts under a kill control looks
+    /// for one before EXEC.
+    pub fn queued(&self, conn: ConnId) -> &[Vec<Vec<u8>>] {
+        self.conns
+            .get(&conn)
+            .and_then(|c| c.multi.as_deref())
+            .unwrap_or_default()
+    }
+
     /// Is this connection between MULTI and EXEC? (redis-cli shows `(TX)`.)
     pub fn in_multi(&self, conn: ConnId) -> bool {
         self.conns.get(&conn).is_some_and(|c| c.multi.is_some())
@@ -1214,6 +1235,7 @@ impl Engine {
     /// except where the key had already expired when watched and has now
     /// merely been deleted: logically nothing changed.
     fn touch(&mut self, db: usize, key: &[u8]) {
+        script::control::touch_busy_watches(db, key);
         if self.watchers.is_empty() {
             return;
         }
@@ -1236,6 +1258,9 @@ impl Engine {
             Some(d) => vec![d],
             None => (0..self.dbs.len()).collect(),
         };
+        for &d in &targets {
+            script::control::flush_busy_watches(d, &|d, key| self.dbs[d].get(key).is_some());
+        }
         let watched: Vec<(usize, Vec<u8>)> = self.watchers.keys().cloned().collect();
         for (d, key) in watched {
             if targets.contains(&d) && self.dbs[d].get(&key).is_some() {

@@ -70,8 +70,9 @@ pub struct Command {
     pub flags: u32,
     pub keys: Keys,
     /// Subcommands of a container command (SCRIPT, FUNCTION, …): the names
-    /// lookup accepts; the handler checks their arity.
-    pub subcommands: &'static [&'static str],
+    /// lookup accepts, each with its arity in 7.0.15's table (checked before
+    /// running, as `commandCheckArity` does with the subcommand's entry).
+    pub subcommands: &'static [(&'static str, i32)],
     pub(crate) handler: Handler,
     /// What the lab's real driver may send of it to a server it does not
     /// own, and what its arguments may cost ([`lab`](super::lab)).
@@ -80,13 +81,17 @@ pub struct Command {
 
 impl Command {
     pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = self.arity as i64;
-        if arity >= 0 {
-            argc == arity
-        } else {
-            argc >= -arity
-        }
+        arity_fits(self.arity, argc)
+    }
+
+    /// The arity of `argv`'s subcommand, if this is a container and it
+    /// has that subcommand.
+    pub fn subcommand_arity(&self, argv: &[Vec<u8>]) -> Option<i32> {
+        let sub = argv.get(1)?;
+        self.subcommands
+            .iter()
+            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
+            .map(|&(_, arity)| arity)
     }
 
     pub fn is_write(&self) -> bool {
@@ -162,7 +167,7 @@ macro_rules! commands {
     };
 }
 
-const NONE: &[&str] = &[];
+const NONE: &[(&str, i32)] = &[];
 /// The lab's rule of most rows: allowed, nothing in it sized by an argument.
 const OK: Lab = Lab::Allow(&[]);
 /// The lab's rule of a write that adds its arguments to its key.
@@ -186,7 +191,7 @@ commands! {
     "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop), OK;
     "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop), OK;
     "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush), Lab::Allow(&[Cost::Moves]);
-    "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &["get", "help", "resetstat", "rewrite", "set"], Handler::Plain(cmd::server::config), Lab::Deny(why::DANGEROUS);
+    "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)], Handler::Plain(cmd::server::config), Lab::Deny(why::DANGEROUS);
     "copy", -3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::keys::copy), Lab::Deny(why::COPY);
     "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize), Lab::Deny(why::COUNTS);
     "debug", -2, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::server::debug), Lab::Deny(why::DANGEROUS);
@@ -210,7 +215,7 @@ commands! {
     "fcall", -3, NOSCRIPT, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall), OK;
     "fcall_ro", -3, NOSCRIPT | READONLY, Keys::NumKeys { at: 2 }, NONE, Handler::Script(cmd::scripting::fcall), OK;
     "flushall", -1, WRITE | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::flushall), Lab::Deny(why::DANGEROUS);
-    "function", -2, NOSCRIPT, Keys::None, &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"], Handler::Script(cmd::scripting::function), Lab::Subs(&[("delete", &[]), ("help", &[]), ("list", &[]), ("load", &[Cost::Library])]);
+    "function", -2, NOSCRIPT, Keys::None, &[("delete", 3), ("dump", 2), ("flush", -2), ("help", 2), ("kill", 2), ("list", -2), ("load", -3), ("restore", -3), ("stats", 2)], Handler::Script(cmd::scripting::function), Lab::Subs(&[("delete", &[]), ("help", &[]), ("list", &[]), ("load", &[Cost::Library])]);
     "get", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::get), OK;
     "getdel", 2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getdel), OK;
     "getex", -2, WRITE, ONE, NONE, Handler::Plain(cmd::strings::getex), OK;
@@ -244,12 +249,12 @@ commands! {
     "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx), ADDS;
     "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem), OK;
-    "memory", -2, READONLY, range(2, 2, 1), &["usage"], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
+    "memory", -2, READONLY, range(2, 2, 1), &[("usage", -3)], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget), OK;
     "mset", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset), Lab::Allow(&[Cost::Pairs]);
     "msetnx", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx), Lab::Allow(&[Cost::Pairs]);
     "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi, OK;
-    "object", -2, READONLY, range(2, 2, 1), &["encoding", "freq", "help", "refcount"], Handler::Plain(cmd::keys::object), Lab::Subs(&[("encoding", &[])]);
+    "object", -2, READONLY, range(2, 2, 1), &[("encoding", 3), ("freq", 3), ("help", 2), ("refcount", 3)], Handler::Plain(cmd::keys::object), Lab::Subs(&[("encoding", &[])]);
     "persist", 2, WRITE, ONE, NONE, Handler::Plain(cmd::keys::persist), OK;
     "pexpire", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpire), OK;
     "pexpireat", -3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::pexpireat), OK;
@@ -259,7 +264,7 @@ commands! {
     "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe), OK;
     "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl), OK;
     "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish), OK;
-    "pubsub", -2, PUBSUB, Keys::None, &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"], Handler::Plain(cmd::pubsub::pubsub), Lab::Deny(why::PUBSUB);
+    "pubsub", -2, PUBSUB, Keys::None, &[("channels", -2), ("help", 2), ("numpat", 2), ("numsub", -2), ("shardchannels", -2), ("shardnumsub", -2)], Handler::Plain(cmd::pubsub::pubsub), Lab::Deny(why::PUBSUB);
     "punsubscribe", -1, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::punsubscribe), OK;
     "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey), Lab::Deny(why::OUTSIDE);
     "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename), Lab::Allow(&[Cost::Renames]);
@@ -272,7 +277,7 @@ commands! {
     "sadd", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sets::sadd), ADDS;
     "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan), Lab::Admin(&[Cost::OptionCount { word: "count", max: MAX_COUNT }]);
     "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard), OK;
-    "script", -2, NOSCRIPT, Keys::None, &["debug", "exists", "flush", "help", "kill", "load"], Handler::Script(cmd::scripting::script), Lab::Subs(&[("exists", &[]), ("flush", &[]), ("help", &[]), ("load", &[Cost::Script { at: 2 }])]);
+    "script", -2, NOSCRIPT, Keys::None, &[("debug", 3), ("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)], Handler::Script(cmd::scripting::script), Lab::Subs(&[("exists", &[]), ("flush", &[]), ("help", &[]), ("load", &[Cost::Script { at: 2 }])]);
     "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set), Lab::Allow(&[Cost::Replaces { value: 2 }]);
     "setex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setex), Lab::Allow(&[Cost::Replaces { value: 3 }]);
     "setnx", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setnx), Lab::Allow(&[Cost::Replaces { value: 2 }]);
@@ -353,8 +358,7 @@ pub(crate) fn lookup(argv: &[Vec<u8>], profile: Profile) -> Result<&'static Comm
         return Err(unknown_command(argv));
     };
     if let (false, Some(sub)) = (cmd.subcommands.is_empty(), argv.get(1)) {
-        let sub_lower = String::from_utf8_lossy(sub).to_lowercase();
-        if !cmd.subcommands.contains(&sub_lower.as_str()) {
+        if cmd.subcommand_arity(argv).is_none() {
             return Err(Reply::error(sanitize(format!(
                 "ERR unknown subcommand '{}'. Try {} HELP.",
                 truncate(sub, 128),
@@ -369,13 +373,29 @@ pub(crate) fn lookup(argv: &[Vec<u8>], profile: Profile) -> Result<&'static Comm
 /// `commandCheckArity`), for a host that must answer without running the
 /// node — sim-server while a script is busy, where both come before BUSY:
 /// the unknown command or subcommand error, else the wrong number of
-/// arguments. `None` when the command exists and its row takes that many
-/// arguments (a container's subcommands check their own counts when run).
+/// arguments (the subcommand's, for a container). `None` when the command
+/// exists and takes that many arguments.
 pub fn refusal(argv: &[Vec<u8>], profile: Profile) -> Option<Reply> {
     match lookup(argv, profile) {
         Err(e) => Some(e),
-        Ok(cmd) if !cmd.arity_ok(argv.len()) => Some(Reply::error(format!("ERR {}", arity_message(cmd, argv)))),
+        Ok(cmd)
+            if !cmd.arity_ok(argv.len()) || cmd.subcommand_arity(argv).is_some_and(|a| !arity_fits(a, argv.len())) =>
+        {
+            Some(Reply::error(format!("ERR {}", arity_message(cmd, argv))))
+        }
         Ok(_) => None,
+    }
+}
+
+/// `commandCheckArity`: a positive arity is the exact count, a negative one
+/// the least.
+fn arity_fits(arity: i32, argc: usize) -> bool {
+    let argc = argc as i64;
+    let arity = i64::from(arity);
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
     }
 }
 

@@ -133,7 +133,15 @@ struct MatchState<'a> {
     /// locklab: Lua 5.1's texts (`lstrlib.c` of 5.1.5) for the errors whose
     /// wording changed later ("unbalanced pattern", "invalid capture index").
     lua51: bool,
+    /// locklab: the host's kill flag (`LuaState::sandbox_interrupt`), read
+    /// every `INTERRUPT_EVERY` steps: once set, the matcher unwinds with
+    /// `steps` at `u64::MAX`, so the caller's charge trips the budget.
+    interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
+
+/// locklab: how many matcher steps pass between two reads of the host's
+/// kill flag (a few microseconds' worth).
+const INTERRUPT_EVERY: u64 = 4096;
 
 impl<'a> MatchState<'a> {
     /// Build a matcher state. `bound_depth` is `true` on 5.2+ (apply the
@@ -157,6 +165,7 @@ impl<'a> MatchState<'a> {
             step_limit,
             aborted: false,
             lua51: !bound_depth,
+            interrupt: None,
         }
     }
 
@@ -936,6 +945,17 @@ fn match_pat(ms: &mut MatchState, mut s: usize, mut p: usize) -> Result<Option<u
         ms.aborted = true;
         return Ok(None);
     }
+    // locklab: the host's kill, seen within one interval of steps.
+    if ms.steps % INTERRUPT_EVERY == 0
+        && ms
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        ms.aborted = true;
+        ms.steps = u64::MAX;
+        return Ok(None);
+    }
     ms.matchdepth -= 1;
     if ms.matchdepth < 0 {
         ms.matchdepth = 0;
@@ -1264,6 +1284,7 @@ fn str_find_aux(state: &mut LuaState, find: bool) -> Result<usize, LuaError> {
         let step_limit = state.sandbox_match_step_limit();
         let bound_depth = matcher_bounds_depth(state.global().lua_version);
         let mut ms = MatchState::new(s, p, step_limit, bound_depth);
+        ms.interrupt = state.sandbox_interrupt(); // locklab
         let anchor = p.first() == Some(&b'^');
         let p_slice = if anchor { &p[1..] } else { p };
         ms.pat = p_slice;
@@ -1381,6 +1402,7 @@ fn gmatch_step<const DEDUP: bool>(state: &mut LuaState) -> Result<usize, LuaErro
 
     let step_limit = state.sandbox_match_step_limit();
     let mut ms = MatchState::new(s, p, step_limit, bound_depth);
+    ms.interrupt = state.sandbox_interrupt(); // locklab
     let start_byte = required_start_byte(p);
 
     let mut src = start_pos;
@@ -1630,6 +1652,7 @@ pub fn str_gsub(state: &mut LuaState) -> Result<usize, LuaError> {
 
     let step_limit = state.sandbox_match_step_limit();
     let mut ms = MatchState::new(src, pat_slice, step_limit, matcher_bounds_depth(version));
+    ms.interrupt = state.sandbox_interrupt(); // locklab
     let start_byte = if anchor {
         None
     } else {

@@ -1978,6 +1978,10 @@ pub struct SandboxLimits {
     /// for C functions (wrappers the host calls through a native trampoline),
     /// which `luaL_where` must look through: see `debug::c_api_runtime`.
     pub hidden_source: std::cell::RefCell<Option<Box<[u8]>>>,
+    /// locklab: the host's kill flag (SCRIPT KILL, Ctrl-C), which loops
+    /// inside one builtin call that the count hook cannot interrupt (the
+    /// pattern matcher) read as they go: see `sandbox_interrupt`.
+    pub interrupt: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 impl GlobalState {
@@ -2506,6 +2510,13 @@ impl LuaState {
             }
         }
         None
+    }
+
+    /// locklab: the host's kill flag, if it set one (`omnilua::Lua::set_interrupt`):
+    /// a builtin that loops within one call checks it as it goes and, once set,
+    /// charges the whole budget so the sandbox's uncatchable abort ends the run.
+    pub fn sandbox_interrupt(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        self.global().sandbox.interrupt.borrow().clone()
     }
 
     /// Upper bound on the work a single pattern-match call may do before it must

@@ -1864,6 +1864,17 @@ impl Lua {
         });
     }
 
+    /// locklab: the host's kill flag (`None`: none), read by the builtins
+    /// that loop within one call (the pattern matcher), which the count hook
+    /// cannot interrupt: once it is set they charge the whole budget, so the
+    /// sandbox's uncatchable abort ends the run at once (see
+    /// `lua_vm::state::LuaState::sandbox_interrupt`).
+    pub fn set_interrupt(&self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        self.with_state(|state| {
+            *state.global().sandbox.interrupt.borrow_mut() = flag;
+        });
+    }
+
     /// Run a full garbage-collection cycle.
     pub fn gc_collect(&self) {
         self.with_state(|state| state.gc().full_collect());

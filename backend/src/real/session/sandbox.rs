@@ -547,7 +547,11 @@ mod tests {
 
     /// A subcommand name the row knows, or a hostile word.
     fn subcommand(cmd: &Command) -> impl Strategy<Value = Vec<u8>> {
-        let subs: Vec<Vec<u8>> = cmd.subcommands.iter().map(|s| s.to_uppercase().into_bytes()).collect();
+        let subs: Vec<Vec<u8>> = cmd
+            .subcommands
+            .iter()
+            .map(|(s, _)| s.to_uppercase().into_bytes())
+            .collect();
         if subs.is_empty() {
             hostile().boxed()
         } else {

@@ -376,7 +376,12 @@ pub(crate) fn copy(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
         cx.e.delete(dst_db, dst);
     }
+    let raw = entry.is_raw_string();
     cx.e.store(dst_db, dst, entry.value, entry.expires_at);
+    // `dupStringObject` keeps a raw string raw (and an embstr embstr).
+    if raw {
+        cx.e.set_raw(dst_db, dst);
+    }
     cx.e.propagate(|| argv.to_vec());
     Reply::Integer(1)
 }

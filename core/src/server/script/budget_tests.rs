@@ -299,3 +299,33 @@ fn budget_calibration() {
         );
     }
 }
+
+/// A kill lands inside one catastrophic pattern match (issue 43): the
+/// matcher reads the kill flag as it goes, where the count hook (between
+/// instructions) cannot see it until the call returns, which here would
+/// be after 10¹² backtracking steps.
+#[test]
+fn a_kill_stops_a_catastrophic_pattern_inside_the_call() {
+    let body = "redis.call('ping') return string.find(string.rep('a', 3000), 'a*a*a*a*a*a*b')";
+    let control = Arc::new(ScriptControl::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let killer = {
+        let (control, calls) = (control.clone(), calls.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + WATCHDOG;
+            while calls.load(Ordering::SeqCst) < 1 && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            // Into the match (no outcome depends on how far).
+            std::thread::sleep(Duration::from_millis(20));
+            control.kill();
+        })
+    };
+    let out = watched(body, 1_000_000_000_000, Some(control), calls);
+    killer.join().expect("killer thread");
+    assert!(
+        matches!(&out.reply, Reply::Error(e) if e.starts_with("ERR Script killed by user with SCRIPT KILL...")),
+        "{:?}",
+        out.reply
+    );
+}

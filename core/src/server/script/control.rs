@@ -22,19 +22,43 @@
 //!   CLI the default ([`INSTRUCTION_LIMIT`](super::INSTRUCTION_LIMIT), a
 //!   tenth of a second natively) stands in for redis-server's BUSY; a host
 //!   that can answer BUSY itself raises it, and the budget stays the hard
-//!   stop that ends a script nobody kills.
+//!   stop that ends a script nobody kills;
+//! * the keys other clients `WATCH` while the script is busy
+//!   ([`ScriptControl::watch_while_busy`]): redis-server runs an allow-busy
+//!   `WATCH` between two of the script's slices (`processEventsWhileBlocked`),
+//!   so the script's later writes to those keys fail the watcher's `EXEC`.
+//!   The host answers such a `WATCH` without the node, which the script
+//!   holds; the node's `touchWatchedKey` marks the registered keys it
+//!   touches from then on, and the host replays the `WATCH` when the script
+//!   ends, failing the `EXEC` of a watcher whose key was marked.
 
 use std::cell::{Cell, RefCell};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::vm::INSTRUCTION_LIMIT;
 
 /// Shared between the host and the thread running a script.
 #[derive(Debug, Default)]
 pub struct ScriptControl {
-    kill: AtomicBool,
+    /// Shared with the VM (`Lua::set_interrupt`), whose pattern matcher
+    /// reads it within one call.
+    kill: Arc<AtomicBool>,
     wrote: AtomicBool,
+    /// Whether `watches` has any entry (read on every write the script makes).
+    watching: AtomicBool,
+    /// Keys watched by other clients while this run was busy.
+    watches: Mutex<Vec<BusyWatch>>,
+}
+
+/// A key a client watched while the script was busy, and whether the
+/// script changed it since (`touchWatchedKey`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusyWatch {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub touched: bool,
 }
 
 impl ScriptControl {
@@ -52,6 +76,11 @@ impl ScriptControl {
         self.kill.load(Ordering::SeqCst)
     }
 
+    /// The kill flag itself, for the VM's builtins that loop within one call.
+    pub(crate) fn kill_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.kill)
+    }
+
     /// Has the running script called a write command (`SCRIPT_WRITE_DIRTY`)?
     pub fn wrote(&self) -> bool {
         self.wrote.load(Ordering::SeqCst)
@@ -65,7 +94,68 @@ impl ScriptControl {
     pub fn reset(&self) {
         self.kill.store(false, Ordering::SeqCst);
         self.wrote.store(false, Ordering::SeqCst);
+        self.take_watches();
     }
+
+    /// A client `WATCH`es `keys` of `db` while the script is busy: from now
+    /// on the script's writes to them are recorded. Returns where they are
+    /// in [`ScriptControl::take_watches`]'s list.
+    pub fn watch_while_busy(&self, db: usize, keys: &[Vec<u8>]) -> Range<usize> {
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        let from = watches.len();
+        watches.extend(keys.iter().map(|key| BusyWatch {
+            db,
+            key: key.clone(),
+            touched: false,
+        }));
+        self.watching.store(!watches.is_empty(), Ordering::Release);
+        from..watches.len()
+    }
+
+    /// The keys watched while the run was busy, in the order they were
+    /// watched, with whether the run changed each since (the list is
+    /// emptied).
+    pub fn take_watches(&self) -> Vec<BusyWatch> {
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        self.watching.store(false, Ordering::Release);
+        std::mem::take(&mut *watches)
+    }
+
+    /// The running script changed `key` of `db`, or (`key` `None`) emptied
+    /// `db` with `exists` telling which watched keys it held.
+    fn touched(&self, db: usize, key: Option<&[u8]>, exists: &dyn Fn(usize, &[u8]) -> bool) {
+        if !self.watching.load(Ordering::Acquire) {
+            return;
+        }
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        for w in watches.iter_mut().filter(|w| w.db == db) {
+            match key {
+                Some(k) if w.key == k => w.touched = true,
+                None if exists(w.db, &w.key) => w.touched = true,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `touchWatchedKey` for the keys watched while this thread's script is
+/// busy (nothing when no script runs under a control).
+pub(crate) fn touch_busy_watches(db: usize, key: &[u8]) {
+    let _ = CONTROL.try_with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            c.touched(db, Some(key), &|_, _| false);
+        }
+    });
+}
+
+/// `touchAllWatchedKeysInDb` for the keys watched while this thread's
+/// script is busy: those `db` held (`exists`) are changed by its flush.
+pub(crate) fn flush_busy_watches(db: usize, exists: &dyn Fn(usize, &[u8]) -> bool) {
+    let _ = CONTROL.try_with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            c.touched(db, None, exists);
+        }
+    });
 }
 
 thread_local! {

@@ -365,7 +365,7 @@ fn command_known(argv: &[Vec<u8>]) -> bool {
     match argv.get(1) {
         Some(sub) if !cmd.subcommands.is_empty() => {
             let sub = String::from_utf8_lossy(sub).to_lowercase();
-            cmd.subcommands.contains(&sub.as_str())
+            cmd.subcommands.iter().any(|(n, _)| *n == sub.as_str())
         }
         _ => true,
     }
@@ -673,7 +673,9 @@ impl Vm {
         }
         self.sandbox.reset();
         self.work.abort.set(None);
-        *self.work.control.borrow_mut() = thread_control();
+        let control = thread_control();
+        self.lua.set_interrupt(control.as_ref().map(|c| c.kill_flag()));
+        *self.work.control.borrow_mut() = control;
     }
 
     /// The random generator's state, which belongs to the node.
@@ -799,7 +801,14 @@ impl Vm {
     /// the shared state and explain.
     fn aborted(&mut self, err: &omnilua::Error, name: &str) -> Reply {
         let tripped = self.sandbox.tripped();
-        let abort = self.work.abort.take();
+        // A kill the pattern matcher saw mid-call trips the budget before
+        // the count hook could record it.
+        let killed = self.work.control.borrow().as_ref().is_some_and(|c| c.kill_requested());
+        let abort = self
+            .work
+            .abort
+            .take()
+            .or((killed && tripped == Some(TripReason::Instructions)).then_some(Abort::Killed));
         let used = self.sandbox.instructions_used().unwrap_or(0);
         LAST_STOP.with(|l| l.set(used));
         self.restore_budget();
