@@ -114,8 +114,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     // tested natively; the score is what `localStorage` holds.
     let guesses = use_state(|| -> Guesses { (None, BTreeMap::new()) });
     let draft = use_state(String::new);
-    // The attempt (lesson, shuffle seed) whose timed answer was scored.
-    let timed_scored = use_state(|| None::<(String, u64)>);
+    let timed_scored = use_state(|| None::<(String, u64)>); // the attempt (lesson, seed) whose timed answer was scored
     let expanded = use_state(|| false);
     let steps_ref = use_node_ref();
     let lesson_id = state.lesson_id();
@@ -142,33 +141,18 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let pos = s.position();
     let len = s.len();
 
-    // The next step, when interview mode asks for a prediction first.
+    // Interview mode asks the next step first; a timed answer before all, once per attempt.
     let next = l.steps.get(pos);
     let asks = state.quiz
         && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
         && !judged.contains_key(&pos);
-    // A timed answer comes first, once per attempt.
-    let timed =
-        (l.timed.as_ref()).filter(|_| state.quiz && pos == 0 && *timed_scored != Some((l.id.clone(), state.quiz_seed)));
-    {
-        let ongate = props.ongate.clone();
-        let gate = (asks || timed.is_some()).then_some(pos);
-        use_effect_with(gate, move |g| ongate.emit(*g));
-    }
+    let attempt = Some((l.id.clone(), state.quiz_seed));
+    let timed = (l.timed.as_ref()).filter(|_| state.quiz && pos == 0 && *timed_scored != attempt);
+    let (ongate, gate) = (props.ongate.clone(), (asks || timed.is_some()).then_some(pos));
+    use_effect_with(gate, move |g| ongate.emit(*g));
     let submit = submit_prediction(&guesses, &draft, props, lesson_id.clone(), pos);
     let quiz_box = if let Some(t) = timed {
-        let onscored = {
-            let (timed_scored, attempt, ongate) = (
-                timed_scored.clone(),
-                (l.id.clone(), state.quiz_seed),
-                props.ongate.clone(),
-            );
-            Callback::from(move |()| {
-                timed_scored.set(Some(attempt.clone()));
-                ongate.emit(None);
-            })
-        };
-        html! { <TimedAnswer key={ format!("{}-{}", l.id, state.quiz_seed) } lesson={ l.id.clone() } timed={ t.clone() } {lang} {onscored} /> }
+        timed_box(t, &l.id, state.quiz_seed, &timed_scored, &props.ongate, lang)
     } else if asks {
         quiz_form(&*s, &draft, &submit, state.quiz_seed, lang)
     } else {
@@ -195,14 +179,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             if state.quiz && pos == len && !missed.is_empty() {
                 { missed_review(&missed, lang) }
             }
-            if state.quiz && pos < len {
-                <div class="outcome" data-testid="outcome-hidden">
-                    <h3>{ Text::Outcome.get(lang) }</h3>
-                    <p class="muted">{ Text::OutcomeHidden.get(lang) }</p>
-                </div>
-            } else {
-                { outcome_box(&*s, lang) }
-            }
+            { if state.quiz && pos < len { outcome_hidden(lang) } else { outcome_box(&*s, lang) } }
             </div>
         </section>
     }
@@ -230,21 +207,16 @@ fn step_item(
         (i == pos).then_some("next"),
         r.is_some_and(|r| !r.ok).then_some("mismatch"),
     );
-    let shown = s.step_text(i, lang);
     // Interview mode: a point or question the lesson makes is read when
     // the step is reached, not ahead of the questions before it.
-    let hidden = quiz && !done && st.say.is_some();
+    let shown = step_shown(s, i, quiz && !done, lang);
     let expected = catalog::expected_text(s.lesson(), i, lang);
     let hide_expected = quiz && !done;
     // The reply as shown, worded once: also the answer when the quiz
     // names none.
     let reply = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang));
-    let answer = (st
-        .quiz
-        .as_ref()
-        .and_then(|q| q.answer_in(core_lang(lang)).map(str::to_owned)))
-    .or_else(|| reply.clone());
-    let guess_shown = guess.as_deref().map(|g| choice_in(st, g, lang));
+    let answer = (st.quiz.as_ref().and_then(|q| q.answer_in(core_lang(lang)))).map(str::to_owned);
+    let answer = answer.or_else(|| reply.clone());
     let right = guess
         .as_ref()
         .map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
@@ -257,13 +229,7 @@ fn step_item(
             // column so the step text stays in its own.
             <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
             // A command as typed; the lesson's narration as prose.
-            if hidden {
-                <div class="shown prose muted" data-testid="step-hidden">{ Text::StepHidden.get(lang) }</div>
-            } else if st.say.is_some() {
-                <div class="shown prose">{ crate::markdown::render(&shown) }</div>
-            } else {
-                <code class="shown">{ shown }</code>
-            }
+            { shown }
             <div class="replies">
                 if let (Some(e), false) = (&expected, hide_expected) {
                     <span class="expected" data-testid="step-expected">
@@ -278,7 +244,7 @@ fn step_item(
                 if let (Some(g), Some(right)) = (&guess, right) {
                     <span class={ classes!("verdict", if right { "right" } else { "wrong" }) } data-testid="prediction"
                         data-right={ right.to_string() }>
-                        <span class="k">{ Text::YourPrediction.get(lang) }</span>{ guess_shown.clone().unwrap_or_else(|| g.clone()) }
+                        <span class="k">{ Text::YourPrediction.get(lang) }</span>{ choice_in(st, g, lang) }
                         if right {
                             { format!(" ✓ {}", Text::Right.get(lang)) }
                         } else {
@@ -298,6 +264,52 @@ fn step_item(
             }
         </li>
     }
+}
+
+/// A step's text: a command as typed, the lesson's narration as prose, or
+/// (interview mode, a `say` not reached yet) a note that it waits.
+/// `pending`: interview mode, not run yet.
+fn step_shown(s: &dyn LessonDriver, i: usize, pending: bool, lang: Lang) -> Html {
+    let prose = s.lesson().steps[i].say.is_some();
+    let shown = s.step_text(i, lang);
+    if pending && prose {
+        html! { <div class="shown prose muted" data-testid="step-hidden">{ Text::StepHidden.get(lang) }</div> }
+    } else if prose {
+        html! { <div class="shown prose">{ crate::markdown::render(&shown) }</div> }
+    } else {
+        html! { <code class="shown">{ shown }</code> }
+    }
+}
+
+/// Interview mode's outcome before the last step: a note that it waits.
+fn outcome_hidden(lang: Lang) -> Html {
+    html! {
+        <div class="outcome" data-testid="outcome-hidden">
+            <h3>{ Text::Outcome.get(lang) }</h3>
+            <p class="muted">{ Text::OutcomeHidden.get(lang) }</p>
+        </div>
+    }
+}
+
+/// The timed answer of lesson `id` for the attempt `seed`; once scored it
+/// records the attempt (so it is not asked again until a new one) and
+/// lifts the gate.
+fn timed_box(
+    t: &locklab_core::lesson::Timed,
+    id: &str,
+    seed: u64,
+    scored: &UseStateHandle<Option<(String, u64)>>,
+    ongate: &Callback<Option<usize>>,
+    lang: Lang,
+) -> Html {
+    let onscored = {
+        let (scored, attempt, ongate) = (scored.clone(), (id.to_owned(), seed), ongate.clone());
+        Callback::from(move |()| {
+            scored.set(Some(attempt.clone()));
+            ongate.emit(None);
+        })
+    };
+    html! { <TimedAnswer key={ format!("{id}-{seed}") } lesson={ id.to_owned() } timed={ t.clone() } {lang} {onscored} /> }
 }
 
 /// Interview mode's question for the next step (`s`'s position): a text answer, or one
