@@ -76,6 +76,27 @@ impl Rng {
     pub fn chance_permille(&mut self, permille: u32) -> bool {
         permille > 0 && self.below(1000) < u64::from(permille)
     }
+
+    /// Shuffle `items` in place: Fisher–Yates from the last slot down, one
+    /// [`below`](Self::below) per slot, so a seed names one order on every
+    /// target. Interview mode shuffles a quiz's choices with it (a link's
+    /// seed reproduces the order); the class page and `lesson run --quiz`
+    /// can ask in the same order from the same seed.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+
+    /// `0..n` in the order [`shuffle`](Self::shuffle) puts it: the order to
+    /// show `n` things in, when they live in more than one list (a quiz's
+    /// en and zh choices move together).
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n).collect();
+        self.shuffle(&mut order);
+        order
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +133,30 @@ mod tests {
         }
         assert_eq!(r.below(0), 0);
         assert_eq!(r.between(4, 4), 4);
+    }
+
+    #[test]
+    fn a_seed_names_one_shuffle_and_every_order_is_reachable() {
+        let order = Rng::new(9).permutation(5);
+        assert_eq!(order, Rng::new(9).permutation(5), "the same seed, the same order");
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![0, 1, 2, 3, 4], "a permutation");
+        // Over many seeds each of the 6 orders of three choices appears,
+        // and the first choice lands in every slot about a third of the
+        // time (wide bounds: 600 seeds, expect ~200 each).
+        let mut seen = std::collections::BTreeMap::new();
+        let mut first_at = [0u32; 3];
+        for seed in 0..600 {
+            let o = Rng::derive(seed, 4).permutation(3);
+            *seen.entry(o.clone()).or_insert(0u32) += 1;
+            first_at[o.iter().position(|&i| i == 0).unwrap()] += 1;
+        }
+        assert_eq!(seen.len(), 6, "{seen:?}");
+        assert!(first_at.iter().all(|&n| (120..=280).contains(&n)), "{first_at:?}");
+        let mut empty: [u8; 0] = [];
+        Rng::new(1).shuffle(&mut empty);
+        assert_eq!(Rng::new(1).permutation(1), vec![0]);
     }
 
     #[test]

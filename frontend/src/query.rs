@@ -1,5 +1,7 @@
 //! The view in the URL: `?lang=zh&lesson=05&step=end&seed=7&driver=sim`.
 //!
+//! Interview mode is `quiz=N`: on, with its choices shuffled by seed `N`.
+//!
 //! A class's follower page is `?class=ABC234` (the join URL): the code,
 //! and the page's language, nothing else — where it is comes from the
 //! presenter.
@@ -61,6 +63,11 @@ pub struct Query {
     pub dark: bool,
     /// The class to follow (`class=`), as [`ClassCode::parse`] reads it.
     pub class: Option<ClassCode>,
+    /// Interview mode, with the seed its choices are shuffled by
+    /// (`quiz=N`): a shared link asks in the same order.
+    pub quiz: Option<u64>,
+    /// The mock interview is open (`mock=1`).
+    pub mock: bool,
 }
 
 /// Lesson ids and step names are short words; anything else is not ours.
@@ -125,6 +132,8 @@ impl Query {
                 "present" => q.present = v == "1",
                 "theme" => q.dark = v == "dark",
                 "class" => q.class = ClassCode::parse(&v).ok(),
+                "quiz" => q.quiz = v.parse().ok(),
+                "mock" => q.mock = v == "1",
                 _ => {}
             }
         }
@@ -156,6 +165,12 @@ impl Query {
         }
         if let Some(driver) = self.driver {
             parts.push(format!("driver={}", driver.code()));
+        }
+        if let Some(quiz) = self.quiz {
+            parts.push(format!("quiz={quiz}"));
+        }
+        if self.mock {
+            parts.push("mock=1".to_owned());
         }
         if self.present {
             parts.push("present=1".to_owned());
@@ -225,6 +240,15 @@ mod tests {
         let c = Query::parse("?class=abc-234&lang=zh");
         assert_eq!(c.to_search(), "?lang=zh&class=ABC234");
         assert_eq!(Query::parse("?class=%3Cb%3E").class, None, "not a code");
+        let quiz = Query::parse("?lesson=05&quiz=4821&lang=zh");
+        assert_eq!(quiz.quiz, Some(4821));
+        assert_eq!(quiz.to_search(), "?lang=zh&lesson=05&quiz=4821");
+        assert_eq!(
+            Query::parse("?quiz=x").quiz,
+            None,
+            "not a seed: interview mode stays off"
+        );
+        assert_eq!(Query::parse("?mock=1&lang=en").to_search(), "?lang=en&mock=1");
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! back, a replay, nor a reload (the verdicts, not two counters, are what
 //! is stored). Reset starts the lesson's score over.
 //!
+//! A timed answer's rubric (lesson 35) is scored with the lesson: each
+//! point the candidate ticked is one right, each left unticked one wrong,
+//! and, as with a prediction, only the first scoring counts.
+//!
 //! The score is kept in the browser's `localStorage` under
 //! [`key`]`(lesson)` as [`LessonScore::encode`] writes it; the storage
 //! calls live in a hook ([`crate::hooks::score`]), this is the plain part.
@@ -18,17 +22,22 @@ pub fn key(lesson: &str) -> String {
     format!("locklab.score.{lesson}")
 }
 
-/// The first verdict for each step of one lesson, by step index.
+/// The first verdict for each step of one lesson, by step index, and the
+/// timed answer's rubric as first ticked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LessonScore {
     verdicts: Vec<Option<bool>>,
+    points: Vec<bool>,
 }
 
 impl LessonScore {
     /// Read what [`LessonScore::encode`] wrote: a character per step, `1`
-    /// right, `0` wrong, `-` not predicted. Anything else reads as not predicted,
+    /// right, `0` wrong, `-` not predicted; then, if the rubric was scored,
+    /// `|` and a character per point, `1` ticked. Anything else reads as not predicted,
     /// so a damaged entry costs a score, never the page.
     pub fn parse(s: &str) -> LessonScore {
+        let (s, points) = s.split_once('|').unwrap_or((s, ""));
+        let points = points.chars().map(|c| c == '1').collect();
         let verdicts = s
             .chars()
             .map(|c| match c {
@@ -37,18 +46,39 @@ impl LessonScore {
                 _ => None,
             })
             .collect();
-        LessonScore { verdicts }
+        LessonScore { verdicts, points }
     }
 
     pub fn encode(&self) -> String {
-        self.verdicts
+        let mut out: String = self
+            .verdicts
             .iter()
             .map(|v| match v {
                 Some(true) => '1',
                 Some(false) => '0',
                 None => '-',
             })
-            .collect()
+            .collect();
+        if !self.points.is_empty() {
+            out.push('|');
+            out.extend(self.points.iter().map(|&p| if p { '1' } else { '0' }));
+        }
+        out
+    }
+
+    /// Record the rubric as ticked (one flag per point), unless it was
+    /// scored before. True if it was recorded.
+    pub fn record_points(&mut self, ticked: &[bool]) -> bool {
+        if !self.points.is_empty() || ticked.is_empty() {
+            return false;
+        }
+        self.points = ticked.to_vec();
+        true
+    }
+
+    /// The rubric as first ticked (empty: not scored yet).
+    pub fn points(&self) -> &[bool] {
+        &self.points
     }
 
     /// Record the verdict on step `index`'s prediction, unless the step
@@ -71,11 +101,11 @@ impl LessonScore {
     }
 
     pub fn right(&self) -> usize {
-        self.verdicts.iter().filter(|v| **v == Some(true)).count()
+        self.verdicts.iter().filter(|v| **v == Some(true)).count() + self.points.iter().filter(|p| **p).count()
     }
 
     pub fn total(&self) -> usize {
-        self.verdicts.iter().filter(|v| v.is_some()).count()
+        self.verdicts.iter().filter(|v| v.is_some()).count() + self.points.len()
     }
 
     /// `4/6`, or nothing before the first prediction.
@@ -115,5 +145,21 @@ mod tests {
             "damage reads as unanswered"
         );
         assert_eq!(key("07"), "locklab.score.07");
+    }
+
+    #[test]
+    fn a_rubric_counts_with_the_predictions_once() {
+        let mut s = LessonScore::default();
+        s.record(2, true);
+        assert!(s.record_points(&[true, false, true]));
+        assert!(!s.record_points(&[true, true, true]), "the first scoring counts");
+        assert_eq!((s.right(), s.total()), (3, 4));
+        assert_eq!(s.encode(), "--1|101");
+        assert_eq!(LessonScore::parse("--1|101"), s);
+        assert_eq!(
+            LessonScore::parse("--1").points(),
+            &[] as &[bool],
+            "an entry from before rubrics"
+        );
     }
 }

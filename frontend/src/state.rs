@@ -62,6 +62,11 @@ pub struct State {
     pub speed: usize,
     /// Interview mode: predict each command's reply before it runs.
     pub quiz: bool,
+    /// Interview mode's shuffle: the seed of this attempt's choice orders
+    /// (`quiz=N` in the URL, so a shared link asks in the same order).
+    pub quiz_seed: u64,
+    /// The mock interview is open (`mock=1`).
+    pub mock: bool,
     pub lab: Rc<RefCell<SimLab>>,
     /// Bumped on every change to `lab`, `lesson` or `real`.
     pub rev: u64,
@@ -115,6 +120,8 @@ impl PartialEq for State {
             && self.playing == other.playing
             && self.speed == other.speed
             && self.quiz == other.quiz
+            && self.quiz_seed == other.quiz_seed
+            && self.mock == other.mock
             && self.notice == other.notice
             && self.present == other.present
             && self.dark == other.dark
@@ -184,7 +191,9 @@ impl State {
             help_open: false,
             playing: false,
             speed: 2,
-            quiz: false,
+            quiz: q.quiz.is_some(),
+            quiz_seed: q.quiz.unwrap_or_default(),
+            mock: q.mock,
             lab: Rc::new(RefCell::new(SimLab::new())),
             rev: 0,
             notice: None,
@@ -202,6 +211,20 @@ impl State {
             class_connection: 0,
             class_panel: true,
         }
+    }
+
+    /// A new interview attempt: a new shuffle seed, drawn from the last one
+    /// and the page's clock (natively, the last one alone), kept short
+    /// enough to read in a URL.
+    fn reseed_quiz(&mut self) {
+        #[cfg(target_arch = "wasm32")]
+        let now = web_sys::window()
+            .and_then(|w| w.performance())
+            .map_or(0, |p| p.now().to_bits());
+        #[cfg(not(target_arch = "wasm32"))]
+        let now = 0u64;
+        let mut rng = locklab_core::rng::Rng::derive(self.quiz_seed, now.wrapping_add(u64::from(self.quiz)));
+        self.quiz_seed = rng.between(1, 999_999);
     }
 
     /// A follower's page: the class's code in the URL, so a reload rejoins.
@@ -264,6 +287,8 @@ impl State {
             driver: Some(self.driver),
             present: self.present,
             dark: self.dark,
+            quiz: self.quiz.then_some(self.quiz_seed),
+            mock: self.mock,
             explore: None,
             class: None,
         }
@@ -336,6 +361,8 @@ pub enum Action {
     QuizGate(Option<usize>),
     /// Open or close the explore screen.
     Explore(bool),
+    /// Open or close the mock interview.
+    Mock(bool),
     /// Play an explorer counterexample on the timeline (simulator), at the
     /// link's step; the URL then carries the link.
     PlayLesson(Rc<locklab_core::lesson::worded::PageLesson>, ExploreLink),
@@ -443,7 +470,15 @@ impl State {
                     next.playing = false;
                     next.active = 0;
                     next.rev += 1;
+                    if next.quiz {
+                        next.reseed_quiz();
+                    }
                 }
+            }
+            Action::Mock(open) => {
+                next.mock = open;
+                next.explore = false;
+                next.playing = false;
             }
             Action::Explore(open) => {
                 next.explore = open;
@@ -524,7 +559,12 @@ impl State {
             Action::ToggleHelp => next.help_open = !next.help_open,
             Action::CloseHelp => next.help_open = false,
             Action::SetSpeed(i) => next.speed = i.min(SPEEDS.len() - 1),
-            Action::ToggleQuiz => next.quiz = !next.quiz,
+            Action::ToggleQuiz => {
+                next.quiz = !next.quiz;
+                if next.quiz {
+                    next.reseed_quiz();
+                }
+            }
             Action::Transport(t) => {
                 let Some(s) = next.lesson.clone() else {
                     next.playing = false;
@@ -571,6 +611,10 @@ impl State {
                     Transport::Home => {
                         next.playing = false;
                         s.goto(0);
+                        // Interview mode: starting over is a new attempt.
+                        if next.quiz {
+                            next.reseed_quiz();
+                        }
                     }
                     Transport::End => {
                         next.playing = false;
@@ -658,6 +702,9 @@ impl State {
                     next.playing = false;
                     next.active = 0;
                     next.rev += 1;
+                    if next.quiz {
+                        next.reseed_quiz();
+                    }
                 }
             }
             Action::Reconnect => {
@@ -812,6 +859,27 @@ mod tests {
         assert_eq!(s.query(), q);
         let s = State::from_query(&Query::parse("?lesson=99"), Lang::Zh);
         assert_eq!(s.query().to_search(), "?lang=zh&seed=1&driver=sim");
+    }
+
+    /// Interview mode is in the URL with its shuffle seed: a link opens the
+    /// same attempt; turning it on, or starting the lesson over, is a new
+    /// attempt with a new seed.
+    #[test]
+    fn an_interview_link_keeps_its_shuffle_and_a_new_attempt_reseeds() {
+        let q = Query::parse("?lang=en&lesson=35&seed=1&driver=sim&quiz=4821");
+        let s = State::from_query(&q, Lang::En);
+        assert!(s.quiz);
+        assert_eq!((s.quiz_seed, s.query()), (4821, q));
+        let s = reduce(s, Action::Transport(Transport::Forward));
+        assert_eq!(s.quiz_seed, 4821, "stepping is the same attempt");
+        let s = reduce(s, Action::Transport(Transport::Home));
+        let again = s.quiz_seed;
+        assert_ne!(again, 4821, "starting over reseeds");
+        assert!(s.query().to_search().ends_with(&format!("quiz={again}")));
+        let s = reduce(s, Action::ToggleQuiz);
+        assert!(!s.quiz && !s.query().to_search().contains("quiz="));
+        let s = reduce(s, Action::ToggleQuiz);
+        assert!(s.quiz && s.quiz_seed != again && (1..1_000_000).contains(&s.quiz_seed));
     }
 
     #[test]

@@ -34,7 +34,9 @@ pub(crate) const TARGET: usize = 400_000;
 /// follower's page, the summary's CSV and Markdown) made it 442,832, so
 /// the ceiling leaves that and a little room, until the class code is
 /// trimmed back under the target (`cargo xtask bloat` shows by part).
-pub(crate) const CEILING: usize = 445_000;
+/// Interview practice (issue 38: the mock interview's questions and
+/// logic, the timed answer, the shuffle) made it 471,886 on its branch.
+pub(crate) const CEILING: usize = 472_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

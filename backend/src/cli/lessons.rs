@@ -10,7 +10,7 @@ use locklab_core::lesson::exercise::{Exercise, MAX_ANSWER};
 use locklab_core::lesson::render::{self, swimlane_in, transcript};
 use locklab_core::lesson::rounds;
 use locklab_core::lesson::run::LessonRun;
-use locklab_core::lesson::{builtin, catalogue, Lang, Lesson, LessonError, Quiz, Step};
+use locklab_core::lesson::{builtin, catalogue, Lang, Lesson, LessonError, Quiz, Step, Timed};
 
 use crate::userfile;
 
@@ -197,6 +197,11 @@ pub fn quiz(
     let io = |e: std::io::Error| LessonError::Parse(format!("terminal: {e}"));
     let zh = lang == Lang::Zh;
     writeln!(output, "{}\n", if zh { &lesson.title.zh } else { &lesson.title.en }).map_err(io)?;
+    if let Some(t) = &lesson.timed {
+        let (ticked, points) = timed_answer(t, lang, input, output).map_err(io)?;
+        right += ticked;
+        asked += points;
+    }
     while !run.is_finished() {
         let i = run.position();
         let step = lesson.steps[i].clone();
@@ -336,6 +341,54 @@ fn read_answer(input: &mut dyn BufRead) -> std::io::Result<String> {
     Ok(answer)
 }
 
+/// A lesson's timed answer on a terminal: the question and the time it
+/// allows (no clock: the candidate keeps time), one line of answer, then
+/// the rubric, scored by the points the candidate names by number (each
+/// counted once; anything else ignored). Returns (points made, points).
+fn timed_answer(t: &Timed, lang: Lang, input: &mut dyn BufRead, output: &mut dyn Write) -> std::io::Result<(u32, u32)> {
+    let zh = lang == Lang::Zh;
+    writeln!(
+        output,
+        "{} {}",
+        if zh { "？" } else { "?" },
+        t.question.get(lang).trim()
+    )?;
+    if zh {
+        write!(output, "（限时 {} 秒）你的回答，一行> ", t.seconds)?;
+    } else {
+        write!(output, "({} seconds) your answer, on one line> ", t.seconds)?;
+    }
+    output.flush()?;
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    writeln!(output, "{}", if zh { "评分要点：" } else { "the rubric:" })?;
+    for (n, p) in t.rubric.iter().enumerate() {
+        writeln!(output, "  {}. {}", n + 1, p.get(lang))?;
+    }
+    if zh {
+        write!(output, "你的回答讲到了哪几点？填编号，空格分隔> ")?;
+    } else {
+        write!(
+            output,
+            "which points did your answer make? their numbers, space-separated> "
+        )?;
+    }
+    output.flush()?;
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    let made: std::collections::BTreeSet<usize> = (line.split(|c: char| !c.is_ascii_digit()))
+        .filter_map(|n| n.parse::<usize>().ok())
+        .filter(|n| (1..=t.rubric.len()).contains(n))
+        .collect();
+    let (made, points) = (made.len() as u32, t.rubric.len() as u32);
+    if zh {
+        writeln!(output, "要点：{made} / {points}\n")?;
+    } else {
+        writeln!(output, "points: {made} / {points}\n")?;
+    }
+    Ok((made, points))
+}
+
 /// The lines of the last step in a transcript: from its `[   … ms]` line
 /// to the next blank line (the quiz before it was just asked).
 fn step_block(lines: &[render::Line]) -> Vec<&str> {
@@ -358,6 +411,31 @@ mod tests {
 
     /// `lesson show` lists each step in words, with its quiz, its choices
     /// and its answer, and a Redlock program's arithmetic.
+    #[test]
+    fn a_timed_answer_prints_its_rubric_and_scores_the_points_named() {
+        let l = lesson("35");
+        let t = l.timed.as_ref().expect("lesson 35 opens with a timed answer");
+        let asked = (l.steps.iter())
+            .filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some()))
+            .count();
+        // Points 1 and 2 (9 is no point, the second 2 counts once), then
+        // every question answered wrong.
+        let mut input = std::io::Cursor::new(format!(
+            "SET NX PX and a Lua release\n1, 2 9 2\n{}",
+            "x\n".repeat(asked)
+        ));
+        let mut out = Vec::new();
+        let (right, n) = quiz(&l, Lang::En, &mut input, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("(60 seconds) your answer") && text.contains("the rubric:"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("  8. {}", t.rubric[7].en)), "{text}");
+        assert!(text.contains("points: 2 / 8"), "{text}");
+        assert_eq!((right, n as usize), (2, asked + 8), "{text}");
+    }
+
     #[test]
     fn show_prints_quizzes_and_redlock_parameters() {
         let en = show(&lesson("17"), Lang::En);

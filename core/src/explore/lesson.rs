@@ -234,6 +234,7 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
             broken: true,
             explain: why(*invariant),
         },
+        timed: None,
     };
     let mut run = LessonRun::new(&lesson).map_err(|e| ToLessonError::Inexpressible(e.to_string()))?;
     run.run_all().map_err(|e| ToLessonError::Inexpressible(e.to_string()))?;

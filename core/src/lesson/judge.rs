@@ -75,6 +75,36 @@ mod prediction_tests {
         assert!(!prediction_right(&range, "-1", "(integer) 29998"));
     }
 
+    /// Interview mode shuffles choices per attempt (`Quiz::choice_order`);
+    /// the judge reads the chosen text, so the answer is right in any slot,
+    /// and over attempts it visits every slot.
+    #[test]
+    #[cfg(feature = "toml")]
+    fn shuffled_choices_are_judged_by_their_text() {
+        let all = builtin().unwrap();
+        let l = all.iter().find(|l| l.id == "35").unwrap();
+        let (i, step) = (l.steps.iter().enumerate())
+            .find(|(_, s)| {
+                s.quiz
+                    .as_ref()
+                    .is_some_and(|q| q.choices.len() == 3 && q.answer.is_some())
+            })
+            .expect("lesson 35 asks a three-choice question");
+        let q = step.quiz.as_ref().unwrap();
+        let answer = q.answer.clone().unwrap();
+        let mut slots = std::collections::BTreeSet::new();
+        for seed in 0..60 {
+            let order = q.choice_order(seed, i);
+            assert_eq!(order, q.choice_order(seed, i), "a seed names one order");
+            let at = order.iter().position(|&c| q.choices[c] == answer).unwrap();
+            slots.insert(at);
+            assert!(prediction_right(step, &q.choices[order[at]], ""));
+            let wrong = order.iter().find(|&&c| q.choices[c] != answer).unwrap();
+            assert!(!prediction_right(step, &q.choices[*wrong], ""));
+        }
+        assert_eq!(slots.len(), 3, "the answer moves between slots: {slots:?}");
+    }
+
     #[test]
     fn predictions_are_read_generously() {
         assert!(m("1", "(integer) 1"));

@@ -20,7 +20,8 @@
 //!    answer may be the strictly shortest option in at most
 //!    [`MAX_SHORTEST_PCT`] % of them too.
 //! 2. **The answer on the screen.** No answer may appear in what is shown
-//!    before the step that asks it: the narration, and every earlier step's
+//!    before the step that asks it: the narration, a timed answer's question
+//!    and rubric, and every earlier step's
 //!    `say`, `explain` and quiz question (the asking step's own `say` and
 //!    `explain` are shown after the answer, as its reply is). Texts are
 //!    [normalised](normalize) (case, whitespace, Markdown marks, full-width
@@ -289,6 +290,16 @@ fn lint_lesson(lesson: &Lesson, r: &mut LintReport) {
     let langs = [Lang::Zh, Lang::En];
     // What is on the screen before the current step, per language.
     let mut shown: [Vec<String>; 2] = langs.map(|l| vec![normalize(lesson.narration.get(l))]);
+    // A timed answer's question and rubric come before the first step.
+    for t in lesson
+        .timed
+        .iter()
+        .flat_map(|t| std::iter::once(&t.question).chain(&t.rubric))
+    {
+        for (k, lang) in langs.into_iter().enumerate() {
+            shown[k].push(normalize(t.get(lang)));
+        }
+    }
     for (i, step) in lesson.steps.iter().enumerate() {
         if let Some(what) = silent(step) {
             r.findings.push(Finding::Silent {

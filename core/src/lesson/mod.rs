@@ -27,6 +27,7 @@ pub mod exercise;
 pub mod judge;
 pub mod lint;
 pub mod metrics;
+pub mod mock;
 pub mod render;
 pub mod rounds;
 pub mod run;
@@ -302,6 +303,16 @@ impl Quiz {
             Lang::Zh => self.answer_zh.as_deref().or(self.answer.as_deref()),
             Lang::En => self.answer.as_deref(),
         }
+    }
+
+    /// The order interview mode shows the choices in, as indices into
+    /// `choices` (and `choices_zh`, which move with them): shuffled by the
+    /// attempt's `seed` and the step's index, so every question of an
+    /// attempt has its own order, a link with the seed asks in the same
+    /// one, and a file's slot for the answer says nothing. The judge is
+    /// unaffected: it compares the chosen text, not its slot.
+    pub fn choice_order(&self, seed: u64, step: usize) -> Vec<usize> {
+        crate::rng::Rng::derive(seed, step as u64).permutation(self.choices.len())
     }
 }
 
@@ -729,10 +740,52 @@ pub struct Lesson<P = Program> {
     pub seed: u64,
     pub steps: Vec<Step<P>>,
     pub outcome: Outcome,
+    /// The lesson opens with a timed answer (lesson 35): asked before the
+    /// first step in interview mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed: Option<Timed>,
 }
 
 fn default_seed() -> u64 {
     1
+}
+
+/// A question the candidate answers in their own words against a clock,
+/// then scores against a rubric (issue 38, item 4): an interview's opening
+/// question is not a choice among options, and an answer written before
+/// the model answer is shown is the only honest test of it. Interview mode
+/// asks it before the first step (the steps, the model answer among them,
+/// wait until it is scored); `lesson run --quiz` prints it and its rubric.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timed {
+    pub question: Text,
+    /// How long the answer may take.
+    pub seconds: u32,
+    /// The points a complete answer makes, ticked by the candidate: each
+    /// one ticked counts as one right in the lesson's score.
+    pub rubric: Vec<Text>,
+}
+
+impl Timed {
+    /// The bounds a file must keep: a clock a person can use (10 s to
+    /// 10 min), a rubric of 1 to 16 points, everything in both languages.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(10..=600).contains(&self.seconds) {
+            return Err(format!("timed.seconds = {}: from 10 to 600", self.seconds));
+        }
+        if self.rubric.is_empty() || self.rubric.len() > 16 {
+            return Err(format!("timed.rubric has {} points: from 1 to 16", self.rubric.len()));
+        }
+        let texts = std::iter::once(&self.question).chain(&self.rubric);
+        if texts
+            .into_iter()
+            .any(|t| t.zh.trim().is_empty() || t.en.trim().is_empty())
+        {
+            return Err("timed: the question and each rubric point need both zh and en".into());
+        }
+        Ok(())
+    }
 }
 
 /// A lesson file that cannot be used.
@@ -832,6 +885,9 @@ impl<P> Lesson<P> {
         }
         self.validate_service().map_err(invalid)?;
         self.validate_groups().map_err(invalid)?;
+        if let Some(t) = &self.timed {
+            t.validate().map_err(invalid)?;
+        }
         for (i, step) in self.steps.iter().enumerate() {
             let bad = |msg: String| LessonError::Step {
                 id: self.id.clone(),

@@ -114,6 +114,7 @@ impl<P> Lesson<P> {
             seed,
             steps,
             outcome,
+            timed,
         } = self;
         let steps = (steps.into_iter().enumerate())
             .map(|(i, s)| s.try_map_program(|p| f(i, p)))
@@ -132,6 +133,7 @@ impl<P> Lesson<P> {
             seed,
             steps,
             outcome,
+            timed,
         })
     }
 }

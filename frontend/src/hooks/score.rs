@@ -41,6 +41,22 @@ pub fn save(lesson: &str, score: &LessonScore) {
     announce();
 }
 
+/// The `localStorage` key of the mock interview's record.
+pub const MOCK_KEY: &str = "locklab.mock";
+
+/// The mock interview's record as stored (empty if none or damaged).
+pub fn load_mock() -> locklab_core::lesson::mock::Record {
+    let stored = storage().and_then(|s| s.get_item(MOCK_KEY).ok().flatten());
+    stored.map_or_else(Default::default, |v| locklab_core::lesson::mock::Record::parse(&v))
+}
+
+/// Store the mock interview's record.
+pub fn save_mock(record: &locklab_core::lesson::mock::Record) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(MOCK_KEY, &record.encode());
+    }
+}
+
 /// Forget a lesson's score.
 pub fn reset(lesson: &str) {
     if let Some(s) = storage() {

@@ -126,6 +126,8 @@ pub fn app() -> Html {
     let onpresent = to(&state, |()| Action::TogglePresent);
     let onexplore_open = to(&state, |_: MouseEvent| Action::Explore(true));
     let onexplore_close = to(&state, |()| Action::Explore(false));
+    let onmock_open = to(&state, |_: MouseEvent| Action::Mock(true));
+    let onmock_close = to(&state, |()| Action::Mock(false));
     let onexplore_play = to(&state, |(l, link)| Action::PlayLesson(l, link));
     let onclass = to(&state, Action::Class);
     let (presenting_class, following, summary) = match state.class.as_ref().map(|c| c.borrow()) {
@@ -149,6 +151,10 @@ pub fn app() -> Html {
                             <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed } link={ state.explore_link.clone() }
                                 onplay={ onexplore_play } onclose={ onexplore_close } />
                         </main>
+                    } else if state.mock {
+                        <main>
+                            <crate::view::mock_interview::MockInterview lang={ state.lang } onclose={ onmock_close } />
+                        </main>
                     } else {
                     <main>
                         if following {
@@ -156,6 +162,9 @@ pub fn app() -> Html {
                         } else {
                         <button class="explore-open" data-testid="explore-open" onclick={ onexplore_open }>
                             { if state.lang == Lang::Zh { "攻破我的锁：探索器" } else { "Break my lock: the explorer" } }
+                        </button>
+                        <button class="explore-open mock-open" data-testid="mock-open" onclick={ onmock_open }>
+                            { crate::i18n::Text::MockOpen.get(state.lang) }
                         </button>
                         }
                         if state.class.is_none() && state.lesson.is_none() {

@@ -2,6 +2,14 @@
 //! play at 0.25×–8×, scrub, restart), the step list with expected and
 //! actual replies, interview-mode predictions with the lesson's score, and
 //! the outcome.
+//!
+//! Interview mode asks before it tells (issue 38): the narration, which
+//! sums the lesson up, waits for the first answer; a `say` step's text
+//! waits until the step is reached, an explanation until its step ran
+//! (which, in interview mode, is after its question was answered), the
+//! outcome until the last step; and the choices come in the attempt's
+//! shuffled order (`Quiz::choice_order`, seeded by the URL's `quiz=`).
+//! Presenter and normal mode show everything as before.
 
 use std::collections::BTreeMap;
 
@@ -9,13 +17,14 @@ use locklab_core::trace::Trace;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-use crate::catalog;
+use crate::catalog::{self, core_lang};
 use crate::driver::LessonDriver;
 use crate::hooks::score::{self as stored, use_score_changes};
 use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
 use crate::score::LessonScore;
 use crate::state::{AppContext, Transport, SPEEDS};
+use crate::view::timed::TimedAnswer;
 use locklab_core::lesson::judge::prediction_right;
 
 #[derive(Properties, PartialEq)]
@@ -105,6 +114,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     // tested natively; the score is what `localStorage` holds.
     let guesses = use_state(|| -> Guesses { (None, BTreeMap::new()) });
     let draft = use_state(String::new);
+    let timed_scored = use_state(|| None::<(String, u64)>); // the attempt (lesson, seed) whose timed answer was scored
     let expanded = use_state(|| false);
     let steps_ref = use_node_ref();
     let lesson_id = state.lesson_id();
@@ -131,19 +141,20 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let pos = s.position();
     let len = s.len();
 
-    // The next step, when interview mode asks for a prediction first.
+    // Interview mode asks the next step first; a timed answer before all, once per attempt.
     let next = l.steps.get(pos);
     let asks = state.quiz
         && next.is_some_and(|st| st.quiz.is_some() || (st.cmd.is_some() && st.expect.is_some()))
         && !judged.contains_key(&pos);
-    {
-        let ongate = props.ongate.clone();
-        let gate = asks.then_some(pos);
-        use_effect_with(gate, move |g| ongate.emit(*g));
-    }
+    let attempt = Some((l.id.clone(), state.quiz_seed));
+    let timed = (l.timed.as_ref()).filter(|_| state.quiz && pos == 0 && *timed_scored != attempt);
+    let (ongate, gate) = (props.ongate.clone(), (asks || timed.is_some()).then_some(pos));
+    use_effect_with(gate, move |g| ongate.emit(*g));
     let submit = submit_prediction(&guesses, &draft, props, lesson_id.clone(), pos);
-    let quiz_box = if asks {
-        quiz_form(&*s, &draft, &submit, lang)
+    let quiz_box = if let Some(t) = timed {
+        timed_box(t, &l.id, state.quiz_seed, &timed_scored, &props.ongate, lang)
+    } else if asks {
+        quiz_form(&*s, &draft, &submit, state.quiz_seed, lang)
     } else {
         html! {}
     };
@@ -159,7 +170,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let step_name = state.step().unwrap_or_else(|| "0".into());
     html! {
         <section class="lesson-panel" data-testid="lesson-panel">
-            { heading(&*s, expanded.clone(), lang) }
+            { heading(&*s, expanded.clone(), !state.quiz || !judged.is_empty(), lang) }
             { transport_row(props, &state, &*s, step_name, &score, onreset) }
             { quiz_box }
             <div class="lesson-details">
@@ -168,7 +179,7 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
             if state.quiz && pos == len && !missed.is_empty() {
                 { missed_review(&missed, lang) }
             }
-            { outcome_box(&*s, lang) }
+            { if state.quiz && pos < len { outcome_hidden(lang) } else { outcome_box(&*s, lang) } }
             </div>
         </section>
     }
@@ -196,13 +207,16 @@ fn step_item(
         (i == pos).then_some("next"),
         r.is_some_and(|r| !r.ok).then_some("mismatch"),
     );
-    let shown = s.step_text(i, lang);
+    // Interview mode: a point or question the lesson makes is read when
+    // the step is reached, not ahead of the questions before it.
+    let shown = step_shown(s, i, quiz && !done, lang);
     let expected = catalog::expected_text(s.lesson(), i, lang);
     let hide_expected = quiz && !done;
     // The reply as shown, worded once: also the answer when the quiz
     // names none.
     let reply = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang));
-    let answer = (st.quiz.as_ref().and_then(|q| q.answer.clone())).or_else(|| reply.clone());
+    let answer = (st.quiz.as_ref().and_then(|q| q.answer_in(core_lang(lang)))).map(str::to_owned);
+    let answer = answer.or_else(|| reply.clone());
     let right = guess
         .as_ref()
         .map(|g| prediction_right(st, g, r.and_then(|r| r.reply.as_deref()).unwrap_or_default()));
@@ -215,11 +229,7 @@ fn step_item(
             // column so the step text stays in its own.
             <span class="actor">{ st.client.clone().unwrap_or_else(|| "—".to_owned()) }</span>
             // A command as typed; the lesson's narration as prose.
-            if st.say.is_some() {
-                <div class="shown prose">{ crate::markdown::render(&shown) }</div>
-            } else {
-                <code class="shown">{ shown }</code>
-            }
+            { shown }
             <div class="replies">
                 if let (Some(e), false) = (&expected, hide_expected) {
                     <span class="expected" data-testid="step-expected">
@@ -234,7 +244,7 @@ fn step_item(
                 if let (Some(g), Some(right)) = (&guess, right) {
                     <span class={ classes!("verdict", if right { "right" } else { "wrong" }) } data-testid="prediction"
                         data-right={ right.to_string() }>
-                        <span class="k">{ Text::YourPrediction.get(lang) }</span>{ g }
+                        <span class="k">{ Text::YourPrediction.get(lang) }</span>{ choice_in(st, g, lang) }
                         if right {
                             { format!(" ✓ {}", Text::Right.get(lang)) }
                         } else {
@@ -256,9 +266,61 @@ fn step_item(
     }
 }
 
+/// A step's text: a command as typed, the lesson's narration as prose, or
+/// (interview mode, a `say` not reached yet) a note that it waits.
+/// `pending`: interview mode, not run yet.
+fn step_shown(s: &dyn LessonDriver, i: usize, pending: bool, lang: Lang) -> Html {
+    let prose = s.lesson().steps[i].say.is_some();
+    let shown = s.step_text(i, lang);
+    if pending && prose {
+        html! { <div class="shown prose muted" data-testid="step-hidden">{ Text::StepHidden.get(lang) }</div> }
+    } else if prose {
+        html! { <div class="shown prose">{ crate::markdown::render(&shown) }</div> }
+    } else {
+        html! { <code class="shown">{ shown }</code> }
+    }
+}
+
+/// Interview mode's outcome before the last step: a note that it waits.
+fn outcome_hidden(lang: Lang) -> Html {
+    html! {
+        <div class="outcome" data-testid="outcome-hidden">
+            <h3>{ Text::Outcome.get(lang) }</h3>
+            <p class="muted">{ Text::OutcomeHidden.get(lang) }</p>
+        </div>
+    }
+}
+
+/// The timed answer of lesson `id` for the attempt `seed`; once scored it
+/// records the attempt (so it is not asked again until a new one) and
+/// lifts the gate.
+fn timed_box(
+    t: &locklab_core::lesson::Timed,
+    id: &str,
+    seed: u64,
+    scored: &UseStateHandle<Option<(String, u64)>>,
+    ongate: &Callback<Option<usize>>,
+    lang: Lang,
+) -> Html {
+    let onscored = {
+        let (scored, attempt, ongate) = (scored.clone(), (id.to_owned(), seed), ongate.clone());
+        Callback::from(move |()| {
+            scored.set(Some(attempt.clone()));
+            ongate.emit(None);
+        })
+    };
+    html! { <TimedAnswer key={ format!("{id}-{seed}") } lesson={ id.to_owned() } timed={ t.clone() } {lang} {onscored} /> }
+}
+
 /// Interview mode's question for the next step (`s`'s position): a text answer, or one
 /// button per choice; either submits the prediction.
-fn quiz_form(s: &dyn LessonDriver, draft: &UseStateHandle<String>, submit: &Callback<String>, lang: Lang) -> Html {
+fn quiz_form(
+    s: &dyn LessonDriver,
+    draft: &UseStateHandle<String>,
+    submit: &Callback<String>,
+    seed: u64,
+    lang: Lang,
+) -> Html {
     let pos = s.position();
     let st = &s.lesson().steps[pos];
     let question = st
@@ -266,7 +328,14 @@ fn quiz_form(s: &dyn LessonDriver, draft: &UseStateHandle<String>, submit: &Call
         .as_ref()
         .map(|q| if lang == Lang::Zh { q.zh.clone() } else { q.en.clone() })
         .unwrap_or_else(|| s.step_text(pos, lang));
-    let choices = st.quiz.as_ref().map(|q| q.choices.clone()).unwrap_or_default();
+    // In the attempt's order, worded in the page's language; a press
+    // submits the choice's English form, which is what the judge reads.
+    let choices: Vec<(String, String)> = st.quiz.as_ref().map_or_else(Vec::new, |q| {
+        let shown = q.choices_in(core_lang(lang));
+        (q.choice_order(seed, pos).into_iter())
+            .map(|c| (q.choices[c].clone(), shown[c].to_owned()))
+            .collect()
+    });
     let oninput = {
         let draft = draft.clone();
         Callback::from(move |e: InputEvent| draft.set(e.target_unchecked_into::<HtmlInputElement>().value()))
@@ -290,10 +359,9 @@ fn quiz_form(s: &dyn LessonDriver, draft: &UseStateHandle<String>, submit: &Call
                 </label>
                 <button type="submit" data-testid="quiz-check">{ Text::Check.get(lang) }</button>
             } else {
-                { for choices.into_iter().map(|c| {
+                { for choices.into_iter().map(|(c, label)| {
                     let submit = submit.clone();
-                    let label = c.clone();
-                    html! { <button type="button" class="choice" data-testid="quiz-choice"
+                    html! { <button type="button" class="choice" data-testid="quiz-choice" data-choice={ c.clone() }
                         onclick={ move |_| submit.emit(c.clone()) }>{ label }</button> }
                 }) }
             }
@@ -337,9 +405,21 @@ fn outcome_box(s: &dyn LessonDriver, lang: Lang) -> Html {
     }
 }
 
-/// The lesson's title, source and narration (clamped until expanded), and
-/// the driver's error or notice.
-fn heading(s: &dyn LessonDriver, expanded: UseStateHandle<bool>, lang: Lang) -> Html {
+/// A guess as the page's language words it: a choice's `lang` form (the
+/// guess is its English form), anything typed as typed.
+fn choice_in<P>(st: &locklab_core::lesson::Step<P>, guess: &str, lang: Lang) -> String {
+    let q = st.quiz.as_ref();
+    let at = q.and_then(|q| q.choices.iter().position(|c| c == guess));
+    match (q, at) {
+        (Some(q), Some(at)) => q.choices_in(core_lang(lang))[at].to_owned(),
+        _ => guess.to_owned(),
+    }
+}
+
+/// The lesson's title, source and narration (clamped until expanded; in
+/// interview mode, until `narrate`, a note that it waits for the first
+/// answer), and the driver's error or notice.
+fn heading(s: &dyn LessonDriver, expanded: UseStateHandle<bool>, narrate: bool, lang: Lang) -> Html {
     let l = s.lesson();
     html! {
         <div class="lesson-heading">
@@ -347,14 +427,18 @@ fn heading(s: &dyn LessonDriver, expanded: UseStateHandle<bool>, lang: Lang) -> 
                 <span class="id">{ &l.id }</span>{ catalog::text(&l.title, lang) }
             </h1>
             <p class="source">{ format!("{} · {}", Text::Source.get(lang), catalog::source_label(l, lang)) }</p>
-            <div class={ classes!("narration", (!*expanded).then_some("clamped")) } data-testid="narration"
-                onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
-                { crate::markdown::render(catalog::text(&l.narration, lang)) }
-            </div>
-            <button class="more" data-testid="narration-more" aria-expanded={ expanded.to_string() }
-                onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
-                { if *expanded { Text::Less.get(lang) } else { Text::More.get(lang) } }
-            </button>
+            if narrate {
+                <div class={ classes!("narration", (!*expanded).then_some("clamped")) } data-testid="narration"
+                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                    { crate::markdown::render(catalog::text(&l.narration, lang)) }
+                </div>
+                <button class="more" data-testid="narration-more" aria-expanded={ expanded.to_string() }
+                    onclick={ let e = expanded.clone(); move |_| e.set(!*e) }>
+                    { if *expanded { Text::Less.get(lang) } else { Text::More.get(lang) } }
+                </button>
+            } else {
+                <p class="narration muted" data-testid="narration-hidden">{ Text::NarrationHidden.get(lang) }</p>
+            }
             if let Some(e) = s.error() {
                 <p class="error" data-testid="lesson-error">{ e }</p>
             }

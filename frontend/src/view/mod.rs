@@ -12,5 +12,7 @@ pub mod help;
 pub mod lesson_list;
 pub mod lesson_panel;
 pub mod loading;
+pub mod mock_interview;
 pub mod presenter;
+pub mod timed;
 pub mod timeline;
