@@ -63,7 +63,7 @@ pub fn mock_interview(props: &MockProps) -> Html {
         (None, None) => report(&mock, &attempt.session, lang),
     };
     html! {
-        <section class="mock lesson-panel" data-testid="mock">
+        <section class="mock" data-testid="mock">
             <div class="lesson-heading">
                 <h1>{ Text::MockTitle.get(lang) }</h1>
                 <p class="source">{ Text::MockSource.get(lang) }</p>

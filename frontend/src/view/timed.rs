@@ -107,7 +107,7 @@ pub fn timed_answer(props: &TimedProps) -> Html {
         <form class="quiz timed" data-testid="timed" onsubmit={ |e: SubmitEvent| e.prevent_default() }>
             <div class="question" data-testid="timed-question">{ catalog::text(&t.question, lang) }</div>
             <span class={ classes!("timer", (left <= 10).then_some("low")) } data-testid="timed-timer"
-                data-left={ left.to_string() }>{ format!("⏱ {left} s") }</span>
+                data-left={ left.to_string() }>{ format!("{left} s") }</span>
             if phase.0 == Phase::Ready {
                 <button type="button" data-testid="timed-start" onclick={ start }>{ Text::TimedStart.get(lang) }</button>
             }
