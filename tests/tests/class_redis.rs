@@ -21,16 +21,15 @@ use tokio_tungstenite::tungstenite::Message;
 struct Instance {
     child: Child,
     addr: SocketAddr,
-    _dist: tempdir::Dir,
+    _dist: TempDir,
 }
 
-mod tempdir {
-    /// A directory removed on drop.
-    pub struct Dir(pub std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+/// A directory removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -60,7 +59,7 @@ impl Instance {
         Instance {
             child,
             addr,
-            _dist: tempdir::Dir(dist),
+            _dist: TempDir(dist),
         }
     }
 
@@ -230,7 +229,7 @@ fn stored(redis: &RedisServer, code: &str) -> (String, i64, i64) {
         .arg("+")
         .query(&mut c)
         .unwrap();
-    let ttl = |k: &str| redis::cmd("TTL").arg(k).query::<i64>(&mut c).unwrap();
+    let mut ttl = |k: &str| redis::cmd("TTL").arg(k).query::<i64>(&mut c).unwrap();
     let (t1, t2) = (ttl(&hash_key), ttl(&log_key));
     (format!("{hash:?} {log:?}"), t1, t2)
 }

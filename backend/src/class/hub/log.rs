@@ -226,13 +226,16 @@ impl Hub {
         vec![Out::To(conn, error(ClassError::NoSuchClass(code.to_string())))]
     }
 
-    /// Local connection `conn` closed: `Some` entry to log when other
-    /// instances know it (it is in a class); else it is gone here at once.
+    /// Local connection `conn` closed: `Ok` entry to log when other
+    /// instances know it (it is in a class); else it is gone here at once
+    /// (after a class ended nothing more is appended to its log, whose keys
+    /// are about to expire).
     pub fn leave(&mut self, conn: ConnId, now: Instant) -> Result<(ClassCode, Entry), Vec<Out>> {
         self.secrets.remove(&conn);
         let logged = self
             .conns
             .get(&conn)
+            .filter(|c| !matches!(c.role, Role::None))
             .and_then(|c| c.logged.clone().map(|code| (code, c.peer)));
         match logged {
             Some((code, peer)) => {
