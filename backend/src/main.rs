@@ -78,6 +78,12 @@ enum Cmd {
         /// A class whose presenter has been away this long ends by itself.
         #[arg(long, value_name = "SECONDS", default_value_t = 7200)]
         class_idle: u64,
+        /// Where classes live: in this process (the default), or a Redis
+        /// server (`redis://host:port/db`) that several `locklab serve`
+        /// instances share, so any of them serves a class and a restart
+        /// loses no answer.
+        #[arg(long, value_name = "URL")]
+        class_store: Option<String>,
         #[arg(long, default_value = "dist")]
         dist: std::path::PathBuf,
         /// Also accept lab sessions from pages of this origin, and requests to
@@ -157,6 +163,13 @@ enum Cmd {
         /// latency of a move, answers/s and RSS per follower.
         #[arg(long, value_name = "N")]
         class: Option<usize>,
+        /// With --class: the classes live in this Redis (`redis://host:port/db`).
+        #[arg(long, value_name = "URL", requires = "class")]
+        class_store: Option<String>,
+        /// With --class: be the room (presenter and followers) of a bench
+        /// whose backend is at ADDR; the bench runs this itself.
+        #[arg(long, value_name = "ADDR", requires = "class", hide = true)]
+        class_room: Option<std::net::SocketAddr>,
     },
 }
 
@@ -320,6 +333,7 @@ fn main() -> Result<()> {
             class_url,
             class_max,
             class_idle,
+            class_store,
             dist,
             mut allow_origin,
             script_budget_ms,
@@ -384,6 +398,19 @@ fn main() -> Result<()> {
                 .allow_origins(allow_origin)
                 .max_sockets(max_sockets)
                 .class_config(class_cfg);
+            let state = match class_store {
+                Some(url) => {
+                    let idle = Duration::from_secs(class_idle.max(1));
+                    let store = locklab_backend::class::store::RedisStore::open(&url, idle)
+                        .with_context(|| format!("--class-store {url}"))?;
+                    eprintln!(
+                        "locklab: classes are kept in {url} (keys {}*)",
+                        locklab_backend::class::store::PREFIX
+                    );
+                    state.class_store(std::sync::Arc::new(store))
+                }
+                None => state,
+            };
             let served = tokio::runtime::Runtime::new()?.block_on(async {
                 let stopping = state.clone();
                 let stop = async move {
@@ -486,12 +513,18 @@ fn main() -> Result<()> {
             requests,
             soak,
             class,
+            class_store,
+            class_room,
         } => {
             if let Some(n) = class {
                 if !(1..=10_000).contains(&n) {
                     bail!("--class must be between 1 and 10000 followers");
                 }
-                print!("{}", bench::class_report(n)?);
+                if let Some(addr) = class_room {
+                    bench::class_room(addr, n)?;
+                    return Ok(());
+                }
+                print!("{}", bench::class_report(n, class_store.as_deref())?);
                 return Ok(());
             }
             if !(seconds > 0.0 && seconds < 600.0) {

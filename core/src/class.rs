@@ -78,6 +78,10 @@ pub enum ClassError {
     AlreadyInClass,
     #[error("this lab runs at most {0} classes at once; end one first")]
     TooManyClasses(usize),
+    /// The class store (`--class-store`) did not answer: nothing was
+    /// changed, and the same message may be sent again.
+    #[error("the class store is unavailable ({0}); try again")]
+    Unavailable(String),
 }
 
 /// A class's join code, always in canonical form (capitals, no spaces).

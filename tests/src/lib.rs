@@ -66,6 +66,27 @@ pub use locklab_backend::real::process as server;
 
 pub use server::RedisServer;
 
+/// The `locklab` binary of this build (`target/<profile>/locklab`), for
+/// tests that run `locklab serve` as processes; it must be newer than the
+/// sources it is built from, or the test would test old code.
+pub fn locklab_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    // target/<profile>/deps/<test>-<hash>
+    let profile = exe.parent().and_then(|d| d.parent()).expect("target/<profile>/deps");
+    let bin = profile.join(format!("locklab{}", std::env::consts::EXE_SUFFIX));
+    let flag = if profile.ends_with("release") { " --release" } else { "" };
+    let hint = format!("build it with `cargo build{flag} -p locklab-backend --bin locklab`");
+    let built = std::fs::metadata(&bin)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("{} is missing: {hint}", bin.display()));
+    for src in ["backend/src", "core/src"] {
+        if let Some((t, path)) = browser::newest_mtime(&browser::root().join(src)) {
+            assert!(t <= built, "{} is older than {}: {hint}", bin.display(), path.display());
+        }
+    }
+    bin
+}
+
 /// The catalogue's lesson `id` (the lessons built into core).
 pub fn lesson(id: &str) -> locklab_core::lesson::Lesson {
     locklab_core::lesson::builtin()

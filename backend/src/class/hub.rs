@@ -43,6 +43,8 @@ use locklab_core::class::{
 use locklab_core::lesson::{Lesson, Step};
 use locklab_core::rng::Rng;
 
+pub use log::{Admit, Entry, What};
+
 /// A connection's number, given by [`Hub::connect`].
 pub type ConnId = u64;
 
@@ -114,6 +116,9 @@ enum Role {
 struct Conn {
     peer: IpAddr,
     role: Role,
+    /// The class this connection's last logged entry went to: its `Left`
+    /// goes there too, so every instance sees it leave.
+    logged: Option<ClassCode>,
 }
 
 struct Follower {
@@ -140,7 +145,9 @@ struct DrillState {
 
 struct Class {
     code: ClassCode,
-    secret: String,
+    /// [`super::secret_hash`] of the presenter secret: the secret itself is
+    /// only ever in the presenter's page (and in the log as this hash).
+    secret_hash: String,
     presenter: Option<ConnId>,
     members: BTreeMap<String, Follower>,
     position: Position,
@@ -175,6 +182,14 @@ pub struct Hub {
     conns: HashMap<ConnId, Conn>,
     next_conn: ConnId,
     throttle: HashMap<IpAddr, Window>,
+    /// This process's name in the class logs ([`log::Entry::instance`]).
+    instance: String,
+    /// The connections of other instances, by (instance, their number):
+    /// each is a connection here too (its role, its class), with no socket.
+    ghosts: HashMap<(String, ConnId), ConnId>,
+    /// The secret a local `start` or `resume` was given, until its entry is
+    /// applied and `started` is sent with it.
+    secrets: HashMap<ConnId, String>,
 }
 
 fn error(e: ClassError) -> ServerSays {
@@ -203,6 +218,9 @@ impl Hub {
             conns: HashMap::new(),
             next_conn: 1,
             throttle: HashMap::new(),
+            instance: String::new(),
+            ghosts: HashMap::new(),
+            secrets: HashMap::new(),
         }
     }
 
@@ -219,7 +237,14 @@ impl Hub {
     pub fn connect(&mut self, peer: IpAddr) -> ConnId {
         let id = self.next_conn;
         self.next_conn += 1;
-        self.conns.insert(id, Conn { peer, role: Role::None });
+        self.conns.insert(
+            id,
+            Conn {
+                peer,
+                role: Role::None,
+                logged: None,
+            },
+        );
         id
     }
 
@@ -275,10 +300,24 @@ impl Hub {
         out
     }
 
-    /// One text frame from `conn`.
+    /// One text frame from `conn`, on a hub that is the only instance:
+    /// admitted ([`Hub::admit_text`]) and applied at once ([`Hub::settle`]).
     pub fn handle_text(&mut self, conn: ConnId, text: &str, now: Instant) -> Vec<Out> {
+        let admitted = self.admit_text(conn, text, now);
+        self.settle(admitted, now)
+    }
+
+    /// One message from `conn`, on a hub that is the only instance.
+    pub fn handle(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Vec<Out> {
+        let admitted = self.admit(conn, msg, now);
+        self.settle(admitted, now)
+    }
+
+    /// One text frame from `conn`, read and checked against what this hub
+    /// knows, before any class changes ([`Hub::admit`]).
+    pub fn admit_text(&mut self, conn: ConnId, text: &str, now: Instant) -> Admit {
         let Some(c) = self.conns.get(&conn) else {
-            return Vec::new();
+            return Admit::Done(Vec::new());
         };
         let (presenter, roleless) = (matches!(c.role, Role::Presenter(_)), matches!(c.role, Role::None));
         let max = if presenter {
@@ -288,41 +327,19 @@ impl Hub {
         };
         if text.len() > max {
             let e = ClassError::TooLarge { size: text.len(), max };
-            return vec![Out::To(conn, error(e))];
+            return Admit::Done(vec![Out::To(conn, error(e))]);
         }
         match serde_json::from_str::<ClassClientMsg>(text) {
-            Ok(msg) => self.handle(conn, msg, now),
+            Ok(msg) => self.admit(conn, msg, now),
             Err(e) => {
                 if roleless {
                     // A join the server cannot read counts as a bad one.
                     let peer = c.peer;
                     self.bad_attempt(peer, now);
                 }
-                vec![Out::To(conn, error(ClassError::Malformed(e.to_string())))]
+                Admit::Done(vec![Out::To(conn, error(ClassError::Malformed(e.to_string())))])
             }
         }
-    }
-
-    /// One message from `conn`.
-    pub fn handle(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Vec<Out> {
-        let mut out = Vec::new();
-        let done = match msg {
-            ClassClientMsg::Start => self.start(conn, now, &mut out),
-            ClassClientMsg::Resume { code, secret } => self.resume(conn, &code, &secret, now, &mut out),
-            ClassClientMsg::Join {
-                code,
-                name,
-                member,
-                since,
-            } => self.join(conn, &code, name, member, since, now, &mut out),
-            ClassClientMsg::Control { secret, control } => self.control(conn, &secret, control, now, &mut out),
-            ClassClientMsg::Answer { question, answer } => self.answer(conn, question, &answer, now, &mut out),
-            ClassClientMsg::DrillResult { drill, found, .. } => self.drill_result(conn, drill, found),
-        };
-        if let Err(e) = done {
-            out.push(Out::To(conn, error(e)));
-        }
-        out
     }
 
     fn role_free(&self, conn: ConnId) -> Result<&Conn, ClassError> {
@@ -337,7 +354,10 @@ impl Hub {
         (0..words).map(|_| format!("{:016x}", (self.entropy)())).collect()
     }
 
-    fn start(&mut self, conn: ConnId, now: Instant, out: &mut Vec<Out>) -> Result<(), ClassError> {
+    /// A `start`: from a loopback peer, while fewer than
+    /// [`ClassConfig::max_classes`] run here; a fresh code and secret, the
+    /// secret kept for `started` and only its hash logged.
+    fn admit_start(&mut self, conn: ConnId) -> Result<(ClassCode, String), ClassError> {
         if !self.role_free(conn)?.peer.to_canonical().is_loopback() {
             return Err(ClassError::LoopbackOnly);
         }
@@ -351,18 +371,28 @@ impl Hub {
             }
         };
         let secret = self.random_hex(2);
-        self.classes
-            .insert(code.clone(), Class::new(code.clone(), secret, conn, now));
-        self.set_role(conn, Role::Presenter(code.clone()));
-        out.push(Out::To(conn, self.started(&code)));
-        Ok(())
+        let hash = super::secret_hash(&secret);
+        self.secrets.insert(conn, secret);
+        Ok((code, hash))
     }
 
-    fn started(&self, code: &ClassCode) -> ServerSays {
+    fn start(&mut self, conn: ConnId, code: &ClassCode, secret_hash: String, now: Instant, out: &mut Vec<Out>) {
+        if self.classes.contains_key(code) {
+            return;
+        }
+        self.classes
+            .insert(code.clone(), Class::new(code.clone(), secret_hash, conn, now));
+        self.set_role(conn, Role::Presenter(code.clone()));
+        if let Some(secret) = self.secrets.remove(&conn) {
+            out.push(Out::To(conn, self.started(code, secret)));
+        }
+    }
+
+    fn started(&self, code: &ClassCode, secret: String) -> ServerSays {
         let join_url = join_url(&self.cfg.join_base, code);
         ServerSays::Started {
             code: code.clone(),
-            secret: self.classes.get(code).map(|c| c.secret.clone()).unwrap_or_default(),
+            secret,
             qr_svg: super::qr_svg(&join_url),
             join_url,
         }
@@ -378,7 +408,7 @@ impl Hub {
         &mut self,
         conn: ConnId,
         code: &ClassCode,
-        secret: &str,
+        secret_hash: &str,
         now: Instant,
         out: &mut Vec<Out>,
     ) -> Result<(), ClassError> {
@@ -387,7 +417,7 @@ impl Hub {
             self.bad_attempt(peer, now);
             return Err(ClassError::NoSuchClass(code.to_string()));
         };
-        if !super::same_secret(secret, &class.secret) {
+        if !super::same_secret(secret_hash, &class.secret_hash) {
             self.bad_attempt(peer, now);
             return Err(ClassError::NotPresenter);
         }
@@ -404,7 +434,9 @@ impl Hub {
             self.set_role(old, Role::None);
         }
         self.set_role(conn, Role::Presenter(code.clone()));
-        out.push(Out::To(conn, self.started(code)));
+        if let Some(secret) = self.secrets.remove(&conn) {
+            out.push(Out::To(conn, self.started(code, secret)));
+        }
         if let Some(class) = self.classes.get_mut(code) {
             class.flush(now, out);
         }
@@ -447,20 +479,17 @@ impl Hub {
         code: &ClassCode,
         name: Option<String>,
         member: Option<String>,
-        since: Option<String>,
+        (fresh, since): (String, Option<String>),
         now: Instant,
         out: &mut Vec<Out>,
     ) -> Result<(), ClassError> {
-        let peer = self.role_free(conn)?.peer;
-        if let Some(secs) = self.throttled(peer, now) {
-            return Err(ClassError::Throttled(secs));
-        }
-        if !self.classes.contains_key(code) {
-            self.bad_attempt(peer, now);
-            return Err(ClassError::NoSuchClass(code.to_string()));
-        }
-        let fresh = self.random_hex(1);
-        let class = self.classes.get_mut(code).ok_or(ClassError::Ended)?;
+        // The throttle was checked when the join was admitted: here, where
+        // every instance applies it alike, only the class decides.
+        self.role_free(conn)?;
+        let class = self
+            .classes
+            .get_mut(code)
+            .ok_or_else(|| ClassError::NoSuchClass(code.to_string()))?;
         let name = name.as_deref().and_then(clean_name);
         let mut replaced = None;
         let member = match member.filter(|m| class.members.contains_key(m)) {
@@ -509,7 +538,7 @@ impl Hub {
     fn control(
         &mut self,
         conn: ConnId,
-        secret: &str,
+        secret_hash: &str,
         control: Control,
         now: Instant,
         out: &mut Vec<Out>,
@@ -519,7 +548,7 @@ impl Hub {
             _ => return Err(ClassError::NotPresenter),
         };
         let class = self.classes.get_mut(&code).ok_or(ClassError::Ended)?;
-        if class.presenter != Some(conn) || !super::same_secret(secret, &class.secret) {
+        if class.presenter != Some(conn) || !super::same_secret(secret_hash, &class.secret_hash) {
             return Err(ClassError::NotPresenter);
         }
         class.last_presenter = now;
@@ -556,12 +585,13 @@ impl Hub {
         let mut to = class.followers();
         to.extend(class.presenter);
         out.push(Out::Many(to.clone(), ServerSays::Ended { summary }));
-        for conn in to {
+        for &conn in &to {
             self.set_role(conn, Role::None);
             if Some(conn) != class.presenter {
                 out.push(Out::Close(conn));
             }
         }
+        self.forget_ghosts(&to);
     }
 
     fn follower_of(&self, conn: ConnId) -> Result<(ClassCode, String), ClassError> {
@@ -659,10 +689,10 @@ fn find_step<'l>(lessons: &'l [Lesson], lesson: &str, step: usize) -> Result<&'l
 }
 
 impl Class {
-    fn new(code: ClassCode, secret: String, presenter: ConnId, now: Instant) -> Class {
+    fn new(code: ClassCode, secret_hash: String, presenter: ConnId, now: Instant) -> Class {
         Class {
             code,
-            secret,
+            secret_hash,
             presenter: Some(presenter),
             members: BTreeMap::new(),
             position: Position::default(),
@@ -920,5 +950,6 @@ impl Class {
     }
 }
 
+mod log;
 #[cfg(test)]
 mod tests;

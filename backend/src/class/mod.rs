@@ -10,12 +10,29 @@
 //!   `web::class` (route `/api/class/ws`), so the web layer depends on this
 //!   module and not the other way round.
 //!
-//! Class state lives in this process's memory: a backend restart ends its
-//! classes (followers get an error and the page offers to start again).
+//! * [`store`] — where classes live: every change to a class is an entry
+//!   of the class's log ([`hub::Entry`]), appended to the store and applied
+//!   by every instance that reads it. [`store::MemoryStore`] (the default)
+//!   keeps it in this process; [`store::RedisStore`]
+//!   (`--class-store redis://…`) in a Redis stream per class, so several
+//!   `locklab serve` instances serve one class and a restart loses no
+//!   answer. The store is the hub's only I/O.
 
 pub mod hub;
+pub mod store;
 
 pub use hub::{ClassConfig, ConnId, Hub, Out};
+
+/// What a class keeps of its presenter secret, in memory and in the store:
+/// a hex SHA-1 of it, domain-separated. The secret is 128 random bits, so
+/// the hash reveals nothing a guess could use, and a store's reader (or a
+/// dump of it) cannot present.
+pub fn secret_hash(secret: &str) -> String {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(b"locklab class presenter secret\0");
+    h.update(secret.as_bytes());
+    h.digest().to_string()
+}
 
 /// The join URL as a QR code, an SVG document: rendered here so the page's
 /// wasm need not carry an encoder. Empty when the URL cannot be encoded

@@ -38,7 +38,7 @@ use crate::web::{no_delay, site, ApiState};
 mod class;
 mod relay;
 
-pub use class::class_report;
+pub use class::{class_report, class_room};
 
 /// The compare-and-delete release every lesson ends with.
 pub const RELEASE: &str =

@@ -78,6 +78,12 @@ impl ApiState {
         self
     }
 
+    /// Keep classes in `store` (`--class-store`), with the limits set so far.
+    pub fn class_store(mut self, store: std::sync::Arc<dyn crate::class::store::ClassStore>) -> Self {
+        self.classes = Classes::with_store(self.classes.config(), store);
+        self
+    }
+
     /// The class routes' state.
     pub fn classes(&self) -> &Classes {
         &self.classes

@@ -1,19 +1,25 @@
 //! `/api/class/ws`: class mode's WebSocket, a thin pump around
-//! [`crate::class::Hub`], which holds every rule.
+//! [`crate::class::Hub`], which holds every rule, and the class store
+//! ([`ClassStore`]), which holds the classes' logs.
 //!
 //! Each socket is a connection of the hub: its text frames go to
-//! [`Hub::handle_text`] with the peer's address (a `start` is refused
-//! unless the peer is loopback), and each [`Out`] the hub answers is
-//! serialised once and queued to the sockets it names. Every socket has
-//! its own bounded queue and a writer task draining it, so one slow
-//! follower never holds the fan-out: when its queue is full it is dropped
-//! (its socket closed), and its page reconnects and resumes with `since`.
-//! A ticker calls [`Hub::tick`] every [`FLUSH_EVERY`] for the presenter's
-//! coalesced tallies and the idle timeout.
+//! [`Hub::admit_text`] with the peer's address (a `start` is refused
+//! unless the peer is loopback). What the hub answers at once is sent;
+//! what changes a class is appended to the store, and the socket reads its
+//! next frame once its entry came back and was applied (so one connection
+//! has at most one entry in flight). A reader task applies every entry the
+//! store reads ([`Hub::apply`]) — this instance's and other instances' —
+//! and each [`Out`] is serialised once and queued to the sockets it names.
+//! Every socket has its own bounded queue and a writer task draining it,
+//! so one slow follower never holds the fan-out: when its queue is full it
+//! is dropped (its socket closed, which is logged like any leaving), and
+//! its page reconnects and resumes with `since`. A ticker calls
+//! [`Hub::tick`] every [`FLUSH_EVERY`] for the presenter's coalesced
+//! tallies and the idle timeout.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
@@ -22,10 +28,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use futures_util::{SinkExt, StreamExt};
-use locklab_core::class::PRESENTER_FRAME_MAX;
-use tokio::sync::mpsc;
+use locklab_core::class::{ClassClientMsg, ClassCode, ClassError, ServerSays, PRESENTER_FRAME_MAX};
+use tokio::sync::{mpsc, Notify};
 
-use crate::class::hub::{Entropy, FLUSH_EVERY};
+use crate::class::hub::{Admit, Entropy, Entry, What, FLUSH_EVERY};
+use crate::class::store::{ClassStore, MemoryStore, StoreError};
 use crate::class::{ClassConfig, ConnId, Hub, Out};
 use crate::web::api::ApiState;
 
@@ -35,18 +42,25 @@ use crate::web::api::ApiState;
 pub const QUEUE: usize = 256;
 /// The socket's read buffer (a follower's frames are a few hundred bytes).
 const READ_BUFFER: usize = 4 * 1024;
+/// How long a socket waits for its entry to come back from the store.
+const APPLY_WAIT: Duration = Duration::from_secs(10);
+/// Codes tried when a drawn one is taken in the store (by another instance).
+const CLAIM_TRIES: usize = 8;
 
 /// The hub and each connection's queue, under one lock (every operation
 /// on it is short: no I/O is done while it is held, only `try_send`).
 struct Registry {
     hub: Hub,
     queues: std::collections::HashMap<ConnId, mpsc::Sender<Message>>,
+    /// Woken when a local connection's entry was applied.
+    applied: std::collections::HashMap<ConnId, Arc<Notify>>,
 }
 
 /// The class routes' shared state (one per backend).
 #[derive(Clone)]
 pub struct Classes {
     inner: Arc<Mutex<Registry>>,
+    store: Arc<dyn ClassStore>,
     ticking: Arc<std::sync::Once>,
 }
 
@@ -71,16 +85,31 @@ fn os_random() -> u64 {
 }
 
 impl Classes {
+    /// Classes in this process's memory ([`MemoryStore`]).
     pub fn new(cfg: ClassConfig) -> Classes {
+        Classes::with_store(cfg, Arc::new(MemoryStore::default()))
+    }
+
+    /// Classes in `store`, which other instances may share.
+    pub fn with_store(cfg: ClassConfig, store: Arc<dyn ClassStore>) -> Classes {
         let lessons = Arc::new(locklab_core::lesson::builtin().unwrap_or_default());
         let entropy: Entropy = Box::new(os_random);
+        let mut hub = Hub::new(cfg, lessons, entropy);
+        hub.set_instance(format!("{:016x}", os_random()));
         Classes {
             inner: Arc::new(Mutex::new(Registry {
-                hub: Hub::new(cfg, lessons, entropy),
+                hub,
                 queues: Default::default(),
+                applied: Default::default(),
             })),
+            store,
             ticking: Arc::new(std::sync::Once::new()),
         }
+    }
+
+    /// The limits these classes were made with.
+    pub fn config(&self) -> ClassConfig {
+        self.lock().hub.config().clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -89,11 +118,26 @@ impl Classes {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Start the ticker once, on the runtime of the first socket; it ends
-    /// when the state is dropped.
+    /// Start the ticker and the store's reader once, on the runtime of the
+    /// first socket; they end when the state is dropped.
     fn tick_in_background(&self) {
         let weak: Weak<Mutex<Registry>> = Arc::downgrade(&self.inner);
         self.ticking.call_once(|| {
+            let (store, reading) = (self.store.clone(), weak.clone());
+            tokio::spawn(async move {
+                while let Some(batch) = store.next().await {
+                    let Some(inner) = reading.upgrade() else { break };
+                    let mut reg = inner.lock().unwrap_or_else(|p| p.into_inner());
+                    let now = Instant::now();
+                    for (code, entry) in batch {
+                        let (out, local) = reg.hub.apply(&code, entry, now);
+                        reg.deliver(out);
+                        if let Some(waiter) = local.and_then(|c| reg.applied.get(&c)) {
+                            waiter.notify_one();
+                        }
+                    }
+                }
+            });
             tokio::spawn(async move {
                 let mut every = tokio::time::interval(FLUSH_EVERY);
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -115,45 +159,117 @@ impl Classes {
 }
 
 impl Registry {
-    /// Queue each message to its sockets; a socket whose queue is full is
-    /// dropped, and what the hub says about that is delivered too.
-    fn deliver(&mut self, mut out: Vec<Out>) {
-        while !out.is_empty() {
-            let mut dropped = Vec::new();
-            for o in out.drain(..) {
-                match o {
-                    Out::To(conn, msg) => {
-                        if let Some(text) = text_of(&msg) {
-                            self.push(conn, Message::Text(text), &mut dropped);
-                        }
+    /// Queue each message to its sockets (a connection of another instance
+    /// has none here: nothing is sent). A socket whose queue is full loses
+    /// its queue: its writer ends, the socket closes, and its leaving goes
+    /// through the store like any other.
+    fn deliver(&mut self, out: Vec<Out>) {
+        for o in out {
+            match o {
+                Out::To(conn, msg) => {
+                    if let Some(text) = text_of(&msg) {
+                        self.push(conn, Message::Text(text));
                     }
-                    Out::Many(conns, msg) => {
-                        if let Some(text) = text_of(&msg) {
-                            for conn in conns {
-                                self.push(conn, Message::Text(text.clone()), &mut dropped);
-                            }
-                        }
-                    }
-                    Out::Close(conn) => {
-                        if let Some(q) = self.queues.remove(&conn) {
-                            let _ = q.try_send(Message::Close(None));
+                }
+                Out::Many(conns, msg) => {
+                    if let Some(text) = text_of(&msg) {
+                        for conn in conns {
+                            self.push(conn, Message::Text(text.clone()));
                         }
                     }
                 }
-            }
-            let now = Instant::now();
-            for conn in dropped {
-                self.queues.remove(&conn);
-                out.extend(self.hub.disconnect(conn, now));
+                Out::Close(conn) => {
+                    if let Some(q) = self.queues.remove(&conn) {
+                        let _ = q.try_send(Message::Close(None));
+                    }
+                }
             }
         }
     }
 
-    fn push(&mut self, conn: ConnId, msg: Message, dropped: &mut Vec<ConnId>) {
+    fn push(&mut self, conn: ConnId, msg: Message) {
         if let Some(q) = self.queues.get(&conn) {
             if q.try_send(msg).is_err() {
-                dropped.push(conn);
+                self.queues.remove(&conn);
             }
+        }
+    }
+}
+
+impl Classes {
+    /// What `conn`'s frame does: answered now, or logged and, once the
+    /// store hands it back, applied (the socket waits for that).
+    async fn settle(&self, conn: ConnId, admitted: Admit, applied: &Notify) {
+        let Admit::Log { code, entry, known } = admitted else {
+            if let Admit::Done(out) = admitted {
+                self.lock().deliver(out);
+            }
+            return;
+        };
+        let failed = match self.log(conn, code, entry, known).await {
+            Ok(false) => return,
+            Ok(true) => match tokio::time::timeout(APPLY_WAIT, applied.notified()).await {
+                Ok(()) => return,
+                Err(_) => "the store did not hand the message back in time".to_owned(),
+            },
+            Err(e) => e.to_string(),
+        };
+        let message = ClassError::Unavailable(failed).to_string();
+        self.lock().deliver(vec![Out::To(conn, ServerSays::Error { message })]);
+    }
+
+    /// Append an admitted entry: `false` when it was answered instead (no
+    /// class has that code; a `start` whose codes were all taken).
+    async fn log(&self, conn: ConnId, mut code: ClassCode, mut entry: Entry, known: bool) -> Result<bool, StoreError> {
+        if !known && !self.store.exists(&code).await? {
+            let mut reg = self.lock();
+            let out = reg.hub.no_such_class(conn, &code, Instant::now());
+            reg.deliver(out);
+            return Ok(false);
+        }
+        for _ in 0..CLAIM_TRIES {
+            let What::Start { secret_hash } = &entry.what else {
+                break;
+            };
+            if self.store.claim(&code, secret_hash).await? {
+                break;
+            }
+            // Taken by another instance's class: draw again.
+            let mut reg = self.lock();
+            match reg.hub.admit(conn, ClassClientMsg::Start, Instant::now()) {
+                Admit::Log { code: c, entry: e, .. } => (code, entry) = (c, e),
+                Admit::Done(out) => {
+                    reg.deliver(out);
+                    return Ok(false);
+                }
+            }
+        }
+        self.store.follow(&code);
+        self.store.append(&code, &entry).await?;
+        Ok(true)
+    }
+
+    /// `conn` closed: logged when other instances know it, so every
+    /// instance's roster sees it leave.
+    async fn leave(&self, conn: ConnId) {
+        let left = {
+            let mut reg = self.lock();
+            reg.queues.remove(&conn);
+            reg.applied.remove(&conn);
+            match reg.hub.leave(conn, Instant::now()) {
+                Ok(left) => Some(left),
+                Err(out) => {
+                    reg.deliver(out);
+                    None
+                }
+            }
+        };
+        let Some((code, entry)) = left else { return };
+        if self.store.append(&code, &entry).await.is_err() {
+            // The store is down: at least this instance forgets it.
+            let mut reg = self.lock();
+            let out = reg.hub.disconnect(conn, Instant::now());
+            reg.deliver(out);
         }
     }
 }
@@ -200,10 +316,12 @@ async fn run_socket(socket: WebSocket, classes: Classes, peer: IpAddr) {
     classes.tick_in_background();
     let (mut tx, mut rx) = socket.split();
     let (queue, mut queued) = mpsc::channel::<Message>(QUEUE);
+    let applied = Arc::new(Notify::new());
     let conn = {
         let mut reg = classes.lock();
         let conn = reg.hub.connect(peer);
         reg.queues.insert(conn, queue);
+        reg.applied.insert(conn, applied.clone());
         conn
     };
     let mut writer = tokio::spawn(async move {
@@ -229,14 +347,10 @@ async fn run_socket(socket: WebSocket, classes: Classes, peer: IpAddr) {
                 break;
             }
         };
-        let mut reg = classes.lock();
-        let out = reg.hub.handle_text(conn, text.as_str(), Instant::now());
-        reg.deliver(out);
+        let admitted = classes.lock().hub.admit_text(conn, text.as_str(), Instant::now());
+        classes.settle(conn, admitted, &applied).await;
     }
-    let mut reg = classes.lock();
-    reg.queues.remove(&conn);
-    let out = reg.hub.disconnect(conn, Instant::now());
-    reg.deliver(out);
+    classes.leave(conn).await;
 }
 
 /// A frame over [`PRESENTER_FRAME_MAX`] ends the socket with close code

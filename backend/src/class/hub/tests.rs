@@ -343,3 +343,174 @@ fn a_full_class_refuses_new_followers() {
     let out = send(&mut h, f, serde_json::json!({"type":"join","code":code}), now);
     assert_eq!(errors(&out, f), vec![ClassError::Full(2).to_string()]);
 }
+
+/// Instances of one class, on one log (as the Redis store shares it).
+struct Cluster {
+    hubs: Vec<Hub>,
+    log: Vec<(ClassCode, Entry)>,
+    /// How far each hub has applied the log.
+    applied: Vec<usize>,
+}
+
+impl Cluster {
+    fn new(n: usize) -> Cluster {
+        let hubs = (0..n)
+            .map(|i| {
+                // Each instance draws its own numbers.
+                let mut x = 1000 * (i as u64 + 1);
+                let entropy: Entropy = Box::new(move || {
+                    x += 1;
+                    x.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                });
+                let mut h = Hub::new(ClassConfig::default(), Arc::new(builtin().unwrap()), entropy);
+                h.set_instance(format!("i{i}"));
+                h
+            })
+            .collect();
+        Cluster {
+            hubs,
+            log: Vec::new(),
+            applied: vec![0; n],
+        }
+    }
+
+    /// A frame from `conn` of hub `i`: what it answers at once (`None`
+    /// when the frame was logged instead).
+    fn send(&mut self, i: usize, conn: ConnId, msg: serde_json::Value, now: Instant) -> Option<Vec<Out>> {
+        match self.hubs[i].admit_text(conn, &msg.to_string(), now) {
+            Admit::Done(out) => Some(out),
+            Admit::Log { code, entry, .. } => {
+                self.log.push((code, entry));
+                None
+            }
+        }
+    }
+
+    /// Every hub applies the log's new entries: what each says.
+    fn sync(&mut self, now: Instant) -> Vec<Vec<Out>> {
+        let mut outs = vec![Vec::new(); self.hubs.len()];
+        for (i, h) in self.hubs.iter_mut().enumerate() {
+            for (code, e) in &self.log[self.applied[i]..] {
+                outs[i].extend(h.apply(code, e.clone(), now).0);
+            }
+            self.applied[i] = self.log.len();
+        }
+        outs
+    }
+}
+
+#[test]
+fn instances_on_one_log_hold_one_class_and_a_new_one_replays_it() {
+    let mut c = Cluster::new(2);
+    let t0 = Instant::now();
+    let p = c.hubs[0].connect(LOOP);
+    assert!(c.send(0, p, serde_json::json!({"type":"start"}), t0).is_none());
+    let outs = c.sync(t0);
+    let (code, secret) = match &to(&outs[0], p)[..] {
+        [ServerSays::Started { code, secret, .. }] => (code.clone(), secret.clone()),
+        other => panic!("{other:?}"),
+    };
+    // A follower on the other instance, which learnt the class from the log.
+    let f = c.hubs[1].connect(LAN);
+    assert!(c
+        .send(1, f, serde_json::json!({"type":"join","code":code,"name":"bea"}), t0)
+        .is_none());
+    let outs = c.sync(t0);
+    assert!(matches!(&to(&outs[1], f)[..], [ServerSays::Joined { .. }]), "{outs:?}");
+    // The presenter's move and question reach it there.
+    let (lesson, step, right, _) = quiz();
+    let ask = serde_json::json!({"do":"ask","lesson":lesson,"step":step,"reply":""});
+    assert!(c
+        .send(
+            0,
+            p,
+            serde_json::json!({"type":"control","secret":secret,"control":ask}),
+            t0
+        )
+        .is_none());
+    let outs = c.sync(t0);
+    let qid = match &to(&outs[1], f)[..] {
+        [ServerSays::Asked { question, .. }] => question.id,
+        other => panic!("{other:?}"),
+    };
+    // Its answer is logged once; a second is answered where it was sent.
+    let answer = serde_json::json!({"type":"answer","question":qid,"answer":{"choice":right}});
+    assert!(c.send(1, f, answer.clone(), t0).is_none());
+    let t1 = t0 + FLUSH_EVERY;
+    let outs = c.sync(t1);
+    let tally = to(&outs[0], p).into_iter().find_map(|m| match m {
+        ServerSays::Tally { tally } => Some(tally),
+        _ => None,
+    });
+    assert_eq!(tally.map(|t| (t.answered, t.right, t.of)), Some((1, 1, 1)), "{outs:?}");
+    let again = c.send(1, f, answer, t1).expect("a repeat is not logged");
+    assert!(matches!(&to(&again, f)[..], [ServerSays::Answered { right: None, .. }]));
+    // A follower's control is refused where it was sent, and never logged.
+    let mv = serde_json::json!({"do":"move","position":{"step":9}});
+    let refused = c.send(
+        1,
+        f,
+        serde_json::json!({"type":"control","secret":secret,"control":mv}),
+        t1,
+    );
+    assert_eq!(refused, Some(vec![Out::To(f, error(ClassError::NotPresenter))]));
+    assert_eq!(c.log.len(), 4, "start, join, ask, one answer");
+    // The log holds the secret's hash, never the secret.
+    let text = serde_json::to_string(&c.log.iter().map(|(_, e)| e).collect::<Vec<_>>()).unwrap();
+    assert!(!text.contains(&secret) && text.contains(&super::super::secret_hash(&secret)));
+
+    // A third instance (a restart) replays the log and the presenter
+    // resumes there: the answer is still counted.
+    c.hubs.push(Cluster::new(3).hubs.remove(2));
+    c.applied.push(0);
+    let p2 = c.hubs[2].connect(LOOP);
+    let resume = serde_json::json!({"type":"resume","code":code,"secret":secret});
+    assert!(c.send(2, p2, resume, t1).is_none(), "the class is not known there yet");
+    let outs = c.sync(t1);
+    let said = to(&outs[2], p2);
+    assert!(
+        matches!(said.first(), Some(ServerSays::Started { secret: s, .. }) if *s == secret),
+        "{said:?}"
+    );
+    let tally = said.iter().find_map(|m| match m {
+        ServerSays::Tally { tally } => Some((tally.answered, tally.right)),
+        _ => None,
+    });
+    assert_eq!(tally, Some((1, 1)));
+    // The old presenter connection is closed where it lives.
+    assert!(outs[0].contains(&Out::Close(p)), "{:?}", outs[0]);
+    // A wrong secret on an instance that knows the class: refused there.
+    let eve = c.hubs[1].connect(LOOP);
+    let wrong = serde_json::json!({"type":"resume","code":code,"secret":"0".repeat(32)});
+    assert_eq!(
+        c.send(1, eve, wrong, t1),
+        Some(vec![Out::To(eve, error(ClassError::NotPresenter))])
+    );
+}
+
+#[test]
+fn a_follower_that_leaves_is_logged_and_every_instance_sees_it() {
+    let mut c = Cluster::new(2);
+    let t0 = Instant::now();
+    let p = c.hubs[0].connect(LOOP);
+    c.send(0, p, serde_json::json!({"type":"start"}), t0);
+    let outs = c.sync(t0);
+    let code = match &to(&outs[0], p)[..] {
+        [ServerSays::Started { code, .. }] => code.clone(),
+        other => panic!("{other:?}"),
+    };
+    let f = c.hubs[1].connect(LAN);
+    c.send(1, f, serde_json::json!({"type":"join","code":code}), t0);
+    c.sync(t0);
+    assert_eq!(c.hubs[0].classes[&code].connected(), 1);
+    let (left_code, left) = c.hubs[1].leave(f, t0).expect("logged: it is in a class");
+    assert_eq!((left_code, &left.what), (code.clone(), &What::Left));
+    c.log.push((code.clone(), left));
+    c.sync(t0 + FLUSH_EVERY);
+    assert_eq!(c.hubs[0].classes[&code].connected(), 0);
+    assert_eq!(c.hubs[1].classes[&code].connected(), 0);
+    assert!(c.hubs[0].ghosts.is_empty(), "its ghost is gone");
+    // A connection that never logged anything is forgotten at once.
+    let idle = c.hubs[1].connect(LAN);
+    assert!(c.hubs[1].leave(idle, t0).is_err());
+}

@@ -2,14 +2,17 @@
 //! real WebSockets on loopback (issue 37's targets: N = 500, p99 fan-out
 //! ≤ 100 ms, ≥ 2,000 answers/s, ≤ 64 KiB RSS per follower).
 //!
-//! The backend runs on a runtime of its own; the presenter and followers
-//! on another (as a room's browsers would be other processes). Printed:
-//! the fan-out latency of a presenter's move (from the presenter's send to
-//! each follower's receipt, p50 and p99 over every follower and move), the
-//! answers per second of the whole room answering at once (from the first
-//! send to the last `answered`), and the process's RSS growth per follower
-//! — an upper bound of the backend's, as the followers' own sockets live
-//! in this process too. Figures are wall-clock: printed, never asserted.
+//! The backend runs in this process; the presenter and the followers in a
+//! child process (this binary again, `--class-room ADDR`), as a room's
+//! browsers are other machines: so this process's RSS is the backend's
+//! alone. Printed: the fan-out latency of a presenter's move (from the
+//! presenter's send to each follower's receipt, p50 and p99 over every
+//! follower and move, both clocks in the child), the answers per second of
+//! the whole room answering at once (from the go to the last `answered`),
+//! and the backend's RSS growth from before the first follower joined to
+//! after the last, per follower. With `--class-store redis://…` the
+//! classes live in that Redis (every move and answer goes through it).
+//! Figures are wall-clock: printed, never asserted.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +22,7 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::BackendBenchError;
+use crate::class::store::RedisStore;
 use crate::class::ClassConfig;
 use crate::web::ApiState;
 
@@ -76,8 +80,9 @@ fn a_quiz() -> Result<(String, usize), BackendBenchError> {
         .ok_or_else(|| BackendBenchError::Misbehaved("no multiple-choice quiz".into()))
 }
 
-/// The report of `locklab bench --class n`.
-pub fn class_report(n: usize) -> Result<String, BackendBenchError> {
+/// The report of `locklab bench --class n [--class-store URL]`.
+pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenchError> {
+    use std::io::{BufRead, Write};
     let server = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("class-backend")
@@ -86,18 +91,85 @@ pub fn class_report(n: usize) -> Result<String, BackendBenchError> {
         max_followers: n.max(1),
         ..Default::default()
     };
-    let state = ApiState::new(None).class_config(cfg);
+    let idle = cfg.idle;
+    let mut state = ApiState::new(None).class_config(cfg);
+    if let Some(url) = store {
+        let redis = RedisStore::open(url, idle).map_err(|e| BackendBenchError::Misbehaved(format!("{url}: {e}")))?;
+        state = state.class_store(std::sync::Arc::new(redis));
+    }
     let listener = server.block_on(tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))?;
     let addr = listener.local_addr()?;
     server.spawn(crate::web::serve_listener(listener, state));
-    let clients = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let report = clients.block_on(room(addr, n))?;
-    drop(clients);
+    let mut room = std::process::Command::new(std::env::current_exe()?)
+        .args(["bench", "--class", &n.to_string(), "--class-room", &addr.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let (mut to_room, from_room) = (room.stdin.take(), room.stdout.take());
+    let mut lines = std::io::BufReader::new(from_room.ok_or(BackendBenchError::Closed)?).lines();
+    let mut line = || lines.next().transpose().map(Option::unwrap_or_default);
+    // The room says when the presenter is in and when every follower is.
+    let mut rss = [0u64; 2];
+    for (i, marker) in ["presenter", "joined"].into_iter().enumerate() {
+        let got = line()?;
+        if got != marker {
+            let _ = room.kill();
+            return Err(BackendBenchError::Misbehaved(format!(
+                "the room said {got:?}, not {marker:?}"
+            )));
+        }
+        rss[i] = rss_bytes();
+        if let Some(w) = to_room.as_mut() {
+            writeln!(w, "go")?;
+        }
+    }
+    let mut report = String::new();
+    loop {
+        let l = line()?;
+        if l.is_empty() {
+            break;
+        }
+        report.push_str(&l);
+        report.push('\n');
+    }
+    let ok = room.wait()?.success();
     server.shutdown_background();
-    Ok(report)
+    if !ok || report.is_empty() {
+        return Err(BackendBenchError::Misbehaved(format!("the room failed: {report}")));
+    }
+    let which = store.map_or("memory store".to_owned(), |u| format!("Redis store {u}"));
+    Ok(format!(
+        "class mode, {n} WebSocket followers on loopback ({which}):\n{report}  backend RSS: +{:.1} KiB per follower \
+         (the backend process only; the room runs in a child process)\n",
+        rss[1].saturating_sub(rss[0]) as f64 / 1024.0 / n.max(1) as f64,
+    ))
+}
+
+/// The child of [`class_report`]: the presenter and `n` followers on the
+/// backend at `addr`; says `presenter` and `joined` on stdout (and waits
+/// for a line on stdin after each), then prints the figures.
+pub fn class_room(addr: std::net::SocketAddr, n: usize) -> Result<(), BackendBenchError> {
+    let clients = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let report = clients.block_on(room(addr, n))?;
+    print!("{report}");
+    Ok(())
+}
+
+/// Tell the parent `marker`, and wait for its go.
+async fn checkpoint(marker: &str) -> Result<(), BackendBenchError> {
+    use std::io::{BufRead, Write};
+    let marker = marker.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{marker}")?;
+        out.flush()?;
+        let mut go = String::new();
+        std::io::stdin().lock().read_line(&mut go)?;
+        Ok::<_, std::io::Error>(())
+    })
+    .await
+    .map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
+    Ok(())
 }
 
 // long: one run of the room, in its order: join, moves timed, questions answered
@@ -113,7 +185,7 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
     let (p_tx, mut p_rx) = p.split();
     let drain = tokio::spawn(async move { while let Some(Ok(_)) = p_rx.next().await {} });
     let mut p_tx = p_tx;
-    let rss0 = rss_bytes();
+    checkpoint("presenter").await?;
     let mut followers = Vec::with_capacity(n);
     for i in 0..n {
         let mut f = tokio_tungstenite::connect_async(&url).await?.0;
@@ -123,7 +195,7 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
             other => return Err(BackendBenchError::Misbehaved(format!("join: {other:?}"))),
         }
     }
-    let rss1 = rss_bytes();
+    checkpoint("joined").await?;
     let (lesson, step) = a_quiz()?;
     // Each follower: the receipt time of every move, then answers each question.
     let (sent_tx, sent_rx) = tokio::sync::watch::channel(0u32);
@@ -191,13 +263,11 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         .sum();
     let answers = (n * QUESTIONS) as f64;
     Ok(format!(
-        "class mode, {n} WebSocket followers on loopback (memory store):\n  fan-out of a move: p50 {:.1} ms, p99 {:.1} ms \
-         ({} receipts)\n  answers: {:.0}/s (the whole room answering at once, {QUESTIONS} questions)\n  RSS: +{:.1} KiB per \
-         follower (this process: backend and the followers' own sockets)\n",
+        "  fan-out of a move: p50 {:.1} ms, p99 {:.1} ms ({} receipts)\n  answers: {:.0}/s (the whole room answering \
+         at once, {QUESTIONS} questions)\n",
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         latencies.len(),
         answers / busy.max(1e-9),
-        rss1.saturating_sub(rss0) as f64 / 1024.0 / n.max(1) as f64,
     ))
 }

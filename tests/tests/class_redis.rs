@@ -1,0 +1,376 @@
+//! Class mode on the Redis store (issue 37, item 5): a real redis-server
+//! and two `locklab serve --class --class-store redis://…` processes
+//! started here. The presenter is on one instance, followers on both; the
+//! presenter's instance is killed mid-question, its followers reconnect to
+//! the other with their member id and the last stream id they saw, the
+//! presenter resumes there with the secret, and the reveal and summary
+//! count every answer, including those given on the instance that died.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use locklab_core::class::{ServerSays, Tally};
+use locklab_tests::ws::Ws;
+use locklab_tests::RedisServer;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+/// `locklab serve` as a process, killed on drop.
+struct Instance {
+    child: Child,
+    addr: SocketAddr,
+    _dist: TempDir,
+}
+
+/// A directory removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Instance {
+    fn start(store: &str) -> Instance {
+        let port = locklab_tests::server::free_port();
+        // The page itself is not under test: a stand-in `dist/`.
+        let dist = std::env::temp_dir().join(format!("locklab-class-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(dist.join("index.html"), "<!doctype html><title>locklab</title>").unwrap();
+        let child = Command::new(locklab_tests::locklab_binary())
+            .args(["serve", "--class", "--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--class-url", &format!("http://127.0.0.1:{port}/")])
+            .args(["--class-store", store])
+            .arg("--dist")
+            .arg(&dist)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("locklab serve starts");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "locklab serve did not listen on {addr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Instance {
+            child,
+            addr,
+            _dist: TempDir(dist),
+        }
+    }
+
+    /// Gone at once, as a crash: SIGKILL, every socket with it.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn open(addr: SocketAddr) -> Ws {
+    tokio_tungstenite::connect_async(format!("ws://{addr}/api/class/ws"))
+        .await
+        .unwrap()
+        .0
+}
+
+async fn say(ws: &mut Ws, v: Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+/// The next message, typed; `None` once the socket closed.
+async fn next(ws: &mut Ws) -> Option<ServerSays> {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(60), ws.next())
+            .await
+            .expect("a message in time")?;
+        match msg {
+            Ok(Message::Text(t)) => return Some(serde_json::from_str(&t).unwrap()),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => continue,
+        }
+    }
+}
+
+/// Messages until one `pick` takes (the ones before it are returned too).
+async fn until<T>(ws: &mut Ws, what: &str, mut pick: impl FnMut(&ServerSays) -> Option<T>) -> (T, Vec<ServerSays>) {
+    let mut before = Vec::new();
+    loop {
+        let m = next(ws)
+            .await
+            .unwrap_or_else(|| panic!("closed while waiting for {what}; saw {before:?}"));
+        if let Some(t) = pick(&m) {
+            return (t, before);
+        }
+        before.push(m);
+    }
+}
+
+/// A follower: its socket, member id and the last stream id it saw.
+struct Follower {
+    ws: Ws,
+    member: String,
+    since: String,
+}
+
+impl Follower {
+    async fn join(addr: SocketAddr, code: &str, name: &str) -> Follower {
+        let mut ws = open(addr).await;
+        say(&mut ws, json!({"type":"join","code":code,"name":name})).await;
+        let ((member, since), _) = until(&mut ws, "joined", |m| match m {
+            ServerSays::Joined { member, since, .. } => Some((member.clone(), since.clone())),
+            _ => None,
+        })
+        .await;
+        Follower { ws, member, since }
+    }
+
+    /// Back on `addr` after its instance died: what it missed, then `joined`.
+    async fn rejoin(&mut self, addr: SocketAddr, code: &str) -> Vec<ServerSays> {
+        self.ws = open(addr).await;
+        let msg = json!({"type":"join","code":code,"member":self.member,"since":self.since});
+        say(&mut self.ws, msg).await;
+        let ((member, since), missed) = until(&mut self.ws, "joined", |m| match m {
+            ServerSays::Joined { member, since, .. } => Some((member.clone(), since.clone())),
+            _ => None,
+        })
+        .await;
+        assert_eq!(member, self.member, "the same member again");
+        self.since = since;
+        missed
+    }
+
+    /// The next relayed message of kind `what`, noting its stream id.
+    async fn expect(&mut self, what: &str) -> ServerSays {
+        let (m, _) = until(&mut self.ws, what, |m| {
+            let id = match m {
+                ServerSays::Moved { id, .. }
+                | ServerSays::Asked { id, .. }
+                | ServerSays::Revealed { id, .. }
+                | ServerSays::DrillAsked { id, .. }
+                | ServerSays::Live { id, .. } => Some(id.clone()),
+                _ => None,
+            };
+            let kind = serde_json::to_value(m).unwrap()["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            (kind == what).then(|| (m.clone(), id))
+        })
+        .await;
+        if let Some(id) = m.1 {
+            self.since = id;
+        }
+        m.0
+    }
+}
+
+fn control(secret: &str, control: Value) -> Value {
+    json!({"type":"control","secret":secret,"control":control})
+}
+
+/// A multiple-choice quiz step of the catalogue: (lesson, step, right choice, choices).
+fn quiz() -> (String, usize, usize, usize) {
+    let lessons = locklab_core::lesson::builtin().unwrap();
+    lessons
+        .iter()
+        .flat_map(|l| l.steps.iter().enumerate().map(move |(i, s)| (l, i, s)))
+        .find_map(|(l, i, s)| {
+            let q = s.quiz.as_ref()?;
+            (q.choices.len() >= 2 && q.answer.is_some()).then(|| {
+                let right = locklab_core::class::right_choice(s, "").unwrap();
+                (l.id.clone(), i, right, q.choices.len())
+            })
+        })
+        .unwrap()
+}
+
+async fn answer(f: &mut Follower, question: u32, choice: usize) {
+    say(
+        &mut f.ws,
+        json!({"type":"answer","question":question,"answer":{"choice":choice}}),
+    )
+    .await;
+    let (right, _) = until(&mut f.ws, "answered", |m| match m {
+        ServerSays::Answered { right, .. } => Some(*right),
+        _ => None,
+    })
+    .await;
+    assert_eq!(right, None, "the verdict waits for the reveal");
+}
+
+async fn tally_of(p: &mut Ws, answered: u32) -> Tally {
+    until(p, "a tally", |m| match m {
+        ServerSays::Tally { tally } if tally.answered == answered => Some(tally.clone()),
+        _ => None,
+    })
+    .await
+    .0
+}
+
+/// Every value the store holds under the class's keys, as text.
+fn stored(redis: &RedisServer, code: &str) -> (String, i64, i64) {
+    let mut c = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let hash_key = format!("locklab:class:{code}");
+    let log_key = format!("{hash_key}:log");
+    let hash: Vec<String> = redis::cmd("HGETALL").arg(&hash_key).query(&mut c).unwrap();
+    let log: redis::Value = redis::cmd("XRANGE")
+        .arg(&log_key)
+        .arg("-")
+        .arg("+")
+        .query(&mut c)
+        .unwrap();
+    let mut ttl = |k: &str| redis::cmd("TTL").arg(k).query::<i64>(&mut c).unwrap();
+    let (t1, t2) = (ttl(&hash_key), ttl(&log_key));
+    (format!("{hash:?} {log:?}"), t1, t2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
+    let redis = RedisServer::start();
+    let store = redis.url();
+    let mut a = Instance::start(&store);
+    let b = Instance::start(&store);
+
+    // The presenter on A; two followers on each instance.
+    let mut p = open(a.addr).await;
+    say(&mut p, json!({"type":"start"})).await;
+    let ((code, secret), _) = until(&mut p, "started", |m| match m {
+        ServerSays::Started { code, secret, .. } => Some((code.to_string(), secret.clone())),
+        _ => None,
+    })
+    .await;
+    let mut on_a = [
+        Follower::join(a.addr, &code, "ann").await,
+        Follower::join(a.addr, &code, "al").await,
+    ];
+    let mut on_b = [
+        Follower::join(b.addr, &code, "bea").await,
+        Follower::join(b.addr, &code, "bo").await,
+    ];
+
+    // Moves reach every follower, on both instances.
+    for step in 1..=2 {
+        say(
+            &mut p,
+            control(&secret, json!({"do":"move","position":{"lesson":"05","step":step}})),
+        )
+        .await;
+    }
+    for f in on_a.iter_mut().chain(on_b.iter_mut()) {
+        for step in 1..=2 {
+            match f.expect("moved").await {
+                ServerSays::Moved { position, .. } => assert_eq!(position.step, step),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    // A question; ann (on A) answers right, bea (on B) wrong.
+    let (lesson, step, right, choices) = quiz();
+    let wrong = (right + 1) % choices;
+    say(
+        &mut p,
+        control(&secret, json!({"do":"ask","lesson":lesson,"step":step,"reply":""})),
+    )
+    .await;
+    let mut qid = 0;
+    for f in on_a.iter_mut().chain(on_b.iter_mut()) {
+        match f.expect("asked").await {
+            ServerSays::Asked { question, .. } => qid = question.id,
+            other => panic!("{other:?}"),
+        }
+    }
+    answer(&mut on_a[0], qid, right).await;
+    answer(&mut on_b[0], qid, wrong).await;
+    let t = tally_of(&mut p, 2).await;
+    assert_eq!((t.right, t.counts[right], t.counts[wrong], t.of), (1, 1, 1, 4), "{t:?}");
+
+    // A dies mid-question. Its followers come back on B where they left off.
+    a.kill();
+    while next(&mut p).await.is_some() {} // the presenter's socket went with A
+    for f in on_a.iter_mut() {
+        let missed = f.rejoin(b.addr, &code).await;
+        assert!(missed.is_empty(), "nothing was relayed since: {missed:?}");
+    }
+    // al answers on B now; ann's answer again changes nothing.
+    answer(&mut on_a[1], qid, right).await;
+    answer(&mut on_a[0], qid, wrong).await;
+
+    // The presenter resumes on B with the secret (a wrong one is refused).
+    let mut p2 = open(b.addr).await;
+    say(&mut p2, json!({"type":"resume","code":code,"secret":"0".repeat(32)})).await;
+    assert!(matches!(next(&mut p2).await, Some(ServerSays::Error { .. })));
+    let mut p2 = open(b.addr).await;
+    say(&mut p2, json!({"type":"resume","code":code,"secret":secret})).await;
+    until(&mut p2, "started", |m| {
+        matches!(m, ServerSays::Started { .. }).then_some(())
+    })
+    .await;
+    let t = tally_of(&mut p2, 3).await;
+    assert_eq!((t.right, t.counts[right], t.counts[wrong], t.of), (2, 2, 1, 4), "{t:?}");
+
+    // Reveal: every follower sees it; the three who answered their verdict.
+    say(&mut p2, control(&secret, json!({"do":"reveal","question":qid}))).await;
+    for (f, verdict) in on_a
+        .iter_mut()
+        .chain(on_b.iter_mut())
+        .zip([Some(true), Some(true), Some(false), None])
+    {
+        match f.expect("revealed").await {
+            ServerSays::Revealed {
+                tally, right_choice, ..
+            } => {
+                assert_eq!((tally.answered, tally.right, right_choice), (3, 2, Some(right)));
+            }
+            other => panic!("{other:?}"),
+        }
+        if let Some(v) = verdict {
+            let (got, _) = until(&mut f.ws, "its verdict", |m| match m {
+                ServerSays::Answered { right, score, .. } => Some((*right, *score)),
+                _ => None,
+            })
+            .await;
+            assert_eq!(got, (Some(v), u32::from(v)), "{}", f.member);
+        }
+    }
+
+    // The store never saw the secret; the keys expire.
+    let (text, ttl_hash, ttl_log) = stored(&redis, &code);
+    assert!(!text.contains(&secret), "the secret is stored in clear");
+    assert!(text.contains(&locklab_backend::class::secret_hash(&secret)));
+    assert!(ttl_hash > 0 && ttl_log > 0, "TTLs {ttl_hash} {ttl_log}");
+
+    // The end: the summary counts every answer and score.
+    say(&mut p2, control(&secret, json!({"do":"end"}))).await;
+    let (summary, _) = until(&mut on_b[1].ws, "ended", |m| match m {
+        ServerSays::Ended { summary } => Some(summary.clone()),
+        _ => None,
+    })
+    .await;
+    let q = &summary.questions[0].tally;
+    assert_eq!((q.answered, q.right, q.counts[right], q.counts[wrong]), (3, 2, 2, 1));
+    let scores: std::collections::BTreeMap<_, _> = summary
+        .members
+        .iter()
+        .map(|m| (m.name.clone().unwrap_or_default(), m.score))
+        .collect();
+    let want: std::collections::BTreeMap<_, _> = [("al", 1), ("ann", 1), ("bea", 0), ("bo", 0)]
+        .map(|(n, s)| (n.to_owned(), s))
+        .into();
+    assert_eq!(scores, want);
+    let (_, ttl_hash, ttl_log) = stored(&redis, &code);
+    assert!(
+        (1..=60).contains(&ttl_hash) && (1..=60).contains(&ttl_log),
+        "an ended class goes soon: {ttl_hash} {ttl_log}"
+    );
+}
