@@ -436,9 +436,20 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     ] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
-    assert_eq!(health["unsupported"], json!({}), "{health}");
+    // Two lessons say why they cannot play on real servers (`real.mode =
+    // "no"`): 49 needs Redis 8.4's `SET … IFEQ` (7.0.15 answers a syntax
+    // error and the real driver has no Lua stand-in for it yet), 51 jumps
+    // the one server's wall clock, which the lab does not own on a
+    // single-node run. Every other lesson plays on real servers.
+    let unsupported: Vec<&str> = health["unsupported"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(unsupported, ["49", "51"], "{health}");
     let catalogue = locklab_core::lesson::builtin().unwrap();
-    assert_eq!(lessons.len(), catalogue.len(), "{health}");
+    assert_eq!(lessons.len() + unsupported.len(), catalogue.len(), "{health}");
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/session"))
         .await

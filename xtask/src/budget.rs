@@ -35,8 +35,13 @@ pub(crate) const TARGET: usize = 400_000;
 /// the ceiling leaves that and a little room, until the class code is
 /// trimmed back under the target (`cargo xtask bloat` shows by part).
 /// Interview practice (issue 38: the mock interview's questions and
-/// logic, the timed answer, the shuffle) made it 471,886 on its branch.
-pub(crate) const CEILING: usize = 472_000;
+/// logic, the timed answer, the shuffle) made it 471,886 on its branch;
+/// merged with the exercise step and the class store, 476,385. The bloat
+/// pass is owed: the two largest functions are the derived `Deserialize`
+/// of the internally tagged `class::ServerSays` (35 KB raw) and
+/// `protocol::ServerMsg` (24 KB raw), each buffering into serde's
+/// `Content` and instantiating every nested type's decoder twice.
+pub(crate) const CEILING: usize = 478_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -205,28 +205,7 @@ pub fn quiz(
     while !run.is_finished() {
         let i = run.position();
         let step = lesson.steps[i].clone();
-        let question = match (&step.quiz, &step.cmd, &step.expect) {
-            (Some(q), ..) => Some((q.question(lang).to_owned(), q.clone())),
-            (None, Some(cmd), Some(_)) => Some((
-                if zh {
-                    format!("{} 执行 {cmd}，回复是什么？", step.client.as_deref().unwrap_or("?"))
-                } else {
-                    format!(
-                        "{} runs {cmd}. What is the reply?",
-                        step.client.as_deref().unwrap_or("?")
-                    )
-                },
-                Quiz {
-                    zh: String::new(),
-                    en: String::new(),
-                    choices: Vec::new(),
-                    choices_zh: Vec::new(),
-                    answer: None,
-                    answer_zh: None,
-                },
-            )),
-            _ => None,
-        };
+        let question = step_question(&step, lang);
         if let Some(ex) = &step.exercise {
             asked += 1;
             if exercise(ex, lang, input, output)? {
@@ -268,6 +247,35 @@ pub fn quiz(
         writeln!(output, "\nscore: {right} / {asked}").map_err(io)?;
     }
     Ok((right, asked))
+}
+
+/// What `--quiz` asks before a step: its quiz, or, for a command whose
+/// reply the article states, "what is the reply?" (judged against
+/// `expect`, so the quiz it returns has no choices).
+fn step_question(step: &Step, lang: Lang) -> Option<(String, Quiz)> {
+    let zh = lang == Lang::Zh;
+    match (&step.quiz, &step.cmd, &step.expect) {
+        (Some(q), ..) => Some((q.question(lang).to_owned(), q.clone())),
+        (None, Some(cmd), Some(_)) => Some((
+            if zh {
+                format!("{} 执行 {cmd}，回复是什么？", step.client.as_deref().unwrap_or("?"))
+            } else {
+                format!(
+                    "{} runs {cmd}. What is the reply?",
+                    step.client.as_deref().unwrap_or("?")
+                )
+            },
+            Quiz {
+                zh: String::new(),
+                en: String::new(),
+                choices: Vec::new(),
+                choices_zh: Vec::new(),
+                answer: None,
+                answer_zh: None,
+            },
+        )),
+        _ => None,
+    }
 }
 
 /// Ask an exercise, read the answer — one line; or, when the first line

@@ -400,6 +400,7 @@ impl Cluster {
 }
 
 #[test]
+// long: one story across three instances (join on both, a refused control, a repeated answer, a restart that replays the log), asserted as it goes
 fn instances_on_one_log_hold_one_class_and_a_new_one_replays_it() {
     let mut c = Cluster::new(2);
     let t0 = Instant::now();
