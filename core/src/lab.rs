@@ -23,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use crate::actor::{Actor, Names};
 use crate::console;
 use crate::observe::{acquired_key, Cause, LockObserver, Observed, Scope, Seen};
-use crate::server::db::Value;
 use crate::server::{ConnId, Node, NodeEvent, Profile, EPOCH_MS};
 use crate::trace::{Event, EventKind, Trace};
 use crate::Reply;
@@ -243,16 +242,7 @@ impl Lab {
     /// What the node holds for `key` now, as core's lock observer takes it.
     /// A key that is no longer a string cannot hold a token.
     fn seen(&self, key: &str) -> Option<Seen> {
-        let e = self.node.peek(0, key.as_bytes())?;
-        let value = match &e.value {
-            Value::Str(v) => v.clone(),
-            _ => Vec::new(),
-        };
-        Some(Seen {
-            value,
-            deadline: e.expires_at,
-            ttl_ms: e.expires_at.map(|d| d.saturating_sub(self.node.now())),
-        })
+        Seen::on_node(&self.node, key)
     }
 
     /// The lock events among what the observer saw, stamped `at_ms` (the

@@ -134,6 +134,25 @@ pub struct Seen {
     pub ttl_ms: Option<u64>,
 }
 
+impl Seen {
+    /// What a simulated node holds for `key` (database 0) now, as the lock
+    /// observer takes it: the free lab and a replayed MONITOR capture both
+    /// watch one node this way. A key that is no longer a string cannot
+    /// hold a token (its value reads as empty).
+    pub fn on_node(node: &crate::server::Node, key: &str) -> Option<Seen> {
+        let e = node.peek(0, key.as_bytes())?;
+        let value = match &e.value {
+            crate::server::db::Value::Str(v) => v.clone(),
+            _ => Vec::new(),
+        };
+        Some(Seen {
+            value,
+            deadline: e.expires_at,
+            ttl_ms: e.expires_at.map(|d| d.saturating_sub(node.now())),
+        })
+    }
+}
+
 /// The observer's record of one lock key on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {

@@ -49,7 +49,6 @@ use crate::actor::{Actor, Names};
 use crate::invariants::{InvariantConfig, Monitor, Violation};
 use crate::observe::{acquired_key, Cause, LockChange, LockObserver, Observed, Scope, Seen};
 use crate::reply::Reply;
-use crate::server::db::Value;
 use crate::server::script::sha1_hex;
 use crate::server::{ConnId, Node, NodeEvent, Profile};
 use crate::trace::{command_line, Event, EventKind, Trace};
@@ -442,16 +441,7 @@ impl Replay {
     }
 
     fn seen(&self, key: &str) -> Option<Seen> {
-        let e = self.node.peek(0, key.as_bytes())?;
-        let value = match &e.value {
-            Value::Str(v) => v.clone(),
-            _ => Vec::new(),
-        };
-        Some(Seen {
-            value,
-            deadline: e.expires_at,
-            ttl_ms: e.expires_at.map(|d| d.saturating_sub(self.node.now())),
-        })
+        Seen::on_node(&self.node, key)
     }
 
     fn remember_script(&mut self, name: &str, argv: &[Vec<u8>]) {
