@@ -184,8 +184,16 @@ enum TraceCmd {
 enum LessonCmd {
     /// One lesson a line, starting with its catalogue id.
     List,
+    /// The lesson lint (answers not on the screen, no silent steps, hooks,
+    /// trainer notes…) over the catalogue or `--dir`; exits 1 when it fails.
+    Lint,
     /// A lesson's narration and steps.
-    Show { id: String },
+    Show {
+        id: String,
+        /// Also the trainer's notes (the lesson's, then each step's).
+        #[arg(long)]
+        notes: bool,
+    },
     /// Play a lesson on the simulator: transcript and swimlane; exits 1 when
     /// an expected reply or the expected outcome does not happen.
     Run {
@@ -445,7 +453,20 @@ fn main() -> Result<()> {
             let all = lessons::load(dir.as_ref())?;
             match action {
                 LessonCmd::List => print!("{}", lessons::list(&all, lang)),
-                LessonCmd::Show { id } => print!("{}", lessons::show(locklab_core::lesson::find(&all, &id)?, lang)),
+                LessonCmd::Lint => {
+                    let report = locklab_core::lesson::lint::lint(&all);
+                    print!("{report}");
+                    if !report.passes() {
+                        std::process::exit(1);
+                    }
+                }
+                LessonCmd::Show { id, notes } => {
+                    let lesson = locklab_core::lesson::find(&all, &id)?;
+                    print!("{}", lessons::show(lesson, lang));
+                    if notes {
+                        print!("{}", lessons::show_notes(lesson, lang));
+                    }
+                }
                 LessonCmd::Run {
                     id,
                     real: Some(url),

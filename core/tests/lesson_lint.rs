@@ -26,6 +26,7 @@ theme = "basics"
 title = {{ zh = "题", en = "t" }}
 narration = {{ zh = "叙", en = """{narration}""" }}
 source = {{ seed = "A", file = "x.txt", section = "1" }}
+notes = {{ zh = "注", en = "note" }}
 actors = ["A"]
 [[steps]]
 client = "A"
@@ -218,6 +219,7 @@ theme = "basics"
 title = {{ zh = "题", en = "t" }}
 narration = {{ zh = "叙", en = "n" }}
 source = {{ seed = "A", file = "x.txt", section = "1" }}
+notes = {{ zh = "注", en = "note" }}
 actors = ["A"]
 {steps}
 [outcome]
@@ -280,4 +282,39 @@ unhold = "k"
 "#,
     );
     assert!(silent(&captioned).is_empty(), "{:?}", silent(&captioned));
+}
+
+/// Rules 6 and 7 (issue 39): a narration longer than a hook, in either
+/// language, and a lesson with no trainer's note are each named.
+#[test]
+fn a_long_narration_and_a_missing_note_are_found() {
+    let ok = lesson(
+        "A short hook.",
+        "",
+        "GET k",
+        "OK",
+        r#"{ zh = "？", en = "What is the reply?" }"#,
+    );
+    assert!(lint(std::slice::from_ref(&ok)).findings.is_empty());
+    let long_en = "word ".repeat(200);
+    let long = lesson(
+        &long_en,
+        "",
+        "GET k",
+        "OK",
+        r#"{ zh = "？", en = "What is the reply?" }"#,
+    );
+    let found: Vec<String> = (lint(std::slice::from_ref(&long)).findings.iter())
+        .filter(|f| matches!(f, Finding::LongNarration { .. }))
+        .map(|f| f.to_string())
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("[en]") && found[0].contains("999 characters"),
+        "{found:?}"
+    );
+    let mut bare = ok.clone();
+    bare.notes = None;
+    let r = lint(std::slice::from_ref(&bare));
+    assert!(r.findings.iter().any(|f| matches!(f, Finding::NoNotes { .. })), "{r}");
 }

@@ -409,6 +409,23 @@ fn step_block(lines: &[render::Line]) -> Vec<&str> {
     body[start..end].to_vec()
 }
 
+/// The trainer's notes (`lesson show --notes`), after a rule; a lesson
+/// without any says so.
+pub fn show_notes(lesson: &Lesson, lang: Lang) -> String {
+    let head = match lang {
+        Lang::Zh => "讲师备注",
+        Lang::En => "trainer's notes",
+    };
+    let body = match lesson.notes() {
+        Some(n) => n.render(lang),
+        None => match lang {
+            Lang::Zh => "（本课没有备注）\n".to_owned(),
+            Lang::En => "(this lesson has none)\n".to_owned(),
+        },
+    };
+    format!("\n── {head} ──\n{body}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

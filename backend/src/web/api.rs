@@ -139,8 +139,8 @@ impl ApiState {
     }
 }
 
-/// `/api/health` (and its older name `/api/real/health`) and
-/// `/api/session`, for loopback peers only ([`crate::web::peer`]), and the
+/// `/api/health` (and its older name `/api/real/health`), `/api/session`
+/// and `/api/notes`, for loopback peers only ([`crate::web::peer`]), and the
 /// class routes for anyone; without the `Host` check: [`crate::web::site`]
 /// serves it behind one.
 pub(crate) fn api_router(state: ApiState) -> Router {
@@ -148,9 +148,18 @@ pub(crate) fn api_router(state: ApiState) -> Router {
         .route("/api/health", get(health))
         .route("/api/real/health", get(health))
         .route("/api/session", get(session_ws))
+        .route("/api/notes", get(notes))
         .route_layer(axum::middleware::from_fn(crate::web::peer::peer_guard))
         .with_state(state.clone())
         .merge(crate::web::class::router(state))
+}
+
+/// The trainer's notes of every lesson that has any, for presenter mode's
+/// notes window: loopback only, as the page a class serves to the LAN
+/// carries none (`locklab_core::lesson::notes`).
+async fn notes() -> Json<Vec<locklab_core::lesson::notes::LessonNotes>> {
+    let all = locklab_core::lesson::builtin().unwrap_or_default();
+    Json(all.iter().filter_map(|l| l.notes()).collect())
 }
 
 async fn health(State(state): State<ApiState>) -> Json<Health> {

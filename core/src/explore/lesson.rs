@@ -235,6 +235,7 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
             explain: why(*invariant),
         },
         timed: None,
+        notes: None,
     };
     let mut run = LessonRun::new(&lesson).map_err(|e| ToLessonError::Inexpressible(e.to_string()))?;
     run.run_all().map_err(|e| ToLessonError::Inexpressible(e.to_string()))?;

@@ -60,6 +60,13 @@
 //!    better folded into the `cmd` or `write` that causes it
 //!    (`Step::belief`), where the reply is the caption.
 //!
+//! 6. **Narration as a hook** (issue 39): at most
+//!    [`notes::HOOK_ZH_CHARS`] characters in zh and [`notes::HOOK_EN_CHARS`]
+//!    in en ([`notes::length`]); the rest belongs in the steps'
+//!    explanations or the trainer's note.
+//! 7. **Trainer notes:** every lesson has its note (`notes = { zh, en }`),
+//!    the one thing presenter mode's notes window always shows.
+//!
 //! Choices are also distinct within a question (in each language, once
 //! normalised). That the answer is one of the choices, and its zh form the
 //! zh form of that choice, `Lesson::validate` already checks on parsing.
@@ -68,7 +75,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::render::quiz_answer;
-use super::{Lang, Lesson, Quiz, Step, StepKind};
+use super::{notes, Lang, Lesson, Quiz, Step, StepKind};
 
 /// The most the answer may be the longest option, over the catalogue's
 /// prose multiple-choice questions, per language (issue 38).
@@ -135,6 +142,15 @@ pub enum Finding {
         step: usize,
         what: &'static str,
     },
+    /// A narration longer than a hook (rule 6).
+    LongNarration {
+        id: String,
+        lang: Lang,
+        chars: usize,
+        max: usize,
+    },
+    /// A lesson with no trainer's note (rule 7).
+    NoNotes { id: String },
     /// Two choices of one question read the same.
     Duplicate {
         id: String,
@@ -166,6 +182,13 @@ impl fmt::Display for Finding {
                 let a = if what.starts_with('u') { "an" } else { "a" };
                 write!(f, "lesson {id}, step {step}: {a} {what} step with no caption (give it an explain)")
             }
+            Finding::LongNarration { id, lang, chars, max } => write!(
+                f,
+                "lesson {id} [{}]: the narration has {chars} characters, a hook has at most {max} (move the rest into \
+                 the steps' explanations or the notes)",
+                lang.code()
+            ),
+            Finding::NoNotes { id } => write!(f, "lesson {id}: no trainer's note (notes = {{ zh = …, en = … }})"),
             Finding::Duplicate { id, step, lang, choice } => {
                 write!(f, "lesson {id}, step {step} [{}]: the choice {choice:?} is there twice", lang.code())
             }
@@ -288,6 +311,20 @@ pub fn lint(lessons: &[Lesson]) -> LintReport {
 
 fn lint_lesson(lesson: &Lesson, r: &mut LintReport) {
     let langs = [Lang::Zh, Lang::En];
+    for (lang, max) in [(Lang::Zh, notes::HOOK_ZH_CHARS), (Lang::En, notes::HOOK_EN_CHARS)] {
+        let chars = notes::length(lesson.narration.get(lang));
+        if chars > max {
+            r.findings.push(Finding::LongNarration {
+                id: lesson.id.clone(),
+                lang,
+                chars,
+                max,
+            });
+        }
+    }
+    if lesson.notes.is_none() {
+        r.findings.push(Finding::NoNotes { id: lesson.id.clone() });
+    }
     // What is on the screen before the current step, per language.
     let mut shown: [Vec<String>; 2] = langs.map(|l| vec![normalize(lesson.narration.get(l))]);
     // A timed answer's question and rubric come before the first step.

@@ -28,6 +28,7 @@ pub mod judge;
 pub mod lint;
 pub mod metrics;
 pub mod mock;
+pub mod notes;
 pub mod render;
 pub mod rounds;
 pub mod run;
@@ -494,6 +495,9 @@ pub struct Step<P = Program> {
     pub expect: Option<Expect>,
     pub explain: Option<Text>,
     pub quiz: Option<Quiz>,
+    /// What the trainer should know at this step ([`notes`]): shown only
+    /// in presenter mode's notes window and `lesson show --notes`.
+    pub notes: Option<Text>,
 }
 
 impl<P> Default for Step<P> {
@@ -515,6 +519,7 @@ impl<P> Default for Step<P> {
             expect: None,
             explain: None,
             quiz: None,
+            notes: None,
         }
     }
 }
@@ -744,6 +749,10 @@ pub struct Lesson<P = Program> {
     /// first step in interview mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed: Option<Timed>,
+    /// The trainer's note for the whole lesson ([`notes`]): what the
+    /// narration, a hook, leaves out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Text>,
 }
 
 fn default_seed() -> u64 {
@@ -877,6 +886,9 @@ impl<P> Lesson<P> {
                 return Err(invalid(format!("{what} needs both zh and en")));
             }
         }
+        if let Some(t) = &self.notes {
+            notes::check(t).map_err(invalid)?;
+        }
         if self.actors.is_empty() {
             return Err(invalid("a lesson needs at least one actor".into()));
         }
@@ -927,6 +939,9 @@ impl<P> Lesson<P> {
                 if t.zh.trim().is_empty() || t.en.trim().is_empty() {
                     return Err(bad("explain needs both zh and en".into()));
                 }
+            }
+            if let Some(t) = &step.notes {
+                notes::check(t).map_err(bad)?;
             }
             if let Some(q) = &step.quiz {
                 if q.answer.is_none() && step.expect.is_none() {

@@ -67,9 +67,11 @@ impl Wording for Program {
 }
 
 impl Lesson {
-    /// This lesson as the page is sent it: each program worded, and as JSON.
+    /// This lesson as the page is sent it: each program worded, and as
+    /// JSON; the trainer's notes left out (the page is what a class serves
+    /// to the LAN: see [`super::notes`]).
     pub fn worded(&self) -> PageLesson {
-        let worded = self.clone().try_map_programs(|_, p| {
+        let worded = self.clone().without_notes().try_map_programs(|_, p| {
             serde_json::to_string(&p).map(|json| Worded {
                 en: describe(&p),
                 zh: describe_zh(&p),
@@ -115,6 +117,7 @@ impl<P> Lesson<P> {
             steps,
             outcome,
             timed,
+            notes,
         } = self;
         let steps = (steps.into_iter().enumerate())
             .map(|(i, s)| s.try_map_program(|p| f(i, p)))
@@ -134,6 +137,7 @@ impl<P> Lesson<P> {
             steps,
             outcome,
             timed,
+            notes,
         })
     }
 }
@@ -157,6 +161,7 @@ impl<P> Step<P> {
             expect,
             explain,
             quiz,
+            notes,
         } = self;
         Ok(Step {
             client,
@@ -175,6 +180,7 @@ impl<P> Step<P> {
             expect,
             explain,
             quiz,
+            notes,
         })
     }
 }
