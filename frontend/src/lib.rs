@@ -41,6 +41,9 @@
 //! * [`class`] — class mode as the page holds it (sans-IO): a presenter's
 //!   class or a follower's place in one, the frames to send, the rejoin
 //!   backoff; its views are `view::class`, its socket `hooks::class`.
+//! * [`notes`] — presenter mode's notes window: the trainer's notes
+//!   (from `/api/notes`) and where the presenter is, told over a
+//!   `BroadcastChannel`.
 //! * [`explore`] — "break my lock": the explorer in a Web Worker, the
 //!   counterexample played as a lesson, the interview drill.
 //! * [`hooks`] — the page's effects (shortcuts, play timer, the simulator's
@@ -65,6 +68,7 @@ pub mod hooks;
 pub mod i18n;
 pub mod lab;
 pub mod markdown;
+pub mod notes;
 pub mod query;
 pub mod score;
 pub mod socket;

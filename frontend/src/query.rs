@@ -68,6 +68,8 @@ pub struct Query {
     pub quiz: Option<u64>,
     /// The mock interview is open (`mock=1`).
     pub mock: bool,
+    /// This window is presenter mode's notes window (`notes=1`).
+    pub notes: bool,
 }
 
 /// Lesson ids and step names are short words; anything else is not ours.
@@ -134,6 +136,7 @@ impl Query {
                 "class" => q.class = ClassCode::parse(&v).ok(),
                 "quiz" => q.quiz = v.parse().ok(),
                 "mock" => q.mock = v == "1",
+                "notes" => q.notes = v == "1",
                 _ => {}
             }
         }
@@ -171,6 +174,9 @@ impl Query {
         }
         if self.mock {
             parts.push("mock=1".to_owned());
+        }
+        if self.notes {
+            parts.push("notes=1".to_owned());
         }
         if self.present {
             parts.push("present=1".to_owned());

@@ -105,17 +105,22 @@ pub fn fetch_health(report: Callback<RealInput>) {
 }
 
 async fn health() -> Result<crate::driver::real::Health, String> {
+    crate::driver::real::parse_health(&fetch_text("/api/health").await?)
+}
+
+/// GET `url` from the lab's backend: the body, or what failed.
+pub async fn fetch_text(url: &str) -> Result<String, String> {
     use wasm_bindgen_futures::JsFuture;
     let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str("/api/health"))
+    let response = JsFuture::from(window.fetch_with_str(url))
         .await
-        .map_err(|_| "the lab backend is not answering /api/health".to_owned())?;
+        .map_err(|_| format!("the lab backend is not answering {url}"))?;
     let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_owned())?;
     if !response.ok() {
-        return Err(format!("/api/health answered HTTP {}", response.status()));
+        return Err(format!("{url} answered HTTP {}", response.status()));
     }
-    let text = JsFuture::from(response.text().map_err(|_| "unreadable /api/health".to_owned())?)
+    let text = JsFuture::from(response.text().map_err(|_| format!("unreadable {url}"))?)
         .await
-        .map_err(|_| "unreadable /api/health".to_owned())?;
-    crate::driver::real::parse_health(&text.as_string().unwrap_or_default())
+        .map_err(|_| format!("unreadable {url}"))?;
+    Ok(text.as_string().unwrap_or_default())
 }

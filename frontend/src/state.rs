@@ -291,6 +291,7 @@ impl State {
             mock: self.mock,
             explore: None,
             class: None,
+            notes: false,
         }
     }
 }

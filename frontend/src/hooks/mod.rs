@@ -12,12 +12,14 @@
 //! tested natively.
 
 pub mod class;
+mod notes;
 mod page;
 mod play;
 mod real;
 pub mod score;
 
 pub use class::use_class;
+pub use notes::use_notes_sync;
 pub use page::{use_ready_mark, use_shortcuts, use_url_sync};
 pub use play::{use_autoplay, use_engine};
 pub use real::{use_health_poll, use_real_socket};

@@ -32,8 +32,23 @@ fn page_lang() -> Lang {
     Query::parse(&search).lang.or(browser).unwrap_or_default()
 }
 
+/// Is this window presenter mode's notes window (`?notes=1`)?
+fn notes_window() -> bool {
+    let search = web_sys::window().and_then(|w| w.location().search().ok());
+    Query::parse(&search.unwrap_or_default()).notes
+}
+
 #[function_component(Loading)]
 pub fn loading() -> Html {
+    if notes_window() {
+        return html! { <crate::view::notes::NotesWindow lang={ page_lang() } /> };
+    }
+    html! { <Lab /> }
+}
+
+/// The lab, once the lessons are in.
+#[function_component(Lab)]
+fn lab() -> Html {
     let catalogue = use_state(|| Catalogue::Loading);
     {
         let catalogue = catalogue.clone();

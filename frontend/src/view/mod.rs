@@ -13,6 +13,7 @@ pub mod lesson_list;
 pub mod lesson_panel;
 pub mod loading;
 pub mod mock_interview;
+pub mod notes;
 pub mod presenter;
 pub mod timed;
 pub mod timeline;

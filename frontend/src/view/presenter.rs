@@ -24,6 +24,13 @@ pub struct CaptionProps {
 pub fn caption(props: &CaptionProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
+    let (id, at) = (state.lesson.as_ref())
+        .map(|s| {
+            let s = s.borrow();
+            (Some(s.lesson().id.clone()), s.position())
+        })
+        .unwrap_or((None, 0));
+    crate::hooks::use_notes_sync(id, at, lang);
     let Some(session) = state.lesson.as_ref() else {
         return html! {
             <div class="caption" data-testid="caption">
@@ -65,6 +72,7 @@ pub fn caption(props: &CaptionProps) -> Html {
                     }
                     <span class="caption-hint">{ Text::PresentHint.get(lang) }</span>
                     { class_key(&state, &props.onclass) }
+                    <button class="quiet" data-testid="notes-open" onclick={ open_notes(lang) }>{ Text::NotesOpen.get(lang) }</button>
                     <button class="quiet" data-testid="theme" onclick={ props.ontheme.reform(|_| ()) }>{ Text::Theme.get(lang) }</button>
                     <button class="quiet" data-testid="present-exit" onclick={ props.onexit.reform(|_| ()) }>{ Text::PresentExit.get(lang) }</button>
                 </div>
@@ -104,6 +112,17 @@ fn class_key(state: &AppContext, onclass: &Callback<ClassAction>) -> Html {
     };
     let onclass = onclass.clone();
     html! { <button class="quiet class-key" data-testid={ testid } onclick={ move |_| onclass.emit(action.clone()) }>{ label }</button> }
+}
+
+/// Open the notes window (or bring the open one to this lesson: it
+/// follows the presenter over [`crate::notes::CHANNEL`]).
+fn open_notes(lang: Lang) -> Callback<MouseEvent> {
+    Callback::from(move |_: MouseEvent| {
+        if let Some(w) = web_sys::window() {
+            let url = format!("?notes=1&lang={}", lang.code());
+            let _ = w.open_with_url_and_target_and_features(&url, "locklab-notes", "popup,width=760,height=680");
+        }
+    })
 }
 
 /// Step `i` as the caption shows it: who, what, and the answer.
