@@ -318,3 +318,20 @@ fn a_long_narration_and_a_missing_note_are_found() {
     let r = lint(std::slice::from_ref(&bare));
     assert!(r.findings.iter().any(|f| matches!(f, Finding::NoNotes { .. })), "{r}");
 }
+
+/// What the page (and a class's followers) load as lessons carries no
+/// trainer's note: notes leave the lab's machine only through the
+/// loopback-only `/api/notes` (issue 39).
+#[test]
+fn the_pages_lessons_carry_no_notes() {
+    let lessons = builtin().unwrap();
+    let with_notes = lessons.iter().filter(|l| l.notes().is_some()).count();
+    assert_eq!(with_notes, lessons.len(), "every lesson has notes (rule 7)");
+    let json = locklab_core::lesson::to_json(&lessons);
+    assert!(!json.contains("\"notes\":{"), "the page's lessons carry notes");
+    for l in &lessons {
+        let en = l.notes.as_ref().unwrap().en.trim();
+        let opening: String = en.chars().take(40).collect();
+        assert!(!json.contains(&opening), "lesson {}'s note is in the page's lessons", l.id);
+    }
+}
