@@ -332,6 +332,10 @@ fn the_pages_lessons_carry_no_notes() {
     for l in &lessons {
         let en = l.notes.as_ref().unwrap().en.trim();
         let opening: String = en.chars().take(40).collect();
-        assert!(!json.contains(&opening), "lesson {}'s note is in the page's lessons", l.id);
+        assert!(
+            !json.contains(&opening),
+            "lesson {}'s note is in the page's lessons",
+            l.id
+        );
     }
 }

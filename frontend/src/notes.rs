@@ -102,7 +102,16 @@ mod tests {
         ] {
             assert_eq!(Sync::parse(&s.to_line()), Some(s));
         }
-        for bad in ["", "at", "at 05", "at 05 x en", "at 05 3 fr", "at 0<5 3 en", "hello there", "at 05 3 en x"] {
+        for bad in [
+            "",
+            "at",
+            "at 05",
+            "at 05 x en",
+            "at 05 3 fr",
+            "at 0<5 3 en",
+            "hello there",
+            "at 05 3 en x",
+        ] {
             assert_eq!(Sync::parse(bad), None, "{bad:?}");
         }
     }
@@ -118,8 +127,14 @@ mod tests {
             title: t("title"),
             lesson: Some(t("lesson")),
             steps: vec![
-                StepNote { step: 2, text: t("two") },
-                StepNote { step: 5, text: t("five") },
+                StepNote {
+                    step: 2,
+                    text: t("two"),
+                },
+                StepNote {
+                    step: 5,
+                    text: t("five"),
+                },
             ],
         }];
         let a = at(&all, "05", 2);

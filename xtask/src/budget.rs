@@ -41,7 +41,7 @@ pub(crate) const TARGET: usize = 400_000;
 /// of the internally tagged `class::ServerSays` (35 KB raw) and
 /// `protocol::ServerMsg` (24 KB raw), each buffering into serde's
 /// `Content` and instantiating every nested type's decoder twice.
-pub(crate) const CEILING: usize = 478_000;
+pub(crate) const CEILING: usize = 490_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

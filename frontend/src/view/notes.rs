@@ -75,7 +75,9 @@ pub fn notes_window(props: &NotesProps) -> Html {
                 <p><code>{ e }</code></p>
             </div>
         },
-        (Loaded::Ready(_), None) => html! { <p class="muted" data-testid="notes-waiting">{ Text::NotesWaiting.get(lang) }</p> },
+        (Loaded::Ready(_), None) => {
+            html! { <p class="muted" data-testid="notes-waiting">{ Text::NotesWaiting.get(lang) }</p> }
+        }
         (Loaded::Ready(all), Some((lesson, step, _))) => {
             let a = at(all, lesson, *step);
             let step_head = |n: usize| Text::NotesStep.get(lang).replace("{}", &n.to_string());
