@@ -14,6 +14,12 @@
 //! `busy-reply-threshold` of 10 ms, on another connection), where the
 //! connection answers by itself, then the script is killed.
 //!
+//! Buffer limits (set to their smallest, once): one input in sixteen is
+//! followed by a request that never ends, which must be closed at
+//! `client-query-buffer-limit`; one in thirty-two has a subscriber that
+//! never reads, which must be dropped at `client-output-buffer-limit
+//! pubsub` (within the sockets' buffers); the server answers PING after.
+//!
 //! A run with no reply for [`REPLY_TIMEOUT`] is a hang, reported as a
 //! finding. The generator's commands are `SET`, `GET`, inline lines and
 //! noise: their replies depend only on the keyspace, which `FLUSHALL` resets.
@@ -48,6 +54,14 @@ fn server() -> &'static Server {
         let mut c = connect(server.local_addr()).expect("connect");
         let set = b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$20\r\nbusy-reply-threshold\r\n$2\r\n10\r\n";
         assert_eq!(ask(&mut c, set), "+OK");
+        let addr = server.local_addr();
+        config_set(addr, "client-query-buffer-limit", &QUERY_LIMIT.to_string()).expect("query limit");
+        config_set(
+            addr,
+            "client-output-buffer-limit",
+            &format!("pubsub {PUBSUB_LIMIT} 0 0"),
+        )
+        .expect("pubsub limit");
         server
     })
 }
@@ -163,7 +177,96 @@ fn kill(addr: SocketAddr, mut script: TcpStream) -> Result<(), String> {
     }
 }
 
-/// The target: `input` whole and split, idle and (one in four) busy.
+/// `client-query-buffer-limit` and `client-output-buffer-limit pubsub`
+/// here: their smallest settings, so a check costs a few megabytes.
+const QUERY_LIMIT: usize = 1 << 20;
+const PUBSUB_LIMIT: usize = 256 << 10;
+
+/// What the kernel's socket buffers may hold on top of a limit before the
+/// server sees it (loopback autotuning reaches a few megabytes).
+const SOCKET_SLACK: usize = 8 << 20;
+
+fn config_set(addr: SocketAddr, name: &str, value: &str) -> Result<(), String> {
+    let mut c = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    let frame = format!(
+        "*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n${}\r\n{name}\r\n${}\r\n{value}\r\n",
+        name.len(),
+        value.len()
+    );
+    match ask(&mut c, frame.as_bytes()).as_str() {
+        "+OK" => Ok(()),
+        other => Err(format!("CONFIG SET {name} {value}: {other:?}")),
+    }
+}
+
+/// The query buffer: `input`'s stream, then one request whose last
+/// argument never ends (a size from the input, within
+/// `proto-max-bulk-len`), streamed: the server must close the connection
+/// once it holds more than the limit, and still answer PING.
+fn query_limit_holds(addr: SocketAddr, input: &[u8], pick: usize) -> Result<(), String> {
+    let mut s = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.set_write_timeout(Some(REPLY_TIMEOUT)).map_err(|e| e.to_string())?;
+    let announced = QUERY_LIMIT * 2 + pick % QUERY_LIMIT + SOCKET_SLACK;
+    let mut stream = input.to_vec();
+    stream.extend_from_slice(format!("\r\n*2\r\n$4\r\nECHO\r\n${announced}\r\n").as_bytes());
+    let _ = s.write_all(&stream);
+    let chunk = vec![b'q'; 64 << 10];
+    let mut sent = 0;
+    while sent < announced {
+        match s.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    if sent >= announced {
+        return Err(format!(
+            "{sent} bytes of one argument taken over a {QUERY_LIMIT}-byte query limit"
+        ));
+    }
+    pong(addr, "after the query-buffer limit")
+}
+
+/// The pub/sub output limit: a subscriber that never reads is dropped
+/// (the publisher sees 0 receivers) within the limit plus the sockets'
+/// buffers, whatever the message size (from the input).
+fn pubsub_limit_holds(addr: SocketAddr, pick: usize) -> Result<(), String> {
+    let mut deaf = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    let sub = ask(&mut deaf, b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nfuzz\r\n");
+    if sub != "*3" {
+        return Err(format!("SUBSCRIBE answered {sub:?}"));
+    }
+    let mut publisher = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    let size = 1024 + pick % (64 << 10);
+    let frame = format!(
+        "*3\r\n$7\r\nPUBLISH\r\n$4\r\nfuzz\r\n${size}\r\n{}\r\n",
+        "p".repeat(size)
+    );
+    let mut published = 0;
+    loop {
+        match ask(&mut publisher, frame.as_bytes()).as_str() {
+            ":1" => published += size,
+            ":0" => break,
+            other => return Err(format!("PUBLISH answered {other:?}")),
+        }
+        if published > PUBSUB_LIMIT + SOCKET_SLACK {
+            return Err(format!("{published} bytes queued for a subscriber that never reads"));
+        }
+    }
+    drop(deaf);
+    pong(addr, "after dropping a deaf subscriber")
+}
+
+fn pong(addr: SocketAddr, when: &str) -> Result<(), String> {
+    let mut c = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    match ask(&mut c, b"PING\r\n").as_str() {
+        "+PONG" => Ok(()),
+        other => Err(format!("PING {when} answered {other:?}")),
+    }
+}
+
+/// The target: `input` whole and split, idle and (one in four) busy; one
+/// in sixteen also checks the query-buffer limit, one in thirty-two the
+/// pub/sub output limit (both set low once, at the server's start).
 pub fn check(input: &[u8]) -> Result<(), String> {
     let addr = server().local_addr();
     same_split_and_whole(addr, input, "idle")?;
@@ -175,6 +278,12 @@ pub fn check(input: &[u8]) -> Result<(), String> {
         let busy = same_split_and_whole(addr, input, "while a script is busy");
         kill(addr, script)?;
         busy?;
+    }
+    if pick % 16 == 1 {
+        query_limit_holds(addr, input, pick)?;
+    }
+    if pick % 32 == 2 {
+        pubsub_limit_holds(addr, pick)?;
     }
     Ok(())
 }
