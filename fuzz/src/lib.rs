@@ -34,6 +34,7 @@ use locklab_core::server::{Node, Profile};
 use locklab_core::Reply;
 
 pub mod gen;
+pub mod wire;
 
 pub use gen::Rng;
 
@@ -50,10 +51,20 @@ pub enum Target {
     Engine,
     /// Random Lua programs through EVAL.
     Lua,
+    /// sim-server's connection loop over TCP: every stream cut at every
+    /// byte, idle and while a script is busy (module `wire`).
+    Wire,
 }
 
 impl Target {
-    pub const ALL: [Target; 5] = [Target::Resp, Target::Cli, Target::Lesson, Target::Engine, Target::Lua];
+    pub const ALL: [Target; 6] = [
+        Target::Resp,
+        Target::Cli,
+        Target::Lesson,
+        Target::Engine,
+        Target::Lua,
+        Target::Wire,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -62,6 +73,7 @@ impl Target {
             Target::Lesson => "lesson",
             Target::Engine => "engine",
             Target::Lua => "lua",
+            Target::Wire => "wire",
         }
     }
 
@@ -77,6 +89,8 @@ impl Target {
             Target::Lesson => 8,
             Target::Engine => 4,
             Target::Lua => 40,
+            // Two connections and a pause per byte (≈ 20 ms an input).
+            Target::Wire => 400,
         }
     }
 }
@@ -165,6 +179,7 @@ fn generate(target: Target, seed: u64, index: u64, lessons: &[String]) -> Vec<u8
         Target::Lesson => gen::lesson_text(&mut rng, lessons),
         Target::Engine => gen::argv_sequence(&mut rng),
         Target::Lua => gen::lua_program(&mut rng),
+        Target::Wire => gen::resp_input(&mut rng),
     }
 }
 
@@ -199,6 +214,7 @@ pub fn run_one(
                 let _ = node.execute(conn, &argv);
             }
         }
+        Target::Wire => wire::check(input)?,
         Target::Lua => {
             let argv = vec![
                 b"EVAL".to_vec(),

@@ -1,7 +1,7 @@
 //! `locklab-fuzz`: run the fuzz targets for a number of inputs and report.
 //!
 //! ```text
-//! locklab-fuzz [--inputs N] [--seed S] [--target resp|cli|lesson|engine|lua] [--diff] [--no-save]
+//! locklab-fuzz [--inputs N] [--seed S] [--target resp|cli|lesson|engine|lua|wire] [--diff] [--no-save]
 //! ```
 //!
 //! `--inputs` is shared among the targets by their cost (a Lua program

@@ -28,6 +28,7 @@ fn a_short_run_finds_nothing() {
         (Target::Lesson, 2_000),
         (Target::Engine, 300),
         (Target::Lua, 300),
+        (Target::Wire, 60),
     ] {
         let real = (target == Target::Engine).then_some(&mut real);
         let report = fuzz(target, 16, count, real, false, |_| {});
