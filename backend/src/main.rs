@@ -502,7 +502,8 @@ fn main() -> Result<()> {
                     real: None,
                     ..
                 } => {
-                    let (text, ok) = lessons::run(locklab_core::lesson::find(&all, &id)?, lang, step, seed)?;
+                    let lesson = locklab_core::lesson::find(&all, &id)?;
+                    let (text, ok) = repl::run_killable(|| lessons::run(lesson, lang, step, seed))?;
                     print!("{text}");
                     if !ok {
                         std::process::exit(1);
@@ -510,7 +511,7 @@ fn main() -> Result<()> {
                 }
             }
         }
-        Cmd::Explore(args) => print!("{}", explore::run(&args)?),
+        Cmd::Explore(args) => print!("{}", repl::run_killable(|| explore::run(&args))?),
         Cmd::Check(args) => {
             let outcome = check::run(&args)?;
             print!("{}", outcome.text);

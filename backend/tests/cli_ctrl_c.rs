@@ -119,3 +119,80 @@ fn ctrl_c_stops_a_runaway_script_and_the_cli_answers_again() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A lesson of 300 steps, each an endless script the default budget
+/// (10⁷ units, a tenth of a second or more) has to stop: half a minute and
+/// more of work.
+fn endless_lesson(dir: &std::path::Path) {
+    let step = "\n[[steps]]\nclient = \"A\"\ncmd = \"EVAL \\\"while true do end\\\" 0\"\n\
+                expect = \"(error) ERR Error running script\"\nexplain = { zh = \"x\", en = \"x\" }\n";
+    let lesson = format!(
+        "id = \"99\"\ntheme = \"basics\"\ntitle = {{ zh = \"无尽\", en = \"Endless\" }}\n\
+         narration.zh = \"x\"\nnarration.en = \"x\"\n\
+         source = {{ seed = \"A\", file = \"x.txt\", section = \"1\" }}\n\
+         topology = \"single\"\nworld = {{ locks = [\"k\"] }}\nactors = [\"A\"]\n{}\n\
+         [outcome]\ninvariant = \"deadlock\"\nbroken = false\nexplain = {{ zh = \"x\", en = \"x\" }}\n",
+        step.repeat(300)
+    );
+    std::fs::create_dir_all(dir).expect("lesson dir");
+    std::fs::write(dir.join("99-endless.toml"), lesson).expect("write the lesson");
+}
+
+/// `locklab lesson run` on a lesson of endless scripts: SIGINT (Ctrl-C)
+/// kills the running script through the same kill flag as SCRIPT KILL, and
+/// the program ends with a message and status 130 — at once, where the
+/// lesson would run for half a minute and more (before, SIGINT's default
+/// action killed the process silently, with no status).
+#[test]
+fn ctrl_c_stops_lesson_run_with_a_message_and_status_130() {
+    let dir = std::env::temp_dir().join(format!("locklab-ctrl-c-{}", std::process::id()));
+    endless_lesson(&dir);
+    let err_path = dir.join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .arg("lesson")
+        .arg("--dir")
+        .arg(&dir)
+        .args(["run", "99", "--lang", "en"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .expect("run locklab lesson run");
+    // Into the lesson's scripts (loading it takes milliseconds).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the lesson ended before Ctrl-C"
+    );
+    let sent = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(kill.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            sent.elapsed() < PATIENCE,
+            "lesson run still going {PATIENCE:?} after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read stdout");
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(130), "{status:?}; stderr: {err}");
+    assert!(err.contains("interrupted by Ctrl-C"), "{err}");
+    assert!(out.is_empty(), "no transcript after a kill: {out}");
+    // 100 ms is the goal; the bound is wide so that a loaded machine passes.
+    assert!(took < Duration::from_secs(5), "exited {took:?} after Ctrl-C");
+}

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use locklab_core::client::{Acquire, Release};
 use locklab_core::explore::bfs::{Bfs, Limits, Reductions};
 use locklab_core::explore::{Explorer, FaultKind, Finding, Spec, TopologyKind};
+use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
 use locklab_core::world::{Persistence, Scenario};
 use thiserror::Error;
 
@@ -185,6 +186,12 @@ pub fn spec_from_args(args: &ExploreArgs) -> Result<Spec, ExploreError> {
     Ok(spec)
 }
 
+/// The scripts this search thread runs are killed by Ctrl-C, as those of
+/// the main thread are (`repl::run_killable`; the limits are per thread).
+fn killable_by_ctrl_c() {
+    set_thread_limits(Some(super::repl::script_kill()), INSTRUCTION_LIMIT);
+}
+
 /// Search all schedules on `threads` threads and merge.
 pub fn search(explorer: &Explorer, threads: usize) -> Finding {
     let shards = threads.max(1) as u64;
@@ -193,7 +200,12 @@ pub fn search(explorer: &Explorer, threads: usize) -> Finding {
     }
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..shards)
-            .map(|k| s.spawn(move || explorer.search(k, shards)))
+            .map(|k| {
+                s.spawn(move || {
+                    killable_by_ctrl_c();
+                    explorer.search(k, shards)
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -325,6 +337,7 @@ fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
             .map(|_| {
                 let next = &next;
                 s.spawn(move || {
+                    killable_by_ctrl_c();
                     let mut f = Finding::default();
                     while Instant::now() < deadline {
                         let start = next.fetch_add(CHUNK, std::sync::atomic::Ordering::Relaxed);

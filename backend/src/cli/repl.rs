@@ -145,16 +145,64 @@ fn install_ctrl_c() {
             };
             rt.block_on(async {
                 while tokio::signal::ctrl_c().await.is_ok() {
-                    if RUNNING.load(Ordering::SeqCst) {
-                        INTERRUPTED.store(true, Ordering::SeqCst);
-                        SCRIPT_KILL.kill();
-                    } else {
+                    if !RUNNING.load(Ordering::SeqCst) {
                         std::process::exit(130);
+                    }
+                    INTERRUPTED.store(true, Ordering::SeqCst);
+                    SCRIPT_KILL.kill();
+                    if WHOLE.load(Ordering::SeqCst) {
+                        // A whole command: its scripts die at their next
+                        // count-hook tick and `run_killable` exits; work
+                        // that runs no script (an explorer's search) is
+                        // stopped here, after a grace period, instead.
+                        tokio::time::sleep(KILL_GRACE).await;
+                        exit_interrupted();
                     }
                 }
             });
         });
     });
+}
+
+/// A whole command (`lesson run`, `explore`) is running under
+/// [`run_killable`]: Ctrl-C ends the program once its script is killed.
+static WHOLE: AtomicBool = AtomicBool::new(false);
+
+/// How long a whole command may take to wind down after Ctrl-C killed its
+/// script before the program ends anyway.
+const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The message and exit status of a command Ctrl-C stopped (128 + SIGINT,
+/// as a shell reports a program the signal ended).
+fn exit_interrupted() -> ! {
+    eprintln!("locklab: interrupted by Ctrl-C; the running script was killed as SCRIPT KILL would");
+    std::process::exit(130);
+}
+
+/// Run a whole command whose simulated scripts Ctrl-C must stop (`lesson
+/// run`, `explore`): the scripts run on this thread under the REPL's kill
+/// control, so Ctrl-C kills the running one at its next count-hook tick
+/// (within [`INSTRUCTION_LIMIT`]'s check interval of work), and the
+/// program then ends with a message on stderr and status 130 instead of
+/// printing a transcript the kill made up.
+pub fn run_killable<R>(f: impl FnOnce() -> R) -> R {
+    install_ctrl_c();
+    set_thread_limits(Some(script_kill()), INSTRUCTION_LIMIT);
+    WHOLE.store(true, Ordering::SeqCst);
+    RUNNING.store(true, Ordering::SeqCst);
+    let out = f();
+    RUNNING.store(false, Ordering::SeqCst);
+    set_thread_limits(None, INSTRUCTION_LIMIT);
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        exit_interrupted();
+    }
+    out
+}
+
+/// The control Ctrl-C kills, for the threads a whole command spawns
+/// (`set_thread_limits` is per thread).
+pub fn script_kill() -> Arc<ScriptControl> {
+    Arc::clone(&SCRIPT_KILL)
 }
 
 /// Run one input line, writing each reply as it comes (a repeated command

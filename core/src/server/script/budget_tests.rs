@@ -300,6 +300,69 @@ fn budget_calibration() {
     }
 }
 
+/// Units per second of the hostile mix of issue 42, the figures behind
+/// [`INSTRUCTION_LIMIT`]'s table: each shape runs until the default budget
+/// stops it, on a node of its own (the `RPUSH` loop empties its list every
+/// 40 000 pushes). A measurement, not a check:
+/// `cargo test --release -p locklab-core hostile_mix_units_per_second -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: prints wall times"]
+fn hostile_mix_units_per_second() {
+    let mix: &[(&str, &str)] = &[
+        ("busy loop", "local n = 0 while true do n = n + 1 end"),
+        (
+            "concatenation of a 1 MB string",
+            "local s = string.rep('x', 1048576) for i = 1, 1e12 do local t = s .. i end",
+        ),
+        (
+            "string.rep of 1 MB",
+            "for i = 1, 1e12 do local t = string.rep('x', 1048576) end",
+        ),
+        (
+            "string.rep of 100 MB",
+            "for i = 1, 1e12 do local t = string.rep('x', 1e8) end",
+        ),
+        (
+            "string.format('%s') of 1 MB",
+            "local s = string.rep('x', 1048576) for i = 1, 1e12 do local t = string.format('%s', s) end",
+        ),
+        (
+            "catastrophic pattern",
+            "local s = string.rep('a', 3000) for i = 1, 1e12 do local t = s:find('a*a*a*a*a*a*b') end",
+        ),
+        (
+            "40 k RPUSH loop",
+            "for j = 1, 1e12 do redis.call('DEL', 'l') for i = 1, 40000 do redis.call('RPUSH', 'l', i) end end",
+        ),
+    ];
+    for (name, body) in mix {
+        let (tx, rx) = mpsc::channel();
+        let body = body.as_bytes().to_vec();
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || {
+                set_thread_limits(None, INSTRUCTION_LIMIT);
+                let mut node = crate::server::Node::new(Profile::V7_0);
+                let conn = node.connect();
+                let start = Instant::now();
+                let reply = node.execute(conn, &[b"EVAL".to_vec(), body, b"0".to_vec()]);
+                let _ = tx.send((reply, start.elapsed(), super::vm::last_stop_instructions()));
+            })
+            .expect("spawn the script's thread");
+        let (reply, took, units) = rx.recv_timeout(WATCHDOG).expect("the script ended before the watchdog");
+        let how = match &reply {
+            r if stopped_by_budget(r) => "budget",
+            Reply::Error(e) if e.contains("memory") => "memory ceiling",
+            _ => "other",
+        };
+        let per_s = units as f64 / took.as_secs_f64();
+        println!(
+            "mix {name:<34} {units:>12} units {:>9.1} ms {per_s:>14.0} units/s stopped by {how}",
+            took.as_secs_f64() * 1e3
+        );
+    }
+}
+
 /// A kill lands inside one catastrophic pattern match (issue 43): the
 /// matcher reads the kill flag as it goes, where the count hook (between
 /// instructions) cannot see it until the call returns, which here would

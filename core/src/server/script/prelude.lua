@@ -765,9 +765,13 @@ do
   local function rep_w(...)
     local s, n = ...
     if type(n) == "number" and n > 0 then
-      -- Its iterations (the result's bytes are charged when it is made);
-      -- past the memory ceiling the VM's own memory stop answers instead.
-      if len_of(s) * n <= config.memory_limit then charge(n / 2) end
+      -- Its iterations and its result's bytes, charged before the result
+      -- is built, so a budget ends it before the memory is taken (the VM
+      -- charges the bytes again as it makes the string: rep writes them,
+      -- then the string copies them); past the memory ceiling the VM's
+      -- own memory stop answers instead, also before building.
+      local bytes = len_of(s) * n
+      if bytes <= config.memory_limit then charge(n / 2 + bytes / BYTES) end
     end
     return pass(RAW.rep(...))
   end
