@@ -576,7 +576,7 @@ async fn a_phone_never_scrolls_sideways() {
         ("?lang=en", "[data-testid=lesson-panel]"),
         ("?lang=zh", "[data-testid=lesson-panel]"),
         ("?lang=en&lesson=05", "[data-testid=steps]"),
-        ("?lang=zh&lesson=17&quiz=2", "[data-testid=quiz]"),
+        ("?lang=zh&lesson=07&quiz=3", "[data-testid=quiz]"),
         ("?lang=en&lesson=46&step=1", "[data-testid=exercise]"),
     ] {
         open(&c, &format!("{base}/{path}"), css).await;
