@@ -187,7 +187,7 @@ enum LessonCmd {
     /// The lesson lint (answers not on the screen, no silent steps, hooks,
     /// trainer notes…) over the catalogue or `--dir`; exits 1 when it fails.
     Lint,
-    /// A lesson's narration and steps.
+    /// A lesson's narration, timed answer and steps.
     Show {
         id: String,
         /// Also the trainer's notes (the lesson's, then each step's).
@@ -201,6 +201,8 @@ enum LessonCmd {
         /// Stop after this step (1-based).
         #[arg(long)]
         step: Option<usize>,
+        /// The world's seed; with `--quiz`, the seed the choices are
+        /// shuffled by (the same seed asks in the same order).
         #[arg(long)]
         seed: Option<u64>,
         /// Play it on real redis-server instead of the simulator: on this
@@ -489,11 +491,18 @@ fn main() -> Result<()> {
                     id,
                     real: None,
                     quiz: true,
+                    seed,
                     ..
                 } => {
                     let lesson = locklab_core::lesson::find(&all, &id)?;
                     let stdin = std::io::stdin();
-                    lessons::quiz(lesson, lang, &mut stdin.lock(), &mut std::io::stdout())?;
+                    // A new order each attempt unless --seed repeats one.
+                    let seed = seed.unwrap_or_else(|| {
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
+                    });
+                    lessons::quiz(lesson, lang, seed, &mut stdin.lock(), &mut std::io::stdout())?;
                 }
                 LessonCmd::Run {
                     id,

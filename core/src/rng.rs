@@ -40,6 +40,17 @@ impl Rng {
         }
     }
 
+    /// A seed named by text (FNV-1a over its bytes, then mixed): for a
+    /// stream that must be the same wherever the same name is, with no
+    /// number to carry — a class follower's choice order, from its class
+    /// code and member id, the same after a reload.
+    pub fn seed_of(name: &str) -> u64 {
+        let h = name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+        });
+        mix(h)
+    }
+
     /// An independent stream derived from `seed` and a stream number,
     /// without touching any other generator: client 3's backoff must not
     /// change because client 2 drew one more number.
@@ -102,6 +113,13 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_seed_is_stable_and_names_differ() {
+        assert_eq!(Rng::seed_of("ABC123/m1"), Rng::seed_of("ABC123/m1"));
+        assert_ne!(Rng::seed_of("ABC123/m1"), Rng::seed_of("ABC123/m2"));
+        assert_ne!(Rng::seed_of(""), Rng::seed_of("a"));
+    }
 
     #[test]
     fn same_seed_same_stream() {

@@ -45,6 +45,27 @@ pub fn start(design: &str, seed: &str) -> Result<job::Job, ExploreError> {
     job::Job::new(&spec)
 }
 
+/// Grade a written fix (issue 38): `exercise` is core's JSON of the
+/// lesson step's [`Exercise`](locklab_core::lesson::exercise::Exercise),
+/// `answer` what the candidate typed; the answer is core's JSON of a
+/// [`Graded`](locklab_core::explore::exercise::Graded). A refusal (empty,
+/// too long, a script that does not compile or never stops) is the error
+/// core words for it. Grading is bounded in states and walks
+/// (`explore::exercise`), so it runs in one go: the worker's thread, never
+/// the page's, and the page's cancel terminates the worker.
+pub fn grade_json(exercise: &str, answer: &str) -> Result<String, ExploreError> {
+    let ex: locklab_core::lesson::exercise::Exercise =
+        serde_json::from_str(exercise).map_err(|e| ExploreError::Invalid(format!("unreadable exercise: {e}")))?;
+    ex.check().map_err(ExploreError::Invalid)?;
+    let g = locklab_core::explore::exercise::graded(&ex, answer)?;
+    serde_json::to_string(&g).map_err(|e| ExploreError::Invalid(e.to_string()))
+}
+
+#[wasm_bindgen(js_name = grade)]
+pub fn js_grade(exercise: &str, answer: &str) -> Result<String, JsValue> {
+    grade_json(exercise, answer).map_err(|e| JsValue::from_str(&e.to_string()))
+}
+
 #[wasm_bindgen(js_name = catalog)]
 pub fn js_catalog() -> Result<String, JsValue> {
     catalog_json().map_err(|e| JsValue::from_str(&e.to_string()))
@@ -107,6 +128,31 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// The page posts the lesson step's exercise as JSON: a wrong release
+    /// comes back broken with its counterexample and the design for the
+    /// link, and hostile answers come back as core's refusals.
+    #[test]
+    fn a_written_fix_is_graded_from_the_pages_json() {
+        let lesson = locklab_core::lesson::builtin()
+            .expect("lessons")
+            .into_iter()
+            .find(|l| l.id == "46")
+            .expect("lesson 46");
+        let ex = lesson.steps[1].exercise.clone().expect("an exercise");
+        let json = serde_json::to_string(&ex).expect("json");
+        let g: locklab_core::explore::exercise::Graded =
+            serde_json::from_str(&grade_json(&json, "DEL $key").expect("graded")).expect("decodes");
+        assert!(!g.grade.passed);
+        assert!(g.grade.result.lesson.is_some() || g.grade.story.broken.is_some());
+        assert!(read_design(&g.design).is_ok(), "{}", g.design);
+        let e = grade_json(&json, "while true do end").expect_err("stopped");
+        assert!(e.to_string().contains("BUSY"), "{e}");
+        let e = grade_json(&json, "").expect_err("empty");
+        assert!(e.to_string().contains("empty"), "{e}");
+        let e = grade_json("{", "DEL $key").expect_err("unreadable");
+        assert!(e.to_string().contains("unreadable exercise"), "{e}");
     }
 
     #[test]

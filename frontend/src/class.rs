@@ -190,6 +190,19 @@ impl Class {
             .then(|| serde_json::to_string(&self.role).unwrap_or_default())
     }
 
+    /// Follower: the seed its choices are shuffled by
+    /// (`Quiz::choice_order`): the class code and the member id, so the
+    /// followers of one room see different orders and a reload (the same
+    /// member) the same one. The answer sent is the choice's own index.
+    pub fn choice_seed(&self) -> u64 {
+        match &self.role {
+            Role::Follower { code, member, .. } => {
+                locklab_core::rng::Rng::seed_of(&format!("{code}/{}", member.as_deref().unwrap_or_default()))
+            }
+            Role::Presenter { .. } => 0,
+        }
+    }
+
     pub fn is_presenter(&self) -> bool {
         matches!(self.role, Role::Presenter { .. })
     }

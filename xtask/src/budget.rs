@@ -40,8 +40,11 @@ pub(crate) const TARGET: usize = 400_000;
 /// pass is owed: the two largest functions are the derived `Deserialize`
 /// of the internally tagged `class::ServerSays` (35 KB raw) and
 /// `protocol::ServerMsg` (24 KB raw), each buffering into serde's
-/// `Content` and instantiating every nested type's decoder twice.
-pub(crate) const CEILING: usize = 490_000;
+/// `Content` and instantiating every nested type's decoder twice. The
+/// exercise step in the page (issue 38, item 3: the code box, the step's
+/// exercise sent to the worker as JSON, the grade decoded and worded) made
+/// it 484,688 on its branch (+8,303).
+pub(crate) const CEILING: usize = 500_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -27,11 +27,12 @@ const EXPLORE_WORKER: (&str, &str) = ("locklab-explore-worker", "explore-worker"
 const WORKER_MAIN: &str = "explore-worker-main.js";
 
 /// The worker's entry script: a module worker that loads the wasm, then
-/// answers `catalog` and runs `start` jobs in slices, posting progress and
+/// answers `catalog`, runs `start` jobs in slices, posting progress and
 /// yielding between slices so a `cancel` is seen (the page may also simply
-/// terminate the worker). Every payload is core's serde JSON.
+/// terminate the worker), and answers `grade` (a written fix, issue 38)
+/// with `graded` or core's refusal. Every payload is core's serde JSON.
 pub(crate) const MAIN_JS: &str = r#"// locklab explore worker (written by cargo xtask dist; see xtask/src/worker.rs)
-import init, { Job, catalog } from './explore-worker.js';
+import init, { Job, catalog, grade } from './explore-worker.js';
 const ready = init({ module_or_path: new URL('./explore-worker_bg.wasm', import.meta.url) });
 let job = null;
 let run = 0;
@@ -61,6 +62,11 @@ self.onmessage = async (e) => {
       }
     };
     setTimeout(loop, 0);
+  } else if (m.type === 'grade') {
+    // One bounded grading (core's explore::exercise), in one go: the page
+    // cancels it by terminating the worker.
+    try { post({ type: 'graded', json: grade(String(m.exercise), String(m.answer)) }); }
+    catch (err) { post({ type: 'refused', message: String(err) }); }
   } else if (m.type === 'cancel') {
     run++;
     if (job) { job.free(); job = null; }

@@ -60,9 +60,10 @@ pub fn list(lessons: &[Lesson], lang: Lang) -> String {
         .collect()
 }
 
-/// The lesson's narration and steps, without running it: what each step
-/// does (in `lang`), its expected reply, its quiz with choices and answer,
-/// and for a Redlock program the parameters its decision depends on.
+/// The lesson's narration, its timed answer (question and rubric) if it
+/// has one, and its steps, without running them: what each step does (in
+/// `lang`), its expected reply, its quiz with choices and answer, and for a
+/// Redlock program the parameters its decision depends on.
 pub fn show(lesson: &Lesson, lang: Lang) -> String {
     let zh = lang == Lang::Zh;
     let mut out = if zh {
@@ -89,6 +90,9 @@ pub fn show(lesson: &Lesson, lang: Lang) -> String {
             lesson.actors.join(", ")
         ));
     }
+    if let Some(t) = &lesson.timed {
+        out.push_str(&timed_lines(t, lang));
+    }
     let run = match LessonRun::new(lesson) {
         Ok(run) => run,
         Err(e) => return format!("{out}{e}\n"),
@@ -112,6 +116,28 @@ pub fn show(lesson: &Lesson, lang: Lang) -> String {
             }
         }
     }
+    out
+}
+
+/// A timed answer as `show` prints it (the page and `--quiz` ask it
+/// before the first step): the question, the clock, the rubric.
+fn timed_lines(t: &Timed, lang: Lang) -> String {
+    let mut out = match lang {
+        Lang::En => format!(
+            "⏲ timed answer ({} s): {}\n  rubric:\n",
+            t.seconds,
+            t.question.en.trim()
+        ),
+        Lang::Zh => format!(
+            "⏲ 限时回答（{} 秒）：{}\n  评分要点：\n",
+            t.seconds,
+            t.question.zh.trim()
+        ),
+    };
+    for (n, p) in t.rubric.iter().enumerate() {
+        out.push_str(&format!("  {:>2}. {}\n", n + 1, p.get(lang).trim()));
+    }
+    out.push('\n');
     out
 }
 
@@ -156,9 +182,10 @@ pub fn run(lesson: &Lesson, lang: Lang, upto: Option<usize>, seed: Option<u64>) 
 }
 
 /// Does `guess` answer the quiz before `step`? A choice may be given by
-/// its number or its text (in either language); a free answer is compared
-/// with the expected reply as redis-cli prints it.
-pub fn is_right(step: &Step, q: &Quiz, guess: &str) -> bool {
+/// its number as shown (`order`: the shown slots' indices into `choices`,
+/// [`Quiz::choice_order`]) or its text (in either language); a free answer
+/// is compared with the expected reply as redis-cli prints it.
+pub fn is_right(step: &Step, q: &Quiz, order: &[usize], guess: &str) -> bool {
     let guess = guess.trim();
     let right_en = render::quiz_answer(step, q, Lang::En);
     let right_zh = render::quiz_answer(step, q, Lang::Zh);
@@ -167,6 +194,7 @@ pub fn is_right(step: &Step, q: &Quiz, guess: &str) -> bool {
             .parse::<usize>()
             .ok()
             .and_then(|i| i.checked_sub(1))
+            .and_then(|slot| order.get(slot).copied())
             .and_then(|i| {
                 q.choices
                     .get(i)
@@ -185,10 +213,13 @@ pub fn is_right(step: &Step, q: &Quiz, guess: &str) -> bool {
 /// `lesson run ID --quiz`: before each step that asks something (a quiz,
 /// or a command whose reply the article states), ask on `output`, read one
 /// line from `input`, say whether it was right, then play the step. Ends
-/// with the transcript's outcome and the score.
+/// with the transcript's outcome and the score. The choices come in the
+/// order `seed` shuffles them to ([`Quiz::choice_order`], as the page's
+/// interview mode), so the slot of the answer in the file says nothing.
 pub fn quiz(
     lesson: &Lesson,
     lang: Lang,
+    seed: u64,
     input: &mut dyn BufRead,
     output: &mut dyn Write,
 ) -> Result<(u32, u32), LessonError> {
@@ -196,7 +227,20 @@ pub fn quiz(
     let (mut right, mut asked) = (0, 0);
     let io = |e: std::io::Error| LessonError::Parse(format!("terminal: {e}"));
     let zh = lang == Lang::Zh;
-    writeln!(output, "{}\n", if zh { &lesson.title.zh } else { &lesson.title.en }).map_err(io)?;
+    writeln!(output, "{}", if zh { &lesson.title.zh } else { &lesson.title.en }).map_err(io)?;
+    if zh {
+        writeln!(
+            output,
+            "（选项顺序由种子 {seed} 打乱；--seed {seed} 可按同样顺序再问一次）\n"
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            output,
+            "(choices shuffled with seed {seed}; --seed {seed} asks in this order again)\n"
+        )
+        .map_err(io)?;
+    }
     if let Some(t) = &lesson.timed {
         let (ticked, points) = timed_answer(t, lang, input, output).map_err(io)?;
         right += ticked;
@@ -215,15 +259,17 @@ pub fn quiz(
         if let Some((text, q)) = question {
             asked += 1;
             writeln!(output, "{} {}", if zh { "？" } else { "?" }, text.trim()).map_err(io)?;
-            for (n, c) in q.choices_in(lang).iter().enumerate() {
-                writeln!(output, "  {}. {c}", n + 1).map_err(io)?;
+            let order = q.choice_order(seed, i);
+            let shown = q.choices_in(lang);
+            for (n, &c) in order.iter().enumerate() {
+                writeln!(output, "  {}. {}", n + 1, shown[c]).map_err(io)?;
             }
             write!(output, "{}", if zh { "你的答案> " } else { "your answer> " }).map_err(io)?;
             output.flush().map_err(io)?;
             let mut line = String::new();
             input.read_line(&mut line).map_err(io)?;
             let answer = render::quiz_answer(&step, &q, lang);
-            if is_right(&step, &q, &line) {
+            if is_right(&step, &q, &q.choice_order(seed, i), &line) {
                 right += 1;
                 writeln!(output, "✓ {}", if zh { "答对了" } else { "right" }).map_err(io)?;
             } else {
@@ -450,7 +496,7 @@ mod tests {
             "x\n".repeat(asked)
         ));
         let mut out = Vec::new();
-        let (right, n) = quiz(&l, Lang::En, &mut input, &mut out).unwrap();
+        let (right, n) = quiz(&l, Lang::En, 7, &mut input, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains("(60 seconds) your answer") && text.contains("the rubric:"),
@@ -482,6 +528,78 @@ mod tests {
         assert!(zh.contains("第 22 课"), "{zh}");
     }
 
+    /// `--quiz` shows the choices in the seed's order (core's
+    /// `choice_order`, as the page), numbers them as shown, and judges the
+    /// number by what it shows; another seed, another order.
+    #[test]
+    fn quiz_mode_shuffles_the_choices_by_its_seed() {
+        let l = lesson("17");
+        let (i, q) = (l.steps.iter().enumerate())
+            .find_map(|(i, s)| s.quiz.as_ref().filter(|q| q.choices.len() >= 4).map(|q| (i, q)))
+            .expect("a question with four choices");
+        let shown = |seed: u64| {
+            let mut out = Vec::new();
+            let mut input = std::io::Cursor::new("x\n".repeat(40));
+            quiz(&l, Lang::En, seed, &mut input, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let at = text.find(q.en.trim()).expect("asked");
+            let lines: Vec<String> = text[at..]
+                .lines()
+                .skip(1)
+                .take(q.choices.len())
+                .map(str::to_owned)
+                .collect();
+            (lines, text)
+        };
+        let orders: Vec<Vec<usize>> = (1..=6).map(|seed| q.choice_order(seed, i)).collect();
+        for seed in 1..=6u64 {
+            let (lines, text) = shown(seed);
+            let want: Vec<String> = (orders[seed as usize - 1].iter().enumerate())
+                .map(|(n, &c)| format!("  {}. {}", n + 1, q.choices[c]))
+                .collect();
+            assert_eq!(lines, want, "seed {seed}: {text}");
+            assert!(
+                text.contains(&format!("--seed {seed} asks in this order again")),
+                "{text}"
+            );
+        }
+        assert!(
+            orders.iter().any(|o| *o != orders[0]),
+            "six seeds, one order: {orders:?}"
+        );
+        // The judge reads the slot shown.
+        let step = &l.steps[i];
+        let right = render::quiz_answer(step, q, Lang::En);
+        let at = q.choices.iter().position(|c| *c == right).unwrap();
+        for order in &orders {
+            let slot = order.iter().position(|&c| c == at).unwrap() + 1;
+            assert!(is_right(step, q, order, &slot.to_string()));
+            let other = slot % q.choices.len() + 1;
+            assert!(!is_right(step, q, order, &other.to_string()));
+        }
+    }
+
+    /// `lesson show 35` prints the timed answer's question and rubric.
+    #[test]
+    fn show_prints_the_timed_answer() {
+        let l = lesson("35");
+        let t = l.timed.as_ref().expect("timed");
+        let en = show(&l, Lang::En);
+        assert!(
+            en.contains(&format!("⏲ timed answer ({} s): {}", t.seconds, t.question.en.trim())),
+            "{en}"
+        );
+        for (n, p) in t.rubric.iter().enumerate() {
+            assert!(en.contains(&format!("{:>2}. {}", n + 1, p.en.trim())), "{en}");
+        }
+        let zh = show(&l, Lang::Zh);
+        assert!(
+            zh.contains(&format!("评分要点：\n   1. {}", t.rubric[0].zh.trim())),
+            "{zh}"
+        );
+        assert!(!show(&lesson("17"), Lang::En).contains("⏲"), "only lessons with one");
+    }
+
     /// `lesson run ID --quiz` asks, checks (by number or text) and scores.
     #[test]
     fn quiz_mode_asks_and_scores() {
@@ -493,28 +611,28 @@ mod tests {
             .count();
         // Everything right: replies typed as redis-cli prints them, the
         // fencing question answered by its choice number (2 = rejected).
-        let answers: Vec<String> = l
-            .steps
-            .iter()
-            .filter(|s| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some()))
-            .map(|s| match &s.quiz {
+        // The number is the slot shown, in seed 7's order.
+        let answers: Vec<String> = (l.steps.iter().enumerate())
+            .filter(|(_, s)| s.quiz.is_some() || (s.cmd.is_some() && s.expect.is_some()))
+            .map(|(i, s)| match &s.quiz {
                 Some(q) if !q.choices.is_empty() => {
                     let right = render::quiz_answer(s, q, Lang::En);
-                    (q.choices.iter().position(|c| *c == right).unwrap() + 1).to_string()
+                    let at = q.choices.iter().position(|c| *c == right).unwrap();
+                    (q.choice_order(7, i).iter().position(|&c| c == at).unwrap() + 1).to_string()
                 }
                 _ => s.expect.as_ref().unwrap().describe(),
             })
             .collect();
         let mut input = std::io::Cursor::new(answers.join("\n") + "\n");
         let mut out = Vec::new();
-        let (right, n) = quiz(&l, Lang::En, &mut input, &mut out).unwrap();
+        let (right, n) = quiz(&l, Lang::En, 7, &mut input, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!((right as usize, n as usize), (asked, asked), "{text}");
         assert!(text.contains("score: ") && text.contains("outcome: "), "{text}");
         // Everything wrong, in Chinese.
         let mut input = std::io::Cursor::new("x\n".repeat(asked));
         let mut out = Vec::new();
-        let (right, _) = quiz(&l, Lang::Zh, &mut input, &mut out).unwrap();
+        let (right, _) = quiz(&l, Lang::Zh, 7, &mut input, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(right, 0, "{text}");
         assert!(
@@ -535,7 +653,7 @@ mod tests {
         // 1: the atomic SET; 2: a bare DEL; 3: GET then DEL, as two lines; 4: the script.
         let input = format!("SET $key $token NX PX $ttl\nDEL $key\n\nGET $key\nDEL $key\n.\n{script}");
         let mut out = Vec::new();
-        let (right, asked) = quiz(&l, Lang::En, &mut std::io::Cursor::new(input), &mut out).unwrap();
+        let (right, asked) = quiz(&l, Lang::En, 7, &mut std::io::Cursor::new(input), &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!((right, asked), (2, exercises as u32), "{text}");
         assert!(text.contains("✗ not safe yet"), "{text}");
@@ -550,6 +668,7 @@ mod tests {
         let (right, _) = quiz(
             &l,
             Lang::Zh,
+            7,
             &mut std::io::Cursor::new("\n.\n".repeat(exercises)),
             &mut out,
         )

@@ -238,9 +238,35 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
     Ok(spec)
 }
 
+/// A grade as the page's explore worker sends it, with the design the
+/// answer became (JSON of its [`Spec`]): the counterexample's link carries
+/// that design, so the explore screen can search it again. The design
+/// travels as text so that the page, which only decodes the grade, never
+/// carries the explorer's own types.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graded {
+    pub grade: Grade,
+    pub design: String,
+}
+
+/// [`grade`], with the design for the link ([`Graded`]).
+pub fn graded(ex: &Exercise, answer: &str) -> Result<Graded, ExploreError> {
+    let spec = design(ex, answer)?;
+    let design = serde_json::to_string(&spec).map_err(|e| ExploreError::Invalid(e.to_string()))?;
+    Ok(Graded {
+        grade: grade_design(ex, &spec)?,
+        design,
+    })
+}
+
 /// Grade `answer` for `ex`.
 pub fn grade(ex: &Exercise, answer: &str) -> Result<Grade, ExploreError> {
-    let spec = design(ex, answer)?;
+    grade_design(ex, &design(ex, answer)?)
+}
+
+/// Grade the design an answer became.
+fn grade_design(ex: &Exercise, spec: &Spec) -> Result<Grade, ExploreError> {
+    let spec = spec.clone();
     let useless = fault_free(ex, &spec)?;
     let story = story(ex, &spec)?;
     let (search, result) = search(&spec, ex.seeds)?;

@@ -16,6 +16,7 @@ pub mod worker;
 
 use locklab_core::explore::catalog::{Catalog, DrillEntry};
 use locklab_core::explore::drill::{self, Score};
+use locklab_core::explore::exercise::Graded;
 use locklab_core::explore::job::{JobResult, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
@@ -74,9 +75,20 @@ pub enum WorkerEvent {
     Loading,
     Ready,
     Catalog(Box<Catalog>),
-    Progress { progress: Progress, ms: f64 },
-    Done { result: Box<JobResult>, ms: f64 },
+    Progress {
+        progress: Progress,
+        ms: f64,
+    },
+    Done {
+        result: Box<JobResult>,
+        ms: f64,
+    },
     Cancelled,
+    /// A written fix's grade (an exercise step).
+    Graded(Box<Graded>),
+    /// A written fix the lab would not grade, in core's words (empty, too
+    /// long, a script that does not compile or never stops).
+    Refused(String),
     Error(String),
 }
 
@@ -102,6 +114,8 @@ impl WorkerEvent {
                 ms,
             }),
             "cancelled" => WorkerEvent::Cancelled,
+            "graded" => serde_json::from_str(&json).map_or_else(bad, |g| WorkerEvent::Graded(Box::new(g))),
+            "refused" => WorkerEvent::Refused(env.message.unwrap_or_default()),
             "error" => WorkerEvent::Error(env.message.unwrap_or_default()),
             other => WorkerEvent::Error(format!("unknown worker message {other:?}")),
         }
@@ -219,6 +233,8 @@ impl Explore {
                 };
                 self.status = Status::Cancelled { progress };
             }
+            // The explore screen never asks for a grade.
+            WorkerEvent::Graded(_) | WorkerEvent::Refused(_) => {}
             WorkerEvent::Error(m) => {
                 self.autoplay = None;
                 self.status = Status::Error(m);

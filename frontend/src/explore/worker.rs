@@ -18,9 +18,22 @@ pub struct ExploreWorker {
 }
 
 impl ExploreWorker {
-    /// Start the worker (a module worker: the wasm-bindgen output is an ES
-    /// module) and ask it for the catalogue.
+    /// Start the worker and ask it for the catalogue (the explore screen).
     pub fn spawn(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
+        let w = ExploreWorker::bare(on)?;
+        w.post(&serde_json::json!({ "type": "catalog" }));
+        Ok(w)
+    }
+
+    /// Start the worker for grading written fixes (an exercise step): no
+    /// catalogue, just [`ExploreWorker::grade`].
+    pub fn for_grading(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
+        ExploreWorker::bare(on)
+    }
+
+    /// Start the worker (a module worker: the wasm-bindgen output is an ES
+    /// module).
+    fn bare(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
         let opts = web_sys::WorkerOptions::new();
         opts.set_type(web_sys::WorkerType::Module);
         let worker = web_sys::Worker::new_with_options(WORKER_URL, &opts)
@@ -37,13 +50,11 @@ impl ExploreWorker {
             )));
         });
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        let w = ExploreWorker {
+        Ok(ExploreWorker {
             worker,
             _onmessage: onmessage,
             _onerror: onerror,
-        };
-        w.post(&serde_json::json!({ "type": "catalog" }));
-        Ok(w)
+        })
     }
 
     fn post(&self, msg: &serde_json::Value) {
@@ -54,6 +65,13 @@ impl ExploreWorker {
     /// (blank: the design's own seed; the worker reads it as `--seed`).
     pub fn start(&self, design: &str, seed: &str) {
         self.post(&serde_json::json!({ "type": "start", "design": design, "seed": seed }));
+    }
+
+    /// Grade `answer` to `exercise` (core's JSON of the step's exercise):
+    /// the worker answers `graded` or `refused`. It is one bounded call in
+    /// the worker; dropping the worker is its cancel.
+    pub fn grade(&self, exercise: &str, answer: &str) {
+        self.post(&serde_json::json!({ "type": "grade", "exercise": exercise, "answer": answer }));
     }
 
     /// Stop between slices.

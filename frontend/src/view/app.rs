@@ -149,7 +149,7 @@ pub fn app() -> Html {
                     if state.explore {
                         <main>
                             <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed } link={ state.explore_link.clone() }
-                                onplay={ onexplore_play } onclose={ onexplore_close } />
+                                onplay={ onexplore_play.clone() } onclose={ onexplore_close } />
                         </main>
                     } else if state.mock {
                         <main>
@@ -170,7 +170,7 @@ pub fn app() -> Html {
                         if state.class.is_none() && state.lesson.is_none() {
                             <JoinClass onclass={ onclass.clone() } />
                         }
-                        <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} />
+                        <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} onplay={ onexplore_play.clone() } />
                         <div class="stage">
                             <Timeline />
                             if state.present {

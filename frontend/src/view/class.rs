@@ -224,17 +224,27 @@ pub fn follower_bar(props: &ClassProps) -> Html {
                 <p class="muted" data-testid="class-live">{ Text::ClassLive.get(lang) }</p>
             }
             if let Some(a) = &c.ask {
-                { follower_question(a, &draft, &props.onclass, lang) }
+                { follower_question(a, c.choice_seed(), &draft, &props.onclass, lang) }
             }
         </section>
     }
 }
 
-/// The question on a follower's screen: big answer buttons (or a field
-/// for a typed answer), then "recorded", then the reveal.
-fn follower_question(a: &Ask, draft: &UseStateHandle<String>, onclass: &Callback<ClassAction>, lang: Lang) -> Html {
+/// The question on a follower's screen: big answer buttons in this
+/// follower's order (`seed`, [`crate::class::Class::choice_seed`]), or a
+/// field for a typed answer; then "recorded", then the reveal.
+// long: one html! arm per state of the question (open, answered, revealed)
+fn follower_question(
+    a: &Ask,
+    seed: u64,
+    draft: &UseStateHandle<String>,
+    onclass: &Callback<ClassAction>,
+    lang: Lang,
+) -> Html {
     let q = a.question();
     let (text, choices) = quiz_of(q, lang).unwrap_or_default();
+    let order = (catalog::find(&q.lesson).and_then(|l| l.steps.get(q.step)?.quiz.as_ref()))
+        .map_or_else(Vec::new, |quiz| quiz.choice_order(seed, q.step));
     let body = match a {
         Ask::Open(_) if choices.is_empty() => {
             let oninput = {
@@ -260,7 +270,7 @@ fn follower_question(a: &Ask, draft: &UseStateHandle<String>, onclass: &Callback
         }
         Ask::Open(_) => html! {
             <div class="answers">
-                { for choices.iter().enumerate().map(|(i, label)| html! {
+                { for order.iter().filter_map(|&i| Some((i, choices.get(i)?))).map(|(i, label)| html! {
                     <button class="answer" data-testid="answer-choice" data-index={ i.to_string() }
                         onclick={ act(onclass, ClassAction::Answer(Answer::Choice(i))) }>{ label.clone() }</button>
                 }) }

@@ -10,6 +10,9 @@
 //! outcome until the last step; and the choices come in the attempt's
 //! shuffled order (`Quiz::choice_order`, seeded by the URL's `quiz=`).
 //! Presenter and normal mode show everything as before.
+//!
+//! A "write the fix" step, when it is the next one, shows its code box and
+//! the lab's verdict ([`crate::view::exercise`]) where a question would be.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +27,7 @@ use crate::hooks::use_record_verdicts;
 use crate::i18n::{Lang, Text};
 use crate::score::LessonScore;
 use crate::state::{AppContext, Transport, SPEEDS};
+use crate::view::exercise::ExerciseBox;
 use crate::view::timed::TimedAnswer;
 use locklab_core::lesson::judge::prediction_right;
 
@@ -37,6 +41,11 @@ pub struct LessonPanelProps {
     /// Interview mode: the step `Some(i)` waits for an answer (stepping
     /// on is blocked until then), or none does.
     pub ongate: Callback<Option<usize>>,
+    /// A written fix's counterexample is to play on the timeline.
+    pub onplay: Callback<(
+        std::rc::Rc<locklab_core::lesson::worded::PageLesson>,
+        crate::explore::ExploreLink,
+    )>,
 }
 
 /// What a run shows, from the invariant monitor's violations: each broken
@@ -104,6 +113,7 @@ fn missed(s: &dyn LessonDriver, judged: &BTreeMap<usize, String>, lang: Lang) ->
 type Guesses = (Option<String>, BTreeMap<usize, String>);
 
 #[function_component(LessonPanel)]
+// long: a Yew view: its state and hooks, which box asks (timed, quiz, exercise), then one html! tree
 pub fn lesson_panel(props: &LessonPanelProps) -> Html {
     let state = use_context::<AppContext>().expect("AppContext is provided by App");
     let lang = state.lang;
@@ -155,6 +165,10 @@ pub fn lesson_panel(props: &LessonPanelProps) -> Html {
         timed_box(t, &l.id, state.quiz_seed, &timed_scored, &props.ongate, lang)
     } else if asks {
         quiz_form(&*s, &draft, &submit, state.quiz_seed, lang)
+    } else if let Some(ex) = next.and_then(|st| st.exercise.as_ref()) {
+        // A "write the fix" step: its code box and the lab's verdict.
+        html! { <ExerciseBox key={ format!("{}-{pos}", l.id) } lesson={ l.id.clone() } step={ pos } exercise={ ex.clone() } {lang}
+        onplay={ props.onplay.clone() } /> }
     } else {
         html! {}
     };

@@ -6,6 +6,7 @@ pub mod app;
 pub mod class;
 pub mod clock;
 pub mod console;
+pub mod exercise;
 pub mod faults;
 pub mod header;
 pub mod help;
