@@ -30,8 +30,10 @@
 //!   directory and checks that a `.wasm` came out. CI runs the check rather
 //!   than spend a quarter of an hour installing Trunk.
 //! * `cargo xtask layout [--max-lines N]` — the module import cycles of each
-//!   crate and the functions over N lines without a `// long:` reason (see
-//!   `layout`); exits 1 if there are any.
+//!   crate, the functions over N lines without a `// long:` reason, files
+//!   over 800 lines and type names two crates define (see `layout`); exits 1
+//!   if there are any cycles or unexplained long functions, or the measures
+//!   break their ceilings.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -76,7 +78,7 @@ fn usage() -> &'static str {
      run Redis 7.0.15's own tests on sim-server and redis-server; print both [ok] counts\n  \
        fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
      fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n  \
-       layout [--max-lines N] [--root DIR]\n                                module import cycles of each crate, and functions over N lines (80) without a reason\n"
+       layout [--max-lines N] [--root DIR]\n                                module import cycles of each crate, functions over N lines (80) without a reason,\n                                files over 800 lines and type names defined in two crates\n"
 }
 
 fn main() -> Result<()> {

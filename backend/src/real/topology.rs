@@ -64,20 +64,16 @@
 //! A user's own server ([`Topology::External`]) is never killed, paused or
 //! reconfigured: every fault on it is refused with a message saying so.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use locklab_core::reply::Reply;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::real::conn::{command, public_url, NodeTarget};
-use crate::real::faults::clock::{self, ClockShift, CLOCK_FILE_ENV};
-use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy, LinkStats};
-use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
-use crate::real::process::{free_port, redis_cli_binary, redis_server_binary, RedisServerArgs, NOT_FOUND};
+use crate::real::faults::clock::{self};
+use crate::real::faults::proxy::{LinkFault, LinkProxy};
+use crate::real::faults::sentinel::Sentinels;
 
 /// How long a node may take to answer after start, a replica to link up,
 /// or a cluster to become `ok`.
@@ -87,6 +83,12 @@ const POLL: Duration = Duration::from_millis(5);
 /// The shapes a managed topology can take: the protocol's type, so the
 /// page, the CLI and the backend name them alike.
 pub use locklab_core::protocol::TopologyKind;
+
+mod inject;
+mod node;
+
+use node::{expect_ok, form_cluster, start_node, wait_link_up};
+pub use node::{info_field, ManagedNode};
 
 /// A fault to inject on node `node` (an index into [`Topology::nodes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,103 +158,6 @@ pub enum TopologyError {
 
 /// A node's state and how the API reports a node: the protocol's types.
 pub use locklab_core::protocol::{NodeInfo, NodeState, Role};
-
-/// One managed redis-server process.
-#[derive(Debug)]
-pub struct ManagedNode {
-    name: String,
-    port: u16,
-    /// Arguments beyond the lab defaults (`--replicaof …`, cluster flags),
-    /// reused verbatim on restart.
-    extra: Vec<String>,
-    dir: PathBuf,
-    child: Option<Child>,
-    state: NodeState,
-    /// The master's port, for a replica.
-    master: Option<u16>,
-    /// `extra` and `master` as the topology was built, so [`Topology::reset`]
-    /// can undo a promotion.
-    original: (Vec<String>, Option<u16>),
-    /// The shift of its `CLOCK_REALTIME` (kept across restarts, as a
-    /// machine's wrong clock is).
-    clock: ClockShift,
-    /// The preload library that applies it.
-    preload: PathBuf,
-}
-
-impl ManagedNode {
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    fn spawn(&mut self) -> Result<(), String> {
-        let binary = redis_server_binary().ok_or_else(|| NOT_FOUND.to_owned())?;
-        let _ = std::fs::create_dir_all(&self.dir);
-        let child = RedisServerArgs::new(self.port)
-            // Serve SCRIPT KILL after the lab's script budget (a session's
-            // runaway script is killed then) rather than after 5 s.
-            .option("busy-reply-threshold", "1000")
-            .extra(&self.extra)
-            .command(&binary, &self.dir)
-            .env("LD_PRELOAD", &self.preload)
-            .env(CLOCK_FILE_ENV, self.clock.path())
-            .spawn()
-            .map_err(|e| format!("spawn {}: {e}", binary.display()))?;
-        crate::real::reaper::record(child.id(), self.port);
-        self.child = Some(child);
-        let deadline = Instant::now() + READY_DEADLINE;
-        loop {
-            if let Ok(Reply::Status(s)) = command(self.port, &["PING"]) {
-                if s == "PONG" {
-                    self.state = NodeState::Up;
-                    return Ok(());
-                }
-            }
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                self.child = None;
-                return Err(format!("redis-server on port {} exited early: {status}", self.port));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "redis-server on port {} did not answer PING in time",
-                    self.port
-                ));
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    /// SIGKILL and reap.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-            crate::real::reaper::forget(child.id());
-        }
-        self.state = NodeState::Down;
-    }
-
-    fn signal(&self, sig: &str) -> Result<(), String> {
-        let pid = self.pid().ok_or_else(|| format!("{} is not running", self.name))?;
-        let status = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .map_err(|e| format!("kill {sig} {pid}: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("kill {sig} {pid} failed: {status}"))
-        }
-    }
-}
 
 /// A set of managed nodes, killed on drop.
 #[derive(Debug)]
@@ -533,87 +438,6 @@ impl Topology {
         }
     }
 
-    /// Inject a fault; the answer says what was done, for the trace.
-    pub fn fault(&mut self, fault: Fault) -> Result<String, TopologyError> {
-        let m = match self {
-            Topology::External(url) => return Err(TopologyError::External(public_url(url))),
-            Topology::Managed(m) => m,
-        };
-        let i = fault.node();
-        let node = m.nodes.get_mut(i as usize).ok_or(TopologyError::NoNode(i))?;
-        let name = node.name.clone();
-        let f = TopologyError::Fault;
-        match fault {
-            Fault::Pause { .. } => {
-                node.signal("-STOP").map_err(f)?;
-                node.state = NodeState::Paused;
-                Ok(format!("{name} paused (SIGSTOP)"))
-            }
-            Fault::Resume { .. } => {
-                node.signal("-CONT").map_err(f)?;
-                node.state = NodeState::Up;
-                Ok(format!("{name} resumed (SIGCONT)"))
-            }
-            Fault::Crash { .. } => {
-                node.kill();
-                Ok(format!("{name} crashed (SIGKILL)"))
-            }
-            Fault::Restart { .. } => {
-                node.kill();
-                node.spawn().map_err(f)?;
-                // Under Sentinel, a restarted old master comes back a master
-                // until Sentinel converts it; nobody here waits for that.
-                if node.master.is_some() && m.sentinels.is_none() {
-                    wait_link_up(node.port)?;
-                }
-                Ok(format!("{name} restarted on port {} without its data", node.port))
-            }
-            Fault::CutReplication { .. } => {
-                if node.master.is_none() {
-                    return Err(f(format!("{name} is not a replica")));
-                }
-                let nowhere = free_port().to_string();
-                expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &nowhere]).map_err(f)?;
-                Ok(format!(
-                    "{name}: replication from its master cut (now following an address where nobody listens)"
-                ))
-            }
-            Fault::HealReplication { .. } => {
-                let mp = node
-                    .master
-                    .ok_or_else(|| f(format!("{name} is not a replica")))?
-                    .to_string();
-                expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &mp]).map_err(f)?;
-                Ok(format!("{name}: replication from its master restored"))
-            }
-            Fault::Promote { .. } => {
-                if node.master.is_none() {
-                    return Err(f(format!("{name} is already a master")));
-                }
-                expect_ok(node.port, &["REPLICAOF", "NO", "ONE"]).map_err(f)?;
-                node.master = None;
-                // Its arguments must not make a restart follow the old master.
-                node.extra.clear();
-                Ok(format!("{name} promoted to master (REPLICAOF NO ONE)"))
-            }
-            Fault::JumpClock { delta_ms, .. } => {
-                node.clock
-                    .jump(delta_ms)
-                    .map_err(|e| f(format!("moving {name}'s clock: {e}")))?;
-                Ok(format!(
-                    "{name}'s clock jumps {delta_ms:+} ms (now {:+} ms off)",
-                    node.clock.shift_ms()
-                ))
-            }
-            Fault::DriftClock { ppm, .. } => {
-                node.clock
-                    .set_drift(ppm)
-                    .map_err(|e| f(format!("setting {name}'s clock drift: {e}")))?;
-                Ok(format!("{name}'s clock drifts {:+} ppm", node.clock.drift_ppm()))
-            }
-        }
-    }
-
     fn managed_mut(&mut self) -> Result<&mut Managed, TopologyError> {
         match self {
             Topology::External(url) => Err(TopologyError::External(public_url(url))),
@@ -627,257 +451,4 @@ impl Topology {
             Topology::Managed(m) => Ok(m),
         }
     }
-
-    /// Step node `node`'s clock by `delta_ms` (an NTP step, a hand-set
-    /// date): its `TIME` and its key expiry move at once. The answer says
-    /// what was done, for the trace.
-    pub fn shift_clock(&mut self, node: u32, delta_ms: i64) -> Result<String, TopologyError> {
-        self.fault(Fault::JumpClock { node, delta_ms })
-    }
-
-    /// Make node `node`'s clock run `ppm` parts per million fast (negative:
-    /// slow) from now on, keeping what it gained so far.
-    pub fn drift_clock(&mut self, node: u32, ppm: i64) -> Result<String, TopologyError> {
-        self.fault(Fault::DriftClock { node, ppm })
-    }
-
-    /// How far node `node`'s clock is from the real one, in ms.
-    pub fn clock_shift_ms(&self, node: u32) -> Result<i64, TopologyError> {
-        let m = self.managed_ref()?;
-        let n = m.nodes.get(node as usize).ok_or(TopologyError::NoNode(node))?;
-        Ok(n.clock.shift_ms())
-    }
-
-    /// The address client `client` reaches node `node` at: the node itself
-    /// seen through its own link proxy (started here, plain, if it is not
-    /// yet), so [`set_link`](Topology::set_link) can slow it later. A client
-    /// that never needs a faulty link connects to the node directly and
-    /// pays nothing.
-    pub fn link_url(&mut self, client: &str, node: u32) -> Result<String, TopologyError> {
-        Ok(self.link(client, node)?.url())
-    }
-
-    /// Make the link from client `client` to node `node` slow or lossy
-    /// (`LinkFault::default()`: a plain link again). Applies to the next
-    /// message on every connection through [`link_url`](Topology::link_url).
-    pub fn set_link(&mut self, client: &str, node: u32, fault: LinkFault) -> Result<String, TopologyError> {
-        let (name, proxy) = {
-            let name = self
-                .managed_ref()?
-                .nodes
-                .get(node as usize)
-                .ok_or(TopologyError::NoNode(node))?
-                .name
-                .clone();
-            (name, self.link(client, node)?)
-        };
-        proxy.set(fault);
-        let f = proxy.fault();
-        Ok(format!(
-            "link {client} ↔ {name}: latency {} ms, jitter {} ms, requests lost {}‰, replies lost {}‰ (through a proxy on port {})",
-            f.latency_ms,
-            f.jitter_ms,
-            f.drop_request_permille,
-            f.drop_reply_permille,
-            proxy.addr().port()
-        ))
-    }
-
-    /// What went through the link from `client` to `node`, if it has a proxy.
-    pub fn link_stats(&self, client: &str, node: u32) -> Option<LinkStats> {
-        let m = self.managed_ref().ok()?;
-        m.links.get(&(client.to_owned(), node)).map(LinkProxy::stats)
-    }
-
-    fn link(&mut self, client: &str, node: u32) -> Result<&LinkProxy, TopologyError> {
-        let m = self.managed_mut()?;
-        let port = m.nodes.get(node as usize).ok_or(TopologyError::NoNode(node))?.port;
-        let key = (client.to_owned(), node);
-        if !m.links.contains_key(&key) {
-            let seed = link_seed(client, node);
-            let proxy = LinkProxy::start(
-                SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-                LinkFault::default(),
-                seed,
-            )
-            .map_err(|e| TopologyError::Fault(format!("starting a link proxy: {e}")))?;
-            m.links.insert(key.clone(), proxy);
-        }
-        Ok(&m.links[&key])
-    }
-
-    fn sentinels(&self) -> Result<&Sentinels, TopologyError> {
-        let m = self.managed_ref()?;
-        m.sentinels
-            .as_ref()
-            .ok_or_else(|| TopologyError::Fault(format!("a {} topology has no sentinels", m.kind.as_str())))
-    }
-
-    /// The sentinels of a `sentinel` topology, as nodes the API can list
-    /// (empty for every other kind). [`reset`](Topology::reset) starts
-    /// fresh sentinels, on new ports.
-    pub fn sentinel_nodes(&self) -> Vec<NodeInfo> {
-        let Ok(s) = self.sentinels() else {
-            return Vec::new();
-        };
-        s.ports()
-            .into_iter()
-            .zip(s.pids())
-            .enumerate()
-            .map(|(i, (port, pid))| NodeInfo {
-                name: format!("s{}", i + 1),
-                url: format!("redis://127.0.0.1:{port}/"),
-                port,
-                role: Role::Sentinel,
-                state: if pid.is_some() { NodeState::Up } else { NodeState::Down },
-            })
-            .collect()
-    }
-
-    /// Every event the sentinels published since they started (since the
-    /// last [`reset`](Topology::reset)): `+sdown`, `+odown`,
-    /// `+failover-end`, `+switch-master`, …, in the order read.
-    pub fn sentinel_events(&self) -> Vec<SentinelEvent> {
-        self.sentinels().map(Sentinels::events).unwrap_or_default()
-    }
-
-    /// The master as a client library finds it: through the sentinels
-    /// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, then `ROLE` on the answer).
-    pub fn discover_master(&self) -> Result<SocketAddr, TopologyError> {
-        self.sentinels()?.discover_master().map_err(TopologyError::Fault)
-    }
-
-    /// Ask Sentinel to fail over now (`SENTINEL FAILOVER`): Sentinel's
-    /// own promotion, without waiting for the master to look down.
-    pub fn sentinel_failover(&mut self) -> Result<String, TopologyError> {
-        self.sentinels()?.force_failover().map_err(TopologyError::Fault)?;
-        Ok("Sentinel asked to fail over (SENTINEL FAILOVER)".into())
-    }
-
-    /// Wait (at most `within`) for the sentinels to announce a new master
-    /// (`+switch-master`) among their events from index `since` on, as they
-    /// do after a crash or pause of the master, or
-    /// [`sentinel_failover`](Topology::sentinel_failover); then record the
-    /// new roles. The answer says which node is master now.
-    pub fn await_failover(&mut self, since: usize, within: Duration) -> Result<String, TopologyError> {
-        let event = self
-            .sentinels()?
-            .wait_event("+switch-master", since, within)
-            .ok_or_else(|| TopologyError::Fault(format!("Sentinel did not fail over within {within:?}")))?;
-        let master = self.sentinels()?.master_port();
-        let m = self.managed_mut()?;
-        for node in &mut m.nodes {
-            if node.port == master {
-                node.master = None;
-                node.extra.clear();
-            } else {
-                node.master = Some(master);
-            }
-        }
-        let name = m.nodes.iter().find(|n| n.port == master).map(|n| n.name.clone());
-        Ok(format!(
-            "Sentinel failed over: {} is master now ({})",
-            name.unwrap_or_else(|| format!("port {master}")),
-            event.text()
-        ))
-    }
-}
-
-fn start_node(
-    root: &std::path::Path,
-    preload: &std::path::Path,
-    name: &str,
-    extra: Vec<String>,
-    master: Option<u16>,
-) -> Result<ManagedNode, TopologyError> {
-    let mut last = String::new();
-    for _ in 0..5 {
-        let port = free_port();
-        let dir = root.join(format!("{name}-{port}"));
-        std::fs::create_dir_all(&dir).map_err(|e| TopologyError::Start(format!("{}: {e}", dir.display())))?;
-        let clock = ClockShift::create(&dir.join("clock"))
-            .map_err(|e| TopologyError::Start(format!("creating {name}'s clock file: {e}")))?;
-        let mut node = ManagedNode {
-            name: name.to_owned(),
-            port,
-            extra: extra.clone(),
-            dir,
-            clock,
-            preload: preload.to_owned(),
-            child: None,
-            state: NodeState::Down,
-            master,
-            original: (extra.clone(), master),
-        };
-        match node.spawn() {
-            Ok(()) => return Ok(node),
-            Err(why) if why == NOT_FOUND => return Err(TopologyError::Start(why)),
-            Err(why) => last = why,
-        }
-    }
-    Err(TopologyError::Start(format!("redis-server did not start: {last}")))
-}
-
-fn expect_ok(port: u16, argv: &[&str]) -> Result<(), String> {
-    match command(port, argv)? {
-        Reply::Error(e) => Err(format!("{}: {e}", argv.join(" "))),
-        _ => Ok(()),
-    }
-}
-
-/// `field` from `INFO section` on `port`.
-pub fn info_field(port: u16, section: &str, field: &str) -> Option<String> {
-    let reply = command(port, &["INFO", section]).ok()?;
-    let Reply::Bulk(text) = reply else { return None };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines().find_map(|l| {
-        l.strip_prefix(field)
-            .and_then(|r| r.strip_prefix(':'))
-            .map(|v| v.trim().to_owned())
-    })
-}
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) -> Result<(), TopologyError> {
-    let deadline = Instant::now() + READY_DEADLINE;
-    while !ok() {
-        if Instant::now() >= deadline {
-            return Err(TopologyError::Start(format!("timed out waiting for {what}")));
-        }
-        std::thread::sleep(POLL);
-    }
-    Ok(())
-}
-
-fn wait_link_up(replica_port: u16) -> Result<(), TopologyError> {
-    wait_until("the replica's master_link_status:up", || {
-        info_field(replica_port, "replication", "master_link_status").as_deref() == Some("up")
-    })
-}
-
-fn form_cluster(nodes: &[ManagedNode]) -> Result<(), TopologyError> {
-    let cli = redis_cli_binary().ok_or_else(|| TopologyError::Start("redis-cli not found".into()))?;
-    let addrs: Vec<String> = nodes
-        .iter()
-        .map(|n| SocketAddr::from((Ipv4Addr::LOCALHOST, n.port)).to_string())
-        .collect();
-    let out = Command::new(cli)
-        .args(["--cluster", "create"])
-        .args(&addrs)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| TopologyError::Start(format!("redis-cli --cluster create: {e}")))?;
-    if !out.status.success() {
-        return Err(TopologyError::Start(format!(
-            "redis-cli --cluster create failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )));
-    }
-    for n in nodes {
-        wait_until("cluster_state:ok", || {
-            matches!(command(n.port, &["CLUSTER", "INFO"]), Ok(Reply::Bulk(b))
-                if String::from_utf8_lossy(&b).contains("cluster_state:ok"))
-        })?;
-    }
-    Ok(())
 }

@@ -85,10 +85,7 @@ use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
 use locklab_core::lesson::metrics::{measure_events, Metrics};
-use locklab_core::lesson::render;
-use locklab_core::lesson::run::{
-    overlap_is_violation, refuse_crashed, Environment, LessonRun, Progress, Shown, StepResult,
-};
+use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::{KeyGroup, Observed};
 use locklab_core::resource::Resource;
@@ -101,7 +98,7 @@ use thiserror::Error;
 
 use crate::real::conn::{RealConnection, RealError};
 use crate::real::observe::{Cause, LockWatch};
-use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::session::{Session, SessionError};
 use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
 
 mod concurrent;
@@ -109,19 +106,24 @@ mod env;
 mod faults;
 mod monitor;
 mod programs;
+mod report;
 mod support;
+mod whole;
 
 use concurrent::Crew;
 pub use concurrent::MOST_WORKERS_PER_LINK;
 use env::Stepping;
 use faults::fault_wait;
 use programs::Running;
+pub use report::RealReport;
 pub(crate) use support::add_note;
 use support::watched_keys;
 pub use support::{
     check_marked_real, check_supported, check_supported_lang, check_target, check_topology, default_factor,
     topology_kind,
 };
+use whole::{at_least_8_4, connect_actors, delex_notice, server_version};
+pub use whole::{run, run_managed, run_on};
 
 /// Why a lesson cannot run, or stopped, on real servers.
 #[derive(Debug, Error)]
@@ -136,115 +138,6 @@ pub enum RealLessonError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
-}
-
-/// A finished real run.
-#[derive(Debug)]
-pub struct RealReport {
-    pub server_version: String,
-    pub factor: u64,
-    pub results: Vec<StepResult>,
-    /// Per step, what was actually sent or done when it differs from the
-    /// lesson (compressed TTLs, the DELEX fallback, a held-back replication).
-    pub notes: BTreeMap<usize, String>,
-    /// Did the lesson's outcome happen, where a real run can tell, judged
-    /// by core's monitor as in the simulator: two holders by the clients'
-    /// beliefs, a stale write by grant order at the resource, a wrong
-    /// release by what the lock observer saw on the servers. `None` for a
-    /// deadlock (an unbounded hold), which a real run does not time.
-    pub outcome: Option<bool>,
-}
-
-impl RealReport {
-    /// Every expectation held, and the outcome too where it is judged.
-    pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.ok) && self.outcome != Some(false)
-    }
-
-    /// The transcript, in the simulator's layout, with the real run's notes.
-    /// In Chinese the runner's own words come from core (the same wording
-    /// as the simulator's transcript); commands and replies stay as they
-    /// are, and the notes on what was sent (compressed TTLs, fallbacks)
-    /// stay in English.
-    pub fn transcript(&self, lesson: &Lesson, lang: Lang) -> String {
-        let zh = lang == Lang::Zh;
-        // A lock service's version names itself ("etcd 3.4.23", "ZooKeeper
-        // 3.8.0"); redis-server's is a bare number.
-        let server = match self.server_version.starts_with(|c: char| c.is_ascii_digit()) {
-            true => format!("redis-server {}", self.server_version),
-            false => self.server_version.clone(),
-        };
-        let mut out = if zh {
-            format!(
-                "第 {} 课 — {}\n真实 {server}，时间压缩 {}×\n\n",
-                lesson.id, lesson.title.zh, self.factor
-            )
-        } else {
-            format!(
-                "lesson {} — {}\nreal {server}, time compressed {}×\n\n",
-                lesson.id, lesson.title.en, self.factor
-            )
-        };
-        // Core's wording of each step, with the world's names.
-        let sim = LessonRun::new(lesson).ok();
-        for r in &self.results {
-            let who = r.actor.as_deref().unwrap_or(if zh { "环境" } else { "world" });
-            let is_write = lesson.steps.get(r.index).is_some_and(|s| s.write.is_some());
-            let shown = match (&sim, zh) {
-                (Some(run), true) => run
-                    .shown(r.index)
-                    .map_or(r.shown.clone(), |s| s.text(run.world().names(), lang)),
-                _ => r.shown.clone(),
-            };
-            out.push_str(&format!("[{:>8} ms] {who}> {shown}\n", r.at_ms));
-            if let Some(note) = self.notes.get(&r.index) {
-                out.push_str(&format!("{:>14}({note})\n", ""));
-            }
-            if let Some(reply) = &r.reply {
-                for line in reply.lines() {
-                    let line = match (zh && is_write, line) {
-                        (true, "accepted") => "被接受",
-                        (true, "rejected") => "被拒绝",
-                        _ => line,
-                    };
-                    out.push_str(&format!("{:>14}{line}\n", ""));
-                }
-            }
-            // A belief folded into the step (`Step::belief`), in core's words.
-            let step = lesson.steps.get(r.index);
-            if let (Some(run), Some(client), Some((key, holds))) = (
-                &sim,
-                step.and_then(|s| s.client.as_deref()),
-                step.and_then(|s| s.belief()),
-            ) {
-                let belief = Shown::Hold { client, key, holds };
-                out.push_str(&format!("{:>14}{}\n", "", belief.text(run.world().names(), lang)));
-            }
-            if !r.ok {
-                let label = if zh { "✗ 期望：" } else { "✗ expected: " };
-                let expected = render::expected(lesson.steps.get(r.index), r);
-                out.push_str(&format!("{:>14}{label}{expected}\n", ""));
-            }
-        }
-        let name = render::invariant_name(lesson.outcome.invariant, lang);
-        let want = match (zh, lesson.outcome.broken) {
-            (false, true) => "broken",
-            (false, false) => "held",
-            (true, true) => "被破坏",
-            (true, false) => "成立",
-        };
-        out.push_str(&match (self.outcome, zh) {
-            (Some(true), false) => format!("\noutcome: {name}: {want}, as the lesson teaches ✓\n"),
-            (Some(true), true) => format!("\n结论：{name}：{want}，与本课要讲的一致 ✓\n"),
-            (Some(false), false) => format!("\noutcome: {name}: the lesson says {want}, the run shows otherwise ✗ MISMATCH\n"),
-            (Some(false), true) => format!("\n结论：{name}：本课说它应当{want}，这次运行不是这样 ✗ 不一致\n"),
-            (None, false) => format!(
-                "\noutcome: {name}: the lesson says {want}; not judged on a real run (the simulator derives it from its model of every node)\n"
-            ),
-            (None, true) => format!("\n结论：{name}：本课说它应当{want}；真实运行不作判定（模拟器根据它对每个节点的模型得出）\n"),
-        });
-        out
-    }
 }
 
 /// What a real run reaches its servers through: the session (prefix, ACL
@@ -790,100 +683,6 @@ fn as_the_lesson_reads_it(events: &mut [Event], shown: &[String], reply: Option<
             _ => {}
         }
     }
-}
-
-/// Play `lesson` on the user's server at `url` (single-node lessons only),
-/// compressing time by `factor`. With `flush`, the server is emptied first
-/// (a test server only: it clears function libraries a previous run left).
-pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
-    let mut topology = Topology::external(url);
-    check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported {
-        id: lesson.id.clone(),
-        why,
-    })?;
-    if flush {
-        let mut admin = RealConnection::open(url)?;
-        for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
-            admin.execute(&cmd.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>())?;
-        }
-    }
-    run_on(lesson, &mut topology, factor)
-}
-
-/// Start the managed topology `lesson` needs, play it there, and stop it
-/// (a lesson on Redis; [`crate::real::play::run_managed`] plays any).
-pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
-    check_supported(lesson).map_err(|why| RealLessonError::Unsupported {
-        id: lesson.id.clone(),
-        why,
-    })?;
-    let mut topology = Topology::start(topology_kind(lesson))?;
-    run_on(lesson, &mut topology, factor)
-}
-
-/// Play `lesson` to the end on `topology`, through a fresh session.
-pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
-    let pool = SessionPool::new(Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    });
-    let mut session = pool.open_on(topology)?;
-    let mut env = RealEnv {
-        session: &mut session,
-        topology,
-    };
-    let mut run = RealLessonRun::start(lesson, &mut env, factor, Lang::En)?;
-    while run.step(&mut env)?.is_some() {}
-    Ok(run.report())
-}
-
-/// The server's `redis_version`.
-/// What the run tells the user before it starts, when the lesson uses
-/// `DELEX` and the server is older than 8.4.
-fn delex_notice(lesson: &Lesson, version: &str, has_8_4: bool) -> Option<String> {
-    let uses_delex = lesson.steps.iter().any(|s| {
-        s.cmd
-            .as_deref()
-            .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
-    });
-    (uses_delex && !has_8_4).then(|| {
-        format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
-    })
-}
-
-/// Every actor of the lesson gets its connections to the `nodes` up front.
-/// Function libraries need no tidying here: a session's live in its own
-/// namespace (`lab_<id>_…`) and go with it, so a run never touches a
-/// library it did not load (the owner's `locklib` least).
-fn connect_actors(lesson: &Lesson, env: &mut RealEnv<'_>, nodes: u32) -> Result<(), RealLessonError> {
-    for a in &lesson.actors {
-        env.session.client(a)?;
-        for n in 0..nodes {
-            // Best effort: a node that is down is connected to later.
-            let _ = env.session.connect(a, n);
-        }
-    }
-    Ok(())
-}
-
-fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
-    let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
-    let text = match info {
-        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::new(),
-    };
-    Ok(text
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("unknown")
-        .trim()
-        .to_owned())
-}
-
-fn at_least_8_4(version: &str) -> bool {
-    let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (8, 4)
 }
 
 #[cfg(test)]
