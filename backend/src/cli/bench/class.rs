@@ -109,8 +109,8 @@ pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenc
     let mut lines = std::io::BufReader::new(from_room.ok_or(BackendBenchError::Closed)?).lines();
     let mut line = || lines.next().transpose().map(Option::unwrap_or_default);
     // The room says when the presenter is in and when every follower is.
-    let mut rss = [0u64; 2];
-    for (i, marker) in ["presenter", "joined"].into_iter().enumerate() {
+    let mut rss = [0u64; 3];
+    for (i, marker) in ["presenter", "joined", "answered"].into_iter().enumerate() {
         let got = line()?;
         if got != marker {
             let _ = room.kill();
@@ -138,16 +138,20 @@ pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenc
         return Err(BackendBenchError::Misbehaved(format!("the room failed: {report}")));
     }
     let which = store.map_or("memory store".to_owned(), |u| format!("Redis store {u}"));
+    let per = |at: u64| at.saturating_sub(rss[0]) as f64 / 1024.0 / n.max(1) as f64;
     Ok(format!(
         "class mode, {n} WebSocket followers on loopback ({which}):\n{report}  backend RSS: +{:.1} KiB per follower \
-         (the backend process only; the room runs in a child process)\n",
-        rss[1].saturating_sub(rss[0]) as f64 / 1024.0 / n.max(1) as f64,
+         once joined, +{:.1} KiB after the moves and answers (the backend process only; the room runs in a child \
+         process)\n",
+        per(rss[1]),
+        per(rss[2]),
     ))
 }
 
 /// The child of [`class_report`]: the presenter and `n` followers on the
-/// backend at `addr`; says `presenter` and `joined` on stdout (and waits
-/// for a line on stdin after each), then prints the figures.
+/// backend at `addr`; says `presenter`, `joined` and `answered` on stdout
+/// (and waits for a line on stdin after each; every socket is still open at
+/// `answered`), then prints the figures.
 pub fn class_room(addr: std::net::SocketAddr, n: usize) -> Result<(), BackendBenchError> {
     let clients = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let report = clients.block_on(room(addr, n))?;
@@ -218,7 +222,7 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
                         _ => {}
                     }
                 }
-                Ok::<_, BackendBenchError>((moves, answered))
+                Ok::<_, BackendBenchError>((moves, answered, f))
             })
         })
         .collect();
@@ -242,8 +246,9 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
     }
     let mut latencies = Vec::with_capacity(n * MOVES);
     let mut last_answer = [asked_at[0]; QUESTIONS];
+    let mut still_open = Vec::with_capacity(n);
     for t in tasks {
-        let (moves, answered) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
+        let (moves, answered, f) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
         latencies.extend(
             moves
                 .iter()
@@ -253,7 +258,11 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         for (q, at) in answered.iter().enumerate() {
             last_answer[q] = last_answer[q].max(*at);
         }
+        still_open.push(f);
     }
+    // The backend's memory is read while every follower is still in.
+    checkpoint("answered").await?;
+    drop(still_open);
     drain.abort();
     latencies.sort();
     let busy: f64 = last_answer
