@@ -185,9 +185,19 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         ServerSays::Started { code, secret, .. } => (code.to_string(), secret),
         other => return Err(BackendBenchError::Misbehaved(format!("{other:?}"))),
     };
-    // The presenter's updates are drained, as its page would.
+    // The presenter's updates are drained, as its page would; its tallies
+    // say how many have answered (question, answered).
     let (p_tx, mut p_rx) = p.split();
-    let drain = tokio::spawn(async move { while let Some(Ok(_)) = p_rx.next().await {} });
+    let (tally_tx, mut tallies) = tokio::sync::watch::channel((0u32, 0u32));
+    let drain = tokio::spawn(async move {
+        while let Some(Ok(m)) = p_rx.next().await {
+            if let Message::Text(t) = m {
+                if let Ok(ServerSays::Tally { tally, .. }) = serde_json::from_str(&t) {
+                    tally_tx.send_replace((tally.question, tally.answered));
+                }
+            }
+        }
+    });
     let mut p_tx = p_tx;
     checkpoint("presenter").await?;
     let mut followers = Vec::with_capacity(n);
@@ -219,6 +229,10 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
                             say(&mut f, a).await?;
                         }
                         ServerSays::Answered { .. } => answered.push(Instant::now()),
+                        // Said at once, not after a 30 s wait for what will not come.
+                        ServerSays::Error { message } => {
+                            return Err(BackendBenchError::Misbehaved(format!("a follower was told: {message}")))
+                        }
                         _ => {}
                     }
                 }
@@ -242,7 +256,22 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
         asked_at.push(Instant::now());
         sent_tx.send_replace(q as u32 + 1);
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The next question waits for every answer to this one: asked
+        // sooner, it would close this one while answers are still on their
+        // way (under load, through Redis), and those would be refused with
+        // "no open question" — the bench's own race, seen at N = 500.
+        let all = (q as u32 + 1, n as u32);
+        let arrived = matches!(
+            tokio::time::timeout(Duration::from_secs(30), tallies.wait_for(|t| *t == all)).await,
+            Ok(Ok(_))
+        );
+        if !arrived {
+            let (_, got) = *tallies.borrow();
+            return Err(BackendBenchError::Misbehaved(format!(
+                "question {}: {got} of {n} answers arrived",
+                q + 1
+            )));
+        }
     }
     let mut latencies = Vec::with_capacity(n * MOVES);
     let mut last_answer = [asked_at[0]; QUESTIONS];
