@@ -75,7 +75,7 @@ enum Cmd {
         /// Most followers in one class.
         #[arg(long, value_name = "N", default_value_t = locklab_core::class::DEFAULT_MAX_FOLLOWERS)]
         class_max: usize,
-        /// A class whose presenter has been away this long ends by itself.
+        /// A class whose presenter has been away or silent this long ends by itself.
         #[arg(long, value_name = "SECONDS", default_value_t = 7200)]
         class_idle: u64,
         /// Where classes live: in this process (the default), or a Redis

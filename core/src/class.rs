@@ -343,9 +343,14 @@ pub enum ServerSays {
         id: String,
         question: Question,
     },
-    /// To the presenter, live: the answers so far.
+    /// To the presenter, live: the answers so far, and who has given one
+    /// (each as [`Member::shown`], in roster order), so the presenter's
+    /// page names them without guessing from the counts. Never sent to
+    /// followers: the room does not learn who answered.
     Tally {
         tally: Tally,
+        #[serde(default)]
+        names: Vec<String>,
     },
     /// To everyone: the answer and the distribution. `right_choice` is the
     /// right option's index (none for a typed answer).

@@ -105,6 +105,9 @@ pub struct Class {
     pub roster: Vec<Member>,
     /// Presenter: the open question's answers so far.
     pub tally: Option<Tally>,
+    /// Presenter: who has answered the open question (as the server names
+    /// them, [`Member::shown`]).
+    pub answered_by: Vec<String>,
     pub ask: Option<Ask>,
     /// Follower: where the presenter is.
     pub presenter_at: Position,
@@ -138,6 +141,7 @@ impl Class {
             qr_svg: String::new(),
             roster: Vec::new(),
             tally: None,
+            answered_by: Vec::new(),
             ask: None,
             presenter_at: Position::default(),
             following: true,
@@ -449,6 +453,7 @@ impl Class {
             }
             ServerSays::Asked { id, question } => {
                 self.seen(&id);
+                self.answered_by.clear();
                 self.tally = self.is_presenter().then(|| Tally {
                     question: question.id,
                     counts: vec![0; question.choices.max(2)],
@@ -457,7 +462,7 @@ impl Class {
                 });
                 self.ask = Some(Ask::Open(question));
             }
-            ServerSays::Tally { tally } => {
+            ServerSays::Tally { tally, names } => {
                 let known = self.ask.as_ref().is_some_and(|a| a.question().id == tally.question);
                 // The presenter's own question, numbered by the server.
                 if let (false, Some((lesson, step))) = (known, self.asking.clone()) {
@@ -470,6 +475,7 @@ impl Class {
                 }
                 if known || self.asking.is_some() {
                     self.tally = Some(tally);
+                    self.answered_by = names;
                 }
             }
             ServerSays::Revealed {

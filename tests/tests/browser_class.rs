@@ -183,6 +183,14 @@ async fn a_class_in_headless_chromium() {
     want[right] += 1;
     want[wrong] += 1;
     assert_eq!(counts, serde_json::json!(want), "the split: one right, one wrong");
+    // Who answered, named by the server: Ada's markup as text, the other
+    // (no nickname) by member id.
+    let by = eventually("who answered", || async {
+        let t = text(&p, "[data-testid=class-answered-by]").await?;
+        (t.split(", ").count() == 2).then_some(t)
+    })
+    .await;
+    assert!(by.starts_with("Answered: ") && by.contains("<b>Ada</b>"), "{by:?}");
     screenshot(&p, "class-presenter-tally-1280x720-en.png").await;
 
     // Reveal: both see the answer and their verdict.

@@ -269,7 +269,7 @@ async fn a_presenter_resumes_with_the_secret_and_no_answer_is_lost() {
     assert!(matches!(next(&mut p2).await, Some(ServerSays::Started { .. })));
     let mut tally = None;
     while tally.is_none() {
-        if let Some(ServerSays::Tally { tally: t }) = next(&mut p2).await {
+        if let Some(ServerSays::Tally { tally: t, .. }) = next(&mut p2).await {
             tally = Some(t);
         }
     }

@@ -5,6 +5,8 @@
 //! the other with their member id and the last stream id they saw, the
 //! presenter resumes there with the secret, and the reveal and summary
 //! count every answer, including those given on the instance that died.
+//! A follower of the dead instance that does not come back is shown away
+//! once that instance's heartbeat expired.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -210,7 +212,7 @@ async fn answer(f: &mut Follower, question: u32, choice: usize) {
 
 async fn tally_of(p: &mut Ws, answered: u32) -> Tally {
     until(p, "a tally", |m| match m {
-        ServerSays::Tally { tally } if tally.answered == answered => Some(tally.clone()),
+        ServerSays::Tally { tally, .. } if tally.answered == answered => Some(tally.clone()),
         _ => None,
     })
     .await
@@ -257,6 +259,8 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
         Follower::join(b.addr, &code, "bea").await,
         Follower::join(b.addr, &code, "bo").await,
     ];
+    // ash, on A too, never comes back after A dies.
+    let ash = Follower::join(a.addr, &code, "ash").await;
 
     // Moves reach every follower, on both instances.
     for step in 1..=2 {
@@ -293,7 +297,7 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
     answer(&mut on_a[0], qid, right).await;
     answer(&mut on_b[0], qid, wrong).await;
     let t = tally_of(&mut p, 2).await;
-    assert_eq!((t.right, t.counts[right], t.counts[wrong], t.of), (1, 1, 1, 4), "{t:?}");
+    assert_eq!((t.right, t.counts[right], t.counts[wrong], t.of), (1, 1, 1, 5), "{t:?}");
 
     // A dies mid-question. Its followers come back on B where they left off.
     a.kill();
@@ -314,6 +318,16 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
     say(&mut p2, json!({"type":"resume","code":code,"secret":secret})).await;
     until(&mut p2, "started", |m| {
         matches!(m, ServerSays::Started { .. }).then_some(())
+    })
+    .await;
+    // A's heartbeat expires: ash (A's and not back) is shown away on B,
+    // and is no longer counted among those who may answer.
+    until(&mut p2, "ash away", |m| match m {
+        ServerSays::Roster { members } => members
+            .iter()
+            .any(|m| m.member == ash.member && !m.connected)
+            .then_some(()),
+        _ => None,
     })
     .await;
     let t = tally_of(&mut p2, 3).await;
@@ -364,7 +378,7 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
         .iter()
         .map(|m| (m.name.clone().unwrap_or_default(), m.score))
         .collect();
-    let want: std::collections::BTreeMap<_, _> = [("al", 1), ("ann", 1), ("bea", 0), ("bo", 0)]
+    let want: std::collections::BTreeMap<_, _> = [("al", 1), ("ann", 1), ("ash", 0), ("bea", 0), ("bo", 0)]
         .map(|(n, s)| (n.to_owned(), s))
         .into();
     assert_eq!(scores, want);
@@ -373,4 +387,31 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
         (1..=60).contains(&ttl_hash) && (1..=60).contains(&ttl_log),
         "an ended class goes soon: {ttl_hash} {ttl_log}"
     );
+}
+
+/// `locklab bench --class` at a small room, on both stores, so the bench
+/// does not rot between the runs at 500: every follower gets every move
+/// and every answer comes back. Its figures are printed, never asserted.
+#[test]
+fn the_class_bench_runs_a_small_room_on_both_stores() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    for store in [None, Some(url.as_str())] {
+        let mut bench = Command::new(locklab_tests::locklab_binary());
+        bench.args(["bench", "--class", "20"]);
+        if let Some(url) = store {
+            bench.args(["--class-store", url]);
+        }
+        let out = bench.stderr(Stdio::inherit()).output().expect("locklab bench runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{store:?}: {text}");
+        eprintln!("{text}");
+        // 20 moves to each of 20 followers.
+        assert!(text.contains("(400 receipts)"), "{store:?}: {text}");
+        for figure in ["p50 ", "p99 ", "answers: ", "KiB per follower once joined"] {
+            assert!(text.contains(figure), "{store:?} lacks {figure:?}: {text}");
+        }
+        let which = store.map_or("(memory store)".to_owned(), |u| format!("(Redis store {u})"));
+        assert!(text.contains(&which), "{text}");
+    }
 }

@@ -27,8 +27,10 @@
 //!   reconnects with `since` gets what it missed that is still kept
 //!   (bounded by [`ClassConfig::log_bytes`]), then `joined` with the
 //!   class as it is now.
-//! * A class without a presenter connection for [`ClassConfig::idle`] ends
-//!   by itself ([`Hub::tick`]).
+//! * A class whose presenter has neither sent a control nor come or gone
+//!   for [`ClassConfig::idle`] ends by itself ([`Hub::tick`]), whether its
+//!   page is still connected or not: a tab left open on a projector does
+//!   not keep a class (and its join code) alive for ever.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, Ipv6Addr};
@@ -69,7 +71,7 @@ pub struct ClassConfig {
     pub max_followers: usize,
     /// Classes at once.
     pub max_classes: usize,
-    /// A class without its presenter this long ends.
+    /// A class whose presenter is silent (or gone) this long ends.
     pub idle: Duration,
     /// The page's URL followers open (`--class-url`, or the LAN address);
     /// the join URL is it with `?class=CODE`.
@@ -286,7 +288,7 @@ impl Hub {
         let ended: Vec<ClassCode> = self
             .classes
             .values()
-            .filter(|c| c.presenter.is_none() && now.saturating_duration_since(c.last_presenter) >= idle)
+            .filter(|c| now.saturating_duration_since(c.last_presenter) >= idle)
             .map(|c| c.code.clone())
             .collect();
         for code in ended {
@@ -787,6 +789,11 @@ impl Class {
         self.due_tally = true;
         self.last_flush = None;
         self.relay(|id| ServerSays::Asked { id, question }, max_bytes, out);
+        // The presenter learns its question's id from the server too (its
+        // reveal names it), as the followers do.
+        if let (Some(p), Some((_, asked, _))) = (self.presenter, self.log.back()) {
+            out.push(Out::To(p, asked.clone()));
+        }
         Ok(())
     }
 
@@ -878,6 +885,15 @@ impl Class {
             .collect()
     }
 
+    /// Who has answered question `id`, as the roster shows them.
+    fn answered_by(&self, id: u32) -> Vec<String> {
+        self.roster()
+            .into_iter()
+            .filter(|m| self.members.get(&m.member).is_some_and(|f| f.answers.contains_key(&id)))
+            .map(|m| m.shown().to_owned())
+            .collect()
+    }
+
     fn joined(&self, member: &str) -> ServerSays {
         let f = self.members.get(member);
         ServerSays::Joined {
@@ -915,7 +931,8 @@ impl Class {
             if let Some(q) = self.open.and_then(|i| self.questions.get(i)) {
                 let mut tally = q.tally.clone();
                 tally.of = of;
-                out.push(Out::To(p, ServerSays::Tally { tally }));
+                let names = self.answered_by(q.question.id);
+                out.push(Out::To(p, ServerSays::Tally { tally, names }));
             }
         }
         if std::mem::take(&mut self.due_drill) {

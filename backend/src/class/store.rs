@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use locklab_core::class::ClassCode;
 use thiserror::Error;
@@ -28,6 +29,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Entries [`ClassStore::next`] hands over at once.
 pub const BATCH: usize = 1024;
+
+/// How often an instance renews its heartbeat and checks the others'.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// An instance that has not beaten for this long is dead: its followers are
+/// shown away and its presenter gone ([`crate::class::Hub::departures`]).
+pub const INSTANCE_TTL: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -52,6 +59,9 @@ pub trait ClassStore: Send + Sync + 'static {
     /// The next entries of the logs followed, each log's in its order;
     /// `None` once the store has stopped. One reader calls it.
     fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>>;
+    /// Renew instance `me`'s heartbeat (it lives [`INSTANCE_TTL`]) and
+    /// name those of `others` whose heartbeat has expired.
+    fn heartbeat<'a>(&'a self, me: &'a str, others: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
 }
 
 /// The log in this process: one instance, nothing to share, so every
@@ -89,6 +99,11 @@ impl ClassStore for MemoryStore {
                 .await
                 .map_err(|_| StoreError::Closed)
         })
+    }
+
+    fn heartbeat<'a>(&'a self, _: &'a str, _: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        // One instance: there are no others to outlive.
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>> {

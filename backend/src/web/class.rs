@@ -15,7 +15,8 @@
 //! is dropped (its socket closed, which is logged like any leaving), and
 //! its page reconnects and resumes with `since`. A ticker calls
 //! [`Hub::tick`] every [`FLUSH_EVERY`] for the presenter's coalesced
-//! tallies and the idle timeout.
+//! tallies and the idle timeout, and a heartbeat task keeps this instance
+//! known alive in the store and says the connections of a dead one left.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -32,7 +33,7 @@ use locklab_core::class::{ClassClientMsg, ClassCode, ClassError, ServerSays, PRE
 use tokio::sync::{mpsc, Notify};
 
 use crate::class::hub::{Admit, Entropy, Entry, What, FLUSH_EVERY};
-use crate::class::store::{ClassStore, MemoryStore, StoreError};
+use crate::class::store::{ClassStore, MemoryStore, StoreError, HEARTBEAT};
 use crate::class::{ClassConfig, ConnId, Hub, Out};
 use crate::web::api::ApiState;
 
@@ -138,6 +139,7 @@ impl Classes {
                     }
                 }
             });
+            tokio::spawn(heartbeats(self.store.clone(), weak.clone()));
             tokio::spawn(async move {
                 let mut every = tokio::time::interval(FLUSH_EVERY);
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -155,6 +157,44 @@ impl Classes {
     /// Classes running now.
     pub fn running(&self) -> usize {
         self.lock().hub.classes()
+    }
+}
+
+/// Every [`HEARTBEAT`]: renew this instance's heartbeat, and for each other
+/// instance whose connections are ghosts here and whose heartbeat expired
+/// twice in a row (once could be an instance whose first beat is still on
+/// its way), append the `Left` of each of its connections
+/// ([`Hub::departures`]): a killed instance leaves no follower present.
+async fn heartbeats(store: Arc<dyn ClassStore>, weak: Weak<Mutex<Registry>>) {
+    let mut every = tokio::time::interval(HEARTBEAT);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut missed: std::collections::HashMap<String, u32> = Default::default();
+    loop {
+        every.tick().await;
+        let Some(inner) = weak.upgrade() else { break };
+        let (me, others) = {
+            let reg = inner.lock().unwrap_or_else(|p| p.into_inner());
+            (reg.hub.instance().to_owned(), reg.hub.ghost_instances())
+        };
+        let Ok(dead) = store.heartbeat(&me, others).await else {
+            continue;
+        };
+        missed.retain(|i, _| dead.contains(i));
+        for instance in dead {
+            let n = missed.entry(instance.clone()).or_default();
+            *n += 1;
+            if *n != 2 {
+                continue;
+            }
+            let left = inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .hub
+                .departures(&instance);
+            for (code, entry) in left {
+                let _ = store.append(&code, &entry).await;
+            }
+        }
     }
 }
 

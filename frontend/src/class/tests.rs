@@ -200,9 +200,13 @@ fn a_presenter_starts_relays_moves_resumes_and_asks() {
             ..
         }]
     ));
-    // The server numbers the question with its first tally.
-    c.receive(r#"{"type":"tally","tally":{"question":3,"counts":[0,2,0],"answered":2,"of":2,"right":2}}"#);
+    // The server numbers the question: its `asked`, then tallies naming
+    // who answered.
+    c.receive(r#"{"type":"asked","id":"4","question":{"id":3,"lesson":"05","step":2,"choices":3}}"#);
+    assert_eq!(c.ask.as_ref().map(|a| a.question().id), Some(3));
+    c.receive(r#"{"type":"tally","tally":{"question":3,"counts":[0,2,0],"answered":2,"of":2,"right":2},"names":["a","<b>x</b>"]}"#);
     assert_eq!(c.tally.as_ref().map(|t| (t.answered, t.of)), Some((2, 2)));
+    assert_eq!(c.answered_by, ["a", "<b>x</b>"]);
     c.reveal();
     assert!(matches!(
         &sent(&mut c)[..],

@@ -126,6 +126,11 @@ pub fn presenter_question(state: &AppContext, c: &Class, onclass: &Callback<Clas
                 <div class="class-question" data-testid="class-asked">
                     <p class="class-q">{ question }</p>
                     { tally_chart(q, c.tally.as_ref().unwrap_or(&empty), None, lang) }
+                    if !c.answered_by.is_empty() {
+                        <p class="class-answered-by muted" data-testid="class-answered-by">
+                            { format!("{}{}", Text::ClassAnsweredBy.get(lang), c.answered_by.join(", ")) }
+                        </p>
+                    }
                     <button class="class-reveal" data-testid="class-reveal" onclick={ act(onclass, ClassAction::Reveal) }>
                         { Text::ClassReveal.get(lang) }
                     </button>

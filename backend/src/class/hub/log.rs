@@ -92,6 +92,56 @@ impl Hub {
         self.instance = instance;
     }
 
+    /// This process's name in the logs.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The other instances some connection here belongs to: the pump checks
+    /// that they still beat ([`crate::class::store::ClassStore::heartbeat`]).
+    pub fn ghost_instances(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.ghosts.keys().map(|(i, _)| i.clone()).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Instance `dead` stopped beating (killed: it could not log its
+    /// connections' `Left`): a `Left` for each of its connections in a
+    /// class, to append to that class's log on its behalf, so that every
+    /// instance shows its followers away and its presenter gone, in log
+    /// order. Several instances may append the same `Left`: a repeat finds
+    /// no ghost and changes nothing. Its connections in no class are
+    /// forgotten here at once.
+    pub fn departures(&mut self, dead: &str) -> Vec<(ClassCode, Entry)> {
+        let theirs: Vec<(ConnId, ConnId)> = self
+            .ghosts
+            .iter()
+            .filter(|((i, _), _)| i == dead)
+            .map(|((_, c), g)| (*c, *g))
+            .collect();
+        let mut left = Vec::new();
+        for (conn, ghost) in theirs {
+            let Some(c) = self.conns.get(&ghost) else { continue };
+            let code = match &c.role {
+                Role::Presenter(code) | Role::Follower(code, _) => code.clone(),
+                Role::None => {
+                    self.conns.remove(&ghost);
+                    self.ghosts.remove(&(dead.to_owned(), conn));
+                    continue;
+                }
+            };
+            let entry = Entry {
+                instance: dead.to_owned(),
+                conn,
+                peer: c.peer,
+                what: What::Left,
+            };
+            left.push((code, entry));
+        }
+        left
+    }
+
     /// Step 1 of a message from local connection `conn` (see the module doc).
     pub fn admit(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Admit {
         match self.admit_inner(conn, msg, now) {
@@ -290,7 +340,13 @@ impl Hub {
             What::Answer { question, answer } => self.answer(conn, question, &answer, now, &mut out),
             What::DrillResult { drill, found } => self.drill_result(conn, drill, found),
             What::Left => {
-                out = self.disconnect(conn, now);
+                // This instance's own connection, said gone by another
+                // that thought this one dead: its socket closes too (the
+                // page reconnects), so no socket outlives its member.
+                if local {
+                    out.push(Out::Close(conn));
+                }
+                out.extend(self.disconnect(conn, now));
                 self.ghosts.remove(&(e.instance.clone(), e.conn));
                 Ok(())
             }

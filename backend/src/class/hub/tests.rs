@@ -171,7 +171,7 @@ fn the_first_answer_counts_and_the_presenter_gets_coalesced_tallies() {
         to(&out, fs[0].0).contains(&unrevealed),
         "no verdict or score before the reveal"
     );
-    assert!(matches!(&to(&out, p)[..], [ServerSays::Tally { tally }] if tally.answered == 1 && tally.of == 3));
+    assert!(matches!(&to(&out, p)[..], [ServerSays::Tally { tally, .. }] if tally.answered == 1 && tally.of == 3));
     // Within the same tenth of a second: no tally, until the tick after it.
     let out = send(&mut h, fs[1].0, answer(wrong), t1);
     assert!(to(&out, p).is_empty(), "{out:?}");
@@ -182,7 +182,7 @@ fn the_first_answer_counts_and_the_presenter_gets_coalesced_tallies() {
     assert_eq!(errors(&out, fs[2].0), vec![ClassError::NoSuchChoice.to_string()]);
     let out = h.tick(t1 + FLUSH_EVERY);
     let tally = match &to(&out, p)[..] {
-        [ServerSays::Tally { tally }] => tally.clone(),
+        [ServerSays::Tally { tally, .. }] => tally.clone(),
         other => panic!("{other:?}"),
     };
     assert_eq!((tally.answered, tally.right, tally.of), (2, 1, 3));
@@ -440,7 +440,7 @@ fn instances_on_one_log_hold_one_class_and_a_new_one_replays_it() {
     let t1 = t0 + FLUSH_EVERY;
     let outs = c.sync(t1);
     let tally = to(&outs[0], p).into_iter().find_map(|m| match m {
-        ServerSays::Tally { tally } => Some(tally),
+        ServerSays::Tally { tally, .. } => Some(tally),
         _ => None,
     });
     assert_eq!(tally.map(|t| (t.answered, t.right, t.of)), Some((1, 1, 1)), "{outs:?}");
@@ -474,7 +474,7 @@ fn instances_on_one_log_hold_one_class_and_a_new_one_replays_it() {
         "{said:?}"
     );
     let tally = said.iter().find_map(|m| match m {
-        ServerSays::Tally { tally } => Some((tally.answered, tally.right)),
+        ServerSays::Tally { tally, .. } => Some((tally.answered, tally.right)),
         _ => None,
     });
     assert_eq!(tally, Some((1, 1)));
@@ -514,4 +514,128 @@ fn a_follower_that_leaves_is_logged_and_every_instance_sees_it() {
     // A connection that never logged anything is forgotten at once.
     let idle = c.hubs[1].connect(LAN);
     assert!(c.hubs[1].leave(idle, t0).is_err());
+}
+
+#[test]
+fn the_connections_of_a_dead_instance_leave_through_the_log() {
+    let mut c = Cluster::new(2);
+    let t0 = Instant::now();
+    let p = c.hubs[0].connect(LOOP);
+    c.send(0, p, serde_json::json!({"type":"start"}), t0);
+    let outs = c.sync(t0);
+    let code = match &to(&outs[0], p)[..] {
+        [ServerSays::Started { code, .. }] => code.clone(),
+        other => panic!("{other:?}"),
+    };
+    // Two followers on instance 1, which then dies without a word.
+    for name in ["ann", "al"] {
+        let f = c.hubs[1].connect(LAN);
+        c.send(1, f, serde_json::json!({"type":"join","code":code,"name":name}), t0);
+    }
+    c.sync(t0);
+    assert_eq!(c.hubs[0].ghost_instances(), vec!["i1".to_owned()]);
+    assert_eq!(c.hubs[0].classes[&code].connected(), 2, "ghosts look present");
+    // Instance 0 sees its heartbeat expire and logs their leaving for it.
+    let left = c.hubs[0].departures("i1");
+    assert_eq!(left.len(), 2);
+    assert!(left
+        .iter()
+        .all(|(k, e)| *k == code && e.instance == "i1" && e.what == What::Left));
+    c.log.extend(left.clone());
+    // Logged twice (two instances noticed): the repeat changes nothing.
+    c.log.extend(left);
+    let t1 = t0 + FLUSH_EVERY;
+    let outs = c.sync(t1);
+    assert_eq!(c.hubs[0].classes[&code].connected(), 0);
+    assert!(c.hubs[0].ghost_instances().is_empty());
+    // The roster is coalesced: the last one after the next tick.
+    let mut said = to(&outs[0], p);
+    said.extend(to(&c.hubs[0].tick(t1 + FLUSH_EVERY), p));
+    let roster = said.into_iter().rev().find_map(|m| match m {
+        ServerSays::Roster { members } => Some(members),
+        _ => None,
+    });
+    assert!(
+        roster.is_some_and(|r| r.len() == 2 && r.iter().all(|m| !m.connected)),
+        "{outs:?}"
+    );
+    // Instance 1 was not dead after all: its sockets close (their pages
+    // come back), so none outlives its member.
+    assert_eq!(c.hubs[1].classes[&code].connected(), 0);
+    assert_eq!(outs[1].iter().filter(|o| matches!(o, Out::Close(_))).count(), 2);
+}
+
+#[test]
+fn the_presenter_is_told_its_question_and_who_answered() {
+    let mut h = hub();
+    let t0 = Instant::now();
+    let (p, code, secret) = class(&mut h, t0);
+    let (lesson, step, right, _) = quiz();
+    let (ann, _) = join(&mut h, &code, "ann", t0);
+    let (bo_conn, bo) = join(&mut h, &code, "", t0);
+    let (_, _) = join(&mut h, &code, "cy", t0);
+    let ask = serde_json::json!({"do":"ask","lesson":lesson,"step":step,"reply":""});
+    let out = send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":ask}),
+        t0,
+    );
+    // Its question, numbered by the server, as the followers get it.
+    let said: Vec<_> = to(&out, p)
+        .into_iter()
+        .filter(|m| !matches!(m, ServerSays::Roster { .. }))
+        .collect();
+    let qid = match &said[..] {
+        [ServerSays::Asked { question, .. }, ServerSays::Tally { tally, names }] => {
+            assert_eq!((tally.question, tally.answered), (question.id, 0));
+            assert!(names.is_empty());
+            question.id
+        }
+        other => panic!("{other:?}"),
+    };
+    let answer = serde_json::json!({"type":"answer","question":qid,"answer":{"choice":right}});
+    let t1 = t0 + FLUSH_EVERY;
+    send(&mut h, ann, answer.clone(), t1);
+    send(&mut h, bo_conn, answer, t1);
+    let out = h.tick(t1 + FLUSH_EVERY);
+    // Who answered, as the roster shows them (a follower without a
+    // nickname by its member id); cy has not answered.
+    let mut want = vec!["ann".to_owned(), bo.clone()];
+    match &to(&out, p)[..] {
+        [ServerSays::Tally { tally, names }] => {
+            assert_eq!(tally.answered, 2);
+            let mut got = names.clone();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_silent_presenter_still_connected_ends_its_class_after_the_idle_time() {
+    let mut h = hub();
+    let t0 = Instant::now();
+    let (p, _, secret) = class(&mut h, t0);
+    let idle = h.config().idle;
+    // A control resets the clock.
+    let t1 = t0 + idle / 2;
+    let mv = serde_json::json!({"do":"move","position":{"step":1}});
+    send(
+        &mut h,
+        p,
+        serde_json::json!({"type":"control","secret":secret,"control":mv}),
+        t1,
+    );
+    h.tick(t0 + idle);
+    assert_eq!(h.classes(), 1, "it spoke half an idle time ago");
+    let out = h.tick(t1 + idle);
+    assert_eq!(
+        h.classes(),
+        0,
+        "a connected presenter silent for the idle time ends its class"
+    );
+    assert!(matches!(&to(&out, p)[..], [ServerSays::Ended { .. }]), "{out:?}");
 }

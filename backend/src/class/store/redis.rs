@@ -9,6 +9,9 @@
 //!   an [`Entry`] as JSON), in the order every instance applies them.
 //!   A follower's `since` is the hub's stream id, the same on every
 //!   instance because each applies the same log.
+//! * `locklab:class:instance:ID` — an instance's heartbeat, renewed every
+//!   [`super::HEARTBEAT`] with a TTL of [`INSTANCE_TTL`]: an instance whose
+//!   key expired was killed, and another appends the `Left` it could not.
 //!
 //! Both keys get a TTL of the class's idle timeout plus a margin on every
 //! append, so an idle class leaves nothing behind, and a short one when the
@@ -31,7 +34,7 @@ use locklab_core::class::{ClassCode, Control};
 use redis::streams::StreamReadReply;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BoxFuture, ClassStore, StoreError, BATCH};
+use super::{BoxFuture, ClassStore, StoreError, BATCH, INSTANCE_TTL};
 use crate::class::hub::{Entry, What};
 
 /// Every key of the class store starts with this.
@@ -52,6 +55,11 @@ fn hash_key(code: &ClassCode) -> String {
 
 fn log_key(code: &ClassCode) -> String {
     format!("{PREFIX}{code}:log")
+}
+
+/// An instance's heartbeat: a key that expires unless renewed.
+fn instance_key(instance: &str) -> String {
+    format!("{PREFIX}instance:{instance}")
 }
 
 fn err(e: impl std::fmt::Display) -> StoreError {
@@ -202,6 +210,29 @@ impl ClassStore for RedisStore {
 
     fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>> {
         Box::pin(async move { self.batches.lock().await.recv().await })
+    }
+
+    fn heartbeat<'a>(&'a self, me: &'a str, others: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let mine = instance_key(me);
+        self.misc(move |c| {
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET")
+                .arg(&mine)
+                .arg(1)
+                .arg("PX")
+                .arg(INSTANCE_TTL.as_millis() as u64)
+                .ignore();
+            for other in &others {
+                pipe.cmd("EXISTS").arg(instance_key(other));
+            }
+            let alive: Vec<bool> = pipe.query(c)?;
+            Ok(others
+                .into_iter()
+                .zip(alive)
+                .filter(|(_, a)| !a)
+                .map(|(o, _)| o)
+                .collect())
+        })
     }
 }
 

@@ -109,8 +109,8 @@ pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenc
     let mut lines = std::io::BufReader::new(from_room.ok_or(BackendBenchError::Closed)?).lines();
     let mut line = || lines.next().transpose().map(Option::unwrap_or_default);
     // The room says when the presenter is in and when every follower is.
-    let mut rss = [0u64; 2];
-    for (i, marker) in ["presenter", "joined"].into_iter().enumerate() {
+    let mut rss = [0u64; 3];
+    for (i, marker) in ["presenter", "joined", "answered"].into_iter().enumerate() {
         let got = line()?;
         if got != marker {
             let _ = room.kill();
@@ -138,16 +138,20 @@ pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenc
         return Err(BackendBenchError::Misbehaved(format!("the room failed: {report}")));
     }
     let which = store.map_or("memory store".to_owned(), |u| format!("Redis store {u}"));
+    let per = |at: u64| at.saturating_sub(rss[0]) as f64 / 1024.0 / n.max(1) as f64;
     Ok(format!(
         "class mode, {n} WebSocket followers on loopback ({which}):\n{report}  backend RSS: +{:.1} KiB per follower \
-         (the backend process only; the room runs in a child process)\n",
-        rss[1].saturating_sub(rss[0]) as f64 / 1024.0 / n.max(1) as f64,
+         once joined, +{:.1} KiB after the moves and answers (the backend process only; the room runs in a child \
+         process)\n",
+        per(rss[1]),
+        per(rss[2]),
     ))
 }
 
 /// The child of [`class_report`]: the presenter and `n` followers on the
-/// backend at `addr`; says `presenter` and `joined` on stdout (and waits
-/// for a line on stdin after each), then prints the figures.
+/// backend at `addr`; says `presenter`, `joined` and `answered` on stdout
+/// (and waits for a line on stdin after each; every socket is still open at
+/// `answered`), then prints the figures.
 pub fn class_room(addr: std::net::SocketAddr, n: usize) -> Result<(), BackendBenchError> {
     let clients = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let report = clients.block_on(room(addr, n))?;
@@ -181,9 +185,19 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         ServerSays::Started { code, secret, .. } => (code.to_string(), secret),
         other => return Err(BackendBenchError::Misbehaved(format!("{other:?}"))),
     };
-    // The presenter's updates are drained, as its page would.
+    // The presenter's updates are drained, as its page would; its tallies
+    // say how many have answered (question, answered).
     let (p_tx, mut p_rx) = p.split();
-    let drain = tokio::spawn(async move { while let Some(Ok(_)) = p_rx.next().await {} });
+    let (tally_tx, mut tallies) = tokio::sync::watch::channel((0u32, 0u32));
+    let drain = tokio::spawn(async move {
+        while let Some(Ok(m)) = p_rx.next().await {
+            if let Message::Text(t) = m {
+                if let Ok(ServerSays::Tally { tally, .. }) = serde_json::from_str(&t) {
+                    tally_tx.send_replace((tally.question, tally.answered));
+                }
+            }
+        }
+    });
     let mut p_tx = p_tx;
     checkpoint("presenter").await?;
     let mut followers = Vec::with_capacity(n);
@@ -215,10 +229,14 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
                             say(&mut f, a).await?;
                         }
                         ServerSays::Answered { .. } => answered.push(Instant::now()),
+                        // Said at once, not after a 30 s wait for what will not come.
+                        ServerSays::Error { message } => {
+                            return Err(BackendBenchError::Misbehaved(format!("a follower was told: {message}")))
+                        }
                         _ => {}
                     }
                 }
-                Ok::<_, BackendBenchError>((moves, answered))
+                Ok::<_, BackendBenchError>((moves, answered, f))
             })
         })
         .collect();
@@ -238,12 +256,28 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
         asked_at.push(Instant::now());
         sent_tx.send_replace(q as u32 + 1);
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The next question waits for every answer to this one: asked
+        // sooner, it would close this one while answers are still on their
+        // way (under load, through Redis), and those would be refused with
+        // "no open question" — the bench's own race, seen at N = 500.
+        let all = (q as u32 + 1, n as u32);
+        let arrived = matches!(
+            tokio::time::timeout(Duration::from_secs(30), tallies.wait_for(|t| *t == all)).await,
+            Ok(Ok(_))
+        );
+        if !arrived {
+            let (_, got) = *tallies.borrow();
+            return Err(BackendBenchError::Misbehaved(format!(
+                "question {}: {got} of {n} answers arrived",
+                q + 1
+            )));
+        }
     }
     let mut latencies = Vec::with_capacity(n * MOVES);
     let mut last_answer = [asked_at[0]; QUESTIONS];
+    let mut still_open = Vec::with_capacity(n);
     for t in tasks {
-        let (moves, answered) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
+        let (moves, answered, f) = t.await.map_err(|e| BackendBenchError::Misbehaved(e.to_string()))??;
         latencies.extend(
             moves
                 .iter()
@@ -253,7 +287,11 @@ async fn room(addr: std::net::SocketAddr, n: usize) -> Result<String, BackendBen
         for (q, at) in answered.iter().enumerate() {
             last_answer[q] = last_answer[q].max(*at);
         }
+        still_open.push(f);
     }
+    // The backend's memory is read while every follower is still in.
+    checkpoint("answered").await?;
+    drop(still_open);
     drain.abort();
     latencies.sort();
     let busy: f64 = last_answer
