@@ -44,7 +44,9 @@ pub(crate) const TARGET: usize = 400_000;
 /// exercise step in the page (issue 38, item 3: the code box, the step's
 /// exercise sent to the worker as JSON, the grade decoded and worded) made
 /// it 484,688 on its branch (+8,303).
-pub(crate) const CEILING: usize = 500_000;
+/// Merged with the trainer's notes window (issue 39) and the class's
+/// answered-by names (issue 37): 495,088.
+pub(crate) const CEILING: usize = 496_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

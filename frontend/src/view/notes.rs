@@ -66,8 +66,20 @@ pub fn notes_window(props: &NotesProps) -> Html {
         });
     }
     let lang = where_.as_ref().map_or(props.lang, |w| w.2);
+    let body = body(&loaded, where_.as_ref(), lang);
+    html! {
+        <main class="notes-window" lang={ lang.code() } data-testid="notes-window">
+            <header><strong>{ Text::NotesTitle.get(lang) }</strong></header>
+            { body }
+        </main>
+    }
+}
+
+/// What the window shows below its header: the notes for where the
+/// presenter is, or why there are none yet.
+fn body(loaded: &Loaded, place: Option<&(String, usize, Lang)>, lang: Lang) -> Html {
     let t = |x: &locklab_core::lesson::Text| catalog::text(x, lang).trim().to_owned();
-    let body = match (&*loaded, where_.as_ref()) {
+    match (loaded, place) {
         (Loaded::Loading, _) => html! { <p class="muted">{ Text::LessonsLoading.get(lang) }</p> },
         (Loaded::Failed(e), _) => html! {
             <div role="alert" data-testid="notes-error">
@@ -109,11 +121,5 @@ pub fn notes_window(props: &NotesProps) -> Html {
                 </>
             }
         }
-    };
-    html! {
-        <main class="notes-window" lang={ lang.code() } data-testid="notes-window">
-            <header><strong>{ Text::NotesTitle.get(lang) }</strong></header>
-            { body }
-        </main>
     }
 }
