@@ -31,6 +31,9 @@ const ENGINE_FETCHES: &str =
 /// Generous: the first page load also starts Chromium on a busy machine.
 const WAIT: Duration = Duration::from_secs(30);
 
+/// How long a real lesson's managed topology may take to start.
+const TOPOLOGY_WAIT: Duration = Duration::from_secs(120);
+
 /// [`harness::eventually`] with this suite's deadline.
 async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
@@ -1214,7 +1217,10 @@ async fn play_real_lesson_to_end(
 ) {
     click(c, &format!("[data-testid=lesson-item][data-lesson='{id}']")).await;
     click(c, &format!("[data-testid=factor][data-factor='{factor}']")).await;
-    eventually(&format!("lesson {id} started at {factor}×"), || async {
+    // A four-service lesson (45) starts a topology of its own first: Redis,
+    // five Redlock masters, etcd and ZooKeeper's JVMs; on 2 busy cores that
+    // took over 30 s once in CI.
+    harness::eventually(TOPOLOGY_WAIT, &format!("lesson {id} started at {factor}×"), || async {
         let shown = text(c, "[data-testid=real-server]").await.unwrap_or_default();
         let on = c
             .find(Locator::Css(&format!("[data-testid=factor][data-factor='{factor}']")))
