@@ -309,7 +309,7 @@ async fn a_presenter_resumes_with_the_secret_and_no_answer_is_lost() {
 
 /// From another machine (this machine's own LAN address, which is not
 /// loopback): the class routes answer, the real driver and the health
-/// report do not, and a class cannot be started.
+/// report do not, nor the trainer's notes, and a class cannot be started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_network_reaches_only_the_class_routes() {
     let Some(lan) = locklab_backend::web::peer::lan_ipv4() else {
@@ -322,7 +322,7 @@ async fn the_network_reaches_only_the_class_routes() {
     let local = SocketAddr::from(([127, 0, 0, 1], port));
     let remote = SocketAddr::from((lan, port));
     let (_p, code, _) = start(local).await;
-    for path in ["/api/health", "/api/session"] {
+    for path in ["/api/health", "/api/session", "/api/notes"] {
         let (status, body) = raw_get(remote, path).await;
         assert_eq!(status, 403, "{path}: {body}");
         assert!(body.contains("only on the lab's own machine"), "{body}");

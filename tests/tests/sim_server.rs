@@ -1639,13 +1639,7 @@ fn many_subscriptions_come_and_go_in_linear_time() {
     // In a process of its own, measured as the CPU time of its command
     // thread: a wall-clock ratio of 80 k to 20 k channels read 10.8 once
     // on a loaded CI machine (linear is 4, the old scan 16).
-    let locklab = locklab_tests::locklab_binary();
-    let server = LimitedServer::start(
-        4096,
-        &locklab,
-        &["sim-server", "--port", "{port}", "--redis-version", "7.0"],
-        "sim-server",
-    );
+    let server = sim_server_process();
     let (addr, pid) = (server.addr, server.child.id());
     let cpu = |n| {
         let before = thread_cpu_ns(pid, "sim-server-node");
@@ -1827,6 +1821,18 @@ fn an_fd_limit_below_maxclients_lowers_it_as_redis_server_does() {
     assert!(!log.contains("accept failed"), "{log}");
 }
 
+/// `locklab sim-server` (7.0) in a process of its own, so the CPU time of
+/// its command thread ([`thread_cpu_ns`]) is its alone.
+fn sim_server_process() -> LimitedServer {
+    let locklab = locklab_tests::locklab_binary();
+    LimitedServer::start(
+        4096,
+        &locklab,
+        &["sim-server", "--port", "{port}", "--redis-version", "7.0"],
+        "sim-server",
+    )
+}
+
 /// CPU time (ns, from `/proc/<pid>/task/*/schedstat`) of the threads of
 /// process `pid` named `name`: the thread that runs the commands
 /// (`sim-server-node`; redis-server's main thread). CPU time, not wall
@@ -1905,13 +1911,7 @@ fn build_ratios(addr: SocketAddr, pid: u32, thread: &str) -> [f64; 4] {
 /// same ratios on redis-server are printed beside them for the report.
 #[test]
 fn one_element_writes_build_collections_in_linear_time() {
-    let locklab = locklab_tests::locklab_binary();
-    let ours_server = LimitedServer::start(
-        4096,
-        &locklab,
-        &["sim-server", "--port", "{port}", "--redis-version", "7.0"],
-        "sim-server",
-    );
+    let ours_server = sim_server_process();
     let real = RedisServer::start();
     let ours = build_ratios(ours_server.addr, ours_server.child.id(), "sim-server-node");
     let theirs = build_ratios(real.addr(), real.pid(), "redis-server");
