@@ -399,6 +399,13 @@ async fn lessons_play_step_by_step_over_the_websocket() {
         .as_str()
         .unwrap()
         .contains("replicated"));
+    // 51 jumps the server's own clock: never the user's server's.
+    send(&mut ws, json!({"type":"lesson","id":"51"})).await;
+    let refused = until(&mut ws, "error").await.pop().unwrap();
+    assert!(
+        refused["message"].as_str().unwrap().contains("never faults your own server"),
+        "{refused}"
+    );
     send(&mut ws, json!({"type":"lesson","id":"99"})).await;
     assert!(until(&mut ws, "error").await.pop().unwrap()["message"]
         .as_str()
@@ -436,18 +443,16 @@ async fn replicated_lesson_replays_on_a_reset_managed_topology() {
     ] {
         assert!(lessons.contains(&id), "{id}: {health}");
     }
-    // Two lessons say why they cannot play on real servers (`real.mode =
-    // "no"`): 49 needs Redis 8.4's `SET … IFEQ` (7.0.15 answers a syntax
-    // error and the real driver has no Lua stand-in for it yet), 51 jumps
-    // the one server's wall clock, which the lab does not own on a
-    // single-node run. Every other lesson plays on real servers.
+    // Every lesson of the catalogue plays on managed servers: 49's Redis
+    // 8.4 `SET … IFEQ` and `DELEX` go to 7.0.15 as the Lua they stand for,
+    // 51's wall-clock jump moves a managed server's clock (the preload).
     let unsupported: Vec<&str> = health["unsupported"]
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(unsupported, ["49", "51"], "{health}");
+    assert_eq!(unsupported, Vec::<&str>::new(), "{health}");
     let catalogue = locklab_core::lesson::builtin().unwrap();
     assert_eq!(lessons.len() + unsupported.len(), catalogue.len(), "{health}");
 

@@ -1040,18 +1040,14 @@ async fn the_real_driver_in_headless_chromium() {
         events.as_f64().is_some_and(|n| n >= 4.0),
         "the real commands on the timeline: {events}"
     );
-    // Every lesson plays on the managed topologies but the two that say
-    // why not (49: `SET … IFEQ` is Redis 8.4's; 51 jumps a single server's
-    // wall clock): only those are marked simulator-only (the user's own
-    // server marks those needing more than one node:
+    // Every lesson plays on the managed topologies (49's Redis 8.4
+    // commands are sent as Lua, 51's clock jump moves a managed server's
+    // clock): none is marked simulator-only (the user's own server marks
+    // those needing more than one node or a fault of the server itself:
     // `the_real_driver_says_when_redis_goes_away`).
     let catalogue = locklab_core::lesson::builtin().unwrap().len();
     assert_eq!(count(&c, "[data-testid=lesson-item]").await, catalogue);
-    assert_eq!(count(&c, "[data-testid=sim-only]").await, 2);
-    for id in ["49", "51"] {
-        let marked = format!("[data-testid=lesson-item][data-lesson='{id}'] [data-testid=sim-only]");
-        assert_eq!(count(&c, &marked).await, 1, "lesson {id} is marked simulator-only");
-    }
+    assert_eq!(count(&c, "[data-testid=sim-only]").await, 0);
 
     // Lesson 07 on real redis-server, step by step, with the article's replies.
     let steps = lesson_07_steps();

@@ -12,10 +12,10 @@ use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvaria
 use locklab_tests::server::RedisServer;
 
 /// LESSONS.md: "Lessons 01–14, 22–24, 28–30 and 32–34 can run on a single
-/// real redis-server"; and 50 (redis-py's Lock, issue 39).
+/// real redis-server"; 49 (SET … IFEQ, sent as Lua on 7.0) and 50 (redis-py's Lock, issue 39).
 const SINGLE_NODE: &[&str] = &[
     "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "22", "23", "24", "28", "29",
-    "30", "32", "33", "34", "50",
+    "30", "32", "33", "34", "49", "50",
 ];
 
 /// Issue 18: the lessons that measure lock health (25–27) play on one real
@@ -25,9 +25,10 @@ const METRICS: &[&str] = &["25", "26", "27"];
 
 /// LESSONS.md: 15–16 on a real master and replica; 17–21 on five real
 /// masters (18's slow node made by the session's delaying proxy, 20's
-/// clock jump by the lab's clock-shift preload in one redis-server); 31 on
+/// clock jump by the lab's clock-shift preload in one redis-server, as
+/// 51's on a managed single server); 31 on
 /// a real three-master cluster.
-const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48"];
+const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48", "51"];
 
 use locklab_tests::lesson;
 

@@ -33,6 +33,7 @@ pub mod render;
 pub mod rounds;
 pub mod run;
 pub mod session;
+pub mod stand_in;
 pub mod worded;
 
 use serde::{Deserialize, Serialize};

@@ -80,10 +80,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use locklab_core::actor::{Actor, Names};
-use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost, RELEASE_LUA};
+use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost};
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
+use locklab_core::lesson::stand_in;
 use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, Progress, StepResult};
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
@@ -122,7 +123,7 @@ pub use support::{
     check_marked_real, check_supported, check_supported_lang, check_target, check_topology, default_factor,
     topology_kind,
 };
-use whole::{at_least_8_4, connect_actors, delex_notice, server_version};
+use whole::{at_least_8_4, connect_actors, newer_commands_notice, server_version};
 pub use whole::{run, run_managed, run_on};
 
 /// Why a lesson cannot run, or stopped, on real servers.
@@ -234,7 +235,7 @@ impl RealLessonRun {
             .unwrap_or_default();
         let version = server_version(&mut RealConnection::open(&first)?)?;
         let has_8_4 = at_least_8_4(&version);
-        let notice = delex_notice(lesson, &version, has_8_4);
+        let notice = newer_commands_notice(lesson, &version, has_8_4);
         connect_actors(lesson, env, nodes.len() as u32)?;
         let mut run = RealLessonRun {
             lesson: lesson.clone(),
@@ -569,40 +570,31 @@ impl RealLessonRun {
     }
 
     /// What goes on the wire for the lesson's `argv`: compressed by the
-    /// factor, and `DELEX … IFEQ` as the Lua compare-and-delete on a server
-    /// older than 8.4; with the scale of its reply and the note that says
-    /// what was sent instead, if anything was.
+    /// factor, and an 8.4 command (`DELEX … IFEQ`, `SET … IFEQ`) as the Lua
+    /// it stands for on an older server (core's [`stand_in`]); with the
+    /// scale of its reply and the note that says what was sent instead, if
+    /// anything was.
     fn as_sent(&self, argv: &[Vec<u8>]) -> Result<OnWire, String> {
-        let is_delex = argv.first().is_some_and(|n| n.eq_ignore_ascii_case(b"DELEX"));
         let (sent, scale) = compress(argv, self.factor as i64);
-        if !is_delex || self.has_8_4 {
+        let stand_in = if self.has_8_4 {
+            None
+        } else {
+            stand_in::for_7_0(&sent).map_err(|e| format!("{e}; this server is {}", self.version))?
+        };
+        let Some(s) = stand_in else {
             let note = (sent != argv).then(|| format!("sent as {} at {}×", words(&sent), self.factor));
             return Ok(OnWire {
                 argv: sent,
                 scale,
                 note,
             });
-        }
-        let ifeq = sent.len() == 4 && sent[2].eq_ignore_ascii_case(b"IFEQ");
-        if !ifeq {
-            return Err(format!(
-                "DELEX needs Redis 8.4; this server is {} and only IFEQ has a Lua equivalent",
-                self.version
-            ));
-        }
-        let lua = vec![
-            b"EVAL".to_vec(),
-            RELEASE_LUA.as_bytes().to_vec(),
-            b"1".to_vec(),
-            sent[1].clone(),
-            sent[3].clone(),
-        ];
+        };
         let note = format!(
-            "DELEX needs Redis 8.4; this server is {}: sent the Lua compare-and-delete instead",
-            self.version
+            "{} needs Redis 8.4; this server is {}: sent {} instead",
+            s.stands_for, self.version, s.script
         );
         Ok(OnWire {
-            argv: lua,
+            argv: s.argv,
             scale,
             note: Some(note),
         })

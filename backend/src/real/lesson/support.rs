@@ -206,6 +206,16 @@ pub fn check_topology(lesson: &Lesson, topology: &Topology) -> Result<(), String
             lesson.id
         ));
     }
+    if topology.kind().is_none() {
+        if let Some(i) = faults_a_node(lesson) {
+            return Err(format!(
+                "step {} faults the server itself (a crash, a restart or its clock), and the lab never faults your own \
+                 server (--redis): run it with `locklab lesson run {} --real`, or serve without --redis",
+                i + 1,
+                lesson.id
+            ));
+        }
+    }
     match topology.kind() {
         None if lesson.topology != LessonTopology::Single => Err(format!(
             "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
@@ -219,6 +229,25 @@ pub fn check_topology(lesson: &Lesson, topology: &Topology) -> Result<(), String
         }
         Some(_) => Ok(()),
     }
+}
+
+/// The first step that faults a node (kills, restarts, promotes it or
+/// moves its clock): what a managed server takes and the user's own never
+/// does.
+fn faults_a_node(lesson: &Lesson) -> Option<usize> {
+    lesson.steps.iter().position(|s| {
+        matches!(
+            s.fault,
+            Some(
+                Fault::CrashNode { .. }
+                    | Fault::RestartNode { .. }
+                    | Fault::PromoteReplica { .. }
+                    | Fault::Failover { .. }
+                    | Fault::JumpClock { of: ClockOf::Node(_), .. }
+                    | Fault::SetDrift { of: ClockOf::Node(_), .. }
+            )
+        )
+    })
 }
 
 /// Every lock key a lesson's invariants watch: `world.locks` and the keys

@@ -4,6 +4,7 @@
 //! the checks made before (the server's version, the actors' connections).
 
 use locklab_core::lesson::{Lang, Lesson};
+use locklab_core::lesson::stand_in;
 use locklab_core::Reply;
 
 use crate::real::conn::{RealConnection, RealError};
@@ -57,17 +58,27 @@ pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<R
     Ok(run.report())
 }
 
-/// The server's `redis_version`.
-/// What the run tells the user before it starts, when the lesson uses
-/// `DELEX` and the server is older than 8.4.
-pub(super) fn delex_notice(lesson: &Lesson, version: &str, has_8_4: bool) -> Option<String> {
-    let uses_delex = lesson.steps.iter().any(|s| {
-        s.cmd
-            .as_deref()
-            .is_some_and(|c| c.trim_start().to_ascii_uppercase().starts_with("DELEX"))
-    });
-    (uses_delex && !has_8_4).then(|| {
-        format!("DELEX needs Redis 8.4; this server is {version}, so the lab sends the Lua compare-and-delete instead")
+/// What the run tells the user before it starts, when the lesson uses a
+/// Redis 8.4 command (`DELEX`, `SET … IFEQ`) and the server is older: the
+/// commands the lab will send as Lua instead (core's [`stand_in`]).
+pub(super) fn newer_commands_notice(lesson: &Lesson, version: &str, has_8_4: bool) -> Option<String> {
+    if has_8_4 {
+        return None;
+    }
+    let mut named: Vec<&'static str> = Vec::new();
+    let cmds = lesson.steps.iter().filter_map(|s| s.cmd.as_deref());
+    for argv in cmds.filter_map(|c| locklab_core::cli::parse_line(c.as_bytes()).ok()) {
+        if let Ok(Some(s)) = stand_in::for_7_0(&argv) {
+            if !named.contains(&s.stands_for) {
+                named.push(s.stands_for);
+            }
+        }
+    }
+    (!named.is_empty()).then(|| {
+        format!(
+            "{} needs Redis 8.4; this server is {version}, so the lab sends the Lua equivalent instead",
+            named.join(" and ")
+        )
     })
 }
 
@@ -86,6 +97,7 @@ pub(super) fn connect_actors(lesson: &Lesson, env: &mut RealEnv<'_>, nodes: u32)
     Ok(())
 }
 
+/// The server's `redis_version`.
 pub(super) fn server_version(conn: &mut RealConnection) -> Result<String, RealError> {
     let info = conn.execute(&[b"INFO".to_vec(), b"server".to_vec()])?;
     let text = match info {
