@@ -12,23 +12,25 @@ use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvaria
 use locklab_tests::server::RedisServer;
 
 /// LESSONS.md: "Lessons 01–14, 22–24, 28–30 and 32–34 can run on a single
-/// real redis-server"; 49 (SET … IFEQ, sent as Lua on 7.0) and 50 (redis-py's Lock, issue 39).
+/// real redis-server"; 49 (SET … IFEQ, sent as Lua on 7.0), and 50, 53 and
+/// 54 (redis-py's Lock, node-redlock's using(), Redisson's RLock: issue 39).
 const SINGLE_NODE: &[&str] = &[
     "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "22", "23", "24", "28", "29",
-    "30", "32", "33", "34", "49", "50",
+    "30", "32", "33", "34", "49", "50", "53", "54",
 ];
 
-/// Issue 18: the lessons that measure lock health (25–27) play on one real
-/// server too, their background programs concurrent, their figures read
-/// off the real run's events.
-const METRICS: &[&str] = &["25", "26", "27"];
+/// Issue 18: the lessons that measure lock health (25–27, and 57's hot key
+/// and likes service, issue 39) play on one real server too, their
+/// background programs concurrent, their figures read off the real run's
+/// events.
+const METRICS: &[&str] = &["25", "26", "27", "57"];
 
 /// LESSONS.md: 15–16 on a real master and replica; 17–21 on five real
 /// masters (18's slow node made by the session's delaying proxy, 20's
 /// clock jump by the lab's clock-shift preload in one redis-server, as
-/// 51's on a managed single server); 31 on
-/// a real three-master cluster.
-const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48", "51"];
+/// 51's on a managed single server); 31 on a real three-master cluster; 37,
+/// 48 and 52 (redsync's defaults, issue 39) on five real masters.
+const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48", "51", "52"];
 
 use locklab_tests::lesson;
 
@@ -369,6 +371,15 @@ fn lesson_37_three_properties_on_five_real_masters() {
 #[test]
 fn lesson_48_the_debate_on_five_real_masters() {
     managed("48");
+}
+
+/// Issue 39: redsync's defaults on five real masters — 32 tries of a
+/// default Lock() giving up while A holds the lock, two hung masters
+/// costing the 400 ms per-attempt deadline, a 12 s job outliving its 8 s
+/// lock, and Extend() every 4 s keeping it.
+#[test]
+fn lesson_52_redsync_defaults_on_five_real_masters() {
+    managed("52");
 }
 
 #[test]
