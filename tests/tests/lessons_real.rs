@@ -12,11 +12,12 @@ use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvaria
 use locklab_tests::server::RedisServer;
 
 /// LESSONS.md: "Lessons 01–14, 22–24, 28–30 and 32–34 can run on a single
-/// real redis-server"; 49 (SET … IFEQ, sent as Lua on 7.0), and 50, 53 and
-/// 54 (redis-py's Lock, node-redlock's using(), Redisson's RLock: issue 39).
+/// real redis-server"; 49 (SET … IFEQ, sent as Lua on 7.0), and 50, 53,
+/// 54 and 56 (redis-py's Lock, node-redlock's using(), Redisson's RLock, the
+/// Artemis blind heartbeat: issue 39).
 const SINGLE_NODE: &[&str] = &[
     "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "22", "23", "24", "28", "29",
-    "30", "32", "33", "34", "49", "50", "53", "54",
+    "30", "32", "33", "34", "49", "50", "53", "54", "56",
 ];
 
 /// Issue 18: the lessons that measure lock health (25–27, and 57's hot key
@@ -29,8 +30,11 @@ const METRICS: &[&str] = &["25", "26", "27", "57"];
 /// masters (18's slow node made by the session's delaying proxy, 20's
 /// clock jump by the lab's clock-shift preload in one redis-server, as
 /// 51's on a managed single server); 31 on a real three-master cluster; 37,
-/// 48 and 52 (redsync's defaults, issue 39) on five real masters.
-const MANAGED: &[&str] = &["15", "16", "17", "18", "19", "20", "21", "31", "37", "48", "51", "52"];
+/// 48, 36's decision clips and 52 (redsync's defaults, issue 39) on five real
+/// masters, 55's Jepsen partition on a real master and replica.
+const MANAGED: &[&str] = &[
+    "15", "16", "17", "18", "19", "20", "21", "31", "36", "37", "48", "51", "52", "55",
+];
 
 use locklab_tests::lesson;
 
@@ -305,6 +309,24 @@ fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
 #[test]
 fn lesson_16_wait_on_a_real_master_and_replica() {
     managed("16");
+}
+
+/// Issue 39: Jepsen's Sentinel partition on a real master and replica.
+/// Replication cut, the old master still answers A's `SET NX` with OK, the
+/// promoted replica has neither A's lock nor A's charge, B locks and
+/// charges again, and after the heal (the old master restarted empty) A's
+/// acknowledged charge is nowhere.
+#[test]
+fn lesson_55_jepsen_partition_on_a_real_master_and_replica() {
+    managed("55");
+}
+
+/// Issue 39: lesson 36's decision clips on five real masters (one node as
+/// a single Redis, a silent r1 under a majority lock, a stale leader's
+/// write, a unique constraint refusing a second charge).
+#[test]
+fn lesson_36_decision_clips_on_five_real_masters() {
+    managed("36");
 }
 
 #[test]

@@ -349,7 +349,7 @@ fn lessons_lay_out_without_overlapping_labels_and_with_titled_bands() {
                         b.heading
                     );
                 }
-                // A legend for what was drawn (lesson 36 only narrates).
+                // A legend for what was drawn, and none when nothing was.
                 assert_eq!(lay.legend.is_empty(), lay.marks.is_empty(), "lesson {id}");
             }
         }
