@@ -206,22 +206,20 @@ pub fn check_topology(lesson: &Lesson, topology: &Topology) -> Result<(), String
             lesson.id
         ));
     }
-    if topology.kind().is_none() {
-        if let Some(i) = faults_a_node(lesson) {
-            return Err(format!(
-                "step {} faults the server itself (a crash, a restart or its clock), and the lab never faults your own \
-                 server (--redis): run it with `locklab lesson run {} --real`, or serve without --redis",
-                i + 1,
-                lesson.id
-            ));
-        }
-    }
     match topology.kind() {
         None if lesson.topology != LessonTopology::Single => Err(format!(
             "it needs the {} topology, and this backend uses your own server (--redis), where the lab starts nothing and injects no faults",
             topology_kind(lesson).as_str()
         )),
-        None => Ok(()),
+        None => match faults_a_node(lesson) {
+            Some(i) => Err(format!(
+                "step {} faults the server itself (a crash, a restart or its clock), and the lab never faults your own \
+                 server (--redis): run it with `locklab lesson run {} --real`, or serve without --redis",
+                i + 1,
+                lesson.id
+            )),
+            None => Ok(()),
+        },
         // A master and a replica, failed over by Sentinel itself.
         Some(TopologyKind::Sentinel) if lesson.topology == LessonTopology::Replicated => Ok(()),
         Some(k) if k != topology_kind(lesson) => {
