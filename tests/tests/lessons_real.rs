@@ -28,13 +28,17 @@ const METRICS: &[&str] = &["25", "26", "27", "57"];
 
 /// LESSONS.md: 15–16 on a real master and replica; 17–21 on five real
 /// masters (18's slow node made by the session's delaying proxy, 20's
-/// clock jump by the lab's clock-shift preload in one redis-server, as
-/// 51's on a managed single server); 31 on a real three-master cluster; 37,
+/// clock jump by the lab's clock-shift preload in one redis-server); 31 on
+/// a real three-master cluster; 37,
 /// 48, 36's decision clips and 52 (redsync's defaults, issue 39) on five real
 /// masters, 55's Jepsen partition on a real master and replica.
 const MANAGED: &[&str] = &[
-    "15", "16", "17", "18", "19", "20", "21", "31", "36", "37", "48", "51", "52", "55",
+    "15", "16", "17", "18", "19", "20", "21", "31", "36", "37", "48", "52", "55",
 ];
+
+/// Single-node lessons that fault the server itself (51 jumps its clock):
+/// they play on a managed server, never on the user's own.
+const SERVER_FAULTS: &[&str] = &["51"];
 
 use locklab_tests::lesson;
 
@@ -86,6 +90,12 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
             // Played at 1× by their own test; a lock service's lessons play
             // on a managed etcd cluster or ZooKeeper ensemble
             // (tests/lockservice_real.rs, tests/zookeeper_real.rs).
+            continue;
+        }
+        if SERVER_FAULTS.contains(&lesson.id.as_str()) {
+            // Refused on a server the lab does not own; played by
+            // `lesson_51_…` on a managed one.
+            assert!(play::check_target(lesson, &Topology::external(server.url()), Lang::En).is_err());
             continue;
         }
         let must = SINGLE_NODE.contains(&lesson.id.as_str());
@@ -319,6 +329,14 @@ fn lesson_16_wait_on_a_real_master_and_replica() {
 #[test]
 fn lesson_55_jepsen_partition_on_a_real_master_and_replica() {
     managed("55");
+}
+
+/// Issue 39: lesson 51 on a managed single redis-server whose
+/// CLOCK_REALTIME the clock-shift preload jumps an hour forward: every
+/// lock expires at once (PTTL -2, EXISTS 0) and D takes A's.
+#[test]
+fn lesson_51_a_real_servers_clock_jumps_and_every_lock_expires() {
+    managed("51");
 }
 
 /// Issue 39: lesson 36's decision clips on five real masters (one node as
