@@ -48,9 +48,9 @@ pub(crate) const TARGET: usize = 400_000;
 /// answered-by names (issue 37): 495,088.
 /// Opening a history or a MONITOR capture (issue 40: the drop zone and
 /// file picker, the worker's `opened` message decoded — the trace's events
-/// through a `Deserialize` of their own, which `cargo xtask bloat` shows as
-/// most of it — and the verdict card): 506,004 (+10,916), measured with
-/// binaryen 108's wasm-opt.
+/// through a `Deserialize` instantiation of their own, likely the bulk, not
+/// yet confirmed with `cargo xtask bloat` — and the verdict card): 506,004
+/// (+10,916), measured with binaryen 108's wasm-opt.
 pub(crate) const CEILING: usize = 506_100;
 
 // A ceiling under the target would make the target meaningless.
