@@ -141,9 +141,11 @@ impl std::io::Read for BlobReader {
         self.pos += n as f64;
         if self.pos - self.reported >= (4 * CHUNK) as f64 || self.pos >= self.size {
             self.reported = self.pos;
-            let _ = self
-                .progress
-                .call2(&JsValue::NULL, &JsValue::from_f64(self.pos), &JsValue::from_f64(self.size));
+            let _ = self.progress.call2(
+                &JsValue::NULL,
+                &JsValue::from_f64(self.pos),
+                &JsValue::from_f64(self.size),
+            );
         }
         Ok(n)
     }

@@ -82,10 +82,7 @@ fn found_words(n: usize) -> Text {
 /// The card of a checked history with `faults` fault markers.
 pub fn history_card(report: &Report, faults: usize) -> Card {
     let serious = report.findings.iter().filter(|f| f.check != Check::RenewalGap).count();
-    let broken = report
-        .keys
-        .iter()
-        .any(|k| k.linearity == Linearity::NotLinearizable);
+    let broken = report.keys.iter().any(|k| k.linearity == Linearity::NotLinearizable);
     let found = found_words(serious);
     let headline = text(
         format!(
@@ -204,7 +201,10 @@ pub fn capture_card(i: &Import) -> Card {
     }
     if s.events_left_out > 0 {
         notes.push(text(
-            format!("{} command events left out of the timeline (its limit); every lock event is in it", s.events_left_out),
+            format!(
+                "{} command events left out of the timeline (its limit); every lock event is in it",
+                s.events_left_out
+            ),
             format!("时间线省略了 {} 个命令事件（上限）；所有锁事件都在", s.events_left_out),
         ));
     }

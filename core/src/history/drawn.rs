@@ -154,7 +154,16 @@ fn requests(d: &mut Draw, ops: &[&Op]) {
         match (op.ok, op.complete_ms) {
             (Some(_), Some(t)) => {
                 let replies = vec![reply(op)];
-                d.push(t, 2, Actor::Client(c), EventKind::Received { req, node: NODE, replies });
+                d.push(
+                    t,
+                    2,
+                    Actor::Client(c),
+                    EventKind::Received {
+                        req,
+                        node: NODE,
+                        replies,
+                    },
+                );
             }
             (None, Some(t)) => d.push(t, 2, Actor::Client(c), EventKind::TimedOut { req, node: NODE }),
             _ => {}
@@ -199,7 +208,12 @@ fn lock_bars(d: &mut Draw, key: &str, ops: &[&Op]) {
                 held = Some((c, lease(op)));
             }
             OpKind::Extend if held.is_some_and(|(h, _)| h == c) => {
-                d.push(t, 3, node, lock(LockChange::Renewed { ttl_ms: op.ttl_ms }, Via::Command));
+                d.push(
+                    t,
+                    3,
+                    node,
+                    lock(LockChange::Renewed { ttl_ms: op.ttl_ms }, Via::Command),
+                );
                 held = Some((c, lease(op)));
             }
             OpKind::Release if held.is_some() => {
@@ -272,7 +286,10 @@ fn fault(d: &mut Draw, f: &FaultMark) {
         ("link-cut", Some(_)) => {
             let (a, b) = (Endpoint::Client(target.clone()), Endpoint::Node(NODE));
             let heal = EventKind::Fault {
-                fault: Fault::HealLink { a: a.clone(), b: b.clone() },
+                fault: Fault::HealLink {
+                    a: a.clone(),
+                    b: b.clone(),
+                },
             };
             (Fault::CutLink { a, b }, Some(heal))
         }
@@ -317,7 +334,12 @@ fn number(note: &str) -> Option<i64> {
 /// Invariant findings as violations (red bands); the rest as notes.
 fn findings(d: &mut Draw, report: &Report) {
     for f in &report.findings {
-        let actors: Vec<Actor> = f.clients.iter().filter_map(|c| d.client(c)).map(Actor::Client).collect();
+        let actors: Vec<Actor> = f
+            .clients
+            .iter()
+            .filter_map(|c| d.client(c))
+            .map(Actor::Client)
+            .collect();
         match f.check {
             Check::Invariant(invariant) => {
                 let violation = Violation {

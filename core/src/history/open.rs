@@ -139,8 +139,16 @@ mod tests {
         assert_eq!(c.kind, "history");
         assert!(!c.clean);
         assert!(c.headline.en.contains("4 operations of 2 clients"), "{}", c.headline.en);
-        let stale = c.found.iter().find(|f| f.name == "stale-write").expect("the stale write is listed");
-        assert!(stale.witness.iter().any(|w| w.starts_with("line 5: ")), "{:?}", stale.witness);
+        let stale = c
+            .found
+            .iter()
+            .find(|f| f.name == "stale-write")
+            .expect("the stale write is listed");
+        assert!(
+            stale.witness.iter().any(|w| w.starts_with("line 5: ")),
+            "{:?}",
+            stale.witness
+        );
         assert_eq!(stale.title.zh, "过期写入被接受");
         assert_eq!(o.trace.names.clients, ["a", "b"]);
         let kinds: Vec<String> = o
@@ -184,7 +192,10 @@ mod tests {
         );
         let steps: Vec<u64> = o.trace.events.iter().map(|e| e.step).collect();
         assert!(steps.windows(2).all(|w| w[1] == w[0] + 1));
-        assert!(o.trace.events.windows(2).all(|w| w[0].at_ms <= w[1].at_ms), "in time order");
+        assert!(
+            o.trace.events.windows(2).all(|w| w[0].at_ms <= w[1].at_ms),
+            "in time order"
+        );
     }
 
     #[test]
@@ -216,13 +227,13 @@ mod tests {
     #[test]
     fn garbage_gets_an_error_naming_its_line() {
         let e = |s: &[u8]| open(s, &Search::default()).expect_err("refused").to_string();
-        assert_eq!(
-            e(b"\n\n\x7fELF\x02\x01"),
-            OpenError::Unknown { line: 3 }.to_string()
-        );
+        assert_eq!(e(b"\n\n\x7fELF\x02\x01"), OpenError::Unknown { line: 3 }.to_string());
         assert!(e(b"").contains("empty"));
         let bad = e(b"1700000000.000000 [0 1.2.3.4:5] \"SET\" \"k\n\x00\x01\n");
-        assert!(bad.starts_with("line 1: not a MONITOR line: unbalanced quotes"), "{bad}");
+        assert!(
+            bad.starts_with("line 1: not a MONITOR line: unbalanced quotes"),
+            "{bad}"
+        );
         let cut = e(STALE[..STALE.len() - 20].as_bytes());
         assert_eq!(cut, "line 5: truncated (the file ends inside a JSON object)");
         let huge = format!("{{\"client\":\"{}\"}}\n", "x".repeat(70_000));
