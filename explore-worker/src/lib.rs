@@ -8,6 +8,13 @@
 //! page plays lessons on) carries the explorer, the TOML parser and the
 //! design files.
 //!
+//! It also opens a user's history or MONITOR capture (issue 40): the page
+//! hands it the `File`, [`open_file`] reads it here in chunks and core's
+//! `history::open` checks or replays it, so the checker never enters the
+//! page's module and never blocks the page; the page gets the trace and the
+//! verdict card as JSON. [`Bench`] times core's checker on the generated
+//! history `locklab check --bench` checks natively.
+//!
 //! Everything here is a thin binding over `locklab_core::explore`: the
 //! worker's loop asks a [`Job`] for a slice of schedules, posts the
 //! progress, and yields, so a `cancel` message (or `Worker.terminate`) is
@@ -101,6 +108,105 @@ impl Job {
     /// The finished result (core's `JobResult`) as JSON.
     pub fn result(&self) -> String {
         serde_json::to_string(&self.inner.result()).unwrap_or_default()
+    }
+}
+
+/// How much of the file one read takes (the buffered reader's size): the
+/// worker holds this and what the checker keeps, never the whole file.
+const CHUNK: usize = 1 << 20;
+
+/// A `Blob` read as a stream, a chunk at a time, with `FileReaderSync`
+/// (workers only); `progress(bytesRead, size)` is called every few chunks.
+struct BlobReader {
+    blob: web_sys::Blob,
+    reader: web_sys::FileReaderSync,
+    pos: f64,
+    size: f64,
+    progress: js_sys::Function,
+    reported: f64,
+}
+
+impl std::io::Read for BlobReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let err = |e: JsValue| std::io::Error::other(format!("{e:?}"));
+        if self.pos >= self.size || out.is_empty() {
+            return Ok(0);
+        }
+        let end = (self.pos + out.len() as f64).min(self.size);
+        let slice = self.blob.slice_with_f64_and_f64(self.pos, end).map_err(err)?;
+        let buffer: JsValue = self.reader.read_as_array_buffer(&slice).map_err(err)?.into();
+        let bytes = js_sys::Uint8Array::new(&buffer);
+        let n = (bytes.length() as usize).min(out.len());
+        bytes.subarray(0, n as u32).copy_to(&mut out[..n]);
+        self.pos += n as f64;
+        if self.pos - self.reported >= (4 * CHUNK) as f64 || self.pos >= self.size {
+            self.reported = self.pos;
+            let _ = self.progress.call2(
+                &JsValue::NULL,
+                &JsValue::from_f64(self.pos),
+                &JsValue::from_f64(self.size),
+            );
+        }
+        Ok(n)
+    }
+}
+
+/// Open a history or a MONITOR capture (core's `history::open`), streamed
+/// from `file`: core's JSON of the `Opened` (trace and verdict card), or
+/// the error that names the line.
+#[wasm_bindgen(js_name = openFile)]
+pub fn open_file(file: web_sys::Blob, progress: js_sys::Function) -> Result<String, JsValue> {
+    let reader = web_sys::FileReaderSync::new()?;
+    let size = file.size();
+    let r = BlobReader {
+        blob: file,
+        reader,
+        pos: 0.0,
+        size,
+        progress,
+        reported: 0.0,
+    };
+    open_json(std::io::BufReader::with_capacity(CHUNK, r)).map_err(|e| JsValue::from_str(&e))
+}
+
+/// [`open_file`] over any reader: the JSON the page decodes, or the error.
+pub fn open_json<R: std::io::BufRead>(r: R) -> Result<String, String> {
+    let opened = locklab_core::history::open::open(r, &locklab_core::history::linear::Search::default())
+        .map_err(|e| e.to_string())?;
+    serde_json::to_string(&opened).map_err(|e| e.to_string())
+}
+
+/// The checker's benchmark: core's generated history (as `locklab check
+/// --bench` makes it), made first, so the worker's loop times [`Bench::run`]
+/// alone, as the CLI times `check` alone.
+#[wasm_bindgen]
+pub struct Bench {
+    history: locklab_core::history::History,
+}
+
+#[wasm_bindgen]
+impl Bench {
+    #[wasm_bindgen(constructor)]
+    pub fn new(ops: u32, clients: u32, seed: u32) -> Bench {
+        Bench {
+            history: locklab_core::history::generate(u64::from(seed), clients, ops as usize),
+        }
+    }
+
+    /// Check it: `{"ops": …, "clients": …, "findings": …, "linearizable": …}`.
+    pub fn run(&self) -> String {
+        let r = locklab_core::history::check(&self.history, &locklab_core::history::linear::Search::default());
+        let linearizable = r
+            .keys
+            .iter()
+            .all(|k| k.linearity == locklab_core::history::Linearity::Linearizable);
+        serde_json::json!({
+            "ops": r.ops,
+            "clients": r.clients.len(),
+            "findings": r.findings.len(),
+            "linearizable": linearizable,
+        })
+        .to_string()
     }
 }
 

@@ -95,6 +95,10 @@ pub struct State {
     pub class_connection: u32,
     /// The presenter's class panel (code, URL, QR) is shown.
     pub class_panel: bool,
+    /// A history or MONITOR capture the user opened (issue 40), checked in
+    /// the explore worker: the timeline draws its trace and the verdict
+    /// card sits above it, until a lesson is chosen or it is closed.
+    pub opened: Option<Rc<locklab_core::history::open::Opened>>,
 }
 
 fn same<T>(a: &Option<T>, b: &Option<T>, ptr_eq: impl Fn(&T, &T) -> bool) -> bool {
@@ -133,6 +137,7 @@ impl PartialEq for State {
             && same(&self.class, &other.class, Rc::ptr_eq)
             && self.class_connection == other.class_connection
             && self.class_panel == other.class_panel
+            && same(&self.opened, &other.opened, Rc::ptr_eq)
     }
 }
 
@@ -210,6 +215,7 @@ impl State {
                 .map(|code| Rc::new(RefCell::new(Class::join(code, None)))),
             class_connection: 0,
             class_panel: true,
+            opened: None,
         }
     }
 
@@ -369,6 +375,8 @@ pub enum Action {
     PlayLesson(Rc<locklab_core::lesson::worded::PageLesson>, ExploreLink),
     /// Class mode.
     Class(ClassAction),
+    /// Show an opened history or capture on the timeline (`None`: close it).
+    Opened(Option<Rc<locklab_core::history::open::Opened>>),
 }
 
 /// What a class's page can be told or asked to do.
@@ -464,8 +472,22 @@ impl State {
                     r.borrow_mut().set_lang(lang);
                 }
             }
+            Action::Opened(o) => {
+                if o.is_some() {
+                    if let Some(r) = &next.real {
+                        r.borrow_mut().close_lesson();
+                    }
+                    next.lesson = None;
+                    next.explore = false;
+                    next.mock = false;
+                }
+                next.opened = o;
+                next.playing = false;
+                next.rev += 1;
+            }
             Action::SelectLesson(id) => {
                 if let Some(l) = catalog::find(&id).filter(|_| next.lesson_id().as_deref() != Some(id.as_str())) {
+                    next.opened = None;
                     next.explore_link = None;
                     next.lesson = Some(play(l, next.seed, 0, next.real.as_ref()));
                     next.playing = false;

@@ -13,6 +13,8 @@
 //!   files: parse, run on sim and real, collect every mismatch.
 //! * [`service`] — lessons on real etcd and ZooKeeper, compared with the
 //!   simulator's replies.
+//! * [`monitor`] — a real `redis-cli MONITOR` capture of a lesson played on
+//!   a real redis-server.
 //!
 //! The integration tests under `tests/tests/` use them:
 //! `differential.rs` (one test per command file, plus a check of our
@@ -25,6 +27,7 @@
 
 pub mod browser;
 pub mod diff;
+pub mod monitor;
 pub mod service;
 pub mod ws;
 

@@ -2,66 +2,21 @@
 //!
 //! A lesson plays on a real redis-server through the real runner (the
 //! lab's session, time-compressed) while the real `redis-cli MONITOR`
-//! writes what the server ran to a file. `locklab trace import`'s replay of
+//! writes what the server ran to a file (`locklab_tests::monitor`, which
+//! the page's test `browser_open.rs` uses too). `locklab trace import`'s replay of
 //! that file must draw the lock bars the lesson's own run drew on the same
 //! server — the same changes, by the same clients, in the same order — and
 //! flag the same violations. Then hostile captures: each bad line is
 //! skipped with its number and reason, never a crash.
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
-use locklab_backend::real::session::{Limits, SessionPool};
-use locklab_backend::real::topology::Topology;
-use locklab_core::actor::{Actor, Names};
+use locklab_core::actor::Actor;
 use locklab_core::history::monitor::{import, import_str, ImportLimits};
-use locklab_core::lesson::Lang;
 use locklab_core::observe::LockChange;
 use locklab_core::trace::{Event, EventKind};
-use locklab_tests::lesson;
-use locklab_tests::server::{redis_cli_binary, RedisServer};
-
-/// A `redis-cli MONITOR` process, stopped (killed and reaped) when dropped,
-/// even when the test fails.
-struct MonitorCli(Child);
-
-impl Drop for MonitorCli {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `redis-cli MONITOR` on `server`, writing to `path`, running once a
-/// marker command shows up in the file.
-fn monitor(server: &RedisServer, path: &std::path::Path) -> MonitorCli {
-    let cli = redis_cli_binary().expect("redis-cli on PATH (apt-get install redis-tools)");
-    let out = std::fs::File::create(path).expect("capture file");
-    let client = redis::Client::open(server.url()).expect("client");
-    let mut con = client.get_connection().expect("connection");
-    let child = MonitorCli(
-        Command::new(cli)
-            .args(["-p", &server.port().to_string(), "MONITOR"])
-            .stdout(out)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-cli MONITOR starts"),
-    );
-    let started = Instant::now();
-    loop {
-        let _: redis::RedisResult<String> = redis::cmd("ECHO").arg("monitor-marker").query(&mut con);
-        if std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .contains("monitor-marker")
-        {
-            return child;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "MONITOR never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use locklab_tests::monitor::capture_lesson;
+use locklab_tests::server::RedisServer;
 
 /// The lock bars of a trace, as `(change, whose value, by whom)` with
 /// clients named by `who`.
@@ -108,32 +63,9 @@ fn a_lessons_monitor_capture_imports_into_the_lessons_lock_bars_and_violations()
     let dir = std::env::temp_dir().join(format!("locklab-monitor-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("capture.txt");
-    let cli = monitor(&server, &path);
-
     // Lesson 05: A's lease runs out in a pause, B acquires, A's bare DEL
     // removes B's lock, C acquires: two pairs of holders and a wrong release.
-    let l = lesson("05");
-    let mut topology = Topology::external(server.url());
-    let pool = SessionPool::new(Limits {
-        commands_per_sec: f64::INFINITY,
-        ..Limits::default()
-    });
-    let mut session = pool.open_on(&topology).expect("a session");
-    let mut env = RealEnv {
-        session: &mut session,
-        topology: &mut topology,
-    };
-    let mut run = RealLessonRun::start(&l, &mut env, 100, Lang::En).expect("lesson 05 starts");
-    let mut events = Vec::new();
-    while run.step(&mut env).expect("a step").is_some() {
-        for e in run.take_events() {
-            locklab_core::trace::append_streamed(&mut events, e);
-        }
-    }
-    let names: Names = env.session.names().clone();
-    assert!(run.report().passed(), "lesson 05 passes on the real server");
-    std::thread::sleep(Duration::from_millis(300));
-    drop(cli);
+    let (events, names) = capture_lesson(&server, "05", &path);
 
     let file = std::fs::File::open(&path).expect("capture");
     let imported = import(std::io::BufReader::new(file), &[], &ImportLimits::default()).expect("imports");

@@ -46,7 +46,12 @@ pub(crate) const TARGET: usize = 400_000;
 /// it 484,688 on its branch (+8,303).
 /// Merged with the trainer's notes window (issue 39) and the class's
 /// answered-by names (issue 37): 495,088.
-pub(crate) const CEILING: usize = 496_000;
+/// Opening a history or a MONITOR capture (issue 40: the drop zone and
+/// file picker, the worker's `opened` message decoded — the trace's events
+/// through a `Deserialize` instantiation of their own, likely the bulk, not
+/// yet confirmed with `cargo xtask bloat` — and the verdict card): 506,004
+/// (+10,916), measured with binaryen 108's wasm-opt.
+pub(crate) const CEILING: usize = 506_100;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -30,9 +30,12 @@ const WORKER_MAIN: &str = "explore-worker-main.js";
 /// answers `catalog`, runs `start` jobs in slices, posting progress and
 /// yielding between slices so a `cancel` is seen (the page may also simply
 /// terminate the worker), and answers `grade` (a written fix, issue 38)
-/// with `graded` or core's refusal. Every payload is core's serde JSON.
+/// with `graded` or core's refusal, `open` (a history or MONITOR capture,
+/// issue 40: the `File` itself, read in the worker) with `opening`
+/// progress then `opened` or `open-error`, and `bench` (the checker's
+/// benchmark) with its time. Every payload is core's serde JSON.
 pub(crate) const MAIN_JS: &str = r#"// locklab explore worker (written by cargo xtask dist; see xtask/src/worker.rs)
-import init, { Job, catalog, grade } from './explore-worker.js';
+import init, { Job, Bench, catalog, grade, openFile } from './explore-worker.js';
 const ready = init({ module_or_path: new URL('./explore-worker_bg.wasm', import.meta.url) });
 let job = null;
 let run = 0;
@@ -67,6 +70,22 @@ self.onmessage = async (e) => {
     // cancels it by terminating the worker.
     try { post({ type: 'graded', json: grade(String(m.exercise), String(m.answer)) }); }
     catch (err) { post({ type: 'refused', message: String(err) }); }
+  } else if (m.type === 'open') {
+    // A history or a MONITOR capture (issue 40): read here in chunks and
+    // checked by core; the page gets the trace and the verdict card.
+    const t0 = performance.now();
+    try {
+      const json = openFile(m.file, (bytes, size) => post({ type: 'opening', bytes, size }));
+      post({ type: 'opened', json, ms: performance.now() - t0 });
+    } catch (err) { post({ type: 'open-error', message: String(err) }); }
+  } else if (m.type === 'bench') {
+    // The checker on core's generated history, timed alone (as the CLI's
+    // `locklab check --bench` times it).
+    const b = new Bench(m.ops >>> 0, m.clients >>> 0, m.seed >>> 0);
+    const t0 = performance.now();
+    const json = b.run();
+    post({ type: 'bench', json, ms: performance.now() - t0 });
+    b.free();
   } else if (m.type === 'cancel') {
     run++;
     if (job) { job.free(); job = null; }

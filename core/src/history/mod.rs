@@ -27,13 +27,20 @@
 //! same format, so it can be read, drawn and checked again on its own.
 //! Faults are lines of their own ([`FaultMark`]): the timeline draws them as
 //! markers on the lanes; the checker does not need them.
+//!
+//! The page opens a history or a MONITOR capture ([`open`]) in its worker:
+//! checked or replayed here, drawn as a trace ([`drawn`]) with a verdict
+//! card in both languages ([`card`]).
 
+pub mod card;
+pub mod drawn;
 mod from_trace;
 mod generate;
 mod judge;
 pub mod linear;
 pub mod monitor;
 pub mod monitor_line;
+pub mod open;
 mod parse;
 
 use serde::{Deserialize, Serialize};

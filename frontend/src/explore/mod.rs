@@ -67,6 +67,8 @@ struct Envelope {
     json: Option<String>,
     ms: Option<f64>,
     message: Option<String>,
+    bytes: Option<f64>,
+    size: Option<f64>,
 }
 
 /// One message from the worker, decoded.
@@ -89,6 +91,15 @@ pub enum WorkerEvent {
     /// A written fix the lab would not grade, in core's words (empty, too
     /// long, a script that does not compile or never stops).
     Refused(String),
+    /// Reading an opened file: bytes read of its size.
+    Opening {
+        bytes: f64,
+        size: f64,
+    },
+    /// A history or capture, checked: its trace and verdict card.
+    Opened(Box<locklab_core::history::open::Opened>),
+    /// The file could not be opened: core's error, naming the line.
+    OpenError(String),
     Error(String),
 }
 
@@ -116,6 +127,12 @@ impl WorkerEvent {
             "cancelled" => WorkerEvent::Cancelled,
             "graded" => serde_json::from_str(&json).map_or_else(bad, |g| WorkerEvent::Graded(Box::new(g))),
             "refused" => WorkerEvent::Refused(env.message.unwrap_or_default()),
+            "opening" => WorkerEvent::Opening {
+                bytes: env.bytes.unwrap_or_default(),
+                size: env.size.unwrap_or_default(),
+            },
+            "opened" => serde_json::from_str(&json).map_or_else(bad, |o| WorkerEvent::Opened(Box::new(o))),
+            "open-error" => WorkerEvent::OpenError(env.message.unwrap_or_default()),
             "error" => WorkerEvent::Error(env.message.unwrap_or_default()),
             other => WorkerEvent::Error(format!("unknown worker message {other:?}")),
         }
@@ -233,8 +250,12 @@ impl Explore {
                 };
                 self.status = Status::Cancelled { progress };
             }
-            // The explore screen never asks for a grade.
-            WorkerEvent::Graded(_) | WorkerEvent::Refused(_) => {}
+            // The explore screen never asks for a grade or opens a file.
+            WorkerEvent::Graded(_)
+            | WorkerEvent::Refused(_)
+            | WorkerEvent::Opening { .. }
+            | WorkerEvent::Opened(_)
+            | WorkerEvent::OpenError(_) => {}
             WorkerEvent::Error(m) => {
                 self.autoplay = None;
                 self.status = Status::Error(m);

@@ -31,6 +31,12 @@ impl ExploreWorker {
         ExploreWorker::bare(on)
     }
 
+    /// Start the worker for opening a history or a MONITOR capture: no
+    /// catalogue, just [`ExploreWorker::open`].
+    pub fn for_opening(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
+        ExploreWorker::bare(on)
+    }
+
     /// Start the worker (a module worker: the wasm-bindgen output is an ES
     /// module).
     fn bare(on: Callback<WorkerEvent>) -> Result<ExploreWorker, String> {
@@ -72,6 +78,17 @@ impl ExploreWorker {
     /// the worker; dropping the worker is its cancel.
     pub fn grade(&self, exercise: &str, answer: &str) {
         self.post(&serde_json::json!({ "type": "grade", "exercise": exercise, "answer": answer }));
+    }
+
+    /// Open `file` in the worker: it reads the file in chunks and answers
+    /// `opening` (progress), then `opened` or `open-error`. The `File`
+    /// itself is posted (structured clone), never its text.
+    pub fn open(&self, file: &web_sys::File) {
+        let msg = web_sys::js_sys::Object::new();
+        let set = |k: &str, v: &JsValue| web_sys::js_sys::Reflect::set(&msg, &JsValue::from_str(k), v);
+        let _ = set("type", &JsValue::from_str("open"));
+        let _ = set("file", file);
+        let _ = self.worker.post_message(&msg);
     }
 
     /// Stop between slices.

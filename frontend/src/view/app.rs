@@ -130,6 +130,8 @@ pub fn app() -> Html {
     let onmock_close = to(&state, |()| Action::Mock(false));
     let onexplore_play = to(&state, |(l, link)| Action::PlayLesson(l, link));
     let onclass = to(&state, Action::Class);
+    let onopened = to(&state, Action::Opened);
+    let onclose_file = to(&state, |()| Action::Opened(None));
     let (presenting_class, following, summary) = match state.class.as_ref().map(|c| c.borrow()) {
         Some(c) => (c.is_presenter(), !c.is_presenter(), c.summary.clone()),
         None => (false, false, None),
@@ -167,8 +169,14 @@ pub fn app() -> Html {
                             { crate::i18n::Text::MockOpen.get(state.lang) }
                         </button>
                         }
+                        if let (Some(o), None) = (&state.opened, &state.lesson) {
+                            <crate::view::open_file::VerdictCard lang={ state.lang } card={ o.card.clone() } onclose={ onclose_file } />
+                        }
                         if state.class.is_none() && state.lesson.is_none() {
-                            <JoinClass onclass={ onclass.clone() } />
+                            <div class="start-boxes">
+                                <JoinClass onclass={ onclass.clone() } />
+                                <crate::view::open_file::OpenFile lang={ state.lang } {onopened} />
+                            </div>
                         }
                         <LessonPanel onmove={ onmove.clone() } {onspeed} {onquiz} {onfactor} {ongate} onplay={ onexplore_play.clone() } />
                         <div class="stage">

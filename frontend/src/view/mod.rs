@@ -15,6 +15,7 @@ pub mod lesson_panel;
 pub mod loading;
 pub mod mock_interview;
 pub mod notes;
+pub mod open_file;
 pub mod presenter;
 pub mod timed;
 pub mod timeline;

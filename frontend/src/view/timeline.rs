@@ -689,6 +689,12 @@ fn use_timeline_layout(
         ),
         move |_| {
             let (trace, now) = match (&state.lesson, &state.real) {
+                // An opened history or capture (issue 40), whole.
+                (None, _) if state.opened.is_some() => {
+                    let trace = state.opened.as_ref().map(|o| o.trace.clone()).unwrap_or_default();
+                    let now = trace.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+                    (trace, now)
+                }
                 (Some(s), _) => {
                     let s = s.borrow();
                     let mut trace = s.trace();
