@@ -204,7 +204,7 @@ fn every_node_and_link_nemesis_fires_on_redis_py() {
             history.contains(&format!("\"fault\":\"{name}\"")),
             "{name}'s marker is in the history"
         );
-        assert!(row["rounds"].as_u64() >= Some(2), "{name}: {row:#}");
+        assert!(row["rounds"].as_u64() >= Some(1), "{name}: {row:#}");
         match nemesis {
             Nemesis::ClockJump | Nemesis::ClockDrift | Nemesis::Restart => {
                 assert_eq!(row["verdict"], "violation", "{name}: {row:#}");
@@ -244,8 +244,8 @@ fn node_faults_are_refused_on_a_given_server() {
     }
 }
 
-/// `failover` on a real master + replica: the replica, cut from its master
-/// between rounds, is promoted while a client holds a lock it never got;
+
+
 /// the next client is granted the same lock within the first one's lease.
 #[test]
 fn failover_loses_redis_py_lock() {

@@ -16,7 +16,7 @@
 //! | `restart` | the lock's node | stopped and started on the same port, empty | a restart without persistence |
 //! | `link-delay` | a waiting client | its links to every node delayed 1.5 leases each way | a slow network |
 //! | `link-cut` | the holder | every request and reply on its links lost | a partition |
-//! | `failover` | master + replica | replication cut between rounds; at the next grant the master killed, the replica promoted | a failover that loses an acknowledged write |
+//! | `failover` | master + replica | replication cut; at the next grant the master killed, the replica promoted | a failover that loses an acknowledged write |
 //!
 //! The node faults need nodes the lab owns (sim-server): a server given
 //! with `--redis` is never paused, restarted or moved in time. `failover`
@@ -269,16 +269,17 @@ fn restart(nodes: &mut Vec<sim_server::Server>, i: usize) -> Result<(), RunError
     }
 }
 
-/// `failover` in two steps, once per run: between rounds (nobody holds
-/// the lock) replication is cut, so the replica lags from then on; at the
-/// next grant the master is killed (SIGKILL) and the replica promoted
-/// (`REPLICAOF NO ONE`): the lock its holder was just granted is on no
-/// node any more. Asynchronous replication loses an acknowledged write
-/// this way whenever the master dies before the replica got it; cutting
-/// replication first makes "before" certain on a fast machine.
+/// `failover` in two steps, once per run: replication is cut, so the
+/// replica lags from then on; at the next grant after the cut, the master
+/// is killed (SIGKILL) and the replica promoted (`REPLICAOF NO ONE`): the
+/// lock its holder was just granted is on no node any more. Asynchronous
+/// replication loses an acknowledged write this way whenever the master
+/// dies before the replica got it; cutting replication first makes
+/// "before" certain however fast the machine.
 #[derive(Default)]
 struct Failover {
-    cut_at: Option<u64>,
+    /// When replication was cut, and each client's grants by then.
+    cut: Option<(u64, Vec<u64>)>,
     done: bool,
 }
 
@@ -296,30 +297,29 @@ impl Failover {
         if self.done {
             return Ok(None);
         }
-        match (self.cut_at, holders.first()) {
-            (None, None) => {
-                topology.fault(Fault::CutReplication { node: 1 })?;
-                self.cut_at = Some(now);
-                Ok(None)
-            }
-            (Some(from), Some(&holder)) => {
-                topology.fault(Fault::Crash { node: 0 })?;
-                topology.fault(Fault::Promote { node: 1 })?;
-                self.done = true;
-                let who = &clients.all[holder].name;
-                Ok(Some(FaultMark {
-                    line: 0,
-                    fault: Nemesis::Failover.name().to_owned(),
-                    target: Some("master".to_owned()),
-                    from_ms: from,
-                    to_ms: Some(now),
-                    note: Some(format!(
-                        "replication cut at {from} ms; at {now} ms, {who} holding a lock the replica never got, \
-                         the master was killed and the replica promoted"
-                    )),
-                }))
-            }
-            _ => Ok(None),
-        }
+        let Some((from, before)) = &self.cut else {
+            topology.fault(Fault::CutReplication { node: 1 })?;
+            self.cut = Some((now, clients.all.iter().map(|c| c.tail.grants).collect()));
+            return Ok(None);
+        };
+        let granted_since = |&i: &usize| clients.all[i].tail.grants > before.get(i).copied().unwrap_or(0);
+        let Some(&holder) = holders.iter().find(|i| granted_since(i)) else {
+            return Ok(None);
+        };
+        topology.fault(Fault::Crash { node: 0 })?;
+        topology.fault(Fault::Promote { node: 1 })?;
+        self.done = true;
+        let who = &clients.all[holder].name;
+        Ok(Some(FaultMark {
+            line: 0,
+            fault: Nemesis::Failover.name().to_owned(),
+            target: Some("master".to_owned()),
+            from_ms: *from,
+            to_ms: Some(now),
+            note: Some(format!(
+                "replication cut at {from} ms; at {now} ms, {who} holding a lock granted since, which the replica \
+                 never got, the master was killed and the replica promoted"
+            )),
+        }))
     }
 }

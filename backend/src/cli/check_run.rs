@@ -132,8 +132,8 @@ pub enum Nemesis {
     LinkDelay,
     /// The holder's links to the nodes cut (every request and reply lost) for 3–4 lease times.
     LinkCut,
-    /// Master + replica (real redis-servers): replication cut between rounds, then while a client holds
-    /// the lock the master killed and the replica, which never got the lock, promoted.
+    /// Master + replica (real redis-servers): replication cut, then at the next grant
+    /// the master killed and the replica, which never got that lock, promoted.
     Failover,
 }
 
@@ -406,6 +406,8 @@ pub(super) struct Tail {
     offset: u64,
     partial: Vec<u8>,
     pub(super) holding: bool,
+    /// Granted acquires so far.
+    pub(super) grants: u64,
 }
 
 impl Tail {
@@ -415,6 +417,7 @@ impl Tail {
             offset: 0,
             partial: Vec::new(),
             holding: false,
+            grants: 0,
         }
     }
 
@@ -434,6 +437,7 @@ impl Tail {
             let line: Vec<u8> = self.partial.drain(..=i).collect();
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
                 let granted = v["op"] == "acquire" && v["ok"] == true;
+                self.grants += u64::from(granted);
                 self.holding = granted || (self.holding && v["op"] != "write" && v["op"] != "release");
             }
         }
