@@ -231,8 +231,18 @@ fn every_node_and_link_nemesis_fires_on_redis_py() {
 /// A node fault is never injected into a server the lab was given.
 #[test]
 fn node_faults_are_refused_on_a_given_server() {
-    for nemesis in [Nemesis::NodePause, Nemesis::ClockJump, Nemesis::ClockDrift, Nemesis::Restart] {
-        let mut a = args(Library::RedisPy, false, vec!["redis://127.0.0.1:1/".to_owned()], "refused");
+    for nemesis in [
+        Nemesis::NodePause,
+        Nemesis::ClockJump,
+        Nemesis::ClockDrift,
+        Nemesis::Restart,
+    ] {
+        let mut a = args(
+            Library::RedisPy,
+            false,
+            vec!["redis://127.0.0.1:1/".to_owned()],
+            "refused",
+        );
         a.nemesis = vec![nemesis];
         match run(&a) {
             Err(CheckError::Run {
@@ -244,9 +254,9 @@ fn node_faults_are_refused_on_a_given_server() {
     }
 }
 
-
-
-/// the next client is granted the same lock within the first one's lease.
+/// `failover` on a real master + replica: the replica, cut from its master,
+/// is promoted while a client holds a lock it never got; the next client
+/// is granted the same lock within the first one's lease.
 #[test]
 fn failover_loses_redis_py_lock() {
     let mut a = args(Library::RedisPy, false, Vec::new(), "failover");

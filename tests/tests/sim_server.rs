@@ -2800,7 +2800,8 @@ fn clock_jump_drift_and_pause_controls() {
     roundtrip(&mut s, &req(&[b"SET", b"paused", b"v", b"PX", b"50"]), b"+OK\r\n");
     server.pause();
     s.write_all(&req(&[b"GET", b"paused"])).expect("write");
-    s.set_read_timeout(Some(Duration::from_millis(300))).expect("read timeout");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("read timeout");
     let mut buf = [0u8; 16];
     let early = s.read(&mut buf);
     assert!(

@@ -198,7 +198,11 @@ impl Card {
                 row: i,
                 witness: r.witness().map(|f| f.witness.clone()).unwrap_or_default(),
             };
-            match self.matrix.iter_mut().find(|m| m.library == r.library && m.fenced == r.fenced) {
+            match self
+                .matrix
+                .iter_mut()
+                .find(|m| m.library == r.library && m.fenced == r.fenced)
+            {
                 Some(m) => m.cells.push(cell),
                 None => self.matrix.push(MatrixRow {
                     library: r.library,
@@ -281,7 +285,10 @@ impl Card {
 
     /// The card as Markdown: the table, then each verdict's witness.
     pub fn markdown(&self) -> String {
-        let mut out = format!("# Lock libraries under faults\n\n{}\n## Runs\n\n", self.matrix_markdown());
+        let mut out = format!(
+            "# Lock libraries under faults\n\n{}\n## Runs\n\n",
+            self.matrix_markdown()
+        );
         out.push_str(
             "| library | fault | fencing | server | verdict | rounds | faults | writes accepted / refused |\n|---|---|---|---|---|---|---|---|\n",
         );

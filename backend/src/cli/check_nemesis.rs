@@ -168,7 +168,9 @@ fn inject(
     holder: usize,
     lease_ms: u64,
 ) -> Result<(String, String), RunError> {
-    let waiting: Vec<usize> = (0..clients.all.len()).filter(|&i| !clients.all[i].tail.holding).collect();
+    let waiting: Vec<usize> = (0..clients.all.len())
+        .filter(|&i| !clients.all[i].tail.holding)
+        .collect();
     let hold = lease_ms * PAUSE_LEASES + rng.between(0, lease_ms);
     let marker = match nemesis {
         Nemesis::Pause => {
@@ -197,11 +199,17 @@ fn inject(
             std::thread::sleep(Duration::from_millis(lease_ms));
             node.drift_clock(0);
             let gained = lease_ms * DRIFT_PPM.unsigned_abs() / 1_000_000;
-            ("n1".to_owned(), format!("node clock ran 4× fast for {lease_ms} ms (gained {gained} ms)"))
+            (
+                "n1".to_owned(),
+                format!("node clock ran 4× fast for {lease_ms} ms (gained {gained} ms)"),
+            )
         }
         Nemesis::Restart => {
             restart(&mut targets.nodes, 0)?;
-            ("n1".to_owned(), "node restarted without persistence: every key lost".to_owned())
+            (
+                "n1".to_owned(),
+                "node restarted without persistence: every key lost".to_owned(),
+            )
         }
         Nemesis::LinkDelay => {
             // A client still asking: its grant comes back after the

@@ -280,7 +280,12 @@ pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
             "ttl_ms": spec.library.ttl_ms(spec.ttl_ms), "work_ms": spec.ttl_ms / 2, "end_ms": end_ms,
             "fenced": spec.fenced, "t0_ns": t0.to_string(), "failover": targets.failover_url(),
         });
-        clients.all.push(start_client(spec, (&program, &script, node_path.as_deref()), client, &cfg)?);
+        clients.all.push(start_client(
+            spec,
+            (&program, &script, node_path.as_deref()),
+            client,
+            &cfg,
+        )?);
     }
     let lease = spec.library.ttl_ms(spec.ttl_ms).unwrap_or(spec.ttl_ms);
     let faults = check_nemesis::run(spec.nemesis, &mut clients, &mut targets, (spec.seed, lease, end_ms, t0))?;
