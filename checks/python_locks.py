@@ -10,7 +10,10 @@ completes, with times in milliseconds on the runner's clock: CLOCK_MONOTONIC
 
 The config is one JSON argument (written by the runner, backend/src/cli/check_run.rs):
 library, client, urls (one per node), key, resource ("host:port"),
-history (path), ttl_ms (null: no timeout), work_ms, end_ms, fenced, t0_ns.
+history (path), ttl_ms (null: no timeout), work_ms, end_ms, fenced, t0_ns,
+and failover (a URL, or null): where the master's replica listens, for the
+`failover` nemesis. Once a call to the master fails, the client goes on
+against that URL, as a client that asks Sentinel for the new master does.
 """
 import json
 import socket
@@ -64,10 +67,10 @@ def text(token):
     return token.decode() if isinstance(token, bytes) else str(token)
 
 
-def make_lock():
+def make_lock(urls):
     import redis
 
-    conns = [redis.Redis.from_url(u, socket_timeout=5) for u in CFG["urls"]]
+    conns = [redis.Redis.from_url(u, socket_timeout=5) for u in urls]
     lib = CFG["library"]
     ttl_s = None if TTL_MS is None else TTL_MS / 1000
     if lib in ("redis-py", "redis-py-no-timeout"):
@@ -92,8 +95,25 @@ def make_lock():
     raise SystemExit(f"unknown library {lib}")
 
 
+class Failover:
+    """The URLs in use: the master's, then (once a call failed) the replica's."""
+
+    def __init__(self):
+        self.lock = make_lock(CFG["urls"])
+        self.spare = CFG.get("failover")
+
+    def failed(self, err):
+        import redis
+
+        gone = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+        if self.spare and isinstance(err, gone):
+            self.lock = make_lock([self.spare])
+            self.spare = None
+
+
 def main():
-    node, key, acquire, release, token = make_lock()
+    conn = Failover()
+    node, key, acquire, release, token = conn.lock
     resource = Resource(CFG["resource"])
     ttl = TTL_MS if TTL_MS is not None else 2**63
     n = 0
@@ -101,8 +121,10 @@ def main():
         t = now()
         try:
             got = bool(acquire())
-        except Exception:  # the outcome is unknown: the call may have taken effect
+        except Exception as err:  # the outcome is unknown: the call may have taken effect
             log("acquire", t, None, token=token() or "unknown")
+            conn.failed(err)
+            node, key, acquire, release, token = conn.lock
             time.sleep(0.05)
             continue
         log("acquire", t, got, token=token() or "none", ttl_ms=ttl if got else None)
@@ -128,8 +150,10 @@ def main():
         try:
             release()
             ok = True
-        except Exception:  # LockNotOwnedError, NotAcquired, ReleaseUnlockedLock
+        except Exception as err:  # LockNotOwnedError, NotAcquired, ReleaseUnlockedLock, or the node is gone
             ok = False
+            conn.failed(err)
+            node, key, acquire, release, token = conn.lock
         log("release", t, ok, token=tok)
 
 

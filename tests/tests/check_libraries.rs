@@ -170,3 +170,112 @@ fn a_client_that_never_exits_is_killed_at_the_deadline() {
         "the client is gone"
     );
 }
+
+/// Every new nemesis fires and leaves its marker in the history; where the
+/// behaviour is known, the checker finds it. redis-py's `Lock` on one node:
+/// a clock jumped or drifting forward, or a restart without persistence,
+/// lets a second client in within the first one's lease (the lock key as a
+/// register is not linearizable); a node that is only paused keeps the
+/// lock (nothing expires unseen: the paused node answers nobody).
+#[test]
+fn every_node_and_link_nemesis_fires_on_redis_py() {
+    let mut a = args(Library::RedisPy, false, Vec::new(), "nemeses");
+    a.nemesis = vec![
+        Nemesis::NodePause,
+        Nemesis::ClockJump,
+        Nemesis::ClockDrift,
+        Nemesis::Restart,
+        Nemesis::LinkDelay,
+        Nemesis::LinkCut,
+    ];
+    a.seconds = 6;
+    let md = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-libraries-nemeses.md");
+    a.markdown = Some(md.clone());
+    let outcome = run(&a).unwrap_or_else(|e| panic!("{e}"));
+    let card: serde_json::Value = serde_json::from_str(&outcome.text).expect("the card is JSON");
+    let rows = card["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), a.nemesis.len(), "{card:#}");
+    for (row, nemesis) in rows.iter().zip(&a.nemesis) {
+        let name = nemesis.name();
+        assert_eq!(row["nemesis"], name, "{row:#}");
+        assert!(row["faults"].as_u64() >= Some(1), "{name} never fired: {row:#}");
+        let history = std::fs::read_to_string(row["history"].as_str().unwrap_or_default()).expect("history");
+        assert!(
+            history.contains(&format!("\"fault\":\"{name}\"")),
+            "{name}'s marker is in the history"
+        );
+        assert!(row["rounds"].as_u64() >= Some(1), "{name}: {row:#}");
+        match nemesis {
+            Nemesis::ClockJump | Nemesis::ClockDrift | Nemesis::Restart => {
+                assert_eq!(row["verdict"], "violation", "{name}: {row:#}");
+            }
+            Nemesis::NodePause => assert_eq!(row["verdict"], "held", "{name}: {row:#}"),
+            _ => {}
+        }
+    }
+    let matrix = std::fs::read_to_string(&md).expect("the card's Markdown");
+    assert!(
+        matrix.contains("| library | node-pause | clock-jump | clock-drift | restart | link-delay | link-cut |"),
+        "{matrix}"
+    );
+    let cells = card["matrix"][0]["cells"].as_array().expect("the matrix's cells");
+    assert_eq!(cells.len(), a.nemesis.len(), "{card:#}");
+    let jump = &cells[1];
+    assert_eq!(jump["fault"], "clock-jump");
+    assert!(
+        jump["witness"].as_array().is_some_and(|w| !w.is_empty()),
+        "the cell carries its witness: {jump:#}"
+    );
+}
+
+/// A node fault is never injected into a server the lab was given.
+#[test]
+fn node_faults_are_refused_on_a_given_server() {
+    for nemesis in [
+        Nemesis::NodePause,
+        Nemesis::ClockJump,
+        Nemesis::ClockDrift,
+        Nemesis::Restart,
+    ] {
+        let mut a = args(
+            Library::RedisPy,
+            false,
+            vec!["redis://127.0.0.1:1/".to_owned()],
+            "refused",
+        );
+        a.nemesis = vec![nemesis];
+        match run(&a) {
+            Err(CheckError::Run {
+                source: RunError::NeedsOwnNodes(name),
+                ..
+            }) => assert_eq!(name, nemesis.name()),
+            other => panic!("expected a refusal, got {:?}", other.map(|o| o.text)),
+        }
+    }
+}
+
+/// `failover` on a real master + replica: the replica, cut from its master,
+/// is promoted while a client holds a lock it never got; the next client
+/// is granted the same lock within the first one's lease.
+#[test]
+fn failover_loses_redis_py_lock() {
+    let mut a = args(Library::RedisPy, false, Vec::new(), "failover");
+    a.nemesis = vec![Nemesis::Failover];
+    a.seconds = 6;
+    let r = row(&a);
+    assert_eq!(r["faults"].as_u64(), Some(1), "{r:#}");
+    assert_eq!(r["server"], "redis-server (master + replica)", "{r:#}");
+    let history = std::fs::read_to_string(r["history"].as_str().unwrap_or_default()).expect("history");
+    assert!(history.contains("\"fault\":\"failover\""), "{history}");
+    assert_eq!(r["verdict"], "violation", "{r:#}");
+    // Redlock libraries have no replica to promote.
+    let mut a = args(Library::NodeRedlock, false, Vec::new(), "failover-redlock");
+    a.nemesis = vec![Nemesis::Failover];
+    match run(&a) {
+        Err(CheckError::Run {
+            source: RunError::FailoverNeedsOneNode(_),
+            ..
+        }) => {}
+        other => panic!("expected a refusal, got {:?}", other.map(|o| o.text)),
+    }
+}

@@ -2767,3 +2767,49 @@ fn function_dump_restores_across_sim_server_and_redis_server() {
     // Each server restores the other's payload.
     assert_eq!(steps(&mut ours, &a), steps(&mut theirs, &b));
 }
+
+/// The controls `locklab check`'s node nemeses use: a clock jump expires a
+/// key at once, a drift makes its TTL run out early, and a paused node
+/// answers nothing until resumed (its clock running on meanwhile).
+#[test]
+fn clock_jump_drift_and_pause_controls() {
+    let server = sim(Profile::V7_0);
+    let mut s = connect(server.local_addr());
+    let nil = b"$-1\r\n";
+    roundtrip(&mut s, &req(&[b"SET", b"jumped", b"v", b"PX", b"100000"]), b"+OK\r\n");
+    let before = server.clock_ms();
+    server.jump_clock(200_000);
+    assert!(server.clock_ms() >= before + 200_000);
+    roundtrip(&mut s, &req(&[b"GET", b"jumped"]), nil);
+
+    roundtrip(&mut s, &req(&[b"SET", b"drifted", b"v", b"PX", b"100000"]), b"+OK\r\n");
+    // A thousand times fast: the 100 s TTL runs out after 0.1 s of real time.
+    server.drift_clock(999_000_000);
+    poll("the drifting clock to expire the key", || {
+        s.write_all(&req(&[b"GET", b"drifted"])).expect("write");
+        if read_line(&mut s) == "$-1" {
+            return Some(());
+        }
+        read_line(&mut s); // the value
+        None
+    });
+    server.drift_clock(0);
+    roundtrip(&mut s, &req(&[b"SET", b"kept", b"v", b"PX", b"100000"]), b"+OK\r\n");
+    roundtrip(&mut s, &req(&[b"EXISTS", b"kept"]), b":1\r\n");
+
+    roundtrip(&mut s, &req(&[b"SET", b"paused", b"v", b"PX", b"50"]), b"+OK\r\n");
+    server.pause();
+    s.write_all(&req(&[b"GET", b"paused"])).expect("write");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("read timeout");
+    let mut buf = [0u8; 16];
+    let early = s.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "a paused node answered: {early:?}"
+    );
+    server.resume();
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
+    // The 50 ms TTL ran out during the 300 ms pause.
+    assert_eq!(read_exact_bytes(&mut s, nil.len()), nil);
+}

@@ -203,6 +203,7 @@ fn libraries(args: &CheckArgs, search: &Search) -> Result<Outcome, CheckError> {
             card.rows.push(Row::new(library, nemesis, args.fenced, &run, &report));
         }
     }
+    card.tabulate();
     if let Some(path) = &args.markdown {
         std::fs::write(path, card.markdown()).map_err(|source| CheckError::Write {
             path: path.display().to_string(),

@@ -126,10 +126,37 @@ fn verdict(report: &Report, rounds: usize) -> Verdict {
     Verdict::Held
 }
 
-/// The card: every run's row.
+/// The card: every run's row, and the same as a library × fault matrix
+/// ([`Card::tabulate`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Card {
     pub rows: Vec<Row>,
+    /// The faults, the matrix's columns, in the order they were asked for.
+    pub faults: Vec<Nemesis>,
+    /// One line per library (and fencing), a cell per fault.
+    pub matrix: Vec<MatrixRow>,
+}
+
+/// A library (with or without the lab's fence) under every fault.
+#[derive(Clone, Debug, Serialize)]
+pub struct MatrixRow {
+    pub library: Library,
+    pub fenced: bool,
+    pub cells: Vec<Cell>,
+}
+
+/// One library under one fault: the verdict and the sub-history that
+/// witnesses it (empty when it held).
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub fault: Nemesis,
+    pub verdict: String,
+    /// The index of the run's row in `rows` (its history and findings).
+    pub row: usize,
+    /// The verdict's finding's calls, as `locklab check FILE` and the
+    /// timeline read them: 2–4 calls for a lock invariant, a window of the
+    /// register's calls for "not linearizable".
+    pub witness: Vec<Op>,
 }
 
 fn fence(row: &Row) -> &'static str {
@@ -154,6 +181,63 @@ fn witness_lines(ops: &[Op]) -> String {
 }
 
 impl Card {
+    /// Fill the matrix from the rows: a line per (library, fencing), a
+    /// column per fault, each in the order first met.
+    pub fn tabulate(&mut self) {
+        self.faults.clear();
+        self.matrix.clear();
+        for r in &self.rows {
+            if !self.faults.contains(&r.nemesis) {
+                self.faults.push(r.nemesis);
+            }
+        }
+        for (i, r) in self.rows.iter().enumerate() {
+            let cell = Cell {
+                fault: r.nemesis,
+                verdict: r.verdict.text(r.rounds),
+                row: i,
+                witness: r.witness().map(|f| f.witness.clone()).unwrap_or_default(),
+            };
+            match self
+                .matrix
+                .iter_mut()
+                .find(|m| m.library == r.library && m.fenced == r.fenced)
+            {
+                Some(m) => m.cells.push(cell),
+                None => self.matrix.push(MatrixRow {
+                    library: r.library,
+                    fenced: r.fenced,
+                    cells: vec![cell],
+                }),
+            }
+        }
+    }
+
+    /// The matrix as a Markdown table: library × fault → verdict (in bold
+    /// when the lock did not hold).
+    fn matrix_markdown(&self) -> String {
+        let names: Vec<&str> = self.faults.iter().map(|f| f.name()).collect();
+        let mut out = format!(
+            "| library | {} |\n|---|{}\n",
+            names.join(" | "),
+            "---|".repeat(names.len())
+        );
+        for m in &self.matrix {
+            let fence = if m.fenced { " (lab's fence)" } else { "" };
+            let cells: Vec<String> = self
+                .faults
+                .iter()
+                .map(|f| match m.cells.iter().find(|c| c.fault == *f) {
+                    Some(c) if self.rows[c.row].verdict == Verdict::Held => c.verdict.clone(),
+                    Some(c) => format!("**{}**", c.verdict),
+                    None => "–".to_owned(),
+                })
+                .collect();
+            out.push_str(&format!("| {}{fence} | {} |\n", m.library.name(), cells.join(" | ")));
+        }
+        out
+    }
+
     /// Did every run hold (the exit status)?
     pub fn clean(&self) -> bool {
         self.rows.iter().all(|r| r.verdict == Verdict::Held)
@@ -192,13 +276,21 @@ impl Card {
                 }
             }
         }
+        if self.rows.len() > 1 {
+            out.push('\n');
+            out.push_str(&self.matrix_markdown());
+        }
         out
     }
 
     /// The card as Markdown: the table, then each verdict's witness.
     pub fn markdown(&self) -> String {
-        let mut out = String::from(
-            "# Lock libraries under faults\n\n| library | fault | fencing | server | verdict | rounds | faults | writes accepted / refused |\n|---|---|---|---|---|---|---|---|\n",
+        let mut out = format!(
+            "# Lock libraries under faults\n\n{}\n## Runs\n\n",
+            self.matrix_markdown()
+        );
+        out.push_str(
+            "| library | fault | fencing | server | verdict | rounds | faults | writes accepted / refused |\n|---|---|---|---|---|---|---|---|\n",
         );
         for r in &self.rows {
             out.push_str(&format!(

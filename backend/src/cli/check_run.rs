@@ -4,7 +4,7 @@
 //! ```text
 //!  client processes (checks/*.py, *.js) ──RESP──▶ nodes: sim-server in this process (or --redis URLs)
 //!        │   └──── `W client key fence data` ───▶ the resource: a fenced store served here
-//!        └─ one history file each (JSON lines) ◀── the nemesis reads them, SIGSTOPs a holder
+//!        └─ one history file each (JSON lines) ◀── the nemesis reads them, strikes when one holds
 //! ```
 //!
 //! * **Nodes.** One sim-server per node the library needs (one; five Redlock
@@ -23,11 +23,12 @@
 //! * **One clock.** Every client stamps its calls with CLOCK_MONOTONIC minus
 //!   the run's start (`t0_ns`, taken here), in milliseconds; the nemesis
 //!   stamps its faults on the same clock.
-//! * **The nemesis** (`pause`, a GC pause): whenever a client's last history
+//! * **The nemesis** (`check_nemesis`): whenever a client's last history
 //!   line is a granted acquire (it is inside its critical section, before
-//!   its write), it is stopped with SIGSTOP for three to four lease times,
-//!   then SIGCONT. Which holder and the gaps between pauses come from
-//!   `--seed`. Only client pauses exist so far.
+//!   its write), a fault strikes — the holder paused (SIGSTOP), the lock's
+//!   node paused, its clock jumped or drifting, the node restarted empty, a
+//!   client's links delayed or cut — and is recorded as a fault marker.
+//!   Which client and the gaps between faults come from `--seed`.
 //! * **Deadline.** Clients stop starting rounds at the run's end; one that
 //!   has not exited some seconds later is killed, and the card says so. No
 //!   client is ever left stopped: [`Clients`] continues and kills them all
@@ -44,11 +45,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use locklab_core::history::{parse, FaultMark, History, HistoryError, Limits, Op, OpKind};
-use locklab_core::rng::Rng;
 use locklab_core::server::Profile;
 use thiserror::Error;
 
 use super::check_libs::{self, LibError, Libraries};
+use super::check_nemesis::{self, Targets, PAUSE_LEASES};
 use crate::sim_server;
 
 /// The lock libraries a run can use, as their workloads in `checks/` drive them.
@@ -113,19 +114,54 @@ impl Library {
     }
 }
 
-/// The faults the nemesis can inject.
+/// The faults the nemesis can inject (see `check_nemesis` for how each is done).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Nemesis {
     /// A client stopped (SIGSTOP) inside its critical section for 3–4 lease times, then continued: a GC pause.
     Pause,
+    /// The lock's node stopped for 3–4 lease times (as `kill -STOP` of redis-server), then continued.
+    NodePause,
+    /// The lock's node's clock stepped 3–4 lease times forward while a client holds the lock.
+    ClockJump,
+    /// The lock's node's clock running four times fast for one lease time while a client holds the lock.
+    ClockDrift,
+    /// The lock's node restarted without persistence while a client holds the lock.
+    Restart,
+    /// A waiting client's links to the nodes delayed 1.5 lease times each way, for 3–4 lease times.
+    LinkDelay,
+    /// The holder's links to the nodes cut (every request and reply lost) for 3–4 lease times.
+    LinkCut,
+    /// Master + replica (real redis-servers): replication cut, then at the next grant
+    /// the master killed and the replica, which never got that lock, promoted.
+    Failover,
 }
 
 impl Nemesis {
     pub fn name(self) -> &'static str {
         match self {
             Nemesis::Pause => "pause",
+            Nemesis::NodePause => "node-pause",
+            Nemesis::ClockJump => "clock-jump",
+            Nemesis::ClockDrift => "clock-drift",
+            Nemesis::Restart => "restart",
+            Nemesis::LinkDelay => "link-delay",
+            Nemesis::LinkCut => "link-cut",
+            Nemesis::Failover => "failover",
         }
+    }
+
+    /// It acts on a node, so the node must be the lab's own sim-server.
+    pub fn on_node(self) -> bool {
+        matches!(
+            self,
+            Nemesis::NodePause | Nemesis::ClockJump | Nemesis::ClockDrift | Nemesis::Restart
+        )
+    }
+
+    /// It acts on a client's links: every client connects through proxies.
+    pub fn on_link(self) -> bool {
+        matches!(self, Nemesis::LinkDelay | Nemesis::LinkCut)
     }
 }
 
@@ -168,9 +204,17 @@ pub enum RunError {
     },
     #[error("--workload {0}: expected a .py or .js file")]
     Workload(String),
+    #[error("{0} acts on a node, so it needs the lab's own sim-server nodes: a server given with --redis is never paused, restarted or moved in time")]
+    NeedsOwnNodes(&'static str),
+    #[error("{0}: a link fault needs a redis://HOST:PORT/ URL with an IP address")]
+    Url(String),
+    #[error("failover needs a library on one node (master + replica); {0} runs on five independent masters")]
+    FailoverNeedsOneNode(&'static str),
+    #[error("the master + replica topology: {0}")]
+    Topology(#[from] crate::real::topology::TopologyError),
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+pub(super) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
     let what = what.into();
     move |source| RunError::Io { what, source }
 }
@@ -187,20 +231,17 @@ pub struct Run {
     pub refused: usize,
 }
 
-/// The lease the runs use unless told otherwise, and the pause's length
-/// in leases: a GC pause well past the lease, with room for the others to
-/// take the lock and write meanwhile however slow the machine.
+/// The lease the runs use unless told otherwise.
 pub const TTL_MS: u64 = 1000;
-const PAUSE_LEASES: u64 = 3;
 /// A client still running this long after the run's end (plus one pause)
 /// is killed.
 const GRACE_MS: u64 = 10_000;
 /// How often the nemesis looks at the histories.
-const POLL: Duration = Duration::from_millis(10);
+pub(super) const POLL: Duration = Duration::from_millis(10);
 
 /// Now on the run's clock: CLOCK_MONOTONIC in nanoseconds (the clock
 /// Python's `time.monotonic_ns` and Node's `process.hrtime` read).
-fn mono_ns() -> u64 {
+pub(super) fn mono_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
 }
@@ -209,7 +250,22 @@ fn mono_ns() -> u64 {
 pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
     let (program, script, node_path) = interpreter(spec)?;
     std::fs::create_dir_all(&spec.dir).map_err(io(format!("mkdir {}", spec.dir.display())))?;
-    let (urls, _nodes, backend) = nodes(spec)?;
+    let (urls, nodes, backend) = nodes(spec)?;
+    let mut targets = Targets {
+        nodes,
+        links: Vec::new(),
+        topology: None,
+    };
+    let urls = match spec.nemesis {
+        Nemesis::Failover => targets.replicated()?,
+        _ => urls,
+    };
+    let backend = if targets.topology.is_some() {
+        "redis-server (master + replica)"
+    } else {
+        backend
+    };
+    targets.links(spec.nemesis, spec.clients, &urls)?;
     let t0 = mono_ns();
     let resource = Resource::start(spec.fenced, t0)?;
     let name = format!("locklab:check:{}:{}", spec.library.name(), spec.seed);
@@ -218,33 +274,21 @@ pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
     let mut clients = Clients::default();
     for i in 1..=spec.clients.max(1) {
         let client = format!("c{i}");
-        let history = spec.dir.join(format!("{client}.jsonl"));
-        File::create(&history).map_err(io(format!("create {}", history.display())))?;
         let cfg = serde_json::json!({
-            "library": spec.library.name(), "client": client, "urls": urls, "key": key,
-            "resource": resource.addr, "history": history, "ttl_ms": spec.library.ttl_ms(spec.ttl_ms),
-            "work_ms": spec.ttl_ms / 2, "end_ms": end_ms, "fenced": spec.fenced, "t0_ns": t0.to_string(),
+            "library": spec.library.name(), "client": client, "urls": targets.urls_for(i as usize - 1, &urls),
+            "key": key, "resource": resource.addr, "history": spec.dir.join(format!("{client}.jsonl")),
+            "ttl_ms": spec.library.ttl_ms(spec.ttl_ms), "work_ms": spec.ttl_ms / 2, "end_ms": end_ms,
+            "fenced": spec.fenced, "t0_ns": t0.to_string(), "failover": targets.failover_url(),
         });
-        let log = File::create(spec.dir.join(format!("{client}.log"))).map_err(io("create a client log"))?;
-        let err = log.try_clone().map_err(io("a client log"))?;
-        let mut cmd = Command::new(&program);
-        cmd.arg(&script)
-            .arg(cfg.to_string())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err);
-        if let Some(p) = &node_path {
-            cmd.env("NODE_PATH", p);
-        }
-        let child = cmd.spawn().map_err(io(format!("start {}", program.display())))?;
-        clients.all.push(Client {
-            name: client,
-            child,
-            tail: Tail::new(history),
-        });
+        clients.all.push(start_client(
+            spec,
+            (&program, &script, node_path.as_deref()),
+            client,
+            &cfg,
+        )?);
     }
     let lease = spec.library.ttl_ms(spec.ttl_ms).unwrap_or(spec.ttl_ms);
-    let faults = nemesis(&mut clients, spec.seed, lease, end_ms, t0);
+    let faults = check_nemesis::run(spec.nemesis, &mut clients, &mut targets, (spec.seed, lease, end_ms, t0))?;
     let notes = clients.finish(end_ms + lease * (PAUSE_LEASES + 1) + GRACE_MS, t0);
     let (merged, accepted, refused) = merge(&clients, faults, &resource)?;
     let path = spec.dir.join("history.jsonl");
@@ -263,6 +307,35 @@ pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
         notes,
         accepted,
         refused,
+    })
+}
+
+/// Start one client process with its config (one JSON argument); its
+/// history file is created first, so the nemesis can read it at once.
+fn start_client(
+    spec: &RunSpec,
+    (program, script, node_path): (&Path, &Path, Option<&Path>),
+    client: String,
+    cfg: &serde_json::Value,
+) -> Result<Client, RunError> {
+    let history = spec.dir.join(format!("{client}.jsonl"));
+    File::create(&history).map_err(io(format!("create {}", history.display())))?;
+    let log = File::create(spec.dir.join(format!("{client}.log"))).map_err(io("create a client log"))?;
+    let err = log.try_clone().map_err(io("a client log"))?;
+    let mut cmd = Command::new(program);
+    cmd.arg(script)
+        .arg(cfg.to_string())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err);
+    if let Some(p) = node_path {
+        cmd.env("NODE_PATH", p);
+    }
+    let child = cmd.spawn().map_err(io(format!("start {}", program.display())))?;
+    Ok(Client {
+        name: client,
+        child,
+        tail: Tail::new(history),
     })
 }
 
@@ -300,7 +373,20 @@ fn interpreter(spec: &RunSpec) -> Result<(PathBuf, PathBuf, Option<PathBuf>), Ru
 /// server it is.
 fn nodes(spec: &RunSpec) -> Result<(Vec<String>, Vec<sim_server::Server>, &'static str), RunError> {
     let need = spec.library.nodes();
+    if spec.nemesis == Nemesis::Failover {
+        if need != 1 {
+            return Err(RunError::FailoverNeedsOneNode(spec.library.name()));
+        }
+        if !spec.redis.is_empty() {
+            return Err(RunError::NeedsOwnNodes(spec.nemesis.name()));
+        }
+        // The master and its replica are started by `Targets::replicated`.
+        return Ok((Vec::new(), Vec::new(), "redis-server"));
+    }
     if !spec.redis.is_empty() {
+        if spec.nemesis.on_node() {
+            return Err(RunError::NeedsOwnNodes(spec.nemesis.name()));
+        }
         if spec.redis.len() != need {
             return Err(RunError::Nodes {
                 library: spec.library.name(),
@@ -320,11 +406,13 @@ fn nodes(spec: &RunSpec) -> Result<(Vec<String>, Vec<sim_server::Server>, &'stat
 
 /// A client's history file as it grows: enough to see whether its last
 /// call was a granted acquire.
-struct Tail {
+pub(super) struct Tail {
     path: PathBuf,
     offset: u64,
     partial: Vec<u8>,
-    holding: bool,
+    pub(super) holding: bool,
+    /// Granted acquires so far.
+    pub(super) grants: u64,
 }
 
 impl Tail {
@@ -334,11 +422,12 @@ impl Tail {
             offset: 0,
             partial: Vec::new(),
             holding: false,
+            grants: 0,
         }
     }
 
     /// Read what was appended since; malformed lines are left to [`merge`].
-    fn poll(&mut self) {
+    pub(super) fn poll(&mut self) {
         let Ok(mut f) = File::open(&self.path) else { return };
         if f.seek(SeekFrom::Start(self.offset)).is_err() {
             return;
@@ -353,6 +442,7 @@ impl Tail {
             let line: Vec<u8> = self.partial.drain(..=i).collect();
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
                 let granted = v["op"] == "acquire" && v["ok"] == true;
+                self.grants += u64::from(granted);
                 self.holding = granted || (self.holding && v["op"] != "write" && v["op"] != "release");
             }
         }
@@ -362,20 +452,20 @@ impl Tail {
     }
 }
 
-struct Client {
-    name: String,
-    child: Child,
-    tail: Tail,
+pub(super) struct Client {
+    pub(super) name: String,
+    pub(super) child: Child,
+    pub(super) tail: Tail,
 }
 
 /// The client processes. Dropped: continued and killed, so none is left
 /// stopped or running whatever went wrong.
 #[derive(Default)]
-struct Clients {
-    all: Vec<Client>,
+pub(super) struct Clients {
+    pub(super) all: Vec<Client>,
 }
 
-fn signal(child: &Child, sig: rustix::process::Signal) {
+pub(super) fn signal(child: &Child, sig: rustix::process::Signal) {
     let pid = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
     if let Some(pid) = pid {
         let _ = rustix::process::kill_process(pid, sig);
@@ -431,47 +521,6 @@ impl Drop for Clients {
             }
         }
     }
-}
-
-/// The seeded client-pause nemesis, until the run's end: after a gap, stop
-/// a client that holds the lock for 3–4 leases, then continue it.
-fn nemesis(clients: &mut Clients, seed: u64, lease_ms: u64, end_ms: u64, t0: u64) -> Vec<FaultMark> {
-    let mut rng = Rng::new(seed);
-    let now = || (mono_ns() - t0) / 1_000_000;
-    let mut faults = Vec::new();
-    let mut next = rng.between(lease_ms / 2, lease_ms);
-    while now() < end_ms {
-        std::thread::sleep(POLL);
-        for c in &mut clients.all {
-            c.tail.poll();
-        }
-        if now() < next {
-            continue;
-        }
-        let holders: Vec<usize> = (0..clients.all.len())
-            .filter(|&i| clients.all[i].tail.holding)
-            .collect();
-        if holders.is_empty() {
-            continue;
-        }
-        let victim = &mut clients.all[holders[rng.below(holders.len() as u64) as usize]];
-        let pause = lease_ms * PAUSE_LEASES + rng.between(0, lease_ms);
-        let from = now();
-        signal(&victim.child, rustix::process::Signal::STOP);
-        std::thread::sleep(Duration::from_millis(pause));
-        signal(&victim.child, rustix::process::Signal::CONT);
-        victim.tail.holding = false;
-        faults.push(FaultMark {
-            line: 0,
-            fault: "pause".to_owned(),
-            target: Some(victim.name.clone()),
-            from_ms: from,
-            to_ms: Some(now()),
-            note: Some(format!("SIGSTOP for {pause} ms, {} leases", pause / lease_ms.max(1))),
-        });
-        next = now() + rng.between(lease_ms, 2 * lease_ms);
-    }
-    faults
 }
 
 /// One write the resource accepted.

@@ -8,7 +8,8 @@
 //! * [`explore`] — `locklab explore`: the schedule and fault explorer.
 //! * [`bench`] — `locklab bench`: lock cycles per second, simulator vs real.
 //! * [`check`] — `locklab check`: a lock library's history, checked;
-//!   [`check_run`] runs a real lock library under a nemesis to make one,
+//!   [`check_run`] runs a real lock library under a nemesis to make one
+//!   (the faults are in `check_nemesis`),
 //!   [`check_card`] is the report card, [`check_libs`] installs the
 //!   libraries at pinned versions.
 //! * [`import`] — `locklab trace import`: a MONITOR capture as a lock timeline.
@@ -17,6 +18,7 @@ pub mod bench;
 pub mod check;
 pub mod check_card;
 pub mod check_libs;
+mod check_nemesis;
 pub mod check_run;
 pub mod explore;
 pub mod import;

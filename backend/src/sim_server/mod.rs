@@ -90,7 +90,7 @@ mod wire;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -235,11 +235,25 @@ fn parse_chunks(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<Vec<u8>>) {
     (commands, None)
 }
 
-/// The wall clock the node follows: Unix milliseconds, never going back.
+/// The wall clock the node follows: Unix milliseconds, never going back
+/// (core's [`Node::set_time`] ignores a step back, so a jump back holds
+/// the node's clock until real time catches up).
+///
+/// `locklab check`'s clock nemeses move it ([`Server::jump_clock`],
+/// [`Server::drift_clock`]): the skew is an offset taken at the last
+/// change plus `ppm` parts per million of the real time since, as the
+/// managed topologies' `LD_PRELOAD` clock does for a real redis-server
+/// (`real::faults::clock`). Read on every command, so the skew lives in
+/// atomics; the rare writer takes the mutex.
 #[derive(Debug)]
 struct Clock {
     start: Instant,
     base_ms: u64,
+    /// Real ms since `start` at the last change of the skew.
+    skew_at: AtomicU64,
+    skew_ms: AtomicI64,
+    drift_ppm: AtomicI64,
+    change: Mutex<()>,
 }
 
 impl Clock {
@@ -252,20 +266,56 @@ impl Clock {
         Clock {
             start: Instant::now(),
             base_ms: unix_ms.max(EPOCH_MS),
+            skew_at: AtomicU64::new(0),
+            skew_ms: AtomicI64::new(0),
+            drift_ppm: AtomicI64::new(0),
+            change: Mutex::new(()),
         }
     }
 
-    /// The monotonic instant at which [`Clock::now_ms`] reaches `ms`.
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The skew `elapsed` ms after start.
+    fn skew(&self, elapsed: u64) -> i64 {
+        let skew = self.skew_ms.load(Ordering::Relaxed);
+        let ppm = self.drift_ppm.load(Ordering::Relaxed);
+        if ppm == 0 {
+            return skew;
+        }
+        let since = i128::from(elapsed.saturating_sub(self.skew_at.load(Ordering::Relaxed)));
+        let drift = i64::try_from(since * i128::from(ppm) / 1_000_000).unwrap_or(0);
+        skew.saturating_add(drift)
+    }
+
+    /// Step the clock by `delta_ms` and/or run it `ppm` fast (negative: slow) from now on.
+    fn change(&self, delta_ms: i64, ppm: Option<i64>) {
+        let _one_writer = self.change.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.elapsed_ms();
+        let skew = self.skew(now).saturating_add(delta_ms);
+        self.skew_ms.store(skew, Ordering::Relaxed);
+        self.skew_at.store(now, Ordering::Relaxed);
+        if let Some(ppm) = ppm {
+            self.drift_ppm.store(ppm, Ordering::Relaxed);
+        }
+    }
+
+    /// The monotonic instant at which [`Clock::now_ms`] reaches `ms`
+    /// (with the skew as it is now; a drift only makes it a little early
+    /// or late, and a blocked client's timeout is then looked at again).
     fn instant_at(&self, ms: u64) -> Instant {
-        let after = Duration::from_millis(ms.saturating_sub(self.base_ms));
+        let real = i128::from(ms) - i128::from(self.base_ms) - i128::from(self.skew(self.elapsed_ms()));
+        let after = Duration::from_millis(u64::try_from(real.max(0)).unwrap_or(u64::MAX));
         self.start
             .checked_add(after)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
     }
 
     fn now_ms(&self) -> u64 {
-        let elapsed = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.base_ms.saturating_add(elapsed)
+        let elapsed = self.elapsed_ms();
+        let real = self.base_ms.saturating_add(elapsed);
+        real.saturating_add_signed(self.skew(elapsed))
     }
 }
 
@@ -311,6 +361,9 @@ struct Shared {
     /// Connections that left when the job queue was full: freed by the
     /// node's thread before its next job.
     gone: Mutex<Vec<ConnId>>,
+    /// Set by [`Server::pause`]: the node's thread takes no job until
+    /// [`Server::resume`] (or the server stops).
+    paused: AtomicBool,
 }
 
 impl Shared {
@@ -335,6 +388,7 @@ impl Shared {
     /// Stop the server (`SHUTDOWN`): no new connections, the others closed,
     /// a running script killed.
     fn shut_down(&self) {
+        self.paused.store(false, Ordering::Release);
         self.control.kill();
         self.stop.send_replace(true);
     }
@@ -397,6 +451,41 @@ impl Server {
 
     /// Stop now (the same as dropping it).
     pub fn shutdown(self) {}
+
+    /// The node's process stopped, as `kill -STOP` stops a redis-server
+    /// (`locklab check --nemesis node-pause`): connections are still
+    /// accepted and read, nothing is answered, and the clock runs on, so
+    /// keys whose time passed are gone once [`Server::resume`] lets the
+    /// node's thread take its next job. Only the embedding process can do
+    /// this: there is no command for it on the wire.
+    pub fn pause(&self) {
+        self.shared.paused.store(true, Ordering::Release);
+    }
+
+    /// Continue after [`Server::pause`] (`kill -CONT`).
+    pub fn resume(&self) {
+        self.shared.paused.store(false, Ordering::Release);
+    }
+
+    /// Step the node's clock by `delta_ms` (negative: back): a forward jump
+    /// expires keys early, which is what NTP stepping a server's clock does
+    /// to a lock's TTL (`locklab check --nemesis clock-jump`). In-process
+    /// only, like [`Server::pause`].
+    pub fn jump_clock(&self, delta_ms: i64) {
+        self.shared.clock.change(delta_ms, None);
+    }
+
+    /// Run the node's clock `ppm` parts per million fast from now on
+    /// (negative: slow; 0: at the right rate again, keeping the skew it
+    /// gathered): `locklab check --nemesis clock-drift`.
+    pub fn drift_clock(&self, ppm: i64) {
+        self.shared.clock.change(0, Some(ppm));
+    }
+
+    /// Where the node's clock is now (Unix ms, skew included).
+    pub fn clock_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
 }
 
 impl Drop for Server {
@@ -504,6 +593,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         next_id: AtomicU64::new(1),
         stop: watch::Sender::new(false),
         gone: Mutex::new(Vec::new()),
+        paused: AtomicBool::new(false),
     });
     // Room for every connection's connect, one job and its leaving.
     let (jobs, queue) = mpsc::channel(4 * maxclients + 64);

@@ -34,6 +34,9 @@ pub(super) type Argv = Vec<Vec<u8>>;
 /// pipeline of `GET`s of large values cannot make the output unbounded.
 const OUT_HIGH_WATER: usize = 64 * 1024;
 
+/// How often a paused node's thread looks whether it may go on.
+const PAUSE_POLL: Duration = Duration::from_millis(2);
+
 /// What a connection asks of the node's thread.
 pub(super) enum Job {
     /// A new connection (numbered by the accept side).
@@ -159,6 +162,10 @@ struct NodeThread {
 impl NodeThread {
     fn serve(&mut self, mut queue: mpsc::Receiver<Job>) {
         while let Some(job) = queue.blocking_recv() {
+            // Paused (`Server::pause`): as if the process were stopped.
+            while self.shared.paused.load(Ordering::Acquire) {
+                std::thread::sleep(PAUSE_POLL);
+            }
             for id in self.shared.take_gone() {
                 self.forget(id);
             }

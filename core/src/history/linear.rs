@@ -327,6 +327,8 @@ impl Search {
 /// from which the calls still fail — and without that last call, do not.
 /// Dropping calls one by one would not do: a release whose acquire was
 /// dropped fails on its own, for a reason the history does not have.
+/// Then the window is shrunk ([`shrink`]) by the calls that change nothing
+/// and are not needed for it to fail.
 /// `None` when `ops` is linearizable or undecided.
 pub fn witness(search: &Search, ops: &[&Op]) -> Option<Vec<usize>> {
     let verdict = |r: std::ops::Range<usize>| search.run(&ops[r]);
@@ -353,7 +355,29 @@ pub fn witness(search: &Search, ops: &[&Op]) -> Option<Vec<usize>> {
         .filter(|&s| ops[s].op == OpKind::Acquire && ops[s].ok == Some(true))
         .find(|&s| fails(s..hi) && matches!(verdict(s..hi - 1), Outcome::Linearizable(_)))
         .unwrap_or(0);
-    Some((start..hi).collect())
+    Some(shrink(search, ops, (start..hi).collect()))
+}
+
+/// Most calls [`shrink`] tries to drop: each try is a search.
+const SHRINK_TRIES: usize = 200;
+
+/// Drop from a failing window, one at a time, every call that changes
+/// nothing — a read, or an acquire, release or extension that answered
+/// failure — if the rest still fails. Only those: a linearization of the
+/// whole history minus such calls is still one (none of them moved the
+/// register), so if the rest admits none, the whole did not either, and
+/// the smaller witness is as honest as the window (delta debugging,
+/// restricted to the calls whose removal is sound).
+fn shrink(search: &Search, ops: &[&Op], mut keep: Vec<usize>) -> Vec<usize> {
+    let inert = |o: &Op| o.op == OpKind::Read || o.ok == Some(false);
+    let candidates: Vec<usize> = keep.iter().copied().filter(|&i| inert(ops[i])).collect();
+    for i in candidates.into_iter().take(SHRINK_TRIES) {
+        let rest: Vec<&Op> = keep.iter().filter(|&&k| k != i).map(|&k| ops[k]).collect();
+        if search.run(&rest) == Outcome::NotLinearizable {
+            keep.retain(|&k| k != i);
+        }
+    }
+    keep
 }
 
 #[cfg(test)]
@@ -404,6 +428,29 @@ mod tests {
         assert_eq!(judge(&h), Outcome::NotLinearizable);
         let refs: Vec<&Op> = h.iter().collect();
         assert_eq!(witness(&Search::default(), &refs), Some(vec![0, 1]));
+    }
+
+    #[test]
+    fn the_witness_drops_the_calls_that_changed_nothing() {
+        let h = [
+            op("a", Acquire, "ta", 1000, (0, 10), Some(true)),
+            op("b", Acquire, "tb", 1000, (20, 30), Some(false)),
+            op("c", Release, "tc", 1000, (40, 50), Some(false)),
+            op("c", Read, "ta", 0, (55, 56), Some(true)),
+            op("b", Acquire, "tb", 1000, (60, 70), Some(true)),
+        ];
+        let refs: Vec<&Op> = h.iter().collect();
+        assert_eq!(witness(&Search::default(), &refs), Some(vec![0, 4]));
+        // A release whose acquire is gone would fail for another reason:
+        // successful calls stay.
+        let h = [
+            op("a", Acquire, "ta", 1000, (0, 10), Some(true)),
+            op("a", Release, "ta", 1000, (20, 30), Some(true)),
+            op("a", Acquire, "ta", 1000, (40, 50), Some(true)),
+            op("b", Acquire, "tb", 1000, (60, 70), Some(true)),
+        ];
+        let refs: Vec<&Op> = h.iter().collect();
+        assert_eq!(witness(&Search::default(), &refs), Some(vec![2, 3]));
     }
 
     #[test]
