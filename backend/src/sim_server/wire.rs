@@ -1104,7 +1104,11 @@ fn follow_config(st: &State, env: &Env, argv: &[Vec<u8>]) {
         env.query_limit
             .store(config.client_query_buffer_limit(), Ordering::Relaxed);
         let normal = config.client_output_buffer_limit(ClientClass::Normal);
-        for (slot, v) in env.normal_obuf.iter().zip([normal.hard, normal.soft, normal.soft_seconds]) {
+        for (slot, v) in env
+            .normal_obuf
+            .iter()
+            .zip([normal.hard, normal.soft, normal.soft_seconds])
+        {
             slot.store(v, Ordering::Relaxed);
         }
     }
