@@ -1466,7 +1466,8 @@ fn a_script_killed_during_native_work_gets_redis_servers_whole_error() {
     let theirs = native_kill_transcript(real.addr());
     assert_eq!(ours, theirs);
     assert!(
-        ours.iter().any(|l| l.starts_with("-ERR Script killed by user with SCRIPT KILL... script: ")),
+        ours.iter()
+            .any(|l| l.starts_with("-ERR Script killed by user with SCRIPT KILL... script: ")),
         "{ours:?}"
     );
 }
@@ -1630,9 +1631,14 @@ fn deaf_client_dropped(addr: SocketAddr) -> usize {
                 break;
             }
         }
-        assert!(asked < 2_000, "200 MB of replies pending for a client that never reads, still connected");
+        assert!(
+            asked < 2_000,
+            "200 MB of replies pending for a client that never reads, still connected"
+        );
     }
-    poll("the deaf client to be freed", || (clients_now(&mut admin) == 1).then_some(()));
+    poll("the deaf client to be freed", || {
+        (clients_now(&mut admin) == 1).then_some(())
+    });
     drop(deaf);
     asked
 }
