@@ -1954,14 +1954,7 @@ pub const WORK_BYTES_PER_UNIT: u64 = 8;
 /// `local t = {}` in a loop ran several times longer per unit than a
 /// plain loop (issue 42). Its parts, when pre-sized or grown, are charged
 /// by their bytes on top (`account_table_growth`).
-pub const NEW_TABLE_UNITS: u64 = 8;
-
-/// locklab: what a new short string costs in units of work (its hash, its
-/// allocation, its slot in the intern table, the collector's later share):
-/// `t['k' .. i] = i` made one per iteration and ran at a quarter of a
-/// plain loop's units per second (issue 42). A long string is charged by
-/// its bytes instead.
-pub const NEW_SHORT_STRING_UNITS: u64 = 32;
+pub const NEW_TABLE_UNITS: u64 = 16;
 
 /// Sandbox trip code: the instruction budget reached zero.
 pub const SANDBOX_TRIP_INSTRUCTIONS: u8 = 1;
@@ -2713,11 +2706,6 @@ impl LuaState {
                 if let Some(existing) = global.interned_lt.find(bytes, hash) {
                     return Ok(existing);
                 }
-            }
-            // locklab: a new short string is native work (see
-            // `NEW_SHORT_STRING_UNITS`).
-            if let Some(err) = self.sandbox_charge_work(NEW_SHORT_STRING_UNITS) {
-                return Err(err);
             }
             let new_ref = GcRef::new(LuaString::from_slice(bytes));
             new_ref.account_buffer(new_ref.buffer_bytes() as isize);
