@@ -95,7 +95,7 @@ const PRELUDE_CHUNK: &str = "=locklab";
 /// at load average 14, after `format`'s copies, new tables and table
 /// growth were charged.) The mix's own shapes now spread 2.6×; the string
 /// keyed hash, whose new short strings are not charged, is the outlier
-/// (7.4× across all). /// `string.rep` of 100 MB is refused by the memory
+/// (7.4× across all). `string.rep` of 100 MB is refused by the memory
 /// ceiling before it builds anything (2.6 ms). The budget and SCRIPT KILL
 /// are checked every `CHECK_INTERVAL` (10⁴) units (under a millisecond at these
 /// rates); what one builtin call does between two checks is bounded by the
