@@ -18,7 +18,9 @@
 //! followed by a request that never ends, which must be closed at
 //! `client-query-buffer-limit`; one in thirty-two has a subscriber that
 //! never reads, which must be dropped at `client-output-buffer-limit
-//! pubsub` (within the sockets' buffers); the server answers PING after.
+//! pubsub`, and another one in thirty-two a client that sends and never
+//! reads, closed at `client-output-buffer-limit normal` (both within the
+//! sockets' buffers); the server answers PING after.
 //!
 //! A run with no reply for [`REPLY_TIMEOUT`] is a hang, reported as a
 //! finding. The generator's commands are `SET`, `GET`, inline lines and
@@ -59,9 +61,9 @@ fn server() -> &'static Server {
         config_set(
             addr,
             "client-output-buffer-limit",
-            &format!("pubsub {PUBSUB_LIMIT} 0 0"),
+            &format!("normal {NORMAL_LIMIT} 0 0 pubsub {PUBSUB_LIMIT} 0 0"),
         )
-        .expect("pubsub limit");
+        .expect("output limits");
         server
     })
 }
@@ -181,6 +183,10 @@ fn kill(addr: SocketAddr, mut script: TcpStream) -> Result<(), String> {
 /// here: their smallest settings, so a check costs a few megabytes.
 const QUERY_LIMIT: usize = 1 << 20;
 const PUBSUB_LIMIT: usize = 256 << 10;
+/// `client-output-buffer-limit normal` here (the default is none): every
+/// run's replies go through the limited write path; the runs' own replies
+/// stay far below it.
+const NORMAL_LIMIT: usize = 256 << 10;
 
 /// What the kernel's socket buffers may hold on top of a limit before the
 /// server sees it (loopback autotuning reaches a few megabytes).
@@ -256,6 +262,33 @@ fn pubsub_limit_holds(addr: SocketAddr, pick: usize) -> Result<(), String> {
     pong(addr, "after dropping a deaf subscriber")
 }
 
+/// The normal output limit: a client that keeps sending `ECHO`s (a size
+/// from the input) and never reads is closed once its unread replies pass
+/// the limit (its writes then fail), within the sockets' buffers both ways
+/// — and the server never stops reading it first.
+fn normal_limit_holds(addr: SocketAddr, pick: usize) -> Result<(), String> {
+    let mut deaf = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    deaf.set_write_timeout(Some(REPLY_TIMEOUT)).map_err(|e| e.to_string())?;
+    let size = 1024 + pick % (64 << 10);
+    let frame = format!("*2\r\n$4\r\nECHO\r\n${size}\r\n{}\r\n", "e".repeat(size));
+    let mut sent = 0;
+    loop {
+        match deaf.write_all(frame.as_bytes()) {
+            Ok(()) => sent += size,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(format!(
+                    "the server stopped reading a client that does not read, after {sent} bytes"
+                ));
+            }
+            Err(_) => break,
+        }
+        if sent > NORMAL_LIMIT + 2 * SOCKET_SLACK {
+            return Err(format!("{sent} bytes of replies pending for a client that never reads"));
+        }
+    }
+    pong(addr, "after closing a client that does not read")
+}
+
 fn pong(addr: SocketAddr, when: &str) -> Result<(), String> {
     let mut c = connect(addr).map_err(|e| format!("connect: {e}"))?;
     match ask(&mut c, b"PING\r\n").as_str() {
@@ -265,8 +298,9 @@ fn pong(addr: SocketAddr, when: &str) -> Result<(), String> {
 }
 
 /// The target: `input` whole and split, idle and (one in four) busy; one
-/// in sixteen also checks the query-buffer limit, one in thirty-two the
-/// pub/sub output limit (both set low once, at the server's start).
+/// in sixteen also checks the query-buffer limit, one in thirty-two each
+/// the pub/sub and the normal output limits (all set low once, at the
+/// server's start).
 pub fn check(input: &[u8]) -> Result<(), String> {
     let addr = server().local_addr();
     same_split_and_whole(addr, input, "idle")?;
@@ -284,6 +318,9 @@ pub fn check(input: &[u8]) -> Result<(), String> {
     }
     if pick % 32 == 2 {
         pubsub_limit_holds(addr, pick)?;
+    }
+    if pick % 32 == 3 {
+        normal_limit_holds(addr, pick)?;
     }
     Ok(())
 }

@@ -1430,6 +1430,48 @@ fn a_connection_opened_during_a_busy_script_kills_it() {
     );
 }
 
+/// A script killed while most of its time goes to native work (the VM's
+/// string copies, charged as work: `s .. i`, `string.rep`, `string.format`
+/// on a long `s`) ends with redis-server's whole error, the
+/// `script: <sha>, on @user_script:1.` tail included (issue 42's notes).
+fn native_kill_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut runner = connect(addr);
+    runner
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("read timeout");
+    let mut other = connect(addr);
+    let mut out = lines_for(&mut other, &[&[b"CONFIG", b"SET", b"busy-reply-threshold", b"50"]]);
+    for script in [
+        &b"local s=string.rep('x',1e5) for i=1,1e9 do local t=s..i end"[..],
+        // redis-server's count hook runs every 10⁵ instructions: with 100 kB
+        // copies that is seconds apart, so these copy 10 kB. One line each:
+        // which of a loop's lines the hook lands on is the VM's business.
+        b"local s=string.rep('x',1e4) for i=1,1e9 do local t=string.rep(s, 2) end",
+        b"local s=string.rep('x',1e4) for i=1,1e9 do local t=string.format('%s%d', s, i) end",
+    ] {
+        runner.write_all(&req(&[b"EVAL", script, b"0"])).expect("write");
+        out.push(until_busy(&mut other));
+        out.extend(lines_for(&mut other, &[&[b"SCRIPT", b"KILL"]]));
+        out.push(read_line(&mut runner));
+        out.extend(lines_for(&mut other, &[&[b"PING"]]));
+    }
+    out
+}
+
+#[test]
+fn a_script_killed_during_native_work_gets_redis_servers_whole_error() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = native_kill_transcript(server.local_addr());
+    let theirs = native_kill_transcript(real.addr());
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.iter()
+            .any(|l| l.starts_with("-ERR Script killed by user with SCRIPT KILL... script: ")),
+        "{ours:?}"
+    );
+}
+
 /// Row 10 of issue 42: `FUNCTION STATS` and `SHUTDOWN` from a connection
 /// opened while a function is busy are answered at once; `SHUTDOWN
 /// NOSAVE` stops the server (every connection closes, nobody is accepted).
@@ -1557,6 +1599,61 @@ fn a_subscriber_that_never_reads_is_dropped_at_its_output_limit() {
     assert!(
         ours <= theirs + 16,
         "sim-server kept it for {ours} MB, redis-server {theirs} MB"
+    );
+}
+
+/// Issue 42, Deliver 4: a client under a configured
+/// `client-output-buffer-limit normal` that keeps sending and never reads
+/// is closed once its unread replies pass the limit, as redis-server closes
+/// it (the default, `normal 0 0 0`, has no limit). How many 100 kB `ECHO`s
+/// it sent before its writes failed.
+fn deaf_client_dropped(addr: SocketAddr) -> usize {
+    let mut admin = connect(addr);
+    roundtrip(
+        &mut admin,
+        &req(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 1mb 0 0"]),
+        b"+OK\r\n",
+    );
+    let mut deaf = connect(addr);
+    deaf.set_write_timeout(Some(IO_TIMEOUT)).expect("write timeout");
+    // As big as its reply, so the sockets' buffers hold as many requests
+    // as replies: a few megabytes each way.
+    let get = req(&[b"ECHO", &vec![b'x'; 100_000]]);
+    let mut asked = 0;
+    loop {
+        match deaf.write_all(&get) {
+            Ok(()) => asked += 1,
+            Err(e) => {
+                assert!(
+                    !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                    "the server stopped reading a client that does not read, after {asked} GETs"
+                );
+                break;
+            }
+        }
+        assert!(
+            asked < 2_000,
+            "200 MB of replies pending for a client that never reads, still connected"
+        );
+    }
+    poll("the deaf client to be freed", || {
+        (clients_now(&mut admin) == 1).then_some(())
+    });
+    drop(deaf);
+    asked
+}
+
+#[test]
+fn a_client_that_never_reads_is_dropped_at_its_normal_output_limit() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = deaf_client_dropped(server.local_addr());
+    let theirs = deaf_client_dropped(real.addr());
+    // Both within the socket buffers' few megabytes (and the client's own
+    // send buffer of requests) of the 1 MB limit.
+    assert!(
+        ours <= theirs + 200,
+        "sim-server kept it for {ours} replies of 100 kB, redis-server for {theirs}"
     );
 }
 

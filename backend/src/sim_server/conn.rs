@@ -7,8 +7,9 @@
 //! input is read only when the parser needs more, what the client sent
 //! that has not run yet is held to `client-query-buffer-limit` on every
 //! read (also while it is blocked or delayed), output is flushed whenever
-//! it passes [`OUT_HIGH_WATER`], and buffers that grew for one large
-//! request shrink back afterwards.
+//! it passes [`OUT_HIGH_WATER`] (and, under a `client-output-buffer-limit
+//! normal`, held to it: see [`Conn::write_out`]), and buffers that grew for
+//! one large request shrink back afterwards.
 //!
 //! While a script holds the node past `busy-reply-threshold`, the
 //! connection answers by itself, without waiting: it takes back a batch the
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use locklab_core::server::config::ObufLimit;
 use locklab_core::server::ConnId;
 use locklab_core::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -118,6 +120,9 @@ struct Conn {
     /// What the busy answers being given did, for the node to catch up on
     /// at the script's end (see [`Deferred`]).
     busy_effects: Vec<Deferred>,
+    /// Since when the unsent replies have been over the normal class's
+    /// soft output limit.
+    soft_since: Option<Instant>,
 }
 
 /// Takes the connection out of the node however the task ends (the client
@@ -192,6 +197,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
         queued,
         in_multi: false,
         busy_effects: Vec::new(),
+        soft_since: None,
     };
     // An I/O error means the client is gone; there is nobody to tell. A
     // client closed for its output may be stuck in a write: the kill ends
@@ -229,24 +235,31 @@ impl Conn {
                     Flow::Close => return self.close(stream).await,
                     Flow::Gone => return Ok(()),
                 }
-                if self.out.len() >= OUT_HIGH_WATER {
-                    self.flush(stream).await?;
+                if self.out.len() >= OUT_HIGH_WATER && !self.write_out(stream).await? {
+                    return Ok(());
                 }
                 continue;
             }
             if self.closing.is_some() {
                 continue;
             }
-            self.flush(stream).await?;
+            if !self.write_out(stream).await? {
+                return Ok(());
+            }
             self.compact();
             self.reserve_for_read();
+            // Replies still pending (only under a normal output limit):
+            // the socket taking more is news too.
+            let unsent = !self.out.is_empty();
+            let (mut rd, wr) = stream.split();
             tokio::select! {
-                n = stream.read_buf(&mut self.input) => if n? == 0 {
+                n = rd.read_buf(&mut self.input) => if n? == 0 {
                     return Ok(());
                 },
                 msg = self.inbox.recv() => if !self.deliver(msg, stream).await? {
                     return Ok(());
                 },
+                w = wr.writable(), if unsent => w?,
             }
             if self.over_query_limit() {
                 return Ok(());
@@ -654,6 +667,62 @@ impl Conn {
             )));
         }
         None
+    }
+
+    /// Write out the replies. With no `client-output-buffer-limit normal`
+    /// (the default, `0 0 0`) this waits until the socket took them all:
+    /// the client's next requests wait in its socket, and memory stays
+    /// bounded where redis-server's would grow. With a limit, only what the
+    /// socket takes now is written; the rest stays pending while the
+    /// connection goes on reading and running the client's requests, as
+    /// redis-server does, and a client whose pending replies pass the limit
+    /// is closed (`false`), as `closeClientOnOutputBufferLimitReached`
+    /// closes it. (The connection's own replies count as the normal
+    /// class's; what other clients send it, pub/sub messages, is the
+    /// node's to count.)
+    async fn write_out(&mut self, stream: &mut TcpStream) -> io::Result<bool> {
+        let limit = self.shared.normal_output_limit();
+        if limit.hard == 0 && limit.soft == 0 {
+            self.flush(stream).await?;
+            return Ok(true);
+        }
+        let mut sent = 0;
+        while sent < self.out.len() {
+            match stream.try_write(&self.out[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.drain(..sent);
+        if self.out.is_empty() {
+            self.soft_since = None;
+            self.flush(stream).await?;
+            return Ok(true);
+        }
+        Ok(!self.over_output_limit(limit))
+    }
+
+    /// `checkClientOutputBufferLimits` for the replies not yet written:
+    /// over the hard limit, or over the soft one for longer than its
+    /// seconds. Logged as redis-server logs it.
+    fn over_output_limit(&mut self, limit: ObufLimit) -> bool {
+        let used = self.out.len() as u64;
+        let hard = limit.hard > 0 && used >= limit.hard;
+        let soft = if limit.soft > 0 && used >= limit.soft {
+            let since = *self.soft_since.get_or_insert_with(Instant::now);
+            since.elapsed() > Duration::from_secs(limit.soft_seconds)
+        } else {
+            self.soft_since = None;
+            false
+        };
+        if hard || soft {
+            eprintln!(
+                "locklab sim-server: client id={} (normal) closed for overcoming of output buffer limits ({used} bytes pending)",
+                self.sess.id.0
+            );
+        }
+        hard || soft
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {

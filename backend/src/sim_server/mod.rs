@@ -67,8 +67,9 @@
 //!   511 (`tcp-backlog`), `client-query-buffer-limit` on every read (also
 //!   while blocked or delayed), `client-output-buffer-limit` on what the
 //!   node queues for a client that does not read (pub/sub messages: the
-//!   client is closed past 32 MB, or past 8 MB for 60 s), both settable
-//!   with `CONFIG SET`.
+//!   client is closed past 32 MB, or past 8 MB for 60 s) and, once the
+//!   normal class has a limit (its default is none), on a client's own
+//!   unread replies, all settable with `CONFIG SET`.
 //!
 //! # Layout
 //!
@@ -94,6 +95,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use locklab_core::server::config::ObufLimit;
 use locklab_core::server::script::ScriptControl;
 use locklab_core::server::{ConnId, Node, Profile, EPOCH_MS};
 use locklab_core::Reply;
@@ -385,6 +387,16 @@ impl Shared {
         usize::try_from(self.env.query_limit.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
 
+    /// `client-output-buffer-limit normal` now (see [`wire::Env`]).
+    fn normal_output_limit(&self) -> ObufLimit {
+        let [hard, soft, soft_seconds] = self.env.normal_obuf.as_ref();
+        ObufLimit {
+            hard: hard.load(Ordering::Relaxed),
+            soft: soft.load(Ordering::Relaxed),
+            soft_seconds: soft_seconds.load(Ordering::Relaxed),
+        }
+    }
+
     /// Stop the server (`SHUTDOWN`): no new connections, the others closed,
     /// a running script killed.
     fn shut_down(&self) {
@@ -577,12 +589,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
     let maxclients = fit_maxclients(MAX_CLIENTS);
     let mut node = Node::new(cfg.profile);
     wire::set_host_config(&mut node, local_addr, maxclients);
-    let env = wire::Env {
-        profile: cfg.profile,
-        local_addr,
-        busy_threshold_ms: Arc::new(AtomicU64::new(wire::BUSY_REPLY_THRESHOLD_MS)),
-        query_limit: Arc::new(AtomicU64::new(QUERY_BUFFER_LIMIT as u64)),
-    };
+    let env = wire::Env::new(cfg.profile, local_addr, QUERY_BUFFER_LIMIT as u64);
     let shared = Arc::new(Shared {
         env,
         clock: Clock::new(),

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use locklab_core::server::config::ClientClass;
 use locklab_core::server::glob::glob_match;
 use locklab_core::server::table::{self, flags, Command, Keys};
 use locklab_core::server::{ConnId, Node, Profile, DATABASES};
@@ -140,6 +141,23 @@ pub(crate) struct Env {
     pub(crate) busy_threshold_ms: Arc<AtomicU64>,
     /// `client-query-buffer-limit`, read by the connections on every read.
     pub(crate) query_limit: Arc<AtomicU64>,
+    /// `client-output-buffer-limit normal`: hard, soft, soft seconds (0 =
+    /// none, the default), read by the connections as their replies pile
+    /// up unread.
+    pub(crate) normal_obuf: Arc<[AtomicU64; 3]>,
+}
+
+impl Env {
+    /// A server's facts at start: the defaults until `CONFIG SET`.
+    pub(crate) fn new(profile: Profile, local_addr: SocketAddr, query_limit: u64) -> Env {
+        Env {
+            profile,
+            local_addr,
+            busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
+            query_limit: Arc::new(AtomicU64::new(query_limit)),
+            normal_obuf: Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]),
+        }
+    }
 }
 
 /// One handler's view: the locked state, the connection, the server facts.
@@ -1085,6 +1103,14 @@ fn follow_config(st: &State, env: &Env, argv: &[Vec<u8>]) {
             .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
         env.query_limit
             .store(config.client_query_buffer_limit(), Ordering::Relaxed);
+        let normal = config.client_output_buffer_limit(ClientClass::Normal);
+        for (slot, v) in env
+            .normal_obuf
+            .iter()
+            .zip([normal.hard, normal.soft, normal.soft_seconds])
+        {
+            slot.store(v, Ordering::Relaxed);
+        }
     }
 }
 
@@ -1135,12 +1161,7 @@ mod tests {
         (
             st,
             Session::new(id),
-            Env {
-                profile,
-                local_addr: addr,
-                busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
-                query_limit: Arc::new(AtomicU64::new(super::super::QUERY_BUFFER_LIMIT as u64)),
-            },
+            Env::new(profile, addr, super::super::QUERY_BUFFER_LIMIT as u64),
         )
     }
 

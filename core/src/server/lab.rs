@@ -132,6 +132,7 @@ pub mod why {
     pub const OUTSIDE: &str = "it returns keys outside the session; SCAN lists the session's keys";
     pub const COUNTS: &str = "it counts keys outside the session; SCAN lists the session's keys";
     pub const COPY: &str = "it can copy into another database";
+    pub const MOVE: &str = "it moves a key into another database";
     pub const MEMORY: &str = "it reports on the server's allocator and memory as a whole";
     pub const PUBSUB: &str = "it names channels outside the session";
 }

@@ -1206,6 +1206,20 @@ impl Engine {
         }
     }
 
+    /// Remove a key and signal it, handing its entry over (RENAME and MOVE
+    /// move the object itself: `dbAdd` of the same `robj`, no copy).
+    pub(crate) fn take(&mut self, db: usize, key: &[u8]) -> Option<db::Entry> {
+        self.lookup_write(db, key)?;
+        let entry = self.dbs[db].remove(key)?;
+        self.modified(db, key);
+        Some(entry)
+    }
+
+    /// Is this node in cluster mode (`server.cluster_enabled`)?
+    pub(crate) fn in_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     /// Remove a key if present and signal it; returns whether it existed.
     pub(crate) fn delete(&mut self, db: usize, key: &[u8]) -> bool {
         if self.lookup_write(db, key).is_none() {

@@ -251,6 +251,7 @@ commands! {
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem), OK;
     "memory", -2, READONLY, range(2, 2, 1), &[("usage", -3)], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget), OK;
+    "move", 3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::move_), Lab::Deny(why::MOVE);
     "mset", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::mset), Lab::Allow(&[Cost::Pairs]);
     "msetnx", -3, WRITE | DENYOOM, range(1, -1, 2), NONE, Handler::Plain(cmd::strings::msetnx), Lab::Allow(&[Cost::Pairs]);
     "multi", 1, NOSCRIPT, Keys::None, NONE, Handler::Multi, OK;

@@ -2559,11 +2559,21 @@ fn str_format_51(state: &mut LuaState) -> Result<usize, LuaError> {
             }
             b'q' => {
                 let s = state.check_arg_string(arg)?;
+                // locklab: as `%s` (a quoted item is scanned and copied).
+                if let Some(e) = state.sandbox_charge_work(2 * s.len() as u64 / lua_vm::state::WORK_BYTES_PER_UNIT) {
+                    return Err(e);
+                }
                 addquoted_51(&mut buf, &s);
                 continue;
             }
             b's' => {
                 let s = state.check_arg_string(arg)?;
+                // locklab: the item's two copies (the argument's, and into
+                // the buffer) are native work that the result's own charge
+                // (one copy, in `intern_str`) leaves out (issue 42).
+                if let Some(e) = state.sandbox_charge_work(2 * s.len() as u64 / lua_vm::state::WORK_BYTES_PER_UNIT) {
+                    return Err(e);
+                }
                 if !has_precision && s.len() >= 100 {
                     buf.extend_from_slice(&s);
                     continue;

@@ -1021,25 +1021,19 @@ impl LuaTableRefExt for GcRef<LuaTable> {
                     state.gc_table_barrier_back(self, &k);
                 }
                 let before = (**self).buffer_bytes();
-                let result = (**self).try_raw_set(k, v);
-                if result.is_ok() {
-                    account_table_buffer_delta(self, before);
-                }
-                result
+                (**self).try_raw_set(k, v)?;
+                account_table_growth(state, self, before)
             }
         }
     }
     #[inline(always)]
-    fn raw_set_int(&self, _state: &mut LuaState, k: i64, v: LuaValue) -> Result<(), LuaError> {
+    fn raw_set_int(&self, state: &mut LuaState, k: i64, v: LuaValue) -> Result<(), LuaError> {
         match (**self).try_update_int(k, v) {
             Ok(()) => Ok(()),
             Err(v) => {
                 let before = (**self).buffer_bytes();
-                let result = (**self).try_raw_set_int(k, v);
-                if result.is_ok() {
-                    account_table_buffer_delta(self, before);
-                }
-                result
+                (**self).try_raw_set_int(k, v)?;
+                account_table_growth(state, self, before)
             }
         }
     }
@@ -1058,24 +1052,18 @@ impl LuaTableRefExt for GcRef<LuaTable> {
             Err(v) => {
                 state.gc_table_barrier_back(self, &LuaValue::Str(k));
                 let before = (**self).buffer_bytes();
-                let result = (**self).try_raw_set(LuaValue::Str(k), v);
-                if result.is_ok() {
-                    account_table_buffer_delta(self, before);
-                }
-                result
+                (**self).try_raw_set(LuaValue::Str(k), v)?;
+                account_table_growth(state, self, before)
             }
         }
     }
     fn invalidate_tm_cache(&self) {}
-    fn resize(&self, _state: &mut LuaState, na: usize, nh: usize) -> Result<(), LuaError> {
+    fn resize(&self, state: &mut LuaState, na: usize, nh: usize) -> Result<(), LuaError> {
         let before = (**self).buffer_bytes();
         let na32 = na.min(u32::MAX as usize) as u32;
         let nh32 = nh.min(u32::MAX as usize) as u32;
-        let result = (**self).resize(na32, nh32);
-        if result.is_ok() {
-            account_table_buffer_delta(self, before);
-        }
-        result
+        (**self).resize(na32, nh32)?;
+        account_table_growth(state, self, before)
     }
     fn next(&self, k: LuaValue) -> Result<Option<(LuaValue, LuaValue)>, LuaError> {
         (**self).try_next_pair(&k)
@@ -1083,6 +1071,23 @@ impl LuaTableRefExt for GcRef<LuaTable> {
 }
 
 #[inline]
+/// locklab: [`account_table_buffer_delta`], and a table that grew charged
+/// as native work (see [`LuaState::sandbox_charge_work`]): a rehash moves
+/// every entry into parts of the new size, a pre-sized constructor fills
+/// them, and one instruction did it (issue 42: `t[#t + 1] = v` loops and
+/// table constructors ran far more units' worth of time than they were
+/// charged). The new parts' bytes are the measure.
+fn account_table_growth(state: &mut LuaState, t: &GcRef<LuaTable>, before: usize) -> Result<(), LuaError> {
+    account_table_buffer_delta(t, before);
+    let after = (**t).buffer_bytes();
+    if after > before {
+        if let Some(err) = state.sandbox_charge_work(after as u64 / WORK_BYTES_PER_UNIT) {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
 fn account_table_buffer_delta(t: &GcRef<LuaTable>, before: usize) {
     let after = (**t).buffer_bytes();
     if after > before {
@@ -1943,6 +1948,13 @@ pub const SANDBOX_TRIP_NONE: u8 = 0;
 /// [`LuaState::sandbox_charge_work`]. Calibrated on the lab's machine
 /// (README: scripts' budgets).
 pub const WORK_BYTES_PER_UNIT: u64 = 8;
+
+/// locklab: what a new table costs in units of work besides its
+/// instruction (the allocation, and the collector's later share of it):
+/// `local t = {}` in a loop ran several times longer per unit than a
+/// plain loop (issue 42). Its parts, when pre-sized or grown, are charged
+/// by their bytes on top (`account_table_growth`).
+pub const NEW_TABLE_UNITS: u64 = 16;
 
 /// Sandbox trip code: the instruction budget reached zero.
 pub const SANDBOX_TRIP_INSTRUCTIONS: u8 = 1;

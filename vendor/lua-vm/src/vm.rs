@@ -2394,6 +2394,11 @@ pub(crate) fn execute(state: &mut LuaState, mut ci: CallInfoIdx) -> Result<(), L
                             pc += 1; // skip extra argument even if zero
                         }
                         state.set_top(ra + 1);
+                        // locklab: a new table is native work (see
+                        // `NEW_TABLE_UNITS`).
+                        if let Some(err) = state.sandbox_charge_work(crate::state::NEW_TABLE_UNITS) {
+                            return Err(err);
+                        }
                         let t = if b != 0 || c != 0 {
                             state.new_table_with_sizes(c as u32, b as u32)?
                         } else {

@@ -302,13 +302,14 @@ pub(crate) fn touch(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `renameGenericCommand`: the value and its TTL move; RENAMENX does not
-/// overwrite. The same name is a no-op on an existing key.
+/// overwrite. The same name is a no-op on an existing key. The object
+/// itself moves (`dbAdd(c->db, c->argv[2], o)` with its refcount raised):
+/// nothing is copied, whatever its size.
 fn rename_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], nx: bool) -> Reply {
     let (src, dst) = (&argv[1], &argv[2]);
-    let Some(entry) = cx.e.lookup_write(cx.db, src).cloned() else {
+    if cx.e.lookup_write(cx.db, src).is_none() {
         return Reply::error("ERR no such key");
-    };
-    let done = || if nx { Reply::Integer(1) } else { Reply::ok() };
+    }
     if src == dst {
         return if nx { Reply::Integer(0) } else { Reply::ok() };
     }
@@ -318,15 +319,68 @@ fn rename_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], nx: bool) -> Reply {
         }
         cx.e.delete(cx.db, dst);
     }
-    cx.e.delete(cx.db, src);
-    let raw = entry.is_raw_string();
-    cx.e.store(cx.db, dst, entry.value, entry.expires_at);
-    // RENAME moves the object itself, its encoding with it.
-    if raw {
-        cx.e.set_raw(cx.db, dst);
-    }
+    let Some(entry) = cx.e.take(cx.db, src) else {
+        return Reply::error("ERR no such key");
+    };
+    move_entry(cx, cx.db, dst, entry);
     cx.e.propagate(|| argv.to_vec());
-    done()
+    if nx {
+        Reply::Integer(1)
+    } else {
+        Reply::ok()
+    }
+}
+
+/// Store an entry taken from another key (RENAME, MOVE): its value, its
+/// deadline and its encoding with it.
+fn move_entry(cx: &mut Ctx<'_>, db: usize, key: &[u8], entry: crate::server::db::Entry) {
+    let raw = entry.is_raw_string();
+    cx.e.store(db, key, entry.value, entry.expires_at);
+    if raw {
+        cx.e.set_raw(db, key);
+    }
+}
+
+/// A database argument (COPY's `DB`, MOVE's): `getIntFromObjectOrReply`
+/// (a `long long`, then the `int` range with its own error), then
+/// `selectDb`'s range.
+fn db_index(arg: &[u8]) -> Result<usize, Reply> {
+    let n = super::int_arg(arg)?;
+    if i32::try_from(n).is_err() {
+        return Err(Reply::error(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    match usize::try_from(n) {
+        Ok(d) if d < crate::server::DATABASES => Ok(d),
+        _ => Err(Reply::error("ERR DB index is out of range")),
+    }
+}
+
+/// `MOVE key db` (db.c `moveCommand`): the key, its TTL with it, goes to
+/// database `db` of the same node; 0 when it is missing here or already
+/// there. The object moves, as in RENAME.
+pub(crate) fn move_(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if cx.e.in_cluster() {
+        return Reply::error("ERR MOVE is not allowed in cluster mode");
+    }
+    let dst_db = match db_index(&argv[2]) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    if dst_db == cx.db {
+        return Reply::error("ERR source and destination objects are the same");
+    }
+    let key = &argv[1];
+    if cx.e.lookup_write(cx.db, key).is_none() || cx.e.lookup_write(dst_db, key).is_some() {
+        return Reply::Integer(0);
+    }
+    let Some(entry) = cx.e.take(cx.db, key) else {
+        return Reply::Integer(0);
+    };
+    move_entry(cx, dst_db, key, entry);
+    cx.e.propagate(|| argv.to_vec());
+    Reply::Integer(1)
 }
 
 /// `RENAME key newkey`
@@ -349,13 +403,9 @@ pub(crate) fn copy(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         if is(&argv[j], "REPLACE") {
             replace = true;
         } else if is(&argv[j], "DB") && j + 1 < argv.len() {
-            // getIntFromObjectOrReply, then selectDb.
-            match super::parse_i64(&argv[j + 1]) {
-                Some(n) if i32::try_from(n).is_ok() => match usize::try_from(n) {
-                    Ok(d) if d < crate::server::DATABASES => dst_db = d,
-                    _ => return Reply::error("ERR DB index is out of range"),
-                },
-                _ => return super::not_integer(),
+            match db_index(&argv[j + 1]) {
+                Ok(d) => dst_db = d,
+                Err(r) => return r,
             }
             j += 1;
         } else {

@@ -392,3 +392,34 @@ fn a_kill_stops_a_catastrophic_pattern_inside_the_call() {
         out.reply
     );
 }
+
+/// A kill that lands while the script's time goes to native work (`s ..
+/// i` of 100 kB: every iteration's copy brings the count hook forward)
+/// ends with redis-server's whole error, the `script: <sha>, on
+/// @user_script:1.` tail included, as a pure Lua loop's kill does.
+#[test]
+fn a_kill_during_native_work_names_the_scripts_line() {
+    for body in [
+        "local s = string.rep('x', 1e5) for i = 1, 1e12 do local t = s .. i end",
+        "local s = string.rep('x', 1e5) for i = 1, 1e12 do local t = string.format('%s%d', s, i) end",
+    ] {
+        let control = Arc::new(ScriptControl::new());
+        let killer = {
+            let control = control.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                control.kill();
+            })
+        };
+        let out = watched(body, 1_000_000_000_000, Some(control), Arc::new(AtomicUsize::new(0)));
+        killer.join().expect("killer thread");
+        let sha = super::sha1_hex(body.as_bytes());
+        assert_eq!(
+            out.reply,
+            Reply::Error(format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:1."
+            )),
+            "{body}"
+        );
+    }
+}

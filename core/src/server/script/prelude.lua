@@ -642,6 +642,10 @@ local function_redis = add_common({})
 -- proxies' metamethods) stand in for redis-server's C functions, so they are
 -- skipped when looking for the script's line.
 local LAST_ERR = nil
+-- The kill's error, where the count hook saw the kill: the run's error
+-- whatever the error handler makes of the abort that follows (an abort
+-- raised inside native work, `s .. i`, reaches it with no frame to name).
+local KILL_ERR = nil
 local function err_handler(err)
   local level = 2
   local function frame()
@@ -829,7 +833,7 @@ debug.sethook(function()
     end
     local e = { err = "ERR Script killed by user with SCRIPT KILL..." }
     if i then e.source, e.line = i.source, i.currentline end
-    LAST_ERR = e
+    LAST_ERR, KILL_ERR = e, e
     kill()
   end
 end, "", config.tick_interval)
@@ -1633,7 +1637,7 @@ end
 
 function entry.run_eval(f, nkeys, ...)
   RUN = RUN + 1
-  LAST_ERR = nil
+  LAST_ERR, KILL_ERR = nil, nil
   GE.KEYS, GE.ARGV = split_args(nkeys, ...)
   return raw_xpcall(f, err_handler)
 end
@@ -1649,7 +1653,7 @@ end
 
 function entry.run_fcall(callback, nkeys, ...)
   RUN = RUN + 1
-  LAST_ERR = nil
+  LAST_ERR, KILL_ERR = nil, nil
   PF_mt.__index = GF
   CUR_CB = callback
   CUR_KEYS, CUR_ARGV = split_args(nkeys, ...)
@@ -1687,13 +1691,13 @@ function entry.recover()
 end
 
 function entry.last_error()
-  local e = LAST_ERR
-  LAST_ERR = nil
+  local e = KILL_ERR or LAST_ERR
+  LAST_ERR, KILL_ERR = nil, nil
   return e
 end
 
 function entry.clear_last_error()
-  LAST_ERR = nil
+  LAST_ERR, KILL_ERR = nil, nil
 end
 
 -- Remove what redis-server 7.0.15 does not offer from the VM itself, too.

@@ -80,14 +80,22 @@ const PRELUDE_CHUNK: &str = "=locklab";
 ///
 /// | shape                                    | wall time | units/s |
 /// |------------------------------------------|----------:|--------:|
-/// | busy loop                                |    512 ms |  19.5 M |
-/// | `s .. i`, `s` of 1 MB                    |    754 ms |  13.3 M |
-/// | `string.rep('x', 1 MB)`                  |    337 ms |  29.7 M |
-/// | `string.format('%s', s)`, 1 MB           |  1,188 ms |   8.4 M |
-/// | catastrophic pattern (`a*a*a*a*a*a*b`)   |    639 ms |  15.6 M |
-/// | 40 k `redis.call('RPUSH')` loop          |    440 ms |  22.7 M |
+/// | busy loop                                |    652 ms |  15.3 M |
+/// | `s .. i`, `s` of 1 MB                    |    964 ms |  10.4 M |
+/// | `string.rep('x', 1 MB)`                  |    408 ms |  24.5 M |
+/// | `string.format('%s', s)`, 1 MB           |    376 ms |  26.6 M |
+/// | catastrophic pattern (`a*a*a*a*a*a*b`)   |    638 ms |  15.7 M |
+/// | 40 k `redis.call('RPUSH')` loop          |    584 ms |  17.1 M |
+/// | `local t = {}`                           |    376 ms |  26.6 M |
+/// | `{i, i, i, i}`                           |    572 ms |  17.5 M |
+/// | 1000 `t[i] = i`                          |    616 ms |  16.2 M |
+/// | 1000 `t['k' .. i] = i`                   |  2,783 ms |   3.6 M |
 ///
-/// A spread of 3.5×. `string.rep` of 100 MB is refused by the memory
+/// (Issue 42's follow-up, through `locklab cli`, process start included,
+/// at load average 14, after `format`'s copies, new tables and table
+/// growth were charged.) The mix's own shapes now spread 2.6×; the string
+/// keyed hash, whose new short strings are not charged, is the outlier
+/// (7.4× across all). `string.rep` of 100 MB is refused by the memory
 /// ceiling before it builds anything (2.6 ms). The budget and SCRIPT KILL
 /// are checked every `CHECK_INTERVAL` (10⁴) units (under a millisecond at these
 /// rates); what one builtin call does between two checks is bounded by the
