@@ -668,7 +668,7 @@ impl Outcome {
     pub fn judged_real(&self, overlapped: bool, violations: &[crate::invariants::Violation]) -> Option<bool> {
         match self.invariant {
             OutcomeInvariant::Overlap => Some(overlapped == self.broken),
-            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
+            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease | OutcomeInvariant::ForeignExtend => {
                 let inv = self.invariant.invariant()?;
                 Some(violations.iter().any(|v| v.invariant == inv) == self.broken)
             }
@@ -684,6 +684,7 @@ pub enum OutcomeInvariant {
     StaleWrite,
     WrongRelease,
     Deadlock,
+    ForeignExtend,
     Overlap,
     None,
 }
@@ -694,6 +695,7 @@ impl OutcomeInvariant {
             OutcomeInvariant::StaleWrite => Some(Invariant::StaleWrite),
             OutcomeInvariant::WrongRelease => Some(Invariant::WrongRelease),
             OutcomeInvariant::Deadlock => Some(Invariant::Deadlock),
+            OutcomeInvariant::ForeignExtend => Some(Invariant::ForeignExtend),
             OutcomeInvariant::Overlap => Some(Invariant::Overlap),
             OutcomeInvariant::None => None,
         }
