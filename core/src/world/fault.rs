@@ -71,7 +71,22 @@ impl World {
         }
     }
 
+    /// Does `client` believe it holds any lock now?
+    fn holds_a_lock(&self, client: &str) -> bool {
+        let Ok(c) = self.client_index(client) else { return false };
+        self.monitor
+            .config()
+            .lock_keys
+            .iter()
+            .any(|k| self.monitor.believes(k, c))
+    }
+
     pub(super) fn apply_fault(&mut self, f: Fault) {
+        if let Fault::PauseClient { client, .. } = &f {
+            if self.cfg.pause_only_acquiring && self.holds_a_lock(client) {
+                return;
+            }
+        }
         let actor = match &f {
             Fault::PauseClient { client, .. } | Fault::ResumeClient { client } | Fault::CrashClient { client } => {
                 self.client_id(client).map_or(Actor::World, |c| Actor::Client(c.0))
