@@ -412,16 +412,7 @@ impl LockObserver {
                         h.deadline = seen.deadline;
                     }
                     out.push(lock(LockChange::Renewed { ttl_ms: seen.ttl_ms }, None));
-                    if let (Some(by), Some(owner)) = (cause.client(), o.owner) {
-                        if by != owner {
-                            out.push(Observed::ForeignExtend {
-                                node,
-                                key: key.to_owned(),
-                                by,
-                                held: o,
-                            });
-                        }
-                    }
+                    Self::foreign_extend(node, key, cause, o, &mut out);
                 }
             }
             (Some(o), Some(_)) if self.scope == Scope::Acquired => {
@@ -507,6 +498,20 @@ impl LockObserver {
         if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
             if by != owner {
                 out.push(Observed::WrongRelease {
+                    node,
+                    key: key.to_owned(),
+                    by,
+                    held,
+                });
+            }
+        }
+    }
+
+    /// A command moved the deadline of `held`: another client's lock?
+    fn foreign_extend(node: u32, key: &str, cause: Cause, held: Held, out: &mut Vec<Observed>) {
+        if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
+            if by != owner {
+                out.push(Observed::ForeignExtend {
                     node,
                     key: key.to_owned(),
                     by,

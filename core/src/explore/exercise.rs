@@ -200,23 +200,7 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
         ..Spec::default()
     };
     if ex.part == Part::Validity {
-        let rule = answer.trim();
-        if answer.len() > MAX_ANSWER {
-            return Err(ExploreError::Invalid(format!(
-                "the answer is {} bytes; the lab grades at most {MAX_ANSWER}",
-                answer.len()
-            )));
-        }
-        crate::client::condition::Condition::parse(rule)
-            .map_err(|e| ExploreError::Invalid(format!("the validity check: {e}")))?;
-        spec.topology = TopologyKind::Redlock5;
-        spec.redlock_acquired_if = Some(rule.to_owned());
-        spec.pause_only_acquiring = true;
-        // B keeps trying for about four TTLs: still there when a paused
-        // acquirer's keys expire.
-        spec.redlock_retries = Some(VALIDITY_RETRIES);
-        spec.validate()?;
-        return Ok(spec);
+        return validity_design(spec, answer);
     }
     let unsure = |what: &str| {
         Err(ExploreError::Invalid(format!(
@@ -262,6 +246,28 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
             (Part::Extend | Part::Validity, _) => return unsure("more than one command"),
         },
     }
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// A Redlock validity check: the condition the Redlock client on five
+/// masters decides by; pauses land only while a client acquires.
+fn validity_design(mut spec: Spec, answer: &str) -> Result<Spec, ExploreError> {
+    if answer.len() > MAX_ANSWER {
+        return Err(ExploreError::Invalid(format!(
+            "the answer is {} bytes; the lab grades at most {MAX_ANSWER}",
+            answer.len()
+        )));
+    }
+    let rule = answer.trim();
+    crate::client::condition::Condition::parse(rule)
+        .map_err(|e| ExploreError::Invalid(format!("the validity check: {e}")))?;
+    spec.topology = TopologyKind::Redlock5;
+    spec.redlock_acquired_if = Some(rule.to_owned());
+    spec.pause_only_acquiring = true;
+    // B keeps trying for about four TTLs: still there when a paused
+    // acquirer's keys expire.
+    spec.redlock_retries = Some(VALIDITY_RETRIES);
     spec.validate()?;
     Ok(spec)
 }

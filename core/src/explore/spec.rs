@@ -269,16 +269,7 @@ impl Spec {
                 "watchdog, scripts, token, retry, check_validity or work_hangs with --topology redlock5 (the Redlock client has its own)".into(),
             ));
         }
-        if self.redlock_retries.is_some_and(|r| r > 100) {
-            return bad("redlock_retries must be at most 100".into());
-        }
-        if let Some(rule) = &self.redlock_acquired_if {
-            if self.scenario.is_some() || self.topology != TopologyKind::Redlock5 {
-                return bad("redlock_acquired_if is the Redlock client's decision: it needs topology redlock5".into());
-            }
-            crate::client::condition::Condition::parse(rule)
-                .map_err(|e| ExploreError::Invalid(format!("the Redlock condition: {e}")))?;
-        }
+        self.validate_redlock()?;
         if let Some(w) = &self.watchdog {
             if w.interval_ms.is_some_and(|i| i == 0 || i >= self.ttl_ms) {
                 return bad("watchdog.interval_ms must be between 1 and the TTL".into());
@@ -307,6 +298,23 @@ impl Spec {
             if s.clients.len() > MAX_CLIENTS as usize {
                 return bad(format!("the scenario has more than {MAX_CLIENTS} clients"));
             }
+        }
+        Ok(())
+    }
+
+    /// The Redlock client's own knobs: its written decision and retries.
+    fn validate_redlock(&self) -> Result<(), ExploreError> {
+        if self.redlock_retries.is_some_and(|r| r > 100) {
+            return Err(ExploreError::Invalid("redlock_retries must be at most 100".into()));
+        }
+        if let Some(rule) = &self.redlock_acquired_if {
+            if self.scenario.is_some() || self.topology != TopologyKind::Redlock5 {
+                return Err(ExploreError::Invalid(
+                    "redlock_acquired_if is the Redlock client's decision: it needs topology redlock5".into(),
+                ));
+            }
+            crate::client::condition::Condition::parse(rule)
+                .map_err(|e| ExploreError::Invalid(format!("the Redlock condition: {e}")))?;
         }
         Ok(())
     }

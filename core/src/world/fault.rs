@@ -71,21 +71,26 @@ impl World {
         }
     }
 
-    /// Does `client` believe it holds any lock now?
-    fn holds_a_lock(&self, client: &str) -> bool {
+    /// Is `f` a pause that does not happen: the world lets pauses land
+    /// only while a client acquires ([`super::WorldConfig::pause_only_acquiring`])
+    /// and this client believes it holds a lock now.
+    fn spares(&self, f: &Fault) -> bool {
+        let Fault::PauseClient { client, .. } = f else {
+            return false;
+        };
         let Ok(c) = self.client_index(client) else { return false };
-        self.monitor
-            .config()
-            .lock_keys
-            .iter()
-            .any(|k| self.monitor.believes(k, c))
+        self.cfg.pause_only_acquiring
+            && self
+                .monitor
+                .config()
+                .lock_keys
+                .iter()
+                .any(|k| self.monitor.believes(k, c))
     }
 
     pub(super) fn apply_fault(&mut self, f: Fault) {
-        if let Fault::PauseClient { client, .. } = &f {
-            if self.cfg.pause_only_acquiring && self.holds_a_lock(client) {
-                return;
-            }
+        if self.spares(&f) {
+            return;
         }
         let actor = match &f {
             Fault::PauseClient { client, .. } | Fault::ResumeClient { client } | Fault::CrashClient { client } => {
