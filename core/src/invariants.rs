@@ -16,6 +16,10 @@
 //!   gone (`SETNX` then a crash before `EXPIRE`), or, when a bound is set, a
 //!   key one owner keeps longer than that bound (an unbounded watchdog):
 //!   nobody else can ever acquire.
+//! * **foreign-extend** — a client's command moved the expiry of a lock
+//!   that another client had acquired (a bare `PEXPIRE key ttl` as the
+//!   renewal): renewing a lock you do not own is the bug itself, even when
+//!   a fence later refuses the renewer's write.
 //! * **overlap** — two clients believe they hold the lock at once; a
 //!   violation only when a scenario asks for strict mutual exclusion.
 //!
@@ -39,16 +43,27 @@ pub enum Invariant {
     StaleWrite,
     WrongRelease,
     Deadlock,
+    ForeignExtend,
     Overlap,
 }
 
 impl Invariant {
-    /// `stale-write`, `wrong-release`, `deadlock`, `overlap`.
+    /// Every invariant, in the order the explorer lists them.
+    pub const ALL: [Invariant; 5] = [
+        Invariant::StaleWrite,
+        Invariant::WrongRelease,
+        Invariant::Deadlock,
+        Invariant::ForeignExtend,
+        Invariant::Overlap,
+    ];
+
+    /// `stale-write`, `wrong-release`, `deadlock`, `foreign-extend`, `overlap`.
     pub fn name(self) -> &'static str {
         match self {
             Invariant::StaleWrite => "stale-write",
             Invariant::WrongRelease => "wrong-release",
             Invariant::Deadlock => "deadlock",
+            Invariant::ForeignExtend => "foreign-extend",
             Invariant::Overlap => "overlap",
         }
     }
@@ -60,6 +75,7 @@ impl Invariant {
             Invariant::StaleWrite => "stale write accepted",
             Invariant::WrongRelease => "lock deleted by a non-owner",
             Invariant::Deadlock => "lock never expires",
+            Invariant::ForeignExtend => "lock extended by a non-owner",
             Invariant::Overlap => "two holders",
         }
     }
@@ -70,19 +86,13 @@ impl Invariant {
             Invariant::StaleWrite => "过期写入被接受",
             Invariant::WrongRelease => "锁被非持有者删除",
             Invariant::Deadlock => "锁永不过期",
+            Invariant::ForeignExtend => "锁被非持有者续期",
             Invariant::Overlap => "两个持有者",
         }
     }
 
     pub fn parse(s: &str) -> Option<Invariant> {
-        [
-            Invariant::StaleWrite,
-            Invariant::WrongRelease,
-            Invariant::Deadlock,
-            Invariant::Overlap,
-        ]
-        .into_iter()
-        .find(|i| i.name() == s)
+        Invariant::ALL.into_iter().find(|i| i.name() == s)
     }
 }
 
@@ -439,6 +449,40 @@ impl Monitor {
         })
     }
 
+    /// `by`'s command moved the expiry of the lock `held` on `node` that
+    /// another client acquired: renewing a lock you do not own (a bare
+    /// `PEXPIRE` as the renewal). The history checker's
+    /// extension-after-expiry is the same mistake seen from the outside (an
+    /// extension that succeeded on a lease already gone); here the world
+    /// knows the key's owner at the moment of the command. `None` when the
+    /// observer knew no owner or `by` was it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn foreign_extend(
+        &mut self,
+        node: u32,
+        key: &str,
+        by: u32,
+        held: &Held,
+        now: u64,
+        client: &dyn Fn(u32) -> String,
+        node_name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        let owner = held.owner.filter(|&o| o != by)?;
+        Some(Violation {
+            invariant: Invariant::ForeignExtend,
+            from_ms: held.since,
+            to_ms: now,
+            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
+            detail: format!(
+                "{}'s command extended the lock {key} that {} acquired on {} at {} ms: it renewed a lock it does not own",
+                client(by),
+                client(owner),
+                node_name(node),
+                held.since
+            ),
+        })
+    }
+
     /// Keep a violation the world found.
     pub fn record(&mut self, v: Violation) {
         self.violations.push(v);
@@ -533,12 +577,7 @@ mod tests {
 
     #[test]
     fn names_are_stable() {
-        for i in [
-            Invariant::StaleWrite,
-            Invariant::WrongRelease,
-            Invariant::Deadlock,
-            Invariant::Overlap,
-        ] {
+        for i in Invariant::ALL {
             assert_eq!(Invariant::parse(i.name()), Some(i));
         }
         assert_eq!(serde_json_like(Invariant::StaleWrite), "stale-write");

@@ -11,8 +11,9 @@
 //! is the one copy. The caller says *what it saw* ([`Seen`]: value, deadline
 //! on its own clock, and the TTL to show) and *why it looked* ([`Cause`]);
 //! the observer answers with [`Observed`] changes: lock events, candidate
-//! grants (a client's command set the key on the node that counts), and
-//! wrong releases (a client's command removed a lock another client held).
+//! grants (a client's command set the key on the node that counts), wrong
+//! releases (a client's command removed a lock another client held) and
+//! foreign extensions (a client's command moved the expiry of one).
 //!
 //! What counts as a lock depends on who asks ([`Scope`]): a lesson declares
 //! its lock keys, and every value such a key takes is somebody's lock; free
@@ -182,6 +183,14 @@ pub enum Observed {
     Granted { client: u32, key: String },
     /// `by`'s command removed (or overwrote) the lock `held.owner` held.
     WrongRelease {
+        node: u32,
+        key: String,
+        by: u32,
+        held: Held,
+    },
+    /// `by`'s command moved the expiry of the lock `held.owner` held (a
+    /// renewal without a token check).
+    ForeignExtend {
         node: u32,
         key: String,
         by: u32,
@@ -403,6 +412,7 @@ impl LockObserver {
                         h.deadline = seen.deadline;
                     }
                     out.push(lock(LockChange::Renewed { ttl_ms: seen.ttl_ms }, None));
+                    Self::foreign_extend(node, key, cause, o, &mut out);
                 }
             }
             (Some(o), Some(_)) if self.scope == Scope::Acquired => {
@@ -488,6 +498,20 @@ impl LockObserver {
         if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
             if by != owner {
                 out.push(Observed::WrongRelease {
+                    node,
+                    key: key.to_owned(),
+                    by,
+                    held,
+                });
+            }
+        }
+    }
+
+    /// A command moved the deadline of `held`: another client's lock?
+    fn foreign_extend(node: u32, key: &str, cause: Cause, held: Held, out: &mut Vec<Observed>) {
+        if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
+            if by != owner {
+                out.push(Observed::ForeignExtend {
                     node,
                     key: key.to_owned(),
                     by,
@@ -594,6 +618,26 @@ mod tests {
         assert_eq!(key("SETNX lock A", Reply::Integer(0)), None);
         assert_eq!(key("SETNX lock", Reply::Integer(1)), None, "no value, no lock");
         assert_eq!(key("GET lock", Reply::bulk("A")), None);
+    }
+
+    #[test]
+    fn only_another_clients_renewal_is_a_foreign_extension() {
+        let mut o = LockObserver::new(Scope::Declared, 1, false);
+        o.watch("lock");
+        o.observe(0, "lock", seen("B", Some(100)), Cause::Command(1), 10);
+        let own = o.observe(0, "lock", seen("B", Some(200)), Cause::Command(1), 20);
+        assert!(
+            !own.iter().any(|x| matches!(x, Observed::ForeignExtend { .. })),
+            "{own:?}"
+        );
+        let theirs = o.observe(0, "lock", seen("B", Some(300)), Cause::Command(0), 30);
+        assert_eq!(changes(&theirs), vec![LockChange::Renewed { ttl_ms: Some(300) }]);
+        assert!(
+            matches!(&theirs[1], Observed::ForeignExtend { by: 0, held, .. } if held.owner == Some(1) && held.since == 10),
+            "{theirs:?}"
+        );
+        let replicated = o.observe(0, "lock", seen("B", Some(400)), Cause::Replication(Some(0)), 40);
+        assert_eq!(replicated.len(), 1, "only a command extends: {replicated:?}");
     }
 
     #[test]

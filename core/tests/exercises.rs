@@ -40,7 +40,7 @@ fn exercise(lesson: &str, step: usize) -> Exercise {
 fn at_least_eight_exercises_cover_each_part() {
     let all = exercises();
     assert!(all.len() >= 8, "{} exercises", all.len());
-    for part in ["acquire", "release", "extend", "fence"] {
+    for part in ["acquire", "release", "extend", "fence", "validity"] {
         assert!(all.iter().any(|(_, _, e)| e.part.name() == part), "no {part} exercise");
     }
 }
@@ -148,4 +148,93 @@ fn a_passing_answer_says_what_was_checked() {
     assert!(g.passed);
     assert!(g.result.bound.contains("clients"), "{}", g.result.bound);
     assert!(g.story.transcript.contains("ends safely"), "{}", g.story.transcript);
+}
+
+/// The extend exercise of a lease lesson (lesson 47's first step).
+fn renewal() -> Exercise {
+    exercises()
+        .into_iter()
+        .map(|(_, _, e)| e)
+        .find(|e| e.part.name() == "extend" && e.fencing)
+        .expect("a fenced renewal exercise")
+}
+
+#[test]
+fn a_bare_pexpire_renewal_fails_even_with_fencing_and_the_checked_one_passes() {
+    // With fencing on, the fence refuses the paused renewer's stale write,
+    // so no write is ever lost: the renewal of a lock it does not own is
+    // the bug, and core's monitor names it.
+    let ex = renewal();
+    let g = grade(&ex, "PEXPIRE $key $ttl").expect("graded");
+    assert!(!g.passed, "a bare PEXPIRE renewal passed");
+    assert_eq!(broke(&g), Some(Invariant::ForeignExtend), "{}", g.result.transcript);
+    let shown = g.lines(locklab_core::lesson::Lang::En).join("\n");
+    assert!(shown.contains("foreign-extend"), "{shown}");
+    assert!(shown.contains("renewed a lock it does not own"), "{shown}");
+    let checked =
+        r#"if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0"#;
+    let g = grade(&ex, checked).expect("graded");
+    assert!(g.passed, "{:?}\n{}", g.useless, g.result.transcript);
+}
+
+/// The Redlock validity exercise.
+fn validity() -> Exercise {
+    exercises()
+        .into_iter()
+        .map(|(_, _, e)| e)
+        .find(|e| e.part.name() == "validity")
+        .expect("a Redlock validity exercise")
+}
+
+#[test]
+fn a_redlock_decision_without_the_elapsed_time_gets_a_counterexample() {
+    let ex = validity();
+    let t = std::time::Instant::now();
+    let right = grade(&ex, "oks >= n / 2 + 1 and ttl - elapsed - drift > 0").expect("graded");
+    assert!(
+        right.passed,
+        "{:?}\n{}\n{}",
+        right.useless, right.story.transcript, right.result.transcript
+    );
+    assert!(right.result.bound.contains("clients"), "{}", right.result.bound);
+    eprintln!(
+        "redis.io's rule graded in {:?}: {:?}, {}",
+        t.elapsed(),
+        right.search,
+        right.result.bound
+    );
+    for forgetful in ["oks >= n / 2 + 1", "oks > 2 && ttl - drift > 0"] {
+        let t = std::time::Instant::now();
+        let g = grade(&ex, forgetful).expect("graded");
+        eprintln!("{forgetful:?} graded in {:?}", t.elapsed());
+        assert!(!g.passed, "{forgetful} passed");
+        assert_eq!(broke(&g), Some(Invariant::StaleWrite), "{forgetful}");
+        assert!(g.story.transcript.contains("pause A"), "{}", g.story.transcript);
+        assert!(
+            g.story.transcript.contains("by the written rule: true"),
+            "{}",
+            g.story.transcript
+        );
+    }
+    // A rule that never holds never acquires: useless, not safe.
+    let never = grade(&ex, "oks > n").expect("graded");
+    assert!(!never.passed);
+    assert!(
+        never
+            .useless
+            .as_deref()
+            .is_some_and(|u| u.contains("without any fault")),
+        "{:?}",
+        never.useless
+    );
+    // What is not a condition is refused with the reason.
+    for (bad, says) in [
+        ("", "empty"),
+        ("validity > 0", "unknown name"),
+        ("SET $key $token NX PX $ttl", "not part of a condition"),
+        ("oks >= 3 and", "ends too early"),
+    ] {
+        let e = grade(&ex, bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
 }

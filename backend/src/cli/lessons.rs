@@ -677,4 +677,39 @@ mod tests {
         assert_eq!(right, 0, "{text}");
         assert!(text.contains("✗ 无法评判：the answer is empty"), "{text}");
     }
+
+    /// `lesson run 18 --quiz`: the Redlock validity check is one line, a
+    /// condition; redis.io's rule passes, the rule without the elapsed time
+    /// gets the paused acquirer's stale write as its counterexample.
+    #[test]
+    fn quiz_grades_a_redlock_validity_check() {
+        let l = lesson("18");
+        let feed = |rule: &str| {
+            let mut input = String::new();
+            for s in &l.steps {
+                if s.exercise.is_some() {
+                    input.push_str(rule);
+                    input.push('\n');
+                }
+                if step_question(s, Lang::En).is_some() {
+                    input.push_str("x\n");
+                }
+            }
+            let mut out = Vec::new();
+            quiz(&l, Lang::En, 7, &mut std::io::Cursor::new(input), &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = feed("oks >= n / 2 + 1 and ttl - elapsed - drift > 0");
+        assert!(text.contains("✎ Write Redlock's decision"), "{text}");
+        assert!(text.contains("✓ passed"), "{text}");
+        let text = feed("oks >= n / 2 + 1");
+        assert!(text.contains("✗ not safe yet"), "{text}");
+        assert!(text.contains("breaks stale-write"), "{text}");
+        assert!(text.contains("by the written rule: true"), "{text}");
+        let text = feed("validity > 0");
+        assert!(
+            text.contains("cannot grade it: the validity check: unknown name"),
+            "{text}"
+        );
+    }
 }

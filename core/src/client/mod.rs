@@ -22,7 +22,8 @@
 //! * [`lock`] — acquire with retry and backoff, optional fencing token,
 //!   optional watchdog renewal, work, a write to the resource, release with
 //!   one of the variants the lessons compare;
-//! * [`redlock`] — the Redlock algorithm over N independent masters.
+//! * [`redlock`] — the Redlock algorithm over N independent masters, whose
+//!   acquisition decision can be a written [`condition`].
 //!
 //! [`host`] is the other side: what a world must do for a program, and
 //! the one dispatch of a program's [`Action`]s to it.
@@ -31,6 +32,7 @@
 //! the renewal variants) with the reason each one is or is not safe.
 
 pub mod commands;
+pub mod condition;
 pub mod host;
 pub mod lock;
 pub mod ops;

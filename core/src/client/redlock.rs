@@ -14,6 +14,10 @@
 //!    refuse: their OK may just have been slow) and retry after a random
 //!    delay, so competing clients do not collide again in lockstep.
 //!
+//! The decision of step 3 can be swapped for a condition a person writes
+//! ([`RedlockProgram::acquired_if`], [`super::condition`]): the "write the
+//! validity check" exercise runs the candidate's rule in this very client.
+//!
 //! Extension sends a compare-and-extend to every node and counts only with
 //! a majority, and only if it finishes within the current validity.
 //!
@@ -24,6 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::condition::{Condition, Round as Figures};
 use super::lock::{Fencing, Token, Work};
 use super::ops::{Release, Renew};
 use super::{acquired, argv, Ctx, Input, ProgramError, Target};
@@ -63,6 +68,10 @@ pub struct RedlockProgram {
     pub release: Release,
     pub cycles: u32,
     pub think_ms: u64,
+    /// Step 3's decision as a condition over `oks`, `n`, `ttl`, `elapsed`
+    /// and `drift` ([`super::condition`]); absent: redis.io's rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acquired_if: Option<String>,
 }
 
 impl Default for RedlockProgram {
@@ -83,6 +92,7 @@ impl Default for RedlockProgram {
             release: Release::Lua,
             cycles: 1,
             think_ms: 0,
+            acquired_if: None,
         }
     }
 }
@@ -134,6 +144,8 @@ pub struct RedlockMachine {
     extensions: u32,
     /// Client-clock time at which the lock's validity ends.
     validity_end: u64,
+    /// The written decision, if the program has one.
+    condition: Option<Condition>,
 }
 
 impl RedlockMachine {
@@ -160,7 +172,14 @@ impl RedlockMachine {
         if p.work.min_ms > p.work.max_ms {
             return Err(ProgramError::Invalid("redlock: work.min_ms > work.max_ms".into()));
         }
+        let condition = match &p.acquired_if {
+            Some(text) => {
+                Some(Condition::parse(text).map_err(|e| ProgramError::Invalid(format!("redlock: acquired_if: {e}")))?)
+            }
+            None => None,
+        };
         Ok(RedlockMachine {
+            condition,
             p: p.clone(),
             nodes: list,
             phase: Phase::Idle,
@@ -283,15 +302,32 @@ impl RedlockMachine {
     fn decide(&mut self, cx: &mut Ctx<'_>) {
         let elapsed = cx.now.saturating_sub(self.round.start);
         let validity = self.p.ttl_ms as i64 - elapsed as i64 - self.drift() as i64;
-        let got = self.round.oks >= self.quorum() && validity > 0;
+        let (got, rule) = match &self.condition {
+            None => (self.round.oks >= self.quorum() && validity > 0, String::new()),
+            Some(c) => {
+                let figures = Figures {
+                    oks: i64::from(self.round.oks),
+                    n: i64::from(self.n()),
+                    ttl: self.p.ttl_ms as i64,
+                    elapsed: elapsed as i64,
+                    drift: self.drift() as i64,
+                };
+                match c.holds(&figures) {
+                    Ok(b) => (b, format!(" (by the written rule: {b})")),
+                    Err(e) => (false, format!(" (the written rule failed: {e})")),
+                }
+            }
+        };
         cx.note(format!(
-            "{}/{} nodes in {elapsed} ms, validity {validity} ms: {}",
+            "{}/{} nodes in {elapsed} ms, validity {validity} ms: {}{rule}",
             self.round.oks,
             self.n(),
             if got { "lock acquired" } else { "not acquired" }
         ));
         if got {
-            self.validity_end = self.round.start + validity as u64;
+            // A written rule may take a lease that is already over: its
+            // validity then ends before it began.
+            self.validity_end = self.round.start.saturating_add_signed(validity);
             cx.hold(&self.p.key);
             if let Fencing::IncrAfter { counter } | Fencing::Transaction { counter } = &self.p.fencing {
                 self.phase = Phase::Fencing;

@@ -15,7 +15,12 @@
 //!    (steps, invariant, the lesson the timeline plays); a passing one with
 //!    the bounds that were checked.
 //!
-//! The answer is a Lua script (it mentions `redis.call`, `redis.pcall` or
+//! A Redlock validity check (part `validity`) is a condition over the
+//! round's figures, which the Redlock client on five masters evaluates in
+//! place of redis.io's rule ([`crate::client::condition`]); its pauses land
+//! only while a client acquires.
+//!
+//! Otherwise the answer is a Lua script (it mentions `redis.call`, `redis.pcall` or
 //! starts like Lua) or redis-cli lines. Lines may say `$key`, `$token`,
 //! `$ttl` (ms) and `$ttl_s` (s); a line becomes the script `return
 //! redis.call(...)` with those as `KEYS[1]`, `ARGV[1]`, `ARGV[2]` — one
@@ -35,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bfs::{Bfs, Limits, Reductions, Status};
 use super::job::{bound, JobResult};
-use super::{ExploreError, Explorer, FaultKind, Spec};
+use super::{ExploreError, Explorer, FaultKind, Spec, TopologyKind};
 use crate::client::{Acquire, LockScripts, Release, Watchdog};
 use crate::invariants::Invariant;
 use crate::lesson::exercise::{Exercise, Part, MAX_ANSWER};
@@ -51,6 +56,9 @@ pub const BFS_LIMITS: Limits = Limits {
     max_states: 150_000,
     max_frontier: 6_000,
 };
+
+/// Retries of the Redlock clients in the validity exercise.
+pub const VALIDITY_RETRIES: u32 = 40;
 
 /// Random walks of the sampled search, when the breadth-first one did not
 /// exhaust its bounds.
@@ -191,6 +199,9 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
         exhaustive_seeds: 2,
         ..Spec::default()
     };
+    if ex.part == Part::Validity {
+        return validity_design(spec, answer);
+    }
     let unsure = |what: &str| {
         Err(ExploreError::Invalid(format!(
             "the {} is {what}: write one command line or a Lua script",
@@ -206,6 +217,7 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
         (Part::Acquire, Piece::Lua(src)) => scripts(&mut spec).acquire = Some(src),
         (Part::Release, Piece::Lua(src)) => scripts(&mut spec).release = Some(src),
         (Part::Extend, Piece::Lua(src)) => scripts(&mut spec).extend = Some(src),
+        (Part::Validity, _) => return unsure("a condition, not a script"),
         (part, Piece::Lines(lines)) => match (part, lines.as_slice()) {
             (Part::Acquire, [one]) => scripts(&mut spec).acquire = Some(wrap(one)),
             (Part::Acquire, [a, b]) if is(a, "SETNX") && (is(b, "EXPIRE") || is(b, "PEXPIRE")) => {
@@ -231,9 +243,31 @@ pub fn design(ex: &Exercise, answer: &str) -> Result<Spec, ExploreError> {
             (_, []) => return unsure("empty"),
             (Part::Acquire, _) => return unsure("more than one command other than SETNX then EXPIRE"),
             (Part::Release, _) => return unsure("more than one command other than GET then DEL"),
-            (Part::Extend, _) => return unsure("more than one command"),
+            (Part::Extend | Part::Validity, _) => return unsure("more than one command"),
         },
     }
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// A Redlock validity check: the condition the Redlock client on five
+/// masters decides by; pauses land only while a client acquires.
+fn validity_design(mut spec: Spec, answer: &str) -> Result<Spec, ExploreError> {
+    if answer.len() > MAX_ANSWER {
+        return Err(ExploreError::Invalid(format!(
+            "the answer is {} bytes; the lab grades at most {MAX_ANSWER}",
+            answer.len()
+        )));
+    }
+    let rule = answer.trim();
+    crate::client::condition::Condition::parse(rule)
+        .map_err(|e| ExploreError::Invalid(format!("the validity check: {e}")))?;
+    spec.topology = TopologyKind::Redlock5;
+    spec.redlock_acquired_if = Some(rule.to_owned());
+    spec.pause_only_acquiring = true;
+    // B keeps trying for about four TTLs: still there when a paused
+    // acquirer's keys expire.
+    spec.redlock_retries = Some(VALIDITY_RETRIES);
     spec.validate()?;
     Ok(spec)
 }

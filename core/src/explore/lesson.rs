@@ -45,6 +45,7 @@ fn outcome_invariant(i: Invariant) -> OutcomeInvariant {
         Invariant::StaleWrite => OutcomeInvariant::StaleWrite,
         Invariant::WrongRelease => OutcomeInvariant::WrongRelease,
         Invariant::Deadlock => OutcomeInvariant::Deadlock,
+        Invariant::ForeignExtend => OutcomeInvariant::ForeignExtend,
         Invariant::Overlap => OutcomeInvariant::Overlap,
     }
 }
@@ -62,6 +63,10 @@ fn why(i: Invariant) -> Text {
         Invariant::Deadlock => (
             "The lock can no longer expire while its owner is gone, or is held past its bound.",
             "锁的持有者已不在，锁却永不过期（或持有超过上限）。",
+        ),
+        Invariant::ForeignExtend => (
+            "A client's renewal extended a lock that another client had acquired: it renewed a lock it does not own.",
+            "一个客户端的续期延长了另一个客户端持有的锁：它续的是不属于自己的锁。",
         ),
         Invariant::Overlap => (
             "Two clients believed they held the lock at the same time.",

@@ -609,6 +609,9 @@ pub(crate) fn explain(i: Invariant) -> &'static str {
         }
         Invariant::WrongRelease => "a client's release removed a lock another client had acquired",
         Invariant::Deadlock => "a lock that can never expire while its owner is gone (or is held past its bound)",
+        Invariant::ForeignExtend => {
+            "a client's command extended a lock another client had acquired (a renewal without a token check)"
+        }
         Invariant::Overlap => "two clients believed they held the lock at once",
     }
 }

@@ -149,6 +149,21 @@ pub struct Spec {
     /// The critical section hangs (a stuck business thread): the case a
     /// watchdog without a cap turns into a lock held forever.
     pub work_hangs: bool,
+    /// Redlock (`topology = redlock5`): the acquisition's decision as a
+    /// written condition ([`crate::client::condition`]) instead of
+    /// redis.io's rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redlock_acquired_if: Option<String>,
+    /// Redlock: retries after the first attempt (absent: 8). A contender
+    /// that gives up within one TTL is never there when a slow acquirer's
+    /// keys expire, and a stale decision would go unpunished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redlock_retries: Option<u32>,
+    /// Pauses land only on a client that holds no lock yet: a slow
+    /// acquisition, not a pause in the work
+    /// ([`WorldConfig::pause_only_acquiring`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pause_only_acquiring: bool,
 }
 
 impl Default for Spec {
@@ -176,6 +191,9 @@ impl Default for Spec {
             retry: None,
             check_validity: false,
             work_hangs: false,
+            redlock_acquired_if: None,
+            redlock_retries: None,
+            pause_only_acquiring: false,
         }
     }
 }
@@ -251,6 +269,7 @@ impl Spec {
                 "watchdog, scripts, token, retry, check_validity or work_hangs with --topology redlock5 (the Redlock client has its own)".into(),
             ));
         }
+        self.validate_redlock()?;
         if let Some(w) = &self.watchdog {
             if w.interval_ms.is_some_and(|i| i == 0 || i >= self.ttl_ms) {
                 return bad("watchdog.interval_ms must be between 1 and the TTL".into());
@@ -283,6 +302,23 @@ impl Spec {
         Ok(())
     }
 
+    /// The Redlock client's own knobs: its written decision and retries.
+    fn validate_redlock(&self) -> Result<(), ExploreError> {
+        if self.redlock_retries.is_some_and(|r| r > 100) {
+            return Err(ExploreError::Invalid("redlock_retries must be at most 100".into()));
+        }
+        if let Some(rule) = &self.redlock_acquired_if {
+            if self.scenario.is_some() || self.topology != TopologyKind::Redlock5 {
+                return Err(ExploreError::Invalid(
+                    "redlock_acquired_if is the Redlock client's decision: it needs topology redlock5".into(),
+                ));
+            }
+            crate::client::condition::Condition::parse(rule)
+                .map_err(|e| ExploreError::Invalid(format!("the Redlock condition: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// `--seed N`: the explorer's seed, and a full scenario's world seed
     /// with it — what `locklab explore FILE --seed N` does, and what the
     /// page's seed box does, so the two give the same answer.
@@ -298,6 +334,7 @@ impl Spec {
         if let Some(s) = &self.scenario {
             let mut s = s.clone();
             s.world.stop_on_violation = true;
+            s.world.pause_only_acquiring |= self.pause_only_acquiring;
             s.world.max_events = s.world.max_events.min(self.max_steps);
             return s;
         }
@@ -335,6 +372,7 @@ impl Spec {
             stop_on_violation: true,
             max_events: self.max_steps,
             horizon_ms: ttl.saturating_mul(60),
+            pause_only_acquiring: self.pause_only_acquiring,
             ..WorldConfig::default()
         };
         if self.watchdog.is_some() || self.work_hangs {
@@ -357,7 +395,7 @@ impl Spec {
         match self.topology {
             TopologyKind::Redlock5 => Program::Redlock(RedlockProgram {
                 ttl_ms: ttl,
-                retry_count: 8,
+                retry_count: self.redlock_retries.unwrap_or(8),
                 retry_delay_ms: ttl / 5,
                 fencing: if self.fencing {
                     Fencing::IncrAfter {
@@ -368,6 +406,7 @@ impl Spec {
                 },
                 work,
                 release: self.release,
+                acquired_if: self.redlock_acquired_if.clone(),
                 ..RedlockProgram::default()
             }),
             _ => Program::Lock(LockProgram {
@@ -431,6 +470,12 @@ impl Spec {
         }
         if self.work_hangs {
             extras.push("work hangs".to_owned());
+        }
+        if let Some(rule) = &self.redlock_acquired_if {
+            extras.push(format!("acquired if {rule}"));
+        }
+        if self.pause_only_acquiring {
+            extras.push("pauses only while acquiring".to_owned());
         }
         let extras = if extras.is_empty() {
             String::new()

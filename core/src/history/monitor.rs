@@ -527,6 +527,17 @@ impl Replay {
                         self.violation(v);
                     }
                 }
+                Observed::ForeignExtend { node, key, by, held } => {
+                    let names = &self.trace.names;
+                    let v =
+                        self.monitor
+                            .foreign_extend(node, &key, by, &held, at, &|i| names.client(i).to_owned(), &|i| {
+                                names.node(i).to_owned()
+                            });
+                    if let Some(v) = v {
+                        self.violation(v);
+                    }
+                }
             }
         }
     }

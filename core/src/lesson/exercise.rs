@@ -38,6 +38,11 @@ pub enum Part {
     /// `MULTI` / the acquire / `INCR counter` / `EXEC`, or the acquire and
     /// a separate `INCR counter`.
     Fence,
+    /// Redlock's acquisition decision on five masters: a condition over
+    /// `oks`, `n`, `ttl`, `elapsed` and `drift`
+    /// ([`crate::client::condition`]). Pauses land only while a client
+    /// acquires (a slow acquisition), never in its work.
+    Validity,
 }
 
 impl Part {
@@ -47,6 +52,7 @@ impl Part {
             Part::Release => "release",
             Part::Extend => "extend",
             Part::Fence => "fence",
+            Part::Validity => "validity",
         }
     }
 }

@@ -669,7 +669,7 @@ impl Outcome {
     pub fn judged_real(&self, overlapped: bool, violations: &[crate::invariants::Violation]) -> Option<bool> {
         match self.invariant {
             OutcomeInvariant::Overlap => Some(overlapped == self.broken),
-            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease => {
+            OutcomeInvariant::StaleWrite | OutcomeInvariant::WrongRelease | OutcomeInvariant::ForeignExtend => {
                 let inv = self.invariant.invariant()?;
                 Some(violations.iter().any(|v| v.invariant == inv) == self.broken)
             }
@@ -685,6 +685,7 @@ pub enum OutcomeInvariant {
     StaleWrite,
     WrongRelease,
     Deadlock,
+    ForeignExtend,
     Overlap,
     None,
 }
@@ -695,6 +696,7 @@ impl OutcomeInvariant {
             OutcomeInvariant::StaleWrite => Some(Invariant::StaleWrite),
             OutcomeInvariant::WrongRelease => Some(Invariant::WrongRelease),
             OutcomeInvariant::Deadlock => Some(Invariant::Deadlock),
+            OutcomeInvariant::ForeignExtend => Some(Invariant::ForeignExtend),
             OutcomeInvariant::Overlap => Some(Invariant::Overlap),
             OutcomeInvariant::None => None,
         }

@@ -354,6 +354,8 @@ pub fn invariant_name(inv: OutcomeInvariant, lang: Lang) -> &'static str {
         (OutcomeInvariant::StaleWrite, Lang::Zh) => "没有陈旧写入",
         (OutcomeInvariant::WrongRelease, Lang::En) => "only the owner releases",
         (OutcomeInvariant::WrongRelease, Lang::Zh) => "只有持有者能释放",
+        (OutcomeInvariant::ForeignExtend, Lang::En) => "only the owner renews",
+        (OutcomeInvariant::ForeignExtend, Lang::Zh) => "只有持有者能续期",
         (OutcomeInvariant::None, Lang::En) => "every invariant",
         (OutcomeInvariant::None, Lang::Zh) => "所有不变量",
     }
@@ -392,6 +394,11 @@ pub fn violation_sentence(v: &Violation, names: &Names, lang: Lang) -> String {
         (Invariant::WrongRelease, Lang::Zh) => {
             let first = v.actors.first().map(|a| names.actor(*a)).unwrap_or_default();
             format!("{first} 的命令删除了别人获得的锁（{w}，{span}）")
+        }
+        (Invariant::ForeignExtend, Lang::En) => v.detail.clone(),
+        (Invariant::ForeignExtend, Lang::Zh) => {
+            let first = v.actors.first().map(|a| names.actor(*a)).unwrap_or_default();
+            format!("{first} 的命令给别人获得的锁续了期（{w}，{span}）")
         }
         (Invariant::Deadlock, Lang::En) => format!("{} ({span})", v.detail),
         (Invariant::Deadlock, Lang::Zh) => {
@@ -455,6 +462,8 @@ fn outcome_evidence(run: &LessonRun, inv: OutcomeInvariant, broken: bool, names:
         (OutcomeInvariant::StaleWrite, Lang::Zh) => "资源从未在后来持有者写入之后接受较早持有者的写入".to_owned(),
         (OutcomeInvariant::WrongRelease, Lang::En) => "no client removed a lock another had acquired".to_owned(),
         (OutcomeInvariant::WrongRelease, Lang::Zh) => "没有客户端删除别人获得的锁".to_owned(),
+        (OutcomeInvariant::ForeignExtend, Lang::En) => "no client extended a lock another had acquired".to_owned(),
+        (OutcomeInvariant::ForeignExtend, Lang::Zh) => "没有客户端给别人获得的锁续期".to_owned(),
         (OutcomeInvariant::None, Lang::En) => "nothing broke; the lesson only shows commands".to_owned(),
         (OutcomeInvariant::None, Lang::Zh) => "没有任何不变量被破坏；本课只演示命令".to_owned(),
     }

@@ -71,7 +71,27 @@ impl World {
         }
     }
 
+    /// Is `f` a pause that does not happen: the world lets pauses land
+    /// only while a client acquires ([`super::WorldConfig::pause_only_acquiring`])
+    /// and this client believes it holds a lock now.
+    fn spares(&self, f: &Fault) -> bool {
+        let Fault::PauseClient { client, .. } = f else {
+            return false;
+        };
+        let Ok(c) = self.client_index(client) else { return false };
+        self.cfg.pause_only_acquiring
+            && self
+                .monitor
+                .config()
+                .lock_keys
+                .iter()
+                .any(|k| self.monitor.believes(k, c))
+    }
+
     pub(super) fn apply_fault(&mut self, f: Fault) {
+        if self.spares(&f) {
+            return;
+        }
         let actor = match &f {
             Fault::PauseClient { client, .. } | Fault::ResumeClient { client } | Fault::CrashClient { client } => {
                 self.client_id(client).map_or(Actor::World, |c| Actor::Client(c.0))

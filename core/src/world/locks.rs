@@ -2,7 +2,8 @@
 //!
 //! After every change to a node the world peeks at each lock key and shows
 //! it to the [`LockObserver`](crate::observe::LockObserver), which turns a
-//! changed value into lock events, numbered grants and wrong releases. This
+//! changed value into lock events, numbered grants, wrong releases and
+//! foreign extensions. This
 //! file feeds it and carries out what it saw.
 
 use super::World;
@@ -85,6 +86,21 @@ impl World {
                 Observed::WrongRelease { node, key, by, held } => {
                     let names = &self.names;
                     let v = self.monitor.wrong_release(
+                        node,
+                        &key,
+                        by,
+                        &held,
+                        self.now,
+                        &|i| names.client(i).to_owned(),
+                        &|i| names.node(i).to_owned(),
+                    );
+                    if let Some(v) = v {
+                        self.violate(v);
+                    }
+                }
+                Observed::ForeignExtend { node, key, by, held } => {
+                    let names = &self.names;
+                    let v = self.monitor.foreign_extend(
                         node,
                         &key,
                         by,

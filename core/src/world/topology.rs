@@ -276,6 +276,12 @@ pub struct WorldConfig {
     /// Locks whose store on the resource checks no token, fenced or not
     /// (writes name their lock: [`crate::resource::Resource::write_under`]).
     pub unfenced: Vec<String>,
+    /// Client pauses land only while the client holds no lock (it is still
+    /// acquiring, backing off, or done): a pause that would hit a holder
+    /// does not happen. The fault model of "the acquisition was slow" —
+    /// Redlock's validity exercise, where a pause during the work would
+    /// break any lease without fencing and teach nothing about the check.
+    pub pause_only_acquiring: bool,
 }
 
 /// The lock key each group of a [`Topology::Compare`] world guards: its
@@ -320,6 +326,7 @@ impl Default for WorldConfig {
             stop_on_violation: false,
             compare: None,
             unfenced: Vec::new(),
+            pause_only_acquiring: false,
         }
     }
 }

@@ -58,6 +58,7 @@ pub(super) fn violation_line(
         Invariant::StaleWrite => format!("受保护资源接受了已失去锁的持有者的写入（{who}）"),
         Invariant::WrongRelease => format!("锁被并不持有它的客户端释放了（{who}）"),
         Invariant::Deadlock => format!("锁既不过期也没人释放，其他客户端永远拿不到（{who}）"),
+        Invariant::ForeignExtend => format!("锁被并不持有它的客户端续期了（{who}）"),
         Invariant::Overlap => format!("{who} 同时认为自己持有这把锁"),
     }
 }

@@ -71,6 +71,11 @@ fn placeholder(part: Part, lang: Lang) -> &'static str {
             "command lines: MULTI / the acquire / INCR counter / EXEC, or the acquire then INCR counter ($key, $token, $ttl, $ttl_s)",
             "命令行：MULTI / 加锁 / INCR 计数器 / EXEC，或先加锁再 INCR 计数器（$key、$token、$ttl、$ttl_s）",
         ),
+        Part::Validity => t(
+            lang,
+            "a condition over oks, n, ttl, elapsed, drift (ms), with + - * / < <= > >= == != and or not",
+            "一个条件：可用 oks、n、ttl、elapsed、drift（毫秒），运算 + - * / < <= > >= == != and or not",
+        ),
         _ => t(
             lang,
             "one command line ($key, $token, $ttl in ms, $ttl_s in s), or a Lua script (KEYS[1], ARGV[1], ARGV[2])",

@@ -56,6 +56,28 @@ impl RealLessonRun {
                         self.violate(env, v);
                     }
                 }
+                Observed::ForeignExtend {
+                    node,
+                    key,
+                    by,
+                    mut held,
+                } => {
+                    held.since = self.lesson_ms(held.since);
+                    let now = self.now_lesson(env);
+                    let names = env.session.names().clone();
+                    let v = self.monitor.foreign_extend(
+                        node,
+                        &key,
+                        by,
+                        &held,
+                        now,
+                        &|i| names.client(i).to_owned(),
+                        &|i| names.node(i).to_owned(),
+                    );
+                    if let Some(v) = v {
+                        self.violate(env, v);
+                    }
+                }
             }
         }
     }

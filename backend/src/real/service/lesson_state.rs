@@ -202,7 +202,7 @@ impl LessonState {
                     let seq = self.monitor.grant(client, &key);
                     self.record(Actor::Client(client), EventKind::Granted { key, seq });
                 }
-                Observed::WrongRelease { .. } => {}
+                Observed::WrongRelease { .. } | Observed::ForeignExtend { .. } => {}
             }
         }
     }
