@@ -287,7 +287,8 @@ async fn a_class_in_headless_chromium() {
     click(&f2, "[data-testid=follow-again]").await;
     step_is(&f2, "the phone following again after the drill", &quiz_step.to_string()).await;
 
-    // The end: the summary, with its CSV.
+    // The end, from the class panel back on the lesson: the summary, with its CSV.
+    click(&p, "[data-testid=explore-close]").await;
     click(&p, "[data-testid=class-end]").await;
     for c in [&p, &f1, &f2] {
         eventually("the summary", || async {

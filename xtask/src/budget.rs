@@ -45,8 +45,13 @@ pub(crate) const TARGET: usize = 400_000;
 /// exercise sent to the worker as JSON, the grade decoded and worded) made
 /// it 484,688 on its branch (+8,303).
 /// Merged with the trainer's notes window (issue 39) and the class's
-/// answered-by names (issue 37): 495,088.
-pub(crate) const CEILING: usize = 496_000;
+/// answered-by names (issue 37): 495,088. Then the bloat pass: the two
+/// derived decoders were written by hand (`class::decode`,
+/// `protocol::decode`: one flat record per message, no `Content`), which
+/// with the class drill's page, the instances' rotation and the phone's
+/// one-column answers made it 485,187; the ceiling leaves that and a
+/// little room.
+pub(crate) const CEILING: usize = 488_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);
