@@ -34,6 +34,27 @@ pub fn rejoin_delay_ms(attempt: u32) -> u32 {
         .min(15_000)
 }
 
+/// This page's own class socket (`ws://host/api/class/ws`, `wss:` under
+/// https), as the reducer's reconnect rotation names it; empty off the
+/// browser (native tests). Here, not in `socket`, which depends on the
+/// reducer's module.
+pub fn class_home() -> String {
+    if !cfg!(target_arch = "wasm32") {
+        return String::new();
+    }
+    let Some(loc) = web_sys::window().map(|w| w.location()) else {
+        return String::new();
+    };
+    let scheme = if loc.protocol().ok().as_deref() == Some("https:") {
+        "wss"
+    } else {
+        "ws"
+    };
+    loc.host()
+        .map(|h| format!("{scheme}://{h}/api/class/ws"))
+        .unwrap_or_default()
+}
+
 /// What a WebSocket reports ([`crate::socket`]'s, for a class and, as
 /// a [`crate::state::RealInput`], for the real driver).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,16 +23,6 @@ pub fn class_url() -> Option<String> {
     ws_url("/api/class/ws")
 }
 
-/// [`class_url`] as the reducer's reconnect rotation names the page's own
-/// instance (empty off the browser, in native tests).
-pub fn class_home() -> String {
-    if cfg!(target_arch = "wasm32") {
-        class_url().unwrap_or_default()
-    } else {
-        String::new()
-    }
-}
-
 fn ws_url(path: &str) -> Option<String> {
     let location = web_sys::window()?.location();
     let scheme = if location.protocol().ok()? == "https:" {

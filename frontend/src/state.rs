@@ -770,7 +770,7 @@ impl State {
                     }
                     ClassAction::Socket(SocketEvent::Message(m)) => c.receive(&m),
                     ClassAction::Socket(SocketEvent::Closed(why)) => {
-                        c.lost(why, &crate::socket::class_home());
+                        c.lost(why, &crate::class::class_home());
                         None
                     }
                     ClassAction::Reconnect => {
