@@ -163,8 +163,9 @@ enum Cmd {
         /// latency of a move, answers/s and RSS per follower.
         #[arg(long, value_name = "N")]
         class: Option<usize>,
-        /// With --class: the classes live in this Redis (`redis://host:port/db`).
-        #[arg(long, value_name = "URL", requires = "class")]
+        /// With --class: the classes live in this Redis (`redis://host:port/db`); `redis`
+        /// (or the flag alone): in a redis-server the bench starts on a free loopback port.
+        #[arg(long, value_name = "URL", requires = "class", num_args = 0..=1, default_missing_value = "redis")]
         class_store: Option<String>,
         /// With --class: be the room (presenter and followers) of a bench
         /// whose backend is at ADDR; the bench runs this itself.

@@ -282,6 +282,9 @@ pub enum ClassClientMsg {
         found: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         steps: Option<usize>,
+        /// Schedules its explorer searched.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schedules: Option<u64>,
     },
 }
 
@@ -304,7 +307,11 @@ impl Member {
 
 /// A message from the class routes. `id` on relayed messages is the
 /// class stream's id, what a reconnecting follower sends back as `since`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Deserialize` is written by hand ([`decode`]): serde's derive of an
+/// internally tagged enum buffers each message and instantiates every
+/// nested type's decoder twice, the page's largest function.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerSays {
     /// To the presenter: the class exists. `join_url` is what the QR code
@@ -387,6 +394,12 @@ pub enum ServerSays {
         id: String,
         events: Vec<Event>,
     },
+    /// The class URLs of the instances serving the class now (each
+    /// `locklab serve` advertises its `--class-url` in its heartbeat): a
+    /// page whose instance dies reconnects to the next ([`reconnect_url`]).
+    Instances {
+        urls: Vec<String>,
+    },
     /// To the presenter: the followers, when one joins or leaves.
     Roster {
         members: Vec<Member>,
@@ -399,7 +412,6 @@ pub enum ServerSays {
         message: String,
     },
     /// A message this build does not know (a newer server): ignored.
-    #[serde(other)]
     Unknown,
 }
 
@@ -486,6 +498,33 @@ impl Summary {
     }
 }
 
+/// The class socket of an instance whose page is at `base` (its
+/// `--class-url`, e.g. `http://192.168.1.5:8080/?x`): `ws://192.168.1.5:8080/api/class/ws`.
+pub fn socket_url(base: &str) -> Option<String> {
+    let (scheme, rest) = base.split_once("://")?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "http" | "ws" => "ws",
+        "https" | "wss" => "wss",
+        _ => return None,
+    };
+    let host = rest
+        .split(['/', '?', '#'])
+        .next()
+        .filter(|h| !h.is_empty() && !h.contains('@'))?;
+    Some(format!("{scheme}://{host}/api/class/ws"))
+}
+
+/// Where a page reconnects after losing `current`: the next of
+/// `candidates` (its own instance first, then the instances the server
+/// advertised, [`ServerSays::Instances`]), round the list; `current`
+/// again when it is the only one. A page whose instance died thus tries
+/// each live one in turn, with its backoff between tries.
+pub fn reconnect_url<'a>(candidates: &'a [String], current: &str) -> Option<&'a String> {
+    let at = candidates.iter().position(|c| c == current);
+    let next = at.map_or(0, |i| (i + 1) % candidates.len().max(1));
+    candidates.get(next)
+}
+
 fn percent(part: u32, whole: u32) -> u32 {
     (u64::from(part) * 100).checked_div(u64::from(whole)).unwrap_or(0) as u32
 }
@@ -523,6 +562,8 @@ pub fn right_choice<P>(step: &Step<P>, reply: &str) -> Option<usize> {
     let quiz = step.quiz.as_ref()?;
     (0..quiz.choices.len()).find(|&i| judge(step, &Answer::Choice(i), reply) == Ok(true))
 }
+
+mod decode;
 
 #[cfg(test)]
 mod tests {

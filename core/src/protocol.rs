@@ -376,7 +376,11 @@ impl ClientMsg {
 }
 
 /// A message from the backend.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Deserialize` is written by hand ([`decode`]), as
+/// [`crate::class::ServerSays`]' is: serde's derive of an internally
+/// tagged enum was the page's second largest function.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
     /// A session started: its id, key prefix, topology and names.
@@ -442,9 +446,10 @@ pub enum ServerMsg {
         message: String,
     },
     /// A message this build does not know (a newer backend): ignored.
-    #[serde(other)]
     Unknown,
 }
+
+mod decode;
 
 /// Whether `/api/health` describes the user's server or managed ones.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

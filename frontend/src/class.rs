@@ -11,7 +11,7 @@
 //! around (any move of its own) stops that until "follow again".
 
 use locklab_core::class::{
-    Answer, ClassClientMsg, ClassCode, Control, Member, Position, Question, ServerSays, Summary, Tally,
+    Answer, ClassClientMsg, ClassCode, Control, Drill, Member, Position, Question, ServerSays, Summary, Tally,
 };
 use locklab_core::trace::Event;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,27 @@ pub fn rejoin_delay_ms(attempt: u32) -> u32 {
     1_000u32
         .saturating_mul(1 << attempt.saturating_sub(1).min(4))
         .min(15_000)
+}
+
+/// This page's own class socket (`ws://host/api/class/ws`, `wss:` under
+/// https), as the reducer's reconnect rotation names it; empty off the
+/// browser (native tests). Here, not in `socket`, which depends on the
+/// reducer's module.
+pub fn class_home() -> String {
+    if !cfg!(target_arch = "wasm32") {
+        return String::new();
+    }
+    let Some(loc) = web_sys::window().map(|w| w.location()) else {
+        return String::new();
+    };
+    let scheme = if loc.protocol().ok().as_deref() == Some("https:") {
+        "wss"
+    } else {
+        "ws"
+    };
+    loc.host()
+        .map(|h| format!("{scheme}://{h}/api/class/ws"))
+        .unwrap_or_default()
 }
 
 /// What a WebSocket reports ([`crate::socket`]'s, for a class and, as
@@ -94,6 +115,28 @@ pub enum Follow {
     Goto(Position),
 }
 
+/// Follower: the "break my lock" drill the presenter pushed, and what
+/// this page's explorer made of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowerDrill {
+    pub drill: Drill,
+    /// Once searched: whether it found a counterexample, in how many
+    /// schedules (sent to the presenter once).
+    pub result: Option<(bool, u64)>,
+}
+
+/// Presenter: the room's reports on the drill pushed last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrillBoard {
+    /// The design pushed (as `?explore=` names it).
+    pub design: String,
+    /// Followers who reported, of `of` present.
+    pub reported: u32,
+    pub of: u32,
+    /// Who found a counterexample, as the server names them.
+    pub found: Vec<String>,
+}
+
 /// A class, from this page's side.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Class {
@@ -126,6 +169,14 @@ pub struct Class {
     pub summary: Option<Summary>,
     /// The last error the server sent.
     pub error: Option<String>,
+    /// Follower: the drill pushed last.
+    pub drill: Option<FollowerDrill>,
+    /// Presenter: the drill pushed last and the room's reports.
+    pub board: Option<DrillBoard>,
+    /// The class sockets of the instances serving the class, as the
+    /// server advertised them, and the one this page is on (none: its own).
+    instances: Vec<String>,
+    socket: Option<String>,
     outbox: Vec<String>,
 }
 
@@ -153,6 +204,10 @@ impl Class {
             asking: None,
             summary: None,
             error: None,
+            drill: None,
+            board: None,
+            instances: Vec::new(),
+            socket: None,
             outbox: Vec::new(),
         }
     }
@@ -263,13 +318,30 @@ impl Class {
         self.send_move();
     }
 
-    /// The socket closed; the page reconnects after [`rejoin_delay_ms`].
-    pub fn lost(&mut self, reason: String) {
+    /// The socket closed; the page reconnects after [`rejoin_delay_ms`],
+    /// to the next instance serving the class ([`Class::socket_url`]).
+    pub fn lost(&mut self, reason: String, home: &str) {
         let attempt = match &self.link {
             Link::Connecting { attempt } | Link::Lost { attempt, .. } => attempt + 1,
             Link::Open => 1,
         };
         self.link = Link::Lost { reason, attempt };
+        let mut candidates = vec![home.to_owned()];
+        for url in &self.instances {
+            if !candidates.contains(url) {
+                candidates.push(url.clone());
+            }
+        }
+        let current = self.socket.as_deref().unwrap_or(home);
+        self.socket = locklab_core::class::reconnect_url(&candidates, current)
+            .filter(|u| u.as_str() != home)
+            .cloned();
+    }
+
+    /// The class socket to open: this page's own (`home`), or after a loss
+    /// the next live instance's, in turn.
+    pub fn socket_url(&self, home: &str) -> String {
+        self.socket.clone().unwrap_or_else(|| home.to_owned())
     }
 
     /// A reconnect is under way.
@@ -359,6 +431,52 @@ impl Class {
         self.control(Control::End);
     }
 
+    /// Presenter: push a "break my lock" drill (`design` as `?explore=`
+    /// names it) to the room.
+    pub fn push_drill(&mut self, design: String) {
+        if self.control(Control::Drill { design: design.clone() }) {
+            self.board = Some(DrillBoard {
+                design,
+                of: self.joined() as u32,
+                ..DrillBoard::default()
+            });
+        }
+    }
+
+    /// Follower: take the drill (look around in the explorer); the design
+    /// to search, if a drill is open.
+    pub fn take_drill(&mut self) -> Option<String> {
+        let design = self.drill.as_ref()?.drill.design.clone();
+        self.following = false;
+        Some(design)
+    }
+
+    /// Follower: this page's explorer finished searching `design`: the
+    /// open drill's result, reported once.
+    pub fn drill_done(&mut self, design: &str, found: bool, schedules: u64) {
+        let Some(d) = self
+            .drill
+            .as_mut()
+            .filter(|d| d.drill.design == design && d.result.is_none())
+        else {
+            return;
+        };
+        d.result = Some((found, schedules));
+        let drill = d.drill.id;
+        self.outbox.push(frame(&ClassClientMsg::DrillResult {
+            drill,
+            found,
+            steps: None,
+            schedules: Some(schedules),
+        }));
+    }
+
+    fn drill_pushed(&mut self, drill: Drill) {
+        if self.drill.as_ref().map(|d| d.drill.id) != Some(drill.id) {
+            self.drill = Some(FollowerDrill { drill, result: None });
+        }
+    }
+
     /// Follower: answer the open question; only the first answer is sent.
     pub fn answer(&mut self, answer: Answer) {
         if let Some(Ask::Open(q)) = &self.ask {
@@ -424,9 +542,9 @@ impl Class {
                 name,
                 position,
                 question,
+                drill,
                 score,
                 since,
-                ..
             } => {
                 if let Role::Follower {
                     member: m,
@@ -440,6 +558,10 @@ impl Class {
                     *s = Some(since);
                 }
                 self.score = score;
+                match drill {
+                    Some(d) => self.drill_pushed(d),
+                    None => self.drill = None,
+                }
                 // A rejoin keeps the answer already given to the same question.
                 let same = self.ask.as_ref().map(|a| a.question().id) == question.as_ref().map(|q| q.id);
                 if !same {
@@ -532,8 +654,23 @@ impl Class {
                 self.ask = None;
             }
             ServerSays::Error { message } => self.error = Some(message),
-            ServerSays::DrillAsked { id, .. } => self.seen(&id),
-            ServerSays::DrillTally { .. } | ServerSays::Unknown => {}
+            ServerSays::DrillAsked { id, drill } => {
+                self.seen(&id);
+                if !self.is_presenter() {
+                    self.drill_pushed(drill);
+                }
+            }
+            ServerSays::DrillTally {
+                found, reported, of, ..
+            } => {
+                if let Some(b) = &mut self.board {
+                    (b.found, b.reported, b.of) = (found, reported, of);
+                }
+            }
+            ServerSays::Instances { urls } => {
+                self.instances = urls.iter().filter_map(|u| locklab_core::class::socket_url(u)).collect();
+            }
+            ServerSays::Unknown => {}
         }
         None
     }

@@ -403,6 +403,20 @@ pub enum ClassAction {
     /// Follower: answer the open question.
     Answer(Answer),
     FollowAgain,
+    /// Presenter: open the explorer to pick a drill for the room.
+    PickDrill,
+    /// Presenter: push this design (as `?explore=` names it) to the room
+    /// as a "break my lock" drill.
+    PushDrill(String),
+    /// Follower: search the pushed drill in this page's explorer.
+    TakeDrill,
+    /// The explorer finished searching `design` (a follower reports the
+    /// drill's result).
+    DrillDone {
+        design: String,
+        found: bool,
+        schedules: u64,
+    },
     /// Leave the class (or close its summary).
     Leave,
 }
@@ -763,6 +777,12 @@ impl State {
             }
             (ClassAction::Leave, Some(_)) => self.class = None,
             (ClassAction::TogglePanel, Some(_)) => self.class_panel = !self.class_panel,
+            (ClassAction::PickDrill, Some(_)) => {
+                self.explore = true;
+                self.mock = false;
+                self.playing = false;
+                self.explore_link = None;
+            }
             (a, Some(c)) => {
                 let mut c = c.borrow_mut();
                 let follow = match a {
@@ -772,7 +792,7 @@ impl State {
                     }
                     ClassAction::Socket(SocketEvent::Message(m)) => c.receive(&m),
                     ClassAction::Socket(SocketEvent::Closed(why)) => {
-                        c.lost(why);
+                        c.lost(why, &crate::class::class_home());
                         None
                     }
                     ClassAction::Reconnect => {
@@ -796,6 +816,31 @@ impl State {
                     }
                     ClassAction::Answer(answer) => {
                         c.answer(answer);
+                        None
+                    }
+                    ClassAction::PushDrill(design) => {
+                        c.push_drill(design);
+                        None
+                    }
+                    ClassAction::TakeDrill => {
+                        if let Some(design) = c.take_drill() {
+                            self.explore = true;
+                            self.mock = false;
+                            self.playing = false;
+                            self.explore_link = Some(ExploreLink {
+                                design,
+                                seed: None,
+                                step: None,
+                            });
+                        }
+                        None
+                    }
+                    ClassAction::DrillDone {
+                        design,
+                        found,
+                        schedules,
+                    } => {
+                        c.drill_done(&design, found, schedules);
                         None
                     }
                     ClassAction::FollowAgain => {

@@ -5,8 +5,11 @@
 //! and follows again, the presenter asks a step's multiple-choice quiz,
 //! both answer (one right, one wrong), the presenter's chart shows 2 of 2
 //! with that split, the reveal reaches both, and the summary's CSV says
-//! the same. The phone has no horizontal page scroll and answer buttons at
-//! least 44 px tall. Screenshots land in `tests/out/`.
+//! the same. The presenter pushes a "break my lock" drill; both followers
+//! search it in their own explore worker and the presenter's board shows
+//! 2 of 2 searched and who found a counterexample. The phone has no
+//! horizontal page scroll and answer buttons at least 44 px tall, one per
+//! line. Screenshots land in `tests/out/`.
 //!
 //! Nothing sleeps for a fixed time: every wait polls for a condition.
 
@@ -64,6 +67,33 @@ async fn step_is(c: &Client, who: &str, want: &str) {
         want,
     )
     .await;
+}
+
+/// The presenter opens the explorer from its class panel and pushes the
+/// first design (it has a counterexample).
+async fn push_drill(p: &Client) {
+    click(p, "[data-testid=class-drill]").await;
+    click(p, "[data-testid=explore-push]:not([disabled])").await;
+    eventually("the drill board", || async {
+        p.find(Locator::Css("[data-testid=drill-board]")).await.ok()
+    })
+    .await;
+}
+
+/// A follower takes the pushed drill: its explorer (its own worker)
+/// searches and finds the counterexample, and the card says so.
+async fn take_drill(c: &Client) {
+    click(c, "[data-testid=drill-take]").await;
+    attr_becomes(
+        c,
+        "the drill searched",
+        "[data-testid=drill-card]",
+        "data-state",
+        "found",
+    )
+    .await;
+    let r = text(c, "[data-testid=drill-result]").await.unwrap_or_default();
+    assert!(r.chars().any(|c| c.is_ascii_digit()), "how many schedules: {r:?}");
 }
 
 /// Lesson 01's first multiple-choice quiz from its fourth step on (the
@@ -227,7 +257,38 @@ async fn a_class_in_headless_chromium() {
     );
     assert_eq!(phone["small"].as_i64(), Some(0), "class text at least 14 px: {phone}");
 
-    // The end: the summary, with its CSV.
+    // A "break my lock" drill: the presenter picks a design in the
+    // explorer and pushes it; each follower takes it in its own worker,
+    // and the presenter's screen counts who searched and who found a
+    // counterexample (names as text). Then the phone follows again.
+    push_drill(&p).await;
+    for c in [&f1, &f2] {
+        take_drill(c).await;
+    }
+    attr_becomes(&p, "2 of 2 searched", "[data-testid=drill-board]", "data-reported", "2").await;
+    assert_eq!(
+        attr(&p, "[data-testid=drill-board]", "data-of").await.as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        attr(&p, "[data-testid=drill-board]", "data-found").await.as_deref(),
+        Some("2")
+    );
+    let by = text(&p, "[data-testid=drill-found-by]").await.unwrap_or_default();
+    assert!(by.starts_with("Found one: ") && by.contains("<b>Ada</b>"), "{by:?}");
+    screenshot(&p, "class-presenter-drill-1280x720-en.png").await;
+    viewport(&p, 1440, 900).await;
+    screenshot(&p, "class-presenter-drill-1440x900-en.png").await;
+    screenshot(&f2, "class-follower-drill-390x844-zh.png").await;
+    assert_eq!(
+        attr(&f2, "[data-testid=follower]", "data-following").await.as_deref(),
+        Some("false")
+    );
+    click(&f2, "[data-testid=follow-again]").await;
+    step_is(&f2, "the phone following again after the drill", &quiz_step.to_string()).await;
+
+    // The end, from the class panel back on the lesson: the summary, with its CSV.
+    click(&p, "[data-testid=explore-close]").await;
     click(&p, "[data-testid=class-end]").await;
     for c in [&p, &f1, &f2] {
         eventually("the summary", || async {
@@ -281,9 +342,15 @@ async fn the_follower_page_fits_a_phone() {
         let m = js(
             &f,
             "return { over: document.documentElement.scrollWidth - innerWidth, \
-               low: Math.min(...[...document.querySelectorAll('[data-testid=answer-choice]')].map(b => b.getBoundingClientRect().height)) }",
+               low: Math.min(...[...document.querySelectorAll('[data-testid=answer-choice]')].map(b => b.getBoundingClientRect().height)), \
+               lefts: new Set([...document.querySelectorAll('[data-testid=answer-choice]')].map(b => Math.round(b.getBoundingClientRect().left))).size, \
+               n: document.querySelectorAll('[data-testid=answer-choice]').length }",
         )
         .await;
+        assert!(
+            m["n"].as_u64().unwrap_or(0) >= 2 && m["lefts"].as_u64() == Some(1),
+            "answer buttons one per line at {w}×{h}: {m}"
+        );
         assert!(
             m["over"].as_f64().is_some_and(|o| o <= 0.0),
             "no horizontal scroll at {w}×{h}: {m}"
@@ -294,4 +361,17 @@ async fn the_follower_page_fits_a_phone() {
         );
         screenshot(&f, &format!("class-follower-question-{w}x{h}-{lang}.png")).await;
     }
+
+    // The drill on a phone in English (a reload rejoins as the same
+    // member), and the presenter's board in Chinese.
+    viewport(&f, 390, 844).await;
+    open(&f, &format!("{base}/?lang=en&class={code}")).await;
+    attr_becomes(&p, "the follower back", "[data-testid=class-joined]", "data-count", "1").await;
+    push_drill(&p).await;
+    take_drill(&f).await;
+    attr_becomes(&p, "1 of 1 searched", "[data-testid=drill-board]", "data-reported", "1").await;
+    screenshot(&f, "class-follower-drill-390x844-en.png").await;
+    screenshot(&p, "class-presenter-drill-1440x900-zh.png").await;
+    viewport(&p, 1280, 720).await;
+    screenshot(&p, "class-presenter-drill-1280x720-zh.png").await;
 }

@@ -5,6 +5,9 @@
 //! the other with their member id and the last stream id they saw, the
 //! presenter resumes there with the secret, and the reveal and summary
 //! count every answer, including those given on the instance that died.
+//! Each instance advertises its `--class-url`; the pages are told the live
+//! ones, and a follower of the dead instance goes to the next one in
+//! turn (core's rotation, as the page does it).
 //! A follower of the dead instance that does not come back is shown away
 //! once that instance's heartbeat expired.
 
@@ -79,10 +82,27 @@ impl Drop for Instance {
 }
 
 async fn open(addr: SocketAddr) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/api/class/ws"))
+    open_url(&format!("ws://{addr}/api/class/ws")).await
+}
+
+async fn open_url(url: &str) -> Ws {
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+/// The class socket of `instance`, opened by a page from `origin`.
+async fn open_from(instance: SocketAddr, origin: &str) -> Result<Ws, String> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{instance}/api/class/ws").into_client_request().unwrap();
+    req.headers_mut().insert("origin", origin.parse().unwrap());
+    tokio_tungstenite::connect_async(req)
         .await
-        .unwrap()
-        .0
+        .map(|(ws, _)| ws)
+        .map_err(|e| e.to_string())
+}
+
+/// The class URL `locklab serve` was given (`--class-url`).
+fn class_url(i: &Instance) -> String {
+    format!("http://127.0.0.1:{}/", i.addr.port())
 }
 
 async fn say(ws: &mut Ws, v: Value) {
@@ -117,11 +137,13 @@ async fn until<T>(ws: &mut Ws, what: &str, mut pick: impl FnMut(&ServerSays) -> 
     }
 }
 
-/// A follower: its socket, member id and the last stream id it saw.
+/// A follower: its socket, member id and the last stream id it saw, and
+/// the instances it was told serve the class.
 struct Follower {
     ws: Ws,
     member: String,
     since: String,
+    instances: Vec<String>,
 }
 
 impl Follower {
@@ -133,12 +155,40 @@ impl Follower {
             _ => None,
         })
         .await;
-        Follower { ws, member, since }
+        Follower {
+            ws,
+            member,
+            since,
+            instances: Vec::new(),
+        }
     }
 
-    /// Back on `addr` after its instance died: what it missed, then `joined`.
-    async fn rejoin(&mut self, addr: SocketAddr, code: &str) -> Vec<ServerSays> {
-        self.ws = open(addr).await;
+    /// Wait until it has been told `n` live instances.
+    async fn told_instances(&mut self, n: usize) {
+        (self.instances, _) = until(&mut self.ws, "the live instances", |m| match m {
+            ServerSays::Instances { urls } if urls.len() == n => Some(urls.clone()),
+            _ => None,
+        })
+        .await;
+    }
+
+    /// Where a page on `home` (a class URL) whose link dropped tries next,
+    /// as the page does it: its own socket, then the advertised ones in
+    /// turn (core's rotation).
+    fn reconnects_to(&self, home: &str) -> String {
+        let home = locklab_core::class::socket_url(home).unwrap();
+        let mut candidates = vec![home.clone()];
+        for url in self.instances.iter().filter_map(|u| locklab_core::class::socket_url(u)) {
+            if !candidates.contains(&url) {
+                candidates.push(url);
+            }
+        }
+        locklab_core::class::reconnect_url(&candidates, &home).unwrap().clone()
+    }
+
+    /// Back on `url` after its instance died: what it missed, then `joined`.
+    async fn rejoin(&mut self, url: &str, code: &str) -> Vec<ServerSays> {
+        self.ws = open_url(url).await;
         let msg = json!({"type":"join","code":code,"member":self.member,"since":self.since});
         say(&mut self.ws, msg).await;
         let ((member, since), missed) = until(&mut self.ws, "joined", |m| match m {
@@ -262,6 +312,25 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
     // ash, on A too, never comes back after A dies.
     let ash = Follower::join(a.addr, &code, "ash").await;
 
+    // Each instance advertises its --class-url in its heartbeat, and the
+    // pages are told the live ones: where to go when theirs dies.
+    let mut both = vec![class_url(&a), class_url(&b)];
+    both.sort();
+    for f in on_a.iter_mut() {
+        f.told_instances(2).await;
+        assert_eq!(f.instances, both);
+    }
+    // B takes a page of A (a live instance of the class) as the lab's own;
+    // a page of any other origin is refused as before.
+    let a_origin = class_url(&a).trim_end_matches('/').to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = open_from(b.addr, &a_origin).await {
+        assert!(Instant::now() < deadline, "B refuses A's page: {e}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let refused = open_from(b.addr, "http://127.0.0.1:1").await;
+    assert!(refused.is_err_and(|e| e.contains("403")), "another origin is refused");
+
     // Moves reach every follower, on both instances.
     for step in 1..=2 {
         say(
@@ -303,7 +372,9 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
     a.kill();
     while next(&mut p).await.is_some() {} // the presenter's socket went with A
     for f in on_a.iter_mut() {
-        let missed = f.rejoin(b.addr, &code).await;
+        let next = f.reconnects_to(&class_url(&a));
+        assert_eq!(next, format!("ws://{}/api/class/ws", b.addr), "the other live instance");
+        let missed = f.rejoin(&next, &code).await;
         assert!(missed.is_empty(), "nothing was relayed since: {missed:?}");
     }
     // al answers on B now; ann's answer again changes nothing.
@@ -389,14 +460,16 @@ async fn two_instances_serve_one_class_and_a_killed_one_loses_no_answer() {
     );
 }
 
-/// `locklab bench --class` at a small room, on both stores, so the bench
+/// `locklab bench --class` at a small room, on both stores (the Redis one
+/// given, and one the bench starts itself), so the bench
 /// does not rot between the runs at 500: every follower gets every move
 /// and every answer comes back. Its figures are printed, never asserted.
 #[test]
 fn the_class_bench_runs_a_small_room_on_both_stores() {
     let redis = RedisServer::start();
     let url = redis.url();
-    for store in [None, Some(url.as_str())] {
+    // `redis` alone: the bench starts a redis-server of its own.
+    for store in [None, Some(url.as_str()), Some("redis")] {
         let mut bench = Command::new(locklab_tests::locklab_binary());
         bench.args(["bench", "--class", "20"]);
         if let Some(url) = store {
@@ -411,7 +484,11 @@ fn the_class_bench_runs_a_small_room_on_both_stores() {
         for figure in ["p50 ", "p99 ", "answers: ", "KiB per follower once joined"] {
             assert!(text.contains(figure), "{store:?} lacks {figure:?}: {text}");
         }
-        let which = store.map_or("(memory store)".to_owned(), |u| format!("(Redis store {u})"));
+        let which = match store {
+            None => "(memory store)".to_owned(),
+            Some("redis") => "(Redis store redis://127.0.0.1:".to_owned(),
+            Some(u) => format!("(Redis store {u})"),
+        };
         assert!(text.contains(&which), "{text}");
     }
 }

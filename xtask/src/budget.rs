@@ -45,12 +45,16 @@ pub(crate) const TARGET: usize = 400_000;
 /// exercise sent to the worker as JSON, the grade decoded and worded) made
 /// it 484,688 on its branch (+8,303).
 /// Merged with the trainer's notes window (issue 39) and the class's
-/// answered-by names (issue 37): 495,088.
+/// answered-by names (issue 37): 495,088. Then the bloat pass: the two
+/// derived decoders were written by hand (`class::decode`,
+/// `protocol::decode`: one flat record per message, no `Content`), which
+/// with the class drill's page, the instances' rotation and the phone's
+/// one-column answers made it 485,187 on its branch.
 /// Opening a history or a MONITOR capture (issue 40: the drop zone and
 /// file picker, the worker's `opened` message decoded — the trace's events
-/// through a `Deserialize` instantiation of their own, likely the bulk, not
-/// yet confirmed with `cargo xtask bloat` — and the verdict card): 506,004
-/// (+10,916), measured with binaryen 108's wasm-opt.
+/// through a `Deserialize` instantiation of their own — and the verdict
+/// card) added 10,916 on its branch (506,004 there, measured with binaryen
+/// 108's wasm-opt). Merged: MERGED_SIZE.
 pub(crate) const CEILING: usize = 506_100;
 
 // A ceiling under the target would make the target meaningless.

@@ -192,6 +192,10 @@ pub struct Hub {
     /// The secret a local `start` or `resume` was given, until its entry is
     /// applied and `started` is sent with it.
     secrets: HashMap<ConnId, String>,
+    /// The class URLs of the live instances (the store's heartbeat), told
+    /// to every page in a class so one whose instance dies reconnects to
+    /// another; empty with one instance.
+    urls: Vec<String>,
 }
 
 fn error(e: ClassError) -> ServerSays {
@@ -223,6 +227,40 @@ impl Hub {
             instance: String::new(),
             ghosts: HashMap::new(),
             secrets: HashMap::new(),
+            urls: Vec::new(),
+        }
+    }
+
+    /// The live instances' class URLs, as the heartbeat last read them.
+    pub fn instance_urls(&self) -> &[String] {
+        &self.urls
+    }
+
+    /// The heartbeat read the live instances' class URLs: when they
+    /// changed, every connection in a class is told
+    /// ([`ServerSays::Instances`]; a ghost's copy is dropped by the pump).
+    pub fn set_instance_urls(&mut self, mut urls: Vec<String>) -> Vec<Out> {
+        urls.sort();
+        urls.dedup();
+        if urls == self.urls {
+            return Vec::new();
+        }
+        self.urls = urls;
+        let conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !matches!(c.role, Role::None))
+            .map(|(id, _)| *id)
+            .collect();
+        if conns.is_empty() {
+            return Vec::new();
+        }
+        vec![Out::Many(conns, self.instances())]
+    }
+
+    fn instances(&self) -> ServerSays {
+        ServerSays::Instances {
+            urls: self.urls.clone(),
         }
     }
 
@@ -387,6 +425,9 @@ impl Hub {
         self.set_role(conn, Role::Presenter(code.clone()));
         if let Some(secret) = self.secrets.remove(&conn) {
             out.push(Out::To(conn, self.started(code, secret)));
+            if !self.urls.is_empty() {
+                out.push(Out::To(conn, self.instances()));
+            }
         }
     }
 
@@ -438,6 +479,9 @@ impl Hub {
         self.set_role(conn, Role::Presenter(code.clone()));
         if let Some(secret) = self.secrets.remove(&conn) {
             out.push(Out::To(conn, self.started(code, secret)));
+            if !self.urls.is_empty() {
+                out.push(Out::To(conn, self.instances()));
+            }
         }
         if let Some(class) = self.classes.get_mut(code) {
             class.flush(now, out);
@@ -527,6 +571,14 @@ impl Hub {
             }
         }
         out.push(Out::To(conn, class.joined(&member)));
+        if !self.urls.is_empty() {
+            out.push(Out::To(
+                conn,
+                ServerSays::Instances {
+                    urls: self.urls.clone(),
+                },
+            ));
+        }
         class.due_roster = true;
         class.due_tally |= class.open.is_some();
         class.flush(now, out);

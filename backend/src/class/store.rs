@@ -59,9 +59,25 @@ pub trait ClassStore: Send + Sync + 'static {
     /// The next entries of the logs followed, each log's in its order;
     /// `None` once the store has stopped. One reader calls it.
     fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>>;
-    /// Renew instance `me`'s heartbeat (it lives [`INSTANCE_TTL`]) and
-    /// name those of `others` whose heartbeat has expired.
-    fn heartbeat<'a>(&'a self, me: &'a str, others: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
+    /// Renew instance `me`'s heartbeat (it lives [`INSTANCE_TTL`]),
+    /// advertising `url` (its `--class-url`), and name those of `others`
+    /// whose heartbeat has expired, and the URLs of the live instances.
+    fn heartbeat<'a>(
+        &'a self,
+        me: &'a str,
+        url: &'a str,
+        others: Vec<String>,
+    ) -> BoxFuture<'a, Result<Beat, StoreError>>;
+}
+
+/// What a heartbeat learnt.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Beat {
+    /// Instances (of those asked about) whose heartbeat expired.
+    pub dead: Vec<String>,
+    /// The class URLs the live instances advertise (this one's among
+    /// them), sorted; empty from a store with one instance.
+    pub live: Vec<String>,
 }
 
 /// The log in this process: one instance, nothing to share, so every
@@ -101,9 +117,9 @@ impl ClassStore for MemoryStore {
         })
     }
 
-    fn heartbeat<'a>(&'a self, _: &'a str, _: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        // One instance: there are no others to outlive.
-        Box::pin(async { Ok(Vec::new()) })
+    fn heartbeat<'a>(&'a self, _: &'a str, _: &'a str, _: Vec<String>) -> BoxFuture<'a, Result<Beat, StoreError>> {
+        // One instance: there are no others to outlive or to reconnect to.
+        Box::pin(async { Ok(Beat::default()) })
     }
 
     fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>> {

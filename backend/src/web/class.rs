@@ -33,9 +33,10 @@ use locklab_core::class::{ClassClientMsg, ClassCode, ClassError, ServerSays, PRE
 use tokio::sync::{mpsc, Notify};
 
 use crate::class::hub::{Admit, Entropy, Entry, What, FLUSH_EVERY};
-use crate::class::store::{ClassStore, MemoryStore, StoreError, HEARTBEAT};
+use crate::class::store::{Beat, ClassStore, MemoryStore, StoreError, HEARTBEAT};
 use crate::class::{ClassConfig, ConnId, Hub, Out};
 use crate::web::api::ApiState;
+use crate::web::origin::OriginPolicy;
 
 /// Messages queued to one socket before it counts as too slow and is
 /// dropped: a burst of moves and live batches a follower on a slow link
@@ -172,13 +173,20 @@ async fn heartbeats(store: Arc<dyn ClassStore>, weak: Weak<Mutex<Registry>>) {
     loop {
         every.tick().await;
         let Some(inner) = weak.upgrade() else { break };
-        let (me, others) = {
+        let (me, url, others) = {
             let reg = inner.lock().unwrap_or_else(|p| p.into_inner());
-            (reg.hub.instance().to_owned(), reg.hub.ghost_instances())
+            let url = reg.hub.config().join_base.clone();
+            (reg.hub.instance().to_owned(), url, reg.hub.ghost_instances())
         };
-        let Ok(dead) = store.heartbeat(&me, others).await else {
+        let Ok(Beat { dead, live }) = store.heartbeat(&me, &url, others).await else {
             continue;
         };
+        {
+            // Followers and presenters learn where to reconnect to.
+            let mut reg = inner.lock().unwrap_or_else(|p| p.into_inner());
+            let out = reg.hub.set_instance_urls(live);
+            reg.deliver(out);
+        }
         missed.retain(|i, _| dead.contains(i));
         for instance in dead {
             let n = missed.entry(instance.clone()).or_default();
@@ -337,11 +345,24 @@ async fn class_ws(
     ws: WebSocketUpgrade,
 ) -> Response {
     let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Err(why) = state.origins().check(header(header::ORIGIN), header(header::HOST)) {
+    let (origin, host) = (header(header::ORIGIN), header(header::HOST));
+    let classes = state.classes().clone();
+    // A page of another live instance of the class (its instance died and
+    // it reconnects here) is as much the lab's page as this one's.
+    let checked = state.origins().check(origin, host).or_else(|why| {
+        let live = classes
+            .lock()
+            .hub
+            .instance_urls()
+            .iter()
+            .filter_map(|u| url_origin(u))
+            .collect::<Vec<_>>();
+        OriginPolicy::new(live).check(origin, host).map_err(|_| why)
+    });
+    if let Err(why) = checked {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }
     let peer = peer_of(info);
-    let classes = state.classes().clone();
     // The hub checks a frame against the sender's role; the socket bounds
     // the largest anyone may send before its payload is read.
     ws.max_message_size(PRESENTER_FRAME_MAX)
@@ -350,6 +371,14 @@ async fn class_ws(
         .write_buffer_size(0)
         .on_upgrade(move |socket| run_socket(socket, classes, peer))
         .into_response()
+}
+
+/// `scheme://host:port` of a class URL (`http://10.0.0.2:8080/?x` →
+/// `http://10.0.0.2:8080`).
+fn url_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    Some(format!("{scheme}://{authority}"))
 }
 
 async fn run_socket(socket: WebSocket, classes: Classes, peer: IpAddr) {

@@ -22,6 +22,7 @@ fn moved(id: &str, lesson: &str, step: usize) -> String {
     format!(r#"{{"type":"moved","id":"{id}","position":{{"lesson":"{lesson}","step":{step},"seed":1}}}}"#)
 }
 
+const HOME: &str = "ws://127.0.0.1:8080/api/class/ws";
 const JOINED: &str =
     r#"{"type":"joined","member":"m7","name":"Ada","position":{"lesson":"05","step":1},"score":0,"since":"1-0"}"#;
 const ASKED: &str = r#"{"type":"asked","id":"4-0","question":{"id":3,"lesson":"05","step":2,"choices":3}}"#;
@@ -34,9 +35,9 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
         [1_000, 2_000, 4_000, 8_000, 15_000, 15_000, 15_000]
     );
     let mut c = Class::join(ClassCode::parse("abc234").unwrap(), None);
-    c.lost("gone".into());
+    c.lost("gone".into(), HOME);
     c.connecting();
-    c.lost("gone again".into());
+    c.lost("gone again".into(), HOME);
     assert_eq!(
         c.link,
         Link::Lost {
@@ -46,7 +47,7 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
         "each failed try waits longer"
     );
     c.opened();
-    c.lost("dropped".into());
+    c.lost("dropped".into(), HOME);
     assert!(
         matches!(c.link, Link::Lost { attempt: 1, .. }),
         "an open link starts over"
@@ -114,7 +115,7 @@ fn a_follower_follows_looks_around_answers_once_and_sees_the_reveal() {
     assert!(c.take_outbox().is_empty(), "no answer after the reveal");
 
     // Reconnect: the same member, from the last id seen.
-    c.lost("wifi".into());
+    c.lost("wifi".into(), HOME);
     let saved = c.saved().expect("kept for a reload");
     let mut again = Class::restore(&saved).expect("restored");
     again.opened();
@@ -173,7 +174,7 @@ fn a_presenter_starts_relays_moves_resumes_and_asks() {
         "an unchanged position is not sent again"
     );
 
-    c.lost("restart".into());
+    c.lost("restart".into(), HOME);
     c.moved(at("05", 2));
     let restored = Class::restore(&c.saved().unwrap()).unwrap();
     assert!(restored.is_presenter());
@@ -274,4 +275,119 @@ fn a_real_run_is_relayed_once_and_drawn_by_followers() {
     assert!(f.shows_live() && f.live.len() == 2);
     f.look_around();
     assert!(!f.shows_live(), "looking around shows its own run");
+}
+
+/// Reconnecting across instances: the server's list of live instances
+/// (their class URLs) becomes sockets; each lost link tries the next one
+/// round the list, its own instance included, with the backoff between
+/// tries; the rejoin carries the member id and the last stream id seen.
+#[test]
+fn a_lost_follower_rotates_through_the_live_instances_and_resumes() {
+    let mut c = Class::join(ClassCode::parse("abc234").unwrap(), None);
+    assert_eq!(c.socket_url(HOME), HOME, "first its own instance");
+    c.opened();
+    c.take_outbox();
+    c.receive(JOINED);
+    c.receive(r#"{"type":"moved","id":"9-0","position":{"lesson":"05","step":2}}"#);
+    c.receive(
+        r#"{"type":"instances","urls":["http://127.0.0.1:8080/","http://10.0.0.2:8081/?class=ABC234","ftp://x/"]}"#,
+    );
+    let b = "ws://10.0.0.2:8081/api/class/ws";
+    c.lost("instance died".into(), HOME);
+    assert_eq!(
+        c.socket_url(HOME),
+        b,
+        "the other live instance next (its own is listed too)"
+    );
+    assert_eq!(rejoin_delay_ms(1), 1_000);
+    c.connecting();
+    c.lost("refused".into(), HOME);
+    assert_eq!(c.socket_url(HOME), HOME, "round the list, back to its own");
+    assert!(
+        matches!(c.link, Link::Lost { attempt: 2, .. }),
+        "with the backoff growing"
+    );
+    c.connecting();
+    c.lost("refused".into(), HOME);
+    assert_eq!(c.socket_url(HOME), b);
+    c.connecting();
+    c.opened();
+    let hello: ClassClientMsg = serde_json::from_str(&c.take_outbox()[0]).unwrap();
+    assert_eq!(
+        hello,
+        ClassClientMsg::Join {
+            code: ClassCode::parse("ABC234").unwrap(),
+            name: Some("Ada".into()),
+            member: Some("m7".into()),
+            since: Some("9-0".into()),
+        },
+        "the same member, from the last stream id seen"
+    );
+    // A page that never heard of other instances stays on its own.
+    let mut alone = Class::join(ClassCode::parse("abc234").unwrap(), None);
+    alone.lost("gone".into(), HOME);
+    assert_eq!(alone.socket_url(HOME), HOME);
+}
+
+/// The drill: pushed by the presenter (a control with the secret), shown
+/// to a follower, taken (looking around), its result reported once and
+/// only for the drill open; the presenter's board counts the reports.
+#[test]
+fn a_drill_is_pushed_taken_reported_once_and_tallied() {
+    let mut p = Class::start();
+    p.opened();
+    p.take_outbox();
+    p.receive(r#"{"type":"started","code":"ABC234","secret":"s3","join_url":"http://x/?class=ABC234"}"#);
+    p.take_outbox();
+    p.push_drill("01-bare-del".into());
+    let sent: ClassClientMsg = serde_json::from_str(&p.take_outbox()[0]).unwrap();
+    assert_eq!(
+        sent,
+        ClassClientMsg::Control {
+            secret: "s3".into(),
+            control: Control::Drill {
+                design: "01-bare-del".into()
+            }
+        }
+    );
+    p.receive(r#"{"type":"drill_tally","drill":1,"found":["Ada"],"reported":2,"of":3}"#);
+    let b = p.board.clone().unwrap();
+    assert_eq!(
+        (b.design.as_str(), b.reported, b.of, b.found),
+        ("01-bare-del", 2, 3, vec!["Ada".to_owned()])
+    );
+
+    let mut f = Class::join(ClassCode::parse("abc234").unwrap(), None);
+    f.opened();
+    f.take_outbox();
+    f.receive(JOINED);
+    assert_eq!(f.take_drill(), None, "no drill yet");
+    f.receive(r#"{"type":"drill_asked","id":"6-0","drill":{"id":1,"design":"01-bare-del"}}"#);
+    assert_eq!(f.drill.as_ref().map(|d| d.drill.id), Some(1));
+    assert_eq!(f.take_drill().as_deref(), Some("01-bare-del"));
+    assert!(!f.following, "taking the drill is looking around");
+    f.drill_done("02-other", true, 5);
+    assert!(f.take_outbox().is_empty(), "another design's search is not the drill's");
+    f.drill_done("01-bare-del", true, 40);
+    f.drill_done("01-bare-del", false, 41);
+    let sent: Vec<ClassClientMsg> = f
+        .take_outbox()
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+    assert_eq!(
+        sent,
+        vec![ClassClientMsg::DrillResult {
+            drill: 1,
+            found: true,
+            steps: None,
+            schedules: Some(40)
+        }],
+        "reported once"
+    );
+    assert_eq!(f.drill.as_ref().and_then(|d| d.result), Some((true, 40)));
+    // A rejoin keeps the result of the same drill.
+    f.receive(r#"{"type":"joined","member":"m7","position":{},"drill":{"id":1,"design":"01-bare-del"},"score":0,"since":"7-0"}"#);
+    assert_eq!(f.drill.as_ref().and_then(|d| d.result), Some((true, 40)));
+    assert_eq!(f.follow_again(), Position::default());
 }

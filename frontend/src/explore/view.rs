@@ -65,6 +65,15 @@ pub struct ExploreProps {
     /// it plays).
     pub onplay: Callback<(Rc<PageLesson>, ExploreLink)>,
     pub onclose: Callback<()>,
+    /// Class mode's presenter: push the design in the editor to the room
+    /// as a drill (as `?explore=` names it).
+    #[prop_or_default]
+    pub onpush: Option<Callback<String>>,
+    /// A search finished: its design (as `?explore=` names it), whether it
+    /// found a counterexample, and the schedules searched (a class
+    /// follower reports a drill's result with it).
+    #[prop_or_default]
+    pub ondone: Option<Callback<(String, bool, u64)>>,
 }
 
 #[function_component(ExploreScreen)]
@@ -115,6 +124,22 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             if let Some((lesson, l)) = next {
                 dispatcher.dispatch(Msg::Played);
                 onplay.emit((Rc::new(lesson.clone()), l.clone()));
+            }
+        });
+    }
+    // A finished search, said once per result.
+    {
+        let done = match &model.status {
+            Status::Done { result, .. } => model
+                .ran
+                .as_ref()
+                .map(|l| (l.design.clone(), result.broken.is_some(), result.explored)),
+            _ => None,
+        };
+        let ondone = props.ondone.clone();
+        use_effect_with(done, move |done| {
+            if let (Some(done), Some(on)) = (done, ondone) {
+                on.emit(done.clone());
             }
         });
     }
@@ -339,6 +364,12 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                         </button>
                         <button data-testid="explore-cancel" onclick={ oncancel } disabled={ !running }>{ t(lang, "Cancel", "取消") }</button>
                         <button data-testid="explore-drill-next" onclick={ ondrill } disabled={ running || loading }>{ t(lang, "Interview drill", "面试练习") }</button>
+                        if let Some(onpush) = props.onpush.clone() {
+                            <button class="explore-push" data-testid="explore-push" disabled={ loading || model.text.is_empty() }
+                                onclick={ let model = model.clone(); Callback::from(move |_| onpush.emit(model.link().design)) }>
+                                { t(lang, "Push to the class", "推送给全班") }
+                            </button>
+                        }
                     </div>
                     { drill_view.unwrap_or_default() }
                 </div>

@@ -27,12 +27,18 @@ pub fn use_class(state: &AppContext) {
     {
         let socket = socket.clone();
         let dispatcher = state.dispatcher();
+        let class = state.class.clone();
         use_effect_with((wants, state.class_connection), move |&(wants, _)| {
             socket.borrow_mut().take();
             if wants {
                 let report =
                     Callback::from(move |e: SocketEvent| dispatcher.dispatch(Action::Class(ClassAction::Socket(e))));
-                match socket::class_url().map(|url| Socket::open(&url, report.clone())) {
+                // This page's instance, or after a loss the next live one.
+                let url = socket::class_url().map(|home| match &class {
+                    Some(c) => c.borrow().socket_url(&home),
+                    None => home,
+                });
+                match url.map(|url| Socket::open(&url, report.clone())) {
                     Some(Ok(s)) => *socket.borrow_mut() = Some(s),
                     Some(Err(e)) => report.emit(SocketEvent::Closed(e)),
                     None => report.emit(SocketEvent::Closed(

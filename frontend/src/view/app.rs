@@ -11,9 +11,9 @@ use crate::hooks::{
 };
 use crate::i18n::{Lang, Text};
 use crate::query::Query;
-use crate::state::{Action, AppContext, State};
+use crate::state::{Action, AppContext, ClassAction, State};
 use crate::view::{
-    class::{summary_box, FollowerBar, JoinClass, PresenterPanel},
+    class::{summary_box, DrillBoardView, FollowerBar, JoinClass, PresenterPanel},
     clock::Clock,
     console::Console,
     faults::Faults,
@@ -136,6 +136,16 @@ pub fn app() -> Html {
         Some(c) => (c.is_presenter(), !c.is_presenter(), c.summary.clone()),
         None => (false, false, None),
     };
+    let onpush = presenting_class.then(|| to(&state, |design: String| Action::Class(ClassAction::PushDrill(design))));
+    let ondone = following.then(|| {
+        to(&state, |(design, found, schedules): (String, bool, u64)| {
+            Action::Class(ClassAction::DrillDone {
+                design,
+                found,
+                schedules,
+            })
+        })
+    });
     let banner = real_banner(&state, to(&state, |_: MouseEvent| Action::Reconnect));
     let context: AppContext = state.clone();
 
@@ -150,8 +160,13 @@ pub fn app() -> Html {
                     <LessonList onselect={ onselect_lesson } onclose={ onclose_lesson } />
                     if state.explore {
                         <main>
+                            if following {
+                                <FollowerBar onclass={ onclass.clone() } />
+                            } else if presenting_class {
+                                <DrillBoardView />
+                            }
                             <crate::explore::view::ExploreScreen lang={ state.lang } seed={ state.seed } link={ state.explore_link.clone() }
-                                onplay={ onexplore_play.clone() } onclose={ onexplore_close } />
+                                onplay={ onexplore_play.clone() } onclose={ onexplore_close } {onpush} {ondone} />
                         </main>
                     } else if state.mock {
                         <main>

@@ -12,7 +12,7 @@ use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
 use crate::catalog;
-use crate::class::{share, Ask, Class};
+use crate::class::{share, Ask, Class, DrillBoard, FollowerDrill};
 use crate::driver::real::Link;
 use crate::i18n::{Lang, Text};
 use crate::state::{AppContext, ClassAction};
@@ -142,6 +142,79 @@ pub fn presenter_question(state: &AppContext, c: &Class, onclass: &Callback<Clas
     }
 }
 
+/// A drill's design as the room reads it: a built-in design by its
+/// name, the trainer's own text as such.
+fn design_name(design: &str, lang: Lang) -> String {
+    if design.starts_with(&format!("{}.", locklab_core::explore::link::VERSION)) {
+        Text::ClassDrillOwn.get(lang).to_owned()
+    } else {
+        design.to_owned()
+    }
+}
+
+/// The presenter's view of the drill pushed last: how many searched, how
+/// many found a counterexample, and who (names as text).
+fn drill_board(b: &DrillBoard, lang: Lang) -> Html {
+    let line = Text::ClassDrillBoard
+        .get(lang)
+        .replace("{d}", &design_name(&b.design, lang))
+        .replace("{n}", &b.reported.to_string())
+        .replace("{m}", &b.of.to_string())
+        .replace("{k}", &b.found.len().to_string());
+    html! {
+        <div class="drill-board" data-testid="drill-board" data-reported={ b.reported.to_string() }
+            data-of={ b.of.to_string() } data-found={ b.found.len().to_string() }>
+            <p class="drill-board-line">{ line }</p>
+            if !b.found.is_empty() {
+                <p class="drill-found-by muted" data-testid="drill-found-by">
+                    { format!("{}{}", Text::ClassDrillFoundBy.get(lang), b.found.join(", ")) }
+                </p>
+            }
+        </div>
+    }
+}
+
+/// The presenter's drill board above the explore screen (where the
+/// presenter pushes drills from).
+#[function_component(DrillBoardView)]
+pub fn drill_board_view() -> Html {
+    let state = use_context::<AppContext>().expect("AppContext is provided by App");
+    let board = state.class.as_ref().and_then(|c| c.borrow().board.clone());
+    board.map(|b| drill_board(&b, state.lang)).unwrap_or_default()
+}
+
+/// A follower's drill card: what the trainer asks, "take the drill",
+/// then what this page's explorer found.
+fn drill_card(d: &FollowerDrill, onclass: &Callback<ClassAction>, lang: Lang) -> Html {
+    let ask = Text::ClassDrillAsk
+        .get(lang)
+        .replace("{}", &design_name(&d.drill.design, lang));
+    let (state, result) = match d.result {
+        None => ("open", None),
+        Some((true, n)) => (
+            "found",
+            Some(Text::ClassDrillFound.get(lang).replace("{}", &n.to_string())),
+        ),
+        Some((false, n)) => (
+            "held",
+            Some(Text::ClassDrillHeld.get(lang).replace("{}", &n.to_string())),
+        ),
+    };
+    html! {
+        <div class="drill-card" data-testid="drill-card" data-drill={ d.drill.id.to_string() } data-state={ state }>
+            <p class="drill-title">{ Text::ClassDrillTitle.get(lang) }</p>
+            <p>{ ask }</p>
+            if let Some(r) = result {
+                <p class="drill-result" data-testid="drill-result">{ r }</p>
+            } else {
+                <button class="answer drill-take" data-testid="drill-take" onclick={ act(onclass, ClassAction::TakeDrill) }>
+                    { Text::ClassDrillTake.get(lang) }
+                </button>
+            }
+        </div>
+    }
+}
+
 /// The presenter's class panel: the code big, the join URL and its QR
 /// code, how many joined, and the end of the class.
 #[function_component(PresenterPanel)]
@@ -174,9 +247,15 @@ pub fn presenter_panel(props: &ClassProps) -> Html {
                 if let Some(e) = &c.error {
                     <p class="error" data-testid="class-error">{ e.clone() }</p>
                 }
+                if let Some(b) = &c.board {
+                    { drill_board(b, lang) }
+                }
                 <div class="class-panel-keys">
                     <button class="quiet" data-testid="class-hide" onclick={ act(&props.onclass, ClassAction::TogglePanel) }>
                         { Text::ClassHide.get(lang) }
+                    </button>
+                    <button data-testid="class-drill" onclick={ act(&props.onclass, ClassAction::PickDrill) }>
+                        { Text::ClassDrillPick.get(lang) }
                     </button>
                     <button class="danger" data-testid="class-end" onclick={ act(&props.onclass, ClassAction::End) }>
                         { Text::ClassEnd.get(lang) }
@@ -227,6 +306,9 @@ pub fn follower_bar(props: &ClassProps) -> Html {
             }
             if c.shows_live() {
                 <p class="muted" data-testid="class-live">{ Text::ClassLive.get(lang) }</p>
+            }
+            if let Some(d) = &c.drill {
+                { drill_card(d, &props.onclass, lang) }
             }
             if let Some(a) = &c.ask {
                 { follower_question(a, c.choice_seed(), &draft, &props.onclass, lang) }

@@ -639,3 +639,40 @@ fn a_silent_presenter_still_connected_ends_its_class_after_the_idle_time() {
     );
     assert!(matches!(&to(&out, p)[..], [ServerSays::Ended { .. }]), "{out:?}");
 }
+
+/// The live instances' URLs (from the store's heartbeat) reach every page
+/// in a class when they change, and each page that joins or starts after;
+/// an unchanged list is not sent again, and one instance sends nothing.
+#[test]
+fn pages_are_told_the_live_instances() {
+    let mut h = hub();
+    let now = Instant::now();
+    let (p, code, _) = class(&mut h, now);
+    let (f, _) = join(&mut h, &code, "ann", now);
+    let idle = h.connect(LAN);
+    assert!(
+        h.set_instance_urls(Vec::new()).is_empty(),
+        "one instance: nothing to say"
+    );
+    let urls = vec!["http://10.0.0.2:8080/".to_owned(), "http://10.0.0.1:8080/".to_owned()];
+    let out = h.set_instance_urls(urls.clone());
+    let mut sorted = urls.clone();
+    sorted.sort();
+    let told = ServerSays::Instances { urls: sorted.clone() };
+    assert_eq!(to(&out, p), vec![told.clone()]);
+    assert_eq!(to(&out, f), vec![told.clone()]);
+    assert!(to(&out, idle).is_empty(), "a connection in no class is told nothing");
+    assert!(h.set_instance_urls(urls).is_empty(), "the same list again");
+    let g = h.connect(LAN);
+    let out = send(
+        &mut h,
+        g,
+        serde_json::json!({"type":"join","code":code,"name":"bo"}),
+        now,
+    );
+    let got = to(&out, g);
+    assert!(
+        matches!(&got[..], [ServerSays::Joined { .. }, m] if *m == told),
+        "{got:?}"
+    );
+}

@@ -12,6 +12,9 @@
 //! * `locklab:class:instance:ID` — an instance's heartbeat, renewed every
 //!   [`super::HEARTBEAT`] with a TTL of [`INSTANCE_TTL`]: an instance whose
 //!   key expired was killed, and another appends the `Left` it could not.
+//! * `locklab:class:instances` — a sorted set of the class URLs the live
+//!   instances advertise (`--class-url`), scored by when each expires:
+//!   what followers are told to reconnect to when their instance dies.
 //!
 //! Both keys get a TTL of the class's idle timeout plus a margin on every
 //! append, so an idle class leaves nothing behind, and a short one when the
@@ -34,7 +37,7 @@ use locklab_core::class::{ClassCode, Control};
 use redis::streams::StreamReadReply;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BoxFuture, ClassStore, StoreError, BATCH, INSTANCE_TTL};
+use super::{Beat, BoxFuture, ClassStore, StoreError, BATCH, INSTANCE_TTL};
 use crate::class::hub::{Entry, What};
 
 /// Every key of the class store starts with this.
@@ -57,9 +60,15 @@ fn log_key(code: &ClassCode) -> String {
     format!("{PREFIX}{code}:log")
 }
 
-/// An instance's heartbeat: a key that expires unless renewed.
+/// An instance's heartbeat: a key that expires unless renewed; its value
+/// is the class URL the instance advertises.
 fn instance_key(instance: &str) -> String {
     format!("{PREFIX}instance:{instance}")
+}
+
+/// The live instances' class URLs ([`LIVE_URLS`]).
+fn instances_key() -> String {
+    format!("{PREFIX}instances")
 }
 
 fn err(e: impl std::fmt::Display) -> StoreError {
@@ -212,29 +221,62 @@ impl ClassStore for RedisStore {
         Box::pin(async move { self.batches.lock().await.recv().await })
     }
 
-    fn heartbeat<'a>(&'a self, me: &'a str, others: Vec<String>) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        let mine = instance_key(me);
+    fn heartbeat<'a>(
+        &'a self,
+        me: &'a str,
+        url: &'a str,
+        others: Vec<String>,
+    ) -> BoxFuture<'a, Result<Beat, StoreError>> {
+        let (mine, url) = (instance_key(me), url.to_owned());
         self.misc(move |c| {
             let mut pipe = redis::pipe();
             pipe.cmd("SET")
                 .arg(&mine)
-                .arg(1)
+                .arg(&url)
                 .arg("PX")
                 .arg(INSTANCE_TTL.as_millis() as u64)
                 .ignore();
+            // The advertised URLs, each until its instance's last beat
+            // plus the TTL, on the server's clock (instances' clocks may
+            // differ).
+            pipe.cmd("EVAL")
+                .arg(LIVE_URLS)
+                .arg(1)
+                .arg(instances_key())
+                .arg(&url)
+                .arg(INSTANCE_TTL.as_millis() as u64);
             for other in &others {
                 pipe.cmd("EXISTS").arg(instance_key(other));
             }
-            let alive: Vec<bool> = pipe.query(c)?;
-            Ok(others
+            let (live, alive): (Vec<String>, Vec<bool>) = {
+                let v: Vec<redis::Value> = pipe.query(c)?;
+                let mut v = v.into_iter();
+                let live = redis::from_redis_value(v.next().unwrap_or(redis::Value::Nil))?;
+                let alive = v.map(redis::from_redis_value).collect::<Result<_, _>>()?;
+                (live, alive)
+            };
+            let dead = others
                 .into_iter()
                 .zip(alive)
                 .filter(|(_, a)| !a)
                 .map(|(o, _)| o)
-                .collect())
+                .collect();
+            Ok(Beat { dead, live })
         })
     }
 }
+
+/// The live instances' class URLs: a sorted set scored by when each
+/// stops being live (the server's `TIME` + the TTL); this instance's is
+/// renewed, the expired dropped, the rest returned.
+const LIVE_URLS: &str = r"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+";
 
 /// The writer thread: each round trip appends every write waiting (up to
 /// [`BATCH`]) and renews the TTLs of the classes written.

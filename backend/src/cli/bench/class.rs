@@ -24,6 +24,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::BackendBenchError;
 use crate::class::store::RedisStore;
 use crate::class::ClassConfig;
+use crate::real::process::RedisServer;
 use crate::web::ApiState;
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -93,6 +94,15 @@ pub fn class_report(n: usize, store: Option<&str>) -> Result<String, BackendBenc
     };
     let idle = cfg.idle;
     let mut state = ApiState::new(None).class_config(cfg);
+    // `--class-store redis` (or the flag alone): a redis-server of the
+    // bench's own on a free loopback port, so nothing need be prepared
+    // (stopped when the report is done; its memory is not the backend's).
+    let own = match store {
+        Some("redis" | "") => Some(RedisServer::try_start(&[]).map_err(BackendBenchError::Misbehaved)?),
+        _ => None,
+    };
+    let own_url = own.as_ref().map(RedisServer::url);
+    let store = own_url.as_deref().or(store);
     if let Some(url) = store {
         let redis = RedisStore::open(url, idle).map_err(|e| BackendBenchError::Misbehaved(format!("{url}: {e}")))?;
         state = state.class_store(std::sync::Arc::new(redis));
