@@ -403,7 +403,10 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     send(&mut ws, json!({"type":"lesson","id":"51"})).await;
     let refused = until(&mut ws, "error").await.pop().unwrap();
     assert!(
-        refused["message"].as_str().unwrap().contains("never faults your own server"),
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("never faults your own server"),
         "{refused}"
     );
     send(&mut ws, json!({"type":"lesson","id":"99"})).await;

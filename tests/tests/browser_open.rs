@@ -207,9 +207,12 @@ async fn open_a_history_or_a_monitor_capture_in_the_page() {
     card(&c, "history").await;
     let headline = text(&c, "[data-testid=verdict-headline]").await.unwrap_or_default();
     assert!(headline.starts_with("历史：已检查 2 个客户端的 5 次操作"), "{headline}");
-    let title = text(&c, "[data-testid=verdict-finding][data-name=stale-write] summary strong")
-        .await
-        .unwrap_or_default();
+    let title = text(
+        &c,
+        "[data-testid=verdict-finding][data-name=stale-write] summary strong",
+    )
+    .await
+    .unwrap_or_default();
     assert_eq!(title, "过期写入被接受");
     shots(&c, "history-zh").await;
     pick(&c, &capture).await;

@@ -79,11 +79,15 @@ fn set_compare(argv: &[Vec<u8>]) -> Result<Option<StandIn>, NoStandIn> {
     let Some(at) = options.iter().position(|o| compares.iter().any(|c| is(o, c))) else {
         return Ok(None);
     };
-    let refuse = NoStandIn { command: "SET … IFEQ" };
+    let refuse = NoStandIn {
+        command: "SET … IFEQ"
+    };
     if !is(&options[at], "IFEQ") || options.iter().any(|o| is(o, "GET")) {
         return Err(refuse);
     }
-    let Some(cmp) = options.get(at + 1) else { return Err(refuse) };
+    let Some(cmp) = options.get(at + 1) else {
+        return Err(refuse);
+    };
     let rest = options[..at].iter().chain(&options[at + 2..]).cloned();
     let args = [argv[2].clone(), cmp.clone()].into_iter().chain(rest);
     Ok(Some(StandIn {
@@ -94,10 +98,15 @@ fn set_compare(argv: &[Vec<u8>]) -> Result<Option<StandIn>, NoStandIn> {
 }
 
 fn eval(script: &str, key: &[u8], args: impl IntoIterator<Item = Vec<u8>>) -> Vec<Vec<u8>> {
-    [b"EVAL".to_vec(), script.as_bytes().to_vec(), b"1".to_vec(), key.to_vec()]
-        .into_iter()
-        .chain(args)
-        .collect()
+    [
+        b"EVAL".to_vec(),
+        script.as_bytes().to_vec(),
+        b"1".to_vec(),
+        key.to_vec(),
+    ]
+    .into_iter()
+    .chain(args)
+    .collect()
 }
 
 #[cfg(test)]
@@ -143,7 +152,13 @@ mod tests {
     fn only_ifeq_has_a_stand_in() {
         assert_eq!(for_7_0(&argv("SET k v NX PX 100")), Ok(None));
         assert_eq!(for_7_0(&argv("GET k")), Ok(None));
-        for line in ["SET k v IFNE x", "SET k v IFEQ x GET", "SET k v IFEQ", "DELEX k IFNE x", "DELEX k"] {
+        for line in [
+            "SET k v IFNE x",
+            "SET k v IFEQ x GET",
+            "SET k v IFEQ",
+            "DELEX k IFNE x",
+            "DELEX k",
+        ] {
             assert!(for_7_0(&argv(line)).is_err(), "{line}");
         }
         let s = for_7_0(&argv("SET k v PX 100 IFEQ old")).unwrap().unwrap();

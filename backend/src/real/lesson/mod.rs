@@ -84,9 +84,9 @@ use locklab_core::client::{host, Argv, Ctx, Input, Machine, Program, ProgramHost
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
 use locklab_core::invariants::{InvariantConfig, Monitor, Violation};
 use locklab_core::lesson::compress::{compress, rescale, words, Scale};
-use locklab_core::lesson::stand_in;
 use locklab_core::lesson::metrics::{measure_events, Metrics};
 use locklab_core::lesson::run::{overlap_is_violation, refuse_crashed, Environment, Progress, StepResult};
+use locklab_core::lesson::stand_in;
 use locklab_core::lesson::{Lang, Lesson, LessonError, LessonTopology, LockService, MetricsSpec, RealRun, StepKind};
 use locklab_core::observe::{KeyGroup, Observed};
 use locklab_core::resource::Resource;

@@ -241,8 +241,14 @@ fn faults_a_node(lesson: &Lesson) -> Option<usize> {
                     | Fault::RestartNode { .. }
                     | Fault::PromoteReplica { .. }
                     | Fault::Failover { .. }
-                    | Fault::JumpClock { of: ClockOf::Node(_), .. }
-                    | Fault::SetDrift { of: ClockOf::Node(_), .. }
+                    | Fault::JumpClock {
+                        of: ClockOf::Node(_),
+                        ..
+                    }
+                    | Fault::SetDrift {
+                        of: ClockOf::Node(_),
+                        ..
+                    }
             )
         )
     })

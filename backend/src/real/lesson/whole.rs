@@ -3,8 +3,8 @@
 //! or on one the caller holds ([`run_on`]), each step until the last; and
 //! the checks made before (the server's version, the actors' connections).
 
-use locklab_core::lesson::{Lang, Lesson};
 use locklab_core::lesson::stand_in;
+use locklab_core::lesson::{Lang, Lesson};
 use locklab_core::Reply;
 
 use crate::real::conn::{RealConnection, RealError};
