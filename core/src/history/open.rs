@@ -234,7 +234,7 @@ mod tests {
             bad.starts_with("line 1: not a MONITOR line: unbalanced quotes"),
             "{bad}"
         );
-        let cut = e(STALE[..STALE.len() - 20].as_bytes());
+        let cut = e(&STALE.as_bytes()[..STALE.len() - 20]);
         assert_eq!(cut, "line 5: truncated (the file ends inside a JSON object)");
         let huge = format!("{{\"client\":\"{}\"}}\n", "x".repeat(70_000));
         assert!(e(huge.as_bytes()).starts_with("line 1: longer than 65536 bytes"));

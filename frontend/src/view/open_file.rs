@@ -166,7 +166,9 @@ pub struct CardProps {
 #[function_component(VerdictCard)]
 pub fn verdict_card(props: &CardProps) -> Html {
     let (lang, c) = (props.lang, &props.card);
-    let found = c.found.iter().map(|f| finding(f, lang));
+    // The first finding open, the rest one line each: the card stays short
+    // enough to leave the timeline in view.
+    let found = c.found.iter().enumerate().map(|(i, f)| finding(f, i == 0, lang));
     let onclose = props.onclose.reform(|_: MouseEvent| ());
     html! {
         <section class={ classes!("verdict-card", if c.clean { "clean" } else { "broken" }) } data-testid="verdict-card"
@@ -185,10 +187,10 @@ pub fn verdict_card(props: &CardProps) -> Html {
     }
 }
 
-fn finding(f: &CardFinding, lang: Lang) -> Html {
+fn finding(f: &CardFinding, open: bool, lang: Lang) -> Html {
     let span = format!("{}–{} ms", f.from_ms, f.to_ms);
     html! {
-        <details class="verdict-finding" data-testid="verdict-finding" data-name={ f.name.clone() } open=true>
+        <details class="verdict-finding" data-testid="verdict-finding" data-name={ f.name.clone() } open={ open }>
             <summary>
                 <strong>{ words(&f.title, lang) }</strong>
                 { format!(" ({}) · {span} · {}", f.name, f.clients.join(", ")) }
