@@ -41,7 +41,7 @@ pub struct CardFinding {
 
 /// What the page shows beside the timeline of an opened file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Card {
+pub struct FileVerdict {
     /// `history` or `capture`.
     pub kind: String,
     /// No violation found.
@@ -80,7 +80,7 @@ fn found_words(n: usize) -> Text {
 }
 
 /// The card of a checked history with `faults` fault markers.
-pub fn history_card(report: &Report, faults: usize) -> Card {
+pub fn history_card(report: &Report, faults: usize) -> FileVerdict {
     let serious = report.findings.iter().filter(|f| f.check != Check::RenewalGap).count();
     let broken = report.keys.iter().any(|k| k.linearity == Linearity::NotLinearizable);
     let found = found_words(serious);
@@ -123,7 +123,7 @@ pub fn history_card(report: &Report, faults: usize) -> Card {
         ));
     }
     let listed: Vec<CardFinding> = report.findings.iter().take(FINDINGS_LISTED).map(finding).collect();
-    Card {
+    FileVerdict {
         kind: "history".into(),
         clean: serious == 0 && !broken,
         headline,
@@ -157,7 +157,7 @@ fn finding(f: &Finding) -> CardFinding {
 }
 
 /// The card of a replayed MONITOR capture.
-pub fn capture_card(i: &Import) -> Card {
+pub fn capture_card(i: &Import) -> FileVerdict {
     let s = &i.summary;
     let found = found_words(s.violations.len());
     let keys = if s.lock_keys.is_empty() {
@@ -211,7 +211,7 @@ pub fn capture_card(i: &Import) -> Card {
     let listed: Vec<CardFinding> = (s.violations.iter().take(FINDINGS_LISTED))
         .map(|v| violation(&i.trace, v))
         .collect();
-    Card {
+    FileVerdict {
         kind: "capture".into(),
         clean: s.violations.is_empty(),
         headline,

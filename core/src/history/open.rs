@@ -16,7 +16,7 @@ use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
-use super::card::{capture_card, history_card, Card};
+use super::card::{capture_card, history_card, FileVerdict};
 use super::linear::Search;
 use super::monitor::{import, ImportLimits};
 use super::{check, drawn, parse, HistoryError, Limits};
@@ -25,7 +25,7 @@ use crate::trace::Trace;
 /// What a file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FileKind {
+pub enum OpenedKind {
     /// A history: JSON lines of calls and faults.
     History,
     /// What `redis-cli MONITOR` printed.
@@ -36,7 +36,7 @@ pub enum FileKind {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opened {
     pub trace: Trace,
-    pub card: Card,
+    pub card: FileVerdict,
 }
 
 /// Why a file could not be opened; every error names its line.
@@ -54,7 +54,7 @@ pub enum OpenError {
 
 /// Look at the first line that is not blank, without consuming it: what
 /// kind of file this is, or the line that is neither.
-pub fn detect<R: BufRead>(r: &mut R) -> Result<FileKind, OpenError> {
+pub fn detect<R: BufRead>(r: &mut R) -> Result<OpenedKind, OpenError> {
     let mut line = 1u64;
     loop {
         let buf = r.fill_buf().map_err(|e| OpenError::Capture {
@@ -67,10 +67,10 @@ pub fn detect<R: BufRead>(r: &mut R) -> Result<FileKind, OpenError> {
         match b {
             b'\n' => line += 1,
             b' ' | b'\t' | b'\r' => {}
-            b'{' => return Ok(FileKind::History),
-            b'0'..=b'9' => return Ok(FileKind::Capture),
+            b'{' => return Ok(OpenedKind::History),
+            b'0'..=b'9' => return Ok(OpenedKind::Capture),
             b'O' if buf.starts_with(b"OK\n") || buf.starts_with(b"OK\r\n") || buf == b"OK" => {
-                return Ok(FileKind::Capture)
+                return Ok(OpenedKind::Capture)
             }
             _ => return Err(OpenError::Unknown { line }),
         }
@@ -82,7 +82,7 @@ pub fn detect<R: BufRead>(r: &mut R) -> Result<FileKind, OpenError> {
 /// or replay it (the capture), and draw it.
 pub fn open<R: BufRead>(mut r: R, search: &Search) -> Result<Opened, OpenError> {
     match detect(&mut r)? {
-        FileKind::History => {
+        OpenedKind::History => {
             let history = parse(r, &Limits::default())?;
             let report = check(&history, search);
             Ok(Opened {
@@ -90,7 +90,7 @@ pub fn open<R: BufRead>(mut r: R, search: &Search) -> Result<Opened, OpenError> 
                 card: history_card(&report, history.faults.len()),
             })
         }
-        FileKind::Capture => {
+        OpenedKind::Capture => {
             let imported = import(r, &[], &ImportLimits::default()).map_err(|e| OpenError::Capture {
                 line: e.line,
                 why: format!("could not read: {}", e.msg),

@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 
-use locklab_core::history::card::{Card, CardFinding};
+use locklab_core::history::card::{CardFinding, FileVerdict};
 use locklab_core::history::open::Opened;
 use yew::prelude::*;
 
@@ -157,7 +157,7 @@ pub fn open_file(props: &OpenFileProps) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct CardProps {
     pub lang: Lang,
-    pub card: Card,
+    pub card: FileVerdict,
     pub onclose: Callback<()>,
 }
 
