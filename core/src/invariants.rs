@@ -434,19 +434,14 @@ impl Monitor {
         node_name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
         let owner = held.owner.filter(|&o| o != by)?;
-        Some(Violation {
-            invariant: Invariant::WrongRelease,
-            from_ms: held.since,
-            to_ms: now,
-            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
-            detail: format!(
-                "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
-                client(by),
-                client(owner),
-                node_name(node),
-                held.since
-            ),
-        })
+        let detail = format!(
+            "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
+            client(by),
+            client(owner),
+            node_name(node),
+            held.since
+        );
+        Some(not_owners(Invariant::WrongRelease, node, by, owner, held, now, detail))
     }
 
     /// `by`'s command moved the expiry of the lock `held` on `node` that
@@ -468,19 +463,14 @@ impl Monitor {
         node_name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
         let owner = held.owner.filter(|&o| o != by)?;
-        Some(Violation {
-            invariant: Invariant::ForeignExtend,
-            from_ms: held.since,
-            to_ms: now,
-            actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
-            detail: format!(
-                "{}'s command extended the lock {key} that {} acquired on {} at {} ms: it renewed a lock it does not own",
-                client(by),
-                client(owner),
-                node_name(node),
-                held.since
-            ),
-        })
+        let detail = format!(
+            "{}'s command extended the lock {key} that {} acquired on {} at {} ms: it renewed a lock it does not own",
+            client(by),
+            client(owner),
+            node_name(node),
+            held.since
+        );
+        Some(not_owners(Invariant::ForeignExtend, node, by, owner, held, now, detail))
     }
 
     /// Keep a violation the world found.
@@ -564,6 +554,27 @@ impl Monitor {
     /// Every violation so far, in order.
     pub fn violations(&self) -> &[Violation] {
         &self.violations
+    }
+}
+
+/// A command by `by` on a lock `owner` holds (a wrong release or a foreign
+/// extension): the span from the lock's acquisition to now, the two clients
+/// and the node.
+fn not_owners(
+    invariant: Invariant,
+    node: u32,
+    by: u32,
+    owner: u32,
+    held: &Held,
+    now: u64,
+    detail: String,
+) -> Violation {
+    Violation {
+        invariant,
+        from_ms: held.since,
+        to_ms: now,
+        actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
+        detail,
     }
 }
 
