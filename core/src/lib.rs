@@ -8,6 +8,9 @@
 //!
 //! # Layout
 //!
+//! The simulated Redis is a crate of its own, `locklab-redis` (a
+//! redis-server in miniature that knows nothing of locks; `sim-server`
+//! serves it alone), re-exported here so the lab reads it as its own:
 //! * [`reply`] — the RESP reply type and how `redis-cli` prints it.
 //! * [`cli`] — redis-cli's line syntax, turning a typed line into an argv.
 //! * [`server`] — one simulated Redis node: keyspace with millisecond expiry
@@ -15,6 +18,8 @@
 //!   replies and errors, transactions, and a version profile (7.0 or 8.4).
 //!   [`server::script`] is EVAL and FUNCTION: a real Lua 5.1 VM with Redis's
 //!   sandbox and its Lua ↔ RESP conversion rules.
+//!
+//! The lock lab, built on it:
 //! * [`rng`] — a tiny seeded SplitMix64, identical on native and wasm32:
 //!   every "random" choice in a world comes from it.
 //! * [`actor`] — who is in a run (clients, nodes, the resource, the world)
@@ -51,7 +56,6 @@
 
 pub mod actor;
 pub mod class;
-pub mod cli;
 pub mod client;
 pub mod console;
 pub mod engine;
@@ -64,12 +68,10 @@ pub mod lesson;
 pub mod link;
 pub mod observe;
 pub mod protocol;
-pub mod reply;
 pub mod resource;
 pub mod rng;
-pub mod server;
 pub mod service;
 pub mod trace;
 pub mod world;
 
-pub use reply::Reply;
+pub use locklab_redis::{cli, reply, server, Reply};

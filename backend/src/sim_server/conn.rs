@@ -24,9 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use locklab_core::server::config::ObufLimit;
-use locklab_core::server::ConnId;
-use locklab_core::Reply;
+use locklab_redis::server::config::ObufLimit;
+use locklab_redis::server::ConnId;
+use locklab_redis::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::{self, error::TrySendError, unbounded_channel, UnboundedReceiver};

@@ -16,7 +16,7 @@
 //!   script, and an `EXEC`) atomic, and it is the property every Redis lock
 //!   is built on. Here one OS thread owns the [`Node`] (module `node`) and
 //!   runs every command and script; each connection gets its own
-//!   [`ConnId`](locklab_core::server::ConnId), so `MULTI`/`WATCH` state is
+//!   [`ConnId`](locklab_redis::server::ConnId), so `MULTI`/`WATCH` state is
 //!   per connection, as in Redis.
 //! * **Connections never wait on the node's thread.** Each connection is a
 //!   tokio task that parses its requests and hands the node a batch through
@@ -95,10 +95,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use locklab_core::server::config::ObufLimit;
-use locklab_core::server::script::ScriptControl;
-use locklab_core::server::{ConnId, Node, Profile, EPOCH_MS};
-use locklab_core::Reply;
+use locklab_redis::server::config::ObufLimit;
+use locklab_redis::server::script::ScriptControl;
+use locklab_redis::server::{ConnId, Node, Profile, EPOCH_MS};
+use locklab_redis::Reply;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;

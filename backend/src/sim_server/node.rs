@@ -1,4 +1,4 @@
-//! The node's thread: it owns the [`Node`](locklab_core::server::Node) and
+//! The node's thread: it owns the [`Node`](locklab_redis::server::Node) and
 //! the connections' records, and runs every command and script, one batch
 //! at a time, as redis-server's single thread does.
 //!
@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use locklab_core::server::config::ClientClass;
-use locklab_core::server::script::{set_thread_limits, BusyWatch, INSTRUCTION_LIMIT};
-use locklab_core::server::ConnId;
-use locklab_core::Reply;
+use locklab_redis::server::config::ClientClass;
+use locklab_redis::server::script::{set_thread_limits, BusyWatch, INSTRUCTION_LIMIT};
+use locklab_redis::server::ConnId;
+use locklab_redis::Reply;
 use tokio::sync::{mpsc, oneshot};
 
 use super::resp;

@@ -23,7 +23,7 @@
 //! of bytes can make it panic; every length is checked against redis-server's
 //! limits before anything is allocated for it.
 
-use locklab_core::Reply;
+use locklab_redis::Reply;
 use thiserror::Error;
 
 /// `PROTO_INLINE_MAX_SIZE`: the longest inline request, and the longest
@@ -123,7 +123,7 @@ impl ProtocolError {
 
 /// C's `string2ll` (util.c): the only integer syntax redis-server accepts
 /// in a frame header — core's, so the wire and the commands agree.
-pub(crate) use locklab_core::server::string2ll;
+pub(crate) use locklab_redis::server::string2ll;
 
 /// Where the parser is inside a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,7 +332,7 @@ impl Parser {
             Some(l) => l,
             None => &rest[..nl],
         };
-        let argv = locklab_core::cli::parse_line(line).map_err(|_| ProtocolError::UnbalancedQuotes)?;
+        let argv = locklab_redis::cli::parse_line(line).map_err(|_| ProtocolError::UnbalancedQuotes)?;
         self.advance(pos, nl + 1);
         if argv.is_empty() {
             return Ok(Parsed::Empty);

@@ -3,7 +3,7 @@
 //! (`CONFIG` is the node's, with the server's own `port`, `bind` and `dir`
 //! given to it at start.)
 //!
-//! Core's [`Node`](locklab_core::server::Node) knows keys, clocks and
+//! Core's [`Node`](locklab_redis::server::Node) knows keys, clocks and
 //! transactions; it has never seen a socket. These commands are about the
 //! socket: which protocol it speaks, what it is called, which database it
 //! points at, what the server will tell a client library that probes it on
@@ -20,10 +20,10 @@
 //! answers `EXECABORT`), and says why in the error. `QUIT` and `RESET` run
 //! at once even inside `MULTI`, as on redis-server.
 //!
-//! [`select`]: locklab_core::server::Node::select
-//! [`set_client_name`]: locklab_core::server::Node::set_client_name
-//! [`reset_conn`]: locklab_core::server::Node::reset_conn
-//! [`flush_db`]: locklab_core::server::Node::flush_db
+//! [`select`]: locklab_redis::server::Node::select
+//! [`set_client_name`]: locklab_redis::server::Node::set_client_name
+//! [`reset_conn`]: locklab_redis::server::Node::reset_conn
+//! [`flush_db`]: locklab_redis::server::Node::flush_db
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -31,11 +31,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use locklab_core::server::config::ClientClass;
-use locklab_core::server::glob::glob_match;
-use locklab_core::server::table::{self, flags, Command, Keys};
-use locklab_core::server::{ConnId, Node, Profile, DATABASES};
-use locklab_core::Reply;
+use locklab_redis::server::config::ClientClass;
+use locklab_redis::server::glob::glob_match;
+use locklab_redis::server::table::{self, flags, Command, Keys};
+use locklab_redis::server::{ConnId, Node, Profile, DATABASES};
+use locklab_redis::Reply;
 
 use super::resp::string2ll;
 
@@ -1166,8 +1166,8 @@ mod tests {
     }
 
     fn run(st: &mut State, sess: &mut Session, env: &Env, line: &str) -> Reply {
-        let argv = locklab_core::cli::parse(line).unwrap();
-        dispatch(st, sess, env, locklab_core::server::EPOCH_MS, &argv).0
+        let argv = locklab_redis::cli::parse(line).unwrap();
+        dispatch(st, sess, env, locklab_redis::server::EPOCH_MS, &argv).0
     }
 
     #[test]
@@ -1238,7 +1238,7 @@ mod tests {
     #[test]
     fn a_timed_out_wait_leaves_the_clock_alone() {
         let (mut st, mut sess, env) = state(Profile::V7_0);
-        let argv = locklab_core::cli::parse("WAIT 1 500").unwrap();
+        let argv = locklab_redis::cli::parse("WAIT 1 500").unwrap();
         let before = st.node.now();
         let got = dispatch(&mut st, &mut sess, &env, before, &argv);
         assert_eq!(got, (Reply::Integer(0), After::DelayReply(500)));
