@@ -1,4 +1,4 @@
-//! The free-play lab as the page holds it: core's [`Lab`](locklab_core::lab)
+//! The free-play lab as the page holds it: core's [`FreeLab`](locklab_core::lab::FreeLab)
 //! (three redis-cli sessions on one simulated node) lives in the engine
 //! module, and this is the page's handle on it plus the last [`LabView`]
 //! it sent. Lines typed before the engine has loaded wait in a queue and

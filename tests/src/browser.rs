@@ -71,7 +71,7 @@ pub fn require_dist() -> PathBuf {
                 index.display()
             )
         });
-    for src in ["frontend", "core/src", "engine", "explore-worker"] {
+    for src in ["frontend", "redis/src", "core/src", "engine", "explore-worker"] {
         if let Some((t, path)) = newest_mtime(&root().join(src)) {
             assert!(
                 t <= built,

@@ -82,7 +82,7 @@ pub fn locklab_binary() -> std::path::PathBuf {
     let built = std::fs::metadata(&bin)
         .and_then(|m| m.modified())
         .unwrap_or_else(|_| panic!("{} is missing: {hint}", bin.display()));
-    for src in ["backend/src", "core/src"] {
+    for src in ["backend/src", "redis/src", "core/src"] {
         if let Some((t, path)) = browser::newest_mtime(&browser::root().join(src)) {
             assert!(t <= built, "{} is older than {}: {hint}", bin.display(), path.display());
         }

@@ -36,6 +36,7 @@ mod measures;
 
 /// The workspace's crates, by their source directory.
 const CRATES: &[&str] = &[
+    "redis",
     "core",
     "backend",
     "frontend",

@@ -95,7 +95,7 @@ pub const CHOICES: [Invariant; 4] = [
 
 /// How one answer scored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Score {
+pub struct DrillScore {
     /// The user named what the explorer found.
     pub right: bool,
     /// Points: 2 for a right guess, 0 otherwise.
@@ -104,9 +104,9 @@ pub struct Score {
 
 /// Score a guess against what the explorer found (`None`: it held, which
 /// a drill design never should — then nobody scores).
-pub fn score(guess: Invariant, found: Option<Invariant>) -> Score {
+pub fn score(guess: Invariant, found: Option<Invariant>) -> DrillScore {
     let right = found == Some(guess);
-    Score {
+    DrillScore {
         right,
         points: if right { 2 } else { 0 },
     }

@@ -15,7 +15,7 @@ pub mod view;
 pub mod worker;
 
 use locklab_core::explore::catalog::{Catalog, DrillEntry};
-use locklab_core::explore::drill::{self, Score};
+use locklab_core::explore::drill::{self, DrillScore};
 use locklab_core::explore::exercise::Graded;
 use locklab_core::explore::job::{JobResult, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
@@ -168,7 +168,7 @@ pub struct DrillState {
     pub index: usize,
     /// The user's named failure, locked in before the run.
     pub guess: Option<Invariant>,
-    pub score: Option<Score>,
+    pub score: Option<DrillScore>,
 }
 
 /// The screen's state.

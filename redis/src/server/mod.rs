@@ -166,7 +166,7 @@ pub trait ScriptHost {
 
 /// Counters behind `INFO stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
+pub struct InfoStats {
     pub commands_processed: u64,
     pub connections_received: u64,
     pub keyspace_hits: u64,
@@ -178,7 +178,7 @@ pub struct Stats {
     pub total_error_replies: u64,
 }
 
-impl Stats {
+impl InfoStats {
     /// `afterErrorReply`'s accounting: the error code is the text before
     /// the first space when there is one in the first 32 bytes, else `ERR`.
     fn count_error(&mut self, text: &str) {
@@ -244,7 +244,7 @@ pub struct Engine {
     now: u64,
     /// Bumped on every change, as redis-server's `server.dirty`.
     dirty: u64,
-    stats: Stats,
+    stats: InfoStats,
     /// (db, key) → the connections watching it, each with whether the key
     /// had already expired when it was watched (redis-server 7.0 treats the
     /// later deletion of such a key as "no change").
@@ -353,7 +353,7 @@ impl Node {
                 role: Role::Master,
                 now: EPOCH_MS,
                 dirty: 0,
-                stats: Stats::default(),
+                stats: InfoStats::default(),
                 watchers: BTreeMap::new(),
                 dirty_cas: BTreeSet::new(),
                 stall_ms: 0,
@@ -646,7 +646,7 @@ impl Node {
 
     /// `CONFIG RESETSTAT`: the `INFO stats` counters back to zero.
     pub fn reset_stats(&mut self) {
-        self.engine.stats = Stats::default();
+        self.engine.stats = InfoStats::default();
     }
 
     /// A parameter only the host knows (`port`, `bind`, `dir`), as
@@ -743,7 +743,7 @@ impl Node {
         self.engine.script_fence.as_mut().and_then(|f| f.breach.take())
     }
 
-    pub fn stats(&self) -> &Stats {
+    pub fn stats(&self) -> &InfoStats {
         &self.engine.stats
     }
 
@@ -1330,7 +1330,7 @@ impl Engine {
         }
     }
 
-    pub(crate) fn stats(&self) -> &Stats {
+    pub(crate) fn stats(&self) -> &InfoStats {
         &self.stats
     }
 

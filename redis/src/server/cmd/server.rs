@@ -347,7 +347,7 @@ pub(crate) fn config(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             Err(e) => Reply::Error(format!("ERR {e}")),
         },
         "resetstat" => {
-            cx.e.stats = crate::server::Stats::default();
+            cx.e.stats = crate::server::InfoStats::default();
             Reply::ok()
         }
         "rewrite" => Reply::error("ERR The server is running without a config file"),
