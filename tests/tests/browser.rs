@@ -774,13 +774,18 @@ async fn the_timeline_a_room_can_read() {
                     .await;
                     // Its ten lanes at the race's end, compact at the
                     // biggest type that fits: above the floor at 900 px.
-                    // 14 px since the lesson gained its validity exercise
-                    // (it was 15: the presenter layout lost a pixel of type
-                    // here, a regression noted to be mended, not hidden).
                     let p = js(&c, TIMELINE_PROBE).await;
+                    screenshot(&c, &format!("timeline-18-metrics-present-{w}x{h}.png")).await;
                     if h == 900 {
-                        assert!(p["minFont"].as_f64().unwrap() >= 14.0, "presenter mode, lesson 18: {p}");
+                        assert!(p["minFont"].as_f64().unwrap() >= 15.0, "presenter mode, lesson 18: {p}");
                     }
+                    // The next step's exercise box sits above the caption
+                    // here: the lanes still fit the screen beside it.
+                    let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+                    assert!(
+                        fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
+                        "lesson 18's race fits beside the exercise box at {w}×{h}: {fits} {p}"
+                    );
                     let r = js(
                         &c,
                         "const r = document.querySelector('[data-testid=caption-reply]'); \

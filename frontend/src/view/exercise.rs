@@ -84,6 +84,19 @@ fn placeholder(part: Part, lang: Lang) -> &'static str {
     }
 }
 
+/// The code box's height in lines: a decision is one condition, so one
+/// line holds it (the box grows when dragged) and leaves a presenter's
+/// timeline its room (lesson 18's ten lanes at 15.5 px, not 14, at
+/// 1440×900, and all of them on a 720 px screen); a release or renewal is a
+/// Lua script of a few lines. By the part, never by the model answer's
+/// length, which would hint at the answer.
+fn rows(part: Part) -> &'static str {
+    match part {
+        Part::Validity => "1",
+        _ => "6",
+    }
+}
+
 fn draft_key(lesson: &str, step: usize) -> String {
     format!("locklab-exercise-{lesson}-{step}")
 }
@@ -175,7 +188,7 @@ pub fn exercise_box(props: &ExerciseProps) -> Html {
     html! {
         <div class="exercise" data-testid="exercise" data-part={ props.exercise.part.name() }>
             <div class="question">{ crate::markdown::render(&ask) }</div>
-            <textarea class="exercise-code" data-testid="exercise-code" spellcheck="false" rows="6"
+            <textarea class="exercise-code" data-testid="exercise-code" spellcheck="false" rows={ rows(props.exercise.part) }
                 value={ (*draft).clone() } {oninput} placeholder={ placeholder(props.exercise.part, lang) }
                 aria-label={ t(lang, "your fix", "你的写法") } />
             <div class="exercise-actions">

@@ -139,10 +139,10 @@ fn step_row(s: &dyn LessonDriver, i: usize, lang: Lang) -> Html {
             }
             if typed {
                 <code class="caption-cmd" data-testid="caption-command">{ cmd }</code>
-            } else if step.say.is_some() {
-                // Narration as prose, its lists as lists; a long one in
-                // the regular weight, which reads as text rather than as a
-                // wall of bold.
+            } else if step.say.is_some() || cmd.len() > LONG_SAY {
+                // Narration as prose, its lists as lists; a long one (an
+                // exercise's question too) in the regular weight, which
+                // reads as text rather than as a wall of bold.
                 <div class={ classes!("caption-say", "prose", (cmd.len() > LONG_SAY).then_some("long")) }
                     data-testid="caption-command">
                     { crate::markdown::render(&cmd) }

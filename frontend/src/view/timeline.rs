@@ -719,17 +719,23 @@ fn use_timeline_layout(
                 }
             };
             // Presenter mode: the biggest type (19 px down to 13 px) at
-            // which the whole timeline fits the screen's height; failing
-            // that, the biggest with compact rows (a race's ten lanes on a
-            // 900 px screen: 17 px compact, not 13).
+            // which the whole timeline fits the screen's height, in
+            // regular rows or, at the same size, compact ones (a race's ten
+            // lanes on a 900 px screen: 15.5 px compact, not 13 px in
+            // regular rows).
             let mut l = layout_in(&trace, now, lang, view_w, z, style);
             if style == Style::PRESENT && room > 0.0 {
                 let sizes = [19.0, 17.0, 15.5, 14.0, 13.0];
-                let compact = sizes.map(|font| Style {
-                    compact: true,
-                    ..Style::sized(font)
+                let ladder = sizes.iter().flat_map(|&font| {
+                    [
+                        Style::sized(font),
+                        Style {
+                            compact: true,
+                            ..Style::sized(font)
+                        },
+                    ]
                 });
-                for next in sizes[1..].iter().map(|&f| Style::sized(f)).chain(compact) {
+                for next in ladder.skip(1) {
                     let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
                     if fits {
                         break;
