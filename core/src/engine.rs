@@ -1,5 +1,5 @@
 //! The seam between the page and the simulator: what the page asks of a
-//! lesson [`Session`] or the free-play [`Lab`], and what it gets back.
+//! lesson [`Session`] or the free-play [`FreeLab`], and what it gets back.
 //!
 //! The simulator (the world, the nodes, the Lua VM) is most of locklab's
 //! wasm, and the page does not link it: it lives in the engine's own module
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::actor::Names;
 use crate::fault::Fault;
-use crate::lab::{Client, Exchange, Lab};
+use crate::lab::{Client, Exchange, FreeLab};
 use crate::lesson::run::StepResult;
 use crate::lesson::session::{ClientInfo, Made, NodeInfo, Session};
 use crate::lesson::worded::PageLesson;
@@ -200,7 +200,7 @@ pub struct LabView {
 /// The free-play lab on the engine's side of the seam.
 #[derive(Default)]
 pub struct LabEngine {
-    lab: Lab,
+    lab: FreeLab,
     sent: Sent,
 }
 

@@ -74,7 +74,7 @@ pub struct Exchange {
 }
 
 /// The lab: one node, three connections, and what happened.
-pub struct Lab {
+pub struct FreeLab {
     node: Node,
     conns: [ConnId; 3],
     transcripts: [Vec<Exchange>; 3],
@@ -87,9 +87,9 @@ pub struct Lab {
     next_req: u64,
 }
 
-impl Default for Lab {
+impl Default for FreeLab {
     fn default() -> Self {
-        Lab::new()
+        FreeLab::new()
     }
 }
 
@@ -99,8 +99,8 @@ fn text(b: &[u8]) -> String {
 
 const NODE: u32 = 0;
 
-impl Lab {
-    pub fn new() -> Lab {
+impl FreeLab {
+    pub fn new() -> FreeLab {
         let mut node = Node::new(Profile::V8_4);
         node.record_events(true);
         let conns = Client::ALL.map(|c| {
@@ -112,7 +112,7 @@ impl Lab {
             clients: Client::ALL.iter().map(|c| c.letter().to_owned()).collect(),
             nodes: vec!["redis".to_owned()],
         };
-        Lab {
+        FreeLab {
             node,
             conns,
             transcripts: Default::default(),
@@ -325,12 +325,12 @@ mod tests {
     use super::*;
     use crate::observe::LockChange;
 
-    fn last(lab: &Lab, c: Client) -> String {
+    fn last(lab: &FreeLab, c: Client) -> String {
         lab.transcript(c).last().map(|e| e.output.clone()).unwrap_or_default()
     }
 
     /// The lock changes in the trace, as `(at_ms, key, change)`.
-    fn locks(lab: &Lab) -> Vec<(u64, String, LockChange)> {
+    fn locks(lab: &FreeLab) -> Vec<(u64, String, LockChange)> {
         lab.trace()
             .events
             .iter()
@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn replies_render_as_redis_cli() {
-        let mut lab = Lab::new();
+        let mut lab = FreeLab::new();
         lab.run(Client::A, "SET lock:order:1 token-A-111 NX PX 30000");
         assert_eq!(last(&lab, Client::A), "OK");
         lab.run(Client::B, "SET lock:order:1 token-B-222 NX PX 30000");
@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn prompt_follows_the_transaction() {
-        let mut lab = Lab::new();
+        let mut lab = FreeLab::new();
         assert_eq!(lab.prompt(Client::A), "127.0.0.1:6379> ");
         lab.run(Client::A, "MULTI");
         assert_eq!(lab.prompt(Client::A), "127.0.0.1:6379(TX)> ");
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_lock_is_acquired_renewed_expires_and_is_deleted() {
-        let mut lab = Lab::new();
+        let mut lab = FreeLab::new();
         lab.run(Client::A, "SET lock token-A-111 NX PX 10000");
         lab.advance(1000);
         lab.run(Client::A, "PEXPIRE lock 20000");
@@ -444,7 +444,7 @@ mod tests {
 
     #[test]
     fn failed_or_plain_sets_are_no_locks() {
-        let mut lab = Lab::new();
+        let mut lab = FreeLab::new();
         lab.run(Client::A, "SET k v");
         lab.run(Client::A, "SET k v NX");
         lab.run(Client::A, "SET k2 v XX");
