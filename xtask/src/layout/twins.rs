@@ -224,7 +224,9 @@ pub(super) fn twins(files: &[Shaped]) -> Vec<Twin> {
             }
         }
     }
-    let mut by_files: BTreeMap<(usize, usize), Vec<(usize, usize, usize)>> = BTreeMap::new();
+    // (file a, file b) → their runs as (start a, start b, length).
+    type Runs = Vec<(usize, usize, usize)>;
+    let mut by_files: BTreeMap<(usize, usize), Runs> = BTreeMap::new();
     for (&(fa, sa, fb, sb), &len) in &runs {
         let run = &files[fa].lines[sa..sa + len];
         let distinct: BTreeSet<u64> = run.iter().map(|l| l.shape).collect();
