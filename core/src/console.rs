@@ -55,7 +55,7 @@ impl Limits {
 
 /// Why a line runs nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LineRefusal {
+pub enum ConsoleRefusal {
     /// Longer than [`Limits::max_line`].
     TooLong { len: usize, limit: usize },
     /// Unbalanced quotes, or a repeat count of zero or less: redis-cli's
@@ -63,13 +63,13 @@ pub enum LineRefusal {
     Cli(CliError),
 }
 
-impl fmt::Display for LineRefusal {
+impl fmt::Display for ConsoleRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LineRefusal::TooLong { len, limit } => {
+            ConsoleRefusal::TooLong { len, limit } => {
                 write!(f, "(error) ERR line too long: {len} bytes, the limit is {limit}")
             }
-            LineRefusal::Cli(e) => write!(f, "{e}"),
+            ConsoleRefusal::Cli(e) => write!(f, "{e}"),
         }
     }
 }
@@ -79,7 +79,7 @@ impl fmt::Display for LineRefusal {
 pub enum Typed {
     /// Blank: redis-cli prints nothing and sends nothing.
     Empty,
-    Refused(LineRefusal),
+    Refused(ConsoleRefusal),
     /// `argv`, `repeat` times.
     Run {
         argv: Vec<Vec<u8>>,
@@ -90,7 +90,7 @@ pub enum Typed {
 /// Read `line` as redis-cli does, within `limits`.
 pub fn read(line: &[u8], limits: Limits) -> Typed {
     if line.len() > limits.max_line {
-        return Typed::Refused(LineRefusal::TooLong {
+        return Typed::Refused(ConsoleRefusal::TooLong {
             len: line.len(),
             limit: limits.max_line,
         });
@@ -98,14 +98,14 @@ pub fn read(line: &[u8], limits: Limits) -> Typed {
     let mut argv = match cli::parse_line(line) {
         Ok(argv) if argv.is_empty() => return Typed::Empty,
         Ok(argv) => argv,
-        Err(e) => return Typed::Refused(LineRefusal::Cli(e)),
+        Err(e) => return Typed::Refused(ConsoleRefusal::Cli(e)),
     };
     match cli::take_repeat(&mut argv) {
         Ok(n) => Typed::Run {
             argv,
             repeat: limits.max_repeat.map_or(n, |max| n.min(max)),
         },
-        Err(e) => Typed::Refused(LineRefusal::Cli(e)),
+        Err(e) => Typed::Refused(ConsoleRefusal::Cli(e)),
     }
 }
 

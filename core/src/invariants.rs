@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::actor::Actor;
-use crate::observe::Held;
+use crate::observe::{Held, Observed};
 
 /// The invariants, with the stable names the explorer prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -433,15 +433,7 @@ impl Monitor {
         client: &dyn Fn(u32) -> String,
         node_name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
-        let owner = held.owner.filter(|&o| o != by)?;
-        let detail = format!(
-            "{}'s command removed the lock {key} that {} acquired on {} at {} ms",
-            client(by),
-            client(owner),
-            node_name(node),
-            held.since
-        );
-        Some(not_owners(Invariant::WrongRelease, node, by, owner, held, now, detail))
+        not_owners(Invariant::WrongRelease, node, key, by, held, now, client, node_name)
     }
 
     /// `by`'s command moved the expiry of the lock `held` on `node` that
@@ -462,15 +454,29 @@ impl Monitor {
         client: &dyn Fn(u32) -> String,
         node_name: &dyn Fn(u32) -> String,
     ) -> Option<Violation> {
-        let owner = held.owner.filter(|&o| o != by)?;
-        let detail = format!(
-            "{}'s command extended the lock {key} that {} acquired on {} at {} ms: it renewed a lock it does not own",
-            client(by),
-            client(owner),
-            node_name(node),
-            held.since
-        );
-        Some(not_owners(Invariant::ForeignExtend, node, by, owner, held, now, detail))
+        not_owners(Invariant::ForeignExtend, node, key, by, held, now, client, node_name)
+    }
+
+    /// A lock touched by a client that does not own it, as the observer saw
+    /// it: [`Observed::WrongRelease`] judged by [`Monitor::wrong_release`],
+    /// [`Observed::ForeignExtend`] by [`Monitor::foreign_extend`]; `None` for
+    /// any other observation. One arm serves the world and the real runner.
+    pub fn not_owner(
+        &mut self,
+        observed: &Observed,
+        now: u64,
+        client: &dyn Fn(u32) -> String,
+        node_name: &dyn Fn(u32) -> String,
+    ) -> Option<Violation> {
+        match observed {
+            Observed::WrongRelease { node, key, by, held } => {
+                self.wrong_release(*node, key, *by, held, now, client, node_name)
+            }
+            Observed::ForeignExtend { node, key, by, held } => {
+                self.foreign_extend(*node, key, *by, held, now, client, node_name)
+            }
+            Observed::Lock { .. } | Observed::Granted { .. } => None,
+        }
     }
 
     /// Keep a violation the world found.
@@ -560,22 +566,36 @@ impl Monitor {
 /// A command by `by` on a lock `owner` holds (a wrong release or a foreign
 /// extension): the span from the lock's acquisition to now, the two clients
 /// and the node.
+#[allow(clippy::too_many_arguments)]
 fn not_owners(
     invariant: Invariant,
     node: u32,
+    key: &str,
     by: u32,
-    owner: u32,
     held: &Held,
     now: u64,
-    detail: String,
-) -> Violation {
-    Violation {
+    client: &dyn Fn(u32) -> String,
+    node_name: &dyn Fn(u32) -> String,
+) -> Option<Violation> {
+    let owner = held.owner.filter(|&o| o != by)?;
+    let (did, tail) = match invariant {
+        Invariant::ForeignExtend => ("extended", ": it renewed a lock it does not own"),
+        _ => ("removed", ""),
+    };
+    let detail = format!(
+        "{}'s command {did} the lock {key} that {} acquired on {} at {} ms{tail}",
+        client(by),
+        client(owner),
+        node_name(node),
+        held.since
+    );
+    Some(Violation {
         invariant,
         from_ms: held.since,
         to_ms: now,
         actors: vec![Actor::Client(by), Actor::Client(owner), Actor::Node(node)],
         detail,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -44,10 +44,33 @@
 //! * [`lesson`] — lessons as data (TOML in `lessons/`), their runner on the
 //!   world, and text transcripts and swimlanes.
 //! * [`explore`] — the schedule and fault explorer behind `locklab explore`.
+//! * [`service`] — the simulated etcd and ZooKeeper, for the lessons that
+//!   compare Redis locks with leases and ephemeral znodes.
 //! * [`lab`] — the free-play lab: three redis-cli sessions on one node.
+//! * [`console`] — the one console path: a typed line to redis-cli's output.
+//! * [`protocol`] — the WebSocket messages between the page, the CLI and
+//!   the backend, as types; [`class`] — class mode's messages and rules.
 //! * [`engine`] — the seam the page plays the simulator through (a lesson
 //!   session, [`lesson::session`], or the lab), from the engine's own wasm
 //!   module: moves in, views out, as serde types.
+//!
+//! # A world in four lines
+//!
+//! Two clients take the same lock with the default lock program (`SET NX
+//! PX`, work, write the resource, release), B three milliseconds after A,
+//! on one simulated node; nothing goes wrong, so no invariant breaks:
+//!
+//! ```
+//! use locklab_core::client::{LockProgram, Program};
+//! use locklab_core::world::{ClientSpec, Scenario, World};
+//!
+//! let a = ClientSpec { name: "A".into(), clock: Default::default(), start_ms: 0, program: Some(Program::Lock(LockProgram::default())) };
+//! let b = ClientSpec { name: "B".into(), start_ms: 3, ..a.clone() };
+//! let mut world = World::from_scenario(&Scenario { seed: 7, clients: vec![a, b], ..Scenario::default() }).unwrap();
+//! world.run();
+//! assert!(world.violations().is_empty(), "{:?}", world.violations());
+//! assert_eq!(world.resource().writes().len(), 2, "each wrote once, in turn");
+//! ```
 //!
 //! The modules import each other in one direction only (`cargo xtask layout`
 //! checks it): `actor`, `link` and `observe` need nothing above them;

@@ -198,6 +198,17 @@ pub enum Observed {
     },
 }
 
+impl Observed {
+    /// The lock a client that does not own it touched (a wrong release or a
+    /// foreign extension), for a caller that restamps its clock.
+    pub fn held_mut(&mut self) -> Option<&mut Held> {
+        match self {
+            Observed::WrongRelease { held, .. } | Observed::ForeignExtend { held, .. } => Some(held),
+            Observed::Lock { .. } | Observed::Granted { .. } => None,
+        }
+    }
+}
+
 /// The nodes that decide who holds one key, in a world where that is not
 /// all of them (a `compare` world runs a single Redis, Redlock masters,
 /// etcd and ZooKeeper side by side, each guarding its own key).

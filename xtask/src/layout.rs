@@ -17,9 +17,9 @@
 //!   says so in a `// long: <why>` comment just above its `fn` line (among
 //!   its doc comments and attributes) or as the first line of its body;
 //!   those are listed apart and do not count as findings.
-//! * **Measures** (issue 36, see `measures`): files over 800 lines outside
-//!   tests, held to a ceiling that only goes down, and `pub` type names
-//!   defined in two crates, held to the list the tree had.
+//! * **Measures** (issue 36, see `measures` and `twins`): files over 800
+//!   lines outside tests and duplicate logic pairs, each held to a ceiling
+//!   that only goes down, and `pub` type names defined in two crates.
 //!
 //! This is a lexical scan, not a compiler: it skips comments, strings and
 //! character literals when it matches braces and finds paths, which is all
@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 mod measures;
+mod twins;
 
 /// The workspace's crates, by their source directory.
 const CRATES: &[&str] = &[
@@ -45,6 +46,7 @@ const CRATES: &[&str] = &[
     "engine",
     "explore-worker",
     "fuzz",
+    "redis",
 ];
 /// The marker a long function's reason starts with.
 const MARKER: &str = "// long:";
@@ -70,6 +72,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let mut long = Vec::new();
     let mut big = Vec::new();
     let mut type_names = BTreeMap::new();
+    let mut shaped = Vec::new();
     println!("module cycles (top-level modules of each crate):");
     for name in CRATES {
         let src = root.join(name).join("src");
@@ -93,6 +96,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         }
         big.extend(measures::big_files(&root, name, &files));
         type_names.insert(name.to_string(), measures::pub_type_names(&files));
+        if *name != "tests" {
+            for f in files.iter().filter(|f| !f.test_only) {
+                let text = fs::read_to_string(&f.path).with_context(|| format!("reading {}", f.path.display()))?;
+                shaped.push(twins::shaped(short_from(&root, &f.path), &text));
+            }
+        }
     }
     long.sort_by(|a, b| b.lines.cmp(&a.lines).then_with(|| a.place.cmp(&b.place)));
     let (kept, bare): (Vec<&LongFn>, Vec<&LongFn>) = long.iter().partition(|l| l.reason.is_some());
@@ -115,6 +124,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     findings += bare.len();
     findings += measures::report(big, &type_names);
+    findings += twins::report(&shaped);
     if findings > 0 {
         std::process::exit(1);
     }
@@ -193,6 +203,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// are code. Handles nested block comments, escapes, raw strings
 /// (`r#"…"#`, `br"…"`) and tells `'a'` from a lifetime `'a`.
 fn blank_out(text: &str) -> String {
+    blank(text, false)
+}
+
+/// [`blank_out`], but each string or char literal keeps a `"` where it
+/// opens, so a line's shape still shows that a literal stood there.
+fn blank_marked(text: &str) -> String {
+    blank(text, true)
+}
+
+fn blank(text: &str, mark: bool) -> String {
     let b: Vec<char> = text.chars().collect();
     let mut out: Vec<char> = b.clone();
     let blank = |out: &mut Vec<char>, from: usize, to: usize| {
@@ -216,6 +236,9 @@ fn blank_out(text: &str) -> String {
             i = end;
         } else if let Some(end) = raw_string_end(&b, i) {
             blank(&mut out, i, end);
+            if mark {
+                out[i] = '"';
+            }
             i = end;
         } else if c == '"' {
             let mut j = i + 1;
@@ -223,6 +246,9 @@ fn blank_out(text: &str) -> String {
                 j += if b[j] == '\\' { 2 } else { 1 };
             }
             blank(&mut out, i, (j + 1).min(b.len()));
+            if mark {
+                out[i] = '"';
+            }
             i = j + 1;
         } else if c == '\'' {
             // 'x' or '\n' / '\u{..}' is a char; 'a (no closing quote right
@@ -233,9 +259,15 @@ fn blank_out(text: &str) -> String {
                     .position(|&x| x == '\'')
                     .map_or(b.len(), |p| i + 2 + p + 1);
                 blank(&mut out, i, end);
+                if mark {
+                    out[i] = '"';
+                }
                 i = end;
             } else if b.get(i + 2) == Some(&'\'') {
                 blank(&mut out, i, i + 3);
+                if mark {
+                    out[i] = '"';
+                }
                 i += 3;
             } else {
                 i += 1;

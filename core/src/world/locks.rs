@@ -83,33 +83,13 @@ impl World {
                     let seq = self.monitor.grant(client, &key);
                     self.emit(Actor::Client(client), EventKind::Granted { key, seq });
                 }
-                Observed::WrongRelease { node, key, by, held } => {
+                not_owner => {
                     let names = &self.names;
-                    let v = self.monitor.wrong_release(
-                        node,
-                        &key,
-                        by,
-                        &held,
-                        self.now,
-                        &|i| names.client(i).to_owned(),
-                        &|i| names.node(i).to_owned(),
-                    );
-                    if let Some(v) = v {
-                        self.violate(v);
-                    }
-                }
-                Observed::ForeignExtend { node, key, by, held } => {
-                    let names = &self.names;
-                    let v = self.monitor.foreign_extend(
-                        node,
-                        &key,
-                        by,
-                        &held,
-                        self.now,
-                        &|i| names.client(i).to_owned(),
-                        &|i| names.node(i).to_owned(),
-                    );
-                    if let Some(v) = v {
+                    let client = |i| names.client(i).to_owned();
+                    if let Some(v) = self
+                        .monitor
+                        .not_owner(&not_owner, self.now, &client, &|i| names.node(i).to_owned())
+                    {
                         self.violate(v);
                     }
                 }

@@ -34,7 +34,7 @@ pub(super) fn console_line(
     let typed = match console::read(line.as_bytes(), limits) {
         typed @ console::Typed::Run { .. } => typed,
         // redis-cli's own refusal of a repeat count: nothing was sent.
-        console::Typed::Refused(why @ console::LineRefusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
+        console::Typed::Refused(why @ console::ConsoleRefusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
         // Too long, unbalanced, empty: the session's own error (and note).
         _ => {
             return match s.run_line(client, node, line) {
@@ -85,7 +85,7 @@ pub(super) async fn console_line_async(
     let (argv, repeat) = match console::read(line.as_bytes(), limits) {
         console::Typed::Run { argv, repeat } => (argv, repeat),
         // redis-cli's own refusal of a repeat count: nothing was sent.
-        console::Typed::Refused(why @ console::LineRefusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
+        console::Typed::Refused(why @ console::ConsoleRefusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
         // Too long, unbalanced, empty: the session's own error (and note),
         // refused before anything would be sent, so no I/O blocks here.
         _ => {

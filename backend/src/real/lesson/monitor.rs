@@ -36,45 +36,19 @@ impl RealLessonRun {
                     let seq = self.monitor.grant(client, &key);
                     self.record(env, None, Actor::Client(client), EventKind::Granted { key, seq });
                 }
-                Observed::WrongRelease {
-                    node,
-                    key,
-                    by,
-                    mut held,
-                } => {
+                mut not_owner => {
                     // The observer's clock is the session's; the trace's is
                     // the lesson's.
-                    held.since = self.lesson_ms(held.since);
-                    let now = self.now_lesson(env);
-                    let names = env.session.names().clone();
-                    let v =
-                        self.monitor
-                            .wrong_release(node, &key, by, &held, now, &|i| names.client(i).to_owned(), &|i| {
-                                names.node(i).to_owned()
-                            });
-                    if let Some(v) = v {
-                        self.violate(env, v);
+                    if let Some(held) = not_owner.held_mut() {
+                        held.since = self.lesson_ms(held.since);
                     }
-                }
-                Observed::ForeignExtend {
-                    node,
-                    key,
-                    by,
-                    mut held,
-                } => {
-                    held.since = self.lesson_ms(held.since);
                     let now = self.now_lesson(env);
                     let names = env.session.names().clone();
-                    let v = self.monitor.foreign_extend(
-                        node,
-                        &key,
-                        by,
-                        &held,
-                        now,
-                        &|i| names.client(i).to_owned(),
-                        &|i| names.node(i).to_owned(),
-                    );
-                    if let Some(v) = v {
+                    let client = |i| names.client(i).to_owned();
+                    if let Some(v) = self
+                        .monitor
+                        .not_owner(&not_owner, now, &client, &|i| names.node(i).to_owned())
+                    {
                         self.violate(env, v);
                     }
                 }

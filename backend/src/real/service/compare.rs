@@ -56,6 +56,7 @@ use locklab_core::trace::{Event, EventKind};
 use locklab_core::world::GroupKind;
 use locklab_core::Reply;
 
+use super::env::ServiceParts;
 use super::lesson_state::{check_steps, play, unsupported, LessonState};
 use super::{EtcdEnv, ZkEnv};
 use crate::real::lesson::{add_note, RealEnv, RealLessonError, RealLessonRun, RealReport};

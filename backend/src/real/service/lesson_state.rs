@@ -1,8 +1,8 @@
 //! What a lock-service lesson's real run keeps whatever the service is:
 //! lesson time against the wall clock, the clients' pauses and crashes,
 //! the trace, and core's observer, monitor and resource that judge it as
-//! the simulator's world does. [`super::etcdrun::EtcdEnv`] and
-//! [`super::zkrun::ZkEnv`] hold one each and add what their service needs.
+//! the simulator's world does. [`super::EtcdRun`] and
+//! [`super::ZkRun`] hold one each and add what their service needs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -26,7 +26,7 @@ const SLACK_WALL_MS: u64 = 50;
 /// A pause without an end lasts this long (the run ends first).
 const FOR_GOOD: Duration = Duration::from_secs(365 * 24 * 3600);
 
-pub(super) struct LessonState {
+pub(crate) struct LessonState {
     pub(super) lesson: Lesson,
     /// Time compression: lesson ms per wall ms.
     pub(super) factor: u64,

@@ -7,7 +7,9 @@
 //!   that sends core's vocabulary through the service's client and answers
 //!   with the simulator's replies, the numbers translated between a
 //!   lesson's and the service's (`translate`, `zxid`), and the `run` that
-//!   makes the service core's lesson `Environment`.
+//!   says what the service adds to the shared environment.
+//! * [`env`] — [`ServiceEnv`], the one core lesson `Environment` both
+//!   services are played through.
 //!
 //! * [`compare`] — lesson 45: a Redis, three Redlock masters, the etcd
 //!   cluster and the ZooKeeper ensemble in one run, each played by its own
@@ -19,6 +21,7 @@
 //! The error a managed service fails to start with lives here.
 
 pub mod compare;
+mod env;
 pub mod etcd;
 mod lesson_state;
 pub mod stepped;
@@ -28,9 +31,10 @@ use locklab_core::lesson::{Lang, Lesson, LockService};
 use thiserror::Error;
 
 pub use compare::{check_compare, run_compare, CompareEnv};
-pub use etcd::{check_etcd, run_etcd, EtcdEnv};
+pub use env::ServiceEnv;
+pub use etcd::{check_etcd, run_etcd, EtcdEnv, EtcdRun};
 pub use stepped::ServiceRun;
-pub use zk::{check_zk, run_zk, ZkEnv};
+pub use zk::{check_zk, run_zk, ZkEnv, ZkRun};
 
 /// Members of each managed etcd cluster and ZooKeeper ensemble.
 pub const MEMBERS: usize = 3;

@@ -15,6 +15,7 @@ use locklab_core::lesson::{Lang, Lesson, LockService};
 use locklab_core::protocol::Served;
 use locklab_core::trace::Event;
 
+use super::env::ServiceParts;
 use super::lesson_state::{real_error, unsupported, LessonState};
 use super::{CompareEnv, EtcdEnv, ZkEnv};
 use crate::real::lesson::RealLessonError;

@@ -15,4 +15,4 @@ pub mod driver;
 pub mod run;
 pub mod translate;
 
-pub use run::{check_etcd, run_etcd, EtcdEnv};
+pub use run::{check_etcd, run_etcd, EtcdEnv, EtcdRun};

@@ -1,5 +1,5 @@
 //! A lesson on a real etcd cluster: core's step interpreter
-//! ([`Progress`](locklab_core::lesson::run::Progress)) over [`EtcdEnv`], core's [`Environment`] for a managed
+//! ([`Progress`](locklab_core::lesson::run::Progress)) over [`EtcdEnv`], core's `Environment` for a managed
 //! etcd cluster.
 //!
 //! What each step does, and how it differs from the simulator:
@@ -32,11 +32,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use locklab_core::actor::{Actor, Names};
+use locklab_core::actor::Actor;
 use locklab_core::fault::Fault;
-use locklab_core::lesson::metrics::Metrics;
-use locklab_core::lesson::run::{refuse_crashed, Environment};
-use locklab_core::lesson::{Lesson, MetricsSpec};
+use locklab_core::lesson::Lesson;
 use locklab_core::observe::Seen;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
@@ -44,7 +42,8 @@ use locklab_core::Reply;
 use super::driver::{reply, EtcdDriver, Op, Raw};
 use super::translate::Translate;
 use crate::real::lesson::{RealLessonError, RealReport};
-use crate::real::service::lesson_state::{check_steps, play, unsupported, LessonState};
+use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
+use crate::real::service::lesson_state::{check_steps, unsupported, LessonState};
 
 /// Wall time a blocked `LOCK` is given beyond the last lease deadline the
 /// run knows: etcd checks for expired leases every 500 ms, then commits
@@ -53,8 +52,12 @@ const LOCK_GRACE: Duration = Duration::from_secs(3);
 /// How long an election after a crash may take.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
 
-/// A lesson being played on a managed etcd cluster.
-pub struct EtcdEnv {
+/// A lesson being played on a managed etcd cluster: core's
+/// [`Environment`] over [`EtcdRun`].
+pub type EtcdEnv = ServiceEnv<EtcdRun>;
+
+/// What an etcd run adds to the lesson state every service run keeps.
+pub struct EtcdRun {
     /// Lesson time, client faults, the trace and its judges.
     st: LessonState,
     driver: EtcdDriver,
@@ -83,20 +86,18 @@ impl EtcdEnv {
         let start_rev = driver.revision().map_err(|e| unsupported(lesson, e))?;
         let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
         let tr = Translate::new(factor, start_rev);
-        Ok(EtcdEnv {
+        Ok(ServiceEnv(EtcdRun {
             st: LessonState::new(lesson, tr.factor() as u64, nodes),
             tr,
             leader: 0,
             deadlines: BTreeMap::new(),
             pending: Vec::new(),
             driver,
-        })
+        }))
     }
+}
 
-    pub fn version(&self) -> String {
-        format!("etcd {}", self.driver.version())
-    }
-
+impl EtcdRun {
     pub fn factor(&self) -> u64 {
         self.tr.factor() as u64
     }
@@ -117,35 +118,6 @@ impl EtcdEnv {
     /// Per step, what was sent or done differently from the simulator.
     pub fn notes(&self) -> &BTreeMap<usize, String> {
         &self.st.notes
-    }
-
-    /// What the run keeps whatever the service: its trace and judges.
-    pub(in crate::real::service) fn state(&self) -> &LessonState {
-        &self.st
-    }
-
-    pub(in crate::real::service) fn state_mut(&mut self) -> &mut LessonState {
-        &mut self.st
-    }
-
-    /// A paused client acts once its pause is over (it sends nothing
-    /// meanwhile); blocked requests answered in between are collected.
-    fn wait_paused(&mut self, client: &str) {
-        if let Some(until) = self.st.paused.remove(client) {
-            self.sleep_until(until);
-            if let Ok(cid) = self.st.cid(client) {
-                self.st.record(Actor::Client(cid), EventKind::Resumed);
-            }
-        }
-    }
-
-    /// Sleep until `until`, collecting the answers of blocked requests.
-    fn sleep_until(&mut self, until: Instant) {
-        while Instant::now() < until {
-            let step = until.min(Instant::now() + Duration::from_millis(50));
-            self.collect(step);
-        }
-        self.collect(Instant::now());
     }
 
     /// Record the answers blocked requests got by `until` (sleeping until
@@ -187,7 +159,103 @@ impl EtcdEnv {
     }
 }
 
-impl EtcdEnv {
+impl EtcdRun {
+    /// How long to wait for `op`: a `LOCK` until the last lease deadline the
+    /// run knows has passed (plus [`LOCK_GRACE`]), anything else at once
+    /// (the driver times it out).
+    fn patience(&self, op: &Op) -> Duration {
+        if !matches!(op, Op::Lock { .. }) {
+            return Duration::from_secs(3600);
+        }
+        let now = self.st.now_ms();
+        let last = self.deadlines.values().max().copied().unwrap_or(now);
+        self.st.wall(last.saturating_sub(now)) + LOCK_GRACE
+    }
+
+    /// What an answer tells the run about leases: a grant or keep-alive
+    /// sets the lease's deadline; a revoke ends it.
+    fn after(&mut self, p: &mut Pending, raw: &Raw) {
+        let now = self.st.now_ms();
+        match (&p.op, raw) {
+            (Op::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
+                self.deadlines.insert(*id, now + *lesson_ttl as u64 * 1000);
+            }
+            (Op::KeepAlive { shown, real }, Raw::Ttl(t)) if *t > 0 => {
+                let ttl = self.tr.keepalive_shown(*shown, *t);
+                self.deadlines.insert(*real, now + ttl as u64 * 1000);
+            }
+            (Op::KeepAlive { real, .. }, Raw::Ttl(_)) | (Op::Revoke { real }, _) => {
+                self.deadlines.remove(real);
+            }
+            (Op::Put { key, .. }, Raw::Ok) => {
+                self.st.owners.entry(key.clone()).or_insert(p.cid);
+            }
+            _ => {}
+        }
+    }
+
+    /// SIGKILL a member; when it led, wait for the new leader (not lesson
+    /// time) and give the leases their full TTL again, as it does.
+    fn crash(&mut self, node: u32) -> Result<Option<String>, String> {
+        let was_leader = node == self.leader;
+        let text = self.driver.crash(node)?;
+        self.st.observer.set_down(node, true);
+        let mut note = text;
+        if was_leader {
+            let started = Instant::now();
+            let l = self.driver.await_new_leader(ELECTION_WITHIN)?;
+            let spent = started.elapsed();
+            self.st.origin += spent;
+            self.leader = l;
+            self.st.observer.set_master(l);
+            let now = self.st.now_ms();
+            for (real, d) in self.deadlines.iter_mut() {
+                if let Some(ttl) = self.tr.shown_lease(*real).and_then(|s| self.tr.lesson_ttl(s)) {
+                    *d = now + ttl as u64 * 1000;
+                }
+            }
+            let name = self.driver.member_name(l);
+            self.st.record(
+                Actor::Node(l),
+                EventKind::Note {
+                    text: "elected leader".into(),
+                },
+            );
+            note = format!(
+                "{note}; {name} was elected after {} ms of wall time (not counted as lesson time: the simulator's election is instantaneous)",
+                spent.as_millis()
+            );
+        }
+        Ok(Some(note))
+    }
+}
+
+impl ServiceParts for EtcdRun {
+    const LESSON: &'static str = "an etcd lesson";
+    const CHECK: &'static str = "check_supported";
+
+    /// What the run keeps whatever the service: its trace and judges.
+    fn state(&self) -> &LessonState {
+        &self.st
+    }
+
+    fn state_mut(&mut self) -> &mut LessonState {
+        &mut self.st
+    }
+
+    fn leading(&self) -> u32 {
+        self.leader
+    }
+
+    /// Sleep until `until`, collecting the answers of blocked requests.
+    fn sleep_until(&mut self, until: Instant) {
+        while Instant::now() < until {
+            let step = until.min(Instant::now() + Duration::from_millis(50));
+            self.collect(step);
+        }
+        self.collect(Instant::now());
+    }
+
     /// Send `argv` as `client` to `member` and wait for the answer (a
     /// blocked `LOCK` as long as a lease could free it).
     fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
@@ -242,40 +310,6 @@ impl EtcdEnv {
         Ok(r)
     }
 
-    /// How long to wait for `op`: a `LOCK` until the last lease deadline the
-    /// run knows has passed (plus [`LOCK_GRACE`]), anything else at once
-    /// (the driver times it out).
-    fn patience(&self, op: &Op) -> Duration {
-        if !matches!(op, Op::Lock { .. }) {
-            return Duration::from_secs(3600);
-        }
-        let now = self.st.now_ms();
-        let last = self.deadlines.values().max().copied().unwrap_or(now);
-        self.st.wall(last.saturating_sub(now)) + LOCK_GRACE
-    }
-
-    /// What an answer tells the run about leases: a grant or keep-alive
-    /// sets the lease's deadline; a revoke ends it.
-    fn after(&mut self, p: &mut Pending, raw: &Raw) {
-        let now = self.st.now_ms();
-        match (&p.op, raw) {
-            (Op::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
-                self.deadlines.insert(*id, now + *lesson_ttl as u64 * 1000);
-            }
-            (Op::KeepAlive { shown, real }, Raw::Ttl(t)) if *t > 0 => {
-                let ttl = self.tr.keepalive_shown(*shown, *t);
-                self.deadlines.insert(*real, now + ttl as u64 * 1000);
-            }
-            (Op::KeepAlive { real, .. }, Raw::Ttl(_)) | (Op::Revoke { real }, _) => {
-                self.deadlines.remove(real);
-            }
-            (Op::Put { key, .. }, Raw::Ok) => {
-                self.st.owners.entry(key.clone()).or_insert(p.cid);
-            }
-            _ => {}
-        }
-    }
-
     /// Show every watched lock's holder (the oldest key under it, read on
     /// the leader) to core's lock observer, as the simulator's world does:
     /// a change of holder is the old one's removal, then the new one's
@@ -304,118 +338,21 @@ impl EtcdEnv {
         self.st.stretch();
     }
 
-    /// SIGKILL a member; when it led, wait for the new leader (not lesson
-    /// time) and give the leases their full TTL again, as it does.
-    fn crash(&mut self, node: u32) -> Result<Option<String>, String> {
-        let was_leader = node == self.leader;
-        let text = self.driver.crash(node)?;
-        self.st.observer.set_down(node, true);
-        let mut note = text;
-        if was_leader {
-            let started = Instant::now();
-            let l = self.driver.await_new_leader(ELECTION_WITHIN)?;
-            let spent = started.elapsed();
-            self.st.origin += spent;
-            self.leader = l;
-            self.st.observer.set_master(l);
-            let now = self.st.now_ms();
-            for (real, d) in self.deadlines.iter_mut() {
-                if let Some(ttl) = self.tr.shown_lease(*real).and_then(|s| self.tr.lesson_ttl(s)) {
-                    *d = now + ttl as u64 * 1000;
-                }
-            }
-            let name = self.driver.member_name(l);
-            self.st.record(
-                Actor::Node(l),
-                EventKind::Note {
-                    text: "elected leader".into(),
-                },
-            );
-            note = format!(
-                "{note}; {name} was elected after {} ms of wall time (not counted as lesson time: the simulator's election is instantaneous)",
-                spent.as_millis()
-            );
-        }
-        Ok(Some(note))
-    }
-}
-
-impl EtcdEnv {}
-
-impl Environment for EtcdEnv {
-    fn command(
-        &mut self,
-        index: usize,
-        client: &str,
-        node: Option<u32>,
-        argv: &[Vec<u8>],
-    ) -> Result<Option<Reply>, String> {
-        refuse_crashed(&self.st.crashed, client)?;
-        self.wait_paused(client);
-        let member = node.unwrap_or(self.leader);
-        self.send(index, client, member, argv)
-    }
-
-    fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
-        let until = Instant::now() + self.st.wall(ms);
-        self.sleep_until(until);
-        self.observe(None);
-        Ok(())
-    }
-
-    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
-        self.st.record(Actor::World, EventKind::Fault { fault: fault.clone() });
-        let note = match fault {
+    fn inject(&mut self, fault: &Fault) -> Result<Option<String>, String> {
+        Ok(match fault {
             // A paused client's keep-alives stop with it.
             f if self.st.client_fault(f) => None,
             Fault::CrashNode { node } => self.crash(*node)?,
             other => return Err(format!("a real etcd run cannot inject {other:?}")),
-        };
-        if let Some(n) = note {
-            self.st.add_note(index, n);
-        }
-        self.observe(None);
-        Ok(())
+        })
     }
 
-    fn launch(
-        &mut self,
-        _index: usize,
-        _client: &str,
-        _program: &locklab_core::client::Program,
-        _background: bool,
-    ) -> Result<(), String> {
-        Err("client programs speak Redis; an etcd lesson types its commands".into())
-    }
-
-    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
-        self.wait_paused(client);
-        self.st.write(client, token, value)
-    }
-
-    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
-        self.st.hold(client, key, holds)
-    }
-
-    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
-        Err("metrics are refused by check_supported".into())
-    }
-
-    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+    fn begin(&mut self) {
         self.collect(Instant::now());
-        Ok(())
     }
 
-    fn now(&self) -> u64 {
-        self.st.now()
-    }
-
-    fn trace_len(&self) -> usize {
-        self.st.events.len()
-    }
-
-    fn names(&self) -> &Names {
-        &self.st.names
+    fn version(&self) -> String {
+        format!("etcd {}", self.driver.version())
     }
 }
 
@@ -436,7 +373,5 @@ pub fn check_etcd(lesson: &Lesson) -> Result<(), String> {
 /// Start a fresh three-member etcd cluster, play `lesson` on it, stop it.
 pub fn run_etcd(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
     check_etcd(lesson).map_err(|why| unsupported(lesson, why))?;
-    let mut env = EtcdEnv::start(lesson, factor)?;
-    let results = play(lesson, &mut env)?;
-    Ok(env.st.report(env.version(), results))
+    play_on(EtcdEnv::start(lesson, factor)?, lesson)
 }

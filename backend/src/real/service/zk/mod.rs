@@ -16,4 +16,4 @@ pub mod ensemble;
 pub mod run;
 pub mod zxid;
 
-pub use run::{check_zk, run_zk, ZkEnv};
+pub use run::{check_zk, run_zk, ZkEnv, ZkRun};

@@ -1,5 +1,5 @@
 //! A lesson on a real ZooKeeper ensemble: core's step interpreter
-//! ([`Progress`](locklab_core::lesson::run::Progress)) over [`ZkEnv`], core's [`Environment`] for a managed
+//! ([`Progress`](locklab_core::lesson::run::Progress)) over [`ZkEnv`], core's `Environment` for a managed
 //! three-server ensemble.
 //!
 //! What each step does, and how it differs from the simulator:
@@ -40,11 +40,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use locklab_core::actor::{Actor, Names};
+use locklab_core::actor::Actor;
 use locklab_core::fault::{Endpoint, Fault};
-use locklab_core::lesson::metrics::Metrics;
-use locklab_core::lesson::run::{refuse_crashed, Environment};
-use locklab_core::lesson::{Lesson, MetricsSpec};
+use locklab_core::lesson::Lesson;
 use locklab_core::observe::Seen;
 use locklab_core::service::zk::negotiated_timeout;
 use locklab_core::trace::{Event, EventKind};
@@ -52,15 +50,20 @@ use locklab_core::Reply;
 
 use super::driver::{parse, reply, Op, Raw, ZkDriver};
 use crate::real::lesson::{RealLessonError, RealReport};
-use crate::real::service::lesson_state::{check_steps, play, unsupported, LessonState};
+use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
+use crate::real::service::lesson_state::{check_steps, unsupported, LessonState};
 
 /// How long an election after the leader went may take.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
 /// Lock bars are refreshed this often during a wait.
 const OBSERVE_EVERY: Duration = Duration::from_millis(100);
 
-/// A lesson being played on a managed ZooKeeper ensemble.
-pub struct ZkEnv {
+/// A lesson being played on a managed ZooKeeper ensemble: core's
+/// [`Environment`] over [`ZkRun`].
+pub type ZkEnv = ServiceEnv<ZkRun>;
+
+/// What a ZooKeeper run adds to the lesson state every service run keeps.
+pub struct ZkRun {
     /// Lesson time, client faults, the trace and its judges.
     st: LessonState,
     driver: ZkDriver,
@@ -83,20 +86,18 @@ impl ZkEnv {
         let max = negotiated_timeout(u64::MAX) / factor;
         let driver = ZkDriver::start(min, max).map_err(|e| unsupported(lesson, e.to_string()))?;
         let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
-        Ok(ZkEnv {
+        Ok(ServiceEnv(ZkRun {
             st: LessonState::new(lesson, factor, nodes),
             leader: 0,
             cuts: BTreeSet::new(),
             isolated: BTreeSet::new(),
             sessions: BTreeMap::new(),
             driver,
-        })
+        }))
     }
+}
 
-    pub fn version(&self) -> String {
-        format!("ZooKeeper {}", self.driver.version())
-    }
-
+impl ZkRun {
     pub fn events(&self) -> &[Event] {
         &self.st.events
     }
@@ -119,36 +120,6 @@ impl ZkEnv {
         &self.st.notes
     }
 
-    /// What the run keeps whatever the service: its trace and judges.
-    pub(in crate::real::service) fn state(&self) -> &LessonState {
-        &self.st
-    }
-
-    pub(in crate::real::service) fn state_mut(&mut self) -> &mut LessonState {
-        &mut self.st
-    }
-
-    /// A paused client acts once its pause is over (it sent nothing
-    /// meanwhile; its next request reconnects its session).
-    fn wait_paused(&mut self, client: &str) {
-        if let Some(until) = self.st.paused.remove(client) {
-            self.sleep_until(until);
-            if let Ok(cid) = self.st.cid(client) {
-                self.st.record(Actor::Client(cid), EventKind::Resumed);
-            }
-        }
-    }
-
-    /// Sleep until `until`, putting fired watches and lock changes on the
-    /// timeline as they happen.
-    fn sleep_until(&mut self, until: Instant) {
-        while Instant::now() < until {
-            let step = until.min(Instant::now() + OBSERVE_EVERY);
-            std::thread::sleep(step.saturating_duration_since(Instant::now()));
-            self.observe(None);
-        }
-    }
-
     /// Watches that fired, on their clients' lanes.
     fn fired(&mut self) {
         for f in self.driver.take_fired() {
@@ -159,56 +130,7 @@ impl ZkEnv {
     }
 }
 
-impl ZkEnv {
-    /// Send `argv` as `client` to `member` and translate the answer.
-    fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        let cid = self.st.cid(client)?;
-        let op = match parse(argv, self.st.factor, self.driver.has_session(client)) {
-            Ok(op) => op,
-            // Refused before it was sent, as the simulator refuses it.
-            Err(r) => return Ok(Some(r)),
-        };
-        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        let req = self.st.next_req;
-        self.st.next_req += 1;
-        if let Op::Session { asked_ms, real_ms } = op {
-            if asked_ms != real_ms {
-                self.st
-                    .add_note(index, format!("sent as SESSION {real_ms} at {}×", self.st.factor));
-            }
-        }
-        self.st.record(
-            Actor::Client(cid),
-            EventKind::Sent {
-                req,
-                node: member,
-                commands: vec![shown.clone()],
-            },
-        );
-        let raw = self.driver.send(client, member, op.clone());
-        self.after(cid, client, &op, &raw);
-        let r = reply(&op, raw, &mut self.driver.numbers);
-        self.st.record(
-            Actor::Node(member),
-            EventKind::Executed {
-                req,
-                client: cid,
-                commands: vec![shown],
-                replies: vec![r.clone()],
-            },
-        );
-        self.st.record(
-            Actor::Client(cid),
-            EventKind::Received {
-                req,
-                node: member,
-                replies: vec![r.clone()],
-            },
-        );
-        self.observe(Some(cid));
-        Ok(Some(r))
-    }
-
+impl ZkRun {
     /// What an answer tells the run: a new session and its timeout, a
     /// client heard (its session's timer restarts), a znode's creator.
     fn after(&mut self, cid: u32, client: &str, op: &Op, raw: &Raw) {
@@ -229,48 +151,9 @@ impl ZkEnv {
             }
         }
     }
-
-    /// Show every watched lock's holder (the lowest-numbered child, read
-    /// by the observer) to core's lock observer, as the simulator's world
-    /// does; connected clients count as heard now (they heartbeat).
-    fn observe(&mut self, by: Option<u32>) {
-        self.fired();
-        let now = self.st.now_ms();
-        let live: Vec<i64> = self
-            .st
-            .names
-            .clients
-            .iter()
-            .filter(|c| self.driver.connected(c))
-            .filter_map(|c| self.driver.session_of(c))
-            .collect();
-        for s in live {
-            if let Some(e) = self.sessions.get_mut(&s) {
-                e.2 = now;
-            }
-        }
-        for lock in self.st.observer.keys().to_vec() {
-            let Ok(holder) = self.driver.holder(&lock) else {
-                continue;
-            };
-            let seen = holder.map(|h| {
-                let session = self.sessions.get(&h.session).copied();
-                let deadline = session.map(|(_, timeout, heard)| heard + timeout);
-                let owner = self.st.owners.get(&h.path).copied().or(session.map(|s| s.0));
-                let seen = Seen {
-                    value: h.path.into_bytes(),
-                    deadline,
-                    ttl_ms: deadline.map(|d| d.saturating_sub(now)),
-                };
-                (seen, owner)
-            });
-            self.st.show_holder(self.leader, &lock, seen, by, now);
-        }
-        self.st.stretch();
-    }
 }
 
-impl ZkEnv {
+impl ZkRun {
     /// The leader went (SIGKILL or SIGSTOP): wait for the others to elect
     /// one (not lesson time), and start every session's timeout over, as
     /// the new leader does.
@@ -349,30 +232,123 @@ impl ZkEnv {
     }
 }
 
-impl Environment for ZkEnv {
-    fn command(
-        &mut self,
-        index: usize,
-        client: &str,
-        node: Option<u32>,
-        argv: &[Vec<u8>],
-    ) -> Result<Option<Reply>, String> {
-        refuse_crashed(&self.st.crashed, client)?;
-        self.wait_paused(client);
-        let member = node.unwrap_or(self.leader);
-        self.send(index, client, member, argv)
+impl ServiceParts for ZkRun {
+    const LESSON: &'static str = "a ZooKeeper lesson";
+    const CHECK: &'static str = "check_zk";
+
+    /// What the run keeps whatever the service: its trace and judges.
+    fn state(&self) -> &LessonState {
+        &self.st
     }
 
-    fn wait(&mut self, _index: usize, ms: u64) -> Result<(), String> {
-        let until = Instant::now() + self.st.wall(ms);
-        self.sleep_until(until);
-        self.observe(None);
-        Ok(())
+    fn state_mut(&mut self) -> &mut LessonState {
+        &mut self.st
     }
 
-    fn fault(&mut self, index: usize, fault: &Fault) -> Result<(), String> {
-        self.st.record(Actor::World, EventKind::Fault { fault: fault.clone() });
-        let note = match fault {
+    fn leading(&self) -> u32 {
+        self.leader
+    }
+
+    /// Sleep until `until`, putting fired watches and lock changes on the
+    /// timeline as they happen.
+    fn sleep_until(&mut self, until: Instant) {
+        while Instant::now() < until {
+            let step = until.min(Instant::now() + OBSERVE_EVERY);
+            std::thread::sleep(step.saturating_duration_since(Instant::now()));
+            self.observe(None);
+        }
+    }
+
+    /// Send `argv` as `client` to `member` and translate the answer.
+    fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
+        let cid = self.st.cid(client)?;
+        let op = match parse(argv, self.st.factor, self.driver.has_session(client)) {
+            Ok(op) => op,
+            // Refused before it was sent, as the simulator refuses it.
+            Err(r) => return Ok(Some(r)),
+        };
+        let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let req = self.st.next_req;
+        self.st.next_req += 1;
+        if let Op::Session { asked_ms, real_ms } = op {
+            if asked_ms != real_ms {
+                self.st
+                    .add_note(index, format!("sent as SESSION {real_ms} at {}×", self.st.factor));
+            }
+        }
+        self.st.record(
+            Actor::Client(cid),
+            EventKind::Sent {
+                req,
+                node: member,
+                commands: vec![shown.clone()],
+            },
+        );
+        let raw = self.driver.send(client, member, op.clone());
+        self.after(cid, client, &op, &raw);
+        let r = reply(&op, raw, &mut self.driver.numbers);
+        self.st.record(
+            Actor::Node(member),
+            EventKind::Executed {
+                req,
+                client: cid,
+                commands: vec![shown],
+                replies: vec![r.clone()],
+            },
+        );
+        self.st.record(
+            Actor::Client(cid),
+            EventKind::Received {
+                req,
+                node: member,
+                replies: vec![r.clone()],
+            },
+        );
+        self.observe(Some(cid));
+        Ok(Some(r))
+    }
+
+    /// Show every watched lock's holder (the lowest-numbered child, read
+    /// by the observer) to core's lock observer, as the simulator's world
+    /// does; connected clients count as heard now (they heartbeat).
+    fn observe(&mut self, by: Option<u32>) {
+        self.fired();
+        let now = self.st.now_ms();
+        let live: Vec<i64> = self
+            .st
+            .names
+            .clients
+            .iter()
+            .filter(|c| self.driver.connected(c))
+            .filter_map(|c| self.driver.session_of(c))
+            .collect();
+        for s in live {
+            if let Some(e) = self.sessions.get_mut(&s) {
+                e.2 = now;
+            }
+        }
+        for lock in self.st.observer.keys().to_vec() {
+            let Ok(holder) = self.driver.holder(&lock) else {
+                continue;
+            };
+            let seen = holder.map(|h| {
+                let session = self.sessions.get(&h.session).copied();
+                let deadline = session.map(|(_, timeout, heard)| heard + timeout);
+                let owner = self.st.owners.get(&h.path).copied().or(session.map(|s| s.0));
+                let seen = Seen {
+                    value: h.path.into_bytes(),
+                    deadline,
+                    ttl_ms: deadline.map(|d| d.saturating_sub(now)),
+                };
+                (seen, owner)
+            });
+            self.st.show_holder(self.leader, &lock, seen, by, now);
+        }
+        self.st.stretch();
+    }
+
+    fn inject(&mut self, fault: &Fault) -> Result<Option<String>, String> {
+        Ok(match fault {
             Fault::PauseClient { client, .. } => {
                 self.st.client_fault(fault);
                 self.driver.silence(client);
@@ -396,52 +372,15 @@ impl Environment for ZkEnv {
                 b: Endpoint::Node(b),
             } => Some(self.relink(*a, *b, false)?),
             other => return Err(format!("a real ZooKeeper run cannot inject {other:?}")),
-        };
-        if let Some(n) = note {
-            self.st.add_note(index, n);
-        }
-        self.observe(None);
-        Ok(())
+        })
     }
 
-    fn launch(
-        &mut self,
-        _index: usize,
-        _client: &str,
-        _program: &locklab_core::client::Program,
-        _background: bool,
-    ) -> Result<(), String> {
-        Err("client programs speak Redis; a ZooKeeper lesson types its commands".into())
-    }
-
-    fn write(&mut self, _index: usize, client: &str, token: Option<i64>, value: &str) -> Result<String, String> {
-        self.wait_paused(client);
-        self.st.write(client, token, value)
-    }
-
-    fn hold(&mut self, _index: usize, client: &str, key: &str, holds: bool) -> Result<(), String> {
-        self.st.hold(client, key, holds)
-    }
-
-    fn metrics(&mut self, _index: usize, _spec: &MetricsSpec, _clients: &[String]) -> Result<Metrics, String> {
-        Err("metrics are refused by check_zk".into())
-    }
-
-    fn begin_step(&mut self, _index: usize) -> Result<(), String> {
+    fn begin(&mut self) {
         self.fired();
-        Ok(())
     }
 
-    fn now(&self) -> u64 {
-        self.st.now()
-    }
-
-    fn trace_len(&self) -> usize {
-        self.st.events.len()
-    }
-
-    fn names(&self) -> &Names {
-        &self.st.names
+    fn version(&self) -> String {
+        format!("ZooKeeper {}", self.driver.version())
     }
 }
 
@@ -471,7 +410,5 @@ pub fn check_zk(lesson: &Lesson) -> Result<(), String> {
 /// Start a fresh three-server ensemble, play `lesson` on it, stop it.
 pub fn run_zk(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLessonError> {
     check_zk(lesson).map_err(|why| unsupported(lesson, why))?;
-    let mut env = ZkEnv::start(lesson, factor)?;
-    let results = play(lesson, &mut env)?;
-    Ok(env.st.report(env.version(), results))
+    play_on(ZkEnv::start(lesson, factor)?, lesson)
 }
