@@ -46,7 +46,6 @@ const CRATES: &[&str] = &[
     "engine",
     "explore-worker",
     "fuzz",
-    "redis",
 ];
 /// The marker a long function's reason starts with.
 const MARKER: &str = "// long:";

@@ -54,13 +54,8 @@ pub(super) const KNOWN_SHARED_NAMES: &[&str] = &[
     "Report",
     "Rng",
     "Role",
-    // Named in two crates once `redis/` joined the scan; both sides sit
-    // where other work is under way today (`core/src/explore/`,
-    // `redis/src/server/`): the explorer's `Score`/`Stats` are to be renamed.
-    "Score",
     "Session",
     "State",
-    "Stats",
     "Status",
     "Target",
     "Text",
