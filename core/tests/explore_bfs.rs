@@ -364,3 +364,46 @@ fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
         .verdict()
         .contains("(a pause begins as an input reaches its client)"));
 }
+
+/// A counterexample exported (issue 44 item 4): a Mermaid sequence
+/// diagram with the clients, the node and the resource, the requests as
+/// arrows and the violation as a note; a redis-cli script of the commands
+/// the node executed with the waits between them.
+#[test]
+fn a_counterexample_exports_as_mermaid_and_a_redis_cli_script() {
+    use locklab_core::explore::export;
+    let b = search(&design("04-no-fencing.toml"), Reductions::default(), Limits::default());
+    let Outcome::Violated { trace, .. } = b.report().outcome else {
+        panic!("{}", b.verdict());
+    };
+    let m = export::mermaid(&trace);
+    println!("{m}");
+    assert!(
+        m.starts_with("sequenceDiagram\n    participant p_A as A\n    participant p_B as B\n"),
+        "{m}"
+    );
+    assert!(m.contains("participant p__resource as resource"), "{m}");
+    assert!(
+        m.contains("p_A->>") && m.contains("-->>p_A"),
+        "requests and replies as arrows: {m}"
+    );
+    assert!(
+        m.contains("->>p__resource") && m.contains("p__resource-->>"),
+        "writes: {m}"
+    );
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("    Note over ") && l.contains("stale")),
+        "the violation: {m}"
+    );
+    assert!(m.lines().skip(1).all(|l| l.starts_with("    ")), "{m}");
+    let s = export::cli_script(&trace);
+    println!("{s}");
+    assert!(s.starts_with("#!/bin/sh\n"), "{s}");
+    assert!(s.contains("redis-cli $R0 SET lock "), "{s}");
+    assert!(s.lines().any(|l| l.starts_with("sleep 0.")), "waits: {s}");
+    assert!(
+        s.lines().any(|l| l.starts_with("# ") && l.contains("paus")),
+        "the fault as a comment: {s}"
+    );
+}

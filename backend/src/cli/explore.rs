@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
 use locklab_core::explore::bfs::{Bfs, Limits, Reductions};
-use locklab_core::explore::{Explorer, FaultKind, Finding, Spec, TopologyKind};
+use locklab_core::explore::{Explorer, FaultKind, Finding, Outcome, Spec, TopologyKind};
 use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
 use locklab_core::world::{Persistence, Scenario};
 use thiserror::Error;
@@ -77,6 +77,10 @@ pub struct ExploreArgs {
     /// with 3 clients and 2 faults, distinct states per second, reduction factors.
     #[arg(long)]
     pub bench: bool,
+    /// After the transcript, the counterexample as a Mermaid sequence diagram
+    /// (`mermaid`) or a redis-cli script with the waits (`cli`).
+    #[arg(long, value_parser = ["mermaid", "cli"])]
+    pub export: Option<String>,
 }
 
 /// Why `locklab explore` could not run.
@@ -232,11 +236,30 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
         let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
-        return Ok(bfs.report().transcript());
+        return Ok(with_export(&bfs.report(), args.export.as_deref()));
     }
     let explorer = Explorer::new(&spec)?;
     let finding = search(&explorer, threads);
-    Ok(explorer.report(&finding).transcript())
+    Ok(with_export(&explorer.report(&finding), args.export.as_deref()))
+}
+
+/// The transcript, then the counterexample exported as `--export` asks
+/// (core's `explore::export`); a held result has nothing to export.
+fn with_export(report: &locklab_core::explore::Report, export: Option<&str>) -> String {
+    let mut out = report.transcript();
+    let Outcome::Violated { trace, .. } = &report.outcome else {
+        if export.is_some() {
+            out.push_str("\nnothing to export: no counterexample\n");
+        }
+        return out;
+    };
+    use locklab_core::explore::export as ex;
+    match export {
+        Some("mermaid") => out.push_str(&format!("\n{}", ex::mermaid(trace))),
+        Some("cli") => out.push_str(&format!("\n{}", ex::cli_script(trace))),
+        _ => {}
+    }
+    out
 }
 
 /// Run a breadth-first search until it ends or `budget` is spent (then it

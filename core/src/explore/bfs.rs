@@ -39,7 +39,14 @@
 //!   for longer), or a pause of a client that nothing can reach before it
 //!   ends (no request in flight, no timer: its program is done), is not
 //!   taken, since the same world with fewer faults used can do everything
-//!   the other can.
+//!   the other can;
+//! * **pauses at inputs** ([`Reductions::pause_at_input`]): a pause lands
+//!   only in a state whose next queue item is the paused client's own
+//!   input. Until an input reaches it a paused client is no different from
+//!   a running one, so an earlier pause is this one, longer; with the six
+//!   lengths fixed this is a time abstraction, not an identity, and the
+//!   bounds sentence says so. Design 07's shortest counterexample: 96,681
+//!   states without it, 40,450 with it, the same length.
 //!
 //! Where the states go (`cargo run -p locklab-core --example states`):
 //! neighbouring states of one breadth-first layer mostly differ only in
@@ -53,8 +60,11 @@
 //! Not here yet: symmetry between clients. The shorthand's clients run the
 //! same program but start 3 ms apart and draw from their own random
 //! streams, so no two of them are interchangeable in the world as it is;
-//! a symmetry reduction needs a world that renames clients consistently
-//! (issue 44).
+//! a symmetry reduction needs a world that renames clients consistently:
+//! their slots and indexes (queue items, the monitor's and lock shadows'
+//! owners, the resource's writers), the names inside tokens in the nodes'
+//! keyspaces, the connection ids each node gave them and the request ids,
+//! which are numbered in the order clients happened to send (issue 44).
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
