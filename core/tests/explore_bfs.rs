@@ -407,3 +407,51 @@ fn a_counterexample_exports_as_mermaid_and_a_redis_cli_script() {
         "the fault as a comment: {s}"
     );
 }
+
+/// The "because" chain of a counterexample, in English and Chinese: the
+/// pause, the expiry, the other client's acquisition, the wake-up, the
+/// accepted writes, the violation, in that order.
+#[test]
+fn a_counterexample_is_explained_as_a_because_chain_in_en_and_zh() {
+    use locklab_core::explore::export;
+    let b = search(&design("04-no-fencing.toml"), Reductions::default(), Limits::default());
+    let Outcome::Violated { trace, .. } = b.report().outcome else {
+        panic!("{}", b.verdict());
+    };
+    let en = export::because(&trace, false);
+    let zh = export::because(&trace, true);
+    println!("{en}\n{zh}");
+    let order = |s: &str, parts: &[&str]| {
+        let mut at = 0;
+        for p in parts {
+            let Some(i) = s[at..].find(p) else {
+                panic!("{p:?} not after byte {at} in {s}");
+            };
+            at += i + p.len();
+        }
+    };
+    order(
+        &en,
+        &[
+            "pause A for",
+            " → lock expired on redis",
+            " → B acquired lock (holder 2)",
+            " → A resumed",
+            " → A believed it held lock",
+            " → the resource accepted A's write",
+            " → stale-write broken: ",
+        ],
+    );
+    order(
+        &zh,
+        &[
+            "暂停 A",
+            "lock 在 redis 上过期",
+            "B 拿到了 lock（第 2 个持有者）",
+            "A 恢复运行",
+            "A 以为自己持有 lock",
+            "资源接受了 A 的写入",
+            "违反 stale-write",
+        ],
+    );
+}

@@ -81,6 +81,9 @@ pub struct ExploreArgs {
     /// (`mermaid`) or a redis-cli script with the waits (`cli`).
     #[arg(long, value_parser = ["mermaid", "cli"])]
     pub export: Option<String>,
+    /// After the transcript, the counterexample's "because" chain in English and Chinese.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Why `locklab explore` could not run.
@@ -236,24 +239,32 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
         let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
-        return Ok(with_export(&bfs.report(), args.export.as_deref()));
+        return Ok(with_export(&bfs.report(), args));
     }
     let explorer = Explorer::new(&spec)?;
     let finding = search(&explorer, threads);
-    Ok(with_export(&explorer.report(&finding), args.export.as_deref()))
+    Ok(with_export(&explorer.report(&finding), args))
 }
 
 /// The transcript, then the counterexample exported as `--export` asks
 /// (core's `explore::export`); a held result has nothing to export.
-fn with_export(report: &locklab_core::explore::Report, export: Option<&str>) -> String {
+fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
+    let export = args.export.as_deref();
     let mut out = report.transcript();
     let Outcome::Violated { trace, .. } = &report.outcome else {
-        if export.is_some() {
+        if export.is_some() || args.explain {
             out.push_str("\nnothing to export: no counterexample\n");
         }
         return out;
     };
     use locklab_core::explore::export as ex;
+    if args.explain {
+        out.push_str(&format!(
+            "\nbecause: {}\n因为：{}\n",
+            ex::because(trace, false),
+            ex::because(trace, true)
+        ));
+    }
     match export {
         Some("mermaid") => out.push_str(&format!("\n{}", ex::mermaid(trace))),
         Some("cli") => out.push_str(&format!("\n{}", ex::cli_script(trace))),

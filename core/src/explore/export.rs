@@ -148,3 +148,81 @@ pub fn cli_script(trace: &Trace) -> String {
     }
     out
 }
+
+/// The counterexample's "because" chain, in English (`zh` false) or
+/// Chinese: the events that make the story, in order — each fault, a lock
+/// expiring on a node, a client acquiring, a paused client resuming and
+/// believing it holds, the resource accepting a write, the violation —
+/// e.g. "pause A for 1250 ms (GC) → lock expired on redis → B acquired lock
+/// (holder 2) → A resumed → A believed it held lock → …". At most
+/// `MAX_LINKS` links (a long run's retries would drown the story).
+pub fn because(trace: &Trace, zh: bool) -> String {
+    const MAX_LINKS: usize = 24;
+    let names = &trace.names;
+    let mut links: Vec<String> = Vec::new();
+    let mut resumed: Vec<u32> = Vec::new();
+    for e in &trace.events {
+        let who = names.actor(e.actor);
+        let link = match (&e.kind, e.actor) {
+            (EventKind::Fault { fault }, _) => Some(if zh {
+                fault.describe_zh(names)
+            } else {
+                fault.describe(names)
+            }),
+            (EventKind::Expired { key }, _) => Some(if zh {
+                format!("{key} 在 {who} 上过期")
+            } else {
+                format!("{key} expired on {who}")
+            }),
+            (EventKind::Granted { key, seq }, _) => Some(if zh {
+                format!("{who} 拿到了 {key}（第 {seq} 个持有者）")
+            } else {
+                format!("{who} acquired {key} (holder {seq})")
+            }),
+            (EventKind::Resumed, Actor::Client(c)) => {
+                resumed.push(c);
+                Some(if zh {
+                    format!("{who} 恢复运行")
+                } else {
+                    format!("{who} resumed")
+                })
+            }
+            (EventKind::Belief { key, holds: true }, Actor::Client(c)) if resumed.contains(&c) => Some(if zh {
+                format!("{who} 以为自己持有 {key}")
+            } else {
+                format!("{who} believed it held {key}")
+            }),
+            (
+                EventKind::Write {
+                    client,
+                    accepted: true,
+                    value,
+                    ..
+                },
+                _,
+            ) => Some(if zh {
+                format!("资源接受了 {} 的写入 {value:?}", names.client(*client))
+            } else {
+                format!("the resource accepted {}'s write {value:?}", names.client(*client))
+            }),
+            (EventKind::Violation { violation }, _) => Some(if zh {
+                format!("违反 {}", violation.invariant.name())
+            } else {
+                format!(
+                    "{} broken: {}",
+                    violation.invariant.name(),
+                    super::explain(violation.invariant)
+                )
+            }),
+            _ => None,
+        };
+        if let Some(l) = link {
+            if links.len() == MAX_LINKS {
+                links.push("…".to_owned());
+                break;
+            }
+            links.push(l);
+        }
+    }
+    links.join(" → ")
+}
