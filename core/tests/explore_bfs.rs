@@ -75,7 +75,7 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
                 assert_eq!(report.result_line(), format!("result: {verdict}"));
                 assert!(!report.transcript().contains("sampled"), "{}", report.transcript());
                 assert!(
-                    verdict.starts_with("held: every schedule of 2 clients with at most 1 fault(s) from {pause, crash, restart, clock-jump} (16 fault options) at any point, network delays as world seed 1 draws them, runs of at most 2000 steps; "),
+                    verdict.starts_with("held: every schedule of 2 clients with at most 1 fault(s) from {pause, crash, restart, clock-jump} (16 fault options) at any point (a pause begins as an input reaches its client), network delays as world seed 1 draws them, runs of at most 2000 steps; "),
                     "{verdict}"
                 );
                 assert!(
@@ -131,6 +131,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
     let plain = Reductions {
         fingerprints: true,
         no_op_faults: false,
+        pause_at_input: false,
     };
     let b = search(&spec, plain, Limits::default());
     assert_eq!(b.status(), Status::Exhausted, "{}", b.verdict());
@@ -141,6 +142,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
         Reductions {
             fingerprints: false,
             no_op_faults: false,
+            pause_at_input: false,
         },
         Limits::default(),
     );
@@ -155,23 +157,17 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
 
 #[test]
 fn the_reductions_never_change_a_verdict() {
+    let r = |fingerprints, no_op_faults, pause_at_input| Reductions {
+        fingerprints,
+        no_op_faults,
+        pause_at_input,
+    };
     let all = [
-        Reductions {
-            fingerprints: true,
-            no_op_faults: true,
-        },
-        Reductions {
-            fingerprints: true,
-            no_op_faults: false,
-        },
-        Reductions {
-            fingerprints: false,
-            no_op_faults: true,
-        },
-        Reductions {
-            fingerprints: false,
-            no_op_faults: false,
-        },
+        r(true, true, true),
+        r(true, true, false),
+        r(true, false, false),
+        r(false, true, true),
+        r(false, false, false),
     ];
     let mut compared = 0;
     let mut kinds_seen = HashSet::new();
@@ -282,15 +278,14 @@ fn a_pause_nothing_can_reach_is_not_taken() {
     while w.step_item() {}
     assert!(w.pause_is_idle("A") && w.pause_is_idle("B"), "both programs are done");
     assert!(!w.pause_is_idle("Z"), "no such client");
-    let with = search(&spec, Reductions::default(), Limits::default());
-    let without = search(
-        &spec,
-        Reductions {
-            no_op_faults: false,
-            ..Reductions::default()
-        },
-        Limits::default(),
-    );
+    // Landing pauses only at inputs skips idle pauses too: measured alone.
+    let only = |no_op_faults| Reductions {
+        no_op_faults,
+        pause_at_input: false,
+        ..Reductions::default()
+    };
+    let with = search(&spec, only(true), Limits::default());
+    let without = search(&spec, only(false), Limits::default());
     assert_eq!(
         (with.status(), without.status()),
         (Status::Exhausted, Status::Exhausted)
@@ -305,5 +300,158 @@ fn a_pause_nothing_can_reach_is_not_taken() {
         "{} states with the reduction, {} without",
         with.stats().states,
         without.stats().states
+    );
+}
+
+/// A pause changes nothing until an input reaches its client, so the
+/// search lands pauses only there (`pause_at_input`): fewer states, the
+/// same verdict at the same depth (a shortest counterexample as short).
+#[test]
+fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
+    let spec = Spec {
+        fault_kinds: vec![FaultKind::Pause],
+        ..design("04-no-fencing.toml")
+    };
+    let at_input = search(&spec, Reductions::default(), Limits::default());
+    let anywhere = search(
+        &spec,
+        Reductions {
+            pause_at_input: false,
+            ..Reductions::default()
+        },
+        Limits::default(),
+    );
+    let (a, b) = (at_input.status(), anywhere.status());
+    assert!(
+        matches!(
+            a,
+            Status::Violated {
+                invariant: Invariant::StaleWrite,
+                ..
+            }
+        ),
+        "{}",
+        at_input.verdict()
+    );
+    assert!(
+        matches!(
+            b,
+            Status::Violated {
+                invariant: Invariant::StaleWrite,
+                ..
+            }
+        ),
+        "{}",
+        anywhere.verdict()
+    );
+    assert_eq!(
+        at_input.stats().depth,
+        anywhere.stats().depth,
+        "as short a counterexample"
+    );
+    println!(
+        "design 04, pauses: {} states landing at inputs, {} anywhere",
+        at_input.stats().states,
+        anywhere.stats().states
+    );
+    assert!(
+        at_input.stats().states * 2 < anywhere.stats().states,
+        "{} states at inputs, {} anywhere",
+        at_input.stats().states,
+        anywhere.stats().states
+    );
+    assert!(at_input
+        .verdict()
+        .contains("(a pause begins as an input reaches its client)"));
+}
+
+/// A counterexample exported (issue 44 item 4): a Mermaid sequence
+/// diagram with the clients, the node and the resource, the requests as
+/// arrows and the violation as a note; a redis-cli script of the commands
+/// the node executed with the waits between them.
+#[test]
+fn a_counterexample_exports_as_mermaid_and_a_redis_cli_script() {
+    use locklab_core::explore::export;
+    let b = search(&design("04-no-fencing.toml"), Reductions::default(), Limits::default());
+    let Outcome::Violated { trace, .. } = b.report().outcome else {
+        panic!("{}", b.verdict());
+    };
+    let m = export::mermaid(&trace);
+    println!("{m}");
+    assert!(
+        m.starts_with("sequenceDiagram\n    participant p_A as A\n    participant p_B as B\n"),
+        "{m}"
+    );
+    assert!(m.contains("participant p__resource as resource"), "{m}");
+    assert!(
+        m.contains("p_A->>") && m.contains("-->>p_A"),
+        "requests and replies as arrows: {m}"
+    );
+    assert!(
+        m.contains("->>p__resource") && m.contains("p__resource-->>"),
+        "writes: {m}"
+    );
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("    Note over ") && l.contains("stale")),
+        "the violation: {m}"
+    );
+    assert!(m.lines().skip(1).all(|l| l.starts_with("    ")), "{m}");
+    let s = export::cli_script(&trace);
+    println!("{s}");
+    assert!(s.starts_with("#!/bin/sh\n"), "{s}");
+    assert!(s.contains("redis-cli $R0 SET lock "), "{s}");
+    assert!(s.lines().any(|l| l.starts_with("sleep 0.")), "waits: {s}");
+    assert!(
+        s.lines().any(|l| l.starts_with("# ") && l.contains("paus")),
+        "the fault as a comment: {s}"
+    );
+}
+
+/// The "because" chain of a counterexample, in English and Chinese: the
+/// pause, the expiry, the other client's acquisition, the wake-up, the
+/// accepted writes, the violation, in that order.
+#[test]
+fn a_counterexample_is_explained_as_a_because_chain_in_en_and_zh() {
+    use locklab_core::explore::export;
+    let b = search(&design("04-no-fencing.toml"), Reductions::default(), Limits::default());
+    let Outcome::Violated { trace, .. } = b.report().outcome else {
+        panic!("{}", b.verdict());
+    };
+    let en = export::because(&trace, false);
+    let zh = export::because(&trace, true);
+    println!("{en}\n{zh}");
+    let order = |s: &str, parts: &[&str]| {
+        let mut at = 0;
+        for p in parts {
+            let Some(i) = s[at..].find(p) else {
+                panic!("{p:?} not after byte {at} in {s}");
+            };
+            at += i + p.len();
+        }
+    };
+    order(
+        &en,
+        &[
+            "pause A for",
+            " → lock expired on redis",
+            " → B acquired lock (holder 2)",
+            " → A resumed",
+            " → A believed it held lock",
+            " → the resource accepted A's write",
+            " → stale-write broken: ",
+        ],
+    );
+    order(
+        &zh,
+        &[
+            "暂停 A",
+            "lock 在 redis 上过期",
+            "B 拿到了 lock（第 2 个持有者）",
+            "A 恢复运行",
+            "A 以为自己持有 lock",
+            "资源接受了 A 的写入",
+            "违反 stale-write",
+        ],
     );
 }

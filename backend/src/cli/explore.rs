@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
 use locklab_core::explore::bfs::{Bfs, Limits, Reductions};
-use locklab_core::explore::{Explorer, FaultKind, Finding, Spec, TopologyKind};
+use locklab_core::explore::{Explorer, FaultKind, Finding, Outcome, Spec, TopologyKind};
 use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
 use locklab_core::world::{Persistence, Scenario};
 use thiserror::Error;
@@ -77,6 +77,13 @@ pub struct ExploreArgs {
     /// with 3 clients and 2 faults, distinct states per second, reduction factors.
     #[arg(long)]
     pub bench: bool,
+    /// After the transcript, the counterexample as a Mermaid sequence diagram
+    /// (`mermaid`) or a redis-cli script with the waits (`cli`).
+    #[arg(long, value_parser = ["mermaid", "cli"])]
+    pub export: Option<String>,
+    /// After the transcript, the counterexample's "because" chain in English and Chinese.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Why `locklab explore` could not run.
@@ -232,11 +239,38 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
         let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
-        return Ok(bfs.report().transcript());
+        return Ok(with_export(&bfs.report(), args));
     }
     let explorer = Explorer::new(&spec)?;
     let finding = search(&explorer, threads);
-    Ok(explorer.report(&finding).transcript())
+    Ok(with_export(&explorer.report(&finding), args))
+}
+
+/// The transcript, then the counterexample exported as `--export` asks
+/// (core's `explore::export`); a held result has nothing to export.
+fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
+    let export = args.export.as_deref();
+    let mut out = report.transcript();
+    let Outcome::Violated { trace, .. } = &report.outcome else {
+        if export.is_some() || args.explain {
+            out.push_str("\nnothing to export: no counterexample\n");
+        }
+        return out;
+    };
+    use locklab_core::explore::export as ex;
+    if args.explain {
+        out.push_str(&format!(
+            "\nbecause: {}\n因为：{}\n",
+            ex::because(trace, false),
+            ex::because(trace, true)
+        ));
+    }
+    match export {
+        Some("mermaid") => out.push_str(&format!("\n{}", ex::mermaid(trace))),
+        Some("cli") => out.push_str(&format!("\n{}", ex::cli_script(trace))),
+        _ => {}
+    }
+    out
 }
 
 /// Run a breadth-first search until it ends or `budget` is spent (then it
@@ -287,6 +321,11 @@ pub fn exhaustive_bench() -> String {
         d07.set_seed(894_627_100);
         out.push_str("design 07 (Redlock, five masters, GC pause), world seed 894627100, 1 pause:\n");
         out.push_str(&bench_line("shortest counterexample", &d07, 1, all, minute).0);
+        let anywhere = Reductions {
+            pause_at_input: false,
+            ..all
+        };
+        out.push_str(&bench_line("the same, pauses landing anywhere", &d07, 1, anywhere, minute).0);
     }
     if let Some(d06) = design("06-fenced-single.toml") {
         let three = Spec {
@@ -296,32 +335,68 @@ pub fn exhaustive_bench() -> String {
         };
         out.push_str("design 06 (fenced, one node), 3 clients, at most 2 faults:\n");
         out.push_str(&bench_line("exhaustive", &three, 1, all, minute).0);
-        out.push_str("reductions on design 06, 2 clients, 1 fault (states explored):\n");
-        let none = Reductions {
-            fingerprints: false,
-            no_op_faults: false,
-        };
-        let (l_all, s_all) = bench_line("fingerprints + no-op faults", &d06, 1, all, minute);
-        let (l_fp, s_fp) = bench_line(
-            "fingerprints only",
-            &d06,
-            1,
+        out.push_str(&reductions_table(&d06));
+    }
+    out
+}
+
+/// What each reduction saves on one bound (design 06, 2 clients, 1
+/// fault): the states explored with all of them, with each one left out,
+/// and with none (the tree of schedules).
+fn reductions_table(d06: &Spec) -> String {
+    let minute = Duration::from_secs(60);
+    let all = Reductions::default();
+    let mut out = String::from("reductions on design 06, 2 clients, 1 fault (states explored):\n");
+    let (line, s_all) = bench_line(
+        "all (fingerprints, no-op faults, pauses at inputs)",
+        d06,
+        1,
+        all,
+        minute,
+    );
+    out.push_str(&line);
+    let ratio = |a: u64| a as f64 / s_all.max(1) as f64;
+    let mut factors = Vec::new();
+    let without = [
+        (
+            "pauses at inputs",
+            Reductions {
+                pause_at_input: false,
+                ..all
+            },
+        ),
+        (
+            "no-op faults",
             Reductions {
                 no_op_faults: false,
                 ..all
             },
-            minute,
-        );
-        let (l_none, s_none) = bench_line("neither (the tree of schedules)", &d06, 1, none, minute);
-        out.push_str(&(l_all + &l_fp + &l_none));
-        let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
-        out.push_str(&format!(
-            "  reduction factors: fingerprints {:.1}x, no-op faults {:.2}x, both {:.1}x\n",
-            ratio(s_none, s_fp),
-            ratio(s_fp, s_all),
-            ratio(s_none, s_all)
-        ));
+        ),
+        (
+            "fingerprints",
+            Reductions {
+                fingerprints: false,
+                ..all
+            },
+        ),
+    ];
+    for (name, r) in without {
+        let (line, s) = bench_line(&format!("without {name}"), d06, 1, r, minute);
+        out.push_str(&line);
+        factors.push(format!("{name} {:.1}x", ratio(s)));
     }
+    let none = Reductions {
+        fingerprints: false,
+        no_op_faults: false,
+        pause_at_input: false,
+    };
+    let (line, s_none) = bench_line("none (the tree of schedules)", d06, 1, none, minute);
+    out.push_str(&line);
+    out.push_str(&format!(
+        "  each reduction's factor (states without it / with all): {}; all together {:.1}x\n",
+        factors.join(", "),
+        ratio(s_none)
+    ));
     out
 }
 

@@ -39,7 +39,14 @@
 //!   for longer), or a pause of a client that nothing can reach before it
 //!   ends (no request in flight, no timer: its program is done), is not
 //!   taken, since the same world with fewer faults used can do everything
-//!   the other can.
+//!   the other can;
+//! * **pauses at inputs** ([`Reductions::pause_at_input`]): a pause lands
+//!   only in a state whose next queue item is the paused client's own
+//!   input. Until an input reaches it a paused client is no different from
+//!   a running one, so an earlier pause is this one, longer; with the six
+//!   lengths fixed this is a time abstraction, not an identity, and the
+//!   bounds sentence says so. Design 07's shortest counterexample: 96,681
+//!   states without it, 40,450 with it, the same length.
 //!
 //! Where the states go (`cargo run -p locklab-core --example states`):
 //! neighbouring states of one breadth-first layer mostly differ only in
@@ -53,8 +60,11 @@
 //! Not here yet: symmetry between clients. The shorthand's clients run the
 //! same program but start 3 ms apart and draw from their own random
 //! streams, so no two of them are interchangeable in the world as it is;
-//! a symmetry reduction needs a world that renames clients consistently
-//! (issue 44).
+//! a symmetry reduction needs a world that renames clients consistently:
+//! their slots and indexes (queue items, the monitor's and lock shadows'
+//! owners, the resource's writers), the names inside tokens in the nodes'
+//! keyspaces, the connection ids each node gave them and the request ids,
+//! which are numbered in the order clients happened to send (issue 44).
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -91,6 +101,15 @@ type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
 pub struct Reductions {
     pub fingerprints: bool,
     pub no_op_faults: bool,
+    /// Pauses land only where the paused client's next input is the next
+    /// thing to happen ([`World::next_is_for`]). A pause changes nothing
+    /// until an input reaches the paused client (its replies, timers and
+    /// timeouts wait in its inbox; nothing else reads "paused"), so a pause
+    /// begun earlier is this one with a longer length: the time abstraction
+    /// "time jumps to the next event" applied to where a pause starts. The
+    /// lengths stay the six from the TTL, so the bound says so.
+    #[serde(default)]
+    pub pause_at_input: bool,
 }
 
 impl Default for Reductions {
@@ -98,6 +117,7 @@ impl Default for Reductions {
         Reductions {
             fingerprints: true,
             no_op_faults: true,
+            pause_at_input: true,
         }
     }
 }
@@ -152,6 +172,8 @@ pub struct Stats {
 /// A state waiting to be expanded.
 struct Entry {
     world: World,
+    /// Its fingerprint (computed once, when it was reached).
+    fp: u64,
     id: u32,
     faults: u32,
 }
@@ -197,6 +219,12 @@ fn idle_pause(w: &World, f: &Fault) -> bool {
     matches!(f, Fault::PauseClient { client, .. } if w.pause_is_idle(client))
 }
 
+/// A pause whose client's input is not the next thing to happen: with
+/// [`Reductions::pause_at_input`] it waits for the state where it is.
+fn early_pause(w: &World, f: &Fault) -> bool {
+    matches!(f, Fault::PauseClient { client, .. } if !w.next_is_for(client))
+}
+
 impl Bfs {
     /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`.
     pub fn new(spec: &Spec, seeds: u32, reductions: Reductions, limits: Limits) -> Result<Bfs, ExploreError> {
@@ -224,7 +252,8 @@ impl Bfs {
             let mut sc = bfs.base.clone();
             sc.seed = seed;
             let world = World::from_scenario(&sc)?;
-            bfs.offer(world, ROOT, i as u32, 0);
+            let fp = world.fingerprint();
+            bfs.offer(world, fp, ROOT, i as u32, 0);
         }
         std::mem::swap(&mut bfs.layer, &mut bfs.next);
         Ok(bfs)
@@ -281,7 +310,7 @@ impl Bfs {
     /// Take every transition out of one state.
     fn expand(&mut self, e: Entry) {
         if e.faults < self.budget {
-            let here = self.reductions.no_op_faults.then(|| e.world.fingerprint());
+            let here = self.reductions.no_op_faults.then_some(e.fp);
             for i in 0..self.options.len() {
                 if self.status != Status::Running {
                     return;
@@ -289,15 +318,19 @@ impl Bfs {
                 if self.reductions.no_op_faults && idle_pause(&e.world, &self.options[i]) {
                     continue;
                 }
+                if self.reductions.pause_at_input && early_pause(&e.world, &self.options[i]) {
+                    continue;
+                }
                 let mut w = e.world.clone();
                 if w.inject(self.options[i].clone()).is_err() {
                     continue;
                 }
                 self.stats.transitions += 1;
-                if here.is_some() && here == Some(w.fingerprint()) {
+                let fp = w.fingerprint();
+                if here == Some(fp) {
                     continue;
                 }
-                self.offer(w, e.id, i as u32 + 1, e.faults + 1);
+                self.offer(w, fp, e.id, i as u32 + 1, e.faults + 1);
             }
         }
         if self.status != Status::Running {
@@ -306,14 +339,16 @@ impl Bfs {
         let mut w = e.world;
         if w.step_item() {
             self.stats.transitions += 1;
-            self.offer(w, e.id, 0, e.faults);
+            let fp = w.fingerprint();
+            self.offer(w, fp, e.id, 0, e.faults);
         }
     }
 
-    /// A new state reached from `parent` by `choice`: check it, and queue it
-    /// unless it was seen before.
-    fn offer(&mut self, w: World, parent: u32, choice: u32, faults: u32) {
-        if self.reductions.fingerprints && !self.seen.insert(key(w.fingerprint(), faults)) {
+    /// A new state reached from `parent` by `choice` (its fingerprint `fp`,
+    /// computed once by the caller): check it, and queue it unless it was
+    /// seen before.
+    fn offer(&mut self, w: World, fp: u64, parent: u32, choice: u32, faults: u32) {
+        if self.reductions.fingerprints && !self.seen.insert(key(fp, faults)) {
             return;
         }
         let mut w = w;
@@ -333,7 +368,12 @@ impl Bfs {
             self.status = Status::NotExhausted;
             return;
         }
-        self.next.push_back(Entry { world: w, id, faults });
+        self.next.push_back(Entry {
+            world: w,
+            fp,
+            id,
+            faults,
+        });
     }
 
     /// The schedule that leads to state `id`, as a scenario with its
@@ -390,13 +430,19 @@ impl Bfs {
                 many.last().copied().unwrap_or(0)
             ),
         };
+        let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
         format!(
-            "every schedule of {} clients with at most {} fault(s) from {{{}}} ({} fault options) at any point, \
+            "every schedule of {} clients with at most {} fault(s) from {{{}}} ({} fault options) at any point{}, \
              network delays as {seeds} draws them, runs of at most {} steps",
             self.base.clients.len(),
             self.budget,
             kinds.join(", "),
             self.options.len(),
+            if pauses {
+                " (a pause begins as an input reaches its client)"
+            } else {
+                ""
+            },
             self.spec.max_steps
         )
     }

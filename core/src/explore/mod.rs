@@ -31,6 +31,7 @@ pub mod catalog;
 pub mod designs;
 pub mod drill;
 pub mod exercise;
+pub mod export;
 pub mod job;
 pub mod lesson;
 pub mod link;

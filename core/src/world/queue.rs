@@ -190,6 +190,22 @@ impl World {
             && !self.queue.values().any(|item| item.client() == Some(c))
     }
 
+    /// Is the next queue item one `client`'s process handles (a reply, a
+    /// timer, a timeout, its program's start)? The breadth-first search
+    /// lands a pause only there (`explore::bfs`, `pause_at_input`): a pause
+    /// that begins earlier only holds back this same input, so it is this
+    /// pause begun sooner with the time between the two taken off its length.
+    pub fn next_is_for(&self, client: &str) -> bool {
+        let Ok(c) = self.client_index(client) else {
+            return false;
+        };
+        self.step_faults.is_empty()
+            && self
+                .queue
+                .first_key_value()
+                .is_some_and(|(_, item)| item.client() == Some(c))
+    }
+
     /// Process exactly one queue item (or one due step fault), making all
     /// the events it caused visible; false when nothing is left. The
     /// explorer uses it to find the distinct points between deliveries
