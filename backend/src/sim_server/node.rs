@@ -497,6 +497,10 @@ impl NodeThread {
 /// Is this a script (EVAL family: true, FCALL family: false)?
 fn script_kind(argv: &[Vec<u8>]) -> Option<bool> {
     let name = argv.first()?;
+    // Asked of every request: most leave at their first letter.
+    if !matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F')) {
+        return None;
+    }
     for (n, eval) in [
         (&b"eval"[..], true),
         (b"evalsha", true),
