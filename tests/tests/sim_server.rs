@@ -1657,6 +1657,106 @@ fn a_client_that_never_reads_is_dropped_at_its_normal_output_limit() {
     );
 }
 
+/// Read what a client is sent until the server closes it: the byte count.
+fn bytes_until_closed(s: &mut TcpStream) -> usize {
+    let mut got = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
+            Err(e) => panic!("not closed after {got} bytes: {e}"),
+        }
+    }
+}
+
+/// Issue 42: `client-output-buffer-limit` is checked after each reply of a
+/// pipelined batch (`_addReplyToBufferOrList`), not once the batch is
+/// built: three 20 kB `GET`s and an `INCR` in one write, under `normal
+/// 32kb 0 0`. The client is closed once its unwritten replies pass the
+/// limit, without a byte (`CLIENT_CLOSE_ASAP`), and the `INCR` after never
+/// runs. (Bytes the client got, `GET after` as another client reads it.)
+fn pipeline_past_the_output_limit(addr: SocketAddr) -> (usize, String) {
+    let mut admin = connect(addr);
+    let setup: &[&[&[u8]]] = &[
+        &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 32kb 0 0"],
+        &[b"SET", b"v", &[b'x'; 20_000]],
+        &[b"DEL", b"after"],
+    ];
+    replies_for(&mut admin, setup);
+    let mut client = connect(addr);
+    let mut batch = req(&[b"GET", b"v"]).repeat(3);
+    batch.extend(req(&[b"INCR", b"after"]));
+    client.write_all(&batch).expect("write");
+    let got = bytes_until_closed(&mut client);
+    poll("the client to be freed", || {
+        (clients_now(&mut admin) == 1).then_some(())
+    });
+    let after = replies_for(&mut admin, &[&[b"GET", b"after"]]).remove(0);
+    replies_for(
+        &mut admin,
+        &[&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 0 0 0"]],
+    );
+    (got, after)
+}
+
+#[test]
+fn a_pipeline_stops_where_its_replies_pass_the_output_limit() {
+    let real = RedisServer::start();
+    let theirs = pipeline_past_the_output_limit(real.addr());
+    assert_eq!(theirs, (0, "$-1".to_owned()), "redis-server");
+    let server = sim(Profile::V7_0);
+    assert_eq!(pipeline_past_the_output_limit(server.local_addr()), theirs);
+}
+
+/// Issue 42: a subscriber's own replies count in the pub/sub class of
+/// `client-output-buffer-limit` (`getClientType`), not the normal one.
+/// Under `pubsub 64kb 0 0` and no normal limit, a client subscribes to
+/// 3,000 channels, 300 a command, reading each command's replies (13 kB,
+/// within the static reply buffer); then one `UNSUBSCRIBE` answers 3,000
+/// messages (135 kB) at once, counted in its class while it runs: the
+/// client is closed without a byte. The bytes it got after the
+/// `UNSUBSCRIBE`. (The requests are small, so both servers run each in one
+/// read, before writing anything.)
+fn subscriber_past_the_pubsub_limit(addr: SocketAddr) -> usize {
+    let mut admin = connect(addr);
+    replies_for(
+        &mut admin,
+        &[&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"pubsub 64kb 0 0"]],
+    );
+    let mut sub = connect(addr);
+    for chunk in 0..10 {
+        let names: Vec<Vec<u8>> = (0..300)
+            .map(|i| format!("channel:{:05}", chunk * 300 + i).into_bytes())
+            .collect();
+        let mut subscribe: Vec<&[u8]> = vec![b"SUBSCRIBE"];
+        subscribe.extend(names.iter().map(Vec::as_slice));
+        sub.write_all(&req(&subscribe)).expect("write");
+        for i in 0..300 {
+            let count = chunk * 300 + i + 1;
+            assert!(
+                read_reply(&mut sub).ends_with(&format!(" :{count}")),
+                "subscription {count}"
+            );
+        }
+    }
+    sub.write_all(&req(&[b"UNSUBSCRIBE"])).expect("write");
+    let got = bytes_until_closed(&mut sub);
+    poll("the subscriber to be freed", || {
+        (clients_now(&mut admin) == 1).then_some(())
+    });
+    got
+}
+
+#[test]
+fn a_subscribers_own_replies_count_in_the_pubsub_class() {
+    let real = RedisServer::start();
+    assert_eq!(subscriber_past_the_pubsub_limit(real.addr()), 0, "redis-server");
+    let server = sim(Profile::V7_0);
+    assert_eq!(subscriber_past_the_pubsub_limit(server.local_addr()), 0);
+}
+
 /// Row 6 of issue 42: a client blocked in `BLPOP` that keeps sending is
 /// closed once what it sent passes `client-query-buffer-limit` (1 MB).
 /// What it managed to send before the server closed it, in bytes.
@@ -2021,6 +2121,58 @@ fn one_element_writes_build_collections_in_linear_time() {
             "{kind}: 40 k took {ratio:.1}× 10 k (redis-server {theirs:.2?})"
         );
     }
+}
+
+/// `Threads:` of process `pid`, from `/proc/<pid>/status`.
+fn threads_of(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads: line")
+}
+
+/// Open `n` clients that each stay connected, having run a PING, a SET, a
+/// blocking `BLPOP` with a short timeout and an EVAL (the paths that once
+/// took a thread each: scripts ran in `block_in_place`).
+fn hold_clients(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .map(|i| {
+            let mut s = connect(addr);
+            let key = format!("held:{i}");
+            let replies = replies_for(
+                &mut s,
+                &[
+                    &[b"PING"],
+                    &[b"SET", key.as_bytes(), b"1"],
+                    &[b"BLPOP", b"held:never", b"0.01"],
+                    &[b"EVAL", b"return redis.call('GET', KEYS[1])", b"1", key.as_bytes()],
+                ],
+            );
+            assert_eq!(replies, ["+PONG", "+OK", "*-1", "$1 1"], "client {i}");
+            s
+        })
+        .collect()
+}
+
+/// Issue 42: under `redis-benchmark -c 50` sim-server's threads grew from
+/// 3 to 101. With 10 and then 100 clients connected (each having run a
+/// script and a blocking command), the process has the same number of
+/// threads, and no more than its runtime's workers (at most 8), the node's
+/// thread, the main thread and tokio's one blocking thread.
+#[test]
+fn the_thread_count_does_not_grow_with_the_clients() {
+    let server = sim_server_process();
+    let pid = server.child.id();
+    let mut held = hold_clients(server.addr, 10);
+    let with_ten = threads_of(pid);
+    held.extend(hold_clients(server.addr, 90));
+    let with_hundred = threads_of(pid);
+    println!("sim-server threads: {with_ten} with 10 clients, {with_hundred} with 100");
+    assert_eq!(with_hundred, with_ten, "threads with 100 clients vs with 10");
+    assert!(with_ten <= 8 + 3, "{with_ten} threads");
+    drop(held);
 }
 
 /// Row 13 of issue 42, through the binary: `locklab lesson --dir D run`

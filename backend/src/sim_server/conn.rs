@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use locklab_redis::server::config::ObufLimit;
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,7 +34,7 @@ use tokio::sync::{oneshot, watch, Notify};
 use super::node::{Argv, Batch, Deferred, Job, Ran, Stop};
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
-use super::{Busy, Shared};
+use super::{output_limit_reached, Busy, Shared};
 
 /// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
 /// well under 1 KB, and an idle connection should cost little.
@@ -112,6 +111,11 @@ struct Conn {
     inbox: UnboundedReceiver<Outgoing>,
     /// Bytes in `inbox` not yet written (the output buffer limit's count).
     queued: Arc<AtomicUsize>,
+    /// `out`'s length as the node last saw it (see [`Outbox::unsent`]).
+    unsent: Arc<AtomicUsize>,
+    /// Whether the client had subscriptions after its last batch: its
+    /// output then counts in the pub/sub class (`getClientType`).
+    pubsub: bool,
     /// The running script, as the node's thread announces it.
     busy: watch::Receiver<Option<Busy>>,
     /// Whether the node had this connection in MULTI after its last batch
@@ -153,6 +157,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
     let id = ConnId(shared.next_id.fetch_add(1, Ordering::Relaxed));
     let (tx, inbox) = unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
+    let unsent = Arc::new(AtomicUsize::new(0));
     let kill = Arc::new(Notify::new());
     let now = Instant::now();
     let info = ClientInfo {
@@ -169,6 +174,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
     let outbox = Outbox {
         tx,
         queued: Arc::clone(&queued),
+        unsent: Arc::clone(&unsent),
         kill: Arc::clone(&kill),
         soft_since: None,
     };
@@ -195,6 +201,8 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
         closing: None,
         inbox,
         queued,
+        unsent,
+        pubsub: false,
         in_multi: false,
         busy_effects: Vec::new(),
         soft_since: None,
@@ -315,6 +323,8 @@ impl Conn {
         if let Local::Answered(flow) = self.answer_while_busy() {
             return Ok(flow);
         }
+        // The node counts what is still unwritten against the output limit.
+        self.unsent.store(self.out.len(), Ordering::Relaxed);
         let claim = Arc::new(AtomicBool::new(false));
         let (done, ran) = oneshot::channel();
         let batch = Batch {
@@ -376,6 +386,7 @@ impl Conn {
     async fn apply(&mut self, ran: Ran, stream: &mut TcpStream) -> io::Result<Flow> {
         self.sess = ran.sess;
         self.in_multi = ran.in_multi;
+        self.pubsub = ran.pubsub;
         self.next += ran.ran;
         let base = self.out.len();
         let mut replies = ran.out;
@@ -391,6 +402,8 @@ impl Conn {
         match ran.stop {
             Stop::Done => Ok(Flow::Go),
             Stop::Close | Stop::Shutdown => Ok(Flow::Close),
+            // Closed by the node for its output: nothing more is written.
+            Stop::OverLimit => Ok(Flow::Gone),
             Stop::Delay { split, ms } => self.delay(stream, base + split, ms).await,
             Stop::Blocked => {
                 self.flush(stream).await?;
@@ -669,19 +682,19 @@ impl Conn {
         None
     }
 
-    /// Write out the replies. With no `client-output-buffer-limit normal`
-    /// (the default, `0 0 0`) this waits until the socket took them all:
-    /// the client's next requests wait in its socket, and memory stays
-    /// bounded where redis-server's would grow. With a limit, only what the
-    /// socket takes now is written; the rest stays pending while the
-    /// connection goes on reading and running the client's requests, as
-    /// redis-server does, and a client whose pending replies pass the limit
-    /// is closed (`false`), as `closeClientOnOutputBufferLimitReached`
-    /// closes it. (The connection's own replies count as the normal
-    /// class's; what other clients send it, pub/sub messages, is the
-    /// node's to count.)
+    /// Write out the replies. With no `client-output-buffer-limit` for the
+    /// client's class (normal's default is `0 0 0`) this waits until the
+    /// socket took them all: the client's next requests wait in its
+    /// socket, and memory stays bounded where redis-server's would grow.
+    /// With a limit, only what the socket takes now is written; the rest
+    /// stays pending while the connection goes on reading and running the
+    /// client's requests, as redis-server does, and a client whose pending
+    /// output (its replies and what the node queued for it) passes the
+    /// limit is closed (`false`), as `closeClientOnOutputBufferLimitReached`
+    /// closes it. A subscriber's replies count in the pub/sub class, as
+    /// `getClientType` classes it.
     async fn write_out(&mut self, stream: &mut TcpStream) -> io::Result<bool> {
-        let limit = self.shared.normal_output_limit();
+        let limit = self.shared.output_limit(self.pubsub);
         if limit.hard == 0 && limit.soft == 0 {
             self.flush(stream).await?;
             return Ok(true);
@@ -695,34 +708,15 @@ impl Conn {
             }
         }
         self.out.drain(..sent);
+        self.unsent.store(self.out.len(), Ordering::Relaxed);
         if self.out.is_empty() {
             self.soft_since = None;
             self.flush(stream).await?;
             return Ok(true);
         }
-        Ok(!self.over_output_limit(limit))
-    }
-
-    /// `checkClientOutputBufferLimits` for the replies not yet written:
-    /// over the hard limit, or over the soft one for longer than its
-    /// seconds. Logged as redis-server logs it.
-    fn over_output_limit(&mut self, limit: ObufLimit) -> bool {
-        let used = self.out.len() as u64;
-        let hard = limit.hard > 0 && used >= limit.hard;
-        let soft = if limit.soft > 0 && used >= limit.soft {
-            let since = *self.soft_since.get_or_insert_with(Instant::now);
-            since.elapsed() > Duration::from_secs(limit.soft_seconds)
-        } else {
-            self.soft_since = None;
-            false
-        };
-        if hard || soft {
-            eprintln!(
-                "locklab sim-server: client id={} (normal) closed for overcoming of output buffer limits ({used} bytes pending)",
-                self.sess.id.0
-            );
-        }
-        hard || soft
+        let pending = self.out.len() + self.queued.load(Ordering::Acquire);
+        let (id, pubsub) = (self.sess.id, self.pubsub);
+        Ok(!output_limit_reached(limit, pending, &mut self.soft_since, id, pubsub))
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {

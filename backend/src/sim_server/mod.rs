@@ -143,6 +143,49 @@ const BUSY_POLL: Duration = Duration::from_millis(10);
 /// long before trying again instead of spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// `PROTO_REPLY_CHUNK_BYTES`: each redis-server client has a static reply
+/// buffer of 16 KB that `getClientOutputBufferMemoryUsage` does not count;
+/// only what overflows it into the reply list counts against
+/// `client-output-buffer-limit`.
+const REPLY_CHUNK: usize = 16 * 1024;
+
+/// What `client-output-buffer-limit` counts of `pending` bytes of output
+/// not yet written to a client (see [`REPLY_CHUNK`]).
+fn obuf_usage(pending: usize) -> u64 {
+    pending.saturating_sub(REPLY_CHUNK) as u64
+}
+
+/// networking.c's `checkClientOutputBufferLimits` for client `id` with
+/// `pending` bytes of output not yet written: over `limit`'s hard limit,
+/// or over its soft one for longer than its seconds (`soft_since`: since
+/// when it has been over). Logged as redis-server logs the client it
+/// closes (`pubsub`: its class).
+fn output_limit_reached(
+    limit: ObufLimit,
+    pending: usize,
+    soft_since: &mut Option<Instant>,
+    id: ConnId,
+    pubsub: bool,
+) -> bool {
+    let used = obuf_usage(pending);
+    let hard = limit.hard > 0 && used >= limit.hard;
+    let soft = if limit.soft > 0 && used >= limit.soft {
+        let since = *soft_since.get_or_insert_with(Instant::now);
+        since.elapsed() > Duration::from_secs(limit.soft_seconds)
+    } else {
+        *soft_since = None;
+        false
+    };
+    if hard || soft {
+        let class = if pubsub { "pubsub" } else { "normal" };
+        eprintln!(
+            "locklab sim-server: client id={} ({class}) closed for overcoming of output buffer limits ({pending} bytes pending)",
+            id.0
+        );
+    }
+    hard || soft
+}
+
 /// Where to listen and which redis-server to imitate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -387,9 +430,10 @@ impl Shared {
         usize::try_from(self.env.query_limit.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
 
-    /// `client-output-buffer-limit normal` now (see [`wire::Env`]).
-    fn normal_output_limit(&self) -> ObufLimit {
-        let [hard, soft, soft_seconds] = self.env.normal_obuf.as_ref();
+    /// `client-output-buffer-limit` now (see [`wire::Env`]) of the normal
+    /// class, or of the pub/sub class for a client with subscriptions.
+    fn output_limit(&self, pubsub: bool) -> ObufLimit {
+        let [hard, soft, soft_seconds] = &self.env.obuf[usize::from(pubsub)];
         ObufLimit {
             hard: hard.load(Ordering::Relaxed),
             soft: soft.load(Ordering::Relaxed),
@@ -590,6 +634,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
     let mut node = Node::new(cfg.profile);
     wire::set_host_config(&mut node, local_addr, maxclients);
     let env = wire::Env::new(cfg.profile, local_addr, QUERY_BUFFER_LIMIT as u64);
+    wire::publish_limits(&node, &env);
     let shared = Arc::new(Shared {
         env,
         clock: Clock::new(),

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use locklab_redis::server::config::ClientClass;
+use locklab_redis::server::config::{ClientClass, ObufLimit};
 use locklab_redis::server::script::{set_thread_limits, BusyWatch, INSTRUCTION_LIMIT};
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
@@ -25,13 +25,14 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::resp;
 use super::wire::{self, After, ClientInfo, Outbox, Outgoing, Session};
-use super::{Busy, Shared, THREAD_STACK};
+use super::{output_limit_reached, Busy, Shared, REPLY_CHUNK, THREAD_STACK};
 
 /// One request's arguments.
 pub(super) type Argv = Vec<Vec<u8>>;
 
 /// Write out replies once this much has piled up, even mid-batch, so a
-/// pipeline of `GET`s of large values cannot make the output unbounded.
+/// pipeline of `GET`s of large values cannot make the output unbounded
+/// (unless a hard output limit bounds it: see [`NodeThread::run_batch`]).
 const OUT_HIGH_WATER: usize = 64 * 1024;
 
 /// How often a paused node's thread looks whether it may go on.
@@ -111,6 +112,11 @@ pub(super) enum Stop {
     Blocked,
     /// `SHUTDOWN`: close, the server is stopping.
     Shutdown,
+    /// The client's pending output passed its `client-output-buffer-limit`
+    /// with this batch's last reply: it is closed without another byte,
+    /// and its later requests do not run (`CLIENT_CLOSE_ASAP`, which stops
+    /// `processInputBuffer`).
+    OverLimit,
 }
 
 /// A batch's outcome.
@@ -121,6 +127,8 @@ pub(super) struct Ran {
     pub(super) out: Vec<u8>,
     pub(super) stop: Stop,
     pub(super) in_multi: bool,
+    /// The client has subscriptions: its output counts in the pub/sub class.
+    pub(super) pubsub: bool,
     /// While blocked: the node time at which the next blocked client's
     /// timeout falls.
     pub(super) deadline: Option<u64>,
@@ -198,6 +206,7 @@ impl NodeThread {
                         out: Vec::new(),
                         stop: if blocked { Stop::Blocked } else { Stop::Done },
                         in_multi: false,
+                        pubsub: self.st.node.subscriptions(id) > 0,
                         deadline: self.st.node.next_block_deadline(),
                     });
                 }
@@ -271,10 +280,21 @@ impl NodeThread {
     /// Run the requests in order until one stops the batch.
     fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], mut out: Vec<u8>) -> Ran {
         out.clear();
+        // Output of this client's not yet written (the connection waits for
+        // this batch, so only the batch adds to it).
+        let pending = self.st.outboxes.get(&sess.id).map_or(0, |o| {
+            o.queued.load(Ordering::Acquire) + o.unsent.load(Ordering::Relaxed)
+        });
         let mut ran = 0;
         let mut stop = Stop::Done;
         for argv in argvs {
-            if out.len() >= OUT_HIGH_WATER {
+            // The class a command's replies count in is the client's before
+            // it: SUBSCRIBE marks it pub/sub after adding its replies.
+            let pubsub = self.st.node.subscriptions(sess.id) > 0;
+            // Under a hard output limit, the whole batch runs before its
+            // replies are written, as redis-server runs every command of a
+            // read before it writes: the limit bounds what piles up.
+            if out.len() >= OUT_HIGH_WATER && self.output_limit(pubsub).hard == 0 {
                 break;
             }
             ran += 1;
@@ -305,6 +325,14 @@ impl NodeThread {
                     stop = Stop::Shutdown;
                 }
             }
+            // `_addReplyToBufferOrList` checks the limit after each reply
+            // (skipped while everything pending fits the static buffer).
+            if stop != Stop::Shutdown
+                && pending + out.len() > REPLY_CHUNK
+                && self.over_output_limit(sess.id, pubsub, out.len())
+            {
+                stop = Stop::OverLimit;
+            }
             if stop != Stop::Done {
                 break;
             }
@@ -320,6 +348,7 @@ impl NodeThread {
             out,
             stop,
             in_multi: self.st.node.in_multi(sess.id),
+            pubsub: self.st.node.subscriptions(sess.id) > 0,
             deadline: (stop == Stop::Blocked)
                 .then(|| self.st.node.next_block_deadline())
                 .flatten(),
@@ -424,49 +453,54 @@ impl NodeThread {
         }
     }
 
-    /// networking.c's `checkClientOutputBufferLimits`: a client whose
-    /// pending output is over its class's hard limit, or over the soft
-    /// limit for longer than its seconds, is closed (`freeClientAsync`);
-    /// redis-server logs it, and so do we. The class is pub/sub while the
-    /// client has subscriptions (`CLIENT_PUBSUB`), normal otherwise.
+    /// networking.c's `checkClientOutputBufferLimits` after a message for
+    /// another client: one whose pending output is over its class's hard
+    /// limit, or over the soft limit for longer than its seconds, is closed
+    /// (`freeClientAsync`).
     fn check_output_limit(&mut self, id: ConnId) {
-        let class = if self.st.node.subscriptions(id) > 0 {
+        let pubsub = self.st.node.subscriptions(id) > 0;
+        if self.over_output_limit(id, pubsub, 0) {
+            if let Some(outbox) = self.st.outboxes.get(&id) {
+                outbox.kill.notify_one();
+            }
+            self.forget(id);
+        }
+    }
+
+    /// `client-output-buffer-limit` of the pub/sub class or the normal one.
+    fn output_limit(&self, pubsub: bool) -> ObufLimit {
+        let class = if pubsub {
             ClientClass::Pubsub
         } else {
             ClientClass::Normal
         };
-        let limit = self.st.node.config().client_output_buffer_limit(class);
+        self.st.node.config().client_output_buffer_limit(class)
+    }
+
+    /// Is client `id`'s pending output — what was queued for it, its
+    /// replies not yet written, and `extra` bytes of its batch's replies —
+    /// over `client-output-buffer-limit` of its class (pub/sub while it
+    /// has subscriptions, `CLIENT_PUBSUB`; normal otherwise)?
+    fn over_output_limit(&mut self, id: ConnId, pubsub: bool, extra: usize) -> bool {
+        let limit = self.output_limit(pubsub);
         let Some(outbox) = self.st.outboxes.get_mut(&id) else {
-            return;
+            return false;
         };
-        let used = outbox.queued.load(Ordering::Acquire) as u64;
-        let hard = limit.hard > 0 && used >= limit.hard;
-        let mut soft = false;
-        if limit.soft > 0 && used >= limit.soft {
-            let since = *outbox.soft_since.get_or_insert_with(Instant::now);
-            soft = since.elapsed() > Duration::from_secs(limit.soft_seconds);
-        } else {
-            outbox.soft_since = None;
+        if limit.hard == 0 && limit.soft == 0 {
+            return false;
         }
-        if hard || soft {
-            outbox.kill.notify_one();
-            let name = if class == ClientClass::Pubsub {
-                "pubsub"
-            } else {
-                "normal"
-            };
-            eprintln!(
-                "locklab sim-server: client id={} ({name}) closed for overcoming of output buffer limits ({used} bytes pending)",
-                id.0
-            );
-            self.forget(id);
-        }
+        let pending = outbox.queued.load(Ordering::Acquire) + outbox.unsent.load(Ordering::Relaxed) + extra;
+        output_limit_reached(limit, pending, &mut outbox.soft_since, id, pubsub)
     }
 }
 
 /// Is this a script (EVAL family: true, FCALL family: false)?
 fn script_kind(argv: &[Vec<u8>]) -> Option<bool> {
     let name = argv.first()?;
+    // Asked of every request: most leave at their first letter.
+    if !matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F')) {
+        return None;
+    }
     for (n, eval) in [
         (&b"eval"[..], true),
         (b"evalsha", true),

@@ -74,6 +74,10 @@ pub(crate) struct Outbox {
     pub(crate) tx: tokio::sync::mpsc::UnboundedSender<Outgoing>,
     /// Bytes sent to `tx` that the connection has not written out yet.
     pub(crate) queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// The connection's own replies not written out yet (set by the
+    /// connection before each batch and after each write): with `queued`,
+    /// what redis-server's one output buffer per client holds.
+    pub(crate) unsent: Arc<std::sync::atomic::AtomicUsize>,
     /// Told when the client is closed for its output (the task may be
     /// stuck writing to a client that does not read).
     pub(crate) kill: Arc<tokio::sync::Notify>,
@@ -141,10 +145,10 @@ pub(crate) struct Env {
     pub(crate) busy_threshold_ms: Arc<AtomicU64>,
     /// `client-query-buffer-limit`, read by the connections on every read.
     pub(crate) query_limit: Arc<AtomicU64>,
-    /// `client-output-buffer-limit normal`: hard, soft, soft seconds (0 =
-    /// none, the default), read by the connections as their replies pile
-    /// up unread.
-    pub(crate) normal_obuf: Arc<[AtomicU64; 3]>,
+    /// `client-output-buffer-limit` of the normal class (`[0]`; none by
+    /// default) and of the pub/sub class (`[1]`): hard, soft, soft seconds
+    /// (0 = none), read by the connections as their replies pile up unread.
+    pub(crate) obuf: Arc<[[AtomicU64; 3]; 2]>,
 }
 
 impl Env {
@@ -155,7 +159,7 @@ impl Env {
             local_addr,
             busy_threshold_ms: Arc::new(AtomicU64::new(BUSY_REPLY_THRESHOLD_MS)),
             query_limit: Arc::new(AtomicU64::new(query_limit)),
-            normal_obuf: Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]),
+            obuf: Arc::new(Default::default()),
         }
     }
 }
@@ -1098,17 +1102,24 @@ pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr, maxclient
 fn follow_config(st: &State, env: &Env, argv: &[Vec<u8>]) {
     let name = &argv[0];
     if name.eq_ignore_ascii_case(b"config") || name.eq_ignore_ascii_case(b"exec") {
-        let config = st.node.config();
-        env.busy_threshold_ms
-            .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
-        env.query_limit
-            .store(config.client_query_buffer_limit(), Ordering::Relaxed);
-        let normal = config.client_output_buffer_limit(ClientClass::Normal);
-        for (slot, v) in env
-            .normal_obuf
-            .iter()
-            .zip([normal.hard, normal.soft, normal.soft_seconds])
-        {
+        publish_limits(&st.node, env);
+    }
+}
+
+/// Copy the limits the connections read without the node (see [`Env`])
+/// from the node's configuration: at start and after a `CONFIG SET`.
+pub(crate) fn publish_limits(node: &Node, env: &Env) {
+    let config = node.config();
+    env.busy_threshold_ms
+        .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
+    env.query_limit
+        .store(config.client_query_buffer_limit(), Ordering::Relaxed);
+    for (class, slots) in [ClientClass::Normal, ClientClass::Pubsub]
+        .into_iter()
+        .zip(env.obuf.iter())
+    {
+        let limit = config.client_output_buffer_limit(class);
+        for (slot, v) in slots.iter().zip([limit.hard, limit.soft, limit.soft_seconds]) {
             slot.store(v, Ordering::Relaxed);
         }
     }

@@ -145,6 +145,10 @@ impl Eq for Entry {}
 pub struct Db {
     entries: BTreeMap<Vec<u8>, Entry>,
     deadlines: BTreeSet<(u64, Vec<u8>)>,
+    /// The first of `deadlines`, kept beside it: the node asks for expired
+    /// keys in all 16 databases before every command, and a load and a
+    /// compare answer that where a walk down the tree did.
+    first_deadline: Option<u64>,
     /// Every key, in no particular order (`Entry::slot`).
     keys: Vec<Vec<u8>>,
     /// Every key with a deadline (`Entry::vslot`): the `expires` dict that
@@ -231,6 +235,7 @@ impl Db {
         let entry = self.entries.remove(key)?;
         if let Some(at) = entry.expires_at {
             self.deadlines.remove(&(at, key.to_vec()));
+            self.first_deadline = self.deadlines.first().map(|(at, _)| *at);
         }
         if let Some(moved) = free_slot(&mut self.keys, entry.slot) {
             if let Some(m) = self.entries.get_mut(moved.as_slice()) {
@@ -262,6 +267,13 @@ impl Db {
         if old == expires_at {
             return true;
         }
+        self.set_deadline_index(key, old, expires_at, vslot);
+        true
+    }
+
+    /// [`Db::set_deadline`]'s bookkeeping: the deadline index, its first
+    /// entry and the volatile slots.
+    fn set_deadline_index(&mut self, key: &[u8], old: Option<u64>, expires_at: Option<u64>, vslot: Option<usize>) {
         if let Some(old) = old {
             self.deadlines.remove(&(old, key.to_vec()));
         }
@@ -285,7 +297,7 @@ impl Db {
             }
             (None, None) => {}
         }
-        true
+        self.first_deadline = self.deadlines.first().map(|(at, _)| *at);
     }
 
     /// Mark a string changed in place as held raw (see [`Entry::is_raw_string`]).
@@ -333,6 +345,7 @@ impl Db {
     pub(crate) fn check_slots(&self) {
         assert_eq!(self.keys.len(), self.entries.len());
         assert_eq!(self.volatile.len(), self.deadlines.len());
+        assert_eq!(self.first_deadline, self.deadlines.first().map(|(at, _)| *at));
         for (k, e) in &self.entries {
             assert_eq!(&self.keys[e.slot], k);
             assert_eq!(e.vslot.is_some(), e.expires_at.is_some());
@@ -349,12 +362,15 @@ impl Db {
 
     /// The earliest deadline that has passed at `now`, if any.
     pub fn first_expired(&self, now: u64) -> Option<(u64, Vec<u8>)> {
+        if self.first_deadline.is_none_or(|at| at >= now) {
+            return None;
+        }
         self.deadlines.first().filter(|(at, _)| *at < now).cloned()
     }
 
     /// The next deadline still in the future.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|(at, _)| *at)
+        self.first_deadline
     }
 
     pub fn len(&self) -> usize {
