@@ -14,9 +14,17 @@
 //! | `clock-jump` | the lock's node | [`Server::jump_clock`](sim_server::Server::jump_clock) forward by 3–4 leases | NTP stepping the clock |
 //! | `clock-drift` | the lock's node | [`Server::drift_clock`](sim_server::Server::drift_clock) 4× fast for one lease | a clock running fast |
 //! | `restart` | the lock's node | stopped and started on the same port, empty | a restart without persistence |
-//! | `link-delay` | a waiting client | its links to every node delayed 1.5 leases each way | a slow network |
+//! | `link-delay` | the holder | its links to every node delayed 1.5 leases each way | a slow network |
 //! | `link-cut` | the holder | every request and reply on its links lost | a partition |
 //! | `failover` | master + replica | replication cut; at the next grant the master killed, the replica promoted | a failover that loses an acknowledged write |
+//! | `none` | nothing | no fault | a baseline: the library on its own |
+//!
+//! Under a link fault the workloads' work reads from the lock's node before
+//! their write (`Round::read` in `check_run`), so the holder's work crosses
+//! its slow or cut link and outlasts the lease: without fencing its write
+//! lands after the next holder's. (A link fault on a client that is only
+//! waiting finds nothing: with two clients the lock is rarely free when its
+//! delayed request arrives.)
 //!
 //! The node faults need nodes the lab owns (sim-server): a server given
 //! with `--redis` is never paused, restarted or moved in time. `failover`
@@ -140,7 +148,7 @@ pub(super) fn run(
             }
             continue;
         }
-        if holders.is_empty() {
+        if holders.is_empty() || nemesis == Nemesis::None {
             continue;
         }
         let holder = holders[rng.below(holders.len() as u64) as usize];
@@ -168,9 +176,6 @@ fn inject(
     holder: usize,
     lease_ms: u64,
 ) -> Result<(String, String), RunError> {
-    let waiting: Vec<usize> = (0..clients.all.len())
-        .filter(|&i| !clients.all[i].tail.holding)
-        .collect();
     let hold = lease_ms * PAUSE_LEASES + rng.between(0, lease_ms);
     let marker = match nemesis {
         Nemesis::Pause => {
@@ -212,10 +217,9 @@ fn inject(
             )
         }
         Nemesis::LinkDelay => {
-            // A client still asking: its grant comes back after the
-            // lease it was granted ran out.
-            let victim = waiting.get(rng.below(waiting.len().max(1) as u64) as usize).copied();
-            let victim = victim.unwrap_or(holder);
+            // The holder, before its work's read: the read comes back
+            // after its lease ran out.
+            let victim = holder;
             let each_way = lease_ms * 3 / 2;
             let slow = LinkFault {
                 latency_ms: each_way,
@@ -225,8 +229,8 @@ fn inject(
             let name = clients.all[victim].name.clone();
             (name, format!("links delayed {each_way} ms each way for {hold} ms"))
         }
-        // Driven by `Failover::step` (two steps), not from here.
-        Nemesis::Failover => ("master".to_owned(), "see Failover::step".to_owned()),
+        // Driven by `Failover::step` (two steps), not from here; `none` never strikes.
+        Nemesis::Failover | Nemesis::None => ("master".to_owned(), "see Failover::step".to_owned()),
         Nemesis::LinkCut => {
             let cut = LinkFault {
                 drop_request_permille: 1000,
