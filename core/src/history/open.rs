@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(names, [Invariant::Overlap.name(), Invariant::WrongRelease.name()]);
         assert_eq!(
             c.found[1].detail_zh,
-            "10.0.0.1:5001 的命令删除了 10.0.0.2:5002 于 1500 ms 在 n1 上获得的锁 lock"
+            "10.0.0.1:5001 的命令删除了 10.0.0.2:5002 于 1500 ms 在 redis 上获得的锁 lock"
         );
         assert!(c.headline.en.contains("3 commands of 2 clients"), "{}", c.headline.en);
         let w = &c.found[1].witness;
