@@ -62,6 +62,8 @@ pub enum Library {
     RedisPyNoTimeout,
     /// redis-py's `Lock` with `timeout=0` ("held until released"), renewed with `reacquire()` in every round:
     /// redis-py #4279, the renewal deletes the lock and reports success.
+    #[value(name = "redis-py-timeout-0")]
+    #[serde(rename = "redis-py-timeout-0")]
     RedisPyTimeout0,
     /// python-redis-lock's `Lock` (whole-second `expire`).
     PythonRedisLock,

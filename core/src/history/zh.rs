@@ -144,7 +144,7 @@ fn overlap(en: &str) -> Option<String> {
 
 /// A Monitor's violation sentence in Chinese (English when its shape is
 /// unknown).
-pub fn violation(v: &Violation) -> String {
+pub(super) fn violation(v: &Violation) -> String {
     let zh = match v.invariant {
         Invariant::StaleWrite => stale_write(&v.detail),
         Invariant::WrongRelease | Invariant::ForeignExtend => not_owners(&v.detail),
