@@ -88,7 +88,16 @@ def text(token):
 def make_lock(urls):
     import redis
 
-    conns = [redis.Redis.from_url(u, socket_timeout=5) for u in urls]
+    # Under `failover` the client goes to the promoted replica on the first
+    # connection error, as a Sentinel-aware client does, instead of
+    # retrying the dead master (redis-py's default: ten retries).
+    retry = {}
+    if CFG.get("failover"):
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        retry = {"retry": Retry(NoBackoff(), 0)}
+    conns = [redis.Redis.from_url(u, socket_timeout=5, **retry) for u in urls]
     lib = CFG["library"]
     ttl_s = None if TTL_MS is None else TTL_MS / 1000
     if lib in ("redis-py", "redis-py-no-timeout"):

@@ -143,7 +143,7 @@ pub(super) fn run(
             .filter(|&i| clients.all[i].tail.holding)
             .collect();
         if nemesis == Nemesis::Failover {
-            if let Some(mark) = failover.step(targets, clients, &holders, now())? {
+            if let Some(mark) = failover.step(targets, clients, &holders, (now(), lease_ms))? {
                 faults.push(mark);
             }
             continue;
@@ -282,7 +282,8 @@ fn restart(nodes: &mut Vec<sim_server::Server>, i: usize) -> Result<(), RunError
 }
 
 /// `failover` in two steps, once per run: replication is cut, so the
-/// replica lags from then on; at the next grant after the cut, the master
+/// replica lags from then on; a lease later (what it had expired), at the
+/// next grant, the master
 /// is killed (SIGKILL) and the replica promoted (`REPLICAOF NO ONE`): the
 /// lock its holder was just granted is on no node any more. Asynchronous
 /// replication loses an acknowledged write this way whenever the master
@@ -301,7 +302,7 @@ impl Failover {
         targets: &mut Targets,
         clients: &Clients,
         holders: &[usize],
-        now: u64,
+        (now, lease_ms): (u64, u64),
     ) -> Result<Option<FaultMark>, RunError> {
         let Some(topology) = targets.topology.as_mut() else {
             return Ok(None);
@@ -309,11 +310,23 @@ impl Failover {
         if self.done {
             return Ok(None);
         }
-        let Some((from, before)) = &self.cut else {
+        let Some((from, before)) = &mut self.cut else {
             topology.fault(Fault::CutReplication { node: 1 })?;
-            self.cut = Some((now, clients.all.iter().map(|c| c.tail.grants).collect()));
+            self.cut = Some((now, Vec::new()));
             return Ok(None);
         };
+        // Locks the replica got before the cut expire there one lease
+        // later; until then a client that fails over would find the lock
+        // still taken on the promoted replica. Count grants from then on.
+        if now < *from + lease_ms {
+            return Ok(None);
+        }
+        if before.is_empty() {
+            *before = clients.all.iter().map(|c| c.tail.grants).collect();
+            return Ok(None);
+        }
+        let from = *from;
+        let before = before.clone();
         let granted_since = |&i: &usize| clients.all[i].tail.grants > before.get(i).copied().unwrap_or(0);
         let Some(&holder) = holders.iter().find(|i| granted_since(i)) else {
             return Ok(None);
@@ -326,7 +339,7 @@ impl Failover {
             line: 0,
             fault: Nemesis::Failover.name().to_owned(),
             target: Some("master".to_owned()),
-            from_ms: *from,
+            from_ms: from,
             to_ms: Some(now),
             note: Some(format!(
                 "replication cut at {from} ms; at {now} ms, {who} holding a lock granted since, which the replica \
