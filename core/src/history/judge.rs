@@ -296,10 +296,12 @@ fn witnessed_overlaps(key: &str, ops: &[&Op], findings: &mut Vec<Finding>) {
     for w in writes.values_mut() {
         w.sort();
     }
+    // Up to the end of the span included: a client's write that completed
+    // in the millisecond its release was sent came before the release.
     let first_write = |client: &str, from: u64, to: u64| {
         let w = writes.get(client)?;
         let k = w.partition_point(|&(t, _)| t < from);
-        w.get(k).filter(|&&(t, _)| t < to).map(|&(_, i)| i)
+        w.get(k).filter(|&&(t, _)| t <= to).map(|&(_, i)| i)
     };
     let mut bs = beliefs(ops);
     bs.sort_by_key(|b| b.from);

@@ -90,6 +90,22 @@ fn an_unknown_acquire_without_a_token_is_unknown() {
     ));
 }
 
+/// A failover's two holders on a millisecond clock: a's last write
+/// completes in the millisecond its release is sent, inside b's hold.
+#[test]
+fn a_write_in_the_millisecond_of_the_release_is_inside_the_hold() {
+    let r = judge(vec![
+        op("a", Acquire, "ta", 1000, (0, 1), true),
+        write("a", None, (1, 1), true),
+        op("b", Acquire, "tb", 1000, (100, 105), true),
+        write("b", None, (105, 106), true),
+        write("a", None, (500, 505), true),
+        op("a", Release, "ta", 1000, (505, 506), false),
+    ]);
+    assert!(names(&r).contains(&"overlap"), "{:?}", names(&r));
+    assert!(names(&r).contains(&"stale-write"), "{:?}", names(&r));
+}
+
 /// A holds the lock, pauses past its lease, B takes it and writes, A wakes
 /// and writes: the lost update — unless the resource is fenced.
 fn paused_holder(fenced: bool) -> Vec<Op> {
