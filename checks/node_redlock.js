@@ -7,7 +7,8 @@
 // lines, core/src/history/), appended to this client's own file as soon as
 // it completes, in milliseconds on the runner's clock: CLOCK_MONOTONIC
 // (process.hrtime) minus the runner's start, passed as t0_ns. The config is
-// one JSON argument; see checks/python_locks.py for its fields.
+// one JSON argument; see checks/python_locks.py for its fields, including
+// how a round goes (write_first, read).
 "use strict";
 const fs = require("fs");
 const net = require("net");
@@ -83,12 +84,22 @@ async function main() {
         fence = null;
       }
     }
-    await sleep(cfg.work_ms);
     n += 1;
-    const data = `${cfg.client}-${n}`;
-    t = now();
-    const ok = await write(fence, data);
-    log("write", t, ok, { token: lock.value, fence, value: data });
+    const logged = async (data) => {
+      const w = now();
+      const ok = await write(fence, data);
+      log("write", w, ok, { token: lock.value, fence, value: data });
+    };
+    if (cfg.write_first) await logged(`${cfg.client}-${n}-first`);
+    await sleep(cfg.work_ms);
+    let worked = true;
+    if (cfg.read) {
+      // The job's input from the lock's node, across the client's link; given
+      // up after 5 s as the Python workloads' socket_timeout does.
+      const got = clients[0].get(cfg.key + ":data").then(() => true, () => false);
+      worked = await Promise.race([got, sleep(5000).then(() => false)]);
+    }
+    if (worked) await logged(`${cfg.client}-${n}`);
     t = now();
     let released = true;
     try {

@@ -14,6 +14,21 @@ history (path), ttl_ms (null: no timeout), work_ms, end_ms, fenced, t0_ns,
 and failover (a URL, or null): where the master's replica listens, for the
 `failover` nemesis. Once a call to the master fails, the client goes on
 against that URL, as a client that asks Sentinel for the new master does.
+
+How a round goes (the runner picks it for the fault, so the fault can show
+what it breaks):
+- write_first: one write right after the grant as well as the one after the
+  work (a job that marks itself started): with two holders at once, each
+  writes while the other holds, so the resource witnesses both.
+- read: the work reads from the lock's node (`GET key:data`) before the
+  write, as a job that loads its input does. That read crosses the client's
+  link, so a delayed or cut link stretches the work past the lease.
+- renew: the lock is renewed (`reacquire()`) after the first write, as a
+  long job's watchdog does; logged as an extension.
+
+An acquire whose outcome is unknown (the call raised: it may or may not have
+taken effect) is logged without `ok` and, unless the library already chose
+its token, without `token`: the checker takes it as unknown.
 """
 import json
 import socket
@@ -64,25 +79,42 @@ class Resource:
 
 
 def text(token):
+    """A library's token as text; None (or empty) when it has none yet."""
+    if not token:
+        return None
     return token.decode() if isinstance(token, bytes) else str(token)
 
 
 def make_lock(urls):
     import redis
 
-    conns = [redis.Redis.from_url(u, socket_timeout=5) for u in urls]
+    # Under `failover` the client goes to the promoted replica on the first
+    # connection error, as a Sentinel-aware client does, instead of
+    # retrying the dead master (redis-py's default: ten retries).
+    retry = {}
+    if CFG.get("failover"):
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        retry = {"retry": Retry(NoBackoff(), 0)}
+    conns = [redis.Redis.from_url(u, socket_timeout=5, **retry) for u in urls]
     lib = CFG["library"]
     ttl_s = None if TTL_MS is None else TTL_MS / 1000
     if lib in ("redis-py", "redis-py-no-timeout"):
         lock = redis.lock.Lock(conns[0], KEY, timeout=ttl_s, blocking_timeout=2 * (ttl_s or 1))
-        return conns[0], KEY, lambda: lock.acquire(), lock.release, lambda: text(lock.local.token)
+        return conns[0], KEY, lambda: lock.acquire(), lock.release, lambda: text(lock.local.token), lock.reacquire
+    if lib == "redis-py-timeout-0":
+        # "hold until released" (SET NX without PX), renewed with
+        # reacquire(): redis-py #4279, whose script sends PEXPIRE key 0.
+        lock = redis.lock.Lock(conns[0], KEY, timeout=0, blocking_timeout=2)
+        return conns[0], KEY, lambda: lock.acquire(), lock.release, lambda: text(lock.local.token), lock.reacquire
     if lib == "python-redis-lock":
         import redis_lock
 
         name = KEY[len("lock:"):]
         expire = max(1, round(ttl_s))  # whole seconds; a wait may not exceed it
         lock = redis_lock.Lock(conns[0], name, expire=expire)
-        return conns[0], KEY, lambda: lock.acquire(timeout=expire), lock.release, lambda: lock.id
+        return conns[0], KEY, lambda: lock.acquire(timeout=expire), lock.release, lambda: lock.id, lock.extend
     if lib == "pottery":
         import pottery
 
@@ -91,7 +123,14 @@ def make_lock(urls):
         # round's write has no fence and a fenced resource refuses it.
         name = KEY[len("redlock:"):]
         lock = pottery.Redlock(key=name, masters=conns, auto_release_time=ttl_s)
-        return conns[0], KEY, lambda: lock.acquire(timeout=2 * ttl_s), lock.release, lambda: lock._uuid
+        return (
+            conns[0],
+            KEY,
+            lambda: lock.acquire(timeout=2 * ttl_s),
+            lock.release,
+            lambda: text(lock._uuid),
+            lock.extend,
+        )
     raise SystemExit(f"unknown library {lib}")
 
 
@@ -113,7 +152,7 @@ class Failover:
 
 def main():
     conn = Failover()
-    node, key, acquire, release, token = conn.lock
+    node, key, acquire, release, token, renew = conn.lock
     resource = Resource(CFG["resource"])
     ttl = TTL_MS if TTL_MS is not None else 2**63
     n = 0
@@ -122,9 +161,9 @@ def main():
         try:
             got = bool(acquire())
         except Exception as err:  # the outcome is unknown: the call may have taken effect
-            log("acquire", t, None, token=token() or "unknown")
+            log("acquire", t, None, token=token())
             conn.failed(err)
-            node, key, acquire, release, token = conn.lock
+            node, key, acquire, release, token, renew = conn.lock
             time.sleep(0.05)
             continue
         log("acquire", t, got, token=token() or "none", ttl_ms=ttl if got else None)
@@ -137,15 +176,25 @@ def main():
                 fence = node.eval(FENCE, 2, key, key + ":fence", tok)
             except Exception:
                 fence = None
-        time.sleep(CFG["work_ms"] / 1000)
         n += 1
-        t = now()
-        data = f"{CLIENT}-{n}"
-        try:
-            ok = resource.write(fence, data)
-        except OSError:
-            ok = None
-        log("write", t, ok, token=tok, fence=fence, value=data)
+        if CFG.get("write_first"):
+            write(resource, fence, tok, f"{CLIENT}-{n}-first")
+        if CFG.get("renew"):
+            t = now()
+            try:
+                ok = bool(renew())
+            except Exception:  # LockNotOwnedError: not extended
+                ok = False
+            log("extend", t, ok, token=tok, ttl_ms=ttl if ok else None)
+        time.sleep(CFG["work_ms"] / 1000)
+        worked = True
+        if CFG.get("read"):
+            try:
+                node.get(key + ":data")
+            except Exception:  # the link stayed down past the client's retries: no input, no write
+                worked = False
+        if worked:
+            write(resource, fence, tok, f"{CLIENT}-{n}")
         t = now()
         try:
             release()
@@ -153,8 +202,18 @@ def main():
         except Exception as err:  # LockNotOwnedError, NotAcquired, ReleaseUnlockedLock, or the node is gone
             ok = False
             conn.failed(err)
-            node, key, acquire, release, token = conn.lock
+            node, key, acquire, release, token, renew = conn.lock
         log("release", t, ok, token=tok)
+
+
+def write(resource, fence, tok, data):
+    """One write to the lab's resource, logged; its outcome is the resource's record."""
+    t = now()
+    try:
+        ok = resource.write(fence, data)
+    except OSError:
+        ok = None
+    log("write", t, ok, token=tok, fence=fence, value=data)
 
 
 main()

@@ -195,6 +195,11 @@ async fn open_a_history_or_a_monitor_capture_in_the_page() {
     .await;
     let lines = lines.as_str().unwrap_or_default();
     assert!(lines.contains("line 5: ") && lines.contains("\"fence\":1"), "{lines}");
+    let card_text = text(&c, "[data-testid=verdict-card]").await.unwrap_or_default();
+    assert!(
+        card_text.contains("1 fault the nemesis injected") && !card_text.contains("1 faults"),
+        "{card_text}"
+    );
     shots(&c, "history-en").await;
 
     // The same in Chinese.
@@ -214,9 +219,34 @@ async fn open_a_history_or_a_monitor_capture_in_the_page() {
     .await
     .unwrap_or_default();
     assert_eq!(title, "过期写入被接受");
+    // Each finding's sentence is Chinese too, and one fault is one.
+    let detail = js(
+        &c,
+        "return document.querySelector('[data-testid=verdict-finding][data-name=stale-write] [data-testid=verdict-detail]').textContent",
+    )
+    .await;
+    let detail = detail.as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with("资源先接受了 b 的写入（令牌 2，第 2 任持有者）"),
+        "{detail}"
+    );
+    let card_text = text(&c, "[data-testid=verdict-card]").await.unwrap_or_default();
+    assert!(card_text.contains("注入了 1 个故障"), "{card_text}");
     shots(&c, "history-zh").await;
     pick(&c, &capture).await;
     card(&c, "capture").await;
+    let details = js(
+        &c,
+        "return [...document.querySelectorAll('[data-testid=verdict-detail]')].map(e => e.textContent)",
+    )
+    .await;
+    let details: Vec<&str> = (details.as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        !details.is_empty() && details.iter().all(|d| !d.contains(" the ") && !d.contains("believe")),
+        "the capture's sentences in Chinese: {details:?}"
+    );
     shots(&c, "capture-zh").await;
 
     // Garbage: its error, naming the line.

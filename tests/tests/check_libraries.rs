@@ -59,6 +59,62 @@ fn row(a: &CheckArgs) -> serde_json::Value {
     card["rows"][0].clone()
 }
 
+/// The first finding of check `name` in a row.
+fn finding<'a>(row: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    (row["findings"].as_array().into_iter().flatten())
+        .find(|f| f["check"] == name)
+        .unwrap_or_else(|| panic!("no {name} finding: {row:#}"))
+}
+
+/// What a row says agrees with what its witnesses show, whatever the run
+/// found: each witness call is a line of the history file; a stale
+/// write's witness holds accepted writes of two clients; a violation's
+/// finding is there; a lock that held has no finding but renewal gaps and
+/// at least one granted round; a combination that did not run says why.
+fn consistent(row: &serde_json::Value) {
+    let verdict = row["verdict"].as_str().expect("a verdict");
+    let findings = row["findings"].as_array().expect("findings");
+    if verdict == "not-run" {
+        assert!(row["why"].as_str().is_some_and(|w| !w.is_empty()), "{row:#}");
+        return;
+    }
+    let history = std::fs::read_to_string(row["history"].as_str().unwrap_or_default()).expect("history");
+    let lines: Vec<serde_json::Value> = history.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    for f in findings {
+        for op in f["witness"].as_array().expect("witness") {
+            assert!(lines.contains(op), "{op} is not a line of {}", row["history"]);
+        }
+    }
+    let serious: Vec<&serde_json::Value> = findings.iter().filter(|f| f["check"] != "renewal-gap").collect();
+    match verdict {
+        "stale-write-found" => {
+            let w = finding(row, "stale-write")["witness"].as_array().expect("witness");
+            let mut writers: Vec<&str> = (w.iter())
+                .filter(|o| o["op"] == "write" && o["ok"] == true)
+                .filter_map(|o| o["client"].as_str())
+                .collect();
+            writers.sort_unstable();
+            writers.dedup();
+            assert!(
+                writers.len() >= 2,
+                "a stale write is two clients' accepted writes: {row:#}"
+            );
+        }
+        "violation" => {
+            let check = row["check"].as_str().expect("the violation's check");
+            let f = finding(row, check);
+            assert!(f["witness"].as_array().is_some_and(|w| !w.is_empty()), "{row:#}");
+        }
+        "held" => {
+            assert!(serious.is_empty(), "held, yet: {row:#}");
+            assert!(row["rounds"].as_u64() >= Some(1), "{row:#}");
+        }
+        "no-rounds" => assert_eq!(row["rounds"].as_u64(), Some(0), "{row:#}"),
+        "unknown-limit" => {}
+        other => panic!("unknown verdict {other}: {row:#}"),
+    }
+}
+
 /// Unfenced: a stale write found, its witness the paused client's late
 /// write; fenced: held, with the late writes refused by the resource.
 fn verdicts(library: Library, redis: Vec<String>, name: &str) {
@@ -210,8 +266,12 @@ fn every_node_and_link_nemesis_fires_on_redis_py() {
                 assert_eq!(row["verdict"], "violation", "{name}: {row:#}");
             }
             Nemesis::NodePause => assert_eq!(row["verdict"], "held", "{name}: {row:#}"),
+            // The holder's work reads across its slow link and outlasts
+            // the lease: its write lands after the next holder's.
+            Nemesis::LinkDelay => assert_eq!(row["verdict"], "stale-write-found", "{name}: {row:#}"),
             _ => {}
         }
+        consistent(row);
     }
     let matrix = std::fs::read_to_string(&md).expect("the card's Markdown");
     assert!(
@@ -256,18 +316,49 @@ fn node_faults_are_refused_on_a_given_server() {
 
 /// `failover` on a real master + replica: the replica, cut from its master,
 /// is promoted while a client holds a lock it never got; the next client
-/// is granted the same lock within the first one's lease.
+/// is granted the same lock within the first one's lease. Each writes right
+/// after its grant and after its work, so the resource witnesses it: two
+/// holders' writes and a stale write, not only a lock key that is not one
+/// register. sim-server cannot replicate: the card says where it ran.
+/// The client whose call hit the killed master logs an acquire of unknown
+/// outcome, with no token (not `"None"`).
 #[test]
 fn failover_loses_redis_py_lock() {
     let mut a = args(Library::RedisPy, false, Vec::new(), "failover");
     a.nemesis = vec![Nemesis::Failover];
     a.seconds = 6;
+    let md = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-libraries-failover.md");
+    a.markdown = Some(md.clone());
     let r = row(&a);
     assert_eq!(r["faults"].as_u64(), Some(1), "{r:#}");
     assert_eq!(r["server"], "redis-server (master + replica)", "{r:#}");
     let history = std::fs::read_to_string(r["history"].as_str().unwrap_or_default()).expect("history");
     assert!(history.contains("\"fault\":\"failover\""), "{history}");
-    assert_eq!(r["verdict"], "violation", "{r:#}");
+    assert!(
+        !history.contains("\"token\":\"None\""),
+        "an unknown acquire has no token: {history}"
+    );
+    assert_eq!(r["verdict"], "stale-write-found", "{r:#}");
+    let overlap = finding(&r, "overlap");
+    let writers: Vec<&str> = (overlap["witness"].as_array().into_iter().flatten())
+        .filter(|o| o["op"] == "write" && o["ok"] == true)
+        .filter_map(|o| o["client"].as_str())
+        .collect();
+    assert!(
+        writers.len() == 2 && writers[0] != writers[1],
+        "two holders' writes witness it: {overlap:#}"
+    );
+    assert!(
+        r["notes"].to_string().contains("sim-server has no replication"),
+        "the card says failover did not run on sim-server: {r:#}"
+    );
+    consistent(&r);
+    // The Markdown card names both, each with its witnessing writes.
+    let card = std::fs::read_to_string(&md).expect("the card's Markdown");
+    assert!(
+        card.contains("stale write found") && card.contains("Also: two holders wrote to the resource"),
+        "{card}"
+    );
     // Redlock libraries have no replica to promote.
     let mut a = args(Library::NodeRedlock, false, Vec::new(), "failover-redlock");
     a.nemesis = vec![Nemesis::Failover];
@@ -278,4 +369,153 @@ fn failover_loses_redis_py_lock() {
         }) => {}
         other => panic!("expected a refusal, got {:?}", other.map(|o| o.text)),
     }
+}
+
+/// A link fault that stretches the holder's work past its lease: redis-py
+/// with no fencing loses an update under a delayed link; with the lab's
+/// fence the late write is refused and the lock holds.
+#[test]
+fn redis_py_under_link_delay_is_broken_without_fencing_and_held_with_it() {
+    let mut open = args(Library::RedisPy, false, Vec::new(), "link-delay-open");
+    open.nemesis = vec![Nemesis::LinkDelay];
+    let r = row(&open);
+    assert!(r["faults"].as_u64() >= Some(1), "{r:#}");
+    assert_eq!(r["verdict"], "stale-write-found", "{r:#}");
+    consistent(&r);
+    let mut fenced = args(Library::RedisPy, true, Vec::new(), "link-delay-fenced");
+    fenced.nemesis = vec![Nemesis::LinkDelay];
+    let r = row(&fenced);
+    assert!(r["faults"].as_u64() >= Some(1), "{r:#}");
+    assert_eq!(r["verdict"], "held", "{r:#}");
+    assert!(
+        r["writes_refused"].as_u64() >= Some(1),
+        "the late write is refused: {r:#}"
+    );
+    consistent(&r);
+}
+
+/// redis-py #4279 on a real redis-server: `Lock(timeout=0)` means "held
+/// until released" (SET NX, no PX), but `reacquire()` sends `PEXPIRE key
+/// 0`, which deletes the key, and reports success. With no fault at all,
+/// the renewing holder believes it still holds the lock while the other
+/// client is granted it and writes.
+#[test]
+fn redis_py_timeout_0_renewal_deletes_the_lock_on_redis_server() {
+    let real = RedisServer::start();
+    let mut a = args(Library::RedisPyTimeout0, false, vec![real.url()], "timeout-0");
+    a.nemesis = vec![Nemesis::None];
+    a.seconds = 4;
+    let r = row(&a);
+    assert_eq!(r["server"], "redis-server", "{r:#}");
+    assert_eq!(r["faults"].as_u64(), Some(0), "{r:#}");
+    assert_ne!(r["verdict"], "held", "{r:#}");
+    consistent(&r);
+    let names: Vec<&str> = (r["findings"].as_array().into_iter().flatten())
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    assert!(names.contains(&"not-linearizable"), "{names:?}");
+    assert!(
+        names.contains(&"overlap") || names.contains(&"stale-write"),
+        "{names:?}"
+    );
+    // In the history: a renewal reported success, then another client was
+    // granted the lock before the renewer let go.
+    let history = std::fs::read_to_string(r["history"].as_str().unwrap_or_default()).expect("history");
+    let ops: Vec<serde_json::Value> = (history.lines())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|o: &serde_json::Value| o.get("op").is_some())
+        .collect();
+    let shown = ops.iter().enumerate().any(|(i, e)| {
+        e["op"] == "extend"
+            && e["ok"] == true
+            && ops[i + 1..]
+                .iter()
+                .take_while(|o| !(o["client"] == e["client"] && o["op"] == "release"))
+                .any(|o| o["op"] == "acquire" && o["ok"] == true && o["client"] != e["client"])
+    });
+    assert!(
+        shown,
+        "a successful renewal, then another's grant before its release: {history}"
+    );
+}
+
+/// pottery and python-redis-lock under every fault, one card: a row per
+/// library with a verdict per fault, each consistent with its witnesses
+/// (whatever the run found); pottery's five masters have no replica to
+/// fail over to, a cell that says so.
+#[test]
+fn pottery_and_python_redis_lock_under_every_fault_in_the_matrix() {
+    let mut a = args(Library::Pottery, false, Vec::new(), "matrix");
+    a.library = vec![Library::Pottery, Library::PythonRedisLock];
+    a.nemesis = vec![
+        Nemesis::Pause,
+        Nemesis::NodePause,
+        Nemesis::ClockJump,
+        Nemesis::ClockDrift,
+        Nemesis::Restart,
+        Nemesis::LinkDelay,
+        Nemesis::LinkCut,
+        Nemesis::Failover,
+    ];
+    a.seconds = 6;
+    let md = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-libraries-matrix.md");
+    a.markdown = Some(md.clone());
+    let started = std::time::Instant::now();
+    let outcome = run(&a).unwrap_or_else(|e| panic!("{e}"));
+    let card: serde_json::Value = serde_json::from_str(&outcome.text).expect("the card is JSON");
+    let matrix = card["matrix"].as_array().expect("the matrix");
+    let libraries: Vec<&str> = matrix.iter().filter_map(|m| m["library"].as_str()).collect();
+    assert_eq!(libraries, ["pottery", "python-redis-lock"], "{card:#}");
+    for m in matrix {
+        let cells = m["cells"].as_array().expect("cells");
+        let faults: Vec<&str> = cells.iter().filter_map(|c| c["fault"].as_str()).collect();
+        let asked: Vec<&str> = a.nemesis.iter().map(|n| n.name()).collect();
+        assert_eq!(faults, asked, "{m:#}");
+        for c in cells {
+            assert!(c["verdict"].as_str().is_some_and(|v| !v.is_empty()), "{c:#}");
+        }
+    }
+    let rows = card["rows"].as_array().expect("rows");
+    for r in rows {
+        eprintln!(
+            "{} × {}: {} ({} rounds, {} faults, writes {} / {})",
+            r["library"],
+            r["nemesis"],
+            r["verdict"],
+            r["rounds"],
+            r["faults"],
+            r["writes_accepted"],
+            r["writes_refused"]
+        );
+        consistent(r);
+        if r["verdict"] != "not-run" {
+            assert!(r["faults"].as_u64() >= Some(1), "the fault fired: {r:#}");
+        }
+    }
+    let not_run: Vec<(&str, &str)> = (rows.iter())
+        .filter(|r| r["verdict"] == "not-run")
+        .filter_map(|r| Some((r["library"].as_str()?, r["nemesis"].as_str()?)))
+        .collect();
+    assert_eq!(not_run, [("pottery", "failover")], "{card:#}");
+    let markdown = std::fs::read_to_string(&md).expect("the card's Markdown");
+    assert!(
+        markdown.contains("| pottery |") && markdown.contains("| python-redis-lock |"),
+        "{markdown}"
+    );
+    eprintln!("{markdown}");
+    eprintln!("16 runs in {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// `check --help` says where failover runs.
+#[test]
+fn check_help_says_failover_needs_redis_server() {
+    let out = std::process::Command::new(locklab_tests::locklab_binary())
+        .args(["check", "--help"])
+        .output()
+        .expect("locklab check --help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("sim-server does not have") && help.contains("real redis-servers"),
+        "{help}"
+    );
 }

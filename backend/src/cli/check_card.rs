@@ -29,6 +29,11 @@ pub enum Verdict {
     NoRounds,
     /// Every granted round (the row's `rounds`) kept the lock's promise.
     Held,
+    /// This library cannot be run under this fault (e.g. failover of five
+    /// independent masters): why.
+    NotRun {
+        why: String,
+    },
 }
 
 impl Verdict {
@@ -38,7 +43,9 @@ impl Verdict {
             Verdict::Violation { check } => format!("{check} found"),
             Verdict::UnknownLimit => "unknown (limit)".to_owned(),
             Verdict::NoRounds => "no round was granted".to_owned(),
+            Verdict::Held if rounds == 1 => "held in 1 round".to_owned(),
             Verdict::Held => format!("held in {rounds} rounds"),
+            Verdict::NotRun { .. } => "not run".to_owned(),
         }
     }
 }
@@ -86,6 +93,40 @@ impl Row {
             notes: run.notes.clone(),
             findings: report.findings.clone(),
         }
+    }
+
+    /// A combination that cannot run, and why.
+    pub fn not_run(library: Library, nemesis: Nemesis, fenced: bool, why: String) -> Row {
+        Row {
+            library,
+            nemesis,
+            fenced,
+            server: "none",
+            verdict: Verdict::NotRun { why: why.clone() },
+            rounds: 0,
+            faults: 0,
+            writes_accepted: 0,
+            writes_refused: 0,
+            history: String::new(),
+            notes: vec![why],
+            findings: Vec::new(),
+        }
+    }
+
+    /// The first finding of each other check than the verdict's: what else
+    /// the history shows (a failover's stale write is also two holders'
+    /// writes and a lock key that is not one register).
+    pub fn also(&self) -> Vec<&Finding> {
+        let main = self.witness().map(|f| f.check);
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for f in &self.findings {
+            if Some(f.check) != main && f.check != Check::RenewalGap && !seen.contains(&f.check) {
+                seen.push(f.check);
+                out.push(f);
+            }
+        }
+        out
     }
 
     /// The finding the verdict is about, if any.
@@ -159,6 +200,15 @@ pub struct Cell {
     pub witness: Vec<Op>,
 }
 
+/// `1 fault`, `2 faults`.
+fn count(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
 fn fence(row: &Row) -> &'static str {
     if row.fenced {
         "lab's fence"
@@ -228,7 +278,9 @@ impl Card {
                 .faults
                 .iter()
                 .map(|f| match m.cells.iter().find(|c| c.fault == *f) {
-                    Some(c) if self.rows[c.row].verdict == Verdict::Held => c.verdict.clone(),
+                    Some(c) if matches!(self.rows[c.row].verdict, Verdict::Held | Verdict::NotRun { .. }) => {
+                        c.verdict.clone()
+                    }
                     Some(c) => format!("**{}**", c.verdict),
                     None => "–".to_owned(),
                 })
@@ -238,9 +290,12 @@ impl Card {
         out
     }
 
-    /// Did every run hold (the exit status)?
+    /// Did every run hold (the exit status)? A combination that could not
+    /// run is no failure of the lock.
     pub fn clean(&self) -> bool {
-        self.rows.iter().all(|r| r.verdict == Verdict::Held)
+        self.rows
+            .iter()
+            .all(|r| matches!(r.verdict, Verdict::Held | Verdict::NotRun { .. }))
     }
 
     /// For a terminal: a line per row, then each verdict's witness.
@@ -248,14 +303,14 @@ impl Card {
         let mut out = String::new();
         for r in &self.rows {
             out.push_str(&format!(
-                "{} × {} ({}, {}): {} — {} rounds, {} faults, writes {} accepted / {} refused\n  history: {}\n",
+                "{} × {} ({}, {}): {} — {}, {}, writes {} accepted / {} refused\n  history: {}\n",
                 r.library.name(),
                 r.nemesis.name(),
                 fence(r),
                 r.server,
                 r.verdict.text(r.rounds),
-                r.rounds,
-                r.faults,
+                count(r.rounds, "round"),
+                count(r.faults, "fault"),
                 r.writes_accepted,
                 r.writes_refused,
                 r.history
@@ -267,6 +322,19 @@ impl Card {
                 out.push_str(&format!(
                     "  {} [{}–{} ms]: {}\n",
                     f.check.title(),
+                    f.from_ms,
+                    f.to_ms,
+                    f.detail
+                ));
+                for l in witness_lines(&f.witness).lines() {
+                    out.push_str(&format!("    {l}\n"));
+                }
+            }
+            for f in r.also() {
+                out.push_str(&format!(
+                    "  also {} ({}) [{}–{} ms]: {}\n",
+                    f.check.title(),
+                    f.check.name(),
                     f.from_ms,
                     f.to_ms,
                     f.detail
@@ -321,6 +389,16 @@ impl Card {
             if let Some(f) = r.witness() {
                 out.push_str(&format!(
                     "\n{} ({}–{} ms): {}\n\n```text\n{}```\n",
+                    f.check.title(),
+                    f.from_ms,
+                    f.to_ms,
+                    f.detail,
+                    witness_lines(&f.witness)
+                ));
+            }
+            for f in r.also() {
+                out.push_str(&format!(
+                    "\nAlso: {} ({}–{} ms): {}\n\n```text\n{}```\n",
                     f.check.title(),
                     f.from_ms,
                     f.to_ms,

@@ -14,9 +14,17 @@
 //! | `clock-jump` | the lock's node | [`Server::jump_clock`](sim_server::Server::jump_clock) forward by 3–4 leases | NTP stepping the clock |
 //! | `clock-drift` | the lock's node | [`Server::drift_clock`](sim_server::Server::drift_clock) 4× fast for one lease | a clock running fast |
 //! | `restart` | the lock's node | stopped and started on the same port, empty | a restart without persistence |
-//! | `link-delay` | a waiting client | its links to every node delayed 1.5 leases each way | a slow network |
+//! | `link-delay` | the holder | its links to every node delayed 1.5 leases each way | a slow network |
 //! | `link-cut` | the holder | every request and reply on its links lost | a partition |
 //! | `failover` | master + replica | replication cut; at the next grant the master killed, the replica promoted | a failover that loses an acknowledged write |
+//! | `none` | nothing | no fault | a baseline: the library on its own |
+//!
+//! Under a link fault the workloads' work reads from the lock's node before
+//! their write (`Round::read` in `check_run`), so the holder's work crosses
+//! its slow or cut link and outlasts the lease: without fencing its write
+//! lands after the next holder's. (A link fault on a client that is only
+//! waiting finds nothing: with two clients the lock is rarely free when its
+//! delayed request arrives.)
 //!
 //! The node faults need nodes the lab owns (sim-server): a server given
 //! with `--redis` is never paused, restarted or moved in time. `failover`
@@ -135,12 +143,12 @@ pub(super) fn run(
             .filter(|&i| clients.all[i].tail.holding)
             .collect();
         if nemesis == Nemesis::Failover {
-            if let Some(mark) = failover.step(targets, clients, &holders, now())? {
+            if let Some(mark) = failover.step(targets, clients, &holders, (now(), lease_ms))? {
                 faults.push(mark);
             }
             continue;
         }
-        if holders.is_empty() {
+        if holders.is_empty() || nemesis == Nemesis::None {
             continue;
         }
         let holder = holders[rng.below(holders.len() as u64) as usize];
@@ -168,9 +176,6 @@ fn inject(
     holder: usize,
     lease_ms: u64,
 ) -> Result<(String, String), RunError> {
-    let waiting: Vec<usize> = (0..clients.all.len())
-        .filter(|&i| !clients.all[i].tail.holding)
-        .collect();
     let hold = lease_ms * PAUSE_LEASES + rng.between(0, lease_ms);
     let marker = match nemesis {
         Nemesis::Pause => {
@@ -212,10 +217,9 @@ fn inject(
             )
         }
         Nemesis::LinkDelay => {
-            // A client still asking: its grant comes back after the
-            // lease it was granted ran out.
-            let victim = waiting.get(rng.below(waiting.len().max(1) as u64) as usize).copied();
-            let victim = victim.unwrap_or(holder);
+            // The holder, before its work's read: the read comes back
+            // after its lease ran out.
+            let victim = holder;
             let each_way = lease_ms * 3 / 2;
             let slow = LinkFault {
                 latency_ms: each_way,
@@ -225,8 +229,8 @@ fn inject(
             let name = clients.all[victim].name.clone();
             (name, format!("links delayed {each_way} ms each way for {hold} ms"))
         }
-        // Driven by `Failover::step` (two steps), not from here.
-        Nemesis::Failover => ("master".to_owned(), "see Failover::step".to_owned()),
+        // Driven by `Failover::step` (two steps), not from here; `none` never strikes.
+        Nemesis::Failover | Nemesis::None => ("master".to_owned(), "see Failover::step".to_owned()),
         Nemesis::LinkCut => {
             let cut = LinkFault {
                 drop_request_permille: 1000,
@@ -278,7 +282,8 @@ fn restart(nodes: &mut Vec<sim_server::Server>, i: usize) -> Result<(), RunError
 }
 
 /// `failover` in two steps, once per run: replication is cut, so the
-/// replica lags from then on; at the next grant after the cut, the master
+/// replica lags from then on; a lease later (what it had expired), at the
+/// next grant, the master
 /// is killed (SIGKILL) and the replica promoted (`REPLICAOF NO ONE`): the
 /// lock its holder was just granted is on no node any more. Asynchronous
 /// replication loses an acknowledged write this way whenever the master
@@ -297,7 +302,7 @@ impl Failover {
         targets: &mut Targets,
         clients: &Clients,
         holders: &[usize],
-        now: u64,
+        (now, lease_ms): (u64, u64),
     ) -> Result<Option<FaultMark>, RunError> {
         let Some(topology) = targets.topology.as_mut() else {
             return Ok(None);
@@ -305,11 +310,23 @@ impl Failover {
         if self.done {
             return Ok(None);
         }
-        let Some((from, before)) = &self.cut else {
+        let Some((from, before)) = &mut self.cut else {
             topology.fault(Fault::CutReplication { node: 1 })?;
-            self.cut = Some((now, clients.all.iter().map(|c| c.tail.grants).collect()));
+            self.cut = Some((now, Vec::new()));
             return Ok(None);
         };
+        // Locks the replica got before the cut expire there one lease
+        // later; until then a client that fails over would find the lock
+        // still taken on the promoted replica. Count grants from then on.
+        if now < *from + lease_ms {
+            return Ok(None);
+        }
+        if before.is_empty() {
+            *before = clients.all.iter().map(|c| c.tail.grants).collect();
+            return Ok(None);
+        }
+        let from = *from;
+        let before = before.clone();
         let granted_since = |&i: &usize| clients.all[i].tail.grants > before.get(i).copied().unwrap_or(0);
         let Some(&holder) = holders.iter().find(|i| granted_since(i)) else {
             return Ok(None);
@@ -322,7 +339,7 @@ impl Failover {
             line: 0,
             fault: Nemesis::Failover.name().to_owned(),
             target: Some("master".to_owned()),
-            from_ms: *from,
+            from_ms: from,
             to_ms: Some(now),
             note: Some(format!(
                 "replication cut at {from} ms; at {now} ms, {who} holding a lock granted since, which the replica \

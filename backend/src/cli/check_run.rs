@@ -60,6 +60,11 @@ pub enum Library {
     RedisPy,
     /// redis-py's `Lock` with `timeout=None`: the lock never expires.
     RedisPyNoTimeout,
+    /// redis-py's `Lock` with `timeout=0` ("held until released"), renewed with `reacquire()` in every round:
+    /// redis-py #4279, the renewal deletes the lock and reports success.
+    #[value(name = "redis-py-timeout-0")]
+    #[serde(rename = "redis-py-timeout-0")]
+    RedisPyTimeout0,
     /// python-redis-lock's `Lock` (whole-second `expire`).
     PythonRedisLock,
     /// pottery's `Redlock` over five masters.
@@ -73,6 +78,7 @@ impl Library {
         match self {
             Library::RedisPy => "redis-py",
             Library::RedisPyNoTimeout => "redis-py-no-timeout",
+            Library::RedisPyTimeout0 => "redis-py-timeout-0",
             Library::PythonRedisLock => "python-redis-lock",
             Library::Pottery => "pottery",
             Library::NodeRedlock => "node-redlock",
@@ -106,7 +112,7 @@ impl Library {
     /// The lease, or `None` (no expiry).
     fn ttl_ms(self, ttl_ms: u64) -> Option<u64> {
         match self {
-            Library::RedisPyNoTimeout => None,
+            Library::RedisPyNoTimeout | Library::RedisPyTimeout0 => None,
             // python-redis-lock's expire is whole seconds.
             Library::PythonRedisLock => Some(ttl_ms.div_ceil(1000).max(1) * 1000),
             _ => Some(ttl_ms),
@@ -132,9 +138,12 @@ pub enum Nemesis {
     LinkDelay,
     /// The holder's links to the nodes cut (every request and reply lost) for 3–4 lease times.
     LinkCut,
-    /// Master + replica (real redis-servers): replication cut, then at the next grant
-    /// the master killed and the replica, which never got that lock, promoted.
+    /// Master + replica: replication cut, then at the next grant the master killed and the replica,
+    /// which never got that lock, promoted. sim-server has no replication, so these are two real
+    /// redis-servers the lab starts on loopback ports (redis-server must be installed).
     Failover,
+    /// No fault: the library on its own (a baseline; redis-py-timeout-0 needs none).
+    None,
 }
 
 impl Nemesis {
@@ -148,6 +157,7 @@ impl Nemesis {
             Nemesis::LinkDelay => "link-delay",
             Nemesis::LinkCut => "link-cut",
             Nemesis::Failover => "failover",
+            Nemesis::None => "none",
         }
     }
 
@@ -164,6 +174,46 @@ impl Nemesis {
         matches!(self, Nemesis::LinkDelay | Nemesis::LinkCut)
     }
 }
+
+/// How each round of a workload goes, beyond acquire → work → write →
+/// release: chosen for the library and the fault, so that what the fault
+/// breaks reaches the resource (see `checks/python_locks.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Round {
+    /// Also write right after the grant. Two holders at once (a promoted
+    /// replica that lost the first one's lock; a renewal that deleted it)
+    /// then each write while the other holds: the resource witnesses the
+    /// overlap and the stale write, not only the lock key's history.
+    write_first: bool,
+    /// The work reads from the lock's node before the write, across the
+    /// client's link: a delayed or cut link stretches the work past the
+    /// lease, and the write lands after the next holder's.
+    read: bool,
+    /// Renew the lock after the first write (the library's own renewal).
+    renew: bool,
+}
+
+impl Round {
+    fn of(library: Library, nemesis: Nemesis) -> Round {
+        let renew = library == Library::RedisPyTimeout0;
+        Round {
+            write_first: nemesis == Nemesis::Failover || renew,
+            read: nemesis.on_link(),
+            renew,
+        }
+    }
+
+    /// Writes per round: the nemesis strikes before the last.
+    fn writes(self) -> u32 {
+        1 + u32::from(self.write_first)
+    }
+}
+
+/// Said on the card of every `failover` run: where it ran, and why not on
+/// sim-server.
+pub const FAILOVER_NOTE: &str = "failover ran on a master + replica of real redis-servers the lab started on loopback \
+     ports, not on sim-server: sim-server has no replication, and a promoted replica that was never sent the lock \
+     is what this fault is about";
 
 /// One run: a library, a fault, and how.
 #[derive(Clone, Debug)]
@@ -271,6 +321,7 @@ pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
     let name = format!("locklab:check:{}:{}", spec.library.name(), spec.seed);
     let key = spec.library.key(&name);
     let end_ms = spec.seconds * 1000;
+    let round = Round::of(spec.library, spec.nemesis);
     let mut clients = Clients::default();
     for i in 1..=spec.clients.max(1) {
         let client = format!("c{i}");
@@ -279,17 +330,23 @@ pub fn run(spec: &RunSpec) -> Result<Run, RunError> {
             "key": key, "resource": resource.addr, "history": spec.dir.join(format!("{client}.jsonl")),
             "ttl_ms": spec.library.ttl_ms(spec.ttl_ms), "work_ms": spec.ttl_ms / 2, "end_ms": end_ms,
             "fenced": spec.fenced, "t0_ns": t0.to_string(), "failover": targets.failover_url(),
+            "write_first": round.write_first, "read": round.read, "renew": round.renew,
         });
         clients.all.push(start_client(
             spec,
             (&program, &script, node_path.as_deref()),
             client,
             &cfg,
+            round.writes(),
         )?);
     }
     let lease = spec.library.ttl_ms(spec.ttl_ms).unwrap_or(spec.ttl_ms);
     let faults = check_nemesis::run(spec.nemesis, &mut clients, &mut targets, (spec.seed, lease, end_ms, t0))?;
-    let notes = clients.finish(end_ms + lease * (PAUSE_LEASES + 1) + GRACE_MS, t0);
+    let mut notes = Vec::new();
+    if spec.nemesis == Nemesis::Failover {
+        notes.push(FAILOVER_NOTE.to_owned());
+    }
+    notes.extend(clients.finish(end_ms + lease * (PAUSE_LEASES + 1) + GRACE_MS, t0));
     let (merged, accepted, refused) = merge(&clients, faults, &resource)?;
     let path = spec.dir.join("history.jsonl");
     write_history(&path, &merged)?;
@@ -317,6 +374,7 @@ fn start_client(
     (program, script, node_path): (&Path, &Path, Option<&Path>),
     client: String,
     cfg: &serde_json::Value,
+    writes: u32,
 ) -> Result<Client, RunError> {
     let history = spec.dir.join(format!("{client}.jsonl"));
     File::create(&history).map_err(io(format!("create {}", history.display())))?;
@@ -335,7 +393,7 @@ fn start_client(
     Ok(Client {
         name: client,
         child,
-        tail: Tail::new(history),
+        tail: Tail::new(history, writes),
     })
 }
 
@@ -404,23 +462,29 @@ fn nodes(spec: &RunSpec) -> Result<(Vec<String>, Vec<sim_server::Server>, &'stat
     Ok((servers.iter().map(|s| s.url()).collect(), servers, "sim-server"))
 }
 
-/// A client's history file as it grows: enough to see whether its last
-/// call was a granted acquire.
+/// A client's history file as it grows: enough to see whether it holds the
+/// lock with its last write still to come.
 pub(super) struct Tail {
     path: PathBuf,
     offset: u64,
     partial: Vec<u8>,
+    /// Writes in a round; the client holds until its last one.
+    writes: u32,
+    /// Writes since its grant.
+    written: u32,
     pub(super) holding: bool,
     /// Granted acquires so far.
     pub(super) grants: u64,
 }
 
 impl Tail {
-    fn new(path: PathBuf) -> Tail {
+    fn new(path: PathBuf, writes: u32) -> Tail {
         Tail {
             path,
             offset: 0,
             partial: Vec::new(),
+            writes: writes.max(1),
+            written: 0,
             holding: false,
             grants: 0,
         }
@@ -443,7 +507,13 @@ impl Tail {
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
                 let granted = v["op"] == "acquire" && v["ok"] == true;
                 self.grants += u64::from(granted);
-                self.holding = granted || (self.holding && v["op"] != "write" && v["op"] != "release");
+                if granted {
+                    self.written = 0;
+                } else if v["op"] == "write" {
+                    self.written += 1;
+                }
+                let last_written = v["op"] == "write" && self.written >= self.writes;
+                self.holding = granted || (self.holding && !last_written && v["op"] != "release");
             }
         }
         if self.partial.len() > 64 * 1024 {

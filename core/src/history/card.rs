@@ -3,15 +3,18 @@
 //!
 //! The page's worker builds it next to the trace ([`super::open`]) and the
 //! page only shows it, so the wording lives here, once, beside the checks
-//! it words. The checker's own sentences (a finding's detail, a skipped
-//! line's reason) are English, as the CLI prints them; titles, headlines
-//! and counts come in both languages. Every finding carries its witness as
+//! it words. Titles, headlines, counts and each finding's sentence come in
+//! both languages (the checker's sentence as the CLI prints it, and in
+//! Chinese: the checker's own pair, or the Monitor's sentence read back by
+//! [`super::zh`]); a skipped line's reason stays English, as the parser
+//! says it. Counts agree with their number ("1 fault", "2 faults"). Every finding carries its witness as
 //! lines: a history's witnessing calls as history lines with their line
 //! numbers (`line 12: {…}`), a capture's as the commands that show it.
 
 use serde::{Deserialize, Serialize};
 
 use super::monitor::Import;
+use super::zh;
 use super::{Check, Finding, Linearity, Report};
 use crate::actor::Actor;
 use crate::invariants::{Invariant, Violation};
@@ -35,6 +38,9 @@ pub struct CardFinding {
     pub clients: Vec<String>,
     /// The checker's sentence (English, as the CLI prints it).
     pub detail: String,
+    /// The same in Chinese.
+    #[serde(default)]
+    pub detail_zh: String,
     /// The minimal witness, a line each.
     pub witness: Vec<String>,
 }
@@ -71,6 +77,16 @@ fn title_zh(check: Check) -> &'static str {
     }
 }
 
+/// `1 fault`, `2 faults`: an English count that agrees with its number
+/// (Chinese needs no plural).
+fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    if n == N::from(1) {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 fn found_words(n: usize) -> Text {
     match n {
         0 => text("no violation found".into(), "未发现违反".into()),
@@ -86,9 +102,9 @@ pub fn history_card(report: &Report, faults: usize) -> FileVerdict {
     let found = found_words(serious);
     let headline = text(
         format!(
-            "History: {} operations of {} clients checked — {}",
-            report.ops,
-            report.clients.len(),
+            "History: {} of {} checked — {}",
+            count(report.ops, "operation", "operations"),
+            count(report.clients.len(), "client", "clients"),
             found.en
         ),
         format!(
@@ -112,13 +128,16 @@ pub fn history_card(report: &Report, faults: usize) -> FileVerdict {
             ),
         };
         checked.push(text(
-            format!("key {}: {} calls, {en}", k.key, k.ops),
+            format!("key {}: {}, {en}", k.key, count(k.ops, "call", "calls")),
             format!("键 {}：{} 次调用，{zh}", k.key, k.ops),
         ));
     }
     if faults > 0 {
         checked.push(text(
-            format!("{faults} faults the nemesis injected, marked on the lanes"),
+            format!(
+                "{} the nemesis injected, marked on the lanes",
+                count(faults, "fault", "faults")
+            ),
             format!("故障注入器注入了 {faults} 个故障，已标在泳道上"),
         ));
     }
@@ -152,6 +171,7 @@ fn finding(f: &Finding) -> CardFinding {
         to_ms: f.to_ms,
         clients: f.clients.clone(),
         detail: f.detail.clone(),
+        detail_zh: f.detail_zh.clone(),
         witness,
     }
 }
@@ -167,9 +187,9 @@ pub fn capture_card(i: &Import) -> FileVerdict {
     };
     let headline = text(
         format!(
-            "MONITOR capture: {} commands of {} clients replayed — {}",
-            s.commands,
-            s.lanes.len(),
+            "MONITOR capture: {} of {} replayed — {}",
+            count(s.commands, "command", "commands"),
+            count(s.lanes.len(), "client", "clients"),
             found.en
         ),
         format!(
@@ -181,11 +201,11 @@ pub fn capture_card(i: &Import) -> FileVerdict {
     );
     let checked = vec![
         text(
-            format!("Replayed through the simulated redis-server at the capture's times ({} lines, {} script lines): every reply recomputed; two holders and deletes by a non-owner checked.", s.lines, s.script_lines),
+            format!("Replayed through the simulated redis-server at the capture's times ({}, {}): every reply recomputed; two holders and deletes by a non-owner checked.", count(s.lines, "line", "lines"), count(s.script_lines, "script line", "script lines")),
             format!("按抓取中的时间在模拟 redis-server 上重放（{} 行，{} 行脚本命令）：重新计算每个回复；检查两个持有者和非持有者删除。", s.lines, s.script_lines),
         ),
         text(
-            format!("lock keys: {keys}; {} holds", s.holds),
+            format!("lock keys: {keys}; {}", count(s.holds, "hold", "holds")),
             format!("锁键：{}；共持有 {} 次", if s.lock_keys.is_empty() { "未找到".to_owned() } else { s.lock_keys.join(", ") }, s.holds),
         ),
     ];
@@ -195,15 +215,15 @@ pub fn capture_card(i: &Import) -> FileVerdict {
             .map(|k| format!("line {}: {}", k.line, k.why))
             .collect();
         notes.push(text(
-            format!("{} lines skipped — {}", s.skipped, first.join("; ")),
+            format!("{} skipped — {}", count(s.skipped, "line", "lines"), first.join("; ")),
             format!("跳过 {} 行——{}", s.skipped, first.join("；")),
         ));
     }
     if s.events_left_out > 0 {
         notes.push(text(
             format!(
-                "{} command events left out of the timeline (its limit); every lock event is in it",
-                s.events_left_out
+                "{} left out of the timeline (its limit); every lock event is in it",
+                count(s.events_left_out, "command event", "command events")
             ),
             format!("时间线省略了 {} 个命令事件（上限）；所有锁事件都在", s.events_left_out),
         ));
@@ -286,6 +306,7 @@ fn violation(trace: &Trace, v: &Violation) -> CardFinding {
         to_ms: v.to_ms,
         clients: clients.iter().map(|&c| trace.names.client(c).to_owned()).collect(),
         detail: v.detail.clone(),
+        detail_zh: zh::violation(v),
         witness,
     }
 }

@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 
 use super::linear::{witness, Outcome, Search};
+use super::zh;
 use super::{Check, Finding, History, KeyVerdict, Linearity, Op, OpKind, Report};
 use crate::actor::Actor;
 use crate::invariants::{Invariant, InvariantConfig, Monitor, Violation};
@@ -97,6 +98,10 @@ fn register_verdict(search: &Search, key: &str, ops: &[&Op], findings: &mut Vec<
                         "no order of these {} calls, each at a moment between its invocation and completion, is what one lock key answers",
                         w.len()
                     ),
+                    detail_zh: format!(
+                        "这 {} 次调用无论各自在调用与完成之间的哪一刻生效，都排不出一个单一锁键会给出的回答顺序",
+                        w.len()
+                    ),
                     witness: w,
                 });
             }
@@ -121,6 +126,7 @@ fn finding(check: Check, key: &str, v: &Violation, names: &[String], witness: Ve
         to_ms: v.to_ms,
         clients,
         detail: v.detail.clone(),
+        detail_zh: zh::violation(v),
         witness,
     }
 }
@@ -290,10 +296,12 @@ fn witnessed_overlaps(key: &str, ops: &[&Op], findings: &mut Vec<Finding>) {
     for w in writes.values_mut() {
         w.sort();
     }
+    // Up to the end of the span included: a client's write that completed
+    // in the millisecond its release was sent came before the release.
     let first_write = |client: &str, from: u64, to: u64| {
         let w = writes.get(client)?;
         let k = w.partition_point(|&(t, _)| t < from);
-        w.get(k).filter(|&&(t, _)| t < to).map(|&(_, i)| i)
+        w.get(k).filter(|&&(t, _)| t <= to).map(|&(_, i)| i)
     };
     let mut bs = beliefs(ops);
     bs.sort_by_key(|b| b.from);
@@ -318,6 +326,7 @@ fn witnessed_overlaps(key: &str, ops: &[&Op], findings: &mut Vec<Finding>) {
                 detail: format!(
                     "{theirs} and {mine} both believed they held {key}, and the resource accepted a write from each meanwhile"
                 ),
+                detail_zh: format!("{theirs} 和 {mine} 都认为自己持有 {key}，其间资源接受了两者各自的写入"),
                 witness: idx.iter().map(|&i| ops[i].clone()).collect(),
             });
         }
@@ -345,15 +354,18 @@ fn leases(key: &str, ops: &[&Op], findings: &mut Vec<Finding>) {
                     let ttl = prev.ttl_ms.unwrap_or(u64::MAX);
                     let may = prev.invoke_ms.saturating_add(ttl);
                     let must = prev.end_ms().saturating_add(ttl);
-                    let (check, from, detail) = if ok == Some(true) && op.invoke_ms >= must {
-                        let d = format!("{who}'s lease on {key} had certainly run out at {must} ms, yet the extension sent at {} ms reported success", op.invoke_ms);
-                        (Check::ExtensionAfterExpiry, must, d)
+                    let sent = op.invoke_ms;
+                    let (check, from, detail, detail_zh) = if ok == Some(true) && sent >= must {
+                        let d = format!("{who}'s lease on {key} had certainly run out at {must} ms, yet the extension sent at {sent} ms reported success");
+                        let z =
+                            format!("{who} 在 {key} 上的租约在 {must} ms 时必定已到期，{sent} ms 发出的续期却报告成功");
+                        (Check::ExtensionAfterExpiry, must, d, z)
                     } else {
-                        let d = format!(
-                            "{who}'s lease on {key} may have run out at {may} ms; its next extension was sent at {} ms",
-                            op.invoke_ms
-                        );
-                        (Check::RenewalGap, may, d)
+                        let d =
+                            format!("{who}'s lease on {key} may have run out at {may} ms; its next extension was sent at {sent} ms");
+                        let z =
+                            format!("{who} 在 {key} 上的租约可能已在 {may} ms 到期；它的下一次续期在 {sent} ms 才发出");
+                        (Check::RenewalGap, may, d, z)
                     };
                     if check == Check::ExtensionAfterExpiry || op.invoke_ms > may {
                         findings.push(Finding {
@@ -363,6 +375,7 @@ fn leases(key: &str, ops: &[&Op], findings: &mut Vec<Finding>) {
                             to_ms: op.invoke_ms,
                             clients: vec![who.to_owned()],
                             detail,
+                            detail_zh,
                             witness: vec![prev.clone(), (*op).clone()],
                         });
                     }

@@ -131,23 +131,35 @@ impl Default for Search {
     }
 }
 
-/// Number the tokens seen in `ops` (a read's value is a token too).
+/// Number the tokens seen in `ops` (a read's value is a token too). An
+/// acquire with no token (its outcome unknown, its token never seen) gets
+/// one of its own, numbered down from the top: if it took effect, the key
+/// holds a value no other call knows.
 fn calls<'a>(ops: &[&'a Op]) -> Vec<Call> {
     let mut tokens: BTreeMap<&'a str, u32> = BTreeMap::new();
-    let mut id = |t: Option<&'a String>| {
-        t.map(|t| {
-            let n = tokens.len() as u32;
-            *tokens.entry(t.as_str()).or_insert(n)
-        })
+    let mut unseen = u32::MAX;
+    let mut id = |op: &'a Op| {
+        let t = if op.op == OpKind::Read {
+            op.value.as_ref()
+        } else {
+            op.token.as_ref()
+        };
+        match t {
+            Some(t) => {
+                let n = tokens.len() as u32;
+                Some(*tokens.entry(t.as_str()).or_insert(n))
+            }
+            None if op.op == OpKind::Acquire => {
+                unseen -= 1;
+                Some(unseen)
+            }
+            None => None,
+        }
     };
     ops.iter()
         .map(|op| Call {
             kind: op.op,
-            token: id(if op.op == OpKind::Read {
-                op.value.as_ref()
-            } else {
-                op.token.as_ref()
-            }),
+            token: id(op),
             ttl: op.ttl_ms.unwrap_or(u64::MAX),
             invoke: op.invoke_ms,
             end: op.end_ms(),

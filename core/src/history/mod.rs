@@ -42,6 +42,7 @@ pub mod monitor;
 pub mod monitor_line;
 pub mod open;
 mod parse;
+mod zh;
 
 use serde::{Deserialize, Serialize};
 
@@ -218,6 +219,8 @@ pub struct Finding {
     pub to_ms: u64,
     pub clients: Vec<String>,
     pub detail: String,
+    /// [`Finding::detail`] in Chinese, for the page's card.
+    pub detail_zh: String,
     /// The minimal sub-history that shows it, in invocation order.
     pub witness: Vec<Op>,
 }

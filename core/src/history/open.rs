@@ -150,6 +150,36 @@ mod tests {
             stale.witness
         );
         assert_eq!(stale.title.zh, "过期写入被接受");
+        assert!(
+            stale.detail.starts_with("the resource accepted a's write"),
+            "{}",
+            stale.detail
+        );
+        assert!(
+            stale
+                .detail_zh
+                .starts_with("资源先接受了 b 的写入（令牌 2，第 2 任持有者）"),
+            "{}",
+            stale.detail_zh
+        );
+        let overlap = c.found.iter().find(|f| f.name == "overlap").expect("two holders");
+        assert!(
+            overlap.detail_zh.contains("a 和 b 都认为自己持有 lock"),
+            "{}",
+            overlap.detail_zh
+        );
+        assert!(
+            c.checked
+                .iter()
+                .any(|l| l.en == "1 fault the nemesis injected, marked on the lanes"),
+            "one fault, not \"1 faults\": {:?}",
+            c.checked
+        );
+        assert!(
+            c.checked.iter().any(|l| l.zh.contains("注入了 1 个故障")),
+            "{:?}",
+            c.checked
+        );
         assert_eq!(o.trace.names.clients, ["a", "b"]);
         let kinds: Vec<String> = o
             .trace
@@ -218,6 +248,11 @@ mod tests {
         assert_eq!(c.kind, "capture");
         let names: Vec<&str> = c.found.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, [Invariant::Overlap.name(), Invariant::WrongRelease.name()]);
+        assert_eq!(
+            c.found[1].detail_zh,
+            "10.0.0.1:5001 的命令删除了 10.0.0.2:5002 于 1500 ms 在 redis 上获得的锁 lock"
+        );
+        assert!(c.headline.en.contains("3 commands of 2 clients"), "{}", c.headline.en);
         let w = &c.found[1].witness;
         assert!(w.iter().any(|l| l.contains("10.0.0.1:5001: DEL lock")), "{w:?}");
         assert!(w.iter().any(|l| l.contains("SET lock tok-b NX PX 1000 ⇒ OK")), "{w:?}");

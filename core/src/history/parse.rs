@@ -196,7 +196,10 @@ fn parse_line(text: &str, line: u64) -> Result<Line, HistoryError> {
     if raw.ok.is_some() && raw.complete_ms.is_none() {
         return Err(invalid("an outcome (ok) without complete_ms".to_owned()));
     }
-    if matches!(op, OpKind::Acquire | OpKind::Release | OpKind::Extend) && raw.token.is_none() {
+    // An acquire whose outcome is unknown may have no token: the library
+    // picks it inside the call that failed (redis-py does), so nobody saw it.
+    let unknown_acquire = op == OpKind::Acquire && raw.ok.is_none();
+    if matches!(op, OpKind::Acquire | OpKind::Release | OpKind::Extend) && raw.token.is_none() && !unknown_acquire {
         return Err(invalid(format!("{} without its token", op.name())));
     }
     if matches!(op, OpKind::Acquire | OpKind::Extend) && raw.ok == Some(true) && raw.ttl_ms.is_none() {

@@ -51,6 +51,61 @@ fn linearizable(r: &Report) -> bool {
 
 use OpKind::{Acquire, Extend, Release};
 
+/// An acquire that raised (its outcome unknown) has no token when the
+/// library picks it inside the call: it reads without one, and is taken as
+/// unknown — it may explain a later refusal, or never have happened.
+#[test]
+fn an_unknown_acquire_without_a_token_is_unknown() {
+    let text = r#"{"client":"a","op":"acquire","key":"lock","invoke_ms":0}
+{"client":"b","op":"acquire","key":"lock","invoke_ms":1}
+{"client":"c","op":"acquire","key":"lock","token":"none","invoke_ms":10,"complete_ms":12,"ok":false}
+"#;
+    let h = parse_str(text, &Limits::default()).expect("an unknown acquire needs no token");
+    assert_eq!((h.ops[0].token.as_deref(), h.ops[0].ok), (None, None));
+    let r = check(&h, &Search::default());
+    assert!(linearizable(&r), "c's refusal is a's or b's unknown acquire: {r:?}");
+    // Taken as never having happened: c is granted later.
+    let mut ops = h.ops.clone();
+    ops.pop();
+    ops.push(op("c", Acquire, "tc", 100, (10, 12), true));
+    ops.push(op("c", Release, "tc", 100, (20, 22), true));
+    assert!(linearizable(&judge(ops)));
+    // b's unknown acquire, if it happened, holds a lock that never
+    // expires: c's refusal and c's later grant cannot both be explained.
+    let two = r#"{"client":"a","op":"acquire","key":"lock","invoke_ms":0,"complete_ms":1,"ok":false,"token":"none"}
+{"client":"b","op":"acquire","key":"lock","invoke_ms":2}
+{"client":"c","op":"acquire","key":"lock","token":"none","invoke_ms":10,"complete_ms":12,"ok":false}
+{"client":"c","op":"acquire","key":"lock","token":"tc","ttl_ms":100,"invoke_ms":20,"complete_ms":22,"ok":true}
+"#;
+    let r = check(&parse_str(two, &Limits::default()).expect("parses"), &Search::default());
+    assert!(
+        !linearizable(&r),
+        "b's lock never expires and nobody released it: {r:?}"
+    );
+    // A release or extension still needs its token; so does a known acquire.
+    let refused = r#"{"client":"a","op":"acquire","key":"lock","invoke_ms":0,"complete_ms":1,"ok":true,"ttl_ms":5}"#;
+    assert!(matches!(
+        parse_str(refused, &Limits::default()),
+        Err(HistoryError::Invalid { line: 1, .. })
+    ));
+}
+
+/// A failover's two holders on a millisecond clock: a's last write
+/// completes in the millisecond its release is sent, inside b's hold.
+#[test]
+fn a_write_in_the_millisecond_of_the_release_is_inside_the_hold() {
+    let r = judge(vec![
+        op("a", Acquire, "ta", 1000, (0, 1), true),
+        write("a", None, (1, 1), true),
+        op("b", Acquire, "tb", 1000, (100, 105), true),
+        write("b", None, (105, 106), true),
+        write("a", None, (500, 505), true),
+        op("a", Release, "ta", 1000, (505, 506), false),
+    ]);
+    assert!(names(&r).contains(&"overlap"), "{:?}", names(&r));
+    assert!(names(&r).contains(&"stale-write"), "{:?}", names(&r));
+}
+
 /// A holds the lock, pauses past its lease, B takes it and writes, A wakes
 /// and writes: the lost update — unless the resource is fenced.
 fn paused_holder(fenced: bool) -> Vec<Op> {

@@ -180,10 +180,27 @@ pub fn verdict_card(props: &CardProps) -> Html {
             <ul class="verdict-checked">{ for c.checked.iter().map(|l| html! { <li>{ words(l, lang) }</li> }) }</ul>
             { for found }
             if c.more > 0 {
-                <p class="open-file-note">{ format!("{} {}", c.more, t(lang, "more findings are drawn on the timeline", "处更多发现画在时间线上")) }</p>
+                <p class="open-file-note">{ more_findings(c.more, lang) }</p>
             }
             { for c.notes.iter().map(|n| html! { <p class="open-file-note" data-testid="verdict-note">{ words(n, lang) }</p> }) }
         </section>
+    }
+}
+
+/// A finding's sentence in the page's language (core's English when it
+/// has no Chinese).
+fn detail(f: &CardFinding, lang: Lang) -> String {
+    match lang {
+        Lang::Zh if !f.detail_zh.is_empty() => f.detail_zh.clone(),
+        _ => f.detail.clone(),
+    }
+}
+
+fn more_findings(n: usize, lang: Lang) -> String {
+    match (lang, n) {
+        (Lang::Zh, n) => format!("另有 {n} 处发现画在时间线上"),
+        (_, 1) => "1 more finding is drawn on the timeline".to_owned(),
+        (_, n) => format!("{n} more findings are drawn on the timeline"),
     }
 }
 
@@ -195,7 +212,7 @@ fn finding(f: &CardFinding, open: bool, lang: Lang) -> Html {
                 <strong>{ words(&f.title, lang) }</strong>
                 { format!(" ({}) · {span} · {}", f.name, f.clients.join(", ")) }
             </summary>
-            <p class="verdict-detail">{ f.detail.clone() }</p>
+            <p class="verdict-detail" data-testid="verdict-detail">{ detail(f, lang) }</p>
             <p class="open-file-note">{ t(lang, "Minimal witness:", "最小见证：") }</p>
             <pre class="verdict-witness" data-testid="verdict-witness">{ f.witness.join("\n") }</pre>
         </details>
