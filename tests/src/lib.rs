@@ -39,6 +39,7 @@ pub mod ws;
 macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
+            bzpop => "bzpop.redis",
             cjson => "cjson.redis",
             cmsgpack => "cmsgpack.redis",
             commands_edges => "commands_edges.redis",
@@ -55,6 +56,7 @@ macro_rules! with_diff_files {
             lua_library => "lua_library.redis",
             lua_values => "lua_values.redis",
             scripting => "scripting.redis",
+            select => "select.redis",
             set_options => "set_options.redis",
             sets_zsets => "sets_zsets.redis",
             strings => "strings.redis",
