@@ -289,6 +289,8 @@ commands! {
     "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange), Lab::Allow(&[Cost::Offset { at: 2, max: MAX_OFFSET }]);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember), OK;
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers), OK;
+    "sort", -2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sort::sort), Lab::Deny(why::SORT);
+    "sort_ro", -2, READONLY, ONE, NONE, Handler::Plain(cmd::sort::sort_ro), Lab::Deny(why::SORT);
     "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem), OK;
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen), OK;

@@ -15,6 +15,7 @@ pub(crate) mod scripting;
 pub(crate) mod select;
 pub(crate) mod server;
 pub(crate) mod sets;
+pub(crate) mod sort;
 pub(crate) mod strings;
 pub(crate) mod zsets;
 
