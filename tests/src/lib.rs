@@ -58,6 +58,7 @@ macro_rules! with_diff_files {
             lua_values => "lua_values.redis",
             scripting => "scripting.redis",
             select => "select.redis",
+            set_algebra => "set_algebra.redis",
             set_options => "set_options.redis",
             sort => "sort.redis",
             sets_zsets => "sets_zsets.redis",

@@ -14,6 +14,7 @@ pub(crate) mod pubsub;
 pub(crate) mod scripting;
 pub(crate) mod select;
 pub(crate) mod server;
+pub(crate) mod setops;
 pub(crate) mod sets;
 pub(crate) mod sort;
 pub(crate) mod strings;
