@@ -2212,7 +2212,10 @@ fn a_kill_lands_inside_a_catastrophic_pattern_match() {
         .expect("read timeout");
     let line = read_line(&mut runner);
     println!("kill to reply: {:.1} ms", killed.elapsed().as_secs_f64() * 1e3);
-    assert!(line.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{line}");
+    assert!(
+        line.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{line}"
+    );
     roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
 }
 

@@ -107,7 +107,11 @@ fn lp_bytes<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> usize {
 /// integer within 2^52 as digits, anything else as `%.17g`.
 fn score_text(d: f64) -> Vec<u8> {
     if d == 0.0 {
-        return if d.is_sign_negative() { b"-0".to_vec() } else { b"0".to_vec() };
+        return if d.is_sign_negative() {
+            b"-0".to_vec()
+        } else {
+            b"0".to_vec()
+        };
     }
     if d > -4_503_599_627_370_495.0 && d < 4_503_599_627_370_496.0 && d == (d as i64) as f64 {
         return (d as i64).to_string().into_bytes();
@@ -180,14 +184,18 @@ pub(crate) fn memory_usage(key: &[u8], value: &Value, samples: usize) -> usize {
         }
         (Value::Set(s), _) => {
             let n = s.len();
-            ROBJ + DICT + 8 * dict_slots(n) + sampled(s.into_iter().map(|m| DICT_ENTRY + sds_alloc(m.len())), samples, n)
+            ROBJ + DICT
+                + 8 * dict_slots(n)
+                + sampled(s.into_iter().map(|m| DICT_ENTRY + sds_alloc(m.len())), samples, n)
         }
         (Value::Hash(h), "listpack") => {
             ROBJ + je(lp_bytes(h.into_iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
         }
         (Value::Hash(h), _) => {
             let n = h.into_iter().count();
-            let each = h.into_iter().map(|(f, v)| sds_alloc(f.len()) + sds_alloc(v.len()) + DICT_ENTRY);
+            let each = h
+                .into_iter()
+                .map(|(f, v)| sds_alloc(f.len()) + sds_alloc(v.len()) + DICT_ENTRY);
             ROBJ + DICT + 8 * dict_slots(n) + sampled(each, samples, n)
         }
         (Value::ZSet(z), "listpack") => {
@@ -198,7 +206,12 @@ pub(crate) fn memory_usage(key: &[u8], value: &Value, samples: usize) -> usize {
             let n = z.len();
             // zset, zskiplist, and the header node of 32 levels.
             let fixed = ROBJ + 16 + 32 + DICT + 8 * dict_slots(n) + je(24 + 32 * 16);
-            fixed + sampled(z.iter().map(|(m, _)| sds_alloc(m.len()) + DICT_ENTRY + je(24 + 16)), samples, n)
+            fixed
+                + sampled(
+                    z.iter().map(|(m, _)| sds_alloc(m.len()) + DICT_ENTRY + je(24 + 16)),
+                    samples,
+                    n,
+                )
         }
     };
     value + sds_alloc(key.len()) + DICT_ENTRY

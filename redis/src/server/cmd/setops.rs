@@ -138,7 +138,8 @@ pub(crate) fn sintercard(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     let n = combine(sets, Op::Inter).len();
-    Reply::Integer(if limit > 0 { n.min(limit) } else { n } as i64)
+    let n = if limit > 0 { n.min(limit) } else { n };
+    Reply::Integer(n as i64)
 }
 
 /// `SMISMEMBER key member [member ...]`: a missing key is the empty set.
@@ -147,7 +148,12 @@ pub(crate) fn smismember(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(mut s) => s.pop().flatten().unwrap_or_default(),
         Err(e) => return e,
     };
-    Reply::Array(argv[2..].iter().map(|m| Reply::Integer(i64::from(set.contains(m)))).collect())
+    Reply::Array(
+        argv[2..]
+            .iter()
+            .map(|m| Reply::Integer(i64::from(set.contains(m))))
+            .collect(),
+    )
 }
 
 /// `SMOVE source destination member` (`smoveCommand`).

@@ -118,7 +118,9 @@ fn weight(b: &[u8]) -> Option<f64> {
     };
     if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
         if !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            let v = hex.bytes().fold(0.0f64, |v, c| v * 16.0 + f64::from((c as char).to_digit(16).unwrap_or(0)));
+            let v = hex.bytes().fold(0.0f64, |v, c| {
+                v * 16.0 + f64::from((c as char).to_digit(16).unwrap_or(0))
+            });
             return Some(if neg { -v } else { v });
         }
     }
@@ -126,7 +128,8 @@ fn weight(b: &[u8]) -> Option<f64> {
     let text = String::from_utf8_lossy(b).to_ascii_lowercase();
     let spelled_inf = text.trim().trim_start_matches(['+', '-']).starts_with("inf");
     let mantissa = text.split('e').next().unwrap_or_default();
-    let erange = (v.is_infinite() && !spelled_inf) || (v == 0.0 && mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)));
+    let erange =
+        (v.is_infinite() && !spelled_inf) || (v == 0.0 && mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)));
     (!erange).then_some(v)
 }
 
@@ -136,7 +139,13 @@ fn elements(e: &mut Engine, db: usize, key: &[u8]) -> Result<(Vec<Vec<u8>>, bool
     Ok(match e.lookup_read(db, key).map(|en| &en.value) {
         None => (Vec::new(), false),
         Some(Value::List(l)) => (l.into_iter().cloned().collect(), false),
-        Some(Value::Set(s)) => (super::sets::ordered(s.iter(), s.is_intset()).into_iter().cloned().collect(), true),
+        Some(Value::Set(s)) => (
+            super::sets::ordered(s.iter(), s.is_intset())
+                .into_iter()
+                .cloned()
+                .collect(),
+            true,
+        ),
         Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false),
         Some(_) => return Err(wrongtype()),
     })
