@@ -39,6 +39,7 @@ pub mod ws;
 macro_rules! with_diff_files {
     ($m:ident) => {
         $m! {
+            bzpop => "bzpop.redis",
             cjson => "cjson.redis",
             cmsgpack => "cmsgpack.redis",
             commands_edges => "commands_edges.redis",
@@ -51,11 +52,15 @@ macro_rules! with_diff_files {
             keys_more => "keys_more.redis",
             lists => "lists.redis",
             maxmemory => "maxmemory.redis",
+            memory_usage => "memory_usage.redis",
             locks => "locks.redis",
             lua_library => "lua_library.redis",
             lua_values => "lua_values.redis",
             scripting => "scripting.redis",
+            select => "select.redis",
+            set_algebra => "set_algebra.redis",
             set_options => "set_options.redis",
+            sort => "sort.redis",
             sets_zsets => "sets_zsets.redis",
             strings => "strings.redis",
             strings_more => "strings_more.redis",

@@ -2269,6 +2269,108 @@ fn scripts_inside_exec_are_bounded_and_killed_as_outside_it() {
     assert!(ours.iter().any(|l| l.contains("Script killed by user")), "{ours:?}");
 }
 
+/// SELECT inside MULTI is queued and runs at EXEC, so the commands queued
+/// after it use the new database, and the connection stays there (issue 43).
+fn select_in_multi_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut s = connect(addr);
+    replies_for(
+        &mut s,
+        &[
+            &[b"FLUSHALL"],
+            &[b"SET", b"k", b"db0"],
+            &[b"MULTI"],
+            &[b"SELECT", b"1"],
+            &[b"SET", b"k", b"db1"],
+            &[b"GET", b"k"],
+            &[b"EXEC"],
+            &[b"GET", b"k"],
+            &[b"MULTI"],
+            &[b"SELECT", b"0"],
+            &[b"SELECT", b"16"],
+            &[b"GET", b"k"],
+            &[b"EXEC"],
+            &[b"GET", b"k"],
+            &[b"MULTI"],
+            &[b"SELECT"],
+            &[b"EXEC"],
+            &[b"FLUSHALL"],
+        ],
+    )
+}
+
+#[test]
+fn select_inside_multi_is_queued_and_run_at_exec() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = select_in_multi_transcript(server.local_addr());
+    let theirs = select_in_multi_transcript(real.addr());
+    assert_eq!(ours, theirs);
+    assert!(ours.iter().any(|l| l.contains("db1")), "{ours:?}");
+}
+
+/// Lua 5.1's matcher recurses once per `a?` on the script thread's stack:
+/// redis-server answers `1 n` for n = 20,000 and 100,000 (issue 43), and so
+/// does sim-server, whose node thread has the stack for it.
+fn deep_pattern_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("read timeout");
+    [20_000, 100_000]
+        .iter()
+        .flat_map(|n| {
+            let body = format!("return {{string.find(string.rep('a', {n}), string.rep('a?', {n}))}}");
+            replies_for(&mut s, &[&[b"EVAL", body.as_bytes(), b"0"]])
+        })
+        .collect()
+}
+
+#[test]
+fn deep_patterns_match_as_deep_as_on_redis_server() {
+    let server = sim(Profile::V7_0);
+    let real = RedisServer::start();
+    let ours = deep_pattern_transcript(server.local_addr());
+    let theirs = deep_pattern_transcript(real.addr());
+    assert_eq!(ours, theirs);
+    assert_eq!(ours[1], "*2 :1 :100000", "{ours:?}");
+}
+
+/// SCRIPT KILL lands inside one catastrophic pattern match (issue 43): the
+/// matcher reads the kill flag as it goes. redis-server checks only between
+/// instructions, so there the kill would wait for the call, which would
+/// take hours; the simulator's must end the script within seconds (the
+/// deadline is a bound with a wide margin, not a speed figure).
+#[test]
+fn a_kill_lands_inside_a_catastrophic_pattern_match() {
+    let server = sim(Profile::V7_0);
+    let mut runner = connect(server.local_addr());
+    let mut other = connect(server.local_addr());
+    roundtrip(
+        &mut other,
+        &req(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"50"]),
+        b"+OK\r\n",
+    );
+    runner
+        .write_all(&req(&[
+            b"EVAL",
+            b"return string.find(string.rep('a', 1e6), '.-.-.-.-b')",
+            b"0",
+        ]))
+        .expect("write");
+    until_busy(&mut other);
+    roundtrip(&mut other, &req(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let killed = Instant::now();
+    runner
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let line = read_line(&mut runner);
+    println!("kill to reply: {:.1} ms", killed.elapsed().as_secs_f64() * 1e3);
+    assert!(
+        line.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{line}"
+    );
+    roundtrip(&mut other, b"PING\r\n", b"+PONG\r\n");
+}
+
 #[test]
 fn hostile_scripts_leave_the_server_up() {
     // Issue 16: the first aborted sim-server (stack overflow), the second
@@ -2280,9 +2382,10 @@ fn hostile_scripts_leave_the_server_up() {
     // that long (unbudgeted, the script would run for hours).
     s.set_read_timeout(Some(Duration::from_secs(120)))
         .expect("read timeout");
+    // Deeper than redis-server survives (it dies at 200,000 levels).
     s.write_all(&req(&[
         b"EVAL",
-        b"return {string.find(string.rep('a', 20000), string.rep('a?', 20000))}",
+        b"return {string.find(string.rep('a', 300000), string.rep('a?', 300000))}",
         b"0",
     ]))
     .expect("write");

@@ -10,8 +10,8 @@
 //!
 //! Both servers run in the suite's external mode, `runtest --host 127.0.0.1
 //! --port P --singledb --durable --clients 1 --single FILE`, on the seven
-//! files issue 20 names ([`FILES`]), one runtest and one fresh server per
-//! file. redis-server starts with no persistence and with
+//! files issue 20 names and the four issue 43 adds ([`FILES`]), one runtest
+//! and one fresh server per file. redis-server starts with no persistence and with
 //! `enable-debug-command yes` (many tests call `DEBUG`); sim-server with
 //! `--redis-version 7.0`. `--durable` keeps a failing test from aborting
 //! its file, so the counts are per test. The full logs go to `--logs DIR`
@@ -37,11 +37,16 @@ const FILES: &[&str] = &[
     "unit/functions",
     "unit/type/hash",
     "unit/keyspace",
+    // Issue 43's ladder: the data types' own files and pub/sub.
+    "unit/type/list",
+    "unit/type/set",
+    "unit/type/zset",
+    "unit/pubsub",
 ];
 
 const USAGE: &str = "usage: cargo xtask redis-suite --tree DIR [--logs DIR] [--only sim|real]\n\
     \n\
-    runs Redis 7.0.15's test suite (seven files) against `locklab sim-server` and redis-server\n\
+    runs Redis 7.0.15's test suite (eleven files) against `locklab sim-server` and redis-server\n\
     and prints each one's [ok] count and their ratio. DIR is a redis 7.0.15 source tree\n\
     (or set LOCKLAB_REDIS_TREE); redis-server and tclsh must be on PATH.\n";
 

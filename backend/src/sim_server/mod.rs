@@ -132,8 +132,17 @@ const TCP_BACKLOG: u32 = 511;
 pub const SCRIPT_WORK_LIMIT: u64 = 3_000_000_000;
 
 /// Stack for the node's thread: scripts run on it, and Lua's pattern
-/// matcher recurses natively (core bounds the depth for smaller stacks).
-const THREAD_STACK: usize = 8 << 20;
+/// matcher recurses natively, one frame per level of [`PATTERN_DEPTH`]
+/// (only the pages a script touches are ever committed).
+const THREAD_STACK: usize = 256 << 20;
+
+/// The deepest pattern a script may match here: redis-server 7.0.15 answers
+/// `1 100000` for `string.find(string.rep('a', 1e5), string.rep('a?', 1e5))`
+/// on its 8 MB C stack (and dies at 200,000), so the simulator matches as
+/// deep (a pattern of n `a?` is n + 1 levels), on [`THREAD_STACK`], and
+/// answers Lua 5.2's "pattern too complex" beyond (core's default, for
+/// browsers' and workers' stacks, is `MAX_PATTERN_DEPTH`).
+const PATTERN_DEPTH: usize = 150_000;
 
 /// How often [`busy_watch`] looks whether the running script has passed
 /// `busy-reply-threshold`.

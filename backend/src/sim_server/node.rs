@@ -18,14 +18,14 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use locklab_redis::server::config::{ClientClass, ObufLimit};
-use locklab_redis::server::script::{set_thread_limits, BusyWatch, INSTRUCTION_LIMIT};
+use locklab_redis::server::script::{set_thread_limits, set_thread_pattern_depth, BusyWatch, INSTRUCTION_LIMIT};
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
 use tokio::sync::{mpsc, oneshot};
 
 use super::resp;
 use super::wire::{self, After, ClientInfo, Outbox, Outgoing, Session};
-use super::{output_limit_reached, Busy, Shared, REPLY_CHUNK, THREAD_STACK};
+use super::{output_limit_reached, Busy, Shared, PATTERN_DEPTH, REPLY_CHUNK, THREAD_STACK};
 
 /// One request's arguments.
 pub(super) type Argv = Vec<Vec<u8>>;
@@ -151,7 +151,10 @@ pub(super) fn spawn(
     std::thread::Builder::new()
         .name("sim-server-node".into())
         .stack_size(THREAD_STACK)
-        .spawn(move || thread.serve(queue))?;
+        .spawn(move || {
+            set_thread_pattern_depth(PATTERN_DEPTH);
+            thread.serve(queue)
+        })?;
     Ok(())
 }
 

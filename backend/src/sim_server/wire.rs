@@ -14,11 +14,12 @@
 //! know with redis-server's unknown-command error.
 //!
 //! One simplification is visible: inside `MULTI`, redis-server queues these
-//! commands like any other, but the queue lives in the node, which cannot
-//! run them at `EXEC`. Rather than reorder them silently, the wire layer
-//! passes them to the node, whose refusal dooms the transaction (`EXEC`
-//! answers `EXECABORT`), and says why in the error. `QUIT` and `RESET` run
-//! at once even inside `MULTI`, as on redis-server.
+//! commands like any other, but the queue lives in the node, which runs
+//! only the ones it also has (`SELECT`, queued and run at `EXEC`). Rather
+//! than reorder the others silently, the wire layer passes them to the
+//! node, whose refusal dooms the transaction (`EXEC` answers `EXECABORT`),
+//! and says why in the error. `QUIT` and `RESET` run at once even inside
+//! `MULTI`, as on redis-server.
 //!
 //! [`select`]: locklab_redis::server::Node::select
 //! [`set_client_name`]: locklab_redis::server::Node::set_client_name
@@ -368,11 +369,13 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
 }
 
 /// A wire command inside `MULTI` (see the module documentation): the node
+/// queues what it also runs (`SELECT`, run at EXEC) with its own checks,
 /// refuses what it does not know and dooms the transaction; we explain.
 fn in_multi(st: &mut State, sess: &mut Session, now_ms: u64, w: &WireCommand, argv: &[Vec<u8>]) -> (Reply, After) {
     st.node.set_time(now_ms);
+    let known = table::find(&argv[0], st.node.profile()).is_some();
     match st.node.execute(sess.id, argv) {
-        Reply::Error(_) => (unsupported_in_multi(w.name), After::Continue),
+        Reply::Error(_) if !known => (unsupported_in_multi(w.name), After::Continue),
         other => (other, After::Continue),
     }
 }

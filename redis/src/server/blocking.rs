@@ -32,6 +32,8 @@ use crate::reply::Reply;
 pub(crate) enum BlockKind {
     /// BLPOP / BRPOP: reply `[key, element]`.
     Pop { left: bool },
+    /// BZPOPMIN / BZPOPMAX: reply `[key, member, score]`.
+    ZPop { max: bool },
     /// BLMOVE / BRPOPLPUSH: push onto `dst`, reply the element.
     Move {
         dst: Vec<u8>,
@@ -112,7 +114,7 @@ impl Blocking {
 /// `$-1` for the moves (both `_` in RESP3).
 pub(crate) fn timeout_reply(kind: &BlockKind) -> Reply {
     match kind {
-        BlockKind::Pop { .. } => Reply::NilArray,
+        BlockKind::Pop { .. } | BlockKind::ZPop { .. } => Reply::NilArray,
         BlockKind::Move { .. } => Reply::Nil,
     }
 }
@@ -128,7 +130,7 @@ impl Engine {
         !self.in_exec && self.script_depth == 0
     }
 
-    /// `signalKeyAsReady`: a list was created under `key`.
+    /// `signalKeyAsReady`: a list or sorted set was created under `key`.
     pub(crate) fn signal_ready(&mut self, db: usize, key: &[u8]) {
         // Nobody blocked (the usual case): no key to copy for a push.
         if self.blocking.queues.is_empty() {

@@ -135,6 +135,8 @@ pub mod why {
     pub const MOVE: &str = "it moves a key into another database";
     pub const MEMORY: &str = "it reports on the server's allocator and memory as a whole";
     pub const PUBSUB: &str = "it names channels outside the session";
+    pub const SELECT: &str = "it switches to another database";
+    pub const SORT: &str = "its BY and GET patterns read keys outside the session";
 }
 
 impl Command {

@@ -43,6 +43,7 @@ pub mod lab;
 pub mod list;
 mod longdouble;
 mod memory;
+mod objsize;
 mod pubsub;
 mod rdb;
 /// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
@@ -898,13 +899,22 @@ impl Node {
                     argv,
                 )
             }
-            Handler::Plain(f) => f(
-                &mut Ctx {
+            Handler::Plain(f) => {
+                let mut cx = Ctx {
                     e: &mut self.engine,
                     db,
-                },
-                argv,
-            ),
+                };
+                let reply = f(&mut cx, argv);
+                // SELECT inside EXEC moves the connection for the commands
+                // queued after it (and after the transaction).
+                if cx.db != db {
+                    let new = cx.db;
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.db = new;
+                    }
+                }
+                reply
+            }
             Handler::Script(f) => {
                 self.engine.script_db = db;
                 self.engine.script_slot = self
@@ -1196,12 +1206,17 @@ impl Engine {
     /// A value was stored or changed in place: count the key's size again,
     /// delete it if it is an emptied collection (every redis-server command
     /// that removes elements does), and signal it (`signalModifiedKey`,
-    /// and `signalKeyAsReady` for a list, which may serve a blocked
+    /// and `signalKeyAsReady` for a list or sorted set, which may serve a blocked
     /// client). The one place every write goes through.
     pub(crate) fn changed(&mut self, db: usize, key: &[u8]) {
         let exists = self.dbs[db].resync(key);
         self.modified(db, key);
-        if exists && matches!(self.dbs[db].get(key).map(|e| &e.value), Some(db::Value::List(_))) {
+        if exists
+            && matches!(
+                self.dbs[db].get(key).map(|e| &e.value),
+                Some(db::Value::List(_) | db::Value::ZSet(_))
+            )
+        {
             self.signal_ready(db, key);
         }
     }
@@ -1433,7 +1448,11 @@ impl ScriptHost for Engine {
         self.stats.commands_processed += 1;
         self.script_depth += 1;
         let db = self.script_db;
-        let reply = f(&mut Ctx { e: self, db }, argv);
+        let mut cx = Ctx { e: self, db };
+        let reply = f(&mut cx, argv);
+        // A script's SELECT holds for the rest of the script only.
+        let db = cx.db;
+        self.script_db = db;
         self.script_depth -= 1;
         reply
     }

@@ -191,6 +191,8 @@ commands! {
     "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop), OK;
     "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop), OK;
     "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush), Lab::Allow(&[Cost::Moves]);
+    "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::bzpop::bzpopmax), OK;
+    "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::bzpop::bzpopmin), OK;
     "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)], Handler::Plain(cmd::server::config), Lab::Deny(why::DANGEROUS);
     "copy", -3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::keys::copy), Lab::Deny(why::COPY);
     "dbsize", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::dbsize), Lab::Deny(why::COUNTS);
@@ -279,18 +281,32 @@ commands! {
     "scan", -2, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::scan), Lab::Admin(&[Cost::OptionCount { word: "count", max: MAX_COUNT }]);
     "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard), OK;
     "script", -2, NOSCRIPT, Keys::None, &[("debug", 3), ("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)], Handler::Script(cmd::scripting::script), Lab::Subs(&[("exists", &[]), ("flush", &[]), ("help", &[]), ("load", &[Cost::Script { at: 2 }])]);
+    "sdiff", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sdiff), OK;
+    "sdiffstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sdiffstore), OK;
+    // A client's SELECT is the host's; the node's runs inside EXEC and from scripts.
+    "select", 2, 0, Keys::None, NONE, Handler::Plain(cmd::select::select), Lab::Deny(why::SELECT);
     "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set), Lab::Allow(&[Cost::Replaces { value: 2 }]);
     "setex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setex), Lab::Allow(&[Cost::Replaces { value: 3 }]);
     "setnx", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setnx), Lab::Allow(&[Cost::Replaces { value: 2 }]);
     "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange), Lab::Allow(&[Cost::Offset { at: 2, max: MAX_OFFSET }]);
+    "sinter", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sinter), OK;
+    "sintercard", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::setops::sintercard), OK;
+    "sinterstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sinterstore), OK;
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember), OK;
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers), OK;
+    "smismember", -3, READONLY, ONE, NONE, Handler::Plain(cmd::setops::smismember), OK;
+    "smove", 4, WRITE, TWO, NONE, Handler::Plain(cmd::setops::smove), OK;
+    "sort", -2, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::sort::sort), Lab::Deny(why::SORT);
+    "sort_ro", -2, READONLY, ONE, NONE, Handler::Plain(cmd::sort::sort_ro), Lab::Deny(why::SORT);
     "spop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::sets::spop), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "srandmember", -2, READONLY, ONE, NONE, Handler::Plain(cmd::setops::srandmember), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "srem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::sets::srem), OK;
     "strlen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::strings::strlen), OK;
     "subscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::subscribe), OK;
     // 7.0 keeps SUBSTR as GETRANGE under its old name (getrangeCommand).
     "substr", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange), OK;
+    "sunion", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sunion), OK;
+    "sunionstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sunionstore), OK;
     "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time), OK;
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch), OK;
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl), OK;

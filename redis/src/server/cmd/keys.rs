@@ -537,11 +537,9 @@ pub(crate) fn encoding(v: &Value) -> &'static str {
 
 /// `MEMORY USAGE key [SAMPLES count]` (object.c `memoryCommand`): the
 /// arguments are checked as redis-server checks them, a missing key is
-/// nil, and the size is an *estimate* in the shape of `objectComputeSize`
-/// (object header, key, and each element with its allocator overhead for
-/// the encoding `OBJECT ENCODING` reports). redis-server's figure depends on
-/// jemalloc's size classes and its own history of the value, so the two
-/// agree on the order of magnitude, not to the byte.
+/// nil, and the size is `objectComputeSize`'s over the encodings' real
+/// layouts and jemalloc's size classes (see `server::objsize`: exact for
+/// small encodings; dict-encoded values are sampled, as there).
 pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if is(&argv[1], "USAGE") && argv.len() < 3 {
         return Reply::error("ERR wrong number of arguments for 'memory|usage' command");
@@ -553,13 +551,15 @@ pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         ));
     }
     let mut j = 3;
+    let mut samples = 5;
     while j < argv.len() {
         if is(&argv[j], "SAMPLES") && j + 1 < argv.len() {
             match super::parse_i64(&argv[j + 1]) {
                 None => return super::not_integer(),
                 Some(n) if n < 0 => return syntax_error(),
-                Some(_) => j += 2,
+                Some(n) => samples = usize::try_from(n).unwrap_or(usize::MAX),
             }
+            j += 2;
         } else {
             return syntax_error();
         }
@@ -569,7 +569,7 @@ pub(crate) fn memory(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
     let e = &*cx.e;
     match e.dbs[cx.db].get(&argv[2]) {
-        Some(entry) => Reply::Integer(crate::server::memory::key_usage(&argv[2], &entry.value) as i64),
+        Some(entry) => Reply::Integer(crate::server::objsize::memory_usage(&argv[2], &entry.value, samples) as i64),
         None => Reply::Nil,
     }
 }

@@ -260,7 +260,7 @@ pub(crate) fn rpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// The timeout argument as an absolute deadline (`None`: forever).
-fn deadline(e: &Engine, arg: &[u8]) -> Result<(u64, Option<u64>), Reply> {
+pub(crate) fn deadline(e: &Engine, arg: &[u8]) -> Result<(u64, Option<u64>), Reply> {
     let ms = parse_timeout(arg)?;
     if ms == 0 {
         return Ok((0, None));
@@ -362,6 +362,7 @@ pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockK
             e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
             Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
         }
+        BlockKind::ZPop { max } => super::bzpop::serve_zpop(e, db, key, *max),
         BlockKind::Move {
             dst,
             from_left,

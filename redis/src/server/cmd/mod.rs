@@ -4,6 +4,7 @@
 //! the same ones everywhere: `string2ll`'s idea of an integer, and the same
 //! handful of error texts.
 
+pub(crate) mod bzpop;
 pub(crate) mod delex;
 pub(crate) mod dump;
 pub(crate) mod hashes;
@@ -11,8 +12,11 @@ pub(crate) mod keys;
 pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
+pub(crate) mod select;
 pub(crate) mod server;
+pub(crate) mod setops;
 pub(crate) mod sets;
+pub(crate) mod sort;
 pub(crate) mod strings;
 pub(crate) mod zsets;
 

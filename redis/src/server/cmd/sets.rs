@@ -80,7 +80,7 @@ pub(crate) fn smembers(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// Members in the order SMEMBERS gives them (see the module notes): an
 /// intset's numeric order, else byte order.
-fn ordered<'a>(members: impl Iterator<Item = &'a Vec<u8>>, intset: bool) -> Vec<&'a Vec<u8>> {
+pub(crate) fn ordered<'a>(members: impl Iterator<Item = &'a Vec<u8>>, intset: bool) -> Vec<&'a Vec<u8>> {
     if !intset {
         return members.collect();
     }

@@ -37,7 +37,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::vm::INSTRUCTION_LIMIT;
+use super::vm::{INSTRUCTION_LIMIT, MAX_PATTERN_DEPTH};
 
 /// Shared between the host and the thread running a script.
 #[derive(Debug, Default)]
@@ -161,6 +161,21 @@ pub(crate) fn flush_busy_watches(db: usize, exists: &dyn Fn(usize, &[u8]) -> boo
 thread_local! {
     static CONTROL: RefCell<Option<Arc<ScriptControl>>> = const { RefCell::new(None) };
     static LIMIT: Cell<u64> = const { Cell::new(INSTRUCTION_LIMIT) };
+    static PATTERN_DEPTH: Cell<usize> = const { Cell::new(MAX_PATTERN_DEPTH) };
+}
+
+/// The deepest pattern scripts run on this thread may match from now on
+/// (see [`MAX_PATTERN_DEPTH`], the default). Lua 5.1's matcher recurses
+/// once per level on the thread's stack, as redis-server's does on its
+/// 8 MB C stack (it answers `1 100000` for 100,000 `a?` and dies at
+/// 200,000): a host whose script thread has a stack that large
+/// (sim-server) raises the bound to what that stack holds.
+pub fn set_thread_pattern_depth(depth: usize) {
+    let _ = PATTERN_DEPTH.try_with(|d| d.set(depth.max(1)));
+}
+
+pub(crate) fn thread_pattern_depth() -> usize {
+    PATTERN_DEPTH.try_with(Cell::get).unwrap_or(MAX_PATTERN_DEPTH)
 }
 
 /// The control and work budget for scripts run on this thread from now on.

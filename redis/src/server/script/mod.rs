@@ -85,7 +85,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::reply::Reply;
 use crate::server::ScriptHost;
-pub use control::{set_thread_limits, BusyWatch, ScriptControl};
+pub use control::{set_thread_limits, set_thread_pattern_depth, BusyWatch, ScriptControl};
 use meta::{library_header, valid_name, ScriptFlags};
 pub use restore::RestorePolicy;
 pub use vm::{

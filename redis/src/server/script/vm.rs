@@ -46,7 +46,7 @@ use omnilua::{
     WORK_BYTES_PER_UNIT,
 };
 
-use super::control::{pattern_depth, thread_control, thread_limit, ScriptControl};
+use super::control::{pattern_depth, thread_control, thread_limit, thread_pattern_depth, ScriptControl};
 use super::convert::{
     cstr, error_table, lua_args_to_argv, lua_string_bytes, lua_to_reply, one_line, reply_to_lua, trim_crlf,
 };
@@ -486,7 +486,7 @@ impl Vm {
         }
         rust.raw_set(
             "pattern_ok",
-            lua.create_function(|_, p: LuaString| Ok(pattern_depth(&p.as_bytes()?) <= MAX_PATTERN_DEPTH))?,
+            lua.create_function(|_, p: LuaString| Ok(pattern_depth(&p.as_bytes()?) <= thread_pattern_depth()))?,
         )?;
         {
             // tick(): the count hook; true when the host asked for a kill.

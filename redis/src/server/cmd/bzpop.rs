@@ -1,0 +1,67 @@
+//! `BZPOPMIN` / `BZPOPMAX` (t_zset.c `blockingGenericZpopCommand`): pop
+//! the lowest / highest member of the first non-empty sorted set of the
+//! keys, or wait for one on the blocking machinery BLPOP uses
+//! (`server::blocking`; a ZADD signals the key ready as an LPUSH does).
+
+use super::wrongtype;
+use crate::reply::Reply;
+use crate::server::blocking::{BlockKind, BlockRequest};
+use crate::server::db::Value;
+use crate::server::zset::format_score;
+use crate::server::{Ctx, Engine};
+
+/// `BZPOPMIN key [key ...] timeout`
+pub(crate) fn bzpopmin(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    bzpop(cx, argv, false)
+}
+
+/// `BZPOPMAX key [key ...] timeout`
+pub(crate) fn bzpopmax(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    bzpop(cx, argv, true)
+}
+
+/// `blockingGenericZpopCommand`: the timeout is read first, then each key
+/// in order (a key of another type answers WRONGTYPE, a missing one is
+/// skipped); the first sorted set is popped, else the client blocks
+/// (inside MULTI or a script it gets the null array at once).
+fn bzpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> Reply {
+    let keys = &argv[1..argv.len() - 1];
+    let (timeout_ms, deadline) = match super::lists::deadline(cx.e, &argv[argv.len() - 1]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    for key in keys {
+        match cx.e.value_mut(cx.db, key) {
+            None => continue,
+            Some(Value::ZSet(_)) => return serve_zpop(cx.e, cx.db, key, max).unwrap_or(Reply::NilArray),
+            Some(_) => return wrongtype(),
+        }
+    }
+    if cx.e.may_block() {
+        cx.e.blocking.request = Some(BlockRequest {
+            keys: keys.to_vec(),
+            deadline,
+            timeout_ms,
+            kind: BlockKind::ZPop { max },
+        });
+    }
+    Reply::NilArray
+}
+
+/// `serveClientBlockedOnSortedSet` (and the non-blocking path): pop one
+/// member, reply `[key, member, score]`, propagate as `ZPOPMIN key` /
+/// `ZPOPMAX key` (`rewriteClientCommandVector`). `None` when there is no
+/// sorted set at `key`.
+pub(crate) fn serve_zpop(e: &mut Engine, db: usize, key: &[u8], max: bool) -> Option<Reply> {
+    let Some(Value::ZSet(z)) = e.value_mut(db, key) else {
+        return None;
+    };
+    let (member, score) = z.pop(max)?;
+    e.changed(db, key);
+    e.propagate(|| super::argv(&[if max { b"ZPOPMAX" } else { b"ZPOPMIN" }, key]));
+    Some(Reply::Array(vec![
+        Reply::Bulk(key.to_vec()),
+        Reply::Bulk(member),
+        Reply::Double(format_score(score)),
+    ]))
+}
