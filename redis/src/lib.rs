@@ -28,8 +28,9 @@
 //! let (a, b) = (ConnId(1), ConnId(2));
 //! assert_eq!(node.execute(a, &argv("SET lock A NX PX 100")), Reply::ok());
 //! assert_eq!(node.execute(b, &argv("SET lock B NX PX 100")), Reply::Nil);
-//! // 100 ms later on the node's clock the lock has expired and B gets it.
-//! node.advance(100);
+//! // Past its 100 ms on the node's clock the lock has expired (a key
+//! // lives while now <= its deadline, as keyIsExpired has it) and B gets it.
+//! node.advance(101);
 //! assert_eq!(node.execute(b, &argv("SET lock B NX PX 100")), Reply::ok());
 //! ```
 

@@ -423,24 +423,11 @@ fn use_timeline_layout(
                     (lab.trace().clone(), lab.now_ms())
                 }
             };
-            // Presenter mode: the biggest type (19 px down to 13 px) at
-            // which the whole timeline fits the screen's height, in
-            // regular rows or, at the same size, compact ones (a race's ten
-            // lanes on a 900 px screen: 15.5 px compact, not 13 px in
-            // regular rows).
+            // Presenter mode: the first style of the ladder at which the
+            // whole timeline fits the screen's height.
             let mut l = layout_in(&trace, now, lang, view_w, z, style);
             if style == Style::PRESENT && room > 0.0 {
-                let sizes = [19.0, 17.0, 15.5, 14.0, 13.0];
-                let ladder = sizes.iter().flat_map(|&font| {
-                    [
-                        Style::sized(font),
-                        Style {
-                            compact: true,
-                            ..Style::sized(font)
-                        },
-                    ]
-                });
-                for next in ladder.skip(1) {
+                for next in present_ladder().skip(1) {
                     let fits = if state.legend { l.height } else { l.lanes_bottom + 8.0 } <= room;
                     if fits {
                         break;
@@ -457,6 +444,22 @@ fn use_timeline_layout(
         },
     );
     (memo.0.clone(), memo.1.clone(), memo.2)
+}
+
+/// Presenter mode's styles, biggest type first: at each size (19 px down
+/// to 13 px) regular rows, then compact ones, so a race's ten lanes on a
+/// 900 px screen get 15.5 px in compact rows rather than 13 px in regular
+/// ones. The first is [`Style::PRESENT`].
+fn present_ladder() -> impl Iterator<Item = Style> {
+    [19.0, 17.0, 15.5, 14.0, 13.0].into_iter().flat_map(|font| {
+        [
+            Style::sized(font),
+            Style {
+                compact: true,
+                ..Style::sized(font)
+            },
+        ]
+    })
 }
 
 /// Ctrl+wheel zooms around the pointer.
