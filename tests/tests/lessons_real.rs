@@ -146,6 +146,13 @@ fn factor(l: &Lesson) -> u64 {
     if l.id == "18" {
         // Its figures are waits of a few ms, measured: real time.
         real_lesson::default_factor(l)
+    } else if l.id == "37" {
+        // C's and D's acquisitions count a node as silent after its 50 ms
+        // timeout (10 wall ms at 5×), and D's check follows D's release
+        // at once: on a machine busy compiling, an answer came late and
+        // the check found the key (once in a CI run; it passed alone).
+        // In real time the windows are five times wider; the run is ~12 s.
+        1
     } else if l.id == "19" {
         // Its check at 10.05 s follows the failed extension at 9.9 s and
         // the release after it by 50–100 lesson ms: at 5× that is 10–20
