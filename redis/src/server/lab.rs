@@ -137,6 +137,11 @@ pub mod why {
     pub const PUBSUB: &str = "it names channels outside the session";
     pub const SELECT: &str = "it switches to another database";
     pub const SORT: &str = "its BY and GET patterns read keys outside the session";
+    /// SDIFFSTORE, SINTERSTORE, SUNIONSTORE: the stored set's size is
+    /// computed on the server from sets the account cannot bound before
+    /// it is sent (`Cost` has no rule for a result), so the session quota
+    /// could be passed on an owner's Redis.
+    pub const SET_STORE: &str = "it stores a set whose size the lab cannot bound before sending it";
 }
 
 impl Command {

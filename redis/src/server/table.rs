@@ -282,7 +282,7 @@ commands! {
     "scard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::scard), OK;
     "script", -2, NOSCRIPT, Keys::None, &[("debug", 3), ("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)], Handler::Script(cmd::scripting::script), Lab::Subs(&[("exists", &[]), ("flush", &[]), ("help", &[]), ("load", &[Cost::Script { at: 2 }])]);
     "sdiff", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sdiff), OK;
-    "sdiffstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sdiffstore), OK;
+    "sdiffstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sdiffstore), Lab::Deny(why::SET_STORE);
     // A client's SELECT is the host's; the node's runs inside EXEC and from scripts.
     "select", 2, 0, Keys::None, NONE, Handler::Plain(cmd::select::select), Lab::Deny(why::SELECT);
     "set", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::set), Lab::Allow(&[Cost::Replaces { value: 2 }]);
@@ -291,7 +291,7 @@ commands! {
     "setrange", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::setrange), Lab::Allow(&[Cost::Offset { at: 2, max: MAX_OFFSET }]);
     "sinter", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sinter), OK;
     "sintercard", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::setops::sintercard), OK;
-    "sinterstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sinterstore), OK;
+    "sinterstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sinterstore), Lab::Deny(why::SET_STORE);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember), OK;
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers), OK;
     "smismember", -3, READONLY, ONE, NONE, Handler::Plain(cmd::setops::smismember), OK;
@@ -306,7 +306,7 @@ commands! {
     // 7.0 keeps SUBSTR as GETRANGE under its old name (getrangeCommand).
     "substr", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange), OK;
     "sunion", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sunion), OK;
-    "sunionstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sunionstore), OK;
+    "sunionstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sunionstore), Lab::Deny(why::SET_STORE);
     "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time), OK;
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch), OK;
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl), OK;
@@ -513,7 +513,10 @@ mod tests {
             let found = find(upper.as_bytes(), Profile::V8_4).map(|c| c.name);
             assert_eq!(found, Some(cmd.name));
             assert_eq!(find(cmd.name.as_bytes(), Profile::V8_4).map(|c| c.name), Some(cmd.name));
-            assert!(find(format!("{}x", cmd.name).as_bytes(), Profile::V8_4).is_none());
+            // A longer name is another command only if the table has it
+            // (LPUSH and LPUSHX).
+            let longer = format!("{}x", cmd.name);
+            assert!(find(longer.as_bytes(), Profile::V8_4).is_none_or(|c| c.name == longer));
             assert!(find(&cmd.name.as_bytes()[1..], Profile::V8_4).is_none_or(|c| c.name != cmd.name));
         }
         assert!(find(b"", Profile::V7_0).is_none());
