@@ -537,6 +537,11 @@ async fn the_app_in_headless_chromium() {
 
 /// What the timeline measures in the browser: the smallest computed font
 /// size of its texts, overlapping label boxes, and the axis's spacing.
+/// The timeline's last lane's bottom edge and the window's height: every
+/// lane is on the screen when the first is at most the second.
+const LAST_LANE: &str =
+    "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]";
+
 const TIMELINE_PROBE: &str = r#"
 const svg = document.querySelector('[data-testid=timeline]');
 const texts = [...svg.querySelectorAll('text')];
@@ -752,7 +757,7 @@ async fn the_timeline_a_room_can_read() {
                 }
                 // Every lane on the screen (the legend may need a scroll on a
                 // 720 px projector when a lesson has eight lanes).
-                let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+                let fits = js(&c, LAST_LANE).await;
                 assert!(
                     fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
                     "presenter mode fits the lanes on the screen: {fits} {p}"
@@ -781,7 +786,7 @@ async fn the_timeline_a_room_can_read() {
                     }
                     // The next step's exercise box sits above the caption
                     // here: the lanes still fit the screen beside it.
-                    let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+                    let fits = js(&c, LAST_LANE).await;
                     assert!(
                         fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
                         "lesson 18's race fits beside the exercise box at {w}×{h}: {fits} {p}"
@@ -817,7 +822,7 @@ async fn the_timeline_a_room_can_read() {
     let p = js(&c, TIMELINE_PROBE).await;
     assert!(p["minFont"].as_f64().unwrap() >= 13.0, "presenter mode in Chinese: {p}");
     assert_eq!(p["overlaps"], json!([]), "no overlaps in Chinese either: {p}");
-    let fits = js(&c, "const l = [...document.querySelectorAll('.timeline .lane-bg')].pop().getBoundingClientRect(); return [l.bottom, window.innerHeight]").await;
+    let fits = js(&c, LAST_LANE).await;
     assert!(
         fits[0].as_f64().unwrap() <= fits[1].as_f64().unwrap() + 1.0,
         "presenter mode fits the lanes on the screen in Chinese: {fits} {p}"
