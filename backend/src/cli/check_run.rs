@@ -36,12 +36,11 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use locklab_core::history::{parse, FaultMark, History, HistoryError, Limits, Op, OpKind};
@@ -50,6 +49,7 @@ use thiserror::Error;
 
 use super::check_libs::{self, LibError, Libraries};
 use super::check_nemesis::{self, Targets, PAUSE_LEASES};
+use super::check_resource::{Accepted, Resource};
 use crate::sim_server;
 
 /// The lock libraries a run can use, as their workloads in `checks/` drive them.
@@ -591,143 +591,6 @@ impl Drop for Clients {
             }
         }
     }
-}
-
-/// One write the resource accepted.
-#[derive(Clone, Debug)]
-struct Accepted {
-    client: String,
-    key: String,
-    fence: Option<i64>,
-    value: String,
-    at_ms: u64,
-}
-
-#[derive(Default)]
-struct Store {
-    fenced: bool,
-    highest: Option<i64>,
-    accepted: Vec<Accepted>,
-    refused: usize,
-}
-
-/// At most this many accepted writes are recorded; past it, writes are refused ("NO full").
-const MAX_WRITES: usize = 1_000_000;
-/// Connections served at once (each client needs one); more are told so and closed.
-const MAX_CONNECTIONS: usize = 256;
-/// A request line longer than this closes its connection.
-const MAX_REQUEST: u64 = 4096;
-
-/// The lab's resource: a fenced store on a loopback socket. Dropped, it
-/// stops accepting; each connection's thread ends when its client closes.
-struct Resource {
-    addr: String,
-    store: Arc<Mutex<Store>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Resource {
-    fn start(fenced: bool, t0: u64) -> Result<Resource, RunError> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io("bind the resource"))?;
-        listener.set_nonblocking(true).map_err(io("the resource's socket"))?;
-        let addr = listener.local_addr().map_err(io("the resource's address"))?.to_string();
-        let store = Arc::new(Mutex::new(Store {
-            fenced,
-            ..Store::default()
-        }));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (shared, stopped) = (Arc::clone(&store), Arc::clone(&stop));
-        let open = Arc::new(AtomicUsize::new(0));
-        std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut conn, _)) if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS => {
-                        let _ = conn.write_all(b"NO too many connections\n");
-                    }
-                    Ok((conn, _)) if conn.set_nonblocking(false).is_ok() => {
-                        let (store, open) = (Arc::clone(&shared), Arc::clone(&open));
-                        open.fetch_add(1, Ordering::Relaxed);
-                        std::thread::spawn(move || {
-                            serve(conn, &store, t0);
-                            open.fetch_sub(1, Ordering::Relaxed);
-                        });
-                    }
-                    _ => std::thread::sleep(POLL),
-                }
-            }
-        });
-        Ok(Resource { addr, store, stop })
-    }
-}
-
-impl Drop for Resource {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// One client's connection: `W client key fence data` per line.
-fn serve(conn: TcpStream, store: &Mutex<Store>, t0: u64) {
-    let Ok(mut out) = conn.try_clone() else { return };
-    let mut reader = BufReader::new(conn);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match (&mut reader).take(MAX_REQUEST).read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if !line.ends_with('\n') => return,
-            Ok(_) => {}
-        }
-        let at_ms = mono_ns().saturating_sub(t0) / 1_000_000;
-        let reply = decide(store, line.trim_end(), at_ms);
-        if out.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-/// Decide one write, and record it if accepted.
-fn decide(store: &Mutex<Store>, line: &str, at_ms: u64) -> String {
-    let parts: Vec<&str> = line.splitn(5, ' ').collect();
-    let [verb, client, key, fence, value] = parts[..] else {
-        return "NO malformed\n".to_owned();
-    };
-    let fence = match fence {
-        "-" => None,
-        f => match f.parse::<i64>() {
-            Ok(f) => Some(f),
-            Err(_) => return "NO malformed fence\n".to_owned(),
-        },
-    };
-    if verb != "W" {
-        return "NO unknown request\n".to_owned();
-    }
-    let mut s = store.lock().unwrap_or_else(PoisonError::into_inner);
-    if s.accepted.len() >= MAX_WRITES {
-        s.refused += 1;
-        return "NO full\n".to_owned();
-    }
-    if s.fenced {
-        match (fence, s.highest) {
-            (None, _) => {
-                s.refused += 1;
-                return "NO no fence\n".to_owned();
-            }
-            (Some(f), Some(h)) if f < h => {
-                s.refused += 1;
-                return format!("NO stale fence {f} < {h}\n");
-            }
-            (Some(f), _) => s.highest = Some(f),
-        }
-    }
-    s.accepted.push(Accepted {
-        client: client.to_owned(),
-        key: key.to_owned(),
-        fence,
-        value: value.to_owned(),
-        at_ms,
-    });
-    format!("OK {}\n", s.accepted.len())
 }
 
 /// Every client's history in one, each write's outcome as the resource

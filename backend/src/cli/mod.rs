@@ -19,6 +19,7 @@ pub mod check;
 pub mod check_card;
 pub mod check_libs;
 mod check_nemesis;
+mod check_resource;
 pub mod check_run;
 pub mod explore;
 pub mod import;

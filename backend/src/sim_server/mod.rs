@@ -80,13 +80,17 @@
 //! * `conn` (private) — one connection's read / parse / write loop, and its
 //!   answers while a script is busy.
 //! * `node` (private) — the thread that owns the node and runs batches.
+//! * `fds` (private) — `maxclients` fitted to the process's descriptor limit.
 //! * [`benchmark`] — redis-benchmark against a real server and against us.
 
 mod bench;
 mod conn;
+mod fds;
 mod node;
 pub(crate) mod resp;
 mod wire;
+
+pub use fds::fit_maxclients;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -116,10 +120,6 @@ pub const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
 /// process's file descriptors. Lowered at start when the fd limit is lower
 /// (see [`fit_maxclients`]).
 pub const MAX_CLIENTS: usize = 10_000;
-
-/// `CONFIG_MIN_RESERVED_FDS`: descriptors redis-server keeps for itself
-/// (listeners, logs, the event loop) beyond one per client.
-const RESERVED_FDS: u64 = 32;
 
 /// `tcp-backlog`: redis-server's default listen backlog. A burst of
 /// connects beyond the kernel's queue would wait for SYN retries.
@@ -581,57 +581,6 @@ fn listen(bind: IpAddr, port: u16) -> io::Result<TcpListener> {
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
     socket.listen(TCP_BACKLOG)
-}
-
-/// redis-server's `adjustOpenFilesLimit`: make room for `maxclients` plus
-/// [`RESERVED_FDS`] descriptors, raising the soft limit if allowed (by
-/// steps of 16 down from what is wanted), and otherwise lower `maxclients`
-/// to what the limit leaves, so that a client beyond it gets the
-/// max-clients error instead of a failed `accept` (issue 42, row 11).
-#[cfg(unix)]
-pub fn fit_maxclients(maxclients: usize) -> usize {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let maxfiles = maxclients as u64 + RESERVED_FDS;
-    let limit = getrlimit(Resource::Nofile);
-    // No limit at all (`None`) is room enough.
-    let Some(old) = limit.current else {
-        return maxclients;
-    };
-    if old >= maxfiles {
-        return maxclients;
-    }
-    let mut best = maxfiles;
-    while best > old {
-        // redis-server sets the hard limit too; a library in someone's
-        // process (tests, `locklab serve`) only raises the soft one.
-        let want = Rlimit {
-            current: Some(best),
-            maximum: limit.maximum,
-        };
-        if setrlimit(Resource::Nofile, want).is_ok() {
-            break;
-        }
-        if best < 16 {
-            best = old;
-            break;
-        }
-        best -= 16;
-    }
-    let best = best.max(old);
-    if best >= maxfiles {
-        return maxclients;
-    }
-    let fitted = best.saturating_sub(RESERVED_FDS).max(1) as usize;
-    eprintln!(
-        "locklab sim-server: current maximum open files is {best}; maxclients has been reduced to {fitted} \
-         to compensate for low ulimit (redis-server does the same). If you need higher maxclients increase 'ulimit -n'."
-    );
-    fitted
-}
-
-#[cfg(not(unix))]
-pub fn fit_maxclients(maxclients: usize) -> usize {
-    maxclients
 }
 
 /// Bind and start serving on the current tokio runtime; returns once the

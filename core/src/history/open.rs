@@ -133,7 +133,7 @@ mod tests {
 "#;
 
     #[test]
-    fn a_history_with_a_stale_write_is_drawn_with_its_band_bars_and_fault() {
+    fn a_history_with_a_stale_write_gets_a_card_naming_it() {
         let o = open_str(STALE).expect("opens");
         let c = &o.card;
         assert_eq!(c.kind, "history");
@@ -180,6 +180,11 @@ mod tests {
             "{:?}",
             c.checked
         );
+    }
+
+    #[test]
+    fn a_history_with_a_stale_write_is_drawn_with_its_bars_and_fault() {
+        let o = open_str(STALE).expect("opens");
         assert_eq!(o.trace.names.clients, ["a", "b"]);
         let kinds: Vec<String> = o
             .trace

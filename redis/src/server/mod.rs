@@ -926,16 +926,7 @@ impl Node {
                 self.engine.settle_script_time();
                 reply
             }
-            Handler::Multi => match self.conns.get_mut(&conn) {
-                Some(c) if c.multi.is_some() => Reply::error("ERR MULTI calls can not be nested"),
-                Some(c) => {
-                    c.multi = Some(Vec::new());
-                    c.multi_error = false;
-                    c.multi_denyoom = false;
-                    Reply::ok()
-                }
-                None => Reply::ok(),
-            },
+            Handler::Multi => self.multi(conn),
             Handler::Discard => {
                 if !self.in_multi(conn) {
                     return Reply::error("ERR DISCARD without MULTI");
@@ -958,6 +949,20 @@ impl Node {
                 Reply::ok()
             }
             Handler::Exec => self.exec(conn),
+        }
+    }
+
+    /// MULTI (`multiCommand`): start queueing, with a clean error flag.
+    fn multi(&mut self, conn: ConnId) -> Reply {
+        match self.conns.get_mut(&conn) {
+            Some(c) if c.multi.is_some() => Reply::error("ERR MULTI calls can not be nested"),
+            Some(c) => {
+                c.multi = Some(Vec::new());
+                c.multi_error = false;
+                c.multi_denyoom = false;
+                Reply::ok()
+            }
+            None => Reply::ok(),
         }
     }
 

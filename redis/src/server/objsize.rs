@@ -53,7 +53,8 @@ fn sds_header(len: usize) -> usize {
         1..=31 => 1,
         0 | 32..=255 => 3,
         256..=65_535 => 5,
-        _ if len < 1 << 32 => 9,
+        // `u64` so wasm32's 32-bit `usize` compiles; there every length is below 2^32.
+        _ if (len as u64) < 1 << 32 => 9,
         _ => 17,
     }
 }
