@@ -4,7 +4,7 @@
 
 declare -F ensure_debian >/dev/null || . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-# Headless Chromium and its WebDriver, for tests/tests/browser.rs, and a
+# Headless Chromium and its WebDriver, for tests/tests/e2e/browser.rs, and a
 # small Chinese font (1.6 MB) so the zh screenshots show text, not boxes.
 ensure_browser_packages() {
     ensure_debian chromium:chromium chromedriver:chromium-driver

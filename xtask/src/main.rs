@@ -81,8 +81,9 @@ fn usage() -> &'static str {
        bloat [WASM]                  what is in the app's .wasm, by crate and module (default: build it with names)\n  \
        redis-suite --tree DIR [--logs DIR] [--only sim|real]\n                                \
      run Redis 7.0.15's own tests on sim-server and redis-server; print both [ok] counts\n  \
-       fuzz [--inputs N] [--seed S] [--target T] [--no-diff]\n                                \
-     fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs)\n  \
+       fuzz [--inputs N] [--seed S] [--target T] [--no-diff] [--built]\n                                \
+     fuzz the parsers, the engine (vs redis-server) and Lua scripts (default: 10 M inputs);\n                                \
+     --built runs the locklab-fuzz that `cargo test --workspace --release` built, without cargo\n  \
        layout [--max-lines N] [--root DIR]\n                                module import cycles of each crate, functions over N lines (80) without a reason,\n                                files over 800 lines and type names defined in two crates\n"
 }
 
@@ -152,6 +153,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<()> {
     use std::process::Stdio;
     let mut fwd: Vec<String> = Vec::new();
     let (mut inputs, mut diff, mut seed) = ("10000000".to_owned(), true, "1".to_owned());
+    let mut built = false;
     let mut rest = args.iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
@@ -162,6 +164,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<()> {
                 rest.next().context("--target needs a name")?.clone(),
             ]),
             "--no-diff" => diff = false,
+            "--built" => built = true,
             other => bail!("unknown option {other}\n\n{}", usage()),
         }
     }
@@ -170,8 +173,24 @@ fn fuzz(root: &Path, args: &[String]) -> Result<()> {
         fwd.push("--diff".to_owned());
     }
     let started = Instant::now();
-    let mut child = Command::new(cargo())
-        .args(["run", "--release", "-q", "-p", "locklab-fuzz", "--"])
+    // `--built`: the binary the workspace's release build made, run as it
+    // is. `./scripts/test` runs it beside the tests, whose `cargo test` holds
+    // the release directory's lock (and `cargo run -p locklab-fuzz` alone
+    // would resolve the crate's features on their own and build again).
+    let mut command = if built {
+        let bin = target_dir(root)?.join("release").join("locklab-fuzz");
+        ensure!(
+            bin.is_file(),
+            "{} is not built: run `cargo test --workspace --release --no-run`",
+            bin.display()
+        );
+        Command::new(bin)
+    } else {
+        let mut c = Command::new(cargo());
+        c.args(["run", "--release", "-q", "-p", "locklab-fuzz", "--"]);
+        c
+    };
+    let mut child = command
         .args(&fwd)
         .current_dir(root)
         .stderr(Stdio::piped())

@@ -1244,7 +1244,12 @@ mod tests {
     fn wire_commands_inside_multi_doom_the_transaction() {
         let (mut st, mut sess, env) = state(Profile::V7_0);
         assert_eq!(run(&mut st, &mut sess, &env, "MULTI"), Reply::ok());
-        assert!(run(&mut st, &mut sess, &env, "SELECT 1").is_error());
+        // SELECT is the node's too: queued, run at EXEC (7.0's way).
+        assert_eq!(run(&mut st, &mut sess, &env, "SELECT 1"), Reply::status("QUEUED"));
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "CLIENT SETNAME x"),
+            unsupported_in_multi("client")
+        );
         assert_eq!(run(&mut st, &mut sess, &env, "SET k v"), Reply::status("QUEUED"));
         assert!(matches!(run(&mut st, &mut sess, &env, "EXEC"), Reply::Error(e) if e.starts_with("EXECABORT")));
     }

@@ -2502,7 +2502,7 @@ fn server_shutdown_closes_connections() {
 /// The throughput report `locklab bench` prints: redis-benchmark -P 16
 /// against a real redis-server and against sim-server. Figures are
 /// machine-dependent, so this only runs when asked for, in release mode:
-/// `cargo test --release -p locklab-tests --test sim_server benchmark_report -- --ignored --nocapture`
+/// `cargo test --release -p locklab-tests --test e2e sim_server::benchmark_report -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement, not a check: run it in --release with --ignored"]
 fn benchmark_report() {

@@ -211,11 +211,13 @@ fn b8_and_b2_scripts_reach_nothing_the_lab_refuses() {
     let mut s = session(&pool, &owner);
     s.run_line("A", 0, "SADD s a b c").unwrap();
     // B8: the command comes from ARGV. On the simulator the fence sees it:
-    // one the lab's table refuses (SRANDMEMBER is not in it) refuses the
-    // whole script, and nothing of it reaches Redis.
+    // one the lab's table refuses (PFADD is not in it), or one past the
+    // table's bound (SRANDMEMBER's count), refuses the whole script, and
+    // nothing of it reaches Redis.
     let b8 = "EVAL \"return redis.call(ARGV[1], KEYS[1], ARGV[2])\" 1 s";
     for (args, why) in [
-        ("SRANDMEMBER -5", "not allowed"),
+        ("PFADD x", "not allowed"),
+        ("SRANDMEMBER -5000", "the lab's bound is 1000"),
         ("MEMORY PURGE", "not allowed"),
         ("CONFIG maxmemory", "not allowed"),
         ("DEBUG SLEEP", "not allowed"),

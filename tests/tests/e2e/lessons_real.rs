@@ -104,7 +104,7 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
             Err(_) => continue,
             Ok(()) => {}
         }
-        match play::run(lesson, &server.url(), 100, true) {
+        match play::run(lesson, &server.url(), single_node_factor(lesson), true) {
             Ok(report) => {
                 ran += 1;
                 if let Err(e) = check(lesson, &report) {
@@ -121,6 +121,20 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
         failures.join("\n\n")
     );
     assert!(ran >= SINGLE_NODE.len(), "only {ran} lessons ran on the real server");
+}
+
+/// The single-node lessons play at 100×, but for the ones whose windows
+/// are too narrow for it on a loaded machine.
+fn single_node_factor(l: &Lesson) -> u64 {
+    if l.id == "53" {
+        // B's release at 12.7 s meets its lock (PX 5000 from 8.8 s) 1.1 s
+        // before it expires: 11 wall ms at 100×, which a CI run with
+        // builds beside it overran (the release found the key gone). At
+        // 10× the margin is 110 wall ms; the run takes ~2 s.
+        10
+    } else {
+        100
+    }
 }
 
 /// The claims of LESSONS.md and `check_supported` agree: every managed
@@ -148,10 +162,11 @@ fn factor(l: &Lesson) -> u64 {
         real_lesson::default_factor(l)
     } else if l.id == "37" {
         // C's and D's acquisitions count a node as silent after its 50 ms
-        // timeout (10 wall ms at 5×), and D's check follows D's release
-        // at once: on a machine busy compiling, an answer came late and
-        // the check found the key (once in a CI run; it passed alone).
-        // In real time the windows are five times wider; the run is ~12 s.
+        // timeout (10 wall ms at 5×), and D's check followed D's round at
+        // once: on a machine busy compiling, an answer came late and the
+        // check found the key (in two CI runs; it passed alone). In real
+        // time the windows are five times wider, and the lesson now waits
+        // 200 ms after D's round before the check; the run is ~12 s.
         1
     } else if l.id == "19" {
         // Its check at 10.05 s follows the failed extension at 9.9 s and

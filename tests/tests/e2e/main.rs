@@ -1,0 +1,44 @@
+//! The end-to-end tests, one test binary: every module is what used to be
+//! a binary of its own (`cargo test --release -p locklab-tests --test e2e
+//! browser::` runs one). One binary is linked once instead of 24 times, and
+//! its tests share the harness's threads, so a module whose last test runs
+//! long no longer holds the whole suite up (issue 41: the suite's build and
+//! its waits were most of `./scripts/test`'s time).
+//!
+//! Three binaries stay apart: `security`, `security_props` and
+//! `monitor_import` measure this process's peak memory, which other tests
+//! in the same process would add to.
+
+// The simulator against redis-server.
+mod differential;
+mod proptest_diff;
+mod sim_server;
+
+// The backend, its WebSocket and the page it serves.
+mod async_lane;
+mod backend_api;
+mod backend_real;
+mod class;
+mod class_redis;
+mod scripts_owner;
+mod web;
+
+// Real servers: Redis, Sentinel, etcd, ZooKeeper.
+mod explore_real;
+mod four_services_real;
+mod lessons_real;
+mod lockservice_real;
+mod real;
+mod real_faults;
+mod zookeeper_real;
+
+// Real lock libraries under a nemesis.
+mod check_libraries;
+
+// The page in headless Chromium.
+mod browser;
+mod browser_class;
+mod browser_explore;
+mod browser_interview;
+mod browser_notes;
+mod browser_open;
