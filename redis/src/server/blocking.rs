@@ -34,6 +34,10 @@ pub(crate) enum BlockKind {
     Pop { left: bool },
     /// BZPOPMIN / BZPOPMAX: reply `[key, member, score]`.
     ZPop { max: bool },
+    /// BLMPOP: reply `[key, [element ...]]`, up to `count` elements.
+    MPop { left: bool, count: usize },
+    /// BZMPOP: reply `[key, [[member, score] ...]]`, up to `count` members.
+    ZMPop { max: bool, count: usize },
     /// BLMOVE / BRPOPLPUSH: push onto `dst`, reply the element.
     Move {
         dst: Vec<u8>,
@@ -114,7 +118,9 @@ impl Blocking {
 /// `$-1` for the moves (both `_` in RESP3).
 pub(crate) fn timeout_reply(kind: &BlockKind) -> Reply {
     match kind {
-        BlockKind::Pop { .. } | BlockKind::ZPop { .. } => Reply::NilArray,
+        BlockKind::Pop { .. } | BlockKind::ZPop { .. } | BlockKind::MPop { .. } | BlockKind::ZMPop { .. } => {
+            Reply::NilArray
+        }
         BlockKind::Move { .. } => Reply::Nil,
     }
 }

@@ -1,7 +1,9 @@
 //! `BZPOPMIN` / `BZPOPMAX` (t_zset.c `blockingGenericZpopCommand`): pop
 //! the lowest / highest member of the first non-empty sorted set of the
 //! keys, or wait for one on the blocking machinery BLPOP uses
-//! (`server::blocking`; a ZADD signals the key ready as an LPUSH does).
+//! (`server::blocking`; a ZADD signals the key ready as an LPUSH does);
+//! and `ZMPOP` / `BZMPOP` (`zmpopGenericCommand`), which pop up to a count
+//! from the first of numkeys sorted sets.
 
 use super::wrongtype;
 use crate::reply::Reply;
@@ -64,4 +66,108 @@ pub(crate) fn serve_zpop(e: &mut Engine, db: usize, key: &[u8], max: bool) -> Op
         Reply::Bulk(member),
         Reply::Double(format_score(score)),
     ]))
+}
+
+/// `zmpopGenericCommand`'s arguments: numkeys at `numkeys_at`, the keys,
+/// MIN|MAX, then an optional COUNT. Returns the keys, the side and the
+/// count.
+fn parse_zmpop(argv: &[Vec<u8>], numkeys_at: usize) -> Result<(&[Vec<u8>], bool, usize), Reply> {
+    let numkeys = match super::parse_i64(&argv[numkeys_at]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err(Reply::error("ERR numkeys should be greater than 0")),
+    };
+    let where_at = (numkeys_at as u64 + 1).saturating_add(numkeys);
+    if where_at >= argv.len() as u64 {
+        return Err(super::syntax_error());
+    }
+    let where_at = where_at as usize;
+    let max = match &argv[where_at] {
+        w if super::is(w, "MIN") => false,
+        w if super::is(w, "MAX") => true,
+        _ => return Err(super::syntax_error()),
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < argv.len() {
+        if count.is_none() && super::is(&argv[j], "COUNT") && j + 1 < argv.len() {
+            match super::parse_i64(&argv[j + 1]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err(Reply::error("ERR count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(super::syntax_error());
+        }
+    }
+    Ok((&argv[numkeys_at + 1..where_at], max, count.unwrap_or(1)))
+}
+
+/// The first key of `keys` holding a sorted set, popped (`genericZpopCommand`
+/// with `emitkey` and a nested array): `Err(None)` when there is none.
+fn first_zset(cx: &mut Ctx<'_>, keys: &[Vec<u8>], max: bool, count: usize) -> Result<Reply, Option<Reply>> {
+    for key in keys {
+        match cx.e.value_mut(cx.db, key) {
+            None => continue,
+            Some(Value::ZSet(_)) => return serve_zmpop(cx.e, cx.db, key, max, count).ok_or(None),
+            Some(_) => return Err(Some(wrongtype())),
+        }
+    }
+    Err(None)
+}
+
+/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]` (`zmpopCommand`):
+/// `[key, [[member, score] ...]]` from the first sorted set, nil array
+/// when there is none.
+pub(crate) fn zmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (keys, max, count) = match parse_zmpop(argv, 1) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    first_zset(cx, keys, max, count).unwrap_or_else(|e| e.unwrap_or(Reply::NilArray))
+}
+
+/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`
+/// (`bzmpopCommand`): ZMPOP, or wait (`blockingGenericZpopCommand`, which
+/// reads the timeout after ZMPOP's arguments).
+pub(crate) fn bzmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (keys, max, count) = match parse_zmpop(argv, 2) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let (timeout_ms, deadline) = match super::lists::deadline(cx.e, &argv[1]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match first_zset(cx, keys, max, count) {
+        Ok(r) => return r,
+        Err(Some(e)) => return e,
+        Err(None) => {}
+    }
+    if cx.e.may_block() {
+        cx.e.blocking.request = Some(BlockRequest {
+            keys: keys.to_vec(),
+            deadline,
+            timeout_ms,
+            kind: BlockKind::ZMPop { max, count },
+        });
+    }
+    Reply::NilArray
+}
+
+/// Pop up to `count` members of the sorted set at `key`: reply `[key,
+/// [[member, score] ...]]` (nested in RESP2 too), propagate as `ZPOPMIN key
+/// n` / `ZPOPMAX key n`. `None` when there is no sorted set at `key`.
+pub(crate) fn serve_zmpop(e: &mut Engine, db: usize, key: &[u8], max: bool, count: usize) -> Option<Reply> {
+    let Some(Value::ZSet(z)) = e.value_mut(db, key) else {
+        return None;
+    };
+    let n = count.min(z.len());
+    let popped: Vec<Reply> = (0..n)
+        .filter_map(|_| z.pop(max))
+        .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(format_score(s))]))
+        .collect();
+    e.changed(db, key);
+    let n = n.to_string();
+    e.propagate(|| super::argv(&[if max { b"ZPOPMAX" } else { b"ZPOPMIN" }, key, n.as_bytes()]));
+    Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Array(popped)]))
 }

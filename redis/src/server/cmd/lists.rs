@@ -15,7 +15,7 @@ use crate::server::{Ctx, Engine};
 /// The key's list to change in place (`None` when missing), or WRONGTYPE.
 /// The caller reports a change with `Engine::changed`, which also deletes
 /// an emptied list, as redis-server does.
-fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
+pub(super) fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
     match e.value_mut(db, key) {
         None => Ok(None),
         Some(Value::List(l)) => Ok(Some(l)),
@@ -40,7 +40,7 @@ fn push_onto(e: &mut Engine, db: usize, key: &[u8], left: bool, v: Vec<u8>) -> u
     }
 }
 
-fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
+pub(super) fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
     let db = cx.db;
     match cx.e.lookup_read(db, key).map(|e| &e.value) {
         None => Ok(None),
@@ -211,7 +211,7 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `getListPositionFromObjectOrReply`: LEFT or RIGHT.
-fn position(arg: &[u8]) -> Result<bool, Reply> {
+pub(super) fn position(arg: &[u8]) -> Result<bool, Reply> {
     if is(arg, "LEFT") {
         Ok(true)
     } else if is(arg, "RIGHT") {
@@ -363,6 +363,8 @@ pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockK
             Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
         }
         BlockKind::ZPop { max } => super::bzpop::serve_zpop(e, db, key, *max),
+        BlockKind::MPop { left, count } => super::listops::serve_mpop(e, db, key, *left, *count),
+        BlockKind::ZMPop { max, count } => super::bzpop::serve_zmpop(e, db, key, *max, *count),
         BlockKind::Move {
             dst,
             from_left,

@@ -9,6 +9,7 @@ pub(crate) mod delex;
 pub(crate) mod dump;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod listops;
 pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
@@ -19,6 +20,7 @@ pub(crate) mod sets;
 pub(crate) mod sort;
 pub(crate) mod strings;
 pub(crate) mod zsets;
+pub(crate) mod zsetops;
 
 use crate::reply::Reply;
 
