@@ -354,6 +354,7 @@ commands! {
     "zmscore", -3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zmscore), OK;
     "zpopmax", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmax), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "zpopmin", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmin), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "zrandmember", -2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrandmember), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "zrangebylex", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebylex), OK;
     "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore), OK;

@@ -68,40 +68,6 @@ pub(crate) fn serve_zpop(e: &mut Engine, db: usize, key: &[u8], max: bool) -> Op
     ]))
 }
 
-/// `zmpopGenericCommand`'s arguments: numkeys at `numkeys_at`, the keys,
-/// MIN|MAX, then an optional COUNT. Returns the keys, the side and the
-/// count.
-fn parse_zmpop(argv: &[Vec<u8>], numkeys_at: usize) -> Result<(&[Vec<u8>], bool, usize), Reply> {
-    let numkeys = match super::parse_i64(&argv[numkeys_at]) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Err(Reply::error("ERR numkeys should be greater than 0")),
-    };
-    let where_at = (numkeys_at as u64 + 1).saturating_add(numkeys);
-    if where_at >= argv.len() as u64 {
-        return Err(super::syntax_error());
-    }
-    let where_at = where_at as usize;
-    let max = match &argv[where_at] {
-        w if super::is(w, "MIN") => false,
-        w if super::is(w, "MAX") => true,
-        _ => return Err(super::syntax_error()),
-    };
-    let mut count = None;
-    let mut j = where_at + 1;
-    while j < argv.len() {
-        if count.is_none() && super::is(&argv[j], "COUNT") && j + 1 < argv.len() {
-            match super::parse_i64(&argv[j + 1]) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err(Reply::error("ERR count should be greater than 0")),
-            }
-            j += 2;
-        } else {
-            return Err(super::syntax_error());
-        }
-    }
-    Ok((&argv[numkeys_at + 1..where_at], max, count.unwrap_or(1)))
-}
-
 /// The first key of `keys` holding a sorted set, popped (`genericZpopCommand`
 /// with `emitkey` and a nested array): `Err(None)` when there is none.
 fn first_zset(cx: &mut Ctx<'_>, keys: &[Vec<u8>], max: bool, count: usize) -> Result<Reply, Option<Reply>> {
@@ -119,7 +85,7 @@ fn first_zset(cx: &mut Ctx<'_>, keys: &[Vec<u8>], max: bool, count: usize) -> Re
 /// `[key, [[member, score] ...]]` from the first sorted set, nil array
 /// when there is none.
 pub(crate) fn zmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, max, count) = match parse_zmpop(argv, 1) {
+    let (keys, max, count) = match super::listops::parse_mpop(argv, 1, ("MAX", "MIN")) {
         Ok(p) => p,
         Err(e) => return e,
     };
@@ -130,7 +96,7 @@ pub(crate) fn zmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// (`bzmpopCommand`): ZMPOP, or wait (`blockingGenericZpopCommand`, which
 /// reads the timeout after ZMPOP's arguments).
 pub(crate) fn bzmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, max, count) = match parse_zmpop(argv, 2) {
+    let (keys, max, count) = match super::listops::parse_mpop(argv, 2, ("MAX", "MIN")) {
         Ok(p) => p,
         Err(e) => return e,
     };

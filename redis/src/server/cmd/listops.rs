@@ -2,7 +2,7 @@
 //! LINSERT, LSET, LTRIM, LPOS, and LMPOP with its blocking form BLMPOP (on
 //! the machinery BLPOP uses, `server::blocking`).
 
-use super::lists::{list_mut, position, read_list};
+use super::lists::{list_mut, read_list};
 use super::{int_arg, is, parse_i64, syntax_error};
 use crate::reply::Reply;
 use crate::server::blocking::{BlockKind, BlockRequest};
@@ -161,9 +161,15 @@ pub(crate) fn lpos(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `lmpopGenericCommand`: numkeys at `numkeys_at`, the keys, LEFT|RIGHT,
-/// then an optional COUNT. Returns the keys, the side and the count.
-fn parse_mpop(argv: &[Vec<u8>], numkeys_at: usize) -> Result<(&[Vec<u8>], bool, usize), Reply> {
+/// `lmpopGenericCommand` / `zmpopGenericCommand`'s arguments: numkeys at
+/// `numkeys_at`, the keys, a side (`sides.0` or `sides.1`: LEFT|RIGHT,
+/// MIN|MAX), then an optional COUNT. Returns the keys, whether the side is
+/// `sides.0`, and the count.
+pub(super) fn parse_mpop<'a>(
+    argv: &'a [Vec<u8>],
+    numkeys_at: usize,
+    sides: (&str, &str),
+) -> Result<(&'a [Vec<u8>], bool, usize), Reply> {
     let numkeys = match parse_i64(&argv[numkeys_at]) {
         Some(n) if n >= 1 => n as u64,
         _ => return Err(Reply::error("ERR numkeys should be greater than 0")),
@@ -173,7 +179,11 @@ fn parse_mpop(argv: &[Vec<u8>], numkeys_at: usize) -> Result<(&[Vec<u8>], bool, 
         return Err(syntax_error());
     }
     let where_at = where_at as usize;
-    let left = position(&argv[where_at])?;
+    let first = match &argv[where_at] {
+        w if is(w, sides.0) => true,
+        w if is(w, sides.1) => false,
+        _ => return Err(syntax_error()),
+    };
     let mut count = None;
     let mut j = where_at + 1;
     while j < argv.len() {
@@ -187,13 +197,13 @@ fn parse_mpop(argv: &[Vec<u8>], numkeys_at: usize) -> Result<(&[Vec<u8>], bool, 
             return Err(syntax_error());
         }
     }
-    Ok((&argv[numkeys_at + 1..where_at], left, count.unwrap_or(1)))
+    Ok((&argv[numkeys_at + 1..where_at], first, count.unwrap_or(1)))
 }
 
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]` (`mpopGenericCommand`):
 /// pop from the first non-empty list; nil array when there is none.
 pub(crate) fn lmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, left, count) = match parse_mpop(argv, 1) {
+    let (keys, left, count) = match parse_mpop(argv, 1, ("LEFT", "RIGHT")) {
         Ok(p) => p,
         Err(e) => return e,
     };
@@ -217,7 +227,7 @@ fn first_list(cx: &mut Ctx<'_>, keys: &[Vec<u8>], left: bool, count: usize) -> R
 /// or wait (`blockingPopGenericCommand`, which reads the timeout after
 /// LMPOP's arguments).
 pub(crate) fn blmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, left, count) = match parse_mpop(argv, 2) {
+    let (keys, left, count) = match parse_mpop(argv, 2, ("LEFT", "RIGHT")) {
         Ok(p) => p,
         Err(e) => return e,
     };

@@ -211,7 +211,7 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 }
 
 /// `getListPositionFromObjectOrReply`: LEFT or RIGHT.
-pub(super) fn position(arg: &[u8]) -> Result<bool, Reply> {
+fn position(arg: &[u8]) -> Result<bool, Reply> {
     if is(arg, "LEFT") {
         Ok(true)
     } else if is(arg, "RIGHT") {

@@ -658,3 +658,39 @@ pub(crate) fn zmscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(e) => e,
     }
 }
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]` (`zrandmemberCommand`,
+/// `zrandmemberWithCountCommand`): HRANDFIELD's rules — one member, or
+/// `count` distinct ones (all when the set is smaller), or with a negative
+/// count that many draws with repetition; the draws come from the
+/// engine's seeded generator.
+pub(crate) fn zrandmember(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (count, withscores) = match super::rand_args(argv, "WITHSCORES") {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let len = match read_zset(cx, &argv[1]) {
+        Ok(Some(z)) => z.len(),
+        Ok(None) if count.is_some() => return Reply::Array(Vec::new()),
+        Ok(None) => return Reply::Nil,
+        Err(e) => return e,
+    };
+    let mut chosen = super::rand_picks(cx.e, len, count);
+    if count.is_some_and(|l| l >= 0 && l as u64 >= len as u64) {
+        // The whole set, as `zuiInitIterator` walks it: from the tail.
+        chosen.reverse();
+    }
+    let Some(Value::ZSet(z)) = cx.e.db(cx.db).get(&argv[1]).map(|e| &e.value) else {
+        return Reply::Nil;
+    };
+    let members: Vec<(&[u8], f64)> = z.iter().collect();
+    if count.is_none() {
+        return Reply::Bulk(members[chosen[0]].0.to_vec());
+    }
+    let picked = chosen.into_iter().map(|i| members[i]);
+    if withscores {
+        Reply::Pairs(picked.map(|(m, s)| (Reply::Bulk(m.to_vec()), double(s))).collect())
+    } else {
+        Reply::Array(picked.map(|(m, _)| Reply::Bulk(m.to_vec())).collect())
+    }
+}
