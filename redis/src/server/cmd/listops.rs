@@ -138,7 +138,11 @@ pub(crate) fn lpos(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     let llen = list.len();
-    let limit = if maxlen == 0 { llen } else { (maxlen as u64).min(llen as u64) as usize };
+    let limit = if maxlen == 0 {
+        llen
+    } else {
+        (maxlen as u64).min(llen as u64) as usize
+    };
     let mut found = Vec::new();
     let mut matches = 0u64;
     for index in 0..limit {

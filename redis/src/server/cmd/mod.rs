@@ -19,8 +19,8 @@ pub(crate) mod setops;
 pub(crate) mod sets;
 pub(crate) mod sort;
 pub(crate) mod strings;
-pub(crate) mod zsets;
 pub(crate) mod zsetops;
+pub(crate) mod zsets;
 
 use crate::reply::Reply;
 

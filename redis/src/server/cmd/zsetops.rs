@@ -123,8 +123,7 @@ fn parse(
         if op != Op::Diff && !card && remaining > setnum && is(&argv[j], "WEIGHTS") {
             j += 1;
             for src in &mut srcs {
-                src.weight =
-                    parse_double(&argv[j]).ok_or_else(|| Reply::error("ERR weight value is not a float"))?;
+                src.weight = parse_double(&argv[j]).ok_or_else(|| Reply::error("ERR weight value is not a float"))?;
                 j += 1;
             }
         } else if op != Op::Diff && !card && remaining >= 2 && is(&argv[j], "AGGREGATE") {
