@@ -1,6 +1,7 @@
 //! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE,
 //! LINDEX, LREM, LMOVE, RPOPLPUSH and the blocking BLPOP, BRPOP, BLMOVE,
-//! BRPOPLPUSH (see `server::blocking` for how a client waits).
+//! BRPOPLPUSH (see `server::blocking` for how a client waits). LINSERT,
+//! LSET, LTRIM, LPOS, LMPOP and BLMPOP are `cmd::listops`.
 //!
 //! python-redis-lock is built on them: a waiter sleeps in
 //! `BLPOP lock-signal:<name> <timeout>`, and the release script pushes one

@@ -1,7 +1,10 @@
 //! Sorted-set commands: ZADD (NX, XX, GT, LT, CH, INCR), ZINCRBY, ZREM,
 //! ZCARD, ZSCORE, ZRANK, ZREVRANK, ZCOUNT, the ZRANGE family (by rank,
 //! BYSCORE, BYLEX, REV, LIMIT, WITHSCORES; ZREVRANGE, ZRANGEBYSCORE,
-//! ZREVRANGEBYSCORE), ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX.
+//! ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX; ZRANGESTORE), ZLEXCOUNT,
+//! ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZREMRANGEBYLEX, ZPOPMIN, ZPOPMAX,
+//! ZMSCORE, ZRANDMEMBER. The algebra (ZUNION …) is `cmd::zsetops`, the
+//! multi-key pops `cmd::bzpop`.
 //!
 //! redis-semaphore keeps a semaphore's holders as members scored by their
 //! acquire time: `ZREMRANGEBYSCORE` drops the expired ones, `ZCARD` counts
