@@ -68,56 +68,16 @@ pub(crate) fn serve_zpop(e: &mut Engine, db: usize, key: &[u8], max: bool) -> Op
     ]))
 }
 
-/// The first key of `keys` holding a sorted set, popped (`genericZpopCommand`
-/// with `emitkey` and a nested array): `Err(None)` when there is none.
-fn first_zset(cx: &mut Ctx<'_>, keys: &[Vec<u8>], max: bool, count: usize) -> Result<Reply, Option<Reply>> {
-    for key in keys {
-        match cx.e.value_mut(cx.db, key) {
-            None => continue,
-            Some(Value::ZSet(_)) => return serve_zmpop(cx.e, cx.db, key, max, count).ok_or(None),
-            Some(_) => return Err(Some(wrongtype())),
-        }
-    }
-    Err(None)
-}
-
 /// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]` (`zmpopCommand`):
 /// `[key, [[member, score] ...]]` from the first sorted set, nil array
-/// when there is none.
+/// when there is none (`cmd::listops::mpop`, shared with LMPOP).
 pub(crate) fn zmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, max, count) = match super::listops::parse_mpop(argv, 1, ("MAX", "MIN")) {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    first_zset(cx, keys, max, count).unwrap_or_else(|e| e.unwrap_or(Reply::NilArray))
+    super::listops::mpop(cx, argv, super::listops::Of::ZSets, false)
 }
 
-/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`
-/// (`bzmpopCommand`): ZMPOP, or wait (`blockingGenericZpopCommand`, which
-/// reads the timeout after ZMPOP's arguments).
+/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]` (`bzmpopCommand`)
 pub(crate) fn bzmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, max, count) = match super::listops::parse_mpop(argv, 2, ("MAX", "MIN")) {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    let (timeout_ms, deadline) = match super::lists::deadline(cx.e, &argv[1]) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
-    match first_zset(cx, keys, max, count) {
-        Ok(r) => return r,
-        Err(Some(e)) => return e,
-        Err(None) => {}
-    }
-    if cx.e.may_block() {
-        cx.e.blocking.request = Some(BlockRequest {
-            keys: keys.to_vec(),
-            deadline,
-            timeout_ms,
-            kind: BlockKind::ZMPop { max, count },
-        });
-    }
-    Reply::NilArray
+    super::listops::mpop(cx, argv, super::listops::Of::ZSets, true)
 }
 
 /// Pop up to `count` members of the sorted set at `key`: reply `[key,

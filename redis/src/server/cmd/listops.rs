@@ -3,9 +3,10 @@
 //! the machinery BLPOP uses, `server::blocking`).
 
 use super::lists::{list_mut, read_list};
-use super::{int_arg, is, parse_i64, syntax_error};
+use super::{int_arg, is, parse_i64, syntax_error, wrongtype};
 use crate::reply::Reply;
 use crate::server::blocking::{BlockKind, BlockRequest};
+use crate::server::db::Value;
 use crate::server::{Ctx, Engine};
 
 /// `LINSERT key BEFORE|AFTER pivot element` (`linsertCommand`): the new
@@ -57,7 +58,7 @@ pub(crate) fn lset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `LTRIM key start stop` (`ltrimCommand`): LRANGE's index rules; a range
 /// that is empty empties (and so deletes) the list.
 pub(crate) fn ltrim(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut start, mut end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
+    let (start, end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
@@ -66,21 +67,12 @@ pub(crate) fn ltrim(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(None) => return Reply::ok(),
         Err(e) => return e,
     };
-    let llen = list.len() as i64;
-    if start < 0 {
-        start += llen;
-    }
-    if end < 0 {
-        end += llen;
-    }
-    start = start.max(0);
-    let (ltrim, rtrim) = if start > end || start >= llen {
-        (llen, 0)
-    } else {
-        end = end.min(llen - 1);
-        (start, llen - end - 1)
+    let llen = list.len();
+    let (ltrim, rtrim) = match super::lists::index_range(start, end, llen) {
+        None => (llen, 0),
+        Some((start, end)) => (start, llen - end - 1),
     };
-    list.trim(ltrim as usize, rtrim as usize);
+    list.trim(ltrim, rtrim);
     cx.e.changed(cx.db, &argv[1]);
     cx.e.propagate(|| argv.to_vec());
     Reply::ok()
@@ -204,55 +196,68 @@ pub(super) fn parse_mpop<'a>(
     Ok((&argv[numkeys_at + 1..where_at], first, count.unwrap_or(1)))
 }
 
-/// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]` (`mpopGenericCommand`):
-/// pop from the first non-empty list; nil array when there is none.
-pub(crate) fn lmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, left, count) = match parse_mpop(argv, 1, ("LEFT", "RIGHT")) {
+/// What a multi-key pop takes from: lists (LMPOP, BLMPOP) or sorted sets
+/// (ZMPOP, BZMPOP).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Of {
+    Lists,
+    ZSets,
+}
+
+/// `lmpopGenericCommand` and `zmpopGenericCommand` (alike in 7.0), with
+/// `mpopGenericCommand` / `genericZpopCommand` behind them: pop from the
+/// first key that holds one (a missing key is skipped, another type is
+/// WRONGTYPE), else the nil array. The blocking forms read their timeout
+/// (`argv[1]`) after the other arguments, and wait where they may
+/// (`blockingPopGenericCommand`, `blockingGenericZpopCommand`).
+pub(super) fn mpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], of: Of, block: bool) -> Reply {
+    let sides = if of == Of::Lists {
+        ("LEFT", "RIGHT")
+    } else {
+        ("MAX", "MIN")
+    };
+    let (keys, first, count) = match parse_mpop(argv, 1 + usize::from(block), sides) {
         Ok(p) => p,
         Err(e) => return e,
     };
-    first_list(cx, keys, left, count).unwrap_or_else(|e| e.unwrap_or(Reply::NilArray))
-}
-
-/// The first key of `keys` holding a list, popped: `Ok(reply)`; `Err(None)`
-/// when there is none, `Err(Some(WRONGTYPE))` at a key of another type.
-fn first_list(cx: &mut Ctx<'_>, keys: &[Vec<u8>], left: bool, count: usize) -> Result<Reply, Option<Reply>> {
+    let wait = match block.then(|| super::lists::deadline(cx.e, &argv[1])) {
+        Some(Err(e)) => return e,
+        Some(Ok(d)) => Some(d),
+        None => None,
+    };
     for key in keys {
-        match list_mut(cx.e, cx.db, key) {
-            Ok(None) => continue,
-            Ok(Some(_)) => return serve_mpop(cx.e, cx.db, key, left, count).ok_or(None),
-            Err(e) => return Err(Some(e)),
-        }
+        let served = match (of, cx.e.value_mut(cx.db, key)) {
+            (_, None) => continue,
+            (Of::Lists, Some(Value::List(_))) => serve_mpop(cx.e, cx.db, key, first, count),
+            (Of::ZSets, Some(Value::ZSet(_))) => super::bzpop::serve_zmpop(cx.e, cx.db, key, first, count),
+            _ => return wrongtype(),
+        };
+        return served.unwrap_or(Reply::NilArray);
     }
-    Err(None)
-}
-
-/// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`: LMPOP,
-/// or wait (`blockingPopGenericCommand`, which reads the timeout after
-/// LMPOP's arguments).
-pub(crate) fn blmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (keys, left, count) = match parse_mpop(argv, 2, ("LEFT", "RIGHT")) {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    let (timeout_ms, deadline) = match super::lists::deadline(cx.e, &argv[1]) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
-    match first_list(cx, keys, left, count) {
-        Ok(r) => return r,
-        Err(Some(e)) => return e,
-        Err(None) => {}
-    }
-    if cx.e.may_block() {
+    if let (Some((timeout_ms, deadline)), true) = (wait, cx.e.may_block()) {
+        let kind = match of {
+            Of::Lists => BlockKind::MPop { left: first, count },
+            Of::ZSets => BlockKind::ZMPop { max: first, count },
+        };
         cx.e.blocking.request = Some(BlockRequest {
             keys: keys.to_vec(),
             deadline,
             timeout_ms,
-            kind: BlockKind::MPop { left, count },
+            kind,
         });
     }
     Reply::NilArray
+}
+
+/// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: `[key,
+/// [element ...]]` from the first list.
+pub(crate) fn lmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    mpop(cx, argv, Of::Lists, false)
+}
+
+/// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`
+pub(crate) fn blmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    mpop(cx, argv, Of::Lists, true)
 }
 
 /// `listPopRangeAndReplyWithKey`: pop up to `count` elements of the list at

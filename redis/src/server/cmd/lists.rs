@@ -139,7 +139,7 @@ pub(crate) fn llen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `LRANGE key start stop`: `addListRangeReply`'s index rules.
 pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut start, mut end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
+    let (start, end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
@@ -148,23 +148,23 @@ pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(None) => return Reply::Array(Vec::new()),
         Err(e) => return e,
     };
-    let len = list.len() as i64;
-    if start < 0 {
-        start += len;
-    }
-    if end < 0 {
-        end += len;
-    }
-    start = start.max(0);
-    if start > end || start >= len {
+    let Some((start, end)) = index_range(start, end, list.len()) else {
         return Reply::Array(Vec::new());
+    };
+    Reply::Array(list.range(start..=end).map(|v| Reply::Bulk(v.clone())).collect())
+}
+
+/// `addListRangeReply`'s (and LTRIM's) index rules: negative indexes count
+/// from the end, the start is clamped to 0 and the end to the last index;
+/// `None` when the range is empty.
+pub(super) fn index_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { start + len } else { start }.max(0);
+    let end = if end < 0 { end + len } else { end };
+    if start > end || start >= len {
+        return None;
     }
-    end = end.min(len - 1);
-    Reply::Array(
-        list.range(start as usize..=end as usize)
-            .map(|v| Reply::Bulk(v.clone()))
-            .collect(),
-    )
+    Some((start as usize, end.min(len - 1) as usize))
 }
 
 /// `LINDEX key index`
