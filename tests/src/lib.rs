@@ -50,8 +50,10 @@ macro_rules! with_diff_files {
             hashes => "hashes.redis",
             keys => "keys.redis",
             keys_more => "keys_more.redis",
+            list_ops => "list_ops.redis",
             lists => "lists.redis",
             maxmemory => "maxmemory.redis",
+            mpop => "mpop.redis",
             memory_usage => "memory_usage.redis",
             locks => "locks.redis",
             lua_library => "lua_library.redis",
@@ -65,6 +67,8 @@ macro_rules! with_diff_files {
             strings => "strings.redis",
             strings_more => "strings_more.redis",
             transactions => "transactions.redis",
+            zset_algebra => "zset_algebra.redis",
+            zset_lex_store => "zset_lex_store.redis",
         }
     };
 }

@@ -864,7 +864,7 @@ fn core_entry(c: &Command) -> Reply {
     let (first, last, step) = match c.keys {
         Keys::None => (0, 0, 0),
         Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
-        Keys::NumKeys { .. } => {
+        Keys::NumKeys { .. } | Keys::DestNumKeys { .. } => {
             fl.push("movablekeys");
             (0, 0, 0)
         }
@@ -1062,9 +1062,11 @@ fn getkeys(profile: Profile, cmdline: &[Vec<u8>], with_flags: bool) -> Reply {
     // A `numkeys` that promises more keys than the command has yields no
     // keys at all on redis-server (not the ones that are there).
     let mut indexes = c.key_indexes(cmdline);
-    if let Keys::NumKeys { at } = c.keys {
+    if let Keys::NumKeys { at } | Keys::DestNumKeys { at } = c.keys {
         let promised = cmdline.get(at).and_then(|n| string2ll(n)).unwrap_or(0);
-        if promised < 0 || promised as u64 > indexes.len() as u64 {
+        // ZUNIONSTORE's destination is not one of the counted keys.
+        let counted = indexes.len() - usize::from(matches!(c.keys, Keys::DestNumKeys { .. }) && !indexes.is_empty());
+        if promised < 0 || promised as u64 > counted as u64 {
             indexes.clear();
         }
     }

@@ -1,4 +1,5 @@
-//! Clients blocked on list keys: `BLPOP`, `BRPOP`, `BLMOVE`, `BRPOPLPUSH`.
+//! Clients blocked on list and sorted-set keys: `BLPOP`, `BRPOP`, `BLMOVE`,
+//! `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`, `BZPOPMAX`, `BZMPOP`.
 //!
 //! redis-server's `blocked.c`, reduced to lists. A blocking command that
 //! finds nothing to pop leaves a [`BlockRequest`] on the engine instead of
@@ -34,6 +35,10 @@ pub(crate) enum BlockKind {
     Pop { left: bool },
     /// BZPOPMIN / BZPOPMAX: reply `[key, member, score]`.
     ZPop { max: bool },
+    /// BLMPOP: reply `[key, [element ...]]`, up to `count` elements.
+    MPop { left: bool, count: usize },
+    /// BZMPOP: reply `[key, [[member, score] ...]]`, up to `count` members.
+    ZMPop { max: bool, count: usize },
     /// BLMOVE / BRPOPLPUSH: push onto `dst`, reply the element.
     Move {
         dst: Vec<u8>,
@@ -114,7 +119,9 @@ impl Blocking {
 /// `$-1` for the moves (both `_` in RESP3).
 pub(crate) fn timeout_reply(kind: &BlockKind) -> Reply {
     match kind {
-        BlockKind::Pop { .. } | BlockKind::ZPop { .. } => Reply::NilArray,
+        BlockKind::Pop { .. } | BlockKind::ZPop { .. } | BlockKind::MPop { .. } | BlockKind::ZMPop { .. } => {
+            Reply::NilArray
+        }
         BlockKind::Move { .. } => Reply::Nil,
     }
 }
@@ -342,6 +349,36 @@ mod tests {
             ]
         );
         assert_eq!(n.execute(p, &argv("LRANGE q 0 -1")), Reply::Array(vec![bulk("y")]));
+        assert_eq!(n.blocked_clients(), 0);
+    }
+
+    /// BLMPOP and BZMPOP wait like BLPOP and are served with up to their
+    /// count, as `[key, [...]]`, first blocked first served.
+    #[test]
+    fn multi_key_pops_are_served_with_their_count() {
+        let mut n = Node::new(Profile::V7_0);
+        let (a, b, p) = (ConnId(1), ConnId(2), ConnId(3));
+        assert_eq!(n.execute_or_block(a, &argv("BLMPOP 0 2 none q LEFT COUNT 2")), None);
+        assert_eq!(n.execute_or_block(b, &argv("BZMPOP 0 1 z MAX COUNT 5")), None);
+        assert_eq!(n.execute(p, &argv("RPUSH q x y z")), Reply::Integer(3));
+        assert_eq!(n.execute(p, &argv("ZADD z 1 m 2 n")), Reply::Integer(2));
+        let bulk = |s: &str| Reply::bulk(s);
+        let pair = |m: &str, s: &str| Reply::Array(vec![bulk(m), Reply::Double(s.into())]);
+        assert_eq!(
+            n.take_outbound(),
+            vec![
+                Outbound {
+                    conn: a,
+                    reply: Reply::Array(vec![bulk("q"), Reply::Array(vec![bulk("x"), bulk("y")])])
+                },
+                Outbound {
+                    conn: b,
+                    reply: Reply::Array(vec![bulk("z"), Reply::Array(vec![pair("n", "2"), pair("m", "1")])])
+                },
+            ]
+        );
+        assert_eq!(n.execute(p, &argv("LRANGE q 0 -1")), Reply::Array(vec![bulk("z")]));
+        assert_eq!(n.execute(p, &argv("EXISTS z")), Reply::Integer(0));
         assert_eq!(n.blocked_clients(), 0);
     }
 

@@ -498,7 +498,7 @@ fn obuf_limits(old: &str, value: &str) -> Result<String, String> {
 /// util.c's `memtoull`: digits, then an optional unit (`b`, `k`, `kb`, `m`,
 /// `mb`, `g`, `gb`, any case); `k` is 1000 and `kb` 1024. Like the C, an
 /// overflowing number saturates before the unit multiplies (wrapping).
-fn memtoull(s: &str) -> Option<u64> {
+pub(crate) fn memtoull(s: &str) -> Option<u64> {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     let (num, unit) = s.split_at(digits);
     let mul: u64 = match unit.to_ascii_lowercase().as_str() {

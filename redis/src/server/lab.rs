@@ -142,6 +142,10 @@ pub mod why {
     /// it is sent (`Cost` has no rule for a result), so the session quota
     /// could be passed on an owner's Redis.
     pub const SET_STORE: &str = "it stores a set whose size the lab cannot bound before sending it";
+    /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE: as [`SET_STORE`],
+    /// a sorted set computed on the server from keys the account cannot
+    /// bound before it is sent.
+    pub const ZSET_STORE: &str = "it stores a sorted set whose size the lab cannot bound before sending it";
 }
 
 impl Command {

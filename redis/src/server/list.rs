@@ -89,6 +89,34 @@ impl List {
         removed
     }
 
+    /// Replace the element at `index` (`quicklistReplaceAtIndex`); false
+    /// when there is none.
+    pub fn set(&mut self, index: usize, v: Vec<u8>) -> bool {
+        let Some(slot) = self.items.get_mut(index) else {
+            return false;
+        };
+        self.bytes = self.bytes - slot.len() + v.len();
+        *slot = v;
+        true
+    }
+
+    /// Insert `v` so that it is at `index` (`listTypeInsert`).
+    pub fn insert(&mut self, index: usize, v: Vec<u8>) {
+        self.bytes += v.len();
+        self.items.insert(index, v);
+    }
+
+    /// Drop `head` elements at the head and `tail` at the tail (LTRIM's two
+    /// `quicklistDelRange`s).
+    pub fn trim(&mut self, head: usize, tail: usize) {
+        for _ in 0..head.min(self.items.len()) {
+            self.pop_front();
+        }
+        for _ in 0..tail.min(self.items.len()) {
+            self.pop_back();
+        }
+    }
+
     /// The total length of the elements.
     pub fn bytes(&self) -> usize {
         self.bytes

@@ -40,6 +40,9 @@ pub enum Keys {
     Range { first: usize, last: isize, step: usize },
     /// EVAL-style: `argv[at]` says how many keys follow it.
     NumKeys { at: usize },
+    /// A destination at `argv[1]`, then `argv[at]` says how many keys
+    /// follow it (ZUNIONSTORE's key specs: the destination, then a keynum).
+    DestNumKeys { at: usize },
 }
 
 /// Command flags that matter to the simulator.
@@ -124,7 +127,14 @@ impl Command {
 
     /// The indexes of the keys in `argv`.
     pub fn key_indexes(&self, argv: &[Vec<u8>]) -> Vec<usize> {
-        match self.keys {
+        self.keys.indexes(argv)
+    }
+}
+
+impl Keys {
+    /// The indexes of the keys in `argv`.
+    pub fn indexes(self, argv: &[Vec<u8>]) -> Vec<usize> {
+        match self {
             Keys::None => Vec::new(),
             Keys::Range { first, last, step } => {
                 let last = if last < 0 { argv.len() as isize + last } else { last };
@@ -135,6 +145,13 @@ impl Command {
                     .step_by(step.max(1))
                     .filter(|&i| i < argv.len())
                     .collect()
+            }
+            Keys::DestNumKeys { at } => {
+                let mut keys = Keys::NumKeys { at }.indexes(argv);
+                if argv.len() > 1 {
+                    keys.insert(0, 1);
+                }
+                keys
             }
             Keys::NumKeys { at } => {
                 let n = argv
@@ -188,9 +205,11 @@ const TWO: Keys = range(1, 2, 1);
 commands! {
     "append", 3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::append), Lab::Allow(&[Cost::Appends]);
     "blmove", 6, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::blmove), Lab::Allow(&[Cost::Moves]);
+    "blmpop", -5, WRITE | BLOCKING, Keys::NumKeys { at: 2 }, NONE, Handler::Plain(cmd::listops::blmpop), OK;
     "blpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::blpop), OK;
     "brpop", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::lists::brpop), OK;
     "brpoplpush", 4, WRITE | NOSCRIPT | BLOCKING | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::brpoplpush), Lab::Allow(&[Cost::Moves]);
+    "bzmpop", -5, WRITE | BLOCKING, Keys::NumKeys { at: 2 }, NONE, Handler::Plain(cmd::bzpop::bzmpop), OK;
     "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::bzpop::bzpopmax), OK;
     "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING, range(1, -2, 1), NONE, Handler::Plain(cmd::bzpop::bzpopmin), OK;
     "config", -2, NOSCRIPT | DANGEROUS, Keys::None, &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)], Handler::Plain(cmd::server::config), Lab::Deny(why::DANGEROUS);
@@ -244,13 +263,18 @@ commands! {
     "info", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::info), OK;
     "keys", 2, READONLY | DANGEROUS, Keys::None, NONE, Handler::Plain(cmd::keys::keys), Lab::Deny(why::DANGEROUS);
     "lindex", 3, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lindex), OK;
+    "linsert", 5, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::listops::linsert), ADDS;
     "llen", 2, READONLY, ONE, NONE, Handler::Plain(cmd::lists::llen), OK;
     "lmove", 5, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::lmove), Lab::Allow(&[Cost::Moves]);
+    "lmpop", -4, WRITE, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::listops::lmpop), OK;
     "lpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lpop), OK;
+    "lpos", -3, READONLY, ONE, NONE, Handler::Plain(cmd::listops::lpos), OK;
     "lpush", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpush), ADDS;
     "lpushx", -3, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::lists::lpushx), ADDS;
     "lrange", 4, READONLY, ONE, NONE, Handler::Plain(cmd::lists::lrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
     "lrem", 4, WRITE, ONE, NONE, Handler::Plain(cmd::lists::lrem), OK;
+    "lset", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::listops::lset), ADDS;
+    "ltrim", 4, WRITE, ONE, NONE, Handler::Plain(cmd::listops::ltrim), OK;
     "memory", -2, READONLY, range(2, 2, 1), &[("usage", -3)], Handler::Plain(cmd::keys::memory), Lab::Deny(why::MEMORY);
     "mget", -2, READONLY, ALL, NONE, Handler::Plain(cmd::strings::mget), OK;
     "move", 3, WRITE, ONE, NONE, Handler::Plain(cmd::keys::move_), Lab::Deny(why::MOVE);
@@ -319,19 +343,34 @@ commands! {
     "zadd", -4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zadd), ADDS;
     "zcard", 2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcard), OK;
     "zcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zcount), OK;
+    "zdiff", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::zsetops::zdiff), OK;
+    "zdiffstore", -4, WRITE | DENYOOM, Keys::DestNumKeys { at: 2 }, NONE, Handler::Plain(cmd::zsetops::zdiffstore), Lab::Deny(why::ZSET_STORE);
     "zincrby", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::zsets::zincrby), ADDS;
+    "zinter", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::zsetops::zinter), OK;
+    "zintercard", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::zsetops::zintercard), OK;
+    "zinterstore", -4, WRITE | DENYOOM, Keys::DestNumKeys { at: 2 }, NONE, Handler::Plain(cmd::zsetops::zinterstore), Lab::Deny(why::ZSET_STORE);
+    "zlexcount", 4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zlexcount), OK;
+    "zmpop", -4, WRITE, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::bzpop::zmpop), OK;
+    "zmscore", -3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zmscore), OK;
     "zpopmax", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmax), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "zpopmin", -2, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zpopmin), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
+    "zrandmember", -2, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrandmember), Lab::Allow(&[Cost::Count { at: 2, max: MAX_COUNT }]);
     "zrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
+    "zrangebylex", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebylex), OK;
     "zrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrangebyscore), OK;
+    "zrangestore", -5, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::zsets::zrangestore), Lab::Deny(why::ZSET_STORE);
     "zrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrank), OK;
     "zrem", -3, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zrem), OK;
+    "zremrangebylex", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebylex), OK;
     "zremrangebyrank", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyrank), OK;
     "zremrangebyscore", 4, WRITE, ONE, NONE, Handler::Plain(cmd::zsets::zremrangebyscore), OK;
     "zrevrange", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrange), Lab::Allow(&[Cost::Span { at: 2, max: MAX_COUNT }]);
+    "zrevrangebylex", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebylex), OK;
     "zrevrangebyscore", -4, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrangebyscore), OK;
     "zrevrank", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zrevrank), OK;
     "zscore", 3, READONLY, ONE, NONE, Handler::Plain(cmd::zsets::zscore), OK;
+    "zunion", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::zsetops::zunion), OK;
+    "zunionstore", -4, WRITE | DENYOOM, Keys::DestNumKeys { at: 2 }, NONE, Handler::Plain(cmd::zsetops::zunionstore), Lab::Deny(why::ZSET_STORE);
 }
 
 /// Slots of [`find`]'s hash index: a power of two, at least four times the

@@ -1,7 +1,9 @@
 //! `BZPOPMIN` / `BZPOPMAX` (t_zset.c `blockingGenericZpopCommand`): pop
 //! the lowest / highest member of the first non-empty sorted set of the
 //! keys, or wait for one on the blocking machinery BLPOP uses
-//! (`server::blocking`; a ZADD signals the key ready as an LPUSH does).
+//! (`server::blocking`; a ZADD signals the key ready as an LPUSH does);
+//! and `ZMPOP` / `BZMPOP` (`zmpopGenericCommand`), which pop up to a count
+//! from the first of numkeys sorted sets.
 
 use super::wrongtype;
 use crate::reply::Reply;
@@ -64,4 +66,34 @@ pub(crate) fn serve_zpop(e: &mut Engine, db: usize, key: &[u8], max: bool) -> Op
         Reply::Bulk(member),
         Reply::Double(format_score(score)),
     ]))
+}
+
+/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]` (`zmpopCommand`):
+/// `[key, [[member, score] ...]]` from the first sorted set, nil array
+/// when there is none (`cmd::listops::mpop`, shared with LMPOP).
+pub(crate) fn zmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    super::listops::mpop(cx, argv, super::listops::Of::ZSets, false)
+}
+
+/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]` (`bzmpopCommand`)
+pub(crate) fn bzmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    super::listops::mpop(cx, argv, super::listops::Of::ZSets, true)
+}
+
+/// Pop up to `count` members of the sorted set at `key`: reply `[key,
+/// [[member, score] ...]]` (nested in RESP2 too), propagate as `ZPOPMIN key
+/// n` / `ZPOPMAX key n`. `None` when there is no sorted set at `key`.
+pub(crate) fn serve_zmpop(e: &mut Engine, db: usize, key: &[u8], max: bool, count: usize) -> Option<Reply> {
+    let Some(Value::ZSet(z)) = e.value_mut(db, key) else {
+        return None;
+    };
+    let n = count.min(z.len());
+    let popped: Vec<Reply> = (0..n)
+        .filter_map(|_| z.pop(max))
+        .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(format_score(s))]))
+        .collect();
+    e.changed(db, key);
+    let n = n.to_string();
+    e.propagate(|| super::argv(&[if max { b"ZPOPMAX" } else { b"ZPOPMIN" }, key, n.as_bytes()]));
+    Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Array(popped)]))
 }

@@ -257,31 +257,10 @@ pub(crate) fn hincrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// distinct fields (all of them, in HGETALL order, when it covers the
 /// hash). With WITHVALUES, field/value pairs (a flat array on RESP2).
 pub(crate) fn hrandfield(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    const LONG_MAX: i64 = i64::MAX;
-    let mut withvalues = false;
-    let mut count = None;
-    if argv.len() >= 3 {
-        let l = match parse_i64(&argv[2]) {
-            None => return super::not_integer(),
-            Some(l) if l < -LONG_MAX => {
-                return Reply::error(format!(
-                    "ERR value is out of range, value must between {} and {LONG_MAX}",
-                    -LONG_MAX
-                ))
-            }
-            Some(l) => l,
-        };
-        if argv.len() > 4 || (argv.len() == 4 && !super::is(&argv[3], "WITHVALUES")) {
-            return super::syntax_error();
-        }
-        if argv.len() == 4 {
-            withvalues = true;
-            if !(-LONG_MAX / 2..=LONG_MAX / 2).contains(&l) {
-                return Reply::error("ERR value is out of range");
-            }
-        }
-        count = Some(l);
-    }
+    let (count, withvalues) = match super::rand_args(argv, "WITHVALUES") {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
     let len = match read(cx, &argv[1]) {
         Ok(Some(h)) => h.len(),
         Ok(None) => {
@@ -294,18 +273,7 @@ pub(crate) fn hrandfield(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     // The draws first, then one look at the hash: nothing is copied.
-    let mut draw = |n: usize| (cx.e.random() % n as u64) as usize;
-    let chosen: Vec<usize> = match count {
-        None => vec![draw(len)],
-        Some(l) if l < 0 => (0..l.unsigned_abs()).map(|_| draw(len)).collect(),
-        Some(l) if l as u64 >= len as u64 => (0..len).collect(),
-        Some(l) => {
-            let mut left: Vec<usize> = (0..len).collect();
-            let mut chosen: Vec<usize> = (0..l).map(|_| left.swap_remove(draw(left.len()))).collect();
-            chosen.sort_unstable();
-            chosen
-        }
-    };
+    let chosen = super::rand_picks(cx.e, len, count);
     let Some(Value::Hash(h)) = cx.e.db(cx.db).get(&argv[1]).map(|e| &e.value) else {
         return Reply::Nil;
     };

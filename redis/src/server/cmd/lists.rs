@@ -1,6 +1,7 @@
 //! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE,
 //! LINDEX, LREM, LMOVE, RPOPLPUSH and the blocking BLPOP, BRPOP, BLMOVE,
-//! BRPOPLPUSH (see `server::blocking` for how a client waits).
+//! BRPOPLPUSH (see `server::blocking` for how a client waits). LINSERT,
+//! LSET, LTRIM, LPOS, LMPOP and BLMPOP are `cmd::listops`.
 //!
 //! python-redis-lock is built on them: a waiter sleeps in
 //! `BLPOP lock-signal:<name> <timeout>`, and the release script pushes one
@@ -15,7 +16,7 @@ use crate::server::{Ctx, Engine};
 /// The key's list to change in place (`None` when missing), or WRONGTYPE.
 /// The caller reports a change with `Engine::changed`, which also deletes
 /// an emptied list, as redis-server does.
-fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
+pub(super) fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
     match e.value_mut(db, key) {
         None => Ok(None),
         Some(Value::List(l)) => Ok(Some(l)),
@@ -40,7 +41,7 @@ fn push_onto(e: &mut Engine, db: usize, key: &[u8], left: bool, v: Vec<u8>) -> u
     }
 }
 
-fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
+pub(super) fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
     let db = cx.db;
     match cx.e.lookup_read(db, key).map(|e| &e.value) {
         None => Ok(None),
@@ -138,7 +139,7 @@ pub(crate) fn llen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `LRANGE key start stop`: `addListRangeReply`'s index rules.
 pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (mut start, mut end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
+    let (start, end) = match (int_arg(&argv[2]), int_arg(&argv[3])) {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
@@ -147,23 +148,23 @@ pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(None) => return Reply::Array(Vec::new()),
         Err(e) => return e,
     };
-    let len = list.len() as i64;
-    if start < 0 {
-        start += len;
-    }
-    if end < 0 {
-        end += len;
-    }
-    start = start.max(0);
-    if start > end || start >= len {
+    let Some((start, end)) = index_range(start, end, list.len()) else {
         return Reply::Array(Vec::new());
+    };
+    Reply::Array(list.range(start..=end).map(|v| Reply::Bulk(v.clone())).collect())
+}
+
+/// `addListRangeReply`'s (and LTRIM's) index rules: negative indexes count
+/// from the end, the start is clamped to 0 and the end to the last index;
+/// `None` when the range is empty.
+pub(super) fn index_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { start + len } else { start }.max(0);
+    let end = if end < 0 { end + len } else { end };
+    if start > end || start >= len {
+        return None;
     }
-    end = end.min(len - 1);
-    Reply::Array(
-        list.range(start as usize..=end as usize)
-            .map(|v| Reply::Bulk(v.clone()))
-            .collect(),
-    )
+    Some((start as usize, end.min(len - 1) as usize))
 }
 
 /// `LINDEX key index`
@@ -363,6 +364,8 @@ pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockK
             Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))
         }
         BlockKind::ZPop { max } => super::bzpop::serve_zpop(e, db, key, *max),
+        BlockKind::MPop { left, count } => super::listops::serve_mpop(e, db, key, *left, *count),
+        BlockKind::ZMPop { max, count } => super::bzpop::serve_zmpop(e, db, key, *max, *count),
         BlockKind::Move {
             dst,
             from_left,

@@ -9,6 +9,7 @@ pub(crate) mod delex;
 pub(crate) mod dump;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod listops;
 pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
@@ -18,6 +19,7 @@ pub(crate) mod setops;
 pub(crate) mod sets;
 pub(crate) mod sort;
 pub(crate) mod strings;
+pub(crate) mod zsetops;
 pub(crate) mod zsets;
 
 use crate::reply::Reply;
@@ -126,6 +128,53 @@ pub(crate) fn is(arg: &[u8], name: &str) -> bool {
 /// Shorthand for building propagated argvs.
 pub(crate) fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// The arguments of `HRANDFIELD key [count [WITHVALUES]]` and `ZRANDMEMBER
+/// key [count [WITHSCORES]]` (`hrandfieldCommand`, `zrandmemberCommand`,
+/// alike in 7.0): the count, if any, and whether `word` follows it.
+pub(crate) fn rand_args(argv: &[Vec<u8>], word: &str) -> Result<(Option<i64>, bool), Reply> {
+    const LONG_MAX: i64 = i64::MAX;
+    if argv.len() < 3 {
+        return Ok((None, false));
+    }
+    let l = match parse_i64(&argv[2]) {
+        None => return Err(not_integer()),
+        Some(l) if l < -LONG_MAX => {
+            return Err(Reply::error(format!(
+                "ERR value is out of range, value must between {} and {LONG_MAX}",
+                -LONG_MAX
+            )))
+        }
+        Some(l) => l,
+    };
+    if argv.len() > 4 || (argv.len() == 4 && !is(&argv[3], word)) {
+        return Err(syntax_error());
+    }
+    if argv.len() == 4 && !(-LONG_MAX / 2..=LONG_MAX / 2).contains(&l) {
+        return Err(Reply::error("ERR value is out of range"));
+    }
+    Ok((Some(l), argv.len() == 4))
+}
+
+/// Which of `len` elements a random pick takes (`*RandomElement` and the
+/// `…WithCountCommand` cases): one draw without a count, `|count|` draws
+/// with repetition for a negative one, all for a count at least `len`,
+/// else `count` distinct ones, in the collection's order. The draws come
+/// from the engine's seeded generator.
+pub(crate) fn rand_picks(e: &mut crate::server::Engine, len: usize, count: Option<i64>) -> Vec<usize> {
+    let mut draw = |n: usize| (e.random() % n as u64) as usize;
+    match count {
+        None => vec![draw(len)],
+        Some(l) if l < 0 => (0..l.unsigned_abs()).map(|_| draw(len)).collect(),
+        Some(l) if l as u64 >= len as u64 => (0..len).collect(),
+        Some(l) => {
+            let mut left: Vec<usize> = (0..len).collect();
+            let mut chosen: Vec<usize> = (0..l).map(|_| left.swap_remove(draw(left.len()))).collect();
+            chosen.sort_unstable();
+            chosen
+        }
+    }
 }
 
 #[cfg(test)]

@@ -102,6 +102,19 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if is(sub, "PROTOCOL") && argv.len() == 3 {
         return debug_protocol(&argv[2]);
     }
+    if is(sub, "QUICKLIST-PACKED-THRESHOLD") && argv.len() == 3 {
+        // Where a quicklist stores a large element as a plain node: an
+        // encoding detail the simulator's lists do not have, so only the
+        // argument is checked (`quicklistisSetPackedThreshold`: at most
+        // 4 GiB less 1 MiB; `memtoull`'s error too).
+        let sz = std::str::from_utf8(&argv[2])
+            .ok()
+            .and_then(crate::server::config::memtoull);
+        if sz.is_none_or(|sz| sz > (1u64 << 32) - (1 << 20)) {
+            return Reply::error("ERR argument must be a memory value bigger than 1 and smaller than 4gb");
+        }
+        return Reply::ok();
+    }
     if is(sub, "DIGEST") && argv.len() == 2 {
         let dbs = cx.e.dbs.iter().enumerate().map(|(i, db)| {
             let keys: Box<dyn Iterator<Item = _>> = Box::new(db.keys());

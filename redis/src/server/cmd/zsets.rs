@@ -1,7 +1,10 @@
 //! Sorted-set commands: ZADD (NX, XX, GT, LT, CH, INCR), ZINCRBY, ZREM,
 //! ZCARD, ZSCORE, ZRANK, ZREVRANK, ZCOUNT, the ZRANGE family (by rank,
 //! BYSCORE, BYLEX, REV, LIMIT, WITHSCORES; ZREVRANGE, ZRANGEBYSCORE,
-//! ZREVRANGEBYSCORE), ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX.
+//! ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX; ZRANGESTORE), ZLEXCOUNT,
+//! ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZREMRANGEBYLEX, ZPOPMIN, ZPOPMAX,
+//! ZMSCORE, ZRANDMEMBER. The algebra (ZUNION …) is `cmd::zsetops`, the
+//! multi-key pops `cmd::bzpop`.
 //!
 //! redis-semaphore keeps a semaphore's holders as members scored by their
 //! acquire time: `ZREMRANGEBYSCORE` drops the expired ones, `ZCARD` counts
@@ -289,17 +292,25 @@ enum RangeType {
 
 /// `zrangeGenericCommand`: `fixed` is the range type a legacy command
 /// implies (ZRANGEBYSCORE), `rev` its direction (ZREVRANGE…).
-// long: transcribes zrangeGenericCommand's option parsing in its order, which decides the error a bad line gets
 fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Option<bool>) -> Reply {
+    zrange_at(cx, argv, 1, fixed, rev)
+}
+
+/// [`zrange_generic`] with the source key at `argv[at]` (`argc_start`):
+/// 2 for ZRANGESTORE, whose `argv[1]` is the destination; it takes no
+/// WITHSCORES, and stores the result instead of replying it.
+// long: transcribes zrangeGenericCommand's option parsing in its order, which decides the error a bad line gets
+fn zrange_at(cx: &mut Ctx<'_>, argv: &[Vec<u8>], at: usize, fixed: RangeType, rev: Option<bool>) -> Reply {
+    let store = at == 2;
     let mut rangetype = fixed;
     let mut direction = rev;
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
-    let mut j = 4;
+    let mut j = at + 3;
     while j < argv.len() {
         let left = argv.len() - j - 1;
         let a = &argv[j];
-        if is(a, "WITHSCORES") {
+        if !store && is(a, "WITHSCORES") {
             withscores = true;
         } else if is(a, "LIMIT") && left >= 2 {
             match (int_arg(&argv[j + 1]), int_arg(&argv[j + 2])) {
@@ -328,7 +339,7 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
     if withscores && rangetype == RangeType::Lex {
         return Reply::error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
     }
-    let (mut minarg, mut maxarg) = (&argv[2], &argv[3]);
+    let (mut minarg, mut maxarg) = (&argv[at + 1], &argv[at + 2]);
     if rev && rangetype != RangeType::Rank {
         std::mem::swap(&mut minarg, &mut maxarg);
     }
@@ -351,8 +362,9 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
             (Err(e), _) | (_, Err(e)) => return e,
         },
     };
-    let z = match read_zset(cx, &argv[1]) {
+    let z = match read_zset(cx, &argv[at]) {
         Ok(Some(z)) => z,
+        Ok(None) if store => return store_range(cx, argv, Vec::new()),
         Ok(None) => return Reply::Array(Vec::new()),
         Err(e) => return e,
     };
@@ -363,14 +375,15 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
             let end = if end < 0 { end + len } else { end };
             start = start.max(0);
             if start > end || start >= len {
-                return Reply::Array(Vec::new());
-            }
-            let end = end.min(len - 1);
-            let n = (end - start + 1) as usize;
-            if rev {
-                z.iter().rev().skip(start as usize).take(n).collect()
+                Vec::new()
             } else {
-                z.iter().skip(start as usize).take(n).collect()
+                let end = end.min(len - 1);
+                let n = (end - start + 1) as usize;
+                if rev {
+                    z.iter().rev().skip(start as usize).take(n).collect()
+                } else {
+                    z.iter().skip(start as usize).take(n).collect()
+                }
             }
         }
         Parsed::Score(r) => {
@@ -393,6 +406,10 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
             all
         }
     };
+    if store {
+        let picked = picked.into_iter().map(|(m, s)| (m.to_vec(), s)).collect();
+        return store_range(cx, argv, picked);
+    }
     if withscores {
         Reply::Pairs(
             picked
@@ -403,6 +420,30 @@ fn zrange_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], fixed: RangeType, rev: Opt
     } else {
         Reply::Array(picked.into_iter().map(|(m, _)| Reply::Bulk(m.to_vec())).collect())
     }
+}
+
+/// `zrangeResultFinalizeStore`: a non-empty result replaces the
+/// destination (`setKey`), an empty one deletes it; the reply is its size.
+fn store_range(cx: &mut Ctx<'_>, argv: &[Vec<u8>], picked: Vec<(Vec<u8>, f64)>) -> Reply {
+    let lim = cx.e.config.encoding_limits();
+    let n = picked.len();
+    if n > 0 {
+        let mut z = ZSet::default();
+        for (m, s) in &picked {
+            z.insert(m, *s, &lim);
+        }
+        z.settle_encoding(&lim);
+        cx.e.store(cx.db, &argv[1], Value::ZSet(z), None);
+        cx.e.propagate(|| argv.to_vec());
+    } else if cx.e.delete(cx.db, &argv[1]) {
+        cx.e.propagate(|| argv.to_vec());
+    }
+    Reply::Integer(n as i64)
+}
+
+/// `ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]`
+pub(crate) fn zrangestore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    zrange_at(cx, argv, 2, RangeType::Auto, None)
 }
 
 /// LIMIT as `genericZrangebyscoreCommand` applies it: a negative offset
@@ -556,4 +597,103 @@ pub(crate) fn zpopmin(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `ZPOPMAX key [count]`
 pub(crate) fn zpopmax(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     zpop(cx, argv, true)
+}
+
+/// `ZRANGEBYLEX key min max [LIMIT offset count]` (`zrangebylexCommand`:
+/// `zrangeGenericCommand` with the lex range type fixed).
+pub(crate) fn zrangebylex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    zrange_generic(cx, argv, RangeType::Lex, Some(false))
+}
+
+/// `ZREVRANGEBYLEX key max min [LIMIT offset count]`
+pub(crate) fn zrevrangebylex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    zrange_generic(cx, argv, RangeType::Lex, Some(true))
+}
+
+/// The lex range of `min`/`max`, or `zslParseLexRange`'s error.
+fn lex_range(min: &[u8], max: &[u8]) -> Result<(LexBound, LexBound), Reply> {
+    match (LexBound::parse(min), LexBound::parse(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Reply::error("ERR min or max not valid string range item")),
+    }
+}
+
+/// `ZLEXCOUNT key min max` (`zlexcountCommand`): the range is parsed
+/// before the key is looked up.
+pub(crate) fn zlexcount(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (min, max) = match lex_range(&argv[2], &argv[3]) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    match read_zset(cx, &argv[1]) {
+        Ok(z) => Reply::Integer(z.map_or(0, |z| {
+            z.iter().filter(|(m, _)| min.above_min(m) && max.below_max(m)).count() as i64
+        })),
+        Err(e) => e,
+    }
+}
+
+/// `ZREMRANGEBYLEX key min max` (`zremrangeGenericCommand` with
+/// `ZRANGE_LEX`): how many were removed.
+pub(crate) fn zremrangebylex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (min, max) = match lex_range(&argv[2], &argv[3]) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    remove_where(cx, argv, |z| {
+        z.iter()
+            .filter(|(m, _)| min.above_min(m) && max.below_max(m))
+            .map(|(m, _)| m.to_vec())
+            .collect()
+    })
+}
+
+/// `ZMSCORE key member [member ...]` (`zmscoreCommand`): a nil for each
+/// member that is not there (all nils for a missing key).
+pub(crate) fn zmscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    match read_zset(cx, &argv[1]) {
+        Ok(z) => Reply::Array(
+            argv[2..]
+                .iter()
+                .map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, double))
+                .collect(),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]` (`zrandmemberCommand`,
+/// `zrandmemberWithCountCommand`): HRANDFIELD's rules — one member, or
+/// `count` distinct ones (all when the set is smaller), or with a negative
+/// count that many draws with repetition; the draws come from the
+/// engine's seeded generator.
+pub(crate) fn zrandmember(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let (count, withscores) = match super::rand_args(argv, "WITHSCORES") {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let len = match read_zset(cx, &argv[1]) {
+        Ok(Some(z)) => z.len(),
+        Ok(None) if count.is_some() => return Reply::Array(Vec::new()),
+        Ok(None) => return Reply::Nil,
+        Err(e) => return e,
+    };
+    let mut chosen = super::rand_picks(cx.e, len, count);
+    if count.is_some_and(|l| l >= 0 && l as u64 >= len as u64) {
+        // The whole set, as `zuiInitIterator` walks it: from the tail.
+        chosen.reverse();
+    }
+    let Some(Value::ZSet(z)) = cx.e.db(cx.db).get(&argv[1]).map(|e| &e.value) else {
+        return Reply::Nil;
+    };
+    let members: Vec<(&[u8], f64)> = z.iter().collect();
+    if count.is_none() {
+        return Reply::Bulk(members[chosen[0]].0.to_vec());
+    }
+    let picked = chosen.into_iter().map(|i| members[i]);
+    if withscores {
+        Reply::Pairs(picked.map(|(m, s)| (Reply::Bulk(m.to_vec()), double(s))).collect())
+    } else {
+        Reply::Array(picked.map(|(m, _)| Reply::Bulk(m.to_vec())).collect())
+    }
 }
