@@ -455,3 +455,37 @@ fn a_counterexample_is_explained_as_a_because_chain_in_en_and_zh() {
         ],
     );
 }
+
+/// `--export lesson`: the shortest counterexample written as a lesson file
+/// parses (`Lesson::parse` validates it as it does `lessons/*.toml`) and,
+/// played, breaks the same invariant again. Before the export existed
+/// there was no text to parse.
+#[test]
+fn a_counterexample_exports_as_a_lesson_that_replays_to_the_same_violation() {
+    use locklab_core::explore::export;
+    use locklab_core::lesson::run::LessonRun;
+    use locklab_core::lesson::Lesson;
+    for file in ["04-no-fencing.toml", "01-bare-del.toml"] {
+        let spec = design(file);
+        let b = search(&spec, Reductions::default(), Limits::default());
+        let report = b.report();
+        let Outcome::Violated { invariant, .. } = report.outcome else {
+            panic!("{file}: {}", b.verdict());
+        };
+        let text = export::lesson_toml(&spec, &report).unwrap_or_else(|e| panic!("{file}: {e}"));
+        println!("{text}");
+        let lesson = Lesson::parse(&text).unwrap_or_else(|e| panic!("{file}: {e}\n{text}"));
+        assert!(lesson.narration.en.contains("shortest"), "{}", lesson.narration.en);
+        assert!(lesson.narration.zh.contains("最短"), "{}", lesson.narration.zh);
+        let mut run = LessonRun::new(&lesson).expect("a lesson run");
+        run.run_all().expect("played");
+        assert!(
+            run.observed().contains(&invariant),
+            "{file}: {:?} not among {:?}",
+            invariant,
+            run.observed()
+        );
+    }
+    let held = search(&design("06-fenced-single.toml"), Reductions::default(), Limits::default());
+    assert!(export::lesson_toml(&design("06-fenced-single.toml"), &held.report()).is_err());
+}

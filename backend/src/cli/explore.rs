@@ -78,8 +78,9 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub bench: bool,
     /// After the transcript, the counterexample as a Mermaid sequence diagram
-    /// (`mermaid`) or a redis-cli script with the waits (`cli`).
-    #[arg(long, value_parser = ["mermaid", "cli"])]
+    /// (`mermaid`), a redis-cli script with the waits (`cli`), or a lesson file
+    /// in the format of `lessons/*.toml` (`lesson`).
+    #[arg(long, value_parser = ["mermaid", "cli", "lesson"])]
     pub export: Option<String>,
     /// After the transcript, the counterexample's "because" chain in English and Chinese.
     #[arg(long)]
@@ -239,16 +240,16 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
         let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
-        return Ok(with_export(&bfs.report(), args));
+        return Ok(with_export(&spec, &bfs.report(), args));
     }
     let explorer = Explorer::new(&spec)?;
     let finding = search(&explorer, threads);
-    Ok(with_export(&explorer.report(&finding), args))
+    Ok(with_export(&spec, &explorer.report(&finding), args))
 }
 
 /// The transcript, then the counterexample exported as `--export` asks
 /// (core's `explore::export`); a held result has nothing to export.
-fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
+fn with_export(spec: &Spec, report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
     let export = args.export.as_deref();
     let mut out = report.transcript();
     let Outcome::Violated { trace, .. } = &report.outcome else {
@@ -268,6 +269,10 @@ fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> St
     match export {
         Some("mermaid") => out.push_str(&format!("\n{}", ex::mermaid(trace))),
         Some("cli") => out.push_str(&format!("\n{}", ex::cli_script(trace))),
+        Some("lesson") => match ex::lesson_toml(spec, report) {
+            Ok(text) => out.push_str(&format!("\n{text}")),
+            Err(e) => out.push_str(&format!("\nno lesson: {e}\n")),
+        },
         _ => {}
     }
     out

@@ -447,6 +447,54 @@ impl Bfs {
         )
     }
 
+    /// [`Bfs::bounds`] in Chinese.
+    pub fn bounds_zh(&self) -> String {
+        let kinds: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| self.options.iter().any(|f| FaultKind::of(f) == Some(*k)))
+            .map(FaultKind::name)
+            .collect();
+        let seeds = match self.seeds.as_slice() {
+            [one] => format!("世界种子 {one}"),
+            many => format!(
+                "世界种子 {}..={}",
+                many.first().copied().unwrap_or(0),
+                many.last().copied().unwrap_or(0)
+            ),
+        };
+        let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
+        format!(
+            "{} 个客户端、至多 {} 个故障（取自 {{{}}}，{} 种故障选项）落在任意位置{}的每一个调度，网络延迟按{seeds}抽取，每次运行至多 {} 步",
+            self.base.clients.len(),
+            self.budget,
+            kinds.join(", "),
+            self.options.len(),
+            if pauses { "（暂停在输入到达其客户端时开始）" } else { "" },
+            self.spec.max_steps
+        )
+    }
+
+    /// [`Bfs::verdict`] in Chinese.
+    pub fn verdict_zh(&self) -> String {
+        let s = self.stats();
+        match self.status {
+            Status::Exhausted => format!("成立：{}；{} 个不同状态", self.bounds_zh(), s.states),
+            Status::Violated { invariant, .. } => format!(
+                "违反 {}：{} 内的一个最短反例；在 {} 个不同状态后找到",
+                invariant.name(),
+                self.bounds_zh(),
+                s.states
+            ),
+            Status::NotExhausted | Status::Running => format!(
+                "在上限内未穷尽：探索了 {} 个状态，前沿为 {}（深度 {}）；对 {} 不下结论",
+                s.states,
+                s.frontier,
+                s.depth,
+                self.bounds_zh()
+            ),
+        }
+    }
+
     /// The verdict as one line, its bounds stated.
     pub fn verdict(&self) -> String {
         let s = self.stats();
@@ -502,6 +550,8 @@ impl Bfs {
             explored: self.stats.states,
             outcome,
             bounded: Some(self.verdict()),
+            plan_zh: Some(format!("广度优先，{}", self.bounds_zh())),
+            bounded_zh: Some(self.verdict_zh()),
         }
     }
 }

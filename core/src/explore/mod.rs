@@ -36,6 +36,7 @@ pub mod job;
 pub mod lesson;
 pub mod link;
 pub mod spec;
+pub mod zh;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -432,6 +433,28 @@ impl Explorer {
             explored: f.explored,
             outcome,
             bounded: None,
+            plan_zh: Some(self.plan_zh()),
+            bounded_zh: None,
+        }
+    }
+
+    /// [`Explorer::plan`] in Chinese.
+    pub fn plan_zh(&self) -> String {
+        let seeds = self.blocks.len();
+        if self.exhaustive {
+            format!(
+                "{} 个调度：{} 个穷举（{seeds} 个种子 × {} 种故障 × 无故障运行中每两次投递之间的每个位置，加上无故障运行）和 {} 次随机游走（抽样）",
+                self.total(),
+                self.exhaustive_total,
+                self.options.len(),
+                self.spec.random_walks
+            )
+        } else {
+            format!(
+                "{} 个调度：{seeds} 次无故障运行和 {} 次随机游走（抽样；穷举需要两个客户端和故障预算）",
+                self.total(),
+                self.spec.random_walks
+            )
         }
     }
 
@@ -517,6 +540,12 @@ pub struct Report {
     /// sampling search, whose result line says "sampled".
     #[serde(default)]
     pub bounded: Option<String>,
+    /// [`Report::plan`] in Chinese, when the search wrote one.
+    #[serde(default)]
+    pub plan_zh: Option<String>,
+    /// [`Report::bounded`] in Chinese.
+    #[serde(default)]
+    pub bounded_zh: Option<String>,
 }
 
 impl Report {
