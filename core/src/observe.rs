@@ -244,6 +244,21 @@ pub struct LockObserver {
 }
 
 impl LockObserver {
+    /// This observer with its clients renamed where they are bare numbers
+    /// (the Redlock majorities' holders), as [`crate::invariants::Monitor`]'s
+    /// `renamed_clients`; owners (`owner: Some(N)`) are renamed in the
+    /// fingerprint's text.
+    pub(crate) fn renamed_clients(&self, to: &[u32]) -> LockObserver {
+        let map = |c: u32| to.get(c as usize).copied().unwrap_or(c);
+        let mut o = self.clone();
+        o.majority = self
+            .majority
+            .iter()
+            .map(|(k, s)| (k.clone(), s.iter().map(|c| map(*c)).collect()))
+            .collect();
+        o
+    }
+
     /// An observer of `nodes` nodes, `redlock` when they are independent
     /// masters.
     pub fn new(scope: Scope, nodes: usize, redlock: bool) -> LockObserver {

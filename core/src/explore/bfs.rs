@@ -96,7 +96,8 @@ impl Hasher for PassThrough {
 
 type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
 
-/// Which reductions a search applies (all of them by default).
+/// Which reductions a search applies (all but symmetry by default: that one
+/// needs the symmetric model, a bound of its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reductions {
     pub fingerprints: bool,
@@ -110,6 +111,13 @@ pub struct Reductions {
     /// lengths stay the six from the TTL, so the bound says so.
     #[serde(default)]
     pub pause_at_input: bool,
+    /// Clients are interchangeable: a world and the same world with two
+    /// clients' roles swapped are one state ([`World::symmetric_fingerprint`]).
+    /// The search's model makes same-program clients really alike for it
+    /// (one start time, one random stream shape: [`Bfs::with_model`]), and
+    /// the bounds sentence says so.
+    #[serde(default)]
+    pub symmetry: bool,
 }
 
 impl Default for Reductions {
@@ -118,6 +126,9 @@ impl Default for Reductions {
             fingerprints: true,
             no_op_faults: true,
             pause_at_input: true,
+            // Opt-in: it changes the model (clients alike), and a lesson
+            // cannot replay a shared-stream world yet.
+            symmetry: false,
         }
     }
 }
@@ -196,6 +207,8 @@ pub struct Bfs {
     seeds: Vec<u64>,
     budget: u32,
     reductions: Reductions,
+    /// Same-program clients start together and share a stream shape.
+    symmetric_model: bool,
     limits: Limits,
     seen: Seen,
     tree: Vec<Link>,
@@ -212,6 +225,31 @@ fn key(world: u64, faults: u32) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Make a scenario's clients interchangeable when they can be: every client
+/// runs the same program on the same clock with no link of its own, so
+/// each starts at the earliest start time and draws from one stream shape.
+/// `false` (and the scenario unchanged) otherwise.
+fn symmetric(sc: &mut Scenario) -> bool {
+    let Some(first) = sc.clients.first().cloned() else {
+        return false;
+    };
+    let alike = sc.clients.len() >= 2
+        && sc
+            .clients
+            .iter()
+            .all(|c| c.program == first.program && c.clock == first.clock)
+        && sc.world.links.is_empty();
+    if !alike {
+        return false;
+    }
+    let start = sc.clients.iter().map(|c| c.start_ms).min().unwrap_or(0);
+    for c in &mut sc.clients {
+        c.start_ms = start;
+    }
+    sc.world.shared_client_stream = true;
+    true
+}
+
 /// A pause of a client nothing can reach until it ends: a no-op fault
 /// ([`World::pause_is_idle`]) that fingerprints cannot see as one (the
 /// paused world differs until the pause ends).
@@ -226,10 +264,28 @@ fn early_pause(w: &World, f: &Fault) -> bool {
 }
 
 impl Bfs {
-    /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`.
+    /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`,
+    /// in the symmetric model when the symmetry reduction is on.
     pub fn new(spec: &Spec, seeds: u32, reductions: Reductions, limits: Limits) -> Result<Bfs, ExploreError> {
+        Bfs::with_model(spec, seeds, reductions, limits, reductions.symmetry)
+    }
+
+    /// [`Bfs::new`], choosing the model: with `symmetric_model`, clients
+    /// that run the same program on the same clock start at the same time
+    /// (the earliest of theirs) and draw from one random stream shape
+    /// ([`crate::world::WorldConfig::shared_client_stream`]) — the bound the
+    /// symmetry reduction needs, stated in [`Bfs::bounds`]. `--bench` runs
+    /// the symmetric model with and without the reduction, on one bound.
+    pub fn with_model(
+        spec: &Spec,
+        seeds: u32,
+        reductions: Reductions,
+        limits: Limits,
+        symmetric_model: bool,
+    ) -> Result<Bfs, ExploreError> {
         spec.validate()?;
-        let base = spec.base_scenario();
+        let mut base = spec.base_scenario();
+        let symmetric_model = symmetric_model && symmetric(&mut base);
         let options = allowed_faults(spec, &base);
         let mut bfs = Bfs {
             spec: spec.clone(),
@@ -240,6 +296,7 @@ impl Bfs {
                 .collect(),
             budget: spec.faults,
             reductions,
+            symmetric_model,
             limits,
             seen: Seen::default(),
             tree: Vec::new(),
@@ -252,7 +309,7 @@ impl Bfs {
             let mut sc = bfs.base.clone();
             sc.seed = seed;
             let world = World::from_scenario(&sc)?;
-            let fp = world.fingerprint();
+            let fp = bfs.fingerprint(&world);
             bfs.offer(world, fp, ROOT, i as u32, 0);
         }
         std::mem::swap(&mut bfs.layer, &mut bfs.next);
@@ -307,6 +364,16 @@ impl Bfs {
         self.status != Status::Running
     }
 
+    /// A world's fingerprint, up to renaming clients with the symmetry
+    /// reduction.
+    fn fingerprint(&self, w: &World) -> u64 {
+        if self.reductions.symmetry && self.symmetric_model {
+            w.symmetric_fingerprint()
+        } else {
+            w.fingerprint()
+        }
+    }
+
     /// Take every transition out of one state.
     fn expand(&mut self, e: Entry) {
         if e.faults < self.budget {
@@ -326,7 +393,7 @@ impl Bfs {
                     continue;
                 }
                 self.stats.transitions += 1;
-                let fp = w.fingerprint();
+                let fp = self.fingerprint(&w);
                 if here == Some(fp) {
                     continue;
                 }
@@ -339,7 +406,7 @@ impl Bfs {
         let mut w = e.world;
         if w.step_item() {
             self.stats.transitions += 1;
-            let fp = w.fingerprint();
+            let fp = self.fingerprint(&w);
             self.offer(w, fp, e.id, 0, e.faults);
         }
     }
@@ -432,9 +499,14 @@ impl Bfs {
         };
         let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
         format!(
-            "every schedule of {} clients with at most {} fault(s) from {{{}}} ({} fault options) at any point{}, \
+            "every schedule of {} clients{} with at most {} fault(s) from {{{}}} ({} fault options) at any point{}, \
              network delays as {seeds} draws them, runs of at most {} steps",
             self.base.clients.len(),
+            if self.symmetric_model {
+                " (alike: one start time, one random stream shape)"
+            } else {
+                ""
+            },
             self.budget,
             kinds.join(", "),
             self.options.len(),
@@ -464,8 +536,13 @@ impl Bfs {
         };
         let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
         format!(
-            "{} 个客户端、至多 {} 个故障（取自 {{{}}}，{} 种故障选项）落在任意位置{}的每一个调度，网络延迟按{seeds}抽取，每次运行至多 {} 步",
+            "{} 个客户端{}、至多 {} 个故障（取自 {{{}}}，{} 种故障选项）落在任意位置{}的每一个调度，网络延迟按{seeds}抽取，每次运行至多 {} 步",
             self.base.clients.len(),
+            if self.symmetric_model {
+                "（彼此相同：同一启动时间、同一随机流形状）"
+            } else {
+                ""
+            },
             self.budget,
             kinds.join(", "),
             self.options.len(),

@@ -4,13 +4,13 @@
 //! for the lesson, the report), so the CLI prints it and the page can offer
 //! it as a download.
 
-use crate::actor::Actor;
-use crate::trace::{EventKind, Trace};
 #[cfg(feature = "toml")]
 use super::{
     lesson::{counterexample_lesson, ToLessonError},
     Report, Spec,
 };
+use crate::actor::Actor;
+use crate::trace::{EventKind, Trace};
 
 /// Mermaid's sequence-diagram text: `:`, `;`, `#` and line ends end a
 /// message, so they are replaced.
