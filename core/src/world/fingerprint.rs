@@ -158,7 +158,33 @@ impl World {
     }
 
     fn fingerprint_into(&self, h: &mut impl Write, cached: bool) {
-        // Writing to `Mix64` or `Text` cannot fail.
+        self.head_into(h);
+        for n in &self.nodes {
+            // A node's own hash is cached until it changes (most steps
+            // change one node of several); the slot's small fields are
+            // hashed each time.
+            if cached {
+                let node = *n.node.fp.get_or_init(|| {
+                    let mut h = Mix64::new();
+                    let _ = write!(h, "{:?}", *n.node.node);
+                    h.finish()
+                });
+                let _ = write!(h, "{node}");
+            } else {
+                let _ = write!(h, "{:?}", *n.node.node);
+            }
+            Self::node_slot_into(h, n);
+        }
+        self.shared_into(h);
+        for c in &self.clients {
+            let _ = writeln!(h, "{c:?};");
+        }
+        let _ = writeln!(h, "{:?}\n{:?}\n{:?}", self.monitor, self.locks, self.write_locks);
+    }
+
+    /// The world's counters and the queue, in order. Writing to `Mix64`
+    /// or `Text` cannot fail.
+    fn head_into(&self, h: &mut impl Write) {
         let _ = writeln!(
             h,
             "{}|{}|{}|{}|{}|{}|{}|{}|",
@@ -174,43 +200,32 @@ impl World {
         for ((t, _), item) in &self.queue {
             let _ = writeln!(h, "{t}:{item:?};");
         }
-        for n in &self.nodes {
-            // A node's own hash is cached until it changes (most steps
-            // change one node of several); the slot's small fields are
-            // hashed each time.
-            if cached {
-                let node = *n.node.fp.get_or_init(|| {
-                    let mut h = Mix64::new();
-                    let _ = write!(h, "{:?}", *n.node.node);
-                    h.finish()
-                });
-                let _ = write!(h, "{node}");
-            } else {
-                let _ = write!(h, "{:?}", *n.node.node);
-            }
-            let _ = writeln!(
-                h,
-                "|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
-                n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
-            );
-        }
-        for c in &self.clients {
-            let _ = writeln!(h, "{c:?};");
-        }
+    }
+
+    /// A node slot's small fields (after the node itself).
+    fn node_slot_into(h: &mut impl Write, n: &super::NodeSlot) {
         let _ = writeln!(
             h,
-            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            "|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
+            n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
+        );
+    }
+
+    /// What is neither a client's nor keyed by clients as bare numbers:
+    /// the resource, the network's generator, the faults injected at
+    /// steps, the waiters, replication, the ongoing violations, services.
+    fn shared_into(&self, h: &mut impl Write) {
+        let _ = writeln!(
+            h,
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             self.resource,
             self.net,
             self.step_faults,
-            self.monitor,
-            self.locks,
             self.waiters,
             self.repl,
             self.ongoing,
             self.services,
-            self.service_tick_at,
-            self.write_locks
+            self.service_tick_at
         );
     }
 }
@@ -390,40 +405,12 @@ impl World {
         }
         // What renaming only patches, marked once.
         let mut fixed = String::new();
-        let _ = writeln!(
-            fixed,
-            "{}|{}|{}|{}|{}|{}|{}|{}|",
-            self.now,
-            self.steps(),
-            self.master,
-            self.halted,
-            self.next_req,
-            self.next_wait,
-            self.deadlock_dirty,
-            self.seed
-        );
-        for ((t, _), item) in &self.queue {
-            let _ = writeln!(fixed, "{t}:{item:?};");
-        }
+        self.head_into(&mut fixed);
         for n in &self.nodes {
-            let _ = writeln!(
-                fixed,
-                "{:?}|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
-                *n.node.node, n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
-            );
+            let _ = write!(fixed, "{:?}", *n.node.node);
+            Self::node_slot_into(&mut fixed, n);
         }
-        let _ = writeln!(
-            fixed,
-            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
-            self.resource,
-            self.net,
-            self.step_faults,
-            self.waiters,
-            self.repl,
-            self.ongoing,
-            self.services,
-            self.service_tick_at,
-        );
+        self.shared_into(&mut fixed);
         let fixed = Marked::new(fixed, &index_of);
         let slots: Vec<Marked> = self
             .clients
