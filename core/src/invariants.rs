@@ -225,11 +225,7 @@ impl Monitor {
             .iter()
             .map(|((c, k), g)| ((map(*c), k.clone()), *g))
             .collect();
-        m.beliefs = self
-            .beliefs
-            .iter()
-            .map(|(k, s)| (k.clone(), s.iter().map(|c| map(*c)).collect()))
-            .collect();
+        m.beliefs = crate::observe::renamed_sets(&self.beliefs, to);
         m
     }
 

@@ -148,41 +148,35 @@ impl JobResult {
 /// "Sampled N schedules, no violation found, within this bound: …" — what
 /// was searched, never a claim that the design is correct.
 pub fn bound(spec: &Spec, explored: u64) -> String {
-    let kinds = if spec.fault_kinds.is_empty() {
-        "any fault kind".to_owned()
-    } else {
-        spec.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
-    };
-    format!(
-        "sampled {explored} schedules, no violation found, within this bound: {} clients, at most {} fault(s) per \
-         schedule ({kinds}), every single fault at every point of {} seeds' fault-free runs plus {} random walks, runs \
-         of at most {} steps. A sample, not a proof.",
-        spec.scenario
-            .as_ref()
-            .map_or(spec.clients as usize, |s| s.clients.len()),
-        spec.faults,
-        spec.exhaustive_seeds,
-        spec.random_walks,
-        spec.max_steps
-    )
+    bound_in(spec, explored, false)
 }
 
 /// [`bound`] in Chinese.
 pub fn bound_zh(spec: &Spec, explored: u64) -> String {
-    let kinds = if spec.fault_kinds.is_empty() {
-        "任意故障类型".to_owned()
-    } else {
-        spec.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join("、")
+    bound_in(spec, explored, true)
+}
+
+fn bound_in(spec: &Spec, explored: u64, zh: bool) -> String {
+    let kinds = match (spec.fault_kinds.is_empty(), zh) {
+        (true, false) => "any fault kind".to_owned(),
+        (true, true) => "任意故障类型".to_owned(),
+        (false, _) => {
+            let k: Vec<&str> = spec.fault_kinds.iter().map(|k| k.name()).collect();
+            k.join(if zh { "、" } else { ", " })
+        }
     };
-    format!(
-        "抽样了 {explored} 个调度，未发现违反，界限为：{} 个客户端，每个调度至多 {} 个故障（{kinds}），{} 个种子的无故障运行中\
-         每个位置的每一种单个故障，加上 {} 次随机游走，每次运行至多 {} 步。这是抽样，不是证明。",
-        spec.scenario
-            .as_ref()
-            .map_or(spec.clients as usize, |s| s.clients.len()),
-        spec.faults,
-        spec.exhaustive_seeds,
-        spec.random_walks,
-        spec.max_steps
-    )
+    let clients = spec
+        .scenario
+        .as_ref()
+        .map_or(spec.clients as usize, |s| s.clients.len());
+    let (faults, seeds, walks, steps) = (spec.faults, spec.exhaustive_seeds, spec.random_walks, spec.max_steps);
+    if zh {
+        format!(
+            "抽样了 {explored} 个调度，未发现违反，界限为：{clients} 个客户端，每个调度至多 {faults} 个故障（{kinds}），{seeds} 个种子的无故障运行中每个位置的每一种单个故障，加上 {walks} 次随机游走，每次运行至多 {steps} 步。这是抽样，不是证明。"
+        )
+    } else {
+        format!(
+            "sampled {explored} schedules, no violation found, within this bound: {clients} clients, at most {faults} fault(s) per schedule ({kinds}), every single fault at every point of {seeds} seeds' fault-free runs plus {walks} random walks, runs of at most {steps} steps. A sample, not a proof."
+        )
+    }
 }

@@ -161,34 +161,32 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
 /// What the lesson says it is: a shortest counterexample within stated
 /// bounds when a breadth-first search found it (the report has a bounded
 /// verdict), the fewest steps among the schedules tried when sampling did —
-/// never "shortest" of a sample (issue 44 item 5).
-fn narration_en(spec: &Spec, report: &Report, invariant: Invariant, index: u64, seed: u64) -> String {
-    let what = if report.bounded.is_some() {
-        "A shortest counterexample, found by the explorer's breadth-first search: no schedule within its bounds breaks an invariant in fewer transitions. It breaks"
-    } else {
-        "A run the explorer's sampling found, the fewest steps among the schedules it tried, not necessarily the shortest there is. It breaks"
-    };
-    format!(
-        "{what} {} ({}, schedule #{index}, world seed {seed}). Searched {}.",
-        invariant.name(),
-        spec.summary(),
-        report.plan
-    )
-}
-
-/// [`narration_en`] in Chinese, with the design's summary in Chinese.
-fn narration_zh(spec: &Spec, report: &Report, invariant: Invariant, index: u64, seed: u64) -> String {
-    let what = if report.bounded.is_some() {
-        "探索器广度优先搜索找到的最短反例：在所述界限内，没有任何调度能以更少的转移破坏不变量。它违反"
-    } else {
-        "探索器抽样找到的反例（在它试过的调度中步数最少，不一定是最短的）。它违反"
-    };
-    format!(
-        "{what} {}（{}；{}；第 {index} 个调度，世界种子 {seed}）。",
-        invariant.title_zh(),
-        invariant.name(),
-        spec.summary_zh()
-    )
+/// never "shortest" of a sample (issue 44 item 5). In English, or in
+/// Chinese with the design's summary in Chinese.
+fn narration(spec: &Spec, report: &Report, invariant: Invariant, index: u64, seed: u64, zh: bool) -> String {
+    let name = invariant.name();
+    match (report.bounded.is_some(), zh) {
+        (true, false) => format!(
+            "A shortest counterexample, found by the explorer's breadth-first search: no schedule within its bounds breaks an invariant in fewer transitions. It breaks {name} ({}, schedule #{index}, world seed {seed}). Searched {}.",
+            spec.summary(),
+            report.plan
+        ),
+        (false, false) => format!(
+            "A run the explorer's sampling found, the fewest steps among the schedules it tried, not necessarily the shortest there is. It breaks {name} ({}, schedule #{index}, world seed {seed}). Searched {}.",
+            spec.summary(),
+            report.plan
+        ),
+        (bfs, true) => format!(
+            "{}它违反 {}（{name}；{}；第 {index} 个调度，世界种子 {seed}）。",
+            if bfs {
+                "探索器广度优先搜索找到的最短反例：在所述界限内，没有任何调度能以更少的转移破坏不变量。"
+            } else {
+                "探索器抽样找到的反例（在它试过的调度中步数最少，不一定是最短的）。"
+            },
+            invariant.title_zh(),
+            spec.summary_zh()
+        ),
+    }
 }
 
 /// Turn a report's counterexample into a lesson that replays it, checked
@@ -230,8 +228,8 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
             zh: format!("反例：{}", spec.name_zh.as_deref().unwrap_or(&name)),
         },
         narration: Text {
-            en: narration_en(spec, report, *invariant, *index, scenario.seed),
-            zh: narration_zh(spec, report, *invariant, *index, scenario.seed),
+            en: narration(spec, report, *invariant, *index, scenario.seed, false),
+            zh: narration(spec, report, *invariant, *index, scenario.seed, true),
         },
         source: Source {
             seed: "explore".into(),

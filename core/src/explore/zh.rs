@@ -7,10 +7,9 @@
 
 use super::{Outcome, Report, Spec, TopologyKind};
 use crate::actor::Names;
-use crate::fault::At;
 use crate::invariants::Invariant;
 use crate::observe::{LockChange, Via};
-use crate::trace::{commands_line, replies_line, Event, EventKind, LossReason, Trace};
+use crate::trace::{commands_line, replies_line, Event, EventKind, LossReason};
 
 /// [`super::explain`] in Chinese.
 pub fn explain_zh(i: Invariant) -> &'static str {
@@ -96,75 +95,8 @@ impl Report {
 
     /// [`Report::transcript`] in Chinese, ending with the result line.
     pub fn transcript_zh(&self, summary_zh: &str) -> String {
-        let mut out = format!("locklab explore：{summary_zh}\n");
-        if let Some(plan) = &self.plan_zh {
-            out.push_str(&format!("搜索方式：{plan}\n"));
-        } else {
-            out.push_str(&format!("搜索方式：{}\n", self.plan));
-        }
-        if let Outcome::Violated {
-            index,
-            scenario,
-            trace,
-            invariant,
-            ..
-        } = &self.outcome
-        {
-            let faults: Vec<String> = scenario
-                .faults
-                .iter()
-                .map(|f| {
-                    let at = match f.at {
-                        At::Step(s) => format!("第 {s} 步之后"),
-                        At::Time(t) => format!("{t} ms 时"),
-                    };
-                    format!("{at}{}", f.fault.describe_zh(&trace.names))
-                })
-                .collect();
-            let which = if self.bounded.is_some() {
-                "最短反例（广度优先：界限内没有任何调度能以更少的转移破坏不变量）"
-            } else {
-                "抽样反例（在试过的调度中步数最少，不一定最短）"
-            };
-            out.push_str(&format!(
-                "{which}：第 {index} 个调度，世界种子 {}，{}\n",
-                scenario.seed,
-                if faults.is_empty() {
-                    "没有故障".to_owned()
-                } else {
-                    format!("故障：{}", faults.join("；"))
-                }
-            ));
-            out.push_str(&format!(
-                "它违反 {}（{}）：{}\n\n",
-                invariant.title_zh(),
-                invariant.name(),
-                explain_zh(*invariant)
-            ));
-            out.push_str(&trace_table_zh(trace));
-            out.push('\n');
-        } else if self.bounded.is_none() {
-            out.push_str("没有任何调度破坏 stale-write、wrong-release 或 deadlock\n");
-        }
-        out.push_str(&self.result_line_zh());
-        out.push('\n');
-        out
+        self.transcript_in(Some(summary_zh))
     }
-}
-
-/// [`super::trace_table`] in Chinese.
-fn trace_table_zh(trace: &Trace) -> String {
-    let mut out = format!("{:>5}  {:>8}  {:<9} 事件\n", "步", "时间", "角色");
-    for e in &trace.events {
-        out.push_str(&format!(
-            "{:>5}  {:>5} ms  {:<9} {}\n",
-            e.step,
-            e.at_ms,
-            trace.names.actor(e.actor),
-            describe_zh(e, &trace.names)
-        ));
-    }
-    out
 }
 
 fn via_zh(via: Via) -> &'static str {
@@ -175,6 +107,14 @@ fn via_zh(via: Via) -> &'static str {
         Via::Restart => "（重启后无数据）",
         Via::FullSync => "（全量同步）",
         Via::Promotion => "（提升为主）",
+    }
+}
+
+fn loss_zh(r: LossReason) -> &'static str {
+    match r {
+        LossReason::LinkCut => "链路断开",
+        LossReason::NodeDown => "节点宕机",
+        LossReason::Dropped => "回复丢失",
     }
 }
 
@@ -194,22 +134,13 @@ pub fn describe_zh(e: &Event, names: &Names) -> String {
             commands,
             replies,
             ..
-        } => format!(
-            "执行 {} 的 {} ⇒ {}",
-            c(*client),
-            commands_line(commands),
-            replies_line(replies)
-        ),
+        } => {
+            let (who, sent, got) = (c(*client), commands_line(commands), replies_line(replies));
+            format!("执行 {who} 的 {sent} ⇒ {got}")
+        }
         EventKind::Lost {
             client, node, reason, ..
-        } => {
-            let why = match reason {
-                LossReason::LinkCut => "链路断开",
-                LossReason::NodeDown => "节点宕机",
-                LossReason::Dropped => "回复丢失",
-            };
-            format!("丢失：{} ↔ {}（{why}）", c(*client), n(*node))
-        }
+        } => format!("丢失：{} ↔ {}（{}）", c(*client), n(*node), loss_zh(*reason)),
         EventKind::Received { node, replies, .. } => format!("← {}：{}", n(*node), replies_line(replies)),
         EventKind::TimedOut { node, .. } => format!("等待 {} 超时", n(*node)),
         EventKind::Expired { key } => format!("key {key} 过期"),
@@ -255,12 +186,10 @@ pub fn describe_zh(e: &Event, names: &Names) -> String {
             token,
             value,
             accepted,
-        } => format!(
-            "{} {} 的写入 {value:?}（{}）",
-            if *accepted { "接受" } else { "拒绝" },
-            c(*client),
-            token_zh(*token)
-        ),
+        } => {
+            let verb = if *accepted { "接受" } else { "拒绝" };
+            format!("{verb} {} 的写入 {value:?}（{}）", c(*client), token_zh(*token))
+        }
         EventKind::Fault { fault } => format!("故障：{}", fault.describe_zh(names)),
         EventKind::Resumed => "恢复运行".to_owned(),
         EventKind::Restarted { kept_data: true } => "重启，数据保留（AOF）".to_owned(),
@@ -268,12 +197,9 @@ pub fn describe_zh(e: &Event, names: &Names) -> String {
         EventKind::Note { text } => text.clone(),
         EventKind::Elected { term } => format!("当选为 leader（任期 {term}）"),
         EventKind::Done => "程序结束".to_owned(),
-        EventKind::Violation { violation } => format!(
-            "违反 {}（{}）[{}–{} ms]",
-            violation.invariant.title_zh(),
-            violation.invariant.name(),
-            violation.from_ms,
-            violation.to_ms
-        ),
+        EventKind::Violation { violation: v } => {
+            let (title, name) = (v.invariant.title_zh(), v.invariant.name());
+            format!("违反 {title}（{name}）[{}–{} ms]", v.from_ms, v.to_ms)
+        }
     }
 }
