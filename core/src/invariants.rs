@@ -207,6 +207,28 @@ pub struct Monitor {
 }
 
 impl Monitor {
+    /// This monitor with its clients renamed (`to[i]` is client i's new
+    /// index) where they are bare numbers: the per-client grants, the
+    /// grants' keys, the believers. What `Debug` writes as `client: N`
+    /// (the latest writes) is renamed in the fingerprint's text instead
+    /// (`World::symmetric_fingerprint`, the symmetry reduction).
+    pub(crate) fn renamed_clients(&self, to: &[u32]) -> Monitor {
+        let map = |c: u32| to.get(c as usize).copied().unwrap_or(c);
+        let mut m = self.clone();
+        for (old, g) in self.latest_grant.iter().enumerate() {
+            if let Some(slot) = m.latest_grant.get_mut(map(old as u32) as usize) {
+                *slot = g.clone();
+            }
+        }
+        m.grant_of = self
+            .grant_of
+            .iter()
+            .map(|((c, k), g)| ((map(*c), k.clone()), *g))
+            .collect();
+        m.beliefs = crate::observe::renamed_sets(&self.beliefs, to);
+        m
+    }
+
     pub fn new(config: InvariantConfig) -> Monitor {
         Monitor {
             config,

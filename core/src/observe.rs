@@ -222,6 +222,15 @@ pub struct KeyGroup {
     pub master: u32,
 }
 
+/// Sets of clients by key, each client renamed (`to[i]` is client i's new
+/// index): the Redlock majorities here, the believers in the invariant monitor.
+pub(crate) fn renamed_sets(sets: &BTreeMap<String, BTreeSet<u32>>, to: &[u32]) -> BTreeMap<String, BTreeSet<u32>> {
+    let map = |c: &u32| to.get(*c as usize).copied().unwrap_or(*c);
+    sets.iter()
+        .map(|(k, s)| (k.clone(), s.iter().map(map).collect()))
+        .collect()
+}
+
 /// The shadows of the lock keys on every node, and who holds each lock.
 #[derive(Clone, Debug, Default)]
 pub struct LockObserver {
@@ -244,6 +253,16 @@ pub struct LockObserver {
 }
 
 impl LockObserver {
+    /// This observer with its clients renamed where they are bare numbers
+    /// (the Redlock majorities' holders), as [`crate::invariants::Monitor`]'s
+    /// `renamed_clients`; owners (`owner: Some(N)`) are renamed in the
+    /// fingerprint's text.
+    pub(crate) fn renamed_clients(&self, to: &[u32]) -> LockObserver {
+        let mut o = self.clone();
+        o.majority = renamed_sets(&self.majority, to);
+        o
+    }
+
     /// An observer of `nodes` nodes, `redlock` when they are independent
     /// masters.
     pub fn new(scope: Scope, nodes: usize, redlock: bool) -> LockObserver {

@@ -193,11 +193,11 @@ pub fn command_line(argv: &[String]) -> String {
     out
 }
 
-fn commands_line(cmds: &[Vec<String>]) -> String {
+pub(crate) fn commands_line(cmds: &[Vec<String>]) -> String {
     cmds.iter().map(|c| command_line(c)).collect::<Vec<_>>().join(" | ")
 }
 
-fn replies_line(replies: &[Reply]) -> String {
+pub(crate) fn replies_line(replies: &[Reply]) -> String {
     replies
         .iter()
         .map(|r| r.to_cli().replace('\n', " "))

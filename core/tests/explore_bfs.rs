@@ -132,6 +132,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
         fingerprints: true,
         no_op_faults: false,
         pause_at_input: false,
+        symmetry: false,
     };
     let b = search(&spec, plain, Limits::default());
     assert_eq!(b.status(), Status::Exhausted, "{}", b.verdict());
@@ -143,6 +144,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
             fingerprints: false,
             no_op_faults: false,
             pause_at_input: false,
+            symmetry: false,
         },
         Limits::default(),
     );
@@ -157,17 +159,24 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
 
 #[test]
 fn the_reductions_never_change_a_verdict() {
-    let r = |fingerprints, no_op_faults, pause_at_input| Reductions {
+    let r = |fingerprints, no_op_faults, pause_at_input, symmetry| Reductions {
         fingerprints,
         no_op_faults,
         pause_at_input,
+        symmetry,
     };
+    // (reductions, the symmetric model): symmetry needs its model, so the
+    // combinations with it are compared with the same model without it.
     let all = [
-        r(true, true, true),
-        r(true, true, false),
-        r(true, false, false),
-        r(false, true, true),
-        r(false, false, false),
+        (r(true, true, true, false), false),
+        (r(true, true, false, false), false),
+        (r(true, false, false, false), false),
+        (r(false, true, true, false), false),
+        (r(false, false, false, false), false),
+        (r(true, true, true, true), true),
+        (r(true, false, false, true), true),
+        (r(true, true, true, false), true),
+        (r(true, false, false, false), true),
     ];
     let mut compared = 0;
     let mut kinds_seen = HashSet::new();
@@ -183,8 +192,9 @@ fn the_reductions_never_change_a_verdict() {
                 };
                 let verdicts: Vec<(Option<Invariant>, u64)> = all
                     .iter()
-                    .map(|r| {
-                        let b = search(&spec, *r, Limits::default());
+                    .map(|(r, model)| {
+                        let mut b = Bfs::with_model(&spec, 1, *r, Limits::default(), *model).expect("search");
+                        b.run();
                         assert_ne!(b.status(), Status::NotExhausted, "{:?} {release:?} {kind:?}", r);
                         let report = b.report();
                         let inv = match report.outcome {
@@ -194,10 +204,14 @@ fn the_reductions_never_change_a_verdict() {
                         (inv, b.stats().depth)
                     })
                     .collect();
-                assert!(
-                    verdicts.windows(2).all(|w| w[0] == w[1]),
-                    "{release:?} fencing {fencing} {kind:?}: {verdicts:?}"
-                );
+                // Within one model every combination agrees, verdict and depth.
+                let (plain, sym) = verdicts.split_at(5);
+                for group in [plain, sym] {
+                    assert!(
+                        group.windows(2).all(|w| w[0] == w[1]),
+                        "{release:?} fencing {fencing} {kind:?}: {verdicts:?}"
+                    );
+                }
                 kinds_seen.insert(verdicts[0].0);
                 compared += 1;
             }
@@ -205,6 +219,84 @@ fn the_reductions_never_change_a_verdict() {
     }
     assert_eq!(compared, 18);
     assert!(kinds_seen.len() >= 2, "both verdicts among the designs: {kinds_seen:?}");
+}
+
+/// Symmetry: in the symmetric model (clients alike), a world and the same
+/// world with A's and B's roles swapped fingerprint alike, and the search
+/// with the reduction explores fewer states for the same verdict and
+/// depth. Before the reduction the two worlds had different fingerprints.
+#[test]
+fn clients_alike_are_interchangeable_and_symmetry_cuts_states() {
+    let spec = Spec {
+        fault_kinds: vec![FaultKind::Crash],
+        ..design("06-fenced-single.toml")
+    };
+    let mut sc = spec.base_scenario();
+    for c in &mut sc.clients {
+        c.start_ms = 0;
+    }
+    sc.world.shared_client_stream = true;
+    // Crash A in one world and B in the other, each before anything ran:
+    // the same state up to the clients' names.
+    let mut a = World::from_scenario(&sc).expect("world");
+    let mut b = a.clone();
+    a.inject(locklab_core::fault::Fault::CrashClient { client: "A".into() })
+        .expect("crash A");
+    b.inject(locklab_core::fault::Fault::CrashClient { client: "B".into() })
+        .expect("crash B");
+    for _ in 0..40 {
+        a.step_item();
+        b.step_item();
+    }
+    assert_ne!(
+        a.fingerprint(),
+        b.fingerprint(),
+        "the plain fingerprints tell them apart"
+    );
+    assert_eq!(
+        a.symmetric_fingerprint(),
+        b.symmetric_fingerprint(),
+        "up to renaming they are one"
+    );
+    // A world that is not a renaming of the other stays apart.
+    let mut c = World::from_scenario(&sc).expect("world");
+    for _ in 0..40 {
+        c.step_item();
+    }
+    assert_ne!(a.symmetric_fingerprint(), c.symmetric_fingerprint());
+
+    let three = Spec { clients: 3, ..spec };
+    let run = |symmetry| {
+        let r = Reductions {
+            symmetry,
+            ..Reductions::default()
+        };
+        assert!(!Reductions::default().symmetry, "opt-in: it needs its model");
+        let mut b = Bfs::with_model(&three, 1, r, Limits::default(), true).expect("search");
+        b.run();
+        b
+    };
+    let (with, without) = (run(true), run(false));
+    println!(
+        "{}\nwith symmetry {} states, without {}",
+        with.verdict(),
+        with.stats().states,
+        without.stats().states
+    );
+    assert_eq!(with.status(), without.status());
+    assert_eq!(with.stats().depth, without.stats().depth);
+    assert!(with
+        .verdict()
+        .contains("3 clients (alike: one start time, one random stream shape)"));
+    // Few merges here: the model's order is deterministic (A's start is
+    // queued before B's at the same time, the network's delays are drawn in
+    // send order), so only faults make two clients' roles swap.
+    assert!(
+        with.stats().states < without.stats().states,
+        "{} states with symmetry, {} without",
+        with.stats().states,
+        without.stats().states
+    );
 }
 
 #[test]
@@ -454,4 +546,42 @@ fn a_counterexample_is_explained_as_a_because_chain_in_en_and_zh() {
             "违反 stale-write",
         ],
     );
+}
+
+/// `--export lesson`: the shortest counterexample written as a lesson file
+/// parses (`Lesson::parse` validates it as it does `lessons/*.toml`) and,
+/// played, breaks the same invariant again. Before the export existed
+/// there was no text to parse.
+#[test]
+fn a_counterexample_exports_as_a_lesson_that_replays_to_the_same_violation() {
+    use locklab_core::explore::export;
+    use locklab_core::lesson::run::LessonRun;
+    use locklab_core::lesson::Lesson;
+    for file in ["04-no-fencing.toml", "01-bare-del.toml"] {
+        let spec = design(file);
+        let b = search(&spec, Reductions::default(), Limits::default());
+        let report = b.report();
+        let Outcome::Violated { invariant, .. } = report.outcome else {
+            panic!("{file}: {}", b.verdict());
+        };
+        let text = export::lesson_toml(&spec, &report).unwrap_or_else(|e| panic!("{file}: {e}"));
+        println!("{text}");
+        let lesson = Lesson::parse(&text).unwrap_or_else(|e| panic!("{file}: {e}\n{text}"));
+        assert!(lesson.narration.en.contains("shortest"), "{}", lesson.narration.en);
+        assert!(lesson.narration.zh.contains("最短"), "{}", lesson.narration.zh);
+        let mut run = LessonRun::new(&lesson).expect("a lesson run");
+        run.run_all().expect("played");
+        assert!(
+            run.observed().contains(&invariant),
+            "{file}: {:?} not among {:?}",
+            invariant,
+            run.observed()
+        );
+    }
+    let held = search(
+        &design("06-fenced-single.toml"),
+        Reductions::default(),
+        Limits::default(),
+    );
+    assert!(export::lesson_toml(&design("06-fenced-single.toml"), &held.report()).is_err());
 }

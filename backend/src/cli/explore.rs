@@ -78,8 +78,9 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub bench: bool,
     /// After the transcript, the counterexample as a Mermaid sequence diagram
-    /// (`mermaid`) or a redis-cli script with the waits (`cli`).
-    #[arg(long, value_parser = ["mermaid", "cli"])]
+    /// (`mermaid`), a redis-cli script with the waits (`cli`), or a lesson file
+    /// in the format of `lessons/*.toml` (`lesson`).
+    #[arg(long, value_parser = ["mermaid", "cli", "lesson"])]
     pub export: Option<String>,
     /// After the transcript, the counterexample's "because" chain in English and Chinese.
     #[arg(long)]
@@ -239,16 +240,16 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
         let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
-        return Ok(with_export(&bfs.report(), args));
+        return Ok(with_export(&spec, &bfs.report(), args));
     }
     let explorer = Explorer::new(&spec)?;
     let finding = search(&explorer, threads);
-    Ok(with_export(&explorer.report(&finding), args))
+    Ok(with_export(&spec, &explorer.report(&finding), args))
 }
 
 /// The transcript, then the counterexample exported as `--export` asks
 /// (core's `explore::export`); a held result has nothing to export.
-fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
+fn with_export(spec: &Spec, report: &locklab_core::explore::Report, args: &ExploreArgs) -> String {
     let export = args.export.as_deref();
     let mut out = report.transcript();
     let Outcome::Violated { trace, .. } = &report.outcome else {
@@ -268,6 +269,10 @@ fn with_export(report: &locklab_core::explore::Report, args: &ExploreArgs) -> St
     match export {
         Some("mermaid") => out.push_str(&format!("\n{}", ex::mermaid(trace))),
         Some("cli") => out.push_str(&format!("\n{}", ex::cli_script(trace))),
+        Some("lesson") => match ex::lesson_toml(spec, report) {
+            Ok(text) => out.push_str(&format!("\n{text}")),
+            Err(e) => out.push_str(&format!("\nno lesson: {e}\n")),
+        },
         _ => {}
     }
     out
@@ -286,8 +291,10 @@ fn timed_bfs(bfs: &mut Bfs, budget: Duration) -> Duration {
 }
 
 /// One exhaustive search for the benchmark: its verdict, time and rate.
-fn bench_line(name: &str, spec: &Spec, seeds: u32, reductions: Reductions, budget: Duration) -> (String, u64) {
-    let mut bfs = match Bfs::new(spec, seeds, reductions, Limits::default()) {
+/// `alike`: the symmetric model (clients alike), so a line without the
+/// symmetry reduction can be on the same bound as one with it.
+fn bench_line(name: &str, spec: &Spec, reductions: Reductions, alike: bool, budget: Duration) -> (String, u64) {
+    let mut bfs = match Bfs::with_model(spec, 1, reductions, Limits::default(), alike) {
         Ok(b) => b,
         Err(e) => return (format!("  {name}: cannot build: {e}\n"), 0),
     };
@@ -320,12 +327,12 @@ pub fn exhaustive_bench() -> String {
         // six lengths break Redlock (the sampling explorer's seed 894627100).
         d07.set_seed(894_627_100);
         out.push_str("design 07 (Redlock, five masters, GC pause), world seed 894627100, 1 pause:\n");
-        out.push_str(&bench_line("shortest counterexample", &d07, 1, all, minute).0);
+        out.push_str(&bench_line("shortest counterexample", &d07, all, false, minute).0);
         let anywhere = Reductions {
             pause_at_input: false,
             ..all
         };
-        out.push_str(&bench_line("the same, pauses landing anywhere", &d07, 1, anywhere, minute).0);
+        out.push_str(&bench_line("the same, pauses landing anywhere", &d07, anywhere, false, minute).0);
     }
     if let Some(d06) = design("06-fenced-single.toml") {
         let three = Spec {
@@ -334,7 +341,10 @@ pub fn exhaustive_bench() -> String {
             ..d06.clone()
         };
         out.push_str("design 06 (fenced, one node), 3 clients, at most 2 faults:\n");
-        out.push_str(&bench_line("exhaustive", &three, 1, all, minute).0);
+        let every = Reductions { symmetry: true, ..all };
+        out.push_str(&bench_line("every reduction, clients alike", &three, every, true, minute).0);
+        out.push_str(&bench_line("the same bound without symmetry", &three, all, true, minute).0);
+        out.push_str(&bench_line("without symmetry, clients 3 ms apart", &three, all, false, minute).0);
         out.push_str(&reductions_table(&d06));
     }
     out
@@ -345,19 +355,23 @@ pub fn exhaustive_bench() -> String {
 /// and with none (the tree of schedules).
 fn reductions_table(d06: &Spec) -> String {
     let minute = Duration::from_secs(60);
-    let all = Reductions::default();
-    let mut out = String::from("reductions on design 06, 2 clients, 1 fault (states explored):\n");
+    let all = Reductions {
+        symmetry: true,
+        ..Reductions::default()
+    };
+    let mut out = String::from("reductions on design 06, 2 clients, 1 fault, clients alike (states explored):\n");
     let (line, s_all) = bench_line(
-        "all (fingerprints, no-op faults, pauses at inputs)",
+        "all (fingerprints, no-op faults, pauses at inputs, symmetry)",
         d06,
-        1,
         all,
+        true,
         minute,
     );
     out.push_str(&line);
     let ratio = |a: u64| a as f64 / s_all.max(1) as f64;
     let mut factors = Vec::new();
     let without = [
+        ("symmetry", Reductions { symmetry: false, ..all }),
         (
             "pauses at inputs",
             Reductions {
@@ -381,7 +395,7 @@ fn reductions_table(d06: &Spec) -> String {
         ),
     ];
     for (name, r) in without {
-        let (line, s) = bench_line(&format!("without {name}"), d06, 1, r, minute);
+        let (line, s) = bench_line(&format!("without {name}"), d06, r, true, minute);
         out.push_str(&line);
         factors.push(format!("{name} {:.1}x", ratio(s)));
     }
@@ -389,8 +403,9 @@ fn reductions_table(d06: &Spec) -> String {
         fingerprints: false,
         no_op_faults: false,
         pause_at_input: false,
+        symmetry: false,
     };
-    let (line, s_none) = bench_line("none (the tree of schedules)", d06, 1, none, minute);
+    let (line, s_none) = bench_line("none (the tree of schedules)", d06, none, true, minute);
     out.push_str(&line);
     out.push_str(&format!(
         "  each reduction's factor (states without it / with all): {}; all together {:.1}x\n",

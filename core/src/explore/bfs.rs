@@ -57,14 +57,20 @@
 //! clients' timers and programs, the monitor's spans) and the horizon and
 //! event limit are kept as dominance; not done yet (issue 44).
 //!
-//! Not here yet: symmetry between clients. The shorthand's clients run the
-//! same program but start 3 ms apart and draw from their own random
-//! streams, so no two of them are interchangeable in the world as it is;
-//! a symmetry reduction needs a world that renames clients consistently:
-//! their slots and indexes (queue items, the monitor's and lock shadows'
-//! owners, the resource's writers), the names inside tokens in the nodes'
-//! keyspaces, the connection ids each node gave them and the request ids,
-//! which are numbered in the order clients happened to send (issue 44).
+//! * **symmetry** ([`Reductions::symmetry`], opt-in): clients running
+//!   the same program are interchangeable, so a world and the same world
+//!   with two clients' roles swapped are one state
+//!   ([`World::symmetric_fingerprint`] renames clients consistently: their
+//!   slots, indexes, and the names inside tokens and written values). The
+//!   shorthand's clients start 3 ms apart with their own random streams,
+//!   so the search's model ([`Bfs::with_model`]) starts same-program
+//!   clients together on one stream shape, and the bounds sentence says
+//!   "alike". It saves little here (design 06, 2 clients, 1 fault: 4,240 →
+//!   4,111 states): the world's order is deterministic — A's start is
+//!   queued before B's, the network draws delays in send order — so only a
+//!   fault swaps two clients' roles, and the renamings cost each state
+//!   about three plain fingerprints. A model that explored delivery orders
+//!   would gain far more from it.
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -96,7 +102,8 @@ impl Hasher for PassThrough {
 
 type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
 
-/// Which reductions a search applies (all of them by default).
+/// Which reductions a search applies (all but symmetry by default: that one
+/// needs the symmetric model, a bound of its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reductions {
     pub fingerprints: bool,
@@ -110,6 +117,13 @@ pub struct Reductions {
     /// lengths stay the six from the TTL, so the bound says so.
     #[serde(default)]
     pub pause_at_input: bool,
+    /// Clients are interchangeable: a world and the same world with two
+    /// clients' roles swapped are one state ([`World::symmetric_fingerprint`]).
+    /// The search's model makes same-program clients really alike for it
+    /// (one start time, one random stream shape: [`Bfs::with_model`]), and
+    /// the bounds sentence says so.
+    #[serde(default)]
+    pub symmetry: bool,
 }
 
 impl Default for Reductions {
@@ -118,6 +132,9 @@ impl Default for Reductions {
             fingerprints: true,
             no_op_faults: true,
             pause_at_input: true,
+            // Opt-in: it changes the model (clients alike), and a lesson
+            // cannot replay a shared-stream world yet.
+            symmetry: false,
         }
     }
 }
@@ -196,6 +213,8 @@ pub struct Bfs {
     seeds: Vec<u64>,
     budget: u32,
     reductions: Reductions,
+    /// Same-program clients start together and share a stream shape.
+    symmetric_model: bool,
     limits: Limits,
     seen: Seen,
     tree: Vec<Link>,
@@ -212,6 +231,31 @@ fn key(world: u64, faults: u32) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Make a scenario's clients interchangeable when they can be: every client
+/// runs the same program on the same clock with no link of its own, so
+/// each starts at the earliest start time and draws from one stream shape.
+/// `false` (and the scenario unchanged) otherwise.
+fn symmetric(sc: &mut Scenario) -> bool {
+    let Some(first) = sc.clients.first().cloned() else {
+        return false;
+    };
+    let alike = sc.clients.len() >= 2
+        && sc
+            .clients
+            .iter()
+            .all(|c| c.program == first.program && c.clock == first.clock)
+        && sc.world.links.is_empty();
+    if !alike {
+        return false;
+    }
+    let start = sc.clients.iter().map(|c| c.start_ms).min().unwrap_or(0);
+    for c in &mut sc.clients {
+        c.start_ms = start;
+    }
+    sc.world.shared_client_stream = true;
+    true
+}
+
 /// A pause of a client nothing can reach until it ends: a no-op fault
 /// ([`World::pause_is_idle`]) that fingerprints cannot see as one (the
 /// paused world differs until the pause ends).
@@ -226,10 +270,28 @@ fn early_pause(w: &World, f: &Fault) -> bool {
 }
 
 impl Bfs {
-    /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`.
+    /// A search of `spec` from world seeds `spec.seed .. spec.seed + seeds`,
+    /// in the symmetric model when the symmetry reduction is on.
     pub fn new(spec: &Spec, seeds: u32, reductions: Reductions, limits: Limits) -> Result<Bfs, ExploreError> {
+        Bfs::with_model(spec, seeds, reductions, limits, reductions.symmetry)
+    }
+
+    /// [`Bfs::new`], choosing the model: with `symmetric_model`, clients
+    /// that run the same program on the same clock start at the same time
+    /// (the earliest of theirs) and draw from one random stream shape
+    /// ([`crate::world::WorldConfig::shared_client_stream`]) — the bound the
+    /// symmetry reduction needs, stated in [`Bfs::bounds`]. `--bench` runs
+    /// the symmetric model with and without the reduction, on one bound.
+    pub fn with_model(
+        spec: &Spec,
+        seeds: u32,
+        reductions: Reductions,
+        limits: Limits,
+        symmetric_model: bool,
+    ) -> Result<Bfs, ExploreError> {
         spec.validate()?;
-        let base = spec.base_scenario();
+        let mut base = spec.base_scenario();
+        let symmetric_model = symmetric_model && symmetric(&mut base);
         let options = allowed_faults(spec, &base);
         let mut bfs = Bfs {
             spec: spec.clone(),
@@ -240,6 +302,7 @@ impl Bfs {
                 .collect(),
             budget: spec.faults,
             reductions,
+            symmetric_model,
             limits,
             seen: Seen::default(),
             tree: Vec::new(),
@@ -252,7 +315,7 @@ impl Bfs {
             let mut sc = bfs.base.clone();
             sc.seed = seed;
             let world = World::from_scenario(&sc)?;
-            let fp = world.fingerprint();
+            let fp = bfs.fingerprint(&world);
             bfs.offer(world, fp, ROOT, i as u32, 0);
         }
         std::mem::swap(&mut bfs.layer, &mut bfs.next);
@@ -307,6 +370,16 @@ impl Bfs {
         self.status != Status::Running
     }
 
+    /// A world's fingerprint, up to renaming clients with the symmetry
+    /// reduction.
+    fn fingerprint(&self, w: &World) -> u64 {
+        if self.reductions.symmetry && self.symmetric_model {
+            w.symmetric_fingerprint()
+        } else {
+            w.fingerprint()
+        }
+    }
+
     /// Take every transition out of one state.
     fn expand(&mut self, e: Entry) {
         if e.faults < self.budget {
@@ -326,7 +399,7 @@ impl Bfs {
                     continue;
                 }
                 self.stats.transitions += 1;
-                let fp = w.fingerprint();
+                let fp = self.fingerprint(&w);
                 if here == Some(fp) {
                     continue;
                 }
@@ -339,7 +412,7 @@ impl Bfs {
         let mut w = e.world;
         if w.step_item() {
             self.stats.transitions += 1;
-            let fp = w.fingerprint();
+            let fp = self.fingerprint(&w);
             self.offer(w, fp, e.id, 0, e.faults);
         }
     }
@@ -417,53 +490,84 @@ impl Bfs {
     /// What the search bounded: "every schedule of 2 clients with at most 1
     /// fault from {pause, crash}, …".
     pub fn bounds(&self) -> String {
+        self.bounds_in(false)
+    }
+
+    /// [`Bfs::bounds`] in Chinese.
+    pub fn bounds_zh(&self) -> String {
+        self.bounds_in(true)
+    }
+
+    fn bounds_in(&self, zh: bool) -> String {
         let kinds: Vec<&str> = FaultKind::ALL
             .into_iter()
             .filter(|k| self.options.iter().any(|f| FaultKind::of(f) == Some(*k)))
             .map(FaultKind::name)
             .collect();
-        let seeds = match self.seeds.as_slice() {
-            [one] => format!("world seed {one}"),
-            many => format!(
-                "world seeds {}..={}",
+        let seeds = match (self.seeds.as_slice(), zh) {
+            ([one], false) => format!("world seed {one}"),
+            ([one], true) => format!("世界种子 {one}"),
+            (many, _) => format!(
+                "{} {}..={}",
+                if zh { "世界种子" } else { "world seeds" },
                 many.first().copied().unwrap_or(0),
                 many.last().copied().unwrap_or(0)
             ),
         };
         let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
-        format!(
-            "every schedule of {} clients with at most {} fault(s) from {{{}}} ({} fault options) at any point{}, \
-             network delays as {seeds} draws them, runs of at most {} steps",
-            self.base.clients.len(),
-            self.budget,
-            kinds.join(", "),
-            self.options.len(),
-            if pauses {
-                " (a pause begins as an input reaches its client)"
-            } else {
-                ""
-            },
-            self.spec.max_steps
-        )
+        let (clients, budget, options) = (self.base.clients.len(), self.budget, self.options.len());
+        let (kinds, steps) = (kinds.join(", "), self.spec.max_steps);
+        let alike = match (self.symmetric_model, zh) {
+            (false, _) => "",
+            (true, false) => " (alike: one start time, one random stream shape)",
+            (true, true) => "（彼此相同：同一启动时间、同一随机流形状）",
+        };
+        let at_input = match (pauses, zh) {
+            (false, _) => "",
+            (true, false) => " (a pause begins as an input reaches its client)",
+            (true, true) => "（暂停在输入到达其客户端时开始）",
+        };
+        if zh {
+            format!(
+                "{clients} 个客户端{alike}、至多 {budget} 个故障（取自 {{{kinds}}}，{options} 种故障选项）落在任意位置{at_input}的每一个调度，网络延迟按{seeds}抽取，每次运行至多 {steps} 步"
+            )
+        } else {
+            format!(
+                "every schedule of {clients} clients{alike} with at most {budget} fault(s) from {{{kinds}}} ({options} fault options) at any point{at_input}, network delays as {seeds} draws them, runs of at most {steps} steps"
+            )
+        }
     }
 
     /// The verdict as one line, its bounds stated.
     pub fn verdict(&self) -> String {
+        self.verdict_in(false)
+    }
+
+    /// [`Bfs::verdict`] in Chinese.
+    pub fn verdict_zh(&self) -> String {
+        self.verdict_in(true)
+    }
+
+    fn verdict_in(&self, zh: bool) -> String {
         let s = self.stats();
-        match self.status {
-            Status::Exhausted => format!("held: {}; {} distinct states", self.bounds(), s.states),
-            Status::Violated { invariant, .. } => format!(
-                "violated {}: a shortest counterexample within {}; found after {} distinct states",
-                invariant.name(),
-                self.bounds(),
-                s.states
+        let (states, frontier, depth) = (s.states, s.frontier, s.depth);
+        let bounds = self.bounds_in(zh);
+        match (self.status, zh) {
+            (Status::Exhausted, false) => format!("held: {bounds}; {states} distinct states"),
+            (Status::Exhausted, true) => format!("成立：{bounds}；{states} 个不同状态"),
+            (Status::Violated { invariant, .. }, false) => format!(
+                "violated {}: a shortest counterexample within {bounds}; found after {states} distinct states",
+                invariant.name()
             ),
-            Status::NotExhausted | Status::Running => format!(
-                "not exhausted within the limit: explored {} states, the frontier was {} (depth {}); no verdict on {}",
-                s.states,
-                s.frontier,
-                s.depth,
-                self.bounds()
+            (Status::Violated { invariant, .. }, true) => format!(
+                "违反 {}：{bounds} 内的一个最短反例；在 {states} 个不同状态后找到",
+                invariant.name()
+            ),
+            (Status::NotExhausted | Status::Running, false) => format!(
+                "not exhausted within the limit: explored {states} states, the frontier was {frontier} (depth {depth}); no verdict on {bounds}"
+            ),
+            (Status::NotExhausted | Status::Running, true) => format!(
+                "在上限内未穷尽：探索了 {states} 个状态，前沿为 {frontier}（深度 {depth}）；对 {bounds} 不下结论"
             ),
         }
     }
@@ -502,6 +606,8 @@ impl Bfs {
             explored: self.stats.states,
             outcome,
             bounded: Some(self.verdict()),
+            plan_zh: Some(format!("广度优先，{}", self.bounds_zh())),
+            bounded_zh: Some(self.verdict_zh()),
         }
     }
 }

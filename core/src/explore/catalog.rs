@@ -22,6 +22,9 @@ pub struct DesignEntry {
     pub file: String,
     /// The design's own name, if it gives one.
     pub name: Option<String>,
+    /// The name in Chinese (a design file's `name_zh`), for the page in 中文.
+    #[serde(default)]
+    pub name_zh: Option<String>,
     /// The TOML the editor shows.
     pub text: String,
 }
@@ -57,6 +60,7 @@ impl From<&Design> for DesignEntry {
         DesignEntry {
             file: d.file.clone(),
             name: d.spec.name.clone(),
+            name_zh: d.spec.name_zh.clone(),
             text: d.text.clone(),
         }
     }

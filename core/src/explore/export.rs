@@ -1,8 +1,14 @@
-//! A counterexample exported: a Mermaid sequence diagram of its trace and
-//! a redis-cli script that replays its commands with the waits between
-//! them (issue 44 item 4). Pure text from a [`Trace`], so the CLI prints
-//! it and the page can offer it as a download.
+//! A counterexample exported: a Mermaid sequence diagram of its trace, a
+//! redis-cli script that replays its commands with the waits between them,
+//! and a lesson file (issue 44 item 4). Pure text from a [`Trace`] (or,
+//! for the lesson, the report), so the CLI prints it and the page can offer
+//! it as a download.
 
+#[cfg(feature = "toml")]
+use super::{
+    lesson::{counterexample_lesson, ToLessonError},
+    Report, Spec,
+};
 use crate::actor::Actor;
 use crate::trace::{EventKind, Trace};
 
@@ -225,4 +231,20 @@ pub fn because(trace: &Trace, zh: bool) -> String {
         }
     }
     links.join(" → ")
+}
+
+/// The counterexample as a lesson file in the format of `lessons/*.toml`:
+/// the lesson [`counterexample_lesson`] builds (and has already played
+/// once, keeping it only if the same invariant broke again), written out
+/// as TOML. Put in `lessons/` under a number of its own, it is a lesson
+/// like any other; [`crate::lesson::Lesson::parse`] reads it back.
+#[cfg(feature = "toml")]
+pub fn lesson_toml(spec: &Spec, report: &Report) -> Result<String, ToLessonError> {
+    let lesson = counterexample_lesson(spec, report)?;
+    let text = toml::to_string(&lesson).map_err(|e| ToLessonError::Inexpressible(e.to_string()))?;
+    Ok(format!(
+        "# A counterexample from `locklab explore`: {}\n# {}\n{text}",
+        report.summary.replace('\n', " "),
+        report.result_line().replace('\n', " ")
+    ))
 }

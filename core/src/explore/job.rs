@@ -54,8 +54,16 @@ pub struct JobResult {
     pub broken: Option<Broken>,
     pub transcript: String,
     pub result_line: String,
+    /// The transcript and result line in Chinese, for the page in 中文.
+    #[serde(default)]
+    pub transcript_zh: String,
+    #[serde(default)]
+    pub result_line_zh: String,
     /// How far a design that held was searched, stated as a bound.
     pub bound: String,
+    /// [`JobResult::bound`] in Chinese.
+    #[serde(default)]
+    pub bound_zh: String,
     pub lesson: Option<PageLesson>,
     /// Why there is no lesson for a violation (it could not be replayed).
     pub lesson_error: Option<String>,
@@ -125,7 +133,10 @@ impl JobResult {
         JobResult {
             transcript: report.transcript(),
             result_line: report.result_line(),
+            transcript_zh: report.transcript_zh(&spec.summary_zh()),
+            result_line_zh: report.result_line_zh(),
             bound,
+            bound_zh: bound_zh(spec, report.explored),
             explored: report.explored,
             broken,
             lesson,
@@ -137,21 +148,35 @@ impl JobResult {
 /// "Sampled N schedules, no violation found, within this bound: …" — what
 /// was searched, never a claim that the design is correct.
 pub fn bound(spec: &Spec, explored: u64) -> String {
-    let kinds = if spec.fault_kinds.is_empty() {
-        "any fault kind".to_owned()
-    } else {
-        spec.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    bound_in(spec, explored, false)
+}
+
+/// [`bound`] in Chinese.
+pub fn bound_zh(spec: &Spec, explored: u64) -> String {
+    bound_in(spec, explored, true)
+}
+
+fn bound_in(spec: &Spec, explored: u64, zh: bool) -> String {
+    let kinds = match (spec.fault_kinds.is_empty(), zh) {
+        (true, false) => "any fault kind".to_owned(),
+        (true, true) => "任意故障类型".to_owned(),
+        (false, _) => {
+            let k: Vec<&str> = spec.fault_kinds.iter().map(|k| k.name()).collect();
+            k.join(if zh { "、" } else { ", " })
+        }
     };
-    format!(
-        "sampled {explored} schedules, no violation found, within this bound: {} clients, at most {} fault(s) per \
-         schedule ({kinds}), every single fault at every point of {} seeds' fault-free runs plus {} random walks, runs \
-         of at most {} steps. A sample, not a proof.",
-        spec.scenario
-            .as_ref()
-            .map_or(spec.clients as usize, |s| s.clients.len()),
-        spec.faults,
-        spec.exhaustive_seeds,
-        spec.random_walks,
-        spec.max_steps
-    )
+    let clients = spec
+        .scenario
+        .as_ref()
+        .map_or(spec.clients as usize, |s| s.clients.len());
+    let (faults, seeds, walks, steps) = (spec.faults, spec.exhaustive_seeds, spec.random_walks, spec.max_steps);
+    if zh {
+        format!(
+            "抽样了 {explored} 个调度，未发现违反，界限为：{clients} 个客户端，每个调度至多 {faults} 个故障（{kinds}），{seeds} 个种子的无故障运行中每个位置的每一种单个故障，加上 {walks} 次随机游走，每次运行至多 {steps} 步。这是抽样，不是证明。"
+        )
+    } else {
+        format!(
+            "sampled {explored} schedules, no violation found, within this bound: {clients} clients, at most {faults} fault(s) per schedule ({kinds}), every single fault at every point of {seeds} seeds' fault-free runs plus {walks} random walks, runs of at most {steps} steps. A sample, not a proof."
+        )
+    }
 }

@@ -158,6 +158,37 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
     steps
 }
 
+/// What the lesson says it is: a shortest counterexample within stated
+/// bounds when a breadth-first search found it (the report has a bounded
+/// verdict), the fewest steps among the schedules tried when sampling did —
+/// never "shortest" of a sample (issue 44 item 5). In English, or in
+/// Chinese with the design's summary in Chinese.
+fn narration(spec: &Spec, report: &Report, invariant: Invariant, index: u64, seed: u64, zh: bool) -> String {
+    let name = invariant.name();
+    match (report.bounded.is_some(), zh) {
+        (true, false) => format!(
+            "A shortest counterexample, found by the explorer's breadth-first search: no schedule within its bounds breaks an invariant in fewer transitions. It breaks {name} ({}, schedule #{index}, world seed {seed}). Searched {}.",
+            spec.summary(),
+            report.plan
+        ),
+        (false, false) => format!(
+            "A run the explorer's sampling found, the fewest steps among the schedules it tried, not necessarily the shortest there is. It breaks {name} ({}, schedule #{index}, world seed {seed}). Searched {}.",
+            spec.summary(),
+            report.plan
+        ),
+        (bfs, true) => format!(
+            "{}它违反 {}（{name}；{}；第 {index} 个调度，世界种子 {seed}）。",
+            if bfs {
+                "探索器广度优先搜索找到的最短反例：在所述界限内，没有任何调度能以更少的转移破坏不变量。"
+            } else {
+                "探索器抽样找到的反例（在它试过的调度中步数最少，不一定是最短的）。"
+            },
+            invariant.title_zh(),
+            spec.summary_zh()
+        ),
+    }
+}
+
 /// Turn a report's counterexample into a lesson that replays it, checked
 /// by playing it once.
 // long: most of it is one Lesson literal, field by field
@@ -194,22 +225,11 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
         theme: Theme::Interview,
         title: Text {
             en: format!("Counterexample: {name}"),
-            zh: format!("反例：{name}"),
+            zh: format!("反例：{}", spec.name_zh.as_deref().unwrap_or(&name)),
         },
         narration: Text {
-            en: format!(
-                "A run the explorer's sampling found that breaks {} ({}, schedule #{index}, world seed {}); the fewest steps among the schedules it tried, not necessarily the shortest there is. {}",
-                invariant.name(),
-                spec.summary(),
-                scenario.seed,
-                report.plan
-            ),
-            zh: format!(
-                "探索器抽样找到的反例（在它试过的调度中步数最少，不一定是最短的）：违反 {}（{}，第 {index} 个调度，世界种子 {}）。",
-                invariant.name(),
-                spec.summary(),
-                scenario.seed
-            ),
+            en: narration(spec, report, *invariant, *index, scenario.seed, false),
+            zh: narration(spec, report, *invariant, *index, scenario.seed, true),
         },
         source: Source {
             seed: "explore".into(),

@@ -36,6 +36,7 @@ pub mod job;
 pub mod lesson;
 pub mod link;
 pub mod spec;
+pub mod zh;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -432,26 +433,37 @@ impl Explorer {
             explored: f.explored,
             outcome,
             bounded: None,
+            plan_zh: Some(self.plan_zh()),
+            bounded_zh: None,
         }
+    }
+
+    /// [`Explorer::plan`] in Chinese.
+    pub fn plan_zh(&self) -> String {
+        self.plan_in(true)
     }
 
     /// One sentence on how the search space is made up.
     pub fn plan(&self) -> String {
-        let seeds = self.blocks.len();
-        if self.exhaustive {
-            format!(
-                "{} schedules: {} exhaustive ({seeds} seeds × {} fault options × every point between deliveries of the fault-free run, plus the fault-free runs) and {} random walks",
-                self.total(),
-                self.exhaustive_total,
-                self.options.len(),
-                self.spec.random_walks
-            )
-        } else {
-            format!(
-                "{} schedules: {seeds} fault-free runs and {} random walks (exhaustive search needs two clients and a fault budget)",
-                self.total(),
-                self.spec.random_walks
-            )
+        self.plan_in(false)
+    }
+
+    fn plan_in(&self, zh: bool) -> String {
+        let (seeds, total, walks) = (self.blocks.len(), self.total(), self.spec.random_walks);
+        let (exhaustive, options) = (self.exhaustive_total, self.options.len());
+        match (self.exhaustive, zh) {
+            (true, false) => format!(
+                "{total} schedules: {exhaustive} exhaustive ({seeds} seeds × {options} fault options × every point between deliveries of the fault-free run, plus the fault-free runs) and {walks} random walks"
+            ),
+            (true, true) => format!(
+                "{total} 个调度：{exhaustive} 个穷举（{seeds} 个种子 × {options} 种故障 × 无故障运行中每两次投递之间的每个位置，加上无故障运行）和 {walks} 次随机游走（抽样）"
+            ),
+            (false, false) => format!(
+                "{total} schedules: {seeds} fault-free runs and {walks} random walks (exhaustive search needs two clients and a fault budget)"
+            ),
+            (false, true) => {
+                format!("{total} 个调度：{seeds} 次无故障运行和 {walks} 次随机游走（抽样；穷举需要两个客户端和故障预算）")
+            }
         }
     }
 }
@@ -517,6 +529,12 @@ pub struct Report {
     /// sampling search, whose result line says "sampled".
     #[serde(default)]
     pub bounded: Option<String>,
+    /// [`Report::plan`] in Chinese, when the search wrote one.
+    #[serde(default)]
+    pub plan_zh: Option<String>,
+    /// [`Report::bounded`] in Chinese.
+    #[serde(default)]
+    pub bounded_zh: Option<String>,
 }
 
 impl Report {
@@ -540,9 +558,20 @@ impl Report {
 
     /// The whole transcript, ending with the result line.
     pub fn transcript(&self) -> String {
-        let mut out = String::new();
-        out.push_str(&format!("locklab explore: {}\n", self.summary));
-        out.push_str(&format!("searched {}\n", self.plan));
+        self.transcript_in(None)
+    }
+
+    /// The transcript in English, or in Chinese with the design's Chinese
+    /// summary (`Report::transcript_zh`).
+    pub(crate) fn transcript_in(&self, summary_zh: Option<&str>) -> String {
+        let zh = summary_zh.is_some();
+        let mut out = match summary_zh {
+            Some(s) => format!(
+                "locklab explore：{s}\n搜索方式：{}\n",
+                self.plan_zh.as_deref().unwrap_or(&self.plan)
+            ),
+            None => format!("locklab explore: {}\nsearched {}\n", self.summary, self.plan),
+        };
         if let Outcome::Violated {
             index,
             scenario,
@@ -551,38 +580,56 @@ impl Report {
             ..
         } = &self.outcome
         {
+            let names = &trace.names;
             let faults: Vec<String> = scenario
                 .faults
                 .iter()
-                .map(|f| {
-                    let at = match f.at {
-                        At::Step(s) => format!("after step {s}"),
-                        At::Time(t) => format!("at {t} ms"),
-                    };
-                    format!("{} {at}", f.fault.describe(&trace.names))
+                .map(|f| match (f.at, zh) {
+                    (At::Step(s), false) => format!("{} after step {s}", f.fault.describe(names)),
+                    (At::Time(t), false) => format!("{} at {t} ms", f.fault.describe(names)),
+                    (At::Step(s), true) => format!("第 {s} 步之后{}", f.fault.describe_zh(names)),
+                    (At::Time(t), true) => format!("{t} ms 时{}", f.fault.describe_zh(names)),
                 })
                 .collect();
-            let which = if self.bounded.is_some() {
-                "shortest counterexample (breadth-first: no schedule within the bounds breaks an invariant in fewer transitions)"
-            } else {
-                "sampled counterexample (the fewest steps among the schedules tried)"
+            let which = match (self.bounded.is_some(), zh) {
+                (true, false) => "shortest counterexample (breadth-first: no schedule within the bounds breaks an invariant in fewer transitions)",
+                (false, false) => "sampled counterexample (the fewest steps among the schedules tried)",
+                (true, true) => "最短反例（广度优先：界限内没有任何调度能以更少的转移破坏不变量）",
+                (false, true) => "抽样反例（在试过的调度中步数最少，不一定最短）",
             };
-            out.push_str(&format!(
-                "{which}: schedule #{index}, world seed {}, {}\n",
-                scenario.seed,
-                if faults.is_empty() {
-                    "no faults".to_owned()
-                } else {
-                    format!("faults: {}", faults.join("; "))
-                }
-            ));
-            out.push_str(&format!("it breaks {}: {}\n\n", invariant.name(), explain(*invariant)));
-            out.push_str(&trace_table(trace));
+            let seed = scenario.seed;
+            let (inv, title) = (invariant.name(), invariant.title_zh());
+            let line = match (faults.is_empty(), zh) {
+                (true, false) => format!(
+                    "{which}: schedule #{index}, world seed {seed}, no faults\nit breaks {inv}: {}\n\n",
+                    explain(*invariant)
+                ),
+                (false, false) => format!(
+                    "{which}: schedule #{index}, world seed {seed}, faults: {}\nit breaks {inv}: {}\n\n",
+                    faults.join("; "),
+                    explain(*invariant)
+                ),
+                (true, true) => format!(
+                    "{which}：第 {index} 个调度，世界种子 {seed}，没有故障\n它违反 {title}（{inv}）：{}\n\n",
+                    zh::explain_zh(*invariant)
+                ),
+                (false, true) => format!(
+                    "{which}：第 {index} 个调度，世界种子 {seed}，故障：{}\n它违反 {title}（{inv}）：{}\n\n",
+                    faults.join("；"),
+                    zh::explain_zh(*invariant)
+                ),
+            };
+            out.push_str(&line);
+            out.push_str(&trace_table_in(trace, zh));
             out.push('\n');
         } else if self.bounded.is_none() {
-            out.push_str("no schedule broke stale-write, wrong-release or deadlock\n");
+            out.push_str(if zh {
+                "没有任何调度破坏 stale-write、wrong-release 或 deadlock\n"
+            } else {
+                "no schedule broke stale-write, wrong-release or deadlock\n"
+            });
         }
-        out.push_str(&self.result_line());
+        out.push_str(&if zh { self.result_line_zh() } else { self.result_line() });
         out.push('\n');
         out
     }
@@ -590,14 +637,27 @@ impl Report {
 
 /// A run's events as the transcript's table: step, time, actor, event.
 pub(crate) fn trace_table(trace: &Trace) -> String {
-    let mut out = format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor");
+    trace_table_in(trace, false)
+}
+
+/// [`trace_table`], in Chinese when `zh`.
+fn trace_table_in(trace: &Trace, zh: bool) -> String {
+    let mut out = if zh {
+        format!("{:>5}  {:>8}  {:<9} 事件\n", "步", "时间", "角色")
+    } else {
+        format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor")
+    };
     for e in &trace.events {
+        let what = if zh {
+            zh::describe_zh(e, &trace.names)
+        } else {
+            e.describe(&trace.names)
+        };
         out.push_str(&format!(
-            "{:>5}  {:>5} ms  {:<9} {}\n",
+            "{:>5}  {:>5} ms  {:<9} {what}\n",
             e.step,
             e.at_ms,
-            trace.names.actor(e.actor),
-            e.describe(&trace.names)
+            trace.names.actor(e.actor)
         ));
     }
     out

@@ -131,6 +131,9 @@ pub struct Spec {
     pub scenario: Option<Scenario>,
     /// A name for the design (shown in the page and the transcript).
     pub name: Option<String>,
+    /// The name in Chinese, for the page in 中文 (absent: the Chinese
+    /// summary, worded from the design's parts, stands in).
+    pub name_zh: Option<String>,
     /// Renewal: none (absent), or a watchdog renewing every `interval_ms`
     /// (default a third of the TTL) up to `max_renewals` times (absent: no
     /// cap — Redisson's default).
@@ -185,6 +188,7 @@ impl Default for Spec {
             fault_kinds: Vec::new(),
             scenario: None,
             name: None,
+            name_zh: None,
             watchdog: None,
             scripts: None,
             token: Token::Unique,

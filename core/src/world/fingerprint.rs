@@ -158,7 +158,33 @@ impl World {
     }
 
     fn fingerprint_into(&self, h: &mut impl Write, cached: bool) {
-        // Writing to `Mix64` or `Text` cannot fail.
+        self.head_into(h);
+        for n in &self.nodes {
+            // A node's own hash is cached until it changes (most steps
+            // change one node of several); the slot's small fields are
+            // hashed each time.
+            if cached {
+                let node = *n.node.fp.get_or_init(|| {
+                    let mut h = Mix64::new();
+                    let _ = write!(h, "{:?}", *n.node.node);
+                    h.finish()
+                });
+                let _ = write!(h, "{node}");
+            } else {
+                let _ = write!(h, "{:?}", *n.node.node);
+            }
+            Self::node_slot_into(h, n);
+        }
+        self.shared_into(h);
+        for c in &self.clients {
+            let _ = writeln!(h, "{c:?};");
+        }
+        let _ = writeln!(h, "{:?}\n{:?}\n{:?}", self.monitor, self.locks, self.write_locks);
+    }
+
+    /// The world's counters and the queue, in order. Writing to `Mix64`
+    /// or `Text` cannot fail.
+    fn head_into(&self, h: &mut impl Write) {
         let _ = writeln!(
             h,
             "{}|{}|{}|{}|{}|{}|{}|{}|",
@@ -174,44 +200,255 @@ impl World {
         for ((t, _), item) in &self.queue {
             let _ = writeln!(h, "{t}:{item:?};");
         }
-        for n in &self.nodes {
-            // A node's own hash is cached until it changes (most steps
-            // change one node of several); the slot's small fields are
-            // hashed each time.
-            if cached {
-                let node = *n.node.fp.get_or_init(|| {
-                    let mut h = Mix64::new();
-                    let _ = write!(h, "{:?}", *n.node.node);
-                    h.finish()
-                });
-                let _ = write!(h, "{node}");
-            } else {
-                let _ = write!(h, "{:?}", *n.node.node);
-            }
-            let _ = writeln!(
-                h,
-                "|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
-                n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
-            );
-        }
-        for c in &self.clients {
-            let _ = writeln!(h, "{c:?};");
-        }
+    }
+
+    /// A node slot's small fields (after the node itself).
+    fn node_slot_into(h: &mut impl Write, n: &super::NodeSlot) {
         let _ = writeln!(
             h,
-            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            "|{:?}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?};",
+            n.clock, n.down, n.inc, n.up_gen, n.master_of, n.offset, n.applied, n.tick_at, n.internal
+        );
+    }
+
+    /// What is neither a client's nor keyed by clients as bare numbers:
+    /// the resource, the network's generator, the faults injected at
+    /// steps, the waiters, replication, the ongoing violations, services.
+    fn shared_into(&self, h: &mut impl Write) {
+        let _ = writeln!(
+            h,
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             self.resource,
             self.net,
             self.step_faults,
-            self.monitor,
-            self.locks,
             self.waiters,
             self.repl,
             self.ongoing,
             self.services,
-            self.service_tick_at,
-            self.write_locks
+            self.service_tick_at
         );
+    }
+}
+
+/// Where a client's identity sits in a `Debug` text, so that renaming
+/// clients is patching bytes in place (every form has the same length
+/// whatever client it names: indexes are one digit, names one letter).
+#[derive(Clone, Copy)]
+enum Spot {
+    /// A client's index: `client: 1`, `Client(1)`, `owner: Some(1)`.
+    Index(usize),
+    /// A client's one-letter name: `client: "A"`, `Client("A")`, and the
+    /// first letter of a token or a write's value (`"A-1-…"`, `"A#1"`).
+    Name(usize),
+    /// The same as a byte array's first element (`[65, 45, …]`: a token in
+    /// a node's keyspace, a request's arguments or a reply).
+    NameByte(usize),
+}
+
+/// A `Debug` text and the spots in it that name clients.
+struct Marked {
+    text: Vec<u8>,
+    spots: Vec<Spot>,
+}
+
+/// Client names for the symmetry reduction: one ASCII capital each.
+struct Renaming<'a> {
+    /// `to[i]`: client i's new index.
+    to: &'a [u32],
+    /// Name letter → client index.
+    index_of: [u8; 128],
+    /// Client index → name letter.
+    letter: &'a [u8],
+}
+
+const NONE: u8 = u8::MAX;
+
+impl Marked {
+    /// Find the spots: `client: ` and `Client(` before an index or a quoted
+    /// name, `owner: Some(` before an index, a quote or `[` before a
+    /// client's letter followed by `-` or `#` (as character or byte 45, 35).
+    fn new(text: String, index_of: &[u8; 128]) -> Marked {
+        let b = text.into_bytes();
+        let mut spots = Vec::new();
+        let is_name = |c: u8| c < 128 && index_of[c as usize] != NONE;
+        let mut i = 0;
+        while i < b.len() {
+            let rest = &b[i..];
+            let label = [&b" client: "[..], b"Client(", b"owner: Some("]
+                .into_iter()
+                .find(|l| rest.starts_with(l));
+            if let Some(l) = label {
+                let at = i + l.len();
+                if at < b.len() && b[at].is_ascii_digit() && !b.get(at + 1).is_some_and(u8::is_ascii_digit) {
+                    spots.push(Spot::Index(at));
+                } else if b.get(at) == Some(&b'"') && b.get(at + 2) == Some(&b'"') && is_name(b[at + 1]) {
+                    spots.push(Spot::Name(at + 1));
+                }
+                i = at;
+                continue;
+            }
+            if b[i] == b'"' && i + 2 < b.len() && is_name(b[i + 1]) && matches!(b[i + 2], b'-' | b'#') {
+                spots.push(Spot::Name(i + 1));
+                i += 2;
+                continue;
+            }
+            if b[i] == b'[' && rest.len() >= 7 {
+                let d = &rest[1..];
+                let two = d[0].is_ascii_digit() && d[1].is_ascii_digit();
+                let byte = if two { (d[0] - b'0') * 10 + (d[1] - b'0') } else { 0 };
+                if two && is_name(byte) && (d[2..].starts_with(b", 45") || d[2..].starts_with(b", 35")) {
+                    spots.push(Spot::NameByte(i + 1));
+                    i += 3;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        Marked { text: b, spots }
+    }
+
+    /// Mix the text, renamed, into `h`.
+    fn mix(&self, r: &Renaming, h: &mut Mix64, scratch: &mut Vec<u8>) {
+        scratch.clear();
+        scratch.extend_from_slice(&self.text);
+        for s in &self.spots {
+            match *s {
+                Spot::Index(at) => {
+                    let old = u32::from(scratch[at] - b'0');
+                    let new = r.to.get(old as usize).copied().unwrap_or(old);
+                    scratch[at] = b'0' + new as u8;
+                }
+                Spot::Name(at) => scratch[at] = r.rename_letter(scratch[at]),
+                Spot::NameByte(at) => {
+                    let old = (scratch[at] - b'0') * 10 + (scratch[at + 1] - b'0');
+                    let new = r.rename_letter(old);
+                    scratch[at] = b'0' + new / 10;
+                    scratch[at + 1] = b'0' + new % 10;
+                }
+            }
+        }
+        // `Debug` texts are UTF-8 and every patch is ASCII for ASCII.
+        let _ = h.write_str(std::str::from_utf8(scratch).unwrap_or_default());
+    }
+}
+
+impl Renaming<'_> {
+    fn rename_letter(&self, c: u8) -> u8 {
+        let i = self.index_of[c as usize & 127];
+        if i == NONE {
+            return c;
+        }
+        let new = self.to.get(usize::from(i)).copied().unwrap_or(u32::from(i));
+        self.letter.get(new as usize).copied().unwrap_or(c)
+    }
+}
+
+/// Every permutation of `0..n`, in lexicographic order.
+fn permutations(n: usize) -> Vec<Vec<u32>> {
+    if n == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for p in permutations(n - 1) {
+        for at in 0..=p.len() {
+            let mut q = p.clone();
+            q.insert(at, (n - 1) as u32);
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// Most clients the symmetry reduction renames (4! = 24 renamings per state).
+const MAX_SYMMETRIC: usize = 4;
+
+impl World {
+    /// [`World::fingerprint`] up to renaming clients: the least fingerprint
+    /// of this world over every permutation of its clients, so a world and
+    /// the same world with two clients' roles swapped fingerprint alike —
+    /// the symmetry reduction of model checkers (Murφ's scalarsets,
+    /// TLC's `SYMMETRY`, Stateright's `Representative`), sound because
+    /// nothing in the world's rules looks at a client's index or name
+    /// except to tell clients apart. Renamed consistently: the client
+    /// slots' order; every `client: N`, `Client(N)` and `owner: Some(N)`
+    /// (queue items, inboxes, waiters, the resource's writes, lock
+    /// shadows); the monitor's per-client grants, grant keys and
+    /// believers and the Redlock majorities (`renamed_clients`); each
+    /// client's write lock; and the name letter that begins a token or a
+    /// write's value, as a string or as bytes (nodes' keyspaces, requests,
+    /// replies), and a fault's or link's client name. Request and
+    /// connection ids are kept: they are references, equal in both worlds.
+    ///
+    /// Clients only become interchangeable when their programs, clocks,
+    /// start times and random streams are alike
+    /// ([`crate::world::WorldConfig::shared_client_stream`]); otherwise the
+    /// renamed worlds differ and nothing merges. Applies to worlds of 2–4
+    /// clients with one-letter names and no lock service; any other world
+    /// gets its plain fingerprint.
+    pub fn symmetric_fingerprint(&self) -> u64 {
+        let n = self.clients.len();
+        let letters: Vec<u8> = self
+            .names
+            .clients
+            .iter()
+            .filter_map(|c| match c.as_bytes() {
+                [l] if l.is_ascii_uppercase() => Some(*l),
+                _ => None,
+            })
+            .collect();
+        if !(2..=MAX_SYMMETRIC).contains(&n) || letters.len() != n || !self.services.is_empty() {
+            return self.fingerprint();
+        }
+        let mut index_of = [NONE; 128];
+        for (i, l) in letters.iter().enumerate() {
+            index_of[*l as usize] = i as u8;
+        }
+        // What renaming only patches, marked once.
+        let mut fixed = String::new();
+        self.head_into(&mut fixed);
+        for n in &self.nodes {
+            let _ = write!(fixed, "{:?}", *n.node.node);
+            Self::node_slot_into(&mut fixed, n);
+        }
+        self.shared_into(&mut fixed);
+        let fixed = Marked::new(fixed, &index_of);
+        let slots: Vec<Marked> = self
+            .clients
+            .iter()
+            .map(|c| Marked::new(format!("{c:?};\n"), &index_of))
+            .collect();
+        let mut scratch = Vec::new();
+        let mut best = u64::MAX;
+        for to in permutations(n) {
+            let r = Renaming {
+                to: &to,
+                index_of,
+                letter: &letters,
+            };
+            let mut h = Mix64::new();
+            fixed.mix(&r, &mut h, &mut scratch);
+            let mut order = vec![0usize; n];
+            for (old, new) in to.iter().enumerate() {
+                order[*new as usize] = old;
+            }
+            for old in order {
+                slots[old].mix(&r, &mut h, &mut scratch);
+            }
+            let write_locks: std::collections::BTreeMap<u32, &String> = self
+                .write_locks
+                .iter()
+                .map(|(c, k)| (to.get(*c as usize).copied().unwrap_or(*c), k))
+                .collect();
+            let rest = format!(
+                "{:?}\n{:?}\n{:?}",
+                self.monitor.renamed_clients(&to),
+                self.locks.renamed_clients(&to),
+                write_locks
+            );
+            Marked::new(rest, &index_of).mix(&r, &mut h, &mut scratch);
+            best = best.min(h.finish());
+        }
+        best
     }
 }
 

@@ -43,7 +43,15 @@ impl World {
             .collect();
         self.clients.push(ClientSlot {
             clock: Clock::new(EPOCH_MS, clock),
-            rng: Rng::derive(self.seed, 1_000 + u64::from(idx)),
+            rng: Rng::derive(
+                self.seed,
+                1_000
+                    + if self.cfg.shared_client_stream {
+                        0
+                    } else {
+                        u64::from(idx)
+                    },
+            ),
             machine: None,
             exits: false,
             crashed: false,

@@ -282,6 +282,13 @@ pub struct WorldConfig {
     /// Redlock's validity exercise, where a pause during the work would
     /// break any lease without fencing and teach nothing about the check.
     pub pause_only_acquiring: bool,
+    /// Every client draws from one random stream shape (each its own copy
+    /// of the same seeded generator) instead of a stream per client. With
+    /// equal programs and start times this makes clients interchangeable,
+    /// which the breadth-first search's symmetry reduction needs
+    /// (`explore::bfs::Reductions::symmetry`): tokens still differ by the
+    /// client's name in them.
+    pub shared_client_stream: bool,
 }
 
 /// The lock key each group of a [`Topology::Compare`] world guards: its
@@ -327,6 +334,7 @@ impl Default for WorldConfig {
             compare: None,
             unfenced: Vec::new(),
             pause_only_acquiring: false,
+            shared_client_stream: false,
         }
     }
 }

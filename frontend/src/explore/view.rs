@@ -47,6 +47,18 @@ impl Reducible for Explore {
     }
 }
 
+/// The Chinese text when the page is in 中文 and the worker sent one (an
+/// older result has none), the English otherwise.
+fn zh_or(lang: Lang, en: &str, zh: &str) -> String {
+    if lang == Lang::Zh && !zh.is_empty() { zh } else { en }.to_owned()
+}
+
+/// A design's name in the list: its `name_zh` in 中文, its name, or its file.
+fn design_name(lang: Lang, d: &locklab_core::explore::catalog::DesignEntry) -> String {
+    let zh = if lang == Lang::Zh { d.name_zh.clone() } else { None };
+    zh.or_else(|| d.name.clone()).unwrap_or_else(|| d.file.clone())
+}
+
 fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
     match lang {
         Lang::En => en,
@@ -233,7 +245,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                         t(lang, "steps", "步")
                     ),
                 ),
-                None => ("held", "none", result.bound.clone()),
+                None => ("held", "none", zh_or(lang, &result.bound, &result.bound_zh)),
             };
             let ran = model.ran.clone().unwrap_or_default();
             let play = result.lesson.clone().map(|l| {
@@ -277,11 +289,11 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
                     data-explored={ result.explored.to_string() }>
                     <p class="explore-verdict" data-testid="explore-verdict">{ headline }</p>
-                    <p class="explore-resultline" data-testid="explore-resultline">{ result.result_line.clone() }</p>
+                    <p class="explore-resultline" data-testid="explore-resultline">{ zh_or(lang, &result.result_line, &result.result_line_zh) }</p>
                     { play.unwrap_or_default() }
                     { share_view }
                     if let Some(e) = &result.lesson_error { <p class="explore-note">{ e.clone() }</p> }
-                    <pre class="explore-transcript">{ result.transcript.clone() }</pre>
+                    <pre class="explore-transcript" data-testid="explore-transcript">{ zh_or(lang, &result.transcript, &result.transcript_zh) }</pre>
                 </div>
             }
         }
@@ -347,7 +359,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                             <option value="" selected={ model.selected.is_none() }>{ t(lang, "(your own)", "（自己写的）") }</option>
                             { for model.catalog.designs.iter().enumerate().map(|(i, d)| html! {
                                 <option value={ i.to_string() } selected={ model.selected == Some(i) }>
-                                    { d.name.clone().unwrap_or_else(|| d.file.clone()) }
+                                    { design_name(lang, d) }
                                 </option>
                             }) }
                         </select>

@@ -128,6 +128,13 @@ async fn break_my_lock_in_headless_chromium() {
             .unwrap_or_default();
         assert_eq!(result, if i == 5 { "held" } else { "violated" }, "{file}");
         if i == 0 {
+            viewport(&c, 1440, 900).await;
+            screenshot(&c, "explore-violated-1440x900.png").await;
+            let transcript = text(&c, "[data-testid=explore-transcript]").await.unwrap_or_default();
+            assert!(
+                transcript.starts_with("locklab explore: topology single"),
+                "{transcript}"
+            );
             viewport(&c, 1280, 720).await;
             screenshot(&c, "explore-violated-1280x720.png").await;
             let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
@@ -447,6 +454,34 @@ async fn shared_links_seed_drill_and_chinese() {
     screenshot(&c, "explore-zh-violated-1280x720.png").await;
     let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
     assert!(min >= 13.0, "smallest label {min} px");
+    // Issue 44 item 6: the result line, the transcript (its event table
+    // too) and the design's name in Chinese, not the CLI's English.
+    let line = text(&c, "[data-testid=explore-resultline]").await.unwrap_or_default();
+    assert!(
+        line.starts_with("结果：违反 锁被非持有者删除（wrong-release；种子 "),
+        "{line}"
+    );
+    let transcript = text(&c, "[data-testid=explore-transcript]").await.unwrap_or_default();
+    assert!(
+        transcript.starts_with("locklab explore：设计「用裸 DEL 释放」；拓扑 single，2 个客户端"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("抽样反例") && transcript.contains("它违反 锁被非持有者删除"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("执行 A 的 ") && !transcript.contains("runs A's"),
+        "the event table in Chinese: {transcript}"
+    );
+    let name = js(
+        &c,
+        "return document.querySelector('[data-testid=explore-design] option[value=\"0\"]').textContent",
+    )
+    .await;
+    assert_eq!(name, json!("用裸 DEL 释放"));
+    viewport(&c, 1440, 900).await;
+    screenshot(&c, "explore-zh-violated-1440x900.png").await;
 
     click(&c, "[data-testid=explore-drill-next]").await;
     let run_disabled = attr(&c, "[data-testid=explore-run]", "disabled").await;
