@@ -1,6 +1,6 @@
 //! The browser suites' harness: headless Chromium under chromedriver,
 //! `dist/`, polling with a deadline, screenshots. Shared by
-//! `tests/tests/e2e/browser.rs` and `tests/tests/e2e/browser_explore.rs`.
+//! `tests/tests/e2e/page/browser.rs` and `tests/tests/e2e/page/browser_explore.rs`.
 //!
 //! Nothing sleeps for a fixed time: [`eventually`] polls a condition with a
 //! deadline, so a suite is as fast as the machine and fails with a message

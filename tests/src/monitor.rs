@@ -1,6 +1,6 @@
 //! A real `redis-cli MONITOR` capture of a lesson played on a real
 //! redis-server (issue 40): what `tests/tests/monitor_import.rs` imports
-//! with the CLI's code and `tests/tests/e2e/browser_open.rs` opens in the page.
+//! with the CLI's code and `tests/tests/e2e/page/browser_open.rs` opens in the page.
 //!
 //! The lesson runs through the real runner (the lab's session, time
 //! compressed) while the real `redis-cli MONITOR` writes what the server

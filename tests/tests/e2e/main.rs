@@ -1,9 +1,15 @@
 //! The end-to-end tests, one test binary: every module is what used to be
-//! a binary of its own (`cargo test --release -p locklab-tests --test e2e
+//! a binary of its own (`cargo test --release --workspace --test e2e --
 //! browser::` runs one). One binary is linked once instead of 24 times, and
 //! its tests share the harness's threads, so a module whose last test runs
 //! long no longer holds the whole suite up (issue 41: the suite's build and
 //! its waits were most of `./scripts/test`'s time).
+//!
+//! The page's tests are the module `page`: `./scripts/test` runs them
+//! (`-- page::`) in a process of their own, two at a time, beside the rest
+//! (`-- --skip page::`). Each drives a headless Chromium, which wants a core
+//! of the two this machine has while it lays a page out; the other tests
+//! mostly wait, on real servers and lessons played in real time.
 //!
 //! Three binaries stay apart: `security`, `security_props` and
 //! `monitor_import` measure this process's peak memory, which other tests
@@ -36,9 +42,11 @@ mod zookeeper_real;
 mod check_libraries;
 
 // The page in headless Chromium.
-mod browser;
-mod browser_class;
-mod browser_explore;
-mod browser_interview;
-mod browser_notes;
-mod browser_open;
+mod page {
+    mod browser;
+    mod browser_class;
+    mod browser_explore;
+    mod browser_interview;
+    mod browser_notes;
+    mod browser_open;
+}
