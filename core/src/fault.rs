@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::actor::Names;
+use crate::lang::Lang;
 use crate::link::LinkConfig;
 
 /// One end of a link.
@@ -126,11 +127,12 @@ pub struct ScheduledFault {
     pub fault: Fault,
 }
 
-fn endpoint(e: &Endpoint, names: &Names) -> String {
-    match e {
-        Endpoint::Client(c) => c.clone(),
-        Endpoint::Node(n) => names.node(*n).to_owned(),
-        Endpoint::Resource => "resource".to_owned(),
+fn endpoint(e: &Endpoint, names: &Names, lang: Lang) -> String {
+    match (e, lang) {
+        (Endpoint::Client(c), _) => c.clone(),
+        (Endpoint::Node(n), _) => names.node(*n).to_owned(),
+        (Endpoint::Resource, Lang::En) => "resource".to_owned(),
+        (Endpoint::Resource, Lang::Zh) => "受保护资源".to_owned(),
     }
 }
 
@@ -141,89 +143,92 @@ fn clock_of(c: &ClockOf, names: &Names) -> String {
     }
 }
 
-fn endpoint_zh(e: &Endpoint, names: &Names) -> String {
-    match e {
-        Endpoint::Resource => "受保护资源".to_owned(),
-        other => endpoint(other, names),
-    }
-}
-
 impl Fault {
-    /// [`Fault::describe`] in Chinese (node and client names as they are).
-    pub fn describe_zh(&self, names: &Names) -> String {
-        let link = |a: &Endpoint, b: &Endpoint| format!("{} ↔ {}", endpoint_zh(a, names), endpoint_zh(b, names));
-        match self {
-            Fault::PauseClient { client, ms: Some(ms) } => format!("暂停 {client} {ms} ms（GC）"),
-            Fault::PauseClient { client, ms: None } => format!("暂停 {client}"),
-            Fault::ResumeClient { client } => format!("恢复 {client}"),
-            Fault::CrashClient { client } => format!("{client} 崩溃"),
-            Fault::CrashNode { node } => format!("{} 宕机", names.node(*node)),
-            Fault::RestartNode {
-                node,
-                down_ms,
-                keep_data,
-            } => format!(
-                "{} 宕机 {down_ms} ms 后重启{}",
-                names.node(*node),
-                match keep_data {
-                    Some(true) => "，保留数据",
-                    Some(false) => "，数据丢失",
-                    None => "",
-                }
-            ),
-            Fault::PromoteReplica { node } => format!("提升 {} 为主节点", names.node(*node)),
-            Fault::Failover { node: Some(n) } => format!("故障切换到 {}", names.node(*n)),
-            Fault::Failover { node: None } => "故障切换（主节点宕机，提升数据最全的从节点）".to_owned(),
-            Fault::CutLink { a, b } => format!("断开 {}", link(a, b)),
-            Fault::HealLink { a, b } => format!("恢复 {}", link(a, b)),
-            Fault::SetLink { a, b, config } => format!(
-                "链路 {}：{} ms ± {} ms，丢失 {}‰ 的回复",
-                link(a, b),
-                config.latency_ms,
-                config.jitter_ms,
-                config.drop_reply_permille
-            ),
-            Fault::JumpClock { of, delta_ms } => format!("{} 的时钟跳变 {delta_ms:+} ms", clock_of(of, names)),
-            Fault::SetDrift { of, ppm } => format!("{} 的时钟漂移 {ppm:+} ppm", clock_of(of, names)),
-        }
-    }
-
     /// A short sentence for transcripts.
     pub fn describe(&self, names: &Names) -> String {
-        match self {
-            Fault::PauseClient { client, ms: Some(ms) } => format!("pause {client} for {ms} ms (GC)"),
-            Fault::PauseClient { client, ms: None } => format!("pause {client}"),
-            Fault::ResumeClient { client } => format!("resume {client}"),
-            Fault::CrashClient { client } => format!("crash {client}"),
-            Fault::CrashNode { node } => format!("crash {}", names.node(*node)),
-            Fault::RestartNode {
-                node,
-                down_ms,
-                keep_data,
-            } => format!(
+        self.describe_in(names, Lang::En)
+    }
+
+    /// [`Fault::describe`] in `lang`, both languages side by side (node and
+    /// client names as they are).
+    // long: one sentence per fault kind, in each language
+    pub fn describe_in(&self, names: &Names, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        let link = |a: &Endpoint, b: &Endpoint| format!("{} ↔ {}", endpoint(a, names, lang), endpoint(b, names, lang));
+        let node = |n: &u32| names.node(*n).to_owned();
+        match (self, zh) {
+            (Fault::PauseClient { client, ms: Some(ms) }, false) => format!("pause {client} for {ms} ms (GC)"),
+            (Fault::PauseClient { client, ms: Some(ms) }, true) => format!("暂停 {client} {ms} ms（GC）"),
+            (Fault::PauseClient { client, ms: None }, false) => format!("pause {client}"),
+            (Fault::PauseClient { client, ms: None }, true) => format!("暂停 {client}"),
+            (Fault::ResumeClient { client }, false) => format!("resume {client}"),
+            (Fault::ResumeClient { client }, true) => format!("恢复 {client}"),
+            (Fault::CrashClient { client }, false) => format!("crash {client}"),
+            (Fault::CrashClient { client }, true) => format!("{client} 崩溃"),
+            (Fault::CrashNode { node: n }, false) => format!("crash {}", node(n)),
+            (Fault::CrashNode { node: n }, true) => format!("{} 宕机", node(n)),
+            (
+                Fault::RestartNode {
+                    node: n,
+                    down_ms,
+                    keep_data,
+                },
+                false,
+            ) => format!(
                 "restart {} after {down_ms} ms{}",
-                names.node(*node),
+                node(n),
                 match keep_data {
                     Some(true) => " with its data",
                     Some(false) => " without its data",
                     None => "",
                 }
             ),
-            Fault::PromoteReplica { node } => format!("promote {}", names.node(*node)),
-            Fault::Failover { node: Some(n) } => format!("failover to {}", names.node(*n)),
-            Fault::Failover { node: None } => "failover (master dies, best replica promoted)".to_owned(),
-            Fault::CutLink { a, b } => format!("cut {} ↔ {}", endpoint(a, names), endpoint(b, names)),
-            Fault::HealLink { a, b } => format!("heal {} ↔ {}", endpoint(a, names), endpoint(b, names)),
-            Fault::SetLink { a, b, config } => format!(
-                "link {} ↔ {}: {} ms ± {} ms, {}‰ replies lost",
-                endpoint(a, names),
-                endpoint(b, names),
+            (
+                Fault::RestartNode {
+                    node: n,
+                    down_ms,
+                    keep_data,
+                },
+                true,
+            ) => format!(
+                "{} 宕机 {down_ms} ms 后重启{}",
+                node(n),
+                match keep_data {
+                    Some(true) => "，保留数据",
+                    Some(false) => "，数据丢失",
+                    None => "",
+                }
+            ),
+            (Fault::PromoteReplica { node: n }, false) => format!("promote {}", node(n)),
+            (Fault::PromoteReplica { node: n }, true) => format!("提升 {} 为主节点", node(n)),
+            (Fault::Failover { node: Some(n) }, false) => format!("failover to {}", node(n)),
+            (Fault::Failover { node: Some(n) }, true) => format!("故障切换到 {}", node(n)),
+            (Fault::Failover { node: None }, false) => "failover (master dies, best replica promoted)".to_owned(),
+            (Fault::Failover { node: None }, true) => "故障切换（主节点宕机，提升数据最全的从节点）".to_owned(),
+            (Fault::CutLink { a, b }, false) => format!("cut {}", link(a, b)),
+            (Fault::CutLink { a, b }, true) => format!("断开 {}", link(a, b)),
+            (Fault::HealLink { a, b }, false) => format!("heal {}", link(a, b)),
+            (Fault::HealLink { a, b }, true) => format!("恢复 {}", link(a, b)),
+            (Fault::SetLink { a, b, config }, false) => format!(
+                "link {}: {} ms ± {} ms, {}‰ replies lost",
+                link(a, b),
                 config.latency_ms,
                 config.jitter_ms,
                 config.drop_reply_permille
             ),
-            Fault::JumpClock { of, delta_ms } => format!("{}'s clock jumps {delta_ms:+} ms", clock_of(of, names)),
-            Fault::SetDrift { of, ppm } => format!("{}'s clock drifts {ppm:+} ppm", clock_of(of, names)),
+            (Fault::SetLink { a, b, config }, true) => format!(
+                "链路 {}：{} ms ± {} ms，丢失 {}‰ 的回复",
+                link(a, b),
+                config.latency_ms,
+                config.jitter_ms,
+                config.drop_reply_permille
+            ),
+            (Fault::JumpClock { of, delta_ms }, false) => {
+                format!("{}'s clock jumps {delta_ms:+} ms", clock_of(of, names))
+            }
+            (Fault::JumpClock { of, delta_ms }, true) => format!("{} 的时钟跳变 {delta_ms:+} ms", clock_of(of, names)),
+            (Fault::SetDrift { of, ppm }, false) => format!("{}'s clock drifts {ppm:+} ppm", clock_of(of, names)),
+            (Fault::SetDrift { of, ppm }, true) => format!("{} 的时钟漂移 {ppm:+} ppm", clock_of(of, names)),
         }
     }
 }

@@ -87,6 +87,7 @@ pub mod fault;
 pub mod history;
 pub mod invariants;
 pub mod lab;
+pub mod lang;
 pub mod lesson;
 pub mod link;
 pub mod observe;

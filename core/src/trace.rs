@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::actor::{Actor, Names};
 use crate::fault::Fault;
 use crate::invariants::Violation;
+use crate::lang::Lang;
 use crate::observe::{LockChange, Via};
 use crate::reply::Reply;
 
@@ -205,20 +206,6 @@ pub(crate) fn replies_line(replies: &[Reply]) -> String {
         .join(" | ")
 }
 
-fn ttl_text(ttl: Option<u64>) -> String {
-    match ttl {
-        Some(ms) => format!("PTTL {ms}"),
-        None => "no TTL".to_owned(),
-    }
-}
-
-fn token_text(t: Option<i64>) -> String {
-    match t {
-        Some(t) => format!("token {t}"),
-        None => "no token".to_owned(),
-    }
-}
-
 impl Event {
     /// The same event in a larger world: every node it names moved by
     /// `nodes`, every request number by `reqs`. A driver that plays one
@@ -253,121 +240,205 @@ impl Event {
     }
 
     /// One line of plain text, as the explorer's transcript prints it.
-    // long: one line of text per EventKind
     pub fn describe(&self, names: &Names) -> String {
+        self.describe_in(names, Lang::En)
+    }
+
+    /// [`Event::describe`] in `lang`: one arm per event kind, both languages
+    /// side by side so neither can fall behind the other. Names (clients,
+    /// nodes, keys, commands and replies) stay as they are in Chinese too:
+    /// they are what a reader types into redis-cli.
+    // long: one line of text per EventKind, in each language
+    pub fn describe_in(&self, names: &Names, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
         let c = |i: u32| names.client(i).to_owned();
         let n = |i: u32| names.node(i).to_owned();
+        let ttl = |t: &Option<u64>| match (t, zh) {
+            (Some(ms), _) => format!("PTTL {ms}"),
+            (None, false) => "no TTL".to_owned(),
+            (None, true) => "无 TTL".to_owned(),
+        };
+        let token = |t: &Option<i64>| match (t, zh) {
+            (Some(t), false) => format!("token {t}"),
+            (Some(t), true) => format!("令牌 {t}"),
+            (None, false) => "no token".to_owned(),
+            (None, true) => "无令牌".to_owned(),
+        };
         match &self.kind {
-            EventKind::Sent { node, commands, .. } => format!("→ {}: {}", n(*node), commands_line(commands)),
+            EventKind::Sent { node, commands, .. } => {
+                format!(
+                    "→ {}{}{}",
+                    n(*node),
+                    if zh { "：" } else { ": " },
+                    commands_line(commands)
+                )
+            }
             EventKind::Executed {
                 client,
                 commands,
                 replies,
                 ..
             } => {
-                format!(
-                    "runs {}'s {} ⇒ {}",
-                    c(*client),
-                    commands_line(commands),
-                    replies_line(replies)
-                )
+                let (who, sent, got) = (c(*client), commands_line(commands), replies_line(replies));
+                if zh {
+                    format!("执行 {who} 的 {sent} ⇒ {got}")
+                } else {
+                    format!("runs {who}'s {sent} ⇒ {got}")
+                }
             }
             EventKind::Lost {
                 client, node, reason, ..
             } => {
-                let why = match reason {
-                    LossReason::LinkCut => "link cut",
-                    LossReason::NodeDown => "node down",
-                    LossReason::Dropped => "reply dropped",
-                };
-                format!("lost: {} ↔ {} ({why})", c(*client), n(*node))
+                let (who, at, why) = (c(*client), n(*node), reason.text(lang));
+                if zh {
+                    format!("丢失：{who} ↔ {at}（{why}）")
+                } else {
+                    format!("lost: {who} ↔ {at} ({why})")
+                }
             }
-            EventKind::Received { node, replies, .. } => format!("← {}: {}", n(*node), replies_line(replies)),
+            EventKind::Received { node, replies, .. } => {
+                format!(
+                    "← {}{}{}",
+                    n(*node),
+                    if zh { "：" } else { ": " },
+                    replies_line(replies)
+                )
+            }
+            EventKind::TimedOut { node, .. } if zh => format!("等待 {} 超时", n(*node)),
             EventKind::TimedOut { node, .. } => format!("timed out waiting for {}", n(*node)),
+            EventKind::Expired { key } if zh => format!("key {key} 过期"),
             EventKind::Expired { key } => format!("key {key} expired"),
             EventKind::Lock { key, change, via } => {
-                let via = match via {
-                    Via::Command => "",
-                    Via::Expiry => " (expiry)",
-                    Via::Replication => " (replication)",
-                    Via::Restart => " (restart without data)",
-                    Via::FullSync => " (full resync)",
-                    Via::Promotion => " (promotion)",
-                };
-                match change {
-                    LockChange::Acquired { owner, value, ttl_ms } => format!(
+                let via = via.text(lang);
+                match (change, zh) {
+                    (LockChange::Acquired { owner, value, ttl_ms }, false) => format!(
                         "{key} = {value:?}, {}'s lock, {}{via}",
                         owner.map_or("nobody".to_owned(), c),
-                        ttl_text(*ttl_ms)
+                        ttl(ttl_ms)
                     ),
-                    LockChange::Renewed { ttl_ms } => format!("{key} renewed, {}{via}", ttl_text(*ttl_ms)),
-                    LockChange::Removed { by } => match by {
-                        Some(b) => format!("{key} deleted by {}{via}", c(*b)),
-                        None => format!("{key} gone{via}"),
-                    },
+                    (LockChange::Acquired { owner, value, ttl_ms }, true) => format!(
+                        "{key} = {value:?}，{} 的锁，{}{via}",
+                        owner.map_or("无人".to_owned(), c),
+                        ttl(ttl_ms)
+                    ),
+                    (LockChange::Renewed { ttl_ms }, false) => format!("{key} renewed, {}{via}", ttl(ttl_ms)),
+                    (LockChange::Renewed { ttl_ms }, true) => format!("{key} 续期，{}{via}", ttl(ttl_ms)),
+                    (LockChange::Removed { by: Some(b) }, false) => format!("{key} deleted by {}{via}", c(*b)),
+                    (LockChange::Removed { by: Some(b) }, true) => format!("{key} 被 {} 删除{via}", c(*b)),
+                    (LockChange::Removed { by: None }, false) => format!("{key} gone{via}"),
+                    (LockChange::Removed { by: None }, true) => format!("{key} 消失{via}"),
                 }
             }
             EventKind::Replicated { from, offset, commands } => {
-                format!("applies {}'s batch #{offset}: {}", n(*from), commands_line(commands))
-            }
-            EventKind::ReplicationLost { from, offset } => {
-                format!("never receives {}'s batch #{offset}", n(*from))
-            }
-            EventKind::Granted { key, seq } => format!("holder #{seq} of {key} (world's view)"),
-            EventKind::Belief { key, holds } => {
-                if *holds {
-                    format!("believes it holds {key}")
+                let (from, batch) = (n(*from), commands_line(commands));
+                if zh {
+                    format!("应用 {from} 的第 {offset} 批：{batch}")
                 } else {
-                    format!("stops believing it holds {key}")
+                    format!("applies {from}'s batch #{offset}: {batch}")
                 }
             }
+            EventKind::ReplicationLost { from, offset } if zh => format!("没有收到 {} 的第 {offset} 批", n(*from)),
+            EventKind::ReplicationLost { from, offset } => format!("never receives {}'s batch #{offset}", n(*from)),
+            EventKind::Granted { key, seq } if zh => format!("{key} 的第 {seq} 个持有者（世界视角）"),
+            EventKind::Granted { key, seq } => format!("holder #{seq} of {key} (world's view)"),
+            EventKind::Belief { key, holds } => match (holds, zh) {
+                (true, false) => format!("believes it holds {key}"),
+                (true, true) => format!("认为自己持有 {key}"),
+                (false, false) => format!("stops believing it holds {key}"),
+                (false, true) => format!("不再认为自己持有 {key}"),
+            },
             EventKind::Overlap {
                 key,
                 clients,
                 begin,
                 since_ms,
             } => {
-                let who = clients.iter().map(|&i| c(i)).collect::<Vec<_>>().join(" and ");
+                let who = clients
+                    .iter()
+                    .map(|&i| c(i))
+                    .collect::<Vec<_>>()
+                    .join(if zh { " 和 " } else { " and " });
                 let all = if clients.len() == 2 { "both" } else { "all" };
-                if *begin {
-                    format!("overlap: {who} {all} believe they hold {key}")
-                } else {
-                    format!("overlap on {key} since {since_ms} ms ends")
+                match (begin, zh) {
+                    (true, false) => format!("overlap: {who} {all} believe they hold {key}"),
+                    (true, true) => format!("重叠：{who} 都认为自己持有 {key}"),
+                    (false, false) => format!("overlap on {key} since {since_ms} ms ends"),
+                    (false, true) => format!("{key} 上自 {since_ms} ms 起的重叠结束"),
                 }
             }
-            EventKind::WriteSent { token, value } => {
-                format!("writes {value:?} to the resource ({})", token_text(*token))
-            }
+            EventKind::WriteSent { token: t, value } if zh => format!("向资源写入 {value:?}（{}）", token(t)),
+            EventKind::WriteSent { token: t, value } => format!("writes {value:?} to the resource ({})", token(t)),
             EventKind::Write {
                 client,
-                token,
+                token: t,
                 value,
                 accepted,
-            } => format!(
-                "{} {}'s write {value:?} ({})",
-                if *accepted { "accepts" } else { "REJECTS" },
-                c(*client),
-                token_text(*token)
-            ),
-            EventKind::Fault { fault } => format!("FAULT {}", fault.describe(names)),
-            EventKind::Resumed => "resumes".to_owned(),
-            EventKind::Restarted { kept_data } => {
-                if *kept_data {
-                    "restarted with its data (AOF)".to_owned()
-                } else {
-                    "restarted EMPTY (no persistence)".to_owned()
+            } => {
+                let (who, t) = (c(*client), token(t));
+                match (accepted, zh) {
+                    (true, false) => format!("accepts {who}'s write {value:?} ({t})"),
+                    (false, false) => format!("REJECTS {who}'s write {value:?} ({t})"),
+                    (true, true) => format!("接受 {who} 的写入 {value:?}（{t}）"),
+                    (false, true) => format!("拒绝 {who} 的写入 {value:?}（{t}）"),
                 }
             }
+            EventKind::Fault { fault } if zh => format!("故障：{}", fault.describe_in(names, lang)),
+            EventKind::Fault { fault } => format!("FAULT {}", fault.describe_in(names, lang)),
+            EventKind::Resumed => if zh { "恢复运行" } else { "resumes" }.to_owned(),
+            EventKind::Restarted { kept_data } => match (kept_data, zh) {
+                (true, false) => "restarted with its data (AOF)",
+                (false, false) => "restarted EMPTY (no persistence)",
+                (true, true) => "重启，数据保留（AOF）",
+                (false, true) => "重启，数据为空（无持久化）",
+            }
+            .to_owned(),
             EventKind::Note { text } => text.clone(),
+            EventKind::Elected { term } if zh => format!("当选为 leader（任期 {term}）"),
             EventKind::Elected { term } => format!("elected leader (term {term})"),
-            EventKind::Done => "program finished".to_owned(),
-            EventKind::Violation { violation } => format!(
+            EventKind::Done => if zh { "程序结束" } else { "program finished" }.to_owned(),
+            EventKind::Violation { violation: v } if zh => {
+                let (title, name) = (v.invariant.title_zh(), v.invariant.name());
+                format!("违反 {title}（{name}）[{}–{} ms]", v.from_ms, v.to_ms)
+            }
+            EventKind::Violation { violation: v } => format!(
                 "VIOLATION {}: {} [{}–{} ms]",
-                violation.invariant.name(),
-                violation.detail,
-                violation.from_ms,
-                violation.to_ms
+                v.invariant.name(),
+                v.detail,
+                v.from_ms,
+                v.to_ms
             ),
+        }
+    }
+}
+
+impl LossReason {
+    fn text(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (LossReason::LinkCut, Lang::En) => "link cut",
+            (LossReason::NodeDown, Lang::En) => "node down",
+            (LossReason::Dropped, Lang::En) => "reply dropped",
+            (LossReason::LinkCut, Lang::Zh) => "链路断开",
+            (LossReason::NodeDown, Lang::Zh) => "节点宕机",
+            (LossReason::Dropped, Lang::Zh) => "回复丢失",
+        }
+    }
+}
+
+impl Via {
+    /// How a lock change came about, as a suffix ("" for a command).
+    fn text(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (Via::Command, _) => "",
+            (Via::Expiry, Lang::En) => " (expiry)",
+            (Via::Replication, Lang::En) => " (replication)",
+            (Via::Restart, Lang::En) => " (restart without data)",
+            (Via::FullSync, Lang::En) => " (full resync)",
+            (Via::Promotion, Lang::En) => " (promotion)",
+            (Via::Expiry, Lang::Zh) => "（过期）",
+            (Via::Replication, Lang::Zh) => "（复制）",
+            (Via::Restart, Lang::Zh) => "（重启后无数据）",
+            (Via::FullSync, Lang::Zh) => "（全量同步）",
+            (Via::Promotion, Lang::Zh) => "（提升为主）",
         }
     }
 }

@@ -55,6 +55,17 @@ impl Lang {
     }
 }
 
+/// Core's language (lesson text, an event's or a fault's line): the same
+/// two, without the page's switch order and tag parsing.
+impl From<Lang> for locklab_core::lesson::Lang {
+    fn from(lang: Lang) -> Self {
+        match lang {
+            Lang::Zh => locklab_core::lesson::Lang::Zh,
+            Lang::En => locklab_core::lesson::Lang::En,
+        }
+    }
+}
+
 impl fmt::Display for Lang {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())

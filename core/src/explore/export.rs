@@ -10,6 +10,7 @@ use super::{
     Report, Spec,
 };
 use crate::actor::Actor;
+use crate::lang::Lang;
 use crate::trace::{EventKind, Trace};
 
 /// Mermaid's sequence-diagram text: `:`, `;`, `#` and line ends end a
@@ -171,7 +172,7 @@ pub fn because(trace: &Trace, zh: bool) -> String {
         let who = names.actor(e.actor);
         let link = match (&e.kind, e.actor) {
             (EventKind::Fault { fault }, _) => Some(if zh {
-                fault.describe_zh(names)
+                fault.describe_in(names, Lang::Zh)
             } else {
                 fault.describe(names)
             }),

@@ -22,7 +22,7 @@ use crate::fault::At;
 use crate::invariants::Invariant;
 use crate::lesson::run::LessonRun;
 use crate::lesson::{
-    Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Text, Theme, WorldSettings,
+    Lang, Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Text, Theme, WorldSettings,
 };
 use crate::trace::Trace;
 use crate::world::{Scenario, Topology};
@@ -124,7 +124,7 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
                 fault: Some(f.fault.clone()),
                 explain: Some(Text {
                     en: format!("The explorer's fault: {shown}."),
-                    zh: format!("探索器注入的故障：{}。", f.fault.describe_zh(&trace.names)),
+                    zh: format!("探索器注入的故障：{}。", f.fault.describe_in(&trace.names, Lang::Zh)),
                 }),
                 ..step()
             },

@@ -43,6 +43,7 @@ use thiserror::Error;
 
 use crate::fault::{At, ClockOf, Fault, ScheduledFault};
 use crate::invariants::Invariant;
+use crate::lang::Lang;
 use crate::rng::Rng;
 use crate::trace::Trace;
 use crate::world::{Scenario, Topology, World, WorldError};
@@ -587,8 +588,8 @@ impl Report {
                 .map(|f| match (f.at, zh) {
                     (At::Step(s), false) => format!("{} after step {s}", f.fault.describe(names)),
                     (At::Time(t), false) => format!("{} at {t} ms", f.fault.describe(names)),
-                    (At::Step(s), true) => format!("第 {s} 步之后{}", f.fault.describe_zh(names)),
-                    (At::Time(t), true) => format!("{t} ms 时{}", f.fault.describe_zh(names)),
+                    (At::Step(s), true) => format!("第 {s} 步之后{}", f.fault.describe_in(names, Lang::Zh)),
+                    (At::Time(t), true) => format!("{t} ms 时{}", f.fault.describe_in(names, Lang::Zh)),
                 })
                 .collect();
             let which = match (self.bounded.is_some(), zh) {
@@ -640,19 +641,23 @@ pub(crate) fn trace_table(trace: &Trace) -> String {
     trace_table_in(trace, false)
 }
 
+/// The event table's header in Chinese: `步` ends in column 5, `时间` in
+/// column 15, `角色` starts in column 17 and `事件` in column 27, as
+/// `step`, `time`, `actor` and `event` do.
+const TABLE_HEADER_ZH: &str = "   步      时间  角色      事件\n";
+
 /// [`trace_table`], in Chinese when `zh`.
 fn trace_table_in(trace: &Trace, zh: bool) -> String {
+    // A Chinese character takes two columns of a terminal (and of the
+    // page's monospaced transcript), so the Chinese header is spaced by
+    // hand to the same columns as the English one.
     let mut out = if zh {
-        format!("{:>5}  {:>8}  {:<9} 事件\n", "步", "时间", "角色")
+        TABLE_HEADER_ZH.to_owned()
     } else {
         format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor")
     };
     for e in &trace.events {
-        let what = if zh {
-            zh::describe_zh(e, &trace.names)
-        } else {
-            e.describe(&trace.names)
-        };
+        let what = e.describe_in(&trace.names, if zh { Lang::Zh } else { Lang::En });
         out.push_str(&format!(
             "{:>5}  {:>5} ms  {:<9} {what}\n",
             e.step,
@@ -682,4 +687,52 @@ pub fn explore(spec: &Spec) -> Result<Report, ExploreError> {
     let ex = Explorer::new(spec)?;
     let f = ex.search(0, 1);
     Ok(ex.report(&f))
+}
+
+#[cfg(test)]
+mod table_tests {
+    /// Terminal columns: a CJK character takes two.
+    fn columns(s: &str) -> usize {
+        s.chars().map(|c| if c >= '\u{1100}' { 2 } else { 1 }).sum()
+    }
+
+    /// Where each word of a header ends, in terminal columns.
+    fn word_ends(header: &str) -> Vec<usize> {
+        let mut ends = Vec::new();
+        let mut at = 0;
+        let mut in_word = false;
+        for c in header.trim_end().chars() {
+            let was = in_word;
+            in_word = c != ' ';
+            if was && !in_word {
+                ends.push(at);
+            }
+            at += columns(&c.to_string());
+        }
+        ends.push(at);
+        ends
+    }
+
+    #[test]
+    fn the_chinese_header_lines_up_with_the_english_one() {
+        let en = format!("{:>5}  {:>8}  {:<9} event\n", "step", "time", "actor");
+        let (en_ends, zh_ends) = (word_ends(&en), word_ends(super::TABLE_HEADER_ZH));
+        // step, time: right-aligned, so they end where their columns end.
+        assert_eq!(en_ends[..2], zh_ends[..2], "{en:?} vs {:?}", super::TABLE_HEADER_ZH);
+        // actor, event: left-aligned, so they start at the same column.
+        let starts = |h: &str| {
+            let mut at = 0;
+            let mut out = Vec::new();
+            let mut prev = ' ';
+            for c in h.chars() {
+                if prev == ' ' && c != ' ' {
+                    out.push(at);
+                }
+                at += columns(&c.to_string());
+                prev = c;
+            }
+            out
+        };
+        assert_eq!(starts(&en)[2..], starts(super::TABLE_HEADER_ZH)[2..]);
+    }
 }

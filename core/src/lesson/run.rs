@@ -126,7 +126,7 @@ impl Shown<'_> {
         match self {
             Shown::Cmd { line } => (*line).to_owned(),
             Shown::Wait { ms } => format!("等待 {ms} ms"),
-            Shown::Fault(f) => format!("故障：{}", f.describe_zh(names)),
+            Shown::Fault(f) => format!("故障：{}", f.describe_in(names, Lang::Zh)),
             Shown::Program { zh, .. } => zh.clone().into_owned(),
             Shown::Write {
                 value_zh,

@@ -11,31 +11,7 @@ pub struct Text {
     pub en: String,
 }
 
-/// Which language to show.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lang {
-    #[default]
-    En,
-    Zh,
-}
-
-impl Lang {
-    pub fn parse(s: &str) -> Option<Lang> {
-        match s {
-            "en" => Some(Lang::En),
-            "zh" => Some(Lang::Zh),
-            _ => None,
-        }
-    }
-
-    pub fn code(self) -> &'static str {
-        match self {
-            Lang::En => "en",
-            Lang::Zh => "zh",
-        }
-    }
-}
+pub use crate::lang::Lang;
 
 impl Text {
     pub fn get(&self, lang: Lang) -> &str {

@@ -226,10 +226,7 @@ impl SimDriver {
                     let who = self.lesson.actors.get(*actor).map_or("?", String::as_str);
                     i18n::typed_off_script(who, line, lang)
                 }
-                OffScript::Fault(f) => match lang {
-                    Lang::En => f.describe(names),
-                    Lang::Zh => f.describe_zh(names),
-                },
+                OffScript::Fault(f) => f.describe_in(names, lang.into()),
                 OffScript::Advance(ms) => i18n::clock_moved(*ms, lang),
             })
             .collect()
