@@ -104,7 +104,7 @@ use locklab_redis::server::script::ScriptControl;
 use locklab_redis::server::{ConnId, Node, Profile, EPOCH_MS};
 use locklab_redis::Reply;
 use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use bench::{benchmark, benchmark_with, run_redis_benchmark, BenchLine, REQUESTS};
@@ -143,6 +143,14 @@ const THREAD_STACK: usize = 256 << 20;
 /// answers Lua 5.2's "pattern too complex" beyond (core's default, for
 /// browsers' and workers' stacks, is `MAX_PATTERN_DEPTH`).
 const PATTERN_DEPTH: usize = 150_000;
+
+/// The runtime's threads: one, as redis-server reads, runs and writes on
+/// one. Batches of plain commands run inline on it under the node's lock
+/// (module `node`); a second worker would only contend for that lock and
+/// send the loser's batch through the node's thread, paying the wake-ups
+/// inline running saves. Scripts run on the node's thread, so this one
+/// keeps answering while a script is busy.
+const WORKERS: usize = 1;
 
 /// How often [`busy_watch`] looks whether the running script has passed
 /// `busy-reply-threshold`.
@@ -605,16 +613,15 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         gone: Mutex::new(Vec::new()),
         paused: AtomicBool::new(false),
     });
-    // Room for every connection's connect, one job and its leaving.
-    let (jobs, queue) = mpsc::channel(4 * maxclients + 64);
     tokio::spawn(busy_watch(Arc::clone(&shared)));
     let state = wire::State {
         node,
         clients: BTreeMap::new(),
         outboxes: BTreeMap::new(),
     };
-    node::spawn(state, Arc::clone(&shared), queue, cfg.script_work_limit)?;
-    tokio::spawn(accept_loop(listener, Arc::clone(&shared), jobs, maxclients));
+    // Room for every connection's connect, one job and its leaving.
+    let node = node::spawn(state, Arc::clone(&shared), 4 * maxclients + 64, cfg.script_work_limit)?;
+    tokio::spawn(accept_loop(listener, Arc::clone(&shared), node, maxclients));
     Ok(Server {
         local_addr,
         profile: cfg.profile,
@@ -624,10 +631,10 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
     })
 }
 
-/// [`start`] on a runtime of its own (two worker threads), for synchronous
+/// [`start`] on a runtime of its own ([`WORKERS`]), for synchronous
 /// callers such as tests. Must not be called from inside async code.
 pub fn spawn(cfg: Config) -> io::Result<Server> {
-    let rt = runtime(2)?;
+    let rt = runtime(WORKERS)?;
     let mut server = rt.block_on(start(cfg))?;
     server.runtime = Some(rt);
     Ok(server)
@@ -635,8 +642,7 @@ pub fn spawn(cfg: Config) -> io::Result<Server> {
 
 /// `locklab sim-server`: serve until Ctrl-C (or SIGTERM).
 pub fn run(cfg: Config) -> io::Result<()> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let rt = runtime(workers)?;
+    let rt = runtime(WORKERS)?;
     rt.block_on(async {
         let server = start(cfg).await?;
         println!(
@@ -715,7 +721,7 @@ async fn busy_watch(shared: Arc<Shared>) {
 
 /// Accept connections until told to stop; each runs in its own task. The
 /// tasks live in a [`JoinSet`], so stopping the server ends them all.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, jobs: mpsc::Sender<node::Job>, maxclients: usize) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: node::NodeLink, maxclients: usize) {
     let mut conns = JoinSet::new();
     let mut stop = shared.stop.subscribe();
     loop {
@@ -735,7 +741,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, jobs: mpsc::Sen
                     // Replies are written whole, once per batch: Nagle's
                     // delay would only add latency (redis-server sets it too).
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(conn::serve(Arc::clone(&shared), jobs.clone(), stream, peer));
+                    conns.spawn(conn::serve(Arc::clone(&shared), node.clone(), stream, peer));
                 }
                 Err(e) => {
                     eprintln!("locklab sim-server: accept failed: {e}");
