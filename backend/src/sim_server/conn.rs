@@ -22,17 +22,17 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc::{error::TrySendError, unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::node::{Argv, Batch, Deferred, Job, NodeLink, Ran, Stop};
+use super::node::{Argv, Batch, Deferred, Job, NodeLink, Ran, Registration, Stop};
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
 use super::{output_limit_reached, Busy, Shared};
@@ -132,40 +132,6 @@ struct Conn {
     soft_since: Option<Instant>,
 }
 
-/// Takes the connection out of the node however the task ends (the client
-/// left, an I/O error, or the server aborting the task on shutdown).
-struct Registration {
-    shared: Arc<Shared>,
-    jobs: NodeLink,
-    id: ConnId,
-    /// A job of this connection's may still wait in the node's queue (its
-    /// `Connect`, a batch): until the node's thread has answered one, its
-    /// batches and its leaving go through the queue too, behind it.
-    in_queue: bool,
-}
-
-impl Drop for Registration {
-    /// Never waits: inline if the node is free, else the job queue has room
-    /// for every connection's leaving; should it not, the node frees it
-    /// before its next job.
-    fn drop(&mut self) {
-        let mut job = Job::Disconnect(self.id);
-        if !self.in_queue {
-            match self.jobs.try_job(job) {
-                Ok(()) => return,
-                Err(back) => job = back,
-            }
-        }
-        if let Err(TrySendError::Full(_)) = self.jobs.try_send(job) {
-            self.shared
-                .gone
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(self.id);
-        }
-    }
-}
-
 /// Serve one client until it leaves.
 pub(super) async fn serve(shared: Arc<Shared>, jobs: NodeLink, mut stream: TcpStream, peer: SocketAddr) {
     let laddr = stream.local_addr().unwrap_or(shared.env.local_addr);
@@ -196,7 +162,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: NodeLink, mut stream: TcpSt
     let in_queue = match jobs.try_job(Job::Connect { id, info, outbox }) {
         Ok(()) => false,
         Err(job) => {
-            if jobs.send(job).await.is_err() {
+            if jobs.send(*job).await.is_err() {
                 return;
             }
             true

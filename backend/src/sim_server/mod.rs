@@ -5,25 +5,32 @@
 //! # Shape
 //!
 //! ```text
-//!  TCP ──▶ connection task ──(bounded job queue)──▶ node thread: State { Node, clients, outboxes }
-//!          parse ▸ BUSY answers ◀── busy watch ───────┤ runs commands and scripts, one at a time
-//!          ◀── replies of its batch (oneshot) ◀───────┤
-//!          ◀── pushes, served BLPOPs (outbox) ◀───────┘
+//!  TCP ──▶ connection task ──(try_lock: plain commands, inline)──▶ owner: State { Node, clients, outboxes }
+//!          parse ▸ BUSY answers    ──(bounded job queue: scripts, ──▶ node thread  (behind one lock)
+//!                                     or the owner was taken)
+//!          ◀── busy watch, replies of its batch (returned / oneshot)
+//!          ◀── pushes, served BLPOPs (outbox)
 //! ```
 //!
 //! * **One node, one thread.** redis-server runs every command on one
 //!   thread, one at a time; that is what makes a single command (and a Lua
 //!   script, and an `EXEC`) atomic, and it is the property every Redis lock
-//!   is built on. Here one OS thread owns the [`Node`] (module `node`) and
-//!   runs every command and script; each connection gets its own
+//!   is built on. Here one owner holds the [`Node`] behind a lock (module
+//!   `node`) and runs every command and script, one batch at a time;
+//!   each connection gets its own
 //!   [`ConnId`](locklab_redis::server::ConnId), so `MULTI`/`WATCH` state is
 //!   per connection, as in Redis.
 //! * **Connections never wait on the node's thread.** Each connection is a
-//!   tokio task that parses its requests and hands the node a batch through
-//!   a bounded queue (each connection has at most one job in it, so it is
-//!   bounded by `maxclients`), then awaits the batch's replies. Nothing on a
-//!   runtime thread ever blocks on the node: a busy script holds only the
-//!   node's thread, so the runtime keeps accepting, reading and answering.
+//!   tokio task that parses its requests and runs them as a batch: inline,
+//!   on the runtime's thread, when the owner's lock is free (`try_lock`,
+//!   never a wait) and the batch starts with plain commands — redis-server's
+//!   own shape, read, run, write on one thread, without a thread hand-off
+//!   (two wake-ups a batch, issue 42's throughput item) — or else through a
+//!   bounded queue to the node's thread (each connection has at most one
+//!   job in it, so it is bounded by `maxclients`), awaiting the replies.
+//!   Scripts always run on the node's thread: a busy script holds only that
+//!   thread and the lock, so the runtime keeps accepting, reading and
+//!   answering.
 //! * **Batches.** A client that pipelines sends many requests in one
 //!   packet. The connection parses every complete request in its buffer and
 //!   sends them as one batch, then writes all the replies with one `write`.
@@ -43,8 +50,8 @@
 //!   script. The parser's state is the connection's and survives all this.
 //!   A script nobody kills is stopped by core after [`SCRIPT_WORK_LIMIT`]
 //!   units of work.
-//! * **Tasks, not threads.** Connections are tokio tasks on a small
-//!   multi-threaded runtime (no blocking pool is used): an idle connection
+//! * **Tasks, not threads.** Connections are tokio tasks on a runtime of
+//!   [`WORKERS`] thread (no blocking pool is used): an idle connection
 //!   is a parked task and a 4 KB buffer, so a thousand of them cost a few
 //!   megabytes, and the process has a fixed number of threads.
 //! * **Time.** The node has no clock of its own (core is deterministic). The
@@ -79,7 +86,7 @@
 //!   `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `CONFIG`, `FLUSHDB`.
 //! * `conn` (private) — one connection's read / parse / write loop, and its
 //!   answers while a script is busy.
-//! * `node` (private) — the thread that owns the node and runs batches.
+//! * `node` (private) — the node's owner, its lock and its thread.
 //! * `fds` (private) — `maxclients` fitted to the process's descriptor limit.
 //! * [`benchmark`] — redis-benchmark against a real server and against us.
 

@@ -161,10 +161,6 @@ impl NodeLink {
         self.jobs.send(job).await
     }
 
-    pub(super) fn try_send(&self, job: Job) -> Result<(), TrySendError<Job>> {
-        self.jobs.try_send(job)
-    }
-
     /// The owner, if nobody holds it and the node is not paused: a
     /// connection never waits for it.
     fn try_owner(&self) -> Option<std::sync::MutexGuard<'_, NodeThread>> {
@@ -179,13 +175,13 @@ impl NodeLink {
 
     /// Run a job here and now if the owner is free (see [`NodeLink::try_owner`]);
     /// otherwise it is handed back, for the queue.
-    pub(super) fn try_job(&self, job: Job) -> Result<(), Job> {
+    pub(super) fn try_job(&self, job: Job) -> Result<(), Box<Job>> {
         match self.try_owner() {
             Some(mut owner) => {
                 owner.job(job);
                 Ok(())
             }
-            None => Err(job),
+            None => Err(Box::new(job)),
         }
     }
 
@@ -201,6 +197,40 @@ impl NodeLink {
             return Err(out);
         }
         Ok(owner.run_batch(sess, argvs, out, true))
+    }
+}
+
+/// Takes the connection out of the node however the task ends (the client
+/// left, an I/O error, or the server aborting the task on shutdown).
+pub(super) struct Registration {
+    pub(super) shared: Arc<Shared>,
+    pub(super) jobs: NodeLink,
+    pub(super) id: ConnId,
+    /// A job of this connection's may still wait in the node's queue (its
+    /// `Connect`, a batch): until the node's thread has answered one, its
+    /// batches and its leaving go through the queue too, behind it.
+    pub(super) in_queue: bool,
+}
+
+impl Drop for Registration {
+    /// Never waits: inline if the node is free, else the job queue has room
+    /// for every connection's leaving; should it not, the node frees it
+    /// before its next job.
+    fn drop(&mut self) {
+        let mut job = Job::Disconnect(self.id);
+        if !self.in_queue {
+            match self.jobs.try_job(job) {
+                Ok(()) => return,
+                Err(back) => job = *back,
+            }
+        }
+        if let Err(TrySendError::Full(_)) = self.jobs.jobs.try_send(job) {
+            self.shared
+                .gone
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.id);
+        }
     }
 }
 
