@@ -1,5 +1,6 @@
-//! One client connection: read, parse every complete request, hand them to
-//! the node's thread as one batch, write every reply at once, repeat.
+//! One client connection: read, parse every complete request, run them as
+//! one batch (inline when the node is free, else on the node's thread: see
+//! `node`), write every reply at once, repeat.
 //!
 //! The loop is written so that the expensive things happen once per batch
 //! (a `read`, a job, a `write`) and the cheap things once per command
@@ -21,17 +22,17 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc::{self, error::TrySendError, unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::node::{Argv, Batch, Deferred, Job, Ran, Stop};
+use super::node::{Argv, Batch, Deferred, Job, NodeLink, Ran, Registration, Stop};
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
 use super::{output_limit_reached, Busy, Shared};
@@ -91,7 +92,9 @@ enum Answer {
 
 struct Conn {
     shared: Arc<Shared>,
-    jobs: mpsc::Sender<Job>,
+    jobs: NodeLink,
+    /// Frees the connection in the node when the task ends.
+    reg: Registration,
     sess: Session,
     parser: Parser,
     input: Vec<u8>,
@@ -129,30 +132,8 @@ struct Conn {
     soft_since: Option<Instant>,
 }
 
-/// Takes the connection out of the node however the task ends (the client
-/// left, an I/O error, or the server aborting the task on shutdown).
-struct Registration {
-    shared: Arc<Shared>,
-    jobs: mpsc::Sender<Job>,
-    id: ConnId,
-}
-
-impl Drop for Registration {
-    /// Never waits: the job queue has room for every connection's leaving;
-    /// should it not, the node's thread frees it before its next job.
-    fn drop(&mut self) {
-        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Disconnect(self.id)) {
-            self.shared
-                .gone
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(self.id);
-        }
-    }
-}
-
 /// Serve one client until it leaves.
-pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stream: TcpStream, peer: SocketAddr) {
+pub(super) async fn serve(shared: Arc<Shared>, jobs: NodeLink, mut stream: TcpStream, peer: SocketAddr) {
     let laddr = stream.local_addr().unwrap_or(shared.env.local_addr);
     let id = ConnId(shared.next_id.fetch_add(1, Ordering::Relaxed));
     let (tx, inbox) = unbounded_channel();
@@ -178,15 +159,23 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: mpsc::Sender<Job>, mut stre
         kill: Arc::clone(&kill),
         soft_since: None,
     };
-    if jobs.send(Job::Connect { id, info, outbox }).await.is_err() {
-        return;
-    }
-    let _registration = Registration {
+    let in_queue = match jobs.try_job(Job::Connect { id, info, outbox }) {
+        Ok(()) => false,
+        Err(job) => {
+            if jobs.send(*job).await.is_err() {
+                return;
+            }
+            true
+        }
+    };
+    let reg = Registration {
         shared: Arc::clone(&shared),
         jobs: jobs.clone(),
         id,
+        in_queue,
     };
     let mut conn = Conn {
+        reg,
         busy: shared.busy.subscribe(),
         shared,
         jobs,
@@ -325,6 +314,13 @@ impl Conn {
         }
         // The node counts what is still unwritten against the output limit.
         self.unsent.store(self.out.len(), Ordering::Relaxed);
+        if !self.reg.in_queue {
+            let out = std::mem::take(&mut self.spare);
+            match self.jobs.try_inline(self.sess, &self.pending[self.next..], out) {
+                Ok(ran) => return self.apply(ran, stream).await,
+                Err(out) => self.spare = out,
+            }
+        }
         let claim = Arc::new(AtomicBool::new(false));
         let (done, ran) = oneshot::channel();
         let batch = Batch {
@@ -335,11 +331,16 @@ impl Conn {
             done,
             out: std::mem::take(&mut self.spare),
         };
+        self.reg.in_queue = true;
         if self.jobs.send(Job::Run(batch)).await.is_err() {
             return Ok(Flow::Gone);
         }
         match self.await_ran(ran, &claim).await {
-            Some(Some(ran)) => self.apply(ran, stream).await,
+            Some(Some(ran)) => {
+                // The queue is in order: what this connection sent before is done.
+                self.reg.in_queue = false;
+                self.apply(ran, stream).await
+            }
             // Taken back: the next turn answers it BUSY.
             Some(None) => Ok(Flow::Go),
             None => Ok(Flow::Gone),

@@ -5,25 +5,32 @@
 //! # Shape
 //!
 //! ```text
-//!  TCP ──▶ connection task ──(bounded job queue)──▶ node thread: State { Node, clients, outboxes }
-//!          parse ▸ BUSY answers ◀── busy watch ───────┤ runs commands and scripts, one at a time
-//!          ◀── replies of its batch (oneshot) ◀───────┤
-//!          ◀── pushes, served BLPOPs (outbox) ◀───────┘
+//!  TCP ──▶ connection task ──(try_lock: plain commands, inline)──▶ owner: State { Node, clients, outboxes }
+//!          parse ▸ BUSY answers    ──(bounded job queue: scripts, ──▶ node thread  (behind one lock)
+//!                                     or the owner was taken)
+//!          ◀── busy watch, replies of its batch (returned / oneshot)
+//!          ◀── pushes, served BLPOPs (outbox)
 //! ```
 //!
 //! * **One node, one thread.** redis-server runs every command on one
 //!   thread, one at a time; that is what makes a single command (and a Lua
 //!   script, and an `EXEC`) atomic, and it is the property every Redis lock
-//!   is built on. Here one OS thread owns the [`Node`] (module `node`) and
-//!   runs every command and script; each connection gets its own
+//!   is built on. Here one owner holds the [`Node`] behind a lock (module
+//!   `node`) and runs every command and script, one batch at a time;
+//!   each connection gets its own
 //!   [`ConnId`](locklab_redis::server::ConnId), so `MULTI`/`WATCH` state is
 //!   per connection, as in Redis.
 //! * **Connections never wait on the node's thread.** Each connection is a
-//!   tokio task that parses its requests and hands the node a batch through
-//!   a bounded queue (each connection has at most one job in it, so it is
-//!   bounded by `maxclients`), then awaits the batch's replies. Nothing on a
-//!   runtime thread ever blocks on the node: a busy script holds only the
-//!   node's thread, so the runtime keeps accepting, reading and answering.
+//!   tokio task that parses its requests and runs them as a batch: inline,
+//!   on the runtime's thread, when the owner's lock is free (`try_lock`,
+//!   never a wait) and the batch starts with plain commands — redis-server's
+//!   own shape, read, run, write on one thread, without a thread hand-off
+//!   (two wake-ups a batch, issue 42's throughput item) — or else through a
+//!   bounded queue to the node's thread (each connection has at most one
+//!   job in it, so it is bounded by `maxclients`), awaiting the replies.
+//!   Scripts always run on the node's thread: a busy script holds only that
+//!   thread and the lock, so the runtime keeps accepting, reading and
+//!   answering.
 //! * **Batches.** A client that pipelines sends many requests in one
 //!   packet. The connection parses every complete request in its buffer and
 //!   sends them as one batch, then writes all the replies with one `write`.
@@ -43,8 +50,8 @@
 //!   script. The parser's state is the connection's and survives all this.
 //!   A script nobody kills is stopped by core after [`SCRIPT_WORK_LIMIT`]
 //!   units of work.
-//! * **Tasks, not threads.** Connections are tokio tasks on a small
-//!   multi-threaded runtime (no blocking pool is used): an idle connection
+//! * **Tasks, not threads.** Connections are tokio tasks on a runtime of
+//!   [`WORKERS`] thread (no blocking pool is used): an idle connection
 //!   is a parked task and a 4 KB buffer, so a thousand of them cost a few
 //!   megabytes, and the process has a fixed number of threads.
 //! * **Time.** The node has no clock of its own (core is deterministic). The
@@ -79,7 +86,7 @@
 //!   `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `CONFIG`, `FLUSHDB`.
 //! * `conn` (private) — one connection's read / parse / write loop, and its
 //!   answers while a script is busy.
-//! * `node` (private) — the thread that owns the node and runs batches.
+//! * `node` (private) — the node's owner, its lock and its thread.
 //! * `fds` (private) — `maxclients` fitted to the process's descriptor limit.
 //! * [`benchmark`] — redis-benchmark against a real server and against us.
 
@@ -104,7 +111,7 @@ use locklab_redis::server::script::ScriptControl;
 use locklab_redis::server::{ConnId, Node, Profile, EPOCH_MS};
 use locklab_redis::Reply;
 use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use bench::{benchmark, benchmark_with, run_redis_benchmark, BenchLine, REQUESTS};
@@ -143,6 +150,14 @@ const THREAD_STACK: usize = 256 << 20;
 /// answers Lua 5.2's "pattern too complex" beyond (core's default, for
 /// browsers' and workers' stacks, is `MAX_PATTERN_DEPTH`).
 const PATTERN_DEPTH: usize = 150_000;
+
+/// The runtime's threads: one, as redis-server reads, runs and writes on
+/// one. Batches of plain commands run inline on it under the node's lock
+/// (module `node`); a second worker would only contend for that lock and
+/// send the loser's batch through the node's thread, paying the wake-ups
+/// inline running saves. Scripts run on the node's thread, so this one
+/// keeps answering while a script is busy.
+const WORKERS: usize = 1;
 
 /// How often [`busy_watch`] looks whether the running script has passed
 /// `busy-reply-threshold`.
@@ -605,16 +620,15 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
         gone: Mutex::new(Vec::new()),
         paused: AtomicBool::new(false),
     });
-    // Room for every connection's connect, one job and its leaving.
-    let (jobs, queue) = mpsc::channel(4 * maxclients + 64);
     tokio::spawn(busy_watch(Arc::clone(&shared)));
     let state = wire::State {
         node,
         clients: BTreeMap::new(),
         outboxes: BTreeMap::new(),
     };
-    node::spawn(state, Arc::clone(&shared), queue, cfg.script_work_limit)?;
-    tokio::spawn(accept_loop(listener, Arc::clone(&shared), jobs, maxclients));
+    // Room for every connection's connect, one job and its leaving.
+    let node = node::spawn(state, Arc::clone(&shared), 4 * maxclients + 64, cfg.script_work_limit)?;
+    tokio::spawn(accept_loop(listener, Arc::clone(&shared), node, maxclients));
     Ok(Server {
         local_addr,
         profile: cfg.profile,
@@ -624,10 +638,10 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
     })
 }
 
-/// [`start`] on a runtime of its own (two worker threads), for synchronous
+/// [`start`] on a runtime of its own ([`WORKERS`]), for synchronous
 /// callers such as tests. Must not be called from inside async code.
 pub fn spawn(cfg: Config) -> io::Result<Server> {
-    let rt = runtime(2)?;
+    let rt = runtime(WORKERS)?;
     let mut server = rt.block_on(start(cfg))?;
     server.runtime = Some(rt);
     Ok(server)
@@ -635,8 +649,7 @@ pub fn spawn(cfg: Config) -> io::Result<Server> {
 
 /// `locklab sim-server`: serve until Ctrl-C (or SIGTERM).
 pub fn run(cfg: Config) -> io::Result<()> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let rt = runtime(workers)?;
+    let rt = runtime(WORKERS)?;
     rt.block_on(async {
         let server = start(cfg).await?;
         println!(
@@ -715,7 +728,7 @@ async fn busy_watch(shared: Arc<Shared>) {
 
 /// Accept connections until told to stop; each runs in its own task. The
 /// tasks live in a [`JoinSet`], so stopping the server ends them all.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, jobs: mpsc::Sender<node::Job>, maxclients: usize) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: node::NodeLink, maxclients: usize) {
     let mut conns = JoinSet::new();
     let mut stop = shared.stop.subscribe();
     loop {
@@ -735,7 +748,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, jobs: mpsc::Sen
                     // Replies are written whole, once per batch: Nagle's
                     // delay would only add latency (redis-server sets it too).
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(conn::serve(Arc::clone(&shared), jobs.clone(), stream, peer));
+                    conns.spawn(conn::serve(Arc::clone(&shared), node.clone(), stream, peer));
                 }
                 Err(e) => {
                     eprintln!("locklab sim-server: accept failed: {e}");

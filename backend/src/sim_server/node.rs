@@ -1,26 +1,40 @@
-//! The node's thread: it owns the [`Node`](locklab_redis::server::Node) and
-//! the connections' records, and runs every command and script, one batch
-//! at a time, as redis-server's single thread does.
+//! The node's owner: the [`Node`](locklab_redis::server::Node) and the
+//! connections' records, behind one lock, running every command and
+//! script, one batch at a time, as redis-server's single thread does.
 //!
-//! Connections reach it only through the job queue ([`Job`]); a batch's
-//! replies go back on the batch's own oneshot, and what the node produces
-//! for other connections (pub/sub messages, a served `BLPOP`) goes to their
-//! [`Outbox`]. Because this is a thread of its own, a script that runs for
-//! seconds holds nothing but it: the runtime's threads keep serving the
-//! connections, which answer `BUSY` themselves (see `conn`).
+//! Two places run batches, never at once (the lock), and never waiting for
+//! each other where a connection is concerned:
+//!
+//! * **Inline, on the connection's runtime thread** ([`NodeLink::try_inline`]):
+//!   a batch of plain commands runs where it was parsed, when the lock is
+//!   free (`try_lock`, never a wait). That is redis-server's shape — one
+//!   thread reads, runs and writes — and it spares each batch the two
+//!   thread wake-ups of a hand-off (connection task → node thread → back),
+//!   which cost more than `-P 16` of `SET`s themselves (issue 42, item 6).
+//! * **On the node's thread**, through the job queue ([`Job`]): every
+//!   script (EVAL, FCALL, an EXEC with one, and the commands that load Lua
+//!   code), and whatever found the lock taken. A script that runs for
+//!   seconds holds only that thread and the lock: the runtime keeps
+//!   serving the connections, whose batches then go to the queue, and
+//!   which answer `BUSY` themselves past the threshold (see `conn`).
+//!
+//! A batch's replies go back to its connection (returned inline, or on the
+//! batch's own oneshot); what the node produces for other connections
+//! (pub/sub messages, a served `BLPOP`) goes to their [`Outbox`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use locklab_redis::server::config::{ClientClass, ObufLimit};
 use locklab_redis::server::script::{set_thread_limits, set_thread_pattern_depth, BusyWatch, INSTRUCTION_LIMIT};
 use locklab_redis::server::ConnId;
 use locklab_redis::Reply;
+use tokio::sync::mpsc::error::{SendError, TrySendError};
 use tokio::sync::{mpsc, oneshot};
 
 use super::resp;
@@ -134,31 +148,132 @@ pub(super) struct Ran {
     pub(super) deadline: Option<u64>,
 }
 
-/// Start the node's thread. It ends when every sender of `queue` is gone.
-pub(super) fn spawn(
-    st: wire::State,
-    shared: Arc<Shared>,
-    queue: mpsc::Receiver<Job>,
-    work_limit: u64,
-) -> io::Result<()> {
-    let mut thread = NodeThread {
+/// How connections reach the node: the job queue to its thread, and the
+/// lock under which a batch may run inline (see the module's doc).
+#[derive(Clone)]
+pub(super) struct NodeLink {
+    jobs: mpsc::Sender<Job>,
+    owner: Arc<Mutex<NodeThread>>,
+}
+
+impl NodeLink {
+    pub(super) async fn send(&self, job: Job) -> Result<(), SendError<Job>> {
+        self.jobs.send(job).await
+    }
+
+    /// The owner, if nobody holds it and the node is not paused: a
+    /// connection never waits for it.
+    fn try_owner(&self) -> Option<std::sync::MutexGuard<'_, NodeThread>> {
+        let owner = match self.owner.try_lock() {
+            Ok(owner) => owner,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        // Paused (`Server::pause`): only the node's thread waits it out.
+        (!owner.shared.paused.load(Ordering::Acquire)).then_some(owner)
+    }
+
+    /// Run a job here and now if the owner is free (see [`NodeLink::try_owner`]);
+    /// otherwise it is handed back, for the queue.
+    pub(super) fn try_job(&self, job: Job) -> Result<(), Box<Job>> {
+        match self.try_owner() {
+            Some(mut owner) => {
+                owner.job(job);
+                Ok(())
+            }
+            None => Err(Box::new(job)),
+        }
+    }
+
+    /// Run the requests of `argvs` inline, up to the first that needs the
+    /// node's thread (a script, or Lua code to load), if the owner is free.
+    /// `Err` gives `out` back: nothing ran, the batch goes to the queue.
+    pub(super) fn try_inline(&self, sess: Session, argvs: &[Argv], out: Vec<u8>) -> Result<Ran, Vec<u8>> {
+        let Some(mut owner) = self.try_owner() else {
+            return Err(out);
+        };
+        owner.reap();
+        if argvs.first().is_none_or(|argv| owner.needs_thread(sess.id, argv)) {
+            return Err(out);
+        }
+        Ok(owner.run_batch(sess, argvs, out, true))
+    }
+}
+
+/// Takes the connection out of the node however the task ends (the client
+/// left, an I/O error, or the server aborting the task on shutdown).
+pub(super) struct Registration {
+    pub(super) shared: Arc<Shared>,
+    pub(super) jobs: NodeLink,
+    pub(super) id: ConnId,
+    /// A job of this connection's may still wait in the node's queue (its
+    /// `Connect`, a batch): until the node's thread has answered one, its
+    /// batches and its leaving go through the queue too, behind it.
+    pub(super) in_queue: bool,
+}
+
+impl Drop for Registration {
+    /// Never waits: inline if the node is free, else the job queue has room
+    /// for every connection's leaving; should it not, the node frees it
+    /// before its next job.
+    fn drop(&mut self) {
+        let mut job = Job::Disconnect(self.id);
+        if !self.in_queue {
+            match self.jobs.try_job(job) {
+                Ok(()) => return,
+                Err(back) => job = *back,
+            }
+        }
+        if let Err(TrySendError::Full(_)) = self.jobs.jobs.try_send(job) {
+            self.shared
+                .gone
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.id);
+        }
+    }
+}
+
+/// Start the node's thread. It ends when every sender of the queue is gone.
+pub(super) fn spawn(st: wire::State, shared: Arc<Shared>, capacity: usize, work_limit: u64) -> io::Result<NodeLink> {
+    let (jobs, queue) = mpsc::channel(capacity);
+    let owner = Arc::new(Mutex::new(NodeThread {
         st,
         shared,
         work_limit,
         blocked: BTreeSet::new(),
         early: BTreeMap::new(),
+    }));
+    let link = NodeLink {
+        jobs,
+        owner: Arc::clone(&owner),
     };
     std::thread::Builder::new()
         .name("sim-server-node".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
             set_thread_pattern_depth(PATTERN_DEPTH);
-            thread.serve(queue)
+            serve(&owner, queue);
         })?;
-    Ok(())
+    Ok(link)
 }
 
-struct NodeThread {
+/// The node's thread: take the jobs in order, each under the owner's lock.
+fn serve(owner: &Mutex<NodeThread>, mut queue: mpsc::Receiver<Job>) {
+    while let Some(job) = queue.blocking_recv() {
+        let mut owner = owner.lock().unwrap_or_else(PoisonError::into_inner);
+        // Paused (`Server::pause`): as if the process were stopped.
+        while owner.shared.paused.load(Ordering::Acquire) {
+            std::thread::sleep(PAUSE_POLL);
+        }
+        owner.reap();
+        owner.job(job);
+    }
+}
+
+/// The node and the connections' records, with what running batches and
+/// scripts needs; behind [`NodeLink`]'s lock.
+pub(super) struct NodeThread {
     st: wire::State,
     shared: Arc<Shared>,
     work_limit: u64,
@@ -171,50 +286,62 @@ struct NodeThread {
 }
 
 impl NodeThread {
-    fn serve(&mut self, mut queue: mpsc::Receiver<Job>) {
-        while let Some(job) = queue.blocking_recv() {
-            // Paused (`Server::pause`): as if the process were stopped.
-            while self.shared.paused.load(Ordering::Acquire) {
-                std::thread::sleep(PAUSE_POLL);
+    /// Free the connections that left when the queue was full.
+    fn reap(&mut self) {
+        for id in self.shared.take_gone() {
+            self.forget(id);
+        }
+    }
+
+    fn job(&mut self, job: Job) {
+        match job {
+            Job::Connect { id, info, outbox } => {
+                self.st.node.connect_as(id);
+                self.st.clients.insert(id, info);
+                self.st.outboxes.insert(id, outbox);
+                for (deferred, touched) in self.early.remove(&id).unwrap_or_default() {
+                    self.apply_deferred(id, deferred, touched);
+                }
             }
-            for id in self.shared.take_gone() {
-                self.forget(id);
+            Job::Disconnect(id) => self.forget(id),
+            Job::Run(batch) => {
+                // Taken back by a connection answering BUSY: not ours.
+                if batch.claim.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], batch.out, false);
+                drop(batch.argvs);
+                let _ = batch.done.send(ran);
             }
-            match job {
-                Job::Connect { id, info, outbox } => {
-                    self.st.node.connect_as(id);
-                    self.st.clients.insert(id, info);
-                    self.st.outboxes.insert(id, outbox);
-                    for (deferred, touched) in self.early.remove(&id).unwrap_or_default() {
-                        self.apply_deferred(id, deferred, touched);
-                    }
-                }
-                Job::Disconnect(id) => self.forget(id),
-                Job::Run(batch) => {
-                    // Taken back by a connection answering BUSY: not ours.
-                    if batch.claim.swap(true, Ordering::AcqRel) {
-                        continue;
-                    }
-                    let ran = self.run_batch(batch.sess, &batch.argvs[batch.from..], batch.out);
-                    drop(batch.argvs);
-                    let _ = batch.done.send(ran);
-                }
-                Job::Tick { id, done } => {
-                    self.st.node.set_time(self.shared.clock.now_ms());
-                    self.route(None, &mut Vec::new());
-                    let blocked = self.st.node.is_blocked(id);
-                    let _ = done.send(Ran {
-                        sess: Session::new(id),
-                        ran: 0,
-                        out: Vec::new(),
-                        stop: if blocked { Stop::Blocked } else { Stop::Done },
-                        in_multi: false,
-                        pubsub: self.st.node.subscriptions(id) > 0,
-                        deadline: self.st.node.next_block_deadline(),
-                    });
-                }
+            Job::Tick { id, done } => {
+                self.st.node.set_time(self.shared.clock.now_ms());
+                self.route(None, &mut Vec::new());
+                let blocked = self.st.node.is_blocked(id);
+                let _ = done.send(Ran {
+                    sess: Session::new(id),
+                    ran: 0,
+                    out: Vec::new(),
+                    stop: if blocked { Stop::Blocked } else { Stop::Done },
+                    in_multi: false,
+                    pubsub: self.st.node.subscriptions(id) > 0,
+                    deadline: self.st.node.next_block_deadline(),
+                });
             }
         }
+    }
+
+    /// Must this request run on the node's thread? Scripts (their budget,
+    /// kill and BUSY are set up there, on its deep stack), an EXEC whose
+    /// transaction queued anything of the kind, and the commands that
+    /// compile or load Lua code (`SCRIPT LOAD`, `FUNCTION LOAD|RESTORE`,
+    /// `DEBUG RELOAD`): the VM lives on that thread.
+    fn needs_thread(&self, id: ConnId, argv: &[Vec<u8>]) -> bool {
+        if lua_command(argv) {
+            return true;
+        }
+        argv.len() == 1
+            && argv[0].eq_ignore_ascii_case(b"exec")
+            && self.st.node.queued(id).iter().any(|q| lua_command(q))
     }
 
     /// Free a connection: it left, or was closed for its output.
@@ -280,8 +407,9 @@ impl NodeThread {
         let _ = run_guarded(&mut self.st, &mut sess, &self.shared.env, now_ms, argv);
     }
 
-    /// Run the requests in order until one stops the batch.
-    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], mut out: Vec<u8>) -> Ran {
+    /// Run the requests in order until one stops the batch (`inline`: or
+    /// until one needs the node's thread, see [`NodeThread::needs_thread`]).
+    fn run_batch(&mut self, mut sess: Session, argvs: &[Argv], mut out: Vec<u8>, inline: bool) -> Ran {
         out.clear();
         // Output of this client's not yet written (the connection waits for
         // this batch, so only the batch adds to it).
@@ -298,6 +426,9 @@ impl NodeThread {
             // replies are written, as redis-server runs every command of a
             // read before it writes: the limit bounds what piles up.
             if out.len() >= OUT_HIGH_WATER && self.output_limit(pubsub).hard == 0 {
+                break;
+            }
+            if inline && self.needs_thread(sess.id, argv) {
                 break;
             }
             ran += 1;
@@ -495,6 +626,24 @@ impl NodeThread {
         let pending = outbox.queued.load(Ordering::Acquire) + outbox.unsent.load(Ordering::Relaxed) + extra;
         output_limit_reached(limit, pending, &mut outbox.soft_since, id, pubsub)
     }
+}
+
+/// Does this command run or load Lua code (see [`NodeThread::needs_thread`])?
+fn lua_command(argv: &[Vec<u8>]) -> bool {
+    let Some(name) = argv.first() else {
+        return false;
+    };
+    // Asked of every request inline: most leave at their first letter.
+    if !matches!(
+        name.first(),
+        Some(b'e' | b'E' | b'f' | b'F' | b's' | b'S' | b'd' | b'D')
+    ) {
+        return false;
+    }
+    script_kind(argv).is_some()
+        || [&b"script"[..], b"function", b"debug"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 /// Is this a script (EVAL family: true, FCALL family: false)?
