@@ -688,6 +688,13 @@ impl WsBackend {
             while state.live_sessions() > 0 && Instant::now() < wait {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            // And every book is in the stages' total (a socket's session
+            // ends on the blocking pool): what the round measured is read
+            // now, not in the next path's round.
+            let wait = Instant::now() + Duration::from_secs(5);
+            while stages::open_books() > 0 && Instant::now() < wait {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         });
     }
 }

@@ -14,6 +14,7 @@
 //! the book is added to the process's total once, when its owner is
 //! dropped, where the bench reads it ([`total`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -108,9 +109,26 @@ pub fn total() -> Stages {
     TOTAL.lock().map(|t| *t).unwrap_or_default()
 }
 
+/// Books not yet dropped (not yet in [`total`]).
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How many books are still open: a reader of [`total`] that waits for
+/// every session it started to end (the bench, after a round) waits for
+/// this too, as a session's end may be finished on another thread.
+pub fn open_books() -> usize {
+    OPEN.load(Ordering::SeqCst)
+}
+
 /// A [`Stages`] that adds itself to [`total`] when dropped.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Book(pub Stages);
+
+impl Default for Book {
+    fn default() -> Self {
+        OPEN.fetch_add(1, Ordering::SeqCst);
+        Book(Stages::default())
+    }
+}
 
 impl Drop for Book {
     fn drop(&mut self) {
@@ -119,6 +137,7 @@ impl Drop for Book {
                 t.merge(&self.0);
             }
         }
+        OPEN.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -12,8 +12,8 @@ use locklab_core::server::Profile;
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::Session;
 use crate::real::stages::Stage;
-use std::time::Instant;
 use crate::real::topology::NodeInfo;
+use std::time::Instant;
 /// One console line, down core's one console path ([`console::run`]: the
 /// split, the repeat prefix at most [`console::Limits::BROWSER`] times,
 /// redis-cli's rendering). A line the session refuses before splitting it

@@ -167,7 +167,11 @@ async fn a_lock_cycle_is_measured_in_every_stage() {
         assert_eq!(frames.len(), out.len());
         seen.extend(frames.iter().map(|f| serde_json::from_str::<Value>(f).unwrap()));
     }
-    let replies: Vec<_> = seen.iter().filter(|m| m["type"] == "reply").map(|m| &m["text"]).collect();
+    let replies: Vec<_> = seen
+        .iter()
+        .filter(|m| m["type"] == "reply")
+        .map(|m| &m["text"])
+        .collect();
     assert_eq!(replies, ["OK", "(integer) 1"], "{seen:?}");
     assert_eq!(
         lock_events(&seen),

@@ -403,7 +403,9 @@ impl Session {
         self.stage(Stage::Send, t);
         let mut replies = replies.map_err(|source| self.unreachable(n, source))?;
         let looked = replies.split_off(applying.min(replies.len()));
-        Ok(self.applied(&replies, reply)?.map(|r| (r, (!peek.is_empty()).then_some(looked))))
+        Ok(self
+            .applied(&replies, reply)?
+            .map(|r| (r, (!peek.is_empty()).then_some(looked))))
     }
 
     /// Book a simulated script's reply as any command's (`Sent`,

@@ -544,7 +544,6 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
     Ok(out)
 }
 
-
 /// Are `writes` deletions only (`DEL`, `UNLINK`) that together name every
 /// one of `keys` (at least one)? Replayed on any state, they leave none of
 /// `keys`.
@@ -681,7 +680,10 @@ mod tests {
         let keys: BTreeSet<Vec<u8>> = [b"k".to_vec()].into();
         let del = |k: &str| vec![b"DEL".to_vec(), k.as_bytes().to_vec()];
         assert!(deletes_all(&keys, &[del("k")]));
-        assert!(deletes_all(&keys, &[vec![b"unlink".to_vec(), b"x".to_vec(), b"k".to_vec()]]));
+        assert!(deletes_all(
+            &keys,
+            &[vec![b"unlink".to_vec(), b"x".to_vec(), b"k".to_vec()]]
+        ));
         assert!(!deletes_all(&keys, &[del("x")]), "k is left");
         assert!(!deletes_all(&keys, &[]), "nothing deleted");
         assert!(!deletes_all(&BTreeSet::new(), &[del("k")]), "no key declared");
