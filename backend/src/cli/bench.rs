@@ -33,6 +33,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::real::conn::{display_addr, NodeTarget, RealConnection, RealError};
 use crate::real::session::{acl_rules, Limits, SessionError, SessionPool};
+use crate::real::stages::{self, Stage, Stages};
 use crate::web::{no_delay, site, ApiState};
 
 mod class;
@@ -687,6 +688,13 @@ impl WsBackend {
             while state.live_sessions() > 0 && Instant::now() < wait {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            // And every book is in the stages' total (a socket's session
+            // ends on the blocking pool): what the round measured is read
+            // now, not in the next path's round.
+            let wait = Instant::now() + Duration::from_secs(5);
+            while stages::open_books() > 0 && Instant::now() < wait {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         });
     }
 }
@@ -877,12 +885,18 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
         .iter()
         .map(|_| Path::ALL.iter().map(|_| (0, Cpu::default())).collect())
         .collect();
+    // The lab's stages ([`stages`]) on each path, every round's summed.
+    let mut staged: Vec<Vec<Stages>> = counts
+        .iter()
+        .map(|_| Path::ALL.iter().map(|_| Stages::default()).collect())
+        .collect();
     let mut backends = Backends::default();
     for _ in 0..ROUNDS {
         for (ci, &clients) in counts.iter().enumerate() {
             for (pi, path) in Path::ALL.iter().enumerate() {
                 let slot = &mut best[ci][pi];
                 if let Ok(so_far) = *slot {
+                    let before = stages::total();
                     *slot = match path.measure(url, &mut backends, clients, round) {
                         Ok(m) => {
                             spent[ci][pi].0 += m.commands;
@@ -891,6 +905,7 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
                         }
                         Err(e) => Err(e.to_string()),
                     };
+                    staged[ci][pi].merge(&stages::total().since(&before));
                 }
             }
         }
@@ -903,6 +918,83 @@ pub fn backend_report(url: &str, seconds: f64) -> String {
     );
     out.push_str(&ratio_table(&best, counts));
     out.push_str(&cpu_table(&spent));
+    out.push_str(&stage_table(&staged));
+    out.push_str(&issue41(&best));
+    out
+}
+
+/// Issue 41's targets: the lab's WebSocket at least this share of the
+/// bare relay, with 1 client and with [`CONCURRENT_CLIENTS`] ...
+const TARGET_OF_RELAY: f64 = 0.9;
+/// ... and the in-process session at least this fraction of direct with
+/// [`CONCURRENT_CLIENTS`].
+const TARGET_SESSION: f64 = 0.85;
+
+/// Issue 41's two ratios, from this run's best rounds, against their
+/// targets.
+fn issue41(best: &[Vec<Figure>]) -> String {
+    let of = |ci: usize, a: Path, b: Path| match (&best[ci][a as usize], &best[ci][b as usize]) {
+        (Ok(a), Ok(b)) if *b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let verdict = |r: Option<f64>, target: f64, pct: bool| match r {
+        Some(r) if pct => format!("{:.0} % ({})", r * 100.0, met(r >= target)),
+        Some(r) => format!("{r:.2}× ({})", met(r >= target)),
+        None => "not measured".to_owned(),
+    };
+    format!(
+        "issue 41: the lab's WebSocket vs the bare relay ≥ {:.0} %: 1 client {}, {CONCURRENT_CLIENTS} clients {}; the \
+         in-process session vs direct ≥ {TARGET_SESSION:.2}× with {CONCURRENT_CLIENTS} clients: {}\n",
+        TARGET_OF_RELAY * 100.0,
+        verdict(of(0, Path::WebSocket, Path::Relay), TARGET_OF_RELAY, true),
+        verdict(of(1, Path::WebSocket, Path::Relay), TARGET_OF_RELAY, true),
+        verdict(of(1, Path::Session, Path::Direct), TARGET_SESSION, false),
+    )
+}
+
+fn met(yes: bool) -> &'static str {
+    if yes {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// The lab's µs per command by stage ([`Stage`]) on the paths that go
+/// through it, every round's time over every round's commands: wall time
+/// in each stage (`send` includes the wait for Redis's replies; `checks`
+/// a script's run on the simulator). A path whose lab did no work, or a
+/// stage it has none of (the in-process session reads no JSON and has no
+/// lock watch), shows `-`.
+fn stage_table(staged: &[Vec<Stages>]) -> String {
+    let mut out = format!(
+        "\nthe lab's µs per command by stage (wall time; send includes waiting for Redis):\n{:<26}{:<9}",
+        "", "clients"
+    );
+    for st in Stage::ALL {
+        out.push_str(&format!("{:>9}", st.label()));
+    }
+    out.push_str(&format!("{:>9}\n", "all"));
+    for (pi, path) in Path::ALL.iter().enumerate() {
+        for (ci, clients) in [(0, 1), (1, CONCURRENT_CLIENTS)] {
+            let s = &staged[ci][pi];
+            if s.commands == 0 {
+                continue;
+            }
+            out.push_str(&format!("{:<26}{clients:<9}", path.label()));
+            let mut all = 0.0;
+            for st in Stage::ALL {
+                match s.per_command_us(st).filter(|us| *us > 0.0) {
+                    Some(us) => {
+                        all += us;
+                        out.push_str(&format!("{us:>9.1}"));
+                    }
+                    None => out.push_str(&format!("{:>9}", "-")),
+                }
+            }
+            out.push_str(&format!("{all:>9.1}\n"));
+        }
+    }
     out
 }
 

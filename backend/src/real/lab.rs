@@ -113,6 +113,7 @@ use crate::real::lesson::{RealEnv, RealLessonError, RealLessonRun};
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::service::{self, ServiceRun};
 use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::stages::{Book, Stage, Stages};
 use crate::real::topology::{Fault, NodeState, Topology, TopologyError, TopologyKind};
 
 /// Most processes the backend runs at once for managed topologies and lock
@@ -210,13 +211,43 @@ impl Labs {
 /// its socket ends.
 pub struct RealLab {
     lab: Option<LabState>,
+    /// The socket's own stages (its messages' JSON, both ways); its
+    /// session keeps the rest.
+    stages: Book,
 }
 
 impl RealLab {
     pub fn new(labs: Labs) -> Self {
         RealLab {
             lab: Some(LabState::new(labs)),
+            stages: Book::default(),
         }
+    }
+
+    /// A text frame read as a message (`Err`: why it is not one).
+    pub fn read(&mut self, text: &str) -> Result<ClientMsg, String> {
+        let t = std::time::Instant::now();
+        let msg = ClientMsg::from_json(text);
+        self.stages.0.add(Stage::Parse, t);
+        msg
+    }
+
+    /// Messages as the socket sends them: a JSON text each.
+    pub fn encode(&mut self, replies: &[ServerMsg]) -> Vec<String> {
+        let t = std::time::Instant::now();
+        let out = encode_all(replies);
+        self.stages.0.add(Stage::Encode, t);
+        out
+    }
+
+    /// Where this lab's commands spent their time so far: the socket's
+    /// stages and its session's.
+    pub fn stages(&self) -> Stages {
+        let mut all = self.stages.0;
+        if let Some(s) = self.lab.as_ref().and_then(|l| l.session.as_ref()) {
+            all.merge(&s.stages());
+        }
+        all
     }
 
     /// One message's answer, in order: the `hello` of a session it opened,
@@ -254,7 +285,11 @@ impl RealLab {
     /// End the lab: its session's keys and ACL user are deleted and its
     /// managed processes killed — blocking work, so on the blocking pool.
     pub async fn close(self) {
-        if let Some(l) = self.lab {
+        let RealLab { lab, stages } = self;
+        // Into the total before the session goes (whoever waits for the
+        // sessions to end then reads every stage of theirs).
+        drop(stages);
+        if let Some(l) = lab {
             let _ = tokio::task::spawn_blocking(move || drop(l)).await;
         }
     }
@@ -481,13 +516,17 @@ impl LabState {
         };
         let max_line = self.labs.pool.limits().max_line;
         let text = console_line_async(s, watch, &client, node, &line, max_line).await;
+        let t = std::time::Instant::now();
         if s.names().clients.len() != clients_before {
             out.push(ServerMsg::Names {
                 names: s.names().clone(),
             });
         }
-        out.extend(s.take_events().into_iter().map(|event| ServerMsg::Event { event }));
+        let events = s.take_events();
+        out.reserve(events.len() + 1);
+        out.extend(events.into_iter().map(|event| ServerMsg::Event { event }));
         out.push(ServerMsg::Reply { client, text });
+        s.stage(Stage::Trace, t);
         out
     }
 
@@ -605,6 +644,12 @@ impl LabState {
         self.session = Some(s);
         Ok(())
     }
+}
+
+/// Each message's JSON, as a socket sends it (a text frame each). These
+/// are plain data, which serialise; one that did not would be left out.
+pub fn encode_all(replies: &[ServerMsg]) -> Vec<String> {
+    replies.iter().filter_map(|r| serde_json::to_string(r).ok()).collect()
 }
 
 /// The fault a `fault` message asks for, on node `node`.

@@ -18,6 +18,7 @@
 //! * [`service`] — the lock services that are not Redis (a managed etcd cluster and ZooKeeper ensemble), and lessons played on them.
 //! * [`play`] — where a lesson plays (Redis, etcd, ZooKeeper or all four),
 //!   chosen once for the lab and the CLI.
+//! * [`stages`] — where a lab command's time goes, stage by stage.
 //! * [`lab`] — one socket's lab ([`lab::RealLab`]): protocol messages in,
 //!   protocol messages out, on a session, a topology or a lock service.
 
@@ -32,4 +33,5 @@ pub mod reaper;
 pub mod replies;
 pub mod service;
 pub mod session;
+pub mod stages;
 pub mod topology;

@@ -3,7 +3,8 @@
 //!
 //! Each WebSocket is one [`RealLab`]: this file checks its origin and host,
 //! bounds how many sockets are open and how large a message is, and pumps
-//! the socket — each JSON text frame parsed into a [`ClientMsg`], handed to
+//! the socket — each JSON text frame parsed into a
+//! [`ClientMsg`](locklab_core::protocol::ClientMsg), handed to
 //! the lab, and its answer sent back; a timer wakes the lab when its
 //! lesson's programs or watched locks are due, and ends it when the socket
 //! has been idle too long or the backend stops. The messages themselves,
@@ -20,12 +21,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
 use locklab_core::lesson::Lang;
-use locklab_core::protocol::{Backing, ClientMsg, Health, ServerMsg};
+use locklab_core::protocol::{Backing, Health, ServerMsg};
 use locklab_core::reply::Reply;
 
 use crate::class::ClassConfig;
 use crate::real::conn::RealConnection;
-use crate::real::lab::{Labs, RealLab, Slot};
+use crate::real::lab::{encode_all, Labs, RealLab, Slot};
 use crate::real::play;
 use crate::real::session::Limits;
 use crate::real::topology::Topology;
@@ -332,9 +333,9 @@ async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
         if *stop.borrow() {
             let _ = send_all(
                 &mut tx,
-                vec![ServerMsg::Error {
+                encode_all(&[ServerMsg::Error {
                     message: STOPPING.into(),
-                }],
+                }]),
             )
             .await;
             break;
@@ -353,7 +354,7 @@ async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
                      start a new one",
                     idle.as_secs()
                 );
-                let _ = send_all(&mut tx, vec![ServerMsg::Error { message }]).await;
+                let _ = send_all(&mut tx, encode_all(&[ServerMsg::Error { message }])).await;
                 break;
             }
             None => lab.wake().await,
@@ -371,7 +372,7 @@ async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
                     Message::Close(_) => break,
                     _ => continue,
                 };
-                match ClientMsg::from_json(text.as_str()) {
+                match lab.read(text.as_str()) {
                     Err(message) => vec![ServerMsg::Error { message }],
                     Ok(msg) => lab.handle(msg).await,
                 }
@@ -381,7 +382,8 @@ async fn run_socket(socket: WebSocket, state: ApiState, _slot: Slot) {
             // Its work panicked: the lab went with it.
             break;
         }
-        if send_all(&mut tx, replies).await.is_err() {
+        let frames = lab.encode(&replies);
+        if send_all(&mut tx, frames).await.is_err() {
             break;
         }
     }
@@ -397,13 +399,12 @@ const STOPPING: &str = "the lab backend is stopping: this session has ended (its
 /// peer) rather than one per frame.
 async fn send_all(
     tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
-    replies: Vec<ServerMsg>,
+    frames: Vec<String>,
 ) -> Result<(), axum::Error> {
-    if replies.is_empty() {
+    if frames.is_empty() {
         return Ok(());
     }
-    for r in replies {
-        let Ok(json) = serde_json::to_string(&r) else { continue };
+    for json in frames {
         tx.feed(Message::Text(json.into())).await?;
     }
     tx.flush().await

@@ -11,7 +11,9 @@ use locklab_core::server::Profile;
 
 use crate::real::observe::{acquired_key, Cause, LockWatch};
 use crate::real::session::Session;
+use crate::real::stages::Stage;
 use crate::real::topology::NodeInfo;
+use std::time::Instant;
 /// One console line, down core's one console path ([`console::run`]: the
 /// split, the repeat prefix at most [`console::Limits::BROWSER`] times,
 /// redis-cli's rendering). A line the session refuses before splitting it
@@ -82,7 +84,10 @@ pub(super) async fn console_line_async(
         max_line,
         ..console::Limits::BROWSER
     };
-    let (argv, repeat) = match console::read(line.as_bytes(), limits) {
+    let t = Instant::now();
+    let typed = console::read(line.as_bytes(), limits);
+    s.stage(Stage::Parse, t);
+    let (argv, repeat) = match typed {
         console::Typed::Run { argv, repeat } => (argv, repeat),
         // redis-cli's own refusal of a repeat count: nothing was sent.
         console::Typed::Refused(why @ console::ConsoleRefusal::Cli(CliError::InvalidRepeat)) => return why.to_string(),
@@ -98,12 +103,15 @@ pub(super) async fn console_line_async(
     let mut out = String::new();
     for _ in 0..repeat {
         let reply = free_command(s, &mut watch, client, node, &argv).await;
+        let t = Instant::now();
         out.push_str(&cli::render(&argv, &reply));
         for note in s.take_console_notes() {
             out.push_str(&format!("(locklab) {note}\n"));
         }
+        s.stage(Stage::Encode, t);
     }
-    out.trim_end_matches(['\r', '\n']).to_owned()
+    out.truncate(out.trim_end_matches(['\r', '\n']).len());
+    out
 }
 
 /// One free-play command on the async lane, and free play's lock watch
@@ -120,6 +128,7 @@ pub(super) async fn free_command(
     node: u32,
     argv: &[Vec<u8>],
 ) -> Reply {
+    let t = Instant::now();
     let free = &mut *watch.free;
     let would_take = acquired_key(argv, &Reply::ok()).or_else(|| acquired_key(argv, &Reply::Integer(1)));
     let changes = may_change_locks(argv);
@@ -130,10 +139,12 @@ pub(super) async fn free_command(
             peek.push(k);
         }
     }
+    s.stage(Stage::Watch, t);
     let (reply, peeked) = match s.run_async(client, node, argv, &peek).await {
         Ok(r) => r,
         Err(e) => return e.to_reply(),
     };
+    let t = Instant::now();
     let took = acquired_key(argv, &reply);
     if let Some((key, _)) = &took {
         let max = s.limits().max_watched_locks;
@@ -154,6 +165,7 @@ pub(super) async fn free_command(
             });
         }
     }
+    s.stage(Stage::Watch, t);
     reply
 }
 

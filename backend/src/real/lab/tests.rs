@@ -142,3 +142,46 @@ async fn a_lesson_starts_on_a_managed_single_and_steps() {
     assert_eq!(labs.live_processes(), 0);
     assert_eq!(labs.live_sessions(), 0);
 }
+
+/// Issue 41: a lock cycle down the socket's own path (its JSON read, the
+/// lab, its JSON written) is measured in every stage `locklab bench`
+/// prints, and counted as two commands; a stage left unmeasured fails
+/// here. The release runs on the simulator with the lock watch's look
+/// behind its writes: the lock's end is still seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_cycle_is_measured_in_every_stage() {
+    use crate::real::stages::Stage;
+    let server = RedisServer::start();
+    let labs = Labs::new(Some(server.url()), Limits::default());
+    let mut lab = RealLab::new(labs.clone());
+    let release = format!(
+        "EVAL \"{}\" 1 lock tok",
+        crate::cli::bench::RELEASE.replace('"', "\\\"")
+    );
+    let mut seen = Vec::new();
+    for line in ["SET lock tok NX PX 10000", release.as_str()] {
+        let text = json!({"type":"command","client":"A","line":line}).to_string();
+        let msg = lab.read(&text).expect("a valid message");
+        let out = lab.handle(msg).await;
+        let frames = lab.encode(&out);
+        assert_eq!(frames.len(), out.len());
+        seen.extend(frames.iter().map(|f| serde_json::from_str::<Value>(f).unwrap()));
+    }
+    let replies: Vec<_> = seen
+        .iter()
+        .filter(|m| m["type"] == "reply")
+        .map(|m| &m["text"])
+        .collect();
+    assert_eq!(replies, ["OK", "(integer) 1"], "{seen:?}");
+    assert_eq!(
+        lock_events(&seen),
+        ["lock acquired command", "lock removed command"],
+        "{seen:?}"
+    );
+    let stages = lab.stages();
+    assert_eq!(stages.commands, 2, "{stages:?}");
+    for st in Stage::ALL {
+        assert!(stages.ns(st) > 0, "{} was not measured: {stages:?}", st.label());
+    }
+    lab.close().await;
+}

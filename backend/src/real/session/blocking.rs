@@ -4,6 +4,8 @@
 //! administrative commands done on blocking connections too. The lesson
 //! runner, the CLI and a session on its own cluster use it.
 
+use std::time::Instant;
+
 use locklab_core::cli;
 use locklab_core::reply::Reply;
 
@@ -12,6 +14,7 @@ use super::preflight::Verdict;
 use super::watchdog::{Killer, Watchdog};
 use super::{phases, watchdog, Session, SessionError};
 use crate::real::conn::RealError;
+use crate::real::stages::Stage;
 
 impl Session {
     /// Run one redis-cli line as `client` on node `node`.
@@ -25,7 +28,10 @@ impl Session {
             self.note(client, &e);
             return Err(e);
         }
-        let argv = match cli::parse(line) {
+        let t = Instant::now();
+        let argv = cli::parse(line);
+        self.stage(Stage::Parse, t);
+        let argv = match argv {
             Ok(a) if a.is_empty() => return Err(SessionError::Empty),
             Ok(a) => a,
             Err(_) => {
@@ -52,10 +58,14 @@ impl Session {
     /// by the stages in [`phases`], on blocking connections.
     pub(super) fn run_inner(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Reply, SessionError> {
         let n = node as usize;
-        let prep = match self.prepare(c, node, argv)? {
+        let t = Instant::now();
+        let before = self.prepare(c, node, argv);
+        self.stage(Stage::Checks, t);
+        let prep = match before? {
             Before::Answer(reply) => return Ok(reply),
             Before::Send(p) => p,
         };
+        let t = Instant::now();
         if let Some(reply) = self.preflight_blocking(c, n, &prep)? {
             return Ok(reply);
         }
@@ -63,12 +73,19 @@ impl Session {
             // Backpressure: the token will be there after `wait`.
             std::thread::sleep(wait);
         }
+        self.stage(Stage::Checks, t);
         if prep.simulate {
             let sent_at = self.now_ms();
             let reply = self.simulate_blocking(c, n, argv, &prep)?;
-            return self.finish_simulated((c, node), argv, &prep, (sent_at, reply));
+            let t = Instant::now();
+            let reply = self.finish_simulated((c, node), argv, &prep, (sent_at, reply));
+            self.stage(Stage::Trace, t);
+            return reply;
         }
+        let t = Instant::now();
         let begun = self.begin(c, node, argv);
+        self.stage(Stage::Trace, t);
+        let t = Instant::now();
         let watchdog = self.watchdog(n, &prep)?;
         let reply = if prep.scan {
             // The session's SCAN: the ACL user may not SCAN (its results
@@ -87,13 +104,17 @@ impl Session {
             Some(lib) => self.check_loaded_blocking(n, &lib),
             None => Ok(()),
         };
+        self.stage(Stage::Send, t);
         let outcome = Outcome {
             reply,
             killed,
             loaded,
             dropped: Default::default(),
         };
-        self.finish((c, node), argv, &prep, begun, outcome)
+        let t = Instant::now();
+        let reply = self.finish((c, node), argv, &prep, begun, outcome);
+        self.stage(Stage::Trace, t);
+        reply
     }
 
     /// `argv` on node `n`'s admin connection (made, with the ACL user, if

@@ -56,8 +56,10 @@ use super::link::Link;
 use super::phases::{Outcome, Prepared};
 use super::preflight::Dumped;
 use super::sandbox::Rewritten;
-use super::{Argv, Session, SessionError};
+use super::{Argv, Peeked, Session, SessionError};
 use crate::real::conn::RealConnection;
+use crate::real::stages::Stage;
+use std::time::Instant;
 
 /// The bit that marks a client index as the applier of that client
 /// (`APPLIER | c`): its connection lives beside the client's in the
@@ -310,17 +312,24 @@ impl Session {
         typed: &[Vec<u8>],
         reads: &[Argv],
     ) -> Result<Option<Reply>, SessionError> {
-        let replies = conn.pipeline(reads).map_err(|source| self.unreachable(n, source))?;
-        let (reply, writes) = match self.simulated(argv, typed, &replies) {
+        let t = Instant::now();
+        let replies = conn.pipeline(reads);
+        self.stage(Stage::Send, t);
+        let replies = replies.map_err(|source| self.unreachable(n, source))?;
+        let t = Instant::now();
+        let run = self.simulated(argv, typed, &replies);
+        self.stage(Stage::Checks, t);
+        let (reply, writes) = match run {
             Ok(run) => run,
             Err(why) => {
                 let _ = conn.execute(&[b"UNWATCH".to_vec()]);
                 return Err(SessionError::ScriptRefused(why));
             }
         };
-        let replies = conn
-            .pipeline(&apply_commands(writes))
-            .map_err(|source| self.unreachable(n, source))?;
+        let t = Instant::now();
+        let replies = conn.pipeline(&apply_commands(writes));
+        self.stage(Stage::Send, t);
+        let replies = replies.map_err(|source| self.unreachable(n, source))?;
         self.applied(&replies, reply)
     }
 
@@ -331,50 +340,72 @@ impl Session {
         n: usize,
         argv: &[Vec<u8>],
         prep: &Prepared,
-    ) -> Result<Reply, SessionError> {
+        peek: &[String],
+    ) -> Result<(Reply, Option<Option<Vec<Peeked>>>), SessionError> {
         let key = (APPLIER | c, n as u32);
         let (typed, sent) = declared(argv, &prep.rewritten);
         let reads = read_commands(&sent);
+        let peek_commands = self.peek_commands(peek);
         for _ in 0..MAX_TRIES {
+            let t = Instant::now();
             let mut link = self
                 .take_link(key)
                 .await
                 .map_err(|source| self.unreachable(n, source))?;
-            let step = self.apply_once_async(&mut link, n, argv, &typed, &reads).await;
+            self.stage(Stage::Send, t);
+            let step = self
+                .apply_once_async(&mut link, n, (argv, &typed), &reads, &peek_commands)
+                .await;
             if link.usable() {
                 self.links.insert(key, link);
             }
-            if let Some(reply) = step? {
-                return Ok(reply);
+            if let Some((reply, peeked)) = step? {
+                let peeked = (!peek.is_empty()).then(|| peeked.and_then(|r| self.parse_peek(n, peek, r).ok()));
+                return Ok((reply, peeked));
             }
         }
         Err(SessionError::ScriptRefused(busy_keys()))
     }
 
+    /// One try: read the declared keys under `WATCH`, run the script on
+    /// the simulator, and send its writes with `peek` (the lock watch's
+    /// look, [`Session::peek_commands`]) behind them in the same write: the
+    /// look reads what the writes left, as it would on a round trip of its
+    /// own afterwards. `Some` with the reply and the look's replies (`None`
+    /// when they could not be read); `None` to try again.
     async fn apply_once_async(
         &mut self,
         link: &mut Link,
         n: usize,
-        argv: &[Vec<u8>],
-        typed: &[Vec<u8>],
+        (argv, typed): (&[Vec<u8>], &[Vec<u8>]),
         reads: &[Argv],
-    ) -> Result<Option<Reply>, SessionError> {
-        let replies = link
-            .pipeline(reads)
-            .await
-            .map_err(|source| self.unreachable(n, source))?;
-        let (reply, writes) = match self.simulated(argv, typed, &replies) {
+        peek: &[Argv],
+    ) -> Result<Option<(Reply, Option<Vec<Reply>>)>, SessionError> {
+        let t = Instant::now();
+        let replies = link.pipeline(reads).await;
+        self.stage(Stage::Send, t);
+        let replies = replies.map_err(|source| self.unreachable(n, source))?;
+        let t = Instant::now();
+        let run = self.simulated(argv, typed, &replies);
+        self.stage(Stage::Checks, t);
+        let (reply, writes) = match run {
             Ok(run) => run,
             Err(why) => {
                 let _ = link.execute(&[b"UNWATCH".to_vec()]).await;
                 return Err(SessionError::ScriptRefused(why));
             }
         };
-        let replies = link
-            .pipeline(&apply_commands(writes))
-            .await
-            .map_err(|source| self.unreachable(n, source))?;
-        self.applied(&replies, reply)
+        let t = Instant::now();
+        let mut commands = apply_commands(writes);
+        let applying = commands.len();
+        commands.extend(peek.iter().cloned());
+        let replies = link.pipeline(&commands).await;
+        self.stage(Stage::Send, t);
+        let mut replies = replies.map_err(|source| self.unreachable(n, source))?;
+        let looked = replies.split_off(applying.min(replies.len()));
+        Ok(self
+            .applied(&replies, reply)?
+            .map(|r| (r, (!peek.is_empty()).then_some(looked))))
     }
 
     /// Book a simulated script's reply as any command's (`Sent`,

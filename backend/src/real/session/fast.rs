@@ -26,7 +26,7 @@
 //! blocking lane: [`Session::async_ready`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use locklab_core::actor::Actor;
 use locklab_core::reply::Reply;
@@ -40,6 +40,7 @@ use super::preflight::Verdict;
 use super::{acl_rules, acl_rules_later, setuser, watchdog, Argv, Confinement, Peeked, Session, SessionError};
 use crate::real::conn::RealError;
 use crate::real::replies::Subscription;
+use crate::real::stages::Stage;
 
 /// What one exchange with the server brought back.
 struct Exchanged {
@@ -96,10 +97,14 @@ impl Session {
         peek: &[String],
     ) -> Result<(Reply, Option<Vec<Peeked>>), SessionError> {
         let n = node as usize;
-        let prep = match self.prepare(c, node, argv)? {
+        let t = Instant::now();
+        let before = self.prepare(c, node, argv);
+        self.stage(Stage::Checks, t);
+        let prep = match before? {
             Before::Answer(reply) => return Ok((reply, self.peek_async(n, peek).await)),
             Before::Send(p) => p,
         };
+        let t = Instant::now();
         let (early, fresh) = self.preflight_async(n, &prep).await?;
         if let Some(reply) = early {
             return Ok((reply, self.peek_async(n, peek).await));
@@ -108,26 +113,43 @@ impl Session {
             // Backpressure: the token will be there after `wait`.
             tokio::time::sleep(wait).await;
         }
+        self.stage(Stage::Checks, t);
         if prep.simulate {
             let sent_at = self.now_ms();
-            let reply = self.simulate_async(c, n, argv, &prep).await?;
-            let reply = self.finish_simulated((c, node), argv, &prep, (sent_at, reply))?;
-            return Ok((reply, self.peek_async(n, peek).await));
+            // The look rides behind the script's writes, on the applier's
+            // link: one round trip fewer than a look of its own.
+            let (reply, peeked) = self.simulate_async(c, n, argv, &prep, peek).await?;
+            let t = Instant::now();
+            let reply = self.finish_simulated((c, node), argv, &prep, (sent_at, reply));
+            self.stage(Stage::Trace, t);
+            let reply = reply?;
+            let peeked = match peeked {
+                Some(p) => p,
+                None => self.peek_async(n, peek).await,
+            };
+            return Ok((reply, peeked));
         }
+        let t = Instant::now();
         let begun = self.begin(c, node, argv);
+        self.stage(Stage::Trace, t);
+        let t = Instant::now();
         let ride = !peek.is_empty() && !prep.scan && self.peek_may_ride(&prep, argv);
         let ex = self.exchange(n, &prep, fresh, ride.then_some(peek)).await?;
         let loaded = match self.loaded_library(argv, &ex.reply) {
             Some(lib) => self.check_loaded_async(n, &lib).await,
             None => Ok(()),
         };
+        self.stage(Stage::Send, t);
         let outcome = Outcome {
             reply: ex.reply,
             killed: ex.killed,
             loaded,
             dropped: ex.dropped,
         };
-        let reply = self.finish((c, node), argv, &prep, begun, outcome)?;
+        let t = Instant::now();
+        let reply = self.finish((c, node), argv, &prep, begun, outcome);
+        self.stage(Stage::Trace, t);
+        let reply = reply?;
         let peeked = match ex.peeked {
             Some(p) => p,
             None => self.peek_async(n, peek).await,
@@ -316,10 +338,12 @@ impl Session {
         if keys.is_empty() {
             return Some(Vec::new());
         }
+        let t = Instant::now();
         let commands = self.peek_commands(keys);
         let mut admin = self.take_reader(n).await.ok()?;
         let replies = admin.pipeline(&commands).await;
         self.put_reader(n, Some(admin));
+        self.stage(Stage::Send, t);
         self.parse_peek(n, keys, replies.ok()?).ok()
     }
 

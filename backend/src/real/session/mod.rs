@@ -107,6 +107,7 @@ use thiserror::Error;
 /// The nodes a session is opened on (their home is [`crate::real::conn`]).
 pub use crate::real::conn::NodeTarget;
 use crate::real::conn::{display_addr, RealConnection, RealError};
+use crate::real::stages::{Book, Stage, Stages};
 use sandbox::{Rewritten, Sandbox};
 
 mod acl;
@@ -309,6 +310,9 @@ pub struct Session {
     step: u64,
     req: u64,
     events: Vec<Event>,
+    /// Where its commands' time went ([`crate::real::stages`]); added to
+    /// the process's total when the session is dropped, before its slot.
+    stages: Book,
     _slot: Slot,
 }
 
@@ -337,6 +341,16 @@ impl Session {
     /// The events recorded since the last call, in order.
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)
+    }
+
+    /// Where this session's commands spent their time so far.
+    pub fn stages(&self) -> Stages {
+        self.stages.0
+    }
+
+    /// Add the time since `since` to `stage` of this session's commands.
+    pub fn stage(&mut self, stage: Stage, since: Instant) {
+        self.stages.0.add(stage, since);
     }
 
     /// Record something that happened to the world (a fault injected on a

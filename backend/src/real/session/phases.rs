@@ -93,6 +93,8 @@ impl Session {
     /// Check and rewrite `argv` for client `c` on node `node`, and find
     /// the batch the simulator must see first.
     pub(super) fn prepare(&mut self, c: u32, node: u32, argv: &[Vec<u8>]) -> Result<Before, SessionError> {
+        // Every command of either lane comes through here once.
+        self.stages.0.commands += 1;
         if node as usize >= self.nodes.len() {
             return Err(SessionError::NoNode(node));
         }

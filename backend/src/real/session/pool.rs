@@ -132,6 +132,7 @@ impl SessionPool {
             step: 0,
             req: 0,
             events: Vec::new(),
+            stages: Default::default(),
             _slot: slot,
         };
         for i in 0..session.nodes.len() {

@@ -359,7 +359,20 @@ impl Preflight {
     /// replayed on the keys as read? Compared by `DEBUG DIGEST-VALUE`
     /// (the value, whatever its encoding) and `PEXPIRETIME`. Leaves the
     /// simulator with the script's result either way.
+    ///
+    /// Writes that only delete, and delete every key the script declared
+    /// (a lock's compare-and-delete release: `DEL lock`), replay to no key
+    /// at all whatever the keys held: then the script's result is checked
+    /// to be that (one `EXISTS`) instead of replayed (issue 41: the replay,
+    /// a restore, the writes and two digests, was a third of the check).
     fn replays(&mut self, dumped: &[Dumped], keys: &BTreeSet<Vec<u8>>, writes: &[Vec<Vec<u8>>]) -> Result<(), String> {
+        if deletes_all(keys, writes) {
+            let mut exists = vec![b"EXISTS".to_vec()];
+            exists.extend(keys.iter().cloned());
+            if self.node.execute(self.conn, &exists) == Reply::Integer(0) {
+                return Ok(());
+            }
+        }
         let after = self.digests(keys);
         self.restore(dumped)?;
         self.node.apply_replicated(writes);
@@ -370,6 +383,7 @@ impl Preflight {
         Err("the lab cannot express what this script writes as commands for your Redis, so it is not applied".into())
     }
 
+    // (digests of every key: value and expiry)
     fn digests(&mut self, keys: &BTreeSet<Vec<u8>>) -> Vec<Reply> {
         let c = self.conn;
         let mut out = Vec::with_capacity(keys.len() * 2);
@@ -530,6 +544,21 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
     Ok(out)
 }
 
+/// Are `writes` deletions only (`DEL`, `UNLINK`) that together name every
+/// one of `keys` (at least one)? Replayed on any state, they leave none of
+/// `keys`.
+fn deletes_all(keys: &BTreeSet<Vec<u8>>, writes: &[Vec<Vec<u8>>]) -> bool {
+    let mut deleted = BTreeSet::new();
+    for w in writes {
+        let Some(name) = w.first() else { return false };
+        if !(name.eq_ignore_ascii_case(b"del") || name.eq_ignore_ascii_case(b"unlink")) {
+            return false;
+        }
+        deleted.extend(w[1..].iter());
+    }
+    !keys.is_empty() && keys.iter().all(|k| deleted.contains(k))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,6 +670,47 @@ mod tests {
         ];
         assert_eq!(check(&mut p, &copy[..2], line), Verdict::Send);
         assert!(matches!(check(&mut p, &copy, line), Verdict::Refuse(_)));
+    }
+
+    /// A release's writes delete every key it declared: checked by what
+    /// the run left (no key) rather than replayed; a script that deletes
+    /// and writes again is replayed, and still sent.
+    #[test]
+    fn a_release_that_deletes_its_keys_needs_no_replay() {
+        let keys: BTreeSet<Vec<u8>> = [b"k".to_vec()].into();
+        let del = |k: &str| vec![b"DEL".to_vec(), k.as_bytes().to_vec()];
+        assert!(deletes_all(&keys, &[del("k")]));
+        assert!(deletes_all(
+            &keys,
+            &[vec![b"unlink".to_vec(), b"x".to_vec(), b"k".to_vec()]]
+        ));
+        assert!(!deletes_all(&keys, &[del("x")]), "k is left");
+        assert!(!deletes_all(&keys, &[]), "nothing deleted");
+        assert!(!deletes_all(&BTreeSet::new(), &[del("k")]), "no key declared");
+        let set = vec![b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()];
+        assert!(!deletes_all(&keys, &[del("k"), set]), "written again");
+
+        let mut p = Preflight::new(1000, 4096, Scripts::Simulated);
+        let mut n = Node::new(Profile::V7_0);
+        let c = n.connect();
+        n.execute(c, &parse("SET k tok").unwrap());
+        let Reply::Bulk(payload) = n.execute(c, &parse("DUMP k").unwrap()) else {
+            panic!()
+        };
+        let dumped = [Dumped {
+            key: b"k".to_vec(),
+            payload: Some(payload),
+            pttl: 5000,
+        }];
+        let release = "EVAL \"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else \
+                       return 0 end\" 1 k tok";
+        let run = p.simulate(NOW, &dumped, &parse(release).unwrap()).unwrap();
+        assert_eq!((run.reply, run.writes), (Reply::Integer(1), vec![del("k")]));
+        let pc = p.conn;
+        assert_eq!(p.node.execute(pc, &parse("EXISTS k").unwrap()), Reply::Integer(0));
+        let again = "EVAL \"redis.call('DEL', KEYS[1]) return redis.call('SET', KEYS[1], 'x')\" 1 k";
+        let run = p.simulate(NOW, &dumped, &parse(again).unwrap()).unwrap();
+        assert_eq!(run.writes.len(), 2, "{:?}", run.writes);
     }
 
     #[test]
