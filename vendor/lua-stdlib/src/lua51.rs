@@ -13,13 +13,7 @@ const MAXCSTACK: i64 = 8000;
 
 /// `(long long) d` for a double, as x86-64's `cvttsd2si` performs it: NaN
 /// and out-of-range values become `LLONG_MIN`.
-pub fn c_long(d: f64) -> i64 {
-    if d.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&d) {
-        i64::MIN
-    } else {
-        d as i64
-    }
-}
+pub use lua_vm::api::c_long;
 
 /// `(unsigned long long) d`, as gcc converts on x86-64: below 2^63 through the
 /// signed conversion (so -1 becomes `ULLONG_MAX`), above it by subtracting

@@ -601,6 +601,12 @@ impl LuaState {
     /// `auxlib::check_integer`, which routes through `state.to_integer_x`
     /// and `state.type_name` — both still trait stubs.
     pub fn check_arg_integer(&mut self, arg: i32) -> Result<i64, LuaError> {
+        // locklab: 5.1's `luaL_checkinteger` is `(ptrdiff_t) luaL_checknumber`
+        // (issue 43): 2.5 is 2, NaN and 2^63 are `LLONG_MIN` (x86-64's
+        // `cvttsd2si`), never "no integer representation".
+        if self.global().lua_version == lua_types::LuaVersion::V51 {
+            return Ok(c_long(self.check_number(arg)?));
+        }
         match to_integer_x(self, arg) {
             Some(d) => Ok(d),
             None => {
@@ -667,6 +673,8 @@ impl LuaState {
     pub fn opt_arg_integer(&mut self, arg: i32, def: i64) -> Result<i64, LuaError> {
         match lua_type_at(self, arg) {
             LuaType::None | LuaType::Nil => Ok(def),
+            // locklab: 5.1's `luaL_optinteger` (issue 43), as above.
+            _ if self.global().lua_version == lua_types::LuaVersion::V51 => self.check_arg_integer(arg),
             _ => match to_integer_x(self, arg) {
                 Some(d) => Ok(d),
                 None => {
@@ -1054,6 +1062,17 @@ pub fn string_to_number(state: &mut LuaState, s: &[u8]) -> usize {
 pub fn to_number_x(state: &LuaState, idx: i32) -> Option<f64> {
     let o = index_to_value(state, idx);
     o.to_number_with_strconv()
+}
+
+/// locklab: `(long long) d` for a double, as x86-64's `cvttsd2si` performs
+/// it: NaN and out-of-range values become `LLONG_MIN` (Lua 5.1's casts,
+/// issue 43).
+pub fn c_long(d: f64) -> i64 {
+    if d.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&d) {
+        i64::MIN
+    } else {
+        d as i64
+    }
 }
 
 pub fn to_integer_x(state: &LuaState, idx: i32) -> Option<i64> {
