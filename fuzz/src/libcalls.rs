@@ -12,16 +12,46 @@
 //! Left out because redis-server 7.0.15 itself crashes or hangs on them (the
 //! README lists them): `string.rep` of a long result (it allocates before
 //! any limit), `error` with a table lacking `err` (its error handler reads a
-//! NULL), `unpack` up to `INT_MAX` (5.1's loop `i <= e` never ends), and
-//! `string.dump` (bytecode differs by design).
+//! NULL), `unpack` up to `INT_MAX` and `table.insert` at a far position
+//! (5.1's loops run two billion times). Left out because they differ by
+//! design or outside the library: `string.dump` (bytecode), `tostring` of a
+//! table or function (an address), tables with holes (their border `#t`
+//! depends on how the table is laid out), `-0` written in a chunk (5.1's
+//! constant table keeps 0 and -0 in one slot, so `1/0` in the same chunk is
+//! `-inf` on redis-server; the simulator's compiler keeps both), and error
+//! texts that are not UTF-8 (the client reading redis-server's replies
+//! refuses them).
 
 use crate::gen::Rng;
 
 /// Numbers at C's edges: the `int` and `long` casts 5.1's library makes
 /// (`luaL_checkint`, `(LUA_INTFRM_T)`), NaN and the infinities.
 const NUMBERS: &[&str] = &[
-    "0", "-1", "1", "2", "3", "-3", "0.5", "-2.5", "7.9", "2^31", "-2^31", "2^32+2", "2^53", "2^63", "-2^63", "0/0",
-    "1/0", "-1/0", "1e308", "-0", "255", "256", "1e15", "123456789012", "100", "99",
+    "0",
+    "-1",
+    "1",
+    "2",
+    "3",
+    "-3",
+    "0.5",
+    "-2.5",
+    "7.9",
+    "2^31",
+    "-2^31",
+    "2^32+2",
+    "2^53",
+    "2^63",
+    "-2^63",
+    "0/0",
+    "1/0",
+    "-1/0",
+    "1e308",
+    "255",
+    "256",
+    "1e15",
+    "123456789012",
+    "100",
+    "99",
 ];
 
 /// Strings as numbers (`luaO_str2d`: strtod, then a hex retry, blanks
@@ -67,10 +97,8 @@ const TABLES: &[&str] = &[
     "{'b', 'a', 'c'}",
     "{3, 1, 2, 5, 4}",
     "{1, 'x', 2}",
-    "{1, nil, 3}",
     "{1, {}, 3}",
     "{n = 3}",
-    "{[1] = 'a', [3] = 'c'}",
     "{1.5, -0.5, 0/0}",
     "{'', 'a\\0b', 10}",
 ];
@@ -214,15 +242,20 @@ pub fn library_call(rng: &mut Rng) -> Vec<u8> {
     let args = args.join(", ");
     let callee = match name {
         // An iterator: its matches, twenty at most.
-        "string.gmatch" => "(function(...) local o = {} for a, b in string.gmatch(...) do o[#o + 1] = e(a) .. '/' .. e(b) \
-             if #o > 20 then break end end return table.concat(o, ' ') end)",
+        "string.gmatch" => {
+            "(function(...) local o = {} for a, b in string.gmatch(...) do o[#o + 1] = e(a) .. '/' .. e(b) \
+             if #o > 20 then break end end return table.concat(o, ' ') end)"
+        }
         _ => name,
     };
     let table = rng.pick(TABLES);
     let body = match rng.below(3) {
         0 => format!("return show({callee}({args}))"),
         1 => format!("return show(pcall(function() return {callee}({args}) end))"),
-        _ => format!("return show(pcall({callee}{}{args}))", if args.is_empty() { "" } else { ", " }),
+        _ => format!(
+            "return show(pcall({callee}{}{args}))",
+            if args.is_empty() { "" } else { ", " }
+        ),
     };
     format!("local t = {table} {PRELUDE}{body}").into_bytes()
 }
@@ -239,6 +272,9 @@ fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
         Str => rng.pick(STRINGS).to_string(),
         Any => match rng.below(3) {
             0 => rng.pick(NUMBERS).to_string(),
+            // An error text that is not UTF-8 cannot be read back from
+            // redis-server (its client parses error lines as text).
+            1 if matches!(name, "error" | "assert") => "'a\\0b'".to_owned(),
             1 => rng.pick(STRINGS).to_string(),
             // `error` with a table: redis-server 7.0 reads its `err` field
             // and crashes when it is missing.
@@ -260,7 +296,9 @@ fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
         // Short results only: redis-server builds `string.rep`'s whole
         // result before any limit (2^31 counts are C's negative ints).
         Count => rng
-            .pick(&["0", "-1", "1", "3", "1000", "2^31", "2^32+2", "2^53", "2^63", "-2^63", "0/0", "1/0", "2.7"])
+            .pick(&[
+                "0", "-1", "1", "3", "1000", "2^31", "2^32+2", "2^53", "2^63", "-2^63", "0/0", "1/0", "2.7",
+            ])
             .to_string(),
         Sorter => rng
             .pick(&[
@@ -269,14 +307,17 @@ fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
                 "function(a, b) return true end",
                 "function(a, b) return false end",
                 "function(k, v) if v == 2 then return v end end",
-                "error",
                 "'x'",
             ])
             .to_string(),
         Pos => rng
-            .pick(&["0", "-1", "1", "2", "3", "5", "10", "2^53", "2^32+2", "0/0", "0.5", "'2'", "'x'", "nil"])
+            .pick(&[
+                "0", "-1", "1", "2", "3", "5", "10", "2^53", "2^32+2", "0/0", "0.5", "'2'", "'x'", "nil",
+            ])
             .to_string(),
-        Base => rng.pick(&["10", "16", "2", "36", "1", "37", "0", "8.9", "nil"]).to_string(),
+        Base => rng
+            .pick(&["10", "16", "2", "36", "1", "37", "0", "8.9", "nil"])
+            .to_string(),
     }
 }
 
@@ -313,7 +354,9 @@ fn format_string(rng: &mut Rng) -> String {
             f.push_str(rng.pick::<&str>(&["", "0", "2", "20", "99", "100"]));
         }
         if !rng.one_in(20) {
-            f.push(*rng.pick(&['d', 'i', 'o', 'x', 'X', 'c', 'e', 'E', 'f', 'g', 'G', 'q', 's', 'u', 'y', 'a', '%']));
+            f.push(*rng.pick(&[
+                'd', 'i', 'o', 'x', 'X', 'c', 'e', 'E', 'f', 'g', 'G', 'q', 's', 'u', 'y', 'a', '%',
+            ]));
         }
     }
     format!("'{f}'")

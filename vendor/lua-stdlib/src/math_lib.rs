@@ -168,6 +168,11 @@ const I64_MAX_PLUS_1_AS_F64: f64 = -(i64::MIN as f64);
 /// (`I64_MIN_AS_F64 <= d < I64_MAX_PLUS_1_AS_F64`) because `i64::MAX` itself is
 /// not exactly representable as an `f64`.
 fn push_int_or_float(state: &mut LuaState, d: f64) {
+    // locklab: 5.1 has doubles only: `floor(-0.5)` is -0 (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        state.push(LuaValue::Float(d));
+        return;
+    }
     if d >= I64_MIN_AS_F64 && d < I64_MAX_PLUS_1_AS_F64 {
         state.push(LuaValue::Int(d as i64));
     } else {

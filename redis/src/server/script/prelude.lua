@@ -176,7 +176,7 @@ local function tostring_impl(v)
 end
 
 local function tostring_w(...)
-  if select("#", ...) == 0 then error("bad argument #1 to 'tostring' (value expected)", 3) end
+  if select("#", ...) == 0 then error("bad argument #1 to '" .. cname() .. "' (value expected)", 3) end
   return tostring_impl((...))
 end
 
