@@ -34,6 +34,7 @@ use locklab_core::server::{Node, Profile};
 use locklab_core::Reply;
 
 pub mod gen;
+pub mod libcalls;
 pub mod wire;
 
 pub use gen::Rng;
@@ -54,15 +55,20 @@ pub enum Target {
     /// sim-server's connection loop over TCP: every stream cut at every
     /// byte, idle and while a script is busy (module `wire`).
     Wire,
+    /// One call of Lua 5.1's library with edge arguments through EVAL,
+    /// its reply compared with redis-server's (module `libcalls`). Last, so
+    /// that the other targets' inputs of a seed stay what they were.
+    LuaLib,
 }
 
 impl Target {
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::Resp,
         Target::Cli,
         Target::Lesson,
         Target::Engine,
         Target::Lua,
+        Target::LuaLib,
         Target::Wire,
     ];
 
@@ -73,6 +79,7 @@ impl Target {
             Target::Lesson => "lesson",
             Target::Engine => "engine",
             Target::Lua => "lua",
+            Target::LuaLib => "lualib",
             Target::Wire => "wire",
         }
     }
@@ -89,6 +96,8 @@ impl Target {
             Target::Lesson => 8,
             Target::Engine => 4,
             Target::Lua => 40,
+            // One EVAL on each side.
+            Target::LuaLib => 20,
             // Two connections and a pause per byte (≈ 20 ms an input).
             Target::Wire => 400,
         }
@@ -141,6 +150,7 @@ pub fn fuzz(
         report.tried += 1;
         let outcome = catch_unwind(AssertUnwindSafe(|| match target {
             Target::Engine => engine(&mut node, &mut conn, &input, real.as_deref_mut()),
+            Target::LuaLib => library_call(&mut node, conn, &input, real.as_deref_mut()),
             _ => run_one(target, &mut node, conn, &input),
         }));
         let what = match outcome {
@@ -179,6 +189,7 @@ fn generate(target: Target, seed: u64, index: u64, lessons: &[String]) -> Vec<u8
         Target::Lesson => gen::lesson_text(&mut rng, lessons),
         Target::Engine => gen::argv_sequence(&mut rng),
         Target::Lua => gen::lua_program(&mut rng),
+        Target::LuaLib => libcalls::library_call(&mut rng),
         Target::Wire => gen::resp_input(&mut rng),
     }
 }
@@ -215,7 +226,7 @@ pub fn run_one(
             }
         }
         Target::Wire => wire::check(input)?,
-        Target::Lua => {
+        Target::Lua | Target::LuaLib => {
             let argv = vec![
                 b"EVAL".to_vec(),
                 input.to_vec(),
@@ -270,6 +281,32 @@ fn engine(
     }
     let _ = real.execute(&[b"DISCARD".to_vec()]);
     Ok(compared)
+}
+
+/// The library-call target: the script through EVAL on the node and, with
+/// a real server, on redis-server; the two replies must be equal, error
+/// texts included.
+fn library_call(
+    node: &mut Node,
+    conn: locklab_core::server::ConnId,
+    input: &[u8],
+    real: Option<&mut RealConnection>,
+) -> Result<u64, String> {
+    let Some(real) = real else {
+        return run_one(Target::LuaLib, node, conn, input);
+    };
+    let argv = vec![b"EVAL".to_vec(), input.to_vec(), b"0".to_vec()];
+    let ours = flatten(node.execute(conn, &argv));
+    let theirs = flatten(real.execute(&argv).map_err(|e| format!("redis-server: {e}"))?);
+    if ours != theirs {
+        return Err(format!(
+            "differs from redis-server on EVAL {:?} 0:\n    ours:         {}\n    redis-server: {}",
+            libcalls::shown(input),
+            ours.to_cli().replace('\n', " | "),
+            theirs.to_cli().replace('\n', " | ")
+        ));
+    }
+    Ok(1)
 }
 
 /// RESP2 shapes: a map is its flattened pairs.

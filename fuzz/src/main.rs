@@ -1,12 +1,12 @@
 //! `locklab-fuzz`: run the fuzz targets for a number of inputs and report.
 //!
 //! ```text
-//! locklab-fuzz [--inputs N] [--seed S] [--target resp|cli|lesson|engine|lua|wire] [--diff] [--no-save]
+//! locklab-fuzz [--inputs N] [--seed S] [--target resp|cli|lesson|engine|lua|lualib|wire] [--diff] [--no-save] [--show N]
 //! ```
 //!
 //! `--inputs` is shared among the targets by their cost (a Lua program
 //! costs about forty RESP frames); `--diff` starts a redis-server and
-//! compares the engine's replies with it. Progress goes to stderr as
+//! compares the engine's replies and the Lua library calls' with it. Progress goes to stderr as
 //! `<target> <index>` lines, so whoever runs this (cargo xtask fuzz) can
 //! name the input an abort happened at. Exit status 1 when anything was
 //! found.
@@ -24,6 +24,8 @@ struct Options {
     targets: Vec<Target>,
     diff: bool,
     save: bool,
+    /// How many findings per target are printed.
+    show: usize,
 }
 
 fn options() -> Result<Options> {
@@ -32,6 +34,7 @@ fn options() -> Result<Options> {
     let mut only: Option<Target> = None;
     let mut diff = false;
     let mut save = true;
+    let mut show = 20;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -43,6 +46,7 @@ fn options() -> Result<Options> {
             }
             "--diff" => diff = true,
             "--no-save" => save = false,
+            "--show" => show = args.next().context("--show needs a number")?.parse()?,
             other => bail!("unknown option {other}"),
         }
     }
@@ -53,6 +57,7 @@ fn options() -> Result<Options> {
         targets,
         diff,
         save,
+        show,
     })
 }
 
@@ -75,7 +80,7 @@ fn replay_regressions() -> Result<()> {
 }
 
 /// One target's line of the report, and its first findings.
-fn print_report(t: Target, report: &locklab_fuzz::Report) {
+fn print_report(t: Target, report: &locklab_fuzz::Report, show: usize) {
     println!(
         "{:<7} {:>10} inputs, {} found{}",
         t.name(),
@@ -87,7 +92,7 @@ fn print_report(t: Target, report: &locklab_fuzz::Report) {
             String::new()
         }
     );
-    for f in report.findings.iter().take(20) {
+    for f in report.findings.iter().take(show) {
         println!(
             "  #{}: {}{}",
             f.index,
@@ -107,6 +112,7 @@ fn main() -> Result<()> {
         targets,
         diff,
         save,
+        show,
     } = options()?;
     replay_regressions()?;
 
@@ -120,9 +126,13 @@ fn main() -> Result<()> {
     let (mut tried, mut found, mut compared) = (0u64, 0usize, 0u64);
     for t in targets {
         let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
-        let real = if t == Target::Engine { real.as_mut() } else { None };
+        let real = if matches!(t, Target::Engine | Target::LuaLib) {
+            real.as_mut()
+        } else {
+            None
+        };
         let report = fuzz(t, seed, count, real, save, |i| eprintln!("{} {i}", t.name()));
-        print_report(t, &report);
+        print_report(t, &report, show);
         tried += report.tried;
         found += report.findings.len();
         compared += report.compared;

@@ -775,6 +775,11 @@ fn int_error(state: &mut LuaState, arg: i32) -> Result<usize, LuaError> {
 /// Return the integer at `arg` as `i64`; raise if not an integer-convertible number.
 ///
 pub fn check_integer(state: &mut LuaState, arg: i32) -> Result<i64, LuaError> {
+    // locklab: 5.1's `luaL_checkinteger` is `(ptrdiff_t) luaL_checknumber`,
+    // a C cast (issue 43): 2.5 is 2, NaN and 2^63 are `LLONG_MIN`.
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        return Ok(crate::lua51::c_long(check_number(state, arg)?));
+    }
     match state.to_integer_x(arg) {
         Some(d) => Ok(d),
         None => {

@@ -314,6 +314,10 @@ pub(crate) fn warn_fn(state: &mut LuaState) -> Result<usize, LuaError> {
 /// Converts a value to a number, optionally in a given numeric base (2–36).
 ///
 pub(crate) fn tonumber_fn(state: &mut LuaState) -> Result<usize, LuaError> {
+    // locklab: 5.1's `luaB_tonumber` (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        return crate::lua51::tonumber(state);
+    }
     if matches!(state.type_at(2), LuaType::None | LuaType::Nil) {
         if state.type_at(1) == LuaType::Number {
             lua_vm::api::set_top(state, 1)?;
@@ -1412,6 +1416,10 @@ pub(crate) fn dofile_fn(state: &mut LuaState) -> Result<usize, LuaError> {
 /// Lua 5.3+ forward the raw second argument (any value) to `error`, so a table
 /// message becomes the error object itself, unprefixed.
 pub(crate) fn assert_fn(state: &mut LuaState) -> Result<usize, LuaError> {
+    // locklab: 5.1's `luaB_assert` starts with `luaL_checkany` (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        state.check_arg_any(1)?;
+    }
     if state.to_boolean(1) {
         return Ok(state.top() as usize);
     }
@@ -1448,6 +1456,10 @@ pub(crate) fn select_fn(state: &mut LuaState) -> Result<usize, LuaError> {
         return Ok(1);
     }
     let mut i = state.check_arg_integer(1)?;
+    // locklab: 5.1's `luaL_checkint`, a C `int` (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        i = i64::from(i as i32);
+    }
     if i < 0 {
         i = n + i;
     } else if i > n {

@@ -13,13 +13,7 @@ const MAXCSTACK: i64 = 8000;
 
 /// `(long long) d` for a double, as x86-64's `cvttsd2si` performs it: NaN
 /// and out-of-range values become `LLONG_MIN`.
-pub fn c_long(d: f64) -> i64 {
-    if d.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&d) {
-        i64::MIN
-    } else {
-        d as i64
-    }
-}
+pub use lua_vm::api::c_long;
 
 /// `(unsigned long long) d`, as gcc converts on x86-64: below 2^63 through the
 /// signed conversion (so -1 becomes `ULLONG_MAX`), above it by subtracting
@@ -122,6 +116,71 @@ pub fn insert(state: &mut LuaState) -> Result<usize, LuaError> {
     };
     state.raw_seti(1, i64::from(pos))?;
     Ok(0)
+}
+
+/// `luaB_tonumber`: the base read first (`luaL_optint`); base 10 is
+/// `lua_isnumber` (5.1's `luaO_str2d`, strtod); any other base reads the
+/// argument as a C string (`luaL_checkstring`: a number is formatted) with
+/// `strtoul`, blanks allowed after the digits.
+pub fn tonumber(state: &mut LuaState) -> Result<usize, LuaError> {
+    let base = opt_int(state, 2, 10)?;
+    if base == 10 {
+        state.check_arg_any(1)?;
+        if let Some(n) = lua_vm::api::to_number_x(state, 1) {
+            state.push(lua_types::LuaValue::Float(n));
+            return Ok(1);
+        }
+    } else {
+        let s1 = state.check_arg_string(1)?;
+        if !(2..=36).contains(&base) {
+            return Err(lua_vm::debug::arg_error_impl(state, 2, b"base out of range"));
+        }
+        let s1 = &s1[..s1.iter().position(|&b| b == 0).unwrap_or(s1.len())];
+        if let Some((n, end)) = strtoul(s1, base as u32) {
+            if s1[end..].iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) {
+                state.push(lua_types::LuaValue::Float(n as f64));
+                return Ok(1);
+            }
+        }
+    }
+    state.push(lua_types::LuaValue::Nil);
+    Ok(1)
+}
+
+/// glibc's `strtoul(s, &end, base)`: blanks, a sign, `0x` for base 16,
+/// digits of the base; `ULONG_MAX` past it; a minus negates unsigned.
+/// `None` when no digit was read.
+fn strtoul(s: &[u8], base: u32) -> Option<(u64, usize)> {
+    let mut i = s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
+    let neg = s.get(i) == Some(&b'-');
+    if matches!(s.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digit = |b: &u8| (*b as char).to_digit(36).filter(|d| *d < base);
+    if base == 16 && matches!(s.get(i..i + 2), Some(b"0x" | b"0X")) && s.get(i + 2).and_then(digit).is_some() {
+        i += 2;
+    }
+    let n = s[i..].iter().take_while(|b| digit(b).is_some()).count();
+    if n == 0 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for b in &s[i..i + n] {
+        let d = u64::from(digit(b).unwrap_or(0));
+        match v.checked_mul(u64::from(base)).and_then(|x| x.checked_add(d)) {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    let v = if overflow {
+        u64::MAX
+    } else if neg {
+        v.wrapping_neg()
+    } else {
+        v
+    };
+    Some((v, i + n))
 }
 
 #[cfg(test)]

@@ -168,6 +168,11 @@ const I64_MAX_PLUS_1_AS_F64: f64 = -(i64::MIN as f64);
 /// (`I64_MIN_AS_F64 <= d < I64_MAX_PLUS_1_AS_F64`) because `i64::MAX` itself is
 /// not exactly representable as an `f64`.
 fn push_int_or_float(state: &mut LuaState, d: f64) {
+    // locklab: 5.1 has doubles only: `floor(-0.5)` is -0 (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        state.push(LuaValue::Float(d));
+        return;
+    }
     if d >= I64_MIN_AS_F64 && d < I64_MAX_PLUS_1_AS_F64 {
         state.push(LuaValue::Int(d as i64));
     } else {
@@ -255,6 +260,18 @@ fn math_atan(state: &mut LuaState) -> Result<usize, LuaError> {
     Ok(1)
 }
 
+/// locklab: `math.atan2(y, x)` — 5.1's takes two numbers, #2 checked first
+/// (gcc's right-to-left argument order, see `math_pow`), issue 43.
+fn math_atan2(state: &mut LuaState) -> Result<usize, LuaError> {
+    if state.global().lua_version != lua_types::LuaVersion::V51 {
+        return math_atan(state);
+    }
+    let x = state.check_number(2)?;
+    let y = state.check_number(1)?;
+    state.push(LuaValue::Float(y.atan2(x)));
+    Ok(1)
+}
+
 /// `math.cosh(x)` — hyperbolic cosine. Deprecated `LUA_COMPAT_MATHLIB`
 /// function, registered only under the 5.3 backend.
 ///
@@ -287,8 +304,11 @@ fn math_tanh(state: &mut LuaState) -> Result<usize, LuaError> {
 /// backend. Mirrors C `pow(luaL_checknumber, luaL_checknumber)`.
 ///
 fn math_pow(state: &mut LuaState) -> Result<usize, LuaError> {
-    let x = state.check_number(1)?;
+    // locklab: gcc evaluates `pow(luaL_checknumber(L, 1),
+    // luaL_checknumber(L, 2))`'s arguments right to left, so 5.1 as
+    // redis-server runs it complains about #2 first (issue 43).
     let y = state.check_number(2)?;
+    let x = state.check_number(1)?;
     state.push(LuaValue::Float(x.powf(y)));
     Ok(1)
 }
@@ -307,8 +327,9 @@ fn math_log10(state: &mut LuaState) -> Result<usize, LuaError> {
 /// truncated to C `int` range, matching `ldexp(x, (int)luaL_checkinteger)`.
 ///
 fn math_ldexp(state: &mut LuaState) -> Result<usize, LuaError> {
-    let x = state.check_number(1)?;
+    // locklab: #2 first, as gcc evaluates C arguments (see `math_pow`).
     let e = state.check_integer(2)? as i32;
+    let x = state.check_number(1)?;
     state.push(LuaValue::Float(ldexp(x, e)));
     Ok(1)
 }
@@ -434,8 +455,9 @@ fn math_fmod(state: &mut LuaState) -> Result<usize, LuaError> {
             state.push(LuaValue::Int(a % d));
         }
     } else {
-        let x = state.check_number(1)?;
+        // locklab: #2 first, as gcc evaluates C arguments (see `math_pow`).
         let y = state.check_number(2)?;
+        let x = state.check_number(1)?;
         state.push(LuaValue::Float(x % y));
     }
     Ok(1)
@@ -454,7 +476,9 @@ fn math_modf(state: &mut LuaState) -> Result<usize, LuaError> {
         let n = state.check_number(1)?;
         let ip = if n < 0.0 { n.ceil() } else { n.floor() };
         push_int_or_float(state, ip);
-        let frac = if n == ip { 0.0 } else { n - ip };
+        // locklab: C's `modf` gives the fraction the sign of `n` (-3 and
+        // -inf: -0), issue 43.
+        let frac = (if n == ip { 0.0 } else { n - ip }).copysign(n);
         state.push(LuaValue::Float(frac));
     }
     Ok(2)
@@ -873,7 +897,7 @@ pub fn luaopen_math(state: &mut LuaState) -> Result<usize, LuaError> {
             | lua_types::LuaVersion::V54
     ) {
         const COMPAT_MATH_FUNCS: &[(&[u8], LuaCFunction)] = &[
-            (b"atan2", math_atan),
+            (b"atan2", math_atan2),
             (b"cosh", math_cosh),
             (b"sinh", math_sinh),
             (b"tanh", math_tanh),

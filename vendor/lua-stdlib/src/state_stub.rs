@@ -954,6 +954,10 @@ impl LuaStateStubExt for LuaState {
     }
 
     fn check_arg_integer(&mut self, arg: i32) -> Result<i64, LuaError> {
+        // locklab: 5.1's `luaL_checkinteger`, a C cast of the number (issue 43).
+        if self.global().lua_version == lua_types::LuaVersion::V51 {
+            return Ok(crate::lua51::c_long(self.check_arg_number(arg)?));
+        }
         match lua_vm::api::to_integer_x(self, arg) {
             Some(d) => Ok(d),
             None => {

@@ -427,7 +427,11 @@ pub fn str_rep(state: &mut LuaState) -> Result<usize, LuaError> {
     };
     let s: &[u8] = s_ref.as_bytes();
     let l = s.len();
-    let n = state.check_arg_integer(2)?;
+    let mut n = state.check_arg_integer(2)?;
+    // locklab: 5.1's `luaL_checkint`, a C `int` (issue 43): 2^53 is 0.
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        n = i64::from(n as i32);
+    }
     let sep_owned = if state.global().lua_version == lua_types::LuaVersion::V51 {
         Vec::new()
     } else {
@@ -511,7 +515,12 @@ pub fn str_char(state: &mut LuaState) -> Result<usize, LuaError> {
     let n = state.get_top();
     let mut buf = Vec::with_capacity(n as usize);
     for i in 1..=n {
-        let c = state.check_arg_integer(i)? as u64;
+        let mut c = state.check_arg_integer(i)?;
+        // locklab: 5.1's `luaL_checkint` (issue 43): 2^32 + 2 is 2.
+        if state.global().lua_version == lua_types::LuaVersion::V51 {
+            c = i64::from(c as i32);
+        }
+        let c = c as u64;
         if c > u8::MAX as u64 {
             // locklab: 5.1's luaL_argcheck text.
             let msg: &[u8] = if state.global().lua_version == lua_types::LuaVersion::V51 {
@@ -1265,7 +1274,13 @@ fn str_find_aux(state: &mut LuaState, find: bool) -> Result<usize, LuaError> {
     let ls = s.len();
     let lp = p.len();
     let init_raw = state.opt_arg_integer(3, 1)?;
-    let init = pos_relat_i(init_raw, ls).saturating_sub(1);
+    let mut init = pos_relat_i(init_raw, ls).saturating_sub(1);
+    // locklab: 5.1 clamps the start into the subject instead of answering
+    // nil past its end (issue 43): `posrelat`, then `init` kept in `0..=l1`.
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        let pos = if init_raw < 0 { init_raw + ls as i64 + 1 } else { init_raw };
+        init = (pos.max(0) - 1).clamp(0, ls as i64) as usize;
+    }
 
     if init > ls {
         state.push(LuaValue::Nil);
@@ -1470,7 +1485,9 @@ pub fn gmatch(state: &mut LuaState) -> Result<usize, LuaError> {
             unreachable!("check_arg_string raises when arg #2 is not a string");
         }
     };
-    let init_raw = state.opt_arg_integer(3, 1)?;
+    // locklab: 5.1's gmatch has no start argument and ignores a third one
+    // (issue 43).
+    let init_raw = if state.global().lua_version == lua_types::LuaVersion::V51 { 1 } else { state.opt_arg_integer(3, 1)? };
     let mut init = pos_relat_i(init_raw, ls).saturating_sub(1);
     if init > ls {
         init = ls + 1;
@@ -1633,13 +1650,22 @@ pub fn str_gsub(state: &mut LuaState) -> Result<usize, LuaError> {
     let src: &[u8] = src_ref.as_bytes();
     let pat: &[u8] = pat_ref.as_bytes();
     let src_len = src.len();
-    let max_s = state.opt_arg_integer(4, (src_len + 1) as i64)?;
+    let mut max_s = state.opt_arg_integer(4, (src_len + 1) as i64)?;
     let tr = state.type_at(3);
+    let v51 = state.global().lua_version == lua_types::LuaVersion::V51;
+    if v51 {
+        // locklab: 5.1's `luaL_optint` (issue 43): 2^31 is `INT_MIN`.
+        max_s = i64::from(max_s as i32);
+    }
 
     if !matches!(
         tr,
         LuaType::Number | LuaType::String | LuaType::Function | LuaType::Table
     ) {
+        if v51 {
+            // locklab: 5.1's `luaL_argcheck` text, with the position.
+            return Err(lua_vm::debug::arg_error_impl(state, 3, b"string/function/table expected"));
+        }
         let v = state.arg(3);
         return Err(LuaError::type_arg_error(3, "string/function/table", &v));
     }

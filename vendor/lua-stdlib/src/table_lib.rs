@@ -321,7 +321,13 @@ pub fn concat(state: &mut LuaState) -> Result<usize, LuaError> {
     // Clone the separator before any stack-mutating calls that might invalidate it.
     let sep: Vec<u8> = state.opt_arg_lstring(2, Some(b""))?.unwrap_or_default();
     let mut i = state.opt_arg_integer(3, 1)?;
-    let last = state.opt_arg_integer(4, last)?;
+    let mut last = state.opt_arg_integer(4, last)?;
+    // locklab: 5.1's `luaL_optint`/`luaL_checkint` cut both to a C `int`
+    // (issue 43): 2^31 is `INT_MIN`, 2^53 is 0.
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        i = i64::from(i as i32);
+        last = i64::from(last as i32);
+    }
 
     // A borrowed Vec<u8> accumulates the result, pushed once at the end —
     // rather than C's luaL_Buffer, which can back-patch the live Lua stack.
@@ -601,6 +607,11 @@ fn aux_sort(
 /// `<` operator if `comp` is absent.
 pub fn sort(state: &mut LuaState) -> Result<usize, LuaError> {
     let n = check_table_and_get_len(state, 1, TAB_RW)?;
+    // locklab: 5.1 checks the comparator before it looks at the length
+    // (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 && !matches!(state.type_at(2), LuaType::None | LuaType::Nil) {
+        state.check_arg_type(2, LuaType::Function)?;
+    }
     if n > 1 {
         if !(n < i32::MAX as i64) {
             return Err(lua_vm::debug::arg_error_impl(state, 1, b"array too big"));
@@ -683,7 +694,8 @@ fn getn(state: &mut LuaState) -> Result<usize, LuaError> {
 /// against lua5.1.5 (`pcall`-able to that exact message).
 fn setn(state: &mut LuaState) -> Result<usize, LuaError> {
     state.check_arg_type(1, LuaType::Table)?;
-    Err(LuaError::runtime(format_args!("'setn' is obsolete")))
+    // locklab: `luaL_error`, with the caller's position (issue 43).
+    Err(crate::lua51::error(state, b"'setn' is obsolete"))
 }
 
 /// `table.maxn(t)` — the largest positive numeric key (0 if none). Iterates the

@@ -601,6 +601,12 @@ impl LuaState {
     /// `auxlib::check_integer`, which routes through `state.to_integer_x`
     /// and `state.type_name` — both still trait stubs.
     pub fn check_arg_integer(&mut self, arg: i32) -> Result<i64, LuaError> {
+        // locklab: 5.1's `luaL_checkinteger` is `(ptrdiff_t) luaL_checknumber`
+        // (issue 43): 2.5 is 2, NaN and 2^63 are `LLONG_MIN` (x86-64's
+        // `cvttsd2si`), never "no integer representation".
+        if self.global().lua_version == lua_types::LuaVersion::V51 {
+            return Ok(c_long(self.check_number(arg)?));
+        }
         match to_integer_x(self, arg) {
             Some(d) => Ok(d),
             None => {
@@ -667,6 +673,8 @@ impl LuaState {
     pub fn opt_arg_integer(&mut self, arg: i32, def: i64) -> Result<i64, LuaError> {
         match lua_type_at(self, arg) {
             LuaType::None | LuaType::Nil => Ok(def),
+            // locklab: 5.1's `luaL_optinteger` (issue 43), as above.
+            _ if self.global().lua_version == lua_types::LuaVersion::V51 => self.check_arg_integer(arg),
             _ => match to_integer_x(self, arg) {
                 Some(d) => Ok(d),
                 None => {
@@ -1053,7 +1061,184 @@ pub fn string_to_number(state: &mut LuaState, s: &[u8]) -> usize {
 
 pub fn to_number_x(state: &LuaState, idx: i32) -> Option<f64> {
     let o = index_to_value(state, idx);
+    // locklab: a library argument that is a string goes through 5.1's
+    // `luaO_str2d` (glibc's strtod), issue 43.
+    if let LuaValue::Str(s) = &o {
+        if state.global().lua_version == lua_types::LuaVersion::V51 {
+            return str2d_51(s.as_bytes());
+        }
+    }
     o.to_number_with_strconv()
+}
+
+/// locklab: Lua 5.1's `luaO_str2d` as redis-server runs it: the C string (up
+/// to its first NUL) read by glibc's `strtod` — blanks, a sign, decimal or
+/// `0x` hexadecimal digits with a fraction and exponent, `inf`/`infinity`/
+/// `nan` in any case — then 5.1's retry with `strtoul(s, 16)` when the scan
+/// stopped at an `x`, then only blanks may follow (issue 43).
+pub fn str2d_51(s: &[u8]) -> Option<f64> {
+    let s = &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())];
+    let (mut d, mut end) = strtod(s)?;
+    if matches!(s.get(end), Some(b'x' | b'X')) {
+        let (n, e) = strtoul16(s)?;
+        d = n as f64;
+        end = e;
+    }
+    s[end..].iter().all(|b| is_c_space(*b)).then_some(d)
+}
+
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+/// glibc's `strtod`: the value and where the scan ended (`None`: nothing
+/// read, `endptr == s`).
+fn strtod(s: &[u8]) -> Option<(f64, usize)> {
+    let mut i = s.iter().take_while(|b| is_c_space(**b)).count();
+    let start = i;
+    let neg = s.get(i) == Some(&b'-');
+    if matches!(s.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let rest = &s[i..];
+    let lower: Vec<u8> = rest.iter().take(8).map(u8::to_ascii_lowercase).collect();
+    let sign = |v: f64| if neg { -v } else { v };
+    if lower.starts_with(b"infinity") {
+        return Some((sign(f64::INFINITY), i + 8));
+    }
+    if lower.starts_with(b"inf") {
+        return Some((sign(f64::INFINITY), i + 3));
+    }
+    if lower.starts_with(b"nan") {
+        let mut j = i + 3;
+        // `nan(chars)`: the parenthesised part is read when it closes.
+        if s.get(j) == Some(&b'(') {
+            let k = s[j + 1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
+            if s.get(j + 1 + k) == Some(&b')') {
+                j += k + 2;
+            }
+        }
+        // glibc's NAN is positive; the sign applies.
+        return Some((sign(f64::NAN), j));
+    }
+    if lower.starts_with(b"0x") && s.get(i + 2).is_some_and(|b| b.is_ascii_hexdigit() || *b == b'.') {
+        if let Some((v, end)) = hex_float(s, i + 2) {
+            return Some((sign(v), end));
+        }
+    }
+    let digits = |j: usize| s[j..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut j = i;
+    let int_digits = digits(j);
+    j += int_digits;
+    let mut frac_digits = 0;
+    if s.get(j) == Some(&b'.') {
+        frac_digits = digits(j + 1);
+        if int_digits + frac_digits > 0 {
+            j += 1 + frac_digits;
+        }
+    }
+    if int_digits + frac_digits == 0 {
+        let _ = start;
+        return None;
+    }
+    if matches!(s.get(j), Some(b'e' | b'E')) {
+        let mut k = j + 1;
+        if matches!(s.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        let e = digits(k);
+        if e > 0 {
+            j = k + e;
+        }
+    }
+    let text = std::str::from_utf8(&s[i..j]).ok()?;
+    let text = if text.starts_with('.') { format!("0{text}") } else { text.to_owned() };
+    let text = text.strip_suffix('.').map(str::to_owned).unwrap_or(text);
+    let v: f64 = text.replace(".e", ".0e").replace(".E", ".0E").parse().ok()?;
+    Some((sign(v), j))
+}
+
+/// The hexadecimal part of `strtod` after `0x`: digits, a fraction, a `p`
+/// exponent (rounded as the digits accumulate: exact up to 2^53).
+fn hex_float(s: &[u8], mut j: usize) -> Option<(f64, usize)> {
+    let mut v = 0f64;
+    let mut any = false;
+    let mut scale = 0i64;
+    while let Some(d) = s.get(j).and_then(|b| (*b as char).to_digit(16)) {
+        v = v * 16.0 + f64::from(d);
+        any = true;
+        j += 1;
+    }
+    if s.get(j) == Some(&b'.') {
+        let mut k = j + 1;
+        let mut frac = false;
+        while let Some(d) = s.get(k).and_then(|b| (*b as char).to_digit(16)) {
+            v = v * 16.0 + f64::from(d);
+            scale -= 4;
+            frac = true;
+            k += 1;
+        }
+        if any || frac {
+            j = k;
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    if matches!(s.get(j), Some(b'p' | b'P')) {
+        let mut k = j + 1;
+        let neg = s.get(k) == Some(&b'-');
+        if matches!(s.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        let n = s[k..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if n > 0 {
+            let e: i64 = std::str::from_utf8(&s[k..k + n]).ok()?.parse().unwrap_or(i64::MAX / 2);
+            scale += if neg { -e } else { e };
+            j = k + n;
+        }
+    }
+    Some((v * 2f64.powi(scale.clamp(-2000, 2000) as i32), j))
+}
+
+/// `strtoul(s, &end, 16)`: blanks, a sign, an optional `0x`, hex digits;
+/// past `ULONG_MAX` it stays there; a minus negates in unsigned arithmetic.
+fn strtoul16(s: &[u8]) -> Option<(u64, usize)> {
+    let mut i = s.iter().take_while(|b| is_c_space(**b)).count();
+    let neg = s.get(i) == Some(&b'-');
+    if matches!(s.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    if matches!(s.get(i..i + 2), Some(b"0x" | b"0X")) && s.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
+        i += 2;
+    }
+    let n = s[i..].iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if n == 0 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for b in &s[i..i + n] {
+        let d = u64::from((*b as char).to_digit(16).unwrap_or(0));
+        match v.checked_mul(16).and_then(|x| x.checked_add(d)) {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    let v = if overflow { u64::MAX } else if neg { v.wrapping_neg() } else { v };
+    Some((v, i + n))
+}
+
+/// locklab: `(long long) d` for a double, as x86-64's `cvttsd2si` performs
+/// it: NaN and out-of-range values become `LLONG_MIN` (Lua 5.1's casts,
+/// issue 43).
+pub fn c_long(d: f64) -> i64 {
+    if d.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&d) {
+        i64::MIN
+    } else {
+        d as i64
+    }
 }
 
 pub fn to_integer_x(state: &LuaState, idx: i32) -> Option<i64> {

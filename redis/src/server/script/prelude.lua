@@ -90,6 +90,26 @@ local function to_cint(x)
   return -floor(-x)
 end
 
+-- luaL_checkint: (int) (ptrdiff_t) d, the double made a 64-bit integer
+-- (NaN and out of range: LLONG_MIN) and then cut to its low 32 bits, so
+-- 2^32 + 2 is 2 and 2^53 is 0.
+local function to_luaint(x)
+  if x ~= x or x >= 9223372036854775808 or x < -9223372036854775808 then return 0 end
+  local t = x >= 0 and floor(x) or -floor(-x)
+  local m = math_lib.fmod(t, 4294967296)
+  if m < 0 then m = m + 4294967296 end
+  if m >= 2147483648 then m = m - 4294967296 end
+  return m
+end
+
+-- The name luaL_argerror gives the builtin a wrapper stands for: the one its
+-- caller's call instruction names (getfuncname), '?' when a C function such
+-- as pcall called it. Level 1 is this, 2 the wrapper, 3 the trampoline.
+local function cname()
+  local ar = getinfo(3, "n")
+  return ar and ar.name or "?"
+end
+
 --------------------------------------------------------------------------
 -- Readonly tables
 --------------------------------------------------------------------------
@@ -156,7 +176,7 @@ local function tostring_impl(v)
 end
 
 local function tostring_w(...)
-  if select("#", ...) == 0 then error("bad argument #1 to 'tostring' (value expected)", 3) end
+  if select("#", ...) == 0 then error("bad argument #1 to '" .. cname() .. "' (value expected)", 3) end
   return tostring_impl((...))
 end
 
@@ -437,22 +457,24 @@ local function random_w(...)
   -- Redis draws the number before it looks at the arguments.
   local r = (lrand48() % 2147483647) / 2147483647
   if n == 0 then return r end
+  -- Its switch on lua_gettop(L) refuses three arguments before reading any.
+  if n > 2 then error("wrong number of arguments", 3) end
   local a, b = ...
   local l = tonumber(a)
   if l == nil then
-    error("bad argument #1 to 'random' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
+    error("bad argument #1 to '" .. cname() .. "' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
   end
-  l = to_cint(l)
+  l = to_luaint(l)
   if n == 1 then
-    if not (1 <= l) then error("bad argument #1 to 'random' (interval is empty)", 3) end
+    if not (1 <= l) then error("bad argument #1 to '" .. cname() .. "' (interval is empty)", 3) end
     return floor(r * l) + 1
   elseif n == 2 then
     local u = tonumber(b)
     if u == nil then
-      error("bad argument #2 to 'random' (number expected, got " .. argtype(n, 2, b) .. ")", 3)
+      error("bad argument #2 to '" .. cname() .. "' (number expected, got " .. argtype(n, 2, b) .. ")", 3)
     end
-    u = to_cint(u)
-    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 3) end
+    u = to_luaint(u)
+    if not (l <= u) then error("bad argument #2 to '" .. cname() .. "' (interval is empty)", 3) end
     return floor(r * (u - l + 1)) + l
   end
   error("wrong number of arguments", 3)
@@ -463,9 +485,9 @@ local function randomseed_w(...)
   local a = ...
   local s = tonumber(a)
   if s == nil then
-    error("bad argument #1 to 'randomseed' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
+    error("bad argument #1 to '" .. cname() .. "' (number expected, got " .. argtype(n, 1, a) .. ")", 3)
   end
-  srand48(to_cint(s))
+  srand48(to_luaint(s))
 end
 
 math_lib.random = C(random_w)
