@@ -50,7 +50,7 @@ fn options() -> Result<Options> {
             other => bail!("unknown option {other}"),
         }
     }
-    let targets: Vec<Target> = only.map_or_else(|| Target::ALL.to_vec(), |t| vec![t]);
+    let targets: Vec<Target> = only.map_or_else(|| Target::DEFAULT.to_vec(), |t| vec![t]);
     Ok(Options {
         inputs,
         seed,

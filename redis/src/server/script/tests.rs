@@ -495,7 +495,12 @@ fn wrapped_builtins_keep_their_results_and_error_texts() {
             "return {('a%b\\0c'):find('%b\\0', 1, true)}",
             Reply::Array(vec![Reply::Integer(2), Reply::Integer(4)]),
         ),
-        ("return {('abc'):find('', 10, true)}", Reply::Array(vec![])),
+        // Lua 5.1's str_find_aux clamps a start past the end to the
+        // length (5.2 answers nil); redis-server 7.0.15 answers 4, 3.
+        (
+            "return {('abc'):find('', 10, true)}",
+            Reply::Array(vec![Reply::Integer(4), Reply::Integer(3)]),
+        ),
         (
             "return {('abc'):find('', 4, true)}",
             Reply::Array(vec![Reply::Integer(4), Reply::Integer(3)]),
