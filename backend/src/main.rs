@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use locklab_backend::cli::via::Via;
+use locklab_backend::cli::via::BackendClient;
 use locklab_backend::cli::{bench, check, explore, import, lessons, repl};
 use locklab_backend::real::lesson as real_lesson;
 use locklab_backend::real::play;
@@ -321,12 +321,16 @@ fn main() -> Result<()> {
                 bail!("--timeout must be between 0 and 3600 seconds");
             }
             let mut target = match (real, via) {
-                (Some(url), _) => repl::Target::real(&url).with_context(|| format!("connecting to {url}"))?,
+                (Some(url), _) => repl::ReplTarget::real(&url).with_context(|| format!("connecting to {url}"))?,
                 (None, Some(url)) => {
                     let timeout = Duration::from_secs_f64(timeout);
-                    repl::Target::Via(Box::new(Via::connect(&url, timeout, Box::new(std::io::stderr()))?))
+                    repl::ReplTarget::Via(Box::new(BackendClient::connect(
+                        &url,
+                        timeout,
+                        Box::new(std::io::stderr()),
+                    )?))
                 }
-                (None, None) => repl::Target::sim(profile(&redis_version)?),
+                (None, None) => repl::ReplTarget::sim(profile(&redis_version)?),
             };
             let stdin = std::io::stdin();
             let interactive = stdin.is_terminal();

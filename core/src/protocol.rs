@@ -10,7 +10,7 @@
 //!
 //! Forward compatibility goes one way on purpose: a reader ignores what it
 //! does not know *from the server* ([`ServerMsg::Unknown`], an unknown
-//! [`Role`] or [`NodeState`] is shown as such), because a newer backend may
+//! [`NodeRole`] or [`NodeState`] is shown as such), because a newer backend may
 //! say more than an older page understands; the backend refuses what it
 //! does not know *from a client* with a clear error, because a request it
 //! cannot carry out must not look as if it had been.
@@ -169,7 +169,7 @@ impl fmt::Display for Served {
 /// A node's role, as the backend arranged it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum NodeRole {
     #[default]
     Master,
     Replica,
@@ -182,19 +182,19 @@ pub enum Role {
     Unknown,
 }
 
-impl Role {
+impl NodeRole {
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::Master => "master",
-            Role::Replica => "replica",
-            Role::Sentinel => "sentinel",
-            Role::External => "external",
-            Role::Unknown => "unknown",
+            NodeRole::Master => "master",
+            NodeRole::Replica => "replica",
+            NodeRole::Sentinel => "sentinel",
+            NodeRole::External => "external",
+            NodeRole::Unknown => "unknown",
         }
     }
 }
 
-impl fmt::Display for Role {
+impl fmt::Display for NodeRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -243,7 +243,7 @@ pub struct NodeInfo {
     #[serde(default)]
     pub port: u16,
     #[serde(default)]
-    pub role: Role,
+    pub role: NodeRole,
     #[serde(default)]
     pub state: NodeState,
 }
@@ -603,7 +603,7 @@ mod tests {
             r#"{"name":"n1","url":"redis://127.0.0.1:7000","port":7000,"role":"witness","state":"frozen"}"#,
         )
         .unwrap();
-        assert_eq!((n.role, n.state), (Role::Unknown, NodeState::Unknown));
+        assert_eq!((n.role, n.state), (NodeRole::Unknown, NodeState::Unknown));
         let h: ServerMsg = serde_json::from_str(
             r#"{"type":"hello","session":"s","prefix":"lab:s:","topology":"ring7","names":{"clients":[],"nodes":[]}}"#,
         )

@@ -74,19 +74,12 @@ pub fn by_theme(theme: Theme) -> impl Iterator<Item = &'static PageLesson> {
     all().iter().filter(move |l| l.theme == theme)
 }
 
-pub fn core_lang(lang: Lang) -> lesson::Lang {
-    match lang {
-        Lang::Zh => lesson::Lang::Zh,
-        Lang::En => lesson::Lang::En,
-    }
-}
-
 /// What step `r` of `lesson` answered, in the UI's language: Redis's reply
 /// as redis-cli printed it, or the lab's own words (a write's verdict, a
 /// metrics step's figures, "no reply") worded by core.
 pub fn reply_text(lesson: &PageLesson, r: &StepResult, lang: Lang) -> Option<String> {
     let kind = lesson.steps.get(r.index).and_then(|s| s.kind().ok());
-    localized_reply(kind.as_ref(), r, core_lang(lang)).or_else(|| r.reply.clone())
+    localized_reply(kind.as_ref(), r, lang).or_else(|| r.reply.clone())
 }
 
 /// What step `index` of `lesson` expects, in the UI's language, worded as
@@ -94,12 +87,12 @@ pub fn reply_text(lesson: &PageLesson, r: &StepResult, lang: Lang) -> Option<Str
 pub fn expected_text(lesson: &PageLesson, index: usize, lang: Lang) -> Option<String> {
     let step = lesson.steps.get(index)?;
     let said = step.expect.as_ref()?.describe();
-    Some(lab_words(step.kind().ok().as_ref(), &said, None, core_lang(lang)).unwrap_or(said))
+    Some(lab_words(step.kind().ok().as_ref(), &said, None, lang).unwrap_or(said))
 }
 
 /// A lesson file's text in the UI's language.
 pub fn text(t: &lesson::Text, lang: Lang) -> &str {
-    t.get(core_lang(lang)).trim()
+    t.get(lang).trim()
 }
 
 pub fn theme_title(theme: Theme, lang: Lang) -> &'static str {

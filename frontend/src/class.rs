@@ -16,7 +16,7 @@ use locklab_core::class::{
 use locklab_core::trace::Event;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::real::Link;
+use crate::driver::real::SocketState;
 
 /// The `sessionStorage` key a class's page keeps what a reload needs
 /// (the presenter's secret, a follower's member id and stream id).
@@ -67,7 +67,7 @@ pub enum SocketEvent {
 /// Who this page is in the class.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
-pub enum Role {
+pub enum ClassRole {
     /// Holds the secret; `code` and `secret` are known once `Started` came.
     Presenter {
         code: Option<ClassCode>,
@@ -140,8 +140,8 @@ pub struct DrillBoard {
 /// A class, from this page's side.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Class {
-    pub role: Role,
-    pub link: Link,
+    pub role: ClassRole,
+    pub link: SocketState,
     /// The presenter's QR code of the join URL, as the server drew it (SVG).
     pub qr_svg: String,
     /// Presenter: the followers.
@@ -185,10 +185,10 @@ fn frame(m: &ClassClientMsg) -> String {
 }
 
 impl Class {
-    fn new(role: Role) -> Class {
+    fn new(role: ClassRole) -> Class {
         Class {
             role,
-            link: Link::Connecting { attempt: 0 },
+            link: SocketState::Connecting { attempt: 0 },
             qr_svg: String::new(),
             roster: Vec::new(),
             tally: None,
@@ -214,7 +214,7 @@ impl Class {
 
     /// A new class, started by this page once the socket opens.
     pub fn start() -> Class {
-        Class::new(Role::Presenter {
+        Class::new(ClassRole::Presenter {
             code: None,
             secret: None,
             join_url: String::new(),
@@ -223,7 +223,7 @@ impl Class {
 
     /// A follower joining `code`.
     pub fn join(code: ClassCode, name: Option<String>) -> Class {
-        Class::new(Role::Follower {
+        Class::new(ClassRole::Follower {
             code,
             name: name.and_then(|n| locklab_core::class::clean_name(&n)),
             member: None,
@@ -235,9 +235,9 @@ impl Class {
     /// the presenter resumes with its secret, a follower rejoins as the
     /// same member from the last stream id it saw.
     pub fn restore(saved: &str) -> Option<Class> {
-        let role: Role = serde_json::from_str(saved).ok()?;
+        let role: ClassRole = serde_json::from_str(saved).ok()?;
         match &role {
-            Role::Presenter { code, secret, .. } if code.is_none() || secret.is_none() => None,
+            ClassRole::Presenter { code, secret, .. } if code.is_none() || secret.is_none() => None,
             _ => Some(Class::new(role)),
         }
     }
@@ -255,21 +255,21 @@ impl Class {
     /// member) the same one. The answer sent is the choice's own index.
     pub fn choice_seed(&self) -> u64 {
         match &self.role {
-            Role::Follower { code, member, .. } => {
+            ClassRole::Follower { code, member, .. } => {
                 locklab_core::rng::Rng::seed_of(&format!("{code}/{}", member.as_deref().unwrap_or_default()))
             }
-            Role::Presenter { .. } => 0,
+            ClassRole::Presenter { .. } => 0,
         }
     }
 
     pub fn is_presenter(&self) -> bool {
-        matches!(self.role, Role::Presenter { .. })
+        matches!(self.role, ClassRole::Presenter { .. })
     }
 
     pub fn code(&self) -> Option<&ClassCode> {
         match &self.role {
-            Role::Presenter { code, .. } => code.as_ref(),
-            Role::Follower { code, .. } => Some(code),
+            ClassRole::Presenter { code, .. } => code.as_ref(),
+            ClassRole::Follower { code, .. } => Some(code),
         }
     }
 
@@ -289,10 +289,10 @@ impl Class {
     /// The socket opened: introduce this page (start, resume or join), and
     /// as presenter say again where it is.
     pub fn opened(&mut self) {
-        self.link = Link::Open;
+        self.link = SocketState::Open;
         self.error = None;
         let hello = match &self.role {
-            Role::Presenter {
+            ClassRole::Presenter {
                 code: Some(code),
                 secret: Some(secret),
                 ..
@@ -300,8 +300,8 @@ impl Class {
                 code: code.clone(),
                 secret: secret.clone(),
             },
-            Role::Presenter { .. } => ClassClientMsg::Start,
-            Role::Follower {
+            ClassRole::Presenter { .. } => ClassClientMsg::Start,
+            ClassRole::Follower {
                 code,
                 name,
                 member,
@@ -322,10 +322,10 @@ impl Class {
     /// to the next instance serving the class ([`Class::socket_url`]).
     pub fn lost(&mut self, reason: String, home: &str) {
         let attempt = match &self.link {
-            Link::Connecting { attempt } | Link::Lost { attempt, .. } => attempt + 1,
-            Link::Open => 1,
+            SocketState::Connecting { attempt } | SocketState::Lost { attempt, .. } => attempt + 1,
+            SocketState::Open => 1,
         };
-        self.link = Link::Lost { reason, attempt };
+        self.link = SocketState::Lost { reason, attempt };
         let mut candidates = vec![home.to_owned()];
         for url in &self.instances {
             if !candidates.contains(url) {
@@ -346,8 +346,8 @@ impl Class {
 
     /// A reconnect is under way.
     pub fn connecting(&mut self) {
-        if let Link::Lost { attempt, .. } = self.link {
-            self.link = Link::Connecting { attempt };
+        if let SocketState::Lost { attempt, .. } = self.link {
+            self.link = SocketState::Connecting { attempt };
         }
     }
 
@@ -358,7 +358,7 @@ impl Class {
 
     /// The frames to send, oldest first (sent only while the link is open).
     pub fn take_outbox(&mut self) -> Vec<String> {
-        if self.link == Link::Open {
+        if self.link == SocketState::Open {
             std::mem::take(&mut self.outbox)
         } else {
             Vec::new()
@@ -366,7 +366,7 @@ impl Class {
     }
 
     fn control(&mut self, control: Control) -> bool {
-        let Role::Presenter {
+        let ClassRole::Presenter {
             secret: Some(secret), ..
         } = &self.role
         else {
@@ -391,7 +391,7 @@ impl Class {
 
     fn send_move(&mut self) {
         let Some(p) = self.here.clone() else { return };
-        if self.link == Link::Open
+        if self.link == SocketState::Open
             && self.sent.as_ref() != Some(&p)
             && self.control(Control::Move { position: p.clone() })
         {
@@ -503,7 +503,7 @@ impl Class {
     }
 
     fn seen(&mut self, id: &str) {
-        if let Role::Follower { since, .. } = &mut self.role {
+        if let ClassRole::Follower { since, .. } = &mut self.role {
             *since = Some(id.to_owned());
         }
     }
@@ -529,7 +529,7 @@ impl Class {
                 qr_svg,
             } => {
                 self.qr_svg = qr_svg;
-                self.role = Role::Presenter {
+                self.role = ClassRole::Presenter {
                     code: Some(code),
                     secret: Some(secret),
                     join_url,
@@ -546,7 +546,7 @@ impl Class {
                 score,
                 since,
             } => {
-                if let Role::Follower {
+                if let ClassRole::Follower {
                     member: m,
                     name: n,
                     since: s,

@@ -8,69 +8,12 @@
 //! fault, a client's belief) comes from core as parameters ([`Shown`]) and
 //! is worded here by [`shown`], so 中文 mode is Chinese there too.
 
-use std::fmt;
-
 use locklab_core::actor::Names;
 use locklab_core::lesson::run::Shown;
 
-/// The two languages of the lab. The articles the lessons come from are
-/// Chinese; the code, the commands and the replies are the same in both.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Lang {
-    Zh,
-    #[default]
-    En,
-}
-
-impl Lang {
-    /// Both, in the order the switch shows them.
-    pub const ALL: [Lang; 2] = [Lang::Zh, Lang::En];
-
-    /// The code used in the URL (`?lang=zh`) and in `<html lang>`.
-    pub fn code(self) -> &'static str {
-        match self {
-            Lang::Zh => "zh",
-            Lang::En => "en",
-        }
-    }
-
-    /// The language's own name, as the switch labels it.
-    pub fn native_name(self) -> &'static str {
-        match self {
-            Lang::Zh => "中文",
-            Lang::En => "English",
-        }
-    }
-
-    /// Parse a URL code or a browser language tag (`zh`, `zh-CN`, `en-US`).
-    pub fn parse(s: &str) -> Option<Lang> {
-        let primary = s.split(['-', '_']).next().unwrap_or_default();
-        if primary.eq_ignore_ascii_case("zh") {
-            Some(Lang::Zh)
-        } else if primary.eq_ignore_ascii_case("en") {
-            Some(Lang::En)
-        } else {
-            None
-        }
-    }
-}
-
-/// Core's language (lesson text, an event's or a fault's line): the same
-/// two, without the page's switch order and tag parsing.
-impl From<Lang> for locklab_core::lesson::Lang {
-    fn from(lang: Lang) -> Self {
-        match lang {
-            Lang::Zh => locklab_core::lesson::Lang::Zh,
-            Lang::En => locklab_core::lesson::Lang::En,
-        }
-    }
-}
-
-impl fmt::Display for Lang {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.code())
-    }
-}
+/// The lab's two languages: core's, so a language chosen on the page is the
+/// one core words lessons, events and faults in.
+pub use locklab_core::lang::Lang;
 
 /// Every UI string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -614,18 +557,6 @@ pub fn shown(step: &Shown, names: &Names, lang: Lang) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_codes_and_browser_tags() {
-        assert_eq!(Lang::parse("zh"), Some(Lang::Zh));
-        assert_eq!(Lang::parse("zh-CN"), Some(Lang::Zh));
-        assert_eq!(Lang::parse("EN_us"), Some(Lang::En));
-        assert_eq!(Lang::parse("fr"), None);
-        assert_eq!(Lang::parse(""), None);
-        for lang in Lang::ALL {
-            assert_eq!(Lang::parse(lang.code()), Some(lang));
-        }
-    }
 
     /// The page words steps from its own lessons (programs worded, not
     /// decoded): the same English as the runner's transcript, and Chinese.

@@ -125,7 +125,7 @@ impl Query {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let v = decode(v);
             match decode(k).as_str() {
-                "lang" => q.lang = Lang::parse(&v),
+                "lang" => q.lang = Lang::from_tag(&v),
                 "lesson" => q.lesson = is_word(&v).then_some(v),
                 "explore" => q.explore = Some(v),
                 "step" => q.step = is_word(&v).then_some(v),

@@ -4,7 +4,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let seed: u64 = args.next().expect("seed").parse().expect("seed");
     let index: u64 = args.next().expect("index").parse().expect("index");
-    let input = locklab_fuzz::input(locklab_fuzz::Target::Lua, seed, index);
+    let input = locklab_fuzz::input(locklab_fuzz::FuzzTarget::Lua, seed, index);
     let mut node = Node::new(Profile::V7_0);
     let c = node.connect();
     let r = node.execute(

@@ -41,7 +41,7 @@ pub use gen::Rng;
 
 /// What is fuzzed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum FuzzTarget {
     /// sim-server's request parser and reply encoder.
     Resp,
     /// redis-cli's line syntax and repeat prefix.
@@ -61,15 +61,15 @@ pub enum Target {
     LuaLib,
 }
 
-impl Target {
-    pub const ALL: [Target; 7] = [
-        Target::Resp,
-        Target::Cli,
-        Target::Lesson,
-        Target::Engine,
-        Target::Lua,
-        Target::LuaLib,
-        Target::Wire,
+impl FuzzTarget {
+    pub const ALL: [FuzzTarget; 7] = [
+        FuzzTarget::Resp,
+        FuzzTarget::Cli,
+        FuzzTarget::Lesson,
+        FuzzTarget::Engine,
+        FuzzTarget::Lua,
+        FuzzTarget::LuaLib,
+        FuzzTarget::Wire,
     ];
 
     /// What a run without `--target` fuzzes: every target but `lualib`.
@@ -78,51 +78,51 @@ impl Target {
     /// stream…); until they are matched it runs when asked
     /// (`--target lualib`), so that the default run, which `./scripts/test`
     /// makes, stays a check that passes only when nothing is found.
-    pub const DEFAULT: [Target; 6] = [
-        Target::Resp,
-        Target::Cli,
-        Target::Lesson,
-        Target::Engine,
-        Target::Lua,
-        Target::Wire,
+    pub const DEFAULT: [FuzzTarget; 6] = [
+        FuzzTarget::Resp,
+        FuzzTarget::Cli,
+        FuzzTarget::Lesson,
+        FuzzTarget::Engine,
+        FuzzTarget::Lua,
+        FuzzTarget::Wire,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Target::Resp => "resp",
-            Target::Cli => "cli",
-            Target::Lesson => "lesson",
-            Target::Engine => "engine",
-            Target::Lua => "lua",
-            Target::LuaLib => "lualib",
-            Target::Wire => "wire",
+            FuzzTarget::Resp => "resp",
+            FuzzTarget::Cli => "cli",
+            FuzzTarget::Lesson => "lesson",
+            FuzzTarget::Engine => "engine",
+            FuzzTarget::Lua => "lua",
+            FuzzTarget::LuaLib => "lualib",
+            FuzzTarget::Wire => "wire",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|t| t.name() == s)
+    pub fn parse(s: &str) -> Option<FuzzTarget> {
+        FuzzTarget::ALL.into_iter().find(|t| t.name() == s)
     }
 
     /// Inputs of this target cost about this many of the cheapest one
     /// (a `--inputs` budget is shared out in inverse proportion).
     pub fn weight(self) -> u64 {
         match self {
-            Target::Resp | Target::Cli => 1,
-            Target::Lesson => 8,
-            Target::Engine => 4,
-            Target::Lua => 40,
+            FuzzTarget::Resp | FuzzTarget::Cli => 1,
+            FuzzTarget::Lesson => 8,
+            FuzzTarget::Engine => 4,
+            FuzzTarget::Lua => 40,
             // One EVAL on each side.
-            Target::LuaLib => 20,
+            FuzzTarget::LuaLib => 20,
             // Two connections and a pause per byte (≈ 20 ms an input).
-            Target::Wire => 400,
+            FuzzTarget::Wire => 400,
         }
     }
 }
 
 /// One input that made the simulator panic or disagree with redis-server.
 #[derive(Debug, Clone)]
-pub struct Finding {
-    pub target: Target,
+pub struct FuzzFinding {
+    pub target: FuzzTarget,
     pub index: u64,
     pub what: String,
     /// Where the input was saved, if it was.
@@ -131,9 +131,9 @@ pub struct Finding {
 
 /// What a run did.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct FuzzReport {
     pub tried: u64,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<FuzzFinding>,
     /// Replies compared with redis-server.
     pub compared: u64,
 }
@@ -146,14 +146,14 @@ pub fn regressions_dir() -> PathBuf {
 /// Run `count` inputs of `target` from `seed`. With `real`, the engine's
 /// replies are compared with that redis-server's. `save` keeps crash inputs.
 pub fn fuzz(
-    target: Target,
+    target: FuzzTarget,
     seed: u64,
     count: u64,
     mut real: Option<&mut RealConnection>,
     save: bool,
     mut progress: impl FnMut(u64),
-) -> Report {
-    let mut report = Report::default();
+) -> FuzzReport {
+    let mut report = FuzzReport::default();
     let lessons = gen::lesson_corpus();
     let mut node = Node::new(Profile::V7_0);
     let mut conn = node.connect();
@@ -164,8 +164,8 @@ pub fn fuzz(
         let input = generate(target, seed, index, &lessons);
         report.tried += 1;
         let outcome = catch_unwind(AssertUnwindSafe(|| match target {
-            Target::Engine => engine(&mut node, &mut conn, &input, real.as_deref_mut()),
-            Target::LuaLib => library_call(&mut node, conn, &input, real.as_deref_mut()),
+            FuzzTarget::Engine => engine(&mut node, &mut conn, &input, real.as_deref_mut()),
+            FuzzTarget::LuaLib => library_call(&mut node, conn, &input, real.as_deref_mut()),
             _ => run_one(target, &mut node, conn, &input),
         }));
         let what = match outcome {
@@ -177,7 +177,7 @@ pub fn fuzz(
             Err(payload) => format!("panic: {}", panic_text(&payload)),
         };
         let saved = save.then(|| save_input(target, &input)).flatten();
-        report.findings.push(Finding {
+        report.findings.push(FuzzFinding {
             target,
             index,
             what,
@@ -192,56 +192,56 @@ pub fn fuzz(
 
 /// Input number `index` of `target` from `seed`: how a finding is
 /// reproduced.
-pub fn input(target: Target, seed: u64, index: u64) -> Vec<u8> {
+pub fn input(target: FuzzTarget, seed: u64, index: u64) -> Vec<u8> {
     generate(target, seed, index, &gen::lesson_corpus())
 }
 
-fn generate(target: Target, seed: u64, index: u64, lessons: &[String]) -> Vec<u8> {
+fn generate(target: FuzzTarget, seed: u64, index: u64, lessons: &[String]) -> Vec<u8> {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ target as u64);
     match target {
-        Target::Resp => gen::resp_input(&mut rng),
-        Target::Cli => gen::cli_line(&mut rng),
-        Target::Lesson => gen::lesson_text(&mut rng, lessons),
-        Target::Engine => gen::argv_sequence(&mut rng),
-        Target::Lua => gen::lua_program(&mut rng),
-        Target::LuaLib => libcalls::library_call(&mut rng),
-        Target::Wire => gen::resp_input(&mut rng),
+        FuzzTarget::Resp => gen::resp_input(&mut rng),
+        FuzzTarget::Cli => gen::cli_line(&mut rng),
+        FuzzTarget::Lesson => gen::lesson_text(&mut rng, lessons),
+        FuzzTarget::Engine => gen::argv_sequence(&mut rng),
+        FuzzTarget::Lua => gen::lua_program(&mut rng),
+        FuzzTarget::LuaLib => libcalls::library_call(&mut rng),
+        FuzzTarget::Wire => gen::resp_input(&mut rng),
     }
 }
 
 /// Run one input of a target other than the differential engine. `Err`
 /// only for a broken invariant that is not a panic.
 pub fn run_one(
-    target: Target,
+    target: FuzzTarget,
     node: &mut Node,
     conn: locklab_core::server::ConnId,
     input: &[u8],
 ) -> Result<u64, String> {
     match target {
-        Target::Resp => {
+        FuzzTarget::Resp => {
             let chunks = gen::split_chunks(input);
             let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
             let _ = locklab_backend::sim_server::fuzz_resp(&refs);
             // The same commands however the stream is cut.
             locklab_backend::sim_server::fuzz_resp_split(input)?;
         }
-        Target::Cli => {
+        FuzzTarget::Cli => {
             if let Ok(mut argv) = parse_line(input) {
                 let _ = take_repeat(&mut argv);
                 let _ = locklab_core::cli::render(&argv, &Reply::Nil);
             }
         }
-        Target::Lesson => {
+        FuzzTarget::Lesson => {
             let text = String::from_utf8_lossy(input);
             let _ = Lesson::parse(&text);
         }
-        Target::Engine => {
+        FuzzTarget::Engine => {
             for argv in gen::decode_sequence(input) {
                 let _ = node.execute(conn, &argv);
             }
         }
-        Target::Wire => wire::check(input)?,
-        Target::Lua | Target::LuaLib => {
+        FuzzTarget::Wire => wire::check(input)?,
+        FuzzTarget::Lua | FuzzTarget::LuaLib => {
             let argv = vec![
                 b"EVAL".to_vec(),
                 input.to_vec(),
@@ -308,7 +308,7 @@ fn library_call(
     real: Option<&mut RealConnection>,
 ) -> Result<u64, String> {
     let Some(real) = real else {
-        return run_one(Target::LuaLib, node, conn, input);
+        return run_one(FuzzTarget::LuaLib, node, conn, input);
     };
     let argv = vec![b"EVAL".to_vec(), input.to_vec(), b"0".to_vec()];
     let ours = flatten(node.execute(conn, &argv));
@@ -342,7 +342,7 @@ fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Keep a crash input as `regressions/<target>/<hash>.bin`.
-fn save_input(target: Target, input: &[u8]) -> Option<PathBuf> {
+fn save_input(target: FuzzTarget, input: &[u8]) -> Option<PathBuf> {
     let dir = regressions_dir().join(target.name());
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join(format!("{}.bin", &locklab_core::server::script::sha1_hex(input)[..16]));
@@ -351,9 +351,9 @@ fn save_input(target: Target, input: &[u8]) -> Option<PathBuf> {
 }
 
 /// Every kept regression input, with its target.
-pub fn regressions() -> Vec<(Target, PathBuf)> {
+pub fn regressions() -> Vec<(FuzzTarget, PathBuf)> {
     let mut out = Vec::new();
-    for t in Target::ALL {
+    for t in FuzzTarget::ALL {
         let Ok(entries) = std::fs::read_dir(regressions_dir().join(t.name())) else {
             continue;
         };

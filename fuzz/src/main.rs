@@ -15,13 +15,13 @@ use anyhow::{bail, Context, Result};
 use locklab_backend::real::conn::RealConnection;
 use locklab_backend::real::process::RedisServer;
 use locklab_core::server::{Node, Profile};
-use locklab_fuzz::{fuzz, regressions, run_one, Target};
+use locklab_fuzz::{fuzz, regressions, run_one, FuzzTarget};
 
 /// The command line.
 struct Options {
     inputs: u64,
     seed: u64,
-    targets: Vec<Target>,
+    targets: Vec<FuzzTarget>,
     diff: bool,
     save: bool,
     /// How many findings per target are printed.
@@ -31,7 +31,7 @@ struct Options {
 fn options() -> Result<Options> {
     let mut inputs: u64 = 100_000;
     let mut seed: u64 = 1;
-    let mut only: Option<Target> = None;
+    let mut only: Option<FuzzTarget> = None;
     let mut diff = false;
     let mut save = true;
     let mut show = 20;
@@ -42,7 +42,7 @@ fn options() -> Result<Options> {
             "--seed" => seed = args.next().context("--seed needs a number")?.parse()?,
             "--target" => {
                 let t = args.next().context("--target needs a name")?;
-                only = Some(Target::parse(&t).with_context(|| format!("unknown target {t}"))?);
+                only = Some(FuzzTarget::parse(&t).with_context(|| format!("unknown target {t}"))?);
             }
             "--diff" => diff = true,
             "--no-save" => save = false,
@@ -50,7 +50,7 @@ fn options() -> Result<Options> {
             other => bail!("unknown option {other}"),
         }
     }
-    let targets: Vec<Target> = only.map_or_else(|| Target::DEFAULT.to_vec(), |t| vec![t]);
+    let targets: Vec<FuzzTarget> = only.map_or_else(|| FuzzTarget::DEFAULT.to_vec(), |t| vec![t]);
     Ok(Options {
         inputs,
         seed,
@@ -80,7 +80,7 @@ fn replay_regressions() -> Result<()> {
 }
 
 /// One target's line of the report, and its first findings.
-fn print_report(t: Target, report: &locklab_fuzz::Report, show: usize) {
+fn print_report(t: FuzzTarget, report: &locklab_fuzz::FuzzReport, show: usize) {
     println!(
         "{:<7} {:>10} inputs, {} found{}",
         t.name(),
@@ -126,7 +126,7 @@ fn main() -> Result<()> {
     let (mut tried, mut found, mut compared) = (0u64, 0usize, 0u64);
     for t in targets {
         let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
-        let real = if matches!(t, Target::Engine | Target::LuaLib) {
+        let real = if matches!(t, FuzzTarget::Engine | FuzzTarget::LuaLib) {
             real.as_mut()
         } else {
             None

@@ -6,7 +6,7 @@
 use locklab_backend::real::conn::RealConnection;
 use locklab_backend::real::process::RedisServer;
 use locklab_core::server::{Node, Profile};
-use locklab_fuzz::{fuzz, regressions, run_one, Target};
+use locklab_fuzz::{fuzz, regressions, run_one, FuzzTarget};
 
 #[test]
 fn kept_regressions_stay_fixed() {
@@ -23,14 +23,14 @@ fn a_short_run_finds_nothing() {
     let server = RedisServer::start();
     let mut real = RealConnection::open(&server.url()).expect("connect to redis-server");
     for (target, count) in [
-        (Target::Resp, 20_000),
-        (Target::Cli, 20_000),
-        (Target::Lesson, 2_000),
-        (Target::Engine, 300),
-        (Target::Lua, 300),
-        (Target::Wire, 60),
+        (FuzzTarget::Resp, 20_000),
+        (FuzzTarget::Cli, 20_000),
+        (FuzzTarget::Lesson, 2_000),
+        (FuzzTarget::Engine, 300),
+        (FuzzTarget::Lua, 300),
+        (FuzzTarget::Wire, 60),
     ] {
-        let real = (target == Target::Engine).then_some(&mut real);
+        let real = (target == FuzzTarget::Engine).then_some(&mut real);
         let report = fuzz(target, 16, count, real, false, |_| {});
         assert_eq!(report.tried, count);
         assert!(
@@ -39,7 +39,7 @@ fn a_short_run_finds_nothing() {
             target.name(),
             &report.findings[..report.findings.len().min(5)]
         );
-        if target == Target::Engine {
+        if target == FuzzTarget::Engine {
             assert!(report.compared > 0);
         }
     }

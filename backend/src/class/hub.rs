@@ -45,10 +45,10 @@ use locklab_core::class::{
 use locklab_core::lesson::{Lesson, Step};
 use locklab_core::rng::Rng;
 
-pub use log::{Admit, Entry, What};
+pub use log::{Admit, LogEntry, What};
 
 /// A connection's number, given by [`Hub::connect`].
-pub type ConnId = u64;
+pub type SocketId = u64;
 
 /// The presenter's tally, roster and drill tally: at most one of each per
 /// this long (the page redraws a chart; 10/s is smooth).
@@ -98,11 +98,11 @@ impl Default for ClassConfig {
 /// What the hub asks its sockets to do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Out {
-    To(ConnId, ServerSays),
+    To(SocketId, ServerSays),
     /// One message to many connections (serialised once).
-    Many(Vec<ConnId>, ServerSays),
+    Many(Vec<SocketId>, ServerSays),
     /// Close this connection (after what was sent to it before).
-    Close(ConnId),
+    Close(SocketId),
 }
 
 /// Random numbers the secrets, member ids and codes are drawn from (the
@@ -126,7 +126,7 @@ struct Conn {
 struct Follower {
     name: Option<String>,
     score: u32,
-    conn: Option<ConnId>,
+    conn: Option<SocketId>,
     /// Question id → whether the first answer was right.
     answers: BTreeMap<u32, bool>,
 }
@@ -150,7 +150,7 @@ struct Class {
     /// [`super::secret_hash`] of the presenter secret: the secret itself is
     /// only ever in the presenter's page (and in the log as this hash).
     secret_hash: String,
-    presenter: Option<ConnId>,
+    presenter: Option<SocketId>,
     members: BTreeMap<String, Follower>,
     position: Position,
     questions: Vec<Asked>,
@@ -181,17 +181,17 @@ pub struct Hub {
     lessons: Arc<Vec<Lesson>>,
     entropy: Entropy,
     classes: HashMap<ClassCode, Class>,
-    conns: HashMap<ConnId, Conn>,
-    next_conn: ConnId,
+    conns: HashMap<SocketId, Conn>,
+    next_conn: SocketId,
     throttle: HashMap<IpAddr, Window>,
-    /// This process's name in the class logs ([`log::Entry::instance`]).
+    /// This process's name in the class logs ([`log::LogEntry::instance`]).
     instance: String,
     /// The connections of other instances, by (instance, their number):
     /// each is a connection here too (its role, its class), with no socket.
-    ghosts: HashMap<(String, ConnId), ConnId>,
+    ghosts: HashMap<(String, SocketId), SocketId>,
     /// The secret a local `start` or `resume` was given, until its entry is
     /// applied and `started` is sent with it.
-    secrets: HashMap<ConnId, String>,
+    secrets: HashMap<SocketId, String>,
     /// The class URLs of the live instances (the store's heartbeat), told
     /// to every page in a class so one whose instance dies reconnects to
     /// another; empty with one instance.
@@ -246,7 +246,7 @@ impl Hub {
             return Vec::new();
         }
         self.urls = urls;
-        let conns: Vec<ConnId> = self
+        let conns: Vec<SocketId> = self
             .conns
             .iter()
             .filter(|(_, c)| !matches!(c.role, Role::None))
@@ -274,7 +274,7 @@ impl Hub {
     }
 
     /// A new connection from `peer`.
-    pub fn connect(&mut self, peer: IpAddr) -> ConnId {
+    pub fn connect(&mut self, peer: IpAddr) -> SocketId {
         let id = self.next_conn;
         self.next_conn += 1;
         self.conns.insert(
@@ -289,7 +289,7 @@ impl Hub {
     }
 
     /// `conn` closed (or was dropped for being slow): its class notes it.
-    pub fn disconnect(&mut self, conn: ConnId, now: Instant) -> Vec<Out> {
+    pub fn disconnect(&mut self, conn: SocketId, now: Instant) -> Vec<Out> {
         let Some(c) = self.conns.remove(&conn) else {
             return Vec::new();
         };
@@ -342,20 +342,20 @@ impl Hub {
 
     /// One text frame from `conn`, on a hub that is the only instance:
     /// admitted ([`Hub::admit_text`]) and applied at once ([`Hub::settle`]).
-    pub fn handle_text(&mut self, conn: ConnId, text: &str, now: Instant) -> Vec<Out> {
+    pub fn handle_text(&mut self, conn: SocketId, text: &str, now: Instant) -> Vec<Out> {
         let admitted = self.admit_text(conn, text, now);
         self.settle(admitted, now)
     }
 
     /// One message from `conn`, on a hub that is the only instance.
-    pub fn handle(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Vec<Out> {
+    pub fn handle(&mut self, conn: SocketId, msg: ClassClientMsg, now: Instant) -> Vec<Out> {
         let admitted = self.admit(conn, msg, now);
         self.settle(admitted, now)
     }
 
     /// One text frame from `conn`, read and checked against what this hub
     /// knows, before any class changes ([`Hub::admit`]).
-    pub fn admit_text(&mut self, conn: ConnId, text: &str, now: Instant) -> Admit {
+    pub fn admit_text(&mut self, conn: SocketId, text: &str, now: Instant) -> Admit {
         let Some(c) = self.conns.get(&conn) else {
             return Admit::Done(Vec::new());
         };
@@ -382,7 +382,7 @@ impl Hub {
         }
     }
 
-    fn role_free(&self, conn: ConnId) -> Result<&Conn, ClassError> {
+    fn role_free(&self, conn: SocketId) -> Result<&Conn, ClassError> {
         match self.conns.get(&conn) {
             Some(c @ Conn { role: Role::None, .. }) => Ok(c),
             Some(_) => Err(ClassError::AlreadyInClass),
@@ -397,7 +397,7 @@ impl Hub {
     /// A `start`: from a loopback peer, while fewer than
     /// [`ClassConfig::max_classes`] run here; a fresh code and secret, the
     /// secret kept for `started` and only its hash logged.
-    fn admit_start(&mut self, conn: ConnId) -> Result<(ClassCode, String), ClassError> {
+    fn admit_start(&mut self, conn: SocketId) -> Result<(ClassCode, String), ClassError> {
         if !self.role_free(conn)?.peer.to_canonical().is_loopback() {
             return Err(ClassError::LoopbackOnly);
         }
@@ -416,7 +416,7 @@ impl Hub {
         Ok((code, hash))
     }
 
-    fn start(&mut self, conn: ConnId, code: &ClassCode, secret_hash: String, now: Instant, out: &mut Vec<Out>) {
+    fn start(&mut self, conn: SocketId, code: &ClassCode, secret_hash: String, now: Instant, out: &mut Vec<Out>) {
         if self.classes.contains_key(code) {
             return;
         }
@@ -441,7 +441,7 @@ impl Hub {
         }
     }
 
-    fn set_role(&mut self, conn: ConnId, role: Role) {
+    fn set_role(&mut self, conn: SocketId, role: Role) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.role = role;
         }
@@ -449,7 +449,7 @@ impl Hub {
 
     fn resume(
         &mut self,
-        conn: ConnId,
+        conn: SocketId,
         code: &ClassCode,
         secret_hash: &str,
         now: Instant,
@@ -521,7 +521,7 @@ impl Hub {
     #[allow(clippy::too_many_arguments)]
     fn join(
         &mut self,
-        conn: ConnId,
+        conn: SocketId,
         code: &ClassCode,
         name: Option<String>,
         member: Option<String>,
@@ -591,7 +591,7 @@ impl Hub {
 
     fn control(
         &mut self,
-        conn: ConnId,
+        conn: SocketId,
         secret_hash: &str,
         control: Control,
         now: Instant,
@@ -648,7 +648,7 @@ impl Hub {
         self.forget_ghosts(&to);
     }
 
-    fn follower_of(&self, conn: ConnId) -> Result<(ClassCode, String), ClassError> {
+    fn follower_of(&self, conn: SocketId) -> Result<(ClassCode, String), ClassError> {
         match self.conns.get(&conn).map(|c| &c.role) {
             Some(Role::Follower(code, member)) => Ok((code.clone(), member.clone())),
             _ => Err(ClassError::Malformed("join a class first".into())),
@@ -657,7 +657,7 @@ impl Hub {
 
     fn answer(
         &mut self,
-        conn: ConnId,
+        conn: SocketId,
         question: u32,
         answer: &Answer,
         now: Instant,
@@ -713,7 +713,7 @@ impl Hub {
 
     /// A drill report; the presenter's tally goes out with the next tick
     /// (no socket waits for it).
-    fn drill_result(&mut self, conn: ConnId, drill: u32, found: bool) -> Result<(), ClassError> {
+    fn drill_result(&mut self, conn: SocketId, drill: u32, found: bool) -> Result<(), ClassError> {
         let (code, member) = self.follower_of(conn)?;
         let class = self.classes.get_mut(&code).ok_or(ClassError::Ended)?;
         let d = class

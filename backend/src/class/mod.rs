@@ -11,7 +11,7 @@
 //!   module and not the other way round.
 //!
 //! * [`store`] — where classes live: every change to a class is an entry
-//!   of the class's log ([`hub::Entry`]), appended to the store and applied
+//!   of the class's log ([`hub::LogEntry`]), appended to the store and applied
 //!   by every instance that reads it. [`store::MemoryStore`] (the default)
 //!   keeps it in this process; [`store::RedisStore`]
 //!   (`--class-store redis://…`) in a Redis stream per class, so several
@@ -21,7 +21,7 @@
 pub mod hub;
 pub mod store;
 
-pub use hub::{ClassConfig, ConnId, Hub, Out};
+pub use hub::{ClassConfig, Hub, Out, SocketId};
 
 /// What a class keeps of its presenter secret, in memory and in the store:
 /// a hex SHA-1 of it, domain-separated. The secret is 128 random bits, so

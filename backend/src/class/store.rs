@@ -1,4 +1,4 @@
-//! Where classes live: each class is a log of [`Entry`]s (see
+//! Where classes live: each class is a log of [`LogEntry`]s (see
 //! `class::hub::log`), and a store holds the logs. The web pump appends
 //! what [`crate::class::Hub::admit`] admits and applies, in order, what
 //! [`ClassStore::next`] reads back — its own entries and every other
@@ -18,7 +18,7 @@ use locklab_core::class::ClassCode;
 use thiserror::Error;
 use tokio::sync::{mpsc, Mutex};
 
-use super::hub::Entry;
+use super::hub::LogEntry;
 
 mod redis;
 
@@ -55,10 +55,10 @@ pub trait ClassStore: Send + Sync + 'static {
     /// time, so this instance holds the class as every other does.
     fn follow(&self, code: &ClassCode);
     /// Append `entry` to class `code`'s log.
-    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a Entry) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a LogEntry) -> BoxFuture<'a, Result<(), StoreError>>;
     /// The next entries of the logs followed, each log's in its order;
     /// `None` once the store has stopped. One reader calls it.
-    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>>;
+    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, LogEntry)>>>;
     /// Renew instance `me`'s heartbeat (it lives [`INSTANCE_TTL`]),
     /// advertising `url` (its `--class-url`), and name those of `others`
     /// whose heartbeat has expired, and the URLs of the live instances.
@@ -84,8 +84,8 @@ pub struct Beat {
 /// class this hub holds is all there is ([`ClassStore::exists`] is `false`
 /// for a class the hub does not hold).
 pub struct MemoryStore {
-    tx: mpsc::Sender<(ClassCode, Entry)>,
-    rx: Mutex<mpsc::Receiver<(ClassCode, Entry)>>,
+    tx: mpsc::Sender<(ClassCode, LogEntry)>,
+    rx: Mutex<mpsc::Receiver<(ClassCode, LogEntry)>>,
 }
 
 impl Default for MemoryStore {
@@ -108,7 +108,7 @@ impl ClassStore for MemoryStore {
 
     fn follow(&self, _: &ClassCode) {}
 
-    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a Entry) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a LogEntry) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.tx
                 .send((code.clone(), entry.clone()))
@@ -122,7 +122,7 @@ impl ClassStore for MemoryStore {
         Box::pin(async { Ok(Beat::default()) })
     }
 
-    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>> {
+    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, LogEntry)>>> {
         Box::pin(async move {
             let mut rx = self.rx.lock().await;
             let first = rx.recv().await?;

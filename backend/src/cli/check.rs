@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use super::check_card::{Card, Row};
 use super::check_libs::Libraries;
-use super::check_run::{self, Library, Nemesis, RunError, RunSpec, TTL_MS};
+use super::check_run::{self, LockLibrary, Nemesis, RunError, RunSpec, TTL_MS};
 
 /// Check a lock library's history (JSON lines) for broken lock invariants and linearizability.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -53,7 +53,7 @@ pub struct CheckArgs {
         requires = "nemesis",
         conflicts_with = "bench"
     )]
-    pub library: Vec<Library>,
+    pub library: Vec<LockLibrary>,
     /// The faults to inject (comma-separated): every library × every fault is one run, one row of the card.
     /// `failover` needs replication, which sim-server does not have: it runs on a master + replica of real
     /// redis-servers the lab starts on loopback ports (the card says so). In a matrix, a library × fault that
@@ -106,7 +106,7 @@ pub enum CheckError {
 
 /// What `locklab check` prints, and whether it found anything wrong (the
 /// exit status).
-pub struct Outcome {
+pub struct CheckOutcome {
     pub text: String,
     pub clean: bool,
 }
@@ -124,7 +124,7 @@ fn clean(report: &Report) -> bool {
 }
 
 /// Run `locklab check`.
-pub fn run(args: &CheckArgs) -> Result<Outcome, CheckError> {
+pub fn run(args: &CheckArgs) -> Result<CheckOutcome, CheckError> {
     let search = Search { limit: args.limit };
     if args.bench {
         return Ok(bench(args, &search));
@@ -141,14 +141,14 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CheckError> {
     let history: History =
         parse(BufReader::new(file), &Limits::default()).map_err(|source| CheckError::History { path: name, source })?;
     let report = check(&history, &search);
-    Ok(Outcome {
+    Ok(CheckOutcome {
         text: render(&report, args.json)?,
         clean: clean(&report),
     })
 }
 
 /// Check a generated history and say how fast.
-fn bench(args: &CheckArgs, search: &Search) -> Outcome {
+fn bench(args: &CheckArgs, search: &Search) -> CheckOutcome {
     let history = generate(args.seed, args.clients.unwrap_or(8), args.ops);
     let started = Instant::now();
     let report = check(&history, search);
@@ -167,14 +167,14 @@ fn bench(args: &CheckArgs, search: &Search) -> Outcome {
         report.ops as f64 / secs.max(1e-9),
         report.findings.len()
     );
-    Outcome {
+    CheckOutcome {
         text,
         clean: clean(&report),
     }
 }
 
 /// Every library × every fault: run, check, and make the card.
-fn libraries(args: &CheckArgs, search: &Search) -> Result<Outcome, CheckError> {
+fn libraries(args: &CheckArgs, search: &Search) -> Result<CheckOutcome, CheckError> {
     let base = args
         .out
         .clone()
@@ -230,7 +230,7 @@ fn libraries(args: &CheckArgs, search: &Search) -> Result<Outcome, CheckError> {
     } else {
         card.text()
     };
-    Ok(Outcome {
+    Ok(CheckOutcome {
         text,
         clean: card.clean(),
     })

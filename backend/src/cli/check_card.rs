@@ -13,7 +13,7 @@ use locklab_core::history::{Check, Finding, Linearity, Op, OpKind, Report};
 use locklab_core::invariants::Invariant;
 use serde::Serialize;
 
-use super::check_run::{Library, Nemesis, Run};
+use super::check_run::{LockLibrary, Nemesis, Run};
 
 /// What one library under one fault came to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -53,7 +53,7 @@ impl Verdict {
 /// One row of the card.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    pub library: Library,
+    pub library: LockLibrary,
     pub nemesis: Nemesis,
     pub fenced: bool,
     /// `sim-server` or `redis-server`.
@@ -72,7 +72,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn new(library: Library, nemesis: Nemesis, fenced: bool, run: &Run, report: &Report) -> Row {
+    pub fn new(library: LockLibrary, nemesis: Nemesis, fenced: bool, run: &Run, report: &Report) -> Row {
         let rounds = run
             .history
             .ops
@@ -96,7 +96,7 @@ impl Row {
     }
 
     /// A combination that cannot run, and why.
-    pub fn not_run(library: Library, nemesis: Nemesis, fenced: bool, why: String) -> Row {
+    pub fn not_run(library: LockLibrary, nemesis: Nemesis, fenced: bool, why: String) -> Row {
         Row {
             library,
             nemesis,
@@ -181,7 +181,7 @@ pub struct Card {
 /// A library (with or without the lab's fence) under every fault.
 #[derive(Clone, Debug, Serialize)]
 pub struct MatrixRow {
-    pub library: Library,
+    pub library: LockLibrary,
     pub fenced: bool,
     pub cells: Vec<Cell>,
 }

@@ -55,7 +55,7 @@ use crate::sim_server;
 /// The lock libraries a run can use, as their workloads in `checks/` drive them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Library {
+pub enum LockLibrary {
     /// redis-py's `Lock` with `timeout` (a lease).
     RedisPy,
     /// redis-py's `Lock` with `timeout=None`: the lock never expires.
@@ -73,22 +73,22 @@ pub enum Library {
     NodeRedlock,
 }
 
-impl Library {
+impl LockLibrary {
     pub fn name(self) -> &'static str {
         match self {
-            Library::RedisPy => "redis-py",
-            Library::RedisPyNoTimeout => "redis-py-no-timeout",
-            Library::RedisPyTimeout0 => "redis-py-timeout-0",
-            Library::PythonRedisLock => "python-redis-lock",
-            Library::Pottery => "pottery",
-            Library::NodeRedlock => "node-redlock",
+            LockLibrary::RedisPy => "redis-py",
+            LockLibrary::RedisPyNoTimeout => "redis-py-no-timeout",
+            LockLibrary::RedisPyTimeout0 => "redis-py-timeout-0",
+            LockLibrary::PythonRedisLock => "python-redis-lock",
+            LockLibrary::Pottery => "pottery",
+            LockLibrary::NodeRedlock => "node-redlock",
         }
     }
 
     /// Redlock wants a majority of independent masters; the others one node.
     pub fn nodes(self) -> usize {
         match self {
-            Library::Pottery | Library::NodeRedlock => 5,
+            LockLibrary::Pottery | LockLibrary::NodeRedlock => 5,
             _ => 1,
         }
     }
@@ -96,15 +96,15 @@ impl Library {
     /// The lock key the library itself writes for the lock named `name`.
     fn key(self, name: &str) -> String {
         match self {
-            Library::PythonRedisLock => format!("lock:{name}"),
-            Library::Pottery => format!("redlock:{name}"),
+            LockLibrary::PythonRedisLock => format!("lock:{name}"),
+            LockLibrary::Pottery => format!("redlock:{name}"),
             _ => name.to_owned(),
         }
     }
 
     fn workload(self) -> (&'static str, &'static str) {
         match self {
-            Library::NodeRedlock => ("node_redlock.js", include_str!("../../../checks/node_redlock.js")),
+            LockLibrary::NodeRedlock => ("node_redlock.js", include_str!("../../../checks/node_redlock.js")),
             _ => ("python_locks.py", include_str!("../../../checks/python_locks.py")),
         }
     }
@@ -112,9 +112,9 @@ impl Library {
     /// The lease, or `None` (no expiry).
     fn ttl_ms(self, ttl_ms: u64) -> Option<u64> {
         match self {
-            Library::RedisPyNoTimeout | Library::RedisPyTimeout0 => None,
+            LockLibrary::RedisPyNoTimeout | LockLibrary::RedisPyTimeout0 => None,
             // python-redis-lock's expire is whole seconds.
-            Library::PythonRedisLock => Some(ttl_ms.div_ceil(1000).max(1) * 1000),
+            LockLibrary::PythonRedisLock => Some(ttl_ms.div_ceil(1000).max(1) * 1000),
             _ => Some(ttl_ms),
         }
     }
@@ -194,8 +194,8 @@ struct Round {
 }
 
 impl Round {
-    fn of(library: Library, nemesis: Nemesis) -> Round {
-        let renew = library == Library::RedisPyTimeout0;
+    fn of(library: LockLibrary, nemesis: Nemesis) -> Round {
+        let renew = library == LockLibrary::RedisPyTimeout0;
         Round {
             write_first: nemesis == Nemesis::Failover || renew,
             read: nemesis.on_link(),
@@ -218,7 +218,7 @@ pub const FAILOVER_NOTE: &str = "failover ran on a master + replica of real redi
 /// One run: a library, a fault, and how.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    pub library: Library,
+    pub library: LockLibrary,
     pub nemesis: Nemesis,
     pub clients: u32,
     pub seconds: u64,

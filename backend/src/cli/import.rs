@@ -51,7 +51,7 @@ pub enum ImportCliError {
 
 /// What `locklab trace import` prints, and whether the capture showed a
 /// violation (the exit status).
-pub struct Outcome {
+pub struct ImportOutcome {
     pub text: String,
     pub clean: bool,
 }
@@ -73,7 +73,7 @@ fn import_file(path: &Path, locks: &[String]) -> Result<Import, ImportCliError> 
 }
 
 /// Run `locklab trace import`.
-pub fn run(args: &ImportArgs) -> Result<Outcome, ImportCliError> {
+pub fn run(args: &ImportArgs) -> Result<ImportOutcome, ImportCliError> {
     if args.bench {
         return bench(args.lines);
     }
@@ -94,7 +94,7 @@ pub fn run(args: &ImportArgs) -> Result<Outcome, ImportCliError> {
             out.display()
         ));
     }
-    Ok(Outcome {
+    Ok(ImportOutcome {
         text,
         clean: imported.summary.violations.is_empty(),
     })
@@ -189,7 +189,7 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-fn bench(lines: u64) -> Result<Outcome, ImportCliError> {
+fn bench(lines: u64) -> Result<ImportOutcome, ImportCliError> {
     let path = std::env::temp_dir().join(format!("locklab-monitor-bench-{}.txt", std::process::id()));
     write_capture(&path, lines).map_err(|source| ImportCliError::Write {
         path: path.display().to_string(),
@@ -215,5 +215,5 @@ fn bench(lines: u64) -> Result<Outcome, ImportCliError> {
         imported.trace.events.len(),
         s.lines as f64 / secs.max(1e-9),
     );
-    Ok(Outcome { text, clean: true })
+    Ok(ImportOutcome { text, clean: true })
 }

@@ -8,12 +8,12 @@
 //! prints only replies, so `locklab cli < file` and `redis-cli --no-raw <
 //! file` can be compared byte for byte.
 //!
-//! The three [`Target`]s share everything but the last step: reading
+//! The three [`ReplTarget`]s share everything but the last step: reading
 //! bounded lines and `quit` happen here, the line limit, redis-cli's parse
 //! errors and its repeat count in core's one console path
 //! ([`locklab_core::console`], which the browser's consoles use too). The simulator and a real server
 //! answer with a [`Reply`] that is rendered here; a lab backend renders its
-//! replies itself, so [`Via`] hands back text. Only `--via` has lab
+//! replies itself, so [`BackendClient`] hands back text. Only `--via` has lab
 //! commands (`:client B`, `:fault pause 0`): on the other targets a line
 //! starting with `:` goes to Redis like any other, as in redis-cli.
 
@@ -28,11 +28,11 @@ use locklab_core::server::{ConnId, Node, Profile};
 use locklab_core::Reply;
 use thiserror::Error;
 
-use crate::cli::via::{Via, ViaError};
+use crate::cli::via::{BackendClient, ViaError};
 use crate::real::conn::{RealConnection, RealError};
 
 /// Where commands go.
-pub enum Target {
+pub enum ReplTarget {
     Sim {
         node: Box<Node>,
         conn: ConnId,
@@ -43,7 +43,7 @@ pub enum Target {
         in_multi: bool,
     },
     /// A `locklab serve` lab session over its WebSocket.
-    Via(Box<Via>),
+    Via(Box<BackendClient>),
 }
 
 /// Why the REPL stopped before the end of its input.
@@ -58,17 +58,17 @@ pub enum ReplError {
     Via(#[from] ViaError),
 }
 
-impl Target {
-    pub fn sim(profile: Profile) -> Target {
+impl ReplTarget {
+    pub fn sim(profile: Profile) -> ReplTarget {
         let mut node = Box::new(Node::new(profile));
         let conn = node.connect();
-        Target::Sim { node, conn }
+        ReplTarget::Sim { node, conn }
     }
 
-    pub fn real(url: &str) -> Result<Target, RealError> {
+    pub fn real(url: &str) -> Result<ReplTarget, RealError> {
         let conn = RealConnection::open(url)?;
         let addr = url.trim_start_matches("redis://").trim_end_matches('/').to_owned();
-        Ok(Target::Real {
+        Ok(ReplTarget::Real {
             conn,
             addr,
             in_multi: false,
@@ -78,15 +78,15 @@ impl Target {
     /// redis-cli's prompt: `host:port> `, with `(TX)` inside MULTI.
     pub fn prompt(&self) -> String {
         match self {
-            Target::Sim { node, conn } => {
+            ReplTarget::Sim { node, conn } => {
                 let tx = if node.in_multi(*conn) { "(TX)" } else { "" };
                 format!("sim:{}{tx}> ", node.profile())
             }
-            Target::Real { addr, in_multi, .. } => {
+            ReplTarget::Real { addr, in_multi, .. } => {
                 let tx = if *in_multi { "(TX)" } else { "" };
                 format!("{addr}{tx}> ")
             }
-            Target::Via(via) => via.prompt(),
+            ReplTarget::Via(via) => via.prompt(),
         }
     }
 
@@ -95,7 +95,7 @@ impl Target {
     /// lab backend, which takes lines rather than argvs.
     fn answer(&mut self, argv: &[Vec<u8>], line: Option<&str>) -> Result<String, ViaError> {
         match self {
-            Target::Via(via) => via.command(argv, line),
+            ReplTarget::Via(via) => via.command(argv, line),
             _ => Ok(render(argv, &self.execute(argv))),
         }
     }
@@ -103,12 +103,12 @@ impl Target {
     /// Send one argv to the simulator or a real server; transport failures
     /// come back as an error reply so the session goes on, as redis-cli's
     /// does. A lab backend answers text, not a [`Reply`], and goes through
-    /// [`Target::answer`] instead; it never gets here.
+    /// [`ReplTarget::answer`] instead; it never gets here.
     fn execute(&mut self, argv: &[Vec<u8>]) -> Reply {
         match self {
-            Target::Via(_) => Reply::error("ERR locklab: a lab backend takes lines, not argvs"),
-            Target::Sim { node, conn } => node.execute(*conn, argv),
-            Target::Real { conn, in_multi, .. } => {
+            ReplTarget::Via(_) => Reply::error("ERR locklab: a lab backend takes lines, not argvs"),
+            ReplTarget::Sim { node, conn } => node.execute(*conn, argv),
+            ReplTarget::Real { conn, in_multi, .. } => {
                 let reply = conn.execute(argv).unwrap_or_else(|e| Reply::error(format!("ERR {e}")));
                 let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
                 match (name.as_slice(), &reply) {
@@ -208,9 +208,14 @@ pub fn script_kill() -> Arc<ScriptControl> {
 /// Run one input line, writing each reply as it comes (a repeated command
 /// streams, as redis-cli's does, in bounded memory) until the line is done
 /// or `stop` is set. `Err` when the output fails or a lab backend is gone.
-pub fn run_line(target: &mut Target, line: &[u8], output: &mut dyn Write, stop: &AtomicBool) -> Result<(), ReplError> {
+pub fn run_line(
+    target: &mut ReplTarget,
+    line: &[u8],
+    output: &mut dyn Write,
+    stop: &AtomicBool,
+) -> Result<(), ReplError> {
     // The lab commands of `--via` are not Redis: they skip the console.
-    if let Target::Via(via) = target {
+    if let ReplTarget::Via(via) = target {
         if let Some(lab) = line.trim_ascii_start().strip_prefix(b":") {
             output.write_all(via.lab_command(lab)?.as_bytes())?;
             return Ok(());
@@ -245,7 +250,7 @@ fn is_quit(line: &[u8]) -> bool {
 /// Lines longer than [`MAX_LINE`] are skipped to their end and answered with
 /// an error, without holding them in memory.
 pub fn run(
-    target: &mut Target,
+    target: &mut ReplTarget,
     input: &mut dyn BufRead,
     output: &mut dyn Write,
     interactive: bool,
@@ -326,7 +331,7 @@ mod tests {
     use super::*;
 
     fn session(input: &str) -> String {
-        let mut t = Target::sim(Profile::V7_0);
+        let mut t = ReplTarget::sim(Profile::V7_0);
         let mut out = Vec::new();
         run(&mut t, &mut input.as_bytes(), &mut out, false).unwrap();
         String::from_utf8(out).unwrap()
@@ -372,7 +377,7 @@ mod tests {
     fn repeated_commands_stream_and_stop() {
         // Issue 16: `1000000000 INCR x` printed nothing and grew to 770 MB;
         // redis-cli prints each reply as it comes, and Ctrl-C stops it.
-        let mut t = Target::sim(Profile::V7_0);
+        let mut t = ReplTarget::sim(Profile::V7_0);
         let stop = AtomicBool::new(false);
         let mut sink = Tripwire {
             lines: 0,
@@ -390,7 +395,7 @@ mod tests {
     fn over_long_lines_are_refused_not_buffered() {
         let mut input = vec![b'x'; MAX_LINE + 10];
         input.extend_from_slice(b"\nPING\n");
-        let mut t = Target::sim(Profile::V7_0);
+        let mut t = ReplTarget::sim(Profile::V7_0);
         let mut out = Vec::new();
         run(&mut t, &mut input.as_slice(), &mut out, false).unwrap();
         let out = String::from_utf8(out).unwrap();

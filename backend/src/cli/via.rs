@@ -102,7 +102,7 @@ enum Outcome {
 }
 
 /// One connection to a lab backend, acting as one client of its session.
-pub struct Via {
+pub struct BackendClient {
     rt: Runtime,
     ws: Option<WebSocketStream<MaybeTlsStream<TcpStream>>>,
     /// The normalised `ws://` URL, for messages.
@@ -124,9 +124,9 @@ pub struct Via {
     notices: Box<dyn Write>,
 }
 
-impl std::fmt::Debug for Via {
+impl std::fmt::Debug for BackendClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Via")
+        f.debug_struct("BackendClient")
             .field("url", &self.url)
             .field("client", &self.client)
             .field("node", &self.node)
@@ -200,7 +200,7 @@ pub fn quote_argv(argv: &[Vec<u8>]) -> String {
     argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
 }
 
-impl Via {
+impl BackendClient {
     /// Connect to `url` and open the lab session. `timeout` bounds the
     /// handshake and each reply; `notices` receives the session's hello.
     ///
@@ -208,7 +208,7 @@ impl Via {
     /// `PING` is sent at once: it changes nothing, and the user sees the
     /// key prefix (and learns whether the backend can reach Redis) before
     /// typing anything.
-    pub fn connect(url: &str, timeout: Duration, notices: Box<dyn Write>) -> Result<Via, ViaError> {
+    pub fn connect(url: &str, timeout: Duration, notices: Box<dyn Write>) -> Result<BackendClient, ViaError> {
         let (ws_url, backend) = normalize_url(url)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -233,7 +233,7 @@ impl Via {
                 })
             }
         };
-        let mut via = Via {
+        let mut via = BackendClient {
             rt,
             ws: Some(ws),
             url: ws_url,
@@ -573,7 +573,7 @@ impl Via {
     }
 }
 
-impl Drop for Via {
+impl Drop for BackendClient {
     /// Say goodbye, briefly: the backend kills a managed topology when the
     /// WebSocket closes, and a clean close lets it do so at once.
     fn drop(&mut self) {

@@ -131,7 +131,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct RealConnection {
     conn: redis::Connection,
     /// Subscriptions it holds, for [`RealConnection::read_rest`].
-    held: crate::real::replies::Held,
+    held: crate::real::replies::Subscriptions,
 }
 
 impl std::fmt::Debug for RealConnection {

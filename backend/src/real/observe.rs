@@ -211,7 +211,7 @@ impl LockWatch {
                 self.observer.unreadable(n, session.elapsed_ms());
                 continue;
             };
-            let replica = info.role == locklab_core::protocol::Role::Replica;
+            let replica = info.role == locklab_core::protocol::NodeRole::Replica;
             for (key, cur) in keys.iter().zip(seen) {
                 let why = match cause {
                     Cause::Cmd { client, node } if node == n => Why::Command(client),

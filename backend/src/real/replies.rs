@@ -86,9 +86,9 @@ impl Subscription {
 /// Subscriptions a connection holds — channels, patterns, shard channels —
 /// as its server's confirmations counted them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Held([usize; 3]);
+pub struct Subscriptions([usize; 3]);
 
-impl Held {
+impl Subscriptions {
     /// If `reply` is a confirmation of `kind` (`[kind, name, count]`), keep
     /// its count. Whether it was one.
     fn note(&mut self, kind: Subscription, reply: &Reply) -> bool {
@@ -163,7 +163,7 @@ impl Replies {
 
     /// Take what was read; whether another reply is owed (then
     /// [`Replies::feed`] it).
-    pub fn owed(&mut self, held: &mut Held) -> bool {
+    pub fn owed(&mut self, held: &mut Subscriptions) -> bool {
         loop {
             match self.current.take() {
                 Some((kind, more, last)) if more > 0 => {

@@ -157,7 +157,7 @@ pub enum TopologyError {
 }
 
 /// A node's state and how the API reports a node: the protocol's types.
-pub use locklab_core::protocol::{NodeInfo, NodeState, Role};
+pub use locklab_core::protocol::{NodeInfo, NodeRole, NodeState};
 
 /// A set of managed nodes, killed on drop.
 #[derive(Debug)]
@@ -319,7 +319,7 @@ impl Topology {
                 name: "redis".into(),
                 url: public_url(url),
                 port: 0,
-                role: Role::External,
+                role: NodeRole::External,
                 state: NodeState::Up,
             }],
             Topology::Managed(m) => m
@@ -331,10 +331,10 @@ impl Topology {
                     port: n.port,
                     role: match &m.sentinels {
                         // Sentinel decides who is master, not the lab.
-                        Some(s) if s.master_port() == n.port => Role::Master,
-                        Some(_) => Role::Replica,
-                        None if n.master.is_some() => Role::Replica,
-                        None => Role::Master,
+                        Some(s) if s.master_port() == n.port => NodeRole::Master,
+                        Some(_) => NodeRole::Replica,
+                        None if n.master.is_some() => NodeRole::Replica,
+                        None => NodeRole::Master,
                     },
                     state: n.state,
                 })

@@ -32,9 +32,9 @@ use futures_util::{SinkExt, StreamExt};
 use locklab_core::class::{ClassClientMsg, ClassCode, ClassError, ServerSays, PRESENTER_FRAME_MAX};
 use tokio::sync::{mpsc, Notify};
 
-use crate::class::hub::{Admit, Entropy, Entry, What, FLUSH_EVERY};
+use crate::class::hub::{Admit, Entropy, LogEntry, What, FLUSH_EVERY};
 use crate::class::store::{Beat, ClassStore, MemoryStore, StoreError, HEARTBEAT};
-use crate::class::{ClassConfig, ConnId, Hub, Out};
+use crate::class::{ClassConfig, Hub, Out, SocketId};
 use crate::web::api::ApiState;
 use crate::web::origin::OriginPolicy;
 
@@ -53,9 +53,9 @@ const CLAIM_TRIES: usize = 8;
 /// on it is short: no I/O is done while it is held, only `try_send`).
 struct Registry {
     hub: Hub,
-    queues: std::collections::HashMap<ConnId, mpsc::Sender<Message>>,
+    queues: std::collections::HashMap<SocketId, mpsc::Sender<Message>>,
     /// Woken when a local connection's entry was applied.
-    applied: std::collections::HashMap<ConnId, Arc<Notify>>,
+    applied: std::collections::HashMap<SocketId, Arc<Notify>>,
 }
 
 /// The class routes' shared state (one per backend).
@@ -235,7 +235,7 @@ impl Registry {
         }
     }
 
-    fn push(&mut self, conn: ConnId, msg: Message) {
+    fn push(&mut self, conn: SocketId, msg: Message) {
         if let Some(q) = self.queues.get(&conn) {
             if q.try_send(msg).is_err() {
                 self.queues.remove(&conn);
@@ -247,7 +247,7 @@ impl Registry {
 impl Classes {
     /// What `conn`'s frame does: answered now, or logged and, once the
     /// store hands it back, applied (the socket waits for that).
-    async fn settle(&self, conn: ConnId, admitted: Admit, applied: &Notify) {
+    async fn settle(&self, conn: SocketId, admitted: Admit, applied: &Notify) {
         let Admit::Log { code, entry, known } = admitted else {
             if let Admit::Done(out) = admitted {
                 self.lock().deliver(out);
@@ -268,7 +268,13 @@ impl Classes {
 
     /// Append an admitted entry: `false` when it was answered instead (no
     /// class has that code; a `start` whose codes were all taken).
-    async fn log(&self, conn: ConnId, mut code: ClassCode, mut entry: Entry, known: bool) -> Result<bool, StoreError> {
+    async fn log(
+        &self,
+        conn: SocketId,
+        mut code: ClassCode,
+        mut entry: LogEntry,
+        known: bool,
+    ) -> Result<bool, StoreError> {
         if !known && !self.store.exists(&code).await? {
             let mut reg = self.lock();
             let out = reg.hub.no_such_class(conn, &code, Instant::now());
@@ -299,7 +305,7 @@ impl Classes {
 
     /// `conn` closed: logged when other instances know it, so every
     /// instance's roster sees it leave.
-    async fn leave(&self, conn: ConnId) {
+    async fn leave(&self, conn: SocketId) {
         let left = {
             let mut reg = self.lock();
             reg.queues.remove(&conn);
@@ -424,7 +430,7 @@ async fn run_socket(socket: WebSocket, classes: Classes, peer: IpAddr) {
 
 /// A frame over [`PRESENTER_FRAME_MAX`] ends the socket with close code
 /// 1009 and the bound, instead of a silent drop.
-fn too_big(classes: &Classes, conn: ConnId, error: axum::Error) {
+fn too_big(classes: &Classes, conn: SocketId, error: axum::Error) {
     use tokio_tungstenite::tungstenite::Error;
     if matches!(error.into_inner().downcast_ref::<Error>(), Some(Error::Capacity(_))) {
         let close = Message::Close(Some(CloseFrame {

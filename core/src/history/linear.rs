@@ -12,7 +12,7 @@
 //! in one doubly linked list ordered by time, a call and its return *lifted*
 //! out when the call is linearized and put back on backtracking.
 //!
-//! **The model** ([`State`]) is a lock key with a lease: who holds it (a
+//! **The model** ([`LeaseState`]) is a lock key with a lease: who holds it (a
 //! token), and when the lease may and must have run out. An acquire's lease
 //! starts at its own linearization point, which lies somewhere in its
 //! window; rather than tracking that correlation (a zone of clock
@@ -37,7 +37,7 @@ use super::{Op, OpKind};
 
 /// The lock key's state, as the model sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct State {
+pub struct LeaseState {
     /// The holder's token, numbered; `None`: no lock.
     owner: Option<u32>,
     /// The lease may have run out from here on.
@@ -57,7 +57,7 @@ struct Call {
     ok: Option<bool>,
 }
 
-impl State {
+impl LeaseState {
     /// Some point of `[inv, end]` finds no live lock.
     fn free_within(self, end: u64) -> bool {
         self.owner.is_none() || end >= self.may_expire
@@ -68,8 +68,8 @@ impl State {
         self.owner.is_some() && self.owner == token && inv < self.must_expire
     }
 
-    fn lease(token: Option<u32>, from: u64, c: &Call) -> State {
-        State {
+    fn lease(token: Option<u32>, from: u64, c: &Call) -> LeaseState {
+        LeaseState {
             owner: token,
             may_expire: from.saturating_add(c.ttl),
             must_expire: c.end.saturating_add(c.ttl),
@@ -78,9 +78,9 @@ impl State {
 
     /// The state after `c` took effect (`Some`), or `None`: no point of its
     /// window allows what it answered.
-    fn step(self, c: &Call) -> Option<State> {
+    fn step(self, c: &Call) -> Option<LeaseState> {
         let ok = c.ok.unwrap_or(true);
-        let free = State::default();
+        let free = LeaseState::default();
         match (c.kind, ok) {
             (OpKind::Acquire, true) => self.free_within(c.end).then(|| {
                 let from = if self.owner.is_some() {
@@ -88,7 +88,7 @@ impl State {
                 } else {
                     c.invoke
                 };
-                State::lease(c.token, from, c)
+                LeaseState::lease(c.token, from, c)
             }),
             (OpKind::Acquire, false) => (self.owner.is_some() && c.invoke < self.must_expire).then_some(self),
             (OpKind::Release, true) => self.held_within(c.token, c.invoke).then_some(free),
@@ -97,7 +97,7 @@ impl State {
             }
             (OpKind::Extend, true) => self
                 .held_within(c.token, c.invoke)
-                .then(|| State::lease(c.token, c.invoke, c)),
+                .then(|| LeaseState::lease(c.token, c.invoke, c)),
             (OpKind::Read, _) => match c.token {
                 None => self.free_within(c.end).then_some(self),
                 t => self.held_within(t, c.invoke).then_some(self),
@@ -262,7 +262,7 @@ impl List {
 struct Frame {
     op: usize,
     skipped: bool,
-    state: State,
+    state: LeaseState,
 }
 
 impl Search {
@@ -273,9 +273,9 @@ impl Search {
         let mut list = List::new(&calls);
         let words = calls.len().div_ceil(64);
         let mut done = vec![0u64; words];
-        let mut cache: HashSet<(Vec<u64>, State)> = HashSet::new();
+        let mut cache: HashSet<(Vec<u64>, LeaseState)> = HashSet::new();
         let mut stack: Vec<Frame> = Vec::new();
-        let mut state = State::default();
+        let mut state = LeaseState::default();
         let mut steps = 0u64;
         let mut cursor = (list.e[0].next, false);
         while list.e[0].next != NIL {

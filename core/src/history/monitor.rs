@@ -91,7 +91,7 @@ pub struct Skipped {
 
 /// One client address: its lane.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Lane {
+pub struct AddressLane {
     pub address: String,
     pub commands: u64,
     /// Commands its scripts ran (`[0 lua]` lines).
@@ -107,7 +107,7 @@ pub struct Summary {
     pub lines: u64,
     pub commands: u64,
     pub script_lines: u64,
-    pub lanes: Vec<Lane>,
+    pub lanes: Vec<AddressLane>,
     pub lock_keys: Vec<String>,
     /// Locks acquired (grants), over all keys.
     pub holds: u64,
@@ -312,9 +312,9 @@ impl Replay {
         }
         let c = self.trace.names.clients.len() as u32;
         self.trace.names.clients.push(address.to_owned());
-        self.summary.lanes.push(Lane {
+        self.summary.lanes.push(AddressLane {
             address: address.to_owned(),
-            ..Lane::default()
+            ..AddressLane::default()
         });
         let conn = self.node.connect();
         self.lanes.insert(address.to_owned(), (c, conn));

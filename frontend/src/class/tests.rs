@@ -40,7 +40,7 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
     c.lost("gone again".into(), HOME);
     assert_eq!(
         c.link,
-        Link::Lost {
+        SocketState::Lost {
             reason: "gone again".into(),
             attempt: 2
         },
@@ -49,7 +49,7 @@ fn backoff_is_one_two_four_then_at_most_fifteen_seconds() {
     c.opened();
     c.lost("dropped".into(), HOME);
     assert!(
-        matches!(c.link, Link::Lost { attempt: 1, .. }),
+        matches!(c.link, SocketState::Lost { attempt: 1, .. }),
         "an open link starts over"
     );
 }
@@ -304,7 +304,7 @@ fn a_lost_follower_rotates_through_the_live_instances_and_resumes() {
     c.lost("refused".into(), HOME);
     assert_eq!(c.socket_url(HOME), HOME, "round the list, back to its own");
     assert!(
-        matches!(c.link, Link::Lost { attempt: 2, .. }),
+        matches!(c.link, SocketState::Lost { attempt: 2, .. }),
         "with the backoff growing"
     );
     c.connecting();

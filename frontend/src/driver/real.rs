@@ -61,7 +61,7 @@ pub fn parse_health(json: &str) -> Result<Health, String> {
 
 /// The WebSocket's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Link {
+pub enum SocketState {
     /// Opening; `attempt` counts reconnects (0: the first connection).
     Connecting {
         attempt: u32,
@@ -120,7 +120,7 @@ struct TypedLine {
 
 /// The real driver: link, session, trace, consoles and the lesson run.
 pub struct RealDriver {
-    pub link: Link,
+    pub link: SocketState,
     pub health: Option<Health>,
     /// Why `/api/health` could not be read, when it could not.
     pub health_error: Option<String>,
@@ -148,7 +148,7 @@ pub const PROMPT: &str = "real> ";
 impl RealDriver {
     pub fn new(lang: Lang) -> RealDriver {
         RealDriver {
-            link: Link::Connecting { attempt: 0 },
+            link: SocketState::Connecting { attempt: 0 },
             health: None,
             health_error: None,
             session: None,
@@ -166,7 +166,7 @@ impl RealDriver {
 
     /// The frames to send now (only while the link is open).
     pub fn take_outbox(&mut self) -> Vec<String> {
-        if self.link == Link::Open {
+        if self.link == SocketState::Open {
             std::mem::take(&mut self.outbox)
         } else {
             Vec::new()
@@ -174,7 +174,7 @@ impl RealDriver {
     }
 
     fn send(&mut self, msg: ClientMsg) {
-        if self.link == Link::Open {
+        if self.link == SocketState::Open {
             // Strings, numbers and enums: it always serialises.
             self.outbox.push(serde_json::to_string(&msg).unwrap_or_default());
         }
@@ -203,25 +203,25 @@ impl RealDriver {
     /// The reconnect attempt the link is on (for the banner and backoff).
     pub fn attempt(&self) -> u32 {
         match &self.link {
-            Link::Connecting { attempt } | Link::Lost { attempt, .. } => *attempt,
-            Link::Open => 0,
+            SocketState::Connecting { attempt } | SocketState::Lost { attempt, .. } => *attempt,
+            SocketState::Open => 0,
         }
     }
 
     /// The socket is being (re)opened.
     pub fn connecting(&mut self) {
         let attempt = match &self.link {
-            Link::Lost { attempt, .. } => attempt + 1,
-            Link::Connecting { attempt } => *attempt,
-            Link::Open => 0,
+            SocketState::Lost { attempt, .. } => attempt + 1,
+            SocketState::Connecting { attempt } => *attempt,
+            SocketState::Open => 0,
         };
-        self.link = Link::Connecting { attempt };
+        self.link = SocketState::Connecting { attempt };
     }
 
     /// The socket opened: a lesson in progress is started again (the old
     /// session died with the old socket) and played to where it was.
     pub fn opened(&mut self) {
-        self.link = Link::Open;
+        self.link = SocketState::Open;
         self.last_error = None;
         if let Some(run) = &self.run {
             let (lesson, target) = (run.lesson, run.target.max(run.results.len()));
@@ -235,7 +235,7 @@ impl RealDriver {
     /// The socket closed or failed.
     pub fn lost(&mut self, reason: String) {
         let attempt = self.attempt();
-        self.link = Link::Lost { reason, attempt };
+        self.link = SocketState::Lost { reason, attempt };
         self.outbox.clear();
         // Replies that will never come.
         for t in self.typed.iter_mut().filter(|t| !t.answered) {
@@ -260,7 +260,7 @@ impl RealDriver {
 
     /// What is wrong, for the banner: the backend or Redis gone.
     pub fn problem(&self) -> Option<String> {
-        if let Link::Lost { reason, .. } = &self.link {
+        if let SocketState::Lost { reason, .. } = &self.link {
             return Some(reason.clone());
         }
         if let Some(e) = &self.health_error {
@@ -298,7 +298,7 @@ impl RealDriver {
         self.send(ClientMsg::Lesson {
             id: lesson.id.clone(),
             factor: Some(self.factor),
-            lang: (self.lang == Lang::Zh).then_some(locklab_core::lesson::Lang::Zh),
+            lang: (self.lang == Lang::Zh).then_some(Lang::Zh),
             // Not in the backend's catalogue: an explorer counterexample
             // goes whole, to be replayed on real servers.
             lesson: (lesson.id == locklab_core::lesson::COUNTEREXAMPLE_ID).then(|| Box::new(lesson.clone())),
@@ -440,7 +440,7 @@ impl RealDriver {
             output: String::new(),
             at_ms: 0,
         };
-        let answered = if self.link == Link::Open {
+        let answered = if self.link == SocketState::Open {
             self.send(ClientMsg::Command {
                 client: client.to_owned(),
                 line: line.to_owned(),

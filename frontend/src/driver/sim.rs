@@ -226,7 +226,7 @@ impl SimDriver {
                     let who = self.lesson.actors.get(*actor).map_or("?", String::as_str);
                     i18n::typed_off_script(who, line, lang)
                 }
-                OffScript::Fault(f) => f.describe_in(names, lang.into()),
+                OffScript::Fault(f) => f.describe_in(names, lang),
                 OffScript::Advance(ms) => i18n::clock_moved(*ms, lang),
             })
             .collect()

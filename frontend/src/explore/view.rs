@@ -327,7 +327,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 <strong>{ if s.right { t(lang, "Right!", "答对了！") } else { t(lang, "Not this time.", "这次没答对。") } }</strong>
                 { format!(" {} {} · {} {} · {} {}/{}", t(lang, "answer:", "答案："), inv_label(lang, f.answer),
                     t(lang, "lesson", "课程"), f.lesson, t(lang, "score", "得分"), model.points, model.asked * 2) }
-                <p>{ f.pitfall.get(lang.into()).to_owned() }</p>
+                <p>{ f.pitfall.get(lang).to_owned() }</p>
             </div>
         });
         html! {

@@ -7,7 +7,7 @@
 use yew::prelude::*;
 
 use crate::class::{rejoin_delay_ms, STORAGE_KEY};
-use crate::driver::real::Link;
+use crate::driver::real::SocketState;
 use crate::socket::{self, Socket, SocketEvent};
 use crate::state::{Action, AppContext, ClassAction};
 
@@ -62,7 +62,7 @@ pub fn use_class(state: &AppContext) {
         });
     }
     let lost = state.class.as_ref().and_then(|c| match &c.borrow().link {
-        Link::Lost { attempt, .. } if c.borrow().wants_link() => Some(*attempt),
+        SocketState::Lost { attempt, .. } if c.borrow().wants_link() => Some(*attempt),
         _ => None,
     });
     let dispatcher = state.dispatcher();

@@ -5,7 +5,7 @@
 
 use yew::prelude::*;
 
-use crate::driver::real::{reconnect_delay_ms, Link};
+use crate::driver::real::{reconnect_delay_ms, SocketState};
 use crate::query::DriverKind;
 use crate::socket::{self, Socket, SocketEvent};
 use crate::state::{Action, AppContext, RealInput};
@@ -61,7 +61,7 @@ pub fn use_real_socket(state: &AppContext) {
         });
     }
     let lost = state.real.as_ref().and_then(|r| match &r.borrow().link {
-        Link::Lost { attempt, .. } => Some(*attempt),
+        SocketState::Lost { attempt, .. } => Some(*attempt),
         _ => None,
     });
     let dispatcher = state.dispatcher();

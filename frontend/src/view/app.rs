@@ -5,7 +5,7 @@
 
 use yew::prelude::*;
 
-use crate::driver::real::{reconnect_delay_ms, Link};
+use crate::driver::real::{reconnect_delay_ms, SocketState};
 use crate::hooks::{
     use_autoplay, use_class, use_engine, use_health_poll, use_ready_mark, use_real_socket, use_shortcuts, use_url_sync,
 };
@@ -53,7 +53,7 @@ fn url_state() -> State {
         .unwrap_or_default();
     let browser_lang = window
         .and_then(|w| w.navigator().language())
-        .and_then(|l| Lang::parse(&l));
+        .and_then(|l| Lang::from_tag(&l));
     State::from_query(&Query::parse(&search), browser_lang.unwrap_or_default())
 }
 
@@ -70,7 +70,7 @@ fn real_banner(state: &State, onreconnect: Callback<MouseEvent>) -> Option<Html>
     let lang = state.lang;
     let problem = r.problem()?;
     Some(match &r.link {
-        Link::Lost { attempt, .. } => {
+        SocketState::Lost { attempt, .. } => {
             let secs = format!("{:.1}", f64::from(reconnect_delay_ms(*attempt)) / 1000.0);
             html! {
                 <div class="banner" role="alert" data-testid="real-banner" data-kind="backend">

@@ -13,7 +13,7 @@ use yew::prelude::*;
 
 use crate::catalog;
 use crate::class::{share, Ask, Class, DrillBoard, FollowerDrill};
-use crate::driver::real::Link;
+use crate::driver::real::SocketState;
 use crate::i18n::{Lang, Text};
 use crate::state::{AppContext, ClassAction};
 
@@ -30,9 +30,9 @@ fn act(onclass: &Callback<ClassAction>, a: ClassAction) -> Callback<MouseEvent> 
 /// The link's state, when it is not simply open.
 fn link_note(c: &Class, lang: Lang) -> Option<String> {
     match &c.link {
-        Link::Open => None,
-        Link::Connecting { .. } => Some(Text::ClassConnecting.get(lang).to_owned()),
-        Link::Lost { attempt, .. } => {
+        SocketState::Open => None,
+        SocketState::Connecting { .. } => Some(Text::ClassConnecting.get(lang).to_owned()),
+        SocketState::Lost { attempt, .. } => {
             let secs = crate::class::rejoin_delay_ms(*attempt) / 1000;
             Some(Text::ClassLost.get(lang).replace("{}", &secs.to_string()))
         }
@@ -42,10 +42,9 @@ fn link_note(c: &Class, lang: Lang) -> Option<String> {
 /// The quiz of `q`'s step: the question and the choices, in `lang`.
 fn quiz_of(q: &Question, lang: Lang) -> Option<(String, Vec<String>)> {
     let quiz = catalog::find(&q.lesson)?.steps.get(q.step)?.quiz.as_ref()?;
-    let l = catalog::core_lang(lang);
     Some((
-        quiz.question(l).to_owned(),
-        quiz.choices_in(l).into_iter().map(str::to_owned).collect(),
+        quiz.question(lang).to_owned(),
+        quiz.choices_in(lang).into_iter().map(str::to_owned).collect(),
     ))
 }
 
@@ -225,7 +224,7 @@ pub fn presenter_panel(props: &ClassProps) -> Html {
         return html! {};
     };
     let c = class.borrow();
-    let crate::class::Role::Presenter { join_url, .. } = &c.role else {
+    let crate::class::ClassRole::Presenter { join_url, .. } = &c.role else {
         return html! {};
     };
     let code = c.code().map(ClassCode::to_string).unwrap_or_else(|| "······".into());
@@ -375,7 +374,7 @@ fn follower_question(
         } => {
             let answer = right_choice.and_then(|i| choices.get(i).cloned()).or_else(|| {
                 let st = catalog::find(&q.lesson)?.steps.get(q.step)?;
-                st.quiz.as_ref()?.answer_in(catalog::core_lang(lang)).map(str::to_owned)
+                st.quiz.as_ref()?.answer_in(lang).map(str::to_owned)
             });
             let verdict = match right {
                 Some(true) => Some(("right", Text::ClassRight)),
@@ -450,7 +449,7 @@ fn data_url(mime: &str, text: &str) -> String {
 
 /// The class's summary (both roles see the same), with CSV and Markdown.
 pub fn summary_box(s: &Summary, lang: Lang, onclass: &Callback<ClassAction>) -> Html {
-    let md = s.to_markdown(catalog::core_lang(lang));
+    let md = s.to_markdown(lang);
     html! {
         <div class="overlay class-summary" data-testid="class-summary" role="dialog">
             <div class="card">

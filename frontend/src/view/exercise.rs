@@ -29,7 +29,6 @@ use locklab_core::lesson::worded::PageLesson;
 use web_sys::HtmlTextAreaElement;
 use yew::prelude::*;
 
-use crate::catalog::core_lang;
 use crate::explore::worker::ExploreWorker;
 use crate::explore::{ExploreLink, WorkerEvent};
 use crate::i18n::Lang;
@@ -168,7 +167,7 @@ pub fn exercise_box(props: &ExerciseProps) -> Html {
         })
     };
     let grading = *verdict == Verdict::Grading;
-    let ask = props.exercise.ask.get(core_lang(lang)).to_owned();
+    let ask = props.exercise.ask.get(lang).to_owned();
     let shown = match &*verdict {
         Verdict::None => Html::default(),
         Verdict::Grading => html! {
@@ -209,7 +208,7 @@ pub fn exercise_box(props: &ExerciseProps) -> Html {
 /// else the counterexample to play and the transcript.
 fn verdict_view(g: &Rc<Graded>, lang: Lang, onplay: &Callback<(Rc<PageLesson>, ExploreLink)>) -> Html {
     let grade = &g.grade;
-    let lines = grade.lines(core_lang(lang));
+    let lines = grade.lines(lang);
     let (headline, rest) = lines
         .split_first()
         .map_or((String::new(), &[][..]), |(h, r)| (h.clone(), r));

@@ -9,7 +9,7 @@
 //! never kills or reconfigures (and the toolbox says so).
 
 use locklab_core::fault::{ClockOf, Endpoint, Fault};
-use locklab_core::protocol::{FaultKind, NodeState, Role, TopologyKind};
+use locklab_core::protocol::{FaultKind, NodeRole, NodeState, TopologyKind};
 use yew::prelude::*;
 
 use crate::driver::Driver;
@@ -64,7 +64,7 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
                         let i = i as u32;
                         let down = n.state == NodeState::Down;
                         let paused = n.state == NodeState::Paused;
-                        let replica = n.role == Role::Replica;
+                        let replica = n.role == NodeRole::Replica;
                         html! {
                             <div class="fault-row" data-testid="real-node" data-state={ n.state.as_str() }>
                                 <span class="node-name" title={ n.url.clone() }>{ format!("{} :{}", n.name, n.port) }</span>

@@ -3,7 +3,7 @@
 
 use yew::prelude::*;
 
-use crate::driver::real::Link;
+use crate::driver::real::SocketState;
 use crate::i18n::{Lang, Text};
 use crate::query::DriverKind;
 use crate::state::AppContext;
@@ -21,7 +21,7 @@ fn real_badge(state: &AppContext) -> Html {
     let Some(real) = &state.real else { return html! {} };
     let r = real.borrow();
     let (class, text) = match (&r.link, r.problem()) {
-        (Link::Open, None) => {
+        (SocketState::Open, None) => {
             let version = r
                 .run_info()
                 .map(|(v, _)| v)
@@ -48,8 +48,8 @@ fn real_badge(state: &AppContext) -> Html {
                 .map(|f| format!(" · {} ÷{f}", Text::RealTime.get(lang)));
             ("ok", format!("{version} · {place}{}", factor.unwrap_or_default()))
         }
-        (Link::Open, Some(_)) => ("down", Text::RealRedisShort.get(lang).to_owned()),
-        (Link::Connecting { .. }, _) => ("pending", Text::RealConnecting.get(lang).to_owned()),
+        (SocketState::Open, Some(_)) => ("down", Text::RealRedisShort.get(lang).to_owned()),
+        (SocketState::Connecting { .. }, _) => ("pending", Text::RealConnecting.get(lang).to_owned()),
         _ => ("down", Text::RealOffline.get(lang).to_owned()),
     };
     html! { <span class={ classes!("badge", "server", class) } data-testid="real-server" data-state={ class }>{ text }</span> }

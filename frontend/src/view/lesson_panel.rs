@@ -20,7 +20,7 @@ use locklab_core::trace::Trace;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-use crate::catalog::{self, core_lang};
+use crate::catalog;
 use crate::driver::LessonDriver;
 use crate::hooks::score::{self as stored, use_score_changes};
 use crate::hooks::use_record_verdicts;
@@ -229,7 +229,7 @@ fn step_item(
     // The reply as shown, worded once: also the answer when the quiz
     // names none.
     let reply = r.and_then(|r| catalog::reply_text(s.lesson(), r, lang));
-    let answer = (st.quiz.as_ref().and_then(|q| q.answer_in(core_lang(lang)))).map(str::to_owned);
+    let answer = (st.quiz.as_ref().and_then(|q| q.answer_in(lang))).map(str::to_owned);
     let answer = answer.or_else(|| reply.clone());
     let right = guess
         .as_ref()
@@ -345,7 +345,7 @@ fn quiz_form(
     // In the attempt's order, worded in the page's language; a press
     // submits the choice's English form, which is what the judge reads.
     let choices: Vec<(String, String)> = st.quiz.as_ref().map_or_else(Vec::new, |q| {
-        let shown = q.choices_in(core_lang(lang));
+        let shown = q.choices_in(lang);
         (q.choice_order(seed, pos).into_iter())
             .map(|c| (q.choices[c].clone(), shown[c].to_owned()))
             .collect()
@@ -425,7 +425,7 @@ fn choice_in<P>(st: &locklab_core::lesson::Step<P>, guess: &str, lang: Lang) -> 
     let q = st.quiz.as_ref();
     let at = q.and_then(|q| q.choices.iter().position(|c| c == guess));
     match (q, at) {
-        (Some(q), Some(at)) => q.choices_in(core_lang(lang))[at].to_owned(),
+        (Some(q), Some(at)) => q.choices_in(lang)[at].to_owned(),
         _ => guess.to_owned(),
     }
 }

@@ -321,7 +321,7 @@ fn replicated_topology_replicates_cuts_and_promotes() {
         topology::info_field(replica, "replication", "role").as_deref() == Some("master")
     });
     assert_eq!(s.run_line("B", 1, "SET lock B").unwrap(), Reply::ok());
-    assert_eq!(topo.nodes()[1].role, locklab_core::protocol::Role::Master);
+    assert_eq!(topo.nodes()[1].role, locklab_core::protocol::NodeRole::Master);
 }
 
 #[test]

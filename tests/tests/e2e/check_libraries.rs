@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 
 use locklab_backend::cli::check::{run, CheckArgs, CheckError};
-use locklab_backend::cli::check_run::{Library, Nemesis, RunError};
+use locklab_backend::cli::check_run::{LockLibrary, Nemesis, RunError};
 use locklab_core::history::linear::Search;
 use locklab_tests::RedisServer;
 
@@ -34,7 +34,7 @@ fn out_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn args(library: Library, fenced: bool, redis: Vec<String>, out: &str) -> CheckArgs {
+fn args(library: LockLibrary, fenced: bool, redis: Vec<String>, out: &str) -> CheckArgs {
     CheckArgs {
         library: vec![library],
         nemesis: vec![Nemesis::Pause],
@@ -117,7 +117,7 @@ fn consistent(row: &serde_json::Value) {
 
 /// Unfenced: a stale write found, its witness the paused client's late
 /// write; fenced: held, with the late writes refused by the resource.
-fn verdicts(library: Library, redis: Vec<String>, name: &str) {
+fn verdicts(library: LockLibrary, redis: Vec<String>, name: &str) {
     let open = row(&args(library, false, redis.clone(), &format!("{name}-open")));
     assert!(open["faults"].as_u64() >= Some(1), "{open:#}");
     assert_eq!(open["verdict"], "stale-write-found", "{open:#}");
@@ -145,25 +145,25 @@ fn verdicts(library: Library, redis: Vec<String>, name: &str) {
 
 #[test]
 fn redis_py_lock_under_client_pause_on_sim_server() {
-    verdicts(Library::RedisPy, Vec::new(), "redis-py-sim");
+    verdicts(LockLibrary::RedisPy, Vec::new(), "redis-py-sim");
 }
 
 #[test]
 fn redis_py_lock_under_client_pause_on_redis_server() {
     let real = RedisServer::start();
-    verdicts(Library::RedisPy, vec![real.url()], "redis-py-real");
+    verdicts(LockLibrary::RedisPy, vec![real.url()], "redis-py-real");
 }
 
 #[test]
 fn node_redlock_under_client_pause_on_sim_server() {
-    verdicts(Library::NodeRedlock, Vec::new(), "node-redlock-sim");
+    verdicts(LockLibrary::NodeRedlock, Vec::new(), "node-redlock-sim");
 }
 
 #[test]
 fn node_redlock_under_client_pause_on_redis_server() {
     let real: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
     verdicts(
-        Library::NodeRedlock,
+        LockLibrary::NodeRedlock,
         real.iter().map(|r| r.url()).collect(),
         "node-redlock-real",
     );
@@ -184,7 +184,7 @@ fn a_workload_writing_garbage_gets_an_error_naming_its_line() {
         "garbage.py",
         "import json, sys\ncfg = json.loads(sys.argv[1])\nopen(cfg['history'], 'ab').write(b'\\xff\\xfe garbage\\n')\n",
     );
-    let mut a = args(Library::RedisPy, false, Vec::new(), "garbage");
+    let mut a = args(LockLibrary::RedisPy, false, Vec::new(), "garbage");
     a.seconds = 1;
     a.workload = Some(script);
     match run(&a) {
@@ -207,7 +207,7 @@ fn a_client_that_never_exits_is_killed_at_the_deadline() {
          open(os.path.join(os.path.dirname(cfg['history']), cfg['client'] + '.pid'), 'w').write(str(os.getpid()))\n\
          while True:\n    time.sleep(1)\n",
     );
-    let mut a = args(Library::RedisPy, false, Vec::new(), "forever");
+    let mut a = args(LockLibrary::RedisPy, false, Vec::new(), "forever");
     a.seconds = 1;
     a.clients = Some(1);
     a.workload = Some(script);
@@ -235,7 +235,7 @@ fn a_client_that_never_exits_is_killed_at_the_deadline() {
 /// lock (nothing expires unseen: the paused node answers nobody).
 #[test]
 fn every_node_and_link_nemesis_fires_on_redis_py() {
-    let mut a = args(Library::RedisPy, false, Vec::new(), "nemeses");
+    let mut a = args(LockLibrary::RedisPy, false, Vec::new(), "nemeses");
     a.nemesis = vec![
         Nemesis::NodePause,
         Nemesis::ClockJump,
@@ -298,7 +298,7 @@ fn node_faults_are_refused_on_a_given_server() {
         Nemesis::Restart,
     ] {
         let mut a = args(
-            Library::RedisPy,
+            LockLibrary::RedisPy,
             false,
             vec!["redis://127.0.0.1:1/".to_owned()],
             "refused",
@@ -324,7 +324,7 @@ fn node_faults_are_refused_on_a_given_server() {
 /// outcome, with no token (not `"None"`).
 #[test]
 fn failover_loses_redis_py_lock() {
-    let mut a = args(Library::RedisPy, false, Vec::new(), "failover");
+    let mut a = args(LockLibrary::RedisPy, false, Vec::new(), "failover");
     a.nemesis = vec![Nemesis::Failover];
     a.seconds = 6;
     let md = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-libraries-failover.md");
@@ -360,7 +360,7 @@ fn failover_loses_redis_py_lock() {
         "{card}"
     );
     // Redlock libraries have no replica to promote.
-    let mut a = args(Library::NodeRedlock, false, Vec::new(), "failover-redlock");
+    let mut a = args(LockLibrary::NodeRedlock, false, Vec::new(), "failover-redlock");
     a.nemesis = vec![Nemesis::Failover];
     match run(&a) {
         Err(CheckError::Run {
@@ -376,13 +376,13 @@ fn failover_loses_redis_py_lock() {
 /// fence the late write is refused and the lock holds.
 #[test]
 fn redis_py_under_link_delay_is_broken_without_fencing_and_held_with_it() {
-    let mut open = args(Library::RedisPy, false, Vec::new(), "link-delay-open");
+    let mut open = args(LockLibrary::RedisPy, false, Vec::new(), "link-delay-open");
     open.nemesis = vec![Nemesis::LinkDelay];
     let r = row(&open);
     assert!(r["faults"].as_u64() >= Some(1), "{r:#}");
     assert_eq!(r["verdict"], "stale-write-found", "{r:#}");
     consistent(&r);
-    let mut fenced = args(Library::RedisPy, true, Vec::new(), "link-delay-fenced");
+    let mut fenced = args(LockLibrary::RedisPy, true, Vec::new(), "link-delay-fenced");
     fenced.nemesis = vec![Nemesis::LinkDelay];
     let r = row(&fenced);
     assert!(r["faults"].as_u64() >= Some(1), "{r:#}");
@@ -402,7 +402,7 @@ fn redis_py_under_link_delay_is_broken_without_fencing_and_held_with_it() {
 #[test]
 fn redis_py_timeout_0_renewal_deletes_the_lock_on_redis_server() {
     let real = RedisServer::start();
-    let mut a = args(Library::RedisPyTimeout0, false, vec![real.url()], "timeout-0");
+    let mut a = args(LockLibrary::RedisPyTimeout0, false, vec![real.url()], "timeout-0");
     a.nemesis = vec![Nemesis::None];
     a.seconds = 4;
     let r = row(&a);
@@ -445,8 +445,8 @@ fn redis_py_timeout_0_renewal_deletes_the_lock_on_redis_server() {
 /// fail over to, a cell that says so.
 #[test]
 fn pottery_and_python_redis_lock_under_every_fault_in_the_matrix() {
-    let mut a = args(Library::Pottery, false, Vec::new(), "matrix");
-    a.library = vec![Library::Pottery, Library::PythonRedisLock];
+    let mut a = args(LockLibrary::Pottery, false, Vec::new(), "matrix");
+    a.library = vec![LockLibrary::Pottery, LockLibrary::PythonRedisLock];
     a.nemesis = vec![
         Nemesis::Pause,
         Nemesis::NodePause,

@@ -6,7 +6,7 @@
 //!    what that instance knows (role, throttle, presenter secret, a repeated
 //!    answer). Refusals and repeats are answered there ([`Admit::Done`]) and
 //!    never logged, so nobody can grow a class's log by sending junk; what
-//!    changes a class becomes an [`Entry`] ([`Admit::Log`]).
+//!    changes a class becomes an [`LogEntry`] ([`Admit::Log`]).
 //! 2. [`Hub::apply`]: every instance applies every entry of the class's
 //!    log, in the log's order, with the same rules (the handlers of
 //!    `hub.rs`), so they hold the same class: the same roster, tallies,
@@ -25,21 +25,21 @@ use std::time::Instant;
 use locklab_core::class::{Answer, ClassClientMsg, ClassCode, ClassError, Control};
 use serde::{Deserialize, Serialize};
 
-use super::{error, ConnId, Hub, Out, Role};
+use super::{error, Hub, Out, Role, SocketId};
 
 /// One change to a class, as its log holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct LogEntry {
     /// The instance whose socket it came from ([`Hub::set_instance`]).
     pub instance: String,
     /// That instance's connection number.
-    pub conn: ConnId,
+    pub conn: SocketId,
     /// That connection's peer (for the throttle of a ghost).
     pub peer: IpAddr,
     pub what: What,
 }
 
-/// What an [`Entry`] does. A presenter secret is never in it, only its
+/// What an [`LogEntry`] does. A presenter secret is never in it, only its
 /// hash ([`crate::class::secret_hash`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
@@ -82,7 +82,11 @@ pub enum Admit {
     /// `known`: this hub holds the class; when it does not, the store is
     /// asked whether another instance started it ([`Hub::no_such_class`]
     /// when none did).
-    Log { code: ClassCode, entry: Entry, known: bool },
+    Log {
+        code: ClassCode,
+        entry: LogEntry,
+        known: bool,
+    },
 }
 
 impl Hub {
@@ -113,8 +117,8 @@ impl Hub {
     /// order. Several instances may append the same `Left`: a repeat finds
     /// no ghost and changes nothing. Its connections in no class are
     /// forgotten here at once.
-    pub fn departures(&mut self, dead: &str) -> Vec<(ClassCode, Entry)> {
-        let theirs: Vec<(ConnId, ConnId)> = self
+    pub fn departures(&mut self, dead: &str) -> Vec<(ClassCode, LogEntry)> {
+        let theirs: Vec<(SocketId, SocketId)> = self
             .ghosts
             .iter()
             .filter(|((i, _), _)| i == dead)
@@ -131,7 +135,7 @@ impl Hub {
                     continue;
                 }
             };
-            let entry = Entry {
+            let entry = LogEntry {
                 instance: dead.to_owned(),
                 conn,
                 peer: c.peer,
@@ -143,7 +147,7 @@ impl Hub {
     }
 
     /// Step 1 of a message from local connection `conn` (see the module doc).
-    pub fn admit(&mut self, conn: ConnId, msg: ClassClientMsg, now: Instant) -> Admit {
+    pub fn admit(&mut self, conn: SocketId, msg: ClassClientMsg, now: Instant) -> Admit {
         match self.admit_inner(conn, msg, now) {
             Ok(Some((code, what))) => {
                 // A start's code is new: it is known to be free of this hub.
@@ -156,7 +160,7 @@ impl Hub {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.logged = Some(code.clone());
                 }
-                let entry = Entry {
+                let entry = LogEntry {
                     instance,
                     conn,
                     peer,
@@ -173,7 +177,7 @@ impl Hub {
     /// long: one arm per client message, each a few checks.
     fn admit_inner(
         &mut self,
-        conn: ConnId,
+        conn: SocketId,
         msg: ClassClientMsg,
         now: Instant,
     ) -> Result<Option<(ClassCode, What)>, Refused> {
@@ -252,7 +256,7 @@ impl Hub {
     }
 
     /// The class `conn` presents, if `secret_hash` is its secret's.
-    fn presenting(&self, conn: ConnId, secret_hash: &str) -> Result<ClassCode, ClassError> {
+    fn presenting(&self, conn: SocketId, secret_hash: &str) -> Result<ClassCode, ClassError> {
         let code = match self.conns.get(&conn).map(|c| &c.role) {
             Some(Role::Presenter(code)) => code.clone(),
             _ => return Err(ClassError::NotPresenter),
@@ -266,7 +270,7 @@ impl Hub {
 
     /// A join or resume named a class no instance holds: a bad attempt of
     /// its peer (the throttle), and an error.
-    pub fn no_such_class(&mut self, conn: ConnId, code: &ClassCode, now: Instant) -> Vec<Out> {
+    pub fn no_such_class(&mut self, conn: SocketId, code: &ClassCode, now: Instant) -> Vec<Out> {
         self.secrets.remove(&conn);
         if let Some(c) = self.conns.get_mut(&conn) {
             c.logged = None;
@@ -280,7 +284,7 @@ impl Hub {
     /// instances know it (it is in a class); else it is gone here at once
     /// (after a class ended nothing more is appended to its log, whose keys
     /// are about to expire).
-    pub fn leave(&mut self, conn: ConnId, now: Instant) -> Result<(ClassCode, Entry), Vec<Out>> {
+    pub fn leave(&mut self, conn: SocketId, now: Instant) -> Result<(ClassCode, LogEntry), Vec<Out>> {
         self.secrets.remove(&conn);
         let logged = self
             .conns
@@ -289,7 +293,7 @@ impl Hub {
             .and_then(|c| c.logged.clone().map(|code| (code, c.peer)));
         match logged {
             Some((code, peer)) => {
-                let entry = Entry {
+                let entry = LogEntry {
                     instance: self.instance.clone(),
                     conn,
                     peer,
@@ -303,7 +307,7 @@ impl Hub {
 
     /// Step 2: entry `e` of class `code`'s log. The connection it names is
     /// returned when it is one of this instance's (its sender may go on).
-    pub fn apply(&mut self, code: &ClassCode, e: Entry, now: Instant) -> (Vec<Out>, Option<ConnId>) {
+    pub fn apply(&mut self, code: &ClassCode, e: LogEntry, now: Instant) -> (Vec<Out>, Option<SocketId>) {
         let local = e.instance == self.instance;
         let conn = if local {
             if !self.conns.contains_key(&e.conn) {
@@ -376,11 +380,11 @@ impl Hub {
     }
 
     /// The ghosts among `conns` (their class ended): gone.
-    pub(super) fn forget_ghosts(&mut self, conns: &[ConnId]) {
+    pub(super) fn forget_ghosts(&mut self, conns: &[SocketId]) {
         if self.ghosts.is_empty() {
             return;
         }
-        let gone: std::collections::HashSet<ConnId> = conns.iter().copied().collect();
+        let gone: std::collections::HashSet<SocketId> = conns.iter().copied().collect();
         self.ghosts.retain(|_, g| {
             let keep = !gone.contains(g);
             if !keep {

@@ -5,7 +5,7 @@
 use super::*;
 
 impl Class {
-    pub(super) fn new(code: ClassCode, secret_hash: String, presenter: ConnId, now: Instant) -> Class {
+    pub(super) fn new(code: ClassCode, secret_hash: String, presenter: SocketId, now: Instant) -> Class {
         Class {
             code,
             secret_hash,
@@ -28,7 +28,7 @@ impl Class {
     }
 
     /// The connections of the followers present.
-    pub(super) fn followers(&self) -> Vec<ConnId> {
+    pub(super) fn followers(&self) -> Vec<SocketId> {
         self.members.values().filter_map(|f| f.conn).collect()
     }
 

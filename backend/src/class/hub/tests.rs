@@ -27,7 +27,7 @@ fn quiz() -> (String, usize, usize, usize) {
     panic!("no multiple-choice quiz in the catalogue")
 }
 
-fn to(out: &[Out], conn: ConnId) -> Vec<ServerSays> {
+fn to(out: &[Out], conn: SocketId) -> Vec<ServerSays> {
     out.iter()
         .filter_map(|o| match o {
             Out::To(c, m) if *c == conn => Some(m.clone()),
@@ -37,12 +37,12 @@ fn to(out: &[Out], conn: ConnId) -> Vec<ServerSays> {
         .collect()
 }
 
-fn send(h: &mut Hub, conn: ConnId, msg: serde_json::Value, now: Instant) -> Vec<Out> {
+fn send(h: &mut Hub, conn: SocketId, msg: serde_json::Value, now: Instant) -> Vec<Out> {
     h.handle_text(conn, &msg.to_string(), now)
 }
 
 /// A class with its presenter: (presenter conn, code, secret).
-fn class(h: &mut Hub, now: Instant) -> (ConnId, String, String) {
+fn class(h: &mut Hub, now: Instant) -> (SocketId, String, String) {
     let p = h.connect(LOOP);
     let out = send(h, p, serde_json::json!({"type":"start"}), now);
     match &to(&out, p)[..] {
@@ -61,7 +61,7 @@ fn class(h: &mut Hub, now: Instant) -> (ConnId, String, String) {
     }
 }
 
-fn join(h: &mut Hub, code: &str, name: &str, now: Instant) -> (ConnId, String) {
+fn join(h: &mut Hub, code: &str, name: &str, now: Instant) -> (SocketId, String) {
     let f = h.connect(LAN);
     let out = send(h, f, serde_json::json!({"type":"join","code":code,"name":name}), now);
     let member = to(&out, f)
@@ -74,7 +74,7 @@ fn join(h: &mut Hub, code: &str, name: &str, now: Instant) -> (ConnId, String) {
     (f, member)
 }
 
-fn errors(out: &[Out], conn: ConnId) -> Vec<String> {
+fn errors(out: &[Out], conn: SocketId) -> Vec<String> {
     to(out, conn)
         .into_iter()
         .filter_map(|m| match m {
@@ -347,7 +347,7 @@ fn a_full_class_refuses_new_followers() {
 /// Instances of one class, on one log (as the Redis store shares it).
 struct Cluster {
     hubs: Vec<Hub>,
-    log: Vec<(ClassCode, Entry)>,
+    log: Vec<(ClassCode, LogEntry)>,
     /// How far each hub has applied the log.
     applied: Vec<usize>,
 }
@@ -376,7 +376,7 @@ impl Cluster {
 
     /// A frame from `conn` of hub `i`: what it answers at once (`None`
     /// when the frame was logged instead).
-    fn send(&mut self, i: usize, conn: ConnId, msg: serde_json::Value, now: Instant) -> Option<Vec<Out>> {
+    fn send(&mut self, i: usize, conn: SocketId, msg: serde_json::Value, now: Instant) -> Option<Vec<Out>> {
         match self.hubs[i].admit_text(conn, &msg.to_string(), now) {
             Admit::Done(out) => Some(out),
             Admit::Log { code, entry, .. } => {

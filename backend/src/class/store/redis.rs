@@ -6,7 +6,7 @@
 //! * `locklab:class:CODE` — a hash: `secret_hash` (never the secret); it is how [`ClassStore::claim`] reserves a
 //!   code (`HSETNX`) and [`ClassStore::exists`] finds a class.
 //! * `locklab:class:CODE:log` — a stream: the class's entries (field `e`,
-//!   an [`Entry`] as JSON), in the order every instance applies them.
+//!   an [`LogEntry`] as JSON), in the order every instance applies them.
 //!   A follower's `since` is the hub's stream id, the same on every
 //!   instance because each applies the same log.
 //! * `locklab:class:instance:ID` — an instance's heartbeat, renewed every
@@ -38,7 +38,7 @@ use redis::streams::StreamReadReply;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Beat, BoxFuture, ClassStore, StoreError, BATCH, INSTANCE_TTL};
-use crate::class::hub::{Entry, What};
+use crate::class::hub::{LogEntry, What};
 
 /// Every key of the class store starts with this.
 pub const PREFIX: &str = "locklab:class:";
@@ -89,7 +89,7 @@ pub struct RedisStore {
     misc: Arc<Mutex<Link>>,
     /// The logs followed, with the last id read of each.
     cursors: Arc<Mutex<HashMap<ClassCode, String>>>,
-    batches: tokio::sync::Mutex<mpsc::Receiver<Vec<(ClassCode, Entry)>>>,
+    batches: tokio::sync::Mutex<mpsc::Receiver<Vec<(ClassCode, LogEntry)>>>,
 }
 
 /// A connection that is made again after an error.
@@ -190,7 +190,7 @@ impl ClassStore for RedisStore {
         cursors.entry(code.clone()).or_insert_with(|| "0-0".to_owned());
     }
 
-    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a Entry) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append<'a>(&'a self, code: &'a ClassCode, entry: &'a LogEntry) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let json = serde_json::to_string(entry).map_err(err)?;
             let end = matches!(
@@ -217,7 +217,7 @@ impl ClassStore for RedisStore {
         })
     }
 
-    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, Entry)>>> {
+    fn next(&self) -> BoxFuture<'_, Option<Vec<(ClassCode, LogEntry)>>> {
         Box::pin(async move { self.batches.lock().await.recv().await })
     }
 
@@ -320,7 +320,7 @@ fn write_loop(mut link: Link, queued: std_mpsc::Receiver<Write>, ttl: u64) {
 fn read_loop(
     mut link: Link,
     cursors: Arc<Mutex<HashMap<ClassCode, String>>>,
-    batches: mpsc::Sender<Vec<(ClassCode, Entry)>>,
+    batches: mpsc::Sender<Vec<(ClassCode, LogEntry)>>,
 ) {
     loop {
         if batches.is_closed() {
@@ -363,7 +363,7 @@ fn read_loop(
             for id in &key.ids {
                 let entry = id
                     .get::<String>("e")
-                    .and_then(|json| serde_json::from_str::<Entry>(&json).ok());
+                    .and_then(|json| serde_json::from_str::<LogEntry>(&json).ok());
                 // An entry this version cannot read is skipped, not fatal.
                 if let Some(entry) = entry {
                     batch.push((code.clone(), entry));

@@ -194,7 +194,7 @@ impl RealLessonRun {
             Fault::Failover { node } => {
                 let infos = env.topology.nodes();
                 let target = node
-                    .or_else(|| infos.iter().position(|n| n.role == Role::Replica).map(|i| i as u32))
+                    .or_else(|| infos.iter().position(|n| n.role == NodeRole::Replica).map(|i| i as u32))
                     .ok_or("no replica to fail over to")?;
                 if target as usize >= infos.len() || target == self.master {
                     return Err(format!("cannot fail over to node {target}"));
@@ -221,7 +221,7 @@ impl RealLessonRun {
                         let infos = env.topology.nodes();
                         let replica = [*x, *y]
                             .into_iter()
-                            .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == Role::Replica))
+                            .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == NodeRole::Replica))
                             .ok_or("neither node is a replica: only replication links between nodes can be cut")?;
                         if heal {
                             topo(env, topology::Fault::HealReplication { node: replica })?;

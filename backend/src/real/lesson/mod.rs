@@ -100,7 +100,7 @@ use thiserror::Error;
 use crate::real::conn::{RealConnection, RealError};
 use crate::real::observe::{Cause, LockWatch};
 use crate::real::session::{Session, SessionError};
-use crate::real::topology::{self, Role, Topology, TopologyError, TopologyKind};
+use crate::real::topology::{self, NodeRole, Topology, TopologyError, TopologyKind};
 
 mod concurrent;
 mod env;

@@ -33,7 +33,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::TcpStream;
 
 use crate::real::conn::{pack_pipeline, public_url, RealError};
-use crate::real::replies::{Held, Replies};
+use crate::real::replies::{Replies, Subscriptions};
 
 /// Longest bulk string accepted: redis-server's default
 /// `proto-max-bulk-len`.
@@ -86,7 +86,7 @@ pub struct Link {
     /// What was dropped that way since [`Link::take_dropped`].
     dropped: Dropped,
     /// Subscriptions the connection holds, for [`Link::read_rest`].
-    held: Held,
+    held: Subscriptions,
 }
 
 /// What a capped link read off the socket and did not keep.
@@ -134,7 +134,7 @@ impl Link {
             cap: usize::MAX,
             left: usize::MAX,
             dropped: Dropped::default(),
-            held: Held::default(),
+            held: Subscriptions::default(),
         };
         let auth: Vec<Vec<u8>> = match (settings.username(), settings.password()) {
             (Some(u), Some(p)) => vec![u.into(), p.into()],

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::node::{expect_ok, wait_link_up};
-use super::{Fault, NodeInfo, NodeState, Role, Topology, TopologyError};
+use super::{Fault, NodeInfo, NodeRole, NodeState, Topology, TopologyError};
 use crate::real::conn::public_url;
 use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy, LinkStats};
 use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
@@ -196,7 +196,7 @@ impl Topology {
                 name: format!("s{}", i + 1),
                 url: format!("redis://127.0.0.1:{port}/"),
                 port,
-                role: Role::Sentinel,
+                role: NodeRole::Sentinel,
                 state: if pid.is_some() { NodeState::Up } else { NodeState::Down },
             })
             .collect()

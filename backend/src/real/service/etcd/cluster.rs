@@ -33,14 +33,14 @@ pub const ETCD_NOT_FOUND: &str =
 
 /// One member process.
 #[derive(Debug)]
-pub struct Member {
+pub struct EtcdMember {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
     child: Option<Child>,
 }
 
-impl Member {
+impl EtcdMember {
     /// `http://127.0.0.1:<client port>`, what etcd-client connects to.
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.client_port)
@@ -62,7 +62,7 @@ impl Member {
 /// Three etcd members forming one fresh cluster; killed when dropped.
 #[derive(Debug)]
 pub struct Cluster {
-    pub members: Vec<Member>,
+    pub members: Vec<EtcdMember>,
     root: PathBuf,
     binary: PathBuf,
     token: String,
@@ -76,7 +76,7 @@ impl Cluster {
         let root = std::env::temp_dir().join(format!("locklab-etcd-{}-{hex}", std::process::id()));
         std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         let members = (0..n)
-            .map(|i| Member {
+            .map(|i| EtcdMember {
                 name: format!("etcd{}", i + 1),
                 client_port: free_port(),
                 peer_port: free_port(),

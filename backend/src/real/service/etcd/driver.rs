@@ -51,7 +51,7 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// One request, in real terms (ids and keys already translated).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Op {
+pub enum RealRequest {
     Grant {
         real_ttl: i64,
         lesson_ttl: i64,
@@ -104,50 +104,50 @@ pub enum Raw {
     NoReply,
 }
 
-impl Op {
+impl RealRequest {
     /// The lesson's `argv` as a real request, or the reply it gets without
     /// one (core's argument errors).
-    pub fn parse(argv: &[Vec<u8>], tr: &Translate) -> Result<Op, Reply> {
+    pub fn parse(argv: &[Vec<u8>], tr: &Translate) -> Result<RealRequest, Reply> {
         let a: Vec<String> = argv.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         let word = |i: usize| a.get(i).map(|s| s.to_ascii_uppercase()).unwrap_or_default();
         let int = |i: usize| a.get(i).and_then(|s| s.parse::<i64>().ok());
         let op = match (word(0).as_str(), word(1).as_str(), a.len()) {
-            ("LEASE", "GRANT", 3) => int(2).map(|t| Op::Grant {
+            ("LEASE", "GRANT", 3) => int(2).map(|t| RealRequest::Grant {
                 real_ttl: tr.ttl_to_real(t),
                 lesson_ttl: t,
             }),
-            ("LEASE", "KEEPALIVE", 3) => int(2).map(|id| Op::KeepAlive {
+            ("LEASE", "KEEPALIVE", 3) => int(2).map(|id| RealRequest::KeepAlive {
                 shown: id,
                 real: tr.real_lease(id),
             }),
-            ("LEASE", "REVOKE", 3) => int(2).map(|id| Op::Revoke {
+            ("LEASE", "REVOKE", 3) => int(2).map(|id| RealRequest::Revoke {
                 real: tr.real_lease(id),
             }),
-            ("LEASE", "TIMETOLIVE", 3) => int(2).map(|id| Op::TimeToLive {
+            ("LEASE", "TIMETOLIVE", 3) => int(2).map(|id| RealRequest::TimeToLive {
                 shown: id,
                 real: tr.real_lease(id),
             }),
-            ("PUT", _, 3) if !a[1].is_empty() => Some(Op::Put {
+            ("PUT", _, 3) if !a[1].is_empty() => Some(RealRequest::Put {
                 key: tr.key_to_real(&a[1]),
                 value: argv[2].clone(),
                 lease: None,
             }),
-            ("PUT", _, 5) if !a[1].is_empty() && word(3) == "LEASE" => int(4).map(|id| Op::Put {
+            ("PUT", _, 5) if !a[1].is_empty() && word(3) == "LEASE" => int(4).map(|id| RealRequest::Put {
                 key: tr.key_to_real(&a[1]),
                 value: argv[2].clone(),
                 lease: Some(tr.real_lease(id)),
             }),
-            ("GET", _, 2) => Some(Op::Get {
+            ("GET", _, 2) => Some(RealRequest::Get {
                 key: tr.key_to_real(&a[1]),
             }),
-            ("DEL", _, 2) => Some(Op::Del {
+            ("DEL", _, 2) => Some(RealRequest::Del {
                 key: tr.key_to_real(&a[1]),
             }),
-            ("LOCK", _, 3) => int(2).map(|id| Op::Lock {
+            ("LOCK", _, 3) => int(2).map(|id| RealRequest::Lock {
                 name: a[1].clone(),
                 lease: tr.real_lease(id),
             }),
-            ("UNLOCK", _, 2) => Some(Op::Unlock {
+            ("UNLOCK", _, 2) => Some(RealRequest::Unlock {
                 key: tr.key_to_real(&a[1]),
             }),
             _ => None,
@@ -159,7 +159,9 @@ impl Op {
     /// (a compressed TTL): for the step's note.
     pub fn compressed(&self, argv: &[Vec<u8>]) -> Option<String> {
         match self {
-            Op::Grant { real_ttl, lesson_ttl } if real_ttl != lesson_ttl => Some(format!("LEASE GRANT {real_ttl}")),
+            RealRequest::Grant { real_ttl, lesson_ttl } if real_ttl != lesson_ttl => {
+                Some(format!("LEASE GRANT {real_ttl}"))
+            }
             _ => {
                 let _ = argv;
                 None
@@ -187,14 +189,14 @@ fn core_says(argv: &[Vec<u8>]) -> Reply {
 
 /// Translate a real answer back into the simulator's reply; `None` when no
 /// reply came.
-pub fn reply(op: &Op, raw: Raw, tr: &mut Translate) -> Option<Reply> {
+pub fn reply(op: &RealRequest, raw: Raw, tr: &mut Translate) -> Option<Reply> {
     Some(match (op, raw) {
         (_, Raw::NoReply) => return None,
         (_, Raw::Error(e)) => Reply::Error(e),
-        (Op::Grant { lesson_ttl, .. }, Raw::Lease(id)) => Reply::Integer(tr.granted(id, *lesson_ttl)),
-        (Op::KeepAlive { shown, .. }, Raw::Ttl(t)) if t > 0 => Reply::Integer(tr.keepalive_shown(*shown, t)),
-        (Op::KeepAlive { .. }, Raw::Ttl(_)) => Reply::Error(LEASE_NOT_FOUND.into()),
-        (Op::TimeToLive { shown, .. }, Raw::Ttl(t)) => Reply::Integer(tr.remaining_shown(*shown, t)),
+        (RealRequest::Grant { lesson_ttl, .. }, Raw::Lease(id)) => Reply::Integer(tr.granted(id, *lesson_ttl)),
+        (RealRequest::KeepAlive { shown, .. }, Raw::Ttl(t)) if t > 0 => Reply::Integer(tr.keepalive_shown(*shown, t)),
+        (RealRequest::KeepAlive { .. }, Raw::Ttl(_)) => Reply::Error(LEASE_NOT_FOUND.into()),
+        (RealRequest::TimeToLive { shown, .. }, Raw::Ttl(t)) => Reply::Integer(tr.remaining_shown(*shown, t)),
         (_, Raw::Ok) => Reply::Status("OK".into()),
         (_, Raw::Value(v)) => v.map_or(Reply::Nil, Reply::Bulk),
         (_, Raw::Count(n)) => Reply::Integer(n),
@@ -226,29 +228,29 @@ fn raw_error(e: etcd_client::Error) -> Raw {
 }
 
 /// Run one request on `client`.
-async fn run_op(mut c: Client, op: Op) -> Raw {
+async fn run_op(mut c: Client, op: RealRequest) -> Raw {
     let result = match op {
-        Op::Grant { real_ttl, .. } => c.lease_grant(real_ttl, None).await.map(|r| Raw::Lease(r.id())),
-        Op::KeepAlive { real, .. } => match c.lease_keep_alive(real).await {
+        RealRequest::Grant { real_ttl, .. } => c.lease_grant(real_ttl, None).await.map(|r| Raw::Lease(r.id())),
+        RealRequest::KeepAlive { real, .. } => match c.lease_keep_alive(real).await {
             Ok((mut keeper, mut stream)) => match keeper.keep_alive().await {
                 Ok(()) => stream.message().await.map(|m| Raw::Ttl(m.map_or(0, |m| m.ttl()))),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
         },
-        Op::Revoke { real } => c.lease_revoke(real).await.map(|_| Raw::Ok),
-        Op::TimeToLive { real, .. } => c.lease_time_to_live(real, None).await.map(|r| Raw::Ttl(r.ttl())),
-        Op::Put { key, value, lease } => {
+        RealRequest::Revoke { real } => c.lease_revoke(real).await.map(|_| Raw::Ok),
+        RealRequest::TimeToLive { real, .. } => c.lease_time_to_live(real, None).await.map(|r| Raw::Ttl(r.ttl())),
+        RealRequest::Put { key, value, lease } => {
             let opts = lease.map(|l| PutOptions::new().with_lease(l));
             c.put(key, value, opts).await.map(|_| Raw::Ok)
         }
-        Op::Get { key } => c
+        RealRequest::Get { key } => c
             .get(key, None)
             .await
             .map(|r| Raw::Value(r.kvs().first().map(|kv| kv.value().to_vec()))),
-        Op::Del { key } => c.delete(key, None).await.map(|r| Raw::Count(r.deleted())),
-        Op::Lock { name, lease } => lock(&mut c, name, lease).await,
-        Op::Unlock { key } => c.unlock(key).await.map(|_| Raw::Ok),
+        RealRequest::Del { key } => c.delete(key, None).await.map(|r| Raw::Count(r.deleted())),
+        RealRequest::Lock { name, lease } => lock(&mut c, name, lease).await,
+        RealRequest::Unlock { key } => c.unlock(key).await.map(|_| Raw::Ok),
     };
     result.unwrap_or_else(raw_error)
 }
@@ -475,7 +477,7 @@ impl EtcdDriver {
 
     /// Start `op` as `client` on member `member`: a task whose answer
     /// [`EtcdDriver::wait`] collects.
-    pub fn spawn(&mut self, client: &str, member: u32, op: Op) -> Result<JoinHandle<Raw>, String> {
+    pub fn spawn(&mut self, client: &str, member: u32, op: RealRequest) -> Result<JoinHandle<Raw>, String> {
         if !self.is_up(member) {
             // Connection refused, at once: no reply, as from a dead node.
             return Ok(self.rt.spawn(async { Raw::NoReply }));
@@ -489,7 +491,7 @@ impl EtcdDriver {
                 c
             }
         };
-        let blocking = matches!(op, Op::Lock { .. });
+        let blocking = matches!(op, RealRequest::Lock { .. });
         Ok(self.rt.spawn(async move {
             if blocking {
                 run_op(c, op).await

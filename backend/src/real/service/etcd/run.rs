@@ -39,7 +39,7 @@ use locklab_core::observe::Seen;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
-use super::driver::{reply, EtcdDriver, Op, Raw};
+use super::driver::{reply, EtcdDriver, Raw, RealRequest};
 use super::translate::Translate;
 use crate::real::lesson::{RealLessonError, RealReport};
 use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
@@ -73,7 +73,7 @@ struct Pending {
     cid: u32,
     req: u64,
     member: u32,
-    op: Op,
+    op: RealRequest,
     shown: Vec<String>,
     handle: tokio::task::JoinHandle<Raw>,
 }
@@ -163,8 +163,8 @@ impl EtcdRun {
     /// How long to wait for `op`: a `LOCK` until the last lease deadline the
     /// run knows has passed (plus [`LOCK_GRACE`]), anything else at once
     /// (the driver times it out).
-    fn patience(&self, op: &Op) -> Duration {
-        if !matches!(op, Op::Lock { .. }) {
+    fn patience(&self, op: &RealRequest) -> Duration {
+        if !matches!(op, RealRequest::Lock { .. }) {
             return Duration::from_secs(3600);
         }
         let now = self.st.now_ms();
@@ -177,17 +177,17 @@ impl EtcdRun {
     fn after(&mut self, p: &mut Pending, raw: &Raw) {
         let now = self.st.now_ms();
         match (&p.op, raw) {
-            (Op::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
+            (RealRequest::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
                 self.deadlines.insert(*id, now + *lesson_ttl as u64 * 1000);
             }
-            (Op::KeepAlive { shown, real }, Raw::Ttl(t)) if *t > 0 => {
+            (RealRequest::KeepAlive { shown, real }, Raw::Ttl(t)) if *t > 0 => {
                 let ttl = self.tr.keepalive_shown(*shown, *t);
                 self.deadlines.insert(*real, now + ttl as u64 * 1000);
             }
-            (Op::KeepAlive { real, .. }, Raw::Ttl(_)) | (Op::Revoke { real }, _) => {
+            (RealRequest::KeepAlive { real, .. }, Raw::Ttl(_)) | (RealRequest::Revoke { real }, _) => {
                 self.deadlines.remove(real);
             }
-            (Op::Put { key, .. }, Raw::Ok) => {
+            (RealRequest::Put { key, .. }, Raw::Ok) => {
                 self.st.owners.entry(key.clone()).or_insert(p.cid);
             }
             _ => {}
@@ -263,7 +263,7 @@ impl ServiceParts for EtcdRun {
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         let req = self.st.next_req;
         self.st.next_req += 1;
-        let op = match Op::parse(argv, &self.tr) {
+        let op = match RealRequest::parse(argv, &self.tr) {
             Ok(op) => op,
             // Refused before it was sent, as etcdctl refuses it.
             Err(r) => return Ok(Some(r)),
@@ -280,7 +280,7 @@ impl ServiceParts for EtcdRun {
                 commands: vec![shown.clone()],
             },
         );
-        if let Op::Lock { name, lease } = &op {
+        if let RealRequest::Lock { name, lease } = &op {
             let key = locklab_core::service::etcd::lock_key(name, *lease);
             self.st.owners.entry(key).or_insert(cid);
         }

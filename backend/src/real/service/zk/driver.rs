@@ -48,7 +48,7 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// One request, in real terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Op {
+pub enum RealRequest {
     Session {
         asked_ms: u64,
         real_ms: u64,
@@ -80,17 +80,17 @@ pub enum Op {
     Close,
 }
 
-impl Op {
+impl RealRequest {
     /// The path the request names (for error texts), or "".
     pub fn path(&self) -> &str {
         match self {
-            Op::Create { path, .. }
-            | Op::Delete { path }
-            | Op::Exists { path, .. }
-            | Op::Get { path }
-            | Op::Set { path, .. }
-            | Op::Children { path } => path,
-            Op::Session { .. } | Op::Ping | Op::Close => "",
+            RealRequest::Create { path, .. }
+            | RealRequest::Delete { path }
+            | RealRequest::Exists { path, .. }
+            | RealRequest::Get { path }
+            | RealRequest::Set { path, .. }
+            | RealRequest::Children { path } => path,
+            RealRequest::Session { .. } | RealRequest::Ping | RealRequest::Close => "",
         }
     }
 }
@@ -115,43 +115,43 @@ pub enum Raw {
 /// The lesson's `argv` as a real request, or the reply it gets without
 /// one (core's argument errors). `has_session`: the client has a session,
 /// which core checks before the arguments.
-pub fn parse(argv: &[Vec<u8>], factor: u64, has_session: bool) -> Result<Op, Reply> {
+pub fn parse(argv: &[Vec<u8>], factor: u64, has_session: bool) -> Result<RealRequest, Reply> {
     let a: Vec<String> = argv.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
     let word = |i: usize| a.get(i).map(|s| s.to_ascii_uppercase()).unwrap_or_default();
     let path = a.get(1).cloned().unwrap_or_default();
     let cmd = word(0);
     let pathy = path.starts_with('/');
     let op = match cmd.as_str() {
-        "SESSION" if a.len() == 2 => path.parse::<u64>().ok().map(|ms| Op::Session {
+        "SESSION" if a.len() == 2 => path.parse::<u64>().ok().map(|ms| RealRequest::Session {
             asked_ms: ms,
             real_ms: ms.div_ceil(factor.max(1)),
         }),
         _ if !has_session => None,
-        "PING" => Some(Op::Ping),
-        "CLOSE" => Some(Op::Close),
+        "PING" => Some(RealRequest::Ping),
+        "CLOSE" => Some(RealRequest::Close),
         "CREATE" if pathy && a.len() >= 3 => {
             let flags: Vec<String> = (3..a.len()).map(word).collect();
             flags
                 .iter()
                 .all(|f| f == "EPHEMERAL" || f == "SEQUENTIAL")
-                .then(|| Op::Create {
+                .then(|| RealRequest::Create {
                     path: path.clone(),
                     data: argv[2].clone(),
                     ephemeral: flags.iter().any(|f| f == "EPHEMERAL"),
                     sequential: flags.iter().any(|f| f == "SEQUENTIAL"),
                 })
         }
-        "DELETE" if pathy => Some(Op::Delete { path }),
-        "EXISTS" if pathy => Some(Op::Exists {
+        "DELETE" if pathy => Some(RealRequest::Delete { path }),
+        "EXISTS" if pathy => Some(RealRequest::Exists {
             path,
             watch: word(2) == "WATCH",
         }),
-        "GET" if pathy => Some(Op::Get { path }),
-        "SET" if pathy && a.len() == 3 => Some(Op::Set {
+        "GET" if pathy => Some(RealRequest::Get { path }),
+        "SET" if pathy && a.len() == 3 => Some(RealRequest::Set {
             path,
             data: argv[2].clone(),
         }),
-        "CHILDREN" if pathy => Some(Op::Children { path }),
+        "CHILDREN" if pathy => Some(RealRequest::Children { path }),
         _ => None,
     };
     op.ok_or_else(|| core_says(argv, has_session))
@@ -192,7 +192,7 @@ pub fn keeper(code: &str, path: &str) -> Reply {
 }
 
 /// Translate a real answer back into the simulator's reply.
-pub fn reply(op: &Op, raw: Raw, n: &mut Numbers) -> Reply {
+pub fn reply(op: &RealRequest, raw: Raw, n: &mut Numbers) -> Reply {
     match raw {
         Raw::Session(id) => Reply::Integer(n.opened(id)),
         Raw::Created { path, czxid } => Reply::Array(vec![
@@ -242,9 +242,9 @@ pub struct Fired {
 
 /// Run one request (not `SESSION`) on `c`; a watch it sets reports to
 /// `fired` when it triggers.
-async fn run_op(c: Client, op: Op, client: String, fired: Arc<Mutex<Vec<Fired>>>) -> Raw {
+async fn run_op(c: Client, op: RealRequest, client: String, fired: Arc<Mutex<Vec<Fired>>>) -> Raw {
     let r = match op {
-        Op::Create {
+        RealRequest::Create {
             path,
             data,
             ephemeral,
@@ -262,9 +262,9 @@ async fn run_op(c: Client, op: Op, client: String, fired: Arc<Mutex<Vec<Fired>>>
                 czxid: stat.czxid,
             })
         }
-        Op::Delete { path } => c.delete(&path, None).await.map(|_| Raw::Ok),
-        Op::Exists { path, watch: false } => c.check_stat(&path).await.map(|s| Raw::Stat(s.map(|s| s.czxid))),
-        Op::Exists { path, watch: true } => match c.check_and_watch_stat(&path).await {
+        RealRequest::Delete { path } => c.delete(&path, None).await.map(|_| Raw::Ok),
+        RealRequest::Exists { path, watch: false } => c.check_stat(&path).await.map(|s| Raw::Stat(s.map(|s| s.czxid))),
+        RealRequest::Exists { path, watch: true } => match c.check_and_watch_stat(&path).await {
             Ok((stat, watcher)) => {
                 tokio::spawn(async move {
                     let ev = watcher.changed().await;
@@ -279,12 +279,12 @@ async fn run_op(c: Client, op: Op, client: String, fired: Arc<Mutex<Vec<Fired>>>
             }
             Err(e) => Err(e),
         },
-        Op::Get { path } => c.get_data(&path).await.map(|(d, _)| Raw::Data(d)),
-        Op::Set { path, data } => c.set_data(&path, &data, None).await.map(|s| Raw::Zxid(s.mzxid)),
-        Op::Children { path } => c.list_children(&path).await.map(Raw::Children),
+        RealRequest::Get { path } => c.get_data(&path).await.map(|(d, _)| Raw::Data(d)),
+        RealRequest::Set { path, data } => c.set_data(&path, &data, None).await.map(|s| Raw::Zxid(s.mzxid)),
+        RealRequest::Children { path } => c.list_children(&path).await.map(Raw::Children),
         // A request of the session's own, as a ping resets its timer.
-        Op::Ping => c.check_stat("/").await.map(|_| Raw::Ok),
-        Op::Close | Op::Session { .. } => Ok(Raw::Ok),
+        RealRequest::Ping => c.check_stat("/").await.map(|_| Raw::Ok),
+        RealRequest::Close | RealRequest::Session { .. } => Ok(Raw::Ok),
     };
     r.unwrap_or_else(|e| Raw::Keeper(code(&e)))
 }
@@ -548,15 +548,15 @@ impl ZkDriver {
     }
 
     /// Send `op` as `client` to `member` and wait for the answer.
-    pub fn send(&mut self, client: &str, member: u32, op: Op) -> Raw {
-        if let Op::Session { real_ms, .. } = op {
+    pub fn send(&mut self, client: &str, member: u32, op: RealRequest) -> Raw {
+        if let RealRequest::Session { real_ms, .. } = op {
             return self.open_session(client, member, real_ms);
         }
         let c = match self.conn_on(client, member) {
             Ok(c) => c,
             Err(e) => return Raw::Keeper(code(&e)),
         };
-        if op == Op::Close {
+        if op == RealRequest::Close {
             return self.close(client, member);
         }
         let task = self.rt.spawn(run_op(c, op, client.to_owned(), self.fired.clone()));
@@ -703,14 +703,14 @@ mod tests {
     fn lesson_lines_become_requests() {
         assert_eq!(
             parse(&argv("SESSION 6000"), 10, false),
-            Ok(Op::Session {
+            Ok(RealRequest::Session {
                 asked_ms: 6000,
                 real_ms: 600
             })
         );
         assert_eq!(
             parse(&argv("CREATE /locks/x/lock- '' EPHEMERAL SEQUENTIAL"), 10, true),
-            Ok(Op::Create {
+            Ok(RealRequest::Create {
                 path: "/locks/x/lock-".into(),
                 data: Vec::new(),
                 ephemeral: true,
@@ -719,7 +719,7 @@ mod tests {
         );
         assert_eq!(
             parse(&argv("EXISTS /a WATCH"), 10, true),
-            Ok(Op::Exists {
+            Ok(RealRequest::Exists {
                 path: "/a".into(),
                 watch: true
             })
@@ -747,13 +747,13 @@ mod tests {
         let mut n = Numbers::new(1 << 32 | 1);
         let children = Raw::Children(vec!["lock-0000000001".into(), "lock-0000000000".into()]);
         assert_eq!(
-            reply(&Op::Children { path: "/x".into() }, children, &mut n),
+            reply(&RealRequest::Children { path: "/x".into() }, children, &mut n),
             Reply::Array(vec![
                 Reply::Bulk(b"lock-0000000000".to_vec()),
                 Reply::Bulk(b"lock-0000000001".to_vec())
             ])
         );
-        let get = Op::Get { path: "/x".into() };
+        let get = RealRequest::Get { path: "/x".into() };
         assert_eq!(
             reply(&get, Raw::Keeper("Session expired".into()), &mut n),
             Reply::Error("KeeperErrorCode = Session expired for /x".into())

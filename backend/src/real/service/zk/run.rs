@@ -48,7 +48,7 @@ use locklab_core::service::zk::negotiated_timeout;
 use locklab_core::trace::{Event, EventKind};
 use locklab_core::Reply;
 
-use super::driver::{parse, reply, Op, Raw, ZkDriver};
+use super::driver::{parse, reply, Raw, RealRequest, ZkDriver};
 use crate::real::lesson::{RealLessonError, RealReport};
 use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
 use crate::real::service::lesson_state::{check_steps, unsupported, LessonState};
@@ -133,13 +133,13 @@ impl ZkRun {
 impl ZkRun {
     /// What an answer tells the run: a new session and its timeout, a
     /// client heard (its session's timer restarts), a znode's creator.
-    fn after(&mut self, cid: u32, client: &str, op: &Op, raw: &Raw) {
+    fn after(&mut self, cid: u32, client: &str, op: &RealRequest, raw: &Raw) {
         let now = self.st.now_ms();
         match (op, raw) {
-            (Op::Session { asked_ms, .. }, Raw::Session(id)) => {
+            (RealRequest::Session { asked_ms, .. }, Raw::Session(id)) => {
                 self.sessions.insert(*id, (cid, negotiated_timeout(*asked_ms), now));
             }
-            (Op::Create { .. }, Raw::Created { path, .. }) => {
+            (RealRequest::Create { .. }, Raw::Created { path, .. }) => {
                 self.st.owners.insert(path.clone(), cid);
             }
             _ => {}
@@ -270,7 +270,7 @@ impl ServiceParts for ZkRun {
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         let req = self.st.next_req;
         self.st.next_req += 1;
-        if let Op::Session { asked_ms, real_ms } = op {
+        if let RealRequest::Session { asked_ms, real_ms } = op {
             if asked_ms != real_ms {
                 self.st
                     .add_note(index, format!("sent as SESSION {real_ms} at {}×", self.st.factor));
