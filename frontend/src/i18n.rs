@@ -548,10 +548,7 @@ pub fn changed_by_off_script(expected: &str, actions: &[String], lang: Lang) -> 
 }
 
 pub fn shown(step: &Shown, names: &Names, lang: Lang) -> String {
-    match lang {
-        Lang::En => step.english(names),
-        Lang::Zh => step.chinese(names),
-    }
+    step.text(names, lang)
 }
 
 #[cfg(test)]

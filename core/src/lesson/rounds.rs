@@ -265,54 +265,40 @@ impl Round {
             "{} − {} − {} = {} ms",
             self.ttl_ms, self.elapsed_ms, self.drift_ms, self.validity_ms
         );
-        let enough = self.yes >= self.majority;
-        match lang {
-            Lang::En => vec![
+        let zh = lang == Lang::Zh;
+        let pick = |en: &'static str, zh_text: &'static str| if zh { zh_text } else { en };
+        let (yes, nodes, majority) = (self.yes, self.nodes, self.majority);
+        let (elapsed, drift, key) = (self.elapsed_ms, self.drift_ms, &self.key);
+        let kind = if self.extend {
+            pick("extension", "续期")
+        } else {
+            pick("round", "加锁轮次")
+        };
+        let reached = if yes >= majority {
+            pick("reached", "，已达到")
+        } else {
+            pick("not reached", "，未达到")
+        };
+        let verdict = match (self.held, self.extend) {
+            (true, false) => pick("lock acquired", "加锁成功"),
+            (true, true) => pick("extended", "续期成功"),
+            (false, false) => pick("not acquired", "加锁失败"),
+            (false, true) => pick("extension failed", "续期失败"),
+        };
+        if zh {
+            vec![
+                format!("{who} 的 Redlock {kind}（{key}）：{}", answers.join("，")),
                 format!(
-                    "Redlock {} by {who} on {}: {}",
-                    if self.extend { "extension" } else { "round" },
-                    self.key,
-                    answers.join(", ")
+                    "  同意 {yes}/{nodes}，多数派需 {majority} 个{reached}；耗时 {elapsed} ms；漂移余量 {drift} ms = TTL × 1 % + 2 ms；有效时间 = TTL − 耗时 − 漂移 = {formula} → {verdict}"
                 ),
+            ]
+        } else {
+            vec![
+                format!("Redlock {kind} by {who} on {key}: {}", answers.join(", ")),
                 format!(
-                    "  {}/{} yes, majority {} {}; elapsed {} ms; drift {} ms = TTL × 1 % + 2 ms; validity = TTL − elapsed − drift = {formula} → {}",
-                    self.yes,
-                    self.nodes,
-                    self.majority,
-                    if enough { "reached" } else { "not reached" },
-                    self.elapsed_ms,
-                    self.drift_ms,
-                    match (self.held, self.extend) {
-                        (true, false) => "lock acquired",
-                        (true, true) => "extended",
-                        (false, false) => "not acquired",
-                        (false, true) => "extension failed",
-                    }
+                    "  {yes}/{nodes} yes, majority {majority} {reached}; elapsed {elapsed} ms; drift {drift} ms = TTL × 1 % + 2 ms; validity = TTL − elapsed − drift = {formula} → {verdict}"
                 ),
-            ],
-            Lang::Zh => vec![
-                format!(
-                    "{who} 的 Redlock {}（{}）：{}",
-                    if self.extend { "续期" } else { "加锁轮次" },
-                    self.key,
-                    answers.join("，")
-                ),
-                format!(
-                    "  同意 {}/{}，多数派需 {} 个{}；耗时 {} ms；漂移余量 {} ms = TTL × 1 % + 2 ms；有效时间 = TTL − 耗时 − 漂移 = {formula} → {}",
-                    self.yes,
-                    self.nodes,
-                    self.majority,
-                    if enough { "，已达到" } else { "，未达到" },
-                    self.elapsed_ms,
-                    self.drift_ms,
-                    match (self.held, self.extend) {
-                        (true, false) => "加锁成功",
-                        (true, true) => "续期成功",
-                        (false, false) => "加锁失败",
-                        (false, true) => "续期失败",
-                    }
-                ),
-            ],
+            ]
         }
     }
 }

@@ -112,81 +112,54 @@ pub enum Shown<'a> {
 }
 
 impl Shown<'_> {
-    /// The step in `lang`: [`Shown::english`] or [`Shown::chinese`].
+    /// The step in `lang`, core's wording with both languages side by side
+    /// in each arm; commands, keys, node names and option names stay as
+    /// typed.
     pub fn text(&self, names: &Names, lang: Lang) -> String {
-        match lang {
-            Lang::En => self.english(names),
-            Lang::Zh => self.chinese(names),
-        }
-    }
-
-    /// Core's Chinese wording: the same parameters as [`Shown::english`];
-    /// commands, keys, node names and option names stay as typed.
-    pub fn chinese(&self, names: &Names) -> String {
+        let zh = lang == Lang::Zh;
         match self {
             Shown::Cmd { line } => (*line).to_owned(),
-            Shown::Wait { ms } => format!("等待 {ms} ms"),
-            Shown::Fault(f) => format!("故障：{}", f.describe_in(names, Lang::Zh)),
-            Shown::Program { zh, .. } => zh.clone().into_owned(),
+            Shown::Wait { ms } if zh => format!("等待 {ms} ms"),
+            Shown::Wait { ms } => format!("wait {ms} ms"),
+            Shown::Fault(f) if zh => format!("故障：{}", f.describe_in(names, lang)),
+            Shown::Fault(f) => format!("FAULT {}", f.describe_in(names, lang)),
+            Shown::Program { zh: text, .. } if zh => text.clone().into_owned(),
+            Shown::Program { en, .. } => en.clone().into_owned(),
             Shown::Write {
+                value,
                 value_zh,
-                token: Some(t),
-                ..
-            } => format!("向受保护资源写入 {value_zh:?}，携带 fencing 令牌 {t}"),
-            Shown::Write {
-                value_zh,
-                from_last_reply: true,
-                ..
-            } => {
-                format!("向受保护资源写入 {value_zh:?}，携带上一条回复中的 fencing 令牌")
-            }
-            Shown::Write { value_zh, .. } => format!("向受保护资源写入 {value_zh:?}（不带令牌）"),
-            Shown::Hold {
-                client,
-                key,
-                holds: true,
-            } => format!("（{client} 此时认为自己持有 {key}）"),
-            Shown::Hold {
-                client,
-                key,
-                holds: false,
-            } => format!("（{client} 不再认为自己持有 {key}）"),
-            Shown::Say(t) => t.zh.trim().to_owned(),
-            Shown::Metrics { clients } => format!("{} 的锁健康指标", clients.join("、")),
+                token,
+                from_last_reply,
+            } => match (token, from_last_reply, zh) {
+                (Some(t), _, true) => format!("向受保护资源写入 {value_zh:?}，携带 fencing 令牌 {t}"),
+                (Some(t), _, false) => format!("write {value:?} to the resource with fencing token {t}"),
+                (None, true, true) => format!("向受保护资源写入 {value_zh:?}，携带上一条回复中的 fencing 令牌"),
+                (None, true, false) => {
+                    format!("write {value:?} to the resource with the fencing token from its last reply")
+                }
+                (None, false, true) => format!("向受保护资源写入 {value_zh:?}（不带令牌）"),
+                (None, false, false) => format!("write {value:?} to the resource (no token)"),
+            },
+            Shown::Hold { client, key, holds } => match (holds, zh) {
+                (true, true) => format!("（{client} 此时认为自己持有 {key}）"),
+                (true, false) => format!("({client} now believes it holds {key})"),
+                (false, true) => format!("（{client} 不再认为自己持有 {key}）"),
+                (false, false) => format!("({client} no longer believes it holds {key})"),
+            },
+            Shown::Say(t) => t.get(lang).trim().to_owned(),
+            Shown::Metrics { clients } if zh => format!("{} 的锁健康指标", clients.join("、")),
+            Shown::Metrics { clients } => format!("metrics for {}", clients.join(", ")),
         }
     }
 
     /// Core's English wording, as the transcript prints it.
     pub fn english(&self, names: &Names) -> String {
-        match self {
-            Shown::Cmd { line } => (*line).to_owned(),
-            Shown::Wait { ms } => format!("wait {ms} ms"),
-            Shown::Fault(f) => format!("FAULT {}", f.describe(names)),
-            Shown::Program { en, .. } => en.clone().into_owned(),
-            Shown::Write {
-                value, token: Some(t), ..
-            } => format!("write {value:?} to the resource with fencing token {t}"),
-            Shown::Write {
-                value,
-                from_last_reply: true,
-                ..
-            } => {
-                format!("write {value:?} to the resource with the fencing token from its last reply")
-            }
-            Shown::Write { value, .. } => format!("write {value:?} to the resource (no token)"),
-            Shown::Hold {
-                client,
-                key,
-                holds: true,
-            } => format!("({client} now believes it holds {key})"),
-            Shown::Hold {
-                client,
-                key,
-                holds: false,
-            } => format!("({client} no longer believes it holds {key})"),
-            Shown::Say(t) => t.en.trim().to_owned(),
-            Shown::Metrics { clients } => format!("metrics for {}", clients.join(", ")),
-        }
+        self.text(names, Lang::En)
+    }
+
+    /// Core's Chinese wording: the same parameters as [`Shown::english`].
+    pub fn chinese(&self, names: &Names) -> String {
+        self.text(names, Lang::Zh)
     }
 }
 

@@ -24,6 +24,7 @@ pub mod compare;
 mod env;
 pub mod etcd;
 mod lesson_state;
+mod member;
 pub mod stepped;
 pub mod zk;
 

@@ -12,9 +12,10 @@
 //! redis-server, so none outlives a killed backend.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use crate::real::process::free_port;
+use crate::real::service::member;
 
 /// How `etcd` is found: `$LOCKLAB_ETCD`, else `etcd` on the `PATH`.
 pub fn etcd_binary() -> Option<PathBuf> {
@@ -113,21 +114,16 @@ impl Cluster {
             .map_err(|e| format!("creating {}'s log: {e}", m.name))?;
         let client = m.endpoint();
         let peer = m.peer_url();
-        let child = Command::new(&self.binary)
-            .args(["--name", &m.name, "--data-dir"])
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(["--name", &m.name, "--data-dir"])
             .arg(&dir)
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &initial, "--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", &self.token])
             .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
-            .args(["--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("spawn {}: {e}", self.binary.display()))?;
-        crate::real::reaper::record(child.id(), m.client_port);
+            .args(["--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]);
+        let child = member::spawn(&mut cmd, &self.binary, log, m.client_port)?;
         if let Some(m) = self.members.get_mut(i) {
             m.child = Some(child);
         }
@@ -138,29 +134,15 @@ impl Cluster {
     /// stays as a crashed machine's disk would.
     pub fn kill(&mut self, i: usize) -> Result<String, String> {
         let m = self.members.get_mut(i).ok_or_else(|| format!("no member {i}"))?;
-        let mut child = m.child.take().ok_or_else(|| format!("{} is already down", m.name))?;
-        let pid = child.id();
-        let _ = child.kill();
-        let _ = child.wait();
-        crate::real::reaper::forget(pid);
-        Ok(format!("SIGKILL to {} (pid {pid})", m.name))
+        member::kill(&mut m.child, &m.name)
     }
 
     /// Has a member's process exited on its own? Its log's tail says why.
     pub fn exited(&mut self) -> Option<String> {
-        for m in &mut self.members {
-            if let Some(Ok(Some(status))) = m.child.as_mut().map(Child::try_wait) {
-                m.child = None;
-                let log = std::fs::read_to_string(self.root.join(format!("{}.log", m.name))).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(5).collect();
-                return Some(format!(
-                    "{} exited ({status}): {}",
-                    m.name,
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                ));
-            }
-        }
-        None
+        let root = &self.root;
+        self.members
+            .iter_mut()
+            .find_map(|m| member::exited(&mut m.child, &m.name, &root.join(format!("{}.log", m.name))))
     }
 }
 

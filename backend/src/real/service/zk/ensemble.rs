@@ -34,10 +34,11 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::real::process::{find_on_path, free_port};
+use crate::real::service::member;
 
 /// ZooKeeper's server jar where Debian's `zookeeper` package puts it (its
 /// manifest names the other jars it needs).
@@ -203,7 +204,8 @@ impl Ensemble {
         let s = self.servers.get(i).ok_or_else(|| format!("no server {i}"))?;
         let dir = s.dir.clone();
         let log = std::fs::File::create(s.log()).map_err(|e| format!("creating {}'s log: {e}", s.name))?;
-        let child = Command::new(&self.java)
+        let mut cmd = Command::new(&self.java);
+        cmd
             // A small heap and the quick JIT: three servers on a laptop.
             .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
@@ -216,13 +218,8 @@ impl Ensemble {
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             ])
             .arg(dir.join("zoo.cfg"))
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("spawn {}: {e}", self.java.display()))?;
-        crate::real::reaper::record(child.id(), s.client_port);
+            .current_dir(&dir);
+        let child = member::spawn(&mut cmd, &self.java, log, s.client_port)?;
         if let Some(s) = self.servers.get_mut(i) {
             s.child = Some(child);
         }
@@ -233,12 +230,7 @@ impl Ensemble {
     /// stays as a crashed machine's disk would.
     pub fn kill(&mut self, i: usize) -> Result<String, String> {
         let s = self.servers.get_mut(i).ok_or_else(|| format!("no server {i}"))?;
-        let mut child = s.child.take().ok_or_else(|| format!("{} is already down", s.name))?;
-        let pid = child.id();
-        let _ = child.kill();
-        let _ = child.wait();
-        crate::real::reaper::forget(pid);
-        Ok(format!("SIGKILL to {} (pid {pid})", s.name))
+        member::kill(&mut s.child, &s.name)
     }
 
     /// SIGSTOP (or, with `stop = false`, SIGCONT) server `i`: it keeps its
@@ -272,19 +264,10 @@ impl Ensemble {
 
     /// Has a server's process exited on its own? Its log's tail says why.
     pub fn exited(&mut self) -> Option<String> {
-        for s in &mut self.servers {
-            if let Some(Ok(Some(status))) = s.child.as_mut().map(Child::try_wait) {
-                s.child = None;
-                let log = std::fs::read_to_string(s.log()).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(5).collect();
-                return Some(format!(
-                    "{} exited ({status}): {}",
-                    s.name,
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                ));
-            }
-        }
-        None
+        self.servers.iter_mut().find_map(|s| {
+            let log = s.log();
+            member::exited(&mut s.child, &s.name, &log)
+        })
     }
 
     /// Ask server `i` `srvr` (a stopped or dead one answers nothing).
