@@ -28,9 +28,11 @@ fn a_short_run_finds_nothing() {
         (FuzzTarget::Lesson, 2_000),
         (FuzzTarget::Engine, 300),
         (FuzzTarget::Lua, 300),
+        (FuzzTarget::LuaLib, 2_000),
         (FuzzTarget::Wire, 60),
     ] {
-        let real = (target == FuzzTarget::Engine).then_some(&mut real);
+        let compare = matches!(target, FuzzTarget::Engine | FuzzTarget::LuaLib);
+        let real = compare.then_some(&mut real);
         let report = fuzz(target, 16, count, real, false, |_| {});
         assert_eq!(report.tried, count);
         assert!(
@@ -39,7 +41,7 @@ fn a_short_run_finds_nothing() {
             target.name(),
             &report.findings[..report.findings.len().min(5)]
         );
-        if target == FuzzTarget::Engine {
+        if compare {
             assert!(report.compared > 0);
         }
     }

@@ -521,7 +521,7 @@ pub fn push_where(state: &mut LuaState, level: i32) -> Result<(), LuaError> {
     let mut ar = LuaDebug::default();
     if state.get_stack(level, &mut ar) {
         state.get_info(b"Sl", &mut ar)?;
-        if ar.currentline > 0 {
+        if ar.currentline > 0 && !lua_vm::debug::is_hidden_source(state, &ar.source) {
             let src = ar.short_src.clone();
             let line = ar.currentline;
             state.push_fstring(format_args!("{}:{}: ", BStr(&src), line))?;

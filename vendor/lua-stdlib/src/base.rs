@@ -1427,7 +1427,13 @@ pub(crate) fn assert_fn(state: &mut LuaState) -> Result<usize, LuaError> {
         state.global().lua_version,
         lua_types::LuaVersion::V51 | lua_types::LuaVersion::V52
     ) {
-        let msg = state.opt_arg_string(2, b"assertion failed!")?;
+        let mut msg = state.opt_arg_string(2, b"assertion failed!")?;
+        // locklab: `luaL_error(L, "%s", msg)` formats a C string: the
+        // message ends at its first NUL (redis-server: "a" for 'a\0b'),
+        // issue 43.
+        if let Some(nul) = msg.iter().position(|&b| b == 0) {
+            msg.truncate(nul);
+        }
         return Err(state.where_error(1, &msg));
     }
     state.check_arg_any(1)?;
@@ -1502,6 +1508,48 @@ pub(crate) fn pcall_fn(state: &mut LuaState) -> Result<usize, LuaError> {
         Err(e) if yieldable => return Err(e),
         Err(e) => {
             state.push(e.into_value());
+            false
+        }
+    };
+    finish_pcall(state, ok, 0)
+}
+
+/// locklab: redis-server's own `pcall`, `luaRedisPcall` (script_lua.c),
+/// which Redis puts in its scripts' globals: Lua's `pcall` of the same C
+/// function, except that an error that is a table with a string (or
+/// number) `err` field is reported as that field, as Redis 6 scripts
+/// expect. Being one C function, an `error(msg, level)` under it counts the
+/// frames redis-server counts (a `pcall` written in Lua put its own frame
+/// between them: `pcall(error, 'x', 2)` named the wrapper's line). It calls
+/// without a continuation, so a yield inside it fails as 5.1's C `pcall`
+/// makes it fail ("attempt to yield across metamethod/C-call boundary").
+pub fn redis_pcall_fn(state: &mut LuaState) -> Result<usize, LuaError> {
+    if state.top() == 0 {
+        // `lua_pcall(L, argc - 1, …)` with no arguments calls the `true`
+        // placeholder luaRedisPcall pushed: a plain error, no position.
+        state.push(LuaValue::Bool(false));
+        state.push_string(b"attempt to call a boolean value")?;
+        return Ok(2);
+    }
+    state.push(LuaValue::Bool(true));
+    state.insert(1)?;
+    let nargs = state.top() as i32 - 2;
+    let ok = match state.protected_call_k(nargs, LUA_MULTRET, 0, 0, None) {
+        Ok(()) => true,
+        Err(LuaError::Yield) => return Err(LuaError::Yield),
+        Err(e) if state.sandbox_aborting() => return Err(e),
+        Err(e) => {
+            state.push(e.into_value());
+            if state.type_at(-1) == LuaType::Table {
+                lua_vm::api::get_field(state, -1, b"err")?;
+                if matches!(state.type_at(-1), LuaType::String | LuaType::Number) {
+                    let err = state.pop();
+                    state.pop();
+                    state.push(err);
+                } else {
+                    state.pop();
+                }
+            }
             false
         }
     };
@@ -1586,6 +1634,9 @@ pub(crate) const BASE_FUNCS: &[(&[u8], LuaLibFn)] = &[
     (b"next", next_fn),
     (b"pairs", pairs_fn),
     (b"pcall", pcall_fn),
+    // locklab: taken by the Redis prelude as scripts' `pcall`, never a
+    // script's global (its globals are a list of their own).
+    (b"__redis_pcall", redis_pcall_fn),
     (b"print", print_fn),
     (b"warn", warn_fn),
     (b"rawequal", rawequal_fn),

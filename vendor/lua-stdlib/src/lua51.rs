@@ -20,7 +20,10 @@ pub use lua_vm::api::c_long;
 /// 2^63 first and setting the top bit back.
 pub fn c_ulong(d: f64) -> u64 {
     const TWO63: f64 = 9.223_372_036_854_775_808e18;
-    if d < TWO63 {
+    // gcc tests `d >= 2^63` (`comisd`, then `jnb`): a NaN fails it and takes
+    // the signed conversion, `0x8000000000000000` (redis-server's `%u` of
+    // 0/0 is 9223372036854775808), issue 43.
+    if !(d >= TWO63) {
         c_long(d) as u64
     } else {
         (c_long(d - TWO63) as u64) ^ (1 << 63)
@@ -42,7 +45,7 @@ fn check_int(state: &mut LuaState, arg: i32) -> Result<i32, LuaError> {
     Ok(c_long(state.check_arg_number(arg)?) as i32)
 }
 
-fn opt_int(state: &mut LuaState, arg: i32, def: i32) -> Result<i32, LuaError> {
+pub(crate) fn opt_int(state: &mut LuaState, arg: i32, def: i32) -> Result<i32, LuaError> {
     if matches!(state.type_at(arg), LuaType::None | LuaType::Nil) {
         return Ok(def);
     }

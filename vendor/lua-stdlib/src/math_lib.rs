@@ -254,6 +254,13 @@ fn math_acos(state: &mut LuaState) -> Result<usize, LuaError> {
 /// radians. Subsumes C's `atan2` when x is provided.
 ///
 fn math_atan(state: &mut LuaState) -> Result<usize, LuaError> {
+    // locklab: 5.1's `math_atan` is C's `atan(luaL_checknumber(L, 1))`: a
+    // second argument is not read, so not checked either (issue 43).
+    if state.global().lua_version == lua_types::LuaVersion::V51 {
+        let x = state.check_number(1)?;
+        state.push(LuaValue::Float(x.atan()));
+        return Ok(1);
+    }
     let y = state.check_number(1)?;
     let x = state.opt_number(2, 1.0)?;
     state.push(LuaValue::Float(y.atan2(x)));

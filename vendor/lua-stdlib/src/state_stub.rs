@@ -1429,7 +1429,7 @@ impl LuaStateStubExt for LuaState {
         let mut ar = lua_vm::debug::LuaDebug::default();
         if lua_vm::debug::get_stack(self, level, &mut ar) {
             lua_vm::debug::get_info(self, b"Sl", &mut ar);
-            if ar.currentline > 0 {
+            if ar.currentline > 0 && !ar.source.as_deref().is_some_and(|s| lua_vm::debug::is_hidden_source(self, s)) {
                 let zero = ar
                     .short_src
                     .iter()

@@ -1157,7 +1157,10 @@ fn required_start_byte(pat: &[u8]) -> Option<u8> {
             }
             (escaped, 2)
         }
-        c if !SPECIALS.contains(&c) => (c, 1),
+        // locklab: `)` is not in SPECIALS (a plain find may treat it as a
+        // byte), but to the matcher it closes a capture: with none open it
+        // raises "invalid pattern capture", so it is no start byte (issue 43).
+        c if c != b')' && !SPECIALS.contains(&c) => (c, 1),
         _ => return None,
     };
     match pat.get(ep).copied() {
@@ -1171,6 +1174,18 @@ fn next_start_with_byte(src: &[u8], pos: usize, byte: u8) -> Option<usize> {
         .iter()
         .position(|&c| c == byte)
         .map(|offset| pos + offset)
+}
+
+/// locklab: 5.1's matcher reads its pattern as a C string: `match` ends it
+/// at the first '\0' and `strpbrk` looks for specials only before it, so
+/// `string.match('aaa', 'a\0b')` is "a" on redis-server (issue 43). A plain
+/// `find` still compares every byte (`lmemfind` takes the length).
+fn c_pattern(v51: bool, p: &[u8]) -> &[u8] {
+    if v51 {
+        &p[..p.iter().position(|&b| b == 0).unwrap_or(p.len())]
+    } else {
+        p
+    }
 }
 
 /// Check whether the pattern `pat` has no special characters (for plain search).
@@ -1270,9 +1285,10 @@ fn str_find_aux(state: &mut LuaState, find: bool) -> Result<usize, LuaError> {
         }
     };
     let s: &[u8] = s_ref.as_bytes();
-    let p: &[u8] = p_ref.as_bytes();
+    let p_bytes: &[u8] = p_ref.as_bytes();
+    let p = c_pattern(state.global().lua_version == lua_types::LuaVersion::V51, p_bytes);
     let ls = s.len();
-    let lp = p.len();
+    let lp = p_bytes.len();
     let init_raw = state.opt_arg_integer(3, 1)?;
     let mut init = pos_relat_i(init_raw, ls).saturating_sub(1);
     // locklab: 5.1 clamps the start into the subject instead of answering
@@ -1289,7 +1305,7 @@ fn str_find_aux(state: &mut LuaState, find: bool) -> Result<usize, LuaError> {
 
     if find && (state.arg_to_bool(4) || nospecials(p)) {
         // plain search
-        if let Some(pos) = lmemfind(&s[init..], p) {
+        if let Some(pos) = lmemfind(&s[init..], p_bytes) {
             let abs = init + pos;
             state.push(LuaValue::Int((abs + 1) as i64));
             state.push(LuaValue::Int((abs + lp) as i64));
@@ -1404,7 +1420,7 @@ fn gmatch_step<const DEDUP: bool>(state: &mut LuaState) -> Result<usize, LuaErro
     };
 
     let s: &[u8] = s_str.as_bytes();
-    let p: &[u8] = p_str.as_bytes();
+    let p = c_pattern(!DEDUP && state.global().lua_version == lua_types::LuaVersion::V51, p_str.as_bytes());
     let (start_pos, last_match, stored_bound_depth) = {
         let iter = iter_state.borrow();
         (iter.pos, iter.last_match, iter.bound_depth)
@@ -1616,10 +1632,13 @@ fn add_value(
     let ty = state.type_at(-1);
     if ty != LuaType::String && ty != LuaType::Number {
         let tname = state.type_name_at(-1).to_owned();
-        return Err(LuaError::runtime(format_args!(
-            "invalid replacement value (a {})",
-            tname.escape_ascii()
-        )));
+        // locklab: `luaL_error`, so with `luaL_where(L, 1)`'s position
+        // (redis-server: "user_script:1: invalid replacement value (a
+        // table)"), issue 43.
+        return Err(l_error(
+            state,
+            LuaError::runtime(format_args!("invalid replacement value (a {})", tname.escape_ascii())),
+        ));
     }
     let v = match state.to_string_coerced(-1) {
         Some(b) => b,
@@ -1648,7 +1667,7 @@ pub fn str_gsub(state: &mut LuaState) -> Result<usize, LuaError> {
         }
     };
     let src: &[u8] = src_ref.as_bytes();
-    let pat: &[u8] = pat_ref.as_bytes();
+    let pat = c_pattern(state.global().lua_version == lua_types::LuaVersion::V51, pat_ref.as_bytes());
     let src_len = src.len();
     let mut max_s = state.opt_arg_integer(4, (src_len + 1) as i64)?;
     let tr = state.type_at(3);
@@ -1806,7 +1825,7 @@ fn num2straux(x: f64) -> Vec<u8> {
 /// behaviour on the tested platforms).
 fn format_hex_float(x: f64, precision: Option<usize>) -> Vec<u8> {
     if x.is_nan() {
-        return b"nan".to_vec();
+        return if x.is_sign_negative() { b"-nan".to_vec() } else { b"nan".to_vec() };
     }
     if x.is_infinite() {
         return if x < 0.0 {
@@ -2211,7 +2230,7 @@ fn signed_int_parts(n: i64, spec: &FmtSpec) -> (Vec<u8>, Vec<u8>) {
 }
 
 fn unsigned_int_parts(n: u64, base: u32, upper: bool, spec: &FmtSpec) -> (Vec<u8>, Vec<u8>) {
-    let digits = if n == 0 && spec.precision == Some(0) {
+    let mut digits = if n == 0 && spec.precision == Some(0) {
         Vec::new()
     } else {
         match base {
@@ -2221,9 +2240,18 @@ fn unsigned_int_parts(n: u64, base: u32, upper: bool, spec: &FmtSpec) -> (Vec<u8
             _ => format!("{}", n).into_bytes(),
         }
     };
+    // locklab: C's `#` on `o` raises the precision until the first digit is
+    // a zero, so `%#.0o` of 0 is "0" and `%#.5o` of 8 is "00010" (no zero
+    // added past the precision's), issue 43.
+    if base == 8 && spec.alt_form {
+        let padded = spec.precision.map_or(digits.len(), |p| p.max(digits.len()));
+        if padded == digits.len() && digits.first() != Some(&b'0') {
+            digits.insert(0, b'0');
+        }
+    }
     let prefix: Vec<u8> = if spec.alt_form && n != 0 {
         match base {
-            8 => b"0".to_vec(),
+            8 => Vec::new(),
             16 if upper => b"0X".to_vec(),
             16 => b"0x".to_vec(),
             _ => Vec::new(),
@@ -2237,11 +2265,15 @@ fn unsigned_int_parts(n: u64, base: u32, upper: bool, spec: &FmtSpec) -> (Vec<u8
 fn format_float(n: f64, conv: u8, spec: &FmtSpec) -> Vec<u8> {
     let prec = spec.precision.unwrap_or(6);
     if n.is_nan() {
-        return if conv.is_ascii_uppercase() {
-            b"NAN".to_vec()
-        } else {
-            b"nan".to_vec()
+        // locklab: glibc's printf keeps a NaN's sign (`0/0` on x86 is
+        // negative: redis-server's `%E` of it is `-NAN`), issue 43.
+        let text: &[u8] = match (n.is_sign_negative(), conv.is_ascii_uppercase()) {
+            (true, true) => b"-NAN",
+            (true, false) => b"-nan",
+            (false, true) => b"NAN",
+            (false, false) => b"nan",
         };
+        return text.to_vec();
     }
     if n.is_infinite() {
         let s: &[u8] = if conv.is_ascii_uppercase() {
@@ -2292,61 +2324,30 @@ fn format_float(n: f64, conv: u8, spec: &FmtSpec) -> Vec<u8> {
 
 /// Format `n` in `%e` style with `prec` fractional digits.
 ///
-/// The zero branch preserves the sign of negative zero (C `printf` emits
-/// `-0.0` as `-0e+00`); `n == 0.0` is also true for `-0.0`, so the sign bit is
-/// the only way to distinguish them.
+/// locklab: Rust's `{:.*e}` prints the exact binary value's decimal
+/// expansion, rounded half to even, as glibc's printf does (`%0.20E` of 255
+/// is `2.55000000000000000000E+02`, `%.99E` of 2^63 its exact digits; the
+/// division this replaced drifted in the 17th digit, issue 43). Only the
+/// exponent's form differs: C writes a sign and at least two digits. A
+/// negative zero keeps its sign (`-0e+00`), as in C.
 fn format_exp(n: f64, prec: usize, _upper: bool, alt: bool) -> Vec<u8> {
-    if n == 0.0 {
-        let neg = if n.is_sign_negative() { "-" } else { "" };
-        let mantissa: String = if prec == 0 {
-            if alt {
-                "0.".to_string()
-            } else {
-                "0".to_string()
-            }
-        } else {
-            format!("0.{}", "0".repeat(prec))
-        };
-        return format!("{}{}e+00", neg, mantissa).into_bytes();
+    let text = format!("{:.*e}", prec, n);
+    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+    let mut out = mantissa.to_owned();
+    if alt && prec == 0 {
+        out.push('.');
     }
-    let abs = n.abs();
-    let exp = abs.log10().floor() as i32;
-    let mantissa = n / 10f64.powi(exp);
-    let mantissa_str = format!("{:.*}", prec, mantissa);
-    let (mant_final, exp_final) = if let Some(dot_pos) = mantissa_str.find('.') {
-        let int_part = &mantissa_str[..dot_pos];
-        let abs_int = int_part.trim_start_matches('-');
-        if abs_int.len() > 1 {
-            let new_mant = if prec == 0 {
-                mantissa_str[..mantissa_str.len() - 1].to_string()
-            } else {
-                let neg = if int_part.starts_with('-') { "-" } else { "" };
-                let frac = &mantissa_str[dot_pos + 1..];
-                format!("{}{}.{}{}", neg, &abs_int[..1], &abs_int[1..], frac)
-            };
-            (new_mant, exp + (abs_int.len() as i32 - 1))
-        } else {
-            (mantissa_str, exp)
-        }
-    } else if mantissa_str.trim_start_matches('-').len() > 1 {
-        let neg = if mantissa_str.starts_with('-') {
-            "-"
-        } else {
-            ""
-        };
-        let body = mantissa_str.trim_start_matches('-');
-        let bumped = format!("{}{}.{}", neg, &body[..1], &body[1..]);
-        (bumped, exp + (body.len() as i32 - 1))
-    } else {
-        (mantissa_str, exp)
+    let (sign, digits) = match exp.strip_prefix('-') {
+        Some(d) => ('-', d),
+        None => ('+', exp),
     };
-    let sign = if exp_final < 0 { '-' } else { '+' };
-    let mant_out = if alt && !mant_final.contains('.') {
-        format!("{}.", mant_final)
-    } else {
-        mant_final
-    };
-    format!("{}e{}{:02}", mant_out, sign, exp_final.abs()).into_bytes()
+    out.push('e');
+    out.push(sign);
+    if digits.len() < 2 {
+        out.push('0');
+    }
+    out.push_str(digits);
+    out.into_bytes()
 }
 
 /// Format `n` in `%g` style with `prec` significant digits.
@@ -2363,10 +2364,15 @@ fn format_g(n: f64, prec: usize, alt: bool) -> Vec<u8> {
             format!("{}0", neg).into_bytes()
         };
     }
-    let abs = n.abs();
-    let exp = abs.log10().floor() as i32;
+    // C's rule: X is the exponent `%e` would print at precision P − 1 (so
+    // after rounding: 9.9996 at `%.4g` is X = 1), then `%e` if X < −4 or
+    // X ≥ P, else `%f` with P − 1 − X digits (locklab, issue 43).
+    let ep = if prec == 0 { 0 } else { prec - 1 };
+    let exp: i32 = format!("{:.*e}", ep, n)
+        .split_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
     if exp < -4 || exp >= prec as i32 {
-        let ep = if prec == 0 { 0 } else { prec - 1 };
         let mut v = format_exp(n, ep, false, alt);
         if !alt {
             v = strip_trailing_zeros_exp(&v);
@@ -2377,6 +2383,10 @@ fn format_g(n: f64, prec: usize, alt: bool) -> Vec<u8> {
         let mut v = format!("{:.*}", dec_places, n).into_bytes();
         if !alt {
             v = strip_trailing_zeros_fixed(&v);
+        } else if !v.contains(&b'.') {
+            // `#`: the point stays even with no digit after it (`%#.G` of
+            // -1 is "-1."), locklab, issue 43.
+            v.push(b'.');
         }
         v
     }
@@ -2483,9 +2493,11 @@ fn push_float(buf: &mut Vec<u8>, n: f64, conv: u8, spec: &FmtSpec) {
     let body = format_float(n, conv, spec);
     let (sign, digits): (Vec<u8>, Vec<u8>) = if !body.is_empty() && (body[0] == b'-' || body[0] == b'+') {
         (vec![body[0]], body[1..].to_vec())
-    } else if n >= 0.0 && spec.plus_sign {
+    // locklab: C signs by the sign bit, so a positive NaN takes the `+` or
+    // space flag too (`%+e` of tonumber('nan') is `+nan`), issue 43.
+    } else if !n.is_sign_negative() && spec.plus_sign {
         (b"+".to_vec(), body)
-    } else if n >= 0.0 && spec.space_sign {
+    } else if !n.is_sign_negative() && spec.space_sign {
         (b" ".to_vec(), body)
     } else {
         (Vec::new(), body)

@@ -185,9 +185,22 @@ pub fn insert(state: &mut LuaState) -> Result<usize, LuaError> {
 /// - **5.2 / 5.3**: `luaL_argcheck((lua_Unsigned)pos - 1u <= size, 1, ...)` —
 ///   the offending argument is reported as **#1**.
 /// - **5.4 / 5.5**: the identical check, but the argument index is **#2**.
+/// locklab: `auxsort`'s `luaL_error(L, "invalid order function for
+/// sorting")`, with `luaL_where(L, 1)`'s position as redis-server gives it
+/// ("user_script:1: invalid order function for sorting"), issue 43.
+fn sort_error(state: &LuaState) -> LuaError {
+    lua_vm::debug::c_api_runtime(state, b"invalid order function for sorting".to_vec())
+}
+
 pub fn remove(state: &mut LuaState) -> Result<usize, LuaError> {
     let size = check_table_and_get_len(state, 1, TAB_RW)?;
-    let mut pos = state.opt_arg_integer(2, size)?;
+    // locklab: 5.1's `tremove` reads the position with `luaL_optint`, a C
+    // `int`: 2^32 + 2 is 2 (issue 43).
+    let mut pos = if state.global().lua_version == lua_types::LuaVersion::V51 {
+        i64::from(crate::lua51::opt_int(state, 2, size as i32)?)
+    } else {
+        state.opt_arg_integer(2, size)?
+    };
     if state.global().lua_version == lua_types::LuaVersion::V51 {
         if !(1 <= pos && pos <= size) {
             return Ok(0);
@@ -473,9 +486,7 @@ fn partition(state: &mut LuaState, lo: IdxT, up: IdxT) -> Result<IdxT, LuaError>
             }
             // a[i] < P; check for invalid comparator
             if i == up - 1 {
-                return Err(LuaError::runtime(format_args!(
-                    "invalid order function for sorting"
-                )));
+                return Err(sort_error(state));
             }
             state.pop_n(1); // remove a[i]
         }
@@ -491,9 +502,7 @@ fn partition(state: &mut LuaState, lo: IdxT, up: IdxT) -> Result<IdxT, LuaError>
             }
             // P < a[j]; check for invalid comparator
             if j < i {
-                return Err(LuaError::runtime(format_args!(
-                    "invalid order function for sorting"
-                )));
+                return Err(sort_error(state));
             }
             state.pop_n(1); // remove a[j]
         }

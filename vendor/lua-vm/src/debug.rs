@@ -111,6 +111,15 @@ fn where_parent(state: &LuaState, ci_idx: CallInfoIdx) -> Option<CallInfoIdx> {
     hidden_frames(state, ci_idx).map(|(parent, _)| parent)
 }
 
+/// locklab: is `source` the embedder's hidden chunk
+/// (`SandboxLimits::hidden_source`)? `luaL_where` names no position in it:
+/// the frames the script's host runs it from are not the script's, and
+/// redis-server has none there (`error(msg, 3)` from a script's top level is
+/// the bare message), so a level that lands in one is a C frame's "".
+pub fn is_hidden_source(state: &LuaState, source: &[u8]) -> bool {
+    state.global().sandbox.hidden_source.borrow().as_deref().is_some_and(|h| h == source)
+}
+
 /// See [`where_parent`]: the caller's frame, and how many frames (wrapper
 /// and trampoline, two per wrapper) were looked through.
 fn hidden_frames(state: &LuaState, ci_idx: CallInfoIdx) -> Option<(CallInfoIdx, i32)> {

@@ -525,7 +525,10 @@ pub fn utf8_esc(buff: &mut [u8; UTF8_BUF_SZ], x: u32) -> usize {
 /// (`LUA_NUMBER_FMT_N` = `%.17g`, the shortest round-trip form).
 fn fmt_g(f: f64, precision: i32) -> Vec<u8> {
     if f.is_nan() {
-        return b"nan".to_vec();
+        // locklab: glibc's `%.14g` keeps a NaN's sign, and `0/0` on x86 is
+        // a negative NaN: redis-server's `string.rep(0/0, 2)` is `-nan-nan`
+        // (issue 43).
+        return if f.is_sign_negative() { b"-nan".to_vec() } else { b"nan".to_vec() };
     }
     if f.is_infinite() {
         return if f > 0.0 {

@@ -268,21 +268,10 @@ end
 
 -- Redis's own pcall (luaRedisPcall): an error table with an `err` string is
 -- reported as that string, as Redis 6 scripts expect.
-local function pcall_fix(ok, ...)
-  if ok then return true, ... end
-  local e = ...
-  if type(e) == "table" then
-    local m = e.err
-    local tm = type(m)
-    if tm == "string" or tm == "number" then e = m end
-  end
-  return false, e
-end
-
-local function pcall_w(...)
-  if select("#", ...) == 0 then return false, "attempt to call a boolean value" end
-  return pcall_fix(raw_pcall(...))
-end
+-- The scripts' pcall is that, in the VM (`__redis_pcall`): one C function,
+-- so error levels under it count as on redis-server.
+local pcall_w = G.__redis_pcall
+G.__redis_pcall = nil
 
 -- 5.1's xpcall insists on its handler argument.
 local function xpcall_w(...)
@@ -475,7 +464,8 @@ local function random_w(...)
     end
     u = to_luaint(u)
     if not (l <= u) then error("bad argument #2 to '" .. cname() .. "' (interval is empty)", 3) end
-    return floor(r * (u - l + 1)) + l
+    -- `u-l+1` is C int arithmetic: it wraps past INT_MAX.
+    return floor(r * to_luaint(u - l + 1)) + l
   end
   error("wrong number of arguments", 3)
 end
@@ -790,7 +780,12 @@ do
   end
   local function rep_w(...)
     local s, n = ...
-    if type(n) == "number" and n > 0 then
+    local ts = type(s)
+    -- Only what rep will build is charged: a string (or number) `s`, and
+    -- `n` as 5.1's luaL_checkint reads it (2^31 is INT_MIN: nothing), so a
+    -- table is refused as redis-server refuses it, not charged first.
+    if (ts == "string" or ts == "number") and type(n) == "number" then n = to_luaint(n) else n = 0 end
+    if n > 0 then
       -- Its iterations and its result's bytes, charged before the result
       -- is built, so a budget ends it before the memory is taken (the VM
       -- charges the bytes again as it makes the string: rep writes them,
