@@ -57,6 +57,7 @@ macro_rules! with_diff_files {
             memory_usage => "memory_usage.redis",
             locks => "locks.redis",
             lua_library => "lua_library.redis",
+            lua_struct => "lua_struct.redis",
             lua_values => "lua_values.redis",
             scripting => "scripting.redis",
             select => "select.redis",

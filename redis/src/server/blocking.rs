@@ -216,7 +216,15 @@ pub(crate) fn parse_timeout(arg: &[u8]) -> Result<u64, Reply> {
         Ok(v) => v.to_f64(),
         Err(_) => return Err(Reply::error("ERR timeout is not a float or out of range")),
     };
-    let ms = (secs * 1000.0) as i64;
+    // `(long long)(ftval * 1000.0)`: x86's conversion gives LLONG_MIN for
+    // anything out of range (or NaN), where Rust's `as` saturates, so a
+    // huge timeout is "negative" on redis-server (`BZMPOP 1e300 …`), issue 43.
+    let ms = secs * 1000.0;
+    let ms = if ms.is_nan() || !(i64::MIN as f64..-(i64::MIN as f64)).contains(&ms) {
+        i64::MIN
+    } else {
+        ms as i64
+    };
     if ms < 0 {
         return Err(Reply::error("ERR timeout is negative"));
     }

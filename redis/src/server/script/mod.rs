@@ -78,6 +78,7 @@ pub mod control;
 pub mod convert;
 pub mod meta;
 mod restore;
+mod structlib;
 mod vm;
 
 use std::collections::BTreeMap;

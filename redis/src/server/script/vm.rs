@@ -215,6 +215,41 @@ const COMPILED_CACHE_MAX: usize = 4096;
 /// for the scripts' own data.
 const COMPILED_CACHE_BYTES: usize = MEMORY_LIMIT_BYTES / 8;
 
+/// `struct.pack`/`unpack`/`size` ([`super::structlib`]) for the prelude's
+/// wrapper: `"ok"` and the results, or `"error"` and `luaL_error`'s text, or
+/// `"arg"`, the argument and `luaL_argerror`'s text, which the wrapper
+/// raises with the script's position.
+fn struct_call(lua: &Lua, op: &[u8], args: &[super::structlib::Arg]) -> omnilua::Result<Variadic<Value>> {
+    use super::structlib::{Out, StructError};
+    let result = match op {
+        b"pack" => super::structlib::pack(args).map(|b| vec![Out::Str(b)]),
+        b"unpack" => super::structlib::unpack(args),
+        _ => super::structlib::size(args).map(|n| vec![Out::Num(n)]),
+    };
+    let mut out = Variadic::new();
+    match result {
+        Ok(values) => {
+            out.push(Value::String(lua.create_string("ok")?));
+            for v in values {
+                out.push(match v {
+                    Out::Str(b) => Value::String(lua.create_string(&b)?),
+                    Out::Num(n) => Value::Number(n),
+                });
+            }
+        }
+        Err(StructError::Error(msg)) => {
+            out.push(Value::String(lua.create_string("error")?));
+            out.push(Value::String(lua.create_string(&msg)?));
+        }
+        Err(StructError::Arg(i, msg)) => {
+            out.push(Value::String(lua.create_string("arg")?));
+            out.push(Value::Number(i as f64));
+            out.push(Value::String(lua.create_string(&msg)?));
+        }
+    }
+    Ok(out)
+}
+
 /// The starting state of `redisLrand48`, as in redis-server's rand.c.
 pub(crate) const LRAND48_SEED: u64 = 0x1234_ABCD_330E;
 
@@ -616,6 +651,26 @@ impl Vm {
             lua.create_function(|lua, args: Variadic<Value>| match lua_args_to_argv(&args) {
                 Err(msg) => Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
                 Ok(argv) => Ok((Value::Boolean(command_known(&argv)), Value::Nil)),
+            })?,
+        )?;
+        rust.raw_set(
+            "struct",
+            lua.create_function(|lua, (op, n, seen): (LuaString, f64, Table)| {
+                let types: Table = seen.raw_get("types")?;
+                let numbers: Table = seen.raw_get("numbers")?;
+                let texts: Table = seen.raw_get("texts")?;
+                let args = (1..=n as i64)
+                    .map(|i| -> omnilua::Result<super::structlib::Arg> {
+                        let text: Option<LuaString> = texts.raw_get(i)?;
+                        Ok(super::structlib::Arg {
+                            present: true,
+                            type_name: types.raw_get::<_, String>(i)?,
+                            number: numbers.raw_get(i)?,
+                            text: text.map(|t| t.as_bytes()).transpose()?,
+                        })
+                    })
+                    .collect::<omnilua::Result<Vec<_>>>()?;
+                struct_call(lua, &op.as_bytes()?, &args)
             })?,
         )?;
         rust.raw_set(
