@@ -149,6 +149,11 @@ enum Kind {
     /// A position `table.insert` moves elements up to: a far one (an `int`
     /// cast to a large negative) makes 5.1 loop two billion times.
     Pos,
+    /// A `struct` format: its options with sizes, alignments and endianness,
+    /// invalid ones and sizes past its limits.
+    StructFmt,
+    /// Data for `struct.unpack`: a packed string of a few formats, or text.
+    StructData,
 }
 
 use Kind::*;
@@ -215,6 +220,16 @@ const FUNCTIONS: &[(&str, &[Kind])] = &[
     ("error", &[Any, Num]),
     ("type", &[Any]),
     ("assert", &[Any, Any]),
+    ("struct.pack", &[StructFmt, Num, Num, Str, Num]),
+    ("struct.unpack", &[StructFmt, StructData, Num]),
+    ("struct.size", &[StructFmt]),
+];
+
+/// Pieces of a `struct` format (lua_struct.c): every option, sizes after
+/// `i`/`I`/`c`/`!`, and what it refuses (`z`, `i33`, `!3`).
+const STRUCT_ITEMS: &[&str] = &[
+    ">", "<", "!", "!4", "!3", " ", "x", "b", "B", "h", "H", "l", "L", "T", "i", "I", "i3", "I5", "i8", "i16", "i0",
+    "i33", "f", "d", "c", "c0", "c3", "s", "z",
 ];
 
 /// The helpers every script starts with: `s` shows one value, `show` all
@@ -263,7 +278,7 @@ pub fn library_call(rng: &mut Rng) -> Vec<u8> {
 fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
     // One argument in five is of any kind.
     let kind = match kind {
-        Pos | Table | Count => kind,
+        Pos | Table | Count | StructFmt => kind,
         _ if rng.one_in(5) => Any,
         _ => kind,
     };
@@ -317,6 +332,24 @@ fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
             .to_string(),
         Base => rng
             .pick(&["10", "16", "2", "36", "1", "37", "0", "8.9", "nil"])
+            .to_string(),
+        StructFmt => {
+            let mut f = String::new();
+            for _ in 0..rng.below(6) {
+                f.push_str(rng.pick::<&str>(STRUCT_ITEMS));
+            }
+            format!("{f:?}")
+        }
+        StructData => rng
+            .pick(&[
+                "struct.pack('>i2c0', 3, 'abc')",
+                "struct.pack('<d!8bi8', 1.5, -3, 2^40)",
+                "struct.pack('sHf', 'hi', 65535, 0.1)",
+                "'3abcd'",
+                "'\\2abcd\\0x'",
+                "''",
+                "string.rep('\\255', 40)",
+            ])
             .to_string(),
     }
 }

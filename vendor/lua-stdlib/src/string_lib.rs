@@ -2209,7 +2209,16 @@ fn pad_int(buf: &mut Vec<u8>, sign_prefix: &[u8], digits: &[u8], spec: &FmtSpec)
 
 fn signed_int_parts(n: i64, spec: &FmtSpec) -> (Vec<u8>, Vec<u8>) {
     if n == 0 && spec.precision == Some(0) {
-        return (Vec::new(), Vec::new());
+        // locklab: no digits, but the sign a flag asks for stays (`%+.0d`
+        // of 0 is "+" in C), issue 43.
+        let sign: &[u8] = if spec.plus_sign {
+            b"+"
+        } else if spec.space_sign {
+            b" "
+        } else {
+            b""
+        };
+        return (sign.to_vec(), Vec::new());
     }
     let (sign, abs_digits) = if n < 0 {
         (b"-".to_vec(), {
