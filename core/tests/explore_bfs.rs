@@ -585,3 +585,31 @@ fn a_counterexample_exports_as_a_lesson_that_replays_to_the_same_violation() {
     );
     assert!(export::lesson_toml(&design("06-fenced-single.toml"), &held.report()).is_err());
 }
+
+/// The page's exports are the CLI's: the same because chain, diagram,
+/// script and lesson, made from one report; a held design has none.
+#[test]
+fn a_counterexample_exports_everything_the_cli_prints_and_a_held_design_nothing() {
+    use locklab_core::explore::export;
+    let spec = design("04-no-fencing.toml");
+    let report = search(&spec, Reductions::default(), Limits::default()).report();
+    let Outcome::Violated { trace, .. } = &report.outcome else {
+        panic!("04 holds");
+    };
+    let all = export::exports(&spec, &report).expect("a counterexample exports");
+    assert_eq!(all.mermaid, export::mermaid(trace));
+    assert_eq!(all.cli, export::cli_script(trace));
+    assert_eq!(all.because_en, export::because(trace, false));
+    assert_eq!(all.because_zh, export::because(trace, true));
+    assert_eq!(
+        all.lesson.as_deref(),
+        export::lesson_toml(&spec, &report).ok().as_deref()
+    );
+    assert!(all.mermaid.starts_with("sequenceDiagram"), "{}", all.mermaid);
+    let held = search(
+        &design("06-fenced-single.toml"),
+        Reductions::default(),
+        Limits::default(),
+    );
+    assert_eq!(export::exports(&design("06-fenced-single.toml"), &held.report()), None);
+}

@@ -9,6 +9,8 @@ use super::{
     lesson::{counterexample_lesson, ToLessonError},
     Report, Spec,
 };
+use serde::{Deserialize, Serialize};
+
 use crate::actor::Actor;
 use crate::lang::Lang;
 use crate::trace::{EventKind, Trace};
@@ -248,4 +250,41 @@ pub fn lesson_toml(spec: &Spec, report: &Report) -> Result<String, ToLessonError
         report.summary.replace('\n', " "),
         report.result_line().replace('\n', " ")
     ))
+}
+
+/// Everything a counterexample exports, made once where the search ran (the
+/// page's worker) so the page offers the same texts as `locklab explore
+/// --explain --export mermaid|cli|lesson`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exports {
+    /// [`because`] in English and in Chinese.
+    pub because_en: String,
+    pub because_zh: String,
+    /// [`mermaid`].
+    pub mermaid: String,
+    /// [`cli_script`].
+    pub cli: String,
+    /// [`lesson_toml`], or why there is none.
+    pub lesson: Option<String>,
+    pub lesson_error: Option<String>,
+}
+
+/// The exports of `report`'s counterexample; `None` when the design held.
+#[cfg(feature = "toml")]
+pub fn exports(spec: &Spec, report: &Report) -> Option<Exports> {
+    let super::Outcome::Violated { trace, .. } = &report.outcome else {
+        return None;
+    };
+    let (lesson, lesson_error) = match lesson_toml(spec, report) {
+        Ok(text) => (Some(text), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Some(Exports {
+        because_en: because(trace, false),
+        because_zh: because(trace, true),
+        mermaid: mermaid(trace),
+        cli: cli_script(trace),
+        lesson,
+        lesson_error,
+    })
 }
