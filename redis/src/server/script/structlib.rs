@@ -276,6 +276,40 @@ fn getinteger(buff: &[u8], little: bool, signed: bool, size: u64) -> f64 {
     l as i64 as f64
 }
 
+/// An integer or float field of `b_unpack`, as a Lua number.
+fn number_at(opt: u8, bytes: &[u8], little: bool) -> f64 {
+    match opt {
+        b'f' => {
+            let b: [u8; 4] = bytes.try_into().unwrap_or_default();
+            f64::from(if little {
+                f32::from_le_bytes(b)
+            } else {
+                f32::from_be_bytes(b)
+            })
+        }
+        b'd' => {
+            let b: [u8; 8] = bytes.try_into().unwrap_or_default();
+            if little {
+                f64::from_le_bytes(b)
+            } else {
+                f64::from_be_bytes(b)
+            }
+        }
+        _ => getinteger(bytes, little, opt.is_ascii_lowercase(), bytes.len() as u64),
+    }
+}
+
+/// `c0`'s length: the previous result, if there is one and it reads as a
+/// number (`n == 0 || !lua_isnumber(L, -1)` is an error).
+fn previous_size(results: &[Out]) -> Result<f64> {
+    match results.last() {
+        Some(Out::Num(n)) => Some(*n),
+        Some(Out::Str(s)) => str_number(s),
+        None => None,
+    }
+    .ok_or_else(|| StructError::Error("format 'c0' needs a previous size".into()))
+}
+
 /// `b_unpack`: results, then the position after the last one.
 pub(crate) fn unpack(args: &[Arg]) -> Result<Vec<Out>> {
     let fmt = check_string(args, 1, false)?;
@@ -311,40 +345,13 @@ pub(crate) fn unpack(args: &[Arg]) -> Result<Vec<Out>> {
         }
         let field = |pos: u64, size: u64| &data[pos as usize..(pos + size) as usize];
         match opt {
-            b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
-                let signed = opt.is_ascii_lowercase();
-                results.push(Out::Num(getinteger(field(pos, size), h.little, signed, size)));
+            b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' | b'f' | b'd' => {
+                results.push(Out::Num(number_at(opt, field(pos, size), h.little)));
             }
             b'x' => {}
-            b'f' => {
-                let b: [u8; 4] = field(pos, 4).try_into().unwrap_or_default();
-                let f = if h.little {
-                    f32::from_le_bytes(b)
-                } else {
-                    f32::from_be_bytes(b)
-                };
-                results.push(Out::Num(f64::from(f)));
-            }
-            b'd' => {
-                let b: [u8; 8] = field(pos, 8).try_into().unwrap_or_default();
-                results.push(Out::Num(if h.little {
-                    f64::from_le_bytes(b)
-                } else {
-                    f64::from_be_bytes(b)
-                }));
-            }
             b'c' => {
                 if size == 0 {
-                    // The previous result, if it reads as a number.
-                    let previous = match results.last() {
-                        Some(Out::Num(n)) => Some(*n),
-                        Some(Out::Str(s)) => str_number(s),
-                        None => None,
-                    };
-                    let Some(n) = previous else {
-                        return Err(StructError::Error("format 'c0' needs a previous size".into()));
-                    };
-                    size = c_ulong(n);
+                    size = c_ulong(previous_size(&results)?);
                     results.pop();
                     if !(size <= ld && pos <= ld - size) {
                         return Err(too_short());
