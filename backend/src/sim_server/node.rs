@@ -440,7 +440,11 @@ impl NodeThread {
             self.route(Some(sess.id), &mut out);
             let resp3 = sess.resp3;
             match after {
-                After::Continue => resp::encode(&mut out, &reply, resp3),
+                After::Continue => match self.st.node.take_encoded() {
+                    // Written as bytes by the command (see `Node::encode_replies`).
+                    Some(bytes) => out.extend_from_slice(bytes),
+                    None => resp::encode(&mut out, &reply, resp3),
+                },
                 After::Block => {
                     self.blocked.insert(sess.id);
                     stop = Stop::Blocked;
