@@ -440,7 +440,7 @@ impl NodeThread {
             self.route(Some(sess.id), &mut out);
             let resp3 = sess.resp3;
             match after {
-                After::Continue => resp::encode(&mut out, &reply, resp3),
+                After::Continue => put_reply(&mut out, self.st.node.take_encoded(), &reply, resp3),
                 After::Block => {
                     self.blocked.insert(sess.id);
                     stop = Stop::Blocked;
@@ -625,6 +625,15 @@ impl NodeThread {
         }
         let pending = outbox.queued.load(Ordering::Acquire) + outbox.unsent.load(Ordering::Relaxed) + extra;
         output_limit_reached(limit, pending, &mut outbox.soft_since, id, pubsub)
+    }
+}
+
+/// A command's reply: the bytes it wrote itself (see `Node::encode_replies`),
+/// or its tree, encoded.
+fn put_reply(out: &mut Vec<u8>, encoded: Option<&[u8]>, reply: &Reply, resp3: bool) {
+    match encoded {
+        Some(bytes) => out.extend_from_slice(bytes),
+        None => resp::encode(out, reply, resp3),
     }
 }
 

@@ -1095,6 +1095,8 @@ pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr, maxclient
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
     node.set_host_clock(true);
+    // Replies go on a socket: range reads write their bytes directly.
+    node.encode_replies(true);
     node.set_host_config("maxclients", &maxclients.to_string());
     node.set_host_config("bind", &local_addr.ip().to_string());
     node.set_host_config("dir", &dir);

@@ -209,6 +209,23 @@ impl Db {
         self.set_deadline(key, expires_at);
     }
 
+    /// Overwrite the string or other value of a key that exists and has no
+    /// deadline with a string, in one lookup: what [`Db::insert`] and a
+    /// resync do for a `SET` or an `MSET` of a key that is there, the hot
+    /// path of both (issue 42, item 6). The string comes back when the key
+    /// is missing or has a deadline.
+    pub(crate) fn overwrite_with_string(&mut self, key: &[u8], s: Vec<u8>) -> Result<(), Vec<u8>> {
+        let Some(entry) = self.entries.get_mut(key).filter(|e| e.expires_at.is_none()) else {
+            return Err(s);
+        };
+        entry.value = Value::Str(s);
+        entry.raw = false;
+        let usage = key_usage(key, &entry.value);
+        self.used = self.used - entry.usage as u64 + usage as u64;
+        entry.usage = usage;
+        Ok(())
+    }
+
     /// The value to change in place (see [`Db::value_mut`]), adding
     /// `empty` without a deadline when the key is missing.
     pub(crate) fn value_mut_or_insert(&mut self, key: &[u8], empty: Value) -> &mut Value {

@@ -37,6 +37,7 @@ mod cmd;
 pub mod config;
 pub mod db;
 mod digest;
+mod encoded;
 pub mod glob;
 pub mod hash;
 pub mod lab;
@@ -315,6 +316,8 @@ pub struct Engine {
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `noscript`
     /// commands (the Redis test suite uses it to reach `DEBUG PROTOCOL`).
     pub(crate) script_deny_disabled: bool,
+    /// The host's buffer for a reply written as RESP bytes (see `encoded`).
+    pub(crate) encoded: encoded::Encoded,
     /// `server.pre_command_oom_state`: memory was over `maxmemory` when the
     /// current command started (scripts check it before their first write).
     pre_command_oom: bool,
@@ -382,6 +385,7 @@ impl Node {
                 config: config::Config::default(),
                 active_expire: true,
                 script_deny_disabled: false,
+                encoded: encoded::Encoded::default(),
                 pre_command_oom: false,
                 script_allow_oom: false,
                 script_write_dirty: false,
@@ -592,6 +596,8 @@ impl Node {
             self.engine.clients = self.conns.len();
         }
         self.engine.stall_ms = 0;
+        self.engine.encoded.ready = false;
+        self.engine.encoded.open = false;
         self.engine.conn = Some(conn);
         let mut reply = self.process(conn, argv);
         self.engine.conn = None;
@@ -614,6 +620,20 @@ impl Node {
         }
         self.engine.finish_batch();
         reply
+    }
+
+    /// Have the commands that can write their replies as RESP bytes do so
+    /// (range reads of plain commands, outside `EXEC` and scripts): a host
+    /// that sends replies on a socket takes them with
+    /// [`Node::take_encoded`] instead of encoding a tree (see `encoded`).
+    pub fn encode_replies(&mut self, on: bool) {
+        self.engine.encoded.wanted = on;
+    }
+
+    /// The last command's reply as RESP bytes, if it was written so (its
+    /// [`Node::execute`] reply is then a placeholder); taken once.
+    pub fn take_encoded(&mut self) -> Option<&[u8]> {
+        self.engine.encoded.take()
     }
 
     /// Wall-clock milliseconds the last command wanted to block for
@@ -904,7 +924,11 @@ impl Node {
                     e: &mut self.engine,
                     db,
                 };
+                // Written as bytes only for the host itself, not into an
+                // EXEC's array of replies.
+                cx.e.encoded.open = cx.e.encoded.wanted && !cx.e.in_exec;
                 let reply = f(&mut cx, argv);
+                cx.e.encoded.open = false;
                 // SELECT inside EXEC moves the connection for the commands
                 // queued after it (and after the transaction).
                 if cx.db != db {
@@ -1174,7 +1198,15 @@ impl Engine {
     }
 
     /// Store a value (replacing any TTL with `expires_at`) and signal it.
-    pub(crate) fn store(&mut self, db: usize, key: &[u8], value: db::Value, expires_at: Option<u64>) {
+    pub(crate) fn store(&mut self, db: usize, key: &[u8], mut value: db::Value, expires_at: Option<u64>) {
+        // A string over a key without a deadline: one lookup, and nothing
+        // to signal ready (only lists and sorted sets are).
+        if let (db::Value::Str(s), None) = (&mut value, expires_at) {
+            match self.dbs[db].overwrite_with_string(key, std::mem::take(s)) {
+                Ok(()) => return self.modified(db, key),
+                Err(back) => *s = back,
+            }
+        }
         self.dbs[db].insert(key, value, expires_at);
         self.changed(db, key);
     }

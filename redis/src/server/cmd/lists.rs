@@ -11,6 +11,7 @@ use super::{int_arg, is, syntax_error, wrongtype};
 use crate::reply::Reply;
 use crate::server::blocking::{parse_timeout, BlockKind, BlockRequest};
 use crate::server::db::{List, Value};
+use crate::server::encoded;
 use crate::server::{Ctx, Engine};
 
 /// The key's list to change in place (`None` when missing), or WRONGTYPE.
@@ -143,15 +144,33 @@ pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let list = match read_list(cx, &argv[1]) {
-        Ok(Some(l)) => l,
-        Ok(None) => return Reply::Array(Vec::new()),
-        Err(e) => return e,
+    // The elements go out as bytes, without a copy each, when the host
+    // takes replies so (see `encoded`).
+    let mut direct = cx.e.encoded.lend();
+    let reply = match read_list(cx, &argv[1]) {
+        Ok(Some(list)) => range_reply(list, start, end, direct.as_mut()),
+        Ok(None) => Reply::Array(Vec::new()),
+        Err(e) => e,
     };
+    if let Some(bytes) = direct {
+        cx.e.encoded.give_back(bytes);
+    }
+    reply
+}
+
+/// LRANGE's elements `start..=end`, as a reply or (given `direct`) written
+/// into it, the reply then a placeholder.
+fn range_reply(list: &List, start: i64, end: i64, direct: Option<&mut Vec<u8>>) -> Reply {
     let Some((start, end)) = index_range(start, end, list.len()) else {
         return Reply::Array(Vec::new());
     };
-    Reply::Array(list.range(start..=end).map(|v| Reply::Bulk(v.clone())).collect())
+    match direct {
+        Some(out) => {
+            encoded::bulk_array(out, end - start + 1, list.range(start..=end).map(Vec::as_slice));
+            Reply::Nil
+        }
+        None => Reply::Array(list.range(start..=end).map(|v| Reply::Bulk(v.clone())).collect()),
+    }
 }
 
 /// `addListRangeReply`'s (and LTRIM's) index rules: negative indexes count
