@@ -416,7 +416,7 @@ pub fn exhaustive_bench() -> String {
             faults: 2,
             ..d06.clone()
         };
-        out.push_str(&three_clients(&three, 30.0));
+        out.push_str(&three_clients(&three, 60.0));
         out.push_str(&reductions_table(&d06));
     }
     out
