@@ -78,11 +78,15 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
                     verdict.starts_with("held: every schedule of 2 clients with at most 1 fault(s) from {pause, crash, restart, clock-jump} (16 fault options) at any point (a pause begins as an input reaches its client), network delays as world seed 1 draws them, runs of at most 2000 steps; "),
                     "{verdict}"
                 );
+                let s = b.stats();
                 assert!(
-                    verdict.ends_with(&format!("; {} distinct states", b.stats().states)),
+                    verdict.ends_with(&format!(
+                        "; {} more states checked along deterministic tails, {} distinct states",
+                        s.tail_states, s.states
+                    )),
                     "{verdict}"
                 );
-                assert!(b.stats().states > 1_000, "a real state space: {verdict}");
+                assert!(s.states + s.tail_states > 1_000, "a real state space: {verdict}");
             }
         }
     }
@@ -133,6 +137,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
         no_op_faults: false,
         pause_at_input: false,
         symmetry: false,
+        tails: false,
     };
     let b = search(&spec, plain, Limits::default());
     assert_eq!(b.status(), Status::Exhausted, "{}", b.verdict());
@@ -145,6 +150,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
             no_op_faults: false,
             pause_at_input: false,
             symmetry: false,
+            tails: false,
         },
         Limits::default(),
     );
@@ -159,24 +165,28 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
 
 #[test]
 fn the_reductions_never_change_a_verdict() {
-    let r = |fingerprints, no_op_faults, pause_at_input, symmetry| Reductions {
+    let r = |fingerprints, no_op_faults, pause_at_input, symmetry, tails| Reductions {
         fingerprints,
         no_op_faults,
         pause_at_input,
         symmetry,
+        tails,
     };
     // (reductions, the symmetric model): symmetry needs its model, so the
     // combinations with it are compared with the same model without it.
     let all = [
-        (r(true, true, true, false), false),
-        (r(true, true, false, false), false),
-        (r(true, false, false, false), false),
-        (r(false, true, true, false), false),
-        (r(false, false, false, false), false),
-        (r(true, true, true, true), true),
-        (r(true, false, false, true), true),
-        (r(true, true, true, false), true),
-        (r(true, false, false, false), true),
+        (r(true, true, true, false, true), false),
+        (r(true, true, true, false, false), false),
+        (r(true, true, false, false, true), false),
+        (r(true, false, false, false, false), false),
+        (r(true, false, false, false, true), false),
+        (r(false, true, true, false, true), false),
+        (r(false, false, false, false, false), false),
+        (r(true, true, true, true, true), true),
+        (r(true, true, true, true, false), true),
+        (r(true, false, false, true, false), true),
+        (r(true, true, true, false, true), true),
+        (r(true, false, false, false, false), true),
     ];
     let mut compared = 0;
     let mut kinds_seen = HashSet::new();
@@ -190,7 +200,7 @@ fn the_reductions_never_change_a_verdict() {
                     max_steps: 60,
                     ..Spec::default()
                 };
-                let verdicts: Vec<(Option<Invariant>, u64)> = all
+                let verdicts: Vec<(Option<Invariant>, Option<u64>)> = all
                     .iter()
                     .map(|(r, model)| {
                         let mut b = Bfs::with_model(&spec, 1, *r, Limits::default(), *model).expect("search");
@@ -201,11 +211,11 @@ fn the_reductions_never_change_a_verdict() {
                             Outcome::Violated { invariant, .. } => Some(invariant),
                             Outcome::Held => None,
                         };
-                        (inv, b.stats().depth)
+                        (inv, b.counterexample_len())
                     })
                     .collect();
                 // Within one model every combination agrees, verdict and depth.
-                let (plain, sym) = verdicts.split_at(5);
+                let (plain, sym) = verdicts.split_at(7);
                 for group in [plain, sym] {
                     assert!(
                         group.windows(2).all(|w| w[0] == w[1]),
@@ -267,8 +277,11 @@ fn clients_alike_are_interchangeable_and_symmetry_cuts_states() {
 
     let three = Spec { clients: 3, ..spec };
     let run = |symmetry| {
+        // Symmetry merges states after a fault swaps two clients' roles:
+        // measured alone, with those states stored (no tails).
         let r = Reductions {
             symmetry,
+            tails: false,
             ..Reductions::default()
         };
         assert!(!Reductions::default().symmetry, "opt-in: it needs its model");
@@ -437,8 +450,8 @@ fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
         anywhere.verdict()
     );
     assert_eq!(
-        at_input.stats().depth,
-        anywhere.stats().depth,
+        at_input.counterexample_len(),
+        anywhere.counterexample_len(),
         "as short a counterexample"
     );
     println!(
@@ -455,6 +468,69 @@ fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
     assert!(at_input
         .verdict()
         .contains("(a pause begins as an input reaches its client)"));
+}
+
+/// Deterministic tails (`Reductions::tails`): once the fault budget is
+/// spent, the rest of a run is stepped and checked, not stored. The same
+/// verdicts, the counterexample as short and replaying to the same
+/// violation, every state still visited, far fewer kept.
+#[test]
+fn deterministic_tails_are_checked_not_stored_and_keep_the_shortest_counterexample() {
+    let no_tails = Reductions {
+        tails: false,
+        ..Reductions::default()
+    };
+    assert!(Reductions::default().tails, "on by default");
+    let held = design("06-fenced-single.toml");
+    let with = search(&held, Reductions::default(), Limits::default());
+    let without = search(&held, no_tails, Limits::default());
+    assert_eq!(
+        (with.status(), without.status()),
+        (Status::Exhausted, Status::Exhausted)
+    );
+    let (w, wo) = (with.stats(), without.stats());
+    println!(
+        "design 06: {} states stored and {} on tails, {} stored without tails",
+        w.states, w.tail_states, wo.states
+    );
+    assert_eq!(wo.tail_states, 0);
+    assert!(w.states * 4 < wo.states, "{w:?} {wo:?}");
+    assert!(
+        w.states + w.tail_states >= wo.states,
+        "every state is still visited: {w:?} {wo:?}"
+    );
+    assert!(with
+        .verdict()
+        .contains(" more states checked along deterministic tails, "));
+    for file in ["01-bare-del.toml", "04-no-fencing.toml", "05-replicated-failover.toml"] {
+        let spec = design(file);
+        let with = search(&spec, Reductions::default(), Limits::default());
+        let without = search(&spec, no_tails, Limits::default());
+        let inv = |b: &Bfs| match b.status() {
+            Status::Violated { invariant, .. } => Some(invariant),
+            _ => None,
+        };
+        assert!(inv(&with).is_some(), "{file}: {}", with.verdict());
+        assert_eq!(inv(&with), inv(&without), "{file}");
+        assert_eq!(
+            with.counterexample_len(),
+            without.counterexample_len(),
+            "{file}: as short"
+        );
+        let Outcome::Violated {
+            invariant,
+            scenario,
+            steps,
+            ..
+        } = with.report().outcome
+        else {
+            panic!("{file}: {}", with.verdict());
+        };
+        assert_eq!(Some(invariant), inv(&with), "{file}");
+        let mut w = World::from_scenario(&scenario).expect("replays");
+        w.run();
+        assert_eq!(w.first_violation_step().map(|s| s + 1), Some(steps), "{file}");
+    }
 }
 
 /// A counterexample exported (issue 44 item 4): a Mermaid sequence

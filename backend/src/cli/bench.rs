@@ -367,7 +367,7 @@ impl Cpu {
 /// CPU time the calling thread has run, in µs, and how many times it was
 /// put on a CPU (Linux's `/proc/thread-self/schedstat`; 0 where there is
 /// none).
-fn thread_cpu_us() -> (f64, f64) {
+pub(crate) fn thread_cpu_us() -> (f64, f64) {
     schedstat_us("/proc/thread-self/schedstat").unwrap_or_default()
 }
 

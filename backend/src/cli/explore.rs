@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use locklab_core::client::{Acquire, Release};
 use locklab_core::explore::bfs::{Bfs, Limits, Reductions};
+
+pub use super::explore_bench::exhaustive_bench;
 use locklab_core::explore::{Explorer, FaultKind, Finding, Outcome, Spec, TopologyKind};
 use locklab_core::server::script::{set_thread_limits, INSTRUCTION_LIMIT};
 use locklab_core::world::{Persistence, Scenario};
@@ -290,131 +292,6 @@ fn timed_bfs(bfs: &mut Bfs, budget: Duration) -> Duration {
     start.elapsed()
 }
 
-/// One exhaustive search for the benchmark: its verdict, time and rate.
-/// `alike`: the symmetric model (clients alike), so a line without the
-/// symmetry reduction can be on the same bound as one with it.
-fn bench_line(name: &str, spec: &Spec, reductions: Reductions, alike: bool, budget: Duration) -> (String, u64) {
-    let mut bfs = match Bfs::with_model(spec, 1, reductions, Limits::default(), alike) {
-        Ok(b) => b,
-        Err(e) => return (format!("  {name}: cannot build: {e}\n"), 0),
-    };
-    let took = timed_bfs(&mut bfs, budget);
-    let s = bfs.stats();
-    let secs = took.as_secs_f64().max(1e-9);
-    let line = format!(
-        "  {name}: {:.2} s, {} distinct states ({} transitions), {} states/s\n    {}\n",
-        secs,
-        thousands(s.states),
-        thousands(s.transitions),
-        thousands((s.states as f64 / secs) as u64),
-        bfs.verdict()
-    );
-    (line, s.states)
-}
-
-/// `locklab explore --bench`: the bounded-exhaustive search on the designs
-/// issue 44 measures, and what each reduction saves on one bound.
-pub fn exhaustive_bench() -> String {
-    let design = |file: &str| -> Option<Spec> {
-        let (_, text) = locklab_core::explore::designs::FILES.iter().find(|(f, _)| *f == file)?;
-        locklab_core::explore::designs::parse(text).ok()
-    };
-    let mut out = String::from("locklab explore --bench: bounded-exhaustive breadth-first search, one thread\n");
-    let all = Reductions::default();
-    let minute = Duration::from_secs(60);
-    if let Some(mut d07) = design("07-redlock5-gc-pause.toml") {
-        // The world seed whose network delays let a GC pause of one of the
-        // six lengths break Redlock (the sampling explorer's seed 894627100).
-        d07.set_seed(894_627_100);
-        out.push_str("design 07 (Redlock, five masters, GC pause), world seed 894627100, 1 pause:\n");
-        out.push_str(&bench_line("shortest counterexample", &d07, all, false, minute).0);
-        let anywhere = Reductions {
-            pause_at_input: false,
-            ..all
-        };
-        out.push_str(&bench_line("the same, pauses landing anywhere", &d07, anywhere, false, minute).0);
-    }
-    if let Some(d06) = design("06-fenced-single.toml") {
-        let three = Spec {
-            clients: 3,
-            faults: 2,
-            ..d06.clone()
-        };
-        out.push_str("design 06 (fenced, one node), 3 clients, at most 2 faults:\n");
-        let every = Reductions { symmetry: true, ..all };
-        out.push_str(&bench_line("every reduction, clients alike", &three, every, true, minute).0);
-        out.push_str(&bench_line("the same bound without symmetry", &three, all, true, minute).0);
-        out.push_str(&bench_line("without symmetry, clients 3 ms apart", &three, all, false, minute).0);
-        out.push_str(&reductions_table(&d06));
-    }
-    out
-}
-
-/// What each reduction saves on one bound (design 06, 2 clients, 1
-/// fault): the states explored with all of them, with each one left out,
-/// and with none (the tree of schedules).
-fn reductions_table(d06: &Spec) -> String {
-    let minute = Duration::from_secs(60);
-    let all = Reductions {
-        symmetry: true,
-        ..Reductions::default()
-    };
-    let mut out = String::from("reductions on design 06, 2 clients, 1 fault, clients alike (states explored):\n");
-    let (line, s_all) = bench_line(
-        "all (fingerprints, no-op faults, pauses at inputs, symmetry)",
-        d06,
-        all,
-        true,
-        minute,
-    );
-    out.push_str(&line);
-    let ratio = |a: u64| a as f64 / s_all.max(1) as f64;
-    let mut factors = Vec::new();
-    let without = [
-        ("symmetry", Reductions { symmetry: false, ..all }),
-        (
-            "pauses at inputs",
-            Reductions {
-                pause_at_input: false,
-                ..all
-            },
-        ),
-        (
-            "no-op faults",
-            Reductions {
-                no_op_faults: false,
-                ..all
-            },
-        ),
-        (
-            "fingerprints",
-            Reductions {
-                fingerprints: false,
-                ..all
-            },
-        ),
-    ];
-    for (name, r) in without {
-        let (line, s) = bench_line(&format!("without {name}"), d06, r, true, minute);
-        out.push_str(&line);
-        factors.push(format!("{name} {:.1}x", ratio(s)));
-    }
-    let none = Reductions {
-        fingerprints: false,
-        no_op_faults: false,
-        pause_at_input: false,
-        symmetry: false,
-    };
-    let (line, s_none) = bench_line("none (the tree of schedules)", d06, none, true, minute);
-    out.push_str(&line);
-    out.push_str(&format!(
-        "  each reduction's factor (states without it / with all): {}; all together {:.1}x\n",
-        factors.join(", "),
-        ratio(s_none)
-    ));
-    out
-}
-
 /// Time-box a search: both threads take chunks of schedules until the
 /// deadline; returns (schedules, events).
 fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
@@ -450,7 +327,7 @@ fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
         .fold((0, 0), |(s, e), f| (s + f.explored, e + f.events))
 }
 
-fn thousands(n: u64) -> String {
+pub(super) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

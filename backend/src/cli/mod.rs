@@ -22,6 +22,7 @@ mod check_nemesis;
 mod check_resource;
 pub mod check_run;
 pub mod explore;
+pub mod explore_bench;
 pub mod import;
 pub mod lessons;
 pub mod repl;

@@ -48,14 +48,36 @@
 //!   bounds sentence says so. Design 07's shortest counterexample: 96,681
 //!   states without it, 40,450 with it, the same length.
 //!
+//! * **deterministic tails** ([`Reductions::tails`]): once a schedule has
+//!   used the whole fault budget, its world has one transition left at
+//!   every state (the next queue item), so the rest of the run is one
+//!   path: the search steps the world to its end, checking the invariants
+//!   after each step exactly as at a stored state, and stores, fingerprints
+//!   and queues none of it (SPIN's statement merging). Most of a bounded
+//!   search's states are on such tails — a fault placement followed by the
+//!   rest of its run — and they are where the cost was: design 06 with 3
+//!   clients and at most 2 faults, held, 160,772 states stored and
+//!   3,401,341 more checked on tails in 7.2 s of CPU; without tails the
+//!   same bound reached the 2,000,000-state limit at depth 95 of ~130 in
+//!   57 s of CPU, not ended: at least 12.4x (on 2 clients and 1 fault: 324 states stored against 4,111,
+//!   12.7x; every reduction together against the tree of schedules,
+//!   39.1x). A tail's violation is
+//!   kept until every layer that could hold a shorter schedule has been
+//!   searched, so the counterexample is still a shortest one.
+//!
 //! Where the states go (`cargo run -p locklab-core --example states`):
-//! neighbouring states of one breadth-first layer mostly differ only in
-//! absolute times — the world's `now` and the queue's times — as after
-//! pauses of two lengths, the same story shifted. A canonical form with
-//! times relative to `now` would merge them, but only soundly once every
-//! absolute time in the world is relative too (nodes' key deadlines, the
-//! clients' timers and programs, the monitor's spans) and the horizon and
-//! event limit are kept as dominance; not done yet (issue 44).
+//! neighbouring states of one breadth-first layer mostly differ in absolute
+//! times — the world's `now` and the queue's times — as after pauses of
+//! two lengths. A canonical form with times relative to `now` (every
+//! absolute time relative: queue times, nodes' key deadlines, clocks as
+//! offsets, the clients' timers and programs, the monitor's and the
+//! resource's times; `now` and the event count kept as dominance) was
+//! measured on design 06 before tails (issue 44): 4,401 → 4,110 states
+//! with 2 clients and 1 fault, 16,570 → 14,985 with 3; forgetting the
+//! resource's write history, the node's statistics and finished programs
+//! on top, 3,982 and 14,893. Two stories differ in what happened, not only
+//! in when, so it is not in the search: tails were the reduction that
+//! mattered.
 //!
 //! * **symmetry** ([`Reductions::symmetry`], opt-in): clients running
 //!   the same program are interchangeable, so a world and the same world
@@ -124,6 +146,22 @@ pub struct Reductions {
     /// the bounds sentence says so.
     #[serde(default)]
     pub symmetry: bool,
+    /// Deterministic tails are run, not stored: a state whose schedule has
+    /// used the whole fault budget has one transition left (the world's
+    /// next item), and so has every state after it, so the search runs the
+    /// world from there to its end, checking the invariants after every
+    /// step as it would at each stored state, and stores none of them.
+    /// SPIN's statement merging and the "collapse deterministic paths" of
+    /// explicit-state checkers: the states are still visited (counted as
+    /// [`Stats::tail_states`]), only not fingerprinted, kept, or queued.
+    /// A violation found along a tail is kept until no shorter one can
+    /// still be found, so the counterexample stays a shortest one.
+    #[serde(default = "yes")]
+    pub tails: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for Reductions {
@@ -135,6 +173,7 @@ impl Default for Reductions {
             // Opt-in: it changes the model (clients alike), and a lesson
             // cannot replay a shared-stream world yet.
             symmetry: false,
+            tails: true,
         }
     }
 }
@@ -184,6 +223,10 @@ pub struct Stats {
     pub frontier: u64,
     /// Breadth-first layers completed.
     pub depth: u64,
+    /// States visited along deterministic tails ([`Reductions::tails`]):
+    /// checked, not stored.
+    #[serde(default)]
+    pub tail_states: u64,
 }
 
 /// A state waiting to be expanded.
@@ -222,6 +265,12 @@ pub struct Bfs {
     next: VecDeque<Entry>,
     stats: Stats,
     status: Status,
+    /// The shortest violation found along a tail so far: (its length in
+    /// transitions, the tail's first state, steps into the tail, the
+    /// invariant). Kept until every shorter schedule has been searched.
+    tail_violation: Option<(u64, u32, u32, Invariant)>,
+    /// A layer is being expanded (the roots have been offered).
+    expanding: bool,
 }
 
 /// Mix the faults used into a world's fingerprint.
@@ -310,6 +359,8 @@ impl Bfs {
             next: VecDeque::new(),
             stats: Stats::default(),
             status: Status::Running,
+            tail_violation: None,
+            expanding: false,
         };
         for (i, seed) in bfs.seeds.clone().into_iter().enumerate() {
             let mut sc = bfs.base.clone();
@@ -351,23 +402,67 @@ impl Bfs {
         self.status
     }
 
-    /// Expand up to `n` states; `true` once the search has ended.
+    /// Expand up to `n` states (a tail's 32 steps counting as one); `true` once the search has ended.
     pub fn step(&mut self, n: u64) -> bool {
         let mut done = 0;
         while self.status == Status::Running && done < n {
             let Some(e) = self.layer.pop_front() else {
-                if self.next.is_empty() {
-                    self.status = Status::Exhausted;
+                // The next layer's states are at depth + 1 and everything
+                // found from them at depth + 2 or later.
+                if self.next.is_empty() || self.tail_violation.is_some_and(|v| v.0 <= self.stats.depth + 2) {
+                    self.end_of_layers();
                     break;
                 }
                 std::mem::swap(&mut self.layer, &mut self.next);
                 self.stats.depth += 1;
                 continue;
             };
+            self.expanding = true;
+            let tails = self.stats.tail_states;
             self.expand(e);
-            done += 1;
+            // A tail is up to a whole run of steps: count them as work too,
+            // so a call stays about as long with tails as without.
+            done += 1 + (self.stats.tail_states - tails) / 32;
         }
         self.status != Status::Running
+    }
+
+    /// No layer is left that could hold a shorter counterexample than the
+    /// tail's (or no layer at all): the search ends with it, or exhausted.
+    fn end_of_layers(&mut self) {
+        let Some((_, head, k, invariant)) = self.tail_violation.take() else {
+            self.status = Status::Exhausted;
+            return;
+        };
+        // The tail's states become nodes of the search tree, so the
+        // counterexample replays like any other.
+        let mut at = head;
+        for _ in 0..k {
+            self.tree.push(Link { parent: at, choice: 0 });
+            at = self.tree.len() as u32 - 1;
+        }
+        self.status = Status::Violated { state: at, invariant };
+    }
+
+    /// Run a state's deterministic tail (its schedule used the whole
+    /// budget): step the world to its end, checking as it goes
+    /// ([`Reductions::tails`]). `depth`: the state's own depth.
+    fn run_tail(&mut self, mut w: World, id: u32, depth: u64) {
+        let mut k: u32 = 0;
+        while w.step_item() {
+            k += 1;
+            self.stats.transitions += 1;
+            self.stats.tail_states += 1;
+            w.forget_trace();
+            if w.first_violation_step().is_some() {
+                let invariant = w.violations().first().map_or(Invariant::Overlap, |v| v.invariant);
+                let len = depth + u64::from(k);
+                if self.tail_violation.is_none_or(|v| len < v.0) {
+                    self.tail_violation = Some((len, id, k, invariant));
+                }
+                return;
+            }
+        }
     }
 
     /// A world's fingerprint, up to renaming clients with the symmetry
@@ -431,7 +526,15 @@ impl Bfs {
         self.stats.states += 1;
         if w.first_violation_step().is_some() {
             let invariant = w.violations().first().map_or(Invariant::Overlap, |v| v.invariant);
-            self.status = Status::Violated { state: id, invariant };
+            // A tail's violation found earlier may be as short as this one.
+            let depth = self.child_depth();
+            match self.tail_violation {
+                Some(v) if v.0 <= depth => self.end_of_layers(),
+                _ => {
+                    self.tail_violation = None;
+                    self.status = Status::Violated { state: id, invariant };
+                }
+            }
             return;
         }
         if self.stats.states >= self.limits.max_states
@@ -441,12 +544,36 @@ impl Bfs {
             self.status = Status::NotExhausted;
             return;
         }
+        if self.reductions.tails && faults >= self.budget {
+            let depth = self.child_depth();
+            self.run_tail(w, id, depth);
+            return;
+        }
         self.next.push_back(Entry {
             world: w,
             fp,
             id,
             faults,
         });
+    }
+
+    /// The depth of the states being offered: the roots before the first
+    /// layer is taken, the layer's children after.
+    fn child_depth(&self) -> u64 {
+        if self.expanding {
+            self.stats.depth + 1
+        } else {
+            0
+        }
+    }
+
+    /// How many transitions the counterexample takes (the violating
+    /// state's depth in the search tree), once the search found one.
+    pub fn counterexample_len(&self) -> Option<u64> {
+        match self.status {
+            Status::Violated { state, .. } => Some(self.scenario_of(state).1),
+            _ => None,
+        }
     }
 
     /// The schedule that leads to state `id`, as a scenario with its
@@ -552,9 +679,14 @@ impl Bfs {
         let s = self.stats();
         let (states, frontier, depth) = (s.states, s.frontier, s.depth);
         let bounds = self.bounds_in(zh);
+        let tails = match (s.tail_states, zh) {
+            (0, _) => String::new(),
+            (n, false) => format!("{n} more states checked along deterministic tails, "),
+            (n, true) => format!("另有 {n} 个状态在确定性尾段上检查，"),
+        };
         match (self.status, zh) {
-            (Status::Exhausted, false) => format!("held: {bounds}; {states} distinct states"),
-            (Status::Exhausted, true) => format!("成立：{bounds}；{states} 个不同状态"),
+            (Status::Exhausted, false) => format!("held: {bounds}; {tails}{states} distinct states"),
+            (Status::Exhausted, true) => format!("成立：{bounds}；{tails}{states} 个不同状态"),
             (Status::Violated { invariant, .. }, false) => format!(
                 "violated {}: a shortest counterexample within {bounds}; found after {states} distinct states",
                 invariant.name()
