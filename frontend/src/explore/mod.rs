@@ -17,7 +17,7 @@ pub mod worker;
 use locklab_core::explore::catalog::{Catalog, DrillEntry};
 use locklab_core::explore::drill::{self, DrillScore};
 use locklab_core::explore::exercise::Graded;
-use locklab_core::explore::job::{JobResult, Progress};
+use locklab_core::explore::job::{JobResult, Mode, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::worded::PageLesson;
@@ -200,6 +200,9 @@ pub struct Explore {
     pub autoplay: Option<Option<String>>,
     /// The design and seed of the search started last: its link.
     pub ran: Option<ExploreLink>,
+    /// Sampling (random walks) or the breadth-first search, exhaustive
+    /// within bounds (`locklab explore --exhaustive`).
+    pub mode: Mode,
 }
 
 impl Explore {
@@ -358,19 +361,25 @@ impl Explore {
         self.autorun = false;
         self.status = Status::Running {
             progress: Progress {
-                explored: 0,
-                total: 0,
-                best: None,
+                mode: self.mode,
+                ..Progress::default()
             },
             ms: 0.0,
         };
+    }
+
+    /// Choose the search (only while none runs).
+    pub fn set_mode(&mut self, mode: Mode) {
+        if !self.is_running() {
+            self.mode = mode;
+        }
     }
 
     pub fn is_running(&self) -> bool {
         matches!(self.status, Status::Running { .. })
     }
 
-    /// Schedules per second so far.
+    /// Schedules (sampling) or distinct states (exhaustive) per second so far.
     pub fn rate(&self) -> Option<f64> {
         match &self.status {
             Status::Running { progress, ms } if *ms > 0.0 => Some(progress.explored as f64 * 1000.0 / ms),
