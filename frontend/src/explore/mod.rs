@@ -542,6 +542,36 @@ mod tests {
             .is_some_and(|e| e.contains("a link holds at most")));
     }
 
+    /// The mode is chosen before a run, and an exhaustive job's result
+    /// (its kind, its per-step invariants) crosses from the worker intact.
+    #[test]
+    fn an_exhaustive_search_as_the_worker_reports_it() {
+        let mut m = Explore {
+            catalog: Rc::new(catalog()),
+            ..Explore::default()
+        };
+        m.select(0);
+        assert_eq!(m.mode, Mode::Sample);
+        m.set_mode(Mode::Exhaustive);
+        m.started();
+        assert!(matches!(&m.status, Status::Running { progress, .. } if progress.mode == Mode::Exhaustive));
+        m.set_mode(Mode::Sample);
+        assert_eq!(m.mode, Mode::Exhaustive, "not while a search runs");
+        let spec = locklab_core::explore::designs::parse(&m.text).expect("spec");
+        let mut job = Job::with_mode(&spec, Mode::Exhaustive).expect("job");
+        while !job.step(100) {}
+        let p = serde_json::to_string(&job.progress()).expect("p");
+        m.on_event(WorkerEvent::parse(&envelope("progress", &p, 10.0)));
+        let r = serde_json::to_string(&job.result()).expect("r");
+        m.on_event(WorkerEvent::parse(&envelope("done", &r, 20.0)));
+        let Status::Done { result, .. } = &m.status else {
+            panic!("{:?}", m.status)
+        };
+        assert_eq!(result.search, locklab_core::explore::job::Search::Exhaustive);
+        assert_eq!(Some(result.checks.len() as u64), result.broken.map(|b| b.steps));
+        assert_eq!(**result, job.result());
+    }
+
     #[test]
     fn cancel_and_errors() {
         let mut m = Explore::default();
