@@ -454,15 +454,7 @@ fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
 }
 
 fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
+    locklab_core::explore::job::thousands(n, ' ')
 }
 
 /// The benchmark's cases: the two-client scenarios, the first one held

@@ -29,6 +29,21 @@ use crate::lesson::worded::PageLesson;
 /// `locklab explore --exhaustive`'s default `--time-limit`, and the page's.
 pub const TIME_LIMIT_S: f64 = 60.0;
 
+/// `n` with its digits in groups of three, `sep` between them: the
+/// figures of the page's progress bar (`,`) and of `locklab explore
+/// --bench` (` `).
+pub fn thousands(n: u64, sep: char) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(sep);
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Which search a job runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

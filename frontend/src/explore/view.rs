@@ -472,15 +472,7 @@ fn search_name(s: Search) -> &'static str {
 
 /// `1234567` → `1,234,567`.
 fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    locklab_core::explore::job::thousands(n, ',')
 }
 
 /// The result's headline: (data-result, data-invariant, the words). Only
