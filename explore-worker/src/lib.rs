@@ -42,14 +42,15 @@ pub fn read_design(text: &str) -> Result<Spec, ExploreError> {
     }
 }
 
-/// The job `locklab explore FILE --seed N` runs: the design, then the
-/// seed on top exactly as the CLI's flag sets it.
-pub fn start(design: &str, seed: &str) -> Result<job::Job, ExploreError> {
+/// The job `locklab explore FILE --seed N` runs (`mode` sample), or
+/// `locklab explore FILE --seed N --exhaustive` (`mode` exhaustive): the
+/// design, then the seed on top exactly as the CLI's flag sets it.
+pub fn start(design: &str, seed: &str, mode: job::Mode) -> Result<job::Job, ExploreError> {
     let mut spec = read_design(design)?;
     if let Some(s) = locklab_core::explore::spec::parse_seed(seed)? {
         spec.set_seed(s);
     }
-    job::Job::new(&spec)
+    job::Job::with_mode(&spec, mode)
 }
 
 /// Grade a written fix (issue 38): `exercise` is core's JSON of the
@@ -87,17 +88,32 @@ pub struct Job {
 #[wasm_bindgen]
 impl Job {
     /// Start on a design with the seed box's text (blank: the design's own
-    /// seed); an error (a TOML mistake, a script that does not compile, as
-    /// redis-server words it) comes back as a string.
+    /// seed) in `mode` (`sample` or `exhaustive`); an error (a TOML
+    /// mistake, a script that does not compile, as redis-server words it)
+    /// comes back as a string.
     #[wasm_bindgen(constructor)]
-    pub fn new(design: &str, seed: &str) -> Result<Job, JsValue> {
-        let inner = start(design, seed).map_err(|e| JsValue::from_str(&e.to_string()))?;
+    pub fn new(design: &str, seed: &str, mode: &str) -> Result<Job, JsValue> {
+        let inner = start(design, seed, job::Mode::parse(mode)).map_err(|e| JsValue::from_str(&e.to_string()))?;
         Ok(Job { inner })
     }
 
-    /// Search up to `n` more schedules; `true` when the search is complete.
+    /// Search up to `n` more schedules (or states); `true` when the search
+    /// has ended.
     pub fn step(&mut self, n: u32) -> bool {
         self.inner.step(u64::from(n))
+    }
+
+    /// End the search now with what it has: "not exhausted" with its
+    /// figures for a breadth-first one (the Stop button, the time limit).
+    pub fn stop(&mut self) {
+        self.inner.stop();
+    }
+
+    /// The CLI's `--time-limit` default, in milliseconds: the worker stops
+    /// an exhaustive search that runs longer.
+    #[wasm_bindgen(js_name = timeLimitMs)]
+    pub fn time_limit_ms() -> f64 {
+        job::TIME_LIMIT_S * 1000.0
     }
 
     /// `{"explored": …, "total": …, "best": [steps, "invariant"] | null}`.
@@ -265,15 +281,17 @@ mod tests {
     fn the_seed_box_is_the_clis_seed_flag() {
         let design = "release = \"del\"\nrandom_walks = 50\nexhaustive_seeds = 1\n";
         let run = |seed: &str| {
-            let mut j = start(design, seed).expect("starts");
+            let mut j = start(design, seed, job::Mode::Sample).expect("starts");
             while !j.step(1000) {}
             j.result().result_line
         };
         assert_eq!(run(""), run("1"), "blank is the design's own seed (1 by default)");
         assert!(run(" 9 ").contains("(seed 9,"), "{}", run("9"));
-        let e = start(design, "nine").expect_err("not a number").to_string();
+        let e = start(design, "nine", job::Mode::Sample)
+            .expect_err("not a number")
+            .to_string();
         assert!(e.starts_with("the seed must be a whole number"), "{e}");
-        let e = start("[scripts]\nrelease = 'while true do end'\n", "").expect_err("runaway");
+        let e = start("[scripts]\nrelease = 'while true do end'\n", "", job::Mode::Exhaustive).expect_err("runaway");
         assert!(e.to_string().contains("Redis would reply BUSY"), "{e}");
     }
 }

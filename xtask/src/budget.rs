@@ -55,7 +55,12 @@ pub(crate) const TARGET: usize = 400_000;
 /// through a `Deserialize` instantiation of their own — and the verdict
 /// card) added 10,916 on its branch (506,004 there, measured with binaryen
 /// 108's wasm-opt). Merged with issue 38's validity exercise: 493,976.
-pub(crate) const CEILING: usize = 496_000;
+/// The explore screen's breadth-first mode (issue 44, item 3: the mode
+/// toggle, the progress bar's figures, the Stop button, the result's kind
+/// and the counterexample's per-step invariant table, with their decoders)
+/// made it 502,180 on its branch (+6,986 over main's 495,194), so the
+/// ceiling moved with it; the bloat pass stays owed.
+pub(crate) const CEILING: usize = 503_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -27,8 +27,10 @@ const EXPLORE_WORKER: (&str, &str) = ("locklab-explore-worker", "explore-worker"
 const WORKER_MAIN: &str = "explore-worker-main.js";
 
 /// The worker's entry script: a module worker that loads the wasm, then
-/// answers `catalog`, runs `start` jobs in slices, posting progress and
-/// yielding between slices so a `cancel` is seen (the page may also simply
+/// answers `catalog`, runs `start` jobs (sampling, or `mode: exhaustive`:
+/// the breadth-first search, stopped at the CLI's time limit) in slices,
+/// posting progress and yielding every ~50 ms so a `stop` (end now, with
+/// the result so far) or `cancel` is seen (the page may also simply
 /// terminate the worker), and answers `grade` (a written fix, issue 38)
 /// with `graded` or core's refusal, `open` (a history or MONITOR capture,
 /// issue 40: the `File` itself, read in the worker) with `opening`
@@ -49,13 +51,24 @@ self.onmessage = async (e) => {
     catch (err) { post({ type: 'error', message: String(err) }); }
   } else if (m.type === 'start') {
     if (job) { job.free(); job = null; }
-    try { job = new Job(String(m.design), m.seed == null ? '' : String(m.seed)); }
+    const mode = m.mode === 'exhaustive' ? 'exhaustive' : 'sample';
+    try { job = new Job(String(m.design), m.seed == null ? '' : String(m.seed), mode); }
     catch (err) { post({ type: 'error', message: String(err) }); return; }
     const mine = ++run;
     const t0 = performance.now();
+    // The CLI's --time-limit default: past it the search ends "not exhausted".
+    const limit = Job.timeLimitMs();
     const loop = () => {
       if (mine !== run || !job) return;
-      const done = job.step(SLICE);
+      // Slices until ~50 ms have passed, then progress and a yield (a
+      // `stop` or `cancel` is read between): a yield per slice would cost
+      // the browser's 4 ms timer clamp every 64 states.
+      const until = performance.now() + 50;
+      let done = false;
+      do {
+        if (mode === 'exhaustive' && performance.now() - t0 > limit) job.stop();
+        done = job.step(SLICE);
+      } while (!done && performance.now() < until);
       post({ type: 'progress', json: job.progress(), ms: performance.now() - t0 });
       if (done) {
         post({ type: 'done', json: job.result(), ms: performance.now() - t0 });
@@ -65,6 +78,10 @@ self.onmessage = async (e) => {
       }
     };
     setTimeout(loop, 0);
+  } else if (m.type === 'stop') {
+    // End the search with what it has (a breadth-first one "not
+    // exhausted", with its figures): the loop's next slice posts `done`.
+    if (job) job.stop();
   } else if (m.type === 'grade') {
     // One bounded grading (core's explore::exercise), in one go: the page
     // cancels it by terminating the worker.

@@ -239,7 +239,10 @@ pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
             max_states: args.max_states.unwrap_or(Limits::default().max_states),
             ..Limits::default()
         };
-        let seconds = args.time_limit.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(60.0);
+        let seconds = args
+            .time_limit
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .unwrap_or(locklab_core::explore::job::TIME_LIMIT_S);
         let mut bfs = Bfs::new(&spec, args.seeds.unwrap_or(1), Reductions::default(), limits)?;
         timed_bfs(&mut bfs, Duration::from_secs_f64(seconds.min(86_400.0)));
         return Ok(with_export(&spec, &bfs.report(), args));
@@ -328,15 +331,7 @@ fn timed(explorer: &Explorer, threads: usize, budget: Duration) -> (u64, u64) {
 }
 
 pub(super) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
+    locklab_core::explore::job::thousands(n, ' ')
 }
 
 /// The benchmark's cases: the two-client scenarios, the first one held

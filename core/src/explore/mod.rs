@@ -28,6 +28,7 @@
 
 pub mod bfs;
 pub mod catalog;
+pub mod checks;
 pub mod designs;
 pub mod drill;
 pub mod exercise;

@@ -17,7 +17,7 @@ pub mod worker;
 use locklab_core::explore::catalog::{Catalog, DrillEntry};
 use locklab_core::explore::drill::{self, DrillScore};
 use locklab_core::explore::exercise::Graded;
-use locklab_core::explore::job::{JobResult, Progress};
+use locklab_core::explore::job::{JobResult, Mode, Progress};
 use locklab_core::explore::link::{self, DesignRef, LinkError};
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::worded::PageLesson;
@@ -200,6 +200,9 @@ pub struct Explore {
     pub autoplay: Option<Option<String>>,
     /// The design and seed of the search started last: its link.
     pub ran: Option<ExploreLink>,
+    /// Sampling (random walks) or the breadth-first search, exhaustive
+    /// within bounds (`locklab explore --exhaustive`).
+    pub mode: Mode,
 }
 
 impl Explore {
@@ -358,19 +361,25 @@ impl Explore {
         self.autorun = false;
         self.status = Status::Running {
             progress: Progress {
-                explored: 0,
-                total: 0,
-                best: None,
+                mode: self.mode,
+                ..Progress::default()
             },
             ms: 0.0,
         };
+    }
+
+    /// Choose the search (only while none runs).
+    pub fn set_mode(&mut self, mode: Mode) {
+        if !self.is_running() {
+            self.mode = mode;
+        }
     }
 
     pub fn is_running(&self) -> bool {
         matches!(self.status, Status::Running { .. })
     }
 
-    /// Schedules per second so far.
+    /// Schedules (sampling) or distinct states (exhaustive) per second so far.
     pub fn rate(&self) -> Option<f64> {
         match &self.status {
             Status::Running { progress, ms } if *ms > 0.0 => Some(progress.explored as f64 * 1000.0 / ms),
@@ -531,6 +540,36 @@ mod tests {
             .link_error
             .as_deref()
             .is_some_and(|e| e.contains("a link holds at most")));
+    }
+
+    /// The mode is chosen before a run, and an exhaustive job's result
+    /// (its kind, its per-step invariants) crosses from the worker intact.
+    #[test]
+    fn an_exhaustive_search_as_the_worker_reports_it() {
+        let mut m = Explore {
+            catalog: Rc::new(catalog()),
+            ..Explore::default()
+        };
+        m.select(0);
+        assert_eq!(m.mode, Mode::Sample);
+        m.set_mode(Mode::Exhaustive);
+        m.started();
+        assert!(matches!(&m.status, Status::Running { progress, .. } if progress.mode == Mode::Exhaustive));
+        m.set_mode(Mode::Sample);
+        assert_eq!(m.mode, Mode::Exhaustive, "not while a search runs");
+        let spec = locklab_core::explore::designs::parse(&m.text).expect("spec");
+        let mut job = Job::with_mode(&spec, Mode::Exhaustive).expect("job");
+        while !job.step(100) {}
+        let p = serde_json::to_string(&job.progress()).expect("p");
+        m.on_event(WorkerEvent::parse(&envelope("progress", &p, 10.0)));
+        let r = serde_json::to_string(&job.result()).expect("r");
+        m.on_event(WorkerEvent::parse(&envelope("done", &r, 20.0)));
+        let Status::Done { result, .. } = &m.status else {
+            panic!("{:?}", m.status)
+        };
+        assert_eq!(result.search, locklab_core::explore::job::Search::Exhaustive);
+        assert_eq!(Some(result.checks.len() as u64), result.broken.map(|b| b.steps));
+        assert_eq!(**result, job.result());
     }
 
     #[test]

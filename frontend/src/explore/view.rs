@@ -3,8 +3,9 @@
 
 use std::rc::Rc;
 
+use locklab_core::explore::checks::StepCheck;
 use locklab_core::explore::drill::CHOICES;
-use locklab_core::explore::job::Broken;
+use locklab_core::explore::job::{Broken, JobResult, Mode, Progress, Search};
 use locklab_core::invariants::Invariant;
 use locklab_core::lesson::worded::PageLesson;
 use wasm_bindgen::JsCast;
@@ -12,7 +13,7 @@ use yew::prelude::*;
 
 use super::worker::ExploreWorker;
 use super::{Explore, ExploreLink, Status, WorkerEvent};
-use crate::i18n::Lang;
+use crate::i18n::{Lang, Text};
 
 /// What the screen's reducer does.
 pub enum Msg {
@@ -25,6 +26,7 @@ pub enum Msg {
     Seed(String),
     OpenLink(ExploreLink),
     Played,
+    Mode(Mode),
 }
 
 impl Reducible for Explore {
@@ -42,6 +44,7 @@ impl Reducible for Explore {
             Msg::Seed(t) => next.set_seed(t),
             Msg::OpenLink(l) => next.open_link(l),
             Msg::Played => next.played(),
+            Msg::Mode(m) => next.set_mode(m),
         }
         Rc::new(next)
     }
@@ -122,7 +125,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             if *go {
                 if let Some(w) = worker.borrow().as_ref() {
                     model.dispatch(Msg::Started);
-                    w.start(&model.text, &model.seed_text);
+                    w.start(&model.text, &model.seed_text, model.mode);
                 }
             }
         });
@@ -163,7 +166,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
         Callback::from(move |_| {
             if let Some(w) = worker.borrow().as_ref() {
                 model.dispatch(Msg::Started);
-                w.start(&model.text, &model.seed_text);
+                w.start(&model.text, &model.seed_text, model.mode);
             }
         })
     };
@@ -182,6 +185,31 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                 w.cancel();
             }
         })
+    };
+    let onstop = {
+        let worker = worker.clone();
+        Callback::from(move |_| {
+            if let Some(w) = worker.borrow().as_ref() {
+                w.stop();
+            }
+        })
+    };
+    let mode_choice = |mode: Mode, label: Text, testid: &'static str| {
+        let model = model.clone();
+        html! {
+            <label class="explore-mode-choice">
+                <input type="radio" name="explore-mode" data-testid={ testid } checked={ model.mode == mode } disabled={ running }
+                    onchange={ Callback::from(move |_| model.dispatch(Msg::Mode(mode))) } />
+                { label.get(lang) }
+            </label>
+        }
+    };
+    let mode_view = html! {
+        <fieldset class="explore-mode" data-testid="explore-mode" data-mode={ mode_name(model.mode) }>
+            <legend>{ Text::ExploreMode.get(lang) }</legend>
+            { mode_choice(Mode::Sample, Text::ExploreModeSample, "explore-mode-sample") }
+            { mode_choice(Mode::Exhaustive, Text::ExploreModeExhaustive, "explore-mode-exhaustive") }
+        </fieldset>
     };
     let onselect = {
         let model = model.clone();
@@ -219,34 +247,18 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
         _ => None,
     };
     let rate = model.rate().map(|r| format!("{r:.0}")).unwrap_or_else(|| "–".into());
-    let progress_view = progress.map(|p| {
-        let best = match p.best {
-            Some((steps, inv)) => format!("{} {steps} {} ({})", t(lang, "fewest steps found so far:", "目前找到的最少步数："), t(lang, "steps", "步"), inv_label(lang, inv)),
-            None => t(lang, "no violation yet", "尚未发现违反").to_owned(),
-        };
-        html! {
-            <div class="explore-progress" data-testid="explore-progress" data-explored={ p.explored.to_string() }>
-                <progress max={ p.total.max(1).to_string() } value={ p.explored.to_string() } />
-                <span>{ format!("{} / {} {} · {rate}/s · {best}", p.explored, p.total, t(lang, "schedules", "个调度")) }</span>
-            </div>
-        }
+    let progress_view = progress.map(|p| match p.mode {
+        Mode::Exhaustive => bfs_progress(lang, &p, &rate),
+        Mode::Sample => sample_progress(lang, &p, &rate),
     });
 
     let result_view = match &model.status {
         Status::Done { result, .. } => {
-            let (kind, inv, headline) = match &result.broken {
-                Some(Broken { invariant, steps, .. }) => (
-                    "violated",
-                    invariant.name(),
-                    format!(
-                        "{} {} — {steps} {}",
-                        t(lang, "Broken:", "被攻破："),
-                        inv_label(lang, *invariant),
-                        t(lang, "steps", "步")
-                    ),
-                ),
-                None => ("held", "none", zh_or(lang, &result.bound, &result.bound_zh)),
-            };
+            let (kind, inv, headline) = headline(lang, result);
+            // A breadth-first verdict states its bounds under the headline.
+            let bounds = (result.search == Search::Exhaustive && result.broken.is_some()).then(|| html! {
+                <p class="explore-bounds" data-testid="explore-bounds">{ zh_or(lang, &result.bound, &result.bound_zh) }</p>
+            });
             let ran = model.ran.clone().unwrap_or_default();
             let play = result.lesson.clone().map(|l| {
                 let l = Rc::new(l);
@@ -287,12 +299,14 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             };
             html! {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
-                    data-explored={ result.explored.to_string() }>
+                    data-explored={ result.explored.to_string() } data-search={ search_name(result.search) }>
                     <p class="explore-verdict" data-testid="explore-verdict">{ headline }</p>
+                    { bounds.unwrap_or_default() }
                     <p class="explore-resultline" data-testid="explore-resultline">{ zh_or(lang, &result.result_line, &result.result_line_zh) }</p>
                     { play.unwrap_or_default() }
                     { share_view }
                     if let Some(e) = &result.lesson_error { <p class="explore-note">{ e.clone() }</p> }
+                    { step_checks(lang, &result.checks) }
                     <pre class="explore-transcript" data-testid="explore-transcript">{ zh_or(lang, &result.transcript, &result.transcript_zh) }</pre>
                 </div>
             }
@@ -368,12 +382,14 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                         <input data-testid="explore-seed" inputmode="numeric" value={ model.seed_text.clone() }
                             placeholder={ t(lang, "the design's own", "设计自带的") } oninput={ onseed } disabled={ running } />
                     </label>
+                    { mode_view }
                     <textarea class="explore-editor" data-testid="explore-editor" spellcheck="false" value={ model.text.clone() }
                         oninput={ onedit } disabled={ running } aria-label="design" />
                     <div class="explore-actions">
                         <button class="explore-run" data-testid="explore-run" onclick={ onrun } disabled={ running || loading || needs_guess }>
                             { t(lang, "Break it", "攻破它") }
                         </button>
+                        <button class="explore-stop" data-testid="explore-stop" onclick={ onstop } disabled={ !running }>{ Text::ExploreStop.get(lang) }</button>
                         <button data-testid="explore-cancel" onclick={ oncancel } disabled={ !running }>{ t(lang, "Cancel", "取消") }</button>
                         <button data-testid="explore-drill-next" onclick={ ondrill } disabled={ running || loading }>{ t(lang, "Interview drill", "面试练习") }</button>
                         if let Some(onpush) = props.onpush.clone() {
@@ -436,5 +452,151 @@ fn status_name(s: &Status) -> &'static str {
         Status::Done { .. } => "done",
         Status::Cancelled { .. } => "cancelled",
         Status::Error(_) => "error",
+    }
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Sample => "sample",
+        Mode::Exhaustive => "exhaustive",
+    }
+}
+
+fn search_name(s: Search) -> &'static str {
+    match s {
+        Search::Sampled => "sampled",
+        Search::Exhaustive => "exhaustive",
+        Search::NotExhausted => "not-exhausted",
+    }
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: u64) -> String {
+    locklab_core::explore::job::thousands(n, ',')
+}
+
+/// The result's headline: (data-result, data-invariant, the words). Only
+/// a breadth-first counterexample is called shortest (最短反例); a search
+/// that hit its limit says "not exhausted" with its figures, never "held".
+fn headline(lang: Lang, result: &JobResult) -> (&'static str, &'static str, String) {
+    match (&result.broken, result.search) {
+        (Some(Broken { invariant, steps, .. }), search) => {
+            let lead = if search == Search::Exhaustive {
+                Text::ExploreShortest.get(lang)
+            } else {
+                t(lang, "Broken:", "被攻破：")
+            };
+            let words = format!(
+                "{lead} {} — {steps} {}",
+                inv_label(lang, *invariant),
+                t(lang, "steps", "步")
+            );
+            ("violated", invariant.name(), words)
+        }
+        (None, Search::NotExhausted) => ("not-exhausted", "none", zh_or(lang, &result.bound, &result.bound_zh)),
+        (None, _) => ("held", "none", zh_or(lang, &result.bound, &result.bound_zh)),
+    }
+}
+
+/// The sampling search's bar: schedules tried of the total, the best so far.
+fn sample_progress(lang: Lang, p: &Progress, rate: &str) -> Html {
+    let best = match p.best {
+        Some((steps, inv)) => format!(
+            "{} {steps} {} ({})",
+            t(lang, "fewest steps found so far:", "目前找到的最少步数："),
+            t(lang, "steps", "步"),
+            inv_label(lang, inv)
+        ),
+        None => t(lang, "no violation yet", "尚未发现违反").to_owned(),
+    };
+    html! {
+        <div class="explore-progress" data-testid="explore-progress" data-explored={ p.explored.to_string() } data-mode="sample">
+            <progress max={ p.total.max(1).to_string() } value={ p.explored.to_string() } />
+            <span>{ format!("{} / {} {} · {rate}/s · {best}", p.explored, p.total, t(lang, "schedules", "个调度")) }</span>
+        </div>
+    }
+}
+
+/// The breadth-first search's bar: distinct states against the state
+/// limit, states/s, the frontier against its limit, the depth.
+fn bfs_progress(lang: Lang, p: &Progress, rate: &str) -> Html {
+    let tx = |x: Text| x.get(lang);
+    html! {
+        <div class="explore-progress" data-testid="explore-progress" data-explored={ p.explored.to_string() } data-mode="exhaustive"
+            data-frontier={ p.frontier.to_string() } data-limit={ p.total.to_string() }>
+            <progress max={ p.total.max(1).to_string() } value={ p.explored.to_string() } />
+            <span class="explore-figures">
+                <span data-testid="explore-states">{ format!("{} {}", thousands(p.explored), tx(Text::ExploreStates)) }</span>
+                <span>{ format!("{rate} {}", tx(Text::ExploreStatesPerSecond)) }</span>
+                <span data-testid="explore-frontier">{ format!("{} {} / {}", tx(Text::ExploreFrontier), thousands(p.frontier), thousands(p.max_frontier)) }</span>
+                <span>{ format!("{} {}", tx(Text::ExploreDepth), p.depth) }</span>
+                <span>{ format!("{} {}", tx(Text::ExploreStateLimit), thousands(p.total)) }</span>
+            </span>
+        </div>
+    }
+}
+
+/// A short column head for an invariant (its full title on hover).
+fn inv_short(lang: Lang, i: Invariant) -> &'static str {
+    match (lang, i) {
+        (Lang::En, _) => i.name(),
+        (Lang::Zh, Invariant::StaleWrite) => "过期写入",
+        (Lang::Zh, Invariant::WrongRelease) => "误删锁",
+        (Lang::Zh, Invariant::Deadlock) => "永不过期",
+        (Lang::Zh, Invariant::ForeignExtend) => "误续期",
+        (Lang::Zh, Invariant::Overlap) => "两个持有者",
+    }
+}
+
+/// The counterexample step by step, a ✓/✗ per invariant after each step
+/// (core's `explore::checks`: the monitor's verdict as the world recorded it).
+fn step_checks(lang: Lang, checks: &[StepCheck]) -> Html {
+    if checks.is_empty() {
+        return Html::default();
+    }
+    let tx = |x: Text| x.get(lang);
+    let heads = Invariant::ALL.iter().map(|i| {
+        let title = if lang == Lang::Zh { i.title_zh() } else { i.title() };
+        html! { <th class="explore-inv" title={ title }>{ inv_short(lang, *i) }</th> }
+    });
+    let rows = checks.iter().map(|c| {
+        let broken: Vec<&str> = c.broken.iter().map(|i| i.name()).collect();
+        let cells = Invariant::ALL.iter().map(|i| {
+            let ok = c.holds(*i);
+            let (mark, word) = if ok {
+                ("✓", tx(Text::ExploreHolds))
+            } else {
+                ("✗", tx(Text::ExploreBroken))
+            };
+            html! {
+                <td class={ classes!("explore-inv", if ok { "ok" } else { "bad" }) } data-invariant={ i.name() }
+                    title={ format!("{}: {word}", inv_short(lang, *i)) }>{ mark }</td>
+            }
+        });
+        html! {
+            <tr data-testid="explore-step" data-step={ c.step.to_string() } data-broken={ broken.join(",") }
+                class={ classes!((!c.broken.is_empty()).then_some("broken")) }>
+                <td class="explore-num">{ c.step }</td>
+                <td class="explore-num">{ c.at_ms }</td>
+                <td class="explore-what">{ if lang == Lang::Zh { c.what_zh.clone() } else { c.what.clone() } }</td>
+                { for cells }
+                <td class="explore-holders">{ c.holders.join(", ") }</td>
+            </tr>
+        }
+    });
+    html! {
+        <div class="explore-steps" data-testid="explore-steps">
+            <p class="explore-steps-head">{ tx(Text::ExploreStepsHead) }</p>
+            <div class="explore-steps-scroll">
+                <table>
+                    <thead><tr>
+                        <th>{ tx(Text::ExploreStepCol) }</th><th>{ "ms" }</th><th>{ tx(Text::ExploreEventCol) }</th>
+                        { for heads }
+                        <th>{ tx(Text::ExploreHoldersCol) }</th>
+                    </tr></thead>
+                    <tbody>{ for rows }</tbody>
+                </table>
+            </div>
+        </div>
     }
 }

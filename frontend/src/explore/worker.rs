@@ -9,6 +9,8 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use yew::Callback;
 
+use locklab_core::explore::job::Mode;
+
 use super::{WorkerEvent, WORKER_URL};
 
 pub struct ExploreWorker {
@@ -68,9 +70,20 @@ impl ExploreWorker {
     }
 
     /// Explore a design (TOML or JSON text) with the seed box's text
-    /// (blank: the design's own seed; the worker reads it as `--seed`).
-    pub fn start(&self, design: &str, seed: &str) {
-        self.post(&serde_json::json!({ "type": "start", "design": design, "seed": seed }));
+    /// (blank: the design's own seed; the worker reads it as `--seed`), by
+    /// sampling or breadth-first (`--exhaustive`).
+    pub fn start(&self, design: &str, seed: &str, mode: Mode) {
+        let mode = match mode {
+            Mode::Sample => "sample",
+            Mode::Exhaustive => "exhaustive",
+        };
+        self.post(&serde_json::json!({ "type": "start", "design": design, "seed": seed, "mode": mode }));
+    }
+
+    /// End the search now with what it has: a breadth-first one answers
+    /// `done`, "not exhausted" with its figures.
+    pub fn stop(&self) {
+        self.post(&serde_json::json!({ "type": "stop" }));
     }
 
     /// Grade `answer` to `exercise` (core's JSON of the step's exercise):

@@ -516,3 +516,199 @@ async fn shared_links_seed_drill_and_chinese() {
     c.close().await.unwrap();
     drop(driver);
 }
+
+/// `locklab explore FILE --exhaustive`'s whole transcript.
+fn cli_exhaustive(file: &std::path::Path) -> String {
+    let args = locklab_backend::cli::explore::ExploreArgs {
+        file: Some(file.to_path_buf()),
+        exhaustive: true,
+        ..Default::default()
+    };
+    locklab_backend::cli::explore::run(&args).expect("the CLI explores")
+}
+
+/// `(seed S, N steps)` of a result line: N.
+fn steps_of(line: &str) -> u64 {
+    let end = line.rfind(" steps)").expect("a violation's result line");
+    let from = line[..end].rfind(' ').expect("a number") + 1;
+    line[from..end].parse().expect("steps")
+}
+
+/// Issue 44, item 3: the page's worker runs the CLI's breadth-first search
+/// (`--exhaustive`): for a broken design the same result line and bounds —
+/// the same shortest counterexample, as long — with each of its steps
+/// showing which invariants hold there; for a fenced one "held" with the
+/// CLI's bounds; a search too big to finish shows its progress bar and
+/// ends "not exhausted" with its figures on Stop. English and Chinese, at
+/// 1280×720 and 1440×900, screenshots in `tests/out/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhaustive_search_progress_stop_and_per_step_invariants() {
+    let dist = require_dist();
+    let backend = Backend::start(&dist, 0);
+    let (driver, c) = browser().await;
+    let base = format!("http://127.0.0.1:{}/", backend.port);
+    let designs = root().join("explore/designs");
+    for lang in ["en", "zh"] {
+        c.goto(&format!("{base}?lang={lang}")).await.unwrap();
+        eventually("the app", || async {
+            c.find(Locator::Css("[data-testid=explore-open]")).await.ok()
+        })
+        .await;
+        click(&c, "[data-testid=explore-open]").await;
+        wait_status(&c, &["idle"]).await;
+        assert_eq!(
+            attr(&c, "[data-testid=explore-mode]", "data-mode").await.as_deref(),
+            Some("sample"),
+            "sampling is where the screen starts"
+        );
+        click(&c, "[data-testid=explore-mode-exhaustive]").await;
+
+        // A broken design: the CLI's shortest counterexample, step by step.
+        select_design(&c, 0).await;
+        click(&c, "[data-testid=explore-run]").await;
+        wait_status(&c, &["done"]).await;
+        let cli = cli_exhaustive(&designs.join("01-bare-del.toml"));
+        let cli_line = cli.lines().last().unwrap_or_default().to_owned();
+        assert_eq!(
+            attr(&c, "[data-testid=explore-result]", "data-search").await.as_deref(),
+            Some("exhaustive")
+        );
+        let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
+        let bounds = text(&c, "[data-testid=explore-bounds]").await.unwrap_or_default();
+        let line = text(&c, "[data-testid=explore-resultline]").await.unwrap_or_default();
+        if lang == "en" {
+            assert_eq!(line, cli_line);
+            assert!(
+                verdict.starts_with("Shortest counterexample: wrong-release"),
+                "{verdict}"
+            );
+            let searched = cli
+                .lines()
+                .find_map(|l| l.strip_prefix("searched breadth-first, "))
+                .expect("the CLI states its bounds");
+            assert!(bounds.contains(searched), "the CLI's bounds: {bounds}\n{cli}");
+            assert!(
+                bounds.starts_with(
+                    "violated wrong-release: a shortest counterexample within every schedule of 2 clients"
+                ),
+                "{bounds}"
+            );
+        } else {
+            assert!(verdict.starts_with("最短反例："), "{verdict}");
+            assert!(
+                bounds.starts_with("违反 wrong-release：") && bounds.contains("最短反例"),
+                "{bounds}"
+            );
+        }
+        let steps = steps_of(&cli_line);
+        let rows = js(
+            &c,
+            "return [...document.querySelectorAll('[data-testid=explore-step]')].map(r => r.dataset.broken)",
+        )
+        .await;
+        let rows: Vec<String> = serde_json::from_value(rows).unwrap_or_default();
+        assert_eq!(rows.len() as u64, steps, "one row per step of the CLI's counterexample");
+        let last = rows.len() - 1;
+        assert!(rows[..last].iter().all(|b| b.is_empty()), "{rows:?}");
+        assert!(rows[last].contains("wrong-release"), "{rows:?}");
+        let marks = js(
+            &c,
+            "const r = [...document.querySelectorAll('[data-testid=explore-step]')].pop(); \
+             return [...r.querySelectorAll('td.explore-inv')].map(d => d.dataset.invariant + d.textContent).join(' ')",
+        )
+        .await;
+        assert_eq!(
+            marks,
+            json!("stale-write✓ wrong-release✗ deadlock✓ foreign-extend✓ overlap✓"),
+            "the last step's invariants"
+        );
+        for (w, h) in [(1280, 720), (1440, 900)] {
+            viewport(&c, w, h).await;
+            js(
+                &c,
+                "document.querySelector('[data-testid=explore-steps]').scrollIntoView(); return 1",
+            )
+            .await;
+            screenshot(&c, &format!("explore-bfs-steps-{lang}-{w}x{h}.png")).await;
+            let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
+            assert!(min >= 13.0, "smallest label {min} px");
+        }
+
+        // A fenced design holds, with the CLI's bounds.
+        select_design(&c, 5).await;
+        click(&c, "[data-testid=explore-run]").await;
+        wait_status(&c, &["done"]).await;
+        assert_eq!(
+            attr(&c, "[data-testid=explore-result]", "data-result").await.as_deref(),
+            Some("held")
+        );
+        let cli = cli_exhaustive(&designs.join("06-fenced-single.toml"));
+        let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
+        if lang == "en" {
+            assert!(verdict.starts_with("held: every schedule of 2 clients"), "{verdict}");
+            assert!(cli.contains(&format!("result: {verdict}")), "{verdict}\n{cli}");
+        } else {
+            assert!(verdict.starts_with("成立："), "{verdict}");
+        }
+
+        // Too big to finish here: the progress bar, then Stop.
+        let text06 = js(
+            &c,
+            "return document.querySelector('[data-testid=explore-editor]').value",
+        )
+        .await;
+        let big = format!("{}\nclients = 3\nfaults = 2\n", text06.as_str().unwrap_or_default());
+        set_value(&c, "[data-testid=explore-editor]", &big).await;
+        click(&c, "[data-testid=explore-run]").await;
+        eventually("the breadth-first search to make progress", || async {
+            let n: u64 = attr(&c, "[data-testid=explore-progress]", "data-explored")
+                .await?
+                .parse()
+                .ok()?;
+            let f: u64 = attr(&c, "[data-testid=explore-progress]", "data-frontier")
+                .await?
+                .parse()
+                .ok()?;
+            (n > 2000 && f > 0).then_some(())
+        })
+        .await;
+        assert_eq!(
+            attr(&c, "[data-testid=explore-progress]", "data-limit")
+                .await
+                .as_deref(),
+            Some("2000000")
+        );
+        let bar = text(&c, "[data-testid=explore-progress]").await.unwrap_or_default();
+        let words: &[&str] = if lang == "en" {
+            &["states explored", "states/s", "frontier", "state limit 2,000,000"]
+        } else {
+            &["个状态已探索", "状态/秒", "前沿", "状态上限 2,000,000"]
+        };
+        for w in words {
+            assert!(bar.contains(w), "{w} in {bar}");
+        }
+        for (w, h) in [(1280, 720), (1440, 900)] {
+            viewport(&c, w, h).await;
+            screenshot(&c, &format!("explore-bfs-running-{lang}-{w}x{h}.png")).await;
+        }
+        click(&c, "[data-testid=explore-stop]").await;
+        wait_status(&c, &["done"]).await;
+        assert_eq!(
+            attr(&c, "[data-testid=explore-result]", "data-result").await.as_deref(),
+            Some("not-exhausted")
+        );
+        let explored = attr(&c, "[data-testid=explore-result]", "data-explored")
+            .await
+            .unwrap_or_default();
+        let verdict = text(&c, "[data-testid=explore-verdict]").await.unwrap_or_default();
+        let want = if lang == "en" {
+            format!("not exhausted within the limit: explored {explored} states, the frontier was ")
+        } else {
+            format!("在上限内未穷尽：探索了 {explored} 个状态，前沿为 ")
+        };
+        assert!(verdict.starts_with(&want), "{verdict}");
+        assert!(!verdict.contains("held") && !verdict.contains("成立："), "{verdict}");
+    }
+    c.close().await.unwrap();
+    drop(driver);
+}
