@@ -171,6 +171,11 @@ pub struct JobResult {
     /// each step (empty when nothing broke).
     #[serde(default)]
     pub checks: Vec<StepCheck>,
+    /// The counterexample explained and exported ([`super::export::exports`]:
+    /// the because chain, Mermaid, a redis-cli script, a lesson file), made
+    /// where the search ran; `None` when nothing broke.
+    #[serde(default)]
+    pub exports: Option<super::export::Exports>,
 }
 
 impl Job {
@@ -334,6 +339,12 @@ impl JobResult {
                 Outcome::Violated { trace, .. } => step_checks(trace),
                 Outcome::Held => Vec::new(),
             },
+            // The lesson file is TOML: the page's own core leaves that out,
+            // and the worker, which builds results, has it.
+            #[cfg(feature = "toml")]
+            exports: super::export::exports(spec, report),
+            #[cfg(not(feature = "toml"))]
+            exports: None,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! * [`view`] — the component.
 //! * [`worker`] — starting the worker, posting to it, its messages.
 
+mod exports;
 pub mod view;
 pub mod worker;
 

@@ -307,6 +307,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
                     { share_view }
                     if let Some(e) = &result.lesson_error { <p class="explore-note">{ e.clone() }</p> }
                     { step_checks(lang, &result.checks) }
+                    if let Some(ex) = &result.exports { { super::exports::exports_view(lang, ex) } }
                     <pre class="explore-transcript" data-testid="explore-transcript">{ zh_or(lang, &result.transcript, &result.transcript_zh) }</pre>
                 </div>
             }
