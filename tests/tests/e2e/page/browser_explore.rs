@@ -527,6 +527,18 @@ fn cli_exhaustive(file: &std::path::Path) -> String {
     locklab_backend::cli::explore::run(&args).expect("the CLI explores")
 }
 
+/// `locklab explore FILE --exhaustive --explain --export mermaid`.
+fn cli_explained(file: &std::path::Path) -> String {
+    let args = locklab_backend::cli::explore::ExploreArgs {
+        file: Some(file.to_path_buf()),
+        exhaustive: true,
+        explain: true,
+        export: Some("mermaid".into()),
+        ..Default::default()
+    };
+    locklab_backend::cli::explore::run(&args).expect("the CLI explores")
+}
+
 /// `(seed S, N steps)` of a result line: N.
 fn steps_of(line: &str) -> u64 {
     let end = line.rfind(" steps)").expect("a violation's result line");
@@ -622,6 +634,36 @@ async fn exhaustive_search_progress_stop_and_per_step_invariants() {
             json!("stale-write✓ wrong-release✗ deadlock✓ foreign-extend✓ overlap✓"),
             "the last step's invariants"
         );
+        // Explained and exported as the CLI's --explain and --export do.
+        let exported = js(
+            &c,
+            "const q = s => document.querySelector(s); \
+             return [q('[data-testid=explore-because]').textContent, \
+                     q('[data-testid=explore-export-mermaid] pre').textContent, \
+                     q('[data-testid=explore-export-cli] pre').textContent, \
+                     q('[data-testid=explore-export-lesson] pre').textContent, \
+                     q('[data-testid=explore-export-mermaid-download]').getAttribute('href'), \
+                     q('[data-testid=explore-export-lesson-download]').getAttribute('download')]",
+        )
+        .await;
+        let exported: Vec<String> = serde_json::from_value(exported).unwrap_or_default();
+        assert_eq!(exported.len(), 6, "{exported:?}");
+        let cli_explain = cli_explained(&designs.join("01-bare-del.toml"));
+        let because = exported[0].trim_start_matches("Because: ").trim_start_matches("因为：");
+        assert!(cli_explain.contains(because), "{because}\n{cli_explain}");
+        assert!(
+            exported[1].starts_with("sequenceDiagram") && cli_explain.contains(exported[1].trim_end()),
+            "{}",
+            exported[1]
+        );
+        assert!(exported[2].contains("redis-cli"), "{}", exported[2]);
+        assert!(exported[3].contains("[[steps]]"), "{}", exported[3]);
+        assert!(
+            exported[4].starts_with("data:text/plain;charset=utf-8,sequenceDiagram"),
+            "{}",
+            exported[4]
+        );
+        assert_eq!(exported[5], "counterexample.toml");
         for (w, h) in [(1280, 720), (1440, 900)] {
             viewport(&c, w, h).await;
             js(
