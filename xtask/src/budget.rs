@@ -59,8 +59,12 @@ pub(crate) const TARGET: usize = 400_000;
 /// toggle, the progress bar's figures, the Stop button, the result's kind
 /// and the counterexample's per-step invariant table, with their decoders)
 /// made it 502,180 on its branch (+6,986 over main's 495,194), so the
-/// ceiling moved with it; the bloat pass stays owed.
-pub(crate) const CEILING: usize = 503_000;
+/// ceiling moved with it; the bloat pass stays owed. Merged with the
+/// counterexample's exports (issue 44, item 4: the because chain, the
+/// Mermaid, redis-cli and lesson texts and their decoder) and the scripts'
+/// `struct` library and Lua fixes (issue 43; the page's simulated Redis
+/// runs scripts too): 504,868, so 505,000.
+pub(crate) const CEILING: usize = 505_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);
