@@ -672,6 +672,13 @@ async fn exhaustive_search_progress_stop_and_per_step_invariants() {
             )
             .await;
             screenshot(&c, &format!("explore-bfs-steps-{lang}-{w}x{h}.png")).await;
+            js(
+                &c,
+                "document.querySelector('[data-testid=explore-export-mermaid]').open = true; \
+                 document.querySelector('[data-testid=explore-exports]').scrollIntoView(); return 1",
+            )
+            .await;
+            screenshot(&c, &format!("explore-exports-{lang}-{w}x{h}.png")).await;
             let min = js(&c, FONT_PROBE).await.as_f64().unwrap_or(0.0);
             assert!(min >= 13.0, "smallest label {min} px");
         }
