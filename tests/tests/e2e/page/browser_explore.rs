@@ -222,13 +222,32 @@ async fn break_my_lock_in_headless_chromium() {
         (n > 0 && busy == 0).then_some(n)
     })
     .await;
-    click(&c, "[data-testid=end]").await;
-    let ok = eventually("the real run's outcome", || async {
-        let name = text(&c, "[data-testid=step-name]").await?;
-        (name == "end" || name == steps.to_string()).then_some(())?;
-        attr(&c, "[data-testid=outcome]", "data-ok").await
-    })
-    .await;
+    // Real servers in real time: the counterexample's waits are a few
+    // milliseconds, and on a loaded machine a run can miss its moment
+    // (issue 41's note). A run that did not break is replayed from the
+    // start (Home, then End), up to three runs; each must still reach its
+    // end, and one of them must break the design as the simulator did.
+    let mut ok = String::new();
+    for run in 0..3 {
+        if run > 0 {
+            js(
+                &c,
+                "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Home'})); return 1",
+            )
+            .await;
+        }
+        click(&c, "[data-testid=end]").await;
+        ok = eventually("the real run's outcome", || async {
+            let name = text(&c, "[data-testid=step-name]").await?;
+            (name == "end" || name == steps.to_string()).then_some(())?;
+            attr(&c, "[data-testid=outcome]", "data-ok").await
+        })
+        .await;
+        if ok == "true" {
+            break;
+        }
+        eprintln!("real run {} did not break the design: replaying it", run + 1);
+    }
     assert_eq!(
         ok,
         "true",
