@@ -154,6 +154,7 @@ fn new_connections_transcript(addr: SocketAddr) -> Vec<String> {
 
 #[test]
 fn new_connections_during_a_busy_script_get_busy_and_can_kill_it() {
+    let _alone = alone();
     let server = sim();
     let real = RedisServer::start();
     let ours = new_connections_transcript(server.local_addr());
@@ -188,6 +189,7 @@ fn split_while_busy_transcript(addr: SocketAddr) -> Vec<String> {
 
 #[test]
 fn a_request_split_across_reads_while_busy_gets_one_reply() {
+    let _alone = alone();
     let server = sim();
     let real = RedisServer::start();
     let ours = split_while_busy_transcript(server.local_addr());
@@ -237,6 +239,7 @@ fn stats_and_shutdown_transcript(addr: SocketAddr) -> Vec<String> {
 
 #[test]
 fn function_stats_and_shutdown_nosave_during_a_busy_script() {
+    let _alone = alone();
     let server = sim();
     let real = RedisServer::start();
     let ours = stats_and_shutdown_transcript(server.local_addr());
@@ -249,6 +252,7 @@ fn function_stats_and_shutdown_nosave_during_a_busy_script() {
 /// only the sleeping client.
 #[test]
 fn debug_sleep_parses_as_strtod_and_holds_only_its_client() {
+    let _alone = alone();
     let server = sim();
     let real = RedisServer::start();
     for addr in [server.local_addr(), real.addr()] {
@@ -308,6 +312,14 @@ fn slow_subscriber_transcript(addr: SocketAddr) -> Vec<String> {
     out
 }
 
+/// One test of this binary at a time: one of them measures the process's
+/// resident memory, which the others' servers and clients would add to
+/// (CI9 saw 86 MB against its 80 MB bound while they ran beside it).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// This process's resident memory, from /proc.
 fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
@@ -320,6 +332,7 @@ fn rss_bytes() -> u64 {
 
 #[test]
 fn a_subscriber_that_never_reads_is_dropped_at_the_output_limit() {
+    let _alone = alone();
     let real = RedisServer::start();
     let theirs = slow_subscriber_transcript(real.addr());
     let server = sim();
@@ -363,6 +376,7 @@ fn blocked_query_buffer_transcript(addr: SocketAddr) -> Vec<String> {
 
 #[test]
 fn the_query_buffer_limit_holds_while_blocked() {
+    let _alone = alone();
     let server = sim();
     let real = RedisServer::start();
     let ours = blocked_query_buffer_transcript(server.local_addr());
@@ -376,6 +390,7 @@ fn the_query_buffer_limit_holds_while_blocked() {
 /// 0.55 s and 0.2 s, the quadratic simulator took 23.6 s and 27 s).
 #[test]
 fn subscribing_to_100k_channels_and_leaving_is_not_quadratic() {
+    let _alone = alone();
     let server = sim();
     let addr = server.local_addr();
     let names: Vec<Vec<u8>> = (0..100_000).map(|i| format!("ch:{i}").into_bytes()).collect();
@@ -417,6 +432,7 @@ fn subscribing_to_100k_channels_and_leaving_is_not_quadratic() {
 /// SYNs dropped and retried after a second).
 #[test]
 fn a_burst_of_serial_connects_all_succeed() {
+    let _alone = alone();
     let server = sim();
     let addr = server.local_addr();
     let t0 = Instant::now();
@@ -479,6 +495,7 @@ fn sim_child(nofile: Option<u32>) -> Child_ {
 /// get the max-clients error instead of hanging.
 #[test]
 fn an_fd_limit_lowers_maxclients_and_extra_clients_are_told() {
+    let _alone = alone();
     let server = sim_child(Some(256));
     let addr = SocketAddr::from(([127, 0, 0, 1], server.port));
     // Let the readiness probe's connection be freed.
@@ -522,6 +539,7 @@ fn an_fd_limit_lowers_maxclients_and_extra_clients_are_told() {
 /// scripts (issue 42: 3 → 101 threads, one per script in flight).
 #[test]
 fn threads_stay_bounded_under_fifty_script_clients() {
+    let _alone = alone();
     let server = sim_child(None);
     let out = Command::new("redis-benchmark")
         .args([
