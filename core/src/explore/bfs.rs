@@ -93,16 +93,27 @@
 //!   fault swaps two clients' roles, and the renamings cost each state
 //!   about three plain fingerprints. A model that explored delivery orders
 //!   would gain far more from it.
+//!
+//! * **sleep sets** ([`Reductions::sleep_sets`], [`super::sleep`]): two
+//!   faults on different actors injected at one instant commute, so of
+//!   their two orders only one is taken (Godefroid's sleep sets, with his
+//!   fix for stored states). Every state is still reached at the same
+//!   depth, so with fingerprints they save transitions, not states; on
+//!   the tree of schedules they cut states. The deliveries and timers the
+//!   issue names as independent never compete here: the world's next item
+//!   is one transition (see the module doc of [`super::sleep`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use super::{allowed_faults, ExploreError, FaultKind, Outcome, Report, Spec};
+use super::{allowed_faults, sleep, ExploreError, Outcome, Report, Spec};
 use crate::fault::{At, Fault, ScheduledFault};
 use crate::invariants::Invariant;
 use crate::world::{Scenario, World};
+
+mod words;
 
 /// Fingerprints are already hashes: a set of them needs no second one.
 #[derive(Default)]
@@ -158,6 +169,13 @@ pub struct Reductions {
     /// still be found, so the counterexample stays a shortest one.
     #[serde(default = "yes")]
     pub tails: bool,
+    /// Sleep sets over faults injected at one instant on different actors
+    /// ([`super::sleep`]): of the two orders of a commuting pair only one
+    /// is taken. Every state is still reached, at the same depth, so only
+    /// transitions are saved while fingerprints are on (and whole subtrees
+    /// without them).
+    #[serde(default = "yes")]
+    pub sleep_sets: bool,
 }
 
 fn yes() -> bool {
@@ -174,6 +192,7 @@ impl Default for Reductions {
             // cannot replay a shared-stream world yet.
             symmetry: false,
             tails: true,
+            sleep_sets: true,
         }
     }
 }
@@ -236,6 +255,12 @@ struct Entry {
     fp: u64,
     id: u32,
     faults: u32,
+    /// Its sleep set ([`Reductions::sleep_sets`]), as a mask of fault options.
+    sleep: u64,
+    /// The fault options to take from it (all but for a state expanded
+    /// again for the transitions an earlier path had asleep); "next" only
+    /// when all.
+    only: u64,
 }
 
 /// One node of the search tree: how it was reached (for the counterexample).
@@ -271,6 +296,10 @@ pub struct Bfs {
     tail_violation: Option<(u64, u32, u32, Invariant)>,
     /// A layer is being expanded (the roots have been offered).
     expanding: bool,
+    /// Each fault option's independent options ([`sleep::masks`]); `None`
+    /// with the sleep-set reduction off.
+    independent: Option<Vec<u64>>,
+    asleep: sleep::Asleep,
 }
 
 /// Mix the faults used into a world's fingerprint.
@@ -361,13 +390,18 @@ impl Bfs {
             status: Status::Running,
             tail_violation: None,
             expanding: false,
+            independent: None,
+            asleep: sleep::Asleep::default(),
         };
+        if reductions.sleep_sets {
+            bfs.independent = sleep::masks(&bfs.options, reductions.pause_at_input);
+        }
         for (i, seed) in bfs.seeds.clone().into_iter().enumerate() {
             let mut sc = bfs.base.clone();
             sc.seed = seed;
             let world = World::from_scenario(&sc)?;
             let fp = bfs.fingerprint(&world);
-            bfs.offer(world, fp, ROOT, i as u32, 0);
+            bfs.offer(world, fp, ROOT, i as u32, 0, 0);
         }
         std::mem::swap(&mut bfs.layer, &mut bfs.next);
         Ok(bfs)
@@ -477,11 +511,24 @@ impl Bfs {
 
     /// Take every transition out of one state.
     fn expand(&mut self, e: Entry) {
+        let all = e.only == u64::MAX;
         if e.faults < self.budget {
             let here = self.reductions.no_op_faults.then_some(e.fp);
+            let asleep = match (&self.independent, self.reductions.fingerprints) {
+                (None, _) => 0,
+                (Some(_), true) => self.asleep.expanding(key(e.fp, e.faults), e.sleep),
+                (Some(_), false) => e.sleep,
+            };
+            // The options taken so far from this state (a later
+            // independent one puts them to sleep in its child).
+            let mut taken = 0u64;
             for i in 0..self.options.len() {
                 if self.status != Status::Running {
                     return;
+                }
+                let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
+                if (asleep | !e.only) & bit != 0 {
+                    continue;
                 }
                 if self.reductions.no_op_faults && idle_pause(&e.world, &self.options[i]) {
                     continue;
@@ -498,25 +545,38 @@ impl Bfs {
                 if here == Some(fp) {
                     continue;
                 }
-                self.offer(w, fp, e.id, i as u32 + 1, e.faults + 1);
+                let child = match &self.independent {
+                    Some(m) => (asleep | taken) & m[i],
+                    None => 0,
+                };
+                taken |= bit;
+                self.offer(w, fp, e.id, i as u32 + 1, e.faults + 1, child);
             }
         }
-        if self.status != Status::Running {
+        if self.status != Status::Running || !all {
             return;
         }
         let mut w = e.world;
         if w.step_item() {
             self.stats.transitions += 1;
             let fp = self.fingerprint(&w);
-            self.offer(w, fp, e.id, 0, e.faults);
+            // "Next" moves time: it commutes with no fault, so its child
+            // wakes every sleeper.
+            self.offer(w, fp, e.id, 0, e.faults, 0);
         }
     }
 
     /// A new state reached from `parent` by `choice` (its fingerprint `fp`,
     /// computed once by the caller): check it, and queue it unless it was
     /// seen before.
-    fn offer(&mut self, w: World, fp: u64, parent: u32, choice: u32, faults: u32) {
-        if self.reductions.fingerprints && !self.seen.insert(key(fp, faults)) {
+    fn offer(&mut self, w: World, fp: u64, parent: u32, choice: u32, faults: u32, sleep: u64) {
+        let k = key(fp, faults);
+        if self.reductions.fingerprints && !self.seen.insert(k) {
+            let symmetric = self.reductions.symmetry && self.symmetric_model;
+            let revisit = self.asleep.revisit(k, sleep, || if symmetric { w.fingerprint() } else { fp });
+            if let sleep::Revisit::Expand { missed, sleep } = revisit {
+                self.expand_again(w, fp, parent, choice, faults, (missed, sleep));
+            }
             return;
         }
         let mut w = w;
@@ -549,11 +609,37 @@ impl Bfs {
             self.run_tail(w, id, depth);
             return;
         }
+        if self.reductions.fingerprints && self.independent.is_some() {
+            let symmetric = self.reductions.symmetry && self.symmetric_model;
+            self.asleep.stored(k, sleep, || if symmetric { w.fingerprint() } else { fp });
+        }
         self.next.push_back(Entry {
             world: w,
             fp,
             id,
             faults,
+            sleep,
+            only: u64::MAX,
+        });
+    }
+
+    /// A state expanded earlier with options asleep that the path reaching
+    /// it now has awake (Godefroid's fix for sleep sets with stored
+    /// states): queue it again for those (`missed`) alone, its sleep set
+    /// now `sleep`, as a node of the tree of its own (the counterexample
+    /// replays along the path that took them) but not a new state.
+    fn expand_again(&mut self, w: World, fp: u64, parent: u32, choice: u32, faults: u32, (missed, sleep): (u64, u64)) {
+        let mut w = w;
+        w.forget_trace();
+        let id = self.tree.len() as u32;
+        self.tree.push(Link { parent, choice });
+        self.next.push_back(Entry {
+            world: w,
+            fp,
+            id,
+            faults,
+            sleep,
+            only: missed,
         });
     }
 
@@ -612,96 +698,6 @@ impl Bfs {
         }
         sc.faults = faults;
         (sc, moves.len() as u64)
-    }
-
-    /// What the search bounded: "every schedule of 2 clients with at most 1
-    /// fault from {pause, crash}, …".
-    pub fn bounds(&self) -> String {
-        self.bounds_in(false)
-    }
-
-    /// [`Bfs::bounds`] in Chinese.
-    pub fn bounds_zh(&self) -> String {
-        self.bounds_in(true)
-    }
-
-    fn bounds_in(&self, zh: bool) -> String {
-        let kinds: Vec<&str> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| self.options.iter().any(|f| FaultKind::of(f) == Some(*k)))
-            .map(FaultKind::name)
-            .collect();
-        let seeds = match (self.seeds.as_slice(), zh) {
-            ([one], false) => format!("world seed {one}"),
-            ([one], true) => format!("世界种子 {one}"),
-            (many, _) => format!(
-                "{} {}..={}",
-                if zh { "世界种子" } else { "world seeds" },
-                many.first().copied().unwrap_or(0),
-                many.last().copied().unwrap_or(0)
-            ),
-        };
-        let pauses = self.reductions.pause_at_input && kinds.contains(&FaultKind::Pause.name());
-        let (clients, budget, options) = (self.base.clients.len(), self.budget, self.options.len());
-        let (kinds, steps) = (kinds.join(", "), self.spec.max_steps);
-        let alike = match (self.symmetric_model, zh) {
-            (false, _) => "",
-            (true, false) => " (alike: one start time, one random stream shape)",
-            (true, true) => "（彼此相同：同一启动时间、同一随机流形状）",
-        };
-        let at_input = match (pauses, zh) {
-            (false, _) => "",
-            (true, false) => " (a pause begins as an input reaches its client)",
-            (true, true) => "（暂停在输入到达其客户端时开始）",
-        };
-        if zh {
-            format!(
-                "{clients} 个客户端{alike}、至多 {budget} 个故障（取自 {{{kinds}}}，{options} 种故障选项）落在任意位置{at_input}的每一个调度，网络延迟按{seeds}抽取，每次运行至多 {steps} 步"
-            )
-        } else {
-            format!(
-                "every schedule of {clients} clients{alike} with at most {budget} fault(s) from {{{kinds}}} ({options} fault options) at any point{at_input}, network delays as {seeds} draws them, runs of at most {steps} steps"
-            )
-        }
-    }
-
-    /// The verdict as one line, its bounds stated.
-    pub fn verdict(&self) -> String {
-        self.verdict_in(false)
-    }
-
-    /// [`Bfs::verdict`] in Chinese.
-    pub fn verdict_zh(&self) -> String {
-        self.verdict_in(true)
-    }
-
-    fn verdict_in(&self, zh: bool) -> String {
-        let s = self.stats();
-        let (states, frontier, depth) = (s.states, s.frontier, s.depth);
-        let bounds = self.bounds_in(zh);
-        let tails = match (s.tail_states, zh) {
-            (0, _) => String::new(),
-            (n, false) => format!("{n} more states checked along deterministic tails, "),
-            (n, true) => format!("另有 {n} 个状态在确定性尾段上检查，"),
-        };
-        match (self.status, zh) {
-            (Status::Exhausted, false) => format!("held: {bounds}; {tails}{states} distinct states"),
-            (Status::Exhausted, true) => format!("成立：{bounds}；{tails}{states} 个不同状态"),
-            (Status::Violated { invariant, .. }, false) => format!(
-                "violated {}: a shortest counterexample within {bounds}; found after {states} distinct states",
-                invariant.name()
-            ),
-            (Status::Violated { invariant, .. }, true) => format!(
-                "违反 {}：{bounds} 内的一个最短反例；在 {states} 个不同状态后找到",
-                invariant.name()
-            ),
-            (Status::NotExhausted | Status::Running, false) => format!(
-                "not exhausted within the limit: explored {states} states, the frontier was {frontier} (depth {depth}); no verdict on {bounds}"
-            ),
-            (Status::NotExhausted | Status::Running, true) => format!(
-                "在上限内未穷尽：探索了 {states} 个状态，前沿为 {frontier}（深度 {depth}）；对 {bounds} 不下结论"
-            ),
-        }
     }
 
     /// The search as the explorer's report: the counterexample replayed as

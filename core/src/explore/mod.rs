@@ -36,6 +36,7 @@ pub mod export;
 pub mod job;
 pub mod lesson;
 pub mod link;
+pub mod sleep;
 pub mod spec;
 pub mod zh;
 
