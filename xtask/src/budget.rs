@@ -63,8 +63,11 @@ pub(crate) const TARGET: usize = 400_000;
 /// counterexample's exports (issue 44, item 4: the because chain, the
 /// Mermaid, redis-cli and lesson texts and their decoder) and the scripts'
 /// `struct` library and Lua fixes (issue 43; the page's simulated Redis
-/// runs scripts too): 504,868, so 505,000.
-pub(crate) const CEILING: usize = 505_000;
+/// runs scripts too): 504,868, so 505,000. The per-step invariant marks
+/// on the counterexample's timeline (issue 44, item 3: the SVG layer,
+/// core's `broken_by_step`, the tooltips) made it 507,936 (+3,068), so
+/// 508,000.
+pub(crate) const CEILING: usize = 508_000;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -44,28 +44,41 @@ impl StepCheck {
     }
 }
 
+/// The invariants broken by the end of each step of `trace` (at most
+/// [`MAX_ROWS`], the first ones), in [`Invariant::ALL`] order: the
+/// monitor's verdicts as the world recorded them. [`step_checks`]' column,
+/// and alone what the timeline's per-step marks need (without the events'
+/// descriptions, which the page's main module does not carry).
+pub fn broken_by_step(trace: &Trace) -> Vec<Vec<Invariant>> {
+    let mut broken: Vec<Invariant> = Vec::new();
+    trace
+        .events
+        .iter()
+        .take(MAX_ROWS)
+        .map(|e| {
+            if let EventKind::Violation { violation } = &e.kind {
+                if !broken.contains(&violation.invariant) {
+                    broken.push(violation.invariant);
+                    broken.sort();
+                }
+            }
+            broken.clone()
+        })
+        .collect()
+}
+
 /// Each step of `trace` with the invariants that hold after it (at most
 /// [`MAX_ROWS`] rows, the first ones).
 pub fn step_checks(trace: &Trace) -> Vec<StepCheck> {
-    let mut broken: Vec<Invariant> = Vec::new();
     // (client, key) pairs believed held.
     let mut beliefs: Vec<(u32, String)> = Vec::new();
     let mut rows = Vec::new();
-    for e in trace.events.iter().take(MAX_ROWS) {
-        match &e.kind {
-            EventKind::Violation { violation } if !broken.contains(&violation.invariant) => {
-                broken.push(violation.invariant);
-                broken.sort();
+    for (e, broken) in trace.events.iter().zip(broken_by_step(trace)) {
+        if let (EventKind::Belief { key, holds }, crate::actor::Actor::Client(c)) = (&e.kind, e.actor) {
+            beliefs.retain(|(bc, bk)| !(*bc == c && bk == key));
+            if *holds {
+                beliefs.push((c, key.clone()));
             }
-            EventKind::Belief { key, holds } => {
-                if let crate::actor::Actor::Client(c) = e.actor {
-                    beliefs.retain(|(bc, bk)| !(*bc == c && bk == key));
-                    if *holds {
-                        beliefs.push((c, key.clone()));
-                    }
-                }
-            }
-            _ => {}
         }
         let mut holders: Vec<String> = beliefs.iter().map(|(c, _)| trace.names.client(*c).to_owned()).collect();
         holders.sort();
@@ -75,7 +88,7 @@ pub fn step_checks(trace: &Trace) -> Vec<StepCheck> {
             at_ms: e.at_ms,
             what: e.describe_in(&trace.names, Lang::En),
             what_zh: e.describe_in(&trace.names, Lang::Zh),
-            broken: broken.clone(),
+            broken,
             holders,
         });
     }

@@ -253,7 +253,7 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
     });
 
     let result_view = match &model.status {
-        Status::Done { result, .. } => {
+        Status::Done { result, ms } => {
             let (kind, inv, headline) = headline(lang, result);
             // A breadth-first verdict states its bounds under the headline.
             let bounds = (result.search == Search::Exhaustive && result.broken.is_some()).then(|| html! {
@@ -299,7 +299,8 @@ pub fn explore_screen(props: &ExploreProps) -> Html {
             };
             html! {
                 <div class="explore-result" data-testid="explore-result" data-result={ kind } data-invariant={ inv }
-                    data-explored={ result.explored.to_string() } data-search={ search_name(result.search) }>
+                    data-explored={ result.explored.to_string() } data-search={ search_name(result.search) }
+                    data-ms={ format!("{ms:.0}") }>
                     <p class="explore-verdict" data-testid="explore-verdict">{ headline }</p>
                     { bounds.unwrap_or_default() }
                     <p class="explore-resultline" data-testid="explore-resultline">{ zh_or(lang, &result.result_line, &result.result_line_zh) }</p>
@@ -538,7 +539,7 @@ fn bfs_progress(lang: Lang, p: &Progress, rate: &str) -> Html {
 }
 
 /// A short column head for an invariant (its full title on hover).
-fn inv_short(lang: Lang, i: Invariant) -> &'static str {
+pub(crate) fn inv_short(lang: Lang, i: Invariant) -> &'static str {
     match (lang, i) {
         (Lang::En, _) => i.name(),
         (Lang::Zh, Invariant::StaleWrite) => "过期写入",

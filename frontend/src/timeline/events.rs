@@ -709,6 +709,7 @@ impl<'a> Builder<'a> {
             style,
             merged,
             dense,
+            xs: Vec::new(),
         }
     }
 

@@ -193,6 +193,9 @@ pub struct Layout {
     /// a texture, not lines one follows: they are drawn faint, so the
     /// marks, bars and words over them can be read. Zooming in thins them.
     pub dense: bool,
+    /// Each event's x, in trace order (the explorer's per-step invariant
+    /// marks sit there on the axis).
+    pub xs: Vec<f64>,
 }
 
 /// Lay `trace` out, with `now_ms` as the present (open bars end there).
@@ -212,5 +215,5 @@ pub fn layout_in(trace: &Trace, now_ms: u64, lang: Lang, width: f64, zoom: f64, 
     for (i, (e, &x)) in trace.events.iter().zip(&xs).enumerate() {
         builder.event(i, e, x);
     }
-    builder.finish()
+    Layout { xs, ..builder.finish() }
 }

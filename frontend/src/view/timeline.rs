@@ -25,13 +25,16 @@ use wasm_bindgen::JsCast;
 use web_sys::Element;
 use yew::prelude::*;
 
+use locklab_core::explore::checks::broken_by_step;
+use locklab_core::invariants::Invariant;
+
 use crate::i18n::Text;
 use crate::state::AppContext;
 use crate::timeline::{layout_in, ArrowKind, BarEnd, Layout, Mark, MarkKind, Style};
 
 mod layers;
 
-use layers::{axis_layer, labels_layer, lanes_layer, legend_layer, locks_layer, LaneMarks};
+use layers::{axis_layer, labels_layer, lanes_layer, legend_layer, locks_layer, steps_layer, LaneMarks};
 
 fn f(v: f64) -> String {
     format!("{v:.1}")
@@ -82,7 +85,7 @@ fn export_css() -> String {
 .span rect{fill:#9ca3af;fill-opacity:.25}.span.down rect,.span.crashed rect{fill:#c53030;fill-opacity:.1}\
 .arrow{stroke:#6b7280;stroke-width:1.2}.dense .arrow{opacity:.3}.arrow.replication{stroke:#7c3aed;stroke-width:2}.arrow.lost{stroke:#c53030;stroke-dasharray:4 3}\
 .now{stroke:#3a5ccc;stroke-width:2}.break rect{fill:#3a5ccc;fill-opacity:.12}.break-mark{stroke:#4b5563;stroke-width:1.6;fill:none}.break text{fill:#4b5563}\
-.export-title{font:700 18px sans-serif}.legend text{fill:#374151}",
+.export-title{font:700 18px sans-serif}.legend text{fill:#374151}.step-mark{stroke:#fff}.step-mark.ok{fill:#2e8b57}.step-mark.bad{fill:#c53030}",
     );
     for (i, c) in OWNER_COLOURS.iter().enumerate() {
         css.push_str(&format!(
@@ -201,7 +204,7 @@ pub fn timeline() -> Html {
         onpointerup,
         onkeydown,
     } = pan(&scroll_ref, &drag, pannable);
-    let (l, per_lane, events) = use_timeline_layout(&state, *zoom, view_w, *room, style);
+    let (l, per_lane, events, checks) = use_timeline_layout(&state, *zoom, view_w, *room, style);
     use_keep_anchor(*zoom, &anchor, &scroll_ref, l.width);
     let style = l.style;
     let s = style.font / 14.0;
@@ -239,6 +242,7 @@ pub fn timeline() -> Html {
                 { locks_layer(&l) }
                 { for marks }
                 { labels_layer(&l) }
+                { steps_layer(&l, &checks, lang) }
                 <line class="now" x1={ f(l.now_x) } x2={ f(l.now_x) } y1={ f(axis_y) } y2={ f(bottom) } />
                 // The hint names the console, which presenter mode hides.
                 if empty && !state.present {
@@ -367,10 +371,17 @@ fn pan(scroll_ref: &NodeRef, drag: &Rc<RefCell<Option<Drag>>>, pannable: bool) -
 
 type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
 
+/// A step of an explorer's counterexample on the timeline: its number, its
+/// time, and the invariants broken by its end.
+type StepMark = (u64, u64, Vec<Invariant>);
+
 /// The trace on screen (the lesson's, the real session's or the lab's)
 /// laid out for the width and zoom, in presenter mode at the biggest type
-/// that fits the screen; also its marks per lane and how many events it
-/// has. Made again only when one of those changes.
+/// that fits the screen; also its marks per lane, how many events it has,
+/// and for an explorer's counterexample which invariants hold after each
+/// step (core's `explore::checks::broken_by_step`, read from the trace the timeline draws:
+/// the monitor's verdicts as the world recorded them, not a second
+/// monitor). Made again only when one of those changes.
 #[hook]
 fn use_timeline_layout(
     state: &AppContext,
@@ -378,7 +389,7 @@ fn use_timeline_layout(
     view_w: f64,
     room: f64,
     style: Style,
-) -> (Rc<Layout>, PerLane, usize) {
+) -> (Rc<Layout>, PerLane, usize, Rc<Vec<StepMark>>) {
     let state = state.clone();
     let (lang, z) = (state.lang, ZOOMS[zoom]);
     let memo = use_memo(
@@ -440,10 +451,22 @@ fn use_timeline_layout(
                 per_lane[m.lane].push(m.clone());
             }
             let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
-            (Rc::new(l), Rc::new(per_lane), trace.events.len())
+            let counterexample = state.lesson.is_some() && state.explore_link.is_some();
+            let checks: Vec<StepMark> = if counterexample {
+                let broken = broken_by_step(&trace);
+                trace
+                    .events
+                    .iter()
+                    .zip(broken)
+                    .map(|(e, b)| (e.step, e.at_ms, b))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (Rc::new(l), Rc::new(per_lane), trace.events.len(), Rc::new(checks))
         },
     );
-    (memo.0.clone(), memo.1.clone(), memo.2)
+    (memo.0.clone(), memo.1.clone(), memo.2, memo.3.clone())
 }
 
 /// Presenter mode's styles, biggest type first: at each size (19 px down

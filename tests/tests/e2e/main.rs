@@ -46,6 +46,7 @@ mod page {
     mod browser;
     mod browser_class;
     mod browser_explore;
+    mod browser_explore_steps;
     mod browser_interview;
     mod browser_notes;
     mod browser_open;

@@ -303,3 +303,39 @@ pub(super) fn legend_layer(l: &Layout) -> Html {
     });
     html! { <g class="legend" data-testid="legend">{ for items }</g> }
 }
+
+/// An explorer's counterexample: one dot per step on the time axis, at the
+/// step's x — green while every invariant holds, red from the step that
+/// broke one — its tooltip the step and each invariant's ✓ or ✗ (the rows
+/// of the explore screen's step table, from core's `explore::checks`).
+pub(super) fn steps_layer(l: &Layout, checks: &[StepMark], lang: crate::i18n::Lang) -> Html {
+    if checks.is_empty() {
+        return Html::default();
+    }
+    let s = l.style.font / 14.0;
+    let y = l.style.axis_h() - 4.0;
+    let dots = checks.iter().zip(&l.xs).map(|((step, at_ms, broken), &x)| {
+        let ok = broken.is_empty();
+        let mut title = format!("#{step} · {at_ms} ms");
+        for i in Invariant::ALL {
+            let (mark, word) = if !broken.contains(&i) {
+                ("✓", Text::ExploreHolds.get(lang))
+            } else {
+                ("✗", Text::ExploreBroken.get(lang))
+            };
+            title.push_str(&format!(
+                "\n{mark} {}: {word}",
+                crate::explore::view::inv_short(lang, i)
+            ));
+        }
+        let names: Vec<&str> = broken.iter().map(|i| i.name()).collect();
+        html! {
+            <circle class={ classes!("step-mark", if ok { "ok" } else { "bad" }) } data-testid="timeline-step"
+                data-step={ step.to_string() } data-broken={ names.join(",") }
+                cx={ f(x) } cy={ f(y) } r={ f(3.5 * s) }>
+                <title>{ title }</title>
+            </circle>
+        }
+    });
+    html! { <g class="step-marks" data-testid="timeline-steps">{ for dots }</g> }
+}
