@@ -35,6 +35,8 @@ struct Line<'a> {
 #[derive(Clone, Copy)]
 struct Measured {
     stored: u64,
+    /// Transitions taken (what sleep sets save while fingerprints are on).
+    transitions: u64,
     ended: bool,
 }
 
@@ -51,6 +53,7 @@ fn bench_line(l: &Line) -> (String, Measured) {
                 format!("  {}: cannot build: {e}\n", l.name),
                 Measured {
                     stored: 0,
+                    transitions: 0,
                     ended: false,
                 },
             )
@@ -67,12 +70,13 @@ fn bench_line(l: &Line) -> (String, Measured) {
     let s = bfs.stats();
     let visited = s.states + s.tail_states;
     let line = format!(
-        "  {}: {:.2} s CPU ({:.2} s wall), {} distinct states stored, {} more on deterministic tails, {} states/s\n    {}\n",
+        "  {}: {:.2} s CPU ({:.2} s wall), {} distinct states stored, {} more on deterministic tails, {} transitions, {} states/s\n    {}\n",
         l.name,
         secs,
         wall.elapsed().as_secs_f64(),
         thousands(s.states),
         thousands(s.tail_states),
+        thousands(s.transitions),
         thousands((visited as f64 / secs) as u64),
         bfs.verdict()
     );
@@ -81,6 +85,7 @@ fn bench_line(l: &Line) -> (String, Measured) {
         line,
         Measured {
             stored: s.states,
+            transitions: s.transitions,
             ended,
         },
     )
@@ -89,8 +94,12 @@ fn bench_line(l: &Line) -> (String, Measured) {
 /// "12.3x", or "at least 12.3x" when the search without the reduction
 /// did not end within its budget.
 fn factor(without: Measured, with: u64) -> String {
-    let r = without.stored as f64 / with.max(1) as f64;
-    if without.ended {
+    ratio(without.stored, without.ended, with)
+}
+
+fn ratio(without: u64, ended: bool, with: u64) -> String {
+    let r = without as f64 / with.max(1) as f64;
+    if ended {
         format!("{r:.1}x")
     } else {
         format!("at least {r:.1}x (not exhausted)")
@@ -136,7 +145,7 @@ pub fn exhaustive_bench() -> String {
             ..d06.clone()
         };
         out.push_str(&three_clients(&three, 60.0));
-        out.push_str(&reductions_table(&d06));
+        out.push_str(&reductions_table(&d06, 20.0));
     }
     out
 }
@@ -167,6 +176,7 @@ fn three_clients(three: &Spec, cpu: f64) -> String {
         pause_at_input: false,
         symmetry: false,
         tails: false,
+        sleep_sets: false,
     };
     let (text, fp_only) = line("fingerprints only (no other reduction)", bare, false, cpu);
     out.push_str(&text);
@@ -181,29 +191,114 @@ fn three_clients(three: &Spec, cpu: f64) -> String {
     out
 }
 
-/// What each reduction saves on one bound (design 06, 2 clients, 1
-/// fault): the states explored with all of them, with each one left out,
-/// and with none (the tree of schedules).
-fn reductions_table(d06: &Spec) -> String {
+/// What each reduction saves on one bound (design 06, 2 clients, at most
+/// 2 faults, clients alike: two faults at one instant is where sleep sets
+/// apply): the states explored with none (the tree of schedules), with
+/// each alone, with all, and with each one left out of all. Each line gets
+/// `cpu` seconds; one that did not end gives an "at least" factor.
+fn reductions_table(d06: &Spec, cpu: f64) -> String {
+    let spec = Spec {
+        clients: 2,
+        faults: 2,
+        ..d06.clone()
+    };
+    let none = Reductions {
+        fingerprints: false,
+        no_op_faults: false,
+        pause_at_input: false,
+        symmetry: false,
+        tails: false,
+        sleep_sets: false,
+    };
     let all = Reductions {
+        fingerprints: true,
+        no_op_faults: true,
+        pause_at_input: true,
         symmetry: true,
-        ..Reductions::default()
+        tails: true,
+        sleep_sets: true,
     };
     let line = |name: &str, reductions| {
         bench_line(&Line {
             name,
-            spec: d06,
+            spec: &spec,
             reductions,
             alike: true,
-            cpu: 60.0,
+            cpu,
         })
     };
-    let mut out = String::from("reductions on design 06, 2 clients, 1 fault, clients alike (states stored):\n");
+    let mut out =
+        String::from("reductions on design 06, 2 clients, at most 2 faults, clients alike (states stored):\n");
+    let (text, tree) = line("none (the tree of schedules)", none);
+    out.push_str(&text);
     let (text, with) = line(
-        "all (fingerprints, no-op faults, pauses at inputs, symmetry, tails)",
+        "all (fingerprints, no-op faults, pauses at inputs, symmetry, tails, sleep sets)",
         all,
     );
     out.push_str(&text);
+    let fp_only = Reductions {
+        fingerprints: true,
+        ..none
+    };
+    // Symmetry acts through fingerprints (it is what they compare), so
+    // alone it is measured on top of them, against fingerprints alone.
+    let alone = [
+        ("fingerprints", fp_only, tree),
+        (
+            "no-op faults",
+            Reductions {
+                no_op_faults: true,
+                ..none
+            },
+            tree,
+        ),
+        (
+            "pauses at inputs",
+            Reductions {
+                pause_at_input: true,
+                ..none
+            },
+            tree,
+        ),
+        ("deterministic tails", Reductions { tails: true, ..none }, tree),
+        (
+            "sleep sets",
+            Reductions {
+                sleep_sets: true,
+                ..none
+            },
+            tree,
+        ),
+    ];
+    let mut factors = Vec::new();
+    let mut fp_alone = tree;
+    for (name, r, base) in alone {
+        let (text, m) = line(&format!("{name} alone"), r);
+        out.push_str(&text);
+        factors.push(format!(
+            "{name} {}",
+            ratio(base.stored, base.ended && m.ended, m.stored)
+        ));
+        if name == "fingerprints" {
+            fp_alone = m;
+        }
+    }
+    let (text, m) = line(
+        "symmetry alone (with fingerprints)",
+        Reductions {
+            symmetry: true,
+            ..fp_only
+        },
+    );
+    out.push_str(&text);
+    factors.push(format!(
+        "symmetry {} against fingerprints alone",
+        factor(fp_alone, m.stored)
+    ));
+    out.push_str(&format!(
+        "  each alone (states stored, none / it): {}\n",
+        factors.join(", ")
+    ));
     let mut factors = Vec::new();
     let without = [
         ("symmetry", Reductions { symmetry: false, ..all }),
@@ -223,6 +318,13 @@ fn reductions_table(d06: &Spec) -> String {
         ),
         ("deterministic tails", Reductions { tails: false, ..all }),
         (
+            "sleep sets",
+            Reductions {
+                sleep_sets: false,
+                ..all
+            },
+        ),
+        (
             "fingerprints",
             Reductions {
                 fingerprints: false,
@@ -234,20 +336,17 @@ fn reductions_table(d06: &Spec) -> String {
         let (text, m) = line(&format!("without {name}"), r);
         out.push_str(&text);
         factors.push(format!("{name} {}", factor(m, with.stored)));
+        if name == "sleep sets" {
+            factors.push(format!(
+                "(sleep sets: transitions {})",
+                ratio(m.transitions, m.ended, with.transitions)
+            ));
+        }
     }
-    let none = Reductions {
-        fingerprints: false,
-        no_op_faults: false,
-        pause_at_input: false,
-        symmetry: false,
-        tails: false,
-    };
-    let (text, m) = line("none (the tree of schedules)", none);
-    out.push_str(&text);
     out.push_str(&format!(
-        "  each reduction's factor (states stored without it / with all): {}; all together {}\n",
+        "  each left out (states stored without it / with all): {}; all together against none {}\n",
         factors.join(", "),
-        factor(m, with.stored)
+        factor(tree, with.stored)
     ));
     out
 }
