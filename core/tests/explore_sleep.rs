@@ -68,7 +68,12 @@ fn independent_faults_commute() {
         }
     }
     println!("{pairs} commuting pairs checked");
-    assert!(bad.is_empty(), "{} of {pairs} do not commute:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {pairs} do not commute:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     assert!(pairs > 1000, "{pairs}");
 }
 

@@ -573,7 +573,9 @@ impl Bfs {
         let k = key(fp, faults);
         if self.reductions.fingerprints && !self.seen.insert(k) {
             let symmetric = self.reductions.symmetry && self.symmetric_model;
-            let revisit = self.asleep.revisit(k, sleep, || if symmetric { w.fingerprint() } else { fp });
+            let revisit = self
+                .asleep
+                .revisit(k, sleep, || if symmetric { w.fingerprint() } else { fp });
             if let sleep::Revisit::Expand { missed, sleep } = revisit {
                 self.expand_again(w, fp, parent, choice, faults, (missed, sleep));
             }
@@ -611,7 +613,8 @@ impl Bfs {
         }
         if self.reductions.fingerprints && self.independent.is_some() {
             let symmetric = self.reductions.symmetry && self.symmetric_model;
-            self.asleep.stored(k, sleep, || if symmetric { w.fingerprint() } else { fp });
+            self.asleep
+                .stored(k, sleep, || if symmetric { w.fingerprint() } else { fp });
         }
         self.next.push_back(Entry {
             world: w,

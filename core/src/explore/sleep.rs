@@ -134,7 +134,10 @@ pub(crate) enum Revisit {
     Nothing,
     /// The state was expanded with these transitions asleep that this path
     /// has awake: take them from it now.
-    Expand { missed: u64, sleep: u64 },
+    Expand {
+        missed: u64,
+        sleep: u64,
+    },
 }
 
 impl Asleep {
