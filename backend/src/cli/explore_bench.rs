@@ -196,6 +196,7 @@ fn three_clients(three: &Spec, cpu: f64) -> String {
 /// apply): the states explored with none (the tree of schedules), with
 /// each alone, with all, and with each one left out of all. Each line gets
 /// `cpu` seconds; one that did not end gives an "at least" factor.
+// long: one table: each bench line a search to run and print, in the order printed
 fn reductions_table(d06: &Spec, cpu: f64) -> String {
     let spec = Spec {
         clients: 2,

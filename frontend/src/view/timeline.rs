@@ -375,6 +375,16 @@ type PerLane = Rc<Vec<Rc<Vec<Mark>>>>;
 /// time, and the invariants broken by its end.
 type StepMark = (u64, u64, Vec<Invariant>);
 
+fn step_marks(trace: &locklab_core::trace::Trace) -> Vec<StepMark> {
+    let broken = broken_by_step(trace);
+    trace
+        .events
+        .iter()
+        .zip(broken)
+        .map(|(e, b)| (e.step, e.at_ms, b))
+        .collect()
+}
+
 /// The trace on screen (the lesson's, the real session's or the lab's)
 /// laid out for the width and zoom, in presenter mode at the biggest type
 /// that fits the screen; also its marks per lane, how many events it has,
@@ -452,17 +462,7 @@ fn use_timeline_layout(
             }
             let per_lane: Vec<Rc<Vec<Mark>>> = per_lane.into_iter().map(Rc::new).collect();
             let counterexample = state.lesson.is_some() && state.explore_link.is_some();
-            let checks: Vec<StepMark> = if counterexample {
-                let broken = broken_by_step(&trace);
-                trace
-                    .events
-                    .iter()
-                    .zip(broken)
-                    .map(|(e, b)| (e.step, e.at_ms, b))
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let checks = if counterexample { step_marks(&trace) } else { Vec::new() };
             (Rc::new(l), Rc::new(per_lane), trace.events.len(), Rc::new(checks))
         },
     );
