@@ -37,7 +37,7 @@ pub mod gen;
 pub mod libcalls;
 pub mod wire;
 
-pub use gen::Rng;
+pub use gen::Draws;
 
 /// What is fuzzed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +186,7 @@ pub fn input(target: FuzzTarget, seed: u64, index: u64) -> Vec<u8> {
 }
 
 fn generate(target: FuzzTarget, seed: u64, index: u64, lessons: &[String]) -> Vec<u8> {
-    let mut rng = Rng::new(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ target as u64);
+    let mut rng = Draws::new(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ target as u64);
     match target {
         FuzzTarget::Resp => gen::resp_input(&mut rng),
         FuzzTarget::Cli => gen::cli_line(&mut rng),

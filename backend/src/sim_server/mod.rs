@@ -68,7 +68,7 @@
 //!   redis-server too. The node runs on the host's clock
 //!   ([`Node::set_host_clock`]), so neither moves time for the others, alone
 //!   or inside `EXEC`; a client that leaves while it waits is freed at once.
-//! * **Limits**, redis-server's: `maxclients` ([`MAX_CLIENTS`], lowered to
+//! * **SessionLimits**, redis-server's: `maxclients` ([`MAX_CLIENTS`], lowered to
 //!   fit the process's fd limit as `adjustOpenFilesLimit` does; the next
 //!   client gets `-ERR max number of clients reached`), a listen backlog of
 //!   511 (`tcp-backlog`), `client-query-buffer-limit` on every read (also

@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn a_link_to_a_unix_socket_cannot_be_slowed_and_says_so() {
-        let pool = SessionPool::new(Limits::default());
+        let pool = SessionPool::new(SessionLimits::default());
         let mut s = pool
             .open(vec![NodeTarget::new("redis", "redis+unix:///run/redis.sock")])
             .expect("a session opens without connecting");

@@ -4,7 +4,7 @@
 //! coming; this is the backstop for a script that runs longer on Redis
 //! than on the simulator. Each command that runs Lua is sent with a
 //! watchdog: a thread that waits for the command's reply for the budget
-//! ([`Limits::script_budget`](super::Limits), 1 s by default) and, if none
+//! ([`SessionLimits::script_budget`](super::SessionLimits), 1 s by default) and, if none
 //! came, asks the server with `FUNCTION STATS` what script is running. A
 //! function is killed (`FUNCTION KILL`) only when its command is the one
 //! this session sent (its argv, namespaced names and prefixed keys and
