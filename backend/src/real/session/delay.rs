@@ -45,15 +45,7 @@ impl Session {
         }
         let proxy = &self.delays[&key];
         proxy.set(fault);
-        let f = proxy.fault();
-        Ok(format!(
-            "link {client} ↔ {}: latency {} ms, jitter {} ms, requests lost {}‰ (through a proxy on port {})",
-            target.name,
-            f.latency_ms,
-            f.jitter_ms,
-            f.drop_request_permille,
-            proxy.addr().port()
-        ))
+        Ok(proxy.describe(client, &target.name))
     }
 
     /// Does `client`'s link to node `node` go through a proxy?

@@ -140,15 +140,7 @@ impl Servers {
             (name, self.link(client, node)?)
         };
         proxy.set(fault);
-        let f = proxy.fault();
-        Ok(format!(
-            "link {client} ↔ {name}: latency {} ms, jitter {} ms, requests lost {}‰, replies lost {}‰ (through a proxy on port {})",
-            f.latency_ms,
-            f.jitter_ms,
-            f.drop_request_permille,
-            f.drop_reply_permille,
-            proxy.addr().port()
-        ))
+        Ok(proxy.describe(client, &name))
     }
 
     /// What went through the link from `client` to `node`, if it has a proxy.
