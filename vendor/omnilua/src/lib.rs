@@ -1875,6 +1875,12 @@ impl Lua {
         });
     }
 
+    /// locklab: the bytes the collector tracks now, garbage included (what
+    /// the sandbox's memory ceiling compares), read without calling into Lua.
+    pub fn used_memory(&self) -> usize {
+        self.with_state(|state| state.global().total_bytes())
+    }
+
     /// Run a full garbage-collection cycle.
     pub fn gc_collect(&self) {
         self.with_state(|state| state.gc().full_collect());

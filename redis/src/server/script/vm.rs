@@ -752,6 +752,14 @@ impl Vm {
     /// Ready the budget for a run: this thread's limit and control, a full
     /// budget, no native work yet.
     fn arm(&mut self) {
+        // The ceiling counts garbage too (the collector is incremental), and
+        // redis-server's Lua has no ceiling: a run that left half of it in
+        // garbage would stop the next one, however small (`return 1` after
+        // a script that built and dropped 20 MiB; the 10 M fuzz run). So a
+        // run starts on a collected heap once it is that full.
+        if self.lua.used_memory() > MEMORY_LIMIT_BYTES / 2 {
+            self.lua.gc_collect();
+        }
         let limit = thread_limit();
         if limit != self.limit || self.work.budget_cut.get() {
             self.arm_sandbox(limit);
