@@ -4833,6 +4833,86 @@ impl Sandbox {
     }
 }
 
+/// locklab: a Rust closure lent for the length of a call instead of made
+/// for it: what a [`Lua::scope`] function does for a host borrow (the
+/// closure may capture `&mut` state of the caller's), without creating a Lua
+/// function, a scope and their allocations for every run. The host makes
+/// one slot and one `'static` function that calls [`LendSlot::call`];
+/// each run [`LendSlot::lend`]s its closure around the Lua call. Outside a
+/// lend the slot is empty and `call` answers `None`.
+pub struct LendSlot<A, R> {
+    #[allow(clippy::type_complexity)]
+    boxed: RefCell<Option<Box<dyn FnMut(&Lua, A) -> Result<R>>>>,
+}
+
+impl<A, R> Default for LendSlot<A, R> {
+    fn default() -> Self {
+        LendSlot {
+            boxed: RefCell::new(None),
+        }
+    }
+}
+
+impl<A, R> LendSlot<A, R> {
+    /// Run `body` with `func` in the slot; it leaves the slot (and is
+    /// dropped) before `lend` returns or unwinds, and the slot holds what
+    /// it held before. `Err` when the slot is in use by a call in flight
+    /// (a lend from inside the lent closure): nothing ran.
+    pub fn lend<'a, T>(
+        &self,
+        func: Box<dyn FnMut(&Lua, A) -> Result<R> + 'a>,
+        body: impl FnOnce() -> T,
+    ) -> Result<T> {
+        // SAFETY: as `Scope::install_function`: the lifetime bound is
+        // extended from `'a` to `'static` only for the time the box sits in
+        // the slot, and `Restore` takes it out and drops it before this
+        // function returns or unwinds, while `'a` is still alive. A call
+        // can only reach it through `call`, which borrows the slot for the
+        // call's length, so no call is in flight when `Restore` runs (a
+        // `lend` nested in a call is refused below, before it replaces
+        // anything).
+        let func: Box<dyn FnMut(&Lua, A) -> Result<R> + 'static> = unsafe { std::mem::transmute(func) };
+        let prev = {
+            let Ok(mut slot) = self.boxed.try_borrow_mut() else {
+                return Err(Error::from(LuaError::runtime(format_args!(
+                    "the lent Rust callback is in use"
+                ))));
+            };
+            slot.replace(func)
+        };
+        struct Restore<'s, A, R> {
+            slot: &'s LendSlot<A, R>,
+            #[allow(clippy::type_complexity)]
+            prev: Option<Box<dyn FnMut(&Lua, A) -> Result<R>>>,
+        }
+        impl<A, R> Drop for Restore<'_, A, R> {
+            fn drop(&mut self) {
+                let lent = std::mem::replace(&mut *self.slot.boxed.borrow_mut(), self.prev.take());
+                drop(lent);
+            }
+        }
+        let _restore = Restore { slot: self, prev };
+        Ok(body())
+    }
+
+    /// Call the lent closure; `None` when nothing is lent. A call from
+    /// inside the closure itself is refused with an error.
+    pub fn call(&self, lua: &Lua, args: A) -> Option<Result<R>> {
+        let Ok(mut slot) = self.boxed.try_borrow_mut() else {
+            return Some(Err(Error::from(LuaError::runtime(format_args!(
+                "mutable Rust callback is already borrowed"
+            )))));
+        };
+        let func = slot.as_mut()?;
+        Some(func(lua, args))
+    }
+
+    /// Is a closure lent now?
+    pub fn is_lent(&self) -> bool {
+        self.boxed.try_borrow().map_or(true, |s| s.is_some())
+    }
+}
+
 /// locklab: bytes of native work per unit of budget
 /// (`lua_vm::state::WORK_BYTES_PER_UNIT`), for hosts that charge bytes.
 pub const WORK_BYTES_PER_UNIT: u64 = lua_vm::state::WORK_BYTES_PER_UNIT;
