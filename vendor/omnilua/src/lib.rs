@@ -1217,6 +1217,32 @@ impl Lua {
         Ok(Table { root })
     }
 
+    /// locklab: the sequence `{s1, s2, ...}` of new strings made from
+    /// `items`, its array part sized once and one root for the whole (a
+    /// host's per-call argument tables, e.g. a script's KEYS and ARGV,
+    /// without a [`Self::create_string`] and a [`Table::raw_set`] each).
+    pub fn create_string_sequence<T: AsRef<[u8]>>(&self, items: &[T]) -> Result<Table> {
+        let size = u32::try_from(items.len())
+            .map_err(|_| Error::from(LuaError::runtime(format_args!("table overflow"))))?;
+        let root = self.with_state(|state| {
+            let _heap_guard = heap_guard(state);
+            let table = state.new_table_with_sizes(size, 0)?;
+            for (i, item) in items.iter().enumerate() {
+                let string = state.new_string(item.as_ref())?;
+                let key = Value::Integer(i as i64 + 1).to_raw_for_lua(self, state)?;
+                table.try_raw_set(key, RawLuaValue::Str(string))?;
+            }
+            let key = state.external_root_value(RawLuaValue::Table(table));
+            state.gc_pre_collect_clear();
+            state.gc().check_step();
+            Ok::<_, Error>(RootedValue {
+                lua: self.clone(),
+                key,
+            })
+        })?;
+        Ok(Table { root })
+    }
+
     /// Create a new Lua string from bytes.
     pub fn create_string(&self, bytes: impl AsRef<[u8]>) -> Result<LuaString> {
         let bytes = bytes.as_ref();

@@ -866,13 +866,9 @@ impl Vm {
             reply_to_lua(lua, &reply, resp3.get())
         });
         let call = || -> omnilua::Result<(bool, Value)> {
-            let mut call_args = Vec::with_capacity(2 + keys.len() + args.len());
-            call_args.push(Value::Function(f.clone()));
-            call_args.push(Value::Number(keys.len() as f64));
-            for a in keys.iter().chain(args) {
-                call_args.push(Value::String(lua.create_string(a)?));
-            }
-            runner.call::<_, (bool, Value)>(Variadic::from(call_args))
+            let keys = lua.create_string_sequence(keys)?;
+            let args = lua.create_string_sequence(args)?;
+            runner.call::<_, (bool, Value)>((f.clone(), keys, args))
         };
         let result = self.host.lend(host_fn, call).and_then(|r| r);
         match result {
