@@ -214,10 +214,8 @@ impl InfoStats {
     }
 
     /// The end of `call()`: `calls++`, and `failed_calls++` when the
-    /// command's own reply was an error. redis-server compares the error
-    /// counter before and after the command, resetting it after every nested
-    /// call, so the commands of an EXEC or a script count their own errors
-    /// and EXEC/EVAL only theirs; a command's own reply is the same thing.
+    /// command's own reply was an error (the commands of an EXEC or a
+    /// script count their own errors, EXEC only its own, as 7.0.15 does).
     fn count_call(&mut self, fullname: String, failed: bool) {
         let stat = self.commands.entry(fullname).or_default();
         stat.calls += 1;
@@ -373,7 +371,7 @@ pub struct Engine {
     /// The last error a command called by the running script answered:
     /// a script that ends with it (`redis.call` raised it, or `redis.pcall`'s
     /// table was returned) replies with `ERR_REPLY_FLAG_NO_STATS_UPDATE`, so
-    /// the error is the command's failure, not EVAL's.
+    /// `INFO errorstats` counts that error once, as the command's.
     script_call_error: Option<String>,
     /// The script's last `redis.call` got past `scriptCall`'s checks.
     script_call_ran: bool,
@@ -1013,15 +1011,17 @@ impl Node {
         self.engine.stats.commands_processed += 1;
         self.engine.script_call_error = None;
         let reply = self.run_command(conn, db, cmd, argv);
-        let failed = match (&reply, self.engine.script_call_error.take()) {
-            (Reply::Error(e), Some(counted)) => !e.starts_with(&counted),
-            (Reply::Error(_), None) => true,
-            _ => false,
-        };
-        if let (true, Reply::Error(e)) = (failed, &reply) {
-            self.engine.stats.count_error(e);
+        // A script that ends with the error one of its calls answered
+        // replies with `ERR_REPLY_FLAG_NO_STATS_UPDATE`: counted once, as
+        // the call's. It is still EVAL's failed call (7.0.15 counts it so).
+        let counted = self.engine.script_call_error.take();
+        let failed = matches!(reply, Reply::Error(_));
+        if let Reply::Error(e) = &reply {
+            if !counted.is_some_and(|c| e.starts_with(&c)) {
+                self.engine.stats.count_error(e);
+            }
         }
-        self.engine.reply_error_counted = matches!(reply, Reply::Error(_));
+        self.engine.reply_error_counted = failed;
         self.engine.stats.count_call(cmd.full_name(argv), failed);
         reply
     }
@@ -1696,8 +1696,8 @@ impl Engine {
         let db = cx.db;
         self.script_db = db;
         self.script_depth -= 1;
-        self.stats.count_call(cmd.full_name(argv), matches!(reply, Reply::Error(_)));
+        self.stats
+            .count_call(cmd.full_name(argv), matches!(reply, Reply::Error(_)));
         reply
     }
-
 }

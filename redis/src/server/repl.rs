@@ -210,7 +210,9 @@ mod tests {
         let mut n = Node::new(Profile::V7_0);
         let (c, r) = (ConnId(1), ConnId(2));
         run(&mut n, c, "SET before 1");
-        let Reply::Bulk(file) = run(&mut n, r, "SYNC") else { panic!("no rdb") };
+        let Reply::Bulk(file) = run(&mut n, r, "SYNC") else {
+            panic!("no rdb")
+        };
         assert!(file.starts_with(b"REDIS0010"));
         assert!(file.windows(6).any(|w| w == b"before"), "the dataset is in the RDB");
         run(&mut n, c, "SET a 1");

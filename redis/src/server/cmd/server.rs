@@ -169,7 +169,9 @@ fn debug_object(cx: &mut Ctx<'_>, key: &[u8]) -> Reply {
         _ => 1,
     };
     let serialized = crate::server::rdb::dump_value(&entry.value).len() - 1;
-    let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let address = 0x7f00_0000_0000u64 | (hash & 0xff_ffff_fff8);
     let lru = (cx.e.now() / 1000) & ((1 << 24) - 1);
     let mut extra = String::new();
@@ -358,7 +360,11 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             // its seeded hash makes differ per process; here by name).
             out.push_str("# Commandstats\r\n");
             for (name, c) in &e.stats().commands {
-                let per_call = if c.calls == 0 { 0.0 } else { c.usec as f32 / c.calls as f32 };
+                let per_call = if c.calls == 0 {
+                    0.0
+                } else {
+                    c.usec as f32 / c.calls as f32
+                };
                 kv(
                     out,
                     &format!("cmdstat_{name}"),

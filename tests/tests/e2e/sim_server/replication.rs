@@ -29,7 +29,12 @@ const WRITES: &[&[&str]] = &[
     &["GET", "d"],
     &["EXEC"],
     &["DEL", "nothing"],
-    &["EVAL", "redis.call('SET', KEYS[1], 'x') redis.call('EXPIRE', KEYS[1], 100)", "1", "e"],
+    &[
+        "EVAL",
+        "redis.call('SET', KEYS[1], 'x') redis.call('EXPIRE', KEYS[1], 100)",
+        "1",
+        "e",
+    ],
     &["EVAL", "return redis.call('INCR', KEYS[1])", "1", "n"],
     &["EXPIRE", "a", "100"],
     &["SELECT", "2"],
@@ -53,7 +58,10 @@ fn read_command(s: &mut std::net::TcpStream) -> String {
     while header.is_empty() {
         header = read_line(s);
     }
-    let n: usize = header.trim_start_matches('*').parse().unwrap_or_else(|_| panic!("not a multibulk: {header}"));
+    let n: usize = header
+        .trim_start_matches('*')
+        .parse()
+        .unwrap_or_else(|_| panic!("not a multibulk: {header}"));
     let mut args = Vec::new();
     for i in 0..n {
         let len: usize = read_line(s).trim_start_matches('$').parse().expect("bulk length");
@@ -84,7 +92,9 @@ fn skip_reply(s: &mut std::net::TcpStream) {
 /// first nine bytes and the stream.
 fn stream_of(addr: SocketAddr, psync: bool) -> (String, String, Vec<String>) {
     let mut client = connect(addr);
-    client.write_all(&req(&[b"CONFIG", b"SET", b"repl-ping-replica-period", b"3600"])).expect("write");
+    client
+        .write_all(&req(&[b"CONFIG", b"SET", b"repl-ping-replica-period", b"3600"]))
+        .expect("write");
     assert_eq!(read_line(&mut client), "+OK");
     let mut replica = connect(addr);
     let greeting = if psync {
@@ -92,7 +102,10 @@ fn stream_of(addr: SocketAddr, psync: bool) -> (String, String, Vec<String>) {
         let line = read_line(&mut replica);
         let mut words: Vec<&str> = line.split(' ').collect();
         assert_eq!(words.len(), 3, "{line}");
-        assert!(words[1].len() == 40 && words[1].bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
+        assert!(
+            words[1].len() == 40 && words[1].bytes().all(|b| b.is_ascii_hexdigit()),
+            "{line}"
+        );
         assert!(words[2].parse::<u64>().is_ok(), "{line}");
         words.truncate(1);
         words.join(" ")
@@ -104,7 +117,10 @@ fn stream_of(addr: SocketAddr, psync: bool) -> (String, String, Vec<String>) {
     while count.is_empty() {
         count = read_line(&mut replica);
     }
-    let len: usize = count.trim_start_matches('$').parse().unwrap_or_else(|_| panic!("not a bulk: {count}"));
+    let len: usize = count
+        .trim_start_matches('$')
+        .parse()
+        .unwrap_or_else(|_| panic!("not a bulk: {count}"));
     let rdb = read_exact_bytes(&mut replica, len);
     for argv in WRITES {
         let args: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
@@ -134,6 +150,9 @@ fn sync_and_psync_stream_what_redis_server_streams() {
         let theirs = stream_of(real.addr(), psync);
         let ours = stream_of(server.local_addr(), psync);
         assert_eq!(theirs.1, "REDIS0010");
-        assert_eq!(ours, theirs, "sim-server (left) and redis-server (right), psync {psync}");
+        assert_eq!(
+            ours, theirs,
+            "sim-server (left) and redis-server (right), psync {psync}"
+        );
     }
 }
