@@ -977,7 +977,7 @@ impl Node {
                 .iter()
                 .any(|q| table::lookup(q, profile).is_ok_and(Command::is_write))
         };
-        if !cmd.is_write() && !(exec && queued_write()) {
+        if !(cmd.is_write() || (exec && queued_write())) {
             return None;
         }
         if exec {
