@@ -316,6 +316,29 @@ fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
     let _ = write!(out, "{k}:{v}\r\n");
 }
 
+/// `genRedisInfoStringCommandStats`: every command that was called, failed
+/// or rejected since the start or CONFIG RESETSTAT (redis-server walks its
+/// command dict, whose order its seeded hash makes differ per process; here
+/// by name).
+fn commandstats(stats: &crate::server::InfoStats, out: &mut String) {
+    out.push_str("# Commandstats\r\n");
+    for (name, c) in &stats.commands {
+        let per_call = if c.calls == 0 {
+            0.0
+        } else {
+            c.usec as f32 / c.calls as f32
+        };
+        kv(
+            out,
+            &format!("cmdstat_{name}"),
+            format_args!(
+                "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                c.calls, c.usec, c.rejected_calls, c.failed_calls
+            ),
+        );
+    }
+}
+
 fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
     let e = &*cx.e;
     match section {
@@ -353,28 +376,7 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             kv(out, "keyspace_misses", s.keyspace_misses);
             kv(out, "total_error_replies", s.total_error_replies);
         }
-        "commandstats" => {
-            // server.c `genRedisInfoStringCommandStats`: every command that
-            // was called, failed or rejected since the start or CONFIG
-            // RESETSTAT (redis-server walks its command dict, whose order
-            // its seeded hash makes differ per process; here by name).
-            out.push_str("# Commandstats\r\n");
-            for (name, c) in &e.stats().commands {
-                let per_call = if c.calls == 0 {
-                    0.0
-                } else {
-                    c.usec as f32 / c.calls as f32
-                };
-                kv(
-                    out,
-                    &format!("cmdstat_{name}"),
-                    format_args!(
-                        "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
-                        c.calls, c.usec, c.rejected_calls, c.failed_calls
-                    ),
-                );
-            }
-        }
+        "commandstats" => commandstats(e.stats(), out),
         "errorstats" => {
             // server.c `genRedisInfoString`: one line per error code seen
             // since the start or CONFIG RESETSTAT.
