@@ -339,11 +339,16 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
         if !w.immediate_in_multi && st.node.in_multi(sess.id) {
             return in_multi(st, sess, now_ms, w, argv);
         }
+        let name = fullname(argv, st.node.profile());
         if !arity_ok(w.arity, argv.len()) {
+            st.node.count_host_command(&name, true, false);
             return (wrong_args(w.name), After::Continue);
         }
         let mut cx = Ctx { st, sess, env };
-        return (w.handler)(&mut cx, argv);
+        let (reply, after) = (w.handler)(&mut cx, argv);
+        st.node
+            .count_host_command(&name, false, matches!(reply, Reply::Error(_)));
+        return (reply, after);
     }
     st.node.set_time(now_ms);
     let Some(reply) = st.node.execute_or_block(sess.id, argv) else {

@@ -21,7 +21,10 @@
 //! sim-server while a script runs), `maxmemory` and `maxmemory-policy`
 //! (against the node's estimate of its memory, see `server::memory`) and the
 //! `lazyfree-lazy-*` switches (the simulator frees at once either way, which
-//! no reply can tell apart). Any
+//! no reply can tell apart), and the replication and persistence settings
+//! the suite's replication tests set (`repl-ping-replica-period`,
+//! `min-replicas-to-write`, `replica-serve-stale-data`, `appendonly` …;
+//! see [`honoured`]). Any
 //! other parameter keeps its value: setting it to the value it has is `OK`
 //! (nothing changes), and setting it to anything else is refused with
 //! redis-server's own text for a parameter that cannot change at run time,
@@ -129,6 +132,34 @@ fn honoured(name: &str) -> Option<Kind> {
         | "lazyfree-lazy-server-del"
         | "lazyfree-lazy-user-del"
         | "lazyfree-lazy-user-flush" => Kind::Bool,
+        // Replication and persistence (config.c's bounds). A node with no
+        // replicas of its own and no disk takes them as redis-server does and
+        // reports them; `min-replicas-to-write` / `-max-lag` refuse writes
+        // (`checkGoodReplicasStatus`: no replica here acknowledges), the
+        // others change nothing a client of this node can observe.
+        "repl-ping-replica-period" | "repl-timeout" => Kind::Signed {
+            lo: 1,
+            hi: i32::MAX as i64,
+        },
+        "repl-diskless-sync-delay"
+        | "repl-diskless-sync-max-replicas"
+        | "replica-priority"
+        | "min-replicas-to-write"
+        | "min-replicas-max-lag" => Kind::Signed {
+            lo: 0,
+            hi: i32::MAX as i64,
+        },
+        "repl-backlog-ttl" => Kind::Signed { lo: 0, hi: i64::MAX },
+        "repl-backlog-size" => Kind::LongLongMemory { lo: 1 },
+        "repl-diskless-load" => Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
+        "repl-diskless-sync"
+        | "repl-disable-tcp-nodelay"
+        | "replica-serve-stale-data"
+        | "replica-read-only"
+        | "replica-lazy-flush"
+        | "replica-ignore-maxmemory"
+        | "appendonly" => Kind::Bool,
         _ => return None,
     })
 }
@@ -296,7 +327,7 @@ impl Config {
         };
     }
 
-    fn number(&self, name: &str) -> i64 {
+    pub(crate) fn number(&self, name: &str) -> i64 {
         PARAMS
             .iter()
             .position(|p| p.name == name)
