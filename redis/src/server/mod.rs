@@ -673,7 +673,9 @@ impl Node {
             }
         }
         // `CMD_TOUCHES_ARBITRARY_KEYS`: their lazy expiries are not wrapped.
-        let arbitrary = argv[0].eq_ignore_ascii_case(b"scan") || argv[0].eq_ignore_ascii_case(b"randomkey");
+        let arbitrary = argv
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"scan") || n.eq_ignore_ascii_case(b"randomkey"));
         self.engine.finish_batch_as(!arbitrary);
         reply
     }
