@@ -146,10 +146,11 @@ pub(crate) struct Env {
     pub(crate) busy_threshold_ms: Arc<AtomicU64>,
     /// `client-query-buffer-limit`, read by the connections on every read.
     pub(crate) query_limit: Arc<AtomicU64>,
-    /// `client-output-buffer-limit` of the normal class (`[0]`; none by
-    /// default) and of the pub/sub class (`[1]`): hard, soft, soft seconds
-    /// (0 = none), read by the connections as their replies pile up unread.
-    pub(crate) obuf: Arc<[[AtomicU64; 3]; 2]>,
+    /// `client-output-buffer-limit` of each class (by
+    /// [`ClientClass::index`]; the normal class has none by default): hard,
+    /// soft, soft seconds (0 = none), read by the connections as their
+    /// replies pile up unread.
+    pub(crate) obuf: Arc<[[AtomicU64; 3]; 3]>,
 }
 
 impl Env {
@@ -1126,10 +1127,7 @@ pub(crate) fn publish_limits(node: &Node, env: &Env) {
         .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
     env.query_limit
         .store(config.client_query_buffer_limit(), Ordering::Relaxed);
-    for (class, slots) in [ClientClass::Normal, ClientClass::Pubsub]
-        .into_iter()
-        .zip(env.obuf.iter())
-    {
+    for (class, slots) in ClientClass::ALL.into_iter().zip(env.obuf.iter()) {
         let limit = config.client_output_buffer_limit(class);
         for (slot, v) in slots.iter().zip([limit.hard, limit.soft, limit.soft_seconds]) {
             slot.store(v, Ordering::Relaxed);

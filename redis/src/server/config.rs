@@ -87,6 +87,25 @@ pub enum ClientClass {
     Pubsub,
 }
 
+impl ClientClass {
+    /// Every class, in config.c's order (`index` is the position here).
+    pub const ALL: [ClientClass; 3] = [ClientClass::Normal, ClientClass::Replica, ClientClass::Pubsub];
+
+    /// The class's place in [`ClientClass::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The class's name in `client-output-buffer-limit` (`getClientTypeName`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientClass::Normal => "normal",
+            ClientClass::Replica => "replica",
+            ClientClass::Pubsub => "pubsub",
+        }
+    }
+}
+
 /// One class's `client-output-buffer-limit`: a client whose pending
 /// output passes `hard` bytes, or stays above `soft` bytes for
 /// `soft_seconds`, is closed (0 disables a limit).
@@ -409,11 +428,8 @@ impl Config {
 
     /// `client-output-buffer-limit` of one client class.
     pub fn client_output_buffer_limit(&self, class: ClientClass) -> ObufLimit {
-        let at = match class {
-            ClientClass::Normal => 1,
-            ClientClass::Replica => 5,
-            ClientClass::Pubsub => 9,
-        };
+        // "normal h s t slave h s t pubsub h s t": each class's three after its name.
+        let at = 1 + 4 * class.index();
         let fields: Vec<u64> = self
             .text("client-output-buffer-limit")
             .split(' ')

@@ -62,6 +62,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::reply::Reply;
+use config::ClientClass;
 use db::Db;
 use script::Scripting;
 use table::{Command, Handler};
@@ -608,6 +609,19 @@ impl Node {
     /// How many channels and patterns the connection is subscribed to.
     pub fn subscriptions(&self, conn: ConnId) -> usize {
         self.engine.pubsub.count(conn)
+    }
+
+    /// The connection's `client-output-buffer-limit` class, as
+    /// networking.c's `getClientType` tells it: a replica (attached by
+    /// `SYNC`/`PSYNC`) first, then a client with subscriptions, then the rest.
+    pub fn client_class(&self, conn: ConnId) -> ClientClass {
+        if self.engine.repl.is_replica(conn) {
+            ClientClass::Replica
+        } else if self.subscriptions(conn) > 0 {
+            ClientClass::Pubsub
+        } else {
+            ClientClass::Normal
+        }
     }
 
     /// `CLIENT SETNAME` / `GETNAME` storage.

@@ -38,6 +38,11 @@ impl Replicas {
         !self.conns.is_empty()
     }
 
+    /// Did `conn` attach as a replica?
+    pub(crate) fn is_replica(&self, conn: ConnId) -> bool {
+        self.conns.contains(&conn)
+    }
+
     /// A connection that closed is no replica any more.
     pub(crate) fn drop_conn(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
