@@ -402,7 +402,7 @@ fn main() -> Result<()> {
                 );
             }
             eprintln!("locklab: http://{bind}:{port}/ (simulator in the page; Ctrl-C stops)");
-            let limits = locklab_backend::real::session::Limits {
+            let limits = locklab_backend::real::session::SessionLimits {
                 script_budget: std::time::Duration::from_millis(script_budget_ms.max(1)),
                 idle_timeout: std::time::Duration::from_secs(idle_timeout.max(1)),
                 session_quota: session_quota.max(1).saturating_mul(1 << 20),

@@ -346,6 +346,59 @@ fn a_subscriber_that_never_reads_is_dropped_at_the_output_limit() {
     assert!(grown < 80 << 20, "RSS grew by {} MB", grown >> 20);
 }
 
+/// A replica attached with `SYNC` that never reads past its RDB is closed
+/// past `client-output-buffer-limit replica` (set to 16 MB hard here, where
+/// the default is 256 MB), as redis-server closes it, and the stream the
+/// server holds for it stays bounded.
+fn silent_replica_transcript(addr: SocketAddr) -> Vec<String> {
+    let mut writer = connect(addr);
+    let mut out = lines_for(
+        &mut writer,
+        &[
+            &[b"CONFIG", b"SET", b"client-output-buffer-limit", b"replica 16mb 4mb 60"],
+            &[b"CONFIG", b"SET", b"repl-ping-replica-period", b"3600"],
+        ],
+    );
+    let mut replica = connect(addr);
+    replica.write_all(b"SYNC\r\n").expect("write");
+    // Empty lines are redis-server's keep-alives while it writes the RDB.
+    let mut header = read_line(&mut replica);
+    while header.is_empty() {
+        header = read_line(&mut replica);
+    }
+    let len: usize = header.trim_start_matches('$').parse().expect("the RDB's length");
+    let mut rdb = vec![0u8; len];
+    replica.read_exact(&mut rdb).expect("the RDB");
+    out.push(String::from_utf8_lossy(&rdb[..9]).into_owned());
+    replica.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+    let payload = vec![b'x'; 1 << 20];
+    let mut last = String::new();
+    for _ in 0..100 {
+        writer.write_all(&req(&[b"SET", b"k", &payload])).expect("write");
+        last = read_line(&mut writer);
+    }
+    out.push(format!("last set reached {last}"));
+    out.extend(lines_for(&mut writer, &[&[b"DBSIZE"]]));
+    out.push(format!("replica closed: {}", closed_by_server(&mut replica)));
+    out
+}
+
+#[test]
+fn a_replica_that_never_reads_is_dropped_at_the_output_limit() {
+    let _alone = alone();
+    let real = RedisServer::start();
+    let theirs = silent_replica_transcript(real.addr());
+    let server = sim();
+    let before = rss_bytes();
+    let ours = silent_replica_transcript(server.local_addr());
+    let grown = rss_bytes().saturating_sub(before);
+    assert_eq!(ours, theirs);
+    assert!(ours.contains(&"replica closed: true".to_string()), "{ours:?}");
+    // 100 MB were written to one key; the stream held for the replica may
+    // reach 16 MB (plus what is in flight) before it is closed, never all.
+    assert!(grown < 80 << 20, "RSS grew by {} MB", grown >> 20);
+}
+
 /// Row 6: `client-query-buffer-limit` holds while a client is blocked.
 fn blocked_query_buffer_transcript(addr: SocketAddr) -> Vec<String> {
     let mut admin = connect(addr);

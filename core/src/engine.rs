@@ -1,5 +1,5 @@
 //! The seam between the page and the simulator: what the page asks of a
-//! lesson [`Session`] or the free-play [`FreeLab`], and what it gets back.
+//! lesson [`LessonSession`] or the free-play [`FreeLab`], and what it gets back.
 //!
 //! The simulator (the world, the nodes, the Lua VM) is most of locklab's
 //! wasm, and the page does not link it: it lives in the engine's own module
@@ -23,7 +23,7 @@ use crate::actor::Names;
 use crate::fault::Fault;
 use crate::lab::{Client, Exchange, FreeLab};
 use crate::lesson::run::StepResult;
-use crate::lesson::session::{ClientInfo, Made, NodeInfo, Session};
+use crate::lesson::session::{ClientInfo, LessonSession, Made, NodeInfo};
 use crate::lesson::worded::PageLesson;
 use crate::trace::{Event, Trace};
 
@@ -126,14 +126,14 @@ pub struct SessionView {
 
 /// A lesson session on the engine's side of the seam.
 pub struct LessonEngine {
-    session: Session,
+    session: LessonSession,
     sent: Sent,
 }
 
 impl LessonEngine {
     pub fn open(open: Open) -> Result<LessonEngine, String> {
         Ok(LessonEngine {
-            session: Session::new(open.lesson.decoded().map_err(|e| e.to_string())?, open.seed, open.pos)?,
+            session: LessonSession::new(open.lesson.decoded().map_err(|e| e.to_string())?, open.seed, open.pos)?,
             sent: Sent::default(),
         })
     }

@@ -458,31 +458,15 @@ impl Monitor {
         not_owners(Invariant::WrongRelease, node, key, by, held, now, client, node_name)
     }
 
-    /// `by`'s command moved the expiry of the lock `held` on `node` that
-    /// another client acquired: renewing a lock you do not own (a bare
-    /// `PEXPIRE` as the renewal). The history checker's
-    /// extension-after-expiry is the same mistake seen from the outside (an
-    /// extension that succeeded on a lease already gone); here the world
-    /// knows the key's owner at the moment of the command. `None` when the
-    /// observer knew no owner or `by` was it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn foreign_extend(
-        &mut self,
-        node: u32,
-        key: &str,
-        by: u32,
-        held: &Held,
-        now: u64,
-        client: &dyn Fn(u32) -> String,
-        node_name: &dyn Fn(u32) -> String,
-    ) -> Option<Violation> {
-        not_owners(Invariant::ForeignExtend, node, key, by, held, now, client, node_name)
-    }
-
     /// A lock touched by a client that does not own it, as the observer saw
-    /// it: [`Observed::WrongRelease`] judged by [`Monitor::wrong_release`],
-    /// [`Observed::ForeignExtend`] by [`Monitor::foreign_extend`]; `None` for
-    /// any other observation. One arm serves the world and the real runner.
+    /// it: [`Observed::WrongRelease`] judged by [`Monitor::wrong_release`];
+    /// [`Observed::ForeignExtend`], `by`'s command moving the expiry of a lock
+    /// another client acquired (renewing a lock you do not own, a bare
+    /// `PEXPIRE` as the renewal: the history checker's
+    /// extension-after-expiry seen from inside, where the world knows the
+    /// key's owner at the moment of the command); `None` for any other
+    /// observation or when the observer knew no owner or `by` was it. One arm
+    /// serves the world, the real runner and the history monitor.
     pub fn not_owner(
         &mut self,
         observed: &Observed,
@@ -495,7 +479,7 @@ impl Monitor {
                 self.wrong_release(*node, key, *by, held, now, client, node_name)
             }
             Observed::ForeignExtend { node, key, by, held } => {
-                self.foreign_extend(*node, key, *by, held, now, client, node_name)
+                not_owners(Invariant::ForeignExtend, *node, key, *by, held, now, client, node_name)
             }
             Observed::Lock { .. } | Observed::Granted { .. } => None,
         }

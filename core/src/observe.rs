@@ -430,7 +430,7 @@ impl LockObserver {
             (Some(o), None) => {
                 self.shadow[n].remove(key);
                 out.push(lock(LockChange::Removed { by: cause.client() }, o.deadline));
-                self.wrong_release(node, key, cause, o, &mut out);
+                not_owner(node, key, cause, o, false, &mut out);
                 self.released(key);
                 if self.is_majority(key) {
                     self.recount_majority_into(key, &mut out);
@@ -442,7 +442,7 @@ impl LockObserver {
                         h.deadline = seen.deadline;
                     }
                     out.push(lock(LockChange::Renewed { ttl_ms: seen.ttl_ms }, None));
-                    Self::foreign_extend(node, key, cause, o, &mut out);
+                    not_owner(node, key, cause, o, true, &mut out);
                 }
             }
             (Some(o), Some(_)) if self.scope == Scope::Acquired => {
@@ -450,12 +450,12 @@ impl LockObserver {
                 // (an acquire cannot overwrite: NX fails on a key that exists).
                 self.shadow[n].remove(key);
                 out.push(lock(LockChange::Removed { by: cause.client() }, None));
-                self.wrong_release(node, key, cause, o, &mut out);
+                not_owner(node, key, cause, o, false, &mut out);
                 self.released(key);
             }
             (old, Some(seen)) => {
                 if let Some(o) = old {
-                    self.wrong_release(node, key, cause, o, &mut out);
+                    not_owner(node, key, cause, o, false, &mut out);
                 }
                 let owner = self.owner_by(cause, key);
                 let change = LockChange::Acquired {
@@ -524,33 +524,6 @@ impl LockObserver {
         }
     }
 
-    fn wrong_release(&self, node: u32, key: &str, cause: Cause, held: Held, out: &mut Vec<Observed>) {
-        if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
-            if by != owner {
-                out.push(Observed::WrongRelease {
-                    node,
-                    key: key.to_owned(),
-                    by,
-                    held,
-                });
-            }
-        }
-    }
-
-    /// A command moved the deadline of `held`: another client's lock?
-    fn foreign_extend(node: u32, key: &str, cause: Cause, held: Held, out: &mut Vec<Observed>) {
-        if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
-            if by != owner {
-                out.push(Observed::ForeignExtend {
-                    node,
-                    key: key.to_owned(),
-                    by,
-                    held,
-                });
-            }
-        }
-    }
-
     /// `node` restarted without its data: every lock it had is gone.
     pub fn forget_node(&mut self, node: u32, now: u64) -> Vec<Observed> {
         let keys: Vec<String> = self.held_on(node).map(|(k, _)| k.clone()).collect();
@@ -612,6 +585,23 @@ pub fn acquired_key(argv: &[Vec<u8>], reply: &Reply) -> Option<(String, Vec<u8>)
         name.eq_ignore_ascii_case(b"setnx") && *reply == Reply::Integer(1)
     };
     taken.then(|| (String::from_utf8_lossy(key).into_owned(), value.clone()))
+}
+
+/// A command by a client other than the owner of `held` changed it on
+/// `node`: removed or overwrote it (a wrong release) or, with `extend`,
+/// moved its deadline (another client's lock renewed). Nothing when the
+/// cause is no client's command or the owner is unknown.
+fn not_owner(node: u32, key: &str, cause: Cause, held: Held, extend: bool, out: &mut Vec<Observed>) {
+    if let (Some(by), Some(owner)) = (cause.client(), held.owner) {
+        if by != owner {
+            let key = key.to_owned();
+            out.push(if extend {
+                Observed::ForeignExtend { node, key, by, held }
+            } else {
+                Observed::WrongRelease { node, key, by, held }
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,13 @@ impl Rng {
         }
     }
 
+    /// A generator whose state is `state` as it is, unmixed: the fuzzer
+    /// names each input by a seed whose stream began this way, and a seed
+    /// kept in a report must go on giving the same input.
+    pub fn from_state(state: u64) -> Rng {
+        Rng { state }
+    }
+
     /// A seed named by text (FNV-1a over its bytes, then mixed): for a
     /// stream that must be the same wherever the same name is, with no
     /// number to carry — a class follower's choice order, from its class

@@ -1,20 +1,21 @@
 //! The input generators: seeded, so an input is its seed.
 
-/// SplitMix64: small, fast, the same sequence everywhere.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
+use locklab_core::rng::Rng;
 
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+/// The generators' draws: core's SplitMix64 ([`Rng`]) started from the
+/// seed as its raw state, with a modulo reduction. Both are how the fuzzer
+/// drew from the start, so every seed in a report or a regression name
+/// still gives its input.
+#[derive(Clone, Debug)]
+pub struct Draws(Rng);
+
+impl Draws {
+    pub fn new(seed: u64) -> Draws {
+        Draws(Rng::from_state(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).
@@ -36,7 +37,7 @@ impl Rng {
 
 /// A stream of requests: well-formed frames, inline lines, and frames bent
 /// at one place (a wrong length, a huge count, a missing CR, random bytes).
-pub fn resp_input(rng: &mut Rng) -> Vec<u8> {
+pub fn resp_input(rng: &mut Draws) -> Vec<u8> {
     let mut out = Vec::new();
     for _ in 0..1 + rng.below(6) {
         match rng.below(8) {
@@ -85,7 +86,7 @@ pub fn resp_input(rng: &mut Rng) -> Vec<u8> {
 /// Cut a stream where a network might: the first byte of each chunk says
 /// nothing, the chunk sizes come from the bytes themselves.
 pub fn split_chunks(input: &[u8]) -> Vec<Vec<u8>> {
-    let mut rng = Rng::new(input.len() as u64 ^ input.iter().map(|&b| u64::from(b)).sum::<u64>());
+    let mut rng = Draws::new(input.len() as u64 ^ input.iter().map(|&b| u64::from(b)).sum::<u64>());
     let mut out = Vec::new();
     let mut i = 0;
     while i < input.len() {
@@ -99,7 +100,7 @@ pub fn split_chunks(input: &[u8]) -> Vec<Vec<u8>> {
 // ------------------------------------------------------------------- CLI ---
 
 /// A redis-cli line: words, quotes, escapes, a repeat count.
-pub fn cli_line(rng: &mut Rng) -> Vec<u8> {
+pub fn cli_line(rng: &mut Draws) -> Vec<u8> {
     const PIECES: &[&[u8]] = &[
         b"SET",
         b"get",
@@ -159,7 +160,7 @@ pub fn lesson_corpus() -> Vec<String> {
 }
 
 /// A lesson file cut, spliced and salted with TOML's sharp edges.
-pub fn lesson_text(rng: &mut Rng, corpus: &[String]) -> Vec<u8> {
+pub fn lesson_text(rng: &mut Draws, corpus: &[String]) -> Vec<u8> {
     const SALT: &[&str] = &[
         "[[steps]]\n",
         "\"",
@@ -231,13 +232,13 @@ const SECONDS: &[&str] = &["100", "0", "-1", "abc", "9223372036854775807", "1.5"
 /// A few commands on a few keys: the command families the differential
 /// suite covers, with their options and bad arguments. No command whose
 /// reply depends on time passing (TTL) or on hash order (KEYS).
-pub fn argv_sequence(rng: &mut Rng) -> Vec<u8> {
+pub fn argv_sequence(rng: &mut Draws) -> Vec<u8> {
     let n = 1 + rng.below(8);
     let seq: Vec<Vec<String>> = (0..n).map(|_| one_command(rng)).collect();
     encode_sequence(&seq)
 }
 
-fn one_command(rng: &mut Rng) -> Vec<String> {
+fn one_command(rng: &mut Draws) -> Vec<String> {
     let key = rng.pick(KEYS).to_string();
     let val = rng.pick(VALUES).to_string();
     let mut v: Vec<String> = match rng.below(30) {
@@ -357,7 +358,7 @@ pub fn show_argv(argv: &[Vec<u8>]) -> String {
 /// A Lua program from a small grammar: locals, assignments, branches,
 /// bounded and (rarely) unbounded loops, functions, pcall, tables, and the
 /// builtins a script reaches for (string patterns above all).
-pub fn lua_program(rng: &mut Rng) -> Vec<u8> {
+pub fn lua_program(rng: &mut Draws) -> Vec<u8> {
     let mut g = Lua {
         rng: rng.clone(),
         depth: 0,
@@ -377,7 +378,7 @@ pub fn lua_program(rng: &mut Rng) -> Vec<u8> {
 }
 
 struct Lua {
-    rng: Rng,
+    rng: Draws,
     depth: usize,
     vars: usize,
     out: String,
@@ -580,5 +581,23 @@ impl Lua {
             6 => "ARGV[1]".into(),
             _ => "redis.call('get', KEYS[1])".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod draws_tests {
+    use super::Draws;
+
+    /// The stream the fuzzer drew before it took core's generator
+    /// (SplitMix64 from the raw seed), so a kept seed names the same input.
+    #[test]
+    fn a_seed_gives_the_stream_it_always_gave() {
+        let mut d = Draws::new(12345);
+        let drawn: Vec<u64> = (0..3).map(|_| d.next_u64()).collect();
+        assert_eq!(
+            drawn,
+            [0x2211_8258_a9d1_11a0, 0x346e_dce5_f713_f8ed, 0x1e9a_57bc_80e6_721d]
+        );
+        assert_eq!(Draws::new(7).below(10), (Draws::new(7).next_u64() % 10) as usize);
     }
 }

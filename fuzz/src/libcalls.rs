@@ -22,7 +22,7 @@
 //! texts that are not UTF-8 (the client reading redis-server's replies
 //! refuses them).
 
-use crate::gen::Rng;
+use crate::gen::Draws;
 
 /// Numbers at C's edges: the `int` and `long` casts 5.1's library makes
 /// (`luaL_checkint`, `(LUA_INTFRM_T)`), NaN and the infinities.
@@ -242,7 +242,7 @@ local function show(...) local o = {} for i = 1, select('#', ...) do o[i] = s((s
 o[#o + 1] = 't=' .. s(t) return o end ";
 
 /// One script: a library call, raised or caught, its results shown.
-pub fn library_call(rng: &mut Rng) -> Vec<u8> {
+pub fn library_call(rng: &mut Draws) -> Vec<u8> {
     let (name, kinds) = *rng.pick(FUNCTIONS);
     let mut n = kinds.len();
     match rng.below(6) {
@@ -275,7 +275,7 @@ pub fn library_call(rng: &mut Rng) -> Vec<u8> {
     format!("local t = {table} {PRELUDE}{body}").into_bytes()
 }
 
-fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
+fn arg(rng: &mut Draws, kind: Kind, name: &str) -> String {
     // One argument in five is of any kind.
     let kind = match kind {
         Pos | Table | Count | StructFmt => kind,
@@ -355,7 +355,7 @@ fn arg(rng: &mut Rng, kind: Kind, name: &str) -> String {
 }
 
 /// A pattern of up to eight pieces, as a Lua string.
-fn pattern(rng: &mut Rng) -> String {
+fn pattern(rng: &mut Draws) -> String {
     let mut p = String::new();
     for _ in 0..rng.below(9) {
         p.push_str(rng.pick::<&str>(PATTERN_ITEMS));
@@ -369,7 +369,7 @@ fn pattern(rng: &mut Rng) -> String {
 /// A format string: items with flags, widths and precisions at 5.1's limits
 /// (two digits each, five flags), edge and invalid conversions, text
 /// between.
-fn format_string(rng: &mut Rng) -> String {
+fn format_string(rng: &mut Draws) -> String {
     let mut f = String::new();
     for _ in 0..1 + rng.below(3) {
         if rng.one_in(3) {

@@ -123,9 +123,17 @@ fn main() -> Result<()> {
     };
     // Shares inverse to cost: a Lua program costs about forty RESP frames.
     let total_share: f64 = targets.iter().map(|t| 1.0 / t.weight() as f64).sum();
+    let mut counts: Vec<u64> = (targets.iter())
+        .map(|t| ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1))
+        .collect();
+    // What the shares' rounding left goes to the first target, so a run of
+    // N inputs tries N.
+    let left = inputs.saturating_sub(counts.iter().sum());
+    if let Some(first) = counts.first_mut() {
+        *first += left;
+    }
     let (mut tried, mut found, mut compared) = (0u64, 0usize, 0u64);
-    for t in targets {
-        let count = ((inputs as f64 / t.weight() as f64 / total_share) as u64).max(1);
+    for (t, count) in targets.into_iter().zip(counts) {
         let real = if matches!(t, FuzzTarget::Engine | FuzzTarget::LuaLib) {
             real.as_mut()
         } else {

@@ -48,6 +48,7 @@ macro_rules! with_diff_files {
             errors => "errors.redis",
             expire => "expire.redis",
             hashes => "hashes.redis",
+            info_debug => "info_debug.redis",
             keys => "keys.redis",
             keys_more => "keys_more.redis",
             list_ops => "list_ops.redis",
@@ -59,6 +60,7 @@ macro_rules! with_diff_files {
             lua_library => "lua_library.redis",
             lua_struct => "lua_struct.redis",
             lua_values => "lua_values.redis",
+            replication => "replication.redis",
             scripting => "scripting.redis",
             select => "select.redis",
             set_algebra => "set_algebra.redis",
@@ -141,4 +143,27 @@ pub async fn measuring() -> tokio::sync::RwLockWriteGuard<'static, ()> {
 /// measure it themselves: they run together, never beside a measurement.
 pub async fn beside_measuring() -> tokio::sync::RwLockReadGuard<'static, ()> {
     MEASURING.read().await
+}
+
+/// Run `play`, a test of real processes in real time, up to `runs` times:
+/// a run that panics is reported on stderr and played again from scratch,
+/// and the last run's panic is the test's. For checks whose moments are a
+/// few milliseconds of wall time (a lesson's staged race, a pause timed
+/// against a lease): on a loaded 2-core machine one run can miss its
+/// moment, while a real regression fails every run.
+pub fn real_time_runs(what: &str, runs: usize, play: impl Fn()) {
+    for run in 1..runs {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&play)) {
+            Ok(()) => return,
+            Err(e) => {
+                let why = e
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| e.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                eprintln!("{what}: run {run} of {runs} failed, playing it again: {why}");
+            }
+        }
+    }
+    play();
 }

@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
-use locklab_backend::real::session::{Limits, SessionPool};
-use locklab_backend::real::topology::Topology;
+use locklab_backend::real::session::{SessionLimits, SessionPool};
+use locklab_backend::real::topology::Servers;
 use locklab_core::actor::Names;
 use locklab_core::lesson::Lang;
 use locklab_core::trace::Event;
@@ -67,10 +67,10 @@ pub fn monitor(server: &RedisServer, path: &Path) -> MonitorCli {
 pub fn capture_lesson(server: &RedisServer, id: &str, path: &Path) -> (Vec<Event>, Names) {
     let cli = monitor(server, path);
     let l = crate::lesson(id);
-    let mut topology = Topology::external(server.url());
-    let pool = SessionPool::new(Limits {
+    let mut topology = Servers::external(server.url());
+    let pool = SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     let mut session = pool.open_on(&topology).expect("a session");
     let mut env = RealEnv {

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use locklab_backend::real::conn::RealConnection;
-use locklab_backend::real::session::Limits;
+use locklab_backend::real::session::SessionLimits;
 use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_core::server::script::sha1_hex;
@@ -441,9 +441,9 @@ async fn free_play_lock_watching_costs_one_round_trip_per_command() {
 /// A lab session on `owner`'s server without the rate limit (the tests
 /// count what reaches Redis, not what the limit lets through).
 async fn unlimited_socket(owner: &Owner) -> Ws {
-    let limits = Limits {
+    let limits = SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     connect(serve(ApiState::with_limits(Some(owner.server.url()), limits)).await).await
 }
@@ -476,10 +476,10 @@ async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
     // no snapshot EVAL before it, only the lock watch's reads behind it.
     // Under `--scripts=run`: by default no script is sent at all.
     let mut owner = Owner::start(false);
-    let limits = Limits {
+    let limits = SessionLimits {
         commands_per_sec: f64::INFINITY,
         run_scripts: true,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let mut ws = connect(serve(ApiState::with_limits(Some(owner.server.url()), limits)).await).await;
     let body = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
@@ -529,9 +529,9 @@ async fn a_straight_line_release_goes_out_without_a_copy_of_the_keys() {
 async fn idle_sessions_are_freed() {
     let _beside = beside_measuring().await;
     let owner = Owner::start(false);
-    let limits = Limits {
+    let limits = SessionLimits {
         idle_timeout: Duration::from_secs(2),
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let max = limits.max_sessions;
     let state = ApiState::with_limits(Some(owner.server.url()), limits);
@@ -885,10 +885,10 @@ async fn hostile_counts_are_refused_with_their_bound() {
 }
 
 /// Lab limits with this session quota.
-fn with_quota(bytes: u64) -> Limits {
-    Limits {
+fn with_quota(bytes: u64) -> SessionLimits {
+    SessionLimits {
         session_quota: bytes,
-        ..Limits::default()
+        ..SessionLimits::default()
     }
 }
 
@@ -987,9 +987,9 @@ async fn the_scripts_a_session_has_cached_are_bounded() {
 
 /// A lab session on the server at `url` without the rate limit.
 async fn unlimited_socket_on(url: &str) -> Ws {
-    let limits = Limits {
+    let limits = SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     connect(serve(ApiState::with_limits(Some(url.to_owned()), limits)).await).await
 }
@@ -1112,9 +1112,9 @@ async fn a_sessions_script_cache_is_its_own() {
         Reply::Bulk(b) => String::from_utf8(b).unwrap(),
         other => panic!("{other:?}"),
     };
-    let limits = Limits {
+    let limits = SessionLimits {
         max_scripts: 3,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let addr = serve(ApiState::with_limits(Some(owner.url(true)), limits)).await;
     let mut ws = connect(addr).await;
@@ -1158,9 +1158,9 @@ async fn a_sessions_script_cache_is_its_own() {
         Reply::Array(vec![Reply::Integer(1)])
     );
     // Under --scripts=run the cache is the server's: no flush.
-    let run = Limits {
+    let run = SessionLimits {
         run_scripts: true,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let mut ws = connect(serve(ApiState::with_limits(Some(owner.url(true)), run)).await).await;
     let refused = line(&mut ws, "SCRIPT FLUSH").await;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab_backend::real::conn::RealConnection;
-use locklab_backend::real::session::Limits;
+use locklab_backend::real::session::SessionLimits;
 use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_core::server::lab::Lab;
@@ -539,9 +539,9 @@ async fn prefix_of(ws: &mut Ws) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_sequences_from_the_table_leave_the_owner_whole() {
     let mut owner = Owner::start();
-    let limits = Limits {
+    let limits = SessionLimits {
         session_quota: QUOTA,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let script_room = limits.max_script_bytes;
     let addr = serve(ApiState::with_limits(Some(owner.url()), limits)).await;

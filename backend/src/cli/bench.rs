@@ -32,7 +32,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::real::conn::{display_addr, NodeTarget, RealConnection, RealError};
-use crate::real::session::{acl_rules, Limits, SessionError, SessionPool};
+use crate::real::session::{acl_rules, SessionError, SessionLimits, SessionPool};
 use crate::real::stages::{self, Stage, Stages};
 use crate::web::{no_delay, site, ApiState};
 
@@ -536,13 +536,13 @@ fn direct_cycles(
     Ok(m)
 }
 
-/// Limits for the bench's sessions: the defaults, without the rate limit
+/// SessionLimits for the bench's sessions: the defaults, without the rate limit
 /// (the point is what the walls cost, not the limit).
-fn unlimited() -> Limits {
-    Limits {
+fn unlimited() -> SessionLimits {
+    SessionLimits {
         commands_per_sec: f64::INFINITY,
         max_sessions: CONCURRENT_CLIENTS + 1,
-        ..Limits::default()
+        ..SessionLimits::default()
     }
 }
 

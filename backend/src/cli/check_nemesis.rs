@@ -30,7 +30,7 @@
 //! with `--redis` is never paused, restarted or moved in time. `failover`
 //! needs replication, which sim-server does not have: its master and
 //! replica are real redis-servers of a managed topology
-//! ([`Topology`], `replicated`), faulted with that topology's own faults. Link faults
+//! ([`Servers`], `replicated`), faulted with that topology's own faults. Link faults
 //! go through the real session's delaying proxy ([`LinkProxy`]), one per
 //! client and node, so they work in front of either server.
 
@@ -43,7 +43,7 @@ use locklab_core::server::Profile;
 
 use super::check_run::{io, mono_ns, signal, Clients, Nemesis, RunError, POLL};
 use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy};
-use crate::real::topology::{Fault, Topology, TopologyKind};
+use crate::real::topology::{NodeFault, Servers, TopologyKind};
 use crate::sim_server;
 
 /// A pause (of a client or a node) and a link fault last this many leases
@@ -63,7 +63,7 @@ pub(super) struct Targets {
     /// Per client, its proxy to each node (link faults only).
     pub(super) links: Vec<Vec<LinkProxy>>,
     /// `failover`'s master (node 0) and replica (node 1).
-    pub(super) topology: Option<Topology>,
+    pub(super) topology: Option<Servers>,
 }
 
 impl Targets {
@@ -91,7 +91,7 @@ impl Targets {
     /// Redis's own asynchronous replication (sim-server has none), on
     /// loopback ports, killed when the run ends. The master's URL.
     pub(super) fn replicated(&mut self) -> Result<Vec<String>, RunError> {
-        let topology = Topology::start(TopologyKind::Replicated)?;
+        let topology = Servers::start(TopologyKind::Replicated)?;
         let master = topology.nodes().first().map(|n| n.url.clone()).unwrap_or_default();
         self.topology = Some(topology);
         Ok(vec![master])
@@ -311,7 +311,7 @@ impl Failover {
             return Ok(None);
         }
         let Some((from, before)) = &mut self.cut else {
-            topology.fault(Fault::CutReplication { node: 1 })?;
+            topology.fault(NodeFault::CutReplication { node: 1 })?;
             self.cut = Some((now, Vec::new()));
             return Ok(None);
         };
@@ -331,8 +331,8 @@ impl Failover {
         let Some(&holder) = holders.iter().find(|i| granted_since(i)) else {
             return Ok(None);
         };
-        topology.fault(Fault::Crash { node: 0 })?;
-        topology.fault(Fault::Promote { node: 1 })?;
+        topology.fault(NodeFault::Crash { node: 0 })?;
+        topology.fault(NodeFault::Promote { node: 1 })?;
         self.done = true;
         let who = &clients.all[holder].name;
         Ok(Some(FaultMark {

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::real::session::{Limits, SessionError};
+use crate::real::session::{SessionError, SessionLimits};
 use locklab_core::protocol::{ClientMsg, FaultKind, NodeInfo, Served, ServerMsg, TopologyKind};
 
 /// The path `locklab serve` mounts the session WebSocket on.
@@ -287,7 +287,7 @@ impl BackendClient {
         // Refuse here what the backend would refuse by closing the socket:
         // its WebSocket takes messages up to `max_line` plus 4 KiB. The
         // session's own limit text, so it reads the same either way.
-        let limit = Limits::default().max_line;
+        let limit = SessionLimits::default().max_line;
         if text.len() > limit {
             let e = SessionError::TooLarge {
                 what: "the line",

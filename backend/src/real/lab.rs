@@ -4,7 +4,7 @@
 //! each socket's messages through one [`RealLab`] ([`RealLab::handle`]:
 //! core's [`ClientMsg`] in, [`ServerMsg`]s out), so the lab is tested here
 //! without a socket. Each lab is one [`Session`] (its own key prefix and ACL
-//! user) on one [`Topology`]: the user's server when `locklab serve --redis
+//! user) on one [`Servers`]: the user's server when `locklab serve --redis
 //! URL` was given, otherwise a managed `single` started on the first
 //! command. A `topology` message replaces it with a fresh managed topology
 //! (and a fresh session), and everything the lab started is killed when it
@@ -44,7 +44,7 @@
 //!   ACL user: nothing typed before leaks in). Managed backend: the
 //!   lesson's topology (`single|replicated|redlock5|cluster3`, as the
 //!   lesson file says) is started, unless the current managed topology is
-//!   already that kind — then it is [`Topology::reset`]: nodes an earlier
+//!   already that kind — then it is [`Servers::reset`]: nodes an earlier
 //!   run crashed are restarted, a promoted replica follows its master
 //!   again, every dataset is flushed, so a re-run behaves like the first
 //!   run. With `--redis URL` only single-topology lessons run. A lesson on
@@ -110,11 +110,11 @@ use locklab_core::reply::Reply;
 use thiserror::Error;
 
 use crate::real::lesson::{RealEnv, RealLessonError, RealLessonRun};
-use crate::real::observe::{acquired_key, Cause, LockWatch};
+use crate::real::observe::{acquired_key, LockWatch, Look};
 use crate::real::service::{self, ServiceRun};
-use crate::real::session::{Limits, Session, SessionError, SessionPool};
+use crate::real::session::{Session, SessionError, SessionLimits, SessionPool};
 use crate::real::stages::{Book, Stage, Stages};
-use crate::real::topology::{Fault, NodeState, Topology, TopologyError, TopologyKind};
+use crate::real::topology::{NodeFault, NodeState, Servers, TopologyError, TopologyKind};
 
 /// Most processes the backend runs at once for managed topologies and lock
 /// services, across all WebSockets: four five-process topologies' worth. A
@@ -169,7 +169,7 @@ pub struct Labs {
 impl Labs {
     /// `redis`: the user's server (`--redis URL`), or `None` for managed
     /// servers only; `limits`: each session's.
-    pub fn new(redis: Option<String>, limits: Limits) -> Self {
+    pub fn new(redis: Option<String>, limits: SessionLimits) -> Self {
         Labs {
             redis,
             pool: SessionPool::new(limits),
@@ -183,7 +183,7 @@ impl Labs {
     }
 
     /// Each session's limits.
-    pub fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &SessionLimits {
         self.pool.limits()
     }
 
@@ -340,7 +340,7 @@ struct LabState {
     /// `SETNX` on `session`, watched as the simulator's console watches
     /// them, so they get lock bars too. Made with each session.
     free: LockWatch,
-    topology: Option<Topology>,
+    topology: Option<Servers>,
     _slot: Option<Slot>,
     labs: Labs,
 }
@@ -401,7 +401,7 @@ impl LabState {
                                 }
                             }
                             if took.is_some() || (!free.keys().is_empty() && may_change_locks(argv)) {
-                                free.observe(s, &topology.nodes(), Some(node), Cause::Cmd { client: cid, node });
+                                free.observe(s, &topology.nodes(), Some(node), Look::Cmd { client: cid, node });
                             }
                         }
                     },
@@ -545,7 +545,7 @@ impl LabState {
                 _ => None,
             });
         }
-        self.free.observe_with(s, &nodes, None, Cause::None, |_, n, _| {
+        self.free.observe_with(s, &nodes, None, Look::None, |_, n, _| {
             seen.get(n as usize).cloned().flatten()
         });
         s.take_events()
@@ -557,8 +557,8 @@ impl LabState {
     fn start_managed(&mut self, kind: TopologyKind) -> Result<(), LabError> {
         // Tear down the old one first: its processes and its slot.
         self.tear_down();
-        let slot = Slot::take(&self.labs.managed, Topology::processes(kind))?;
-        let topo = Topology::start(kind)?;
+        let slot = Slot::take(&self.labs.managed, Servers::processes(kind))?;
+        let topo = Servers::start(kind)?;
         self.topology = Some(topo);
         self._slot = Some(slot);
         Ok(())
@@ -625,7 +625,7 @@ impl LabState {
         }
         if self.topology.is_none() {
             match self.labs.redis.clone() {
-                Some(url) => self.topology = Some(Topology::external(url)),
+                Some(url) => self.topology = Some(Servers::external(url)),
                 None => self.start_managed(TopologyKind::Single)?,
             }
         }
@@ -653,15 +653,15 @@ pub fn encode_all(replies: &[ServerMsg]) -> Vec<String> {
 }
 
 /// The fault a `fault` message asks for, on node `node`.
-fn real_fault(kind: FaultKind, node: u32) -> Fault {
+fn real_fault(kind: FaultKind, node: u32) -> NodeFault {
     match kind {
-        FaultKind::Pause => Fault::Pause { node },
-        FaultKind::Resume => Fault::Resume { node },
-        FaultKind::Crash => Fault::Crash { node },
-        FaultKind::Restart => Fault::Restart { node },
-        FaultKind::CutReplication => Fault::CutReplication { node },
-        FaultKind::HealReplication => Fault::HealReplication { node },
-        FaultKind::Promote => Fault::Promote { node },
+        FaultKind::Pause => NodeFault::Pause { node },
+        FaultKind::Resume => NodeFault::Resume { node },
+        FaultKind::Crash => NodeFault::Crash { node },
+        FaultKind::Restart => NodeFault::Restart { node },
+        FaultKind::CutReplication => NodeFault::CutReplication { node },
+        FaultKind::HealReplication => NodeFault::HealReplication { node },
+        FaultKind::Promote => NodeFault::Promote { node },
     }
 }
 

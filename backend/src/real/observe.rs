@@ -34,9 +34,11 @@ use locklab_core::trace::EventKind;
 use crate::real::session::{Peeked, Session};
 use crate::real::topology::{NodeInfo, NodeState};
 
-/// Why a lock key changed on a node, as far as the watcher can tell.
+/// Why the watcher looks at a node's lock keys, and so why one changed, as
+/// far as it can tell: core's [`Why`] with the node it happened on (core's
+/// observer sees one node at a time; the real lab asks which node to read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
+pub enum Look {
     /// A command of client `client` ran on `node`.
     Cmd { client: u32, node: u32 },
     /// `node` restarted without its data.
@@ -176,7 +178,7 @@ impl LockWatch {
         session: &mut Session,
         nodes: &[NodeInfo],
         only: Option<u32>,
-        cause: Cause,
+        cause: Look,
     ) -> Vec<Observed> {
         self.observe_with(session, nodes, only, cause, |s, n, keys| s.peek_many(n, keys).ok())
     }
@@ -190,7 +192,7 @@ impl LockWatch {
         session: &mut Session,
         nodes: &[NodeInfo],
         only: Option<u32>,
-        cause: Cause,
+        cause: Look,
         mut read: impl FnMut(&mut Session, u32, &[String]) -> Option<Vec<Peeked>>,
     ) -> Vec<Observed> {
         let mut out = Vec::new();
@@ -214,8 +216,8 @@ impl LockWatch {
             let replica = info.role == locklab_core::protocol::NodeRole::Replica;
             for (key, cur) in keys.iter().zip(seen) {
                 let why = match cause {
-                    Cause::Cmd { client, node } if node == n => Why::Command(client),
-                    Cause::Restart(r) if r == n => Why::Restart,
+                    Look::Cmd { client, node } if node == n => Why::Command(client),
+                    Look::Restart(r) if r == n => Why::Restart,
                     // A replica's copy belongs to whoever set it on its master.
                     _ if replica => Why::Replication(
                         cur.as_ref()
@@ -230,7 +232,7 @@ impl LockWatch {
                     ttl_ms: u64::try_from(pttl).ok().map(|p| p * self.factor),
                 });
                 let steps = match (cause, why) {
-                    (Cause::Cmd { client, .. }, Why::Command(_)) => self.command_steps(n, key, cur, client),
+                    (Look::Cmd { client, .. }, Why::Command(_)) => self.command_steps(n, key, cur, client),
                     _ => vec![(cur, why)],
                 };
                 for (cur, why) in steps {

@@ -15,7 +15,7 @@ use locklab_core::lesson::{Lang, Lesson, LockService};
 
 use crate::real::lesson::{self as real_lesson, RealLessonError, RealReport};
 use crate::real::service;
-use crate::real::topology::Topology;
+use crate::real::topology::Servers;
 
 /// Where a lesson plays: what its file's `world.service` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// server (`External`) takes single-node lessons on Redis only (the lab
 /// neither faults it nor starts a service beside it), a managed one must
 /// be the lesson's kind.
-pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
+pub fn check_target(lesson: &Lesson, topology: &Servers, lang: Lang) -> Result<(), String> {
     check_supported_lang(lesson, lang)?;
     real_lesson::check_topology(lesson, topology)
 }
@@ -65,7 +65,7 @@ pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<
 /// Redis only), compressing time by `factor`; with `flush`, the server is
 /// emptied first (a test server only).
 pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
-    check_target(lesson, &Topology::external(url), Lang::En).map_err(|why| RealLessonError::Unsupported {
+    check_target(lesson, &Servers::external(url), Lang::En).map_err(|why| RealLessonError::Unsupported {
         id: lesson.id.clone(),
         why,
     })?;
@@ -112,7 +112,7 @@ mod tests {
             real_lesson::check_supported(get("43")).unwrap_err(),
             "it plays on an etcd cluster, which the Redis runner does not play"
         );
-        let external = Topology::external("redis://127.0.0.1:1/");
+        let external = Servers::external("redis://127.0.0.1:1/");
         assert!(check_target(get("05"), &external, Lang::En).is_ok());
         let why = check_target(get("44"), &external, Lang::En).unwrap_err();
         assert!(

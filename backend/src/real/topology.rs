@@ -7,7 +7,7 @@
 //!
 //! * `single` — one master.
 //! * `replicated` — a master and a replica started with `--replicaof`.
-//!   Replication is Redis's own, asynchronous: [`Topology::start`] returns
+//!   Replication is Redis's own, asynchronous: [`Servers::start`] returns
 //!   once the replica reports `master_link_status:up`, and after that the
 //!   replica lags by whatever the network and scheduler make it lag.
 //! * `redlock5` — five independent masters (no replication between them:
@@ -21,7 +21,7 @@
 //!   replica and the other two.
 //!
 //! Nothing persists (`--save ''`, no AOF), each process runs in its own
-//! temporary directory, and everything is killed when the [`Topology`]
+//! temporary directory, and everything is killed when the [`Servers`]
 //! drops.
 //!
 //! # Faults, and why each mechanism
@@ -47,21 +47,21 @@
 //!   with whatever it had received, which is how a failover loses a lock.
 //!   This is the *fast path*: the lab decides, instantly. On a `sentinel`
 //!   topology the *real path* is Sentinel's own failover
-//!   ([`Topology::await_failover`] after a crash or pause of the master,
-//!   or [`Topology::sentinel_failover`]); a manual promote there is undone
+//!   ([`Servers::await_failover`] after a crash or pause of the master,
+//!   or [`Servers::sentinel_failover`]); a manual promote there is undone
 //!   by Sentinel, which still knows the old master.
 //! * **slow or lossy link** — a delaying proxy between one client and one
-//!   node ([`Topology::set_link`], [`crate::real::faults::proxy`]): latency and
+//!   node ([`Servers::set_link`], [`crate::real::faults::proxy`]): latency and
 //!   jitter per direction, lost requests or lost replies. The client must
-//!   connect through [`Topology::link_url`]; other clients are untouched,
+//!   connect through [`Servers::link_url`]; other clients are untouched,
 //!   as in the simulator, where links are per client and node.
 //! * **clock jump and drift** — every managed redis-server runs with
 //!   [`crate::real::faults::clock`]'s preload library, which adds a shift to its
 //!   `CLOCK_REALTIME` read from a file the backend rewrites
-//!   ([`Topology::shift_clock`], [`Topology::drift_clock`]). Keys expire
+//!   ([`Servers::shift_clock`], [`Servers::drift_clock`]). Keys expire
 //!   and `TIME` answers by the shifted clock; nothing else changes.
 //!
-//! A user's own server ([`Topology::External`]) is never killed, paused or
+//! A user's own server ([`Servers::External`]) is never killed, paused or
 //! reconfigured: every fault on it is refused with a message saying so.
 
 use std::path::PathBuf;
@@ -90,10 +90,10 @@ mod node;
 use node::{expect_ok, form_cluster, start_node, wait_link_up};
 pub use node::{info_field, ManagedNode};
 
-/// A fault to inject on node `node` (an index into [`Topology::nodes`]).
+/// A fault to inject on node `node` (an index into [`Servers::nodes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
-pub enum Fault {
+pub enum NodeFault {
     Pause {
         node: u32,
     },
@@ -128,18 +128,18 @@ pub enum Fault {
     },
 }
 
-impl Fault {
+impl NodeFault {
     pub fn node(self) -> u32 {
         match self {
-            Fault::Pause { node }
-            | Fault::Resume { node }
-            | Fault::Crash { node }
-            | Fault::Restart { node }
-            | Fault::CutReplication { node }
-            | Fault::HealReplication { node }
-            | Fault::Promote { node }
-            | Fault::JumpClock { node, .. }
-            | Fault::DriftClock { node, .. } => node,
+            NodeFault::Pause { node }
+            | NodeFault::Resume { node }
+            | NodeFault::Crash { node }
+            | NodeFault::Restart { node }
+            | NodeFault::CutReplication { node }
+            | NodeFault::HealReplication { node }
+            | NodeFault::Promote { node }
+            | NodeFault::JumpClock { node, .. }
+            | NodeFault::DriftClock { node, .. } => node,
         }
     }
 }
@@ -209,16 +209,16 @@ impl Drop for Managed {
 
 /// Where a session's commands go: servers we started, or the user's own.
 #[derive(Debug)]
-pub enum Topology {
+pub enum Servers {
     /// The user's server (`--redis URL`): used, never touched otherwise.
     External(String),
     Managed(Managed),
 }
 
-impl Topology {
+impl Servers {
     /// A user's server.
-    pub fn external(url: impl Into<String>) -> Topology {
-        Topology::External(url.into())
+    pub fn external(url: impl Into<String>) -> Servers {
+        Servers::External(url.into())
     }
 
     /// The redis-servers a managed topology of `kind` runs.
@@ -234,7 +234,7 @@ impl Topology {
     /// The processes a managed topology of `kind` runs: its redis-servers,
     /// and Sentinel's sentinels.
     pub fn processes(kind: TopologyKind) -> usize {
-        Topology::servers(kind)
+        Servers::servers(kind)
             + match kind {
                 TopologyKind::Sentinel => crate::real::faults::sentinel::SENTINELS,
                 _ => 0,
@@ -242,9 +242,9 @@ impl Topology {
     }
 
     /// Start a managed topology and wait until it is ready.
-    pub fn start(kind: TopologyKind) -> Result<Topology, TopologyError> {
+    pub fn start(kind: TopologyKind) -> Result<Servers, TopologyError> {
         let mut m = Managed::new(kind)?;
-        let count = Topology::servers(kind);
+        let count = Servers::servers(kind);
         for i in 0..count {
             let (name, extra, master) = match kind {
                 TopologyKind::Single => ("master".to_owned(), vec![], None),
@@ -281,48 +281,48 @@ impl Topology {
             TopologyKind::Cluster3 => form_cluster(&m.nodes)?,
             _ => {}
         }
-        Ok(Topology::Managed(m))
+        Ok(Servers::Managed(m))
     }
 
     /// Independent masters with these names (lesson 45's single Redis and
     /// its three Redlock masters: `redis`, `r1`…`r3`), managed as the
     /// Redlock kind is.
-    pub fn start_masters(names: &[&str]) -> Result<Topology, TopologyError> {
+    pub fn start_masters(names: &[&str]) -> Result<Servers, TopologyError> {
         let mut m = Managed::new(TopologyKind::Redlock5)?;
         for name in names {
             let node = start_node(&m.root, &m.preload, name, vec![], None)?;
             m.nodes.push(node);
         }
-        Ok(Topology::Managed(m))
+        Ok(Servers::Managed(m))
     }
 
     /// `single`, `replicated`, …, or `external`.
     pub fn kind_name(&self) -> &'static str {
         match self {
-            Topology::External(_) => "external",
-            Topology::Managed(m) => m.kind.as_str(),
+            Servers::External(_) => "external",
+            Servers::Managed(m) => m.kind.as_str(),
         }
     }
 
     /// What the protocol calls this topology.
     pub fn served(&self) -> locklab_core::protocol::Served {
         match self {
-            Topology::External(_) => locklab_core::protocol::Served::External,
-            Topology::Managed(m) => m.kind.into(),
+            Servers::External(_) => locklab_core::protocol::Served::External,
+            Servers::Managed(m) => m.kind.into(),
         }
     }
 
     /// The nodes, in index order.
     pub fn nodes(&self) -> Vec<NodeInfo> {
         match self {
-            Topology::External(url) => vec![NodeInfo {
+            Servers::External(url) => vec![NodeInfo {
                 name: "redis".into(),
                 url: public_url(url),
                 port: 0,
                 role: NodeRole::External,
                 state: NodeState::Up,
             }],
-            Topology::Managed(m) => m
+            Servers::Managed(m) => m
                 .nodes
                 .iter()
                 .map(|n| NodeInfo {
@@ -345,12 +345,12 @@ impl Topology {
     /// The managed kind, `None` for the user's server.
     pub fn kind(&self) -> Option<TopologyKind> {
         match self {
-            Topology::External(_) => None,
-            Topology::Managed(m) => Some(m.kind),
+            Servers::External(_) => None,
+            Servers::Managed(m) => Some(m.kind),
         }
     }
 
-    /// Put a managed topology back the way [`Topology::start`] left it, so
+    /// Put a managed topology back the way [`Servers::start`] left it, so
     /// a lesson played again behaves like the first time: every node that
     /// an earlier run crashed is started again, a paused one resumed, a
     /// promoted replica (or one whose replication was cut) made to follow
@@ -359,8 +359,8 @@ impl Topology {
     /// has stays right. The user's server is refused, as every fault is.
     pub fn reset(&mut self) -> Result<(), TopologyError> {
         let m = match self {
-            Topology::External(url) => return Err(TopologyError::External(public_url(url))),
-            Topology::Managed(m) => m,
+            Servers::External(url) => return Err(TopologyError::External(public_url(url))),
+            Servers::Managed(m) => m,
         };
         let f = TopologyError::Fault;
         // Sentinels would fight the reset (and remember the failover):
@@ -418,11 +418,11 @@ impl Topology {
     /// The nodes as a session's targets.
     /// The nodes as a session's targets: with the URL *as given* (the
     /// owner's credentials, for the admin connection), which
-    /// [`nodes`](Topology::nodes) never shows.
+    /// [`nodes`](Servers::nodes) never shows.
     pub fn targets(&self) -> Vec<NodeTarget> {
         match self {
-            Topology::External(url) => vec![NodeTarget::new("redis", url.clone())],
-            Topology::Managed(_) => self
+            Servers::External(url) => vec![NodeTarget::new("redis", url.clone())],
+            Servers::Managed(_) => self
                 .nodes()
                 .into_iter()
                 .map(|n| NodeTarget::new(n.name, n.url))
@@ -433,22 +433,22 @@ impl Topology {
     /// A managed node, for tests and the API.
     pub fn managed_node(&self, i: u32) -> Option<&ManagedNode> {
         match self {
-            Topology::External(_) => None,
-            Topology::Managed(m) => m.nodes.get(i as usize),
+            Servers::External(_) => None,
+            Servers::Managed(m) => m.nodes.get(i as usize),
         }
     }
 
     fn managed_mut(&mut self) -> Result<&mut Managed, TopologyError> {
         match self {
-            Topology::External(url) => Err(TopologyError::External(public_url(url))),
-            Topology::Managed(m) => Ok(m),
+            Servers::External(url) => Err(TopologyError::External(public_url(url))),
+            Servers::Managed(m) => Ok(m),
         }
     }
 
     fn managed_ref(&self) -> Result<&Managed, TopologyError> {
         match self {
-            Topology::External(url) => Err(TopologyError::External(public_url(url))),
-            Topology::Managed(m) => Ok(m),
+            Servers::External(url) => Err(TopologyError::External(public_url(url))),
+            Servers::Managed(m) => Ok(m),
         }
     }
 }

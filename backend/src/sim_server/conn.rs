@@ -36,6 +36,7 @@ use super::node::{Argv, Batch, Deferred, Job, NodeLink, Ran, Registration, Stop}
 use super::resp::{self, Parsed, Parser};
 use super::wire::{self, ClientInfo, Outbox, Outgoing, Session};
 use super::{output_limit_reached, Busy, Shared};
+use locklab_redis::server::config::ClientClass;
 
 /// A fresh connection's input buffer: one `redis-benchmark -P 16` batch is
 /// well under 1 KB, and an idle connection should cost little.
@@ -116,9 +117,9 @@ struct Conn {
     queued: Arc<AtomicUsize>,
     /// `out`'s length as the node last saw it (see [`Outbox::unsent`]).
     unsent: Arc<AtomicUsize>,
-    /// Whether the client had subscriptions after its last batch: its
-    /// output then counts in the pub/sub class (`getClientType`).
-    pubsub: bool,
+    /// The client's class after its last batch (`getClientType`): a
+    /// replica's output, or a subscriber's, counts against its own limit.
+    class: ClientClass,
     /// The running script, as the node's thread announces it.
     busy: watch::Receiver<Option<Busy>>,
     /// Whether the node had this connection in MULTI after its last batch
@@ -191,7 +192,7 @@ pub(super) async fn serve(shared: Arc<Shared>, jobs: NodeLink, mut stream: TcpSt
         inbox,
         queued,
         unsent,
-        pubsub: false,
+        class: ClientClass::Normal,
         in_multi: false,
         busy_effects: Vec::new(),
         soft_since: None,
@@ -387,7 +388,7 @@ impl Conn {
     async fn apply(&mut self, ran: Ran, stream: &mut TcpStream) -> io::Result<Flow> {
         self.sess = ran.sess;
         self.in_multi = ran.in_multi;
-        self.pubsub = ran.pubsub;
+        self.class = ran.class;
         self.next += ran.ran;
         let base = self.out.len();
         let mut replies = ran.out;
@@ -695,7 +696,7 @@ impl Conn {
     /// closes it. A subscriber's replies count in the pub/sub class, as
     /// `getClientType` classes it.
     async fn write_out(&mut self, stream: &mut TcpStream) -> io::Result<bool> {
-        let limit = self.shared.output_limit(self.pubsub);
+        let limit = self.shared.output_limit(self.class);
         if limit.hard == 0 && limit.soft == 0 {
             self.flush(stream).await?;
             return Ok(true);
@@ -716,8 +717,8 @@ impl Conn {
             return Ok(true);
         }
         let pending = self.out.len() + self.queued.load(Ordering::Acquire);
-        let (id, pubsub) = (self.sess.id, self.pubsub);
-        Ok(!output_limit_reached(limit, pending, &mut self.soft_since, id, pubsub))
+        let (id, class) = (self.sess.id, self.class);
+        Ok(!output_limit_reached(limit, pending, &mut self.soft_since, id, class))
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {

@@ -68,7 +68,7 @@
 //!   redis-server too. The node runs on the host's clock
 //!   ([`Node::set_host_clock`]), so neither moves time for the others, alone
 //!   or inside `EXEC`; a client that leaves while it waits is freed at once.
-//! * **Limits**, redis-server's: `maxclients` ([`MAX_CLIENTS`], lowered to
+//! * **SessionLimits**, redis-server's: `maxclients` ([`MAX_CLIENTS`], lowered to
 //!   fit the process's fd limit as `adjustOpenFilesLimit` does; the next
 //!   client gets `-ERR max number of clients reached`), a listen backlog of
 //!   511 (`tcp-backlog`), `client-query-buffer-limit` on every read (also
@@ -106,7 +106,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use locklab_redis::server::config::ObufLimit;
+use locklab_redis::server::config::{ClientClass, ObufLimit};
 use locklab_redis::server::script::ScriptControl;
 use locklab_redis::server::{ConnId, Node, Profile, EPOCH_MS};
 use locklab_redis::Reply;
@@ -189,7 +189,7 @@ fn output_limit_reached(
     pending: usize,
     soft_since: &mut Option<Instant>,
     id: ConnId,
-    pubsub: bool,
+    class: ClientClass,
 ) -> bool {
     let used = obuf_usage(pending);
     let hard = limit.hard > 0 && used >= limit.hard;
@@ -201,7 +201,7 @@ fn output_limit_reached(
         false
     };
     if hard || soft {
-        let class = if pubsub { "pubsub" } else { "normal" };
+        let class = class.name();
         eprintln!(
             "locklab sim-server: client id={} ({class}) closed for overcoming of output buffer limits ({pending} bytes pending)",
             id.0
@@ -456,8 +456,8 @@ impl Shared {
 
     /// `client-output-buffer-limit` now (see [`wire::Env`]) of the normal
     /// class, or of the pub/sub class for a client with subscriptions.
-    fn output_limit(&self, pubsub: bool) -> ObufLimit {
-        let [hard, soft, soft_seconds] = &self.env.obuf[usize::from(pubsub)];
+    fn output_limit(&self, class: ClientClass) -> ObufLimit {
+        let [hard, soft, soft_seconds] = &self.env.obuf[class.index()];
         ObufLimit {
             hard: hard.load(Ordering::Relaxed),
             soft: soft.load(Ordering::Relaxed),

@@ -141,8 +141,8 @@ pub(super) struct Ran {
     pub(super) out: Vec<u8>,
     pub(super) stop: Stop,
     pub(super) in_multi: bool,
-    /// The client has subscriptions: its output counts in the pub/sub class.
-    pub(super) pubsub: bool,
+    /// The client's `client-output-buffer-limit` class after the batch.
+    pub(super) class: ClientClass,
     /// While blocked: the node time at which the next blocked client's
     /// timeout falls.
     pub(super) deadline: Option<u64>,
@@ -323,7 +323,7 @@ impl NodeThread {
                     out: Vec::new(),
                     stop: if blocked { Stop::Blocked } else { Stop::Done },
                     in_multi: false,
-                    pubsub: self.st.node.subscriptions(id) > 0,
+                    class: self.st.node.client_class(id),
                     deadline: self.st.node.next_block_deadline(),
                 });
             }
@@ -421,11 +421,11 @@ impl NodeThread {
         for argv in argvs {
             // The class a command's replies count in is the client's before
             // it: SUBSCRIBE marks it pub/sub after adding its replies.
-            let pubsub = self.st.node.subscriptions(sess.id) > 0;
+            let class = self.st.node.client_class(sess.id);
             // Under a hard output limit, the whole batch runs before its
             // replies are written, as redis-server runs every command of a
             // read before it writes: the limit bounds what piles up.
-            if out.len() >= OUT_HIGH_WATER && self.output_limit(pubsub).hard == 0 {
+            if out.len() >= OUT_HIGH_WATER && self.output_limit(class).hard == 0 {
                 break;
             }
             if inline && self.needs_thread(sess.id, argv) {
@@ -463,7 +463,7 @@ impl NodeThread {
             // (skipped while everything pending fits the static buffer).
             if stop != Stop::Shutdown
                 && pending + out.len() > REPLY_CHUNK
-                && self.over_output_limit(sess.id, pubsub, out.len())
+                && self.over_output_limit(sess.id, class, out.len())
             {
                 stop = Stop::OverLimit;
             }
@@ -482,7 +482,7 @@ impl NodeThread {
             out,
             stop,
             in_multi: self.st.node.in_multi(sess.id),
-            pubsub: self.st.node.subscriptions(sess.id) > 0,
+            class: self.st.node.client_class(sess.id),
             deadline: (stop == Stop::Blocked)
                 .then(|| self.st.node.next_block_deadline())
                 .flatten(),
@@ -592,8 +592,8 @@ impl NodeThread {
     /// limit, or over the soft limit for longer than its seconds, is closed
     /// (`freeClientAsync`).
     fn check_output_limit(&mut self, id: ConnId) {
-        let pubsub = self.st.node.subscriptions(id) > 0;
-        if self.over_output_limit(id, pubsub, 0) {
+        let class = self.st.node.client_class(id);
+        if self.over_output_limit(id, class, 0) {
             if let Some(outbox) = self.st.outboxes.get(&id) {
                 outbox.kill.notify_one();
             }
@@ -601,13 +601,8 @@ impl NodeThread {
         }
     }
 
-    /// `client-output-buffer-limit` of the pub/sub class or the normal one.
-    fn output_limit(&self, pubsub: bool) -> ObufLimit {
-        let class = if pubsub {
-            ClientClass::Pubsub
-        } else {
-            ClientClass::Normal
-        };
+    /// `client-output-buffer-limit` of one client class.
+    fn output_limit(&self, class: ClientClass) -> ObufLimit {
         self.st.node.config().client_output_buffer_limit(class)
     }
 
@@ -615,8 +610,8 @@ impl NodeThread {
     /// replies not yet written, and `extra` bytes of its batch's replies —
     /// over `client-output-buffer-limit` of its class (pub/sub while it
     /// has subscriptions, `CLIENT_PUBSUB`; normal otherwise)?
-    fn over_output_limit(&mut self, id: ConnId, pubsub: bool, extra: usize) -> bool {
-        let limit = self.output_limit(pubsub);
+    fn over_output_limit(&mut self, id: ConnId, class: ClientClass, extra: usize) -> bool {
+        let limit = self.output_limit(class);
         let Some(outbox) = self.st.outboxes.get_mut(&id) else {
             return false;
         };
@@ -624,7 +619,7 @@ impl NodeThread {
             return false;
         }
         let pending = outbox.queued.load(Ordering::Acquire) + outbox.unsent.load(Ordering::Relaxed) + extra;
-        output_limit_reached(limit, pending, &mut outbox.soft_since, id, pubsub)
+        output_limit_reached(limit, pending, &mut outbox.soft_since, id, class)
     }
 }
 

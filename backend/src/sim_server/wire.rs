@@ -146,10 +146,11 @@ pub(crate) struct Env {
     pub(crate) busy_threshold_ms: Arc<AtomicU64>,
     /// `client-query-buffer-limit`, read by the connections on every read.
     pub(crate) query_limit: Arc<AtomicU64>,
-    /// `client-output-buffer-limit` of the normal class (`[0]`; none by
-    /// default) and of the pub/sub class (`[1]`): hard, soft, soft seconds
-    /// (0 = none), read by the connections as their replies pile up unread.
-    pub(crate) obuf: Arc<[[AtomicU64; 3]; 2]>,
+    /// `client-output-buffer-limit` of each class (by
+    /// [`ClientClass::index`]; the normal class has none by default): hard,
+    /// soft, soft seconds (0 = none), read by the connections as their
+    /// replies pile up unread.
+    pub(crate) obuf: Arc<[[AtomicU64; 3]; 3]>,
 }
 
 impl Env {
@@ -339,11 +340,16 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
         if !w.immediate_in_multi && st.node.in_multi(sess.id) {
             return in_multi(st, sess, now_ms, w, argv);
         }
+        let name = fullname(argv, st.node.profile());
         if !arity_ok(w.arity, argv.len()) {
+            st.node.count_host_command(&name, true, false);
             return (wrong_args(w.name), After::Continue);
         }
         let mut cx = Ctx { st, sess, env };
-        return (w.handler)(&mut cx, argv);
+        let (reply, after) = (w.handler)(&mut cx, argv);
+        st.node
+            .count_host_command(&name, false, matches!(reply, Reply::Error(_)));
+        return (reply, after);
     }
     st.node.set_time(now_ms);
     let Some(reply) = st.node.execute_or_block(sess.id, argv) else {
@@ -1121,10 +1127,7 @@ pub(crate) fn publish_limits(node: &Node, env: &Env) {
         .store(config.busy_reply_threshold_ms(), Ordering::Relaxed);
     env.query_limit
         .store(config.client_query_buffer_limit(), Ordering::Relaxed);
-    for (class, slots) in [ClientClass::Normal, ClientClass::Pubsub]
-        .into_iter()
-        .zip(env.obuf.iter())
-    {
+    for (class, slots) in ClientClass::ALL.into_iter().zip(env.obuf.iter()) {
         let limit = config.client_output_buffer_limit(class);
         for (slot, v) in slots.iter().zip([limit.hard, limit.soft, limit.soft_seconds]) {
             slot.store(v, Ordering::Relaxed);

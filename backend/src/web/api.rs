@@ -28,8 +28,8 @@ use crate::class::ClassConfig;
 use crate::real::conn::RealConnection;
 use crate::real::lab::{encode_all, Labs, RealLab, Slot};
 use crate::real::play;
-use crate::real::session::Limits;
-use crate::real::topology::Topology;
+use crate::real::session::SessionLimits;
+use crate::real::topology::Servers;
 use crate::web::class::Classes;
 use crate::web::origin::OriginPolicy;
 
@@ -58,10 +58,10 @@ impl ApiState {
     /// `redis`: the user's server (`--redis URL`), or `None` for managed
     /// servers only.
     pub fn new(redis: Option<String>) -> Self {
-        ApiState::with_limits(redis, Limits::default())
+        ApiState::with_limits(redis, SessionLimits::default())
     }
 
-    pub fn with_limits(redis: Option<String>, limits: Limits) -> Self {
+    pub fn with_limits(redis: Option<String>, limits: SessionLimits) -> Self {
         ApiState {
             labs: Labs::new(redis, limits),
             sockets: Arc::new(AtomicUsize::new(0)),
@@ -181,8 +181,8 @@ async fn health(State(state): State<ApiState>) -> Json<Health> {
 /// The health report, synchronously (also for the CLI).
 pub fn real_health(redis: Option<&str>) -> Health {
     let target = match redis {
-        Some(url) => Topology::external(url),
-        None => Topology::External(String::new()),
+        Some(url) => Servers::external(url),
+        None => Servers::External(String::new()),
     };
     let mut lessons = Vec::new();
     let mut unsupported = std::collections::BTreeMap::new();

@@ -516,25 +516,10 @@ impl Replay {
                     self.emit_at(at, Actor::Client(client), EventKind::Granted { key: key.clone(), seq });
                     self.believe(client, &key, true);
                 }
-                Observed::WrongRelease { node, key, by, held } => {
+                o @ (Observed::WrongRelease { .. } | Observed::ForeignExtend { .. }) => {
                     let names = &self.trace.names;
-                    let v =
-                        self.monitor
-                            .wrong_release(node, &key, by, &held, at, &|i| names.client(i).to_owned(), &|i| {
-                                names.node(i).to_owned()
-                            });
-                    if let Some(v) = v {
-                        self.violation(v);
-                    }
-                }
-                Observed::ForeignExtend { node, key, by, held } => {
-                    let names = &self.trace.names;
-                    let v =
-                        self.monitor
-                            .foreign_extend(node, &key, by, &held, at, &|i| names.client(i).to_owned(), &|i| {
-                                names.node(i).to_owned()
-                            });
-                    if let Some(v) = v {
+                    let client = |i| names.client(i).to_owned();
+                    if let Some(v) = self.monitor.not_owner(&o, at, &client, &|i| names.node(i).to_owned()) {
                         self.violation(v);
                     }
                 }

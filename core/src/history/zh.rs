@@ -212,9 +212,13 @@ mod tests {
         chinese(&zh);
         assert_eq!(zh, "c1 的命令删除了 c2 于 40 ms 在 服务器 上获得的锁 lock");
         let n1 = |_: u32| "n1".to_owned();
-        let v = m
-            .foreign_extend(0, "lock", 2, &held, 50, &name, &n1)
-            .expect("foreign extend");
+        let extend = crate::observe::Observed::ForeignExtend {
+            node: 0,
+            key: "lock".into(),
+            by: 2,
+            held: held.clone(),
+        };
+        let v = m.not_owner(&extend, 50, &name, &n1).expect("foreign extend");
         let zh = violation(&v);
         chinese(&zh);
         assert!(

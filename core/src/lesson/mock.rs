@@ -90,7 +90,7 @@ pub struct Answered {
 
 /// An interview under way: what was answered, and what comes next.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Session {
+pub struct MockSession {
     answered: Vec<Answered>,
     /// Missed last time, still to ask first (the next one last).
     again: Vec<String>,
@@ -165,7 +165,7 @@ impl Mock {
 
     /// A new interview. The questions `missed` last time (unknown ids
     /// dropped, each once) are asked first, then the interview proper.
-    pub fn start(&self, missed: &[String]) -> Session {
+    pub fn start(&self, missed: &[String]) -> MockSession {
         let mut again: Vec<String> = Vec::new();
         for id in missed {
             if self.question(id).is_some() && !again.contains(id) && again.len() < MAX_ASKED / 2 {
@@ -173,7 +173,7 @@ impl Mock {
             }
         }
         again.reverse();
-        let mut s = Session {
+        let mut s = MockSession {
             answered: Vec::new(),
             retries: again.len(),
             again,
@@ -184,7 +184,7 @@ impl Mock {
     }
 }
 
-impl Session {
+impl MockSession {
     /// The question to answer now; none at the end.
     pub fn current(&self) -> Option<&str> {
         self.current.as_deref()
@@ -318,7 +318,7 @@ impl Record {
     }
 
     /// Add a finished interview's scores; its misses replace the last.
-    pub fn finished(&mut self, s: &Session, mock: &Mock) {
+    pub fn finished(&mut self, s: &MockSession, mock: &Mock) {
         for t in s.scores(mock) {
             let e = self.topics.entry(t.topic).or_default();
             e.0 = e.0.saturating_add(t.right as u32);
@@ -334,7 +334,7 @@ mod tests {
 
     /// Answers every question with `pick(question)`, returning the ids
     /// asked in order.
-    fn run(mock: &Mock, s: &mut Session, mut pick: impl FnMut(&Question) -> usize) -> Vec<String> {
+    fn run(mock: &Mock, s: &mut MockSession, mut pick: impl FnMut(&Question) -> usize) -> Vec<String> {
         let mut asked = Vec::new();
         while let Some(id) = s.current().map(str::to_owned) {
             let q = mock.question(&id).unwrap();

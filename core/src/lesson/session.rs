@@ -113,7 +113,7 @@ struct Recorded {
     shown: Option<(usize, Exchange)>,
 }
 
-pub struct Session {
+pub struct LessonSession {
     lesson: Lesson,
     seed: u64,
     run: LessonRun,
@@ -126,10 +126,10 @@ pub struct Session {
     error: Option<String>,
 }
 
-impl Session {
+impl LessonSession {
     /// `lesson` at `pos` steps done; an error for a lesson that does not
     /// build at all.
-    pub fn new(lesson: Lesson, seed: u64, pos: usize) -> Result<Session, String> {
+    pub fn new(lesson: Lesson, seed: u64, pos: usize) -> Result<LessonSession, String> {
         let (run, error) = match LessonRun::at_step(&lesson, seed, pos) {
             Ok(run) => (run, None),
             Err(e) => (
@@ -137,7 +137,7 @@ impl Session {
                 Some(e.to_string()),
             ),
         };
-        Ok(Session {
+        Ok(LessonSession {
             history: vec![Vec::new(); lesson.actors.len()],
             lesson,
             seed,

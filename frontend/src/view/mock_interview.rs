@@ -14,7 +14,7 @@ use yew::prelude::*;
 use crate::catalog;
 use crate::hooks::score::{load_mock, save_mock};
 use crate::i18n::{Lang, Text};
-use locklab_core::lesson::mock::{Answered, Mock, Session};
+use locklab_core::lesson::mock::{Answered, Mock, MockSession};
 use locklab_core::rng::Rng;
 
 #[derive(Properties, PartialEq)]
@@ -27,7 +27,7 @@ pub struct MockProps {
 /// and the seed its choices are shuffled by.
 #[derive(Clone, PartialEq)]
 struct Attempt {
-    session: Session,
+    session: MockSession,
     last: Option<Answered>,
     seed: u64,
 }
@@ -155,7 +155,7 @@ fn lesson_link_text(id: &str, step: Option<usize>, lang: Lang) -> String {
 
 /// The end: per topic this time and over all interviews, and what to
 /// revisit.
-fn report(mock: &Mock, s: &Session, lang: Lang) -> Html {
+fn report(mock: &Mock, s: &MockSession, lang: Lang) -> Html {
     let record = load_mock();
     let revisit = s.revisit(mock);
     html! {

@@ -153,6 +153,12 @@ impl Engine {
     /// ready, first blocked first served, until no key is ready (serving a
     /// BLMOVE can create another ready key).
     pub(crate) fn serve_ready(&mut self) {
+        if !self.blocking.ready.is_empty() {
+            // The command that made a key ready propagates before the
+            // clients it serves (`handleClientsBlockedOnKeys` runs after
+            // `call`), each served client's pop in a batch of its own.
+            self.finish_batch();
+        }
         while !self.blocking.ready.is_empty() {
             let ready = std::mem::take(&mut self.blocking.ready);
             for (db, key) in ready {
@@ -175,6 +181,7 @@ impl Engine {
                 return;
             };
             let kind = b.kind.clone();
+            self.prop_db = db;
             let Some(reply) = super::cmd::lists::serve_blocked(self, db, key, &kind) else {
                 return;
             };

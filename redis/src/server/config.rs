@@ -21,7 +21,10 @@
 //! sim-server while a script runs), `maxmemory` and `maxmemory-policy`
 //! (against the node's estimate of its memory, see `server::memory`) and the
 //! `lazyfree-lazy-*` switches (the simulator frees at once either way, which
-//! no reply can tell apart). Any
+//! no reply can tell apart), and the replication and persistence settings
+//! the suite's replication tests set (`repl-ping-replica-period`,
+//! `min-replicas-to-write`, `replica-serve-stale-data`, `appendonly` …;
+//! see [`honoured`]). Any
 //! other parameter keeps its value: setting it to the value it has is `OK`
 //! (nothing changes), and setting it to anything else is refused with
 //! redis-server's own text for a parameter that cannot change at run time,
@@ -84,6 +87,25 @@ pub enum ClientClass {
     Pubsub,
 }
 
+impl ClientClass {
+    /// Every class, in config.c's order (`index` is the position here).
+    pub const ALL: [ClientClass; 3] = [ClientClass::Normal, ClientClass::Replica, ClientClass::Pubsub];
+
+    /// The class's place in [`ClientClass::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The class's name in `client-output-buffer-limit` (`getClientTypeName`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientClass::Normal => "normal",
+            ClientClass::Replica => "replica",
+            ClientClass::Pubsub => "pubsub",
+        }
+    }
+}
+
 /// One class's `client-output-buffer-limit`: a client whose pending
 /// output passes `hard` bytes, or stays above `soft` bytes for
 /// `soft_seconds`, is closed (0 disables a limit).
@@ -129,6 +151,34 @@ fn honoured(name: &str) -> Option<Kind> {
         | "lazyfree-lazy-server-del"
         | "lazyfree-lazy-user-del"
         | "lazyfree-lazy-user-flush" => Kind::Bool,
+        // Replication and persistence (config.c's bounds). A node with no
+        // replicas of its own and no disk takes them as redis-server does and
+        // reports them; `min-replicas-to-write` / `-max-lag` refuse writes
+        // (`checkGoodReplicasStatus`: no replica here acknowledges), the
+        // others change nothing a client of this node can observe.
+        "repl-ping-replica-period" | "repl-timeout" => Kind::Signed {
+            lo: 1,
+            hi: i32::MAX as i64,
+        },
+        "repl-diskless-sync-delay"
+        | "repl-diskless-sync-max-replicas"
+        | "replica-priority"
+        | "min-replicas-to-write"
+        | "min-replicas-max-lag" => Kind::Signed {
+            lo: 0,
+            hi: i32::MAX as i64,
+        },
+        "repl-backlog-ttl" => Kind::Signed { lo: 0, hi: i64::MAX },
+        "repl-backlog-size" => Kind::LongLongMemory { lo: 1 },
+        "repl-diskless-load" => Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
+        "repl-diskless-sync"
+        | "repl-disable-tcp-nodelay"
+        | "replica-serve-stale-data"
+        | "replica-read-only"
+        | "replica-lazy-flush"
+        | "replica-ignore-maxmemory"
+        | "appendonly" => Kind::Bool,
         _ => return None,
     })
 }
@@ -296,7 +346,7 @@ impl Config {
         };
     }
 
-    fn number(&self, name: &str) -> i64 {
+    pub(crate) fn number(&self, name: &str) -> i64 {
         PARAMS
             .iter()
             .position(|p| p.name == name)
@@ -378,11 +428,8 @@ impl Config {
 
     /// `client-output-buffer-limit` of one client class.
     pub fn client_output_buffer_limit(&self, class: ClientClass) -> ObufLimit {
-        let at = match class {
-            ClientClass::Normal => 1,
-            ClientClass::Replica => 5,
-            ClientClass::Pubsub => 9,
-        };
+        // "normal h s t slave h s t pubsub h s t": each class's three after its name.
+        let at = 1 + 4 * class.index();
         let fields: Vec<u64> = self
             .text("client-output-buffer-limit")
             .split(' ')

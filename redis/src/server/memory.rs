@@ -146,7 +146,7 @@ impl Engine {
         self.dbs[db].remove(key);
         self.stats.evicted_keys += 1;
         self.modified(db, key);
-        self.propagate(|| vec![b"DEL".to_vec(), key.to_vec()]);
+        self.propagate_in(db, || vec![b"DEL".to_vec(), key.to_vec()]);
     }
 }
 

@@ -47,6 +47,7 @@ mod memory;
 mod objsize;
 mod pubsub;
 mod rdb;
+mod repl;
 /// EVAL and FUNCTION's Lua engine. It lives inside the server, as eval.c and
 /// function_lua.c live in redis-server's src/: a node owns one, and the
 /// engine consults the node's command table (arity, `noscript`, `write`)
@@ -61,6 +62,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::reply::Reply;
+use config::ClientClass;
 use db::Db;
 use script::Scripting;
 use table::{Command, Handler};
@@ -178,6 +180,26 @@ pub struct InfoStats {
     /// Error replies by code (`INFO errorstats`), and their total.
     pub error_replies: BTreeMap<String, u64>,
     pub total_error_replies: u64,
+    /// `INFO commandstats`: per command (subcommands as `config|get`), as
+    /// redis-server keeps `calls`, `rejected_calls` and `failed_calls` on
+    /// each `redisCommand`.
+    pub commands: BTreeMap<String, CommandStat>,
+}
+
+/// One command's line of `INFO commandstats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandStat {
+    /// Times `call()` ran it (from a client, inside EXEC, from a script).
+    pub calls: u64,
+    /// Microseconds spent in it. The pure core has no clock finer than the
+    /// node's virtual one, on which a command takes no time, so this stays
+    /// 0 (redis-server reads `ustime()` around the command).
+    pub usec: u64,
+    /// Refused before it ran (`rejectCommand`: arity, OOM, cluster
+    /// redirection, a RESP2 subscriber's context).
+    pub rejected_calls: u64,
+    /// Ran and answered an error (`incrCommandStatsOnError` after `call`).
+    pub failed_calls: u64,
 }
 
 impl InfoStats {
@@ -190,6 +212,21 @@ impl InfoStats {
         };
         self.total_error_replies += 1;
         *self.error_replies.entry(code.to_owned()).or_default() += 1;
+    }
+
+    /// The end of `call()`: `calls++`, and `failed_calls++` when the
+    /// command's own reply was an error (the commands of an EXEC or a
+    /// script count their own errors, EXEC only its own, as 7.0.15 does).
+    fn count_call(&mut self, fullname: String, failed: bool) {
+        let stat = self.commands.entry(fullname).or_default();
+        stat.calls += 1;
+        stat.failed_calls += u64::from(failed);
+    }
+
+    /// `rejectCommand`: `c->cmd->rejected_calls++` (no line for a command
+    /// that does not exist).
+    fn count_rejected(&mut self, fullname: String) {
+        self.commands.entry(fullname).or_default().rejected_calls += 1;
     }
 }
 
@@ -262,8 +299,14 @@ pub struct Engine {
     /// Milliseconds a running script blocked for (`DEBUG SLEEP` inside
     /// it): the clock moves by them when the script ends.
     script_time_debt: u64,
-    /// The writes of the command being executed, as propagated.
-    propagating: Vec<Vec<Vec<u8>>>,
+    /// The writes of the command being executed, as propagated, each with
+    /// its database.
+    propagating: Vec<(usize, Vec<Vec<u8>>)>,
+    /// The database the running command writes in (`c->db->id` for
+    /// `alsoPropagate`).
+    prop_db: usize,
+    /// Replicas attached with SYNC / PSYNC, fed the stream (see `repl`).
+    repl: repl::Replicas,
     /// Finished batches waiting for [`Node::take_propagated`].
     propagated: Vec<Vec<Vec<Vec<u8>>>>,
     events: Vec<NodeEvent>,
@@ -326,6 +369,16 @@ pub struct Engine {
     /// The running script has called a write command (`SCRIPT_WRITE_DIRTY`):
     /// from then on it is never stopped for memory halfway.
     script_write_dirty: bool,
+    /// The last error a command called by the running script answered:
+    /// a script that ends with it (`redis.call` raised it, or `redis.pcall`'s
+    /// table was returned) replies with `ERR_REPLY_FLAG_NO_STATS_UPDATE`, so
+    /// `INFO errorstats` counts that error once, as the command's.
+    script_call_error: Option<String>,
+    /// The script's last `redis.call` got past `scriptCall`'s checks.
+    script_call_ran: bool,
+    /// The current command's error reply was counted in `INFO errorstats`
+    /// where it was made (see [`Node::call`]).
+    reply_error_counted: bool,
 }
 
 /// Everything a command handler may touch: the engine and the calling
@@ -364,6 +417,8 @@ impl Node {
                 host_clock: false,
                 script_time_debt: 0,
                 propagating: Vec::new(),
+                prop_db: 0,
+                repl: repl::Replicas::default(),
                 propagated: Vec::new(),
                 events: Vec::new(),
                 script_depth: 0,
@@ -389,6 +444,9 @@ impl Node {
                 pre_command_oom: false,
                 script_allow_oom: false,
                 script_write_dirty: false,
+                script_call_error: None,
+                script_call_ran: false,
+                reply_error_counted: false,
             },
             scripting: Scripting::new(),
             conns: BTreeMap::new(),
@@ -474,6 +532,7 @@ impl Node {
     /// Close a connection, dropping its transaction and watches.
     pub fn disconnect(&mut self, conn: ConnId) {
         self.unblock(conn);
+        self.engine.repl.drop_conn(conn);
         self.engine.pubsub.drop_conn(conn);
         self.engine.pubsub.set_resp3(conn, false);
         self.unwatch_all(conn);
@@ -552,6 +611,19 @@ impl Node {
         self.engine.pubsub.count(conn)
     }
 
+    /// The connection's `client-output-buffer-limit` class, as
+    /// networking.c's `getClientType` tells it: a replica (attached by
+    /// `SYNC`/`PSYNC`) first, then a client with subscriptions, then the rest.
+    pub fn client_class(&self, conn: ConnId) -> ClientClass {
+        if self.engine.repl.is_replica(conn) {
+            ClientClass::Replica
+        } else if self.subscriptions(conn) > 0 {
+            ClientClass::Pubsub
+        } else {
+            ClientClass::Normal
+        }
+    }
+
     /// `CLIENT SETNAME` / `GETNAME` storage.
     pub fn set_client_name(&mut self, conn: ConnId, name: Option<Vec<u8>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -599,26 +671,26 @@ impl Node {
         self.engine.encoded.ready = false;
         self.engine.encoded.open = false;
         self.engine.conn = Some(conn);
+        self.engine.reply_error_counted = false;
         let mut reply = self.process(conn, argv);
         self.engine.conn = None;
         self.settle_blocking(conn, &mut reply);
         if !reply.is_plain() {
             reply.sanitize_errors();
         }
-        // Error replies sent to the client, and those of an EXEC's
-        // commands, each counted as it was written.
-        match &reply {
-            Reply::Error(e) => self.engine.stats.count_error(e),
-            Reply::Array(items) if argv.first().is_some_and(|a| a.eq_ignore_ascii_case(b"exec")) => {
-                for item in items {
-                    if let Reply::Error(e) = item {
-                        self.engine.stats.count_error(e);
-                    }
-                }
+        // Error replies are counted as they are written: a command's (and
+        // each of an EXEC's commands', and each of a script's calls') in
+        // `call`; a refusal before the command ran, here.
+        if let Reply::Error(e) = &reply {
+            if !self.engine.reply_error_counted {
+                self.engine.stats.count_error(e);
             }
-            _ => {}
         }
-        self.engine.finish_batch();
+        // `CMD_TOUCHES_ARBITRARY_KEYS`: their lazy expiries are not wrapped.
+        let arbitrary = argv
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"scan") || n.eq_ignore_ascii_case(b"randomkey"));
+        self.engine.finish_batch_as(!arbitrary);
         reply
     }
 
@@ -663,6 +735,19 @@ impl Node {
     /// `Err` is redis-server's error text without the `ERR ` prefix.
     pub fn config_set(&mut self, args: &[Vec<u8>]) -> Result<(), String> {
         self.engine.config.set(args)
+    }
+
+    /// A command the host answered itself (sim-server's `HELLO`, `CLIENT`
+    /// …), counted in `INFO commandstats` as `call()` would: `rejected`
+    /// when refused before running (wrong arity), else a call that
+    /// `failed` or not.
+    pub fn count_host_command(&mut self, fullname: &str, rejected: bool, failed: bool) {
+        self.engine.stats.commands_processed += u64::from(!rejected);
+        if rejected {
+            self.engine.stats.count_rejected(fullname.to_owned());
+        } else {
+            self.engine.stats.count_call(fullname.to_owned(), failed);
+        }
     }
 
     /// `CONFIG RESETSTAT`: the `INFO stats` counters back to zero.
@@ -790,7 +875,7 @@ impl Node {
         }
         let cmd = match table::lookup(argv, self.engine.profile) {
             Ok(cmd) => cmd,
-            Err(err) => return self.reject(conn, err),
+            Err(err) => return self.reject(conn, None, err),
         };
         // processCommand: RESP2 subscribers are confined (RESP3 ones not).
         if self.engine.pubsub.restricted(conn)
@@ -801,6 +886,7 @@ impl Node {
         {
             return self.reject(
                 conn,
+                Some((cmd, argv)),
                 Reply::error(format!(
                     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     cmd.full_name(argv)
@@ -813,14 +899,18 @@ impl Node {
             // (`execCommandAbort`), and says so even outside MULTI.
             if matches!(cmd.handler, Handler::Exec) {
                 self.discard(conn);
+                self.engine.stats.count_rejected(cmd.full_name(argv));
                 return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
             }
-            return self.reject(conn, Reply::error(format!("ERR {msg}")));
+            return self.reject(conn, Some((cmd, argv)), Reply::error(format!("ERR {msg}")));
         }
         if let Some(err) = self.engine.cluster_redirect(cmd, argv) {
-            return self.reject(conn, err);
+            return self.reject(conn, Some((cmd, argv)), err);
         }
         if let Some(err) = self.check_maxmemory(conn, cmd, argv) {
+            return err;
+        }
+        if let Some(err) = self.check_good_replicas(conn, cmd, argv) {
             return err;
         }
         let queues = !matches!(
@@ -866,7 +956,7 @@ impl Node {
             return None;
         }
         let out_of_memory = !self.engine.perform_evictions();
-        self.engine.finish_batch();
+        self.engine.finish_batch_as(false);
         let exec = matches!(cmd.handler, Handler::Exec);
         let multi = self.conns.get(&conn).filter(|c| c.multi.is_some());
         let reject = self.denyoom(cmd, argv)
@@ -875,20 +965,54 @@ impl Node {
         if out_of_memory && reject {
             if exec && multi.is_some() {
                 self.discard(conn);
+                self.engine.stats.count_rejected(cmd.full_name(argv));
                 return Some(Reply::error(format!(
                     "EXECABORT Transaction discarded because of: {}",
                     memory::OOM
                 )));
             }
-            return Some(self.reject(conn, Reply::error(memory::OOM)));
+            return Some(self.reject(conn, Some((cmd, argv)), Reply::error(memory::OOM)));
         }
         self.engine.pre_command_oom = out_of_memory;
         None
     }
 
+    /// `processCommand`'s `checkGoodReplicasStatus`: with
+    /// `min-replicas-to-write` (and `min-replicas-max-lag`) set, a master
+    /// refuses writes, and an EXEC that queued one, unless that many
+    /// replicas acknowledged within the lag. The simulated node has none
+    /// that acknowledge (a `SYNC` replica here only reads its stream).
+    fn check_good_replicas(&mut self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
+        if !self.engine.lacks_good_replicas() {
+            return None;
+        }
+        let profile = self.engine.profile;
+        let exec = matches!(cmd.handler, Handler::Exec) && self.in_multi(conn);
+        let queued_write = || {
+            self.queued(conn)
+                .iter()
+                .any(|q| table::lookup(q, profile).is_ok_and(Command::is_write))
+        };
+        if !(cmd.is_write() || (exec && queued_write())) {
+            return None;
+        }
+        if exec {
+            self.discard(conn);
+            self.engine.stats.count_rejected(cmd.full_name(argv));
+            return Some(Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {}",
+                NOREPLICAS
+            )));
+        }
+        Some(self.reject(conn, Some((cmd, argv)), Reply::error(NOREPLICAS)))
+    }
+
     /// An error found before the command ran also dooms an open transaction
     /// (`flagTransaction`): its EXEC will answer EXECABORT.
-    fn reject(&mut self, conn: ConnId, err: Reply) -> Reply {
+    fn reject(&mut self, conn: ConnId, cmd: Option<(&Command, &[Vec<u8>])>, err: Reply) -> Reply {
+        if let Some((cmd, argv)) = cmd {
+            self.engine.stats.count_rejected(cmd.full_name(argv));
+        }
         if let Some(c) = self.conns.get_mut(&conn) {
             if c.multi.is_some() {
                 c.multi_error = true;
@@ -897,9 +1021,29 @@ impl Node {
         err
     }
 
-    /// Run a looked-up, arity-checked command now.
+    /// Run a looked-up, arity-checked command now, and count it in
+    /// `INFO commandstats` as `call()` does.
     fn call(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         self.engine.stats.commands_processed += 1;
+        self.engine.script_call_error = None;
+        let reply = self.run_command(conn, db, cmd, argv);
+        // A script that ends with the error one of its calls answered
+        // replies with `ERR_REPLY_FLAG_NO_STATS_UPDATE`: counted once, as
+        // the call's. It is still EVAL's failed call (7.0.15 counts it so).
+        let counted = self.engine.script_call_error.take();
+        let failed = matches!(reply, Reply::Error(_));
+        if let Reply::Error(e) = &reply {
+            if !counted.is_some_and(|c| e.starts_with(&c)) {
+                self.engine.stats.count_error(e);
+            }
+        }
+        self.engine.reply_error_counted = failed;
+        self.engine.stats.count_call(cmd.full_name(argv), failed);
+        reply
+    }
+
+    /// The command's own work (`c->cmd->proc(c)`).
+    fn run_command(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         match cmd.handler {
             Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
                 Reply::error("READONLY You can't write against a read only replica.")
@@ -920,6 +1064,7 @@ impl Node {
                 )
             }
             Handler::Plain(f) => {
+                self.engine.prop_db = db;
                 let mut cx = Ctx {
                     e: &mut self.engine,
                     db,
@@ -941,6 +1086,7 @@ impl Node {
             }
             Handler::Script(f) => {
                 self.engine.script_db = db;
+                self.engine.prop_db = db;
                 self.engine.script_slot = self
                     .engine
                     .cluster
@@ -1068,7 +1214,19 @@ impl Node {
     }
 }
 
+/// `shared.noreplicaserr`.
+const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 impl Engine {
+    /// `!checkGoodReplicasStatus()`: a master with `min-replicas-to-write`
+    /// (and a lag bound) has fewer replicas that acknowledged in time —
+    /// always, here, since no replica acknowledges.
+    fn lacks_good_replicas(&self) -> bool {
+        self.role == Role::Master
+            && self.config.number("min-replicas-max-lag") != 0
+            && self.config.number("min-replicas-to-write") > 0
+    }
+
     pub(crate) fn profile(&self) -> Profile {
         self.profile
     }
@@ -1147,7 +1305,8 @@ impl Engine {
                 self.expire_key(db, &key, at);
             }
         }
-        self.finish_batch();
+        // The active expiry propagates each DEL on its own.
+        self.finish_batch_as(false);
     }
 
     fn expire_key(&mut self, db: usize, key: &[u8], at: u64) {
@@ -1161,7 +1320,7 @@ impl Engine {
             });
         }
         self.touch(db, key);
-        self.propagate(|| vec![b"DEL".to_vec(), key.to_vec()]);
+        self.propagate_in(db, || vec![b"DEL".to_vec(), key.to_vec()]);
     }
 
     /// A key is about to be read or written: if its time is up, it is gone
@@ -1368,17 +1527,37 @@ impl Engine {
         Some(reply)
     }
 
-    /// Record one write for the replicas, as redis-server would send it.
+    /// Record one write of the running command for the replicas, as
+    /// redis-server would send it (`alsoPropagate`).
     pub(crate) fn propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
-        if self.record_propagation {
-            self.propagating.push(argv());
+        self.propagate_in(self.prop_db, argv);
+    }
+
+    /// [`Engine::propagate`] for a write in database `db` (an expiry's or
+    /// an eviction's `DEL`, wherever the command runs).
+    pub(crate) fn propagate_in(&mut self, db: usize, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        if self.record_propagation || self.repl.active() {
+            self.propagating.push((db, argv()));
         }
     }
 
+    /// The end of a command: its writes become one batch
+    /// (`propagatePendingCommands`), wrapped in MULTI/EXEC on the stream.
     fn finish_batch(&mut self) {
-        if !self.propagating.is_empty() {
-            let batch = std::mem::take(&mut self.propagating);
-            self.propagated.push(batch);
+        self.finish_batch_as(true);
+    }
+
+    /// [`Engine::finish_batch`]; `wrap` false sends each write on its own.
+    fn finish_batch_as(&mut self, wrap: bool) {
+        if self.propagating.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.propagating);
+        if self.repl.active() {
+            self.repl.feed(&batch, wrap, &mut self.outbound);
+        }
+        if self.record_propagation {
+            self.propagated.push(batch.into_iter().map(|(_, argv)| argv).collect());
         }
     }
 
@@ -1435,15 +1614,51 @@ impl Engine {
             return Reply::error("ERR unknown command");
         };
         match cmd.handler {
-            Handler::Plain(f) if cmd.arity_ok(argv.len()) => f(&mut Ctx { e: self, db }, argv),
+            Handler::Plain(f) if cmd.arity_ok(argv.len()) => {
+                self.prop_db = db;
+                f(&mut Ctx { e: self, db }, argv)
+            }
             _ => Reply::error("ERR command not replicable"),
         }
     }
 }
 
 impl ScriptHost for Engine {
-    /// `scriptCall`: what `redis.call` may run, with 7.0's error texts.
+    /// `scriptCall`, and its statistics: an error the command answered, or
+    /// the refusal before it ran (`afterErrorReply` and
+    /// `incrCommandStatsOnError(cmd, ERROR_COMMAND_REJECTED)`), is counted
+    /// here, where redis-server counts it, and remembered so that the
+    /// script's ending with it is not counted again.
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        self.script_call_ran = false;
+        let reply = self.script_call(argv);
+        if let Reply::Error(e) = &reply {
+            self.stats.count_error(e);
+            self.script_call_error = Some(e.clone());
+            if !self.script_call_ran {
+                if let Ok(cmd) = table::lookup(argv, self.profile) {
+                    self.stats.count_rejected(cmd.full_name(argv));
+                }
+            }
+        }
+        reply
+    }
+
+    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
+        if deny_oom && self.pre_command_oom && self.config.maxmemory() != 0 {
+            return Err(Reply::error(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+            ));
+        }
+        self.script_allow_oom = allow_oom;
+        self.script_write_dirty = false;
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// `scriptCall`: what `redis.call` may run, with 7.0's error texts.
+    fn script_call(&mut self, argv: &[Vec<u8>]) -> Reply {
         // The host's fence first: it may refuse what this simulator lacks.
         if let Some(err) = self.script_fence_check(None, argv) {
             return err;
@@ -1460,6 +1675,10 @@ impl ScriptHost for Engine {
         }
         if self.write_denied(cmd) {
             return Reply::error("READONLY You can't write against a read only replica.");
+        }
+        // scriptVerifyWriteCommandAllow.
+        if cmd.is_write() && self.lacks_good_replicas() {
+            return Reply::error(NOREPLICAS);
         }
         // scriptVerifyOOM: only before the script's first write.
         if self.config.maxmemory() != 0
@@ -1483,25 +1702,18 @@ impl ScriptHost for Engine {
             return Reply::error("ERR This Redis command is not allowed from script");
         };
         self.stats.commands_processed += 1;
+        self.script_call_ran = true;
         self.script_depth += 1;
         let db = self.script_db;
+        self.prop_db = db;
         let mut cx = Ctx { e: self, db };
         let reply = f(&mut cx, argv);
         // A script's SELECT holds for the rest of the script only.
         let db = cx.db;
         self.script_db = db;
         self.script_depth -= 1;
+        self.stats
+            .count_call(cmd.full_name(argv), matches!(reply, Reply::Error(_)));
         reply
-    }
-
-    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
-        if deny_oom && self.pre_command_oom && self.config.maxmemory() != 0 {
-            return Err(Reply::error(
-                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
-            ));
-        }
-        self.script_allow_oom = allow_oom;
-        self.script_write_dirty = false;
-        Ok(())
     }
 }

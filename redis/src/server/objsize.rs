@@ -142,7 +142,7 @@ fn sampled(sizes: impl Iterator<Item = usize>, samples: usize, count: usize) -> 
 
 /// Quicklist nodes as `_quicklistNodeAllowInsert` fills them (pushing at
 /// the tail): each node's listpack bytes.
-fn quicklist_nodes<'a>(items: impl Iterator<Item = &'a Vec<u8>>) -> Vec<usize> {
+pub(crate) fn quicklist_nodes<'a>(items: impl Iterator<Item = &'a Vec<u8>>) -> Vec<usize> {
     let mut nodes: Vec<usize> = Vec::new();
     for v in items {
         let add = lp_entry_total(v);

@@ -289,6 +289,8 @@ commands! {
     "ping", -1, 0, Keys::None, NONE, Handler::Plain(cmd::server::ping), OK;
     "psetex", 4, WRITE | DENYOOM, ONE, NONE, Handler::Plain(cmd::strings::psetex), Lab::Allow(&[Cost::Replaces { value: 3 }]);
     "psubscribe", -2, NOSCRIPT | PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::psubscribe), OK;
+    // A replica's full resynchronisation, then the stream (`repl`).
+    "psync", -3, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(super::repl::sync), Lab::Deny(why::DANGEROUS);
     "pttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::pttl), OK;
     "publish", 3, PUBSUB, Keys::None, NONE, Handler::Plain(cmd::pubsub::publish), OK;
     "pubsub", -2, PUBSUB, Keys::None, &[("channels", -2), ("help", 2), ("numpat", 2), ("numsub", -2), ("shardchannels", -2), ("shardnumsub", -2)], Handler::Plain(cmd::pubsub::pubsub), Lab::Deny(why::PUBSUB);
@@ -331,6 +333,7 @@ commands! {
     "substr", 4, READONLY, ONE, NONE, Handler::Plain(cmd::strings::getrange), OK;
     "sunion", -2, READONLY, ALL, NONE, Handler::Plain(cmd::setops::sunion), OK;
     "sunionstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sunionstore), Lab::Deny(why::SET_STORE);
+    "sync", 1, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(super::repl::sync), Lab::Deny(why::DANGEROUS);
     "time", 1, 0, Keys::None, NONE, Handler::Plain(cmd::server::time), OK;
     "touch", -2, READONLY, ALL, NONE, Handler::Plain(cmd::keys::touch), OK;
     "ttl", 2, READONLY, ONE, NONE, Handler::Plain(cmd::keys::ttl), OK;

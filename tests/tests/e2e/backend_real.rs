@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use locklab_backend::real::conn::RealConnection;
-use locklab_backend::real::session::{Limits, NodeTarget, SessionError, SessionPool};
-use locklab_backend::real::topology::{self, Fault, Topology, TopologyKind};
+use locklab_backend::real::session::{NodeTarget, SessionError, SessionLimits, SessionPool};
+use locklab_backend::real::topology::{self, NodeFault, Servers, TopologyKind};
 use locklab_core::cli::parse;
 use locklab_core::reply::Reply;
 use locklab_core::trace::EventKind;
@@ -174,12 +174,12 @@ fn function_libraries_belong_to_the_session_that_loaded_them() {
 #[test]
 fn limits_are_enforced() {
     let server = RedisServer::start();
-    let limits = Limits {
+    let limits = SessionLimits {
         commands_per_sec: 5.0,
         burst: 5.0,
         max_wait: Duration::from_millis(1),
         max_sessions: 2,
-        ..Limits::default()
+        ..SessionLimits::default()
     };
     let pool = SessionPool::new(limits);
     let mut s = pool.open(one_node(&server.url())).unwrap();
@@ -243,11 +243,11 @@ fn fifty_sessions_do_not_cross_talk() {
 
 #[test]
 fn session_survives_its_server_dying() {
-    let mut topo = Topology::start(TopologyKind::Single).unwrap();
+    let mut topo = Servers::start(TopologyKind::Single).unwrap();
     let pool = SessionPool::default();
     let mut s = pool.open(topo.targets()).unwrap();
     assert_eq!(s.run_line("A", 0, "SET lock A").unwrap(), Reply::ok());
-    topo.fault(Fault::Crash { node: 0 }).unwrap();
+    topo.fault(NodeFault::Crash { node: 0 }).unwrap();
     let err = s.run_line("A", 0, "GET lock").unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, SessionError::Unreachable { .. }), "{text}");
@@ -256,7 +256,7 @@ fn session_survives_its_server_dying() {
         "{text}"
     );
     assert!(s.take_events().iter().any(|e| matches!(e.kind, EventKind::Lost { .. })));
-    topo.fault(Fault::Restart { node: 0 }).unwrap();
+    topo.fault(NodeFault::Restart { node: 0 }).unwrap();
     // Restarted without persistence: empty, and the ACL user is re-made.
     assert_eq!(s.run_line("A", 0, "GET lock").unwrap(), Reply::Nil);
     assert_eq!(s.run_line("B", 0, "SET lock B NX").unwrap(), Reply::ok());
@@ -265,27 +265,27 @@ fn session_survives_its_server_dying() {
 
 #[test]
 fn paused_server_times_out_then_resumes() {
-    let mut topo = Topology::start(TopologyKind::Single).unwrap();
-    let pool = SessionPool::new(Limits {
+    let mut topo = Servers::start(TopologyKind::Single).unwrap();
+    let pool = SessionPool::new(SessionLimits {
         reply_timeout: Duration::from_millis(300),
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     let mut s = pool.open(topo.targets()).unwrap();
     assert_eq!(s.run_line("A", 0, "SET lock A").unwrap(), Reply::ok());
-    topo.fault(Fault::Pause { node: 0 }).unwrap();
+    topo.fault(NodeFault::Pause { node: 0 }).unwrap();
     assert!(matches!(
         s.run_line("A", 0, "GET lock"),
         Err(SessionError::Unreachable { .. })
     ));
-    topo.fault(Fault::Resume { node: 0 }).unwrap();
+    topo.fault(NodeFault::Resume { node: 0 }).unwrap();
     assert_eq!(s.run_line("A", 0, "GET lock").unwrap(), Reply::bulk("A"));
 }
 
 #[test]
 fn external_topology_refuses_faults() {
     let server = RedisServer::start();
-    let mut topo = Topology::external(server.url());
-    let err = topo.fault(Fault::Crash { node: 0 }).unwrap_err().to_string();
+    let mut topo = Servers::external(server.url());
+    let err = topo.fault(NodeFault::Crash { node: 0 }).unwrap_err().to_string();
     assert!(err.contains("never kills"), "{err}");
     assert!(topo.managed_node(0).is_none());
     // Still alive.
@@ -295,7 +295,7 @@ fn external_topology_refuses_faults() {
 
 #[test]
 fn replicated_topology_replicates_cuts_and_promotes() {
-    let mut topo = Topology::start(TopologyKind::Replicated).unwrap();
+    let mut topo = Servers::start(TopologyKind::Replicated).unwrap();
     let pool = SessionPool::default();
     let mut s = pool.open(topo.targets()).unwrap();
     assert_eq!(s.run_line("A", 0, "SET lock A PX 60000").unwrap(), Reply::ok());
@@ -306,17 +306,17 @@ fn replicated_topology_replicates_cuts_and_promotes() {
     assert!(matches!(&r, Reply::Error(e) if e.starts_with("READONLY")), "{r:?}");
 
     // Cut: the master's next write does not arrive.
-    topo.fault(Fault::CutReplication { node: 1 }).unwrap();
+    topo.fault(NodeFault::CutReplication { node: 1 }).unwrap();
     let replica = topo.managed_node(1).unwrap().port();
     poll("link down", || {
         topology::info_field(replica, "replication", "master_link_status").as_deref() == Some("down")
     });
     assert_eq!(s.run_line("A", 0, "SET lock A2 PX 60000").unwrap(), Reply::ok());
     assert_eq!(s.run_line("B", 1, "GET lock").unwrap(), Reply::bulk("A"));
-    topo.fault(Fault::HealReplication { node: 1 }).unwrap();
+    topo.fault(NodeFault::HealReplication { node: 1 }).unwrap();
     poll("heal", || s.run_line("B", 1, "GET lock").unwrap() == Reply::bulk("A2"));
 
-    topo.fault(Fault::Promote { node: 1 }).unwrap();
+    topo.fault(NodeFault::Promote { node: 1 }).unwrap();
     poll("promotion", || {
         topology::info_field(replica, "replication", "role").as_deref() == Some("master")
     });
@@ -326,7 +326,7 @@ fn replicated_topology_replicates_cuts_and_promotes() {
 
 #[test]
 fn redlock5_starts_five_independent_masters() {
-    let topo = Topology::start(TopologyKind::Redlock5).unwrap();
+    let topo = Servers::start(TopologyKind::Redlock5).unwrap();
     let nodes = topo.nodes();
     assert_eq!(nodes.len(), 5);
     let pool = SessionPool::default();
@@ -346,7 +346,7 @@ fn redlock5_starts_five_independent_masters() {
 
 #[test]
 fn cluster3_forms_and_refuses_undeclared_keys() {
-    let topo = Topology::start(TopologyKind::Cluster3).unwrap();
+    let topo = Servers::start(TopologyKind::Cluster3).unwrap();
     let port = topo.managed_node(0).unwrap().port();
     let mut c = RealConnection::open(&format!("redis://127.0.0.1:{port}/")).unwrap();
     let mut saw = None;
@@ -368,7 +368,7 @@ fn cluster3_forms_and_refuses_undeclared_keys() {
 /// typed, routed by slot, and a `MOVED` from a stale slot map followed.
 #[test]
 fn cluster3_session_routes_by_slot_and_follows_moved() {
-    let topo = Topology::start(TopologyKind::Cluster3).unwrap();
+    let topo = Servers::start(TopologyKind::Cluster3).unwrap();
     let pool = SessionPool::default();
     let mut s = pool.open_on(&topo).unwrap();
     assert_eq!(s.prefix(), "");

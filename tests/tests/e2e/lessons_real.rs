@@ -6,7 +6,7 @@
 
 use locklab_backend::real::lesson::{self as real_lesson, RealReport};
 use locklab_backend::real::play;
-use locklab_backend::real::topology::Topology;
+use locklab_backend::real::topology::Servers;
 use locklab_core::lesson::run::LessonRun;
 use locklab_core::lesson::{builtin, Lang, Lesson, LessonTopology, OutcomeInvariant};
 use locklab_tests::server::RedisServer;
@@ -95,7 +95,7 @@ fn single_node_lessons_give_the_same_replies_on_real_redis() {
         if SERVER_FAULTS.contains(&lesson.id.as_str()) {
             // Refused on a server the lab does not own; played by
             // `lesson_51_…` on a managed one.
-            assert!(play::check_target(lesson, &Topology::external(server.url()), Lang::En).is_err());
+            assert!(play::check_target(lesson, &Servers::external(server.url()), Lang::En).is_err());
             continue;
         }
         let must = SINGLE_NODE.contains(&lesson.id.as_str());
@@ -209,14 +209,14 @@ fn lesson_15_failover_on_a_real_master_and_replica() {
 #[test]
 fn lessons_15_and_16_failed_over_by_real_sentinels() {
     use locklab_backend::real::lesson::{RealEnv, RealLessonRun};
-    use locklab_backend::real::session::{Limits, SessionPool};
-    use locklab_backend::real::topology::{Topology, TopologyKind};
+    use locklab_backend::real::session::{SessionLimits, SessionPool};
+    use locklab_backend::real::topology::{Servers, TopologyKind};
     use locklab_core::trace::EventKind;
 
-    let mut topology = Topology::start(TopologyKind::Sentinel).expect("a master, a replica and three sentinels");
-    let pool = SessionPool::new(Limits {
+    let mut topology = Servers::start(TopologyKind::Sentinel).expect("a master, a replica and three sentinels");
+    let pool = SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     for id in ["15", "16"] {
         let l = lesson(id);
@@ -282,7 +282,7 @@ fn lesson_15_on_the_real_driver_draws_the_simulators_violation_bands() {
 
     let l = lesson("15");
     let (mut topology, mut session) =
-        lab_session(Topology::start(real_lesson::topology_kind(&l)).expect("a master and a replica"));
+        lab_session(Servers::start(real_lesson::topology_kind(&l)).expect("a master and a replica"));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
@@ -535,7 +535,7 @@ fn background_programs_interleave_on_the_real_server() {
 
     let server = RedisServer::start();
     let l = lesson("26");
-    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
+    let (mut topology, mut session) = lab_session(Servers::external(server.url()));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
@@ -625,7 +625,7 @@ explain = { zh = "攻击", en = "attack" }
 "#;
     let l = Lesson::parse(text).unwrap_or_else(|e| panic!("{e}"));
     let server = RedisServer::start();
-    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
+    let (mut topology, mut session) = lab_session(Servers::external(server.url()));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,
@@ -665,11 +665,11 @@ explain = { zh = "攻击", en = "attack" }
 
 /// A lab session on `topology`, without a rate limit, for a test that
 /// drives the real runner itself.
-fn lab_session(topology: Topology) -> (Topology, locklab_backend::real::session::Session) {
-    use locklab_backend::real::session::{Limits, SessionPool};
-    let pool = SessionPool::new(Limits {
+fn lab_session(topology: Servers) -> (Servers, locklab_backend::real::session::Session) {
+    use locklab_backend::real::session::{SessionLimits, SessionPool};
+    let pool = SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     let session = pool.open_on(&topology).expect("a session");
     (topology, session)
@@ -689,7 +689,7 @@ fn lesson_42_slows_one_clients_link_through_a_proxy() {
     let server = RedisServer::start();
     let l = lesson("42");
     assert_eq!(default_factor(&l), 1);
-    let (mut topology, mut session) = lab_session(Topology::external(server.url()));
+    let (mut topology, mut session) = lab_session(Servers::external(server.url()));
     let mut env = RealEnv {
         session: &mut session,
         topology: &mut topology,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use locklab_backend::real::conn;
 use locklab_backend::real::faults::proxy::{LinkFault, LinkStats};
-use locklab_backend::real::topology::{self, Fault, Topology, TopologyKind};
+use locklab_backend::real::topology::{self, NodeFault, Servers, TopologyKind};
 use locklab_core::reply::Reply;
 
 fn poll(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
@@ -23,7 +23,7 @@ fn poll(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-fn port_of(topo: &Topology, i: u32) -> u16 {
+fn port_of(topo: &Servers, i: u32) -> u16 {
     topo.managed_node(i).unwrap().port()
 }
 
@@ -53,7 +53,7 @@ fn bracketed_time(port: u16) -> (i128, i128, i128) {
 
 #[test]
 fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
-    let mut topo = Topology::start(TopologyKind::Single).unwrap();
+    let mut topo = Servers::start(TopologyKind::Single).unwrap();
     let port = port_of(&topo, 0);
     // Unshifted: TIME is the real time (the preload passes it through).
     let (b, t, a) = bracketed_time(port);
@@ -107,7 +107,7 @@ fn a_shifted_clock_moves_time_when_told_and_expires_keys_by_it() {
 
 #[test]
 fn a_drifting_clock_gains_in_proportion_to_real_time() {
-    let mut topo = Topology::start(TopologyKind::Redlock5).unwrap();
+    let mut topo = Servers::start(TopologyKind::Redlock5).unwrap();
     let port = port_of(&topo, 2);
     // +100 %: one more second per real second.
     topo.drift_clock(2, 1_000_000).unwrap();
@@ -198,7 +198,7 @@ fn mean_round_trip(conn: &mut Raw, n: u32) -> Duration {
 
 #[test]
 fn the_link_proxy_adds_the_configured_latency_each_way() {
-    let mut topo = Topology::start(TopologyKind::Single).unwrap();
+    let mut topo = Servers::start(TopologyKind::Single).unwrap();
     let port = port_of(&topo, 0);
     let mut direct = Raw::open(&format!("127.0.0.1:{port}"));
     let proxied_url = topo.link_url("A", 0).unwrap();
@@ -258,14 +258,14 @@ fn the_link_proxy_adds_the_configured_latency_each_way() {
     assert_eq!(topo.link_stats("A", 0).unwrap().connections, 1);
 }
 
-fn wait_stats(topo: &Topology, what: &str, ok: impl Fn(LinkStats) -> bool) -> LinkStats {
+fn wait_stats(topo: &Servers, what: &str, ok: impl Fn(LinkStats) -> bool) -> LinkStats {
     poll(what, Duration::from_secs(15), || ok(topo.link_stats("A", 0).unwrap()));
     topo.link_stats("A", 0).unwrap()
 }
 
 #[test]
 fn the_link_proxy_loses_requests_and_replies_as_configured() {
-    let mut topo = Topology::start(TopologyKind::Single).unwrap();
+    let mut topo = Servers::start(TopologyKind::Single).unwrap();
     let mut c = Raw::open(&url_addr(&topo.link_url("A", 0).unwrap()));
     assert_eq!(c.call(&["PING"]), "+PONG");
 
@@ -337,7 +337,7 @@ fn the_link_proxy_loses_requests_and_replies_as_configured() {
 
 #[test]
 fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
-    let mut topo = Topology::start(TopologyKind::Sentinel).unwrap();
+    let mut topo = Servers::start(TopologyKind::Sentinel).unwrap();
     assert_eq!(topo.kind_name(), "sentinel");
     let (master, replica) = (port_of(&topo, 0), port_of(&topo, 1));
     assert_eq!(topo.discover_master().unwrap().port(), master);
@@ -366,7 +366,7 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
 
     let since = topo.sentinel_events().len();
     let started = Instant::now();
-    topo.fault(Fault::Crash { node: 0 }).unwrap();
+    topo.fault(NodeFault::Crash { node: 0 }).unwrap();
     let said = topo.await_failover(since, Duration::from_secs(60)).unwrap();
     println!("{said} after {:?}", started.elapsed());
     assert!(said.contains("replica is master now"), "{said}");
@@ -422,16 +422,16 @@ fn sentinel_fails_over_by_itself_and_clients_find_the_new_master() {
 
 #[test]
 fn a_paused_master_is_failed_over_then_demoted_by_sentinel_and_a_forced_failover_goes_back() {
-    let mut topo = Topology::start(TopologyKind::Sentinel).unwrap();
+    let mut topo = Servers::start(TopologyKind::Sentinel).unwrap();
     let (master, replica) = (port_of(&topo, 0), port_of(&topo, 1));
 
     // A GC pause long enough for Sentinel: it fails over, and the old
     // master, resumed, still thinks it is master until Sentinel tells it.
     let since = topo.sentinel_events().len();
-    topo.fault(Fault::Pause { node: 0 }).unwrap();
+    topo.fault(NodeFault::Pause { node: 0 }).unwrap();
     topo.await_failover(since, Duration::from_secs(60)).unwrap();
     assert_eq!(topo.discover_master().unwrap().port(), replica);
-    topo.fault(Fault::Resume { node: 0 }).unwrap();
+    topo.fault(NodeFault::Resume { node: 0 }).unwrap();
     let since = topo.sentinel_events().len();
     poll(
         "Sentinel to make the old master a replica",

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use locklab_backend::real::conn::RealConnection;
 use locklab_backend::real::faults::proxy::LinkFault;
 use locklab_backend::real::session::effects::NOTE;
-use locklab_backend::real::session::{Limits, NodeTarget, Session, SessionError, SessionPool};
+use locklab_backend::real::session::{NodeTarget, Session, SessionError, SessionLimits, SessionPool};
 use locklab_backend::web::api::ApiState;
 use locklab_core::reply::Reply;
 use locklab_tests::ws::{connect, send, serve, until};
@@ -156,10 +156,10 @@ impl Pinger {
 }
 
 fn pool(run_scripts: bool) -> SessionPool {
-    SessionPool::new(Limits {
+    SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
         run_scripts,
-        ..Limits::default()
+        ..SessionLimits::default()
     })
 }
 

@@ -34,6 +34,8 @@ use locklab_core::server::{Node, Profile};
 use locklab_tests::diff::{self, Script};
 use locklab_tests::RedisServer;
 
+mod replication;
+
 /// How long any single network wait may take before the test fails.
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
 

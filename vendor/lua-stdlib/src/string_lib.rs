@@ -2511,8 +2511,11 @@ fn push_float(buf: &mut Vec<u8>, n: f64, conv: u8, spec: &FmtSpec) {
     } else {
         (Vec::new(), body)
     };
+    // locklab: glibc pads an infinity or a NaN with spaces, `0` flag or
+    // not (`%010f` of 0/0 is `      -nan`), issue 43's fuzz run.
     let no_prec_spec = FmtSpec {
         precision: None,
+        zero_pad: spec.zero_pad && n.is_finite(),
         ..*spec
     };
     pad_int(buf, &sign, &digits, &no_prec_spec);

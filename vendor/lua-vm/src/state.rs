@@ -461,6 +461,9 @@ const GCSTPGC: u8 = 2;
 const GCS_PAUSE: u8 = 0;
 
 const LUAI_GCPAUSE: u32 = 200;
+/// locklab: the least growth a collection leaves a heap before the next
+/// (see `collect_via_heap_mode`).
+const GC_MIN_GROWTH: usize = 4 << 20;
 const LUAI_GCMUL: u32 = 100;
 const LUAI_GCSTEPSIZE: u8 = 13;
 const LUAI_GENMAJORMUL: u32 = 100;
@@ -5209,6 +5212,18 @@ impl<'a> GcHandle<'a> {
         let dead_interned = dead_interned.into_inner();
         let mut g = state_ref.global.borrow_mut();
         remove_dead_interned_strings(&mut *g, dead_interned);
+        // locklab: a small heap waits for `GC_MIN_GROWTH` new bytes before
+        // its next (stop-the-world) collection, instead of the collector's
+        // 1 MB floor: a host running many short scripts in one state (a
+        // sim-server EVAL allocates under 1 KB over a live heap of a few
+        // hundred) otherwise re-marks the whole live heap every ~2,000
+        // scripts. Heaps past `GC_MIN_GROWTH` keep the pause's doubling.
+        if !matches!(mode, HeapCollectMode::Minor) && !g.is_gen_mode() {
+            let floor = g.heap.bytes_used().saturating_add(GC_MIN_GROWTH);
+            if g.heap.threshold_bytes() < floor {
+                g.heap.set_threshold_bytes(floor);
+            }
+        }
         g.weak_tables_registry.retain_identities(&alive_set);
         let main_thread_id = g.main_thread_id;
         g.threads.retain(|id, _| alive_thread_ids.contains(id));

@@ -1217,6 +1217,32 @@ impl Lua {
         Ok(Table { root })
     }
 
+    /// locklab: the sequence `{s1, s2, ...}` of new strings made from
+    /// `items`, its array part sized once and one root for the whole (a
+    /// host's per-call argument tables, e.g. a script's KEYS and ARGV,
+    /// without a [`Self::create_string`] and a [`Table::raw_set`] each).
+    pub fn create_string_sequence<T: AsRef<[u8]>>(&self, items: &[T]) -> Result<Table> {
+        let size = u32::try_from(items.len())
+            .map_err(|_| Error::from(LuaError::runtime(format_args!("table overflow"))))?;
+        let root = self.with_state(|state| {
+            let _heap_guard = heap_guard(state);
+            let table = state.new_table_with_sizes(size, 0)?;
+            for (i, item) in items.iter().enumerate() {
+                let string = state.new_string(item.as_ref())?;
+                let key = Value::Integer(i as i64 + 1).to_raw_for_lua(self, state)?;
+                table.try_raw_set(key, RawLuaValue::Str(string))?;
+            }
+            let key = state.external_root_value(RawLuaValue::Table(table));
+            state.gc_pre_collect_clear();
+            state.gc().check_step();
+            Ok::<_, Error>(RootedValue {
+                lua: self.clone(),
+                key,
+            })
+        })?;
+        Ok(Table { root })
+    }
+
     /// Create a new Lua string from bytes.
     pub fn create_string(&self, bytes: impl AsRef<[u8]>) -> Result<LuaString> {
         let bytes = bytes.as_ref();
@@ -1873,6 +1899,12 @@ impl Lua {
         self.with_state(|state| {
             *state.global().sandbox.interrupt.borrow_mut() = flag;
         });
+    }
+
+    /// locklab: the bytes the collector tracks now, garbage included (what
+    /// the sandbox's memory ceiling compares), read without calling into Lua.
+    pub fn used_memory(&self) -> usize {
+        self.with_state(|state| state.global().total_bytes())
     }
 
     /// Run a full garbage-collection cycle.
@@ -4830,6 +4862,86 @@ impl Sandbox {
             None => Ok(()),
             Some(err) => Err(Error::from(err)),
         }
+    }
+}
+
+/// locklab: a Rust closure lent for the length of a call instead of made
+/// for it: what a [`Lua::scope`] function does for a host borrow (the
+/// closure may capture `&mut` state of the caller's), without creating a Lua
+/// function, a scope and their allocations for every run. The host makes
+/// one slot and one `'static` function that calls [`LendSlot::call`];
+/// each run [`LendSlot::lend`]s its closure around the Lua call. Outside a
+/// lend the slot is empty and `call` answers `None`.
+pub struct LendSlot<A, R> {
+    #[allow(clippy::type_complexity)]
+    boxed: RefCell<Option<Box<dyn FnMut(&Lua, A) -> Result<R>>>>,
+}
+
+impl<A, R> Default for LendSlot<A, R> {
+    fn default() -> Self {
+        LendSlot {
+            boxed: RefCell::new(None),
+        }
+    }
+}
+
+impl<A, R> LendSlot<A, R> {
+    /// Run `body` with `func` in the slot; it leaves the slot (and is
+    /// dropped) before `lend` returns or unwinds, and the slot holds what
+    /// it held before. `Err` when the slot is in use by a call in flight
+    /// (a lend from inside the lent closure): nothing ran.
+    pub fn lend<'a, T>(
+        &self,
+        func: Box<dyn FnMut(&Lua, A) -> Result<R> + 'a>,
+        body: impl FnOnce() -> T,
+    ) -> Result<T> {
+        // SAFETY: as `Scope::install_function`: the lifetime bound is
+        // extended from `'a` to `'static` only for the time the box sits in
+        // the slot, and `Restore` takes it out and drops it before this
+        // function returns or unwinds, while `'a` is still alive. A call
+        // can only reach it through `call`, which borrows the slot for the
+        // call's length, so no call is in flight when `Restore` runs (a
+        // `lend` nested in a call is refused below, before it replaces
+        // anything).
+        let func: Box<dyn FnMut(&Lua, A) -> Result<R> + 'static> = unsafe { std::mem::transmute(func) };
+        let prev = {
+            let Ok(mut slot) = self.boxed.try_borrow_mut() else {
+                return Err(Error::from(LuaError::runtime(format_args!(
+                    "the lent Rust callback is in use"
+                ))));
+            };
+            slot.replace(func)
+        };
+        struct Restore<'s, A, R> {
+            slot: &'s LendSlot<A, R>,
+            #[allow(clippy::type_complexity)]
+            prev: Option<Box<dyn FnMut(&Lua, A) -> Result<R>>>,
+        }
+        impl<A, R> Drop for Restore<'_, A, R> {
+            fn drop(&mut self) {
+                let lent = std::mem::replace(&mut *self.slot.boxed.borrow_mut(), self.prev.take());
+                drop(lent);
+            }
+        }
+        let _restore = Restore { slot: self, prev };
+        Ok(body())
+    }
+
+    /// Call the lent closure; `None` when nothing is lent. A call from
+    /// inside the closure itself is refused with an error.
+    pub fn call(&self, lua: &Lua, args: A) -> Option<Result<R>> {
+        let Ok(mut slot) = self.boxed.try_borrow_mut() else {
+            return Some(Err(Error::from(LuaError::runtime(format_args!(
+                "mutable Rust callback is already borrowed"
+            )))));
+        };
+        let func = slot.as_mut()?;
+        Some(func(lua, args))
+    }
+
+    /// Is a closure lent now?
+    pub fn is_lent(&self) -> bool {
+        self.boxed.try_borrow().map_or(true, |s| s.is_some())
     }
 }
 

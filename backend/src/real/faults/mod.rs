@@ -11,8 +11,8 @@
 //!   events read from their pub/sub.
 //!
 //! [`crate::real::topology`] owns one of each per node (or per client and node,
-//! for links) and exposes them as `Topology::set_link`,
-//! `Topology::shift_clock`, `Topology::drift_clock` and the sentinel
+//! for links) and exposes them as `Servers::set_link`,
+//! `Servers::shift_clock`, `Servers::drift_clock` and the sentinel
 //! methods.
 
 pub mod clock;

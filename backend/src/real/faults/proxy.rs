@@ -187,6 +187,21 @@ impl LinkProxy {
         *self.shared.fault.lock().unwrap_or_else(PoisonError::into_inner) = clamp(fault);
     }
 
+    /// What the link from `client` to `node` now does, for the log and
+    /// the step's note: one wording wherever a link is set (a session's
+    /// delay, a topology's injected fault).
+    pub fn describe(&self, client: &str, node: &str) -> String {
+        let f = self.fault();
+        format!(
+            "link {client} ↔ {node}: latency {} ms, jitter {} ms, requests lost {}‰, replies lost {}‰ (through a proxy on port {})",
+            f.latency_ms,
+            f.jitter_ms,
+            f.drop_request_permille,
+            f.drop_reply_permille,
+            self.addr.port()
+        )
+    }
+
     /// Counts so far.
     pub fn stats(&self) -> LinkStats {
         let get = |a: &AtomicU64| a.load(Ordering::SeqCst);

@@ -3,7 +3,7 @@
 //! replica, on free loopback ports.
 //!
 //! This is the slow, real path; the manual promote (`REPLICAOF NO ONE`,
-//! [`crate::real::topology::Fault::Promote`]) stays the fast one. With the master
+//! [`crate::real::topology::NodeFault::Promote`]) stays the fast one. With the master
 //! crashed or paused, each sentinel marks it subjectively down
 //! (`+sdown`) after [`DOWN_AFTER_MS`] without a valid reply, the sentinels
 //! agree it is objectively down (`+odown`, [`QUORUM`] of them), elect a

@@ -9,7 +9,7 @@ use locklab_core::reply::Reply;
 use locklab_core::server::table::{self, flags};
 use locklab_core::server::Profile;
 
-use crate::real::observe::{acquired_key, Cause, LockWatch};
+use crate::real::observe::{acquired_key, LockWatch, Look};
 use crate::real::session::Session;
 use crate::real::stages::Stage;
 use crate::real::topology::NodeInfo;
@@ -154,7 +154,7 @@ pub(super) async fn free_command(
     }
     if took.is_some() || (!free.keys().is_empty() && changes) {
         if let Ok(cid) = s.client(client) {
-            let cause = Cause::Cmd { client: cid, node };
+            let cause = Look::Cmd { client: cid, node };
             free.observe_with(s, &watch.nodes, Some(node), cause, |_, _, want| {
                 // What the peek read of each key watched (a few keys: a
                 // look down the list, no hashing).

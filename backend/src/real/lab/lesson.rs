@@ -12,9 +12,9 @@ use locklab_core::trace::Event;
 
 use super::{LabError, LabState};
 use crate::real::lesson::{self as real_lesson, RealEnv, RealLessonError, RealLessonRun};
-use crate::real::observe::Cause;
+use crate::real::observe::Look;
 use crate::real::play::{self, Play};
-use crate::real::topology::{Topology, TopologyKind};
+use crate::real::topology::{Servers, TopologyKind};
 impl LabState {
     /// `lesson`: a fresh session on the lesson's topology, and a run at
     /// step 0. `sent`: the lesson itself, when it is not the catalogue's
@@ -57,7 +57,7 @@ impl LabState {
         play::check_supported_lang(&lesson, lang).map_err(unsupported)?;
         if let Play::Service(service) = Play::of(&lesson) {
             if let Some(url) = self.labs.redis.clone() {
-                play::check_target(&lesson, &Topology::external(url), lang).map_err(unsupported)?;
+                play::check_target(&lesson, &Servers::external(url), lang).map_err(unsupported)?;
             }
             return self.start_service(&lesson, service, factor, out);
         }
@@ -98,9 +98,9 @@ impl LabState {
     ) -> Result<(), LabError> {
         match self.labs.redis.clone() {
             Some(url) => {
-                let external = Topology::external(url);
+                let external = Servers::external(url);
                 play::check_target(lesson, &external, lang).map_err(unsupported)?;
-                if !matches!(self.topology, Some(Topology::External(_))) {
+                if !matches!(self.topology, Some(Servers::External(_))) {
                     self.topology = None;
                     self._slot = None;
                     self.topology = Some(external);
@@ -179,7 +179,7 @@ impl LabState {
             (self.run.as_mut(), self.session.as_mut(), self.topology.as_mut())
         else {
             if let (None, Some(s), Some(t)) = (&self.run, self.session.as_mut(), self.topology.as_ref()) {
-                self.free.observe(s, &t.nodes(), None, Cause::None);
+                self.free.observe(s, &t.nodes(), None, Look::None);
                 return s
                     .take_events()
                     .into_iter()

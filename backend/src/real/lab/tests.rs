@@ -15,14 +15,14 @@ fn managed_servers_are_bounded_by_the_processes_they_run() {
     assert_eq!(all, 10);
     let first = Slot::take(&count, all).expect("the first");
     let second = Slot::take(&count, all).expect("the second");
-    let refused = Slot::take(&count, Topology::processes(TopologyKind::Single)).unwrap_err();
+    let refused = Slot::take(&count, Servers::processes(TopologyKind::Single)).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "too many managed servers running (20 processes of at most 20; this needs 1); close another lab tab"
     );
     drop(first);
     assert_eq!(count.load(Ordering::SeqCst), 10);
-    let sentinel = Slot::take(&count, Topology::processes(TopologyKind::Sentinel)).expect("room for 5");
+    let sentinel = Slot::take(&count, Servers::processes(TopologyKind::Sentinel)).expect("room for 5");
     assert_eq!(count.load(Ordering::SeqCst), 15);
     let zk = Slot::take(&count, service::processes(LockService::Zk)).expect("room for 3");
     assert!(Slot::take(&count, all).is_err(), "18 running: no room for 10");
@@ -60,7 +60,7 @@ fn lock_events(got: &[Value]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn free_play_answers_console_lines_and_watches_locks() {
     let server = RedisServer::start();
-    let labs = Labs::new(Some(server.url()), Limits::default());
+    let labs = Labs::new(Some(server.url()), SessionLimits::default());
     let mut lab = RealLab::new(labs.clone());
     let got = answer(
         &mut lab,
@@ -107,7 +107,7 @@ async fn free_play_answers_console_lines_and_watches_locks() {
 /// with its events and its `step`; closing the lab stops the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lesson_starts_on_a_managed_single_and_steps() {
-    let labs = Labs::new(None, Limits::default());
+    let labs = Labs::new(None, SessionLimits::default());
     let mut lab = RealLab::new(labs.clone());
     let got = answer(&mut lab, json!({"type":"lesson","id":"5","factor":100})).await;
     assert_eq!(types(&got), ["hello", "lesson"], "{got:?}");
@@ -152,7 +152,7 @@ async fn a_lesson_starts_on_a_managed_single_and_steps() {
 async fn a_lock_cycle_is_measured_in_every_stage() {
     use crate::real::stages::Stage;
     let server = RedisServer::start();
-    let labs = Labs::new(Some(server.url()), Limits::default());
+    let labs = Labs::new(Some(server.url()), SessionLimits::default());
     let mut lab = RealLab::new(labs.clone());
     let release = format!(
         "EVAL \"{}\" 1 lock tok",

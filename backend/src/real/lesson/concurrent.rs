@@ -312,7 +312,7 @@ impl RealLessonRun {
         self.keep(events);
         match reply {
             Some(r) => {
-                self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+                self.observe(env, Some(node), Look::Cmd { client: cid, node });
                 Input::Reply { tag, replies: vec![r] }
             }
             None => Input::Failed { tag },
@@ -413,9 +413,9 @@ impl RealLessonRun {
     }
 
     /// The clients with a request on its way to the node `cause` looks at.
-    pub(super) fn busy_for(&self, cause: Cause) -> Vec<u32> {
+    pub(super) fn busy_for(&self, cause: Look) -> Vec<u32> {
         match cause {
-            Cause::Cmd { node, .. } => self.crew.busy_on(node),
+            Look::Cmd { node, .. } => self.crew.busy_on(node),
             _ => Vec::new(),
         }
     }

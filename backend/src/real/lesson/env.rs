@@ -46,12 +46,12 @@ impl Environment for Stepping<'_, '_, '_> {
         let run = &mut *self.run;
         let until = Instant::now() + run.wall(ms);
         run.pump(self.env, Some(until))?;
-        run.observe(self.env, None, Cause::None);
+        run.observe(self.env, None, Look::None);
         if let Some(lag) = run.held_replication.filter(|lag| ms >= *lag) {
             let text = self
                 .env
                 .topology
-                .fault(topology::Fault::HealReplication { node: 1 })
+                .fault(topology::NodeFault::HealReplication { node: 1 })
                 .map_err(|e| e.to_string())?;
             self.env
                 .session
@@ -78,7 +78,7 @@ impl Environment for Stepping<'_, '_, '_> {
         if let Some(note) = result? {
             run.add_note(index, note);
         }
-        run.observe(self.env, None, Cause::None);
+        run.observe(self.env, None, Look::None);
         Ok(())
     }
 

@@ -35,7 +35,7 @@ impl RealLessonRun {
         let name = |i: u32| infos.get(i as usize).map_or("?", |n| n.name.as_str()).to_owned();
         let killed = env
             .topology
-            .fault(topology::Fault::Crash { node: old })
+            .fault(topology::NodeFault::Crash { node: old })
             .map_err(|e| e.to_string())?;
         env.session.note_world(killed);
         env.session.forget_node(old);
@@ -80,7 +80,7 @@ impl RealLessonRun {
     /// fault differs from the simulator's in a way the transcript shows.
     // long: one arm per kind of fault, each the real processes' way of doing it
     pub(super) fn fault(&mut self, env: &mut RealEnv<'_>, fault: &Fault) -> Result<Option<String>, String> {
-        let topo = |env: &mut RealEnv<'_>, f: topology::Fault| -> Result<String, String> {
+        let topo = |env: &mut RealEnv<'_>, f: topology::NodeFault| -> Result<String, String> {
             let text = env.topology.fault(f).map_err(|e| e.to_string())?;
             env.session.note_world(text.clone());
             Ok(text)
@@ -134,14 +134,14 @@ impl RealLessonRun {
                 self.delay_link(env, c, *n, config)
             }
             Fault::CrashNode { node } => {
-                topo(env, topology::Fault::Crash { node: *node })?;
+                topo(env, topology::NodeFault::Crash { node: *node })?;
                 env.session.forget_node(*node);
                 Ok(None)
             }
             Fault::RestartNode { node, down_ms, .. } => {
-                topo(env, topology::Fault::Crash { node: *node })?;
+                topo(env, topology::NodeFault::Crash { node: *node })?;
                 std::thread::sleep(self.wall(*down_ms));
-                topo(env, topology::Fault::Restart { node: *node })?;
+                topo(env, topology::NodeFault::Restart { node: *node })?;
                 env.session.forget_node(*node);
                 // Its data is gone: say so in the trace.
                 let observed = self.locks.forget_node(env.session, *node);
@@ -162,7 +162,7 @@ impl RealLessonRun {
                 let wall = delta_ms / self.factor.max(1) as i64;
                 topo(
                     env,
-                    topology::Fault::JumpClock {
+                    topology::NodeFault::JumpClock {
                         node: *node,
                         delta_ms: wall,
                     },
@@ -179,11 +179,11 @@ impl RealLessonRun {
                 of: ClockOf::Node(node),
                 ppm,
             } => {
-                topo(env, topology::Fault::DriftClock { node: *node, ppm: *ppm })?;
+                topo(env, topology::NodeFault::DriftClock { node: *node, ppm: *ppm })?;
                 Ok(None)
             }
             Fault::PromoteReplica { node } => {
-                topo(env, topology::Fault::Promote { node: *node })?;
+                topo(env, topology::NodeFault::Promote { node: *node })?;
                 self.master = *node;
                 self.locks.set_master(*node);
                 Ok(None)
@@ -200,9 +200,9 @@ impl RealLessonRun {
                     return Err(format!("cannot fail over to node {target}"));
                 }
                 let old = self.master;
-                topo(env, topology::Fault::Crash { node: old })?;
+                topo(env, topology::NodeFault::Crash { node: old })?;
                 env.session.forget_node(old);
-                topo(env, topology::Fault::Promote { node: target })?;
+                topo(env, topology::NodeFault::Promote { node: target })?;
                 self.master = target;
                 self.locks.set_master(target);
                 self.held_replication = None;
@@ -224,9 +224,9 @@ impl RealLessonRun {
                             .find(|&n| infos.get(n as usize).is_some_and(|i| i.role == NodeRole::Replica))
                             .ok_or("neither node is a replica: only replication links between nodes can be cut")?;
                         if heal {
-                            topo(env, topology::Fault::HealReplication { node: replica })?;
+                            topo(env, topology::NodeFault::HealReplication { node: replica })?;
                         } else {
-                            topo(env, topology::Fault::CutReplication { node: replica })?;
+                            topo(env, topology::NodeFault::CutReplication { node: replica })?;
                         }
                         Ok(None)
                     }

@@ -98,9 +98,9 @@ use locklab_core::Reply;
 use thiserror::Error;
 
 use crate::real::conn::{RealConnection, RealError};
-use crate::real::observe::{Cause, LockWatch};
+use crate::real::observe::{LockWatch, Look};
 use crate::real::session::{Session, SessionError};
-use crate::real::topology::{self, NodeRole, Topology, TopologyError, TopologyKind};
+use crate::real::topology::{self, NodeRole, Servers, TopologyError, TopologyKind};
 
 mod concurrent;
 mod env;
@@ -147,7 +147,7 @@ pub enum RealLessonError {
 /// send off-script console commands to the same session.
 pub struct RealEnv<'a> {
     pub session: &'a mut Session,
-    pub topology: &'a mut Topology,
+    pub topology: &'a mut Servers,
 }
 
 /// A lesson being played on real servers, one step at a time.
@@ -201,7 +201,7 @@ pub struct RealLessonRun {
 impl RealLessonRun {
     /// Get ready to play `lesson` on `env`, compressing time by `factor`.
     /// The session should be fresh (the lesson's keys then start absent)
-    /// and a managed topology freshly started or [`Topology::reset`].
+    /// and a managed topology freshly started or [`Servers::reset`].
     pub fn start(
         lesson: &Lesson,
         env: &mut RealEnv<'_>,
@@ -289,7 +289,7 @@ impl RealLessonRun {
     /// Play a declared replication lag (see the module doc): replication is
     /// cut now and restored at the first wait at least `lag_ms` long.
     fn hold_replication(&mut self, env: &mut RealEnv<'_>, lag_ms: u64) -> Result<(), RealLessonError> {
-        let text = env.topology.fault(topology::Fault::CutReplication { node: 1 })?;
+        let text = env.topology.fault(topology::NodeFault::CutReplication { node: 1 })?;
         env.session.note_world(format!(
             "{text}: the lesson's replica lags {lag_ms} ms, loopback replication takes microseconds"
         ));
@@ -564,7 +564,7 @@ impl RealLessonRun {
         as_the_lesson_reads_it(&mut events, &shown, reply.as_ref());
         self.keep(events);
         if reply.is_some() {
-            self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+            self.observe(env, Some(node), Look::Cmd { client: cid, node });
         }
         Ok(reply)
     }
@@ -717,7 +717,7 @@ mod tests {
             assert!(check_supported(get(id)).is_ok(), "lesson {id}");
             assert_eq!(default_factor(get(id)), 1, "lesson {id} measures waits of a few ms");
         }
-        let external = Topology::external("redis://127.0.0.1:1/");
+        let external = Servers::external("redis://127.0.0.1:1/");
         assert!(check_target(get("05"), &external, Lang::En).is_ok());
         assert!(check_target(get("15"), &external, Lang::En)
             .unwrap_err()

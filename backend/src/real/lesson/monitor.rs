@@ -11,14 +11,14 @@ impl RealLessonRun {
     /// step. Its events (the command's too) are in
     /// [`take_events`](RealLessonRun::take_events).
     pub fn observe_console(&mut self, env: &mut RealEnv<'_>, cid: u32, node: u32) {
-        self.observe(env, Some(node), Cause::Cmd { client: cid, node });
+        self.observe(env, Some(node), Look::Cmd { client: cid, node });
     }
 
     /// Read the watched keys on `only` (or every live node) and turn what
     /// changed into lock events; core's observer says which change is a
     /// grant (on the master, or by Redlock majority) and which a wrong
     /// release.
-    pub(super) fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Cause) {
+    pub(super) fn observe(&mut self, env: &mut RealEnv<'_>, only: Option<u32>, cause: Look) {
         let infos = env.topology.nodes();
         self.locks.set_busy(self.busy_for(cause));
         let observed = self.locks.observe(env.session, &infos, only, cause);

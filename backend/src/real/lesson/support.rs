@@ -179,7 +179,7 @@ pub fn check_supported_lang(lesson: &Lesson, lang: Lang) -> Result<(), String> {
 /// [`check_supported`] on this particular topology: the user's own server
 /// (`External`) takes single-node lessons only (the lab never faults it),
 /// a managed one must be the lesson's kind.
-pub fn check_target(lesson: &Lesson, topology: &Topology, lang: Lang) -> Result<(), String> {
+pub fn check_target(lesson: &Lesson, topology: &Servers, lang: Lang) -> Result<(), String> {
     check_supported_lang(lesson, lang)?;
     check_topology(lesson, topology)
 }
@@ -197,7 +197,7 @@ fn service_started(service: LockService) -> &'static str {
 /// server (`External`) takes single-node lessons only and no lesson on a
 /// lock service (the lab starts nothing there); a managed one must be the
 /// lesson's kind.
-pub fn check_topology(lesson: &Lesson, topology: &Topology) -> Result<(), String> {
+pub fn check_topology(lesson: &Lesson, topology: &Servers) -> Result<(), String> {
     if let (None, Some(service)) = (topology.kind(), lesson.world.service) {
         return Err(format!(
             "it plays on {} the lab starts, and this backend uses your own server (--redis), where the lab \

@@ -8,8 +8,8 @@ use locklab_core::lesson::{Lang, Lesson};
 use locklab_core::Reply;
 
 use crate::real::conn::{RealConnection, RealError};
-use crate::real::session::{Limits, SessionPool};
-use crate::real::topology::Topology;
+use crate::real::session::{SessionLimits, SessionPool};
+use crate::real::topology::Servers;
 
 use super::support::{check_supported, check_target, topology_kind};
 use super::{RealEnv, RealLessonError, RealLessonRun, RealReport};
@@ -17,7 +17,7 @@ use super::{RealEnv, RealLessonError, RealLessonRun, RealReport};
 /// compressing time by `factor`. With `flush`, the server is emptied first
 /// (a test server only: it clears function libraries a previous run left).
 pub fn run(lesson: &Lesson, url: &str, factor: u64, flush: bool) -> Result<RealReport, RealLessonError> {
-    let mut topology = Topology::external(url);
+    let mut topology = Servers::external(url);
     check_target(lesson, &topology, Lang::En).map_err(|why| RealLessonError::Unsupported {
         id: lesson.id.clone(),
         why,
@@ -38,15 +38,15 @@ pub fn run_managed(lesson: &Lesson, factor: u64) -> Result<RealReport, RealLesso
         id: lesson.id.clone(),
         why,
     })?;
-    let mut topology = Topology::start(topology_kind(lesson))?;
+    let mut topology = Servers::start(topology_kind(lesson))?;
     run_on(lesson, &mut topology, factor)
 }
 
 /// Play `lesson` to the end on `topology`, through a fresh session.
-pub fn run_on(lesson: &Lesson, topology: &mut Topology, factor: u64) -> Result<RealReport, RealLessonError> {
-    let pool = SessionPool::new(Limits {
+pub fn run_on(lesson: &Lesson, topology: &mut Servers, factor: u64) -> Result<RealReport, RealLessonError> {
+    let pool = SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     let mut session = pool.open_on(topology)?;
     let mut env = RealEnv {

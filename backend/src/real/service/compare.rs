@@ -60,8 +60,8 @@ use super::env::ServiceParts;
 use super::lesson_state::{check_steps, play, unsupported, LessonState};
 use super::{EtcdEnv, ZkEnv};
 use crate::real::lesson::{add_note, RealEnv, RealLessonError, RealLessonRun, RealReport};
-use crate::real::session::{Limits, Session, SessionPool};
-use crate::real::topology::Topology;
+use crate::real::session::{Session, SessionLimits, SessionPool};
+use crate::real::topology::Servers;
 
 /// Requests of the etcd and ZooKeeper drivers are numbered from 1 each;
 /// in the merged trace theirs start this far up (the Redis session's own
@@ -86,7 +86,7 @@ enum Part {
 struct RedisPart {
     run: RealLessonRun,
     session: Session,
-    topology: Topology,
+    topology: Servers,
 }
 
 impl RedisPart {
@@ -572,10 +572,10 @@ fn joined<T>(lesson: &Lesson, r: std::thread::Result<Result<T, RealLessonError>>
 /// Four masters named as the simulator names them, a session on them, and
 /// the Redis run of the lesson's Redis and Redlock keys.
 fn start_redis(lesson: &Lesson, names: &[&str], factor: u64) -> Result<RedisPart, RealLessonError> {
-    let mut topology = Topology::start_masters(names)?;
-    let pool = SessionPool::new(Limits {
+    let mut topology = Servers::start_masters(names)?;
+    let pool = SessionPool::new(SessionLimits {
         commands_per_sec: f64::INFINITY,
-        ..Limits::default()
+        ..SessionLimits::default()
     });
     let mut session = pool.open_on(&topology)?;
     let run = RealLessonRun::start_unchecked(

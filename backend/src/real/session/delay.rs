@@ -45,15 +45,7 @@ impl Session {
         }
         let proxy = &self.delays[&key];
         proxy.set(fault);
-        let f = proxy.fault();
-        Ok(format!(
-            "link {client} ↔ {}: latency {} ms, jitter {} ms, requests lost {}‰ (through a proxy on port {})",
-            target.name,
-            f.latency_ms,
-            f.jitter_ms,
-            f.drop_request_permille,
-            proxy.addr().port()
-        ))
+        Ok(proxy.describe(client, &target.name))
     }
 
     /// Does `client`'s link to node `node` go through a proxy?
@@ -117,7 +109,7 @@ mod tests {
 
     #[test]
     fn a_link_to_a_unix_socket_cannot_be_slowed_and_says_so() {
-        let pool = SessionPool::new(Limits::default());
+        let pool = SessionPool::new(SessionLimits::default());
         let mut s = pool
             .open(vec![NodeTarget::new("redis", "redis+unix:///run/redis.sock")])
             .expect("a session opens without connecting");

@@ -1,4 +1,4 @@
-//! What bounds a session: [`Limits`] (sizes, rates, counts, timeouts, set
+//! What bounds a session: [`SessionLimits`] (sizes, rates, counts, timeouts, set
 //! by `locklab serve`'s flags), how its scripts reach the servers
 //! ([`Scripts`]), and the token [`Bucket`] that paces its commands. Apart
 //! from the session itself because the pool, the sandbox, the pre-flight
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Bounds on what one session may send.
 #[derive(Clone, Debug)]
-pub struct Limits {
+pub struct SessionLimits {
     /// Longest redis-cli line accepted, in bytes.
     pub max_line: usize,
     /// Most arguments in one argv (command name included).
@@ -90,7 +90,7 @@ pub enum Scripts {
 impl Scripts {
     /// How scripts reach a server the lab owns (`managed`) or not, under
     /// `limits`.
-    pub fn on(managed: bool, limits: &Limits) -> Scripts {
+    pub fn on(managed: bool, limits: &SessionLimits) -> Scripts {
         match (managed, limits.run_scripts) {
             (true, _) => Scripts::Managed,
             (false, false) => Scripts::Simulated,
@@ -99,9 +99,9 @@ impl Scripts {
     }
 }
 
-impl Default for Limits {
+impl Default for SessionLimits {
     fn default() -> Self {
-        Limits {
+        SessionLimits {
             max_line: 64 * 1024,
             max_args: 1024,
             max_script: 64 * 1024,

@@ -67,7 +67,7 @@
 //! with keys goes to the node that owns their slot (read from `CLUSTER
 //! SLOTS`), and a `MOVED` or `ASK` that still comes back is followed.
 //!
-//! Sizes and rates are bounded by [`Limits`]: a line, an argv, a script, a
+//! Sizes and rates are bounded by [`SessionLimits`]: a line, an argv, a script, a
 //! token bucket of commands per second (which waits briefly for a token
 //! before refusing, so a fast but honest client sees backpressure rather
 //! than errors), and the number of live sessions ([`SessionPool`]).
@@ -134,7 +134,7 @@ pub use acl::{acl_rules, acl_rules_later};
 pub use flight::{Flight, TakeOff};
 use janitor::{Cleanup, Janitor};
 use limits::Bucket;
-pub use limits::{Limits, Scripts};
+pub use limits::{Scripts, SessionLimits};
 use link::Link;
 pub use peek::Peeked;
 use phases::Prepared;
@@ -523,7 +523,7 @@ impl Session {
     }
 
     /// The session's limits.
-    pub fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &SessionLimits {
         &self.sandbox.limits
     }
 

@@ -1,5 +1,5 @@
 //! The pool sessions are opened from ([`SessionPool`]): it counts live
-//! sessions against [`Limits::max_sessions`], shares the janitor that cleans
+//! sessions against [`SessionLimits::max_sessions`], shares the janitor that cleans
 //! up after them, and builds a [`Session`] with its ACL user made on each
 //! reachable node. Apart from the session because it is the one place a
 //! session is put together, and the count outlives every session.
@@ -12,30 +12,30 @@ use std::time::Instant;
 use locklab_core::actor::Names;
 
 use super::janitor::Janitor;
-use super::limits::{Bucket, Limits, Scripts};
+use super::limits::{Bucket, Scripts, SessionLimits};
 use super::preflight::Preflight;
 use super::sandbox::Sandbox;
 use super::{quota, Confinement, NodeSlot, NodeTarget, Session, SessionError};
 use crate::real::conn::random_hex;
-use crate::real::topology::{Topology, TopologyKind};
+use crate::real::topology::{Servers, TopologyKind};
 
-/// Counts live sessions and hands out new ones within [`Limits`].
+/// Counts live sessions and hands out new ones within [`SessionLimits`].
 /// Cloning shares the count.
 #[derive(Clone, Debug)]
 pub struct SessionPool {
     live: Arc<AtomicUsize>,
-    limits: Limits,
+    limits: SessionLimits,
     janitor: Janitor,
 }
 
 impl Default for SessionPool {
     fn default() -> Self {
-        SessionPool::new(Limits::default())
+        SessionPool::new(SessionLimits::default())
     }
 }
 
 impl SessionPool {
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(limits: SessionLimits) -> Self {
         SessionPool {
             live: Arc::new(AtomicUsize::new(0)),
             limits,
@@ -43,7 +43,7 @@ impl SessionPool {
         }
     }
 
-    pub fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &SessionLimits {
         &self.limits
     }
 
@@ -68,7 +68,7 @@ impl SessionPool {
     /// Open a session on `topology`'s nodes, confined as that topology
     /// needs: a managed cluster is the session's own
     /// ([`Confinement::OwnCluster`]), everything else gets the prefix.
-    pub fn open_on(&self, topology: &Topology) -> Result<Session, SessionError> {
+    pub fn open_on(&self, topology: &Servers) -> Result<Session, SessionError> {
         let confinement = match topology.kind() {
             Some(TopologyKind::Cluster3) => Confinement::OwnCluster,
             _ => Confinement::Prefix,

@@ -17,7 +17,7 @@
 //! tenth of a second) and a memory ceiling ([`MEMORY_LIMIT_BYTES`]). So before a
 //! script reaches Redis it runs here, on a copy of the session's own keys:
 //! one that the simulator had to stop, that called `redis.log` for more than
-//! [`Limits::max_log_bytes`](super::Limits), or that called a command the
+//! [`SessionLimits::max_log_bytes`](super::SessionLimits), or that called a command the
 //! simulator does not have (so its run on Redis could go another way) is
 //! refused and never sent. `MULTI … EXEC` is checked whole at `EXEC`, as
 //! the state a queued script sees depends on what was queued before it.

@@ -11,7 +11,7 @@
 //! key keeps its charge, so the account only ever stays above what the
 //! server holds for the session (a lock taken and released a million times
 //! with `SET … NX PX` and the compare-and-delete is charged once, since
-//! each `SET` replaces). Past [`Limits::max_tracked_keys`] keys, new keys
+//! each `SET` replaces). Past [`SessionLimits::max_tracked_keys`] keys, new keys
 //! are charged to one pool that only grows. Scripts' own writes are not
 //! charged here (they are bounded by the script checks).
 //!
@@ -29,7 +29,7 @@ use locklab_core::server::lab::{self, Charge, ARG_BYTES};
 
 use super::link::Dropped;
 use super::sandbox::Checked;
-use super::{Limits, SessionError};
+use super::{SessionError, SessionLimits};
 
 /// What one session has charged.
 #[derive(Debug, Default)]
@@ -59,7 +59,7 @@ impl Quota {
     /// Charge `argv` (passed by the table as `checked`), or refuse it
     /// because it would take the session past a quota; nothing is charged
     /// then. Allocates only for a key or a script it has not seen.
-    pub fn charge(&mut self, limits: &Limits, checked: Checked, argv: &[Vec<u8>]) -> Result<(), SessionError> {
+    pub fn charge(&mut self, limits: &SessionLimits, checked: Checked, argv: &[Vec<u8>]) -> Result<(), SessionError> {
         let over = |what, got, quota, hint| SessionError::OverQuota {
             name: String::from_utf8_lossy(&argv[0]).to_uppercase(),
             what,
@@ -150,7 +150,7 @@ impl Quota {
     }
 
     /// Key `key` may hold `new` bytes now (never less than before).
-    fn set(&mut self, limits: &Limits, key: &[u8], new: u64) {
+    fn set(&mut self, limits: &SessionLimits, key: &[u8], new: u64) {
         if let Some(b) = self.held.get_mut(key) {
             *b = new;
         } else if self.held.len() < limits.max_tracked_keys {
@@ -224,7 +224,7 @@ mod tests {
 
     use super::*;
 
-    fn run(q: &mut Quota, limits: &Limits, line: &str) -> Result<(), SessionError> {
+    fn run(q: &mut Quota, limits: &SessionLimits, line: &str) -> Result<(), SessionError> {
         let argv = parse(line).unwrap();
         let cmd = table::find(&argv[0], Profile::V8_4).unwrap();
         let costs = cmd.lab_check(&argv).unwrap();
@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn a_lock_taken_again_and_again_is_charged_once() {
-        let limits = Limits::default();
+        let limits = SessionLimits::default();
         let mut q = Quota::default();
         run(&mut q, &limits, "SET lock tok NX PX 30000").unwrap();
         let once = q.total();
@@ -246,9 +246,9 @@ mod tests {
 
     #[test]
     fn growth_past_the_quota_is_refused_before_it_is_sent() {
-        let limits = Limits {
+        let limits = SessionLimits {
             session_quota: 10 << 20,
-            ..Limits::default()
+            ..SessionLimits::default()
         };
         let mut q = Quota::default();
         // 1 MiB offsets, charged twice their reach: four fit, not five.
@@ -268,9 +268,9 @@ mod tests {
 
     #[test]
     fn scripts_are_counted_by_body() {
-        let limits = Limits {
+        let limits = SessionLimits {
             max_scripts: 2,
-            ..Limits::default()
+            ..SessionLimits::default()
         };
         let mut q = Quota::default();
         for _ in 0..5 {

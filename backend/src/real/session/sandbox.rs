@@ -18,7 +18,7 @@ use locklab_core::server::table::{self, Command};
 use locklab_core::server::Profile;
 
 use super::functions::{self, Scoped};
-use super::{Confinement, Limits, SessionError};
+use super::{Confinement, SessionError, SessionLimits};
 
 /// What one session may send, and how its names are rewritten.
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ pub struct Sandbox {
     /// functions ([`functions`]), or empty on the session's own cluster.
     pub ns: String,
     pub confinement: Confinement,
-    pub limits: Limits,
+    pub limits: SessionLimits,
     /// The session's libraries as the user wrote them, by name: what
     /// `FUNCTION LIST WITHCODE` shows.
     pub originals: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -37,7 +37,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// The sandbox of session `id`.
-    pub fn new(id: &str, confinement: Confinement, limits: Limits) -> Sandbox {
+    pub fn new(id: &str, confinement: Confinement, limits: SessionLimits) -> Sandbox {
         let (prefix, ns) = match confinement {
             Confinement::Prefix => (format!("lab:{id}:"), functions::namespace(id)),
             Confinement::OwnCluster => (String::new(), String::new()),
@@ -413,7 +413,7 @@ mod tests {
     use super::*;
 
     fn sandbox() -> Sandbox {
-        Sandbox::new("abc", Confinement::Prefix, Limits::default())
+        Sandbox::new("abc", Confinement::Prefix, SessionLimits::default())
     }
 
     fn sent(argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
@@ -616,7 +616,7 @@ mod tests {
                     _ => {}
                 }
             }
-            let limits = Limits { session_quota: 1 << 20, ..Limits::default() };
+            let limits = SessionLimits { session_quota: 1 << 20, ..SessionLimits::default() };
             let mut quota = super::super::quota::Quota::default();
             for _ in 0..4 {
                 if quota.charge(&limits, checked, &argv).is_err() {

@@ -4,7 +4,7 @@
 //! coming; this is the backstop for a script that runs longer on Redis
 //! than on the simulator. Each command that runs Lua is sent with a
 //! watchdog: a thread that waits for the command's reply for the budget
-//! ([`Limits::script_budget`](super::Limits), 1 s by default) and, if none
+//! ([`SessionLimits::script_budget`](super::SessionLimits), 1 s by default) and, if none
 //! came, asks the server with `FUNCTION STATS` what script is running. A
 //! function is killed (`FUNCTION KILL`) only when its command is the one
 //! this session sent (its argv, namespaced names and prefixed keys and
@@ -186,22 +186,10 @@ fn running_command(stats: &Reply) -> Running {
             _ => Running::Nothing,
         };
     };
-    let Some(pos) = top
-        .iter()
-        .position(|r| matches!(r, Reply::Bulk(b) if b == b"running_script"))
-    else {
+    let Some(Reply::Array(running)) = field(top, b"running_script") else {
         return Running::Nothing;
     };
-    let Some(Reply::Array(running)) = top.get(pos + 1) else {
-        return Running::Nothing;
-    };
-    let Some(cpos) = running
-        .iter()
-        .position(|r| matches!(r, Reply::Bulk(b) if b == b"command"))
-    else {
-        return Running::Nothing;
-    };
-    let Some(Reply::Array(argv)) = running.get(cpos + 1) else {
+    let Some(Reply::Array(argv)) = field(running, b"command") else {
         return Running::Nothing;
     };
     Running::Function(
@@ -209,6 +197,13 @@ fn running_command(stats: &Reply) -> Running {
             .filter_map(|a| if let Reply::Bulk(b) = a { Some(b.clone()) } else { None })
             .collect(),
     )
+}
+
+/// The value after `name` in a flat name/value array (RESP2's map, as
+/// `FUNCTION STATS` answers).
+fn field<'a>(items: &'a [Reply], name: &[u8]) -> Option<&'a Reply> {
+    let pos = items.iter().position(|r| matches!(r, Reply::Bulk(b) if b == name))?;
+    items.get(pos + 1)
 }
 
 /// Is `argv` an `EVAL` family command (killed with `SCRIPT KILL`)?

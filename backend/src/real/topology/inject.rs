@@ -1,4 +1,4 @@
-//! The faults a managed topology takes ([`Topology::fault`]): a node paused,
+//! The faults a managed topology takes ([`Servers::fault`]): a node paused,
 //! crashed, restarted, cut from its master or promoted; its clock stepped
 //! or drifting; a client's link to it slowed or cut; and the sentinels'
 //! view of a failover. Apart from starting and resetting a topology
@@ -8,39 +8,39 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::node::{expect_ok, wait_link_up};
-use super::{Fault, NodeInfo, NodeRole, NodeState, Topology, TopologyError};
+use super::{NodeFault, NodeInfo, NodeRole, NodeState, Servers, TopologyError};
 use crate::real::conn::public_url;
 use crate::real::faults::proxy::{link_seed, LinkFault, LinkProxy, LinkStats};
 use crate::real::faults::sentinel::{SentinelEvent, Sentinels};
 use crate::real::process::free_port;
 
-impl Topology {
+impl Servers {
     /// Inject a fault; the answer says what was done, for the trace.
-    pub fn fault(&mut self, fault: Fault) -> Result<String, TopologyError> {
+    pub fn fault(&mut self, fault: NodeFault) -> Result<String, TopologyError> {
         let m = match self {
-            Topology::External(url) => return Err(TopologyError::External(public_url(url))),
-            Topology::Managed(m) => m,
+            Servers::External(url) => return Err(TopologyError::External(public_url(url))),
+            Servers::Managed(m) => m,
         };
         let i = fault.node();
         let node = m.nodes.get_mut(i as usize).ok_or(TopologyError::NoNode(i))?;
         let name = node.name.clone();
         let f = TopologyError::Fault;
         match fault {
-            Fault::Pause { .. } => {
+            NodeFault::Pause { .. } => {
                 node.signal("-STOP").map_err(f)?;
                 node.state = NodeState::Paused;
                 Ok(format!("{name} paused (SIGSTOP)"))
             }
-            Fault::Resume { .. } => {
+            NodeFault::Resume { .. } => {
                 node.signal("-CONT").map_err(f)?;
                 node.state = NodeState::Up;
                 Ok(format!("{name} resumed (SIGCONT)"))
             }
-            Fault::Crash { .. } => {
+            NodeFault::Crash { .. } => {
                 node.kill();
                 Ok(format!("{name} crashed (SIGKILL)"))
             }
-            Fault::Restart { .. } => {
+            NodeFault::Restart { .. } => {
                 node.kill();
                 node.spawn().map_err(f)?;
                 // Under Sentinel, a restarted old master comes back a master
@@ -50,7 +50,7 @@ impl Topology {
                 }
                 Ok(format!("{name} restarted on port {} without its data", node.port))
             }
-            Fault::CutReplication { .. } => {
+            NodeFault::CutReplication { .. } => {
                 if node.master.is_none() {
                     return Err(f(format!("{name} is not a replica")));
                 }
@@ -60,7 +60,7 @@ impl Topology {
                     "{name}: replication from its master cut (now following an address where nobody listens)"
                 ))
             }
-            Fault::HealReplication { .. } => {
+            NodeFault::HealReplication { .. } => {
                 let mp = node
                     .master
                     .ok_or_else(|| f(format!("{name} is not a replica")))?
@@ -68,7 +68,7 @@ impl Topology {
                 expect_ok(node.port, &["REPLICAOF", "127.0.0.1", &mp]).map_err(f)?;
                 Ok(format!("{name}: replication from its master restored"))
             }
-            Fault::Promote { .. } => {
+            NodeFault::Promote { .. } => {
                 if node.master.is_none() {
                     return Err(f(format!("{name} is already a master")));
                 }
@@ -78,7 +78,7 @@ impl Topology {
                 node.extra.clear();
                 Ok(format!("{name} promoted to master (REPLICAOF NO ONE)"))
             }
-            Fault::JumpClock { delta_ms, .. } => {
+            NodeFault::JumpClock { delta_ms, .. } => {
                 node.clock
                     .jump(delta_ms)
                     .map_err(|e| f(format!("moving {name}'s clock: {e}")))?;
@@ -87,7 +87,7 @@ impl Topology {
                     node.clock.shift_ms()
                 ))
             }
-            Fault::DriftClock { ppm, .. } => {
+            NodeFault::DriftClock { ppm, .. } => {
                 node.clock
                     .set_drift(ppm)
                     .map_err(|e| f(format!("setting {name}'s clock drift: {e}")))?;
@@ -100,13 +100,13 @@ impl Topology {
     /// date): its `TIME` and its key expiry move at once. The answer says
     /// what was done, for the trace.
     pub fn shift_clock(&mut self, node: u32, delta_ms: i64) -> Result<String, TopologyError> {
-        self.fault(Fault::JumpClock { node, delta_ms })
+        self.fault(NodeFault::JumpClock { node, delta_ms })
     }
 
     /// Make node `node`'s clock run `ppm` parts per million fast (negative:
     /// slow) from now on, keeping what it gained so far.
     pub fn drift_clock(&mut self, node: u32, ppm: i64) -> Result<String, TopologyError> {
-        self.fault(Fault::DriftClock { node, ppm })
+        self.fault(NodeFault::DriftClock { node, ppm })
     }
 
     /// How far node `node`'s clock is from the real one, in ms.
@@ -118,7 +118,7 @@ impl Topology {
 
     /// The address client `client` reaches node `node` at: the node itself
     /// seen through its own link proxy (started here, plain, if it is not
-    /// yet), so [`set_link`](Topology::set_link) can slow it later. A client
+    /// yet), so [`set_link`](Servers::set_link) can slow it later. A client
     /// that never needs a faulty link connects to the node directly and
     /// pays nothing.
     pub fn link_url(&mut self, client: &str, node: u32) -> Result<String, TopologyError> {
@@ -127,7 +127,7 @@ impl Topology {
 
     /// Make the link from client `client` to node `node` slow or lossy
     /// (`LinkFault::default()`: a plain link again). Applies to the next
-    /// message on every connection through [`link_url`](Topology::link_url).
+    /// message on every connection through [`link_url`](Servers::link_url).
     pub fn set_link(&mut self, client: &str, node: u32, fault: LinkFault) -> Result<String, TopologyError> {
         let (name, proxy) = {
             let name = self
@@ -140,15 +140,7 @@ impl Topology {
             (name, self.link(client, node)?)
         };
         proxy.set(fault);
-        let f = proxy.fault();
-        Ok(format!(
-            "link {client} ↔ {name}: latency {} ms, jitter {} ms, requests lost {}‰, replies lost {}‰ (through a proxy on port {})",
-            f.latency_ms,
-            f.jitter_ms,
-            f.drop_request_permille,
-            f.drop_reply_permille,
-            proxy.addr().port()
-        ))
+        Ok(proxy.describe(client, &name))
     }
 
     /// What went through the link from `client` to `node`, if it has a proxy.
@@ -182,7 +174,7 @@ impl Topology {
     }
 
     /// The sentinels of a `sentinel` topology, as nodes the API can list
-    /// (empty for every other kind). [`reset`](Topology::reset) starts
+    /// (empty for every other kind). [`reset`](Servers::reset) starts
     /// fresh sentinels, on new ports.
     pub fn sentinel_nodes(&self) -> Vec<NodeInfo> {
         let Ok(s) = self.sentinels() else {
@@ -203,7 +195,7 @@ impl Topology {
     }
 
     /// Every event the sentinels published since they started (since the
-    /// last [`reset`](Topology::reset)): `+sdown`, `+odown`,
+    /// last [`reset`](Servers::reset)): `+sdown`, `+odown`,
     /// `+failover-end`, `+switch-master`, …, in the order read.
     pub fn sentinel_events(&self) -> Vec<SentinelEvent> {
         self.sentinels().map(Sentinels::events).unwrap_or_default()
@@ -225,7 +217,7 @@ impl Topology {
     /// Wait (at most `within`) for the sentinels to announce a new master
     /// (`+switch-master`) among their events from index `since` on, as they
     /// do after a crash or pause of the master, or
-    /// [`sentinel_failover`](Topology::sentinel_failover); then record the
+    /// [`sentinel_failover`](Servers::sentinel_failover); then record the
     /// new roles. The answer says which node is master now.
     pub fn await_failover(&mut self, since: usize, within: Duration) -> Result<String, TopologyError> {
         let event = self

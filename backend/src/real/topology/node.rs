@@ -1,7 +1,7 @@
 //! One managed redis-server ([`ManagedNode`]): its process, spawned with
 //! its port, clock shim and log, killed and signalled; and the waits and
 //! `redis-cli --cluster create` that bring a set of them up as a topology.
-//! Apart from [`Topology`](super::Topology) because it is all about one
+//! Apart from [`Servers`](super::Servers) because it is all about one
 //! process and its readiness, not about what the topology is.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -29,7 +29,7 @@ pub struct ManagedNode {
     pub(super) state: NodeState,
     /// The master's port, for a replica.
     pub(super) master: Option<u16>,
-    /// `extra` and `master` as the topology was built, so [`Topology::reset`](super::Topology::reset)
+    /// `extra` and `master` as the topology was built, so [`Servers::reset`](super::Topology::reset)
     /// can undo a promotion.
     pub(super) original: (Vec<String>, Option<u16>),
     /// The shift of its `CLOCK_REALTIME` (kept across restarts, as a

@@ -115,6 +115,9 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         }
         return Reply::ok();
     }
+    if is(sub, "OBJECT") && argv.len() == 3 {
+        return debug_object(cx, &argv[2]);
+    }
     if is(sub, "DIGEST") && argv.len() == 2 {
         let dbs = cx.e.dbs.iter().enumerate().map(|(i, db)| {
             let keys: Box<dyn Iterator<Item = _>> = Box::new(db.keys());
@@ -135,6 +138,57 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
         String::from_utf8_lossy(sub)
+    ))
+}
+
+/// `DEBUG OBJECT key` (debug.c): the value's header as redis-server
+/// prints it. `dictFind`, not `lookupKey`: a logically expired key is still
+/// shown. The encoding is `OBJECT ENCODING`'s; `serializedlength` is
+/// `rdbSavedObjectLen`, the value as `rdbSaveObject` writes it, which is
+/// DUMP's payload without its type byte and footer (the simulator does not
+/// LZF-compress strings over 20 bytes, so such a value's length is its
+/// uncompressed one). The simulator keeps no object addresses or access
+/// times: the address is made up from the key, `lru` is the LRU clock now
+/// (`LRU_CLOCK`, seconds in 24 bits) and the idle time 0. A quicklist adds
+/// its nodes as `_quicklistNodeAllowInsert` fills them.
+fn debug_object(cx: &mut Ctx<'_>, key: &[u8]) -> Reply {
+    let Some(entry) = cx.e.dbs[cx.db].get(key) else {
+        return Reply::error("ERR no such key");
+    };
+    let encoding = if entry.is_raw_string() {
+        "raw"
+    } else {
+        super::keys::encoding(&entry.value)
+    };
+    let refcount = match &entry.value {
+        crate::server::db::Value::Str(v)
+            if encoding == "int" && parse_i64(v).is_some_and(|n| (0..10000).contains(&n)) =>
+        {
+            i32::MAX
+        }
+        _ => 1,
+    };
+    let serialized = crate::server::rdb::dump_value(&entry.value).len() - 1;
+    let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let address = 0x7f00_0000_0000u64 | (hash & 0xff_ffff_fff8);
+    let lru = (cx.e.now() / 1000) & ((1 << 24) - 1);
+    let mut extra = String::new();
+    if let crate::server::db::Value::List(l) = &entry.value {
+        let nodes = crate::server::objsize::quicklist_nodes(l.into_iter());
+        let fill = cx.e.config.number("list-max-listpack-size");
+        let compressed = cx.e.config.number("list-compress-depth") != 0;
+        extra = format!(
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{fill} ql_compressed:{} ql_uncompressed_size:{}",
+            nodes.len(),
+            l.len() as f64 / nodes.len().max(1) as f64,
+            u8::from(compressed),
+            nodes.iter().sum::<usize>()
+        );
+    }
+    Reply::status(format!(
+        "Value at:{address:#x} refcount:{refcount} encoding:{encoding} serializedlength:{serialized} lru:{lru} lru_seconds_idle:0{extra}"
     ))
 }
 
@@ -226,12 +280,13 @@ pub(crate) fn wait(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// stats, replication, keyspace — in redis-server's layout (`# Name`,
 /// `field:value` lines, CRLF, a blank line between sections).
 pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    const ALL: [&str; 7] = [
+    const ALL: [&str; 8] = [
         "server",
         "clients",
         "memory",
         "stats",
         "replication",
+        "commandstats",
         "errorstats",
         "keyspace",
     ];
@@ -239,13 +294,13 @@ pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_lowercase())
         .collect();
-    let everything = wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let all = wanted.iter().any(|w| matches!(w.as_str(), "all" | "everything"));
+    // `commandstats` is not a default section (genRedisInfoString).
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut out = String::new();
     for section in ALL {
-        if !everything && !wanted.iter().any(|w| w == section) {
+        let by_default = default && section != "commandstats";
+        if !all && !by_default && !wanted.iter().any(|w| w == section) {
             continue;
         }
         if !out.is_empty() {
@@ -259,6 +314,29 @@ pub(crate) fn info(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
     use std::fmt::Write;
     let _ = write!(out, "{k}:{v}\r\n");
+}
+
+/// `genRedisInfoStringCommandStats`: every command that was called, failed
+/// or rejected since the start or CONFIG RESETSTAT (redis-server walks its
+/// command dict, whose order its seeded hash makes differ per process; here
+/// by name).
+fn commandstats(stats: &crate::server::InfoStats, out: &mut String) {
+    out.push_str("# Commandstats\r\n");
+    for (name, c) in &stats.commands {
+        let per_call = if c.calls == 0 {
+            0.0
+        } else {
+            c.usec as f32 / c.calls as f32
+        };
+        kv(
+            out,
+            &format!("cmdstat_{name}"),
+            format_args!(
+                "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                c.calls, c.usec, c.rejected_calls, c.failed_calls
+            ),
+        );
+    }
 }
 
 fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
@@ -298,6 +376,7 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
             kv(out, "keyspace_misses", s.keyspace_misses);
             kv(out, "total_error_replies", s.total_error_replies);
         }
+        "commandstats" => commandstats(e.stats(), out),
         "errorstats" => {
             // server.c `genRedisInfoString`: one line per error code seen
             // since the start or CONFIG RESETSTAT.

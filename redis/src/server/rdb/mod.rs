@@ -12,7 +12,7 @@
 //! compressed strings included, plus the older plain encodings, so a
 //! payload DUMPed on either server RESTOREs on the other.
 
-mod crc64;
+pub(crate) mod crc64;
 mod listpack;
 mod lzf;
 
@@ -64,7 +64,7 @@ pub(crate) fn verify(payload: &[u8]) -> Option<&[u8]> {
 }
 
 /// `rdbSaveLen`.
-fn push_len(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn push_len(out: &mut Vec<u8>, n: u64) {
     if n < 1 << 6 {
         out.push(n as u8);
     } else if n < 1 << 14 {

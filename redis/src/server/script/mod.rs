@@ -145,7 +145,15 @@ pub struct Scripting {
     /// `redisLrand48`'s state. redis-server 7.0 never reseeds it between
     /// scripts (not even on SCRIPT FLUSH), so it belongs to the node.
     rng: u64,
+    /// The last short body EVAL hashed and its SHA1: a client repeating
+    /// one script (a lock's release) is spared hashing it on every call, a
+    /// body compare being cheaper than `evalGenericCommand`'s SHA1. Only
+    /// a cache of a pure function: never shown, not cloned.
+    last_sha: Option<(Vec<u8>, String)>,
 }
+
+/// The longest body [`Scripting::last_sha`] remembers.
+const LAST_SHA_BODY_MAX: usize = 4096;
 
 impl Scripting {
     /// Empty caches and a freshly seeded generator, like a redis-server that
@@ -157,6 +165,7 @@ impl Scripting {
             libraries: BTreeMap::new(),
             functions: BTreeMap::new(),
             rng: vm::LRAND48_SEED,
+            last_sha: None,
         }
     }
 
@@ -215,7 +224,16 @@ impl Scripting {
     /// Add a script to the cache without running it (SCRIPT LOAD, and the
     /// first half of EVAL). Returns its SHA1 or the error reply.
     pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
-        let sha = sha1_hex(body);
+        let sha = match &self.last_sha {
+            Some((last, sha)) if last.as_slice() == body => sha.clone(),
+            _ => {
+                let sha = sha1_hex(body);
+                if body.len() <= LAST_SHA_BODY_MAX {
+                    self.last_sha = Some((body.to_vec(), sha.clone()));
+                }
+                sha
+            }
+        };
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
         }
@@ -545,6 +563,7 @@ impl Clone for Scripting {
             libraries: self.libraries.clone(),
             functions: self.functions.clone(),
             rng: self.rng,
+            last_sha: None,
         }
     }
 }

@@ -1684,23 +1684,11 @@ function entry.compile_eval(src)
 end
 
 -- KEYS and ARGV (or a function's two arguments) are fresh tables every
--- time: scripts may scribble on them.
-local function split_args(nkeys, ...)
-  local argv = { ... }
-  local keys = {}
-  if nkeys > 0 then
-    local n = #argv
-    for i = 1, nkeys do keys[i] = argv[i] end
-    for i = 1, n - nkeys do argv[i] = argv[i + nkeys] end
-    for i = n - nkeys + 1, n do argv[i] = nil end
-  end
-  return keys, argv
-end
-
-function entry.run_eval(f, nkeys, ...)
+-- time, made by the host: scripts may scribble on them.
+function entry.run_eval(f, keys, argv)
   RUN = RUN + 1
   LAST_ERR, KILL_ERR = nil, nil
-  GE.KEYS, GE.ARGV = split_args(nkeys, ...)
+  GE.KEYS, GE.ARGV = keys, argv
   return raw_xpcall(f, err_handler)
 end
 
@@ -1713,12 +1701,12 @@ local function fcall_body()
   return cb(keys, argv)
 end
 
-function entry.run_fcall(callback, nkeys, ...)
+function entry.run_fcall(callback, keys, argv)
   RUN = RUN + 1
   LAST_ERR, KILL_ERR = nil, nil
   PF_mt.__index = GF
   CUR_CB = callback
-  CUR_KEYS, CUR_ARGV = split_args(nkeys, ...)
+  CUR_KEYS, CUR_ARGV = keys, argv
   return raw_xpcall(fcall_body, err_handler)
 end
 

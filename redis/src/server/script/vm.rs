@@ -22,10 +22,12 @@
 //!
 //! `redis.call` must reach the node's data, which the caller lends us as a
 //! `&mut dyn ScriptHost` for the duration of the command. Lua callbacks have
-//! to be `'static`, so the borrow is wrapped in an `omnilua` *scoped*
-//! function that is valid only while the run lasts; the long-lived
-//! `redis.call`/`redis.pcall` find it in `host` and forward to it. When the
-//! run ends the scope ends, and a stale reference can only produce a clean
+//! to be `'static`, so the borrow is captured by a closure *lent* to the
+//! long-lived `redis.call`/`redis.pcall` for the length of the run
+//! (`omnilua::LendSlot`, the vendored omnilua's: what a scoped function
+//! does, without making a Lua function and a scope per run, which was a
+//! quarter of a short EVAL's time on sim-server, issue 42). When the run
+//! ends the slot is empty again, and a stale call can only produce a clean
 //! Lua error, never touch a dead borrow.
 //!
 //! A runaway script is stopped by the VM's work budget (`while true do
@@ -150,8 +152,10 @@ const ELEMENT_UNITS: u64 = 8;
 fn call_units(argv: &[Vec<u8>], reply: Option<&Reply>) -> u64 {
     let (mut items, mut bytes) = (argv.len() as u64, argv.iter().map(|a| a.len() as u64).sum::<u64>());
     if let Some(r) = reply {
-        let mut stack = vec![r];
-        while let Some(r) = stack.pop() {
+        // A scalar reply (most are) costs no stack: it only grows for the
+        // elements of an aggregate.
+        let (mut next, mut stack) = (Some(r), Vec::new());
+        while let Some(r) = next.take().or_else(|| stack.pop()) {
             items += 1;
             match r {
                 Reply::Bulk(b) | Reply::Verbatim { text: b, .. } => bytes += b.len() as u64,
@@ -284,6 +288,14 @@ pub(crate) struct Registered {
 /// Why a library did not load; the text is the reply.
 pub(crate) struct LoadError(pub(crate) String);
 
+/// What `redis.call`/`redis.pcall` reach during a run: the run's closure
+/// over its host (see the module's doc), which answers the call's value
+/// and whether it is an error reply.
+type HostFn<'a> = dyn FnMut(&Lua, Variadic<Value>) -> omnilua::Result<(Value, bool)> + 'a;
+
+/// The slot the run's [`HostFn`] is lent to.
+type HostSlot = omnilua::LendSlot<Variadic<Value>, (Value, bool)>;
+
 pub(crate) struct Vm {
     lua: Lua,
     sandbox: Sandbox,
@@ -293,8 +305,8 @@ pub(crate) struct Vm {
     load_library: Function,
     recover: Function,
     last_error: Function,
-    /// The current run's scoped host function, while a run is in progress.
-    host: Rc<RefCell<Option<Function>>>,
+    /// The current run's host closure, lent while a run is in progress.
+    host: Rc<HostSlot>,
     rng: Rc<Cell<u64>>,
     resp3: Rc<Cell<bool>>,
     work: Rc<Work>,
@@ -485,7 +497,7 @@ impl Vm {
             check_interval: CHECK_INTERVAL,
             remove_globals: Vec::new(),
         })?;
-        let host: Rc<RefCell<Option<Function>>> = Rc::new(RefCell::new(None));
+        let host: Rc<HostSlot> = Rc::default();
         let rng = Rc::new(Cell::new(LRAND48_SEED));
         let resp3 = Rc::new(Cell::new(false));
         let raise: Function = lua
@@ -577,10 +589,7 @@ impl Vm {
             rust.raw_set(
                 name,
                 lua.create_function(move |lua, args: Variadic<Value>| {
-                    // A shared borrow for the whole call: only a run's start
-                    // and end replace the host function.
-                    let current = slot.borrow();
-                    let Some(h) = current.as_ref() else {
+                    let Some(out) = slot.call(lua, args) else {
                         let t = error_table(
                             lua,
                             b"redis.call/pcall can only be called inside a script invocation",
@@ -588,7 +597,7 @@ impl Vm {
                         )?;
                         return Err(raise_value(&raise, Value::Table(t)));
                     };
-                    let (v, is_err): (Value, bool) = h.call(args)?;
+                    let (v, is_err) = out?;
                     if is_err && raises {
                         return Err(raise_value(&raise, v));
                     }
@@ -598,10 +607,7 @@ impl Vm {
         }
         {
             let slot = host.clone();
-            rust.raw_set(
-                "in_script",
-                lua.create_function(move |_, ()| Ok(slot.borrow().is_some()))?,
-            )?;
+            rust.raw_set("in_script", lua.create_function(move |_, ()| Ok(slot.is_lent()))?)?;
         }
         rust.raw_set(
             "note_log",
@@ -752,6 +758,14 @@ impl Vm {
     /// Ready the budget for a run: this thread's limit and control, a full
     /// budget, no native work yet.
     fn arm(&mut self) {
+        // The ceiling counts garbage too (the collector is incremental), and
+        // redis-server's Lua has no ceiling: a run that left half of it in
+        // garbage would stop the next one, however small (`return 1` after
+        // a script that built and dropped 20 MiB; the 10 M fuzz run). So a
+        // run starts on a collected heap once it is that full.
+        if self.lua.used_memory() > MEMORY_LIMIT_BYTES / 2 {
+            self.lua.gc_collect();
+        }
         let limit = thread_limit();
         if limit != self.limit || self.work.budget_cut.get() {
             self.arm_sandbox(limit);
@@ -827,50 +841,44 @@ impl Vm {
         let work = self.work.clone();
         let sandbox = self.sandbox.clone();
         let resp3 = self.resp3.clone();
-        let slot = self.host.clone();
         let (runner, f) = match target {
             Target::Eval(f) => (&self.run_eval, f),
             Target::Fcall(f) => (&self.run_fcall, f),
         };
-        let result: omnilua::Result<(bool, Value)> = lua.scope(|scope| {
-            let host_fn = scope.create_function_mut(&lua, move |lua, call_args: Variadic<Value>| {
-                let argv = match lua_args_to_argv(&call_args) {
-                    Ok(argv) => argv,
-                    Err(msg) => return Ok((Value::Table(error_table(lua, msg.as_bytes(), false)?), true)),
-                };
-                if work.abort.get().is_some() {
-                    return Err(internal("the run is being stopped"));
-                }
-                // The call's work, charged before and after it runs: its
-                // arguments first (so a run already past its budget sends
-                // nothing more), its reply after (the command's own work,
-                // in the one place every command passes).
-                sandbox.charge(call_units(&argv, None))?;
-                let reply = if read_only && denied_in_read_only(&argv) {
-                    Reply::error("ERR Write commands are not allowed from read-only scripts.")
-                } else {
-                    if let Some(c) = &control {
-                        // scriptCall sets SCRIPT_WRITE_DIRTY once a
-                        // write command passed its checks.
-                        if is_write_call(&argv) {
-                            c.mark_wrote();
-                        }
-                    }
-                    host.call(&argv)
-                };
-                sandbox.charge(call_units(&[], Some(&reply)) - CALL_UNITS)?;
-                reply_to_lua(lua, &reply, resp3.get())
-            })?;
-            *slot.borrow_mut() = Some(host_fn);
-            let mut call_args = Vec::with_capacity(2 + keys.len() + args.len());
-            call_args.push(Value::Function(f.clone()));
-            call_args.push(Value::Number(keys.len() as f64));
-            for a in keys.iter().chain(args) {
-                call_args.push(Value::String(lua.create_string(a)?));
+        let host_fn: Box<HostFn<'_>> = Box::new(move |lua: &Lua, call_args: Variadic<Value>| {
+            let argv = match lua_args_to_argv(&call_args) {
+                Ok(argv) => argv,
+                Err(msg) => return Ok((Value::Table(error_table(lua, msg.as_bytes(), false)?), true)),
+            };
+            if work.abort.get().is_some() {
+                return Err(internal("the run is being stopped"));
             }
-            runner.call::<_, (bool, Value)>(Variadic::from(call_args))
+            // The call's work, charged before and after it runs: its
+            // arguments first (so a run already past its budget sends
+            // nothing more), its reply after (the command's own work,
+            // in the one place every command passes).
+            sandbox.charge(call_units(&argv, None))?;
+            let reply = if read_only && denied_in_read_only(&argv) {
+                Reply::error("ERR Write commands are not allowed from read-only scripts.")
+            } else {
+                if let Some(c) = &control {
+                    // scriptCall sets SCRIPT_WRITE_DIRTY once a
+                    // write command passed its checks.
+                    if is_write_call(&argv) {
+                        c.mark_wrote();
+                    }
+                }
+                host.call(&argv)
+            };
+            sandbox.charge(call_units(&[], Some(&reply)) - CALL_UNITS)?;
+            reply_to_lua(lua, &reply, resp3.get())
         });
-        *self.host.borrow_mut() = None;
+        let call = || -> omnilua::Result<(bool, Value)> {
+            let keys = lua.create_string_sequence(keys)?;
+            let args = lua.create_string_sequence(args)?;
+            runner.call::<_, (bool, Value)>((f.clone(), keys, args))
+        };
+        let result = self.host.lend(host_fn, call).and_then(|r| r);
         match result {
             Err(err) => self.aborted(&err, name),
             // Stopped (killed, or out of budget) while in redis.call, whose

@@ -1,0 +1,290 @@
+//! Replicas attached with `SYNC` / `PSYNC`: the full resynchronisation
+//! (an RDB of the dataset) and then the replication stream, as
+//! redis-server 7.0.15 writes both to a replica's socket.
+//!
+//! The node records every write once, as it is propagated
+//! ([`Engine::propagate`](super::Engine)): the batches the scenario world
+//! hands its replicas, and the stream here are the same records. What the
+//! stream adds is redis-server's framing of them (server.c
+//! `propagatePendingCommands`, replication.c `replicationFeedSlaves`): a
+//! `SELECT` whenever the database differs from the last one sent (and
+//! first of all after a full sync, as `server.slaveseldb = -1` makes it),
+//! and `MULTI` … `EXEC` around a command's writes when there is more than
+//! one (an `EXEC`'s, a script's, a lazy expiry's `DEL` before a write) —
+//! except after `SCAN` and `RANDOMKEY` (`CMD_TOUCHES_ARBITRARY_KEYS`),
+//! whose only writes are expiries, and for the active expiry and eviction,
+//! which propagate each `DEL` on its own.
+
+use std::collections::BTreeSet;
+
+use super::blocking::Outbound;
+use super::db::Db;
+use super::{rdb, ConnId, Ctx};
+use crate::reply::Reply;
+
+/// The replicas and the stream's state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Replicas {
+    conns: BTreeSet<ConnId>,
+    /// The database the last command sent was for (`server.slaveseldb`).
+    seldb: Option<usize>,
+    /// `master_repl_offset`: bytes of stream sent so far.
+    offset: u64,
+}
+
+impl Replicas {
+    /// Is anyone attached (so writes must be recorded for the stream)?
+    pub(crate) fn active(&self) -> bool {
+        !self.conns.is_empty()
+    }
+
+    /// Did `conn` attach as a replica?
+    pub(crate) fn is_replica(&self, conn: ConnId) -> bool {
+        self.conns.contains(&conn)
+    }
+
+    /// A connection that closed is no replica any more.
+    pub(crate) fn drop_conn(&mut self, conn: ConnId) {
+        self.conns.remove(&conn);
+    }
+
+    /// One command's writes (`ops`, each with its database) to every
+    /// replica, wrapped in `MULTI`/`EXEC` when `wrap` and there are several
+    /// (`propagatePendingCommands`).
+    pub(crate) fn feed(&mut self, ops: &[(usize, Vec<Vec<u8>>)], wrap: bool, outbound: &mut Vec<Outbound>) {
+        let (Some(first), Some(last)) = (ops.first(), ops.last()) else {
+            return;
+        };
+        let wrap = wrap && ops.len() > 1;
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        if wrap {
+            self.push(first.0, vec![b"MULTI".to_vec()], &mut cmds);
+        }
+        for (db, argv) in ops {
+            self.push(*db, argv.clone(), &mut cmds);
+        }
+        if wrap {
+            self.push(last.0, vec![b"EXEC".to_vec()], &mut cmds);
+        }
+        for argv in cmds {
+            let reply = Reply::Array(argv.into_iter().map(Reply::Bulk).collect());
+            for &conn in &self.conns {
+                outbound.push(Outbound {
+                    conn,
+                    reply: reply.clone(),
+                });
+            }
+        }
+    }
+
+    /// `replicationFeedSlaves` for one command: a `SELECT` first when the
+    /// database changed.
+    fn push(&mut self, db: usize, argv: Vec<Vec<u8>>, out: &mut Vec<Vec<Vec<u8>>>) {
+        if self.seldb != Some(db) {
+            let select = vec![b"SELECT".to_vec(), db.to_string().into_bytes()];
+            self.offset += multibulk_len(&select);
+            out.push(select);
+            self.seldb = Some(db);
+        }
+        self.offset += multibulk_len(&argv);
+        out.push(argv);
+    }
+}
+
+/// The bytes of `argv` as a RESP multibulk.
+fn multibulk_len(argv: &[Vec<u8>]) -> u64 {
+    let digits = |n: usize| n.to_string().len() as u64;
+    let items: u64 = argv.iter().map(|a| 1 + digits(a.len()) + 2 + a.len() as u64 + 2).sum();
+    1 + digits(argv.len()) + 2 + items
+}
+
+/// The replication ID this node reports (`server.replid`): 40 hex digits,
+/// fixed, since the simulated node has no restarts to tell apart.
+pub(crate) const REPLID: &str = "6c6f636b6c61622073696d756c61746f72000000";
+
+/// `SYNC` and `PSYNC replid offset` (replication.c `syncCommand`): the
+/// connection becomes a replica. A full resynchronisation every time, as
+/// redis-server answers a replica whose replid it does not know:
+/// `+FULLRESYNC <replid> <offset>` for PSYNC, then the RDB as a bulk
+/// without a trailing CRLF (`$<len>\r\n<rdb>`), then the stream. A host
+/// that sends replies on a socket gets those bytes as the command's
+/// encoded reply; any other host gets the RDB as a bulk string.
+pub(crate) fn sync(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let Some(conn) = cx.e.conn() else {
+        return Reply::error("ERR SYNC needs a connection");
+    };
+    if cx.e.in_exec() {
+        // `CMD_NO_MULTI`: refused while queueing already; this is EXEC's.
+        return Reply::error("ERR Command not allowed inside a transaction");
+    }
+    let psync = argv[0].eq_ignore_ascii_case(b"psync");
+    let file = rdb_file(cx.e.dbs(), cx.e.now());
+    cx.e.repl.conns.insert(conn);
+    cx.e.repl.seldb = None;
+    let Some(mut out) = cx.e.encoded.lend() else {
+        return Reply::Bulk(file);
+    };
+    if psync {
+        out.extend_from_slice(format!("+FULLRESYNC {REPLID} {}\r\n", cx.e.repl.offset).as_bytes());
+    }
+    super::encoded::header(&mut out, b'$', file.len());
+    out.extend_from_slice(&file);
+    cx.e.encoded.give_back(out);
+    Reply::Nil
+}
+
+/// An RDB file of the dataset (rdb.c `rdbSaveRio`, version 10): the
+/// `REDIS0010` header, the aux fields redis-server writes, each non-empty
+/// database as `SELECTDB` + `RESIZEDB` and its keys (an `EXPIRETIME_MS`
+/// before a key with a deadline, then the type, the key and the value as
+/// DUMP writes them), `EOF` and the CRC-64 of it all.
+pub(crate) fn rdb_file(dbs: &[Db], now_ms: u64) -> Vec<u8> {
+    const AUX: u8 = 0xFA;
+    const RESIZEDB: u8 = 0xFB;
+    const EXPIRETIME_MS: u8 = 0xFC;
+    const SELECTDB: u8 = 0xFE;
+    const EOF: u8 = 0xFF;
+    let mut out = format!("REDIS{:04}", rdb::RDB_VERSION).into_bytes();
+    let ctime = (now_ms / 1000).to_string();
+    for (k, v) in [
+        ("redis-ver", "7.0.15"),
+        ("redis-bits", "64"),
+        ("ctime", ctime.as_str()),
+        ("used-mem", "0"),
+        ("aof-base", "0"),
+    ] {
+        out.push(AUX);
+        rdb::push_string(&mut out, k.as_bytes());
+        rdb::push_string(&mut out, v.as_bytes());
+    }
+    for (i, db) in dbs.iter().enumerate().filter(|(_, db)| !db.is_empty()) {
+        out.push(SELECTDB);
+        rdb::push_len(&mut out, i as u64);
+        out.push(RESIZEDB);
+        rdb::push_len(&mut out, db.len() as u64);
+        rdb::push_len(&mut out, db.expires_count() as u64);
+        for (key, entry) in db.keys() {
+            if let Some(at) = entry.expires_at {
+                out.push(EXPIRETIME_MS);
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            let value = rdb::dump_value(&entry.value);
+            out.push(value[0]);
+            rdb::push_string(&mut out, key);
+            out.extend_from_slice(&value[1..]);
+        }
+    }
+    out.push(EOF);
+    let crc = rdb::crc64::crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::reply::Reply;
+    use crate::server::{ConnId, Node, Outbound, Profile};
+
+    fn run(n: &mut Node, c: ConnId, line: &str) -> Reply {
+        let argv: Vec<Vec<u8>> = line.split(' ').map(|s| s.as_bytes().to_vec()).collect();
+        n.execute(c, &argv)
+    }
+
+    /// The stream a replica got, one command per line, lower-cased name.
+    fn stream(n: &mut Node, replica: ConnId) -> Vec<String> {
+        n.take_outbound()
+            .into_iter()
+            .filter(|o: &Outbound| o.conn == replica)
+            .map(|o| match o.reply {
+                Reply::Array(items) => items
+                    .iter()
+                    .map(|i| match i {
+                        Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_stream_selects_wraps_transactions_and_rewrites_relative_expiries() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, r) = (ConnId(1), ConnId(2));
+        run(&mut n, c, "SET before 1");
+        let Reply::Bulk(file) = run(&mut n, r, "SYNC") else {
+            panic!("no rdb")
+        };
+        assert!(file.starts_with(b"REDIS0010"));
+        assert!(file.windows(6).any(|w| w == b"before"), "the dataset is in the RDB");
+        run(&mut n, c, "SET a 1");
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "SET b 2");
+        run(&mut n, c, "GET b");
+        run(&mut n, c, "INCR b");
+        run(&mut n, c, "EXEC");
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "SET one 1");
+        run(&mut n, c, "EXEC");
+        run(&mut n, c, "SET t v EX 100");
+        run(&mut n, c, "SELECT 3");
+        run(&mut n, c, "DEL nothing");
+        run(&mut n, c, "SET in3 x");
+        let at = n.now() + 100_000;
+        assert_eq!(
+            stream(&mut n, r),
+            [
+                "select 0".to_owned(),
+                "set a 1".into(),
+                "multi".into(),
+                "set b 2".into(),
+                "incr b".into(),
+                "exec".into(),
+                "set one 1".into(),
+                format!("set t v pxat {at}"),
+                "select 3".into(),
+                "set in3 x".into(),
+            ]
+        );
+        n.disconnect(r);
+        run(&mut n, c, "SET after 1");
+        assert!(stream(&mut n, r).is_empty(), "a closed replica gets nothing");
+    }
+
+    #[test]
+    fn a_script_s_writes_are_one_transaction_and_an_expired_key_a_del() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, r) = (ConnId(1), ConnId(2));
+        run(&mut n, c, "DEBUG SET-ACTIVE-EXPIRE 0");
+        run(&mut n, c, "SET gone v PX 1");
+        n.advance(5);
+        run(&mut n, r, "SYNC");
+        run(&mut n, c, "EVAL redis.call('SET','x','1');redis.call('INCR','x') 0");
+        run(&mut n, c, "GET gone");
+        assert_eq!(
+            stream(&mut n, r),
+            ["select 0", "multi", "set x 1", "incr x", "exec", "del gone"]
+        );
+    }
+
+    #[test]
+    fn min_replicas_to_write_refuses_an_exec_that_queued_a_write() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, other) = (ConnId(1), ConnId(2));
+        run(&mut n, c, "SET xx 1");
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "INCR xx");
+        run(&mut n, other, "CONFIG SET min-replicas-to-write 2");
+        assert_eq!(
+            run(&mut n, c, "EXEC"),
+            Reply::error("EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.")
+        );
+        assert_eq!(run(&mut n, c, "GET xx"), Reply::Bulk(b"1".to_vec()));
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "GET xx");
+        assert_eq!(run(&mut n, c, "EXEC"), Reply::Array(vec![Reply::Bulk(b"1".to_vec())]));
+    }
+}
