@@ -219,9 +219,29 @@ fn the_reductions_never_change_a_verdict() {
                     max_steps: 60,
                     ..Spec::default()
                 };
-                let verdicts: Vec<(bool, Option<Invariant>, Option<u64>)> = all
+                // With one fault there is no commuting pair of faults for
+                // sleep sets to cut: a combination that differs from an
+                // earlier one only in them is the same search, run once.
+                let mut runs: Vec<(Reductions, bool)> = Vec::new();
+                for &(r, model) in &all {
+                    let same = |(o, m): &(Reductions, bool)| {
+                        *m == model
+                            && Reductions {
+                                sleep_sets: r.sleep_sets,
+                                ..*o
+                            } == r
+                    };
+                    let wanted = if *faults == 1 {
+                        !runs.iter().any(same)
+                    } else {
+                        r.fingerprints && r.tails
+                    };
+                    if wanted {
+                        runs.push((r, model));
+                    }
+                }
+                let verdicts: Vec<(bool, Option<Invariant>, Option<u64>)> = runs
                     .iter()
-                    .filter(|(r, _)| *faults == 1 || (r.fingerprints && r.tails))
                     .map(|(r, model)| {
                         let mut b = Bfs::with_model(&spec, 1, *r, Limits::default(), *model).expect("search");
                         b.run();

@@ -232,6 +232,8 @@ pub enum Text {
     ExploreHoldersCol,
     ExploreHolds,
     ExploreBroken,
+    TimelineStepsOk,
+    TimelineStepsBad,
 }
 
 impl Text {
@@ -510,6 +512,8 @@ impl Text {
             Text::ExploreHoldersCol => ("认为持有锁", "believes it holds"),
             Text::ExploreHolds => ("成立", "holds"),
             Text::ExploreBroken => ("被破坏", "broken"),
+            Text::TimelineStepsOk => ("时间轴上的每一步：所有不变量成立", "each step on the time axis: every invariant holds"),
+            Text::TimelineStepsBad => ("有不变量被破坏（指向圆点看每个不变量）", "an invariant is broken (point at a dot for each one)"),
             Text::OutcomeHidden => ("面试模式：结论在最后一步之后显示。", "Interview mode: the outcome is shown after the last step."),
             Text::TimelinePan => ("时间线：放大后可拖动或用 Shift+←/→ 平移", "timeline: when zoomed in, drag or use Shift+←/→ to pan"),
         };

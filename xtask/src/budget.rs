@@ -66,8 +66,9 @@ pub(crate) const TARGET: usize = 400_000;
 /// runs scripts too): 504,868, so 505,000. The per-step invariant marks
 /// on the counterexample's timeline (issue 44, item 3: the SVG layer,
 /// core's `broken_by_step`, the tooltips) made it 507,936 (+3,068), so
-/// 508,000.
-pub(crate) const CEILING: usize = 508_000;
+/// 508,000; their key under the timeline (two sentences in en and zh, the
+/// paragraph) 508,303, so 508,400.
+pub(crate) const CEILING: usize = 508_400;
 
 // A ceiling under the target would make the target meaningless.
 const _: () = assert!(TARGET <= CEILING);

@@ -91,18 +91,20 @@ fn bench_line(l: &Line) -> (String, Measured) {
     )
 }
 
-/// "12.3x", or "at least 12.3x" when the search without the reduction
-/// did not end within its budget.
-fn factor(without: Measured, with: u64) -> String {
-    ratio(without.stored, without.ended, with)
+/// "12.3x"; "at least 12.3x" when the search without the reduction did
+/// not end within its budget (it would have stored more); no figure when
+/// the search with it did not end either, since two searches cut short
+/// say nothing about each other's size.
+fn factor(without: Measured, with: Measured) -> String {
+    ratio((without.stored, without.ended), (with.stored, with.ended))
 }
 
-fn ratio(without: u64, ended: bool, with: u64) -> String {
+fn ratio((without, without_ended): (u64, bool), (with, with_ended): (u64, bool)) -> String {
     let r = without as f64 / with.max(1) as f64;
-    if ended {
-        format!("{r:.1}x")
-    } else {
-        format!("at least {r:.1}x (not exhausted)")
+    match (without_ended, with_ended) {
+        (true, true) => format!("{r:.1}x"),
+        (false, true) => format!("at least {r:.1}x (not exhausted without it)"),
+        (_, false) => "no figure (not exhausted with it)".to_owned(),
     }
 }
 
@@ -185,8 +187,8 @@ fn three_clients(three: &Spec, cpu: f64) -> String {
     out.push_str(&line("the same bound without symmetry", all, true, 60.0).0);
     out.push_str(&format!(
         "  states stored, without / with: deterministic tails {}; every reduction {}\n",
-        factor(without_tails, with.stored),
-        factor(fp_only, with.stored)
+        factor(without_tails, with),
+        factor(fp_only, with)
     ));
     out
 }
@@ -278,7 +280,7 @@ fn reductions_table(d06: &Spec, cpu: f64) -> String {
         out.push_str(&text);
         factors.push(format!(
             "{name} {}",
-            ratio(base.stored, base.ended && m.ended, m.stored)
+            ratio((base.stored, base.ended), (m.stored, m.ended))
         ));
         if name == "fingerprints" {
             fp_alone = m;
@@ -292,10 +294,7 @@ fn reductions_table(d06: &Spec, cpu: f64) -> String {
         },
     );
     out.push_str(&text);
-    factors.push(format!(
-        "symmetry {} against fingerprints alone",
-        factor(fp_alone, m.stored)
-    ));
+    factors.push(format!("symmetry {} against fingerprints alone", factor(fp_alone, m)));
     out.push_str(&format!(
         "  each alone (states stored, none / it): {}\n",
         factors.join(", ")
@@ -336,18 +335,18 @@ fn reductions_table(d06: &Spec, cpu: f64) -> String {
     for (name, r) in without {
         let (text, m) = line(&format!("without {name}"), r);
         out.push_str(&text);
-        factors.push(format!("{name} {}", factor(m, with.stored)));
+        factors.push(format!("{name} {}", factor(m, with)));
         if name == "sleep sets" {
             factors.push(format!(
                 "(sleep sets: transitions {})",
-                ratio(m.transitions, m.ended, with.transitions)
+                ratio((m.transitions, m.ended), (with.transitions, with.ended))
             ));
         }
     }
     out.push_str(&format!(
         "  each left out (states stored without it / with all): {}; all together against none {}\n",
         factors.join(", "),
-        factor(tree, with.stored)
+        factor(tree, with)
     ));
     out
 }

@@ -253,6 +253,12 @@ pub fn timeline() -> Html {
                 }
             </svg>
             </div>
+            if !checks.is_empty() {
+                <p class="step-marks-key" data-testid="timeline-steps-key">
+                    <span class="step-dot ok"></span>{ Text::TimelineStepsOk.get(lang) }
+                    <span class="step-dot bad"></span>{ Text::TimelineStepsBad.get(lang) }
+                </p>
+            }
         </section>
     }
 }

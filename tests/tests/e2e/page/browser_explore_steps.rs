@@ -99,8 +99,10 @@ async fn a_counterexample_on_the_timeline_marks_each_step() {
             "no marks before the counterexample plays"
         );
         click(&c, "[data-testid=explore-play]").await;
+        // The counterexample opens at its first step, before any event: the
+        // timeline is there, its marks come as steps are played.
         eventually("the counterexample on the timeline", || async {
-            c.find(Locator::Css("[data-testid=timeline-step]")).await.ok()
+            c.find(Locator::Css("[data-testid=timeline]")).await.ok()
         })
         .await;
         click(&c, "[data-testid=end]").await;
@@ -127,6 +129,18 @@ async fn a_counterexample_on_the_timeline_marks_each_step() {
             "{}",
             marks[first_bad].3
         );
+        let key = js(
+            &c,
+            "const k = document.querySelector('[data-testid=timeline-steps-key]'); return k ? k.textContent : ''",
+        )
+        .await;
+        let key = key.as_str().unwrap_or_default();
+        let holds = if lang == "zh" {
+            "所有不变量成立"
+        } else {
+            "every invariant holds"
+        };
+        assert!(key.contains(holds), "the marks' key under the timeline: {key:?}");
         let steps: Vec<u64> = marks.iter().filter_map(|m| m.0.parse().ok()).collect();
         assert!(steps.windows(2).all(|w| w[0] < w[1]), "in step order: {steps:?}");
         println!(
