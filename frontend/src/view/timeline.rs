@@ -253,13 +253,22 @@ pub fn timeline() -> Html {
                 }
             </svg>
             </div>
-            if !checks.is_empty() {
-                <p class="step-marks-key" data-testid="timeline-steps-key">
-                    <span class="step-dot ok"></span>{ Text::TimelineStepsOk.get(lang) }
-                    <span class="step-dot bad"></span>{ Text::TimelineStepsBad.get(lang) }
-                </p>
-            }
+            { steps_key(!checks.is_empty(), lang) }
         </section>
+    }
+}
+
+/// What the counterexample's step marks mean, under the timeline (the SVG
+/// legend is core's layout, shared with the exported picture).
+fn steps_key(shown: bool, lang: crate::i18n::Lang) -> Html {
+    if !shown {
+        return Html::default();
+    }
+    html! {
+        <p class="step-marks-key" data-testid="timeline-steps-key">
+            <span class="step-dot ok"></span>{ Text::TimelineStepsOk.get(lang) }
+            <span class="step-dot bad"></span>{ Text::TimelineStepsBad.get(lang) }
+        </p>
     }
 }
 
