@@ -151,6 +151,9 @@ fn honoured(name: &str) -> Option<Kind> {
         | "lazyfree-lazy-server-del"
         | "lazyfree-lazy-user-del"
         | "lazyfree-lazy-user-flush" => Kind::Bool,
+        // Whether DUMP, the RDB a replica gets and DEBUG OBJECT's
+        // `serializedlength` LZF-compress strings (`rdbSaveRawString`).
+        "rdbcompression" => Kind::Bool,
         // Replication and persistence (config.c's bounds). A node with no
         // replicas of its own and no disk takes them as redis-server does and
         // reports them; `min-replicas-to-write` / `-max-lag` refuse writes
@@ -397,6 +400,11 @@ impl Config {
     /// `maxmemory` in bytes; 0 is no limit.
     pub fn maxmemory(&self) -> u64 {
         self.maxmemory
+    }
+
+    /// `rdbcompression`: LZF-compress the strings of an RDB or a DUMP.
+    pub fn rdb_compression(&self) -> bool {
+        self.text("rdbcompression") == "yes"
     }
 
     /// `maxmemory-policy`: one of [`MAXMEMORY_POLICIES`].

@@ -166,6 +166,11 @@ pub trait ScriptHost {
         let _ = (allow_oom, deny_oom);
         Ok(())
     }
+
+    /// `rdbcompression`, which `FUNCTION DUMP` follows as rdb.c does.
+    fn rdb_compression(&self) -> bool {
+        true
+    }
 }
 
 /// Counters behind `INFO stats`.
@@ -1642,6 +1647,10 @@ impl ScriptHost for Engine {
             }
         }
         reply
+    }
+
+    fn rdb_compression(&self) -> bool {
+        self.config.rdb_compression()
     }
 
     fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {

@@ -141,17 +141,26 @@ fn sampled(sizes: impl Iterator<Item = usize>, samples: usize, count: usize) -> 
 }
 
 /// Quicklist nodes as `_quicklistNodeAllowInsert` fills them (pushing at
-/// the tail): each node's listpack bytes.
-pub(crate) fn quicklist_nodes<'a>(items: impl Iterator<Item = &'a Vec<u8>>) -> Vec<usize> {
-    let mut nodes: Vec<usize> = Vec::new();
+/// the tail): each node's element count and listpack bytes. DEBUG OBJECT,
+/// MEMORY USAGE and the RDB/DUMP writer (one listpack per node) read it.
+pub(crate) fn quicklist_layout<'a>(items: impl Iterator<Item = &'a Vec<u8>>) -> Vec<(usize, usize)> {
+    let mut nodes: Vec<(usize, usize)> = Vec::new();
     for v in items {
         let add = lp_entry_total(v);
         match nodes.last_mut() {
-            Some(sz) if *sz + v.len() + SIZE_ESTIMATE_OVERHEAD <= NODE_LIMIT => *sz += add,
-            _ => nodes.push(7 + add),
+            Some((count, sz)) if *sz + v.len() + SIZE_ESTIMATE_OVERHEAD <= NODE_LIMIT => {
+                *count += 1;
+                *sz += add;
+            }
+            _ => nodes.push((1, 7 + add)),
         }
     }
     nodes
+}
+
+/// [`quicklist_layout`]'s listpack bytes per node.
+pub(crate) fn quicklist_nodes<'a>(items: impl Iterator<Item = &'a Vec<u8>>) -> Vec<usize> {
+    quicklist_layout(items).into_iter().map(|(_, bytes)| bytes).collect()
 }
 
 /// `memoryCommand`'s `MEMORY USAGE key [SAMPLES n]` (`samples` 0 is all).

@@ -118,7 +118,7 @@ pub(crate) fn sync(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::error("ERR Command not allowed inside a transaction");
     }
     let psync = argv[0].eq_ignore_ascii_case(b"psync");
-    let file = rdb_file(cx.e.dbs(), cx.e.now());
+    let file = rdb_file(cx.e.dbs(), cx.e.now(), cx.e.config.rdb_compression());
     cx.e.repl.conns.insert(conn);
     cx.e.repl.seldb = None;
     let Some(mut out) = cx.e.encoded.lend() else {
@@ -138,7 +138,7 @@ pub(crate) fn sync(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// database as `SELECTDB` + `RESIZEDB` and its keys (an `EXPIRETIME_MS`
 /// before a key with a deadline, then the type, the key and the value as
 /// DUMP writes them), `EOF` and the CRC-64 of it all.
-pub(crate) fn rdb_file(dbs: &[Db], now_ms: u64) -> Vec<u8> {
+pub(crate) fn rdb_file(dbs: &[Db], now_ms: u64, compress: bool) -> Vec<u8> {
     const AUX: u8 = 0xFA;
     const RESIZEDB: u8 = 0xFB;
     const EXPIRETIME_MS: u8 = 0xFC;
@@ -154,8 +154,8 @@ pub(crate) fn rdb_file(dbs: &[Db], now_ms: u64) -> Vec<u8> {
         ("aof-base", "0"),
     ] {
         out.push(AUX);
-        rdb::push_string(&mut out, k.as_bytes());
-        rdb::push_string(&mut out, v.as_bytes());
+        rdb::push_string(&mut out, k.as_bytes(), compress);
+        rdb::push_string(&mut out, v.as_bytes(), compress);
     }
     for (i, db) in dbs.iter().enumerate().filter(|(_, db)| !db.is_empty()) {
         out.push(SELECTDB);
@@ -168,9 +168,9 @@ pub(crate) fn rdb_file(dbs: &[Db], now_ms: u64) -> Vec<u8> {
                 out.push(EXPIRETIME_MS);
                 out.extend_from_slice(&at.to_le_bytes());
             }
-            let value = rdb::dump_value(&entry.value);
+            let value = rdb::dump_value(&entry.value, compress);
             out.push(value[0]);
-            rdb::push_string(&mut out, key);
+            rdb::push_string(&mut out, key, compress);
             out.extend_from_slice(&value[1..]);
         }
     }

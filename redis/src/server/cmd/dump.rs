@@ -9,9 +9,10 @@ use crate::server::{rdb, Ctx};
 
 /// `DUMP key`: the payload, or nil for a missing key.
 pub(crate) fn dump(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let compress = cx.e.config.rdb_compression();
     match cx.e.lookup_read(cx.db, &argv[1]) {
         None => Reply::Nil,
-        Some(entry) => Reply::Bulk(rdb::seal(rdb::dump_value(&entry.value))),
+        Some(entry) => Reply::Bulk(rdb::seal(rdb::dump_value(&entry.value, compress))),
     }
 }
 

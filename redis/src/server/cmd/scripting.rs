@@ -244,7 +244,7 @@ pub(crate) fn script(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<
 
 /// `FUNCTION LOAD|DELETE|LIST|FLUSH|STATS|KILL|HELP|DUMP|RESTORE`.
 // long: FUNCTION's subcommands, one arm each
-pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
+pub(crate) fn function(s: &mut Scripting, host: &mut dyn ScriptHost, argv: &[Vec<u8>]) -> Reply {
     const SUBS: &[(&str, i64)] = &[
         ("delete", 3),
         ("dump", 2),
@@ -318,7 +318,7 @@ pub(crate) fn function(s: &mut Scripting, _host: &mut dyn ScriptHost, argv: &[Ve
         "stats" => s.function_stats(),
         "kill" => Reply::error("NOTBUSY No scripts in execution right now."),
         "help" => help(&argv[0], FUNCTION_HELP),
-        "dump" => s.function_dump(),
+        "dump" => s.function_dump(host.rdb_compression()),
         "restore" => {
             if argv.len() > 4 {
                 return syntax_error(argv);

@@ -145,9 +145,8 @@ pub(crate) fn debug(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// prints it. `dictFind`, not `lookupKey`: a logically expired key is still
 /// shown. The encoding is `OBJECT ENCODING`'s; `serializedlength` is
 /// `rdbSavedObjectLen`, the value as `rdbSaveObject` writes it, which is
-/// DUMP's payload without its type byte and footer (the simulator does not
-/// LZF-compress strings over 20 bytes, so such a value's length is its
-/// uncompressed one). The simulator keeps no object addresses or access
+/// DUMP's payload without its type byte and footer (strings over 20 bytes
+/// LZF-compressed under `rdbcompression yes`, as there). The simulator keeps no object addresses or access
 /// times: the address is made up from the key, `lru` is the LRU clock now
 /// (`LRU_CLOCK`, seconds in 24 bits) and the idle time 0. A quicklist adds
 /// its nodes as `_quicklistNodeAllowInsert` fills them.
@@ -168,7 +167,7 @@ fn debug_object(cx: &mut Ctx<'_>, key: &[u8]) -> Reply {
         }
         _ => 1,
     };
-    let serialized = crate::server::rdb::dump_value(&entry.value).len() - 1;
+    let serialized = crate::server::rdb::dump_value(&entry.value, cx.e.config.rdb_compression()).len() - 1;
     let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });

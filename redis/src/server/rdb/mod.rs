@@ -40,8 +40,6 @@ pub(crate) const OPCODE_FUNCTION2: u8 = 245;
 /// quicklist.h's container kinds in a `QUICKLIST_2` node.
 const CONTAINER_PLAIN: u64 = 1;
 const CONTAINER_PACKED: u64 = 2;
-/// `list-max-listpack-size -2`: 8 KB per quicklist node.
-const LIST_NODE_BYTES: usize = 8192;
 
 /// Append the version and checksum footer.
 pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
@@ -78,12 +76,16 @@ pub(crate) fn push_len(out: &mut Vec<u8>, n: u64) {
     }
 }
 
-/// `rdbSaveRawString` without compression: an integer that round-trips
-/// (`rdbTryIntegerEncoding`, up to 11 bytes) as `RDB_ENC_INT8/16/32`,
-/// anything else as length and bytes. (redis-server also LZF-compresses
-/// strings over 20 bytes; the simulator leaves them plain, which every
-/// RDB reader accepts.)
-pub(crate) fn push_string(out: &mut Vec<u8>, s: &[u8]) {
+/// `RDB_ENCVAL << 6 | RDB_ENC_LZF`: an LZF-compressed string follows.
+const ENC_LZF: u8 = 0xC3;
+
+/// `rdbSaveRawString`: an integer that round-trips (`rdbTryIntegerEncoding`,
+/// up to 11 bytes) as `RDB_ENC_INT8/16/32`; with `compress`
+/// (`rdbcompression yes`) a string over 20 bytes that LZF shrinks by at
+/// least four bytes as `rdbSaveLzfStringObject` writes it (the encoding,
+/// the compressed and the original length, the bytes); anything else as
+/// length and bytes.
+pub(crate) fn push_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     if s.len() <= 11 {
         if let Some(v) = super::cmd::parse_i64(s) {
             if let Ok(v) = i8::try_from(v) {
@@ -102,6 +104,15 @@ pub(crate) fn push_string(out: &mut Vec<u8>, s: &[u8]) {
             }
         }
     }
+    if compress && s.len() > 20 {
+        if let Some(packed) = lzf::compress(s, s.len() - 4) {
+            out.push(ENC_LZF);
+            push_len(out, packed.len() as u64);
+            push_len(out, s.len() as u64);
+            out.extend_from_slice(&packed);
+            return;
+        }
+    }
     push_len(out, s.len() as u64);
     out.extend_from_slice(s);
 }
@@ -116,52 +127,46 @@ fn listpack_score(score: f64) -> Vec<u8> {
 }
 
 /// The payload body for one value: type byte and object (`rdbSaveObject`),
-/// with the encoding OBJECT ENCODING reports for it.
-pub(crate) fn dump_value(value: &Value) -> Vec<u8> {
+/// with the encoding OBJECT ENCODING reports for it; strings LZF-compressed
+/// when `compress` (`rdbcompression`).
+pub(crate) fn dump_value(value: &Value, compress: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let encoding = super::cmd::keys::encoding(value);
     match value {
         Value::Str(s) => {
             out.push(TYPE_STRING);
-            push_string(&mut out, s);
+            push_string(&mut out, s, compress);
         }
         Value::List(l) => {
+            // One listpack per quicklist node, split where
+            // `_quicklistNodeAllowInsert` splits a list pushed at its tail.
             out.push(TYPE_LIST_QUICKLIST_2);
-            let mut nodes: Vec<Vec<&[u8]>> = vec![Vec::new()];
-            let mut bytes = 0;
-            for item in l {
-                if bytes + item.len() > LIST_NODE_BYTES && !nodes.last().is_some_and(Vec::is_empty) {
-                    nodes.push(Vec::new());
-                    bytes = 0;
-                }
-                bytes += item.len() + 2;
-                if let Some(n) = nodes.last_mut() {
-                    n.push(item);
-                }
-            }
-            push_len(&mut out, nodes.len() as u64);
-            for node in nodes {
+            let layout = super::objsize::quicklist_layout(l.into_iter());
+            push_len(&mut out, layout.len() as u64);
+            let mut items = l.into_iter();
+            for (count, _) in layout {
+                let node: Vec<&[u8]> = items.by_ref().take(count).map(Vec::as_slice).collect();
                 push_len(&mut out, CONTAINER_PACKED);
-                push_string(&mut out, &listpack::encode(node));
+                push_string(&mut out, &listpack::encode(node), compress);
             }
         }
         Value::Set(s) if encoding == "intset" => {
             out.push(TYPE_SET_INTSET);
             let members: Vec<i64> = s.iter().filter_map(|m| super::cmd::parse_i64(m)).collect();
-            push_string(&mut out, &listpack::encode_intset(&members));
+            push_string(&mut out, &listpack::encode_intset(&members), compress);
         }
         Value::Set(s) => {
             out.push(TYPE_SET);
             push_len(&mut out, s.len() as u64);
             for m in s {
-                push_string(&mut out, m);
+                push_string(&mut out, m, compress);
             }
         }
         Value::ZSet(z) if encoding == "listpack" => {
             out.push(TYPE_ZSET_LISTPACK);
             let scores: Vec<(Vec<u8>, Vec<u8>)> = z.iter().map(|(m, s)| (m.to_vec(), listpack_score(s))).collect();
             let lp = listpack::encode(scores.iter().flat_map(|(m, s)| [m.as_slice(), s.as_slice()]));
-            push_string(&mut out, &lp);
+            push_string(&mut out, &lp, compress);
         }
         Value::ZSet(z) => {
             // rdbSaveObject writes a skiplist from its tail, so that loading
@@ -169,21 +174,21 @@ pub(crate) fn dump_value(value: &Value) -> Vec<u8> {
             out.push(TYPE_ZSET_2);
             push_len(&mut out, z.len() as u64);
             for (m, s) in z.iter().rev() {
-                push_string(&mut out, m);
+                push_string(&mut out, m, compress);
                 out.extend_from_slice(&s.to_le_bytes());
             }
         }
         Value::Hash(h) if encoding == "listpack" => {
             out.push(TYPE_HASH_LISTPACK);
             let lp = listpack::encode(h.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()]));
-            push_string(&mut out, &lp);
+            push_string(&mut out, &lp, compress);
         }
         Value::Hash(h) => {
             out.push(TYPE_HASH);
             push_len(&mut out, h.len() as u64);
             for (f, v) in h {
-                push_string(&mut out, f);
-                push_string(&mut out, v);
+                push_string(&mut out, f, compress);
+                push_string(&mut out, v, compress);
             }
         }
     }
@@ -417,7 +422,7 @@ mod tests {
             v,
             Value::Hash(Hash::from_pairs(vec![(b"a".to_vec(), b"1".to_vec())], &lim))
         );
-        assert_eq!(seal(dump_value(&v)), hash.to_vec());
+        assert_eq!(seal(dump_value(&v, true)), hash.to_vec());
         let mut bad = hash.to_vec();
         bad[3] ^= 1;
         assert_eq!(verify(&bad), None);
@@ -451,7 +456,7 @@ mod tests {
             )),
         ];
         for v in values {
-            let payload = seal(dump_value(&v));
+            let payload = seal(dump_value(&v, true));
             assert_eq!(load_value(verify(&payload).expect("footer"), &lim), Some(v));
         }
     }

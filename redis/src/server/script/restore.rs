@@ -19,12 +19,13 @@ pub enum RestorePolicy {
 }
 
 impl Scripting {
-    /// `FUNCTION DUMP`: the payload (libraries by name).
-    pub fn function_dump(&self) -> Reply {
+    /// `FUNCTION DUMP`: the payload (libraries by name; their code
+    /// LZF-compressed when `compress`, `rdbcompression`).
+    pub fn function_dump(&self, compress: bool) -> Reply {
         let mut body = Vec::new();
         for lib in self.libraries.values() {
             body.push(rdb::OPCODE_FUNCTION2);
-            rdb::push_string(&mut body, &lib.code);
+            rdb::push_string(&mut body, &lib.code, compress);
         }
         Reply::Bulk(rdb::seal(body))
     }
