@@ -379,6 +379,50 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
     assert!(b.verdict().starts_with("not exhausted within the limit"));
 }
 
+/// A hostile design whose release loops for ever only once its lock is
+/// gone, which only a fault brings about: the fault-free probe of the
+/// sampling explorer passes it, and the breadth-first search ends at the
+/// first schedule that reaches the loop, not exhausted and saying which
+/// script was stopped, instead of spending an instruction budget on every
+/// schedule that reaches it (or calling the design "held").
+#[test]
+fn a_script_that_runs_away_only_after_a_fault_ends_the_search_not_exhausted() {
+    let text = r#"
+name = "runaway once the lock is gone"
+fencing = true
+
+[scripts]
+acquire = """
+return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+"""
+release = """
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+    while true do end
+end
+return redis.call("DEL", KEYS[1])
+"""
+"#;
+    let spec = designs::parse(text).expect("compiles");
+    locklab_core::explore::Explorer::new(&spec).expect("the fault-free run finishes");
+    let b = search(&spec, Reductions::default(), Limits::default());
+    assert_eq!(b.status(), Status::NotExhausted);
+    let (role, reply) = b.stopped_script().expect("a stopped script");
+    assert_eq!(role, "release");
+    assert!(reply.contains("runaway script"), "{reply}");
+    let v = b.verdict();
+    assert!(
+        v.starts_with(
+            "not exhausted: on one schedule the release script was stopped ((error) ERR Error running script"
+        ),
+        "{v}"
+    );
+    assert!(!v.contains("held"), "{v}");
+    assert!(b
+        .verdict_zh()
+        .starts_with("未穷尽：在某个调度上 release 脚本被模拟器停止"));
+    assert!(b.stats().states < 10_000, "{:?}", b.stats());
+}
+
 /// Two worlds that differ only in a node's `math.random` state: a script
 /// that draws from it answers differently in each, so the search must not
 /// take one for the other (the fingerprint left the generator out before).

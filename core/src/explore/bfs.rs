@@ -300,6 +300,11 @@ pub struct Bfs {
     /// with the sleep-set reduction off.
     independent: Option<Vec<u64>>,
     asleep: sleep::Asleep,
+    /// A script the simulator had to stop on some schedule (a loop only a
+    /// fault reaches, say): the search ends there, not exhausted, saying
+    /// which (its role and the stopped `EVAL`'s reply), rather than spend
+    /// an instruction budget on every schedule that reaches it.
+    stopped: Option<(&'static str, String)>,
 }
 
 /// Mix the faults used into a world's fingerprint.
@@ -392,6 +397,7 @@ impl Bfs {
             expanding: false,
             independent: None,
             asleep: sleep::Asleep::default(),
+            stopped: None,
         };
         if reductions.sleep_sets {
             bfs.independent = sleep::masks(&bfs.options, reductions.pause_at_input);
@@ -487,6 +493,9 @@ impl Bfs {
             k += 1;
             self.stats.transitions += 1;
             self.stats.tail_states += 1;
+            if self.script_stopped(&w) {
+                return;
+            }
             w.forget_trace();
             if w.first_violation_step().is_some() {
                 let invariant = w.violations().first().map_or(Invariant::Overlap, |v| v.invariant);
@@ -497,6 +506,24 @@ impl Bfs {
                 return;
             }
         }
+    }
+
+    /// Did the step that made `w` (its trace since the last
+    /// `forget_trace`) have a script stopped? Then the search ends, not
+    /// exhausted, with the reason kept for the verdict.
+    fn script_stopped(&mut self, w: &World) -> bool {
+        let Err(ExploreError::ScriptStopped { role, reply }) = super::stopped_script(&self.spec, w.trace()) else {
+            return false;
+        };
+        self.stopped = Some((role, reply));
+        self.status = Status::NotExhausted;
+        true
+    }
+
+    /// The script the simulator had to stop, if one ended the search: its
+    /// role in the design and the stopped `EVAL`'s reply.
+    pub fn stopped_script(&self) -> Option<(&'static str, &str)> {
+        self.stopped.as_ref().map(|(role, reply)| (*role, reply.as_str()))
     }
 
     /// A world's fingerprint, up to renaming clients with the symmetry
@@ -579,6 +606,9 @@ impl Bfs {
             if let sleep::Revisit::Expand { missed, sleep } = revisit {
                 self.expand_again(w, fp, parent, choice, faults, (missed, sleep));
             }
+            return;
+        }
+        if self.script_stopped(&w) {
             return;
         }
         let mut w = w;

@@ -86,6 +86,18 @@ impl Bfs {
                 "违反 {}：{bounds} 内的一个最短反例；在 {states} 个不同状态后找到",
                 invariant.name()
             ),
+            (Status::NotExhausted, false) if self.stopped.is_some() => {
+                let (role, reply) = self.stopped.as_ref().map_or(("lock", ""), |(r, t)| (*r, t.as_str()));
+                format!(
+                    "not exhausted: on one schedule the {role} script was stopped ({reply}); explored {states} states (depth {depth}); no verdict on {bounds}"
+                )
+            }
+            (Status::NotExhausted, true) if self.stopped.is_some() => {
+                let (role, reply) = self.stopped.as_ref().map_or(("lock", ""), |(r, t)| (*r, t.as_str()));
+                format!(
+                    "未穷尽：在某个调度上 {role} 脚本被模拟器停止（{reply}）；探索了 {states} 个状态（深度 {depth}）；对 {bounds} 不下结论"
+                )
+            }
             (Status::NotExhausted | Status::Running, false) => format!(
                 "not exhausted within the limit: explored {states} states, the frontier was {frontier} (depth {depth}); no verdict on {bounds}"
             ),
