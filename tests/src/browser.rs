@@ -153,6 +153,11 @@ where
     }
 }
 
+/// The first `css` element's attribute `name`, if both are there.
+pub async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
+}
+
 pub async fn text(c: &Client, css: &str) -> Option<String> {
     c.find(Locator::Css(css)).await.ok()?.text().await.ok()
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use fantoccini::actions::{InputSource, KeyAction, KeyActions, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
-use locklab_tests::browser::{self as harness, browser, js, require_dist, screenshot, text, viewport, Backend};
+use locklab_tests::browser::{self as harness, attr, browser, js, require_dist, screenshot, text, viewport, Backend};
 use serde_json::{json, Value};
 
 /// How many times the page fetched the engine module (the simulator).
@@ -1466,10 +1466,6 @@ async fn a_simulator_that_does_not_load_says_so() {
     drop(driver);
     drop(backend);
     let _ = std::fs::remove_dir_all(&broken);
-}
-
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
 
 async fn click(c: &Client, css: &str) {

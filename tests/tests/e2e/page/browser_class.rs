@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use fantoccini::{Client, Locator};
 use locklab_tests::browser::{
-    self as harness, browser, free_port, js, require_dist, screenshot, text, viewport, Backend,
+    self as harness, attr, browser, free_port, js, require_dist, screenshot, text, viewport, Backend,
 };
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -29,10 +29,6 @@ where
     Fut: Future<Output = Option<T>>,
 {
     harness::eventually(WAIT, what, probe).await
-}
-
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
 
 async fn attr_becomes(c: &Client, what: &str, css: &str, name: &str, want: &str) {

@@ -16,7 +16,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use locklab_tests::browser::{self as harness, browser, js, require_dist, root, screenshot, text, viewport, Backend};
+use locklab_tests::browser::{
+    self as harness, attr, browser, js, require_dist, root, screenshot, text, viewport, Backend,
+};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -40,17 +42,13 @@ fn cli_result(file: &str) -> String {
     out.lines().last().unwrap_or_default().to_owned()
 }
 
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
-}
-
 async fn status(c: &Client) -> String {
     attr(c, "[data-testid=explore]", "data-status")
         .await
         .unwrap_or_default()
 }
 
-async fn wait_status(c: &Client, want: &[&str]) -> String {
+pub(super) async fn wait_status(c: &Client, want: &[&str]) -> String {
     eventually(&format!("the explore screen to be {want:?}"), || async {
         let s = status(c).await;
         want.contains(&s.as_str()).then_some(s)
@@ -58,11 +56,11 @@ async fn wait_status(c: &Client, want: &[&str]) -> String {
     .await
 }
 
-async fn click(c: &Client, css: &str) {
+pub(super) async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
 }
 
-async fn select_design(c: &Client, index: usize) {
+pub(super) async fn select_design(c: &Client, index: usize) {
     let js_select = format!(
         "const s = document.querySelector('[data-testid=explore-design]'); s.value = '{index}'; \
          s.dispatchEvent(new Event('change', {{ bubbles: true }})); return s.value;"

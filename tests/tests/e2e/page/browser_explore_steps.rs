@@ -11,7 +11,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use locklab_tests::browser::{self as harness, browser, js, require_dist, screenshot, viewport, Backend};
+
+use super::browser_explore::{click, select_design, wait_status};
+use locklab_tests::browser::{self as harness, attr, browser, js, require_dist, screenshot, viewport, Backend};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -21,32 +23,6 @@ where
     Fut: Future<Output = Option<T>>,
 {
     harness::eventually(WAIT, what, probe).await
-}
-
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
-}
-
-async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
-}
-
-async fn wait_done(c: &Client) {
-    eventually("the search to end", || async {
-        (attr(c, "[data-testid=explore]", "data-status").await? == "done").then_some(())
-    })
-    .await;
-}
-
-async fn select_design(c: &Client, index: usize) {
-    js(
-        c,
-        &format!(
-            "const s = document.querySelector('[data-testid=explore-design]'); s.value = '{index}'; \
-             s.dispatchEvent(new Event('change', {{ bubbles: true }})); return 1"
-        ),
-    )
-    .await;
 }
 
 /// Open the explore screen in `lang`, breadth-first.
@@ -85,7 +61,7 @@ async fn a_counterexample_on_the_timeline_marks_each_step() {
         open_exhaustive(&c, &base, lang).await;
         select_design(&c, 0).await;
         click(&c, "[data-testid=explore-run]").await;
-        wait_done(&c).await;
+        wait_status(&c, &["done"]).await;
         // The step table's verdict: what the first red mark must say.
         let table = js(
             &c,
@@ -191,7 +167,7 @@ async fn design_07s_shortest_counterexample_in_the_pages_worker() {
     let mut times = Vec::new();
     for _ in 0..3 {
         click(&c, "[data-testid=explore-run]").await;
-        wait_done(&c).await;
+        wait_status(&c, &["done"]).await;
         let result = attr(&c, "[data-testid=explore-result]", "data-result").await;
         assert_eq!(result.as_deref(), Some("violated"), "design 07 breaks");
         let line = attr(&c, "[data-testid=explore-result]", "data-explored")

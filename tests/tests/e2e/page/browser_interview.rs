@@ -20,7 +20,7 @@ use std::time::Duration;
 use fantoccini::{Client, Locator};
 use locklab_core::lesson::mock::Mock;
 use locklab_core::lesson::{builtin, Lesson};
-use locklab_tests::browser::{self as harness, browser, js, require_dist, screenshot, text, viewport, Backend};
+use locklab_tests::browser::{self as harness, attr, browser, js, require_dist, screenshot, text, viewport, Backend};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -38,10 +38,6 @@ fn lesson(id: &str) -> Lesson {
 
 async fn count(c: &Client, css: &str) -> usize {
     c.find_all(Locator::Css(css)).await.map_or(0, |v| v.len())
-}
-
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
 
 async fn click(c: &Client, css: &str) {

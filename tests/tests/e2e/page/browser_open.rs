@@ -28,7 +28,7 @@ use locklab_core::history::linear::Search;
 use locklab_core::history::{check, generate, Linearity};
 use locklab_core::observe::LockChange;
 use locklab_core::trace::EventKind;
-use locklab_tests::browser::{self as harness, browser, js, require_dist, screenshot, text, viewport, Backend};
+use locklab_tests::browser::{self as harness, attr, browser, js, require_dist, screenshot, text, viewport, Backend};
 use locklab_tests::monitor::capture_lesson;
 use locklab_tests::server::RedisServer;
 use serde_json::Value;
@@ -41,10 +41,6 @@ where
     Fut: Future<Output = Option<T>>,
 {
     harness::eventually(WAIT, what, probe).await
-}
-
-async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.attr(name).await.ok()?
 }
 
 /// Every `css` element's attribute `name`, in document order.
