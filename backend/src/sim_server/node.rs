@@ -458,6 +458,7 @@ impl NodeThread {
                     self.shared.shut_down();
                     stop = Stop::Shutdown;
                 }
+                After::Silent => {}
             }
             // `_addReplyToBufferOrList` checks the limit after each reply
             // (skipped while everything pending fits the static buffer).

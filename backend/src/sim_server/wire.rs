@@ -1,5 +1,6 @@
 //! The commands that belong to the connection, not to the data: `HELLO`,
-//! `AUTH`, `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `FLUSHDB`.
+//! `AUTH`, `CLIENT`, `SELECT`, `QUIT`, `RESET`, `COMMAND`, `FLUSHDB`,
+//! `REPLCONF`.
 //! (`CONFIG` is the node's, with the server's own `port`, `bind` and `dir`
 //! given to it at start.)
 //!
@@ -55,6 +56,8 @@ pub(crate) enum After {
     Block,
     /// `SHUTDOWN`: no reply; the server stops.
     Shutdown,
+    /// `REPLCONF ACK` / `GETACK`: no reply at all; carry on.
+    Silent,
 }
 
 /// What the node's thread sends a connection outside its own batches.
@@ -267,6 +270,15 @@ static WIRE: &[WireCommand] = &[
         handler: quit,
     },
     WireCommand {
+        name: "replconf",
+        arity: -1,
+        flags: &["admin", "noscript", "loading", "stale", "allow_busy"],
+        acl: &["@admin", "@slow", "@dangerous"],
+        subcommands: &[],
+        immediate_in_multi: false,
+        handler: replconf,
+    },
+    WireCommand {
         name: "reset",
         arity: 1,
         flags: &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
@@ -342,13 +354,17 @@ pub(crate) fn dispatch(st: &mut State, sess: &mut Session, env: &Env, now_ms: u6
         }
         let name = fullname(argv, st.node.profile());
         if !arity_ok(w.arity, argv.len()) {
-            st.node.count_host_command(&name, true, false);
+            st.node.count_host_command(&name, true, false, 0);
             return (wrong_args(w.name), After::Continue);
         }
+        // A wire command reads the node's clock too (`REPLCONF ACK`'s time).
+        st.node.set_time(now_ms);
+        let start = st.node.usec_now();
         let mut cx = Ctx { st, sess, env };
         let (reply, after) = (w.handler)(&mut cx, argv);
+        let usec = st.node.usec_now().saturating_sub(start);
         st.node
-            .count_host_command(&name, false, matches!(reply, Reply::Error(_)));
+            .count_host_command(&name, false, matches!(reply, Reply::Error(_)), usec);
         return (reply, after);
     }
     st.node.set_time(now_ms);
@@ -544,6 +560,58 @@ pub(crate) fn shutdown_flags(argv: &[Vec<u8>]) -> Result<bool, Reply> {
         return Err(Reply::error("ERR No shutdown in progress."));
     }
     Ok(nosave)
+}
+
+/// `REPLCONF option value ...` (replication.c `replconfCommand`, 7.0.15):
+/// what a replica tells its master during the handshake, checked pair by
+/// pair. `ACK offset` (counted only from a connection that attached with
+/// `SYNC`/`PSYNC`, for `min-replicas-to-write`) and `GETACK` are never
+/// answered: a replica reads nothing back for them.
+fn replconf(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
+    /// `NET_HOST_STR_LEN`.
+    const HOST_STR_LEN: usize = 256;
+    let error = |msg: String| (Reply::error(msg), After::Continue);
+    if argv.len() % 2 == 0 {
+        return (syntax_error(), After::Continue);
+    }
+    for pair in argv[1..].chunks(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        match text(option).to_ascii_lowercase().as_str() {
+            "listening-port" if string2ll(value).is_none() => {
+                return error("ERR value is not an integer or out of range".into())
+            }
+            "listening-port" | "capa" => {}
+            "ip-address" if value.len() >= HOST_STR_LEN => {
+                return error(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    value.len()
+                ))
+            }
+            "ip-address" => {}
+            "ack" => {
+                if let Some(offset) = string2ll(value).filter(|_| cx.st.node.is_replica(cx.sess.id)) {
+                    cx.st.node.replica_ack(cx.sess.id, offset.max(0) as u64);
+                }
+                return (Reply::Nil, After::Silent);
+            }
+            "getack" => return (Reply::Nil, After::Silent),
+            "rdb-only" => match string2ll(value) {
+                None => return error("ERR value is not an integer or out of range".into()),
+                Some(0 | 1) => {}
+                Some(_) => return error("ERR value is out of range, value must between 0 and 1".into()),
+            },
+            "rdb-filter-only" => {
+                let Ok(filters) = locklab_redis::cli::parse_line(value) else {
+                    return error("ERR Missing rdb-filter-only values".into());
+                };
+                if let Some(f) = filters.iter().find(|f| !f.eq_ignore_ascii_case(b"functions")) {
+                    return error(format!("ERR Unsupported rdb-filter-only option: {}", text(f)));
+                }
+            }
+            _ => return error(format!("ERR Unrecognized REPLCONF option: {}", text(option))),
+        }
+    }
+    (Reply::ok(), After::Continue)
 }
 
 /// `SHUTDOWN`: the server stops, the client gets no reply (its connection
@@ -1101,12 +1169,19 @@ pub(crate) fn set_host_config(node: &mut Node, local_addr: SocketAddr, maxclient
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
     node.set_host_clock(true);
+    node.set_usec_clock(monotonic_usec);
     // Replies go on a socket: range reads write their bytes directly.
     node.encode_replies(true);
     node.set_host_config("maxclients", &maxclients.to_string());
     node.set_host_config("bind", &local_addr.ip().to_string());
     node.set_host_config("dir", &dir);
     node.set_host_config("port", &local_addr.port().to_string());
+}
+
+/// Microseconds since the first reading: commandstats' `usec`.
+fn monotonic_usec() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_micros() as u64
 }
 
 /// After a command that may have run `CONFIG SET` (itself, or inside an

@@ -191,6 +191,18 @@ impl Engine {
         }
     }
 
+    /// Release every blocked client with `reply`
+    /// (`disconnectAllBlockedClients`, when the node becomes a replica).
+    pub(crate) fn unblock_all(&mut self, reply: Reply) {
+        for conn in self.blocking.clients.keys().copied().collect::<Vec<_>>() {
+            self.blocking.remove(conn);
+            self.outbound.push(Outbound {
+                conn,
+                reply: reply.clone(),
+            });
+        }
+    }
+
     /// Answer every blocked client whose deadline has passed.
     pub(crate) fn expire_blocked(&mut self) {
         if self.blocking.clients.is_empty() {

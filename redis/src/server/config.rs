@@ -407,6 +407,17 @@ impl Config {
         self.text("rdbcompression") == "yes"
     }
 
+    /// `replica-read-only`: a replica refuses its clients' writes.
+    pub fn replica_read_only(&self) -> bool {
+        self.text("replica-read-only") == "yes"
+    }
+
+    /// `replica-serve-stale-data`: a replica whose link to its master is
+    /// down still answers reads (`no`: only `CMD_STALE` commands).
+    pub fn replica_serve_stale_data(&self) -> bool {
+        self.text("replica-serve-stale-data") == "yes"
+    }
+
     /// `maxmemory-policy`: one of [`MAXMEMORY_POLICIES`].
     pub fn maxmemory_policy(&self) -> &str {
         self.text("maxmemory-policy")

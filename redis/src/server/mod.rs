@@ -64,6 +64,7 @@ use serde::{Deserialize, Serialize};
 use crate::reply::Reply;
 use config::ClientClass;
 use db::Db;
+use script::meta::ScriptFlags;
 use script::Scripting;
 use table::{Command, Handler};
 
@@ -157,14 +158,12 @@ pub enum NodeEvent {
 pub trait ScriptHost {
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply;
 
-    /// `scriptPrepareForRun`'s memory rules, once before a script runs.
-    /// `allow_oom`: the script declared `allow-oom` (its deny-oom calls are
-    /// then never refused); `deny_oom`: it declared flags, but neither
-    /// `allow-oom` nor `no-writes`, so it may not start while memory is over
-    /// `maxmemory`. A script without a shebang passes `false, false`.
-    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
-        let _ = (allow_oom, deny_oom);
-        Ok(())
+    /// `scriptPrepareForRun`, once before a script with `flags` runs
+    /// (`ro`: under EVAL_RO/EVALSHA_RO/FCALL_RO): the error that stops it
+    /// from starting. A host without a node's state only refuses a
+    /// script that may write under a `*_RO` command.
+    fn begin_script(&mut self, flags: &ScriptFlags, ro: bool) -> Result<(), Reply> {
+        flags.check_ro(ro).map_err(Reply::error)
     }
 
     /// `rdbcompression`, which `FUNCTION DUMP` follows as rdb.c does.
@@ -196,9 +195,11 @@ pub struct InfoStats {
 pub struct CommandStat {
     /// Times `call()` ran it (from a client, inside EXEC, from a script).
     pub calls: u64,
-    /// Microseconds spent in it. The pure core has no clock finer than the
-    /// node's virtual one, on which a command takes no time, so this stays
-    /// 0 (redis-server reads `ustime()` around the command).
+    /// Microseconds spent in it, as redis-server's `call()` reads
+    /// `ustime()` around the command (a script's include its calls'), on
+    /// the clock a host lends ([`Node::set_usec_clock`]). Without one (the
+    /// pure core has no clock finer than the node's virtual one, on which a
+    /// command takes no time) it stays 0.
     pub usec: u64,
     /// Refused before it ran (`rejectCommand`: arity, OOM, cluster
     /// redirection, a RESP2 subscriber's context).
@@ -222,10 +223,11 @@ impl InfoStats {
     /// The end of `call()`: `calls++`, and `failed_calls++` when the
     /// command's own reply was an error (the commands of an EXEC or a
     /// script count their own errors, EXEC only its own, as 7.0.15 does).
-    fn count_call(&mut self, fullname: String, failed: bool) {
+    fn count_call(&mut self, fullname: String, failed: bool, usec: u64) {
         let stat = self.commands.entry(fullname).or_default();
         stat.calls += 1;
         stat.failed_calls += u64::from(failed);
+        stat.usec += usec;
     }
 
     /// `rejectCommand`: `c->cmd->rejected_calls++` (no line for a command
@@ -301,6 +303,9 @@ pub struct Engine {
     /// Time is the host's alone ([`Node::set_host_clock`]): a stall is
     /// reported in `stall_ms` but does not move `now`.
     host_clock: bool,
+    /// A monotonic microsecond clock lent by the host, for commandstats'
+    /// `usec` ([`Node::set_usec_clock`]).
+    usec_clock: Option<fn() -> u64>,
     /// Milliseconds a running script blocked for (`DEBUG SLEEP` inside
     /// it): the clock moves by them when the script ends.
     script_time_debt: u64,
@@ -420,6 +425,7 @@ impl Node {
                 dirty_cas: BTreeSet::new(),
                 stall_ms: 0,
                 host_clock: false,
+                usec_clock: None,
                 script_time_debt: 0,
                 propagating: Vec::new(),
                 prop_db: 0,
@@ -471,9 +477,9 @@ impl Node {
     /// Make the node a replica (read-only, no expiry of its own) or a master.
     /// A promoted replica starts expiring the keys it hid.
     pub fn set_role(&mut self, role: Role) {
-        self.engine.role = role;
-        if role == Role::Master {
-            self.engine.expire_due();
+        match role {
+            Role::Master => self.engine.promote(),
+            Role::Replica => self.engine.role = role,
         }
     }
 
@@ -629,6 +635,17 @@ impl Node {
         }
     }
 
+    /// Did `conn` attach as a replica (`SYNC`/`PSYNC`)?
+    pub fn is_replica(&self, conn: ConnId) -> bool {
+        self.engine.repl.is_replica(conn)
+    }
+
+    /// A replica's `REPLCONF ACK offset`, at the node's time.
+    pub fn replica_ack(&mut self, conn: ConnId, offset: u64) {
+        let now = self.engine.now;
+        self.engine.repl.ack(conn, offset, now);
+    }
+
     /// `CLIENT SETNAME` / `GETNAME` storage.
     pub fn set_client_name(&mut self, conn: ConnId, name: Option<Vec<u8>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -731,6 +748,19 @@ impl Node {
         self.engine.host_clock = on;
     }
 
+    /// Time each command on `clock` (monotonic microseconds) for `INFO
+    /// commandstats`' `usec`, as redis-server's `call()` does with
+    /// `ustime()`. A host with real clients (sim-server) lends one; the
+    /// lessons and the page, which replay deterministically, do not.
+    pub fn set_usec_clock(&mut self, clock: fn() -> u64) {
+        self.engine.usec_clock = Some(clock);
+    }
+
+    /// The lent microsecond clock's reading, 0 without one.
+    pub fn usec_now(&self) -> u64 {
+        self.engine.usec_now()
+    }
+
     /// The node's `CONFIG` parameters.
     pub fn config(&self) -> &config::Config {
         &self.engine.config
@@ -746,12 +776,12 @@ impl Node {
     /// …), counted in `INFO commandstats` as `call()` would: `rejected`
     /// when refused before running (wrong arity), else a call that
     /// `failed` or not.
-    pub fn count_host_command(&mut self, fullname: &str, rejected: bool, failed: bool) {
+    pub fn count_host_command(&mut self, fullname: &str, rejected: bool, failed: bool, usec: u64) {
         self.engine.stats.commands_processed += u64::from(!rejected);
         if rejected {
             self.engine.stats.count_rejected(fullname.to_owned());
         } else {
-            self.engine.stats.count_call(fullname.to_owned(), failed);
+            self.engine.stats.count_call(fullname.to_owned(), failed, usec);
         }
     }
 
@@ -918,6 +948,9 @@ impl Node {
         if let Some(err) = self.check_good_replicas(conn, cmd, argv) {
             return err;
         }
+        if let Some(err) = self.check_replica(conn, cmd, argv) {
+            return err;
+        }
         let queues = !matches!(
             cmd.handler,
             Handler::Exec | Handler::Discard | Handler::Multi | Handler::Watch
@@ -939,15 +972,45 @@ impl Node {
         self.call(conn, db, cmd, argv)
     }
 
-    /// `getCommandFlags(c) & CMD_DENYOOM`: a script's declared flags stand
-    /// in for EVAL's, EVALSHA's and FCALL's own.
-    fn denyoom(&self, cmd: &Command, argv: &[Vec<u8>]) -> bool {
-        if matches!(cmd.handler, Handler::Script(_)) {
-            if let Some(declared) = self.scripting.declared_denyoom(argv) {
-                return declared;
-            }
+    /// `getCommandFlags(c)`'s write, deny-oom and stale bits: a script's
+    /// declared flags stand in for EVAL's, EVALSHA's and FCALL's own
+    /// (`scriptFlagsToCmdFlags`: no `no-writes` makes it a write, neither
+    /// `allow-oom` nor `no-writes` deny-oom, `allow-stale` stale).
+    fn command_flags(&self, cmd: &Command, argv: &[Vec<u8>]) -> CommandFlags {
+        let declared = match cmd.handler {
+            Handler::Script(_) => self.scripting.declared_flags(argv),
+            _ => None,
+        };
+        match declared {
+            Some(f) => CommandFlags {
+                write: !f.no_writes,
+                denyoom: f.deny_oom(),
+                stale: f.allow_stale,
+            },
+            None => CommandFlags {
+                write: cmd.is_write(),
+                denyoom: cmd.is_denyoom(argv),
+                stale: cmd.is_stale(argv),
+            },
         }
-        cmd.is_denyoom(argv)
+    }
+
+    /// `CMD_DENYOOM` of `argv` ([`Node::command_flags`]).
+    fn denyoom(&self, cmd: &Command, argv: &[Vec<u8>]) -> bool {
+        self.command_flags(cmd, argv).denyoom
+    }
+
+    /// A flag of `cmd`, or for an EXEC, of any command its transaction
+    /// queued (`c->mstate.cmd_flags`).
+    fn any_flag(&self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>], flag: fn(CommandFlags) -> bool) -> bool {
+        let profile = self.engine.profile;
+        flag(self.command_flags(cmd, argv))
+            || (matches!(cmd.handler, Handler::Exec)
+                && self.in_multi(conn)
+                && self
+                    .queued(conn)
+                    .iter()
+                    .any(|q| table::lookup(q, profile).is_ok_and(|c| flag(self.command_flags(c, q)))))
     }
 
     /// `processCommand`'s maxmemory rule: evict what the policy allows
@@ -985,31 +1048,44 @@ impl Node {
     /// `processCommand`'s `checkGoodReplicasStatus`: with
     /// `min-replicas-to-write` (and `min-replicas-max-lag`) set, a master
     /// refuses writes, and an EXEC that queued one, unless that many
-    /// replicas acknowledged within the lag. The simulated node has none
-    /// that acknowledge (a `SYNC` replica here only reads its stream).
+    /// replicas acknowledged within the lag (`REPLCONF ACK`).
     fn check_good_replicas(&mut self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
-        if !self.engine.lacks_good_replicas() {
+        if !self.engine.lacks_good_replicas() || !self.any_flag(conn, cmd, argv, |f| f.write) {
             return None;
         }
-        let profile = self.engine.profile;
-        let exec = matches!(cmd.handler, Handler::Exec) && self.in_multi(conn);
-        let queued_write = || {
-            self.queued(conn)
-                .iter()
-                .any(|q| table::lookup(q, profile).is_ok_and(Command::is_write))
-        };
-        if !(cmd.is_write() || (exec && queued_write())) {
+        Some(self.refuse(conn, cmd, argv, NOREPLICAS))
+    }
+
+    /// `processCommand`'s refusals on a replica: a client's write
+    /// (`READONLY`, under `replica-read-only`), and — while the link to
+    /// the master is down and `replica-serve-stale-data` is `no` —
+    /// anything without `CMD_STALE` (`MASTERDOWN`). The master's own
+    /// stream is applied past these (`apply_replicated`).
+    fn check_replica(&mut self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>]) -> Option<Reply> {
+        if self.engine.role != Role::Replica {
             return None;
         }
-        if exec {
+        if self.engine.config.replica_read_only() && self.any_flag(conn, cmd, argv, |f| f.write) {
+            return Some(self.refuse(conn, cmd, argv, READONLY));
+        }
+        let link_down = self.engine.repl.master.is_some();
+        // is_denystale_command: not stale itself, or an EXEC that queued
+        // one that is not (`c->mstate.cmd_inv_flags`).
+        if link_down && !self.engine.config.replica_serve_stale_data() && self.any_flag(conn, cmd, argv, |f| !f.stale) {
+            return Some(self.refuse(conn, cmd, argv, MASTERDOWN));
+        }
+        None
+    }
+
+    /// `rejectCommand`: the error, and the transaction doomed; a refused
+    /// EXEC discards its transaction and says why (`execCommandAbort`).
+    fn refuse(&mut self, conn: ConnId, cmd: &Command, argv: &[Vec<u8>], err: &str) -> Reply {
+        if matches!(cmd.handler, Handler::Exec) && self.in_multi(conn) {
             self.discard(conn);
             self.engine.stats.count_rejected(cmd.full_name(argv));
-            return Some(Reply::error(format!(
-                "EXECABORT Transaction discarded because of: {}",
-                NOREPLICAS
-            )));
+            return Reply::error(format!("EXECABORT Transaction discarded because of: {err}"));
         }
-        Some(self.reject(conn, Some((cmd, argv)), Reply::error(NOREPLICAS)))
+        self.reject(conn, Some((cmd, argv)), Reply::error(err))
     }
 
     /// An error found before the command ran also dooms an open transaction
@@ -1031,7 +1107,9 @@ impl Node {
     fn call(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         self.engine.stats.commands_processed += 1;
         self.engine.script_call_error = None;
+        let start = self.engine.usec_now();
         let reply = self.run_command(conn, db, cmd, argv);
+        let usec = self.engine.usec_now().saturating_sub(start);
         // A script that ends with the error one of its calls answered
         // replies with `ERR_REPLY_FLAG_NO_STATS_UPDATE`: counted once, as
         // the call's. It is still EVAL's failed call (7.0.15 counts it so).
@@ -1043,16 +1121,14 @@ impl Node {
             }
         }
         self.engine.reply_error_counted = failed;
-        self.engine.stats.count_call(cmd.full_name(argv), failed);
+        self.engine.stats.count_call(cmd.full_name(argv), failed, usec);
         reply
     }
 
     /// The command's own work (`c->cmd->proc(c)`).
     fn run_command(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         match cmd.handler {
-            Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => {
-                Reply::error("READONLY You can't write against a read only replica.")
-            }
+            Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => Reply::error(READONLY),
             // DEBUG RELOAD is the one DEBUG subcommand that needs both
             // halves of the node: the data and the function libraries.
             Handler::Plain(_)
@@ -1219,21 +1295,39 @@ impl Node {
     }
 }
 
+/// The command flags `processCommand` reads ([`Node::command_flags`]).
+#[derive(Clone, Copy, Debug)]
+struct CommandFlags {
+    write: bool,
+    denyoom: bool,
+    stale: bool,
+}
+
 /// `shared.noreplicaserr`.
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// `shared.roslaveerr`.
+const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// `shared.masterdownerr`.
+const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 impl Engine {
     /// `!checkGoodReplicasStatus()`: a master with `min-replicas-to-write`
-    /// (and a lag bound) has fewer replicas that acknowledged in time —
-    /// always, here, since no replica acknowledges.
+    /// (and a lag bound) has fewer replicas that acknowledged in time.
     fn lacks_good_replicas(&self) -> bool {
+        let lag = self.config.number("min-replicas-max-lag");
+        let to_write = self.config.number("min-replicas-to-write");
         self.role == Role::Master
-            && self.config.number("min-replicas-max-lag") != 0
-            && self.config.number("min-replicas-to-write") > 0
+            && lag != 0
+            && to_write > 0
+            && (self.repl.good_count(self.now, lag as u64) as i64) < to_write
     }
 
     pub(crate) fn profile(&self) -> Profile {
         self.profile
+    }
+
+    fn usec_now(&self) -> u64 {
+        self.usec_clock.map_or(0, |clock| clock())
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -1297,6 +1391,12 @@ impl Engine {
     /// A string APPEND or SETRANGE changed in place is raw from now on.
     pub(crate) fn set_raw(&mut self, db: usize, key: &[u8]) {
         self.dbs[db].set_raw(key);
+    }
+
+    /// The node becomes a master: it starts expiring the keys it hid.
+    pub(crate) fn promote(&mut self) {
+        self.role = Role::Master;
+        self.expire_due();
     }
 
     /// Delete every key whose deadline has passed (master only: a replica
@@ -1653,13 +1753,42 @@ impl ScriptHost for Engine {
         self.config.rdb_compression()
     }
 
-    fn begin_script(&mut self, allow_oom: bool, deny_oom: bool) -> Result<(), Reply> {
-        if deny_oom && self.pre_command_oom && self.config.maxmemory() != 0 {
-            return Err(Reply::error(
-                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
-            ));
+    /// scriptPrepareForRun's checks in its order: a stale replica (a
+    /// script without a shebang gets `MASTERDOWN`, one with flags needs
+    /// `allow-stale`); then, for a script that may write, a read-only
+    /// replica, a `*_RO` command and too few good replicas; then memory
+    /// (a declared `allow-oom` or `no-writes` lets it start over
+    /// `maxmemory`, and only `allow-oom` lets its calls through).
+    fn begin_script(&mut self, flags: &ScriptFlags, ro: bool) -> Result<(), Reply> {
+        let running_stale = self.repl.master.is_some() && !self.config.replica_serve_stale_data();
+        if flags.compat {
+            if running_stale {
+                return Err(Reply::error(MASTERDOWN));
+            }
+        } else {
+            if running_stale && !flags.allow_stale {
+                return Err(Reply::error(
+                    "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.",
+                ));
+            }
+            if !flags.no_writes {
+                if self.role == Role::Replica && self.config.replica_read_only() {
+                    return Err(Reply::error(
+                        "READONLY Can not run script with write flag on readonly replica",
+                    ));
+                }
+                flags.check_ro(ro).map_err(Reply::error)?;
+                if self.lacks_good_replicas() {
+                    return Err(Reply::error(NOREPLICAS));
+                }
+            }
+            if flags.deny_oom() && self.pre_command_oom && self.config.maxmemory() != 0 {
+                return Err(Reply::error(
+                    "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+                ));
+            }
         }
-        self.script_allow_oom = allow_oom;
+        self.script_allow_oom = flags.allow_oom_run();
         self.script_write_dirty = false;
         Ok(())
     }
@@ -1682,8 +1811,12 @@ impl Engine {
         if !cmd.allowed_in_scripts() && !self.script_deny_disabled {
             return Reply::error("ERR This Redis command is not allowed from script");
         }
+        // scriptVerifyAllowStale.
+        if self.repl.master.is_some() && !self.config.replica_serve_stale_data() && !cmd.is_stale(argv) {
+            return Reply::error("ERR Can not execute the command on a stale replica");
+        }
         if self.write_denied(cmd) {
-            return Reply::error("READONLY You can't write against a read only replica.");
+            return Reply::error(READONLY);
         }
         // scriptVerifyWriteCommandAllow.
         if cmd.is_write() && self.lacks_good_replicas() {
@@ -1715,14 +1848,16 @@ impl Engine {
         self.script_depth += 1;
         let db = self.script_db;
         self.prop_db = db;
+        let start = self.usec_now();
         let mut cx = Ctx { e: self, db };
         let reply = f(&mut cx, argv);
         // A script's SELECT holds for the rest of the script only.
         let db = cx.db;
         self.script_db = db;
         self.script_depth -= 1;
+        let usec = self.usec_now().saturating_sub(start);
         self.stats
-            .count_call(cmd.full_name(argv), matches!(reply, Reply::Error(_)));
+            .count_call(cmd.full_name(argv), matches!(reply, Reply::Error(_)), usec);
         reply
     }
 }

@@ -15,11 +15,12 @@
 //! whose only writes are expiries, and for the active expiry and eviction,
 //! which propagate each `DEL` on its own.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::blocking::Outbound;
+use super::cmd::parse_i64;
 use super::db::Db;
-use super::{rdb, ConnId, Ctx};
+use super::{rdb, ConnId, Ctx, Role};
 use crate::reply::Reply;
 
 /// The replicas and the stream's state.
@@ -30,12 +31,25 @@ pub(crate) struct Replicas {
     seldb: Option<usize>,
     /// `master_repl_offset`: bytes of stream sent so far.
     offset: u64,
+    /// Each replica's last `REPLCONF ACK`: (offset, node time in ms)
+    /// (`c->repl_ack_off`, `c->repl_ack_time`).
+    acks: BTreeMap<ConnId, (u64, u64)>,
+    /// The master `REPLICAOF host port` named (`server.masterhost`,
+    /// `server.masterport`). The simulator never connects to it, so its
+    /// link stays down, as redis-server's does for a master it cannot
+    /// reach: the node is a read-only replica serving its own data.
+    pub(crate) master: Option<(Vec<u8>, u16)>,
 }
 
 impl Replicas {
     /// Is anyone attached (so writes must be recorded for the stream)?
     pub(crate) fn active(&self) -> bool {
         !self.conns.is_empty()
+    }
+
+    /// How many replicas are attached (`connected_slaves`).
+    pub(crate) fn count(&self) -> usize {
+        self.conns.len()
     }
 
     /// Did `conn` attach as a replica?
@@ -46,6 +60,24 @@ impl Replicas {
     /// A connection that closed is no replica any more.
     pub(crate) fn drop_conn(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
+        self.acks.remove(&conn);
+    }
+
+    /// `REPLCONF ACK offset` from a replica at `now_ms` (replication.c
+    /// `replconfCommand`): the offset only grows.
+    pub(crate) fn ack(&mut self, conn: ConnId, offset: u64, now_ms: u64) {
+        let entry = self.acks.entry(conn).or_insert((0, now_ms));
+        entry.0 = entry.0.max(offset);
+        entry.1 = now_ms;
+    }
+
+    /// `server.repl_good_slaves_count` (`refreshGoodSlavesCount`): the
+    /// replicas whose last ACK is at most `max_lag_s` seconds old.
+    pub(crate) fn good_count(&self, now_ms: u64, max_lag_s: u64) -> usize {
+        self.acks
+            .values()
+            .filter(|&&(_, at)| now_ms.saturating_sub(at) / 1000 <= max_lag_s)
+            .count()
     }
 
     /// One command's writes (`ops`, each with its database) to every
@@ -121,6 +153,10 @@ pub(crate) fn sync(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let file = rdb_file(cx.e.dbs(), cx.e.now(), cx.e.config.rdb_compression());
     cx.e.repl.conns.insert(conn);
     cx.e.repl.seldb = None;
+    // `replicaPutOnline`: "Prevent false timeout" — an attached replica
+    // counts as acknowledged now.
+    let now = cx.e.now();
+    cx.e.repl.ack(conn, 0, now);
     let Some(mut out) = cx.e.encoded.lend() else {
         return Reply::Bulk(file);
     };
@@ -131,6 +167,45 @@ pub(crate) fn sync(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     out.extend_from_slice(&file);
     cx.e.encoded.give_back(out);
     Reply::Nil
+}
+
+/// `REPLICAOF host port` / `REPLICAOF NO ONE` (replication.c
+/// `replicaofCommand`, 7.0.15). Naming a master makes the node a read-only
+/// replica (`replicationSetMaster`): clients blocked on keys are released
+/// with `-UNBLOCKED` (`disconnectAllBlockedClients`), and the link stays
+/// down (see [`Replicas::master`]), so with `replica-serve-stale-data no`
+/// only `CMD_STALE` commands are served. `NO ONE` makes it a master again
+/// (`replicationUnsetMaster`); the stream to its own replicas starts with a
+/// `SELECT` (`server.slaveseldb = -1`).
+pub(crate) fn replicaof(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    if cx.e.in_cluster() {
+        return Reply::error("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
+        if cx.e.repl.master.take().is_some() {
+            cx.e.repl.seldb = None;
+            cx.e.promote();
+        }
+        return Reply::ok();
+    }
+    if cx.e.conn().is_some_and(|c| cx.e.repl.is_replica(c)) {
+        return Reply::error("ERR Command is not valid when client is a replica.");
+    }
+    // getRangeLongFromObjectOrReply(.., 0, 65535, .., "Invalid master port")
+    let Some(port) = parse_i64(&argv[2]).and_then(|p| u16::try_from(p).ok()) else {
+        return Reply::error("ERR Invalid master port");
+    };
+    if let Some((host, p)) = &cx.e.repl.master {
+        if host.eq_ignore_ascii_case(&argv[1]) && *p == port {
+            return Reply::status("OK Already connected to specified master");
+        }
+    }
+    cx.e.repl.master = Some((argv[1].clone(), port));
+    cx.e.role = Role::Replica;
+    cx.e.unblock_all(Reply::error(
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+    ));
+    Reply::ok()
 }
 
 /// An RDB file of the dataset (rdb.c `rdbSaveRio`, version 10): the
@@ -286,5 +361,100 @@ mod tests {
         run(&mut n, c, "MULTI");
         run(&mut n, c, "GET xx");
         assert_eq!(run(&mut n, c, "EXEC"), Reply::Array(vec![Reply::Bulk(b"1".to_vec())]));
+    }
+
+    /// Redis's `unit/multi` "exec with read commands and stale replica
+    /// state change", and `REPLICAOF`'s own answers.
+    #[test]
+    fn a_replica_whose_link_is_down_refuses_writes_and_stale_reads() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, other) = (ConnId(1), ConnId(2));
+        let masterdown = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+        run(&mut n, c, "SET xx 1");
+        assert_eq!(
+            run(&mut n, other, "REPLICAOF localhsot 70000"),
+            Reply::error("ERR Invalid master port")
+        );
+        assert_eq!(run(&mut n, other, "REPLICAOF localhsot 0"), Reply::ok());
+        assert_eq!(
+            run(&mut n, other, "REPLICAOF LOCALHSOT 0"),
+            Reply::status("OK Already connected to specified master")
+        );
+        assert_eq!(
+            run(&mut n, c, "SET xx 2"),
+            Reply::error("READONLY You can't write against a read only replica.")
+        );
+        assert_eq!(run(&mut n, c, "GET xx"), Reply::Bulk(b"1".to_vec()));
+        run(&mut n, c, "CONFIG SET replica-serve-stale-data no");
+        assert_eq!(run(&mut n, c, "GET xx"), Reply::error(masterdown));
+        assert_eq!(run(&mut n, c, "PING"), Reply::error(masterdown));
+        assert_eq!(run(&mut n, c, "ECHO hi"), Reply::Bulk(b"hi".to_vec()));
+        // Queued while the link was up, run after it went down.
+        assert_eq!(run(&mut n, other, "REPLICAOF NO ONE"), Reply::ok());
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "GET xx");
+        run(&mut n, other, "REPLICAOF localhsot 0");
+        assert_eq!(
+            run(&mut n, c, "EXEC"),
+            Reply::error(format!("EXECABORT Transaction discarded because of: {masterdown}"))
+        );
+        // MULTI itself is stale-safe; what EXEC runs decides.
+        run(&mut n, c, "MULTI");
+        run(&mut n, other, "REPLICAOF no one");
+        run(&mut n, c, "GET xx");
+        assert_eq!(run(&mut n, c, "EXEC"), Reply::Array(vec![Reply::Bulk(b"1".to_vec())]));
+        assert_eq!(run(&mut n, c, "SET xx 3"), Reply::ok());
+    }
+
+    /// `disconnectAllBlockedClients`: becoming a replica releases the
+    /// clients blocked on keys, with `-UNBLOCKED`.
+    #[test]
+    fn becoming_a_replica_unblocks_blocked_clients() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, other) = (ConnId(1), ConnId(2));
+        n.connect_as(c);
+        n.connect_as(other);
+        let argv: Vec<Vec<u8>> = ["BLPOP", "list", "0"].iter().map(|a| a.as_bytes().to_vec()).collect();
+        assert_eq!(n.execute_or_block(c, &argv), None);
+        run(&mut n, other, "REPLICAOF localhsot 0");
+        assert_eq!(
+            n.take_outbound(),
+            vec![Outbound {
+                conn: c,
+                reply: Reply::error(
+                    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                ),
+            }]
+        );
+        assert!(!n.is_blocked(c));
+    }
+
+    /// An attached replica counts as acknowledged (`replicaPutOnline`), so
+    /// `min-replicas-to-write 1` lets writes through; a replica's
+    /// `REPLICAOF host port` is refused.
+    #[test]
+    fn an_attached_replica_is_a_good_replica() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, r) = (ConnId(1), ConnId(2));
+        n.connect_as(c);
+        n.connect_as(r);
+        run(&mut n, c, "CONFIG SET min-replicas-to-write 1");
+        assert_eq!(
+            run(&mut n, c, "SET k v"),
+            Reply::error("NOREPLICAS Not enough good replicas to write.")
+        );
+        run(&mut n, r, "SYNC");
+        assert_eq!(run(&mut n, c, "SET k v"), Reply::ok());
+        n.set_time(n.now() + 11_000);
+        assert_eq!(
+            run(&mut n, c, "SET k v"),
+            Reply::error("NOREPLICAS Not enough good replicas to write.")
+        );
+        n.replica_ack(r, 100);
+        assert_eq!(run(&mut n, c, "SET k v"), Reply::ok());
+        assert_eq!(
+            run(&mut n, r, "REPLICAOF h 1"),
+            Reply::error("ERR Command is not valid when client is a replica.")
+        );
     }
 }

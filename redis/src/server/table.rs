@@ -298,6 +298,8 @@ commands! {
     "randomkey", 1, READONLY, Keys::None, NONE, Handler::Plain(cmd::keys::randomkey), Lab::Deny(why::OUTSIDE);
     "rename", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::rename), Lab::Allow(&[Cost::Renames]);
     "renamenx", 3, WRITE, TWO, NONE, Handler::Plain(cmd::keys::renamenx), Lab::Allow(&[Cost::Renames]);
+    // A replica of a master it never reaches (`repl::replicaof`).
+    "replicaof", 3, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(super::repl::replicaof), Lab::Deny(why::DANGEROUS);
     "restore", -4, WRITE | DENYOOM | DANGEROUS, ONE, NONE, Handler::Plain(cmd::dump::restore), Lab::Deny(why::DANGEROUS);
     "rpop", -2, WRITE, ONE, NONE, Handler::Plain(cmd::lists::rpop), OK;
     "rpoplpush", 3, WRITE | DENYOOM, TWO, NONE, Handler::Plain(cmd::lists::rpoplpush), Lab::Allow(&[Cost::Moves]);
@@ -319,6 +321,7 @@ commands! {
     "sintercard", -3, READONLY, Keys::NumKeys { at: 1 }, NONE, Handler::Plain(cmd::setops::sintercard), OK;
     "sinterstore", -3, WRITE | DENYOOM, ALL, NONE, Handler::Plain(cmd::setops::sinterstore), Lab::Deny(why::SET_STORE);
     "sismember", 3, READONLY, ONE, NONE, Handler::Plain(cmd::sets::sismember), OK;
+    "slaveof", 3, NOSCRIPT | DANGEROUS, Keys::None, NONE, Handler::Plain(super::repl::replicaof), Lab::Deny(why::DANGEROUS);
     "smembers", 2, READONLY, ONE, NONE, Handler::Plain(cmd::sets::smembers), OK;
     "smismember", -3, READONLY, ONE, NONE, Handler::Plain(cmd::setops::smismember), OK;
     "smove", 4, WRITE, TWO, NONE, Handler::Plain(cmd::setops::smove), OK;
@@ -409,6 +412,40 @@ fn index() -> &'static [u16; INDEX_SLOTS] {
         }
         slots
     })
+}
+
+/// The commands and subcommands with `CMD_STALE` in 7.0.15's table (the
+/// `"STALE"` flag of `src/commands/*.json`), sorted: what a replica whose
+/// link is down still serves with `replica-serve-stale-data no`.
+#[rustfmt::skip]
+const STALE: &[&str] = &[
+    "acl|cat", "acl|deluser", "acl|dryrun", "acl|genpass", "acl|getuser", "acl|help", "acl|list", "acl|load",
+    "acl|log", "acl|save", "acl|setuser", "acl|users", "acl|whoami", "auth", "client|caching", "client|getname",
+    "client|getredir", "client|help", "client|id", "client|info", "client|kill", "client|list", "client|no-evict",
+    "client|pause", "client|reply", "client|setname", "client|tracking", "client|trackinginfo", "client|unblock",
+    "client|unpause", "cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch",
+    "cluster|count-failure-reports", "cluster|countkeysinslot", "cluster|delslots", "cluster|delslotsrange",
+    "cluster|failover", "cluster|flushslots", "cluster|forget", "cluster|getkeysinslot", "cluster|help",
+    "cluster|info", "cluster|keyslot", "cluster|links", "cluster|meet", "cluster|myid", "cluster|nodes",
+    "cluster|replicas", "cluster|replicate", "cluster|reset", "cluster|saveconfig", "cluster|set-config-epoch",
+    "cluster|setslot", "cluster|shards", "cluster|slaves", "cluster|slots", "command", "command|count",
+    "command|docs", "command|getkeys", "command|getkeysandflags", "command|help", "command|info", "command|list",
+    "config|get", "config|help", "config|resetstat", "config|rewrite", "config|set", "debug", "discard", "echo",
+    "eval", "eval_ro", "evalsha", "evalsha_ro", "exec", "failover", "fcall", "fcall_ro", "function|help", "hello",
+    "info", "lastsave", "latency|doctor", "latency|graph", "latency|help", "latency|histogram", "latency|history",
+    "latency|latest", "latency|reset", "memory|help", "module|help", "monitor", "multi", "object|help",
+    "psubscribe", "publish", "pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub",
+    "pubsub|shardchannels", "pubsub|shardnumsub", "punsubscribe", "quit", "readonly", "readwrite", "replconf",
+    "replicaof", "reset", "role", "script|help", "script|load", "select", "sentinel|help", "shutdown", "slaveof",
+    "slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset", "spublish", "ssubscribe", "subscribe",
+    "sunsubscribe", "time", "unsubscribe", "unwatch", "watch", "xgroup|help", "xinfo|help",
+];
+
+impl Command {
+    /// `CMD_STALE` for `argv` (a container's flag is its subcommand's).
+    pub fn is_stale(&self, argv: &[Vec<u8>]) -> bool {
+        STALE.binary_search(&self.full_name(argv).as_str()).is_ok()
+    }
 }
 
 /// Find a command by name, case-insensitively, without allocating, through
@@ -525,6 +562,17 @@ pub(crate) fn sanitize(s: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `is_stale` searches `STALE`, so it must be sorted; a container's
+    /// flag is its subcommand's.
+    #[test]
+    fn stale_is_sorted_and_read_per_subcommand() {
+        assert!(STALE.windows(2).all(|w| w[0] < w[1]));
+        let argv = |line: &str| -> Vec<Vec<u8>> { line.split(' ').map(|a| a.as_bytes().to_vec()).collect() };
+        let stale = |line: &str| lookup(&argv(line), Profile::V7_0).expect(line).is_stale(&argv(line));
+        assert!(stale("INFO") && stale("SCRIPT LOAD x") && stale("config get x") && stale("REPLICAOF no one"));
+        assert!(!stale("GET k") && !stale("PING") && !stale("SCRIPT FLUSH") && !stale("SET k v"));
+    }
 
     /// A numkeys of 2⁶³−1 answers at once with the keys argv has: it used
     /// to walk every index up to the count (the backend's sandbox spun on

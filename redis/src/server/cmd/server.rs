@@ -387,7 +387,15 @@ fn section_text(cx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "replication" => {
             out.push_str("# Replication\r\n");
             kv(out, "role", if e.role() == Role::Master { "master" } else { "slave" });
-            kv(out, "connected_slaves", 0);
+            if let Some((host, port)) = &e.repl.master {
+                // A replica of a master it never reaches (`repl::replicaof`).
+                kv(out, "master_host", String::from_utf8_lossy(host));
+                kv(out, "master_port", port);
+                kv(out, "master_link_status", "down");
+                kv(out, "master_last_io_seconds_ago", -1);
+                kv(out, "master_sync_in_progress", 0);
+            }
+            kv(out, "connected_slaves", e.repl.count());
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");

@@ -169,12 +169,12 @@ impl Scripting {
         }
     }
 
-    /// `evalGetCommandFlags` / `fcallGetCommandFlags` for `CMD_DENYOOM`:
-    /// whether this EVAL, EVALSHA or FCALL (any `_RO` variant) is deny-oom
-    /// by the flags its script declared, or `None` where the command's own
-    /// flags apply (no shebang, an unparsable one, an unknown SHA or
-    /// function).
-    pub fn declared_denyoom(&self, argv: &[Vec<u8>]) -> Option<bool> {
+    /// `evalGetCommandFlags` / `fcallGetCommandFlags`: the flags the script
+    /// of this EVAL, EVALSHA or FCALL (any `_RO` variant) declared, which
+    /// stand in for the command's own (`scriptFlagsToCmdFlags`), or `None`
+    /// where the command's own flags apply (no shebang, an unparsable one,
+    /// an unknown SHA or function).
+    pub fn declared_flags(&self, argv: &[Vec<u8>]) -> Option<ScriptFlags> {
         let name = argv.first()?.to_ascii_lowercase();
         let body = argv.get(1)?;
         let flags = match name.as_slice() {
@@ -195,7 +195,7 @@ impl Scripting {
             }
             _ => return None,
         };
-        (!flags.compat).then(|| flags.deny_oom())
+        (!flags.compat).then_some(flags)
     }
 
     /// How many scripts the cache holds.
@@ -294,11 +294,8 @@ impl Scripting {
         let Some(script) = self.scripts.get(sha) else {
             return noscript();
         };
-        if let Err(e) = script.flags.check_ro(ro) {
-            return Reply::error(e);
-        }
         let read_only = script.flags.read_only_run(ro);
-        if let Err(e) = host.begin_script(script.flags.allow_oom_run(), script.flags.deny_oom()) {
+        if let Err(e) = host.begin_script(&script.flags, ro) {
             return e;
         }
         let code = &script.body[script.code_start..];
@@ -490,11 +487,8 @@ impl Scripting {
         let Some(info) = library.functions.get(index) else {
             return Reply::error("ERR Function not found");
         };
-        if let Err(e) = info.flags.check_ro(ro) {
-            return Reply::error(e);
-        }
         let read_only = info.flags.read_only_run(ro);
-        if let Err(e) = host.begin_script(info.flags.allow_oom_run(), info.flags.deny_oom()) {
+        if let Err(e) = host.begin_script(&info.flags, ro) {
             return e;
         }
         let code = library.code.get(library.code_start..).unwrap_or_default();

@@ -156,3 +156,110 @@ fn sync_and_psync_stream_what_redis_server_streams() {
         );
     }
 }
+
+/// Every reply line `lines` get, read up to the `PING` sent after them.
+fn replies_until_pong(addr: SocketAddr, lines: &[Vec<&[u8]>]) -> Vec<String> {
+    let mut s = connect(addr);
+    for argv in lines {
+        s.write_all(&req(argv)).expect("write");
+    }
+    s.write_all(b"PING\r\n").expect("write");
+    let mut out = Vec::new();
+    loop {
+        let line = read_line(&mut s);
+        if line == "+PONG" {
+            return out;
+        }
+        out.push(line);
+    }
+}
+
+/// `REPLCONF` (replicationCommand's option pairs) answers as
+/// redis-server 7.0.15 does, and `ACK` and `GETACK` get no reply at all,
+/// from a replica or not.
+#[test]
+fn replconf_answers_as_redis_server_and_ack_gets_no_reply() {
+    let real = RedisServer::start();
+    let server = sim(Profile::V7_0);
+    let long_ip = vec![b'a'; 300];
+    let lines: Vec<Vec<&[u8]>> = vec![
+        vec![b"REPLCONF"],
+        vec![b"REPLCONF", b"capa"],
+        vec![b"REPLCONF", b"listening-port", b"6380"],
+        vec![b"REPLCONF", b"listening-port", b"x"],
+        vec![b"REPLCONF", b"capa", b"eof", b"CAPA", b"psync2"],
+        vec![b"REPLCONF", b"ip-address", b"127.0.0.1"],
+        vec![b"REPLCONF", b"ip-address", &long_ip],
+        vec![b"REPLCONF", b"rdb-only", b"1"],
+        vec![b"REPLCONF", b"rdb-only", b"2"],
+        vec![b"REPLCONF", b"rdb-only", b"x"],
+        vec![b"REPLCONF", b"rdb-filter-only", b"functions"],
+        vec![b"REPLCONF", b"rdb-filter-only", b"functions keys"],
+        vec![b"REPLCONF", b"rdb-filter-only", b"\"unbalanced"],
+        vec![b"REPLCONF", b"nonsense", b"1"],
+        vec![b"REPLCONF", b"ACK", b"10"],
+        vec![b"REPLCONF", b"ack", b"x"],
+        vec![b"REPLCONF", b"GETACK", b"*"],
+        vec![b"REPLCONF", b"listening-port", b"1", b"ACK", b"5"],
+        vec![b"REPLCONF", b"listening-port", b"x", b"ACK", b"5"],
+        vec![b"REPLCONF", b"capa", b"eof", b"bogus", b"1"],
+    ];
+    let theirs = replies_until_pong(real.addr(), &lines);
+    assert!(theirs.len() < lines.len(), "ACK and GETACK answered: {theirs:?}");
+    assert_eq!(replies_until_pong(server.local_addr(), &lines), theirs);
+}
+
+/// A replica attached with `SYNC` counts as a good replica
+/// (`replicaPutOnline` sets its ACK time) for `min-replicas-to-write`.
+#[test]
+fn an_attached_replica_lets_min_replicas_writes_through() {
+    let real = RedisServer::start();
+    let server = sim(Profile::V7_0);
+    let run = |addr: SocketAddr| {
+        let mut replica = connect(addr);
+        replica.write_all(b"SYNC\r\n").expect("write");
+        let mut count = read_line(&mut replica);
+        while count.is_empty() {
+            count = read_line(&mut replica);
+        }
+        let len: usize = count.trim_start_matches('$').parse().expect("bulk length");
+        read_exact_bytes(&mut replica, len);
+        let lines: Vec<Vec<&[u8]>> = vec![
+            vec![b"CONFIG", b"SET", b"min-replicas-to-write", b"1"],
+            vec![b"SET", b"k", b"v"],
+            vec![b"CONFIG", b"SET", b"min-replicas-to-write", b"2"],
+            vec![b"SET", b"k", b"v"],
+            vec![b"CONFIG", b"SET", b"min-replicas-to-write", b"0"],
+        ];
+        replies_until_pong(addr, &lines)
+    };
+    let theirs = run(real.addr());
+    assert_eq!(theirs[1], "+OK");
+    assert_eq!(run(server.local_addr()), theirs);
+}
+
+/// `INFO commandstats`' `usec` on sim-server is time measured around each
+/// call, as redis-server's `call()` measures it: a script that loops a
+/// million times spends at least a millisecond, and the call inside it
+/// is timed on its own.
+#[test]
+fn commandstats_usec_is_measured_on_sim_server() {
+    let server = sim(Profile::V7_0);
+    let mut s = connect(server.local_addr());
+    let script: &[u8] = b"local n = 0 for i = 1, 1000000 do n = n + i end redis.call('SET', 'k', n) return 1";
+    s.write_all(&req(&[b"EVAL", script, b"0"])).expect("write");
+    assert_eq!(read_line(&mut s), ":1");
+    s.write_all(&req(&[b"INFO", b"commandstats"])).expect("write");
+    let len: usize = read_line(&mut s).trim_start_matches('$').parse().expect("bulk");
+    let info = String::from_utf8(read_exact_bytes(&mut s, len + 2)).expect("utf-8");
+    let usec = |cmd: &str| -> u64 {
+        let line = info
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .unwrap_or_else(|| panic!("no {cmd} in {info}"));
+        let at = line.find("usec=").expect("usec") + 5;
+        line[at..].split(',').next().unwrap_or("").parse().expect("usec number")
+    };
+    assert!(usec("eval") >= 1000, "{info}");
+    assert!(usec("set") <= usec("eval"), "{info}");
+}
