@@ -452,7 +452,7 @@ fn main() -> Result<()> {
             bind,
             redis_version,
         } => {
-            let cfg = sim_server::Config::new(bind, port, profile(&redis_version)?);
+            let cfg = sim_server::SimServerConfig::new(bind, port, profile(&redis_version)?);
             sim_server::run(cfg).with_context(|| format!("sim-server on {bind}:{port}"))?;
         }
         Cmd::Lesson { action, dir, lang } => {

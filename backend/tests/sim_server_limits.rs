@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use locklab_backend::real::process::{free_port, RedisServer};
-use locklab_backend::sim_server::{self, Config, Server};
+use locklab_backend::sim_server::{self, Server, SimServerConfig};
 use locklab_core::server::Profile;
 
 /// How long any single network wait may take before the test fails.
@@ -27,9 +27,9 @@ const IO_TIMEOUT: Duration = Duration::from_secs(20);
 /// A sim-server whose scripts only `SCRIPT KILL` ends, however slow the
 /// machine.
 fn sim() -> Server {
-    sim_server::spawn(Config {
+    sim_server::spawn(SimServerConfig {
         script_work_limit: 1000 * sim_server::SCRIPT_WORK_LIMIT,
-        ..Config::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0)
+        ..SimServerConfig::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0)
     })
     .unwrap_or_else(|e| panic!("sim-server did not start: {e}"))
 }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use locklab_core::client::Release;
-use locklab_core::explore::bfs::{Bfs, Limits, Reductions, Status};
+use locklab_core::explore::bfs::{Bfs, Limits, Reductions, SearchStatus};
 use locklab_core::explore::{designs, fault_options, FaultKind, Outcome, Spec};
 use locklab_core::invariants::Invariant;
 use locklab_core::world::{ClientId, World};
@@ -43,7 +43,7 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
         match want {
             Some(inv) => {
                 assert!(
-                    matches!(b.status(), Status::Violated { invariant, .. } if invariant == inv),
+                    matches!(b.status(), SearchStatus::Violated { invariant, .. } if invariant == inv),
                     "{file}: {verdict}"
                 );
                 assert!(verdict.starts_with(&format!("violated {}: a shortest counterexample within every schedule of 2 clients with at most 1 fault(s) from {{", inv.name())), "{verdict}");
@@ -70,7 +70,7 @@ fn the_classic_designs_keep_their_verdicts_with_their_bounds() {
                 assert_eq!(scenario.faults.len(), 1, "{file}: one fault within the budget");
             }
             None => {
-                assert_eq!(b.status(), Status::Exhausted, "{file}: {verdict}");
+                assert_eq!(b.status(), SearchStatus::Exhausted, "{file}: {verdict}");
                 assert_eq!(report.outcome, Outcome::Held);
                 assert_eq!(report.result_line(), format!("result: {verdict}"));
                 assert!(!report.transcript().contains("sampled"), "{}", report.transcript());
@@ -141,7 +141,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
         sleep_sets: false,
     };
     let b = search(&spec, plain, Limits::default());
-    assert_eq!(b.status(), Status::Exhausted, "{}", b.verdict());
+    assert_eq!(b.status(), SearchStatus::Exhausted, "{}", b.verdict());
     assert_eq!(b.stats().states, seen.len() as u64, "distinct states");
     // Without fingerprints the search is the tree of schedules itself.
     let tree = search(
@@ -156,7 +156,7 @@ fn a_tiny_models_count_equals_a_brute_force_enumeration() {
         },
         Limits::default(),
     );
-    assert_eq!(tree.status(), Status::Exhausted);
+    assert_eq!(tree.status(), SearchStatus::Exhausted);
     assert_eq!(tree.stats().states, paths, "every schedule's every state");
     assert!(
         paths > seen.len() as u64,
@@ -248,7 +248,7 @@ fn the_reductions_agree_on(release: Release) -> HashSet<Option<Invariant>> {
                     .map(|(r, model)| {
                         let mut b = Bfs::with_model(&spec, 1, *r, Limits::default(), *model).expect("search");
                         b.run();
-                        assert_ne!(b.status(), Status::NotExhausted, "{:?} {release:?} {kind:?}", r);
+                        assert_ne!(b.status(), SearchStatus::NotExhausted, "{:?} {release:?} {kind:?}", r);
                         let report = b.report();
                         let inv = match report.outcome {
                             Outcome::Violated { invariant, .. } => Some(invariant),
@@ -384,7 +384,7 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
         max_frontier: 1_000,
     };
     let b = search(&spec, Reductions::default(), limits);
-    assert_eq!(b.status(), Status::NotExhausted);
+    assert_eq!(b.status(), SearchStatus::NotExhausted);
     let s = b.stats();
     assert!(s.states <= 3_000 && s.frontier <= 2_000, "{s:?}");
     let v = b.verdict();
@@ -394,7 +394,7 @@ fn a_state_space_far_past_the_limit_is_not_exhausted_and_not_held() {
     let mut b = Bfs::new(&spec, 1, Reductions::default(), Limits::default()).expect("search");
     assert!(!b.step(50));
     b.stop();
-    assert_eq!(b.status(), Status::NotExhausted);
+    assert_eq!(b.status(), SearchStatus::NotExhausted);
     assert!(b.verdict().starts_with("not exhausted within the limit"));
 }
 
@@ -424,7 +424,7 @@ return redis.call("DEL", KEYS[1])
     let spec = designs::parse(text).expect("compiles");
     locklab_core::explore::Explorer::new(&spec).expect("the fault-free run finishes");
     let b = search(&spec, Reductions::default(), Limits::default());
-    assert_eq!(b.status(), Status::NotExhausted);
+    assert_eq!(b.status(), SearchStatus::NotExhausted);
     let (role, reply) = b.stopped_script().expect("a stopped script");
     assert_eq!(role, "release");
     assert!(reply.contains("runaway script"), "{reply}");
@@ -496,7 +496,7 @@ fn a_pause_nothing_can_reach_is_not_taken() {
     let without = search(&spec, only(false), Limits::default());
     assert_eq!(
         (with.status(), without.status()),
-        (Status::Exhausted, Status::Exhausted)
+        (SearchStatus::Exhausted, SearchStatus::Exhausted)
     );
     println!(
         "states: {} with idle pauses skipped, {} without",
@@ -533,7 +533,7 @@ fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
     assert!(
         matches!(
             a,
-            Status::Violated {
+            SearchStatus::Violated {
                 invariant: Invariant::StaleWrite,
                 ..
             }
@@ -544,7 +544,7 @@ fn pauses_landing_at_inputs_cut_states_and_keep_the_shortest_counterexample() {
     assert!(
         matches!(
             b,
-            Status::Violated {
+            SearchStatus::Violated {
                 invariant: Invariant::StaleWrite,
                 ..
             }
@@ -589,7 +589,7 @@ fn deterministic_tails_are_checked_not_stored_and_keep_the_shortest_counterexamp
     let without = search(&held, no_tails, Limits::default());
     assert_eq!(
         (with.status(), without.status()),
-        (Status::Exhausted, Status::Exhausted)
+        (SearchStatus::Exhausted, SearchStatus::Exhausted)
     );
     let (w, wo) = (with.stats(), without.stats());
     println!(
@@ -610,7 +610,7 @@ fn deterministic_tails_are_checked_not_stored_and_keep_the_shortest_counterexamp
         let with = search(&spec, Reductions::default(), Limits::default());
         let without = search(&spec, no_tails, Limits::default());
         let inv = |b: &Bfs| match b.status() {
-            Status::Violated { invariant, .. } => Some(invariant),
+            SearchStatus::Violated { invariant, .. } => Some(invariant),
             _ => None,
         };
         assert!(inv(&with).is_some(), "{file}: {}", with.verdict());

@@ -4,7 +4,7 @@
 //! cuts the tree of schedules itself. (That it never changes a verdict or a
 //! counterexample's length is `explore_bfs`'s property test.)
 
-use locklab_core::explore::bfs::{Bfs, Limits, Reductions, Status};
+use locklab_core::explore::bfs::{Bfs, Limits, Reductions, SearchStatus};
 use locklab_core::explore::sleep::independent;
 use locklab_core::explore::{designs, fault_options, FaultKind, Spec};
 use locklab_core::world::World;
@@ -106,7 +106,7 @@ fn sleep_sets_cut_transitions_and_the_tree_of_schedules() {
         "fingerprints: {} states, {} transitions with sleep sets; {} states, {} transitions without",
         ws.states, ws.transitions, wo.states, wo.transitions
     );
-    assert_eq!(with.status(), Status::Exhausted, "{}", with.verdict());
+    assert_eq!(with.status(), SearchStatus::Exhausted, "{}", with.verdict());
     assert_eq!(with.status(), without.status());
     assert_eq!(ws.states, wo.states, "every state is still reached");
     assert_eq!(ws.tail_states, wo.tail_states);

@@ -91,7 +91,7 @@ pub fn expected_text(lesson: &PageLesson, index: usize, lang: Lang) -> Option<St
 }
 
 /// A lesson file's text in the UI's language.
-pub fn text(t: &lesson::Text, lang: Lang) -> &str {
+pub fn text(t: &lesson::Bilingual, lang: Lang) -> &str {
     t.get(lang).trim()
 }
 

@@ -12,7 +12,7 @@
 //! class's followers) load carries none.
 
 use locklab_core::lesson::notes::LessonNotes;
-use locklab_core::lesson::Text as CoreText;
+use locklab_core::lesson::Bilingual;
 
 use crate::i18n::Lang;
 
@@ -64,12 +64,12 @@ impl Sync {
 /// current step's, and the next step's (to prepare what to say).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AtNotes<'a> {
-    pub title: Option<&'a CoreText>,
-    pub lesson: Option<&'a CoreText>,
+    pub title: Option<&'a Bilingual>,
+    pub lesson: Option<&'a Bilingual>,
     /// The step just played (1-based) and its note.
-    pub current: Option<(usize, &'a CoreText)>,
+    pub current: Option<(usize, &'a Bilingual)>,
     /// The next step with a note after the current one.
-    pub upcoming: Option<(usize, &'a CoreText)>,
+    pub upcoming: Option<(usize, &'a Bilingual)>,
 }
 
 /// The notes for `lesson` after `step` steps.
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn the_window_shows_the_lessons_note_the_current_steps_and_the_next() {
-        let t = |s: &str| CoreText {
+        let t = |s: &str| Bilingual {
             zh: s.into(),
             en: s.into(),
         };

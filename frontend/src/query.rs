@@ -118,6 +118,21 @@ pub fn escape(s: &str) -> String {
 }
 
 impl Query {
+    /// The page's own query string, and the browser's language (a tag such
+    /// as `zh-CN` is Chinese): what the loading screen and the lab both
+    /// open in, so they agree.
+    pub fn from_page() -> (Query, Option<Lang>) {
+        let window = web_sys::window();
+        let search = window
+            .as_ref()
+            .and_then(|w| w.location().search().ok())
+            .unwrap_or_default();
+        let browser = window
+            .and_then(|w| w.navigator().language())
+            .and_then(|l| Lang::from_tag(&l));
+        (Query::parse(&search), browser)
+    }
+
     /// Parse `location.search` (with or without the leading `?`).
     pub fn parse(search: &str) -> Query {
         let mut q = Query::default();

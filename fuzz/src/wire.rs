@@ -31,7 +31,7 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use locklab_backend::sim_server::{self, Config, Server};
+use locklab_backend::sim_server::{self, Server, SimServerConfig};
 use locklab_core::server::Profile;
 
 /// How long a run may wait for the server before it counts as a hang.
@@ -49,7 +49,7 @@ const SPIN: &[u8] = b"*3\r\n$4\r\nEVAL\r\n$14\r\nwhile 1 do end\r\n$1\r\n0\r\n";
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        let mut cfg = Config::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0);
+        let mut cfg = SimServerConfig::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0);
         // Only SCRIPT KILL ends the busy script, however slow the machine.
         cfg.script_work_limit = u64::MAX;
         let server = sim_server::spawn(cfg).expect("the fuzzer's sim-server starts");

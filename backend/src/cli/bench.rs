@@ -167,11 +167,15 @@ pub fn report(real: Option<&str>, budget: Duration) -> String {
 /// the 20 k one-element push timing, and with `soak` the RSS over a soak
 /// (`locklab bench --sim-server`).
 pub fn wire_report(real_port: u16, requests: u64, soak: Option<u64>) -> std::io::Result<String> {
-    use crate::sim_server::{self, Config};
+    use crate::sim_server::{self, SimServerConfig};
     let Some(tool) = crate::real::process::find_on_path("redis-benchmark") else {
         return Ok("redis-benchmark not found: install redis-tools to compare sim-server with redis-server\n".into());
     };
-    let sim = sim_server::spawn(Config::new(std::net::Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0))?;
+    let sim = sim_server::spawn(SimServerConfig::new(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        0,
+        Profile::V7_0,
+    ))?;
     let mut out = String::from("\nredis-server vs sim-server over the Redis protocol:\n");
     out.push_str(&sim_server::benchmark_with(
         &tool,

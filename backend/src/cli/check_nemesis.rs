@@ -264,7 +264,7 @@ fn restart(nodes: &mut Vec<sim_server::Server>, i: usize) -> Result<(), RunError
     let port = nodes[i].port();
     // Stopped first: the new one cannot listen on the port before.
     drop(nodes.remove(i));
-    let cfg = sim_server::Config::new(Ipv4Addr::LOCALHOST.into(), port, Profile::V7_0);
+    let cfg = sim_server::SimServerConfig::new(Ipv4Addr::LOCALHOST.into(), port, Profile::V7_0);
     let mut tries = 0;
     loop {
         match sim_server::spawn(cfg.clone()) {

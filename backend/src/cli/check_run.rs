@@ -456,7 +456,7 @@ fn nodes(spec: &RunSpec) -> Result<(Vec<String>, Vec<sim_server::Server>, &'stat
     }
     let mut servers = Vec::new();
     for _ in 0..need {
-        let cfg = sim_server::Config::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0);
+        let cfg = sim_server::SimServerConfig::new(Ipv4Addr::LOCALHOST.into(), 0, Profile::V7_0);
         servers.push(sim_server::spawn(cfg).map_err(io("start a sim-server node"))?);
     }
     Ok((servers.iter().map(|s| s.url()).collect(), servers, "sim-server"))

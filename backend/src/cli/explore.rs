@@ -91,7 +91,7 @@ pub struct ExploreArgs {
 
 /// Why `locklab explore` could not run.
 #[derive(Debug, Error)]
-pub enum ExploreError {
+pub enum ExploreCliError {
     #[error(transparent)]
     File(#[from] crate::userfile::FileError),
     #[error("{path} is neither an exploration spec nor a scenario:\n  as a spec: {spec}\n  as a scenario: {scenario}")]
@@ -106,7 +106,7 @@ pub enum ExploreError {
     Explore(#[from] locklab_core::explore::ExploreError),
 }
 
-fn parse_file(path: &Path) -> Result<Spec, ExploreError> {
+fn parse_file(path: &Path) -> Result<Spec, ExploreCliError> {
     let text = crate::userfile::read(path, crate::userfile::DESIGN)?;
     let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     // A bare scenario is recognised by its top-level `clients`; anything
@@ -131,7 +131,7 @@ fn parse_file(path: &Path) -> Result<Spec, ExploreError> {
             scenario: Some(sc),
             ..Spec::default()
         }),
-        (_, spec, scenario) => Err(ExploreError::Parse {
+        (_, spec, scenario) => Err(ExploreCliError::Parse {
             path: path.to_path_buf(),
             spec: clip(
                 spec.err()
@@ -157,7 +157,7 @@ fn clip(message: String) -> String {
 }
 
 /// The spec the arguments describe: the file's, with flags on top.
-pub fn spec_from_args(args: &ExploreArgs) -> Result<Spec, ExploreError> {
+pub fn spec_from_args(args: &ExploreArgs) -> Result<Spec, ExploreCliError> {
     let mut spec = match &args.file {
         Some(path) => parse_file(path)?,
         None => Spec::default(),
@@ -225,10 +225,10 @@ pub fn search(explorer: &Explorer, threads: usize) -> Finding {
 }
 
 /// Run the explorer; the whole transcript, ending in its `result:` line.
-pub fn run(args: &ExploreArgs) -> Result<String, ExploreError> {
+pub fn run(args: &ExploreArgs) -> Result<String, ExploreCliError> {
     let threads = args.threads.unwrap_or(2);
     if !(1..=64).contains(&threads) {
-        return Err(ExploreError::Threads);
+        return Err(ExploreCliError::Threads);
     }
     if args.bench {
         return Ok(exhaustive_bench());
@@ -555,27 +555,27 @@ program = { type = "lock", release = "del" }
             file: Some("/nonexistent/locklab.json".into()),
             ..ExploreArgs::default()
         };
-        assert!(matches!(run(&missing), Err(ExploreError::File(_))));
+        assert!(matches!(run(&missing), Err(ExploreCliError::File(_))));
         let path = temp("bad.json", r#"{ "release": "sometimes" }"#);
         let bad = ExploreArgs {
             file: Some(path.clone()),
             ..ExploreArgs::default()
         };
-        assert!(matches!(run(&bad), Err(ExploreError::Parse { .. })));
+        assert!(matches!(run(&bad), Err(ExploreCliError::Parse { .. })));
         let _ = std::fs::remove_file(path);
         assert!(matches!(
             run(&ExploreArgs {
                 threads: Some(0),
                 ..ExploreArgs::default()
             }),
-            Err(ExploreError::Threads)
+            Err(ExploreCliError::Threads)
         ));
         assert!(matches!(
             run(&ExploreArgs {
                 clients: Some(0),
                 ..ExploreArgs::default()
             }),
-            Err(ExploreError::Explore(_))
+            Err(ExploreCliError::Explore(_))
         ));
     }
 

@@ -80,7 +80,7 @@ fn bench_line(l: &Line) -> (String, Measured) {
         thousands((visited as f64 / secs) as u64),
         bfs.verdict()
     );
-    let ended = !matches!(bfs.status(), locklab_core::explore::bfs::Status::NotExhausted);
+    let ended = !matches!(bfs.status(), locklab_core::explore::bfs::SearchStatus::NotExhausted);
     (
         line,
         Measured {

@@ -212,7 +212,7 @@ fn output_limit_reached(
 
 /// Where to listen and which redis-server to imitate.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
+pub struct SimServerConfig {
     pub bind: IpAddr,
     /// 0 picks a free port (see [`Server::local_addr`]).
     pub port: u16,
@@ -222,10 +222,10 @@ pub struct Config {
     pub script_work_limit: u64,
 }
 
-impl Config {
+impl SimServerConfig {
     /// `bind:port` imitating `profile`, with the default script budget.
-    pub fn new(bind: IpAddr, port: u16, profile: Profile) -> Config {
-        Config {
+    pub fn new(bind: IpAddr, port: u16, profile: Profile) -> SimServerConfig {
+        SimServerConfig {
             bind,
             port,
             profile,
@@ -600,7 +600,7 @@ fn listen(bind: IpAddr, port: u16) -> io::Result<TcpListener> {
 
 /// Bind and start serving on the current tokio runtime; returns once the
 /// socket is listening.
-pub async fn start(cfg: Config) -> io::Result<Server> {
+pub async fn start(cfg: SimServerConfig) -> io::Result<Server> {
     let listener = listen(cfg.bind, cfg.port)?;
     let local_addr = listener.local_addr()?;
     let maxclients = fit_maxclients(MAX_CLIENTS);
@@ -640,7 +640,7 @@ pub async fn start(cfg: Config) -> io::Result<Server> {
 
 /// [`start`] on a runtime of its own ([`WORKERS`]), for synchronous
 /// callers such as tests. Must not be called from inside async code.
-pub fn spawn(cfg: Config) -> io::Result<Server> {
+pub fn spawn(cfg: SimServerConfig) -> io::Result<Server> {
     let rt = runtime(WORKERS)?;
     let mut server = rt.block_on(start(cfg))?;
     server.runtime = Some(rt);
@@ -648,7 +648,7 @@ pub fn spawn(cfg: Config) -> io::Result<Server> {
 }
 
 /// `locklab sim-server`: serve until Ctrl-C (or SIGTERM).
-pub fn run(cfg: Config) -> io::Result<()> {
+pub fn run(cfg: SimServerConfig) -> io::Result<()> {
     let rt = runtime(WORKERS)?;
     rt.block_on(async {
         let server = start(cfg).await?;

@@ -9,7 +9,7 @@
 //! how each thing is done (a cut link, a dead node, a client's clock drift)
 //! stays in each host's implementation of [`ProgramHost`].
 
-use super::{Action, Argv, Target};
+use super::{Argv, ProgramAction, Target};
 
 /// Whoever carries out a client program's actions.
 pub trait ProgramHost {
@@ -48,9 +48,13 @@ pub trait ProgramHost {
 }
 
 /// Carry out one action of `client`'s program on `host`.
-pub fn apply<H: ProgramHost + ?Sized>(host: &mut H, client: &mut H::Client, action: Action) -> Result<(), H::Error> {
+pub fn apply<H: ProgramHost + ?Sized>(
+    host: &mut H,
+    client: &mut H::Client,
+    action: ProgramAction,
+) -> Result<(), H::Error> {
     match action {
-        Action::Send {
+        ProgramAction::Send {
             tag,
             target,
             commands,
@@ -62,13 +66,13 @@ pub fn apply<H: ProgramHost + ?Sized>(host: &mut H, client: &mut H::Client, acti
             };
             return host.send(client, tag, node, commands, timeout_ms);
         }
-        Action::Timer { tag, after_ms } => host.timer(client, tag, after_ms),
-        Action::Cancel { tag } => host.cancel(client, tag),
-        Action::Write { token, value } => host.write(client, token, value),
-        Action::Hold { key } => host.believe(client, &key, true),
-        Action::Unhold { key } => host.believe(client, &key, false),
-        Action::Note(text) => host.note(client, text),
-        Action::Done => host.done(client),
+        ProgramAction::Timer { tag, after_ms } => host.timer(client, tag, after_ms),
+        ProgramAction::Cancel { tag } => host.cancel(client, tag),
+        ProgramAction::Write { token, value } => host.write(client, token, value),
+        ProgramAction::Hold { key } => host.believe(client, &key, true),
+        ProgramAction::Unhold { key } => host.believe(client, &key, false),
+        ProgramAction::Note(text) => host.note(client, text),
+        ProgramAction::Done => host.done(client),
     }
     Ok(())
 }
@@ -131,7 +135,7 @@ mod tests {
             master: 2,
             calls: Vec::new(),
         };
-        let send = |target, timeout_ms| Action::Send {
+        let send = |target, timeout_ms| ProgramAction::Send {
             tag: 7,
             target,
             commands: vec![argv(&["GET", "k"])],
@@ -140,16 +144,16 @@ mod tests {
         let actions = vec![
             send(Target::Master, Some(50)),
             send(Target::Node(4), None),
-            Action::Timer { tag: 1, after_ms: 40 },
-            Action::Cancel { tag: 1 },
-            Action::Write {
+            ProgramAction::Timer { tag: 1, after_ms: 40 },
+            ProgramAction::Cancel { tag: 1 },
+            ProgramAction::Write {
                 token: Some(3),
                 value: "v".into(),
             },
-            Action::Hold { key: "lock".into() },
-            Action::Unhold { key: "lock".into() },
-            Action::Note("why".into()),
-            Action::Done,
+            ProgramAction::Hold { key: "lock".into() },
+            ProgramAction::Unhold { key: "lock".into() },
+            ProgramAction::Note("why".into()),
+            ProgramAction::Done,
         ];
         for a in actions {
             apply(&mut host, &mut 5, a).unwrap();

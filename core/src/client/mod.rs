@@ -3,7 +3,7 @@
 //! A client in a locklab world is a state machine. It never blocks and never
 //! reads a clock: the world hands it one [`Input`] at a time (start, a
 //! reply, a timeout, a timer firing) together with the time on the
-//! *client's own* clock, and the machine answers with [`Action`]s (send this
+//! *client's own* clock, and the machine answers with [`ProgramAction`]s (send this
 //! command to that node, wake me in 40 ms, write to the resource, I now
 //! believe I hold the lock). This is the shape of an async client library
 //! with the executor taken out, and it buys three things:
@@ -12,7 +12,7 @@
 //!   "deliver nothing to this client for 1.5 s", and a crash is "drop it";
 //! * the same program runs identically from the same seed, natively and in
 //!   wasm32, which is what makes a trace replayable;
-//! * a program's beliefs ([`Action::Hold`]) are explicit, so the monitor can
+//! * a program's beliefs ([`ProgramAction::Hold`]) are explicit, so the monitor can
 //!   compare what a client *thinks* with what the node *has*.
 //!
 //! Three programs cover the lessons:
@@ -26,7 +26,7 @@
 //!   acquisition decision can be a written [`condition`].
 //!
 //! [`host`] is the other side: what a world must do for a program, and
-//! the one dispatch of a program's [`Action`]s to it.
+//! the one dispatch of a program's [`ProgramAction`]s to it.
 //!
 //! [`ops`] holds the commands and scripts they share (the release variants,
 //! the renewal variants) with the reason each one is or is not safe.
@@ -120,7 +120,7 @@ pub enum Input {
 
 /// What a program asks the world to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub enum ProgramAction {
     /// Send a request (one command, or a pipeline executed back to back) and
     /// give up after `timeout_ms` on the client's clock (`None`: wait
     /// forever, like redis-cli).
@@ -157,11 +157,11 @@ pub struct Ctx<'a> {
     pub name: &'a str,
     /// How many nodes the world has (Redlock's default: all of them).
     pub nodes: u32,
-    out: &'a mut Vec<Action>,
+    out: &'a mut Vec<ProgramAction>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(now: u64, rng: &'a mut Rng, name: &'a str, nodes: u32, out: &'a mut Vec<Action>) -> Ctx<'a> {
+    pub fn new(now: u64, rng: &'a mut Rng, name: &'a str, nodes: u32, out: &'a mut Vec<ProgramAction>) -> Ctx<'a> {
         Ctx {
             now,
             rng,
@@ -172,7 +172,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn send(&mut self, tag: u32, target: Target, commands: Vec<Argv>, timeout_ms: Option<u64>) {
-        self.out.push(Action::Send {
+        self.out.push(ProgramAction::Send {
             tag,
             target,
             commands,
@@ -181,31 +181,31 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn timer(&mut self, tag: u32, after_ms: u64) {
-        self.out.push(Action::Timer { tag, after_ms });
+        self.out.push(ProgramAction::Timer { tag, after_ms });
     }
 
     pub fn cancel(&mut self, tag: u32) {
-        self.out.push(Action::Cancel { tag });
+        self.out.push(ProgramAction::Cancel { tag });
     }
 
     pub fn write(&mut self, token: Option<i64>, value: String) {
-        self.out.push(Action::Write { token, value });
+        self.out.push(ProgramAction::Write { token, value });
     }
 
     pub fn hold(&mut self, key: &str) {
-        self.out.push(Action::Hold { key: key.to_owned() });
+        self.out.push(ProgramAction::Hold { key: key.to_owned() });
     }
 
     pub fn unhold(&mut self, key: &str) {
-        self.out.push(Action::Unhold { key: key.to_owned() });
+        self.out.push(ProgramAction::Unhold { key: key.to_owned() });
     }
 
     pub fn note(&mut self, text: impl Into<String>) {
-        self.out.push(Action::Note(text.into()));
+        self.out.push(ProgramAction::Note(text.into()));
     }
 
     pub fn done(&mut self) {
-        self.out.push(Action::Done);
+        self.out.push(ProgramAction::Done);
     }
 }
 

@@ -218,7 +218,7 @@ impl Default for Limits {
 /// Where a search is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Status {
+pub enum SearchStatus {
     Running,
     /// Every state within the bounds was expanded and none broke an invariant.
     Exhausted,
@@ -289,7 +289,7 @@ pub struct Bfs {
     layer: VecDeque<Entry>,
     next: VecDeque<Entry>,
     stats: Stats,
-    status: Status,
+    status: SearchStatus,
     /// The shortest violation found along a tail so far: (its length in
     /// transitions, the tail's first state, steps into the tail, the
     /// invariant). Kept until every shorter schedule has been searched.
@@ -392,7 +392,7 @@ impl Bfs {
             layer: VecDeque::new(),
             next: VecDeque::new(),
             stats: Stats::default(),
-            status: Status::Running,
+            status: SearchStatus::Running,
             tail_violation: None,
             expanding: false,
             independent: None,
@@ -413,7 +413,7 @@ impl Bfs {
         Ok(bfs)
     }
 
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> SearchStatus {
         self.status
     }
 
@@ -431,13 +431,13 @@ impl Bfs {
     /// The caller's time is up: the search ends not exhausted (unless it
     /// had already ended).
     pub fn stop(&mut self) {
-        if self.status == Status::Running {
-            self.status = Status::NotExhausted;
+        if self.status == SearchStatus::Running {
+            self.status = SearchStatus::NotExhausted;
         }
     }
 
     /// Run to the end (or a limit) on this thread.
-    pub fn run(&mut self) -> Status {
+    pub fn run(&mut self) -> SearchStatus {
         while !self.step(u64::MAX) {}
         self.status
     }
@@ -445,7 +445,7 @@ impl Bfs {
     /// Expand up to `n` states (a tail's 32 steps counting as one); `true` once the search has ended.
     pub fn step(&mut self, n: u64) -> bool {
         let mut done = 0;
-        while self.status == Status::Running && done < n {
+        while self.status == SearchStatus::Running && done < n {
             let Some(e) = self.layer.pop_front() else {
                 // The next layer's states are at depth + 1 and everything
                 // found from them at depth + 2 or later.
@@ -464,14 +464,14 @@ impl Bfs {
             // so a call stays about as long with tails as without.
             done += 1 + (self.stats.tail_states - tails) / 32;
         }
-        self.status != Status::Running
+        self.status != SearchStatus::Running
     }
 
     /// No layer is left that could hold a shorter counterexample than the
     /// tail's (or no layer at all): the search ends with it, or exhausted.
     fn end_of_layers(&mut self) {
         let Some((_, head, k, invariant)) = self.tail_violation.take() else {
-            self.status = Status::Exhausted;
+            self.status = SearchStatus::Exhausted;
             return;
         };
         // The tail's states become nodes of the search tree, so the
@@ -481,7 +481,7 @@ impl Bfs {
             self.tree.push(Link { parent: at, choice: 0 });
             at = self.tree.len() as u32 - 1;
         }
-        self.status = Status::Violated { state: at, invariant };
+        self.status = SearchStatus::Violated { state: at, invariant };
     }
 
     /// Run a state's deterministic tail (its schedule used the whole
@@ -516,7 +516,7 @@ impl Bfs {
             return false;
         };
         self.stopped = Some((role, reply));
-        self.status = Status::NotExhausted;
+        self.status = SearchStatus::NotExhausted;
         true
     }
 
@@ -550,7 +550,7 @@ impl Bfs {
             // independent one puts them to sleep in its child).
             let mut taken = 0u64;
             for i in 0..self.options.len() {
-                if self.status != Status::Running {
+                if self.status != SearchStatus::Running {
                     return;
                 }
                 let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
@@ -580,7 +580,7 @@ impl Bfs {
                 self.offer(w, fp, e.id, i as u32 + 1, e.faults + 1, child);
             }
         }
-        if self.status != Status::Running || !all {
+        if self.status != SearchStatus::Running || !all {
             return;
         }
         let mut w = e.world;
@@ -624,7 +624,7 @@ impl Bfs {
                 Some(v) if v.0 <= depth => self.end_of_layers(),
                 _ => {
                     self.tail_violation = None;
-                    self.status = Status::Violated { state: id, invariant };
+                    self.status = SearchStatus::Violated { state: id, invariant };
                 }
             }
             return;
@@ -633,7 +633,7 @@ impl Bfs {
             || self.next.len() >= self.limits.max_frontier
             || self.tree.len() >= ROOT as usize
         {
-            self.status = Status::NotExhausted;
+            self.status = SearchStatus::NotExhausted;
             return;
         }
         if self.reductions.tails && faults >= self.budget {
@@ -690,7 +690,7 @@ impl Bfs {
     /// state's depth in the search tree), once the search found one.
     pub fn counterexample_len(&self) -> Option<u64> {
         match self.status {
-            Status::Violated { state, .. } => Some(self.scenario_of(state).1),
+            SearchStatus::Violated { state, .. } => Some(self.scenario_of(state).1),
             _ => None,
         }
     }
@@ -738,7 +738,7 @@ impl Bfs {
     /// any other), or held, with the verdict line as its plan.
     pub fn report(&self) -> Report {
         let outcome = match self.status {
-            Status::Violated { state, invariant } => {
+            SearchStatus::Violated { state, invariant } => {
                 let (scenario, _) = self.scenario_of(state);
                 let mut trace = crate::trace::Trace::default();
                 let mut steps = 0;

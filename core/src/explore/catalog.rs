@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{designs, drill, ExploreError};
 use super::{designs::Design, drill::DrillFile, Spec};
 use crate::invariants::Invariant;
-use crate::lesson::Text;
+use crate::lesson::Bilingual;
 
 /// A built-in design as the screen lists it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub struct DrillEntry {
     pub lesson: String,
     /// What the explorer finds broken.
     pub answer: Invariant,
-    pub pitfall: Text,
+    pub pitfall: Bilingual,
     /// The design, as the text the editor holds ([`design_text`]).
     pub design: String,
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::ExploreError;
 use super::Spec;
 use crate::invariants::Invariant;
-use crate::lesson::Text;
+use crate::lesson::Bilingual;
 
 /// The drill files, by file name.
 #[cfg(feature = "toml")]
@@ -74,7 +74,7 @@ pub struct Drill {
     pub lesson: String,
     /// What the explorer finds broken.
     pub answer: Invariant,
-    pub pitfall: Text,
+    pub pitfall: Bilingual,
     pub design: Spec,
 }
 

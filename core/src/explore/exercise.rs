@@ -38,7 +38,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bfs::{Bfs, Limits, Reductions, Status};
+use super::bfs::{Bfs, Limits, Reductions, SearchStatus};
 use super::job::{bound, JobResult};
 use super::{ExploreError, Explorer, FaultKind, Spec, TopologyKind};
 use crate::client::{Acquire, LockScripts, Release, Watchdog};
@@ -392,12 +392,12 @@ fn story(ex: &Exercise, spec: &Spec) -> Result<Story, ExploreError> {
 fn search(spec: &Spec, seeds: u32) -> Result<(SearchKind, JobResult), ExploreError> {
     let mut bfs = Bfs::new(spec, seeds, Reductions::default(), BFS_LIMITS)?;
     match bfs.run() {
-        Status::Exhausted | Status::Violated { .. } => {
+        SearchStatus::Exhausted | SearchStatus::Violated { .. } => {
             let report = bfs.report();
             let bounds = format!("{} (checked exhaustively)", bfs.verdict());
             Ok((SearchKind::Exhaustive, JobResult::from_report(spec, &report, bounds)))
         }
-        Status::NotExhausted | Status::Running => {
+        SearchStatus::NotExhausted | SearchStatus::Running => {
             let ex = Explorer::new(spec)?;
             let f = ex.search(0, 1);
             let report = ex.report(&f);

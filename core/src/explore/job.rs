@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bfs::{Bfs, Limits, Reductions, Status};
+use super::bfs::{Bfs, Limits, Reductions, SearchStatus};
 use super::checks::{step_checks, StepCheck};
 use super::lesson::counterexample_lesson;
 use super::{ExploreError, Explorer, Finding, Outcome, Report, Spec};
@@ -235,7 +235,7 @@ impl Job {
     pub fn is_done(&self) -> bool {
         match &self.inner {
             Inner::Sample { explorer, next, .. } => *next >= explorer.total(),
-            Inner::Exhaustive { bfs, .. } => bfs.status() != Status::Running,
+            Inner::Exhaustive { bfs, .. } => bfs.status() != SearchStatus::Running,
         }
     }
 
@@ -285,7 +285,7 @@ impl Job {
             Inner::Exhaustive { spec, bfs, .. } => {
                 let report = bfs.report();
                 let mut r = JobResult::from_report(spec, &report, bfs.verdict());
-                if matches!(bfs.status(), Status::NotExhausted | Status::Running) {
+                if matches!(bfs.status(), SearchStatus::NotExhausted | SearchStatus::Running) {
                     r.search = Search::NotExhausted;
                 }
                 r

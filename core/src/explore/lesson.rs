@@ -22,7 +22,7 @@ use crate::fault::At;
 use crate::invariants::Invariant;
 use crate::lesson::run::LessonRun;
 use crate::lesson::{
-    Lang, Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Text, Theme, WorldSettings,
+    Bilingual, Lang, Lesson, LessonTopology, Outcome, OutcomeInvariant, RealRun, Source, Step, Theme, WorldSettings,
 };
 use crate::trace::Trace;
 use crate::world::{Scenario, Topology};
@@ -50,7 +50,7 @@ fn outcome_invariant(i: Invariant) -> OutcomeInvariant {
     }
 }
 
-fn why(i: Invariant) -> Text {
+fn why(i: Invariant) -> Bilingual {
     let (en, zh) = match i {
         Invariant::StaleWrite => (
             "The resource accepted a write from a client whose lock had already passed to another: a lost update.",
@@ -73,7 +73,7 @@ fn why(i: Invariant) -> Text {
             "两个客户端同时认为自己持有锁。",
         ),
     };
-    Text {
+    Bilingual {
         en: en.into(),
         zh: zh.into(),
     }
@@ -98,7 +98,7 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
                 client: Some(c.name.clone()),
                 program: Some(p.clone()),
                 background: true,
-                explain: Some(Text {
+                explain: Some(Bilingual {
                     en: format!("{} starts its lock program.", c.name),
                     zh: format!("{} 启动加锁程序。", c.name),
                 }),
@@ -122,7 +122,7 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
             1,
             Step {
                 fault: Some(f.fault.clone()),
-                explain: Some(Text {
+                explain: Some(Bilingual {
                     en: format!("The explorer's fault: {shown}."),
                     zh: format!("探索器注入的故障：{}。", f.fault.describe_in(&trace.names, Lang::Zh)),
                 }),
@@ -149,7 +149,7 @@ fn replay_steps(scenario: &Scenario, trace: &Trace, invariant: Invariant) -> Vec
     }
     steps.push(Step {
         wait_ms: Some(end.saturating_sub(now) + 1),
-        explain: Some(Text {
+        explain: Some(Bilingual {
             en: format!("Until the violation: {}.", invariant.name()),
             zh: format!("直到违反：{}。", invariant.name()),
         }),
@@ -223,11 +223,11 @@ pub fn counterexample_lesson(spec: &Spec, report: &Report) -> Result<Lesson, ToL
     let lesson = Lesson {
         id: COUNTEREXAMPLE_ID.into(),
         theme: Theme::Interview,
-        title: Text {
+        title: Bilingual {
             en: format!("Counterexample: {name}"),
             zh: format!("反例：{}", spec.name_zh.as_deref().unwrap_or(&name)),
         },
-        narration: Text {
+        narration: Bilingual {
             en: narration(spec, report, *invariant, *index, scenario.seed, false),
             zh: narration(spec, report, *invariant, *index, scenario.seed, true),
         },

@@ -18,7 +18,7 @@ use super::zh;
 use super::{Check, Finding, Linearity, Report};
 use crate::actor::Actor;
 use crate::invariants::{Invariant, Violation};
-use crate::lesson::Text;
+use crate::lesson::Bilingual;
 use crate::trace::{command_line, Event, EventKind, Trace};
 
 /// Witness lines listed per finding, at most.
@@ -31,7 +31,7 @@ const FINDINGS_LISTED: usize = 20;
 pub struct CardFinding {
     /// The check's stable name (`stale-write`, `not-linearizable`, …).
     pub name: String,
-    pub title: Text,
+    pub title: Bilingual,
     pub key: String,
     pub from_ms: u64,
     pub to_ms: u64,
@@ -52,18 +52,18 @@ pub struct FileVerdict {
     pub kind: String,
     /// No violation found.
     pub clean: bool,
-    pub headline: Text,
+    pub headline: Bilingual,
     /// What was checked, a sentence each.
-    pub checked: Vec<Text>,
+    pub checked: Vec<Bilingual>,
     pub found: Vec<CardFinding>,
     /// Findings beyond those listed.
     pub more: usize,
     /// Lines skipped and limits reached (a capture), a sentence each.
-    pub notes: Vec<Text>,
+    pub notes: Vec<Bilingual>,
 }
 
-fn text(en: String, zh: String) -> Text {
-    Text { en, zh }
+fn text(en: String, zh: String) -> Bilingual {
+    Bilingual { en, zh }
 }
 
 /// A check's title in Chinese.
@@ -87,7 +87,7 @@ fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &st
     }
 }
 
-fn found_words(n: usize) -> Text {
+fn found_words(n: usize) -> Bilingual {
     match n {
         0 => text("no violation found".into(), "未发现违反".into()),
         1 => text("1 violation found".into(), "发现 1 处违反".into()),

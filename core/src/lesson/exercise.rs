@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Text;
+use super::Bilingual;
 use crate::fault::ScheduledFault;
 use crate::invariants::Invariant;
 
@@ -71,7 +71,7 @@ pub struct WrongAnswer {
 pub struct Exercise {
     pub part: Part,
     /// The question: what to write, and the placeholders it may use.
-    pub ask: Text,
+    pub ask: Bilingual,
     /// The model answer (it must pass).
     pub model: String,
     /// Answers that must fail, each with the invariant it breaks.

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::Text;
+use super::Bilingual;
 
 /// The built-in mock interview's file.
 pub const BUILTIN: &str = include_str!("../../../lessons/mock-interview.json");
@@ -31,7 +31,7 @@ pub const MAX_ASKED: usize = 64;
 #[serde(deny_unknown_fields)]
 pub struct Topic {
     pub id: String,
-    pub title: Text,
+    pub title: Bilingual,
     pub lessons: Vec<String>,
 }
 
@@ -42,7 +42,7 @@ pub struct Topic {
 pub struct Why {
     pub lesson: String,
     pub step: usize,
-    pub say: Text,
+    pub say: Bilingual,
 }
 
 /// One question: its choices (`answer` is the right one's index), the
@@ -53,8 +53,8 @@ pub struct Why {
 pub struct Question {
     pub id: String,
     pub topic: String,
-    pub ask: Text,
-    pub choices: Vec<Text>,
+    pub ask: Bilingual,
+    pub choices: Vec<Bilingual>,
     pub answer: usize,
     pub right: Option<String>,
     pub wrong: Option<String>,
@@ -125,7 +125,7 @@ impl Mock {
     /// the catalogue's business: core's tests check them against it.)
     pub fn validate(&self) -> Result<(), MockError> {
         let bad = |id: &str, msg: String| MockError::Invalid { id: id.to_owned(), msg };
-        let both = |t: &Text| !t.zh.trim().is_empty() && !t.en.trim().is_empty();
+        let both = |t: &Bilingual| !t.zh.trim().is_empty() && !t.en.trim().is_empty();
         if self.question(&self.start).is_none() {
             return Err(bad(&self.start, "the start is not a question".into()));
         }

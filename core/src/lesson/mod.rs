@@ -39,7 +39,7 @@ mod text;
 pub mod worded;
 
 pub use parts::{Expect, Localized, MetricsSpec, Quiz, WriteSpec};
-pub use text::{Lang, Text, Theme};
+pub use text::{Bilingual, Lang, Theme};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -157,18 +157,18 @@ pub struct Step<P = Program> {
     pub unhold: Option<String>,
     /// Nothing happens: a point to make, or a question to ask (lessons 35,
     /// 36). The text is shown like an explanation.
-    pub say: Option<Text>,
+    pub say: Option<Bilingual>,
     /// Show the lock-health figures so far, checked against bounds.
     pub metrics: Option<MetricsSpec>,
     /// "Write the fix": the candidate types one part of the lock and the
     /// lab grades it ([`exercise`]). Nothing runs in the lesson itself.
     pub exercise: Option<exercise::Exercise>,
     pub expect: Option<Expect>,
-    pub explain: Option<Text>,
+    pub explain: Option<Bilingual>,
     pub quiz: Option<Quiz>,
     /// What the trainer should know at this step ([`notes`]): shown only
     /// in presenter mode's notes window and `lesson show --notes`.
-    pub notes: Option<Text>,
+    pub notes: Option<Bilingual>,
 }
 
 impl<P> Default for Step<P> {
@@ -219,7 +219,7 @@ pub enum StepKind<'a, P = Program> {
         key: &'a str,
         holds: bool,
     },
-    Say(&'a Text),
+    Say(&'a Bilingual),
     Metrics(&'a MetricsSpec),
     Exercise(&'a exercise::Exercise),
 }
@@ -327,7 +327,7 @@ pub struct Outcome {
     pub invariant: OutcomeInvariant,
     /// Does it break (true) or hold (false)?
     pub broken: bool,
-    pub explain: Text,
+    pub explain: Bilingual,
 }
 
 impl Outcome {
@@ -385,7 +385,7 @@ pub enum RealRun {
     #[default]
     Yes,
     /// It needs what a real server cannot do (a clock jump); say why.
-    No { why: Text },
+    No { why: Bilingual },
 }
 
 /// The id a counterexample lesson carries (the catalogue's are `01`–`42`):
@@ -400,8 +400,8 @@ pub struct Lesson<P = Program> {
     /// The catalogue id, `01`–`36`.
     pub id: String,
     pub theme: Theme,
-    pub title: Text,
-    pub narration: Text,
+    pub title: Bilingual,
+    pub narration: Bilingual,
     pub source: Source,
     #[serde(default)]
     pub topology: LessonTopology,
@@ -425,7 +425,7 @@ pub struct Lesson<P = Program> {
     /// The trainer's note for the whole lesson ([`notes`]): what the
     /// narration, a hook, leaves out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<Text>,
+    pub notes: Option<Bilingual>,
 }
 
 fn default_seed() -> u64 {
@@ -441,12 +441,12 @@ fn default_seed() -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Timed {
-    pub question: Text,
+    pub question: Bilingual,
     /// How long the answer may take.
     pub seconds: u32,
     /// The points a complete answer makes, ticked by the candidate: each
     /// one ticked counts as one right in the lesson's score.
-    pub rubric: Vec<Text>,
+    pub rubric: Vec<Bilingual>,
 }
 
 impl Timed {

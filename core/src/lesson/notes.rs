@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lang, Lesson, Text};
+use super::{Bilingual, Lang, Lesson};
 
 /// The most Chinese characters a narration may have: a hook, not a page
 /// (issue 39 asks for "at most ~300").
@@ -38,7 +38,7 @@ pub fn length(text: &str) -> usize {
 
 /// A note's own rules: both languages, neither empty nor over
 /// [`NOTE_CHARS`].
-pub fn check(note: &Text) -> Result<(), String> {
+pub fn check(note: &Bilingual) -> Result<(), String> {
     for lang in [Lang::Zh, Lang::En] {
         let n = length(note.get(lang));
         if n == 0 {
@@ -58,9 +58,9 @@ pub fn check(note: &Text) -> Result<(), String> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LessonNotes {
     pub id: String,
-    pub title: Text,
+    pub title: Bilingual,
     /// The note on the whole lesson.
-    pub lesson: Option<Text>,
+    pub lesson: Option<Bilingual>,
     /// Each step's note, by step number (1-based, as the page counts).
     pub steps: Vec<StepNote>,
 }
@@ -69,7 +69,7 @@ pub struct LessonNotes {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepNote {
     pub step: usize,
-    pub text: Text,
+    pub text: Bilingual,
 }
 
 impl<P> Lesson<P> {
@@ -132,8 +132,8 @@ impl LessonNotes {
 mod tests {
     use super::*;
 
-    fn text(zh: &str, en: &str) -> Text {
-        Text {
+    fn text(zh: &str, en: &str) -> Bilingual {
+        Bilingual {
             zh: zh.into(),
             en: en.into(),
         }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lang, Text};
+use super::{Bilingual, Lang};
 
 /// What a step's reply should be.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ impl Expect {
 #[serde(untagged)]
 pub enum Localized {
     Same(String),
-    Both(Text),
+    Both(Bilingual),
 }
 
 impl Localized {
@@ -133,7 +133,7 @@ struct RawQuiz {
 
 fn localized(en: String, zh: Option<String>) -> Localized {
     match zh {
-        Some(zh) if zh != en => Localized::Both(Text { zh, en }),
+        Some(zh) if zh != en => Localized::Both(Bilingual { zh, en }),
         _ => Localized::Same(en),
     }
 }

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::Metrics;
 use super::worded::Wording;
-use super::{Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind, Text};
+use super::{Bilingual, Lang, Lesson, LessonError, LessonTopology, MetricsSpec, Outcome, StepKind};
 use crate::actor::{Actor, Names};
 use crate::client::{CommandsProgram, Program, Step as ProgramStep};
 use crate::fault::Fault;
@@ -105,7 +105,7 @@ pub enum Shown<'a> {
         key: &'a str,
         holds: bool,
     },
-    Say(&'a Text),
+    Say(&'a Bilingual),
     Metrics {
         clients: Vec<String>,
     },

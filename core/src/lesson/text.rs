@@ -1,4 +1,4 @@
-//! The lab's two languages: [`Text`] in both, the [`Lang`] a page or a
+//! The lab's two languages: [`Bilingual`] text in both, the [`Lang`] a page or a
 //! transcript is in, and the [`Theme`] a lesson belongs to.
 
 use serde::{Deserialize, Serialize};
@@ -6,14 +6,14 @@ use serde::{Deserialize, Serialize};
 /// Text in both of the lab's languages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Text {
+pub struct Bilingual {
     pub zh: String,
     pub en: String,
 }
 
 pub use crate::lang::Lang;
 
-impl Text {
+impl Bilingual {
     pub fn get(&self, lang: Lang) -> &str {
         match lang {
             Lang::En => &self.en,
@@ -48,7 +48,7 @@ impl Theme {
         Theme::Interview,
     ];
 
-    pub fn title(self) -> Text {
+    pub fn title(self) -> Bilingual {
         let (en, zh) = match self {
             Theme::Basics => ("Basics", "基础"),
             Theme::Release => ("Safe release", "安全释放"),
@@ -59,7 +59,7 @@ impl Theme {
             Theme::Patterns => ("Patterns", "工程模式"),
             Theme::Interview => ("Interview", "面试"),
         };
-        Text {
+        Bilingual {
             zh: zh.into(),
             en: en.into(),
         }

@@ -130,9 +130,9 @@ impl Write for Mix64 {
 
 /// A sink that also keeps the text, one line per part of the world (for
 /// [`World::fingerprint_text`]).
-struct Text(String);
+struct TextSink(String);
 
-impl Write for Text {
+impl Write for TextSink {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         self.0.push_str(s);
         Ok(())
@@ -152,7 +152,7 @@ impl World {
     /// (nodes written out, not as their cached hashes): to see what tells
     /// two near-duplicate states apart when a search finds too many.
     pub fn fingerprint_text(&self) -> String {
-        let mut t = Text(String::new());
+        let mut t = TextSink(String::new());
         self.fingerprint_into(&mut t, false);
         t.0
     }
@@ -183,7 +183,7 @@ impl World {
     }
 
     /// The world's counters and the queue, in order. Writing to `Mix64`
-    /// or `Text` cannot fail.
+    /// or `TextSink` cannot fail.
     fn head_into(&self, h: &mut impl Write) {
         let _ = writeln!(
             h,

@@ -17,7 +17,7 @@
 //!
 //! * **nodes** know their keyspace (a real [`Node`] each, expiring keys by
 //!   its *own* [`Clock`]);
-//! * **clients** know what their program decided ([`Action::Hold`]: "I hold
+//! * **clients** know what their program decided ([`ProgramAction::Hold`]: "I hold
 //!   the lock"), measured by *their* clocks;
 //! * **the world** knows the truth neither can see: after every change it
 //!   peeks at each lock key on each node, remembers which client's command

@@ -46,15 +46,8 @@ fn initial_state() -> State {
 
 /// The state the page's URL asks for.
 fn url_state() -> State {
-    let window = web_sys::window();
-    let search = window
-        .as_ref()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-    let browser_lang = window
-        .and_then(|w| w.navigator().language())
-        .and_then(|l| Lang::from_tag(&l));
-    State::from_query(&Query::parse(&search), browser_lang.unwrap_or_default())
+    let (query, browser_lang) = Query::from_page();
+    State::from_query(&query, browser_lang.unwrap_or_default())
 }
 
 /// A callback that dispatches the action `action` makes of what it hears.

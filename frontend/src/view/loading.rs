@@ -21,15 +21,8 @@ enum Catalogue {
 
 /// The language the lab will open in (the URL's, else the browser's).
 fn page_lang() -> Lang {
-    let window = web_sys::window();
-    let search = window
-        .as_ref()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-    let browser = window
-        .and_then(|w| w.navigator().language())
-        .and_then(|l| Lang::parse(&l));
-    Query::parse(&search).lang.or(browser).unwrap_or_default()
+    let (query, browser) = Query::from_page();
+    query.lang.or(browser).unwrap_or_default()
 }
 
 /// Is this window presenter mode's notes window (`?notes=1`)?

@@ -78,7 +78,7 @@ pub fn notes_window(props: &NotesProps) -> Html {
 /// What the window shows below its header: the notes for where the
 /// presenter is, or why there are none yet.
 fn body(loaded: &Loaded, place: Option<&(String, usize, Lang)>, lang: Lang) -> Html {
-    let t = |x: &locklab_core::lesson::Text| catalog::text(x, lang).trim().to_owned();
+    let t = |x: &locklab_core::lesson::Bilingual| catalog::text(x, lang).trim().to_owned();
     match (loaded, place) {
         (Loaded::Loading, _) => html! { <p class="muted">{ Text::LessonsLoading.get(lang) }</p> },
         (Loaded::Failed(e), _) => html! {

@@ -25,7 +25,7 @@ fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
     }
 }
 
-fn words(text: &locklab_core::lesson::Text, lang: Lang) -> String {
+fn words(text: &locklab_core::lesson::Bilingual, lang: Lang) -> String {
     match lang {
         Lang::En => text.en.clone(),
         Lang::Zh => text.zh.clone(),

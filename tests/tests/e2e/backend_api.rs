@@ -373,7 +373,7 @@ async fn lessons_play_step_by_step_over_the_websocket() {
     // says so is refused with its own words.)
     let mut sim_only = locklab_tests::lesson("05");
     sim_only.id = "00".into();
-    let why = locklab_core::lesson::Text {
+    let why = locklab_core::lesson::Bilingual {
         zh: "这个反例只在模拟器上成立".into(),
         en: "this counterexample holds on the simulator only".into(),
     };

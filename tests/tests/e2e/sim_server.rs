@@ -29,7 +29,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use locklab_backend::cli::check_libs::{self, Libraries};
-use locklab_backend::sim_server::{self, Config, Server};
+use locklab_backend::sim_server::{self, Server, SimServerConfig};
 use locklab_core::server::{Node, Profile};
 use locklab_tests::diff::{self, Script};
 use locklab_tests::RedisServer;
@@ -39,8 +39,8 @@ mod replication;
 /// How long any single network wait may take before the test fails.
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn config(profile: Profile) -> Config {
-    Config::new(Ipv4Addr::LOCALHOST.into(), 0, profile)
+fn config(profile: Profile) -> SimServerConfig {
+    SimServerConfig::new(Ipv4Addr::LOCALHOST.into(), 0, profile)
 }
 
 /// A sim-server on a free port, on its own runtime; stopped on drop.
@@ -1231,7 +1231,7 @@ fn transactions_during_a_busy_script_behave_as_on_redis_server() {
     // Only SCRIPT KILL ends the busy loop, as on redis-server: with the
     // default budget a loaded machine (other tests' scripts on both cores)
     // let it run out between two of the test's commands.
-    let server = sim_server::spawn(Config {
+    let server = sim_server::spawn(SimServerConfig {
         script_work_limit: 1000 * sim_server::SCRIPT_WORK_LIMIT,
         ..config(Profile::V7_0)
     })

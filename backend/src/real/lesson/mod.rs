@@ -697,7 +697,7 @@ mod tests {
         // its own reason, in its language (none of the catalogue's does now).
         let mut sim_only = get("05").clone();
         sim_only.real = RealRun::No {
-            why: locklab_core::lesson::Text {
+            why: locklab_core::lesson::Bilingual {
                 zh: "只能在模拟器上".into(),
                 en: " simulator only ".into(),
             },

@@ -55,7 +55,7 @@ pub enum Verdict {
 /// session's prefix): its type, its contents as the command that makes it
 /// again takes them, and its `PTTL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub struct SnapshotEntry {
     pub key: Vec<u8>,
     pub kind: Kind,
     /// A string's value; a hash's fields and values, a list's elements in
@@ -237,7 +237,7 @@ impl Preflight {
     /// copy of the session's keys, at `now_ms` (Unix ms: the real server's
     /// `TIME`, so a script that waits for a date behaves the same here),
     /// and judge it.
-    pub fn check(&mut self, now_ms: u64, snapshot: &[Entry], batch: &[Vec<Vec<u8>>]) -> Verdict {
+    pub fn check(&mut self, now_ms: u64, snapshot: &[SnapshotEntry], batch: &[Vec<Vec<u8>>]) -> Verdict {
         let c = self.conn;
         self.node.set_time(now_ms);
         self.node.execute(c, &[b"FLUSHALL".to_vec()]);
@@ -475,7 +475,7 @@ impl Preflight {
 
 /// The admin script that reads the session's keys for a check: for each
 /// existing key of a type the simulator copies, `{i, type, pttl, items}`
-/// (items as [`Entry::items`]). A key too big to copy (a value over 1 MiB,
+/// (items as [`SnapshotEntry::items`]). A key too big to copy (a value over 1 MiB,
 /// more than 10 000 items) makes it answer `toobig`.
 pub const SNAPSHOT_LUA: &str = "local out = {} \
 local size = {hash = 'HLEN', list = 'LLEN', set = 'SCARD', zset = 'ZCARD'} \
@@ -503,7 +503,7 @@ return out";
 
 /// The entries of a [`SNAPSHOT_LUA`] reply; `keys` are the names it was
 /// asked for, without the prefix.
-pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, String> {
+pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<SnapshotEntry>, String> {
     let items = match reply {
         Reply::Array(items) => items,
         Reply::Bulk(b) if b == b"toobig" => {
@@ -534,7 +534,7 @@ pub fn parse_snapshot(keys: &[Vec<u8>], reply: &Reply) -> Result<Vec<Entry>, Str
             .iter()
             .filter_map(|r| if let Reply::Bulk(b) = r { Some(b.clone()) } else { None })
             .collect();
-        out.push(Entry {
+        out.push(SnapshotEntry {
             key: key.clone(),
             kind,
             items,
@@ -567,7 +567,7 @@ mod tests {
     /// 2026-12-03, later than the simulator's epoch.
     const NOW: u64 = 1_796_300_000_000;
 
-    fn check(p: &mut Preflight, snapshot: &[Entry], line: &str) -> Verdict {
+    fn check(p: &mut Preflight, snapshot: &[SnapshotEntry], line: &str) -> Verdict {
         p.check(NOW, snapshot, &[parse(line).unwrap()])
     }
 
@@ -609,7 +609,7 @@ mod tests {
     #[test]
     fn the_check_sees_the_sessions_keys() {
         let mut p = Preflight::new(1000, 4096, Scripts::Managed);
-        let armed = [Entry {
+        let armed = [SnapshotEntry {
             key: b"k".to_vec(),
             kind: Kind::String,
             items: vec![b"1".to_vec()],
@@ -649,19 +649,19 @@ mod tests {
                     redis.call('zcard', 'z') == 6 then while true do end end return 1\" 0";
         let bulks = |xs: &[&str]| xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
         let copy = [
-            Entry {
+            SnapshotEntry {
                 key: b"l".to_vec(),
                 kind: Kind::List,
                 items: bulks(&["a", "b"]),
                 pttl: -1,
             },
-            Entry {
+            SnapshotEntry {
                 key: b"s".to_vec(),
                 kind: Kind::Set,
                 items: bulks(&["a", "b"]),
                 pttl: 5000,
             },
-            Entry {
+            SnapshotEntry {
                 key: b"z".to_vec(),
                 kind: Kind::Zset,
                 items: bulks(&["1", "a", "2.5", "b"]),

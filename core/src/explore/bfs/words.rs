@@ -1,7 +1,7 @@
 //! The search's bounds and verdict as sentences, in English and Chinese:
 //! "held" is only ever said with the bounds it holds within.
 
-use super::{Bfs, Status};
+use super::{Bfs, SearchStatus};
 use crate::explore::FaultKind;
 
 impl Bfs {
@@ -76,32 +76,32 @@ impl Bfs {
             (n, true) => format!("另有 {n} 个状态在确定性尾段上检查，"),
         };
         match (self.status, zh) {
-            (Status::Exhausted, false) => format!("held: {bounds}; {tails}{states} distinct states"),
-            (Status::Exhausted, true) => format!("成立：{bounds}；{tails}{states} 个不同状态"),
-            (Status::Violated { invariant, .. }, false) => format!(
+            (SearchStatus::Exhausted, false) => format!("held: {bounds}; {tails}{states} distinct states"),
+            (SearchStatus::Exhausted, true) => format!("成立：{bounds}；{tails}{states} 个不同状态"),
+            (SearchStatus::Violated { invariant, .. }, false) => format!(
                 "violated {}: a shortest counterexample within {bounds}; found after {states} distinct states",
                 invariant.name()
             ),
-            (Status::Violated { invariant, .. }, true) => format!(
+            (SearchStatus::Violated { invariant, .. }, true) => format!(
                 "违反 {}：{bounds} 内的一个最短反例；在 {states} 个不同状态后找到",
                 invariant.name()
             ),
-            (Status::NotExhausted, false) if self.stopped.is_some() => {
+            (SearchStatus::NotExhausted, false) if self.stopped.is_some() => {
                 let (role, reply) = self.stopped.as_ref().map_or(("lock", ""), |(r, t)| (*r, t.as_str()));
                 format!(
                     "not exhausted: on one schedule the {role} script was stopped ({reply}); explored {states} states (depth {depth}); no verdict on {bounds}"
                 )
             }
-            (Status::NotExhausted, true) if self.stopped.is_some() => {
+            (SearchStatus::NotExhausted, true) if self.stopped.is_some() => {
                 let (role, reply) = self.stopped.as_ref().map_or(("lock", ""), |(r, t)| (*r, t.as_str()));
                 format!(
                     "未穷尽：在某个调度上 {role} 脚本被模拟器停止（{reply}）；探索了 {states} 个状态（深度 {depth}）；对 {bounds} 不下结论"
                 )
             }
-            (Status::NotExhausted | Status::Running, false) => format!(
+            (SearchStatus::NotExhausted | SearchStatus::Running, false) => format!(
                 "not exhausted within the limit: explored {states} states, the frontier was {frontier} (depth {depth}); no verdict on {bounds}"
             ),
-            (Status::NotExhausted | Status::Running, true) => format!(
+            (SearchStatus::NotExhausted | SearchStatus::Running, true) => format!(
                 "在上限内未穷尽：探索了 {states} 个状态，前沿为 {frontier}（深度 {depth}）；对 {bounds} 不下结论"
             ),
         }
