@@ -264,15 +264,11 @@ impl Event {
             (None, false) => "no token".to_owned(),
             (None, true) => "无令牌".to_owned(),
         };
+        // A message on the wire: its direction, the node, what it carried.
+        let wire =
+            |arrow: &str, node: u32, line: String| format!("{arrow} {}{}{line}", n(node), if zh { "：" } else { ": " });
         match &self.kind {
-            EventKind::Sent { node, commands, .. } => {
-                format!(
-                    "→ {}{}{}",
-                    n(*node),
-                    if zh { "：" } else { ": " },
-                    commands_line(commands)
-                )
-            }
+            EventKind::Sent { node, commands, .. } => wire("→", *node, commands_line(commands)),
             EventKind::Executed {
                 client,
                 commands,
@@ -296,14 +292,7 @@ impl Event {
                     format!("lost: {who} ↔ {at} ({why})")
                 }
             }
-            EventKind::Received { node, replies, .. } => {
-                format!(
-                    "← {}{}{}",
-                    n(*node),
-                    if zh { "：" } else { ": " },
-                    replies_line(replies)
-                )
-            }
+            EventKind::Received { node, replies, .. } => wire("←", *node, replies_line(replies)),
             EventKind::TimedOut { node, .. } if zh => format!("等待 {} 超时", n(*node)),
             EventKind::TimedOut { node, .. } => format!("timed out waiting for {}", n(*node)),
             EventKind::Expired { key } if zh => format!("key {key} 过期"),

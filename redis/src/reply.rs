@@ -199,6 +199,26 @@ fn format_tty(r: &Reply, prefix: &str, out: &mut String) {
     }
 }
 
+/// Append `n` in decimal, as RESP writes every length and integer
+/// (`ll2string` into the reply buffer), without a formatter.
+pub fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
 /// `sdscatrepr`: how redis-cli quotes a bulk string. Printable ASCII stays,
 /// `\` and `"` are escaped, the usual control characters get their C escape
 /// and every other byte becomes `\xHH`.

@@ -44,6 +44,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::real::session::{SessionError, SessionLimits};
 use locklab_core::protocol::{ClientMsg, FaultKind, NodeInfo, Served, ServerMsg, TopologyKind};
+use locklab_core::reply::repr;
 
 /// The path `locklab serve` mounts the session WebSocket on.
 pub const DEFAULT_PATH: &str = "/api/session";
@@ -177,27 +178,12 @@ fn host_port(url: &str) -> String {
     rest.split(['/', '?']).next().unwrap_or(rest).to_owned()
 }
 
-/// Quote one argument so core's line parser gives back exactly its bytes:
-/// printable ASCII stays, everything else becomes `\xHH`. The result is
+/// An argv as a line the session parses back to the same argv: each
+/// argument as redis-cli quotes it (`sdscatrepr`), whose escapes core's
+/// line parser (`sdssplitargs`) reads back to the same bytes. The result is
 /// ASCII, so any argv survives JSON's UTF-8 strings.
-fn quote(arg: &[u8]) -> String {
-    let mut s = String::with_capacity(arg.len() + 2);
-    s.push('"');
-    for &b in arg {
-        match b {
-            b'"' => s.push_str("\\\""),
-            b'\\' => s.push_str("\\\\"),
-            0x20..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
-    s
-}
-
-/// An argv as a line the session parses back to the same argv.
 pub fn quote_argv(argv: &[Vec<u8>]) -> String {
-    argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+    argv.iter().map(|a| repr(a)).collect::<Vec<_>>().join(" ")
 }
 
 impl BackendClient {
@@ -662,6 +648,7 @@ mod tests {
             b"SET".to_vec(),
             b"k \"q\" \\".to_vec(),
             vec![0xff, b'\n', 0x01, b'x'],
+            vec![0x07, 0x08, b'\t', b'\r', 0, b'"'],
             Vec::new(),
         ];
         let line = quote_argv(&argv);

@@ -23,6 +23,7 @@
 //! of bytes can make it panic; every length is checked against redis-server's
 //! limits before anything is allocated for it.
 
+use locklab_redis::reply::push_int;
 use locklab_redis::Reply;
 use thiserror::Error;
 
@@ -431,25 +432,6 @@ impl Parser {
 /// to a tight loop; no need for the memchr crate at these sizes.)
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
-}
-
-/// Append `n` in decimal.
-fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
 /// `<prefix><n>\r\n`, the header of every aggregate and bulk (the real

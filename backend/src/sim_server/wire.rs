@@ -397,6 +397,12 @@ fn in_multi(st: &mut State, sess: &mut Session, now_ms: u64, w: &WireCommand, ar
     st.node.set_time(now_ms);
     let known = table::find(&argv[0], st.node.profile()).is_some();
     match st.node.execute(sess.id, argv) {
+        // `CMD_NO_MULTI` (SHUTDOWN): processCommand refuses it while
+        // queueing and dooms the transaction, as the node's refusal did.
+        Reply::Error(_) if !known && w.flags.contains(&"no_multi") => (
+            Reply::error("ERR Command not allowed inside a transaction"),
+            After::Continue,
+        ),
         Reply::Error(_) if !known => (unsupported_in_multi(w.name), After::Continue),
         other => (other, After::Continue),
     }
@@ -571,7 +577,7 @@ fn replconf(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> (Reply, After) {
     /// `NET_HOST_STR_LEN`.
     const HOST_STR_LEN: usize = 256;
     let error = |msg: String| (Reply::error(msg), After::Continue);
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return (syntax_error(), After::Continue);
     }
     for pair in argv[1..].chunks(2) {
@@ -1292,6 +1298,24 @@ mod tests {
         assert_eq!(run(&mut st, &mut sess, &env, "RESET"), Reply::status("RESET"));
         assert!(!sess.resp3);
         assert_eq!(run(&mut st, &mut sess, &env, "CLIENT GETNAME"), Reply::Nil);
+    }
+
+    /// Redis's `unit/multi` "MULTI with SHUTDOWN": refused while queueing
+    /// (`CMD_NO_MULTI`), and the transaction aborts.
+    #[test]
+    fn shutdown_inside_multi_is_refused_and_dooms_the_transaction() {
+        let (mut st, mut sess, env) = state(Profile::V7_0);
+        run(&mut st, &mut sess, &env, "MULTI");
+        run(&mut st, &mut sess, &env, "SET foo bar");
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "SHUTDOWN"),
+            Reply::error("ERR Command not allowed inside a transaction")
+        );
+        assert_eq!(
+            run(&mut st, &mut sess, &env, "EXEC"),
+            Reply::error("EXECABORT Transaction discarded because of previous errors.")
+        );
+        assert_eq!(run(&mut st, &mut sess, &env, "GET foo"), Reply::Nil);
     }
 
     #[test]

@@ -60,18 +60,7 @@ impl Encoded {
 /// `<prefix><n>\r\n`: an aggregate's or a bulk string's header.
 pub(crate) fn header(out: &mut Vec<u8>, prefix: u8, n: usize) {
     out.push(prefix);
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    crate::reply::push_int(out, n as i64);
     out.extend_from_slice(b"\r\n");
 }
 

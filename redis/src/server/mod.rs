@@ -1128,7 +1128,6 @@ impl Node {
     /// The command's own work (`c->cmd->proc(c)`).
     fn run_command(&mut self, conn: ConnId, db: usize, cmd: &'static Command, argv: &[Vec<u8>]) -> Reply {
         match cmd.handler {
-            Handler::Plain(_) | Handler::Script(_) if self.engine.write_denied(cmd) => Reply::error(READONLY),
             // DEBUG RELOAD is the one DEBUG subcommand that needs both
             // halves of the node: the data and the function libraries.
             Handler::Plain(_)
@@ -1379,8 +1378,11 @@ impl Engine {
         }
     }
 
+    /// `scriptVerifyWriteCommandAllow`: a read-only replica refuses a
+    /// script's writes (`processCommand` refuses a client's, and EXEC runs
+    /// what it queued whatever the role has become since).
     fn write_denied(&self, cmd: &Command) -> bool {
-        self.role == Role::Replica && cmd.is_write()
+        self.role == Role::Replica && self.config.replica_read_only() && cmd.is_write()
     }
 
     /// The keyspace of database `db`.
@@ -1591,15 +1593,21 @@ impl Engine {
         for &d in &targets {
             script::control::flush_busy_watches(d, &|d, key| self.dbs[d].get(key).is_some());
         }
-        let watched: Vec<(usize, Vec<u8>)> = self.watchers.keys().cloned().collect();
-        for (d, key) in watched {
-            if targets.contains(&d) && self.dbs[d].get(&key).is_some() {
-                self.touch(d, &key);
-            }
-        }
+        let watched: Vec<(usize, Vec<u8>)> = self
+            .watchers
+            .keys()
+            .filter(|(d, key)| targets.contains(d) && self.dbs[*d].get(key).is_some())
+            .cloned()
+            .collect();
         for d in targets {
             self.dirty += self.dbs[d].len() as u64;
             self.dbs[d].clear();
+        }
+        // touchAllWatchedKeysInDb, once the keys are gone: a key that had
+        // already expired when it was watched is deleted with no logical
+        // change, so its watchers' EXEC still runs.
+        for (d, key) in watched {
+            self.touch(d, &key);
         }
     }
 
@@ -1658,7 +1666,9 @@ impl Engine {
             return;
         }
         let batch = std::mem::take(&mut self.propagating);
-        if self.repl.active() {
+        // shouldPropagate: only a master feeds its replicas — a transaction
+        // that ran `REPLICAOF host port` is not streamed at all.
+        if self.repl.active() && self.role == Role::Master {
             self.repl.feed(&batch, wrap, &mut self.outbound);
         }
         if self.record_propagation {

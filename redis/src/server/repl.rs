@@ -457,4 +457,30 @@ mod tests {
             Reply::error("ERR Command is not valid when client is a replica.")
         );
     }
+
+    /// Redis's `unit/multi` "MULTI / EXEC with REPLICAOF": a transaction
+    /// that demotes its master runs to its end (EXEC runs what it queued
+    /// whatever the role has become) and is not streamed at all.
+    #[test]
+    fn a_transaction_that_runs_replicaof_runs_whole_and_is_not_streamed() {
+        let mut n = Node::new(Profile::V7_0);
+        let (c, r) = (ConnId(1), ConnId(2));
+        run(&mut n, r, "SYNC");
+        run(&mut n, c, "SET foo bar");
+        run(&mut n, c, "MULTI");
+        run(&mut n, c, "SET foo2 bar");
+        run(&mut n, c, "REPLICAOF localhost 9999");
+        run(&mut n, c, "SET foo3 bar");
+        assert_eq!(
+            run(&mut n, c, "EXEC"),
+            Reply::Array(vec![Reply::ok(), Reply::ok(), Reply::ok()])
+        );
+        assert_eq!(run(&mut n, c, "GET foo3"), Reply::Bulk(b"bar".to_vec()));
+        assert_eq!(
+            run(&mut n, c, "SET foo4 bar"),
+            Reply::error("READONLY You can't write against a read only replica.")
+        );
+        assert_eq!(stream(&mut n, r), ["select 0".to_owned(), "set foo bar".into()]);
+        assert_eq!(run(&mut n, c, "REPLICAOF no one"), Reply::ok());
+    }
 }

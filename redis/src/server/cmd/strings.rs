@@ -132,26 +132,14 @@ pub(crate) fn set(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         j += 1;
     }
 
-    // getExpireMillisecondsOrReply: parse, reject <= 0 and overflow.
     let now = cx.e.now() as i64;
     let deadline = match (expiry, expire_arg) {
         (Expiry::Relative { seconds, .. } | Expiry::Absolute { seconds, .. }, Some(raw)) => {
-            let Some(mut ms) = parse_i64(raw) else {
-                return not_integer();
-            };
-            if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
-                return invalid_expire("set");
+            let relative = matches!(expiry, Expiry::Relative { .. });
+            match expire_ms(raw, seconds, !relative, now, "set") {
+                Ok(ms) => Some(ms as u64),
+                Err(e) => return e,
             }
-            if seconds {
-                ms *= 1000;
-            }
-            if matches!(expiry, Expiry::Relative { .. }) {
-                ms = ms.wrapping_add(now);
-            }
-            if ms <= 0 {
-                return invalid_expire("set");
-            }
-            Some(ms as u64)
         }
         _ => None,
     };
@@ -400,21 +388,10 @@ pub(crate) fn getex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     let now = cx.e.now() as i64;
     if let Some(((seconds, absolute), raw)) = expiry {
-        let Some(mut ms) = parse_i64(raw) else {
-            return not_integer();
+        let ms = match expire_ms(raw, seconds, absolute, now, "getex") {
+            Ok(ms) => ms,
+            Err(e) => return e,
         };
-        if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
-            return invalid_expire("getex");
-        }
-        if seconds {
-            ms *= 1000;
-        }
-        if !absolute {
-            ms = ms.wrapping_add(now);
-        }
-        if ms <= 0 {
-            return invalid_expire("getex");
-        }
         // checkAlreadyExpired: only an absolute time can be in the past.
         if absolute && ms <= now {
             cx.e.delete(cx.db, key);
@@ -635,4 +612,27 @@ pub(crate) fn incrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     cx.e.store(cx.db, &argv[1], Value::Str(text.clone()), ttl);
     cx.e.propagate(|| super::argv(&[b"SET", &argv[1], &text, b"KEEPTTL"]));
     Reply::Bulk(text)
+}
+
+/// `getExpireMillisecondsOrReply` (t_string.c): the expiry argument in
+/// milliseconds since the epoch — not an integer, not positive, or
+/// overflowing when made milliseconds (`seconds`) or absolute (from `now`)
+/// is `command`'s "invalid expire time" error.
+fn expire_ms(raw: &[u8], seconds: bool, absolute: bool, now: i64, command: &str) -> Result<i64, Reply> {
+    let Some(mut ms) = parse_i64(raw) else {
+        return Err(not_integer());
+    };
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return Err(invalid_expire(command));
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    if !absolute {
+        ms = ms.wrapping_add(now);
+    }
+    if ms <= 0 {
+        return Err(invalid_expire(command));
+    }
+    Ok(ms)
 }

@@ -309,13 +309,7 @@ impl Scripting {
             let reply = vm.run(host, Target::Eval(&f), keys, args, read_only, sha);
             (reply, vm.rng())
         });
-        match out {
-            Ok((reply, rng)) => {
-                self.rng = rng;
-                reply
-            }
-            Err(e) => Reply::Error(e),
-        }
+        self.finish_run(out)
     }
 
     /// Is there a function by this name (any case)?
@@ -503,6 +497,12 @@ impl Scripting {
             let reply = vm.run(host, Target::Fcall(&cb), keys, args, read_only, &fname);
             (reply, vm.rng())
         });
+        self.finish_run(out)
+    }
+
+    /// A run's reply, keeping the generator where the script left it
+    /// (`math.random` continues in the next script, as in redis-server 7).
+    fn finish_run(&mut self, out: Result<(Reply, u64), String>) -> Reply {
         match out {
             Ok((reply, rng)) => {
                 self.rng = rng;

@@ -409,21 +409,11 @@ fn raise_value(raise: &Function, v: Value) -> omnilua::Error {
     }
 }
 
-/// May this command run while the script is read-only? `scriptCall` checks
-/// write commands after lookup, arity and the no-script flag, so only a
-/// command that passes those is refused here; anything else goes to the
-/// host, which answers with the earlier error.
-fn denied_in_read_only(argv: &[Vec<u8>]) -> bool {
-    let Some(cmd) = argv
-        .first()
-        .and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4))
-    else {
-        return false;
-    };
-    cmd.arity_ok(argv.len()) && cmd.allowed_in_scripts() && cmd.is_write()
-}
-
-/// Would this call dirty the dataset (`CMD_WRITE`, arity passed)?
+/// Would this call dirty the dataset (`CMD_WRITE`, arity passed)? A
+/// read-only script is refused such a call: `scriptCall` checks write
+/// commands after lookup, arity and the no-script flag, so only a command
+/// that passes those is refused here; anything else goes to the host,
+/// which answers with the earlier error.
 fn is_write_call(argv: &[Vec<u8>]) -> bool {
     argv.first()
         .and_then(|name| crate::server::table::find(name, crate::server::Profile::V8_4))
@@ -858,7 +848,7 @@ impl Vm {
             // nothing more), its reply after (the command's own work,
             // in the one place every command passes).
             sandbox.charge(call_units(&argv, None))?;
-            let reply = if read_only && denied_in_read_only(&argv) {
+            let reply = if read_only && is_write_call(&argv) {
                 Reply::error("ERR Write commands are not allowed from read-only scripts.")
             } else {
                 if let Some(c) = &control {
