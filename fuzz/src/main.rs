@@ -92,6 +92,16 @@ fn print_report(t: FuzzTarget, report: &locklab_fuzz::FuzzReport, show: usize) {
             String::new()
         }
     );
+    if !report.unjudged.is_empty() {
+        // Not a finding: the machine was too loaded to tell (each is
+        // reproduced with `--seed` and its index on an idle one).
+        let first: Vec<String> = report.unjudged.iter().take(show).map(|i| format!("#{i}")).collect();
+        println!(
+            "  {} sequences unjudged: redis-server's clock moved during each of their plays ({})",
+            report.unjudged.len(),
+            first.join(" ")
+        );
+    }
     for f in report.findings.iter().take(show) {
         println!(
             "  #{}: {}{}",
