@@ -429,6 +429,13 @@ pub struct QuestionSummary {
     pub tally: Tally,
 }
 
+impl QuestionSummary {
+    /// How many chose each answer, as the reports print them.
+    fn counts(&self) -> Vec<String> {
+        self.tally.counts.iter().map(u32::to_string).collect()
+    }
+}
+
 /// The class at its end: per question the distribution and how many were
 /// right; per follower the score.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -445,17 +452,14 @@ impl Summary {
     pub fn to_csv(&self) -> String {
         let mut out = String::from("kind,lesson,step,name,answered,of,right,percent_right,counts\n");
         for q in &self.questions {
-            let t = &q.tally;
-            let counts: Vec<String> = t.counts.iter().map(u32::to_string).collect();
+            let (lesson, step, counts) = (csv_field(&q.question.lesson), q.question.step + 1, q.counts());
+            let Tally {
+                answered, of, right, ..
+            } = q.tally;
+            let pct = percent(right, answered);
+            let counts = csv_field(&counts.join(" "));
             out.push_str(&format!(
-                "question,{},{},,{},{},{},{},{}\n",
-                csv_field(&q.question.lesson),
-                q.question.step + 1,
-                t.answered,
-                t.of,
-                t.right,
-                percent(t.right, t.answered),
-                csv_field(&counts.join(" "))
+                "question,{lesson},{step},,{answered},{of},{right},{pct},{counts}\n"
             ));
         }
         for m in &self.members {
@@ -478,16 +482,14 @@ impl Summary {
         };
         let mut out = format!("# {title} {}\n\n{qh}\n|---|---|---|---|---|\n", self.code);
         for q in &self.questions {
-            let t = &q.tally;
-            let counts: Vec<String> = t.counts.iter().map(u32::to_string).collect();
+            let (lesson, step, counts) = (md_cell(&q.question.lesson), q.question.step + 1, q.counts());
+            let Tally {
+                answered, of, right, ..
+            } = q.tally;
+            let pct = percent(right, answered);
+            let counts = counts.join(" / ");
             out.push_str(&format!(
-                "| {} | {} | {}/{} | {}% | {} |\n",
-                md_cell(&q.question.lesson),
-                q.question.step + 1,
-                t.answered,
-                t.of,
-                percent(t.right, t.answered),
-                counts.join(" / ")
+                "| {lesson} | {step} | {answered}/{of} | {pct}% | {counts} |\n"
             ));
         }
         out.push_str(&format!("\n## {fh}\n\n| {name} | {score} |\n|---|---|\n"));

@@ -100,19 +100,14 @@ pub fn history_card(report: &Report, faults: usize) -> FileVerdict {
     let serious = report.findings.iter().filter(|f| f.check != Check::RenewalGap).count();
     let broken = report.keys.iter().any(|k| k.linearity == Linearity::NotLinearizable);
     let found = found_words(serious);
+    let (ops, clients) = (report.ops, report.clients.len());
+    let (ops_en, clients_en) = (
+        count(ops, "operation", "operations"),
+        count(clients, "client", "clients"),
+    );
     let headline = text(
-        format!(
-            "History: {} of {} checked — {}",
-            count(report.ops, "operation", "operations"),
-            count(report.clients.len(), "client", "clients"),
-            found.en
-        ),
-        format!(
-            "历史：已检查 {} 个客户端的 {} 次操作——{}",
-            report.clients.len(),
-            report.ops,
-            found.zh
-        ),
+        format!("History: {ops_en} of {clients_en} checked — {}", found.en),
+        format!("历史：已检查 {clients} 个客户端的 {ops} 次操作——{}", found.zh),
     );
     let mut checked = vec![text(
         "Checked: stale writes the resource accepted, releases of another's lock, two holders' writes, extensions after expiry, renewal gaps, and each lock key as one register (Wing–Gong search with Lowe's cache).".into(),
@@ -185,17 +180,15 @@ pub fn capture_card(i: &Import) -> FileVerdict {
     } else {
         s.lock_keys.join(", ")
     };
+    let (commands, clients) = (s.commands, s.lanes.len());
+    let (commands_en, clients_en) = (
+        count(commands, "command", "commands"),
+        count(clients, "client", "clients"),
+    );
     let headline = text(
+        format!("MONITOR capture: {commands_en} of {clients_en} replayed — {}", found.en),
         format!(
-            "MONITOR capture: {} of {} replayed — {}",
-            count(s.commands, "command", "commands"),
-            count(s.lanes.len(), "client", "clients"),
-            found.en
-        ),
-        format!(
-            "MONITOR 抓取：已重放 {} 个客户端的 {} 条命令——{}",
-            s.lanes.len(),
-            s.commands,
+            "MONITOR 抓取：已重放 {clients} 个客户端的 {commands} 条命令——{}",
             found.zh
         ),
     );

@@ -43,7 +43,7 @@ use serde::Serialize;
 
 use super::from_trace::{classify, succeeded};
 use super::monitor_line::{parse_line, MonitorLine, Source};
-use super::parse::read_line;
+use super::parse::{BoundedLines, LineRead};
 use super::OpKind;
 use crate::actor::{Actor, Names};
 use crate::invariants::{InvariantConfig, Monitor, Violation};
@@ -542,26 +542,12 @@ impl Replay {
         else {
             return;
         };
-        self.emit(
-            Actor::Client(c),
-            EventKind::Belief {
-                key: key.to_owned(),
-                holds,
-            },
-        );
-        let Some(ch) = change.overlap else { return };
-        if !ch.begin {
+        if change.overlap.as_ref().is_some_and(|ch| !ch.begin) {
             self.stretch(key, now);
         }
-        self.emit(
-            Actor::World,
-            EventKind::Overlap {
-                key: key.to_owned(),
-                clients: ch.clients,
-                begin: ch.begin,
-                since_ms: ch.since_ms,
-            },
-        );
+        for (actor, kind) in change.events(key, c, holds) {
+            self.emit(actor, kind);
+        }
         if let Some(v) = change.violation {
             self.ongoing.insert(key.to_owned(), self.trace.events.len());
             self.violation(v);
@@ -624,22 +610,17 @@ impl Replay {
 /// Replay a MONITOR capture, streamed from `r`. `locks`: the lock keys
 /// (empty: guessed from `SET … NX`). Only a failure to read is an error;
 /// bad lines are skipped and listed in the summary.
-pub fn import<R: BufRead>(mut r: R, locks: &[String], limits: &ImportLimits) -> Result<Import, ImportError> {
+pub fn import<R: BufRead>(r: R, locks: &[String], limits: &ImportLimits) -> Result<Import, ImportError> {
     let mut replay = Replay::new(locks, *limits);
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    loop {
-        n += 1;
-        let (complete, too_long) = match read_line(&mut r, &mut buf, limits.max_line_bytes) {
-            Ok(Some(x)) => x,
-            Ok(None) => break,
-            Err(e) => {
-                return Err(ImportError {
-                    line: n,
-                    msg: e.to_string(),
-                })
-            }
-        };
+    let mut lines = BoundedLines::new(r, limits.max_line_bytes);
+    while let Some(LineRead {
+        number: n,
+        complete,
+        too_long,
+    }) = lines.next_line().map_err(|(line, e)| ImportError {
+        line,
+        msg: e.to_string(),
+    })? {
         replay.summary.lines = n;
         if too_long {
             replay.skip(
@@ -648,7 +629,7 @@ pub fn import<R: BufRead>(mut r: R, locks: &[String], limits: &ImportLimits) -> 
             );
             continue;
         }
-        match parse_line(&buf) {
+        match parse_line(lines.text()) {
             Ok(Some(l)) => replay.line(n, l),
             Ok(None) => {}
             Err(why) if !complete => replay.skip(n, format!("truncated (the file ends mid-line): {why}")),

@@ -51,55 +51,104 @@ pub enum HistoryError {
     TooMany { line: u64, max: usize },
 }
 
-/// Read one line into `buf` (without its end of line), storing at most
-/// `max` bytes. `Ok(None)` at the end of input; `Ok(Some(complete))`, where
-/// `complete` is false when the input ended without a newline.
-pub(super) fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<(bool, bool)>> {
-    buf.clear();
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(any.then_some((false, too_long)));
+/// The lines of an input read with a bound: a line longer than `max`
+/// bytes is consumed but not kept, so neither a history nor a capture can
+/// make the reader hold more than one bounded line. Lines are numbered
+/// from 1, for the errors and skips that name them.
+pub(super) struct BoundedLines<R> {
+    r: R,
+    buf: Vec<u8>,
+    max: usize,
+    number: u64,
+}
+
+/// One line of [`BoundedLines`].
+pub(super) struct LineRead {
+    /// Its number, from 1.
+    pub(super) number: u64,
+    /// False when the input ended without a newline.
+    pub(super) complete: bool,
+    /// Longer than the bound: its bytes were not kept.
+    pub(super) too_long: bool,
+}
+
+impl<R: BufRead> BoundedLines<R> {
+    pub(super) fn new(r: R, max: usize) -> BoundedLines<R> {
+        BoundedLines {
+            r,
+            buf: Vec::new(),
+            max,
+            number: 0,
         }
-        any = true;
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
+    }
+
+    /// The last line read, without its end of line (empty when too long).
+    pub(super) fn text(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Read the next line. `Ok(None)` at the end of input; an I/O error
+    /// comes with the number of the line it stopped.
+    pub(super) fn next_line(&mut self) -> Result<Option<LineRead>, (u64, std::io::Error)> {
+        self.number += 1;
+        let number = self.number;
+        let read = |(complete, too_long)| LineRead {
+            number,
+            complete,
+            too_long,
         };
-        if !too_long && buf.len() + take <= max {
-            buf.extend_from_slice(&chunk[..take]);
-        } else {
-            too_long = true;
-            buf.clear();
-        }
-        r.consume(if done { take + 1 } else { take });
-        if done {
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
+        self.read().map(|l| l.map(read)).map_err(|e| (number, e))
+    }
+
+    /// `Ok(Some((complete, too_long)))`.
+    fn read(&mut self) -> std::io::Result<Option<(bool, bool)>> {
+        let buf = &mut self.buf;
+        buf.clear();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let chunk = self.r.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(any.then_some((false, too_long)));
             }
-            return Ok(Some((true, too_long)));
+            any = true;
+            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            if !too_long && buf.len() + take <= self.max {
+                buf.extend_from_slice(&chunk[..take]);
+            } else {
+                too_long = true;
+                buf.clear();
+            }
+            self.r.consume(if done { take + 1 } else { take });
+            if done {
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+                return Ok(Some((true, too_long)));
+            }
         }
     }
 }
 
 /// Read a whole history from `r`.
-pub fn parse<R: BufRead>(mut r: R, limits: &Limits) -> Result<History, HistoryError> {
+pub fn parse<R: BufRead>(r: R, limits: &Limits) -> Result<History, HistoryError> {
     let mut history = History::default();
-    let mut buf = Vec::new();
-    let mut line = 0u64;
+    let mut lines = BoundedLines::new(r, limits.max_line_bytes);
     loop {
-        line += 1;
-        let (complete, too_long) = match read_line(&mut r, &mut buf, limits.max_line_bytes) {
-            Ok(Some(x)) => x,
-            Ok(None) => return Ok(history),
-            Err(e) => {
-                return Err(HistoryError::Io {
-                    line,
-                    msg: e.to_string(),
-                })
-            }
+        let read = lines.next_line().map_err(|(line, e)| HistoryError::Io {
+            line,
+            msg: e.to_string(),
+        })?;
+        let Some(LineRead {
+            number: line,
+            complete,
+            too_long,
+        }) = read
+        else {
+            return Ok(history);
         };
         if too_long {
             return Err(HistoryError::TooLong {
@@ -107,7 +156,7 @@ pub fn parse<R: BufRead>(mut r: R, limits: &Limits) -> Result<History, HistoryEr
                 max: limits.max_line_bytes,
             });
         }
-        let text = std::str::from_utf8(&buf).map_err(|e| HistoryError::NotUtf8 {
+        let text = std::str::from_utf8(lines.text()).map_err(|e| HistoryError::NotUtf8 {
             line,
             column: e.valid_up_to() + 1,
         })?;

@@ -168,17 +168,15 @@ impl MetricsSpec {
 impl Metrics {
     /// The figures in `lang` (the English is the `Display` form).
     pub fn text(&self, lang: super::Lang) -> String {
+        let (got, of) = (self.acquisitions, self.acquisitions + self.failures);
+        let (pct, wait, retries) = (self.success_pct(), self.mean_wait_ms(), self.mean_retries());
+        let (attempts, commands) = (self.attempts, self.commands);
         match lang {
-            super::Lang::En => self.to_string(),
+            super::Lang::En => format!(
+                "acquired {got} of {of} ({pct:.1} %), mean wait {wait:.1} ms, mean retries {retries:.2}, {attempts} attempts, {commands} commands sent"
+            ),
             super::Lang::Zh => format!(
-                "获得锁 {} / {} 次（{:.1} %），平均等待 {:.1} ms，平均重试 {:.2} 次，加锁尝试 {} 次，发出命令 {} 条",
-                self.acquisitions,
-                self.acquisitions + self.failures,
-                self.success_pct(),
-                self.mean_wait_ms(),
-                self.mean_retries(),
-                self.attempts,
-                self.commands
+                "获得锁 {got} / {of} 次（{pct:.1} %），平均等待 {wait:.1} ms，平均重试 {retries:.2} 次，加锁尝试 {attempts} 次，发出命令 {commands} 条"
             ),
         }
     }
@@ -186,17 +184,7 @@ impl Metrics {
 
 impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "acquired {} of {} ({:.1} %), mean wait {:.1} ms, mean retries {:.2}, {} attempts, {} commands sent",
-            self.acquisitions,
-            self.acquisitions + self.failures,
-            self.success_pct(),
-            self.mean_wait_ms(),
-            self.mean_retries(),
-            self.attempts,
-            self.commands
-        )
+        f.write_str(&self.text(super::Lang::En))
     }
 }
 

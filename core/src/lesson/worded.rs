@@ -58,11 +58,11 @@ impl<P> Wording for Worded<P> {
 
 impl Wording for Program {
     fn english(&self) -> Cow<'_, str> {
-        Cow::Owned(describe(self))
+        Cow::Owned(describe(self, false))
     }
 
     fn chinese(&self) -> Cow<'_, str> {
-        Cow::Owned(describe_zh(self))
+        Cow::Owned(describe(self, true))
     }
 }
 
@@ -73,8 +73,8 @@ impl Lesson {
     pub fn worded(&self) -> PageLesson {
         let worded = self.clone().without_notes().try_map_programs(|_, p| {
             serde_json::to_string(&p).map(|json| Worded {
-                en: describe(&p),
-                zh: describe_zh(&p),
+                en: describe(&p, false),
+                zh: describe(&p, true),
                 program: ProgramJson(json),
             })
         });
@@ -185,60 +185,44 @@ impl<P> Step<P> {
     }
 }
 
-fn describe(p: &Program) -> String {
+/// A program in words, in English (`zh` false) or Chinese: what the page
+/// shows beside a step.
+fn describe(p: &Program, zh: bool) -> String {
+    let pick = |en: String, cn: String| if zh { cn } else { en };
     match p {
-        Program::Commands(c) => format!("program: {} step(s)", c.steps.len()),
-        Program::Lock(l) => {
-            let mut s = format!(
-                "program: lock {} ({} PX {}, release by {:?}",
-                l.key,
-                l.acquire.name(),
-                l.ttl_ms,
-                l.release
-            );
-            if let Some(w) = &l.watchdog {
-                s.push_str(&format!(
-                    ", watchdog every {} ms{}",
-                    w.interval_ms.unwrap_or(l.ttl_ms / 3),
-                    w.max_renewals
-                        .map(|m| format!(" at most {m} times"))
-                        .unwrap_or_default()
-                ));
-            }
-            if l.fencing.is_on() {
-                s.push_str(", fencing token");
-            }
-            s.push(')');
-            s
+        Program::Commands(c) => {
+            let n = c.steps.len();
+            pick(format!("program: {n} step(s)"), format!("程序：{n} 步"))
         }
-        Program::Redlock(r) => format!("program: Redlock on {} (TTL {} ms)", r.key, r.ttl_ms),
-    }
-}
-
-fn describe_zh(p: &Program) -> String {
-    match p {
-        Program::Commands(c) => format!("程序：{} 步", c.steps.len()),
         Program::Lock(l) => {
-            let mut s = format!(
-                "程序：对 {} 加锁（{} PX {}，释放方式 {:?}",
-                l.key,
-                l.acquire.name(),
-                l.ttl_ms,
-                l.release
+            let (key, acquire, ttl, release) = (&l.key, l.acquire.name(), l.ttl_ms, &l.release);
+            let mut s = pick(
+                format!("program: lock {key} ({acquire} PX {ttl}, release by {release:?}"),
+                format!("程序：对 {key} 加锁（{acquire} PX {ttl}，释放方式 {release:?}"),
             );
             if let Some(w) = &l.watchdog {
-                s.push_str(&format!("，看门狗每 {} ms 续期", w.interval_ms.unwrap_or(l.ttl_ms / 3)));
+                let every = w.interval_ms.unwrap_or(ttl / 3);
+                s.push_str(&pick(
+                    format!(", watchdog every {every} ms"),
+                    format!("，看门狗每 {every} ms 续期"),
+                ));
                 if let Some(m) = w.max_renewals {
-                    s.push_str(&format!("，最多 {m} 次"));
+                    s.push_str(&pick(format!(" at most {m} times"), format!("，最多 {m} 次")));
                 }
             }
             if l.fencing.is_on() {
-                s.push_str("，带 fencing 令牌");
+                s.push_str(if zh { "，带 fencing 令牌" } else { ", fencing token" });
             }
-            s.push('）');
+            s.push(if zh { '）' } else { ')' });
             s
         }
-        Program::Redlock(r) => format!("程序：在 {} 上执行 Redlock（TTL {} ms）", r.key, r.ttl_ms),
+        Program::Redlock(r) => {
+            let (key, ttl) = (&r.key, r.ttl_ms);
+            pick(
+                format!("program: Redlock on {key} (TTL {ttl} ms)"),
+                format!("程序：在 {key} 上执行 Redlock（TTL {ttl} ms）"),
+            )
+        }
     }
 }
 
@@ -262,8 +246,8 @@ mod tests {
                     assert_eq!(step.program.is_some(), page_step.program.is_some());
                     continue;
                 };
-                assert_eq!(w.en, describe(p));
-                assert_eq!(w.zh, describe_zh(p));
+                assert_eq!(w.en, describe(p, false));
+                assert_eq!(w.zh, describe(p, true));
                 seen += 1;
             }
             let sent = serde_json::to_string(&page).unwrap();

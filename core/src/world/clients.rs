@@ -189,23 +189,8 @@ impl World {
         else {
             return;
         };
-        self.emit(
-            Actor::Client(c),
-            EventKind::Belief {
-                key: key.to_owned(),
-                holds,
-            },
-        );
-        if let Some(ch) = change.overlap {
-            self.emit(
-                Actor::World,
-                EventKind::Overlap {
-                    key: key.to_owned(),
-                    clients: ch.clients,
-                    begin: ch.begin,
-                    since_ms: ch.since_ms,
-                },
-            );
+        for (actor, kind) in change.events(key, c, holds) {
+            self.emit(actor, kind);
         }
         if let Some(v) = change.violation {
             self.violate_ongoing(v, OngoingKind::Overlap(key.to_owned()));

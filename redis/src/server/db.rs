@@ -50,6 +50,37 @@ pub enum Value {
     ZSet(ZSet),
 }
 
+/// A collection type a [`Value`] holds: how a command asks for a key's value
+/// as its own type, the half of redis-server's `checkType` that is not the
+/// error (`cmd::read_as` and `cmd::write_as` add the WRONGTYPE).
+pub trait Collection: Sized {
+    fn of(value: &Value) -> Option<&Self>;
+    fn of_mut(value: &mut Value) -> Option<&mut Self>;
+}
+
+macro_rules! collection {
+    ($t:ty, $variant:ident) => {
+        impl Collection for $t {
+            fn of(value: &Value) -> Option<&$t> {
+                match value {
+                    Value::$variant(c) => Some(c),
+                    _ => None,
+                }
+            }
+            fn of_mut(value: &mut Value) -> Option<&mut $t> {
+                match value {
+                    Value::$variant(c) => Some(c),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+collection!(Hash, Hash);
+collection!(List, List);
+collection!(Set, Set);
+collection!(ZSet, ZSet);
+
 impl Value {
     /// The name `TYPE` reports.
     pub fn type_name(&self) -> &'static str {

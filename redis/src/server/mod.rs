@@ -398,6 +398,16 @@ pub(crate) struct Ctx<'a> {
     pub(crate) db: usize,
 }
 
+impl Ctx<'_> {
+    /// The command changed its key, `argv[1]`, and goes to replicas as it
+    /// came: [`Engine::changed`], then `call()`'s default propagation of
+    /// the client's own argv.
+    pub(crate) fn changed_as_sent(&mut self, argv: &[Vec<u8>]) {
+        self.e.changed(self.db, &argv[1]);
+        self.e.propagate(|| argv.to_vec());
+    }
+}
+
 /// A simulated redis-server.
 #[derive(Clone, Debug)]
 pub struct Node {

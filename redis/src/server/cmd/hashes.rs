@@ -4,31 +4,10 @@
 //! Lesson 29 builds a reentrant lock from a hash (owner → hold count), the
 //! way Redisson does; these are the commands its Lua script calls.
 
-use super::{int_arg, parse_i64, wrongtype, OVERFLOW};
+use super::{cardinality, int_arg, parse_i64, peek_as, read_as, reply_read, wrongtype, OVERFLOW};
 use crate::reply::Reply;
-use crate::server::db::{Entry, Hash, Value};
+use crate::server::db::{Hash, Value};
 use crate::server::Ctx;
-
-/// A key's hash, `None` when the key is missing; WRONGTYPE for a string.
-fn hash_of(entry: Option<&Entry>) -> Result<Option<&Hash>, Reply> {
-    match entry.map(|e| &e.value) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
-fn read<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Reply> {
-    let db = cx.db;
-    hash_of(cx.e.lookup_read(db, key))
-}
-
-/// The key's hash as a write sees it (`lookupKeyWrite`: no statistics),
-/// for the checks before a change.
-fn peek<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Reply> {
-    let db = cx.db;
-    hash_of(cx.e.lookup_write(db, key))
-}
 
 /// Set fields in the hash at `key` (created if missing, after the caller
 /// type-checked it), then report the change; how many fields were new.
@@ -53,7 +32,7 @@ pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if !argv.len().is_multiple_of(2) {
         return Reply::error("ERR wrong number of arguments for 'hset' command");
     }
-    if let Err(e) = peek(cx, &argv[1]) {
+    if let Err(e) = peek_as::<Hash>(cx, &argv[1]) {
         return e;
     }
     let pairs = argv[2..].chunks(2).map(|p| (p[0].as_slice(), p[1].clone()));
@@ -64,7 +43,7 @@ pub(crate) fn hset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HGET key field`
 pub(crate) fn hget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
+    match read_as::<Hash>(cx, &argv[1]) {
         Ok(h) => h
             .and_then(|h| find(h, &argv[2]))
             .map_or(Reply::Nil, |v| Reply::Bulk(v.clone())),
@@ -81,31 +60,26 @@ pub(crate) fn hdel(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     let removed = argv[2..].iter().filter(|f| h.remove(f)).count() as i64;
     if removed > 0 {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(removed)
 }
 
 /// `HEXISTS key field`
 pub(crate) fn hexists(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
-        Ok(h) => Reply::Integer(h.and_then(|h| find(h, &argv[2])).is_some() as i64),
-        Err(e) => e,
-    }
+    reply_read(cx, &argv[1], |h: Option<&Hash>| {
+        Reply::Integer(h.and_then(|h| find(h, &argv[2])).is_some() as i64)
+    })
 }
 
 /// `HLEN key`
 pub(crate) fn hlen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
-        Ok(h) => Reply::Integer(h.map_or(0, |h| h.len() as i64)),
-        Err(e) => e,
-    }
+    cardinality(cx, argv, |h: &Hash| h.len())
 }
 
 /// `HGETALL key`: a map (flat array on RESP2), in insertion order.
 pub(crate) fn hgetall(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
+    match read_as::<Hash>(cx, &argv[1]) {
         Ok(h) => Reply::Map(
             h.map(|h| {
                 h.iter()
@@ -124,7 +98,7 @@ pub(crate) fn hincrby(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let old = match peek(cx, &argv[1]) {
+    let old = match peek_as::<Hash>(cx, &argv[1]) {
         Err(e) => return e,
         Ok(h) => match h.and_then(|h| find(h, &argv[2])) {
             None => 0,
@@ -159,7 +133,7 @@ pub(crate) fn hmset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HSETNX key field value`: 1 if the field was new and is now set.
 pub(crate) fn hsetnx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match peek(cx, &argv[1]) {
+    match peek_as::<Hash>(cx, &argv[1]) {
         Err(e) => return e,
         Ok(h) if h.and_then(|h| find(h, &argv[2])).is_some() => return Reply::Integer(0),
         Ok(_) => {}
@@ -171,7 +145,7 @@ pub(crate) fn hsetnx(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HMGET key field [field ...]`: one bulk or nil per field.
 pub(crate) fn hmget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
+    match read_as::<Hash>(cx, &argv[1]) {
         Ok(h) => Reply::Array(
             argv[2..]
                 .iter()
@@ -187,7 +161,7 @@ pub(crate) fn hmget(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HKEYS key` / `HVALS key`, in the order HGETALL gives.
 fn keys_or_values(cx: &mut Ctx<'_>, key: &[u8], values: bool) -> Reply {
-    match read(cx, key) {
+    match read_as::<Hash>(cx, key) {
         Ok(h) => Reply::Array(
             h.map(|h| {
                 h.iter()
@@ -212,7 +186,7 @@ pub(crate) fn hvals(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `HSTRLEN key field`: the value's length, 0 when missing.
 pub(crate) fn hstrlen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read(cx, &argv[1]) {
+    match read_as::<Hash>(cx, &argv[1]) {
         Ok(h) => Reply::Integer(h.and_then(|h| find(h, &argv[2])).map_or(0, |v| v.len() as i64)),
         Err(e) => e,
     }
@@ -230,7 +204,7 @@ pub(crate) fn hincrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Err(LdError::Invalid) => return Reply::error("ERR value is not a valid float"),
         Err(LdError::Infinite) => return Reply::error("ERR value is NaN or Infinity"),
     };
-    let value = match peek(cx, &argv[1]) {
+    let value = match peek_as::<Hash>(cx, &argv[1]) {
         Err(e) => return e,
         Ok(h) => match h.and_then(|h| find(h, &argv[2])).map(|v| LongDouble::parse(v)) {
             None => LongDouble::parse(b"0"),
@@ -257,20 +231,9 @@ pub(crate) fn hincrbyfloat(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// distinct fields (all of them, in HGETALL order, when it covers the
 /// hash). With WITHVALUES, field/value pairs (a flat array on RESP2).
 pub(crate) fn hrandfield(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (count, withvalues) = match super::rand_args(argv, "WITHVALUES") {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    let len = match read(cx, &argv[1]) {
-        Ok(Some(h)) => h.len(),
-        Ok(None) => {
-            return if count.is_some() {
-                Reply::Array(Vec::new())
-            } else {
-                Reply::Nil
-            }
-        }
-        Err(e) => return e,
+    let (len, count, withvalues) = match super::rand_start(cx, argv, "WITHVALUES", |h: &Hash| h.len()) {
+        Ok(start) => start,
+        Err(reply) => return reply,
     };
     // The draws first, then one look at the hash: nothing is copied.
     let chosen = super::rand_picks(cx.e, len, count);

@@ -2,11 +2,10 @@
 //! LINSERT, LSET, LTRIM, LPOS, and LMPOP with its blocking form BLMPOP (on
 //! the machinery BLPOP uses, `server::blocking`).
 
-use super::lists::{list_mut, read_list};
-use super::{int_arg, is, parse_i64, syntax_error, wrongtype};
+use super::{int_arg, is, parse_i64, read_as, syntax_error, write_as, wrongtype};
 use crate::reply::Reply;
 use crate::server::blocking::{BlockKind, BlockRequest};
-use crate::server::db::Value;
+use crate::server::db::{List, Value};
 use crate::server::{Ctx, Engine};
 
 /// `LINSERT key BEFORE|AFTER pivot element` (`linsertCommand`): the new
@@ -19,7 +18,7 @@ pub(crate) fn linsert(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     } else {
         return syntax_error();
     };
-    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+    let list = match write_as::<List>(cx.e, cx.db, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
@@ -29,15 +28,14 @@ pub(crate) fn linsert(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     list.insert(at + usize::from(after), argv[4].clone());
     let len = list.len();
-    cx.e.changed(cx.db, &argv[1]);
-    cx.e.propagate(|| argv.to_vec());
+    cx.changed_as_sent(argv);
     Reply::Integer(len as i64)
 }
 
 /// `LSET key index element` (`lsetCommand`): the key is looked up before
 /// the index is parsed.
 pub(crate) fn lset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+    let list = match write_as::<List>(cx.e, cx.db, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::error("ERR no such key"),
         Err(e) => return e,
@@ -50,8 +48,7 @@ pub(crate) fn lset(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     if !usize::try_from(at).is_ok_and(|at| list.set(at, argv[3].clone())) {
         return Reply::error("ERR index out of range");
     }
-    cx.e.changed(cx.db, &argv[1]);
-    cx.e.propagate(|| argv.to_vec());
+    cx.changed_as_sent(argv);
     Reply::ok()
 }
 
@@ -62,7 +59,7 @@ pub(crate) fn ltrim(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+    let list = match write_as::<List>(cx.e, cx.db, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::ok(),
         Err(e) => return e,
@@ -73,8 +70,7 @@ pub(crate) fn ltrim(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Some((start, end)) => (start, llen - end - 1),
     };
     list.trim(ltrim, rtrim);
-    cx.e.changed(cx.db, &argv[1]);
-    cx.e.propagate(|| argv.to_vec());
+    cx.changed_as_sent(argv);
     Reply::ok()
 }
 
@@ -123,7 +119,7 @@ pub(crate) fn lpos(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     // A negative rank searches from the tail.
     let from_tail = rank < 0;
     let rank = rank.unsigned_abs();
-    let list = match read_list(cx, &argv[1]) {
+    let list = match read_as::<List>(cx, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) if count != -1 => return Reply::Array(Vec::new()),
         Ok(None) => return Reply::Nil,
@@ -264,7 +260,7 @@ pub(crate) fn blmpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `key`, reply `[key, [elements]]`, propagate as `LPOP key n` / `RPOP key
 /// n`. `None` when there is no list there.
 pub(crate) fn serve_mpop(e: &mut Engine, db: usize, key: &[u8], left: bool, count: usize) -> Option<Reply> {
-    let list = list_mut(e, db, key).ok()??;
+    let list = write_as::<List>(e, db, key).ok()??;
     let n = count.min(list.len());
     let popped: Vec<Reply> = (0..n).filter_map(|_| list.pop(left)).map(Reply::Bulk).collect();
     e.changed(db, key);

@@ -7,27 +7,16 @@
 //! `BLPOP lock-signal:<name> <timeout>`, and the release script pushes one
 //! element there to wake exactly one waiter.
 
-use super::{int_arg, is, syntax_error, wrongtype};
+use super::{cardinality, int_arg, is, read_as, syntax_error, write_as};
 use crate::reply::Reply;
 use crate::server::blocking::{parse_timeout, BlockKind, BlockRequest};
 use crate::server::db::{List, Value};
 use crate::server::encoded;
 use crate::server::{Ctx, Engine};
 
-/// The key's list to change in place (`None` when missing), or WRONGTYPE.
-/// The caller reports a change with `Engine::changed`, which also deletes
-/// an emptied list, as redis-server does.
-pub(super) fn list_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut List>, Reply> {
-    match e.value_mut(db, key) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
 /// Is there a list at `key` (`Ok(false)`: no key), or WRONGTYPE?
 fn has_list(e: &mut Engine, db: usize, key: &[u8]) -> Result<bool, Reply> {
-    list_mut(e, db, key).map(|l| l.is_some())
+    write_as::<List>(e, db, key).map(|l| l.is_some())
 }
 
 /// Push `v` onto the list at `key`, creating it; `Engine::changed` is the
@@ -39,15 +28,6 @@ fn push_onto(e: &mut Engine, db: usize, key: &[u8], left: bool, v: Vec<u8>) -> u
             l.len()
         }
         _ => 0,
-    }
-}
-
-pub(super) fn read_list<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a List>, Reply> {
-    let db = cx.db;
-    match cx.e.lookup_read(db, key).map(|e| &e.value) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(wrongtype()),
     }
 }
 
@@ -102,7 +82,7 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
         Some(Ok(_)) => return Reply::error("ERR value is out of range, must be positive"),
         Some(Err(e)) => return e,
     };
-    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+    let list = match write_as::<List>(cx.e, cx.db, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) => return if count.is_some() { Reply::NilArray } else { Reply::Nil },
         Err(e) => return e,
@@ -115,8 +95,7 @@ fn pop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], left: bool) -> Reply {
             Reply::Array((0..n).filter_map(|_| list.pop(left)).map(Reply::Bulk).collect())
         }
     };
-    cx.e.changed(cx.db, &argv[1]);
-    cx.e.propagate(|| argv.to_vec());
+    cx.changed_as_sent(argv);
     reply
 }
 
@@ -132,10 +111,7 @@ pub(crate) fn rpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `LLEN key`
 pub(crate) fn llen(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_list(cx, &argv[1]) {
-        Ok(l) => Reply::Integer(l.map_or(0, |l| l.len() as i64)),
-        Err(e) => e,
-    }
+    cardinality(cx, argv, |l: &List| l.len())
 }
 
 /// `LRANGE key start stop`: `addListRangeReply`'s index rules.
@@ -147,7 +123,7 @@ pub(crate) fn lrange(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     // The elements go out as bytes, without a copy each, when the host
     // takes replies so (see `encoded`).
     let mut direct = cx.e.encoded.lend();
-    let reply = match read_list(cx, &argv[1]) {
+    let reply = match read_as::<List>(cx, &argv[1]) {
         Ok(Some(list)) => range_reply(list, start, end, direct.as_mut()),
         Ok(None) => Reply::Array(Vec::new()),
         Err(e) => e,
@@ -192,7 +168,7 @@ pub(crate) fn lindex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(i) => i,
         Err(e) => return e,
     };
-    match read_list(cx, &argv[1]) {
+    match read_as::<List>(cx, &argv[1]) {
         Ok(Some(l)) => {
             let i = if index < 0 { index + l.len() as i64 } else { index };
             usize::try_from(i)
@@ -212,7 +188,7 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let list = match list_mut(cx.e, cx.db, &argv[1]) {
+    let list = match write_as::<List>(cx.e, cx.db, &argv[1]) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
@@ -224,8 +200,7 @@ pub(crate) fn lrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     };
     let removed = list.remove_equal(&argv[3], limit, count < 0);
     if removed > 0 {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(removed as i64)
 }
@@ -252,7 +227,11 @@ fn lmove_generic(e: &mut Engine, db: usize, src: &[u8], dst: &[u8], from_left: b
     if let Err(err) = has_list(e, db, dst) {
         return err;
     }
-    let Some(v) = list_mut(e, db, src).ok().flatten().and_then(|l| l.pop(from_left)) else {
+    let Some(v) = write_as::<List>(e, db, src)
+        .ok()
+        .flatten()
+        .and_then(|l| l.pop(from_left))
+    else {
         return Reply::Nil;
     };
     // Pushed before the source is checked for emptiness, as redis-server
@@ -377,7 +356,7 @@ pub(crate) fn brpoplpush(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 pub(crate) fn serve_blocked(e: &mut Engine, db: usize, key: &[u8], kind: &BlockKind) -> Option<Reply> {
     match kind {
         BlockKind::Pop { left } => {
-            let v = list_mut(e, db, key).ok()??.pop(*left)?;
+            let v = write_as::<List>(e, db, key).ok()??.pop(*left)?;
             e.changed(db, key);
             e.propagate(|| super::argv(&[if *left { b"LPOP" } else { b"RPOP" }, key]));
             Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(v)]))

@@ -23,6 +23,8 @@ pub(crate) mod zsetops;
 pub(crate) mod zsets;
 
 use crate::reply::Reply;
+use crate::server::db::{Collection, Value};
+use crate::server::{Ctx, Engine};
 
 pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
@@ -31,6 +33,54 @@ pub(crate) const OVERFLOW: &str = "ERR increment or decrement would overflow";
 
 pub(crate) fn wrongtype() -> Reply {
     Reply::error(WRONGTYPE)
+}
+
+/// The value of a key looked up, as the collection `T`: `None` for a
+/// missing key, WRONGTYPE for another type (`checkType`).
+fn typed<T: Collection>(value: Option<&Value>) -> Result<Option<&T>, Reply> {
+    value.map(|v| T::of(v).ok_or_else(wrongtype)).transpose()
+}
+
+/// `lookupKeyRead` then `checkType`: the key's `T` for a command that reads
+/// it (keyspace hits and misses counted).
+pub(crate) fn read_as<'a, T: Collection>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a T>, Reply> {
+    let db = cx.db;
+    typed(cx.e.lookup_read(db, key).map(|e| &e.value))
+}
+
+/// [`read_as`], then the reply made of what was found, or the WRONGTYPE
+/// error.
+pub(crate) fn reply_read<T: Collection>(
+    cx: &mut Ctx<'_>,
+    key: &[u8],
+    reply: impl FnOnce(Option<&T>) -> Reply,
+) -> Reply {
+    read_as(cx, key).map_or_else(|e| e, reply)
+}
+
+/// HLEN, LLEN, SCARD and ZCARD: the collection's size, 0 for a missing key.
+pub(crate) fn cardinality<T: Collection>(cx: &mut Ctx<'_>, argv: &[Vec<u8>], len: fn(&T) -> usize) -> Reply {
+    reply_read(cx, &argv[1], |c| Reply::Integer(c.map_or(0, len) as i64))
+}
+
+/// `lookupKeyWrite` then `checkType`: the key's `T` as a write sees it (no
+/// statistics), for the checks before a change.
+pub(crate) fn peek_as<'a, T: Collection>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a T>, Reply> {
+    let db = cx.db;
+    typed(cx.e.lookup_write(db, key).map(|e| &e.value))
+}
+
+/// The key's `T` to change in place (`None` when missing), or WRONGTYPE. The
+/// caller reports a change with `Engine::changed`, which also deletes an
+/// emptied collection, as redis-server does.
+pub(crate) fn write_as<'a, T: Collection>(
+    e: &'a mut Engine,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'a mut T>, Reply> {
+    e.value_mut(db, key)
+        .map(|v| T::of_mut(v).ok_or_else(wrongtype))
+        .transpose()
 }
 
 pub(crate) fn not_integer() -> Reply {
@@ -130,10 +180,27 @@ pub(crate) fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
 }
 
+/// HRANDFIELD's and ZRANDMEMBER's start: [`rand_args`], then the key's
+/// collection `T`, its size with the count and the word. A missing key
+/// ends the command: an empty array with a count, nil without.
+pub(crate) fn rand_start<T: Collection>(
+    cx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    word: &str,
+    len: fn(&T) -> usize,
+) -> Result<(usize, Option<i64>, bool), Reply> {
+    let (count, with) = rand_args(argv, word)?;
+    match read_as(cx, &argv[1])? {
+        Some(c) => Ok((len(c), count, with)),
+        None if count.is_some() => Err(Reply::Array(Vec::new())),
+        None => Err(Reply::Nil),
+    }
+}
+
 /// The arguments of `HRANDFIELD key [count [WITHVALUES]]` and `ZRANDMEMBER
 /// key [count [WITHSCORES]]` (`hrandfieldCommand`, `zrandmemberCommand`,
 /// alike in 7.0): the count, if any, and whether `word` follows it.
-pub(crate) fn rand_args(argv: &[Vec<u8>], word: &str) -> Result<(Option<i64>, bool), Reply> {
+fn rand_args(argv: &[Vec<u8>], word: &str) -> Result<(Option<i64>, bool), Reply> {
     const LONG_MAX: i64 = i64::MAX;
     if argv.len() < 3 {
         return Ok((None, false));

@@ -7,33 +7,14 @@
 //! for the latter (one of the orders redis-server could give); clients
 //! must not depend on it, and the differential tests do not.
 
-use super::{parse_i64, wrongtype};
+use super::{cardinality, parse_i64, read_as, reply_read, write_as};
 use crate::reply::Reply;
 use crate::server::db::{Set, Value};
-use crate::server::{Ctx, Engine};
-
-fn read_set<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a Set>, Reply> {
-    let db = cx.db;
-    match cx.e.lookup_read(db, key).map(|e| &e.value) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
-/// The key's set to change in place (`None` when missing), or WRONGTYPE;
-/// the caller reports a change with `Engine::changed`.
-fn set_mut<'a>(e: &'a mut Engine, db: usize, key: &[u8]) -> Result<Option<&'a mut Set>, Reply> {
-    match e.value_mut(db, key) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(wrongtype()),
-    }
-}
+use crate::server::Ctx;
 
 /// `SADD key member [member ...]`: how many were new.
 pub(crate) fn sadd(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    if let Err(e) = set_mut(cx.e, cx.db, &argv[1]) {
+    if let Err(e) = write_as::<Set>(cx.e, cx.db, &argv[1]) {
         return e;
     }
     let lim = cx.e.config.encoding_limits();
@@ -42,8 +23,7 @@ pub(crate) fn sadd(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         _ => 0,
     };
     if added > 0 {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(added as i64)
 }
@@ -51,22 +31,21 @@ pub(crate) fn sadd(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `SREM key member [member ...]`: how many were removed; an emptied set
 /// is deleted.
 pub(crate) fn srem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let s = match set_mut(cx.e, cx.db, &argv[1]) {
+    let s = match write_as::<Set>(cx.e, cx.db, &argv[1]) {
         Ok(Some(s)) => s,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
     let removed = argv[2..].iter().filter(|m| s.remove(m)).count();
     if removed > 0 {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(removed as i64)
 }
 
 /// `SMEMBERS key`: a set (an array on RESP2).
 pub(crate) fn smembers(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_set(cx, &argv[1]) {
+    match read_as::<Set>(cx, &argv[1]) {
         Ok(None) => Reply::Set(Vec::new()),
         Ok(Some(s)) => Reply::Set(
             ordered(s.iter(), s.is_intset())
@@ -91,18 +70,14 @@ pub(crate) fn ordered<'a>(members: impl Iterator<Item = &'a Vec<u8>>, intset: bo
 
 /// `SISMEMBER key member`
 pub(crate) fn sismember(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_set(cx, &argv[1]) {
-        Ok(s) => Reply::Integer(s.is_some_and(|s| s.contains(&argv[2])) as i64),
-        Err(e) => e,
-    }
+    reply_read(cx, &argv[1], |s: Option<&Set>| {
+        Reply::Integer(s.is_some_and(|s| s.contains(&argv[2])) as i64)
+    })
 }
 
 /// `SCARD key`
 pub(crate) fn scard(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_set(cx, &argv[1]) {
-        Ok(s) => Reply::Integer(s.map_or(0, |s| s.len() as i64)),
-        Err(e) => e,
-    }
+    cardinality(cx, argv, |s: &Set| s.len())
 }
 
 /// `SPOP key [count]` (t_set.c `spopCommand` / `spopWithCountCommand`):
@@ -123,7 +98,7 @@ pub(crate) fn spop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
             _ => return Reply::error("ERR value is out of range, must be positive"),
         },
     };
-    let s = match set_mut(cx.e, cx.db, &argv[1]) {
+    let s = match write_as::<Set>(cx.e, cx.db, &argv[1]) {
         Ok(Some(s)) => s,
         Ok(None) => {
             return if count.is_none() {
@@ -143,7 +118,7 @@ pub(crate) fn spop(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     // removals, on the set where it is.
     let draws: Vec<u64> = (0..take).map(|_| cx.e.random()).collect();
     let mut popped = std::collections::BTreeSet::new();
-    if let Ok(Some(s)) = set_mut(cx.e, cx.db, &argv[1]) {
+    if let Ok(Some(s)) = write_as::<Set>(cx.e, cx.db, &argv[1]) {
         for r in draws {
             let i = (r % s.len() as u64) as usize;
             if let Some(m) = s.iter().nth(i).cloned() {

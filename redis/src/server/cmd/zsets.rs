@@ -12,31 +12,11 @@
 //! `addReplyDouble` (`%.17g`, a RESP3 double), transcribed in
 //! `server::zset::format_score`.
 
-use super::{double_arg, int_arg, is, strtod_full, syntax_error, wrongtype};
+use super::{cardinality, double_arg, int_arg, is, read_as, strtod_full, syntax_error, write_as, wrongtype};
 use crate::reply::Reply;
 use crate::server::db::{Value, ZSet};
 use crate::server::zset::format_score;
 use crate::server::Ctx;
-
-fn read_zset<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
-    let db = cx.db;
-    match cx.e.lookup_read(db, key).map(|e| &e.value) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
-/// The key's sorted set to change in place (`None` when missing), or
-/// WRONGTYPE; the caller reports a change with `Engine::changed`, which
-/// also deletes an emptied set.
-fn zset_mut<'a>(cx: &'a mut Ctx<'_>, key: &[u8]) -> Result<Option<&'a mut ZSet>, Reply> {
-    match cx.e.value_mut(cx.db, key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(wrongtype()),
-    }
-}
 
 fn double(d: f64) -> Reply {
     Reply::Double(format_score(d))
@@ -88,7 +68,7 @@ fn zadd_generic(cx: &mut Ctx<'_>, argv: &[Vec<u8>], mut incr: bool) -> Reply {
         }
     }
     let key = &argv[1];
-    match zset_mut(cx, key) {
+    match write_as::<ZSet>(cx.e, cx.db, key) {
         Ok(Some(_)) => {}
         Ok(None) if xx => return if incr { Reply::Nil } else { Reply::Integer(0) },
         Ok(None) => {}
@@ -166,37 +146,33 @@ pub(crate) fn zincrby(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// `ZREM key member [member ...]`
 pub(crate) fn zrem(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let z = match zset_mut(cx, &argv[1]) {
+    let z = match write_as::<ZSet>(cx.e, cx.db, &argv[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
     };
     let removed = argv[2..].iter().filter(|m| z.remove(m).is_some()).count();
     if removed > 0 {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(removed as i64)
 }
 
 /// `ZCARD key`
 pub(crate) fn zcard(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_zset(cx, &argv[1]) {
-        Ok(z) => Reply::Integer(z.map_or(0, |z| z.len() as i64)),
-        Err(e) => e,
-    }
+    cardinality(cx, argv, ZSet::len)
 }
 
 /// `ZSCORE key member`
 pub(crate) fn zscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_zset(cx, &argv[1]) {
+    match read_as::<ZSet>(cx, &argv[1]) {
         Ok(z) => z.and_then(|z| z.score(&argv[2])).map_or(Reply::Nil, double),
         Err(e) => e,
     }
 }
 
 fn rank(cx: &mut Ctx<'_>, argv: &[Vec<u8>], rev: bool) -> Reply {
-    match read_zset(cx, &argv[1]) {
+    match read_as::<ZSet>(cx, &argv[1]) {
         Ok(Some(z)) => match z.rank(&argv[2]) {
             Some(r) if rev => Reply::Integer((z.len() - 1 - r) as i64),
             Some(r) => Reply::Integer(r as i64),
@@ -362,7 +338,7 @@ fn zrange_at(cx: &mut Ctx<'_>, argv: &[Vec<u8>], at: usize, fixed: RangeType, re
             (Err(e), _) | (_, Err(e)) => return e,
         },
     };
-    let z = match read_zset(cx, &argv[at]) {
+    let z = match read_as::<ZSet>(cx, &argv[at]) {
         Ok(Some(z)) => z,
         Ok(None) if store => return store_range(cx, argv, Vec::new()),
         Ok(None) => return Reply::Array(Vec::new()),
@@ -486,7 +462,7 @@ pub(crate) fn zcount(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let Some(r) = ScoreRange::parse(&argv[2], &argv[3]) else {
         return Reply::error("ERR min or max is not a float");
     };
-    match read_zset(cx, &argv[1]) {
+    match read_as::<ZSet>(cx, &argv[1]) {
         Ok(z) => Reply::Integer(z.map_or(0, |z| z.iter().filter(|(_, s)| r.contains(*s)).count() as i64)),
         Err(e) => e,
     }
@@ -529,7 +505,7 @@ pub(crate) fn zremrangebyrank(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 
 /// Remove the members `victims` picks; reply how many.
 fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) -> Vec<Vec<u8>>) -> Reply {
-    let z = match zset_mut(cx, &argv[1]) {
+    let z = match write_as::<ZSet>(cx.e, cx.db, &argv[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Integer(0),
         Err(e) => return e,
@@ -539,8 +515,7 @@ fn remove_where(cx: &mut Ctx<'_>, argv: &[Vec<u8>], victims: impl FnOnce(&ZSet) 
         z.remove(m);
     }
     if !gone.is_empty() {
-        cx.e.changed(cx.db, &argv[1]);
-        cx.e.propagate(|| argv.to_vec());
+        cx.changed_as_sent(argv);
     }
     Reply::Integer(gone.len() as i64)
 }
@@ -565,7 +540,7 @@ fn zpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> Reply {
             _ => return Reply::error("ERR value is out of range, must be positive"),
         },
     };
-    let z = match zset_mut(cx, &argv[1]) {
+    let z = match write_as::<ZSet>(cx.e, cx.db, &argv[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Array(Vec::new()),
         Err(e) => return e,
@@ -581,8 +556,7 @@ fn zpop(cx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> Reply {
             None => break,
         }
     }
-    cx.e.changed(cx.db, &argv[1]);
-    cx.e.propagate(|| argv.to_vec());
+    cx.changed_as_sent(argv);
     match count {
         Some(_) => Reply::Pairs(popped),
         None => Reply::Array(popped.into_iter().flat_map(|(m, s)| [m, s]).collect()),
@@ -625,7 +599,7 @@ pub(crate) fn zlexcount(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         Ok(r) => r,
         Err(e) => return e,
     };
-    match read_zset(cx, &argv[1]) {
+    match read_as::<ZSet>(cx, &argv[1]) {
         Ok(z) => Reply::Integer(z.map_or(0, |z| {
             z.iter().filter(|(m, _)| min.above_min(m) && max.below_max(m)).count() as i64
         })),
@@ -651,7 +625,7 @@ pub(crate) fn zremrangebylex(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// `ZMSCORE key member [member ...]` (`zmscoreCommand`): a nil for each
 /// member that is not there (all nils for a missing key).
 pub(crate) fn zmscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    match read_zset(cx, &argv[1]) {
+    match read_as::<ZSet>(cx, &argv[1]) {
         Ok(z) => Reply::Array(
             argv[2..]
                 .iter()
@@ -668,15 +642,9 @@ pub(crate) fn zmscore(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
 /// count that many draws with repetition; the draws come from the
 /// engine's seeded generator.
 pub(crate) fn zrandmember(cx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
-    let (count, withscores) = match super::rand_args(argv, "WITHSCORES") {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    let len = match read_zset(cx, &argv[1]) {
-        Ok(Some(z)) => z.len(),
-        Ok(None) if count.is_some() => return Reply::Array(Vec::new()),
-        Ok(None) => return Reply::Nil,
-        Err(e) => return e,
+    let (len, count, withscores) = match super::rand_start(cx, argv, "WITHSCORES", ZSet::len) {
+        Ok(start) => start,
+        Err(reply) => return reply,
     };
     let mut chosen = super::rand_picks(cx.e, len, count);
     if count.is_some_and(|l| l >= 0 && l as u64 >= len as u64) {
