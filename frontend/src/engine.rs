@@ -36,27 +36,31 @@ mod imp {
         fn load_engine() -> Result<web_sys::js_sys::Promise, JsValue>;
     }
 
+    #[wasm_bindgen]
+    extern "C" {
+        /// Either engine object, a lesson or the lab: both answer a move
+        /// with the new view, as JSON, and keep memory in the engine's
+        /// module until freed by hand.
+        pub type EngineObject;
+        #[wasm_bindgen(method, catch)]
+        fn act(this: &EngineObject, m: &str) -> Result<String, JsValue>;
+        #[wasm_bindgen(method)]
+        fn view(this: &EngineObject) -> String;
+        #[wasm_bindgen(method)]
+        fn free(this: &EngineObject);
+    }
+
     #[wasm_bindgen(js_namespace = locklabEngine)]
     extern "C" {
+        #[wasm_bindgen(extends = EngineObject)]
         pub type LessonEngine;
         #[wasm_bindgen(constructor, catch)]
         pub fn new(open: &str) -> Result<LessonEngine, JsValue>;
-        #[wasm_bindgen(method, catch)]
-        pub fn act(this: &LessonEngine, m: &str) -> Result<String, JsValue>;
-        #[wasm_bindgen(method)]
-        pub fn view(this: &LessonEngine) -> String;
-        #[wasm_bindgen(method)]
-        pub fn free(this: &LessonEngine);
 
+        #[wasm_bindgen(extends = EngineObject)]
         pub type LabEngine;
         #[wasm_bindgen(constructor, catch)]
         pub fn new() -> Result<LabEngine, JsValue>;
-        #[wasm_bindgen(method, catch)]
-        pub fn act(this: &LabEngine, m: &str) -> Result<String, JsValue>;
-        #[wasm_bindgen(method)]
-        pub fn view(this: &LabEngine) -> String;
-        #[wasm_bindgen(method)]
-        pub fn free(this: &LabEngine);
     }
 
     /// What a JS failure says: a thrown string, or an `Error`'s message.
@@ -92,43 +96,41 @@ mod imp {
         });
     }
 
-    pub(super) struct LessonInstance(LessonEngine);
+    /// An engine object the page holds: freed when the page drops it, as
+    /// JS will not.
+    pub(super) struct Instance<E: AsRef<EngineObject>>(E);
+
+    pub(super) type LessonInstance = Instance<LessonEngine>;
+    pub(super) type LabInstance = Instance<LabEngine>;
 
     impl LessonInstance {
         pub(super) fn open(open: &str) -> Result<(LessonInstance, String), String> {
-            let e = LessonEngine::new(open).map_err(text)?;
-            let view = e.view();
-            Ok((LessonInstance(e), view))
-        }
-
-        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
-            self.0.act(m).map_err(text)
+            Instance::made(LessonEngine::new(open))
         }
     }
-
-    impl Drop for LessonInstance {
-        fn drop(&mut self) {
-            self.0.free();
-        }
-    }
-
-    pub(super) struct LabInstance(LabEngine);
 
     impl LabInstance {
         pub(super) fn open() -> Result<(LabInstance, String), String> {
-            let e = LabEngine::new().map_err(text)?;
-            let view = e.view();
-            Ok((LabInstance(e), view))
-        }
-
-        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
-            self.0.act(m).map_err(text)
+            Instance::made(LabEngine::new())
         }
     }
 
-    impl Drop for LabInstance {
+    impl<E: AsRef<EngineObject>> Instance<E> {
+        /// What a constructor made, with its first view.
+        fn made(made: Result<E, JsValue>) -> Result<(Instance<E>, String), String> {
+            let e = made.map_err(text)?;
+            let view = e.as_ref().view();
+            Ok((Instance(e), view))
+        }
+
+        pub(super) fn act(&mut self, m: &str) -> Result<String, String> {
+            self.0.as_ref().act(m).map_err(text)
+        }
+    }
+
+    impl<E: AsRef<EngineObject>> Drop for Instance<E> {
         fn drop(&mut self) {
-            self.0.free();
+            self.0.as_ref().free();
         }
     }
 }
@@ -178,6 +180,22 @@ mod imp {
 }
 
 pub use imp::{is_loaded, load};
+
+/// The page's handle on something in the engine (a lesson, the lab): until
+/// the module has loaded it waits, with what is asked of it queued.
+pub trait EngineHandle: Sized {
+    /// Open it in the (now loaded) engine and carry out what was queued.
+    fn connect(&mut self);
+
+    /// `self`, opened at once if the engine is loaded, else left for
+    /// [`EngineHandle::connect`] when it is.
+    fn connected_if_loaded(mut self) -> Self {
+        if is_loaded() {
+            self.connect();
+        }
+        self
+    }
+}
 
 /// A lesson session in the engine.
 pub struct LessonLink(imp::LessonInstance);

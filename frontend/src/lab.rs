@@ -2,7 +2,7 @@
 //! (three redis-cli sessions on one simulated node) lives in the engine
 //! module, and this is the page's handle on it plus the last [`LabView`]
 //! it sent. Lines typed before the engine has loaded wait in a queue and
-//! run, in order, once it has ([`SimLab::connect`]).
+//! run, in order, once it has ([`EngineHandle::connect`]).
 
 use locklab_core::engine::{LabMove, LabView};
 // What the console shows before the engine has answered: the simulated
@@ -10,7 +10,7 @@ use locklab_core::engine::{LabMove, LabView};
 use locklab_core::lesson::session::PROMPT;
 use locklab_core::trace::Trace;
 
-use crate::engine::{self, LabLink};
+use crate::engine::{EngineHandle, LabLink};
 
 pub use locklab_core::lab::{Client, Exchange};
 
@@ -28,31 +28,7 @@ impl SimLab {
     /// A fresh node and empty consoles; opened at once if the engine is
     /// loaded, else when it is.
     pub fn new() -> SimLab {
-        let mut lab = SimLab::default();
-        if engine::is_loaded() {
-            lab.connect();
-        }
-        lab
-    }
-
-    /// Open the lab in the (now loaded) engine and run what was typed while
-    /// it loaded.
-    pub fn connect(&mut self) {
-        if self.link.is_some() {
-            return;
-        }
-        match LabLink::open() {
-            Ok((link, view)) => {
-                // A load that failed before and worked now: no error left.
-                self.error = None;
-                self.link = Some(link);
-                self.take(view);
-                for m in std::mem::take(&mut self.queued) {
-                    self.act(m);
-                }
-            }
-            Err(e) => self.error = Some(e),
-        }
+        SimLab::default().connected_if_loaded()
     }
 
     fn take(&mut self, mut view: LabView) {
@@ -109,6 +85,28 @@ impl SimLab {
     /// Move the node's clock forward.
     pub fn advance(&mut self, ms: u64) {
         self.act(LabMove::Advance { ms });
+    }
+}
+
+impl EngineHandle for SimLab {
+    /// Open the lab in the (now loaded) engine and run what was typed while
+    /// it loaded.
+    fn connect(&mut self) {
+        if self.link.is_some() {
+            return;
+        }
+        match LabLink::open() {
+            Ok((link, view)) => {
+                // A load that failed before and worked now: no error left.
+                self.error = None;
+                self.link = Some(link);
+                self.take(view);
+                for m in std::mem::take(&mut self.queued) {
+                    self.act(m);
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
     }
 }
 

@@ -82,6 +82,18 @@ impl Socket {
         })
     }
 
+    /// A socket to `url`, the address of `peer` ("the backend", "the
+    /// class"). When there is none to be had (the page has no address, or
+    /// the browser refused), `report` hears a close saying why: the caller
+    /// meets it as any lost link, and its reconnect takes it from there.
+    pub fn connect(url: Option<String>, peer: &str, report: Callback<SocketEvent>) -> Option<Socket> {
+        let opened = match url {
+            Some(url) => Socket::open(&url, report.clone()),
+            None => Err(format!("this page has no address to reach {peer} at")),
+        };
+        opened.map_err(|why| report.emit(SocketEvent::Closed(why))).ok()
+    }
+
     /// Send one text frame; false when the socket is not open.
     pub fn send(&self, text: &str) -> bool {
         self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_str(text).is_ok()

@@ -8,7 +8,7 @@
 //! so the views read a plain struct and never wait. Until the engine module
 //! has loaded (the first lesson played on the simulator fetches it) the
 //! session waits at its starting step, busy, with the moves asked for
-//! queued; [`SimDriver::connect`] opens it in the engine and plays them.
+//! queued; [`EngineHandle::connect`] opens it in the engine and plays them.
 
 use locklab_core::engine::{Move, Open, SessionView};
 use locklab_core::fault::Fault;
@@ -18,7 +18,7 @@ use locklab_core::lesson::worded::PageLesson;
 use locklab_core::trace::Trace;
 
 use super::LessonDriver;
-use crate::engine::{self, LessonLink};
+use crate::engine::{EngineHandle, LessonLink};
 use crate::i18n::{self, Lang};
 use crate::lab::Exchange;
 
@@ -40,9 +40,9 @@ pub struct SimDriver {
 
 impl SimDriver {
     /// The lesson at `pos` steps done; opened at once if the engine is
-    /// loaded, else when it is ([`SimDriver::connect`]).
+    /// loaded, else when it is ([`EngineHandle::connect`]).
     pub fn new(lesson: &'static PageLesson, seed: u64, pos: usize) -> SimDriver {
-        let mut s = SimDriver {
+        SimDriver {
             lesson,
             seed,
             link: None,
@@ -51,34 +51,8 @@ impl SimDriver {
             view: SessionView::default(),
             trace: Trace::default(),
             error: None,
-        };
-        if engine::is_loaded() {
-            s.connect();
         }
-        s
-    }
-
-    /// Open the session in the (now loaded) engine and carry out the moves
-    /// queued while it loaded.
-    pub fn connect(&mut self) {
-        if self.link.is_some() {
-            return;
-        }
-        let open = Open {
-            lesson: self.lesson.clone(),
-            seed: self.seed,
-            pos: self.start,
-        };
-        match LessonLink::open(&open) {
-            Ok((link, view)) => {
-                self.link = Some(link);
-                self.take(view);
-                for m in std::mem::take(&mut self.queued) {
-                    self.act(m);
-                }
-            }
-            Err(e) => self.error = Some(e),
-        }
+        .connected_if_loaded()
     }
 
     /// Still waiting for the engine module.
@@ -253,6 +227,31 @@ impl SimDriver {
 
     pub fn master(&self) -> u32 {
         self.view.master
+    }
+}
+
+impl EngineHandle for SimDriver {
+    /// Open the session in the (now loaded) engine and carry out the moves
+    /// queued while it loaded.
+    fn connect(&mut self) {
+        if self.link.is_some() {
+            return;
+        }
+        let open = Open {
+            lesson: self.lesson.clone(),
+            seed: self.seed,
+            pos: self.start,
+        };
+        match LessonLink::open(&open) {
+            Ok((link, view)) => {
+                self.link = Some(link);
+                self.take(view);
+                for m in std::mem::take(&mut self.queued) {
+                    self.act(m);
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
     }
 }
 

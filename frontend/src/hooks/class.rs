@@ -38,13 +38,8 @@ pub fn use_class(state: &AppContext) {
                     Some(c) => c.borrow().socket_url(&home),
                     None => home,
                 });
-                match url.map(|url| Socket::open(&url, report.clone())) {
-                    Some(Ok(s)) => *socket.borrow_mut() = Some(s),
-                    Some(Err(e)) => report.emit(SocketEvent::Closed(e)),
-                    None => report.emit(SocketEvent::Closed(
-                        "this page has no address to reach the class at".into(),
-                    )),
-                }
+                let opened = Socket::connect(url, "the class", report);
+                *socket.borrow_mut() = opened;
             }
             move || {
                 socket.borrow_mut().take();

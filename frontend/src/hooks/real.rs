@@ -37,13 +37,8 @@ pub fn use_real_socket(state: &AppContext) {
                     SocketEvent::Message(m) => RealInput::Message(m),
                     SocketEvent::Closed(why) => RealInput::Closed(why),
                 });
-                match socket::session_url().map(|url| Socket::open(&url, events)) {
-                    Some(Ok(s)) => *socket.borrow_mut() = Some(s),
-                    Some(Err(e)) => report.emit(RealInput::Closed(e)),
-                    None => report.emit(RealInput::Closed(
-                        "this page has no address to reach the backend at".into(),
-                    )),
-                }
+                let opened = Socket::connect(socket::session_url(), "the backend", events);
+                *socket.borrow_mut() = opened;
             }
             move || {
                 socket.borrow_mut().take();

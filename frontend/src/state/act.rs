@@ -3,6 +3,7 @@
 //! the state, its actions and its helpers (issue 36: one seam a file).
 
 use super::*;
+use crate::engine::EngineHandle;
 
 impl State {
     // long: the reducer: one arm per Action
@@ -32,14 +33,7 @@ impl State {
             Action::SelectLesson(id) => {
                 if let Some(l) = catalog::find(&id).filter(|_| next.lesson_id().as_deref() != Some(id.as_str())) {
                     next.opened = None;
-                    next.explore_link = None;
-                    next.lesson = Some(play(l, next.seed, 0, next.real.as_ref()));
-                    next.playing = false;
-                    next.active = 0;
-                    next.rev += 1;
-                    if next.quiz {
-                        next.reseed_quiz();
-                    }
+                    next.select_lesson(l);
                 }
             }
             Action::Mock(open) => {
@@ -264,14 +258,7 @@ impl State {
                     .and_then(|id| lessons.iter().position(|l| l.id == id))
                     .and_then(|i| lessons.get(i + 1));
                 if let Some(l) = after {
-                    next.explore_link = None;
-                    next.lesson = Some(play(l, next.seed, 0, next.real.as_ref()));
-                    next.playing = false;
-                    next.active = 0;
-                    next.rev += 1;
-                    if next.quiz {
-                        next.reseed_quiz();
-                    }
+                    next.select_lesson(l);
                 }
             }
             Action::Reconnect => {
@@ -284,6 +271,20 @@ impl State {
             Action::Class(a) => next.class_act(a),
         }
         Rc::new(next)
+    }
+
+    /// Play catalogue lesson `l` from its start on the page's driver (a
+    /// lesson chosen, or the next one): not a counterexample, so no explore
+    /// link; stopped, on the first console; an interview reshuffles.
+    fn select_lesson(&mut self, l: &'static locklab_core::lesson::worded::PageLesson) {
+        self.explore_link = None;
+        self.lesson = Some(play(l, self.seed, 0, self.real.as_ref()));
+        self.playing = false;
+        self.active = 0;
+        self.rev += 1;
+        if self.quiz {
+            self.reseed_quiz();
+        }
     }
 
     // long: one arm per class action

@@ -13,7 +13,7 @@ use locklab_core::protocol::{FaultKind, NodeRole, NodeState, TopologyKind};
 use yew::prelude::*;
 
 use crate::driver::Driver;
-use crate::i18n::Text;
+use crate::i18n::{Lang, Text};
 use crate::state::AppContext;
 
 #[derive(Properties, PartialEq)]
@@ -40,55 +40,64 @@ fn real_faults(props: &FaultsProps, state: &AppContext) -> Html {
                 onclick={ move |_| onreal.emit((fault, node)) }>{ label }</button>
         }
     };
-    html! {
-        <section class="faults" data-testid="faults">
-            <h2>{ Text::Faults.get(lang) }</h2>
-            if external {
-                <p class="hint" data-testid="real-external">{ Text::RealExternal.get(lang) }</p>
-            } else {
-                <p class="hint">{ Text::RealFaultsHint.get(lang) }</p>
-                if state.lesson.is_none() {
-                    <div class="fault-row" role="group" aria-label={ Text::RealTopology.get(lang) }>
-                        { for TopologyKind::ALL.into_iter().map(|kind| {
-                            let ontopology = props.ontopology.clone();
-                            html! {
-                                <button class={ classes!("fault", (topology.managed() == Some(kind)).then_some("on")) }
-                                    data-testid="real-topology" data-kind={ kind.as_str() }
-                                    onclick={ move |_| ontopology.emit(kind) }>{ kind.as_str() }</button>
-                            }
-                        }) }
-                    </div>
-                }
-                <div class="fault-group">
-                    { for nodes.iter().enumerate().map(|(i, n)| {
-                        let i = i as u32;
-                        let down = n.state == NodeState::Down;
-                        let paused = n.state == NodeState::Paused;
-                        let replica = n.role == NodeRole::Replica;
+    let body = html! {
+        if external {
+            <p class="hint" data-testid="real-external">{ Text::RealExternal.get(lang) }</p>
+        } else {
+            <p class="hint">{ Text::RealFaultsHint.get(lang) }</p>
+            if state.lesson.is_none() {
+                <div class="fault-row" role="group" aria-label={ Text::RealTopology.get(lang) }>
+                    { for TopologyKind::ALL.into_iter().map(|kind| {
+                        let ontopology = props.ontopology.clone();
                         html! {
-                            <div class="fault-row" data-testid="real-node" data-state={ n.state.as_str() }>
-                                <span class="node-name" title={ n.url.clone() }>{ format!("{} :{}", n.name, n.port) }</span>
-                                if paused {
-                                    { fire(FaultKind::Resume, i, Text::RealResume.get(lang).to_owned(), false) }
-                                } else {
-                                    { fire(FaultKind::Pause, i, Text::RealPause.get(lang).to_owned(), down) }
-                                }
-                                if down {
-                                    { fire(FaultKind::Restart, i, Text::RealRestart.get(lang).to_owned(), false) }
-                                } else {
-                                    { fire(FaultKind::Crash, i, Text::CrashNode.get(lang).to_owned(), false) }
-                                }
-                                if replica {
-                                    { fire(FaultKind::Promote, i, Text::PromoteReplica.get(lang).to_owned(), down) }
-                                    { fire(FaultKind::CutReplication, i, Text::RealCutReplication.get(lang).to_owned(), down) }
-                                    { fire(FaultKind::HealReplication, i, Text::HealLink.get(lang).to_owned(), down) }
-                                }
-                            </div>
+                            <button class={ classes!("fault", (topology.managed() == Some(kind)).then_some("on")) }
+                                data-testid="real-topology" data-kind={ kind.as_str() }
+                                onclick={ move |_| ontopology.emit(kind) }>{ kind.as_str() }</button>
                         }
                     }) }
                 </div>
             }
-            if let Some(e) = &r.last_error {
+            <div class="fault-group">
+                { for nodes.iter().enumerate().map(|(i, n)| {
+                    let i = i as u32;
+                    let down = n.state == NodeState::Down;
+                    let paused = n.state == NodeState::Paused;
+                    let replica = n.role == NodeRole::Replica;
+                    html! {
+                        <div class="fault-row" data-testid="real-node" data-state={ n.state.as_str() }>
+                            <span class="node-name" title={ n.url.clone() }>{ format!("{} :{}", n.name, n.port) }</span>
+                            if paused {
+                                { fire(FaultKind::Resume, i, Text::RealResume.get(lang).to_owned(), false) }
+                            } else {
+                                { fire(FaultKind::Pause, i, Text::RealPause.get(lang).to_owned(), down) }
+                            }
+                            if down {
+                                { fire(FaultKind::Restart, i, Text::RealRestart.get(lang).to_owned(), false) }
+                            } else {
+                                { fire(FaultKind::Crash, i, Text::CrashNode.get(lang).to_owned(), false) }
+                            }
+                            if replica {
+                                { fire(FaultKind::Promote, i, Text::PromoteReplica.get(lang).to_owned(), down) }
+                                { fire(FaultKind::CutReplication, i, Text::RealCutReplication.get(lang).to_owned(), down) }
+                                { fire(FaultKind::HealReplication, i, Text::HealLink.get(lang).to_owned(), down) }
+                            }
+                        </div>
+                    }
+                }) }
+            </div>
+        }
+    };
+    toolbox(lang, body, r.last_error.as_deref())
+}
+
+/// The toolbox's frame, the same on either driver: its heading, `body`
+/// (the hints and buttons), and why the last fault failed, if one did.
+fn toolbox(lang: Lang, body: Html, error: Option<&str>) -> Html {
+    html! {
+        <section class="faults" data-testid="faults">
+            <h2>{ Text::Faults.get(lang) }</h2>
+            { body }
+            if let Some(e) = error {
                 <p class="error" data-testid="fault-error">{ e }</p>
             }
         </section>
@@ -114,9 +123,8 @@ pub fn faults(props: &FaultsProps) -> Html {
             <button class="fault" data-testid={ testid } {disabled} onclick={ move |_| oninject.emit(fault.clone()) }>{ label }</button>
         }
     };
-    html! {
-        <section class="faults" data-testid="faults">
-            <h2>{ Text::Faults.get(lang) }</h2>
+    let body = html! {
+        <>
             <p class="hint">{ Text::FaultsHint.get(lang) }</p>
             <div class="fault-group">
                 { for clients.iter().map(|c| {
@@ -147,9 +155,7 @@ pub fn faults(props: &FaultsProps) -> Html {
                     </div>
                 }) }
             </div>
-            if let Some(notice) = &state.notice {
-                <p class="error" data-testid="fault-error">{ notice }</p>
-            }
-        </section>
-    }
+        </>
+    };
+    toolbox(lang, body, state.notice.as_deref())
 }
