@@ -453,9 +453,7 @@ impl Summary {
         let mut out = String::from("kind,lesson,step,name,answered,of,right,percent_right,counts\n");
         for q in &self.questions {
             let (lesson, step, counts) = (csv_field(&q.question.lesson), q.question.step + 1, q.counts());
-            let Tally {
-                answered, of, right, ..
-            } = q.tally;
+            let (answered, of, right) = (q.tally.answered, q.tally.of, q.tally.right);
             let pct = percent(right, answered);
             let counts = csv_field(&counts.join(" "));
             out.push_str(&format!(
@@ -483,9 +481,7 @@ impl Summary {
         let mut out = format!("# {title} {}\n\n{qh}\n|---|---|---|---|---|\n", self.code);
         for q in &self.questions {
             let (lesson, step, counts) = (md_cell(&q.question.lesson), q.question.step + 1, q.counts());
-            let Tally {
-                answered, of, right, ..
-            } = q.tally;
+            let (answered, of, right) = (q.tally.answered, q.tally.of, q.tally.right);
             let pct = percent(right, answered);
             let counts = counts.join(" / ");
             out.push_str(&format!(

@@ -209,6 +209,21 @@ fn count(n: usize, one: &str) -> String {
     }
 }
 
+impl Row {
+    /// What the row is called in the text and the Markdown card: library,
+    /// fault, fencing, server and verdict.
+    fn words(&self) -> (&str, &str, &'static str, &str, String) {
+        let (library, nemesis) = (self.library.name(), self.nemesis.name());
+        (
+            library,
+            nemesis,
+            fence(self),
+            self.server,
+            self.verdict.text(self.rounds),
+        )
+    }
+}
+
 fn fence(row: &Row) -> &'static str {
     if row.fenced {
         "lab's fence"
@@ -302,43 +317,24 @@ impl Card {
     pub fn text(&self) -> String {
         let mut out = String::new();
         for r in &self.rows {
+            let (library, nemesis, fence, server, verdict) = r.words();
+            let (rounds, faults) = (count(r.rounds, "round"), count(r.faults, "fault"));
+            let (accepted, refused, history) = (r.writes_accepted, r.writes_refused, &r.history);
             out.push_str(&format!(
-                "{} × {} ({}, {}): {} — {}, {}, writes {} accepted / {} refused\n  history: {}\n",
-                r.library.name(),
-                r.nemesis.name(),
-                fence(r),
-                r.server,
-                r.verdict.text(r.rounds),
-                count(r.rounds, "round"),
-                count(r.faults, "fault"),
-                r.writes_accepted,
-                r.writes_refused,
-                r.history
+                "{library} × {nemesis} ({fence}, {server}): {verdict} — {rounds}, {faults}, writes {accepted} accepted / {refused} refused\n  history: {history}\n"
             ));
             for n in &r.notes {
                 out.push_str(&format!("  note: {n}\n"));
             }
-            if let Some(f) = r.witness() {
-                out.push_str(&format!(
-                    "  {} [{}–{} ms]: {}\n",
-                    f.check.title(),
-                    f.from_ms,
-                    f.to_ms,
-                    f.detail
-                ));
-                for l in witness_lines(&f.witness).lines() {
-                    out.push_str(&format!("    {l}\n"));
-                }
-            }
-            for f in r.also() {
-                out.push_str(&format!(
-                    "  also {} ({}) [{}–{} ms]: {}\n",
-                    f.check.title(),
-                    f.check.name(),
-                    f.from_ms,
-                    f.to_ms,
-                    f.detail
-                ));
+            let found = r.witness().map(|f| ("", f)).into_iter();
+            for (also, f) in found.chain(r.also().into_iter().map(|f| ("also ", f))) {
+                let (title, from, to, detail) = (f.check.title(), f.from_ms, f.to_ms, &f.detail);
+                let name = if also.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", f.check.name())
+                };
+                out.push_str(&format!("  {also}{title}{name} [{from}–{to} ms]: {detail}\n"));
                 for l in witness_lines(&f.witness).lines() {
                     out.push_str(&format!("    {l}\n"));
                 }
@@ -361,49 +357,27 @@ impl Card {
             "| library | fault | fencing | server | verdict | rounds | faults | writes accepted / refused |\n|---|---|---|---|---|---|---|---|\n",
         );
         for r in &self.rows {
+            let (library, nemesis, fence, server, verdict) = r.words();
+            let (rounds, faults, accepted, refused) = (r.rounds, r.faults, r.writes_accepted, r.writes_refused);
             out.push_str(&format!(
-                "| {} | {} | {} | {} | **{}** | {} | {} | {} / {} |\n",
-                r.library.name(),
-                r.nemesis.name(),
-                fence(r),
-                r.server,
-                r.verdict.text(r.rounds),
-                r.rounds,
-                r.faults,
-                r.writes_accepted,
-                r.writes_refused
+                "| {library} | {nemesis} | {fence} | {server} | **{verdict}** | {rounds} | {faults} | {accepted} / {refused} |\n"
             ));
         }
         for r in &self.rows {
+            let (library, nemesis, fence, _, verdict) = r.words();
+            let history = &r.history;
             out.push_str(&format!(
-                "\n## {} × {} ({})\n\n{}. History: `{}`.\n",
-                r.library.name(),
-                r.nemesis.name(),
-                fence(r),
-                r.verdict.text(r.rounds),
-                r.history
+                "\n## {library} × {nemesis} ({fence})\n\n{verdict}. History: `{history}`.\n"
             ));
             for n in &r.notes {
                 out.push_str(&format!("\n- {n}\n"));
             }
-            if let Some(f) = r.witness() {
+            let found = r.witness().map(|f| ("", f)).into_iter();
+            for (also, f) in found.chain(r.also().into_iter().map(|f| ("Also: ", f))) {
+                let (title, from, to, detail) = (f.check.title(), f.from_ms, f.to_ms, &f.detail);
+                let witness = witness_lines(&f.witness);
                 out.push_str(&format!(
-                    "\n{} ({}–{} ms): {}\n\n```text\n{}```\n",
-                    f.check.title(),
-                    f.from_ms,
-                    f.to_ms,
-                    f.detail,
-                    witness_lines(&f.witness)
-                ));
-            }
-            for f in r.also() {
-                out.push_str(&format!(
-                    "\nAlso: {} ({}–{} ms): {}\n\n```text\n{}```\n",
-                    f.check.title(),
-                    f.from_ms,
-                    f.to_ms,
-                    f.detail,
-                    witness_lines(&f.witness)
+                    "\n{also}{title} ({from}–{to} ms): {detail}\n\n```text\n{witness}```\n"
                 ));
             }
         }

@@ -119,14 +119,7 @@ impl Libraries {
         cmd.args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
             .args(packages);
         let what = format!("pip install {}", packages.join(" "));
-        let out = run(&mut cmd, &what, "python3", "install python3 and python3-venv")?;
-        if !out.status.success() {
-            return Err(LibError::Install {
-                what,
-                registry: "PyPI",
-                stderr: tail(&out.stderr),
-            });
-        }
+        install(&mut cmd, what, ("python3", "install python3 and python3-venv"), "PyPI")?;
         Ok(python)
     }
 
@@ -166,14 +159,7 @@ impl Libraries {
             .args(["--no-save", "--no-audit", "--no-fund"])
             .args(packages);
         let what = format!("npm install {}", packages.join(" "));
-        let out = run(&mut cmd, &what, "npm", "install nodejs and npm")?;
-        if !out.status.success() {
-            return Err(LibError::Install {
-                what,
-                registry: "the npm registry",
-                stderr: tail(&out.stderr),
-            });
-        }
+        install(&mut cmd, what, ("npm", "install nodejs and npm"), "the npm registry")?;
         Ok(modules)
     }
 }
@@ -208,6 +194,26 @@ fn tail(stderr: &[u8]) -> String {
 }
 
 /// Run an installer with a time limit; a missing program is named.
+/// Run an installer (`tool`, and the `hint` for when it is missing): when it
+/// fails, an error naming what was asked of `registry` with the installer's
+/// last words.
+fn install(
+    cmd: &mut Command,
+    what: String,
+    (tool, hint): (&'static str, &'static str),
+    registry: &'static str,
+) -> Result<(), LibError> {
+    let out = run(cmd, &what, tool, hint)?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(LibError::Install {
+        what,
+        registry,
+        stderr: tail(&out.stderr),
+    })
+}
+
 fn run(cmd: &mut Command, what: &str, tool: &'static str, hint: &'static str) -> Result<Output, LibError> {
     // stdout is not read (pip -q and npm say little there; a full pipe would stall them).
     let mut child = cmd

@@ -101,10 +101,8 @@ pub fn history_card(report: &Report, faults: usize) -> FileVerdict {
     let broken = report.keys.iter().any(|k| k.linearity == Linearity::NotLinearizable);
     let found = found_words(serious);
     let (ops, clients) = (report.ops, report.clients.len());
-    let (ops_en, clients_en) = (
-        count(ops, "operation", "operations"),
-        count(clients, "client", "clients"),
-    );
+    let ops_en = count(ops, "operation", "operations");
+    let clients_en = count(clients, "client", "clients");
     let headline = text(
         format!("History: {ops_en} of {clients_en} checked — {}", found.en),
         format!("历史：已检查 {clients} 个客户端的 {ops} 次操作——{}", found.zh),
@@ -181,10 +179,8 @@ pub fn capture_card(i: &Import) -> FileVerdict {
         s.lock_keys.join(", ")
     };
     let (commands, clients) = (s.commands, s.lanes.len());
-    let (commands_en, clients_en) = (
-        count(commands, "command", "commands"),
-        count(clients, "client", "clients"),
-    );
+    let commands_en = count(commands, "command", "commands");
+    let clients_en = count(clients, "client", "clients");
     let headline = text(
         format!("MONITOR capture: {commands_en} of {clients_en} replayed — {}", found.en),
         format!(
