@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::quorum::{Quorum, Unavailable};
-use super::{arg, err, word, Answer, Happened, Holder, Request};
+use super::{arg, clock_of, err, word, Answer, Expiring, Happened, Holder, Replicated, Request};
 use crate::reply::Reply;
 
 /// etcd's `MaxLeaseTTL` (`server/lease/lessor.go`), seconds.
@@ -60,11 +60,21 @@ struct Kv {
 }
 
 #[derive(Clone, Debug)]
-struct Lease {
+pub(crate) struct Lease {
     ttl_s: i64,
     /// On the leader's clock.
     expiry: u64,
     keys: BTreeSet<String>,
+}
+
+impl Expiring for Lease {
+    fn expiry(&self) -> u64 {
+        self.expiry
+    }
+
+    fn renew(&mut self, now: u64) {
+        self.expiry = now + self.ttl_s as u64 * 1000;
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -101,10 +111,6 @@ impl Etcd {
         }
     }
 
-    pub fn quorum(&self) -> &Quorum {
-        &self.q
-    }
-
     /// The current revision (what a response header carries).
     pub fn revision(&self) -> i64 {
         self.rev
@@ -116,7 +122,7 @@ impl Etcd {
             Err(Unavailable::NoLeader) => return err(NO_LEADER),
         };
         self.advance(clocks);
-        let now = clocks.get(leader as usize).copied().unwrap_or(0);
+        let now = clock_of(clocks, leader);
         let argv = r.argv;
         match word(argv, 0).as_str() {
             "LEASE" => self.lease(argv, now),
@@ -193,7 +199,7 @@ impl Etcd {
         match sub.as_str() {
             "KEEPALIVE" => match self.leases.get_mut(&id) {
                 Some(l) => {
-                    l.expiry = now + l.ttl_s as u64 * 1000;
+                    l.renew(now);
                     Answer::Now(Reply::Integer(l.ttl_s))
                 }
                 None => err(LEASE_NOT_FOUND),
@@ -345,69 +351,8 @@ impl Etcd {
         }
     }
 
-    /// Revoke every lease whose TTL ran out on the leader's clock — only a
-    /// leader that can commit does.
-    pub fn advance(&mut self, clocks: &[u64]) {
-        let Some(l) = self.q.committing_leader() else { return };
-        let now = clocks.get(l as usize).copied().unwrap_or(0);
-        let due: Vec<i64> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.expiry <= now)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            if let Some(lease) = self.leases.remove(&id) {
-                let keys: Vec<String> = lease.keys.into_iter().collect();
-                self.delete(&keys);
-                self.out.push(Happened::Expired {
-                    what: format!("lease {id}"),
-                    deleted: keys,
-                });
-            }
-        }
-    }
-
-    pub fn next_deadline(&self) -> Option<(u32, u64)> {
-        let l = self.q.committing_leader()?;
-        self.leases.values().map(|x| x.expiry).min().map(|t| (l, t))
-    }
-
-    pub fn set_down(&mut self, clocks: &[u64], member: u32, down: bool) {
-        if down {
-            self.blocked.retain(|b| b.member != member);
-        }
-        let elected = self.q.set_down(member, down);
-        self.after_change(clocks, elected);
-    }
-
-    pub fn set_cut(&mut self, clocks: &[u64], a: u32, b: u32, cut: bool) {
-        let elected = self.q.set_cut(a, b, cut);
-        self.after_change(clocks, elected);
-    }
-
-    /// A new leader extends every lease by its TTL on its own clock
-    /// (`lessor.Promote`).
-    fn after_change(&mut self, clocks: &[u64], elected: Option<u32>) {
-        if let Some(m) = elected {
-            let now = clocks.get(m as usize).copied().unwrap_or(0);
-            for l in self.leases.values_mut() {
-                l.expiry = now + l.ttl_s as u64 * 1000;
-            }
-            self.out.push(Happened::Elected {
-                member: m,
-                term: self.q.term(),
-            });
-        }
-        self.advance(clocks);
-    }
-
     pub fn client_gone(&mut self, client: u32) {
         self.blocked.retain(|b| b.client != client);
-    }
-
-    pub fn take_happened(&mut self) -> Vec<Happened> {
-        std::mem::take(&mut self.out)
     }
 
     /// The oldest key under `lock/`: the holder, its lease's deadline and
@@ -425,5 +370,35 @@ impl Etcd {
             deadline: kv.lease.and_then(|id| self.leases.get(&id)).map(|l| l.expiry),
             token: kv.create,
         })
+    }
+}
+
+impl Replicated for Etcd {
+    type Timed = Lease;
+
+    /// Revoke the lease, which deletes every key attached to it — only a
+    /// leader that can commit does.
+    fn run_out(&mut self, id: i64) {
+        if let Some(lease) = self.leases.remove(&id) {
+            let keys: Vec<String> = lease.keys.into_iter().collect();
+            self.delete(&keys);
+            self.out.push(Happened::Expired {
+                what: format!("lease {id}"),
+                deleted: keys,
+            });
+        }
+    }
+
+    /// A member that goes down drops the requests blocked on it.
+    fn going_down(&mut self, member: u32) {
+        self.blocked.retain(|b| b.member != member);
+    }
+
+    fn group(&self) -> (&Quorum, &BTreeMap<i64, Lease>) {
+        (&self.q, &self.leases)
+    }
+
+    fn group_mut(&mut self) -> (&mut Quorum, &mut BTreeMap<i64, Lease>, &mut Vec<Happened>) {
+        (&mut self.q, &mut self.leases, &mut self.out)
     }
 }

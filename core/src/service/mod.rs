@@ -22,6 +22,10 @@
 //! granted. Everything else the service did on its own — an election, a
 //! lease or session that ran out and the keys it took with it, a watch that
 //! fired — comes out of [`Service::take_happened`] for the trace.
+//!
+//! What runs out on the leader's clock — etcd's leases, ZooKeeper's
+//! sessions — runs out alike in both, and so does what a change to the
+//! group does to it: [`Replicated`] is that part, written once.
 
 pub mod etcd;
 pub mod quorum;
@@ -29,6 +33,8 @@ pub mod zk;
 
 #[cfg(test)]
 mod tests;
+
+use std::collections::BTreeMap;
 
 use crate::reply::Reply;
 
@@ -185,6 +191,101 @@ impl Service {
             Service::Zk(s) => s.client_gone(client),
         }
     }
+}
+
+/// What runs out on the leader's clock unless it is renewed: an etcd
+/// lease, a ZooKeeper session.
+pub(crate) trait Expiring {
+    /// When it runs out, on the leader's clock.
+    fn expiry(&self) -> u64;
+    /// Renewed at `now`: its whole TTL (etcd) or session timeout
+    /// (ZooKeeper) from then on.
+    fn renew(&mut self, now: u64);
+}
+
+/// A lock service over a consensus group: etcd and ZooKeeper keep what
+/// runs out on the leader's clock by id ([`Expiring`]) and treat it alike.
+/// Only a leader that can commit expires anything, so what runs out
+/// outlives its time while there is no majority; and a newly elected
+/// leader renews everything in full on its own clock (etcd's
+/// `lessor.Promote`, ZooKeeper's new session tracker), so a leader change
+/// never expires anything early. Each service says what it keeps and what
+/// running out deletes; the rest is here.
+pub(crate) trait Replicated {
+    type Timed: Expiring;
+
+    /// The group and what runs out on its leader's clock, by id.
+    fn group(&self) -> (&Quorum, &BTreeMap<i64, Self::Timed>);
+    /// The same, and what happened, for the trace.
+    fn group_mut(&mut self) -> (&mut Quorum, &mut BTreeMap<i64, Self::Timed>, &mut Vec<Happened>);
+    /// `id` ran out on the leader's clock: delete what it kept.
+    fn run_out(&mut self, id: i64);
+    /// `member` is going down: forget what waits on it.
+    fn going_down(&mut self, _member: u32) {}
+
+    fn quorum(&self) -> &Quorum {
+        self.group().0
+    }
+
+    /// Expire what ran out on the committing leader's clock.
+    fn advance(&mut self, clocks: &[u64]) {
+        let (q, timed) = self.group();
+        let Some(l) = q.committing_leader() else { return };
+        let now = clock_of(clocks, l);
+        let due: Vec<i64> = timed
+            .iter()
+            .filter(|(_, t)| t.expiry() <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.run_out(id);
+        }
+    }
+
+    /// The next deadline: (the leader, its local time).
+    fn next_deadline(&self) -> Option<(u32, u64)> {
+        let (q, timed) = self.group();
+        let l = q.committing_leader()?;
+        timed.values().map(Expiring::expiry).min().map(|t| (l, t))
+    }
+
+    fn set_down(&mut self, clocks: &[u64], member: u32, down: bool) {
+        if down {
+            self.going_down(member);
+        }
+        self.regroup(clocks, |q| q.set_down(member, down));
+    }
+
+    fn set_cut(&mut self, clocks: &[u64], a: u32, b: u32, cut: bool) {
+        self.regroup(clocks, |q| q.set_cut(a, b, cut));
+    }
+
+    /// The group changed (`change` answers whom it elected, if anyone): a
+    /// new leader renews everything on its own clock and goes on the
+    /// trace; then what ran out expires.
+    fn regroup(&mut self, clocks: &[u64], change: impl FnOnce(&mut Quorum) -> Option<u32>) {
+        let (q, timed, out) = self.group_mut();
+        if let Some(m) = change(q) {
+            let now = clock_of(clocks, m);
+            for t in timed.values_mut() {
+                t.renew(now);
+            }
+            out.push(Happened::Elected {
+                member: m,
+                term: q.term(),
+            });
+        }
+        self.advance(clocks);
+    }
+
+    fn take_happened(&mut self) -> Vec<Happened> {
+        std::mem::take(self.group_mut().2)
+    }
+}
+
+/// Member `m`'s local time now, among every member's `clocks`.
+pub(crate) fn clock_of(clocks: &[u64], m: u32) -> u64 {
+    clocks.get(m as usize).copied().unwrap_or(0)
 }
 
 /// An argument as text.

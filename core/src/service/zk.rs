@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use super::quorum::Quorum;
-use super::{arg, err, word, Answer, Happened, Holder, Request};
+use super::{arg, clock_of, err, word, Answer, Expiring, Happened, Holder, Replicated, Request};
 use crate::reply::Reply;
 
 /// A default server's tickTime (ms): sessions are negotiated to 2–20 ticks.
@@ -58,10 +58,21 @@ struct Znode {
 }
 
 #[derive(Clone, Debug)]
-struct Session {
+pub(crate) struct Session {
     timeout_ms: u64,
     /// On the leader's clock.
     expiry: u64,
+}
+
+impl Expiring for Session {
+    fn expiry(&self) -> u64 {
+        self.expiry
+    }
+
+    /// Every request of the session resets its timer on the leader.
+    fn renew(&mut self, now: u64) {
+        self.expiry = now + self.timeout_ms;
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -125,10 +136,6 @@ impl Zk {
         }
     }
 
-    pub fn quorum(&self) -> &Quorum {
-        &self.q
-    }
-
     /// The next zxid: epoch in the high half, a counter that restarts with
     /// each epoch in the low half.
     fn next_zxid(&mut self) -> i64 {
@@ -150,7 +157,7 @@ impl Zk {
             });
         };
         self.advance(clocks);
-        let now = clocks.get(leader as usize).copied().unwrap_or(0);
+        let now = clock_of(clocks, leader);
         let cmd = word(r.argv, 0);
         if cmd == "SESSION" {
             return self.open_session(r, now);
@@ -161,7 +168,7 @@ impl Zk {
             Some(s) => *s,
         };
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.expiry = now + s.timeout_ms;
+            s.renew(now);
         }
         if cmd != "PING" && cmd != "CLOSE" && !path.starts_with('/') {
             return err(if path.is_empty() {
@@ -366,58 +373,9 @@ impl Zk {
         });
     }
 
-    /// Expire the sessions whose timeout passed on the leader's clock.
-    pub fn advance(&mut self, clocks: &[u64]) {
-        let Some(l) = self.q.committing_leader() else { return };
-        let now = clocks.get(l as usize).copied().unwrap_or(0);
-        let due: Vec<i64> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.expiry <= now)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            self.expire(id, "expired");
-        }
-    }
-
-    pub fn next_deadline(&self) -> Option<(u32, u64)> {
-        let l = self.q.committing_leader()?;
-        self.sessions.values().map(|s| s.expiry).min().map(|t| (l, t))
-    }
-
-    pub fn set_down(&mut self, clocks: &[u64], member: u32, down: bool) {
-        let elected = self.q.set_down(member, down);
-        self.after_change(clocks, elected);
-    }
-
-    pub fn set_cut(&mut self, clocks: &[u64], a: u32, b: u32, cut: bool) {
-        let elected = self.q.set_cut(a, b, cut);
-        self.after_change(clocks, elected);
-    }
-
-    /// A new leader's session tracker starts every session's timeout over.
-    fn after_change(&mut self, clocks: &[u64], elected: Option<u32>) {
-        if let Some(m) = elected {
-            let now = clocks.get(m as usize).copied().unwrap_or(0);
-            for s in self.sessions.values_mut() {
-                s.expiry = now + s.timeout_ms;
-            }
-            self.out.push(Happened::Elected {
-                member: m,
-                term: self.q.term(),
-            });
-        }
-        self.advance(clocks);
-    }
-
     /// A crashed client's session lives until its timeout: nothing to do
     /// now.
     pub fn client_gone(&mut self, _client: u32) {}
-
-    pub fn take_happened(&mut self) -> Vec<Happened> {
-        std::mem::take(&mut self.out)
-    }
 
     /// The child of `lock` with the lowest sequence number holds it.
     pub fn holder(&self, lock: &str) -> Option<Holder> {
@@ -440,5 +398,22 @@ impl Zk {
             token: z.czxid,
             value: path,
         })
+    }
+}
+
+impl Replicated for Zk {
+    type Timed = Session;
+
+    /// The session expired: its ephemeral znodes go.
+    fn run_out(&mut self, id: i64) {
+        self.expire(id, "expired");
+    }
+
+    fn group(&self) -> (&Quorum, &BTreeMap<i64, Session>) {
+        (&self.q, &self.sessions)
+    }
+
+    fn group_mut(&mut self) -> (&mut Quorum, &mut BTreeMap<i64, Session>, &mut Vec<Happened>) {
+        (&mut self.q, &mut self.sessions, &mut self.out)
     }
 }

@@ -8,6 +8,7 @@
 
 use super::World;
 use crate::actor::Actor;
+use crate::invariants::Monitor;
 use crate::observe::{Cause, Observed, Seen};
 use crate::server::db::Value;
 use crate::trace::EventKind;
@@ -38,6 +39,27 @@ fn value_bytes(v: &Value) -> Vec<u8> {
             .collect::<Vec<_>>()
             .join(",")
             .into_bytes(),
+    }
+}
+
+impl Observed {
+    /// What the lock observer saw, as the trace tells it: a lock bar's
+    /// change on its node, or a grant on its client's lane, numbered by
+    /// `monitor` (which orders holders for the resource's fence). A wrong
+    /// release or a foreign extension is the caller's to judge, and comes
+    /// back as it is. The simulated world and the real lock-service runs
+    /// both trace what they saw this way.
+    pub fn into_event(self, monitor: &mut Monitor) -> Result<(Actor, EventKind), Observed> {
+        match self {
+            Observed::Lock {
+                node, key, change, via, ..
+            } => Ok((Actor::Node(node), EventKind::Lock { key, change, via })),
+            Observed::Granted { client, key } => {
+                let seq = monitor.grant(client, &key);
+                Ok((Actor::Client(client), EventKind::Granted { key, seq }))
+            }
+            not_owner => Err(not_owner),
+        }
     }
 }
 
@@ -75,15 +97,9 @@ impl World {
     /// and a wrong release as a violation.
     pub(super) fn apply_observed(&mut self, observed: Vec<Observed>) {
         for o in observed {
-            match o {
-                Observed::Lock {
-                    node, key, change, via, ..
-                } => self.emit(Actor::Node(node), EventKind::Lock { key, change, via }),
-                Observed::Granted { client, key } => {
-                    let seq = self.monitor.grant(client, &key);
-                    self.emit(Actor::Client(client), EventKind::Granted { key, seq });
-                }
-                not_owner => {
+            match o.into_event(&mut self.monitor) {
+                Ok((actor, kind)) => self.emit(actor, kind),
+                Err(not_owner) => {
                     let names = &self.names;
                     let client = |i| names.client(i).to_owned();
                     if let Some(v) = self

@@ -4,6 +4,7 @@
 //! bands are the simulator's.
 
 use super::*;
+use crate::real::service::belief_events;
 
 impl RealLessonRun {
     /// After an off-script console command of client `cid` on `node`: the
@@ -66,40 +67,10 @@ impl RealLessonRun {
     /// as in the simulator).
     pub(super) fn belief(&mut self, env: &mut RealEnv<'_>, cid: u32, key: &str, holds: bool) {
         let now = self.now_lesson(env);
-        let names = env.session.names().clone();
-        let Some(change) = self
-            .monitor
-            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
-        else {
-            return;
-        };
-        // The overlap's band grows while it goes on (core's monitor).
-        let streamed = self.monitor.stream_overlap(key, &change, now);
-        self.record(
-            env,
-            None,
-            Actor::Client(cid),
-            EventKind::Belief {
-                key: key.to_owned(),
-                holds,
-            },
-        );
-        let Some(ch) = change.overlap else { return };
-        self.overlapped |= ch.begin;
-        let begin = ch.begin;
-        self.record(
-            env,
-            None,
-            Actor::World,
-            EventKind::Overlap {
-                key: key.to_owned(),
-                clients: ch.clients,
-                begin,
-                since_ms: ch.since_ms,
-            },
-        );
-        if let Some(violation) = streamed {
-            self.record(env, None, Actor::World, EventKind::Violation { violation });
+        let names = env.session.names();
+        let changed = belief_events(&mut self.monitor, names, &mut self.overlapped, cid, key, holds, now);
+        for (actor, kind) in changed {
+            self.record(env, None, actor, kind);
         }
     }
 

@@ -1,8 +1,9 @@
 //! What a lock-service lesson's real run keeps whatever the service is:
 //! lesson time against the wall clock, the clients' pauses and crashes,
 //! the trace, and core's observer, monitor and resource that judge it as
-//! the simulator's world does. [`super::EtcdRun`] and
-//! [`super::ZkRun`] hold one each and add what their service needs.
+//! the simulator's world does. A [`super::ServiceEnv`] holds one and
+//! hands it to its run ([`super::EtcdRun`], [`super::ZkRun`]), which adds
+//! what its service needs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -33,6 +34,9 @@ pub(crate) struct LessonState {
     /// Lesson time 0, wall clock.
     pub(super) origin: Instant,
     pub(super) names: Names,
+    /// The member a command without a node goes to, and whose lock bars
+    /// are shown: the leader, as the run last learned it.
+    pub(super) leader: u32,
     /// Clients paused until then.
     pub(super) paused: BTreeMap<String, Instant>,
     pub(super) crashed: BTreeSet<String>,
@@ -66,6 +70,7 @@ impl LessonState {
                 clients: lesson.actors.clone(),
                 nodes,
             },
+            leader: 0,
             paused: BTreeMap::new(),
             crashed: BTreeSet::new(),
             owners: BTreeMap::new(),
@@ -189,20 +194,19 @@ impl LessonState {
     /// the monitor, which orders holders for the resource's fence.
     pub(super) fn judge(&mut self, observed: Vec<Observed>) {
         for o in observed {
-            match o {
-                Observed::Lock {
-                    node, key, change, via, ..
-                } => {
-                    if via == Via::Expiry {
-                        self.record(Actor::Node(node), EventKind::Expired { key: key.clone() });
-                    }
-                    self.record(Actor::Node(node), EventKind::Lock { key, change, via });
-                }
-                Observed::Granted { client, key } => {
-                    let seq = self.monitor.grant(client, &key);
-                    self.record(Actor::Client(client), EventKind::Granted { key, seq });
-                }
-                Observed::WrongRelease { .. } | Observed::ForeignExtend { .. } => {}
+            // The service took the lock away itself: its expiry goes first.
+            if let Observed::Lock {
+                node,
+                key,
+                via: Via::Expiry,
+                ..
+            } = &o
+            {
+                self.record(Actor::Node(*node), EventKind::Expired { key: key.clone() });
+            }
+            // A wrong release or foreign extension is not judged here.
+            if let Ok((actor, kind)) = o.into_event(&mut self.monitor) {
+                self.record(actor, kind);
             }
         }
     }
@@ -216,31 +220,17 @@ impl LessonState {
     /// decides on overlaps, as in the simulator).
     pub(super) fn belief(&mut self, cid: u32, key: &str, holds: bool) {
         let now = self.now_ms();
-        let names = self.names.clone();
-        let Some(change) = self
-            .monitor
-            .change_belief(key, cid, holds, now, &|i| names.client(i).to_owned())
-        else {
-            return;
-        };
-        // The overlap's band grows while it goes on (core's monitor).
-        let streamed = self.monitor.stream_overlap(key, &change, now);
-        let belief = EventKind::Belief {
-            key: key.to_owned(),
+        let changed = belief_events(
+            &mut self.monitor,
+            &self.names,
+            &mut self.overlapped,
+            cid,
+            key,
             holds,
-        };
-        self.record(Actor::Client(cid), belief);
-        let Some(ch) = change.overlap else { return };
-        self.overlapped |= ch.begin;
-        let overlap = EventKind::Overlap {
-            key: key.to_owned(),
-            clients: ch.clients,
-            begin: ch.begin,
-            since_ms: ch.since_ms,
-        };
-        self.record(Actor::World, overlap);
-        if let Some(violation) = streamed {
-            self.record(Actor::World, EventKind::Violation { violation });
+            now,
+        );
+        for (actor, kind) in changed {
+            self.record(actor, kind);
         }
     }
 
@@ -316,6 +306,33 @@ impl LessonState {
     }
 }
 
+/// What a client's change of belief in `key` to `holds` at `now` puts on a
+/// real run's timeline, in order: the belief, the overlap that began or
+/// ended with it, and the overlap violation's band as it stands (begun, or
+/// grown to where it ended) — core's monitor decides, as in the simulator.
+/// Nothing when the client believed so already; `overlapped` is set once
+/// an overlap began. The Redis run and the lock-service runs both stream
+/// their beliefs this way.
+pub(crate) fn belief_events(
+    monitor: &mut Monitor,
+    names: &Names,
+    overlapped: &mut bool,
+    cid: u32,
+    key: &str,
+    holds: bool,
+    now: u64,
+) -> Vec<(Actor, EventKind)> {
+    let Some(change) = monitor.change_belief(key, cid, holds, now, &|i| names.client(i).to_owned()) else {
+        return Vec::new();
+    };
+    // The overlap's band grows while it goes on (core's monitor).
+    let streamed = monitor.stream_overlap(key, &change, now);
+    *overlapped |= change.overlap.as_ref().is_some_and(|ch| ch.begin);
+    let mut events = change.events(key, cid, holds);
+    events.extend(streamed.map(|violation| (Actor::World, EventKind::Violation { violation })));
+    events
+}
+
 /// The refusal of a lesson a lock-service driver cannot play.
 pub(super) fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
     RealLessonError::Unsupported {
@@ -325,15 +342,22 @@ pub(super) fn unsupported(lesson: &Lesson, why: String) -> RealLessonError {
 }
 
 /// Can a real `service` run play this lesson? Its own `real = no`, a
-/// fault outside `takes`, a Redis client program or a metrics step say
-/// why not.
+/// fault that is neither a client's (every run takes those, see
+/// [`LessonState::client_fault`]) nor in `takes`, a Redis client program
+/// or a metrics step say why not.
 pub(super) fn check_steps(lesson: &Lesson, service: &str, takes: impl Fn(&Fault) -> bool) -> Result<(), String> {
     if let RealRun::No { why } = &lesson.real {
         return Err(why.en.trim().to_owned());
     }
+    let client_fault = |f: &Fault| {
+        matches!(
+            f,
+            Fault::PauseClient { .. } | Fault::ResumeClient { .. } | Fault::CrashClient { .. }
+        )
+    };
     for (i, step) in lesson.steps.iter().enumerate() {
         match step.kind()? {
-            StepKind::Fault(f) if !takes(f) => {
+            StepKind::Fault(f) if !client_fault(f) && !takes(f) => {
                 return Err(format!(
                     "step {} injects a fault the real {service} driver does not make yet: {f:?}",
                     i + 1

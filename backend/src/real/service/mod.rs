@@ -34,6 +34,7 @@ use thiserror::Error;
 pub use compare::{check_compare, run_compare, CompareEnv};
 pub use env::ServiceEnv;
 pub use etcd::{check_etcd, run_etcd, EtcdEnv, EtcdRun};
+pub(crate) use lesson_state::belief_events;
 pub use stepped::ServiceRun;
 pub use zk::{check_zk, run_zk, ZkEnv, ZkRun};
 

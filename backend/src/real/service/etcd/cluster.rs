@@ -73,9 +73,7 @@ impl Cluster {
     /// Spawn `n` members of a new cluster (not yet known to be ready).
     pub fn spawn(n: usize) -> Result<Cluster, String> {
         let binary = etcd_binary().ok_or_else(|| ETCD_NOT_FOUND.to_owned())?;
-        let hex = crate::real::conn::random_hex(8);
-        let root = std::env::temp_dir().join(format!("locklab-etcd-{}-{hex}", std::process::id()));
-        std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
+        let (root, hex) = member::fresh_root("etcd")?;
         let members = (0..n)
             .map(|i| EtcdMember {
                 name: format!("etcd{}", i + 1),
@@ -108,7 +106,7 @@ impl Cluster {
 
     fn start(&mut self, i: usize) -> Result<(), String> {
         let initial = self.initial_cluster();
-        let m = self.members.get(i).ok_or_else(|| format!("no member {i}"))?;
+        let m = self.members.get_mut(i).ok_or_else(|| format!("no member {i}"))?;
         let dir = self.root.join(&m.name);
         let log = std::fs::File::create(self.root.join(format!("{}.log", m.name)))
             .map_err(|e| format!("creating {}'s log: {e}", m.name))?;
@@ -123,11 +121,7 @@ impl Cluster {
             .args(["--initial-cluster-token", &self.token])
             .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
             .args(["--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]);
-        let child = member::spawn(&mut cmd, &self.binary, log, m.client_port)?;
-        if let Some(m) = self.members.get_mut(i) {
-            m.child = Some(child);
-        }
-        Ok(())
+        member::spawn(&mut m.child, &mut cmd, &self.binary, log, m.client_port)
     }
 
     /// SIGKILL member `i` and reap it: no shutdown, its data directory

@@ -36,13 +36,13 @@ use locklab_core::actor::Actor;
 use locklab_core::fault::Fault;
 use locklab_core::lesson::Lesson;
 use locklab_core::observe::Seen;
-use locklab_core::trace::{Event, EventKind};
+use locklab_core::trace::EventKind;
 use locklab_core::Reply;
 
 use super::driver::{reply, EtcdDriver, Raw, RealRequest};
 use super::translate::Translate;
 use crate::real::lesson::{RealLessonError, RealReport};
-use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
+use crate::real::service::env::{in_slices, play_on, ServiceEnv, ServiceParts};
 use crate::real::service::lesson_state::{check_steps, unsupported, LessonState};
 
 /// Wall time a blocked `LOCK` is given beyond the last lease deadline the
@@ -58,11 +58,8 @@ pub type EtcdEnv = ServiceEnv<EtcdRun>;
 
 /// What an etcd run adds to the lesson state every service run keeps.
 pub struct EtcdRun {
-    /// Lesson time, client faults, the trace and its judges.
-    st: LessonState,
     driver: EtcdDriver,
     tr: Translate,
-    leader: u32,
     /// Real lease → its deadline, lesson ms (grant or keep-alive + TTL).
     deadlines: BTreeMap<i64, u64>,
     /// Requests still running (blocked `LOCK`s): their answers arrive later.
@@ -86,24 +83,21 @@ impl EtcdEnv {
         let start_rev = driver.revision().map_err(|e| unsupported(lesson, e))?;
         let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
         let tr = Translate::new(factor, start_rev);
-        Ok(ServiceEnv(EtcdRun {
+        Ok(ServiceEnv {
             st: LessonState::new(lesson, tr.factor() as u64, nodes),
-            tr,
-            leader: 0,
-            deadlines: BTreeMap::new(),
-            pending: Vec::new(),
-            driver,
-        }))
+            run: EtcdRun {
+                tr,
+                deadlines: BTreeMap::new(),
+                pending: Vec::new(),
+                driver,
+            },
+        })
     }
 }
 
 impl EtcdRun {
     pub fn factor(&self) -> u64 {
         self.tr.factor() as u64
-    }
-
-    pub fn events(&self) -> &[Event] {
-        &self.st.events
     }
 
     pub fn driver(&self) -> &EtcdDriver {
@@ -115,14 +109,9 @@ impl EtcdRun {
         self.driver.leader()
     }
 
-    /// Per step, what was sent or done differently from the simulator.
-    pub fn notes(&self) -> &BTreeMap<usize, String> {
-        &self.st.notes
-    }
-
     /// Record the answers blocked requests got by `until` (sleeping until
     /// then if none comes).
-    fn collect(&mut self, until: Instant) {
+    fn collect(&mut self, st: &mut LessonState, until: Instant) {
         if self.pending.is_empty() {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
             return;
@@ -132,50 +121,50 @@ impl EtcdRun {
             match self.driver.wait(&mut p.handle, until) {
                 Some(raw) => {
                     let r = reply(&p.op, raw, &mut self.tr);
-                    self.answered(&p, r);
+                    answered(st, &p, r);
                 }
                 None => self.pending.push(p),
             }
         }
-        self.observe(None);
+        self.observe(st, None);
     }
+}
 
-    /// Put a request's answer on the timeline.
-    fn answered(&mut self, p: &Pending, r: Option<Reply>) {
-        let Some(r) = r else { return };
-        let executed = EventKind::Executed {
-            req: p.req,
-            client: p.cid,
-            commands: vec![p.shown.clone()],
-            replies: vec![r.clone()],
-        };
-        self.st.record(Actor::Node(p.member), executed);
-        let received = EventKind::Received {
-            req: p.req,
-            node: p.member,
-            replies: vec![r],
-        };
-        self.st.record(Actor::Client(p.cid), received);
-    }
+/// Put a request's answer on the timeline.
+fn answered(st: &mut LessonState, p: &Pending, r: Option<Reply>) {
+    let Some(r) = r else { return };
+    let executed = EventKind::Executed {
+        req: p.req,
+        client: p.cid,
+        commands: vec![p.shown.clone()],
+        replies: vec![r.clone()],
+    };
+    st.record(Actor::Node(p.member), executed);
+    let received = EventKind::Received {
+        req: p.req,
+        node: p.member,
+        replies: vec![r],
+    };
+    st.record(Actor::Client(p.cid), received);
 }
 
 impl EtcdRun {
     /// How long to wait for `op`: a `LOCK` until the last lease deadline the
     /// run knows has passed (plus [`LOCK_GRACE`]), anything else at once
     /// (the driver times it out).
-    fn patience(&self, op: &RealRequest) -> Duration {
+    fn patience(&self, st: &LessonState, op: &RealRequest) -> Duration {
         if !matches!(op, RealRequest::Lock { .. }) {
             return Duration::from_secs(3600);
         }
-        let now = self.st.now_ms();
+        let now = st.now_ms();
         let last = self.deadlines.values().max().copied().unwrap_or(now);
-        self.st.wall(last.saturating_sub(now)) + LOCK_GRACE
+        st.wall(last.saturating_sub(now)) + LOCK_GRACE
     }
 
     /// What an answer tells the run about leases: a grant or keep-alive
     /// sets the lease's deadline; a revoke ends it.
-    fn after(&mut self, p: &mut Pending, raw: &Raw) {
-        let now = self.st.now_ms();
+    fn after(&mut self, st: &mut LessonState, p: &mut Pending, raw: &Raw) {
+        let now = st.now_ms();
         match (&p.op, raw) {
             (RealRequest::Grant { lesson_ttl, .. }, Raw::Lease(id)) => {
                 self.deadlines.insert(*id, now + *lesson_ttl as u64 * 1000);
@@ -188,7 +177,7 @@ impl EtcdRun {
                 self.deadlines.remove(real);
             }
             (RealRequest::Put { key, .. }, Raw::Ok) => {
-                self.st.owners.entry(key.clone()).or_insert(p.cid);
+                st.owners.entry(key.clone()).or_insert(p.cid);
             }
             _ => {}
         }
@@ -196,26 +185,26 @@ impl EtcdRun {
 
     /// SIGKILL a member; when it led, wait for the new leader (not lesson
     /// time) and give the leases their full TTL again, as it does.
-    fn crash(&mut self, node: u32) -> Result<Option<String>, String> {
-        let was_leader = node == self.leader;
+    fn crash(&mut self, st: &mut LessonState, node: u32) -> Result<Option<String>, String> {
+        let was_leader = node == st.leader;
         let text = self.driver.crash(node)?;
-        self.st.observer.set_down(node, true);
+        st.observer.set_down(node, true);
         let mut note = text;
         if was_leader {
             let started = Instant::now();
             let l = self.driver.await_new_leader(ELECTION_WITHIN)?;
             let spent = started.elapsed();
-            self.st.origin += spent;
-            self.leader = l;
-            self.st.observer.set_master(l);
-            let now = self.st.now_ms();
+            st.origin += spent;
+            st.leader = l;
+            st.observer.set_master(l);
+            let now = st.now_ms();
             for (real, d) in self.deadlines.iter_mut() {
                 if let Some(ttl) = self.tr.shown_lease(*real).and_then(|s| self.tr.lesson_ttl(s)) {
                     *d = now + ttl as u64 * 1000;
                 }
             }
             let name = self.driver.member_name(l);
-            self.st.record(
+            st.record(
                 Actor::Node(l),
                 EventKind::Note {
                     text: "elected leader".into(),
@@ -234,45 +223,35 @@ impl ServiceParts for EtcdRun {
     const LESSON: &'static str = "an etcd lesson";
     const CHECK: &'static str = "check_supported";
 
-    /// What the run keeps whatever the service: its trace and judges.
-    fn state(&self) -> &LessonState {
-        &self.st
-    }
-
-    fn state_mut(&mut self) -> &mut LessonState {
-        &mut self.st
-    }
-
-    fn leading(&self) -> u32 {
-        self.leader
-    }
-
     /// Sleep until `until`, collecting the answers of blocked requests.
-    fn sleep_until(&mut self, until: Instant) {
-        while Instant::now() < until {
-            let step = until.min(Instant::now() + Duration::from_millis(50));
-            self.collect(step);
-        }
-        self.collect(Instant::now());
+    fn sleep_until(&mut self, st: &mut LessonState, until: Instant) {
+        in_slices(until, Duration::from_millis(50), |step| self.collect(st, step));
+        self.collect(st, Instant::now());
     }
 
     /// Send `argv` as `client` to `member` and wait for the answer (a
     /// blocked `LOCK` as long as a lease could free it).
-    fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        let cid = self.st.cid(client)?;
+    fn send(
+        &mut self,
+        st: &mut LessonState,
+        index: usize,
+        client: &str,
+        member: u32,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let cid = st.cid(client)?;
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        let req = self.st.next_req;
-        self.st.next_req += 1;
+        let req = st.next_req;
+        st.next_req += 1;
         let op = match RealRequest::parse(argv, &self.tr) {
             Ok(op) => op,
             // Refused before it was sent, as etcdctl refuses it.
             Err(r) => return Ok(Some(r)),
         };
         if let Some(sent) = op.compressed(argv) {
-            self.st
-                .add_note(index, format!("sent as {sent} at {}×", self.tr.factor()));
+            st.add_note(index, format!("sent as {sent} at {}×", self.tr.factor()));
         }
-        self.st.record(
+        st.record(
             Actor::Client(cid),
             EventKind::Sent {
                 req,
@@ -282,9 +261,9 @@ impl ServiceParts for EtcdRun {
         );
         if let RealRequest::Lock { name, lease } = &op {
             let key = locklab_core::service::etcd::lock_key(name, *lease);
-            self.st.owners.entry(key).or_insert(cid);
+            st.owners.entry(key).or_insert(cid);
         }
-        let until = Instant::now() + self.patience(&op);
+        let until = Instant::now() + self.patience(st, &op);
         let mut handle = self.driver.spawn(client, member, op.clone())?;
         let raw = self.driver.wait(&mut handle, until);
         let mut p = Pending {
@@ -296,17 +275,17 @@ impl ServiceParts for EtcdRun {
             handle,
         };
         let Some(raw) = raw else {
-            self.st.add_note(
+            st.add_note(
                 index,
                 "still blocked when no lease the run knows could free the lock any more: no reply (its answer, if one comes, goes on the timeline)".into(),
             );
             self.pending.push(p);
             return Ok(None);
         };
-        self.after(&mut p, &raw);
+        self.after(st, &mut p, &raw);
         let r = reply(&p.op, raw, &mut self.tr);
-        self.answered(&p, r.clone());
-        self.observe(Some(cid));
+        answered(st, &p, r.clone());
+        self.observe(st, Some(cid));
         Ok(r)
     }
 
@@ -314,15 +293,15 @@ impl ServiceParts for EtcdRun {
     /// the leader) to core's lock observer, as the simulator's world does:
     /// a change of holder is the old one's removal, then the new one's
     /// grant, owned by the client whose request put its key.
-    fn observe(&mut self, by: Option<u32>) {
-        let now = self.st.now_ms();
-        for lock in self.st.observer.keys().to_vec() {
+    fn observe(&mut self, st: &mut LessonState, by: Option<u32>) {
+        let now = st.now_ms();
+        for lock in st.observer.keys().to_vec() {
             let Ok(holder) = self.driver.holder(&lock) else {
                 continue;
             };
             let seen = holder.map(|h| {
                 let deadline = self.deadlines.get(&h.lease).copied();
-                let owner = self.st.owners.get(&h.key).copied();
+                let owner = st.owners.get(&h.key).copied();
                 let value = self.tr.key_shown(&h.key).into_bytes();
                 (
                     Seen {
@@ -333,22 +312,22 @@ impl ServiceParts for EtcdRun {
                     owner,
                 )
             });
-            self.st.show_holder(self.leader, &lock, seen, by, now);
+            st.show_holder(st.leader, &lock, seen, by, now);
         }
-        self.st.stretch();
+        st.stretch();
     }
 
-    fn inject(&mut self, fault: &Fault) -> Result<Option<String>, String> {
+    fn inject(&mut self, st: &mut LessonState, fault: &Fault) -> Result<Option<String>, String> {
         Ok(match fault {
             // A paused client's keep-alives stop with it.
-            f if self.st.client_fault(f) => None,
-            Fault::CrashNode { node } => self.crash(*node)?,
+            f if st.client_fault(f) => None,
+            Fault::CrashNode { node } => self.crash(st, *node)?,
             other => return Err(format!("a real etcd run cannot inject {other:?}")),
         })
     }
 
-    fn begin(&mut self) {
-        self.collect(Instant::now());
+    fn begin(&mut self, st: &mut LessonState) {
+        self.collect(st, Instant::now());
     }
 
     fn version(&self) -> String {
@@ -357,17 +336,9 @@ impl ServiceParts for EtcdRun {
 }
 
 /// Can a real etcd run play this lesson? The faults a real cluster takes
-/// here: a client paused or resumed or crashed, a member crashed.
+/// here, besides the clients' own: a member crashed.
 pub fn check_etcd(lesson: &Lesson) -> Result<(), String> {
-    check_steps(lesson, "etcd", |f| {
-        matches!(
-            f,
-            Fault::PauseClient { .. }
-                | Fault::ResumeClient { .. }
-                | Fault::CrashClient { .. }
-                | Fault::CrashNode { .. }
-        )
-    })
+    check_steps(lesson, "etcd", |f| matches!(f, Fault::CrashNode { .. }))
 }
 
 /// Start a fresh three-member etcd cluster, play `lesson` on it, stop it.

@@ -144,9 +144,7 @@ impl Ensemble {
     pub fn spawn(n: usize, min_session_ms: u64, max_session_ms: u64) -> Result<Ensemble, String> {
         let classpath = zk_classpath().ok_or_else(|| ZK_NOT_FOUND.to_owned())?;
         let java = java_binary().ok_or_else(|| ZK_NOT_FOUND.to_owned())?;
-        let hex = crate::real::conn::random_hex(8);
-        let root = std::env::temp_dir().join(format!("locklab-zk-{}-{hex}", std::process::id()));
-        std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
+        let (root, _) = member::fresh_root("zk")?;
         let servers = (0..n)
             .map(|i| Server {
                 name: format!("zk{}", i + 1),
@@ -201,7 +199,7 @@ impl Ensemble {
     }
 
     fn start(&mut self, i: usize) -> Result<(), String> {
-        let s = self.servers.get(i).ok_or_else(|| format!("no server {i}"))?;
+        let s = self.servers.get_mut(i).ok_or_else(|| format!("no server {i}"))?;
         let dir = s.dir.clone();
         let log = std::fs::File::create(s.log()).map_err(|e| format!("creating {}'s log: {e}", s.name))?;
         let mut cmd = Command::new(&self.java);
@@ -219,11 +217,7 @@ impl Ensemble {
             ])
             .arg(dir.join("zoo.cfg"))
             .current_dir(&dir);
-        let child = member::spawn(&mut cmd, &self.java, log, s.client_port)?;
-        if let Some(s) = self.servers.get_mut(i) {
-            s.child = Some(child);
-        }
-        Ok(())
+        member::spawn(&mut s.child, &mut cmd, &self.java, log, s.client_port)
     }
 
     /// SIGKILL server `i` and reap it: no shutdown, its data directory

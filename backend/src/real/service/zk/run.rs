@@ -45,12 +45,12 @@ use locklab_core::fault::{Endpoint, Fault};
 use locklab_core::lesson::Lesson;
 use locklab_core::observe::Seen;
 use locklab_core::service::zk::negotiated_timeout;
-use locklab_core::trace::{Event, EventKind};
+use locklab_core::trace::EventKind;
 use locklab_core::Reply;
 
 use super::driver::{parse, reply, Raw, RealRequest, ZkDriver};
 use crate::real::lesson::{RealLessonError, RealReport};
-use crate::real::service::env::{play_on, ServiceEnv, ServiceParts};
+use crate::real::service::env::{in_slices, play_on, ServiceEnv, ServiceParts};
 use crate::real::service::lesson_state::{check_steps, unsupported, LessonState};
 
 /// How long an election after the leader went may take.
@@ -64,10 +64,7 @@ pub type ZkEnv = ServiceEnv<ZkRun>;
 
 /// What a ZooKeeper run adds to the lesson state every service run keeps.
 pub struct ZkRun {
-    /// Lesson time, client faults, the trace and its judges.
-    st: LessonState,
     driver: ZkDriver,
-    leader: u32,
     /// Cut server-to-server links, (low, high).
     cuts: BTreeSet<(u32, u32)>,
     /// Servers the lab SIGSTOPped because they were cut off from all.
@@ -86,22 +83,19 @@ impl ZkEnv {
         let max = negotiated_timeout(u64::MAX) / factor;
         let driver = ZkDriver::start(min, max).map_err(|e| unsupported(lesson, e.to_string()))?;
         let nodes = (0..driver.members() as u32).map(|i| driver.member_name(i)).collect();
-        Ok(ServiceEnv(ZkRun {
+        Ok(ServiceEnv {
             st: LessonState::new(lesson, factor, nodes),
-            leader: 0,
-            cuts: BTreeSet::new(),
-            isolated: BTreeSet::new(),
-            sessions: BTreeMap::new(),
-            driver,
-        }))
+            run: ZkRun {
+                cuts: BTreeSet::new(),
+                isolated: BTreeSet::new(),
+                sessions: BTreeMap::new(),
+                driver,
+            },
+        })
     }
 }
 
 impl ZkRun {
-    pub fn events(&self) -> &[Event] {
-        &self.st.events
-    }
-
     pub fn driver(&self) -> &ZkDriver {
         &self.driver
     }
@@ -115,16 +109,11 @@ impl ZkRun {
         self.driver.leader()
     }
 
-    /// Per step, what was sent or done differently from the simulator.
-    pub fn notes(&self) -> &BTreeMap<usize, String> {
-        &self.st.notes
-    }
-
     /// Watches that fired, on their clients' lanes.
-    fn fired(&mut self) {
+    fn fired(&mut self, st: &mut LessonState) {
         for f in self.driver.take_fired() {
-            if let Ok(cid) = self.st.cid(&f.client) {
-                self.st.record(Actor::Client(cid), EventKind::Note { text: f.text });
+            if let Ok(cid) = st.cid(&f.client) {
+                st.record(Actor::Client(cid), EventKind::Note { text: f.text });
             }
         }
     }
@@ -133,14 +122,14 @@ impl ZkRun {
 impl ZkRun {
     /// What an answer tells the run: a new session and its timeout, a
     /// client heard (its session's timer restarts), a znode's creator.
-    fn after(&mut self, cid: u32, client: &str, op: &RealRequest, raw: &Raw) {
-        let now = self.st.now_ms();
+    fn after(&mut self, st: &mut LessonState, cid: u32, client: &str, op: &RealRequest, raw: &Raw) {
+        let now = st.now_ms();
         match (op, raw) {
             (RealRequest::Session { asked_ms, .. }, Raw::Session(id)) => {
                 self.sessions.insert(*id, (cid, negotiated_timeout(*asked_ms), now));
             }
             (RealRequest::Create { .. }, Raw::Created { path, .. }) => {
-                self.st.owners.insert(path.clone(), cid);
+                st.owners.insert(path.clone(), cid);
             }
             _ => {}
         }
@@ -157,15 +146,15 @@ impl ZkRun {
     /// The leader went (SIGKILL or SIGSTOP): wait for the others to elect
     /// one (not lesson time), and start every session's timeout over, as
     /// the new leader does.
-    fn reelect(&mut self, gone: u32) -> Result<String, String> {
+    fn reelect(&mut self, st: &mut LessonState, gone: u32) -> Result<String, String> {
         let started = Instant::now();
         let l = self.driver.await_leader(ELECTION_WITHIN, Some(gone))?;
         let spent = started.elapsed();
-        self.st.origin += spent;
-        self.leader = l;
-        self.st.observer.set_master(l);
+        st.origin += spent;
+        st.leader = l;
+        st.observer.set_master(l);
         self.driver.observer_to_live();
-        let now = self.st.now_ms();
+        let now = st.now_ms();
         for s in self.sessions.values_mut() {
             s.2 = now;
         }
@@ -173,7 +162,7 @@ impl ZkRun {
             .driver
             .leader_zxid()
             .map_or(0, |z| (self.driver.numbers.zxid_shown(z) >> 32) as u64);
-        self.st.record(Actor::Node(l), EventKind::Elected { term: epoch });
+        st.record(Actor::Node(l), EventKind::Elected { term: epoch });
         Ok(format!(
             "{} was elected (epoch {epoch}) after {} ms of wall time (not counted as lesson time: the simulator's election is instantaneous)",
             self.driver.member_name(l),
@@ -182,11 +171,11 @@ impl ZkRun {
     }
 
     /// SIGKILL a server; when it led, wait for the new leader.
-    fn crash(&mut self, node: u32) -> Result<String, String> {
+    fn crash(&mut self, st: &mut LessonState, node: u32) -> Result<String, String> {
         let text = self.driver.crash(node)?;
-        self.st.observer.set_down(node, true);
-        if node == self.leader {
-            let elected = self.reelect(node)?;
+        st.observer.set_down(node, true);
+        if node == st.leader {
+            let elected = self.reelect(st, node)?;
             return Ok(format!("{text}; {elected}"));
         }
         Ok(text)
@@ -201,7 +190,7 @@ impl ZkRun {
 
     /// A link between two servers is cut or healed: SIGSTOP a server cut
     /// from all the others, SIGCONT one that is not any more.
-    fn relink(&mut self, a: u32, b: u32, cut: bool) -> Result<String, String> {
+    fn relink(&mut self, st: &mut LessonState, a: u32, b: u32, cut: bool) -> Result<String, String> {
         let pair = (a.min(b), a.max(b));
         if cut {
             self.cuts.insert(pair);
@@ -218,8 +207,8 @@ impl ZkRun {
                     self.driver.stop(m, true)?
                 ));
                 self.isolated.insert(m);
-                if m == self.leader {
-                    said.push(self.reelect(m)?);
+                if m == st.leader {
+                    said.push(self.reelect(st, m)?);
                 }
             } else if !off && self.isolated.remove(&m) {
                 said.push(self.driver.stop(m, false)?);
@@ -236,47 +225,39 @@ impl ServiceParts for ZkRun {
     const LESSON: &'static str = "a ZooKeeper lesson";
     const CHECK: &'static str = "check_zk";
 
-    /// What the run keeps whatever the service: its trace and judges.
-    fn state(&self) -> &LessonState {
-        &self.st
-    }
-
-    fn state_mut(&mut self) -> &mut LessonState {
-        &mut self.st
-    }
-
-    fn leading(&self) -> u32 {
-        self.leader
-    }
-
     /// Sleep until `until`, putting fired watches and lock changes on the
     /// timeline as they happen.
-    fn sleep_until(&mut self, until: Instant) {
-        while Instant::now() < until {
-            let step = until.min(Instant::now() + OBSERVE_EVERY);
+    fn sleep_until(&mut self, st: &mut LessonState, until: Instant) {
+        in_slices(until, OBSERVE_EVERY, |step| {
             std::thread::sleep(step.saturating_duration_since(Instant::now()));
-            self.observe(None);
-        }
+            self.observe(st, None);
+        });
     }
 
     /// Send `argv` as `client` to `member` and translate the answer.
-    fn send(&mut self, index: usize, client: &str, member: u32, argv: &[Vec<u8>]) -> Result<Option<Reply>, String> {
-        let cid = self.st.cid(client)?;
-        let op = match parse(argv, self.st.factor, self.driver.has_session(client)) {
+    fn send(
+        &mut self,
+        st: &mut LessonState,
+        index: usize,
+        client: &str,
+        member: u32,
+        argv: &[Vec<u8>],
+    ) -> Result<Option<Reply>, String> {
+        let cid = st.cid(client)?;
+        let op = match parse(argv, st.factor, self.driver.has_session(client)) {
             Ok(op) => op,
             // Refused before it was sent, as the simulator refuses it.
             Err(r) => return Ok(Some(r)),
         };
         let shown: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        let req = self.st.next_req;
-        self.st.next_req += 1;
+        let req = st.next_req;
+        st.next_req += 1;
         if let RealRequest::Session { asked_ms, real_ms } = op {
             if asked_ms != real_ms {
-                self.st
-                    .add_note(index, format!("sent as SESSION {real_ms} at {}×", self.st.factor));
+                st.add_note(index, format!("sent as SESSION {real_ms} at {}×", st.factor));
             }
         }
-        self.st.record(
+        st.record(
             Actor::Client(cid),
             EventKind::Sent {
                 req,
@@ -285,9 +266,9 @@ impl ServiceParts for ZkRun {
             },
         );
         let raw = self.driver.send(client, member, op.clone());
-        self.after(cid, client, &op, &raw);
+        self.after(st, cid, client, &op, &raw);
         let r = reply(&op, raw, &mut self.driver.numbers);
-        self.st.record(
+        st.record(
             Actor::Node(member),
             EventKind::Executed {
                 req,
@@ -296,7 +277,7 @@ impl ServiceParts for ZkRun {
                 replies: vec![r.clone()],
             },
         );
-        self.st.record(
+        st.record(
             Actor::Client(cid),
             EventKind::Received {
                 req,
@@ -304,18 +285,17 @@ impl ServiceParts for ZkRun {
                 replies: vec![r.clone()],
             },
         );
-        self.observe(Some(cid));
+        self.observe(st, Some(cid));
         Ok(Some(r))
     }
 
     /// Show every watched lock's holder (the lowest-numbered child, read
     /// by the observer) to core's lock observer, as the simulator's world
     /// does; connected clients count as heard now (they heartbeat).
-    fn observe(&mut self, by: Option<u32>) {
-        self.fired();
-        let now = self.st.now_ms();
-        let live: Vec<i64> = self
-            .st
+    fn observe(&mut self, st: &mut LessonState, by: Option<u32>) {
+        self.fired(st);
+        let now = st.now_ms();
+        let live: Vec<i64> = st
             .names
             .clients
             .iter()
@@ -327,14 +307,14 @@ impl ServiceParts for ZkRun {
                 e.2 = now;
             }
         }
-        for lock in self.st.observer.keys().to_vec() {
+        for lock in st.observer.keys().to_vec() {
             let Ok(holder) = self.driver.holder(&lock) else {
                 continue;
             };
             let seen = holder.map(|h| {
                 let session = self.sessions.get(&h.session).copied();
                 let deadline = session.map(|(_, timeout, heard)| heard + timeout);
-                let owner = self.st.owners.get(&h.path).copied().or(session.map(|s| s.0));
+                let owner = st.owners.get(&h.path).copied().or(session.map(|s| s.0));
                 let seen = Seen {
                     value: h.path.into_bytes(),
                     deadline,
@@ -342,41 +322,41 @@ impl ServiceParts for ZkRun {
                 };
                 (seen, owner)
             });
-            self.st.show_holder(self.leader, &lock, seen, by, now);
+            st.show_holder(st.leader, &lock, seen, by, now);
         }
-        self.st.stretch();
+        st.stretch();
     }
 
-    fn inject(&mut self, fault: &Fault) -> Result<Option<String>, String> {
+    fn inject(&mut self, st: &mut LessonState, fault: &Fault) -> Result<Option<String>, String> {
         Ok(match fault {
             Fault::PauseClient { client, .. } => {
-                self.st.client_fault(fault);
+                st.client_fault(fault);
                 self.driver.silence(client);
                 Some(format!(
                     "{client}'s connection is dropped (its session stays): no requests, no heartbeats"
                 ))
             }
             Fault::CrashClient { client } => {
-                self.st.client_fault(fault);
+                st.client_fault(fault);
                 self.driver.silence(client);
                 None
             }
-            f if self.st.client_fault(f) => None,
-            Fault::CrashNode { node } => Some(self.crash(*node)?),
+            f if st.client_fault(f) => None,
+            Fault::CrashNode { node } => Some(self.crash(st, *node)?),
             Fault::CutLink {
                 a: Endpoint::Node(a),
                 b: Endpoint::Node(b),
-            } => Some(self.relink(*a, *b, true)?),
+            } => Some(self.relink(st, *a, *b, true)?),
             Fault::HealLink {
                 a: Endpoint::Node(a),
                 b: Endpoint::Node(b),
-            } => Some(self.relink(*a, *b, false)?),
+            } => Some(self.relink(st, *a, *b, false)?),
             other => return Err(format!("a real ZooKeeper run cannot inject {other:?}")),
         })
     }
 
-    fn begin(&mut self) {
-        self.fired();
+    fn begin(&mut self, st: &mut LessonState) {
+        self.fired(st);
     }
 
     fn version(&self) -> String {
@@ -385,16 +365,13 @@ impl ServiceParts for ZkRun {
 }
 
 /// Can a real ZooKeeper run play this lesson? The faults a real ensemble
-/// takes here: a client paused, resumed or crashed, a server crashed, a
-/// link between two servers cut or healed.
+/// takes here, besides the clients' own: a server crashed, a link between
+/// two servers cut or healed.
 pub fn check_zk(lesson: &Lesson) -> Result<(), String> {
     check_steps(lesson, "ZooKeeper", |f| {
         matches!(
             f,
-            Fault::PauseClient { .. }
-                | Fault::ResumeClient { .. }
-                | Fault::CrashClient { .. }
-                | Fault::CrashNode { .. }
+            Fault::CrashNode { .. }
                 | Fault::CutLink {
                     a: Endpoint::Node(_),
                     b: Endpoint::Node(_),
