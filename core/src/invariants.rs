@@ -35,7 +35,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::actor::Actor;
 use crate::observe::{Held, Observed};
-use crate::trace::EventKind;
 
 /// The invariants, with the stable names the explorer prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -178,28 +177,6 @@ pub struct BeliefChange {
     /// The overlap violation that began with it, when the lesson counts an
     /// overlap as one.
     pub violation: Option<Violation>,
-}
-
-impl BeliefChange {
-    /// What a driver puts in its trace for this change of `client`'s
-    /// belief in `key`, in order: the belief, then the overlap that began
-    /// or ended. The violation is the driver's to place: each tracks how
-    /// long it lasts its own way.
-    pub fn events(&self, key: &str, client: u32, holds: bool) -> Vec<(Actor, EventKind)> {
-        let belief = EventKind::Belief {
-            key: key.to_owned(),
-            holds,
-        };
-        let overlap = self.overlap.as_ref().map(|ch| EventKind::Overlap {
-            key: key.to_owned(),
-            clients: ch.clients.clone(),
-            begin: ch.begin,
-            since_ms: ch.since_ms,
-        });
-        std::iter::once((Actor::Client(client), belief))
-            .chain(overlap.map(|o| (Actor::World, o)))
-            .collect()
-    }
 }
 
 /// The invariant state the world updates as events happen.

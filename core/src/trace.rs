@@ -432,6 +432,30 @@ impl Via {
     }
 }
 
+/// Kept here, not beside [`crate::invariants::BeliefChange`]: the trace reads the invariants,
+/// never the reverse.
+impl crate::invariants::BeliefChange {
+    /// What a driver puts in its trace for this change of `client`'s
+    /// belief in `key`, in order: the belief, then the overlap that began
+    /// or ended. The violation is the driver's to place: each tracks how
+    /// long it lasts its own way.
+    pub fn events(&self, key: &str, client: u32, holds: bool) -> Vec<(Actor, EventKind)> {
+        let belief = EventKind::Belief {
+            key: key.to_owned(),
+            holds,
+        };
+        let overlap = self.overlap.as_ref().map(|ch| EventKind::Overlap {
+            key: key.to_owned(),
+            clients: ch.clients.clone(),
+            begin: ch.begin,
+            since_ms: ch.since_ms,
+        });
+        std::iter::once((Actor::Client(client), belief))
+            .chain(overlap.map(|o| (Actor::World, o)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,7 +40,7 @@ const MIN_LOGIC: usize = 4;
 const TOO_COMMON: usize = 8;
 /// How many duplicate pairs the tree may hold. Lower it when a fold lands;
 /// the check fails until it is lowered, so it never goes back up.
-pub(super) const TWIN_PAIRS_CEILING: usize = 35;
+pub(super) const TWIN_PAIRS_CEILING: usize = 13;
 
 /// One counted line of a file: its number (1-based), its shape's hash and
 /// whether it does something (see [`is_logic`]).
